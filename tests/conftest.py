@@ -1,0 +1,56 @@
+"""Shared fixtures: a clean environment and no network for every test."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+_PREFIXES = ("TROUPE_", "OPENAI_", "DISCORD_", "TELEGRAM_", "ELEVENLABS_", "OLLAMA_", "OPENROUTER_", "CREDENTIALS_DIRECTORY")
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Strip settings a developer's shell might carry, and run where no .env exists."""
+    for key in list(os.environ):
+        if key.startswith(_PREFIXES):
+            monkeypatch.delenv(key)
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
+def _is_local(address: object) -> bool:
+    if not isinstance(address, tuple):
+        return True  # AF_UNIX paths
+    host = str(address[0])
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fail any test that tries to reach anything but this machine."""
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def guard(address: object) -> None:
+        if not _is_local(address):
+            pytest.fail(f"Network access disallowed in tests: tried to connect to {address!r}")
+
+    def connect(self: socket.socket, address: object) -> None:
+        guard(address)
+        return real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: object) -> int:
+        guard(address)
+        return real_connect_ex(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    yield
