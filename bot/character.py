@@ -1,0 +1,649 @@
+"""Characters: the JSON file that defines one AI character, validated.
+
+The schema is elizaOS's (name, bio, system, templates, adjectives, topics, knowledge,
+messageExamples, postExamples, style, plugins, settings, settings.secrets, secrets), and files
+written for elizaOS load unchanged, including the older format many published characters use
+(``clients``, ``modelProvider``, ``lore``, message examples keyed by ``user``).
+
+Loading never raises a traceback at the user: every problem becomes a :class:`~bot.errors.Problem`
+with the JSON path of the field and what to do. See :func:`load_character`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from . import plugins as plugin_registry
+from .errors import CharacterError, Problem, SecretReferenceError
+from .ids import string_to_uuid
+from .secrets import resolve_secret
+from .types import AgentRecord
+
+__all__ = [
+    "Character",
+    "ExampleMessage",
+    "KnowledgeSource",
+    "LoadResult",
+    "Style",
+    "load_character",
+    "load_characters",
+    "resolve_character_paths",
+]
+
+_CAMEL = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+# Legacy elizaOS v0 `clients` that troupe has no platform for but which need no warning.
+_SILENT_CLIENTS = frozenset({"direct"})
+# Legacy `modelProvider` values served by the openai plugin, and the preset each selects.
+_MODEL_PROVIDERS = {"openai": None, "ollama": "ollama", "openrouter": "openrouter"}
+
+
+def _json_type(value: Any) -> str:
+    match value:
+        case bool():
+            return "true/false"
+        case int() | float():
+            return "a number"
+        case str():
+            return "text"
+        case list():
+            return "a list"
+        case dict():
+            return "an object"
+        case None:
+            return "null"
+    return type(value).__name__
+
+
+def _str_list(value: Any, what: str) -> Any:
+    """Accept a single string where a list of strings is expected (common in hand-written files)."""
+    if isinstance(value, str):
+        return [value]
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise PydanticCustomError("list_expected", f"must be a list of {what}, not {{got}}", {"got": _json_type(value)})
+    return value
+
+
+class Style(BaseModel):
+    """How the character writes: rules for everywhere, for chat, and for posts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    all: list[str] = Field(default_factory=list, description="rules applied everywhere")
+    chat: list[str] = Field(default_factory=list, description="rules for chat replies")
+    post: list[str] = Field(default_factory=list, description="rules for posts")
+
+    @field_validator("all", "chat", "post", mode="before")
+    @classmethod
+    def _lists(cls, value: Any) -> Any:
+        return _str_list(value, "rules (strings)")
+
+
+class ExampleContent(BaseModel):
+    """What an example message says; extra keys (``source``, ``attachments`` …) are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    text: str | None = None
+    actions: list[str] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_action(cls, data: Any) -> Any:
+        # elizaOS v0 examples carry one "action" instead of a list of "actions".
+        if isinstance(data, dict) and "actions" not in data and isinstance(data.get("action"), str):
+            data = {k: v for k, v in data.items() if k != "action"} | {"actions": [data["action"]]}
+        return data
+
+
+class ExampleMessage(BaseModel):
+    """One message in an example conversation."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(description="who speaks: the character's name or a placeholder like {{user1}}")
+    content: ExampleContent
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_user(cls, data: Any) -> Any:
+        # elizaOS v0 keyed the speaker as "user".
+        if isinstance(data, dict) and "name" not in data and "user" in data:
+            data = {**data, "name": data["user"]}
+            del data["user"]
+        return data
+
+
+class KnowledgeSource(BaseModel):
+    """A knowledge item: a fact given inline, a file, or a directory of files."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str | None = None
+    path: str | None = None
+    directory: str | None = None
+    shared: bool = False
+    """Visible to every agent, not only this one."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_json(cls, data: Any) -> Any:
+        if isinstance(data, str):
+            return {"text": data}
+        if not isinstance(data, dict):
+            raise PydanticCustomError(
+                "knowledge_item",
+                'each knowledge item is a fact (text), {"path": "file.md"} or {"directory": "docs/"}, not {got}',
+                {"got": _json_type(data)},
+            )
+        return data
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> KnowledgeSource:
+        given = [k for k in ("text", "path", "directory") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise PydanticCustomError(
+                "knowledge_item", 'give exactly one of "path" or "directory" in a knowledge object'
+            )
+        return self
+
+    @property
+    def kind(self) -> Literal["text", "path", "directory"]:
+        if self.text is not None:
+            return "text"
+        return "path" if self.path is not None else "directory"
+
+    def to_json(self) -> str | dict[str, Any]:
+        """The form this item takes in a character file."""
+        if self.text is not None:
+            return self.text
+        key = "path" if self.path is not None else "directory"
+        return {key: getattr(self, key), "shared": self.shared}
+
+
+SecretValue = str
+
+
+class Character(BaseModel):
+    """A character file, validated and with defaults filled in.
+
+    Secrets (``secrets`` and ``settings.secrets``) are kept as written — values or references
+    (:mod:`bot.secrets`) — and are never part of ``repr()``. The resolved secrets are read
+    with :meth:`secret`.
+    """
+
+    model_config = ConfigDict(**_CAMEL, extra="allow")
+
+    name: str = Field(description="display name; also the source of the derived id")
+    bio: list[str] = Field(description="who the character is: a string or a list of strings")
+    id: str | None = Field(default=None, description="agent id; derived from the name when absent")
+    username: str | None = None
+    system: str | None = None
+    templates: dict[str, str] = Field(default_factory=dict)
+    adjectives: list[str] = Field(default_factory=list)
+    topics: list[str] = Field(default_factory=list)
+    lore: list[str] = Field(default_factory=list)
+    knowledge: list[KnowledgeSource] = Field(default_factory=list)
+    message_examples: list[list[ExampleMessage]] = Field(default_factory=list)
+    post_examples: list[str] = Field(default_factory=list)
+    style: Style = Field(default_factory=Style)
+    plugins: list[str] = Field(default_factory=list)
+    settings: dict[str, JsonValue] = Field(default_factory=dict)
+    secrets: dict[str, SecretValue] = Field(default_factory=dict, repr=False)
+    clients: list[str] = Field(default_factory=list, description="elizaOS v0: platforms to run on")
+    model_provider: str | None = Field(default=None, description="elizaOS v0: which model plugin to use")
+
+    _secrets: dict[str, SecretStr] = PrivateAttr(default_factory=dict)
+
+    # -- field normalisation -------------------------------------------------------------
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            raise PydanticCustomError("name_required", 'Character name is required: give "name" a non-empty value')
+        return value.strip() if isinstance(value, str) else value
+
+    @field_validator("bio", mode="before")
+    @classmethod
+    def _bio(cls, value: Any) -> Any:
+        value = _str_list(value, "sentences (strings)")
+        if not any(isinstance(v, str) and v.strip() for v in value):
+            raise PydanticCustomError(
+                "bio_required", 'Character bio is required: give "bio" a sentence or a list of sentences'
+            )
+        return value
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
+
+    @field_validator("adjectives", "topics", "lore", "post_examples", "plugins", "clients", mode="before")
+    @classmethod
+    def _lists(cls, value: Any) -> Any:
+        return _str_list(value, "strings")
+
+    @field_validator("knowledge", mode="before")
+    @classmethod
+    def _knowledge(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise PydanticCustomError("list_expected", "must be a list, not {got}", {"got": _json_type(value)})
+        return value
+
+    @field_validator("message_examples", mode="before")
+    @classmethod
+    def _examples(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if isinstance(value, list) and value and all(isinstance(m, dict) for m in value):
+            raise PydanticCustomError(
+                "examples_shape",
+                "must be a list of conversations, each a list of messages: wrap each conversation in [ ]",
+            )
+        return value
+
+    @field_validator("secrets", mode="before")
+    @classmethod
+    def _secrets_map(cls, value: Any) -> Any:
+        return _secret_map(value)
+
+    @field_validator("settings", mode="after")
+    @classmethod
+    def _settings(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if "secrets" in value:
+            value["secrets"] = _secret_map(value["secrets"], where="settings.secrets")
+        return value
+
+    @model_validator(mode="after")
+    def _defaults(self) -> Character:
+        if self.username is None:
+            self.username = re.sub(r"\s+", "_", self.name.lower())
+        return self
+
+    # -- derived values ------------------------------------------------------------------
+
+    @property
+    def agent_id(self) -> str:
+        """The agent's id: ``id`` if given, else derived from the name exactly as elizaOS does."""
+        return string_to_uuid(self.id if self.id else self.name).lower()
+
+    @property
+    def settings_secrets(self) -> dict[str, str]:
+        """``settings.secrets`` as written (values or references)."""
+        secrets = self.settings.get("secrets")
+        return secrets if isinstance(secrets, dict) else {}  # type: ignore[return-value]
+
+    def secret(self, key: str) -> SecretStr | None:
+        """The resolved secret ``key`` (``secrets`` first, then ``settings.secrets``), if any."""
+        return self._secrets.get(key)
+
+    def secret_keys(self) -> list[str]:
+        """Names of the secrets that resolved to a value."""
+        return sorted(self._secrets)
+
+    def unknown_keys(self) -> list[str]:
+        """Top-level keys troupe does not know; kept, but a likely typo."""
+        return sorted(self.model_extra or {})
+
+    def to_record(self) -> AgentRecord:
+        """The character as the database keeps it, without any secret."""
+        settings = {k: v for k, v in self.settings.items() if k != "secrets"}
+        return AgentRecord(
+            id=self.agent_id,
+            name=self.name,
+            username=self.username,
+            system=self.system,
+            bio=list(self.bio),
+            message_examples=[[m.model_dump(exclude_none=True) for m in conv] for conv in self.message_examples],
+            post_examples=list(self.post_examples),
+            topics=list(self.topics),
+            adjectives=list(self.adjectives),
+            knowledge=[k.to_json() for k in self.knowledge],
+            plugins=list(self.plugins),
+            settings=settings,
+            style=self.style.model_dump(),
+        )
+
+    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
+        for key, value in super().__repr_args__():
+            if key == "settings" and isinstance(value, dict) and "secrets" in value:
+                value = {**value, "secrets": {k: "<redacted>" for k in value["secrets"]}}  # type: ignore[union-attr]
+            yield key, value
+
+
+def _secret_map(value: Any, where: str = "secrets") -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise PydanticCustomError(
+            "secrets_type",
+            f'{where} must be an object like {{"OPENAI_API_KEY": "env:OPENAI_API_KEY"}}, not {{got}}',
+            {"got": _json_type(value)},
+        )
+    out: dict[str, str] = {}
+    for key, item in value.items():
+        if isinstance(item, bool):
+            out[key] = "true" if item else "false"
+        elif isinstance(item, (int, float)):
+            out[key] = str(item)
+        elif isinstance(item, str):
+            out[key] = item
+        elif item is None:
+            continue
+        else:
+            raise PydanticCustomError(
+                "secret_value",
+                f"{where}.{key} must be text (a value or a reference like env:NAME), not {{got}}",
+                {"got": _json_type(item)},
+            )
+    return out
+
+
+# -- loading ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class LoadResult:
+    """The outcome of loading one character file."""
+
+    source: Path
+    character: Character | None = None
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    platforms: list[str] = field(default_factory=list)
+    """troupe platform names the character runs on (``discord``, ``telegram``)."""
+    plugins: list[str] = field(default_factory=list)
+    """troupe plugin names, in file order, without duplicates."""
+    model_preset: str | None = None
+    """``ollama`` or ``openrouter`` when the file selects one of those, else ``None``."""
+
+    @property
+    def ok(self) -> bool:
+        return self.character is not None and not self.problems
+
+    def raise_for_problems(self) -> Character:
+        """The character, or :class:`~bot.errors.CharacterError` listing every problem."""
+        if self.problems or self.character is None:
+            raise CharacterError(str(self.source), self.problems)
+        return self.character
+
+
+def _json_path(loc: tuple[int | str, ...]) -> str:
+    out = "$"
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+_FIELD_HINTS = {
+    "name": 'add "name": "the character\'s name"',
+    "bio": 'add "bio": "a sentence or a list of sentences about the character"',
+    "content": 'add "content": {"text": "..."}',
+}
+
+
+def _problem_from_error(err: Mapping[str, Any]) -> Problem:
+    loc = tuple(err["loc"])
+    kind = err["type"]
+    got = _json_type(err.get("input"))
+    if kind == "missing":
+        hint = _FIELD_HINTS.get(str(loc[-1]), "add it")
+        message = f"required field is missing: {hint}"
+    elif kind == "string_type":
+        message = f"must be text (a string in quotes), not {got}"
+    elif kind == "list_type":
+        message = f"must be a list [...], not {got}"
+    elif kind in ("dict_type", "model_type", "model_attributes_type"):
+        message = f"must be an object {{...}}, not {got}"
+    elif kind in ("bool_type", "bool_parsing"):
+        message = f"must be true or false, not {got}"
+    elif kind == "extra_forbidden":
+        message = "unknown key here; remove it or check its spelling"
+        if len(loc) >= 2 and loc[-2] == "style":
+            message = 'unknown style key; style has "all", "chat" and "post"'
+    else:
+        message = err["msg"].removeprefix("Value error, ")
+    return Problem(_json_path(loc), message)
+
+
+def _read_json(path: Path) -> tuple[Any, list[Problem]]:
+    if path.suffix.lower() in (".ts", ".js", ".mjs", ".cjs"):
+        return None, [
+            Problem(
+                "$",
+                "troupe reads only JSON character files; it cannot run TypeScript or JavaScript. "
+                "Export the character to JSON (e.g. JSON.stringify(character, null, 2)) and load that file",
+            )
+        ]
+    if path.suffix.lower() != ".json":
+        return None, [Problem("$", f"not a .json file ({path.suffix or 'no extension'}); character files are JSON")]
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None, [Problem("$", "no such file; check the path")]
+    except IsADirectoryError:
+        return None, [Problem("$", "is a directory; give the .json files in it")]
+    except OSError as exc:
+        return None, [Problem("$", f"cannot read the file: {exc.strerror or exc}")]
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return None, [Problem("$", f"not UTF-8 text (bad byte at offset {exc.start}); save the file as UTF-8")]
+    try:
+        return json.loads(text), []
+    except json.JSONDecodeError as exc:
+        hint = ""
+        if "Expecting property name" in exc.msg or "Expecting value" in exc.msg:
+            hint = " (a trailing comma or a comment? JSON allows neither)"
+        return None, [Problem("$", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}")]
+
+
+def load_character(path: str | Path, *, environ: Mapping[str, str] | None = None) -> LoadResult:
+    """Read and validate one character file. Never raises for bad input: see ``problems``.
+
+    Secret references are resolved against ``environ`` (default: the process environment,
+    ``.env`` included once the daemon has loaded it).
+    """
+    path = Path(path)
+    result = LoadResult(source=path)
+    data, result.problems = _read_json(path)
+    if result.problems:
+        return result
+    if not isinstance(data, dict):
+        kind = "a list (several characters in one file?)" if isinstance(data, list) else _json_type(data)
+        result.problems.append(Problem("$", f"a character file holds one JSON object {{...}}, not {kind}"))
+        return result
+    try:
+        character = Character.model_validate(data)
+    except ValidationError as exc:
+        result.problems = [_problem_from_error(e) for e in exc.errors()]
+        # Keep going on the parts that are well-formed, so one run reports every problem.
+        _resolve_plugins(_strings(data.get("plugins")), _strings(data.get("clients")), None, result)
+        for where, raw in (("settings.secrets", (data.get("settings") or {}).get("secrets")), ("secrets", data.get("secrets"))):
+            if isinstance(raw, dict):
+                _resolve_secrets({where: {k: v for k, v in raw.items() if isinstance(v, str)}}, path.parent, environ, result)
+        return result
+
+    _resolve_plugins(character.plugins, character.clients, character.model_provider, result)
+    character._secrets = _resolve_secrets(
+        {"settings.secrets": character.settings_secrets, "secrets": character.secrets}, path.parent, environ, result
+    )
+    _check_knowledge(character, path.parent, result)
+    for key in character.unknown_keys():
+        result.warnings.append(Problem(f"$.{key}", "unknown key, kept but unused; check its spelling"))
+    result.character = character
+    return result
+
+
+def _strings(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _resolve_plugins(
+    plugins: list[str], clients: list[str], model_provider: str | None, result: LoadResult
+) -> None:
+    known = plugin_registry.available()
+    seen: set[str] = set()
+
+    def add(meta: plugin_registry.PluginMeta, preset: str | None) -> None:
+        if preset:
+            result.model_preset = preset
+        if meta.name in seen:
+            return
+        seen.add(meta.name)
+        (result.platforms if meta.kind == "platform" else result.plugins).append(meta.name)
+
+    for i, name in enumerate(plugins):
+        if name.strip().lower() in plugin_registry.BUILTIN:
+            continue
+        found = plugin_registry.resolve(name)
+        if found is None:
+            names = ", ".join(sorted(known))
+            aliases = ", ".join(sorted(a for m in known.values() for a in m.aliases if a.startswith("@")))
+            result.problems.append(
+                Problem(f"$.plugins[{i}]", f"unknown plugin {name!r}; troupe has: {names} (elizaOS names: {aliases})")
+            )
+            continue
+        add(*found)
+
+    for i, client in enumerate(clients):
+        found = plugin_registry.resolve(client)
+        if found is not None and found[0].kind == "platform":
+            add(*found)
+        elif client.lower() not in _SILENT_CLIENTS:
+            platforms = ", ".join(n for n, m in known.items() if m.kind == "platform")
+            result.warnings.append(
+                Problem(f"$.clients[{i}]", f"no troupe platform {client!r}; ignored (troupe runs on {platforms})")
+            )
+
+    if model_provider is not None:
+        provider = model_provider.strip().lower()
+        if provider in _MODEL_PROVIDERS:
+            preset = _MODEL_PROVIDERS[provider]
+            add(known["openai"], preset)
+        else:
+            add(known["openai"], None)
+            result.warnings.append(
+                Problem(
+                    "$.modelProvider",
+                    f"no troupe plugin for {model_provider!r}; the openai plugin is used instead: "
+                    "point OPENAI_BASE_URL at an OpenAI-compatible endpoint (OpenRouter serves most models)",
+                )
+            )
+
+
+def _resolve_secrets(
+    sources: dict[str, dict[str, str]], base_dir: Path, environ: Mapping[str, str] | None, result: LoadResult
+) -> dict[str, SecretStr]:
+    """Resolve every secret; later sources win (``secrets`` over ``settings.secrets``, DESIGN.md)."""
+    resolved: dict[str, SecretStr] = {}
+    for where, mapping in sources.items():
+        for key, value in mapping.items():
+            try:
+                secret = resolve_secret(value, environ=environ, base_dir=base_dir)
+            except SecretReferenceError as exc:
+                result.problems.append(Problem(f"$.{where}.{key}", str(exc)))
+                continue
+            if secret is not None:
+                resolved[key] = secret
+    return resolved
+
+
+def _check_knowledge(character: Character, base_dir: Path, result: LoadResult) -> None:
+    for i, item in enumerate(character.knowledge):
+        if item.kind == "text":
+            continue
+        target = Path(item.path or item.directory or "").expanduser()
+        full = target if target.is_absolute() else base_dir / target
+        if not full.exists():
+            result.problems.append(
+                Problem(f"$.knowledge[{i}].{item.kind}", f"{full} does not exist; fix the path (relative to the character file)")
+            )
+        elif item.kind == "directory" and not full.is_dir():
+            result.problems.append(Problem(f"$.knowledge[{i}].directory", f"{full} is a file; use \"path\" for a file"))
+
+
+def resolve_character_paths(args: Iterable[str], *, search_dir: Path = Path("characters")) -> list[Path]:
+    """Turn command-line arguments into character files.
+
+    Accepts files, directories (their ``*.json``), comma-separated lists, and bare names
+    (``aria`` → ``aria.json`` → ``characters/aria.json``). A name that matches nothing is
+    returned as given so loading reports it.
+    """
+    out: list[Path] = []
+    for arg in args:
+        for part in (p.strip() for p in arg.split(",")):
+            if not part:
+                continue
+            path = Path(part)
+            if path.is_dir():
+                out.extend(sorted(path.glob("*.json")))
+                continue
+            if not path.suffix and not path.exists():
+                for candidate in (path.with_suffix(".json"), search_dir / f"{part}.json"):
+                    if candidate.is_file():
+                        path = candidate
+                        break
+            out.append(path)
+    return out
+
+
+def load_characters(
+    paths: Iterable[str | Path], *, environ: Mapping[str, str] | None = None
+) -> list[LoadResult]:
+    """Load several files and flag characters that would share an agent id or a name."""
+    results = [load_character(p, environ=environ) for p in paths]
+    by_id: dict[str, LoadResult] = {}
+    by_name: dict[str, LoadResult] = {}
+    for result in results:
+        character = result.character
+        if character is None:
+            continue
+        first = by_id.get(character.agent_id)
+        if first is not None and first.source.resolve() == result.source.resolve():
+            result.problems.append(Problem("$", "this file is listed twice"))
+            continue
+        if first is not None:
+            result.problems.append(
+                Problem(
+                    "$.id" if character.id else "$.name",
+                    f"agent id {character.agent_id} is already used by {first.source}; "
+                    'give one of them a different "name" or an explicit "id"',
+                )
+            )
+        else:
+            by_id[character.agent_id] = result
+        other = by_name.get(character.name.casefold())
+        if other is not None and first is None:
+            result.problems.append(
+                Problem("$.name", f"{other.source} already has a character named {character.name!r}; rename one")
+            )
+        else:
+            by_name.setdefault(character.name.casefold(), result)
+    return results

@@ -1,0 +1,83 @@
+"""Which platforms and plugins exist, found by looking at the packages themselves.
+
+A platform lives in ``platforms/<name>/`` and a plugin in ``plugins/<name>/``; each package's
+``__init__`` declares ``meta = PluginMeta(...)``. Adding a package is all it takes to make its
+name (and its elizaOS aliases) valid in a character file: there is no list to edit.
+
+Package ``__init__`` modules stay light (no SDK imports), so discovering them is cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import pkgutil
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Literal
+
+__all__ = ["BUILTIN", "PluginMeta", "available", "resolve"]
+
+_log = logging.getLogger(__name__)
+
+Kind = Literal["platform", "plugin"]
+
+#: elizaOS plugin names that troupe provides without any plugin: the store is always there.
+BUILTIN: frozenset[str] = frozenset({"@elizaos/plugin-sql", "@elizaos/plugin-pglite", "sql"})
+
+
+@dataclass(frozen=True, slots=True)
+class PluginMeta:
+    """What a platform or plugin package says about itself."""
+
+    name: str
+    """troupe's name for it: the package name (``discord``, ``openai``)."""
+    description: str
+    aliases: tuple[str, ...] = ()
+    """Other names a character file may use (``@elizaos/plugin-discord``)."""
+    presets: dict[str, str] = field(default_factory=dict)
+    """Alias → preset name, for aliases that select a flavour (``@elizaos/plugin-ollama`` → ``ollama``)."""
+    kind: Kind = "plugin"
+    always: bool = False
+    """Loaded for every character whether listed or not (the conversation pipeline)."""
+    requires: tuple[str, ...] = ()
+    """Settings without which it cannot start for a character (a platform's bot token)."""
+    interactive: bool = False
+    """A platform that talks to the terminal (``troupe chat``), never started by the daemon."""
+
+
+@cache
+def available() -> dict[str, PluginMeta]:
+    """Every platform and plugin package, by troupe name (platforms first)."""
+    found: dict[str, PluginMeta] = {}
+    for package_name in ("platforms", "plugins"):
+        package = importlib.import_module(package_name)
+        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+            if not info.ispkg or info.name.startswith("_"):
+                continue
+            module = importlib.import_module(f"{package_name}.{info.name}")
+            meta = getattr(module, "meta", None)
+            if not isinstance(meta, PluginMeta):
+                _log.debug("%s.%s declares no PluginMeta; skipped", package_name, info.name)
+                continue
+            found[meta.name] = meta
+    return found
+
+
+@cache
+def _by_alias() -> dict[str, tuple[PluginMeta, str | None]]:
+    table: dict[str, tuple[PluginMeta, str | None]] = {}
+    for meta in available().values():
+        table[meta.name.lower()] = (meta, None)
+        for alias in meta.aliases:
+            table[alias.lower()] = (meta, meta.presets.get(alias))
+    return table
+
+
+def resolve(name: str) -> tuple[PluginMeta, str | None] | None:
+    """Find the package a character's plugin name means, and the preset it selects.
+
+    Returns ``None`` for a name nobody declares. Built-in names (:data:`BUILTIN`) are not
+    resolved here; callers skip them.
+    """
+    return _by_alias().get(name.strip().lower())

@@ -1,0 +1,101 @@
+"""Secret references: keep keys out of character files.
+
+A secret's value in a character file may be the secret itself or a reference to it:
+
+``env:NAME``
+    the environment variable ``NAME`` (the daemon's environment, ``.env`` included).
+``file:PATH``
+    the contents of a file, trailing newline stripped; a relative path is relative to the
+    character file's folder.
+``credential:NAME``
+    a systemd credential (``LoadCredential=NAME:...``), read from ``$CREDENTIALS_DIRECTORY``.
+
+A trailing ``?`` makes a reference optional: ``env:ARIA_DISCORD_TOKEN?`` resolves to nothing
+when the variable is unset, so the character simply runs without that platform. Without the
+``?`` an unresolvable reference is a configuration error.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from .errors import SecretReferenceError
+
+__all__ = ["SCHEMES", "is_reference", "resolve_secret"]
+
+SCHEMES = ("env:", "file:", "credential:")
+
+
+def is_reference(value: str) -> bool:
+    """True if ``value`` is a reference rather than a secret."""
+    return value.startswith(SCHEMES)
+
+
+def resolve_secret(
+    value: str,
+    *,
+    environ: Mapping[str, str] | None = None,
+    base_dir: Path | None = None,
+) -> SecretStr | None:
+    """Turn a secret's value from a character file into the secret.
+
+    Returns ``None`` for an optional reference that does not resolve, or an empty value.
+
+    Raises:
+        SecretReferenceError: a required reference does not resolve. The message names the
+            reference and what to do; it never contains a secret.
+    """
+    if not is_reference(value):
+        return SecretStr(value) if value else None
+    env = os.environ if environ is None else environ
+    optional = value.endswith("?")
+    ref = value[:-1] if optional else value
+    scheme, _, target = ref.partition(":")
+    if not target:
+        raise SecretReferenceError(value, f"nothing after '{scheme}:'; write {scheme}:NAME")
+
+    if scheme == "env":
+        secret = env.get(target)
+        if not secret:
+            if optional:
+                return None
+            raise SecretReferenceError(
+                value,
+                f"environment variable {target} is not set; export it, add it to .env or the "
+                f"systemd environment file, or write {value}? to make it optional",
+            )
+        return SecretStr(secret)
+
+    if scheme == "credential":
+        directory = env.get("CREDENTIALS_DIRECTORY")
+        if not directory:
+            if optional:
+                return None
+            raise SecretReferenceError(
+                value,
+                "$CREDENTIALS_DIRECTORY is not set: credentials exist only when troupe runs under "
+                f"systemd with LoadCredential={target}:/path/to/secret in the unit",
+            )
+        path = Path(directory) / target
+    else:  # file
+        path = Path(target).expanduser()
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+
+    try:
+        secret = path.read_text(encoding="utf-8").rstrip("\r\n")
+    except FileNotFoundError:
+        if optional:
+            return None
+        raise SecretReferenceError(value, f"no such file: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SecretReferenceError(value, f"cannot read {path}: {exc.__class__.__name__}") from None
+    if not secret:
+        if optional:
+            return None
+        raise SecretReferenceError(value, f"{path} is empty")
+    return SecretStr(secret)

@@ -1,0 +1,13 @@
+"""A terminal conversation with one character, for trying characters locally and for tests."""
+
+from bot.plugins import PluginMeta
+
+__all__ = ["meta"]
+
+meta = PluginMeta(
+    name="console",
+    kind="platform",
+    interactive=True,
+    description="talk to a character in the terminal (troupe chat)",
+    aliases=("@elizaos/plugin-cli",),
+)

@@ -1,0 +1,2 @@
+"""Capabilities a character opts into. Each subpackage declares itself with ``meta``
+(see :mod:`bot.plugins`)."""

@@ -1,0 +1,329 @@
+"""Character files: the schema, defaults, elizaOS compatibility and every kind of bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.character import Character, load_character, load_characters, resolve_character_paths
+from bot.errors import CharacterError
+from bot.ids import string_to_uuid
+
+
+@pytest.fixture
+def write(tmp_path: Path):
+    def _write(data: Any, name: str = "c.json") -> Path:
+        path = tmp_path / name
+        path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+        return path
+
+    return _write
+
+
+def only_problem(result) -> str:
+    assert len(result.problems) == 1, result.problems
+    return str(result.problems[0])
+
+
+# -- valid files ------------------------------------------------------------------------
+
+
+def test_minimal_character_gets_elizaos_defaults(write) -> None:
+    result = load_character(write({"name": "A", "bio": "x"}))
+    assert result.ok
+    c = result.character
+    assert c.agent_id == string_to_uuid("A")
+    assert c.username == "a"
+    assert c.topics == c.adjectives == c.post_examples == c.message_examples == c.plugins == []
+    assert c.style.model_dump() == {"all": [], "chat": [], "post": []}
+    assert c.settings == {} and c.secrets == {}
+    assert c.knowledge == [] and c.templates == {} and c.system is None
+
+
+def test_username_and_id_derive_from_the_name(write) -> None:
+    c = load_character(write({"name": "Tech Helper", "bio": ["x"]})).character
+    assert c.username == "tech_helper"
+    assert c.agent_id == "a434324a-2122-0e2b-9553-a0070785fa68"
+
+
+def test_explicit_id_is_the_agent_id(write) -> None:
+    uid = "11111111-2222-0333-8444-555555555555"
+    c = load_character(write({"name": "A", "bio": "x", "id": uid})).character
+    assert c.agent_id == uid
+
+
+def test_bio_as_string_or_list_and_partial_style(write) -> None:
+    c = load_character(write({"name": "A", "bio": ["one", "two"], "style": {"all": ["a"]}})).character
+    assert c.bio == ["one", "two"]
+    assert c.style.model_dump() == {"all": ["a"], "chat": [], "post": []}
+
+
+def test_full_schema_loads(write, tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("# notes")
+    (tmp_path / "docs").mkdir()
+    data = {
+        "name": "Full",
+        "username": "full_bot",
+        "bio": ["b1", "b2"],
+        "system": "You are Full.",
+        "templates": {"messageHandlerTemplate": "{{agentName}} says"},
+        "adjectives": ["calm"],
+        "topics": ["tea"],
+        "knowledge": ["A fact.", {"path": "notes.md", "shared": True}, {"directory": "docs"}, {"path": "docs"}],
+        "messageExamples": [[{"name": "{{user1}}", "content": {"text": "hi"}},
+                             {"name": "Full", "content": {"text": "hello", "actions": ["REPLY"]}}]],
+        "postExamples": ["a post"],
+        "style": {"all": ["a"], "chat": ["c"], "post": ["p"]},
+        "plugins": ["@elizaos/plugin-bootstrap", "@elizaos/plugin-sql", "@elizaos/plugin-openai",
+                    "@elizaos/plugin-discord", "@elizaos/plugin-telegram", "@elizaos/plugin-elevenlabs"],
+        "settings": {"conversationLength": 10, "voice": {"model": "en_US"}, "secrets": {"ELEVENLABS_VOICE_ID": "v1"}},
+        "secrets": {"OPENAI_API_KEY": "sk-test"},
+    }
+    result = load_character(write(data))
+    assert result.ok, result.problems
+    c = result.character
+    assert [k.kind for k in c.knowledge] == ["text", "path", "directory", "path"]
+    assert c.knowledge[1].shared is True and c.knowledge[2].shared is False
+    assert c.message_examples[0][1].content.actions == ["REPLY"]
+    assert result.platforms == ["discord", "telegram"]
+    assert result.plugins == ["core", "openai", "elevenlabs"]
+    assert c.secret("OPENAI_API_KEY").get_secret_value() == "sk-test"
+    assert c.secret("ELEVENLABS_VOICE_ID").get_secret_value() == "v1"
+    assert c.settings["conversationLength"] == 10
+
+
+def test_secret_values_may_be_numbers_or_booleans(write) -> None:
+    c = load_character(write({"name": "A", "bio": "x", "settings": {"secrets": {"X": True, "Y": 0.5}}})).character
+    assert c.secret("X").get_secret_value() == "true"
+    assert c.secret("Y").get_secret_value() == "0.5"
+
+
+def test_top_level_secrets_win_over_settings_secrets(write) -> None:
+    data = {"name": "A", "bio": "x", "secrets": {"K": "top"}, "settings": {"secrets": {"K": "nested"}}}
+    assert load_character(write(data)).character.secret("K").get_secret_value() == "top"
+
+
+def test_elizaos_v0_character_loads_unchanged(write) -> None:
+    data = {
+        "name": "Old",
+        "clients": ["discord", "telegram", "direct"],
+        "modelProvider": "openrouter",
+        "bio": "An old-format character.",
+        "lore": ["Once upon a time."],
+        "messageExamples": [[{"user": "{{user1}}", "content": {"text": "hi"}},
+                             {"user": "Old", "content": {"text": "yo", "action": "CONTINUE"}}]],
+        "people": [],
+        "settings": {"secrets": {}, "voice": {"model": "en_US-male-medium"}},
+    }
+    result = load_character(write(data))
+    assert result.ok, result.problems
+    c = result.character
+    assert c.lore == ["Once upon a time."]
+    assert c.message_examples[0][0].name == "{{user1}}"
+    assert c.message_examples[0][1].content.actions == ["CONTINUE"]
+    assert result.platforms == ["discord", "telegram"]
+    assert result.plugins == ["openai"]
+    assert result.model_preset == "openrouter"
+    assert [w.path for w in result.warnings] == ["$.people"]
+
+
+@pytest.mark.parametrize(
+    ("plugin", "preset"),
+    [("@elizaos/plugin-ollama", "ollama"), ("@elizaos/plugin-openrouter", "openrouter"), ("@elizaos/plugin-openai", None)],
+)
+def test_model_plugins_map_to_the_openai_plugin_with_a_preset(write, plugin: str, preset: str | None) -> None:
+    result = load_character(write({"name": "A", "bio": "x", "plugins": [plugin]}))
+    assert result.ok and result.plugins == ["openai"] and result.model_preset == preset
+
+
+def test_unknown_legacy_client_and_model_provider_warn_but_load(write) -> None:
+    result = load_character(write({"name": "A", "bio": "x", "clients": ["twitter"], "modelProvider": "anthropic"}))
+    assert result.ok
+    assert [w.path for w in result.warnings] == ["$.clients[0]", "$.modelProvider"]
+    assert "OpenAI-compatible" in str(result.warnings[1])
+
+
+def test_utf8_bom_is_accepted(write, tmp_path: Path) -> None:
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"name": "A", "bio": "x"}).encode())
+    assert load_character(path).ok
+
+
+# -- bad input: every problem names the field and what to do ------------------------------
+
+
+def test_invalid_json_reports_line_and_column(write) -> None:
+    result = load_character(write('{"name": "x",\n "bio": "y",\n}'))
+    assert only_problem(result) == (
+        "$: invalid JSON at line 3, column 1: Expecting property name enclosed in double quotes"
+        " (a trailing comma or a comment? JSON allows neither)"
+    )
+
+
+def test_missing_name(write) -> None:
+    assert only_problem(load_character(write({"bio": "x"}))).startswith('$.name: required field is missing: add "name"')
+
+
+@pytest.mark.parametrize("name", ["", "   "])
+def test_empty_name(write, name: str) -> None:
+    assert "Character name is required" in only_problem(load_character(write({"name": name, "bio": "x"})))
+
+
+@pytest.mark.parametrize("bio", ["", [], ["  "]])
+def test_empty_bio(write, bio: Any) -> None:
+    assert only_problem(load_character(write({"name": "A", "bio": bio}))).startswith("$.bio: Character bio is required")
+
+
+def test_missing_bio(write) -> None:
+    assert only_problem(load_character(write({"name": "A"}))).startswith("$.bio: required field is missing")
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"name": 5, "bio": "x"}, "$.name: must be text (a string in quotes), not a number"),
+        ({"name": "A", "bio": 5}, "$.bio: must be a list of sentences (strings), not a number"),
+        ({"name": "A", "bio": "x", "topics": {"a": 1}}, "$.topics: must be a list of strings, not an object"),
+        ({"name": "A", "bio": "x", "adjectives": [1]}, "$.adjectives[0]: must be text (a string in quotes), not a number"),
+        ({"name": "A", "bio": "x", "style": "terse"}, "$.style: must be an object {...}, not text"),
+        ({"name": "A", "bio": "x", "style": {"chats": []}}, '$.style.chats: unknown style key; style has "all", "chat" and "post"'),
+        ({"name": "A", "bio": "x", "settings": []}, "$.settings: must be an object {...}, not a list"),
+        ({"name": "A", "bio": "x", "secrets": ["k"]}, "$.secrets: secrets must be an object like"),
+        ({"name": "A", "bio": "x", "settings": {"secrets": {"K": {"v": 1}}}}, "$.settings: settings.secrets.K must be text"),
+        ({"name": "A", "bio": "x", "knowledge": [5]}, "$.knowledge[0]: each knowledge item is a fact (text)"),
+        ({"name": "A", "bio": "x", "knowledge": [{"path": "a", "directory": "b"}]}, '$.knowledge[0]: give exactly one of "path" or "directory"'),
+        ({"name": "A", "bio": "x", "knowledge": [{"url": "x"}]}, "$.knowledge[0].url: unknown key here"),
+        ({"name": "A", "bio": "x", "knowledge": [{"path": "a", "shared": "maybe"}]}, "$.knowledge[0].shared: must be true or false"),
+    ],
+)
+def test_wrong_types_name_the_field_and_the_fix(write, data: dict, expected: str) -> None:
+    assert only_problem(load_character(write(data))).startswith(expected)
+
+
+def test_flat_message_examples_are_rejected_with_the_fix(write) -> None:
+    data = {"name": "A", "bio": "x", "messageExamples": [{"name": "u", "content": {"text": "hi"}}]}
+    assert "wrap each conversation in [ ]" in only_problem(load_character(write(data)))
+
+
+def test_message_without_content_is_rejected(write) -> None:
+    data = {"name": "A", "bio": "x", "messageExamples": [[{"name": "u"}]]}
+    assert only_problem(load_character(write(data))) == (
+        '$.messageExamples[0][0].content: required field is missing: add "content": {"text": "..."}'
+    )
+
+
+def test_every_problem_is_reported_at_once(write) -> None:
+    data = {"bio": [], "topics": 3, "plugins": ["@elizaos/plugin-twitter"], "secrets": {"T": "env:UNSET_TOKEN"}}
+    paths = [p.path for p in load_character(write(data)).problems]
+    assert paths == ["$.name", "$.bio", "$.topics", "$.plugins[0]", "$.secrets.T"]
+
+
+def test_unknown_plugin_lists_the_known_ones(write) -> None:
+    message = only_problem(load_character(write({"name": "A", "bio": "x", "plugins": ["@elizaos/plugin-solana"]})))
+    assert message.startswith("$.plugins[0]: unknown plugin '@elizaos/plugin-solana'; troupe has: ")
+    for name in ("discord", "telegram", "openai", "elevenlabs", "@elizaos/plugin-discord", "@elizaos/plugin-ollama"):
+        assert name in message
+
+
+def test_typescript_character_is_refused_with_an_explanation(tmp_path: Path) -> None:
+    path = tmp_path / "eliza.ts"
+    path.write_text("export const character = {name: 'Eliza'}")
+    message = only_problem(load_character(path))
+    assert "reads only JSON character files" in message and "JSON.stringify" in message
+
+
+def test_missing_file_and_non_json_extension(tmp_path: Path) -> None:
+    assert only_problem(load_character(tmp_path / "nope.json")) == "$: no such file; check the path"
+    (tmp_path / "c.yaml").write_text("name: A")
+    assert "not a .json file" in only_problem(load_character(tmp_path / "c.yaml"))
+
+
+def test_non_object_top_level(write) -> None:
+    assert "not a list" in only_problem(load_character(write([{"name": "A", "bio": "x"}])))
+
+
+def test_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.json"
+    path.write_bytes('{"name": "Zoë", "bio": "x"}'.encode("latin-1"))
+    assert "not UTF-8" in only_problem(load_character(path))
+
+
+def test_missing_knowledge_file(write) -> None:
+    message = only_problem(load_character(write({"name": "A", "bio": "x", "knowledge": [{"path": "gone.md"}]})))
+    assert message.startswith("$.knowledge[0].path: ") and "does not exist" in message
+
+
+def test_knowledge_directory_that_is_a_file(write, tmp_path: Path) -> None:
+    (tmp_path / "f.md").write_text("x")
+    message = only_problem(load_character(write({"name": "A", "bio": "x", "knowledge": [{"directory": "f.md"}]})))
+    assert 'use "path" for a file' in message
+
+
+def test_unresolvable_secret_reference(write) -> None:
+    data = {"name": "A", "bio": "x", "settings": {"secrets": {"DISCORD_API_TOKEN": "env:A_DISCORD_TOKEN"}}}
+    message = only_problem(load_character(write(data), environ={}))
+    assert message.startswith("$.settings.secrets.DISCORD_API_TOKEN: cannot resolve secret reference 'env:A_DISCORD_TOKEN'")
+    assert "A_DISCORD_TOKEN is not set" in message
+
+
+def test_secret_reference_resolves_from_the_given_environment(write) -> None:
+    data = {"name": "A", "bio": "x", "settings": {"secrets": {"DISCORD_API_TOKEN": "env:A_DISCORD_TOKEN"}}}
+    c = load_character(write(data), environ={"A_DISCORD_TOKEN": "tok-123"}).character
+    assert c.secret("DISCORD_API_TOKEN").get_secret_value() == "tok-123"
+
+
+def test_duplicate_names_and_ids_across_files(write) -> None:
+    a = write({"name": "Twin", "bio": "x"}, "a.json")
+    b = write({"name": "Twin", "bio": "y"}, "b.json")
+    uid = "11111111-2222-0333-8444-555555555555"
+    c = write({"name": "C", "bio": "x", "id": uid}, "c.json")
+    d = write({"name": "D", "bio": "x", "id": uid}, "d.json")
+    e = write({"name": "twin", "bio": "x", "id": "22222222-2222-0333-8444-555555555555"}, "e.json")
+    ra, rb, rc, rd, re_ = load_characters([a, b, c, d, e])
+    assert ra.ok and rc.ok
+    assert str(rb.problems[0]).startswith(f"$.name: agent id {string_to_uuid('Twin')} is already used by {a}")
+    assert str(rd.problems[0]).startswith(f"$.id: agent id {uid} is already used by {c}")
+    assert str(re_.problems[0]) == f"$.name: {a} already has a character named 'twin'; rename one"
+
+
+def test_same_file_twice(write) -> None:
+    a = write({"name": "A", "bio": "x"})
+    assert str(load_characters([a, a])[1].problems[0]) == "$: this file is listed twice"
+
+
+def test_raise_for_problems(write) -> None:
+    with pytest.raises(CharacterError, match=r"c\.json:\n  \$\.bio: Character bio is required"):
+        load_character(write({"name": "A", "bio": ""})).raise_for_problems()
+
+
+# -- secrets stay secret ---------------------------------------------------------------
+
+
+def test_repr_and_record_never_show_secrets(write) -> None:
+    data = {"name": "A", "bio": "x", "secrets": {"K": "sk-top-secret"},
+            "settings": {"model": "m", "secrets": {"T": "tok-nested-secret"}}}
+    result = load_character(write(data))
+    text = repr(result.character) + repr(result) + str(result.character.to_record())
+    assert "sk-top-secret" not in text and "tok-nested-secret" not in text
+    assert result.character.to_record().settings == {"model": "m"}
+
+
+def test_character_model_validates_python_objects_too() -> None:
+    c = Character.model_validate({"name": "A", "bio": "x", "message_examples": []})
+    assert c.name == "A"
+
+
+# -- command-line paths ----------------------------------------------------------------
+
+
+def test_resolve_character_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "characters").mkdir()
+    for name in ("b", "a"):
+        (tmp_path / "characters" / f"{name}.json").write_text("{}")
+    (tmp_path / "solo.json").write_text("{}")
+    assert resolve_character_paths(["characters"]) == [Path("characters/a.json"), Path("characters/b.json")]
+    assert resolve_character_paths(["solo,a", "missing"]) == [Path("solo.json"), Path("characters/a.json"), Path("missing")]

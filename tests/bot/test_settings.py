@@ -1,0 +1,59 @@
+import json
+from pathlib import Path
+
+from bot.character import load_character
+from bot.settings import DaemonSettings, character_setting, load_environ
+
+
+def make(tmp_path: Path, **data):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"name": "A", "bio": "x", **data}))
+    return load_character(path, environ={}).character
+
+
+def test_resolution_order_secrets_then_settings_secrets_then_settings_then_env(tmp_path: Path) -> None:
+    env = {"K": "env"}
+    both = make(tmp_path, secrets={"K": "top"}, settings={"K": "plain", "secrets": {"K": "nested"}})
+    assert character_setting(both, "K", env) == "top"
+    nested = make(tmp_path, settings={"K": "plain", "secrets": {"K": "nested"}})
+    assert character_setting(nested, "K", env) == "nested"
+    plain = make(tmp_path, settings={"K": "plain"})
+    assert character_setting(plain, "K", env) == "plain"
+    assert character_setting(make(tmp_path), "K", env) == "env"
+    assert character_setting(make(tmp_path), "MISSING", env) is None
+
+
+def test_empty_values_fall_through(tmp_path: Path) -> None:
+    c = make(tmp_path, secrets={"K": ""}, settings={"K": ""})
+    assert character_setting(c, "K", {"K": "env"}) == "env"
+    assert character_setting(c, "K", {"K": ""}) is None
+
+
+def test_scalar_settings_become_strings_and_objects_are_skipped(tmp_path: Path) -> None:
+    c = make(tmp_path, settings={"flag": True, "n": 3, "voice": {"model": "x"}})
+    assert character_setting(c, "flag", {}) == "true"
+    assert character_setting(c, "n", {}) == "3"
+    assert character_setting(c, "voice", {}) is None
+
+
+def test_two_characters_get_their_own_tokens(tmp_path: Path) -> None:
+    env = {"DISCORD_API_TOKEN": "shared"}
+    a = make(tmp_path, settings={"secrets": {"DISCORD_API_TOKEN": "a-token"}})
+    b = make(tmp_path)
+    assert character_setting(a, "DISCORD_API_TOKEN", env) == "a-token"
+    assert character_setting(b, "DISCORD_API_TOKEN", env) == "shared"
+
+
+def test_dotenv_is_read_and_the_process_environment_wins(tmp_path: Path) -> None:
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("A=from-file\nB=from-file\n")
+    assert load_environ(dotenv, base={"B": "from-process"}) == {"A": "from-file", "B": "from-process"}
+    assert load_environ(tmp_path / "none", base={"B": "p"}) == {"B": "p"}
+
+
+def test_daemon_settings_defaults_and_env(monkeypatch) -> None:
+    assert DaemonSettings().database == Path("data/troupe.db")
+    monkeypatch.setenv("TROUPE_DATA_DIR", "/var/lib/troupe")
+    assert DaemonSettings().database == Path("/var/lib/troupe/troupe.db")
+    monkeypatch.setenv("TROUPE_DB_PATH", "/tmp/x.db")
+    assert DaemonSettings().database == Path("/tmp/x.db")
