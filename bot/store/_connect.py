@@ -1,0 +1,182 @@
+"""Opening SQLite connections: the sqlean driver, sqlite-vec, pragmas.
+
+The stdlib ``sqlite3`` of many Python builds (pyenv's among them) cannot load extensions, so troupe
+always uses ``sqlean`` (the sqlean-py package), a drop-in ``sqlite3`` module with its own modern
+SQLite that can. aiosqlite accepts any connector returning a sqlite3-compatible connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import unicodedata
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import aiosqlite
+
+from bot.errors import VectorExtensionError
+
+__all__ = [
+    "MEMORY_PATH",
+    "Row",
+    "VECTOR_BACKEND",
+    "begin_immediate",
+    "casefold",
+    "is_locked_error",
+    "open_connection",
+    "sqlean",
+]
+
+_log = logging.getLogger(__name__)
+
+_INSTALL_HINT = (
+    "install the 'sqlean-py' and 'sqlite-vec' packages into the Python that runs troupe "
+    "(pip install 'sqlean-py>=3.45,<4' 'sqlite-vec>=0.1.6,<0.2')"
+)
+
+try:  # Imported here once so every module of the store catches the right exception classes.
+    import sqlean
+except ImportError as exc:  # pragma: no cover - sqlean-py is a hard dependency
+    raise VectorExtensionError(f"the sqlean SQLite driver is missing ({exc}): {_INSTALL_HINT}") from exc
+
+if TYPE_CHECKING:
+    from sqlite3 import (
+        Row,  # sqlean ships no type stubs; its Row has the stdlib interface
+    )
+else:
+    Row = sqlean.Row
+
+MEMORY_PATH = ":memory:"
+VECTOR_BACKEND = "sqlite-vec"
+
+# How long a connection waits for another writer before SQLITE_BUSY ("database is locked").
+BUSY_TIMEOUT_MS = 5000
+# Retries of BEGIN IMMEDIATE after the busy timeout ran out (upstream: 3 attempts in all).
+BEGIN_ATTEMPTS = 3
+
+
+def casefold(value: object) -> str | None:
+    """SQL ``casefold(x)``: Unicode-aware lowercasing (SQLite's ``lower()`` only knows ASCII)."""
+    if value is None:
+        return None
+    return unicodedata.normalize("NFKC", str(value)).casefold()
+
+
+async def _load_sqlite_vec(conn: aiosqlite.Connection) -> None:
+    """Load sqlite-vec into ``conn``; raises VectorExtensionError saying what to install."""
+    try:
+        import sqlite_vec
+    except ImportError as exc:
+        raise VectorExtensionError(f"the sqlite-vec package is missing ({exc}): {_INSTALL_HINT}") from exc
+    try:
+        await conn.enable_load_extension(True)
+        try:
+            await conn.load_extension(sqlite_vec.loadable_path())
+        finally:
+            # Never leave extension loading on: SQL could otherwise load arbitrary libraries.
+            await conn.enable_load_extension(False)
+        async with conn.execute("SELECT vec_version()") as cur:
+            await cur.fetchone()
+    except (sqlean.Error, AttributeError, OSError) as exc:
+        raise VectorExtensionError(f"sqlite-vec could not be loaded into SQLite ({exc}): {_INSTALL_HINT}") from exc
+
+
+async def _use_wal(conn: aiosqlite.Connection) -> None:
+    """Switch the file to WAL (persistent, so usually already done)."""
+    async with conn.execute("PRAGMA journal_mode") as cur:
+        row = await cur.fetchone()
+    if row is not None and str(row[0]).lower() in ("wal", "memory"):
+        return
+    # Changing the journal mode needs an exclusive lock, and SQLite may answer "database is
+    # locked" at once instead of using the busy timeout (e.g. two processes creating the file
+    # together), so retry here for up to about the busy timeout.
+    deadline = asyncio.get_running_loop().time() + BUSY_TIMEOUT_MS / 1000
+    delay = 0.005
+    while True:
+        try:
+            await conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlean.OperationalError as exc:
+            if not is_locked_error(exc) or asyncio.get_running_loop().time() > deadline:
+                raise
+        await asyncio.sleep(delay + random.uniform(0, delay))
+        delay = min(delay * 2, 0.25)
+
+
+async def _configure(conn: aiosqlite.Connection, *, reader: bool) -> None:
+    await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    # Read the schema once before anything else, so a file that is not a database fails here
+    # with the driver's own message instead of looking like an extension problem.
+    async with conn.execute("SELECT count(*) FROM sqlite_master") as cur:
+        await cur.fetchone()
+    await _load_sqlite_vec(conn)
+    conn.row_factory = sqlean.Row
+    await conn.execute("PRAGMA foreign_keys = ON")
+    if reader:
+        await conn.execute("PRAGMA query_only = ON")
+    else:
+        await _use_wal(conn)
+    await conn.execute("PRAGMA synchronous = NORMAL")
+    await conn.create_function("casefold", 1, casefold, deterministic=True)
+
+
+async def open_connection(path: str, *, reader: bool = False) -> aiosqlite.Connection:
+    """Open an aiosqlite connection to ``path`` with sqlite-vec loaded and troupe's pragmas set.
+
+    Creates the parent directories of a file path. Raises VectorExtensionError if sqlite-vec
+    cannot be loaded, and the driver's error if the file cannot be opened. A ``reader``
+    connection refuses writes (``PRAGMA query_only``).
+    """
+    if path != MEMORY_PATH:
+        await asyncio.to_thread(Path(path).parent.mkdir, parents=True, exist_ok=True)
+    # isolation_level=None: the driver never opens transactions by itself; Database issues
+    # BEGIN IMMEDIATE / COMMIT explicitly so that every write takes the write lock up front.
+    conn = aiosqlite.Connection(
+        lambda: sqlean.connect(path, isolation_level=None, check_same_thread=False), iter_chunk_size=64
+    )
+    try:
+        await conn
+    except BaseException:
+        # aiosqlite stops its worker thread without waiting; wait here so that the thread never
+        # reports to an event loop that has gone away meanwhile.
+        thread = getattr(conn, "_thread", None)
+        if thread is not None and thread.is_alive():
+            await asyncio.to_thread(thread.join, 5)
+        raise
+    try:
+        await _configure(conn, reader=reader)
+    except BaseException:
+        await conn.close()
+        raise
+    _log.debug("opened %s connection to %s", "reader" if reader else "writer", path)
+    return conn
+
+
+def is_locked_error(exc: BaseException) -> bool:
+    """True for SQLITE_BUSY/SQLITE_LOCKED, which a retry can cure."""
+    if not isinstance(exc, sqlean.OperationalError):
+        return False
+    message = str(exc).lower()
+    return "locked" in message or "busy" in message
+
+
+async def begin_immediate(conn: aiosqlite.Connection) -> None:
+    """Start a write transaction, waiting for other writers; raises the driver's error after the last attempt.
+
+    The busy timeout already waits up to 5 s inside SQLite; this adds a bounded retry with
+    exponential backoff and jitter as a last resort (a checkpoint or another process holding the
+    lock for longer). Only BEGIN is retried: once it succeeds the transaction owns the write lock,
+    so no later statement of it can fail with "database is locked" in WAL mode.
+    """
+    for attempt in range(1, BEGIN_ATTEMPTS + 1):
+        try:
+            await conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlean.OperationalError as exc:
+            if attempt == BEGIN_ATTEMPTS or not is_locked_error(exc):
+                raise
+            delay = min(0.1 * 2 ** (attempt - 1), 1.0) + random.uniform(0, 0.1)
+            _log.warning("database is locked (attempt %d of %d); retrying in %.2f s", attempt, BEGIN_ATTEMPTS, delay)
+            await asyncio.sleep(delay)

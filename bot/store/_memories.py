@@ -1,0 +1,494 @@
+"""Memories: writes (with dedup), reads, exact vector search and keyword search."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import aiosqlite
+
+from bot.store._rows import dumps, row_to_memory
+from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
+from bot.store._vectors import DIMENSION_MAP, check_dimension, encode_vector
+from bot.types import Memory, now_ms
+
+__all__ = ["DEDUP_THRESHOLD", "MemoriesMixin", "fts_query"]
+
+_log = logging.getLogger(__name__)
+
+#: A new memory at least this similar to one from the same author, room and table is not unique.
+DEDUP_THRESHOLD = 0.95
+#: Default number of search results.
+DEFAULT_SEARCH_COUNT = 10
+# Keyword queries keep at most this many distinct words; longer texts add noise, not recall.
+_MAX_QUERY_TERMS = 32
+# Above this many vectors, create_memories cleans and packs them off the event loop.
+_ENCODE_IN_THREAD = 64
+
+_MEMORY_COLUMNS = (
+    "m.seq, m.id, m.type, m.created_at, m.content, m.entity_id, m.agent_id, m.room_id, m.world_id, "
+    "m.is_unique, m.metadata"
+)
+_WORD = re.compile(r"\w+")
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 MATCH expression for user text: its words, each quoted, joined with OR.
+
+    Only word characters survive, so quotes, ``-``, ``*``, ``AND``/``NOT`` (quoted, they are plain
+    words), ``NEAR`` and parentheses in user text can never form FTS5 syntax. None if no words.
+    """
+    terms = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))[:_MAX_QUERY_TERMS]
+    if not terms:
+        return None
+    return " OR ".join(f'"{t}"' for t in terms)
+
+
+class _MemoryFilter:
+    """The SQL pre-filter shared by listing, vector and keyword search of memories."""
+
+    __slots__ = ("clauses", "params")
+
+    def __init__(self, agent_id: str, table: str) -> None:
+        if not table:
+            raise ValueError("a memory table name is required (e.g. 'messages', 'facts')")
+        self.clauses = ["m.agent_id = ?", "m.type = ?"]
+        self.params: list[Any] = [agent_id, table]
+
+    def add(self, clause: str, value: Any) -> _MemoryFilter:
+        if value is not None:
+            self.clauses.append(clause)
+            self.params.append(value)
+        return self
+
+    def unique(self, unique: bool | None) -> _MemoryFilter:
+        if unique:
+            self.clauses.append("m.is_unique = 1")
+        return self
+
+    @property
+    def where(self) -> str:
+        return " AND ".join(self.clauses)
+
+
+class MemoriesMixin(AgentScoped):
+    """The ``memories`` and ``embeddings`` tables and the ``memories_fts`` keyword index."""
+
+    __slots__ = ()
+
+    # -- embedding dimension -----------------------------------------------------------------------
+
+    async def ensure_embedding_dimension(self, dim: int) -> None:
+        """Make ``dim`` this agent's active embedding dimension, persisted in the file.
+
+        Vectors stored under another dimension stay, but are invisible to search and reads until the
+        agent switches back. Raises ValueError for an unsupported dimension (see DIMENSION_MAP).
+        """
+        check_dimension(dim)
+        if await self._db.embedding_dimension(self._agent_id) != dim:
+            await self._db.set_embedding_dimension(self._agent_id, dim)
+            _log.info("agent %s: embedding dimension is now %d", self._agent_id, dim)
+
+    async def get_embedding_dimension(self) -> int:
+        """This agent's active embedding dimension (384 until ensure_embedding_dimension is called)."""
+        return await self._db.embedding_dimension(self._agent_id)
+
+    async def _active_column(self) -> tuple[int, str]:
+        dim = await self._db.embedding_dimension(self._agent_id)
+        return dim, DIMENSION_MAP[dim]
+
+    # -- memories: writes --------------------------------------------------------------------------
+
+    def _memory_row(self, memory: Memory, table: str, memory_id: str, is_unique: bool, now: int) -> tuple[Any, ...]:
+        return (
+            memory_id,
+            table,
+            memory.created_at or now,
+            dumps(memory.content or {}),
+            memory.entity_id,
+            self._agent_id,
+            memory.room_id,
+            memory.world_id,
+            int(is_unique),
+            dumps(memory.metadata or {}),
+        )
+
+    async def create_memory(self, memory: Memory, table: str, unique: bool | None = None) -> str:
+        """Store a memory in ``table`` ('messages', 'facts', …) with its embedding; return its id.
+
+        ``unique`` (or else ``memory.unique``) is stored as given; when both are None the memory is
+        unique unless a memory at least 95% similar exists from the same entity in the same room
+        (and world, if set) and table. An id that already exists is left alone and returned. The
+        memory, its embedding and its keyword-index entry are written in one transaction.
+        Raises EmbeddingDimensionError for a vector of the wrong length, StoreError if the database
+        rejects the row (e.g. a fragment without documentId/position).
+        """
+        ids = await self.create_memories([memory], table, unique=unique)
+        return ids[0]
+
+    async def create_memories(self, memories: Sequence[Memory], table: str, unique: bool | None = None) -> list[str]:
+        """Store many memories in one transaction (all or none), each as :meth:`create_memory` would.
+
+        The bulk path for imports: rows that need no similarity check are written with one
+        statement per batch. Returns the ids in input order.
+        """
+        if not table:
+            raise ValueError("a memory table name is required (e.g. 'messages', 'facts')")
+        if not memories:
+            return []
+        dim, column = await self._active_column()
+
+        def encode_all() -> list[bytes | None]:
+            return [encode_vector(m.embedding, dim) if m.embedding is not None else None for m in memories]
+
+        n_vectors = sum(m.embedding is not None for m in memories)
+        # Cleaning a 1536-dim vector costs ~0.1 ms of Python; big batches would stall the loop.
+        blobs = await asyncio.to_thread(encode_all) if n_vectors > _ENCODE_IN_THREAD else encode_all()
+        ids = [m.id or new_id() for m in memories]
+        now = now_ms()
+
+        async with self._db.transaction() as conn:
+            async with conn.execute(
+                "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?))", (json_list(ids),)
+            ) as cur:
+                seen = {r[0] for r in await cur.fetchall()}
+            pending_rows: list[tuple[Any, ...]] = []
+            pending_vectors: list[tuple[str, str, bytes, int]] = []
+
+            async def flush() -> None:
+                if pending_rows:
+                    await conn.executemany(
+                        "INSERT INTO memories (id, type, created_at, content, entity_id, agent_id, room_id, "
+                        "world_id, is_unique, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        pending_rows,
+                    )
+                if pending_vectors:
+                    await conn.executemany(
+                        f"INSERT INTO embeddings (id, memory_id, {column}, created_at) VALUES (?, ?, ?, ?)",
+                        pending_vectors,
+                    )
+                pending_rows.clear()
+                pending_vectors.clear()
+
+            for memory, memory_id, blob in zip(memories, ids, blobs):
+                if memory_id in seen:  # already stored (or twice in this batch): keep the first
+                    continue
+                seen.add(memory_id)
+                is_unique = unique if unique is not None else memory.unique
+                if is_unique is None:
+                    is_unique = True
+                    if blob is not None:
+                        # The check must see every earlier row of this batch, so write those first.
+                        await flush()
+                        hits = await self._nearest(
+                            conn,
+                            blob,
+                            column,
+                            _MemoryFilter(self._agent_id, table)
+                            .add("m.room_id = ?", memory.room_id)
+                            .add("m.world_id = ?", memory.world_id)
+                            .add("m.entity_id = ?", memory.entity_id),
+                            count=1,
+                        )
+                        is_unique = not (hits and hits[0][1] >= DEDUP_THRESHOLD)
+                pending_rows.append(self._memory_row(memory, table, memory_id, is_unique, now))
+                if blob is not None:
+                    pending_vectors.append((new_id(), memory_id, blob, now))
+            await flush()
+        return ids
+
+    async def update_memory(
+        self,
+        memory_id: str,
+        *,
+        content: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        embedding: Sequence[float] | None = None,
+    ) -> bool:
+        """Replace the content and/or metadata of one of this agent's memories and/or upsert its
+        embedding in the active column; False if there is no such memory.
+
+        Raises EmbeddingDimensionError for a vector of the wrong length, StoreError if the database
+        rejects the change.
+        """
+        blob = None
+        if embedding is not None:
+            dim, column = await self._active_column()
+            blob = encode_vector(embedding, dim)
+        sets, params = [], []
+        if content is not None:
+            sets.append("content = ?")
+            params.append(dumps(dict(content)))
+        if metadata is not None:
+            sets.append("metadata = ?")
+            params.append(dumps(dict(metadata)))
+        async with self._db.transaction() as conn:
+            async with conn.execute(
+                "SELECT 1 FROM memories WHERE id = ? AND agent_id = ?", (memory_id, self._agent_id)
+            ) as cur:
+                if await cur.fetchone() is None:
+                    return False
+            if sets:
+                await conn.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", (*params, memory_id))
+            if blob is not None:
+                await conn.execute(
+                    f"INSERT INTO embeddings (id, memory_id, {column}, created_at) VALUES (?, ?, ?, ?) "
+                    f"ON CONFLICT(memory_id) DO UPDATE SET {column} = excluded.{column}",
+                    (new_id(), memory_id, blob, now_ms()),
+                )
+            return True
+
+    async def delete_memory(self, memory_id: str) -> bool:
+        """Delete one of this agent's memories, the fragments of it (``metadata.documentId``) and all
+        their embeddings, in one transaction; True iff the memory existed."""
+        return await self.delete_many_memories([memory_id]) > 0
+
+    async def delete_many_memories(self, memory_ids: Sequence[str]) -> int:
+        """Delete several of this agent's memories like :meth:`delete_memory`, in one transaction;
+        returns how many of ``memory_ids`` existed."""
+        if not memory_ids:
+            return 0
+        ids = json_list(memory_ids)
+        async with self._db.transaction() as conn:
+            # Embeddings and keyword-index entries go with each row (ON DELETE CASCADE, triggers).
+            await conn.execute(
+                "DELETE FROM memories WHERE agent_id = ? "
+                "AND json_extract(metadata, '$.documentId') IN (SELECT value FROM json_each(?)) "
+                "AND id NOT IN (SELECT value FROM json_each(?))",
+                (self._agent_id, ids, ids),
+            )
+            cur = await conn.execute(
+                "DELETE FROM memories WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?))",
+                (self._agent_id, ids),
+            )
+            return cur.rowcount
+
+    async def delete_all_memories(self, room_id: str, table: str) -> int:
+        """Delete this agent's memories of ``table`` in ``room_id`` with their fragments and
+        embeddings; returns how many memories of the room went."""
+        if not table:
+            raise ValueError("a memory table name is required (e.g. 'messages', 'facts')")
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "DELETE FROM memories WHERE agent_id = ? AND json_extract(metadata, '$.documentId') IN ("
+                "  SELECT id FROM memories WHERE agent_id = ? AND room_id = ? AND type = ?) "
+                "AND NOT (room_id IS ? AND type = ?)",
+                (self._agent_id, self._agent_id, room_id, table, room_id, table),
+            )
+            cur = await conn.execute(
+                "DELETE FROM memories WHERE agent_id = ? AND room_id = ? AND type = ?",
+                (self._agent_id, room_id, table),
+            )
+            return cur.rowcount
+
+    # -- memories: reads ---------------------------------------------------------------------------
+
+    async def get_memories(
+        self,
+        *,
+        table: str,
+        room_id: str | None = None,
+        entity_id: str | None = None,
+        world_id: str | None = None,
+        count: int | None = None,
+        offset: int | None = None,
+        unique: bool | None = None,
+        start: int | None = None,
+        end: int | None = None,
+    ) -> list[Memory]:
+        """This agent's memories of ``table``, newest first (ties: last written first), with embeddings.
+
+        Filters are ANDed; ``start``/``end`` are inclusive ms bounds on created_at; ``unique=True``
+        keeps unique memories only; ``count=None`` means no limit. Raises ValueError without a
+        table or for a negative count/offset.
+        """
+        validate_count(count)
+        validate_count(offset, "offset")
+        where = (
+            _MemoryFilter(self._agent_id, table)
+            .add("m.room_id = ?", room_id)
+            .add("m.entity_id = ?", entity_id)
+            .add("m.world_id = ?", world_id)
+            .add("m.created_at >= ?", start)
+            .add("m.created_at <= ?", end)
+            .unique(unique)
+        )
+        _, column = await self._active_column()
+        rows = await self._db.fetchall(
+            f"SELECT {_MEMORY_COLUMNS}, e.{column} AS embedding FROM memories m "
+            f"LEFT JOIN embeddings e ON e.memory_id = m.id WHERE {where.where} "
+            "ORDER BY m.created_at DESC, m.seq DESC LIMIT ? OFFSET ?",
+            (*where.params, -1 if count is None else count, offset or 0),
+        )
+        return [row_to_memory(r, embedding=r["embedding"]) for r in rows]
+
+    async def get_memory(self, memory_id: str) -> Memory | None:
+        """One of this agent's memories with its embedding, or None."""
+        found = await self.get_memories_by_ids([memory_id])
+        return found[0] if found else None
+
+    async def get_memories_by_ids(self, memory_ids: Sequence[str], table: str | None = None) -> list[Memory]:
+        """This agent's memories with these ids (optionally only of ``table``), newest first, with embeddings."""
+        if not memory_ids:
+            return []
+        _, column = await self._active_column()
+        clause, params = ("AND m.type = ?", [table]) if table else ("", [])
+        rows = await self._db.fetchall(
+            f"SELECT {_MEMORY_COLUMNS}, e.{column} AS embedding FROM memories m "
+            "LEFT JOIN embeddings e ON e.memory_id = m.id "
+            f"WHERE m.agent_id = ? AND m.id IN (SELECT value FROM json_each(?)) {clause} "
+            "ORDER BY m.created_at DESC, m.seq DESC",
+            (self._agent_id, json_list(memory_ids), *params),
+        )
+        return [row_to_memory(r, embedding=r["embedding"]) for r in rows]
+
+    async def get_memories_by_room_ids(
+        self, *, table: str, room_ids: Sequence[str], limit: int | None = None
+    ) -> list[Memory]:
+        """This agent's memories of ``table`` in any of ``room_ids``, newest first, without embeddings."""
+        validate_count(limit, "limit")
+        if not room_ids:
+            return []
+        where = _MemoryFilter(self._agent_id, table).add(
+            "m.room_id IN (SELECT value FROM json_each(?))", json_list(room_ids)
+        )
+        rows = await self._db.fetchall(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where.where} "
+            "ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
+            (*where.params, -1 if limit is None else limit),
+        )
+        return [row_to_memory(r) for r in rows]
+
+    async def count_memories(self, room_id: str, table: str, unique: bool = True) -> int:
+        """How many of this agent's memories of ``table`` are in ``room_id`` (unique ones only by default)."""
+        where = _MemoryFilter(self._agent_id, table).add("m.room_id = ?", room_id).unique(unique)
+        row = await self._db.fetchone(f"SELECT count(*) FROM memories m WHERE {where.where}", where.params)
+        return int(row[0]) if row else 0
+
+    # -- memories: search --------------------------------------------------------------------------
+
+    @staticmethod
+    def _nearest_sql(column: str, where: _MemoryFilter, count: int) -> tuple[str, list[Any]]:
+        # Exact search: cosine similarity of every pre-filtered row, best first. SQLite evaluates the
+        # select list only for rows passing WHERE, so the vector function never sees a NULL.
+        # Only (seq, similarity) go through the sorter; full rows are read for the winners only.
+        sql = (
+            f"SELECT m.seq, 1 - vec_distance_cosine(e.{column}, ?) AS similarity "
+            f"FROM memories m JOIN embeddings e ON e.memory_id = m.id "
+            f"WHERE {where.where} AND e.{column} IS NOT NULL "
+            "ORDER BY similarity DESC, m.created_at DESC, m.seq DESC LIMIT ?"
+        )
+        return sql, [*where.params, count]
+
+    async def _nearest(
+        self,
+        conn: aiosqlite.Connection | None,
+        query: bytes,
+        column: str,
+        where: _MemoryFilter,
+        *,
+        count: int,
+        threshold: float | None = None,
+    ) -> list[tuple[int, float]]:
+        """(seq, similarity) of the best ``count`` rows, on ``conn`` (inside a transaction) or the reader."""
+        sql, params = self._nearest_sql(column, where, count)
+        params = [query, *params]
+        if conn is None:
+            rows = await self._db.fetchall(sql, params)
+        else:
+            async with conn.execute(sql, params) as cur:
+                rows = list(await cur.fetchall())
+        # Filtering after LIMIT gives the same rows as before it: the order is by similarity, and
+        # NULL similarities (zero vectors) sort last.
+        return [(r[0], r[1]) for r in rows if r[1] is not None and (not threshold or r[1] >= threshold)]
+
+    async def search_memories(
+        self,
+        embedding: Sequence[float],
+        table: str,
+        *,
+        match_threshold: float | None = None,
+        count: int = DEFAULT_SEARCH_COUNT,
+        unique: bool | None = None,
+        room_id: str | None = None,
+        world_id: str | None = None,
+        entity_id: str | None = None,
+    ) -> list[Memory]:
+        """This agent's memories of ``table`` most similar to ``embedding``, best first, with
+        ``similarity`` (cosine, -1..1) and ``embedding`` set.
+
+        Exact: every row passing the filters is compared (sqlite-vec's ``vec_distance_cosine``).
+        ``match_threshold`` of 0 or None means none. Memories without a vector in the active
+        dimension are never returned. Raises EmbeddingDimensionError for a wrong-length query.
+        """
+        validate_count(count)
+        dim, column = await self._active_column()
+        query = encode_vector(embedding, dim)
+        where = (
+            _MemoryFilter(self._agent_id, table)
+            .add("m.room_id = ?", room_id)
+            .add("m.world_id = ?", world_id)
+            .add("m.entity_id = ?", entity_id)
+            .unique(unique)
+        )
+        hits = await self._nearest(None, query, column, where, count=count, threshold=match_threshold)
+        return await self._memories_by_seq(hits, column)
+
+    async def _memories_by_seq(self, hits: list[tuple[int, float]], column: str | None) -> list[Memory]:
+        if not hits:
+            return []
+        vector = f", e.{column} AS embedding" if column else ", NULL AS embedding"
+        rows = await self._db.fetchall(
+            f"SELECT {_MEMORY_COLUMNS}{vector} FROM memories m LEFT JOIN embeddings e ON e.memory_id = m.id "
+            "WHERE m.seq IN (SELECT value FROM json_each(?))",
+            (json.dumps([seq for seq, _ in hits]),),
+        )
+        by_seq = {r["seq"]: r for r in rows}
+        # A row deleted between the two reads is simply left out.
+        return [
+            row_to_memory(by_seq[seq], embedding=by_seq[seq]["embedding"], similarity=score)
+            for seq, score in hits
+            if seq in by_seq
+        ]
+
+    async def search_memories_by_text(
+        self,
+        query: str,
+        table: str,
+        *,
+        count: int = DEFAULT_SEARCH_COUNT,
+        unique: bool | None = None,
+        room_id: str | None = None,
+        world_id: str | None = None,
+        entity_id: str | None = None,
+    ) -> list[Memory]:
+        """This agent's memories of ``table`` whose ``content.text`` matches words of ``query``,
+        best BM25 rank first (any word matches; more and rarer words rank higher).
+
+        ``similarity`` carries the BM25 relevance (higher is better, not a cosine); embeddings are
+        not loaded. User text is never parsed as FTS5 syntax, so it cannot raise; a query without
+        words returns [].
+        """
+        validate_count(count)
+        match = fts_query(query)
+        if match is None or count == 0:
+            return []
+        where = (
+            _MemoryFilter(self._agent_id, table)
+            .add("m.room_id = ?", room_id)
+            .add("m.world_id = ?", world_id)
+            .add("m.entity_id = ?", entity_id)
+            .unique(unique)
+        )
+        rows = await self._db.fetchall(
+            "SELECT m.seq, -bm25(memories_fts) AS score FROM memories_fts "
+            "JOIN memories m ON m.seq = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND {where.where} "
+            "ORDER BY bm25(memories_fts), m.created_at DESC, m.seq DESC LIMIT ?",
+            (match, *where.params, count),
+        )
+        return await self._memories_by_seq([(r[0], r[1]) for r in rows], None)

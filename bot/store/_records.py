@@ -1,0 +1,282 @@
+"""Relationships, the cache, logs and tasks."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bot.errors import StoreError
+from bot.store._protocol import JSONValue
+from bot.store._rows import (
+    dumps,
+    loads,
+    row_to_log,
+    row_to_relationship,
+    row_to_task,
+    sanitize_log_body,
+)
+from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
+from bot.types import LogEntry, Relationship, Task, now_ms
+
+__all__ = ["RecordsMixin"]
+
+_TASK_UPDATABLE = frozenset({"name", "description", "room_id", "world_id", "entity_id", "tags", "metadata"})
+
+
+class RecordsMixin(AgentScoped):
+    """The ``relationships``, ``cache``, ``logs`` and ``tasks`` tables."""
+
+    __slots__ = ()
+
+    # -- relationships -----------------------------------------------------------------------------
+
+    async def create_relationship(
+        self,
+        source_entity_id: str,
+        target_entity_id: str,
+        *,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Store a directed relationship for this agent; False on error, including when it exists."""
+        try:
+            async with self._db.transaction() as conn:
+                await conn.execute(
+                    "INSERT INTO relationships (id, source_entity_id, target_entity_id, agent_id, tags, metadata, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        new_id(),
+                        source_entity_id,
+                        target_entity_id,
+                        self._agent_id,
+                        dumps(list(tags or [])),
+                        dumps(dict(metadata or {})),
+                        now_ms(),
+                    ),
+                )
+        except StoreError as exc:
+            return self._fail("create_relationship", exc)
+        return True
+
+    async def update_relationship(self, relationship: Relationship) -> bool:
+        """Overwrite tags and metadata of one of this agent's relationships by id; False if not found."""
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "UPDATE relationships SET tags = ?, metadata = ? WHERE id = ? AND agent_id = ?",
+                (dumps(list(relationship.tags)), dumps(relationship.metadata or {}), relationship.id, self._agent_id),
+            )
+            return cur.rowcount > 0
+
+    async def get_relationship(self, source_entity_id: str, target_entity_id: str) -> Relationship | None:
+        """This agent's relationship from ``source_entity_id`` to ``target_entity_id`` (directional), or None."""
+        row = await self._db.fetchone(
+            "SELECT * FROM relationships WHERE source_entity_id = ? AND target_entity_id = ? AND agent_id = ?",
+            (source_entity_id, target_entity_id, self._agent_id),
+        )
+        return row_to_relationship(row) if row else None
+
+    async def get_relationships(self, entity_id: str, tags: Sequence[str] | None = None) -> list[Relationship]:
+        """This agent's relationships where ``entity_id`` is source or target, having any of ``tags`` if given."""
+        sql = "SELECT * FROM relationships r WHERE agent_id = ? AND (source_entity_id = ? OR target_entity_id = ?)"
+        params: list[Any] = [self._agent_id, entity_id, entity_id]
+        if tags:
+            sql += " AND EXISTS (SELECT 1 FROM json_each(r.tags) t WHERE t.value IN (SELECT value FROM json_each(?)))"
+            params.append(json_list(tags))
+        rows = await self._db.fetchall(sql + " ORDER BY created_at, rowid", params)
+        return [row_to_relationship(r) for r in rows]
+
+    # -- cache -------------------------------------------------------------------------------------
+
+    async def get_cache(self, key: str) -> JSONValue:
+        """This agent's cached value for ``key``; None if absent, expired or unreadable."""
+        try:
+            row = await self._db.fetchone(
+                "SELECT value, expires_at FROM cache WHERE key = ? AND agent_id = ?", (key, self._agent_id)
+            )
+        except StoreError as exc:
+            self._fail("get_cache", exc)
+            return None
+        if row is None:
+            return None
+        if row["expires_at"] is not None and row["expires_at"] <= now_ms():
+            # Expired rows are removed lazily, by whoever reads them next.
+            async with self._db.transaction() as conn:
+                await conn.execute(
+                    "DELETE FROM cache WHERE key = ? AND agent_id = ? AND expires_at <= ?",
+                    (key, self._agent_id, now_ms()),
+                )
+            return None
+        value: JSONValue = loads(row["value"])
+        return value
+
+    async def set_cache(self, key: str, value: JSONValue, *, expires_at: int | None = None) -> bool:
+        """Cache ``value`` (anything JSON) under ``key`` for this agent until ``expires_at`` (ms, None:
+        forever); False on error (e.g. a value JSON cannot hold)."""
+        try:
+            text = dumps(value)
+            async with self._db.transaction() as conn:
+                await conn.execute(
+                    "INSERT INTO cache (key, agent_id, value, created_at, expires_at) VALUES (?, ?, ?, ?, ?) "
+                    "ON CONFLICT(key, agent_id) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+                    (key, self._agent_id, text, now_ms(), expires_at),
+                )
+        except (StoreError, TypeError, ValueError) as exc:
+            return self._fail("set_cache", exc)
+        return True
+
+    async def delete_cache(self, key: str) -> bool:
+        """Remove ``key`` from this agent's cache; True even if it was absent, False on error."""
+        try:
+            async with self._db.transaction() as conn:
+                await conn.execute("DELETE FROM cache WHERE key = ? AND agent_id = ?", (key, self._agent_id))
+        except StoreError as exc:
+            return self._fail("delete_cache", exc)
+        return True
+
+    # -- logs --------------------------------------------------------------------------------------
+
+    async def log(self, body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> str:
+        """Append a structured log entry and return its id.
+
+        The body is made JSON-safe (NUL characters stripped, cycles cut). Raises StoreError if the
+        entity or room does not exist; callers on a model-call path should catch it.
+        """
+        log_id = new_id()
+        text = json.dumps(sanitize_log_body(body), ensure_ascii=False)
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO logs (id, created_at, entity_id, body, type, room_id) VALUES (?, ?, ?, ?, ?, ?)",
+                (log_id, now_ms(), entity_id, text, type, room_id),
+            )
+        return log_id
+
+    async def get_logs(
+        self,
+        *,
+        entity_id: str | None = None,
+        room_id: str | None = None,
+        type: str | None = None,
+        count: int = 10,
+        offset: int = 0,
+    ) -> list[LogEntry]:
+        """Log entries in this agent's rooms, newest first, optionally filtered."""
+        validate_count(count)
+        validate_count(offset, "offset")
+        # logs has no agent_id column; rooms do, and room ids are agent-specific.
+        clauses = ["l.room_id IN (SELECT id FROM rooms WHERE agent_id = ?)"]
+        params: list[Any] = [self._agent_id]
+        for column, value in (("l.entity_id", entity_id), ("l.room_id", room_id), ("l.type", type)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        rows = await self._db.fetchall(
+            f"SELECT l.* FROM logs l WHERE {' AND '.join(clauses)} "
+            "ORDER BY l.created_at DESC, l.rowid DESC LIMIT ? OFFSET ?",
+            (*params, count, offset),
+        )
+        return [row_to_log(r) for r in rows]
+
+    async def delete_log(self, log_id: str) -> bool:
+        """Delete a log entry in one of this agent's rooms; False if not found."""
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "DELETE FROM logs WHERE id = ? AND room_id IN (SELECT id FROM rooms WHERE agent_id = ?)",
+                (log_id, self._agent_id),
+            )
+            return cur.rowcount > 0
+
+    # -- tasks -------------------------------------------------------------------------------------
+
+    async def create_task(self, task: Task) -> str:
+        """Store a task for this agent and return its id (a new one if it has none)."""
+        task_id = task.id or new_id()
+        now = now_ms()
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO tasks (id, name, description, room_id, world_id, entity_id, agent_id, tags, metadata, "
+                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    task_id,
+                    task.name,
+                    task.description or "",
+                    task.room_id,
+                    task.world_id,
+                    task.entity_id,
+                    self._agent_id,
+                    dumps(list(task.tags)),
+                    dumps(task.metadata or {}),
+                    now,
+                    now,
+                ),
+            )
+        return task_id
+
+    async def get_tasks(
+        self,
+        *,
+        room_id: str | None = None,
+        tags: Sequence[str] | None = None,
+        entity_id: str | None = None,
+    ) -> list[Task]:
+        """This agent's tasks, oldest first, in ``room_id``, of ``entity_id``, and having all of ``tags``."""
+        clauses: list[str] = ["agent_id = ?"]
+        params: list[Any] = [self._agent_id]
+        for column, value in (("room_id", room_id), ("entity_id", entity_id)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if tags:
+            wanted = sorted(set(tags))
+            clauses.append(
+                "(SELECT count(DISTINCT t.value) FROM json_each(tasks.tags) t "
+                " WHERE t.value IN (SELECT value FROM json_each(?))) = ?"
+            )
+            params += [json_list(wanted), len(wanted)]
+        rows = await self._db.fetchall(
+            f"SELECT * FROM tasks WHERE {' AND '.join(clauses)} ORDER BY created_at, rowid", params
+        )
+        return [row_to_task(r) for r in rows]
+
+    async def get_task(self, task_id: str) -> Task | None:
+        """One of this agent's tasks, or None."""
+        row = await self._db.fetchone("SELECT * FROM tasks WHERE id = ? AND agent_id = ?", (task_id, self._agent_id))
+        return row_to_task(row) if row else None
+
+    async def get_tasks_by_name(self, name: str) -> list[Task]:
+        """This agent's tasks called ``name``, oldest first."""
+        rows = await self._db.fetchall(
+            "SELECT * FROM tasks WHERE agent_id = ? AND name = ? ORDER BY created_at, rowid", (self._agent_id, name)
+        )
+        return [row_to_task(r) for r in rows]
+
+    async def update_task(self, task_id: str, changes: Mapping[str, Any]) -> bool:
+        """Update the given fields of one of this agent's tasks; False if not found.
+
+        ``changes`` may hold name, description, room_id, world_id, entity_id, tags and metadata;
+        metadata is replaced whole, not merged. updated_at becomes now. Raises ValueError for other keys.
+        """
+        unknown = set(changes) - _TASK_UPDATABLE
+        if unknown:
+            raise ValueError(f"update_task: cannot update {', '.join(sorted(unknown))}")
+        sets, params = ["updated_at = ?"], [now_ms()]
+        for name, value in changes.items():
+            if name == "tags":
+                value = dumps(list(value or []))
+            elif name == "metadata":
+                value = dumps(dict(value or {}))
+            elif name == "description":
+                value = value or ""
+            sets.append(f"{name} = ?")  # name is from the _TASK_UPDATABLE whitelist
+            params.append(value)
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                f"UPDATE tasks SET {', '.join(sets)} WHERE id = ? AND agent_id = ?", (*params, task_id, self._agent_id)
+            )
+            return cur.rowcount > 0
+
+    async def delete_task(self, task_id: str) -> bool:
+        """Delete one of this agent's tasks; False if not found."""
+        async with self._db.transaction() as conn:
+            cur = await conn.execute("DELETE FROM tasks WHERE id = ? AND agent_id = ?", (task_id, self._agent_id))
+            return cur.rowcount > 0

@@ -1,0 +1,239 @@
+"""Worlds, rooms, participants and the agent's per-room FOLLOWED/MUTED state."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bot.errors import StoreError
+from bot.store._rows import dumps, row_to_room, row_to_world
+from bot.store._scoped import AgentScoped, json_list, new_id
+from bot.types import ChannelType, Room, RoomState, World, now_ms
+
+__all__ = ["RoomsMixin"]
+
+
+def _room_state(state: RoomState | str | None) -> RoomState | None:
+    if state is None:
+        return None
+    try:
+        return RoomState(state)
+    except ValueError:
+        raise ValueError(f"invalid room state {state!r}: use RoomState.FOLLOWED, RoomState.MUTED or None") from None
+
+
+class RoomsMixin(AgentScoped):
+    """The ``worlds``, ``rooms`` and ``participants`` tables."""
+
+    __slots__ = ()
+
+    # -- worlds ------------------------------------------------------------------------------------
+
+    async def create_world(self, world: World) -> str:
+        """Store a world for this agent (left alone if the id exists) and return its id."""
+        world_id = world.id or new_id()
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO worlds (id, agent_id, name, metadata, server_id, created_at) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(id) DO NOTHING",
+                (
+                    world_id,
+                    self._agent_id,
+                    world.name or "",
+                    dumps(world.metadata or {}),
+                    world.server_id or "default",
+                    world.created_at or now_ms(),
+                ),
+            )
+        return world_id
+
+    async def get_world(self, world_id: str) -> World | None:
+        """A world by id, whichever agent stored it (cross-agent, as upstream), or None."""
+        row = await self._db.fetchone("SELECT * FROM worlds WHERE id = ?", (world_id,))
+        return row_to_world(row) if row else None
+
+    async def get_all_worlds(self) -> list[World]:
+        """This agent's worlds, oldest first."""
+        rows = await self._db.fetchall(
+            "SELECT * FROM worlds WHERE agent_id = ? ORDER BY created_at, rowid", (self._agent_id,)
+        )
+        return [row_to_world(r) for r in rows]
+
+    async def update_world(self, world: World) -> bool:
+        """Overwrite name, server id and metadata of one of this agent's worlds; False if not found."""
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "UPDATE worlds SET name = ?, server_id = ?, metadata = ? WHERE id = ? AND agent_id = ?",
+                (world.name or "", world.server_id or "default", dumps(world.metadata or {}), world.id, self._agent_id),
+            )
+            return cur.rowcount > 0
+
+    async def remove_world(self, world_id: str) -> bool:
+        """Delete one of this agent's worlds (its rooms stay: rooms have no FK to worlds); False if not found."""
+        async with self._db.transaction() as conn:
+            cur = await conn.execute("DELETE FROM worlds WHERE id = ? AND agent_id = ?", (world_id, self._agent_id))
+            return cur.rowcount > 0
+
+    # -- rooms -------------------------------------------------------------------------------------
+
+    def _room_params(self, room: Room, room_id: str) -> tuple[Any, ...]:
+        return (
+            self._agent_id,
+            room.source,
+            ChannelType(room.type).value,  # ValueError for anything that is not a ChannelType
+            room.server_id,
+            room.world_id,
+            room.name,
+            dumps(room.metadata or {}),
+            room.channel_id,
+            room_id,
+        )
+
+    async def create_rooms(self, rooms: Sequence[Room]) -> list[str]:
+        """Store rooms for this agent (existing ids are left alone); returns their ids.
+
+        Raises ValueError if a room's type is not a ChannelType.
+        """
+        if not rooms:
+            return []
+        ids = [room.id or new_id() for room in rooms]
+        now = now_ms()
+        rows = [(*self._room_params(room, room_id), room.created_at or now) for room, room_id in zip(rooms, ids)]
+        async with self._db.transaction() as conn:
+            await conn.executemany(
+                "INSERT INTO rooms (agent_id, source, type, server_id, world_id, name, metadata, channel_id, id, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+                rows,
+            )
+        return ids
+
+    async def get_room(self, room_id: str) -> Room | None:
+        """One of this agent's rooms, or None."""
+        found = await self.get_rooms_by_ids([room_id])
+        return found[0] if found else None
+
+    async def get_rooms_by_ids(self, room_ids: Sequence[str]) -> list[Room]:
+        """This agent's rooms with these ids, in the order asked."""
+        if not room_ids:
+            return []
+        rows = await self._db.fetchall(
+            "SELECT * FROM rooms WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?))",
+            (self._agent_id, json_list(room_ids)),
+        )
+        by_id = {r["id"]: row_to_room(r) for r in rows}
+        return [by_id[i] for i in dict.fromkeys(room_ids) if i in by_id]
+
+    async def get_rooms_by_world(self, world_id: str) -> list[Room]:
+        """This agent's rooms in ``world_id`` (upstream does not scope this; troupe does), oldest first."""
+        rows = await self._db.fetchall(
+            "SELECT * FROM rooms WHERE agent_id = ? AND world_id = ? ORDER BY created_at, rowid",
+            (self._agent_id, world_id),
+        )
+        return [row_to_room(r) for r in rows]
+
+    async def update_room(self, room: Room) -> bool:
+        """Overwrite one of this agent's rooms by id; False if not found. Raises ValueError for a bad type."""
+        if not room.id:
+            raise ValueError("update_room needs a room id")
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "UPDATE rooms SET agent_id = ?, source = ?, type = ?, server_id = ?, world_id = ?, name = ?, "
+                "metadata = ?, channel_id = ? WHERE id = ? AND agent_id = ?",
+                (*self._room_params(room, room.id), self._agent_id),
+            )
+            return cur.rowcount > 0
+
+    async def delete_room(self, room_id: str) -> bool:
+        """Delete one of this agent's rooms; cascades to participants, memories, embeddings, logs and
+        components. False if not found. Raises ValueError without an id."""
+        if not room_id:
+            raise ValueError("delete_room needs a room id")
+        async with self._db.transaction() as conn:
+            cur = await conn.execute("DELETE FROM rooms WHERE id = ? AND agent_id = ?", (room_id, self._agent_id))
+            return cur.rowcount > 0
+
+    async def get_rooms_for_participant(self, entity_id: str) -> list[str]:
+        """Ids of this agent's rooms that ``entity_id`` takes part in."""
+        return await self.get_rooms_for_participants([entity_id])
+
+    async def get_rooms_for_participants(self, entity_ids: Sequence[str]) -> list[str]:
+        """Ids of this agent's rooms that any of ``entity_ids`` take part in (distinct)."""
+        if not entity_ids:
+            return []
+        rows = await self._db.fetchall(
+            "SELECT DISTINCT p.room_id FROM participants p JOIN rooms r ON r.id = p.room_id "
+            "WHERE r.agent_id = ? AND p.agent_id = ? AND p.entity_id IN (SELECT value FROM json_each(?)) "
+            "ORDER BY p.room_id",
+            (self._agent_id, self._agent_id, json_list(entity_ids)),
+        )
+        return [r[0] for r in rows]
+
+    # -- participants ------------------------------------------------------------------------------
+
+    async def add_participant(self, entity_id: str, room_id: str) -> bool:
+        """Add ``entity_id`` to ``room_id`` in this agent's view (no-op if present); False on error
+        (e.g. an unknown entity or room)."""
+        return await self.add_participants([entity_id], room_id)
+
+    async def add_participants(self, entity_ids: Sequence[str], room_id: str) -> bool:
+        """Add several entities to ``room_id`` at once: all or none. False on error."""
+        if not entity_ids:
+            return True
+        now = now_ms()
+        try:
+            async with self._db.transaction() as conn:
+                await conn.executemany(
+                    "INSERT INTO participants (id, entity_id, room_id, agent_id, created_at) VALUES (?, ?, ?, ?, ?) "
+                    "ON CONFLICT(entity_id, room_id, agent_id) DO NOTHING",
+                    [(new_id(), e, room_id, self._agent_id, now) for e in entity_ids],
+                )
+        except StoreError as exc:
+            return self._fail("add_participants", exc)
+        return True
+
+    async def remove_participant(self, entity_id: str, room_id: str) -> bool:
+        """Remove ``entity_id`` from ``room_id`` in this agent's view; True iff it was there."""
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "DELETE FROM participants WHERE entity_id = ? AND room_id = ? AND agent_id = ?",
+                (entity_id, room_id, self._agent_id),
+            )
+            return cur.rowcount > 0
+
+    async def get_participants_for_room(self, room_id: str) -> list[str]:
+        """Entity ids taking part in ``room_id`` in this agent's view, in the order they joined."""
+        rows = await self._db.fetchall(
+            "SELECT entity_id FROM participants WHERE room_id = ? AND agent_id = ? ORDER BY created_at, rowid",
+            (room_id, self._agent_id),
+        )
+        return [r[0] for r in rows]
+
+    async def is_room_participant(self, room_id: str, entity_id: str) -> bool:
+        """True if ``entity_id`` takes part in ``room_id`` in this agent's view."""
+        row = await self._db.fetchone(
+            "SELECT 1 FROM participants WHERE room_id = ? AND entity_id = ? AND agent_id = ?",
+            (room_id, entity_id, self._agent_id),
+        )
+        return row is not None
+
+    async def get_participant_state(self, room_id: str, entity_id: str) -> RoomState | None:
+        """The FOLLOWED/MUTED state of a participant row of this agent; None if unset or no such row."""
+        row = await self._db.fetchone(
+            "SELECT room_state FROM participants WHERE room_id = ? AND entity_id = ? AND agent_id = ?",
+            (room_id, entity_id, self._agent_id),
+        )
+        return RoomState(row[0]) if row and row[0] else None
+
+    async def set_participant_state(self, room_id: str, entity_id: str, state: RoomState | None) -> bool:
+        """Set (or with None clear) the state of an existing participant row; False if there is no row.
+
+        This agent's own state in a room lives on its row ``(room_id, entity_id=agent_id)``.
+        Raises ValueError for a state that is not a RoomState.
+        """
+        value = _room_state(state)
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "UPDATE participants SET room_state = ? WHERE room_id = ? AND entity_id = ? AND agent_id = ?",
+                (value.value if value else None, room_id, entity_id, self._agent_id),
+            )
+            return cur.rowcount > 0

@@ -1,0 +1,224 @@
+"""Conversions between database rows and the dataclasses of :mod:`bot.types`, and JSON columns."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from bot.store._connect import Row
+from bot.store._vectors import decode_vector
+from bot.types import (
+    AgentRecord,
+    ChannelType,
+    Component,
+    Entity,
+    LogEntry,
+    Memory,
+    Relationship,
+    Room,
+    Task,
+    World,
+)
+
+__all__ = [
+    "AGENT_JSON_FIELDS",
+    "dumps",
+    "loads",
+    "normalize_names",
+    "row_to_agent",
+    "row_to_component",
+    "row_to_entity",
+    "row_to_log",
+    "row_to_memory",
+    "row_to_relationship",
+    "row_to_room",
+    "row_to_task",
+    "row_to_world",
+    "sanitize_log_body",
+]
+
+#: AgentRecord fields stored as JSON text, with the empty value each defaults to.
+AGENT_JSON_FIELDS: dict[str, Any] = {
+    "bio": [],
+    "message_examples": [],
+    "post_examples": [],
+    "topics": [],
+    "adjectives": [],
+    "knowledge": [],
+    "plugins": [],
+    "settings": {},
+    "style": {},
+}
+
+
+def dumps(value: Any) -> str:
+    """JSON text for a column; raises ValueError for NaN/inf, which SQLite's JSON functions reject."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+def loads(text: str | None, default: Any = None) -> Any:
+    """Parse a JSON column; NULL gives ``default``."""
+    if text is None:
+        return default
+    return json.loads(text)
+
+
+def normalize_names(names: object) -> list[str]:
+    """Entity names as a list of strings (a str becomes [str], any iterable a list)."""
+    if names is None:
+        return []
+    if isinstance(names, str):
+        return [names]
+    if isinstance(names, Iterable):
+        return [n if isinstance(n, str) else str(n) for n in names]
+    return [str(names)]
+
+
+def row_to_agent(row: Row) -> AgentRecord:
+    bio = loads(row["bio"], [])
+    return AgentRecord(
+        id=row["id"],
+        name=row["name"],
+        username=row["username"],
+        enabled=bool(row["enabled"]),
+        system=row["system"] or None,
+        bio=bio if isinstance(bio, list) else [bio],
+        message_examples=loads(row["message_examples"], []),
+        post_examples=loads(row["post_examples"], []),
+        topics=loads(row["topics"], []),
+        adjectives=loads(row["adjectives"], []),
+        knowledge=loads(row["knowledge"], []),
+        plugins=loads(row["plugins"], []),
+        settings=loads(row["settings"], {}),
+        style=loads(row["style"], {}),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def row_to_entity(row: Row, components: list[Component] | None = None) -> Entity:
+    return Entity(
+        id=row["id"],
+        agent_id=row["agent_id"],
+        names=loads(row["names"], []),
+        metadata=loads(row["metadata"], {}),
+        created_at=row["created_at"],
+        components=components if components is not None else [],
+    )
+
+
+def row_to_component(row: Row) -> Component:
+    return Component(
+        id=row["id"],
+        entity_id=row["entity_id"],
+        agent_id=row["agent_id"],
+        room_id=row["room_id"],
+        type=row["type"],
+        data=loads(row["data"], {}),
+        world_id=row["world_id"],
+        source_entity_id=row["source_entity_id"],
+        created_at=row["created_at"],
+    )
+
+
+def row_to_world(row: Row) -> World:
+    return World(
+        id=row["id"],
+        agent_id=row["agent_id"],
+        name=row["name"],
+        server_id=row["server_id"],
+        metadata=loads(row["metadata"], {}) or {},
+        created_at=row["created_at"],
+    )
+
+
+def row_to_room(row: Row) -> Room:
+    return Room(
+        id=row["id"],
+        source=row["source"],
+        type=ChannelType(row["type"]),
+        agent_id=row["agent_id"],
+        name=row["name"],
+        world_id=row["world_id"],
+        server_id=row["server_id"],
+        channel_id=row["channel_id"],
+        metadata=loads(row["metadata"], {}) or {},
+        created_at=row["created_at"],
+    )
+
+
+def row_to_memory(row: Row, *, embedding: bytes | None = None, similarity: float | None = None) -> Memory:
+    return Memory(
+        id=row["id"],
+        entity_id=row["entity_id"],
+        agent_id=row["agent_id"],
+        room_id=row["room_id"],
+        world_id=row["world_id"],
+        content=loads(row["content"], {}),
+        embedding=decode_vector(embedding) if embedding is not None else None,
+        created_at=row["created_at"],
+        unique=bool(row["is_unique"]),
+        metadata=loads(row["metadata"], {}),
+        similarity=similarity,
+        table=row["type"],
+    )
+
+
+def row_to_relationship(row: Row) -> Relationship:
+    return Relationship(
+        id=row["id"],
+        source_entity_id=row["source_entity_id"],
+        target_entity_id=row["target_entity_id"],
+        agent_id=row["agent_id"],
+        tags=loads(row["tags"], []),
+        metadata=loads(row["metadata"], {}),
+        created_at=row["created_at"],
+    )
+
+
+def row_to_log(row: Row) -> LogEntry:
+    return LogEntry(
+        id=row["id"],
+        entity_id=row["entity_id"],
+        room_id=row["room_id"],
+        type=row["type"],
+        body=loads(row["body"], {}),
+        created_at=row["created_at"],
+    )
+
+
+def row_to_task(row: Row) -> Task:
+    return Task(
+        id=row["id"],
+        name=row["name"],
+        agent_id=row["agent_id"],
+        description=row["description"] or "",
+        room_id=row["room_id"],
+        world_id=row["world_id"],
+        entity_id=row["entity_id"],
+        tags=loads(row["tags"], []),
+        metadata=loads(row["metadata"], {}),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def sanitize_log_body(value: Any, _seen: frozenset[int] = frozenset()) -> Any:
+    """A JSON-safe copy of a log body: NUL characters stripped, cycles cut to None, NaN/inf to None."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+    if id(value) in _seen:
+        return None
+    if isinstance(value, Mapping):
+        seen = _seen | {id(value)}
+        return {str(k).replace("\x00", ""): sanitize_log_body(v, seen) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        seen = _seen | {id(value)}
+        return [sanitize_log_body(v, seen) for v in value]
+    # Anything else (datetimes, enums, objects) is logged as its text.
+    return str(value).replace("\x00", "")

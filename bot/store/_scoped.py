@@ -1,0 +1,62 @@
+"""The base every part of ``AgentStore`` builds on: the database, the agent, shared helpers."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # Database builds AgentStore, which builds on this module
+    from bot.store._database import Database
+
+__all__ = ["JSON", "AgentScoped", "json_list", "new_id", "validate_count"]
+
+_log = logging.getLogger(__name__)
+
+JSON = dict[str, Any]
+
+
+def new_id() -> str:
+    """A fresh random UUID string, for rows the caller gave no id."""
+    return str(uuid.uuid4())
+
+
+def json_list(values: Iterable[str]) -> str:
+    """A JSON array bound as one parameter and read with ``json_each``: no variable-count limits."""
+    return json.dumps(list(values), ensure_ascii=False)
+
+
+def validate_count(count: int | None, name: str = "count") -> None:
+    """Raise ValueError for a negative count, limit or offset."""
+    if count is not None and count < 0:
+        raise ValueError(f"{name} must be >= 0, not {count}")
+
+
+class AgentScoped:
+    """Holds the shared :class:`Database` and the agent id every query is scoped to."""
+
+    __slots__ = ("_db", "_agent_id")
+
+    def __init__(self, db: Database, agent_id: str) -> None:
+        self._db = db
+        self._agent_id = agent_id
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} agent_id={self._agent_id!r} db={self._db.path!r}>"
+
+    @property
+    def agent_id(self) -> str:
+        """The agent every read and write of this store is scoped to."""
+        return self._agent_id
+
+    @property
+    def database(self) -> Database:
+        """The shared database behind this store."""
+        return self._db
+
+    def _fail(self, what: str, exc: Exception) -> bool:
+        # Row contents never go into logs; the driver's message names only the constraint.
+        _log.warning("agent %s: %s failed: %s", self._agent_id, what, exc)
+        return False

@@ -1,0 +1,32 @@
+"""``AgentStore``: the SQLite implementation of :class:`~bot.store.Store`, scoped to one agent.
+
+Scoping: every write forces ``agent_id`` to the store's agent, and every read is filtered by it,
+except :meth:`AgentStore.get_world`, :meth:`AgentStore.get_agent` and :meth:`AgentStore.get_agents`,
+which are cross-agent on purpose. Upstream leaves some reads unscoped (entities by id, rooms by
+world, relationships, ``delete_all_memories``); troupe scopes them too, because ids are already
+agent-specific (``unique_uuid``) and one character must never read or delete another's data.
+
+The methods live in one module per group of tables (``_agents``, ``_entities``, ``_rooms``,
+``_memories``, ``_records``); this class only puts them together.
+"""
+
+from __future__ import annotations
+
+from bot.store._agents import AgentsMixin
+from bot.store._entities import EntitiesMixin
+from bot.store._memories import MemoriesMixin
+from bot.store._records import RecordsMixin
+from bot.store._rooms import RoomsMixin
+
+__all__ = ["AgentStore"]
+
+
+class AgentStore(AgentsMixin, EntitiesMixin, RoomsMixin, MemoriesMixin, RecordsMixin):
+    """Everything one agent stores, in the shared :class:`~bot.store.Database`. Implements ``Store``.
+
+    Get one with ``db.for_agent(agent_id)``. Methods raise RuntimeError when the database is not
+    open, StoreError when SQLite fails, and ValueError for arguments no call could satisfy. Methods
+    documented to return False on failure (as upstream's adapter does) log the cause instead.
+    """
+
+    __slots__ = ()
