@@ -1,0 +1,88 @@
+"""The troupe command: check and start, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.errors import EXIT_CONFIG
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def write(path: Path, data: object) -> Path:
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_check_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = write(tmp_path / "a.json", {"name": "A", "bio": "x", "plugins": ["@elizaos/plugin-discord"]})
+    assert main(["check", str(good)]) == 0
+    assert capsys.readouterr().out == f"{good}: OK  A (6dcd4ce2-3d88-02ee-9568-ba546c007c63; discord)\n"
+
+
+def test_check_reports_every_problem_and_exits_78(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = write(tmp_path / "a.json", {"name": "A", "bio": "x"})
+    bad = write(tmp_path / "b.json", {"name": "", "bio": [], "people": []})
+    assert main(["check", str(good), str(bad)]) == EXIT_CONFIG
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{good}: OK")
+    assert out[1] == f"{bad}: 2 problems"
+    assert out[2].startswith("  $.name: Character name is required")
+    assert out[3].startswith("  $.bio: Character bio is required")
+
+
+def test_check_a_folder_and_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path / "a.json", {"name": "A", "bio": "x", "clients": ["twitter"]})
+    assert main(["check", str(tmp_path)]) == 0
+    assert "  warning: $.clients[0]: no troupe platform 'twitter'" in capsys.readouterr().out
+
+
+def test_check_with_nothing_to_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(tmp_path)]) == EXIT_CONFIG
+    assert "no character files found" in capsys.readouterr().err
+
+
+def test_check_resolves_references_from_dotenv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text("A_TOKEN=t\n")
+    c = write(tmp_path / "a.json", {"name": "A", "bio": "x", "secrets": {"DISCORD_API_TOKEN": "env:A_TOKEN"}})
+    assert main(["check", str(c)]) == 0
+
+
+def test_shipped_characters_are_valid(capsys: pytest.CaptureFixture[str]) -> None:
+    shipped = sorted((REPO / "characters").glob("*.json"))
+    assert len(shipped) >= 3
+    assert main(["check", *map(str, shipped)]) == 0, capsys.readouterr().out
+
+
+def test_start_without_a_platform_stops_with_a_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    c = write(tmp_path / "a.json", {"name": "A", "bio": "x", "plugins": ["@elizaos/plugin-discord"]})
+    assert main(["start", str(c)]) == EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert "A: discord skipped, DISCORD_API_TOKEN not set" in err
+    assert "no platform configured" in err
+    assert Path("data/troupe.db").is_file()
+
+
+def test_start_with_only_broken_characters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = write(tmp_path / "bad.json", {"bio": "x"})
+    assert main(["start", str(bad)]) == EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert "$.name: required field is missing" in err and "no valid character to run" in err
+
+
+def test_console_script_runs_without_a_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ nope")
+    proc = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "check", str(bad)], capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
+    assert proc.returncode == EXIT_CONFIG
+    assert "invalid JSON at line 1, column 3" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
