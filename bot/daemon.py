@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from . import plugins as plugin_registry
-from .character import LoadResult
+from .character import Character, LoadResult
 from .errors import EXIT_CONFIG
+from .secrets import is_reference
 from .settings import DaemonSettings, character_setting
 from .store import Database
 
@@ -35,6 +36,12 @@ class PlatformPlan:
         return not self.missing
 
 
+def _describe_missing(character: Character, key: str) -> str:
+    """``KEY``, or ``KEY (env:NAME? is unset)`` when the file points it at a reference."""
+    written = character.secrets.get(key) or character.settings_secrets.get(key)
+    return f"{key} ({written} resolves to nothing)" if written and is_reference(written) else key
+
+
 class Daemon:
     """Runs a set of loaded characters until stopped."""
 
@@ -53,7 +60,9 @@ class Daemon:
                 meta = known[name]
                 if meta.interactive:
                     continue
-                missing = tuple(k for k in meta.requires if not character_setting(character, k, self.environ))
+                missing = tuple(
+                    _describe_missing(character, k) for k in meta.requires if not character_setting(character, k, self.environ)
+                )
                 plans.append(PlatformPlan(character.name, name, missing))
         return plans
 

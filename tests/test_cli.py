@@ -70,6 +70,13 @@ def test_start_without_a_platform_stops_with_a_clear_message(tmp_path: Path, cap
     assert Path("data/troupe.db").is_file()
 
 
+def test_start_names_the_variable_a_reference_points_at(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = {"name": "A", "bio": "x", "plugins": ["@elizaos/plugin-telegram"],
+            "settings": {"secrets": {"TELEGRAM_BOT_TOKEN": "env:A_TELEGRAM_TOKEN?"}}}
+    assert main(["start", str(write(tmp_path / "a.json", data))]) == EXIT_CONFIG
+    assert "A: telegram skipped, TELEGRAM_BOT_TOKEN (env:A_TELEGRAM_TOKEN? resolves to nothing) not set" in capsys.readouterr().err
+
+
 def test_start_with_only_broken_characters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = write(tmp_path / "bad.json", {"bio": "x"})
     assert main(["start", str(bad)]) == EXIT_CONFIG
