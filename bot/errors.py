@@ -5,11 +5,16 @@
     TroupeError                      root of everything troupe raises on purpose
     ├── ConfigError                  bad configuration; the daemon exits with status 78
     │   ├── CharacterError           one character file is wrong (file, problems)
-    │   └── SecretReferenceError     an ``env:``/``file:``/``credential:`` reference cannot be resolved
+    │   ├── SecretReferenceError     an ``env:``/``file:``/``credential:`` reference cannot be resolved
+    │   └── PluginLoadError          a plugin's setup failed for an agent (plugin, agent, original)
     └── StoreError                   the database cannot be used
         ├── SchemaVersionError       the file was written by a newer troupe
         ├── VectorExtensionError     sqlite-vec could not be loaded
         └── EmbeddingDimensionError  a vector of the wrong length for the active column
+    └── ModelError                   a model call failed (provider, model_type)
+        ├── ModelAuthError           the key was refused
+        ├── ModelRateLimited         the provider asked us to slow down (retry_after)
+        └── ModelUnavailable         timeout, connection failure or server error
 
 Messages say what is wrong and what to do. They never contain a secret value.
 """
@@ -23,6 +28,11 @@ __all__ = [
     "ConfigError",
     "EXIT_CONFIG",
     "EmbeddingDimensionError",
+    "ModelAuthError",
+    "ModelError",
+    "ModelRateLimited",
+    "ModelUnavailable",
+    "PluginLoadError",
     "Problem",
     "SchemaVersionError",
     "SecretReferenceError",
@@ -112,5 +122,48 @@ class VectorExtensionError(StoreError):
 
 class EmbeddingDimensionError(StoreError, ValueError):
     """A vector's length does not match the store's active embedding dimension."""
+
+    __slots__ = ()
+
+
+class PluginLoadError(ConfigError):
+    """A plugin could not be set up for an agent; the other agents run on."""
+
+    __slots__ = ("plugin", "agent", "original")
+
+    def __init__(self, plugin: str, agent: str | None, original: BaseException) -> None:
+        self.plugin, self.agent, self.original = plugin, agent, original
+        who = f" for {agent}" if agent else ""
+        super().__init__(f"plugin {plugin}{who} failed to load: {original}")
+
+
+class ModelError(TroupeError):
+    """A model call failed. Messages name the agent and provider, never a key."""
+
+    __slots__ = ("provider", "model_type")
+
+    def __init__(self, message: str, *, provider: str | None = None, model_type: str | None = None) -> None:
+        super().__init__(message)
+        self.provider, self.model_type = provider, model_type
+
+
+class ModelAuthError(ModelError):
+    """The provider refused the key (401/403)."""
+
+    __slots__ = ()
+
+
+class ModelRateLimited(ModelError):
+    """The provider is rate-limiting us; ``retry_after`` seconds if it said."""
+
+    __slots__ = ("retry_after",)
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: str | None) -> None:
+        super().__init__(message, **kwargs)
+        self.retry_after = retry_after
+
+
+class ModelUnavailable(ModelError):
+    """Timeout, connection failure or server error after retries."""
 
     __slots__ = ()

@@ -40,6 +40,8 @@ class PluginMeta:
     kind: Kind = "plugin"
     always: bool = False
     """Loaded for every character whether listed or not (the conversation pipeline)."""
+    depends: tuple[str, ...] = ()
+    """troupe names of plugins that must be set up first."""
     requires: tuple[str, ...] = ()
     """Settings without which it cannot start for a character (a platform's bot token)."""
     interactive: bool = False

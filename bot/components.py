@@ -1,0 +1,112 @@
+"""What plugins register with a runtime: actions, providers, evaluators, task workers.
+
+Handlers take the runtime first; they are plain async functions so a plugin is a module of
+functions plus a ``setup(runtime)`` that registers them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .types import Memory, Task
+
+if TYPE_CHECKING:
+    from .runtime import AgentRuntime
+
+__all__ = [
+    "Action",
+    "ActionResult",
+    "Evaluator",
+    "HandlerCallback",
+    "Provider",
+    "ProviderResult",
+    "State",
+    "TaskWorker",
+]
+
+JSON = dict[str, Any]
+
+#: Sends content to the room the message came from; returns the memories of what was sent.
+HandlerCallback = Callable[[JSON], Awaitable[list[Memory]]]
+
+
+@dataclass(slots=True)
+class ProviderResult:
+    """What a provider adds to the state: text for the prompt, values for templates, raw data."""
+
+    text: str = ""
+    values: JSON = field(default_factory=dict)
+    data: JSON = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class State:
+    """Everything composed for one message: provider texts in order, merged values, per-provider results."""
+
+    text: str = ""
+    values: JSON = field(default_factory=dict)
+    providers: dict[str, ProviderResult] = field(default_factory=dict)
+    data: JSON = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ActionResult:
+    """The outcome of one action."""
+
+    success: bool = True
+    text: str = ""
+    values: JSON = field(default_factory=dict)
+    data: JSON = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    """Supplies context for prompts.
+
+    Providers run concurrently and are ordered by ``position`` (lower first). A *dynamic*
+    provider runs only when asked for by name; a *private* one only when listed explicitly.
+    """
+
+    name: str
+    get: Callable[[AgentRuntime, Memory, State], Awaitable[ProviderResult]]
+    description: str = ""
+    position: int = 0
+    dynamic: bool = False
+    private: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """Something the agent can do in reply to a message (REPLY, MUTE_ROOM …)."""
+
+    name: str
+    handler: Callable[..., Awaitable[ActionResult | None]]
+    """``async (runtime, message, state, options, callback, responses) -> ActionResult | None``"""
+    description: str = ""
+    similes: tuple[str, ...] = ()
+    validate: Callable[[AgentRuntime, Memory, State], Awaitable[bool]] | None = None
+    """Whether the action is offered to the model for this message; absent means always."""
+    examples: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluator:
+    """Runs after a reply (or always, with ``always_run``) to learn from the conversation."""
+
+    name: str
+    handler: Callable[..., Awaitable[Any]]
+    description: str = ""
+    always_run: bool = False
+    validate: Callable[[AgentRuntime, Memory, State], Awaitable[bool]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskWorker:
+    """Executes stored tasks with its name."""
+
+    name: str
+    execute: Callable[[AgentRuntime, JSON, Task], Awaitable[None]]
+    validate: Callable[[AgentRuntime, Task], Awaitable[bool]] | None = None

@@ -1,0 +1,478 @@
+"""AgentRuntime: one running character.
+
+A runtime owns the character's plugins (actions, providers, evaluators, models, event handlers,
+task workers), resolves its settings, talks to the shared store through its agent-scoped view,
+and owns its background tasks. Many runtimes share one event loop and one database.
+
+Lifecycle: ``await runtime.start()`` loads plugins in dependency order and prepares the agent's
+own rows; ``await runtime.close()`` undoes it in reverse and can be called any number of times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import random
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from enum import Enum
+from typing import Any
+
+from . import plugins as plugin_registry
+from .character import Character
+from .components import Action, Evaluator, Provider, ProviderResult, State, TaskWorker
+from .errors import ModelError, PluginLoadError
+from .events import event_name
+from .ids import unique_uuid
+from .models import ModelType, model_type
+from .redact import register_secret
+from .settings import character_setting
+from .store import AgentStore
+from .types import ChannelType, Entity, Memory, Room, Task, now_ms
+
+__all__ = ["AgentRuntime", "RuntimeState"]
+
+_log = logging.getLogger(__name__)
+
+EventHandler = Callable[[dict[str, Any]], Awaitable[None]]
+ModelHandler = Callable[["AgentRuntime", Any], Awaitable[Any]]
+
+_STATE_CACHE_SIZE = 64
+_DEFAULT_MODEL_TIMEOUT_S = 120.0
+_TASK_TICK_S = 1.0
+
+
+class RuntimeState(Enum):
+    NEW = "new"  # constructed, start() not called
+    STARTING = "starting"
+    RUNNING = "running"
+    CLOSED = "closed"  # close() ran; a runtime does not restart
+
+
+class _ModelEntry:
+    __slots__ = ("handler", "priority", "provider", "order")
+
+    def __init__(self, handler: ModelHandler, provider: str, priority: int, order: int) -> None:
+        self.handler, self.provider, self.priority, self.order = handler, provider, priority, order
+
+
+class AgentRuntime:
+    """One character, running.
+
+    Args:
+        character: the validated character.
+        store: the agent-scoped store (``database.for_agent(character.agent_id)``).
+        environ: the daemon environment settings fall back to (process env plus ``.env``).
+        plugins: troupe plugin names from the character file; ``always`` plugins are added.
+        model_preset: ``ollama``/``openrouter`` when the file selects one.
+        rng: randomness for prompt sampling; seed it for byte-identical prompts in tests.
+    """
+
+    def __init__(
+        self,
+        character: Character,
+        store: AgentStore,
+        *,
+        environ: Mapping[str, str],
+        plugins: Iterable[str] = (),
+        model_preset: str | None = None,
+        rng: random.Random | None = None,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.character = character
+        self.agent_id = character.agent_id
+        self.store = store
+        self.environ = environ
+        self.model_preset = model_preset
+        self.rng = rng or random.Random()
+        self.clock = clock
+        self.plugin_names = list(plugins)
+        self.state = RuntimeState.NEW
+        self.actions: dict[str, Action] = {}
+        self.providers: dict[str, Provider] = {}
+        self.evaluators: dict[str, Evaluator] = {}
+        self.task_workers: dict[str, TaskWorker] = {}
+        self.loaded_plugins: list[str] = []
+        self._overrides: dict[str, str] = {}
+        self._models: dict[ModelType, list[_ModelEntry]] = {}
+        self._model_order = 0
+        self._events: dict[str, list[EventHandler]] = {}
+        self._on_close: list[Callable[[], Awaitable[None]]] = []
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._state_cache: OrderedDict[str, State] = OrderedDict()
+        self._closing: asyncio.Task[None] | None = None
+        for key in character.secret_keys():
+            secret = character.secret(key)
+            if secret is not None:
+                register_secret(secret.get_secret_value())
+
+    def __repr__(self) -> str:
+        return f"<AgentRuntime {self.character.name} ({self.agent_id}) {self.state.value}>"
+
+    # -- settings -------------------------------------------------------------------------
+
+    def get_setting(self, key: str) -> str | None:
+        """A setting as this character sees it (DESIGN.md order); ``None`` when unset."""
+        if key in self._overrides:
+            return self._overrides[key]
+        return character_setting(self.character, key, self.environ)
+
+    def set_setting(self, key: str, value: str) -> None:
+        """Override a setting for this run only; nothing is written to the character file."""
+        self._overrides[key] = value
+
+    def get_bool(self, key: str, default: bool = False) -> bool:
+        value = self.get_setting(key)
+        if value is None:
+            return default
+        return value.strip().lower() in ("1", "true", "yes", "on")
+
+    def get_int(self, key: str, default: int) -> int:
+        return int(self.get_number(key, default))
+
+    def get_number(self, key: str, default: float) -> float:
+        """A numeric setting; a value that is not a number logs a warning and gives ``default``."""
+        value = self.get_setting(key)
+        if value is None:
+            return default
+        try:
+            return float(value)
+        except ValueError:
+            _log.warning("%s: setting %s=%r is not a number; using %s", self.character.name, key, value, default)
+            return default
+
+    # -- registration ---------------------------------------------------------------------
+
+    def register_action(self, action: Action) -> None:
+        if action.name in self.actions:
+            raise ValueError(f"Action {action.name} already registered")
+        self.actions[action.name] = action
+
+    def register_provider(self, provider: Provider) -> None:
+        if provider.name in self.providers:
+            raise ValueError(f"Provider {provider.name} already registered")
+        self.providers[provider.name] = provider
+
+    def register_evaluator(self, evaluator: Evaluator) -> None:
+        if evaluator.name in self.evaluators:
+            raise ValueError(f"Evaluator {evaluator.name} already registered")
+        self.evaluators[evaluator.name] = evaluator
+
+    def register_task_worker(self, worker: TaskWorker) -> None:
+        if worker.name in self.task_workers:
+            raise ValueError(f"Task worker {worker.name} already registered")
+        self.task_workers[worker.name] = worker
+
+    def register_model(self, type: ModelType | str, handler: ModelHandler, provider: str, priority: int = 0) -> None:
+        """Serve ``type`` with ``handler``; higher priority first, ties by registration order."""
+        entries = self._models.setdefault(model_type(type), [])
+        entries.append(_ModelEntry(handler, provider, priority, self._model_order))
+        self._model_order += 1
+        entries.sort(key=lambda e: (-e.priority, e.order))
+
+    def has_model(self, type: ModelType | str) -> bool:
+        return bool(self._models.get(model_type(type)))
+
+    def register_event(self, name: str, handler: EventHandler) -> None:
+        self._events.setdefault(event_name(name), []).append(handler)
+
+    def on_close(self, callback: Callable[[], Awaitable[None]]) -> None:
+        """Run ``callback`` when the runtime closes (reverse order of registration)."""
+        self._on_close.append(callback)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load plugins in dependency order, record the agent, start the task loop.
+
+        Raises:
+            PluginLoadError: a plugin's ``setup`` failed; what it registered is left behind
+                only in this runtime, which the caller closes.
+            RuntimeError: called twice, or after close().
+        """
+        if self.state is not RuntimeState.NEW:
+            raise RuntimeError(f"AgentRuntime {self.character.name} cannot start: it is {self.state.value}")
+        self.state = RuntimeState.STARTING
+        try:
+            for name in _load_order(self.plugin_names):
+                module = importlib.import_module(_module_path(name))
+                setup = getattr(module, "setup", None)
+                if setup is None:
+                    continue
+                _log.debug("%s: loading plugin %s", self.character.name, name)
+                try:
+                    await setup(self)
+                except Exception as exc:
+                    raise PluginLoadError(name, self.character.name, exc) from exc
+                self.loaded_plugins.append(name)
+            await self._ensure_self()
+            if self.has_model(ModelType.TEXT_EMBEDDING):
+                probe = await self.use_model(ModelType.TEXT_EMBEDDING, None)
+                await self.store.ensure_embedding_dimension(len(probe))
+            if self.task_workers:
+                self.create_task(self._task_loop(), "tasks")
+        except BaseException:
+            await self.close()
+            raise
+        self.state = RuntimeState.RUNNING
+        _log.info("%s started (agent %s; plugins: %s)", self.character.name, self.agent_id, ", ".join(self.loaded_plugins))
+
+    async def _ensure_self(self) -> None:
+        await self.store.upsert_agent(self.character.to_record())
+        if await self.store.get_entity(self.agent_id) is None:
+            await self.store.create_entities([Entity(self.agent_id, self.agent_id, names=[self.character.name])])
+        if await self.store.get_room(self.agent_id) is None:
+            await self.store.create_rooms(
+                [Room(self.agent_id, source="troupe", type=ChannelType.SELF, name=self.character.name,
+                      world_id=self.agent_id, server_id=self.agent_id, channel_id=self.agent_id)]
+            )
+        await self.store.add_participant(self.agent_id, self.agent_id)
+
+    async def close(self) -> None:
+        """Stop background tasks and run ``on_close`` callbacks in reverse; safe to call again."""
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._closing)
+
+    async def _close(self) -> None:
+        self.state = RuntimeState.CLOSED
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for callback in reversed(self._on_close):
+            try:
+                await callback()
+            except Exception:
+                _log.exception("%s: error while closing", self.character.name)
+        self._on_close.clear()
+
+    def create_task(self, coro: Coroutine[Any, Any, Any], job: str) -> asyncio.Task[Any]:
+        """Run ``coro`` in the background, named ``troupe:<agent>:<job>``, tracked for close()."""
+        task = asyncio.create_task(coro, name=f"troupe:{self.character.name}:{job}")
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            _log.error("%s: task %s failed", self.character.name, task.get_name(), exc_info=task.exception())
+
+    # -- events ---------------------------------------------------------------------------
+
+    async def emit(self, name: str, payload: dict[str, Any]) -> None:
+        """Run every handler of ``name`` concurrently; a failing handler is logged, never raised."""
+        key = event_name(name)
+        handlers = self._events.get(key)
+        if not handlers:
+            return
+        payload.setdefault("runtime", self)
+        results = await asyncio.gather(*(h(payload) for h in handlers), return_exceptions=True)
+        for handler, result in zip(handlers, results, strict=True):
+            if isinstance(result, Exception):
+                _log.error(
+                    "%s: %s handler %s failed", self.character.name, key, getattr(handler, "__qualname__", handler),
+                    exc_info=result,
+                )
+
+    # -- models ---------------------------------------------------------------------------
+
+    async def use_model(self, type: ModelType | str, params: Any, *, provider: str | None = None) -> Any:
+        """Call the best handler for ``type``; on failure try the next one.
+
+        Every attempt has a timeout (``MODEL_TIMEOUT_S``, default 120 s), is logged to the logs
+        table (type, provider, duration; never params or results) and emits MODEL_USED or
+        MODEL_FAILED.
+
+        Raises:
+            ModelError: no handler for ``type``, or every handler failed (the last error chained).
+        """
+        kind = model_type(type)
+        entries = self._models.get(kind, [])
+        if provider is not None:
+            entries = [e for e in entries if e.provider == provider]
+        if not entries:
+            raise ModelError(
+                f"{self.character.name}: no model serves {kind.value}; add a model plugin such as "
+                '"@elizaos/plugin-openai" to the character\'s plugins',
+                provider=provider, model_type=kind.value,
+            )
+        timeout = self.get_number("MODEL_TIMEOUT_S", _DEFAULT_MODEL_TIMEOUT_S)
+        last: BaseException | None = None
+        for entry in entries:
+            started = time.perf_counter()
+            try:
+                async with asyncio.timeout(timeout):
+                    result = await entry.handler(self, params)
+            except Exception as exc:
+                last = exc
+                elapsed = (time.perf_counter() - started) * 1000
+                _log.warning("%s: %s via %s failed after %.0f ms: %s", self.character.name, kind.value,
+                             entry.provider, elapsed, exc.__class__.__name__)
+                await self._record_model(kind, entry.provider, elapsed, error=exc)
+                continue
+            elapsed = (time.perf_counter() - started) * 1000
+            _log.debug("%s: %s via %s in %.0f ms", self.character.name, kind.value, entry.provider, elapsed)
+            await self._record_model(kind, entry.provider, elapsed)
+            return result
+        if isinstance(last, ModelError):
+            raise last
+        raise ModelError(
+            f"{self.character.name}: every {kind.value} model failed ({type_name(last)})",
+            provider=entries[-1].provider, model_type=kind.value,
+        ) from last
+
+    async def _record_model(self, kind: ModelType, provider: str, elapsed_ms: float, error: BaseException | None = None) -> None:
+        body = {"modelType": kind.value, "provider": provider, "durationMs": round(elapsed_ms, 1), "ok": error is None}
+        if error is not None:
+            body["error"] = type_name(error)
+        try:
+            await self.store.log(body, self.agent_id, self.agent_id, f"useModel:{kind.value}")
+        except Exception as exc:  # logging must never break a model call
+            _log.debug("%s: could not log model use: %s", self.character.name, exc)
+        await self.emit("MODEL_FAILED" if error else "MODEL_USED", {"type": kind.value, **body})
+
+    # -- state ----------------------------------------------------------------------------
+
+    async def compose_state(
+        self,
+        message: Memory,
+        include: Iterable[str] | None = None,
+        *,
+        only_include: bool = False,
+        skip_cache: bool = False,
+    ) -> State:
+        """Run providers and merge what they return (reference bootstrap.md §0.2).
+
+        Default providers are the non-dynamic, non-private ones; ``include`` adds names (or, with
+        ``only_include``, is the whole set). Results accumulate per message in a bounded cache.
+        A failing provider contributes nothing and is logged.
+        """
+        wanted = list(include or ())
+        cached = None if skip_cache or message.id is None else self._state_cache.get(message.id)
+        if only_include and wanted:
+            names = set(wanted)
+        else:
+            names = {n for n, p in self.providers.items() if not p.dynamic and not p.private} | set(wanted)
+        selected = sorted((p for n, p in self.providers.items() if n in names), key=lambda p: p.position)
+        base = cached or State()
+        results = await asyncio.gather(*(self._run_provider(p, message, base) for p in selected))
+
+        providers = {**base.providers, **{p.name: r for p, r in zip(selected, results, strict=True)}}
+        text = "\n".join(r.text for r in results if r.text)
+        values = dict(base.values)
+        for result in results:
+            values.update(result.values)
+        values["providers"] = text
+        state = State(text=text, values=values, providers=providers, data=dict(base.data))
+        if message.id is not None:
+            self._state_cache[message.id] = state
+            self._state_cache.move_to_end(message.id)
+            while len(self._state_cache) > _STATE_CACHE_SIZE:
+                self._state_cache.popitem(last=False)
+        return state
+
+    async def _run_provider(self, provider: Provider, message: Memory, state: State) -> ProviderResult:
+        try:
+            result = await provider.get(self, message, state)
+        except Exception:
+            _log.exception("%s: provider %s failed", self.character.name, provider.name)
+            return ProviderResult()
+        return result if isinstance(result, ProviderResult) else ProviderResult()
+
+    # -- ids ------------------------------------------------------------------------------
+
+    def unique_id(self, base: str) -> str:
+        """An id for a platform object as this agent sees it (``"discord:<id>"``)."""
+        return unique_uuid(self.agent_id, base)
+
+    # -- tasks ----------------------------------------------------------------------------
+
+    async def run_due_tasks(self) -> int:
+        """Execute every queued task whose time has come; returns how many ran.
+
+        One-shot tasks (tag ``queue``) are deleted after they succeed and retried on the next
+        tick if they fail. ``repeat`` tasks run every ``metadata.updateInterval`` ms.
+        """
+        ran = 0
+        for task in await self.store.get_tasks(tags=["queue"]):
+            worker = self.task_workers.get(task.name)
+            if worker is None or task.id is None:
+                continue
+            now = self.clock()
+            repeat = "repeat" in task.tags
+            if repeat:
+                interval = int(task.metadata.get("updateInterval") or 0)
+                last = task.metadata.get("updatedAt")
+                if last is not None and now - int(last) < interval:
+                    continue
+            if worker.validate is not None and not await worker.validate(self, task):
+                continue
+            try:
+                await worker.execute(self, dict(task.metadata.get("options") or {}), task)
+            except Exception:
+                _log.exception("%s: task %s failed; will retry", self.character.name, task.name)
+                continue
+            ran += 1
+            if repeat:
+                await self.store.update_task(task.id, {"metadata": {**task.metadata, "updatedAt": now}})
+            else:
+                await self.store.delete_task(task.id)
+        return ran
+
+    async def _task_loop(self) -> None:
+        tick = self.get_number("TASK_TICK_S", _TASK_TICK_S)
+        while True:
+            try:
+                await self.run_due_tasks()
+            except Exception:
+                _log.exception("%s: task check failed", self.character.name)
+            await asyncio.sleep(tick)
+
+    async def create_stored_task(self, task: Task) -> str:
+        """Persist ``task`` for this agent; the task loop picks it up."""
+        return await self.store.create_task(task)
+
+
+def type_name(exc: BaseException | None) -> str:
+    return "unknown error" if exc is None else exc.__class__.__name__
+
+
+def _module_path(name: str) -> str:
+    meta = plugin_registry.available()[name]
+    return f"{'platforms' if meta.kind == 'platform' else 'plugins'}.{name}"
+
+
+def _load_order(requested: Iterable[str]) -> list[str]:
+    """Plugins to load, dependencies first, ``always`` plugins included; file order breaks ties.
+
+    Raises:
+        PluginLoadError: an unknown dependency or a dependency cycle.
+    """
+    known = plugin_registry.available()
+    wanted = [n for n, m in known.items() if m.always and m.kind == "plugin"]
+    wanted += [n for n in requested if n not in wanted]
+    order: list[str] = []
+    visiting: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in order:
+            return
+        if name in visiting:
+            cycle = " -> ".join([*visiting[visiting.index(name):], name])
+            raise PluginLoadError(name, None, ValueError(f"dependency cycle: {cycle}"))
+        meta = known.get(name)
+        if meta is None:
+            needed_by = visiting[-1] if visiting else "the character"
+            raise PluginLoadError(name, None, ValueError(f"unknown plugin (needed by {needed_by})"))
+        visiting.append(name)
+        for dep in meta.depends:
+            visit(dep)
+        visiting.pop()
+        order.append(name)
+
+    for name in wanted:
+        visit(name)
+    return order

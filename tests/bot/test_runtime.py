@@ -1,0 +1,373 @@
+"""AgentRuntime: settings, registration, models, events, state, plugin loading, tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import types
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot import plugins as plugin_registry
+from bot.character import Character, load_character
+from bot.components import Action, Provider, ProviderResult, TaskWorker
+from bot.errors import ModelError, PluginLoadError
+from bot.models import ModelType
+from bot.plugins import PluginMeta
+from bot.redact import SecretFilter
+from bot.runtime import AgentRuntime, RuntimeState, _load_order
+from bot.store import Database
+from bot.types import Memory, Task
+
+
+def character(tmp_path: Path, **data) -> Character:
+    path = tmp_path / "c.json"
+    import json
+
+    path.write_text(json.dumps({"name": "Ada", "bio": "x", **data}))
+    result = load_character(path, environ={})
+    return result.raise_for_problems()
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    async with Database(tmp_path / "t.db") as database:
+        yield database
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path, db: Database) -> AsyncIterator[AgentRuntime]:
+    c = character(tmp_path)
+    rt = AgentRuntime(c, db.for_agent(c.agent_id), environ={"FROM_ENV": "env"})
+    await rt.start()
+    yield rt
+    await rt.close()
+
+
+def message(rt: AgentRuntime, text: str = "hi", id: str | None = "00000000-0000-0000-0000-0000000000aa") -> Memory:
+    return Memory(entity_id=rt.agent_id, room_id=rt.agent_id, content={"text": text}, id=id)
+
+
+# -- settings --------------------------------------------------------------------------
+
+
+async def test_settings_follow_the_character_then_the_environment(tmp_path: Path, db: Database) -> None:
+    c = character(tmp_path, settings={"TEMP": "0.5", "FLAG": "yes", "secrets": {"KEY": "k-1234567"}})
+    rt = AgentRuntime(c, db.for_agent(c.agent_id), environ={"KEY": "env-key", "OTHER": "o"})
+    assert rt.get_setting("KEY") == "k-1234567"
+    assert rt.get_setting("OTHER") == "o"
+    assert rt.get_setting("NOPE") is None
+    assert rt.get_number("TEMP", 1.0) == 0.5 and rt.get_bool("FLAG") and rt.get_int("NOPE", 7) == 7
+    rt.set_setting("OTHER", "override")
+    assert rt.get_setting("OTHER") == "override"
+
+
+async def test_a_setting_that_is_not_a_number_warns_and_uses_the_default(runtime: AgentRuntime, caplog) -> None:
+    runtime.set_setting("MODEL_TIMEOUT_S", "soon")
+    assert runtime.get_number("MODEL_TIMEOUT_S", 3.0) == 3.0
+    assert "MODEL_TIMEOUT_S='soon' is not a number" in caplog.text
+
+
+async def test_secrets_are_scrubbed_from_log_lines(tmp_path: Path, db: Database) -> None:
+    c = character(tmp_path, settings={"secrets": {"OPENAI_API_KEY": "sk-never-in-logs"}})
+    AgentRuntime(c, db.for_agent(c.agent_id), environ={})
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "key is %s", ("sk-never-in-logs",), None)
+    SecretFilter().filter(record)
+    assert record.getMessage() == "key is <redacted>"
+
+
+# -- registration and models ------------------------------------------------------------
+
+
+async def test_duplicate_names_are_errors(runtime: AgentRuntime) -> None:
+    async def noop(*_):
+        return None
+
+    runtime.register_action(Action("X", noop))
+    with pytest.raises(ValueError, match="Action X already registered"):
+        runtime.register_action(Action("X", noop))
+    runtime.register_provider(Provider("P", noop))
+    with pytest.raises(ValueError, match="Provider P already registered"):
+        runtime.register_provider(Provider("P", noop))
+
+
+async def test_use_model_prefers_priority_and_falls_back_on_failure(runtime: AgentRuntime) -> None:
+    calls: list[str] = []
+    events: list[dict] = []
+
+    async def failing(rt, params):
+        calls.append("high")
+        raise RuntimeError("boom")
+
+    async def working(rt, params):
+        calls.append("low")
+        return f"ok:{params['prompt']}"
+
+    async def first_registered(rt, params):
+        calls.append("tie")
+        return "tie"
+
+    async def record(payload):
+        events.append(payload)
+
+    runtime.register_event("MODEL_USED", record)
+    runtime.register_event("MODEL_FAILED", record)
+    runtime.register_model(ModelType.TEXT_LARGE, working, "low", priority=10)
+    runtime.register_model("text:large", failing, "high", priority=50)
+    runtime.register_model(ModelType.TEXT_LARGE, first_registered, "tie", priority=10)
+    assert await runtime.use_model(ModelType.TEXT_LARGE, {"prompt": "p"}) == "ok:p"
+    assert calls == ["high", "low"]
+    assert [(e["provider"], e["ok"]) for e in events] == [("high", False), ("low", True)]
+    logs = await runtime.store.get_logs(type="useModel:TEXT_LARGE")
+    assert {(log.body["provider"], log.body["ok"]) for log in logs} == {("high", False), ("low", True)}
+    assert "prompt" not in str([log.body for log in logs])
+    assert await runtime.use_model(ModelType.TEXT_LARGE, {"prompt": "p"}, provider="tie") == "tie"
+
+
+async def test_use_model_without_a_handler_says_what_to_add(runtime: AgentRuntime) -> None:
+    with pytest.raises(ModelError, match=r"Ada: no model serves TEXT_SMALL; add a model plugin"):
+        await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": "x"})
+
+
+async def test_use_model_times_out_and_reports_when_all_fail(runtime: AgentRuntime) -> None:
+    async def slow(rt, params):
+        await asyncio.sleep(10)
+
+    runtime.set_setting("MODEL_TIMEOUT_S", "0.05")
+    runtime.register_model(ModelType.TEXT_SMALL, slow, "slow")
+    with pytest.raises(ModelError, match="every TEXT_SMALL model failed") as info:
+        await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": "x"})
+    assert isinstance(info.value.__cause__, TimeoutError)
+
+
+async def test_model_error_from_the_handler_is_kept(runtime: AgentRuntime) -> None:
+    async def auth(rt, params):
+        raise ModelError("Ada: key refused by openai", provider="openai")
+
+    runtime.register_model(ModelType.TEXT_SMALL, auth, "openai")
+    with pytest.raises(ModelError, match="key refused"):
+        await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": "x"})
+
+
+# -- events ----------------------------------------------------------------------------
+
+
+async def test_emit_runs_handlers_concurrently_and_survives_failures(runtime: AgentRuntime, caplog) -> None:
+    seen: list[str] = []
+
+    async def bad(payload):
+        raise RuntimeError("handler broke")
+
+    async def slow(payload):
+        await asyncio.sleep(0.01)
+        seen.append("slow")
+
+    async def good(payload):
+        seen.append(payload["message"])
+
+    for handler in (bad, slow, good):
+        runtime.register_event("message:received", handler)
+    await runtime.emit("MESSAGE_RECEIVED", {"message": "m"})
+    assert sorted(seen) == ["m", "slow"]
+    assert "MESSAGE_RECEIVED handler" in caplog.text and "handler broke" in caplog.text
+    await runtime.emit("NOTHING_LISTENS", {})
+
+
+# -- state -----------------------------------------------------------------------------
+
+
+async def test_compose_state_orders_filters_and_caches(runtime: AgentRuntime, caplog) -> None:
+    runs: list[str] = []
+
+    def provider(name: str, position: int, **flags) -> Provider:
+        async def get(rt, msg, state):
+            runs.append(name)
+            if name == "BROKEN":
+                raise RuntimeError("provider broke")
+            return ProviderResult(text=f"[{name}]", values={name.lower(): name})
+
+        return Provider(name, get, position=position, **flags)
+
+    for p in (provider("LATE", 100), provider("EARLY", -10), provider("FACTS", 0, dynamic=True),
+              provider("SECRETIVE", 0, private=True), provider("BROKEN", 5)):
+        runtime.register_provider(p)
+
+    msg = message(runtime)
+    state = await runtime.compose_state(msg)
+    assert state.text == "[EARLY]\n[LATE]"
+    assert state.values["providers"] == state.text and state.values["early"] == "EARLY"
+    assert "provider BROKEN failed" in caplog.text
+
+    state = await runtime.compose_state(msg, ["FACTS"])
+    assert state.text == "[EARLY]\n[FACTS]\n[LATE]"
+    only = await runtime.compose_state(msg, ["SECRETIVE"], only_include=True)
+    assert only.text == "[SECRETIVE]"
+    assert set(only.providers) == {"EARLY", "LATE", "FACTS", "SECRETIVE", "BROKEN"}  # accumulated per message
+    fresh = await runtime.compose_state(msg, ["SECRETIVE"], only_include=True, skip_cache=True)
+    assert set(fresh.providers) == {"SECRETIVE"}
+
+
+# -- lifecycle and plugins -------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_plugins(monkeypatch: pytest.MonkeyPatch):
+    """Install fake plugin packages; returns the list their setups append to."""
+    class Order(list):
+        add: object
+
+    order = Order()
+    metas = dict(plugin_registry.available())
+
+    def add(name: str, *, depends: tuple[str, ...] = (), fail: bool = False) -> None:
+        metas[name] = PluginMeta(name=name, description="fake", depends=depends)
+        module = types.ModuleType(f"plugins.{name}")
+
+        async def setup(rt):
+            order.append(name)
+            if fail:
+                raise RuntimeError(f"{name} setup broke")
+
+        module.setup = setup  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, f"plugins.{name}", module)
+
+    monkeypatch.setattr(plugin_registry, "available", lambda: metas)
+    order.add = add  # type: ignore[attr-defined]
+    return order
+
+
+async def test_plugins_load_dependencies_first(tmp_path: Path, db: Database, fake_plugins) -> None:
+    fake_plugins.add("p1")
+    fake_plugins.add("p2", depends=("p1",))
+    c = character(tmp_path)
+    rt = AgentRuntime(c, db.for_agent(c.agent_id), environ={}, plugins=["p2", "p1"])
+    await rt.start()
+    assert fake_plugins == ["p1", "p2"]
+    assert rt.loaded_plugins[-2:] == ["p1", "p2"] and rt.state is RuntimeState.RUNNING
+    await rt.close()
+
+
+def test_cycles_and_unknown_dependencies_name_the_plugin(fake_plugins) -> None:
+    fake_plugins.add("a", depends=("b",))
+    fake_plugins.add("b", depends=("a",))
+    fake_plugins.add("c", depends=("ghost",))
+    with pytest.raises(PluginLoadError, match="dependency cycle: a -> b -> a"):
+        _load_order(["a"])
+    with pytest.raises(PluginLoadError, match=r"plugin ghost failed to load: unknown plugin \(needed by c\)"):
+        _load_order(["c"])
+
+
+async def test_failing_plugin_setup_closes_the_runtime(tmp_path: Path, db: Database, fake_plugins) -> None:
+    fake_plugins.add("bad", fail=True)
+    c = character(tmp_path)
+    rt = AgentRuntime(c, db.for_agent(c.agent_id), environ={}, plugins=["bad"])
+    closed: list[str] = []
+
+    async def on_close():
+        closed.append("closed")
+
+    rt.on_close(on_close)
+    with pytest.raises(PluginLoadError, match="plugin bad for Ada failed to load: bad setup broke"):
+        await rt.start()
+    assert rt.state is RuntimeState.CLOSED and closed == ["closed"]
+
+
+async def test_start_records_the_agent_and_its_own_room(runtime: AgentRuntime) -> None:
+    assert (await runtime.store.get_agent()).name == "Ada"
+    assert (await runtime.store.get_entity(runtime.agent_id)).names == ["Ada"]
+    assert await runtime.store.is_room_participant(runtime.agent_id, runtime.agent_id)
+
+
+async def test_lifecycle_misuse(runtime: AgentRuntime) -> None:
+    with pytest.raises(RuntimeError, match="cannot start: it is running"):
+        await runtime.start()
+    order: list[int] = []
+    for i in range(3):
+        async def cb(i=i):
+            order.append(i)
+        runtime.on_close(cb)
+    await runtime.close()
+    await runtime.close()
+    assert order == [2, 1, 0]
+    with pytest.raises(RuntimeError, match="cannot start: it is closed"):
+        await runtime.start()
+
+
+async def test_embedding_dimension_follows_the_embedding_model(tmp_path: Path, db: Database, fake_plugins) -> None:
+    c = character(tmp_path)
+    rt = AgentRuntime(c, db.for_agent(c.agent_id), environ={})
+
+    async def embed(runtime, params):
+        return [0.1] + [0.0] * 767
+
+    rt.register_model(ModelType.TEXT_EMBEDDING, embed, "fake")
+    await rt.start()
+    assert await rt.store.get_embedding_dimension() == 768
+    await rt.close()
+
+
+async def test_task_loop_runs_stored_tasks_in_the_background(tmp_path: Path, db: Database) -> None:
+    c = character(tmp_path, settings={"TASK_TICK_S": 0.01})
+    rt = AgentRuntime(c, db.for_agent(c.agent_id), environ={})
+    done = asyncio.Event()
+
+    async def execute(runtime, options, task):
+        assert options == {"n": 1}
+        done.set()
+
+    rt.register_task_worker(TaskWorker("ping", execute))
+    await rt.start()
+    await rt.store.create_task(Task("ping", tags=["queue"], metadata={"options": {"n": 1}}))
+    await asyncio.wait_for(done.wait(), 5)
+    await rt.close()
+
+
+async def test_background_tasks_are_named_and_cancelled_on_close(runtime: AgentRuntime) -> None:
+    task = runtime.create_task(asyncio.sleep(60), "nap")
+    assert task.get_name() == "troupe:Ada:nap"
+    await runtime.close()
+    assert task.cancelled()
+
+
+# -- stored tasks ----------------------------------------------------------------------
+
+
+async def test_one_shot_and_repeating_tasks(tmp_path: Path, db: Database) -> None:
+    now = [1_000_000]
+    c = character(tmp_path)
+    rt = AgentRuntime(c, db.for_agent(c.agent_id), environ={}, clock=lambda: now[0])
+    ran: list[str] = []
+    failures = [1]
+
+    async def execute(runtime, options, task):
+        ran.append(task.name)
+        if task.name == "flaky" and failures[0]:
+            failures[0] -= 1
+            raise RuntimeError("not yet")
+
+    async def never(runtime, task):
+        return False
+
+    await rt.start()  # no workers yet, so no background loop: this test drives the ticks
+    for name in ("once", "flaky", "every", "skipped"):
+        rt.register_task_worker(TaskWorker(name, execute, validate=never if name == "skipped" else None))
+    store = rt.store
+    await store.create_task(Task("once", tags=["queue"]))
+    await store.create_task(Task("flaky", tags=["queue"]))
+    await store.create_task(Task("every", tags=["queue", "repeat"], metadata={"updateInterval": 60_000}))
+    await store.create_task(Task("skipped", tags=["queue"]))
+    await store.create_task(Task("unqueued", tags=[]))
+    await store.create_task(Task("no-worker", tags=["queue"]))
+
+    assert await rt.run_due_tasks() == 2  # once, every (flaky failed)
+    now[0] += 30_000
+    assert await rt.run_due_tasks() == 1  # flaky retried; every not due
+    now[0] += 31_000
+    assert await rt.run_due_tasks() == 1  # every again
+    assert sorted(ran) == ["every", "every", "flaky", "flaky", "once"]
+    names = sorted(t.name for t in await store.get_tasks())
+    assert names == ["every", "no-worker", "skipped", "unqueued"]
+    await rt.close()
