@@ -1,0 +1,113 @@
+"""Should the agent answer this message? The cheap, deterministic part of the decision.
+
+Rules, in order (DESIGN.md):
+
+1. The agent's own messages: never. Another bot: only while the room's run of consecutive bot
+   messages (since a human last spoke) stays within the loop guard.
+2. MUTED room: only when the agent is addressed (name, mention, reply) — so it can be unmuted
+   or answer a direct question — otherwise stay silent.
+3. DM, voice DM, self room, console: respond. Mentioned, replied to, or named: respond.
+4. FOLLOWED room: respond.
+5. Otherwise: undecided — the small model decides (RESPOND / IGNORE / STOP).
+
+Adapters describe each message in ``Memory.metadata``: ``authorIsBot`` (the sender is a bot),
+``isMention`` (this agent's bot was @-mentioned), ``isReply`` (a reply to this agent's
+message). The gate never sees platform objects.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from bot.types import ChannelType, Memory, RoomState
+
+__all__ = ["Decision", "Verdict", "addressed_by_name", "bot_run_length", "decide"]
+
+_ALWAYS_TYPES = frozenset({ChannelType.DM, ChannelType.VOICE_DM, ChannelType.SELF, ChannelType.API})
+
+
+class Decision(Enum):
+    RESPOND = "respond"
+    IGNORE = "ignore"  # stay silent, but remember the message
+    ASK_MODEL = "ask_model"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    decision: Decision
+    reason: str
+    addressed: bool = False
+    """The agent was named, mentioned or replied to: a direct address is never dropped."""
+
+
+def addressed_by_name(text: str, names: Iterable[str]) -> bool:
+    """True if any of ``names`` appears in ``text`` as a whole word, in any case."""
+    for name in names:
+        name = name.strip()
+        if name and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE):
+            return True
+    return False
+
+
+def bot_run_length(recent: Sequence[Memory], agent_id: str) -> int:
+    """How many of the newest messages in ``recent`` (newest first) came from bots, up to the
+    last human one. The agent's own messages count as bot messages."""
+    run = 0
+    for memory in recent:
+        if memory.entity_id == agent_id or memory.metadata.get("authorIsBot"):
+            run += 1
+        else:
+            break
+    return run
+
+
+def decide(
+    message: Memory,
+    *,
+    agent_id: str,
+    names: Iterable[str],
+    room_type: ChannelType | str | None,
+    room_state: RoomState | None,
+    recent: Sequence[Memory] = (),
+    max_bot_turns: int = 3,
+    always_sources: Iterable[str] = ("console",),
+) -> Verdict:
+    """Apply the deterministic rules to ``message``.
+
+    ``recent`` is the room's latest messages, newest first, *including* ``message`` itself once
+    stored; it is only read for the bot loop guard.
+    """
+    if message.entity_id == agent_id:
+        return Verdict(Decision.IGNORE, "own message")
+
+    meta = message.metadata
+    text = str(message.content.get("text") or "")
+    addressed = bool(meta.get("isMention") or meta.get("isReply")) or addressed_by_name(text, names)
+
+    if meta.get("authorIsBot"):
+        run = max(bot_run_length(recent, agent_id), 1)
+        if run > max_bot_turns:
+            return Verdict(Decision.IGNORE, f"loop guard: {run} bot messages in a row", addressed)
+
+    if room_state is RoomState.MUTED:
+        if addressed:
+            return Verdict(Decision.RESPOND, "muted, but addressed", True)
+        return Verdict(Decision.IGNORE, "muted", False)
+
+    source = str(message.content.get("source") or "")
+    if room_type is not None and str(room_type).upper() in _ALWAYS_TYPES:
+        return Verdict(Decision.RESPOND, f"{str(room_type).upper()} room", addressed)
+    if source in set(always_sources):
+        return Verdict(Decision.RESPOND, f"{source} source", addressed)
+    if meta.get("isMention"):
+        return Verdict(Decision.RESPOND, "mentioned", True)
+    if meta.get("isReply"):
+        return Verdict(Decision.RESPOND, "reply to the agent", True)
+    if addressed:
+        return Verdict(Decision.RESPOND, "named", True)
+    if room_state is RoomState.FOLLOWED:
+        return Verdict(Decision.RESPOND, "following the room")
+    return Verdict(Decision.ASK_MODEL, "undecided")

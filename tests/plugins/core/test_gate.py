@@ -1,0 +1,80 @@
+"""The deterministic gate: every branch."""
+
+import pytest
+
+from bot.types import ChannelType, Memory, RoomState
+from plugins.core._gate import Decision, addressed_by_name, bot_run_length, decide
+
+AGENT = "00000000-0000-0000-0000-00000000000a"
+HUMAN = "00000000-0000-0000-0000-00000000000b"
+OTHER_BOT = "00000000-0000-0000-0000-00000000000c"
+NAMES = ("Captain Brann", "captain_brann")
+
+
+def msg(text: str = "hello there", entity: str = HUMAN, **meta) -> Memory:
+    return Memory(entity_id=entity, room_id="r", content={"text": text, "source": meta.pop("source", "discord")}, metadata=meta)
+
+
+def verdict(message: Memory, room_type=ChannelType.GROUP, state=None, recent=(), **kw):
+    return decide(message, agent_id=AGENT, names=NAMES, room_type=room_type, room_state=state, recent=recent, **kw)
+
+
+def test_own_messages_are_never_answered() -> None:
+    assert verdict(msg(entity=AGENT), room_type=ChannelType.DM).decision is Decision.IGNORE
+
+
+@pytest.mark.parametrize("room_type", [ChannelType.DM, ChannelType.VOICE_DM, ChannelType.SELF, ChannelType.API, "dm"])
+def test_direct_rooms_always_respond(room_type) -> None:
+    assert verdict(msg(), room_type=room_type).decision is Decision.RESPOND
+
+
+def test_console_source_always_responds() -> None:
+    assert verdict(msg(source="console")).decision is Decision.RESPOND
+
+
+@pytest.mark.parametrize(("message", "reason"), [
+    (msg(isMention=True), "mentioned"),
+    (msg(isReply=True), "reply to the agent"),
+    (msg("Captain Brann, what's a knot?"), "named"),
+    (msg("hey CAPTAIN_BRANN"), "named"),
+])
+def test_addressed_messages_respond(message, reason) -> None:
+    result = verdict(message)
+    assert (result.decision, result.reason, result.addressed) == (Decision.RESPOND, reason, True)
+
+
+def test_names_match_whole_words_only() -> None:
+    assert not addressed_by_name("the captain brannigan show", NAMES)
+    assert addressed_by_name("ok, captain brann!", NAMES)
+
+
+def test_followed_room_responds_without_the_model() -> None:
+    assert verdict(msg(), state=RoomState.FOLLOWED).decision is Decision.RESPOND
+
+
+def test_undecided_goes_to_the_small_model() -> None:
+    assert verdict(msg()).decision is Decision.ASK_MODEL
+
+
+def test_muted_room_stays_silent_even_in_dms_unless_addressed() -> None:
+    assert verdict(msg(), state=RoomState.MUTED).decision is Decision.IGNORE
+    assert verdict(msg(), state=RoomState.MUTED, room_type=ChannelType.DM).decision is Decision.IGNORE
+    for addressed in (msg(isMention=True), msg(isReply=True), msg("Captain Brann, unmute")):
+        result = verdict(addressed, state=RoomState.MUTED)
+        assert result.decision is Decision.RESPOND and result.addressed
+
+
+def test_loop_guard_bounds_bot_conversations_and_resets_on_a_human() -> None:
+    bot = msg("Captain Brann, look up!", entity=OTHER_BOT, authorIsBot=True)
+    mine = msg("No.", entity=AGENT)
+    human = msg("carry on")
+    assert verdict(bot, recent=[bot, human]).decision is Decision.RESPOND
+    assert verdict(bot, recent=[bot, mine, bot, human], max_bot_turns=3).decision is Decision.RESPOND
+    blocked = verdict(bot, recent=[bot, mine, bot, mine, human], max_bot_turns=3)
+    assert blocked.decision is Decision.IGNORE and blocked.reason.startswith("loop guard: 4")
+    assert bot_run_length([human, bot, mine], AGENT) == 0
+
+
+def test_humans_are_never_loop_guarded() -> None:
+    bot = msg("x", entity=OTHER_BOT, authorIsBot=True)
+    assert verdict(msg("Captain Brann?"), recent=[msg(), bot, bot, bot, bot]).decision is Decision.RESPOND
