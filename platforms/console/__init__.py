@@ -2,7 +2,9 @@
 
 from bot.plugins import PluginMeta
 
-__all__ = ["meta"]
+from ._adapter import ConsoleAdapter
+
+__all__ = ["ConsoleAdapter", "meta"]
 
 meta = PluginMeta(
     name="console",

@@ -1,9 +1,23 @@
 """The conversation pipeline every character runs: should-respond, reply, actions, providers,
-evaluators (elizaOS's plugin-bootstrap)."""
+evaluators (elizaOS's plugin-bootstrap).
+
+Each action lives in ``actions/<name>.py`` and exposes ``action``; each provider in
+``providers/<name>.py`` exposes ``provider``; each evaluator in ``evaluators/<name>.py`` exposes
+``evaluator``. Adding a file is all it takes to register one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import TYPE_CHECKING
 
 from bot.plugins import PluginMeta
 
-__all__ = ["meta"]
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = ["meta", "setup"]
 
 meta = PluginMeta(
     name="core",
@@ -11,3 +25,28 @@ meta = PluginMeta(
     aliases=("@elizaos/plugin-bootstrap", "bootstrap"),
     always=True,
 )
+
+
+def _components(package: str, attribute: str) -> list[object]:
+    module = importlib.import_module(f"{__name__}.{package}")
+    found = []
+    for info in sorted(pkgutil.iter_modules(module.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        component = getattr(importlib.import_module(f"{module.__name__}.{info.name}"), attribute, None)
+        if component is not None:
+            found.append(component)
+    return found
+
+
+async def setup(runtime: AgentRuntime) -> None:
+    """Register the pipeline's event handlers, actions, providers and evaluators."""
+    from ._pipeline import MessagePipeline
+
+    for action in _components("actions", "action"):
+        runtime.register_action(action)  # type: ignore[arg-type]
+    for provider in _components("providers", "provider"):
+        runtime.register_provider(provider)  # type: ignore[arg-type]
+    for evaluator in _components("evaluators", "evaluator"):
+        runtime.register_evaluator(evaluator)  # type: ignore[arg-type]
+    MessagePipeline(runtime).register()

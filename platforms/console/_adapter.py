@@ -1,0 +1,97 @@
+"""The console adapter: one person talking to one character in a terminal.
+
+The terminal is a world with one DM room; the person is an entity. Lines typed become
+MESSAGE_RECEIVED events like any platform's messages, and replies come back through the same
+callback contract: the adapter shows them and stores what it "sent".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TextIO
+
+from bot.events import EventType
+from bot.types import ChannelType, Entity, Memory, Room, World, now_ms
+
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = ["ConsoleAdapter"]
+
+_log = logging.getLogger(__name__)
+SOURCE = "console"
+
+
+class ConsoleAdapter:
+    """Connects one runtime to a terminal (or any line source, for tests)."""
+
+    def __init__(self, runtime: AgentRuntime, *, user: str = "you", output: TextIO | None = None) -> None:
+        self.runtime = runtime
+        self.user = user
+        self.output = output or sys.stdout
+        self.world_id = runtime.unique_id(f"{SOURCE}:world")
+        self.room_id = runtime.unique_id(f"{SOURCE}:room:{user}")
+        self.entity_id = runtime.unique_id(f"{SOURCE}:user:{user}")
+        self._connected = False
+
+    async def connect(self) -> None:
+        """Create the world, room and person rows (idempotent)."""
+        store = self.runtime.store
+        await store.create_world(World(self.world_id, self.runtime.agent_id, name="console", server_id=SOURCE))
+        await store.create_rooms([Room(self.room_id, source=SOURCE, type=ChannelType.DM, name=f"console with {self.user}",
+                                       world_id=self.world_id, server_id=SOURCE, channel_id=self.user)])
+        await store.create_entities([Entity(self.entity_id, self.runtime.agent_id, names=[self.user],
+                                            metadata={SOURCE: {"name": self.user}})])
+        await store.add_participants([self.entity_id, self.runtime.agent_id], self.room_id)
+        self._connected = True
+
+    async def send(self, text: str) -> Any:
+        """Deliver one line from the person; returns the pipeline's outcome once it is done."""
+        if not self._connected:
+            await self.connect()
+        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+        async def on_complete(outcome: Any) -> None:
+            if not done.done():
+                done.set_result(outcome)
+
+        message = Memory(id=str(uuid.uuid4()), entity_id=self.entity_id, room_id=self.room_id, world_id=self.world_id,
+                         content={"text": text, "source": SOURCE, "channelType": ChannelType.DM.value},
+                         metadata={"entityName": self.user}, created_at=now_ms())
+        await self.runtime.emit(EventType.MESSAGE_RECEIVED,
+                                {"message": message, "callback": self._callback, "on_complete": on_complete})
+        return done.result() if done.done() else None
+
+    async def _callback(self, content: dict[str, Any]) -> list[Memory]:
+        text = str(content.get("text") or "").strip()
+        if not text:
+            return []
+        print(f"{self.runtime.character.name}: {text}", file=self.output, flush=True)
+        sent = Memory(id=str(uuid.uuid4()), entity_id=self.runtime.agent_id, room_id=self.room_id, world_id=self.world_id,
+                      content={**content, "text": text, "source": SOURCE}, created_at=now_ms())
+        await self.runtime.store.create_memory(sent, "messages", unique=False)
+        await self.runtime.emit(EventType.MESSAGE_SENT, {"message": sent})
+        return [sent]
+
+    async def run(self, read_line: Callable[[], Awaitable[str | None]] | None = None) -> None:
+        """Read lines until end of input or ``/quit``; each line is answered before the next."""
+        read = read_line or _stdin_line
+        await self.connect()
+        while True:
+            line = await read()
+            if line is None or line.strip() in ("/quit", "/exit"):
+                return
+            if line.strip():
+                await self.send(line.strip())
+
+
+async def _stdin_line() -> str | None:
+    # input() blocks, so it runs in a thread; the loop keeps serving background work meanwhile.
+    try:
+        return await asyncio.to_thread(input, "> ")
+    except EOFError:
+        return None

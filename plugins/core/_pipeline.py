@@ -1,0 +1,327 @@
+"""The message pipeline: from a received message to the agent's reply.
+
+store ─▶ gate (rules; the small model only when undecided) ─▶ compose state ─▶ large model plans
+(thought, actions, providers, text) ─▶ actions in order (REPLY sends through the callback) ─▶
+evaluators.
+
+One conversation per (agent, room): a newer message supersedes a reply still being planned for
+an older one, unless the older one addressed the agent directly — that is always answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bot.components import Action, ActionResult, HandlerCallback, State
+from bot.errors import ModelError
+from bot.events import EventType
+from bot.models import ModelType
+from bot.types import Memory, now_ms
+
+from ._gate import Decision, Verdict, decide
+from ._parse import parse_response
+from ._prompts import render, template
+
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = ["MessagePipeline", "Outcome", "find_action"]
+
+_log = logging.getLogger(__name__)
+
+MESSAGES = "messages"
+_PLAN_ATTEMPTS = 3
+_DEFAULT_CONVERSATION_LENGTH = 32
+_DEFAULT_MAX_BOT_TURNS = 3
+# What the small model sees when deciding whether to speak: enough to judge, cheap to build.
+_DECIDE_PROVIDERS = ["CHARACTER", "ANXIETY", "ENTITIES", "RECENT_MESSAGES"]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How one message ended; returned for tests and benchmarks, logged at debug."""
+
+    status: str
+    """``replied``, ``acted``, ``ignored``, ``stopped``, ``muted``, ``own``, ``superseded``,
+    ``loop_guard``, ``silent`` (the model's output never parsed), ``error``."""
+    reason: str = ""
+    actions: tuple[str, ...] = ()
+
+
+def _norm(name: str) -> str:
+    return name.upper().replace("_", "").replace("-", "").strip()
+
+
+def find_action(actions: dict[str, Action], name: str) -> Action | None:
+    """The action ``name`` means: exact name, then simile, then a containment match."""
+    wanted = _norm(name)
+    if not wanted:
+        return None
+    for action in actions.values():
+        if _norm(action.name) == wanted:
+            return action
+    for action in actions.values():
+        if any(_norm(s) == wanted for s in action.similes):
+            return action
+    for action in actions.values():
+        if wanted in _norm(action.name) or _norm(action.name) in wanted:
+            return action
+    return None
+
+
+class MessagePipeline:
+    """Handles MESSAGE_RECEIVED for one runtime."""
+
+    def __init__(self, runtime: AgentRuntime) -> None:
+        self.runtime = runtime
+        self._latest: dict[str, str] = {}  # room id -> token of the newest message being answered
+
+    def register(self) -> None:
+        self.runtime.register_event(EventType.MESSAGE_RECEIVED, self._on_message)
+        self.runtime.register_event(EventType.VOICE_MESSAGE_RECEIVED, self._on_message)
+
+    async def _on_message(self, payload: dict[str, Any]) -> None:
+        message = payload.get("message")
+        if not isinstance(message, Memory):
+            _log.error("%s: MESSAGE_RECEIVED without a message; ignored", self.runtime.character.name)
+            return
+        outcome = await self.handle(message, payload.get("callback"))
+        done = payload.get("on_complete")
+        if done is not None:
+            await done(outcome)
+
+    # -- the flow -------------------------------------------------------------------------
+
+    async def handle(self, message: Memory, callback: HandlerCallback | None) -> Outcome:
+        """Run the whole pipeline for ``message``; never raises."""
+        rt = self.runtime
+        if message.entity_id == rt.agent_id:
+            return Outcome("own")
+        run_id = str(uuid.uuid4())
+        started = now_ms()
+        await rt.emit(EventType.RUN_STARTED, {"runId": run_id, "messageId": message.id, "roomId": message.room_id,
+                                               "entityId": message.entity_id, "startTime": started})
+        try:
+            outcome = await self._handle(message, callback)
+        except Exception:
+            _log.exception("%s: failed to handle a message in room %s", rt.character.name, message.room_id)
+            outcome = Outcome("error")
+        _log.debug("%s: message %s -> %s (%s)", rt.character.name, message.id, outcome.status, outcome.reason)
+        await rt.emit(EventType.RUN_ENDED, {"runId": run_id, "messageId": message.id, "roomId": message.room_id,
+                                             "status": outcome.status, "duration": now_ms() - started})
+        return outcome
+
+    async def _handle(self, message: Memory, callback: HandlerCallback | None) -> Outcome:
+        rt, store = self.runtime, self.runtime.store
+        await self._store_incoming(message)
+        room = await store.get_room(message.room_id)
+        room_state = await store.get_participant_state(message.room_id, rt.agent_id)
+        conversation = self.conversation_length()
+        recent = await store.get_memories(table=MESSAGES, room_id=message.room_id, count=conversation)
+        verdict = decide(
+            message,
+            agent_id=rt.agent_id,
+            names=self._names(),
+            room_type=room.type if room else message.content.get("channelType"),
+            room_state=room_state,
+            recent=recent,
+            max_bot_turns=rt.get_int("MAX_BOT_TURNS", _DEFAULT_MAX_BOT_TURNS),
+        )
+        if verdict.decision is Decision.IGNORE:
+            status = "loop_guard" if verdict.reason.startswith("loop guard") else "muted" if verdict.reason == "muted" else "ignored"
+            return Outcome(status, verdict.reason)
+
+        token = str(uuid.uuid4())
+        self._latest[message.room_id] = token
+        try:
+            if verdict.decision is Decision.ASK_MODEL:
+                choice = await self._ask_small_model(message)
+                if choice != "RESPOND":
+                    await self._remember_silence(message, "STOP" if choice == "STOP" else "IGNORE")
+                    return Outcome("stopped" if choice == "STOP" else "ignored", f"small model: {choice}")
+            return await self._respond(message, callback, verdict, token)
+        finally:
+            if self._latest.get(message.room_id) == token:
+                del self._latest[message.room_id]
+
+    async def _respond(self, message: Memory, callback: HandlerCallback | None, verdict: Verdict, token: str) -> Outcome:
+        rt = self.runtime
+        state = await rt.compose_state(message, ["ACTIONS"])
+        plan = await self._plan(state)
+        if plan is None:
+            return Outcome("silent", "the model's reply never parsed")
+        if self._latest.get(message.room_id) != token and not verdict.addressed:
+            return Outcome("superseded", "a newer message arrived in the room")
+
+        actions = _settle_actions(plan)
+        content = {"thought": plan.get("thought", ""), "actions": actions, "providers": plan.get("providers", []),
+                   "text": str(plan.get("text") or ""), "inReplyTo": message.id, "source": message.content.get("source")}
+        response = Memory(id=str(uuid.uuid4()), entity_id=rt.agent_id, agent_id=rt.agent_id, room_id=message.room_id,
+                          world_id=message.world_id, content=content, created_at=now_ms())
+        if actions == ["IGNORE"]:
+            await self._remember_silence(message, "IGNORE", thought=content["thought"])
+            return Outcome("ignored", "the model chose IGNORE", ("IGNORE",))
+        if content["providers"]:
+            state = await rt.compose_state(message, content["providers"])
+        results = await self.process_actions(message, [response], state, callback)
+        await self.evaluate(message, state, did_respond=True, callback=callback, responses=[response])
+        replied = any(name.upper() == "REPLY" and ok for name, ok in results)
+        return Outcome("replied" if replied else "acted", verdict.reason, tuple(actions))
+
+    # -- steps ----------------------------------------------------------------------------
+
+    async def _store_incoming(self, message: Memory) -> None:
+        store = self.runtime.store
+        message.agent_id = self.runtime.agent_id
+        if message.id is not None and await store.get_memory(message.id) is not None:
+            return  # delivered twice (a reconnect, a relay): keep one copy
+        message.id = await store.create_memory(message, MESSAGES)
+        if self.runtime.has_model(ModelType.TEXT_EMBEDDING) and message.content.get("text") and message.embedding is None:
+            # Off the reply's critical path: the message is stored now, its vector when ready.
+            self.runtime.create_task(self._embed(message.id, str(message.content["text"])), "embed")
+
+    async def _embed(self, memory_id: str, text: str) -> None:
+        try:
+            vector = await self.runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": text})
+            await self.runtime.store.update_memory(memory_id, embedding=vector)
+        except Exception as exc:
+            _log.warning("%s: could not embed message %s: %s", self.runtime.character.name, memory_id, exc)
+
+    async def _ask_small_model(self, message: Memory) -> str:
+        """RESPOND, IGNORE or STOP; a model failure or unreadable answer means IGNORE."""
+        rt = self.runtime
+        state = await rt.compose_state(message, _DECIDE_PROVIDERS, only_include=True)
+        prompt = render(template(rt.character.templates, "shouldRespondTemplate"), state.values, rng=rt.rng)
+        try:
+            raw = await rt.use_model(ModelType.TEXT_SMALL, {"prompt": prompt})
+        except ModelError as exc:
+            _log.warning("%s: could not decide whether to respond: %s", rt.character.name, exc)
+            return "IGNORE"
+        parsed = parse_response(raw) or {}
+        choice = str(parsed.get("action") or "").strip().upper()
+        return choice if choice in ("RESPOND", "STOP") else "IGNORE"
+
+    async def _plan(self, state: State) -> dict[str, Any] | None:
+        """Ask the large model what to do; up to three tries for a reply that parses."""
+        rt = self.runtime
+        prompt = render(template(rt.character.templates, "messageHandlerTemplate"), state.values, rng=rt.rng)
+        for attempt in range(1, _PLAN_ATTEMPTS + 1):
+            try:
+                raw = await rt.use_model(ModelType.TEXT_LARGE, {"prompt": prompt})
+            except ModelError as exc:
+                _log.warning("%s: no reply: %s", rt.character.name, exc)
+                return None
+            parsed = parse_response(raw)
+            if parsed and (parsed.get("actions") or parsed.get("text")):
+                return parsed
+            _log.info("%s: the model's reply did not parse (attempt %d of %d)", rt.character.name, attempt, _PLAN_ATTEMPTS)
+        _log.warning("%s: staying silent: the model's reply never parsed", rt.character.name)
+        return None
+
+    async def _remember_silence(self, message: Memory, action: str, thought: str = "") -> None:
+        """Store the decision not to speak, so the history (and the loop guard) sees it."""
+        rt = self.runtime
+        content = {"thought": thought or "Decided not to respond.", "actions": [action], "inReplyTo": message.id}
+        await rt.store.create_memory(
+            Memory(entity_id=rt.agent_id, agent_id=rt.agent_id, room_id=message.room_id, world_id=message.world_id,
+                   content=content, metadata={"type": "decision"}, created_at=now_ms()),
+            MESSAGES, unique=False,
+        )
+
+    async def process_actions(
+        self, message: Memory, responses: Sequence[Memory], state: State, callback: HandlerCallback | None
+    ) -> list[tuple[str, bool]]:
+        """Run each response's actions in order; a failing action is logged and the chain goes on."""
+        rt = self.runtime
+        outcomes: list[tuple[str, bool]] = []
+        results: list[ActionResult] = state.data.setdefault("actionResults", [])
+        for response in responses:
+            for name in response.content.get("actions") or []:
+                action = find_action(rt.actions, name)
+                if action is None:
+                    _log.info("%s: the model asked for unknown action %r; skipped", rt.character.name, name)
+                    continue
+                await rt.emit(EventType.ACTION_STARTED, {"action": action.name, "roomId": message.room_id, "messageId": message.id})
+                try:
+                    result = await action.handler(rt, message, state, {"previousResults": list(results)}, callback, responses)
+                except Exception as exc:
+                    _log.exception("%s: action %s failed", rt.character.name, action.name)
+                    result = ActionResult(success=False, error=exc.__class__.__name__)
+                if not isinstance(result, ActionResult):
+                    result = ActionResult(success=result is not False)
+                if not result.success:
+                    _log.warning("%s: action %s did not succeed: %s", rt.character.name, action.name, result.error)
+                results.append(result)
+                outcomes.append((action.name, result.success))
+                await rt.emit(EventType.ACTION_COMPLETED, {"action": action.name, "roomId": message.room_id,
+                                                           "messageId": message.id, "success": result.success})
+        return outcomes
+
+    async def evaluate(
+        self, message: Memory, state: State, *, did_respond: bool, callback: HandlerCallback | None,
+        responses: Sequence[Memory],
+    ) -> None:
+        """Run the evaluators that apply, concurrently; failures are logged."""
+        rt = self.runtime
+
+        async def applies(evaluator: Any) -> bool:
+            if not (did_respond or evaluator.always_run):
+                return False
+            if evaluator.validate is None:
+                return True
+            try:
+                return bool(await evaluator.validate(rt, message, state))
+            except Exception:
+                _log.exception("%s: evaluator %s validate failed", rt.character.name, evaluator.name)
+                return False
+
+        chosen = [e for e in rt.evaluators.values() if await applies(e)]
+
+        async def run(evaluator: Any) -> None:
+            await rt.emit(EventType.EVALUATOR_STARTED, {"evaluatorName": evaluator.name, "messageId": message.id})
+            error = None
+            try:
+                await evaluator.handler(rt, message, state, {}, callback, responses)
+            except Exception as exc:
+                error = exc.__class__.__name__
+                _log.exception("%s: evaluator %s failed", rt.character.name, evaluator.name)
+            await rt.emit(EventType.EVALUATOR_COMPLETED, {"evaluatorName": evaluator.name, "messageId": message.id,
+                                                          "error": error})
+
+        await asyncio.gather(*(run(e) for e in chosen))
+
+    # -- settings -------------------------------------------------------------------------
+
+    def conversation_length(self) -> int:
+        rt = self.runtime
+        configured = rt.get_setting("CONVERSATION_LENGTH") or rt.get_setting("conversationLength")
+        try:
+            return max(1, int(configured)) if configured else _DEFAULT_CONVERSATION_LENGTH
+        except ValueError:
+            return _DEFAULT_CONVERSATION_LENGTH
+
+    def _names(self) -> list[str]:
+        character = self.runtime.character
+        names = [character.name, character.username or ""]
+        aliases = character.settings.get("aliases")
+        if isinstance(aliases, list):
+            names += [a for a in aliases if isinstance(a, str)]
+        return [n for n in names if n]
+
+
+def _settle_actions(plan: dict[str, Any]) -> list[str]:
+    """IGNORE only makes sense alone: with text, drop it; without, keep only it."""
+    actions = [a for a in plan.get("actions") or [] if a]
+    text = str(plan.get("text") or "").strip()
+    if not actions:
+        return ["REPLY"] if text else ["IGNORE"]
+    if len(actions) > 1 and any(a.upper() == "IGNORE" for a in actions):
+        if not text:
+            return ["IGNORE"]
+        actions = [a for a in actions if a.upper() != "IGNORE"] or ["REPLY"]
+    return actions

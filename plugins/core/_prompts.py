@@ -1,0 +1,392 @@
+"""Prompt templates and the small mustache renderer that fills them.
+
+The renderer covers what elizaOS templates use (bootstrap.md §0.3): ``{{name}}`` (unescaped;
+``{{{name}}}`` means the same), dotted paths, ``{{#if}}``/``{{#unless}}`` with ``{{else}}``,
+``{{#each}}`` with ``{{this}}``/``{{@index}}``/``{{@key}}``, and ``{{! comments }}``. It never
+evaluates anything: a tag is a name to look up, nothing more.
+
+Value rendering: ``None`` and missing keys → ``""``; ``True``/``False`` → ``true``/``false`` (as
+Handlebars prints them); lists and tuples → items joined with ``", "``; mappings → JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["DEFAULT_TEMPLATES", "render", "template"]
+
+# -- speaker placeholders ------------------------------------------------------------------
+
+# {{nameN}}, {{userN}} and {{user}} stand for conversation participants; {{user}} is participant 1,
+# and {{userN}} is the same participant as {{nameN}} (elizaOS v0 files say user, v1 files say name).
+_PLACEHOLDER = re.compile(r"\{\{\s*(?:name([1-9][0-9]{0,2})|user([1-9][0-9]{0,2})?)\s*\}\}")
+_PLACEHOLDER_NAME = re.compile(r"(?:name[1-9][0-9]{0,2}|user(?:[1-9][0-9]{0,2})?)")
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def _fill_placeholders(text: str, rng: random.Random, names: dict[int, str]) -> str:
+    """Replace speaker placeholders with random 6-char base36 names.
+
+    ``names`` maps participant number → name and is filled as new participants appear, so one
+    dict shared across calls keeps a participant's name the same.
+    """
+
+    def name_for(match: re.Match[str]) -> str:
+        index = int(match.group(1) or match.group(2) or 1)
+        if index not in names:
+            taken = set(names.values())
+            name = "".join(rng.choice(_BASE36) for _ in range(6))
+            while name in taken:
+                name = "".join(rng.choice(_BASE36) for _ in range(6))
+            names[index] = name
+        return names[index]
+
+    return _PLACEHOLDER.sub(name_for, text)
+
+
+# -- parsing templates ------------------------------------------------------------------------
+
+# Tag bodies may not contain braces, so a stray "{{" in prose never swallows the text after it.
+_TAG = re.compile(r"\{\{!--.*?--\}\}|\{\{![^{}]*\}\}|\{\{\{([^{}]*)\}\}\}|\{\{([^{}]*)\}\}", re.S)
+_PATH = re.compile(r"(?:this|@?[A-Za-z_][\w-]*)(?:\.[\w-]+)*")
+_SECTIONS = frozenset({"if", "unless", "each"})
+# Deeper sections render literally: keeps recursion bounded whatever a character file holds.
+_MAX_DEPTH = 32
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    kind: str  # text, var, open, close, else, comment
+    raw: str
+    name: str = ""  # section kind for open/close
+    path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Var:
+    path: str
+    raw: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Section:
+    kind: str
+    path: str
+    body: tuple[Any, ...]
+    alt: tuple[Any, ...]
+
+
+def _tokenize(template: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    pos = 0
+    for match in _TAG.finditer(template):
+        if match.start() > pos:
+            tokens.append(_Token("text", template[pos : match.start()]))
+        pos = match.end()
+        raw = match.group(0)
+        body = match.group(1) if match.group(1) is not None else match.group(2)
+        if body is None:
+            continue  # a comment
+        body = body.strip()
+        if match.group(1) is None and body[:1] in ("#", "/"):
+            kind, _, arg = body[1:].strip().partition(" ")
+            arg = arg.strip()
+            if body[0] == "#" and kind in _SECTIONS and _PATH.fullmatch(arg):
+                tokens.append(_Token("open", raw, kind, arg))
+            elif body[0] == "/" and kind in _SECTIONS and not arg:
+                tokens.append(_Token("close", raw, kind))
+            else:
+                tokens.append(_Token("text", raw))
+        elif match.group(1) is None and body == "else":
+            tokens.append(_Token("else", raw))
+        elif _PATH.fullmatch(body):
+            tokens.append(_Token("var", raw, path=body))
+        else:
+            tokens.append(_Token("text", raw))  # helpers, "else if": not supported, kept as written
+    if pos < len(template):
+        tokens.append(_Token("text", template[pos:]))
+    return tokens
+
+
+def _pair_sections(tokens: list[_Token]) -> dict[int, int]:
+    """Match each section opener to its closer; whatever stays unmatched renders literally."""
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    for i, token in enumerate(tokens):
+        if token.kind == "open":
+            stack.append(i)
+        elif token.kind == "close":
+            for depth in range(len(stack) - 1, -1, -1):
+                if tokens[stack[depth]].name == token.name:
+                    pairs[stack[depth]] = i
+                    del stack[depth:]  # openers inside it were never closed
+                    break
+    return pairs
+
+
+@lru_cache(maxsize=128)
+def _compile(template: str) -> tuple[Any, ...]:
+    tokens = _tokenize(template)
+    pairs = _pair_sections(tokens)
+
+    def build(lo: int, hi: int, in_section: bool, depth: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        main: list[Any] = []
+        alt: list[Any] | None = None
+        out = main
+        i = lo
+        while i < hi:
+            token = tokens[i]
+            if token.kind == "open" and i in pairs and depth < _MAX_DEPTH:
+                end = pairs[i]
+                body, other = build(i + 1, end, True, depth + 1)
+                out.append(_Section(token.name, token.path, body, other))
+                i = end + 1
+                continue
+            if token.kind == "else" and in_section and alt is None:
+                alt = out = []
+            elif token.kind == "var":
+                out.append(_Var(token.path, token.raw))
+            else:
+                out.append(token.raw)
+            i += 1
+        return tuple(main), tuple(alt or ())
+
+    return build(0, len(tokens), False, 0)[0]
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    this: Any
+    data: Mapping[str, Any]
+
+
+def _lookup(path: str, frames: list[_Frame]) -> Any:
+    first, *rest = path.split(".")
+    if first == "this":
+        value = frames[-1].this
+    elif first.startswith("@"):
+        value = frames[-1].data.get(first, _MISSING)
+    else:
+        # Look outwards through enclosing {{#each}} items, then the top-level values.
+        for frame in reversed(frames):
+            if isinstance(frame.this, Mapping) and first in frame.this:
+                value = frame.this[first]
+                break
+        else:
+            return _MISSING
+    for part in rest:
+        if isinstance(value, Mapping) and part in value:
+            value = value[part]
+        elif isinstance(value, Sequence) and not isinstance(value, str) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return _MISSING
+    return value
+
+
+def _text(value: Any) -> str:
+    if value is None or value is _MISSING:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Mapping):
+        try:
+            return json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            return str(value)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_text(item) for item in value)
+    return str(value)
+
+
+def _truthy(value: Any) -> bool:
+    return value is not _MISSING and bool(value)
+
+
+def _items(value: Any) -> list[tuple[Any, Any]]:
+    if isinstance(value, Mapping):
+        return list(value.items())
+    if isinstance(value, (list, tuple)):
+        return list(enumerate(value))
+    return []  # a string or a scalar has nothing to iterate: {{else}} renders
+
+
+def _render_nodes(nodes: tuple[Any, ...], frames: list[_Frame], out: list[str]) -> None:
+    for node in nodes:
+        if isinstance(node, str):
+            out.append(node)
+        elif isinstance(node, _Var):
+            value = _lookup(node.path, frames)
+            if value is _MISSING and _PLACEHOLDER_NAME.fullmatch(node.path):
+                out.append(node.raw)  # left for the speaker-name pass
+            else:
+                out.append(_text(value))
+        elif node.kind == "each":
+            items = _items(_lookup(node.path, frames))
+            if not items:
+                _render_nodes(node.alt, frames, out)
+            for index, (key, item) in enumerate(items):
+                data = {"@index": index, "@key": key, "@first": index == 0, "@last": index == len(items) - 1}
+                _render_nodes(node.body, [*frames, _Frame(item, data)], out)
+        else:
+            shown = _truthy(_lookup(node.path, frames)) == (node.kind == "if")
+            _render_nodes(node.body if shown else node.alt, frames, out)
+
+
+def render(template: str, values: Mapping[str, object], *, rng: random.Random | None = None) -> str:
+    """Fill ``template`` from ``values``, then give speaker placeholders random names.
+
+    Missing keys render ``""``. ``{{name1}}``…, ``{{user}}`` and ``{{userN}}`` that are not keys
+    of ``values`` — in the template or inside a substituted value — become random 6-char base36
+    names, the same name for the same placeholder throughout this render (drawn from ``rng``).
+
+    Never raises for a malformed template (character files may override templates): a section
+    that is never closed, a closer without an opener, a stray ``{{else}}``, an unsupported helper
+    such as ``{{else if x}}`` or ``{{#with x}}`` all render literally, as written.
+    """
+    out: list[str] = []
+    _render_nodes(_compile(template), [_Frame(values, {})], out)
+    return _fill_placeholders("".join(out), rng or random.Random(), {})
+
+
+# -- templates ---------------------------------------------------------------------------------
+
+_XML_ONLY = (
+    "Reply with the <response> block only: no thinking or <think> sections, no code fences around it, "
+    "no text before or after it."
+)
+
+_SHOULD_RESPOND = f"""\
+<task>Decide what {{{{agentName}}}} does with the newest message in this conversation: answer it, let it pass, or leave the conversation.</task>
+
+<context>
+{{{{providers}}}}
+</context>
+
+<rules>
+- RESPOND when the message is meant for {{{{agentName}}}}: it uses the name {{{{agentName}}}}, answers something {{{{agentName}}}} said, or carries on a thread {{{{agentName}}}} is part of.
+- IGNORE when the message is meant for someone else (it names another person or bot), is chatter between other people, or needs nothing from {{{{agentName}}}}. Being talked about is not being talked to.
+- STOP when someone asks {{{{agentName}}}} to be quiet, to go away or to stay out of this. STOP means {{{{agentName}}}} stops taking part in this conversation until invited back, not just that it skips this one message.
+- When in doubt, IGNORE.
+</rules>
+
+<output>
+<response>
+  <name>{{{{agentName}}}}</name>
+  <reasoning>one or two sentences on why</reasoning>
+  <action>RESPOND | IGNORE | STOP</action>
+</response>
+Put exactly one of RESPOND, IGNORE or STOP in <action>. {_XML_ONLY}
+</output>
+"""
+
+_MESSAGE_HANDLER = f"""\
+<task>Write the next turn of {{{{agentName}}}} in this conversation: what they are thinking, the actions they take, and what they say.</task>
+
+<context>
+{{{{providers}}}}
+</context>
+
+<available_actions>
+{{{{actionNames}}}}
+</available_actions>
+
+<rules>
+- thought: a short note on what {{{{agentName}}}} makes of the conversation and plans to do. Never leave it empty.
+- actions: the actions to take, comma-separated, in the order they should run, using only names listed in <available_actions>.
+  When {{{{agentName}}}} answers with a message, REPLY comes first. To stay silent, use IGNORE on its own, with no other action.
+- providers: extra context {{{{agentName}}}} needs before answering, comma-separated, and only when it is needed: ATTACHMENTS for images or files mentioned as "(Attachments:", ENTITIES or RELATIONSHIPS for questions about people, FACTS for things learned earlier, WORLD for the server or group. Leave it empty when the context above is enough. Action names such as IGNORE never go here.
+- text: the message {{{{agentName}}}} sends, in their own voice. Leave it empty when the action is IGNORE.
+- Code, and only code, goes inside ``` fences within the text, with the language named after the opening fence.
+</rules>
+
+<output>
+<response>
+  <thought>what {{{{agentName}}}} is thinking</thought>
+  <actions>FIRST_ACTION,SECOND_ACTION</actions>
+  <providers>PROVIDER_A,PROVIDER_B</providers>
+  <text>the message to send</text>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
+_REFLECTION = f"""\
+<task>Look back over the conversation as {{{{agentName}}}}: say how it is going, record what was learned about the people in it, and note who interacted with whom.</task>
+
+<people>
+{{{{entitiesInRoom}}}}
+</people>
+
+<known_relationships>
+{{{{existingRelationships}}}}
+</known_relationships>
+
+<known_facts>
+{{{{knownFacts}}}}
+</known_facts>
+
+<conversation>
+The newest message is from {{{{senderName}}}} (id {{{{senderId}}}}).
+{{{{recentMessages}}}}
+</conversation>
+
+<rules>
+1. thought: one or two first-person sentences from {{{{agentName}}}} on how the conversation is going and what to do better.
+2. facts: only new information from the conversation, one claim per <fact>.
+   type is fact (lasting and checkable), opinion (someone's view or taste) or status (true now, likely to change).
+   in_bio is true when the claim is about {{{{agentName}}}}'s own character; already_known is true when it is among the known facts.
+   Leave <facts> empty when nothing new was said.
+3. relationships: one <relationship> per pair of people who interacted. sourceEntityId is the id of the one who started the interaction, targetEntityId the id of the one it was aimed at; use ids from <people>, never names.
+   tags is comma-separated: dm_interaction, group_interaction or voice_interaction, plus any other short label that fits.
+   Leave <relationships> empty when nobody interacted.
+</rules>
+
+<output>
+<response>
+  <thought>how the conversation is going</thought>
+  <facts>
+    <fact><claim>one new piece of information</claim><type>fact|opinion|status</type><in_bio>false</in_bio><already_known>false</already_known></fact>
+  </facts>
+  <relationships>
+    <relationship><sourceEntityId>id of the initiator</sourceEntityId><targetEntityId>id of the other</targetEntityId><tags>group_interaction,another_tag</tags></relationship>
+  </relationships>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
+#: Built-in templates, keyed by the names a character's ``templates`` uses to override them.
+DEFAULT_TEMPLATES: dict[str, str] = {
+    "messageHandlerTemplate": _MESSAGE_HANDLER,
+    "reflectionTemplate": _REFLECTION,
+    "shouldRespondTemplate": _SHOULD_RESPOND,
+}
+
+
+def template(character_templates: Mapping[str, str], name: str) -> str:
+    """The character's template ``name`` if it has a non-blank one, else the built-in one.
+
+    Raises ``KeyError`` naming the known templates when neither exists.
+    """
+    override = character_templates.get(name)
+    if isinstance(override, str) and override.strip():
+        return override
+    try:
+        return DEFAULT_TEMPLATES[name]
+    except KeyError:
+        known = ", ".join(sorted(DEFAULT_TEMPLATES))
+        raise KeyError(f"no template {name!r}: the character defines none and troupe has only {known}") from None

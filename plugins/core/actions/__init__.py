@@ -1,0 +1,3 @@
+"""Actions the agent can take; one module each, exposing ``action``."""
+
+__all__: list[str] = []

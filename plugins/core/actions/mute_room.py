@@ -1,0 +1,17 @@
+"""MUTE_ROOM: stay silent in this room until addressed and asked to unmute."""
+
+from bot.types import RoomState
+
+from ._room_state import room_state_action
+
+__all__ = ["action"]
+
+action = room_state_action(
+    "MUTE_ROOM",
+    new_state=RoomState.MUTED,
+    offered_when={None, RoomState.FOLLOWED},
+    done="Room muted",
+    description="Mute this room: say nothing here unless addressed directly. Use when asked to be quiet, "
+    "shut up, stop talking or leave the conversation alone.",
+    similes=("MUTE_CHAT", "MUTE_CONVERSATION", "MUTE_THREAD", "MUTE_CHANNEL", "SHUT_UP", "BE_QUIET", "STOP_TALKING", "SILENCE"),
+)

@@ -1,0 +1,3 @@
+"""Providers of prompt context; one module each, exposing ``provider``."""
+
+__all__: list[str] = []

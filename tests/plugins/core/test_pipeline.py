@@ -1,0 +1,270 @@
+"""The message pipeline end to end inside one runtime, with scripted models."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.character import load_character
+from bot.components import Action, ActionResult
+from bot.errors import ModelError
+from bot.models import ModelType
+from bot.runtime import AgentRuntime
+from bot.store import Database
+from bot.types import ChannelType, Entity, Memory, Room, RoomState, World
+
+HUMAN = "00000000-0000-0000-0000-0000000000b1"
+OTHER_BOT = "00000000-0000-0000-0000-0000000000b2"
+
+
+def plan(text: str = "", actions: str = "REPLY", thought: str = "thinking") -> str:
+    return f"<response><thought>{thought}</thought><actions>{actions}</actions><text>{text}</text></response>"
+
+
+@dataclass
+class Harness:
+    rt: AgentRuntime
+    room: str
+    small: list[Any] = field(default_factory=list)  # scripted answers, popped in order
+    large: list[Any] = field(default_factory=list)
+    small_calls: int = 0
+    large_calls: int = 0
+    sent: list[dict] = field(default_factory=list)
+
+    async def say(self, text: str, *, entity: str = HUMAN, room: str | None = None, id: str | None = None, **meta) -> Any:
+        outcomes: list[Any] = []
+
+        async def callback(content: dict) -> list[Memory]:
+            self.sent.append(content)
+            return []
+
+        async def done(outcome: Any) -> None:
+            outcomes.append(outcome)
+
+        message = Memory(id=id or str(uuid.uuid4()), entity_id=entity, room_id=room or self.room,
+                         content={"text": text, "source": "discord"}, metadata=meta)
+        await self.rt.emit("MESSAGE_RECEIVED", {"message": message, "callback": callback, "on_complete": done})
+        return outcomes[0]
+
+    async def room_state(self) -> RoomState | None:
+        return await self.rt.store.get_participant_state(self.room, self.rt.agent_id)
+
+
+async def _answer(script: list[Any], params: dict) -> Any:
+    item = script.pop(0) if script else plan("default reply")
+    if isinstance(item, BaseException):
+        raise item
+    if callable(item):
+        item = item(params)
+        if asyncio.iscoroutine(item):
+            item = await item
+    return item
+
+
+@pytest.fixture
+async def harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    runtimes: list[AgentRuntime] = []
+    async with Database(tmp_path / "t.db") as db:
+
+        async def make(room_type: ChannelType = ChannelType.GROUP, **character: Any) -> Harness:
+            path = tmp_path / "ada.json"
+            path.write_text(json.dumps({"name": "Ada", "bio": "A test character.", **character}))
+            char = load_character(path, environ={}).raise_for_problems()
+            rt = AgentRuntime(char, db.for_agent(char.agent_id), environ={})
+            h = Harness(rt, rt.unique_id("discord:room-1"))
+
+            async def small(runtime: AgentRuntime, params: dict) -> Any:
+                h.small_calls += 1
+                return await _answer(h.small, params)
+
+            async def large(runtime: AgentRuntime, params: dict) -> Any:
+                h.large_calls += 1
+                return await _answer(h.large, params)
+
+            rt.register_model(ModelType.TEXT_SMALL, small, "script")
+            rt.register_model(ModelType.TEXT_LARGE, large, "script")
+            await rt.start()
+            runtimes.append(rt)
+            world = rt.unique_id("discord:guild-1")
+            await rt.store.create_world(World(world, rt.agent_id, name="Guild", server_id="guild-1"))
+            await rt.store.create_rooms([Room(h.room, source="discord", type=room_type, name="general", world_id=world)])
+            await rt.store.create_entities([Entity(HUMAN, rt.agent_id, names=["Sam"]), Entity(OTHER_BOT, rt.agent_id, names=["Brann"])])
+            for entity in (HUMAN, OTHER_BOT, rt.agent_id):
+                await rt.store.add_participant(entity, h.room)
+            return h
+
+        yield make
+        for rt in runtimes:
+            await rt.close()
+
+
+async def test_direct_message_gets_a_reply_without_the_small_model(harness) -> None:
+    h = await harness(ChannelType.DM)
+    h.large.append(plan("Hello, Sam."))
+    outcome = await h.say("hi")
+    assert outcome.status == "replied"
+    assert [s["text"] for s in h.sent] == ["Hello, Sam."] and h.small_calls == 0
+    stored = await h.rt.store.get_memories(table="messages", room_id=h.room)
+    assert [m.content["text"] for m in stored] == ["hi"]  # the adapter's callback stores what it sends
+
+
+async def test_undecided_group_message_asks_the_small_model(harness) -> None:
+    h = await harness()
+    h.small += ["<response><action>IGNORE</action></response>", "<response><action>STOP</action></response>",
+                "<response><action>RESPOND</action></response>"]
+    h.large.append(plan("Sure."))
+    assert (await h.say("anyone around?")).status == "ignored"
+    assert (await h.say("please stop")).status == "stopped"
+    assert (await h.say("what do you think?")).status == "replied"
+    assert h.small_calls == 3 and h.large_calls == 1 and [s["text"] for s in h.sent] == ["Sure."]
+    decisions = [m for m in await h.rt.store.get_memories(table="messages", room_id=h.room) if m.entity_id == h.rt.agent_id]
+    assert sorted(d.content["actions"][0] for d in decisions) == ["IGNORE", "STOP"]
+
+
+async def test_follow_changes_behaviour_and_survives_a_restart(harness, tmp_path: Path) -> None:
+    h = await harness()
+    h.large.append(plan("I'll keep an eye on things.", "REPLY,FOLLOW_ROOM"))
+    assert (await h.say("Ada, please follow this channel")).status == "replied"
+    assert await h.room_state() is RoomState.FOLLOWED
+    h.large.append(plan("Interesting!"))
+    assert (await h.say("the weather is nice")).status == "replied"
+    assert h.small_calls == 0  # followed rooms skip the small model
+    h.large.append(plan("Fine.", "REPLY,UNFOLLOW_ROOM"))
+    await h.say("Ada, stop following here")
+    assert await h.room_state() is None
+
+
+async def test_mute_silences_until_addressed_and_unmuted(harness) -> None:
+    h = await harness()
+    h.large.append(plan("Going quiet.", "REPLY,MUTE_ROOM"))
+    await h.say("Ada, be quiet please")
+    assert await h.room_state() is RoomState.MUTED
+    calls = (h.small_calls, h.large_calls)
+    outcome = await h.say("chatting among ourselves")
+    assert outcome.status == "muted" and (h.small_calls, h.large_calls) == calls
+    h.large.append(plan("I'm back.", "REPLY,UNMUTE_ROOM"))
+    assert (await h.say("Ada, you can talk again")).status == "replied"
+    assert await h.room_state() is None
+    assert [s["text"] for s in h.sent] == ["Going quiet.", "I'm back."]
+
+
+async def test_malformed_model_output_is_retried_then_silence(harness) -> None:
+    h = await harness(ChannelType.DM)
+    h.large += ["I think I should reply", "```\nnothing useful\n```", "still prose"]
+    assert (await h.say("hi")).status == "silent"
+    assert h.large_calls == 3 and h.sent == []
+    h.large += ["Sure! ```xml\n<response><thought>ok</thought><actions>REPLY</actions><text>Fenced.</text></response>\n```"]
+    assert (await h.say("again")).status == "replied" and h.sent[-1]["text"] == "Fenced."
+
+
+async def test_a_model_outage_means_silence_not_a_crash(harness) -> None:
+    h = await harness(ChannelType.DM)
+    h.large.append(ModelError("Ada: openai is unavailable", provider="openai"))
+    assert (await h.say("hi")).status == "silent" and h.sent == []
+    g = await harness(name="Bea")
+    g.small.append(ModelError("down"))
+    assert (await g.say("unaddressed")).status == "ignored"
+
+
+async def test_newer_message_supersedes_an_older_reply(harness) -> None:
+    h = await harness()
+    await h.rt.store.set_participant_state(h.room, h.rt.agent_id, RoomState.FOLLOWED)
+    release = asyncio.Event()
+
+    async def slow(params: dict) -> str:
+        await release.wait()
+        return plan("old answer")
+
+    h.large += [slow, plan("new answer")]
+    first = asyncio.create_task(h.say("first"))
+    await asyncio.sleep(0.05)
+    second = await h.say("second")
+    release.set()
+    assert (await first).status == "superseded" and second.status == "replied"
+    assert [s["text"] for s in h.sent] == ["new answer"]
+
+
+async def test_a_direct_address_is_never_superseded(harness) -> None:
+    h = await harness()
+    await h.rt.store.set_participant_state(h.room, h.rt.agent_id, RoomState.FOLLOWED)
+    release = asyncio.Event()
+
+    async def slow(params: dict) -> str:
+        await release.wait()
+        return plan("answer to the question")
+
+    h.large += [slow, plan("later")]
+    first = asyncio.create_task(h.say("Ada, what time is it?"))
+    await asyncio.sleep(0.05)
+    await h.say("unrelated chatter")
+    release.set()
+    assert (await first).status == "replied"
+    assert sorted(s["text"] for s in h.sent) == ["answer to the question", "later"]
+
+
+async def test_a_failing_action_does_not_stop_the_chain(harness, caplog) -> None:
+    h = await harness(ChannelType.DM)
+
+    async def broken(*args: Any) -> ActionResult:
+        raise RuntimeError("action broke")
+
+    h.rt.register_action(Action("EXPLODE", broken))
+    events: list[str] = []
+
+    async def record(payload: dict) -> None:
+        events.append(f"{payload['action']}:{payload.get('success', 'start')}")
+
+    h.rt.register_event("ACTION_STARTED", record)
+    h.rt.register_event("ACTION_COMPLETED", record)
+    h.large.append(plan("Still here.", "EXPLODE,REPLY"))
+    assert (await h.say("hi")).status == "replied"
+    assert h.sent[-1]["text"] == "Still here."
+    assert events == ["EXPLODE:start", "EXPLODE:False", "REPLY:start", "REPLY:True"]
+    assert "action EXPLODE failed" in caplog.text
+
+
+async def test_ignore_with_text_is_a_reply_and_ignore_alone_is_silence(harness) -> None:
+    h = await harness(ChannelType.DM)
+    h.large += [plan("", "IGNORE,REPLY"), plan("Actually, hi.", "REPLY,IGNORE")]
+    assert (await h.say("one")).status == "ignored"
+    assert (await h.say("two")).status == "replied" and h.sent[-1]["text"] == "Actually, hi."
+
+
+async def test_actions_resolve_by_simile_and_spelling(harness) -> None:
+    h = await harness()
+    h.large.append(plan("Quiet now.", "reply,shut_up"))
+    await h.say("Ada hush")
+    assert await h.room_state() is RoomState.MUTED
+
+
+async def test_own_and_duplicate_messages(harness) -> None:
+    h = await harness(ChannelType.DM)
+    assert (await h.say("echo", entity=h.rt.agent_id)).status == "own"
+    h.large += [plan("one"), plan("two")]
+    same = str(uuid.uuid4())
+    await h.say("hello", id=same)
+    await h.say("hello", id=same)
+    stored = [m for m in await h.rt.store.get_memories(table="messages", room_id=h.room) if m.entity_id == HUMAN]
+    assert len(stored) == 1
+
+
+async def test_bot_conversations_stop_at_the_loop_guard(harness) -> None:
+    h = await harness()
+    h.rt.set_setting("MAX_BOT_TURNS", "2")
+    await h.rt.store.set_participant_state(h.room, h.rt.agent_id, RoomState.FOLLOWED)
+    statuses = []
+    for i in range(3):
+        h.large.append(plan(f"reply {i}"))
+        statuses.append((await h.say(f"bot says {i}", entity=OTHER_BOT, authorIsBot=True)).status)
+        # what the adapter would store for the agent's own sent reply
+        await h.rt.store.create_memory(Memory(entity_id=h.rt.agent_id, room_id=h.room, content={"text": f"reply {i}"}), "messages")
+    assert statuses == ["replied", "loop_guard", "loop_guard"]
+    h.large.append(plan("hello human"))
+    assert (await h.say("I'm back")).status == "replied"
