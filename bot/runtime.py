@@ -42,6 +42,7 @@ ModelHandler = Callable[["AgentRuntime", Any], Awaitable[Any]]
 _STATE_CACHE_SIZE = 64
 _DEFAULT_MODEL_TIMEOUT_S = 120.0
 _TASK_TICK_S = 1.0
+_DEFAULT_CONVERSATION_LENGTH = 32
 
 
 class RuntimeState(Enum):
@@ -142,6 +143,14 @@ class AgentRuntime:
         except ValueError:
             _log.warning("%s: setting %s=%r is not a number; using %s", self.character.name, key, value, default)
             return default
+
+    @property
+    def conversation_length(self) -> int:
+        """How many recent messages prompts see: ``CONVERSATION_LENGTH`` or ``conversationLength``, default 32."""
+        for key in ("CONVERSATION_LENGTH", "conversationLength"):
+            if self.get_setting(key) is not None:
+                return max(1, self.get_int(key, _DEFAULT_CONVERSATION_LENGTH))
+        return _DEFAULT_CONVERSATION_LENGTH
 
     # -- registration ---------------------------------------------------------------------
 

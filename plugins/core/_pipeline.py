@@ -36,7 +36,6 @@ _log = logging.getLogger(__name__)
 
 MESSAGES = "messages"
 _PLAN_ATTEMPTS = 3
-_DEFAULT_CONVERSATION_LENGTH = 32
 _DEFAULT_MAX_BOT_TURNS = 3
 # What the small model sees when deciding whether to speak: enough to judge, cheap to build.
 _DECIDE_PROVIDERS = ["CHARACTER", "ANXIETY", "ENTITIES", "RECENT_MESSAGES"]
@@ -121,8 +120,7 @@ class MessagePipeline:
         await self._store_incoming(message)
         room = await store.get_room(message.room_id)
         room_state = await store.get_participant_state(message.room_id, rt.agent_id)
-        conversation = self.conversation_length()
-        recent = await store.get_memories(table=MESSAGES, room_id=message.room_id, count=conversation)
+        recent = await store.get_memories(table=MESSAGES, room_id=message.room_id, count=rt.conversation_length)
         verdict = decide(
             message,
             agent_id=rt.agent_id,
@@ -203,7 +201,8 @@ class MessagePipeline:
             _log.warning("%s: could not decide whether to respond: %s", rt.character.name, exc)
             return "IGNORE"
         parsed = parse_response(raw) or {}
-        choice = str(parsed.get("action") or "").strip().upper()
+        action = parsed.get("action")
+        choice = str((action[-1] if isinstance(action, list) and action else action) or "").strip().upper()
         return choice if choice in ("RESPOND", "STOP") else "IGNORE"
 
     async def _plan(self, state: State) -> dict[str, Any] | None:
@@ -294,16 +293,6 @@ class MessagePipeline:
                                                           "error": error})
 
         await asyncio.gather(*(run(e) for e in chosen))
-
-    # -- settings -------------------------------------------------------------------------
-
-    def conversation_length(self) -> int:
-        rt = self.runtime
-        configured = rt.get_setting("CONVERSATION_LENGTH") or rt.get_setting("conversationLength")
-        try:
-            return max(1, int(configured)) if configured else _DEFAULT_CONVERSATION_LENGTH
-        except ValueError:
-            return _DEFAULT_CONVERSATION_LENGTH
 
     def _names(self) -> list[str]:
         character = self.runtime.character

@@ -191,6 +191,7 @@ async def test_compose_state_orders_filters_and_caches(runtime: AgentRuntime, ca
 
         return Provider(name, get, position=position, **flags)
 
+    runtime.providers.clear()  # only this test's providers, not the core plugin's
     for p in (provider("LATE", 100), provider("EARLY", -10), provider("FACTS", 0, dynamic=True),
               provider("SECRETIVE", 0, private=True), provider("BROKEN", 5)):
         runtime.register_provider(p)

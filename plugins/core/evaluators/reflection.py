@@ -1,0 +1,155 @@
+"""REFLECTION: every so often, learn facts and relationships from the conversation.
+
+Runs after the agent replied, once more than a quarter of the conversation length of new
+messages has arrived in the room since it last ran. Facts go to the ``facts`` table (an exact
+repeat of a known fact is skipped; near-repeats are marked non-unique by the store's
+similarity check); relationships between people in the room are created or strengthened.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from bot.components import Evaluator, HandlerCallback, State
+from bot.ids import is_uuid
+from bot.models import ModelType
+from bot.types import Entity, Memory, now_ms
+
+from .._parse import parse_response
+from .._prompts import render, template
+
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = ["evaluator"]
+
+_log = logging.getLogger(__name__)
+FACTS = "facts"
+_KNOWN_FACTS = 30
+
+
+def _cache_key(room_id: str) -> str:
+    return f"{room_id}-reflection-last-processed"
+
+
+async def _validate(runtime: AgentRuntime, message: Memory, state: State) -> bool:
+    recent = await runtime.store.get_memories(table="messages", room_id=message.room_id,
+                                              count=runtime.conversation_length)
+    last = await runtime.store.get_cache(_cache_key(message.room_id))
+    new = 0
+    for memory in recent:  # newest first: count until the last one reflected on
+        if memory.id == last:
+            break
+        new += 1
+    return new > math.ceil(runtime.conversation_length / 4)
+
+
+def _falsy(value: Any) -> bool:
+    return value is False or str(value).strip().lower() in ("false", "no", "0", "")
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _resolve(ref: Any, entities: Sequence[Entity], agent: Entity) -> str | None:
+    """An entity id for what the model wrote: an id, or a name of someone in the room."""
+    text = str(ref or "").strip()
+    if not text:
+        return None
+    people = [*entities, agent]
+    for entity in people:
+        if entity.id == text.lower():
+            return entity.id
+    if is_uuid(text):
+        return None  # an id of nobody here: the model made it up
+    lowered = text.lower()
+    for entity in people:
+        if any(lowered == n.lower() for n in entity.names):
+            return entity.id
+    return None
+
+
+async def _handler(
+    runtime: AgentRuntime, message: Memory, state: State, options: dict[str, Any],
+    callback: HandlerCallback | None, responses: Sequence[Memory],
+) -> None:
+    store = runtime.store
+    known = await store.get_memories(table=FACTS, room_id=message.room_id, count=_KNOWN_FACTS, unique=True)
+    entities = await store.get_entities_for_room(message.room_id)
+    relationships = await store.get_relationships(message.entity_id)
+    recent = await runtime.compose_state(message, ["RECENT_MESSAGES", "ENTITIES"])
+    sender = next((e for e in entities if e.id == message.entity_id), None)
+    values = {
+        **recent.values,
+        "agentName": runtime.character.name,
+        "knownFacts": "\n".join(str(f.content.get("text", "")) for f in known),
+        "entitiesInRoom": json.dumps([{"id": e.id, "names": e.names} for e in entities], ensure_ascii=False),
+        "existingRelationships": json.dumps(
+            [{"sourceEntityId": r.source_entity_id, "targetEntityId": r.target_entity_id, "tags": r.tags} for r in relationships]
+        ),
+        "senderName": (sender.names[0] if sender and sender.names else "someone"),
+        "senderId": message.entity_id,
+    }
+    prompt = render(template(runtime.character.templates, "reflectionTemplate"), values, rng=runtime.rng)
+    parsed = parse_response(await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt}))
+    if not parsed:
+        _log.info("%s: reflection output did not parse; nothing learned", runtime.character.name)
+        return
+
+    known_texts = {str(f.content.get("text", "")).strip().lower() for f in known}
+    stored = 0
+    for fact in _as_list(parsed.get("facts")):
+        if not isinstance(fact, dict):
+            continue
+        claim = str(fact.get("claim") or "").strip()
+        if not claim or claim.lower() in known_texts:
+            continue
+        if not (_falsy(fact.get("in_bio", False)) and _falsy(fact.get("already_known", False))):
+            continue
+        known_texts.add(claim.lower())
+        memory = Memory(entity_id=runtime.agent_id, agent_id=runtime.agent_id, room_id=message.room_id,
+                        world_id=message.world_id, content={"text": claim, "type": str(fact.get("type") or "fact")},
+                        created_at=now_ms())
+        if runtime.has_model(ModelType.TEXT_EMBEDDING):
+            try:
+                memory.embedding = await runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": claim})
+            except Exception as exc:  # a fact without a vector is still a fact
+                _log.debug("%s: could not embed a fact: %s", runtime.character.name, exc)
+        await store.create_memory(memory, FACTS)
+        stored += 1
+
+    agent = Entity(runtime.agent_id, runtime.agent_id, names=[runtime.character.name])
+    for rel in _as_list(parsed.get("relationships")):
+        if not isinstance(rel, dict):
+            continue
+        source = _resolve(rel.get("sourceEntityId"), entities, agent)
+        target = _resolve(rel.get("targetEntityId"), entities, agent)
+        if source is None or target is None or source == target:
+            continue
+        raw_tags = rel.get("tags") or []
+        tags = [t.strip() for t in (raw_tags.split(",") if isinstance(raw_tags, str) else raw_tags) if str(t).strip()]
+        existing = await store.get_relationship(source, target)
+        if existing is None:
+            await store.create_relationship(source, target, tags=tags, metadata={"interactions": 1})
+        else:
+            existing.tags = sorted(set(existing.tags) | set(tags))
+            existing.metadata = {**existing.metadata, "interactions": int(existing.metadata.get("interactions", 0)) + 1}
+            await store.update_relationship(existing)
+
+    await store.set_cache(_cache_key(message.room_id), message.id)
+    _log.debug("%s: reflection stored %d new facts", runtime.character.name, stored)
+
+
+evaluator = Evaluator(
+    name="REFLECTION",
+    handler=_handler,
+    validate=_validate,
+    description="Reflect on the conversation; remember new facts about people and how they relate.",
+)

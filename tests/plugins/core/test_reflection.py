@@ -1,0 +1,55 @@
+"""REFLECTION: when it runs, what it stores, what it refuses."""
+
+from __future__ import annotations
+
+from bot.types import ChannelType
+
+from .test_pipeline import HUMAN, OTHER_BOT, harness, plan  # noqa: F401  (harness is a fixture)
+
+
+def reflection(*facts: tuple[str, str, str], rels: str = "") -> str:
+    items = "".join(
+        f"<fact><claim>{c}</claim><type>fact</type><in_bio>{b}</in_bio><already_known>{k}</already_known></fact>"
+        for c, b, k in facts
+    )
+    return f"<response><thought>noted</thought><facts>{items}</facts><relationships>{rels}</relationships></response>"
+
+
+async def test_reflection_waits_for_enough_new_messages_then_learns(harness) -> None:
+    h = await harness(ChannelType.DM, settings={"conversationLength": 8})  # runs after > 2 new messages
+    h.large += [plan("ok"), plan("ok"), plan("ok")]
+    rel = f"<relationship><sourceEntityId>Sam</sourceEntityId><targetEntityId>{OTHER_BOT}</targetEntityId><tags>friends, dm_interaction</tags></relationship>"
+    h.small.append(reflection(("Sam likes coffee", "false", "false"), ("Ada is a test", "true", "false"),
+                              ("Sam lives in Oslo", "false", "true"), rels=rel))
+    await h.say("I love coffee")
+    await h.say("with Brann")
+    assert h.small_calls == 0  # two new messages: not yet
+    await h.say("every morning")
+    assert h.small_calls == 1
+    facts = await h.rt.store.get_memories(table="facts")
+    assert [f.content["text"] for f in facts] == ["Sam likes coffee"]
+    rels = await h.rt.store.get_relationships(HUMAN)
+    assert [(r.target_entity_id, sorted(r.tags), r.metadata["interactions"]) for r in rels] == [
+        (OTHER_BOT, ["dm_interaction", "friends"], 1)
+    ]
+
+
+async def test_reflection_skips_known_facts_and_made_up_ids(harness) -> None:
+    h = await harness(ChannelType.DM, settings={"conversationLength": 4})
+    bogus = "<relationship><sourceEntityId>11111111-1111-0111-8111-111111111111</sourceEntityId><targetEntityId>Sam</targetEntityId><tags>x</tags></relationship>"
+    h.small += [reflection(("Sam likes tea", "false", "false")), reflection(("sam likes tea", "false", "false"), rels=bogus)]
+    for i in range(4):  # runs after the 2nd and the 4th: more than 4/4 new messages each time
+        h.large.append(plan("ok"))
+        await h.say(f"message {i}")
+    assert h.small_calls == 2
+    assert [f.content["text"] for f in await h.rt.store.get_memories(table="facts")] == ["Sam likes tea"]
+    assert await h.rt.store.get_relationships(HUMAN) == []
+
+
+async def test_reflection_does_not_run_when_the_agent_stayed_silent(harness) -> None:
+    h = await harness(settings={"conversationLength": 4})
+    h.small += ["<response><action>IGNORE</action></response>"] * 6
+    for i in range(6):
+        await h.say(f"chatter {i}")
+    assert h.small_calls == 6  # only the should-respond decisions
+    assert await h.rt.store.get_memories(table="facts") == []
