@@ -2,6 +2,7 @@
 
 ``troupe check [FILES…]``  validate character files; exit 0 when all are valid, 78 when not.
 ``troupe start [FILES…]``  run the daemon with these characters (default: ``characters/``).
+``troupe chat FILE``       talk to one character in the terminal.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ def _parser() -> argparse.ArgumentParser:
     start = sub.add_parser("start", help="run the daemon")
     start.add_argument("characters", nargs="*", default=["characters"], metavar="FILE",
                        help="character files, folders of them, or names (default: characters/)")
+
+    chat = sub.add_parser("chat", help="talk to one character in the terminal")
+    chat.add_argument("character", metavar="FILE", help="a character file or name")
+    chat.add_argument("--as", dest="user", default="you", help="your name in the conversation (default: you)")
     return parser
 
 
@@ -85,12 +90,29 @@ def _start(args: argparse.Namespace) -> int:
     return asyncio.run(Daemon(settings, good, environ).run())
 
 
+def _chat(args: argparse.Namespace) -> int:
+    from .chat import chat
+
+    settings = DaemonSettings()
+    logging.basicConfig(level=settings.log_level.upper() if settings.log_level.upper() != "INFO" else "WARNING",
+                        format="%(levelname)s %(name)s: %(message)s", force=True)
+    environ = load_environ()
+    results = load_characters(resolve_character_paths([args.character]), environ=environ)
+    bad = [r for r in results if not r.ok]
+    if bad or not results:
+        _report(bad, out=sys.stderr)
+        return EXIT_CONFIG
+    return asyncio.run(chat(settings, results[0], environ, user=args.user))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``troupe`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
         if args.command == "check":
             return _check(args)
+        if args.command == "chat":
+            return _chat(args)
         return _start(args)
     except TroupeError as exc:
         print(f"troupe: {exc}", file=sys.stderr)

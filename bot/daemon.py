@@ -1,19 +1,30 @@
 """The daemon: every character, one database, one event loop.
 
-This version records each character in the database and works out which platforms each one
-can run on. Platform adapters start here as they land (Discord, Telegram); until a character
-has a platform it can run on, the daemon stops with a message saying what to configure.
+Start-up: open the database, start one :class:`~bot.runtime.AgentRuntime` per character
+(concurrently; one that fails is logged and left out, the others run), then connect each agent
+to the platforms its character asks for. A platform package joins in by exposing
+``async def connect(runtime) -> None``: it starts its client as the runtime's background tasks
+and registers ``runtime.on_close`` to disconnect. Nothing else lists platforms.
+
+The daemon runs until :meth:`Daemon.stop` (SIGTERM/SIGINT), then closes agents in reverse order
+and the database last. When nothing can run it exits with status 78 and says what to configure.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import logging
+import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from . import plugins as plugin_registry
+from . import redact
 from .character import Character, LoadResult
+from .chat import runtime_plugins
 from .errors import EXIT_CONFIG
+from .runtime import AgentRuntime
 from .secrets import is_reference
 from .settings import DaemonSettings, character_setting
 from .store import Database
@@ -21,6 +32,8 @@ from .store import Database
 __all__ = ["Daemon", "PlatformPlan"]
 
 _log = logging.getLogger(__name__)
+
+_STOP_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +50,7 @@ class PlatformPlan:
 
 
 def _describe_missing(character: Character, key: str) -> str:
-    """``KEY``, or ``KEY (env:NAME? is unset)`` when the file points it at a reference."""
+    """``KEY``, or ``KEY (env:NAME? resolves to nothing)`` when the file points it at a reference."""
     written = character.secrets.get(key) or character.settings_secrets.get(key)
     return f"{key} ({written} resolves to nothing)" if written and is_reference(written) else key
 
@@ -49,6 +62,8 @@ class Daemon:
         self.settings = settings
         self.characters = [r for r in characters if r.ok]
         self.environ = environ
+        self.runtimes: list[AgentRuntime] = []
+        self._stopped = asyncio.Event()
 
     def plan(self) -> list[PlatformPlan]:
         """Every (character, platform) pair the character files ask for, with missing settings."""
@@ -66,26 +81,94 @@ class Daemon:
                 plans.append(PlatformPlan(character.name, name, missing))
         return plans
 
-    async def run(self) -> int:
-        """Open the database, record the characters, run until stopped; returns the exit status."""
-        async with Database(self.settings.database) as db:
-            for result in self.characters:
-                record = result.raise_for_problems().to_record()
-                await db.for_agent(record.id).upsert_agent(record)
-                _log.info("%s loaded (agent %s)", record.name, record.id)
+    def stop(self) -> None:
+        """Ask :meth:`run` to shut down (safe from a signal handler)."""
+        self._stopped.set()
 
-            plans = self.plan()
-            ready = [p for p in plans if p.ready]
-            for plan in plans:
-                if not plan.ready:
-                    _log.warning("%s: %s skipped, %s not set", plan.agent, plan.platform, " and ".join(plan.missing))
-            if not ready:
-                _log.error(
-                    "no platform configured: no character has a platform it can run on. Add "
-                    '"@elizaos/plugin-discord" or "@elizaos/plugin-telegram" to a character\'s plugins and '
-                    "give it DISCORD_API_TOKEN or TELEGRAM_BOT_TOKEN (in its settings.secrets, or the environment)"
-                )
-                return EXIT_CONFIG
-            for plan in ready:
-                _log.error("%s: the %s platform is not available in this build yet", plan.agent, plan.platform)
+    async def run(self) -> int:
+        """Run until stopped; returns the exit status."""
+        redact.install()
+        plans = self.plan()
+        for plan in plans:
+            if not plan.ready:
+                _log.warning("%s: %s skipped, %s not set", plan.agent, plan.platform, " and ".join(plan.missing))
+        ready = [p for p in plans if p.ready]
+        if not ready:
+            _log.error(
+                "no platform configured: no character has a platform it can run on. Add "
+                '"@elizaos/plugin-discord" or "@elizaos/plugin-telegram" to a character\'s plugins and '
+                "give it DISCORD_API_TOKEN or TELEGRAM_BOT_TOKEN (in its settings.secrets, or the environment)"
+            )
+            async with Database(self.settings.database) as db:  # record the characters all the same
+                for result in self.characters:
+                    record = result.raise_for_problems().to_record()
+                    await db.for_agent(record.id).upsert_agent(record)
             return EXIT_CONFIG
+
+        async with Database(self.settings.database) as db:
+            await self._start_agents(db)
+            connected = await self._connect_platforms(ready)
+            try:
+                if not connected:
+                    _log.error("no agent could connect to a platform; see the errors above")
+                    return EXIT_CONFIG
+                self._install_signal_handlers()
+                _log.info("troupe running: %d agents on %d platform connections", len(self.runtimes), connected)
+                await self._stopped.wait()
+                _log.info("stopping")
+                return 0
+            finally:
+                await self._close_agents()
+
+    async def _start_agents(self, db: Database) -> None:
+        async def start(result: LoadResult) -> AgentRuntime | None:
+            character = result.raise_for_problems()
+            runtime = AgentRuntime(character, db.for_agent(character.agent_id), environ=self.environ,
+                                   plugins=runtime_plugins(result), model_preset=result.model_preset)
+            try:
+                await runtime.start()
+            except Exception as exc:
+                _log.error("%s did not start: %s", character.name, exc)
+                return None
+            return runtime
+
+        started = await asyncio.gather(*(start(r) for r in self.characters))
+        self.runtimes = [r for r in started if r is not None]
+
+    async def _connect_platforms(self, ready: Sequence[PlatformPlan]) -> int:
+        by_name = {rt.character.name: rt for rt in self.runtimes}
+        known = plugin_registry.available()
+        connected = 0
+        for plan in ready:
+            runtime = by_name.get(plan.agent)
+            if runtime is None:
+                continue
+            meta = known[plan.platform]
+            module = importlib.import_module(f"platforms.{meta.name}")
+            connect = getattr(module, "connect", None)
+            if connect is None:
+                _log.error("%s: the %s platform is not available in this build yet", plan.agent, plan.platform)
+                continue
+            try:
+                await connect(runtime)
+            except Exception as exc:
+                _log.error("%s: could not connect to %s: %s", plan.agent, plan.platform, exc)
+                continue
+            connected += 1
+        return connected
+
+    async def _close_agents(self) -> None:
+        for runtime in reversed(self.runtimes):
+            try:
+                await asyncio.wait_for(runtime.close(), _STOP_TIMEOUT_S)
+            except Exception:
+                _log.exception("%s did not close cleanly", runtime.character.name)
+        self.runtimes = []
+
+    def _install_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, self.stop)
+            except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
+                pass

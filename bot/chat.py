@@ -1,0 +1,58 @@
+"""``troupe chat``: one character, one person, one terminal."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TextIO
+
+from . import redact
+from .character import LoadResult
+from .errors import EXIT_CONFIG, PluginLoadError
+from .models import ModelType
+from .runtime import AgentRuntime
+from .settings import DaemonSettings
+from .store import Database
+
+__all__ = ["chat", "runtime_plugins"]
+
+
+def runtime_plugins(result: LoadResult) -> list[str]:
+    """The plugins an agent runs: the file's, plus the openai model plugin every agent needs to think."""
+    plugins = list(result.plugins)
+    return plugins if "openai" in plugins else [*plugins, "openai"]
+
+
+async def chat(
+    settings: DaemonSettings,
+    result: LoadResult,
+    environ: Mapping[str, str],
+    *,
+    user: str = "you",
+    read_line: Callable[[], Awaitable[str | None]] | None = None,
+    output: TextIO | None = None,
+) -> int:
+    """Talk to ``result``'s character until end of input; returns the exit status."""
+    from platforms.console import ConsoleAdapter
+
+    character = result.raise_for_problems()
+    redact.install()
+    out = output or sys.stdout
+    async with Database(settings.database) as db:
+        runtime = AgentRuntime(character, db.for_agent(character.agent_id), environ=environ,
+                               plugins=runtime_plugins(result), model_preset=result.model_preset)
+        try:
+            await runtime.start()
+        except PluginLoadError as exc:
+            print(f"troupe chat: {exc}", file=sys.stderr)
+            return EXIT_CONFIG
+        try:
+            if not runtime.has_model(ModelType.TEXT_LARGE):
+                print(f"troupe chat: {character.name} has no model: set OPENAI_API_KEY, or OPENAI_BASE_URL for a "
+                      "local OpenAI-compatible server such as Ollama", file=sys.stderr)
+                return EXIT_CONFIG
+            print(f"Talking to {character.name}. Type /quit or press Ctrl-D to leave.", file=out)
+            await ConsoleAdapter(runtime, user=user, output=out).run(read_line)
+        finally:
+            await runtime.close()
+    return 0
