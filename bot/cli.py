@@ -55,6 +55,13 @@ def _report(results: Sequence[LoadResult], out: TextIO | None = None) -> None:
             print(f"  warning: {warning}", file=out)
 
 
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s", force=True)
+    # HTTP client libraries log every request at INFO; that is noise in a daemon's journal.
+    for noisy in ("httpx", "httpx2", "httpcore", "httpcore2", "openai"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
+
+
 def _check(args: argparse.Namespace) -> int:
     paths = resolve_character_paths(args.characters)
     if not paths:
@@ -69,11 +76,7 @@ def _start(args: argparse.Namespace) -> int:
     from .daemon import Daemon
 
     settings = DaemonSettings()
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        force=True,
-    )
+    _configure_logging(settings.log_level.upper())
     environ = load_environ()
     paths = resolve_character_paths(args.characters)
     if not paths:
@@ -94,8 +97,8 @@ def _chat(args: argparse.Namespace) -> int:
     from .chat import chat
 
     settings = DaemonSettings()
-    logging.basicConfig(level=settings.log_level.upper() if settings.log_level.upper() != "INFO" else "WARNING",
-                        format="%(levelname)s %(name)s: %(message)s", force=True)
+    # The terminal is for the conversation: only warnings unless asked for more.
+    _configure_logging(settings.log_level.upper() if settings.log_level.upper() != "INFO" else "WARNING")
     environ = load_environ()
     results = load_characters(resolve_character_paths([args.character]), environ=environ)
     bad = [r for r in results if not r.ok]

@@ -1,8 +1,39 @@
-"""Models over any OpenAI-compatible endpoint: OpenAI, Ollama, OpenRouter, vLLM, llama.cpp."""
+"""Models over any OpenAI-compatible endpoint: OpenAI, Ollama, OpenRouter, vLLM, llama.cpp.
+
+``setup(runtime)`` reads the agent's settings for its preset (none, ``ollama`` or ``openrouter``,
+chosen by the plugin name in the character file), opens one ``openai.AsyncOpenAI`` client per
+endpoint and registers a handler per model type it serves (see bot/models.py):
+
+==========  ========  =====================================================================
+preset      priority  serves
+==========  ========  =====================================================================
+(none)      50        every type; ``OPENAI_API_KEY`` and/or ``OPENAI_BASE_URL``
+ollama      10        text, objects, embeddings; ``OLLAMA_API_ENDPOINT`` (``/api`` → ``/v1``)
+openrouter  50        text, objects, image description; embeddings only through OpenAI
+                      (``OPENAI_API_KEY`` or ``OPENAI_EMBEDDING_URL``)
+==========  ========  =====================================================================
+
+The clients close when the runtime does (``runtime.on_close``). Failures surface as
+:class:`bot.errors.ModelError` and its subclasses.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
 
 from bot.plugins import PluginMeta
 
-__all__ = ["meta"]
+from ._config import EMBEDDING_DIMENSIONS, Endpoint, ProviderConfig, display_url, resolve_config
+
+__all__ = ["EMBEDDING_DIMENSIONS", "Endpoint", "ProviderConfig", "meta", "resolve_config", "setup"]
+
+_log = logging.getLogger(__name__)
+
+# Tracebacks and reprs show the public path (as bot.store does).
+for _name in ("Endpoint", "ProviderConfig"):
+    globals()[_name].__module__ = __name__
+del _name
 
 meta = PluginMeta(
     name="openai",
@@ -15,3 +46,36 @@ meta = PluginMeta(
         "openrouter": "openrouter",
     },
 )
+
+
+async def setup(runtime: Any) -> None:
+    """Register this agent's model handlers.
+
+    Raises:
+        ConfigError: the settings cannot work (no key and no base URL, an unknown embedding
+            length, a bad number); the message names the agent and the setting to fix.
+
+    Makes no network call: a wrong key shows up at the first model call, as ModelAuthError.
+    """
+    # The SDK is imported here, not at the top, so that discovering ``meta`` stays cheap.
+    from ._handlers import OpenAIModels
+
+    agent = runtime.character.name
+    config = resolve_config(runtime, agent=agent)
+    models = OpenAIModels(config, agent=agent)
+    runtime.on_close(models.aclose)
+    models.register(runtime)
+    embeddings = (
+        f"{config.embedding_model} ({config.embedding_dimensions}) via {display_url(config.embedding.base_url)}"
+        if config.embedding is not None
+        else "none"
+    )
+    _log.info(
+        "%s: models via %s at %s (small %s, large %s; embeddings %s)",
+        agent,
+        config.preset,
+        display_url(config.chat.base_url),
+        config.small_model,
+        config.large_model,
+        embeddings,
+    )

@@ -1,0 +1,306 @@
+"""Which endpoints, keys and models one agent's openai plugin uses (models.md §2).
+
+Pure: reads settings through ``runtime.get_setting`` and builds a :class:`ProviderConfig`;
+it imports no SDK and makes no network call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import SecretStr
+
+from bot.errors import ConfigError
+from bot.models import ModelType
+
+__all__ = [
+    "EMBEDDING_DIMENSIONS",
+    "Endpoint",
+    "ProviderConfig",
+    "display_url",
+    "ollama_base_url",
+    "resolve_config",
+]
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+OLLAMA_BASE_URL = "http://localhost:11434/v1"
+OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
+
+#: Vector lengths the store has a column for (``VECTOR_DIMS`` upstream).
+EMBEDDING_DIMENSIONS: tuple[int, ...] = (384, 512, 768, 1024, 1536, 3072)
+
+# Models whose vectors have one fixed length, so the dimension need not be configured.
+# text-embedding-3-* are absent on purpose: they return whatever length ``dimensions`` asks for.
+_KNOWN_DIMENSIONS = {
+    "text-embedding-ada-002": 1536,
+    "nomic-embed-text": 768,
+    "mxbai-embed-large": 1024,
+    "all-minilm": 384,
+}
+
+# What a server that takes no key (Ollama, llama.cpp, vLLM) is sent: the openai client insists
+# on some key, and sending the agent's real OpenAI key to another host would leak it.
+_NO_KEY = "no-key"
+
+_ALL_TYPES = frozenset(ModelType)
+_CHAT_TYPES = frozenset(
+    {ModelType.TEXT_SMALL, ModelType.TEXT_LARGE, ModelType.OBJECT_SMALL, ModelType.OBJECT_LARGE}
+)
+
+
+class _Runtime(Protocol):
+    agent_id: str
+    model_preset: str | None
+
+    def get_setting(self, key: str) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One OpenAI-compatible server and the key it is sent."""
+
+    provider: str
+    """Name the handlers register under and errors name (``openai``, ``ollama``, ``openrouter``)."""
+    base_url: str
+    api_key: SecretStr
+    key_setting: str
+    """The setting to check when the key is refused."""
+
+    def __repr__(self) -> str:
+        return f"Endpoint({self.provider!r}, {display_url(self.base_url)!r}, api_key=<redacted>)"
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderConfig:
+    """Everything one agent's openai plugin needs to register its handlers."""
+
+    preset: str
+    """``openai``, ``ollama`` or ``openrouter``."""
+    priority: int
+    chat: Endpoint
+    embedding: Endpoint | None
+    """``None`` when this preset serves no embeddings (OpenRouter without an OpenAI key)."""
+    types: frozenset[ModelType]
+    """The model types to register."""
+    small_model: str
+    large_model: str
+    embedding_model: str
+    embedding_dimensions: int
+    transcription_model: str
+    image_model: str
+    image_max_tokens: int
+    tts_model: str
+    tts_voice: str
+    tts_instructions: str | None
+    timeout_s: float
+    max_retries: int
+
+    def endpoints(self) -> list[Endpoint]:
+        """Each distinct endpoint once (chat first)."""
+        found = [self.chat]
+        if self.embedding is not None and self.embedding != self.chat:
+            found.append(self.embedding)
+        return found
+
+
+def display_url(url: str) -> str:
+    """``url`` without credentials or query, fit for logs and error messages."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def ollama_base_url(endpoint: str) -> str:
+    """The OpenAI-compatible address for an ``OLLAMA_API_ENDPOINT``.
+
+    elizaOS documents the native API (``…/api``); the openai client needs ``…/v1``.
+    """
+    url = endpoint.strip().rstrip("/")
+    if url.endswith("/api"):
+        return url[: -len("/api")] + "/v1"
+    if urlsplit(url).path in ("", "/"):
+        return url + "/v1"
+    return url
+
+
+def resolve_config(runtime: _Runtime, *, agent: str) -> ProviderConfig:
+    """Read this agent's settings for its preset (``runtime.model_preset``).
+
+    ``agent`` is the name messages use. Raises :class:`~bot.errors.ConfigError` naming the agent
+    and the setting to fix; never includes a secret.
+    """
+    settings = _Settings(runtime, agent)
+    preset = (runtime.model_preset or "openai").strip().lower()
+    if preset == "openai":
+        return _openai(settings)
+    if preset == "ollama":
+        return _ollama(settings)
+    if preset == "openrouter":
+        return _openrouter(settings)
+    raise ConfigError(f"{agent}: unknown model preset {preset!r} for plugin openai; use ollama, openrouter or none")
+
+
+class _Settings:
+    """Typed, validated reads of one agent's settings."""
+
+    def __init__(self, runtime: _Runtime, agent: str) -> None:
+        self._runtime = runtime
+        self.agent = agent
+
+    def optional(self, key: str) -> str | None:
+        """The setting stripped; ``None`` when unset or blank."""
+        value = self._runtime.get_setting(key)
+        return (value.strip() or None) if value is not None else None
+
+    def get(self, key: str, default: str) -> str:
+        return self.optional(key) or default
+
+    def positive_float(self, key: str, default: float) -> float:
+        raw = self.optional(key)
+        if raw is None:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            value = -1.0
+        if not value > 0:
+            raise ConfigError(f"{self.agent}: {key} must be a positive number of seconds, not {raw!r}")
+        return value
+
+    def count(self, key: str, default: int, *, minimum: int = 0) -> int:
+        raw = self.optional(key)
+        if raw is None:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise ConfigError(f"{self.agent}: {key} must be a whole number, {minimum} or more, not {raw!r}")
+        return value
+
+    def dimensions(self, model: str) -> int:
+        raw = self.optional("OPENAI_EMBEDDING_DIMENSIONS")
+        allowed = ", ".join(map(str, EMBEDDING_DIMENSIONS))
+        if raw is None:
+            known = _KNOWN_DIMENSIONS.get(model.split(":", 1)[0])
+            if known is not None:
+                return known
+            if model.startswith("text-embedding-3"):
+                return 1536
+            raise ConfigError(
+                f"{self.agent}: the length of {model!r} embeddings is unknown; "
+                f"set OPENAI_EMBEDDING_DIMENSIONS to it (one of {allowed})"
+            )
+        try:
+            value = int(raw)
+        except ValueError:
+            value = 0
+        if value not in EMBEDDING_DIMENSIONS:
+            raise ConfigError(f"{self.agent}: OPENAI_EMBEDDING_DIMENSIONS is {raw!r}; use one of {allowed}")
+        return value
+
+    def config(self, **preset: Any) -> ProviderConfig:
+        """A :class:`ProviderConfig` of the preset's fields plus the settings every preset shares."""
+        return ProviderConfig(
+            transcription_model=self.get("OPENAI_TRANSCRIPTION_MODEL", "whisper-1"),
+            image_max_tokens=self.count("OPENAI_IMAGE_DESCRIPTION_MAX_TOKENS", 8192, minimum=1),
+            tts_model=self.get("OPENAI_TTS_MODEL", "gpt-4o-mini-tts"),
+            tts_voice=self.get("OPENAI_TTS_VOICE", "nova"),
+            tts_instructions=self.optional("OPENAI_TTS_INSTRUCTIONS"),
+            timeout_s=self.positive_float("OPENAI_TIMEOUT_S", 30.0),  # 3 tries + backoff stay inside MODEL_TIMEOUT_S (120 s)
+            max_retries=self.count("OPENAI_MAX_RETRIES", 2),
+            **preset,
+        )
+
+    def openai_embedding(self, *, default_url: str, fallback_key: str | None) -> Endpoint:
+        """The embeddings endpoint: ``OPENAI_EMBEDDING_URL`` and ``OPENAI_EMBEDDING_API_KEY`` win."""
+        key = self.optional("OPENAI_EMBEDDING_API_KEY")
+        return Endpoint(
+            provider="openai",
+            base_url=self.get("OPENAI_EMBEDDING_URL", default_url),
+            api_key=SecretStr(key or fallback_key or _NO_KEY),
+            key_setting="OPENAI_EMBEDDING_API_KEY" if key else "OPENAI_API_KEY",
+        )
+
+
+def _openai(s: _Settings) -> ProviderConfig:
+    key = s.optional("OPENAI_API_KEY")
+    base_url = s.optional("OPENAI_BASE_URL")
+    if key is None and base_url is None:
+        raise ConfigError(
+            f"{s.agent}: no OpenAI-compatible endpoint is configured for plugin openai; set OPENAI_API_KEY, "
+            f"or OPENAI_BASE_URL for a local server such as Ollama ({OLLAMA_BASE_URL})"
+        )
+    chat = Endpoint("openai", base_url or OPENAI_BASE_URL, SecretStr(key or _NO_KEY), "OPENAI_API_KEY")
+    embedding_model = s.get("OPENAI_EMBEDDING_MODEL", "text-embedding-3-small")
+    return s.config(
+        preset="openai",
+        priority=50,
+        chat=chat,
+        embedding=s.openai_embedding(default_url=chat.base_url, fallback_key=key),
+        types=_ALL_TYPES,
+        small_model=s.get("OPENAI_SMALL_MODEL", "gpt-4o-mini"),
+        large_model=s.get("OPENAI_LARGE_MODEL", "gpt-4o"),
+        embedding_model=embedding_model,
+        embedding_dimensions=s.dimensions(embedding_model),
+        image_model=s.get("OPENAI_IMAGE_DESCRIPTION_MODEL", "gpt-4o-mini"),
+    )
+
+
+def _ollama(s: _Settings) -> ProviderConfig:
+    # Only OLLAMA_* settings choose the server: OPENAI_BASE_URL in the daemon's environment is
+    # meant for the agents that use OpenAI itself.
+    endpoint = s.optional("OLLAMA_API_ENDPOINT")
+    base_url = ollama_base_url(endpoint) if endpoint else OLLAMA_BASE_URL
+    server = Endpoint("ollama", base_url, SecretStr("ollama"), "OLLAMA_API_ENDPOINT")
+    embedding_model = s.get("OLLAMA_EMBEDDING_MODEL", "nomic-embed-text")
+    small = s.get("OLLAMA_SMALL_MODEL", "llama3.2")
+    return s.config(
+        preset="ollama",
+        priority=10,
+        chat=server,
+        embedding=server,
+        # Ollama's OpenAI-compatible API has no audio endpoints; other plugins serve those.
+        types=_CHAT_TYPES | {ModelType.TEXT_EMBEDDING},
+        small_model=small,
+        large_model=s.get("OLLAMA_LARGE_MODEL", "llama3.1:70b"),
+        embedding_model=embedding_model,
+        embedding_dimensions=s.dimensions(embedding_model),
+        image_model=small,
+    )
+
+
+def _openrouter(s: _Settings) -> ProviderConfig:
+    key = s.optional("OPENROUTER_API_KEY")
+    if key is None:
+        raise ConfigError(
+            f"{s.agent}: plugin openrouter needs OPENROUTER_API_KEY (create one at https://openrouter.ai/keys)"
+        )
+    chat = Endpoint(
+        "openrouter", s.get("OPENROUTER_BASE_URL", OPENROUTER_BASE_URL), SecretStr(key), "OPENROUTER_API_KEY"
+    )
+    # OpenRouter serves no embeddings; use OpenAI's (or another server's) when one is configured,
+    # otherwise register none and let another plugin serve them.
+    openai_key = s.optional("OPENAI_API_KEY")
+    embedding: Endpoint | None = None
+    if openai_key or s.optional("OPENAI_EMBEDDING_URL") or s.optional("OPENAI_EMBEDDING_API_KEY"):
+        embedding = s.openai_embedding(default_url=OPENAI_BASE_URL, fallback_key=openai_key)
+    embedding_model = s.get("OPENAI_EMBEDDING_MODEL", "text-embedding-3-small")
+    types = _CHAT_TYPES | {ModelType.IMAGE_DESCRIPTION}
+    return s.config(
+        preset="openrouter",
+        priority=50,
+        chat=chat,
+        embedding=embedding,
+        types=types | {ModelType.TEXT_EMBEDDING} if embedding else types,
+        small_model=s.get("OPENROUTER_SMALL_MODEL", "google/gemini-2.0-flash-001"),
+        large_model=s.get("OPENROUTER_LARGE_MODEL", "google/gemini-2.5-flash-preview-05-20"),
+        embedding_model=embedding_model,
+        embedding_dimensions=s.dimensions(embedding_model) if embedding else 0,
+        image_model=s.get("OPENROUTER_IMAGE_MODEL", "anthropic/claude-3-5-sonnet"),
+    )

@@ -1,0 +1,86 @@
+"""Reading what models write: JSON in fences or prose, and guessing an audio file's name.
+
+Pure functions; the handlers call them on text a model returned.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["audio_filename", "parse_image_description", "parse_json_object", "probe_vector"]
+
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
+_LABEL = re.compile(r"^[\s#*_>-]*(?:title|description)[*_]*\s*[:：][*_]*\s*", re.IGNORECASE)
+
+
+def probe_vector(dimensions: int) -> list[float]:
+    """The vector the ``None`` dimension probe returns: ``[0.1, 0, 0, …]`` (as upstream)."""
+    return [0.1] + [0.0] * (dimensions - 1)
+
+
+def parse_json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object in ``text``, tolerating code fences, ``<think>`` blocks and prose around it.
+
+    Returns ``None`` when no JSON object can be read.
+    """
+    body = _THINK.sub("", text).strip()
+    candidates = [body]
+    candidates += [m.group(1).strip() for m in _FENCE.finditer(body)]
+    start, end = body.find("{"), body.rfind("}")
+    if 0 <= start < end:
+        candidates.append(body[start : end + 1])
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def parse_image_description(text: str) -> dict[str, str]:
+    """``{"title", "description"}`` from a reply asked to be JSON, or from prose when it is not.
+
+    Prose: a short first line (with or without a ``Title:`` label) is the title and the rest the
+    description; a single paragraph gives its first sentence as the title.
+    """
+    parsed = parse_json_object(text)
+    if parsed is not None:
+        title = str(parsed.get("title") or "").strip()
+        description = str(parsed.get("description") or "").strip()
+        if title or description:
+            return {"title": title or _first_sentence(description), "description": description or title}
+    body = _THINK.sub("", text).strip()
+    lines = [line.strip() for line in body.splitlines() if line.strip()]
+    if not lines:
+        return {"title": "", "description": ""}
+    first = _LABEL.sub("", lines[0]).strip(" #*_")
+    if len(lines) > 1 and len(first) <= 100:
+        rest = "\n".join(lines[1:])
+        return {"title": first, "description": _LABEL.sub("", rest, count=1).strip()}
+    return {"title": _first_sentence(first), "description": first}
+
+
+def _first_sentence(text: str, limit: int = 80) -> str:
+    sentence = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0].strip()
+    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
+
+
+def audio_filename(audio: bytes) -> str:
+    """A file name whose extension matches ``audio``'s format; the server reads the format from it."""
+    if audio.startswith(b"OggS"):
+        return "audio.ogg"
+    if audio[:4] == b"RIFF" and audio[8:12] == b"WAVE":
+        return "audio.wav"
+    if audio.startswith(b"fLaC"):
+        return "audio.flac"
+    if audio.startswith(b"\x1a\x45\xdf\xa3"):
+        return "audio.webm"
+    if audio[4:8] == b"ftyp":
+        return "audio.m4a"
+    # ID3 tags or an MPEG frame sync; also the best guess for anything unrecognised.
+    return "audio.mp3"

@@ -1,0 +1,511 @@
+"""A fake OpenAI-compatible API: a real HTTP server in the test's event loop.
+
+The real ``openai`` client talks to it, so tests exercise the production code path::
+
+    async with FakeOpenAIServer() as server:
+        client = openai.AsyncOpenAI(base_url=server.url, api_key="sk-test-1234")
+        server.script_chat(Fail(429, times=1, retry_after=0.01), "hello")
+        reply = await client.chat.completions.create(model="gpt-4o", messages=[...])
+        assert reply.choices[0].message.content == "hello"
+        assert len(server.requests_for("chat")) == 2
+        assert server.requests[-1].auth_suffix == "1234"
+
+Endpoints (under ``/v1``), each with its name for scripting and its default reply:
+
+- ``POST /chat/completions`` (``chat``): ``"echo: <last user text>"``, or with
+  ``response_format`` json_object ``{"echo": "<last user text>"}``. ``stream: true`` sends SSE
+  chunks (one word each) ending with ``data: [DONE]``; ``stream_options.include_usage`` adds a
+  usage chunk. Usage counts words.
+- ``POST /embeddings`` (``embeddings``): per input a unit vector derived from the text's SHA-256,
+  of length ``dimensions`` from the request or else ``embedding_dimensions``; floats, or base64
+  when ``encoding_format`` asks for it (the openai client's default).
+- ``POST /audio/transcriptions`` (``transcriptions``, multipart):
+  ``"transcript of <filename> (<n> bytes)"``; plain text when ``response_format`` is text.
+- ``POST /audio/speech`` (``speech``): ``b"FAKE-AUDIO:<format>:<input>"``.
+- ``GET /models`` (``models``): the ``models`` given to the constructor.
+- anything else: 404, recorded as endpoint ``unknown``.
+
+Scripting, per endpoint: ``script_chat(*replies)``, ``script_embeddings(*replies)``,
+``script_transcription(*replies)``, ``script_speech(*replies)`` (or ``script(endpoint, *replies)``)
+replace that endpoint's queue. Each request takes the head of the queue; the last reply repeats,
+and an empty queue means the default reply. A reply is:
+
+- chat: a ``str``, or ``callable(request_json) -> str``;
+- embeddings: a vector (``list[float]``, used for every input) or ``callable(text) -> list[float]``;
+- transcriptions: a ``str`` or ``callable(fields) -> str``;
+- speech: ``bytes`` or ``callable(request_json) -> bytes``;
+- any endpoint: a :class:`Fail` — an OpenAI-style error with ``status``, sent ``times`` times
+  (``None``: for ever) before the queue moves on; ``retry_after`` sets ``Retry-After``
+  (seconds; the openai client honours it, so ``0.01`` keeps retry tests fast).
+
+A callable may also return a :class:`Fail`.
+
+``server.latency`` (seconds, default 0) delays every response: set it above the client's timeout
+to test timeouts. ``close()`` cuts any delay short.
+
+Every request is recorded in ``server.requests`` (a :class:`RecordedRequest`: endpoint, method,
+path, parsed JSON body or multipart fields, headers without ``Authorization``, whether a bearer
+key was sent and its last four characters), before any failure or delay, so retries show up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import math
+import random
+import struct
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+__all__ = ["Fail", "FakeOpenAIServer", "RecordedRequest", "UploadedFile"]
+
+_ERROR_TYPES = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("permission_denied", None),
+    404: ("invalid_request_error", "model_not_found"),
+    429: ("requests", "rate_limit_exceeded"),
+}
+
+_AUDIO_TYPES = {
+    "mp3": "audio/mpeg",
+    "opus": "audio/ogg",
+    "aac": "audio/aac",
+    "flac": "audio/flac",
+    "wav": "audio/wav",
+    "pcm": "audio/pcm",
+}
+
+DEFAULT_MODELS = ("gpt-4o-mini", "gpt-4o", "text-embedding-3-small", "whisper-1", "gpt-4o-mini-tts")
+
+
+@dataclass(frozen=True)
+class Fail:
+    """An error reply: ``status`` with an OpenAI-style body, ``times`` times (``None``: always)."""
+
+    status: int
+    times: int | None = None
+    retry_after: float | str | None = None
+    """Sent as ``Retry-After`` when given."""
+    message: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.times is not None and self.times < 1:
+            raise ValueError("Fail.times is a count of 1 or more, or None for always")
+
+
+@dataclass(frozen=True)
+class UploadedFile:
+    """A file part of a multipart request."""
+
+    filename: str | None
+    content_type: str | None
+    data: bytes
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server saw it; the key itself is never kept."""
+
+    endpoint: str
+    """``chat``, ``embeddings``, ``transcriptions``, ``speech``, ``models`` or ``unknown``."""
+    method: str
+    path: str
+    json: Any = None
+    """The parsed JSON body, if it had one."""
+    fields: dict[str, Any] | None = None
+    """Multipart fields (files as :class:`UploadedFile`), if multipart."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """Request headers, ``Authorization`` left out."""
+    auth: bool = False
+    """Whether a bearer key was sent."""
+    auth_suffix: str | None = None
+    """The key's last four characters."""
+
+
+class _Queue:
+    """Scripted replies for one endpoint (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._items: list[Any] = []
+        self._used = 0  # failures already sent by the Fail at the head
+
+    def set(self, replies: Iterable[Any]) -> None:
+        self._items, self._used = list(replies), 0
+
+    def take(self) -> Any:
+        """The reply for this request; ``None`` for the default."""
+        if not self._items:
+            return None
+        head = self._items[0]
+        if isinstance(head, Fail):
+            if head.times is not None:
+                self._used += 1
+                if self._used >= head.times:
+                    self._items.pop(0)
+                    self._used = 0
+            return head
+        if len(self._items) > 1:
+            self._items.pop(0)
+        return head
+
+
+class FakeOpenAIServer:
+    """An OpenAI-compatible server on ``127.0.0.1`` (a free port), in the running loop.
+
+    Use as an async context manager, or ``await start()`` and ``await close()``; ``close()``
+    may be called any number of times.
+    """
+
+    __test__ = False  # not a test class, whatever pytest thinks of the name
+
+    def __init__(
+        self,
+        *,
+        embedding_dimensions: int = 1536,
+        models: Iterable[str] = DEFAULT_MODELS,
+        latency: float = 0.0,
+    ) -> None:
+        self.embedding_dimensions = embedding_dimensions
+        self.models = list(models)
+        self.latency = latency
+        self.requests: list[RecordedRequest] = []
+        self._queues = {name: _Queue() for name in ("chat", "embeddings", "transcriptions", "speech", "models")}
+        self._runner: web.AppRunner | None = None
+        self._closed = asyncio.Event()
+        self._port: int | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Listen on a free port. Raises RuntimeError if already started."""
+        if self._runner is not None or self._closed.is_set():
+            raise RuntimeError("FakeOpenAIServer can be started once")
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_post("/v1/audio/transcriptions", self._transcriptions)
+        app.router.add_post("/v1/audio/speech", self._speech)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_route("*", "/{tail:.*}", self._unknown)
+        # A short shutdown timeout and cancelled handlers: close() must not wait for a
+        # response the test stopped caring about.
+        runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        self._runner = runner
+        self._port = runner.addresses[0][1]
+
+    async def close(self) -> None:
+        """Stop listening and cut short any delayed response. Idempotent."""
+        self._closed.set()
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    async def __aenter__(self) -> FakeOpenAIServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    @property
+    def url(self) -> str:
+        """The base URL to give the client (ends in ``/v1``)."""
+        if self._port is None:
+            raise RuntimeError("FakeOpenAIServer is not started")
+        return f"http://127.0.0.1:{self._port}/v1"
+
+    def make_url(self, path: str) -> str:
+        """An absolute URL for ``path`` under ``/v1``."""
+        return f"{self.url}/{path.lstrip('/')}"
+
+    # -- scripting ------------------------------------------------------------------------
+
+    def script(self, endpoint: str, *replies: Any) -> None:
+        """Replace ``endpoint``'s queue of replies (see the module docstring)."""
+        self._queues[endpoint].set(replies)
+
+    def script_chat(self, *replies: str | Callable[[dict[str, Any]], Any] | Fail) -> None:
+        self.script("chat", *replies)
+
+    def script_embeddings(self, *replies: list[float] | Callable[[str], Any] | Fail) -> None:
+        self.script("embeddings", *replies)
+
+    def script_transcription(self, *replies: str | Callable[[dict[str, Any]], Any] | Fail) -> None:
+        self.script("transcriptions", *replies)
+
+    def script_speech(self, *replies: bytes | Callable[[dict[str, Any]], Any] | Fail) -> None:
+        self.script("speech", *replies)
+
+    def requests_for(self, endpoint: str) -> list[RecordedRequest]:
+        """The recorded requests to one endpoint (``chat``, ``embeddings`` …)."""
+        return [r for r in self.requests if r.endpoint == endpoint]
+
+    def clear(self) -> None:
+        """Forget recorded requests and every script."""
+        self.requests.clear()
+        for queue in self._queues.values():
+            queue.set(())
+
+    # -- request handling -----------------------------------------------------------------
+
+    async def _record(self, request: web.Request, endpoint: str) -> RecordedRequest:
+        headers = {k: v for k, v in request.headers.items() if k.lower() != "authorization"}
+        authorization = request.headers.get("Authorization", "")
+        key = authorization[len("Bearer ") :] if authorization.startswith("Bearer ") else ""
+        body: Any = None
+        fields: dict[str, Any] | None = None
+        if request.content_type == "multipart/form-data":
+            fields = {}
+            form = await request.post()
+            for name, value in form.items():
+                if isinstance(value, web.FileField):
+                    fields[name] = UploadedFile(value.filename, value.content_type, value.file.read())
+                else:
+                    fields[name] = value
+        elif request.can_read_body:
+            raw = await request.read()
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = raw
+        recorded = RecordedRequest(
+            endpoint=endpoint,
+            method=request.method,
+            path=request.path,
+            json=body,
+            fields=fields,
+            headers=headers,
+            auth=bool(key),
+            auth_suffix=key[-4:] if key else None,
+        )
+        self.requests.append(recorded)
+        return recorded
+
+    async def _delay(self) -> None:
+        if self.latency > 0:
+            try:
+                await asyncio.wait_for(self._closed.wait(), self.latency)
+            except TimeoutError:
+                pass
+
+    async def _begin(self, request: web.Request, endpoint: str) -> tuple[RecordedRequest, Any]:
+        """Record the request, wait out the latency, and take the scripted reply."""
+        recorded = await self._record(request, endpoint)
+        await self._delay()
+        reply = self._queues[endpoint].take()
+        return recorded, reply
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        recorded, reply = await self._begin(request, "chat")
+        body = recorded.json if isinstance(recorded.json, dict) else {}
+        if callable(reply):
+            reply = reply(body)
+        if isinstance(reply, Fail):
+            return _error(reply)
+        text = reply if isinstance(reply, str) else _echo(body)
+        model = body.get("model", "fake-model")
+        completion_id = f"chatcmpl-fake-{len(self.requests)}"
+        usage = _usage(body, text)
+        if body.get("stream"):
+            return await self._stream(request, body, text, model, completion_id, usage)
+        return web.json_response(
+            {
+                "id": completion_id,
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                        "logprobs": None,
+                    }
+                ],
+                "usage": usage,
+            }
+        )
+
+    async def _stream(
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        text: str,
+        model: str,
+        completion_id: str,
+        usage: dict[str, int],
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        created = int(time.time())
+
+        def chunk(delta: dict[str, Any], finish: str | None, **extra: Any) -> bytes:
+            choices = [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]
+            payload = {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": choices,
+                **extra,
+            }
+            return f"data: {json.dumps(payload)}\n\n".encode()
+
+        await response.write(chunk({"role": "assistant", "content": ""}, None))
+        for piece in _pieces(text):
+            await response.write(chunk({"content": piece}, None))
+        await response.write(chunk({}, "stop"))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            payload = {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [],
+                "usage": usage,
+            }
+            await response.write(f"data: {json.dumps(payload)}\n\n".encode())
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        recorded, reply = await self._begin(request, "embeddings")
+        if isinstance(reply, Fail):
+            return _error(reply)
+        body = recorded.json if isinstance(recorded.json, dict) else {}
+        raw_input = body.get("input", "")
+        inputs = [raw_input] if isinstance(raw_input, str) else list(raw_input)
+        dimensions = int(body.get("dimensions") or self.embedding_dimensions)
+        data = []
+        for index, item in enumerate(inputs):
+            text = item if isinstance(item, str) else json.dumps(item)
+            if callable(reply):
+                vector = reply(text)
+                if isinstance(vector, Fail):
+                    return _error(vector)
+            elif reply is not None:
+                vector = reply
+            else:
+                vector = _hash_vector(text, dimensions)
+            embedding: Any = list(vector)
+            if body.get("encoding_format") == "base64":
+                embedding = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+            data.append({"object": "embedding", "index": index, "embedding": embedding})
+        tokens = sum(len(str(i).split()) for i in inputs)
+        return web.json_response(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", "fake-embedding"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
+
+    async def _transcriptions(self, request: web.Request) -> web.Response:
+        recorded, reply = await self._begin(request, "transcriptions")
+        fields = recorded.fields or {}
+        if callable(reply):
+            reply = reply(fields)
+        if isinstance(reply, Fail):
+            return _error(reply)
+        if isinstance(reply, str):
+            text = reply
+        else:
+            upload = fields.get("file")
+            name = upload.filename if isinstance(upload, UploadedFile) else None
+            size = len(upload.data) if isinstance(upload, UploadedFile) else 0
+            text = f"transcript of {name} ({size} bytes)"
+        if fields.get("response_format") in ("text", "srt", "vtt"):
+            return web.Response(text=text, content_type="text/plain")
+        return web.json_response({"text": text})
+
+    async def _speech(self, request: web.Request) -> web.Response:
+        recorded, reply = await self._begin(request, "speech")
+        body = recorded.json if isinstance(recorded.json, dict) else {}
+        if callable(reply):
+            reply = reply(body)
+        if isinstance(reply, Fail):
+            return _error(reply)
+        audio_format = body.get("response_format", "mp3")
+        audio = reply if isinstance(reply, bytes) else f"FAKE-AUDIO:{audio_format}:{body.get('input', '')}".encode()
+        return web.Response(body=audio, content_type=_AUDIO_TYPES.get(audio_format, "application/octet-stream"))
+
+    async def _models(self, request: web.Request) -> web.Response:
+        _, reply = await self._begin(request, "models")
+        if isinstance(reply, Fail):
+            return _error(reply)
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]
+        return web.json_response({"object": "list", "data": data})
+
+    async def _unknown(self, request: web.Request) -> web.Response:
+        await self._record(request, "unknown")
+        return _error(Fail(404, message=f"Unknown route {request.method} {request.path}"))
+
+
+def _error(fail: Fail) -> web.Response:
+    fallback = ("server_error" if fail.status >= 500 else "invalid_request_error", None)
+    kind, code = _ERROR_TYPES.get(fail.status, fallback)
+    message = fail.message or f"Fake error {fail.status}"
+    headers = dict(fail.headers)
+    if fail.retry_after is not None:
+        headers["Retry-After"] = str(fail.retry_after)
+    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return web.json_response(body, status=fail.status, headers=headers)
+
+
+def _last_user_text(body: dict[str, Any]) -> str:
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+def _echo(body: dict[str, Any]) -> str:
+    text = _last_user_text(body)
+    if (body.get("response_format") or {}).get("type") in ("json_object", "json_schema"):
+        return json.dumps({"echo": text})
+    return f"echo: {text}"
+
+
+def _usage(body: dict[str, Any], reply: str) -> dict[str, int]:
+    prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages") or [])
+    completion = len(reply.split())
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _pieces(text: str) -> list[str]:
+    """``text`` cut after each space, so the pieces join back to it exactly."""
+    pieces, start = [], 0
+    for index, char in enumerate(text):
+        if char == " ":
+            pieces.append(text[start : index + 1])
+            start = index + 1
+    if start < len(text):
+        pieces.append(text[start:])
+    return pieces
+
+
+def _hash_vector(text: str, dimensions: int) -> list[float]:
+    """A unit vector that depends only on ``text`` and ``dimensions``."""
+    rng = random.Random(hashlib.sha256(text.encode()).digest())
+    vector = [rng.uniform(-1.0, 1.0) for _ in range(dimensions)]
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]

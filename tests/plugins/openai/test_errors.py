@@ -1,0 +1,163 @@
+"""SDK errors become troupe's ModelError family once, at the seam; no key ever leaks."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+import openai
+import pytest
+
+from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelUnavailable
+from bot.models import ModelType
+from tests.fakes.openai_server import Fail, FakeOpenAIServer
+
+from .conftest import KEY, FakeRuntime
+
+MakeRuntime = Callable[..., Awaitable[FakeRuntime]]
+HI = {"prompt": "hi"}
+
+
+async def at(server: FakeOpenAIServer, make_runtime: MakeRuntime, **settings: str) -> FakeRuntime:
+    return await make_runtime({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url, **settings})
+
+
+def plugin_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "plugins.openai" and r.levelno >= logging.ERROR]
+
+
+async def test_refused_key_is_an_auth_error_logged_once(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime, caplog: pytest.LogCaptureFixture
+) -> None:
+    runtime = await at(server, make_runtime)
+    server.script_chat(Fail(401, message="Incorrect API key provided."))
+    for kind in (ModelType.TEXT_SMALL, ModelType.TEXT_LARGE):
+        expected = r"^Ada: openai refused the API key \(HTTP 401\); check OPENAI_API_KEY"
+        with pytest.raises(ModelAuthError, match=expected) as info:
+            await runtime.use(kind, HI)
+        assert (info.value.provider, info.value.model_type) == ("openai", kind)
+        assert isinstance(info.value.__cause__, openai.AuthenticationError)
+    assert plugin_errors(caplog) == [
+        "Ada: openai refused the API key (HTTP 401); check OPENAI_API_KEY for this character"
+    ]
+    assert len(server.requests) == 2  # a refused key is not retried
+
+
+async def test_forbidden_is_an_auth_error_too(server: FakeOpenAIServer, make_runtime: MakeRuntime) -> None:
+    runtime = await at(server, make_runtime)
+    server.script_embeddings(Fail(403))
+    with pytest.raises(ModelAuthError, match=r"HTTP 403"):
+        await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hi"})
+
+
+async def test_auth_errors_are_logged_once_per_provider(
+    make_runtime: MakeRuntime, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with FakeOpenAIServer() as router, FakeOpenAIServer() as embedder:
+        runtime = await make_runtime(
+            {"OPENROUTER_API_KEY": "sk-or-bad", "OPENROUTER_BASE_URL": router.url,
+             "OPENAI_API_KEY": KEY, "OPENAI_EMBEDDING_URL": embedder.url},
+            model_preset="openrouter",
+        )
+        router.script_chat(Fail(401))
+        embedder.script_embeddings(Fail(401))
+        for _ in range(2):
+            with pytest.raises(ModelAuthError):
+                await runtime.use(ModelType.TEXT_SMALL, HI)
+            with pytest.raises(ModelAuthError):
+                await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hi"})
+        assert plugin_errors(caplog) == [
+            "Ada: openrouter refused the API key (HTTP 401); check OPENROUTER_API_KEY for this character",
+            "Ada: openai refused the API key (HTTP 401); check OPENAI_API_KEY for this character",
+        ]
+        await runtime.close()
+
+
+async def test_rate_limit_is_retried_by_the_client_then_succeeds(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    runtime = await at(server, make_runtime, OPENAI_MAX_RETRIES="2")
+    server.script_chat(Fail(429, times=2, retry_after=0.01), "finally")
+    assert await runtime.use(ModelType.TEXT_SMALL, HI) == "finally"
+    assert len(server.requests_for("chat")) == 3
+
+
+async def test_persistent_rate_limit_carries_retry_after(server: FakeOpenAIServer, make_runtime: MakeRuntime) -> None:
+    runtime = await at(server, make_runtime, OPENAI_MAX_RETRIES="1")
+    server.script_chat(Fail(429, retry_after=0.01, message="Slow down."))
+    with pytest.raises(ModelRateLimited, match=r"rate limited; retry after 0\.01 s: Slow down\.") as info:
+        await runtime.use(ModelType.TEXT_SMALL, HI)
+    assert info.value.retry_after == pytest.approx(0.01)
+    assert info.value.provider == "openai"
+    assert len(server.requests) == 2
+
+
+async def test_persistent_server_error_is_unavailable_after_retries(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    runtime = await at(server, make_runtime, OPENAI_MAX_RETRIES="2")
+    server.script_chat(Fail(500, retry_after=0.01, message="The server had an error."))
+    expected = r"^Ada: TEXT_LARGE via openai \(gpt-4o\): server error HTTP 500: The server had an error\.$"
+    with pytest.raises(ModelUnavailable, match=expected):
+        await runtime.use(ModelType.TEXT_LARGE, HI)
+    assert len(server.requests) == 3
+
+
+async def test_slow_server_is_unavailable_after_the_timeout(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    runtime = await at(server, make_runtime, OPENAI_TIMEOUT_S="0.2", OPENAI_MAX_RETRIES="0")
+    server.latency = 5.0
+    started = time.perf_counter()
+    with pytest.raises(ModelUnavailable, match=r"no answer from http://127\.0\.0\.1:\d+/v1 within 0\.2 s") as info:
+        await runtime.use(ModelType.TEXT_SMALL, HI)
+    assert time.perf_counter() - started < 2
+    assert isinstance(info.value.__cause__, openai.APITimeoutError)
+
+
+async def test_unreachable_server_is_unavailable(make_runtime: MakeRuntime) -> None:
+    async with FakeOpenAIServer() as gone:
+        url = gone.url
+    runtime = await make_runtime({"OPENAI_BASE_URL": url, "OPENAI_MAX_RETRIES": "0"})
+    with pytest.raises(ModelUnavailable, match=r"cannot connect to http://127\.0\.0\.1:\d+/v1"):
+        await runtime.use(ModelType.TEXT_SMALL, HI)
+
+
+async def test_other_statuses_are_model_errors_with_the_status(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    runtime = await at(server, make_runtime)
+    server.script_chat(Fail(404, message="The model `gpt-4o-mini` does not exist."))
+    with pytest.raises(ModelError, match=r"HTTP 404: The model `gpt-4o-mini` does not exist\.") as info:
+        await runtime.use(ModelType.TEXT_SMALL, HI)
+    assert type(info.value) is ModelError
+    assert len(server.requests) == 1
+
+
+async def test_no_secret_in_errors_or_logs(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)  # every logger, the SDK's and httpx's included
+    runtime = await at(server, make_runtime, OPENAI_MAX_RETRIES="1")
+    errors: list[ModelError] = []
+    server.script_chat(
+        "fine",
+        Fail(400, times=1, message=f"Incorrect API key provided: {KEY}."),
+        Fail(401, times=1, message=f"Incorrect API key provided: {KEY}."),
+        Fail(429, times=2, retry_after=0.01, message=f"Rate limit for key {KEY}"),
+        Fail(500, times=2, retry_after=0.01, message=f"Internal error for {KEY}"),
+        "fine again",
+    )
+    for _ in range(6):
+        try:
+            await runtime.use(ModelType.TEXT_SMALL, {"prompt": "hi"})
+        except ModelError as exc:
+            errors.append(exc)
+    assert [type(e) for e in errors] == [ModelError, ModelAuthError, ModelRateLimited, ModelUnavailable]
+    assert "<redacted>" in str(errors[0])
+    for exc in errors:
+        assert KEY not in str(exc) and KEY not in repr(exc)
+    assert caplog.records  # the check below means something only if something was logged
+    assert KEY not in caplog.text
+    assert all(r.auth_suffix == KEY[-4:] for r in server.requests)

@@ -1,0 +1,310 @@
+"""Every handler through the real openai client against the fake server."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from bot.errors import ModelError
+from bot.models import ModelType
+from tests.fakes.openai_server import FakeOpenAIServer, UploadedFile
+
+from .conftest import KEY, OTHER_KEY, FakeCharacter, FakeRuntime
+
+MakeRuntime = Callable[..., Awaitable[FakeRuntime]]
+
+
+# -- text -------------------------------------------------------------------------------------
+
+
+async def test_text_small_sends_the_characters_system_and_the_prompt(
+    runtime: FakeRuntime, server: FakeOpenAIServer
+) -> None:
+    reply = await runtime.use(ModelType.TEXT_SMALL, {"prompt": "Hello there"})
+    assert reply == "echo: Hello there"
+    (request,) = server.requests_for("chat")
+    assert request.json == {
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "system", "content": "You are Ada."}, {"role": "user", "content": "Hello there"}],
+    }
+
+
+async def test_text_large_uses_the_large_model_and_passes_options(
+    runtime: FakeRuntime, server: FakeOpenAIServer
+) -> None:
+    server.script_chat("Fine, thanks.")
+    params = {"prompt": "How are you?", "system": "Be brief.", "temperature": 0.2, "max_tokens": 50, "stop": ["\n"]}
+    assert await runtime.use(ModelType.TEXT_LARGE, params) == "Fine, thanks."
+    body = server.requests_for("chat")[0].json
+    assert body["model"] == "gpt-4o"
+    assert body["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert (body["temperature"], body["max_tokens"], body["stop"]) == (0.2, 50, ["\n"])
+
+
+async def test_no_system_message_when_neither_params_nor_character_has_one(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    runtime = await make_runtime(
+        {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url}, character=FakeCharacter(system=None)
+    )
+    await runtime.use(ModelType.TEXT_SMALL, {"prompt": "hi"})
+    assert server.requests_for("chat")[0].json["messages"] == [{"role": "user", "content": "hi"}]
+
+
+async def test_calls_are_logged_at_debug_without_the_prompt(
+    runtime: FakeRuntime, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="plugins.openai")
+    await runtime.use(ModelType.TEXT_SMALL, {"prompt": "a very private prompt"})
+    (record,) = [r for r in caplog.records if r.name == "plugins.openai"]
+    assert record.levelno == logging.DEBUG
+    message = record.getMessage()
+    assert message.startswith("Ada: TEXT_SMALL gpt-4o-mini via openai in ")
+    assert message.endswith(" ms (tokens: prompt 7, completion 5)")
+    assert "private" not in caplog.text
+
+
+# -- objects ----------------------------------------------------------------------------------
+
+
+async def test_object_asks_for_json_and_parses_fenced_replies(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:
+    server.script_chat('```json\n{"thought": "ok", "message": "hi"}\n```')
+    result = await runtime.use(ModelType.OBJECT_LARGE, {"prompt": "Reply as JSON with thought and message."})
+    assert result == {"thought": "ok", "message": "hi"}
+    body = server.requests_for("chat")[0].json
+    assert body["model"] == "gpt-4o"
+    assert body["response_format"] == {"type": "json_object"}
+    assert body["messages"][0] == {"role": "system", "content": "You are Ada."}
+
+
+async def test_object_mentions_json_when_the_prompt_does_not(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:
+    # OpenAI refuses json_object replies unless some message mentions JSON.
+    result = await runtime.use(ModelType.OBJECT_SMALL, {"prompt": "Decide."})
+    assert result == {"echo": "Decide."}
+    body = server.requests_for("chat")[0].json
+    assert body["model"] == "gpt-4o-mini"
+    assert body["messages"][0]["content"] == "You are Ada.\n\nReply with one JSON object and nothing else."
+
+
+async def test_object_that_is_not_json_is_a_model_error(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:
+    server.script_chat("I would rather not.")
+    expected = r"^Ada: gpt-4o-mini on openai did not return a JSON object for OBJECT_SMALL"
+    with pytest.raises(ModelError, match=expected) as info:
+        await runtime.use(ModelType.OBJECT_SMALL, {"prompt": "json please"})
+    assert (info.value.provider, info.value.model_type) == ("openai", "OBJECT_SMALL")
+
+
+# -- embeddings -------------------------------------------------------------------------------
+
+
+async def test_embedding_returns_the_servers_vector_with_dimensions_for_text_embedding_3(
+    runtime: FakeRuntime, server: FakeOpenAIServer
+) -> None:
+    first = await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hello"})
+    again = await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hello"})
+    other = await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "goodbye"})
+    assert len(first) == 1536 and first == again and first != other
+    body = server.requests_for("embeddings")[0].json
+    assert body == {"model": "text-embedding-3-small", "input": "hello", "dimensions": 1536, "encoding_format": "float"}
+
+
+async def test_embedding_probe_needs_no_request(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:
+    probe = await runtime.use(ModelType.TEXT_EMBEDDING, None)
+    assert probe == [0.1] + [0.0] * 1535
+    assert server.requests == []
+
+
+async def test_embedding_sends_no_dimensions_to_other_models(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    server.embedding_dimensions = 768
+    runtime = await make_runtime(
+        {"OPENAI_BASE_URL": server.url, "OPENAI_EMBEDDING_MODEL": "nomic-embed-text"}
+    )
+    assert len(await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hi"})) == 768
+    assert "dimensions" not in server.requests_for("embeddings")[0].json
+    assert len(await runtime.use(ModelType.TEXT_EMBEDDING, None)) == 768
+
+
+async def test_embedding_of_the_wrong_length_names_both_lengths(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    runtime = await make_runtime(
+        {
+            "OPENAI_API_KEY": KEY,
+            "OPENAI_BASE_URL": server.url,
+            "OPENAI_EMBEDDING_MODEL": "text-embedding-ada-002",
+            "OPENAI_EMBEDDING_DIMENSIONS": "768",
+        }
+    )
+    with pytest.raises(ModelError, match=r"returned 1536 dimensions, but OPENAI_EMBEDDING_DIMENSIONS is 768"):
+        await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hi"})
+
+
+async def test_embedding_of_empty_text_is_refused_without_a_request(
+    runtime: FakeRuntime, server: FakeOpenAIServer
+) -> None:
+    with pytest.raises(ModelError, match="cannot embed empty text"):
+        await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "  "})
+    assert server.requests == []
+
+
+async def test_embeddings_can_use_their_own_server_and_key(make_runtime: MakeRuntime) -> None:
+    async with FakeOpenAIServer() as chat_server, FakeOpenAIServer() as embedding_server:
+        runtime = await make_runtime(
+            {
+                "OPENAI_API_KEY": KEY,
+                "OPENAI_BASE_URL": chat_server.url,
+                "OPENAI_EMBEDDING_URL": embedding_server.url,
+                "OPENAI_EMBEDDING_API_KEY": OTHER_KEY,
+            }
+        )
+        await runtime.use(ModelType.TEXT_SMALL, {"prompt": "hi"})
+        await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hi"})
+        assert [(r.endpoint, r.auth_suffix) for r in chat_server.requests] == [("chat", "0001")]
+        assert [(r.endpoint, r.auth_suffix) for r in embedding_server.requests] == [("embeddings", "0002")]
+        await runtime.close()
+
+
+# -- audio and images -------------------------------------------------------------------------
+
+
+async def test_transcription_uploads_the_audio_with_a_fitting_name(
+    runtime: FakeRuntime, server: FakeOpenAIServer
+) -> None:
+    audio = b"OggS" + bytes(range(60))
+    text = await runtime.use(ModelType.TRANSCRIPTION, {"audio": audio})
+    assert text == "transcript of audio.ogg (64 bytes)"
+    fields = server.requests_for("transcriptions")[0].fields
+    assert fields is not None
+    assert fields["model"] == "whisper-1"
+    assert fields["file"] == UploadedFile("audio.ogg", fields["file"].content_type, audio)
+    assert "language" not in fields
+
+
+async def test_transcription_passes_filename_and_language(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:
+    server.script_transcription(" Bonjour tout le monde. ")
+    params = {"audio": b"RIFF....WAVE", "filename": "voice.wav", "language": "fr"}
+    text = await runtime.use(ModelType.TRANSCRIPTION, params)
+    assert text == "Bonjour tout le monde."
+    fields = server.requests_for("transcriptions")[0].fields
+    assert fields is not None
+    assert fields["file"].filename == "voice.wav" and fields["language"] == "fr"
+
+
+async def test_image_description_sends_the_image_and_reads_json(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:
+    server.script_chat(json.dumps({"title": "A red bicycle", "description": "A red bicycle leans on a wall."}))
+    url = "https://example.com/bike.png"
+    result = await runtime.use(ModelType.IMAGE_DESCRIPTION, {"image_url": url})
+    assert result == {"title": "A red bicycle", "description": "A red bicycle leans on a wall."}
+    body = server.requests_for("chat")[0].json
+    assert body["model"] == "gpt-4o-mini" and body["max_tokens"] == 8192
+    (message,) = body["messages"]
+    text_part, image_part = message["content"]
+    assert text_part["text"].startswith("Describe this image.\n\n")
+    assert '"title"' in text_part["text"] and '"description"' in text_part["text"]
+    assert image_part == {"type": "image_url", "image_url": {"url": url}}
+
+
+async def test_image_description_tolerates_prose_and_takes_a_custom_question(
+    runtime: FakeRuntime, server: FakeOpenAIServer
+) -> None:
+    server.script_chat("Title: A receipt\nIt lists three coffees and a croissant.")
+    params = {"image_url": "data:image/png;base64,AAAA", "prompt": "What was bought?"}
+    result = await runtime.use(ModelType.IMAGE_DESCRIPTION, params)
+    assert result == {"title": "A receipt", "description": "It lists three coffees and a croissant."}
+    text_part = server.requests_for("chat")[0].json["messages"][0]["content"][0]
+    assert text_part["text"].startswith("What was bought?\n\n")
+
+
+async def test_text_to_speech_returns_audio_bytes(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:
+    audio = await runtime.use(ModelType.TEXT_TO_SPEECH, {"text": "Hello!"})
+    assert audio == b"FAKE-AUDIO:mp3:Hello!"
+    assert server.requests_for("speech")[0].json == {
+        "input": "Hello!", "model": "gpt-4o-mini-tts", "voice": "nova", "response_format": "mp3"
+    }
+
+
+async def test_text_to_speech_takes_voice_format_and_instructions(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    runtime = await make_runtime(
+        {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url, "OPENAI_TTS_INSTRUCTIONS": "Cheerful."}
+    )
+    server.script_speech(b"\x00\x01opus")
+    audio = await runtime.use(ModelType.TEXT_TO_SPEECH, {"text": "Hi", "voice": "alloy", "format": "opus"})
+    assert audio == b"\x00\x01opus"
+    body = server.requests_for("speech")[0].json
+    assert (body["voice"], body["response_format"], body["instructions"]) == ("alloy", "opus", "Cheerful.")
+
+
+# -- per agent and presets --------------------------------------------------------------------
+
+
+async def test_each_agent_uses_its_own_key_and_server(make_runtime: MakeRuntime) -> None:
+    async with FakeOpenAIServer() as server_a, FakeOpenAIServer() as server_b:
+        ada = await make_runtime({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server_a.url})
+        bob = await make_runtime(
+            {"OPENAI_API_KEY": OTHER_KEY, "OPENAI_BASE_URL": server_b.url, "OPENAI_SMALL_MODEL": "bob-small"},
+            agent_id="agent-bob",
+            character=FakeCharacter(name="Bob", system="You are Bob."),
+        )
+        await ada.use(ModelType.TEXT_SMALL, {"prompt": "from Ada"})
+        await bob.use(ModelType.TEXT_SMALL, {"prompt": "from Bob"})
+        await ada.use(ModelType.TEXT_EMBEDDING, {"text": "Ada again"})
+        assert [(r.endpoint, r.auth_suffix) for r in server_a.requests] == [("chat", "0001"), ("embeddings", "0001")]
+        assert [(r.endpoint, r.auth_suffix) for r in server_b.requests] == [("chat", "0002")]
+        bob_body = server_b.requests[0].json
+        assert bob_body["model"] == "bob-small"
+        assert bob_body["messages"][0]["content"] == "You are Bob."
+        await ada.close()
+        await bob.close()
+
+
+async def test_ollama_preset_reaches_the_v1_route_with_the_ollama_key(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    server.embedding_dimensions = 768
+    native = server.url.removesuffix("/v1") + "/api"
+    runtime = await make_runtime({"OLLAMA_API_ENDPOINT": native}, model_preset="ollama")
+    assert await runtime.use(ModelType.TEXT_SMALL, {"prompt": "hi"}) == "echo: hi"
+    assert await runtime.use(ModelType.OBJECT_LARGE, {"prompt": "json"}) == {"echo": "json"}
+    assert len(await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hi"})) == 768
+    chat, obj, embedding = server.requests
+    assert chat.path == "/v1/chat/completions" and chat.auth_suffix == "lama"
+    assert (chat.json["model"], obj.json["model"]) == ("llama3.2", "llama3.1:70b")
+    assert embedding.json == {"model": "nomic-embed-text", "input": "hi", "encoding_format": "float"}
+
+
+async def test_openrouter_preset_chats_there_and_embeds_elsewhere(make_runtime: MakeRuntime) -> None:
+    async with FakeOpenAIServer() as router, FakeOpenAIServer(embedding_dimensions=768) as local:
+        runtime = await make_runtime(
+            {
+                "OPENROUTER_API_KEY": "sk-or-test-key-7777",
+                "OPENROUTER_BASE_URL": router.url,
+                "OPENAI_EMBEDDING_URL": local.url,
+                "OPENAI_EMBEDDING_MODEL": "nomic-embed-text",
+            },
+            model_preset="openrouter",
+        )
+        await runtime.use(ModelType.TEXT_LARGE, {"prompt": "hi"})
+        await runtime.use(ModelType.IMAGE_DESCRIPTION, {"image_url": "https://example.com/a.png"})
+        assert len(await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hi"})) == 768
+        assert [(r.json["model"], r.auth_suffix) for r in router.requests] == [
+            ("google/gemini-2.5-flash-preview-05-20", "7777"),
+            ("anthropic/claude-3-5-sonnet", "7777"),
+        ]
+        (embedding,) = local.requests
+        assert embedding.endpoint == "embeddings" and embedding.auth_suffix == "-key"
+        await runtime.close()
+
+
+async def test_a_closed_plugin_refuses_calls(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:
+    handler = runtime.registration(ModelType.TEXT_SMALL).handler
+    await runtime.close()
+    with pytest.raises(ModelError, match="the openai plugin is closed"):
+        await handler(runtime, {"prompt": "hi"})
+    assert server.requests == []

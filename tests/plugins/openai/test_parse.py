@@ -1,0 +1,73 @@
+"""Reading model output: JSON in fences or prose, image descriptions, audio file names."""
+
+from __future__ import annotations
+
+import pytest
+
+from plugins.openai._parse import audio_filename, parse_image_description, parse_json_object, probe_vector
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": 1}',
+        '```json\n{"a": 1}\n```',
+        '```\n{"a": 1}\n```',
+        '```JSON {"a": 1}```',
+        'Here you go:\n```json\n{"a": 1}\n```\nAnything else?',
+        'Sure! {"a": 1} Hope that helps.',
+        '<think>they want {braces}</think>\n{"a": 1}',
+    ],
+)
+def test_parse_json_object_tolerates_fences_and_prose(text: str) -> None:
+    assert parse_json_object(text) == {"a": 1}
+
+
+@pytest.mark.parametrize("text", ["", "no json here", "[1, 2]", '{"a": 1', "```json\n[1]\n```"])
+def test_parse_json_object_returns_none_without_an_object(text: str) -> None:
+    assert parse_json_object(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "title", "description"),
+    [
+        ('{"title": "A cat", "description": "A grey cat on a mat."}', "A cat", "A grey cat on a mat."),
+        ('```json\n{"title": "A cat", "description": "Grey."}\n```', "A cat", "Grey."),
+        ("Title: A cat\nDescription: A grey cat on a mat.", "A cat", "A grey cat on a mat."),
+        ("**Title:** A cat\n\nA grey cat on a mat.", "A cat", "A grey cat on a mat."),
+        ("# A cat\nA grey cat.\nIt sleeps.", "A cat", "A grey cat.\nIt sleeps."),
+        (
+            "A grey cat sleeps on a mat. The sun is out.",
+            "A grey cat sleeps on a mat.",
+            "A grey cat sleeps on a mat. The sun is out.",
+        ),
+        ('{"description": "Only a description."}', "Only a description.", "Only a description."),
+    ],
+)
+def test_parse_image_description_reads_json_or_prose(text: str, title: str, description: str) -> None:
+    assert parse_image_description(text) == {"title": title, "description": description}
+
+
+def test_parse_image_description_of_nothing_is_empty() -> None:
+    assert parse_image_description("  ") == {"title": "", "description": ""}
+
+
+@pytest.mark.parametrize(
+    ("audio", "name"),
+    [
+        (b"OggS\x00\x02", "audio.ogg"),
+        (b"RIFF\x24\x00\x00\x00WAVEfmt ", "audio.wav"),
+        (b"fLaC\x00", "audio.flac"),
+        (b"\x1a\x45\xdf\xa3\x01", "audio.webm"),
+        (b"\x00\x00\x00\x20ftypM4A ", "audio.m4a"),
+        (b"ID3\x04\x00", "audio.mp3"),
+        (b"", "audio.mp3"),
+    ],
+)
+def test_audio_filename_matches_the_format(audio: bytes, name: str) -> None:
+    assert audio_filename(audio) == name
+
+
+def test_probe_vector_is_a_marked_zero_vector_of_the_length() -> None:
+    assert probe_vector(4) == [0.1, 0.0, 0.0, 0.0]
+    assert len(probe_vector(1536)) == 1536
