@@ -120,7 +120,11 @@ class MessagePipeline:
         await self._store_incoming(message)
         room = await store.get_room(message.room_id)
         room_state = await store.get_participant_state(message.room_id, rt.agent_id)
-        recent = await store.get_memories(table=MESSAGES, room_id=message.room_id, count=rt.conversation_length)
+        max_bot_turns = rt.get_int("MAX_BOT_TURNS", _DEFAULT_MAX_BOT_TURNS)
+        # The loop guard only looks at the trailing run of bot messages: read no more than that.
+        recent = []
+        if message.metadata.get("authorIsBot"):
+            recent = await store.get_memories(table=MESSAGES, room_id=message.room_id, count=max_bot_turns + 1)
         verdict = decide(
             message,
             agent_id=rt.agent_id,
@@ -128,7 +132,7 @@ class MessagePipeline:
             room_type=room.type if room else message.content.get("channelType"),
             room_state=room_state,
             recent=recent,
-            max_bot_turns=rt.get_int("MAX_BOT_TURNS", _DEFAULT_MAX_BOT_TURNS),
+            max_bot_turns=max_bot_turns,
         )
         if verdict.decision is Decision.IGNORE:
             status = "loop_guard" if verdict.reason.startswith("loop guard") else "muted" if verdict.reason == "muted" else "ignored"

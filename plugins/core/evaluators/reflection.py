@@ -37,15 +37,11 @@ def _cache_key(room_id: str) -> str:
 
 
 async def _validate(runtime: AgentRuntime, message: Memory, state: State) -> bool:
-    recent = await runtime.store.get_memories(table="messages", room_id=message.room_id,
-                                              count=runtime.conversation_length)
+    threshold = math.ceil(runtime.conversation_length / 4)
+    # Enough to know whether more than `threshold` messages came after the last one reflected on.
+    recent = await runtime.store.get_memories(table="messages", room_id=message.room_id, count=threshold + 1)
     last = await runtime.store.get_cache(_cache_key(message.room_id))
-    new = 0
-    for memory in recent:  # newest first: count until the last one reflected on
-        if memory.id == last:
-            break
-        new += 1
-    return new > math.ceil(runtime.conversation_length / 4)
+    return len(recent) > threshold and all(memory.id != last for memory in recent)
 
 
 def _falsy(value: Any) -> bool:
