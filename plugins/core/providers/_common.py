@@ -1,0 +1,189 @@
+"""What several providers share: room lookups, speaker names, message lines, settings.
+
+Not a provider itself (the leading underscore keeps it out of discovery).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from bot.types import ChannelType, Entity, Memory, Room
+
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = [
+    "DEFAULT_CONVERSATION_LENGTH",
+    "GROUP_TYPES",
+    "MESSAGES",
+    "POST_TYPES",
+    "UNKNOWN_USER",
+    "VOICE_TYPES",
+    "channel_type",
+    "conversation_length",
+    "describe_media",
+    "display_name",
+    "entity_names",
+    "find_room",
+    "fork_rng",
+    "format_messages",
+    "is_decision",
+    "relative_age",
+]
+
+_log = logging.getLogger(__name__)
+
+MESSAGES = "messages"
+DEFAULT_CONVERSATION_LENGTH = 32
+UNKNOWN_USER = "Unknown User"
+
+#: Rooms written as posts rather than chat (the CHARACTER and RECENT_MESSAGES post formats).
+POST_TYPES = frozenset({ChannelType.FEED, ChannelType.THREAD})
+#: Rooms where several people talk and the agent must not answer everything.
+GROUP_TYPES = frozenset({ChannelType.GROUP, ChannelType.VOICE_GROUP, ChannelType.THREAD, ChannelType.FORUM})
+VOICE_TYPES = frozenset({ChannelType.VOICE_DM, ChannelType.VOICE_GROUP})
+
+# An embedded data: URL is summarised, never pasted into a prompt: it can be megabytes of base64.
+_DATA_URL_PREFIX = "data:"
+
+
+def fork_rng(runtime: AgentRuntime) -> random.Random:
+    """A private random source seeded from ``runtime.rng``.
+
+    Call it before the provider's first ``await``: providers run concurrently, and the order in
+    which they resume after store reads is not guaranteed, but the order in which they start is
+    (position order). Drawing the seed first keeps a seeded runtime's prompts byte-identical.
+    """
+    return random.Random(runtime.rng.getrandbits(64))
+
+
+async def find_room(runtime: AgentRuntime, message: Memory) -> Room | None:
+    """The message's room, or None when the store has no row for it (logged at debug)."""
+    room = await runtime.store.get_room(message.room_id)
+    if room is None:
+        _log.debug("%s: no room row for %s", runtime.character.name, message.room_id)
+    return room
+
+
+def channel_type(room: Room | None, message: Memory) -> ChannelType | None:
+    """The room's type, else the ``channelType`` the adapter put on the message, else None."""
+    if room is not None:
+        return ChannelType(room.type)
+    raw = message.content.get("channelType")
+    if isinstance(raw, str):
+        key = raw.strip().upper()
+        if key == "TEXT":  # an alias some elizaOS docs use; it behaves as a group
+            return ChannelType.GROUP
+        try:
+            return ChannelType(key)
+        except ValueError:
+            return None
+    return None
+
+
+def conversation_length(runtime: AgentRuntime) -> int:
+    """How many recent messages a prompt shows: the runtime's conversation length;
+    ``LIMIT_TO_LAST_MESSAGE`` makes it 1."""
+    return 1 if runtime.get_bool("LIMIT_TO_LAST_MESSAGE") else runtime.conversation_length
+
+
+def is_decision(memory: Memory) -> bool:
+    """A stored decision not to speak: no text, and IGNORE as its only action."""
+    content = memory.content or {}
+    if str(content.get("text") or "").strip():
+        return False
+    actions = [str(a).upper() for a in content.get("actions") or []]
+    return actions == ["IGNORE"]
+
+
+async def entity_names(runtime: AgentRuntime, entity_ids: Iterable[str]) -> dict[str, str]:
+    """Display name per id, fetched in one store call; the agent is always its character's name.
+
+    Ids the store does not know are left out; callers fall back to :data:`UNKNOWN_USER`.
+    """
+    wanted = [i for i in dict.fromkeys(entity_ids) if i and i != runtime.agent_id]
+    names: dict[str, str] = {runtime.agent_id: runtime.character.name}
+    if wanted:
+        for entity in await runtime.store.get_entities_by_ids(wanted):
+            names[entity.id] = display_name(entity)
+    return names
+
+
+def display_name(entity: Entity) -> str:
+    """The entity's first non-empty name, else :data:`UNKNOWN_USER`."""
+    return next((n for n in entity.names if n), UNKNOWN_USER)
+
+
+def relative_age(delta_ms: int) -> str:
+    """``just now``, ``5 minutes ago``, ``1 hour ago``, ``3 days ago``."""
+    seconds = max(0, delta_ms) // 1000
+    for unit, size in (("day", 86_400), ("hour", 3_600), ("minute", 60)):
+        if seconds >= size:
+            count = seconds // size
+            return f"{count} {unit}{'' if count == 1 else 's'} ago"
+    return "just now"
+
+
+def _clock(created_at: int | None) -> str:
+    if created_at is None:
+        return "--:--"
+    return datetime.fromtimestamp(created_at / 1000, UTC).strftime("%H:%M")
+
+
+def _attachment_refs(attachments: Any) -> str:
+    if not isinstance(attachments, list) or not attachments:
+        return ""
+    refs = []
+    for item in attachments:
+        if not isinstance(item, Mapping):
+            continue
+        url = str(item.get("url") or "")
+        if url.startswith(_DATA_URL_PREFIX):
+            url = "embedded"
+        refs.append(f"[{item.get('id') or '?'} - {item.get('title') or 'untitled'} ({url})]")
+    return f" (Attachments: {', '.join(refs)})" if refs else ""
+
+
+def format_messages(memories: Sequence[Memory], names: Mapping[str, str], now_ms: int) -> str:
+    """One line per message, in the order given: ``HH:MM (age) Name: text``.
+
+    A message with actions gets a ``(Name's actions: A, B)`` line; attachments are referenced
+    inline. Times are UTC, like the TIME provider's.
+    """
+    lines = []
+    for memory in memories:
+        content = memory.content or {}
+        name = names.get(memory.entity_id, UNKNOWN_USER)
+        text = str(content.get("text") or "").strip()
+        age = relative_age(now_ms - memory.created_at) if memory.created_at is not None else "unknown time"
+        line = f"{_clock(memory.created_at)} ({age}) {name}:"
+        if text:
+            line += f" {text}"
+        line += _attachment_refs(content.get("attachments"))
+        lines.append(line)
+        actions = [str(a) for a in content.get("actions") or [] if a]
+        if actions:
+            lines.append(f"({name}'s actions: {', '.join(actions)})")
+    return "\n".join(lines)
+
+
+def describe_media(item: Mapping[str, Any]) -> dict[str, Any]:
+    """An attachment as a prompt may show it: embedded data URLs summarised by type and size."""
+    url = str(item.get("url") or "")
+    if url.startswith(_DATA_URL_PREFIX):
+        mime = url[len(_DATA_URL_PREFIX):].split(";", 1)[0].split(",", 1)[0] or "data"
+        kilobytes = max(1, round(len(url.split(",", 1)[-1]) * 3 / 4 / 1024))
+        url = f"[Embedded {mime} ~{kilobytes}KB]"
+    return {
+        "id": str(item.get("id") or ""),
+        "title": str(item.get("title") or ""),
+        "url": url,
+        "contentType": str(item.get("contentType") or ""),
+        "source": str(item.get("source") or ""),
+        "description": str(item.get("description") or ""),
+        "text": str(item.get("text") or ""),
+    }

@@ -1,0 +1,104 @@
+"""ACTIONS: the actions the model may choose for this message, with descriptions and examples.
+
+Only actions whose ``validate`` passes are offered (no ``validate`` means always). A validate
+that raises counts as failed and is logged. The order is shuffled (seeded from ``runtime.rng``)
+after sorting by name, so a seeded runtime always offers the same order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import random
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from bot.components import Action, Provider, ProviderResult, State
+from bot.types import Memory
+
+from .._prompts import _fill_placeholders
+from ._common import fork_rng
+
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = ["provider"]
+
+_log = logging.getLogger(__name__)
+
+_MAX_EXAMPLES = 10
+
+
+async def _offered(runtime: AgentRuntime, action: Action, message: Memory, state: State) -> bool:
+    if action.validate is None:
+        return True
+    try:
+        verdict = action.validate(runtime, message, state)
+        return bool(await verdict if inspect.isawaitable(verdict) else verdict)
+    except Exception:
+        _log.exception("%s: validate of action %s failed; not offering it", runtime.character.name, action.name)
+        return False
+
+
+def _example_line(item: Any) -> str:
+    """``name: text (actions: A, B)`` for one message of an example conversation."""
+    if isinstance(item, str):
+        return item
+    if isinstance(item, Mapping):
+        name, content = item.get("name") or item.get("user") or "{{name1}}", item.get("content") or {}
+    else:  # a pydantic ExampleMessage or similar
+        name, content = getattr(item, "name", "{{name1}}"), getattr(item, "content", None) or {}
+    if not isinstance(content, Mapping):
+        content = {"text": getattr(content, "text", None), "actions": getattr(content, "actions", None)}
+    line = f"{name}: {content.get('text') or ''}".rstrip()
+    actions = content.get("actions") or ([content["action"]] if content.get("action") else [])
+    if actions:
+        line += f" (actions: {', '.join(str(a) for a in actions)})"
+    return line
+
+
+def _examples(actions: list[Action], rng: random.Random) -> str:
+    conversations: list[Any] = [c for a in actions for c in a.examples]
+    rng.shuffle(conversations)
+    rendered = []
+    for conversation in conversations[:_MAX_EXAMPLES]:
+        messages = conversation if isinstance(conversation, (list, tuple)) else [conversation]
+        names: dict[int, str] = {}  # one set of speaker names per conversation
+        rendered.append("\n".join(_fill_placeholders(_example_line(m), rng, names) for m in messages))
+    return "\n\n".join(r for r in rendered if r)
+
+
+async def _get(runtime: AgentRuntime, message: Memory, state: State) -> ProviderResult:
+    rng = fork_rng(runtime)
+    candidates = sorted(runtime.actions.values(), key=lambda a: a.name)
+    verdicts = await asyncio.gather(*(_offered(runtime, a, message, state) for a in candidates))
+    offered = [a for a, ok in zip(candidates, verdicts, strict=True) if ok]
+    rng.shuffle(offered)
+
+    if not offered:
+        text = "# Available Actions\nNo actions are available for this message."
+        return ProviderResult(
+            text=text,
+            values={"actionNames": "Possible response actions: none", "actionsWithDescriptions": text,
+                    "actionExamples": ""},
+            data={"actionsData": []},
+        )
+    names = "Possible response actions: " + ", ".join(a.name for a in offered)
+    described = "# Available Actions\n" + "\n".join(f"{a.name}: {a.description}" for a in offered)
+    examples = _examples(offered, rng)
+    examples_text = f"# Action Examples\n{examples}" if examples else ""
+    text = "\n\n".join(s for s in (described, examples_text) if s)  # the names are in the list above
+    return ProviderResult(
+        text=text,
+        values={"actionNames": names, "actionsWithDescriptions": described, "actionExamples": examples_text},
+        data={"actionsData": offered},
+    )
+
+
+provider = Provider(
+    name="ACTIONS",
+    get=_get,
+    description="The actions the agent can take in reply to this message.",
+    position=-1,
+)

@@ -1,0 +1,39 @@
+"""CHARACTER: who the agent is — bio, mood, interests, style directions, examples, system prompt.
+
+Sampled afresh for every prompt, seeded from ``runtime.rng`` (character.md §6.2). Rooms of type
+FEED or THREAD get the post format: post examples and post directions instead of chat ones.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bot.components import Provider, ProviderResult, State
+from bot.types import Memory
+
+from .._character_text import character_context
+from ._common import POST_TYPES, find_room, fork_rng
+
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = ["provider"]
+
+_DATA_KEYS = ("bio", "adjective", "topic", "topics", "directions", "examples", "system")
+
+
+async def _get(runtime: AgentRuntime, message: Memory, state: State) -> ProviderResult:
+    rng = fork_rng(runtime)
+    room = await find_room(runtime, message)
+    is_post = room is not None and room.type in POST_TYPES
+    context = character_context(runtime.character, rng=rng, is_post=is_post)
+    data = {key: context.values.get(key, "") for key in _DATA_KEYS}
+    data.update(character=runtime.character.name, isPost=is_post)
+    return ProviderResult(text=context.text, values=dict(context.values), data=data)
+
+
+provider = Provider(
+    name="CHARACTER",
+    get=_get,
+    description="The character's identity: bio, adjective, topics, style directions and example conversations.",
+)

@@ -1,0 +1,62 @@
+"""ROLES: who owns and administers the server, from ``world.metadata["roles"]``.
+
+Only shown in group rooms: in a DM, roles of a server are nobody's business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from bot.components import Provider, ProviderResult, State
+from bot.types import Memory, Role
+
+from ._common import GROUP_TYPES, UNKNOWN_USER, entity_names, find_room
+
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = ["provider"]
+
+_SECTIONS = ((Role.OWNER, "Owners"), (Role.ADMIN, "Administrators"), (Role.NONE, "Members"))
+
+
+def _result(text: str, roles: list[dict[str, str]] | None = None) -> ProviderResult:
+    return ProviderResult(text=text, values={"roles": text}, data={"roles": roles or []})
+
+
+def _role(value: object) -> Role:
+    try:
+        return Role(str(value).upper())
+    except ValueError:
+        return Role.NONE
+
+
+async def _get(runtime: AgentRuntime, message: Memory, state: State) -> ProviderResult:
+    room = await find_room(runtime, message)
+    if room is None:
+        return _result("# Roles\nNo role information: this room is not known.")
+    if room.type not in GROUP_TYPES:
+        return _result("# Roles\nRoles are only shown in group conversations.")
+    world = await runtime.store.get_world(room.world_id) if room.world_id else None
+    raw = world.metadata.get("roles") if world is not None else None
+    if not isinstance(raw, Mapping) or not raw:
+        return _result("# Roles\nNo role information is available for this server.")
+
+    names = await entity_names(runtime, [str(k) for k in raw])
+    roles = [{"entityId": str(k), "name": names.get(str(k), UNKNOWN_USER), "role": _role(v).value}
+             for k, v in raw.items()]
+    lines = [f"# Roles in {world.name or 'this server'}" if world is not None else "# Roles"]
+    for role, title in _SECTIONS:
+        members = [r for r in roles if r["role"] == role.value]
+        if members:
+            lines.append(f"## {title}")
+            lines.extend(f"- {r['name']} ({r['entityId']})" for r in members)
+    return _result("\n".join(lines), roles)
+
+
+provider = Provider(
+    name="ROLES",
+    get=_get,
+    description="Who owns and administers the server (group conversations only).",
+)

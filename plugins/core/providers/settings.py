@@ -1,0 +1,132 @@
+"""SETTINGS: the server's configuration (``world.metadata["settings"]``), never its secrets.
+
+In a group room it shows the current configuration of the room's world. In a DM it shows the
+worlds the sender owns, with the required settings still missing, so the agent can help its
+owner finish the set-up. A setting marked ``secret`` (or whose name looks like a credential, or
+whose value is one of the character's secrets) is always shown masked, in every room: the
+model never needs the value, only whether it is set. Character settings are never read here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from bot.components import Provider, ProviderResult, State
+from bot.types import ChannelType, Memory, World
+
+from ._common import UNKNOWN_USER, entity_names, find_room
+
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = ["MASK", "provider"]
+
+MASK = "****************"
+_CREDENTIAL = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|CREDENTIAL)", re.IGNORECASE)
+_DM_TYPES = frozenset({ChannelType.DM, ChannelType.VOICE_DM})
+
+
+def _result(text: str, settings: list[dict[str, Any]] | None = None, **extra: Any) -> ProviderResult:
+    return ProviderResult(text=text, values={"settings": text}, data={"settings": settings or [], **extra})
+
+
+def _character_secrets(runtime: AgentRuntime) -> list[str]:
+    character = runtime.character
+    values = []
+    for key in character.secret_keys():
+        secret = character.secret(key)
+        if secret is not None and secret.get_secret_value():
+            values.append(secret.get_secret_value())
+    return values
+
+
+def _entries(world: World, secrets: list[str]) -> list[dict[str, Any]]:
+    """The world's settings, normalised and with every secret value already masked."""
+    raw = world.metadata.get("settings")
+    if not isinstance(raw, Mapping):
+        return []
+    entries = []
+    for key, setting in raw.items():
+        spec = setting if isinstance(setting, Mapping) else {"value": setting}
+        value = spec.get("value")
+        is_set = value not in (None, "")
+        text = "" if value is None else str(value)
+        hidden = (bool(spec.get("secret")) or bool(_CREDENTIAL.search(str(key)))
+                  or any(s in text for s in secrets if len(s) >= 4))
+        entries.append({
+            "key": str(key),
+            "name": str(spec.get("name") or key),
+            "description": str(spec.get("usageDescription") or spec.get("description") or ""),
+            "required": bool(spec.get("required")),
+            "secret": hidden,
+            "set": is_set,
+            "value": (MASK if is_set else "") if hidden else text,
+        })
+    return entries
+
+
+def _line(entry: Mapping[str, Any]) -> str:
+    shown = entry["value"] if entry["set"] else "not set"
+    line = f"- {entry['name']} ({entry['key']}): {shown}"
+    if entry["required"] and not entry["set"]:
+        line += " (required)"
+    if entry["description"]:
+        line += f" — {entry['description']}"
+    return line
+
+
+async def _owned_worlds(runtime: AgentRuntime, owner_id: str) -> list[World]:
+    owned = []
+    for world in await runtime.store.get_all_worlds():
+        ownership = world.metadata.get("ownership")
+        if isinstance(ownership, Mapping) and ownership.get("ownerId") == owner_id:
+            owned.append(world)
+    return owned
+
+
+async def _get(runtime: AgentRuntime, message: Memory, state: State) -> ProviderResult:
+    room = await find_room(runtime, message)
+    if room is None:
+        return _result("# Settings\nNo settings: this room is not known.")
+    secrets = _character_secrets(runtime)
+
+    if room.type in _DM_TYPES:
+        worlds = [w for w in await _owned_worlds(runtime, message.entity_id) if w.metadata.get("settings")]
+        if not worlds:
+            return _result("# Settings\nNo server settings to show in this conversation.")
+        names = await entity_names(runtime, [message.entity_id])
+        sender = names.get(message.entity_id, UNKNOWN_USER)
+        world = worlds[0]
+        entries = _entries(world, secrets)
+        missing = [e for e in entries if e["required"] and not e["set"]]
+        lines = [f"# Settings of {world.name or 'your server'}"]
+        if missing:
+            lines.append(f"{sender} owns this server and {len(missing)} required setting"
+                         f"{'' if len(missing) == 1 else 's'} still need{'s' if len(missing) == 1 else ''} a value. "
+                         "Help them set it up, one setting at a time.")
+            if "UPDATE_SETTINGS" in runtime.actions:
+                lines.append("When they give a value, use the UPDATE_SETTINGS action to save it.")
+        else:
+            lines.append(f"{sender} owns this server; every required setting has a value.")
+        lines.append("## Current Configuration")
+        lines.extend(_line(e) for e in entries)
+        return _result("\n".join(lines), entries, worldId=world.id, onboarding=bool(missing))
+
+    world = await runtime.store.get_world(room.world_id) if room.world_id else None
+    if world is None:
+        return _result("# Settings\nNo settings: this room belongs to no known server.")
+    entries = _entries(world, secrets)
+    if not entries:
+        return _result("# Settings\nThis server has not been configured yet.", worldId=world.id)
+    lines = [f"# Settings of {world.name or 'this server'}", "## Current Configuration"]
+    lines.extend(_line(e) for e in entries)
+    return _result("\n".join(lines), entries, worldId=world.id)
+
+
+provider = Provider(
+    name="SETTINGS",
+    get=_get,
+    description="The server's configuration, with secret values hidden.",
+)
