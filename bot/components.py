@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .types import Memory, Task
+from .types import Entity, Memory, Room, Task
 
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
@@ -20,6 +20,7 @@ __all__ = [
     "ActionResult",
     "Evaluator",
     "HandlerCallback",
+    "Messenger",
     "Provider",
     "ProviderResult",
     "State",
@@ -110,3 +111,18 @@ class TaskWorker:
     name: str
     execute: Callable[[AgentRuntime, JSON, Task], Awaitable[None]]
     validate: Callable[[AgentRuntime, Task], Awaitable[bool]] | None = None
+
+
+@runtime_checkable
+class Messenger(Protocol):
+    """How a platform sends messages the agent starts itself (SEND_MESSAGE), as opposed to
+    replies, which go through the message's callback.
+
+    A platform registers one per runtime with ``runtime.register_service(source, messenger)``.
+    Both methods return the memories of what was sent (already stored) and raise
+    :class:`~bot.errors.SendError` with a message fit for the user when sending is impossible.
+    """
+
+    async def send_to_room(self, room: Room, content: JSON) -> list[Memory]: ...
+
+    async def send_to_entity(self, entity: Entity, content: JSON) -> list[Memory]: ...

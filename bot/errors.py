@@ -15,6 +15,7 @@
         ├── ModelAuthError           the key was refused
         ├── ModelRateLimited         the provider asked us to slow down (retry_after)
         └── ModelUnavailable         timeout, connection failure or server error
+    └── SendError                    a platform could not deliver a message the agent started
 
 Messages say what is wrong and what to do. They never contain a secret value.
 """
@@ -36,6 +37,7 @@ __all__ = [
     "Problem",
     "SchemaVersionError",
     "SecretReferenceError",
+    "SendError",
     "StoreError",
     "TroupeError",
     "VectorExtensionError",
@@ -165,5 +167,14 @@ class ModelRateLimited(ModelError):
 
 class ModelUnavailable(ModelError):
     """Timeout, connection failure or server error after retries."""
+
+    __slots__ = ()
+
+
+class SendError(TroupeError):
+    """A platform could not deliver a message the agent started (SEND_MESSAGE).
+
+    The message is shown to the person who asked, so it says what went wrong in plain words.
+    """
 
     __slots__ = ()

@@ -95,6 +95,7 @@ class AgentRuntime:
         self.providers: dict[str, Provider] = {}
         self.evaluators: dict[str, Evaluator] = {}
         self.task_workers: dict[str, TaskWorker] = {}
+        self.services: dict[str, object] = {}
         self.loaded_plugins: list[str] = []
         self._overrides: dict[str, str] = {}
         self._models: dict[ModelType, list[_ModelEntry]] = {}
@@ -173,6 +174,21 @@ class AgentRuntime:
         if worker.name in self.task_workers:
             raise ValueError(f"Task worker {worker.name} already registered")
         self.task_workers[worker.name] = worker
+
+    def register_service(self, name: str, service: object) -> None:
+        """Offer ``service`` to other plugins under ``name``; a platform registers its
+        :class:`~bot.components.Messenger` under its source name (``discord``, ``telegram``)."""
+        if name in self.services:
+            raise ValueError(f"Service {name} already registered")
+        self.services[name] = service
+
+    def unregister_service(self, name: str) -> None:
+        """Withdraw a service (a platform that disconnected); unknown names are ignored."""
+        self.services.pop(name, None)
+
+    def get_service(self, name: str) -> Any:
+        """The service registered under ``name``, or ``None``."""
+        return self.services.get(name)
 
     def register_model(self, type: ModelType | str, handler: ModelHandler, provider: str, priority: int = 0) -> None:
         """Serve ``type`` with ``handler``; higher priority first, ties by registration order."""

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
+from bot.errors import SendError
 from bot.events import EventType
 from bot.types import ChannelType, Entity, Memory, Room, World, now_ms
 
@@ -27,7 +28,11 @@ SOURCE = "console"
 
 
 class ConsoleAdapter:
-    """Connects one runtime to a terminal (or any line source, for tests)."""
+    """Connects one runtime to a terminal (or any line source, for tests).
+
+    It is also the runtime's ``console`` :class:`~bot.components.Messenger`: SEND_MESSAGE can
+    reach the one person and the one room a terminal has.
+    """
 
     def __init__(self, runtime: AgentRuntime, *, user: str = "you", output: TextIO | None = None) -> None:
         self.runtime = runtime
@@ -47,6 +52,8 @@ class ConsoleAdapter:
         await store.create_entities([Entity(self.entity_id, self.runtime.agent_id, names=[self.user],
                                             metadata={SOURCE: {"name": self.user}})])
         await store.add_participants([self.entity_id, self.runtime.agent_id], self.room_id)
+        if self.runtime.get_service(SOURCE) is None:
+            self.runtime.register_service(SOURCE, self)
         self._connected = True
 
     async def send(self, text: str) -> Any:
@@ -76,6 +83,16 @@ class ConsoleAdapter:
         await self.runtime.store.create_memory(sent, "messages", unique=False)
         await self.runtime.emit(EventType.MESSAGE_SENT, {"message": sent})
         return [sent]
+
+    async def send_to_room(self, room: Room, content: dict[str, Any]) -> list[Memory]:
+        if room.id != self.room_id:
+            raise SendError("the console has only this conversation")
+        return await self._callback(content)
+
+    async def send_to_entity(self, entity: Entity, content: dict[str, Any]) -> list[Memory]:
+        if entity.id != self.entity_id:
+            raise SendError(f"on the console I can only write to {self.user}")
+        return await self._callback(content)
 
     async def run(self, read_line: Callable[[], Awaitable[str | None]] | None = None) -> None:
         """Read lines until end of input or ``/quit``; each line is answered before the next."""

@@ -369,11 +369,169 @@ The newest message is from {{{{senderName}}}} (id {{{{senderId}}}}).
 </output>
 """
 
+_ROLE_EXTRACTION = f"""\
+<task>{{{{senderName}}}} asked {{{{agentName}}}} to change people's roles in this server. Work out which changes they asked for.</task>
+
+<people>
+Everyone in this channel, with their current role:
+{{{{people}}}}
+</people>
+
+<request>
+{{{{request}}}}
+</request>
+
+<rules>
+- One <assignment> per person whose role the request asks to change. entity is the person's id from <people>; use the name only if you cannot tell the id.
+- role is OWNER, ADMIN or NONE. NONE means an ordinary member: use it when the request removes someone's role.
+- Do not decide whether the change is allowed; only report what was asked.
+- Leave <assignments> empty when the request asks for no role change.
+</rules>
+
+<output>
+<response>
+  <assignments>
+    <assignment><entity>id of the person</entity><role>ADMIN</role></assignment>
+  </assignments>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
+_SETTINGS_EXTRACTION = f"""\
+<task>Someone is configuring {{{{serverName}}}} with {{{{agentName}}}}'s help. Work out which settings their message gives values for.</task>
+
+<settings>
+{{{{settings}}}}
+</settings>
+
+<message>
+{{{{request}}}}
+</message>
+
+<rules>
+- One <update> per setting the message gives a value for. key is the setting's key exactly as listed in <settings>; value is the value, as the person wrote it.
+- Only keys from <settings>. Never invent a value the message does not give.
+- Leave <updates> empty when the message sets nothing.
+</rules>
+
+<output>
+<response>
+  <updates>
+    <update><key>SETTING_KEY</key><value>the value</value></update>
+  </updates>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
+_CONTACT_EXTRACTION = f"""\
+<task>Someone shared contact details or accounts (an email address, a phone number, a handle elsewhere) with {{{{agentName}}}}. Work out whose they are and what they are.</task>
+
+<people>
+{{{{people}}}}
+The person who wrote the newest message has id {{{{senderId}}}}.
+</people>
+
+<conversation>
+{{{{recentMessages}}}}
+</conversation>
+
+<newest_message>
+{{{{request}}}}
+</newest_message>
+
+<rules>
+- entity: the id from <people> of the person the details belong to ("my email is …" means the writer).
+- kind: one lower-case word for where the details belong: email, phone, twitter, github, telegram, discord, website …
+- details: one element per field, named for what it is (handle, address, number, url …), holding the value exactly as given.
+- Leave details empty when the message shares none.
+</rules>
+
+<output>
+<response>
+  <entity>id of the person</entity>
+  <kind>email</kind>
+  <details><address>sam@example.com</address></details>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
+_OPTION_EXTRACTION = f"""\
+<task>Tasks {{{{agentName}}}} is running are waiting for a decision. Work out which task and which option the person's message picks.</task>
+
+<tasks>
+{{{{tasks}}}}
+</tasks>
+
+<message>
+{{{{request}}}}
+</message>
+
+<rules>
+- taskId: the 8-character id of the task the message answers.
+- selectedOption: the name of the chosen option, exactly as listed, or ABORT when the person wants to cancel the task.
+- Leave both empty when the message picks nothing.
+</rules>
+
+<output>
+<response>
+  <taskId>8-character id</taskId>
+  <selectedOption>option name</selectedOption>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
+_SEND_MESSAGE = f"""\
+<task>Someone asked {{{{agentName}}}} to send a message to a person or a channel. Work out where it goes and what it says.</task>
+
+<channels>
+Channels of this server:
+{{{{rooms}}}}
+</channels>
+
+<people>
+{{{{people}}}}
+</people>
+
+<conversation>
+{{{{recentMessages}}}}
+</conversation>
+
+<request>
+{{{{request}}}}
+</request>
+
+<rules>
+- targetType: user for a private message to a person, room for a channel.
+- target: the person's name or the channel's name, as listed above when it is there.
+- source: the platform, one of {{{{platforms}}}}; this conversation is on {{{{currentPlatform}}}}, which is the usual answer.
+- message: the text to send, written as {{{{agentName}}}} would send it. Only the message itself, not the request around it.
+</rules>
+
+<output>
+<response>
+  <targetType>user</targetType>
+  <target>name</target>
+  <source>{{{{currentPlatform}}}}</source>
+  <message>the text to send</message>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
 #: Built-in templates, keyed by the names a character's ``templates`` uses to override them.
 DEFAULT_TEMPLATES: dict[str, str] = {
+    "componentTemplate": _CONTACT_EXTRACTION,
     "messageHandlerTemplate": _MESSAGE_HANDLER,
+    "optionExtractionTemplate": _OPTION_EXTRACTION,
     "reflectionTemplate": _REFLECTION,
+    "roleExtractionTemplate": _ROLE_EXTRACTION,
+    "settingsExtractionTemplate": _SETTINGS_EXTRACTION,
     "shouldRespondTemplate": _SHOULD_RESPOND,
+    "targetExtractionTemplate": _SEND_MESSAGE,
 }
 
 

@@ -21,7 +21,7 @@ from ._common import UNKNOWN_USER, entity_names, find_room
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
-__all__ = ["MASK", "provider"]
+__all__ = ["MASK", "character_secrets", "is_secret_setting", "provider"]
 
 MASK = "****************"
 _CREDENTIAL = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|CREDENTIAL)", re.IGNORECASE)
@@ -32,7 +32,8 @@ def _result(text: str, settings: list[dict[str, Any]] | None = None, **extra: An
     return ProviderResult(text=text, values={"settings": text}, data={"settings": settings or [], **extra})
 
 
-def _character_secrets(runtime: AgentRuntime) -> list[str]:
+def character_secrets(runtime: AgentRuntime) -> list[str]:
+    """The character's secret values, to recognise (and mask) them wherever they turn up."""
     character = runtime.character
     values = []
     for key in character.secret_keys():
@@ -40,6 +41,14 @@ def _character_secrets(runtime: AgentRuntime) -> list[str]:
         if secret is not None and secret.get_secret_value():
             values.append(secret.get_secret_value())
     return values
+
+
+def is_secret_setting(key: str, spec: Mapping[str, Any], secrets: list[str]) -> bool:
+    """Whether a setting's value must be masked: marked secret, named like a credential, or
+    holding one of the character's secrets."""
+    text = "" if spec.get("value") is None else str(spec.get("value"))
+    return (bool(spec.get("secret")) or bool(_CREDENTIAL.search(key))
+            or any(s in text for s in secrets if len(s) >= 4))
 
 
 def _entries(world: World, secrets: list[str]) -> list[dict[str, Any]]:
@@ -53,8 +62,7 @@ def _entries(world: World, secrets: list[str]) -> list[dict[str, Any]]:
         value = spec.get("value")
         is_set = value not in (None, "")
         text = "" if value is None else str(value)
-        hidden = (bool(spec.get("secret")) or bool(_CREDENTIAL.search(str(key)))
-                  or any(s in text for s in secrets if len(s) >= 4))
+        hidden = is_secret_setting(str(key), spec, secrets)
         entries.append({
             "key": str(key),
             "name": str(spec.get("name") or key),
@@ -90,7 +98,7 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
     room = await find_room(runtime, message)
     if room is None:
         return _result("# Settings\nNo settings: this room is not known.")
-    secrets = _character_secrets(runtime)
+    secrets = character_secrets(runtime)
 
     if room.type in _DM_TYPES:
         worlds = [w for w in await _owned_worlds(runtime, message.entity_id) if w.metadata.get("settings")]

@@ -130,7 +130,11 @@ def test_seeded_render_is_deterministic() -> None:
 
 
 def test_default_templates_exist_under_upstream_names_with_their_inputs() -> None:
-    assert set(DEFAULT_TEMPLATES) == {"shouldRespondTemplate", "messageHandlerTemplate", "reflectionTemplate"}
+    assert set(DEFAULT_TEMPLATES) == {
+        "shouldRespondTemplate", "messageHandlerTemplate", "reflectionTemplate",
+        "targetExtractionTemplate", "componentTemplate", "optionExtractionTemplate",  # upstream's action templates
+        "roleExtractionTemplate", "settingsExtractionTemplate",  # inline prompts upstream; named here to override
+    }
     should = DEFAULT_TEMPLATES["shouldRespondTemplate"]
     assert "{{agentName}}" in should and "{{providers}}" in should
     assert "<action>RESPOND | IGNORE | STOP</action>" in should and "stops taking part" in should

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.types import ChannelType
 
-from .test_pipeline import HUMAN, OTHER_BOT, harness, plan  # noqa: F401  (harness is a fixture)
+from .harness import HUMAN, OTHER_BOT, plan
 
 
 def reflection(*facts: tuple[str, str, str], rels: str = "") -> str:

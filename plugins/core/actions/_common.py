@@ -1,0 +1,151 @@
+"""What the data and admin actions share: who may do what, asking the small model, answering.
+
+Not an action itself (the leading underscore keeps it out of discovery).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from bot.components import HandlerCallback, State
+from bot.errors import ModelError
+from bot.models import ModelType
+from bot.types import Entity, Memory, Role, Room, World
+
+from .._parse import parse_response
+from .._prompts import render, template
+
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = [
+    "PRIVILEGED",
+    "ask_small_model",
+    "as_list",
+    "entity_label",
+    "match_entity",
+    "names_of",
+    "notify",
+    "recent_messages",
+    "role_in",
+    "room_and_world",
+    "sender_text",
+]
+
+_log = logging.getLogger(__name__)
+
+PRIVILEGED = frozenset({Role.OWNER, Role.ADMIN})
+
+
+def role_in(world: World | None, entity_id: str) -> Role:
+    """``entity_id``'s role in ``world``: the recorded role, OWNER for the recorded owner, else NONE."""
+    if world is None:
+        return Role.NONE
+    ownership = world.metadata.get("ownership")
+    if isinstance(ownership, Mapping) and ownership.get("ownerId") == entity_id:
+        return Role.OWNER
+    roles = world.metadata.get("roles")
+    raw = roles.get(entity_id) if isinstance(roles, Mapping) else None
+    try:
+        return Role(str(raw).upper()) if raw else Role.NONE
+    except ValueError:
+        return Role.NONE
+
+
+async def room_and_world(runtime: AgentRuntime, message: Memory, state: State | None = None) -> tuple[Room | None, World | None]:
+    """The message's room and its world (either may be ``None``).
+
+    With a ``state``, the lookup is shared by every caller composing that state: the ACTIONS
+    provider validates all actions at once, and several of them need the same two rows.
+    """
+    if state is None:
+        return await _load_room_and_world(runtime, message)
+    pending = state.data.get(_ROOM_AND_WORLD)
+    if pending is None:
+        pending = state.data[_ROOM_AND_WORLD] = asyncio.ensure_future(_load_room_and_world(runtime, message))
+    return await asyncio.shield(pending)
+
+
+_ROOM_AND_WORLD = "_roomAndWorld"
+
+
+async def _load_room_and_world(runtime: AgentRuntime, message: Memory) -> tuple[Room | None, World | None]:
+    room = await runtime.store.get_room(message.room_id)
+    world_id = (room.world_id if room else None) or message.world_id
+    world = await runtime.store.get_world(world_id) if world_id else None
+    return room, world
+
+
+async def ask_small_model(runtime: AgentRuntime, template_name: str, values: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Fill the template, ask TEXT_SMALL, parse the answer; ``None`` when the model failed or
+    answered nothing readable (logged)."""
+    prompt = render(template(runtime.character.templates, template_name), values, rng=runtime.rng)
+    try:
+        raw = await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt})
+    except ModelError as exc:
+        _log.warning("%s: %s: no answer from the model: %s", runtime.character.name, template_name, exc)
+        return None
+    parsed = parse_response(raw)
+    if not parsed:
+        _log.info("%s: %s: the model's answer did not parse", runtime.character.name, template_name)
+    return parsed
+
+
+def as_list(value: Any, item_key: str) -> list[Mapping[str, Any]]:
+    """The items of a parsed collection, whatever shape the model gave it.
+
+    ``<items><item>…</item></items>`` parses as a list, a single item as a mapping, and a
+    wrapper the model forgot as ``{item_key: …}``; all become a list of mappings.
+    """
+    if isinstance(value, Mapping):
+        inner = value.get(item_key)
+        value = inner if inner is not None else [value]
+    if isinstance(value, Mapping):
+        value = [value]
+    if not isinstance(value, list):
+        return []
+    return [v for v in value if isinstance(v, Mapping)]
+
+
+def entity_label(entity: Entity) -> str:
+    return next((n for n in entity.names if n), entity.id)
+
+
+def match_entity(reference: str, candidates: Iterable[Entity]) -> Entity | None:
+    """The candidate ``reference`` names: its id, one of its names, or a unique name prefix
+    (case and a leading ``@`` ignored)."""
+    wanted = reference.strip().lstrip("@").casefold()
+    if not wanted:
+        return None
+    pool = list(candidates)
+    for entity in pool:
+        if entity.id.casefold() == wanted:
+            return entity
+    for entity in pool:
+        if any(n.strip().lstrip("@").casefold() == wanted for n in entity.names if n):
+            return entity
+    prefixed = [e for e in pool if any(n.casefold().startswith(wanted) for n in e.names if n)]
+    return prefixed[0] if len(prefixed) == 1 else None
+
+
+async def notify(callback: HandlerCallback | None, text: str, action: str, message: Memory) -> None:
+    """Tell the person what the action did (or why it did not)."""
+    if callback is None or not text:
+        return
+    await callback({"text": text, "actions": [action], "inReplyTo": message.id,
+                    "source": message.content.get("source")})
+
+
+def sender_text(message: Memory) -> str:
+    return str(message.content.get("text") or "").strip()
+
+
+def recent_messages(state: State) -> str:
+    return str(state.values.get("recentMessages") or "")
+
+
+def names_of(entities: Sequence[Entity]) -> str:
+    return "\n".join(f"- {entity_label(e)} (id {e.id})" for e in entities) or "(nobody known)"

@@ -1,0 +1,147 @@
+"""CHOOSE_OPTION: pick one of the options a pending task is waiting for, or cancel the task.
+
+A plugin that needs a human decision stores a task tagged ``AWAITING_CHOICE`` in the room, with
+``metadata["options"]`` (strings or ``{name, description}``) and a task worker of the same name.
+When the person answers, this action works out which task and option they meant, runs the
+worker with ``{"option": <name>}`` and removes the task (a task tagged ``repeat`` stays).
+``ABORT`` cancels the task.
+
+Who may choose: the person the task is waiting on (``task.entity_id``), or the server's owner
+or an admin. Anyone else is not offered the action, and is refused if the model names it anyway.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from bot.components import Action, ActionResult, HandlerCallback, State
+from bot.types import Memory, Task, World
+
+from ._common import (
+    PRIVILEGED,
+    ask_small_model,
+    notify,
+    role_in,
+    room_and_world,
+    sender_text,
+)
+
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = ["AWAITING_CHOICE", "action", "options_of"]
+
+_log = logging.getLogger(__name__)
+
+NAME = "CHOOSE_OPTION"
+AWAITING_CHOICE = "AWAITING_CHOICE"
+ABORT = "ABORT"
+_SHORT_ID = 8
+
+
+def options_of(task: Task) -> list[tuple[str, str]]:
+    """The task's options as ``(name, description)``; malformed entries are skipped."""
+    raw = task.metadata.get("options")
+    found = []
+    for item in raw if isinstance(raw, list) else []:
+        if isinstance(item, str) and item.strip():
+            found.append((item.strip(), ""))
+        elif isinstance(item, Mapping) and str(item.get("name") or "").strip():
+            found.append((str(item["name"]).strip(), str(item.get("description") or "")))
+    return found
+
+
+def _may_choose(task: Task, world: World | None, entity_id: str) -> bool:
+    return task.entity_id == entity_id or role_in(world, entity_id) in PRIVILEGED
+
+
+async def _choosable(runtime: AgentRuntime, message: Memory, state: State | None = None) -> list[Task]:
+    tasks = await runtime.store.get_tasks(room_id=message.room_id, tags=[AWAITING_CHOICE])
+    tasks = [t for t in tasks if options_of(t)]
+    if not tasks:
+        return []
+    _, world = await room_and_world(runtime, message, state)
+    return [t for t in tasks if _may_choose(t, world, message.entity_id)]
+
+
+async def _validate(runtime: AgentRuntime, message: Memory, state: State) -> bool:
+    return bool(await _choosable(runtime, message, state))
+
+
+def _listing(tasks: list[Task]) -> str:
+    blocks = []
+    for task in tasks:
+        options = [f"  - {name}" + (f": {description}" if description else "") for name, description in options_of(task)]
+        options.append(f"  - {ABORT}: cancel this task")
+        blocks.append(f"- task {str(task.id)[:_SHORT_ID]} \"{task.name}\"" +
+                      (f": {task.description}" if task.description else "") + "\n" + "\n".join(options))
+    return "\n".join(blocks)
+
+
+def _find_task(tasks: list[Task], reference: str) -> Task | None:
+    wanted = reference.strip().strip('"').casefold()
+    if not wanted:
+        return tasks[0] if len(tasks) == 1 else None
+    for task in tasks:
+        if str(task.id).casefold().startswith(wanted[:_SHORT_ID]) or task.name.casefold() == wanted:
+            return task
+    return None
+
+
+async def _handler(
+    runtime: AgentRuntime, message: Memory, state: State, options: dict[str, Any],
+    callback: HandlerCallback | None, responses: Any,
+) -> ActionResult:
+    tasks = await _choosable(runtime, message)
+    if not tasks:
+        await notify(callback, "There is nothing waiting for a choice from you here.", NAME, message)
+        return ActionResult(success=False, error="no task awaits a choice from this person")
+
+    parsed = await ask_small_model(runtime, "optionExtractionTemplate", {
+        "agentName": runtime.character.name,
+        "tasks": _listing(tasks),
+        "request": sender_text(message),
+    }) or {}
+    task = _find_task(tasks, str(parsed.get("taskId") or ""))
+    picked = str(parsed.get("selectedOption") or "").strip()
+    if task is None or not picked:
+        await notify(callback, "Which one? Please pick one of these:\n" + _listing(tasks), "SELECT_OPTION_INVALID", message)
+        return ActionResult(success=False, error="no task or option could be read from the request")
+
+    if picked.upper() == ABORT:
+        await runtime.store.delete_task(str(task.id))
+        text = f'Cancelled "{task.name}".'
+        await notify(callback, text, "CHOOSE_OPTION_CANCELLED", message)
+        return ActionResult(text=text, data={"actionName": NAME, "taskId": task.id, "option": ABORT})
+
+    choice = next((name for name, _ in options_of(task) if name.casefold() == picked.casefold()), None)
+    if choice is None:
+        await notify(callback, f'"{picked}" is not one of the options. Please pick one of these:\n' + _listing([task]),
+                     "SELECT_OPTION_INVALID", message)
+        return ActionResult(success=False, error=f"{picked!r} is not an option of {task.name}")
+    worker = runtime.task_workers.get(task.name)
+    if worker is None:
+        await notify(callback, f'Nothing can carry out "{task.name}" right now; the choice was not made.', NAME, message)
+        return ActionResult(success=False, error=f"no task worker for {task.name}")
+    try:
+        await worker.execute(runtime, {"option": choice}, task)
+    except Exception as exc:
+        _log.exception("%s: task %s failed on option %r", runtime.character.name, task.name, choice)
+        await notify(callback, f'Choosing {choice} for "{task.name}" failed; nothing was changed.', NAME, message)
+        return ActionResult(success=False, error=f"task worker {task.name} failed: {exc.__class__.__name__}")
+    if "repeat" not in task.tags:
+        await runtime.store.delete_task(str(task.id))
+    text = f'Chose {choice} for "{task.name}".'
+    await notify(callback, text, NAME, message)
+    return ActionResult(text=text, data={"actionName": NAME, "taskId": task.id, "option": choice})
+
+
+action = Action(
+    name=NAME,
+    handler=_handler,
+    validate=_validate,
+    description="Pick one of the options a pending task is waiting for (or cancel it) when the person answers.",
+    similes=("SELECT_OPTION", "SELECT", "PICK", "CHOOSE"),
+)

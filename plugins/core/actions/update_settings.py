@@ -1,0 +1,172 @@
+"""UPDATE_SETTINGS: a server's owner or admins configure it by telling the agent the values.
+
+A server's settings live in ``world.metadata["settings"]``, keyed by setting key; each is
+``{name, description, value, required, secret, dependsOn: [keys]}`` (a bare value is read as
+``{"value": …}``). In a DM the agent helps with the servers the sender owns or administers (the
+onboarding conversation the SETTINGS provider starts); in a server room, with that server.
+
+Only an OWNER or ADMIN may change settings; anyone else is told so and nothing changes. Only
+existing keys are set (keys starting with ``_`` are internal and never set), a setting whose
+``dependsOn`` keys have no value yet is refused, and the confirmation never repeats a secret
+value. The answer is built from what happened, not by another model call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from bot.components import Action, ActionResult, HandlerCallback, State
+from bot.types import ChannelType, Memory, World
+
+from ..providers.settings import MASK, character_secrets, is_secret_setting
+from ._common import (
+    PRIVILEGED,
+    as_list,
+    ask_small_model,
+    notify,
+    role_in,
+    room_and_world,
+    sender_text,
+)
+
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = ["action", "apply_updates", "configurable_worlds"]
+
+NAME = "UPDATE_SETTINGS"
+_DM_TYPES = frozenset({ChannelType.DM, ChannelType.VOICE_DM})
+_MAX_VALUE_CHARS = 2000
+
+
+def _settings(world: World) -> dict[str, Any]:
+    raw = world.metadata.get("settings")
+    return dict(raw) if isinstance(raw, Mapping) else {}
+
+
+def _spec(raw: Any) -> dict[str, Any]:
+    return dict(raw) if isinstance(raw, Mapping) else {"value": raw}
+
+
+def _is_set(spec: Mapping[str, Any]) -> bool:
+    return spec.get("value") not in (None, "")
+
+
+async def configurable_worlds(runtime: AgentRuntime, message: Memory, state: State | None = None) -> list[World]:
+    """The worlds whose settings the sender may change from this room."""
+    room, world = await room_and_world(runtime, message, state)
+    if room is not None and room.type in _DM_TYPES:
+        candidates = await runtime.store.get_all_worlds()
+    else:
+        candidates = [world] if world is not None else []
+    return [w for w in candidates if _settings(w) and role_in(w, message.entity_id) in PRIVILEGED]
+
+
+def apply_updates(settings: dict[str, Any], updates: list[tuple[str, str]], secrets: list[str]) -> tuple[list[str], list[str]]:
+    """Set each ``(key, value)`` in ``settings`` in order.
+
+    Returns the keys set and one line per update saying what happened (secret values masked).
+    A dependency set earlier in the same request counts as set.
+    """
+    updated: list[str] = []
+    lines: list[str] = []
+    for key, value in updates:
+        if key.startswith("_") or key not in settings:
+            lines.append(f"There is no setting called {key}.")
+            continue
+        spec = _spec(settings[key])
+        name = str(spec.get("name") or key)
+        depends = spec.get("dependsOn") or []
+        missing = [d for d in ([depends] if isinstance(depends, str) else depends) if not _is_set(_spec(settings.get(d)))]
+        if missing:
+            lines.append(f"{name} needs {', '.join(str(m) for m in missing)} set first.")
+            continue
+        if not value.strip():
+            lines.append(f"I need a value for {name}.")
+            continue
+        if len(value) > _MAX_VALUE_CHARS:
+            lines.append(f"The value for {name} is too long (at most {_MAX_VALUE_CHARS} characters).")
+            continue
+        spec["value"] = value.strip()
+        settings[key] = spec
+        shown = MASK if is_secret_setting(key, spec, secrets) else spec["value"]
+        updated.append(key)
+        lines.append(f"{name} is now {shown}.")
+    return updated, lines
+
+
+def _prompt_lines(settings: Mapping[str, Any], secrets: list[str]) -> str:
+    lines = []
+    for key, raw in settings.items():
+        if str(key).startswith("_"):
+            continue
+        spec = _spec(raw)
+        shown = (MASK if is_secret_setting(str(key), spec, secrets) else spec.get("value")) if _is_set(spec) else "not set"
+        need = "required" if spec.get("required") else "optional"
+        description = spec.get("usageDescription") or spec.get("description") or ""
+        lines.append(f"- {key} ({spec.get('name') or key}; {need}; now: {shown}): {description}".rstrip(": "))
+    return "\n".join(lines)
+
+
+def _still_required(settings: Mapping[str, Any]) -> list[str]:
+    return [str(_spec(v).get("name") or k) for k, v in settings.items()
+            if not str(k).startswith("_") and _spec(v).get("required") and not _is_set(_spec(v))]
+
+
+async def _validate(runtime: AgentRuntime, message: Memory, state: State) -> bool:
+    return bool(await configurable_worlds(runtime, message, state))
+
+
+async def _handler(
+    runtime: AgentRuntime, message: Memory, state: State, options: dict[str, Any],
+    callback: HandlerCallback | None, responses: Any,
+) -> ActionResult:
+    worlds = await configurable_worlds(runtime, message)
+    if not worlds:
+        await notify(callback, "Only a server's owner or an admin can change its settings.", NAME, message)
+        return ActionResult(success=False, error="the requester may not configure any server from here")
+    # The server still waiting for required settings first: that is the one being set up.
+    world = next((w for w in worlds if _still_required(_settings(w))), worlds[0])
+    settings = _settings(world)
+    secrets = character_secrets(runtime)
+
+    parsed = await ask_small_model(runtime, "settingsExtractionTemplate", {
+        "agentName": runtime.character.name,
+        "serverName": world.name or "the server",
+        "settings": _prompt_lines(settings, secrets),
+        "request": sender_text(message),
+    })
+    updates = [(str(u.get("key") or "").strip(), str(u.get("value") or ""))
+               for u in as_list((parsed or {}).get("updates"), "update")]
+    updates = [(k, v) for k, v in updates if k]
+    if not updates:
+        await notify(callback, "I couldn't tell which setting to change to what. Tell me the setting and its value.",
+                     NAME, message)
+        return ActionResult(success=False, error="no setting found in the request")
+
+    updated, lines = apply_updates(settings, updates, secrets)
+    if updated:
+        world.metadata["settings"] = settings
+        await runtime.store.update_world(world)
+    remaining = _still_required(settings)
+    if updated:
+        lines.append(f"Still needed: {', '.join(remaining)}." if remaining
+                     else f"Every required setting of {world.name or 'the server'} has a value now.")
+    await notify(callback, "\n".join(lines), NAME, message)
+    return ActionResult(
+        success=bool(updated),
+        text="\n".join(lines),
+        values={"settingsUpdated": len(updated), "onboardingComplete": not remaining},
+        data={"actionName": NAME, "worldId": world.id, "updated": updated},
+        error=None if updated else "no setting was changed",
+    )
+
+
+action = Action(
+    name=NAME,
+    handler=_handler,
+    validate=_validate,
+    description="Save server settings the owner or an admin gives you (the setting and its value).",
+    similes=("UPDATE_SETTING", "SAVE_SETTING", "SET_CONFIGURATION", "CONFIGURE"),
+)

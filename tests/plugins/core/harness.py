@@ -1,0 +1,114 @@
+"""A runtime with scripted models in one Discord-like guild room, for pipeline and action tests.
+
+``harness(room_type, **character)`` makes an agent "Ada" with a world (guild), one room
+("general") and two known entities: Sam (a person) and Brann (another bot). ``h.say(text)``
+delivers a message and returns the pipeline's outcome; what the agent sent is in ``h.sent``.
+Model answers are scripted by appending to ``h.small`` / ``h.large`` (strings, exceptions, or
+callables of the params).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.character import load_character
+from bot.models import ModelType
+from bot.runtime import AgentRuntime
+from bot.store import Database
+from bot.types import ChannelType, Entity, Memory, Room, RoomState, World
+
+HUMAN = "00000000-0000-0000-0000-0000000000b1"
+OTHER_BOT = "00000000-0000-0000-0000-0000000000b2"
+
+
+def plan(text: str = "", actions: str = "REPLY", thought: str = "thinking") -> str:
+    return f"<response><thought>{thought}</thought><actions>{actions}</actions><text>{text}</text></response>"
+
+
+@dataclass
+class Harness:
+    rt: AgentRuntime
+    room: str
+    world: str = ""
+    small: list[Any] = field(default_factory=list)  # scripted answers, popped in order
+    large: list[Any] = field(default_factory=list)
+    small_calls: int = 0
+    large_calls: int = 0
+    sent: list[dict] = field(default_factory=list)
+    prompts: list[str] = field(default_factory=list)  # every prompt either model was given
+
+    async def say(self, text: str, *, entity: str = HUMAN, room: str | None = None, id: str | None = None, **meta) -> Any:
+        outcomes: list[Any] = []
+
+        async def callback(content: dict) -> list[Memory]:
+            self.sent.append(content)
+            return []
+
+        async def done(outcome: Any) -> None:
+            outcomes.append(outcome)
+
+        message = Memory(id=id or str(uuid.uuid4()), entity_id=entity, room_id=room or self.room,
+                         content={"text": text, "source": "discord"}, metadata=meta)
+        await self.rt.emit("MESSAGE_RECEIVED", {"message": message, "callback": callback, "on_complete": done})
+        return outcomes[0]
+
+    async def room_state(self) -> RoomState | None:
+        return await self.rt.store.get_participant_state(self.room, self.rt.agent_id)
+
+
+async def _answer(script: list[Any], params: dict) -> Any:
+    item = script.pop(0) if script else plan("default reply")
+    if isinstance(item, BaseException):
+        raise item
+    if callable(item):
+        item = item(params)
+        if asyncio.iscoroutine(item):
+            item = await item
+    return item
+
+
+@pytest.fixture
+async def harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    runtimes: list[AgentRuntime] = []
+    async with Database(tmp_path / "t.db") as db:
+
+        async def make(room_type: ChannelType = ChannelType.GROUP, **character: Any) -> Harness:
+            path = tmp_path / "ada.json"
+            path.write_text(json.dumps({"name": "Ada", "bio": "A test character.", **character}))
+            char = load_character(path, environ={}).raise_for_problems()
+            rt = AgentRuntime(char, db.for_agent(char.agent_id), environ={})
+            h = Harness(rt, rt.unique_id("discord:room-1"), rt.unique_id("discord:guild-1"))
+
+            async def small(runtime: AgentRuntime, params: dict) -> Any:
+                h.small_calls += 1
+                h.prompts.append(params.get("prompt", ""))
+                return await _answer(h.small, params)
+
+            async def large(runtime: AgentRuntime, params: dict) -> Any:
+                h.large_calls += 1
+                h.prompts.append(params.get("prompt", ""))
+                return await _answer(h.large, params)
+
+            rt.register_model(ModelType.TEXT_SMALL, small, "script")
+            rt.register_model(ModelType.TEXT_LARGE, large, "script")
+            await rt.start()
+            runtimes.append(rt)
+            world = h.world
+            await rt.store.create_world(World(world, rt.agent_id, name="Guild", server_id="guild-1"))
+            await rt.store.create_rooms([Room(h.room, source="discord", type=room_type, name="general", world_id=world)])
+            await rt.store.create_entities([Entity(HUMAN, rt.agent_id, names=["Sam"]), Entity(OTHER_BOT, rt.agent_id, names=["Brann"])])
+            for entity in (HUMAN, OTHER_BOT, rt.agent_id):
+                await rt.store.add_participant(entity, h.room)
+            return h
+
+        yield make
+        for rt in runtimes:
+            await rt.close()
