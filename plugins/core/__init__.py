@@ -41,6 +41,7 @@ def _components(package: str, attribute: str) -> list[object]:
 
 async def setup(runtime: AgentRuntime) -> None:
     """Register the pipeline's event handlers, actions, providers and evaluators."""
+    from . import _event_handlers
     from ._pipeline import MessagePipeline
 
     for action in _components("actions", "action"):
@@ -50,3 +51,4 @@ async def setup(runtime: AgentRuntime) -> None:
     for evaluator in _components("evaluators", "evaluator"):
         runtime.register_evaluator(evaluator)  # type: ignore[arg-type]
     MessagePipeline(runtime).register()
+    _event_handlers.register(runtime)

@@ -23,6 +23,8 @@ from bot.events import EventType
 from bot.models import ModelType
 from bot.types import Memory, now_ms
 
+from ._attachments import AttachmentFetcher, process_attachments
+from ._embedding import embed_later
 from ._gate import Decision, Verdict, decide
 from ._parse import parse_response
 from ._prompts import render, template
@@ -37,6 +39,8 @@ _log = logging.getLogger(__name__)
 MESSAGES = "messages"
 _PLAN_ATTEMPTS = 3
 _DEFAULT_MAX_BOT_TURNS = 3
+# Each model call has its own timeout; this bounds a whole message (several calls, actions).
+_DEFAULT_RUN_TIMEOUT_S = 600.0
 # What the small model sees when deciding whether to speak: enough to judge, cheap to build.
 _DECIDE_PROVIDERS = ["CHARACTER", "ANXIETY", "ENTITIES", "RECENT_MESSAGES"]
 
@@ -47,7 +51,7 @@ class Outcome:
 
     status: str
     """``replied``, ``acted``, ``ignored``, ``stopped``, ``muted``, ``own``, ``superseded``,
-    ``loop_guard``, ``silent`` (the model's output never parsed), ``error``."""
+    ``loop_guard``, ``silent`` (the model's output never parsed), ``timeout``, ``error``."""
     reason: str = ""
     actions: tuple[str, ...] = ()
 
@@ -89,15 +93,21 @@ class MessagePipeline:
         if not isinstance(message, Memory):
             _log.error("%s: MESSAGE_RECEIVED without a message; ignored", self.runtime.character.name)
             return
-        outcome = await self.handle(message, payload.get("callback"))
+        outcome = await self.handle(message, payload.get("callback"), fetch=payload.get("fetch_attachment"))
         done = payload.get("on_complete")
         if done is not None:
             await done(outcome)
 
     # -- the flow -------------------------------------------------------------------------
 
-    async def handle(self, message: Memory, callback: HandlerCallback | None) -> Outcome:
-        """Run the whole pipeline for ``message``; never raises."""
+    async def handle(
+        self, message: Memory, callback: HandlerCallback | None, *, fetch: AttachmentFetcher | None = None
+    ) -> Outcome:
+        """Run the whole pipeline for ``message``; never raises.
+
+        ``fetch`` downloads an attachment's bytes (the platform's own way), so images, audio and
+        text files can be read once the agent decides to respond.
+        """
         rt = self.runtime
         if message.entity_id == rt.agent_id:
             return Outcome("own")
@@ -105,8 +115,14 @@ class MessagePipeline:
         started = now_ms()
         await rt.emit(EventType.RUN_STARTED, {"runId": run_id, "messageId": message.id, "roomId": message.room_id,
                                                "entityId": message.entity_id, "startTime": started})
+        timeout = rt.get_number("RUN_TIMEOUT_S", _DEFAULT_RUN_TIMEOUT_S)
         try:
-            outcome = await self._handle(message, callback)
+            async with asyncio.timeout(timeout):
+                outcome = await self._handle(message, callback, fetch)
+        except TimeoutError:
+            _log.warning("%s: gave up on a message in room %s after %.0f s", rt.character.name, message.room_id, timeout)
+            await rt.emit(EventType.RUN_TIMEOUT, {"runId": run_id, "messageId": message.id, "roomId": message.room_id})
+            outcome = Outcome("timeout", f"no answer within {timeout:.0f} s")
         except Exception:
             _log.exception("%s: failed to handle a message in room %s", rt.character.name, message.room_id)
             outcome = Outcome("error")
@@ -115,7 +131,7 @@ class MessagePipeline:
                                              "status": outcome.status, "duration": now_ms() - started})
         return outcome
 
-    async def _handle(self, message: Memory, callback: HandlerCallback | None) -> Outcome:
+    async def _handle(self, message: Memory, callback: HandlerCallback | None, fetch: AttachmentFetcher | None) -> Outcome:
         rt, store = self.runtime, self.runtime.store
         await self._store_incoming(message)
         room = await store.get_room(message.room_id)
@@ -146,6 +162,8 @@ class MessagePipeline:
                 if choice != "RESPOND":
                     await self._remember_silence(message, "STOP" if choice == "STOP" else "IGNORE")
                     return Outcome("stopped" if choice == "STOP" else "ignored", f"small model: {choice}")
+            if await process_attachments(rt, message, fetch):
+                await store.update_memory(message.id, content=message.content)
             return await self._respond(message, callback, verdict, token)
         finally:
             if self._latest.get(message.room_id) == token:
@@ -183,16 +201,8 @@ class MessagePipeline:
         if message.id is not None and await store.get_memory(message.id) is not None:
             return  # delivered twice (a reconnect, a relay): keep one copy
         message.id = await store.create_memory(message, MESSAGES)
-        if self.runtime.has_model(ModelType.TEXT_EMBEDDING) and message.content.get("text") and message.embedding is None:
-            # Off the reply's critical path: the message is stored now, its vector when ready.
-            self.runtime.create_task(self._embed(message.id, str(message.content["text"])), "embed")
-
-    async def _embed(self, memory_id: str, text: str) -> None:
-        try:
-            vector = await self.runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": text})
-            await self.runtime.store.update_memory(memory_id, embedding=vector)
-        except Exception as exc:
-            _log.warning("%s: could not embed message %s: %s", self.runtime.character.name, memory_id, exc)
+        if message.embedding is None:
+            embed_later(self.runtime, message.id, str(message.content.get("text") or ""))
 
     async def _ask_small_model(self, message: Memory) -> str:
         """RESPOND, IGNORE or STOP; a model failure or unreadable answer means IGNORE."""

@@ -45,7 +45,8 @@ class Harness:
     sent: list[dict] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)  # every prompt either model was given
 
-    async def say(self, text: str, *, entity: str = HUMAN, room: str | None = None, id: str | None = None, **meta) -> Any:
+    async def say(self, text: str, *, entity: str = HUMAN, room: str | None = None, id: str | None = None,
+                  attachments: list[dict] | None = None, fetch: Any = None, **meta) -> Any:
         outcomes: list[Any] = []
 
         async def callback(content: dict) -> list[Memory]:
@@ -55,9 +56,13 @@ class Harness:
         async def done(outcome: Any) -> None:
             outcomes.append(outcome)
 
-        message = Memory(id=id or str(uuid.uuid4()), entity_id=entity, room_id=room or self.room,
-                         content={"text": text, "source": "discord"}, metadata=meta)
-        await self.rt.emit("MESSAGE_RECEIVED", {"message": message, "callback": callback, "on_complete": done})
+        content: dict[str, Any] = {"text": text, "source": "discord"}
+        if attachments is not None:
+            content["attachments"] = attachments
+        message = Memory(id=id or str(uuid.uuid4()), entity_id=entity, room_id=room or self.room, content=content,
+                         metadata=meta)
+        await self.rt.emit("MESSAGE_RECEIVED", {"message": message, "callback": callback, "on_complete": done,
+                                                "fetch_attachment": fetch})
         return outcomes[0]
 
     async def room_state(self) -> RoomState | None:
