@@ -135,8 +135,11 @@ class PluginLoadError(ConfigError):
 
     def __init__(self, plugin: str, agent: str | None, original: BaseException) -> None:
         self.plugin, self.agent, self.original = plugin, agent, original
+        reason = str(original)
+        if agent and reason.startswith(f"{agent}: "):  # plugins name the agent too; say it once
+            reason = reason[len(agent) + 2 :]
         who = f" for {agent}" if agent else ""
-        super().__init__(f"plugin {plugin}{who} failed to load: {original}")
+        super().__init__(f"plugin {plugin}{who} failed to load: {reason}")
 
 
 class ModelError(TroupeError):

@@ -276,6 +276,11 @@ async def test_failing_plugin_setup_closes_the_runtime(tmp_path: Path, db: Datab
     assert rt.state is RuntimeState.CLOSED and closed == ["closed"]
 
 
+def test_plugin_load_error_names_the_agent_once() -> None:
+    error = PluginLoadError("openai", "Iris", ValueError("Iris: no endpoint; set OPENAI_API_KEY"))
+    assert str(error) == "plugin openai for Iris failed to load: no endpoint; set OPENAI_API_KEY"
+
+
 async def test_start_records_the_agent_and_its_own_room(runtime: AgentRuntime) -> None:
     assert (await runtime.store.get_agent()).name == "Ada"
     assert (await runtime.store.get_entity(runtime.agent_id)).names == ["Ada"]
