@@ -1,0 +1,193 @@
+"""Discord → troupe: guilds become worlds, channels rooms, users entities, messages memories.
+
+Pure functions of discord.py objects (or anything with the same attributes, which is how tests
+feed them recorded gateway payloads). Ids are agent-scoped: ``unique_uuid(agent_id,
+"discord:<snowflake>")``, so one Discord user is a different entity for each character and the
+same one across restarts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from bot.ids import unique_uuid
+from bot.types import ChannelType, Entity, Memory, Role, Room, World
+
+__all__ = [
+    "SOURCE",
+    "channel_type",
+    "discord_id",
+    "entity_for_user",
+    "memory_for_message",
+    "parent_id",
+    "room_for_channel",
+    "user_names",
+    "world_for_guild",
+]
+
+SOURCE = "discord"
+
+# discord.ChannelType member names → the room type. Categories are not rooms.
+_CHANNEL_TYPES = {
+    "private": ChannelType.DM,
+    "group": ChannelType.GROUP,
+    "text": ChannelType.GROUP,
+    "news": ChannelType.GROUP,
+    "voice": ChannelType.VOICE_GROUP,
+    "stage_voice": ChannelType.VOICE_GROUP,
+    "public_thread": ChannelType.THREAD,
+    "private_thread": ChannelType.THREAD,
+    "news_thread": ChannelType.THREAD,
+    "forum": ChannelType.FORUM,
+    "media": ChannelType.FORUM,
+}
+_USER_MENTION = re.compile(r"<@!?(\d+)>")
+
+
+def discord_id(agent_id: str, snowflake: int | str) -> str:
+    """The agent-scoped id of a Discord object (guild, channel, user, message)."""
+    return unique_uuid(agent_id, f"{SOURCE}:{snowflake}")
+
+
+def channel_type(channel: Any) -> ChannelType | None:
+    """The room type of a channel; ``None`` for what is not a room (a category)."""
+    kind = getattr(getattr(channel, "type", None), "name", None)
+    if kind is None:  # a DMChannel built without a type: it is a DM
+        return ChannelType.DM if getattr(channel, "guild", None) is None else None
+    if kind in _CHANNEL_TYPES:
+        return _CHANNEL_TYPES[kind]
+    return None if kind == "category" else ChannelType.GROUP
+
+
+def parent_id(channel: Any) -> int | None:
+    """The channel a thread or forum post belongs to, or None."""
+    return getattr(channel, "parent_id", None) if channel_type(channel) is ChannelType.THREAD else None
+
+
+def user_names(user: Any) -> list[str]:
+    """Names people know the user by, most specific first, without repeats."""
+    names = [getattr(user, "display_name", None), getattr(user, "global_name", None), getattr(user, "name", None)]
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def entity_for_user(agent_id: str, user: Any) -> Entity:
+    names = user_names(user)
+    info = {
+        "userId": str(user.id),
+        "username": getattr(user, "name", "") or "",
+        "name": names[0] if names else "",
+        "globalName": getattr(user, "global_name", None),
+        "bot": bool(getattr(user, "bot", False)),
+    }
+    return Entity(discord_id(agent_id, user.id), agent_id, names=names,
+                  metadata={SOURCE: info, "username": info["username"]})
+
+
+def world_for_guild(agent_id: str, guild: Any, admins: Iterable[Any] = ()) -> World:
+    """A guild as a world: its owner is OWNER, ``admins`` (members with Administrator) ADMIN."""
+    roles: dict[str, str] = {discord_id(agent_id, m.id): Role.ADMIN.value for m in admins}
+    metadata: dict[str, Any] = {"roles": roles}
+    if getattr(guild, "owner_id", None):
+        owner = discord_id(agent_id, guild.owner_id)
+        metadata["ownership"] = {"ownerId": owner}
+        roles[owner] = Role.OWNER.value
+    return World(discord_id(agent_id, guild.id), agent_id, name=guild.name or "", server_id=str(guild.id),
+                 metadata=metadata)
+
+
+def room_for_channel(agent_id: str, channel: Any, *, dm_with: Any = None) -> Room | None:
+    """A channel as a room; ``None`` for a category. ``dm_with`` names a DM after the person."""
+    kind = channel_type(channel)
+    if kind is None:
+        return None
+    guild = getattr(channel, "guild", None)
+    metadata: dict[str, Any] = {}
+    parent = parent_id(channel)
+    if parent is not None:
+        metadata["parentChannelId"] = str(parent)
+        metadata["parentRoomId"] = discord_id(agent_id, parent)
+    if kind is ChannelType.DM:
+        person = user_names(dm_with)[0] if dm_with is not None and user_names(dm_with) else "someone"
+        name = f"DM with {person}"
+    else:
+        name = getattr(channel, "name", None) or str(channel.id)
+    return Room(
+        discord_id(agent_id, channel.id), source=SOURCE, type=kind, agent_id=agent_id, name=name,
+        world_id=discord_id(agent_id, guild.id) if guild is not None else None,
+        server_id=str(guild.id) if guild is not None else None, channel_id=str(channel.id), metadata=metadata,
+    )
+
+
+def _ms(moment: datetime | None) -> int | None:
+    return int(moment.timestamp() * 1000) if moment is not None else None
+
+
+def _text(message: Any) -> str:
+    """The message text with user mentions written as ``@name``, so names read naturally."""
+    names = {m.id: (user_names(m) or [str(m.id)])[0] for m in getattr(message, "mentions", ()) or ()}
+    return _USER_MENTION.sub(lambda match: f"@{names.get(int(match.group(1)), match.group(1))}",
+                             message.content or "")
+
+
+def _attachments(message: Any) -> list[dict[str, Any]]:
+    return [
+        {"id": str(a.id), "url": a.url, "title": a.filename, "contentType": getattr(a, "content_type", None) or "",
+         "source": SOURCE, "size": getattr(a, "size", None)}
+        for a in getattr(message, "attachments", ()) or ()
+    ]
+
+
+def _replied_author(message: Any) -> int | None:
+    reference = getattr(message, "reference", None)
+    resolved = getattr(reference, "resolved", None) if reference is not None else None
+    author = getattr(resolved, "author", None)
+    return getattr(author, "id", None)
+
+
+def memory_for_message(agent_id: str, message: Any, *, bot_user_id: int) -> Memory:
+    """A Discord message as the memory the pipeline receives.
+
+    ``metadata`` tells the gate what it needs: whether the author is a bot, whether this bot
+    was @-mentioned (directly or through one of its roles) and whether this is a reply to it.
+    """
+    channel = message.channel
+    guild = getattr(message, "guild", None)
+    kind = channel_type(channel) or ChannelType.GROUP
+    mentioned = any(m.id == bot_user_id for m in getattr(message, "mentions", ()) or ())
+    if not mentioned and guild is not None:
+        me = guild.get_member(bot_user_id) if hasattr(guild, "get_member") else None
+        own_roles = {r.id for r in getattr(me, "roles", ()) or ()}
+        mentioned = any(r.id in own_roles for r in getattr(message, "role_mentions", ()) or () if r.id != guild.id)
+    reference = getattr(message, "reference", None)
+    reply_to = getattr(reference, "message_id", None) if reference is not None else None
+    content: dict[str, Any] = {"text": _text(message), "source": SOURCE, "channelType": kind.value,
+                               "url": getattr(message, "jump_url", None)}
+    if reply_to is not None:
+        content["inReplyTo"] = discord_id(agent_id, reply_to)
+    attachments = _attachments(message)
+    if attachments:
+        content["attachments"] = attachments
+    author = message.author
+    return Memory(
+        id=discord_id(agent_id, message.id),
+        entity_id=discord_id(agent_id, author.id),
+        agent_id=agent_id,
+        room_id=discord_id(agent_id, channel.id),
+        world_id=discord_id(agent_id, guild.id) if guild is not None else None,
+        content=content,
+        created_at=_ms(getattr(message, "created_at", None)),
+        metadata={
+            "type": "message",
+            "entityName": (user_names(author) or [str(author.id)])[0],
+            "authorIsBot": bool(getattr(author, "bot", False)),
+            "isMention": mentioned,
+            "isReply": _replied_author(message) == bot_user_id,
+            "authorId": str(author.id),
+            "channelId": str(channel.id),
+            "serverId": str(guild.id) if guild is not None else None,
+            "discordMessageId": str(message.id),
+        },
+    )
