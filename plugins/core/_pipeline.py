@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -93,7 +93,8 @@ class MessagePipeline:
         if not isinstance(message, Memory):
             _log.error("%s: MESSAGE_RECEIVED without a message; ignored", self.runtime.character.name)
             return
-        outcome = await self.handle(message, payload.get("callback"), fetch=payload.get("fetch_attachment"))
+        outcome = await self.handle(message, payload.get("callback"), fetch=payload.get("fetch_attachment"),
+                                    on_responding=payload.get("on_responding"))
         done = payload.get("on_complete")
         if done is not None:
             await done(outcome)
@@ -101,12 +102,15 @@ class MessagePipeline:
     # -- the flow -------------------------------------------------------------------------
 
     async def handle(
-        self, message: Memory, callback: HandlerCallback | None, *, fetch: AttachmentFetcher | None = None
+        self, message: Memory, callback: HandlerCallback | None, *, fetch: AttachmentFetcher | None = None,
+        on_responding: Callable[[], Awaitable[None]] | None = None,
     ) -> Outcome:
         """Run the whole pipeline for ``message``; never raises.
 
-        ``fetch`` downloads an attachment's bytes (the platform's own way), so images, audio and
-        text files can be read once the agent decides to respond.
+        Platform hooks, both optional: ``fetch`` downloads an attachment's bytes (the platform's
+        own way), so images, audio and text files can be read once the agent decides to respond;
+        ``on_responding`` is awaited at that moment, so the platform can show "typing…" only
+        for messages that will be answered.
         """
         rt = self.runtime
         if message.entity_id == rt.agent_id:
@@ -118,7 +122,7 @@ class MessagePipeline:
         timeout = rt.get_number("RUN_TIMEOUT_S", _DEFAULT_RUN_TIMEOUT_S)
         try:
             async with asyncio.timeout(timeout):
-                outcome = await self._handle(message, callback, fetch)
+                outcome = await self._handle(message, callback, fetch, on_responding)
         except TimeoutError:
             _log.warning("%s: gave up on a message in room %s after %.0f s", rt.character.name, message.room_id, timeout)
             await rt.emit(EventType.RUN_TIMEOUT, {"runId": run_id, "messageId": message.id, "roomId": message.room_id})
@@ -131,7 +135,10 @@ class MessagePipeline:
                                              "status": outcome.status, "duration": now_ms() - started})
         return outcome
 
-    async def _handle(self, message: Memory, callback: HandlerCallback | None, fetch: AttachmentFetcher | None) -> Outcome:
+    async def _handle(
+        self, message: Memory, callback: HandlerCallback | None, fetch: AttachmentFetcher | None,
+        on_responding: Callable[[], Awaitable[None]] | None,
+    ) -> Outcome:
         rt, store = self.runtime, self.runtime.store
         await self._store_incoming(message)
         room = await store.get_room(message.room_id)
@@ -162,6 +169,11 @@ class MessagePipeline:
                 if choice != "RESPOND":
                     await self._remember_silence(message, "STOP" if choice == "STOP" else "IGNORE")
                     return Outcome("stopped" if choice == "STOP" else "ignored", f"small model: {choice}")
+            if on_responding is not None:
+                try:
+                    await on_responding()
+                except Exception:
+                    _log.exception("%s: the platform's on_responding hook failed", rt.character.name)
             if await process_attachments(rt, message, fetch):
                 await store.update_memory(message.id, content=message.content)
             return await self._respond(message, callback, verdict, token)

@@ -46,7 +46,8 @@ class Harness:
     prompts: list[str] = field(default_factory=list)  # every prompt either model was given
 
     async def say(self, text: str, *, entity: str = HUMAN, room: str | None = None, id: str | None = None,
-                  attachments: list[dict] | None = None, fetch: Any = None, **meta) -> Any:
+                  attachments: list[dict] | None = None, fetch: Any = None, on_responding: Any = None,
+                  **meta) -> Any:
         outcomes: list[Any] = []
 
         async def callback(content: dict) -> list[Memory]:
@@ -62,7 +63,7 @@ class Harness:
         message = Memory(id=id or str(uuid.uuid4()), entity_id=entity, room_id=room or self.room, content=content,
                          metadata=meta)
         await self.rt.emit("MESSAGE_RECEIVED", {"message": message, "callback": callback, "on_complete": done,
-                                                "fetch_attachment": fetch})
+                                                "fetch_attachment": fetch, "on_responding": on_responding})
         return outcomes[0]
 
     async def room_state(self) -> RoomState | None:

@@ -177,3 +177,24 @@ async def test_bot_conversations_stop_at_the_loop_guard(harness) -> None:
     assert statuses == ["replied", "loop_guard", "loop_guard"]
     h.large.append(plan("hello human"))
     assert (await h.say("I'm back")).status == "replied"
+
+
+async def test_the_platform_hears_when_a_reply_is_coming_and_only_then(harness) -> None:
+    h = await harness()
+    calls: list[str] = []
+
+    async def typing() -> None:
+        calls.append("typing")
+
+    h.small.append("<response><action>IGNORE</action></response>")
+    await h.say("chatter between others", on_responding=typing)
+    assert calls == []
+    h.large.append(plan("Yes?"))
+    await h.say("Ada?", on_responding=typing)
+    assert calls == ["typing"]
+
+    async def broken() -> None:
+        raise RuntimeError("typing endpoint down")
+
+    h.large.append(plan("Still here."))
+    assert (await h.say("Ada, you there?", on_responding=broken)).status == "replied"
