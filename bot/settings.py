@@ -7,7 +7,9 @@ its ``settings`` (scalars only), then the daemon's environment. An empty value c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from dotenv import dotenv_values
@@ -15,8 +17,9 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .character import Character
+from .errors import ConfigError
 
-__all__ = ["DaemonSettings", "character_setting", "load_environ"]
+__all__ = ["DaemonSettings", "SettingReader", "character_setting", "load_environ"]
 
 
 class DaemonSettings(BaseSettings):
@@ -54,3 +57,87 @@ def character_setting(character: Character, key: str, environ: Mapping[str, str]
     if isinstance(value, (str, int, float)) and value != "":
         return str(value)
     return environ.get(key) or None
+
+
+class SettingReader:
+    """Typed reads of one agent's settings, for plugins and platforms.
+
+    Every value comes through ``get_setting`` (so per-character values win over the daemon's);
+    a value of the wrong form raises :class:`~bot.errors.ConfigError` naming the agent, the
+    setting and what is expected, never silently falling back.
+    """
+
+    def __init__(self, get_setting: Callable[[str], str | None], agent: str) -> None:
+        self._get = get_setting
+        self.agent = agent
+
+    def optional(self, key: str) -> str | None:
+        """The setting stripped; ``None`` when unset or blank."""
+        value = self._get(key)
+        return (value.strip() or None) if value is not None else None
+
+    def get(self, key: str, default: str) -> str:
+        return self.optional(key) or default
+
+    def flag(self, key: str, default: bool = False) -> bool:
+        raw = self.optional(key)
+        if raw is None:
+            return default
+        value = raw.lower()
+        if value in _TRUE:
+            return True
+        if value in _FALSE:
+            return False
+        raise ConfigError(f"{self.agent}: {key} must be true or false, not {raw!r}")
+
+    def positive_float(self, key: str, default: float) -> float:
+        raw = self.optional(key)
+        if raw is None:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            value = -1.0
+        if not value > 0:
+            raise ConfigError(f"{self.agent}: {key} must be a positive number, not {raw!r}")
+        return value
+
+    def count(self, key: str, default: int, *, minimum: int = 0) -> int:
+        raw = self.optional(key)
+        if raw is None:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise ConfigError(f"{self.agent}: {key} must be a whole number, {minimum} or more, not {raw!r}")
+        return value
+
+    def id_list(self, key: str, *, pattern: str = r"-?\d+") -> list[str] | None:
+        """A list of ids written as a JSON array or a comma-separated list; ``None`` when unset.
+
+        Anything else (a malformed array, an id of the wrong form) is an error, not "allow nothing".
+        """
+        raw = self.optional(key)
+        if raw is None:
+            return None
+        if raw.startswith("["):
+            try:
+                items = json.loads(raw)
+            except ValueError:
+                raise ConfigError(f"{self.agent}: {key} is not a valid JSON array: {raw!r}") from None
+            if not isinstance(items, list):
+                raise ConfigError(f"{self.agent}: {key} must be a JSON array or a comma-separated list")
+        else:
+            items = raw.split(",")
+        ids = [str(item).strip() for item in items if str(item).strip()]
+        bad = [i for i in ids if not re.fullmatch(pattern, i)]
+        if bad:
+            raise ConfigError(f"{self.agent}: {key} has entries that are not ids: {', '.join(map(repr, bad))}; "
+                              'write ids as a comma-separated list ("123, 456") or a JSON array')
+        return ids
+
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})

@@ -14,6 +14,7 @@ from pydantic import SecretStr
 
 from bot.errors import ConfigError
 from bot.models import ModelType
+from bot.settings import SettingReader
 
 __all__ = [
     "EMBEDDING_DIMENSIONS",
@@ -133,7 +134,7 @@ def resolve_config(runtime: _Runtime, *, agent: str) -> ProviderConfig:
     ``agent`` is the name messages use. Raises :class:`~bot.errors.ConfigError` naming the agent
     and the setting to fix; never includes a secret.
     """
-    settings = _Settings(runtime, agent)
+    settings = _Settings(runtime.get_setting, agent)
     preset = (runtime.model_preset or "openai").strip().lower()
     if preset == "openai":
         return _openai(settings)
@@ -144,44 +145,8 @@ def resolve_config(runtime: _Runtime, *, agent: str) -> ProviderConfig:
     raise ConfigError(f"{agent}: unknown model preset {preset!r} for plugin openai; use ollama, openrouter or none")
 
 
-class _Settings:
-    """Typed, validated reads of one agent's settings."""
-
-    def __init__(self, runtime: _Runtime, agent: str) -> None:
-        self._runtime = runtime
-        self.agent = agent
-
-    def optional(self, key: str) -> str | None:
-        """The setting stripped; ``None`` when unset or blank."""
-        value = self._runtime.get_setting(key)
-        return (value.strip() or None) if value is not None else None
-
-    def get(self, key: str, default: str) -> str:
-        return self.optional(key) or default
-
-    def positive_float(self, key: str, default: float) -> float:
-        raw = self.optional(key)
-        if raw is None:
-            return default
-        try:
-            value = float(raw)
-        except ValueError:
-            value = -1.0
-        if not value > 0:
-            raise ConfigError(f"{self.agent}: {key} must be a positive number of seconds, not {raw!r}")
-        return value
-
-    def count(self, key: str, default: int, *, minimum: int = 0) -> int:
-        raw = self.optional(key)
-        if raw is None:
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            value = minimum - 1
-        if value < minimum:
-            raise ConfigError(f"{self.agent}: {key} must be a whole number, {minimum} or more, not {raw!r}")
-        return value
+class _Settings(SettingReader):
+    """Typed, validated reads of one agent's settings, plus the ones only this plugin has."""
 
     def dimensions(self, model: str) -> int:
         raw = self.optional("OPENAI_EMBEDDING_DIMENSIONS")

@@ -1,6 +1,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from bot.character import load_character
 from bot.settings import DaemonSettings, character_setting, load_environ
 
@@ -57,3 +59,23 @@ def test_daemon_settings_defaults_and_env(monkeypatch) -> None:
     assert DaemonSettings().database == Path("/var/lib/troupe/troupe.db")
     monkeypatch.setenv("TROUPE_DB_PATH", "/tmp/x.db")
     assert DaemonSettings().database == Path("/tmp/x.db")
+
+
+def test_setting_reader_reads_flags_numbers_and_id_lists() -> None:
+    from bot.errors import ConfigError
+    from bot.settings import SettingReader
+
+    values = {"ON": " yes ", "OFF": "0", "BAD": "maybe", "IDS": "123, 456,,789", "JSON": "[1, \"-100200\"]",
+              "WORDS": "general, 42", "BROKEN": "[1, 2", "N": "3", "BLANK": "  "}
+    read = SettingReader(values.get, "Ada")
+    assert read.flag("ON") is True and read.flag("OFF") is False and read.flag("MISSING", True) is True
+    assert read.flag("BLANK") is False and read.optional("BLANK") is None
+    with pytest.raises(ConfigError, match="Ada: BAD must be true or false, not 'maybe'"):
+        read.flag("BAD")
+    assert read.id_list("IDS") == ["123", "456", "789"] and read.id_list("JSON") == ["1", "-100200"]
+    assert read.id_list("MISSING") is None
+    with pytest.raises(ConfigError, match="WORDS has entries that are not ids: 'general'"):
+        read.id_list("WORDS")
+    with pytest.raises(ConfigError, match="BROKEN is not a valid JSON array"):
+        read.id_list("BROKEN")
+    assert read.count("N", 1) == 3 and read.positive_float("MISSING", 2.5) == 2.5

@@ -122,7 +122,7 @@ def test_an_unknown_embedding_model_needs_its_dimensions_set() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
-        ("OPENAI_TIMEOUT_S", "0", "OPENAI_TIMEOUT_S must be a positive number of seconds, not '0'"),
+        ("OPENAI_TIMEOUT_S", "0", "OPENAI_TIMEOUT_S must be a positive number, not '0'"),
         ("OPENAI_TIMEOUT_S", "soon", "OPENAI_TIMEOUT_S must be a positive number"),
         ("OPENAI_MAX_RETRIES", "-1", "OPENAI_MAX_RETRIES must be a whole number, 0 or more, not '-1'"),
         ("OPENAI_MAX_RETRIES", "2.5", "OPENAI_MAX_RETRIES must be a whole number"),
