@@ -13,6 +13,15 @@ _PREFIXES = ("TROUPE_", "OPENAI_", "DISCORD_", "TELEGRAM_", "ELEVENLABS_", "OLLA
 
 
 @pytest.fixture(autouse=True)
+def one_discord_server_per_test() -> Iterator[None]:
+    """discord.py's REST base is process-wide; each test starts from discord.com's."""
+    yield
+    from platforms.discord._rest import reset_api_base
+
+    reset_api_base()
+
+
+@pytest.fixture(autouse=True)
 def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Strip settings a developer's shell might carry, and run where no .env exists."""
     for key in list(os.environ):

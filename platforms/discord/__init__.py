@@ -1,8 +1,20 @@
-"""Discord: every character its own bot, in guilds, threads, DMs and voice channels."""
+"""Discord: every character its own bot, in guilds, threads, DMs and voice channels.
+
+``connect(runtime)`` is how the daemon brings a character online: it reads the character's
+Discord settings, checks the token and the bot's intents, and connects a discord.py client in the
+daemon's event loop. See ``_adapter.py`` for what happens to messages both ways.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from bot.plugins import PluginMeta
 
-__all__ = ["meta"]
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = ["connect", "meta"]
 
 meta = PluginMeta(
     name="discord",
@@ -11,3 +23,19 @@ meta = PluginMeta(
     description="Discord bot per character (DISCORD_API_TOKEN, DISCORD_APPLICATION_ID)",
     aliases=("@elizaos/plugin-discord", "@elizaos-plugins/client-discord", "@elizaos/client-discord"),
 )
+
+
+async def connect(runtime: AgentRuntime) -> None:
+    """Bring ``runtime``'s character online as its own Discord bot.
+
+    Raises:
+        ConfigError: a setting is wrong, the token was refused, or the bot lacks the Message
+            Content intent; the message says what to do. Other agents are unaffected.
+    """
+    from ._adapter import DiscordAdapter
+    from ._config import read_config
+    from ._rest import use_api_base
+
+    config = read_config(runtime.get_setting, runtime.character.name, runtime.character.settings.get("discord"))
+    use_api_base(config.api_base, runtime.character.name)
+    await DiscordAdapter(runtime, config).start()

@@ -83,10 +83,22 @@ async def test_agents_run_on_their_platforms_and_stop_cleanly(tmp_path: Path, fa
 
 async def test_platform_without_connect_is_reported_and_the_daemon_exits_78(tmp_path: Path, caplog) -> None:
     path = tmp_path / "a.json"
-    path.write_text(json.dumps({"name": "A", "bio": "x", "plugins": ["@elizaos/plugin-discord"],
-                                "settings": {"secrets": {"DISCORD_API_TOKEN": "tok-123456"}}}))
+    path.write_text(json.dumps({"name": "A", "bio": "x", "plugins": ["@elizaos/plugin-telegram"],
+                                "settings": {"secrets": {"TELEGRAM_BOT_TOKEN": "123:tok-123456"}}}))
     environ = {"OPENAI_API_KEY": "sk-test-key"}
     results = load_characters([path], environ=environ)
     code = await Daemon(DaemonSettings(db_path=tmp_path / "d.db"), results, environ).run()
     assert code == 78
-    assert "the discord platform is not available in this build yet" in caplog.text
+    assert "the telegram platform is not available in this build yet" in caplog.text
+
+
+async def test_a_platform_that_cannot_be_reached_is_reported_and_the_daemon_exits_78(tmp_path: Path, caplog) -> None:
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps({"name": "A", "bio": "x", "plugins": ["@elizaos/plugin-discord"],
+                                "settings": {"secrets": {"DISCORD_API_TOKEN": "tok-123456"},
+                                             "DISCORD_API_BASE": "http://127.0.0.1:1/api/v10"}}))
+    environ = {"OPENAI_API_KEY": "sk-test-key"}
+    results = load_characters([path], environ=environ)
+    code = await Daemon(DaemonSettings(db_path=tmp_path / "d.db"), results, environ).run()
+    assert code == 78
+    assert "A: could not connect to discord" in caplog.text and "tok-123456" not in caplog.text

@@ -1,0 +1,501 @@
+"""One character's Discord bot: a discord.py client in the daemon's loop, translating both ways.
+
+Inbound, gateway events become troupe events (MESSAGE_RECEIVED with a reply callback,
+REACTION_RECEIVED, MESSAGE_UPDATED/DELETED, WORLD_CONNECTED/JOINED, ENTITY_JOINED/LEFT) after the
+listening rules of the character's settings. Worlds, rooms, entities and participants are
+written once per run and remembered, not re-written for every message.
+
+Outbound, the reply callback answers the triggering message (split, safe mentions, uploads,
+retries), shows "typing…" while an answer is being prepared, and stores what was sent. The
+adapter is also the runtime's ``discord`` Messenger, for SEND_MESSAGE.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import discord
+
+from bot.errors import ConfigError, SendError
+from bot.events import EventType
+from bot.types import ChannelType, Entity, Memory, Role, Room, now_ms
+
+from ._config import DiscordConfig
+from ._mapping import (
+    SOURCE,
+    channel_type,
+    discord_id,
+    entity_for_user,
+    memory_for_message,
+    parent_id,
+    room_for_channel,
+    world_for_guild,
+)
+from ._outbound import files_of, send_chunks
+
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = ["DiscordAdapter"]
+
+_log = logging.getLogger(__name__)
+
+_READY_TIMEOUT_S = 60.0
+_TYPING_CAP_S = 60.0
+_LOGIN_TIMEOUT_S = 30.0
+_MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
+_PORTAL = "https://discord.com/developers/applications"
+
+
+def base_intents() -> discord.Intents:
+    """What troupe needs: guilds, messages and their content, reactions. Members only when allowed."""
+    intents = discord.Intents.none()
+    intents.guilds = True
+    intents.guild_messages = True
+    intents.dm_messages = True
+    intents.message_content = True
+    intents.guild_reactions = True
+    intents.dm_reactions = True
+    return intents
+
+
+class _Client(discord.Client):
+    """A discord.py client that hands every event it cares about to its adapter."""
+
+    def __init__(self, adapter: DiscordAdapter, intents: discord.Intents) -> None:
+        # No member chunking at start: large guilds would take minutes, and entities are
+        # created as people speak.
+        super().__init__(intents=intents, chunk_guilds_at_startup=False, max_messages=500)
+        self.adapter = adapter
+        self.tree = discord.app_commands.CommandTree(self)
+
+    async def on_ready(self) -> None:
+        await self.adapter.on_ready()
+
+    async def on_guild_join(self, guild: discord.Guild) -> None:
+        await self.adapter.guarded("guild join", self.adapter.on_guild_join(guild))
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self.adapter.guarded("message", self.adapter.on_message(message))
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        await self.adapter.guarded("edit", self.adapter.on_edit(payload))
+
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        await self.adapter.guarded("delete", self.adapter.on_delete(payload))
+
+    async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
+        await self.adapter.guarded("reaction", self.adapter.on_reaction(payload))
+
+    async def on_member_join(self, member: discord.Member) -> None:
+        await self.adapter.guarded("member join", self.adapter.on_member(member, joined=True))
+
+    async def on_member_remove(self, member: discord.Member) -> None:
+        await self.adapter.guarded("member leave", self.adapter.on_member(member, joined=False))
+
+    async def on_resumed(self) -> None:
+        _log.info("%s: Discord connection resumed", self.adapter.name)
+
+
+class DiscordAdapter:
+    """Connects one runtime to Discord as its own bot."""
+
+    def __init__(self, runtime: AgentRuntime, config: DiscordConfig) -> None:
+        self.runtime = runtime
+        self.config = config
+        self.name = runtime.character.name
+        self.client: _Client | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._worlds: set[int] = set()
+        self._rooms: set[str] = set()
+        self._entities: set[str] = set()
+        self._participants: set[tuple[str, str]] = set()
+        self._admins_seen: set[tuple[int, int]] = set()
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Log in, check the bot's settings on Discord, connect; returns once ready.
+
+        Raises:
+            ConfigError: the token was refused, or the Message Content intent is not enabled
+                for this bot (the message says where to enable it).
+        """
+        members_allowed = await self._check_application()
+        intents = base_intents()
+        intents.members = members_allowed
+        self.client = client = _Client(self, intents)
+        from ._commands import register_commands
+
+        register_commands(self, client.tree)
+        try:
+            async with asyncio.timeout(_LOGIN_TIMEOUT_S):
+                await client.login(self.config.token.get_secret_value())
+        except BaseException:
+            await client.close()
+            raise
+        self._task = self.runtime.create_task(self._run(client), "discord")
+        self.runtime.on_close(self.close)
+        ready = asyncio.ensure_future(self._ready.wait())
+        done, _ = await asyncio.wait({ready, self._task}, timeout=_READY_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
+        ready.cancel()
+        if self._task in done:
+            self._task.result()  # raises what ended the connection (e.g. the intents error)
+            raise ConfigError(f"{self.name}: the Discord connection closed before it was ready")
+        if not done:
+            _log.warning("%s: Discord is not ready after %.0f s; still trying in the background", self.name,
+                         _READY_TIMEOUT_S)
+        if self.runtime.get_service(SOURCE) is None:
+            self.runtime.register_service(SOURCE, self)
+
+    async def _check_application(self) -> bool:
+        """Check the token and the bot's privileged intents before connecting; True if the
+        Server Members intent is enabled (troupe then also hears people join and leave)."""
+        probe = discord.Client(intents=discord.Intents.none())
+        try:
+            async with asyncio.timeout(_LOGIN_TIMEOUT_S):
+                await probe.login(self.config.token.get_secret_value())
+                info = await probe.application_info()
+        except discord.LoginFailure:
+            raise ConfigError(f"{self.name}: Discord refused the bot token in DISCORD_API_TOKEN; copy a fresh one from "
+                              f"{_PORTAL} → your app → Bot → Reset Token") from None
+        finally:
+            await probe.close()
+        flags = info.flags
+        if not (flags.gateway_message_content or flags.gateway_message_content_limited):
+            raise ConfigError(
+                f"{self.name}: the Message Content intent is not enabled for the bot {info.name}; enable it at "
+                f"{_PORTAL}/{info.id}/bot under Privileged Gateway Intents, then start again"
+            )
+        return bool(flags.gateway_guild_members or flags.gateway_guild_members_limited)
+
+    async def _run(self, client: _Client) -> None:
+        try:
+            await client.connect(reconnect=True)
+        except discord.PrivilegedIntentsRequired:
+            raise ConfigError(f"{self.name}: Discord refused an intent this bot has not enabled; enable the Message "
+                              f"Content intent at {_PORTAL} → your app → Bot → Privileged Gateway Intents") from None
+        except discord.LoginFailure:
+            raise ConfigError(f"{self.name}: Discord refused the bot token in DISCORD_API_TOKEN") from None
+
+    async def close(self) -> None:
+        self.runtime.unregister_service(SOURCE)
+        if self.client is not None and not self.client.is_closed():
+            await self.client.close()
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+
+    async def guarded(self, what: str, work: Any) -> None:
+        """Run an event handler; a failure is logged with the agent, never raised into discord.py."""
+        try:
+            await work
+        except Exception:
+            _log.exception("%s: failed to handle a Discord %s", self.name, what)
+
+    @property
+    def bot_id(self) -> int:
+        assert self.client is not None and self.client.user is not None
+        return self.client.user.id
+
+    # -- worlds, rooms, entities ----------------------------------------------------------
+
+    async def on_ready(self) -> None:
+        assert self.client is not None
+        _log.info("%s: online on Discord as %s in %d servers", self.name, self.client.user, len(self.client.guilds))
+        for guild in self.client.guilds:
+            await self.guarded("server sync", self._announce(guild, EventType.WORLD_CONNECTED))
+        try:
+            await self.client.tree.sync()
+        except discord.HTTPException as exc:
+            _log.warning("%s: could not register the /troupe command: %s", self.name, exc)
+        self._ready.set()
+
+    async def on_guild_join(self, guild: discord.Guild) -> None:
+        await self._announce(guild, EventType.WORLD_JOINED)
+
+    async def _announce(self, guild: discord.Guild, event: EventType) -> None:
+        world, rooms = await self.ensure_world(guild)
+        entities = [entity_for_user(self.runtime.agent_id, m) for m in guild.members if m.id != self.bot_id]
+        await self.runtime.emit(event, {"world": world, "rooms": rooms, "entities": entities, "source": SOURCE})
+
+    async def ensure_world(self, guild: discord.Guild) -> tuple[Any, list[Room]]:
+        """Write the guild's world and rooms (once per run); roles set by UPDATE_ROLE are kept."""
+        agent, store = self.runtime.agent_id, self.runtime.store
+        admins = [m for m in guild.members if m.guild_permissions.administrator]
+        world = world_for_guild(agent, guild, admins)
+        rooms = [r for c in [*guild.channels, *guild.threads] if (r := room_for_channel(agent, c)) is not None]
+        if guild.id in self._worlds:
+            return world, rooms
+        existing = await store.get_world(world.id)
+        if existing is None:
+            await store.create_world(world)
+        else:
+            roles = {**world.metadata["roles"], **(existing.metadata.get("roles") or {})}
+            owner = world.metadata.get("ownership")
+            if owner:
+                roles[owner["ownerId"]] = Role.OWNER.value  # whoever owns the guild on Discord
+            merged = {**existing.metadata, **({"ownership": owner} if owner else {}), "roles": roles}
+            if merged != existing.metadata or existing.name != world.name:
+                existing.metadata, existing.name = merged, world.name
+                await store.update_world(existing)
+            world = existing
+        await store.create_rooms(rooms)
+        for room in rooms:
+            self._rooms.add(room.id)
+        self._worlds.add(guild.id)
+        return world, rooms
+
+    async def ensure_room(self, channel: Any, *, dm_with: Any = None) -> str:
+        room_id = discord_id(self.runtime.agent_id, channel.id)
+        if room_id not in self._rooms:
+            guild = getattr(channel, "guild", None)
+            if guild is not None:
+                await self.ensure_world(guild)
+            room = room_for_channel(self.runtime.agent_id, channel, dm_with=dm_with)
+            if room is not None:
+                await self.runtime.store.create_rooms([room])
+            await self.runtime.store.add_participant(self.runtime.agent_id, room_id)
+            self._rooms.add(room_id)
+        return room_id
+
+    async def ensure_entity(self, user: Any, room_id: str) -> str:
+        """The user's entity, created (or its names refreshed) once per run, and in the room."""
+        entity = entity_for_user(self.runtime.agent_id, user)
+        store = self.runtime.store
+        if entity.id not in self._entities:
+            existing = await store.get_entity(entity.id)
+            if existing is None:
+                await store.create_entities([entity])
+            elif existing.names != entity.names or existing.metadata.get(SOURCE) != entity.metadata[SOURCE]:
+                existing.names = list(dict.fromkeys([*entity.names, *existing.names]))
+                existing.metadata = {**existing.metadata, **entity.metadata}
+                await store.update_entity(existing)
+            self._entities.add(entity.id)
+        if (entity.id, room_id) not in self._participants:
+            await store.add_participant(entity.id, room_id)
+            self._participants.add((entity.id, room_id))
+        await self._note_admin(user)
+        return entity.id
+
+    async def _note_admin(self, member: Any) -> None:
+        """A Discord administrator seen for the first time becomes ADMIN, unless a role is recorded."""
+        guild = getattr(member, "guild", None)
+        permissions = getattr(member, "guild_permissions", None)
+        if guild is None or permissions is None or not permissions.administrator:
+            return
+        if (guild.id, member.id) in self._admins_seen:
+            return
+        self._admins_seen.add((guild.id, member.id))
+        world = await self.runtime.store.get_world(discord_id(self.runtime.agent_id, guild.id))
+        entity_id = discord_id(self.runtime.agent_id, member.id)
+        if world is not None and entity_id not in (world.metadata.get("roles") or {}):
+            world.metadata = {**world.metadata, "roles": {**(world.metadata.get("roles") or {}),
+                                                          entity_id: Role.ADMIN.value}}
+            await self.runtime.store.update_world(world)
+
+    # -- inbound --------------------------------------------------------------------------
+
+    def listens_in(self, channel: Any) -> bool:
+        """CHANNEL_IDS: a listed channel, or a thread of one; DMs unless they are switched off."""
+        if channel_type(channel) is ChannelType.DM:
+            return not self.config.ignore_direct_messages
+        allowed = self.config.channel_ids
+        if allowed is None:
+            return True
+        parent = parent_id(channel)
+        return str(channel.id) in allowed or (parent is not None and str(parent) in allowed)
+
+    async def on_message(self, message: discord.Message) -> None:
+        if message.author.id == self.bot_id or message.type not in _MESSAGE_TYPES:
+            return
+        if message.author.bot and self.config.ignore_bot_messages:
+            return
+        if not self.listens_in(message.channel):
+            return
+        memory = memory_for_message(self.runtime.agent_id, message, bot_user_id=self.bot_id)
+        direct = memory.metadata["isMention"] or memory.metadata["isReply"] or memory.content["channelType"] == "DM"
+        if self.config.respond_only_to_mentions and not direct:
+            return
+        room_id = await self.ensure_room(message.channel, dm_with=message.author)
+        await self.ensure_entity(message.author, room_id)
+        typing = _Typing(message.channel, self.name)
+        payload = {
+            "message": memory,
+            "callback": self._reply_callback(message, memory, typing),
+            "fetch_attachment": lambda item: self._fetch_attachment(message, item),
+            "on_responding": typing.start,
+        }
+        try:
+            await self.runtime.emit(EventType.MESSAGE_RECEIVED, payload)
+        finally:
+            await typing.stop()
+
+    async def _fetch_attachment(self, message: discord.Message, item: Mapping[str, Any]) -> bytes:
+        for attachment in message.attachments:
+            if str(attachment.id) == str(item.get("id")):
+                return await attachment.read()
+        raise LookupError("no such attachment on the message")
+
+    async def on_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        message = payload.message
+        if message.author.id == self.bot_id or not self.listens_in(message.channel):
+            return
+        memory = memory_for_message(self.runtime.agent_id, message, bot_user_id=self.bot_id)
+        await self.runtime.emit(EventType.MESSAGE_UPDATED, {"message": memory, "source": SOURCE})
+
+    async def on_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        agent = self.runtime.agent_id
+        await self.runtime.emit(EventType.MESSAGE_DELETED, {
+            "messageId": discord_id(agent, payload.message_id), "roomId": discord_id(agent, payload.channel_id),
+            "source": SOURCE,
+        })
+
+    async def on_reaction(self, payload: discord.RawReactionActionEvent) -> None:
+        assert self.client is not None
+        if payload.user_id == self.bot_id:
+            return
+        channel = self.client.get_channel(payload.channel_id) or await self.client.fetch_channel(payload.channel_id)
+        if not self.listens_in(channel):
+            return
+        user = payload.member or self.client.get_user(payload.user_id) or await self.client.fetch_user(payload.user_id)
+        cached = discord.utils.get(self.client.cached_messages, id=payload.message_id)
+        snippet = (cached.content[:50] + ("..." if len(cached.content) > 50 else "")) if cached else ""
+        emoji = str(payload.emoji)
+        text = f'*reacted {emoji} to: "{snippet}"*' if snippet else f"*reacted {emoji}*"
+        agent = self.runtime.agent_id
+        room_id = await self.ensure_room(channel, dm_with=user)
+        entity_id = await self.ensure_entity(user, room_id)
+        memory = Memory(
+            id=discord_id(agent, f"{payload.message_id}-{payload.user_id}-{emoji}"), entity_id=entity_id,
+            agent_id=agent, room_id=room_id,
+            world_id=discord_id(agent, payload.guild_id) if payload.guild_id else None,
+            content={"text": text, "source": SOURCE, "inReplyTo": discord_id(agent, payload.message_id),
+                     "channelType": (channel_type(channel) or ChannelType.GROUP).value},
+            metadata={"type": "reaction", "authorIsBot": bool(getattr(user, "bot", False)), "emoji": emoji},
+            created_at=now_ms(),
+        )
+        await self.runtime.emit(EventType.REACTION_RECEIVED, {"message": memory, "source": SOURCE})
+
+    async def on_member(self, member: discord.Member, *, joined: bool) -> None:
+        if member.id == self.bot_id:
+            return
+        agent = self.runtime.agent_id
+        entity = entity_for_user(agent, member)
+        if joined:
+            await self.ensure_world(member.guild)
+            if entity.id not in self._entities:
+                await self.runtime.store.create_entities([entity])
+                self._entities.add(entity.id)
+        await self.runtime.emit(EventType.ENTITY_JOINED if joined else EventType.ENTITY_LEFT, {
+            "entityId": entity.id, "worldId": discord_id(agent, member.guild.id), "source": SOURCE,
+            "metadata": {"originalId": str(member.id), "username": member.name, "displayName": member.display_name,
+                         "roles": [r.name for r in member.roles if not r.is_default()]},
+        })
+
+    # -- outbound -------------------------------------------------------------------------
+
+    def _reply_callback(self, message: discord.Message, incoming: Memory, typing: _Typing) -> Any:
+        async def reply(content: dict[str, Any]) -> list[Memory]:
+            await typing.stop()
+            try:
+                sent = await send_chunks(message.channel, str(content.get("text") or ""), files=files_of(content),
+                                         reference=message)
+            except Exception as exc:
+                self._log_send_failure(message.channel, exc)
+                return []
+            return await self._remember(sent, content, incoming.room_id, incoming.world_id, in_reply_to=incoming.id)
+
+        return reply
+
+    def _log_send_failure(self, channel: Any, exc: Exception) -> None:
+        where = f"#{channel.name}" if getattr(channel, "name", None) else "a DM"
+        detail = f"{exc.status} {exc.text}" if isinstance(exc, discord.HTTPException) else exc.__class__.__name__
+        _log.error("%s: could not send a reply in %s (channel %s): %s", self.name, where, channel.id, detail)
+
+    async def _remember(self, sent: list[discord.Message], content: Mapping[str, Any], room_id: str,
+                        world_id: str | None, *, in_reply_to: str | None = None) -> list[Memory]:
+        agent, memories = self.runtime.agent_id, []
+        for message in sent:
+            body = {**content, "text": message.content, "source": SOURCE, "url": message.jump_url}
+            body.pop("files", None)
+            if in_reply_to is not None:
+                body["inReplyTo"] = in_reply_to
+            memory = Memory(id=discord_id(agent, message.id), entity_id=agent, agent_id=agent, room_id=room_id,
+                            world_id=world_id, content=body, created_at=int(message.created_at.timestamp() * 1000),
+                            metadata={"type": "message", "discordMessageId": str(message.id)})
+            await self.runtime.store.create_memory(memory, "messages", unique=False)
+            await self.runtime.emit(EventType.MESSAGE_SENT, {"message": memory, "source": SOURCE})
+            memories.append(memory)
+        return memories
+
+    async def send_to_room(self, room: Room, content: dict[str, Any]) -> list[Memory]:
+        """Messenger: post in a channel of a server this bot is in."""
+        assert self.client is not None
+        if not room.channel_id or room.source != SOURCE:
+            raise SendError("that is not a Discord channel")
+        channel = self.client.get_channel(int(room.channel_id))
+        if channel is None:
+            try:
+                channel = await self.client.fetch_channel(int(room.channel_id))
+            except discord.HTTPException:
+                raise SendError(f"I can't see #{room.name} any more") from None
+        if not self.listens_in(channel):
+            raise SendError(f"I'm not allowed to talk in #{room.name}")
+        return await self._deliver(channel, content, room.id, room.world_id)
+
+    async def send_to_entity(self, entity: Entity, content: dict[str, Any]) -> list[Memory]:
+        """Messenger: a direct message to a person."""
+        assert self.client is not None
+        user_id = (entity.metadata.get(SOURCE) or {}).get("userId")
+        if not user_id:
+            raise SendError(f"I don't know {entity.names[0] if entity.names else 'them'} on Discord")
+        try:
+            user = self.client.get_user(int(user_id)) or await self.client.fetch_user(int(user_id))
+            channel = await user.create_dm()
+        except discord.HTTPException:
+            raise SendError("I can't reach them on Discord") from None
+        room_id = await self.ensure_room(channel, dm_with=user)
+        await self.ensure_entity(user, room_id)
+        return await self._deliver(channel, content, room_id, None)
+
+    async def _deliver(self, channel: Any, content: dict[str, Any], room_id: str, world_id: str | None) -> list[Memory]:
+        try:
+            sent = await send_chunks(channel, str(content.get("text") or ""), files=files_of(content))
+        except discord.Forbidden:
+            raise SendError("Discord says I'm not allowed to send there (they may not accept direct messages)") from None
+        except Exception as exc:
+            self._log_send_failure(channel, exc)
+            raise SendError("Discord did not take the message; try again later") from None
+        return await self._remember(sent, content, room_id, world_id)
+
+
+class _Typing:
+    """"typing…" in a channel from when an answer is coming until it is sent (or 60 s)."""
+
+    def __init__(self, channel: Any, agent: str) -> None:
+        self.channel, self.agent = channel, agent
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"troupe:{self.agent}:typing")
+
+    async def _run(self) -> None:
+        try:
+            async with asyncio.timeout(_TYPING_CAP_S), self.channel.typing():
+                await asyncio.Event().wait()
+        except (TimeoutError, discord.HTTPException):
+            pass  # typing is a courtesy: never worth an error
+
+    async def stop(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task

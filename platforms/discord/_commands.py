@@ -1,0 +1,82 @@
+"""``/troupe``: see and set what the character does in this channel, without asking the model.
+
+``/troupe`` shows whether the character follows the channel, is muted in it, or neither;
+``/troupe action:follow|unfollow|mute|unmute`` changes it. Changing it is for the server's
+owner and admins (Discord Administrator, or the OWNER/ADMIN role troupe records); in a DM the
+person may change it for their own conversation. Answers are ephemeral.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+
+from bot.types import ChannelType, Role, RoomState
+
+from ._mapping import channel_type, discord_id
+
+if TYPE_CHECKING:
+    from ._adapter import DiscordAdapter
+
+__all__ = ["register_commands"]
+
+_CHANGES: dict[str, RoomState | None] = {
+    "follow": RoomState.FOLLOWED, "unfollow": None, "mute": RoomState.MUTED, "unmute": None,
+}
+# Leaving a state only makes sense from that state: "unfollow" must not undo a mute.
+_UNDOES = {"unfollow": RoomState.FOLLOWED, "unmute": RoomState.MUTED}
+_DESCRIBE = {
+    RoomState.FOLLOWED: "follows this channel: it answers without being addressed",
+    RoomState.MUTED: "is muted here: it stays silent unless addressed directly",
+    None: "answers when addressed, and otherwise decides for itself",
+}
+
+
+async def _may_change(adapter: DiscordAdapter, interaction: discord.Interaction) -> bool:
+    if channel_type(interaction.channel) is ChannelType.DM:
+        return True
+    user = interaction.user
+    if isinstance(user, discord.Member) and user.guild_permissions.administrator:
+        return True
+    if interaction.guild is None:
+        return False
+    agent = adapter.runtime.agent_id
+    world = await adapter.runtime.store.get_world(discord_id(agent, interaction.guild.id))
+    roles = (world.metadata.get("roles") or {}) if world is not None else {}
+    return roles.get(discord_id(agent, user.id)) in (Role.OWNER.value, Role.ADMIN.value)
+
+
+async def run_command(adapter: DiscordAdapter, interaction: discord.Interaction, action: str | None) -> str:
+    """What ``/troupe [action]`` answers; applies the change when allowed."""
+    channel = interaction.channel
+    if channel is None or not adapter.listens_in(channel):
+        return f"{adapter.name} doesn't listen in this channel."
+    store, agent = adapter.runtime.store, adapter.runtime.agent_id
+    room_id = await adapter.ensure_room(channel, dm_with=interaction.user)
+    current = await store.get_participant_state(room_id, agent)
+    if action is None:
+        return f"{adapter.name} {_DESCRIBE[current]}."
+    if action not in _CHANGES:
+        return f"Unknown action {action!r}; use follow, unfollow, mute or unmute."
+    if not await _may_change(adapter, interaction):
+        return "Only the server's owner or an admin can change that."
+    if action in _UNDOES and current is not _UNDOES[action]:
+        return f"Nothing to {action}: {adapter.name} {_DESCRIBE[current]}."
+    new = _CHANGES[action]
+    if not await store.set_participant_state(room_id, agent, new):
+        await store.add_participant(agent, room_id)
+        await store.set_participant_state(room_id, agent, new)
+    return f"Done: {adapter.name} {_DESCRIBE[new]}."
+
+
+def register_commands(adapter: DiscordAdapter, tree: app_commands.CommandTree) -> None:
+    @app_commands.command(name="troupe", description=f"What {adapter.name} does in this channel; follow or mute it")
+    @app_commands.describe(action="leave empty to see the current state")
+    @app_commands.choices(action=[app_commands.Choice(name=name, value=name) for name in _CHANGES])
+    async def troupe(interaction: discord.Interaction, action: app_commands.Choice[str] | None = None) -> None:
+        answer = await run_command(adapter, interaction, action.value if action else None)
+        await interaction.response.send_message(answer, ephemeral=True)
+
+    tree.add_command(troupe)

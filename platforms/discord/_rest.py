@@ -1,0 +1,35 @@
+"""Which Discord-compatible server discord.py talks to.
+
+discord.py reads its REST base from one class attribute, so a process talks to one server: the
+first character that sets DISCORD_API_BASE (or none, for discord.com) decides, and a character
+asking for a different one is refused with a clear message rather than silently redirected.
+The gateway address comes from that server's ``/gateway/bot`` answer.
+"""
+
+from __future__ import annotations
+
+from discord.http import Route
+
+from bot.errors import ConfigError
+
+__all__ = ["use_api_base"]
+
+_DEFAULT = Route.BASE
+_chosen: str | None = None
+
+
+def use_api_base(api_base: str | None, agent: str) -> None:
+    global _chosen
+    wanted = api_base or _DEFAULT
+    if _chosen is not None and wanted != _chosen:
+        raise ConfigError(f"{agent}: DISCORD_API_BASE is {wanted}, but another character already uses {_chosen}; "
+                          "one troupe process talks to one Discord-compatible server")
+    _chosen = wanted
+    Route.BASE = wanted
+
+
+def reset_api_base() -> None:
+    """Forget the choice (tests, and a daemon reload that drops every Discord character)."""
+    global _chosen
+    _chosen = None
+    Route.BASE = _DEFAULT

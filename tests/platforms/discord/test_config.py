@@ -1,0 +1,68 @@
+"""Reading a character's Discord settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.errors import ConfigError
+from platforms.discord._config import read_config
+from platforms.discord._rest import reset_api_base, use_api_base
+
+
+def config(section=None, **values):
+    return read_config({"DISCORD_API_TOKEN": "MTIz.secret-value", **values}.get, "Ada", section)
+
+
+def test_defaults_and_token_is_secret() -> None:
+    c = config()
+    assert c.token.get_secret_value() == "MTIz.secret-value" and "secret-value" not in repr(c)
+    assert (c.channel_ids, c.ignore_bot_messages, c.ignore_direct_messages, c.respond_only_to_mentions, c.api_base) == (
+        None, False, False, False, None)
+
+
+def test_missing_token_says_where_to_put_it() -> None:
+    with pytest.raises(ConfigError, match="Ada: DISCORD_API_TOKEN is not set; put the bot's token in"):
+        read_config({}.get, "Ada")
+
+
+def test_flags_from_the_discord_object_win_over_flat_settings() -> None:
+    c = config({"shouldIgnoreBotMessages": True, "shouldRespondOnlyToMentions": "false"},
+               DISCORD_SHOULD_IGNORE_BOT_MESSAGES="false", DISCORD_SHOULD_RESPOND_ONLY_TO_MENTIONS="true",
+               DISCORD_SHOULD_IGNORE_DIRECT_MESSAGES="yes")
+    assert c.ignore_bot_messages is True and c.respond_only_to_mentions is False and c.ignore_direct_messages is True
+    with pytest.raises(ConfigError, match="settings.discord.shouldIgnoreBotMessages must be true or false"):
+        config({"shouldIgnoreBotMessages": "sometimes"})
+    with pytest.raises(ConfigError, match="DISCORD_SHOULD_IGNORE_DIRECT_MESSAGES must be true or false"):
+        config(DISCORD_SHOULD_IGNORE_DIRECT_MESSAGES="maybe")
+
+
+def test_channel_ids() -> None:
+    assert config(CHANNEL_IDS="123, 456,789").channel_ids == {"123", "456", "789"}
+    assert config(CHANNEL_IDS='["123"]').channel_ids == {"123"}
+    assert config({"allowedChannelIds": ["123", "999"]}, CHANNEL_IDS="123,456").channel_ids == {"123"}
+    assert config({"allowedChannelIds": [555]}).channel_ids == {"555"}
+    with pytest.raises(ConfigError, match="CHANNEL_IDS has entries that are not ids: '#general'"):
+        config(CHANNEL_IDS="#general")
+    with pytest.raises(ConfigError, match="allowedChannelIds must be a list of channel ids"):
+        config({"allowedChannelIds": "123"})
+
+
+def test_api_base() -> None:
+    assert config(DISCORD_API_BASE="https://chat.example/api/").api_base == "https://chat.example/api/v10"
+    assert config(DISCORD_API_BASE="http://127.0.0.1:3001/api/v9").api_base == "http://127.0.0.1:3001/api/v9"
+    with pytest.raises(ConfigError, match="DISCORD_API_BASE must be an http"):
+        config(DISCORD_API_BASE="chat.example")
+
+
+def test_one_process_talks_to_one_discord_server() -> None:
+    from discord.http import Route
+
+    try:
+        use_api_base("http://127.0.0.1:1/api/v10", "Ada")
+        use_api_base("http://127.0.0.1:1/api/v10", "Wren")
+        assert Route.BASE == "http://127.0.0.1:1/api/v10"
+        with pytest.raises(ConfigError, match="Brann: DISCORD_API_BASE is https://discord.com/api/v10, but another"):
+            use_api_base(None, "Brann")
+    finally:
+        reset_api_base()
+    assert Route.BASE == "https://discord.com/api/v10"
