@@ -136,26 +136,28 @@ class Daemon:
         self.runtimes = [r for r in started if r is not None]
 
     async def _connect_platforms(self, ready: Sequence[PlatformPlan]) -> int:
+        """Connect every (agent, platform) pair concurrently; returns how many connected."""
         by_name = {rt.character.name: rt for rt in self.runtimes}
         known = plugin_registry.available()
-        connected = 0
-        for plan in ready:
+
+        async def connect_one(plan: PlatformPlan) -> bool:
             runtime = by_name.get(plan.agent)
             if runtime is None:
-                continue
-            meta = known[plan.platform]
-            module = importlib.import_module(f"platforms.{meta.name}")
+                return False
+            module = importlib.import_module(f"platforms.{known[plan.platform].name}")
             connect = getattr(module, "connect", None)
             if connect is None:
                 _log.error("%s: the %s platform is not available in this build yet", plan.agent, plan.platform)
-                continue
+                return False
             try:
                 await connect(runtime)
             except Exception as exc:
                 _log.error("%s: could not connect to %s: %s", plan.agent, plan.platform, exc)
-                continue
-            connected += 1
-        return connected
+                return False
+            return True
+
+        results = await asyncio.gather(*(connect_one(plan) for plan in ready))
+        return sum(results)
 
     async def _close_agents(self) -> None:
         for runtime in reversed(self.runtimes):
