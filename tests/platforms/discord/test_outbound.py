@@ -1,0 +1,103 @@
+"""Sending: chunks, safe mentions, uploads, retries — against a stand-in channel."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+import discord
+import pytest
+
+from platforms.discord import _outbound
+from platforms.discord._outbound import SAFE_MENTIONS, files_of, send_chunks
+
+
+class Channel:
+    """Records what discord.py's ``channel.send`` was called with; fails as scripted."""
+
+    id = 200
+
+    def __init__(self, failures: list[BaseException] = ()) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.failures = list(failures)
+
+    async def send(self, **kwargs: Any) -> Any:
+        self.calls.append(kwargs)
+        if self.failures:
+            raise self.failures.pop(0)
+        return f"sent {len(self.calls)}"
+
+
+class Reference:
+    def to_reference(self, fail_if_not_exists: bool = True) -> str:
+        assert fail_if_not_exists is False  # a deleted original must not lose the reply
+        return "ref"
+
+
+def http_error(status: int) -> discord.HTTPException:
+    response = type("R", (), {"status": status, "reason": "x"})()
+    return discord.HTTPException(response, {"message": "boom", "code": 0})
+
+
+@pytest.fixture(autouse=True)
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_outbound, "_BACKOFF_S", 0.0)
+
+
+async def test_long_reply_is_chunked_first_chunk_replies_files_ride_on_the_last() -> None:
+    channel = Channel()
+    files = files_of({"files": [{"data": b"hello", "name": "a.txt"}]})
+    sent = await send_chunks(channel, "x " * 1500, files=files, reference=Reference())
+    assert sent == ["sent 1", "sent 2"]
+    first, last = channel.calls
+    assert first["reference"] == "ref" and first["mention_author"] is False and "files" not in first
+    assert "reference" not in last and [f.filename for f in last["files"]] == ["a.txt"]
+    assert all(c["allowed_mentions"] is SAFE_MENTIONS for c in channel.calls)
+
+
+def test_replies_never_ping_everyone_here_or_roles() -> None:
+    # What Discord receives: only user mentions parse; replied_user absent means no ping.
+    assert SAFE_MENTIONS.to_dict() == {"parse": ["users"]}
+
+
+async def test_a_file_alone_is_one_message_and_nothing_sends_nothing() -> None:
+    channel = Channel()
+    await send_chunks(channel, "", files=files_of({"files": [{"data": b"x", "name": "x.bin"}]}))
+    assert len(channel.calls) == 1 and channel.calls[0]["content"] is None
+    assert await send_chunks(Channel(), "   ") == []
+
+
+async def test_transient_failures_are_retried_and_others_are_not() -> None:
+    flaky = Channel([http_error(503), aiohttp.ClientConnectionError()])
+    assert await send_chunks(flaky, "hi") == ["sent 3"]
+    forbidden = Channel([discord.Forbidden(type("R", (), {"status": 403, "reason": "x"})(), {"message": "no", "code": 50013})])
+    with pytest.raises(discord.Forbidden):
+        await send_chunks(forbidden, "hi")
+    assert len(forbidden.calls) == 1
+    down = Channel([http_error(502)] * 5)
+    with pytest.raises(discord.HTTPException):
+        await send_chunks(down, "hi")
+    assert len(down.calls) == 3
+
+
+async def test_a_send_that_hangs_times_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_outbound, "_SEND_TIMEOUT_S", 0.05)
+
+    class Stuck(Channel):
+        async def send(self, **kwargs: Any) -> Any:
+            self.calls.append(kwargs)
+            await asyncio.sleep(10)
+
+    stuck = Stuck()
+    with pytest.raises(TimeoutError):
+        await send_chunks(stuck, "hi")
+    assert len(stuck.calls) == 3
+
+
+def test_files_of_reads_paths_bytes_and_skips_missing(tmp_path) -> None:
+    path = tmp_path / "notes.md"
+    path.write_text("# notes")
+    files = files_of({"files": [str(path), {"path": str(path), "name": "renamed.md"}, {"data": b"1", "name": "one"},
+                                str(tmp_path / "missing.txt"), {"nothing": True}]})
+    assert [f.filename for f in files] == ["notes.md", "renamed.md", "one"]
