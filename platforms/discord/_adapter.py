@@ -36,6 +36,7 @@ from ._mapping import (
     world_for_guild,
 )
 from ._outbound import files_of, send_chunks
+from ._rest import point_gateway
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -47,6 +48,7 @@ _log = logging.getLogger(__name__)
 _READY_TIMEOUT_S = 60.0
 _TYPING_CAP_S = 60.0
 _LOGIN_TIMEOUT_S = 30.0
+_DRAIN_TIMEOUT_S = 10.0
 _MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 _PORTAL = "https://discord.com/developers/applications"
 
@@ -69,9 +71,13 @@ class _Client(discord.Client):
     def __init__(self, adapter: DiscordAdapter, intents: discord.Intents) -> None:
         # No member chunking at start: large guilds would take minutes, and entities are
         # created as people speak.
-        super().__init__(intents=intents, chunk_guilds_at_startup=False, max_messages=500)
+        super().__init__(intents=intents, chunk_guilds_at_startup=False, max_messages=500,
+                         guild_ready_timeout=adapter.config.guild_ready_timeout)
         self.adapter = adapter
         self.tree = discord.app_commands.CommandTree(self)
+
+    async def setup_hook(self) -> None:
+        await point_gateway(self.http)
 
     async def on_ready(self) -> None:
         await self.adapter.on_ready()
@@ -116,6 +122,7 @@ class DiscordAdapter:
         self._entities: set[str] = set()
         self._participants: set[tuple[str, str]] = set()
         self._admins_seen: set[tuple[int, int]] = set()
+        self._handling: set[asyncio.Task[Any]] = set()
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -156,7 +163,7 @@ class DiscordAdapter:
     async def _check_application(self) -> bool:
         """Check the token and the bot's privileged intents before connecting; True if the
         Server Members intent is enabled (troupe then also hears people join and leave)."""
-        probe = discord.Client(intents=discord.Intents.none())
+        probe = discord.Client(intents=discord.Intents(guilds=True))  # never connects: only REST
         try:
             async with asyncio.timeout(_LOGIN_TIMEOUT_S):
                 await probe.login(self.config.token.get_secret_value())
@@ -184,20 +191,37 @@ class DiscordAdapter:
             raise ConfigError(f"{self.name}: Discord refused the bot token in DISCORD_API_TOKEN") from None
 
     async def close(self) -> None:
+        """Disconnect, then let messages being answered finish (up to a limit) before the
+        runtime and its database go away."""
         self.runtime.unregister_service(SOURCE)
         if self.client is not None and not self.client.is_closed():
             await self.client.close()
+        if self._handling:
+            _, late = await asyncio.wait(set(self._handling), timeout=_DRAIN_TIMEOUT_S)
+            for task in late:
+                task.cancel()
+            if late:
+                _log.warning("%s: stopped %d Discord events still being handled", self.name, len(late))
         if self._task is not None and not self._task.done():
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
 
     async def guarded(self, what: str, work: Any) -> None:
-        """Run an event handler; a failure is logged with the agent, never raised into discord.py."""
+        """Run an event handler; a failure is logged with the agent, never raised into discord.py.
+
+        discord.py runs each event in a task of its own; they are tracked so that closing waits
+        for them rather than pulling the database from under a reply.
+        """
+        task = asyncio.current_task()
+        if task is not None:
+            self._handling.add(task)
         try:
             await work
         except Exception:
             _log.exception("%s: failed to handle a Discord %s", self.name, what)
+        finally:
+            self._handling.discard(task)
 
     @property
     def bot_id(self) -> int:
@@ -491,8 +515,8 @@ class _Typing:
         try:
             async with asyncio.timeout(_TYPING_CAP_S), self.channel.typing():
                 await asyncio.Event().wait()
-        except (TimeoutError, discord.HTTPException):
-            pass  # typing is a courtesy: never worth an error
+        except Exception as exc:  # typing is a courtesy: never worth an error
+            _log.debug("%s: typing indicator stopped: %s", self.agent, exc.__class__.__name__)
 
     async def stop(self) -> None:
         if self._task is not None and not self._task.done():

@@ -37,6 +37,8 @@ class DiscordConfig:
     respond_only_to_mentions: bool = False
     api_base: str | None = None
     """A Discord-compatible REST base URL (``…/api/v10``); ``None`` for discord.com."""
+    guild_ready_timeout: float = 2.0
+    """How long discord.py waits for more servers before it calls the bot ready."""
 
 
 def _object_flag(agent: str, section: Mapping[str, Any], key: str) -> bool | None:
@@ -94,5 +96,6 @@ def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> Di
         application_id=read.optional("DISCORD_APPLICATION_ID"),
         channel_ids=frozenset(channel_ids) if channel_ids is not None else None,
         api_base=_api_base(agent, read.optional("DISCORD_API_BASE")),
+        guild_ready_timeout=read.positive_float("DISCORD_GUILD_READY_TIMEOUT_S", 2.0),
         **flags,
     )
