@@ -183,7 +183,9 @@ class MessagePipeline:
 
     async def _respond(self, message: Memory, callback: HandlerCallback | None, verdict: Verdict, token: str) -> Outcome:
         rt = self.runtime
-        state = await rt.compose_state(message, ["ACTIONS"])
+        # What was attached to this message is part of what it says: show it when planning.
+        extra = ["ACTIONS", "ATTACHMENTS"] if message.content.get("attachments") else ["ACTIONS"]
+        state = await rt.compose_state(message, extra)
         plan = await self._plan(state)
         if plan is None:
             return Outcome("silent", "the model's reply never parsed")

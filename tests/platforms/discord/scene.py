@@ -1,0 +1,152 @@
+"""The Discord scene for end-to-end tests: the daemon, two characters as two bots (Ada and
+Brann), the real discord.py and openai clients against local fakes of Discord and of an
+OpenAI-compatible API. ``scene.start()`` runs the daemon; model answers are scripted on
+``scene.brain``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import defaultdict
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.character import load_character
+from bot.daemon import Daemon
+from bot.runtime import AgentRuntime
+from bot.settings import DaemonSettings
+from bot.types import RoomState
+from platforms.discord._mapping import discord_id
+
+from ...fakes.discord_server import (
+    FakeBot,
+    FakeChannel,
+    FakeDiscord,
+    FakeGuild,
+    FakeUser,
+)
+from ...fakes.openai_server import FakeOpenAIServer
+
+
+def plan(text: str, actions: str = "REPLY") -> str:
+    return f"<response><thought>ok</thought><actions>{actions}</actions><text>{text}</text></response>"
+
+
+@dataclass
+class Brain:
+    """Scripted model answers per character: what it plans, and whether it speaks up unasked."""
+
+    plans: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    decisions: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    prompts: list[str] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)  # SEND_MESSAGE's target extraction answers
+
+    def answer(self, body: dict[str, Any]) -> str:
+        parts = [m.get("content") for m in body["messages"]]
+        if any(isinstance(p, list) and any(c.get("type") == "image_url" for c in p) for p in parts):
+            return '{"title": "A cat", "description": "A ginger cat asleep on a keyboard."}'
+        prompt = "\n".join(str(p) for p in parts)
+        self.prompts.append(prompt)
+        if "asked" in prompt and "to send a message to a person or a channel" in prompt and self.targets:
+            return self.targets.pop(0)
+        for name in ("Ada", "Brann"):
+            if f"Write the next turn of {name}" in prompt:
+                queue = self.plans[name]
+                return queue.pop(0) if queue else plan(f"{name} here.")
+            if f"Decide what {name} does" in prompt:
+                queue = self.decisions[name]
+                return f"<response><action>{queue.pop(0) if queue else 'IGNORE'}</action></response>"
+        return "<response><thought>fine</thought><facts></facts><relationships></relationships></response>"
+
+
+@dataclass
+class Scene:
+    """A fake Discord world (a guild owned by Sam, with #general and #lounge) and the daemon."""
+
+    fake: FakeDiscord
+    brain: Brain
+    ada: FakeBot
+    brann: FakeBot
+    sam: FakeUser
+    cleo: FakeUser
+    guild: FakeGuild
+    general: FakeChannel
+    lounge: FakeChannel
+    launch: Callable[..., Any]
+    daemon: Daemon | None = None
+    task: asyncio.Task[int] | None = None
+
+    async def start(self, ada_settings: dict[str, Any] | None = None, *, with_brann: bool = True,
+                    brann_token: str = "token-brann", wait: bool = True) -> None:
+        self.daemon, self.task = self.launch(ada_settings or {}, with_brann, brann_token)
+        if wait:
+            await until(lambda: self.daemon.runtimes and self.runtime("Ada").get_service("discord"), timeout=10)
+
+    async def stop(self) -> int:
+        assert self.daemon is not None and self.task is not None
+        self.daemon.stop()
+        return await asyncio.wait_for(self.task, 10)
+
+    def runtime(self, name: str) -> AgentRuntime:
+        assert self.daemon is not None
+        return next(rt for rt in self.daemon.runtimes if rt.character.name == name)
+
+    async def room_state(self, name: str, channel: FakeChannel) -> RoomState | None:
+        rt = self.runtime(name)
+        return await rt.store.get_participant_state(discord_id(rt.agent_id, channel.id), rt.agent_id)
+
+    async def state_becomes(self, name: str, channel: FakeChannel, state: RoomState | None) -> None:
+        """Actions run after the reply is sent: wait for the state to change."""
+        async with asyncio.timeout(5):
+            while await self.room_state(name, channel) is not state:
+                await asyncio.sleep(0.01)
+
+
+async def until(check: Callable[[], Any], timeout: float = 5.0) -> Any:
+    async with asyncio.timeout(timeout):
+        while not (result := check()):
+            await asyncio.sleep(0.01)
+    return result
+
+
+def character(tmp_path: Path, name: str, token: str, api_base: str, **settings: Any) -> Path:
+    path = tmp_path / f"{name.lower()}.json"
+    path.write_text(json.dumps({
+        "name": name, "bio": [f"{name} is a test character."],
+        "plugins": ["@elizaos/plugin-discord", "@elizaos/plugin-openai"],
+        "settings": {"secrets": {"DISCORD_API_TOKEN": token}, "DISCORD_API_BASE": api_base,
+                     "DISCORD_GUILD_READY_TIMEOUT_S": "0.05", **settings},
+    }))
+    return path
+
+
+@pytest.fixture
+async def scene(tmp_path: Path) -> AsyncIterator[Scene]:
+    async with FakeDiscord() as fake, FakeOpenAIServer() as openai:
+        brain = Brain()
+        openai.script_chat(brain.answer)
+        environ = {"OPENAI_API_KEY": "sk-e2e-0000", "OPENAI_BASE_URL": openai.url}
+        running: list[tuple[Daemon, asyncio.Task[int]]] = []
+
+        def launch(ada_settings: dict[str, Any], with_brann: bool, brann_token: str) -> tuple[Daemon, asyncio.Task[int]]:
+            paths = [character(tmp_path, "Ada", "token-ada", fake.api_base, **ada_settings)]
+            if with_brann:
+                paths.append(character(tmp_path, "Brann", brann_token, fake.api_base))
+            results = [load_character(p, environ=environ) for p in paths]
+            daemon = Daemon(DaemonSettings(db_path=tmp_path / "troupe.db"), results, environ)
+            running.append((daemon, asyncio.create_task(daemon.run())))
+            return running[-1]
+
+        ada, brann = fake.add_bot("token-ada", "Ada"), fake.add_bot("token-brann", "Brann")
+        sam, cleo = fake.add_user("sam", global_name="Sam"), fake.add_user("cleo")
+        guild = fake.add_guild("Writers", owner=sam, members=[ada, brann, cleo])
+        yield Scene(fake, brain, ada, brann, sam, cleo, guild, fake.add_channel(guild, "general"),
+                    fake.add_channel(guild, "lounge"), launch)
+        for daemon, task in running:
+            daemon.stop()
+            await asyncio.wait_for(task, 10)
