@@ -49,6 +49,12 @@ class PlatformPlan:
         return not self.missing
 
 
+def _without_name(error: BaseException, agent: str) -> str:
+    """The error's message without a leading ``<agent>: `` (the log line names the agent already)."""
+    text = str(error)
+    return text[len(agent) + 2 :] if text.startswith(f"{agent}: ") else text
+
+
 def _describe_missing(character: Character, key: str) -> str:
     """``KEY``, or ``KEY (env:NAME? resolves to nothing)`` when the file points it at a reference."""
     written = character.secrets.get(key) or character.settings_secrets.get(key)
@@ -152,7 +158,7 @@ class Daemon:
             try:
                 await connect(runtime)
             except Exception as exc:
-                _log.error("%s: could not connect to %s: %s", plan.agent, plan.platform, exc)
+                _log.error("%s: could not connect to %s: %s", plan.agent, plan.platform, _without_name(exc, plan.agent))
                 return False
             return True
 

@@ -51,6 +51,9 @@ _LOGIN_TIMEOUT_S = 30.0
 _DRAIN_TIMEOUT_S = 10.0
 _MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 _PORTAL = "https://discord.com/developers/applications"
+_PERMISSIONS = 380141685824  # read/send messages and threads, reactions, files, history, voice
+# Which character each bot token is connected for: two clients on one token answer twice.
+_tokens_in_use: dict[str, str] = {}
 
 
 def base_intents() -> discord.Intents:
@@ -129,25 +132,37 @@ class DiscordAdapter:
     async def start(self) -> None:
         """Log in, check the bot's settings on Discord, connect; returns once ready.
 
+        On failure everything started is stopped again before the error is raised.
+
         Raises:
-            ConfigError: the token was refused, or the Message Content intent is not enabled
-                for this bot (the message says where to enable it).
+            ConfigError: the token was refused or is another character's, or the Message
+                Content intent is not enabled for this bot (the message says where to enable it).
         """
-        members_allowed = await self._check_application()
+        token = self.config.token.get_secret_value()
+        other = _tokens_in_use.get(token)
+        if other is not None and other != self.name:
+            raise ConfigError(f"{self.name}: uses the same DISCORD_API_TOKEN as {other}; each character needs a bot "
+                              "of its own (one application per character in the Developer Portal)")
+        _tokens_in_use[token] = self.name
+        try:
+            await self._connect(token)
+        except BaseException:
+            await self.close()
+            raise
+        self.runtime.on_close(self.close)
+        if self.runtime.get_service(SOURCE) is None:
+            self.runtime.register_service(SOURCE, self)
+
+    async def _connect(self, token: str) -> None:
         intents = base_intents()
-        intents.members = members_allowed
+        intents.members = await self._check_application()
         self.client = client = _Client(self, intents)
         from ._commands import register_commands
 
         register_commands(self, client.tree)
-        try:
-            async with asyncio.timeout(_LOGIN_TIMEOUT_S):
-                await client.login(self.config.token.get_secret_value())
-        except BaseException:
-            await client.close()
-            raise
+        async with asyncio.timeout(_LOGIN_TIMEOUT_S):
+            await client.login(token)
         self._task = self.runtime.create_task(self._run(client), "discord")
-        self.runtime.on_close(self.close)
         ready = asyncio.ensure_future(self._ready.wait())
         done, _ = await asyncio.wait({ready, self._task}, timeout=_READY_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
         ready.cancel()
@@ -157,8 +172,6 @@ class DiscordAdapter:
         if not done:
             _log.warning("%s: Discord is not ready after %.0f s; still trying in the background", self.name,
                          _READY_TIMEOUT_S)
-        if self.runtime.get_service(SOURCE) is None:
-            self.runtime.register_service(SOURCE, self)
 
     async def _check_application(self) -> bool:
         """Check the token and the bot's privileged intents before connecting; True if the
@@ -194,6 +207,8 @@ class DiscordAdapter:
         """Disconnect, then let messages being answered finish (up to a limit) before the
         runtime and its database go away."""
         self.runtime.unregister_service(SOURCE)
+        if _tokens_in_use.get(self.config.token.get_secret_value()) == self.name:
+            del _tokens_in_use[self.config.token.get_secret_value()]
         if self.client is not None and not self.client.is_closed():
             await self.client.close()
         if self._handling:
@@ -233,6 +248,10 @@ class DiscordAdapter:
     async def on_ready(self) -> None:
         assert self.client is not None
         _log.info("%s: online on Discord as %s in %d servers", self.name, self.client.user, len(self.client.guilds))
+        if not self.client.guilds:
+            _log.warning("%s: the bot is in no server yet; invite it with https://discord.com/oauth2/authorize"
+                         "?client_id=%s&scope=bot%%20applications.commands&permissions=%d", self.name,
+                         self.client.application_id, _PERMISSIONS)
         for guild in self.client.guilds:
             await self.guarded("server sync", self._announce(guild, EventType.WORLD_CONNECTED))
         try:

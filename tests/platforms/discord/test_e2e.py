@@ -140,9 +140,9 @@ async def test_missing_message_content_intent_and_a_bad_token_stop_only_that_cha
     with caplog.at_level(logging.ERROR):
         await s.start(brann_token="token-nobody", wait=False)
         assert await asyncio.wait_for(s.task, 10) == 78  # nobody could connect: a configuration error
-    assert (f"Ada: could not connect to discord: Ada: the Message Content intent is not enabled for the bot Ada; "
+    assert (f"Ada: could not connect to discord: the Message Content intent is not enabled for the bot Ada; "
             f"enable it at https://discord.com/developers/applications/{s.ada.id}/bot") in caplog.text
-    assert "Brann: could not connect to discord: Brann: Discord refused the bot token in DISCORD_API_TOKEN" in caplog.text
+    assert "Brann: could not connect to discord: Discord refused the bot token in DISCORD_API_TOKEN" in caplog.text
     assert "token-nobody" not in caplog.text and s.ada.identifies == []  # stopped before the gateway: no loop
 
 
@@ -155,3 +155,13 @@ async def test_one_broken_character_does_not_stop_the_other(scene, caplog) -> No
     await s.fake.user_says(s.sam, s.general, "Ada?")
     assert (await s.fake.wait_for_sent(s.ada, 1))[0].content == "Still here."
     assert "Brann: could not connect to discord" in caplog.text
+
+
+async def test_two_characters_on_one_token_are_refused(scene, caplog) -> None:
+    s = scene
+    with caplog.at_level(logging.ERROR):
+        await s.start(brann_token="token-ada", wait=False)
+        await until(lambda: "uses the same DISCORD_API_TOKEN as" in caplog.text, timeout=10)
+    assert ("Brann: could not connect to discord: uses the same DISCORD_API_TOKEN as Ada" in caplog.text
+            or "Ada: could not connect to discord: uses the same DISCORD_API_TOKEN as Brann" in caplog.text)
+    assert "token-ada" not in caplog.text
