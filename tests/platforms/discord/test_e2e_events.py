@@ -143,3 +143,21 @@ async def test_a_reply_discord_refuses_is_logged_with_agent_and_channel(scene, c
         await s.fake.user_says(s.sam, s.general, "Ada?")
         await until(lambda: "could not send a reply" in caplog.text)
     assert f"Ada: could not send a reply in #general (channel {s.general.id}): 403 Missing Permissions" in caplog.text
+
+
+async def test_world_events_when_connecting_and_when_invited_to_a_new_server(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    rt = s.runtime("Ada")
+    seen: list[tuple[str, str]] = []
+
+    async def record(payload: dict) -> None:
+        seen.append((payload["world"].name, payload["source"]))
+
+    rt.register_event("WORLD_JOINED", record)
+    other = s.fake.add_guild("Second Stage", owner=s.cleo, members=[s.ada])
+    s.fake.add_channel(other, "backstage")
+    await until(lambda: seen)
+    assert seen == [("Second Stage", "discord")]
+    world = await rt.store.get_world(discord_id(rt.agent_id, other.id))
+    assert world.metadata["roles"] == {discord_id(rt.agent_id, s.cleo.id): "OWNER"}
