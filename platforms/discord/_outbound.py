@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 import discord
 
-from ._split import split_message
+from bot.chunking import split_message
 
 __all__ = ["SAFE_MENTIONS", "files_of", "send_chunks"]
 
@@ -31,6 +31,7 @@ _ATTEMPTS = 3
 _BACKOFF_S = 1.0
 _SEND_TIMEOUT_S = 60.0
 _MAX_FILES = 10  # Discord's limit per message
+DISCORD_LIMIT = 2000  # characters per message
 
 
 def _transient(exc: BaseException) -> bool:
@@ -83,7 +84,7 @@ async def send_chunks(
     The first message replies to ``reference`` when given (without pinging its author). Raises
     the last error when a message finally cannot be sent; what was sent before stays sent.
     """
-    chunks = split_message(text) or ([""] if files else [])
+    chunks = split_message(text, DISCORD_LIMIT) or ([""] if files else [])
     sent: list[discord.Message] = []
     for index, chunk in enumerate(chunks):
         kwargs: dict[str, Any] = {"content": chunk or None, "allowed_mentions": SAFE_MENTIONS}

@@ -1,4 +1,4 @@
-"""Splitting long replies into Discord messages."""
+"""Splitting long replies into chat messages."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from platforms.discord._split import split_message
+from bot.chunking import split_message
 
 FENCE = re.compile(r"^\s*(```|~~~)", re.M)
 
@@ -26,8 +26,8 @@ def check(text: str, limit: int = 2000) -> list[str]:
 
 
 def test_short_text_is_one_message_and_empty_is_none() -> None:
-    assert split_message("  hello  ") == ["hello"]
-    assert split_message("   \n ") == []
+    assert split_message("  hello  ", 2000) == ["hello"]
+    assert split_message("   \n ", 2000) == []
 
 
 def test_a_2500_character_reply_with_a_code_block_is_two_valid_messages() -> None:
@@ -53,7 +53,7 @@ def test_a_line_longer_than_a_message_is_cut_at_a_space() -> None:
     chunks = check(text)
     assert all(not c.startswith("ord") for c in chunks)  # no word is cut in half
     unbroken = "y" * 4500
-    assert [len(c) for c in split_message(unbroken)] == [2000, 2000, 500]
+    assert [len(c) for c in split_message(unbroken, 2000)] == [2000, 2000, 500]
 
 
 def test_an_unterminated_code_block_is_closed() -> None:

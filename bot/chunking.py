@@ -1,6 +1,7 @@
-"""Splitting a reply into Discord messages (2000 characters at most) without breaking code blocks.
+"""Splitting a reply into chat messages of limited length without breaking code blocks.
 
-Text is cut on line boundaries. A code block cut in two is closed at the end of one message and
+Platforms cap messages (Discord at 2000 characters, Telegram at 4096). Text is cut on line
+boundaries. A code block cut in two is closed at the end of one message and
 reopened, with its language, at the start of the next, so each message renders on its own. A
 single line longer than a whole message is cut at a space where there is one near the end.
 """
@@ -9,9 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["DISCORD_LIMIT", "split_message"]
-
-DISCORD_LIMIT = 2000
+__all__ = ["split_message"]
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
 
@@ -54,7 +53,7 @@ class _Chunker:
             self.add(self.fence)
 
 
-def split_message(text: str, limit: int = DISCORD_LIMIT) -> list[str]:
+def split_message(text: str, limit: int) -> list[str]:
     """``text`` as messages of at most ``limit`` characters; empty text gives no messages."""
     text = text.strip()
     if len(text) <= limit:
