@@ -1,0 +1,68 @@
+"""One character's Telegram settings, read and checked before anything connects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from pydantic import SecretStr
+
+from bot.errors import ConfigError
+from bot.settings import SettingReader
+
+__all__ = ["TelegramConfig", "read_config"]
+
+DEFAULT_API_ROOT = "https://api.telegram.org"
+
+
+@dataclass(frozen=True, slots=True)
+class TelegramConfig:
+    token: SecretStr
+    api_root: str = DEFAULT_API_ROOT
+    allowed_chats: frozenset[str] | None = None
+    """Chat ids (or ``@username``) the bot serves; ``None`` means every chat."""
+    allow_direct_messages: bool = True
+    poll_timeout: float = 30.0
+    """Long-polling wait in seconds (how long one getUpdates may hang open)."""
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.api_root}/bot"
+
+    @property
+    def base_file_url(self) -> str:
+        return f"{self.api_root}/file/bot"
+
+
+def _api_root(agent: str, raw: str | None) -> str:
+    if raw is None:
+        return DEFAULT_API_ROOT
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"{agent}: TELEGRAM_API_ROOT must be an http(s) URL such as http://127.0.0.1:8081, "
+                          f"not {raw!r}")
+    return raw.rstrip("/")
+
+
+def read_config(get_setting, agent: str) -> TelegramConfig:  # type: ignore[no-untyped-def]
+    """The agent's Telegram configuration.
+
+    Raises:
+        ConfigError: no token, or a setting of the wrong form (the message names it and the fix).
+    """
+    read = SettingReader(get_setting, agent)
+    token = read.optional("TELEGRAM_BOT_TOKEN")
+    if token is None:
+        raise ConfigError(f"{agent}: TELEGRAM_BOT_TOKEN is not set; put the token @BotFather gave you in the "
+                          "character's settings.secrets (or an env:/file:/credential: reference to it)")
+    if ":" not in token:
+        raise ConfigError(f"{agent}: TELEGRAM_BOT_TOKEN does not look like a bot token (<digits>:<secret>); "
+                          "copy it again from @BotFather")
+    allowed = read.id_list("TELEGRAM_ALLOWED_CHATS", pattern=r"-?\d+|@\w{5,}")
+    return TelegramConfig(
+        token=SecretStr(token),
+        api_root=_api_root(agent, read.optional("TELEGRAM_API_ROOT")),
+        allowed_chats=frozenset(allowed) if allowed is not None else None,
+        allow_direct_messages=read.flag("allowDirectMessages", True),
+        poll_timeout=read.positive_float("TELEGRAM_POLL_TIMEOUT_S", 30.0),
+    )

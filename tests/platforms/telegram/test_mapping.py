@@ -1,0 +1,98 @@
+"""Telegram → troupe mapping on python-telegram-bot objects built from recorded updates."""
+
+from __future__ import annotations
+
+from bot.ids import unique_uuid
+from bot.types import ChannelType
+from platforms.telegram._mapping import (
+    channel_type,
+    entity_for_user,
+    memory_for_message,
+    message_id,
+    room_for_message,
+    world_for_chat,
+)
+
+from .recorded import BOT, CHANNEL, CLEO, FORUM, GROUP, OTHER_BOT, PRIVATE, SAM, message, update
+
+AGENT = "11111111-1111-1111-1111-111111111111"
+
+
+def memory(data: dict, **kwargs):
+    return memory_for_message(AGENT, update(message=data).message, bot_id=BOT["id"], bot_username=BOT["username"])
+
+
+def test_ids_never_collide_across_chats_or_kinds() -> None:
+    assert message_id(AGENT, 1, 10) != message_id(AGENT, 2, 10)  # message ids repeat in every chat
+    private = update(message=message(PRIVATE, "hi")).message
+    m = memory(message(PRIVATE, "hi"))
+    assert len({m.room_id, m.entity_id, m.world_id}) == 3  # a DM's chat id is its user's id
+    assert m.id == unique_uuid(AGENT, "telegram:message:1001:10")
+    assert m.room_id == room_for_message(AGENT, private).id
+
+
+def test_chat_types() -> None:
+    assert [channel_type(update(message=message(c, "x")).message.chat) for c in (PRIVATE, GROUP, FORUM, CHANNEL)] == [
+        ChannelType.DM, ChannelType.GROUP, ChannelType.GROUP, ChannelType.FEED]
+
+
+def test_a_private_chat_is_a_world_the_person_owns() -> None:
+    chat = update(message=message(PRIVATE, "x")).message.chat
+    world = world_for_chat(AGENT, chat)
+    sam = unique_uuid(AGENT, "telegram:user:1001")
+    assert world.name == "Chat with Sam Reyes" and world.server_id == "1001"
+    assert world.metadata["ownership"] == {"ownerId": sam} and world.metadata["roles"] == {sam: "OWNER"}
+
+
+def test_a_group_world_has_its_creator_and_admins() -> None:
+    chat = update(message=message(GROUP, "x")).message.chat
+    world = world_for_chat(AGENT, chat, owner_id=1001, admin_ids=[1002])
+    assert world.name == "Writers' Room"
+    assert world.metadata["roles"] == {unique_uuid(AGENT, "telegram:user:1001"): "OWNER",
+                                       unique_uuid(AGENT, "telegram:user:1002"): "ADMIN"}
+
+
+def test_forum_topics_are_rooms_of_their_own() -> None:
+    created = message(FORUM, None, id=50, thread=50, forum_topic_created={"name": "Plot", "icon_color": 7322096})
+    in_topic = update(message=message(FORUM, "hello", id=51, thread=50, reply_to=created)).message
+    general = update(message=message(FORUM, "hello", id=52)).message
+    topic_room, main_room = room_for_message(AGENT, in_topic), room_for_message(AGENT, general)
+    assert topic_room.id != main_room.id and topic_room.world_id == main_room.world_id
+    assert topic_room.name == "Guild › Plot" and topic_room.metadata["threadId"] == 50
+    assert topic_room.type is ChannelType.GROUP
+    m = memory(message(FORUM, "hello", id=51, thread=50, reply_to=created))
+    assert "inReplyTo" not in m.content  # the topic's first message is not what it replies to
+    assert m.metadata["telegram"]["threadId"] == 50
+
+
+def test_reply_threads_in_an_ordinary_supergroup_are_not_topics() -> None:
+    original = message(GROUP, "first", id=60)
+    reply = update(message=message(GROUP, "second", id=61, reply_to=original, message_thread_id=60)).message
+    assert room_for_message(AGENT, reply).id == room_for_message(AGENT, update(message=original).message).id
+
+
+def test_mentions_text_mentions_commands_and_replies_to_the_bot() -> None:
+    text = "🎭 hey @ada_bot look"
+    offset = len("🎭 hey ".encode("utf-16-le")) // 2  # Telegram counts UTF-16 code units
+    m = memory(message(GROUP, text, entities=[{"type": "mention", "offset": offset, "length": 8}]))
+    assert m.metadata["isMention"] is True and m.metadata["isReply"] is False
+    other = memory(message(GROUP, "@brann_bot hi", entities=[{"type": "mention", "offset": 0, "length": 10}]))
+    assert other.metadata["isMention"] is False
+    text_mention = memory(message(GROUP, "Ada, hi", entities=[{"type": "text_mention", "offset": 0, "length": 3,
+                                                                  "user": BOT}]))
+    assert text_mention.metadata["isMention"] is True
+    command = memory(message(GROUP, "/help@ada_bot", entities=[{"type": "bot_command", "offset": 0, "length": 13}]))
+    assert command.metadata["isMention"] is True
+    reply = memory(message(GROUP, "really?", id=71, reply_to=message(GROUP, "I am Ada", id=70, sender=BOT)))
+    assert reply.metadata["isReply"] is True and reply.content["inReplyTo"] == message_id(AGENT, GROUP["id"], 70)
+
+
+def test_users_and_bots() -> None:
+    sam = entity_for_user(AGENT, update(message=message(PRIVATE, "x")).message.from_user)
+    assert sam.names == ["Sam Reyes", "Sam", "@samr"]
+    assert sam.metadata["telegram"] == {"id": "1001", "username": "samr", "name": "Sam Reyes", "bot": False}
+    cleo = entity_for_user(AGENT, update(message=message(GROUP, "x", sender=CLEO)).message.from_user)
+    assert cleo.names == ["Cleo"] and cleo.metadata["username"] == ""
+    from_bot = memory(message(GROUP, "Ahoy", sender=OTHER_BOT))
+    assert from_bot.metadata["authorIsBot"] is True and from_bot.metadata["entityName"] == "Brann"
+    assert from_bot.created_at == 1795334400000 and from_bot.content["channelType"] == "GROUP"
