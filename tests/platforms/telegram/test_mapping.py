@@ -13,7 +13,17 @@ from platforms.telegram._mapping import (
     world_for_chat,
 )
 
-from .recorded import BOT, CHANNEL, CLEO, FORUM, GROUP, OTHER_BOT, PRIVATE, SAM, message, update
+from .recorded import (
+    BOT,
+    CHANNEL,
+    CLEO,
+    FORUM,
+    GROUP,
+    OTHER_BOT,
+    PRIVATE,
+    message,
+    update,
+)
 
 AGENT = "11111111-1111-1111-1111-111111111111"
 

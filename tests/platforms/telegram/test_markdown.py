@@ -7,7 +7,12 @@ import re
 
 import pytest
 
-from platforms.telegram._markdown import TELEGRAM_LIMIT, escape, split_for_telegram, to_markdown_v2
+from platforms.telegram._markdown import (
+    TELEGRAM_LIMIT,
+    escape,
+    split_for_telegram,
+    to_markdown_v2,
+)
 
 RESERVED = "_*[]()~`>#+-=|{}.!"
 
