@@ -1,8 +1,21 @@
-"""Telegram: every character its own bot, in private chats, groups and forum topics."""
+"""Telegram: every character its own bot, in private chats, groups and forum topics.
+
+``connect(runtime)`` is how the daemon brings a character online: it reads the character's
+Telegram settings, checks the token and starts long polling in the daemon's event loop. See
+``_adapter.py`` for what happens to messages both ways, and ``_relay.py`` for how characters in
+one group hear each other.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from bot.plugins import PluginMeta
 
-__all__ = ["meta"]
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = ["connect", "meta"]
 
 meta = PluginMeta(
     name="telegram",
@@ -11,3 +24,16 @@ meta = PluginMeta(
     description="Telegram bot per character (TELEGRAM_BOT_TOKEN)",
     aliases=("@elizaos/plugin-telegram", "@elizaos-plugins/client-telegram", "@elizaos/client-telegram"),
 )
+
+
+async def connect(runtime: AgentRuntime) -> None:
+    """Bring ``runtime``'s character online as its own Telegram bot.
+
+    Raises:
+        ConfigError: a setting is wrong or the token was refused; the message says what to do.
+            Other agents are unaffected.
+    """
+    from ._adapter import TelegramAdapter
+    from ._config import read_config
+
+    await TelegramAdapter(runtime, read_config(runtime.get_setting, runtime.character.name)).start()

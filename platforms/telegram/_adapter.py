@@ -1,0 +1,534 @@
+"""One character's Telegram bot: a python-telegram-bot Application driven inside the daemon's
+loop (initialize, start, long polling — never ``run_polling()``), translating both ways.
+
+Inbound, updates become troupe events: MESSAGE_RECEIVED with a reply callback, MESSAGE_UPDATED
+for edits, REACTION_RECEIVED, WORLD_JOINED the first time a chat is seen, ENTITY_JOINED/LEFT.
+Chats, topics and people are written once per run and remembered. ``/start`` and ``/help`` are
+answered without the model.
+
+Outbound, replies quote the triggering message, are converted to MarkdownV2 (plain text if
+Telegram still refuses), split at 4096 characters, stay in their forum topic, and show
+"typing…" while an answer is prepared. What one character sends in a group is relayed to the
+daemon's other characters there. The adapter is also the runtime's ``telegram`` Messenger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from telegram import Message, Update
+from telegram.error import Conflict, Forbidden, InvalidToken, TelegramError
+from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
+
+from bot.errors import ConfigError, SendError
+from bot.events import EventType
+from bot.types import ChannelType, Entity, Memory, Room, now_ms
+
+from ._config import TelegramConfig
+from ._mapping import (
+    SOURCE,
+    channel_type,
+    entity_for_user,
+    entity_id,
+    is_topic,
+    memory_for_message,
+    message_id,
+    room_for_message,
+    room_id,
+    world_for_chat,
+    world_id,
+)
+from ._outbound import send_text
+from ._relay import relay
+
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = ["TelegramAdapter"]
+
+_log = logging.getLogger(__name__)
+
+_ALLOWED_UPDATES = ["message", "edited_message", "message_reaction", "my_chat_member", "chat_member"]
+_START_TIMEOUT_S = 30.0
+_TYPING_EVERY_S = 4.5
+_TYPING_CAP_S = 60.0
+_DRAIN_TIMEOUT_S = 10.0
+_MAX_DOWNLOAD = 20 * 1024 * 1024  # the Bot API serves files up to 20 MB
+# Telegram answers 409 while a previous poll of a restarted process is still open; only a
+# conflict that keeps coming back means another process really uses the token.
+_CONFLICTS_TO_STOP = 3
+_CONFLICT_WINDOW_S = 120.0
+_tokens_in_use: dict[str, str] = {}
+
+
+class TelegramAdapter:
+    """Connects one runtime to Telegram as its own bot."""
+
+    def __init__(self, runtime: AgentRuntime, config: TelegramConfig) -> None:
+        self.runtime = runtime
+        self.config = config
+        self.name = runtime.character.name
+        self.app: Application | None = None
+        self.bot_id = 0
+        self.username = ""
+        self._chats: set[int] = set()
+        self._members: dict[int, bool] = {}  # chat id -> whether this bot is in it (for the relay)
+        self._rooms: set[str] = set()
+        self._entities: set[str] = set()
+        self._participants: set[tuple[str, str]] = set()
+        self._handling: set[asyncio.Task[Any]] = set()
+        self._conflicts: list[float] = []
+        self._closed = False
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Check the token, remove any webhook, start long polling.
+
+        Raises:
+            ConfigError: the token was refused, or another character uses it.
+        """
+        token = self.config.token.get_secret_value()
+        other = _tokens_in_use.get(token)
+        if other is not None and other != self.name:
+            raise ConfigError(f"{self.name}: uses the same TELEGRAM_BOT_TOKEN as {other}; each character needs a bot "
+                              "of its own (create one per character with @BotFather)")
+        _tokens_in_use[token] = self.name
+        try:
+            await self._connect(token)
+        except BaseException:
+            await self.close()
+            raise
+        self.runtime.on_close(self.close)
+        if self.runtime.get_service(SOURCE) is None:
+            self.runtime.register_service(SOURCE, self)
+        relay.join(self)
+        _log.info("%s: online on Telegram as @%s", self.name, self.username)
+
+    async def _connect(self, token: str) -> None:
+        timeout = self.config.poll_timeout
+        self.app = app = (
+            ApplicationBuilder().token(token).base_url(self.config.base_url).base_file_url(self.config.base_file_url)
+            .connect_timeout(10).read_timeout(30).write_timeout(30).pool_timeout(10)
+            .get_updates_read_timeout(timeout + 10).concurrent_updates(64)
+            .build()
+        )
+        app.add_handler(TypeHandler(Update, self._on_update))
+        app.add_error_handler(self._on_handler_error)
+        try:
+            async with asyncio.timeout(_START_TIMEOUT_S):
+                await app.initialize()
+                await app.bot.delete_webhook(drop_pending_updates=False)  # polling and a webhook exclude each other
+        except InvalidToken:
+            raise ConfigError(f"{self.name}: Telegram refused the bot token in TELEGRAM_BOT_TOKEN; copy it again from "
+                              "@BotFather (/mybots → your bot → API Token)") from None
+        self.bot_id, self.username = app.bot.id, app.bot.username
+        await app.start()
+        await app.updater.start_polling(timeout=int(timeout), allowed_updates=_ALLOWED_UPDATES,
+                                        error_callback=self._on_polling_error)
+
+    async def close(self) -> None:
+        """Stop polling, let messages being answered finish (up to a limit), shut down."""
+        if self._closed:
+            return
+        self._closed = True
+        relay.leave(self)
+        self.runtime.unregister_service(SOURCE)
+        if _tokens_in_use.get(self.config.token.get_secret_value()) == self.name:
+            del _tokens_in_use[self.config.token.get_secret_value()]
+        app = self.app
+        if app is None:
+            return
+        with contextlib.suppress(Exception):
+            if app.updater is not None and app.updater.running:
+                await app.updater.stop()
+        if self._handling:
+            _, late = await asyncio.wait(set(self._handling), timeout=_DRAIN_TIMEOUT_S)
+            for task in late:
+                task.cancel()
+        with contextlib.suppress(Exception):
+            if app.running:
+                await app.stop()
+        with contextlib.suppress(Exception):
+            await app.shutdown()
+
+    def _on_polling_error(self, exc: TelegramError) -> None:
+        if isinstance(exc, Conflict):
+            now = time.monotonic()
+            self._conflicts = [t for t in self._conflicts if now - t < _CONFLICT_WINDOW_S] + [now]
+            if len(self._conflicts) >= _CONFLICTS_TO_STOP:
+                _log.error("%s: another process is polling Telegram with this bot's token (409 Conflict); stopping "
+                           "Telegram for this character. Stop the other process (or give each its own bot) and "
+                           "restart troupe", self.name)
+                self.runtime.create_task(self._stop_polling(), "telegram-stop")
+            return
+        _log.warning("%s: Telegram polling error (%s); retrying", self.name, exc.__class__.__name__)
+
+    async def _stop_polling(self) -> None:
+        if self.app is not None and self.app.updater is not None and self.app.updater.running:
+            await self.app.updater.stop()
+
+    async def _on_handler_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        _log.error("%s: failed to handle a Telegram update", self.name, exc_info=context.error)
+
+    # -- chats, rooms, people -------------------------------------------------------------
+
+    def allowed(self, chat: Any) -> bool:
+        if channel_type(chat) is ChannelType.DM and not self.config.allow_direct_messages:
+            return False
+        allowed = self.config.allowed_chats
+        if allowed is None:
+            return True
+        username = getattr(chat, "username", None)
+        return str(chat.id) in allowed or (username is not None and f"@{username}" in allowed)
+
+    async def is_member(self, chat_id: int) -> bool:
+        """Whether this bot is in the chat (asked once, then remembered)."""
+        if chat_id in self._chats:
+            return True
+        if chat_id not in self._members:
+            assert self.app is not None
+            try:
+                member = await self.app.bot.get_chat_member(chat_id, self.bot_id)
+                self._members[chat_id] = member.status not in ("left", "kicked")
+            except TelegramError:
+                self._members[chat_id] = False
+        return self._members[chat_id]
+
+    async def _ensure_chat(self, message: Message) -> None:
+        """The chat's world and main room, written the first time the chat is seen; WORLD_JOINED
+        when troupe has never seen it before."""
+        chat = message.chat
+        if chat.id in self._chats:
+            return
+        agent, store = self.runtime.agent_id, self.runtime.store
+        existing = await store.get_world(world_id(agent, chat.id))
+        owner, admins = await self._administrators(chat)
+        world = world_for_chat(agent, chat, owner_id=owner, admin_ids=admins)
+        main = room_for_message(agent, message) if not is_topic(message) else Room(
+            room_id(agent, chat.id), source=SOURCE, type=channel_type(chat), agent_id=agent,
+            name=world.name, world_id=world.id, server_id=str(chat.id), channel_id=str(chat.id))
+        if existing is None:
+            await store.create_world(world)
+        else:
+            # Keep roles given through UPDATE_ROLE; add what Telegram says about new admins.
+            roles = {**world.metadata["roles"], **(existing.metadata.get("roles") or {})}
+            if world.metadata.get("ownership"):
+                roles[world.metadata["ownership"]["ownerId"]] = "OWNER"
+            existing.metadata = {**existing.metadata, **{k: v for k, v in world.metadata.items() if k != "roles"},
+                                 "roles": roles}
+            existing.name = world.name
+            await store.update_world(existing)
+        await store.create_rooms([main])
+        await store.add_participant(agent, main.id)
+        self._rooms.add(main.id)
+        self._chats.add(chat.id)
+        if existing is None:
+            entities = [entity_for_user(agent, message.from_user)] if message.from_user else []
+            await self.runtime.emit(EventType.WORLD_JOINED, {"world": world, "rooms": [main], "entities": entities,
+                                                             "source": SOURCE})
+
+    async def _administrators(self, chat: Any) -> tuple[int | None, list[int]]:
+        if channel_type(chat) is ChannelType.DM or self.app is None:
+            return None, []
+        try:
+            members = await self.app.bot.get_chat_administrators(chat.id)
+        except TelegramError as exc:
+            _log.info("%s: could not list the administrators of %s: %s", self.name, chat.id, exc)
+            return None, []
+        owner = next((m.user.id for m in members if m.status == "creator"), None)
+        return owner, [m.user.id for m in members if m.status == "administrator" and not m.user.is_bot]
+
+    async def _ensure_room(self, message: Message) -> str:
+        await self._ensure_chat(message)
+        room = room_for_message(self.runtime.agent_id, message)
+        if room.id not in self._rooms:
+            await self.runtime.store.create_rooms([room])
+            await self.runtime.store.add_participant(self.runtime.agent_id, room.id)
+            self._rooms.add(room.id)
+        return room.id
+
+    async def _ensure_entity(self, user: Any, room: str) -> str:
+        entity = entity_for_user(self.runtime.agent_id, user)
+        store = self.runtime.store
+        if entity.id not in self._entities:
+            existing = await store.get_entity(entity.id)
+            if existing is None:
+                await store.create_entities([entity])
+            elif existing.names != entity.names or existing.metadata.get(SOURCE) != entity.metadata[SOURCE]:
+                existing.names = list(dict.fromkeys([*entity.names, *existing.names]))
+                existing.metadata = {**existing.metadata, **entity.metadata}
+                await store.update_entity(existing)
+            self._entities.add(entity.id)
+        if (entity.id, room) not in self._participants:
+            await store.add_participant(entity.id, room)
+            self._participants.add((entity.id, room))
+        return entity.id
+
+    # -- inbound --------------------------------------------------------------------------
+
+    async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._handling.add(task)
+        try:
+            chat = update.effective_chat
+            if chat is None or not self.allowed(chat):
+                return
+            if update.message is not None:
+                await self._on_message(update.message)
+            elif update.edited_message is not None:
+                await self._on_edit(update.edited_message)
+            elif update.message_reaction is not None:
+                await self._on_reaction(update)
+            elif update.chat_member is not None:
+                await self._on_chat_member(update)
+        finally:
+            self._handling.discard(task)
+
+    async def _on_message(self, message: Message) -> None:
+        sender = message.from_user
+        if sender is None or sender.id == self.bot_id:
+            return
+        if message.new_chat_members or message.left_chat_member:
+            await self._on_membership_message(message)
+            return
+        await self._handle(message)
+
+    async def on_relayed(self, messages: list[Message]) -> None:
+        """Another of the daemon's characters said this in a chat this bot is in."""
+        if not self.allowed(messages[0].chat):
+            return
+        await self._handle(messages[0], text="\n".join(m.text or "" for m in messages), relayed=True)
+
+    async def _handle(self, message: Message, *, text: str | None = None, relayed: bool = False) -> None:
+        agent = self.runtime.agent_id
+        room = await self._ensure_room(message)
+        await self._ensure_entity(message.from_user, room)
+        if not relayed and await self._answer_command(message):
+            return
+        memory = memory_for_message(agent, message, bot_id=self.bot_id, bot_username=self.username)
+        if text is not None:
+            memory.content["text"] = text
+            memory.metadata["isMention"] = memory.metadata["isMention"] or f"@{self.username}".casefold() in text.casefold()
+        attachments = _attachments(message)
+        if attachments:
+            memory.content["attachments"] = attachments
+        if not memory.content["text"] and not attachments:
+            return
+        typing = _Typing(self, message.chat.id, message.message_thread_id if is_topic(message) else None)
+        payload = {
+            "message": memory,
+            "callback": self._reply_callback(message, memory, typing),
+            "fetch_attachment": self._download,
+            "on_responding": typing.start,
+        }
+        try:
+            await self.runtime.emit(EventType.MESSAGE_RECEIVED, payload)
+        finally:
+            await typing.stop()
+
+    async def _answer_command(self, message: Message) -> bool:
+        """``/start`` and ``/help`` (also ``/help@thisbot``): answered here, without the model."""
+        command = (message.text or "").split(maxsplit=1)[0].lower() if message.text else ""
+        name, _, target = command.partition("@")
+        if name not in ("/start", "/help") or (target and target != self.username.lower()):
+            return False
+        character = self.runtime.character
+        about = character.bio[0] if character.bio else ""
+        if name == "/start":
+            text = f"Hi, I'm {character.name}. {about}".strip() + "\n\nJust write to me here."
+        else:
+            text = (f"I'm {character.name}. In a private chat, just write to me. In a group, mention "
+                    f"@{self.username}, reply to one of my messages, or call me by name.")
+        await self._send(message.chat.id, text, reply_to=message.message_id,
+                         thread_id=message.message_thread_id if is_topic(message) else None)
+        return True
+
+    async def _download(self, item: Mapping[str, Any]) -> bytes:
+        assert self.app is not None
+        file = await self.app.bot.get_file(str(item["id"]))
+        if file.file_size and file.file_size > _MAX_DOWNLOAD:
+            raise ValueError("the file is larger than the 20 MB the Bot API serves")
+        return bytes(await file.download_as_bytearray())
+
+    async def _on_edit(self, message: Message) -> None:
+        if message.from_user is None or message.from_user.id == self.bot_id:
+            return
+        memory = memory_for_message(self.runtime.agent_id, message, bot_id=self.bot_id, bot_username=self.username)
+        await self.runtime.emit(EventType.MESSAGE_UPDATED, {"message": memory, "source": SOURCE})
+
+    async def _on_reaction(self, update: Update) -> None:
+        reaction = update.message_reaction
+        assert reaction is not None
+        user = reaction.user
+        if user is None or user.id == self.bot_id or not reaction.new_reaction:
+            return  # anonymous reactions, our own, and removals carry nothing to remember
+        kind = reaction.new_reaction[0]
+        emoji = getattr(kind, "emoji", None) or getattr(kind, "custom_emoji_id", None) or str(kind.type)
+        agent = self.runtime.agent_id
+        room = room_id(agent, reaction.chat.id)
+        entity = await self._ensure_entity(user, room) if reaction.chat.id in self._chats else entity_id(agent, user.id)
+        memory = Memory(
+            id=message_id(agent, reaction.chat.id, f"{reaction.message_id}-reaction-{user.id}-{emoji}"),
+            entity_id=entity, agent_id=agent, room_id=room, world_id=world_id(agent, reaction.chat.id),
+            content={"text": f"*reacted {emoji}*", "source": SOURCE,
+                     "inReplyTo": message_id(agent, reaction.chat.id, reaction.message_id),
+                     "channelType": channel_type(reaction.chat).value},
+            metadata={"type": "reaction", "authorIsBot": bool(user.is_bot), "emoji": emoji}, created_at=now_ms(),
+        )
+        await self.runtime.emit(EventType.REACTION_RECEIVED, {"message": memory, "source": SOURCE})
+
+    async def _on_membership_message(self, message: Message) -> None:
+        room = await self._ensure_room(message)
+        for user in message.new_chat_members or ():
+            if user.id != self.bot_id:
+                await self._ensure_entity(user, room)
+                await self._member_event(EventType.ENTITY_JOINED, user, message.chat.id, room)
+        left = message.left_chat_member
+        if left is not None and left.id != self.bot_id:
+            await self._member_event(EventType.ENTITY_LEFT, left, message.chat.id, room)
+
+    async def _on_chat_member(self, update: Update) -> None:
+        change = update.chat_member
+        assert change is not None
+        user = change.new_chat_member.user
+        if user.id == self.bot_id:
+            return
+        joined = change.new_chat_member.status in ("member", "administrator", "creator", "restricted")
+        was_in = change.old_chat_member.status in ("member", "administrator", "creator", "restricted")
+        if joined == was_in:
+            return
+        room = room_id(self.runtime.agent_id, change.chat.id)
+        if joined and change.chat.id in self._chats:
+            await self._ensure_entity(user, room)
+        await self._member_event(EventType.ENTITY_JOINED if joined else EventType.ENTITY_LEFT, user, change.chat.id, room)
+
+    async def _member_event(self, event: EventType, user: Any, chat_id: int, room: str) -> None:
+        agent = self.runtime.agent_id
+        await self.runtime.emit(event, {
+            "entityId": entity_id(agent, user.id), "worldId": world_id(agent, chat_id), "roomId": room,
+            "source": SOURCE, "metadata": {SOURCE: {"id": str(user.id), "username": user.username,
+                                                    "name": user.full_name}},
+        })
+
+    # -- outbound -------------------------------------------------------------------------
+
+    async def _send(self, chat_id: int, text: str, *, reply_to: int | None = None,
+                    thread_id: int | None = None) -> list[Message]:
+        assert self.app is not None
+        sent = await send_text(self.app.bot, chat_id, text, reply_to=reply_to, thread_id=thread_id)
+        relay.deliver(self, sent)
+        return sent
+
+    def _reply_callback(self, message: Message, incoming: Memory, typing: _Typing) -> Any:
+        thread = message.message_thread_id if is_topic(message) else None
+
+        async def reply(content: dict[str, Any]) -> list[Memory]:
+            await typing.stop()
+            text = str(content.get("text") or "").strip()
+            if not text:
+                return []
+            try:
+                sent = await self._send(message.chat.id, text, reply_to=message.message_id, thread_id=thread)
+            except Exception as exc:
+                where = message.chat.title or "a private chat"
+                _log.error("%s: could not send a reply in %s (chat %s): %s", self.name, where, message.chat.id,
+                           getattr(exc, "message", None) or exc.__class__.__name__)
+                return []
+            return await self._remember(sent, content, incoming.room_id, in_reply_to=incoming.id)
+
+        return reply
+
+    async def _remember(self, sent: list[Message], content: Mapping[str, Any], room: str, *,
+                        in_reply_to: str | None = None) -> list[Memory]:
+        agent, memories = self.runtime.agent_id, []
+        for message in sent:
+            body = {**content, "text": message.text or "", "source": SOURCE,
+                    "channelType": channel_type(message.chat).value}
+            if in_reply_to is not None:
+                body["inReplyTo"] = in_reply_to
+            memory = Memory(id=message_id(agent, message.chat.id, message.message_id), entity_id=agent, agent_id=agent,
+                            room_id=room, world_id=world_id(agent, message.chat.id), content=body,
+                            created_at=int(message.date.timestamp() * 1000), metadata={"type": "message"})
+            await self.runtime.store.create_memory(memory, "messages", unique=False)
+            await self.runtime.emit(EventType.MESSAGE_SENT, {"message": memory, "source": SOURCE})
+            memories.append(memory)
+        return memories
+
+    async def send_to_room(self, room: Room, content: dict[str, Any]) -> list[Memory]:
+        """Messenger: post in a chat (or forum topic) this bot is in."""
+        if room.source != SOURCE or not room.channel_id:
+            raise SendError("that is not a Telegram chat")
+        chat, _, topic = room.channel_id.partition(":")
+        return await self._deliver(int(chat), int(topic) if topic else None, content, room.id)
+
+    async def send_to_entity(self, entity: Entity, content: dict[str, Any]) -> list[Memory]:
+        """Messenger: a private message (the person must have started a chat with this bot)."""
+        user_id = (entity.metadata.get(SOURCE) or {}).get("id")
+        if not user_id:
+            raise SendError(f"I don't know {entity.names[0] if entity.names else 'them'} on Telegram")
+        return await self._deliver(int(user_id), None, content, room_id(self.runtime.agent_id, user_id))
+
+    async def _deliver(self, chat_id: int, topic: int | None, content: dict[str, Any], room: str) -> list[Memory]:
+        try:
+            sent = await self._send(chat_id, str(content.get("text") or ""), thread_id=topic)
+        except Forbidden:
+            raise SendError("Telegram won't let me write there (they may not have started a chat with me)") from None
+        except TelegramError as exc:
+            _log.error("%s: could not send to Telegram chat %s: %s", self.name, chat_id, exc.message)
+            raise SendError("Telegram did not take the message; try again later") from None
+        return await self._remember(sent, content, room)
+
+
+def _attachments(message: Message) -> list[dict[str, Any]]:
+    """Files on the message, by file id: their URLs carry the bot token and are never stored."""
+    found: list[dict[str, Any]] = []
+    if message.photo:
+        photo = message.photo[-1]  # the largest size
+        found.append({"id": photo.file_id, "title": "photo.jpg", "contentType": "image/jpeg", "private": True,
+                      "url": f"telegram:file:{photo.file_unique_id}", "size": photo.file_size})
+    for kind, default_type, default_name in (("document", "application/octet-stream", "document"),
+                                             ("voice", "audio/ogg", "voice.ogg"), ("audio", "audio/mpeg", "audio.mp3")):
+        item = getattr(message, kind, None)
+        if item is not None:
+            found.append({"id": item.file_id, "title": getattr(item, "file_name", None) or default_name,
+                          "contentType": item.mime_type or default_type, "private": True,
+                          "url": f"telegram:file:{item.file_unique_id}", "size": item.file_size})
+    for item in found:
+        item["source"] = SOURCE
+    return found
+
+
+class _Typing:
+    """"typing…" in a chat, renewed every few seconds, from when an answer is coming until it is sent."""
+
+    def __init__(self, adapter: TelegramAdapter, chat_id: int, thread_id: int | None) -> None:
+        self.adapter, self.chat_id, self.thread_id = adapter, chat_id, thread_id
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"troupe:{self.adapter.name}:typing")
+
+    async def _run(self) -> None:
+        assert self.adapter.app is not None
+        try:
+            async with asyncio.timeout(_TYPING_CAP_S):
+                while True:
+                    await self.adapter.app.bot.send_chat_action(self.chat_id, "typing",
+                                                                message_thread_id=self.thread_id)
+                    await asyncio.sleep(_TYPING_EVERY_S)
+        except Exception as exc:  # typing is a courtesy: never worth an error
+            _log.debug("%s: typing indicator stopped: %s", self.adapter.name, exc.__class__.__name__)
+
+    async def stop(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
