@@ -8,6 +8,7 @@ one group hear each other.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from bot.plugins import PluginMeta
@@ -16,6 +17,10 @@ if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
 __all__ = ["connect", "meta"]
+
+# Durations (a 429's retry_after) as timedelta: the type python-telegram-bot moves to in its next
+# major version; opting in now also silences its deprecation warning on every 429.
+os.environ.setdefault("PTB_TIMEDELTA", "1")
 
 meta = PluginMeta(
     name="telegram",

@@ -1,0 +1,75 @@
+"""Sending to Telegram against a stand-in bot: MarkdownV2 with a plain fallback, replies,
+topics, flood control and transient errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TimedOut
+
+from platforms.telegram import _outbound
+from platforms.telegram._outbound import send_text
+
+
+class Bot:
+    def __init__(self, failures: list[BaseException] = ()) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.failures = list(failures)
+
+    async def send_message(self, **kwargs: Any) -> str:
+        self.calls.append(kwargs)
+        if self.failures:
+            raise self.failures.pop(0)
+        return f"message {len(self.calls)}"
+
+
+@pytest.fixture(autouse=True)
+def fast(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(_outbound.asyncio, "sleep", sleep)
+    return slept
+
+
+async def test_markdown_is_converted_and_the_first_piece_quotes_the_message_in_its_topic() -> None:
+    bot = Bot()
+    text = "**Done.** " + "x" * 4200
+    sent = await send_text(bot, 42, text, reply_to=7, thread_id=3)
+    assert sent == ["message 1", "message 2"]
+    first, second = bot.calls
+    assert first["parse_mode"] == "MarkdownV2" and first["text"].startswith("*Done\\.*")
+    assert first["reply_parameters"].message_id == 7 and first["reply_parameters"].allow_sending_without_reply
+    assert "reply_parameters" not in second and {c["message_thread_id"] for c in bot.calls} == {3}
+
+
+async def test_a_piece_telegram_cannot_parse_goes_again_as_plain_text() -> None:
+    bot = Bot([BadRequest("Can't parse entities: can't find end of bold entity at byte offset 3")])
+    await send_text(bot, 42, "**odd* text.")
+    formatted, plain = bot.calls
+    assert formatted["parse_mode"] == "MarkdownV2"
+    assert "parse_mode" not in plain and plain["text"] == "**odd* text."
+
+
+async def test_other_bad_requests_and_forbidden_are_not_retried() -> None:
+    for error in (BadRequest("Bad Request: chat not found"), Forbidden("Forbidden: bot was blocked by the user")):
+        bot = Bot([error])
+        with pytest.raises(type(error)):
+            await send_text(bot, 42, "hi")
+        assert len(bot.calls) == 1
+
+
+async def test_flood_control_is_waited_out_and_network_errors_retried(fast: list[float]) -> None:
+    bot = Bot([RetryAfter(3), TimedOut(), NetworkError("connection reset")])
+    assert await send_text(bot, 42, "hi") == ["message 4"]
+    assert fast == [3.0, 1.0, 2.0]
+
+
+async def test_giving_up_after_a_few_tries_or_an_absurd_wait() -> None:
+    with pytest.raises(NetworkError):
+        await send_text(Bot([NetworkError("down")] * 10), 42, "hi")
+    with pytest.raises(RetryAfter):
+        await send_text(Bot([RetryAfter(3600)]), 42, "hi")
