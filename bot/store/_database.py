@@ -6,19 +6,23 @@ import asyncio
 import enum
 import logging
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
 from bot.errors import StoreError
 from bot.store._connect import (
+    BEGIN_ATTEMPTS,
     MEMORY_PATH,
     VECTOR_BACKEND,
     Row,
     begin_immediate,
+    is_locked_error,
     open_connection,
+    retry_delay,
+    run_on_thread,
     sqlean,
 )
 from bot.store._migrations import migrate
@@ -30,6 +34,7 @@ __all__ = ["Database"]
 _log = logging.getLogger(__name__)
 
 Params = Sequence[Any]
+T = TypeVar("T")
 
 
 class _State(enum.Enum):
@@ -204,6 +209,48 @@ class Database:
         StoreError. Transactions run one at a time; calling store methods or ``transaction()``
         again inside the block would wait for itself, so that raises RuntimeError instead.
         """
+        async with self._write_turn() as conn:
+            try:
+                await begin_immediate(conn)
+            except sqlean.Error as exc:
+                raise StoreError(f"cannot start a write transaction on {self._path}: {exc}") from exc
+            try:
+                yield conn
+                await conn.execute("COMMIT")
+            except BaseException as exc:
+                await self._rollback(conn)
+                if isinstance(exc, sqlean.Error):
+                    raise StoreError(f"database write failed: {exc}") from exc
+                raise
+
+    async def write(self, work: Callable[[Any], T]) -> T:
+        """Run ``work(conn)`` as one write transaction in a single trip to the writer's thread.
+
+        The same transaction as :meth:`transaction` (one at a time, ``BEGIN IMMEDIATE``, commit,
+        or roll back if ``work`` raises; driver errors as StoreError), but ``work`` is a plain
+        function given the driver's own connection, so its statements cost no thread hop each.
+        Keep ``work`` to SQL and light Python: it holds the writer while it runs. Returns what
+        ``work`` returns.
+        """
+        async with self._write_turn() as conn:
+            for attempt in range(1, BEGIN_ATTEMPTS + 1):
+                try:
+                    return await run_on_thread(conn, _transact, work)
+                except _BeginFailed as failed:
+                    exc = failed.__cause__
+                    if attempt == BEGIN_ATTEMPTS or not is_locked_error(exc):
+                        raise StoreError(f"cannot start a write transaction on {self._path}: {exc}") from exc
+                    delay = retry_delay(attempt)
+                    _log.warning("database is locked (attempt %d of %d); retrying in %.2f s",
+                                 attempt, BEGIN_ATTEMPTS, delay)
+                    await asyncio.sleep(delay)
+                except sqlean.Error as exc:
+                    raise StoreError(f"database write failed: {exc}") from exc
+            raise AssertionError("unreachable: the last attempt returns or raises")
+
+    @asynccontextmanager
+    async def _write_turn(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The writer connection, held by this task alone (the asyncio lock) until the block ends."""
         self._require_open()
         task = asyncio.current_task()
         if task is not None and self._lock_owner is task:
@@ -212,18 +259,7 @@ class Database:
             conn = self._require_open()  # close() may have run while we waited
             self._lock_owner = task
             try:
-                try:
-                    await begin_immediate(conn)
-                except sqlean.Error as exc:
-                    raise StoreError(f"cannot start a write transaction on {self._path}: {exc}") from exc
-                try:
-                    yield conn
-                    await conn.execute("COMMIT")
-                except BaseException as exc:
-                    await self._rollback(conn)
-                    if isinstance(exc, sqlean.Error):
-                        raise StoreError(f"database write failed: {exc}") from exc
-                    raise
+                yield conn
             finally:
                 self._lock_owner = None
 
@@ -288,6 +324,28 @@ class Database:
     def forget_agent(self, agent_id: str) -> None:
         """Drop cached per-agent settings (after the agent was deleted)."""
         self._dimensions.pop(agent_id, None)
+
+
+class _BeginFailed(Exception):
+    """BEGIN IMMEDIATE failed on the writer's thread (the driver's error is the cause)."""
+
+
+def _transact(conn: Any, work: Callable[[Any], T]) -> T:
+    """On the writer's thread: BEGIN IMMEDIATE, ``work(conn)``, COMMIT; ROLLBACK if anything fails."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlean.Error as exc:
+        raise _BeginFailed() from exc
+    try:
+        result = work(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlean.OperationalError as exc:  # SQLite may already have rolled back (e.g. on SQLITE_FULL)
+            _log.debug("rollback: %s", exc)
+        raise
+    return result
 
 
 def _dimension_key(agent_id: str) -> str:

@@ -9,8 +9,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import aiosqlite
-
 from bot.store._rows import dumps, row_to_memory
 from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
 from bot.store._vectors import DIMENSION_MAP, check_dimension, encode_vector
@@ -46,6 +44,15 @@ def fts_query(text: str) -> str | None:
     if not terms:
         return None
     return " OR ".join(f'"{t}"' for t in terms)
+
+
+def _hits(rows: Sequence[Any], threshold: float | None = None) -> list[tuple[int, float]]:
+    """(seq, similarity) pairs of nearest-neighbour rows, without those below ``threshold``.
+
+    Filtering after LIMIT gives the same rows as before it: the order is by similarity, and NULL
+    similarities (zero vectors) sort last.
+    """
+    return [(r[0], r[1]) for r in rows if r[1] is not None and (not threshold or r[1] >= threshold)]
 
 
 class _MemoryFilter:
@@ -151,23 +158,22 @@ class MemoriesMixin(AgentScoped):
         ids = [m.id or new_id() for m in memories]
         now = now_ms()
 
-        async with self._db.transaction() as conn:
-            async with conn.execute(
+        def write(conn: Any) -> None:  # on the writer's thread, inside the transaction
+            seen = {r[0] for r in conn.execute(
                 "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?))", (json_list(ids),)
-            ) as cur:
-                seen = {r[0] for r in await cur.fetchall()}
+            )}
             pending_rows: list[tuple[Any, ...]] = []
             pending_vectors: list[tuple[str, str, bytes, int]] = []
 
-            async def flush() -> None:
+            def flush() -> None:
                 if pending_rows:
-                    await conn.executemany(
+                    conn.executemany(
                         "INSERT INTO memories (id, type, created_at, content, entity_id, agent_id, room_id, "
                         "world_id, is_unique, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         pending_rows,
                     )
                 if pending_vectors:
-                    await conn.executemany(
+                    conn.executemany(
                         f"INSERT INTO embeddings (id, memory_id, {column}, created_at) VALUES (?, ?, ?, ?)",
                         pending_vectors,
                     )
@@ -183,10 +189,8 @@ class MemoriesMixin(AgentScoped):
                     is_unique = True
                     if blob is not None:
                         # The check must see every earlier row of this batch, so write those first.
-                        await flush()
-                        hits = await self._nearest(
-                            conn,
-                            blob,
+                        flush()
+                        sql, params = self._nearest_sql(
                             column,
                             _MemoryFilter(self._agent_id, table)
                             .add("m.room_id = ?", memory.room_id)
@@ -194,11 +198,15 @@ class MemoriesMixin(AgentScoped):
                             .add("m.entity_id = ?", memory.entity_id),
                             count=1,
                         )
+                        hits = _hits(conn.execute(sql, [blob, *params]).fetchall())
                         is_unique = not (hits and hits[0][1] >= DEDUP_THRESHOLD)
                 pending_rows.append(self._memory_row(memory, table, memory_id, is_unique, now))
                 if blob is not None:
                     pending_vectors.append((new_id(), memory_id, blob, now))
-            await flush()
+            flush()
+
+        # One trip to the writer's thread for the whole batch, however many statements it takes.
+        await self._db.write(write)
         return ids
 
     async def update_memory(
@@ -385,26 +393,11 @@ class MemoriesMixin(AgentScoped):
         return sql, [*where.params, count]
 
     async def _nearest(
-        self,
-        conn: aiosqlite.Connection | None,
-        query: bytes,
-        column: str,
-        where: _MemoryFilter,
-        *,
-        count: int,
-        threshold: float | None = None,
+        self, query: bytes, column: str, where: _MemoryFilter, *, count: int, threshold: float | None = None
     ) -> list[tuple[int, float]]:
-        """(seq, similarity) of the best ``count`` rows, on ``conn`` (inside a transaction) or the reader."""
+        """(seq, similarity) of the best ``count`` rows, read on the reader."""
         sql, params = self._nearest_sql(column, where, count)
-        params = [query, *params]
-        if conn is None:
-            rows = await self._db.fetchall(sql, params)
-        else:
-            async with conn.execute(sql, params) as cur:
-                rows = list(await cur.fetchall())
-        # Filtering after LIMIT gives the same rows as before it: the order is by similarity, and
-        # NULL similarities (zero vectors) sort last.
-        return [(r[0], r[1]) for r in rows if r[1] is not None and (not threshold or r[1] >= threshold)]
+        return _hits(await self._db.fetchall(sql, [query, *params]), threshold)
 
     async def search_memories(
         self,
@@ -435,7 +428,7 @@ class MemoriesMixin(AgentScoped):
             .add("m.entity_id = ?", entity_id)
             .unique(unique)
         )
-        hits = await self._nearest(None, query, column, where, count=count, threshold=match_threshold)
+        hits = await self._nearest(query, column, where, count=count, threshold=match_threshold)
         return await self._memories_by_seq(hits, column)
 
     async def _memories_by_seq(self, hits: list[tuple[int, float]], column: str | None) -> list[Memory]:

@@ -144,11 +144,10 @@ class RecordsMixin(AgentScoped):
         """
         log_id = new_id()
         text = json.dumps(sanitize_log_body(body), ensure_ascii=False)
-        async with self._db.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO logs (id, created_at, entity_id, body, type, room_id) VALUES (?, ?, ?, ?, ?, ?)",
-                (log_id, now_ms(), entity_id, text, type, room_id),
-            )
+        row = (log_id, now_ms(), entity_id, text, type, room_id)
+        await self._db.write(lambda conn: conn.execute(
+            "INSERT INTO logs (id, created_at, entity_id, body, type, room_id) VALUES (?, ?, ?, ?, ?, ?)", row
+        ))
         return log_id
 
     async def get_logs(
