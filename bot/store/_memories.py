@@ -269,8 +269,8 @@ class MemoriesMixin(AgentScoped):
                 "AND id NOT IN (SELECT value FROM json_each(?))",
                 (self._agent_id, ids, ids),
             )
-            cur = await conn.execute(
-                "DELETE FROM memories WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?))",
+            cur = await conn.execute(  # "+": look ids up by the unique index (see get_memories_by_ids)
+                "DELETE FROM memories WHERE +agent_id = ? AND id IN (SELECT value FROM json_each(?))",
                 (self._agent_id, ids),
             )
             return cur.rowcount
@@ -348,7 +348,9 @@ class MemoriesMixin(AgentScoped):
         rows = await self._db.fetchall(
             f"SELECT {_MEMORY_COLUMNS}, e.{column} AS embedding FROM memories m "
             "LEFT JOIN embeddings e ON e.memory_id = m.id "
-            f"WHERE m.agent_id = ? AND m.id IN (SELECT value FROM json_each(?)) {clause} "
+            # "+" keeps the planner off the agent's indexes: without it SQLite may walk every memory
+            # of the agent instead of looking the ids up in the unique index.
+            f"WHERE +m.agent_id = ? AND m.id IN (SELECT value FROM json_each(?)) {clause} "
             "ORDER BY m.created_at DESC, m.seq DESC",
             (self._agent_id, json_list(memory_ids), *params),
         )
@@ -361,9 +363,14 @@ class MemoriesMixin(AgentScoped):
         validate_count(limit, "limit")
         if not room_ids:
             return []
-        where = _MemoryFilter(self._agent_id, table).add(
-            "m.room_id IN (SELECT value FROM json_each(?))", json_list(room_ids)
-        )
+        rooms = list(dict.fromkeys(room_ids))
+        where = _MemoryFilter(self._agent_id, table)
+        if len(rooms) == 1:
+            # With "=" SQLite walks the room's index from the newest row and stops at the limit;
+            # with IN it would scan the agent's whole history of ``table``.
+            where.add("m.room_id = ?", rooms[0])
+        else:
+            where.add("m.room_id IN (SELECT value FROM json_each(?))", json_list(rooms))
         rows = await self._db.fetchall(
             f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where.where} "
             "ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
