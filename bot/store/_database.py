@@ -6,8 +6,8 @@ import asyncio
 import enum
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 import aiosqlite
@@ -25,6 +25,7 @@ from bot.store._connect import (
     run_on_thread,
     sqlean,
 )
+from bot.store import _shared
 from bot.store._migrations import migrate
 from bot.store._sqlite import AgentStore
 from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION
@@ -67,6 +68,8 @@ class Database:
         self._reader: aiosqlite.Connection | None = None
         self._lock = asyncio.Lock()
         self._lock_owner: asyncio.Task[Any] | None = None
+        # Write transactions finished so far: shared reads from before the last one are stale.
+        self._write_generation = 0
         self._closed: asyncio.Event | None = None
         self._sqlite_version = ""
         self._vec_version = ""
@@ -236,6 +239,11 @@ class Database:
             for attempt in range(1, BEGIN_ATTEMPTS + 1):
                 try:
                     return await run_on_thread(conn, _transact, work)
+                except asyncio.CancelledError:
+                    # The transaction still runs to its end on the writer's thread. As transaction()
+                    # does with its ROLLBACK, keep the writer until it has: the thread runs calls in order.
+                    await run_on_thread(conn, _nothing)
+                    raise
                 except _BeginFailed as failed:
                     exc = failed.__cause__
                     if attempt == BEGIN_ATTEMPTS or not is_locked_error(exc):
@@ -262,6 +270,7 @@ class Database:
                 yield conn
             finally:
                 self._lock_owner = None
+                self._write_generation += 1
 
     async def _rollback(self, conn: aiosqlite.Connection) -> None:
         # aiosqlite queues the ROLLBACK on its worker thread before this coroutine can be
@@ -283,6 +292,27 @@ class Database:
             raise RuntimeError("store reads cannot run inside a transaction block of a ':memory:' Database")
         async with self._lock:
             return await self._fetchall_on(self._require_open(), sql, params)
+
+    @contextmanager
+    def shared_reads(self) -> Iterator[None]:
+        """``with db.shared_reads():`` lets identical :meth:`fetchall_shared` reads share one query.
+
+        For one unit of work, such as handling one message: within the block, and in tasks
+        started inside it, a read with the same SQL and parameters as an earlier (or in-flight)
+        one returns the same rows without another trip to the reader thread. Every write
+        transaction of this Database (:meth:`transaction`, :meth:`write`) ends the sharing of
+        what was read before it. Nested blocks join the outermost one.
+        """
+        with _shared.scope(self, self._write_generation):
+            yield
+
+    async def fetchall_shared(self, sql: str, params: Params = ()) -> list[Row]:
+        """Like :meth:`fetchall`, but shared inside a :meth:`shared_reads` block."""
+        shared = _shared.active(self)
+        task = asyncio.current_task()
+        if shared is None or (task is not None and self._lock_owner is task):
+            return await self.fetchall(sql, params)  # no scope, or inside a transaction block: read alone
+        return await shared.fetchall(sql, params, self._write_generation, lambda: self.fetchall(sql, params))
 
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
         """Like :meth:`fetchall` but returns the first row or None."""
@@ -328,6 +358,10 @@ class Database:
 
 class _BeginFailed(Exception):
     """BEGIN IMMEDIATE failed on the writer's thread (the driver's error is the cause)."""
+
+
+def _nothing(conn: Any) -> None:
+    """On the writer's thread: returns once every call queued before it has run."""
 
 
 def _transact(conn: Any, work: Callable[[Any], T]) -> T:

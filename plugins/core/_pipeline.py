@@ -106,7 +106,10 @@ class MessagePipeline:
         await rt.emit(EventType.RUN_STARTED, {"runId": run_id, "messageId": message.id, "roomId": message.room_id,
                                                "entityId": message.entity_id, "startTime": started})
         try:
-            outcome = await self._handle(message, callback)
+            # The gate, the providers and the action validators read the same room, world and
+            # room state: within this message, identical reads share one query until a write.
+            with rt.store.database.shared_reads():
+                outcome = await self._handle(message, callback)
         except Exception:
             _log.exception("%s: failed to handle a message in room %s", rt.character.name, message.room_id)
             outcome = Outcome("error")
