@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -76,6 +77,10 @@ class Database:
         self._schema_version = 0
         # agent id -> active embedding dimension; written through by ensure_embedding_dimension.
         self._dimensions: dict[str, int] = {}
+        # Log rows not written yet (see queue_log): the batch still taking rows, and the tasks
+        # writing every batch not yet written (that one included).
+        self._log_batch: list[tuple[Any, ...]] | None = None
+        self._log_writers: set[asyncio.Task[None]] = set()
 
     def __repr__(self) -> str:
         return f"<Database path={self._path!r} state={self._state.name.lower()}>"
@@ -150,7 +155,10 @@ class Database:
         )
 
     async def close(self) -> None:
-        """Wait for the running transaction, then close both connections. Safe to call more than once."""
+        """Write queued log rows, wait for the running transaction, then close both connections.
+        Safe to call more than once."""
+        while self._state is _State.OPEN and self._log_writers:
+            await self.flush_logs()
         if self._state is _State.CLOSED:
             return
         if self._state is _State.OPENING:
@@ -236,25 +244,29 @@ class Database:
         ``work`` returns.
         """
         async with self._write_turn() as conn:
-            for attempt in range(1, BEGIN_ATTEMPTS + 1):
-                try:
-                    return await run_on_thread(conn, _transact, work)
-                except asyncio.CancelledError:
-                    # The transaction still runs to its end on the writer's thread. As transaction()
-                    # does with its ROLLBACK, keep the writer until it has: the thread runs calls in order.
-                    await run_on_thread(conn, _nothing)
-                    raise
-                except _BeginFailed as failed:
-                    exc = failed.__cause__
-                    if attempt == BEGIN_ATTEMPTS or not is_locked_error(exc):
-                        raise StoreError(f"cannot start a write transaction on {self._path}: {exc}") from exc
-                    delay = retry_delay(attempt)
-                    _log.warning("database is locked (attempt %d of %d); retrying in %.2f s",
-                                 attempt, BEGIN_ATTEMPTS, delay)
-                    await asyncio.sleep(delay)
-                except sqlean.Error as exc:
-                    raise StoreError(f"database write failed: {exc}") from exc
-            raise AssertionError("unreachable: the last attempt returns or raises")
+            return await self._run_transaction(conn, work)
+
+    async def _run_transaction(self, conn: aiosqlite.Connection, work: Callable[[Any], T]) -> T:
+        """The body of :meth:`write`, for a caller already holding the writer (``_write_turn``)."""
+        for attempt in range(1, BEGIN_ATTEMPTS + 1):
+            try:
+                return await run_on_thread(conn, _transact, work)
+            except asyncio.CancelledError:
+                # The transaction still runs to its end on the writer's thread. As transaction()
+                # does with its ROLLBACK, keep the writer until it has: the thread runs calls in order.
+                await run_on_thread(conn, _nothing)
+                raise
+            except _BeginFailed as failed:
+                exc = failed.__cause__
+                if attempt == BEGIN_ATTEMPTS or not is_locked_error(exc):
+                    raise StoreError(f"cannot start a write transaction on {self._path}: {exc}") from exc
+                delay = retry_delay(attempt)
+                _log.warning("database is locked (attempt %d of %d); retrying in %.2f s",
+                             attempt, BEGIN_ATTEMPTS, delay)
+                await asyncio.sleep(delay)
+            except sqlean.Error as exc:
+                raise StoreError(f"database write failed: {exc}") from exc
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     @asynccontextmanager
     async def _write_turn(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -325,6 +337,44 @@ class Database:
         except sqlean.Error as exc:
             raise StoreError(f"database read failed: {exc}") from exc
 
+    # -- logs written in the background -------------------------------------------------------------
+
+    def queue_log(self, row: tuple[Any, ...]) -> None:
+        """Write a ``logs`` row (id, created_at, entity_id, body, type, room_id) soon, off the caller's path.
+
+        Rows queued until the writer is free are written together in one transaction, by a
+        background task. :meth:`flush_logs` waits for them; reads of logs through the store and
+        :meth:`close` call it first, so no row is lost or missing from a read. A row the database
+        rejects (its entity or room is gone) is dropped and logged at debug level, as a failed
+        direct write would be by its caller. Raises RuntimeError when the database is not open.
+        """
+        self._require_open()
+        if self._log_batch is None:
+            self._log_batch = []
+            writer = asyncio.create_task(self._write_log_batch(), name=f"troupe:logs:{os.path.basename(self._path)}")
+            self._log_writers.add(writer)
+            writer.add_done_callback(self._log_writers.discard)
+        self._log_batch.append(row)
+
+    async def flush_logs(self) -> None:
+        """Return once every log row queued so far is written (or dropped: see :meth:`queue_log`)."""
+        if self._log_writers:
+            # Shielded: a caller giving up must not cancel a batch others wait for.
+            await asyncio.shield(asyncio.gather(*self._log_writers, return_exceptions=True))
+
+    async def _write_log_batch(self) -> None:
+        # Each batch has one writer task: this one, until it takes the batch.
+        rows: list[tuple[Any, ...]] | None = None
+        try:
+            async with self._write_turn() as conn:
+                rows, self._log_batch = self._log_batch or [], None  # all queued until the writer was free
+                await self._run_transaction(conn, functools.partial(_insert_logs, rows))
+        except Exception as exc:  # logging must never break anything; say what was lost
+            _log.warning("could not write queued log rows to %s: %s", self._path, exc)
+        finally:
+            if rows is None:  # never got the writer: drop the batch, so the next row starts a new one
+                self._log_batch = None
+
     # -- agents ------------------------------------------------------------------------------------
 
     def for_agent(self, agent_id: str) -> AgentStore:
@@ -358,6 +408,17 @@ class Database:
 
 class _BeginFailed(Exception):
     """BEGIN IMMEDIATE failed on the writer's thread (the driver's error is the cause)."""
+
+
+def _insert_logs(rows: list[tuple[Any, ...]], conn: Any) -> None:
+    """On the writer's thread: insert log rows, skipping (and reporting) any the database rejects."""
+    for row in rows:
+        try:
+            conn.execute(
+                "INSERT INTO logs (id, created_at, entity_id, body, type, room_id) VALUES (?, ?, ?, ?, ?, ?)", row
+            )
+        except sqlean.IntegrityError as exc:  # only this statement is undone; the batch goes on
+            _log.debug("log row %s dropped: %s", row[0], exc)
 
 
 def _nothing(conn: Any) -> None:

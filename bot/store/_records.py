@@ -142,13 +142,26 @@ class RecordsMixin(AgentScoped):
         The body is made JSON-safe (NUL characters stripped, cycles cut). Raises StoreError if the
         entity or room does not exist; callers on a model-call path should catch it.
         """
-        log_id = new_id()
-        text = json.dumps(sanitize_log_body(body), ensure_ascii=False)
-        row = (log_id, now_ms(), entity_id, text, type, room_id)
+        row = self._log_row(body, entity_id, room_id, type)
         await self._db.write(lambda conn: conn.execute(
             "INSERT INTO logs (id, created_at, entity_id, body, type, room_id) VALUES (?, ?, ?, ?, ?, ?)", row
         ))
-        return log_id
+        return row[0]
+
+    def queue_log(self, body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> str:
+        """Like :meth:`log`, but written soon, in a batch, instead of before returning; returns its id.
+
+        For logs written on a hot path (one per model call). Reads of logs (:meth:`get_logs`)
+        and closing the database wait for queued rows, so none is missing or lost; a row whose
+        entity or room does not exist is dropped (logged at debug) instead of raising.
+        """
+        row = self._log_row(body, entity_id, room_id, type)
+        self._db.queue_log(row)
+        return row[0]
+
+    def _log_row(self, body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> tuple[Any, ...]:
+        text = json.dumps(sanitize_log_body(body), ensure_ascii=False)
+        return (new_id(), now_ms(), entity_id, text, type, room_id)
 
     async def get_logs(
         self,
@@ -162,6 +175,7 @@ class RecordsMixin(AgentScoped):
         """Log entries in this agent's rooms, newest first, optionally filtered."""
         validate_count(count)
         validate_count(offset, "offset")
+        await self._db.flush_logs()  # rows queued by queue_log are part of the log
         # logs has no agent_id column; rooms do, and room ids are agent-specific.
         clauses = ["l.room_id IN (SELECT id FROM rooms WHERE agent_id = ?)"]
         params: list[Any] = [self._agent_id]
@@ -178,6 +192,7 @@ class RecordsMixin(AgentScoped):
 
     async def delete_log(self, log_id: str) -> bool:
         """Delete a log entry in one of this agent's rooms; False if not found."""
+        await self._db.flush_logs()  # it may still be queued
         async with self._db.transaction() as conn:
             cur = await conn.execute(
                 "DELETE FROM logs WHERE id = ? AND room_id IN (SELECT id FROM rooms WHERE agent_id = ?)",
