@@ -299,11 +299,34 @@ class Database:
             return await self._fetchall_on(self._reader, sql, params)
         # ":memory:": a single connection. Take the writer lock so a read never sees another
         # coroutine's uncommitted transaction.
+        self._refuse_memory_read_in_transaction()
+        async with self._lock:
+            return await self._fetchall_on(self._require_open(), sql, params)
+
+    async def read(self, work: Callable[[Any], T]) -> T:
+        """Run ``work(conn)``, plain read-only queries, in one trip to the reader's thread.
+
+        For reads of several queries (entities and their components): each awaited query would
+        be a trip of its own. Like :meth:`fetchall`, the queries run outside any transaction and
+        driver errors come out as StoreError. Returns what ``work`` returns.
+        """
+        self._require_open()
+        if self._reader is not None:
+            return await self._read_on(self._reader, work)
+        self._refuse_memory_read_in_transaction()  # ":memory:": as in fetchall
+        async with self._lock:
+            return await self._read_on(self._require_open(), work)
+
+    def _refuse_memory_read_in_transaction(self) -> None:
         task = asyncio.current_task()
         if task is not None and self._lock_owner is task:
             raise RuntimeError("store reads cannot run inside a transaction block of a ':memory:' Database")
-        async with self._lock:
-            return await self._fetchall_on(self._require_open(), sql, params)
+
+    async def _read_on(self, conn: aiosqlite.Connection, work: Callable[[Any], T]) -> T:
+        try:
+            return await run_on_thread(conn, work)
+        except sqlean.Error as exc:
+            raise StoreError(f"database read failed: {exc}") from exc
 
     @contextmanager
     def shared_reads(self) -> Iterator[None]:
