@@ -114,13 +114,12 @@ class RecordsMixin(AgentScoped):
         """Cache ``value`` (anything JSON) under ``key`` for this agent until ``expires_at`` (ms, None:
         forever); False on error (e.g. a value JSON cannot hold)."""
         try:
-            text = dumps(value)
-            async with self._db.transaction() as conn:
-                await conn.execute(
-                    "INSERT INTO cache (key, agent_id, value, created_at, expires_at) VALUES (?, ?, ?, ?, ?) "
-                    "ON CONFLICT(key, agent_id) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
-                    (key, self._agent_id, text, now_ms(), expires_at),
-                )
+            row = (key, self._agent_id, dumps(value), now_ms(), expires_at)
+            await self._db.write(lambda conn: conn.execute(
+                "INSERT INTO cache (key, agent_id, value, created_at, expires_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(key, agent_id) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+                row,
+            ))
         except (StoreError, TypeError, ValueError) as exc:
             return self._fail("set_cache", exc)
         return True
