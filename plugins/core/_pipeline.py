@@ -121,8 +121,9 @@ class MessagePipeline:
     async def _handle(self, message: Memory, callback: HandlerCallback | None) -> Outcome:
         rt, store = self.runtime, self.runtime.store
         await self._store_incoming(message)
-        room = await store.get_room(message.room_id)
-        room_state = await store.get_participant_state(message.room_id, rt.agent_id)
+        room, room_state = await asyncio.gather(  # together: one wait for the database, not two
+            store.get_room(message.room_id), store.get_participant_state(message.room_id, rt.agent_id)
+        )
         max_bot_turns = rt.get_int("MAX_BOT_TURNS", _DEFAULT_MAX_BOT_TURNS)
         # The loop guard only looks at the trailing run of bot messages: read no more than that.
         recent = []
