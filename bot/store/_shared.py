@@ -44,7 +44,11 @@ class SharedReads:
             self._generation = generation
         key = (sql, tuple(params))
         read = self._reads.get(key)
-        if read is None or (read.done() and (read.cancelled() or read.exception() is not None)):
+        if read is not None and read.done():
+            if not read.cancelled() and read.exception() is None:
+                return list(read.result())  # the common case: already read in this scope
+            read = None  # failed: read again
+        if read is None:
             # A task, so that a caller cancelled while waiting does not cancel the others' read.
             read = asyncio.ensure_future(fetch())
             self._reads[key] = read
