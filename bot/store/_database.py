@@ -7,7 +7,7 @@ import enum
 import functools
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
@@ -37,6 +37,8 @@ _log = logging.getLogger(__name__)
 
 Params = Sequence[Any]
 T = TypeVar("T")
+
+_LOG_TABLES = ("logs",)
 
 
 class _State(enum.Enum):
@@ -69,8 +71,8 @@ class Database:
         self._reader: aiosqlite.Connection | None = None
         self._lock = asyncio.Lock()
         self._lock_owner: asyncio.Task[Any] | None = None
-        # Write transactions finished so far: shared reads from before the last one are stale.
-        self._write_generation = 0
+        # Which tables finished write transactions changed: tells shared reads when they are stale.
+        self._writes = _shared.WriteMarks()
         self._closed: asyncio.Event | None = None
         self._sqlite_version = ""
         self._vec_version = ""
@@ -234,16 +236,18 @@ class Database:
                     raise StoreError(f"database write failed: {exc}") from exc
                 raise
 
-    async def write(self, work: Callable[[Any], T]) -> T:
+    async def write(self, work: Callable[[Any], T], *, tables: Collection[str] | None = None) -> T:
         """Run ``work(conn)`` as one write transaction in a single trip to the writer's thread.
 
         The same transaction as :meth:`transaction` (one at a time, ``BEGIN IMMEDIATE``, commit,
         or roll back if ``work`` raises; driver errors as StoreError), but ``work`` is a plain
         function given the driver's own connection, so its statements cost no thread hop each.
-        Keep ``work`` to SQL and light Python: it holds the writer while it runs. Returns what
+        Keep ``work`` to SQL and light Python: it holds the writer while it runs. ``tables``,
+        if given, are all the tables ``work`` may change (triggers and cascades included):
+        shared reads of other tables stay current (see :meth:`shared_reads`). Returns what
         ``work`` returns.
         """
-        async with self._write_turn() as conn:
+        async with self._write_turn(tables) as conn:
             return await self._run_transaction(conn, work)
 
     async def _run_transaction(self, conn: aiosqlite.Connection, work: Callable[[Any], T]) -> T:
@@ -269,8 +273,11 @@ class Database:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     @asynccontextmanager
-    async def _write_turn(self) -> AsyncIterator[aiosqlite.Connection]:
-        """The writer connection, held by this task alone (the asyncio lock) until the block ends."""
+    async def _write_turn(self, tables: Collection[str] | None = None) -> AsyncIterator[aiosqlite.Connection]:
+        """The writer connection, held by this task alone (the asyncio lock) until the block ends.
+
+        ``tables``: what the block may change (None: anything), for shared reads.
+        """
         self._require_open()
         task = asyncio.current_task()
         if task is not None and self._lock_owner is task:
@@ -282,7 +289,7 @@ class Database:
                 yield conn
             finally:
                 self._lock_owner = None
-                self._write_generation += 1
+                self._writes.ended(tables)
 
     async def _rollback(self, conn: aiosqlite.Connection) -> None:
         # aiosqlite queues the ROLLBACK on its worker thread before this coroutine can be
@@ -334,20 +341,21 @@ class Database:
 
         For one unit of work, such as handling one message: within the block, and in tasks
         started inside it, a read with the same SQL and parameters as an earlier (or in-flight)
-        one returns the same rows without another trip to the reader thread. Every write
-        transaction of this Database (:meth:`transaction`, :meth:`write`) ends the sharing of
-        what was read before it. Nested blocks join the outermost one.
+        one returns the same rows without another trip to the reader thread. A write transaction
+        of this Database that may have changed a table the read names (every
+        :meth:`transaction`, a :meth:`write` naming that table or no tables) ends the sharing
+        of what was read before it. Nested blocks join the outermost one.
         """
-        with _shared.scope(self, self._write_generation):
+        with _shared.scope(self, self._writes):
             yield
 
-    async def fetchall_shared(self, sql: str, params: Params = ()) -> list[Row]:
-        """Like :meth:`fetchall`, but shared inside a :meth:`shared_reads` block."""
+    async def fetchall_shared(self, sql: str, params: Params = (), *, tables: Collection[str]) -> list[Row]:
+        """Like :meth:`fetchall`, but shared inside a :meth:`shared_reads` block; ``tables``: those ``sql`` reads."""
         shared = _shared.active(self)
         task = asyncio.current_task()
         if shared is None or (task is not None and self._lock_owner is task):
             return await self.fetchall(sql, params)  # no scope, or inside a transaction block: read alone
-        return await shared.fetchall(sql, params, self._write_generation, lambda: self.fetchall(sql, params))
+        return await shared.fetchall(sql, params, tables, lambda: self.fetchall(sql, params))
 
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
         """Like :meth:`fetchall` but returns the first row or None."""
@@ -389,7 +397,7 @@ class Database:
         # Each batch has one writer task: this one, until it takes the batch.
         rows: list[tuple[Any, ...]] | None = None
         try:
-            async with self._write_turn() as conn:
+            async with self._write_turn(_LOG_TABLES) as conn:
                 rows, self._log_batch = self._log_batch or [], None  # all queued until the writer was free
                 await self._run_transaction(conn, functools.partial(_insert_logs, rows))
         except Exception as exc:  # logging must never break anything; say what was lost

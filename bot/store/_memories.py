@@ -32,6 +32,8 @@ _MEMORY_COLUMNS = (
     "m.is_unique, m.metadata"
 )
 _WORD = re.compile(r"\w+")
+# What writing memories changes (the keyword index through triggers): see Database.write.
+_MEMORY_TABLES = ("memories", "embeddings", "memories_fts")
 
 
 def fts_query(text: str) -> str | None:
@@ -206,7 +208,7 @@ class MemoriesMixin(AgentScoped):
             flush()
 
         # One trip to the writer's thread for the whole batch, however many statements it takes.
-        await self._db.write(write)
+        await self._db.write(write, tables=_MEMORY_TABLES)
         return ids
 
     async def update_memory(

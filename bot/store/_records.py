@@ -119,7 +119,7 @@ class RecordsMixin(AgentScoped):
                 "INSERT INTO cache (key, agent_id, value, created_at, expires_at) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT(key, agent_id) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
                 row,
-            ))
+            ), tables=("cache",))
         except (StoreError, TypeError, ValueError) as exc:
             return self._fail("set_cache", exc)
         return True
@@ -144,7 +144,7 @@ class RecordsMixin(AgentScoped):
         row = self._log_row(body, entity_id, room_id, type)
         await self._db.write(lambda conn: conn.execute(
             "INSERT INTO logs (id, created_at, entity_id, body, type, room_id) VALUES (?, ?, ?, ?, ?, ?)", row
-        ))
+        ), tables=("logs",))
         return row[0]
 
     def queue_log(self, body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> str:

@@ -49,7 +49,7 @@ class RoomsMixin(AgentScoped):
 
     async def get_world(self, world_id: str) -> World | None:
         """A world by id, whichever agent stored it (cross-agent, as upstream), or None."""
-        rows = await self._db.fetchall_shared("SELECT * FROM worlds WHERE id = ?", (world_id,))
+        rows = await self._db.fetchall_shared("SELECT * FROM worlds WHERE id = ?", (world_id,), tables=("worlds",))
         return row_to_world(rows[0]) if rows else None
 
     async def get_all_worlds(self) -> list[World]:
@@ -110,7 +110,7 @@ class RoomsMixin(AgentScoped):
     async def get_room(self, room_id: str) -> Room | None:
         """One of this agent's rooms, or None."""
         rows = await self._db.fetchall_shared(
-            "SELECT * FROM rooms WHERE id = ? AND agent_id = ?", (room_id, self._agent_id)
+            "SELECT * FROM rooms WHERE id = ? AND agent_id = ?", (room_id, self._agent_id), tables=("rooms",)
         )
         return row_to_room(rows[0]) if rows else None
 
@@ -224,6 +224,7 @@ class RoomsMixin(AgentScoped):
         rows = await self._db.fetchall_shared(
             "SELECT room_state FROM participants WHERE room_id = ? AND entity_id = ? AND agent_id = ?",
             (room_id, entity_id, self._agent_id),
+            tables=("participants",),
         )
         return RoomState(rows[0][0]) if rows and rows[0][0] else None
 

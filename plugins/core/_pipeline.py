@@ -120,9 +120,12 @@ class MessagePipeline:
 
     async def _handle(self, message: Memory, callback: HandlerCallback | None) -> Outcome:
         rt, store = self.runtime, self.runtime.store
-        await self._store_incoming(message)
-        room, room_state = await asyncio.gather(  # together: one wait for the database, not two
-            store.get_room(message.room_id), store.get_participant_state(message.room_id, rt.agent_id)
+        # Together: one wait for the database, not three. Storing the message changes neither the
+        # room nor the agent's state in it.
+        _, room, room_state = await asyncio.gather(
+            self._store_incoming(message),
+            store.get_room(message.room_id),
+            store.get_participant_state(message.room_id, rt.agent_id),
         )
         max_bot_turns = rt.get_int("MAX_BOT_TURNS", _DEFAULT_MAX_BOT_TURNS)
         # The loop guard only looks at the trailing run of bot messages: read no more than that.

@@ -10,7 +10,7 @@ from bot.errors import StoreError
 from bot.store import Database
 from bot.types import Room, RoomState
 
-from .conftest import A, R, U, seed_agent
+from .conftest import A, R, U, make_memory, seed_agent
 
 _INSERT = "INSERT INTO agents (id, name) VALUES (?, ?)"
 
@@ -114,6 +114,20 @@ async def test_a_write_ends_the_sharing_of_what_was_read_before_it(db: Database,
         await store.update_room(Room(R, source="discord", type="GROUP", name="renamed"))
         assert (await store.get_room(R)).name == "renamed"
     assert len(queries) == 4
+
+
+async def test_writes_of_other_tables_keep_reads_shared(db: Database, monkeypatch) -> None:
+    store = await seed_agent(db, A, users=(U,), rooms=(R,))
+    queries = await _count_reads(db, monkeypatch)
+    with db.shared_reads():
+        await store.get_room(R)
+        await store.create_memory(make_memory("hi"), "messages")  # memories only: the room is current
+        store.queue_log({}, entity_id=A, room_id=R, type="x")
+        await db.flush_logs()
+        await store.get_room(R)
+        await db.write(lambda conn: None)  # a write naming no tables may have changed anything
+        await store.get_room(R)
+    assert len([q for q in queries if "FROM rooms" in q]) == 2
 
 
 async def test_reads_are_not_shared_outside_the_block_or_after_it(db: Database, monkeypatch) -> None:
