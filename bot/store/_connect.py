@@ -11,8 +11,8 @@ import asyncio
 import logging
 import random
 import unicodedata
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiosqlite

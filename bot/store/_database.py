@@ -158,7 +158,9 @@ class Database:
 
     async def close(self) -> None:
         """Write queued log rows, wait for the running transaction, then close both connections.
-        Safe to call more than once."""
+
+        Safe to call more than once.
+        """
         while self._state is _State.OPEN and self._log_writers:
             await self.flush_logs()
         if self._state is _State.CLOSED:

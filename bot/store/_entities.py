@@ -114,6 +114,7 @@ class EntitiesMixin(AgentScoped):
 
     async def get_entities_for_room(self, room_id: str, include_components: bool = False) -> list[Entity]:
         """This agent's entities taking part in ``room_id``."""
+
         def read(conn: Any) -> list[Entity]:  # both queries in one trip to the reader's thread
             rows = conn.execute(
                 "SELECT e.* FROM entities e WHERE e.agent_id = ? AND e.id IN ("
