@@ -354,7 +354,8 @@ class AgentRuntime:
         if error is not None:
             body["error"] = type_name(error)
         try:
-            await self.store.log(body, self.agent_id, self.agent_id, f"useModel:{kind.value}")
+            # Queued, not awaited: the row is written in a batch off the reply's path.
+            self.store.queue_log(body, self.agent_id, self.agent_id, f"useModel:{kind.value}")
         except Exception as exc:  # logging must never break a model call
             _log.debug("%s: could not log model use: %s", self.character.name, exc)
         await self.emit("MODEL_FAILED" if error else "MODEL_USED", {"type": kind.value, **body})

@@ -11,8 +11,9 @@ import asyncio
 import logging
 import random
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiosqlite
 
@@ -26,6 +27,8 @@ __all__ = [
     "casefold",
     "is_locked_error",
     "open_connection",
+    "retry_delay",
+    "run_on_thread",
     "sqlean",
 ]
 
@@ -47,6 +50,8 @@ if TYPE_CHECKING:
     )
 else:
     Row = sqlean.Row
+
+T = TypeVar("T")
 
 MEMORY_PATH = ":memory:"
 VECTOR_BACKEND = "sqlite-vec"
@@ -162,6 +167,23 @@ def is_locked_error(exc: BaseException) -> bool:
     return "locked" in message or "busy" in message
 
 
+async def run_on_thread(conn: aiosqlite.Connection, work: Callable[..., T], *args: Any) -> T:
+    """Run ``work(raw_connection, *args)`` on ``conn``'s worker thread and return its result.
+
+    Each awaited aiosqlite call is one round trip to that thread (a queue put, a wake-up, a
+    self-pipe write back to the loop); a plain function can run several statements in a single
+    trip. aiosqlite has no public call for this, so this is the one place that uses its
+    ``_execute``/``_conn`` (present, unchanged, in every version troupe allows: 0.20 to 0.22).
+    Like any aiosqlite call, it runs after the calls queued before it on that connection.
+    """
+    return await conn._execute(work, conn._conn, *args)
+
+
+def retry_delay(attempt: int) -> float:
+    """Seconds to wait before retrying BEGIN IMMEDIATE after failed ``attempt`` (1-based)."""
+    return min(0.1 * 2 ** (attempt - 1), 1.0) + random.uniform(0, 0.1)
+
+
 async def begin_immediate(conn: aiosqlite.Connection) -> None:
     """Start a write transaction, waiting for other writers; raises the driver's error after the last attempt.
 
@@ -177,6 +199,6 @@ async def begin_immediate(conn: aiosqlite.Connection) -> None:
         except sqlean.OperationalError as exc:
             if attempt == BEGIN_ATTEMPTS or not is_locked_error(exc):
                 raise
-            delay = min(0.1 * 2 ** (attempt - 1), 1.0) + random.uniform(0, 0.1)
+            delay = retry_delay(attempt)
             _log.warning("database is locked (attempt %d of %d); retrying in %.2f s", attempt, BEGIN_ATTEMPTS, delay)
             await asyncio.sleep(delay)

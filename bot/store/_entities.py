@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.errors import StoreError
-from bot.store._connect import casefold
+from bot.store._connect import Row, casefold
 from bot.store._rows import dumps, normalize_names, row_to_component, row_to_entity
 from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
 from bot.types import Component, Entity, now_ms
@@ -47,27 +47,31 @@ class EntitiesMixin(AgentScoped):
             return self._fail("create_entities", exc)
         return True
 
-    async def _components_for(self, entity_ids: Sequence[str]) -> dict[str, list[Component]]:
-        rows = await self._db.fetchall(
-            "SELECT * FROM components WHERE agent_id = ? AND entity_id IN (SELECT value FROM json_each(?)) "
-            "ORDER BY created_at, rowid",
-            (self._agent_id, json_list(entity_ids)),
-        )
+    def _with_components(self, conn: Any, rows: list[Row]) -> list[Entity]:
+        """On the reader's thread: entities of ``rows`` with their components attached."""
         by_entity: dict[str, list[Component]] = {}
-        for row in rows:
-            by_entity.setdefault(row["entity_id"], []).append(row_to_component(row))
-        return by_entity
+        if rows:
+            for row in conn.execute(
+                "SELECT * FROM components WHERE agent_id = ? AND entity_id IN (SELECT value FROM json_each(?)) "
+                "ORDER BY created_at, rowid",
+                (self._agent_id, json_list([r["id"] for r in rows])),
+            ):
+                by_entity.setdefault(row["entity_id"], []).append(row_to_component(row))
+        return [row_to_entity(r, by_entity.get(r["id"], [])) for r in rows]
 
     async def get_entities_by_ids(self, entity_ids: Sequence[str]) -> list[Entity]:
         """This agent's entities with these ids, components attached, in the order asked."""
         if not entity_ids:
             return []
-        rows = await self._db.fetchall(
-            "SELECT * FROM entities WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?))",
-            (self._agent_id, json_list(entity_ids)),
-        )
-        components = await self._components_for([r["id"] for r in rows])
-        by_id = {r["id"]: row_to_entity(r, components.get(r["id"], [])) for r in rows}
+
+        def read(conn: Any) -> list[Entity]:  # both queries in one trip to the reader's thread
+            rows = conn.execute(
+                "SELECT * FROM entities WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?))",
+                (self._agent_id, json_list(entity_ids)),
+            ).fetchall()
+            return self._with_components(conn, rows)
+
+        by_id = {e.id: e for e in await self._db.read(read)}
         return [by_id[i] for i in dict.fromkeys(entity_ids) if i in by_id]
 
     async def get_entity(self, entity_id: str) -> Entity | None:
@@ -110,14 +114,17 @@ class EntitiesMixin(AgentScoped):
 
     async def get_entities_for_room(self, room_id: str, include_components: bool = False) -> list[Entity]:
         """This agent's entities taking part in ``room_id``."""
-        rows = await self._db.fetchall(
-            "SELECT e.* FROM entities e WHERE e.agent_id = ? AND e.id IN ("
-            "  SELECT entity_id FROM participants WHERE room_id = ? AND agent_id = ?) "
-            "ORDER BY e.created_at, e.rowid",
-            (self._agent_id, room_id, self._agent_id),
-        )
-        components = await self._components_for([r["id"] for r in rows]) if include_components and rows else {}
-        return [row_to_entity(r, components.get(r["id"], [])) for r in rows]
+
+        def read(conn: Any) -> list[Entity]:  # both queries in one trip to the reader's thread
+            rows = conn.execute(
+                "SELECT e.* FROM entities e WHERE e.agent_id = ? AND e.id IN ("
+                "  SELECT entity_id FROM participants WHERE room_id = ? AND agent_id = ?) "
+                "ORDER BY e.created_at, e.rowid",
+                (self._agent_id, room_id, self._agent_id),
+            ).fetchall()
+            return self._with_components(conn, rows) if include_components else [row_to_entity(r) for r in rows]
+
+        return await self._db.read(read)
 
     async def search_entities_by_name(self, query: str, limit: int = 10) -> list[Entity]:
         """This agent's entities with a name containing ``query`` (Unicode case-insensitive).

@@ -9,8 +9,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import aiosqlite
-
 from bot.store._rows import dumps, row_to_memory
 from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
 from bot.store._vectors import DIMENSION_MAP, check_dimension, encode_vector
@@ -34,6 +32,8 @@ _MEMORY_COLUMNS = (
     "m.is_unique, m.metadata"
 )
 _WORD = re.compile(r"\w+")
+# What writing memories changes (the keyword index through triggers): see Database.write.
+_MEMORY_TABLES = ("memories", "embeddings", "memories_fts")
 
 
 def fts_query(text: str) -> str | None:
@@ -46,6 +46,15 @@ def fts_query(text: str) -> str | None:
     if not terms:
         return None
     return " OR ".join(f'"{t}"' for t in terms)
+
+
+def _hits(rows: Sequence[Any], threshold: float | None = None) -> list[tuple[int, float]]:
+    """(seq, similarity) pairs of nearest-neighbour rows, without those below ``threshold``.
+
+    Filtering after LIMIT gives the same rows as before it: the order is by similarity, and NULL
+    similarities (zero vectors) sort last.
+    """
+    return [(r[0], r[1]) for r in rows if r[1] is not None and (not threshold or r[1] >= threshold)]
 
 
 class _MemoryFilter:
@@ -151,23 +160,22 @@ class MemoriesMixin(AgentScoped):
         ids = [m.id or new_id() for m in memories]
         now = now_ms()
 
-        async with self._db.transaction() as conn:
-            async with conn.execute(
+        def write(conn: Any) -> None:  # on the writer's thread, inside the transaction
+            seen = {r[0] for r in conn.execute(
                 "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?))", (json_list(ids),)
-            ) as cur:
-                seen = {r[0] for r in await cur.fetchall()}
+            )}
             pending_rows: list[tuple[Any, ...]] = []
             pending_vectors: list[tuple[str, str, bytes, int]] = []
 
-            async def flush() -> None:
+            def flush() -> None:
                 if pending_rows:
-                    await conn.executemany(
+                    conn.executemany(
                         "INSERT INTO memories (id, type, created_at, content, entity_id, agent_id, room_id, "
                         "world_id, is_unique, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         pending_rows,
                     )
                 if pending_vectors:
-                    await conn.executemany(
+                    conn.executemany(
                         f"INSERT INTO embeddings (id, memory_id, {column}, created_at) VALUES (?, ?, ?, ?)",
                         pending_vectors,
                     )
@@ -183,10 +191,8 @@ class MemoriesMixin(AgentScoped):
                     is_unique = True
                     if blob is not None:
                         # The check must see every earlier row of this batch, so write those first.
-                        await flush()
-                        hits = await self._nearest(
-                            conn,
-                            blob,
+                        flush()
+                        sql, params = self._nearest_sql(
                             column,
                             _MemoryFilter(self._agent_id, table)
                             .add("m.room_id = ?", memory.room_id)
@@ -194,11 +200,15 @@ class MemoriesMixin(AgentScoped):
                             .add("m.entity_id = ?", memory.entity_id),
                             count=1,
                         )
+                        hits = _hits(conn.execute(sql, [blob, *params]).fetchall())
                         is_unique = not (hits and hits[0][1] >= DEDUP_THRESHOLD)
                 pending_rows.append(self._memory_row(memory, table, memory_id, is_unique, now))
                 if blob is not None:
                     pending_vectors.append((new_id(), memory_id, blob, now))
-            await flush()
+            flush()
+
+        # One trip to the writer's thread for the whole batch, however many statements it takes.
+        await self._db.write(write, tables=_MEMORY_TABLES)
         return ids
 
     async def update_memory(
@@ -261,8 +271,8 @@ class MemoriesMixin(AgentScoped):
                 "AND id NOT IN (SELECT value FROM json_each(?))",
                 (self._agent_id, ids, ids),
             )
-            cur = await conn.execute(
-                "DELETE FROM memories WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?))",
+            cur = await conn.execute(  # "+": look ids up by the unique index (see get_memories_by_ids)
+                "DELETE FROM memories WHERE +agent_id = ? AND id IN (SELECT value FROM json_each(?))",
                 (self._agent_id, ids),
             )
             return cur.rowcount
@@ -340,7 +350,9 @@ class MemoriesMixin(AgentScoped):
         rows = await self._db.fetchall(
             f"SELECT {_MEMORY_COLUMNS}, e.{column} AS embedding FROM memories m "
             "LEFT JOIN embeddings e ON e.memory_id = m.id "
-            f"WHERE m.agent_id = ? AND m.id IN (SELECT value FROM json_each(?)) {clause} "
+            # "+" keeps the planner off the agent's indexes: without it SQLite may walk every memory
+            # of the agent instead of looking the ids up in the unique index.
+            f"WHERE +m.agent_id = ? AND m.id IN (SELECT value FROM json_each(?)) {clause} "
             "ORDER BY m.created_at DESC, m.seq DESC",
             (self._agent_id, json_list(memory_ids), *params),
         )
@@ -353,9 +365,14 @@ class MemoriesMixin(AgentScoped):
         validate_count(limit, "limit")
         if not room_ids:
             return []
-        where = _MemoryFilter(self._agent_id, table).add(
-            "m.room_id IN (SELECT value FROM json_each(?))", json_list(room_ids)
-        )
+        rooms = list(dict.fromkeys(room_ids))
+        where = _MemoryFilter(self._agent_id, table)
+        if len(rooms) == 1:
+            # With "=" SQLite walks the room's index from the newest row and stops at the limit;
+            # with IN it would scan the agent's whole history of ``table``.
+            where.add("m.room_id = ?", rooms[0])
+        else:
+            where.add("m.room_id IN (SELECT value FROM json_each(?))", json_list(rooms))
         rows = await self._db.fetchall(
             f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where.where} "
             "ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
@@ -385,26 +402,11 @@ class MemoriesMixin(AgentScoped):
         return sql, [*where.params, count]
 
     async def _nearest(
-        self,
-        conn: aiosqlite.Connection | None,
-        query: bytes,
-        column: str,
-        where: _MemoryFilter,
-        *,
-        count: int,
-        threshold: float | None = None,
+        self, query: bytes, column: str, where: _MemoryFilter, *, count: int, threshold: float | None = None
     ) -> list[tuple[int, float]]:
-        """(seq, similarity) of the best ``count`` rows, on ``conn`` (inside a transaction) or the reader."""
+        """(seq, similarity) of the best ``count`` rows, read on the reader."""
         sql, params = self._nearest_sql(column, where, count)
-        params = [query, *params]
-        if conn is None:
-            rows = await self._db.fetchall(sql, params)
-        else:
-            async with conn.execute(sql, params) as cur:
-                rows = list(await cur.fetchall())
-        # Filtering after LIMIT gives the same rows as before it: the order is by similarity, and
-        # NULL similarities (zero vectors) sort last.
-        return [(r[0], r[1]) for r in rows if r[1] is not None and (not threshold or r[1] >= threshold)]
+        return _hits(await self._db.fetchall(sql, [query, *params]), threshold)
 
     async def search_memories(
         self,
@@ -435,7 +437,7 @@ class MemoriesMixin(AgentScoped):
             .add("m.entity_id = ?", entity_id)
             .unique(unique)
         )
-        hits = await self._nearest(None, query, column, where, count=count, threshold=match_threshold)
+        hits = await self._nearest(query, column, where, count=count, threshold=match_threshold)
         return await self._memories_by_seq(hits, column)
 
     async def _memories_by_seq(self, hits: list[tuple[int, float]], column: str | None) -> list[Memory]:

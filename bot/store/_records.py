@@ -114,13 +114,12 @@ class RecordsMixin(AgentScoped):
         """Cache ``value`` (anything JSON) under ``key`` for this agent until ``expires_at`` (ms, None:
         forever); False on error (e.g. a value JSON cannot hold)."""
         try:
-            text = dumps(value)
-            async with self._db.transaction() as conn:
-                await conn.execute(
-                    "INSERT INTO cache (key, agent_id, value, created_at, expires_at) VALUES (?, ?, ?, ?, ?) "
-                    "ON CONFLICT(key, agent_id) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
-                    (key, self._agent_id, text, now_ms(), expires_at),
-                )
+            row = (key, self._agent_id, dumps(value), now_ms(), expires_at)
+            await self._db.write(lambda conn: conn.execute(
+                "INSERT INTO cache (key, agent_id, value, created_at, expires_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(key, agent_id) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+                row,
+            ), tables=("cache",))
         except (StoreError, TypeError, ValueError) as exc:
             return self._fail("set_cache", exc)
         return True
@@ -142,14 +141,26 @@ class RecordsMixin(AgentScoped):
         The body is made JSON-safe (NUL characters stripped, cycles cut). Raises StoreError if the
         entity or room does not exist; callers on a model-call path should catch it.
         """
-        log_id = new_id()
+        row = self._log_row(body, entity_id, room_id, type)
+        await self._db.write(lambda conn: conn.execute(
+            "INSERT INTO logs (id, created_at, entity_id, body, type, room_id) VALUES (?, ?, ?, ?, ?, ?)", row
+        ), tables=("logs",))
+        return row[0]
+
+    def queue_log(self, body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> str:
+        """Like :meth:`log`, but written soon, in a batch, instead of before returning; returns its id.
+
+        For logs written on a hot path (one per model call). Reads of logs (:meth:`get_logs`)
+        and closing the database wait for queued rows, so none is missing or lost; a row whose
+        entity or room does not exist is dropped (logged at debug) instead of raising.
+        """
+        row = self._log_row(body, entity_id, room_id, type)
+        self._db.queue_log(row)
+        return row[0]
+
+    def _log_row(self, body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> tuple[Any, ...]:
         text = json.dumps(sanitize_log_body(body), ensure_ascii=False)
-        async with self._db.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO logs (id, created_at, entity_id, body, type, room_id) VALUES (?, ?, ?, ?, ?, ?)",
-                (log_id, now_ms(), entity_id, text, type, room_id),
-            )
-        return log_id
+        return (new_id(), now_ms(), entity_id, text, type, room_id)
 
     async def get_logs(
         self,
@@ -163,6 +174,7 @@ class RecordsMixin(AgentScoped):
         """Log entries in this agent's rooms, newest first, optionally filtered."""
         validate_count(count)
         validate_count(offset, "offset")
+        await self._db.flush_logs()  # rows queued by queue_log are part of the log
         # logs has no agent_id column; rooms do, and room ids are agent-specific.
         clauses = ["l.room_id IN (SELECT id FROM rooms WHERE agent_id = ?)"]
         params: list[Any] = [self._agent_id]
@@ -179,6 +191,7 @@ class RecordsMixin(AgentScoped):
 
     async def delete_log(self, log_id: str) -> bool:
         """Delete a log entry in one of this agent's rooms; False if not found."""
+        await self._db.flush_logs()  # it may still be queued
         async with self._db.transaction() as conn:
             cur = await conn.execute(
                 "DELETE FROM logs WHERE id = ? AND room_id IN (SELECT id FROM rooms WHERE agent_id = ?)",

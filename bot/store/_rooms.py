@@ -49,8 +49,8 @@ class RoomsMixin(AgentScoped):
 
     async def get_world(self, world_id: str) -> World | None:
         """A world by id, whichever agent stored it (cross-agent, as upstream), or None."""
-        row = await self._db.fetchone("SELECT * FROM worlds WHERE id = ?", (world_id,))
-        return row_to_world(row) if row else None
+        rows = await self._db.fetchall_shared("SELECT * FROM worlds WHERE id = ?", (world_id,), tables=("worlds",))
+        return row_to_world(rows[0]) if rows else None
 
     async def get_all_worlds(self) -> list[World]:
         """This agent's worlds, oldest first."""
@@ -109,15 +109,18 @@ class RoomsMixin(AgentScoped):
 
     async def get_room(self, room_id: str) -> Room | None:
         """One of this agent's rooms, or None."""
-        found = await self.get_rooms_by_ids([room_id])
-        return found[0] if found else None
+        rows = await self._db.fetchall_shared(
+            "SELECT * FROM rooms WHERE id = ? AND agent_id = ?", (room_id, self._agent_id), tables=("rooms",)
+        )
+        return row_to_room(rows[0]) if rows else None
 
     async def get_rooms_by_ids(self, room_ids: Sequence[str]) -> list[Room]:
         """This agent's rooms with these ids, in the order asked."""
         if not room_ids:
             return []
         rows = await self._db.fetchall(
-            "SELECT * FROM rooms WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?))",
+            # "+": look the ids up in the primary key rather than scan all the agent's rooms.
+            "SELECT * FROM rooms WHERE +agent_id = ? AND id IN (SELECT value FROM json_each(?))",
             (self._agent_id, json_list(room_ids)),
         )
         by_id = {r["id"]: row_to_room(r) for r in rows}
@@ -218,11 +221,12 @@ class RoomsMixin(AgentScoped):
 
     async def get_participant_state(self, room_id: str, entity_id: str) -> RoomState | None:
         """The FOLLOWED/MUTED state of a participant row of this agent; None if unset or no such row."""
-        row = await self._db.fetchone(
+        rows = await self._db.fetchall_shared(
             "SELECT room_state FROM participants WHERE room_id = ? AND entity_id = ? AND agent_id = ?",
             (room_id, entity_id, self._agent_id),
+            tables=("participants",),
         )
-        return RoomState(row[0]) if row and row[0] else None
+        return RoomState(rows[0][0]) if rows and rows[0][0] else None
 
     async def set_participant_state(self, room_id: str, entity_id: str, state: RoomState | None) -> bool:
         """Set (or with None clear) the state of an existing participant row; False if there is no row.

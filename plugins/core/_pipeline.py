@@ -121,8 +121,11 @@ class MessagePipeline:
                                                "entityId": message.entity_id, "startTime": started})
         timeout = rt.get_number("RUN_TIMEOUT_S", _DEFAULT_RUN_TIMEOUT_S)
         try:
+            # The gate, the providers and the action validators read the same room, world and
+            # room state: within this message, identical reads share one query until a write.
             async with asyncio.timeout(timeout):
-                outcome = await self._handle(message, callback, fetch, on_responding)
+                with rt.store.database.shared_reads():
+                    outcome = await self._handle(message, callback, fetch, on_responding)
         except TimeoutError:
             _log.warning("%s: gave up on a message in room %s after %.0f s", rt.character.name, message.room_id, timeout)
             await rt.emit(EventType.RUN_TIMEOUT, {"runId": run_id, "messageId": message.id, "roomId": message.room_id})
@@ -140,9 +143,13 @@ class MessagePipeline:
         on_responding: Callable[[], Awaitable[None]] | None,
     ) -> Outcome:
         rt, store = self.runtime, self.runtime.store
-        await self._store_incoming(message)
-        room = await store.get_room(message.room_id)
-        room_state = await store.get_participant_state(message.room_id, rt.agent_id)
+        # Together: one wait for the database, not three. Storing the message changes neither the
+        # room nor the agent's state in it.
+        _, room, room_state = await asyncio.gather(
+            self._store_incoming(message),
+            store.get_room(message.room_id),
+            store.get_participant_state(message.room_id, rt.agent_id),
+        )
         max_bot_turns = rt.get_int("MAX_BOT_TURNS", _DEFAULT_MAX_BOT_TURNS)
         # The loop guard only looks at the trailing run of bot messages: read no more than that.
         recent = []

@@ -5,7 +5,6 @@ Not an action itself (the leading underscore keeps it out of discovery).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -58,21 +57,9 @@ def role_in(world: World | None, entity_id: str) -> Role:
 async def room_and_world(runtime: AgentRuntime, message: Memory, state: State | None = None) -> tuple[Room | None, World | None]:
     """The message's room and its world (either may be ``None``).
 
-    With a ``state``, the lookup is shared by every caller composing that state: the ACTIONS
-    provider validates all actions at once, and several of them need the same two rows.
+    Several actions' validators ask this for the same message at once; the store's shared
+    reads (one query per message for identical reads) keep that cheap.
     """
-    if state is None:
-        return await _load_room_and_world(runtime, message)
-    pending = state.data.get(_ROOM_AND_WORLD)
-    if pending is None:
-        pending = state.data[_ROOM_AND_WORLD] = asyncio.ensure_future(_load_room_and_world(runtime, message))
-    return await asyncio.shield(pending)
-
-
-_ROOM_AND_WORLD = "_roomAndWorld"
-
-
-async def _load_room_and_world(runtime: AgentRuntime, message: Memory) -> tuple[Room | None, World | None]:
     room = await runtime.store.get_room(message.room_id)
     world_id = (room.world_id if room else None) or message.world_id
     world = await runtime.store.get_world(world_id) if world_id else None

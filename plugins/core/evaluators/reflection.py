@@ -8,6 +8,7 @@ similarity check); relationships between people in the room are created or stren
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -38,9 +39,12 @@ def _cache_key(room_id: str) -> str:
 
 async def _validate(runtime: AgentRuntime, message: Memory, state: State) -> bool:
     threshold = math.ceil(runtime.conversation_length / 4)
-    # Enough to know whether more than `threshold` messages came after the last one reflected on.
-    recent = await runtime.store.get_memories(table="messages", room_id=message.room_id, count=threshold + 1)
-    last = await runtime.store.get_cache(_cache_key(message.room_id))
+    # Enough to know whether more than `threshold` messages came after the last one reflected on
+    # (only their ids matter: no embeddings). Both reads at once: this runs after every reply.
+    recent, last = await asyncio.gather(
+        runtime.store.get_memories_by_room_ids(table="messages", room_ids=[message.room_id], limit=threshold + 1),
+        runtime.store.get_cache(_cache_key(message.room_id)),
+    )
     return len(recent) > threshold and all(memory.id != last for memory in recent)
 
 
@@ -77,10 +81,13 @@ async def _handler(
     callback: HandlerCallback | None, responses: Sequence[Memory],
 ) -> None:
     store = runtime.store
-    known = await store.get_memories(table=FACTS, room_id=message.room_id, count=_KNOWN_FACTS, unique=True)
-    entities = await store.get_entities_for_room(message.room_id)
-    relationships = await store.get_relationships(message.entity_id)
-    recent = await runtime.compose_state(message, ["RECENT_MESSAGES", "ENTITIES"])
+    # Independent reads, run together rather than one trip to the database after another.
+    known, entities, relationships, recent = await asyncio.gather(
+        store.get_memories(table=FACTS, room_id=message.room_id, count=_KNOWN_FACTS, unique=True),
+        store.get_entities_for_room(message.room_id),
+        store.get_relationships(message.entity_id),
+        runtime.compose_state(message, ["RECENT_MESSAGES", "ENTITIES"]),
+    )
     sender = next((e for e in entities if e.id == message.entity_id), None)
     values = {
         **recent.values,

@@ -72,8 +72,11 @@ def _examples(actions: list[Action], rng: random.Random) -> str:
 async def _get(runtime: AgentRuntime, message: Memory, state: State) -> ProviderResult:
     rng = fork_rng(runtime)
     candidates = sorted(runtime.actions.values(), key=lambda a: a.name)
-    verdicts = await asyncio.gather(*(_offered(runtime, a, message, state) for a in candidates))
-    offered = [a for a, ok in zip(candidates, verdicts, strict=True) if ok]
+    # Only actions with a validate need a task each (this runs for every prompt); the rest are offered.
+    checked = [a for a in candidates if a.validate is not None]
+    verdicts = await asyncio.gather(*(_offered(runtime, a, message, state) for a in checked))
+    refused = {a.name for a, ok in zip(checked, verdicts, strict=True) if not ok}
+    offered = [a for a in candidates if a.name not in refused]
     rng.shuffle(offered)
 
     if not offered:

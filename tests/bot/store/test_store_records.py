@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bot.errors import StoreError
-from bot.store import AgentStore
+from bot.store import AgentStore, Database
 from bot.types import Relationship, Task, now_ms
 
-from .conftest import R2, A, R, U, V
+from .conftest import R2, A, R, U, V, seed_agent
 
 # -- relationships ---------------------------------------------------------------------------------
 
@@ -117,6 +119,23 @@ async def test_delete_log_and_logging_to_unknown_rooms(store: AgentStore, store_
     assert await store.delete_log(log_id) is False
     with pytest.raises(StoreError, match="FOREIGN KEY constraint failed"):
         await store.log({}, entity_id=A, room_id="no-room", type="x")
+
+
+async def test_queued_logs_are_batched_and_visible_to_the_next_read(store: AgentStore, db: Database) -> None:
+    ids = [store.queue_log({"n": n}, entity_id=A, room_id=R, type="useModel:TEXT_LARGE") for n in range(3)]
+    assert [e.id for e in await store.get_logs(type="useModel:TEXT_LARGE")] == ids[::-1]
+    store.queue_log({"n": 3}, entity_id=A, room_id="no-room", type="x")  # rejected: dropped alone
+    last = store.queue_log({"n": 4}, entity_id=A, room_id=R, type="x")
+    assert await store.delete_log(last) is True  # a queued row can be deleted at once
+    assert [e.body["n"] for e in await store.get_logs(count=50)] == [2, 1, 0]
+
+
+async def test_closing_the_database_writes_queued_logs(db_path: Path) -> None:
+    async with Database(db_path) as db:
+        store = await seed_agent(db, A, users=(U,), rooms=(R,))
+        store.queue_log({"n": 1}, entity_id=A, room_id=R, type="x")
+    async with Database(db_path) as db:
+        assert [e.body for e in await db.for_agent(A).get_logs()] == [{"n": 1}]
 
 
 # -- tasks -----------------------------------------------------------------------------------------
