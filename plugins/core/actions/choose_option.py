@@ -58,6 +58,8 @@ def _may_choose(task: Task, world: World | None, entity_id: str) -> bool:
 
 
 async def _choosable(runtime: AgentRuntime, message: Memory, state: State | None = None) -> list[Task]:
+    if not runtime.task_workers:
+        return []  # nothing could carry out a choice: no need to look for tasks on every message
     tasks = await runtime.store.get_tasks(room_id=message.room_id, tags=[AWAITING_CHOICE])
     tasks = [t for t in tasks if options_of(t)]
     if not tasks:
