@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
+from bot.connections import Connections, TokenClaims, record_sent
 from bot.errors import ConfigError, SendError
 from bot.events import EventType
 from bot.types import ChannelType, Entity, Memory, Role, Room, now_ms
@@ -52,8 +53,7 @@ _DRAIN_TIMEOUT_S = 10.0
 _MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 _PORTAL = "https://discord.com/developers/applications"
 _PERMISSIONS = 380141685824  # read/send messages and threads, reactions, files, history, voice
-# Which character each bot token is connected for: two clients on one token answer twice.
-_tokens_in_use: dict[str, str] = {}
+_tokens = TokenClaims("DISCORD_API_TOKEN", "one application per character in the Developer Portal")
 
 
 def base_intents() -> discord.Intents:
@@ -121,9 +121,7 @@ class DiscordAdapter:
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
         self._worlds: set[int] = set()
-        self._rooms: set[str] = set()
-        self._entities: set[str] = set()
-        self._participants: set[tuple[str, str]] = set()
+        self.connections = Connections(runtime, SOURCE)
         self._admins_seen: set[tuple[int, int]] = set()
         self._handling: set[asyncio.Task[Any]] = set()
 
@@ -139,11 +137,7 @@ class DiscordAdapter:
                 Content intent is not enabled for this bot (the message says where to enable it).
         """
         token = self.config.token.get_secret_value()
-        other = _tokens_in_use.get(token)
-        if other is not None and other != self.name:
-            raise ConfigError(f"{self.name}: uses the same DISCORD_API_TOKEN as {other}; each character needs a bot "
-                              "of its own (one application per character in the Developer Portal)")
-        _tokens_in_use[token] = self.name
+        _tokens.claim(token, self.name)
         try:
             await self._connect(token)
         except BaseException:
@@ -207,8 +201,7 @@ class DiscordAdapter:
         """Disconnect, then let messages being answered finish (up to a limit) before the
         runtime and its database go away."""
         self.runtime.unregister_service(SOURCE)
-        if _tokens_in_use.get(self.config.token.get_secret_value()) == self.name:
-            del _tokens_in_use[self.config.token.get_secret_value()]
+        _tokens.release(self.config.token.get_secret_value(), self.name)
         if self.client is not None and not self.client.is_closed():
             await self.client.close()
         if self._handling:
@@ -289,43 +282,26 @@ class DiscordAdapter:
                 existing.metadata, existing.name = merged, world.name
                 await store.update_world(existing)
             world = existing
-        await store.create_rooms(rooms)
-        for room in rooms:
-            self._rooms.add(room.id)
+        await self.connections.ensure_rooms(rooms)
         self._worlds.add(guild.id)
         return world, rooms
 
     async def ensure_room(self, channel: Any, *, dm_with: Any = None) -> str:
         room_id = discord_id(self.runtime.agent_id, channel.id)
-        if room_id not in self._rooms:
+        if not self.connections.knows_room(room_id):
             guild = getattr(channel, "guild", None)
             if guild is not None:
                 await self.ensure_world(guild)
             room = room_for_channel(self.runtime.agent_id, channel, dm_with=dm_with)
             if room is not None:
-                await self.runtime.store.create_rooms([room])
-            await self.runtime.store.add_participant(self.runtime.agent_id, room_id)
-            self._rooms.add(room_id)
+                await self.connections.ensure_rooms([room])
         return room_id
 
     async def ensure_entity(self, user: Any, room_id: str) -> str:
         """The user's entity, created (or its names refreshed) once per run, and in the room."""
-        entity = entity_for_user(self.runtime.agent_id, user)
-        store = self.runtime.store
-        if entity.id not in self._entities:
-            existing = await store.get_entity(entity.id)
-            if existing is None:
-                await store.create_entities([entity])
-            elif existing.names != entity.names or existing.metadata.get(SOURCE) != entity.metadata[SOURCE]:
-                existing.names = list(dict.fromkeys([*entity.names, *existing.names]))
-                existing.metadata = {**existing.metadata, **entity.metadata}
-                await store.update_entity(existing)
-            self._entities.add(entity.id)
-        if (entity.id, room_id) not in self._participants:
-            await store.add_participant(entity.id, room_id)
-            self._participants.add((entity.id, room_id))
+        entity_id = await self.connections.ensure_entity(entity_for_user(self.runtime.agent_id, user), room_id)
         await self._note_admin(user)
-        return entity.id
+        return entity_id
 
     async def _note_admin(self, member: Any) -> None:
         """A Discord administrator seen for the first time becomes ADMIN, unless a role is recorded."""
@@ -433,9 +409,7 @@ class DiscordAdapter:
         entity = entity_for_user(agent, member)
         if joined:
             await self.ensure_world(member.guild)
-            if entity.id not in self._entities:
-                await self.runtime.store.create_entities([entity])
-                self._entities.add(entity.id)
+            await self.connections.ensure_entity(entity)
         await self.runtime.emit(EventType.ENTITY_JOINED if joined else EventType.ENTITY_LEFT, {
             "entityId": entity.id, "worldId": discord_id(agent, member.guild.id), "source": SOURCE,
             "metadata": {"originalId": str(member.id), "username": member.name, "displayName": member.display_name,
@@ -470,13 +444,11 @@ class DiscordAdapter:
             body.pop("files", None)
             if in_reply_to is not None:
                 body["inReplyTo"] = in_reply_to
-            memory = Memory(id=discord_id(agent, message.id), entity_id=agent, agent_id=agent, room_id=room_id,
-                            world_id=world_id, content=body, created_at=int(message.created_at.timestamp() * 1000),
-                            metadata={"type": "message", "discordMessageId": str(message.id)})
-            await self.runtime.store.create_memory(memory, "messages", unique=False)
-            await self.runtime.emit(EventType.MESSAGE_SENT, {"message": memory, "source": SOURCE})
-            memories.append(memory)
-        return memories
+            memories.append(Memory(
+                id=discord_id(agent, message.id), entity_id=agent, agent_id=agent, room_id=room_id, world_id=world_id,
+                content=body, created_at=int(message.created_at.timestamp() * 1000),
+                metadata={"type": "message", "discordMessageId": str(message.id)}))
+        return await record_sent(self.runtime, memories, SOURCE)
 
     async def send_to_room(self, room: Room, content: dict[str, Any]) -> list[Memory]:
         """Messenger: post in a channel of a server this bot is in."""

@@ -25,6 +25,7 @@ from telegram import Message, Update
 from telegram.error import Conflict, Forbidden, InvalidToken, TelegramError
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
 
+from bot.connections import Connections, TokenClaims, record_sent
 from bot.errors import ConfigError, SendError
 from bot.events import EventType
 from bot.types import ChannelType, Entity, Memory, Room, now_ms
@@ -63,7 +64,7 @@ _MAX_DOWNLOAD = 20 * 1024 * 1024  # the Bot API serves files up to 20 MB
 # conflict that keeps coming back means another process really uses the token.
 _CONFLICTS_TO_STOP = 3
 _CONFLICT_WINDOW_S = 120.0
-_tokens_in_use: dict[str, str] = {}
+_tokens = TokenClaims("TELEGRAM_BOT_TOKEN", "create one per character with @BotFather")
 
 
 class TelegramAdapter:
@@ -78,9 +79,7 @@ class TelegramAdapter:
         self.username = ""
         self._chats: set[int] = set()
         self._members: dict[int, bool] = {}  # chat id -> whether this bot is in it (for the relay)
-        self._rooms: set[str] = set()
-        self._entities: set[str] = set()
-        self._participants: set[tuple[str, str]] = set()
+        self.connections = Connections(runtime, SOURCE)
         self._handling: set[asyncio.Task[Any]] = set()
         self._conflicts: list[float] = []
         self._closed = False
@@ -94,11 +93,7 @@ class TelegramAdapter:
             ConfigError: the token was refused, or another character uses it.
         """
         token = self.config.token.get_secret_value()
-        other = _tokens_in_use.get(token)
-        if other is not None and other != self.name:
-            raise ConfigError(f"{self.name}: uses the same TELEGRAM_BOT_TOKEN as {other}; each character needs a bot "
-                              "of its own (create one per character with @BotFather)")
-        _tokens_in_use[token] = self.name
+        _tokens.claim(token, self.name)
         try:
             await self._connect(token)
         except BaseException:
@@ -139,8 +134,7 @@ class TelegramAdapter:
         self._closed = True
         relay.leave(self)
         self.runtime.unregister_service(SOURCE)
-        if _tokens_in_use.get(self.config.token.get_secret_value()) == self.name:
-            del _tokens_in_use[self.config.token.get_secret_value()]
+        _tokens.release(self.config.token.get_secret_value(), self.name)
         app = self.app
         if app is None:
             return
@@ -224,9 +218,7 @@ class TelegramAdapter:
                                  "roles": roles}
             existing.name = world.name
             await store.update_world(existing)
-        await store.create_rooms([main])
-        await store.add_participant(agent, main.id)
-        self._rooms.add(main.id)
+        await self.connections.ensure_rooms([main])
         self._chats.add(chat.id)
         if existing is None:
             entities = [entity_for_user(agent, message.from_user)] if message.from_user else []
@@ -247,28 +239,11 @@ class TelegramAdapter:
     async def _ensure_room(self, message: Message) -> str:
         await self._ensure_chat(message)
         room = room_for_message(self.runtime.agent_id, message)
-        if room.id not in self._rooms:
-            await self.runtime.store.create_rooms([room])
-            await self.runtime.store.add_participant(self.runtime.agent_id, room.id)
-            self._rooms.add(room.id)
+        await self.connections.ensure_rooms([room])
         return room.id
 
     async def _ensure_entity(self, user: Any, room: str) -> str:
-        entity = entity_for_user(self.runtime.agent_id, user)
-        store = self.runtime.store
-        if entity.id not in self._entities:
-            existing = await store.get_entity(entity.id)
-            if existing is None:
-                await store.create_entities([entity])
-            elif existing.names != entity.names or existing.metadata.get(SOURCE) != entity.metadata[SOURCE]:
-                existing.names = list(dict.fromkeys([*entity.names, *existing.names]))
-                existing.metadata = {**existing.metadata, **entity.metadata}
-                await store.update_entity(existing)
-            self._entities.add(entity.id)
-        if (entity.id, room) not in self._participants:
-            await store.add_participant(entity.id, room)
-            self._participants.add((entity.id, room))
-        return entity.id
+        return await self.connections.ensure_entity(entity_for_user(self.runtime.agent_id, user), room)
 
     # -- inbound --------------------------------------------------------------------------
 
@@ -453,13 +428,11 @@ class TelegramAdapter:
                     "channelType": channel_type(message.chat).value}
             if in_reply_to is not None:
                 body["inReplyTo"] = in_reply_to
-            memory = Memory(id=message_id(agent, message.chat.id, message.message_id), entity_id=agent, agent_id=agent,
-                            room_id=room, world_id=world_id(agent, message.chat.id), content=body,
-                            created_at=int(message.date.timestamp() * 1000), metadata={"type": "message"})
-            await self.runtime.store.create_memory(memory, "messages", unique=False)
-            await self.runtime.emit(EventType.MESSAGE_SENT, {"message": memory, "source": SOURCE})
-            memories.append(memory)
-        return memories
+            memories.append(Memory(
+                id=message_id(agent, message.chat.id, message.message_id), entity_id=agent, agent_id=agent, room_id=room,
+                world_id=world_id(agent, message.chat.id), content=body, created_at=int(message.date.timestamp() * 1000),
+                metadata={"type": "message"}))
+        return await record_sent(self.runtime, memories, SOURCE)
 
     async def send_to_room(self, room: Room, content: dict[str, Any]) -> list[Memory]:
         """Messenger: post in a chat (or forum topic) this bot is in."""
