@@ -1,0 +1,591 @@
+"""A fake Telegram Bot API: a real HTTP server in the test's event loop.
+
+An unmodified python-telegram-bot ``Application`` polls it, so tests exercise the production
+code path. PTB is pointed at it the way troupe's ``TELEGRAM_API_ROOT`` does::
+
+    async with FakeTelegram() as fake:
+        ada = fake.add_bot("7001:token-ada", username="ada_bot", first_name="Ada")
+        sam = fake.add_user("Sam", username="samr")
+        group = fake.add_group("Writers", members=[sam, ada])
+        app = (ApplicationBuilder().token(ada.token)
+               .base_url(f"{fake.url}/bot").base_file_url(f"{fake.url}/file/bot").build())
+        ...                                   # initialize, start, updater.start_polling
+        await fake.user_says(sam, group, "hi @ada_bot")
+        sent = await fake.wait_for_sent(ada, 1)
+
+PTB calls ``{base_url}{token}/{method}`` with form fields (objects JSON-encoded) or multipart.
+
+The world: ``add_bot(token, username=, first_name=)`` (the bot's id is the token's number),
+``add_user(first_name, username=, last_name=)``, ``add_group(title, members=, supergroup=True,
+forum=False, creator=None, admins=())``, ``private(user, bot)`` (the private chat between them),
+``add_topic(group, name)`` (a forum topic; returns its thread id).
+
+Acting as users (each returns the message as the API would show it): ``user_says(user, chat,
+text, topic=None, reply_to=None, entities=None, photo=None, document=None, voice=None)``:
+``@username`` mentions get ``mention`` entities (UTF-16 offsets) and ``/commands`` get
+``bot_command`` ones; files are ``(name, bytes[, mime])`` tuples served by ``getFile`` and the
+file URL. ``user_edits(message, text)``, ``user_reacts(user, message, emoji)``,
+``member_joins(chat, user)``. Updates go to the bots that are members of the chat (in a private
+chat, to its bot) whose ``allowed_updates`` take them.
+
+Like Telegram, what a bot sends is never delivered to other bots.
+
+Methods: getMe, deleteWebhook, getUpdates (long polling: waits up to ``timeout`` seconds, returns
+as soon as an update is queued; a second concurrent poll on one token ends the first with 409
+Conflict), sendMessage (``parse_mode=MarkdownV2`` is validated as Telegram does: an unescaped
+reserved character or an unclosed entity is 400 "can't parse entities"; text over 4096
+characters is 400 "message is too long"), sendChatAction, getFile, getChatAdministrators,
+getChatMember, setMyCommands, deleteMyCommands, close. Anything else is 404, recorded.
+
+``fail_next(method, status=429, retry_after=1, description=None, bot=None, times=1)`` makes the
+next matching calls fail as Telegram does (429 with ``parameters.retry_after``, 400, 403, 5xx).
+An unknown token is 401. Per bot: ``requests``, ``sent`` (each with ``chat_id``, ``text`` as the
+user sees it, ``raw`` as sent, ``parse_mode``, ``reply_to``, ``thread_id``), ``actions``,
+``webhook_deletions``, ``polls``. ``wait_for(check)``, ``wait_for_sent``, ``wait_polling``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from aiohttp import web
+
+__all__ = ["FakeBot", "FakeChat", "FakeTelegram", "FakeUser", "markdown_v2_plain"]
+
+T = TypeVar("T")
+MAX_TEXT = 4096
+_RESERVED = set("_*[]()~`>#+-=|{}.!")
+
+
+@dataclass(eq=False)
+class FakeUser:
+    id: int
+    first_name: str
+    username: str | None = None
+    last_name: str | None = None
+    is_bot: bool = False
+
+    def payload(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"id": self.id, "is_bot": self.is_bot, "first_name": self.first_name}
+        if self.username:
+            data["username"] = self.username
+        if self.last_name:
+            data["last_name"] = self.last_name
+        return data
+
+
+@dataclass(eq=False)
+class FakeBot(FakeUser):
+    token: str = ""
+    requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    sent: list[dict[str, Any]] = field(default_factory=list)
+    actions: list[tuple[int, str]] = field(default_factory=list)
+    webhook_deletions: int = 0
+    polls: int = 0
+    updates: list[dict[str, Any]] = field(default_factory=list)
+    allowed_updates: list[str] | None = None
+    poller: asyncio.Future[None] | None = None
+
+
+@dataclass(eq=False)
+class FakeChat:
+    id: int
+    type: str
+    title: str | None = None
+    members: list[FakeUser] = field(default_factory=list)
+    forum: bool = False
+    creator: FakeUser | None = None
+    admins: list[FakeUser] = field(default_factory=list)
+    private_with: FakeUser | None = None  # a private chat: the person
+    topics: dict[int, str] = field(default_factory=dict)
+
+    def payload(self) -> dict[str, Any]:
+        if self.type == "private":
+            assert self.private_with is not None
+            user = self.private_with
+            data: dict[str, Any] = {"id": self.id, "type": "private", "first_name": user.first_name}
+            if user.username:
+                data["username"] = user.username
+            return data
+        data = {"id": self.id, "type": self.type, "title": self.title}
+        if self.forum:
+            data["is_forum"] = True
+        return data
+
+
+@dataclass
+class _Failure:
+    method: str
+    status: int
+    retry_after: float | None
+    description: str | None
+    bot: FakeBot | None
+    times: int
+
+
+def _utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def markdown_v2_plain(text: str) -> str:
+    """What a MarkdownV2 text shows, or ValueError with Telegram's description of the problem."""
+    out: list[str] = []
+    open_marks: list[tuple[str, int]] = []
+    i, n = 0, len(text)
+
+    def byte_offset(index: int) -> int:
+        return len(text[:index].encode("utf-8"))
+
+    while i < n:
+        ch = text[i]
+        if ch == "\\":
+            if i + 1 < n:
+                out.append(text[i + 1])
+            i += 2
+            continue
+        if text.startswith("```", i):
+            end = text.find("```", i + 3)
+            if end < 0:
+                raise ValueError(f"Can't find end of Pre entity at byte offset {byte_offset(i)}")
+            body = text[i + 3:end]
+            body = body.split("\n", 1)[1] if "\n" in body else body
+            out.append(body.replace("\\`", "`").replace("\\\\", "\\"))
+            i = end + 3
+            continue
+        if ch == "`":
+            end = i + 1
+            while end < n and text[end] != "`":
+                end += 2 if text[end] == "\\" else 1
+            if end >= n:
+                raise ValueError(f"Can't find end of Code entity at byte offset {byte_offset(i)}")
+            out.append(text[i + 1:end].replace("\\`", "`").replace("\\\\", "\\"))
+            i = end + 1
+            continue
+        if ch == "[":
+            close = i + 1
+            while close < n and text[close] != "]":
+                close += 2 if text[close] == "\\" else 1
+            if close >= n or not text.startswith("](", close):
+                raise ValueError(f"Can't find end of TextUrl entity at byte offset {byte_offset(i)}")
+            end = close + 2
+            while end < n and text[end] != ")":
+                end += 2 if text[end] == "\\" else 1
+            if end >= n:
+                raise ValueError(f"Can't find end of TextUrl entity at byte offset {byte_offset(i)}")
+            out.append(markdown_v2_plain(text[i + 1 : close]))
+            i = end + 1
+            continue
+        if ch == ">" and (i == 0 or text[i - 1] == "\n"):
+            i += 1  # a blockquote
+            continue
+        mark = "||" if text.startswith("||", i) else "__" if text.startswith("__", i) else ch
+        if mark in ("*", "_", "__", "~", "||"):
+            if open_marks and open_marks[-1][0] == mark:
+                open_marks.pop()
+            elif any(m == mark for m, _ in open_marks):
+                raise ValueError(f"Can't find end of the entity starting at byte offset "
+                                 f"{byte_offset(next(p for m, p in open_marks if m == mark))}")
+            else:
+                open_marks.append((mark, i))
+            i += len(mark)
+            continue
+        if ch in _RESERVED:
+            raise ValueError(f"Character '{ch}' is reserved and must be escaped with the preceding '\\'")
+        out.append(ch)
+        i += 1
+    if open_marks:
+        raise ValueError(f"Can't find end of the entity starting at byte offset {byte_offset(open_marks[0][1])}")
+    return "".join(out)
+
+
+class FakeTelegram:
+    """The Bot API for several bots at once; see the module docstring."""
+
+    def __init__(self) -> None:
+        self.bots: dict[str, FakeBot] = {}
+        self.users: list[FakeUser] = []
+        self.chats: dict[int, FakeChat] = {}
+        self.messages: dict[tuple[int, int], dict[str, Any]] = {}
+        self.files: dict[str, tuple[str, bytes, str]] = {}
+        self.unknown: list[str] = []
+        self._ids = itertools.count(1000)
+        self._message_ids: dict[int, itertools.count[int]] = {}
+        self._update_ids = itertools.count(1)
+        self._failures: list[_Failure] = []
+        self._changed = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # -- server ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_route("*", "/bot{token}/{method}", self._method)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._file)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def close(self) -> None:
+        for bot in self.bots.values():
+            if bot.poller is not None and not bot.poller.done():
+                bot.poller.set_result(None)
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def __aenter__(self) -> FakeTelegram:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- the world ------------------------------------------------------------------------
+
+    def add_bot(self, token: str, *, username: str, first_name: str) -> FakeBot:
+        bot = FakeBot(int(token.split(":", 1)[0]), first_name, username, is_bot=True, token=token)
+        self.bots[token] = bot
+        return bot
+
+    def add_user(self, first_name: str, *, username: str | None = None, last_name: str | None = None) -> FakeUser:
+        user = FakeUser(next(self._ids), first_name, username, last_name)
+        self.users.append(user)
+        return user
+
+    def add_group(self, title: str, *, members: Iterable[FakeUser] = (), supergroup: bool = True, forum: bool = False,
+                  creator: FakeUser | None = None, admins: Iterable[FakeUser] = ()) -> FakeChat:
+        chat_id = -1001000000000 - next(self._ids) if supergroup else -next(self._ids)
+        members = list(members)
+        chat = FakeChat(chat_id, "supergroup" if supergroup else "group", title, members, forum,
+                        creator or next((m for m in members if not m.is_bot), None), list(admins))
+        self.chats[chat_id] = chat
+        return chat
+
+    def private(self, user: FakeUser, bot: FakeBot) -> FakeChat:
+        chat = self.chats.get(user.id)
+        if chat is None:
+            chat = FakeChat(user.id, "private", members=[user, bot], private_with=user)
+            self.chats[user.id] = chat
+        return chat
+
+    def add_topic(self, group: FakeChat, name: str) -> int:
+        thread = self._next_message_id(group.id)
+        group.topics[thread] = name
+        creator = group.creator or group.members[0]
+        self.messages[(group.id, thread)] = {
+            "message_id": thread, "date": int(time.time()), "chat": group.payload(), "from": creator.payload(),
+            "message_thread_id": thread, "forum_topic_created": {"name": name, "icon_color": 7322096},
+        }
+        return thread
+
+    def _next_message_id(self, chat_id: int) -> int:
+        return next(self._message_ids.setdefault(chat_id, itertools.count(1)))
+
+    # -- acting as users ------------------------------------------------------------------
+
+    async def user_says(self, user: FakeUser, chat: FakeChat, text: str = "", *, topic: int | None = None,
+                        reply_to: dict[str, Any] | None = None, entities: list[dict[str, Any]] | None = None,
+                        photo: tuple[Any, ...] | None = None, document: tuple[Any, ...] | None = None,
+                        voice: tuple[Any, ...] | None = None) -> dict[str, Any]:
+        message: dict[str, Any] = {"message_id": self._next_message_id(chat.id), "date": int(time.time()),
+                                   "chat": chat.payload(), "from": user.payload()}
+        media = photo or document or voice
+        key = "caption" if media else "text"
+        if text:
+            message[key] = text
+            found = entities if entities is not None else self._entities(text)
+            if found:
+                message["caption_entities" if media else "entities"] = found
+        if topic is not None:
+            message["message_thread_id"] = topic
+            message["is_topic_message"] = True
+            reply_to = reply_to or self.messages[(chat.id, topic)]
+        if reply_to is not None:
+            message["reply_to_message"] = reply_to
+        if photo:
+            file_id = self._store_file(*photo)
+            message["photo"] = [{"file_id": file_id + "-small", "file_unique_id": "s" + file_id, "width": 90,
+                                 "height": 90},
+                                {"file_id": file_id, "file_unique_id": "u" + file_id, "width": 800, "height": 600,
+                                 "file_size": len(photo[1])}]
+        for kind, item in (("document", document), ("voice", voice)):
+            if item:
+                file_id = self._store_file(*item)
+                entry = {"file_id": file_id, "file_unique_id": "u" + file_id, "file_size": len(item[1]),
+                         "mime_type": item[2] if len(item) > 2 else "application/octet-stream"}
+                if kind == "document":
+                    entry["file_name"] = item[0]
+                else:
+                    entry["duration"] = 2
+                message[kind] = entry
+        self.messages[(chat.id, message["message_id"])] = message
+        self._deliver(chat, "message", message)
+        return message
+
+    async def user_edits(self, message: dict[str, Any], text: str) -> dict[str, Any]:
+        edited = {**message, "text": text, "edit_date": int(time.time())}
+        edited.pop("entities", None)
+        if self._entities(text):
+            edited["entities"] = self._entities(text)
+        self.messages[(message["chat"]["id"], message["message_id"])] = edited
+        self._deliver(self.chats[message["chat"]["id"]], "edited_message", edited)
+        return edited
+
+    async def user_reacts(self, user: FakeUser, message: dict[str, Any], emoji: str) -> None:
+        chat = self.chats[message["chat"]["id"]]
+        self._deliver(chat, "message_reaction", {
+            "chat": chat.payload(), "message_id": message["message_id"], "user": user.payload(),
+            "date": int(time.time()), "old_reaction": [], "new_reaction": [{"type": "emoji", "emoji": emoji}]})
+
+    async def member_joins(self, chat: FakeChat, user: FakeUser) -> dict[str, Any]:
+        chat.members.append(user)
+        message = {"message_id": self._next_message_id(chat.id), "date": int(time.time()), "chat": chat.payload(),
+                   "from": user.payload(), "new_chat_members": [user.payload()]}
+        self._deliver(chat, "message", message)
+        return message
+
+    def _entities(self, text: str) -> list[dict[str, Any]]:
+        import re
+
+        found = []
+        for match in re.finditer(r"(?<![\w@])(@\w{5,32})|(?<![\w/])(/\w+(?:@\w+)?)", text):
+            kind = "mention" if match.group(1) else "bot_command"
+            found.append({"type": kind, "offset": _utf16_len(text[:match.start()]),
+                          "length": _utf16_len(match.group(0))})
+        return found
+
+    def _store_file(self, name: str, data: bytes, mime: str | None = None) -> str:
+        file_id = f"file-{next(self._ids)}"
+        self.files[file_id] = (name, data, mime or "application/octet-stream")
+        return file_id
+
+    def _deliver(self, chat: FakeChat, kind: str, payload: dict[str, Any]) -> None:
+        for bot in self.bots.values():
+            if not any(m is bot for m in chat.members):
+                continue
+            if bot.allowed_updates is not None and kind not in bot.allowed_updates:
+                continue
+            sender = payload.get("from") or payload.get("user") or {}
+            if sender.get("id") == bot.id:
+                continue
+            bot.updates.append({"update_id": next(self._update_ids), kind: payload})
+        self._changed.set()
+
+    # -- failures, waiting ----------------------------------------------------------------
+
+    def fail_next(self, method: str, *, status: int = 429, retry_after: float | None = 1, description: str | None = None,
+                  bot: FakeBot | None = None, times: int = 1) -> None:
+        self._failures.append(_Failure(method, status, retry_after, description, bot, times))
+
+    async def wait_for(self, check: Callable[[], T], timeout: float = 5.0, description: str = "condition") -> T:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not (result := check()):
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                raise TimeoutError(f"timed out waiting for {description}")
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), min(remaining, 0.05))
+            except TimeoutError:
+                pass
+        return result
+
+    async def wait_for_sent(self, bot: FakeBot, count: int = 1, timeout: float = 5.0, *,
+                            chat: FakeChat | None = None) -> list[dict[str, Any]]:
+        def sent() -> list[dict[str, Any]]:
+            found = [m for m in bot.sent if chat is None or m["chat_id"] == chat.id]
+            return found if len(found) >= count else []
+
+        try:
+            return await self.wait_for(sent, timeout, f"{count} message(s) from {bot.username}")
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}; sent so far: {bot.sent!r}") from None
+
+    async def wait_polling(self, bot: FakeBot, timeout: float = 5.0) -> None:
+        await self.wait_for(lambda: bot.poller is not None and not bot.poller.done(), timeout, f"{bot.username} polling")
+
+    # -- the API --------------------------------------------------------------------------
+
+    @staticmethod
+    def _ok(result: Any) -> web.Response:
+        return web.json_response({"ok": True, "result": result})
+
+    @staticmethod
+    def _error(status: int, description: str, **parameters: Any) -> web.Response:
+        body: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
+        if parameters:
+            body["parameters"] = parameters
+        return web.json_response(body, status=status)
+
+    async def _params(self, request: web.Request) -> dict[str, Any]:
+        if request.content_type == "application/json":
+            return dict(await request.json())
+        form = await request.post()
+        params: dict[str, Any] = {}
+        for key, value in form.items():
+            if isinstance(value, str) and key not in ("text", "caption", "parse_mode", "file_id", "action", "emoji"):
+                try:
+                    value = json.loads(value)
+                except ValueError:
+                    pass
+            params[key] = value
+        return params
+
+    async def _method(self, request: web.Request) -> web.StreamResponse:
+        bot = self.bots.get(request.match_info["token"])
+        method = request.match_info["method"]
+        if bot is None:
+            return self._error(401, "Unauthorized")
+        params = await self._params(request)
+        bot.requests.append((method, params))
+        self._changed.set()
+        for failure in self._failures:
+            if failure.method.lower() == method.lower() and failure.bot in (None, bot) and failure.times > 0:
+                failure.times -= 1
+                if failure.status == 429:
+                    return self._error(429, failure.description or f"Too Many Requests: retry after {failure.retry_after}",
+                                       retry_after=failure.retry_after)
+                return self._error(failure.status, failure.description or "Internal Server Error")
+        handler = getattr(self, f"_api_{method.lower()}", None)
+        if handler is None:
+            self.unknown.append(method)
+            return self._error(404, "Not Found")
+        return await handler(bot, params)
+
+    async def _api_getme(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        return self._ok({**bot.payload(), "can_join_groups": True, "can_read_all_group_messages": True,
+                         "supports_inline_queries": False})
+
+    async def _api_deletewebhook(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        bot.webhook_deletions += 1
+        return self._ok(True)
+
+    async def _api_getupdates(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        if bot.poller is not None and not bot.poller.done():
+            bot.poller.set_exception(_Conflict())  # Telegram ends the older poll
+        bot.polls += 1
+        bot.allowed_updates = params.get("allowed_updates") or bot.allowed_updates
+        offset = int(params.get("offset") or 0)
+        bot.updates = [u for u in bot.updates if u["update_id"] >= offset]
+        poller: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        bot.poller = poller
+        self._changed.set()
+        deadline = asyncio.get_running_loop().time() + float(params.get("timeout") or 0)
+        try:
+            while not bot.updates:
+                remaining = deadline - asyncio.get_running_loop().time()
+                if remaining <= 0 or poller.done():
+                    break
+                self._changed.clear()
+                await asyncio.wait([asyncio.ensure_future(self._changed.wait()), poller],
+                                   timeout=min(remaining, 0.05), return_when=asyncio.FIRST_COMPLETED)
+            if poller.done() and poller.exception() is not None:
+                return self._error(409, "Conflict: terminated by other getUpdates request; make sure that only one "
+                                        "bot instance is running")
+        finally:
+            if not poller.done():
+                poller.set_result(None)
+        limit = int(params.get("limit") or 100)
+        return self._ok(bot.updates[:limit])
+
+    async def _api_sendmessage(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        chat = self.chats.get(int(params["chat_id"]))
+        if chat is None:
+            return self._error(400, "Bad Request: chat not found")
+        raw = str(params.get("text") or "")
+        parse_mode = params.get("parse_mode")
+        shown = raw
+        if parse_mode == "MarkdownV2":
+            try:
+                shown = markdown_v2_plain(raw)
+            except ValueError as exc:
+                return self._error(400, f"Bad Request: can't parse entities: {exc}")
+        if not shown.strip():
+            return self._error(400, "Bad Request: message text is empty")
+        if len(shown) > MAX_TEXT:
+            return self._error(400, "Bad Request: message is too long")
+        reply = params.get("reply_parameters") or {}
+        reply_to = reply.get("message_id") if isinstance(reply, dict) else None
+        reply_to = reply_to or params.get("reply_to_message_id")
+        message: dict[str, Any] = {"message_id": self._next_message_id(chat.id), "date": int(time.time()),
+                                   "chat": chat.payload(), "from": bot.payload(), "text": shown}
+        thread = params.get("message_thread_id")
+        if thread is not None:
+            message["message_thread_id"] = int(thread)
+            message["is_topic_message"] = chat.forum
+        if reply_to is not None and (chat.id, int(reply_to)) in self.messages:
+            message["reply_to_message"] = self.messages[(chat.id, int(reply_to))]
+        self.messages[(chat.id, message["message_id"])] = message
+        bot.sent.append({"chat_id": chat.id, "text": shown, "raw": raw, "parse_mode": parse_mode,
+                         "reply_to": reply_to, "thread_id": thread, "message": message})
+        self._changed.set()
+        return self._ok(message)
+
+    async def _api_sendchataction(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        bot.actions.append((int(params["chat_id"]), str(params.get("action"))))
+        self._changed.set()
+        return self._ok(True)
+
+    async def _api_getfile(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        file_id = str(params["file_id"])
+        if file_id not in self.files:
+            return self._error(400, "Bad Request: invalid file_id")
+        name, data, _ = self.files[file_id]
+        return self._ok({"file_id": file_id, "file_unique_id": "u" + file_id, "file_size": len(data),
+                         "file_path": f"documents/{file_id}/{name}"})
+
+    async def _file(self, request: web.Request) -> web.StreamResponse:
+        if request.match_info["token"] not in self.bots:
+            return web.Response(status=401)
+        path = request.match_info["path"]
+        for file_id, (name, data, mime) in self.files.items():
+            if path == f"documents/{file_id}/{name}":
+                return web.Response(body=data, content_type=mime)
+        return web.Response(status=404)
+
+    async def _api_getchatadministrators(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        chat = self.chats[int(params["chat_id"])]
+        members = []
+        if chat.creator is not None:
+            members.append({"status": "creator", "user": chat.creator.payload(), "is_anonymous": False})
+        for admin in chat.admins:
+            members.append({"status": "administrator", "user": admin.payload(), "can_be_edited": False,
+                            "is_anonymous": False, "can_manage_chat": True, "can_delete_messages": True,
+                            "can_manage_video_chats": True, "can_restrict_members": True,
+                            "can_promote_members": False, "can_change_info": True, "can_invite_users": True,
+                            "can_post_stories": False, "can_edit_stories": False, "can_delete_stories": False})
+        return self._ok(members)
+
+    async def _api_getchatmember(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        chat = self.chats.get(int(params["chat_id"]))
+        user_id = int(params["user_id"])
+        member = next((m for m in chat.members if m.id == user_id), None) if chat else None
+        status = "member" if member is not None else "left"
+        user = member.payload() if member is not None else {"id": user_id, "is_bot": False, "first_name": "?"}
+        return self._ok({"status": status, "user": user})
+
+    async def _api_setmycommands(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        return self._ok(True)
+
+    async def _api_deletemycommands(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        return self._ok(True)
+
+    async def _api_close(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        return self._ok(True)
+
+
+class _Conflict(Exception):
+    pass
+

@@ -1,0 +1,179 @@
+"""End to end on Telegram: the daemon, two characters as two bots, the real python-telegram-bot
+and openai clients against local fakes of the Bot API and an OpenAI-compatible API."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from bot.types import RoomState
+
+from .scene import plan, until
+
+RESERVED = "Mind these: _ * [ ] ( ) ~ ` > # + - = | { } . ! and a_b*c (ok)."
+
+
+async def test_a_private_chat_is_answered_with_a_quoting_reply(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    s.brain.plans["Ada"].append(plan("Hello Sam!"))
+    asked = await s.fake.user_says(s.sam, s.fake.private(s.sam, s.ada), "hi there")
+    sent = await s.fake.wait_for_sent(s.ada, 1)
+    assert sent[0]["text"] == "Hello Sam!" and sent[0]["reply_to"] == asked["message_id"]
+    assert sent[0]["parse_mode"] == "MarkdownV2" and s.ada.webhook_deletions >= 1
+    assert (s.sam.id, "typing") in s.ada.actions
+
+
+async def test_group_messages_are_answered_when_addressed_or_when_the_model_says_so(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    s.brain.decisions["Ada"] += ["IGNORE", "RESPOND"]
+    s.brain.plans["Ada"] += [plan("You called?"), plan("Joining in.")]
+    await s.fake.user_says(s.sam, s.group, "hey @ada_bot, thoughts?")
+    assert (await s.fake.wait_for_sent(s.ada, 1))[0]["text"] == "You called?"
+    await s.fake.user_says(s.sam, s.group, "anyone seen my keys?")  # the model says IGNORE
+    await until(lambda: sum("Decide what Ada does" in p for p in s.brain.prompts) == 1)
+    await s.fake.user_says(s.cleo, s.group, "what a plot twist")  # the model says RESPOND
+    assert (await s.fake.wait_for_sent(s.ada, 2))[1]["text"] == "Joining in."
+
+
+async def test_forum_topics_are_separate_conversations(scene) -> None:
+    s = scene
+    forum = s.fake.add_group("Guild", members=[s.sam, s.ada], forum=True)
+    plot, lore = s.fake.add_topic(forum, "Plot"), s.fake.add_topic(forum, "Lore")
+    await s.start(with_brann=False)
+    s.brain.plans["Ada"] += [plan("About the plot.", "REPLY,FOLLOW_ROOM"), plan("About the lore.")]
+    await s.fake.user_says(s.sam, forum, "Ada, follow the plot please", topic=plot)
+    await s.fake.user_says(s.sam, forum, "Ada, and the lore?", topic=lore)
+    sent = await s.fake.wait_for_sent(s.ada, 2)
+    assert {(m["thread_id"], m["text"]) for m in sent} == {(plot, "About the plot."), (lore, "About the lore.")}
+    async with asyncio.timeout(5):
+        while await s.room_state("Ada", forum.id, plot) is not RoomState.FOLLOWED:
+            await asyncio.sleep(0.01)
+    assert await s.room_state("Ada", forum.id, lore) is None  # following one topic is not following another
+
+
+async def test_allowed_chats_limit_where_the_bot_answers(scene) -> None:
+    s = scene
+    other = s.fake.add_group("Elsewhere", members=[s.sam, s.ada])
+    await s.start({"TELEGRAM_ALLOWED_CHATS": f"[\"{s.group.id}\"]"}, with_brann=False)
+    s.brain.plans["Ada"].append(plan("Here only."))
+    await s.fake.user_says(s.sam, other, "@ada_bot hello?")
+    await s.fake.user_says(s.sam, s.group, "@ada_bot hello?")
+    await s.fake.wait_for_sent(s.ada, 1)
+    await asyncio.sleep(0.2)
+    assert [m["chat_id"] for m in s.ada.sent] == [s.group.id]
+
+
+async def test_long_replies_and_reserved_characters_arrive_intact(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    long = "\n".join(f"Point {i}: keep going." for i in range(230))
+    assert 4900 < len(long) < 5200
+    s.brain.plans["Ada"] += [plan(long), plan(RESERVED)]
+    chat = s.fake.private(s.sam, s.ada)
+    await s.fake.user_says(s.sam, chat, "give me everything")
+    sent = await s.fake.wait_for_sent(s.ada, 2)
+    assert "\n".join(m["text"] for m in sent) == long and all(m["parse_mode"] == "MarkdownV2" for m in sent)
+    await s.fake.user_says(s.sam, chat, "and the symbols?")
+    assert (await s.fake.wait_for_sent(s.ada, 3))[2]["text"] == RESERVED
+
+
+async def test_a_429_is_waited_out(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    s.fake.fail_next("sendMessage", status=429, retry_after=1, bot=s.ada)
+    s.brain.plans["Ada"].append(plan("Eventually."))
+    await s.fake.user_says(s.sam, s.fake.private(s.sam, s.ada), "hello?")
+    assert (await s.fake.wait_for_sent(s.ada, 1, timeout=8))[0]["text"] == "Eventually."
+
+
+async def test_two_characters_converse_through_the_relay_until_the_loop_guard(scene) -> None:
+    s = scene
+    await s.start({"MAX_BOT_TURNS": "2"})
+    s.brain.plans["Ada"] += [plan("@brann_bot, what do you think?"), plan("@brann_bot, really?"), plan("more")]
+    s.brain.plans["Brann"] += [plan("@ada_bot I think it works."), plan("@ada_bot truly."), plan("more")]
+    await s.fake.user_says(s.sam, s.group, "@ada_bot ask the captain about the ending")
+    await s.fake.wait_for_sent(s.ada, 2, timeout=8)
+    await asyncio.sleep(0.5)
+    assert [m["text"] for m in s.ada.sent] == ["@brann_bot, what do you think?", "@brann_bot, really?"]
+    assert [m["text"] for m in s.brann.sent] == ["@ada_bot I think it works."]
+
+
+async def test_mute_unmute_and_follow_round_trip(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    s.brain.plans["Ada"] += [plan("Going quiet.", "REPLY,MUTE_ROOM"), plan("I'm back.", "REPLY,UNMUTE_ROOM"),
+                             plan("Following.", "REPLY,FOLLOW_ROOM"), plan("Noted.")]
+    await s.fake.user_says(s.sam, s.group, "@ada_bot be quiet")
+    await s.fake.wait_for_sent(s.ada, 1)
+    await s.state_becomes("Ada", s.group.id, RoomState.MUTED)
+    await s.fake.user_says(s.sam, s.group, "so anyway, the ending")
+    await asyncio.sleep(0.2)
+    assert len(s.ada.sent) == 1
+    await s.fake.user_says(s.sam, s.group, "@ada_bot you can talk again")
+    await s.fake.wait_for_sent(s.ada, 2)
+    await s.state_becomes("Ada", s.group.id, None)
+    await s.fake.user_says(s.sam, s.group, "@ada_bot follow along")
+    await s.fake.wait_for_sent(s.ada, 3)
+    await s.state_becomes("Ada", s.group.id, RoomState.FOLLOWED)
+    await s.fake.user_says(s.sam, s.group, "the villain needs work")  # followed: no name needed
+    assert (await s.fake.wait_for_sent(s.ada, 4))[3]["text"] == "Noted."
+
+
+async def test_start_and_help_are_answered_without_the_model(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    chat = s.fake.private(s.sam, s.ada)
+    await s.fake.user_says(s.sam, chat, "/start")
+    await s.fake.user_says(s.sam, s.group, "/help@ada_bot")
+    sent = await s.fake.wait_for_sent(s.ada, 2)
+    assert sent[0]["text"].startswith("Hi, I'm Ada. Ada is a test character.")
+    assert "mention @ada_bot" in sent[1]["text"]
+    assert not any("Write the next turn" in p for p in s.brain.prompts)
+
+
+async def test_photos_are_described_and_documents_read(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    s.brain.plans["Ada"] += [plan("A cat!"), plan("Good notes.")]
+    chat = s.fake.private(s.sam, s.ada)
+    await s.fake.user_says(s.sam, chat, "look", photo=("cat.jpg", b"\xff\xd8\xfffake", "image/jpeg"))
+    await s.fake.wait_for_sent(s.ada, 1)
+    await s.fake.user_says(s.sam, chat, "and this", document=("notes.txt", b"Chapter 3 needs a twist.", "text/plain"))
+    await s.fake.wait_for_sent(s.ada, 2)
+    planning = [p for p in s.brain.prompts if "Write the next turn of Ada" in p]
+    assert "A ginger cat asleep on a keyboard." in planning[0]
+    assert "Chapter 3 needs a twist." in planning[1]
+    assert "token-ada" not in "".join(s.brain.prompts)  # file URLs carry the token: never shown to a model
+
+
+async def test_a_bad_token_stops_only_that_character(scene, caplog) -> None:
+    s = scene
+    with caplog.at_level(logging.ERROR):
+        await s.start(brann_token="7002:wrong")
+        await until(lambda: "Brann: could not connect to telegram" in caplog.text)
+    assert "Telegram refused the bot token in TELEGRAM_BOT_TOKEN" in caplog.text and "wrong" not in caplog.text
+    s.brain.plans["Ada"].append(plan("Still here."))
+    await s.fake.user_says(s.sam, s.fake.private(s.sam, s.ada), "hello?")
+    assert (await s.fake.wait_for_sent(s.ada, 1))[0]["text"] == "Still here."
+
+
+async def test_another_process_polling_the_same_token_stops_telegram_for_that_character(scene, caplog) -> None:
+    from telegram.ext import ApplicationBuilder
+
+    s = scene
+    await s.start(with_brann=False)
+    intruder = (ApplicationBuilder().token(s.ada.token).base_url(f"{s.fake.url}/bot")
+                .base_file_url(f"{s.fake.url}/file/bot").build())
+    await intruder.initialize()
+    await intruder.start()
+    with caplog.at_level(logging.ERROR):
+        await intruder.updater.start_polling(timeout=1, poll_interval=0)
+        try:
+            await until(lambda: "another process is polling Telegram with this bot's token" in caplog.text, timeout=20)
+        finally:
+            await intruder.updater.stop()
+            await intruder.stop()
+            await intruder.shutdown()
+    assert "Ada: another process is polling Telegram" in caplog.text
