@@ -177,3 +177,35 @@ async def test_another_process_polling_the_same_token_stops_telegram_for_that_ch
             await intruder.stop()
             await intruder.shutdown()
     assert "Ada: another process is polling Telegram" in caplog.text
+
+
+async def test_edits_reactions_and_people_joining_reach_memory(scene) -> None:
+    from platforms.telegram._mapping import entity_id, room_id
+
+    s = scene
+    await s.start(with_brann=False)
+    rt = s.runtime("Ada")
+    seen: list[str] = []
+
+    async def record(payload: dict) -> None:
+        seen.append(payload["entityId"])
+
+    rt.register_event("ENTITY_JOINED", record)
+    s.brain.plans["Ada"].append(plan("Noted."))
+    asked = await s.fake.user_says(s.sam, s.group, "@ada_bot teh ending")
+    await s.fake.wait_for_sent(s.ada, 1)
+    await s.fake.user_edits(asked, "@ada_bot the ending")
+    await s.fake.user_reacts(s.sam, asked, "👍")
+    newcomer = s.fake.add_user("Nia")
+    await s.fake.member_joins(s.group, newcomer)
+    room = room_id(rt.agent_id, s.group.id)
+
+    async def texts() -> list[str]:
+        return [m.content.get("text") for m in await rt.store.get_memories(table="messages", room_id=room)]
+
+    async with asyncio.timeout(5):
+        while not {"@ada_bot the ending", "*reacted 👍*"} <= set(await texts()):
+            await asyncio.sleep(0.01)
+    assert "@ada_bot teh ending" not in await texts() and len(s.ada.sent) == 1
+    await until(lambda: seen)
+    assert seen == [entity_id(rt.agent_id, newcomer.id)]

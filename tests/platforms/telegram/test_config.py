@@ -1,0 +1,43 @@
+"""Reading a character's Telegram settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.errors import ConfigError
+from platforms.telegram._config import read_config
+
+
+def config(**values):
+    return read_config({"TELEGRAM_BOT_TOKEN": "123:secret-value", **values}.get, "Ada")
+
+
+def test_defaults_and_the_token_stays_secret() -> None:
+    c = config()
+    assert c.api_root == "https://api.telegram.org" and c.base_url == "https://api.telegram.org/bot"
+    assert c.base_file_url == "https://api.telegram.org/file/bot" and c.allowed_chats is None
+    assert c.allow_direct_messages is True and "secret-value" not in repr(c)
+
+
+def test_missing_or_malformed_token() -> None:
+    with pytest.raises(ConfigError, match="Ada: TELEGRAM_BOT_TOKEN is not set; put the token @BotFather gave you"):
+        read_config({}.get, "Ada")
+    with pytest.raises(ConfigError, match="does not look like a bot token"):
+        config(TELEGRAM_BOT_TOKEN="just-a-word")
+
+
+def test_allowed_chats_as_json_or_a_comma_list_and_anything_else_is_an_error() -> None:
+    assert config(TELEGRAM_ALLOWED_CHATS='["123456789", -987654321]').allowed_chats == {"123456789", "-987654321"}
+    assert config(TELEGRAM_ALLOWED_CHATS="123, -1001234, @newsy_channel").allowed_chats == {
+        "123", "-1001234", "@newsy_channel"}
+    with pytest.raises(ConfigError, match="TELEGRAM_ALLOWED_CHATS is not a valid JSON array"):
+        config(TELEGRAM_ALLOWED_CHATS='["123",')
+    with pytest.raises(ConfigError, match="TELEGRAM_ALLOWED_CHATS has entries that are not ids: 'general'"):
+        config(TELEGRAM_ALLOWED_CHATS="general")
+
+
+def test_api_root_for_a_self_hosted_bot_api_server() -> None:
+    c = config(TELEGRAM_API_ROOT="http://127.0.0.1:8081/")
+    assert c.base_url == "http://127.0.0.1:8081/bot" and c.base_file_url == "http://127.0.0.1:8081/file/bot"
+    with pytest.raises(ConfigError, match="TELEGRAM_API_ROOT must be an http"):
+        config(TELEGRAM_API_ROOT="localhost:8081")
