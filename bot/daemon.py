@@ -6,6 +6,11 @@ to the platforms its character asks for. A platform package joins in by exposing
 ``async def connect(runtime) -> None``: it starts its client as the runtime's background tasks
 and registers ``runtime.on_close`` to disconnect. Nothing else lists platforms.
 
+``connect`` raising :class:`~bot.errors.ConfigError` means it cannot work until someone changes
+the configuration: that connection is given up. Anything else (the platform is down, the network
+is not up yet) is retried in the background with back-off until it connects, while everything
+else runs.
+
 The daemon runs until :meth:`Daemon.stop` (SIGTERM/SIGINT), then closes agents in reverse order
 and the database last. When nothing can run it exits with status 78 and says what to configure.
 """
@@ -16,14 +21,15 @@ import asyncio
 import importlib
 import logging
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from . import plugins as plugin_registry
 from . import redact
+from .backoff import ExponentialBackoff
 from .character import Character, LoadResult
 from .chat import runtime_plugins
-from .errors import EXIT_CONFIG
+from .errors import EXIT_CONFIG, ConfigError
 from .runtime import AgentRuntime
 from .secrets import is_reference
 from .settings import DaemonSettings, character_setting
@@ -53,6 +59,12 @@ def _without_name(error: BaseException, agent: str) -> str:
     """The error's message without a leading ``<agent>: `` (the log line names the agent already)."""
     text = str(error)
     return text[len(agent) + 2 :] if text.startswith(f"{agent}: ") else text
+
+
+def _describe(error: BaseException, agent: str) -> str:
+    """A short account of an unexpected connection failure: its message, or at least its type."""
+    text = _without_name(error, agent).strip()
+    return f"{error.__class__.__name__}: {text}" if text else error.__class__.__name__
 
 
 def _describe_missing(character: Character, key: str) -> str:
@@ -113,13 +125,14 @@ class Daemon:
 
         async with Database(self.settings.database) as db:
             await self._start_agents(db)
-            connected = await self._connect_platforms(ready)
+            connected, retrying = await self._connect_platforms(ready)
             try:
-                if not connected:
+                if not connected and not retrying:
                     _log.error("no agent could connect to a platform; see the errors above")
                     return EXIT_CONFIG
                 self._install_signal_handlers()
-                _log.info("troupe running: %d agents on %d platform connections", len(self.runtimes), connected)
+                _log.info("troupe running: %d agents on %d platform connections%s", len(self.runtimes), connected,
+                          f" ({retrying} more still connecting)" if retrying else "")
                 await self._stopped.wait()
                 _log.info("stopping")
                 return 0
@@ -141,12 +154,16 @@ class Daemon:
         started = await asyncio.gather(*(start(r) for r in self.characters))
         self.runtimes = [r for r in started if r is not None]
 
-    async def _connect_platforms(self, ready: Sequence[PlatformPlan]) -> int:
-        """Connect every (agent, platform) pair concurrently; returns how many connected."""
+    async def _connect_platforms(self, ready: Sequence[PlatformPlan]) -> tuple[int, int]:
+        """Connect every (agent, platform) pair concurrently.
+
+        Returns how many connected and how many are being retried in the background (their
+        platform could not be reached); the rest failed for good and were logged.
+        """
         by_name = {rt.character.name: rt for rt in self.runtimes}
         known = plugin_registry.available()
 
-        async def connect_one(plan: PlatformPlan) -> bool:
+        async def connect_one(plan: PlatformPlan) -> bool | None:
             runtime = by_name.get(plan.agent)
             if runtime is None:
                 return False
@@ -157,13 +174,40 @@ class Daemon:
                 return False
             try:
                 await connect(runtime)
-            except Exception as exc:
+            except ConfigError as exc:
                 _log.error("%s: could not connect to %s: %s", plan.agent, plan.platform, _without_name(exc, plan.agent))
                 return False
+            except Exception as exc:
+                backoff = ExponentialBackoff(self.settings.reconnect_base_s, self.settings.reconnect_cap_s)
+                delay = backoff.delay()
+                _log.warning("%s: could not reach %s (%s); trying again in %.0f s", plan.agent, plan.platform,
+                             _describe(exc, plan.agent), delay)
+                runtime.create_task(self._keep_connecting(runtime, plan, connect, backoff, delay),
+                                    f"{plan.platform}:connect")
+                return None
             return True
 
         results = await asyncio.gather(*(connect_one(plan) for plan in ready))
-        return sum(results)
+        return sum(r is True for r in results), sum(r is None for r in results)
+
+    @staticmethod
+    async def _keep_connecting(runtime: AgentRuntime, plan: PlatformPlan, connect: Callable[[AgentRuntime], Awaitable[None]],
+                               backoff: ExponentialBackoff, delay: float) -> None:
+        """Try ``connect`` again after each delay until it works or the configuration is at fault."""
+        while True:
+            await asyncio.sleep(delay)
+            try:
+                await connect(runtime)
+            except ConfigError as exc:
+                _log.error("%s: could not connect to %s: %s", plan.agent, plan.platform, _without_name(exc, plan.agent))
+                return
+            except Exception as exc:
+                delay = backoff.delay()
+                _log.warning("%s: still cannot reach %s (%s); trying again in %.0f s", plan.agent, plan.platform,
+                             _describe(exc, plan.agent), delay)
+                continue
+            _log.info("%s: connected to %s after %d attempts", plan.agent, plan.platform, backoff.attempts + 1)
+            return
 
     async def _close_agents(self) -> None:
         for runtime in reversed(self.runtimes):

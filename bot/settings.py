@@ -30,6 +30,9 @@ class DaemonSettings(BaseSettings):
     data_dir: Path = Field(default=Path("data"), description="where the database and caches live")
     db_path: Path | None = Field(default=None, description="the SQLite file; default <data_dir>/troupe.db")
     log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR")
+    reconnect_base_s: float = Field(default=2.0, gt=0, description="first wait before connecting to an "
+                                    "unreachable platform again; it doubles on each failure")
+    reconnect_cap_s: float = Field(default=60.0, gt=0, description="longest wait between connection attempts")
 
     @property
     def database(self) -> Path:

@@ -95,13 +95,22 @@ async def test_platform_without_connect_is_reported_and_the_daemon_exits_78(tmp_
     assert "the telegram platform is not available in this build yet" in caplog.text
 
 
-async def test_a_platform_that_cannot_be_reached_is_reported_and_the_daemon_exits_78(tmp_path: Path, caplog) -> None:
+async def test_a_platform_that_cannot_be_reached_is_retried_in_the_background(tmp_path: Path, caplog) -> None:
     path = tmp_path / "a.json"
     path.write_text(json.dumps({"name": "A", "bio": "x", "plugins": ["@elizaos/plugin-discord"],
                                 "settings": {"secrets": {"DISCORD_API_TOKEN": "tok-123456"},
                                              "DISCORD_API_BASE": "http://127.0.0.1:1/api/v10"}}))
     environ = {"OPENAI_API_KEY": "sk-test-key"}
     results = load_characters([path], environ=environ)
-    code = await Daemon(DaemonSettings(db_path=tmp_path / "d.db"), results, environ).run()
-    assert code == 78
-    assert "A: could not connect to discord" in caplog.text and "tok-123456" not in caplog.text
+    settings = DaemonSettings(db_path=tmp_path / "d.db", reconnect_base_s=0.05, reconnect_cap_s=0.1)
+    daemon = Daemon(settings, results, environ)
+    task = asyncio.create_task(daemon.run())
+    for _ in range(500):
+        if "A: still cannot reach discord" in caplog.text:
+            break
+        await asyncio.sleep(0.01)
+    assert "A: could not reach discord (" in caplog.text and "A: still cannot reach discord (" in caplog.text
+    assert not task.done()  # an outage is not a configuration error: no exit 78, the daemon waits it out
+    daemon.stop()
+    assert await asyncio.wait_for(task, 10) == 0
+    assert "tok-123456" not in caplog.text

@@ -86,7 +86,8 @@ async def scene(tmp_path: Path) -> AsyncIterator[Scene]:
             if with_brann:
                 paths.append(character(tmp_path, "Brann", brann_token, fake.url))
             results = [load_character(p, environ=environ) for p in paths]
-            daemon = Daemon(DaemonSettings(db_path=tmp_path / "troupe.db"), results, environ)
+            settings = DaemonSettings(db_path=tmp_path / "troupe.db", reconnect_base_s=0.05, reconnect_cap_s=0.2)
+            daemon = Daemon(settings, results, environ)
             running.append((daemon, asyncio.create_task(daemon.run())))
             return running[-1]
 

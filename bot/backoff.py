@@ -1,0 +1,45 @@
+"""Delays between retries: exponential, capped, with jitter.
+
+::
+
+    backoff = ExponentialBackoff(base=2.0, cap=60.0)
+    while True:
+        try:
+            return await connect()
+        except OSError:
+            await asyncio.sleep(backoff.delay())
+
+The n-th delay (counting from 0) is drawn uniformly from ``[d/2, d]`` with
+``d = min(cap, base * 2**n)``: half of it guaranteed so retries do spread out, the other half
+random so many clients that failed together do not retry together. ``reset()`` starts again
+from ``base`` (call it once the thing being retried works again).
+"""
+
+from __future__ import annotations
+
+import random
+
+__all__ = ["ExponentialBackoff"]
+
+
+class ExponentialBackoff:
+    """Retry delays that double from ``base`` up to ``cap`` seconds."""
+
+    __slots__ = ("base", "cap", "attempts", "_random")
+
+    def __init__(self, base: float = 1.0, cap: float = 60.0, *, rng: random.Random | None = None) -> None:
+        if base <= 0 or cap < base:
+            raise ValueError(f"backoff needs 0 < base <= cap, not base={base} cap={cap}")
+        self.base = base
+        self.cap = cap
+        self.attempts = 0
+        self._random = rng or random.Random()
+
+    def delay(self) -> float:
+        """The next delay in seconds (and count one more attempt)."""
+        ceiling = min(self.cap, self.base * 2 ** min(self.attempts, 62))
+        self.attempts += 1
+        return self._random.uniform(ceiling / 2, ceiling)
+
+    def reset(self) -> None:
+        self.attempts = 0
