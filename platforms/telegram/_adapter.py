@@ -335,6 +335,9 @@ class TelegramAdapter:
     async def _on_edit(self, message: Message) -> None:
         if message.from_user is None or message.from_user.id == self.bot_id:
             return
+        # An edit of a message troupe never saw is stored as new: its room and author must exist.
+        room = await self._ensure_room(message)
+        await self._ensure_entity(message.from_user, room)
         memory = memory_for_message(self.runtime.agent_id, message, bot_id=self.bot_id, bot_username=self.username)
         await self.runtime.emit(EventType.MESSAGE_UPDATED, {"message": memory, "source": SOURCE})
 

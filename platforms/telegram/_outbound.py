@@ -18,6 +18,8 @@ from telegram import Bot, Message, ReplyParameters
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TimedOut
 
+from bot.backoff import ExponentialBackoff
+
 from ._markdown import split_for_telegram
 
 __all__ = ["send_text"]
@@ -26,6 +28,7 @@ _log = logging.getLogger(__name__)
 
 _ATTEMPTS = 4
 _BACKOFF_S = 1.0
+_BACKOFF_CAP_S = 8.0
 _MAX_WAIT_S = 120.0  # a longer flood wait than this is not worth holding a reply for
 _SEND_TIMEOUT_S = 60.0
 
@@ -38,7 +41,7 @@ def retry_seconds(exc: RetryAfter) -> float:
 
 
 async def _with_retries(send: Any) -> Message:
-    delay = _BACKOFF_S
+    backoff = ExponentialBackoff(_BACKOFF_S, _BACKOFF_CAP_S)
     for attempt in range(1, _ATTEMPTS + 1):
         try:
             async with asyncio.timeout(_SEND_TIMEOUT_S):
@@ -52,9 +55,9 @@ async def _with_retries(send: Any) -> Message:
         except (TimedOut, NetworkError, TimeoutError) as exc:
             if isinstance(exc, BadRequest) or attempt == _ATTEMPTS:  # BadRequest is a NetworkError too
                 raise
-            _log.info("sending to Telegram failed (%s); retrying in %.0f s", exc.__class__.__name__, delay)
+            delay = backoff.delay()
+            _log.info("sending to Telegram failed (%s); retrying in %.1f s", exc.__class__.__name__, delay)
             await asyncio.sleep(delay)
-            delay *= 2
     raise AssertionError("unreachable")
 
 

@@ -142,6 +142,12 @@ def markdown_v2_plain(text: str) -> str:
     def byte_offset(index: int) -> int:
         return len(text[:index].encode("utf-8"))
 
+    def find(start: int, closing: str) -> int:
+        """Index of the next unescaped ``closing`` from ``start`` (``n`` if none)."""
+        while start < n and text[start] != closing:
+            start += 2 if text[start] == "\\" else 1
+        return start
+
     while i < n:
         ch = text[i]
         if ch == "\\":
@@ -159,23 +165,17 @@ def markdown_v2_plain(text: str) -> str:
             i = end + 3
             continue
         if ch == "`":
-            end = i + 1
-            while end < n and text[end] != "`":
-                end += 2 if text[end] == "\\" else 1
+            end = find(i + 1, "`")
             if end >= n:
                 raise ValueError(f"Can't find end of Code entity at byte offset {byte_offset(i)}")
             out.append(text[i + 1:end].replace("\\`", "`").replace("\\\\", "\\"))
             i = end + 1
             continue
         if ch == "[":
-            close = i + 1
-            while close < n and text[close] != "]":
-                close += 2 if text[close] == "\\" else 1
+            close = find(i + 1, "]")
             if close >= n or not text.startswith("](", close):
                 raise ValueError(f"Can't find end of TextUrl entity at byte offset {byte_offset(i)}")
-            end = close + 2
-            while end < n and text[end] != ")":
-                end += 2 if text[end] == "\\" else 1
+            end = find(close + 2, ")")
             if end >= n:
                 raise ValueError(f"Can't find end of TextUrl entity at byte offset {byte_offset(i)}")
             out.append(markdown_v2_plain(text[i + 1 : close]))

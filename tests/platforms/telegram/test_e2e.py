@@ -44,6 +44,7 @@ async def test_forum_topics_are_separate_conversations(scene) -> None:
     await s.start(with_brann=False)
     s.brain.plans["Ada"] += [plan("About the plot.", "REPLY,FOLLOW_ROOM"), plan("About the lore.")]
     await s.fake.user_says(s.sam, forum, "Ada, follow the plot please", topic=plot)
+    await s.fake.wait_for_sent(s.ada, 1)  # one at a time: the scripted plans are taken in order
     await s.fake.user_says(s.sam, forum, "Ada, and the lore?", topic=lore)
     sent = await s.fake.wait_for_sent(s.ada, 2)
     assert {(m["thread_id"], m["text"]) for m in sent} == {(plot, "About the plot."), (lore, "About the lore.")}
@@ -74,6 +75,8 @@ async def test_long_replies_and_reserved_characters_arrive_intact(scene) -> None
     chat = s.fake.private(s.sam, s.ada)
     await s.fake.user_says(s.sam, chat, "give me everything")
     sent = await s.fake.wait_for_sent(s.ada, 2)
+    await asyncio.sleep(0.1)
+    assert len(s.ada.sent) == 2 and all(len(m["raw"]) <= 4096 for m in sent)
     assert "\n".join(m["text"] for m in sent) == long and all(m["parse_mode"] == "MarkdownV2" for m in sent)
     await s.fake.user_says(s.sam, chat, "and the symbols?")
     assert (await s.fake.wait_for_sent(s.ada, 3))[2]["text"] == RESERVED
@@ -146,6 +149,17 @@ async def test_photos_are_described_and_documents_read(scene) -> None:
     assert "A ginger cat asleep on a keyboard." in planning[0]
     assert "Chapter 3 needs a twist." in planning[1]
     assert "token-ada" not in "".join(s.brain.prompts)  # file URLs carry the token: never shown to a model
+
+
+async def test_telegram_down_at_start_is_waited_out(scene, caplog) -> None:
+    s = scene
+    s.fake.fail_next("getMe", status=502, description="Bad Gateway", bot=s.ada, times=3)
+    with caplog.at_level(logging.INFO):
+        await s.start(with_brann=False)
+    assert "Ada: could not reach telegram (" in caplog.text and "Ada: connected to telegram after" in caplog.text
+    s.brain.plans["Ada"].append(plan("Back."))
+    await s.fake.user_says(s.sam, s.fake.private(s.sam, s.ada), "you there?")
+    assert (await s.fake.wait_for_sent(s.ada, 1))[0]["text"] == "Back."
 
 
 async def test_a_bad_token_stops_only_that_character(scene, caplog) -> None:
