@@ -15,12 +15,19 @@ TEXT_EMBEDDING      :class:`EmbeddingParams` or ``None``  ``list[float]``; ``Non
                                                           length, no network call)
 TRANSCRIPTION       :class:`TranscriptionParams`          ``str``
 IMAGE_DESCRIPTION   :class:`ImageDescriptionParams`       ``{"title": str, "description": str}``
-TEXT_TO_SPEECH      :class:`SpeechParams`                 ``bytes`` (audio in ``format``)
+TEXT_TO_SPEECH      :class:`SpeechParams`                 ``bytes`` (audio in ``format``), or a
+                                                          :class:`SpeechStream` when ``stream``
 ==================  ====================================  =======================================
+
+A streaming TEXT_TO_SPEECH handler returns once the first audio has arrived, so a refused key or
+an unknown voice fails inside ``use_model`` (and the next handler is tried) rather than later
+while the audio is being played.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal, NotRequired, TypedDict
 
@@ -29,6 +36,7 @@ __all__ = [
     "ImageDescriptionParams",
     "ModelType",
     "SpeechParams",
+    "SpeechStream",
     "TextParams",
     "TranscriptionParams",
     "model_type",
@@ -79,6 +87,9 @@ class TextParams(TypedDict):
     temperature: NotRequired[float]
     max_tokens: NotRequired[int]
     stop: NotRequired[list[str]]
+    on_delta: NotRequired[Callable[[str], None]]
+    """Called with each new piece of the answer as the model writes it (handlers that cannot
+    stream simply never call it); the handler still returns the whole answer."""
 
 
 class EmbeddingParams(TypedDict):
@@ -101,3 +112,50 @@ class SpeechParams(TypedDict):
     text: str
     voice: NotRequired[str]
     format: NotRequired[Literal["mp3", "opus", "wav", "pcm"]]
+    stream: NotRequired[bool]
+    """Return a :class:`SpeechStream` (audio as it is generated) instead of ``bytes``."""
+
+
+@dataclass(slots=True)
+class SpeechStream:
+    """Audio arriving in pieces, in one format.
+
+    ``format`` is what the bytes are: ``mp3``, ``opus`` (Ogg/Opus), ``wav``, or raw 16-bit
+    little-endian mono PCM as ``pcm_<rate>`` (``pcm_16000``, ``pcm_24000`` …).
+    """
+
+    format: str
+    chunks: AsyncIterator[bytes]
+    provider: str = ""
+    first: bytes = field(default=b"", repr=False)
+    """Audio already received (handlers read ahead to know the request worked)."""
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[bytes]:
+        if self.first:
+            yield self.first
+        async for chunk in self.chunks:
+            if chunk:
+                yield chunk
+
+    async def aclose(self) -> None:
+        """Stop receiving (the consumer wants no more): closes the request behind the stream."""
+        close = getattr(self.chunks, "aclose", None)
+        if close is not None:
+            await close()
+
+    async def read(self) -> bytes:
+        """All of the audio (waits for the end)."""
+        return b"".join([chunk async for chunk in self])
+
+    @classmethod
+    def of(cls, audio: bytes, format: str, provider: str = "") -> SpeechStream:
+        """A stream of audio that is already complete."""
+
+        async def nothing() -> AsyncIterator[bytes]:
+            return
+            yield b""  # pragma: no cover
+
+        return cls(format, nothing(), provider, first=audio)

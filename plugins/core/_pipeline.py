@@ -27,6 +27,7 @@ from ._attachments import AttachmentFetcher, process_attachments
 from ._embedding import embed_later
 from ._gate import Decision, Verdict, decide
 from ._parse import parse_response
+from ._streaming import ReplyWatcher
 from ._prompts import render, template
 
 if TYPE_CHECKING:
@@ -94,7 +95,8 @@ class MessagePipeline:
             _log.error("%s: MESSAGE_RECEIVED without a message; ignored", self.runtime.character.name)
             return
         outcome = await self.handle(message, payload.get("callback"), fetch=payload.get("fetch_attachment"),
-                                    on_responding=payload.get("on_responding"))
+                                    on_responding=payload.get("on_responding"),
+                                    on_reply_text=payload.get("on_reply_text"))
         done = payload.get("on_complete")
         if done is not None:
             await done(outcome)
@@ -104,13 +106,16 @@ class MessagePipeline:
     async def handle(
         self, message: Memory, callback: HandlerCallback | None, *, fetch: AttachmentFetcher | None = None,
         on_responding: Callable[[], Awaitable[None]] | None = None,
+        on_reply_text: Callable[[str], None] | None = None,
     ) -> Outcome:
         """Run the whole pipeline for ``message``; never raises.
 
-        Platform hooks, both optional: ``fetch`` downloads an attachment's bytes (the platform's
+        Platform hooks, all optional: ``fetch`` downloads an attachment's bytes (the platform's
         own way), so images, audio and text files can be read once the agent decides to respond;
         ``on_responding`` is awaited at that moment, so the platform can show "typing…" only
-        for messages that will be answered.
+        for messages that will be answered; ``on_reply_text`` is called with the reply text so
+        far while the model is still writing it, once the plan says REPLY (voice starts speaking
+        the first sentence then). The reply itself still arrives through ``callback``.
         """
         rt = self.runtime
         if message.entity_id == rt.agent_id:
@@ -125,7 +130,7 @@ class MessagePipeline:
             # room state: within this message, identical reads share one query until a write.
             async with asyncio.timeout(timeout):
                 with rt.store.database.shared_reads():
-                    outcome = await self._handle(message, callback, fetch, on_responding)
+                    outcome = await self._handle(message, callback, fetch, on_responding, on_reply_text)
         except TimeoutError:
             _log.warning("%s: gave up on a message in room %s after %.0f s", rt.character.name, message.room_id, timeout)
             await rt.emit(EventType.RUN_TIMEOUT, {"runId": run_id, "messageId": message.id, "roomId": message.room_id})
@@ -140,7 +145,7 @@ class MessagePipeline:
 
     async def _handle(
         self, message: Memory, callback: HandlerCallback | None, fetch: AttachmentFetcher | None,
-        on_responding: Callable[[], Awaitable[None]] | None,
+        on_responding: Callable[[], Awaitable[None]] | None, on_reply_text: Callable[[str], None] | None = None,
     ) -> Outcome:
         rt, store = self.runtime, self.runtime.store
         # Together: one wait for the database, not three. Storing the message changes neither the
@@ -183,17 +188,18 @@ class MessagePipeline:
                     _log.exception("%s: the platform's on_responding hook failed", rt.character.name)
             if await process_attachments(rt, message, fetch):
                 await store.update_memory(message.id, content=message.content)
-            return await self._respond(message, callback, verdict, token)
+            return await self._respond(message, callback, verdict, token, on_reply_text)
         finally:
             if self._latest.get(message.room_id) == token:
                 del self._latest[message.room_id]
 
-    async def _respond(self, message: Memory, callback: HandlerCallback | None, verdict: Verdict, token: str) -> Outcome:
+    async def _respond(self, message: Memory, callback: HandlerCallback | None, verdict: Verdict, token: str,
+                       on_reply_text: Callable[[str], None] | None = None) -> Outcome:
         rt = self.runtime
         # What was attached to this message is part of what it says: show it when planning.
         extra = ["ACTIONS", "ATTACHMENTS"] if message.content.get("attachments") else ["ACTIONS"]
         state = await rt.compose_state(message, extra)
-        plan = await self._plan(state)
+        plan = await self._plan(state, on_reply_text)
         if plan is None:
             return Outcome("silent", "the model's reply never parsed")
         if self._latest.get(message.room_id) != token and not verdict.addressed:
@@ -240,13 +246,16 @@ class MessagePipeline:
         choice = str((action[-1] if isinstance(action, list) and action else action) or "").strip().upper()
         return choice if choice in ("RESPOND", "STOP") else "IGNORE"
 
-    async def _plan(self, state: State) -> dict[str, Any] | None:
+    async def _plan(self, state: State, on_reply_text: Callable[[str], None] | None = None) -> dict[str, Any] | None:
         """Ask the large model what to do; up to three tries for a reply that parses."""
         rt = self.runtime
         prompt = render(template(rt.character.templates, "messageHandlerTemplate"), state.values, rng=rt.rng)
         for attempt in range(1, _PLAN_ATTEMPTS + 1):
+            params: dict[str, Any] = {"prompt": prompt}
+            if on_reply_text is not None and attempt == 1:
+                params["on_delta"] = ReplyWatcher(on_reply_text).feed
             try:
-                raw = await rt.use_model(ModelType.TEXT_LARGE, {"prompt": prompt})
+                raw = await rt.use_model(ModelType.TEXT_LARGE, params)
             except ModelError as exc:
                 _log.warning("%s: no reply: %s", rt.character.name, exc)
                 return None

@@ -10,10 +10,11 @@ from __future__ import annotations
 import email.utils
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack, contextmanager
 from typing import Any, TypeVar
 
+import httpx
 import openai
 
 from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelUnavailable
@@ -22,6 +23,7 @@ from bot.models import (
     ImageDescriptionParams,
     ModelType,
     SpeechParams,
+    SpeechStream,
     TextParams,
     TranscriptionParams,
 )
@@ -44,6 +46,8 @@ _IMAGE_FORMAT = (
 )
 # Longest excerpt of a server's error message quoted in a ModelError.
 _DETAIL_LIMIT = 200
+# response_format → bot.models.SpeechStream format: OpenAI's raw PCM is 24 kHz mono s16le.
+_SPEECH_FORMATS = {"pcm": "pcm_24000"}
 
 
 class OpenAIModels:
@@ -183,25 +187,92 @@ class OpenAIModels:
         )
         return parse_image_description(self._content(response, ModelType.IMAGE_DESCRIPTION))
 
-    async def text_to_speech(self, runtime: Any, params: SpeechParams) -> bytes:
-        """Audio bytes in ``params["format"]`` (mp3 by default)."""
+    async def text_to_speech(self, runtime: Any, params: SpeechParams) -> bytes | SpeechStream:
+        """Audio bytes in ``params["format"]`` (mp3 by default); with ``stream``, a SpeechStream.
+
+        A stream is returned once its first audio has arrived (bot/models.py), so a refused key
+        raises here and the runtime can try another provider. Its response stays open until the
+        stream is read to the end or its ``chunks`` are closed.
+        """
         model = self.config.tts_model
-        extra: dict[str, Any] = {}
+        audio_format = params.get("format") or "mp3"
+        request: dict[str, Any] = {
+            "model": model,
+            "voice": params.get("voice") or self.config.tts_voice,
+            "input": params["text"],
+            "response_format": audio_format,
+        }
         if self.config.tts_instructions:
-            extra["instructions"] = self.config.tts_instructions
+            request["instructions"] = self.config.tts_instructions
+        if params.get("stream"):
+            return await self._speech_stream(model, audio_format, request)
         response = await self._call(
-            ModelType.TEXT_TO_SPEECH,
-            self.config.chat,
-            model,
-            lambda c: c.audio.speech.create(
-                model=model,
-                voice=params.get("voice") or self.config.tts_voice,
-                input=params["text"],
-                response_format=params.get("format") or "mp3",
-                **extra,
-            ),
+            ModelType.TEXT_TO_SPEECH, self.config.chat, model, lambda c: c.audio.speech.create(**request)
         )
         return response.content
+
+    async def _speech_stream(self, model: str, audio_format: str, request: dict[str, Any]) -> SpeechStream:
+        """Open a streamed speech response and read until its first audio (see text_to_speech)."""
+        kind, endpoint = ModelType.TEXT_TO_SPEECH, self.config.chat
+        client = self._clients.get(_client_key(endpoint))
+        if client is None:
+            raise ModelError(f"{self.agent}: the openai plugin is closed", provider=endpoint.provider, model_type=kind)
+        started = time.perf_counter()
+        # The response is entered here and left by whoever finishes with it: this method on a
+        # failure, the chunk generator below otherwise.
+        stack = AsyncExitStack()
+        try:
+            with self._translate_errors(kind, endpoint, model):
+                response = await stack.enter_async_context(
+                    client.audio.speech.with_streaming_response.create(**request)
+                )
+            chunks = response.iter_bytes()
+            first = await self._next_audio(chunks, endpoint, model)
+        except BaseException:
+            await stack.aclose()
+            raise
+        if not first:
+            await stack.aclose()
+            raise ModelError(
+                f"{self.agent}: {model} on {endpoint.provider} returned no audio",
+                provider=endpoint.provider,
+                model_type=kind,
+            )
+        _log.debug(
+            "%s: %s %s via %s: first audio in %.0f ms",
+            self.agent, kind.value, model, endpoint.provider, (time.perf_counter() - started) * 1000,
+        )
+
+        async def rest() -> AsyncGenerator[bytes, None]:
+            try:
+                yield b""  # see below
+                while chunk := await self._next_audio(chunks, endpoint, model):
+                    yield chunk
+            finally:  # read to the end, failed, or closed early by the consumer
+                await stack.aclose()
+
+        # Started up to its first (empty) yield, so that closing it runs the ``finally`` even
+        # if nobody read from it: an async generator closed before it starts never runs its body.
+        audio = rest()
+        await anext(audio)
+        return SpeechStream(_SPEECH_FORMATS.get(audio_format, audio_format), audio, endpoint.provider, first=first)
+
+    async def _next_audio(self, chunks: AsyncIterator[bytes], endpoint: Endpoint, model: str) -> bytes:
+        """The next non-empty piece of a streamed body; ``b""`` at its end."""
+        kind = ModelType.TEXT_TO_SPEECH
+        try:
+            with self._translate_errors(kind, endpoint, model):
+                async for chunk in chunks:
+                    if chunk:
+                        return chunk
+        except httpx.HTTPError as exc:  # the body is read by httpx itself; openai does not wrap these
+            raise ModelUnavailable(
+                f"{self.agent}: {kind.value} via {endpoint.provider} ({model}): the audio stream from "
+                f"{display_url(endpoint.base_url)} broke ({type(exc).__name__})",
+                provider=endpoint.provider,
+                model_type=kind,
+            ) from exc
+        return b""
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -210,10 +281,31 @@ class OpenAIModels:
         for name in ("temperature", "max_tokens", "stop"):
             if params.get(name) is not None:
                 extra[name] = params[name]  # type: ignore[literal-required]
+        on_delta = params.get("on_delta")
+        if on_delta is not None:
+            return await self._streamed_text(kind, model, messages, on_delta, extra)
         response = await self._call(
             kind, self.config.chat, model, lambda c: c.chat.completions.create(model=model, messages=messages, **extra)
         )
         return self._content(response, kind)
+
+    async def _streamed_text(self, kind: ModelType, model: str, messages: list[Any], on_delta: Callable[[str], None],
+                             extra: dict[str, Any]) -> str:
+        """The answer, streamed: ``on_delta`` sees each piece as it arrives (voice starts speaking early)."""
+        endpoint = self.config.chat
+        stream = await self._call(kind, endpoint, model, lambda c: c.chat.completions.create(
+            model=model, messages=messages, stream=True, **extra))
+        pieces: list[str] = []
+        with self._translate_errors(kind, endpoint, model):
+            async for chunk in stream:
+                delta = chunk.choices[0].delta.content if chunk.choices else None
+                if delta:
+                    pieces.append(delta)
+                    on_delta(delta)
+        if not pieces:
+            raise ModelError(f"{self.agent}: {model} on {endpoint.provider} streamed no text ({kind.value})",
+                             provider=endpoint.provider, model_type=kind)
+        return "".join(pieces)
 
     async def _object(self, runtime: Any, params: TextParams, kind: ModelType, model: str) -> dict[str, Any]:
         text = await self._text(runtime, params, kind, model, response_format={"type": "json_object"})

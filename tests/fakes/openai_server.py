@@ -33,7 +33,9 @@ and an empty queue means the default reply. A reply is:
 - chat: a ``str``, or ``callable(request_json) -> str``;
 - embeddings: a vector (``list[float]``, used for every input) or ``callable(text) -> list[float]``;
 - transcriptions: a ``str`` or ``callable(fields) -> str``;
-- speech: ``bytes`` or ``callable(request_json) -> bytes``;
+- speech: ``bytes`` or ``callable(request_json) -> bytes``; or a list of pieces sent one by one
+  as a chunked body, each ``bytes`` or an ``asyncio.Event`` to wait for before going on (a
+  stream the client closes early is then recorded in ``server.aborted``);
 - any endpoint: a :class:`Fail` — an OpenAI-style error with ``status``, sent ``times`` times
   (``None``: for ever) before the queue moves on; ``retry_after`` sets ``Retry-After``
   (seconds; the openai client honours it, so ``0.01`` keeps retry tests fast).
@@ -178,6 +180,8 @@ class FakeOpenAIServer:
         self.models = list(models)
         self.latency = latency
         self.requests: list[RecordedRequest] = []
+        self.aborted: list[str] = []
+        """Endpoints whose streamed reply the client stopped reading before the end."""
         self._queues = {name: _Queue() for name in ("chat", "embeddings", "transcriptions", "speech", "models")}
         self._runner: web.AppRunner | None = None
         self._closed = asyncio.Event()
@@ -432,7 +436,7 @@ class FakeOpenAIServer:
             return web.Response(text=text, content_type="text/plain")
         return web.json_response({"text": text})
 
-    async def _speech(self, request: web.Request) -> web.Response:
+    async def _speech(self, request: web.Request) -> web.StreamResponse:
         recorded, reply = await self._begin(request, "speech")
         body = recorded.json if isinstance(recorded.json, dict) else {}
         if callable(reply):
@@ -440,8 +444,31 @@ class FakeOpenAIServer:
         if isinstance(reply, Fail):
             return _error(reply)
         audio_format = body.get("response_format", "mp3")
+        if isinstance(reply, (list, tuple)):
+            content_type = _AUDIO_TYPES.get(audio_format, "application/octet-stream")
+            return await self._pieces(request, "speech", reply, content_type)
         audio = reply if isinstance(reply, bytes) else f"FAKE-AUDIO:{audio_format}:{body.get('input', '')}".encode()
         return web.Response(body=audio, content_type=_AUDIO_TYPES.get(audio_format, "application/octet-stream"))
+
+    async def _pieces(
+        self, request: web.Request, endpoint: str, pieces: Iterable[Any], content_type: str
+    ) -> web.StreamResponse:
+        """Send ``pieces`` as a chunked body, waiting on any ``asyncio.Event`` among them."""
+        response = web.StreamResponse(headers={"Content-Type": content_type})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        try:
+            for piece in pieces:
+                if isinstance(piece, asyncio.Event):
+                    await piece.wait()
+                else:
+                    await response.write(piece)
+        except (asyncio.CancelledError, ConnectionResetError):
+            # The handler is cancelled when the client goes away (handler_cancellation).
+            self.aborted.append(endpoint)
+            raise
+        await response.write_eof()
+        return response
 
     async def _models(self, request: web.Request) -> web.Response:
         _, reply = await self._begin(request, "models")
