@@ -15,9 +15,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 import discord
 
 from bot.connections import Connections, TokenClaims, record_sent
@@ -38,6 +40,7 @@ from ._mapping import (
 )
 from ._outbound import files_of, send_chunks
 from ._rest import point_gateway
+from ._voice import VoiceManager
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -72,10 +75,14 @@ class _Client(discord.Client):
     """A discord.py client that hands every event it cares about to its adapter."""
 
     def __init__(self, adapter: DiscordAdapter, intents: discord.Intents) -> None:
+        extra: dict[str, Any] = {}
+        if adapter.config.ca_file:
+            # discord.py dials voice servers over wss:// only; a self-hosted server's own CA must be trusted.
+            extra["connector"] = aiohttp.TCPConnector(ssl=ssl.create_default_context(cafile=adapter.config.ca_file))
         # No member chunking at start: large guilds would take minutes, and entities are
         # created as people speak.
         super().__init__(intents=intents, chunk_guilds_at_startup=False, max_messages=500,
-                         guild_ready_timeout=adapter.config.guild_ready_timeout)
+                         guild_ready_timeout=adapter.config.guild_ready_timeout, **extra)
         self.adapter = adapter
         self.tree = discord.app_commands.CommandTree(self)
 
@@ -122,6 +129,7 @@ class DiscordAdapter:
         self._ready = asyncio.Event()
         self._worlds: set[int] = set()
         self.connections = Connections(runtime, SOURCE)
+        self.voice = VoiceManager(self)
         self._admins_seen: set[tuple[int, int]] = set()
         self._handling: set[asyncio.Task[Any]] = set()
 
@@ -146,9 +154,15 @@ class DiscordAdapter:
         self.runtime.on_close(self.close)
         if self.runtime.get_service(SOURCE) is None:
             self.runtime.register_service(SOURCE, self)
+        if self.config.voice_enabled:
+            from ._voice_actions import join_voice, leave_voice
+
+            for action in (join_voice, leave_voice):
+                self.runtime.register_action(action)
 
     async def _connect(self, token: str) -> None:
         intents = base_intents()
+        intents.voice_states = self.config.voice_enabled  # who is in which voice channel
         intents.members = await self._check_application()
         self.client = client = _Client(self, intents)
         from ._commands import register_commands
@@ -202,6 +216,7 @@ class DiscordAdapter:
         runtime and its database go away."""
         self.runtime.unregister_service(SOURCE)
         _tokens.release(self.config.token.get_secret_value(), self.name)
+        await self.voice.close()
         if self.client is not None and not self.client.is_closed():
             await self.client.close()
         if self._handling:
@@ -252,6 +267,8 @@ class DiscordAdapter:
         except discord.HTTPException as exc:
             _log.warning("%s: could not register the /troupe command: %s", self.name, exc)
         self._ready.set()
+        if self.config.voice_enabled:
+            await self.guarded("voice auto-join", self.voice.auto_join(list(self.client.guilds)))
 
     async def on_guild_join(self, guild: discord.Guild) -> None:
         await self._announce(guild, EventType.WORLD_JOINED)
@@ -427,6 +444,9 @@ class DiscordAdapter:
             except Exception as exc:
                 self._log_send_failure(message.channel, exc)
                 return []
+            session = self.voice.session_for_text_channel(message.channel.id)
+            if session is not None:  # in voice with this channel as its text side: say it too
+                session.say(str(content.get("text") or ""))
             return await self._remember(sent, content, incoming.room_id, incoming.world_id, in_reply_to=incoming.id)
 
         return reply

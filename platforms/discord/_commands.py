@@ -80,3 +80,37 @@ def register_commands(adapter: DiscordAdapter, tree: app_commands.CommandTree) -
         await interaction.response.send_message(answer, ephemeral=True)
 
     tree.add_command(troupe)
+    if adapter.config.voice_enabled:
+        _register_voice_commands(adapter, tree)
+
+
+def _register_voice_commands(adapter: DiscordAdapter, tree: app_commands.CommandTree) -> None:
+    from ._voice import VoiceError
+
+    @app_commands.command(name="join", description=f"{adapter.name} joins a voice channel (yours if none is given)")
+    @app_commands.describe(channel="the voice channel; leave empty for the one you are in")
+    async def join(interaction: discord.Interaction,
+                   channel: discord.VoiceChannel | discord.StageChannel | None = None) -> None:
+        member = interaction.user
+        target = channel or (member.voice.channel if isinstance(member, discord.Member) and member.voice else None)
+        if interaction.guild is None or target is None:
+            await interaction.response.send_message("Join which voice channel? Name one, or join one first.",
+                                                    ephemeral=True)
+            return
+        await interaction.response.defer(ephemeral=True)  # connecting can take longer than Discord's 3 s
+        resolved = interaction.guild.get_channel(target.id) or target
+        try:
+            await adapter.voice.join(resolved, text_channel=interaction.channel)
+        except VoiceError as exc:
+            await interaction.followup.send(str(exc), ephemeral=True)
+            return
+        await interaction.followup.send(f"Joined {resolved.name}.", ephemeral=True)
+
+    @app_commands.command(name="leave", description=f"{adapter.name} leaves the voice channel")
+    async def leave(interaction: discord.Interaction) -> None:
+        left = await adapter.voice.leave(interaction.guild) if interaction.guild is not None else None
+        answer = f"Left {left}." if left else "I'm not in a voice channel here."
+        await interaction.response.send_message(answer, ephemeral=True)
+
+    tree.add_command(join)
+    tree.add_command(leave)

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
+from bot.audio import VadConfig
 from bot.errors import ConfigError
 from bot.settings import SettingReader
 
@@ -39,6 +41,17 @@ class DiscordConfig:
     """A Discord-compatible REST base URL (``…/api/v10``); ``None`` for discord.com."""
     guild_ready_timeout: float = 2.0
     """How long discord.py waits for more servers before it calls the bot ready."""
+    voice_enabled: bool = False
+    """Joining voice channels (by action, ``/join`` or DISCORD_VOICE_CHANNEL_ID)."""
+    voice_channel_id: str | None = None
+    """A voice channel to join at start."""
+    voice_listen: bool = True
+    """Listen to people in voice channels (off: speak replies to text only)."""
+    vad: VadConfig = field(default_factory=VadConfig)
+    barge_in_db: float = -40.0
+    """How loud (dBFS) someone must speak over the character, for 200 ms, to stop it."""
+    ca_file: str | None = None
+    """Extra CA certificates to trust (a self-hosted Discord-compatible server with its own CA)."""
 
 
 def _object_flag(agent: str, section: Mapping[str, Any], key: str) -> bool | None:
@@ -66,6 +79,32 @@ def _api_base(agent: str, raw: str | None) -> str | None:
     return base if re.search(r"/v\d+$", base) else f"{base}/v10"
 
 
+def _barge_in(agent: str, raw: str | None) -> float:
+    if raw is None:
+        return -40.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 1.0
+    if not -90.0 <= value <= 0.0:
+        raise ConfigError(f"{agent}: VOICE_BARGE_IN_DB must be a level in dBFS between -90 and 0 (default -40), "
+                          f"not {raw!r}")
+    return value
+
+
+def _check_voice_libraries(agent: str) -> None:
+    """Voice needs PyNaCl (transport encryption) and davey (DAVE): say so at start, not at first use."""
+    missing = []
+    for module, package in (("nacl.secret", "PyNaCl"), ("davey", "davey")):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(package)
+    if missing:
+        raise ConfigError(f"{agent}: Discord voice needs {' and '.join(missing)}; install troupe again "
+                          "(pip install -e .) — they come with discord.py[voice]")
+
+
 def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> DiscordConfig:
     """The agent's Discord configuration.
 
@@ -91,7 +130,31 @@ def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> Di
         listed = {str(i).strip() for i in allowed}
         # Both lists given: upstream applies them one after the other, so only their overlap is heard.
         channel_ids = sorted(listed & set(channel_ids)) if channel_ids is not None else sorted(listed)
+    voice_channel = read.optional("DISCORD_VOICE_CHANNEL_ID")
+    if voice_channel is not None and not re.fullmatch(r"\d+", voice_channel.strip()):
+        raise ConfigError(f"{agent}: DISCORD_VOICE_CHANNEL_ID must be a channel id (digits; right-click the "
+                          f"channel → Copy Channel ID), not {voice_channel!r}")
+    voice_enabled = read.flag("DISCORD_VOICE_ENABLED") or voice_channel is not None
+    vad = VadConfig(
+        silence_s=read.positive_float("VOICE_SILENCE_S", VadConfig.silence_s),
+        min_speech_s=read.positive_float("VOICE_MIN_SPEECH_S", VadConfig.min_speech_s),
+        max_utterance_s=read.positive_float("VOICE_MAX_UTTERANCE_S", VadConfig.max_utterance_s),
+    )
+    if vad.min_speech_s >= vad.max_utterance_s:
+        raise ConfigError(f"{agent}: VOICE_MIN_SPEECH_S ({vad.min_speech_s}) must be less than "
+                          f"VOICE_MAX_UTTERANCE_S ({vad.max_utterance_s})")
+    ca_file = read.optional("DISCORD_CA_FILE")
+    if ca_file is not None and not Path(ca_file).is_file():
+        raise ConfigError(f"{agent}: DISCORD_CA_FILE {ca_file!r} is not a file; give the path of a PEM bundle")
+    if voice_enabled:
+        _check_voice_libraries(agent)
     return DiscordConfig(
+        voice_enabled=voice_enabled,
+        voice_channel_id=voice_channel.strip() if voice_channel else None,
+        voice_listen=read.flag("DISCORD_VOICE_LISTEN", True),
+        vad=vad,
+        barge_in_db=_barge_in(agent, read.optional("VOICE_BARGE_IN_DB")),
+        ca_file=ca_file,
         token=SecretStr(token),
         application_id=read.optional("DISCORD_APPLICATION_ID"),
         channel_ids=frozenset(channel_ids) if channel_ids is not None else None,

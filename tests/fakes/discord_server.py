@@ -132,6 +132,23 @@ events replayed, then RESUMED; unknown session: INVALID_SESSION false), PRESENCE
 with ``code``; ``send_reconnect(bot)`` sends op 7; ``invalidate_session(bot, resumable=False)``
 sends op 9. Events for a disconnected but resumable session are kept and replayed on RESUME.
 
+Voice (``fake.voice``: a :class:`~tests.fakes.discord_voice.FakeVoiceServer`, see that module)
+---------------------------------------------------------------------------------------------
+
+Started and closed with the fake (pass ``voice=FakeVoiceServer(dave=True, ...)`` to configure
+it). A bot's gateway op 4 with a voice or stage channel it may CONNECT to gets
+VOICE_STATE_UPDATE (to every bot with the ``voice_states`` intent, the bot's own gateway
+``session_id`` in it) and then VOICE_SERVER_UPDATE (``token``, ``guild_id``, ``endpoint`` of the
+voice server) to that bot only; ``channel_id`` null leaves (VOICE_STATE_UPDATE with a null channel,
+the voice token is revoked). Anything else is ignored, as Discord does: discord.py's
+``connect()`` then times out. GUILD_CREATE carries the current ``voice_states``. The voice gateway
+is ``wss://`` only: clients trust ``fake.voice.ca_file``. ``user_joins_voice(user, channel,
+self_mute=, self_deaf=)`` and ``user_leaves_voice(user, guild)`` move simulated people (for a bot,
+leaving is a server-side disconnect); ``voice_state(user, guild)``; ``voice_server_update(bot,
+guild)`` sends a fresh VOICE_SERVER_UPDATE (discord.py reconnects). Per bot:
+``voice_state_updates`` (op 4 payloads). Sound: ``fake.voice.user_speaks(user, opus_packets)``
+and ``fake.voice.session(bot).packets``.
+
 Recording
 ---------
 
@@ -165,6 +182,8 @@ from urllib.parse import quote
 
 from aiohttp import WSMsgType, web
 
+from .discord_voice import FakeVoiceServer
+
 __all__ = [
     "API_VERSION",
     "ChannelType",
@@ -179,6 +198,7 @@ __all__ = [
     "FakeMessage",
     "FakeRole",
     "FakeUser",
+    "FakeVoiceState",
     "Intents",
     "InteractionResponse",
     "Overwrite",
@@ -199,6 +219,7 @@ class Intents:
 
     GUILDS = 1 << 0
     GUILD_MEMBERS = 1 << 1
+    GUILD_VOICE_STATES = 1 << 7
     GUILD_PRESENCES = 1 << 8
     GUILD_MESSAGES = 1 << 9
     GUILD_MESSAGE_REACTIONS = 1 << 10
@@ -344,6 +365,8 @@ class FakeBot(FakeUser):
     presence_updates: list[dict[str, Any]] = field(default_factory=list)
     member_requests: list[dict[str, Any]] = field(default_factory=list)
     gateway_closes: list[int] = field(default_factory=list)
+    voice_state_updates: list[dict[str, Any]] = field(default_factory=list)
+    """Gateway op 4 payloads (join, move, leave voice), in order."""
 
     @property
     def application_flags(self) -> int:
@@ -403,6 +426,8 @@ class FakeGuild:
     members: dict[int, FakeMember] = field(default_factory=dict)
     channels: dict[int, FakeChannel] = field(default_factory=dict)
     """Guild channels and threads."""
+    voice_states: dict[int, FakeVoiceState] = field(default_factory=dict)
+    """Who is in which voice channel, by user id."""
 
     @property
     def everyone(self) -> FakeRole:
@@ -452,6 +477,23 @@ class FakeChannel:
 
     def __repr__(self) -> str:
         return f"<FakeChannel {self.name} type={self.type} {self.id}>"
+
+
+@dataclass(eq=False)
+class FakeVoiceState:
+    """A user (or bot) in a guild's voice channel."""
+
+    user: FakeUser
+    channel: FakeChannel
+    session_id: str
+    """The gateway session of a bot; a random one for a simulated user."""
+    self_mute: bool = False
+    self_deaf: bool = False
+    mute: bool = False
+    deaf: bool = False
+
+    def __repr__(self) -> str:
+        return f"<FakeVoiceState {self.user.name} in {self.channel.name}>"
 
 
 @dataclass(frozen=True)
@@ -740,8 +782,16 @@ class FakeDiscord:
     __test__ = False
 
     def __init__(
-        self, *, heartbeat_interval: int = 41_250, ack_heartbeats: bool = True, members_in_guild_create: bool = True
+        self,
+        *,
+        heartbeat_interval: int = 41_250,
+        ack_heartbeats: bool = True,
+        members_in_guild_create: bool = True,
+        voice: FakeVoiceServer | None = None,
     ) -> None:
+        self.voice = voice if voice is not None else FakeVoiceServer()
+        """The voice server VOICE_SERVER_UPDATE points at, started and closed with this one
+        (see tests/fakes/discord_voice.py); pass one to configure it (DAVE, modes, ...)."""
         self.heartbeat_interval = heartbeat_interval
         """HELLO's heartbeat interval, in milliseconds."""
         self.ack_heartbeats = ack_heartbeats
@@ -792,9 +842,11 @@ class FakeDiscord:
         await site.start()
         self._runner = runner
         self._port = runner.addresses[0][1]
+        await self.voice.start()
 
     async def close(self) -> None:
-        """Close every gateway socket, stop listening, undo patch_discord(). Idempotent."""
+        """Close every gateway socket and the voice server, stop listening, undo
+        patch_discord(). Idempotent."""
         self._closed = True
         for owner, name, value in reversed(self._restore):
             setattr(owner, name, value)
@@ -807,6 +859,7 @@ class FakeDiscord:
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
+        await self.voice.close()
 
     async def __aenter__(self) -> FakeDiscord:
         await self.start()
@@ -1341,7 +1394,7 @@ class FakeDiscord:
             "members": [self._member_payload(m) for m in members],
             "channels": [self._channel_payload(c) for c in channels],
             "threads": [self._channel_payload(c) for c in threads],
-            "voice_states": [],
+            "voice_states": [self._voice_state_payload(v, in_guild_create=True) for v in guild.voice_states.values()],
             "presences": [],
             "stage_instances": [],
             "guild_scheduled_events": [],
@@ -1771,6 +1824,8 @@ class FakeDiscord:
     async def member_leaves(self, guild: FakeGuild, user: FakeUser) -> None:
         """``user`` leaves: GUILD_MEMBER_REMOVE; a leaving bot gets GUILD_DELETE."""
         sessions = self._guild_sessions(guild, 0)
+        if user.id in guild.voice_states:
+            await self.user_leaves_voice(user, guild)
         del guild.members[user.id]
         data = {"guild_id": str(guild.id), "user": self._user_payload(user)}
         for session in sessions:
@@ -1780,6 +1835,127 @@ class FakeDiscord:
             elif session.has(Intents.GUILD_MEMBERS):
                 self._dispatch(session, "GUILD_MEMBER_REMOVE", data)
         self._changed()
+        await self._flush()
+
+    # -- voice ----------------------------------------------------------------------------
+
+    def voice_state(self, user: FakeUser, guild: FakeGuild) -> FakeVoiceState | None:
+        """Where ``user`` is in voice in ``guild``, or None."""
+        return guild.voice_states.get(user.id)
+
+    def _voice_state_payload(
+        self, state: FakeVoiceState, *, left: bool = False, in_guild_create: bool = False
+    ) -> dict[str, Any]:
+        guild = state.channel.guild
+        assert guild is not None
+        payload: dict[str, Any] = {
+            "guild_id": str(guild.id),
+            "channel_id": None if left else str(state.channel.id),
+            "user_id": str(state.user.id),
+            "session_id": state.session_id,
+            "deaf": state.deaf,
+            "mute": state.mute,
+            "self_deaf": state.self_deaf,
+            "self_mute": state.self_mute,
+            "self_video": False,
+            "suppress": False,
+            "request_to_speak_timestamp": None,
+        }
+        if in_guild_create:
+            del payload["guild_id"]  # GUILD_CREATE's voice states are partial
+        member = guild.members.get(state.user.id)
+        if member is not None:
+            payload["member"] = self._member_payload(member)
+        return payload
+
+    def _dispatch_voice_state(self, state: FakeVoiceState, *, left: bool = False) -> None:
+        guild = state.channel.guild
+        assert guild is not None
+        payload = self._voice_state_payload(state, left=left)
+        self._dispatch_guild(guild, Intents.GUILD_VOICE_STATES, "VOICE_STATE_UPDATE", payload)
+        self._changed()
+
+    def _bot_voice_state(self, session: _Session, data: dict[str, Any]) -> None:
+        """Gateway op 4: join, move or (``channel_id`` null) leave a voice channel. Like Discord,
+        a request the bot may not make (unknown guild or channel, not a voice channel, no
+        CONNECT) is ignored; discord.py's ``connect()`` then times out."""
+        bot = session.bot
+        bot.voice_state_updates.append(data)
+        try:
+            guild = self.guilds.get(int(data.get("guild_id") or 0))
+        except (TypeError, ValueError):
+            return
+        if guild is None or bot.id not in guild.members:
+            return
+        if data.get("channel_id") is None:
+            state = guild.voice_states.pop(bot.id, None)
+            self.voice.revoke(bot, guild)
+            if state is not None:
+                self._dispatch_voice_state(state, left=True)
+            return
+        try:
+            channel = guild.channels.get(int(data["channel_id"]))
+        except (TypeError, ValueError):
+            return
+        if channel is None or channel.type not in (ChannelType.VOICE, ChannelType.STAGE):
+            return
+        needed = Permissions.VIEW_CHANNEL | Permissions.CONNECT
+        if self.permissions(bot, channel) & needed != needed:
+            return
+        state = FakeVoiceState(
+            bot, channel, session.id, bool(data.get("self_mute")), bool(data.get("self_deaf"))
+        )
+        guild.voice_states[bot.id] = state
+        self._dispatch_voice_state(state)
+        token = self.voice.grant(bot, guild, channel, session.id)
+        server = {"token": token, "guild_id": str(guild.id), "endpoint": self.voice.endpoint}
+        self._dispatch(session, "VOICE_SERVER_UPDATE", server)
+
+    async def user_joins_voice(
+        self, user: FakeUser, channel: FakeChannel, *, self_mute: bool = False, self_deaf: bool = False
+    ) -> FakeVoiceState:
+        """A simulated user joins (or moves to) a voice channel: VOICE_STATE_UPDATE to the bots
+        with the voice states intent; the voice server gives it an SSRC and tells the bots
+        connected to that channel (CLIENTS_CONNECT). Then ``fake.voice.user_speaks(user, ...)``.
+        Raises ValueError for a bot (bots join through their client) or a non-voice channel."""
+        guild = channel.guild
+        if isinstance(user, FakeBot):
+            raise ValueError(f"{user!r} is a bot: it joins voice with its client (channel.connect())")
+        if guild is None or channel.type not in (ChannelType.VOICE, ChannelType.STAGE):
+            raise ValueError(f"{channel!r} is not a voice channel")
+        if user.id not in guild.members:
+            raise ValueError(f"{user!r} is not a member of {guild!r}")
+        old = guild.voice_states.get(user.id)
+        state = FakeVoiceState(user, channel, old.session_id if old else secrets.token_hex(16), self_mute, self_deaf)
+        guild.voice_states[user.id] = state
+        self._dispatch_voice_state(state)
+        self.voice.participant_joined(user, guild, channel)
+        await self._flush()
+        return state
+
+    async def voice_server_update(self, bot: FakeBot, guild: FakeGuild) -> None:
+        """Move a connected bot to a "new" voice server, as Discord does when one fails: a fresh
+        VOICE_SERVER_UPDATE (new token). discord.py closes its voice websocket (4014) and
+        identifies again: new SSRC, new secret key. Raises ValueError if it is not in voice."""
+        state = guild.voice_states.get(bot.id)
+        session = next((s for s in self._live_sessions(bot) if s.id == (state.session_id if state else None)), None)
+        if state is None or session is None:
+            raise ValueError(f"{bot!r} is not in voice in {guild!r}")
+        token = self.voice.grant(bot, guild, state.channel, session.id)
+        server = {"token": token, "guild_id": str(guild.id), "endpoint": self.voice.endpoint}
+        self._dispatch(session, "VOICE_SERVER_UPDATE", server)
+        await self._flush()
+
+    async def user_leaves_voice(self, user: FakeUser, guild: FakeGuild) -> None:
+        """``user`` leaves voice in ``guild`` (VOICE_STATE_UPDATE with ``channel_id`` null). For
+        a bot this is a server-side disconnect: discord.py's VoiceClient disconnects itself."""
+        state = guild.voice_states.pop(user.id, None)
+        if isinstance(user, FakeBot):
+            self.voice.revoke(user, guild)
+        else:
+            self.voice.participant_left(user, guild)
+        if state is not None:
+            self._dispatch_voice_state(state, left=True)
         await self._flush()
 
     # -- application commands -------------------------------------------------------------
@@ -2065,7 +2241,7 @@ class FakeDiscord:
         elif op == 3:
             conn.session.bot.presence_updates.append(data)
         elif op == 4:
-            pass  # voice state updates: accepted, nothing follows
+            self._bot_voice_state(conn.session, data or {})
         elif op == 8:
             self._request_members(conn.session, data or {})
         else:

@@ -78,6 +78,7 @@ class Scene:
     general: FakeChannel
     lounge: FakeChannel
     launch: Callable[..., Any]
+    openai: FakeOpenAIServer | None = None
     daemon: Daemon | None = None
     task: asyncio.Task[int] | None = None
 
@@ -146,7 +147,7 @@ async def scene(tmp_path: Path) -> AsyncIterator[Scene]:
         sam, cleo = fake.add_user("sam", global_name="Sam"), fake.add_user("cleo")
         guild = fake.add_guild("Writers", owner=sam, members=[ada, brann, cleo])
         yield Scene(fake, brain, ada, brann, sam, cleo, guild, fake.add_channel(guild, "general"),
-                    fake.add_channel(guild, "lounge"), launch)
+                    fake.add_channel(guild, "lounge"), launch, openai)
         for daemon, task in running:
             daemon.stop()
             await asyncio.wait_for(task, 10)

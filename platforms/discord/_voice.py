@@ -1,0 +1,276 @@
+"""A character in Discord voice channels: joining and leaving, listening, answering aloud.
+
+One voice connection per server (Discord's rule). Each connection is a :class:`VoiceSession`:
+its voice channel is a VOICE_GROUP room; what each person says becomes, once they pause, a
+transcribed message from that person in that room, handled by the normal pipeline; the
+character's reply is spoken sentence by sentence while the model is still writing it. A person
+who starts talking over the character stops it (barge-in).
+
+If listening cannot work on a connection (DAVE decryption failing, say), the character says so
+once in the linked text channel and keeps speaking its replies to what is written there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import discord
+from discord.voice_state import VoiceConnectionState
+
+from bot.audio import SPEECH_PCM, Utterance, resample, wav
+from bot.connections import record_sent
+from bot.errors import ModelError
+from bot.events import EventType
+from bot.ids import unique_uuid
+from bot.models import ModelType
+from bot.spoken import SentenceStream
+from bot.types import ChannelType, Memory, now_ms
+
+from ._mapping import SOURCE, discord_id, user_names
+from ._voice_player import SpeechPlayer
+from ._voice_receive import VoiceReceiver
+
+if TYPE_CHECKING:
+    from ._adapter import DiscordAdapter
+
+__all__ = ["VoiceError", "VoiceManager", "VoiceSession"]
+
+_log = logging.getLogger(__name__)
+
+_CONNECT_TIMEOUT_S = 20.0
+_MIN_TRANSCRIPT_CHARS = 3
+_BARGE_IN_FRAMES = 10  # 200 ms of someone's voice over the character's stops it
+
+
+class VoiceError(Exception):
+    """A voice request that cannot be done; the message is fit to show the person who asked."""
+
+
+class _VoiceClient(discord.VoiceClient):
+    """discord.py's VoiceClient, plus the SPEAKING messages that say which SSRC is whom."""
+
+    receiver: VoiceReceiver | None = None
+
+    def create_connection_state(self) -> VoiceConnectionState:
+        return VoiceConnectionState(self, hook=self._on_voice_ws)
+
+    async def _on_voice_ws(self, ws: Any, message: dict[str, Any]) -> None:
+        if message.get("op") == 5 and self.receiver is not None:
+            self.receiver.on_speaking(message.get("d") or {})
+
+
+class VoiceSession:
+    """One voice connection: its channel, its room, its player and its ears."""
+
+    def __init__(self, manager: VoiceManager, client: _VoiceClient, channel: Any, text_channel: Any, room_id: str) -> None:
+        self.manager = manager
+        self.client = client
+        self.channel = channel
+        self.text_channel = text_channel
+        self.room_id = room_id
+        self.player = SpeechPlayer(manager.runtime, client, on_first_frame=self._first_frame)
+        self.receiver: VoiceReceiver | None = None
+        self.first_frame_at: float | None = None
+        self._loud: dict[int, int] = {}
+
+    def _first_frame(self, at: float) -> None:
+        self.first_frame_at = at  # read by the latency benchmark
+
+    def listen(self) -> None:
+        adapter = self.manager.adapter
+        self.receiver = VoiceReceiver(
+            self.client, adapter.config.vad,
+            on_utterance=self._heard, on_voice=self._voice_level, on_failure=self._cannot_listen,
+            bot_ids=lambda: {m.id for m in self.channel.members if m.bot},
+        )
+        self.client.receiver = self.receiver
+        self.receiver.start()
+
+    async def close(self) -> None:
+        if self.receiver is not None:
+            await self.receiver.close()
+        await self.player.close()
+
+    def say(self, text: str) -> None:
+        """Speak ``text`` (all of it, sentence by sentence)."""
+        stream = SentenceStream()
+        for sentence in stream.feed(text) + stream.finish(text):
+            self.player.say(sentence)
+
+    # -- hearing --------------------------------------------------------------------------
+
+    def _voice_level(self, user: int, level_db: float) -> None:
+        if not self.player.speaking:
+            self._loud.clear()
+            return
+        if level_db < self.manager.adapter.config.barge_in_db:
+            self._loud[user] = 0
+            return
+        self._loud[user] = self._loud.get(user, 0) + 1
+        if self._loud[user] == _BARGE_IN_FRAMES:
+            _log.info("%s: interrupted in %s; stopping", self.manager.name, self.channel.name)
+            self.player.stop()
+
+    async def _cannot_listen(self, reason: str) -> None:
+        name = self.manager.name
+        _log.warning("%s: cannot listen in voice channel %s: %s; replies to text are still spoken", name,
+                     self.channel.name, reason)
+        try:
+            await self.text_channel.send(f"I can't hear anyone in {self.channel.mention} right now, but I'll still "
+                                         "speak my replies to what you write here.")
+        except discord.HTTPException as exc:
+            _log.warning("%s: could not say so in #%s: %s", name, getattr(self.text_channel, "name", "?"), exc)
+
+    async def _heard(self, user_id: int, utterance: Utterance) -> None:
+        runtime, adapter = self.manager.runtime, self.manager.adapter
+        member = self.channel.guild.get_member(user_id)
+        if member is None:
+            try:
+                member = await self.channel.guild.fetch_member(user_id)
+            except discord.HTTPException:
+                _log.debug("%s: speech from unknown user %s ignored", self.manager.name, user_id)
+                return
+        audio = await asyncio.to_thread(lambda: wav(resample(utterance.pcm, utterance.fmt, SPEECH_PCM), SPEECH_PCM))
+        try:
+            text = str(await runtime.use_model(ModelType.TRANSCRIPTION, {"audio": audio, "filename": "speech.wav"}))
+        except ModelError as exc:
+            _log.warning("%s: could not transcribe %s in %s: %s", self.manager.name, member.display_name,
+                         self.channel.name, exc)
+            return
+        text = text.strip()
+        if len(text) < _MIN_TRANSCRIPT_CHARS or "[BLANK_AUDIO]" in text:
+            return
+        await adapter.ensure_entity(member, self.room_id)
+        agent = runtime.agent_id
+        memory = Memory(
+            id=unique_uuid(agent, f"{SOURCE}:voice:{self.channel.id}:{user_id}:{uuid.uuid4()}"),
+            entity_id=discord_id(agent, user_id), agent_id=agent, room_id=self.room_id,
+            world_id=discord_id(agent, self.channel.guild.id),
+            content={"text": text, "source": SOURCE, "channelType": ChannelType.VOICE_GROUP.value,
+                     "isVoiceMessage": True},
+            created_at=now_ms(),
+            metadata={"type": "message", "entityName": (user_names(member) or [str(user_id)])[0],
+                      "authorIsBot": False, "isMention": False, "isReply": False, "authorId": str(user_id),
+                      "channelId": str(self.channel.id), "serverId": str(self.channel.guild.id),
+                      "heardAt": utterance.ended},
+        )
+        sentences = SentenceStream()
+
+        def partial(text_so_far: str) -> None:
+            for sentence in sentences.feed(text_so_far):
+                self.player.say(sentence)
+
+        async def reply(content: dict[str, Any]) -> list[Memory]:
+            text = str(content.get("text") or "").strip()
+            if not text:
+                return []
+            for sentence in sentences.finish(text):
+                self.player.say(sentence)
+            spoken = Memory(id=str(uuid.uuid4()), entity_id=agent, agent_id=agent, room_id=self.room_id,
+                            world_id=memory.world_id, created_at=now_ms(),
+                            content={**content, "text": text, "source": SOURCE, "inReplyTo": memory.id,
+                                     "isVoiceMessage": True, "channelType": ChannelType.VOICE_GROUP.value},
+                            metadata={"type": "message"})
+            return await record_sent(runtime, [spoken], SOURCE)
+
+        await runtime.emit(EventType.MESSAGE_RECEIVED, {"message": memory, "callback": reply, "on_reply_text": partial})
+
+
+class VoiceManager:
+    """Every voice connection of one character (at most one per server)."""
+
+    def __init__(self, adapter: DiscordAdapter) -> None:
+        self.adapter = adapter
+        self.runtime = adapter.runtime
+        self.name = adapter.name
+        self.sessions: dict[int, VoiceSession] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    def session_for_text_channel(self, channel_id: int) -> VoiceSession | None:
+        return next((s for s in self.sessions.values() if s.text_channel.id == channel_id), None)
+
+    async def join(self, channel: Any, *, text_channel: Any = None) -> VoiceSession:
+        """Join ``channel`` (leaving another voice channel of the same server first).
+
+        Raises:
+            VoiceError: voice is off for this character, or it may not join that channel.
+        """
+        if not self.adapter.config.voice_enabled:
+            raise VoiceError(f"Voice is switched off for {self.name} (DISCORD_VOICE_ENABLED).")
+        guild = channel.guild
+        me = guild.me
+        permissions = channel.permissions_for(me)
+        if not (permissions.connect and permissions.speak):
+            raise VoiceError(f"I'm not allowed to connect and speak in {channel.name}.")
+        if channel.user_limit and len(channel.members) >= channel.user_limit and not permissions.move_members:
+            raise VoiceError(f"{channel.name} is full.")
+        async with self._locks.setdefault(guild.id, asyncio.Lock()):
+            current = self.sessions.get(guild.id)
+            if current is not None and current.channel.id == channel.id:
+                return current
+            if current is not None:
+                await self._end(guild.id)
+            try:
+                client = await channel.connect(cls=_VoiceClient, timeout=_CONNECT_TIMEOUT_S, self_deaf=False,
+                                               reconnect=True)
+            except (TimeoutError, discord.ClientException, discord.HTTPException, OSError) as exc:
+                _log.warning("%s: could not join voice channel %s: %s", self.name, channel.name,
+                             exc.__class__.__name__)
+                raise VoiceError(f"I couldn't connect to {channel.name}; try again in a moment.") from exc
+            room_id = await self.adapter.ensure_room(channel)
+            session = VoiceSession(self, client, channel, text_channel or channel, room_id)
+            self.sessions[guild.id] = session
+            if self.adapter.config.voice_listen:
+                session.listen()
+        _log.info("%s: joined voice channel %s in %s", self.name, channel.name, guild.name)
+        await self.runtime.emit(EventType.VOICE_STARTED, self._event(session))
+        return session
+
+    async def leave(self, guild: Any) -> str | None:
+        """Leave the server's voice channel; its name, or ``None`` if not in one."""
+        async with self._locks.setdefault(guild.id, asyncio.Lock()):
+            return await self._end(guild.id)
+
+    async def _end(self, guild_id: int) -> str | None:
+        session = self.sessions.pop(guild_id, None)
+        if session is None:
+            return None
+        await session.close()
+        try:
+            await session.client.disconnect(force=True)
+        except Exception as exc:  # already gone is fine: the goal is to be out
+            _log.debug("%s: voice disconnect: %s", self.name, exc)
+        _log.info("%s: left voice channel %s", self.name, session.channel.name)
+        await self.runtime.emit(EventType.VOICE_ENDED, self._event(session))
+        return str(session.channel.name)
+
+    def _event(self, session: VoiceSession) -> dict[str, Any]:
+        agent = self.runtime.agent_id
+        return {"roomId": session.room_id, "worldId": discord_id(agent, session.channel.guild.id),
+                "channelId": str(session.channel.id), "name": session.channel.name, "source": SOURCE}
+
+    async def auto_join(self, guilds: list[Any]) -> None:
+        """Join DISCORD_VOICE_CHANNEL_ID in whichever server has it."""
+        wanted = self.adapter.config.voice_channel_id
+        if wanted is None:
+            return
+        for guild in guilds:
+            channel = guild.get_channel(int(wanted))
+            if channel is None:
+                continue
+            if not isinstance(channel, discord.VoiceChannel | discord.StageChannel):
+                _log.error("%s: DISCORD_VOICE_CHANNEL_ID %s is #%s, not a voice channel", self.name, wanted, channel.name)
+                return
+            try:
+                await self.join(channel)
+            except VoiceError as exc:
+                _log.error("%s: could not join voice channel %s at start: %s", self.name, channel.name, exc)
+            return
+        _log.warning("%s: DISCORD_VOICE_CHANNEL_ID %s is in none of the bot's servers", self.name, wanted)
+
+    async def close(self) -> None:
+        for guild_id in list(self.sessions):
+            await self._end(guild_id)
