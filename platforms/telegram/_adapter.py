@@ -4,12 +4,16 @@ loop (initialize, start, long polling — never ``run_polling()``), translating 
 Inbound, updates become troupe events: MESSAGE_RECEIVED with a reply callback, MESSAGE_UPDATED
 for edits, REACTION_RECEIVED, WORLD_JOINED the first time a chat is seen, ENTITY_JOINED/LEFT.
 Chats, topics and people are written once per run and remembered. ``/start`` and ``/help`` are
-answered without the model.
+answered without the model. Voice notes, audio files and round videos are transcribed before
+the pipeline sees them, so the words are the message (and a name said aloud addresses the
+character); if that fails the message goes on with its attachment, as any other file.
 
 Outbound, replies quote the triggering message, are converted to MarkdownV2 (plain text if
 Telegram still refuses), split at 4096 characters, stay in their forum topic, and show
-"typing…" while an answer is prepared. What one character sends in a group is relayed to the
-daemon's other characters there. The adapter is also the runtime's ``telegram`` Messenger.
+"typing…" while an answer is prepared. A reply to a voice message (or every reply, by
+``TELEGRAM_VOICE_REPLIES``) is also spoken as a voice note, after the text. What one character
+sends in a group is relayed to the daemon's other characters there. The adapter is also the
+runtime's ``telegram`` Messenger.
 """
 
 from __future__ import annotations
@@ -26,8 +30,9 @@ from telegram.error import Conflict, Forbidden, InvalidToken, TelegramError
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
 
 from bot.connections import Connections, TokenClaims, record_sent
-from bot.errors import ConfigError, SendError
+from bot.errors import ConfigError, ModelError, SendError
 from bot.events import EventType
+from bot.models import ModelType
 from bot.types import ChannelType, Entity, Memory, Room, now_ms
 
 from ._config import TelegramConfig
@@ -44,8 +49,9 @@ from ._mapping import (
     world_for_chat,
     world_id,
 )
-from ._outbound import send_text
+from ._outbound import send_text, send_voice
 from ._relay import relay
+from ._voice import speakable, speech_audio, spoken_media, voice_note
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -60,6 +66,7 @@ _TYPING_EVERY_S = 4.5
 _TYPING_CAP_S = 60.0
 _DRAIN_TIMEOUT_S = 10.0
 _MAX_DOWNLOAD = 20 * 1024 * 1024  # the Bot API serves files up to 20 MB
+_DOWNLOAD_TIMEOUT_S = 60.0
 # Telegram answers 409 while a previous poll of a restarted process is still open; only a
 # conflict that keeps coming back means another process really uses the token.
 _CONFLICTS_TO_STOP = 3
@@ -294,6 +301,10 @@ class TelegramAdapter:
         attachments = _attachments(message)
         if attachments:
             memory.content["attachments"] = attachments
+        if not relayed:
+            # In this update's own task (the Application handles updates concurrently): polling
+            # and other chats go on while the audio is fetched and transcribed.
+            await self._listen(message, memory)
         if not memory.content["text"] and not attachments:
             return
         typing = _Typing(self, message.chat.id, message.message_thread_id if is_topic(message) else None)
@@ -324,6 +335,46 @@ class TelegramAdapter:
         await self._send(message.chat.id, text, reply_to=message.message_id,
                          thread_id=message.message_thread_id if is_topic(message) else None)
         return True
+
+    async def _listen(self, message: Message, memory: Memory) -> None:
+        """Transcribe the message's voice note, audio file or round video into its text (after
+        the caption, if any); its attachment keeps the transcript and is marked ``transcribed``,
+        so the core does not transcribe it again.
+
+        Spoken notes set ``content.isVoiceMessage``. A failure is logged and leaves the
+        attachment untranscribed: the core tries again if the character answers.
+        """
+        spoken = spoken_media(message)
+        if spoken is None:
+            return
+        if spoken.said:
+            memory.content["isVoiceMessage"] = True
+        where = message.chat.title or "a private chat"
+        if spoken.size and spoken.size > _MAX_DOWNLOAD:
+            _log.info("%s: a %s in %s is larger than the 20 MB the Bot API serves; not transcribed", self.name,
+                      spoken.label, where)
+            return
+        try:
+            async with asyncio.timeout(_DOWNLOAD_TIMEOUT_S):
+                audio = await self._download({"id": spoken.file_id})
+            params = {"audio": audio, "filename": spoken.filename}
+            transcript = str(await self.runtime.use_model(ModelType.TRANSCRIPTION, params) or "").strip()
+        except Exception as exc:
+            # A download error may quote the file URL, which carries the token: name only its kind.
+            reason = (str(exc).removeprefix(f"{self.name}: ") if isinstance(exc, (ModelError, ValueError))
+                      else type(exc).__name__)
+            _log.warning("%s: could not transcribe a %s in %s (chat %s): %s; it goes on untranscribed", self.name,
+                         spoken.label, where, message.chat.id, reason)
+            return
+        for item in memory.content.get("attachments") or ():
+            if item.get("id") == spoken.file_id:
+                item["transcribed"] = True
+                item["text"] = transcript
+                item["description"] = (f"Transcript of a {spoken.label}" if transcript
+                                       else f"A {spoken.label} with no words in it")
+        if transcript:
+            caption = memory.content.get("text")
+            memory.content["text"] = f"{caption}\n{transcript}" if caption else transcript
 
     async def _download(self, item: Mapping[str, Any]) -> bytes:
         assert self.app is not None
@@ -406,6 +457,8 @@ class TelegramAdapter:
 
     def _reply_callback(self, message: Message, incoming: Memory, typing: _Typing) -> Any:
         thread = message.message_thread_id if is_topic(message) else None
+        mode = self.config.voice_replies
+        speak = mode == "always" or (mode == "auto" and bool(incoming.content.get("isVoiceMessage")))
 
         async def reply(content: dict[str, Any]) -> list[Memory]:
             await typing.stop()
@@ -419,9 +472,47 @@ class TelegramAdapter:
                 _log.error("%s: could not send a reply in %s (chat %s): %s", self.name, where, message.chat.id,
                            getattr(exc, "message", None) or exc.__class__.__name__)
                 return []
-            return await self._remember(sent, content, incoming.room_id, in_reply_to=incoming.id)
+            memories = await self._remember(sent, content, incoming.room_id, in_reply_to=incoming.id)
+            if speak and memories:
+                await self._speak(message, text, thread, memories[-1])
+            return memories
 
         return reply
+
+    async def _speak(self, message: Message, text: str, thread: int | None, memory: Memory) -> None:
+        """Say ``text`` as a voice note quoting ``message``, after its text reply (which
+        ``memory`` stores; the voice note is added to it as an attachment, by file id).
+
+        Never raises: without a voice the text reply stands, and a warning says why.
+        """
+        words = speakable(text)
+        if not words:
+            return
+        assert self.app is not None
+        recording = _Typing(self, message.chat.id, thread, action="record_voice")
+        await recording.start()
+        try:
+            result = await self.runtime.use_model(ModelType.TEXT_TO_SPEECH, {"text": words, "format": "opus"})
+            audio, audio_format = await speech_audio(result)
+            note = await asyncio.to_thread(voice_note, audio, audio_format)
+            sent = await send_voice(self.app.bot, message.chat.id, note.data, duration=note.duration,
+                                    reply_to=message.message_id, thread_id=thread)
+        except Exception as exc:
+            reason = str(exc).removeprefix(f"{self.name}: ") if isinstance(exc, (ModelError, ValueError)) else (
+                getattr(exc, "message", None) or type(exc).__name__)
+            _log.warning("%s: the reply in %s (chat %s) went out as text only, without a voice note: %s", self.name,
+                         message.chat.title or "a private chat", message.chat.id, reason)
+            return
+        finally:
+            await recording.stop()
+        voice = sent.voice
+        attachment = {"id": voice.file_id if voice else "", "title": "voice.ogg", "contentType": "audio/ogg",
+                      "source": SOURCE, "private": True, "transcribed": True, "text": words,
+                      "description": "Voice note of this reply",
+                      "url": f"telegram:file:{voice.file_unique_id}" if voice else "",
+                      "duration": note.duration, "messageId": sent.message_id}
+        memory.content["attachments"] = [*(memory.content.get("attachments") or ()), attachment]
+        await self.runtime.store.update_memory(memory.id, content=memory.content)
 
     async def _remember(self, sent: list[Message], content: Mapping[str, Any], room: str, *,
                         in_reply_to: str | None = None) -> list[Memory]:
@@ -470,11 +561,12 @@ def _attachments(message: Message) -> list[dict[str, Any]]:
         found.append({"id": photo.file_id, "title": "photo.jpg", "contentType": "image/jpeg", "private": True,
                       "url": f"telegram:file:{photo.file_unique_id}", "size": photo.file_size})
     for kind, default_type, default_name in (("document", "application/octet-stream", "document"),
-                                             ("voice", "audio/ogg", "voice.ogg"), ("audio", "audio/mpeg", "audio.mp3")):
+                                             ("voice", "audio/ogg", "voice.ogg"), ("audio", "audio/mpeg", "audio.mp3"),
+                                             ("video_note", "video/mp4", "video_note.mp4")):
         item = getattr(message, kind, None)
         if item is not None:
             found.append({"id": item.file_id, "title": getattr(item, "file_name", None) or default_name,
-                          "contentType": item.mime_type or default_type, "private": True,
+                          "contentType": getattr(item, "mime_type", None) or default_type, "private": True,
                           "url": f"telegram:file:{item.file_unique_id}", "size": item.file_size})
     for item in found:
         item["source"] = SOURCE
@@ -482,10 +574,11 @@ def _attachments(message: Message) -> list[dict[str, Any]]:
 
 
 class _Typing:
-    """"typing…" in a chat, renewed every few seconds, from when an answer is coming until it is sent."""
+    """"typing…" (or another chat action, such as "recording a voice message…") in a chat, renewed
+    every few seconds, from when an answer is coming until it is sent."""
 
-    def __init__(self, adapter: TelegramAdapter, chat_id: int, thread_id: int | None) -> None:
-        self.adapter, self.chat_id, self.thread_id = adapter, chat_id, thread_id
+    def __init__(self, adapter: TelegramAdapter, chat_id: int, thread_id: int | None, action: str = "typing") -> None:
+        self.adapter, self.chat_id, self.thread_id, self.action = adapter, chat_id, thread_id, action
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -497,7 +590,7 @@ class _Typing:
         try:
             async with asyncio.timeout(_TYPING_CAP_S):
                 while True:
-                    await self.adapter.app.bot.send_chat_action(self.chat_id, "typing",
+                    await self.adapter.app.bot.send_chat_action(self.chat_id, self.action,
                                                                 message_thread_id=self.thread_id)
                     await asyncio.sleep(_TYPING_EVERY_S)
         except Exception as exc:  # typing is a courtesy: never worth an error

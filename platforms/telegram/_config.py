@@ -10,9 +10,12 @@ from pydantic import SecretStr
 from bot.errors import ConfigError
 from bot.settings import SettingReader
 
-__all__ = ["TelegramConfig", "read_config"]
+__all__ = ["TelegramConfig", "VOICE_REPLIES", "read_config"]
 
 DEFAULT_API_ROOT = "https://api.telegram.org"
+VOICE_REPLIES = ("auto", "always", "never")
+"""``TELEGRAM_VOICE_REPLIES``: a voice note with the text reply when the message answered was
+spoken (``auto``), with every reply (``always``), or never."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +27,8 @@ class TelegramConfig:
     allow_direct_messages: bool = True
     poll_timeout: float = 30.0
     """Long-polling wait in seconds (how long one getUpdates may hang open)."""
+    voice_replies: str = "auto"
+    """When a reply is also spoken as a voice note: ``auto``, ``always`` or ``never``."""
 
     @property
     def base_url(self) -> str:
@@ -42,6 +47,16 @@ def _api_root(agent: str, raw: str | None) -> str:
         raise ConfigError(f"{agent}: TELEGRAM_API_ROOT must be an http(s) URL such as http://127.0.0.1:8081, "
                           f"not {raw!r}")
     return raw.rstrip("/")
+
+
+def _voice_replies(agent: str, raw: str | None) -> str:
+    if raw is None:
+        return "auto"
+    value = raw.strip().lower()
+    if value not in VOICE_REPLIES:
+        raise ConfigError(f"{agent}: TELEGRAM_VOICE_REPLIES must be auto (answer a voice message with a voice note "
+                          f"too), always or never, not {raw!r}")
+    return value
 
 
 def read_config(get_setting, agent: str) -> TelegramConfig:  # type: ignore[no-untyped-def]
@@ -65,4 +80,5 @@ def read_config(get_setting, agent: str) -> TelegramConfig:  # type: ignore[no-u
         allowed_chats=frozenset(allowed) if allowed is not None else None,
         allow_direct_messages=read.flag("allowDirectMessages", True),
         poll_timeout=read.positive_float("TELEGRAM_POLL_TIMEOUT_S", 30.0),
+        voice_replies=_voice_replies(agent, read.optional("TELEGRAM_VOICE_REPLIES")),
     )

@@ -1,5 +1,5 @@
 """Sending to Telegram: MarkdownV2 with a plain-text fallback, 4096-character pieces, replies
-that quote, forum topics, flood control and transient errors.
+that quote, forum topics, voice notes, flood control and transient errors.
 
 A reply is never lost to formatting: when Telegram refuses a converted piece ("can't parse
 entities"), the same piece goes again as plain text. A 429 is waited out (as long as Telegram
@@ -22,7 +22,7 @@ from bot.backoff import ExponentialBackoff
 
 from ._markdown import split_for_telegram
 
-__all__ = ["send_text"]
+__all__ = ["send_text", "send_voice"]
 
 _log = logging.getLogger(__name__)
 
@@ -92,3 +92,22 @@ async def send_text(
             _log.warning("Telegram could not parse a converted reply (%s); sending it as plain text", exc.message)
             sent.append(await _with_retries(plain))
     return sent
+
+
+async def send_voice(
+    bot: Bot, chat_id: int, voice: bytes, *, duration: int | None = None, reply_to: int | None = None,
+    thread_id: int | None = None,
+) -> Message:
+    """Send ``voice`` (Ogg/Opus) as a voice note, quoting ``reply_to`` if it still exists; flood
+    control and network errors are retried as for text.
+
+    Raises the error that finally stopped it (a ``BadRequest`` for audio Telegram refuses).
+    """
+    common: dict[str, Any] = {"chat_id": chat_id, "message_thread_id": thread_id}
+    if reply_to is not None:
+        common["reply_parameters"] = ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
+
+    async def upload() -> Message:
+        return await bot.send_voice(voice=voice, duration=duration, filename="voice.ogg", **common)
+
+    return await _with_retries(upload)

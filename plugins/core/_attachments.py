@@ -8,7 +8,9 @@ and must never be handed to a model provider). A public ``http(s)`` image URL is
 model as it is; anything else is fetched and sent as a ``data:`` URL.
 
 Every failure (fetch, model, oversized file) leaves that attachment as it was and is logged; the
-message is answered regardless.
+message is answered regardless. Audio a platform already transcribed (``transcribed: True``, as
+Telegram marks voice notes it turned into the message's text) is left alone, even when nothing
+was heard in it.
 """
 
 from __future__ import annotations
@@ -67,7 +69,9 @@ def attachment_kind(item: Mapping[str, Any]) -> str | None:
 def _needs_work(item: Mapping[str, Any], kind: str | None) -> bool:
     if kind == "image":
         return not item.get("description")
-    if kind in ("audio", "text"):
+    if kind == "audio":
+        return not item.get("text") and not item.get("transcribed")
+    if kind == "text":
         return not item.get("text")
     return False
 

@@ -139,15 +139,16 @@ Started and closed with the fake (pass ``voice=FakeVoiceServer(dave=True, ...)``
 it). A bot's gateway op 4 with a voice or stage channel it may CONNECT to gets
 VOICE_STATE_UPDATE (to every bot with the ``voice_states`` intent, the bot's own gateway
 ``session_id`` in it) and then VOICE_SERVER_UPDATE (``token``, ``guild_id``, ``endpoint`` of the
-voice server) to that bot only; ``channel_id`` null leaves (VOICE_STATE_UPDATE with a null channel,
-the voice token is revoked). Anything else is ignored, as Discord does: discord.py's
-``connect()`` then times out. GUILD_CREATE carries the current ``voice_states``. The voice gateway
-is ``wss://`` only: clients trust ``fake.voice.ca_file``. ``user_joins_voice(user, channel,
-self_mute=, self_deaf=)`` and ``user_leaves_voice(user, guild)`` move simulated people (for a bot,
-leaving is a server-side disconnect); ``voice_state(user, guild)``; ``voice_server_update(bot,
-guild)`` sends a fresh VOICE_SERVER_UPDATE (discord.py reconnects). Per bot:
-``voice_state_updates`` (op 4 payloads). Sound: ``fake.voice.user_speaks(user, opus_packets)``
-and ``fake.voice.session(bot).packets``.
+voice server) to that bot only (op 4 for the channel it is already in, a self mute/deafen change,
+gets VOICE_STATE_UPDATE alone: the voice connection stays); ``channel_id`` null leaves
+(VOICE_STATE_UPDATE with a null channel, the voice token is revoked). Anything else is
+ignored, as Discord does: discord.py's ``connect()`` then times out. GUILD_CREATE carries the
+current ``voice_states``. The voice gateway is ``wss://`` only: clients trust
+``fake.voice.ca_file``. ``user_joins_voice(user, channel, self_mute=, self_deaf=)`` and
+``user_leaves_voice(user, guild)`` move simulated people (for a bot, leaving is a server-side
+disconnect); ``voice_state(user, guild)``; ``voice_server_update(bot, guild)`` sends a fresh
+VOICE_SERVER_UPDATE (discord.py reconnects). Per bot: ``voice_state_updates`` (op 4 payloads).
+Sound: ``fake.voice.user_speaks(user, opus_packets)`` and ``fake.voice.session(bot).packets``.
 
 Recording
 ---------
@@ -1902,11 +1903,13 @@ class FakeDiscord:
         needed = Permissions.VIEW_CHANNEL | Permissions.CONNECT
         if self.permissions(bot, channel) & needed != needed:
             return
-        state = FakeVoiceState(
-            bot, channel, session.id, bool(data.get("self_mute")), bool(data.get("self_deaf"))
-        )
+        old = guild.voice_states.get(bot.id)
+        state = FakeVoiceState(bot, channel, session.id, bool(data.get("self_mute")), bool(data.get("self_deaf")))
         guild.voice_states[bot.id] = state
         self._dispatch_voice_state(state)
+        if old is not None and old.channel is channel and old.session_id == session.id:
+            if self.voice.has_grant(bot, guild, channel, session.id):
+                return  # a mute/deafen change: no new voice server
         token = self.voice.grant(bot, guild, channel, session.id)
         server = {"token": token, "guild_id": str(guild.id), "endpoint": self.voice.endpoint}
         self._dispatch(session, "VOICE_SERVER_UPDATE", server)

@@ -117,12 +117,14 @@ someone joins the channel, CLIENT_DISCONNECT (13) when someone leaves.
 discord.py 2.7.1 and voice resumes
 ----------------------------------
 
-After a 4015 close discord.py sends gateway op 4 again and waits for both voice events with its
-connection in the ``connected`` state; VOICE_STATE_UPDATE then changes nothing and
-VOICE_SERVER_UPDATE makes it close the socket, so the resume times out after ``timeout`` and it
-disconnects (it would also need SESSION_DESCRIPTION again, which RESUMED does not carry). The
-fake answers RESUME correctly (tested on the raw protocol); what discord.py does with it is
-discord.py's business, but troupe should expect a 4015 to end in a disconnect.
+After a 4015 close discord.py re-sends gateway op 4 for its channel and waits for both voice
+events while its state is still ``connected``. For the channel it is in, the fake (like Discord for
+a mute change) sends VOICE_STATE_UPDATE alone, which moves nothing in that state, so discord.py
+times out after its ``timeout`` (30 s by default), disconnects and never sends RESUME. (Had a
+VOICE_SERVER_UPDATE come, it would have closed the socket itself; and a resumed socket gets no new
+SESSION_DESCRIPTION, which its handshake waits for.) The fake answers RESUME correctly (tested on
+the raw protocol), but troupe should expect a 4015 to end in a disconnect after ``timeout``, and
+rejoin; ``voice_server_update`` is the server-side path discord.py does recover from.
 """
 
 from __future__ import annotations
@@ -146,16 +148,16 @@ from aiohttp import WSMsgType, web
 
 __all__ = [
     "AES256_GCM",
+    "FakeVoiceServer",
     "MODES",
     "OPUS_SILENCE",
     "RTP_PAYLOAD_TYPE",
-    "SAMPLES_PER_FRAME",
-    "XCHACHA20",
-    "FakeVoiceServer",
     "RtpPacket",
+    "SAMPLES_PER_FRAME",
     "VoiceCloseCode",
     "VoicePacket",
     "VoiceSession",
+    "XCHACHA20",
     "build_rtp_packet",
     "ip_discovery_response",
     "parse_rtp_packet",
@@ -566,8 +568,9 @@ class FakeVoiceServer:
         self.modes = list(modes)
         """READY's ``modes``, in order of preference."""
         self.dave = dave
-        """Negotiate DAVE (protocol version 1) with clients that offer it (see ``_dave``)."""
+        """Negotiate DAVE (protocol version 1) with clients that offer it (module docstring)."""
         self.ack_heartbeats = ack_heartbeats
+        """Answer HEARTBEAT (turn off to test discord.py's zombie-connection handling)."""
         self.relay = relay
         """Forward each bot's audio to the other bots connected to the same channel, as Discord
         does (re-encrypted for each, after a SPEAKING naming the sender)."""
@@ -599,9 +602,16 @@ class FakeVoiceServer:
 
     async def start(self) -> None:
         """Listen on a free TCP port (TLS) and a free UDP port. Raises RuntimeError if already
-        started."""
-        if self._runner is not None or self._closed:
+        started; a failed start closes what it opened."""
+        if self._runner is not None or self._udp is not None or self._closed:
             raise RuntimeError("FakeVoiceServer can be started once")
+        try:
+            await self._start()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _start(self) -> None:
         ca, cert = _tls()
         self._tmp = tempfile.mkdtemp(prefix="fake-discord-voice-")
         ca.cert_pem.write_to_path(os.path.join(self._tmp, "ca.pem"))
@@ -753,6 +763,11 @@ class FakeVoiceServer:
         self._grants[token] = _Grant(token, user_id, guild_id, _uid(channel), session_id)
         return token
 
+    def has_grant(self, user: Any, guild: Any, channel: Any, session_id: str) -> bool:
+        """Whether ``user`` holds a valid token for ``channel`` from that gateway session."""
+        wanted = (_uid(user), _uid(guild), _uid(channel), session_id)
+        return any((g.user_id, g.guild_id, g.channel_id, g.session_id) == wanted for g in self._grants.values())
+
     def revoke(self, user: Any, guild: Any) -> None:
         """``user`` left voice in ``guild``: its grant stops working and its sessions stop
         receiving audio. The bot closes its own websocket (discord.py does, after op 4); use
@@ -900,12 +915,13 @@ class FakeVoiceServer:
         self._udp.sendto(packet, target)
 
     async def drop(self, bot: Any, code: int = VoiceCloseCode.SERVER_CRASHED) -> None:
-        """Close ``bot``'s voice websocket with ``code`` (4015: discord.py resumes; 4014: it
-        treats itself as disconnected or moved)."""
+        """Close ``bot``'s voice websocket with ``code``. 4015 (server crashed) keeps the session
+        for a RESUME (discord.py 2.7.1 then tries and gives up: see the module docstring); any
+        other code ends it. With 4014 discord.py waits ``timeout`` for a new voice server, then
+        disconnects."""
         session = self.session(bot)
         if session is not None and session.socket is not None:
             sock = session.socket
-            session.closes.append(code)
             sock.close(code, "closed by FakeVoiceServer")
             await sock.flush()
         self._changed()
@@ -1007,8 +1023,6 @@ class FakeVoiceServer:
         return ws
 
     def _close(self, sock: _VoiceSocket, code: int, reason: str) -> None:
-        if sock.session is not None:
-            sock.session.closes.append(code)
         sock.close(code, reason)
         self._changed()
 

@@ -21,10 +21,12 @@ forum=False, creator=None, admins=())``, ``private(user, bot)`` (the private cha
 ``add_topic(group, name)`` (a forum topic; returns its thread id).
 
 Acting as users (each returns the message as the API would show it): ``user_says(user, chat,
-text, topic=None, reply_to=None, entities=None, photo=None, document=None, voice=None)``:
-``@username`` mentions get ``mention`` entities (UTF-16 offsets) and ``/commands`` get
-``bot_command`` ones; files are ``(name, bytes[, mime])`` tuples served by ``getFile`` and the
-file URL. ``user_edits(message, text)``, ``user_reacts(user, message, emoji)``,
+text, topic=None, reply_to=None, entities=None, photo=None, document=None, voice=None,
+audio=None, video_note=None)``: ``@username`` mentions get ``mention`` entities (UTF-16 offsets)
+and ``/commands`` get ``bot_command`` ones; files are ``(name, bytes[, mime])`` tuples served by
+``getFile`` and the file URL, except ``voice`` and ``video_note``: ``(bytes, duration)`` (a voice
+note is ``audio/ogg``; the older ``(name, bytes[, mime])`` form of ``voice`` still works). Text
+given with a file is its caption. ``user_edits(message, text)``, ``user_reacts(user, message, emoji)``,
 ``member_joins(chat, user)``. Updates go to the bots that are members of the chat (in a private
 chat, to its bot) whose ``allowed_updates`` take them.
 
@@ -34,13 +36,17 @@ Methods: getMe, deleteWebhook, getUpdates (long polling: waits up to ``timeout``
 as soon as an update is queued; a second concurrent poll on one token ends the first with 409
 Conflict), sendMessage (``parse_mode=MarkdownV2`` is validated as Telegram does: an unescaped
 reserved character or an unclosed entity is 400 "can't parse entities"; text over 4096
-characters is 400 "message is too long"), sendChatAction, getFile, getChatAdministrators,
+characters is 400 "message is too long"), sendVoice (a multipart upload, or the file id of a
+stored file; it must be Ogg/Opus — starts with ``OggS`` and holds an ``OpusHead`` — else 400;
+Telegram itself also takes MP3 and M4A, which troupe never sends), sendChatAction, getFile, getChatAdministrators,
 getChatMember, setMyCommands, deleteMyCommands, close. Anything else is 404, recorded.
 
 ``fail_next(method, status=429, retry_after=1, description=None, bot=None, times=1)`` makes the
 next matching calls fail as Telegram does (429 with ``parameters.retry_after``, 400, 403, 5xx).
-An unknown token is 401. Per bot: ``requests``, ``sent`` (each with ``chat_id``, ``text`` as the
-user sees it, ``raw`` as sent, ``parse_mode``, ``reply_to``, ``thread_id``), ``actions``,
+An unknown token is 401. Per bot: ``requests``, ``sent`` (each with ``kind`` — ``text`` or
+``voice`` —, ``chat_id``, ``text`` as the user sees it (a voice note's caption), ``raw`` as sent,
+``parse_mode``, ``reply_to``, ``thread_id``, ``message``; a voice note also ``voice`` (the bytes)
+and ``duration``), ``actions``,
 ``webhook_deletions``, ``polls``. ``wait_for(check)``, ``wait_for_sent``, ``wait_polling``.
 """
 
@@ -225,7 +231,7 @@ class FakeTelegram:
     # -- server ---------------------------------------------------------------------------
 
     async def start(self) -> None:
-        app = web.Application()
+        app = web.Application(client_max_size=60 * 1024 * 1024)  # uploads: voice notes, files
         app.router.add_route("*", "/bot{token}/{method}", self._method)
         app.router.add_get("/file/bot{token}/{path:.+}", self._file)
         self._runner = web.AppRunner(app, access_log=None)
@@ -298,10 +304,11 @@ class FakeTelegram:
     async def user_says(self, user: FakeUser, chat: FakeChat, text: str = "", *, topic: int | None = None,
                         reply_to: dict[str, Any] | None = None, entities: list[dict[str, Any]] | None = None,
                         photo: tuple[Any, ...] | None = None, document: tuple[Any, ...] | None = None,
-                        voice: tuple[Any, ...] | None = None) -> dict[str, Any]:
+                        voice: tuple[Any, ...] | None = None, audio: tuple[Any, ...] | None = None,
+                        video_note: tuple[bytes, int] | None = None) -> dict[str, Any]:
         message: dict[str, Any] = {"message_id": self._next_message_id(chat.id), "date": int(time.time()),
                                    "chat": chat.payload(), "from": user.payload()}
-        media = photo or document or voice
+        media = photo or document or voice or audio or video_note
         key = "caption" if media else "text"
         if text:
             message[key] = text
@@ -320,16 +327,24 @@ class FakeTelegram:
                                  "height": 90},
                                 {"file_id": file_id, "file_unique_id": "u" + file_id, "width": 800, "height": 600,
                                  "file_size": len(photo[1])}]
-        for kind, item in (("document", document), ("voice", voice)):
+        if voice and isinstance(voice[0], (bytes, bytearray)):
+            voice = ("voice.oga", bytes(voice[0]), "audio/ogg", voice[1])
+        for kind, item in (("document", document), ("voice", voice), ("audio", audio)):
             if item:
-                file_id = self._store_file(*item)
+                file_id = self._store_file(*item[:3])
                 entry = {"file_id": file_id, "file_unique_id": "u" + file_id, "file_size": len(item[1]),
                          "mime_type": item[2] if len(item) > 2 else "application/octet-stream"}
                 if kind == "document":
                     entry["file_name"] = item[0]
                 else:
-                    entry["duration"] = 2
+                    entry["duration"] = int(item[3]) if len(item) > 3 else 2
+                    if kind == "audio":
+                        entry["file_name"] = item[0]
                 message[kind] = entry
+        if video_note:
+            file_id = self._store_file("video_note.mp4", video_note[0], "video/mp4")
+            message["video_note"] = {"file_id": file_id, "file_unique_id": "u" + file_id, "length": 240,
+                                     "duration": int(video_note[1]), "file_size": len(video_note[0])}
         self.messages[(chat.id, message["message_id"])] = message
         self._deliver(chat, "message", message)
         return message
@@ -528,8 +543,49 @@ class FakeTelegram:
         if reply_to is not None and (chat.id, int(reply_to)) in self.messages:
             message["reply_to_message"] = self.messages[(chat.id, int(reply_to))]
         self.messages[(chat.id, message["message_id"])] = message
-        bot.sent.append({"chat_id": chat.id, "text": shown, "raw": raw, "parse_mode": parse_mode,
+        bot.sent.append({"kind": "text", "chat_id": chat.id, "text": shown, "raw": raw, "parse_mode": parse_mode,
                          "reply_to": reply_to, "thread_id": thread, "message": message})
+        self._changed.set()
+        return self._ok(message)
+
+    async def _api_sendvoice(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        chat = self.chats.get(int(params["chat_id"]))
+        if chat is None:
+            return self._error(400, "Bad Request: chat not found")
+        upload = params.get("voice")
+        if isinstance(upload, web.FileField):
+            data = upload.file.read()
+        elif isinstance(upload, str) and upload in self.files:
+            data = self.files[upload][1]
+        elif upload is None:
+            return self._error(400, "Bad Request: there is no voice in the request")
+        else:
+            return self._error(400, "Bad Request: wrong file identifier/HTTP URL specified")
+        if not data.startswith(b"OggS") or b"OpusHead" not in data[:4096]:
+            return self._error(400, "Bad Request: wrong file type: a voice note must be an .OGG file encoded "
+                                    "with OPUS")
+        caption = str(params.get("caption") or "")
+        reply = params.get("reply_parameters") or {}
+        reply_to = reply.get("message_id") if isinstance(reply, dict) else None
+        reply_to = reply_to or params.get("reply_to_message_id")
+        file_id = self._store_file("voice.oga", data, "audio/ogg")
+        duration = int(params.get("duration") or 0)
+        message: dict[str, Any] = {"message_id": self._next_message_id(chat.id), "date": int(time.time()),
+                                   "chat": chat.payload(), "from": bot.payload(),
+                                   "voice": {"file_id": file_id, "file_unique_id": "u" + file_id, "duration": duration,
+                                             "mime_type": "audio/ogg", "file_size": len(data)}}
+        if caption:
+            message["caption"] = caption
+        thread = params.get("message_thread_id")
+        if thread is not None:
+            message["message_thread_id"] = int(thread)
+            message["is_topic_message"] = chat.forum
+        if reply_to is not None and (chat.id, int(reply_to)) in self.messages:
+            message["reply_to_message"] = self.messages[(chat.id, int(reply_to))]
+        self.messages[(chat.id, message["message_id"])] = message
+        bot.sent.append({"kind": "voice", "chat_id": chat.id, "text": caption, "raw": caption,
+                         "parse_mode": params.get("parse_mode"), "reply_to": reply_to, "thread_id": thread,
+                         "message": message, "voice": data, "duration": duration})
         self._changed.set()
         return self._ok(message)
 

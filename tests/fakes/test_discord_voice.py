@@ -208,16 +208,27 @@ async def test_a_bot_joins_voice_and_the_other_bot_sees_it(fake: FakeDiscord, wo
         await fake.voice.wait_for(lambda: session.closes == [1000])
 
 
+async def test_deafening_itself_keeps_the_voice_connection(fake: FakeDiscord, world: types.SimpleNamespace) -> None:
+    client = make_client(fake)
+    async with running((client, "token-ada")):
+        vc = await client.get_channel(world.lounge.id).connect(timeout=5)
+        await vc.guild.change_voice_state(channel=vc.channel, self_deaf=True)
+        await until(lambda: vc.guild.me.voice is not None and vc.guild.me.voice.self_deaf)
+        assert fake.voice_state(world.ada, world.guild).self_deaf
+        await asyncio.sleep(0.05)
+        assert vc.is_connected() and len(fake.voice.sessions) == 1 and fake.voice.sessions[0].connected
+
+
 async def test_a_bot_without_connect_permission_gets_no_voice_server(
     fake: FakeDiscord, world: types.SimpleNamespace
 ) -> None:
-    stage = fake.add_channel(world.guild, "Closed", "voice", overwrites=[
+    closed = fake.add_channel(world.guild, "Closed", "voice", overwrites=[
         Overwrite(world.guild.everyone, deny=Permissions.CONNECT)
     ])
     client = make_client(fake)
     async with running((client, "token-ada")):
         with pytest.raises(asyncio.TimeoutError):
-            await client.get_channel(stage.id).connect(timeout=0.3)
+            await client.get_channel(closed.id).connect(timeout=0.3)
     assert fake.voice.sessions == [] and fake.voice_state(world.ada, world.guild) is None
 
 
@@ -396,6 +407,8 @@ async def test_identify_resume_and_heartbeats_on_the_raw_protocol() -> None:
         await voice.drop(7, 4015)
         assert await close_code(ws) == 4015
         await ws.close()
+        await voice.wait_for(lambda: session.closes == [4015])
+        assert not session.ended  # 4015 keeps the session for RESUME
 
         async with http.ws_connect(url, ssl=ctx) as again:
             await again.receive_json()
@@ -406,6 +419,7 @@ async def test_identify_resume_and_heartbeats_on_the_raw_protocol() -> None:
             assert session.resumes == [resumed]  # the token is never kept
         udp.close()
         voice.revoke(7, 8)
+        assert session.ended and session.channel_id is None
         async with http.ws_connect(url, ssl=ctx) as late:
             await late.receive_json()
             await late.send_json({"op": 7, "d": {**identify, "seq_ack": 4}})

@@ -61,3 +61,32 @@ async def test_updates_reach_member_bots_only_and_never_from_other_bots() -> Non
         async with Bot("7001:a", base_url=f"{fake.url}/bot") as bot:
             await bot.send_message(group.id, "hello Brann")
         assert len(brann.updates) == 1  # Telegram never shows one bot's messages to another
+
+
+async def test_voice_notes_both_ways_through_ptb() -> None:
+    from bot.audio import PcmFormat, ogg_opus
+
+    note = ogg_opus(b"\x00\x10" * 48000, PcmFormat(48000, 1))
+    async with FakeTelegram() as fake:
+        ada = fake.add_bot("7001:token-ada", username="ada_bot", first_name="Ada")
+        sam = fake.add_user("Sam")
+        chat = fake.private(sam, ada)
+        said = await fake.user_says(sam, chat, voice=(note, 1))
+        assert said["voice"]["duration"] == 1 and said["voice"]["mime_type"] == "audio/ogg"
+        bot = Bot("7001:token-ada", base_url=f"{fake.url}/bot", base_file_url=f"{fake.url}/file/bot")
+        async with bot:
+            file = await bot.get_file(said["voice"]["file_id"])
+            assert bytes(await file.download_as_bytearray()) == note
+            sent = await bot.send_voice(chat.id, note, duration=1, reply_to_message_id=said["message_id"])
+            assert sent.voice is not None and sent.voice.duration.total_seconds() == 1
+            entry = ada.sent[-1]
+            assert (entry["kind"], entry["voice"], entry["reply_to"]) == ("voice", note, said["message_id"])
+            again = await bot.get_file(sent.voice.file_id)
+            assert bytes(await again.download_as_bytearray()) == note
+            with pytest.raises(BadRequest, match="(?i)wrong file type: a voice note must be an .ogg file"):
+                await bot.send_voice(chat.id, b"ID3\x04 an mp3")
+            with pytest.raises(BadRequest, match="(?i)wrong file type"):
+                await bot.send_voice(chat.id, b"OggS but Vorbis inside")
+        assert len(ada.sent) == 1
+        old_form = await fake.user_says(sam, chat, "old form", voice=("v.ogg", note, "audio/ogg"))
+        assert old_form["voice"]["duration"] == 2 and old_form["caption"] == "old form"

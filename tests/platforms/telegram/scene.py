@@ -1,7 +1,8 @@
 """The Telegram scene for end-to-end tests: the daemon, two characters as two bots (Ada and
 Brann), the real python-telegram-bot and openai clients against local fakes of the Bot API and
 of an OpenAI-compatible API. ``scene.start()`` runs the daemon; model answers are scripted on
-``scene.brain`` (the same Brain as the Discord scene).
+``scene.brain`` (the same Brain as the Discord scene); transcription and speech on
+``scene.openai`` (the fake OpenAI-compatible server itself).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class Scene:
     launch: Callable[..., Any]
     daemon: Daemon | None = None
     task: asyncio.Task[int] | None = None
+    openai: FakeOpenAIServer | None = None
 
     async def start(self, ada_settings: dict[str, Any] | None = None, *, with_brann: bool = True,
                     brann_token: str | None = None, wait: bool = True) -> None:
@@ -95,7 +97,7 @@ async def scene(tmp_path: Path) -> AsyncIterator[Scene]:
         brann = fake.add_bot("7002:token-brann", username="brann_bot", first_name="Brann")
         sam, cleo = fake.add_user("Sam", username="samr"), fake.add_user("Cleo")
         group = fake.add_group("Writers' Room", members=[sam, cleo, ada, brann], supergroup=True)
-        yield Scene(fake, brain, ada, brann, sam, cleo, group, launch)
+        yield Scene(fake, brain, ada, brann, sam, cleo, group, launch, openai=openai)
         for daemon, task in running:
             daemon.stop()
             await asyncio.wait_for(task, 10)

@@ -41,3 +41,12 @@ def test_api_root_for_a_self_hosted_bot_api_server() -> None:
     assert c.base_url == "http://127.0.0.1:8081/bot" and c.base_file_url == "http://127.0.0.1:8081/file/bot"
     with pytest.raises(ConfigError, match="TELEGRAM_API_ROOT must be an http"):
         config(TELEGRAM_API_ROOT="localhost:8081")
+
+
+def test_voice_replies_auto_by_default_always_or_never_and_nothing_else() -> None:
+    assert config().voice_replies == "auto"
+    assert config(TELEGRAM_VOICE_REPLIES=" Always ").voice_replies == "always"
+    assert config(TELEGRAM_VOICE_REPLIES="never").voice_replies == "never"
+    with pytest.raises(ConfigError, match=r"Ada: TELEGRAM_VOICE_REPLIES must be auto \(answer a voice message with "
+                                          r"a voice note too\), always or never, not 'sometimes'"):
+        config(TELEGRAM_VOICE_REPLIES="sometimes")

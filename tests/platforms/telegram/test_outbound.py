@@ -9,7 +9,7 @@ import pytest
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TimedOut
 
 from platforms.telegram import _outbound
-from platforms.telegram._outbound import send_text
+from platforms.telegram._outbound import send_text, send_voice
 
 
 class Bot:
@@ -74,3 +74,26 @@ async def test_giving_up_after_a_few_tries_or_an_absurd_wait() -> None:
         await send_text(Bot([NetworkError("down")] * 10), 42, "hi")
     with pytest.raises(RetryAfter):
         await send_text(Bot([RetryAfter(3600)]), 42, "hi")
+
+
+class VoiceBot:
+    def __init__(self, failures: list[BaseException] = ()) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.failures = list(failures)
+
+    async def send_voice(self, **kwargs: Any) -> str:
+        self.calls.append(kwargs)
+        if self.failures:
+            raise self.failures.pop(0)
+        return f"voice {len(self.calls)}"
+
+
+async def test_a_voice_note_quotes_the_message_in_its_topic_and_is_retried_like_text(fast: list[float]) -> None:
+    bot = VoiceBot([RetryAfter(2), TimedOut()])
+    assert await send_voice(bot, 42, b"OggS...", duration=3, reply_to=7, thread_id=5) == "voice 3"
+    call = bot.calls[-1]
+    assert (call["chat_id"], call["voice"], call["duration"], call["message_thread_id"]) == (42, b"OggS...", 3, 5)
+    assert call["reply_parameters"].message_id == 7 and call["reply_parameters"].allow_sending_without_reply
+    assert fast[0] == 2.0
+    with pytest.raises(BadRequest):
+        await send_voice(VoiceBot([BadRequest("Bad Request: wrong file type")]), 42, b"ID3")
