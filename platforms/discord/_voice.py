@@ -41,6 +41,7 @@ __all__ = ["VoiceError", "VoiceManager", "VoiceSession"]
 _log = logging.getLogger(__name__)
 
 _CONNECT_TIMEOUT_S = 20.0
+_DISCONNECT_TIMEOUT_S = 3.0
 _MIN_TRANSCRIPT_CHARS = 3
 _BARGE_IN_FRAMES = 10  # 200 ms of someone's voice over the character's stops it
 
@@ -240,7 +241,8 @@ class VoiceManager:
             return None
         await session.close()
         try:
-            await session.client.disconnect(force=True)
+            # discord.py waits for Discord to confirm, up to 30 s; on shutdown the gateway may be gone.
+            await asyncio.wait_for(session.client.disconnect(force=True), _DISCONNECT_TIMEOUT_S)
         except Exception as exc:  # already gone is fine: the goal is to be out
             _log.debug("%s: voice disconnect: %s", self.name, exc)
         _log.info("%s: left voice channel %s", self.name, session.channel.name)

@@ -40,7 +40,7 @@ _log = logging.getLogger(__name__)
 
 _OPUS_PAYLOAD_TYPE = 0x78
 _SILENCE_FRAME = b"\xf8\xff\xfe"
-_TICK_S = 0.1
+_TICK_S = 0.02  # how often silence is checked for: it adds directly to the reply's latency
 _QUEUE_LIMIT = 2000  # about 40 s of audio from one speaker; beyond that packets are dropped
 
 
