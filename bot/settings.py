@@ -8,6 +8,7 @@ its ``settings`` (scalars only), then the daemon's environment. An empty value c
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -103,6 +104,33 @@ class SettingReader:
             value = -1.0
         if not value > 0:
             raise ConfigError(f"{self.agent}: {key} must be a positive number, not {raw!r}")
+        return value
+
+    def number(self, key: str, default: float, low: float, high: float) -> float:
+        """A number from ``low`` to ``high`` inclusive."""
+        raw = self.optional(key)
+        if raw is None:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            value = math.nan
+        if not low <= value <= high:  # NaN fails this too
+            raise ConfigError(f"{self.agent}: {key} must be a number from {low:g} to {high:g} (such as {default:g}), "
+                              f"not {raw!r}")
+        return value
+
+    def whole(self, key: str, default: int, low: int, high: int) -> int:
+        """A whole number from ``low`` to ``high`` inclusive."""
+        raw = self.optional(key)
+        if raw is None:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise ConfigError(f"{self.agent}: {key} must be a whole number from {low} to {high}, not {raw!r}")
         return value
 
     def count(self, key: str, default: int, *, minimum: int = 0) -> int:

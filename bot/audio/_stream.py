@@ -163,14 +163,8 @@ class _Mp3Source(_Source):
             except av.FFmpegError as exc:
                 _log.debug("skipping an undecodable mp3 frame: %s", exc)
                 continue
-            for frame in frames:
-                if self._skip:
-                    if frame.samples <= self._skip:
-                        self._skip -= frame.samples
-                        continue
-                    frame = _drop_start(frame, self._skip)
-                    self._skip = 0
-                pieces.append(self._resampler.convert_frame(frame))
+            pcm, self._skip = _trimmed_pcm(frames, self._skip, self._resampler)
+            pieces.append(pcm)
         return b"".join(pieces)
 
 
@@ -274,16 +268,23 @@ class _OggOpusSource(_Source):
         except av.FFmpegError as exc:
             _log.debug("skipping an undecodable Opus packet: %s", exc)
             return b""
-        pieces = []
-        for frame in frames:
-            if self._skip:
-                if frame.samples <= self._skip:
-                    self._skip -= frame.samples
-                    continue
-                frame = _drop_start(frame, self._skip)
-                self._skip = 0
-            pieces.append(self._resampler.convert_frame(frame))
-        return b"".join(pieces)
+        pcm, self._skip = _trimmed_pcm(frames, self._skip, self._resampler)
+        return pcm
+
+
+def _trimmed_pcm(frames: list[av.AudioFrame], skip: int, resampler: Resampler) -> tuple[bytes, int]:
+    """``frames`` resampled, after dropping ``skip`` samples from the start (encoder delay or
+    pre-skip); returns the PCM and how many samples are still to drop."""
+    pieces = []
+    for frame in frames:
+        if skip:
+            if frame.samples <= skip:
+                skip -= frame.samples
+                continue
+            frame = _drop_start(frame, skip)
+            skip = 0
+        pieces.append(resampler.convert_frame(frame))
+    return b"".join(pieces), skip
 
 
 def _strip_id3(head: bytearray) -> bytes | None:

@@ -79,19 +79,6 @@ def _api_base(agent: str, raw: str | None) -> str | None:
     return base if re.search(r"/v\d+$", base) else f"{base}/v10"
 
 
-def _barge_in(agent: str, raw: str | None) -> float:
-    if raw is None:
-        return -40.0
-    try:
-        value = float(raw)
-    except ValueError:
-        value = 1.0
-    if not -90.0 <= value <= 0.0:
-        raise ConfigError(f"{agent}: VOICE_BARGE_IN_DB must be a level in dBFS between -90 and 0 (default -40), "
-                          f"not {raw!r}")
-    return value
-
-
 def _check_voice_libraries(agent: str) -> None:
     """Voice needs PyNaCl (transport encryption) and davey (DAVE): say so at start, not at first use."""
     missing = []
@@ -118,9 +105,9 @@ def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> Di
                           "settings.secrets (or an env:/file:/credential: reference to it)")
     section = discord_section if isinstance(discord_section, Mapping) else {}
     flags = {}
-    for field, (key, setting) in _FLAGS.items():
+    for name, (key, setting) in _FLAGS.items():
         from_object = _object_flag(agent, section, key)
-        flags[field] = from_object if from_object is not None else read.flag(setting)
+        flags[name] = from_object if from_object is not None else read.flag(setting)
 
     channel_ids = read.id_list("CHANNEL_IDS")
     allowed = section.get("allowedChannelIds")
@@ -153,7 +140,7 @@ def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> Di
         voice_channel_id=voice_channel.strip() if voice_channel else None,
         voice_listen=read.flag("DISCORD_VOICE_LISTEN", True),
         vad=vad,
-        barge_in_db=_barge_in(agent, read.optional("VOICE_BARGE_IN_DB")),
+        barge_in_db=read.number("VOICE_BARGE_IN_DB", -40.0, -90.0, 0.0),
         ca_file=ca_file,
         token=SecretStr(token),
         application_id=read.optional("DISCORD_APPLICATION_ID"),

@@ -72,20 +72,21 @@ class VoiceSession:
         self.channel = channel
         self.text_channel = text_channel
         self.room_id = room_id
-        self.player = SpeechPlayer(manager.runtime, client, on_first_frame=self._first_frame)
+        self.player = SpeechPlayer(manager.runtime, client)
         self.receiver: VoiceReceiver | None = None
-        self.first_frame_at: float | None = None
         self._loud: dict[int, int] = {}
 
-    def _first_frame(self, at: float) -> None:
-        self.first_frame_at = at  # read by the latency benchmark
+    def _is_bot(self, user_id: int) -> bool:
+        # Other bots (other characters included) are not listened to: each character answers the people.
+        member = self.channel.guild.get_member(user_id)
+        return bool(member is not None and member.bot)
 
     def listen(self) -> None:
         adapter = self.manager.adapter
         self.receiver = VoiceReceiver(
             self.client, adapter.config.vad,
             on_utterance=self._heard, on_voice=self._voice_level, on_failure=self._cannot_listen,
-            bot_ids=lambda: {m.id for m in self.channel.members if m.bot},
+            is_bot=self._is_bot,
         )
         self.client.receiver = self.receiver
         self.receiver.start()

@@ -15,8 +15,6 @@ import asyncio
 import contextlib
 import logging
 import queue
-import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -41,11 +39,8 @@ _LINGER_S = 0.4  # after the last sentence, keep the stream open this long for t
 class _QueuedOpus(discord.AudioSource):
     """Opus frames from a queue, for discord.py's player thread; silence while more is coming."""
 
-    def __init__(self, on_first_frame: Callable[[float], None] | None) -> None:
+    def __init__(self) -> None:
         self.frames: queue.SimpleQueue[bytes] = queue.SimpleQueue()
-        self.on_first_frame = on_first_frame
-        self.first_frame_at: float | None = None
-        self.frames_sent = 0
         self.ended = False
 
     def end(self) -> None:
@@ -62,14 +57,7 @@ class _QueuedOpus(discord.AudioSource):
             frame = self.frames.get(timeout=_WAIT_FOR_AUDIO_S)
         except queue.Empty:
             return _SILENCE_FRAME  # the next sentence is still being synthesised
-        if frame == _END:
-            return b""
-        if self.first_frame_at is None:
-            self.first_frame_at = time.perf_counter()
-            if self.on_first_frame is not None:
-                self.on_first_frame(self.first_frame_at)
-        self.frames_sent += 1
-        return frame
+        return b"" if frame == _END else frame
 
     def drain(self) -> None:
         with contextlib.suppress(queue.Empty):
@@ -80,11 +68,9 @@ class _QueuedOpus(discord.AudioSource):
 class SpeechPlayer:
     """One character's voice in one voice channel."""
 
-    def __init__(self, runtime: AgentRuntime, voice_client: Any, *,
-                 on_first_frame: Callable[[float], None] | None = None) -> None:
+    def __init__(self, runtime: AgentRuntime, voice_client: Any) -> None:
         self.runtime = runtime
         self.voice_client = voice_client
-        self.on_first_frame = on_first_frame
         self._texts: asyncio.Queue[tuple[str, asyncio.Future[None]] | None] = asyncio.Queue()
         self._source: _QueuedOpus | None = None
         self._playing_done: asyncio.Event = asyncio.Event()
@@ -95,19 +81,13 @@ class SpeechPlayer:
 
     @property
     def speaking(self) -> bool:
-        return not self._playing_done.is_set() or not self._texts.empty()
+        return self._busy or not self._playing_done.is_set() or not self._texts.empty()
 
     def say(self, text: str) -> asyncio.Future[None]:
         """Queue ``text``; the future is done once its audio has been queued for playing."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._texts.put_nowait((text, done))
         return done
-
-    async def wait_until_quiet(self) -> None:
-        """Until everything queued so far has been played (or stopped)."""
-        while not self._texts.empty() or self._busy:
-            await asyncio.sleep(0.02)
-        await self._playing_done.wait()
 
     def stop(self) -> None:
         """Barge-in: drop everything queued and stop the sound now."""
@@ -189,7 +169,7 @@ class SpeechPlayer:
         if self._source is not None and not self._source.ended:
             return self._source
         await self._playing_done.wait()  # discord.py plays one source at a time: let the last one finish
-        source = self._source = _QueuedOpus(self.on_first_frame)
+        source = self._source = _QueuedOpus()
         self._playing_done.clear()
         loop = asyncio.get_running_loop()
 

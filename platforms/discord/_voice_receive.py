@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import davey
 import nacl.bindings
 import nacl.exceptions
 
@@ -42,10 +43,6 @@ _OPUS_PAYLOAD_TYPE = 0x78
 _SILENCE_FRAME = b"\xf8\xff\xfe"
 _TICK_S = 0.02  # how often silence is checked for: it adds directly to the reply's latency
 _QUEUE_LIMIT = 2000  # about 40 s of audio from one speaker; beyond that packets are dropped
-
-
-class ListenError(Exception):
-    """Listening cannot work on this connection (the reason is the message)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,12 +109,13 @@ class VoiceReceiver:
         on_utterance: Callable[[int, Utterance], Awaitable[None]],
         on_voice: Callable[[int, float], None] | None = None,
         on_failure: Callable[[str], Awaitable[None]] | None = None,
-        bot_ids: Callable[[], set[int]] = set,
+        is_bot: Callable[[int], bool] = lambda user: False,
     ) -> None:
         self.voice_client = voice_client
         self.segmenter = Segmenter(vad, DISCORD_PCM)
         self.on_utterance, self.on_voice, self.on_failure = on_utterance, on_voice, on_failure
-        self.bot_ids = bot_ids
+        self.is_bot = is_bot
+        self._bots: dict[int, bool] = {}  # user id -> is a bot, asked once per user (not per packet)
         self.users: dict[int, int] = {}  # ssrc -> user id (from SPEAKING)
         self._decoders: dict[int, OpusDecoder] = {}
         self._queue: asyncio.Queue[bytes] = asyncio.Queue(_QUEUE_LIMIT)
@@ -181,8 +179,12 @@ class VoiceReceiver:
         if packet is None or self._failed:
             return
         user = self.users.get(packet.ssrc)
-        if user is None or user in self.bot_ids():
-            return  # not yet mapped by SPEAKING, or another bot (the daemon's characters never listen to each other's audio)
+        if user is None:
+            return  # not yet mapped by SPEAKING
+        if user not in self._bots:
+            self._bots[user] = self.is_bot(user)
+        if self._bots[user]:
+            return
         conn = self.voice_client._connection
         if conn.mode != "aead_xchacha20_poly1305_rtpsize":
             self._fail(f"the voice connection uses the encryption mode {conn.mode!r}, which troupe cannot decrypt")
@@ -213,8 +215,6 @@ class VoiceReceiver:
         if session is None or not getattr(conn, "can_encrypt", False):
             return frame  # no DAVE on this call (or passthrough while it is being set up)
         try:
-            import davey
-
             return bytes(session.decrypt(user, davey.MediaType.audio, frame))
         except Exception as exc:
             # A few failures happen around key changes; many in a row mean it cannot work.

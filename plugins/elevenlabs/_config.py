@@ -6,7 +6,6 @@ it imports no SDK and makes no network call.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -107,9 +106,9 @@ def resolve_config(runtime: _Runtime, *, agent: str) -> ElevenLabsConfig | None:
         api_key=SecretStr(key),
         voice_id=s.get("ELEVENLABS_VOICE_ID", DEFAULT_VOICE_ID),
         model_id=s.get("ELEVENLABS_MODEL_ID", DEFAULT_MODEL_ID),
-        stability=s.unit("ELEVENLABS_VOICE_STABILITY", 0.5),
-        similarity_boost=s.unit("ELEVENLABS_VOICE_SIMILARITY_BOOST", 0.75),
-        style=s.unit("ELEVENLABS_VOICE_STYLE", 0.0),
+        stability=s.number("ELEVENLABS_VOICE_STABILITY", 0.5, 0, 1),
+        similarity_boost=s.number("ELEVENLABS_VOICE_SIMILARITY_BOOST", 0.75, 0, 1),
+        style=s.number("ELEVENLABS_VOICE_STYLE", 0.0, 0, 1),
         use_speaker_boost=s.flag("ELEVENLABS_VOICE_USE_SPEAKER_BOOST", True),
         optimize_streaming_latency=s.whole("ELEVENLABS_OPTIMIZE_STREAMING_LATENCY", 0, 0, 4),
         output_format=s.output_format("ELEVENLABS_OUTPUT_FORMAT", "mp3_44100_128"),
@@ -120,32 +119,6 @@ def resolve_config(runtime: _Runtime, *, agent: str) -> ElevenLabsConfig | None:
 
 class _Settings(SettingReader):
     """Typed, validated reads, plus the shapes only this plugin has."""
-
-    def unit(self, key: str, default: float) -> float:
-        """A number from 0 to 1 (voice settings)."""
-        raw = self.optional(key)
-        if raw is None:
-            return default
-        try:
-            value = float(raw)
-        except ValueError:
-            value = math.nan
-        if not 0.0 <= value <= 1.0:  # NaN fails this too
-            raise ConfigError(f"{self.agent}: {key} must be a number from 0 to 1 (such as {default:g}), not {raw!r}")
-        return value
-
-    def whole(self, key: str, default: int, low: int, high: int) -> int:
-        """A whole number from ``low`` to ``high``."""
-        raw = self.optional(key)
-        if raw is None:
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            value = low - 1
-        if not low <= value <= high:
-            raise ConfigError(f"{self.agent}: {key} must be a whole number from {low} to {high}, not {raw!r}")
-        return value
 
     def output_format(self, key: str, default: str) -> str:
         raw = self.get(key, default)

@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import logging
-import statistics
 import sys
 import tempfile
 import time
@@ -205,7 +204,7 @@ def main() -> None:
     logging.basicConfig(level=logging.ERROR)
     print(f"bench_voice: Discord voice, end of utterance -> first reply Opus frame, {args.rounds} rounds "
           f"(+1 warm-up)")
-    print(f"  setup: real daemon + discord.py + openai client against FakeDiscord/FakeOpenAIServer on localhost;")
+    print("  setup: real daemon + discord.py + openai client against FakeDiscord/FakeOpenAIServer on localhost;")
     print(f"         person speaks {UTTERANCE_S:.1f} s of speech-like Opus at real-time pace; VOICE_SILENCE_S "
           f"{args.silence}; transcript names Ada (no small model)")
     print(f"         injected latencies: transcription {TRANSCRIBE_S * 1000:.0f} ms, plan first token "
