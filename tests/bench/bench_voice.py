@@ -237,7 +237,7 @@ def main() -> None:
         print(f"  note: in {extra} of {len(results)} rounds another chat request (not the plan; probably an evaluator "
               "of the previous turn) came in while the reply was being prepared")
     print("  the silence window is part of what the person waits; detection adds the receiver's "
-          "tick (up to 100 ms) on top")
+          "tick (up to 20 ms) on top")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """FACTS (dynamic): what the agent has learned that bears on the conversation.
 
-The text of the last few messages is the query. With an embedding model it is embedded and the
-``facts`` table searched by vector; without one (or if embedding fails) by keywords. Two
-searches, one within the room and one about the sender, are merged without duplicates.
+With an embedding model the ``facts`` table is searched by the vector of the current message —
+the one computed for storing it, started when it arrived, so no extra model call waits here.
+Without one (or if embedding failed) the text of the last few messages is searched by keywords.
+Two searches, one within the room and one about the sender, are merged without duplicates.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ import logging
 from typing import TYPE_CHECKING
 
 from bot.components import Provider, ProviderResult, State
-from bot.models import ModelType
 from bot.types import Memory
 
+from .._embedding import vector_of
 from ._common import MESSAGES
 
 if TYPE_CHECKING:
@@ -41,9 +42,9 @@ async def _query_text(runtime: AgentRuntime, message: Memory) -> str:
 
 async def _search(runtime: AgentRuntime, message: Memory, query: str) -> list[Memory]:
     store = runtime.store
-    if runtime.has_model(ModelType.TEXT_EMBEDDING):
+    vector = await vector_of(runtime, message)
+    if vector:
         try:
-            vector = await runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": query})
             in_room = await store.search_memories(vector, FACTS, room_id=message.room_id, count=_PER_SEARCH)
             about_sender = await store.search_memories(vector, FACTS, entity_id=message.entity_id, count=_PER_SEARCH)
             return [*in_room, *about_sender]

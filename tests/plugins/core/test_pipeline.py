@@ -198,3 +198,23 @@ async def test_the_platform_hears_when_a_reply_is_coming_and_only_then(harness) 
 
     h.large.append(plan("Still here."))
     assert (await h.say("Ada, you there?", on_responding=broken)).status == "replied"
+
+
+async def test_one_embedding_per_message_serves_storage_and_the_facts_search(harness) -> None:
+    h = await harness(ChannelType.DM)
+    embedded: list[str] = []
+
+    async def embedding(runtime: Any, params: Any) -> list[float]:
+        embedded.append(params["text"] if params else "")
+        return [0.5] * 384
+
+    h.rt.register_model("TEXT_EMBEDDING", embedding, "fake")
+    h.large.append("<response><thought>t</thought><actions>REPLY</actions><providers>FACTS</providers>"
+                   "<text>Green tea, I believe.</text></response>")
+    embedded.clear()  # the dimension probe at start
+    assert (await h.say("what tea do I like?")).status == "replied"
+    async with asyncio.timeout(5):
+        while not (stored := await h.rt.store.get_memories(table="messages", room_id=h.room))[0].embedding:
+            await asyncio.sleep(0.01)
+    assert embedded == ["what tea do I like?"]  # stored with it, and searched with it: one call
+    assert stored[0].embedding == [0.5] * 384
