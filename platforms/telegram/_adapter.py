@@ -6,14 +6,16 @@ for edits, REACTION_RECEIVED, WORLD_JOINED the first time a chat is seen, ENTITY
 Chats, topics and people are written once per run and remembered. ``/start`` and ``/help`` are
 answered without the model. Voice notes, audio files and round videos are transcribed before
 the pipeline sees them, so the words are the message (and a name said aloud addresses the
-character); if that fails the message goes on with its attachment, as any other file.
+character); if that fails the message goes on with its attachment, as any other file. Audio over
+the 20 MB the Bot API lets bots download is never fetched: the character sees a voice message
+it could not listen to, and why.
 
 Outbound, replies quote the triggering message, are converted to MarkdownV2 (plain text if
 Telegram still refuses), split at 4096 characters, stay in their forum topic, and show
-"typing…" while an answer is prepared. A reply to a voice message (or every reply, by
-``TELEGRAM_VOICE_REPLIES``) is also spoken as a voice note, after the text. What one character
-sends in a group is relayed to the daemon's other characters there. The adapter is also the
-runtime's ``telegram`` Messenger.
+"typing…" while an answer is prepared. A reply to a voice message (or, by
+``TELEGRAM_VOICE_REPLIES=always``, every reply and every message SEND_MESSAGE delivers) is
+also spoken as a voice note, after the text. What one character sends in a group is relayed to
+the daemon's other characters there. The adapter is also the runtime's ``telegram`` Messenger.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from telegram import Message, Update
-from telegram.error import Conflict, Forbidden, InvalidToken, TelegramError
+from telegram.error import BadRequest, Conflict, Forbidden, InvalidToken, TelegramError
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
 
 from bot.connections import Connections, TokenClaims, record_sent
@@ -66,6 +68,7 @@ _TYPING_EVERY_S = 4.5
 _TYPING_CAP_S = 60.0
 _DRAIN_TIMEOUT_S = 10.0
 _MAX_DOWNLOAD = 20 * 1024 * 1024  # the Bot API serves files up to 20 MB
+_TOO_LARGE = "larger than the 20 MB the Telegram Bot API lets bots download"
 _DOWNLOAD_TIMEOUT_S = 60.0
 # Telegram answers 409 while a previous poll of a restarted process is still open; only a
 # conflict that keeps coming back means another process really uses the token.
@@ -228,7 +231,8 @@ class TelegramAdapter:
         await self.connections.ensure_rooms([main])
         self._chats.add(chat.id)
         if existing is None:
-            entities = [entity_for_user(agent, message.from_user)] if message.from_user else []
+            sender = message.from_user  # this bot, for a chat first seen through what it sent there
+            entities = [entity_for_user(agent, sender)] if sender and sender.id != self.bot_id else []
             await self.runtime.emit(EventType.WORLD_JOINED, {"world": world, "rooms": [main], "entities": entities,
                                                              "source": SOURCE})
 
@@ -342,7 +346,10 @@ class TelegramAdapter:
         so the core does not transcribe it again.
 
         Spoken notes set ``content.isVoiceMessage``. A failure is logged and leaves the
-        attachment untranscribed: the core tries again if the character answers.
+        attachment untranscribed: the core tries again if the character answers. Audio over
+        20 MB (by the update's size, else by what ``getFile`` says) is not downloaded: its
+        attachment is marked ``transcribed`` with no words and a description saying it was too
+        large, so the character knows why it cannot hear it and the core does not try again.
         """
         spoken = spoken_media(message)
         if spoken is None:
@@ -350,15 +357,19 @@ class TelegramAdapter:
         if spoken.said:
             memory.content["isVoiceMessage"] = True
         where = message.chat.title or "a private chat"
-        if spoken.size and spoken.size > _MAX_DOWNLOAD:
-            _log.info("%s: a %s in %s is larger than the 20 MB the Bot API serves; not transcribed", self.name,
-                      spoken.label, where)
-            return
         try:
+            if spoken.size and spoken.size > _MAX_DOWNLOAD:
+                raise FileTooLarge(_TOO_LARGE)
             async with asyncio.timeout(_DOWNLOAD_TIMEOUT_S):
                 audio = await self._download({"id": spoken.file_id})
             params = {"audio": audio, "filename": spoken.filename}
             transcript = str(await self.runtime.use_model(ModelType.TRANSCRIPTION, params) or "").strip()
+        except FileTooLarge:
+            _log.info("%s: a %s in %s (chat %s) is %s; it goes on untranscribed", self.name, spoken.label, where,
+                      message.chat.id, _TOO_LARGE)
+            _mark_heard(memory, spoken.file_id, "", f"A {spoken.label} too large to listen to: it is {_TOO_LARGE}, "
+                                                    "so it was not transcribed")
+            return
         except Exception as exc:
             # A download error may quote the file URL, which carries the token: name only its kind.
             reason = (str(exc).removeprefix(f"{self.name}: ") if isinstance(exc, (ModelError, ValueError))
@@ -366,21 +377,27 @@ class TelegramAdapter:
             _log.warning("%s: could not transcribe a %s in %s (chat %s): %s; it goes on untranscribed", self.name,
                          spoken.label, where, message.chat.id, reason)
             return
-        for item in memory.content.get("attachments") or ():
-            if item.get("id") == spoken.file_id:
-                item["transcribed"] = True
-                item["text"] = transcript
-                item["description"] = (f"Transcript of a {spoken.label}" if transcript
-                                       else f"A {spoken.label} with no words in it")
+        _mark_heard(memory, spoken.file_id, transcript, f"Transcript of a {spoken.label}" if transcript
+                    else f"A {spoken.label} with no words in it")
         if transcript:
             caption = memory.content.get("text")
             memory.content["text"] = f"{caption}\n{transcript}" if caption else transcript
 
     async def _download(self, item: Mapping[str, Any]) -> bytes:
+        """The file's bytes.
+
+        Raises:
+            FileTooLarge: over 20 MB (Telegram's "file is too big", or the size it reports).
+        """
         assert self.app is not None
-        file = await self.app.bot.get_file(str(item["id"]))
+        try:
+            file = await self.app.bot.get_file(str(item["id"]))
+        except BadRequest as exc:
+            if "file is too big" in exc.message.lower():
+                raise FileTooLarge(_TOO_LARGE) from None
+            raise
         if file.file_size and file.file_size > _MAX_DOWNLOAD:
-            raise ValueError("the file is larger than the 20 MB the Bot API serves")
+            raise FileTooLarge(_TOO_LARGE)
         return bytes(await file.download_as_bytearray())
 
     async def _on_edit(self, message: Message) -> None:
@@ -474,41 +491,43 @@ class TelegramAdapter:
                 return []
             memories = await self._remember(sent, content, incoming.room_id, in_reply_to=incoming.id)
             if speak and memories:
-                await self._speak(message, text, thread, memories[-1])
+                await self._speak(message.chat, text, memories[-1], reply_to=message.message_id, thread=thread)
             return memories
 
         return reply
 
-    async def _speak(self, message: Message, text: str, thread: int | None, memory: Memory) -> None:
-        """Say ``text`` as a voice note quoting ``message``, after its text reply (which
-        ``memory`` stores; the voice note is added to it as an attachment, by file id).
+    async def _speak(self, chat: Any, text: str, memory: Memory, *, reply_to: int | None, thread: int | None,
+                     what: str = "reply") -> None:
+        """Say ``text`` in ``chat`` as a voice note (quoting ``reply_to``, if given), after the
+        text message ``memory`` stores; the voice note is added to it as an attachment, by file
+        id. ``what`` names the text in the log: ``reply``, or ``message`` for one sent unasked.
 
-        Never raises: without a voice the text reply stands, and a warning says why.
+        Never raises: without a voice the text stands, and a warning says why.
         """
         words = speakable(text)
         if not words:
             return
         assert self.app is not None
-        recording = _Typing(self, message.chat.id, thread, action="record_voice")
+        recording = _Typing(self, chat.id, thread, action="record_voice")
         await recording.start()
         try:
             result = await self.runtime.use_model(ModelType.TEXT_TO_SPEECH, {"text": words, "format": "opus"})
             audio, audio_format = await speech_audio(result)
             note = await asyncio.to_thread(voice_note, audio, audio_format)
-            sent = await send_voice(self.app.bot, message.chat.id, note.data, duration=note.duration,
-                                    reply_to=message.message_id, thread_id=thread)
+            sent = await send_voice(self.app.bot, chat.id, note.data, duration=note.duration, reply_to=reply_to,
+                                    thread_id=thread)
         except Exception as exc:
             reason = str(exc).removeprefix(f"{self.name}: ") if isinstance(exc, (ModelError, ValueError)) else (
                 getattr(exc, "message", None) or type(exc).__name__)
-            _log.warning("%s: the reply in %s (chat %s) went out as text only, without a voice note: %s", self.name,
-                         message.chat.title or "a private chat", message.chat.id, reason)
+            _log.warning("%s: the %s in %s (chat %s) went out as text only, without a voice note: %s", self.name,
+                         what, chat.title or "a private chat", chat.id, reason)
             return
         finally:
             await recording.stop()
         voice = sent.voice
         attachment = {"id": voice.file_id if voice else "", "title": "voice.ogg", "contentType": "audio/ogg",
                       "source": SOURCE, "private": True, "transcribed": True, "text": words,
-                      "description": "Voice note of this reply",
+                      "description": f"Voice note of this {what}",
                       "url": f"telegram:file:{voice.file_unique_id}" if voice else "",
                       "duration": note.duration, "messageId": sent.message_id}
         memory.content["attachments"] = [*(memory.content.get("attachments") or ()), attachment]
@@ -540,17 +559,44 @@ class TelegramAdapter:
         user_id = (entity.metadata.get(SOURCE) or {}).get("id")
         if not user_id:
             raise SendError(f"I don't know {entity.names[0] if entity.names else 'them'} on Telegram")
-        return await self._deliver(int(user_id), None, content, room_id(self.runtime.agent_id, user_id))
+        return await self._deliver(int(user_id), None, content, room_id(self.runtime.agent_id, user_id), person=entity)
 
-    async def _deliver(self, chat_id: int, topic: int | None, content: dict[str, Any], room: str) -> list[Memory]:
+    async def _deliver(self, chat_id: int, topic: int | None, content: dict[str, Any], room: str, *,
+                       person: Entity | None = None) -> list[Memory]:
+        """Send ``content`` as text; with ``TELEGRAM_VOICE_REPLIES=always`` also as a voice note,
+        after it (a message sent unasked answers no voice message, so ``auto`` does not speak).
+
+        A private chat with ``person`` is written to the store (with them in it) if troupe has
+        never seen it: they may have started the bot before troupe ran, or met it only in a group.
+        """
+        text = str(content.get("text") or "")
         try:
-            sent = await self._send(chat_id, str(content.get("text") or ""), thread_id=topic)
+            sent = await self._send(chat_id, text, thread_id=topic)
         except Forbidden:
             raise SendError("Telegram won't let me write there (they may not have started a chat with me)") from None
         except TelegramError as exc:
             _log.error("%s: could not send to Telegram chat %s: %s", self.name, chat_id, exc.message)
             raise SendError("Telegram did not take the message; try again later") from None
-        return await self._remember(sent, content, room)
+        if person is not None and sent:
+            await self._ensure_chat(sent[0])
+            await self.connections.ensure_entity(person, room)
+        memories = await self._remember(sent, content, room)
+        if self.config.voice_replies == "always" and memories:
+            await self._speak(sent[-1].chat, text, memories[-1], reply_to=None, thread=topic, what="message")
+        return memories
+
+
+class FileTooLarge(ValueError):
+    """A file over the 20 MB the Bot API lets bots download."""
+
+
+def _mark_heard(memory: Memory, file_id: str, transcript: str, description: str) -> None:
+    """The attachment ``file_id`` of ``memory`` is dealt with (``transcribed``): the core leaves it."""
+    for item in memory.content.get("attachments") or ():
+        if item.get("id") == file_id:
+            item["transcribed"] = True
+            item["text"] = transcript
+            item["description"] = description
 
 
 def _attachments(message: Message) -> list[dict[str, Any]]:

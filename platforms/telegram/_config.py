@@ -14,8 +14,9 @@ __all__ = ["TelegramConfig", "VOICE_REPLIES", "read_config"]
 
 DEFAULT_API_ROOT = "https://api.telegram.org"
 VOICE_REPLIES = ("auto", "always", "never")
-"""``TELEGRAM_VOICE_REPLIES``: a voice note with the text reply when the message answered was
-spoken (``auto``), with every reply (``always``), or never."""
+"""``TELEGRAM_VOICE_REPLIES``: a voice note after the text of a reply to a spoken message
+(``auto``); after every reply and every message SEND_MESSAGE delivers (``always``; the canned
+``/start`` and ``/help`` answers stay text); or never."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +29,7 @@ class TelegramConfig:
     poll_timeout: float = 30.0
     """Long-polling wait in seconds (how long one getUpdates may hang open)."""
     voice_replies: str = "auto"
-    """When a reply is also spoken as a voice note: ``auto``, ``always`` or ``never``."""
+    """When what the character sends is also spoken as a voice note: ``auto``, ``always`` or ``never``."""
 
     @property
     def base_url(self) -> str:

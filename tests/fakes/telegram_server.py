@@ -20,15 +20,18 @@ The world: ``add_bot(token, username=, first_name=)`` (the bot's id is the token
 forum=False, creator=None, admins=())``, ``private(user, bot)`` (the private chat between them),
 ``add_topic(group, name)`` (a forum topic; returns its thread id).
 
-Acting as users (each returns the message as the API would show it): ``user_says(user, chat,
-text, topic=None, reply_to=None, entities=None, photo=None, document=None, voice=None,
-audio=None, video_note=None)``: ``@username`` mentions get ``mention`` entities (UTF-16 offsets)
-and ``/commands`` get ``bot_command`` ones; files are ``(name, bytes[, mime])`` tuples served by
-``getFile`` and the file URL, except ``voice`` and ``video_note``: ``(bytes, duration)`` (a voice
-note is ``audio/ogg``; the older ``(name, bytes[, mime])`` form of ``voice`` still works). Text
-given with a file is its caption. ``user_edits(message, text)``, ``user_reacts(user, message, emoji)``,
-``member_joins(chat, user)``. Updates go to the bots that are members of the chat (in a private
-chat, to its bot) whose ``allowed_updates`` take them.
+Acting as users (each returns the message as the API would show it): ``user_says(user, chat, text,
+topic=None, reply_to=None, entities=None, photo=None, document=None, voice=None, audio=None,
+video_note=None, file_size=None, file_size_in_message=True)``: ``@username`` mentions get
+``mention`` entities (UTF-16 offsets) and ``/commands`` get ``bot_command`` ones; files are ``(name,
+bytes[, mime])`` tuples served by ``getFile`` and the file URL, except ``voice`` and ``video_note``:
+``(bytes, duration)`` (a voice note is ``audio/ogg``; the older ``(name, bytes[, mime])`` form of
+``voice`` still works). Text given with a file is its caption. ``file_size=`` is the size Telegram
+reports for the message's file (default: its real length), in the message and from getFile, so a
+test can send a "25 MB" voice note of a few bytes; ``file_size_in_message=False`` leaves it out of
+the message (it is optional there; getFile still reports it). ``user_edits(message, text)``,
+``user_reacts(user, message, emoji)``, ``member_joins(chat, user)``. Updates go to the bots that are
+members of the chat (in a private chat, to its bot) whose ``allowed_updates`` take them.
 
 Like Telegram, what a bot sends is never delivered to other bots.
 
@@ -38,7 +41,9 @@ Conflict), sendMessage (``parse_mode=MarkdownV2`` is validated as Telegram does:
 reserved character or an unclosed entity is 400 "can't parse entities"; text over 4096
 characters is 400 "message is too long"), sendVoice (a multipart upload, or the file id of a
 stored file; it must be Ogg/Opus — starts with ``OggS`` and holds an ``OpusHead`` — else 400;
-Telegram itself also takes MP3 and M4A, which troupe never sends), sendChatAction, getFile, getChatAdministrators,
+Telegram itself also takes MP3 and M4A, which troupe never sends), sendChatAction, getFile (a file
+over ``max_download`` bytes, 20 MB by default, is 400 "file is too big" as on api.telegram.org;
+``max_download = None`` serves any size, as a local Bot API server does), getChatAdministrators,
 getChatMember, setMyCommands, deleteMyCommands, close. Anything else is 404, recorded.
 
 ``fail_next(method, status=429, retry_after=1, description=None, bot=None, times=1)`` makes the
@@ -46,7 +51,7 @@ next matching calls fail as Telegram does (429 with ``parameters.retry_after``, 
 An unknown token is 401. Per bot: ``requests``, ``sent`` (each with ``kind`` — ``text`` or
 ``voice`` —, ``chat_id``, ``text`` as the user sees it (a voice note's caption), ``raw`` as sent,
 ``parse_mode``, ``reply_to``, ``thread_id``, ``message``; a voice note also ``voice`` (the bytes)
-and ``duration``), ``actions``,
+and ``duration``), ``actions``, ``downloads`` (file paths fetched from the file URL),
 ``webhook_deletions``, ``polls``. ``wait_for(check)``, ``wait_for_sent``, ``wait_polling``.
 """
 
@@ -66,6 +71,7 @@ __all__ = ["FakeBot", "FakeChat", "FakeTelegram", "FakeUser", "markdown_v2_plain
 
 T = TypeVar("T")
 MAX_TEXT = 4096
+MAX_DOWNLOAD = 20 * 1024 * 1024
 _RESERVED = set("_*[]()~`>#+-=|{}.!")
 
 
@@ -92,6 +98,7 @@ class FakeBot(FakeUser):
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     sent: list[dict[str, Any]] = field(default_factory=list)
     actions: list[tuple[int, str]] = field(default_factory=list)
+    downloads: list[str] = field(default_factory=list)
     webhook_deletions: int = 0
     polls: int = 0
     updates: list[dict[str, Any]] = field(default_factory=list)
@@ -219,6 +226,8 @@ class FakeTelegram:
         self.chats: dict[int, FakeChat] = {}
         self.messages: dict[tuple[int, int], dict[str, Any]] = {}
         self.files: dict[str, tuple[str, bytes, str]] = {}
+        self.file_sizes: dict[str, int] = {}  # sizes reported instead of the real length
+        self.max_download: int | None = MAX_DOWNLOAD
         self.unknown: list[str] = []
         self._ids = itertools.count(1000)
         self._message_ids: dict[int, itertools.count[int]] = {}
@@ -305,7 +314,8 @@ class FakeTelegram:
                         reply_to: dict[str, Any] | None = None, entities: list[dict[str, Any]] | None = None,
                         photo: tuple[Any, ...] | None = None, document: tuple[Any, ...] | None = None,
                         voice: tuple[Any, ...] | None = None, audio: tuple[Any, ...] | None = None,
-                        video_note: tuple[bytes, int] | None = None) -> dict[str, Any]:
+                        video_note: tuple[bytes, int] | None = None, file_size: int | None = None,
+                        file_size_in_message: bool = True) -> dict[str, Any]:
         message: dict[str, Any] = {"message_id": self._next_message_id(chat.id), "date": int(time.time()),
                                    "chat": chat.payload(), "from": user.payload()}
         media = photo or document or voice or audio or video_note
@@ -345,6 +355,13 @@ class FakeTelegram:
             file_id = self._store_file("video_note.mp4", video_note[0], "video/mp4")
             message["video_note"] = {"file_id": file_id, "file_unique_id": "u" + file_id, "length": 240,
                                      "duration": int(video_note[1]), "file_size": len(video_note[0])}
+        kind = next((k for k in ("document", "voice", "audio", "video_note") if k in message), None)
+        entry = message[kind] if kind else message["photo"][-1] if "photo" in message else None
+        if entry is not None:
+            if file_size is not None:
+                entry["file_size"] = self.file_sizes[entry["file_id"]] = file_size
+            if not file_size_in_message:
+                del entry["file_size"]
         self.messages[(chat.id, message["message_id"])] = message
         self._deliver(chat, "message", message)
         return message
@@ -599,13 +616,19 @@ class FakeTelegram:
         if file_id not in self.files:
             return self._error(400, "Bad Request: invalid file_id")
         name, data, _ = self.files[file_id]
-        return self._ok({"file_id": file_id, "file_unique_id": "u" + file_id, "file_size": len(data),
+        size = self.file_sizes.get(file_id, len(data))
+        if self.max_download is not None and size > self.max_download:
+            return self._error(400, "Bad Request: file is too big")
+        return self._ok({"file_id": file_id, "file_unique_id": "u" + file_id, "file_size": size,
                          "file_path": f"documents/{file_id}/{name}"})
 
     async def _file(self, request: web.Request) -> web.StreamResponse:
-        if request.match_info["token"] not in self.bots:
+        bot = self.bots.get(request.match_info["token"])
+        if bot is None:
             return web.Response(status=401)
         path = request.match_info["path"]
+        bot.downloads.append(path)
+        self._changed.set()
         for file_id, (name, data, mime) in self.files.items():
             if path == f"documents/{file_id}/{name}":
                 return web.Response(body=data, content_type=mime)

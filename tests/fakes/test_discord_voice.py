@@ -313,8 +313,10 @@ async def test_a_bot_hears_another_bot(fake: FakeDiscord, world: types.SimpleNam
         heard = [parse_rtp_packet(p, bob_vc.secret_key, bob_vc.mode) for p in raw]
         expected = [(ada_vc.ssrc, n, b"\xfc\x01\x02") for n in (1, 2, 3)]
         assert [(p.ssrc, p.sequence, p.payload) for p in heard] == expected
-        assert {"user_id": str(world.ada.id), "ssrc": ada_vc.ssrc, "speaking": 1} in bob_vc.received(5)
-        assert {"user_ids": [str(world.ada.id)]} in bob_vc.received(11)
+        # SPEAKING and CLIENTS_CONNECT come over the voice websocket, not with the UDP packets:
+        # they may land a moment later.
+        await until(lambda: {"user_id": str(world.ada.id), "ssrc": ada_vc.ssrc, "speaking": 1} in bob_vc.received(5))
+        await until(lambda: {"user_ids": [str(world.ada.id)]} in bob_vc.received(11))
 
 
 async def test_a_server_side_disconnect_ends_the_voice_client(

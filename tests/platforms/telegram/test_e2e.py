@@ -7,6 +7,7 @@ import asyncio
 import logging
 
 from bot.types import RoomState
+from platforms.telegram._mapping import entity_id, room_id
 
 from .scene import plan, until
 
@@ -134,6 +135,30 @@ async def test_start_and_help_are_answered_without_the_model(scene) -> None:
     assert sent[0]["text"].startswith("Hi, I'm Ada. Ada is a test character.")
     assert "mention @ada_bot" in sent[1]["text"]
     assert not any("Write the next turn" in p for p in s.brain.prompts)
+
+
+async def test_send_message_reaches_someone_met_only_in_a_group_and_is_remembered(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    await s.fake.user_says(s.cleo, s.group, "morning all")  # Ada lets it pass; Cleo started Ada elsewhere
+    await until(lambda: any("Decide what Ada does" in p for p in s.brain.prompts), timeout=10)
+    cleo = s.fake.private(s.cleo, s.ada)
+    s.brain.plans["Ada"].append(plan("Will do.", "REPLY,SEND_MESSAGE"))
+    s.brain.targets = [("<response><targetType>user</targetType><target>Cleo</target><source>telegram</source>"
+                        "<message>The meeting moved to 3pm.</message></response>")]
+    await s.fake.user_says(s.sam, s.group, "@ada_bot tell Cleo the meeting moved to 3pm")
+    sent = await s.fake.wait_for_sent(s.ada, 3, timeout=10)
+    assert [(m["chat_id"], m["text"]) for m in sent] == [
+        (s.group.id, "Will do."), (cleo.id, "The meeting moved to 3pm."),
+        (s.group.id, "Message sent to Cleo on telegram.")]
+    # The private chat troupe had never seen is now a room, with Cleo in it and the message stored.
+    rt = s.runtime("Ada")
+    room = room_id(rt.agent_id, cleo.id)
+    async with asyncio.timeout(5):
+        while not (stored := await rt.store.get_memories(table="messages", room_id=room, count=5)):
+            await asyncio.sleep(0.02)
+    assert [m.content["text"] for m in stored] == ["The meeting moved to 3pm."]
+    assert entity_id(rt.agent_id, s.cleo.id) in await rt.store.get_participants_for_room(room)
 
 
 async def test_photos_are_described_and_documents_read(scene) -> None:

@@ -10,6 +10,8 @@ import logging
 import math
 from typing import Any
 
+import pytest
+
 from bot.audio import PcmFormat, decode_audio, ogg_opus
 from bot.types import Memory, RoomState
 from platforms.telegram._mapping import room_id
@@ -255,3 +257,177 @@ async def test_a_voice_note_outside_the_allowed_chats_is_not_even_transcribed(sc
     await until(lambda: s.ada.polls >= 3)
     await asyncio.sleep(0.2)
     assert not s.openai.requests_for("transcriptions") and not s.ada.sent
+
+
+# -- SEND_MESSAGE: spoken too only with TELEGRAM_VOICE_REPLIES=always ---------------------------
+
+_TO_CLEO = ("<response><targetType>user</targetType><target>Cleo</target><source>telegram</source>"
+            "<message>The meeting moved to 3pm.</message></response>")
+
+
+async def _cleo_is_known(s: Any) -> Any:
+    """Cleo speaks in the group (Ada lets it pass), so Ada can write to her; her private chat."""
+    await s.fake.user_says(s.cleo, s.group, "morning all")
+    await until(lambda: any("Decide what Ada does" in p for p in s.brain.prompts), timeout=10)
+    return s.fake.private(s.cleo, s.ada)
+
+
+def _kinds(bot: Any, chat: Any) -> list[tuple[str, str]]:
+    return [(m["kind"], m["text"]) for m in bot.sent if m["chat_id"] == chat.id]
+
+
+async def test_voice_replies_always_speaks_what_send_message_delivers_after_its_text(scene) -> None:
+    s = scene
+    await s.start({"TELEGRAM_VOICE_REPLIES": "always"}, with_brann=False)
+    speech = Speech()
+    s.openai.script_speech(speech)
+    cleo = await _cleo_is_known(s)
+    s.brain.plans["Ada"].append(plan("Will do.", "REPLY,SEND_MESSAGE"))
+    s.brain.targets = [_TO_CLEO]
+    await s.fake.user_says(s.sam, s.group, "@ada_bot tell Cleo the meeting moved to 3pm")
+
+    # Everything Ada sends is spoken: the reply, the message to Cleo, the confirmation.
+    await s.fake.wait_for_sent(s.ada, 6, timeout=15)
+    assert _kinds(s.ada, cleo) == [("text", "The meeting moved to 3pm."), ("voice", "")]
+    assert _kinds(s.ada, s.group) == [("text", "Will do."), ("voice", ""),
+                                      ("text", "Message sent to Cleo on telegram."), ("voice", "")]
+    to_cleo = [m for m in s.ada.sent if m["chat_id"] == cleo.id]
+    assert to_cleo[1]["reply_to"] is None and to_cleo[1]["voice"].startswith(b"OggS")  # unasked: quotes nothing
+    assert "The meeting moved to 3pm." in [a["input"] for a in speech.asked]
+
+    async def stored() -> list[Memory]:
+        found = await messages_in(s, cleo.id)
+        return found if found and found[-1].content.get("attachments") else []
+
+    async with asyncio.timeout(5):
+        while not (memories := await stored()):
+            await asyncio.sleep(0.02)
+    [sent] = memories
+    [spoken] = sent.content["attachments"]
+    assert sent.content["text"] == "The meeting moved to 3pm." and sent.content["actions"] == ["SEND_MESSAGE"]
+    assert spoken["id"] == to_cleo[1]["message"]["voice"]["file_id"]
+    assert spoken["description"] == "Voice note of this message" and spoken["text"] == "The meeting moved to 3pm."
+
+
+async def test_voice_replies_auto_speaks_replies_to_a_voice_message_but_not_what_send_message_delivers(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    speech = Speech()
+    s.openai.script_speech(speech)
+    cleo = await _cleo_is_known(s)
+    s.openai.script_transcription("Ada, tell Cleo the meeting moved to 3pm")
+    s.brain.plans["Ada"].append(plan("Will do.", "REPLY,SEND_MESSAGE"))
+    s.brain.targets = [_TO_CLEO]
+    await s.fake.user_says(s.sam, s.group, voice=(voice_file(), 1))
+
+    await s.fake.wait_for_sent(s.ada, 5, timeout=15)
+    await asyncio.sleep(0.3)  # nothing more comes
+    assert _kinds(s.ada, cleo) == [("text", "The meeting moved to 3pm.")]  # she did not speak to Ada
+    assert _kinds(s.ada, s.group) == [("text", "Will do."), ("voice", ""),
+                                      ("text", "Message sent to Cleo on telegram."), ("voice", "")]
+    assert "The meeting moved to 3pm." not in [a["input"] for a in speech.asked]
+
+
+async def test_voice_replies_never_sends_what_send_message_delivers_as_text_only(scene) -> None:
+    s = scene
+    await s.start({"TELEGRAM_VOICE_REPLIES": "never"}, with_brann=False)
+    s.openai.script_speech(Speech())
+    cleo = await _cleo_is_known(s)
+    s.openai.script_transcription("Ada, tell Cleo the meeting moved to 3pm")
+    s.brain.plans["Ada"].append(plan("Will do.", "REPLY,SEND_MESSAGE"))
+    s.brain.targets = [_TO_CLEO]
+    await s.fake.user_says(s.sam, s.group, voice=(voice_file(), 1))
+
+    await s.fake.wait_for_sent(s.ada, 3, timeout=15)
+    await asyncio.sleep(0.3)
+    assert _kinds(s.ada, cleo) == [("text", "The meeting moved to 3pm.")]
+    assert _kinds(s.ada, s.group) == [("text", "Will do."), ("text", "Message sent to Cleo on telegram.")]
+    assert not s.openai.requests_for("speech")
+
+
+async def test_speech_failing_for_a_send_message_delivery_keeps_the_text_and_warns_once(scene, caplog) -> None:
+    s = scene
+    await s.start({"TELEGRAM_VOICE_REPLIES": "always"}, with_brann=False)
+    s.openai.script_speech(Fail(400, message="voice not available"))
+    cleo = await _cleo_is_known(s)
+    s.brain.plans["Ada"].append(plan("Will do.", "REPLY,SEND_MESSAGE"))
+    s.brain.targets = [_TO_CLEO]
+    with caplog.at_level(logging.WARNING, logger="platforms.telegram._adapter"):
+        await s.fake.user_says(s.sam, s.group, "@ada_bot tell Cleo the meeting moved to 3pm")
+        await until(lambda: ("text", "Message sent to Cleo on telegram.") in _kinds(s.ada, s.group), timeout=15)
+        await until(lambda: caplog.text.count("went out as text only") == 3)  # the two replies and the delivery
+    assert _kinds(s.ada, cleo) == [("text", "The meeting moved to 3pm.")]
+    assert caplog.text.count(f"Ada: the message in a private chat (chat {cleo.id}) went out as text only, without a "
+                             "voice note: ") == 1
+    assert [m["kind"] for m in s.ada.sent] == ["text"] * 3
+
+
+# -- audio over the 20 MB the Bot API lets bots download ------------------------------------
+
+_25_MB = 25 * 1024 * 1024
+
+
+async def _heard(s: Any, chat: Any) -> Memory:
+    """The incoming message as stored (the first in the chat)."""
+    async with asyncio.timeout(5):
+        while not (found := await messages_in(s, chat.id)):
+            await asyncio.sleep(0.02)
+    return found[0]
+
+
+@pytest.mark.parametrize(("kind", "media", "label"), [
+    ("voice", (b"OggS-only-a-few-bytes", 1800), "voice message"),
+    ("audio", ("podcast.mp3", b"ID3-only-a-few-bytes", "audio/mpeg"), "audio file"),
+])
+async def test_audio_over_20_mb_is_never_downloaded_and_the_character_is_told(
+        scene, caplog, kind: str, media: tuple[Any, ...], label: str) -> None:
+    s = scene
+    await s.start({"TELEGRAM_VOICE_REPLIES": "never"}, with_brann=False)
+    s.brain.plans["Ada"].append(plan("That one is too long for me to listen to."))
+    chat = s.fake.private(s.sam, s.ada)
+    with caplog.at_level(logging.INFO, logger="platforms"):
+        await s.fake.user_says(s.sam, chat, file_size=_25_MB, **{kind: media})
+        sent = await s.fake.wait_for_sent(s.ada, 1, timeout=10)
+    assert [m["text"] for m in sent] == ["That one is too long for me to listen to."]
+    # Not fetched at all, not even asked about: the update said how big it is.
+    assert "getFile" not in [method for method, _ in s.ada.requests] and s.ada.downloads == []
+    assert not s.openai.requests_for("transcriptions")
+    # What the character saw when it wrote its reply.
+    [prompt] = [p for p in s.brain.prompts if "Write the next turn of Ada" in p]
+    assert f"A {label} too large to listen to: it is larger than the 20 MB the Telegram Bot API" in prompt
+    incoming = await _heard(s, chat)
+    [item] = incoming.content["attachments"]
+    assert item["transcribed"] and item["text"] == "" and "20 MB" in item["description"]
+    assert bool(incoming.content.get("isVoiceMessage")) is (kind == "voice")
+    assert caplog.text.count(f"Ada: a {label} in a private chat (chat {chat.id}) is larger than the 20 MB") == 1
+    assert "could not read audio attachment" not in caplog.text  # the core did not try again
+
+
+@pytest.mark.parametrize("max_download", [
+    20 * 1024 * 1024,  # api.telegram.org: getFile answers 400 "file is too big"
+    None,  # a local Bot API server (TELEGRAM_API_ROOT): getFile answers, with the size
+])
+async def test_audio_whose_update_has_no_size_is_not_downloaded_when_get_file_says_it_is_over_20_mb(
+        scene, caplog, max_download: int | None) -> None:
+    s = scene
+    s.fake.max_download = max_download
+    await s.start(with_brann=False)
+    s.openai.script_speech(Speech())
+    s.brain.plans["Ada"].append(plan("Too long for me, sorry."))
+    chat = s.fake.private(s.sam, s.ada)
+    with caplog.at_level(logging.INFO, logger="platforms"):
+        asked = await s.fake.user_says(s.sam, chat, voice=(b"OggS-only-a-few-bytes", 1800), file_size=_25_MB,
+                                       file_size_in_message=False)
+        sent = await s.fake.wait_for_sent(s.ada, 2, timeout=10)
+    assert "file_size" not in asked["voice"]
+    # Still a voice message: answered in text, then by voice.
+    assert [(m["kind"], m["reply_to"]) for m in sent] == [("text", asked["message_id"]), ("voice", asked["message_id"])]
+    # Asked about once (by the adapter; the core did not ask again), never downloaded.
+    assert [method for method, _ in s.ada.requests].count("getFile") == 1 and s.ada.downloads == []
+    assert not s.openai.requests_for("transcriptions")
+    [prompt] = [p for p in s.brain.prompts if "Write the next turn of Ada" in p]
+    assert "A voice message too large to listen to" in prompt
+    [item] = (await _heard(s, chat)).content["attachments"]
+    assert item["transcribed"] and "20 MB" in item["description"]
+    assert caplog.text.count(f"Ada: a voice message in a private chat (chat {chat.id}) is larger than the 20 MB") == 1
+    assert "could not transcribe" not in caplog.text
