@@ -2,6 +2,8 @@
 
 ``troupe check [FILES…]``  validate character files; exit 0 when all are valid, 78 when not.
 ``troupe start [FILES…]``  run the daemon with these characters (default: ``characters/``).
+``troupe status``          the running daemon's agents, their platforms and their state.
+``troupe reload``          make the running daemon read its character files again (like SIGHUP).
 ``troupe chat FILE``       talk to one character in the terminal.
 """
 
@@ -9,16 +11,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
+from . import logs
 from .character import LoadResult, load_characters, resolve_character_paths
 from .errors import EXIT_CONFIG, TroupeError
 from .settings import DaemonSettings, load_environ
 
 __all__ = ["main"]
+
+EXIT_UNAVAILABLE = 69  # sysexits EX_UNAVAILABLE: no daemon to talk to
+EXIT_CRASH = 70  # sysexits EX_SOFTWARE: a bug; systemd restarts the service
+_RELOAD_TIMEOUT_S = 120.0  # restarting agents waits for their platforms to be ready
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -32,11 +42,22 @@ def _parser() -> argparse.ArgumentParser:
     start = sub.add_parser("start", help="run the daemon")
     start.add_argument("characters", nargs="*", default=["characters"], metavar="FILE",
                        help="character files, folders of them, or names (default: characters/)")
+    _log_level_option(start, "TROUPE_LOG_LEVEL, else INFO")
+
+    status = sub.add_parser("status", help="show the running daemon's agents and platforms")
+    status.add_argument("--json", action="store_true", help="print the daemon's answer as JSON")
+    sub.add_parser("reload", help="make the running daemon read its character files again")
 
     chat = sub.add_parser("chat", help="talk to one character in the terminal")
     chat.add_argument("character", metavar="FILE", help="a character file or name")
     chat.add_argument("--as", dest="user", default="you", help="your name in the conversation (default: you)")
+    _log_level_option(chat, "WARNING")
     return parser
+
+
+def _log_level_option(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument("--log-level", type=str.upper, choices=logs.LEVELS, metavar="LEVEL",
+                        help=f"DEBUG, INFO, WARNING, ERROR or CRITICAL (default: {default})")
 
 
 def _report(results: Sequence[LoadResult], out: TextIO | None = None) -> None:
@@ -55,13 +76,6 @@ def _report(results: Sequence[LoadResult], out: TextIO | None = None) -> None:
             print(f"  warning: {warning}", file=out)
 
 
-def _configure_logging(level: str) -> None:
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s", force=True)
-    # HTTP client libraries log every request at INFO; that is noise in a daemon's journal.
-    for noisy in ("httpx", "httpx2", "httpcore", "httpcore2", "openai"):
-        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
-
-
 def _check(args: argparse.Namespace) -> int:
     paths = resolve_character_paths(args.characters)
     if not paths:
@@ -76,7 +90,7 @@ def _start(args: argparse.Namespace) -> int:
     from .daemon import Daemon
 
     settings = DaemonSettings()
-    _configure_logging(settings.log_level.upper())
+    logs.configure(args.log_level or settings.log_level)
     environ = load_environ()
     paths = resolve_character_paths(args.characters)
     if not paths:
@@ -90,7 +104,47 @@ def _start(args: argparse.Namespace) -> int:
     if not good:
         print("troupe start: no valid character to run; fix the problems above (troupe check)", file=sys.stderr)
         return EXIT_CONFIG
-    return asyncio.run(Daemon(settings, good, environ).run())
+    return asyncio.run(Daemon(settings, good, environ, sources=args.characters).run())
+
+
+_SERVICE_SOCKET = Path("/run/troupe/control.sock")  # where systemd/troupe.service puts it
+
+
+def _control_socket(settings: DaemonSettings) -> Path:
+    """The daemon's socket: as configured, else the service's if one runs here (an operator's
+    shell has no $RUNTIME_DIRECTORY), else next to the default database."""
+    if settings.control_socket is None and not os.environ.get("RUNTIME_DIRECTORY") and _SERVICE_SOCKET.exists():
+        return _SERVICE_SOCKET
+    return settings.control_path
+
+
+def _ask_daemon(method: str, route: str, timeout: float) -> tuple[int, object]:
+    from .control import call
+
+    return asyncio.run(call(_control_socket(DaemonSettings()), method, route, timeout=timeout))
+
+
+def _status(args: argparse.Namespace) -> int:
+    from .control import format_status
+
+    code, body = _ask_daemon("GET", "/status", 10.0)
+    if code != 200 or not isinstance(body, dict):
+        print(f"troupe status: the daemon answered {code}: {body}", file=sys.stderr)
+        return 1
+    print(json.dumps(body, indent=2) if args.json else format_status(body))
+    return 0
+
+
+def _reload(args: argparse.Namespace) -> int:
+    from .control import format_reload
+
+    code, body = _ask_daemon("POST", "/reload", _RELOAD_TIMEOUT_S)
+    if code != 200 or not isinstance(body, dict):
+        error = body.get("error") if isinstance(body, dict) else body
+        print(f"troupe reload: {error or f'the daemon answered {code}'}", file=sys.stderr)
+        return 1
+    print(format_reload(body))
+    return 1 if body.get("failed") else 0
 
 
 def _chat(args: argparse.Namespace) -> int:
@@ -98,7 +152,7 @@ def _chat(args: argparse.Namespace) -> int:
 
     settings = DaemonSettings()
     # The terminal is for the conversation: only warnings unless asked for more.
-    _configure_logging(settings.log_level.upper() if settings.log_level.upper() != "INFO" else "WARNING")
+    logs.configure(args.log_level or (settings.log_level if settings.log_level.upper() != "INFO" else "WARNING"))
     environ = load_environ()
     results = load_characters(resolve_character_paths([args.character]), environ=environ)
     bad = [r for r in results if not r.ok]
@@ -110,18 +164,28 @@ def _chat(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``troupe`` console script; returns the exit status."""
+    from .control import DaemonNotRunning
+
     args = _parser().parse_args(argv)
     try:
         if args.command == "check":
             return _check(args)
         if args.command == "chat":
             return _chat(args)
+        if args.command in ("status", "reload"):
+            return _status(args) if args.command == "status" else _reload(args)
         return _start(args)
     except TroupeError as exc:
         print(f"troupe: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    except DaemonNotRunning as exc:
+        print(f"troupe {args.command}: {exc}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
     except KeyboardInterrupt:
         return 130
+    except Exception:  # a crash: the traceback goes to the log (the journal), at critical priority
+        logging.getLogger("troupe").critical("troupe %s crashed", args.command, exc_info=True)
+        return EXIT_CRASH
 
 
 if __name__ == "__main__":  # pragma: no cover

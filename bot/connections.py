@@ -85,6 +85,7 @@ class TokenClaims:
 
 async def record_sent(runtime: AgentRuntime, memories: list[Memory], source: str) -> list[Memory]:
     """Store the memories of messages the agent just sent, and emit MESSAGE_SENT for each."""
+    runtime.metrics.messages_sent.labels(agent=runtime.character.name, platform=source).inc(len(memories))
     for memory in memories:
         await runtime.store.create_memory(memory, "messages", unique=False)
         await runtime.emit(EventType.MESSAGE_SENT, {"message": memory, "source": source})

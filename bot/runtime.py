@@ -5,18 +5,22 @@ task workers), resolves its settings, talks to the shared store through its agen
 and owns its background tasks. Many runtimes share one event loop and one database.
 
 Lifecycle: ``await runtime.start()`` loads plugins in dependency order and prepares the agent's
-own rows; ``await runtime.close()`` undoes it in reverse and can be called any number of times.
+own rows; ``await runtime.drain(timeout)`` stops it taking new messages and waits for those it is
+answering; ``await runtime.close()`` undoes the start in reverse and can be called any number of
+times.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import importlib
 import logging
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping
 from enum import Enum
 from typing import Any
 
@@ -26,6 +30,9 @@ from .components import Action, Evaluator, Provider, ProviderResult, State, Task
 from .errors import ModelError, PluginLoadError
 from .events import event_name
 from .ids import unique_uuid
+from .links import Links
+from .logs import current_agent
+from .metrics import Metrics
 from .models import ModelType, model_type
 from .redact import register_secret
 from .settings import character_setting
@@ -69,6 +76,7 @@ class AgentRuntime:
         plugins: troupe plugin names from the character file; ``always`` plugins are added.
         model_preset: ``ollama``/``openrouter`` when the file selects one.
         rng: randomness for prompt sampling; seed it for byte-identical prompts in tests.
+        metrics: the daemon's metrics (a private set when not given).
     """
 
     def __init__(
@@ -81,6 +89,7 @@ class AgentRuntime:
         model_preset: str | None = None,
         rng: random.Random | None = None,
         clock: Callable[[], int] = now_ms,
+        metrics: Metrics | None = None,
     ) -> None:
         self.character = character
         self.agent_id = character.agent_id
@@ -105,6 +114,13 @@ class AgentRuntime:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._state_cache: OrderedDict[str, State] = OrderedDict()
         self._closing: asyncio.Task[None] | None = None
+        self.metrics = metrics if metrics is not None else Metrics()
+        self.links = Links()
+        self.accepting = True  # False once draining: new messages are refused
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._on_drain: list[Callable[[], Awaitable[None]]] = []
         for key in character.secret_keys():
             secret = character.secret(key)
             if secret is not None:
@@ -207,6 +223,11 @@ class AgentRuntime:
         """Run ``callback`` when the runtime closes (reverse order of registration)."""
         self._on_close.append(callback)
 
+    def on_drain(self, callback: Callable[[], Awaitable[None]]) -> None:
+        """Run ``callback`` when the runtime starts draining: a platform stops fetching new messages
+        there, so none is taken from the platform only to be refused."""
+        self._on_drain.append(callback)
+
     # -- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -255,6 +276,44 @@ class AgentRuntime:
             )
         await self.store.add_participant(self.agent_id, self.agent_id)
 
+    @contextlib.contextmanager
+    def handling(self) -> Iterator[None]:
+        """Count a message as being handled for as long as the block runs (what :meth:`drain`
+        waits for; the in-flight gauge)."""
+        self._in_flight += 1
+        self._idle.clear()
+        gauge = self.metrics.in_flight.labels(agent=self.character.name)
+        gauge.set(self._in_flight)
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+            gauge.set(self._in_flight)
+            if not self._in_flight:
+                self._idle.set()
+
+    @property
+    def in_flight(self) -> int:
+        """Messages being handled right now."""
+        return self._in_flight
+
+    async def drain(self, timeout: float) -> bool:
+        """Stop taking new messages, then wait up to ``timeout`` seconds for the ones being handled
+        to finish (their replies sent). True when all finished in time."""
+        # Platforms stop fetching first: a message fetched before that is still answered.
+        for callback in self._on_drain:
+            try:
+                await callback()
+            except Exception:
+                _log.exception("%s: error while draining", self.character.name)
+        self.accepting = False
+        try:
+            async with asyncio.timeout(timeout):
+                await self._idle.wait()
+        except TimeoutError:
+            return False
+        return True
+
     async def close(self) -> None:
         """Stop background tasks and run ``on_close`` callbacks in reverse; safe to call again."""
         if self._closing is None:
@@ -274,8 +333,12 @@ class AgentRuntime:
         self._on_close.clear()
 
     def create_task(self, coro: Coroutine[Any, Any, Any], job: str) -> asyncio.Task[Any]:
-        """Run ``coro`` in the background, named ``troupe:<agent>:<job>``, tracked for close()."""
-        task = asyncio.create_task(coro, name=f"troupe:{self.character.name}:{job}")
+        """Run ``coro`` in the background, named ``troupe:<agent>:<job>``, tracked for close().
+
+        The task (and every task it starts) logs as this agent."""
+        context = contextvars.copy_context()
+        context.run(current_agent.set, self.character.name)
+        task = asyncio.create_task(coro, name=f"troupe:{self.character.name}:{job}", context=context)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
         return task
@@ -350,6 +413,10 @@ class AgentRuntime:
         ) from last
 
     async def _record_model(self, kind: ModelType, provider: str, elapsed_ms: float, error: BaseException | None = None) -> None:
+        agent = self.character.name
+        self.metrics.model_calls.labels(agent=agent, model_type=kind.value, provider=provider,
+                                        outcome="error" if error else "ok").inc()
+        self.metrics.model_latency.labels(agent=agent, model_type=kind.value).observe(elapsed_ms / 1000)
         body = {"modelType": kind.value, "provider": provider, "durationMs": round(elapsed_ms, 1), "ok": error is None}
         if error is not None:
             body["error"] = type_name(error)

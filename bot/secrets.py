@@ -78,7 +78,8 @@ def resolve_secret(
             raise SecretReferenceError(
                 value,
                 "$CREDENTIALS_DIRECTORY is not set: credentials exist only when troupe runs under "
-                f"systemd with LoadCredential={target}:/path/to/secret in the unit",
+                "systemd; with systemd/troupe.service, a file /etc/troupe/credentials/NAME is the "
+                "credential troupe_NAME (or add LoadCredential=NAME:/path/to/secret to the unit)",
             )
         path = Path(directory) / target
     else:  # file

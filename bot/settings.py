@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from dotenv import dotenv_values
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .character import Character
@@ -34,6 +35,25 @@ class DaemonSettings(BaseSettings):
     reconnect_base_s: float = Field(default=2.0, gt=0, description="first wait before connecting to an "
                                     "unreachable platform again; it doubles on each failure")
     reconnect_cap_s: float = Field(default=60.0, gt=0, description="longest wait between connection attempts")
+    stop_timeout_s: float = Field(default=20.0, gt=0, description="on SIGTERM, how long replies in flight may take "
+                                  "to finish before the daemon closes anyway")
+    control_socket: Path | None = Field(default=None, description="the Unix socket `troupe status` and `troupe "
+                                        "reload` talk to; default $RUNTIME_DIRECTORY/control.sock under systemd, "
+                                        "else control.sock next to the database")
+    health_port: int | None = Field(default=None, ge=0, le=65535, description="serve /healthz, /readyz, /metrics "
+                                    "and /status over HTTP on this port (unset: off)")
+    health_host: str = Field(default="127.0.0.1", description="the address the health port binds; anything but "
+                             "loopback needs TROUPE_HEALTH_TOKEN")
+    health_token: SecretStr | None = Field(default=None, description="when set, HTTP requests need "
+                                           "`Authorization: Bearer <token>`")
+
+    @property
+    def control_path(self) -> Path:
+        """The control socket's path."""
+        if self.control_socket is not None:
+            return self.control_socket
+        runtime_dir = os.environ.get("RUNTIME_DIRECTORY", "").split(":")[0]
+        return Path(runtime_dir) / "control.sock" if runtime_dir else self.database.parent / "control.sock"
 
     @property
     def database(self) -> Path:
@@ -43,8 +63,6 @@ class DaemonSettings(BaseSettings):
 
 def load_environ(env_file: str | Path = ".env", base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment characters see: ``.env`` values under the process's (process wins)."""
-    import os
-
     merged = {k: v for k, v in dotenv_values(env_file).items() if v is not None} if Path(env_file).is_file() else {}
     merged.update(os.environ if base is None else base)
     return merged

@@ -23,6 +23,7 @@ import aiohttp
 import discord
 
 from bot.connections import Connections, TokenClaims, record_sent
+from bot.links import LinkState
 from bot.errors import ConfigError, SendError
 from bot.events import EventType
 from bot.types import ChannelType, Entity, Memory, Role, Room, now_ms
@@ -115,6 +116,12 @@ class _Client(discord.Client):
 
     async def on_resumed(self) -> None:
         _log.info("%s: Discord connection resumed", self.adapter.name)
+        self.adapter.runtime.links.set(SOURCE, LinkState.CONNECTED)
+
+    async def on_disconnect(self) -> None:
+        # discord.py reconnects by itself (with back-off); until then the link is down.
+        if not self.is_closed():
+            self.adapter.runtime.links.set(SOURCE, LinkState.RETRYING, "gateway connection lost; reconnecting")
 
 
 class DiscordAdapter:
@@ -180,6 +187,7 @@ class DiscordAdapter:
         if not done:
             _log.warning("%s: Discord is not ready after %.0f s; still trying in the background", self.name,
                          _READY_TIMEOUT_S)
+            self.runtime.links.set(SOURCE, LinkState.CONNECTING, "waiting for Discord to say it is ready")
 
     async def _check_application(self) -> bool:
         """Check the token and the bot's privileged intents before connecting; True if the
@@ -267,6 +275,7 @@ class DiscordAdapter:
         except discord.HTTPException as exc:
             _log.warning("%s: could not register the /troupe command: %s", self.name, exc)
         self._ready.set()
+        self.runtime.links.set(SOURCE, LinkState.CONNECTED)
         if self.config.voice_enabled:
             await self.guarded("voice auto-join", self.voice.auto_join(list(self.client.guilds)))
 

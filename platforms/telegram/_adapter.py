@@ -31,9 +31,11 @@ from telegram import Message, Update
 from telegram.error import BadRequest, Conflict, Forbidden, InvalidToken, TelegramError
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
 
+from bot.backoff import ExponentialBackoff
 from bot.connections import Connections, TokenClaims, record_sent
 from bot.errors import ConfigError, ModelError, SendError
 from bot.events import EventType
+from bot.links import LinkState
 from bot.models import ModelType
 from bot.types import ChannelType, Entity, Memory, Room, now_ms
 
@@ -70,6 +72,7 @@ _DRAIN_TIMEOUT_S = 10.0
 _MAX_DOWNLOAD = 20 * 1024 * 1024  # the Bot API serves files up to 20 MB
 _TOO_LARGE = "larger than the 20 MB the Telegram Bot API lets bots download"
 _DOWNLOAD_TIMEOUT_S = 60.0
+_PROBE_TIMEOUT_S = 15.0
 # Telegram answers 409 while a previous poll of a restarted process is still open; only a
 # conflict that keeps coming back means another process really uses the token.
 _CONFLICTS_TO_STOP = 3
@@ -92,6 +95,7 @@ class TelegramAdapter:
         self.connections = Connections(runtime, SOURCE)
         self._handling: set[asyncio.Task[Any]] = set()
         self._conflicts: list[float] = []
+        self._watching: asyncio.Task[None] | None = None
         self._closed = False
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -110,6 +114,9 @@ class TelegramAdapter:
             await self.close()
             raise
         self.runtime.on_close(self.close)
+        # Stop fetching when the agent drains: an update fetched and then refused would be lost
+        # (the next poll confirms it); one never fetched waits for the next start.
+        self.runtime.on_drain(self._stop_polling)
         if self.runtime.get_service(SOURCE) is None:
             self.runtime.register_service(SOURCE, self)
         relay.join(self)
@@ -169,9 +176,27 @@ class TelegramAdapter:
                 _log.error("%s: another process is polling Telegram with this bot's token (409 Conflict); stopping "
                            "Telegram for this character. Stop the other process (or give each its own bot) and "
                            "restart troupe", self.name)
+                self.runtime.links.set(SOURCE, LinkState.FAILED, "another process polls with this bot's token")
                 self.runtime.create_task(self._stop_polling(), "telegram-stop")
             return
         _log.warning("%s: Telegram polling error (%s); retrying", self.name, exc.__class__.__name__)
+        self.runtime.links.set(SOURCE, LinkState.RETRYING, f"polling failed ({exc.__class__.__name__})")
+        if self._watching is None or self._watching.done():
+            self._watching = self.runtime.create_task(self._watch_recovery(), "telegram-recovery")
+
+    async def _watch_recovery(self) -> None:
+        """python-telegram-bot retries polling by itself but says nothing when it works again: ask
+        Telegram (getMe) with back-off until it answers, then the link is up again."""
+        backoff = ExponentialBackoff(1.0, 30.0)
+        while self.app is not None and not self._closed:
+            await asyncio.sleep(backoff.delay())
+            try:
+                async with asyncio.timeout(_PROBE_TIMEOUT_S):
+                    await self.app.bot.get_me()
+            except (TelegramError, TimeoutError):
+                continue
+            self.runtime.links.set(SOURCE, LinkState.CONNECTED)
+            return
 
     async def _stop_polling(self) -> None:
         if self.app is not None and self.app.updater is not None and self.app.updater.running:

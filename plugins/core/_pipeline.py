@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -52,7 +53,7 @@ class Outcome:
 
     status: str
     """``replied``, ``acted``, ``ignored``, ``stopped``, ``muted``, ``own``, ``superseded``,
-    ``loop_guard``, ``silent`` (the model's output never parsed), ``timeout``, ``error``."""
+    ``loop_guard``, ``silent`` (the model's output never parsed), ``timeout``, ``error``, ``closing`` (refused: the agent is draining)."""
     reason: str = ""
     actions: tuple[str, ...] = ()
 
@@ -120,6 +121,35 @@ class MessagePipeline:
         rt = self.runtime
         if message.entity_id == rt.agent_id:
             return Outcome("own")
+        if not rt.accepting:
+            return Outcome("closing", "the agent is shutting down")
+        with rt.handling():
+            return await self._run(message, self._timed(message, callback), fetch, on_responding, on_reply_text)
+
+    def _timed(self, message: Memory, callback: HandlerCallback | None) -> HandlerCallback | None:
+        """``callback``, counting the message in and timing it to the first reply sent."""
+        platform = str(message.content.get("source") or "unknown")
+        metrics, agent = self.runtime.metrics, self.runtime.character.name
+        metrics.messages_received.labels(agent=agent, platform=platform).inc()
+        if callback is None:
+            return None
+        received, timed = time.perf_counter(), False
+
+        async def timed_callback(content: dict[str, Any]) -> list[Memory]:
+            nonlocal timed
+            sent = await callback(content)
+            if not timed and sent:
+                timed = True
+                metrics.reply_latency.labels(agent=agent, platform=platform).observe(time.perf_counter() - received)
+            return sent
+
+        return timed_callback
+
+    async def _run(
+        self, message: Memory, callback: HandlerCallback | None, fetch: AttachmentFetcher | None,
+        on_responding: Callable[[], Awaitable[None]] | None, on_reply_text: Callable[[str], None] | None,
+    ) -> Outcome:
+        rt = self.runtime
         run_id = str(uuid.uuid4())
         started = now_ms()
         await rt.emit(EventType.RUN_STARTED, {"runId": run_id, "messageId": message.id, "roomId": message.room_id,
@@ -169,15 +199,20 @@ class MessagePipeline:
             recent=recent,
             max_bot_turns=max_bot_turns,
         )
+        decisions = rt.metrics.gate_decisions
         if verdict.decision is Decision.IGNORE:
             status = "loop_guard" if verdict.reason.startswith("loop guard") else "muted" if verdict.reason == "muted" else "ignored"
+            decisions.labels(agent=rt.character.name, decision=status).inc()
             return Outcome(status, verdict.reason)
+        if verdict.decision is Decision.RESPOND:
+            decisions.labels(agent=rt.character.name, decision="respond").inc()
 
         token = str(uuid.uuid4())
         self._latest[message.room_id] = token
         try:
             if verdict.decision is Decision.ASK_MODEL:
                 choice = await self._ask_small_model(message)
+                decisions.labels(agent=rt.character.name, decision=f"model_{choice.lower()}").inc()
                 if choice != "RESPOND":
                     await self._remember_silence(message, "STOP" if choice == "STOP" else "IGNORE")
                     return Outcome("stopped" if choice == "STOP" else "ignored", f"small model: {choice}")

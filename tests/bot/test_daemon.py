@@ -114,3 +114,110 @@ async def test_a_platform_that_cannot_be_reached_is_retried_in_the_background(tm
     daemon.stop()
     assert await asyncio.wait_for(task, 10) == 0
     assert "tok-123456" not in caplog.text
+
+
+async def _running(daemon: Daemon, count: int) -> None:
+    for _ in range(500):
+        if daemon.state == "running" and len(daemon.runtimes) == count:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"daemon {daemon.state} with {len(daemon.runtimes)} agents")
+
+
+async def test_reload_starts_stops_restarts_and_leaves_the_rest_alone(tmp_path: Path, fake_platform,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    connected, closed = fake_platform
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")  # a reload reads the environment again
+    monkeypatch.chdir(tmp_path)  # and .env in the working directory
+    chars = tmp_path / "chars"
+    chars.mkdir()
+    for name in ("A", "B", "C"):
+        write(chars, name, ["fakechat"])
+    environ = {"OPENAI_API_KEY": "sk-test-key"}
+    daemon = Daemon(DaemonSettings(db_path=tmp_path / "d.db"), load_characters(sorted(chars.glob("*.json")), environ=environ),
+                    environ, sources=[str(chars)])
+    task = asyncio.create_task(daemon.run())
+    await _running(daemon, 3)
+    untouched = next(rt for rt in daemon.runtimes if rt.character.name == "C")
+    (chars / "B.json").unlink()
+    write(chars, "D", ["fakechat"])
+    write(chars, "A", ["fakechat"], token="t-rotated-654321")  # a new secret is a change
+    summary = await daemon.reload()
+    assert summary == {"started": ["D"], "stopped": ["B"], "restarted": ["A"], "unchanged": ["C"], "kept": [], "failed": []}
+    assert sorted(rt.character.name for rt in daemon.runtimes) == ["A", "C", "D"]
+    assert next(rt for rt in daemon.runtimes if rt.character.name == "C") is untouched
+    assert sorted(closed) == ["A", "B"] and connected.count("A") == 2 and connected.count("C") == 1
+
+    # A file that stops validating keeps its agent; a new broken file is reported, not started.
+    (chars / "C.json").write_text('{"name": "C", "bio": 7}')
+    (chars / "E.json").write_text("{not json")
+    summary = await daemon.reload()
+    assert [k["name"] for k in summary["kept"]] == ["C"] and "$.bio" in summary["kept"][0]["reason"]
+    assert [f["name"] for f in summary["failed"]] == ["E"]
+    assert summary["unchanged"] == ["A", "D"] and untouched in daemon.runtimes
+    assert daemon.readiness() == (True, [])
+    status = daemon.status()
+    assert status["state"] == "running" and [a["name"] for a in status["agents"]] == ["A", "C", "D"]
+    assert status["agents"][0]["platforms"] == {"fakechat": {"state": "connected", "detail": ""}}
+    daemon.stop()
+    assert await asyncio.wait_for(task, 10) == 0
+
+
+async def test_a_reload_while_one_runs_is_refused_and_sighup_ones_coalesce(tmp_path: Path, fake_platform) -> None:
+    chars = tmp_path / "chars"
+    chars.mkdir()
+    write(chars, "A", ["fakechat"])
+    environ = {"OPENAI_API_KEY": "sk-test-key"}
+    daemon = Daemon(DaemonSettings(db_path=tmp_path / "d.db"), load_characters([chars / "A.json"], environ=environ),
+                    environ, sources=[str(chars)])
+    task = asyncio.create_task(daemon.run())
+    await _running(daemon, 1)
+    runs = 0
+    apply = daemon._apply_reload
+
+    async def slow_apply() -> dict:
+        nonlocal runs
+        runs += 1
+        await asyncio.sleep(0.1)
+        return await apply()
+
+    daemon._apply_reload = slow_apply  # type: ignore[method-assign]
+    first = asyncio.create_task(daemon.reload())
+    await asyncio.sleep(0.01)
+    with pytest.raises(RuntimeError, match="already running"):
+        await daemon.reload()
+    for _ in range(3):
+        daemon.request_reload()  # SIGHUPs during a reload: one more reload after it, not three
+    await first
+    for _ in range(100):
+        if runs == 2 and daemon.state == "running":
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.2)
+    assert runs == 2
+    daemon.stop()
+    assert await asyncio.wait_for(task, 10) == 0
+
+
+async def test_stop_waits_for_a_reply_in_flight_and_refuses_new_messages(tmp_path: Path, fake_platform) -> None:
+    path = write(tmp_path, "A", ["fakechat"])
+    environ = {"OPENAI_API_KEY": "sk-test-key"}
+    daemon = Daemon(DaemonSettings(db_path=tmp_path / "d.db", stop_timeout_s=5), load_characters([path], environ=environ),
+                    environ)
+    task = asyncio.create_task(daemon.run())
+    await _running(daemon, 1)
+    runtime = daemon.runtimes[0]
+    finished = asyncio.Event()
+
+    async def reply_in_flight() -> None:
+        with runtime.handling():
+            await asyncio.sleep(0.3)
+            finished.set()
+
+    in_flight = asyncio.create_task(reply_in_flight())
+    await asyncio.sleep(0.01)
+    daemon.stop()
+    await asyncio.sleep(0.05)
+    assert not runtime.accepting and not task.done()
+    assert await asyncio.wait_for(task, 10) == 0
+    assert finished.is_set() and in_flight.done()

@@ -50,7 +50,8 @@ def test_file_reference_errors(tmp_path: Path) -> None:
 def test_systemd_credential(tmp_path: Path) -> None:
     (tmp_path / "discord-token").write_text("tok")
     assert value("credential:discord-token", environ={"CREDENTIALS_DIRECTORY": str(tmp_path)}) == "tok"
-    with pytest.raises(SecretReferenceError, match=r"only when troupe runs under systemd with LoadCredential=discord-token:"):
+    with pytest.raises(SecretReferenceError, match=r"only when troupe runs under systemd; .*/etc/troupe/credentials/NAME "
+                                                   r"is the credential troupe_NAME"):
         resolve_secret("credential:discord-token", environ={})
 
 

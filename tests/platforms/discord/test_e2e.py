@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from bot.links import LinkState
 from bot.types import RoomState
 from platforms.discord._mapping import discord_id
 
@@ -119,8 +120,14 @@ async def test_a_dropped_gateway_reconnects_and_the_next_message_is_answered(sce
     s.brain.plans["Ada"] += [plan("Before."), plan("After.")]
     await s.fake.user_says(s.sam, s.general, "Ada, one")
     await s.fake.wait_for_sent(s.ada, 1)
+    links = s.runtime("Ada").links
+    assert links.get("discord").state is LinkState.CONNECTED
+    seen: list[LinkState] = []
+    links.on_change = lambda platform, link, old: seen.append(link.state)
     await s.fake.drop_gateway(s.ada)
     await s.fake.wait_connected(s.ada)
+    await until(lambda: seen[-1:] == [LinkState.CONNECTED])
+    assert seen == [LinkState.RETRYING, LinkState.CONNECTED]  # what status and readiness showed meanwhile
     await s.fake.user_says(s.sam, s.general, "Ada, two")
     assert (await s.fake.wait_for_sent(s.ada, 2))[1].content == "After."
 

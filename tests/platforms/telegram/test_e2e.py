@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from bot.links import LinkState
 from bot.types import RoomState
 from platforms.telegram._mapping import entity_id, room_id
 
@@ -185,6 +186,20 @@ async def test_telegram_down_at_start_is_waited_out(scene, caplog) -> None:
     s.brain.plans["Ada"].append(plan("Back."))
     await s.fake.user_says(s.sam, s.fake.private(s.sam, s.ada), "you there?")
     assert (await s.fake.wait_for_sent(s.ada, 1))[0]["text"] == "Back."
+
+
+async def test_a_polling_outage_shows_as_retrying_until_telegram_answers_again(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    links = s.runtime("Ada").links
+    await until(lambda: links.get("telegram").state is LinkState.CONNECTED)
+    s.fake.fail_next("getUpdates", status=502, description="Bad Gateway", bot=s.ada, times=2)
+    await until(lambda: links.get("telegram").state is LinkState.RETRYING, timeout=10)
+    assert "polling failed" in links.get("telegram").detail
+    await until(lambda: links.get("telegram").state is LinkState.CONNECTED, timeout=10)
+    s.brain.plans["Ada"].append(plan("Back again."))
+    await s.fake.user_says(s.sam, s.fake.private(s.sam, s.ada), "still there?")
+    assert (await s.fake.wait_for_sent(s.ada, 1))[0]["text"] == "Back again."
 
 
 async def test_a_bad_token_stops_only_that_character(scene, caplog) -> None:

@@ -1,0 +1,111 @@
+"""Log output: the journal's priorities under systemd, readable lines in a terminal, and the agent
+on every line.
+
+Which agent a line is about comes from a context variable: :meth:`AgentRuntime.create_task`
+starts every agent task (and so every platform client, event handler and model call below it)
+with the agent set, and :func:`agent_context` sets it for code the daemon runs on an agent's
+behalf. Lines outside any agent say ``troupe``.
+
+Under systemd stderr is a journal stream (``JOURNAL_STREAM`` names its device and inode); the
+journal reads a ``<N>`` prefix on each line as its syslog priority, so no journal library is
+needed. Every line of a multi-line record (a traceback) carries the prefix, so none of it is
+demoted to the default priority.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from typing import TextIO
+
+from . import redact
+
+__all__ = ["LEVELS", "agent_context", "configure", "current_agent", "journal_stream"]
+
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_NO_AGENT = "troupe"
+
+current_agent: contextvars.ContextVar[str | None] = contextvars.ContextVar("troupe_agent", default=None)
+
+# HTTP client libraries log every request at INFO; in a daemon's journal that is noise.
+_NOISY = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "aiohttp.access")
+
+
+@contextlib.contextmanager
+def agent_context(name: str) -> Iterator[None]:
+    """Lines logged inside this block (and in tasks started from it) carry ``name``."""
+    token = current_agent.set(name)
+    try:
+        yield
+    finally:
+        current_agent.reset(token)
+
+
+def _syslog_priority(levelno: int) -> int:
+    if levelno >= logging.CRITICAL:
+        return 2
+    if levelno >= logging.ERROR:
+        return 3
+    if levelno >= logging.WARNING:
+        return 4
+    if levelno >= logging.INFO:
+        return 6
+    return 7
+
+
+class _AgentFormatter(logging.Formatter):
+    """``[agent] logger: message``; a message that already starts with ``agent: `` is not
+    prefixed twice (much of the code names the agent itself, for readers of any handler)."""
+
+    def __init__(self, journal: bool) -> None:
+        super().__init__("%(message)s" if journal else "%(asctime)s %(levelname)-7s %(message)s")
+        self.journal = journal
+
+    def format(self, record: logging.LogRecord) -> str:
+        agent = getattr(record, "agent", None) or current_agent.get() or _NO_AGENT
+        message = record.getMessage()
+        if message.startswith(f"{agent}: "):
+            message = message[len(agent) + 2 :]
+        record.message = f"[{agent}] {record.name}: {message}"
+        if self.usesTime():
+            record.asctime = self.formatTime(record, self.datefmt)
+        text = self.formatMessage(record)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            text = f"{text}\n{record.exc_text}"
+        if record.stack_info:
+            text = f"{text}\n{self.formatStack(record.stack_info)}"
+        if self.journal:
+            prefix = f"<{_syslog_priority(record.levelno)}>"
+            text = "\n".join(prefix + line for line in text.splitlines())
+        return text
+
+
+def journal_stream(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``stream`` is the journal connection systemd set up (``JOURNAL_STREAM`` matches it)."""
+    expected = (os.environ if environ is None else environ).get("JOURNAL_STREAM", "")
+    try:
+        stat = os.fstat(stream.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return expected == f"{stat.st_dev}:{stat.st_ino}"
+
+
+def configure(level: str, *, stream: TextIO | None = None, environ: Mapping[str, str] | None = None) -> None:
+    """Send every log line to ``stream`` (stderr) at ``level`` and up, secrets scrubbed."""
+    out = stream or sys.stderr
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(_AgentFormatter(journal=journal_stream(out, environ)))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    for noisy in _NOISY:
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+    redact.install()
