@@ -43,7 +43,7 @@ _log = logging.getLogger(__name__)
 _CONNECT_TIMEOUT_S = 20.0
 _DISCONNECT_TIMEOUT_S = 3.0
 _MIN_TRANSCRIPT_CHARS = 3
-_BARGE_IN_FRAMES = 10  # 200 ms of someone's voice over the character's stops it
+_BARGE_IN_FRAMES = 10  # 200 ms more of someone's voice than of quiet, over the character, stops it
 
 
 class VoiceError(Exception):
@@ -109,7 +109,9 @@ class VoiceSession:
             self._loud.clear()
             return
         if level_db < self.manager.adapter.config.barge_in_db:
-            self._loud[user] = 0
+            # A quiet frame (a gap between syllables) takes one back rather than starting over:
+            # it takes ten more loud frames than quiet ones to interrupt.
+            self._loud[user] = max(0, self._loud.get(user, 0) - 1)
             return
         self._loud[user] = self._loud.get(user, 0) + 1
         if self._loud[user] == _BARGE_IN_FRAMES:
@@ -236,14 +238,16 @@ class VoiceManager:
         async with self._locks.setdefault(guild.id, asyncio.Lock()):
             return await self._end(guild.id)
 
-    async def _end(self, guild_id: int) -> str | None:
+    async def _end(self, guild_id: int, *, confirmed: bool = True) -> str | None:
         session = self.sessions.pop(guild_id, None)
         if session is None:
             return None
         await session.close()
         try:
-            # discord.py waits for Discord to confirm, up to 30 s; on shutdown the gateway may be gone.
-            await asyncio.wait_for(session.client.disconnect(force=True), _DISCONNECT_TIMEOUT_S)
+            if confirmed:  # discord.py waits for Discord to confirm (up to 30 s) before one may join again
+                await asyncio.wait_for(session.client.disconnect(force=True), _DISCONNECT_TIMEOUT_S)
+            else:
+                await asyncio.wait_for(_disconnect_now(session.client), _DISCONNECT_TIMEOUT_S)
         except Exception as exc:  # already gone is fine: the goal is to be out
             _log.debug("%s: voice disconnect: %s", self.name, exc)
         _log.info("%s: left voice channel %s", self.name, session.channel.name)
@@ -275,5 +279,14 @@ class VoiceManager:
         _log.warning("%s: DISCORD_VOICE_CHANNEL_ID %s is in none of the bot's servers", self.name, wanted)
 
     async def close(self) -> None:
+        # Shutting down: the runtime has already stopped the gateway's reader, so Discord's
+        # confirmation could never arrive. Say we leave, close the voice connection, and go.
         for guild_id in list(self.sessions):
-            await self._end(guild_id)
+            await self._end(guild_id, confirmed=False)
+
+
+async def _disconnect_now(client: discord.VoiceClient) -> None:
+    """``client.disconnect(force=True)`` without waiting for Discord to confirm the leave."""
+    client.stop()
+    await client._connection.disconnect(force=True, wait=False)
+    client.cleanup()

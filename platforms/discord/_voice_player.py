@@ -116,7 +116,8 @@ class SpeechPlayer:
                 try:
                     item = await asyncio.wait_for(self._texts.get(), _LINGER_S)
                 except TimeoutError:
-                    self._source.end()  # nothing more to say for now
+                    if self._source is not None:  # None: stopped (barge-in) and finished while we waited
+                        self._source.end()  # nothing more to say for now
                     continue
             else:
                 item = await self._texts.get()
@@ -152,9 +153,13 @@ class SpeechPlayer:
                     return  # stopped (barge-in) while this sentence was arriving
                 # Decoding and Opus encoding cost about 0.2 ms per 20 ms of audio: off the loop.
                 frames = await asyncio.to_thread(lambda c=chunk: encoder.encode(decoder.feed(c)))
+                if generation != self._generation:
+                    return  # stopped while encoding: this audio must not play after the interruption
                 await self._queue(frames)
             if generation == self._generation:
-                await self._queue(await asyncio.to_thread(lambda: encoder.encode(decoder.flush()) + encoder.flush()))
+                frames = await asyncio.to_thread(lambda: encoder.encode(decoder.flush()) + encoder.flush())
+                if generation == self._generation:
+                    await self._queue(frames)
         finally:
             await stream.aclose()
 

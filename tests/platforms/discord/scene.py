@@ -10,6 +10,7 @@ import asyncio
 import json
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from ...fakes.discord_server import (
     FakeGuild,
     FakeUser,
 )
+from ...fakes.discord_voice import FakeVoiceServer
 from ...fakes.openai_server import FakeOpenAIServer
 
 
@@ -83,8 +85,9 @@ class Scene:
     task: asyncio.Task[int] | None = None
 
     async def start(self, ada_settings: dict[str, Any] | None = None, *, with_brann: bool = True,
-                    brann_token: str = "token-brann", wait: bool = True) -> None:
-        self.daemon, self.task = self.launch(ada_settings or {}, with_brann, brann_token)
+                    brann_token: str = "token-brann", wait: bool = True,
+                    brann_settings: dict[str, Any] | None = None) -> None:
+        self.daemon, self.task = self.launch(ada_settings or {}, with_brann, brann_token, brann_settings or {})
         if wait:
             await until(lambda: self.daemon.runtimes and self.runtime("Ada").get_service("discord"), timeout=10)
 
@@ -126,18 +129,20 @@ def character(tmp_path: Path, name: str, token: str, api_base: str, **settings: 
     return path
 
 
-@pytest.fixture
-async def scene(tmp_path: Path) -> AsyncIterator[Scene]:
-    async with FakeDiscord() as fake, FakeOpenAIServer() as openai:
+@asynccontextmanager
+async def open_scene(tmp_path: Path, *, voice: FakeVoiceServer | None = None) -> AsyncIterator[Scene]:
+    """The scene, on a fake Discord whose voice server is ``voice`` (e.g. DAVE on) if given."""
+    async with FakeDiscord(voice=voice) as fake, FakeOpenAIServer() as openai:
         brain = Brain()
         openai.script_chat(brain.answer)
         environ = {"OPENAI_API_KEY": "sk-e2e-0000", "OPENAI_BASE_URL": openai.url}
         running: list[tuple[Daemon, asyncio.Task[int]]] = []
 
-        def launch(ada_settings: dict[str, Any], with_brann: bool, brann_token: str) -> tuple[Daemon, asyncio.Task[int]]:
+        def launch(ada_settings: dict[str, Any], with_brann: bool, brann_token: str,
+                   brann_settings: dict[str, Any]) -> tuple[Daemon, asyncio.Task[int]]:
             paths = [character(tmp_path, "Ada", "token-ada", fake.api_base, **ada_settings)]
             if with_brann:
-                paths.append(character(tmp_path, "Brann", brann_token, fake.api_base))
+                paths.append(character(tmp_path, "Brann", brann_token, fake.api_base, **brann_settings))
             results = [load_character(p, environ=environ) for p in paths]
             daemon = Daemon(DaemonSettings(db_path=tmp_path / "troupe.db"), results, environ)
             running.append((daemon, asyncio.create_task(daemon.run())))
@@ -151,3 +156,9 @@ async def scene(tmp_path: Path) -> AsyncIterator[Scene]:
         for daemon, task in running:
             daemon.stop()
             await asyncio.wait_for(task, 10)
+
+
+@pytest.fixture
+async def scene(tmp_path: Path) -> AsyncIterator[Scene]:
+    async with open_scene(tmp_path) as opened:
+        yield opened
