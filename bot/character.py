@@ -215,6 +215,7 @@ class Character(BaseModel):
     model_provider: str | None = Field(default=None, description="elizaOS v0: which model plugin to use")
 
     _secrets: dict[str, SecretStr] = PrivateAttr(default_factory=dict)
+    _base_dir: Path | None = PrivateAttr(default=None)
 
     # -- field normalisation -------------------------------------------------------------
 
@@ -306,6 +307,17 @@ class Character(BaseModel):
     def secret_keys(self) -> list[str]:
         """Names of the secrets that resolved to a value."""
         return sorted(self._secrets)
+
+    def resolve_path(self, path: str) -> Path:
+        """A path written in the file (a knowledge ``path`` or ``directory``) as an absolute path.
+
+        Relative paths are relative to the folder of the character file (the working directory
+        for a character that was not loaded from a file); ``~`` is expanded.
+        """
+        target = Path(path).expanduser()
+        if target.is_absolute():
+            return target
+        return (self._base_dir if self._base_dir is not None else Path.cwd()) / target
 
     def unknown_keys(self) -> list[str]:
         """Top-level keys troupe does not know; kept, but a likely typo."""
@@ -494,6 +506,7 @@ def load_character(path: str | Path, *, environ: Mapping[str, str] | None = None
     character._secrets = _resolve_secrets(
         {"settings.secrets": character.settings_secrets, "secrets": character.secrets}, path.parent, environ, result
     )
+    character._base_dir = path.parent.absolute()
     _check_knowledge(character, path.parent, result)
     for key in character.unknown_keys():
         result.warnings.append(Problem(f"$.{key}", "unknown key, kept but unused; check its spelling"))

@@ -5,6 +5,7 @@
 ``troupe status``          the running daemon's agents, their platforms and their state.
 ``troupe reload``          make the running daemon read its character files again (like SIGHUP).
 ``troupe chat FILE``       talk to one character in the terminal.
+``troupe memory …``        inspect, export and forget what an agent remembers (bot/memory_cli.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from . import logs
+from . import logs, memory_cli
 from .character import LoadResult, load_characters, resolve_character_paths
 from .errors import EXIT_CONFIG, TroupeError
 from .settings import DaemonSettings, load_environ
@@ -52,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("character", metavar="FILE", help="a character file or name")
     chat.add_argument("--as", dest="user", default="you", help="your name in the conversation (default: you)")
     _log_level_option(chat, "WARNING")
+    memory_cli.add_parser(sub)
     return parser
 
 
@@ -172,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args)
         if args.command == "chat":
             return _chat(args)
+        if args.command == "memory":
+            return memory_cli.run(args)
         if args.command in ("status", "reload"):
             return _status(args) if args.command == "status" else _reload(args)
         return _start(args)

@@ -14,11 +14,11 @@ else runs.
 
 Once every agent has started, systemd hears READY=1 (see :mod:`bot.systemd`) and a status line
 that follows every change. SIGHUP (or ``troupe reload``) re-reads the character files: new ones
-start, removed ones stop, changed ones restart, the rest are not touched, and a file that no
-longer validates leaves its agent running as it was. SIGTERM/SIGINT stop the intake, let the
-replies being written finish (``TROUPE_STOP_TIMEOUT_S``), close every agent and the database,
-and exit 0; a second signal exits at once. When nothing can run the daemon exits with status 78
-and says what to configure.
+start, removed ones stop, changed ones restart, the rest keep running (told AGENT_RELOADED, so
+their knowledge files are read again), and a file that no longer validates leaves its agent
+running as it was. SIGTERM/SIGINT stop the intake, let the replies being written finish
+(``TROUPE_STOP_TIMEOUT_S``), close every agent and the database, and exit 0; a second signal
+exits at once. When nothing can run the daemon exits with status 78 and says what to configure.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from .character import Character, LoadResult, load_characters, resolve_character
 from .chat import runtime_plugins
 from .control import ControlServer
 from .errors import EXIT_CONFIG, ConfigError
+from .events import EventType
 from .links import Link, LinkState
 from .logs import agent_context
 from .metrics import Metrics
@@ -484,6 +485,9 @@ class Daemon:
             else:
                 agent.result = new  # same agent; the file may have moved
                 summary["unchanged"].append(agent.name)
+                if agent.runtime is not None:  # what it reads from disk (knowledge files) may have changed
+                    with agent_context(agent.name):
+                        await agent.runtime.emit(EventType.AGENT_RELOADED, {})
         for agent_id, result in wanted.items():
             if agent_id not in self._agents:
                 starting.append(result)

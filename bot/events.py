@@ -41,6 +41,9 @@ class EventType(StrEnum):
     EVALUATOR_COMPLETED = "EVALUATOR_COMPLETED"
     MODEL_USED = "MODEL_USED"
     MODEL_FAILED = "MODEL_FAILED"
+    # troupe's own: a reload re-read the character files and left this agent running unchanged;
+    # plugins that load from disk (knowledge) look again. Payload: ``{"runtime"}``.
+    AGENT_RELOADED = "AGENT_RELOADED"
 
 
 def event_name(name: str | EventType) -> str:

@@ -13,6 +13,10 @@ OBJECT_SMALL/LARGE  :class:`TextParams`                   ``dict`` (parsed JSON)
 TEXT_EMBEDDING      :class:`EmbeddingParams` or ``None``  ``list[float]``; ``None`` asks for the
                                                           dimension probe (a vector of the right
                                                           length, no network call)
+                    :class:`EmbeddingBatchParams`         ``list[list[float]]``, one per text, in
+                                                          order (optional: a handler without
+                                                          batches fails, and callers embed one by
+                                                          one)
 TRANSCRIPTION       :class:`TranscriptionParams`          ``str``
 IMAGE_DESCRIPTION   :class:`ImageDescriptionParams`       ``{"title": str, "description": str}``
 TEXT_TO_SPEECH      :class:`SpeechParams`                 ``bytes`` (audio in ``format``), or a
@@ -32,6 +36,7 @@ from enum import StrEnum
 from typing import Literal, NotRequired, TypedDict
 
 __all__ = [
+    "EmbeddingBatchParams",
     "EmbeddingParams",
     "ImageDescriptionParams",
     "ModelType",
@@ -94,6 +99,11 @@ class TextParams(TypedDict):
 
 class EmbeddingParams(TypedDict):
     text: str
+
+
+class EmbeddingBatchParams(TypedDict):
+    texts: list[str]
+    """Several texts embedded in one request (ingesting documents)."""
 
 
 class TranscriptionParams(TypedDict):

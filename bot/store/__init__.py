@@ -11,9 +11,11 @@
 from __future__ import annotations
 
 from bot.store._database import Database
+from bot.store._knowledge import SHARED_KNOWLEDGE_ID, KnowledgeDocument, KnowledgeSourceRecord
 from bot.store._memories import DEDUP_THRESHOLD, fts_query
 from bot.store._migrations import SCHEMA_VERSION
 from bot.store._protocol import JSONValue, Store
+from bot.store._retention import DERIVED_TABLES, KNOWLEDGE_TABLES, Forgotten, MemoryExport, Participation
 from bot.store._sqlite import AgentStore
 from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, DIMENSION_MAP
 
@@ -21,10 +23,18 @@ __all__ = [
     "AgentStore",
     "DEDUP_THRESHOLD",
     "DEFAULT_EMBEDDING_DIMENSION",
+    "DERIVED_TABLES",
     "DIMENSION_MAP",
     "Database",
+    "Forgotten",
     "JSONValue",
+    "KNOWLEDGE_TABLES",
+    "KnowledgeDocument",
+    "KnowledgeSourceRecord",
+    "MemoryExport",
+    "Participation",
     "SCHEMA_VERSION",
+    "SHARED_KNOWLEDGE_ID",
     "Store",
     "fts_query",
 ]

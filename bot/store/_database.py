@@ -408,6 +408,24 @@ class Database:
             if rows is None:  # never got the writer: drop the batch, so the next row starts a new one
                 self._log_batch = None
 
+    async def checkpoint(self) -> bool:
+        """Copy the write-ahead log into the database file and empty it (``wal_checkpoint(TRUNCATE)``).
+
+        For after deleting something for good (``troupe memory forget``): until a checkpoint, the
+        log may still hold earlier copies of the pages. True when the log was emptied; False when
+        another connection (a running daemon) was still reading from it, in which case a later
+        checkpoint finishes the job, or for a ``":memory:"`` database. Raises StoreError.
+        """
+        if self._path == MEMORY_PATH:
+            return False
+        async with self._write_turn(()) as conn:
+            try:
+                async with conn.execute("PRAGMA wal_checkpoint(TRUNCATE)") as cur:
+                    row = await cur.fetchone()
+            except sqlean.Error as exc:
+                raise StoreError(f"cannot checkpoint {self._path}: {exc}") from exc
+        return row is not None and row[0] == 0
+
     # -- agents ------------------------------------------------------------------------------------
 
     def for_agent(self, agent_id: str) -> AgentStore:

@@ -231,9 +231,29 @@ _V2 = _sql(
     "INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')",
 )
 
+# Where each knowledge document came from (bot/store/_knowledge.py): per scope (an agent, or the
+# shared-knowledge scope) and per agent whose character lists it, the file's size, mtime and
+# content hash as last ingested, so a restart re-reads and re-embeds only what changed.
+_V3 = _sql(
+    """CREATE TABLE knowledge_sources (
+        scope_id     TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+        owner_id     TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+        source       TEXT NOT NULL,
+        document_id  TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        size         INTEGER,
+        mtime_ns     INTEGER,
+        updated_at   INTEGER NOT NULL DEFAULT NOW_MS,
+        PRIMARY KEY (scope_id, owner_id, source)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX idx_knowledge_sources_document ON knowledge_sources(scope_id, document_id)",
+    "CREATE INDEX idx_knowledge_sources_owner ON knowledge_sources(owner_id)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _V1),
     Migration(2, "keyword index over memory text (FTS5)", _V2),
+    Migration(3, "knowledge sources", _V3),
 )
 
 #: The schema version this troupe writes.

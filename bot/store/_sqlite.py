@@ -5,23 +5,27 @@ except :meth:`AgentStore.get_world`, :meth:`AgentStore.get_agent` and :meth:`Age
 which are cross-agent on purpose. Upstream leaves some reads unscoped (entities by id, rooms by
 world, relationships, ``delete_all_memories``); troupe scopes them too, because ids are already
 agent-specific (``unique_uuid``) and one character must never read or delete another's data.
+The knowledge methods also read (and write their own claims on) the shared-knowledge scope
+every agent sees (``_knowledge``).
 
 The methods live in one module per group of tables (``_agents``, ``_entities``, ``_rooms``,
-``_memories``, ``_records``); this class only puts them together.
+``_memories``, ``_records``, ``_knowledge``, ``_retention``); this class only puts them together.
 """
 
 from __future__ import annotations
 
 from bot.store._agents import AgentsMixin
 from bot.store._entities import EntitiesMixin
+from bot.store._knowledge import KnowledgeMixin
 from bot.store._memories import MemoriesMixin
 from bot.store._records import RecordsMixin
+from bot.store._retention import RetentionMixin
 from bot.store._rooms import RoomsMixin
 
 __all__ = ["AgentStore"]
 
 
-class AgentStore(AgentsMixin, EntitiesMixin, RoomsMixin, MemoriesMixin, RecordsMixin):
+class AgentStore(AgentsMixin, EntitiesMixin, RoomsMixin, RetentionMixin, MemoriesMixin, RecordsMixin, KnowledgeMixin):
     """Everything one agent stores, in the shared :class:`~bot.store.Database`. Implements ``Store``.
 
     Get one with ``db.for_agent(agent_id)``. Methods raise RuntimeError when the database is not

@@ -40,9 +40,12 @@ def _components(package: str, attribute: str) -> list[object]:
 
 
 async def setup(runtime: AgentRuntime) -> None:
-    """Register the pipeline's event handlers, actions, providers and evaluators."""
-    from . import _event_handlers
+    """Register the pipeline's event handlers, actions, providers and evaluators, and schedule
+    memory retention (raises ConfigError for a bad retention setting)."""
+    from . import _event_handlers, _retention
     from ._pipeline import MessagePipeline
+
+    retention = _retention.read_settings(runtime)
 
     for action in _components("actions", "action"):
         runtime.register_action(action)  # type: ignore[arg-type]
@@ -52,3 +55,6 @@ async def setup(runtime: AgentRuntime) -> None:
         runtime.register_evaluator(evaluator)  # type: ignore[arg-type]
     MessagePipeline(runtime).register()
     _event_handlers.register(runtime)
+    if retention.enabled:
+        runtime.register_task_worker(_retention.worker)
+        await _retention.schedule(runtime, retention)

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bot.components import Action, ActionResult, HandlerCallback, State
-from bot.errors import ModelError
+from bot.errors import ModelError, StoreError
 from bot.events import EventType
 from bot.models import ModelType
-from bot.types import Memory, now_ms
+from bot.types import ChannelType, Entity, Memory, Room, now_ms
 
 from ._attachments import AttachmentFetcher, process_attachments
 from ._embedding import embed_later
@@ -262,9 +262,43 @@ class MessagePipeline:
         message.agent_id = self.runtime.agent_id
         if message.id is not None and await store.get_memory(message.id) is not None:
             return  # delivered twice (a reconnect, a relay): keep one copy
-        message.id = await store.create_memory(message, MESSAGES)
+        try:
+            message.id = await store.create_memory(message, MESSAGES)
+        except StoreError:
+            if not await self._restore_references(message):
+                raise
+            message.id = await store.create_memory(message, MESSAGES)
         if message.embedding is None:
             embed_later(self.runtime, message.id, str(message.content.get("text") or ""))
+
+    async def _restore_references(self, message: Memory) -> bool:
+        """Write the room and the sender of ``message`` again when the store no longer has them;
+        True if anything was missing.
+
+        ``troupe memory forget`` may remove a room or a person while this process runs, and the
+        platform adapter writes a room or person only the first time it sees them in a run. What
+        the message itself says is enough to carry on; a restart brings back the rest (the room's
+        name and channel, the person's platform details).
+        """
+        rt = self.runtime
+        store = rt.store
+        restored = False
+        if await store.get_room(message.room_id) is None:
+            raw_type = str(message.content.get("channelType") or "").upper()
+            kind = ChannelType(raw_type) if raw_type in ChannelType.__members__ else ChannelType.GROUP
+            await store.create_rooms([Room(message.room_id, source=str(message.content.get("source") or "unknown"),
+                                           type=kind, world_id=message.world_id)])
+            await store.add_participant(rt.agent_id, message.room_id)
+            restored = True
+        if await store.get_entity(message.entity_id) is None:
+            names = [str(n) for n in (message.metadata.get("entityName"), message.metadata.get("entityUserName")) if n]
+            await store.create_entities([Entity(message.entity_id, rt.agent_id, names=list(dict.fromkeys(names)))])
+            restored = True
+        if restored:
+            await store.add_participant(message.entity_id, message.room_id)
+            _log.info("%s: wrote again the room or sender of a message that the store had forgotten",
+                      rt.character.name)
+        return restored
 
     async def _ask_small_model(self, message: Memory) -> str:
         """RESPOND, IGNORE or STOP; a model failure or unreadable answer means IGNORE."""

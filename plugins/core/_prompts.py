@@ -308,7 +308,7 @@ _MESSAGE_HANDLER = f"""\
 - thought: a short note on what {{{{agentName}}}} makes of the conversation and plans to do. Never leave it empty.
 - actions: the actions to take, comma-separated, in the order they should run, using only names listed in <available_actions>.
   When {{{{agentName}}}} answers with a message, REPLY comes first. To stay silent, use IGNORE on its own, with no other action.
-- providers: extra context {{{{agentName}}}} needs before answering, comma-separated, and only when it is needed: ATTACHMENTS for images or files mentioned as "(Attachments:", ENTITIES or RELATIONSHIPS for questions about people, FACTS for things learned earlier, WORLD for the server or group. Leave it empty when the context above is enough. Action names such as IGNORE never go here.
+- providers: extra context {{{{agentName}}}} needs before answering, comma-separated, and only when it is needed: ATTACHMENTS for images or files mentioned as "(Attachments:", ENTITIES or RELATIONSHIPS for questions about people, FACTS for things learned or talked about earlier, WORLD for the server or group. Leave it empty when the context above is enough. Action names such as IGNORE never go here.
 - text: the message {{{{agentName}}}} sends, in their own voice. Leave it empty when the action is IGNORE.
 - Code, and only code, goes inside ``` fences within the text, with the language named after the opening fence.
 </rules>
@@ -349,6 +349,7 @@ The newest message is from {{{{senderName}}}} (id {{{{senderId}}}}).
 2. facts: only new information from the conversation, one claim per <fact>.
    type is fact (lasting and checkable), opinion (someone's view or taste) or status (true now, likely to change).
    in_bio is true when the claim is about {{{{agentName}}}}'s own character; already_known is true when it is among the known facts.
+   about is the id from <people> of the person the claim is about; leave it empty when it is about no one in particular.
    Leave <facts> empty when nothing new was said.
 3. relationships: one <relationship> per pair of people who interacted. sourceEntityId is the id of the one who started the interaction, targetEntityId the id of the one it was aimed at; use ids from <people>, never names.
    tags is comma-separated: dm_interaction, group_interaction or voice_interaction, plus any other short label that fits.
@@ -359,7 +360,7 @@ The newest message is from {{{{senderName}}}} (id {{{{senderId}}}}).
 <response>
   <thought>how the conversation is going</thought>
   <facts>
-    <fact><claim>one new piece of information</claim><type>fact|opinion|status</type><in_bio>false</in_bio><already_known>false</already_known></fact>
+    <fact><claim>one new piece of information</claim><type>fact|opinion|status</type><about>id of the person</about><in_bio>false</in_bio><already_known>false</already_known></fact>
   </facts>
   <relationships>
     <relationship><sourceEntityId>id of the initiator</sourceEntityId><targetEntityId>id of the other</targetEntityId><tags>group_interaction,another_tag</tags></relationship>
@@ -522,6 +523,28 @@ Channels of this server:
 </output>
 """
 
+_SUMMARY = f"""\
+<task>Write {{{{agentName}}}}'s long-term memory of an older stretch of a conversation in {{{{roomName}}}}. The original messages will be deleted: the summary is all that stays.</task>
+
+<conversation>
+{{{{conversation}}}}
+</conversation>
+
+<rules>
+- Keep what would matter weeks later: who took part, what they said about themselves (plans, preferences, events in their lives), questions asked and answers given, decisions and promises, and what {{{{agentName}}}} did.
+- Name people as they are named in the conversation, and say when things happened when the times show it.
+- Leave out greetings, small talk and anything said only in passing.
+- Write plain prose in the third person, at most {{{{maxWords}}}} words. Invent nothing.
+</rules>
+
+<output>
+<response>
+  <summary>the summary</summary>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
 #: Built-in templates, keyed by the names a character's ``templates`` uses to override them.
 DEFAULT_TEMPLATES: dict[str, str] = {
     "componentTemplate": _CONTACT_EXTRACTION,
@@ -531,6 +554,7 @@ DEFAULT_TEMPLATES: dict[str, str] = {
     "roleExtractionTemplate": _ROLE_EXTRACTION,
     "settingsExtractionTemplate": _SETTINGS_EXTRACTION,
     "shouldRespondTemplate": _SHOULD_RESPOND,
+    "summaryTemplate": _SUMMARY,
     "targetExtractionTemplate": _SEND_MESSAGE,
 }
 

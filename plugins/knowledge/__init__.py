@@ -1,11 +1,60 @@
-"""Retrieval over a character's documents and knowledge snippets."""
+"""Knowledge: the character answers from its facts, files and folders (elizaOS's plugin-knowledge).
+
+Sources are the character's ``knowledge`` items — facts, files (.md, .txt, .json, .pdf, any
+other UTF-8 text) and folders, relative to the character file — and ``KNOWLEDGE_PATH``. They
+are chunked (about 500 tokens with 100 of overlap), deduplicated by content hash, stored as
+``documents`` and ``knowledge`` memories, and embedded when the agent has an embedding model.
+Ingestion runs in the background when the agent starts and when a reload leaves it running,
+and is incremental: only new or changed files are read and embedded, removed ones forgotten.
+Items marked ``shared`` (and a KNOWLEDGE_PATH set in the environment) are stored once, in a
+scope every agent reads (bot/store/_knowledge.py says why).
+
+The KNOWLEDGE provider puts the best fragments for each message into the planning prompt —
+hybrid search: vectors plus FTS5 keywords, fused and reranked (keywords alone without an
+embedding model) — or says that nothing is known about it, so the character says it does not
+know. Settings: plugins/knowledge/_config.py.
+
+Loaded for every character (``always``): one with no knowledge of its own still sees shared
+knowledge, and one with knowledge needs no plugin entry for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
 
 from bot.plugins import PluginMeta
 
-__all__ = ["meta"]
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = ["meta", "setup"]
 
 meta = PluginMeta(
     name="knowledge",
-    description="retrieval over the character's documents (character.knowledge, docs folder)",
+    description="answers from the character's facts, files and folders (character.knowledge, KNOWLEDGE_PATH)",
     aliases=("@elizaos/plugin-knowledge",),
+    always=True,
 )
+
+
+async def setup(runtime: AgentRuntime) -> None:
+    """Register the ``knowledge`` service and the KNOWLEDGE provider, and start the first sync.
+
+    Raises:
+        ConfigError: a KNOWLEDGE_* setting is out of range.
+
+    Reads no file here: the sync runs in the background once the runtime has started.
+    """
+    from bot.events import EventType
+
+    from ._config import resolve_config
+    from ._provider import provider
+    from ._service import KnowledgeService
+
+    config = resolve_config(runtime)
+    service = KnowledgeService(runtime, config)
+    runtime.register_service("knowledge", service)
+    runtime.register_provider(dataclasses.replace(provider, dynamic=True) if config.dynamic else provider)
+    runtime.register_event(EventType.AGENT_RELOADED, service.on_reload)
+    service.request_sync()

@@ -19,6 +19,7 @@ import openai
 
 from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelUnavailable
 from bot.models import (
+    EmbeddingBatchParams,
     EmbeddingParams,
     ImageDescriptionParams,
     ModelType,
@@ -113,15 +114,23 @@ class OpenAIModels:
     async def object_large(self, runtime: Any, params: TextParams) -> dict[str, Any]:
         return await self._object(runtime, params, ModelType.OBJECT_LARGE, self.config.large_model)
 
-    async def embedding(self, runtime: Any, params: EmbeddingParams | str | None) -> list[float]:
-        """The text's vector; ``None`` asks for the dimension probe, answered without a request."""
+    async def embedding(
+        self, runtime: Any, params: EmbeddingParams | EmbeddingBatchParams | str | None
+    ) -> list[float] | list[list[float]]:
+        """The text's vector, or with ``{"texts": [...]}`` one vector per text from a single request;
+        ``None`` asks for the dimension probe, answered without a request."""
         dimensions = self.config.embedding_dimensions
         if params is None:
             return probe_vector(dimensions)
-        text = params if isinstance(params, str) else params["text"]
+        if isinstance(params, str):
+            texts, batch = [params], False
+        elif "texts" in params:
+            texts, batch = list(params["texts"]), True  # type: ignore[typeddict-item]
+        else:
+            texts, batch = [params["text"]], False  # type: ignore[typeddict-item]
         endpoint = self._endpoint(ModelType.TEXT_EMBEDDING)
         model = self.config.embedding_model
-        if not text.strip():
+        if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
             raise ModelError(
                 f"{self.agent}: cannot embed empty text",
                 provider=endpoint.provider,
@@ -131,23 +140,34 @@ class OpenAIModels:
         # Only text-embedding-3 models take ``dimensions``; others reject or ignore it.
         if model.startswith("text-embedding-3"):
             extra["dimensions"] = dimensions
+        request: str | list[str] = texts if batch else texts[0]
         response = await self._call(
             ModelType.TEXT_EMBEDDING,
             endpoint,
             model,
             # Floats, not the SDK's default base64: not every compatible server speaks base64.
-            lambda c: c.embeddings.create(model=model, input=text, encoding_format="float", **extra),
+            lambda c: c.embeddings.create(model=model, input=request, encoding_format="float", **extra),
         )
-        vector = list(response.data[0].embedding) if response.data else []
-        if len(vector) != dimensions:
+        # Servers may answer out of order; each item says which input it belongs to.
+        data = sorted(response.data or [], key=lambda item: item.index)
+        vectors = [list(item.embedding) for item in data]
+        if len(vectors) != len(texts):
             raise ModelError(
-                f"{self.agent}: embedding model {model!r} on {endpoint.provider} returned {len(vector)} dimensions, "
-                f"but OPENAI_EMBEDDING_DIMENSIONS is {dimensions}; set it to the model's length or choose "
-                f"a model that returns {dimensions}",
+                f"{self.agent}: embedding model {model!r} on {endpoint.provider} returned {len(vectors)} vectors "
+                f"for {len(texts)} texts",
                 provider=endpoint.provider,
                 model_type=ModelType.TEXT_EMBEDDING,
             )
-        return vector
+        for vector in vectors:
+            if len(vector) != dimensions:
+                raise ModelError(
+                    f"{self.agent}: embedding model {model!r} on {endpoint.provider} returned {len(vector)} "
+                    f"dimensions, but OPENAI_EMBEDDING_DIMENSIONS is {dimensions}; set it to the model's length "
+                    f"or choose a model that returns {dimensions}",
+                    provider=endpoint.provider,
+                    model_type=ModelType.TEXT_EMBEDDING,
+                )
+        return vectors if batch else vectors[0]
 
     async def transcription(self, runtime: Any, params: TranscriptionParams) -> str:
         audio = bytes(params["audio"])

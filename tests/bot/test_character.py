@@ -251,6 +251,14 @@ def test_not_utf8(tmp_path: Path) -> None:
     assert "not UTF-8" in only_problem(load_character(path))
 
 
+def test_paths_in_the_file_are_relative_to_it(write, tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("x")
+    c = load_character(write({"name": "A", "bio": "x", "knowledge": [{"path": "notes.md"}]})).raise_for_problems()
+    assert c.resolve_path("notes.md") == tmp_path.absolute() / "notes.md"
+    assert c.resolve_path("/abs/file.md") == Path("/abs/file.md")
+    assert Character.model_validate({"name": "B", "bio": "x"}).resolve_path("rel") == Path.cwd() / "rel"
+
+
 def test_missing_knowledge_file(write) -> None:
     message = only_problem(load_character(write({"name": "A", "bio": "x", "knowledge": [{"path": "gone.md"}]})))
     assert message.startswith("$.knowledge[0].path: ") and "does not exist" in message

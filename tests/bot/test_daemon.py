@@ -139,6 +139,12 @@ async def test_reload_starts_stops_restarts_and_leaves_the_rest_alone(tmp_path: 
     task = asyncio.create_task(daemon.run())
     await _running(daemon, 3)
     untouched = next(rt for rt in daemon.runtimes if rt.character.name == "C")
+    reloaded: list[str] = []
+
+    async def on_reload(payload) -> None:
+        reloaded.append(payload["runtime"].character.name)
+
+    untouched.register_event("AGENT_RELOADED", on_reload)
     (chars / "B.json").unlink()
     write(chars, "D", ["fakechat"])
     write(chars, "A", ["fakechat"], token="t-rotated-654321")  # a new secret is a change
@@ -147,6 +153,7 @@ async def test_reload_starts_stops_restarts_and_leaves_the_rest_alone(tmp_path: 
     assert sorted(rt.character.name for rt in daemon.runtimes) == ["A", "C", "D"]
     assert next(rt for rt in daemon.runtimes if rt.character.name == "C") is untouched
     assert sorted(closed) == ["A", "B"] and connected.count("A") == 2 and connected.count("C") == 1
+    assert reloaded == ["C"]  # told, so what it reads from disk (knowledge files) is read again
 
     # A file that stops validating keeps its agent; a new broken file is reported, not started.
     (chars / "C.json").write_text('{"name": "C", "bio": 7}')

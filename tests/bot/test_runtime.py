@@ -343,7 +343,9 @@ async def test_background_tasks_are_named_and_cancelled_on_close(runtime: AgentR
 
 async def test_one_shot_and_repeating_tasks(tmp_path: Path, db: Database) -> None:
     now = [1_000_000]
-    c = character(tmp_path)
+    # Memory retention off: the core plugin then registers no worker of its own.
+    off = {"MEMORY_MAX_AGE_DAYS": 0, "MEMORY_ROOM_CAP": 0, "MEMORY_SUMMARY_CAP": 0}
+    c = character(tmp_path, settings=off)
     rt = AgentRuntime(c, db.for_agent(c.agent_id), environ={}, clock=lambda: now[0])
     ran: list[str] = []
     failures = [1]

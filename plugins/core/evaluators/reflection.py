@@ -3,7 +3,14 @@
 Runs after the agent replied, once more than a quarter of the conversation length of new
 messages has arrived in the room since it last ran. Facts go to the ``facts`` table (an exact
 repeat of a known fact is skipped; near-repeats are marked non-unique by the store's
-similarity check); relationships between people in the room are created or strengthened.
+similarity check); relationships between people in the room are created or strengthened, with
+the time of the latest interaction (``metadata.lastInteractionAt``).
+
+A fact is stored under the person it is about (``entity_id``; the sender when the model names
+no one in the room, the agent for facts about itself) and records in its metadata who it is
+about (``entityIds``) and whose message it was learned from (``sourceEntityId``): the FACTS
+provider finds facts about the sender by it, and ``troupe memory forget`` finds everything
+learned from or about a person.
 """
 
 from __future__ import annotations
@@ -106,6 +113,7 @@ async def _handler(
         _log.info("%s: reflection output did not parse; nothing learned", runtime.character.name)
         return
 
+    agent = Entity(runtime.agent_id, runtime.agent_id, names=[runtime.character.name])
     known_texts = {str(f.content.get("text", "")).strip().lower() for f in known}
     stored = 0
     for fact in _as_list(parsed.get("facts")):
@@ -117,9 +125,11 @@ async def _handler(
         if not (_falsy(fact.get("in_bio", False)) and _falsy(fact.get("already_known", False))):
             continue
         known_texts.add(claim.lower())
-        memory = Memory(entity_id=runtime.agent_id, agent_id=runtime.agent_id, room_id=message.room_id,
+        about = _resolve(fact.get("about"), entities, agent) or message.entity_id
+        memory = Memory(entity_id=about, agent_id=runtime.agent_id, room_id=message.room_id,
                         world_id=message.world_id, content={"text": claim, "type": str(fact.get("type") or "fact")},
-                        created_at=now_ms())
+                        created_at=now_ms(),
+                        metadata={"entityIds": [about], "sourceEntityId": message.entity_id})
         if runtime.has_model(ModelType.TEXT_EMBEDDING):
             try:
                 memory.embedding = await runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": claim})
@@ -128,7 +138,6 @@ async def _handler(
         await store.create_memory(memory, FACTS)
         stored += 1
 
-    agent = Entity(runtime.agent_id, runtime.agent_id, names=[runtime.character.name])
     for rel in _as_list(parsed.get("relationships")):
         if not isinstance(rel, dict):
             continue
@@ -139,11 +148,14 @@ async def _handler(
         raw_tags = rel.get("tags") or []
         tags = [t.strip() for t in (raw_tags.split(",") if isinstance(raw_tags, str) else raw_tags) if str(t).strip()]
         existing = await store.get_relationship(source, target)
+        now = runtime.clock()
         if existing is None:
-            await store.create_relationship(source, target, tags=tags, metadata={"interactions": 1})
+            await store.create_relationship(source, target, tags=tags,
+                                            metadata={"interactions": 1, "lastInteractionAt": now})
         else:
             existing.tags = sorted(set(existing.tags) | set(tags))
-            existing.metadata = {**existing.metadata, "interactions": int(existing.metadata.get("interactions", 0)) + 1}
+            existing.metadata = {**existing.metadata, "interactions": int(existing.metadata.get("interactions", 0)) + 1,
+                                 "lastInteractionAt": now}
             await store.update_relationship(existing)
 
     await store.set_cache(_cache_key(message.room_id), message.id)

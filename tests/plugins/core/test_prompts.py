@@ -134,6 +134,7 @@ def test_default_templates_exist_under_upstream_names_with_their_inputs() -> Non
         "shouldRespondTemplate", "messageHandlerTemplate", "reflectionTemplate",
         "targetExtractionTemplate", "componentTemplate", "optionExtractionTemplate",  # upstream's action templates
         "roleExtractionTemplate", "settingsExtractionTemplate",  # inline prompts upstream; named here to override
+        "summaryTemplate",  # troupe's: compacting old messages (plugins/core/_retention.py)
     }
     should = DEFAULT_TEMPLATES["shouldRespondTemplate"]
     assert "{{agentName}}" in should and "{{providers}}" in should

@@ -595,6 +595,67 @@ async def test_facts_when_nothing_is_known(provider_runtime) -> None:
     assert result.values["facts"] == ""
 
 
+async def test_facts_rank_relevance_first_then_recency_and_fade_a_stale_status(provider_runtime) -> None:
+    rt = await provider_runtime()
+    await add_room(rt)
+    await add_people(rt)
+    day = 86_400_000
+
+    same = [1.0] + [0.0] * 383  # every fact exactly as relevant as the next: recency decides
+
+    async def embedding(runtime: Any, params: Any) -> list[float]:
+        return same
+
+    rt.register_model(ModelType.TEXT_EMBEDDING, embedding, "fake")
+
+    async def fact(text: str, age_days: float, kind: str = "fact", unique: bool = True) -> None:
+        await rt.store.create_memory(Memory(entity_id=ALICE, room_id=ROOM, content={"text": text, "type": kind},
+                                            embedding=same, created_at=NOW - int(age_days * day)), "facts",
+                                     unique=unique)
+
+    await fact("Alice is ill with the flu", 60, "status")
+    await fact("Alice has the flu again", 1, "status")
+    await fact("Alice once had the flu in Lisbon", 200)
+    await fact("Alice keeps the flu jab record", 2, unique=False)
+    result = await run(rt, "FACTS", message("flu"))
+    # A fresh status first; a stale status fades below an older lasting fact; a near-repeat last.
+    assert [f.content["text"] for f in result.data["facts"]] == [
+        "Alice has the flu again", "Alice once had the flu in Lisbon", "Alice is ill with the flu",
+        "Alice keeps the flu jab record"]
+
+
+async def test_facts_show_summaries_of_this_room_only(provider_runtime) -> None:
+    rt = await provider_runtime()
+    await add_room(rt)
+    await add_room(rt, OTHER_ROOM, ChannelType.DM)
+    await add_people(rt)
+    for room, text in ((ROOM, "The group planned a picnic by the lake"), (OTHER_ROOM, "Alice told a private picnic secret")):
+        await rt.store.create_memory(Memory(entity_id=rt.agent_id, room_id=room, content={"text": text},
+                                            created_at=NOW - 40 * 86_400_000,
+                                            metadata={"start": NOW - 41 * 86_400_000, "end": NOW - 40 * 86_400_000}),
+                                     "summaries")
+    result = await run(rt, "FACTS", message("what about the picnic?"))
+    assert result.text == ("# What Ada Knows\nNo facts available.\n\n# Earlier Conversation Here\n"
+                           "- (2023-10-04 to 2023-10-05) The group planned a picnic by the lake")
+    assert [s.room_id for s in result.data["summaries"]] == [ROOM]
+
+
+async def test_relationships_put_the_people_the_message_names_first(provider_runtime) -> None:
+    rt = await provider_runtime()
+    await add_room(rt)
+    await add_people(rt, people={ALICE: ["Alice"], BOB: ["Bob"], CAROL: ["Carol"]})
+    week = 7 * 86_400_000
+    await rt.store.create_relationship(ALICE, BOB, metadata={"interactions": 10, "lastInteractionAt": NOW - 52 * week})
+    await rt.store.create_relationship(ALICE, CAROL, metadata={"interactions": 4, "lastInteractionAt": NOW - week})
+    result = await run(rt, "RELATIONSHIPS", message("how is Carol?"))
+    assert [r["name"] for r in result.data["relationships"]] == ["Carol", "Bob"]
+    result = await run(rt, "RELATIONSHIPS", message("hi"))
+    assert [r["name"] for r in result.data["relationships"]] == ["Carol", "Bob"]  # Bob's were a year ago
+    await rt.store.create_relationship(ALICE, rt.agent_id, metadata={"interactions": 9})
+    result = await run(rt, "RELATIONSHIPS", message("tell Bob hi"))
+    assert [r["name"] for r in result.data["relationships"]] == ["Bob", "Ada", "Carol"]
+
+
 async def test_relationships_are_ranked_by_interactions_with_names(provider_runtime) -> None:
     rt = await provider_runtime()
     await add_room(rt)

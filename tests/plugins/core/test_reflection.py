@@ -53,3 +53,24 @@ async def test_reflection_does_not_run_when_the_agent_stayed_silent(harness) -> 
         await h.say(f"chatter {i}")
     assert h.small_calls == 6  # only the should-respond decisions
     assert await h.rt.store.get_memories(table="facts") == []
+
+
+async def test_facts_are_stored_under_who_they_are_about_and_whose_message_taught_them(harness) -> None:
+    h = await harness(ChannelType.DM, settings={"conversationLength": 4})
+    h.small.append("<response><thought>ok</thought><facts>"
+                   "<fact><claim>Brann fixes engines</claim><type>fact</type><about>Brann</about>"
+                   "<in_bio>false</in_bio><already_known>false</already_known></fact>"
+                   "<fact><claim>The fair opens Friday</claim><type>fact</type><about></about>"
+                   "<in_bio>false</in_bio><already_known>false</already_known></fact>"
+                   f"</facts><relationships><relationship><sourceEntityId>{HUMAN}</sourceEntityId>"
+                   f"<targetEntityId>{OTHER_BOT}</targetEntityId><tags>dm_interaction</tags></relationship>"
+                   "</relationships></response>")
+    for i in range(2):
+        h.large.append(plan("ok"))
+        await h.say(f"news {i}")
+    facts = {f.content["text"]: f for f in await h.rt.store.get_memories(table="facts")}
+    assert facts["Brann fixes engines"].entity_id == OTHER_BOT
+    assert facts["Brann fixes engines"].metadata == {"entityIds": [OTHER_BOT], "sourceEntityId": HUMAN}
+    assert facts["The fair opens Friday"].entity_id == HUMAN  # about no one in particular: the sender's
+    [rel] = await h.rt.store.get_relationships(HUMAN)
+    assert rel.metadata["interactions"] == 1 and isinstance(rel.metadata["lastInteractionAt"], int)

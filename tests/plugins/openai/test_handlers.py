@@ -111,6 +111,27 @@ async def test_embedding_returns_the_servers_vector_with_dimensions_for_text_emb
     assert body == {"model": "text-embedding-3-small", "input": "hello", "dimensions": 1536, "encoding_format": "float"}
 
 
+async def test_embedding_of_several_texts_takes_one_request_and_keeps_their_order(
+    runtime: FakeRuntime, server: FakeOpenAIServer
+) -> None:
+    vectors = await runtime.use(ModelType.TEXT_EMBEDDING, {"texts": ["hello", "goodbye", "hello"]})
+    assert len(vectors) == 3 and all(len(v) == 1536 for v in vectors)
+    assert vectors[0] == vectors[2] == await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hello"})
+    assert vectors[1] == await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "goodbye"})
+    first = server.requests_for("embeddings")[0].json
+    assert first == {"model": "text-embedding-3-small", "input": ["hello", "goodbye", "hello"], "dimensions": 1536,
+                     "encoding_format": "float"}
+
+
+async def test_embedding_of_several_texts_refuses_an_empty_one_without_a_request(
+    runtime: FakeRuntime, server: FakeOpenAIServer
+) -> None:
+    for texts in ([], ["fine", " "]):
+        with pytest.raises(ModelError, match="cannot embed empty text"):
+            await runtime.use(ModelType.TEXT_EMBEDDING, {"texts": texts})
+    assert server.requests == []
+
+
 async def test_embedding_probe_needs_no_request(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:
     probe = await runtime.use(ModelType.TEXT_EMBEDDING, None)
     assert probe == [0.1] + [0.0] * 1535

@@ -1,0 +1,268 @@
+"""Memory retention: old conversation becomes summaries the agent can still find, on schedule,
+without ever losing a message to a model failure; facts and relationships are never touched."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.character import load_character
+from bot.errors import ModelUnavailable, PluginLoadError
+from bot.models import ModelType
+from bot.runtime import AgentRuntime
+from bot.store import Database
+from bot.types import ChannelType, Entity, Memory, Room
+from plugins.core._retention import SUMMARIES, TASK_NAME, RetentionSettings, run_retention
+
+from .harness import HUMAN
+
+DAY = 86_400_000
+HOUR = 3_600_000
+START = 1_700_000_000_000
+SAM = "00000000-0000-0000-0000-0000000000a1"
+ROOM = "00000000-0000-0000-0000-00000000c001"
+QUIET = "00000000-0000-0000-0000-00000000c002"
+
+
+def embed(text: str) -> list[float]:
+    """A bag-of-words vector: texts sharing words are similar."""
+    vector = [0.0] * 384
+    for word in text.lower().split():
+        vector[int(hashlib.sha256(word.strip(".,?!").encode()).hexdigest(), 16) % 384] += 1.0
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]
+
+
+@dataclass
+class Agent:
+    rt: AgentRuntime
+    now: list[int]
+    summaries: list[Any] = field(default_factory=list)  # scripted small-model answers; default: a summary
+    prompts: list[str] = field(default_factory=list)
+
+    async def post(self, text: str, *, at: int, entity: str = SAM, room: str = ROOM) -> str:
+        memory = Memory(id=str(uuid.uuid4()), entity_id=entity, room_id=room, content={"text": text}, created_at=at)
+        return await self.rt.store.create_memory(memory, "messages", unique=False)
+
+    async def texts(self, room: str = ROOM) -> list[str]:
+        return [m.content["text"] for m in reversed(await self.rt.store.get_memories(table="messages", room_id=room))]
+
+
+@pytest.fixture
+async def agent(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    runtimes: list[AgentRuntime] = []
+    async with Database(tmp_path / "t.db") as db:
+
+        async def make(*, embeddings: bool = False, **settings: Any) -> Agent:
+            path = tmp_path / "ada.json"
+            # A long tick: the background loop checks once at start; the tests drive every run.
+            path.write_text(json.dumps({"name": "Ada", "bio": "x", "settings": {"TASK_TICK_S": 3600, **settings}}))
+            char = load_character(path, environ={}).raise_for_problems()
+            now = [START]
+            rt = AgentRuntime(char, db.for_agent(char.agent_id), environ={}, clock=lambda: now[0])
+            a = Agent(rt, now)
+
+            async def small(runtime: AgentRuntime, params: dict) -> Any:
+                a.prompts.append(params["prompt"])
+                item = a.summaries.pop(0) if a.summaries else "<response><summary>Sam talked about the weather "\
+                                                                "and a trip to Lisbon.</summary></response>"
+                if isinstance(item, BaseException):
+                    raise item
+                return item
+
+            async def embedding(runtime: AgentRuntime, params: Any) -> list[float]:
+                return embed(params["text"] if params else "probe")
+
+            rt.register_model(ModelType.TEXT_SMALL, small, "script")
+            if embeddings:
+                rt.register_model(ModelType.TEXT_EMBEDDING, embedding, "fake")
+            await rt.start()
+            runtimes.append(rt)
+            await rt.store.create_entities([Entity(SAM, rt.agent_id, names=["Sam"])])
+            await rt.store.create_rooms([Room(ROOM, source="discord", type=ChannelType.GROUP, name="general"),
+                                         Room(QUIET, source="discord", type=ChannelType.DM, name="dm")])
+            for room in (ROOM, QUIET):
+                await rt.store.add_participants([SAM, rt.agent_id], room)
+            return a
+
+        yield make
+        for rt in runtimes:
+            await rt.close()
+
+
+# -- scheduling ------------------------------------------------------------------------------------
+
+
+async def test_every_agent_gets_one_hourly_retention_task(agent, tmp_path: Path) -> None:
+    a = await agent()
+    [task] = await a.rt.store.get_tasks_by_name(TASK_NAME)
+    assert task.tags == ["queue", "repeat"]
+    assert task.metadata == {"updateInterval": HOUR, "updatedAt": START}  # first run one hour from now
+    assert TASK_NAME in a.rt.task_workers
+    await a.rt.close()
+    again = await agent(MEMORY_RETENTION_INTERVAL_MINUTES=15)  # the same agent, started again
+    [task] = await again.rt.store.get_tasks_by_name(TASK_NAME)
+    assert task.metadata["updateInterval"] == 15 * 60_000
+
+
+async def test_the_task_runs_when_due_and_compacts(agent) -> None:
+    a = await agent(MEMORY_ROOM_CAP=10)
+    for i in range(15):
+        await a.post(f"message {i}", at=START - DAY + i)
+    assert await a.rt.run_due_tasks() == 0  # not due yet
+    a.now[0] += HOUR
+    assert await a.rt.run_due_tasks() == 1
+    assert len(await a.texts()) == 9
+
+
+async def test_retention_off_schedules_nothing(agent) -> None:
+    a = await agent(MEMORY_MAX_AGE_DAYS=0, MEMORY_ROOM_CAP=0, MEMORY_SUMMARY_CAP=0)
+    assert await a.rt.store.get_tasks_by_name(TASK_NAME) == []
+    assert TASK_NAME not in a.rt.task_workers
+
+
+async def test_a_bad_setting_stops_the_agent_with_a_clear_error(agent) -> None:
+    with pytest.raises(PluginLoadError, match=r"MEMORY_ROOM_CAP must be a whole number from 0 to \d+, not 'lots'"):
+        await agent(MEMORY_ROOM_CAP="lots")
+
+
+# -- compaction ------------------------------------------------------------------------------------
+
+
+async def test_a_room_over_its_cap_keeps_its_newest_messages_and_a_summary_of_the_rest(agent) -> None:
+    a = await agent(MEMORY_ROOM_CAP=10, MEMORY_MAX_AGE_DAYS=0)
+    for i in range(25):
+        await a.post(f"message {i}", at=START - HOUR + i, entity=SAM if i % 2 else a.rt.agent_id)
+    await a.post("hello in private", at=START - HOUR, room=QUIET)
+
+    report = await run_retention(a.rt)
+    assert (report.compacted, report.summaries, report.failed) == (16, 1, False)  # down to 90% of the cap
+    assert await a.texts() == [f"message {i}" for i in range(16, 25)]
+    assert await a.texts(QUIET) == ["hello in private"]  # under its cap: untouched
+    [prompt] = a.prompts
+    assert "Sam: message 1" in prompt and "Ada: message 0" in prompt and "message 15" in prompt
+    assert "message 16" not in prompt and "the room 'general'" in prompt
+
+    [summary] = await a.rt.store.get_memories(table=SUMMARIES)
+    assert summary.content["text"] == "Sam talked about the weather and a trip to Lisbon."
+    assert summary.room_id == ROOM and summary.entity_id == a.rt.agent_id
+    assert summary.created_at == START - HOUR + 15
+    assert summary.metadata == {"type": "custom", "kind": "conversation_summary", "start": START - HOUR,
+                                "end": START - HOUR + 15, "messageCount": 16,
+                                "entityIds": sorted([SAM, a.rt.agent_id]), "level": 1}
+    assert (await run_retention(a.rt)).compacted == 0  # nothing left to do
+
+
+async def test_old_messages_go_by_age_in_batches(agent) -> None:
+    a = await agent(MEMORY_MAX_AGE_DAYS=30, MEMORY_ROOM_CAP=0)
+    for i in range(60):
+        await a.post(f"old {i}", at=START - 40 * DAY + i)
+    await a.post("recent", at=START - 10 * DAY)
+    await a.post("old and quiet", at=START - 31 * DAY, room=QUIET)
+    report = await run_retention(a.rt)
+    assert (report.compacted, report.summaries) == (61, 3)  # 50 + 10 in the room, 1 in the DM
+    assert await a.texts() == ["recent"]
+    assert await a.texts(QUIET) == []
+    summaries = await a.rt.store.get_memories(table=SUMMARIES)
+    assert sorted(s.metadata["messageCount"] for s in summaries) == [1, 10, 50]
+    assert "a private conversation" in a.prompts[-1] or "a private conversation" in a.prompts[0]
+
+
+async def test_a_model_failure_never_deletes_messages(agent) -> None:
+    a = await agent(MEMORY_ROOM_CAP=10)
+    for i in range(20):
+        await a.post(f"message {i}", at=START - HOUR + i)
+    a.summaries += [ModelUnavailable("down", provider="script", model_type="TEXT_SMALL"),
+                    "<response><thought>hmm</thought></response>"]
+    assert (await run_retention(a.rt)).failed is True
+    assert (await run_retention(a.rt)).failed is True  # an answer without a summary is a failure too
+    assert len(await a.texts()) == 20
+    assert await a.rt.store.get_memories(table=SUMMARIES) == []
+    report = await run_retention(a.rt)  # the next run, with the model back
+    assert (report.failed, report.compacted) == (False, 11)
+
+
+async def test_facts_and_relationships_are_never_compacted(agent) -> None:
+    a = await agent(MEMORY_MAX_AGE_DAYS=1)
+    store = a.rt.store
+    await store.create_memory(Memory(SAM, ROOM, {"text": "Sam likes tea"}, created_at=START - 400 * DAY), "facts")
+    await store.create_relationship(SAM, a.rt.agent_id, metadata={"interactions": 3})
+    await a.post("an old message", at=START - 2 * DAY)
+    assert (await run_retention(a.rt)).compacted == 1
+    assert [f.content["text"] for f in await store.get_memories(table="facts")] == ["Sam likes tea"]
+    assert len(await store.get_relationships(SAM)) == 1
+
+
+async def test_messages_without_text_go_without_a_summary(agent) -> None:
+    a = await agent(MEMORY_MAX_AGE_DAYS=1)
+    silence = Memory(a.rt.agent_id, ROOM, {"actions": ["IGNORE"]}, created_at=START - 2 * DAY)
+    await a.rt.store.create_memory(silence, "messages", unique=False)
+    report = await run_retention(a.rt)
+    assert (report.compacted, report.summaries, a.prompts) == (1, 0, [])
+
+
+async def test_summaries_over_their_cap_are_merged(agent) -> None:
+    a = await agent(MEMORY_SUMMARY_CAP=2)
+    store = a.rt.store
+    for i in range(6):
+        await store.create_memory(Memory(a.rt.agent_id, ROOM, {"text": f"summary {i}"}, created_at=START - DAY + i,
+                                         metadata={"start": START - DAY + i, "end": START - DAY + i,
+                                                   "messageCount": 10, "entityIds": [f"e{i}"], "level": 1}),
+                                  SUMMARIES)
+    a.summaries.append("<response><summary>Months of talk, merged.</summary></response>")
+    report = await run_retention(a.rt, RetentionSettings(max_age_days=0, room_cap=0, summary_cap=2))
+    assert report.merged == 5
+    texts = [s.content["text"] for s in await store.get_memories(table=SUMMARIES)]
+    assert texts == ["summary 5", "Months of talk, merged."]
+    merged = (await store.get_memories(table=SUMMARIES))[1]
+    assert merged.metadata["messageCount"] == 50 and merged.metadata["level"] == 2
+    assert merged.metadata["entityIds"] == ["e0", "e1", "e2", "e3", "e4"]
+    assert "summary 0" in a.prompts[0] and "summary 5" not in a.prompts[0]
+
+
+async def test_a_summary_is_found_by_facts_later(agent) -> None:
+    a = await agent(embeddings=True, MEMORY_ROOM_CAP=10)
+    for i in range(20):
+        await a.post(f"chat {i}", at=START - HOUR + i)
+    await run_retention(a.rt)
+    [summary] = await a.rt.store.get_memories(table=SUMMARIES)
+    assert summary.embedding is not None
+    question = Memory(id=str(uuid.uuid4()), entity_id=SAM, room_id=ROOM, created_at=START,
+                      content={"text": "remember my trip to Lisbon?"})
+    state = await a.rt.compose_state(question, ["FACTS"], only_include=True)
+    assert "# Earlier Conversation Here" in state.text
+    assert "trip to Lisbon" in state.values["summaries"]
+    assert state.providers["FACTS"].data["summaries"][0].id == summary.id
+
+
+# -- forgetting while running ----------------------------------------------------------------------
+
+
+async def test_someone_forgotten_while_the_agent_runs_is_remembered_afresh(harness) -> None:
+    h = await harness(ChannelType.DM)
+    await h.say("hello there")
+    await h.rt.store.forget_entity(HUMAN)
+    assert await h.rt.store.get_entity(HUMAN) is None
+    # The platform wrote this person once this run and will not again: the pipeline does.
+    outcome = await h.say("it's me again", entityName="Sam", entityUserName="sam42")
+    assert outcome.status == "replied"
+    entity = await h.rt.store.get_entity(HUMAN)
+    assert entity is not None and entity.names == ["Sam", "sam42"]
+    assert await h.rt.store.is_room_participant(h.room, HUMAN)
+    assert [m.content["text"] for m in await h.rt.store.get_memories(table="messages", entity_id=HUMAN)] == [
+        "it's me again"]
+
+    await h.rt.store.forget_room(h.room)
+    await h.say("and again")
+    room = await h.rt.store.get_room(h.room)
+    assert room is not None and room.source == "discord"
+    assert await h.rt.store.is_room_participant(h.room, h.rt.agent_id)
+    assert "and again" in [m.content.get("text") for m in await h.rt.store.get_memories(table="messages")]
