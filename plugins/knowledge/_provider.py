@@ -81,7 +81,7 @@ async def _vector(runtime: AgentRuntime, message: Memory) -> list[float] | None:
 async def _get(runtime: AgentRuntime, message: Memory, state: State) -> ProviderResult:
     service: KnowledgeService | None = runtime.get_service("knowledge")
     text = str(message.content.get("text") or "").strip()
-    if service is None or not text or not await runtime.store.has_knowledge():
+    if service is None or not text or not await service.has_knowledge():
         return ProviderResult()  # nothing to ask, or nothing to know: no section at all
     name = runtime.character.name
     hits = await service.search(text, await _vector(runtime, message))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ _log = logging.getLogger("plugins.knowledge")
 
 # How often the background sync looks whether the runtime has finished starting.
 _START_POLL_S = 0.02
+_RECHECK_NONE_S = 5.0
 
 
 class KnowledgeService:
@@ -40,6 +42,7 @@ class KnowledgeService:
         """What the last finished sync did."""
         self._wanted = False
         self._worker: asyncio.Task[None] | None = None
+        self._known: tuple[bool, float] | None = None  # (has knowledge, when asked)
 
     def __repr__(self) -> str:
         return f"<KnowledgeService {self.runtime.character.name}>"
@@ -76,10 +79,22 @@ class KnowledgeService:
                 _log.exception("%s: knowledge: loading failed; what was stored before is still used", name)
                 continue
             self.last = report
+            self._known = None  # ask the store again
             if report.files or report.facts or report.removed or report.fragments:
                 _log.info("%s", report.line(name))
             else:
                 _log.debug("%s", report.line(name))
+
+    async def has_knowledge(self) -> bool:
+        """Whether there is anything to search, own or shared; asked on every message, so the
+        answer is kept: a yes until this agent's next sync, a no for a few seconds (another
+        agent may be storing shared knowledge meanwhile)."""
+        now = time.monotonic()
+        if self._known is not None and (self._known[0] or now - self._known[1] < _RECHECK_NONE_S):
+            return self._known[0]
+        known = await self.runtime.store.has_knowledge()
+        self._known = (known, now)
+        return known
 
     async def search(self, query: str, vector: Sequence[float] | None = None) -> list[Hit]:
         """The fragments (own and shared) that best answer ``query``; see plugins/knowledge/_search.py."""
