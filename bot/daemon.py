@@ -239,7 +239,8 @@ class Daemon:
         plans = self.plan()
         for plan in plans:
             if not plan.ready:
-                _log.warning("%s: %s skipped, %s not set", plan.agent, plan.platform, " and ".join(plan.missing))
+                with agent_context(plan.agent):
+                    _log.warning("%s: %s skipped, %s not set", plan.agent, plan.platform, " and ".join(plan.missing))
         if not any(p.ready for p in plans):
             _log.error(
                 "no platform configured: no character has a platform it can run on. Add "
