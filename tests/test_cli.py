@@ -65,7 +65,7 @@ def test_start_without_a_platform_stops_with_a_clear_message(tmp_path: Path, cap
     c = write(tmp_path / "a.json", {"name": "A", "bio": "x", "plugins": ["@elizaos/plugin-discord"]})
     assert main(["start", str(c)]) == EXIT_CONFIG
     err = capsys.readouterr().err
-    assert "A: discord skipped, DISCORD_API_TOKEN not set" in err
+    assert "[A] bot.daemon: discord skipped, DISCORD_API_TOKEN not set" in err  # the agent once, in its place
     assert "no platform configured" in err
     assert Path("data/troupe.db").is_file()
 
@@ -74,7 +74,8 @@ def test_start_names_the_variable_a_reference_points_at(tmp_path: Path, capsys: 
     data = {"name": "A", "bio": "x", "plugins": ["@elizaos/plugin-telegram"],
             "settings": {"secrets": {"TELEGRAM_BOT_TOKEN": "env:A_TELEGRAM_TOKEN?"}}}
     assert main(["start", str(write(tmp_path / "a.json", data))]) == EXIT_CONFIG
-    assert "A: telegram skipped, TELEGRAM_BOT_TOKEN (env:A_TELEGRAM_TOKEN? resolves to nothing) not set" in capsys.readouterr().err
+    assert "[A] bot.daemon: telegram skipped, TELEGRAM_BOT_TOKEN (env:A_TELEGRAM_TOKEN? resolves to nothing) not set" \
+        in capsys.readouterr().err
 
 
 def test_start_with_only_broken_characters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
