@@ -8,10 +8,10 @@ its ``settings`` (scalars only), then the daemon's environment. An empty value c
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from collections.abc import Callable, Mapping
+from typing import TypeVar
 from pathlib import Path
 
 from dotenv import dotenv_values
@@ -22,6 +22,8 @@ from .character import Character
 from .errors import ConfigError
 
 __all__ = ["DaemonSettings", "SettingReader", "character_setting", "load_environ"]
+
+_N = TypeVar("_N", int, float)
 
 
 class DaemonSettings(BaseSettings):
@@ -113,54 +115,33 @@ class SettingReader:
         raise ConfigError(f"{self.agent}: {key} must be true or false, not {raw!r}")
 
     def positive_float(self, key: str, default: float) -> float:
-        raw = self.optional(key)
-        if raw is None:
-            return default
-        try:
-            value = float(raw)
-        except ValueError:
-            value = -1.0
-        if not value > 0:
-            raise ConfigError(f"{self.agent}: {key} must be a positive number, not {raw!r}")
-        return value
+        return self._checked(key, default, float, lambda v: v > 0, "a positive number")
 
     def number(self, key: str, default: float, low: float, high: float) -> float:
         """A number from ``low`` to ``high`` inclusive."""
-        raw = self.optional(key)
-        if raw is None:
-            return default
-        try:
-            value = float(raw)
-        except ValueError:
-            value = math.nan
-        if not low <= value <= high:  # NaN fails this too
-            raise ConfigError(f"{self.agent}: {key} must be a number from {low:g} to {high:g} (such as {default:g}), "
-                              f"not {raw!r}")
-        return value
+        return self._checked(key, default, float, lambda v: low <= v <= high,
+                             f"a number from {low:g} to {high:g} (such as {default:g})")
 
     def whole(self, key: str, default: int, low: int, high: int) -> int:
         """A whole number from ``low`` to ``high`` inclusive."""
-        raw = self.optional(key)
-        if raw is None:
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            value = low - 1
-        if not low <= value <= high:
-            raise ConfigError(f"{self.agent}: {key} must be a whole number from {low} to {high}, not {raw!r}")
-        return value
+        return self._checked(key, default, int, lambda v: low <= v <= high, f"a whole number from {low} to {high}")
 
     def count(self, key: str, default: int, *, minimum: int = 0) -> int:
+        return self._checked(key, default, int, lambda v: v >= minimum, f"a whole number, {minimum} or more")
+
+    def _checked(self, key: str, default: _N, parse: Callable[[str], _N], valid: Callable[[_N], bool],
+                 expected: str) -> _N:
+        """``parse(value)`` when set, else ``default``; a value that does not parse or is not
+        ``valid`` (NaN never is: it fails every comparison) is an error saying what is ``expected``."""
         raw = self.optional(key)
         if raw is None:
             return default
         try:
-            value = int(raw)
+            value = parse(raw)
         except ValueError:
-            value = minimum - 1
-        if value < minimum:
-            raise ConfigError(f"{self.agent}: {key} must be a whole number, {minimum} or more, not {raw!r}")
+            value = None
+        if value is None or not valid(value):
+            raise ConfigError(f"{self.agent}: {key} must be {expected}, not {raw!r}")
         return value
 
     def id_list(self, key: str, *, pattern: str = r"-?\d+") -> list[str] | None:

@@ -183,6 +183,7 @@ from urllib.parse import quote
 
 from aiohttp import WSMsgType, web
 
+from ._local import LocalServer, QueuedWebSocket
 from .discord_voice import FakeVoiceServer
 
 __all__ = [
@@ -656,17 +657,12 @@ def _unknown(kind: str, code: int) -> _HTTPError:
 # -- gateway plumbing ------------------------------------------------------------------------
 
 
-class _Connection:
-    """One gateway websocket: an ordered outbound queue drained by a writer task."""
+class _Connection(QueuedWebSocket):
+    """One gateway websocket, its frames compressed as the client asked."""
 
     def __init__(self, ws: web.WebSocketResponse, request: web.Request, compress: str | None) -> None:
-        self.ws = ws
-        self.request = request
         self.compress = compress
-        self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.session: _Session | None = None
-        self.alive = True
-        self.server_close_code: int | None = None
         self.bot: FakeBot | None = None
         self._zlib = zlib.compressobj() if compress == "zlib-stream" else None
         self._zstd: Any = None
@@ -675,18 +671,7 @@ class _Connection:
                 self._zstd = _zstandard.ZstdCompressor().compressobj()
             else:
                 self._zstd = _stdlib_zstd.ZstdCompressor()
-        self.writer = asyncio.create_task(self._write())
-
-    def send(self, frame: dict[str, Any]) -> None:
-        if self.alive:
-            self.queue.put_nowait(frame)
-
-    def close(self, code: int, reason: str = "") -> None:
-        """Send the queued frames, then a close frame with ``code``."""
-        if self.alive:
-            self.server_close_code = code
-            self.queue.put_nowait(("close", code, reason))
-            self.alive = False
+        super().__init__(ws, request)
 
     def abort(self) -> None:
         """Cut the TCP connection without a close frame."""
@@ -694,12 +679,6 @@ class _Connection:
         transport = self.request.transport
         if transport is not None:
             transport.abort()
-
-    async def flush(self, timeout: float = 5.0) -> None:
-        try:
-            await asyncio.wait_for(self.queue.join(), timeout)
-        except TimeoutError:
-            pass
 
     def _encode(self, frame: dict[str, Any]) -> str | bytes:
         text = json.dumps(frame, separators=(",", ":"), ensure_ascii=False)
@@ -710,39 +689,6 @@ class _Connection:
                 return self._zstd.compress(text.encode()) + self._zstd.flush(_zstandard.COMPRESSOBJ_FLUSH_BLOCK)
             return self._zstd.compress(text.encode(), mode=_stdlib_zstd.ZstdCompressor.FLUSH_BLOCK)
         return text
-
-    async def _write(self) -> None:
-        broken = False
-        while True:
-            item = await self.queue.get()
-            try:
-                if item is None:
-                    return
-                if broken:
-                    continue
-                if isinstance(item, tuple):
-                    _, code, reason = item
-                    await self.ws.close(code=code, message=reason.encode())
-                    broken = True
-                    continue
-                data = self._encode(item)
-                if isinstance(data, bytes):
-                    await self.ws.send_bytes(data)
-                else:
-                    await self.ws.send_str(data)
-            except (ConnectionError, RuntimeError):
-                broken = True
-                self.alive = False
-            finally:
-                self.queue.task_done()
-
-    async def stop(self) -> None:
-        self.alive = False
-        self.queue.put_nowait(None)
-        try:
-            await asyncio.wait_for(asyncio.shield(self.writer), 1.0)
-        except (TimeoutError, asyncio.CancelledError):
-            self.writer.cancel()
 
 
 @dataclass(eq=False)
@@ -773,7 +719,7 @@ _Handler = Callable[..., Any]
 # -- the server ------------------------------------------------------------------------------
 
 
-class FakeDiscord:
+class FakeDiscord(LocalServer):
     """Discord's REST API and gateway on ``127.0.0.1`` (a free port), in the running loop.
 
     Use as an async context manager, or ``await start()`` and ``await close()``; ``close()``
@@ -818,38 +764,28 @@ class FakeDiscord:
         self._attachments: dict[int, FakeAttachment] = {}
         self._last_id = 0
         self._increment = 0
-        self._change = asyncio.Event()
-        self._runner: web.AppRunner | None = None
-        self._port: int | None = None
-        self._closed = False
         self._restore: list[tuple[Any, str, Any]] = []
         self._routes = self._route_table()
+        super().__init__()
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Listen on a free port. Raises RuntimeError if already started."""
-        if self._runner is not None or self._closed:
-            raise RuntimeError("FakeDiscord can be started once")
+    def _make_app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/", self._gateway)
         app.router.add_get("/resume", self._gateway)
         app.router.add_get("/attachments/{channel_id}/{attachment_id}/{filename}", self._attachment)
         app.router.add_route("*", "/api/v{version:\\d+}/{tail:.*}", self._rest)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
-        runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        self._runner = runner
-        self._port = runner.addresses[0][1]
+        return app
+
+    async def start(self) -> None:
+        """Listen on a free port, and start the voice server. Raises RuntimeError if already started."""
+        await super().start()
         await self.voice.start()
 
-    async def close(self) -> None:
-        """Close every gateway socket and the voice server, stop listening, undo
-        patch_discord(). Idempotent."""
-        self._closed = True
-        for owner, name, value in reversed(self._restore):
+    async def _closing(self) -> None:
+        for owner, name, value in reversed(self._restore):  # undo patch_discord()
             setattr(owner, name, value)
         self._restore.clear()
         for conn in list(self._connections):
@@ -857,24 +793,17 @@ class FakeDiscord:
         for conn in list(self._connections):
             await conn.flush(0.5)
             await conn.stop()
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+
+    async def close(self) -> None:
+        """Close every gateway socket and the voice server, stop listening, undo
+        patch_discord(). Idempotent."""
+        await super().close()
         await self.voice.close()
-
-    async def __aenter__(self) -> FakeDiscord:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     @property
     def url(self) -> str:
         """``http://127.0.0.1:PORT``."""
-        if self._port is None:
-            raise RuntimeError("FakeDiscord is not started")
-        return f"http://127.0.0.1:{self._port}"
+        return f"http://127.0.0.1:{self.port}"
 
     @property
     def api_base(self) -> str:
@@ -884,11 +813,11 @@ class FakeDiscord:
     @property
     def gateway_url(self) -> str:
         """The websocket URL ``/gateway/bot`` answers with: ``ws://127.0.0.1:PORT/``."""
-        return f"ws://127.0.0.1:{self._port}/"
+        return f"ws://127.0.0.1:{self.port}/"
 
     @property
     def resume_gateway_url(self) -> str:
-        return f"ws://127.0.0.1:{self._port}/resume"
+        return f"ws://127.0.0.1:{self.port}/resume"
 
     def patch_discord(self) -> None:
         """Point discord.py here: ``Route.BASE`` and ``DiscordWebSocket.DEFAULT_GATEWAY``.
@@ -924,27 +853,6 @@ class FakeDiscord:
     @staticmethod
     def _now() -> str:
         return datetime.datetime.now(datetime.UTC).isoformat(timespec="microseconds")
-
-    def _changed(self) -> None:
-        event, self._change = self._change, asyncio.Event()
-        event.set()
-
-    async def wait_for(self, check: Callable[[], T], timeout: float = 5.0, description: str = "condition") -> T:
-        """Wait until ``check()`` returns something truthy (re-checked on every recorded change)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            result = check()
-            if result:
-                return result
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise TimeoutError(f"timed out after {timeout}s waiting for {description}")
-            change = self._change
-            try:
-                await asyncio.wait_for(change.wait(), remaining)
-            except TimeoutError:
-                pass
 
     async def wait_for_sent(
         self, bot: FakeBot, count: int = 1, timeout: float = 5.0, *, channel: FakeChannel | None = None

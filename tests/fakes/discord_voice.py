@@ -130,7 +130,6 @@ rejoin; ``voice_server_update`` is the server-side path discord.py does recover 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import secrets
@@ -139,12 +138,14 @@ import ssl
 import struct
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, TypeVar
 
 from aiohttp import WSMsgType, web
+
+from ._local import LocalServer, QueuedWebSocket
 
 __all__ = [
     "AES256_GCM",
@@ -471,61 +472,12 @@ class _Participant:
     """The simulated user's ``davey.DaveSession`` when DAVE is on."""
 
 
-class _VoiceSocket:
-    """One voice websocket: an ordered outbound queue drained by a writer task."""
+class _VoiceSocket(QueuedWebSocket):
+    """One voice websocket."""
 
     def __init__(self, ws: web.WebSocketResponse, request: web.Request) -> None:
-        self.ws = ws
-        self.request = request
-        self.queue: asyncio.Queue[Any] = asyncio.Queue()
-        self.alive = True
         self.session: VoiceSession | None = None
-        self.server_close_code: int | None = None
-        self.writer = asyncio.create_task(self._write())
-
-    def send(self, frame: dict[str, Any] | bytes) -> None:
-        if self.alive:
-            self.queue.put_nowait(frame)
-
-    def close(self, code: int, reason: str = "") -> None:
-        if self.alive:
-            self.server_close_code = code
-            self.queue.put_nowait(("close", code, reason))
-            self.alive = False
-
-    async def flush(self, timeout: float = 5.0) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.queue.join(), timeout)
-
-    async def _write(self) -> None:
-        broken = False
-        while True:
-            item = await self.queue.get()
-            try:
-                if item is None:
-                    return
-                if broken:
-                    continue
-                if isinstance(item, tuple):
-                    await self.ws.close(code=item[1], message=item[2].encode())
-                    broken = True
-                elif isinstance(item, bytes):
-                    await self.ws.send_bytes(item)
-                else:
-                    await self.ws.send_str(json.dumps(item, separators=(",", ":")))
-            except (ConnectionError, RuntimeError):
-                broken = True
-                self.alive = False
-            finally:
-                self.queue.task_done()
-
-    async def stop(self) -> None:
-        self.alive = False
-        self.queue.put_nowait(None)
-        try:
-            await asyncio.wait_for(asyncio.shield(self.writer), 1.0)
-        except (TimeoutError, asyncio.CancelledError):
-            self.writer.cancel()
+        super().__init__(ws, request)
 
 
 class _UDP(asyncio.DatagramProtocol):
@@ -543,7 +495,7 @@ def _uid(user: Any) -> int:
 # -- the server -------------------------------------------------------------------------------
 
 
-class FakeVoiceServer:
+class FakeVoiceServer(LocalServer):
     """Discord's voice gateway (wss) and voice UDP server on ``127.0.0.1`` (free ports), in the
     running loop.
 
@@ -585,13 +537,11 @@ class FakeVoiceServer:
         self._sockets: set[_VoiceSocket] = set()
         self._by_ssrc: dict[int, VoiceSession] = {}
         self._last_ssrc = 0
-        self._change = asyncio.Event()
-        self._runner: web.AppRunner | None = None
         self._udp: asyncio.DatagramTransport | None = None
-        self._port: int | None = None
         self._udp_port: int | None = None
         self._tmp: str | None = None
-        self._closed = False
+        self._server_ssl: ssl.SSLContext | None = None
+        super().__init__()
         self._dave_key: Any = None
         self._dave_sender = b""
         self._dave_groups: dict[tuple[int, int], _DaveGroup] = {}
@@ -603,44 +553,40 @@ class FakeVoiceServer:
     async def start(self) -> None:
         """Listen on a free TCP port (TLS) and a free UDP port. Raises RuntimeError if already
         started; a failed start closes what it opened."""
-        if self._runner is not None or self._udp is not None or self._closed:
+        if self._udp is not None or self._closed.is_set():
             raise RuntimeError("FakeVoiceServer can be started once")
         try:
-            await self._start()
+            ca, cert = _tls()
+            self._tmp = tempfile.mkdtemp(prefix="fake-discord-voice-")
+            ca.cert_pem.write_to_path(os.path.join(self._tmp, "ca.pem"))
+            self._server_ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            cert.configure_cert(self._server_ssl)
+            loop = asyncio.get_running_loop()
+            self._udp, _ = await loop.create_datagram_endpoint(lambda: _UDP(self), local_addr=("127.0.0.1", 0))
+            self._udp_port = self._udp.get_extra_info("sockname")[1]
+            await super().start()
         except BaseException:
             await self.close()
             raise
 
-    async def _start(self) -> None:
-        ca, cert = _tls()
-        self._tmp = tempfile.mkdtemp(prefix="fake-discord-voice-")
-        ca.cert_pem.write_to_path(os.path.join(self._tmp, "ca.pem"))
-        server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        cert.configure_cert(server_ctx)
-        loop = asyncio.get_running_loop()
-        transport, _ = await loop.create_datagram_endpoint(lambda: _UDP(self), local_addr=("127.0.0.1", 0))
-        self._udp = transport
-        self._udp_port = transport.get_extra_info("sockname")[1]
+    def _make_app(self) -> web.Application:
         app = web.Application()
         app.router.add_get("/", self._gateway)
-        runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_ctx)
-        await site.start()
-        self._runner = runner
-        self._port = runner.addresses[0][1]
+        return app
 
-    async def close(self) -> None:
-        """Close every voice websocket (1001), the UDP socket, and stop listening. Idempotent."""
-        self._closed = True
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        return self._server_ssl
+
+    async def _closing(self) -> None:
         for sock in list(self._sockets):
             sock.close(1001, "going away")
         for sock in list(self._sockets):
             await sock.flush(0.5)
             await sock.stop()
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+
+    async def close(self) -> None:
+        """Close every voice websocket (1001), the UDP socket, and stop listening. Idempotent."""
+        await super().close()
         udp, self._udp = self._udp, None
         if udp is not None:
             udp.close()
@@ -648,22 +594,10 @@ class FakeVoiceServer:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    async def __aenter__(self) -> FakeVoiceServer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
-
-    def _started(self) -> int:
-        if self._port is None:
-            raise RuntimeError("FakeVoiceServer is not started")
-        return self._port
-
     @property
     def endpoint(self) -> str:
         """VOICE_SERVER_UPDATE's ``endpoint``: ``127.0.0.1:PORT`` (discord.py adds ``wss://``)."""
-        return f"127.0.0.1:{self._started()}"
+        return f"127.0.0.1:{self.port}"
 
     @property
     def url(self) -> str:
@@ -671,8 +605,8 @@ class FakeVoiceServer:
 
     @property
     def udp_port(self) -> int:
-        self._started()
-        assert self._udp_port is not None
+        if self._udp_port is None:
+            raise RuntimeError("FakeVoiceServer is not started")
         return self._udp_port
 
     @property
@@ -683,8 +617,8 @@ class FakeVoiceServer:
     @property
     def ca_file(self) -> str:
         """Path of the CA certificate (PEM), for ``ssl.create_default_context(cafile=...)``."""
-        self._started()
-        assert self._tmp is not None
+        if self._tmp is None:
+            raise RuntimeError("FakeVoiceServer is not started")
         return os.path.join(self._tmp, "ca.pem")
 
     def client_ssl_context(self) -> ssl.SSLContext:
@@ -692,24 +626,6 @@ class FakeVoiceServer:
         return ssl.create_default_context(cafile=self.ca_file)
 
     # -- waiting ----------------------------------------------------------------------------
-
-    def _changed(self) -> None:
-        event, self._change = self._change, asyncio.Event()
-        event.set()
-
-    async def wait_for(self, check: Callable[[], T], timeout: float = 5.0, description: str = "condition") -> T:
-        """Wait until ``check()`` returns something truthy (re-checked on every recorded change)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            result = check()
-            if result:
-                return result
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise TimeoutError(f"timed out after {timeout}s waiting for {description}")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._change.wait(), remaining)
 
     def session(self, bot: Any, guild: Any = None) -> VoiceSession | None:
         """``bot``'s latest voice session (in ``guild``), or None."""
@@ -1013,7 +929,7 @@ class FakeVoiceServer:
             if session is not None and session.socket is sock:
                 code = sock.server_close_code or ws.close_code
                 session.closes.append(code)
-                if code != VoiceCloseCode.SERVER_CRASHED and not self._closed:  # anything else ends it
+                if code != VoiceCloseCode.SERVER_CRASHED and not self._closed.is_set():  # anything else ends it
                     session.ended = True
                     if session.channel_id is not None:
                         self._dave_sync(session.guild_id, session.channel_id)

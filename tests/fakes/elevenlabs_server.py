@@ -54,6 +54,8 @@ import av
 import numpy as np
 from aiohttp import web
 
+from ._local import LocalServer
+
 __all__ = ["DEFAULT_VOICE", "Fail", "FakeElevenLabsServer", "RecordedRequest", "audio_format"]
 
 #: The voice plugin-elevenlabs uses by default ("Sarah").
@@ -168,7 +170,7 @@ class _Queue:
         return head
 
 
-class FakeElevenLabsServer:
+class FakeElevenLabsServer(LocalServer):
     """An ElevenLabs-compatible TTS server on ``127.0.0.1`` (a free port), in the running loop.
 
     Use as an async context manager, or ``await start()`` and ``await close()``; ``close()``
@@ -200,49 +202,24 @@ class FakeElevenLabsServer:
         self._hold_after: int | None = None
         self._released = asyncio.Event()
         self._cut_after: int | None = None
-        self._closed = asyncio.Event()
-        self._runner: web.AppRunner | None = None
-        self._port: int | None = None
+        super().__init__()
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Listen on a free port. Raises RuntimeError if already started."""
-        if self._runner is not None or self._closed.is_set():
-            raise RuntimeError("FakeElevenLabsServer can be started once")
+    def _make_app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/v1/text-to-speech/{voice_id}/stream", self._stream)
         app.router.add_post("/v1/text-to-speech/{voice_id}", self._convert)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
-        # Handlers are cancelled when the client goes away, which is how "aborted" is seen.
-        runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        self._runner = runner
-        self._port = runner.addresses[0][1]
+        return app
 
-    async def close(self) -> None:
-        """Stop listening and cut short any delay or hold. Idempotent."""
-        self._closed.set()
-        self._released.set()
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
-
-    async def __aenter__(self) -> FakeElevenLabsServer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
+    async def _closing(self) -> None:
+        self._released.set()  # cut short any hold
 
     @property
     def url(self) -> str:
         """The base URL to give the client (``ELEVENLABS_BASE_URL``; no ``/v1``)."""
-        if self._port is None:
-            raise RuntimeError("FakeElevenLabsServer is not started")
-        return f"http://127.0.0.1:{self._port}"
+        return f"http://127.0.0.1:{self.port}"
 
     def make_url(self, path: str) -> str:
         return f"{self.url}/{path.lstrip('/')}"

@@ -66,6 +66,8 @@ from typing import Any
 
 from aiohttp import web
 
+from ._local import LocalServer
+
 __all__ = ["Fail", "FakeOpenAIServer", "RecordedRequest", "UploadedFile"]
 
 _ERROR_TYPES = {
@@ -160,7 +162,7 @@ class _Queue:
         return head
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(LocalServer):
     """An OpenAI-compatible server on ``127.0.0.1`` (a free port), in the running loop.
 
     Use as an async context manager, or ``await start()`` and ``await close()``; ``close()``
@@ -182,17 +184,12 @@ class FakeOpenAIServer:
         self.requests: list[RecordedRequest] = []
         self.aborted: list[str] = []
         """Endpoints whose streamed reply the client stopped reading before the end."""
+        super().__init__()
         self._queues = {name: _Queue() for name in ("chat", "embeddings", "transcriptions", "speech", "models")}
-        self._runner: web.AppRunner | None = None
-        self._closed = asyncio.Event()
-        self._port: int | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Listen on a free port. Raises RuntimeError if already started."""
-        if self._runner is not None or self._closed.is_set():
-            raise RuntimeError("FakeOpenAIServer can be started once")
+    def _make_app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/embeddings", self._embeddings)
@@ -200,35 +197,12 @@ class FakeOpenAIServer:
         app.router.add_post("/v1/audio/speech", self._speech)
         app.router.add_get("/v1/models", self._models)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
-        # A short shutdown timeout and cancelled handlers: close() must not wait for a
-        # response the test stopped caring about.
-        runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        self._runner = runner
-        self._port = runner.addresses[0][1]
-
-    async def close(self) -> None:
-        """Stop listening and cut short any delayed response. Idempotent."""
-        self._closed.set()
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
-
-    async def __aenter__(self) -> FakeOpenAIServer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
+        return app
 
     @property
     def url(self) -> str:
         """The base URL to give the client (ends in ``/v1``)."""
-        if self._port is None:
-            raise RuntimeError("FakeOpenAIServer is not started")
-        return f"http://127.0.0.1:{self._port}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     def make_url(self, path: str) -> str:
         """An absolute URL for ``path`` under ``/v1``."""

@@ -67,6 +67,8 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
+from ._local import LocalServer
+
 __all__ = ["FakeBot", "FakeChat", "FakeTelegram", "FakeUser", "markdown_v2_plain"]
 
 T = TypeVar("T")
@@ -217,7 +219,7 @@ def markdown_v2_plain(text: str) -> str:
     return "".join(out)
 
 
-class FakeTelegram:
+class FakeTelegram(LocalServer):
     """The Bot API for several bots at once; see the module docstring."""
 
     def __init__(self) -> None:
@@ -234,34 +236,20 @@ class FakeTelegram:
         self._update_ids = itertools.count(1)
         self._failures: list[_Failure] = []
         self._changed = asyncio.Event()
-        self._runner: web.AppRunner | None = None
-        self.port = 0
+        super().__init__()
 
     # -- server ---------------------------------------------------------------------------
 
-    async def start(self) -> None:
+    def _make_app(self) -> web.Application:
         app = web.Application(client_max_size=60 * 1024 * 1024)  # uploads: voice notes, files
         app.router.add_route("*", "/bot{token}/{method}", self._method)
         app.router.add_get("/file/bot{token}/{path:.+}", self._file)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return app
 
-    async def close(self) -> None:
-        for bot in self.bots.values():
+    async def _closing(self) -> None:
+        for bot in self.bots.values():  # end long polls now
             if bot.poller is not None and not bot.poller.done():
                 bot.poller.set_result(None)
-        if self._runner is not None:
-            await self._runner.cleanup()
-
-    async def __aenter__(self) -> FakeTelegram:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     @property
     def url(self) -> str:
