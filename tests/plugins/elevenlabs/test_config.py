@@ -12,7 +12,8 @@ from bot.errors import ConfigError
 from bot.models import ModelType
 from plugins.elevenlabs import DEFAULT_MODEL_ID, DEFAULT_VOICE_ID, ElevenLabsConfig, resolve_config
 
-from .conftest import KEY, FakeRuntime, secrets_in
+from ..fake_runtime import FakeRuntime
+from .conftest import KEY, secrets_in
 
 MakeRuntime = Callable[..., Awaitable[FakeRuntime]]
 

@@ -15,7 +15,8 @@ from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelUnavai
 from bot.models import SpeechStream
 from tests.fakes.elevenlabs_server import DEFAULT_VOICE, Fail, FakeElevenLabsServer
 
-from .conftest import BAD_KEY, KEY, OTHER_KEY, OTHER_VOICE, FakeCharacter, FakeRuntime, secrets_in
+from ..fake_runtime import FakeCharacter, FakeRuntime
+from .conftest import BAD_KEY, KEY, OTHER_KEY, OTHER_VOICE, secrets_in
 
 MakeRuntime = Callable[..., Awaitable[FakeRuntime]]
 SENTENCE = "Good evening, everyone. It is lovely to see you all here tonight."

@@ -13,7 +13,8 @@ from bot.store import DIMENSION_MAP
 from plugins.openai import EMBEDDING_DIMENSIONS, ProviderConfig, resolve_config
 from plugins.openai._config import display_url, ollama_base_url
 
-from .conftest import KEY, OTHER_KEY, FakeRuntime
+from ..fake_runtime import FakeRuntime
+from .conftest import KEY, OTHER_KEY
 
 MakeRuntime = Callable[..., Awaitable[FakeRuntime]]
 CHAT = {ModelType.TEXT_SMALL, ModelType.TEXT_LARGE, ModelType.OBJECT_SMALL, ModelType.OBJECT_LARGE}

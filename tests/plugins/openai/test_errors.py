@@ -13,7 +13,8 @@ from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelUnavai
 from bot.models import ModelType
 from tests.fakes.openai_server import Fail, FakeOpenAIServer
 
-from .conftest import KEY, FakeRuntime
+from ..fake_runtime import FakeRuntime
+from .conftest import KEY
 
 MakeRuntime = Callable[..., Awaitable[FakeRuntime]]
 HI = {"prompt": "hi"}

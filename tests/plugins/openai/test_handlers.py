@@ -12,7 +12,8 @@ from bot.errors import ModelError
 from bot.models import ModelType
 from tests.fakes.openai_server import FakeOpenAIServer, UploadedFile
 
-from .conftest import KEY, OTHER_KEY, FakeCharacter, FakeRuntime
+from ..fake_runtime import FakeCharacter, FakeRuntime
+from .conftest import KEY, OTHER_KEY
 
 MakeRuntime = Callable[..., Awaitable[FakeRuntime]]
 

@@ -12,7 +12,8 @@ from bot.errors import ModelAuthError, ModelError
 from bot.models import ModelType, SpeechStream
 from tests.fakes.openai_server import Fail, FakeOpenAIServer
 
-from .conftest import KEY, FakeRuntime
+from ..fake_runtime import FakeRuntime
+from .conftest import KEY
 
 
 async def until(condition: Callable[[], bool]) -> None:
