@@ -120,10 +120,17 @@ def _control_socket(settings: DaemonSettings) -> Path:
     return settings.control_path
 
 
-def _ask_daemon(method: str, route: str, timeout: float) -> tuple[int, object]:
-    from .control import call
+class _NoDaemon(Exception):
+    """Nothing answers on the control socket; the message says where it looked."""
 
-    return asyncio.run(call(_control_socket(DaemonSettings()), method, route, timeout=timeout))
+
+def _ask_daemon(method: str, route: str, timeout: float) -> tuple[int, object]:
+    from .control import DaemonNotRunning, call  # aiohttp: only for the commands that talk to a daemon
+
+    try:
+        return asyncio.run(call(_control_socket(DaemonSettings()), method, route, timeout=timeout))
+    except DaemonNotRunning as exc:
+        raise _NoDaemon(str(exc)) from None
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -166,8 +173,6 @@ def _chat(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``troupe`` console script; returns the exit status."""
-    from .control import DaemonNotRunning
-
     args = _parser().parse_args(argv)
     try:
         if args.command == "check":
@@ -182,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TroupeError as exc:
         print(f"troupe: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    except DaemonNotRunning as exc:
+    except _NoDaemon as exc:
         print(f"troupe {args.command}: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     except KeyboardInterrupt:

@@ -31,7 +31,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -212,9 +212,15 @@ class Daemon:
                     reasons.append(f"{agent.name} on {name}: {link.state.value}" + (f" ({link.detail})" if link.detail else ""))
         return not reasons, reasons
 
+    def _links(self) -> Iterator[Link]:
+        """Every running agent's platform links."""
+        for agent in self._agents.values():
+            if agent.runtime is not None:
+                yield from (link for _, link in agent.runtime.links.items())
+
     def _status_line(self) -> str:
         running = sum(a.state == "running" for a in self._agents.values())
-        links = [link for a in self._agents.values() if a.runtime is not None for _, link in a.runtime.links.items()]
+        links = list(self._links())
         up = sum(link.state is LinkState.CONNECTED for link in links)
         failed = len(self._agents) - running
         extra = f", {failed} not running" if failed else ""
@@ -277,7 +283,7 @@ class Daemon:
 
     async def _serve(self) -> int:
         await asyncio.gather(*(self._launch(r) for r in self.characters))
-        links = [link for a in self._agents.values() if a.runtime is not None for _, link in a.runtime.links.items()]
+        links = list(self._links())
         if not any(link.state is not LinkState.FAILED for link in links):
             _log.error("no agent could connect to a platform; see the errors above")
             return EXIT_CONFIG
@@ -535,6 +541,7 @@ async def _attempt(runtime: AgentRuntime, plan: PlatformPlan, connect: Connect, 
     """One try at connecting; the delay before the next, or None when there is none to make
     (connected, or the configuration is at fault)."""
     first = backoff.attempts == 0
+    before = runtime.links.get(plan.platform)
     try:
         await connect(runtime)
     except ConfigError as exc:
@@ -551,16 +558,10 @@ async def _attempt(runtime: AgentRuntime, plan: PlatformPlan, connect: Connect, 
         return delay
     if not first:
         _log.info("%s: connected to %s after %d attempts", plan.agent, plan.platform, backoff.attempts + 1)
-    _connected(runtime, plan.platform)
+    # Up, unless the adapter said how it is itself while connecting (ready, or still waiting).
+    if runtime.links.get(plan.platform) is before:
+        runtime.links.set(plan.platform, LinkState.CONNECTED)
     return None
-
-
-def _connected(runtime: AgentRuntime, platform: str) -> None:
-    """Mark a link up after ``connect`` returned, unless the adapter already said otherwise
-    (e.g. still waiting for the platform to say it is ready)."""
-    link = runtime.links.get(platform)
-    if link is None or (link.state is LinkState.CONNECTING and not link.detail) or link.state is LinkState.RETRYING:
-        runtime.links.set(platform, LinkState.CONNECTED)
 
 
 def _summary_line(summary: Mapping[str, Any]) -> str:
