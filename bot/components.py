@@ -23,6 +23,7 @@ __all__ = [
     "Messenger",
     "Provider",
     "ProviderResult",
+    "Replier",
     "State",
     "TaskWorker",
 ]
@@ -116,7 +117,7 @@ class TaskWorker:
 @runtime_checkable
 class Messenger(Protocol):
     """How a platform sends messages the agent starts itself (SEND_MESSAGE), as opposed to
-    replies, which go through the message's callback.
+    replies, which go through the message's callback (or :class:`Replier`).
 
     A platform registers one per runtime with ``runtime.register_service(source, messenger)``.
     Both methods return the memories of what was sent (already stored) and raise
@@ -126,3 +127,15 @@ class Messenger(Protocol):
     async def send_to_room(self, room: Room, content: JSON) -> list[Memory]: ...
 
     async def send_to_entity(self, entity: Entity, content: JSON) -> list[Memory]: ...
+
+
+@runtime_checkable
+class Replier(Protocol):
+    """How a platform answers a stored message when its live reply callback is gone: a message a
+    crash left unanswered, taken up after the restart. A platform's messenger offers it too when
+    the platform can (Discord, Telegram)."""
+
+    async def reply_to(self, message: Memory, content: JSON) -> list[Memory]:
+        """Answer ``message`` (stored, from this platform) in its room, quoting it where the
+        platform can. Returns ``[]`` when nothing could be sent (logged), like a reply callback."""
+        ...

@@ -561,6 +561,7 @@ async def _attempt(runtime: AgentRuntime, plan: PlatformPlan, connect: Connect, 
     # Up, unless the adapter said how it is itself while connecting (ready, or still waiting).
     if runtime.links.get(plan.platform) is before:
         runtime.links.set(plan.platform, LinkState.CONNECTED)
+    await runtime.emit(EventType.PLATFORM_CONNECTED, {"source": plan.platform})
     return None
 
 

@@ -44,6 +44,9 @@ class EventType(StrEnum):
     # troupe's own: a reload re-read the character files and left this agent running unchanged;
     # plugins that load from disk (knowledge) look again. Payload: ``{"runtime"}``.
     AGENT_RELOADED = "AGENT_RELOADED"
+    # troupe's own: the daemon connected the agent to a platform (first connect, or after a
+    # reconnect it had to retry). Payload: ``{"runtime", "source"}``.
+    PLATFORM_CONNECTED = "PLATFORM_CONNECTED"
 
 
 def event_name(name: str | EventType) -> str:

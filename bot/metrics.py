@@ -358,6 +358,9 @@ class Metrics:
         self.reply_latency = r.histogram(
             "troupe_reply_latency_seconds", "From a message received to the first reply sent.",
             ("agent", "platform"))
+        self.messages_handled = r.counter(
+            "troupe_messages_handled_total", "Messages the pipeline finished, by how they ended (replied, ignored, "
+            "send_failed, model_unreachable, duplicate …).", ("agent", "outcome"))
         self.in_flight = r.gauge(
             "troupe_messages_in_flight", "Messages being handled (the queue depth).", ("agent",))
         self.reconnects = r.counter(

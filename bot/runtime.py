@@ -50,6 +50,7 @@ _STATE_CACHE_SIZE = 64
 _DEFAULT_MODEL_TIMEOUT_S = 120.0
 _TASK_TICK_S = 1.0
 _DEFAULT_CONVERSATION_LENGTH = 32
+_DEFAULT_RECOVERY_WINDOW_S = 300.0
 
 
 class RuntimeState(Enum):
@@ -168,6 +169,12 @@ class AgentRuntime:
             if self.get_setting(key) is not None:
                 return max(1, self.get_int(key, _DEFAULT_CONVERSATION_LENGTH))
         return _DEFAULT_CONVERSATION_LENGTH
+
+    @property
+    def recovery_window_ms(self) -> int:
+        """``RECOVERY_WINDOW_S`` (default 300) in ms: how old a message a crash left unanswered may
+        be and still be answered after the restart; older ones are logged and skipped."""
+        return int(max(0.0, self.get_number("RECOVERY_WINDOW_S", _DEFAULT_RECOVERY_WINDOW_S)) * 1000)
 
     # -- registration ---------------------------------------------------------------------
 

@@ -15,8 +15,10 @@ from typing import Any
 __all__ = [
     "AgentRecord",
     "ChannelType",
+    "Claim",
     "Component",
     "Entity",
+    "Handling",
     "LogEntry",
     "Memory",
     "MemoryType",
@@ -50,6 +52,23 @@ class ChannelType(StrEnum):
     WORLD = "WORLD"
     FORUM = "FORUM"
     API = "API"
+
+
+class Handling(StrEnum):
+    """Where the answer to one platform message stands; stored, so it survives a crash."""
+
+    HANDLING = "handling"  # claimed and being answered — or was, when the process died
+    SENDING = "sending"  # a reply is going out: after a crash it may have been sent, so never again
+    DONE = "done"  # decided (and, if answered, sent)
+
+
+class Claim(StrEnum):
+    """What to do with a delivery of a platform message (``Store.claim_message``)."""
+
+    NEW = "new"  # first delivery: handle it
+    RETRY = "retry"  # left unfinished by a process that died: handle it again, this once
+    DUPLICATE = "duplicate"  # already handled: a redelivery, answered at most once
+    ABANDONED = "abandoned"  # unfinished after its retry, or its reply may already have gone out
 
 
 class RoomState(StrEnum):

@@ -250,10 +250,38 @@ _V3 = _sql(
     "CREATE INDEX idx_knowledge_sources_owner ON knowledge_sources(owner_id)",
 )
 
+# Exactly once (bot/store/_handling.py): where the answer to each platform message stands.
+_V4 = _sql(
+    """CREATE TABLE message_handling (
+        agent_id   TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+        memory_id  TEXT NOT NULL,
+        room_id    TEXT NOT NULL,
+        status     TEXT NOT NULL,
+        attempts   INTEGER NOT NULL DEFAULT 1,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        outcome    TEXT,
+        PRIMARY KEY (agent_id, memory_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX idx_message_handling_status ON message_handling(agent_id, status, created_at)",
+    # What a platform delivered and troupe has not finished with, as the platform sent it: a
+    # platform that waits for a confirmation (Telegram's getUpdates offset) gets it only once the
+    # event is here, so a crash loses nothing; the next start delivers these again.
+    """CREATE TABLE inbox (
+        agent_id    TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+        source      TEXT NOT NULL,
+        event_id    TEXT NOT NULL,
+        payload     TEXT NOT NULL,
+        received_at INTEGER NOT NULL,
+        PRIMARY KEY (agent_id, source, event_id)
+    ) WITHOUT ROWID""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _V1),
     Migration(2, "keyword index over memory text (FTS5)", _V2),
     Migration(3, "knowledge sources", _V3),
+    Migration(4, "message handling and inbox (exactly once)", _V4),
 )
 
 #: The schema version this troupe writes.

@@ -158,6 +158,7 @@ class _Forget:
         self.delete("participants", "room_id = ?", (room_id,))
         self.delete("components", "room_id = ? AND agent_id = ?", (room_id, self.agent))
         self.delete("logs", "room_id = ?", (room_id,))
+        self.delete("message_handling", "agent_id = ? AND room_id = ?", (self.agent, room_id))
         self.delete("tasks", "room_id = ? AND agent_id = ?", (room_id, self.agent))
         self.delete("rooms", "id = ? AND agent_id = ?", (room_id, self.agent))
         self.gone.add(room_id)
@@ -600,6 +601,7 @@ class RetentionMixin(MemoriesMixin):
             job.gone.update(json.loads(entities))
             job.cache()
             job.delete("worlds", "agent_id = ?", (agent,))
+            job.delete("inbox", "agent_id = ?", (agent,))
             job.delete("entities", f"agent_id = ? AND id {in_entities}", (agent, entities))
 
         return await self._forget(work, dry_run)

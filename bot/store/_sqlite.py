@@ -9,13 +9,14 @@ The knowledge methods also read (and write their own claims on) the shared-knowl
 every agent sees (``_knowledge``).
 
 The methods live in one module per group of tables (``_agents``, ``_entities``, ``_rooms``,
-``_memories``, ``_records``, ``_knowledge``, ``_retention``); this class only puts them together.
+``_memories``, ``_records``, ``_knowledge``, ``_retention``, ``_handling``); this class only puts them together.
 """
 
 from __future__ import annotations
 
 from bot.store._agents import AgentsMixin
 from bot.store._entities import EntitiesMixin
+from bot.store._handling import HandlingMixin
 from bot.store._knowledge import KnowledgeMixin
 from bot.store._memories import MemoriesMixin
 from bot.store._records import RecordsMixin
@@ -25,7 +26,8 @@ from bot.store._rooms import RoomsMixin
 __all__ = ["AgentStore"]
 
 
-class AgentStore(AgentsMixin, EntitiesMixin, RoomsMixin, RetentionMixin, MemoriesMixin, RecordsMixin, KnowledgeMixin):
+class AgentStore(AgentsMixin, EntitiesMixin, RoomsMixin, RetentionMixin, MemoriesMixin, RecordsMixin, KnowledgeMixin,
+                 HandlingMixin):
     """Everything one agent stores, in the shared :class:`~bot.store.Database`. Implements ``Store``.
 
     Get one with ``db.for_agent(agent_id)``. Methods raise RuntimeError when the database is not

@@ -509,6 +509,24 @@ class DiscordAdapter:
         await self.ensure_entity(user, room_id)
         return await self._deliver(channel, content, room_id, None)
 
+    async def reply_to(self, message: Memory, content: dict[str, Any]) -> list[Memory]:
+        """Messenger: answer a stored Discord message in its channel, replying to it (if it still
+        exists). Nothing sent (logged) gives ``[]``, as for a live reply."""
+        assert self.client is not None
+        channel_id, quoted = message.metadata.get("channelId"), message.metadata.get("discordMessageId")
+        if not channel_id:
+            return []
+        try:
+            channel = self.client.get_channel(int(channel_id)) or await self.client.fetch_channel(int(channel_id))
+            reference = channel.get_partial_message(int(quoted)) if quoted else None  # type: ignore[union-attr]
+            sent = await send_chunks(channel, str(content.get("text") or ""), files=files_of(content),
+                                     reference=reference)
+        except Exception as exc:
+            _log.error("%s: could not send a reply in channel %s: %s", self.name, channel_id,
+                       f"{exc.status} {exc.text}" if isinstance(exc, discord.HTTPException) else type(exc).__name__)
+            return []
+        return await self._remember(sent, content, message.room_id, message.world_id, in_reply_to=message.id)
+
     async def _deliver(self, channel: Any, content: dict[str, Any], room_id: str, world_id: str | None) -> list[Memory]:
         try:
             sent = await send_chunks(channel, str(content.get("text") or ""), files=files_of(content))

@@ -40,6 +40,7 @@ from bot.models import ModelType
 from bot.types import ChannelType, Entity, Memory, Room, now_ms
 
 from ._config import TelegramConfig
+from ._inbox import InboxQueue, replay
 from ._mapping import (
     SOURCE,
     channel_type,
@@ -128,6 +129,7 @@ class TelegramAdapter:
             ApplicationBuilder().token(token).base_url(self.config.base_url).base_file_url(self.config.base_file_url)
             .connect_timeout(10).read_timeout(30).write_timeout(30).pool_timeout(10)
             .get_updates_read_timeout(timeout + 10).concurrent_updates(64)
+            .update_queue(InboxQueue(self.runtime))
             .build()
         )
         app.add_handler(TypeHandler(Update, self._on_update))
@@ -141,6 +143,7 @@ class TelegramAdapter:
                               "@BotFather (/mybots → your bot → API Token)") from None
         self.bot_id, self.username = app.bot.id, app.bot.username
         await app.start()
+        await replay(self.runtime, app.bot, app.update_queue)
         await app.updater.start_polling(timeout=int(timeout), allowed_updates=_ALLOWED_UPDATES,
                                         error_callback=self._on_polling_error)
 
@@ -301,6 +304,9 @@ class TelegramAdapter:
                 await self._on_chat_member(update)
         finally:
             self._handling.discard(task)
+        # Dealt with. One refused because the agent is draining stays in the inbox for the next start.
+        if self.runtime.accepting:
+            await self.runtime.store.inbox_done(SOURCE, str(update.update_id))
 
     async def _on_message(self, message: Message) -> None:
         sender = message.from_user
@@ -585,6 +591,23 @@ class TelegramAdapter:
         if not user_id:
             raise SendError(f"I don't know {entity.names[0] if entity.names else 'them'} on Telegram")
         return await self._deliver(int(user_id), None, content, room_id(self.runtime.agent_id, user_id), person=entity)
+
+    async def reply_to(self, message: Memory, content: dict[str, Any]) -> list[Memory]:
+        """Messenger: answer a stored Telegram message in its chat and topic, quoting it (if it
+        still exists). Nothing sent (logged) gives ``[]``, as for a live reply."""
+        native = message.metadata.get(SOURCE) or {}
+        text = str(content.get("text") or "").strip()
+        if not native.get("chatId") or not text:
+            return []
+        chat_id, quoted, thread = int(native["chatId"]), native.get("messageId"), native.get("threadId")
+        try:
+            sent = await self._send(chat_id, text, reply_to=int(quoted) if quoted else None,
+                                    thread_id=int(thread) if thread else None)
+        except Exception as exc:
+            _log.error("%s: could not send a reply in Telegram chat %s: %s", self.name, chat_id,
+                       getattr(exc, "message", None) or exc.__class__.__name__)
+            return []
+        return await self._remember(sent, content, message.room_id, in_reply_to=message.id)
 
     async def _deliver(self, chat_id: int, topic: int | None, content: dict[str, Any], room: str, *,
                        person: Entity | None = None) -> list[Memory]:

@@ -1,40 +1,47 @@
 """The message pipeline: from a received message to the agent's reply.
 
-store ─▶ gate (rules; the small model only when undecided) ─▶ compose state ─▶ large model plans
+claim (once per platform message, across restarts) ─▶ store ─▶ gate (rules; the small model only when undecided) ─▶ compose state ─▶ large model plans
 (thought, actions, providers, text) ─▶ actions in order (REPLY sends through the callback) ─▶
 evaluators.
 
 One conversation per (agent, room): a newer message supersedes a reply still being planned for
 an older one, unless the older one addressed the agent directly — that is always answered.
+
+Exactly once: every delivery of a platform message is claimed in the store before anything
+else (``Store.claim_message``), so a redelivery (Telegram re-sending an unconfirmed update, a
+restart, Discord's catch-up) is answered at most once; the claim ends ``DONE`` with the
+outcome. What a crash left unfinished is taken up again once after a restart (``_recovery``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from bot.components import Action, ActionResult, HandlerCallback, State
 from bot.errors import ModelError, StoreError
 from bot.events import EventType
 from bot.models import ModelType
-from bot.types import ChannelType, Entity, Memory, Room, now_ms
+from bot.types import ChannelType, Claim, Entity, Handling, Memory, Room, now_ms
 
 from ._attachments import AttachmentFetcher, process_attachments
+from ._delivery import Delivery, bound_text, max_reply_chars
 from ._embedding import embed_later
 from ._gate import Decision, Verdict, decide
 from ._parse import parse_response
+from ._recovery import recover, wait_for_link
 from ._streaming import ReplyWatcher
 from ._prompts import render, template
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
-__all__ = ["MessagePipeline", "Outcome", "find_action"]
+__all__ = ["MessagePipeline", "Outcome", "Status", "find_action"]
 
 _log = logging.getLogger(__name__)
 
@@ -47,15 +54,43 @@ _DEFAULT_RUN_TIMEOUT_S = 600.0
 _DECIDE_PROVIDERS = ["CHARACTER", "ANXIETY", "ENTITIES", "RECENT_MESSAGES"]
 
 
+# How many times a message left unfinished by a crash is taken up again.
+_RETRIES = 1
+
+
+class Status(StrEnum):
+    """How the handling of one message ended."""
+
+    REPLIED = "replied"  # a reply went out
+    ACTED = "acted"  # actions ran, no reply was asked for
+    SEND_FAILED = "send_failed"  # there was a reply to send and nothing went out
+    IGNORED = "ignored"  # the gate or the model chose silence
+    STOPPED = "stopped"  # the small model said STOP
+    MUTED = "muted"
+    LOOP_GUARD = "loop_guard"  # too many bot turns in a row
+    OWN = "own"  # the agent's own message
+    SUPERSEDED = "superseded"  # a newer message in the room took over
+    UNPARSED = "unparsed"  # the model answered, but never in a form that parses
+    MODEL_UNREACHABLE = "model_unreachable"  # no model answered (outage, timeout, no key)
+    TIMEOUT = "timeout"  # the whole message took longer than RUN_TIMEOUT_S
+    ERROR = "error"  # a bug: logged with its traceback
+    CLOSING = "closing"  # refused: the agent is draining
+    DUPLICATE = "duplicate"  # delivered again: already answered, or being answered
+    ABANDONED = "abandoned"  # left by a crash and not taken up again (see Claim.ABANDONED)
+    NOT_TAKEN_UP = "not_taken_up"  # left by a crash, but not addressed to the agent: not worth answering late
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """How one message ended; returned for tests and benchmarks, logged at debug."""
+    """How one message ended; returned for tests and benchmarks, logged at debug, counted in metrics."""
 
-    status: str
-    """``replied``, ``acted``, ``ignored``, ``stopped``, ``muted``, ``own``, ``superseded``,
-    ``loop_guard``, ``silent`` (the model's output never parsed), ``timeout``, ``error``, ``closing`` (refused: the agent is draining)."""
+    status: Status
     reason: str = ""
     actions: tuple[str, ...] = ()
+
+
+# Outcomes of deliveries that were never claimed, or whose claim says they are not ours to finish.
+_UNCLAIMED = frozenset({Status.OWN, Status.CLOSING, Status.DUPLICATE})
 
 
 def _norm(name: str) -> str:
@@ -85,10 +120,30 @@ class MessagePipeline:
     def __init__(self, runtime: AgentRuntime) -> None:
         self.runtime = runtime
         self._latest: dict[str, str] = {}  # room id -> token of the newest message being answered
+        self._answering: set[str] = set()  # ids of the messages this process is handling right now
 
     def register(self) -> None:
         self.runtime.register_event(EventType.MESSAGE_RECEIVED, self._on_message)
         self.runtime.register_event(EventType.VOICE_MESSAGE_RECEIVED, self._on_message)
+        self.runtime.register_event(EventType.PLATFORM_CONNECTED, self._on_connected)
+
+    async def _on_connected(self, payload: dict[str, Any]) -> None:
+        source = str(payload.get("source") or "")
+        if source:
+            self.runtime.create_task(self._recover(source), f"{source}:recovery")
+
+    async def _recover(self, source: str) -> None:
+        """Answer what a crash left unanswered on ``source``, once the link is up."""
+        name = self.runtime.character.name
+        if not await wait_for_link(self.runtime, source):
+            _log.warning("%s: %s is not up; messages a crash left unanswered there wait for the next start",
+                         name, source)
+            return
+        result = await recover(self.runtime, self, source)
+        if result.taken_up or result.skipped:
+            answered = sum(o.status is Status.REPLIED for o in result.taken_up.values())
+            _log.info("%s: after the restart, %d of %d messages left unanswered on %s were answered; %d were too "
+                      "old", name, answered, len(result.taken_up), source, len(result.skipped))
 
     async def _on_message(self, payload: dict[str, Any]) -> None:
         message = payload.get("message")
@@ -97,7 +152,8 @@ class MessagePipeline:
             return
         outcome = await self.handle(message, payload.get("callback"), fetch=payload.get("fetch_attachment"),
                                     on_responding=payload.get("on_responding"),
-                                    on_reply_text=payload.get("on_reply_text"))
+                                    on_reply_text=payload.get("on_reply_text"),
+                                    recovered=bool(payload.get("recovered")))
         done = payload.get("on_complete")
         if done is not None:
             await done(outcome)
@@ -107,9 +163,13 @@ class MessagePipeline:
     async def handle(
         self, message: Memory, callback: HandlerCallback | None, *, fetch: AttachmentFetcher | None = None,
         on_responding: Callable[[], Awaitable[None]] | None = None,
-        on_reply_text: Callable[[str], None] | None = None,
+        on_reply_text: Callable[[str], None] | None = None, recovered: bool = False,
     ) -> Outcome:
         """Run the whole pipeline for ``message``; never raises.
+
+        A message is answered at most once, however often it is delivered (see the module
+        docstring). ``recovered``: a message a crashed process left unanswered, delivered again
+        after a restart; it is answered only if it addressed the agent.
 
         Platform hooks, all optional: ``fetch`` downloads an attachment's bytes (the platform's
         own way), so images, audio and text files can be read once the agent decides to respond;
@@ -120,36 +180,28 @@ class MessagePipeline:
         """
         rt = self.runtime
         if message.entity_id == rt.agent_id:
-            return Outcome("own")
+            return Outcome(Status.OWN)
         if not rt.accepting:
-            return Outcome("closing", "the agent is shutting down")
-        with rt.handling():
-            return await self._run(message, self._timed(message, callback), fetch, on_responding, on_reply_text)
-
-    def _timed(self, message: Memory, callback: HandlerCallback | None) -> HandlerCallback | None:
-        """``callback``, counting the message in and timing it to the first reply sent."""
-        platform = str(message.content.get("source") or "unknown")
-        metrics, agent = self.runtime.metrics, self.runtime.character.name
-        metrics.messages_received.labels(agent=agent, platform=platform).inc()
-        if callback is None:
-            return None
-        received, timed = time.perf_counter(), False
-
-        async def timed_callback(content: dict[str, Any]) -> list[Memory]:
-            nonlocal timed
-            sent = await callback(content)
-            if not timed and sent:
-                timed = True
-                metrics.reply_latency.labels(agent=agent, platform=platform).observe(time.perf_counter() - received)
-            return sent
-
-        return timed_callback
+            return Outcome(Status.CLOSING, "the agent is shutting down")
+        message.id = message.id or str(uuid.uuid4())  # a message without a platform id is new by definition
+        if message.id in self._answering:
+            return Outcome(Status.DUPLICATE, "delivered again while being answered")
+        self._answering.add(message.id)
+        try:
+            with rt.handling():
+                return await self._run(message, Delivery(rt, message, callback), fetch, on_responding,
+                                       on_reply_text, recovered)
+        finally:
+            self._answering.discard(message.id)
 
     async def _run(
-        self, message: Memory, callback: HandlerCallback | None, fetch: AttachmentFetcher | None,
+        self, message: Memory, delivery: Delivery, fetch: AttachmentFetcher | None,
         on_responding: Callable[[], Awaitable[None]] | None, on_reply_text: Callable[[str], None] | None,
+        recovered: bool,
     ) -> Outcome:
         rt = self.runtime
+        assert message.id is not None
+        rt.metrics.messages_received.labels(agent=rt.character.name, platform=delivery.platform).inc()
         run_id = str(uuid.uuid4())
         started = now_ms()
         await rt.emit(EventType.RUN_STARTED, {"runId": run_id, "messageId": message.id, "roomId": message.room_id,
@@ -160,28 +212,48 @@ class MessagePipeline:
             # room state: within this message, identical reads share one query until a write.
             async with asyncio.timeout(timeout):
                 with rt.store.database.shared_reads():
-                    outcome = await self._handle(message, callback, fetch, on_responding, on_reply_text)
+                    outcome = await self._handle(message, delivery, fetch, on_responding, on_reply_text, recovered)
         except TimeoutError:
             _log.warning("%s: gave up on a message in room %s after %.0f s", rt.character.name, message.room_id, timeout)
             await rt.emit(EventType.RUN_TIMEOUT, {"runId": run_id, "messageId": message.id, "roomId": message.room_id})
-            outcome = Outcome("timeout", f"no answer within {timeout:.0f} s")
+            outcome = Outcome(Status.TIMEOUT, f"no answer within {timeout:.0f} s")
         except Exception:
             _log.exception("%s: failed to handle a message in room %s", rt.character.name, message.room_id)
-            outcome = Outcome("error")
+            outcome = Outcome(Status.ERROR)
+        if outcome.status is Status.REPLIED and delivery.failed:
+            outcome = Outcome(Status.SEND_FAILED, "the platform took none of the reply", outcome.actions)
+        if outcome.status not in _UNCLAIMED:
+            try:
+                await rt.store.mark_message(message.id, Handling.DONE, outcome.status.value)
+            except StoreError as exc:  # the answer stands; a restart may take the message up once more
+                _log.warning("%s: could not record the end of message %s: %s", rt.character.name, message.id, exc)
+        rt.metrics.messages_handled.labels(agent=rt.character.name, outcome=outcome.status.value).inc()
         _log.debug("%s: message %s -> %s (%s)", rt.character.name, message.id, outcome.status, outcome.reason)
         await rt.emit(EventType.RUN_ENDED, {"runId": run_id, "messageId": message.id, "roomId": message.room_id,
-                                             "status": outcome.status, "duration": now_ms() - started})
+                                             "status": outcome.status.value, "duration": now_ms() - started})
         return outcome
 
     async def _handle(
-        self, message: Memory, callback: HandlerCallback | None, fetch: AttachmentFetcher | None,
-        on_responding: Callable[[], Awaitable[None]] | None, on_reply_text: Callable[[str], None] | None = None,
+        self, message: Memory, delivery: Delivery, fetch: AttachmentFetcher | None,
+        on_responding: Callable[[], Awaitable[None]] | None, on_reply_text: Callable[[str], None] | None,
+        recovered: bool,
     ) -> Outcome:
         rt, store = self.runtime, self.runtime.store
+        assert message.id is not None
+        claim = await store.claim_message(message.id, message.room_id, message.created_at or now_ms(),
+                                          retries=_RETRIES)
+        if claim is Claim.DUPLICATE:
+            _log.debug("%s: message %s was delivered again; it was already handled", rt.character.name, message.id)
+            return Outcome(Status.DUPLICATE, "already handled")
+        if claim is Claim.ABANDONED:
+            _log.warning("%s: message %s in room %s is not answered again: it was taken up once already after a "
+                         "crash, or its reply may have gone out before one", rt.character.name, message.id,
+                         message.room_id)
+            return Outcome(Status.ABANDONED, "left unfinished by a crash")
         # Together: one wait for the database, not three. Storing the message changes neither the
         # room nor the agent's state in it.
         _, room, room_state = await asyncio.gather(
-            self._store_incoming(message),
+            self._store_incoming(message, stored_before=claim is Claim.RETRY),
             store.get_room(message.room_id),
             store.get_participant_state(message.room_id, rt.agent_id),
         )
@@ -201,9 +273,14 @@ class MessagePipeline:
         )
         decisions = rt.metrics.gate_decisions
         if verdict.decision is Decision.IGNORE:
-            status = "loop_guard" if verdict.reason.startswith("loop guard") else "muted" if verdict.reason == "muted" else "ignored"
-            decisions.labels(agent=rt.character.name, decision=status).inc()
+            status = Status.LOOP_GUARD if verdict.reason.startswith("loop guard") else (
+                Status.MUTED if verdict.reason == "muted" else Status.IGNORED)
+            decisions.labels(agent=rt.character.name, decision=status.value).inc()
             return Outcome(status, verdict.reason)
+        if recovered and verdict.decision is Decision.ASK_MODEL:
+            _log.info("%s: message %s in room %s, left unanswered by a crash, is not taken up: it was not "
+                      "addressed to the character", rt.character.name, message.id, message.room_id)
+            return Outcome(Status.NOT_TAKEN_UP, "not addressed")
         if verdict.decision is Decision.RESPOND:
             decisions.labels(agent=rt.character.name, decision="respond").inc()
 
@@ -213,9 +290,11 @@ class MessagePipeline:
             if verdict.decision is Decision.ASK_MODEL:
                 choice = await self._ask_small_model(message)
                 decisions.labels(agent=rt.character.name, decision=f"model_{choice.lower()}").inc()
+                if choice == _UNREACHABLE:
+                    return Outcome(Status.MODEL_UNREACHABLE, "the small model did not answer")
                 if choice != "RESPOND":
                     await self._remember_silence(message, "STOP" if choice == "STOP" else "IGNORE")
-                    return Outcome("stopped" if choice == "STOP" else "ignored", f"small model: {choice}")
+                    return Outcome(Status.STOPPED if choice == "STOP" else Status.IGNORED, f"small model: {choice}")
             if on_responding is not None:
                 try:
                     await on_responding()
@@ -223,45 +302,50 @@ class MessagePipeline:
                     _log.exception("%s: the platform's on_responding hook failed", rt.character.name)
             if await process_attachments(rt, message, fetch):
                 await store.update_memory(message.id, content=message.content)
-            return await self._respond(message, callback, verdict, token, on_reply_text)
+            return await self._respond(message, delivery, verdict, token, on_reply_text)
         finally:
             if self._latest.get(message.room_id) == token:
                 del self._latest[message.room_id]
 
-    async def _respond(self, message: Memory, callback: HandlerCallback | None, verdict: Verdict, token: str,
+    async def _respond(self, message: Memory, delivery: Delivery, verdict: Verdict, token: str,
                        on_reply_text: Callable[[str], None] | None = None) -> Outcome:
         rt = self.runtime
         # What was attached to this message is part of what it says: show it when planning.
         extra = ["ACTIONS", "ATTACHMENTS"] if message.content.get("attachments") else ["ACTIONS"]
         state = await rt.compose_state(message, extra)
         plan = await self._plan(state, on_reply_text)
-        if plan is None:
-            return Outcome("silent", "the model's reply never parsed")
+        if isinstance(plan, Outcome):
+            return plan
         if self._latest.get(message.room_id) != token and not verdict.addressed:
-            return Outcome("superseded", "a newer message arrived in the room")
+            return Outcome(Status.SUPERSEDED, "a newer message arrived in the room")
 
         actions = _settle_actions(plan)
+        # Bounded here, not only when sent: what is stored as said is what was sent.
+        text = bound_text(str(plan.get("text") or ""), max_reply_chars(rt))
         content = {"thought": plan.get("thought", ""), "actions": actions, "providers": plan.get("providers", []),
-                   "text": str(plan.get("text") or ""), "inReplyTo": message.id, "source": message.content.get("source")}
+                   "text": text, "inReplyTo": message.id, "source": message.content.get("source")}
         response = Memory(id=str(uuid.uuid4()), entity_id=rt.agent_id, agent_id=rt.agent_id, room_id=message.room_id,
                           world_id=message.world_id, content=content, created_at=now_ms())
         if actions == ["IGNORE"]:
             await self._remember_silence(message, "IGNORE", thought=content["thought"])
-            return Outcome("ignored", "the model chose IGNORE", ("IGNORE",))
+            return Outcome(Status.IGNORED, "the model chose IGNORE", ("IGNORE",))
         if content["providers"]:
             state = await rt.compose_state(message, content["providers"])
-        results = await self.process_actions(message, [response], state, callback)
-        await self.evaluate(message, state, did_respond=True, callback=callback, responses=[response])
+        results = await self.process_actions(message, [response], state, delivery)
+        await self.evaluate(message, state, did_respond=True, callback=delivery, responses=[response])
+        if delivery.failed:
+            return Outcome(Status.SEND_FAILED, "the platform took none of the reply", tuple(actions))
         replied = any(name.upper() == "REPLY" and ok for name, ok in results)
-        return Outcome("replied" if replied else "acted", verdict.reason, tuple(actions))
+        return Outcome(Status.REPLIED if replied else Status.ACTED, verdict.reason, tuple(actions))
 
     # -- steps ----------------------------------------------------------------------------
 
-    async def _store_incoming(self, message: Memory) -> None:
+    async def _store_incoming(self, message: Memory, *, stored_before: bool) -> None:
+        """Store ``message``; ``stored_before``: a crashed process may have stored it already."""
         store = self.runtime.store
         message.agent_id = self.runtime.agent_id
-        if message.id is not None and await store.get_memory(message.id) is not None:
-            return  # delivered twice (a reconnect, a relay): keep one copy
+        if stored_before and await store.get_memory(message.id) is not None:
+            return
         try:
             message.id = await store.create_memory(message, MESSAGES)
         except StoreError:
@@ -301,7 +385,7 @@ class MessagePipeline:
         return restored
 
     async def _ask_small_model(self, message: Memory) -> str:
-        """RESPOND, IGNORE or STOP; a model failure or unreadable answer means IGNORE."""
+        """RESPOND, IGNORE or STOP; an unreadable answer means IGNORE, no answer ``_UNREACHABLE``."""
         rt = self.runtime
         state = await rt.compose_state(message, _DECIDE_PROVIDERS, only_include=True)
         prompt = render(template(rt.character.templates, "shouldRespondTemplate"), state.values, rng=rt.rng)
@@ -309,14 +393,15 @@ class MessagePipeline:
             raw = await rt.use_model(ModelType.TEXT_SMALL, {"prompt": prompt})
         except ModelError as exc:
             _log.warning("%s: could not decide whether to respond: %s", rt.character.name, exc)
-            return "IGNORE"
+            return _UNREACHABLE
         parsed = parse_response(raw) or {}
         action = parsed.get("action")
         choice = str((action[-1] if isinstance(action, list) and action else action) or "").strip().upper()
         return choice if choice in ("RESPOND", "STOP") else "IGNORE"
 
-    async def _plan(self, state: State, on_reply_text: Callable[[str], None] | None = None) -> dict[str, Any] | None:
-        """Ask the large model what to do; up to three tries for a reply that parses."""
+    async def _plan(self, state: State, on_reply_text: Callable[[str], None] | None = None) -> dict[str, Any] | Outcome:
+        """Ask the large model what to do; up to three tries for a reply that parses. When there
+        is no plan, the outcome that says why."""
         rt = self.runtime
         prompt = render(template(rt.character.templates, "messageHandlerTemplate"), state.values, rng=rt.rng)
         for attempt in range(1, _PLAN_ATTEMPTS + 1):
@@ -327,13 +412,13 @@ class MessagePipeline:
                 raw = await rt.use_model(ModelType.TEXT_LARGE, params)
             except ModelError as exc:
                 _log.warning("%s: no reply: %s", rt.character.name, exc)
-                return None
+                return Outcome(Status.MODEL_UNREACHABLE, str(exc).removeprefix(f"{rt.character.name}: "))
             parsed = parse_response(raw)
             if parsed and (parsed.get("actions") or parsed.get("text")):
                 return parsed
             _log.info("%s: the model's reply did not parse (attempt %d of %d)", rt.character.name, attempt, _PLAN_ATTEMPTS)
         _log.warning("%s: staying silent: the model's reply never parsed", rt.character.name)
-        return None
+        return Outcome(Status.UNPARSED, "the model's reply never parsed")
 
     async def _remember_silence(self, message: Memory, action: str, thought: str = "") -> None:
         """Store the decision not to speak, so the history (and the loop guard) sees it."""
@@ -414,6 +499,9 @@ class MessagePipeline:
         if isinstance(aliases, list):
             names += [a for a in aliases if isinstance(a, str)]
         return [n for n in names if n]
+
+
+_UNREACHABLE = "UNREACHABLE"  # the small model's "answer" when it gave none
 
 
 def _settle_actions(plan: dict[str, Any]) -> list[str]:

@@ -176,6 +176,7 @@ def test_troupe_metrics_render_as_valid_exposition_with_process_metrics() -> Non
     metrics.model_calls.labels(agent="Ada", model_type="TEXT_SMALL", provider="openai", outcome="error").inc()
     metrics.model_latency.labels(agent="Ada", model_type="TEXT_SMALL").observe(0.2)
     metrics.reply_latency.labels(agent="Ada", platform="discord").observe(2.0)
+    metrics.messages_handled.labels(agent="Ada", outcome="send_failed").inc()
     metrics.in_flight.labels(agent="Ada").inc()
     metrics.reconnects.labels(agent="Ada", platform="telegram").inc()
     metrics.platform_connected.labels(agent="Ada", platform="discord").set(1)
@@ -183,11 +184,11 @@ def test_troupe_metrics_render_as_valid_exposition_with_process_metrics() -> Non
     metrics.reloads.labels(outcome="error").inc()
     text = metrics.render()
     types = check_exposition(text)
-    assert list(types)[:11] == [
+    assert list(types)[:12] == [
         "troupe_messages_received_total", "troupe_messages_sent_total", "troupe_gate_decisions_total",
         "troupe_model_calls_total", "troupe_model_latency_seconds", "troupe_reply_latency_seconds",
-        "troupe_messages_in_flight", "troupe_reconnects_total", "troupe_platform_connected", "troupe_agents",
-        "troupe_reloads_total"]
+        "troupe_messages_handled_total", "troupe_messages_in_flight", "troupe_reconnects_total",
+        "troupe_platform_connected", "troupe_agents", "troupe_reloads_total"]
     assert types["troupe_start_time_seconds"] == "gauge"
     assert types["process_cpu_seconds_total"] == "counter"
     assert "troupe_start_time_seconds 1700000000.5\n" in text

@@ -104,6 +104,7 @@ class FakeBot(FakeUser):
     webhook_deletions: int = 0
     polls: int = 0
     updates: list[dict[str, Any]] = field(default_factory=list)
+    delivered: list[dict[str, Any]] = field(default_factory=list)  # every update ever queued for this bot
     allowed_updates: list[str] | None = None
     poller: asyncio.Future[None] | None = None
 
@@ -400,7 +401,18 @@ class FakeTelegram(LocalServer):
             sender = payload.get("from") or payload.get("user") or {}
             if sender.get("id") == bot.id:
                 continue
-            bot.updates.append({"update_id": next(self._update_ids), kind: payload})
+            update = {"update_id": next(self._update_ids), kind: payload}
+            bot.updates.append(update)
+            bot.delivered.append(update)
+        self._changed.set()
+
+    def redeliver(self, bot: FakeBot, update_id: int) -> None:
+        """Send ``bot`` an update again, as Telegram does when it never got the confirmation (the
+        next getUpdates with a higher offset) — a poll that failed, a process that died."""
+        update = next(u for u in bot.delivered if u["update_id"] == update_id)
+        if update not in bot.updates:
+            bot.updates.append(update)
+            bot.updates.sort(key=lambda u: u["update_id"])
         self._changed.set()
 
     # -- failures, waiting ----------------------------------------------------------------

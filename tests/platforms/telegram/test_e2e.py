@@ -263,3 +263,18 @@ async def test_edits_reactions_and_people_joining_reach_memory(scene) -> None:
     assert "@ada_bot teh ending" not in await texts() and len(s.ada.sent) == 1
     await until(lambda: seen)
     assert seen == [entity_id(rt.agent_id, newcomer.id)]
+
+
+async def test_an_update_telegram_sends_again_is_answered_once(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    s.brain.plans["Ada"] += [plan("Only once."), plan("Second answer: a bug.")]
+    await s.fake.user_says(s.sam, s.fake.private(s.sam, s.ada), "hello?")
+    await s.fake.wait_for_sent(s.ada, 1)
+    first = s.ada.delivered[-1]["update_id"]
+    s.fake.redeliver(s.ada, first)  # its confirmation never reached Telegram
+    await until(lambda: not s.ada.updates and s.ada.polls >= 3)
+    await asyncio.sleep(0.3)
+    assert [m["text"] for m in s.ada.sent] == ["Only once."]
+    rows = await s.runtime("Ada").store.inbox_pending("telegram")
+    assert rows == []  # dealt with, the inbox is empty

@@ -44,6 +44,7 @@ class Harness:
     large_calls: int = 0
     sent: list[dict] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)  # every prompt either model was given
+    platform_down: bool = False  # the platform takes nothing: sends return no messages
 
     async def say(self, text: str, *, entity: str = HUMAN, room: str | None = None, id: str | None = None,
                   attachments: list[dict] | None = None, fetch: Any = None, on_responding: Any = None,
@@ -52,7 +53,10 @@ class Harness:
 
         async def callback(content: dict) -> list[Memory]:
             self.sent.append(content)
-            return []
+            if self.platform_down:
+                return []
+            return [Memory(id=str(uuid.uuid4()), entity_id=self.rt.agent_id, room_id=room or self.room,
+                           content=dict(content))]
 
         async def done(outcome: Any) -> None:
             outcomes.append(outcome)

@@ -67,19 +67,20 @@ async def test_mute_silences_until_addressed_and_unmuted(harness) -> None:
 async def test_malformed_model_output_is_retried_then_silence(harness) -> None:
     h = await harness(ChannelType.DM)
     h.large += ["I think I should reply", "```\nnothing useful\n```", "still prose"]
-    assert (await h.say("hi")).status == "silent"
+    assert (await h.say("hi")).status == "unparsed"
     assert h.large_calls == 3 and h.sent == []
     h.large += ["Sure! ```xml\n<response><thought>ok</thought><actions>REPLY</actions><text>Fenced.</text></response>\n```"]
     assert (await h.say("again")).status == "replied" and h.sent[-1]["text"] == "Fenced."
 
 
-async def test_a_model_outage_means_silence_not_a_crash(harness) -> None:
+async def test_a_model_outage_means_silence_not_a_crash_and_says_so(harness) -> None:
     h = await harness(ChannelType.DM)
     h.large.append(ModelError("Ada: openai is unavailable", provider="openai"))
-    assert (await h.say("hi")).status == "silent" and h.sent == []
+    outcome = await h.say("hi")
+    assert (outcome.status, outcome.reason) == ("model_unreachable", "openai is unavailable") and h.sent == []
     g = await harness(name="Bea")
     g.small.append(ModelError("down"))
-    assert (await g.say("unaddressed")).status == "ignored"
+    assert (await g.say("unaddressed")).status == "model_unreachable"
 
 
 async def test_newer_message_supersedes_an_older_reply(harness) -> None:

@@ -1,0 +1,131 @@
+"""Exactly once: one row per platform message an agent received, saying where its answer stands;
+and an inbox of platform events not yet dealt with.
+
+Platforms deliver again (Telegram re-sends updates whose offset was never confirmed, Discord's
+catch-up after a lost session, a restart after a crash); the pipeline claims every delivery here
+first, so a message is answered at most once. A claim left ``HANDLING`` by a process that died is
+taken up again once; one left ``SENDING`` may have been answered already and never is again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.store._scoped import AgentScoped
+from bot.types import Claim, Handling, now_ms
+
+__all__ = ["HandlingMixin"]
+
+_TABLES = ("message_handling",)
+_INBOX = ("inbox",)
+
+
+class HandlingMixin(AgentScoped):
+    """The ``message_handling`` and ``inbox`` tables."""
+
+    __slots__ = ()
+
+    async def claim_message(self, memory_id: str, room_id: str, created_at: int, *, retries: int = 1) -> Claim:
+        """Claim the message ``memory_id`` for answering; what the caller should do with it.
+
+        A message never seen is ``NEW``. One seen before is a ``DUPLICATE`` when it was handled (or
+        stored before claims existed), a ``RETRY`` when a process died while handling it and it has
+        been taken up fewer than ``retries`` times again, else ``ABANDONED`` (recorded as done, so
+        later deliveries are duplicates). Whether *this* process is handling it right now is the
+        caller's to know: a row is not a lock.
+        """
+        agent, now = self._agent_id, now_ms()
+
+        def claim(conn: Any) -> Claim:
+            row = conn.execute(
+                "SELECT status, attempts FROM message_handling WHERE agent_id = ? AND memory_id = ?",
+                (agent, memory_id),
+            ).fetchone()
+            if row is None:
+                stored = conn.execute(
+                    "SELECT 1 FROM memories WHERE id = ? AND agent_id = ?", (memory_id, agent)
+                ).fetchone()
+                status = Handling.DONE if stored else Handling.HANDLING
+                conn.execute(
+                    "INSERT INTO message_handling (agent_id, memory_id, room_id, status, attempts, created_at, "
+                    "updated_at, outcome) VALUES (?, ?, ?, ?, 1, ?, ?, ?)",
+                    (agent, memory_id, room_id, status.value, created_at, now, "duplicate" if stored else None),
+                )
+                return Claim.DUPLICATE if stored else Claim.NEW
+            status, attempts = Handling(row[0]), int(row[1])
+            if status is Handling.DONE:
+                return Claim.DUPLICATE
+            if status is Handling.HANDLING and attempts <= retries:
+                conn.execute(
+                    "UPDATE message_handling SET attempts = attempts + 1, updated_at = ? "
+                    "WHERE agent_id = ? AND memory_id = ?", (now, agent, memory_id))
+                return Claim.RETRY
+            conn.execute(
+                "UPDATE message_handling SET status = ?, outcome = ?, updated_at = ? WHERE agent_id = ? AND memory_id = ?",
+                (Handling.DONE.value, "abandoned", now, agent, memory_id))
+            return Claim.ABANDONED
+
+        return await self._db.write(claim, tables=_TABLES)
+
+    async def mark_message(self, memory_id: str, status: Handling, outcome: str | None = None) -> None:
+        """Record where the answer to ``memory_id`` stands (``outcome``: how it ended, when done)."""
+        agent, now = self._agent_id, now_ms()
+
+        def mark(conn: Any) -> None:
+            conn.execute(
+                "UPDATE message_handling SET status = ?, outcome = COALESCE(?, outcome), updated_at = ? "
+                "WHERE agent_id = ? AND memory_id = ?", (status.value, outcome, now, agent, memory_id))
+
+        await self._db.write(mark, tables=_TABLES)
+
+    async def unfinished_messages(self) -> list[tuple[str, int, int]]:
+        """Messages claimed but never finished (``HANDLING``): what a process that died left, oldest
+        first, as (memory id, the message's own time in ms, times taken up)."""
+        rows = await self._db.fetchall(
+            "SELECT memory_id, created_at, attempts FROM message_handling WHERE agent_id = ? AND status = ? "
+            "ORDER BY created_at, memory_id", (self._agent_id, Handling.HANDLING.value))
+        return [(str(r[0]), int(r[1]), int(r[2])) for r in rows]
+
+    async def prune_handled(self, before: int) -> int:
+        """Forget finished claims of messages older than ``before`` (ms); how many went.
+
+        A later redelivery of such a message is still a duplicate: the message itself is stored.
+        """
+        agent = self._agent_id
+
+        def prune(conn: Any) -> int:
+            cur = conn.execute(
+                "DELETE FROM message_handling WHERE agent_id = ? AND status = ? AND created_at < ?",
+                (agent, Handling.DONE.value, before))
+            return int(cur.rowcount)
+
+        return await self._db.write(prune, tables=_TABLES)
+
+    # -- the inbox ---------------------------------------------------------------------------------
+
+    async def inbox_put(self, source: str, event_id: str, payload: str) -> None:
+        """Keep a platform event (``payload``: as the platform sent it) until :meth:`inbox_done`."""
+        row = (self._agent_id, source, event_id, payload, now_ms())
+
+        def put(conn: Any) -> None:
+            conn.execute("INSERT OR REPLACE INTO inbox (agent_id, source, event_id, payload, received_at) "
+                         "VALUES (?, ?, ?, ?, ?)", row)
+
+        await self._db.write(put, tables=_INBOX)
+
+    async def inbox_done(self, source: str, event_id: str) -> None:
+        """The event was dealt with: forget it."""
+        key = (self._agent_id, source, event_id)
+
+        def done(conn: Any) -> None:
+            conn.execute("DELETE FROM inbox WHERE agent_id = ? AND source = ? AND event_id = ?", key)
+
+        await self._db.write(done, tables=_INBOX)
+
+    async def inbox_pending(self, source: str) -> list[tuple[str, str, int]]:
+        """Events from ``source`` never dealt with (a process died), oldest first, as (event id,
+        payload, received at in ms)."""
+        rows = await self._db.fetchall(
+            "SELECT event_id, payload, received_at FROM inbox WHERE agent_id = ? AND source = ? "
+            "ORDER BY received_at, event_id", (self._agent_id, source))
+        return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]

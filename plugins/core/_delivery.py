@@ -1,0 +1,89 @@
+"""What the pipeline hands actions as their callback: the platform's reply callback, bounded,
+counted and recorded.
+
+Every message the agent sends in answer to a message goes through one :class:`Delivery`. It
+- cuts text to ``MAX_REPLY_CHARS`` (a model that writes 300,000 characters must not become 74
+  chat messages),
+- records the message as ``SENDING`` before the first send, so a crash after it never sends the
+  answer again (at most once),
+- counts the message in, and times it to the first reply that went out,
+- knows whether anything was sent, so an outcome can say "send failed" instead of "replied".
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from bot.components import HandlerCallback
+from bot.types import Handling, Memory
+
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = ["DEFAULT_MAX_REPLY_CHARS", "Delivery", "bound_text"]
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_MAX_REPLY_CHARS = 6000
+_ELLIPSIS = " …"
+
+
+def bound_text(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, at a word boundary when one is near, with an
+    ellipsis saying it was cut; unchanged when it fits."""
+    if len(text) <= limit:
+        return text
+    room = max(limit - len(_ELLIPSIS), 1)
+    cut = text.rfind(" ", room * 3 // 4, room + 1)
+    return text[: cut if cut > 0 else room].rstrip() + _ELLIPSIS
+
+
+def max_reply_chars(runtime: AgentRuntime) -> int:
+    """``MAX_REPLY_CHARS``: how long one reply may be (at least 100 characters)."""
+    return max(100, runtime.get_int("MAX_REPLY_CHARS", DEFAULT_MAX_REPLY_CHARS))
+
+
+class Delivery:
+    """The callback actions get for one incoming message (see the module docstring)."""
+
+    def __init__(self, runtime: AgentRuntime, message: Memory, callback: HandlerCallback | None) -> None:
+        self.runtime = runtime
+        self.message = message
+        self.callback = callback
+        self.limit = max_reply_chars(runtime)
+        self.platform = str(message.content.get("source") or "unknown")
+        self.attempted = 0
+        """Sends tried (content with text)."""
+        self.sent = 0
+        """Platform messages that went out."""
+        self._received = time.perf_counter()
+        self._marked = False
+
+    @property
+    def failed(self) -> bool:
+        """Something was to be sent and nothing went out."""
+        return self.attempted > 0 and self.sent == 0
+
+    async def __call__(self, content: dict[str, Any]) -> list[Memory]:
+        if self.callback is None:
+            return []
+        text = str(content.get("text") or "")
+        if text:
+            bounded = bound_text(text, self.limit)
+            if bounded != text:
+                _log.warning("%s: a reply of %d characters was cut to %d (MAX_REPLY_CHARS)",
+                             self.runtime.character.name, len(text), len(bounded))
+                content = {**content, "text": bounded}
+            self.attempted += 1
+        if not self._marked and self.message.id is not None:
+            self._marked = True
+            await self.runtime.store.mark_message(self.message.id, Handling.SENDING)
+        sent = await self.callback(content)
+        if sent and not self.sent:
+            metrics, agent = self.runtime.metrics, self.runtime.character.name
+            metrics.reply_latency.labels(agent=agent, platform=self.platform).observe(
+                time.perf_counter() - self._received)
+        self.sent += len(sent)
+        return sent

@@ -1,0 +1,108 @@
+"""After a crash: answer what the dead process stored but never answered.
+
+A process killed mid-reply leaves its messages claimed ``HANDLING`` (bot/store/_handling.py).
+When the agent connects to a platform again, each such message from that platform is looked at
+once:
+- younger than ``RECOVERY_WINDOW_S`` (default 300 s): handled again through the pipeline, which
+  answers it only if it addressed the agent (a DM, a mention, a reply, its name, a followed room)
+  and only if it has not been taken up once already;
+- older: logged as skipped and closed — an answer that late would only confuse.
+A message whose reply had started going out (``SENDING``) is never taken up: at most once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bot.components import Replier
+from bot.links import LinkState
+from bot.types import Handling, Memory
+
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+    from ._pipeline import MessagePipeline, Outcome
+
+__all__ = ["Recovery", "recover", "wait_for_link"]
+
+_log = logging.getLogger(__name__)
+
+# Finished claims are kept this long: longer than any platform redelivers (Telegram keeps
+# unconfirmed updates for 24 hours). After that the stored message itself marks a redelivery.
+_KEEP_HANDLED_MS = 2 * 24 * 3600 * 1000
+_LINK_WAIT_S = 60.0
+_LINK_POLL_S = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """What one recovery pass did, by message id."""
+
+    taken_up: dict[str, Outcome]
+    skipped: list[str]
+    """Too old to answer now."""
+
+
+async def recover(runtime: AgentRuntime, pipeline: MessagePipeline, source: str) -> Recovery:
+    """Take up the messages from ``source`` that a crashed process left unanswered (see the module
+    docstring); returns what was done. Never raises for one message's failure."""
+    store = runtime.store
+    window_ms = runtime.recovery_window_ms
+    now = runtime.clock()
+    await store.prune_handled(now - _KEEP_HANDLED_MS)
+    pending = await store.unfinished_messages()
+    if not pending:
+        return Recovery({}, [])
+    messenger = runtime.get_service(source)
+    taken_up: dict[str, Outcome] = {}
+    skipped: list[str] = []
+    for memory_id, created_at, _ in pending:
+        message = await store.get_memory(memory_id)
+        if message is None:
+            # Claimed, then the process died before storing it: nothing is left to answer with.
+            # A redelivery by the platform still gets it answered (the claim is retried once).
+            continue
+        if message.content.get("source") != source:
+            continue
+        age_s = (now - created_at) / 1000
+        if now - created_at > window_ms:
+            _log.info("%s: not answering message %s in room %s after the restart: it is %.0f s old (more than "
+                      "RECOVERY_WINDOW_S)", runtime.character.name, memory_id, message.room_id, age_s)
+            await store.mark_message(memory_id, Handling.DONE, "expired")
+            skipped.append(memory_id)
+            continue
+        if not isinstance(messenger, Replier):
+            _log.warning("%s: cannot answer message %s after the restart: %s offers no way to send",
+                         runtime.character.name, memory_id, source)
+            continue
+        _log.info("%s: answering message %s in room %s, left unanswered by a crash %.0f s ago",
+                  runtime.character.name, memory_id, message.room_id, age_s)
+        taken_up[memory_id] = await pipeline.handle(message, _reply_through(messenger, message), recovered=True)
+    return Recovery(taken_up, skipped)
+
+
+def _reply_through(messenger: Replier, message: Memory) -> Callable[[dict[str, Any]], Any]:
+    async def reply(content: dict[str, Any]) -> list[Memory]:
+        return await messenger.reply_to(message, content)
+
+    return reply
+
+
+async def wait_for_link(runtime: AgentRuntime, source: str, timeout: float = _LINK_WAIT_S) -> bool:
+    """Wait until the agent's link to ``source`` is up (a platform may still be logging in when
+    the daemon's connect returns); False after ``timeout``."""
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                link = runtime.links.get(source)
+                if link is None or link.state is LinkState.CONNECTED:
+                    return True
+                if link.state is LinkState.FAILED:
+                    return False
+                await asyncio.sleep(_LINK_POLL_S)
+    except TimeoutError:
+        return False

@@ -1,0 +1,213 @@
+"""A platform message is answered at most once, however often it is delivered, across restarts
+and crashes; what a crash left unanswered is taken up once; an outcome says what happened."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from bot.types import ChannelType, Handling, Memory, now_ms
+from plugins.core._pipeline import MessagePipeline
+from plugins.core._recovery import recover
+
+from .harness import HUMAN, plan
+
+
+def _hang(params: dict) -> Any:
+    return asyncio.Event().wait()  # a model (or a platform) that never answers: the process dies meanwhile
+
+
+async def _crash_while(h: Any, text: str, message_id: str, **meta: Any) -> None:
+    """Deliver a message and kill its handling mid-way, as kill -9 would: nothing after that point runs."""
+    task = asyncio.create_task(h.say(text, id=message_id, **meta))
+    async with asyncio.timeout(5):
+        while h.large_calls == 0 and not h.sent:
+            await asyncio.sleep(0.01)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def _crashed_run(harness: Any, text: str) -> tuple[Any, str]:
+    """A DM handled until the model was asked, then the process died; a new process on the same
+    database, and the message's id."""
+    first = await harness(ChannelType.DM)
+    message_id = str(uuid.uuid4())
+    first.large.append(_hang)
+    await _crash_while(first, text, message_id)
+    await first.rt.close()
+    return await harness(ChannelType.DM), message_id
+
+
+async def _status(h: Any, message_id: str) -> str:
+    rows = await h.rt.store.database.fetchall(
+        "SELECT status, outcome FROM message_handling WHERE memory_id = ?", (message_id,))
+    return f"{rows[0][0]}:{rows[0][1]}" if rows else "none"
+
+
+async def test_a_message_delivered_twice_is_answered_once(harness) -> None:
+    h = await harness(ChannelType.DM)
+    message_id = str(uuid.uuid4())
+    assert (await h.say("hi", id=message_id)).status == "replied"
+    again = await h.say("hi", id=message_id)
+    assert again.status == "duplicate" and len(h.sent) == 1 and h.large_calls == 1
+    assert await _status(h, message_id) == "done:replied"
+
+
+async def test_a_redelivery_while_the_first_is_being_answered_is_not_answered(harness) -> None:
+    h = await harness(ChannelType.DM)
+    release = asyncio.Event()
+
+    async def slow(params: dict) -> str:
+        await release.wait()
+        return plan("Once.")
+
+    h.large.append(slow)
+    message_id = str(uuid.uuid4())
+    first = asyncio.create_task(h.say("hi", id=message_id))
+    while h.large_calls == 0:
+        await asyncio.sleep(0.01)
+    assert (await h.say("hi", id=message_id)).status == "duplicate"
+    release.set()
+    assert (await first).status == "replied" and [s["text"] for s in h.sent] == ["Once."]
+
+
+async def test_a_redelivery_after_a_restart_is_not_answered_again(harness) -> None:
+    first = await harness(ChannelType.DM)
+    message_id = str(uuid.uuid4())
+    assert (await first.say("hi", id=message_id)).status == "replied"
+    await first.rt.close()
+    second = await harness(ChannelType.DM)  # the same character and database: a restart
+    assert (await second.say("hi", id=message_id)).status == "duplicate"
+    assert second.sent == [] and second.large_calls == 0
+
+
+async def test_a_message_stored_before_claims_existed_is_a_duplicate(harness) -> None:
+    h = await harness(ChannelType.DM)
+    message = Memory(id=str(uuid.uuid4()), entity_id=HUMAN, room_id=h.room, content={"text": "old", "source": "discord"})
+    await h.rt.store.create_memory(message, "messages")
+    assert (await h.say("old", id=message.id)).status == "duplicate" and h.sent == []
+
+
+async def test_a_crash_before_the_reply_is_answered_once_on_redelivery(harness) -> None:
+    second, message_id = await _crashed_run(harness, "are you there?")
+    assert await _status(second, message_id) == "handling:None"
+    assert (await second.say("are you there?", id=message_id)).status == "replied"
+    assert (await second.say("are you there?", id=message_id)).status == "duplicate"
+    assert len(second.sent) == 1
+
+
+async def test_a_message_taken_up_once_and_crashing_again_is_abandoned(harness) -> None:
+    second, message_id = await _crashed_run(harness, "hello?")
+    second.large.append(_hang)
+    await _crash_while(second, "hello?", message_id)
+    await second.rt.close()
+    third = await harness(ChannelType.DM)
+    outcome = await third.say("hello?", id=message_id)
+    assert outcome.status == "abandoned" and third.sent == [] and third.large_calls == 0
+
+
+async def test_a_crash_while_the_reply_was_going_out_never_sends_it_again(harness) -> None:
+    first = await harness(ChannelType.DM)
+    message_id = str(uuid.uuid4())
+    sending = asyncio.Event()
+
+    async def stuck(content: dict) -> list[Memory]:
+        sending.set()
+        await asyncio.Event().wait()
+        return []
+
+    task = asyncio.create_task(first.rt.emit("MESSAGE_RECEIVED", {
+        "message": Memory(id=message_id, entity_id=HUMAN, room_id=first.room, content={"text": "hi", "source": "discord"}),
+        "callback": stuck}))
+    await asyncio.wait_for(sending.wait(), 5)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert await _status(first, message_id) == "sending:None"
+    await first.rt.close()
+    second = await harness(ChannelType.DM)
+    assert (await second.say("hi", id=message_id)).status == "abandoned" and second.sent == []
+
+
+class _Platform:
+    """A Messenger that records what was sent as replies to stored messages."""
+
+    def __init__(self) -> None:
+        self.replies: list[tuple[str, str]] = []
+
+    async def send_to_room(self, room: Any, content: dict) -> list[Memory]:
+        raise AssertionError("not used")
+
+    async def send_to_entity(self, entity: Any, content: dict) -> list[Memory]:
+        raise AssertionError("not used")
+
+    async def reply_to(self, message: Memory, content: dict) -> list[Memory]:
+        self.replies.append((message.id, content["text"]))
+        return [Memory(id=str(uuid.uuid4()), entity_id=message.agent_id or "", room_id=message.room_id, content=content)]
+
+
+async def test_after_a_crash_addressed_recent_messages_are_answered_and_the_rest_are_not(harness) -> None:
+    first = await harness(ChannelType.GROUP)
+    addressed, chatter, old = (str(uuid.uuid4()) for _ in range(3))
+    for message_id, text, meta in ((addressed, "Ada, what time is it?", {}), (chatter, "nice weather", {}),
+                                   (old, "Ada?", {"isMention": True})):
+        first.large.append(_hang)
+        first.small.append("<response><action>RESPOND</action></response>")
+        await _crash_while(first, text, message_id, **meta)
+        first.large.clear()
+        first.large_calls = 0
+    # The third one was left long ago.
+    await first.rt.store.database.write(lambda conn: conn.execute(
+        "UPDATE message_handling SET created_at = ? WHERE memory_id = ?", (now_ms() - 3_600_000, old)))
+    await first.rt.close()
+
+    second = await harness(ChannelType.GROUP)
+    platform = _Platform()
+    second.rt.register_service("discord", platform)
+    second.large.append(plan("It is noon."))
+    result = await recover(second.rt, MessagePipeline(second.rt), "discord")
+
+    assert {k: v.status for k, v in result.taken_up.items()} == {addressed: "replied", chatter: "not_taken_up"}
+    assert result.skipped == [old] and platform.replies == [(addressed, "It is noon.")]
+    assert second.small_calls == 0  # unaddressed chatter is not worth a model call after a crash
+    assert [await _status(second, i) for i in (addressed, chatter, old)] == [
+        "done:replied", "done:not_taken_up", "done:expired"]
+    # Once: a second pass (another reconnect) finds nothing left.
+    again = await recover(second.rt, MessagePipeline(second.rt), "discord")
+    assert again.taken_up == {} and again.skipped == [] and len(platform.replies) == 1
+
+
+async def test_recovery_starts_when_the_platform_connects(harness) -> None:
+    second, message_id = await _crashed_run(harness, "still there?")
+    platform = _Platform()
+    second.rt.register_service("discord", platform)
+    await second.rt.emit("PLATFORM_CONNECTED", {"source": "discord"})
+    async with asyncio.timeout(5):
+        while await _status(second, message_id) != "done:replied":
+            await asyncio.sleep(0.01)
+    assert [m for m, _ in platform.replies] == [message_id]
+
+
+async def test_nothing_sent_is_a_send_failure_not_a_reply(harness) -> None:
+    h = await harness(ChannelType.DM)
+    h.platform_down = True
+    outcome = await h.say("hi")
+    assert outcome.status == "send_failed" and len(h.sent) == 1
+    rendered = h.rt.metrics.render()
+    assert 'troupe_messages_handled_total{agent="Ada",outcome="send_failed"} 1' in rendered
+
+
+async def test_a_huge_model_reply_is_cut_before_it_is_sent(harness) -> None:
+    h = await harness(ChannelType.DM)
+    h.large.append(plan("word " * 60_000))  # 300,000 characters
+    assert (await h.say("write a lot")).status == "replied"
+    assert len(h.sent) == 1 and len(h.sent[0]["text"]) <= 6000 and h.sent[0]["text"].endswith("…")
+    stored = await h.rt.store.get_memories(table="messages", room_id=h.room, count=1)
+    assert len(stored[0].content["text"]) <= 6000  # what is remembered as said is what was sent
+
+
+async def test_the_reply_bound_is_a_setting(harness) -> None:
+    h = await harness(ChannelType.DM, settings={"MAX_REPLY_CHARS": "500"})
+    h.large.append(plan("x" * 2000))
+    await h.say("write a lot")
+    assert 100 < len(h.sent[0]["text"]) <= 500
