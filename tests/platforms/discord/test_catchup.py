@@ -196,3 +196,19 @@ async def test_a_direct_message_sent_during_the_gap_is_answered(scene, identify_
     await until(lambda: answered(s)[missed.id] == 1, timeout=10)
     await asyncio.sleep(0.3)
     assert sum(answered(s).values()) == 2 and s.ada.sent[-1].channel.is_dm
+
+
+async def test_a_message_that_arrives_live_while_the_history_is_read_is_answered_once(scene, identify_gate) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    await talk_before_the_loss(s, s.general, "one")
+    # Rate limited: discord.py waits a second before it reads the history again.
+    s.fake.fail_next("GET", rf"/channels/{s.general.id}/messages$", status=429, retry_after=1.0)
+    await s.fake.invalidate_session(s.ada)
+    missed = await s.fake.user_says(s.sam, s.general, f"{s.ada.mention} while away")
+    identify_gate.set()
+    await until(lambda: history_reads(s), timeout=10)
+    live = await s.fake.user_says(s.sam, s.general, f"{s.ada.mention} back now?")
+    await until(lambda: len(history_reads(s)) == 2 and answered(s)[missed.id] == 1, timeout=10)
+    await asyncio.sleep(0.3)
+    assert answered(s)[live.id] == 1 and sum(answered(s).values()) == 3
