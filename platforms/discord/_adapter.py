@@ -3,7 +3,9 @@
 Inbound, gateway events become troupe events (MESSAGE_RECEIVED with a reply callback,
 REACTION_RECEIVED, MESSAGE_UPDATED/DELETED, WORLD_CONNECTED/JOINED, ENTITY_JOINED/LEFT) after the
 listening rules of the character's settings. Worlds, rooms, entities and participants are
-written once per run and remembered, not re-written for every message.
+written once per run and remembered, not re-written for every message. When Discord could not
+resume a lost session, what was said meanwhile is read back and handled the same way
+(``_catchup.py``).
 
 Outbound, the reply callback answers the triggering message (split, safe mentions, uploads,
 retries), shows "typing…" while an answer is being prepared, and stores what was sent. The
@@ -28,6 +30,7 @@ from bot.errors import ConfigError, SendError
 from bot.events import EventType
 from bot.types import ChannelType, Entity, Memory, Role, Room, now_ms
 
+from ._catchup import MissedMessages
 from ._config import DiscordConfig
 from ._mapping import (
     SOURCE,
@@ -116,10 +119,12 @@ class _Client(discord.Client):
 
     async def on_resumed(self) -> None:
         _log.info("%s: Discord connection resumed", self.adapter.name)
+        self.adapter.missed.resumed()
         self.adapter.runtime.links.set(SOURCE, LinkState.CONNECTED)
 
     async def on_disconnect(self) -> None:
         # discord.py reconnects by itself (with back-off); until then the link is down.
+        self.adapter.missed.connection_lost()
         if not self.is_closed():
             self.adapter.runtime.links.set(SOURCE, LinkState.RETRYING, "gateway connection lost; reconnecting")
 
@@ -139,6 +144,7 @@ class DiscordAdapter:
         self.voice = VoiceManager(self)
         self._admins_seen: set[tuple[int, int]] = set()
         self._handling: set[asyncio.Task[Any]] = set()
+        self.missed = MissedMessages(config.catchup)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -262,7 +268,13 @@ class DiscordAdapter:
     # -- worlds, rooms, entities ----------------------------------------------------------
 
     async def on_ready(self) -> None:
+        """Each fresh IDENTIFY: sync the servers; after the first, also read what the gap hid."""
         assert self.client is not None
+        # Taken at once (messages arriving live from now on are no gap), and on every READY: the
+        # first one has no gap to fill, but must not leave one behind for the next.
+        missed = self.missed.plan()
+        if not self._ready.is_set():
+            missed = []
         _log.info("%s: online on Discord as %s in %d servers", self.name, self.client.user, len(self.client.guilds))
         if not self.client.guilds:
             _log.warning("%s: the bot is in no server yet; invite it with https://discord.com/oauth2/authorize"
@@ -276,8 +288,33 @@ class DiscordAdapter:
             _log.warning("%s: could not register the /troupe command: %s", self.name, exc)
         self._ready.set()
         self.runtime.links.set(SOURCE, LinkState.CONNECTED)
+        if missed:
+            self.runtime.create_task(self.guarded("catch-up", self._catch_up(missed)), "discord catch-up")
         if self.config.voice_enabled:
             await self.guarded("voice auto-join", self.voice.auto_join(list(self.client.guilds)))
+
+    async def _catch_up(self, plan: list[tuple[int, int]]) -> None:
+        """The session was lost for good: hand over what was said meanwhile as if it had just
+        arrived (the gate decides), skipping what was already handed over or stored."""
+        assert self.client is not None
+        agent, read, handed = self.runtime.agent_id, 0, 0
+        for channel_id, after in plan:
+            try:
+                messages = await self.missed.fetch(self.client, channel_id, after)
+            except (discord.HTTPException, TimeoutError) as exc:
+                detail = f"{exc.status} {exc.text}" if isinstance(exc, discord.HTTPException) else "no answer in time"
+                _log.warning("%s: could not read the messages missed in channel %s: %s", self.name, channel_id, detail)
+                continue
+            read += 1
+            for message in messages:
+                if self.missed.claimed(message.id) or await self.runtime.store.get_memory(
+                        discord_id(agent, message.id)) is not None:
+                    continue
+                handed += 1
+                # Like the gateway: one task per message, in order, so a burst behaves like one.
+                self.runtime.create_task(self.guarded("message", self.on_message(message)), "discord message")
+        _log.info("%s: the Discord session was lost; read back %d of %d channel(s), %d missed message(s) "
+                  "handed over", self.name, read, len(plan), handed)
 
     async def on_guild_join(self, guild: discord.Guild) -> None:
         await self._announce(guild, EventType.WORLD_JOINED)
@@ -358,11 +395,11 @@ class DiscordAdapter:
         return str(channel.id) in allowed or (parent is not None and str(parent) in allowed)
 
     async def on_message(self, message: discord.Message) -> None:
+        if not self.listens_in(message.channel) or not self.missed.claim(message):
+            return  # not heard here, or already handed over (live and read back after a lost session)
         if message.author.id == self.bot_id or message.type not in _MESSAGE_TYPES:
             return
         if message.author.bot and self.config.ignore_bot_messages:
-            return
-        if not self.listens_in(message.channel):
             return
         memory = memory_for_message(self.runtime.agent_id, message, bot_user_id=self.bot_id)
         direct = memory.metadata["isMention"] or memory.metadata["isReply"] or memory.content["channelType"] == "DM"

@@ -19,6 +19,8 @@ from bot.audio import VadConfig
 from bot.errors import ConfigError
 from bot.settings import SettingReader
 
+from ._catchup import CatchUpLimits
+
 __all__ = ["DiscordConfig", "read_config"]
 
 _FLAGS = {
@@ -52,6 +54,8 @@ class DiscordConfig:
     """How loud (dBFS) someone must speak over the character, for 200 ms, to stop it."""
     ca_file: str | None = None
     """Extra CA certificates to trust (a self-hosted Discord-compatible server with its own CA)."""
+    catchup: CatchUpLimits = field(default_factory=CatchUpLimits)
+    """What to read back after the gateway session was lost for good (see ``_catchup.py``)."""
 
 
 def _object_flag(agent: str, section: Mapping[str, Any], key: str) -> bool | None:
@@ -147,5 +151,11 @@ def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> Di
         channel_ids=frozenset(channel_ids) if channel_ids is not None else None,
         api_base=_api_base(agent, read.optional("DISCORD_API_BASE")),
         guild_ready_timeout=read.positive_float("DISCORD_GUILD_READY_TIMEOUT_S", 2.0),
+        catchup=CatchUpLimits(
+            window_s=read.number("DISCORD_CATCHUP_WINDOW_S", CatchUpLimits.window_s, 0, 86_400),
+            # One history request per channel: Discord gives at most 100 messages per request.
+            max_messages=read.whole("DISCORD_CATCHUP_MAX_MESSAGES", CatchUpLimits.max_messages, 0, 100),
+            max_channels=read.whole("DISCORD_CATCHUP_MAX_CHANNELS", CatchUpLimits.max_channels, 0, 200),
+        ),
         **flags,
     )

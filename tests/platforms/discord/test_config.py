@@ -66,3 +66,16 @@ def test_one_process_talks_to_one_discord_server() -> None:
     finally:
         reset_api_base()
     assert Route.BASE == "https://discord.com/api/v10"
+
+
+def test_catch_up_limits_after_a_lost_session() -> None:
+    default = config().catchup
+    assert (default.window_s, default.max_messages, default.max_channels, default.enabled) == (600.0, 50, 20, True)
+    c = config(DISCORD_CATCHUP_WINDOW_S="120", DISCORD_CATCHUP_MAX_MESSAGES="100", DISCORD_CATCHUP_MAX_CHANNELS="5")
+    assert (c.catchup.window_s, c.catchup.max_messages, c.catchup.max_channels) == (120.0, 100, 5)
+    assert config(DISCORD_CATCHUP_WINDOW_S="0").catchup.enabled is False
+    with pytest.raises(ConfigError, match="Ada: DISCORD_CATCHUP_MAX_MESSAGES must be a whole number from 0 to 100, "
+                                          "not '500'"):
+        config(DISCORD_CATCHUP_MAX_MESSAGES="500")
+    with pytest.raises(ConfigError, match="Ada: DISCORD_CATCHUP_WINDOW_S must be a number from 0 to 86400"):
+        config(DISCORD_CATCHUP_WINDOW_S="ten minutes")

@@ -1,0 +1,117 @@
+"""Messages missed while the gateway session was lost for good, fetched after the bot identifies again.
+
+When Discord cannot resume a session (INVALID_SESSION, a session that timed out), discord.py
+identifies afresh and the events of the gap are never replayed. The adapter then reads, through
+the REST history, what was said meanwhile in the channels where this run last saw activity, and
+hands each message to its ordinary message handler, so the gate decides as for a live message.
+
+Which channels: those where the adapter saw a message (anyone's, its own included) during this
+run, the most recently active first, at most ``max_channels`` of them; the store is not asked,
+because on a fresh start there is no gap to fill. From where: after the newest message seen in
+that channel before the connection was lost, and never before ``window_s`` ago; at most
+``max_messages`` per channel, oldest first.
+
+Nothing is answered twice: every message handed over in this run is claimed by id (live and
+fetched alike, so a message that arrives live while the history is read is handled once), and a
+fetched message already in the store is skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import discord
+
+__all__ = ["CatchUpLimits", "MissedMessages"]
+
+_FETCH_TIMEOUT_S = 30.0
+# How many handed-over message ids are remembered: a message older than this many is never
+# fetched again anyway (each channel is read only after the newest message seen in it).
+_CLAIMS_KEPT = 2000
+
+
+@dataclass(frozen=True)  # no slots: ``CatchUpLimits.window_s`` must read as the default
+class CatchUpLimits:
+    window_s: float = 600.0
+    """How far back to read after a lost session; 0 switches catching up off."""
+    max_messages: int = 50
+    """At most this many messages per channel (one history request)."""
+    max_channels: int = 20
+    """At most this many channels, the most recently active first."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.window_s > 0 and self.max_messages > 0 and self.max_channels > 0
+
+
+class MissedMessages:
+    """Where this run saw activity, which messages it handed over, and what it missed."""
+
+    def __init__(self, limits: CatchUpLimits) -> None:
+        self.limits = limits
+        self._last_seen: OrderedDict[int, int] = OrderedDict()
+        """Channel id → the newest message id seen there; the most recently active channel last."""
+        self._before_loss: dict[int, int] | None = None
+        """``_last_seen`` as it was when the connection was lost (messages seen later are not a gap)."""
+        self._claimed: OrderedDict[int, None] = OrderedDict()
+
+    def claim(self, message: Any) -> bool:
+        """Note ``message`` as seen; False if it was already handed over in this run.
+
+        Synchronous, so that of two handlers of one message (live and fetched) exactly one wins.
+        """
+        channel_id = message.channel.id
+        self._last_seen[channel_id] = max(message.id, self._last_seen.get(channel_id, 0))
+        self._last_seen.move_to_end(channel_id)
+        while len(self._last_seen) > self.limits.max_channels:
+            self._last_seen.popitem(last=False)
+        if message.id in self._claimed:
+            return False
+        self._claimed[message.id] = None
+        while len(self._claimed) > _CLAIMS_KEPT:
+            self._claimed.popitem(last=False)
+        return True
+
+    def claimed(self, message_id: int) -> bool:
+        return message_id in self._claimed
+
+    def connection_lost(self) -> None:
+        """Remember where each channel stood; later disconnects before a reconnect change nothing."""
+        if self._before_loss is None:
+            self._before_loss = dict(self._last_seen)
+
+    def resumed(self) -> None:
+        """Discord replays what the session missed: there is nothing to fetch."""
+        self._before_loss = None
+
+    def plan(self, now: datetime.datetime | None = None) -> list[tuple[int, int]]:
+        """``(channel id, read after this message id)`` for each channel to read, most recent first.
+
+        Called once per fresh IDENTIFY; empty when catching up is off or nothing was seen.
+        """
+        seen = self._before_loss if self._before_loss is not None else dict(self._last_seen)
+        self._before_loss = None
+        if not self.limits.enabled:
+            return []
+        moment = now or datetime.datetime.now(datetime.UTC)
+        oldest = discord.utils.time_snowflake(moment - datetime.timedelta(seconds=self.limits.window_s))
+        recent_first = list(reversed(seen.items()))[: self.limits.max_channels]
+        return [(channel_id, max(last, oldest)) for channel_id, last in recent_first]
+
+    async def fetch(self, client: discord.Client, channel_id: int, after: int) -> list[discord.Message]:
+        """Up to ``max_messages`` messages after ``after`` in the channel, oldest first.
+
+        discord.py waits out rate limits itself; the timeout bounds that wait too.
+
+        Raises:
+            discord.HTTPException: Discord refused (403 without access, 404 for a deleted channel …).
+            TimeoutError: Discord did not answer in time.
+        """
+        async with asyncio.timeout(_FETCH_TIMEOUT_S):
+            channel: Any = client.get_channel(channel_id) or await client.fetch_channel(channel_id)
+            return [m async for m in channel.history(after=discord.Object(after), oldest_first=True,
+                                                      limit=self.limits.max_messages)]
