@@ -154,8 +154,9 @@ async def open_scene(tmp_path: Path, *, voice: FakeVoiceServer | None = None) ->
         yield Scene(fake, brain, ada, brann, sam, cleo, guild, fake.add_channel(guild, "general"),
                     fake.add_channel(guild, "lounge"), launch, openai)
         for daemon, task in running:
-            daemon.stop()
-            await asyncio.wait_for(task, 10)
+            if not task.done():  # a test may have killed one already
+                daemon.stop()
+                await asyncio.wait_for(task, 10)
 
 
 @pytest.fixture
