@@ -37,6 +37,7 @@ from bot.errors import ConfigError, ModelError, SendError
 from bot.events import EventType
 from bot.links import LinkState
 from bot.models import ModelType
+from bot.text import first_words
 from bot.types import ChannelType, Entity, Memory, Room, now_ms
 
 from ._config import TelegramConfig
@@ -367,8 +368,11 @@ class TelegramAdapter:
         else:
             text = (f"I'm {character.name}. In a private chat, just write to me. In a group, mention "
                     f"@{self.username}, reply to one of my messages, or call me by name.")
-        await self._send(message.chat.id, text, reply_to=message.message_id,
-                         thread_id=message.message_thread_id if is_topic(message) else None)
+        try:
+            await self._send(message.chat.id, text, reply_to=message.message_id,
+                             thread_id=message.message_thread_id if is_topic(message) else None)
+        except Exception as exc:
+            self._log_lost(message, text, exc)
         return True
 
     async def _listen(self, message: Message, memory: Memory) -> None:
@@ -499,9 +503,16 @@ class TelegramAdapter:
     async def _send(self, chat_id: int, text: str, *, reply_to: int | None = None,
                     thread_id: int | None = None) -> list[Message]:
         assert self.app is not None
-        sent = await send_text(self.app.bot, chat_id, text, reply_to=reply_to, thread_id=thread_id)
+        sent = await send_text(self.app.bot, chat_id, text, reply_to=reply_to, thread_id=thread_id,
+                               deadline_s=self.config.send_deadline)
         relay.deliver(self, sent)
         return sent
+
+    def _log_lost(self, message: Message, text: str, exc: Exception) -> None:
+        """A reply to ``message`` could not be sent: say where, to what, what it began with, and why."""
+        _log.error("%s: could not send a reply in %s (chat %s) to message %s, \"%s\": %s", self.name,
+                   message.chat.title or "a private chat", message.chat.id, message.message_id, first_words(text),
+                   getattr(exc, "message", None) or exc.__class__.__name__)
 
     def _reply_callback(self, message: Message, incoming: Memory, typing: _Typing) -> Any:
         thread = message.message_thread_id if is_topic(message) else None
@@ -516,9 +527,7 @@ class TelegramAdapter:
             try:
                 sent = await self._send(message.chat.id, text, reply_to=message.message_id, thread_id=thread)
             except Exception as exc:
-                where = message.chat.title or "a private chat"
-                _log.error("%s: could not send a reply in %s (chat %s): %s", self.name, where, message.chat.id,
-                           getattr(exc, "message", None) or exc.__class__.__name__)
+                self._log_lost(message, text, exc)
                 return []
             memories = await self._remember(sent, content, incoming.room_id, in_reply_to=incoming.id)
             if speak and memories:
@@ -546,7 +555,7 @@ class TelegramAdapter:
             audio, audio_format = await speech_audio(result)
             note = await asyncio.to_thread(voice_note, audio, audio_format)
             sent = await send_voice(self.app.bot, chat.id, note.data, duration=note.duration, reply_to=reply_to,
-                                    thread_id=thread)
+                                    thread_id=thread, deadline_s=self.config.send_deadline)
         except Exception as exc:
             reason = str(exc).removeprefix(f"{self.name}: ") if isinstance(exc, (ModelError, ValueError)) else (
                 getattr(exc, "message", None) or type(exc).__name__)
@@ -623,7 +632,8 @@ class TelegramAdapter:
         except Forbidden:
             raise SendError("Telegram won't let me write there (they may not have started a chat with me)") from None
         except TelegramError as exc:
-            _log.error("%s: could not send to Telegram chat %s: %s", self.name, chat_id, exc.message)
+            _log.error("%s: could not send to Telegram chat %s, \"%s\": %s", self.name, chat_id, first_words(text),
+                       exc.message)
             raise SendError("Telegram did not take the message; try again later") from None
         if person is not None and sent:
             await self._ensure_chat(sent[0])

@@ -2,8 +2,12 @@
 that quote, forum topics, voice notes, flood control and transient errors.
 
 A reply is never lost to formatting: when Telegram refuses a converted piece ("can't parse
-entities"), the same piece goes again as plain text. A 429 is waited out (as long as Telegram
-says, within reason) and network errors are retried with back-off, a few times each.
+entities"), the same piece goes again as plain text. Nor to text no encoder takes (a lone
+surrogate from a model): it is repaired before it goes. Flood control (429) is waited out as
+long as Telegram says, however often it says it, as long as the wait ends within the send
+deadline (``TELEGRAM_SEND_DEADLINE_S``, 60 s by default, counted from the first try of a
+message); network errors are retried with back-off a few times within the same deadline.
+Past it, :class:`SendGaveUp` says why, and the caller logs what was lost.
 """
 
 from __future__ import annotations
@@ -11,26 +15,32 @@ from __future__ import annotations
 import asyncio
 import logging
 import warnings
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from telegram import Bot, Message, ReplyParameters
 from telegram.constants import ParseMode
-from telegram.error import BadRequest, NetworkError, RetryAfter, TimedOut
+from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError, TimedOut
 
 from bot.backoff import ExponentialBackoff
+from bot.text import repair_text
 
 from ._markdown import split_for_telegram
 
-__all__ = ["send_text", "send_voice"]
+__all__ = ["DEFAULT_DEADLINE_S", "SendGaveUp", "send_text", "send_voice"]
 
 _log = logging.getLogger(__name__)
 
-_ATTEMPTS = 4
+DEFAULT_DEADLINE_S = 60.0
+_NETWORK_ATTEMPTS = 4
 _BACKOFF_S = 1.0
 _BACKOFF_CAP_S = 8.0
-_MAX_WAIT_S = 120.0  # a longer flood wait than this is not worth holding a reply for
 _SEND_TIMEOUT_S = 60.0
+
+
+class SendGaveUp(TelegramError):
+    """A message could not be sent within the send deadline (flood control or the network)."""
 
 
 def retry_seconds(exc: RetryAfter) -> float:
@@ -40,25 +50,61 @@ def retry_seconds(exc: RetryAfter) -> float:
     return value.total_seconds() if isinstance(value, timedelta) else float(value)
 
 
-async def _with_retries(send: Any) -> Message:
+def _not_sent(exc: NetworkError) -> bool:
+    """PTB reports a request it could not even encode (a ``UnicodeEncodeError``, a bad value) as
+    a NetworkError "in the HTTP implementation": retrying the same request cannot help."""
+    return isinstance(exc.__cause__, (ValueError, TypeError))
+
+
+@dataclass(frozen=True, slots=True)
+class _Deadline:
+    """When to stop waiting for one message (all its pieces): ``seconds`` after its first try."""
+
+    seconds: float
+    at: float
+
+    @classmethod
+    def starting_now(cls, seconds: float) -> _Deadline:
+        return cls(seconds, _clock() + seconds)
+
+
+def _clock() -> float:
+    return asyncio.get_running_loop().time()
+
+
+async def _with_retries(send: Any, deadline: _Deadline) -> Message:
+    """``send()`` until it works, waiting out flood control and retrying network errors while
+    each wait ends before the ``deadline``.
+
+    Raises:
+        SendGaveUp: the next wait would end past the deadline, or the network failed too often.
+        TelegramError: what Telegram refused (a ``BadRequest``, ``Forbidden``…), not retried.
+    """
+    give_up_at, deadline_s = deadline.at, deadline.seconds
     backoff = ExponentialBackoff(_BACKOFF_S, _BACKOFF_CAP_S)
-    for attempt in range(1, _ATTEMPTS + 1):
+    failures = 0
+    while True:
         try:
             async with asyncio.timeout(_SEND_TIMEOUT_S):
                 return await send()
         except RetryAfter as exc:
             wait = retry_seconds(exc)
-            if attempt == _ATTEMPTS or wait > _MAX_WAIT_S:
-                raise
+            if _clock() + wait > give_up_at:
+                raise SendGaveUp(f"Telegram's flood control asked to wait {wait:.0f} s, past the {deadline_s:.0f} s "
+                                 "send deadline (TELEGRAM_SEND_DEADLINE_S)") from exc
             _log.info("Telegram flood control: waiting %.1f s", wait)
             await asyncio.sleep(wait)
         except (TimedOut, NetworkError, TimeoutError) as exc:
-            if isinstance(exc, BadRequest) or attempt == _ATTEMPTS:  # BadRequest is a NetworkError too
+            # BadRequest and Forbidden are NetworkErrors too: Telegram's answer, not the network's.
+            if isinstance(exc, BadRequest) or (isinstance(exc, NetworkError) and _not_sent(exc)):
                 raise
+            failures += 1
             delay = backoff.delay()
+            if failures == _NETWORK_ATTEMPTS or _clock() + delay > give_up_at:
+                raise SendGaveUp(f"the network failed {failures} time(s) within the {deadline_s:.0f} s send deadline "
+                                 f"(last: {exc.__class__.__name__})") from exc
             _log.info("sending to Telegram failed (%s); retrying in %.1f s", exc.__class__.__name__, delay)
             await asyncio.sleep(delay)
-    raise AssertionError("unreachable")
 
 
 def _unparseable(exc: BadRequest) -> bool:
@@ -66,14 +112,18 @@ def _unparseable(exc: BadRequest) -> bool:
 
 
 async def send_text(
-    bot: Bot, chat_id: int, text: str, *, reply_to: int | None = None, thread_id: int | None = None
+    bot: Bot, chat_id: int, text: str, *, reply_to: int | None = None, thread_id: int | None = None,
+    deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> list[Message]:
-    """Send ``text`` as one or more messages; the first quotes ``reply_to`` (if it still exists).
+    """Send ``text`` (repaired, see :func:`bot.text.repair_text`) as one or more messages; the
+    first quotes ``reply_to`` (if it still exists). All of them are sent within ``deadline_s``.
 
-    Raises the error that finally stopped a piece (what was sent before stays sent).
+    Raises the error that finally stopped a piece (what was sent before stays sent):
+    :class:`SendGaveUp` past the deadline, else what Telegram refused.
     """
+    deadline = _Deadline.starting_now(deadline_s)
     sent: list[Message] = []
-    for index, (converted, original) in enumerate(split_for_telegram(text)):
+    for index, (converted, original) in enumerate(split_for_telegram(repair_text(text))):
         common: dict[str, Any] = {"chat_id": chat_id, "message_thread_id": thread_id}
         if index == 0 and reply_to is not None:
             common["reply_parameters"] = ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
@@ -85,21 +135,21 @@ async def send_text(
             return await bot.send_message(text=original, **common)
 
         try:
-            sent.append(await _with_retries(formatted))
+            sent.append(await _with_retries(formatted, deadline))
         except BadRequest as exc:
             if not _unparseable(exc):
                 raise
             _log.warning("Telegram could not parse a converted reply (%s); sending it as plain text", exc.message)
-            sent.append(await _with_retries(plain))
+            sent.append(await _with_retries(plain, deadline))
     return sent
 
 
 async def send_voice(
     bot: Bot, chat_id: int, voice: bytes, *, duration: int | None = None, reply_to: int | None = None,
-    thread_id: int | None = None,
+    thread_id: int | None = None, deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> Message:
     """Send ``voice`` (Ogg/Opus) as a voice note, quoting ``reply_to`` if it still exists; flood
-    control and network errors are retried as for text.
+    control and network errors are retried as for text, within ``deadline_s``.
 
     Raises the error that finally stopped it (a ``BadRequest`` for audio Telegram refuses).
     """
@@ -110,4 +160,4 @@ async def send_voice(
     async def upload() -> Message:
         return await bot.send_voice(voice=voice, duration=duration, filename="voice.ogg", **common)
 
-    return await _with_retries(upload)
+    return await _with_retries(upload, _Deadline.starting_now(deadline_s))
