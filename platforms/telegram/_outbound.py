@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import warnings
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -23,7 +22,7 @@ from telegram import Bot, Message, ReplyParameters
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError, TimedOut
 
-from bot.backoff import ExponentialBackoff
+from bot.backoff import Deadline, ExponentialBackoff
 from bot.text import repair_text
 
 from ._markdown import split_for_telegram
@@ -56,23 +55,7 @@ def _not_sent(exc: NetworkError) -> bool:
     return isinstance(exc.__cause__, (ValueError, TypeError))
 
 
-@dataclass(frozen=True, slots=True)
-class _Deadline:
-    """When to stop waiting for one message (all its pieces): ``seconds`` after its first try."""
-
-    seconds: float
-    at: float
-
-    @classmethod
-    def starting_now(cls, seconds: float) -> _Deadline:
-        return cls(seconds, _clock() + seconds)
-
-
-def _clock() -> float:
-    return asyncio.get_running_loop().time()
-
-
-async def _with_retries(send: Any, deadline: _Deadline) -> Message:
+async def _with_retries(send: Any, deadline: Deadline) -> Message:
     """``send()`` until it works, waiting out flood control and retrying network errors while
     each wait ends before the ``deadline``.
 
@@ -80,7 +63,6 @@ async def _with_retries(send: Any, deadline: _Deadline) -> Message:
         SendGaveUp: the next wait would end past the deadline, or the network failed too often.
         TelegramError: what Telegram refused (a ``BadRequest``, ``Forbidden``…), not retried.
     """
-    give_up_at, deadline_s = deadline.at, deadline.seconds
     backoff = ExponentialBackoff(_BACKOFF_S, _BACKOFF_CAP_S)
     failures = 0
     while True:
@@ -89,20 +71,20 @@ async def _with_retries(send: Any, deadline: _Deadline) -> Message:
                 return await send()
         except RetryAfter as exc:
             wait = retry_seconds(exc)
-            if _clock() + wait > give_up_at:
-                raise SendGaveUp(f"Telegram's flood control asked to wait {wait:.0f} s, past the {deadline_s:.0f} s "
-                                 "send deadline (TELEGRAM_SEND_DEADLINE_S)") from exc
+            if not deadline.allows(wait):
+                raise SendGaveUp(f"Telegram's flood control asked to wait {wait:.0f} s, past the "
+                                 f"{deadline.seconds:g} s send deadline (TELEGRAM_SEND_DEADLINE_S)") from exc
             _log.info("Telegram flood control: waiting %.1f s", wait)
             await asyncio.sleep(wait)
         except (TimedOut, NetworkError, TimeoutError) as exc:
-            # BadRequest and Forbidden are NetworkErrors too: Telegram's answer, not the network's.
+            # A BadRequest is a NetworkError too: Telegram's answer, not the network's.
             if isinstance(exc, BadRequest) or (isinstance(exc, NetworkError) and _not_sent(exc)):
                 raise
             failures += 1
             delay = backoff.delay()
-            if failures == _NETWORK_ATTEMPTS or _clock() + delay > give_up_at:
-                raise SendGaveUp(f"the network failed {failures} time(s) within the {deadline_s:.0f} s send deadline "
-                                 f"(last: {exc.__class__.__name__})") from exc
+            if failures == _NETWORK_ATTEMPTS or not deadline.allows(delay):
+                raise SendGaveUp(f"the network failed {failures} time(s) within the {deadline.seconds:g} s send "
+                                 f"deadline (last: {exc.__class__.__name__})") from exc
             _log.info("sending to Telegram failed (%s); retrying in %.1f s", exc.__class__.__name__, delay)
             await asyncio.sleep(delay)
 
@@ -121,7 +103,7 @@ async def send_text(
     Raises the error that finally stopped a piece (what was sent before stays sent):
     :class:`SendGaveUp` past the deadline, else what Telegram refused.
     """
-    deadline = _Deadline.starting_now(deadline_s)
+    deadline = Deadline.after(deadline_s)
     sent: list[Message] = []
     for index, (converted, original) in enumerate(split_for_telegram(repair_text(text))):
         common: dict[str, Any] = {"chat_id": chat_id, "message_thread_id": thread_id}
@@ -160,4 +142,4 @@ async def send_voice(
     async def upload() -> Message:
         return await bot.send_voice(voice=voice, duration=duration, filename="voice.ogg", **common)
 
-    return await _with_retries(upload, _Deadline.starting_now(deadline_s))
+    return await _with_retries(upload, Deadline.after(deadline_s))

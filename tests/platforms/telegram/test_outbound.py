@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TimedOut
 
+from bot import backoff
 from platforms.telegram import _outbound
 from platforms.telegram._outbound import SendGaveUp, send_text, send_voice
 
@@ -36,7 +37,7 @@ def fast(monkeypatch: pytest.MonkeyPatch) -> list[float]:
         slept.append(seconds)
 
     monkeypatch.setattr(_outbound.asyncio, "sleep", sleep)
-    monkeypatch.setattr(_outbound, "_clock", lambda: 1000.0 + sum(slept))
+    monkeypatch.setattr(backoff, "_now", lambda: 1000.0 + sum(slept))
     return slept
 
 
