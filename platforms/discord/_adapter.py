@@ -28,6 +28,7 @@ from bot.connections import Connections, TokenClaims, record_sent
 from bot.links import LinkState
 from bot.errors import ConfigError, SendError
 from bot.events import EventType
+from bot.text import first_words
 from bot.types import ChannelType, Entity, Memory, Role, Room, now_ms
 
 from ._catchup import MissedMessages
@@ -42,7 +43,7 @@ from ._mapping import (
     room_for_channel,
     world_for_guild,
 )
-from ._outbound import files_of, send_chunks
+from ._outbound import SendGaveUp, files_of, send_chunks
 from ._rest import point_gateway
 from ._voice import VoiceManager
 
@@ -484,11 +485,12 @@ class DiscordAdapter:
     def _reply_callback(self, message: discord.Message, incoming: Memory, typing: _Typing) -> Any:
         async def reply(content: dict[str, Any]) -> list[Memory]:
             await typing.stop()
+            text = str(content.get("text") or "")
             try:
-                sent = await send_chunks(message.channel, str(content.get("text") or ""), files=files_of(content),
-                                         reference=message)
+                sent = await send_chunks(message.channel, text, files=files_of(content), reference=message,
+                                         deadline_s=self.config.send_deadline)
             except Exception as exc:
-                self._log_send_failure(message.channel, exc)
+                self._log_send_failure(message.channel, text, exc, answering=message)
                 return []
             session = self.voice.session_for_text_channel(message.channel.id)
             if session is not None:  # in voice with this channel as its text side: say it too
@@ -497,10 +499,17 @@ class DiscordAdapter:
 
         return reply
 
-    def _log_send_failure(self, channel: Any, exc: Exception) -> None:
+    def _log_send_failure(self, channel: Any, text: str, exc: Exception, *,
+                          answering: discord.Message | None = None) -> None:
+        """What could not be sent: where, in answer to which message, what it began with, and why."""
         where = f"#{channel.name}" if getattr(channel, "name", None) else "a DM"
-        detail = f"{exc.status} {exc.text}" if isinstance(exc, discord.HTTPException) else exc.__class__.__name__
-        _log.error("%s: could not send a reply in %s (channel %s): %s", self.name, where, channel.id, detail)
+        what = f"a reply in {where} (channel {channel.id}) to message {answering.id}" if answering is not None else (
+            f"a message in {where} (channel {channel.id})")
+        if isinstance(exc, discord.HTTPException):
+            detail = f"{exc.status} {exc.text}"
+        else:
+            detail = str(exc) if isinstance(exc, SendGaveUp) else exc.__class__.__name__
+        _log.error("%s: could not send %s, \"%s\": %s", self.name, what, first_words(text), detail)
 
     async def _remember(self, sent: list[discord.Message], content: Mapping[str, Any], room_id: str,
                         world_id: str | None, *, in_reply_to: str | None = None) -> list[Memory]:
@@ -565,12 +574,13 @@ class DiscordAdapter:
         return await self._remember(sent, content, message.room_id, message.world_id, in_reply_to=message.id)
 
     async def _deliver(self, channel: Any, content: dict[str, Any], room_id: str, world_id: str | None) -> list[Memory]:
+        text = str(content.get("text") or "")
         try:
-            sent = await send_chunks(channel, str(content.get("text") or ""), files=files_of(content))
+            sent = await send_chunks(channel, text, files=files_of(content), deadline_s=self.config.send_deadline)
         except discord.Forbidden:
             raise SendError("Discord says I'm not allowed to send there (they may not accept direct messages)") from None
         except Exception as exc:
-            self._log_send_failure(channel, exc)
+            self._log_send_failure(channel, text, exc)
             raise SendError("Discord did not take the message; try again later") from None
         return await self._remember(sent, content, room_id, world_id)
 
