@@ -26,7 +26,7 @@ import discord
 
 from bot.connections import Connections, TokenClaims, record_sent
 from bot.links import LinkState
-from bot.errors import ConfigError, SendError
+from bot.errors import ConfigError, PartlySent, SendError
 from bot.events import EventType
 from bot.text import first_words
 from bot.types import ChannelType, Entity, Memory, Role, Room, now_ms
@@ -43,7 +43,7 @@ from ._mapping import (
     room_for_channel,
     world_for_guild,
 )
-from ._outbound import SendGaveUp, files_of, send_chunks
+from ._outbound import describe, files_of, send_chunks
 from ._rest import point_gateway
 from ._voice import VoiceManager
 
@@ -491,7 +491,11 @@ class DiscordAdapter:
                                          deadline_s=self.config.send_deadline)
             except Exception as exc:
                 self._log_send_failure(message.channel, text, exc, answering=message)
-                return []
+                if not isinstance(exc, PartlySent):
+                    return []
+                # What went out is part of the conversation; voice does not read out half a reply.
+                return await self._remember(exc.sent, content, incoming.room_id, incoming.world_id,
+                                            in_reply_to=incoming.id)
             session = self.voice.session_for_text_channel(message.channel.id)
             if session is not None:  # in voice with this channel as its text side: say it too
                 session.say(str(content.get("text") or ""))
@@ -505,11 +509,7 @@ class DiscordAdapter:
         where = f"#{channel.name}" if getattr(channel, "name", None) else "a DM"
         what = f"a reply in {where} (channel {channel.id}) to message {answering.id}" if answering is not None else (
             f"a message in {where} (channel {channel.id})")
-        if isinstance(exc, discord.HTTPException):
-            detail = f"{exc.status} {exc.text}"
-        else:
-            detail = str(exc) if isinstance(exc, SendGaveUp) else exc.__class__.__name__
-        _log.error("%s: could not send %s, \"%s\": %s", self.name, what, first_words(text), detail)
+        _log.error("%s: could not send %s, \"%s\": %s", self.name, what, first_words(text), describe(exc))
 
     async def _remember(self, sent: list[discord.Message], content: Mapping[str, Any], room_id: str,
                         world_id: str | None, *, in_reply_to: str | None = None) -> list[Memory]:
@@ -579,6 +579,11 @@ class DiscordAdapter:
             sent = await send_chunks(channel, text, files=files_of(content), deadline_s=self.config.send_deadline)
         except discord.Forbidden:
             raise SendError("Discord says I'm not allowed to send there (they may not accept direct messages)") from None
+        except PartlySent as exc:
+            self._log_send_failure(channel, text, exc)
+            await self._remember(exc.sent, content, room_id, world_id)
+            raise SendError("only the beginning of the message went out; Discord did not take the rest, try again "
+                            "later") from None
         except Exception as exc:
             self._log_send_failure(channel, text, exc)
             raise SendError("Discord did not take the message; try again later") from None

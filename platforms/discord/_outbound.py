@@ -26,9 +26,10 @@ import discord
 
 from bot.backoff import Deadline, ExponentialBackoff
 from bot.chunking import split_message
+from bot.errors import PartlySent
 from bot.text import repair_text
 
-__all__ = ["DEFAULT_DEADLINE_S", "SAFE_MENTIONS", "SendGaveUp", "files_of", "send_chunks"]
+__all__ = ["DEFAULT_DEADLINE_S", "SAFE_MENTIONS", "SendGaveUp", "describe", "files_of", "send_chunks"]
 
 _log = logging.getLogger(__name__)
 
@@ -46,6 +47,14 @@ DISCORD_LIMIT = 2000  # characters per message
 
 class SendGaveUp(Exception):
     """A message could not be sent within the send deadline (rate limits or the network)."""
+
+
+def describe(exc: BaseException) -> str:
+    """What went wrong, for a log line: Discord's status and message, our own reason, or the
+    kind of error (never its text, which may quote a request)."""
+    if isinstance(exc, discord.HTTPException):
+        return f"{exc.status} {exc.text}"
+    return str(exc) if isinstance(exc, (SendGaveUp, PartlySent)) else exc.__class__.__name__
 
 
 def _transient(exc: BaseException) -> bool:
@@ -126,9 +135,12 @@ async def send_chunks(
     """Send ``text`` (repaired, split under 2000 characters) and ``files`` (on the last message),
     all within ``deadline_s``.
 
-    The first message replies to ``reference`` when given (without pinging its author). Raises
-    the error that finally stopped a message (:class:`SendGaveUp` past the deadline, else what
-    Discord refused); what was sent before stays sent.
+    The first message replies to ``reference`` when given (without pinging its author).
+
+    Raises:
+        SendGaveUp: nothing went out within the deadline.
+        PartlySent: some parts went out (its ``sent``; they stay sent), then one could not.
+        discord.HTTPException: what Discord refused of the first part.
     """
     deadline = Deadline.after(deadline_s)
     chunks = split_message(repair_text(text), DISCORD_LIMIT) or ([""] if files else [])
@@ -140,5 +152,10 @@ async def send_chunks(
             kwargs["mention_author"] = False
         if index == len(chunks) - 1 and files:
             kwargs["files"] = list(files)
-        sent.append(await _send(channel, deadline, **kwargs))
+        try:
+            sent.append(await _send(channel, deadline, **kwargs))
+        except Exception as exc:
+            if not sent:
+                raise
+            raise PartlySent(f"only {len(sent)} of {len(chunks)} parts went out: {describe(exc)}", sent) from exc
     return sent

@@ -33,7 +33,7 @@ from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHand
 
 from bot.backoff import ExponentialBackoff
 from bot.connections import Connections, TokenClaims, record_sent
-from bot.errors import ConfigError, ModelError, SendError
+from bot.errors import ConfigError, ModelError, PartlySent, SendError
 from bot.events import EventType
 from bot.links import LinkState
 from bot.models import ModelType
@@ -503,8 +503,12 @@ class TelegramAdapter:
     async def _send(self, chat_id: int, text: str, *, reply_to: int | None = None,
                     thread_id: int | None = None) -> list[Message]:
         assert self.app is not None
-        sent = await send_text(self.app.bot, chat_id, text, reply_to=reply_to, thread_id=thread_id,
-                               deadline_s=self.config.send_deadline)
+        try:
+            sent = await send_text(self.app.bot, chat_id, text, reply_to=reply_to, thread_id=thread_id,
+                                   deadline_s=self.config.send_deadline)
+        except PartlySent as exc:
+            relay.deliver(self, exc.sent)  # the other characters saw that much too
+            raise
         relay.deliver(self, sent)
         return sent
 
@@ -524,13 +528,16 @@ class TelegramAdapter:
             text = str(content.get("text") or "").strip()
             if not text:
                 return []
+            whole = True
             try:
                 sent = await self._send(message.chat.id, text, reply_to=message.message_id, thread_id=thread)
             except Exception as exc:
                 self._log_lost(message, text, exc)
-                return []
+                if not isinstance(exc, PartlySent):
+                    return []
+                sent, whole = exc.sent, False  # what went out is part of the conversation
             memories = await self._remember(sent, content, incoming.room_id, in_reply_to=incoming.id)
-            if speak and memories:
+            if speak and memories and whole:
                 await self._speak(message.chat, text, memories[-1], reply_to=message.message_id, thread=thread)
             return memories
 
@@ -627,18 +634,24 @@ class TelegramAdapter:
         never seen it: they may have started the bot before troupe ran, or met it only in a group.
         """
         text = str(content.get("text") or "")
+        partly: PartlySent | None = None
         try:
             sent = await self._send(chat_id, text, thread_id=topic)
         except Forbidden:
             raise SendError("Telegram won't let me write there (they may not have started a chat with me)") from None
-        except TelegramError as exc:
+        except (TelegramError, PartlySent) as exc:
             _log.error("%s: could not send to Telegram chat %s, \"%s\": %s", self.name, chat_id, first_words(text),
                        exc.message)
-            raise SendError("Telegram did not take the message; try again later") from None
+            if not isinstance(exc, PartlySent):
+                raise SendError("Telegram did not take the message; try again later") from None
+            sent, partly = exc.sent, exc
         if person is not None and sent:
             await self._ensure_chat(sent[0])
             await self.connections.ensure_entity(person, room)
         memories = await self._remember(sent, content, room)
+        if partly is not None:
+            raise SendError("only the beginning of the message went out; Telegram did not take the rest, try "
+                            "again later")
         if self.config.voice_replies == "always" and memories:
             await self._speak(sent[-1].chat, text, memories[-1], reply_to=None, thread=topic, what="message")
         return memories

@@ -23,6 +23,7 @@ from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError, TimedOut
 
 from bot.backoff import Deadline, ExponentialBackoff
+from bot.errors import PartlySent
 from bot.text import repair_text
 
 from ._markdown import split_for_telegram
@@ -100,30 +101,43 @@ async def send_text(
     """Send ``text`` (repaired, see :func:`bot.text.repair_text`) as one or more messages; the
     first quotes ``reply_to`` (if it still exists). All of them are sent within ``deadline_s``.
 
-    Raises the error that finally stopped a piece (what was sent before stays sent):
-    :class:`SendGaveUp` past the deadline, else what Telegram refused.
+    Raises:
+        SendGaveUp: nothing went out within the deadline.
+        PartlySent: some parts went out (its ``sent``; they stay sent), then one could not.
+        TelegramError: what Telegram refused of the first part.
     """
     deadline = Deadline.after(deadline_s)
+    parts = split_for_telegram(repair_text(text))
     sent: list[Message] = []
-    for index, (converted, original) in enumerate(split_for_telegram(repair_text(text))):
+    for index, (converted, original) in enumerate(parts):
         common: dict[str, Any] = {"chat_id": chat_id, "message_thread_id": thread_id}
         if index == 0 and reply_to is not None:
             common["reply_parameters"] = ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
-
-        async def formatted(converted: str = converted, common: dict[str, Any] = common) -> Message:
-            return await bot.send_message(text=converted, parse_mode=ParseMode.MARKDOWN_V2, **common)
-
-        async def plain(original: str = original, common: dict[str, Any] = common) -> Message:
-            return await bot.send_message(text=original, **common)
-
         try:
-            sent.append(await _with_retries(formatted, deadline))
-        except BadRequest as exc:
-            if not _unparseable(exc):
+            sent.append(await _send_part(bot, converted, original, common, deadline))
+        except TelegramError as exc:
+            if not sent:
                 raise
-            _log.warning("Telegram could not parse a converted reply (%s); sending it as plain text", exc.message)
-            sent.append(await _with_retries(plain, deadline))
+            raise PartlySent(f"only {len(sent)} of {len(parts)} parts went out: {exc.message}", sent) from exc
     return sent
+
+
+async def _send_part(bot: Bot, converted: str, original: str, common: dict[str, Any], deadline: Deadline) -> Message:
+    """One part as MarkdownV2, or as plain text if Telegram cannot parse the conversion."""
+
+    async def formatted() -> Message:
+        return await bot.send_message(text=converted, parse_mode=ParseMode.MARKDOWN_V2, **common)
+
+    async def plain() -> Message:
+        return await bot.send_message(text=original, **common)
+
+    try:
+        return await _with_retries(formatted, deadline)
+    except BadRequest as exc:
+        if not _unparseable(exc):
+            raise
+        _log.warning("Telegram could not parse a converted reply (%s); sending it as plain text", exc.message)
+        return await _with_retries(plain, deadline)
 
 
 async def send_voice(

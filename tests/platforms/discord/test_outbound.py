@@ -9,23 +9,26 @@ import aiohttp
 import discord
 import pytest
 
+from bot.errors import PartlySent
 from platforms.discord import _outbound
 from platforms.discord._outbound import SAFE_MENTIONS, SendGaveUp, files_of, send_chunks
 
 
 class Channel:
-    """Records what discord.py's ``channel.send`` was called with; fails as scripted."""
+    """Records what discord.py's ``channel.send`` was called with; fails as scripted (``None``:
+    that call works)."""
 
     id = 200
 
-    def __init__(self, failures: list[BaseException] = ()) -> None:
+    def __init__(self, failures: list[BaseException | None] = ()) -> None:
         self.calls: list[dict[str, Any]] = []
         self.failures = list(failures)
 
     async def send(self, **kwargs: Any) -> Any:
         self.calls.append(kwargs)
-        if self.failures:
-            raise self.failures.pop(0)
+        failure = self.failures.pop(0) if self.failures else None
+        if failure is not None:
+            raise failure
         return f"sent {len(self.calls)}"
 
 
@@ -138,3 +141,11 @@ def test_files_of_reads_paths_bytes_and_skips_missing(tmp_path) -> None:
     files = files_of({"files": [str(path), {"path": str(path), "name": "renamed.md"}, {"data": b"1", "name": "one"},
                                 str(tmp_path / "missing.txt"), {"nothing": True}]})
     assert [f.filename for f in files] == ["notes.md", "renamed.md", "one"]
+
+
+async def test_a_message_stopped_part_way_says_which_pieces_went_out() -> None:
+    forbidden = discord.Forbidden(type("R", (), {"status": 403, "reason": "x"})(), {"message": "no", "code": 50013})
+    channel = Channel([None, forbidden])
+    with pytest.raises(PartlySent, match=r"only 1 of 2 parts went out: 403 no$") as caught:
+        await send_chunks(channel, "x " * 1500)
+    assert caught.value.sent == ["sent 1"] and caught.value.__cause__ is forbidden

@@ -9,6 +9,7 @@ import pytest
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TimedOut
 
 from bot import backoff
+from bot.errors import PartlySent
 from platforms.telegram import _outbound
 from platforms.telegram._outbound import SendGaveUp, send_text, send_voice
 
@@ -91,7 +92,7 @@ async def test_a_flood_wait_past_the_deadline_gives_up_at_once_and_says_why(fast
 
 async def test_the_deadline_covers_all_pieces_of_a_long_message(fast: list[float]) -> None:
     bot = Bot([RetryAfter(6), None, RetryAfter(6)])  # the first piece goes after 6 s, the second meets a wait too
-    with pytest.raises(SendGaveUp, match="past the 10 s send deadline"):
+    with pytest.raises(PartlySent, match="past the 10 s send deadline"):
         await send_text(bot, 42, "x" * 5000, deadline_s=10)
     assert len(bot.calls) == 3 and fast == [6.0]
 
@@ -135,3 +136,13 @@ async def test_a_voice_note_quotes_the_message_in_its_topic_and_is_retried_like_
     assert fast[0] == 2.0
     with pytest.raises(BadRequest):
         await send_voice(VoiceBot([BadRequest("Bad Request: wrong file type")]), 42, b"ID3")
+
+
+async def test_a_message_stopped_part_way_says_which_pieces_went_out() -> None:
+    bot = Bot([None, RetryAfter(600)])
+    with pytest.raises(PartlySent, match=r"only 1 of 2 parts went out: Telegram's flood control asked to wait "
+                                         r"600 s") as caught:
+        await send_text(bot, 42, "x" * 5000)
+    assert caught.value.sent == ["message 1"] and isinstance(caught.value.__cause__, SendGaveUp)
+    with pytest.raises(SendGaveUp):  # nothing went out: the error itself
+        await send_text(Bot([RetryAfter(600)]), 42, "x" * 5000)
