@@ -117,9 +117,9 @@ Scripting failures
 ------------------
 
 ``fail_next(method, path_regex, status=429, retry_after=0.05, times=1, global_=False, bot=None, after=0)``:
-the next ``times`` matching requests (once ``after`` more have gone through) (``re.search`` on the path after the API base, e.g.
-``r"/channels/\\d+/messages$"``; method ``"*"`` for any) fail like Discord: 429 with a JSON
-``retry_after``/``global`` body, ``Retry-After``, ``X-RateLimit-*`` and the ``Via`` header
+the next ``times`` matching requests, once ``after`` more have gone through (``re.search`` on the
+path after the API base, e.g. ``r"/channels/\\d+/messages$"``; method ``"*"`` for any) fail like
+Discord: 429 with a JSON ``retry_after``/``global`` body, ``Retry-After``, ``X-RateLimit-*`` and the ``Via`` header
 discord.py requires before it trusts a 429 (without it, it assumes a Cloudflare ban and raises);
 500 as JSON, 502/503/504 as Cloudflare-style HTML. discord.py sleeps ``retry_after`` on 429 and
 ``1 + 2 * try`` seconds on 500/502/504 before retrying.

@@ -419,8 +419,8 @@ class FakeTelegram(LocalServer):
 
     # -- failures, waiting ----------------------------------------------------------------
 
-    def fail_next(self, method: str, *, status: int = 429, retry_after: float | None = 1, description: str | None = None,
-                  bot: FakeBot | None = None, times: int = 1, after: int = 0) -> None:
+    def fail_next(self, method: str, *, status: int = 429, retry_after: float | None = 1,
+                  description: str | None = None, bot: FakeBot | None = None, times: int = 1, after: int = 0) -> None:
         self._failures.append(_Failure(method, status, retry_after, description, bot, times, after))
 
     async def wait_for(self, check: Callable[[], T], timeout: float = 5.0, description: str = "condition") -> T:
