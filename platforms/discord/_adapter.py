@@ -486,25 +486,28 @@ class DiscordAdapter:
         async def reply(content: dict[str, Any]) -> list[Memory]:
             await typing.stop()
             text = str(content.get("text") or "")
-            try:
-                sent = await send_chunks(message.channel, text, files=files_of(content), reference=message,
-                                         deadline_s=self.config.send_deadline)
-            except Exception as exc:
-                self._log_send_failure(message.channel, text, exc, answering=message)
-                if not isinstance(exc, PartlySent):
-                    return []
-                # What went out is part of the conversation; voice does not read out half a reply.
-                return await self._remember(exc.sent, content, incoming.room_id, incoming.world_id,
-                                            in_reply_to=incoming.id)
+            sent, whole = await self._send_reply(message.channel, text, content, message)
             session = self.voice.session_for_text_channel(message.channel.id)
-            if session is not None:  # in voice with this channel as its text side: say it too
-                session.say(str(content.get("text") or ""))
+            if session is not None and whole:  # in voice with this channel as its text side: say it too
+                session.say(text)
             return await self._remember(sent, content, incoming.room_id, incoming.world_id, in_reply_to=incoming.id)
 
         return reply
 
+    async def _send_reply(self, channel: Any, text: str, content: Mapping[str, Any],
+                          answering: Any) -> tuple[list[discord.Message], bool]:
+        """Send a reply to ``answering`` (a message, or a partial one): what went out, and whether
+        that is all of it. Never raises: a reply not sent, or not all of it, is logged."""
+        try:
+            return await send_chunks(channel, text, files=files_of(content), reference=answering,
+                                     deadline_s=self.config.send_deadline), True
+        except Exception as exc:
+            self._log_send_failure(channel, text, exc, answering=answering)
+            # What did go out is part of the conversation.
+            return (exc.sent, False) if isinstance(exc, PartlySent) else ([], False)
+
     def _log_send_failure(self, channel: Any, text: str, exc: Exception, *,
-                          answering: discord.Message | None = None) -> None:
+                          answering: Any = None) -> None:
         """What could not be sent: where, in answer to which message, what it began with, and why."""
         where = f"#{channel.name}" if getattr(channel, "name", None) else "a DM"
         what = f"a reply in {where} (channel {channel.id}) to message {answering.id}" if answering is not None else (
@@ -562,15 +565,15 @@ class DiscordAdapter:
         channel_id, quoted = message.metadata.get("channelId"), message.metadata.get("discordMessageId")
         if not channel_id:
             return []
+        text = str(content.get("text") or "")
         try:
             channel = self.client.get_channel(int(channel_id)) or await self.client.fetch_channel(int(channel_id))
-            reference = channel.get_partial_message(int(quoted)) if quoted else None  # type: ignore[union-attr]
-            sent = await send_chunks(channel, str(content.get("text") or ""), files=files_of(content),
-                                     reference=reference)
-        except Exception as exc:
-            _log.error("%s: could not send a reply in channel %s: %s", self.name, channel_id,
-                       f"{exc.status} {exc.text}" if isinstance(exc, discord.HTTPException) else type(exc).__name__)
+        except discord.HTTPException as exc:
+            _log.error("%s: could not send a reply in channel %s to message %s, \"%s\": %s", self.name, channel_id,
+                       quoted, first_words(text), describe(exc))
             return []
+        reference = channel.get_partial_message(int(quoted)) if quoted else None  # type: ignore[union-attr]
+        sent, _ = await self._send_reply(channel, text, content, reference)
         return await self._remember(sent, content, message.room_id, message.world_id, in_reply_to=message.id)
 
     async def _deliver(self, channel: Any, content: dict[str, Any], room_id: str, world_id: str | None) -> list[Memory]:

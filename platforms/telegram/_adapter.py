@@ -368,11 +368,9 @@ class TelegramAdapter:
         else:
             text = (f"I'm {character.name}. In a private chat, just write to me. In a group, mention "
                     f"@{self.username}, reply to one of my messages, or call me by name.")
-        try:
-            await self._send(message.chat.id, text, reply_to=message.message_id,
-                             thread_id=message.message_thread_id if is_topic(message) else None)
-        except Exception as exc:
-            self._log_lost(message, text, exc)
+        await self._send_reply(message.chat.id, text, reply_to=message.message_id,
+                               thread_id=message.message_thread_id if is_topic(message) else None,
+                               title=message.chat.title)
         return True
 
     async def _listen(self, message: Message, memory: Memory) -> None:
@@ -512,11 +510,21 @@ class TelegramAdapter:
         relay.deliver(self, sent)
         return sent
 
-    def _log_lost(self, message: Message, text: str, exc: Exception) -> None:
-        """A reply to ``message`` could not be sent: say where, to what, what it began with, and why."""
-        _log.error("%s: could not send a reply in %s (chat %s) to message %s, \"%s\": %s", self.name,
-                   message.chat.title or "a private chat", message.chat.id, message.message_id, first_words(text),
-                   getattr(exc, "message", None) or exc.__class__.__name__)
+    async def _send_reply(self, chat_id: int, text: str, *, reply_to: int | None, thread_id: int | None,
+                          title: str | None = None) -> tuple[list[Message], bool]:
+        """Send a reply to message ``reply_to``: what went out, and whether that is all of it.
+
+        Never raises: a reply not sent, or not all of it, is logged with the chat (``title`` if
+        known), the message it answers, its first words and why.
+        """
+        try:
+            return await self._send(chat_id, text, reply_to=reply_to, thread_id=thread_id), True
+        except Exception as exc:
+            where = title or ("a private chat" if chat_id > 0 else "a group")  # people's chat ids are positive
+            _log.error("%s: could not send a reply in %s (chat %s) to message %s, \"%s\": %s", self.name, where,
+                       chat_id, reply_to, first_words(text), getattr(exc, "message", None) or exc.__class__.__name__)
+            # What did go out is part of the conversation.
+            return (exc.sent, False) if isinstance(exc, PartlySent) else ([], False)
 
     def _reply_callback(self, message: Message, incoming: Memory, typing: _Typing) -> Any:
         thread = message.message_thread_id if is_topic(message) else None
@@ -528,14 +536,8 @@ class TelegramAdapter:
             text = str(content.get("text") or "").strip()
             if not text:
                 return []
-            whole = True
-            try:
-                sent = await self._send(message.chat.id, text, reply_to=message.message_id, thread_id=thread)
-            except Exception as exc:
-                self._log_lost(message, text, exc)
-                if not isinstance(exc, PartlySent):
-                    return []
-                sent, whole = exc.sent, False  # what went out is part of the conversation
+            sent, whole = await self._send_reply(message.chat.id, text, reply_to=message.message_id, thread_id=thread,
+                                                 title=message.chat.title)
             memories = await self._remember(sent, content, incoming.room_id, in_reply_to=incoming.id)
             if speak and memories and whole:
                 await self._speak(message.chat, text, memories[-1], reply_to=message.message_id, thread=thread)
@@ -616,13 +618,8 @@ class TelegramAdapter:
         if not native.get("chatId") or not text:
             return []
         chat_id, quoted, thread = int(native["chatId"]), native.get("messageId"), native.get("threadId")
-        try:
-            sent = await self._send(chat_id, text, reply_to=int(quoted) if quoted else None,
-                                    thread_id=int(thread) if thread else None)
-        except Exception as exc:
-            _log.error("%s: could not send a reply in Telegram chat %s: %s", self.name, chat_id,
-                       getattr(exc, "message", None) or exc.__class__.__name__)
-            return []
+        sent, _ = await self._send_reply(chat_id, text, reply_to=int(quoted) if quoted else None,
+                                         thread_id=int(thread) if thread else None)
         return await self._remember(sent, content, message.room_id, in_reply_to=message.id)
 
     async def _deliver(self, chat_id: int, topic: int | None, content: dict[str, Any], room: str, *,
