@@ -631,7 +631,7 @@ class TelegramAdapter:
         never seen it: they may have started the bot before troupe ran, or met it only in a group.
         """
         text = str(content.get("text") or "")
-        partly: PartlySent | None = None
+        whole = True
         try:
             sent = await self._send(chat_id, text, thread_id=topic)
         except Forbidden:
@@ -641,12 +641,12 @@ class TelegramAdapter:
                        exc.message)
             if not isinstance(exc, PartlySent):
                 raise SendError("Telegram did not take the message; try again later") from None
-            sent, partly = exc.sent, exc
+            sent, whole = exc.sent, False
         if person is not None and sent:
             await self._ensure_chat(sent[0])
             await self.connections.ensure_entity(person, room)
         memories = await self._remember(sent, content, room)
-        if partly is not None:
+        if not whole:
             raise SendError("only the beginning of the message went out; Telegram did not take the rest, try "
                             "again later")
         if self.config.voice_replies == "always" and memories:
