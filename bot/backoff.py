@@ -13,13 +13,23 @@ The n-th delay (counting from 0) is drawn uniformly from ``[d/2, d]`` with
 ``d = min(cap, base * 2**n)``: half of it guaranteed so retries do spread out, the other half
 random so many clients that failed together do not retry together. ``reset()`` starts again
 from ``base`` (call it once the thing being retried works again).
+
+Retrying is bounded by time, not by a count of tries, wherever the other side says how long to
+wait (a 429's ``retry_after``): a :class:`Deadline` says whether a wait still fits::
+
+    deadline = Deadline.after(60.0)
+    ...
+    if not deadline.allows(wait):
+        raise GaveUp(f"a wait of {wait} s would end past the {deadline.seconds} s deadline")
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
+from dataclasses import dataclass
 
-__all__ = ["ExponentialBackoff"]
+__all__ = ["Deadline", "ExponentialBackoff"]
 
 
 class ExponentialBackoff:
@@ -43,3 +53,28 @@ class ExponentialBackoff:
 
     def reset(self) -> None:
         self.attempts = 0
+
+
+def _now() -> float:
+    return asyncio.get_running_loop().time()
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """A moment ``seconds`` after it was made (on the event loop's clock), past which a retry
+    loop stops waiting."""
+
+    seconds: float
+    at: float
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(seconds, _now() + seconds)
+
+    def remaining(self) -> float:
+        """Seconds left (negative once it has passed)."""
+        return self.at - _now()
+
+    def allows(self, wait: float) -> bool:
+        """Whether waiting ``wait`` seconds from now ends by the deadline."""
+        return wait <= self.remaining()

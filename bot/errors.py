@@ -23,6 +23,7 @@ Messages say what is wrong and what to do. They never contain a secret value.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "CharacterError",
@@ -33,6 +34,7 @@ __all__ = [
     "ModelError",
     "ModelRateLimited",
     "ModelUnavailable",
+    "PartlySent",
     "PluginLoadError",
     "Problem",
     "SchemaVersionError",
@@ -181,3 +183,15 @@ class SendError(TroupeError):
     """
 
     __slots__ = ()
+
+
+class PartlySent(TroupeError):
+    """A message sent in several pieces stopped part-way: ``sent`` holds the platform's messages
+    for the pieces that did go out (they stay sent, and should be remembered); the error that
+    stopped the next piece is the ``__cause__``."""
+
+    __slots__ = ("sent",)
+
+    def __init__(self, message: str, sent: list[Any]) -> None:
+        super().__init__(message)
+        self.sent = sent

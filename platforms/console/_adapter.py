@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from bot.errors import SendError
 from bot.events import EventType
+from bot.text import repair_text
 from bot.types import ChannelType, Entity, Memory, Room, World, now_ms
 
 if TYPE_CHECKING:
@@ -66,15 +67,16 @@ class ConsoleAdapter:
             if not done.done():
                 done.set_result(outcome)
 
+        # A terminal's bytes that are not UTF-8 arrive as lone surrogates (surrogateescape).
         message = Memory(id=str(uuid.uuid4()), entity_id=self.entity_id, room_id=self.room_id, world_id=self.world_id,
-                         content={"text": text, "source": SOURCE, "channelType": ChannelType.DM.value},
+                         content={"text": repair_text(text), "source": SOURCE, "channelType": ChannelType.DM.value},
                          metadata={"entityName": self.user}, created_at=now_ms())
         await self.runtime.emit(EventType.MESSAGE_RECEIVED,
                                 {"message": message, "callback": self._callback, "on_complete": on_complete})
         return done.result() if done.done() else None
 
     async def _callback(self, content: dict[str, Any]) -> list[Memory]:
-        text = str(content.get("text") or "").strip()
+        text = repair_text(str(content.get("text") or "")).strip()  # a terminal may not print a lone surrogate
         if not text:
             return []
         print(f"{self.runtime.character.name}: {text}", file=self.output, flush=True)

@@ -26,8 +26,9 @@ import discord
 
 from bot.connections import Connections, TokenClaims, record_sent
 from bot.links import LinkState
-from bot.errors import ConfigError, SendError
+from bot.errors import ConfigError, PartlySent, SendError
 from bot.events import EventType
+from bot.text import first_words
 from bot.types import ChannelType, Entity, Memory, Role, Room, now_ms
 
 from ._catchup import MissedMessages
@@ -42,7 +43,7 @@ from ._mapping import (
     room_for_channel,
     world_for_guild,
 )
-from ._outbound import files_of, send_chunks
+from ._outbound import describe, files_of, send_chunks
 from ._rest import point_gateway
 from ._voice import VoiceManager
 
@@ -484,23 +485,34 @@ class DiscordAdapter:
     def _reply_callback(self, message: discord.Message, incoming: Memory, typing: _Typing) -> Any:
         async def reply(content: dict[str, Any]) -> list[Memory]:
             await typing.stop()
-            try:
-                sent = await send_chunks(message.channel, str(content.get("text") or ""), files=files_of(content),
-                                         reference=message)
-            except Exception as exc:
-                self._log_send_failure(message.channel, exc)
-                return []
+            text = str(content.get("text") or "")
+            sent, whole = await self._send_reply(message.channel, text, content, message)
             session = self.voice.session_for_text_channel(message.channel.id)
-            if session is not None:  # in voice with this channel as its text side: say it too
-                session.say(str(content.get("text") or ""))
+            if session is not None and whole:  # in voice with this channel as its text side: say it too
+                session.say(text)
             return await self._remember(sent, content, incoming.room_id, incoming.world_id, in_reply_to=incoming.id)
 
         return reply
 
-    def _log_send_failure(self, channel: Any, exc: Exception) -> None:
+    async def _send_reply(self, channel: Any, text: str, content: Mapping[str, Any],
+                          answering: Any) -> tuple[list[discord.Message], bool]:
+        """Send a reply to ``answering`` (a message, or a partial one): what went out, and whether
+        that is all of it. Never raises: a reply not sent, or not all of it, is logged."""
+        try:
+            return await send_chunks(channel, text, files=files_of(content), reference=answering,
+                                     deadline_s=self.config.send_deadline), True
+        except Exception as exc:
+            self._log_send_failure(channel, text, exc, answering=answering)
+            # What did go out is part of the conversation.
+            return (exc.sent, False) if isinstance(exc, PartlySent) else ([], False)
+
+    def _log_send_failure(self, channel: Any, text: str, exc: Exception, *,
+                          answering: Any = None) -> None:
+        """What could not be sent: where, in answer to which message, what it began with, and why."""
         where = f"#{channel.name}" if getattr(channel, "name", None) else "a DM"
-        detail = f"{exc.status} {exc.text}" if isinstance(exc, discord.HTTPException) else exc.__class__.__name__
-        _log.error("%s: could not send a reply in %s (channel %s): %s", self.name, where, channel.id, detail)
+        what = f"a reply in {where} (channel {channel.id}) to message {answering.id}" if answering is not None else (
+            f"a message in {where} (channel {channel.id})")
+        _log.error("%s: could not send %s, \"%s\": %s", self.name, what, first_words(text), describe(exc))
 
     async def _remember(self, sent: list[discord.Message], content: Mapping[str, Any], room_id: str,
                         world_id: str | None, *, in_reply_to: str | None = None) -> list[Memory]:
@@ -553,24 +565,30 @@ class DiscordAdapter:
         channel_id, quoted = message.metadata.get("channelId"), message.metadata.get("discordMessageId")
         if not channel_id:
             return []
+        text = str(content.get("text") or "")
         try:
             channel = self.client.get_channel(int(channel_id)) or await self.client.fetch_channel(int(channel_id))
-            reference = channel.get_partial_message(int(quoted)) if quoted else None  # type: ignore[union-attr]
-            sent = await send_chunks(channel, str(content.get("text") or ""), files=files_of(content),
-                                     reference=reference)
-        except Exception as exc:
-            _log.error("%s: could not send a reply in channel %s: %s", self.name, channel_id,
-                       f"{exc.status} {exc.text}" if isinstance(exc, discord.HTTPException) else type(exc).__name__)
+        except discord.HTTPException as exc:
+            _log.error("%s: could not send a reply in channel %s to message %s, \"%s\": %s", self.name, channel_id,
+                       quoted, first_words(text), describe(exc))
             return []
+        reference = channel.get_partial_message(int(quoted)) if quoted else None  # type: ignore[union-attr]
+        sent, _ = await self._send_reply(channel, text, content, reference)
         return await self._remember(sent, content, message.room_id, message.world_id, in_reply_to=message.id)
 
     async def _deliver(self, channel: Any, content: dict[str, Any], room_id: str, world_id: str | None) -> list[Memory]:
+        text = str(content.get("text") or "")
         try:
-            sent = await send_chunks(channel, str(content.get("text") or ""), files=files_of(content))
+            sent = await send_chunks(channel, text, files=files_of(content), deadline_s=self.config.send_deadline)
         except discord.Forbidden:
             raise SendError("Discord says I'm not allowed to send there (they may not accept direct messages)") from None
+        except PartlySent as exc:
+            self._log_send_failure(channel, text, exc)
+            await self._remember(exc.sent, content, room_id, world_id)
+            raise SendError("only the beginning of the message went out; Discord did not take the rest, try again "
+                            "later") from None
         except Exception as exc:
-            self._log_send_failure(channel, exc)
+            self._log_send_failure(channel, text, exc)
             raise SendError("Discord did not take the message; try again later") from None
         return await self._remember(sent, content, room_id, world_id)
 

@@ -20,6 +20,7 @@ from bot.errors import ConfigError
 from bot.settings import SettingReader
 
 from ._catchup import CatchUpLimits
+from ._outbound import DEFAULT_DEADLINE_S
 
 __all__ = ["DiscordConfig", "read_config"]
 
@@ -56,6 +57,9 @@ class DiscordConfig:
     """Extra CA certificates to trust (a self-hosted Discord-compatible server with its own CA)."""
     catchup: CatchUpLimits = field(default_factory=CatchUpLimits)
     """What to read back after the gateway session was lost for good (see ``_catchup.py``)."""
+    send_deadline: float = DEFAULT_DEADLINE_S
+    """``DISCORD_SEND_DEADLINE_S``: how long one message may wait for rate limits and network
+    retries before it is given up (and the loss logged)."""
 
 
 def _object_flag(agent: str, section: Mapping[str, Any], key: str) -> bool | None:
@@ -157,5 +161,6 @@ def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> Di
             max_messages=read.whole("DISCORD_CATCHUP_MAX_MESSAGES", CatchUpLimits.max_messages, 0, 100),
             max_channels=read.whole("DISCORD_CATCHUP_MAX_CHANNELS", CatchUpLimits.max_channels, 0, 200),
         ),
+        send_deadline=read.number("DISCORD_SEND_DEADLINE_S", DEFAULT_DEADLINE_S, 1, 3600),
         **flags,
     )

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.ids import unique_uuid
+from bot.text import repair_text
 from bot.types import ChannelType, Entity, Memory, Role, Room, World
 
 __all__ = [
@@ -68,9 +69,10 @@ def parent_id(channel: Any) -> int | None:
 
 
 def user_names(user: Any) -> list[str]:
-    """Names people know the user by, most specific first, without repeats."""
+    """Names people know the user by, most specific first, without repeats (repaired: people put
+    anything in their names)."""
     names = [getattr(user, "display_name", None), getattr(user, "global_name", None), getattr(user, "name", None)]
-    return list(dict.fromkeys(n for n in names if n))
+    return list(dict.fromkeys(repair_text(n) for n in names if n))
 
 
 def entity_for_user(agent_id: str, user: Any) -> Entity:
@@ -94,7 +96,7 @@ def world_for_guild(agent_id: str, guild: Any, admins: Iterable[Any] = ()) -> Wo
         owner = discord_id(agent_id, guild.owner_id)
         metadata["ownership"] = {"ownerId": owner}
         roles[owner] = Role.OWNER.value
-    return World(discord_id(agent_id, guild.id), agent_id, name=guild.name or "", server_id=str(guild.id),
+    return World(discord_id(agent_id, guild.id), agent_id, name=repair_text(guild.name or ""), server_id=str(guild.id),
                  metadata=metadata)
 
 
@@ -113,7 +115,7 @@ def room_for_channel(agent_id: str, channel: Any, *, dm_with: Any = None) -> Roo
         person = user_names(dm_with)[0] if dm_with is not None and user_names(dm_with) else "someone"
         name = f"DM with {person}"
     else:
-        name = getattr(channel, "name", None) or str(channel.id)
+        name = repair_text(getattr(channel, "name", None) or str(channel.id))
     return Room(
         discord_id(agent_id, channel.id), source=SOURCE, type=kind, agent_id=agent_id, name=name,
         world_id=discord_id(agent_id, guild.id) if guild is not None else None,
@@ -126,10 +128,11 @@ def _ms(moment: datetime | None) -> int | None:
 
 
 def _text(message: Any) -> str:
-    """The message text with user mentions written as ``@name``, so names read naturally."""
+    """The message text with user mentions written as ``@name``, so names read naturally;
+    repaired (see :func:`bot.text.repair_text`), NUL characters removed (they break storage and prompts)."""
     names = {m.id: (user_names(m) or [str(m.id)])[0] for m in getattr(message, "mentions", ()) or ()}
-    return _USER_MENTION.sub(lambda match: f"@{names.get(int(match.group(1)), match.group(1))}",
-                             message.content or "")
+    text = repair_text(message.content or "").replace("\x00", "")
+    return _USER_MENTION.sub(lambda match: f"@{names.get(int(match.group(1)), match.group(1))}", text)
 
 
 def _attachments(message: Any) -> list[dict[str, Any]]:

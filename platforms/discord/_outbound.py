@@ -1,9 +1,14 @@
 """Sending to Discord: replies, messages the agent starts, uploads, retries.
 
-Rate limits (429) are discord.py's job: it waits as Discord says. On top of that a send that
-fails for a transient reason (a 5xx that outlasted discord.py's own retries, a dropped
-connection, a timeout) is tried again with back-off, a few times, and then given up and logged.
-No reply may ping @everyone, @here or a role, whatever the model wrote.
+Rate limits (429) are discord.py's job: it waits as Discord says, up to five tries. A rate limit
+that outlasts those is waited out here, as Discord says, for as long as the wait ends within the
+send deadline (``DISCORD_SEND_DEADLINE_S``, 60 s by default, counted from the first try of a
+message); a send that fails for a transient reason (a 5xx that outlasted discord.py's own
+retries, a dropped connection, a timeout) is tried again with back-off, a few times, within the
+same deadline. Past it, :class:`SendGaveUp` says why and the caller logs what was lost. Every
+piece carries a nonce that Discord enforces, so a retry of a message Discord did create (the
+answer was lost) never posts it twice. Text no encoder takes (a lone surrogate) is repaired
+before it goes. No reply may ping @everyone, @here or a role, whatever the model wrote.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,20 +24,37 @@ from typing import Any
 import aiohttp
 import discord
 
+from bot.backoff import Deadline, ExponentialBackoff
 from bot.chunking import split_message
+from bot.errors import PartlySent
+from bot.text import repair_text
 
-__all__ = ["SAFE_MENTIONS", "files_of", "send_chunks"]
+__all__ = ["DEFAULT_DEADLINE_S", "SAFE_MENTIONS", "SendGaveUp", "describe", "files_of", "send_chunks"]
 
 _log = logging.getLogger(__name__)
 
 #: People may be pinged by a reply (it answers them); the whole server or a role never.
 SAFE_MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=True, replied_user=False)
 
-_ATTEMPTS = 3
+DEFAULT_DEADLINE_S = 60.0
+_NETWORK_ATTEMPTS = 3
 _BACKOFF_S = 1.0
+_BACKOFF_CAP_S = 8.0
 _SEND_TIMEOUT_S = 60.0
 _MAX_FILES = 10  # Discord's limit per message
 DISCORD_LIMIT = 2000  # characters per message
+
+
+class SendGaveUp(Exception):
+    """A message could not be sent within the send deadline (rate limits or the network)."""
+
+
+def describe(exc: BaseException) -> str:
+    """What went wrong, for a log line: Discord's status and message, our own reason, or the
+    kind of error (never its text, which may quote a request)."""
+    if isinstance(exc, discord.HTTPException):
+        return f"{exc.status} {exc.text}"
+    return str(exc) if isinstance(exc, (SendGaveUp, PartlySent)) else exc.__class__.__name__
 
 
 def _transient(exc: BaseException) -> bool:
@@ -40,23 +63,52 @@ def _transient(exc: BaseException) -> bool:
     return isinstance(exc, (aiohttp.ClientError, OSError, TimeoutError))
 
 
-async def _send(channel: Any, **kwargs: Any) -> discord.Message:
-    delay = _BACKOFF_S
-    for attempt in range(1, _ATTEMPTS + 1):
-        files = kwargs.get("files") or ()
-        for file in files:  # a retried upload must start from the beginning of each file
+def _rate_limited(exc: BaseException) -> float | None:
+    """The wait Discord asked for, when discord.py gave up on a 429 after its own tries."""
+    if not isinstance(exc, discord.HTTPException) or exc.status != 429:
+        return None
+    try:
+        return float(getattr(exc.response, "headers", {}).get("Retry-After") or 1.0)
+    except ValueError:
+        return 1.0
+
+
+async def _send(channel: Any, deadline: Deadline, **kwargs: Any) -> discord.Message:
+    """``channel.send(**kwargs)`` until it works, within ``deadline``; see the module docstring."""
+    kwargs["nonce"] = secrets.token_hex(12)  # Discord takes up to 25 characters
+    backoff = ExponentialBackoff(_BACKOFF_S, _BACKOFF_CAP_S)
+    failures = 0
+    channel_id = getattr(channel, "id", "?")
+    while True:
+        for file in kwargs.get("files") or ():  # a retried upload must start from the beginning of each file
             file.reset()
         try:
-            async with asyncio.timeout(_SEND_TIMEOUT_S):
+            # discord.py sleeps out rate limits inside send: the deadline bounds that too.
+            async with asyncio.timeout(min(_SEND_TIMEOUT_S, max(deadline.remaining(), 0.0))):
                 return await channel.send(**kwargs)
         except Exception as exc:
-            if attempt == _ATTEMPTS or not _transient(exc):
+            if isinstance(exc, TimeoutError) and deadline.remaining() <= 0:
+                raise SendGaveUp(f"no answer from Discord within the {deadline.seconds:g} s send deadline "
+                                 "(DISCORD_SEND_DEADLINE_S): rate-limited or unreachable") from exc
+            wait = _rate_limited(exc)
+            if wait is not None:
+                if not deadline.allows(wait):
+                    raise SendGaveUp(f"Discord's rate limit asked to wait {wait:g} s, past the {deadline.seconds:g} s "
+                                     "send deadline (DISCORD_SEND_DEADLINE_S)") from exc
+                _log.info("Discord rate limit in channel %s: waiting %.1f s", channel_id, wait)
+                await asyncio.sleep(wait)
+                continue
+            if not _transient(exc):
                 raise
-            _log.info("sending to channel %s failed (%s); retrying in %.0f s", getattr(channel, "id", "?"),
-                      exc.__class__.__name__, delay)
+            failures += 1
+            delay = backoff.delay()
+            if failures == _NETWORK_ATTEMPTS or not deadline.allows(delay):
+                last = f"HTTP {exc.status}" if isinstance(exc, discord.HTTPException) else exc.__class__.__name__
+                raise SendGaveUp(f"sending failed {failures} time(s) within the {deadline.seconds:g} s send deadline "
+                                 f"(last: {last})") from exc
+            _log.info("sending to channel %s failed (%s); retrying in %.1f s", channel_id, exc.__class__.__name__,
+                      delay)
             await asyncio.sleep(delay)
-            delay *= 2
-    raise AssertionError("unreachable")
 
 
 def files_of(content: Mapping[str, Any]) -> list[discord.File]:
@@ -77,14 +129,21 @@ def files_of(content: Mapping[str, Any]) -> list[discord.File]:
 
 
 async def send_chunks(
-    channel: Any, text: str, *, files: Sequence[discord.File] = (), reference: discord.Message | None = None
+    channel: Any, text: str, *, files: Sequence[discord.File] = (), reference: discord.Message | None = None,
+    deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> list[discord.Message]:
-    """Send ``text`` (split under 2000 characters) and ``files`` (on the last message).
+    """Send ``text`` (repaired, split under 2000 characters) and ``files`` (on the last message),
+    all within ``deadline_s``.
 
-    The first message replies to ``reference`` when given (without pinging its author). Raises
-    the last error when a message finally cannot be sent; what was sent before stays sent.
+    The first message replies to ``reference`` when given (without pinging its author).
+
+    Raises:
+        SendGaveUp: nothing went out within the deadline.
+        PartlySent: some parts went out (its ``sent``; they stay sent), then one could not.
+        discord.HTTPException: what Discord refused of the first part.
     """
-    chunks = split_message(text, DISCORD_LIMIT) or ([""] if files else [])
+    deadline = Deadline.after(deadline_s)
+    chunks = split_message(repair_text(text), DISCORD_LIMIT) or ([""] if files else [])
     sent: list[discord.Message] = []
     for index, chunk in enumerate(chunks):
         kwargs: dict[str, Any] = {"content": chunk or None, "allowed_mentions": SAFE_MENTIONS}
@@ -93,5 +152,10 @@ async def send_chunks(
             kwargs["mention_author"] = False
         if index == len(chunks) - 1 and files:
             kwargs["files"] = list(files)
-        sent.append(await _send(channel, **kwargs))
+        try:
+            sent.append(await _send(channel, deadline, **kwargs))
+        except Exception as exc:
+            if not sent:
+                raise
+            raise PartlySent(f"only {len(sent)} of {len(chunks)} parts went out: {describe(exc)}", sent) from exc
     return sent

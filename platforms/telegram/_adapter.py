@@ -33,10 +33,11 @@ from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHand
 
 from bot.backoff import ExponentialBackoff
 from bot.connections import Connections, TokenClaims, record_sent
-from bot.errors import ConfigError, ModelError, SendError
+from bot.errors import ConfigError, ModelError, PartlySent, SendError
 from bot.events import EventType
 from bot.links import LinkState
 from bot.models import ModelType
+from bot.text import first_words
 from bot.types import ChannelType, Entity, Memory, Room, now_ms
 
 from ._config import TelegramConfig
@@ -367,8 +368,9 @@ class TelegramAdapter:
         else:
             text = (f"I'm {character.name}. In a private chat, just write to me. In a group, mention "
                     f"@{self.username}, reply to one of my messages, or call me by name.")
-        await self._send(message.chat.id, text, reply_to=message.message_id,
-                         thread_id=message.message_thread_id if is_topic(message) else None)
+        await self._send_reply(message.chat.id, text, reply_to=message.message_id,
+                               thread_id=message.message_thread_id if is_topic(message) else None,
+                               title=message.chat.title)
         return True
 
     async def _listen(self, message: Message, memory: Memory) -> None:
@@ -499,9 +501,30 @@ class TelegramAdapter:
     async def _send(self, chat_id: int, text: str, *, reply_to: int | None = None,
                     thread_id: int | None = None) -> list[Message]:
         assert self.app is not None
-        sent = await send_text(self.app.bot, chat_id, text, reply_to=reply_to, thread_id=thread_id)
+        try:
+            sent = await send_text(self.app.bot, chat_id, text, reply_to=reply_to, thread_id=thread_id,
+                                   deadline_s=self.config.send_deadline)
+        except PartlySent as exc:
+            relay.deliver(self, exc.sent)  # the other characters saw that much too
+            raise
         relay.deliver(self, sent)
         return sent
+
+    async def _send_reply(self, chat_id: int, text: str, *, reply_to: int | None, thread_id: int | None,
+                          title: str | None = None) -> tuple[list[Message], bool]:
+        """Send a reply to message ``reply_to``: what went out, and whether that is all of it.
+
+        Never raises: a reply not sent, or not all of it, is logged with the chat (``title`` if
+        known), the message it answers, its first words and why.
+        """
+        try:
+            return await self._send(chat_id, text, reply_to=reply_to, thread_id=thread_id), True
+        except Exception as exc:
+            where = title or ("a private chat" if chat_id > 0 else "a group")  # people's chat ids are positive
+            _log.error("%s: could not send a reply in %s (chat %s) to message %s, \"%s\": %s", self.name, where,
+                       chat_id, reply_to, first_words(text), getattr(exc, "message", None) or exc.__class__.__name__)
+            # What did go out is part of the conversation.
+            return (exc.sent, False) if isinstance(exc, PartlySent) else ([], False)
 
     def _reply_callback(self, message: Message, incoming: Memory, typing: _Typing) -> Any:
         thread = message.message_thread_id if is_topic(message) else None
@@ -513,15 +536,10 @@ class TelegramAdapter:
             text = str(content.get("text") or "").strip()
             if not text:
                 return []
-            try:
-                sent = await self._send(message.chat.id, text, reply_to=message.message_id, thread_id=thread)
-            except Exception as exc:
-                where = message.chat.title or "a private chat"
-                _log.error("%s: could not send a reply in %s (chat %s): %s", self.name, where, message.chat.id,
-                           getattr(exc, "message", None) or exc.__class__.__name__)
-                return []
+            sent, whole = await self._send_reply(message.chat.id, text, reply_to=message.message_id, thread_id=thread,
+                                                 title=message.chat.title)
             memories = await self._remember(sent, content, incoming.room_id, in_reply_to=incoming.id)
-            if speak and memories:
+            if speak and memories and whole:
                 await self._speak(message.chat, text, memories[-1], reply_to=message.message_id, thread=thread)
             return memories
 
@@ -546,7 +564,7 @@ class TelegramAdapter:
             audio, audio_format = await speech_audio(result)
             note = await asyncio.to_thread(voice_note, audio, audio_format)
             sent = await send_voice(self.app.bot, chat.id, note.data, duration=note.duration, reply_to=reply_to,
-                                    thread_id=thread)
+                                    thread_id=thread, deadline_s=self.config.send_deadline)
         except Exception as exc:
             reason = str(exc).removeprefix(f"{self.name}: ") if isinstance(exc, (ModelError, ValueError)) else (
                 getattr(exc, "message", None) or type(exc).__name__)
@@ -600,13 +618,8 @@ class TelegramAdapter:
         if not native.get("chatId") or not text:
             return []
         chat_id, quoted, thread = int(native["chatId"]), native.get("messageId"), native.get("threadId")
-        try:
-            sent = await self._send(chat_id, text, reply_to=int(quoted) if quoted else None,
-                                    thread_id=int(thread) if thread else None)
-        except Exception as exc:
-            _log.error("%s: could not send a reply in Telegram chat %s: %s", self.name, chat_id,
-                       getattr(exc, "message", None) or exc.__class__.__name__)
-            return []
+        sent, _ = await self._send_reply(chat_id, text, reply_to=int(quoted) if quoted else None,
+                                         thread_id=int(thread) if thread else None)
         return await self._remember(sent, content, message.room_id, in_reply_to=message.id)
 
     async def _deliver(self, chat_id: int, topic: int | None, content: dict[str, Any], room: str, *,
@@ -618,17 +631,24 @@ class TelegramAdapter:
         never seen it: they may have started the bot before troupe ran, or met it only in a group.
         """
         text = str(content.get("text") or "")
+        whole = True
         try:
             sent = await self._send(chat_id, text, thread_id=topic)
         except Forbidden:
             raise SendError("Telegram won't let me write there (they may not have started a chat with me)") from None
-        except TelegramError as exc:
-            _log.error("%s: could not send to Telegram chat %s: %s", self.name, chat_id, exc.message)
-            raise SendError("Telegram did not take the message; try again later") from None
+        except (TelegramError, PartlySent) as exc:
+            _log.error("%s: could not send to Telegram chat %s, \"%s\": %s", self.name, chat_id, first_words(text),
+                       exc.message)
+            if not isinstance(exc, PartlySent):
+                raise SendError("Telegram did not take the message; try again later") from None
+            sent, whole = exc.sent, False
         if person is not None and sent:
             await self._ensure_chat(sent[0])
             await self.connections.ensure_entity(person, room)
         memories = await self._remember(sent, content, room)
+        if not whole:
+            raise SendError("only the beginning of the message went out; Telegram did not take the rest, try "
+                            "again later")
         if self.config.voice_replies == "always" and memories:
             await self._speak(sent[-1].chat, text, memories[-1], reply_to=None, thread=topic, what="message")
         return memories

@@ -10,6 +10,8 @@ from pydantic import SecretStr
 from bot.errors import ConfigError
 from bot.settings import SettingReader
 
+from ._outbound import DEFAULT_DEADLINE_S
+
 __all__ = ["TelegramConfig", "VOICE_REPLIES", "read_config"]
 
 DEFAULT_API_ROOT = "https://api.telegram.org"
@@ -30,6 +32,9 @@ class TelegramConfig:
     """Long-polling wait in seconds (how long one getUpdates may hang open)."""
     voice_replies: str = "auto"
     """When what the character sends is also spoken as a voice note: ``auto``, ``always`` or ``never``."""
+    send_deadline: float = DEFAULT_DEADLINE_S
+    """``TELEGRAM_SEND_DEADLINE_S``: how long one message may wait for flood control and network
+    retries before it is given up (and the loss logged)."""
 
     @property
     def base_url(self) -> str:
@@ -82,4 +87,5 @@ def read_config(get_setting, agent: str) -> TelegramConfig:  # type: ignore[no-u
         allow_direct_messages=read.flag("allowDirectMessages", True),
         poll_timeout=read.positive_float("TELEGRAM_POLL_TIMEOUT_S", 30.0),
         voice_replies=_voice_replies(agent, read.optional("TELEGRAM_VOICE_REPLIES")),
+        send_deadline=read.number("TELEGRAM_SEND_DEADLINE_S", DEFAULT_DEADLINE_S, 1, 3600),
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.ids import unique_uuid
+from bot.text import repair_text
 from bot.types import ChannelType, Entity, Memory, Role, Room, World
 
 __all__ = [
@@ -66,10 +67,11 @@ def is_topic(message: Any) -> bool:
 
 
 def user_names(user: Any) -> list[str]:
-    """The user's full name, first name and @username, without repeats."""
+    """The user's full name, first name and @username, without repeats (repaired: people put
+    anything in their names)."""
     full = " ".join(n for n in (user.first_name, getattr(user, "last_name", None)) if n)
     names = [full, user.first_name, f"@{user.username}" if getattr(user, "username", None) else None]
-    return list(dict.fromkeys(n for n in names if n)) or ["Unknown User"]
+    return list(dict.fromkeys(repair_text(n) for n in names if n)) or ["Unknown User"]
 
 
 def entity_for_user(agent_id: str, user: Any) -> Entity:
@@ -82,9 +84,9 @@ def entity_for_user(agent_id: str, user: Any) -> Entity:
 
 def _chat_name(chat: Any) -> str:
     if getattr(chat, "title", None):
-        return chat.title
+        return repair_text(chat.title)
     person = " ".join(n for n in (getattr(chat, "first_name", None), getattr(chat, "last_name", None)) if n)
-    return f"Chat with {person or 'Unknown User'}"
+    return repair_text(f"Chat with {person or 'Unknown User'}")
 
 
 def world_for_chat(agent_id: str, chat: Any, *, owner_id: int | None = None, admin_ids: list[int] = ()) -> World:
@@ -105,7 +107,7 @@ def _topic_name(message: Any) -> str:
     for source in (message, getattr(message, "reply_to_message", None)):
         created = getattr(source, "forum_topic_created", None) if source is not None else None
         if created is not None:
-            return created.name
+            return repair_text(created.name)
     return f"Topic #{message.message_thread_id}"
 
 
@@ -125,8 +127,9 @@ def room_for_message(agent_id: str, message: Any) -> Room:
 
 
 def message_text(message: Any) -> str:
-    """Text or caption, NUL characters removed (they break storage and prompts)."""
-    return (getattr(message, "text", None) or getattr(message, "caption", None) or "").replace("\x00", "")
+    """Text or caption, repaired (see :func:`bot.text.repair_text`), NUL characters removed (they
+    break storage and prompts)."""
+    return repair_text(getattr(message, "text", None) or getattr(message, "caption", None) or "").replace("\x00", "")
 
 
 def _mentions_bot(message: Any, bot_id: int, bot_username: str) -> bool:

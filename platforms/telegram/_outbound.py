@@ -2,8 +2,12 @@
 that quote, forum topics, voice notes, flood control and transient errors.
 
 A reply is never lost to formatting: when Telegram refuses a converted piece ("can't parse
-entities"), the same piece goes again as plain text. A 429 is waited out (as long as Telegram
-says, within reason) and network errors are retried with back-off, a few times each.
+entities"), the same piece goes again as plain text. Nor to text no encoder takes (a lone
+surrogate from a model): it is repaired before it goes. Flood control (429) is waited out as
+long as Telegram says, however often it says it, as long as the wait ends within the send
+deadline (``TELEGRAM_SEND_DEADLINE_S``, 60 s by default, counted from the first try of a
+message); network errors are retried with back-off a few times within the same deadline.
+Past it, :class:`SendGaveUp` says why, and the caller logs what was lost.
 """
 
 from __future__ import annotations
@@ -16,21 +20,27 @@ from typing import Any
 
 from telegram import Bot, Message, ReplyParameters
 from telegram.constants import ParseMode
-from telegram.error import BadRequest, NetworkError, RetryAfter, TimedOut
+from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError, TimedOut
 
-from bot.backoff import ExponentialBackoff
+from bot.backoff import Deadline, ExponentialBackoff
+from bot.errors import PartlySent
+from bot.text import repair_text
 
 from ._markdown import split_for_telegram
 
-__all__ = ["send_text", "send_voice"]
+__all__ = ["DEFAULT_DEADLINE_S", "SendGaveUp", "send_text", "send_voice"]
 
 _log = logging.getLogger(__name__)
 
-_ATTEMPTS = 4
+DEFAULT_DEADLINE_S = 60.0
+_NETWORK_ATTEMPTS = 4
 _BACKOFF_S = 1.0
 _BACKOFF_CAP_S = 8.0
-_MAX_WAIT_S = 120.0  # a longer flood wait than this is not worth holding a reply for
 _SEND_TIMEOUT_S = 60.0
+
+
+class SendGaveUp(TelegramError):
+    """A message could not be sent within the send deadline (flood control or the network)."""
 
 
 def retry_seconds(exc: RetryAfter) -> float:
@@ -40,25 +50,44 @@ def retry_seconds(exc: RetryAfter) -> float:
     return value.total_seconds() if isinstance(value, timedelta) else float(value)
 
 
-async def _with_retries(send: Any) -> Message:
+def _not_sent(exc: NetworkError) -> bool:
+    """PTB reports a request it could not even encode (a ``UnicodeEncodeError``, a bad value) as
+    a NetworkError "in the HTTP implementation": retrying the same request cannot help."""
+    return isinstance(exc.__cause__, (ValueError, TypeError))
+
+
+async def _with_retries(send: Any, deadline: Deadline) -> Message:
+    """``send()`` until it works, waiting out flood control and retrying network errors while
+    each wait ends before the ``deadline``.
+
+    Raises:
+        SendGaveUp: the next wait would end past the deadline, or the network failed too often.
+        TelegramError: what Telegram refused (a ``BadRequest``, ``Forbidden``…), not retried.
+    """
     backoff = ExponentialBackoff(_BACKOFF_S, _BACKOFF_CAP_S)
-    for attempt in range(1, _ATTEMPTS + 1):
+    failures = 0
+    while True:
         try:
             async with asyncio.timeout(_SEND_TIMEOUT_S):
                 return await send()
         except RetryAfter as exc:
             wait = retry_seconds(exc)
-            if attempt == _ATTEMPTS or wait > _MAX_WAIT_S:
-                raise
+            if not deadline.allows(wait):
+                raise SendGaveUp(f"Telegram's flood control asked to wait {wait:.0f} s, past the "
+                                 f"{deadline.seconds:g} s send deadline (TELEGRAM_SEND_DEADLINE_S)") from exc
             _log.info("Telegram flood control: waiting %.1f s", wait)
             await asyncio.sleep(wait)
         except (TimedOut, NetworkError, TimeoutError) as exc:
-            if isinstance(exc, BadRequest) or attempt == _ATTEMPTS:  # BadRequest is a NetworkError too
+            # A BadRequest is a NetworkError too: Telegram's answer, not the network's.
+            if isinstance(exc, BadRequest) or (isinstance(exc, NetworkError) and _not_sent(exc)):
                 raise
+            failures += 1
             delay = backoff.delay()
+            if failures == _NETWORK_ATTEMPTS or not deadline.allows(delay):
+                raise SendGaveUp(f"the network failed {failures} time(s) within the {deadline.seconds:g} s send "
+                                 f"deadline (last: {exc.__class__.__name__})") from exc
             _log.info("sending to Telegram failed (%s); retrying in %.1f s", exc.__class__.__name__, delay)
             await asyncio.sleep(delay)
-    raise AssertionError("unreachable")
 
 
 def _unparseable(exc: BadRequest) -> bool:
@@ -66,40 +95,57 @@ def _unparseable(exc: BadRequest) -> bool:
 
 
 async def send_text(
-    bot: Bot, chat_id: int, text: str, *, reply_to: int | None = None, thread_id: int | None = None
+    bot: Bot, chat_id: int, text: str, *, reply_to: int | None = None, thread_id: int | None = None,
+    deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> list[Message]:
-    """Send ``text`` as one or more messages; the first quotes ``reply_to`` (if it still exists).
+    """Send ``text`` (repaired, see :func:`bot.text.repair_text`) as one or more messages; the
+    first quotes ``reply_to`` (if it still exists). All of them are sent within ``deadline_s``.
 
-    Raises the error that finally stopped a piece (what was sent before stays sent).
+    Raises:
+        SendGaveUp: nothing went out within the deadline.
+        PartlySent: some parts went out (its ``sent``; they stay sent), then one could not.
+        TelegramError: what Telegram refused of the first part.
     """
+    deadline = Deadline.after(deadline_s)
+    parts = split_for_telegram(repair_text(text))
     sent: list[Message] = []
-    for index, (converted, original) in enumerate(split_for_telegram(text)):
+    for index, (converted, original) in enumerate(parts):
         common: dict[str, Any] = {"chat_id": chat_id, "message_thread_id": thread_id}
         if index == 0 and reply_to is not None:
             common["reply_parameters"] = ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
-
-        async def formatted(converted: str = converted, common: dict[str, Any] = common) -> Message:
-            return await bot.send_message(text=converted, parse_mode=ParseMode.MARKDOWN_V2, **common)
-
-        async def plain(original: str = original, common: dict[str, Any] = common) -> Message:
-            return await bot.send_message(text=original, **common)
-
         try:
-            sent.append(await _with_retries(formatted))
-        except BadRequest as exc:
-            if not _unparseable(exc):
+            sent.append(await _send_part(bot, converted, original, common, deadline))
+        except TelegramError as exc:
+            if not sent:
                 raise
-            _log.warning("Telegram could not parse a converted reply (%s); sending it as plain text", exc.message)
-            sent.append(await _with_retries(plain))
+            raise PartlySent(f"only {len(sent)} of {len(parts)} parts went out: {exc.message}", sent) from exc
     return sent
+
+
+async def _send_part(bot: Bot, converted: str, original: str, common: dict[str, Any], deadline: Deadline) -> Message:
+    """One part as MarkdownV2, or as plain text if Telegram cannot parse the conversion."""
+
+    async def formatted() -> Message:
+        return await bot.send_message(text=converted, parse_mode=ParseMode.MARKDOWN_V2, **common)
+
+    async def plain() -> Message:
+        return await bot.send_message(text=original, **common)
+
+    try:
+        return await _with_retries(formatted, deadline)
+    except BadRequest as exc:
+        if not _unparseable(exc):
+            raise
+        _log.warning("Telegram could not parse a converted reply (%s); sending it as plain text", exc.message)
+        return await _with_retries(plain, deadline)
 
 
 async def send_voice(
     bot: Bot, chat_id: int, voice: bytes, *, duration: int | None = None, reply_to: int | None = None,
-    thread_id: int | None = None,
+    thread_id: int | None = None, deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> Message:
     """Send ``voice`` (Ogg/Opus) as a voice note, quoting ``reply_to`` if it still exists; flood
-    control and network errors are retried as for text.
+    control and network errors are retried as for text, within ``deadline_s``.
 
     Raises the error that finally stopped it (a ``BadRequest`` for audio Telegram refuses).
     """
@@ -110,4 +156,4 @@ async def send_voice(
     async def upload() -> Message:
         return await bot.send_voice(voice=voice, duration=duration, filename="voice.ogg", **common)
 
-    return await _with_retries(upload)
+    return await _with_retries(upload, Deadline.after(deadline_s))

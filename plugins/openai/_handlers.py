@@ -28,6 +28,7 @@ from bot.models import (
     TextParams,
     TranscriptionParams,
 )
+from bot.text import repair_text
 
 from ._config import Endpoint, ProviderConfig, display_url
 from ._parse import audio_filename, parse_image_description, parse_json_object, probe_vector
@@ -182,7 +183,7 @@ class OpenAIModels:
             model,
             lambda c: c.audio.transcriptions.create(model=model, file=(filename, audio), **extra),
         )
-        return (response if isinstance(response, str) else response.text).strip()
+        return repair_text(response if isinstance(response, str) else response.text).strip()
 
     async def image_description(self, runtime: Any, params: ImageDescriptionParams) -> dict[str, str]:
         """``{"title", "description"}``; asks for JSON and makes do with prose."""
@@ -321,11 +322,11 @@ class OpenAIModels:
                 delta = chunk.choices[0].delta.content if chunk.choices else None
                 if delta:
                     pieces.append(delta)
-                    on_delta(delta)
+                    on_delta(repair_text(delta))
         if not pieces:
             raise ModelError(f"{self.agent}: {model} on {endpoint.provider} streamed no text ({kind.value})",
                              provider=endpoint.provider, model_type=kind)
-        return "".join(pieces)
+        return repair_text("".join(pieces))  # halves of a pair split across pieces meet again
 
     async def _object(self, runtime: Any, params: TextParams, kind: ModelType, model: str) -> dict[str, Any]:
         text = await self._text(runtime, params, kind, model, response_format={"type": "json_object"})
@@ -342,8 +343,9 @@ class OpenAIModels:
 
     @staticmethod
     def _messages(runtime: Any, params: TextParams, *, json_reply: bool) -> list[Any]:
-        system = params.get("system") or runtime.character.system
-        prompt = params["prompt"]
+        # A lone surrogate (from a character file, say) would stop the request from being encoded.
+        system = repair_text(params.get("system") or runtime.character.system or "") or None
+        prompt = repair_text(params["prompt"])
         # OpenAI rejects json_object replies unless a message mentions JSON.
         if json_reply and "json" not in f"{system or ''} {prompt}".lower():
             system = f"{system}\n\n{_JSON_INSTRUCTION}" if system else _JSON_INSTRUCTION
@@ -361,7 +363,7 @@ class OpenAIModels:
                 provider=self.config.chat.provider,
                 model_type=kind,
             )
-        return message.content or ""
+        return repair_text(message.content or "")
 
     def _endpoint(self, kind: ModelType) -> Endpoint:
         endpoint = self.config.embedding if kind is ModelType.TEXT_EMBEDDING else self.config.chat

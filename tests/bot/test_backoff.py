@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 import pytest
 
-from bot.backoff import ExponentialBackoff
+from bot.backoff import Deadline, ExponentialBackoff
 
 
 def test_delays_double_up_to_the_cap_with_jitter_in_the_upper_half() -> None:
@@ -34,3 +35,11 @@ def test_a_long_outage_does_not_overflow() -> None:
 def test_bad_bounds_are_refused() -> None:
     with pytest.raises(ValueError, match="0 < base <= cap"):
         ExponentialBackoff(base=5.0, cap=1.0)
+
+
+async def test_a_deadline_allows_waits_that_end_by_it() -> None:
+    deadline = Deadline.after(0.2)
+    assert deadline.seconds == 0.2 and 0.1 < deadline.remaining() <= 0.2
+    assert deadline.allows(0.1) and not deadline.allows(0.3)
+    await asyncio.sleep(0.25)
+    assert deadline.remaining() < 0 and not deadline.allows(0)

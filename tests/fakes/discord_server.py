@@ -116,10 +116,10 @@ headers that never run out. Unknown routes: 404, recorded.
 Scripting failures
 ------------------
 
-``fail_next(method, path_regex, status=429, retry_after=0.05, times=1, global_=False, bot=None)``:
-the next ``times`` matching requests (``re.search`` on the path after the API base, e.g.
-``r"/channels/\\d+/messages$"``; method ``"*"`` for any) fail like Discord: 429 with a JSON
-``retry_after``/``global`` body, ``Retry-After``, ``X-RateLimit-*`` and the ``Via`` header
+``fail_next(method, path_regex, status=429, retry_after=0.05, times=1, global_=False, bot=None, after=0)``:
+the next ``times`` matching requests, once ``after`` more have gone through (``re.search`` on the
+path after the API base, e.g. ``r"/channels/\\d+/messages$"``; method ``"*"`` for any) fail like
+Discord: 429 with a JSON ``retry_after``/``global`` body, ``Retry-After``, ``X-RateLimit-*`` and the ``Via`` header
 discord.py requires before it trusts a 429 (without it, it assumes a Cloudflare ban and raises);
 500 as JSON, 502/503/504 as Cloudflare-style HTML. discord.py sleeps ``retry_after`` on 429 and
 ``1 + 2 * try`` seconds on 500/502/504 before retrying.
@@ -625,6 +625,8 @@ class FailRule:
     code: int | None
     message: str | None
     hits: int = 0
+    after: int = 0
+    """Matching requests to let through before failing (the second part of a long reply, say)."""
 
     def matches(self, method: str, path: str, bot: FakeBot | None) -> bool:
         if self.times is not None and self.hits >= self.times:
@@ -2027,9 +2029,12 @@ class FakeDiscord(LocalServer):
         bot: FakeBot | None = None,
         code: int | None = None,
         message: str | None = None,
+        after: int = 0,
     ) -> FailRule:
-        """Fail the next ``times`` (``None``: every) matching request like Discord would."""
-        rule = FailRule(method.upper(), re.compile(path_regex), status, retry_after, times, global_, bot, code, message)
+        """Fail the next ``times`` (``None``: every) matching request like Discord would, once
+        ``after`` more have gone through."""
+        rule = FailRule(method.upper(), re.compile(path_regex), status, retry_after, times, global_, bot, code, message,
+                        after=after)
         self._fail_rules.append(rule)
         return rule
 
@@ -2469,6 +2474,9 @@ class FakeDiscord(LocalServer):
         bucket = self._bucket(method, template)
         for rule in self._fail_rules:
             if rule.matches(method, path, record.bot):
+                if rule.after > 0:
+                    rule.after -= 1
+                    continue
                 rule.hits += 1
                 return self._failure(rule, bucket)
         if route is None:

@@ -46,8 +46,9 @@ over ``max_download`` bytes, 20 MB by default, is 400 "file is too big" as on ap
 ``max_download = None`` serves any size, as a local Bot API server does), getChatAdministrators,
 getChatMember, setMyCommands, deleteMyCommands, close. Anything else is 404, recorded.
 
-``fail_next(method, status=429, retry_after=1, description=None, bot=None, times=1)`` makes the
-next matching calls fail as Telegram does (429 with ``parameters.retry_after``, 400, 403, 5xx).
+``fail_next(method, status=429, retry_after=1, description=None, bot=None, times=1, after=0)`` makes
+the next ``times`` matching calls (once ``after`` more have gone through: the second part of a long
+reply, say) fail as Telegram does (429 with ``parameters.retry_after``, 400, 403, 5xx).
 An unknown token is 401. Per bot: ``requests``, ``sent`` (each with ``kind`` — ``text`` or
 ``voice`` —, ``chat_id``, ``text`` as the user sees it (a voice note's caption), ``raw`` as sent,
 ``parse_mode``, ``reply_to``, ``thread_id``, ``message``; a voice note also ``voice`` (the bytes)
@@ -143,6 +144,7 @@ class _Failure:
     description: str | None
     bot: FakeBot | None
     times: int
+    after: int = 0
 
 
 def _utf16_len(text: str) -> int:
@@ -417,9 +419,9 @@ class FakeTelegram(LocalServer):
 
     # -- failures, waiting ----------------------------------------------------------------
 
-    def fail_next(self, method: str, *, status: int = 429, retry_after: float | None = 1, description: str | None = None,
-                  bot: FakeBot | None = None, times: int = 1) -> None:
-        self._failures.append(_Failure(method, status, retry_after, description, bot, times))
+    def fail_next(self, method: str, *, status: int = 429, retry_after: float | None = 1,
+                  description: str | None = None, bot: FakeBot | None = None, times: int = 1, after: int = 0) -> None:
+        self._failures.append(_Failure(method, status, retry_after, description, bot, times, after))
 
     async def wait_for(self, check: Callable[[], T], timeout: float = 5.0, description: str = "condition") -> T:
         deadline = asyncio.get_running_loop().time() + timeout
@@ -485,6 +487,9 @@ class FakeTelegram(LocalServer):
         self._changed.set()
         for failure in self._failures:
             if failure.method.lower() == method.lower() and failure.bot in (None, bot) and failure.times > 0:
+                if failure.after > 0:
+                    failure.after -= 1
+                    continue
                 failure.times -= 1
                 if failure.status == 429:
                     return self._error(429, failure.description or f"Too Many Requests: retry after {failure.retry_after}",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from telegram import Bot
 from telegram.error import BadRequest, InvalidToken, RetryAfter
@@ -90,3 +92,18 @@ async def test_voice_notes_both_ways_through_ptb() -> None:
         assert len(ada.sent) == 1
         old_form = await fake.user_says(sam, chat, "old form", voice=("v.ogg", note, "audio/ogg"))
         assert old_form["voice"]["duration"] == 2 and old_form["caption"] == "old form"
+
+
+async def test_failures_can_wait_for_their_turn_and_repeat() -> None:
+    async with FakeTelegram() as fake:
+        ada = fake.add_bot("7001:token-ada", username="ada_bot", first_name="Ada")
+        chat = fake.private(fake.add_user("Sam"), ada)
+        fake.fail_next("sendMessage", status=429, retry_after=6, times=2, after=1)
+        async with Bot(ada.token, base_url=f"{fake.url}/bot") as bot:
+            await bot.send_message(chat.id, "first")
+            for _ in range(2):
+                with pytest.raises(RetryAfter) as caught:
+                    await bot.send_message(chat.id, "second")
+                assert caught.value.retry_after == timedelta(seconds=6)
+            await bot.send_message(chat.id, "second")
+        assert [m["text"] for m in ada.sent] == ["first", "second"]

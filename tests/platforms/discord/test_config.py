@@ -79,3 +79,11 @@ def test_catch_up_limits_after_a_lost_session() -> None:
         config(DISCORD_CATCHUP_MAX_MESSAGES="500")
     with pytest.raises(ConfigError, match="Ada: DISCORD_CATCHUP_WINDOW_S must be a number from 0 to 86400"):
         config(DISCORD_CATCHUP_WINDOW_S="ten minutes")
+
+
+def test_send_deadline_is_a_minute_by_default_and_checked() -> None:
+    assert config().send_deadline == 60.0
+    assert config(DISCORD_SEND_DEADLINE_S="90").send_deadline == 90.0
+    with pytest.raises(ConfigError, match=r"DISCORD_SEND_DEADLINE_S must be a number from 1 to 3600 \(such as 60\), "
+                                          r"not '0'"):
+        config(DISCORD_SEND_DEADLINE_S="0")

@@ -140,9 +140,10 @@ async def test_a_reply_discord_refuses_is_logged_with_agent_and_channel(scene, c
                      bot=s.ada)
     s.brain.plans["Ada"].append(plan("You won't see this."))
     with caplog.at_level(logging.ERROR):
-        await s.fake.user_says(s.sam, s.general, "Ada?")
+        asked = await s.fake.user_says(s.sam, s.general, "Ada?")
         await until(lambda: "could not send a reply" in caplog.text)
-    assert f"Ada: could not send a reply in #general (channel {s.general.id}): 403 Missing Permissions" in caplog.text
+    assert (f"Ada: could not send a reply in #general (channel {s.general.id}) to message {asked.id}, \"You won't "
+            "see this.\": 403 Missing Permissions") in caplog.text
 
 
 async def test_world_events_when_connecting_and_when_invited_to_a_new_server(scene) -> None:

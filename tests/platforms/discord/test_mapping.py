@@ -128,3 +128,17 @@ def test_dm_and_attachments() -> None:
     assert memory.world_id is None and memory.content["channelType"] == "DM" and memory.metadata["serverId"] is None
     assert memory.content["attachments"] == [{"id": "700", "url": attachment["url"], "title": "cat.png",
                                               "contentType": "image/png", "source": "discord", "size": 2048}]
+
+
+def test_text_and_names_no_encoder_takes_are_repaired_and_nul_removed() -> None:
+    o = objects()
+    message = o.message(message_create("odd \ud83d text,\x00 a \ud83d\ude00 smile <@3>", mentions=["cleo"]))
+    message.author.nick = "Sam \udfff"
+    message.guild.name = "Writers\udc00"
+    message.channel.name = "gen\ud800eral"
+    memory = memory_for_message(AGENT, message, bot_user_id=BOT_ID)
+    assert memory.content["text"] == "odd \ufffd text, a \U0001F600 smile @cleo_c"
+    assert memory.metadata["entityName"] == "Sam \ufffd"
+    assert entity_for_user(AGENT, message.author).names[0] == "Sam \ufffd"
+    assert world_for_guild(AGENT, message.guild).name == "Writers\ufffd"
+    assert room_for_channel(AGENT, message.channel).name == "gen\ufffderal"

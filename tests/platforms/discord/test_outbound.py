@@ -9,23 +9,26 @@ import aiohttp
 import discord
 import pytest
 
+from bot.errors import PartlySent
 from platforms.discord import _outbound
-from platforms.discord._outbound import SAFE_MENTIONS, files_of, send_chunks
+from platforms.discord._outbound import SAFE_MENTIONS, SendGaveUp, files_of, send_chunks
 
 
 class Channel:
-    """Records what discord.py's ``channel.send`` was called with; fails as scripted."""
+    """Records what discord.py's ``channel.send`` was called with; fails as scripted (``None``:
+    that call works)."""
 
     id = 200
 
-    def __init__(self, failures: list[BaseException] = ()) -> None:
+    def __init__(self, failures: list[BaseException | None] = ()) -> None:
         self.calls: list[dict[str, Any]] = []
         self.failures = list(failures)
 
     async def send(self, **kwargs: Any) -> Any:
         self.calls.append(kwargs)
-        if self.failures:
-            raise self.failures.pop(0)
+        failure = self.failures.pop(0) if self.failures else None
+        if failure is not None:
+            raise failure
         return f"sent {len(self.calls)}"
 
 
@@ -35,14 +38,16 @@ class Reference:
         return "ref"
 
 
-def http_error(status: int) -> discord.HTTPException:
-    response = type("R", (), {"status": status, "reason": "x"})()
+def http_error(status: int, retry_after: float | None = None) -> discord.HTTPException:
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+    response = type("R", (), {"status": status, "reason": "x", "headers": headers})()
     return discord.HTTPException(response, {"message": "boom", "code": 0})
 
 
 @pytest.fixture(autouse=True)
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_outbound, "_BACKOFF_S", 0.0)
+    monkeypatch.setattr(_outbound, "_BACKOFF_S", 0.001)
+    monkeypatch.setattr(_outbound, "_BACKOFF_CAP_S", 0.002)
 
 
 async def test_long_reply_is_chunked_first_chunk_replies_files_ride_on_the_last() -> None:
@@ -76,7 +81,8 @@ async def test_transient_failures_are_retried_and_others_are_not() -> None:
         await send_chunks(forbidden, "hi")
     assert len(forbidden.calls) == 1
     down = Channel([http_error(502)] * 5)
-    with pytest.raises(discord.HTTPException):
+    with pytest.raises(SendGaveUp, match=r"sending failed 3 time\(s\) within the 60 s send deadline "
+                                         r"\(last: HTTP 502\)"):
         await send_chunks(down, "hi")
     assert len(down.calls) == 3
 
@@ -90,9 +96,43 @@ async def test_a_send_that_hangs_times_out(monkeypatch: pytest.MonkeyPatch) -> N
             await asyncio.sleep(10)
 
     stuck = Stuck()
-    with pytest.raises(TimeoutError):
+    with pytest.raises(SendGaveUp, match=r"sending failed 3 time\(s\) within the 60 s send deadline "
+                                         r"\(last: TimeoutError\)"):
         await send_chunks(stuck, "hi")
     assert len(stuck.calls) == 3
+
+
+async def test_rate_limits_that_outlast_discord_py_are_waited_out_as_discord_says_within_the_deadline() -> None:
+    limited = Channel([http_error(429, retry_after=0.01)] * 6)  # discord.py gave up six times over
+    assert await send_chunks(limited, "hi", deadline_s=5) == ["sent 7"]
+    with pytest.raises(SendGaveUp, match=r"Discord's rate limit asked to wait 30 s, past the 5 s send deadline "
+                                         r"\(DISCORD_SEND_DEADLINE_S\)"):
+        await send_chunks(Channel([http_error(429, retry_after=30)]), "hi", deadline_s=5)
+
+
+async def test_a_send_held_past_the_deadline_inside_discord_py_gives_up() -> None:
+    class Held(Channel):  # discord.py sleeping out a long rate limit inside channel.send
+        async def send(self, **kwargs: Any) -> Any:
+            self.calls.append(kwargs)
+            await asyncio.sleep(10)
+
+    held = Held()
+    with pytest.raises(SendGaveUp, match=r"no answer from Discord within the 0\.2 s send deadline"):
+        await send_chunks(held, "hi", deadline_s=0.2)
+    assert len(held.calls) == 1
+
+
+async def test_every_piece_carries_a_nonce_that_stays_the_same_when_it_is_retried() -> None:
+    flaky = Channel([http_error(503)])
+    await send_chunks(flaky, "x " * 1500)
+    first, retried, second = (call["nonce"] for call in flaky.calls)
+    assert first == retried and first != second and len(first) <= 25  # Discord drops a repeated nonce
+
+
+async def test_text_no_encoder_takes_is_repaired() -> None:
+    channel = Channel()
+    await send_chunks(channel, "odd \ud800 text")
+    assert channel.calls[0]["content"] == "odd \ufffd text"
 
 
 def test_files_of_reads_paths_bytes_and_skips_missing(tmp_path) -> None:
@@ -101,3 +141,11 @@ def test_files_of_reads_paths_bytes_and_skips_missing(tmp_path) -> None:
     files = files_of({"files": [str(path), {"path": str(path), "name": "renamed.md"}, {"data": b"1", "name": "one"},
                                 str(tmp_path / "missing.txt"), {"nothing": True}]})
     assert [f.filename for f in files] == ["notes.md", "renamed.md", "one"]
+
+
+async def test_a_message_stopped_part_way_says_which_pieces_went_out() -> None:
+    forbidden = discord.Forbidden(type("R", (), {"status": 403, "reason": "x"})(), {"message": "no", "code": 50013})
+    channel = Channel([None, forbidden])
+    with pytest.raises(PartlySent, match=r"only 1 of 2 parts went out: 403 no$") as caught:
+        await send_chunks(channel, "x " * 1500)
+    assert caught.value.sent == ["sent 1"] and caught.value.__cause__ is forbidden

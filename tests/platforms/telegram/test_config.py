@@ -50,3 +50,11 @@ def test_voice_replies_auto_by_default_always_or_never_and_nothing_else() -> Non
     with pytest.raises(ConfigError, match=r"Ada: TELEGRAM_VOICE_REPLIES must be auto \(answer a voice message with "
                                           r"a voice note too\), always or never, not 'sometimes'"):
         config(TELEGRAM_VOICE_REPLIES="sometimes")
+
+
+def test_send_deadline_is_a_minute_by_default_and_checked() -> None:
+    assert config().send_deadline == 60.0
+    assert config(TELEGRAM_SEND_DEADLINE_S="90").send_deadline == 90.0
+    with pytest.raises(ConfigError, match=r"Ada: TELEGRAM_SEND_DEADLINE_S must be a number from 1 to 3600 "
+                                          r"\(such as 60\), not 'soon'"):
+        config(TELEGRAM_SEND_DEADLINE_S="soon")

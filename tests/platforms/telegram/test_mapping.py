@@ -106,3 +106,16 @@ def test_users_and_bots() -> None:
     from_bot = memory(message(GROUP, "Ahoy", sender=OTHER_BOT))
     assert from_bot.metadata["authorIsBot"] is True and from_bot.metadata["entityName"] == "Brann"
     assert from_bot.created_at == 1795334400000 and from_bot.content["channelType"] == "GROUP"
+
+
+def test_text_and_names_no_encoder_takes_are_repaired() -> None:
+    broken_sam = {**CLEO, "first_name": "Cl\ud800eo"}
+    m = memory(message({**GROUP, "title": "Writers\udc00"}, "odd \ud83d text, a \ud83d\ude00 smile", sender=broken_sam))
+    assert m.content["text"] == "odd \ufffd text, a \U0001F600 smile"
+    assert m.metadata["entityName"] == "Cl\ufffdeo"
+    chat = update(message=message({**GROUP, "title": "Writers\udc00"}, "x")).message.chat
+    assert world_for_chat(AGENT, chat).name == "Writers\ufffd"
+    assert entity_for_user(AGENT, update(message=message(GROUP, "x", sender=broken_sam)).message.from_user).names == [
+        "Cl\ufffdeo"]
+    captioned = memory(message(GROUP, caption="photo \udfff", photo=[]))
+    assert captioned.content["text"] == "photo \ufffd"

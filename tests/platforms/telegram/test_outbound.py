@@ -8,30 +8,37 @@ from typing import Any
 import pytest
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TimedOut
 
+from bot import backoff
+from bot.errors import PartlySent
 from platforms.telegram import _outbound
-from platforms.telegram._outbound import send_text, send_voice
+from platforms.telegram._outbound import SendGaveUp, send_text, send_voice
 
 
 class Bot:
-    def __init__(self, failures: list[BaseException] = ()) -> None:
+    """Fails its calls with ``failures`` in turn (``None``: that call works), then works."""
+
+    def __init__(self, failures: list[BaseException | None] = ()) -> None:
         self.calls: list[dict[str, Any]] = []
         self.failures = list(failures)
 
     async def send_message(self, **kwargs: Any) -> str:
         self.calls.append(kwargs)
-        if self.failures:
-            raise self.failures.pop(0)
+        failure = self.failures.pop(0) if self.failures else None
+        if failure is not None:
+            raise failure
         return f"message {len(self.calls)}"
 
 
 @pytest.fixture(autouse=True)
 def fast(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Sleeping takes no time, but the send deadline's clock moves on by what was slept."""
     slept: list[float] = []
 
     async def sleep(seconds: float) -> None:
         slept.append(seconds)
 
     monkeypatch.setattr(_outbound.asyncio, "sleep", sleep)
+    monkeypatch.setattr(backoff, "_now", lambda: 1000.0 + sum(slept))
     return slept
 
 
@@ -69,11 +76,43 @@ async def test_flood_control_is_waited_out_and_network_errors_retried(fast: list
     assert flood == 3.0 and 0.5 <= first <= 1.0 and 1.0 <= second <= 2.0  # back-off doubles, with jitter
 
 
-async def test_giving_up_after_a_few_tries_or_an_absurd_wait() -> None:
-    with pytest.raises(NetworkError):
+async def test_flood_control_is_waited_out_as_often_as_it_comes_within_the_deadline(fast: list[float]) -> None:
+    bot = Bot([RetryAfter(6)] * 9)
+    assert await send_text(bot, 42, "hi", deadline_s=60) == ["message 10"]
+    assert fast == [6.0] * 9
+
+
+async def test_a_flood_wait_past_the_deadline_gives_up_at_once_and_says_why(fast: list[float]) -> None:
+    bot = Bot([RetryAfter(6), RetryAfter(6)])
+    with pytest.raises(SendGaveUp, match=r"flood control asked to wait 6 s, past the 10 s send deadline "
+                                         r"\(TELEGRAM_SEND_DEADLINE_S\)"):
+        await send_text(bot, 42, "hi", deadline_s=10)
+    assert fast == [6.0] and len(bot.calls) == 2  # the second wait would have ended after 12 s
+
+
+async def test_the_deadline_covers_all_pieces_of_a_long_message(fast: list[float]) -> None:
+    bot = Bot([RetryAfter(6), None, RetryAfter(6)])  # the first piece goes after 6 s, the second meets a wait too
+    with pytest.raises(PartlySent, match="past the 10 s send deadline"):
+        await send_text(bot, 42, "x" * 5000, deadline_s=10)
+    assert len(bot.calls) == 3 and fast == [6.0]
+
+
+async def test_network_errors_are_given_up_after_a_few_tries() -> None:
+    with pytest.raises(SendGaveUp, match=r"the network failed 4 time\(s\) within the 60 s send deadline "
+                                         r"\(last: NetworkError\)"):
         await send_text(Bot([NetworkError("down")] * 10), 42, "hi")
-    with pytest.raises(RetryAfter):
-        await send_text(Bot([RetryAfter(3600)]), 42, "hi")
+
+
+async def test_text_no_encoder_takes_is_repaired_and_an_encoding_error_is_not_retried() -> None:
+    bot = Bot()
+    await send_text(bot, 42, "odd \ud800 text")
+    assert bot.calls[0]["text"] == "odd \ufffd text"
+    unsendable = NetworkError("Unknown error in HTTP implementation: UnicodeEncodeError(...)")
+    unsendable.__cause__ = UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
+    bot = Bot([unsendable])
+    with pytest.raises(NetworkError, match="UnicodeEncodeError"):
+        await send_text(bot, 42, "hi")
+    assert len(bot.calls) == 1
 
 
 class VoiceBot:
@@ -97,3 +136,13 @@ async def test_a_voice_note_quotes_the_message_in_its_topic_and_is_retried_like_
     assert fast[0] == 2.0
     with pytest.raises(BadRequest):
         await send_voice(VoiceBot([BadRequest("Bad Request: wrong file type")]), 42, b"ID3")
+
+
+async def test_a_message_stopped_part_way_says_which_pieces_went_out() -> None:
+    bot = Bot([None, RetryAfter(600)])
+    with pytest.raises(PartlySent, match=r"only 1 of 2 parts went out: Telegram's flood control asked to wait "
+                                         r"600 s") as caught:
+        await send_text(bot, 42, "x" * 5000)
+    assert caught.value.sent == ["message 1"] and isinstance(caught.value.__cause__, SendGaveUp)
+    with pytest.raises(SendGaveUp):  # nothing went out: the error itself
+        await send_text(Bot([RetryAfter(600)]), 42, "x" * 5000)
