@@ -329,14 +329,26 @@ def test_format_reload_quiet_and_multiline_reasons() -> None:
     )
 
 
-@pytest.fixture
-async def tcp_open(short_dir: Path) -> AsyncIterator[tuple[FakeDaemon, str]]:
-    """A health port on loopback without a token: what most installations run."""
+async def _health_port(short_dir: Path, **kwargs: Any) -> AsyncIterator[tuple[FakeDaemon, str]]:
     daemon = FakeDaemon()
-    server = ControlServer(daemon, settings(short_dir / "c.sock", health_port=0))
+    server = ControlServer(daemon, settings(short_dir / "c.sock", health_port=0, **kwargs))
     await server.start()
     yield daemon, f"http://127.0.0.1:{server.tcp_port}"
     await server.close()
+
+
+@pytest.fixture
+async def tcp_open(short_dir: Path) -> AsyncIterator[tuple[FakeDaemon, str]]:
+    """A health port on loopback without a token: what most installations run."""
+    async for running in _health_port(short_dir):
+        yield running
+
+
+@pytest.fixture
+async def tcp_token(short_dir: Path) -> AsyncIterator[tuple[FakeDaemon, str]]:
+    """A health port on loopback with the token s3cret."""
+    async for running in _health_port(short_dir, health_token="s3cret"):
+        yield running
 
 
 async def test_post_reload_over_tcp_without_a_token_is_refused(tcp_open: tuple[FakeDaemon, str]) -> None:
@@ -347,21 +359,15 @@ async def test_post_reload_over_tcp_without_a_token_is_refused(tcp_open: tuple[F
     assert daemon.reloads == 0
 
 
-async def test_post_reload_over_tcp_needs_the_token_when_one_is_set(short_dir: Path) -> None:
-    daemon = FakeDaemon()
-    server = ControlServer(daemon, settings(short_dir / "c.sock", health_port=0, health_token="s3cret"))
-    await server.start()
-    base = f"http://127.0.0.1:{server.tcp_port}"
-    try:
-        async with aiohttp.ClientSession() as session:
-            async with session.post(f"{base}/reload") as response:
-                assert response.status == 401
-            assert daemon.reloads == 0
-            async with session.post(f"{base}/reload", headers={"Authorization": "Bearer s3cret"}) as response:
-                assert response.status == 200
-        assert daemon.reloads == 1
-    finally:
-        await server.close()
+async def test_post_reload_over_tcp_needs_the_token_when_one_is_set(tcp_token: tuple[FakeDaemon, str]) -> None:
+    daemon, base = tcp_token
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{base}/reload") as response:
+            assert response.status == 401
+        assert daemon.reloads == 0
+        async with session.post(f"{base}/reload", headers={"Authorization": "Bearer s3cret"}) as response:
+            assert response.status == 200
+    assert daemon.reloads == 1
 
 
 @pytest.mark.parametrize("headers", [
@@ -373,22 +379,16 @@ async def test_post_reload_over_tcp_needs_the_token_when_one_is_set(short_dir: P
     {"Host": "evil.example:8787"},
 ])
 async def test_requests_from_a_browser_page_of_another_origin_are_refused(
-        short_dir: Path, headers: dict[str, str]) -> None:
-    daemon = FakeDaemon()
-    server = ControlServer(daemon, settings(short_dir / "c.sock", health_port=0, health_token="s3cret"))
-    await server.start()
-    base = f"http://127.0.0.1:{server.tcp_port}"
-    try:
-        async with aiohttp.ClientSession() as session:
-            for method, route in (("POST", "/reload"), ("GET", "/status"), ("GET", "/healthz")):
-                # Even with the token: a page must not be able to use one it got hold of.
-                async with session.request(method, f"{base}{route}",
-                                           headers={**headers, "Authorization": "Bearer s3cret"}) as response:
-                    assert response.status == 403, (method, route)
-                    assert "refused" in (await response.json())["error"]
-        assert daemon.reloads == 0
-    finally:
-        await server.close()
+        tcp_token: tuple[FakeDaemon, str], headers: dict[str, str]) -> None:
+    daemon, base = tcp_token
+    async with aiohttp.ClientSession() as session:
+        for method, route in (("POST", "/reload"), ("GET", "/status"), ("GET", "/healthz")):
+            # Even with the token: a page must not be able to use one it got hold of.
+            async with session.request(method, f"{base}{route}",
+                                       headers={**headers, "Authorization": "Bearer s3cret"}) as response:
+                assert response.status == 403, (method, route)
+                assert "refused" in (await response.json())["error"]
+    assert daemon.reloads == 0
 
 
 async def test_a_loopback_host_and_same_origin_are_accepted(tcp_open: tuple[FakeDaemon, str]) -> None:
