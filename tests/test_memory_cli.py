@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +232,11 @@ def test_forget_needs_exactly_one_target(db_file: Path, capsys: pytest.CaptureFi
         main(["memory", "forget", "Ada"])
     assert exit_.value.code == 2
     assert "one of the arguments --room --entity --all is required" in capsys.readouterr().err
+
+
+def test_memory_list_into_a_closed_pipe_ends_quietly(db_file: Path, tmp_path: Path) -> None:
+    from .test_cli import _with_reader_gone
+
+    proc = _with_reader_gone(["memory", "list", "Ada"], cwd=tmp_path, env={**os.environ, "TROUPE_DB_PATH": str(db_file)})
+    assert proc.stderr == ""
+    assert proc.returncode == 141
