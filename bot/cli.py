@@ -240,6 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"troupe {args.command}: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     except KeyboardInterrupt:
+        print(file=sys.stderr)  # the shell's next prompt on a line of its own, not after "^C"
         return 130
     except Exception:
         return _crashed(args.command)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from bot.errors import SendError
 from bot.events import EventType
+from bot.prompt import ask
 from bot.types import ChannelType, Entity, Memory, Room, World, now_ms
 
 from ._notices import ConversationLog
@@ -125,8 +126,4 @@ class ConsoleAdapter:
 
 
 async def _stdin_line() -> str | None:
-    # input() blocks, so it runs in a thread; the loop keeps serving background work meanwhile.
-    try:
-        return await asyncio.to_thread(input, "> ")
-    except EOFError:
-        return None
+    return await ask("> ")
