@@ -28,8 +28,8 @@ open in a browser on this machine can change anything or read more than the daem
   names, platform states, counters): a local probe and Prometheus need them.
 - Whatever the token, a request sent by a web page of another origin is refused (403): one with
   an ``Origin`` that is not the endpoint's own, with ``Sec-Fetch-Site`` other than
-  ``same-origin``/``none``, or (on a loopback or named bind) with a ``Host`` that is not this
-  endpoint's address (a DNS-rebinding page names its own host).
+  ``same-origin``/``none``, or, on a loopback bind, with a ``Host`` that is not a loopback
+  address (a DNS-rebinding page names its own host).
 """
 
 from __future__ import annotations
@@ -264,13 +264,11 @@ class ControlServer:
     def _accepts_host(self, host: str) -> bool:
         """Whether ``host`` (the Host header's name, without the port) names this endpoint.
 
-        Loopback names always do, and so does the configured host. A wildcard bind (0.0.0.0, ::)
-        answers to whatever the machine is called; it always has a token, which a page cannot get.
+        On a loopback bind only loopback names do: a DNS-rebinding page sends its own name. A
+        bind beyond loopback always has a token, which no page can get, and the machine may be
+        reached under any of its names, so any name does.
         """
-        bound = self.health_host.strip("[]").lower()
-        if bound in ("0.0.0.0", "::", ""):
-            return True
-        return _is_loopback(host) or host.strip("[]").lower() == bound
+        return not _is_loopback(self.health_host) or _is_loopback(host)
 
     async def _healthz(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "ok", "state": self.view.status().get("state")})

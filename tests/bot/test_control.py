@@ -412,7 +412,7 @@ async def test_status_over_tcp_without_authorisation_shows_no_more_than_healthz(
             assert await response.json() == healthz == {"status": "ok", "state": "running"}
 
 
-async def test_a_wildcard_bind_with_a_token_answers_to_any_host_name(short_dir: Path) -> None:
+async def test_a_bind_beyond_loopback_with_a_token_answers_to_any_host_name(short_dir: Path) -> None:
     server = ControlServer(FakeDaemon(), settings(short_dir / "c.sock", health_port=0, health_host="0.0.0.0",
                                                   health_token="s3cret"))
     await server.start()
