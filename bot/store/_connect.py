@@ -135,7 +135,7 @@ _PRIVATE_FILE = 0o600
 
 
 def _make_private(path: str) -> None:
-    """Create ``path``'s directory 0700 (if it is new) and the file 0600; tighten an existing file.
+    """Create ``path``'s directory 0700 (if it is new) and the file 0600; tighten existing files.
 
     SQLite creates the -wal and -shm files with the main file's permissions, so making the main
     file private before SQLite first opens it makes all three private. A directory that already
@@ -147,18 +147,26 @@ def _make_private(path: str) -> None:
         with contextlib.suppress(FileExistsError):  # another process made it meanwhile
             parent.mkdir(mode=_PRIVATE_DIR)
             os.chmod(parent, _PRIVATE_DIR)  # mkdir's mode is filtered by the umask
-    # O_CREAT with mode 0600: the file is never readable by others, not even for an instant.
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, _PRIVATE_FILE)
+    # O_EXCL with mode 0600: a new file is never readable by others, not even for an instant
+    # (SQLite takes an empty file for a new database).
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _PRIVATE_FILE))
+    for file in (path, path + "-wal", path + "-shm"):
+        _tighten(file)
+
+
+def _tighten(file: str) -> None:
+    """Take group and other permissions off ``file`` (left by an earlier version), if it exists."""
     try:
-        if os.fstat(fd).st_mode & 0o077:
-            _log.info("making %s readable by its owner only (it was readable by others)", path)
-            os.fchmod(fd, _PRIVATE_FILE)
-    finally:
-        os.close(fd)
-    for suffix in ("-wal", "-shm"):  # left by a version that made them readable by others
-        with contextlib.suppress(FileNotFoundError):
-            if os.stat(path + suffix).st_mode & 0o077:
-                os.chmod(path + suffix, _PRIVATE_FILE)
+        mode = os.stat(file).st_mode
+        if mode & 0o077:
+            os.chmod(file, _PRIVATE_FILE)
+            _log.info("made %s readable by its owner only (it was readable by others)", file)
+    except FileNotFoundError:
+        pass
+    except PermissionError:  # not ours to change; still usable
+        _log.warning("%s is readable by other users and cannot be made private (it belongs to someone "
+                     "else); chmod 600 it as its owner", file)
 
 
 async def open_connection(path: str, *, reader: bool = False) -> aiosqlite.Connection:

@@ -154,8 +154,8 @@ class TerminalPrompt(io.TextIOBase):
     # -- history -------------------------------------------------------------------------------
 
     def _load_history(self) -> None:
-        if not self._stdin.isatty():
-            return  # lines from a file or a pipe: no editing, no history
+        if not (self._stdin.isatty() and self._stdout.isatty()):
+            return  # input() edits lines only between two terminals; from a pipe: whole lines, no history
         try:
             import readline  # noqa: PLC0415 -- importing it is what turns line editing on for input()
         except ImportError:  # a Python built without it: plain input(), still whole lines
