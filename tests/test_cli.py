@@ -139,3 +139,12 @@ def test_check_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     proc = _with_reader_gone(["check", str(tmp_path)], cwd=tmp_path)
     assert proc.stderr == ""
     assert proc.returncode == 141  # what a shell reports for a command its reader left (128 + SIGPIPE)
+
+
+def test_check_piped_into_head_ends_quietly(tmp_path: Path) -> None:
+    shutil.copy(REPO / "characters" / "iris.json", tmp_path / "iris.json")
+    troupe = Path(sys.executable).with_name("troupe")
+    # head -n 0 leaves at once, long before troupe has checked anything: its writes find no reader.
+    proc = subprocess.run(["sh", "-c", f"'{troupe}' check iris.json 2>stderr.txt | head -n 0; cat stderr.txt"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert proc.stdout == "" and proc.stderr == ""
