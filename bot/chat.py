@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from . import redact
+from . import logs, redact
 from .character import LoadResult
 from .errors import EXIT_CONFIG, PluginLoadError
 from .models import ModelType
@@ -14,13 +14,39 @@ from .runtime import AgentRuntime
 from .settings import DaemonSettings
 from .store import Database
 
-__all__ = ["chat", "runtime_plugins"]
+if TYPE_CHECKING:
+    from platforms.console import ConversationLog
+
+__all__ = ["chat", "chat_in_terminal", "runtime_plugins"]
+
+#: Under the data directory, private like the database: what was typed is what was said.
+HISTORY_FILE = "chat_history"
 
 
 def runtime_plugins(result: LoadResult) -> list[str]:
     """The plugins an agent runs: the file's, plus the openai model plugin every agent needs to think."""
     plugins = list(result.plugins)
     return plugins if "openai" in plugins else [*plugins, "openai"]
+
+
+def chat_in_terminal(settings: DaemonSettings, result: LoadResult, environ: Mapping[str, str], *,
+                     user: str = "you", log_lines: bool = False) -> int:
+    """``troupe chat`` on this process's terminal: line editing and history, Ctrl-C and Ctrl-D as
+    in a shell; returns the exit status.
+
+    Unless ``log_lines`` (the person asked for a log level), warnings and errors are not log
+    lines but lines of the conversation (see :class:`~platforms.console.ConversationLog`).
+    """
+    from platforms.console import ConversationLog, TerminalPrompt
+
+    prompt = TerminalPrompt(history=settings.database.parent / HISTORY_FILE)
+    notices = None
+    if not log_lines:
+        name = result.character.name if result.character is not None else ""
+        notices = ConversationLog(lambda line: prompt.write(f"! {line}\n"), agent=name)
+        logs.configure("WARNING", handler=notices)
+    return prompt.run(lambda: chat(settings, result, environ, user=user, read_line=prompt.read_line,
+                                   output=prompt, notices=notices))
 
 
 async def chat(
@@ -31,6 +57,7 @@ async def chat(
     user: str = "you",
     read_line: Callable[[], Awaitable[str | None]] | None = None,
     output: TextIO | None = None,
+    notices: ConversationLog | None = None,
 ) -> int:
     """Talk to ``result``'s character until end of input; returns the exit status."""
     from platforms.console import ConsoleAdapter
@@ -51,8 +78,8 @@ async def chat(
                 print(f"troupe chat: {character.name} has no model: set OPENAI_API_KEY, or OPENAI_BASE_URL for a "
                       "local OpenAI-compatible server such as Ollama", file=sys.stderr)
                 return EXIT_CONFIG
-            print(f"Talking to {character.name}. Type /quit or press Ctrl-D to leave.", file=out)
-            await ConsoleAdapter(runtime, user=user, output=out).run(read_line)
+            print(f"Talking to {character.name}. Type /quit or press Ctrl-D to leave.", file=out, flush=True)
+            await ConsoleAdapter(runtime, user=user, output=out, notices=notices).run(read_line)
         finally:
             await runtime.close()
     return 0

@@ -6,12 +6,14 @@
 ``troupe reload``          make the running daemon read its character files again (like SIGHUP).
 ``troupe chat FILE``       talk to one character in the terminal.
 ``troupe memory …``        inspect, export and forget what an agent remembers (bot/memory_cli.py).
+``troupe --version``       the installed version.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -20,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from . import logs, memory_cli
+from . import installed_version, logs, memory_cli
 from .character import LoadResult, load_characters, resolve_character_paths
 from .errors import EXIT_CONFIG, TroupeError
 from .settings import DaemonSettings, load_environ
@@ -29,19 +31,22 @@ __all__ = ["main"]
 
 EXIT_UNAVAILABLE = 69  # sysexits EX_UNAVAILABLE: no daemon to talk to
 EXIT_CRASH = 70  # sysexits EX_SOFTWARE: a bug; systemd restarts the service
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a command whose reader went away (| head)
+_DEFAULT_CHARACTERS = "characters"
 _RELOAD_TIMEOUT_S = 120.0  # restarting agents waits for their platforms to be ready
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="troupe", description="Run a troupe of AI characters on Discord and Telegram.")
+    parser.add_argument("--version", action="version", version=f"troupe {installed_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     check = sub.add_parser("check", help="validate character files")
-    check.add_argument("characters", nargs="*", default=["characters"], metavar="FILE",
+    check.add_argument("characters", nargs="*", default=[_DEFAULT_CHARACTERS], metavar="FILE",
                        help="character files, folders of them, or names (default: characters/)")
 
     start = sub.add_parser("start", help="run the daemon")
-    start.add_argument("characters", nargs="*", default=["characters"], metavar="FILE",
+    start.add_argument("characters", nargs="*", default=[_DEFAULT_CHARACTERS], metavar="FILE",
                        help="character files, folders of them, or names (default: characters/)")
     _log_level_option(start, "TROUPE_LOG_LEVEL, else INFO")
 
@@ -57,9 +62,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _log_level(spec: str) -> str:
+    try:
+        logs.parse_level(spec)
+    except TroupeError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return spec
+
+
 def _log_level_option(parser: argparse.ArgumentParser, default: str) -> None:
-    parser.add_argument("--log-level", type=str.upper, choices=logs.LEVELS, metavar="LEVEL",
-                        help=f"DEBUG, INFO, WARNING, ERROR or CRITICAL (default: {default})")
+    parser.add_argument("--log-level", type=_log_level, metavar="LEVEL",
+                        help=f"DEBUG, INFO, WARNING, ERROR or CRITICAL for troupe's own lines (default: {default}); "
+                        "other libraries log from INFO up unless named, as in DEBUG,discord=DEBUG")
 
 
 def _report(results: Sequence[LoadResult], out: TextIO | None = None) -> None:
@@ -78,7 +92,18 @@ def _report(results: Sequence[LoadResult], out: TextIO | None = None) -> None:
             print(f"  warning: {warning}", file=out)
 
 
+def _no_characters_folder(args: argparse.Namespace) -> bool:
+    """Say so when no file was given and there is no characters/ folder to fall back on."""
+    if args.characters != [_DEFAULT_CHARACTERS] or Path(_DEFAULT_CHARACTERS).exists():
+        return False
+    print(f"troupe {args.command}: there is no {_DEFAULT_CHARACTERS}/ folder in {Path.cwd()}; give character files "
+          f"or folders of them: troupe {args.command} path/to/character.json", file=sys.stderr)
+    return True
+
+
 def _check(args: argparse.Namespace) -> int:
+    if _no_characters_folder(args):
+        return EXIT_CONFIG
     paths = resolve_character_paths(args.characters)
     if not paths:
         print("troupe check: no character files found; give .json files or a folder of them", file=sys.stderr)
@@ -93,6 +118,8 @@ def _start(args: argparse.Namespace) -> int:
 
     settings = DaemonSettings()
     logs.configure(args.log_level or settings.log_level)
+    if _no_characters_folder(args):
+        return EXIT_CONFIG
     environ = load_environ()
     paths = resolve_character_paths(args.characters)
     if not paths:
@@ -157,33 +184,55 @@ def _reload(args: argparse.Namespace) -> int:
 
 
 def _chat(args: argparse.Namespace) -> int:
-    from .chat import chat
+    from .chat import chat_in_terminal
 
     settings = DaemonSettings()
-    # The terminal is for the conversation: only warnings unless asked for more.
-    logs.configure(args.log_level or (settings.log_level if settings.log_level.upper() != "INFO" else "WARNING"))
+    # The terminal is for the conversation: problems show in it as one line each, and log lines
+    # only when asked for (--log-level, or a TROUPE_LOG_LEVEL other than the daemon's INFO).
+    log_level = args.log_level or (settings.log_level if settings.log_level.upper() != "INFO" else None)
+    logs.configure(log_level or "WARNING")
     environ = load_environ()
     results = load_characters(resolve_character_paths([args.character]), environ=environ)
     bad = [r for r in results if not r.ok]
     if bad or not results:
         _report(bad, out=sys.stderr)
         return EXIT_CONFIG
-    return asyncio.run(chat(settings, results[0], environ, user=args.user))
+    return chat_in_terminal(settings, results[0], environ, user=args.user, log_lines=log_level is not None)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "check":
+        return _check(args)
+    if args.command == "chat":
+        return _chat(args)
+    if args.command == "memory":
+        return memory_cli.run(args)
+    if args.command in ("status", "reload"):
+        return _status(args) if args.command == "status" else _reload(args)
+    return _start(args)
+
+
+def _reader_gone() -> int:
+    """stdout's reader went away (``troupe check | head``): end quietly, as other commands do."""
+    # Whatever is still buffered would fail again when Python flushes stdout at exit.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    with contextlib.suppress(OSError, ValueError):  # a stdout without a file descriptor has nothing to flush
+        os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``troupe`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        if args.command == "check":
-            return _check(args)
-        if args.command == "chat":
-            return _chat(args)
-        if args.command == "memory":
-            return memory_cli.run(args)
-        if args.command in ("status", "reload"):
-            return _status(args) if args.command == "status" else _reload(args)
-        return _start(args)
+        status = _run(args)
+        sys.stdout.flush()  # here, so a reader that went away is noticed here and not at exit
+        return status
+    except BrokenPipeError:
+        if args.command == "start":  # the daemon writes to no pipe of a reader's: a bug
+            return _crashed(args.command)
+        return _reader_gone()
     except TroupeError as exc:
         print(f"troupe: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -191,10 +240,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"troupe {args.command}: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     except KeyboardInterrupt:
+        print(file=sys.stderr)  # the shell's next prompt on a line of its own, not after "^C"
         return 130
-    except Exception:  # a crash: the traceback goes to the log (the journal), at critical priority
-        logging.getLogger("troupe").critical("troupe %s crashed", args.command, exc_info=True)
-        return EXIT_CRASH
+    except Exception:
+        return _crashed(args.command)
+
+
+def _crashed(command: str) -> int:
+    """A crash: the traceback goes to the log (the journal), at critical priority."""
+    logging.getLogger("troupe").critical("troupe %s crashed", command, exc_info=True)
+    return EXIT_CRASH
 
 
 if __name__ == "__main__":  # pragma: no cover

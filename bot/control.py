@@ -9,7 +9,7 @@
 
     status, body = await call(settings.control_path, "GET", "/status")
 
-Routes, the same on both listeners::
+Routes::
 
     GET  /healthz   200 {"status": "ok", "state": ...}         the loop answered
     GET  /readyz    200 {"ready": true} | 503 {"ready": false, "reasons": [...]}
@@ -17,9 +17,19 @@ Routes, the same on both listeners::
     GET  /status    200 the daemon's status (see format_status)
     POST /reload    200 the reload's summary | 409 one is already running | 500 {"error": ...}
 
-The Unix socket is created mode 0600: its file mode is the protection, so it needs no token.
-The TCP listener binds loopback unless ``TROUPE_HEALTH_TOKEN`` is set, and with a token every
-request must carry ``Authorization: Bearer <token>``.
+The Unix socket is created mode 0600: its file mode is the protection, so it needs no token and
+serves everything. The TCP listener (the health port) binds loopback unless
+``TROUPE_HEALTH_TOKEN`` is set, and is guarded so that neither another local user nor a web page
+open in a browser on this machine can change anything or read more than the daemon's state:
+
+- With a token, every request must carry ``Authorization: Bearer <token>`` (else 401).
+- Without one, only reading is allowed: ``POST /reload`` is refused (403), and ``/status``
+  answers no more than ``/healthz`` does. ``/readyz`` and ``/metrics`` answer in full (agent
+  names, platform states, counters): a local probe and Prometheus need them.
+- Whatever the token, a request sent by a web page of another origin is refused (403): one with
+  an ``Origin`` that is not the endpoint's own, with ``Sec-Fetch-Site`` other than
+  ``same-origin``/``none``, or, on a loopback bind, with a ``Host`` that is not a loopback
+  address (a DNS-rebinding page names its own host).
 """
 
 from __future__ import annotations
@@ -125,7 +135,7 @@ class ControlServer:
         self._check_tcp_settings()  # before binding anything, so a bad setting leaves no socket behind
         sock = await self._bind_unix_socket()
         try:
-            runner = await self._start_runner(self._app(token=None))
+            runner = await self._start_runner(self._app(tcp=False))
             await web.SockSite(runner, sock).start()
             _log.info("control socket listening on %s", self.path)
             if self.health_port is not None:
@@ -161,7 +171,7 @@ class ControlServer:
         return runner
 
     async def _start_tcp(self) -> None:
-        runner = await self._start_runner(self._app(token=self._token))
+        runner = await self._start_runner(self._app(tcp=True))
         try:
             await web.TCPSite(runner, self.health_host, self.health_port).start()
         except OSError as exc:
@@ -237,17 +247,28 @@ class ControlServer:
 
     # -- routes ------------------------------------------------------------------------------
 
-    def _app(self, *, token: bytes | None) -> web.Application:
+    def _app(self, *, tcp: bool) -> web.Application:
         middlewares: list[Any] = [_json_errors]
-        if token is not None:
-            middlewares.append(_bearer_auth(token))
+        if tcp:
+            middlewares += [_same_origin_only(self._accepts_host), _authorise(self._token)]
+        # Whoever may use the Unix socket (its owner) or sends the token sees everything.
+        authorised = not tcp or self._token is not None
         app = web.Application(middlewares=middlewares)
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics)
-        app.router.add_get("/status", self._status)
+        app.router.add_get("/status", self._status if authorised else self._healthz)
         app.router.add_post("/reload", self._reload)
         return app
+
+    def _accepts_host(self, host: str) -> bool:
+        """Whether ``host`` (the Host header's name, without the port) names this endpoint.
+
+        On a loopback bind only loopback names do: a DNS-rebinding page sends its own name. A
+        bind beyond loopback always has a token, which no page can get, and the machine may be
+        reached under any of its names, so any name does.
+        """
+        return not _is_loopback(self.health_host) or _is_loopback(host)
 
     async def _healthz(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "ok", "state": self.view.status().get("state")})
@@ -295,16 +316,55 @@ async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResp
         return web.json_response({"error": "internal error; see the daemon's log"}, status=500)
 
 
-def _bearer_auth(token: bytes) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+#: What a browser sends when the page itself is on this endpoint, or when no page is involved.
+_FETCH_SITES_ACCEPTED = ("same-origin", "none")
+_UNSAFE_METHODS_HINT = ("changing the daemon over HTTP needs TROUPE_HEALTH_TOKEN (sent as Authorization: Bearer "
+                        "<token>); or run `troupe reload` on this machine")
+
+
+def _refused(reason: str) -> web.Response:
+    return web.json_response({"error": f"refused: {reason}"}, status=403)
+
+
+def _same_origin_only(accepts_host: Callable[[str], bool]) -> Callable[[web.Request, Handler],
+                                                                        Awaitable[web.StreamResponse]]:
+    """Refuse what a web page of another origin makes a browser send (CSRF, DNS rebinding)."""
+
     @web.middleware
-    async def bearer_auth(request: web.Request, handler: Handler) -> web.StreamResponse:
+    async def same_origin_only(request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            host = request.url.host or ""
+        except ValueError:
+            host = ""
+        if not host or not accepts_host(host):
+            return _refused(f"Host {request.host!r} is not this endpoint's address")
+        origin = request.headers.get("Origin")
+        if origin is not None and origin != f"{request.scheme}://{request.host}":
+            return _refused("requests from web pages of another origin are not served")
+        fetch_site = request.headers.get("Sec-Fetch-Site")
+        if fetch_site is not None and fetch_site not in _FETCH_SITES_ACCEPTED:
+            return _refused("requests from web pages of another origin are not served")
+        return await handler(request)
+
+    return same_origin_only
+
+
+def _authorise(token: bytes | None) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    """With a token, every request carries it; without one, requests only read."""
+
+    @web.middleware
+    async def authorise(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if token is None:
+            if request.method not in ("GET", "HEAD"):
+                return web.json_response({"error": f"refused: {_UNSAFE_METHODS_HINT}"}, status=403)
+            return await handler(request)
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token):
             return web.json_response({"error": "unauthorized: send Authorization: Bearer <TROUPE_HEALTH_TOKEN>"},
                                      status=401, headers={"WWW-Authenticate": 'Bearer realm="troupe"'})
         return await handler(request)
 
-    return bearer_auth
+    return authorise
 
 
 # -- client ----------------------------------------------------------------------------------

@@ -33,11 +33,10 @@ import signal
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from . import plugins as plugin_registry
-from . import redact
+from . import installed_version, redact
 from .backoff import ExponentialBackoff
 from .character import Character, LoadResult, load_characters, resolve_character_paths
 from .chat import runtime_plugins
@@ -124,13 +123,6 @@ def fingerprint(result: LoadResult) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def _version() -> str:
-    try:
-        return version("troupe")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 class Daemon:
     """Runs a set of loaded characters until stopped.
 
@@ -198,7 +190,7 @@ class Daemon:
                            "error": agent.error, "in_flight": runtime.in_flight if runtime is not None else 0,
                            "platforms": platforms})
         return {"state": self.state, "pid": os.getpid(), "uptime_s": round(time.monotonic() - self._started_at, 1),
-                "version": _version(), "agents": agents}
+                "version": installed_version(), "agents": agents}
 
     def readiness(self) -> tuple[bool, list[str]]:
         """Ready when running and every agent's every platform is connected."""

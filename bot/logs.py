@@ -6,6 +6,10 @@ starts every agent task (and so every platform client, event handler and model c
 with the agent set, and :func:`agent_context` sets it for code the daemon runs on an agent's
 behalf. Lines outside any agent say ``troupe``.
 
+The level applies to troupe's own code (``bot``, ``platforms``, ``plugins``); other libraries
+stay at INFO even at DEBUG (aiosqlite alone would log every statement, vectors included) unless
+they are named: ``DEBUG,discord=DEBUG`` (see :func:`parse_level`).
+
 Under systemd stderr is a journal stream (``JOURNAL_STREAM`` names its device and inode); the
 journal reads a ``<N>`` prefix on each line as its syslog priority, so no journal library is
 needed. Every line of a multi-line record (a traceback) carries the prefix, so none of it is
@@ -23,11 +27,14 @@ from collections.abc import Iterator, Mapping
 from typing import TextIO
 
 from . import redact
+from .errors import ConfigError
 
-__all__ = ["LEVELS", "agent_context", "configure", "current_agent", "journal_stream"]
+__all__ = ["LEVELS", "agent_context", "configure", "current_agent", "journal_stream", "parse_level"]
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _NO_AGENT = "troupe"
+#: The loggers the level is for; every other library logs from INFO up unless named.
+_OURS = ("bot", "platforms", "plugins", "troupe")
 
 current_agent: contextvars.ContextVar[str | None] = contextvars.ContextVar("troupe_agent", default=None)
 
@@ -96,16 +103,54 @@ def journal_stream(stream: TextIO, environ: Mapping[str, str] | None = None) -> 
     return expected == f"{stat.st_dev}:{stat.st_ino}"
 
 
-def configure(level: str, *, stream: TextIO | None = None, environ: Mapping[str, str] | None = None) -> None:
-    """Send every log line to ``stream`` (stderr) at ``level`` and up, secrets scrubbed."""
-    out = stream or sys.stderr
-    handler = logging.StreamHandler(out)
-    handler.setFormatter(_AgentFormatter(journal=journal_stream(out, environ)))
+def parse_level(spec: str) -> tuple[int, dict[str, int]]:
+    """``LEVEL[,LOGGER=LEVEL…]``: troupe's level, then the level of each library named.
+
+    ``"debug"`` → ``(DEBUG, {})``; ``"INFO,discord=DEBUG"`` → ``(INFO, {"discord": DEBUG})``.
+    Raises :class:`~bot.errors.ConfigError` saying what is wrong.
+    """
+    head, *rest = [part.strip() for part in spec.split(",")]
+
+    def level(text: str, what: str) -> int:
+        if text.upper() not in LEVELS:
+            raise ConfigError(f"log level {spec!r} is not understood: {what} {text!r} is not one of "
+                              f"{', '.join(LEVELS[:-1])} or {LEVELS[-1]} (write LEVEL, or LEVEL,library=LEVEL "
+                              "to see a library's lines too)")
+        return logging.getLevelName(text.upper())
+
+    libraries: dict[str, int] = {}
+    for part in rest:
+        name, _, value = (p.strip() for p in part.partition("="))
+        if not name:
+            raise ConfigError(f"log level {spec!r} is not understood: {part!r} names no library; it is not "
+                              f"LEVEL,library=LEVEL with a level of {', '.join(LEVELS[:-1])} or {LEVELS[-1]}")
+        libraries[name] = level(value, f"{name}'s level")
+    return level(head, "the level"), libraries
+
+
+def configure(level: str, *, stream: TextIO | None = None, environ: Mapping[str, str] | None = None,
+              handler: logging.Handler | None = None) -> None:
+    """Send log lines to ``stream`` (stderr), or to ``handler``, secrets scrubbed.
+
+    ``level`` is a :func:`parse_level` spec: troupe's own lines from that level up, other
+    libraries' from INFO up (WARNING for the HTTP clients, which log every request) or from the
+    level named for them.
+    """
+    ours, libraries = parse_level(level)
+    if handler is None:
+        out = stream or sys.stderr
+        handler = logging.StreamHandler(out)
+        handler.setFormatter(_AgentFormatter(journal=journal_stream(out, environ)))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
-    root.setLevel(level.upper())
+    root.setLevel(max(ours, logging.INFO))
+    for name in _OURS:
+        # Only below INFO do troupe's loggers need their own level; otherwise they follow the root.
+        logging.getLogger(name).setLevel(ours if ours < logging.INFO else logging.NOTSET)
     for noisy in _NOISY:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+    for name, library_level in libraries.items():
+        logging.getLogger(name).setLevel(library_level)
     redact.install()

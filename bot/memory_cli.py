@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -43,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import logs
 from .errors import EXIT_CONFIG, TroupeError
+from .prompt import ask
 from .settings import DaemonSettings
 
 if TYPE_CHECKING:
@@ -376,12 +378,20 @@ async def _export(store: AgentStore, args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     try:
-        args.out.write_text(text, encoding="utf-8")
+        await asyncio.to_thread(_write_private, args.out, text)
     except OSError as exc:
         raise _Stop(EXIT_CONFIG, f"cannot write {args.out}: {exc.strerror or exc}") from None
     print(f"exported {len(data.memories)} memories, {len(data.entities)} people and {len(data.rooms)} rooms "
           f"to {args.out}", file=sys.stderr)
     return 0
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable by its owner only (an export holds private conversations)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(fd, "w", encoding="utf-8") as file:
+        os.fchmod(fd, 0o600)  # a file that existed keeps its old mode through O_CREAT
+        file.write(text)
 
 
 # -- forget ----------------------------------------------------------------------------------------
@@ -399,9 +409,8 @@ def _describe(result: Forgotten) -> list[str]:
 
 
 async def _confirm(question: str) -> bool:
-    try:
-        answer = await asyncio.to_thread(input, question)
-    except EOFError:  # Ctrl-D: no
+    answer = await ask(question)
+    if answer is None:  # Ctrl-D: no
         print()
         return False
     return answer.strip().lower() in ("y", "yes")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -94,3 +97,54 @@ def test_console_script_runs_without_a_traceback(tmp_path: Path) -> None:
     assert proc.returncode == EXIT_CONFIG
     assert "invalid JSON at line 1, column 3" in proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert re.fullmatch(r"troupe \d+\.\d+\.\d+\S*\n", capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("command", ["check", "start"])
+def test_no_argument_and_no_characters_folder_says_so(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert not Path("characters").exists()  # the tests run in an empty folder
+    assert main([command]) == EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert re.search(rf"troupe {command}: there is no characters/ folder in .+; give character files or folders "
+                     rf"of them: troupe {command} path/to/character\.json", err), err
+
+
+def test_log_level_that_means_nothing_is_refused_by_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["start", "--log-level", "LOUD"])
+    assert exit_.value.code == 2
+    assert "log level 'LOUD' is not understood" in capsys.readouterr().err
+
+
+def _with_reader_gone(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``troupe ARGV | head`` where head has already gone: every write to stdout fails (EPIPE)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run([sys.executable, "-m", "bot.cli", *argv], stdout=write, stderr=subprocess.PIPE,
+                              text=True, cwd=cwd, timeout=60, env=env)
+    finally:
+        os.close(write)
+
+
+def test_check_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    for name in ("iris", "wren", "captain"):
+        shutil.copy(REPO / "characters" / f"{name}.json", tmp_path / f"{name}.json")
+    proc = _with_reader_gone(["check", str(tmp_path)], cwd=tmp_path)
+    assert proc.stderr == ""
+    assert proc.returncode == 141  # what a shell reports for a command its reader left (128 + SIGPIPE)
+
+
+def test_check_piped_into_head_ends_quietly(tmp_path: Path) -> None:
+    shutil.copy(REPO / "characters" / "iris.json", tmp_path / "iris.json")
+    troupe = Path(sys.executable).with_name("troupe")
+    # head -n 0 leaves at once, long before troupe has checked anything: its writes find no reader.
+    proc = subprocess.run(["sh", "-c", f"'{troupe}' check iris.json 2>stderr.txt | head -n 0; cat stderr.txt"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert proc.stdout == "" and proc.stderr == ""

@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +234,39 @@ def test_forget_needs_exactly_one_target(db_file: Path, capsys: pytest.CaptureFi
         main(["memory", "forget", "Ada"])
     assert exit_.value.code == 2
     assert "one of the arguments --room --entity --all is required" in capsys.readouterr().err
+
+
+def test_memory_list_into_a_closed_pipe_ends_quietly(db_file: Path, tmp_path: Path) -> None:
+    from .test_cli import _with_reader_gone
+
+    proc = _with_reader_gone(["memory", "list", "Ada"], cwd=tmp_path, env={**os.environ, "TROUPE_DB_PATH": str(db_file)})
+    assert proc.stderr == ""
+    assert proc.returncode == 141
+
+
+async def test_ctrl_c_at_the_forget_question_exits_at_once_and_deletes_nothing(db_file: Path, tmp_path: Path) -> None:
+    from .terminal import CTRL_C, Terminal
+
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TERM": "xterm", "TROUPE_DB_PATH": str(db_file)}
+    async with Terminal([str(Path(sys.executable).with_name("troupe")), "memory", "forget", "Ada", "--entity", "Sam"],
+                        env=env, cwd=tmp_path) as term:
+        await term.expect("Delete? [y/N] ")
+        started = time.monotonic()
+        await term.press(CTRL_C)
+        status = await term.wait_exit(timeout=10)
+        took = time.monotonic() - started
+    assert status == 130, term.screen_text()
+    assert took < 3, f"Ctrl-C took {took:.1f} s (it waited for Enter)"
+    assert "Traceback" not in term.screen_text()
+    assert "my potatoes are secret" in await _texts(db_file)
+
+
+def test_an_export_file_is_readable_by_its_owner_only(db_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ada.json"
+    old = os.umask(0o022)  # the usual login umask, which would make the file 0644
+    try:
+        assert main(["memory", "export", "Ada", "--out", str(out)]) == 0
+    finally:
+        os.umask(old)
+    assert oct(out.stat().st_mode & 0o777) == oct(0o600)
+    assert json.loads(out.read_text())["agent"]["name"] == "Ada"

@@ -8,7 +8,9 @@ SQLite that can. aiosqlite accepts any connector returning a sqlite3-compatible 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import random
 import unicodedata
 from collections.abc import Callable
@@ -127,15 +129,56 @@ async def _configure(conn: aiosqlite.Connection, *, reader: bool) -> None:
     await conn.create_function("casefold", 1, casefold, deterministic=True)
 
 
+#: The database holds private conversations: only its owner may read it, whatever the umask.
+_PRIVATE_DIR = 0o700
+_PRIVATE_FILE = 0o600
+
+
+def _make_private(path: str) -> None:
+    """Create ``path``'s directory 0700 (if it is new) and the file 0600; tighten existing files.
+
+    SQLite creates the -wal and -shm files with the main file's permissions, so making the main
+    file private before SQLite first opens it makes all three private. A directory that already
+    exists is left as it is: it may be shared on purpose (systemd's StateDirectory=, say).
+    """
+    parent = Path(path).parent
+    if not parent.is_dir():
+        parent.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+            parent.mkdir(mode=_PRIVATE_DIR)
+            os.chmod(parent, _PRIVATE_DIR)  # mkdir's mode is filtered by the umask
+    # O_EXCL with mode 0600: a new file is never readable by others, not even for an instant
+    # (SQLite takes an empty file for a new database).
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _PRIVATE_FILE))
+    for file in (path, path + "-wal", path + "-shm"):
+        _tighten(file)
+
+
+def _tighten(file: str) -> None:
+    """Take group and other permissions off ``file`` (left by an earlier version), if it exists."""
+    try:
+        mode = os.stat(file).st_mode
+        if mode & 0o077:
+            os.chmod(file, _PRIVATE_FILE)
+            _log.info("made %s readable by its owner only (it was readable by others)", file)
+    except FileNotFoundError:
+        pass
+    except PermissionError:  # not ours to change; still usable
+        _log.warning("%s is readable by other users and cannot be made private (it belongs to someone "
+                     "else); chmod 600 it as its owner", file)
+
+
 async def open_connection(path: str, *, reader: bool = False) -> aiosqlite.Connection:
     """Open an aiosqlite connection to ``path`` with sqlite-vec loaded and troupe's pragmas set.
 
-    Creates the parent directories of a file path. Raises VectorExtensionError if sqlite-vec
+    Creates the parent directories of a file path, the last one private (0700), and the file
+    private (0600; see :func:`_make_private`). Raises VectorExtensionError if sqlite-vec
     cannot be loaded, and the driver's error if the file cannot be opened. A ``reader``
     connection refuses writes (``PRAGMA query_only``).
     """
-    if path != MEMORY_PATH:
-        await asyncio.to_thread(Path(path).parent.mkdir, parents=True, exist_ok=True)
+    if path != MEMORY_PATH and not reader:
+        await asyncio.to_thread(_make_private, path)
     # isolation_level=None: the driver never opens transactions by itself; Database issues
     # BEGIN IMMEDIATE / COMMIT explicitly so that every write takes the write lock up front.
     conn = aiosqlite.Connection(

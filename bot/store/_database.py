@@ -141,7 +141,7 @@ class Database:
                 await self._writer.execute("PRAGMA optimize = 0x10002")
                 if self._path != MEMORY_PATH:
                     self._reader = await open_connection(self._path, reader=True)
-            except sqlean.Error as exc:
+            except (sqlean.Error, OSError) as exc:  # OSError: making the directory or the file private
                 raise StoreError(f"cannot open database {self._path}: {exc}") from exc
         except BaseException:
             await self._close_connections()

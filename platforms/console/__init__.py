@@ -3,8 +3,10 @@
 from bot.plugins import PluginMeta
 
 from ._adapter import ConsoleAdapter
+from ._notices import ConversationLog
+from ._terminal import TerminalPrompt
 
-__all__ = ["ConsoleAdapter", "meta"]
+__all__ = ["ConsoleAdapter", "ConversationLog", "TerminalPrompt", "meta"]
 
 meta = PluginMeta(
     name="console",

@@ -16,8 +16,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from bot.errors import SendError
 from bot.events import EventType
+from bot.prompt import ask
 from bot.text import repair_text
 from bot.types import ChannelType, Entity, Memory, Room, World, now_ms
+
+from ._notices import ConversationLog
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -35,10 +38,14 @@ class ConsoleAdapter:
     reach the one person and the one room a terminal has.
     """
 
-    def __init__(self, runtime: AgentRuntime, *, user: str = "you", output: TextIO | None = None) -> None:
+    def __init__(self, runtime: AgentRuntime, *, user: str = "you", output: TextIO | None = None,
+                 notices: ConversationLog | None = None) -> None:
         self.runtime = runtime
         self.user = user
         self.output = output or sys.stdout
+        self.notices = notices
+        """Where problems go when they are shown in the conversation rather than logged."""
+        self._said = 0  # lines the character has said: tells whether a turn got an answer
         self.world_id = runtime.unique_id(f"{SOURCE}:world")
         self.room_id = runtime.unique_id(f"{SOURCE}:room:{user}")
         self.entity_id = runtime.unique_id(f"{SOURCE}:user:{user}")
@@ -80,6 +87,7 @@ class ConsoleAdapter:
         if not text:
             return []
         print(f"{self.runtime.character.name}: {text}", file=self.output, flush=True)
+        self._said += 1
         sent = Memory(id=str(uuid.uuid4()), entity_id=self.runtime.agent_id, room_id=self.room_id, world_id=self.world_id,
                       content={**content, "text": text, "source": SOURCE}, created_at=now_ms())
         await self.runtime.store.create_memory(sent, "messages", unique=False)
@@ -105,12 +113,19 @@ class ConsoleAdapter:
             if line is None or line.strip() in ("/quit", "/exit"):
                 return
             if line.strip():
-                await self.send(line.strip())
+                await self._turn(line.strip())
+
+    async def _turn(self, text: str) -> None:
+        """Send one line; if the character could not answer it, say why in one line."""
+        if self.notices is None:
+            await self.send(text)
+            return
+        said = self._said
+        with self.notices.turn() as problems:
+            await self.send(text)
+        if problems and self._said == said:
+            self.notices.show(f"{self.runtime.character.name} could not answer: {problems[-1]}")
 
 
 async def _stdin_line() -> str | None:
-    # input() blocks, so it runs in a thread; the loop keeps serving background work meanwhile.
-    try:
-        return await asyncio.to_thread(input, "> ")
-    except EOFError:
-        return None
+    return await ask("> ")

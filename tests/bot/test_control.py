@@ -327,3 +327,99 @@ def test_format_reload_quiet_and_multiline_reasons() -> None:
         "  dora.json no longer validates (dora.json: $.bio: required; $.name: empty); Dora keeps running with "
         "the previous version"
     )
+
+
+async def _health_port(short_dir: Path, **kwargs: Any) -> AsyncIterator[tuple[FakeDaemon, str]]:
+    daemon = FakeDaemon()
+    server = ControlServer(daemon, settings(short_dir / "c.sock", health_port=0, **kwargs))
+    await server.start()
+    yield daemon, f"http://127.0.0.1:{server.tcp_port}"
+    await server.close()
+
+
+@pytest.fixture
+async def tcp_open(short_dir: Path) -> AsyncIterator[tuple[FakeDaemon, str]]:
+    """A health port on loopback without a token: what most installations run."""
+    async for running in _health_port(short_dir):
+        yield running
+
+
+@pytest.fixture
+async def tcp_token(short_dir: Path) -> AsyncIterator[tuple[FakeDaemon, str]]:
+    """A health port on loopback with the token s3cret."""
+    async for running in _health_port(short_dir, health_token="s3cret"):
+        yield running
+
+
+async def test_post_reload_over_tcp_without_a_token_is_refused(tcp_open: tuple[FakeDaemon, str]) -> None:
+    daemon, base = tcp_open
+    async with (aiohttp.ClientSession() as session, session.post(f"{base}/reload") as response):
+        assert response.status == 403
+        assert "TROUPE_HEALTH_TOKEN" in (await response.json())["error"]
+    assert daemon.reloads == 0
+
+
+async def test_post_reload_over_tcp_needs_the_token_when_one_is_set(tcp_token: tuple[FakeDaemon, str]) -> None:
+    daemon, base = tcp_token
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{base}/reload") as response:
+            assert response.status == 401
+        assert daemon.reloads == 0
+        async with session.post(f"{base}/reload", headers={"Authorization": "Bearer s3cret"}) as response:
+            assert response.status == 200
+    assert daemon.reloads == 1
+
+
+@pytest.mark.parametrize("headers", [
+    {"Origin": "http://evil.example"},
+    {"Origin": "null"},
+    {"Origin": "http://localhost:1"},  # another port of this machine is another origin
+    {"Sec-Fetch-Site": "cross-site"},
+    {"Host": "evil.example"},  # DNS rebinding: a foreign name that resolves to 127.0.0.1
+    {"Host": "evil.example:8787"},
+])
+async def test_requests_from_a_browser_page_of_another_origin_are_refused(
+        tcp_token: tuple[FakeDaemon, str], headers: dict[str, str]) -> None:
+    daemon, base = tcp_token
+    async with aiohttp.ClientSession() as session:
+        for method, route in (("POST", "/reload"), ("GET", "/status"), ("GET", "/healthz")):
+            # Even with the token: a page must not be able to use one it got hold of.
+            async with session.request(method, f"{base}{route}",
+                                       headers={**headers, "Authorization": "Bearer s3cret"}) as response:
+                assert response.status == 403, (method, route)
+                assert "refused" in (await response.json())["error"]
+    assert daemon.reloads == 0
+
+
+async def test_a_loopback_host_and_same_origin_are_accepted(tcp_open: tuple[FakeDaemon, str]) -> None:
+    _, base = tcp_open
+    port = base.rsplit(":", 1)[1]
+    async with aiohttp.ClientSession() as session:
+        for headers in ({"Host": f"localhost:{port}"}, {"Host": f"[::1]:{port}"}, {"Host": "127.0.0.1"},
+                        {"Origin": base, "Sec-Fetch-Site": "same-origin"}, {"Sec-Fetch-Site": "none"}):
+            async with session.get(f"{base}/healthz", headers=headers) as response:
+                assert response.status == 200, headers
+
+
+async def test_status_over_tcp_without_authorisation_shows_no_more_than_healthz(
+        tcp_open: tuple[FakeDaemon, str]) -> None:
+    _, base = tcp_open
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{base}/healthz") as response:
+            healthz = await response.json()
+        async with session.get(f"{base}/status") as response:
+            assert response.status == 200
+            assert await response.json() == healthz == {"status": "ok", "state": "running"}
+
+
+async def test_a_bind_beyond_loopback_with_a_token_answers_to_any_host_name(short_dir: Path) -> None:
+    server = ControlServer(FakeDaemon(), settings(short_dir / "c.sock", health_port=0, health_host="0.0.0.0",
+                                                  health_token="s3cret"))
+    await server.start()
+    try:
+        async with (aiohttp.ClientSession() as session,
+                    session.get(f"http://127.0.0.1:{server.tcp_port}/status",
+                                headers={"Host": "troupe.lan", "Authorization": "Bearer s3cret"}) as response):
+            assert response.status == 200 and await response.json() == STATUS
+    finally:
+        await server.close()

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from bot import logs
+from bot.errors import ConfigError
 from bot.redact import register_secret
 
 
@@ -99,3 +100,48 @@ def test_secrets_are_scrubbed_from_lines_and_tracebacks(restore_logging) -> None
     text = out.getvalue()
     assert "sk-log-secret-123456" not in text
     assert "calling with <redacted>" in text and "RuntimeError: bad key <redacted>" in text
+
+
+@pytest.fixture
+def restore_levels() -> Iterator[None]:
+    names = ("bot", "platforms", "plugins", "troupe", "aiosqlite", "discord")
+    levels = {name: logging.getLogger(name).level for name in names}
+    yield
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+
+
+async def test_debug_shows_troupes_own_lines_but_not_every_sql_statement(
+        restore_logging, restore_levels, tmp_path) -> None:
+    from bot.store import Database
+
+    out = io.StringIO()
+    logs.configure("DEBUG", stream=out, environ={})
+    logging.getLogger("plugins.core.example").debug("a debug line of troupe's own")
+    logging.getLogger("discord.gateway").info("a library's info line")
+    logging.getLogger("discord.gateway").debug("a library's debug line")
+    async with Database(tmp_path / "troupe.db") as db:
+        await db.fetchall("SELECT 'a statement' AS marker")
+    text = out.getvalue()
+    assert "a debug line of troupe's own" in text
+    assert "opened writer connection to" in text  # the store's own debug line
+    assert "a library's info line" in text
+    assert "a library's debug line" not in text
+    assert "a statement" not in text  # aiosqlite logs every statement (and its vector bytes) at debug
+
+
+def test_a_library_can_be_asked_for_its_debug_lines(restore_logging, restore_levels) -> None:
+    out = io.StringIO()
+    logs.configure("info,discord=debug", stream=out, environ={})
+    logging.getLogger("discord.gateway").debug("a library's debug line")
+    logging.getLogger("bot.daemon").debug("troupe's debug line")
+    logging.getLogger("aiosqlite").debug("another library's debug line")
+    text = out.getvalue()
+    assert "a library's debug line" in text
+    assert "troupe's debug line" not in text and "another library's debug line" not in text
+
+
+@pytest.mark.parametrize("spec", ["LOUD", "DEBUG,discord", "DEBUG,=INFO", "DEBUG,discord=LOUD", ""])
+def test_a_log_level_that_means_nothing_is_a_config_error(spec: str) -> None:
+    with pytest.raises(ConfigError, match=r"log level .* is not .*DEBUG, INFO, WARNING, ERROR or CRITICAL"):
+        logs.parse_level(spec)
