@@ -39,7 +39,7 @@ from typing import Any
 from . import plugins as plugin_registry
 from . import redact
 from .backoff import ExponentialBackoff
-from .character import Character, LoadResult, load_characters, resolve_character_paths
+from .character import Character, LoadResult, load_characters, scan_character_files
 from .chat import runtime_plugins
 from .control import ControlServer
 from .errors import EXIT_CONFIG, ConfigError
@@ -243,6 +243,13 @@ class Daemon:
         """Run until stopped; returns the exit status."""
         redact.install()
         plans = self.plan()
+        for result in self.characters:
+            if result.missing_plugins:
+                character = result.raise_for_problems()
+                with agent_context(character.name):
+                    job = "" if any(p.agent == character.name for p in plans) else "; it runs on no platform"
+                    _log.warning("%s starts without %s, which troupe does not have%s", character.name,
+                                 ", ".join(result.missing_plugins), job)
         for plan in plans:
             if not plan.ready:
                 with agent_context(plan.agent):
@@ -436,6 +443,10 @@ class Daemon:
             _log.info("reloading characters from %s", ", ".join(self.sources))
             try:
                 summary = await self._apply_reload()
+            except ConfigError as exc:  # .env cannot be read: nothing changes
+                self.metrics.reloads.labels(outcome="error").inc()
+                _log.error("reload failed, every agent keeps running as it was: %s", exc)
+                raise RuntimeError(f"reload failed: {exc}") from exc
             except Exception as exc:
                 self.metrics.reloads.labels(outcome="error").inc()
                 _log.exception("reload failed")
@@ -455,7 +466,10 @@ class Daemon:
 
         def read() -> tuple[list[LoadResult], dict[str, str]]:  # file reads: off the loop
             environ = load_environ()
-            return load_characters(resolve_character_paths(sources), environ=environ), environ
+            found = scan_character_files(sources)
+            for entry, reason in found.skipped:
+                _log.info("%s: skipped, %s", entry, reason)
+            return load_characters(found.paths, environ=environ), environ
 
         results, environ = await asyncio.to_thread(read)
         self.environ = environ

@@ -1,0 +1,58 @@
+"""Reading configuration files safely: only regular files, and only up to a size limit.
+
+A named pipe, socket or device given where a file is expected would block a plain ``open()``
+forever (or never end), hanging ``troupe check`` and ``troupe start``; a huge file would fill
+memory. :func:`read_config_file` refuses both with a message that says what the path is.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+__all__ = ["UnreadableFile", "describe_kind", "read_config_file"]
+
+
+class UnreadableFile(Exception):
+    """A configuration file cannot be read; the message says why, in plain words."""
+
+
+def describe_kind(mode: int) -> str:
+    """What kind of filesystem entry ``mode`` (from ``stat``) is, in words."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
+
+
+def read_config_file(path: Path, limit: int) -> bytes:
+    """The bytes of ``path``, a regular file of at most ``limit`` bytes.
+
+    Raises:
+        FileNotFoundError: there is no such file.
+        UnreadableFile: it is not a regular file, is too large, or cannot be read.
+    """
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise UnreadableFile(f"cannot read it: {exc.strerror or exc.__class__.__name__}") from None
+    with os.fdopen(fd, "rb") as file:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise UnreadableFile(f"is {describe_kind(mode)}, not a regular file")
+        try:
+            data = file.read(limit + 1)
+        except OSError as exc:
+            raise UnreadableFile(f"cannot read it: {exc.strerror or exc.__class__.__name__}") from None
+    if len(data) > limit:
+        raise UnreadableFile(f"is larger than {limit // 1024} KiB, the most troupe reads from such a file")
+    return data
