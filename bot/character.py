@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 import stat
 from collections.abc import Iterable, Mapping
@@ -479,6 +480,22 @@ class _HugeNumber(int):
     digits: int = 0
 
 
+def _parse_constant(text: str) -> float:
+    """``NaN``/``Infinity``, which Python's JSON reader accepts but JSON (and the database) do not."""
+    return _BadNumber(text)
+
+
+class _BadNumber(float):
+    """A non-finite number in the file, kept with how it was written; reported with its path."""
+
+    def __new__(cls, written: str) -> _BadNumber:
+        number = super().__new__(cls, "nan")
+        number.written = written
+        return number
+
+    written: str
+
+
 def _parse_int(text: str) -> int:
     if len(text.lstrip("-")) > 4300:
         huge = _HugeNumber(0)
@@ -499,6 +516,11 @@ def _shape_problems(data: Any) -> list[Problem]:
         if isinstance(value, _HugeNumber):
             problems.append(Problem(where, f"a number with {value.digits} digits; troupe reads numbers of up to "
                                            "4300 digits (write it as text in quotes if it must be this long)"))
+        elif isinstance(value, _BadNumber):
+            problems.append(Problem(where, f"{value.written} is not a number JSON allows; write a number or text"))
+        elif isinstance(value, float) and not math.isfinite(value):
+            problems.append(Problem(where, "a number too large to hold (it overflows to infinity); write a smaller "
+                                           "number or text"))
         elif isinstance(value, str):
             if not _is_unicode(value):
                 problems.append(Problem(where, "text with a lone surrogate escape (\\ud800-\\udfff), which is not "
@@ -549,7 +571,7 @@ def _read_json(path: Path) -> tuple[Any, list[Problem]]:
         return None, [Problem("$", 'the file is empty; a character file holds one JSON object, '
                                    'such as {"name": "Ada", "bio": "who Ada is"}')]
     try:
-        data = json.loads(text, parse_int=_parse_int)
+        data = json.loads(text, parse_int=_parse_int, parse_constant=_parse_constant)
     except json.JSONDecodeError as exc:
         hint = ""
         if "Expecting property name" in exc.msg or "Expecting value" in exc.msg:

@@ -300,6 +300,9 @@ def test_a_file_over_the_size_limit_is_refused(write) -> None:
          "$.settings.n: a number with 4400 digits; troupe reads numbers of up to 4300 digits"),
         ('{"name": "A\\udc80", "bio": "x"}', "$.name: text with a lone surrogate escape"),
         ('{"name": "A", "bio": "x", "style": {"chta": []}}', "did you mean 'chat'?"),
+        ('{"name": "A", "bio": "x", "settings": {"t": NaN}}', "$.settings.t: NaN is not a number JSON allows"),
+        ('{"name": "A", "bio": "x", "settings": {"t": [1e999]}}', "$.settings.t[0]: a number too large"),
+        ('{"name": "A", "bio": "x", "settings": {"t": -Infinity}}', "$.settings.t: -Infinity is not a number JSON"),
     ],
 )
 def test_inputs_that_once_crashed_are_problems_with_a_path(write, text: str, expected: str) -> None:
