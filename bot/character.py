@@ -44,10 +44,13 @@ from .types import AgentRecord
 
 __all__ = [
     "Character",
+    "CharacterFiles",
+    "ELIZAOS_FIELDS",
     "ExampleMessage",
     "KnowledgeSource",
-    "CharacterFiles",
     "LoadResult",
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
     "Style",
     "find_character",
     "load_character",
@@ -474,34 +477,36 @@ def _problem_from_error(err: Mapping[str, Any]) -> Problem:
     return Problem(_json_path(loc), message)
 
 
+#: Python converts integers of at most this many digits (sys.get_int_max_str_digits()).
+_MAX_DIGITS = 4300
+
+
 class _HugeNumber(int):
-    """An integer too long to convert (Python refuses over 4,300 digits); reported with its path."""
+    """An integer too long to convert; stands in for it so it is reported with its path."""
 
     digits: int = 0
 
 
-def _parse_constant(text: str) -> float:
-    """``NaN``/``Infinity``, which Python's JSON reader accepts but JSON (and the database) do not."""
-    return _BadNumber(text)
-
-
 class _BadNumber(float):
-    """A non-finite number in the file, kept with how it was written; reported with its path."""
+    """``NaN`` or ``Infinity``, which Python's JSON reader accepts but JSON (and the database) do
+    not; kept with how it was written so it is reported with its path."""
 
-    def __new__(cls, written: str) -> _BadNumber:
-        number = super().__new__(cls, "nan")
-        number.written = written
-        return number
-
-    written: str
+    written: str = ""
 
 
 def _parse_int(text: str) -> int:
-    if len(text.lstrip("-")) > 4300:
+    digits = len(text.lstrip("-"))
+    if digits > _MAX_DIGITS:
         huge = _HugeNumber(0)
-        huge.digits = len(text.lstrip("-"))
+        huge.digits = digits
         return huge
     return int(text)
+
+
+def _parse_constant(text: str) -> float:
+    bad = _BadNumber("nan")
+    bad.written = text
+    return bad
 
 
 def _shape_problems(data: Any) -> list[Problem]:
@@ -515,7 +520,7 @@ def _shape_problems(data: Any) -> list[Problem]:
         value, where, depth = stack.pop()
         if isinstance(value, _HugeNumber):
             problems.append(Problem(where, f"a number with {value.digits} digits; troupe reads numbers of up to "
-                                           "4300 digits (write it as text in quotes if it must be this long)"))
+                                           f"{_MAX_DIGITS} digits (write it as text in quotes if it must be this long)"))
         elif isinstance(value, _BadNumber):
             problems.append(Problem(where, f"{value.written} is not a number JSON allows; write a number or text"))
         elif isinstance(value, float) and not math.isfinite(value):

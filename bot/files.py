@@ -45,10 +45,15 @@ def read_config_file(path: Path, limit: int) -> bytes:
         raise
     except OSError as exc:
         raise UnreadableFile(f"cannot read it: {exc.strerror or exc.__class__.__name__}") from None
-    with os.fdopen(fd, "rb") as file:
+    try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise UnreadableFile(f"is {describe_kind(mode)}, not a regular file")
+        file = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with file:
         try:
             data = file.read(limit + 1)
         except OSError as exc:

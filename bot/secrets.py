@@ -24,10 +24,14 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from .errors import SecretReferenceError
+from .files import UnreadableFile, read_config_file
 
 __all__ = ["SCHEMES", "is_reference", "resolve_secret"]
 
 SCHEMES = ("env:", "file:", "credential:")
+
+#: The largest secret file read (keys and tokens are a few hundred bytes).
+_MAX_SECRET_BYTES = 64 * 1024
 
 
 def is_reference(value: str) -> bool:
@@ -88,13 +92,15 @@ def resolve_secret(
             path = base_dir / path
 
     try:
-        secret = path.read_text(encoding="utf-8").rstrip("\r\n")
+        secret = read_config_file(path, _MAX_SECRET_BYTES).decode("utf-8").rstrip("\r\n")
     except FileNotFoundError:
         if optional:
             return None
         raise SecretReferenceError(value, f"no such file: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SecretReferenceError(value, f"cannot read {path}: {exc.__class__.__name__}") from None
+    except UnreadableFile as exc:
+        raise SecretReferenceError(value, f"{path} {exc}") from None
+    except UnicodeDecodeError:
+        raise SecretReferenceError(value, f"{path} is not UTF-8 text") from None
     if not secret:
         if optional:
             return None

@@ -283,6 +283,10 @@ def test_a_named_pipe_is_refused_without_waiting_for_a_writer(tmp_path: Path) ->
         "$: is a named pipe (FIFO), not a regular file; a character file is a JSON file")
 
 
+def test_a_folder_given_as_a_character_file_says_so(tmp_path: Path) -> None:
+    assert only_problem(load_character(tmp_path)) == "$: is a folder, not a regular file; give the .json files in it"
+
+
 def test_a_file_over_the_size_limit_is_refused(write) -> None:
     path = write('{"name": "A", "bio": "' + "x" * (4 * 1024 * 1024) + '"}')
     assert "is larger than 4096 KiB" in only_problem(load_character(path))
