@@ -3,10 +3,13 @@
 The schema is elizaOS's (name, bio, system, templates, adjectives, topics, knowledge,
 messageExamples, postExamples, style, plugins, settings, settings.secrets, secrets), and files
 written for elizaOS load unchanged, including the older format many published characters use
-(``clients``, ``modelProvider``, ``lore``, message examples keyed by ``user``).
+(``clients``, ``modelProvider``, ``lore``, message examples keyed by ``user``). Every other field
+of either generation (``twitterSpaces``, ``people`` …) is known and kept; a plugin troupe does not
+have is a warning and the character starts without it, as elizaOS starts an agent whose plugin
+failed to import.
 
-Loading never raises a traceback at the user: every problem becomes a :class:`~bot.errors.Problem`
-with the JSON path of the field and what to do. See :func:`load_character`.
+Loading never raises a traceback at the user, whatever the file holds: every problem becomes a
+:class:`~bot.errors.Problem` with the JSON path of the field and what to do. See :func:`load_character`.
 """
 
 from __future__ import annotations
