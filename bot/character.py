@@ -40,7 +40,7 @@ from pydantic_core import PydanticCustomError
 
 from . import plugins as plugin_registry
 from .errors import CharacterError, Problem, SecretReferenceError
-from .files import UnreadableFile, describe_kind, read_config_file
+from .files import UnreadableFile, describe_kind, file_key, read_config_file
 from .ids import string_to_uuid
 from .secrets import resolve_secret
 from .types import AgentRecord
@@ -862,7 +862,7 @@ def load_characters(
         if character is None:
             continue
         first = by_id.get(character.agent_id)
-        if first is not None and first.source.resolve() == result.source.resolve():
+        if first is not None and file_key(first.source) == file_key(result.source):
             result.problems.append(Problem("$", "this file is listed twice"))
             continue
         if first is not None:

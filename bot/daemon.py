@@ -43,6 +43,7 @@ from .character import Character, LoadResult, load_characters, scan_character_fi
 from .chat import runtime_plugins
 from .control import ControlServer
 from .errors import EXIT_CONFIG, ConfigError
+from .files import file_key
 from .events import EventType
 from .links import Link, LinkState
 from .logs import agent_context
@@ -473,14 +474,14 @@ class Daemon:
 
         results, environ = await asyncio.to_thread(read)
         self.environ = environ
-        by_source = {a.result.source.resolve(): a for a in self._agents.values()}
+        by_source = {file_key(a.result.source): a for a in self._agents.values()}
         summary: dict[str, Any] = {"started": [], "stopped": [], "restarted": [], "unchanged": [], "kept": [], "failed": []}
         kept: set[str] = set()
         for result in results:
             if result.ok:
                 continue
             reason = "; ".join(str(p) for p in result.problems) or "it could not be read"
-            old = by_source.get(result.source.resolve())
+            old = by_source.get(file_key(result.source))
             if old is not None and old.state != "stopped":
                 kept.add(old.character.agent_id)
                 summary["kept"].append({"name": old.name, "file": str(result.source), "reason": reason})

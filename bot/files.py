@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["UnreadableFile", "describe_kind", "read_config_file"]
+__all__ = ["UnreadableFile", "describe_kind", "file_key", "read_config_file"]
 
 
 class UnreadableFile(Exception):
@@ -29,6 +29,15 @@ def describe_kind(mode: int) -> str:
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "a device"
     return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
+
+
+def file_key(path: Path) -> Path:
+    """``path`` resolved, to tell whether two paths are one file; as given (made absolute) when it
+    cannot be resolved (a symlink loop, a vanished folder)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()
 
 
 def read_config_file(path: Path, limit: int) -> bytes:

@@ -282,3 +282,17 @@ async def test_a_character_whose_only_platform_troupe_lacks_still_starts_and_say
             in caplog.text)
     daemon.stop()
     assert await asyncio.wait_for(task, 10) == 0
+
+
+async def test_reload_with_a_file_that_is_a_symlink_loop_fails_that_file_only(
+        tmp_path: Path, fake_platform, monkeypatch: pytest.MonkeyPatch) -> None:
+    daemon, task, chars = await _run_folder(tmp_path, monkeypatch, ("A",))
+    (tmp_path / "loop.json").symlink_to(tmp_path / "loop.json")
+    daemon.sources = [str(chars), str(tmp_path / "loop.json")]
+    write(chars, "B", ["fakechat"])
+    summary = await daemon.reload()
+    assert summary["started"] == ["B"] and summary["unchanged"] == ["A"]
+    assert [(f["name"], f["reason"]) for f in summary["failed"]] == [
+        ("loop", "$: cannot read it: Too many levels of symbolic links; a character file is a JSON file")]
+    daemon.stop()
+    assert await asyncio.wait_for(task, 10) == 0
