@@ -280,6 +280,12 @@ class Character(BaseModel):
     def _lists(cls, value: Any) -> Any:
         return _str_list(value, "strings")
 
+    @field_validator("settings", "templates", "style", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: Any) -> Any:
+        # JSON exports of elizaOS characters write unset objects as null.
+        return {} if value is None else value
+
     @field_validator("knowledge", mode="before")
     @classmethod
     def _knowledge(cls, value: Any) -> Any:

@@ -313,6 +313,14 @@ def test_inputs_that_once_crashed_are_problems_with_a_path(write, text: str, exp
     assert expected in only_problem(load_character(write(text)))
 
 
+def test_null_objects_and_lists_are_empty(write) -> None:
+    data = {"name": "A", "bio": "x", "settings": None, "templates": None, "style": None, "secrets": None,
+            "knowledge": None, "plugins": None, "messageExamples": None, "topics": None}
+    result = load_character(write(data))
+    assert result.ok, result.problems
+    assert result.character.settings == {} and result.character.style.all == []
+
+
 def test_every_elizaos_field_is_known_and_a_close_misspelling_gets_a_suggestion(write) -> None:
     data = {"name": "A", "bio": "x", "twitterSpaces": {"maxSpeakers": 2}, "people": [], "twitterProfile": {},
             "clientConfig": {}, "nft": {"prompt": "p"}, "extends": [], "imageModelProvider": "openai",
