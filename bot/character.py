@@ -86,7 +86,7 @@ ELIZAOS_FIELDS = frozenset({
 _MODEL_PLUGIN_WORDS = ("anthropic", "google", "gemini", "groq", "local-ai", "llama", "ollama", "openrouter",
                        "venice", "together", "deepseek", "mistral", "grok", "xai", "redpill", "heurist", "nvidia")
 _PLATFORM_PLUGIN_WORDS = ("twitter", "farcaster", "slack", "whatsapp", "lens", "instagram", "bluesky", "github",
-                          "discord", "telegram", "auto", "direct", "x402", "matrix", "tiktok")
+                          "matrix", "tiktok", "reddit", "email", "sms")
 
 
 def _json_type(value: Any) -> str:
@@ -683,16 +683,33 @@ def _strings(value: Any) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
+def _platform_names() -> str:
+    """The platforms a character can run on under the daemon, for messages."""
+    return ", ".join(n for n, m in plugin_registry.available().items() if m.kind == "platform" and not m.interactive)
+
+
+def _plugin_tail(name: str) -> str:
+    """``@elizaos/plugin-discord`` → ``discord``."""
+    return name.lower().rsplit("/", 1)[-1].removeprefix("plugin-").removeprefix("client-")
+
+
 def _plugin_instead(name: str) -> str:
     """What troupe offers in place of an elizaOS plugin it does not have."""
-    lowered = name.lower()
+    lowered = name.strip().lower()
     known = plugin_registry.available()
+    # Compared without the package prefix, which every elizaOS name shares.
+    by_tail: dict[str, str] = {}
+    for meta in known.values():
+        for alias in (*meta.aliases, meta.name):  # the elizaOS name first: it is what the file uses
+            by_tail.setdefault(_plugin_tail(alias), alias)
+    close = difflib.get_close_matches(_plugin_tail(lowered), list(by_tail), n=1, cutoff=0.85)
+    if close:
+        return f"did you mean {by_tail[close[0]]!r}?"
     if any(word in lowered for word in _MODEL_PLUGIN_WORDS):
         return ("for models, the openai plugin serves any OpenAI-compatible endpoint: set OPENAI_BASE_URL "
                 "(OpenRouter serves most models)")
     if any(word in lowered for word in _PLATFORM_PLUGIN_WORDS):
-        platforms = ", ".join(n for n, m in known.items() if m.kind == "platform" and not m.interactive)
-        return f"troupe runs on {platforms}"
+        return f"troupe runs on {_platform_names()}"
     plugins = ", ".join(n for n, m in known.items() if m.kind == "plugin")
     return f"troupe's plugins are {plugins}"
 
@@ -729,9 +746,8 @@ def _resolve_plugins(
         if found is not None and found[0].kind == "platform":
             add(*found)
         elif client.lower() not in _SILENT_CLIENTS:
-            platforms = ", ".join(n for n, m in known.items() if m.kind == "platform")
             result.warnings.append(
-                Problem(f"$.clients[{i}]", f"no troupe platform {client!r}; ignored (troupe runs on {platforms})")
+                Problem(f"$.clients[{i}]", f"no troupe platform {client!r}; ignored (troupe runs on {_platform_names()})")
             )
 
     if model_provider is not None:

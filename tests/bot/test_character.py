@@ -243,6 +243,7 @@ def test_a_bad_message_example_does_not_hide_a_missing_knowledge_folder(write, t
         ("@elizaos/plugin-solana", "troupe's plugins are core, elevenlabs, knowledge, openai"),
         ("@elizaos/plugin-anthropic", "the openai plugin serves any OpenAI-compatible endpoint"),
         ("@elizaos/plugin-twitter", "troupe runs on discord, telegram"),
+        ("@elizaos/plugin-telegarm", "did you mean '@elizaos/plugin-telegram'?"),
     ],
 )
 def test_a_plugin_troupe_lacks_is_a_warning_naming_what_it_offers_instead(write, plugin: str, instead: str) -> None:
