@@ -40,7 +40,7 @@ from pydantic_core import PydanticCustomError
 
 from . import plugins as plugin_registry
 from .errors import CharacterError, Problem, SecretReferenceError
-from .files import UnreadableFile, describe_kind, file_key, read_config_file
+from .files import UnreadableFile, describe_kind, file_key, read_config_file, shown
 from .ids import string_to_uuid
 from .secrets import resolve_secret
 from .types import AgentRecord
@@ -791,10 +791,10 @@ def _check_knowledge(knowledge: list[KnowledgeSource], base_dir: Path, result: L
         full = target if target.is_absolute() else base_dir / target
         if not full.exists():
             result.problems.append(
-                Problem(f"$.knowledge[{i}].{item.kind}", f"{full} does not exist; fix the path (relative to the character file)")
+                Problem(f"$.knowledge[{i}].{item.kind}", f"{shown(full)} does not exist; fix the path (relative to the character file)")
             )
         elif item.kind == "directory" and not full.is_dir():
-            result.problems.append(Problem(f"$.knowledge[{i}].directory", f"{full} is a file; use \"path\" for a file"))
+            result.problems.append(Problem(f"$.knowledge[{i}].directory", f"{shown(full)} is a file; use \"path\" for a file"))
 
 
 @dataclass(slots=True)

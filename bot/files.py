@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["UnreadableFile", "describe_kind", "file_key", "read_config_file"]
+__all__ = ["UnreadableFile", "describe_kind", "file_key", "read_config_file", "shown"]
 
 
 class UnreadableFile(Exception):
@@ -29,6 +29,11 @@ def describe_kind(mode: int) -> str:
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "a device"
     return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
+
+
+def shown(path: Path | str) -> str:
+    """``path`` for a message: control characters (a NUL from a JSON escape) written as escapes."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(path))
 
 
 def file_key(path: Path) -> Path:
@@ -54,6 +59,8 @@ def read_config_file(path: Path, limit: int) -> bytes:
         raise
     except OSError as exc:
         raise UnreadableFile(f"cannot read it: {exc.strerror or exc.__class__.__name__}") from None
+    except ValueError:  # a NUL byte, which no path can hold
+        raise UnreadableFile("is not a path: it contains a NUL byte") from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

@@ -24,7 +24,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from .errors import SecretReferenceError
-from .files import UnreadableFile, read_config_file
+from .files import UnreadableFile, read_config_file, shown
 
 __all__ = ["SCHEMES", "is_reference", "resolve_secret"]
 
@@ -96,13 +96,13 @@ def resolve_secret(
     except FileNotFoundError:
         if optional:
             return None
-        raise SecretReferenceError(value, f"no such file: {path}") from None
+        raise SecretReferenceError(value, f"no such file: {shown(path)}") from None
     except UnreadableFile as exc:
-        raise SecretReferenceError(value, f"{path} {exc}") from None
+        raise SecretReferenceError(value, f"{shown(path)} {exc}") from None
     except UnicodeDecodeError:
-        raise SecretReferenceError(value, f"{path} is not UTF-8 text") from None
+        raise SecretReferenceError(value, f"{shown(path)} is not UTF-8 text") from None
     if not secret:
         if optional:
             return None
-        raise SecretReferenceError(value, f"{path} is empty")
+        raise SecretReferenceError(value, f"{shown(path)} is empty")
     return SecretStr(secret)

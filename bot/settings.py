@@ -69,6 +69,14 @@ class DaemonSettings(BaseSettings):
     health_token: SecretStr | None = Field(default=None, description="when set, HTTP requests need "
                                            "`Authorization: Bearer <token>`")
 
+    @field_validator("data_dir", "db_path", "control_socket", "health_host", mode="before")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        # The environment cannot hold one, but .env can; the OS refuses such a path with ValueError.
+        if isinstance(value, str) and "\x00" in value:
+            raise ValueError("contains a NUL byte; remove it")
+        return value
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _level(cls, value: Any) -> Any:

@@ -7,6 +7,7 @@ The suite runs 200 examples per test (a few seconds); ``TROUPE_FUZZ_EXAMPLES=200
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -47,7 +48,8 @@ scalars = st.integers(min_value=0, max_value=19).flatmap(lambda n: odd if n == 7
 json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
                            | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=20)
 # Plausible shapes for the fields a character has, so validation gets past the first error.
-texts = st.text(max_size=20) | st.sampled_from(["env:NOPE", "env:NOPE?", "file:missing", "credential:X", "", " "])
+texts = st.text(max_size=20) | st.sampled_from(["env:NOPE", "env:NOPE?", "file:missing", "credential:X", "", " ",
+                                                 "file:a\x00b", "credential:a\x00b", "../../etc/passwd", "~"])
 messages = st.fixed_dictionaries({}, optional={"name": texts, "user": texts, "content": json_values
                                                 | st.fixed_dictionaries({"text": texts}, optional={"action": texts})})
 field_values = {
@@ -58,7 +60,7 @@ field_values = {
     "settings": st.dictionaries(texts, json_values | st.dictionaries(texts, texts | json_values, max_size=3),
                                 max_size=4) | json_values,
     "secrets": st.dictionaries(texts, texts | json_values, max_size=3) | json_values,
-    "knowledge": st.lists(texts | st.fixed_dictionaries({}, optional={"path": texts, "directory": texts,
+    "knowledge": st.lists(texts | st.fixed_dictionaries({}, optional={"path": texts, "directory": texts | texts.map(lambda t: t + "\x00"),
                                                                       "shared": json_values}), max_size=3),
     "messageExamples": st.lists(st.lists(messages | json_values, max_size=3) | messages, max_size=3) | json_values,
     "style": st.dictionaries(st.sampled_from(["all", "chat", "post", "chta"]), st.lists(texts) | json_values),
@@ -134,10 +136,15 @@ env_text = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="
 setting_names = st.sampled_from(sorted(f"TROUPE_{name.upper()}" for name in DaemonSettings.model_fields))
 
 
+odd_settings = st.sampled_from(["-5", "0", "inf", "nan", "1e999", "LOUD", "9" * 5000, "/tmp/x\x00y", "", " "])
+# .env lines setting the daemon's own variables, to any text (a file can hold what the environment cannot).
+dotenv_settings = st.lists(st.tuples(setting_names, st.text(max_size=20) | odd_settings), max_size=4).map(
+    lambda pairs: "\n".join(f"{key}={value}" for key, value in pairs).encode("utf-8", "surrogatepass"))
+
+
 @FUZZ
-@given(env=st.dictionaries(setting_names, env_text | st.sampled_from(["-5", "0", "inf", "nan", "1e999", "LOUD", "9" * 5000]),
-                           max_size=4),
-       dotenv=st.none() | st.binary(max_size=80) | env_text.map(str.encode))
+@given(env=st.dictionaries(setting_names, env_text | odd_settings.filter(lambda v: "\x00" not in v), max_size=4),
+       dotenv=st.none() | st.binary(max_size=80) | env_text.map(str.encode) | dotenv_settings)
 def test_any_daemon_settings_load_or_name_the_setting(env: dict[str, str], dotenv: bytes | None) -> None:
     with tempfile.TemporaryDirectory() as folder:
         env_file = Path(folder) / ".env"
@@ -145,9 +152,13 @@ def test_any_daemon_settings_load_or_name_the_setting(env: dict[str, str], doten
             env_file.write_bytes(dotenv)
         with mock.patch.dict(os.environ, env):
             try:
-                DaemonSettings(_env_file=env_file)
+                daemon_settings = DaemonSettings(_env_file=env_file)
             except ConfigError as exc:
                 assert "TROUPE_" in str(exc) or str(env_file) in str(exc)
+            else:  # the paths the daemon opens are paths the OS accepts (OSError is its answer, not ValueError)
+                for path in (daemon_settings.database, daemon_settings.control_path):
+                    with contextlib.suppress(OSError):
+                        path.stat()
             try:
                 load_environ(env_file)
             except ConfigError as exc:

@@ -104,6 +104,14 @@ def test_a_bad_daemon_setting_is_a_config_error_naming_the_variable(monkeypatch,
         DaemonSettings()
 
 
+@pytest.mark.parametrize("variable", ["TROUPE_DATA_DIR", "TROUPE_DB_PATH", "TROUPE_CONTROL_SOCKET", "TROUPE_HEALTH_HOST"])
+def test_a_nul_byte_in_a_dotenv_setting_is_a_config_error(monkeypatch, tmp_path: Path, variable: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path(".env").write_bytes(f"{variable}=data\x00dir\n".encode())
+    with pytest.raises(ConfigError, match=f"{variable} is 'data\\\\x00dir': contains a NUL byte"):
+        DaemonSettings()
+
+
 def test_log_level_is_case_insensitive(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TROUPE_LOG_LEVEL", " debug ")
