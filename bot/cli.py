@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from . import logs, memory_cli
-from .character import CharacterFiles, LoadResult, find_character, load_characters, scan_character_files
+from .character import LoadResult, find_character, load_characters, scan_character_files
 from .errors import EXIT_CONFIG, TroupeError
 from .settings import DaemonSettings, load_environ
 
@@ -80,7 +80,7 @@ def _report(results: Sequence[LoadResult], out: TextIO | None = None) -> None:
 
 def _scan(args: argparse.Namespace, out: TextIO) -> list[Path]:
     """The character files the arguments name; says which folder entries it passes over, and why."""
-    found: CharacterFiles = scan_character_files(args.characters)
+    found = scan_character_files(args.characters)
     for entry, reason in found.skipped:
         print(f"{entry}: skipped, {reason}", file=out)
     if not found.paths:

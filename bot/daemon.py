@@ -43,8 +43,8 @@ from .character import Character, LoadResult, load_characters, scan_character_fi
 from .chat import runtime_plugins
 from .control import ControlServer
 from .errors import EXIT_CONFIG, ConfigError
-from .files import file_key
 from .events import EventType
+from .files import file_key
 from .links import Link, LinkState
 from .logs import agent_context
 from .metrics import Metrics

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -105,10 +106,9 @@ def _check_result(result: Any, path: Path) -> None:
         for is_post in (False, True):  # what the prompts hold
             character_context(character, rng=random.Random(0), is_post=is_post)
     else:
-        try:
+        with pytest.raises(CharacterError) as refused:
             result.raise_for_problems()
-        except CharacterError as exc:
-            assert str(path) in str(exc)
+        assert str(path) in str(refused.value) and result.problems
 
 
 @FUZZ
