@@ -40,7 +40,7 @@ from pydantic_core import PydanticCustomError
 
 from . import plugins as plugin_registry
 from .errors import CharacterError, Problem, SecretReferenceError
-from .files import UnreadableFile, describe_kind, file_key, read_config_file, shown
+from .files import UnreadableFile, describe_kind, expand_home, file_key, read_config_file, shown
 from .ids import string_to_uuid
 from .secrets import resolve_secret
 from .types import AgentRecord
@@ -352,7 +352,7 @@ class Character(BaseModel):
         Relative paths are relative to the folder of the character file (the working directory
         for a character that was not loaded from a file); ``~`` is expanded.
         """
-        target = Path(path).expanduser()
+        target = expand_home(path)
         if target.is_absolute():
             return target
         return (self._base_dir if self._base_dir is not None else Path.cwd()) / target
@@ -787,7 +787,7 @@ def _check_knowledge(knowledge: list[KnowledgeSource], base_dir: Path, result: L
     for i, item in enumerate(knowledge):
         if item.kind == "text":
             continue
-        target = Path(item.path or item.directory or "").expanduser()
+        target = expand_home(item.path or item.directory or "")
         full = target if target.is_absolute() else base_dir / target
         if not full.exists():
             result.problems.append(

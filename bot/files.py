@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["UnreadableFile", "describe_kind", "file_key", "read_config_file", "shown"]
+__all__ = ["UnreadableFile", "describe_kind", "expand_home", "file_key", "read_config_file", "shown"]
 
 
 class UnreadableFile(Exception):
@@ -34,6 +34,15 @@ def describe_kind(mode: int) -> str:
 def shown(path: Path | str) -> str:
     """``path`` for a message: control characters (a NUL from a JSON escape) written as escapes."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(path))
+
+
+def expand_home(path: str) -> Path:
+    """``path`` with ``~`` or ``~user`` expanded; as written when there is no such home (an unknown
+    user, a NUL byte), so that it is reported as a path that does not exist rather than raising."""
+    try:
+        return Path(path).expanduser()
+    except (RuntimeError, ValueError):
+        return Path(path)
 
 
 def file_key(path: Path) -> Path:

@@ -24,7 +24,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from .errors import SecretReferenceError
-from .files import UnreadableFile, read_config_file, shown
+from .files import UnreadableFile, expand_home, read_config_file, shown
 
 __all__ = ["SCHEMES", "is_reference", "resolve_secret"]
 
@@ -87,7 +87,7 @@ def resolve_secret(
             )
         path = Path(directory) / target
     else:  # file
-        path = Path(target).expanduser()
+        path = expand_home(target)
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
 

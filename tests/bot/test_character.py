@@ -284,6 +284,14 @@ def test_a_named_pipe_is_refused_without_waiting_for_a_writer(tmp_path: Path) ->
         "$: is a named pipe (FIFO), not a regular file; a character file is a JSON file")
 
 
+@pytest.mark.parametrize("path", ["~no-such-user-0/notes.md", "~\x00"])
+def test_a_knowledge_path_under_an_unknown_home_does_not_exist(write, path: str) -> None:
+    result = load_character(write({"name": "A", "bio": "x", "knowledge": [{"path": path}]}))
+    message = only_problem(result)
+    assert message.startswith("$.knowledge[0].path: ") and "/~" in message
+    assert message.endswith(" does not exist; fix the path (relative to the character file)")
+
+
 def test_a_folder_given_as_a_character_file_says_so(tmp_path: Path) -> None:
     assert only_problem(load_character(tmp_path)) == "$: is a folder, not a regular file; give the .json files in it"
 

@@ -60,6 +60,8 @@ def test_a_file_reference_to_a_named_pipe_a_folder_or_a_huge_file_is_refused_wit
         resolve_secret("file:huge", environ={}, base_dir=tmp_path)
     with pytest.raises(SecretReferenceError, match=r"a\\x00b is not a path: it contains a NUL byte"):
         resolve_secret("file:a\x00b", environ={}, base_dir=tmp_path)
+    with pytest.raises(SecretReferenceError, match=r"no such file: \S*~no-such-user-0/key$"):
+        resolve_secret("file:~no-such-user-0/key", environ={}, base_dir=tmp_path)
     (tmp_path / "latin1").write_bytes(b"caf\xe9")
     with pytest.raises(SecretReferenceError, match=r"latin1 is not UTF-8 text"):
         resolve_secret("file:latin1", environ={}, base_dir=tmp_path)
