@@ -40,7 +40,7 @@ from pydantic_core import PydanticCustomError
 
 from . import plugins as plugin_registry
 from .errors import CharacterError, Problem, SecretReferenceError
-from .files import UnreadableFile, describe_kind, expand_home, file_key, read_config_file, shown
+from .files import UnreadableFile, describe_kind, expand_home, file_key, mode_of, read_config_file, shown
 from .ids import string_to_uuid
 from .secrets import resolve_secret
 from .types import AgentRecord
@@ -575,7 +575,8 @@ def _read_json(path: Path) -> tuple[Any, list[Problem]]:
     except FileNotFoundError:
         return None, [Problem("$", "no such file; check the path")]
     except UnreadableFile as exc:
-        hint = "; give the .json files in it" if path.is_dir() else "; a character file is a JSON file"
+        mode = mode_of(path)
+        hint = "; give the .json files in it" if mode and stat.S_ISDIR(mode) else "; a character file is a JSON file"
         return None, [Problem("$", f"{exc}{hint}")]
     try:
         text = raw.decode("utf-8-sig")
@@ -789,11 +790,12 @@ def _check_knowledge(knowledge: list[KnowledgeSource], base_dir: Path, result: L
             continue
         target = expand_home(item.path or item.directory or "")
         full = target if target.is_absolute() else base_dir / target
-        if not full.exists():
+        mode = mode_of(full)
+        if mode is None:
             result.problems.append(
                 Problem(f"$.knowledge[{i}].{item.kind}", f"{shown(full)} does not exist; fix the path (relative to the character file)")
             )
-        elif item.kind == "directory" and not full.is_dir():
+        elif item.kind == "directory" and not stat.S_ISDIR(mode):
             result.problems.append(Problem(f"$.knowledge[{i}].directory", f"{shown(full)} is a file; use \"path\" for a file"))
 
 
@@ -813,11 +815,12 @@ def find_character(name: str, *, search_dir: Path = Path("characters")) -> Path:
     A name that matches nothing is returned as given, so loading reports it.
     """
     path = Path(name)
-    if path.exists():
+    if mode_of(path) is not None:
         return path
     for folder in (Path(), search_dir):
         for candidate in (folder / f"{name}.json", folder / f"{name}.character.json"):
-            if candidate.is_file():
+            mode = mode_of(candidate)
+            if mode is not None and stat.S_ISREG(mode):
                 return candidate
     return path
 
@@ -850,7 +853,8 @@ def scan_character_files(args: Iterable[str], *, search_dir: Path = Path("charac
             if not part:
                 continue
             path = Path(part)
-            if not path.is_dir():
+            mode = mode_of(path)
+            if mode is None or not stat.S_ISDIR(mode):
                 found.paths.append(find_character(part, search_dir=search_dir))
                 continue
             try:

@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["UnreadableFile", "describe_kind", "expand_home", "file_key", "read_config_file", "shown"]
+__all__ = ["UnreadableFile", "describe_kind", "expand_home", "file_key", "mode_of", "read_config_file", "shown"]
 
 
 class UnreadableFile(Exception):
@@ -34,6 +34,18 @@ def describe_kind(mode: int) -> str:
 def shown(path: Path | str) -> str:
     """``path`` for a message: control characters (a NUL from a JSON escape) written as escapes."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(path))
+
+
+def mode_of(path: Path) -> int | None:
+    """``path``'s ``stat`` mode (links followed); ``None`` when there is nothing to stat there, or
+    the OS refuses the path (a name too long, a NUL byte, a link loop, no permission).
+
+    ``Path.exists()`` and ``is_dir()`` raise for some of those; this never does.
+    """
+    try:
+        return path.stat().st_mode
+    except (OSError, ValueError):
+        return None
 
 
 def expand_home(path: str) -> Path:

@@ -120,8 +120,6 @@ def _read_env_file(path: Path) -> str | None:
     Raises:
         ConfigError: it exists but is not a regular UTF-8 text file of a sensible size.
     """
-    if not path.exists():
-        return None
     try:
         raw = read_config_file(path, _MAX_ENV_BYTES)
     except FileNotFoundError:

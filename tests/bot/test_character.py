@@ -292,6 +292,19 @@ def test_a_knowledge_path_under_an_unknown_home_does_not_exist(write, path: str)
     assert message.endswith(" does not exist; fix the path (relative to the character file)")
 
 
+def test_paths_too_long_for_the_os_are_problems_not_crashes(write, tmp_path: Path) -> None:
+    long = "a" * 5000
+    result = load_character(write({"name": "A", "bio": "x", "knowledge": [{"directory": long}],
+                                   "secrets": {"K": f"file:{long}"}}))
+    assert [p.path for p in result.problems] == ["$.secrets.K", "$.knowledge[0].directory"]
+    assert "File name too long" in str(result.problems[0])
+    assert result.problems[1].message.endswith(" does not exist; fix the path (relative to the character file)")
+    assert only_problem(load_character(tmp_path / long)) == (
+        "$: cannot read it: File name too long; a character file is a JSON file")
+    assert find_character(long) == Path(long)
+    assert scan_character_files([long]).paths == [Path(long)]
+
+
 def test_a_folder_given_as_a_character_file_says_so(tmp_path: Path) -> None:
     assert only_problem(load_character(tmp_path)) == "$: is a folder, not a regular file; give the .json files in it"
 

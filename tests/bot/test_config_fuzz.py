@@ -53,7 +53,9 @@ def _nested(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 json_values = st.recursive(scalars, _nested, max_leaves=20)
 # Plausible shapes for the fields a character has, so validation gets past the first error.
 texts = st.text(max_size=20) | st.sampled_from(["env:NOPE", "env:NOPE?", "file:missing", "credential:X", "", " ",
-                                                 "file:a\x00b", "credential:a\x00b", "../../etc/passwd", "~"])
+                                                 "file:a\x00b", "credential:a\x00b", "../../etc/passwd", "~",
+                                                 "~no-such-user/x", "file:~no-such-user/x", "a" * 5000,
+                                                 "file:" + "a" * 5000])
 messages = st.fixed_dictionaries({}, optional={"name": texts, "user": texts, "content": json_values
                                                 | st.fixed_dictionaries({"text": texts}, optional={"action": texts})})
 field_values = {
