@@ -15,8 +15,8 @@ else runs.
 Once every agent has started, systemd hears READY=1 (see :mod:`bot.systemd`) and a status line
 that follows every change. SIGHUP (or ``troupe reload``) re-reads the character files: new ones
 start, removed ones stop, changed ones restart, the rest keep running (told AGENT_RELOADED, so
-their knowledge files are read again), and a file that no longer validates leaves its agent
-running as it was. SIGTERM/SIGINT stop the intake, let the replies being written finish
+their knowledge files are read again), and a file that no longer validates (or cannot be read)
+leaves its agent running as it was while the rest of the reload goes ahead. SIGTERM/SIGINT stop the intake, let the replies being written finish
 (``TROUPE_STOP_TIMEOUT_S``), close every agent and the database, and exit 0; a second signal
 exits at once. When nothing can run the daemon exits with status 78 and says what to configure.
 """
