@@ -3,16 +3,22 @@
 The schema is elizaOS's (name, bio, system, templates, adjectives, topics, knowledge,
 messageExamples, postExamples, style, plugins, settings, settings.secrets, secrets), and files
 written for elizaOS load unchanged, including the older format many published characters use
-(``clients``, ``modelProvider``, ``lore``, message examples keyed by ``user``).
+(``clients``, ``modelProvider``, ``lore``, message examples keyed by ``user``). Every other field
+of either generation (``twitterSpaces``, ``people`` …) is known and kept; a plugin troupe does not
+have is a warning and the character starts without it, as elizaOS starts an agent whose plugin
+failed to import.
 
-Loading never raises a traceback at the user: every problem becomes a :class:`~bot.errors.Problem`
-with the JSON path of the field and what to do. See :func:`load_character`.
+Loading never raises a traceback at the user, whatever the file holds: every problem becomes a
+:class:`~bot.errors.Problem` with the JSON path of the field and what to do. See :func:`load_character`.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
+import math
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,19 +40,26 @@ from pydantic_core import PydanticCustomError
 
 from . import plugins as plugin_registry
 from .errors import CharacterError, Problem, SecretReferenceError
+from .files import UnreadableFile, describe_kind, expand_home, file_key, mode_of, read_config_file, shown
 from .ids import string_to_uuid
 from .secrets import resolve_secret
 from .types import AgentRecord
 
 __all__ = [
     "Character",
+    "CharacterFiles",
+    "ELIZAOS_FIELDS",
     "ExampleMessage",
     "KnowledgeSource",
     "LoadResult",
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
     "Style",
+    "find_character",
     "load_character",
     "load_characters",
     "resolve_character_paths",
+    "scan_character_files",
 ]
 
 _CAMEL = ConfigDict(alias_generator=to_camel, populate_by_name=True)
@@ -55,6 +68,25 @@ _CAMEL = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 _SILENT_CLIENTS = frozenset({"direct"})
 # Legacy `modelProvider` values served by the openai plugin, and the preset each selects.
 _MODEL_PROVIDERS = {"openai": None, "ollama": "ollama", "openrouter": "openrouter"}
+
+#: The largest character file read (published characters are a few hundred KiB at most).
+MAX_FILE_BYTES = 4 * 1024 * 1024
+#: The deepest nesting read; elizaOS characters nest about six levels, and validation recurses.
+MAX_DEPTH = 64
+
+#: Top-level fields of elizaOS characters (v0 and v1) that troupe reads but does not use.
+#: They load without a word: they are real fields, not typos.
+ELIZAOS_FIELDS = frozenset({
+    "email", "imageModelProvider", "imageVisionModelProvider", "modelEndpointOverride", "ragKnowledge",
+    "postProcessors", "clientConfig", "twitterProfile", "twitterSpaces", "twitterQuery", "nft", "extends",
+    "people", "scenarios", "voice", "avatar", "enabled", "status", "createdAt", "updatedAt",
+})
+
+# What troupe offers in place of an elizaOS plugin it does not have, by words in the plugin's name.
+_MODEL_PLUGIN_WORDS = ("anthropic", "google", "gemini", "groq", "local-ai", "llama", "ollama", "openrouter",
+                       "venice", "together", "deepseek", "mistral", "grok", "xai", "redpill", "heurist", "nvidia")
+_PLATFORM_PLUGIN_WORDS = ("twitter", "farcaster", "slack", "whatsapp", "lens", "instagram", "bluesky", "github",
+                          "matrix", "tiktok", "reddit", "email", "sms")
 
 
 def _json_type(value: Any) -> str:
@@ -248,6 +280,12 @@ class Character(BaseModel):
     def _lists(cls, value: Any) -> Any:
         return _str_list(value, "strings")
 
+    @field_validator("settings", "templates", "style", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: Any) -> Any:
+        # JSON exports of elizaOS characters write unset objects as null.
+        return {} if value is None else value
+
     @field_validator("knowledge", mode="before")
     @classmethod
     def _knowledge(cls, value: Any) -> Any:
@@ -314,14 +352,14 @@ class Character(BaseModel):
         Relative paths are relative to the folder of the character file (the working directory
         for a character that was not loaded from a file); ``~`` is expanded.
         """
-        target = Path(path).expanduser()
+        target = expand_home(path)
         if target.is_absolute():
             return target
         return (self._base_dir if self._base_dir is not None else Path.cwd()) / target
 
     def unknown_keys(self) -> list[str]:
-        """Top-level keys troupe does not know; kept, but a likely typo."""
-        return sorted(self.model_extra or {})
+        """Top-level keys neither troupe nor elizaOS knows; kept, but a likely typo."""
+        return sorted(k for k in self.model_extra or {} if k not in ELIZAOS_FIELDS)
 
     def to_record(self) -> AgentRecord:
         """The character as the database keeps it, without any secret."""
@@ -394,6 +432,8 @@ class LoadResult:
     """troupe plugin names, in file order, without duplicates."""
     model_preset: str | None = None
     """``ollama`` or ``openrouter`` when the file selects one of those, else ``None``."""
+    missing_plugins: list[str] = field(default_factory=list)
+    """Plugins the file lists that troupe does not have; the character runs without them."""
 
     @property
     def ok(self) -> bool:
@@ -438,10 +478,87 @@ def _problem_from_error(err: Mapping[str, Any]) -> Problem:
     elif kind == "extra_forbidden":
         message = "unknown key here; remove it or check its spelling"
         if len(loc) >= 2 and loc[-2] == "style":
-            message = 'unknown style key; style has "all", "chat" and "post"'
+            close = difflib.get_close_matches(str(loc[-1]).lower(), ["all", "chat", "post"], n=1, cutoff=0.6)
+            guess = f"; did you mean {close[0]!r}?" if close else ""
+            message = f'unknown style key; style has "all", "chat" and "post"{guess}'
     else:
         message = err["msg"].removeprefix("Value error, ")
     return Problem(_json_path(loc), message)
+
+
+#: Python converts integers of at most this many digits (sys.get_int_max_str_digits()).
+_MAX_DIGITS = 4300
+
+
+class _HugeNumber(int):
+    """An integer too long to convert; stands in for it so it is reported with its path."""
+
+    digits: int = 0
+
+
+class _BadNumber(float):
+    """``NaN`` or ``Infinity``, which Python's JSON reader accepts but JSON (and the database) do
+    not; kept with how it was written so it is reported with its path."""
+
+    written: str = ""
+
+
+def _parse_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > _MAX_DIGITS:
+        huge = _HugeNumber(0)
+        huge.digits = digits
+        return huge
+    return int(text)
+
+
+def _parse_constant(text: str) -> float:
+    bad = _BadNumber("nan")
+    bad.written = text
+    return bad
+
+
+def _shape_problems(data: Any) -> list[Problem]:
+    """What JSON allows but a character cannot hold: deep nesting, huge numbers, broken text.
+
+    Iterative, so the check itself cannot run out of stack.
+    """
+    problems: list[Problem] = []
+    stack: list[tuple[Any, str, int]] = [(data, "$", 1)]
+    while stack:
+        value, where, depth = stack.pop()
+        if isinstance(value, _HugeNumber):
+            problems.append(Problem(where, f"a number with {value.digits} digits; troupe reads numbers of up to "
+                                           f"{_MAX_DIGITS} digits (write it as text in quotes if it must be this long)"))
+        elif isinstance(value, _BadNumber):
+            problems.append(Problem(where, f"{value.written} is not a number JSON allows; write a number or text"))
+        elif isinstance(value, float) and not math.isfinite(value):
+            problems.append(Problem(where, "a number too large to hold (it overflows to infinity); write a smaller "
+                                           "number or text"))
+        elif isinstance(value, str):
+            if not _is_unicode(value):
+                problems.append(Problem(where, "text with a lone surrogate escape (\\ud800-\\udfff), which is not "
+                                               "valid Unicode; remove or fix the escape"))
+        elif isinstance(value, (dict, list)):
+            if depth > MAX_DEPTH:
+                shown = where if len(where) <= 80 else where[:80] + "…"
+                problems.append(Problem(shown, f"nested more than {MAX_DEPTH} levels deep; flatten it"))
+                continue
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                if isinstance(key, str) and not _is_unicode(key):
+                    problems.append(Problem(where, f"a key with a lone surrogate escape ({key!r}); fix the key"))
+                    continue
+                stack.append((item, f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}", depth + 1))
+    return sorted(problems, key=lambda p: p.path)
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _read_json(path: Path) -> tuple[Any, list[Problem]]:
@@ -453,31 +570,39 @@ def _read_json(path: Path) -> tuple[Any, list[Problem]]:
                 "Export the character to JSON (e.g. JSON.stringify(character, null, 2)) and load that file",
             )
         ]
-    if path.suffix.lower() != ".json":
-        return None, [Problem("$", f"not a .json file ({path.suffix or 'no extension'}); character files are JSON")]
     try:
-        raw = path.read_bytes()
+        raw = read_config_file(path, MAX_FILE_BYTES)
     except FileNotFoundError:
         return None, [Problem("$", "no such file; check the path")]
-    except IsADirectoryError:
-        return None, [Problem("$", "is a directory; give the .json files in it")]
-    except OSError as exc:
-        return None, [Problem("$", f"cannot read the file: {exc.strerror or exc}")]
+    except UnreadableFile as exc:
+        mode = mode_of(path)
+        hint = "; give the .json files in it" if mode and stat.S_ISDIR(mode) else "; a character file is a JSON file"
+        return None, [Problem("$", f"{exc}{hint}")]
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         return None, [Problem("$", f"not UTF-8 text (bad byte at offset {exc.start}); save the file as UTF-8")]
+    if not text.strip():
+        return None, [Problem("$", 'the file is empty; a character file holds one JSON object, '
+                                   'such as {"name": "Ada", "bio": "who Ada is"}')]
     try:
-        return json.loads(text), []
+        data = json.loads(text, parse_int=_parse_int, parse_constant=_parse_constant)
     except json.JSONDecodeError as exc:
         hint = ""
         if "Expecting property name" in exc.msg or "Expecting value" in exc.msg:
             hint = " (a trailing comma or a comment? JSON allows neither)"
         return None, [Problem("$", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}")]
+    except RecursionError:
+        return None, [Problem("$", f"nested too deeply to read (troupe reads at most {MAX_DEPTH} levels); flatten it")]
+    problems = _shape_problems(data)
+    return (None, problems) if problems else (data, [])
 
 
 def load_character(path: str | Path, *, environ: Mapping[str, str] | None = None) -> LoadResult:
     """Read and validate one character file. Never raises for bad input: see ``problems``.
+
+    Every problem is reported at once: the parts of the file that are well-formed (plugins,
+    secrets, knowledge paths) are checked even when other fields do not validate.
 
     Secret references are resolved against ``environ`` (default: the process environment,
     ``.env`` included once the daemon has loaded it).
@@ -491,31 +616,103 @@ def load_character(path: str | Path, *, environ: Mapping[str, str] | None = None
         kind = "a list (several characters in one file?)" if isinstance(data, list) else _json_type(data)
         result.problems.append(Problem("$", f"a character file holds one JSON object {{...}}, not {kind}"))
         return result
+    character: Character | None = None
     try:
         character = Character.model_validate(data)
     except ValidationError as exc:
         result.problems = [_problem_from_error(e) for e in exc.errors()]
-        # Keep going on the parts that are well-formed, so one run reports every problem.
-        _resolve_plugins(_strings(data.get("plugins")), _strings(data.get("clients")), None, result)
-        for where, raw in (("settings.secrets", (data.get("settings") or {}).get("secrets")), ("secrets", data.get("secrets"))):
-            if isinstance(raw, dict):
-                _resolve_secrets({where: {k: v for k, v in raw.items() if isinstance(v, str)}}, path.parent, environ, result)
-        return result
 
-    _resolve_plugins(character.plugins, character.clients, character.model_provider, result)
-    character._secrets = _resolve_secrets(
-        {"settings.secrets": character.settings_secrets, "secrets": character.secrets}, path.parent, environ, result
-    )
-    character._base_dir = path.parent.absolute()
-    _check_knowledge(character, path.parent, result)
-    for key in character.unknown_keys():
-        result.warnings.append(Problem(f"$.{key}", "unknown key, kept but unused; check its spelling"))
-    result.character = character
+    if character is not None:
+        _resolve_plugins(character.plugins, character.clients, character.model_provider, result)
+        secrets = {"settings.secrets": character.settings_secrets, "secrets": character.secrets}
+        knowledge = character.knowledge
+    else:  # keep going on the parts that are well-formed
+        provider = data.get("modelProvider")
+        _resolve_plugins(_strings(data.get("plugins")), _strings(data.get("clients")),
+                         provider if isinstance(provider, str) else None, result)
+        settings = data.get("settings")
+        secrets = {where: {k: v for k, v in raw.items() if isinstance(v, str)}
+                   for where, raw in (("settings.secrets", settings.get("secrets") if isinstance(settings, dict) else None),
+                                      ("secrets", data.get("secrets")))
+                   if isinstance(raw, dict)}
+        knowledge = _well_formed_knowledge(data.get("knowledge"))
+    resolved = _resolve_secrets(secrets, path.parent, environ, result)
+    _check_knowledge(knowledge, path.parent, result)
+    for key in data:
+        if key not in _KNOWN_KEYS:
+            result.warnings.append(Problem(f"$.{key}", _unknown_key_message(key)))
+    if character is not None:
+        character._secrets = resolved
+        character._base_dir = path.parent.absolute()
+        result.character = character
     return result
+
+
+def _field_names() -> frozenset[str]:
+    names = set(ELIZAOS_FIELDS)
+    for name, info in Character.model_fields.items():
+        names.add(name)
+        if info.alias:
+            names.add(info.alias)
+    return frozenset(names)
+
+
+_KNOWN_KEYS = _field_names()
+_SUGGESTABLE = {name.casefold(): name for name in _KNOWN_KEYS if "_" not in name}
+
+
+def _unknown_key_message(key: str) -> str:
+    """An unknown key's warning, with the field it most likely meant."""
+    close = difflib.get_close_matches(key.casefold(), list(_SUGGESTABLE), n=1, cutoff=0.75)
+    if close:
+        return f"unknown key, kept but unused; did you mean {_SUGGESTABLE[close[0]]!r}?"
+    return "unknown key, kept but unused; check its spelling"
+
+
+def _well_formed_knowledge(value: Any) -> list[KnowledgeSource]:
+    """The knowledge items that validate (the others are reported already)."""
+    items: list[KnowledgeSource] = []
+    for item in value if isinstance(value, list) else []:
+        try:
+            items.append(KnowledgeSource.model_validate(item))
+        except ValidationError:
+            items.append(KnowledgeSource(text=""))  # keep the indexes of the items after it
+    return items
 
 
 def _strings(value: Any) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _platform_names() -> str:
+    """The platforms a character can run on under the daemon, for messages."""
+    return ", ".join(n for n, m in plugin_registry.available().items() if m.kind == "platform" and not m.interactive)
+
+
+def _plugin_tail(name: str) -> str:
+    """``@elizaos/plugin-discord`` → ``discord``."""
+    return name.lower().rsplit("/", 1)[-1].removeprefix("plugin-").removeprefix("client-")
+
+
+def _plugin_instead(name: str) -> str:
+    """What troupe offers in place of an elizaOS plugin it does not have."""
+    lowered = name.strip().lower()
+    known = plugin_registry.available()
+    # Compared without the package prefix, which every elizaOS name shares.
+    by_tail: dict[str, str] = {}
+    for meta in known.values():
+        for alias in (*meta.aliases, meta.name):  # the elizaOS name first: it is what the file uses
+            by_tail.setdefault(_plugin_tail(alias), alias)
+    close = difflib.get_close_matches(_plugin_tail(lowered), list(by_tail), n=1, cutoff=0.85)
+    if close:
+        return f"did you mean {by_tail[close[0]]!r}?"
+    if any(word in lowered for word in _MODEL_PLUGIN_WORDS):
+        return ("for models, the openai plugin serves any OpenAI-compatible endpoint: set OPENAI_BASE_URL "
+                "(OpenRouter serves most models)")
+    if any(word in lowered for word in _PLATFORM_PLUGIN_WORDS):
+        return f"troupe runs on {_platform_names()}"
+    plugins = ", ".join(n for n, m in known.items() if m.kind == "plugin")
+    return f"troupe's plugins are {plugins}"
 
 
 def _resolve_plugins(
@@ -537,22 +734,21 @@ def _resolve_plugins(
             continue
         found = plugin_registry.resolve(name)
         if found is None:
-            names = ", ".join(sorted(known))
-            aliases = ", ".join(sorted(a for m in known.values() for a in m.aliases if a.startswith("@")))
-            result.problems.append(
-                Problem(f"$.plugins[{i}]", f"unknown plugin {name!r}; troupe has: {names} (elizaOS names: {aliases})")
+            # elizaOS logs a plugin that fails to import and starts the agent without it; so does troupe.
+            result.missing_plugins.append(name)
+            result.warnings.append(
+                Problem(f"$.plugins[{i}]", f"troupe has no plugin {name!r}; the character starts without it "
+                                           f"({_plugin_instead(name)})")
             )
             continue
         add(*found)
-
     for i, client in enumerate(clients):
         found = plugin_registry.resolve(client)
         if found is not None and found[0].kind == "platform":
             add(*found)
         elif client.lower() not in _SILENT_CLIENTS:
-            platforms = ", ".join(n for n, m in known.items() if m.kind == "platform")
             result.warnings.append(
-                Problem(f"$.clients[{i}]", f"no troupe platform {client!r}; ignored (troupe runs on {platforms})")
+                Problem(f"$.clients[{i}]", f"no troupe platform {client!r}; ignored (troupe runs on {_platform_names()})")
             )
 
     if model_provider is not None:
@@ -588,43 +784,96 @@ def _resolve_secrets(
     return resolved
 
 
-def _check_knowledge(character: Character, base_dir: Path, result: LoadResult) -> None:
-    for i, item in enumerate(character.knowledge):
+def _check_knowledge(knowledge: list[KnowledgeSource], base_dir: Path, result: LoadResult) -> None:
+    for i, item in enumerate(knowledge):
         if item.kind == "text":
             continue
-        target = Path(item.path or item.directory or "").expanduser()
+        target = expand_home(item.path or item.directory or "")
         full = target if target.is_absolute() else base_dir / target
-        if not full.exists():
+        mode = mode_of(full)
+        if mode is None:
             result.problems.append(
-                Problem(f"$.knowledge[{i}].{item.kind}", f"{full} does not exist; fix the path (relative to the character file)")
+                Problem(f"$.knowledge[{i}].{item.kind}", f"{shown(full)} does not exist; fix the path (relative to the character file)")
             )
-        elif item.kind == "directory" and not full.is_dir():
-            result.problems.append(Problem(f"$.knowledge[{i}].directory", f"{full} is a file; use \"path\" for a file"))
+        elif item.kind == "directory" and not stat.S_ISDIR(mode):
+            result.problems.append(Problem(f"$.knowledge[{i}].directory", f"{shown(full)} is a file; use \"path\" for a file"))
 
 
-def resolve_character_paths(args: Iterable[str], *, search_dir: Path = Path("characters")) -> list[Path]:
+@dataclass(slots=True)
+class CharacterFiles:
+    """The character files command-line arguments name, and the folder entries passed over."""
+
+    paths: list[Path] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    """Entries of a scanned folder that are not read, each with why."""
+
+
+def find_character(name: str, *, search_dir: Path = Path("characters")) -> Path:
+    """The file a character argument means: the path itself when it exists, else the first of
+    ``NAME.json``, ``NAME.character.json`` and the same in ``search_dir`` that is a file.
+
+    A name that matches nothing is returned as given, so loading reports it.
+    """
+    path = Path(name)
+    if mode_of(path) is not None:
+        return path
+    for folder in (Path(), search_dir):
+        for candidate in (folder / f"{name}.json", folder / f"{name}.character.json"):
+            mode = mode_of(candidate)
+            if mode is not None and stat.S_ISREG(mode):
+                return candidate
+    return path
+
+
+def _skip_reason(entry: Path) -> str | None:
+    """Why a folder scan passes over ``entry``, or ``None`` to read it."""
+    if not entry.name.lower().endswith(".json"):
+        return "not a .json file"
+    try:
+        mode = entry.stat().st_mode
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc.__class__.__name__})"
+    if stat.S_ISDIR(mode):
+        return "a folder (folders inside are not searched)"
+    if not stat.S_ISREG(mode):
+        return f"{describe_kind(mode)}, not a regular file"
+    return None
+
+
+def scan_character_files(args: Iterable[str], *, search_dir: Path = Path("characters")) -> CharacterFiles:
     """Turn command-line arguments into character files.
 
-    Accepts files, directories (their ``*.json``), comma-separated lists, and bare names
-    (``aria`` → ``aria.json`` → ``characters/aria.json``). A name that matches nothing is
-    returned as given so loading reports it.
+    Accepts files (whatever their name), folders (their ``*.json`` regular files; every other
+    entry is listed in ``skipped`` with why), comma-separated lists, and bare names (see
+    :func:`find_character`).
     """
-    out: list[Path] = []
+    found = CharacterFiles()
     for arg in args:
         for part in (p.strip() for p in arg.split(",")):
             if not part:
                 continue
             path = Path(part)
-            if path.is_dir():
-                out.extend(sorted(path.glob("*.json")))
+            mode = mode_of(path)
+            if mode is None or not stat.S_ISDIR(mode):
+                found.paths.append(find_character(part, search_dir=search_dir))
                 continue
-            if not path.suffix and not path.exists():
-                for candidate in (path.with_suffix(".json"), search_dir / f"{part}.json"):
-                    if candidate.is_file():
-                        path = candidate
-                        break
-            out.append(path)
-    return out
+            try:
+                entries = sorted(path.iterdir())
+            except OSError as exc:
+                found.skipped.append((path, f"cannot list the folder ({exc.strerror or exc.__class__.__name__})"))
+                continue
+            for entry in entries:
+                reason = _skip_reason(entry)
+                if reason is None:
+                    found.paths.append(entry)
+                else:
+                    found.skipped.append((entry, reason))
+    return found
+
+
+def resolve_character_paths(args: Iterable[str], *, search_dir: Path = Path("characters")) -> list[Path]:
+    """The character files the arguments name (see :func:`scan_character_files`)."""
+    return scan_character_files(args, search_dir=search_dir).paths
 
 
 def load_characters(
@@ -639,7 +888,7 @@ def load_characters(
         if character is None:
             continue
         first = by_id.get(character.agent_id)
-        if first is not None and first.source.resolve() == result.source.resolve():
+        if first is not None and file_key(first.source) == file_key(result.source):
             result.problems.append(Problem("$", "this file is listed twice"))
             continue
         if first is not None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TextIO
 
 from . import installed_version, logs, memory_cli
-from .character import LoadResult, load_characters, resolve_character_paths
+from .character import LoadResult, find_character, load_characters, scan_character_files
 from .errors import EXIT_CONFIG, TroupeError
 from .settings import DaemonSettings, load_environ
 
@@ -101,12 +101,21 @@ def _no_characters_folder(args: argparse.Namespace) -> bool:
     return True
 
 
+def _scan(args: argparse.Namespace, out: TextIO) -> list[Path]:
+    """The character files the arguments name; says which folder entries it passes over, and why."""
+    found = scan_character_files(args.characters)
+    for entry, reason in found.skipped:
+        print(f"{entry}: skipped, {reason}", file=out)
+    if not found.paths:
+        print(f"troupe {args.command}: no character files found; give .json files or a folder of them", file=sys.stderr)
+    return found.paths
+
+
 def _check(args: argparse.Namespace) -> int:
     if _no_characters_folder(args):
         return EXIT_CONFIG
-    paths = resolve_character_paths(args.characters)
+    paths = _scan(args, sys.stdout)
     if not paths:
-        print("troupe check: no character files found; give .json files or a folder of them", file=sys.stderr)
         return EXIT_CONFIG
     results = load_characters(paths, environ=load_environ())
     _report(results)
@@ -121,9 +130,8 @@ def _start(args: argparse.Namespace) -> int:
     if _no_characters_folder(args):
         return EXIT_CONFIG
     environ = load_environ()
-    paths = resolve_character_paths(args.characters)
+    paths = _scan(args, sys.stderr)
     if not paths:
-        print("troupe start: no character files found; give .json files or a folder of them", file=sys.stderr)
         return EXIT_CONFIG
     results = load_characters(paths, environ=environ)
     bad = [r for r in results if not r.ok]
@@ -192,7 +200,7 @@ def _chat(args: argparse.Namespace) -> int:
     log_level = args.log_level or (settings.log_level if settings.log_level.upper() != "INFO" else None)
     logs.configure(log_level or "WARNING")
     environ = load_environ()
-    results = load_characters(resolve_character_paths([args.character]), environ=environ)
+    results = load_characters([find_character(args.character)], environ=environ)
     bad = [r for r in results if not r.ok]
     if bad or not results:
         _report(bad, out=sys.stderr)

@@ -15,8 +15,8 @@ else runs.
 Once every agent has started, systemd hears READY=1 (see :mod:`bot.systemd`) and a status line
 that follows every change. SIGHUP (or ``troupe reload``) re-reads the character files: new ones
 start, removed ones stop, changed ones restart, the rest keep running (told AGENT_RELOADED, so
-their knowledge files are read again), and a file that no longer validates leaves its agent
-running as it was. SIGTERM/SIGINT stop the intake, let the replies being written finish
+their knowledge files are read again), and a file that no longer validates (or cannot be read)
+leaves its agent running as it was while the rest of the reload goes ahead. SIGTERM/SIGINT stop the intake, let the replies being written finish
 (``TROUPE_STOP_TIMEOUT_S``), close every agent and the database, and exit 0; a second signal
 exits at once. When nothing can run the daemon exits with status 78 and says what to configure.
 """
@@ -38,11 +38,12 @@ from typing import Any
 from . import plugins as plugin_registry
 from . import installed_version, redact
 from .backoff import ExponentialBackoff
-from .character import Character, LoadResult, load_characters, resolve_character_paths
+from .character import Character, LoadResult, load_characters, scan_character_files
 from .chat import runtime_plugins
 from .control import ControlServer
 from .errors import EXIT_CONFIG, ConfigError
 from .events import EventType
+from .files import file_key
 from .links import Link, LinkState
 from .logs import agent_context
 from .metrics import Metrics
@@ -235,6 +236,13 @@ class Daemon:
         """Run until stopped; returns the exit status."""
         redact.install()
         plans = self.plan()
+        for result in self.characters:
+            if result.missing_plugins:
+                character = result.raise_for_problems()
+                with agent_context(character.name):
+                    job = "" if any(p.agent == character.name for p in plans) else "; it runs on no platform"
+                    _log.warning("%s starts without %s, which troupe does not have%s", character.name,
+                                 ", ".join(result.missing_plugins), job)
         for plan in plans:
             if not plan.ready:
                 with agent_context(plan.agent):
@@ -428,6 +436,10 @@ class Daemon:
             _log.info("reloading characters from %s", ", ".join(self.sources))
             try:
                 summary = await self._apply_reload()
+            except ConfigError as exc:  # .env cannot be read: nothing changes
+                self.metrics.reloads.labels(outcome="error").inc()
+                _log.error("reload failed, every agent keeps running as it was: %s", exc)
+                raise RuntimeError(f"reload failed: {exc}") from exc
             except Exception as exc:
                 self.metrics.reloads.labels(outcome="error").inc()
                 _log.exception("reload failed")
@@ -447,18 +459,21 @@ class Daemon:
 
         def read() -> tuple[list[LoadResult], dict[str, str]]:  # file reads: off the loop
             environ = load_environ()
-            return load_characters(resolve_character_paths(sources), environ=environ), environ
+            found = scan_character_files(sources)
+            for entry, reason in found.skipped:
+                _log.info("%s: skipped, %s", entry, reason)
+            return load_characters(found.paths, environ=environ), environ
 
         results, environ = await asyncio.to_thread(read)
         self.environ = environ
-        by_source = {a.result.source.resolve(): a for a in self._agents.values()}
+        by_source = {file_key(a.result.source): a for a in self._agents.values()}
         summary: dict[str, Any] = {"started": [], "stopped": [], "restarted": [], "unchanged": [], "kept": [], "failed": []}
         kept: set[str] = set()
         for result in results:
             if result.ok:
                 continue
             reason = "; ".join(str(p) for p in result.problems) or "it could not be read"
-            old = by_source.get(result.source.resolve())
+            old = by_source.get(file_key(result.source))
             if old is not None and old.state != "stopped":
                 kept.add(old.character.agent_id)
                 summary["kept"].append({"name": old.name, "file": str(result.source), "reason": reason})

@@ -24,10 +24,14 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from .errors import SecretReferenceError
+from .files import UnreadableFile, expand_home, read_config_file, shown
 
 __all__ = ["SCHEMES", "is_reference", "resolve_secret"]
 
 SCHEMES = ("env:", "file:", "credential:")
+
+#: The largest secret file read (keys and tokens are a few hundred bytes).
+_MAX_SECRET_BYTES = 64 * 1024
 
 
 def is_reference(value: str) -> bool:
@@ -83,20 +87,22 @@ def resolve_secret(
             )
         path = Path(directory) / target
     else:  # file
-        path = Path(target).expanduser()
+        path = expand_home(target)
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
 
     try:
-        secret = path.read_text(encoding="utf-8").rstrip("\r\n")
+        secret = read_config_file(path, _MAX_SECRET_BYTES).decode("utf-8").rstrip("\r\n")
     except FileNotFoundError:
         if optional:
             return None
-        raise SecretReferenceError(value, f"no such file: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SecretReferenceError(value, f"cannot read {path}: {exc.__class__.__name__}") from None
+        raise SecretReferenceError(value, f"no such file: {shown(path)}") from None
+    except UnreadableFile as exc:
+        raise SecretReferenceError(value, f"{shown(path)} {exc}") from None
+    except UnicodeDecodeError:
+        raise SecretReferenceError(value, f"{shown(path)} is not UTF-8 text") from None
     if not secret:
         if optional:
             return None
-        raise SecretReferenceError(value, f"{path} is empty")
+        raise SecretReferenceError(value, f"{shown(path)} is empty")
     return SecretStr(secret)

@@ -7,23 +7,29 @@ its ``settings`` (scalars only), then the daemon's environment. An empty value c
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from typing import TypeVar
 from pathlib import Path
+from typing import Any, TypeVar
 
 from dotenv import dotenv_values
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .character import Character
 from .errors import ConfigError
+from .files import UnreadableFile, read_config_file
+from .logs import LEVELS
 
 __all__ = ["DaemonSettings", "SettingReader", "character_setting", "load_environ"]
 
 _N = TypeVar("_N", int, float)
+
+#: The largest .env read.
+_MAX_ENV_BYTES = 1024 * 1024
 
 
 class DaemonSettings(BaseSettings):
@@ -31,13 +37,27 @@ class DaemonSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="TROUPE_", env_file=".env", extra="ignore")
 
+    def __init__(self, **values: Any) -> None:
+        """Read the settings; a bad value is a :class:`~bot.errors.ConfigError` naming the variable.
+
+        Raises:
+            ConfigError: a setting has a value it cannot take, or ``.env`` cannot be read.
+        """
+        env_file = values.get("_env_file", ".env")
+        if env_file is not None:
+            _read_env_file(Path(env_file))  # its problems, said plainly, before pydantic-settings reads it
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise ConfigError(_settings_message(exc)) from None
+
     data_dir: Path = Field(default=Path("data"), description="where the database and caches live")
     db_path: Path | None = Field(default=None, description="the SQLite file; default <data_dir>/troupe.db")
-    log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR")
-    reconnect_base_s: float = Field(default=2.0, gt=0, description="first wait before connecting to an "
+    log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING, ERROR or CRITICAL")
+    reconnect_base_s: float = Field(default=2.0, gt=0, allow_inf_nan=False, description="first wait before connecting to an "
                                     "unreachable platform again; it doubles on each failure")
-    reconnect_cap_s: float = Field(default=60.0, gt=0, description="longest wait between connection attempts")
-    stop_timeout_s: float = Field(default=20.0, gt=0, description="on SIGTERM, how long replies in flight may take "
+    reconnect_cap_s: float = Field(default=60.0, gt=0, allow_inf_nan=False, description="longest wait between connection attempts")
+    stop_timeout_s: float = Field(default=20.0, gt=0, allow_inf_nan=False, description="on SIGTERM, how long replies in flight may take "
                                   "to finish before the daemon closes anyway")
     control_socket: Path | None = Field(default=None, description="the Unix socket `troupe status` and `troupe "
                                         "reload` talk to; default $RUNTIME_DIRECTORY/control.sock under systemd, "
@@ -48,6 +68,21 @@ class DaemonSettings(BaseSettings):
                              "loopback needs TROUPE_HEALTH_TOKEN")
     health_token: SecretStr | None = Field(default=None, description="when set, HTTP requests need "
                                            "`Authorization: Bearer <token>`")
+
+    @field_validator("data_dir", "db_path", "control_socket", "health_host", mode="before")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        # The environment cannot hold one, but .env can; the OS refuses such a path with ValueError.
+        if isinstance(value, str) and "\x00" in value:
+            raise ValueError("contains a NUL byte; remove it")
+        return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().upper() in LEVELS:
+            return value.strip().upper()
+        raise ValueError(f"must be one of {', '.join(LEVELS)}")
 
     @property
     def control_path(self) -> Path:
@@ -63,9 +98,48 @@ class DaemonSettings(BaseSettings):
         return self.db_path if self.db_path is not None else self.data_dir / "troupe.db"
 
 
+def _settings_message(exc: ValidationError) -> str:
+    """Every bad daemon setting, by its environment variable, with what it must be."""
+    lines = []
+    for err in exc.errors():
+        field = str(err["loc"][0]) if err["loc"] else "?"
+        reason = err["msg"].removeprefix("Value error, ")
+        reason = reason[:1].lower() + reason[1:]
+        given = err.get("input")
+        if isinstance(given, str):
+            shown = f" is {given!r}" if len(given) <= 40 else f" is {given[:30]!r}… ({len(given)} characters)"
+        else:
+            shown = ""
+        lines.append(f"TROUPE_{field.upper()}{shown}: {reason}")
+    return "bad daemon setting: " + "; ".join(lines) + ". Fix it in the environment or .env"
+
+
+def _read_env_file(path: Path) -> str | None:
+    """The text of a ``.env`` file, ``None`` when there is none.
+
+    Raises:
+        ConfigError: it exists but is not a regular UTF-8 text file of a sensible size.
+    """
+    try:
+        raw = read_config_file(path, _MAX_ENV_BYTES)
+    except FileNotFoundError:
+        return None
+    except UnreadableFile as exc:
+        raise ConfigError(f"{path} {exc}; it should hold NAME=value lines") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text (bad byte at offset {exc.start}); save it as UTF-8") from None
+
+
 def load_environ(env_file: str | Path = ".env", base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment characters see: ``.env`` values under the process's (process wins)."""
-    merged = {k: v for k, v in dotenv_values(env_file).items() if v is not None} if Path(env_file).is_file() else {}
+    """The environment characters see: ``.env`` values under the process's (process wins).
+
+    Raises:
+        ConfigError: ``.env`` exists but cannot be read as text.
+    """
+    text = _read_env_file(Path(env_file))
+    merged = {k: v for k, v in dotenv_values(stream=io.StringIO(text)).items() if v is not None} if text else {}
     merged.update(os.environ if base is None else base)
     return merged
 

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bot.character import Character, load_character, load_characters, resolve_character_paths
+from bot.character import (
+    Character,
+    find_character,
+    load_character,
+    load_characters,
+    resolve_character_paths,
+    scan_character_files,
+)
 from bot.errors import CharacterError
 from bot.ids import string_to_uuid
 
@@ -127,7 +135,7 @@ def test_elizaos_v0_character_loads_unchanged(write) -> None:
     assert result.platforms == ["discord", "telegram"]
     assert result.plugins == ["openai"]
     assert result.model_preset == "openrouter"
-    assert [w.path for w in result.warnings] == ["$.people"]
+    assert result.warnings == []  # people is a real elizaOS v0 field: no "check its spelling"
 
 
 @pytest.mark.parametrize(
@@ -217,15 +225,34 @@ def test_message_without_content_is_rejected(write) -> None:
 
 def test_every_problem_is_reported_at_once(write) -> None:
     data = {"bio": [], "topics": 3, "plugins": ["@elizaos/plugin-twitter"], "secrets": {"T": "env:UNSET_TOKEN"}}
+    result = load_character(write(data))
+    assert [p.path for p in result.problems] == ["$.name", "$.bio", "$.topics", "$.secrets.T"]
+    assert [w.path for w in result.warnings] == ["$.plugins[0]"]
+
+
+def test_a_bad_message_example_does_not_hide_a_missing_knowledge_folder(write, tmp_path: Path) -> None:
+    data = {"name": "A", "bio": "x", "messageExamples": [[{"user": "u"}]],
+            "knowledge": ["a fact", {"directory": "docs"}], "settings": "oops"}
     paths = [p.path for p in load_character(write(data)).problems]
-    assert paths == ["$.name", "$.bio", "$.topics", "$.plugins[0]", "$.secrets.T"]
+    assert paths == ["$.messageExamples[0][0].content", "$.settings", "$.knowledge[1].directory"]
 
 
-def test_unknown_plugin_lists_the_known_ones(write) -> None:
-    message = only_problem(load_character(write({"name": "A", "bio": "x", "plugins": ["@elizaos/plugin-solana"]})))
-    assert message.startswith("$.plugins[0]: unknown plugin '@elizaos/plugin-solana'; troupe has: ")
-    for name in ("discord", "telegram", "openai", "elevenlabs", "@elizaos/plugin-discord", "@elizaos/plugin-ollama"):
-        assert name in message
+@pytest.mark.parametrize(
+    ("plugin", "instead"),
+    [
+        ("@elizaos/plugin-solana", "troupe's plugins are core, elevenlabs, knowledge, openai"),
+        ("@elizaos/plugin-anthropic", "the openai plugin serves any OpenAI-compatible endpoint"),
+        ("@elizaos/plugin-twitter", "troupe runs on discord, telegram"),
+        ("@elizaos/plugin-telegarm", "did you mean '@elizaos/plugin-telegram'?"),
+    ],
+)
+def test_a_plugin_troupe_lacks_is_a_warning_naming_what_it_offers_instead(write, plugin: str, instead: str) -> None:
+    result = load_character(write({"name": "A", "bio": "x", "plugins": [plugin, "@elizaos/plugin-discord"]}))
+    assert result.ok and result.problems == []
+    assert result.missing_plugins == [plugin] and result.platforms == ["discord"]
+    [warning] = result.warnings
+    assert str(warning).startswith(f"$.plugins[0]: troupe has no plugin {plugin!r}; the character starts without it (")
+    assert instead in str(warning)
 
 
 def test_typescript_character_is_refused_with_an_explanation(tmp_path: Path) -> None:
@@ -238,7 +265,95 @@ def test_typescript_character_is_refused_with_an_explanation(tmp_path: Path) -> 
 def test_missing_file_and_non_json_extension(tmp_path: Path) -> None:
     assert only_problem(load_character(tmp_path / "nope.json")) == "$: no such file; check the path"
     (tmp_path / "c.yaml").write_text("name: A")
-    assert "not a .json file" in only_problem(load_character(tmp_path / "c.yaml"))
+    assert only_problem(load_character(tmp_path / "c.yaml")).startswith("$: invalid JSON at line 1, column 1")
+
+
+@pytest.mark.parametrize("name", ["eliza", "eliza.character.json", "eliza.character", "ELIZA.JSON"])
+def test_a_file_given_by_path_is_read_whatever_its_name(tmp_path: Path, name: str) -> None:
+    (tmp_path / name).write_text(json.dumps({"name": "Eliza", "bio": "x"}))
+    assert load_character(tmp_path / name).ok
+
+
+def test_an_empty_file_says_it_is_empty(write) -> None:
+    assert only_problem(load_character(write(" \n"))).startswith("$: the file is empty; a character file holds one JSON")
+
+
+def test_a_named_pipe_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.json")
+    assert only_problem(load_character(tmp_path / "pipe.json")) == (
+        "$: is a named pipe (FIFO), not a regular file; a character file is a JSON file")
+
+
+@pytest.mark.parametrize("path", ["~no-such-user-0/notes.md", "~\x00"])
+def test_a_knowledge_path_under_an_unknown_home_does_not_exist(write, path: str) -> None:
+    result = load_character(write({"name": "A", "bio": "x", "knowledge": [{"path": path}]}))
+    message = only_problem(result)
+    assert message.startswith("$.knowledge[0].path: ") and "/~" in message
+    assert message.endswith(" does not exist; fix the path (relative to the character file)")
+
+
+def test_paths_too_long_for_the_os_are_problems_not_crashes(write, tmp_path: Path) -> None:
+    long = "a" * 5000
+    result = load_character(write({"name": "A", "bio": "x", "knowledge": [{"directory": long}],
+                                   "secrets": {"K": f"file:{long}"}}))
+    assert [p.path for p in result.problems] == ["$.secrets.K", "$.knowledge[0].directory"]
+    assert "File name too long" in str(result.problems[0])
+    assert result.problems[1].message.endswith(" does not exist; fix the path (relative to the character file)")
+    assert only_problem(load_character(tmp_path / long)) == (
+        "$: cannot read it: File name too long; a character file is a JSON file")
+    assert find_character(long) == Path(long)
+    assert scan_character_files([long]).paths == [Path(long)]
+
+
+def test_a_folder_given_as_a_character_file_says_so(tmp_path: Path) -> None:
+    assert only_problem(load_character(tmp_path)) == "$: is a folder, not a regular file; give the .json files in it"
+
+
+def test_a_file_over_the_size_limit_is_refused(write) -> None:
+    path = write('{"name": "A", "bio": "' + "x" * (4 * 1024 * 1024) + '"}')
+    assert "is larger than 4096 KiB" in only_problem(load_character(path))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"name": "A", "bio": "x", "settings": "oops"}', "$.settings: must be an object {...}, not text"),
+        ('{"name": "A", "bio": "x", "settings": {"a": ' + "[" * 1000 + "]" * 1000 + "}}",
+         "$: nested too deeply to read (troupe reads at most 64 levels); flatten it"),
+        ('{"name": "A", "bio": "x", "settings": {"a": ' + "[" * 70 + "]" * 70 + "}}",
+         "nested more than 64 levels deep; flatten it"),
+        ('{"name": "A", "bio": "x", "settings": {"n": ' + "9" * 4400 + "}}",
+         "$.settings.n: a number with 4400 digits; troupe reads numbers of up to 4300 digits"),
+        ('{"name": "A\\udc80", "bio": "x"}', "$.name: text with a lone surrogate escape"),
+        ('{"name": "A", "bio": "x", "style": {"chta": []}}', "did you mean 'chat'?"),
+        ('{"name": "A", "bio": "x", "settings": {"t": NaN}}', "$.settings.t: NaN is not a number JSON allows"),
+        ('{"name": "A", "bio": "x", "settings": {"t": [1e999]}}', "$.settings.t[0]: a number too large"),
+        ('{"name": "A", "bio": "x", "settings": {"t": -Infinity}}', "$.settings.t: -Infinity is not a number JSON"),
+    ],
+)
+def test_inputs_that_once_crashed_are_problems_with_a_path(write, text: str, expected: str) -> None:
+    assert expected in only_problem(load_character(write(text)))
+
+
+def test_null_objects_and_lists_are_empty(write) -> None:
+    data = {"name": "A", "bio": "x", "settings": None, "templates": None, "style": None, "secrets": None,
+            "knowledge": None, "plugins": None, "messageExamples": None, "topics": None}
+    result = load_character(write(data))
+    assert result.ok, result.problems
+    assert result.character.settings == {} and result.character.style.all == []
+
+
+def test_every_elizaos_field_is_known_and_a_close_misspelling_gets_a_suggestion(write) -> None:
+    data = {"name": "A", "bio": "x", "twitterSpaces": {"maxSpeakers": 2}, "people": [], "twitterProfile": {},
+            "clientConfig": {}, "nft": {"prompt": "p"}, "extends": [], "imageModelProvider": "openai",
+            "messageExamplse": [], "Topics": ["t"], "zzz": 1}
+    result = load_character(write(data))
+    assert result.ok
+    assert [str(w) for w in result.warnings] == [
+        "$.messageExamplse: unknown key, kept but unused; did you mean 'messageExamples'?",
+        "$.Topics: unknown key, kept but unused; did you mean 'topics'?",
+        "$.zzz: unknown key, kept but unused; check its spelling",
+    ]
 
 
 def test_non_object_top_level(write) -> None:
@@ -335,3 +450,33 @@ def test_resolve_character_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     (tmp_path / "solo.json").write_text("{}")
     assert resolve_character_paths(["characters"]) == [Path("characters/a.json"), Path("characters/b.json")]
     assert resolve_character_paths(["solo,a", "missing"]) == [Path("solo.json"), Path("characters/a.json"), Path("missing")]
+
+
+def test_a_name_finds_name_json_and_name_character_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "characters").mkdir()
+    (tmp_path / "characters" / "eliza.character.json").write_text("{}")
+    (tmp_path / "trump.character.json").write_text("{}")
+    (tmp_path / "characters" / "c3po.json").write_text("{}")
+    assert find_character("eliza") == Path("characters/eliza.character.json")
+    assert find_character("trump") == Path("trump.character.json")
+    assert find_character("trump.character") == Path("trump.character.json")
+    assert find_character("c3po") == Path("characters/c3po.json")
+    assert find_character("nobody") == Path("nobody")
+
+
+def test_a_folder_scan_names_every_entry_it_skips_and_why(tmp_path: Path) -> None:
+    (tmp_path / "a.character.json").write_text("{}")
+    (tmp_path / "b.json").write_text("{}")
+    (tmp_path / "README.md").write_text("notes")
+    (tmp_path / "old.json").mkdir()
+    os.mkfifo(tmp_path / "pipe.json")
+    (tmp_path / "gone.json").symlink_to(tmp_path / "nowhere")
+    found = scan_character_files([str(tmp_path)])
+    assert found.paths == [tmp_path / "a.character.json", tmp_path / "b.json"]
+    assert found.skipped == [
+        (tmp_path / "README.md", "not a .json file"),
+        (tmp_path / "gone.json", "cannot be read (No such file or directory)"),
+        (tmp_path / "old.json", "a folder (folders inside are not searched)"),
+        (tmp_path / "pipe.json", "a named pipe (FIFO), not a regular file"),
+    ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import os
 import sys
 import types
 from pathlib import Path
@@ -124,20 +126,27 @@ async def _running(daemon: Daemon, count: int) -> None:
     raise AssertionError(f"daemon {daemon.state} with {len(daemon.runtimes)} agents")
 
 
-async def test_reload_starts_stops_restarts_and_leaves_the_rest_alone(tmp_path: Path, fake_platform,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    connected, closed = fake_platform
+async def _run_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                      names: tuple[str, ...]) -> tuple[Daemon, asyncio.Task[int], Path]:
+    """A running daemon over a folder of fakechat characters, started as ``troupe start FOLDER`` would."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")  # a reload reads the environment again
     monkeypatch.chdir(tmp_path)  # and .env in the working directory
     chars = tmp_path / "chars"
     chars.mkdir()
-    for name in ("A", "B", "C"):
+    for name in names:
         write(chars, name, ["fakechat"])
     environ = {"OPENAI_API_KEY": "sk-test-key"}
     daemon = Daemon(DaemonSettings(db_path=tmp_path / "d.db"), load_characters(sorted(chars.glob("*.json")), environ=environ),
                     environ, sources=[str(chars)])
     task = asyncio.create_task(daemon.run())
-    await _running(daemon, 3)
+    await _running(daemon, len(names))
+    return daemon, task, chars
+
+
+async def test_reload_starts_stops_restarts_and_leaves_the_rest_alone(tmp_path: Path, fake_platform,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    connected, closed = fake_platform
+    daemon, task, chars = await _run_folder(tmp_path, monkeypatch, ("A", "B", "C"))
     untouched = next(rt for rt in daemon.runtimes if rt.character.name == "C")
     reloaded: list[str] = []
 
@@ -228,3 +237,62 @@ async def test_stop_waits_for_a_reply_in_flight_and_refuses_new_messages(tmp_pat
     assert not runtime.accepting and not task.done()
     assert await asyncio.wait_for(task, 10) == 0
     assert finished.is_set() and in_flight.done()
+
+
+async def test_reload_skips_the_one_file_that_once_crashed_it_and_applies_the_rest(
+        tmp_path: Path, fake_platform, monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+    caplog.set_level(logging.INFO)
+    daemon, task, chars = await _run_folder(tmp_path, monkeypatch, ("A", "B"))
+    kept = next(rt for rt in daemon.runtimes if rt.character.name == "A")
+    (chars / "A.json").write_text('{"name": "A", "bio": "x", "settings": "oops"}')
+    (chars / "Deep.json").write_text('{"name": "Deep", "bio": "x", "settings": {"a": ' + "[" * 1000 + "]" * 1000 + "}}")
+    os.mkfifo(chars / "pipe.json")
+    write(chars, "C", ["fakechat"])
+    summary = await daemon.reload()
+    assert summary["started"] == ["C"] and summary["unchanged"] == ["B"]
+    assert [(k["name"], k["reason"]) for k in summary["kept"]] == [("A", "$.settings: must be an object {...}, not text")]
+    assert [f["name"] for f in summary["failed"]] == ["Deep"]
+    assert kept in daemon.runtimes
+    assert f"{chars / 'pipe.json'}: skipped, a named pipe (FIFO), not a regular file" in caplog.text
+    daemon.stop()
+    assert await asyncio.wait_for(task, 10) == 0
+
+
+async def test_reload_with_a_broken_dotenv_changes_nothing_and_says_why(tmp_path: Path, fake_platform,
+                                                                        monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+    daemon, task, _ = await _run_folder(tmp_path, monkeypatch, ("A",))
+    (tmp_path / ".env").write_bytes(b"X=\xff\n")
+    with pytest.raises(RuntimeError, match=r"reload failed: \.env is not UTF-8 text"):
+        await daemon.reload()
+    assert "Traceback" not in caplog.text and len(daemon.runtimes) == 1 and daemon.state == "running"
+    daemon.stop()
+    assert await asyncio.wait_for(task, 10) == 0
+
+
+async def test_a_character_whose_only_platform_troupe_lacks_still_starts_and_says_so(
+        tmp_path: Path, fake_platform, caplog) -> None:
+    files = [write(tmp_path, "A", ["fakechat"]), write(tmp_path, "Tweeter", ["@elizaos/plugin-twitter"], token=None)]
+    environ = {"OPENAI_API_KEY": "sk-test-key"}
+    results = load_characters(files, environ=environ)
+    assert all(r.ok for r in results)
+    daemon = Daemon(DaemonSettings(db_path=tmp_path / "d.db"), results, environ)
+    task = asyncio.create_task(daemon.run())
+    await _running(daemon, 2)
+    assert ("Tweeter starts without @elizaos/plugin-twitter, which troupe does not have; it runs on no platform"
+            in caplog.text)
+    daemon.stop()
+    assert await asyncio.wait_for(task, 10) == 0
+
+
+async def test_reload_with_a_file_that_is_a_symlink_loop_fails_that_file_only(
+        tmp_path: Path, fake_platform, monkeypatch: pytest.MonkeyPatch) -> None:
+    daemon, task, chars = await _run_folder(tmp_path, monkeypatch, ("A",))
+    (tmp_path / "loop.json").symlink_to(tmp_path / "loop.json")
+    daemon.sources = [str(chars), str(tmp_path / "loop.json")]
+    write(chars, "B", ["fakechat"])
+    summary = await daemon.reload()
+    assert summary["started"] == ["B"] and summary["unchanged"] == ["A"]
+    assert [(f["name"], f["reason"]) for f in summary["failed"]] == [
+        ("loop", "$: cannot read it: Too many levels of symbolic links; a character file is a JSON file")]
+    daemon.stop()
+    assert await asyncio.wait_for(task, 10) == 0

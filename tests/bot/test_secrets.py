@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,25 @@ def test_file_reference_errors(tmp_path: Path) -> None:
     (tmp_path / "empty").write_text("\n")
     with pytest.raises(SecretReferenceError, match="is empty"):
         resolve_secret("file:empty", environ={}, base_dir=tmp_path)
+
+
+def test_a_file_reference_to_a_named_pipe_a_folder_or_a_huge_file_is_refused_without_hanging(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(SecretReferenceError, match=r"pipe is a named pipe \(FIFO\), not a regular file"):
+        resolve_secret("file:pipe", environ={}, base_dir=tmp_path)
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(SecretReferenceError, match=r"dir is a folder, not a regular file"):
+        resolve_secret("file:dir", environ={}, base_dir=tmp_path)
+    (tmp_path / "huge").write_bytes(b"k" * 70_000)
+    with pytest.raises(SecretReferenceError, match=r"huge is larger than 64 KiB"):
+        resolve_secret("file:huge", environ={}, base_dir=tmp_path)
+    with pytest.raises(SecretReferenceError, match=r"a\\x00b is not a path: it contains a NUL byte"):
+        resolve_secret("file:a\x00b", environ={}, base_dir=tmp_path)
+    with pytest.raises(SecretReferenceError, match=r"no such file: \S*~no-such-user-0/key$"):
+        resolve_secret("file:~no-such-user-0/key", environ={}, base_dir=tmp_path)
+    (tmp_path / "latin1").write_bytes(b"caf\xe9")
+    with pytest.raises(SecretReferenceError, match=r"latin1 is not UTF-8 text"):
+        resolve_secret("file:latin1", environ={}, base_dir=tmp_path)
 
 
 def test_systemd_credential(tmp_path: Path) -> None:

@@ -1,9 +1,12 @@
 import json
+import os
+import re
 from pathlib import Path
 
 import pytest
 
 from bot.character import load_character
+from bot.errors import ConfigError
 from bot.settings import DaemonSettings, character_setting, load_environ
 
 
@@ -79,3 +82,54 @@ def test_setting_reader_reads_flags_numbers_and_id_lists() -> None:
     with pytest.raises(ConfigError, match="BROKEN is not a valid JSON array"):
         read.id_list("BROKEN")
     assert read.count("N", 1) == 3 and read.positive_float("MISSING", 2.5) == 2.5
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("TROUPE_LOG_LEVEL", "LOUD", "TROUPE_LOG_LEVEL is 'LOUD': must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL"),
+        ("TROUPE_HEALTH_PORT", "notaport", "TROUPE_HEALTH_PORT is 'notaport': input should be a valid integer"),
+        ("TROUPE_HEALTH_PORT", "70000", "TROUPE_HEALTH_PORT is '70000': input should be less than or equal to 65535"),
+        ("TROUPE_STOP_TIMEOUT_S", "-5", "TROUPE_STOP_TIMEOUT_S is '-5': input should be greater than 0"),
+        ("TROUPE_STOP_TIMEOUT_S", "inf", "TROUPE_STOP_TIMEOUT_S is 'inf': input should be a finite number"),
+        ("TROUPE_RECONNECT_BASE_S", "nan", "TROUPE_RECONNECT_BASE_S is 'nan': input should be a finite number"),
+        ("TROUPE_HEALTH_PORT", "9" * 5000, "TROUPE_HEALTH_PORT is '999999999999999999999999999999'… (5000 characters)"),
+    ],
+)
+def test_a_bad_daemon_setting_is_a_config_error_naming_the_variable(monkeypatch, tmp_path: Path, variable: str,
+                                                                     value: str, expected: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError, match=re.escape(expected)):
+        DaemonSettings()
+
+
+@pytest.mark.parametrize("variable", ["TROUPE_DATA_DIR", "TROUPE_DB_PATH", "TROUPE_CONTROL_SOCKET", "TROUPE_HEALTH_HOST"])
+def test_a_nul_byte_in_a_dotenv_setting_is_a_config_error(monkeypatch, tmp_path: Path, variable: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path(".env").write_bytes(f"{variable}=data\x00dir\n".encode())
+    with pytest.raises(ConfigError, match=f"{variable} is 'data\\\\x00dir': contains a NUL byte"):
+        DaemonSettings()
+
+
+def test_log_level_is_case_insensitive(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TROUPE_LOG_LEVEL", " debug ")
+    assert DaemonSettings().log_level == "DEBUG"
+
+
+def test_a_dotenv_that_is_not_utf8_is_a_config_error_naming_the_file(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path(".env").write_bytes(b"A=ok\nB=\xff\xfe\n")
+    message = r"^\.env is not UTF-8 text \(bad byte at offset 7\); save it as UTF-8$"
+    with pytest.raises(ConfigError, match=message):
+        load_environ()
+    with pytest.raises(ConfigError, match=message):
+        DaemonSettings()
+
+
+def test_a_dotenv_that_is_a_named_pipe_is_refused_without_waiting(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(".env")
+    with pytest.raises(ConfigError, match=r"^\.env is a named pipe \(FIFO\), not a regular file"):
+        load_environ()
