@@ -21,6 +21,9 @@ setting                                default    meaning
 ``KNOWLEDGE_EMBED_CONCURRENCY``        2          embedding requests at once
 ``KNOWLEDGE_MAX_FILE_MB``              20         larger files are skipped
 ``KNOWLEDGE_PROVIDER_DYNAMIC``         false      ``true``: KNOWLEDGE only when the model asks
+``KNOWLEDGE_SYNC_WAIT_S``              10         longest a message waits for a sync under way
+                                                  (the first start's, a reload's) before the
+                                                  provider answers from what is stored so far
 =====================================  =========  =============================================
 
 KNOWLEDGE_MAX_TOKENS defaults to 2000, half of upstream's 4000: the text goes into every
@@ -64,6 +67,7 @@ class KnowledgeConfig:
     embed_concurrency: int = 2
     max_file_mb: float = 20.0
     dynamic: bool = False
+    sync_wait_s: float = 10.0
 
     @property
     def max_file_bytes(self) -> int:
@@ -105,6 +109,7 @@ def resolve_config(runtime: AgentRuntime) -> KnowledgeConfig:
         embed_concurrency=read.whole("KNOWLEDGE_EMBED_CONCURRENCY", 2, 1, 32),
         max_file_mb=read.number("KNOWLEDGE_MAX_FILE_MB", 20.0, 0.001, 10_000),
         dynamic=read.flag("KNOWLEDGE_PROVIDER_DYNAMIC"),
+        sync_wait_s=read.number("KNOWLEDGE_SYNC_WAIT_S", 10.0, 0.0, 600.0),
     )
 
 
