@@ -120,6 +120,14 @@ async def agents(tmp_path: Path) -> AsyncIterator[Agents]:
             await rt.close()
 
 
+def big_document() -> str:
+    """About 50 KB of hive records with one fact to find in the middle: "Marigold"."""
+    records = [f"Hive {i} stands in meadow {i % 7}; it gave {i * 3} kilograms of honey last summer and was "
+               f"inspected on day {i % 28 + 1} by the keeper on duty that week." for i in range(400)]
+    records.insert(200, "The queen of hive 137 is named Marigold.")
+    return "\n\n".join(records)
+
+
 def make_pdf(*pages: str, password: str | None = None) -> bytes:
     """A PDF with one page of Helvetica text per argument (lines split on newlines), optionally
     encrypted (RC4, which pypdf opens without extra packages)."""

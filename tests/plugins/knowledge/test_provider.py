@@ -15,7 +15,7 @@ from bot.runtime import AgentRuntime
 from bot.types import ChannelType, Memory
 from tests.plugins.core.harness import harness, plan
 
-from .conftest import Agents
+from .conftest import Agents, big_document
 
 __all__ = ["harness"]  # the fixture, used below
 
@@ -45,16 +45,8 @@ async def test_the_best_fragments_come_with_the_instruction_to_use_them(agents: 
     assert "# Knowledge" in state.text  # in the default state: not dynamic
 
 
-def _big_document() -> str:
-    """About 50 KB of hive records with one fact to find in the middle."""
-    records = [f"Hive {i} stands in meadow {i % 7}; it gave {i * 3} kilograms of honey last summer and was "
-               f"inspected on day {i % 28 + 1} by the keeper on duty that week." for i in range(400)]
-    records.insert(200, "The queen of hive 137 is named Marigold.")
-    return "\n\n".join(records)
-
-
 async def test_a_message_during_the_first_sync_gets_the_knowledge(agents: Agents) -> None:
-    (agents.dir / "hives.md").write_text(_big_document())
+    (agents.dir / "hives.md").write_text(big_document())
     assert 45_000 < (agents.dir / "hives.md").stat().st_size < 60_000
     agents.embedder.batch_latency = 0.5  # a slow embedding service: the first sync takes a while
     rt = await agents.start(knowledge=[{"path": "hives.md"}], wait=False)
@@ -68,7 +60,7 @@ async def test_a_message_during_the_first_sync_gets_the_knowledge(agents: Agents
 async def test_a_sync_longer_than_the_bound_answers_from_what_is_stored_and_says_so(
     agents: Agents, caplog: pytest.LogCaptureFixture
 ) -> None:
-    (agents.dir / "hives.md").write_text(_big_document())
+    (agents.dir / "hives.md").write_text(big_document())
     agents.embedder.batch_latency = 30.0  # the embedding service hangs
     caplog.set_level(logging.INFO, logger="plugins.knowledge")
     rt = await agents.start(knowledge=[{"path": "hives.md"}], settings={"KNOWLEDGE_SYNC_WAIT_S": "0.5"},
