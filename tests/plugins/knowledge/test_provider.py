@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 import time
 import uuid
 
@@ -72,6 +74,26 @@ async def test_a_sync_longer_than_the_bound_answers_from_what_is_stored_and_says
     assert rt.get_service("knowledge").last is None  # the sync goes on
     assert ("Ada: knowledge: still loading after 0.5 s; answering from what is stored so far"
             in caplog.text)
+
+
+async def test_nothing_to_search_is_not_kept_while_a_sync_runs(agents: Agents,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from plugins.knowledge import _ingest
+    from plugins.knowledge._service import SyncState
+
+    listed = threading.Event()
+    real_scan = _ingest.scan
+    monkeypatch.setattr(_ingest, "scan", lambda roots: (listed.wait(10), real_scan(roots))[1])
+    agents.embedder.batch_latency = 30.0  # stored at once, embedded never (in this test)
+    rt = await agents.start(knowledge=["Bees make honey."], wait=False)
+    service = rt.get_service("knowledge")
+    assert service.state is SyncState.SYNCING
+    assert not await service.has_knowledge()  # the sync has not stored anything yet
+    listed.set()
+    async with asyncio.timeout(5):
+        while not await rt.store.has_knowledge():
+            await asyncio.sleep(0.01)
+    assert service.state is SyncState.SYNCING and await service.has_knowledge()
 
 
 async def test_nothing_relevant_says_so_and_asks_for_i_do_not_know(agents: Agents) -> None:
