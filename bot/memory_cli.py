@@ -22,10 +22,10 @@ is a room id (``show`` lists them).
 document goes when no other agent lists it; for ``shared``, all shared knowledge), and ``--all``
 everything the agent learned from conversations and its knowledge. Knowledge comes back from the
 character's files at the agent's next start or reload, so ``--knowledge`` also clears what a
-setting that is gone left behind. It says what it will delete and asks first on a terminal; ``--yes`` skips the question (required
-when not on a terminal), ``--dry-run`` only counts. Deleted text is overwritten on disk and left
-out of the keyword index. A running daemon carries on: someone forgotten who writes again is
-remembered afresh.
+setting that is gone left behind. It says what it will delete and asks first on a terminal;
+``--yes`` skips the question (required when not on a terminal), ``--dry-run`` only counts.
+Deleted text is overwritten on disk and left out of the keyword index. A running daemon carries
+on: someone forgotten who writes again is remembered afresh.
 
 Exit status: 0 done; 1 the agent, room or person does not exist, or nothing was deleted (nothing
 to forget, or the question was answered no); 2 the command line is malformed; 78 a usage or
@@ -191,7 +191,7 @@ async def _agent(db: Database, wanted: str) -> AgentStore:
 
     agents = await _roster(db).get_agents()
     if wanted.strip().casefold() == _SHARED and not any(a.name.casefold() == _SHARED for a in agents):
-        return db.for_agent(SHARED_KNOWLEDGE_ID)
+        return db.for_agent(SHARED_KNOWLEDGE_ID)  # an agent really called "shared" wins
     for agent in agents:
         if agent.id == wanted.strip().lower():
             return db.for_agent(agent.id)
@@ -424,6 +424,8 @@ async def _confirm(question: str) -> bool:
 
 
 async def _forget(db: Database, store: AgentStore, args: argparse.Namespace) -> int:
+    from .store import KNOWLEDGE_TABLES
+
     agent = await store.get_agent()
     agent_name = agent.name if agent else store.agent_id
     if args.all or args.knowledge:
@@ -470,8 +472,6 @@ async def _forget(db: Database, store: AgentStore, args: argparse.Namespace) -> 
             print("nothing was deleted")
             return EXIT_NOT_FOUND
     done = await forget(False)
-    from .store import KNOWLEDGE_TABLES
-
     emptied = await db.checkpoint()
     print(f"Forgot {what}:")
     for line in _describe(done):
