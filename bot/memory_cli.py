@@ -6,22 +6,26 @@
     troupe memory show AGENT                 what the agent stores: counts, rooms, people (with ids)
     troupe memory search AGENT QUERY [--room ROOM] [--entity WHO] [--table T]... [--limit N] [--json]
     troupe memory export AGENT [--room ROOM | --entity WHO] [--out FILE]
-    troupe memory forget AGENT (--room ROOM | --entity WHO | --all) [--dry-run] [--yes]
+    troupe memory forget AGENT (--room ROOM | --entity WHO | --knowledge | --all) [--dry-run] [--yes]
 
 It works on the database file the daemon uses (``TROUPE_DB_PATH``, else
 ``TROUPE_DATA_DIR/troupe.db``; ``--db`` overrides both). Running it while the daemon runs is
 safe: SQLite's write-ahead log lets both use the file, and every write here is one short
-transaction. ``list`` without an agent lists the agents. AGENT is a name or an id; WHO is an
+transaction. ``list`` without an agent lists the agents. AGENT is a name or an id, or
+``shared`` for the knowledge every agent sees (what character files mark ``shared``); WHO is an
 entity id or a name (a name several people share is refused, with the candidates listed); ROOM
 is a room id (``show`` lists them).
 
 ``forget --entity`` removes everything the agent stores about that person, in every room (see
 :mod:`bot.store._retention` for exactly what), ``--room`` one room with everything in it, and
-``--all`` everything the agent learned from conversations (its knowledge documents stay). It
-says what it will delete and asks first on a terminal; ``--yes`` skips the question (required
-when not on a terminal), ``--dry-run`` only counts. Deleted text is overwritten on disk and left
-out of the keyword index. A running daemon carries on: someone forgotten who writes again is
-remembered afresh.
+``--knowledge`` the agent's knowledge (its documents, and its claims on shared ones: a shared
+document goes when no other agent lists it; for ``shared``, all shared knowledge), and ``--all``
+everything the agent learned from conversations and its knowledge. Knowledge comes back from the
+character's files at the agent's next start or reload, so ``--knowledge`` also clears what a
+setting that is gone left behind. It says what it will delete and asks first on a terminal;
+``--yes`` skips the question (required when not on a terminal), ``--dry-run`` only counts.
+Deleted text is overwritten on disk and left out of the keyword index. A running daemon carries
+on: someone forgotten who writes again is remembered afresh.
 
 Exit status: 0 done; 1 the agent, room or person does not exist, or nothing was deleted (nothing
 to forget, or the question was answered no); 2 the command line is malformed; 78 a usage or
@@ -57,6 +61,7 @@ __all__ = ["EXIT_NOT_FOUND", "add_parser", "run"]
 EXIT_NOT_FOUND = 1
 
 _PROG = "troupe memory"
+_SHARED = "shared"  # names the shared knowledge scope as AGENT
 _TEXT_WIDTH = 100
 _MASK = "****************"
 _CREDENTIAL = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|CREDENTIAL)", re.IGNORECASE)
@@ -86,7 +91,8 @@ def add_parser(sub: Any) -> None:
     commands = memory.add_subparsers(dest="memory_command", required=True, metavar="SUBCOMMAND")
 
     listing = commands.add_parser("list", help="the newest memories of an agent (without AGENT: the agents)")
-    listing.add_argument("agent", nargs="?", metavar="AGENT", help="an agent's name or id")
+    listing.add_argument("agent", nargs="?", metavar="AGENT",
+                         help="an agent's name or id, or 'shared' for shared knowledge")
     _filters(listing, limit=50)
 
     show = commands.add_parser("show", help="what an agent stores: counts, rooms and people, with their ids")
@@ -110,7 +116,9 @@ def add_parser(sub: Any) -> None:
     target.add_argument("--room", metavar="ROOM", help="a room (an id), with everything in it")
     target.add_argument("--entity", metavar="WHO", help="a person (an id or a name): everything about them, "
                                                          "in every room")
-    target.add_argument("--all", action="store_true", help="everything learned from conversations")
+    target.add_argument("--knowledge", action="store_true",
+                        help="its knowledge documents (read again from its character's files at its next start)")
+    target.add_argument("--all", action="store_true", help="everything learned from conversations, and its knowledge")
     forget.add_argument("--dry-run", action="store_true", help="only say what would be deleted")
     forget.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
 
@@ -181,7 +189,11 @@ def _roster(db: Database) -> AgentStore:
 
 
 async def _agent(db: Database, wanted: str) -> AgentStore:
+    from .store import SHARED_KNOWLEDGE_ID
+
     agents = await _roster(db).get_agents()
+    if wanted.strip().casefold() == _SHARED and not any(a.name.casefold() == _SHARED for a in agents):
+        return db.for_agent(SHARED_KNOWLEDGE_ID)  # an agent really called "shared" wins
     for agent in agents:
         if agent.id == wanted.strip().lower():
             return db.for_agent(agent.id)
@@ -267,6 +279,8 @@ async def _print_memories(store: AgentStore, memories: Sequence[Memory], as_json
 
 
 async def _list_agents(db: Database) -> int:
+    from .store import SHARED_KNOWLEDGE_ID
+
     agents = await _roster(db).get_agents()
     if not agents:
         print("no agents in the database yet")
@@ -274,6 +288,8 @@ async def _list_agents(db: Database) -> int:
     for agent in agents:
         counts = await db.for_agent(agent.id).count_memories_by_table()
         summary = ", ".join(f"{table} {n}" for table, n in counts.items()) or "no memories"
+        if agent.id == SHARED_KNOWLEDGE_ID:
+            summary += f" (knowledge marked shared in character files; `{_PROG} list {_SHARED}`)"
         print(f"{agent.name} ({agent.id}): {summary}")
     return 0
 
@@ -417,13 +433,18 @@ async def _confirm(question: str) -> bool:
 
 
 async def _forget(db: Database, store: AgentStore, args: argparse.Namespace) -> int:
+    from .store import KNOWLEDGE_TABLES
+
     agent = await store.get_agent()
     agent_name = agent.name if agent else store.agent_id
-    if args.all:
-        what = f"everything {agent_name} learned from conversations"
+    if args.all or args.knowledge:
+        what = f"{agent_name}'s knowledge" if args.knowledge else (
+            f"everything {agent_name} learned from conversations, and its knowledge")
 
         async def forget(dry_run: bool) -> Forgotten:
-            return await store.forget_all(dry_run=dry_run)
+            if args.knowledge:
+                return await store.forget_knowledge(dry_run=dry_run)
+            return await store.forget_all(dry_run=dry_run, knowledge=True)
     elif args.room is not None:
         room_id = await _room(store, args.room)
         assert room_id is not None
@@ -464,6 +485,9 @@ async def _forget(db: Database, store: AgentStore, args: argparse.Namespace) -> 
     print(f"Forgot {what}:")
     for line in _describe(done):
         print(f"  {line}")
+    if (args.all or args.knowledge) and set(done.memories) & set(KNOWLEDGE_TABLES):
+        print("  (knowledge is read again from its character's files at its next start: remove it there to "
+              "keep it forgotten)")
     if not emptied:
         print("  (the daemon is reading the database: its next checkpoint clears the last copies from the "
               "write-ahead log)")

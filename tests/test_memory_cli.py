@@ -192,6 +192,62 @@ def test_forget_dry_run_and_everything(db_file: Path, capsys: pytest.CaptureFixt
     assert capsys.readouterr().out.startswith("nothing to forget")
 
 
+async def _seed_knowledge(path: Path) -> None:
+    from bot.store import KnowledgeDocument, KnowledgeSourceRecord
+
+    async with Database(path) as db:
+        for agent, doc, text, shared in ((ADA, "ada-doc", "Ada keeps bees on the hill.", False),
+                                         (ADA, "ada-shared", "Quiet hours start at ten.", True),
+                                         (BEA, "bea-shared", "The gate closes at dusk.", True)):
+            await db.for_agent(agent).put_knowledge_document(
+                KnowledgeDocument(doc, doc, [text]), KnowledgeSourceRecord(f"file:/{doc}.md", doc, "h"), shared=shared)
+
+
+async def _knowledge(path: Path, agent: str = ADA) -> list[str]:
+    async with Database(path) as db:
+        return sorted(h.content["text"] for h in await db.for_agent(agent).list_memories(tables=["knowledge"]))
+
+
+def test_forget_all_removes_the_agents_knowledge_and_its_claims_on_shared_knowledge(
+    db_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bot.store import SHARED_KNOWLEDGE_ID
+
+    run(_seed_knowledge(db_file))
+    assert main(["memory", "forget", "Ada", "--all", "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert "memories: documents 2, facts 1, knowledge 2, messages 4" in out
+    assert "read again from its character's files at its next start" in out
+    assert run(_knowledge(db_file)) == []
+    assert run(_knowledge(db_file, SHARED_KNOWLEDGE_ID)) == ["The gate closes at dusk."]  # Bea still lists it
+
+
+def test_forget_knowledge_keeps_the_conversations(db_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run(_seed_knowledge(db_file))
+    assert main(["memory", "forget", "Ada", "--knowledge", "--yes"]) == 0
+    assert "memories: documents 2, knowledge 2" in capsys.readouterr().out
+    assert run(_knowledge(db_file)) == []
+    assert len(run(_texts(db_file))) == 5
+    assert main(["memory", "forget", "Ada", "--knowledge", "--yes"]) == 1
+    assert capsys.readouterr().out.startswith("nothing to forget")
+
+
+def test_shared_knowledge_can_be_listed_and_forgotten(db_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bot.store import SHARED_KNOWLEDGE_ID
+
+    run(_seed_knowledge(db_file))
+    assert main(["memory", "list"]) == 0
+    assert (f"Shared knowledge ({SHARED_KNOWLEDGE_ID}): documents 2, knowledge 2 (knowledge marked shared in "
+            "character files; `troupe memory list shared`)") in capsys.readouterr().out.splitlines()
+    assert main(["memory", "list", "shared", "--table", "knowledge"]) == 0
+    assert [line.split(": ", 1)[1] for line in capsys.readouterr().out.splitlines()] == [
+        "The gate closes at dusk.", "Quiet hours start at ten."]
+    assert main(["memory", "forget", "shared", "--all", "--yes"]) == 0
+    assert "memories: documents 2, knowledge 2" in capsys.readouterr().out
+    assert run(_knowledge(db_file, SHARED_KNOWLEDGE_ID)) == []
+    assert run(_knowledge(db_file)) == ["Ada keeps bees on the hill."]  # an agent's own knowledge stays
+
+
 # -- errors ----------------------------------------------------------------------------------------
 
 
@@ -233,7 +289,7 @@ def test_forget_needs_exactly_one_target(db_file: Path, capsys: pytest.CaptureFi
     with pytest.raises(SystemExit) as exit_:
         main(["memory", "forget", "Ada"])
     assert exit_.value.code == 2
-    assert "one of the arguments --room --entity --all is required" in capsys.readouterr().err
+    assert "one of the arguments --room --entity --knowledge --all is required" in capsys.readouterr().err
 
 
 def test_memory_list_into_a_closed_pipe_ends_quietly(db_file: Path, tmp_path: Path) -> None:

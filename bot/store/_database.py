@@ -83,6 +83,9 @@ class Database:
         # writing every batch not yet written (that one included).
         self._log_batch: list[tuple[Any, ...]] | None = None
         self._log_writers: set[asyncio.Task[None]] = set()
+        #: Agents of this process take turns at the shared knowledge scope (plugins/knowledge), so a
+        #: shared document is stored and embedded once.
+        self.shared_knowledge_lock = asyncio.Lock()
 
     def __repr__(self) -> str:
         return f"<Database path={self._path!r} state={self._state.name.lower()}>"

@@ -15,6 +15,7 @@ import aiosqlite
 
 from bot.errors import SchemaVersionError
 from bot.store._connect import begin_immediate
+from bot.store._knowledge import SHARED_KNOWLEDGE_ID
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "migrate", "read_version"]
 
@@ -277,11 +278,22 @@ _V4 = _sql(
     ) WITHOUT ROWID""",
 )
 
+# KNOWLEDGE_PATH from the environment used to be stored as shared knowledge, seen by every agent
+# and never forgotten; which shared items came from it was not recorded. The shared scope is
+# emptied (vectors and keyword entries go with its rows): each agent's next sync stores again what
+# its character marks shared, and KNOWLEDGE_PATH in its own scope. Costs one re-embedding of
+# the truly shared documents.
+_V5 = _sql(
+    f"DELETE FROM knowledge_sources WHERE scope_id = '{SHARED_KNOWLEDGE_ID}'",
+    f"DELETE FROM memories WHERE agent_id = '{SHARED_KNOWLEDGE_ID}'",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _V1),
     Migration(2, "keyword index over memory text (FTS5)", _V2),
     Migration(3, "knowledge sources", _V3),
     Migration(4, "message handling and inbox (exactly once)", _V4),
+    Migration(5, "shared knowledge stored again (KNOWLEDGE_PATH is no longer shared)", _V5),
 )
 
 #: The schema version this troupe writes.

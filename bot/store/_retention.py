@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.store._connect import Row
+from bot.store._knowledge import DOCUMENTS, FRAGMENTS, SHARED_KNOWLEDGE_ID
 from bot.store._memories import MemoriesMixin, fts_query
 from bot.store._rows import (
     dumps,
@@ -51,8 +52,8 @@ __all__ = ["DERIVED_TABLES", "KNOWLEDGE_TABLES", "Forgotten", "MemoryExport", "P
 #: Memory tables learned from conversations and about people: a forgotten person's name in their
 #: text is enough to remove them.
 DERIVED_TABLES = ("facts", "summaries")
-#: Memory tables holding the character's own knowledge (documents and their fragments): ``forget
-#: --all`` keeps them; they are not memories of anyone.
+#: Memory tables holding the character's own knowledge (documents and their fragments): they are
+#: not memories of anyone; ``forget_all`` keeps them unless asked (``forget_knowledge``).
 KNOWLEDGE_TABLES = ("documents", "fragments", "knowledge")
 
 _MESSAGES = "messages"
@@ -134,22 +135,41 @@ class _Forget:
         self._add(self.result.rows, table, n)
         return n
 
-    def memories(self, ids: Iterable[str]) -> None:
-        """Delete these memories of the agent (and their vectors), counted by memory table."""
+    def memories(self, ids: Iterable[str], scope: str | None = None) -> None:
+        """Delete these memories of the agent (or of ``scope``: the shared knowledge) and their
+        vectors, counted by memory table."""
         wanted = json_list(sorted(set(ids)))
         if wanted == "[]":
             return
+        owner = scope or self.agent
         in_ids = "IN (SELECT value FROM json_each(?))"
         rows = self.conn.execute(f"SELECT id, type FROM memories WHERE +agent_id = ? AND id {in_ids}",
-                                 (self.agent, wanted)).fetchall()
+                                 (owner, wanted)).fetchall()
         if not rows:
             return
         for table, n in Counter(r[1] for r in rows).items():
             self._add(self.result.memories, table, n)
         found = json_list(r[0] for r in rows)
         self.delete("embeddings", f"memory_id {in_ids}", (found,))
-        self.conn.execute(f"DELETE FROM memories WHERE +agent_id = ? AND id {in_ids}", (self.agent, found))
+        self.conn.execute(f"DELETE FROM memories WHERE +agent_id = ? AND id {in_ids}", (owner, found))
         self.gone.update(r[0] for r in rows)
+
+    def knowledge(self) -> None:
+        """Delete the agent's knowledge: its sources and documents, and its claims on the shared
+        scope with the shared documents no other agent claims (for the shared scope itself:
+        all of it). Its next sync stores again whatever its character still lists."""
+        self.delete("knowledge_sources", "scope_id = ? OR (scope_id = ? AND owner_id = ?)",
+                    (self.agent, SHARED_KNOWLEDGE_ID, self.agent))
+        for scope in dict.fromkeys((self.agent, SHARED_KNOWLEDGE_ID)):
+            orphans = json_list(r[0] for r in self.conn.execute(
+                "SELECT id FROM memories m WHERE m.agent_id = ? AND m.type = ? AND NOT EXISTS ("
+                "  SELECT 1 FROM knowledge_sources s WHERE s.scope_id = m.agent_id AND s.document_id = m.id)",
+                (scope, DOCUMENTS)))
+            fragments = [r[0] for r in self.conn.execute(
+                "SELECT id FROM memories WHERE agent_id = ? AND type = ? "
+                "AND json_extract(metadata, '$.documentId') IN (SELECT value FROM json_each(?))",
+                (scope, FRAGMENTS, orphans))]
+            self.memories([*json.loads(orphans), *fragments], scope)
 
     def room(self, room_id: str) -> None:
         """Delete one of the agent's rooms and everything in it."""
@@ -503,6 +523,16 @@ class RetentionMixin(MemoriesMixin):
         except _DryRun as counted:
             return counted.result
 
+    async def forget_knowledge(self, *, dry_run: bool = False) -> Forgotten:
+        """Delete this agent's knowledge in one transaction: its own documents, fragments and
+        sources, and its claims on shared knowledge with the shared documents no other agent
+        lists. For the shared scope's store (:data:`SHARED_KNOWLEDGE_ID`): all shared knowledge.
+
+        A running agent stores again what its character lists at its next sync (start, reload).
+        ``dry_run`` counts without deleting.
+        """
+        return await self._forget(lambda job: job.knowledge(), dry_run)
+
     async def forget_room(self, room_id: str, *, dry_run: bool = False) -> Forgotten:
         """Delete one of this agent's rooms with everything in it: messages, summaries, facts learned
         there, participants, components, logs, tasks and cache entries; one transaction.
@@ -563,29 +593,31 @@ class RetentionMixin(MemoriesMixin):
 
         return await self._forget(work, dry_run)
 
-    async def forget_all(self, *, dry_run: bool = False) -> Forgotten:
+    async def forget_all(self, *, dry_run: bool = False, knowledge: bool = False) -> Forgotten:
         """Delete everything this agent learned and keeps about people and conversations, in one
         transaction: every memory but its knowledge (documents and fragments), every entity and
         room but its own, worlds, relationships, components, participants, their logs, cache
-        entries and tasks.
+        entries and tasks; with ``knowledge``, its knowledge too (see :meth:`forget_knowledge`).
 
-        The agent's record, its own entity and room, and knowledge stay. ``dry_run`` counts
-        without deleting.
+        The agent's record, its own entity and room, and (without ``knowledge``) knowledge stay.
+        ``dry_run`` counts without deleting.
         """
         agent = self._agent_id
 
         def work(job: _Forget) -> None:
-            knowledge = json_list(KNOWLEDGE_TABLES)
+            if knowledge:
+                job.knowledge()
+            kept = json_list(KNOWLEDGE_TABLES)
             # Rooms and entities that knowledge lives in or comes from stay, or it would cascade away.
             keep_rooms = {agent, *(r[0] for r in job.conn.execute(
                 "SELECT DISTINCT room_id FROM memories WHERE agent_id = ? AND room_id IS NOT NULL "
-                "AND type IN (SELECT value FROM json_each(?))", (agent, knowledge)))}
+                "AND type IN (SELECT value FROM json_each(?))", (agent, kept)))}
             keep_entities = {agent, *(r[0] for r in job.conn.execute(
                 "SELECT DISTINCT entity_id FROM memories WHERE agent_id = ? AND entity_id IS NOT NULL "
-                "AND type IN (SELECT value FROM json_each(?))", (agent, knowledge)))}
+                "AND type IN (SELECT value FROM json_each(?))", (agent, kept)))}
             job.memories(r[0] for r in job.conn.execute(
                 "SELECT id FROM memories WHERE agent_id = ? AND type NOT IN (SELECT value FROM json_each(?))",
-                (agent, knowledge)))
+                (agent, kept)))
             rooms = [r[0] for r in job.conn.execute("SELECT id FROM rooms WHERE agent_id = ?", (agent,))
                      if r[0] not in keep_rooms]
             for room in rooms:

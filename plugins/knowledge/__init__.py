@@ -6,13 +6,15 @@ are chunked (about 500 tokens with 100 of overlap), deduplicated by content hash
 ``documents`` and ``knowledge`` memories, and embedded when the agent has an embedding model.
 Ingestion runs in the background when the agent starts and when a reload leaves it running,
 and is incremental: only new or changed files are read and embedded, removed ones forgotten.
-Items marked ``shared`` (and a KNOWLEDGE_PATH set in the environment) are stored once, in a
-scope every agent reads (bot/store/_knowledge.py says why).
+Knowledge belongs to the agent whose settings name it — KNOWLEDGE_PATH too, even from the
+environment. Only items a character file marks ``shared`` are stored once, in a scope every
+agent reads (bot/store/_knowledge.py says why).
 
 The KNOWLEDGE provider puts the best fragments for each message into the planning prompt —
 hybrid search: vectors plus FTS5 keywords, fused and reranked (keywords alone without an
 embedding model) — or says that nothing is known about it, so the character says it does not
-know. Settings: plugins/knowledge/_config.py.
+know. A message that arrives while a sync runs (the first start's) waits for it, at most
+KNOWLEDGE_SYNC_WAIT_S. Settings: plugins/knowledge/_config.py.
 
 Loaded for every character (``always``): one with no knowledge of its own still sees shared
 knowledge, and one with knowledge needs no plugin entry for it.

@@ -5,9 +5,9 @@ Pure: reads settings through ``runtime.get_setting`` and the character; no file 
 =====================================  =========  =============================================
 setting                                default    meaning
 =====================================  =========  =============================================
-``KNOWLEDGE_PATH``                     unset      a folder (or file) of documents; from the
-                                                  environment it is shared by every agent, from
-                                                  a character's settings it is that one's own
+``KNOWLEDGE_PATH``                     unset      a folder (or file) of documents, the agent's
+                                                  own (never shared): relative to the character
+                                                  file when set there, else to the working folder
 ``LOAD_DOCS_ON_STARTUP``               unset      ``true`` without KNOWLEDGE_PATH: ``./docs``;
                                                   ``false``: ignore KNOWLEDGE_PATH
 ``KNOWLEDGE_CHUNK_TOKENS``             500        tokens per chunk (``EMBEDDING_CHUNK_SIZE``)
@@ -21,6 +21,9 @@ setting                                default    meaning
 ``KNOWLEDGE_EMBED_CONCURRENCY``        2          embedding requests at once
 ``KNOWLEDGE_MAX_FILE_MB``              20         larger files are skipped
 ``KNOWLEDGE_PROVIDER_DYNAMIC``         false      ``true``: KNOWLEDGE only when the model asks
+``KNOWLEDGE_SYNC_WAIT_S``              10         longest a message waits for a sync under way
+                                                  (the first start's, a reload's) before the
+                                                  provider answers from what is stored so far
 =====================================  =========  =============================================
 
 KNOWLEDGE_MAX_TOKENS defaults to 2000, half of upstream's 4000: the text goes into every
@@ -30,6 +33,11 @@ answer most questions. Raise it for long, dense documents.
 KNOWLEDGE_MIN_SIMILARITY depends on the embedding model: 0.25 suits OpenAI's text-embedding-3
 models (unrelated texts score 0.0–0.2); models that score everything higher (nomic-embed-text)
 want 0.4 or so. A vector hit below it can still come through the keyword search.
+
+KNOWLEDGE_PATH is the agent's own wherever it is set: one set in the environment for one run
+(``KNOWLEDGE_PATH=docs troupe chat ada.json``) gives every agent of that run its own copy, and
+the next run without it forgets it. Only ``knowledge`` items marked ``shared`` in a character
+file are shared.
 """
 
 from __future__ import annotations
@@ -64,6 +72,7 @@ class KnowledgeConfig:
     embed_concurrency: int = 2
     max_file_mb: float = 20.0
     dynamic: bool = False
+    sync_wait_s: float = 10.0
 
     @property
     def max_file_bytes(self) -> int:
@@ -105,6 +114,7 @@ def resolve_config(runtime: AgentRuntime) -> KnowledgeConfig:
         embed_concurrency=read.whole("KNOWLEDGE_EMBED_CONCURRENCY", 2, 1, 32),
         max_file_mb=read.number("KNOWLEDGE_MAX_FILE_MB", 20.0, 0.001, 10_000),
         dynamic=read.flag("KNOWLEDGE_PROVIDER_DYNAMIC"),
+        sync_wait_s=read.number("KNOWLEDGE_SYNC_WAIT_S", 10.0, 0.0, 600.0),
     )
 
 
@@ -129,9 +139,8 @@ def roots(runtime: AgentRuntime) -> list[Root]:
     if path is None and enabled:
         path = _DEFAULT_DOCS
     if path is not None and enabled is not False:
-        if _from_character(runtime, "KNOWLEDGE_PATH"):
-            found.append(Root(character.resolve_path(path), False, "KNOWLEDGE_PATH"))
-        else:
-            # The daemon's environment: every agent reads the same folder, so it is stored once.
-            found.append(Root(Path(path).expanduser().absolute(), True, "KNOWLEDGE_PATH"))
+        # Never shared, even from the environment: set for one run of one character, it must not
+        # reach the others' knowledge nor outlive the run.
+        where = character.resolve_path(path) if _from_character(runtime, "KNOWLEDGE_PATH") else Path(path)
+        found.append(Root(where.expanduser().absolute(), False, "KNOWLEDGE_PATH"))
     return found

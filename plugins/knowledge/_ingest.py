@@ -1,6 +1,6 @@
 """Bringing an agent's stored knowledge in line with its sources, incrementally.
 
-One pass (:func:`sync`) per scope, own then shared:
+One pass (:func:`sync`) per scope, own and shared; both store (steps 1–3) before either embeds:
 
 1. Sources are listed: the character's facts, and the files found under its paths, folders and
    ``KNOWLEDGE_PATH`` (with size and mtime; one walk in a worker thread).
@@ -16,7 +16,8 @@ One pass (:func:`sync`) per scope, own then shared:
    shared documents another agent with another model stored.
 
 Nothing is embedded twice: unchanged knowledge costs no embedding call. Shared-scope passes of
-different agents of one process run one at a time, so a shared document is embedded once.
+different agents of one process run one at a time (``Database.shared_knowledge_lock``), so a
+shared document is embedded once.
 File reads, PDF parsing and chunking run in worker threads; every model call is bounded by the
 runtime's MODEL_TIMEOUT_S.
 """
@@ -28,7 +29,6 @@ import hashlib
 import logging
 import os
 import time
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -44,7 +44,7 @@ from ._text import chunk_text, estimate_tokens
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
-    from bot.store import AgentStore, Database
+    from bot.store import AgentStore
 
 __all__ = ["Embedder", "SyncReport", "document_id", "sync"]
 
@@ -58,9 +58,6 @@ _CHUNK_INLINE = 20_000
 # Give up embedding for this run after this many failed requests in a row.
 _MAX_FAILURES = 3
 _PROGRESS_EVERY_S = 15.0
-
-# One lock per database for the shared scope: agents of one process take turns.
-_shared_locks: weakref.WeakKeyDictionary[Database, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
 def document_id(scope: str, content_hash: str, config: KnowledgeConfig) -> str:
@@ -308,13 +305,15 @@ async def sync(runtime: AgentRuntime, config: KnowledgeConfig) -> SyncReport:
     report.facts = len(facts[True]) + len(facts[False])
     embedder = Embedder(runtime, config) if runtime.has_model(ModelType.TEXT_EMBEDDING) else None
 
+    # Everything is stored (and found by keywords) before anything is embedded, the slow part.
     own = _Pass(runtime, config, report, shared=False)
+    shared = _Pass(runtime, config, report, shared=True)
+    lock = runtime.store.database.shared_knowledge_lock
     await own.run([f for f in found.files if not f.shared], facts[False], unreadable)
-    await own.embed_missing(embedder)
-    lock = _shared_locks.setdefault(runtime.store.database, asyncio.Lock())
     async with lock:
-        shared = _Pass(runtime, config, report, shared=True)
         await shared.run([f for f in found.files if f.shared], facts[True], unreadable)
+    await own.embed_missing(embedder)
+    async with lock:
         await shared.embed_missing(embedder)
     report.fragments = (await runtime.store.count_knowledge())[1]
     report.seconds = time.monotonic() - started

@@ -5,7 +5,9 @@ Not dynamic (unless ``KNOWLEDGE_PROVIDER_DYNAMIC``): a character with knowledge 
 planning prompt, placed before the conversation (position 50; RECENT_MESSAGES is 100). The
 query is the message's text, and its vector — the one the pipeline computes for storing the
 message, so no embedding call is added — when an embedding model is configured. A character
-with no knowledge at all (own or shared) gets no section.
+with no knowledge at all (own or shared) gets no section. While a sync runs (the first start's,
+a reload's) the provider waits for it, at most KNOWLEDGE_SYNC_WAIT_S, then answers from what is
+stored so far and says so in the log.
 
 When nothing matches, the section says so and tells the character to say it does not know
 rather than guess; when fragments are shown, the character is told to answer from them and, if
@@ -81,8 +83,11 @@ async def _vector(runtime: AgentRuntime, message: Memory) -> list[float] | None:
 async def _get(runtime: AgentRuntime, message: Memory, state: State) -> ProviderResult:
     service: KnowledgeService | None = runtime.get_service("knowledge")
     text = str(message.content.get("text") or "").strip()
-    if service is None or not text or not await service.has_knowledge():
-        return ProviderResult()  # nothing to ask, or nothing to know: no section at all
+    if service is None or not text:
+        return ProviderResult()  # nothing to ask: no section at all
+    await service.settle()  # a sync under way (the first start's): its knowledge, not none
+    if not await service.has_knowledge():
+        return ProviderResult()  # nothing to know: no section at all
     name = runtime.character.name
     hits = await service.search(text, await _vector(runtime, message))
     if not hits:

@@ -4,11 +4,16 @@ Registered as the runtime's ``knowledge`` service. It syncs (plugins/knowledge/_
 the background once the agent is running — the agent answers from what is already stored, or
 by keywords, meanwhile — and again whenever a reload leaves the agent running
 (``AGENT_RELOADED``); a request during a sync runs one more after it.
+
+While a sync is requested or running (:class:`SyncState`), a message waits for it, at most
+KNOWLEDGE_SYNC_WAIT_S (:meth:`KnowledgeService.settle`), so the first message after a first
+start is answered with the knowledge being loaded rather than without it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import time
 from collections.abc import Sequence
@@ -23,7 +28,7 @@ from ._search import Hit, search
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
-__all__ = ["KnowledgeService"]
+__all__ = ["KnowledgeService", "SyncState"]
 
 _log = logging.getLogger("plugins.knowledge")
 
@@ -32,14 +37,26 @@ _START_POLL_S = 0.02
 _RECHECK_NONE_S = 5.0
 
 
+class SyncState(enum.Enum):
+    """Whether the agent's stored knowledge may be behind its sources."""
+
+    IDLE = "idle"
+    """No sync requested or running: what is stored is all there is."""
+    SYNCING = "syncing"
+    """A sync is requested (waiting for the runtime to finish starting) or running."""
+
+
 class KnowledgeService:
-    """One agent's knowledge: :meth:`request_sync`, :meth:`wait`, :meth:`search`."""
+    """One agent's knowledge: :meth:`request_sync`, :meth:`wait`, :meth:`settle`, :meth:`search`."""
 
     def __init__(self, runtime: AgentRuntime, config: KnowledgeConfig) -> None:
         self.runtime = runtime
         self.config = config
         self.last: SyncReport | None = None
         """What the last finished sync did."""
+        self.state = SyncState.IDLE
+        self._idle = asyncio.Event()  # set exactly while state is IDLE
+        self._idle.set()
         self._wanted = False
         self._worker: asyncio.Task[None] | None = None
         self._known: tuple[bool, float] | None = None  # (has knowledge, when asked)
@@ -51,7 +68,15 @@ class KnowledgeService:
         """Sync in the background, after the runtime has started (and after a sync under way)."""
         self._wanted = True
         if self._worker is None or self._worker.done():
+            self._set_state(SyncState.SYNCING)
             self._worker = self.runtime.create_task(self._work(), "knowledge")
+
+    def _set_state(self, state: SyncState) -> None:
+        self.state = state
+        if state is SyncState.IDLE:
+            self._idle.set()
+        else:
+            self._idle.clear()
 
     async def on_reload(self, payload: dict[str, Any]) -> None:
         """``AGENT_RELOADED``: the files may have changed; look again."""
@@ -63,7 +88,25 @@ class KnowledgeService:
             await asyncio.shield(self._worker)
         return self.last
 
+    async def settle(self) -> None:
+        """Wait for a sync under way to finish, at most KNOWLEDGE_SYNC_WAIT_S; past that, log that
+        the answer comes from what is stored so far and return."""
+        if self.state is SyncState.IDLE:
+            return
+        try:
+            async with asyncio.timeout(self.config.sync_wait_s):
+                await self._idle.wait()
+        except TimeoutError:
+            _log.info("%s: knowledge: still loading after %g s; answering from what is stored so far",
+                      self.runtime.character.name, self.config.sync_wait_s)
+
     async def _work(self) -> None:
+        try:
+            await self._sync_while_wanted()
+        finally:
+            self._set_state(SyncState.IDLE)
+
+    async def _sync_while_wanted(self) -> None:
         # Plugins are set up before the runtime has its own rows and its embedding model's
         # dimension: wait until start() is through (close() cancels this task if it fails).
         while self.runtime.state is RuntimeState.STARTING:
@@ -88,12 +131,13 @@ class KnowledgeService:
     async def has_knowledge(self) -> bool:
         """Whether there is anything to search, own or shared; asked on every message, so the
         answer is kept: a yes until this agent's next sync, a no for a few seconds (another
-        agent may be storing shared knowledge meanwhile)."""
+        agent may be storing shared knowledge meanwhile) and not at all while this agent's own
+        sync runs (it may store some any moment)."""
         now = time.monotonic()
         if self._known is not None and (self._known[0] or now - self._known[1] < _RECHECK_NONE_S):
             return self._known[0]
         known = await self.runtime.store.has_knowledge()
-        self._known = (known, now)
+        self._known = (known, now) if known or self.state is SyncState.IDLE else None
         return known
 
     async def search(self, query: str, vector: Sequence[float] | None = None) -> list[Hit]:

@@ -118,3 +118,31 @@ async def test_keyword_search_is_scoped_to_fragments(store: AgentStore) -> None:
     assert found[0].similarity is not None and found[0].similarity > 0
     assert await store.search_knowledge_by_text("?!") == []
     assert A in store.knowledge_scopes and SHARED_KNOWLEDGE_ID in store.knowledge_scopes
+
+
+async def test_forgetting_an_agents_knowledge_takes_its_own_and_its_shared_claims(
+    db: Database, store: AgentStore, store_b: AgentStore
+) -> None:
+    await store.put_knowledge_document(doc("own", "own text"), src("file:/own.md", "own"))
+    await store.set_knowledge_vectors([(fragment_id("own", 0), vec(1))])
+    await store.put_knowledge_document(doc("only-a", "a's shared text"), src("file:/a.md", "only-a"), shared=True)
+    await store.put_knowledge_document(doc("both", "both text"), src("file:/both.md", "both"), shared=True)
+    await store_b.put_knowledge_document(None, src("file:/both.md", "both"), shared=True)
+    await store_b.put_knowledge_document(doc("b-own", "b's text"), src("file:/b.md", "b-own"))
+
+    counted = await store.forget_knowledge(dry_run=True)
+    assert counted.memories == {"documents": 2, "knowledge": 2}
+    assert counted.rows == {"embeddings": 1, "knowledge_sources": 3}
+    assert await store.count_knowledge() == (3, 3)  # a dry run deletes nothing
+
+    assert (await store.forget_knowledge()).memories == {"documents": 2, "knowledge": 2}
+    assert await store.count_knowledge() == (1, 1)  # "both": B still lists it
+    assert [m.content["text"] for m in await store.search_knowledge_by_text("text")] == ["both text"]
+    assert sorted(m.content["text"] for m in await store_b.search_knowledge_by_text("text")) == [
+        "b's text", "both text"]
+    assert await store.get_knowledge_sources() == {} and await store.get_knowledge_sources(shared=True) == {}
+
+    shared = db.for_agent(SHARED_KNOWLEDGE_ID)
+    assert (await shared.forget_knowledge()).memories == {"documents": 1, "knowledge": 1}
+    assert await store_b.count_knowledge() == (1, 1)  # B's own stays
+    assert await store_b.get_knowledge_sources(shared=True) == {}

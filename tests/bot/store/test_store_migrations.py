@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.errors import SchemaVersionError, StoreError
-from bot.store import SCHEMA_VERSION, Database, _migrations
+from bot.store import SCHEMA_VERSION, SHARED_KNOWLEDGE_ID, Database, _migrations
 from bot.store._connect import open_connection, sqlean
 from bot.store._migrations import Migration, migrate
 
@@ -86,6 +86,38 @@ async def test_version_1_file_with_rows_is_migrated_and_its_text_backfilled(db_p
         async with db.transaction() as tx:
             await tx.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)")
     assert _user_version(db_path) == SCHEMA_VERSION
+
+
+async def test_version_4_shared_knowledge_is_cleared_for_the_agents_to_store_again(db_path: Path) -> None:
+    # Troupe before version 5 stored KNOWLEDGE_PATH from the environment in the shared scope, where
+    # every agent saw it and nothing could remove it; which shared items came from it is not recorded.
+    db_path.parent.mkdir(parents=True)
+    conn = await open_connection(str(db_path))
+    try:
+        assert await migrate(conn, str(db_path), target=4) == 4
+        for agent, name in ((A, "old"), (SHARED_KNOWLEDGE_ID, "Shared knowledge")):
+            await conn.execute("INSERT INTO agents (id, name) VALUES (?, ?)", (agent, name))
+        for scope, doc in ((SHARED_KNOWLEDGE_ID, "shared-doc"), (A, "own-doc")):
+            await conn.execute("INSERT INTO memories (id, type, content, agent_id) VALUES (?, 'documents', ?, ?)",
+                               (doc, json.dumps({"text": doc}), scope))
+            await conn.execute("INSERT INTO memories (id, type, content, agent_id, metadata) "
+                               "VALUES (?, 'knowledge', ?, ?, ?)",
+                               (f"{doc}-0", json.dumps({"text": f"bees {doc}"}), scope,
+                                json.dumps({"documentId": doc, "position": 0})))
+            await conn.execute("INSERT INTO knowledge_sources (scope_id, owner_id, source, document_id, content_hash) "
+                               "VALUES (?, ?, ?, ?, 'h')", (scope, A, f"file:/{doc}.md", doc))
+    finally:
+        await conn.close()
+
+    async with Database(db_path) as db:
+        assert db.schema_version == SCHEMA_VERSION >= 5
+        store = db.for_agent(A)
+        assert [m.id for m in await store.search_knowledge_by_text("bees")] == ["own-doc-0"]
+        assert list(await store.get_knowledge_sources()) == ["file:/own-doc.md"]
+        assert await store.get_knowledge_sources(shared=True) == {}
+        assert await db.for_agent(SHARED_KNOWLEDGE_ID).count_memories_by_table() == {}
+        async with db.transaction() as tx:
+            await tx.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)")
 
 
 async def test_file_from_a_newer_troupe_is_refused_with_what_to_do(db_path: Path) -> None:

@@ -2,12 +2,13 @@
 
 ``agents.start(name, knowledge=[...], settings={...})`` writes a character file into the test's
 folder (knowledge paths are relative to it), starts its runtime with the fake embedding model
-(``embedding=False``: none) and waits for the first knowledge sync. ``agents.restart(rt)`` closes
+(``embedding=False``: none) and waits for the first knowledge sync (``wait=False``: does not). ``agents.restart(rt)`` closes
 it and starts it again from the same file. ``agents.embedder`` counts the texts it embedded.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import json
@@ -56,6 +57,8 @@ class FakeEmbedder:
     texts: list[str] = field(default_factory=list)
     requests: int = 0
     fail: bool = False
+    batch_latency: float = 0.0
+    """Seconds each batch (ingestion) takes; a message's single text is answered at once."""
 
     async def __call__(self, runtime: Any, params: Any) -> Any:
         if params is None:
@@ -64,6 +67,7 @@ class FakeEmbedder:
             raise RuntimeError("embedding service down")
         self.requests += 1
         if "texts" in params:
+            await asyncio.sleep(self.batch_latency)
             if not self.batches:
                 raise KeyError("text")
             self.texts.extend(params["texts"])
@@ -85,7 +89,7 @@ class Agents:
 
     async def start(self, name: str = "Ada", *, knowledge: list[Any] | None = None,
                     settings: dict[str, Any] | None = None, environ: dict[str, str] | None = None,
-                    embedding: bool = True) -> AgentRuntime:
+                    embedding: bool = True, wait: bool = True) -> AgentRuntime:
         path = self.dir / f"{name.lower()}.json"
         if knowledge is not None or not path.exists():
             body = {"name": name, "bio": f"{name} is a test character.", "knowledge": knowledge or [],
@@ -97,7 +101,8 @@ class Agents:
             rt.register_model(ModelType.TEXT_EMBEDDING, self.embedder, "fake")
         await rt.start()
         self.runtimes.append(rt)
-        await rt.get_service("knowledge").wait()
+        if wait:
+            await rt.get_service("knowledge").wait()
         return rt
 
     async def restart(self, rt: AgentRuntime, *, embedding: bool = True,
@@ -113,6 +118,14 @@ async def agents(tmp_path: Path) -> AsyncIterator[Agents]:
         yield made
         for rt in made.runtimes:
             await rt.close()
+
+
+def big_document() -> str:
+    """About 50 KB of hive records with one fact to find in the middle: "Marigold"."""
+    records = [f"Hive {i} stands in meadow {i % 7}; it gave {i * 3} kilograms of honey last summer and was "
+               f"inspected on day {i % 28 + 1} by the keeper on duty that week." for i in range(400)]
+    records.insert(200, "The queen of hive 137 is named Marigold.")
+    return "\n\n".join(records)
 
 
 def make_pdf(*pages: str, password: str | None = None) -> bytes:

@@ -122,13 +122,42 @@ async def test_knowledge_path_from_a_character_is_its_own_and_relative_to_its_fi
     assert await texts(rt) == ["[library/book.txt]\nA book on bees."]
 
 
-async def test_knowledge_path_from_the_environment_is_shared(agents: Agents, tmp_path: Path) -> None:
-    folder = tmp_path / "shared-docs"
+def _run_docs(tmp_path: Path) -> Path:
+    """A folder of documents outside any character's folder, as KNOWLEDGE_PATH for one run."""
+    folder = tmp_path / "run-docs"
     folder.mkdir()
     (folder / "policy.md").write_text("Every hive is inspected weekly.")
-    rt = await agents.start(knowledge=[], environ={"KNOWLEDGE_PATH": str(folder)})
-    assert await texts(rt) == []
-    assert await texts(rt, shared=True) == ["[shared-docs/policy.md]\nEvery hive is inspected weekly."]
+    return folder
+
+
+async def test_knowledge_path_from_the_environment_is_the_agents_own_and_goes_with_the_variable(
+    agents: Agents, tmp_path: Path
+) -> None:
+    folder = _run_docs(tmp_path)
+    ada = await agents.start("Ada", knowledge=[], environ={"KNOWLEDGE_PATH": str(folder)})
+    assert await texts(ada) == ["[run-docs/policy.md]\nEvery hive is inspected weekly."]
+    assert await texts(ada, shared=True) == []
+    brann = await agents.start("Brann", knowledge=[])
+    assert [h.text for h in await brann.get_service("knowledge").search("How often is a hive inspected?")] == []
+    ada = await agents.restart(ada, environ={})  # the next run, without the variable
+    assert await texts(ada) == []
+    assert [h.text for h in await ada.get_service("knowledge").search("How often is a hive inspected?")] == []
+
+
+async def test_knowledge_path_an_older_troupe_shared_becomes_the_agents_own_on_the_next_sync(
+    agents: Agents, tmp_path: Path
+) -> None:
+    from bot.store import KnowledgeDocument, KnowledgeSourceRecord
+
+    folder = _run_docs(tmp_path)
+    ada = await agents.start("Ada", knowledge=[])
+    # What an older troupe stored for KNOWLEDGE_PATH from the environment: a claim on the shared scope.
+    await ada.store.put_knowledge_document(
+        KnowledgeDocument("old-doc", "policy.md", ["[run-docs/policy.md]\nEvery hive is inspected weekly."]),
+        KnowledgeSourceRecord(f"file:{folder / 'policy.md'}", "old-doc", "x"), shared=True)
+    ada = await agents.restart(ada, environ={"KNOWLEDGE_PATH": str(folder)})
+    assert await texts(ada, shared=True) == []
+    assert await texts(ada) == ["[run-docs/policy.md]\nEvery hive is inspected weekly."]
 
 
 # -- dedup ----------------------------------------------------------------------------------------

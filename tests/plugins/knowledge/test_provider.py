@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import threading
+import time
 import uuid
 
 import pytest
@@ -13,7 +17,7 @@ from bot.runtime import AgentRuntime
 from bot.types import ChannelType, Memory
 from tests.plugins.core.harness import harness, plan
 
-from .conftest import Agents
+from .conftest import Agents, big_document
 
 __all__ = ["harness"]  # the fixture, used below
 
@@ -41,6 +45,55 @@ async def test_the_best_fragments_come_with_the_instruction_to_use_them(agents: 
     assert first["content"]["text"] == "[hours.md]\nThe shop opens at nine and closes at five."
     assert first["similarity"] is not None and first["metadata"]["title"] == "hours.md"
     assert "# Knowledge" in state.text  # in the default state: not dynamic
+
+
+async def test_a_message_during_the_first_sync_gets_the_knowledge(agents: Agents) -> None:
+    (agents.dir / "hives.md").write_text(big_document())
+    assert 45_000 < (agents.dir / "hives.md").stat().st_size < 60_000
+    agents.embedder.batch_latency = 0.5  # a slow embedding service: the first sync takes a while
+    rt = await agents.start(knowledge=[{"path": "hives.md"}], wait=False)
+    service = rt.get_service("knowledge")
+    assert service.last is None  # the first sync is still running
+    text = await knowledge_of(rt, "What is the queen of hive 137 named?")
+    assert "The queen of hive 137 is named Marigold." in text
+    assert service.last is not None and service.last.embedded > 20  # it waited for the sync
+
+
+async def test_a_sync_longer_than_the_bound_answers_from_what_is_stored_and_says_so(
+    agents: Agents, caplog: pytest.LogCaptureFixture
+) -> None:
+    (agents.dir / "hives.md").write_text(big_document())
+    agents.embedder.batch_latency = 30.0  # the embedding service hangs
+    caplog.set_level(logging.INFO, logger="plugins.knowledge")
+    rt = await agents.start(knowledge=[{"path": "hives.md"}], settings={"KNOWLEDGE_SYNC_WAIT_S": "0.5"},
+                            wait=False)
+    started = time.monotonic()
+    text = await knowledge_of(rt, "What is the queen of hive 137 named?")
+    assert time.monotonic() - started < 5
+    assert "The queen of hive 137 is named Marigold." in text  # stored, found by its words
+    assert rt.get_service("knowledge").last is None  # the sync goes on
+    assert ("Ada: knowledge: still loading after 0.5 s; answering from what is stored so far"
+            in caplog.text)
+
+
+async def test_nothing_to_search_is_not_kept_while_a_sync_runs(agents: Agents,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from plugins.knowledge import _ingest
+    from plugins.knowledge._service import SyncState
+
+    listed = threading.Event()
+    real_scan = _ingest.scan
+    monkeypatch.setattr(_ingest, "scan", lambda roots: (listed.wait(10), real_scan(roots))[1])
+    agents.embedder.batch_latency = 30.0  # stored at once, embedded never (in this test)
+    rt = await agents.start(knowledge=["Bees make honey."], wait=False)
+    service = rt.get_service("knowledge")
+    assert service.state is SyncState.SYNCING
+    assert not await service.has_knowledge()  # the sync has not stored anything yet
+    listed.set()
+    async with asyncio.timeout(5):
+        while not await rt.store.has_knowledge():
+            await asyncio.sleep(0.01)
+    assert service.state is SyncState.SYNCING and await service.has_knowledge()
 
 
 async def test_nothing_relevant_says_so_and_asks_for_i_do_not_know(agents: Agents) -> None:
