@@ -43,9 +43,9 @@ file are shared.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.files import expand_home
 from bot.settings import SettingReader
 
 from ._files import Root
@@ -141,6 +141,6 @@ def roots(runtime: AgentRuntime) -> list[Root]:
     if path is not None and enabled is not False:
         # Never shared, even from the environment: set for one run of one character, it must not
         # reach the others' knowledge nor outlive the run.
-        where = character.resolve_path(path) if _from_character(runtime, "KNOWLEDGE_PATH") else Path(path)
-        found.append(Root(where.expanduser().absolute(), False, "KNOWLEDGE_PATH"))
+        where = character.resolve_path(path) if _from_character(runtime, "KNOWLEDGE_PATH") else expand_home(path)
+        found.append(Root(where.absolute(), False, "KNOWLEDGE_PATH"))
     return found
