@@ -68,7 +68,8 @@ class Claim(StrEnum):
     NEW = "new"  # first delivery: handle it
     RETRY = "retry"  # left unfinished by a process that died: handle it again, this once
     DUPLICATE = "duplicate"  # already handled: a redelivery, answered at most once
-    ABANDONED = "abandoned"  # unfinished after its retry, or its reply may already have gone out
+    SENT = "sent"  # its reply had started going out when a process died: never sent again
+    ABANDONED = "abandoned"  # a process died while handling it again after a crash: given up
 
 
 class RoomState(StrEnum):

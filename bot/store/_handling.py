@@ -18,6 +18,8 @@ __all__ = ["HandlingMixin"]
 
 _TABLES = ("message_handling",)
 _INBOX = ("inbox",)
+# The outcome recorded for a claim closed when it is delivered again (the pipeline's Status values).
+_CLOSED_AS = {Claim.SENT: "sent_before_crash", Claim.ABANDONED: "abandoned"}
 
 
 class HandlingMixin(AgentScoped):
@@ -30,8 +32,8 @@ class HandlingMixin(AgentScoped):
 
         A message never seen is ``NEW``. One seen before is a ``DUPLICATE`` when it was handled (or
         stored before claims existed), a ``RETRY`` when a process died while handling it and it has
-        been taken up fewer than ``retries`` times again, else ``ABANDONED`` (recorded as done, so
-        later deliveries are duplicates). Whether *this* process is handling it right now is the
+        been taken up fewer than ``retries`` times again, else ``ABANDONED``; ``SENT`` when its reply
+        had started going out. The last two are recorded as done, so later deliveries are duplicates. Whether *this* process is handling it right now is the
         caller's to know: a row is not a lock.
         """
         agent, now = self._agent_id, now_ms()
@@ -60,10 +62,11 @@ class HandlingMixin(AgentScoped):
                     "UPDATE message_handling SET attempts = attempts + 1, updated_at = ? "
                     "WHERE agent_id = ? AND memory_id = ?", (now, agent, memory_id))
                 return Claim.RETRY
+            claim = Claim.SENT if status is Handling.SENDING else Claim.ABANDONED
             conn.execute(
                 "UPDATE message_handling SET status = ?, outcome = ?, updated_at = ? WHERE agent_id = ? AND memory_id = ?",
-                (Handling.DONE.value, "abandoned", now, agent, memory_id))
-            return Claim.ABANDONED
+                (Handling.DONE.value, _CLOSED_AS[claim], now, agent, memory_id))
+            return claim
 
         return await self._db.write(claim, tables=_TABLES)
 
@@ -87,16 +90,14 @@ class HandlingMixin(AgentScoped):
         return [(str(r[0]), int(r[1]), int(r[2])) for r in rows]
 
     async def prune_handled(self, before: int) -> int:
-        """Forget finished claims of messages older than ``before`` (ms); how many went.
+        """Forget the claims of messages older than ``before`` (ms), finished or not; how many went.
 
         A later redelivery of such a message is still a duplicate: the message itself is stored.
         """
         agent = self._agent_id
 
         def prune(conn: Any) -> int:
-            cur = conn.execute(
-                "DELETE FROM message_handling WHERE agent_id = ? AND status = ? AND created_at < ?",
-                (agent, Handling.DONE.value, before))
+            cur = conn.execute("DELETE FROM message_handling WHERE agent_id = ? AND created_at < ?", (agent, before))
             return int(cur.rowcount)
 
         return await self._db.write(prune, tables=_TABLES)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -76,7 +77,8 @@ class Status(StrEnum):
     ERROR = "error"  # a bug: logged with its traceback
     CLOSING = "closing"  # refused: the agent is draining
     DUPLICATE = "duplicate"  # delivered again: already answered, or being answered
-    ABANDONED = "abandoned"  # left by a crash and not taken up again (see Claim.ABANDONED)
+    SENT_BEFORE_CRASH = "sent_before_crash"  # delivered again after a crash that came while its reply went out
+    ABANDONED = "abandoned"  # troupe died while answering it, twice: given up (see Claim.ABANDONED)
     NOT_TAKEN_UP = "not_taken_up"  # left by a crash, but not addressed to the agent: not worth answering late
 
 
@@ -141,9 +143,12 @@ class MessagePipeline:
             return
         result = await recover(self.runtime, self, source)
         if result.taken_up or result.skipped:
-            answered = sum(o.status is Status.REPLIED for o in result.taken_up.values())
-            _log.info("%s: after the restart, %d of %d messages left unanswered on %s were answered; %d were too "
-                      "old", name, answered, len(result.taken_up), source, len(result.skipped))
+            ended = Counter(o.status.value for o in result.taken_up.values())
+            if result.skipped:
+                ended["too old"] = len(result.skipped)
+            _log.info("%s: after the restart, %d messages left unanswered on %s: %s", name,
+                      len(result.taken_up) + len(result.skipped), source,
+                      ", ".join(f"{n} {status}" for status, n in ended.most_common()))
 
     async def _on_message(self, payload: dict[str, Any]) -> None:
         message = payload.get("message")
@@ -245,11 +250,17 @@ class MessagePipeline:
         if claim is Claim.DUPLICATE:
             _log.debug("%s: message %s was delivered again; it was already handled", rt.character.name, message.id)
             return Outcome(Status.DUPLICATE, "already handled")
+        if claim is Claim.SENT:
+            # At most once wins: the reply went out unless troupe died in the moment between
+            # recording that it was sending and the platform receiving it.
+            _log.warning("%s: message %s in room %s is not answered again: troupe stopped while its reply was "
+                         "going out", rt.character.name, message.id, message.room_id)
+            return Outcome(Status.SENT_BEFORE_CRASH, "its reply went out before a crash")
         if claim is Claim.ABANDONED:
-            _log.warning("%s: message %s in room %s is not answered again: it was taken up once already after a "
-                         "crash, or its reply may have gone out before one", rt.character.name, message.id,
-                         message.room_id)
-            return Outcome(Status.ABANDONED, "left unfinished by a crash")
+            _log.warning("%s: message %s in room %s is not answered: troupe died while answering it, then again "
+                         "while answering it after the restart; a message that crashes troupe must not do so "
+                         "forever", rt.character.name, message.id, message.room_id)
+            return Outcome(Status.ABANDONED, "troupe died twice while answering it")
         # Together: one wait for the database, not three. Storing the message changes neither the
         # room nor the agent's state in it.
         _, room, room_state = await asyncio.gather(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -49,7 +50,11 @@ class Recovery:
 
 async def recover(runtime: AgentRuntime, pipeline: MessagePipeline, source: str) -> Recovery:
     """Take up the messages from ``source`` that a crashed process left unanswered (see the module
-    docstring); returns what was done. Never raises for one message's failure."""
+    docstring); returns what was done. Never raises for one message's failure.
+
+    Rooms are taken up side by side, as live messages are, and each room's messages in the order
+    they were written, so that its answers come out in that order too.
+    """
     store = runtime.store
     window_ms = runtime.recovery_window_ms
     now = runtime.clock()
@@ -58,7 +63,7 @@ async def recover(runtime: AgentRuntime, pipeline: MessagePipeline, source: str)
     if not pending:
         return Recovery({}, [])
     messenger = runtime.get_service(source)
-    taken_up: dict[str, Outcome] = {}
+    rooms: dict[str, list[Memory]] = defaultdict(list)
     skipped: list[str] = []
     for memory_id, created_at, _ in pending:
         message = await store.get_memory(memory_id)
@@ -81,7 +86,16 @@ async def recover(runtime: AgentRuntime, pipeline: MessagePipeline, source: str)
             continue
         _log.info("%s: answering message %s in room %s, left unanswered by a crash %.0f s ago",
                   runtime.character.name, memory_id, message.room_id, age_s)
-        taken_up[memory_id] = await pipeline.handle(message, _reply_through(messenger, message), recovered=True)
+        rooms[message.room_id].append(message)
+    taken_up: dict[str, Outcome] = {}
+
+    async def take_up(messages: list[Memory]) -> None:
+        assert isinstance(messenger, Replier)
+        for message in messages:
+            assert message.id is not None
+            taken_up[message.id] = await pipeline.handle(message, _reply_through(messenger, message), recovered=True)
+
+    await asyncio.gather(*(take_up(messages) for messages in rooms.values()))
     return Recovery(taken_up, skipped)
 
 

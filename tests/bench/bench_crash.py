@@ -35,6 +35,8 @@ async def main() -> int:
                                  interval=args.interval, min_uptime=args.min_uptime, settle=120)
     print(report.summary())
     print(f"lost {report.lost}, duplicated {report.duplicated} (target 0 and 0)")
+    if report.unanswered:
+        print("never answered (chat, message):", ", ".join(f"({c}, {m})" for c, m in report.unanswered))
     return 0 if (report.lost, report.duplicated) == (0, 0) else 1
 
 

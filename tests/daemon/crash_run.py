@@ -38,6 +38,8 @@ class CrashReport:
     """Messages answered more than once."""
     seconds: float
     log: str
+    unanswered: tuple[tuple[int, int], ...] = ()
+    """(chat id, message id) of the messages never answered."""
 
     def summary(self) -> str:
         return (f"{self.messages} messages, {self.kills} kill -9: {self.answered_once} answered once, "
@@ -135,6 +137,7 @@ async def crash_run(workdir: Path, *, messages: int = 60, kills: int = 2, people
                 duplicated=sum(counts[key] > 1 for key in said),
                 seconds=time.monotonic() - started,
                 log=log.read_text(errors="replace") if log.exists() else "",
+                unanswered=tuple(key for key in said if counts[key] == 0),
             )
     finally:
         if process is not None and process.returncode is None:

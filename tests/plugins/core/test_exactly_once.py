@@ -7,7 +7,7 @@ import asyncio
 import uuid
 from typing import Any
 
-from bot.types import ChannelType, Handling, Memory, now_ms
+from bot.types import ChannelType, Handling, Memory, Room, now_ms
 from plugins.core._pipeline import MessagePipeline
 from plugins.core._recovery import recover
 
@@ -126,7 +126,8 @@ async def test_a_crash_while_the_reply_was_going_out_never_sends_it_again(harnes
     assert await _status(first, message_id) == "sending:None"
     await first.rt.close()
     second = await harness(ChannelType.DM)
-    assert (await second.say("hi", id=message_id)).status == "abandoned" and second.sent == []
+    assert (await second.say("hi", id=message_id)).status == "sent_before_crash" and second.sent == []
+    assert await _status(second, message_id) == "done:sent_before_crash"
 
 
 class _Platform:
@@ -175,6 +176,42 @@ async def test_after_a_crash_addressed_recent_messages_are_answered_and_the_rest
     # Once: a second pass (another reconnect) finds nothing left.
     again = await recover(second.rt, MessagePipeline(second.rt), "discord")
     assert again.taken_up == {} and again.skipped == [] and len(platform.replies) == 1
+
+
+async def test_after_a_crash_rooms_are_taken_up_side_by_side_and_each_in_order(harness) -> None:
+    first = await harness(ChannelType.DM)
+    other_room = first.rt.unique_id("discord:room-2")
+    await first.rt.store.create_rooms([Room(other_room, source="discord", type=ChannelType.DM, name="dm-2")])
+    left = [(str(uuid.uuid4()), text, room) for text, room in
+            (("first question", first.room), ("second question", first.room), ("other room question", other_room))]
+    for message_id, text, room in left:
+        first.large.append(_hang)
+        task = asyncio.create_task(first.say(text, id=message_id, room=room))
+        async with asyncio.timeout(5):
+            while first.large_calls == 0:
+                await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        first.large_calls = 0
+    await first.rt.close()
+
+    second = await harness(ChannelType.DM)
+    platform = _Platform()
+    second.rt.register_service("discord", platform)
+    other_answered = asyncio.Event()
+
+    async def answer(params: dict) -> str:
+        if "other room question" in params["prompt"]:
+            other_answered.set()
+            return plan("Answer in the other room.")
+        await other_answered.wait()  # one slow room does not hold up the others
+        return plan("Answer in the first room.")
+
+    second.large.extend([answer] * 3)
+    async with asyncio.timeout(5):
+        result = await recover(second.rt, MessagePipeline(second.rt), "discord")
+    assert [o.status for o in result.taken_up.values()] == ["replied"] * 3
+    assert [message_id for message_id, _ in platform.replies] == [left[2][0], left[0][0], left[1][0]]
 
 
 async def test_recovery_starts_when_the_platform_connects(harness) -> None:
