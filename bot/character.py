@@ -58,7 +58,6 @@ __all__ = [
     "find_character",
     "load_character",
     "load_characters",
-    "resolve_character_paths",
     "scan_character_files",
 ]
 
@@ -356,10 +355,6 @@ class Character(BaseModel):
         if target.is_absolute():
             return target
         return (self._base_dir if self._base_dir is not None else Path.cwd()) / target
-
-    def unknown_keys(self) -> list[str]:
-        """Top-level keys neither troupe nor elizaOS knows; kept, but a likely typo."""
-        return sorted(k for k in self.model_extra or {} if k not in ELIZAOS_FIELDS)
 
     def to_record(self) -> AgentRecord:
         """The character as the database keeps it, without any secret."""
@@ -869,11 +864,6 @@ def scan_character_files(args: Iterable[str], *, search_dir: Path = Path("charac
                 else:
                     found.skipped.append((entry, reason))
     return found
-
-
-def resolve_character_paths(args: Iterable[str], *, search_dir: Path = Path("characters")) -> list[Path]:
-    """The character files the arguments name (see :func:`scan_character_files`)."""
-    return scan_character_files(args, search_dir=search_dir).paths
 
 
 def load_characters(

@@ -14,7 +14,6 @@ from bot.character import (
     find_character,
     load_character,
     load_characters,
-    resolve_character_paths,
     scan_character_files,
 )
 from bot.errors import CharacterError
@@ -442,14 +441,14 @@ def test_character_model_validates_python_objects_too() -> None:
 # -- command-line paths ----------------------------------------------------------------
 
 
-def test_resolve_character_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_arguments_name_folders_files_lists_and_bare_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "characters").mkdir()
     for name in ("b", "a"):
         (tmp_path / "characters" / f"{name}.json").write_text("{}")
     (tmp_path / "solo.json").write_text("{}")
-    assert resolve_character_paths(["characters"]) == [Path("characters/a.json"), Path("characters/b.json")]
-    assert resolve_character_paths(["solo,a", "missing"]) == [Path("solo.json"), Path("characters/a.json"), Path("missing")]
+    assert scan_character_files(["characters"]).paths == [Path("characters/a.json"), Path("characters/b.json")]
+    assert scan_character_files(["solo,a", "missing"]).paths == [Path("solo.json"), Path("characters/a.json"), Path("missing")]
 
 
 def test_a_name_finds_name_json_and_name_character_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
