@@ -12,6 +12,7 @@ from .errors import EXIT_CONFIG, PluginLoadError
 from .models import ModelType
 from .runtime import AgentRuntime
 from .settings import DaemonSettings
+from .shared import Shared
 from .store import Database
 
 if TYPE_CHECKING:
@@ -63,23 +64,24 @@ async def chat(
     from platforms.console import ConsoleAdapter
 
     character = result.raise_for_problems()
-    redact.install()
+    shared = Shared()  # this conversation's secrets, kept out of its log lines
     out = output or sys.stdout
-    async with Database(settings.database) as db:
-        runtime = AgentRuntime(character, db.for_agent(character.agent_id), environ=environ,
-                               plugins=runtime_plugins(result), model_preset=result.model_preset)
-        try:
-            await runtime.start()
-        except PluginLoadError as exc:
-            print(f"troupe chat: {exc}", file=sys.stderr)
-            return EXIT_CONFIG
-        try:
-            if not runtime.has_model(ModelType.TEXT_LARGE):
-                print(f"troupe chat: {character.name} has no model: set OPENAI_API_KEY, or OPENAI_BASE_URL for a "
-                      "local OpenAI-compatible server such as Ollama", file=sys.stderr)
+    with redact.filtering(shared.secrets):
+        async with Database(settings.database) as db:
+            runtime = AgentRuntime(character, db.for_agent(character.agent_id), environ=environ,
+                                   plugins=runtime_plugins(result), model_preset=result.model_preset, shared=shared)
+            try:
+                await runtime.start()
+            except PluginLoadError as exc:
+                print(f"troupe chat: {exc}", file=sys.stderr)
                 return EXIT_CONFIG
-            print(f"Talking to {character.name}. Type /quit or press Ctrl-D to leave.", file=out, flush=True)
-            await ConsoleAdapter(runtime, user=user, output=out, notices=notices).run(read_line)
-        finally:
-            await runtime.close()
+            try:
+                if not runtime.has_model(ModelType.TEXT_LARGE):
+                    print(f"troupe chat: {character.name} has no model: set OPENAI_API_KEY, or OPENAI_BASE_URL for "
+                          "a local OpenAI-compatible server such as Ollama", file=sys.stderr)
+                    return EXIT_CONFIG
+                print(f"Talking to {character.name}. Type /quit or press Ctrl-D to leave.", file=out, flush=True)
+                await ConsoleAdapter(runtime, user=user, output=out, notices=notices).run(read_line)
+            finally:
+                await runtime.close()
     return 0

@@ -50,6 +50,7 @@ from .metrics import Metrics
 from .runtime import AgentRuntime
 from .secrets import is_reference
 from .settings import DaemonSettings, character_setting, load_environ
+from .shared import Shared
 from .store import Database
 from .systemd import Notifier
 
@@ -144,6 +145,7 @@ class Daemon:
         self.sources = list(sources) if sources is not None else None
         self.notifier = notifier if notifier is not None else Notifier()
         self.metrics = Metrics()
+        self.shared = Shared()  # this daemon's secrets, Telegram relay, bot tokens in use
         self.state = "starting"
         self._agents: dict[str, _Agent] = {}  # by agent id, in start order
         self._db: Database | None = None
@@ -234,7 +236,10 @@ class Daemon:
 
     async def run(self) -> int:
         """Run until stopped; returns the exit status."""
-        redact.install()
+        with redact.filtering(self.shared.secrets):  # this daemon's secrets, for as long as it runs
+            return await self._run()
+
+    async def _run(self) -> int:
         plans = self.plan()
         for result in self.characters:
             if result.missing_plugins:
@@ -317,7 +322,7 @@ class Daemon:
         with agent_context(character.name):
             runtime = AgentRuntime(character, self._database().for_agent(character.agent_id), environ=self.environ,
                                    plugins=runtime_plugins(result), model_preset=result.model_preset,
-                                   metrics=self.metrics)
+                                   metrics=self.metrics, shared=self.shared)
             runtime.links.on_change = lambda platform, link, old: self._link_changed(character.name, platform, link, old)
             try:
                 await runtime.start()

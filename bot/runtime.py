@@ -34,8 +34,8 @@ from .links import Links
 from .logs import current_agent
 from .metrics import Metrics
 from .models import ModelType, model_type
-from .redact import register_secret
 from .settings import character_setting
+from .shared import Shared
 from .store import AgentStore
 from .types import ChannelType, Entity, Memory, Room, Task, now_ms
 
@@ -78,6 +78,8 @@ class AgentRuntime:
         model_preset: ``ollama``/``openrouter`` when the file selects one.
         rng: randomness for prompt sampling; seed it for byte-identical prompts in tests.
         metrics: the daemon's metrics (a private set when not given).
+        shared: what the daemon's agents share (its secrets, the platforms' shared objects);
+            a runtime of its own when not given.
     """
 
     def __init__(
@@ -91,6 +93,7 @@ class AgentRuntime:
         rng: random.Random | None = None,
         clock: Callable[[], int] = now_ms,
         metrics: Metrics | None = None,
+        shared: Shared | None = None,
     ) -> None:
         self.character = character
         self.agent_id = character.agent_id
@@ -116,6 +119,7 @@ class AgentRuntime:
         self._state_cache: OrderedDict[str, State] = OrderedDict()
         self._closing: asyncio.Task[None] | None = None
         self.metrics = metrics if metrics is not None else Metrics()
+        self.shared = shared if shared is not None else Shared()
         self.links = Links()
         self.accepting = True  # False once draining: new messages are refused
         self._in_flight = 0
@@ -125,7 +129,7 @@ class AgentRuntime:
         for key in character.secret_keys():
             secret = character.secret(key)
             if secret is not None:
-                register_secret(secret.get_secret_value())
+                self.shared.secrets.add(secret.get_secret_value())
 
     def __repr__(self) -> str:
         return f"<AgentRuntime {self.character.name} ({self.agent_id}) {self.state.value}>"
