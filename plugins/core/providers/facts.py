@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from bot.components import Provider, ProviderResult, State
 from bot.types import Memory
 
-from .._embedding import vector_of
+from .._embedding import embeddings
 from ._common import MESSAGES
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def _scaled(found: list[Memory]) -> list[tuple[Memory, float]]:
 async def _search(runtime: AgentRuntime, message: Memory) -> tuple[list[tuple[Memory, float]], list[tuple[Memory, float]]]:
     """(facts, summaries) with their relevance, unranked and possibly repeated."""
     store = runtime.store
-    vector = await vector_of(runtime, message)
+    vector = await embeddings(runtime).vector_of(message)
     if vector:
         try:
             in_room = await store.search_memories(vector, FACTS, room_id=message.room_id, count=_PER_SEARCH)
