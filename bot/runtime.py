@@ -79,7 +79,7 @@ class AgentRuntime:
         rng: randomness for prompt sampling; seed it for byte-identical prompts in tests.
         metrics: the daemon's metrics (a private set when not given).
         shared: what the daemon's agents share (its secrets, the platforms' shared objects);
-            a runtime of its own when not given.
+            its own when not given.
     """
 
     def __init__(
