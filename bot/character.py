@@ -378,7 +378,7 @@ class Character(BaseModel):
     def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
         for key, value in super().__repr_args__():
             if key == "settings" and isinstance(value, dict) and "secrets" in value:
-                value = {**value, "secrets": {k: "<redacted>" for k in value["secrets"]}}  # type: ignore[union-attr]
+                value = {**value, "secrets": {k: "<redacted>" for k in value["secrets"]}}
             yield key, value
 
 
