@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, TextIO
 
 from . import logs, redact
+from . import plugins as plugin_registry
 from .character import LoadResult
 from .errors import EXIT_CONFIG, PluginLoadError
 from .models import ModelType
@@ -25,9 +26,13 @@ HISTORY_FILE = "chat_history"
 
 
 def runtime_plugins(result: LoadResult) -> list[str]:
-    """The plugins an agent runs: the file's, plus the openai model plugin every agent needs to think."""
+    """The plugins an agent runs: the file's, plus a model plugin (every agent needs one to think)
+    when the file names none."""
     plugins = list(result.plugins)
-    return plugins if "openai" in plugins else [*plugins, "openai"]
+    known = plugin_registry.available()
+    if any(known[name].models for name in plugins if name in known):
+        return plugins
+    return [*plugins, plugin_registry.model_plugin().name]
 
 
 def chat_in_terminal(settings: DaemonSettings, result: LoadResult, environ: Mapping[str, str], *,

@@ -116,7 +116,7 @@ def parse_level(spec: str) -> tuple[int, dict[str, int]]:
             raise ConfigError(f"log level {spec!r} is not understood: {what} {text!r} is not one of "
                               f"{', '.join(LEVELS[:-1])} or {LEVELS[-1]} (write LEVEL, or LEVEL,library=LEVEL "
                               "to see a library's lines too)")
-        return logging.getLevelName(text.upper())
+        return int(logging.getLevelName(text.upper()))
 
     libraries: dict[str, int] = {}
     for part in rest:

@@ -393,9 +393,10 @@ class AgentRuntime:
         if provider is not None:
             entries = [e for e in entries if e.provider == provider]
         if not entries:
+            models = plugin_registry.model_plugin()
             raise ModelError(
                 f"{self.character.name}: no model serves {kind.value}; add a model plugin such as "
-                '"@elizaos/plugin-openai" to the character\'s plugins',
+                f'"{(*models.aliases, models.name)[0]}" to the character\'s plugins',
                 provider=provider, model_type=kind.value,
             )
         timeout = self.get_number("MODEL_TIMEOUT_S", _DEFAULT_MODEL_TIMEOUT_S)

@@ -56,7 +56,8 @@ class ConversationLog(logging.Handler):
     @contextlib.contextmanager
     def turn(self) -> Iterator[list[str]]:
         """Keep the problems logged inside the block in the list it yields, instead of showing them."""
-        self._turn = problems = []
+        problems: list[str] = []
+        self._turn = problems
         try:
             yield problems
         finally:

@@ -110,6 +110,8 @@ def _best(found: list[tuple[Memory, float]], now: int, limit: int) -> list[Memor
 def _span(summary: Memory) -> str:
     def day(key: str) -> str:
         value = summary.metadata.get(key, summary.created_at)
+        if value is None:
+            return "?"
         try:
             return datetime.fromtimestamp(int(value) / 1000, UTC).strftime("%Y-%m-%d")
         except (TypeError, ValueError, OverflowError, OSError):
