@@ -12,7 +12,7 @@ from .errors import EXIT_CONFIG, PluginLoadError
 from .models import ModelType
 from .runtime import AgentRuntime
 from .settings import DaemonSettings
-from .store import Database
+from .store import backend_for
 
 if TYPE_CHECKING:
     from platforms.console import ConversationLog
@@ -65,7 +65,7 @@ async def chat(
     character = result.raise_for_problems()
     redact.install()
     out = output or sys.stdout
-    async with Database(settings.database) as db:
+    async with backend_for(settings.database) as db:
         runtime = AgentRuntime(character, db.for_agent(character.agent_id), environ=environ,
                                plugins=runtime_plugins(result), model_preset=result.model_preset)
         try:

@@ -36,7 +36,7 @@ from .metrics import Metrics
 from .models import ModelType, model_type
 from .redact import register_secret
 from .settings import character_setting
-from .store import AgentStore
+from .store import Store
 from .types import ChannelType, Entity, Memory, Room, Task, now_ms
 
 __all__ = ["AgentRuntime", "RuntimeState"]
@@ -83,7 +83,7 @@ class AgentRuntime:
     def __init__(
         self,
         character: Character,
-        store: AgentStore,
+        store: Store,
         *,
         environ: Mapping[str, str],
         plugins: Iterable[str] = (),
