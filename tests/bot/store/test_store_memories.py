@@ -9,7 +9,8 @@ import pytest
 from bot.errors import EmbeddingDimensionError, StoreError
 from bot.store import AgentStore, Database
 
-from .conftest import R2, make_memory, vec
+from .conftest import make_memory, vec
+from .contract.test_memories import batch_with_repeats
 
 
 async def _count(db: Database, table: str) -> int:
@@ -60,20 +61,11 @@ async def test_delete_memory_removes_its_fragments_and_their_embeddings(db: Data
     assert await store.delete_memory(doc) is False
 
 
-async def test_create_memories_writes_a_batch_in_order_and_dedups_within_it(db: Database, store: AgentStore) -> None:
-    batch = [
-        make_memory("one", id="b1", embedding=vec(1)),
-        make_memory("one again", id="b2", embedding=vec(1)),
-        make_memory("plain", id="b3"),
-        make_memory("one", id="b1", embedding=vec(1)),  # repeated id: ignored
-        make_memory("two", embedding=vec(2), room=R2),
-    ]
-    ids = await store.create_memories(batch, "facts")
-    assert ids[:4] == ["b1", "b2", "b3", "b1"] and len(ids[4]) == 36
-    unique = {m.id: m.unique for m in await store.get_memories(table="facts")}
-    assert unique == {"b1": True, "b2": False, "b3": True, ids[4]: True}
-    assert await _count(db, "embeddings") == 3
-    assert await store.create_memories([], "facts") == []
+async def test_create_memories_writes_one_embedding_row_per_new_memory_with_a_vector(
+    db: Database, store: AgentStore
+) -> None:
+    await store.create_memories(batch_with_repeats(), "facts")
+    assert await _count(db, "memories") == 4 and await _count(db, "embeddings") == 3
 
 
 async def test_create_memories_in_bulk_writes_all_or_nothing(db: Database, store: AgentStore) -> None:

@@ -9,13 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from bot.store import AgentStore, Database, Forgotten
-from bot.types import ChannelType, Memory, Room, RoomState, Task
+from bot.types import Memory, RoomState
 
 from .conftest import R2, A, BR, BU, R, U, V, W, make_memory, vec
-from .contract.test_retention import DM, SECRET_WORD, NAME, _rich_world
+from .contract.test_retention import DM, NAME, SECRET_WORD, _rich_world, before_forget_all, before_forget_room
 
 
 async def _count(db: Database, sql: str, *params: Any) -> int:
@@ -99,46 +97,17 @@ async def test_forget_entity_leaves_nothing_behind(db: Database, db_path: Path, 
     assert SECRET_WORD.encode() not in raw and b"sam@shire.test" not in raw
 
 
-async def test_forget_room_deletes_the_room_and_everything_in_it(db: Database, store: AgentStore) -> None:
-    in_r = await store.create_memory(make_memory("said in the first room", embedding=vec(1)), "messages")
-    await store.create_memory(Memory(U, R, {"text": "learned in the first room"}), "facts")
-    await store.create_memory(make_memory("said elsewhere", room=R2), "messages")
-    await store.set_cache(f"{R}-reflection-last-processed", in_r)
-    await store.create_task(Task("T", room_id=R))
-    await store.log({"x": 1}, U, R, "action")
-
+async def test_forget_room_leaves_no_row_or_text_of_the_room(db: Database, store: AgentStore) -> None:
+    await before_forget_room(store)
     done = await store.forget_room(R)
-    assert done.memories == {"facts": 1, "messages": 1}
     assert done.rows == {"cache": 1, "embeddings": 1, "logs": 1, "participants": 3, "rooms": 1, "tasks": 1}
-    assert await store.get_room(R) is None
-    assert [m.content["text"] for m in await store.list_memories()] == ["said elsewhere"]
     assert await _scan(db, [R, "first room"]) == []
-    assert await store.get_entity(U) is not None  # people stay: they may be elsewhere too
-    with pytest.raises(LookupError):
-        await store.forget_room(R)
-    with pytest.raises(ValueError, match="own room"):
-        await store.forget_room(A)
 
 
-async def test_forget_all_keeps_the_agent_and_its_knowledge(db: Database, store: AgentStore,
+async def test_forget_all_leaves_no_row_or_text_of_what_it_removed(db: Database, store: AgentStore,
                                                             store_b: AgentStore) -> None:
-    await store.create_rooms([Room(A, source="troupe", type=ChannelType.SELF, name="self")])
-    await store.add_participant(A, A)
-    await _rich_world(db, store)
-    doc = await store.create_memory(Memory(A, A, {"text": "the manual"}, metadata={"type": "document",
-                                                                                     "timestamp": 1}), "documents")
-    await store.create_memory(Memory(A, A, {"text": "chapter one"}, metadata={
-        "type": "fragment", "documentId": doc, "position": 0}), "knowledge")
-    await store_b.create_memory(make_memory("B keeps this", room=BR, entity=BU), "messages")
-
-    assert (await store.forget_all(dry_run=True)).memories["messages"] == 5
+    await before_forget_all(db, store, store_b)
     done = await store.forget_all()
     assert isinstance(done, Forgotten) and done.rows["entities"] == 2 and done.rows["rooms"] == 3
-    assert {m.table for m in await store.list_memories()} == {"documents", "knowledge"}
-    assert [e.id for e in await store.search_entities_by_name("")] == [A]
-    assert [room.id for room, _ in await store.get_rooms_with_counts()] == [A]
-    assert await store.get_all_worlds() == []
-    assert [t.name for t in await store.get_tasks()] == ["KEEP"]
-    assert await store.get_cache("unrelated") == {"ok": True}
     assert await _scan(db, [U, V, R, R2, DM, SECRET_WORD]) == []
     assert len(await store_b.get_memories(table="messages")) == 1

@@ -1,13 +1,14 @@
 """The contract's fixtures: each test runs once per backend, through the protocols only.
 
-A backend is a ``StoreBackend`` opened empty; ``store`` and ``store_b`` are two seeded agents
+A backend is a ``StoreBackend`` opened empty (``make_backend`` gives unopened ones on the same
+data, to test lifecycle and persistence); ``store`` and ``store_b`` are two seeded agents
 (see ``seed_agent``). A second backend (PostgreSQL) adds its name to ``BACKENDS`` and a branch
 to ``_open``, and must pass every test here unchanged.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -26,8 +27,14 @@ def _open(name: str, tmp_path: Path) -> StoreBackend:
 
 
 @pytest.fixture(params=BACKENDS)
-async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreBackend]:
-    async with _open(request.param, tmp_path) as opened:
+def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], StoreBackend]:
+    """A new, unopened backend on this test's storage: call it again to "restart" on the same data."""
+    return lambda: _open(request.param, tmp_path)
+
+
+@pytest.fixture
+async def backend(make_backend: Callable[[], StoreBackend]) -> AsyncIterator[StoreBackend]:
+    async with make_backend() as opened:
         yield opened
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from bot.store import StoreBackend
-from bot.types import AgentRecord
+from bot.store import DEFAULT_EMBEDDING_DIMENSION, StoreBackend
+from bot.types import AgentRecord, Task
 
-from ..conftest import A, B
+from ..conftest import BR, A, B, R, U, make_memory, seed_agent, vec
 
 
 async def test_create_agent_returns_true_then_false_for_the_same_id(backend: StoreBackend) -> None:
@@ -85,3 +85,25 @@ async def test_upsert_agent_creates_then_updates_with_settings_merged(backend: S
     assert len(await store.get_agents()) == 1
     with pytest.raises(ValueError, match="not this store's agent"):
         await store.upsert_agent(AgentRecord(id=B, name="Bea"))
+
+
+async def test_delete_agent_removes_everything_it_owns_and_nothing_else(backend: StoreBackend) -> None:
+    store = await seed_agent(backend, A, users=(U,), rooms=(R,))
+    other = await seed_agent(backend, B, users=(), rooms=(BR,))
+    await store.create_memory(make_memory("bye", embedding=vec(1)), "messages")
+    await other.create_memory(make_memory("stay", room=BR, entity=B), "messages")
+    await store.set_cache("k", 1)
+    await store.create_task(Task(name="t"))
+    await store.log({"x": 1}, entity_id=A, room_id=R, type="action")
+    await store.ensure_embedding_dimension(768)
+
+    assert await store.delete_agent() is True
+    assert await store.get_agent() is None and [a.id for a in await other.get_agents()] == [B]
+    assert await store.get_entity(U) is None and await store.get_room(R) is None
+    assert await store.get_memories(table="messages") == []
+    assert await store.search_memories_by_text("bye", "messages") == []
+    assert await store.get_cache("k") is None and await store.get_tasks() == []
+    assert await store.get_logs() == []
+    assert await store.get_embedding_dimension() == DEFAULT_EMBEDDING_DIMENSION
+    assert [m.content["text"] for m in await other.get_memories(table="messages")] == ["stay"]
+    assert await store.delete_agent() is False

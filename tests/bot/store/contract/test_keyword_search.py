@@ -1,4 +1,4 @@
-"""Keyword search over memory text (FTS5, BM25): ranking, filters, hostile input.
+"""Keyword search over memory text: ranking, filters, hostile input.
 
 Behaviour every backend must show (the contract)."""
 

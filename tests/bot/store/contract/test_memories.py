@@ -187,3 +187,34 @@ async def test_memory_contents_must_be_json(store: Store) -> None:
         await store.create_memory(make_memory("x", metadata={"type": "message", "score": float("nan")}), "messages")
     with pytest.raises(ValueError, match="table name is required"):
         await store.create_memory(make_memory("x"), "")
+
+
+def batch_with_repeats() -> list[Memory]:
+    """Five memories: a repeated id, a repeated vector, one without a vector, one without an id."""
+    return [
+        make_memory("one", id="b1", embedding=vec(1)),
+        make_memory("one again", id="b2", embedding=vec(1)),
+        make_memory("plain", id="b3"),
+        make_memory("one", id="b1", embedding=vec(1)),  # repeated id: ignored
+        make_memory("two", embedding=vec(2), room=R2),
+    ]
+
+
+async def test_create_memories_writes_a_batch_in_order_and_dedups_within_it(store: Store) -> None:
+    ids = await store.create_memories(batch_with_repeats(), "facts")
+    assert ids[:4] == ["b1", "b2", "b3", "b1"] and len(ids[4]) == 36
+    unique = {m.id: m.unique for m in await store.get_memories(table="facts")}
+    assert unique == {"b1": True, "b2": False, "b3": True, ids[4]: True}
+    hits = await store.search_memories(vec(1), "facts", count=5)
+    assert {m.id for m in hits[:2]} == {"b1", "b2"} and {m.id for m in hits} == {"b1", "b2", ids[4]}  # b3: no vector
+    assert await store.create_memories([], "facts") == []
+
+
+async def test_create_memories_writes_all_or_nothing(store: Store) -> None:
+    batch = [make_memory(f"m{n}", embedding=vec(n)) for n in range(100)]
+    batch.append(make_memory("bad", metadata={"type": "fragment"}))  # a fragment needs its document
+    with pytest.raises(StoreError):
+        await store.create_memories(batch, "messages", unique=True)
+    assert await store.get_memories(table="messages") == []
+    assert await store.search_memories(vec(1), "messages") == []
+    assert await store.search_memories_by_text("m1", "messages") == []

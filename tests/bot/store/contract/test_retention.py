@@ -1,6 +1,6 @@
 """Retention and forgetting in the store: compaction is all-or-nothing, and forgetting a person,
-a room or everything leaves nothing of it behind — not in any table, the vectors, the keyword
-index, nor the bytes of the file.
+a room or everything leaves nothing of it behind that any read can find (what is left in tables
+and file bytes: ../test_store_retention.py).
 
 Behaviour every backend must show (the contract)."""
 
@@ -11,15 +11,11 @@ import pytest
 from bot.store import Forgotten, Store, StoreBackend
 from bot.types import ChannelType, Component, Entity, Memory, Room, RoomState, Task, World
 
-from ..conftest import R2, A, BU, R, U, V, W, make_memory, seed_agent, vec
+from ..conftest import R2, A, B, BR, BU, R, U, V, W, make_memory, seed_agent, vec
 
 
 DM = "00000000-0000-0000-0000-0000000000d1"
-
-
 SECRET_WORD = "quokkaberry"  # only ever in the forgotten person's messages
-
-
 NAME = "Samwise"
 
 
@@ -148,3 +144,63 @@ async def test_export_of_a_person_is_what_forgetting_them_would_remove(backend: 
 async def test_seeded_fixtures_still_work(backend: StoreBackend) -> None:
     store = await seed_agent(backend, A, users=(U,), rooms=(R,))
     assert await store.forget_entity(U) == Forgotten(rows={"entities": 1, "participants": 1})
+
+
+async def before_forget_room(store: Store) -> None:
+    """Two memories, a cache entry, a task and a log in room R, and a message in R2."""
+    in_r = await store.create_memory(make_memory("said in the first room", embedding=vec(1)), "messages")
+    await store.create_memory(Memory(U, R, {"text": "learned in the first room"}), "facts")
+    await store.create_memory(make_memory("said elsewhere", room=R2), "messages")
+    await store.set_cache(f"{R}-reflection-last-processed", in_r)
+    await store.create_task(Task("T", room_id=R))
+    await store.log({"x": 1}, U, R, "action")
+
+
+async def test_forget_room_deletes_the_room_and_everything_in_it(store: Store) -> None:
+    await before_forget_room(store)
+    assert (await store.forget_room(R, dry_run=True)).memories == {"facts": 1, "messages": 1}
+    assert await store.get_room(R) is not None  # a dry run deletes nothing
+    done = await store.forget_room(R)
+    assert done.memories == {"facts": 1, "messages": 1} and done.total > 2
+    assert await store.get_room(R) is None
+    assert [m.content["text"] for m in await store.list_memories()] == ["said elsewhere"]
+    assert await store.search_all_memories_by_text("first room") == []
+    assert await store.get_cache(f"{R}-reflection-last-processed") is None
+    assert await store.get_tasks(room_id=R) == [] and await store.get_logs(room_id=R) == []
+    assert await store.get_entity(U) is not None  # people stay: they may be elsewhere too
+    with pytest.raises(LookupError):
+        await store.forget_room(R)
+    with pytest.raises(ValueError, match="own room"):
+        await store.forget_room(A)
+
+
+async def before_forget_all(backend: StoreBackend, store: Store, other: Store) -> str:
+    """The rich world, the agent's own room and a document of its knowledge (whose id it returns),
+    and one message of ``other``: what forget_all must remove, and keep."""
+    await store.create_rooms([Room(A, source="troupe", type=ChannelType.SELF, name="self")])
+    await store.add_participant(A, A)
+    await _rich_world(backend, store)
+    doc = await store.create_memory(Memory(A, A, {"text": "the manual"}, metadata={"type": "document",
+                                                                                     "timestamp": 1}), "documents")
+    await store.create_memory(Memory(A, A, {"text": "chapter one"}, metadata={
+        "type": "fragment", "documentId": doc, "position": 0}), "knowledge")
+    await other.create_memory(make_memory("B keeps this", room=BR, entity=BU), "messages")
+    return doc
+
+
+async def test_forget_all_keeps_the_agent_its_knowledge_and_other_agents(backend: StoreBackend, store: Store) -> None:
+    other = await seed_agent(backend, B, users=(BU,), rooms=(BR,))
+    await before_forget_all(backend, store, other)
+
+    assert (await store.forget_all(dry_run=True)).memories["messages"] == 5
+    done = await store.forget_all()
+    assert isinstance(done, Forgotten) and done.memories["messages"] == 5
+    assert {m.table for m in await store.list_memories()} == {"documents", "knowledge"}
+    assert [e.id for e in await store.search_entities_by_name("")] == [A]
+    assert [room.id for room, _ in await store.get_rooms_with_counts()] == [A]
+    assert await store.get_all_worlds() == []
+    assert [t.name for t in await store.get_tasks()] == ["KEEP"]
+    assert await store.get_cache("unrelated") == {"ok": True}
+    assert await store.search_all_memories_by_text(SECRET_WORD) == []
+    assert await store.get_agent() is not None
+    assert len(await other.get_memories(table="messages")) == 1

@@ -1,4 +1,4 @@
-"""Vector search: exact cosine through sqlite-vec, filters, thresholds, dimensions, hygiene.
+"""Vector search: exact cosine, filters, thresholds, dimensions, hygiene.
 
 Behaviour every backend must show (the contract)."""
 
@@ -13,7 +13,7 @@ from bot.errors import EmbeddingDimensionError
 from bot.store import DIMENSION_MAP, Store
 from bot.store._vectors import clean_vector
 
-from ..conftest import BR, BU, R2, R, U, V, W, make_memory, mix, vec
+from ..conftest import BR, BU, R2, V, W, make_memory, mix, vec
 
 
 def cosine(a: list[float], b: list[float]) -> float:
