@@ -14,7 +14,7 @@ from .models import ModelType
 from .runtime import AgentRuntime
 from .settings import DaemonSettings
 from .shared import Shared
-from .store import Database
+from .store import backend_for
 
 if TYPE_CHECKING:
     from platforms.console import ConversationLog
@@ -72,7 +72,7 @@ async def chat(
     shared = Shared()  # this conversation's secrets, kept out of its log lines
     out = output or sys.stdout
     with redact.filtering(shared.secrets):
-        async with Database(settings.database) as db:
+        async with backend_for(settings.database) as db:
             runtime = AgentRuntime(character, db.for_agent(character.agent_id), environ=environ,
                                    plugins=runtime_plugins(result), model_preset=result.model_preset, shared=shared)
             try:

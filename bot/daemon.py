@@ -51,7 +51,7 @@ from .runtime import AgentRuntime
 from .secrets import is_reference
 from .settings import DaemonSettings, character_setting, load_environ
 from .shared import Shared
-from .store import Database
+from .store import StoreBackend, backend_for
 from .systemd import Notifier
 
 __all__ = ["Daemon", "PlatformPlan"]
@@ -148,7 +148,7 @@ class Daemon:
         self.shared = Shared()  # this daemon's secrets, Telegram relay, bot tokens in use
         self.state = "starting"
         self._agents: dict[str, _Agent] = {}  # by agent id, in start order
-        self._db: Database | None = None
+        self._db: StoreBackend | None = None
         self._stopped = asyncio.Event()
         self._started_at = time.monotonic()
         self._reload_lock = asyncio.Lock()
@@ -258,7 +258,7 @@ class Daemon:
                 '"@elizaos/plugin-discord" or "@elizaos/plugin-telegram" to a character\'s plugins and '
                 "give it DISCORD_API_TOKEN or TELEGRAM_BOT_TOKEN (in its settings.secrets, or the environment)"
             )
-            async with Database(self.settings.database) as db:  # record the characters all the same
+            async with backend_for(self.settings.database) as db:  # record the characters all the same
                 for result in self.characters:
                     record = result.raise_for_problems().to_record()
                     await db.for_agent(record.id).upsert_agent(record)
@@ -272,7 +272,7 @@ class Daemon:
             return EXIT_CONFIG
         installed = self._install_signal_handlers()
         try:
-            async with Database(self.settings.database) as db:
+            async with backend_for(self.settings.database) as db:
                 self._db = db
                 try:
                     return await self._serve()
@@ -337,7 +337,7 @@ class Daemon:
             await asyncio.gather(*(self._connect(agent, runtime, plan) for plan in ready))
         return agent
 
-    def _database(self) -> Database:
+    def _database(self) -> StoreBackend:
         assert self._db is not None, "the database is open only while the daemon runs"
         return self._db
 

@@ -36,7 +36,7 @@ from .metrics import Metrics
 from .models import ModelType, model_type
 from .settings import character_setting
 from .shared import Shared
-from .store import AgentStore
+from .store import Store
 from .types import ChannelType, Entity, Memory, Room, Task, now_ms
 
 __all__ = ["AgentRuntime", "RuntimeState"]
@@ -85,7 +85,7 @@ class AgentRuntime:
     def __init__(
         self,
         character: Character,
-        store: AgentStore,
+        store: Store,
         *,
         environ: Mapping[str, str],
         plugins: Iterable[str] = (),

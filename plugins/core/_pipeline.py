@@ -216,7 +216,7 @@ class MessagePipeline:
             # The gate, the providers and the action validators read the same room, world and
             # room state: within this message, identical reads share one query until a write.
             async with asyncio.timeout(timeout):
-                with rt.store.database.shared_reads():
+                with rt.store.shared_reads():
                     outcome = await self._handle(message, delivery, fetch, on_responding, on_reply_text, recovered)
         except TimeoutError:
             _log.warning("%s: gave up on a message in room %s after %.0f s", rt.character.name, message.room_id, timeout)
