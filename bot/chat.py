@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable, Mapping
+from io import TextIOBase
 from typing import TYPE_CHECKING, TextIO
 
 from . import logs, redact
@@ -62,7 +63,7 @@ async def chat(
     *,
     user: str = "you",
     read_line: Callable[[], Awaitable[str | None]] | None = None,
-    output: TextIO | None = None,
+    output: TextIO | TextIOBase | None = None,
     notices: ConversationLog | None = None,
 ) -> int:
     """Talk to ``result``'s character until end of input; returns the exit status."""

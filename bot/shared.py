@@ -32,4 +32,4 @@ class Shared:
         found = self._objects.get(kind)
         if found is None:
             found = self._objects[kind] = kind()
-        return found  # type: ignore[no-any-return]
+        return found

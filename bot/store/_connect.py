@@ -13,7 +13,7 @@ import logging
 import os
 import random
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -219,12 +219,13 @@ async def run_on_thread(conn: aiosqlite.Connection, work: Callable[..., T], *arg
     ``_execute``/``_conn`` (present, unchanged, in every version troupe allows: 0.20 to 0.22).
     Like any aiosqlite call, it runs after the calls queued before it on that connection.
     """
-    return await conn._execute(work, conn._conn, *args)
+    execute: Callable[..., Awaitable[T]] = conn._execute  # private, so untyped
+    return await execute(work, conn._conn, *args)
 
 
 def retry_delay(attempt: int) -> float:
     """Seconds to wait before retrying BEGIN IMMEDIATE after failed ``attempt`` (1-based)."""
-    return min(0.1 * 2 ** (attempt - 1), 1.0) + random.uniform(0, 0.1)
+    return min(0.1 * 2.0 ** (attempt - 1), 1.0) + random.uniform(0, 0.1)
 
 
 async def begin_immediate(conn: aiosqlite.Connection) -> None:

@@ -267,7 +267,7 @@ class Database:
                 raise
             except _BeginFailed as failed:
                 exc = failed.__cause__
-                if attempt == BEGIN_ATTEMPTS or not is_locked_error(exc):
+                if attempt == BEGIN_ATTEMPTS or exc is None or not is_locked_error(exc):
                     raise StoreError(f"cannot start a write transaction on {self._path}: {exc}") from exc
                 delay = retry_delay(attempt)
                 _log.warning("database is locked (attempt %d of %d); retrying in %.2f s",

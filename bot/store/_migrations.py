@@ -15,7 +15,7 @@ import aiosqlite
 
 from bot.errors import SchemaVersionError
 from bot.store._connect import begin_immediate
-from bot.store._knowledge import SHARED_KNOWLEDGE_ID
+from bot.store._values import SHARED_KNOWLEDGE_ID
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "migrate", "read_version"]
 

@@ -158,7 +158,8 @@ class RecordsMixin(AgentScoped):
         self._db.queue_log(row)
         return row[0]
 
-    def _log_row(self, body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> tuple[Any, ...]:
+    def _log_row(self, body: Mapping[str, Any], entity_id: str, room_id: str,
+                 type: str) -> tuple[str, int, str, str, str, str]:
         text = json.dumps(sanitize_log_body(body), ensure_ascii=False)
         return (new_id(), now_ms(), entity_id, text, type, room_id)
 

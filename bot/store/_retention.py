@@ -85,7 +85,7 @@ class _Forget:
             bucket[key] = bucket.get(key, 0) + n
 
     def delete(self, table: str, where: str, params: Sequence[Any]) -> int:
-        n = self.conn.execute(f"DELETE FROM {table} WHERE {where}", params).rowcount
+        n: int = self.conn.execute(f"DELETE FROM {table} WHERE {where}", params).rowcount
         self._add(self.result.rows, table, n)
         return n
 
@@ -396,7 +396,8 @@ class RetentionMixin(MemoriesMixin):
             out = MemoryExport()
 
             def fetch(sql: str, *params: Any) -> list[Row]:
-                return conn.execute(sql, params).fetchall()
+                rows: list[Row] = conn.execute(sql, params).fetchall()
+                return rows
 
             if entity_id is not None:
                 entity = fetch("SELECT * FROM entities WHERE id = ? AND agent_id = ?", entity_id, agent)

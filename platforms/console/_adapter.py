@@ -12,6 +12,7 @@ import logging
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
+from io import TextIOBase
 from typing import TYPE_CHECKING, Any, TextIO
 
 from bot.errors import SendError
@@ -38,7 +39,7 @@ class ConsoleAdapter:
     reach the one person and the one room a terminal has.
     """
 
-    def __init__(self, runtime: AgentRuntime, *, user: str = "you", output: TextIO | None = None,
+    def __init__(self, runtime: AgentRuntime, *, user: str = "you", output: TextIO | TextIOBase | None = None,
                  notices: ConversationLog | None = None) -> None:
         self.runtime = runtime
         self.user = user

@@ -35,7 +35,7 @@ def reason(record: logging.LogRecord, agent: str = "", scrub: Callable[[str], st
 class ConversationLog(logging.Handler):
     """A logging handler (WARNING and up) that shows problems as lines of the conversation."""
 
-    def __init__(self, show: Callable[[str], None], agent: str = "") -> None:
+    def __init__(self, show: Callable[[str], object], agent: str = "") -> None:
         super().__init__(logging.WARNING)
         self.show = show
         self.agent = agent

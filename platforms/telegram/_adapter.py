@@ -153,6 +153,7 @@ class TelegramAdapter:
         self.bot_id, self.username = app.bot.id, app.bot.username
         await app.start()
         await replay(self.runtime, app.bot, app.update_queue)
+        assert app.updater is not None  # ApplicationBuilder makes one unless told not to
         await app.updater.start_polling(timeout=int(timeout), allowed_updates=_ALLOWED_UPDATES,
                                         error_callback=self._on_polling_error)
 
@@ -588,6 +589,7 @@ class TelegramAdapter:
                       "url": f"telegram:file:{voice.file_unique_id}" if voice else "",
                       "duration": note.duration, "messageId": sent.message_id}
         memory.content["attachments"] = [*(memory.content.get("attachments") or ()), attachment]
+        assert memory.id is not None  # a Telegram message's memory is named after its chat and id
         await self.runtime.store.update_memory(memory.id, content=memory.content)
 
     async def _remember(self, sent: list[Message], content: Mapping[str, Any], room: str, *,

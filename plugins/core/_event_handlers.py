@@ -28,18 +28,22 @@ MESSAGES = "messages"
 Handler = Callable[["AgentRuntime", dict[str, Any]], Coroutine[Any, Any, None]]
 
 
-def _message(runtime: AgentRuntime, payload: dict[str, Any], event: str) -> Memory | None:
+def _message(runtime: AgentRuntime, payload: dict[str, Any], event: str) -> tuple[Memory, str] | None:
+    """The event's message and its id; None (logged) when it has none."""
     message = payload.get("message")
     if not isinstance(message, Memory) or not message.id:
         _log.error("%s: %s without a message id; ignored", runtime.character.name, event)
         return None
-    return message
+    return message, message.id
 
 
 async def on_reaction(runtime: AgentRuntime, payload: dict[str, Any]) -> None:
     """Store the reaction as a message of its own, once."""
-    reaction = _message(runtime, payload, EventType.REACTION_RECEIVED)
-    if reaction is None or await runtime.store.get_memory(reaction.id) is not None:
+    found = _message(runtime, payload, EventType.REACTION_RECEIVED)
+    if found is None:
+        return
+    reaction, reaction_id = found
+    if await runtime.store.get_memory(reaction_id) is not None:
         return
     reaction.agent_id = runtime.agent_id
     await runtime.store.create_memory(reaction, MESSAGES, unique=False)
@@ -47,20 +51,21 @@ async def on_reaction(runtime: AgentRuntime, payload: dict[str, Any]) -> None:
 
 async def on_message_updated(runtime: AgentRuntime, payload: dict[str, Any]) -> None:
     """An edited message replaces the stored text (its vector is recomputed); an unknown one is stored."""
-    edited = _message(runtime, payload, EventType.MESSAGE_UPDATED)
-    if edited is None:
+    found = _message(runtime, payload, EventType.MESSAGE_UPDATED)
+    if found is None:
         return
-    stored = await runtime.store.get_memory(edited.id)
+    edited, edited_id = found
+    stored = await runtime.store.get_memory(edited_id)
     if stored is None:
         edited.agent_id = runtime.agent_id
         await runtime.store.create_memory(edited, MESSAGES, unique=False)
         return
     content = {**stored.content, **edited.content}
     metadata = {**stored.metadata, "editedAt": now_ms()}
-    await runtime.store.update_memory(edited.id, content=content, metadata=metadata)
+    await runtime.store.update_memory(edited_id, content=content, metadata=metadata)
     text = str(content.get("text") or "")
     if text != stored.content.get("text"):
-        embeddings(runtime).embed_later(edited.id, text)
+        embeddings(runtime).embed_later(edited_id, text)
 
 
 async def on_message_deleted(runtime: AgentRuntime, payload: dict[str, Any]) -> None:

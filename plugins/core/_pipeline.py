@@ -354,6 +354,7 @@ class MessagePipeline:
     async def _store_incoming(self, message: Memory, *, stored_before: bool) -> None:
         """Store ``message``; ``stored_before``: a crashed process may have stored it already."""
         store = self.runtime.store
+        assert message.id is not None  # handle() gives every message an id
         message.agent_id = self.runtime.agent_id
         if stored_before and await store.get_memory(message.id) is not None:
             return
