@@ -436,12 +436,12 @@ class VoiceSession:
     """MLS key packages the bot sent (op 26), latest last."""
     dave_commits: list[bytes] = field(default_factory=list)
     """Commit (+ welcome) payloads the bot sent (op 28), whether or not they won."""
-    dave_ready: list[int | None] = field(default_factory=list)  # None: a message without transition_id
-    """Transition ids the bot said it is ready for (op 23)."""
+    dave_ready: list[int | None] = field(default_factory=list)
+    """Transition ids the bot said it is ready for (op 23); None for a message without one."""
     dave_executed: list[int] = field(default_factory=list)
     """Transition ids the fake told it to execute (op 22)."""
     dave_invalid: list[int | None] = field(default_factory=list)
-    """Transition ids whose commit or welcome the bot could not process (op 31)."""
+    """Transition ids whose commit or welcome the bot could not process (op 31); None as above."""
     dave_rejoin: bool = False
 
     @property
