@@ -52,11 +52,11 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         if not _is_local(address):
             pytest.fail(f"Network access disallowed in tests: tried to connect to {address!r}")
 
-    def connect(self: socket.socket, address: object) -> None:
+    def connect(self: socket.socket, address: socket._Address) -> None:
         guard(address)
         return real_connect(self, address)
 
-    def connect_ex(self: socket.socket, address: object) -> int:
+    def connect_ex(self: socket.socket, address: socket._Address) -> int:
         guard(address)
         return real_connect_ex(self, address)
 

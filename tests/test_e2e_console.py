@@ -62,6 +62,7 @@ async def test_two_characters_follow_mute_unmute_and_restart(tmp_path: Path) -> 
         wren_out = io.StringIO()
         assert await chat(settings, wren, environ, user="sam", output=wren_out, read_line=lines("Hello Wren")) == 0
 
+        assert iris.character is not None
         async with Database(settings.database) as db:
             store = db.for_agent(iris.character.agent_id)
             room = (await store.get_rooms_by_world((await store.get_all_worlds())[0].id))[0]
@@ -95,6 +96,7 @@ async def test_two_characters_follow_mute_unmute_and_restart(tmp_path: Path) -> 
         facts = await store.get_memories(table="facts")
         assert [f.content["text"] for f in facts] == ["Sam asked Iris to be quiet once"]
         assert facts[0].embedding is not None and len(facts[0].embedding) == 1536
+        assert wren.character is not None
         wren_store = db.for_agent(wren.character.agent_id)
         assert [m.content.get("text") for m in await wren_store.get_memories(table="messages") if m.content.get("text")] == [
             "Oh, a visitor! Look up tonight!", "Hello Wren"]

@@ -11,6 +11,7 @@ import pytest
 
 from bot.character import (
     Character,
+    LoadResult,
     find_character,
     load_character,
     load_characters,
@@ -30,6 +31,17 @@ def write(tmp_path: Path):
     return _write
 
 
+def character_of(result: LoadResult) -> Character:
+    assert result.character is not None, result.problems
+    return result.character
+
+
+def secret_value(character: Character, key: str) -> str:
+    secret = character.secret(key)
+    assert secret is not None, f"no secret {key}"
+    return secret.get_secret_value()
+
+
 def only_problem(result) -> str:
     assert len(result.problems) == 1, result.problems
     return str(result.problems[0])
@@ -41,29 +53,29 @@ def only_problem(result) -> str:
 def test_minimal_character_gets_elizaos_defaults(write) -> None:
     result = load_character(write({"name": "A", "bio": "x"}))
     assert result.ok
-    c = result.character
+    c = character_of(result)
     assert c.agent_id == string_to_uuid("A")
     assert c.username == "a"
-    assert c.topics == c.adjectives == c.post_examples == c.message_examples == c.plugins == []
+    assert c.topics == c.adjectives == c.post_examples == c.plugins == [] and c.message_examples == []
     assert c.style.model_dump() == {"all": [], "chat": [], "post": []}
     assert c.settings == {} and c.secrets == {}
     assert c.knowledge == [] and c.templates == {} and c.system is None
 
 
 def test_username_and_id_derive_from_the_name(write) -> None:
-    c = load_character(write({"name": "Tech Helper", "bio": ["x"]})).character
+    c = character_of(load_character(write({"name": "Tech Helper", "bio": ["x"]})))
     assert c.username == "tech_helper"
     assert c.agent_id == "a434324a-2122-0e2b-9553-a0070785fa68"
 
 
 def test_explicit_id_is_the_agent_id(write) -> None:
     uid = "11111111-2222-0333-8444-555555555555"
-    c = load_character(write({"name": "A", "bio": "x", "id": uid})).character
+    c = character_of(load_character(write({"name": "A", "bio": "x", "id": uid})))
     assert c.agent_id == uid
 
 
 def test_bio_as_string_or_list_and_partial_style(write) -> None:
-    c = load_character(write({"name": "A", "bio": ["one", "two"], "style": {"all": ["a"]}})).character
+    c = character_of(load_character(write({"name": "A", "bio": ["one", "two"], "style": {"all": ["a"]}})))
     assert c.bio == ["one", "two"]
     assert c.style.model_dump() == {"all": ["a"], "chat": [], "post": []}
 
@@ -91,26 +103,26 @@ def test_full_schema_loads(write, tmp_path: Path) -> None:
     }
     result = load_character(write(data))
     assert result.ok, result.problems
-    c = result.character
+    c = character_of(result)
     assert [k.kind for k in c.knowledge] == ["text", "path", "directory", "path"]
     assert c.knowledge[1].shared is True and c.knowledge[2].shared is False
     assert c.message_examples[0][1].content.actions == ["REPLY"]
     assert result.platforms == ["discord", "telegram"]
     assert result.plugins == ["core", "openai", "elevenlabs"]
-    assert c.secret("OPENAI_API_KEY").get_secret_value() == "sk-test"
-    assert c.secret("ELEVENLABS_VOICE_ID").get_secret_value() == "v1"
+    assert secret_value(c, "OPENAI_API_KEY") == "sk-test"
+    assert secret_value(c, "ELEVENLABS_VOICE_ID") == "v1"
     assert c.settings["conversationLength"] == 10
 
 
 def test_secret_values_may_be_numbers_or_booleans(write) -> None:
-    c = load_character(write({"name": "A", "bio": "x", "settings": {"secrets": {"X": True, "Y": 0.5}}})).character
-    assert c.secret("X").get_secret_value() == "true"
-    assert c.secret("Y").get_secret_value() == "0.5"
+    c = character_of(load_character(write({"name": "A", "bio": "x", "settings": {"secrets": {"X": True, "Y": 0.5}}})))
+    assert secret_value(c, "X") == "true"
+    assert secret_value(c, "Y") == "0.5"
 
 
 def test_top_level_secrets_win_over_settings_secrets(write) -> None:
     data = {"name": "A", "bio": "x", "secrets": {"K": "top"}, "settings": {"secrets": {"K": "nested"}}}
-    assert load_character(write(data)).character.secret("K").get_secret_value() == "top"
+    assert secret_value(character_of(load_character(write(data))), "K") == "top"
 
 
 def test_elizaos_v0_character_loads_unchanged(write) -> None:
@@ -127,7 +139,7 @@ def test_elizaos_v0_character_loads_unchanged(write) -> None:
     }
     result = load_character(write(data))
     assert result.ok, result.problems
-    c = result.character
+    c = character_of(result)
     assert c.lore == ["Once upon a time."]
     assert c.message_examples[0][0].name == "{{user1}}"
     assert c.message_examples[0][1].content.actions == ["CONTINUE"]
@@ -339,7 +351,7 @@ def test_null_objects_and_lists_are_empty(write) -> None:
             "knowledge": None, "plugins": None, "messageExamples": None, "topics": None}
     result = load_character(write(data))
     assert result.ok, result.problems
-    assert result.character.settings == {} and result.character.style.all == []
+    assert character_of(result).settings == {} and character_of(result).style.all == []
 
 
 def test_every_elizaos_field_is_known_and_a_close_misspelling_gets_a_suggestion(write) -> None:
@@ -393,8 +405,8 @@ def test_unresolvable_secret_reference(write) -> None:
 
 def test_secret_reference_resolves_from_the_given_environment(write) -> None:
     data = {"name": "A", "bio": "x", "settings": {"secrets": {"DISCORD_API_TOKEN": "env:A_DISCORD_TOKEN"}}}
-    c = load_character(write(data), environ={"A_DISCORD_TOKEN": "tok-123"}).character
-    assert c.secret("DISCORD_API_TOKEN").get_secret_value() == "tok-123"
+    c = character_of(load_character(write(data), environ={"A_DISCORD_TOKEN": "tok-123"}))
+    assert secret_value(c, "DISCORD_API_TOKEN") == "tok-123"
 
 
 def test_duplicate_names_and_ids_across_files(write) -> None:
@@ -428,9 +440,10 @@ def test_repr_and_record_never_show_secrets(write) -> None:
     data = {"name": "A", "bio": "x", "secrets": {"K": "sk-top-secret"},
             "settings": {"model": "m", "secrets": {"T": "tok-nested-secret"}}}
     result = load_character(write(data))
-    text = repr(result.character) + repr(result) + str(result.character.to_record())
+    character = character_of(result)
+    text = repr(character) + repr(result) + str(character.to_record())
     assert "sk-top-secret" not in text and "tok-nested-secret" not in text
-    assert result.character.to_record().settings == {"model": "m"}
+    assert character.to_record().settings == {"model": "m"}
 
 
 def test_character_model_validates_python_objects_too() -> None:

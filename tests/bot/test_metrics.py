@@ -17,6 +17,12 @@ _HELP = re.compile(r"# HELP (?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*) (?:[^\\\n]|\\[\\n
 _TYPE = re.compile(r"# TYPE (?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*) (?P<type>counter|gauge|histogram|summary|untyped)")
 
 
+def first_group(pattern: str, text: str, flags: int = 0) -> str:
+    found = re.search(pattern, text, flags)
+    assert found is not None, f"{pattern!r} not in {text!r}"
+    return found[1]
+
+
 def check_exposition(text: str) -> dict[str, str]:
     """Fail unless ``text`` is valid exposition format; returns each family's type."""
     assert text.endswith("\n"), "the text must end with a newline"
@@ -111,7 +117,7 @@ def test_histogram_buckets_are_cumulative_and_end_with_inf() -> None:
     for value in (0.001, 0.005, 0.007, 0.3, 59, 61, 1000):
         histogram.observe(value)
     lines = list(histogram.render_lines())
-    buckets = {re.search(r'le="([^"]+)"', line)[1]: int(line.rsplit(" ", 1)[1]) for line in lines if "_bucket" in line}
+    buckets = {first_group(r'le="([^"]+)"', line): int(line.rsplit(" ", 1)[1]) for line in lines if "_bucket" in line}
     assert buckets == {"0.005": 2, "0.01": 3, "0.025": 3, "0.05": 3, "0.1": 3, "0.25": 3, "0.5": 4, "1": 4,
                        "2.5": 4, "5": 4, "10": 4, "30": 4, "60": 5, "+Inf": 7}
     assert lines[-2:] == ["h_seconds_sum 1120.313", "h_seconds_count 7"]
@@ -196,7 +202,7 @@ def test_troupe_metrics_render_as_valid_exposition_with_process_metrics() -> Non
         not in text  # labels keep their declared order, not alphabetical
     assert 'troupe_model_calls_total{agent="Ada",model_type="TEXT_SMALL",provider="openai",outcome="error"} 1\n' \
         in text
-    cpu = float(re.search(r"^process_cpu_seconds_total (\S+)$", text, re.MULTILINE)[1])
+    cpu = float(first_group(r"^process_cpu_seconds_total (\S+)$", text, re.MULTILINE))
     assert cpu > 0
 
 
@@ -205,7 +211,7 @@ def test_resident_memory_is_reported_where_proc_exists_and_skipped_elsewhere(mon
 
     text = Metrics().render()
     if module._resident_memory_bytes() is not None:
-        assert int(re.search(r"^process_resident_memory_bytes (\d+)$", text, re.MULTILINE)[1]) > 1_000_000
+        assert int(first_group(r"^process_resident_memory_bytes (\d+)$", text, re.MULTILINE)) > 1_000_000
     monkeypatch.setattr(module, "_resident_memory_bytes", lambda: None)
     text = Metrics().render()
     assert "process_resident_memory_bytes" not in text

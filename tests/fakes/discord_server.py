@@ -305,12 +305,12 @@ _OPTION_USER, _OPTION_CHANNEL, _OPTION_ROLE, _OPTION_MENTIONABLE, _OPTION_ATTACH
 _EPHEMERAL, _LOADING = 1 << 6, 1 << 7
 _ZSTD: Any = None
 try:  # discord.py asks for zstd-stream whenever it can import a zstd module, so match it.
-    import zstandard as _zstandard  # type: ignore[import-not-found]
+    import zstandard as _zstandard
 
     _ZSTD = "zstandard"
 except ImportError:  # pragma: no cover - depends on the environment
     try:
-        from compression import zstd as _stdlib_zstd  # type: ignore[import-not-found]
+        from compression import zstd as _stdlib_zstd
 
         _ZSTD = "compression.zstd"
     except ImportError:
@@ -2247,7 +2247,7 @@ class FakeDiscord(LocalServer):
 
     def _request_members(self, session: _Session, data: dict[str, Any]) -> None:
         session.bot.member_requests.append(data)
-        guild_ids = data.get("guild_id")
+        guild_ids = data["guild_id"]  # required in REQUEST_GUILD_MEMBERS
         for guild_id in guild_ids if isinstance(guild_ids, list) else [guild_ids]:
             guild = self.guilds.get(int(guild_id))
             if guild is None or session.bot.id not in guild.members:
@@ -2285,7 +2285,7 @@ class FakeDiscord(LocalServer):
 
     def _route_table(self) -> list[tuple[str, re.Pattern[str], _Handler, bool]]:
         auth, open_ = True, False
-        table = [
+        table: list[tuple[str, str, _Handler, bool]] = [
             ("GET", "/gateway", self._get_gateway, open_),
             ("GET", "/gateway/bot", self._get_gateway_bot, auth),
             ("GET", "/users/@me", self._get_me, auth),
@@ -2353,7 +2353,7 @@ class FakeDiscord(LocalServer):
             ("PATCH", "/webhooks/{application_id}/{token}/messages/{message_id}", self._edit_webhook_message, open_),
             ("DELETE", "/webhooks/{application_id}/{token}/messages/{message_id}", self._delete_webhook_message, open_),
         ]
-        compiled = []
+        compiled: list[tuple[str, re.Pattern[str], _Handler, bool]] = []
         for method, template, handler, needs_auth in table:
             pattern = re.escape(template).replace(r"\{", "{").replace(r"\}", "}")
             pattern = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", pattern)

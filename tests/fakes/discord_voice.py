@@ -436,12 +436,12 @@ class VoiceSession:
     """MLS key packages the bot sent (op 26), latest last."""
     dave_commits: list[bytes] = field(default_factory=list)
     """Commit (+ welcome) payloads the bot sent (op 28), whether or not they won."""
-    dave_ready: list[int] = field(default_factory=list)
-    """Transition ids the bot said it is ready for (op 23)."""
+    dave_ready: list[int | None] = field(default_factory=list)
+    """Transition ids the bot said it is ready for (op 23); None for a message without one."""
     dave_executed: list[int] = field(default_factory=list)
     """Transition ids the fake told it to execute (op 22)."""
-    dave_invalid: list[int] = field(default_factory=list)
-    """Transition ids whose commit or welcome the bot could not process (op 31)."""
+    dave_invalid: list[int | None] = field(default_factory=list)
+    """Transition ids whose commit or welcome the bot could not process (op 31); None as above."""
     dave_rejoin: bool = False
 
     @property
@@ -1379,6 +1379,7 @@ class FakeVoiceServer(LocalServer):
             return session
 
         result = await self.wait_for(ready, timeout, f"{bot!r} to join the DAVE group")
+        assert result is not None  # wait_for returns only a truthy result
         return result
 
 

@@ -60,7 +60,7 @@ import math
 import random
 import struct
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -223,7 +223,9 @@ class FakeOpenAIServer(LocalServer):
     def script_transcription(self, *replies: str | Callable[[dict[str, Any]], Any] | Fail) -> None:
         self.script("transcriptions", *replies)
 
-    def script_speech(self, *replies: bytes | Callable[[dict[str, Any]], Any] | Fail) -> None:
+    def script_speech(
+        self, *replies: bytes | Sequence[bytes | asyncio.Event] | Callable[[dict[str, Any]], Any] | Fail
+    ) -> None:
         self.script("speech", *replies)
 
     def requests_for(self, endpoint: str) -> list[RecordedRequest]:

@@ -238,7 +238,9 @@ class FakeTelegram(LocalServer):
         self._message_ids: dict[int, itertools.count[int]] = {}
         self._update_ids = itertools.count(1)
         self._failures: list[_Failure] = []
-        self._changed = asyncio.Event()
+        # Not LocalServer's _changed()/_change: this fake's waits also poll (every 50 ms), which
+        # checks on state outside the fake rely on.
+        self._activity = asyncio.Event()
         super().__init__()
 
     # -- server ---------------------------------------------------------------------------
@@ -346,13 +348,15 @@ class FakeTelegram(LocalServer):
             file_id = self._store_file("video_note.mp4", video_note[0], "video/mp4")
             message["video_note"] = {"file_id": file_id, "file_unique_id": "u" + file_id, "length": 240,
                                      "duration": int(video_note[1]), "file_size": len(video_note[0])}
-        kind = next((k for k in ("document", "voice", "audio", "video_note") if k in message), None)
-        entry = message[kind] if kind else message["photo"][-1] if "photo" in message else None
-        if entry is not None:
+        kind_sent = next((k for k in ("document", "voice", "audio", "video_note") if k in message), None)
+        file: dict[str, Any] | None = (
+            message[kind_sent] if kind_sent else message["photo"][-1] if "photo" in message else None
+        )
+        if file is not None:
             if file_size is not None:
-                entry["file_size"] = self.file_sizes[entry["file_id"]] = file_size
+                file["file_size"] = self.file_sizes[file["file_id"]] = file_size
             if not file_size_in_message:
-                del entry["file_size"]
+                del file["file_size"]
         self.messages[(chat.id, message["message_id"])] = message
         self._deliver(chat, "message", message)
         return message
@@ -406,7 +410,7 @@ class FakeTelegram(LocalServer):
             update = {"update_id": next(self._update_ids), kind: payload}
             bot.updates.append(update)
             bot.delivered.append(update)
-        self._changed.set()
+        self._activity.set()
 
     def redeliver(self, bot: FakeBot, update_id: int) -> None:
         """Send ``bot`` an update again, as Telegram does when it never got the confirmation (the
@@ -415,7 +419,7 @@ class FakeTelegram(LocalServer):
         if update not in bot.updates:
             bot.updates.append(update)
             bot.updates.sort(key=lambda u: u["update_id"])
-        self._changed.set()
+        self._activity.set()
 
     # -- failures, waiting ----------------------------------------------------------------
 
@@ -429,9 +433,9 @@ class FakeTelegram(LocalServer):
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
                 raise TimeoutError(f"timed out waiting for {description}")
-            self._changed.clear()
+            self._activity.clear()
             try:
-                await asyncio.wait_for(self._changed.wait(), min(remaining, 0.05))
+                await asyncio.wait_for(self._activity.wait(), min(remaining, 0.05))
             except TimeoutError:
                 pass
         return result
@@ -484,7 +488,7 @@ class FakeTelegram(LocalServer):
             return self._error(401, "Unauthorized")
         params = await self._params(request)
         bot.requests.append((method, params))
-        self._changed.set()
+        self._activity.set()
         for failure in self._failures:
             if failure.method.lower() == method.lower() and failure.bot in (None, bot) and failure.times > 0:
                 if failure.after > 0:
@@ -518,16 +522,16 @@ class FakeTelegram(LocalServer):
         bot.updates = [u for u in bot.updates if u["update_id"] >= offset]
         poller: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         bot.poller = poller
-        self._changed.set()
+        self._activity.set()
         deadline = asyncio.get_running_loop().time() + float(params.get("timeout") or 0)
         try:
             while not bot.updates:
                 remaining = deadline - asyncio.get_running_loop().time()
                 if remaining <= 0 or poller.done():
                     break
-                self._changed.clear()
-                await asyncio.wait([asyncio.ensure_future(self._changed.wait()), poller],
-                                   timeout=min(remaining, 0.05), return_when=asyncio.FIRST_COMPLETED)
+                self._activity.clear()
+                woken: list[asyncio.Future[Any]] = [asyncio.ensure_future(self._activity.wait()), poller]
+                await asyncio.wait(woken, timeout=min(remaining, 0.05), return_when=asyncio.FIRST_COMPLETED)
             if poller.done() and poller.exception() is not None:
                 return self._error(409, "Conflict: terminated by other getUpdates request; make sure that only one "
                                         "bot instance is running")
@@ -567,7 +571,7 @@ class FakeTelegram(LocalServer):
         self.messages[(chat.id, message["message_id"])] = message
         bot.sent.append({"kind": "text", "chat_id": chat.id, "text": shown, "raw": raw, "parse_mode": parse_mode,
                          "reply_to": reply_to, "thread_id": thread, "message": message})
-        self._changed.set()
+        self._activity.set()
         return self._ok(message)
 
     async def _api_sendvoice(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
@@ -608,12 +612,12 @@ class FakeTelegram(LocalServer):
         bot.sent.append({"kind": "voice", "chat_id": chat.id, "text": caption, "raw": caption,
                          "parse_mode": params.get("parse_mode"), "reply_to": reply_to, "thread_id": thread,
                          "message": message, "voice": data, "duration": duration})
-        self._changed.set()
+        self._activity.set()
         return self._ok(message)
 
     async def _api_sendchataction(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
         bot.actions.append((int(params["chat_id"]), str(params.get("action"))))
-        self._changed.set()
+        self._activity.set()
         return self._ok(True)
 
     async def _api_getfile(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
@@ -633,7 +637,7 @@ class FakeTelegram(LocalServer):
             return web.Response(status=401)
         path = request.match_info["path"]
         bot.downloads.append(path)
-        self._changed.set()
+        self._activity.set()
         for file_id, (name, data, mime) in self.files.items():
             if path == f"documents/{file_id}/{name}":
                 return web.Response(body=data, content_type=mime)

@@ -45,6 +45,17 @@ class Probe(discord.Client):
         """discord.py's default sleeps 5 s before every IDENTIFY but the first (a session lost
         for good costs that long in production); tests need not wait."""
 
+    def text_channel(self, channel_id: int) -> discord.TextChannel:
+        """The cached channel ``channel_id``, which the test expects to be a text channel."""
+        channel = self.get_channel(channel_id)
+        assert isinstance(channel, discord.TextChannel), channel
+        return channel
+
+    def cached_guild(self, guild_id: int) -> discord.Guild:
+        guild = self.get_guild(guild_id)
+        assert guild is not None, f"guild {guild_id} is not cached"
+        return guild
+
     def seen(self, name: str) -> list[tuple[Any, ...]]:
         return [args for event, args in self.events if event == name]
 
@@ -112,24 +123,28 @@ async def test_two_bots_log_in_and_see_the_guild(fake: FakeDiscord, world: dict[
     started = time.perf_counter()
     async with running((ada_client, "token-ada"), (bob_client, "token-bob")):
         assert time.perf_counter() - started < 1
+        assert ada_client.user is not None and bob_client.user is not None
         assert ada_client.user.id == ada.id and ada_client.user.bot
         assert bob_client.user.name == "Bob"
         assert ada_client.application_id == ada.application_id
         seen = ada_client.get_guild(guild.id)
         assert seen is not None and seen.owner_id == world["sam"].id
         assert seen.chunked and {m.name for m in seen.members} == {"Ada", "Bob", "Sam", "Kim"}
-        kim = seen.get_member(world["kim"].id)
+        kim, sam = seen.get_member(world["kim"].id), seen.get_member(world["sam"].id)
+        assert kim is not None and sam is not None
         assert kim.guild_permissions.administrator
-        assert not seen.get_member(world["sam"].id).roles[1:]  # only @everyone
+        assert not sam.roles[1:]  # only @everyone
         assert [r.name for r in seen.roles] == ["@everyone", "Admin"]
-        assert seen.get_channel(world["general"].id).topic == "chat"
+        seen_general, seen_forum, seen_news = (seen.get_channel(c.id) for c in (world["general"], forum, news))
+        assert isinstance(seen_general, discord.TextChannel) and seen_general.topic == "chat"
         assert isinstance(seen.get_channel(voice.id), discord.VoiceChannel)
-        assert isinstance(seen.get_channel(forum.id), discord.ForumChannel)
-        assert seen.get_channel(forum.id).category_id == category.id
-        assert seen.get_channel(news.id).is_news()
-        assert seen.get_thread(topic.id).parent_id == world["general"].id
+        assert isinstance(seen_forum, discord.ForumChannel)
+        assert seen_forum.category_id == category.id
+        assert isinstance(seen_news, discord.TextChannel) and seen_news.is_news()
+        seen_topic = seen.get_thread(topic.id)
+        assert seen_topic is not None and seen_topic.parent_id == world["general"].id
         assert seen.me.guild_permissions.send_messages
-        without_members = bob_client.get_guild(guild.id)  # as on Discord: only itself, no chunking
+        without_members = bob_client.cached_guild(guild.id)  # as on Discord: only itself, no chunking
         assert [m.name for m in without_members.members] == ["Bob"] and without_members.member_count == 4
     for bot in (ada, bob):
         assert [(r.method, r.path) for r in bot.requests] == [
@@ -168,7 +183,8 @@ async def test_a_user_message_reaches_both_bots(fake: FakeDiscord, world: dict[s
         for client in (ada_client, bob_client):
             message = await client.wait_message(f"hi <@{ada.id}>")
             assert message.id == sent.id and message.author.id == sam.id
-            assert isinstance(message.author, discord.Member) and message.guild.id == world["guild"].id
+            assert isinstance(message.author, discord.Member)
+            assert message.guild is not None and message.guild.id == world["guild"].id
             assert message.channel.id == general.id
         assert ada_client.user in (await ada_client.wait_message(sent.content)).mentions
         assert [m.id for m in fake.messages_in(general)] == [sent.id]
@@ -197,7 +213,7 @@ async def test_bots_converse_and_see_their_own_messages(fake: FakeDiscord, world
             await message.channel.send("pong")
 
     async with running((ada_client, "token-ada"), (bob_client, "token-bob")):
-        await ada_client.get_channel(general.id).send("ping")
+        await ada_client.text_channel(general.id).send("ping")
         assert (await bob_client.wait_message("ping")).author.id == ada.id
         assert (await ada_client.wait_message("ping")).author.id == ada.id  # its own message, as on Discord
         pong = await ada_client.wait_message("pong")
@@ -215,11 +231,14 @@ async def test_reply_records_reference_and_allowed_mentions(fake: FakeDiscord, w
         await message.reply(f"ask {bob.mention}", mention_author=False)
         [reply] = await fake.wait_for_sent(ada)
         assert reply.reference is question
+        assert reply.message_reference is not None and reply.allowed_mentions is not None
         assert reply.message_reference["message_id"] == question.id
         assert reply.allowed_mentions["replied_user"] is False
         assert reply.mentions == [bob]  # Sam is not pinged
         seen = await bob_client.wait_message(f"ask <@{bob.id}>")
+        assert seen.reference is not None
         assert seen.reference.message_id == question.id and seen.type is discord.MessageType.reply
+        assert isinstance(seen.reference.resolved, discord.Message)
         assert seen.reference.resolved.content == "what now?"
         assert bob_client.user in seen.mentions
 
@@ -233,13 +252,14 @@ async def test_messages_with_file_uploads(fake: FakeDiscord, world: dict[str, An
     ada, general = world["ada"], world["general"]
     ada_client, bob_client = Probe(), Probe()
     async with running((ada_client, "token-ada"), (bob_client, "token-bob")):
-        channel = ada_client.get_channel(general.id)
+        channel = ada_client.text_channel(general.id)
         await channel.send("first")
         await channel.send(
             "here is the file",
             files=[discord.File(io.BytesIO(b"hello file"), "notes.txt"), discord.File(io.BytesIO(b"\x89PNG"), "p.png")],
         )
         first, second = await fake.wait_for_sent(ada, 2)
+        assert first.payload is not None and second.payload is not None
         assert first.files == [] and first.payload["content"] == "first"
         assert [f.filename for f in second.files] == ["notes.txt", "p.png"]
         assert second.files[0].data == b"hello file"
@@ -266,7 +286,7 @@ async def test_a_429_is_waited_out_and_retried(fake: FakeDiscord, world: dict[st
     client = Probe()
     async with running((client, "token-ada")):
         started = time.perf_counter()
-        message = await client.get_channel(world["general"].id).send("after the limit")
+        message = await client.text_channel(world["general"].id).send("after the limit")
         assert time.perf_counter() - started >= 0.05
     assert message.content == "after the limit"
     posts = [r for r in ada.requests if r.method == "POST"]
@@ -280,7 +300,7 @@ async def test_a_global_429_and_a_502_are_retried(fake: FakeDiscord, world: dict
     async with running((client, "token-ada")):
         fake.fail_next("*", r"/typing$", status=429, retry_after=0.02, global_=True)
         fake.fail_next("POST", r"/messages$", status=502)  # discord.py waits 1 s before retrying a 5xx
-        channel = client.get_channel(world["general"].id)
+        channel = client.text_channel(world["general"].id)
         await channel.typing()
         await channel.send("through")
     assert [r.status for r in ada.requests if r.method == "POST"] == [429, 204, 502, 200]
@@ -434,21 +454,25 @@ async def test_slash_commands_are_registered_invoked_and_answered(fake: FakeDisc
         callback, followup = await fake.wait_for_response(interaction, 2)
         assert callback.kind == "callback" and callback.type == 4
         assert callback.payload["data"]["content"] == "hi to Kim"
+        assert callback.message is not None and followup.message is not None
         assert callback.message.content == "hi to Kim" and callback.message.interaction is interaction
         assert followup.kind == "followup" and followup.payload["content"] == "just for you"
         assert followup.message.flags & 64  # ephemeral
         shown = await client.wait_message("hi to Kim")
-        assert shown.interaction_metadata.user.id == sam.id
+        assert shown.interaction_metadata is not None and shown.interaction_metadata.user.id == sam.id
 
         thinking = await fake.invoke_command(sam, general, ada, "slow")
         deferred, edit = await fake.wait_for_response(thinking, 2)
+        assert edit.message is not None
         assert deferred.type == 5 and edit.kind == "edit" and edit.message.content == "done thinking"
         assert thinking.original is edit.message
 
         pondering = await fake.invoke_command(sam, general, ada, "ponder")
         deferred, followup = await fake.wait_for_response(pondering, 2)
         assert followup.kind == "followup" and followup.message is pondering.original  # replaces "thinking…"
-        assert (await client.wait_event("message_edit", lambda b, a: a.id == followup.message.id))[
+        pondered = followup.message
+        assert pondered is not None
+        assert (await client.wait_event("message_edit", lambda b, a: a.id == pondered.id))[
             1
         ].content == "pondered"
         with pytest.raises(LookupError):
@@ -481,7 +505,7 @@ async def test_reactions_edits_and_deletes_are_dispatched(fake: FakeDiscord, wor
         await fake.user_deletes(said)
         assert (await client.wait_event("message_delete")).id == said.id
 
-        mine = await client.get_channel(general.id).send("typo")
+        mine = await client.text_channel(general.id).send("typo")
         await mine.edit(content="fixed")
         assert ada.edits[0][1]["content"] == "fixed"
         assert (await client.wait_event("message_edit", lambda b, a: a.id == mine.id))[1].content == "fixed"
@@ -489,7 +513,7 @@ async def test_reactions_edits_and_deletes_are_dispatched(fake: FakeDiscord, wor
         assert [m.id for m in ada.deletes] == [mine.id]
         assert fake.messages_in(general) == []
         with pytest.raises(discord.NotFound):
-            await client.get_channel(general.id).fetch_message(mine.id)
+            await client.text_channel(general.id).fetch_message(mine.id)
 
 
 async def test_members_join_and_leave(fake: FakeDiscord, world: dict[str, Any]) -> None:
@@ -499,7 +523,7 @@ async def test_members_join_and_leave(fake: FakeDiscord, world: dict[str, Any]) 
     async with running((client, "token-ada")):
         await fake.member_joins(guild, newcomer)
         joined = await client.wait_event("member_join")
-        assert joined.id == newcomer.id and client.get_guild(guild.id).get_member(newcomer.id)
+        assert joined.id == newcomer.id and client.cached_guild(guild.id).get_member(newcomer.id)
         await fake.member_leaves(guild, newcomer)
         assert (await client.wait_event("member_remove")).id == newcomer.id
 
@@ -508,7 +532,7 @@ async def test_typing_and_fetches(fake: FakeDiscord, world: dict[str, Any]) -> N
     ada, sam, general, guild = world["ada"], world["sam"], world["general"], world["guild"]
     client = Probe()
     async with running((client, "token-ada")):
-        channel = client.get_channel(general.id)
+        channel = client.text_channel(general.id)
         async with channel.typing():
             await channel.send("typed")
         assert await fake.wait_for_typing(ada, channel=general) == [general]
@@ -517,11 +541,12 @@ async def test_typing_and_fetches(fake: FakeDiscord, world: dict[str, Any]) -> N
         assert (await channel.fetch_message(first.id)).content == "one"
         assert [m.content async for m in channel.history(limit=10)] == ["two", "one", "typed"]
         assert [m.content async for m in channel.history(after=discord.Object(first.id))] == ["two"]
-        assert (await client.fetch_channel(general.id)).name == "general"
+        fetched = await client.fetch_channel(general.id)
+        assert isinstance(fetched, discord.TextChannel) and fetched.name == "general"
         assert (await client.fetch_user(sam.id)).name == "Sam"
         assert (await client.fetch_guild(guild.id)).name == "Guild"
-        assert (await client.get_guild(guild.id).fetch_member(sam.id)).id == sam.id
-        found = await client.get_guild(guild.id).query_members("Sa")
+        assert (await client.cached_guild(guild.id).fetch_member(sam.id)).id == sam.id
+        found = await client.cached_guild(guild.id).query_members("Sa")
         assert [m.name for m in found] == ["Sam"] and ada.member_requests[0]["query"] == "Sa"
         assert second.id > first.id
 
@@ -546,15 +571,15 @@ async def test_permissions_decide_who_sees_a_channel(fake: FakeDiscord, world: d
         await fake.user_says(sam, world["general"], "public")
         await bob_client.wait_message("public")
         assert [m.content for m in bob_client.seen_messages()] == ["public"]
-        with pytest.raises(discord.Forbidden) as raised:
-            await ada_client.get_channel(readonly.id).send("hello?")
-        assert raised.value.code == 50013
-        with pytest.raises(discord.Forbidden) as raised:
+        with pytest.raises(discord.Forbidden) as forbidden:
+            await ada_client.text_channel(readonly.id).send("hello?")
+        assert forbidden.value.code == 50013
+        with pytest.raises(discord.Forbidden) as forbidden:
             await bob_client.http.send_message(secret.id, params=discord.http.handle_message_parameters(content="x"))
-        assert raised.value.code == 50001
-        with pytest.raises(discord.HTTPException) as raised:
-            await ada_client.get_channel(world["general"].id).send("x" * 2001)
-        assert raised.value.code == 50035
+        assert forbidden.value.code == 50001
+        with pytest.raises(discord.HTTPException) as invalid:
+            await ada_client.text_channel(world["general"].id).send("x" * 2001)
+        assert invalid.value.code == 50035
     assert fake.permissions(bob, secret) == 0
 
 
@@ -574,6 +599,7 @@ async def test_threads(fake: FakeDiscord, world: dict[str, Any]) -> None:
 
         post = fake.add_thread(forum, "an idea", owner=sam, content="what if")
         starter = await client.wait_message("what if")
+        assert isinstance(starter.channel, discord.Thread)
         assert starter.id == post.id and starter.channel.parent_id == forum.id
 
         await fake.user_says(sam, general, "start here")
@@ -591,7 +617,7 @@ async def test_members_are_chunked_at_startup_when_guild_create_lacks_them() -> 
         started = time.perf_counter()
         async with running((client, "token-ada")):
             assert time.perf_counter() - started < 1
-            assert client.get_guild(guild.id).chunked and len(client.get_guild(guild.id).members) == 6
+            assert client.cached_guild(guild.id).chunked and len(client.cached_guild(guild.id).members) == 6
         assert [r["guild_id"] for r in ada.member_requests] == [guild.id]
 
 

@@ -104,6 +104,13 @@ def make_client(fake: FakeDiscord) -> discord.Client:
     return discord.Client(intents=intents, guild_ready_timeout=0.05, connector=aiohttp.TCPConnector(ssl=ctx))
 
 
+def voice_channel(client: discord.Client, channel_id: int) -> discord.VoiceChannel:
+    """The cached channel ``channel_id``, which the test expects to be a voice channel."""
+    channel = client.get_channel(channel_id)
+    assert isinstance(channel, discord.VoiceChannel), channel
+    return channel
+
+
 @asynccontextmanager
 async def running(*clients: tuple[discord.Client, str]) -> AsyncIterator[None]:
     tasks = [asyncio.create_task(client.start(token)) for client, token in clients]
@@ -177,7 +184,10 @@ def test_build_matches_discord_py_byte_for_byte() -> None:
     sender = types.SimpleNamespace(secret_key=key, _incr_nonce=5)
     sender.checked_add = lambda attr, value, limit: setattr(sender, attr, getattr(sender, attr) + value)
     header = struct.pack(">BBHII", 0x80, 0x78, 3, 1920, 99)
-    theirs = discord.VoiceClient._encrypt_aead_xchacha20_poly1305_rtpsize(sender, header, b"\x01\x02\x03")
+    # a stand-in with just what the method reads, instead of a connected VoiceClient
+    theirs = discord.VoiceClient._encrypt_aead_xchacha20_poly1305_rtpsize(
+        sender, header, b"\x01\x02\x03"  # type: ignore[arg-type]
+    )
     assert theirs == build_rtp_packet(99, 3, 1920, b"\x01\x02\x03", key, XCHACHA20, 5, with_extension=False)
     with pytest.raises(nacl.exceptions.CryptoError):
         parse_rtp_packet(theirs, bytes(32), XCHACHA20)
@@ -189,18 +199,20 @@ def test_build_matches_discord_py_byte_for_byte() -> None:
 async def test_a_bot_joins_voice_and_the_other_bot_sees_it(fake: FakeDiscord, world: types.SimpleNamespace) -> None:
     ada_client, bob_client = make_client(fake), make_client(fake)
     async with running((ada_client, "token-ada"), (bob_client, "token-bob")):
-        vc = await ada_client.get_channel(world.lounge.id).connect(timeout=5)
+        vc: discord.VoiceClient = await voice_channel(ada_client, world.lounge.id).connect(timeout=5)
         assert vc.is_connected() and vc.mode == XCHACHA20  # discord.py supports no AES-GCM
         session = await fake.voice.wait_connected(world.ada, world.lounge)
         assert session.mode == XCHACHA20 and bytes(vc.secret_key) == session.secret_key
         assert session.ssrc == vc.ssrc and session.address == vc._connection.socket.getsockname()
+        assert session.address is not None
         assert session.selected == {"address": "127.0.0.1", "port": session.address[1], "mode": XCHACHA20}
         assert session.identify["max_dave_protocol_version"] == 1 and session.dave_protocol_version == 0
         assert session.speaking == [{"speaking": 0, "delay": 0, "ssrc": vc.ssrc}]
         assert fake.voice.queries == [{"v": "8"}]
-        assert fake.voice_state(world.ada, world.guild).channel is world.lounge
+        ada_voice = fake.voice_state(world.ada, world.guild)
+        assert ada_voice is not None and ada_voice.channel is world.lounge
         assert world.ada.voice_state_updates[0]["channel_id"] == world.lounge.id
-        seen_by_bob = bob_client.get_channel(world.lounge.id)
+        seen_by_bob = voice_channel(bob_client, world.lounge.id)
         await until(lambda: [m.id for m in seen_by_bob.members] == [world.ada.id])
         await vc.disconnect()
         assert not vc.is_connected() and fake.voice_state(world.ada, world.guild) is None
@@ -211,10 +223,11 @@ async def test_a_bot_joins_voice_and_the_other_bot_sees_it(fake: FakeDiscord, wo
 async def test_deafening_itself_keeps_the_voice_connection(fake: FakeDiscord, world: types.SimpleNamespace) -> None:
     client = make_client(fake)
     async with running((client, "token-ada")):
-        vc = await client.get_channel(world.lounge.id).connect(timeout=5)
+        vc: discord.VoiceClient = await voice_channel(client, world.lounge.id).connect(timeout=5)
         await vc.guild.change_voice_state(channel=vc.channel, self_deaf=True)
         await until(lambda: vc.guild.me.voice is not None and vc.guild.me.voice.self_deaf)
-        assert fake.voice_state(world.ada, world.guild).self_deaf
+        ada_voice = fake.voice_state(world.ada, world.guild)
+        assert ada_voice is not None and ada_voice.self_deaf
         await asyncio.sleep(0.05)
         assert vc.is_connected() and len(fake.voice.sessions) == 1 and fake.voice.sessions[0].connected
 
@@ -228,7 +241,7 @@ async def test_a_bot_without_connect_permission_gets_no_voice_server(
     client = make_client(fake)
     async with running((client, "token-ada")):
         with pytest.raises(asyncio.TimeoutError):
-            await client.get_channel(closed.id).connect(timeout=0.3)
+            await voice_channel(client, closed.id).connect(timeout=0.3)
     assert fake.voice.sessions == [] and fake.voice_state(world.ada, world.guild) is None
 
 
@@ -237,7 +250,7 @@ async def test_what_a_bot_plays_is_recorded_as_20ms_opus_frames(
 ) -> None:
     client = make_client(fake)
     async with running((client, "token-ada")):
-        vc = await client.get_channel(world.lounge.id).connect(timeout=5)
+        vc: discord.VoiceClient = await voice_channel(client, world.lounge.id).connect(timeout=5)
         done = asyncio.Event()
         loop = asyncio.get_running_loop()
         vc.play(discord.PCMAudio(io.BytesIO(tone_pcm(0.4))), after=lambda _: loop.call_soon_threadsafe(done.set))
@@ -261,11 +274,11 @@ async def test_what_a_bot_plays_is_recorded_as_20ms_opus_frames(
 async def test_a_user_speaking_reaches_the_bot_socket(fake: FakeDiscord, world: types.SimpleNamespace) -> None:
     client = make_client(fake)
     async with running((client, "token-ada")):
-        vc = await client.get_channel(world.lounge.id).connect(timeout=5, cls=Recording)
+        vc = await voice_channel(client, world.lounge.id).connect(timeout=5, cls=Recording)
         raw: list[bytes] = []
         vc._connection.add_socket_listener(raw.append)
         await fake.user_joins_voice(world.sam, world.lounge)
-        channel = client.get_channel(world.lounge.id)
+        channel = voice_channel(client, world.lounge.id)
         await until(lambda: world.sam.id in channel.voice_states)
         ssrc = fake.voice.participant_ssrc(world.sam)
         await until(lambda: vc.received(11))
@@ -303,8 +316,8 @@ async def test_a_user_speaking_reaches_the_bot_socket(fake: FakeDiscord, world: 
 async def test_a_bot_hears_another_bot(fake: FakeDiscord, world: types.SimpleNamespace) -> None:
     ada_client, bob_client = make_client(fake), make_client(fake)
     async with running((ada_client, "token-ada"), (bob_client, "token-bob")):
-        ada_vc = await ada_client.get_channel(world.lounge.id).connect(timeout=5)
-        bob_vc = await bob_client.get_channel(world.lounge.id).connect(timeout=5, cls=Recording)
+        ada_vc: discord.VoiceClient = await voice_channel(ada_client, world.lounge.id).connect(timeout=5)
+        bob_vc = await voice_channel(bob_client, world.lounge.id).connect(timeout=5, cls=Recording)
         raw: list[bytes] = []
         bob_vc._connection.add_socket_listener(raw.append)
         for _ in range(3):
@@ -324,10 +337,11 @@ async def test_a_server_side_disconnect_ends_the_voice_client(
 ) -> None:
     client = make_client(fake)
     async with running((client, "token-ada")):
-        vc = await client.get_channel(world.lounge.id).connect(timeout=5)
+        vc: discord.VoiceClient = await voice_channel(client, world.lounge.id).connect(timeout=5)
         await fake.user_leaves_voice(world.ada, world.guild)
         await until(lambda: not vc.is_connected() and not client.voice_clients)
         session = fake.voice.session(world.ada)
+        assert session is not None
         await fake.voice.wait_for(lambda: session.closes)
         assert world.ada.voice_state_updates[-1]["channel_id"] is None  # discord.py confirmed the leave
 
@@ -335,12 +349,13 @@ async def test_a_server_side_disconnect_ends_the_voice_client(
 async def test_a_new_voice_server_makes_the_bot_identify_again(fake: FakeDiscord, world: types.SimpleNamespace) -> None:
     client = make_client(fake)
     async with running((client, "token-ada")):
-        vc = await client.get_channel(world.lounge.id).connect(timeout=5)
+        vc: discord.VoiceClient = await voice_channel(client, world.lounge.id).connect(timeout=5)
         first = fake.voice.session(world.ada)
         await fake.voice_server_update(world.ada, world.guild)
         second = await fake.voice.wait_for(
             lambda: (s := fake.voice.session(world.ada)) is not first and s is not None and s.connected and s
         )
+        assert first is not None and second
         assert first.closes == [4014] and second.token != first.token
         await until(lambda: vc.is_connected() and vc.ssrc == second.ssrc)
         assert bytes(vc.secret_key) == second.secret_key != first.secret_key
@@ -446,7 +461,7 @@ async def test_dave_bot_first_commits_the_user_in_and_frames_are_end_to_end(dave
     lounge = fake.add_channel(guild, "Lounge", "voice")
     client = make_client(fake)
     async with running((client, "token-ada")):
-        vc = await client.get_channel(lounge.id).connect(timeout=5, cls=Recording)
+        vc = await voice_channel(client, lounge.id).connect(timeout=5, cls=Recording)
         session = fake.voice.session(ada)
         assert session is not None and session.dave_protocol_version == 1
         await fake.voice.wait_for(lambda: session.dave_key_packages)
@@ -473,6 +488,7 @@ async def test_dave_bot_first_commits_the_user_in_and_frames_are_end_to_end(dave
         frames = [parse_rtp_packet(p, vc.secret_key, vc.mode).payload for p in raw]
         assert frames[0].endswith(b"\xfa\xfa") and frames[2] == OPUS_SILENCE  # DAVE frames; silence in the clear
         dave = vc._connection.dave_session
+        assert dave is not None
         assert [dave.decrypt(sam.id, davey.MediaType.audio, f) for f in frames[:2]] == [b"\xfc\x03\x04"] * 2
 
 
@@ -486,7 +502,7 @@ async def test_dave_a_bot_joining_people_is_welcomed_and_membership_follows_the_
     await fake.user_joins_voice(sam, lounge)
     client = make_client(fake)
     async with running((client, "token-ada")):
-        vc = await client.get_channel(lounge.id).connect(timeout=5, cls=Recording)
+        vc = await voice_channel(client, lounge.id).connect(timeout=5, cls=Recording)
         session = await fake.voice.wait_dave(ada)
         assert session.dave_commits == [] and session.dave_ready == [1]  # joined by welcome (op 30)
         assert fake.voice.dave_members(guild, lounge) == [sam.id, ada.id]
@@ -500,7 +516,10 @@ async def test_dave_a_bot_joining_people_is_welcomed_and_membership_follows_the_
         assert session.dave_executed == [1, 2, 3]
         kim_dave = fake.voice.participant_dave(kim)
         assert kim_dave.own_leaf_index == 2
-        await until(lambda: vc._connection.dave_session.get_user_ids() == [str(ada.id), str(kim.id)])
+        await until(
+            lambda: (dave := vc._connection.dave_session) is not None
+            and dave.get_user_ids() == [str(ada.id), str(kim.id)]
+        )
 
         vc.send_audio_packet(b"\xfc\x05", encode=False)
         packet = (await fake.voice.wait_for_packets(ada, 1))[-1]

@@ -80,7 +80,8 @@ async def test_voice_notes_both_ways_through_ptb() -> None:
             file = await bot.get_file(said["voice"]["file_id"])
             assert bytes(await file.download_as_bytearray()) == note
             sent = await bot.send_voice(chat.id, note, duration=1, reply_to_message_id=said["message_id"])
-            assert sent.voice is not None and sent.voice.duration.total_seconds() == 1
+            assert sent.voice is not None and isinstance(sent.voice.duration, timedelta)
+            assert sent.voice.duration.total_seconds() == 1
             entry = ada.sent[-1]
             assert (entry["kind"], entry["voice"], entry["reply_to"]) == ("voice", note, said["message_id"])
             again = await bot.get_file(sent.voice.file_id)

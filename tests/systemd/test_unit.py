@@ -287,7 +287,7 @@ def test_env_example_values_are_valid_settings(monkeypatch: pytest.MonkeyPatch) 
     for _, key, value in example_assignments():
         if key.startswith("TROUPE_") and value:
             monkeypatch.setenv(key, value)
-    settings = DaemonSettings(_env_file=None)  # type: ignore[call-arg]
+    settings = DaemonSettings(_env_file=None)
     assert settings.health_host == "127.0.0.1"  # the example never serves beyond loopback
 
 

@@ -131,6 +131,7 @@ def encode_file(pcm: bytes, fmt: PcmFormat, container: str, codec: str, **option
     buffer = io.BytesIO()
     with av.open(buffer, mode="w", format=container) as out:
         stream = out.add_stream(codec, rate=fmt.rate, layout="mono" if fmt.channels == 1 else "stereo")
+        assert isinstance(stream, av.AudioStream)
         for key, value in options.items():
             setattr(stream, key, value)
         samples = np.frombuffer(pcm, dtype="<i2").reshape(1, -1)

@@ -33,6 +33,7 @@ async def test_a_line_with_undecodable_bytes_is_answered_and_stored_repaired(tmp
         output = io.StringIO()
         assert await chat(settings, iris, environ, user="sam", output=output, read_line=read) == 0
     assert output.getvalue().splitlines()[1:] == ["Iris: Got it."]
+    assert iris.character is not None
     async with Database(settings.database) as db:
         store = db.for_agent(iris.character.agent_id)
         said = [m.content.get("text") for m in await store.get_memories(table="messages") if m.content.get("text")]

@@ -8,11 +8,18 @@ the same ``Message``/``Member``/``Thread`` objects the client would, from record
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import discord
 from discord.state import ConnectionState
+
+if TYPE_CHECKING:  # discord.types imports in a cycle at run time
+    from discord.types.channel import DMChannel as DMChannelPayload
+    from discord.types.guild import Guild as GuildPayload
+    from discord.types.message import Message as MessagePayload
+    from discord.types.user import User as UserPayload
 
 BOT_ID = 900  # the character's bot user
 OTHER_BOT_ID = 901  # another character's bot
@@ -35,7 +42,7 @@ def _user(id: int, username: str, global_name: str | None = None, bot: bool = Fa
             **({"bot": True} if bot else {})}
 
 
-def _member(user: dict[str, Any], roles: list[int] = (), nick: str | None = None) -> dict[str, Any]:
+def _member(user: dict[str, Any], roles: Sequence[int] = (), nick: str | None = None) -> dict[str, Any]:
     return {"user": user, "roles": [str(r) for r in roles], "nick": nick, "joined_at": "2026-01-01T00:00:00+00:00",
             "deaf": False, "mute": False, "flags": 0}
 
@@ -80,8 +87,9 @@ GUILD_CREATE: dict[str, Any] = {
 
 
 def message_create(text: str, *, author: str = "sam", channel: int = GENERAL_ID, id: int = 500,
-                   mentions: list[str] = (), mention_roles: list[int] = (), reply_to: dict[str, Any] | None = None,
-                   attachments: list[dict[str, Any]] = (), guild: bool = True) -> dict[str, Any]:
+                   mentions: Sequence[str] = (), mention_roles: Sequence[int] = (),
+                   reply_to: dict[str, Any] | None = None, attachments: Sequence[dict[str, Any]] = (),
+                   guild: bool = True) -> dict[str, Any]:
     """A MESSAGE_CREATE payload, as recorded from the gateway."""
     data: dict[str, Any] = {
         "id": str(id), "channel_id": str(channel), "author": USERS[author], "content": text,
@@ -105,14 +113,17 @@ def objects() -> SimpleNamespace:
     http = SimpleNamespace()  # never used: nothing here talks to Discord
     state = ConnectionState(dispatch=lambda *a, **k: None, handlers={}, hooks={}, http=http,  # type: ignore[arg-type]
                             intents=discord.Intents.all(), chunk_guilds_at_startup=False)
-    state.user = discord.ClientUser(state=state, data=USERS["ada"])
-    guild = state._add_guild_from_data(copy.deepcopy(GUILD_CREATE))
-    dm = state.add_dm_channel({"id": str(DM_ID), "type": 1, "recipients": [USERS["sam"]], "last_message_id": None})
+    # The recorded payloads are plain JSON; discord.py types them as TypedDicts.
+    state.user = discord.ClientUser(state=state, data=cast("UserPayload", USERS["ada"]))
+    guild = state._add_guild_from_data(cast("GuildPayload", copy.deepcopy(GUILD_CREATE)))
+    dm_payload = {"id": str(DM_ID), "type": 1, "recipients": [USERS["sam"]], "last_message_id": None}
+    dm = state.add_dm_channel(cast("DMChannelPayload", dm_payload))
 
     def channel(id: int) -> Any:
         return dm if id == DM_ID else guild.get_channel_or_thread(id)
 
     def message(data: dict[str, Any]) -> discord.Message:
-        return state.create_message(channel=channel(int(data["channel_id"])), data=copy.deepcopy(data))
+        payload = cast("MessagePayload", copy.deepcopy(data))
+        return state.create_message(channel=channel(int(data["channel_id"])), data=payload)
 
     return SimpleNamespace(state=state, guild=guild, dm=dm, channel=channel, message=message)

@@ -87,9 +87,10 @@ class Scene:
     async def start(self, ada_settings: dict[str, Any] | None = None, *, with_brann: bool = True,
                     brann_token: str = "token-brann", wait: bool = True,
                     brann_settings: dict[str, Any] | None = None) -> None:
-        self.daemon, self.task = self.launch(ada_settings or {}, with_brann, brann_token, brann_settings or {})
+        daemon, self.task = self.launch(ada_settings or {}, with_brann, brann_token, brann_settings or {})
+        self.daemon = daemon
         if wait:
-            await until(lambda: self.daemon.runtimes and self.runtime("Ada").get_service("discord"), timeout=10)
+            await until(lambda: daemon.runtimes and self.runtime("Ada").get_service("discord"), timeout=10)
 
     async def stop(self) -> int:
         assert self.daemon is not None and self.task is not None

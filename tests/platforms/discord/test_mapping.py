@@ -64,12 +64,15 @@ def test_channel_types() -> None:
 def test_rooms_know_their_world_and_threads_their_parent() -> None:
     o = objects()
     general = room_for_channel(AGENT, o.channel(GENERAL_ID))
+    assert general is not None
     assert (general.id, general.name, general.type, general.world_id, general.channel_id, general.server_id) == (
         discord_id(AGENT, GENERAL_ID), "general", ChannelType.GROUP, discord_id(AGENT, GUILD_ID), str(GENERAL_ID), str(GUILD_ID))
     thread = room_for_channel(AGENT, o.channel(THREAD_ID))
+    assert thread is not None
     assert thread.type is ChannelType.THREAD and thread.name == "plot holes"
     assert thread.metadata == {"parentChannelId": str(GENERAL_ID), "parentRoomId": general.id}
     dm = room_for_channel(AGENT, o.channel(DM_ID), dm_with=o.channel(DM_ID).recipient)
+    assert dm is not None
     assert dm.type is ChannelType.DM and dm.world_id is None and dm.name == "DM with Sam" and dm.server_id is None
 
 
@@ -141,4 +144,5 @@ def test_text_and_names_no_encoder_takes_are_repaired_and_nul_removed() -> None:
     assert memory.metadata["entityName"] == "Sam \ufffd"
     assert entity_for_user(AGENT, message.author).names[0] == "Sam \ufffd"
     assert world_for_guild(AGENT, message.guild).name == "Writers\ufffd"
-    assert room_for_channel(AGENT, message.channel).name == "gen\ufffderal"
+    room = room_for_channel(AGENT, message.channel)
+    assert room is not None and room.name == "gen\ufffderal"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from typing import Any
 
 import aiohttp
@@ -20,7 +21,7 @@ class Channel:
 
     id = 200
 
-    def __init__(self, failures: list[BaseException | None] = ()) -> None:
+    def __init__(self, failures: Iterable[BaseException | None] = ()) -> None:
         self.calls: list[dict[str, Any]] = []
         self.failures = list(failures)
 
@@ -53,7 +54,8 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 async def test_long_reply_is_chunked_first_chunk_replies_files_ride_on_the_last() -> None:
     channel = Channel()
     files = files_of({"files": [{"data": b"hello", "name": "a.txt"}]})
-    sent = await send_chunks(channel, "x " * 1500, files=files, reference=Reference())
+    reference = Reference()  # a stand-in for the discord.Message replied to
+    sent = await send_chunks(channel, "x " * 1500, files=files, reference=reference)  # type: ignore[arg-type]
     assert sent == ["sent 1", "sent 2"]
     first, last = channel.calls
     assert first["reference"] == "ref" and first["mention_author"] is False and "files" not in first
@@ -63,7 +65,7 @@ async def test_long_reply_is_chunked_first_chunk_replies_files_ride_on_the_last(
 
 def test_replies_never_ping_everyone_here_or_roles() -> None:
     # What Discord receives: only user mentions parse; replied_user absent means no ping.
-    assert SAFE_MENTIONS.to_dict() == {"parse": ["users"]}
+    assert dict(SAFE_MENTIONS.to_dict()) == {"parse": ["users"]}
 
 
 async def test_a_file_alone_is_one_message_and_nothing_sends_nothing() -> None:

@@ -59,11 +59,13 @@ def level_db(packets: list[VoicePacket]) -> float:
 
 
 def speech_requests(s: Scene) -> list[dict[str, Any]]:
+    assert s.openai is not None
     return [r.json for r in s.openai.requests_for("speech")]
 
 
 async def ask_aloud(s: Scene, person: Any, transcript: str, *, seconds: float = 1.0) -> None:
     """``person`` says something in voice that the fake transcribes as ``transcript``."""
+    assert s.openai is not None
     s.openai.script_transcription(transcript)
     await s.fake.voice.user_speaks(person, spoken_packets(seconds), pace=0.005, silence_frames=0)
 
@@ -154,6 +156,7 @@ async def started_a_long_reply(s: Scene, extra: dict[str, str]) -> tuple[Any, An
     session = await s.fake.voice.wait_connected(s.ada, voice_general, timeout=10)
     await s.fake.user_joins_voice(s.sam, voice_general)
     s.brain.plans["Ada"].append(plan(LONG_REPLY))
+    assert s.openai is not None
     s.openai.script_speech(SENTENCE)
     await ask_aloud(s, s.sam, "Ada, what is the plan?")
     await s.fake.voice.wait_for_packets(s.ada, 10, timeout=10)  # she is speaking

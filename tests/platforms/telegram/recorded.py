@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from telegram import Update
+from telegram import Message, Update
 
-BOT = {"id": 7001, "is_bot": True, "first_name": "Ada", "username": "ada_bot"}
-OTHER_BOT = {"id": 7002, "is_bot": True, "first_name": "Brann", "username": "brann_bot"}
-SAM = {"id": 1001, "is_bot": False, "first_name": "Sam", "last_name": "Reyes", "username": "samr", "language_code": "en"}
-CLEO = {"id": 1002, "is_bot": False, "first_name": "Cleo"}
+BOT: dict[str, Any] = {"id": 7001, "is_bot": True, "first_name": "Ada", "username": "ada_bot"}
+OTHER_BOT: dict[str, Any] = {"id": 7002, "is_bot": True, "first_name": "Brann", "username": "brann_bot"}
+SAM: dict[str, Any] = {
+    "id": 1001, "is_bot": False, "first_name": "Sam", "last_name": "Reyes", "username": "samr", "language_code": "en"
+}
+CLEO: dict[str, Any] = {"id": 1002, "is_bot": False, "first_name": "Cleo"}
 
-PRIVATE = {"id": 1001, "type": "private", "first_name": "Sam", "last_name": "Reyes", "username": "samr"}
-GROUP = {"id": -1001234567890, "type": "supergroup", "title": "Writers' Room"}
-FORUM = {"id": -1009876543210, "type": "supergroup", "title": "Guild", "is_forum": True}
-CHANNEL = {"id": -1005555555555, "type": "channel", "title": "News", "username": "newsy"}
+PRIVATE: dict[str, Any] = {"id": 1001, "type": "private", "first_name": "Sam", "last_name": "Reyes", "username": "samr"}
+GROUP: dict[str, Any] = {"id": -1001234567890, "type": "supergroup", "title": "Writers' Room"}
+FORUM: dict[str, Any] = {"id": -1009876543210, "type": "supergroup", "title": "Guild", "is_forum": True}
+CHANNEL: dict[str, Any] = {"id": -1005555555555, "type": "channel", "title": "News", "username": "newsy"}
 
 _next_update = [100]
 
@@ -38,3 +40,10 @@ def message(chat: dict[str, Any], text: str | None = None, *, sender: dict[str, 
 def update(**fields: Any) -> Update:
     _next_update[0] += 1
     return Update.de_json({"update_id": _next_update[0], **fields}, None)
+
+
+def received(data: dict[str, Any]) -> Message:
+    """The Message of an update carrying ``data``."""
+    found = update(message=data).message
+    assert found is not None
+    return found

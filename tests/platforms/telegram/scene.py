@@ -57,9 +57,10 @@ class Scene:
 
     async def start(self, ada_settings: dict[str, Any] | None = None, *, with_brann: bool = True,
                     brann_token: str | None = None, wait: bool = True) -> None:
-        self.daemon, self.task = self.launch(ada_settings or {}, with_brann, brann_token or self.brann.token)
+        daemon, self.task = self.launch(ada_settings or {}, with_brann, brann_token or self.brann.token)
+        self.daemon = daemon
         if wait:
-            await until(lambda: self.daemon.runtimes and self.runtime("Ada").get_service("telegram"), timeout=10)
+            await until(lambda: daemon.runtimes and self.runtime("Ada").get_service("telegram"), timeout=10)
 
     def runtime(self, name: str) -> AgentRuntime:
         assert self.daemon is not None

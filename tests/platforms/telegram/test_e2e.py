@@ -222,6 +222,7 @@ async def test_another_process_polling_the_same_token_stops_telegram_for_that_ch
                 .base_file_url(f"{s.fake.url}/file/bot").build())
     await intruder.initialize()
     await intruder.start()
+    assert intruder.updater is not None
     with caplog.at_level(logging.ERROR):
         await intruder.updater.start_polling(timeout=1, poll_interval=0)
         try:

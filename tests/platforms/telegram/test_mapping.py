@@ -22,19 +22,19 @@ from .recorded import (
     OTHER_BOT,
     PRIVATE,
     message,
-    update,
+    received,
 )
 
 AGENT = "11111111-1111-1111-1111-111111111111"
 
 
 def memory(data: dict, **kwargs):
-    return memory_for_message(AGENT, update(message=data).message, bot_id=BOT["id"], bot_username=BOT["username"])
+    return memory_for_message(AGENT, received(data), bot_id=BOT["id"], bot_username=BOT["username"])
 
 
 def test_ids_never_collide_across_chats_or_kinds() -> None:
     assert message_id(AGENT, 1, 10) != message_id(AGENT, 2, 10)  # message ids repeat in every chat
-    private = update(message=message(PRIVATE, "hi")).message
+    private = received(message(PRIVATE, "hi"))
     m = memory(message(PRIVATE, "hi"))
     assert len({m.room_id, m.entity_id, m.world_id}) == 3  # a DM's chat id is its user's id
     assert m.id == unique_uuid(AGENT, "telegram:message:1001:10")
@@ -42,12 +42,12 @@ def test_ids_never_collide_across_chats_or_kinds() -> None:
 
 
 def test_chat_types() -> None:
-    assert [channel_type(update(message=message(c, "x")).message.chat) for c in (PRIVATE, GROUP, FORUM, CHANNEL)] == [
+    assert [channel_type(received(message(c, "x")).chat) for c in (PRIVATE, GROUP, FORUM, CHANNEL)] == [
         ChannelType.DM, ChannelType.GROUP, ChannelType.GROUP, ChannelType.FEED]
 
 
 def test_a_private_chat_is_a_world_the_person_owns() -> None:
-    chat = update(message=message(PRIVATE, "x")).message.chat
+    chat = received(message(PRIVATE, "x")).chat
     world = world_for_chat(AGENT, chat)
     sam = unique_uuid(AGENT, "telegram:user:1001")
     assert world.name == "Chat with Sam Reyes" and world.server_id == "1001"
@@ -55,7 +55,7 @@ def test_a_private_chat_is_a_world_the_person_owns() -> None:
 
 
 def test_a_group_world_has_its_creator_and_admins() -> None:
-    chat = update(message=message(GROUP, "x")).message.chat
+    chat = received(message(GROUP, "x")).chat
     world = world_for_chat(AGENT, chat, owner_id=1001, admin_ids=[1002])
     assert world.name == "Writers' Room"
     assert world.metadata["roles"] == {unique_uuid(AGENT, "telegram:user:1001"): "OWNER",
@@ -64,8 +64,8 @@ def test_a_group_world_has_its_creator_and_admins() -> None:
 
 def test_forum_topics_are_rooms_of_their_own() -> None:
     created = message(FORUM, None, id=50, thread=50, forum_topic_created={"name": "Plot", "icon_color": 7322096})
-    in_topic = update(message=message(FORUM, "hello", id=51, thread=50, reply_to=created)).message
-    general = update(message=message(FORUM, "hello", id=52)).message
+    in_topic = received(message(FORUM, "hello", id=51, thread=50, reply_to=created))
+    general = received(message(FORUM, "hello", id=52))
     topic_room, main_room = room_for_message(AGENT, in_topic), room_for_message(AGENT, general)
     assert topic_room.id != main_room.id and topic_room.world_id == main_room.world_id
     assert topic_room.name == "Guild › Plot" and topic_room.metadata["threadId"] == 50
@@ -77,8 +77,8 @@ def test_forum_topics_are_rooms_of_their_own() -> None:
 
 def test_reply_threads_in_an_ordinary_supergroup_are_not_topics() -> None:
     original = message(GROUP, "first", id=60)
-    reply = update(message=message(GROUP, "second", id=61, reply_to=original, message_thread_id=60)).message
-    assert room_for_message(AGENT, reply).id == room_for_message(AGENT, update(message=original).message).id
+    reply = received(message(GROUP, "second", id=61, reply_to=original, message_thread_id=60))
+    assert room_for_message(AGENT, reply).id == room_for_message(AGENT, received(original)).id
 
 
 def test_mentions_text_mentions_commands_and_replies_to_the_bot() -> None:
@@ -98,10 +98,10 @@ def test_mentions_text_mentions_commands_and_replies_to_the_bot() -> None:
 
 
 def test_users_and_bots() -> None:
-    sam = entity_for_user(AGENT, update(message=message(PRIVATE, "x")).message.from_user)
+    sam = entity_for_user(AGENT, received(message(PRIVATE, "x")).from_user)
     assert sam.names == ["Sam Reyes", "Sam", "@samr"]
     assert sam.metadata["telegram"] == {"id": "1001", "username": "samr", "name": "Sam Reyes", "bot": False}
-    cleo = entity_for_user(AGENT, update(message=message(GROUP, "x", sender=CLEO)).message.from_user)
+    cleo = entity_for_user(AGENT, received(message(GROUP, "x", sender=CLEO)).from_user)
     assert cleo.names == ["Cleo"] and cleo.metadata["username"] == ""
     from_bot = memory(message(GROUP, "Ahoy", sender=OTHER_BOT))
     assert from_bot.metadata["authorIsBot"] is True and from_bot.metadata["entityName"] == "Brann"
@@ -113,9 +113,9 @@ def test_text_and_names_no_encoder_takes_are_repaired() -> None:
     m = memory(message({**GROUP, "title": "Writers\udc00"}, "odd \ud83d text, a \ud83d\ude00 smile", sender=broken_sam))
     assert m.content["text"] == "odd \ufffd text, a \U0001F600 smile"
     assert m.metadata["entityName"] == "Cl\ufffdeo"
-    chat = update(message=message({**GROUP, "title": "Writers\udc00"}, "x")).message.chat
+    chat = received(message({**GROUP, "title": "Writers\udc00"}, "x")).chat
     assert world_for_chat(AGENT, chat).name == "Writers\ufffd"
-    assert entity_for_user(AGENT, update(message=message(GROUP, "x", sender=broken_sam)).message.from_user).names == [
+    assert entity_for_user(AGENT, received(message(GROUP, "x", sender=broken_sam)).from_user).names == [
         "Cl\ufffdeo"]
     captioned = memory(message(GROUP, caption="photo \udfff", photo=[]))
     assert captioned.content["text"] == "photo \ufffd"

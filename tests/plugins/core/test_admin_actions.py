@@ -22,12 +22,15 @@ async def server(h: Harness, roles: dict[str, str], settings: dict[str, Any] | N
     await rt.store.create_entities([Entity(CLEO, rt.agent_id, names=["Cleo"]), Entity(DEE, rt.agent_id, names=["Dee"])])
     await rt.store.add_participants([CLEO, DEE], h.room)
     world = await rt.store.get_world(h.world)
+    assert world is not None
     world.metadata = {"ownership": {"ownerId": HUMAN}, "roles": roles, **({"settings": settings} if settings else {})}
     await rt.store.update_world(world)
 
 
 async def world_of(h: Harness) -> World:
-    return await h.rt.store.get_world(h.world)
+    world = await h.rt.store.get_world(h.world)
+    assert world is not None
+    return world
 
 
 def assignments(*pairs: tuple[str, str]) -> str:

@@ -130,7 +130,9 @@ async def test_send_message_is_offered_only_with_a_messenger(harness) -> None:
 
 def test_room_names_match_without_case_or_hash() -> None:
     rooms = [Room("1", "discord", ChannelType.GROUP, name="General"), Room("2", "discord", ChannelType.GROUP, name="#news")]
-    assert find_room_named(rooms, " #general ").id == "1" and find_room_named(rooms, "NEWS").id == "2"
+    general, news = find_room_named(rooms, " #general "), find_room_named(rooms, "NEWS")
+    assert general is not None and news is not None
+    assert general.id == "1" and news.id == "2"
     assert find_room_named(rooms, "") is None and find_room_named(rooms, "gen") is None
 
 
@@ -232,6 +234,7 @@ async def test_choosing_an_option_runs_the_worker_and_completes_the_task(harness
     assert h.sent[-1]["text"] == 'Chose blue for "PICK_COLOUR".'
     assert await h.rt.store.get_task(task.id) is None
     listing = h.prompts[-1]
+    assert task.id is not None
     assert f'task {task.id[:8]} "PICK_COLOUR": colour of the banner' in listing and "  - blue: calm" in listing
     assert "  - ABORT: cancel this task" in listing and "  - 7" not in listing
 

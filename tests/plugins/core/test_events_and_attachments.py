@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from bot.events import EventType
 from bot.models import ModelType
@@ -20,7 +20,7 @@ def memory(h: Harness, text: str, id: str | None = None) -> Memory:
 
 
 async def texts(h: Harness) -> list[str]:
-    return [m.content.get("text") for m in await h.rt.store.get_memories(table="messages", room_id=h.room)]
+    return [cast(str, m.content.get("text")) for m in await h.rt.store.get_memories(table="messages", room_id=h.room)]
 
 
 # -- bookkeeping events ----------------------------------------------------------------------

@@ -134,7 +134,7 @@ class _Platform:
     """A Messenger that records what was sent as replies to stored messages."""
 
     def __init__(self) -> None:
-        self.replies: list[tuple[str, str]] = []
+        self.replies: list[tuple[str | None, str]] = []
 
     async def send_to_room(self, room: Any, content: dict) -> list[Memory]:
         raise AssertionError("not used")

@@ -25,7 +25,7 @@ async def client(server: FakeElevenLabsServer) -> AsyncIterator[AsyncElevenLabs]
 
 def decoded_seconds(audio: bytes) -> tuple[str, float]:
     """The codec and duration of an audio file, decoded with FFmpeg."""
-    with av.open(io.BytesIO(audio)) as container:
+    with av.open(io.BytesIO(audio), mode="r") as container:
         stream = container.streams.audio[0]
         samples = sum(frame.samples for frame in container.decode(stream))
         return stream.codec_context.name, samples / stream.codec_context.sample_rate
@@ -76,7 +76,8 @@ async def test_converts_to_raw_pcm_and_ogg_opus(server: FakeElevenLabsServer, cl
     assert len(pcm) == 2 * int(16000 * 5 * server.seconds_per_character)
     opus = await convert("opus_48000_64")
     assert opus.startswith(b"OggS")
-    assert decoded_seconds(opus) == ("opus", pytest.approx(0.3, abs=0.05))
+    codec, seconds = decoded_seconds(opus)
+    assert codec == "opus" and seconds == pytest.approx(0.3, abs=0.05)
     assert [r.streaming for r in server.requests] == [False, False]
 
 

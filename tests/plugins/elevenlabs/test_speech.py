@@ -35,7 +35,7 @@ async def until(condition: Callable[[], bool]) -> None:
 
 
 def decoded(audio: bytes) -> tuple[str, float]:
-    with av.open(io.BytesIO(audio)) as container:
+    with av.open(io.BytesIO(audio), mode="r") as container:
         stream = container.streams.audio[0]
         samples = sum(frame.samples for frame in container.decode(stream))
         return stream.codec_context.name, samples / stream.codec_context.sample_rate

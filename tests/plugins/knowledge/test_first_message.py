@@ -48,6 +48,7 @@ async def test_troupe_chat_answers_the_first_message_from_a_50_kb_file_still_bei
     assert out.getvalue().splitlines()[1:] == ["Ada: Her name is Marigold."]
 
     # KNOWLEDGE_PATH set for this run is Ada's own, and `troupe memory forget --all` removes it.
+    assert character.character is not None
     async with Database(settings.database) as db:
         assert (await db.for_agent(character.character.agent_id).count_knowledge())[1] > 20
         assert not await db.for_agent(SHARED_KNOWLEDGE_ID).count_memories_by_table()

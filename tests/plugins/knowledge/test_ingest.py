@@ -186,7 +186,12 @@ async def test_a_second_start_embeds_nothing_and_reads_no_unchanged_file(agents:
     agents.embedder.reset()
     reads: list[Path] = []
     real = Path.read_bytes
-    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or real(self))
+
+    def read_bytes(self: Path) -> bytes:
+        reads.append(self)
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
     rt = await agents.restart(rt)
     report = rt.get_service("knowledge").last
     assert agents.embedder.requests == 0

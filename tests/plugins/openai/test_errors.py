@@ -157,8 +157,8 @@ async def test_no_secret_in_errors_or_logs(
             errors.append(exc)
     assert [type(e) for e in errors] == [ModelError, ModelAuthError, ModelRateLimited, ModelUnavailable]
     assert "<redacted>" in str(errors[0])
-    for exc in errors:
-        assert KEY not in str(exc) and KEY not in repr(exc)
+    for error in errors:
+        assert KEY not in str(error) and KEY not in repr(error)
     assert caplog.records  # the check below means something only if something was logged
     assert KEY not in caplog.text
     assert all(r.auth_suffix == KEY[-4:] for r in server.requests)

@@ -8,12 +8,13 @@ from collections.abc import AsyncIterator
 
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessageParam
 
 from tests.fakes.openai_server import Fail, FakeOpenAIServer, UploadedFile
 
 from .conftest import KEY
 
-USER = [{"role": "user", "content": "tell me a story"}]
+USER: list[ChatCompletionMessageParam] = [{"role": "user", "content": "tell me a story"}]
 
 
 @pytest.fixture

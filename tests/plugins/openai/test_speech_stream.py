@@ -61,7 +61,7 @@ async def test_closing_a_stream_early_closes_the_response(runtime: FakeRuntime, 
     never = asyncio.Event()
     server.script_speech([b"first ", never, b"never sent"])
     stream = await asyncio.wait_for(runtime.use(ModelType.TEXT_TO_SPEECH, {"text": "Hi", "stream": True}), 10)
-    await stream.chunks.aclose()  # type: ignore[attr-defined]
+    await stream.chunks.aclose()
     await until(lambda: server.aborted == ["speech"])
 
 
