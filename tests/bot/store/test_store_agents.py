@@ -4,7 +4,7 @@ What only the SQLite backend shows (tables, SQL, files); the rest is in contract
 
 from __future__ import annotations
 
-from bot.store import AgentStore, Database
+from bot.store import Database
 from bot.types import AgentRecord, Task
 
 from .conftest import A, B, R, U, make_memory, seed_agent, vec
@@ -22,7 +22,7 @@ async def test_create_agent_never_writes_secrets(db: Database) -> None:
 
 
 async def test_delete_agent_removes_everything_it_owns_and_nothing_else(db: Database) -> None:
-    store: AgentStore = await seed_agent(db, A, users=(U,), rooms=(R,))
+    store = await seed_agent(db, A, users=(U,), rooms=(R,))
     other = await seed_agent(db, B, users=(), rooms=())
     await store.create_memory(make_memory("bye", embedding=vec(1)), "messages")
     await store.set_cache("k", 1)
@@ -36,7 +36,8 @@ async def test_delete_agent_removes_everything_it_owns_and_nothing_else(db: Data
         remaining = rows[0][0]
         expected = 1 if table == "entities" else 0  # agent B's own entity
         assert remaining == expected, table
-    assert (await db.fetchone("SELECT count(*) FROM memories_fts_docsize"))[0] == 0
+    row = await db.fetchone("SELECT count(*) FROM memories_fts_docsize")
+    assert row is not None and row[0] == 0
     assert await store.get_embedding_dimension() == 384
     assert await store.delete_agent() is False
     assert await other.get_agent() is not None

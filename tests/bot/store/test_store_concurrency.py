@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.ids import string_to_uuid
-from bot.store import AgentStore, Database
+from bot.store import Database, Store
 from bot.store._connect import sqlean
 
 from .conftest import make_memory, seed_agent
@@ -27,7 +27,7 @@ def _random_vector(rng: random.Random) -> list[float]:
 
 async def test_five_agents_writing_200_memories_each_at_once_all_land(db: Database) -> None:
     rng = random.Random(1)
-    stores: list[tuple[AgentStore, str, str]] = []
+    stores: list[tuple[Store, str, str]] = []
     for n in range(5):
         agent = string_to_uuid(f"agent-{n}")
         user, room = string_to_uuid(f"user-{n}"), string_to_uuid(f"room-{n}")

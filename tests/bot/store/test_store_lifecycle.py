@@ -33,7 +33,8 @@ async def test_connections_use_wal_foreign_keys_busy_timeout_and_normal_sync(db:
     async with db.transaction() as conn:
         for pragma, expected in (("foreign_keys", 1), ("busy_timeout", 5000), ("synchronous", 1)):
             async with conn.execute(f"PRAGMA {pragma}") as cur:
-                assert (await cur.fetchone())[0] == expected, pragma
+                row = await cur.fetchone()
+                assert row is not None and row[0] == expected, pragma
 
 
 async def test_vector_backend_is_sqlite_vec_with_versions_reported(db: Database) -> None:

@@ -74,4 +74,5 @@ async def test_create_memories_in_bulk_writes_all_or_nothing(db: Database, store
     with pytest.raises(StoreError, match="CHECK constraint failed"):
         await store.create_memories(batch, "messages", unique=True)
     assert await _count(db, "memories") == 0 and await _count(db, "embeddings") == 0
-    assert (await db.fetchone("SELECT count(*) FROM memories_fts_docsize"))[0] == 0
+    row = await db.fetchone("SELECT count(*) FROM memories_fts_docsize")
+    assert row is not None and row[0] == 0

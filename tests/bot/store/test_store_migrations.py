@@ -79,7 +79,7 @@ async def test_version_1_file_with_rows_is_migrated_and_its_text_backfilled(db_p
         assert db.schema_version == SCHEMA_VERSION
         store = db.for_agent(A)
         hits = await store.search_memories_by_text("blue", "messages")
-        assert sorted(m.id for m in hits) == ["m0", "m2"]
+        assert sorted(str(m.id) for m in hits) == ["m0", "m2"]
         # New rows are indexed by the triggers of migration 2.
         await store.create_memory(make_memory("blue whale"), "messages")
         assert len(await store.search_memories_by_text("blue", "messages")) == 3

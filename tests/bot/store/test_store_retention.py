@@ -12,7 +12,7 @@ from typing import Any
 from bot.store import AgentStore, Database, Forgotten
 from bot.types import Memory, RoomState
 
-from .conftest import R2, A, BR, BU, R, U, V, W, make_memory, vec
+from .conftest import BR, BU, R2, A, R, U, V, W, make_memory, vec
 from .contract.test_retention import DM, NAME, SECRET_WORD, _rich_world, before_forget_all, before_forget_room
 
 

@@ -33,12 +33,12 @@ async def test_search_is_exact_cosine_computed_by_sqlite_vec(db: Database, store
     assert db._reader is not None
     await db._reader.set_trace_callback(statements.append)
     found = await store.search_memories(query, "messages", count=60)
-    await db._reader.set_trace_callback(None)
+    await db._reader.set_trace_callback(None)  # type: ignore[arg-type]  # None turns tracing off (sqlite3 docs)
 
     assert any("vec_distance_cosine" in s for s in statements)
     assert [m.id for m in found] == expected
     for m in found:
-        assert m.similarity == pytest.approx(cosine(vectors[m.id], query), abs=1e-5)
+        assert m.id is not None and m.similarity == pytest.approx(cosine(vectors[m.id], query), abs=1e-5)
     in_room = await store.search_memories(query, "messages", room_id=R, count=10)
     assert [m.id for m in in_room] == [i for i in expected if (await store.get_memory(i)).room_id == R][:10]  # type: ignore[union-attr]
 

@@ -8,7 +8,7 @@ import pytest
 
 from bot.errors import StoreError
 from bot.store import Database
-from bot.types import Room, RoomState
+from bot.types import ChannelType, Room, RoomState
 
 from .conftest import A, R, U, make_memory, seed_agent
 
@@ -98,7 +98,7 @@ async def test_identical_reads_in_a_shared_block_run_one_query(db: Database, mon
         again = await store.get_room(R)
         states = [await store.get_participant_state(R, A) for _ in range(3)]
     assert len(queries) == 2
-    assert {r.id for r in [*rooms, again]} == {R}
+    assert {r.id if r is not None else None for r in [*rooms, again]} == {R}
     assert len({id(r) for r in [*rooms, again]}) == 6  # every caller gets its own object
     assert states == [None, None, None]
 
@@ -110,9 +110,11 @@ async def test_a_write_ends_the_sharing_of_what_was_read_before_it(db: Database,
         assert await store.get_participant_state(R, A) is None
         assert await store.set_participant_state(R, A, RoomState.MUTED)
         assert await store.get_participant_state(R, A) is RoomState.MUTED
-        assert (await store.get_room(R)).name == "room 0"
-        await store.update_room(Room(R, source="discord", type="GROUP", name="renamed"))
-        assert (await store.get_room(R)).name == "renamed"
+        room = await store.get_room(R)
+        assert room is not None and room.name == "room 0"
+        await store.update_room(Room(R, source="discord", type=ChannelType.GROUP, name="renamed"))
+        room = await store.get_room(R)
+        assert room is not None and room.name == "renamed"
     assert len(queries) == 4
 
 

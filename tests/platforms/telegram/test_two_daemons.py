@@ -12,6 +12,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,11 @@ class Troupe:
         return await asyncio.wait_for(self.task, 10)
 
 
+def _online(troupe: Troupe) -> bool:
+    runtimes = troupe.daemon.runtimes
+    return len(runtimes) == 2 and all(rt.get_service("telegram") for rt in runtimes)
+
+
 @pytest.fixture
 async def troupes(tmp_path: Path) -> AsyncIterator[tuple[Troupe, Troupe, FakeTelegram]]:
     async with FakeTelegram() as fake, FakeOpenAIServer() as openai_one, FakeOpenAIServer() as openai_two:
@@ -65,8 +71,7 @@ async def troupes(tmp_path: Path) -> AsyncIterator[tuple[Troupe, Troupe, FakeTel
             started.append(Troupe(daemon, asyncio.create_task(daemon.run()), brain, ada, brann))
         one, two = started
         for troupe in started:
-            await until(lambda t=troupe: len(t.daemon.runtimes) == 2
-                        and all(rt.get_service("telegram") for rt in t.daemon.runtimes), timeout=10)
+            await until(partial(_online, troupe), timeout=10)
         try:
             yield one, two, fake
         finally:

@@ -14,14 +14,17 @@ from bot.character import load_character
 from bot.events import EventType
 from bot.models import ModelType
 from bot.runtime import AgentRuntime, RuntimeState
-from bot.store import SHARED_KNOWLEDGE_ID
+from bot.store import SHARED_KNOWLEDGE_ID, AgentStore
 from bot.types import Memory
 
 from .conftest import Agents, embed, make_pdf
 
 
 async def fragments(rt: AgentRuntime, *, shared: bool = False) -> list[Memory]:
-    store = rt.store.database.for_agent(SHARED_KNOWLEDGE_ID) if shared else rt.store
+    store = rt.store
+    if shared:
+        assert isinstance(store, AgentStore)  # the SQLite backend's view of the shared scope
+        store = store.database.for_agent(SHARED_KNOWLEDGE_ID)
     found = await store.get_memories(table="knowledge")
     return sorted(found, key=lambda m: (m.metadata["documentId"], m.metadata["position"]))
 

@@ -11,11 +11,12 @@ import uuid
 import pytest
 
 from bot.character import load_character
-from bot.components import MESSAGE_VECTORS, MessageVectors
+from bot.components import MESSAGE_VECTORS
 from bot.errors import PluginLoadError
 from bot.models import ModelType
 from bot.runtime import AgentRuntime
 from bot.types import ChannelType, Memory
+from plugins.core._embedding import MessageEmbeddings
 from tests.plugins.core.harness import harness, plan
 
 from .conftest import Agents, big_document
@@ -199,10 +200,11 @@ async def test_the_pipelines_one_message_vector_serves_knowledge_too(harness) ->
 async def test_the_search_uses_the_vector_core_offers_for_the_message(agents: Agents) -> None:
     rt = await agents.start(knowledge=["Ada's shop sells honey."])
     vectors = rt.get_service(MESSAGE_VECTORS)
-    assert isinstance(vectors, MessageVectors)
+    assert isinstance(vectors, MessageEmbeddings)  # core's: it embeds what the pipeline stores
     msg = message(rt, "What does the shop sell?")
     await rt.store.create_memory(msg, "messages")
     agents.embedder.reset()
+    assert msg.id is not None
     vectors.embed_later(msg.id, msg.content["text"])  # as the pipeline does when it stores a message
     state = await rt.compose_state(msg)
     assert "Ada's shop sells honey." in state.providers["KNOWLEDGE"].text

@@ -4,6 +4,8 @@ Behaviour every backend must show (the contract)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from bot.store import Store, StoreBackend
@@ -89,7 +91,7 @@ async def test_get_entities_by_names_matches_any_exact_name(store: Store) -> Non
 
 
 async def test_components_round_trip_and_filter_by_world_and_source(store: Store) -> None:
-    base = dict(entity_id=U, agent_id=B, room_id=R)  # agent_id is forced to the store's agent
+    base: dict[str, Any] = dict(entity_id=U, agent_id=B, room_id=R)  # agent_id is forced to the store's agent
     assert await store.create_component(Component(id="p", type="profile", data={"bio": "hi"}, **base))
     assert await store.create_component(Component(id="s", type="settings", world_id=W, source_entity_id=V, **base))
     profile = await store.get_component(U, "profile")

@@ -11,8 +11,7 @@ import pytest
 from bot.store import Forgotten, Store, StoreBackend
 from bot.types import ChannelType, Component, Entity, Memory, Room, RoomState, Task, World
 
-from ..conftest import R2, A, B, BR, BU, R, U, V, W, make_memory, seed_agent, vec
-
+from ..conftest import BR, BU, R2, A, B, R, U, V, W, make_memory, seed_agent, vec
 
 DM = "00000000-0000-0000-0000-0000000000d1"
 SECRET_WORD = "quokkaberry"  # only ever in the forgotten person's messages
