@@ -35,7 +35,7 @@ __all__ = ["Deadline", "ExponentialBackoff"]
 class ExponentialBackoff:
     """Retry delays that double from ``base`` up to ``cap`` seconds."""
 
-    __slots__ = ("base", "cap", "attempts", "_random")
+    __slots__ = ("_random", "attempts", "base", "cap")
 
     def __init__(self, base: float = 1.0, cap: float = 60.0, *, rng: random.Random | None = None) -> None:
         if base <= 0 or cap < base:

@@ -45,21 +45,7 @@ from .ids import string_to_uuid
 from .secrets import resolve_secret
 from .types import AgentRecord
 
-__all__ = [
-    "Character",
-    "CharacterFiles",
-    "ELIZAOS_FIELDS",
-    "ExampleMessage",
-    "KnowledgeSource",
-    "LoadResult",
-    "MAX_DEPTH",
-    "MAX_FILE_BYTES",
-    "Style",
-    "find_character",
-    "load_character",
-    "load_characters",
-    "scan_character_files",
-]
+__all__ = ["Character", "CharacterFiles", "ELIZAOS_FIELDS", "ExampleMessage", "KnowledgeSource", "LoadResult", "MAX_DEPTH", "MAX_FILE_BYTES", "Style", "find_character", "load_character", "load_characters", "scan_character_files"]
 
 _CAMEL = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 

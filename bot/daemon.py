@@ -35,8 +35,8 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import plugins as plugin_registry
 from . import installed_version, redact
+from . import plugins as plugin_registry
 from .backoff import ExponentialBackoff
 from .character import Character, LoadResult, load_characters, scan_character_files
 from .chat import runtime_plugins

@@ -25,25 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = [
-    "CharacterError",
-    "ConfigError",
-    "EXIT_CONFIG",
-    "EmbeddingDimensionError",
-    "ModelAuthError",
-    "ModelError",
-    "ModelRateLimited",
-    "ModelUnavailable",
-    "PartlySent",
-    "PluginLoadError",
-    "Problem",
-    "SchemaVersionError",
-    "SecretReferenceError",
-    "SendError",
-    "StoreError",
-    "TroupeError",
-    "VectorExtensionError",
-]
+__all__ = ["CharacterError", "ConfigError", "EXIT_CONFIG", "EmbeddingDimensionError", "ModelAuthError", "ModelError", "ModelRateLimited", "ModelUnavailable", "PartlySent", "PluginLoadError", "Problem", "SchemaVersionError", "SecretReferenceError", "SendError", "StoreError", "TroupeError", "VectorExtensionError"]
 
 #: ``EX_CONFIG`` from sysexits.h; systemd units use it to stop restart loops.
 EXIT_CONFIG = 78
@@ -87,7 +69,7 @@ class Problem:
 class CharacterError(ConfigError):
     """A character file has one or more problems."""
 
-    __slots__ = ("source", "problems")
+    __slots__ = ("problems", "source")
 
     def __init__(self, source: str, problems: list[Problem]) -> None:
         self.source = source
@@ -133,7 +115,7 @@ class EmbeddingDimensionError(StoreError, ValueError):
 class PluginLoadError(ConfigError):
     """A plugin could not be set up for an agent; the other agents run on."""
 
-    __slots__ = ("plugin", "agent", "original")
+    __slots__ = ("agent", "original", "plugin")
 
     def __init__(self, plugin: str, agent: str | None, original: BaseException) -> None:
         self.plugin, self.agent, self.original = plugin, agent, original
@@ -147,7 +129,7 @@ class PluginLoadError(ConfigError):
 class ModelError(TroupeError):
     """A model call failed. Messages name the agent and provider, never a key."""
 
-    __slots__ = ("provider", "model_type")
+    __slots__ = ("model_type", "provider")
 
     def __init__(self, message: str, *, provider: str | None = None, model_type: str | None = None) -> None:
         super().__init__(message)

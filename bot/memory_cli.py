@@ -161,7 +161,7 @@ async def _main(args: argparse.Namespace) -> int:
     from .store import backend_for
 
     path = args.db if args.db is not None else DaemonSettings().database
-    if not Path(path).is_file():
+    if not await asyncio.to_thread(Path(path).is_file):
         raise _Stop(EXIT_CONFIG, f"no database at {path}: point TROUPE_DB_PATH or TROUPE_DATA_DIR (or --db) at the "
                                  "daemon's database")
     async with backend_for(path) as db:

@@ -26,17 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
-__all__ = [
-    "Counter",
-    "CounterChild",
-    "DEFAULT_BUCKETS",
-    "Gauge",
-    "GaugeChild",
-    "Histogram",
-    "HistogramChild",
-    "Metrics",
-    "Registry",
-]
+__all__ = ["Counter", "CounterChild", "DEFAULT_BUCKETS", "Gauge", "GaugeChild", "Histogram", "HistogramChild", "Metrics", "Registry"]
 
 #: Bucket bounds (seconds) for latencies, from a quick gate decision to a slow model call.
 DEFAULT_BUCKETS: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)

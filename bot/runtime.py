@@ -61,7 +61,7 @@ class RuntimeState(Enum):
 
 
 class _ModelEntry:
-    __slots__ = ("handler", "priority", "provider", "order")
+    __slots__ = ("handler", "order", "priority", "provider")
 
     def __init__(self, handler: ModelHandler, provider: str, priority: int, order: int) -> None:
         self.handler, self.provider, self.priority, self.order = handler, provider, priority, order

@@ -135,12 +135,12 @@ async def test_a_model_error_shows_as_one_line_in_the_conversation(
 
 async def test_ctrl_c_while_the_character_answers_exits_at_once_and_keeps_the_message(
         tmp_path: Path, chat_env: dict[str, str]) -> None:
-    async with FakeOpenAIServer(latency=60) as slow:  # a model that takes a minute to answer
-        async with chat(tmp_path, chat_env | {"OPENAI_BASE_URL": slow.url}) as term:
-            await term.expect("> ")
-            await term.type("are you there?\r")
-            await slow.wait_for(lambda: slow.requests_for("chat"), timeout=15)
-            await press_ctrl_c_and_see_it_exit(term, within=5)
+    async with FakeOpenAIServer(latency=60) as slow, chat(tmp_path, chat_env | {"OPENAI_BASE_URL": slow.url}) as term:
+        # a model that takes a minute to answer
+        await term.expect("> ")
+        await term.type("are you there?\r")
+        await slow.wait_for(lambda: slow.requests_for("chat"), timeout=15)
+        await press_ctrl_c_and_see_it_exit(term, within=5)
     assert await said(tmp_path) == ["are you there?"]
 
 

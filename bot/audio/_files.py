@@ -42,13 +42,12 @@ def ogg_opus(pcm: bytes, fmt: PcmFormat, *, bitrate: int = 32000) -> bytes:
         raise AudioError("cannot make a voice note from no audio (0 bytes of PCM)")
     mono = resample(pcm, fmt, VOICE_NOTE_PCM)
     buffer = io.BytesIO()
-    with translate_av_errors("cannot encode Ogg/Opus"):
-        with av.open(buffer, mode="w", format="ogg") as container:
-            stream = container.add_stream("libopus", rate=VOICE_NOTE_PCM.rate, layout="mono")
-            stream.bit_rate = bitrate
-            # PyAV re-chunks the frame into the encoder's 20 ms frame size itself.
-            for packet in stream.encode(frame_from_pcm(mono, VOICE_NOTE_PCM)):
-                container.mux(packet)
-            for packet in stream.encode(None):
-                container.mux(packet)
+    with translate_av_errors("cannot encode Ogg/Opus"), av.open(buffer, mode="w", format="ogg") as container:
+        stream = container.add_stream("libopus", rate=VOICE_NOTE_PCM.rate, layout="mono")
+        stream.bit_rate = bitrate
+        # PyAV re-chunks the frame into the encoder's 20 ms frame size itself.
+        for packet in stream.encode(frame_from_pcm(mono, VOICE_NOTE_PCM)):
+            container.mux(packet)
+        for packet in stream.encode(None):
+            container.mux(packet)
     return buffer.getvalue()

@@ -320,10 +320,8 @@ def _lame_delay(frame: bytes) -> int | None:
 def _drop_start(frame: av.AudioFrame, count: int) -> av.AudioFrame:
     """A copy of ``frame`` without its first ``count`` samples (per channel)."""
     array = frame.to_ndarray()
-    if frame.format.is_planar:
-        array = array[:, count:]
-    else:
-        array = array[:, count * len(frame.layout.channels) :]
+    # Planar: one row per channel. Packed: one row, channels interleaved.
+    array = array[:, count:] if frame.format.is_planar else array[:, count * len(frame.layout.channels) :]
     trimmed = av.AudioFrame.from_ndarray(array.copy(), format=frame.format.name, layout=frame.layout.name)
     trimmed.sample_rate = frame.sample_rate
     return trimmed
@@ -359,8 +357,8 @@ def _parse_wav_header(head: bytearray) -> tuple[PcmFormat | None, int, int | Non
             return None
         if chunk_id == b"fmt " and size >= _FMT.size:
             tag, channels, rate, _byte_rate, _align, bits = _FMT.unpack_from(head, body)
-            if tag in (_PCM_TAG, _EXTENSIBLE_TAG) and bits == 16 and channels and rate:
-                if tag == _PCM_TAG or head[body + 24 : body + 26] == b"\x01\x00":  # subformat PCM
-                    fmt = PcmFormat(rate, channels)
+            pcm = tag == _PCM_TAG or (tag == _EXTENSIBLE_TAG and head[body + 24 : body + 26] == b"\x01\x00")
+            if pcm and bits == 16 and channels and rate:  # the extensible form says PCM in its subformat
+                fmt = PcmFormat(rate, channels)
         position = body + size + (size & 1)  # chunks are padded to even length
     return None

@@ -46,7 +46,7 @@ import numpy as np
 
 from bot.audio._format import DISCORD_PCM, PcmFormat
 
-__all__ = ["SILENCE_DB", "Speaker", "Segmenter", "Utterance", "VadConfig", "frame_level_db"]
+__all__ = ["SILENCE_DB", "Segmenter", "Speaker", "Utterance", "VadConfig", "frame_level_db"]
 
 _log = logging.getLogger(__name__)
 
@@ -109,9 +109,9 @@ class VadConfig:
     smaller delays are network jitter."""
 
     def __post_init__(self) -> None:
-        if not 0 < self.silence_s:
+        if not self.silence_s > 0:
             raise ValueError(f"VadConfig.silence_s must be positive, got {self.silence_s}")
-        if not 0 < self.max_utterance_s:
+        if not self.max_utterance_s > 0:
             raise ValueError(f"VadConfig.max_utterance_s must be positive, got {self.max_utterance_s}")
         if self.min_speech_s > self.max_utterance_s:
             raise ValueError(

@@ -21,18 +21,7 @@ import aiosqlite
 
 from bot.errors import VectorExtensionError
 
-__all__ = [
-    "MEMORY_PATH",
-    "Row",
-    "VECTOR_BACKEND",
-    "begin_immediate",
-    "casefold",
-    "is_locked_error",
-    "open_connection",
-    "retry_delay",
-    "run_on_thread",
-    "sqlean",
-]
+__all__ = ["MEMORY_PATH", "Row", "VECTOR_BACKEND", "begin_immediate", "casefold", "is_locked_error", "open_connection", "retry_delay", "run_on_thread", "sqlean"]
 
 _log = logging.getLogger(__name__)
 

@@ -182,7 +182,7 @@ class MemoriesMixin(AgentScoped):
                 pending_rows.clear()
                 pending_vectors.clear()
 
-            for memory, memory_id, blob in zip(memories, ids, blobs):
+            for memory, memory_id, blob in zip(memories, ids, blobs, strict=True):
                 if memory_id in seen:  # already stored (or twice in this batch): keep the first
                     continue
                 seen.add(memory_id)

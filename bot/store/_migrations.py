@@ -17,7 +17,7 @@ from bot.errors import SchemaVersionError
 from bot.store._connect import begin_immediate
 from bot.store._values import SHARED_KNOWLEDGE_ID
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "migrate", "read_version"]
+__all__ = ["MIGRATIONS", "Migration", "SCHEMA_VERSION", "migrate", "read_version"]
 
 _log = logging.getLogger(__name__)
 

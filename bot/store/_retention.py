@@ -44,7 +44,14 @@ from bot.store._rows import (
     row_to_world,
 )
 from bot.store._scoped import json_list, new_id, validate_count
-from bot.store._values import DERIVED_TABLES, KNOWLEDGE_TABLES, SHARED_KNOWLEDGE_ID, Forgotten, MemoryExport, Participation
+from bot.store._values import (
+    DERIVED_TABLES,
+    KNOWLEDGE_TABLES,
+    SHARED_KNOWLEDGE_ID,
+    Forgotten,
+    MemoryExport,
+    Participation,
+)
 from bot.store._vectors import encode_vector
 from bot.types import Memory, Room, RoomState, now_ms
 

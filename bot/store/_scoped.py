@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # Database builds AgentStore, which builds on this module
     from bot.store._database import Database
 
-__all__ = ["JSON", "AgentScoped", "json_list", "new_id", "validate_count"]
+__all__ = ["AgentScoped", "JSON", "json_list", "new_id", "validate_count"]
 
 _log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def validate_count(count: int | None, name: str = "count") -> None:
 class AgentScoped:
     """Holds the shared :class:`Database` and the agent id every query is scoped to."""
 
-    __slots__ = ("_db", "_agent_id")
+    __slots__ = ("_agent_id", "_db")
 
     def __init__(self, db: Database, agent_id: str) -> None:
         self._db = db

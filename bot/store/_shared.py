@@ -31,7 +31,7 @@ _ANY_TABLE = "*"
 class WriteMarks:
     """A count of finished write transactions, and for each table the count after its last write."""
 
-    __slots__ = ("count", "_last")
+    __slots__ = ("_last", "count")
 
     def __init__(self) -> None:
         self.count = 0
@@ -52,7 +52,7 @@ class WriteMarks:
 class SharedReads:
     """The reads shared in one scope: for each (SQL, parameters), when it started and its result."""
 
-    __slots__ = ("owner", "_writes", "_reads", "closed")
+    __slots__ = ("_reads", "_writes", "closed", "owner")
 
     def __init__(self, owner: object, writes: WriteMarks) -> None:
         self.owner = owner

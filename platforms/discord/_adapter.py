@@ -25,9 +25,9 @@ import aiohttp
 import discord
 
 from bot.connections import Connections, TokenClaims, record_sent
-from bot.links import LinkState
 from bot.errors import ConfigError, PartlySent, SendError
 from bot.events import EventType
+from bot.links import LinkState
 from bot.text import first_words
 from bot.types import ChannelType, Entity, Memory, Role, Room, now_ms
 

@@ -118,10 +118,7 @@ def _value(name: str, inner: str, depth: int) -> Any:
         value = _unescape(stripped)
     else:
         children, residual = _elements(stripped)
-        if children and not residual.strip():
-            value = _group(name, children, depth + 1)
-        else:
-            value = _unescape(stripped)
+        value = _group(name, children, depth + 1) if children and not residual.strip() else _unescape(stripped)
     if name in _COLLECTION_KEYS and not isinstance(value, list):
         value = [value] if value else []
     return value

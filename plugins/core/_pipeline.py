@@ -35,9 +35,9 @@ from ._delivery import Delivery, bound_text, max_reply_chars
 from ._embedding import embeddings
 from ._gate import Decision, Verdict, decide
 from ._parse import parse_response
+from ._prompts import render, template
 from ._recovery import recover, wait_for_link
 from ._streaming import ReplyWatcher
-from ._prompts import render, template
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime

@@ -36,16 +36,7 @@ from .providers._common import UNKNOWN_USER, entity_names
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
-__all__ = [
-    "SUMMARIES",
-    "TASK_NAME",
-    "RetentionReport",
-    "RetentionSettings",
-    "read_settings",
-    "run_retention",
-    "schedule",
-    "worker",
-]
+__all__ = ["RetentionReport", "RetentionSettings", "SUMMARIES", "TASK_NAME", "read_settings", "run_retention", "schedule", "worker"]
 
 _log = logging.getLogger(__name__)
 

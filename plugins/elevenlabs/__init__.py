@@ -18,15 +18,7 @@ from bot.plugins import PluginMeta
 
 from ._config import DEFAULT_MODEL_ID, DEFAULT_VOICE_ID, OUTPUT_FORMATS, ElevenLabsConfig, resolve_config
 
-__all__ = [
-    "DEFAULT_MODEL_ID",
-    "DEFAULT_VOICE_ID",
-    "ElevenLabsConfig",
-    "OUTPUT_FORMATS",
-    "meta",
-    "resolve_config",
-    "setup",
-]
+__all__ = ["DEFAULT_MODEL_ID", "DEFAULT_VOICE_ID", "ElevenLabsConfig", "OUTPUT_FORMATS", "meta", "resolve_config", "setup"]
 
 _log = logging.getLogger(__name__)
 

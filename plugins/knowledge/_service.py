@@ -109,7 +109,7 @@ class KnowledgeService:
     async def _sync_while_wanted(self) -> None:
         # Plugins are set up before the runtime has its own rows and its embedding model's
         # dimension: wait until start() is through (close() cancels this task if it fails).
-        while self.runtime.state is RuntimeState.STARTING:
+        while self.runtime.state is RuntimeState.STARTING:  # noqa: ASYNC110 - the runtime offers no event for it
             await asyncio.sleep(_START_POLL_S)
         if self.runtime.state is not RuntimeState.RUNNING:
             return

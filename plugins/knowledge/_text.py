@@ -112,12 +112,12 @@ def _hard_split(text: str, max_tokens: int) -> list[tuple[str, str]]:
 def _units(text: str, max_tokens: int) -> list[_Unit]:
     units: list[_Unit] = []
     for paragraph in _BLANK_LINES.split(text):
-        for l, line in enumerate(paragraph.split("\n")):
+        for line_no, line in enumerate(paragraph.split("\n")):
             line = line.rstrip()
             if not line.strip():
                 continue
             for s, sentence in enumerate(_SENTENCE_END.split(line)):
-                sep = "\n\n" if l == 0 and s == 0 else "\n" if s == 0 else " "
+                sep = "\n\n" if line_no == 0 and s == 0 else "\n" if s == 0 else " "
                 tokens = estimate_tokens(sentence)
                 if tokens <= max_tokens:
                     units.append(_Unit(sentence, sep, tokens))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.daemon.crash_run import crash_run  # noqa: E402
+from tests.daemon.crash_run import crash_run
 
 
 async def main() -> int:

@@ -37,11 +37,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bot.character import load_character  # noqa: E402
-from bot.models import ModelType  # noqa: E402
-from bot.runtime import AgentRuntime  # noqa: E402
-from bot.store import Database  # noqa: E402
-from plugins.knowledge._search import rank  # noqa: E402
+from bot.character import load_character
+from bot.models import ModelType
+from bot.runtime import AgentRuntime
+from bot.store import Database
+from plugins.knowledge._search import rank
 
 _WORD = re.compile(r"\w+")
 _SYLLABLES = ["ka", "lo", "vi", "ran", "te", "mo", "zu", "pel", "dra", "qui", "ne", "sor", "ax", "bri", "tum", "el"]

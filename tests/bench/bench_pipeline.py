@@ -24,11 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bot.character import load_character  # noqa: E402
-from bot.models import ModelType  # noqa: E402
-from bot.runtime import AgentRuntime  # noqa: E402
-from bot.store import Database  # noqa: E402
-from bot.types import ChannelType, Entity, Memory, Room, RoomState, World  # noqa: E402
+from bot.character import load_character
+from bot.models import ModelType
+from bot.runtime import AgentRuntime
+from bot.store import Database
+from bot.types import ChannelType, Entity, Memory, Room, RoomState, World
 
 PLAN = "<response><thought>ok</thought><actions>REPLY</actions><text>Noted, thanks.</text></response>"
 

@@ -31,17 +31,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from aiohttp import web  # noqa: E402
+from aiohttp import web
 
-from bot.audio import DISCORD_PCM, OpusEncoder, frame_level_db  # noqa: E402
-from bot.character import load_character  # noqa: E402
-from bot.daemon import Daemon  # noqa: E402
-from bot.settings import DaemonSettings  # noqa: E402
-from platforms.discord._voice import VoiceSession  # noqa: E402
-from tests.bot.audio._signals import encode_file, speech, tone  # noqa: E402
-from tests.fakes.discord_server import FakeDiscord  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAIServer, RecordedRequest  # noqa: E402
-from tests.platforms.discord.scene import character, plan, until  # noqa: E402
+from bot.audio import DISCORD_PCM, OpusEncoder, frame_level_db
+from bot.character import load_character
+from bot.daemon import Daemon
+from bot.settings import DaemonSettings
+from platforms.discord._voice import VoiceSession
+from tests.bot.audio._signals import encode_file, speech, tone
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.openai_server import FakeOpenAIServer, RecordedRequest
+from tests.platforms.discord.scene import character, plan, until
 
 TRANSCRIBE_S = 0.300  # transcription: whole answer after this
 CHAT_FIRST_TOKEN_S = 0.300  # chat: first SSE chunk after this, the rest at once
@@ -147,7 +147,7 @@ async def run(rounds: int, silence_s: float) -> list[dict[str, float]]:
                     ended = time.monotonic()  # the last speech packet has just gone out
                     try:
                         frames = await fake.voice.wait_for_packets(ada, before + 1, timeout=10)
-                        await until(lambda: len(detected) > detections, timeout=5)
+                        await until(lambda n=detections: len(detected) > n, timeout=5)
                     except TimeoutError:
                         missed += 1
                         print(f"  round {index}: no reply within 10 s (utterance heard: {len(detected) > detections})")
@@ -166,7 +166,7 @@ async def run(rounds: int, silence_s: float) -> list[dict[str, float]]:
                     e2e = first - ended
                     detect = detected[detections]
 
-                    def at(name: str) -> float:
+                    def at(name: str, detect: float = detect, first: float = first) -> float:
                         return next(t for t, e in openai.arrivals if e == name and detect <= t <= first)
                     results.append({
                         "e2e": e2e * 1000,

@@ -38,7 +38,7 @@ def test_a_bot_token_is_claimed_once_per_daemon_not_once_per_process() -> None:
         first.one(ChatTokens).claim("t1", "Brann")
 
 
-async def test_a_runtime_adds_its_secrets_to_its_daemons_and_no_other(tmp_path: Path, db: Database) -> None:
+async def test_a_runtime_adds_its_secrets_to_its_daemons_and_no_other(tmp_path: Path, db: Database) -> None:  # noqa: F811 - db is the fixture imported above
     shared = Shared()
     ada = character(tmp_path, settings={"secrets": {"OPENAI_API_KEY": "sk-ada-secret"}})
     AgentRuntime(ada, db.for_agent(ada.agent_id), environ={}, shared=shared)

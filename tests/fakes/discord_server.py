@@ -178,7 +178,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import quote
 
 from aiohttp import WSMsgType, web
@@ -295,7 +295,7 @@ class ChannelType:
     PRIVATE_THREAD = 12
     STAGE = 13
     FORUM = 15
-    BY_NAME = {"text": 0, "voice": 2, "category": 4, "news": 5, "announcement": 5, "stage": 13, "forum": 15}
+    BY_NAME: ClassVar[dict[str, int]] = {"text": 0, "voice": 2, "category": 4, "news": 5, "announcement": 5, "stage": 13, "forum": 15}
     THREADS = (NEWS_THREAD, PUBLIC_THREAD, PRIVATE_THREAD)
     MESSAGEABLE = (TEXT, DM, VOICE, NEWS, NEWS_THREAD, PUBLIC_THREAD, PRIVATE_THREAD, STAGE)
 
@@ -1096,9 +1096,9 @@ class FakeDiscord(LocalServer):
             perms = (perms & ~deny) | allow
         if not perms & Permissions.VIEW_CHANNEL:
             return 0
-        if channel.type == ChannelType.PRIVATE_THREAD and user.id not in channel.thread_members:
-            if not perms & Permissions.MANAGE_THREADS:
-                return 0
+        private = channel.type == ChannelType.PRIVATE_THREAD and user.id not in channel.thread_members
+        if private and not perms & Permissions.MANAGE_THREADS:
+            return 0
         return perms
 
     def can_view(self, user: FakeUser, channel: FakeChannel) -> bool:
@@ -1515,9 +1515,9 @@ class FakeDiscord(LocalServer):
         guild = channel.guild
         for match in re.finditer(r"<@&(\d+)>", content):
             role_id = int(match.group(1))
-            if guild is not None and role_id in guild.roles and ("roles" in parse or role_id in roles):
-                if role_id not in role_ids:
-                    role_ids.append(role_id)
+            allowed = guild is not None and role_id in guild.roles and ("roles" in parse or role_id in roles)
+            if allowed and role_id not in role_ids:
+                role_ids.append(role_id)
         everyone = guild is not None and "everyone" in parse and ("@everyone" in content or "@here" in content)
         return mentioned, role_ids, everyone
 
@@ -1817,9 +1817,9 @@ class FakeDiscord(LocalServer):
         state = FakeVoiceState(bot, channel, session.id, bool(data.get("self_mute")), bool(data.get("self_deaf")))
         guild.voice_states[bot.id] = state
         self._dispatch_voice_state(state)
-        if old is not None and old.channel is channel and old.session_id == session.id:
-            if self.voice.has_grant(bot, guild, channel, session.id):
-                return  # a mute/deafen change: no new voice server
+        same = old is not None and old.channel is channel and old.session_id == session.id
+        if same and self.voice.has_grant(bot, guild, channel, session.id):
+            return  # a mute/deafen change: no new voice server
         token = self.voice.grant(bot, guild, channel, session.id)
         server = {"token": token, "guild_id": str(guild.id), "endpoint": self.voice.endpoint}
         self._dispatch(session, "VOICE_SERVER_UPDATE", server)

@@ -147,23 +147,7 @@ from aiohttp import WSMsgType, web
 
 from ._local import LocalServer, QueuedWebSocket
 
-__all__ = [
-    "AES256_GCM",
-    "FakeVoiceServer",
-    "MODES",
-    "OPUS_SILENCE",
-    "RTP_PAYLOAD_TYPE",
-    "RtpPacket",
-    "SAMPLES_PER_FRAME",
-    "VoiceCloseCode",
-    "VoicePacket",
-    "VoiceSession",
-    "XCHACHA20",
-    "build_rtp_packet",
-    "ip_discovery_response",
-    "parse_rtp_packet",
-    "rtp_header",
-]
+__all__ = ["AES256_GCM", "FakeVoiceServer", "MODES", "OPUS_SILENCE", "RTP_PAYLOAD_TYPE", "RtpPacket", "SAMPLES_PER_FRAME", "VoiceCloseCode", "VoicePacket", "VoiceSession", "XCHACHA20", "build_rtp_packet", "ip_discovery_response", "parse_rtp_packet", "rtp_header"]
 
 T = TypeVar("T")
 

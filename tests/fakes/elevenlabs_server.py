@@ -43,6 +43,7 @@ The key itself is never kept, only whether it was known and its last four charac
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import math
 import re
@@ -294,10 +295,8 @@ class FakeElevenLabsServer(LocalServer):
 
     async def _sleep(self, seconds: float) -> None:
         if seconds > 0:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._closed.wait(), seconds)
-            except TimeoutError:
-                pass
 
     async def _generate(self, recorded: RecordedRequest, send: Callable[[bytes], Awaitable[Any]]) -> None:
         """Make the audio chunk by chunk, pausing as configured, and ``send`` each chunk."""

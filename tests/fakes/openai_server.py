@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import json
 import math
@@ -275,10 +276,8 @@ class FakeOpenAIServer(LocalServer):
 
     async def _delay(self) -> None:
         if self.latency > 0:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._closed.wait(), self.latency)
-            except TimeoutError:
-                pass
 
     async def _begin(self, request: web.Request, endpoint: str) -> tuple[RecordedRequest, Any]:
         """Record the request, wait out the latency, and take the scripted reply."""

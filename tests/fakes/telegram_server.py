@@ -59,6 +59,7 @@ and ``duration``), ``actions``, ``downloads`` (file paths fetched from the file 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import time
@@ -434,10 +435,8 @@ class FakeTelegram(LocalServer):
             if remaining <= 0:
                 raise TimeoutError(f"timed out waiting for {description}")
             self._activity.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._activity.wait(), min(remaining, 0.05))
-            except TimeoutError:
-                pass
         return result
 
     async def wait_for_sent(self, bot: FakeBot, count: int = 1, timeout: float = 5.0, *,
@@ -474,10 +473,8 @@ class FakeTelegram(LocalServer):
         params: dict[str, Any] = {}
         for key, value in form.items():
             if isinstance(value, str) and key not in ("text", "caption", "parse_mode", "file_id", "action", "emoji"):
-                try:
+                with contextlib.suppress(ValueError):
                     value = json.loads(value)
-                except ValueError:
-                    pass
             params[key] = value
         return params
 

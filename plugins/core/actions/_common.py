@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PRIVILEGED",
-    "ask_small_model",
     "as_list",
+    "ask_small_model",
     "entity_label",
     "match_entity",
     "names_of",

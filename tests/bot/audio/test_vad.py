@@ -1,3 +1,4 @@
+import itertools
 import math
 
 import pytest
@@ -270,7 +271,7 @@ def test_a_long_utterance_is_cut_at_max_utterance_s() -> None:
     assert [u.duration_s for u in out] == pytest.approx([30, 30, 5.5], abs=0.05)
     assert [u.cut for u in out] == [True, True, False]
     assert out[0].started == pytest.approx(0.8, abs=0.05)
-    for before, after in zip(out, out[1:]):
+    for before, after in itertools.pairwise(out):
         assert after.started == pytest.approx(before.ended), "pieces follow each other exactly"
     assert b"".join(u.pcm for u in out[:2]) + out[2].pcm[:1000] in silence(1.0, fmt) + talk
 

@@ -5,6 +5,7 @@ Opus frames, and leaves — the daemon, discord.py, and the openai client agains
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 from bot.audio import DISCORD_PCM, OpusDecoder, OpusEncoder, frame_level_db
 from platforms.discord._mapping import discord_id
@@ -50,7 +51,7 @@ async def test_join_listen_answer_aloud_and_leave(scene) -> None:
     s.openai.script_speech(*[said] * 4)  # one clip per sentence
     await s.fake.voice.user_speaks(s.sam, spoken_packets(), pace=0.005, silence_frames=0)
     frames = await s.fake.voice.wait_for_packets(s.ada, 50, timeout=15)
-    steps = {(b.timestamp - a.timestamp) % 2**32 for a, b in zip(frames, frames[1:])}
+    steps = {(b.timestamp - a.timestamp) % 2**32 for a, b in itertools.pairwise(frames)}
     assert steps == {960}  # 20 ms Opus frames, back to back
     decoder = OpusDecoder()
     audio = b"".join(decoder.decode(p.opus) for p in frames)

@@ -7,7 +7,7 @@ import asyncio
 import uuid
 from typing import Any
 
-from bot.types import ChannelType, Handling, Memory, Room, now_ms
+from bot.types import ChannelType, Memory, Room, now_ms
 from plugins.core._pipeline import MessagePipeline
 from plugins.core._recovery import recover
 

@@ -27,7 +27,7 @@ def test_defaults_follow_plugin_elevenlabs_except_the_deprecated_model() -> None
     assert resolved is not None
     assert resolved.api_key.get_secret_value() == KEY
     assert (resolved.voice_id, resolved.model_id) == ("EXAVITQu4vr4xnSDxMaL", "eleven_flash_v2_5")
-    assert (DEFAULT_VOICE_ID, DEFAULT_MODEL_ID) == (resolved.voice_id, resolved.model_id)
+    assert (resolved.voice_id, resolved.model_id) == (DEFAULT_VOICE_ID, DEFAULT_MODEL_ID)
     assert (resolved.stability, resolved.similarity_boost, resolved.style) == (0.5, 0.75, 0.0)
     assert resolved.use_speaker_boost is True
     assert resolved.optimize_streaming_latency == 0

@@ -30,7 +30,7 @@ def _source(hit: Hit) -> str:
 
 
 def _hit_rate(results: list[list[Hit]], k: int) -> float:
-    return sum(q["answer"] in [_source(h) for h in hits[:k]] for q, hits in zip(QUESTIONS, results)) / len(QUESTIONS)
+    return sum(q["answer"] in [_source(h) for h in hits[:k]] for q, hits in zip(QUESTIONS, results, strict=True)) / len(QUESTIONS)
 
 
 async def test_retrieval_finds_the_answer_document(agents: Agents, capsys: pytest.CaptureFixture[str]) -> None:
@@ -74,7 +74,7 @@ def test_a_fragment_both_searches_find_beats_one_only_either_finds() -> None:
     config = KnowledgeConfig()
     both, vector_only, keyword_only = _memory("b", "tea kettles"), _memory("v", "kettles"), _memory("k", "tea")
     hits = rank([vector_only, both], [keyword_only, both], ["tea", "kettles"], config)
-    assert [h.memory.id for h in hits][0] == "b"
+    assert hits[0].memory.id == "b"
     assert hits[0].vector_rank == 2 and hits[0].keyword_rank == 2 and hits[0].coverage == 1.0
 
 

@@ -93,7 +93,7 @@ async def test_setup_without_key_or_base_url_says_what_to_set() -> None:
 
 
 def test_the_allowed_dimensions_are_the_stores() -> None:
-    assert EMBEDDING_DIMENSIONS == tuple(DIMENSION_MAP)
+    assert tuple(DIMENSION_MAP) == EMBEDDING_DIMENSIONS
 
 
 @pytest.mark.parametrize("value", ["100", "1535", "lots", "-1"])

@@ -166,7 +166,7 @@ async def test_latency_delays_and_close_cuts_it_short() -> None:
 async def test_lifecycle_misuse() -> None:
     server = FakeOpenAIServer()
     with pytest.raises(RuntimeError, match="not started"):
-        server.url
+        _ = server.url
     async with server:
         assert server.url.startswith("http://127.0.0.1:") and server.url.endswith("/v1")
         assert server.make_url("/models") == server.url + "/models"
