@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,10 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
+
+def _more_than(items: list[float], count: int) -> bool:
+    return len(items) > count
+
 async def quiet_for(count: Callable[[], int], seconds: float, timeout: float) -> None:
     """Wait until ``count()`` has not changed for ``seconds``."""
     async with asyncio.timeout(timeout):
@@ -147,7 +152,7 @@ async def run(rounds: int, silence_s: float) -> list[dict[str, float]]:
                     ended = time.monotonic()  # the last speech packet has just gone out
                     try:
                         frames = await fake.voice.wait_for_packets(ada, before + 1, timeout=10)
-                        await until(lambda n=detections: len(detected) > n, timeout=5)
+                        await until(partial(_more_than, detected, detections), timeout=5)
                     except TimeoutError:
                         missed += 1
                         print(f"  round {index}: no reply within 10 s (utterance heard: {len(detected) > detections})")

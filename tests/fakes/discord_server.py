@@ -1515,8 +1515,8 @@ class FakeDiscord(LocalServer):
         guild = channel.guild
         for match in re.finditer(r"<@&(\d+)>", content):
             role_id = int(match.group(1))
-            allowed = guild is not None and role_id in guild.roles and ("roles" in parse or role_id in roles)
-            if allowed and role_id not in role_ids:
+            mentionable = guild is not None and role_id in guild.roles and ("roles" in parse or role_id in roles)
+            if mentionable and role_id not in role_ids:
                 role_ids.append(role_id)
         everyone = guild is not None and "everyone" in parse and ("@everyone" in content or "@here" in content)
         return mentioned, role_ids, everyone
