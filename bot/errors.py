@@ -43,7 +43,6 @@ __all__ = [
     "PartlySent",
     "PluginLoadError",
     "Problem",
-    "reason_for",
     "ReloadError",
     "ReloadFailed",
     "SchemaVersionError",
@@ -52,6 +51,7 @@ __all__ = [
     "StoreError",
     "TroupeError",
     "VectorExtensionError",
+    "reason_for",
 ]
 
 #: ``EX_CONFIG`` from sysexits.h; systemd units use it to stop restart loops.
