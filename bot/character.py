@@ -65,8 +65,6 @@ _CAMEL = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 # Legacy elizaOS v0 `clients` that troupe has no platform for but which need no warning.
 _SILENT_CLIENTS = frozenset({"direct"})
-# Legacy `modelProvider` values served by the openai plugin, and the preset each selects.
-_MODEL_PROVIDERS = {"openai": None, "ollama": "ollama", "openrouter": "openrouter"}
 
 #: The largest character file read (published characters are a few hundred KiB at most).
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -378,7 +376,7 @@ class Character(BaseModel):
     def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
         for key, value in super().__repr_args__():
             if key == "settings" and isinstance(value, dict) and "secrets" in value:
-                value = {**value, "secrets": {k: "<redacted>" for k in value["secrets"]}}  # type: ignore[union-attr]
+                value = {**value, "secrets": {k: "<redacted>" for k in value["secrets"]}}
             yield key, value
 
 
@@ -702,8 +700,8 @@ def _plugin_instead(name: str) -> str:
     if close:
         return f"did you mean {by_tail[close[0]]!r}?"
     if any(word in lowered for word in _MODEL_PLUGIN_WORDS):
-        return ("for models, the openai plugin serves any OpenAI-compatible endpoint: set OPENAI_BASE_URL "
-                "(OpenRouter serves most models)")
+        models = plugin_registry.model_plugin()
+        return f"for models, the {models.name} plugin serves {models.models_hint}"
     if any(word in lowered for word in _PLATFORM_PLUGIN_WORDS):
         return f"troupe runs on {_platform_names()}"
     plugins = ", ".join(n for n, m in known.items() if m.kind == "plugin")
@@ -713,7 +711,6 @@ def _plugin_instead(name: str) -> str:
 def _resolve_plugins(
     plugins: list[str], clients: list[str], model_provider: str | None, result: LoadResult
 ) -> None:
-    known = plugin_registry.available()
     seen: set[str] = set()
 
     def add(meta: plugin_registry.PluginMeta, preset: str | None) -> None:
@@ -747,17 +744,17 @@ def _resolve_plugins(
             )
 
     if model_provider is not None:
-        provider = model_provider.strip().lower()
-        if provider in _MODEL_PROVIDERS:
-            preset = _MODEL_PROVIDERS[provider]
-            add(known["openai"], preset)
+        served = plugin_registry.for_model_provider(model_provider)
+        if served is not None:
+            add(*served)
         else:
-            add(known["openai"], None)
+            models = plugin_registry.model_plugin()
+            add(models, None)
             result.warnings.append(
                 Problem(
                     "$.modelProvider",
-                    f"no troupe plugin for {model_provider!r}; the openai plugin is used instead: "
-                    "point OPENAI_BASE_URL at an OpenAI-compatible endpoint (OpenRouter serves most models)",
+                    f"no troupe plugin for {model_provider!r}; the {models.name} plugin is used instead, and "
+                    f"serves {models.models_hint}",
                 )
             )
 

@@ -7,12 +7,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, TextIO
 
 from . import logs, redact
+from . import plugins as plugin_registry
 from .character import LoadResult
 from .errors import EXIT_CONFIG, PluginLoadError
 from .models import ModelType
 from .runtime import AgentRuntime
 from .settings import DaemonSettings
-from .store import Database
+from .shared import Shared
+from .store import backend_for
 
 if TYPE_CHECKING:
     from platforms.console import ConversationLog
@@ -24,9 +26,13 @@ HISTORY_FILE = "chat_history"
 
 
 def runtime_plugins(result: LoadResult) -> list[str]:
-    """The plugins an agent runs: the file's, plus the openai model plugin every agent needs to think."""
+    """The plugins an agent runs: the file's, plus a model plugin (every agent needs one to think)
+    when the file names none."""
     plugins = list(result.plugins)
-    return plugins if "openai" in plugins else [*plugins, "openai"]
+    known = plugin_registry.available()
+    if any(known[name].models for name in plugins if name in known):
+        return plugins
+    return [*plugins, plugin_registry.model_plugin().name]
 
 
 def chat_in_terminal(settings: DaemonSettings, result: LoadResult, environ: Mapping[str, str], *,
@@ -63,23 +69,24 @@ async def chat(
     from platforms.console import ConsoleAdapter
 
     character = result.raise_for_problems()
-    redact.install()
+    shared = Shared()  # this conversation's secrets, kept out of its log lines
     out = output or sys.stdout
-    async with Database(settings.database) as db:
-        runtime = AgentRuntime(character, db.for_agent(character.agent_id), environ=environ,
-                               plugins=runtime_plugins(result), model_preset=result.model_preset)
-        try:
-            await runtime.start()
-        except PluginLoadError as exc:
-            print(f"troupe chat: {exc}", file=sys.stderr)
-            return EXIT_CONFIG
-        try:
-            if not runtime.has_model(ModelType.TEXT_LARGE):
-                print(f"troupe chat: {character.name} has no model: set OPENAI_API_KEY, or OPENAI_BASE_URL for a "
-                      "local OpenAI-compatible server such as Ollama", file=sys.stderr)
+    with redact.filtering(shared.secrets):
+        async with backend_for(settings.database) as db:
+            runtime = AgentRuntime(character, db.for_agent(character.agent_id), environ=environ,
+                                   plugins=runtime_plugins(result), model_preset=result.model_preset, shared=shared)
+            try:
+                await runtime.start()
+            except PluginLoadError as exc:
+                print(f"troupe chat: {exc}", file=sys.stderr)
                 return EXIT_CONFIG
-            print(f"Talking to {character.name}. Type /quit or press Ctrl-D to leave.", file=out, flush=True)
-            await ConsoleAdapter(runtime, user=user, output=out, notices=notices).run(read_line)
-        finally:
-            await runtime.close()
+            try:
+                if not runtime.has_model(ModelType.TEXT_LARGE):
+                    print(f"troupe chat: {character.name} has no model: set OPENAI_API_KEY, or OPENAI_BASE_URL for "
+                          "a local OpenAI-compatible server such as Ollama", file=sys.stderr)
+                    return EXIT_CONFIG
+                print(f"Talking to {character.name}. Type /quit or press Ctrl-D to leave.", file=out, flush=True)
+                await ConsoleAdapter(runtime, user=user, output=out, notices=notices).run(read_line)
+            finally:
+                await runtime.close()
     return 0

@@ -20,6 +20,8 @@ __all__ = [
     "ActionResult",
     "Evaluator",
     "HandlerCallback",
+    "MESSAGE_VECTORS",
+    "MessageVectors",
     "Messenger",
     "Provider",
     "ProviderResult",
@@ -127,6 +129,22 @@ class Messenger(Protocol):
     async def send_to_room(self, room: Room, content: JSON) -> list[Memory]: ...
 
     async def send_to_entity(self, entity: Entity, content: JSON) -> list[Memory]: ...
+
+
+#: The service under which the conversation pipeline (plugins/core) offers :class:`MessageVectors`.
+MESSAGE_VECTORS = "message_vectors"
+
+
+@runtime_checkable
+class MessageVectors(Protocol):
+    """The vectors of the messages an agent receives, each embedded once as it is stored; other
+    plugins search with them (``runtime.get_service(MESSAGE_VECTORS)``) instead of embedding
+    the message again."""
+
+    async def vector_of(self, memory: Memory) -> list[float] | None:
+        """``memory``'s vector, waiting for it if it is being computed; None without an
+        embedding model or text, or if the model failed."""
+        ...
 
 
 @runtime_checkable

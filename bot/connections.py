@@ -4,7 +4,7 @@ Platforms see the same rooms and people over and over; :class:`Connections` writ
 entity (refreshing its names when they change) and a participant the first time in a run and
 remembers it, so a message costs no writes for them after that. :func:`record_sent` stores what
 the agent sent and announces it. :class:`TokenClaims` stops two
-characters of one process from connecting with the same bot token (they would answer twice).
+characters of one daemon from connecting with the same bot token (they would answer twice).
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ class Connections:
 
 
 class TokenClaims:
-    """Which character holds each bot token of one platform in this process."""
+    """Which character holds each bot token of one platform in one daemon (a platform keeps its
+    claims in ``runtime.shared``)."""
 
     def __init__(self, setting: str, advice: str) -> None:
         self.setting, self.advice = setting, advice

@@ -52,7 +52,8 @@ from .metrics import Metrics
 from .runtime import AgentRuntime
 from .secrets import is_reference
 from .settings import DaemonSettings, character_setting, load_environ
-from .store import Database
+from .shared import Shared
+from .store import StoreBackend, backend_for
 from .systemd import Notifier
 
 __all__ = ["Daemon", "PlatformPlan"]
@@ -139,9 +140,10 @@ class Daemon:
         self.sources = list(sources) if sources is not None else None
         self.notifier = notifier if notifier is not None else Notifier()
         self.metrics = Metrics()
+        self.shared = Shared()  # this daemon's secrets, Telegram relay, bot tokens in use
         self.state = DaemonState.STARTING
         self._agents: dict[str, _Agent] = {}  # by agent id, in start order
-        self._db: Database | None = None
+        self._db: StoreBackend | None = None
         self._stopped = asyncio.Event()
         self._started_at = time.monotonic()
         self._reload_lock = asyncio.Lock()
@@ -229,7 +231,10 @@ class Daemon:
 
     async def run(self) -> int:
         """Run until stopped; returns the exit status."""
-        redact.install()
+        with redact.filtering(self.shared.secrets):  # this daemon's secrets, for as long as it runs
+            return await self._run()
+
+    async def _run(self) -> int:
         plans = self.plan()
         for result in self.characters:
             if result.missing_plugins:
@@ -248,7 +253,7 @@ class Daemon:
                 '"@elizaos/plugin-discord" or "@elizaos/plugin-telegram" to a character\'s plugins and '
                 "give it DISCORD_API_TOKEN or TELEGRAM_BOT_TOKEN (in its settings.secrets, or the environment)"
             )
-            async with Database(self.settings.database) as db:  # record the characters all the same
+            async with backend_for(self.settings.database) as db:  # record the characters all the same
                 for result in self.characters:
                     record = result.raise_for_problems().to_record()
                     await db.for_agent(record.id).upsert_agent(record)
@@ -262,7 +267,7 @@ class Daemon:
             return EXIT_CONFIG
         installed = self._install_signal_handlers()
         try:
-            async with Database(self.settings.database) as db:
+            async with backend_for(self.settings.database) as db:
                 self._db = db
                 try:
                     return await self._serve()
@@ -306,7 +311,7 @@ class Daemon:
         with agent_context(character.name):
             runtime = AgentRuntime(character, self._database().for_agent(character.agent_id), environ=self.environ,
                                    plugins=runtime_plugins(result), model_preset=result.model_preset,
-                                   metrics=self.metrics)
+                                   metrics=self.metrics, shared=self.shared)
             runtime.links.on_change = lambda platform, link, old: self._link_changed(character.name, platform, link, old)
             try:
                 await runtime.start()
@@ -321,7 +326,7 @@ class Daemon:
             await asyncio.gather(*(self._connect(agent, runtime, plan) for plan in ready))
         return agent
 
-    def _database(self) -> Database:
+    def _database(self) -> StoreBackend:
         assert self._db is not None, "the database is open only while the daemon runs"
         return self._db
 

@@ -116,7 +116,7 @@ def parse_level(spec: str) -> tuple[int, dict[str, int]]:
             raise ConfigError(f"log level {spec!r} is not understood: {what} {text!r} is not one of "
                               f"{', '.join(LEVELS[:-1])} or {LEVELS[-1]} (write LEVEL, or LEVEL,library=LEVEL "
                               "to see a library's lines too)")
-        return logging.getLevelName(text.upper())
+        return int(logging.getLevelName(text.upper()))
 
     libraries: dict[str, int] = {}
     for part in rest:
@@ -134,7 +134,8 @@ def configure(level: str, *, stream: TextIO | None = None, environ: Mapping[str,
 
     ``level`` is a :func:`parse_level` spec: troupe's own lines from that level up, other
     libraries' from INFO up (WARNING for the HTTP clients, which log every request) or from the
-    level named for them.
+    level named for them. The secret filters of the handlers replaced carry over to the new one
+    (a daemon that is running keeps its secrets out of the new output).
     """
     ours, libraries = parse_level(level)
     if handler is None:
@@ -143,6 +144,9 @@ def configure(level: str, *, stream: TextIO | None = None, environ: Mapping[str,
         handler.setFormatter(_AgentFormatter(journal=journal_stream(out, environ)))
     root = logging.getLogger()
     for old in list(root.handlers):
+        for kept in old.filters:
+            if isinstance(kept, redact.SecretFilter) and kept not in handler.filters:
+                handler.addFilter(kept)
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(max(ours, logging.INFO))
@@ -153,4 +157,3 @@ def configure(level: str, *, stream: TextIO | None = None, environ: Mapping[str,
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
     for name, library_level in libraries.items():
         logging.getLogger(name).setLevel(library_level)
-    redact.install()

@@ -52,7 +52,7 @@ from .prompt import ask
 from .settings import DaemonSettings
 
 if TYPE_CHECKING:
-    from .store import AgentStore, Database, Forgotten, MemoryExport
+    from .store import Forgotten, MemoryExport, Store, StoreBackend
     from .types import Entity, Memory
 
 __all__ = ["EXIT_NOT_FOUND", "add_parser", "run"]
@@ -158,13 +158,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _main(args: argparse.Namespace) -> int:
-    from .store import Database
+    from .store import backend_for
 
     path = args.db if args.db is not None else DaemonSettings().database
     if not Path(path).is_file():
         raise _Stop(EXIT_CONFIG, f"no database at {path}: point TROUPE_DB_PATH or TROUPE_DATA_DIR (or --db) at the "
                                  "daemon's database")
-    async with Database(path) as db:
+    async with backend_for(path) as db:
         command = args.memory_command
         if command == "list" and args.agent is None:
             return await _list_agents(db)
@@ -183,12 +183,12 @@ async def _main(args: argparse.Namespace) -> int:
 # -- finding the agent, the room, the person -------------------------------------------------------
 
 
-def _roster(db: Database) -> AgentStore:
+def _roster(db: StoreBackend) -> Store:
     """A store to read the cross-agent roster with (``get_agents`` ignores the store's agent)."""
     return db.for_agent("troupe:memory")
 
 
-async def _agent(db: Database, wanted: str) -> AgentStore:
+async def _agent(db: StoreBackend, wanted: str) -> Store:
     from .store import SHARED_KNOWLEDGE_ID
 
     agents = await _roster(db).get_agents()
@@ -207,7 +207,7 @@ async def _agent(db: Database, wanted: str) -> AgentStore:
     raise _Stop(EXIT_NOT_FOUND, f"no agent {wanted!r} in the database; known agents: {known}")
 
 
-async def _room(store: AgentStore, room_id: str | None) -> str | None:
+async def _room(store: Store, room_id: str | None) -> str | None:
     if room_id is None:
         return None
     room = await store.get_room(room_id.strip().lower())
@@ -221,7 +221,7 @@ def _label(entity: Entity) -> str:
     return f"{names} ({entity.id})"
 
 
-async def _entity(store: AgentStore, wanted: str | None) -> Entity | None:
+async def _entity(store: Store, wanted: str | None) -> Entity | None:
     if wanted is None:
         return None
     text = wanted.strip()
@@ -255,7 +255,7 @@ def _one_line(text: str, width: int = _TEXT_WIDTH) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-async def _names(store: AgentStore, memories: Sequence[Memory]) -> dict[str, str]:
+async def _names(store: Store, memories: Sequence[Memory]) -> dict[str, str]:
     ids = list(dict.fromkeys(m.entity_id for m in memories if m.entity_id))
     agent = await store.get_agent()
     names = {store.agent_id: agent.name if agent else "agent"}
@@ -264,7 +264,7 @@ async def _names(store: AgentStore, memories: Sequence[Memory]) -> dict[str, str
     return names
 
 
-async def _print_memories(store: AgentStore, memories: Sequence[Memory], as_json: bool) -> None:
+async def _print_memories(store: Store, memories: Sequence[Memory], as_json: bool) -> None:
     if as_json:
         print(json.dumps([_memory_json(m) for m in memories], ensure_ascii=False, indent=2))
         return
@@ -278,7 +278,7 @@ async def _print_memories(store: AgentStore, memories: Sequence[Memory], as_json
               f"{_one_line(str(m.content.get('text') or ''))}")
 
 
-async def _list_agents(db: Database) -> int:
+async def _list_agents(db: StoreBackend) -> int:
     from .store import SHARED_KNOWLEDGE_ID
 
     agents = await _roster(db).get_agents()
@@ -294,7 +294,7 @@ async def _list_agents(db: Database) -> int:
     return 0
 
 
-async def _list(store: AgentStore, args: argparse.Namespace) -> int:
+async def _list(store: Store, args: argparse.Namespace) -> int:
     room = await _room(store, args.room)
     entity = await _entity(store, args.entity)
     memories = await store.list_memories(tables=args.table, room_id=room, entity_id=entity.id if entity else None,
@@ -306,7 +306,7 @@ async def _list(store: AgentStore, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _show(store: AgentStore) -> int:
+async def _show(store: Store) -> int:
     agent = await store.get_agent()
     counts = await store.count_memories_by_table()
     print(f"{agent.name if agent else store.agent_id} ({store.agent_id})")
@@ -321,7 +321,7 @@ async def _show(store: AgentStore) -> int:
     return 0
 
 
-async def _search(store: AgentStore, args: argparse.Namespace) -> int:
+async def _search(store: Store, args: argparse.Namespace) -> int:
     room = await _room(store, args.room)
     entity = await _entity(store, args.entity)
     memories = await store.search_all_memories_by_text(
@@ -382,7 +382,7 @@ def _export_json(agent_id: str, agent_name: str, data: MemoryExport, scope: dict
     }
 
 
-async def _export(store: AgentStore, args: argparse.Namespace) -> int:
+async def _export(store: Store, args: argparse.Namespace) -> int:
     room = await _room(store, args.room)
     entity = await _entity(store, args.entity)
     data = await store.export_memories(room_id=room, entity_id=entity.id if entity else None)
@@ -432,7 +432,7 @@ async def _confirm(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-async def _forget(db: Database, store: AgentStore, args: argparse.Namespace) -> int:
+async def _forget(db: StoreBackend, store: Store, args: argparse.Namespace) -> int:
     from .store import KNOWLEDGE_TABLES
 
     agent = await store.get_agent()

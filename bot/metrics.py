@@ -24,7 +24,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 __all__ = [
     "Counter",
@@ -283,10 +283,10 @@ class Registry:
     """Families in the order they were created; :meth:`render` writes them all."""
 
     def __init__(self) -> None:
-        self._families: list[_Family | _Computed] = []
+        self._families: list[_Family[Any] | _Computed] = []
         self._names: set[str] = set()
 
-    def _add(self, family: _Family | _Computed) -> None:
+    def _add(self, family: _Family[Any] | _Computed) -> None:
         if family.name in self._names:
             raise ValueError(f"metric {family.name} is already registered")
         self._names.add(family.name)

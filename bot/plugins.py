@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
 
-__all__ = ["BUILTIN", "PluginMeta", "available", "resolve"]
+__all__ = ["BUILTIN", "PluginMeta", "available", "for_model_provider", "model_plugin", "resolve"]
 
 _log = logging.getLogger(__name__)
 
@@ -46,6 +46,14 @@ class PluginMeta:
     """Settings without which it cannot start for a character (a platform's bot token)."""
     interactive: bool = False
     """A platform that talks to the terminal (``troupe chat``), never started by the daemon."""
+    models: bool = False
+    """It serves the models every agent needs to think; the first such plugin (by name) is added
+    to a character that lists none."""
+    model_providers: dict[str, str | None] = field(default_factory=dict)
+    """elizaOS ``modelProvider`` values it serves, each with the preset it selects (or ``None``)."""
+    models_hint: str = ""
+    """Which models it serves and how to reach them ("any OpenAI-compatible endpoint: set …"),
+    for a file that asks for a model plugin troupe lacks."""
 
 
 @cache
@@ -83,3 +91,24 @@ def resolve(name: str) -> tuple[PluginMeta, str | None] | None:
     resolved here; callers skip them.
     """
     return _by_alias().get(name.strip().lower())
+
+
+def model_plugin() -> PluginMeta:
+    """The plugin that serves models to an agent whose file names none.
+
+    Raises:
+        LookupError: no installed plugin serves models (a broken installation).
+    """
+    for meta in available().values():
+        if meta.models:
+            return meta
+    raise LookupError("no installed troupe plugin serves models; reinstall troupe")
+
+
+def for_model_provider(value: str) -> tuple[PluginMeta, str | None] | None:
+    """The plugin serving an elizaOS ``modelProvider`` value, and the preset it selects."""
+    wanted = value.strip().lower()
+    for meta in available().values():
+        if wanted in meta.model_providers:
+            return meta, meta.model_providers[wanted]
+    return None

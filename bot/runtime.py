@@ -33,9 +33,9 @@ from .lifecycle import RuntimeState
 from .links import Links
 from .metrics import Metrics
 from .models import ModelType, model_type
-from .redact import register_secret
 from .settings import character_setting
-from .store import AgentStore
+from .shared import Shared
+from .store import Store
 from .types import ChannelType, Entity, Memory, Room, Task, now_ms
 
 __all__ = ["AgentRuntime", "RuntimeState"]
@@ -70,12 +70,14 @@ class AgentRuntime:
         model_preset: ``ollama``/``openrouter`` when the file selects one.
         rng: randomness for prompt sampling; seed it for byte-identical prompts in tests.
         metrics: the daemon's metrics (a private set when not given).
+        shared: what the daemon's agents share (its secrets, the platforms' shared objects);
+            its own when not given.
     """
 
     def __init__(
         self,
         character: Character,
-        store: AgentStore,
+        store: Store,
         *,
         environ: Mapping[str, str],
         plugins: Iterable[str] = (),
@@ -83,6 +85,7 @@ class AgentRuntime:
         rng: random.Random | None = None,
         clock: Callable[[], int] = now_ms,
         metrics: Metrics | None = None,
+        shared: Shared | None = None,
     ) -> None:
         self.character = character
         self.agent_id = character.agent_id
@@ -108,6 +111,7 @@ class AgentRuntime:
         self._state_cache: OrderedDict[str, State] = OrderedDict()
         self._closing: asyncio.Task[None] | None = None
         self.metrics = metrics if metrics is not None else Metrics()
+        self.shared = shared if shared is not None else Shared()
         self.links = Links()
         self.accepting = True  # False once draining: new messages are refused
         self._in_flight = 0
@@ -117,7 +121,7 @@ class AgentRuntime:
         for key in character.secret_keys():
             secret = character.secret(key)
             if secret is not None:
-                register_secret(secret.get_secret_value())
+                self.shared.secrets.add(secret.get_secret_value())
 
     def __repr__(self) -> str:
         return f"<AgentRuntime {self.character.name} ({self.agent_id}) {self.state.value}>"
@@ -374,9 +378,10 @@ class AgentRuntime:
         if provider is not None:
             entries = [e for e in entries if e.provider == provider]
         if not entries:
+            models = plugin_registry.model_plugin()
             raise ModelError(
                 f"no model serves {kind.value}; add a model plugin such as "
-                '"@elizaos/plugin-openai" to the character\'s plugins',
+                f'"{(*models.aliases, models.name)[0]}" to the character\'s plugins',
                 provider=provider, model_type=kind.value,
                 agent=self.character.name,
             )

@@ -14,7 +14,7 @@ _LAYOUTS = {1: "mono", 2: "stereo"}
 
 def layout_name(channels: int) -> str | av.AudioLayout:
     """The PyAV layout for ``channels`` interleaved channels."""
-    return _LAYOUTS.get(channels) or av.AudioLayout(channels)
+    return _LAYOUTS.get(channels) or av.AudioLayout(f"{channels}c")
 
 
 def frame_from_pcm(pcm: bytes, fmt: PcmFormat) -> av.AudioFrame:

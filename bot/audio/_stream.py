@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 import re
 import struct
+from typing import Any
 
 import av
+from av.audio.codeccontext import AudioCodecContext
 
 from bot.audio._decode import decode_audio
 from bot.audio._errors import AudioError
@@ -149,7 +151,7 @@ class _Mp3Source(_Source):
         pcm += self._decode([None])
         return pcm + self._resampler.flush()
 
-    def _decode(self, packets: list[av.Packet] | list[None]) -> bytes:
+    def _decode(self, packets: list[av.Packet[Any]] | list[None]) -> bytes:
         pieces = []
         for packet in packets:
             if self._first_packet and packet is not None:
@@ -230,7 +232,7 @@ class _OggOpusSource(_Source):
         self._reader = OggPacketReader()
         self._head: OpusHead | None = None
         self._tags_seen = False
-        self._codec: av.CodecContext | None = None
+        self._codec: AudioCodecContext | None = None
         self._resampler: Resampler | None = None
         self._skip = 0
 
@@ -253,6 +255,7 @@ class _OggOpusSource(_Source):
                     f"(mapping family {self._head.mapping_family}); only mono and stereo"
                 )
             codec = av.CodecContext.create("libopus", "r")
+            assert isinstance(codec, AudioCodecContext)
             codec.sample_rate = 48000
             codec.layout = "mono" if self._head.channels == 1 else "stereo"
             self._codec = codec

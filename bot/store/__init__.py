@@ -1,8 +1,11 @@
 """Storage: one SQLite file (WAL, one writer) shared by every agent, with sqlite-vec and FTS5.
 
+Code outside this package uses the protocols only: ``StoreBackend`` (the database) and ``Store``
+(one agent's view of it); ``backend_for`` picks the implementation.
+
 ::
 
-    async with Database("data/troupe.db") as db:
+    async with backend_for("data/troupe.db") as db:   # a StoreBackend
         store = db.for_agent(agent_id)          # a Store: everything scoped to that agent
         await store.create_memory(memory, "messages")
         hits = await store.search_memories(vector, "messages", room_id=room_id, count=10)
@@ -10,13 +13,23 @@
 
 from __future__ import annotations
 
+import os
+
 from bot.store._database import Database
-from bot.store._knowledge import SHARED_KNOWLEDGE_ID, KnowledgeDocument, KnowledgeSourceRecord
 from bot.store._memories import DEDUP_THRESHOLD, fts_query
 from bot.store._migrations import SCHEMA_VERSION
-from bot.store._protocol import JSONValue, Store
-from bot.store._retention import DERIVED_TABLES, KNOWLEDGE_TABLES, Forgotten, MemoryExport, Participation
+from bot.store._protocol import JSONValue, Store, StoreBackend
 from bot.store._sqlite import AgentStore
+from bot.store._values import (
+    DERIVED_TABLES,
+    KNOWLEDGE_TABLES,
+    SHARED_KNOWLEDGE_ID,
+    Forgotten,
+    KnowledgeDocument,
+    KnowledgeSourceRecord,
+    MemoryExport,
+    Participation,
+)
 from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, DIMENSION_MAP
 
 __all__ = [
@@ -36,10 +49,18 @@ __all__ = [
     "SCHEMA_VERSION",
     "SHARED_KNOWLEDGE_ID",
     "Store",
+    "StoreBackend",
+    "backend_for",
     "fts_query",
 ]
 
+
+def backend_for(location: str | os.PathLike[str]) -> StoreBackend:
+    """The storage backend at ``location``, not open yet: SQLite, a file path or ``":memory:"``."""
+    return Database(location)
+
+
 # Tracebacks and reprs show the public path (httpx does the same).
-for _name in ("AgentStore", "Database", "Store"):
+for _name in ("AgentStore", "Database", "Store", "StoreBackend"):
     globals()[_name].__module__ = __name__
 del _name

@@ -36,30 +36,26 @@ import asyncio
 import json
 import logging
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from bot.ids import string_to_uuid
 from bot.store._memories import _MEMORY_COLUMNS, fts_query
 from bot.store._rows import dumps, row_to_memory
 from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
+from bot.store._values import SHARED_KNOWLEDGE_ID, KnowledgeDocument, KnowledgeSourceRecord
 from bot.store._vectors import DIMENSION_MAP, check_dimension, encode_vector
 from bot.types import Memory, now_ms
 
 __all__ = [
     "DOCUMENTS",
     "FRAGMENTS",
-    "SHARED_KNOWLEDGE_ID",
-    "KnowledgeDocument",
     "KnowledgeMixin",
-    "KnowledgeSourceRecord",
     "fragment_id",
 ]
 
 _log = logging.getLogger(__name__)
 
-#: The scope (an ``agents`` row) of knowledge every agent sees.
-SHARED_KNOWLEDGE_ID = string_to_uuid("troupe:shared-knowledge")
 _SHARED_NAME = "Shared knowledge"
 #: Memory table (``memories.type``) of whole documents and of their fragments (upstream's names).
 DOCUMENTS = "documents"
@@ -68,28 +64,6 @@ FRAGMENTS = "knowledge"
 _ENCODE_INLINE = 16
 # What a knowledge write may change, for shared reads (Database.write).
 _TABLES = ("memories", "embeddings", "memories_fts", "knowledge_sources", "agents")
-
-
-@dataclass(frozen=True, slots=True)
-class KnowledgeSourceRecord:
-    """Where one document came from: a file or an inline fact, as last ingested."""
-
-    source: str
-    """``file:<absolute path>`` or ``text:<sha256>``."""
-    document_id: str
-    content_hash: str
-    size: int | None = None
-    mtime_ns: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class KnowledgeDocument:
-    """A document to store: its id, its title, metadata, and the text of each fragment in order."""
-
-    id: str
-    title: str
-    fragments: Sequence[str]
-    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 class KnowledgeMixin(AgentScoped):
@@ -104,6 +78,14 @@ class KnowledgeMixin(AgentScoped):
     def knowledge_scopes(self) -> tuple[str, str]:
         """The scopes this agent's knowledge searches read: its own, then the shared one."""
         return (self._agent_id, SHARED_KNOWLEDGE_ID)
+
+    def lock_shared_knowledge(self) -> AbstractAsyncContextManager[None]:
+        """``async with store.lock_shared_knowledge():`` a turn at writing the shared scope.
+
+        Agents take turns there (plugins/knowledge), so a shared document is stored and embedded
+        once and not by two agents at the same time. Shared by every store of the database.
+        """
+        return self._db.shared_knowledge_lock
 
     # -- sources -------------------------------------------------------------------------------
 

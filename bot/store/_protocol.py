@@ -1,16 +1,20 @@
-"""``Store``: what the runtime, adapters and plugins may ask of storage, as one agent sees it.
+"""``Store`` and ``StoreBackend``: all that code outside ``bot.store`` may ask of storage.
 
-The SQLite :class:`~bot.store.AgentStore` implements it today; a PostgreSQL backend would too.
-Every method is scoped to :attr:`Store.agent_id` (see the implementation's module docstring for
-the few deliberate cross-agent reads). Semantics follow reference/data.md §2–§3.
+``Store`` is storage as one agent sees it; ``StoreBackend`` is the whole database, opened once
+per process, that hands out one ``Store`` per agent. The SQLite :class:`~bot.store.Database` and
+:class:`~bot.store.AgentStore` implement them today; a PostgreSQL backend would too, and must
+pass tests/bot/store/contract unchanged. Nothing outside ``bot.store`` sees a connection or SQL.
+Every ``Store`` method is scoped to :attr:`Store.agent_id` (see the implementation's module
+docstring for the few deliberate cross-agent reads). Semantics follow reference/data.md §2–§3.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Collection, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from typing import Any, Protocol, Self, runtime_checkable
 
-from bot.store._retention import Forgotten, MemoryExport
+from bot.store._values import Forgotten, KnowledgeDocument, KnowledgeSourceRecord, MemoryExport
 from bot.types import (
     AgentRecord,
     Claim,
@@ -26,7 +30,7 @@ from bot.types import (
     World,
 )
 
-__all__ = ["JSONValue", "Store"]
+__all__ = ["JSONValue", "Store", "StoreBackend"]
 
 #: Any value ``json.dumps`` accepts: what the cache stores.
 JSONValue = str | int | float | bool | None | list[Any] | dict[str, Any]
@@ -34,10 +38,14 @@ JSONValue = str | int | float | bool | None | list[Any] | dict[str, Any]
 
 @runtime_checkable
 class Store(Protocol):
-    """Agent-scoped storage. All methods are coroutines; see AgentStore for each one's contract."""
+    """Agent-scoped storage. Methods are coroutines but for ``queue_log`` and the two context
+    managers; see AgentStore for each one's contract."""
 
     @property
     def agent_id(self) -> str: ...
+
+    # one unit of work (one message): identical reads share one query until a write
+    def shared_reads(self) -> AbstractContextManager[None]: ...
 
     # agents
     async def create_agent(self, agent: AgentRecord) -> bool: ...
@@ -179,6 +187,7 @@ class Store(Protocol):
 
     # logs
     async def log(self, body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> str: ...
+    def queue_log(self, body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> str: ...
     async def get_logs(
         self,
         *,
@@ -242,3 +251,42 @@ class Store(Protocol):
     async def forget_entity(self, entity_id: str, *, dry_run: bool = False) -> Forgotten: ...
     async def forget_all(self, *, dry_run: bool = False, knowledge: bool = False) -> Forgotten: ...
     async def forget_knowledge(self, *, dry_run: bool = False) -> Forgotten: ...
+
+    # knowledge: the agent's own scope and the shared one
+    @property
+    def knowledge_scopes(self) -> tuple[str, str]: ...
+    def lock_shared_knowledge(self) -> AbstractAsyncContextManager[None]: ...
+    async def get_knowledge_sources(self, *, shared: bool = False) -> dict[str, KnowledgeSourceRecord]: ...
+    async def has_knowledge_document(self, document_id: str, *, shared: bool = False) -> bool: ...
+    async def put_knowledge_document(
+        self, document: KnowledgeDocument | None, source: KnowledgeSourceRecord, *, shared: bool = False
+    ) -> None: ...
+    async def forget_knowledge_sources(self, sources: Collection[str], *, shared: bool = False) -> int: ...
+    async def knowledge_fragments_without_vectors(
+        self, dim: int, *, shared: bool = False, limit: int | None = None
+    ) -> list[str]: ...
+    async def get_knowledge_texts(self, fragment_ids: Sequence[str]) -> dict[str, str]: ...
+    async def set_knowledge_vectors(self, vectors: Sequence[tuple[str, Sequence[float]]]) -> int: ...
+    async def count_knowledge(self) -> tuple[int, int]: ...
+    async def has_knowledge(self) -> bool: ...
+    async def search_knowledge(
+        self, embedding: Sequence[float], *, count: int = 20, match_threshold: float | None = None
+    ) -> list[Memory]: ...
+    async def search_knowledge_by_text(self, query: str, *, count: int = 20) -> list[Memory]: ...
+
+
+@runtime_checkable
+class StoreBackend(Protocol):
+    """The whole database, shared by every agent: open it once (``async with``), then
+    :meth:`for_agent` gives each agent its :class:`Store`. See Database for each one's contract."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def is_open(self) -> bool: ...
+    async def open(self) -> None: ...
+    async def close(self) -> None: ...
+    async def __aenter__(self) -> Self: ...
+    async def __aexit__(self, *exc_info: object) -> None: ...
+    def for_agent(self, agent_id: str) -> Store: ...
+    async def checkpoint(self) -> bool: ...

@@ -27,11 +27,11 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from bot.store._connect import Row
-from bot.store._knowledge import DOCUMENTS, FRAGMENTS, SHARED_KNOWLEDGE_ID
+from bot.store._knowledge import DOCUMENTS, FRAGMENTS
 from bot.store._memories import MemoriesMixin, fts_query
 from bot.store._rows import (
     dumps,
@@ -44,17 +44,11 @@ from bot.store._rows import (
     row_to_world,
 )
 from bot.store._scoped import json_list, new_id, validate_count
+from bot.store._values import DERIVED_TABLES, KNOWLEDGE_TABLES, SHARED_KNOWLEDGE_ID, Forgotten, MemoryExport, Participation
 from bot.store._vectors import encode_vector
-from bot.types import Entity, Memory, Relationship, Room, RoomState, World, now_ms
+from bot.types import Memory, Room, RoomState, now_ms
 
-__all__ = ["DERIVED_TABLES", "KNOWLEDGE_TABLES", "Forgotten", "MemoryExport", "Participation", "RetentionMixin"]
-
-#: Memory tables learned from conversations and about people: a forgotten person's name in their
-#: text is enough to remove them.
-DERIVED_TABLES = ("facts", "summaries")
-#: Memory tables holding the character's own knowledge (documents and their fragments): they are
-#: not memories of anyone; ``forget_all`` keeps them unless asked (``forget_knowledge``).
-KNOWLEDGE_TABLES = ("documents", "fragments", "knowledge")
+__all__ = ["RetentionMixin"]
 
 _MESSAGES = "messages"
 _DM_TYPES = ("DM", "VOICE_DM")
@@ -67,46 +61,6 @@ _MEMORY_COLUMNS = (
 )
 # The ids a memory is about besides its author: summaries and facts list them in metadata.
 _ABOUT = "EXISTS (SELECT 1 FROM json_each(m.metadata, '$.entityIds') a WHERE a.value = ?)"
-
-
-@dataclass(slots=True)
-class Forgotten:
-    """What a forget removed (or, on a dry run, would remove)."""
-
-    memories: dict[str, int] = field(default_factory=dict)
-    """Memories deleted, by memory table (``messages``, ``facts``, ``summaries`` …)."""
-    rows: dict[str, int] = field(default_factory=dict)
-    """Other rows deleted, by database table (``entities``, ``embeddings``, ``relationships`` …)."""
-    edited: dict[str, int] = field(default_factory=dict)
-    """Rows kept but with the forgotten id scrubbed out of their JSON, by database table."""
-
-    @property
-    def total(self) -> int:
-        """Every row deleted or edited."""
-        return sum(self.memories.values()) + sum(self.rows.values()) + sum(self.edited.values())
-
-
-@dataclass(slots=True)
-class Participation:
-    """An entity taking part in a room, with the agent's FOLLOWED/MUTED state there."""
-
-    entity_id: str
-    room_id: str
-    state: RoomState | None = None
-
-
-@dataclass(slots=True)
-class MemoryExport:
-    """Everything an agent stores about a scope (all, one room, one person), without vectors."""
-
-    worlds: list[World] = field(default_factory=list)
-    rooms: list[Room] = field(default_factory=list)
-    entities: list[Entity] = field(default_factory=list)
-    """With their components."""
-    participants: list[Participation] = field(default_factory=list)
-    memories: list[Memory] = field(default_factory=list)
-    """Oldest first; ``embedding`` is never set."""
-    relationships: list[Relationship] = field(default_factory=list)
 
 
 class _DryRun(Exception):

@@ -6,6 +6,7 @@ import json
 import logging
 import uuid
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # Database builds AgentStore, which builds on this module
@@ -53,8 +54,16 @@ class AgentScoped:
 
     @property
     def database(self) -> Database:
-        """The shared database behind this store."""
+        """The shared SQLite database behind this store: for the backend's own tests, not in ``Store``."""
         return self._db
+
+    def shared_reads(self) -> AbstractContextManager[None]:
+        """``with store.shared_reads():`` one unit of work (handling one message): within the block,
+        and in tasks started inside it, identical reads of rooms, worlds and room state
+        share one query, including one still in flight; a write that may have changed what was
+        read ends the sharing, so no read returns rows older than troupe's last write. Nested
+        blocks join the outermost one. Costs nothing outside the reads it saves."""
+        return self._db.shared_reads()
 
     def _fail(self, what: str, exc: Exception) -> bool:
         # Row contents never go into logs; the driver's message names only the constraint.

@@ -19,9 +19,9 @@ from bot.errors import reason_for
 __all__ = ["ConversationLog", "reason"]
 
 
-def reason(record: logging.LogRecord, agent: str = "") -> str:
+def reason(record: logging.LogRecord, agent: str = "", scrub: Callable[[str], str] = str) -> str:
     """The record as one line: the error it carries if any (that is the cause), else its
-    message; no traceback, no ``agent:`` prefix, secrets scrubbed."""
+    message; no traceback, no ``agent:`` prefix, secrets ``scrub``bed."""
     error = next((arg for arg in record.args or () if isinstance(arg, BaseException)), None) \
         if isinstance(record.args, tuple) else None
     if error is None and record.exc_info and record.exc_info[1] is not None:
@@ -30,7 +30,7 @@ def reason(record: logging.LogRecord, agent: str = "") -> str:
     text = " ".join(text.split())  # one line, whatever the message held
     while agent and text.startswith(f"{agent}: "):
         text = text[len(agent) + 2 :]
-    return redact.scrub(text)
+    return scrub(text)
 
 
 class ConversationLog(logging.Handler):
@@ -44,7 +44,8 @@ class ConversationLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            line = reason(record, self.agent)
+            # The secret filters on this handler: the error shown is more than the record's message.
+            line = reason(record, self.agent, lambda text: redact.scrub_for(self, text))
         except Exception:  # noqa: BLE001 -- logging must never break the conversation
             self.handleError(record)
             return
@@ -56,7 +57,8 @@ class ConversationLog(logging.Handler):
     @contextlib.contextmanager
     def turn(self) -> Iterator[list[str]]:
         """Keep the problems logged inside the block in the list it yields, instead of showing them."""
-        self._turn = problems = []
+        problems: list[str] = []
+        self._turn = problems
         try:
             yield problems
         finally:

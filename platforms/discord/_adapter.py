@@ -61,7 +61,13 @@ _DRAIN_TIMEOUT_S = 10.0
 _MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 _PORTAL = "https://discord.com/developers/applications"
 _PERMISSIONS = 380141685824  # read/send messages and threads, reactions, files, history, voice
-_tokens = TokenClaims("DISCORD_API_TOKEN", "one application per character in the Developer Portal")
+
+
+class DiscordTokens(TokenClaims):
+    """The Discord bot tokens a daemon's characters use (``runtime.shared.one(DiscordTokens)``)."""
+
+    def __init__(self) -> None:
+        super().__init__("DISCORD_API_TOKEN", "one application per character in the Developer Portal")
 
 
 def base_intents() -> discord.Intents:
@@ -141,6 +147,7 @@ class DiscordAdapter:
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
         self._worlds: set[int] = set()
+        self._tokens = runtime.shared.one(DiscordTokens)  # the bots of this daemon's other characters
         self.connections = Connections(runtime, SOURCE)
         self.voice = VoiceManager(self)
         self._admins_seen: set[tuple[int, int]] = set()
@@ -159,7 +166,7 @@ class DiscordAdapter:
                 Content intent is not enabled for this bot (the message says where to enable it).
         """
         token = self.config.token.get_secret_value()
-        _tokens.claim(token, self.name)
+        self._tokens.claim(token, self.name)
         try:
             await self._connect(token)
         except BaseException:
@@ -230,7 +237,7 @@ class DiscordAdapter:
         """Disconnect, then let messages being answered finish (up to a limit) before the
         runtime and its database go away."""
         self.runtime.unregister_service(SOURCE)
-        _tokens.release(self.config.token.get_secret_value(), self.name)
+        self._tokens.release(self.config.token.get_secret_value(), self.name)
         await self.voice.close()
         if self.client is not None and not self.client.is_closed():
             await self.client.close()

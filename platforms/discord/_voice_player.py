@@ -36,6 +36,11 @@ _END = b""
 _LINGER_S = 0.4  # after the last sentence, keep the stream open this long for the next one
 
 
+def _encode(encoder: OpusEncoder, decoder: StreamDecoder, chunk: bytes) -> list[bytes]:
+    """One chunk of the speech stream as Opus frames (run in a thread)."""
+    return encoder.encode(decoder.feed(chunk))
+
+
 class _QueuedOpus(discord.AudioSource):
     """Opus frames from a queue, for discord.py's player thread; silence while more is coming."""
 
@@ -152,7 +157,7 @@ class SpeechPlayer:
                 if generation != self._generation:
                     return  # stopped (barge-in) while this sentence was arriving
                 # Decoding and Opus encoding cost about 0.2 ms per 20 ms of audio: off the loop.
-                frames = await asyncio.to_thread(lambda c=chunk: encoder.encode(decoder.feed(c)))
+                frames = await asyncio.to_thread(_encode, encoder, decoder, chunk)
                 if generation != self._generation:
                     return  # stopped while encoding: this audio must not play after the interruption
                 await self._queue(frames)

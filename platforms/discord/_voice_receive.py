@@ -194,17 +194,17 @@ class VoiceReceiver:
         except ValueError:
             self.dropped += 1
             return
-        frame = self._undo_dave(conn, user, frame)
-        if frame is None:
+        clear = self._undo_dave(conn, user, frame)
+        if clear is None:
             return
         self.packets += 1
         decoder = self._decoders.setdefault(packet.ssrc, OpusDecoder())
         try:
-            pcm = decoder.decode(frame) if frame != _SILENCE_FRAME else decoder.decode_missing()
+            pcm = decoder.decode(clear) if clear != _SILENCE_FRAME else decoder.decode_missing()
         except AudioError:
             self.dropped += 1
             return
-        if self.on_voice is not None and frame != _SILENCE_FRAME:
+        if self.on_voice is not None and clear != _SILENCE_FRAME:
             self.on_voice(user, frame_level_db(pcm))
         utterance = self.segmenter.push(user, pcm, now)
         if utterance is not None:

@@ -56,7 +56,7 @@ from ._mapping import (
     world_id,
 )
 from ._outbound import send_text, send_voice
-from ._relay import relay
+from ._relay import Relay
 from ._voice import speakable, speech_audio, spoken_media, voice_note
 
 if TYPE_CHECKING:
@@ -79,7 +79,13 @@ _PROBE_TIMEOUT_S = 15.0
 # conflict that keeps coming back means another process really uses the token.
 _CONFLICTS_TO_STOP = 3
 _CONFLICT_WINDOW_S = 120.0
-_tokens = TokenClaims("TELEGRAM_BOT_TOKEN", "create one per character with @BotFather")
+
+
+class TelegramTokens(TokenClaims):
+    """The Telegram bot tokens a daemon's characters use (``runtime.shared.one(TelegramTokens)``)."""
+
+    def __init__(self) -> None:
+        super().__init__("TELEGRAM_BOT_TOKEN", "create one per character with @BotFather")
 
 
 class TelegramAdapter:
@@ -99,6 +105,8 @@ class TelegramAdapter:
         self._conflicts: list[float] = []
         self._watching: asyncio.Task[None] | None = None
         self._closed = False
+        self._relay = runtime.shared.one(Relay)  # this daemon's other Telegram characters
+        self._tokens = runtime.shared.one(TelegramTokens)  # the bots of this daemon's other characters
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -109,7 +117,7 @@ class TelegramAdapter:
             ConfigError: the token was refused, or another character uses it.
         """
         token = self.config.token.get_secret_value()
-        _tokens.claim(token, self.name)
+        self._tokens.claim(token, self.name)
         try:
             await self._connect(token)
         except BaseException:
@@ -121,7 +129,7 @@ class TelegramAdapter:
         self.runtime.on_drain(self._stop_polling)
         if self.runtime.get_service(SOURCE) is None:
             self.runtime.register_service(SOURCE, self)
-        relay.join(self)
+        self._relay.join(self)
         _log.info("%s: online on Telegram as @%s", self.name, self.username)
 
     async def _connect(self, token: str) -> None:
@@ -153,9 +161,9 @@ class TelegramAdapter:
         if self._closed:
             return
         self._closed = True
-        relay.leave(self)
+        self._relay.leave(self)
         self.runtime.unregister_service(SOURCE)
-        _tokens.release(self.config.token.get_secret_value(), self.name)
+        self._tokens.release(self.config.token.get_secret_value(), self.name)
         app = self.app
         if app is None:
             return
@@ -504,9 +512,9 @@ class TelegramAdapter:
             sent = await send_text(self.app.bot, chat_id, text, reply_to=reply_to, thread_id=thread_id,
                                    deadline_s=self.config.send_deadline)
         except PartlySent as exc:
-            relay.deliver(self, exc.sent)  # the other characters saw that much too
+            self._relay.deliver(self, exc.sent)  # the other characters saw that much too
             raise
-        relay.deliver(self, sent)
+        self._relay.deliver(self, sent)
         return sent
 
     async def _send_reply(self, chat_id: int, text: str, *, reply_to: int | None, thread_id: int | None,

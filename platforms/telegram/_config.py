@@ -65,7 +65,7 @@ def _voice_replies(agent: str, raw: str | None) -> str:
     return value
 
 
-def read_config(get_setting, agent: str) -> TelegramConfig:  # type: ignore[no-untyped-def]
+def read_config(get_setting, agent: str) -> TelegramConfig:
     """The agent's Telegram configuration.
 
     Raises:

@@ -10,6 +10,7 @@ across chats: ``unique_uuid(agent, "telegram:chat:<id>")``, ``…:room:<chat>[:<
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from bot.ids import unique_uuid
@@ -89,7 +90,7 @@ def _chat_name(chat: Any) -> str:
     return repair_text(f"Chat with {person or 'Unknown User'}")
 
 
-def world_for_chat(agent_id: str, chat: Any, *, owner_id: int | None = None, admin_ids: list[int] = ()) -> World:
+def world_for_chat(agent_id: str, chat: Any, *, owner_id: int | None = None, admin_ids: Sequence[int] = ()) -> World:
     """A chat as a world: the creator is OWNER, administrators ADMIN (in a DM, the person is OWNER)."""
     roles = {entity_id(agent_id, a): Role.ADMIN.value for a in admin_ids}
     metadata: dict[str, Any] = {"roles": roles, "chatType": str(chat.type)}
@@ -157,11 +158,11 @@ def memory_for_message(agent_id: str, message: Any, *, bot_id: int, bot_username
     room = room_for_message(agent_id, message)
     reply = getattr(message, "reply_to_message", None)
     # In a forum, every message "replies" to the topic's first message: that is not a reply.
-    real_reply = reply is not None and not (is_topic(message) and reply.message_id == message.message_thread_id)
+    quoted = None if reply is None or (is_topic(message) and reply.message_id == message.message_thread_id) else reply
     content: dict[str, Any] = {"text": message_text(message), "source": SOURCE,
                                "channelType": channel_type(chat).value}
-    if real_reply:
-        content["inReplyTo"] = message_id(agent_id, chat.id, reply.message_id)
+    if quoted is not None:
+        content["inReplyTo"] = message_id(agent_id, chat.id, quoted.message_id)
     return Memory(
         id=message_id(agent_id, chat.id, message.message_id),
         entity_id=entity_id(agent_id, sender.id),
@@ -176,7 +177,7 @@ def memory_for_message(agent_id: str, message: Any, *, bot_id: int, bot_username
             "entityUserName": sender.username,
             "authorIsBot": bool(sender.is_bot),
             "isMention": _mentions_bot(message, bot_id, bot_username),
-            "isReply": bool(real_reply and reply.from_user is not None and reply.from_user.id == bot_id),
+            "isReply": quoted is not None and quoted.from_user is not None and quoted.from_user.id == bot_id,
             SOURCE: {"chatId": str(chat.id), "chatType": str(chat.type), "messageId": message.message_id,
                      "userId": str(sender.id), "threadId": message.message_thread_id if is_topic(message) else None},
         },

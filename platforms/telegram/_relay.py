@@ -3,7 +3,8 @@
 Telegram never delivers one bot's group messages to another bot. When one character sends a
 message in a chat where others of this daemon's characters are members, the relay hands that
 message to each of them, as if Telegram had delivered it; from there it is an ordinary message
-from a bot, so the loop guard applies.
+from a bot, so the loop guard applies. Each daemon has one relay (``runtime.shared.one(Relay)``):
+it never hands a message to another daemon's characters.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from telegram import Message
 if TYPE_CHECKING:
     from ._adapter import TelegramAdapter
 
-__all__ = ["relay"]
+__all__ = ["Relay"]
 
 _log = logging.getLogger(__name__)
 
 
 class Relay:
+    """The Telegram characters of one daemon, by bot."""
+
     def __init__(self) -> None:
         self._adapters: dict[int, TelegramAdapter] = {}  # by bot user id
 
@@ -52,7 +55,3 @@ class Relay:
             raise
         except Exception:
             _log.exception("%s: could not take a relayed Telegram message", adapter.name)
-
-
-#: The daemon's one relay: every Telegram character of the process joins it.
-relay = Relay()

@@ -144,9 +144,9 @@ async def process_attachments(runtime: AgentRuntime, message: Memory, fetch: Att
     attachments = message.content.get("attachments")
     if not isinstance(attachments, list) or not attachments:
         return False
-    todo = []
+    todo: list[tuple[dict[str, Any], str]] = []
     for item in attachments[:_MAX_ATTACHMENTS]:
-        if isinstance(item, dict) and _needs_work(item, kind := attachment_kind(item)):
+        if isinstance(item, dict) and (kind := attachment_kind(item)) is not None and _needs_work(item, kind):
             todo.append((item, kind))
     if not todo:
         return False

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from bot.events import EventType
 from bot.types import Memory, now_ms
 
-from ._embedding import embed_later
+from ._embedding import embeddings
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -60,7 +60,7 @@ async def on_message_updated(runtime: AgentRuntime, payload: dict[str, Any]) -> 
     await runtime.store.update_memory(edited.id, content=content, metadata=metadata)
     text = str(content.get("text") or "")
     if text != stored.content.get("text"):
-        embed_later(runtime, edited.id, text)
+        embeddings(runtime).embed_later(edited.id, text)
 
 
 async def on_message_deleted(runtime: AgentRuntime, payload: dict[str, Any]) -> None:

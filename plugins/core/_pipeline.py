@@ -32,7 +32,7 @@ from bot.types import ChannelType, Claim, Entity, Handling, Memory, Room, now_ms
 
 from ._attachments import AttachmentFetcher, process_attachments
 from ._delivery import Delivery, bound_text, max_reply_chars
-from ._embedding import embed_later
+from ._embedding import embeddings
 from ._gate import Decision, Verdict, decide
 from ._parse import parse_response
 from ._recovery import recover, wait_for_link
@@ -216,7 +216,7 @@ class MessagePipeline:
             # The gate, the providers and the action validators read the same room, world and
             # room state: within this message, identical reads share one query until a write.
             async with asyncio.timeout(timeout):
-                with rt.store.database.shared_reads():
+                with rt.store.shared_reads():
                     outcome = await self._handle(message, delivery, fetch, on_responding, on_reply_text, recovered)
         except TimeoutError:
             _log.warning("%s: gave up on a message in room %s after %.0f s", rt.character.name, message.room_id, timeout)
@@ -364,7 +364,7 @@ class MessagePipeline:
                 raise
             message.id = await store.create_memory(message, MESSAGES)
         if message.embedding is None:
-            embed_later(self.runtime, message.id, str(message.content.get("text") or ""))
+            embeddings(self.runtime).embed_later(message.id, str(message.content.get("text") or ""))
 
     async def _restore_references(self, message: Memory) -> bool:
         """Write the room and the sender of ``message`` again when the store no longer has them;

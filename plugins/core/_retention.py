@@ -133,7 +133,8 @@ def _text(memory: Memory) -> str:
 
 def _fit(lines: list[tuple[Memory, str]]) -> list[tuple[Memory, str]]:
     """The first lines (at least one) within the prompt's budget."""
-    kept, used = [], 0
+    kept: list[tuple[Memory, str]] = []
+    used = 0
     for memory, line in lines:
         if kept and used + len(line) > _PROMPT_CHARS:
             break

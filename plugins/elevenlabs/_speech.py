@@ -150,7 +150,7 @@ class ElevenLabsSpeech:
 
         def request() -> AsyncGenerator[bytes, None]:
             speak = self._client.text_to_speech.stream if streaming else self._client.text_to_speech.convert
-            return speak(  # type: ignore[return-value]  # both are async generator functions
+            return speak(  # both are async generator functions
                 voice_id,
                 text=text,
                 model_id=self.config.model_id,

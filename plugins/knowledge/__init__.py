@@ -37,6 +37,7 @@ meta = PluginMeta(
     description="answers from the character's facts, files and folders (character.knowledge, KNOWLEDGE_PATH)",
     aliases=("@elizaos/plugin-knowledge",),
     always=True,
+    depends=("core",),  # searches with the message's vector that core offers (MESSAGE_VECTORS)
 )
 
 

@@ -191,9 +191,9 @@ def _pdf_text(data: bytes) -> str:
         if reader.is_encrypted:
             try:
                 # Many PDFs are encrypted with an owner password only and open with an empty one.
-                opened = reader.decrypt("")
+                opened = bool(reader.decrypt(""))
             except Exception:  # noqa: BLE001 - an AES PDF without the cryptography package, a damaged key
-                opened = 0
+                opened = False
             if not opened:
                 raise Unreadable("an encrypted PDF that needs a password; save an unencrypted copy")
         pages = [(page.extract_text() or "").strip() for page in reader.pages]

@@ -16,7 +16,7 @@ One pass (:func:`sync`) per scope, own and shared; both store (steps 1–3) befo
    shared documents another agent with another model stored.
 
 Nothing is embedded twice: unchanged knowledge costs no embedding call. Shared-scope passes of
-different agents of one process run one at a time (``Database.shared_knowledge_lock``), so a
+different agents of one process run one at a time (``Store.lock_shared_knowledge``), so a
 shared document is embedded once.
 File reads, PDF parsing and chunking run in worker threads; every model call is bounded by the
 runtime's MODEL_TIMEOUT_S.
@@ -44,7 +44,7 @@ from ._text import chunk_text, estimate_tokens
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
-    from bot.store import AgentStore
+    from bot.store import Store
 
 __all__ = ["Embedder", "SyncReport", "document_id", "sync"]
 
@@ -145,7 +145,7 @@ class _Pass:
 
     def __init__(self, runtime: AgentRuntime, config: KnowledgeConfig, report: SyncReport, *, shared: bool) -> None:
         self.runtime = runtime
-        self.store: AgentStore = runtime.store
+        self.store: Store = runtime.store
         self.config = config
         self.report = report
         self.shared = shared
@@ -308,12 +308,11 @@ async def sync(runtime: AgentRuntime, config: KnowledgeConfig) -> SyncReport:
     # Everything is stored (and found by keywords) before anything is embedded, the slow part.
     own = _Pass(runtime, config, report, shared=False)
     shared = _Pass(runtime, config, report, shared=True)
-    lock = runtime.store.database.shared_knowledge_lock
     await own.run([f for f in found.files if not f.shared], facts[False], unreadable)
-    async with lock:
+    async with runtime.store.lock_shared_knowledge():
         await shared.run([f for f in found.files if f.shared], facts[True], unreadable)
     await own.embed_missing(embedder)
-    async with lock:
+    async with runtime.store.lock_shared_knowledge():
         await shared.embed_missing(embedder)
     report.fragments = (await runtime.store.count_knowledge())[1]
     report.seconds = time.monotonic() - started

@@ -20,7 +20,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from bot.components import Provider, ProviderResult, State
+from bot.components import MESSAGE_VECTORS, MessageVectors, Provider, ProviderResult, State
 from bot.models import ModelType
 from bot.types import Memory
 
@@ -66,14 +66,13 @@ def _data(hit: Hit) -> dict[str, object]:
 async def _vector(runtime: AgentRuntime, message: Memory) -> list[float] | None:
     """The message's vector, or None (no embedding model, it failed, or it is slow: then the
     search is by keywords rather than the reply waiting)."""
-    if not runtime.has_model(ModelType.TEXT_EMBEDDING):
-        return None
     # The pipeline's own vector of the message (plugins/core embeds each message once).
-    from plugins.core._embedding import vector_of
-
+    vectors: MessageVectors | None = runtime.get_service(MESSAGE_VECTORS)
+    if vectors is None or not runtime.has_model(ModelType.TEXT_EMBEDDING):
+        return None
     try:
         async with asyncio.timeout(_VECTOR_WAIT_S):
-            return await vector_of(runtime, message)
+            return await vectors.vector_of(message)
     except TimeoutError:
         _log.warning("%s: knowledge: the message's embedding took over %.0f s; searching by keywords",
                      runtime.character.name, _VECTOR_WAIT_S)

@@ -35,7 +35,7 @@ from ._config import KnowledgeConfig
 from ._text import estimate_tokens, query_terms, stem
 
 if TYPE_CHECKING:
-    from bot.store import AgentStore
+    from bot.store import Store
 
 __all__ = ["Hit", "rank", "search"]
 
@@ -118,7 +118,7 @@ def rank(
 
 
 async def search(
-    store: AgentStore, config: KnowledgeConfig, query: str, vector: Sequence[float] | None = None, *, agent: str = ""
+    store: Store, config: KnowledgeConfig, query: str, vector: Sequence[float] | None = None, *, agent: str = ""
 ) -> list[Hit]:
     """The fragments that best answer ``query`` (and its ``vector``, if any), best first."""
     terms = query_terms(query)

@@ -45,6 +45,9 @@ meta = PluginMeta(
         "@elizaos/plugin-openrouter": "openrouter",
         "openrouter": "openrouter",
     },
+    models=True,
+    model_providers={"openai": None, "ollama": "ollama", "openrouter": "openrouter"},
+    models_hint="any OpenAI-compatible endpoint: set OPENAI_BASE_URL (OpenRouter serves most models)",
 )
 
 

@@ -128,7 +128,7 @@ class OpenAIModels:
         elif "texts" in params:
             texts, batch = list(params["texts"]), True  # type: ignore[typeddict-item]
         else:
-            texts, batch = [params["text"]], False  # type: ignore[typeddict-item]
+            texts, batch = [params["text"]], False
         endpoint = self._endpoint(ModelType.TEXT_EMBEDDING)
         model = self.config.embedding_model
         if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
@@ -306,7 +306,7 @@ class OpenAIModels:
         messages = self._messages(runtime, params, json_reply="response_format" in extra)
         for name in ("temperature", "max_tokens", "stop"):
             if params.get(name) is not None:
-                extra[name] = params[name]  # type: ignore[literal-required]
+                extra[name] = params[name]
         on_delta = params.get("on_delta")
         if on_delta is not None:
             return await self._streamed_text(kind, model, messages, on_delta, extra)

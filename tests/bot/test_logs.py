@@ -13,7 +13,7 @@ import pytest
 
 from bot import logs
 from bot.errors import ConfigError
-from bot.redact import register_secret
+from bot.redact import Redactor, filtering
 
 
 @pytest.fixture
@@ -90,16 +90,30 @@ async def test_tasks_started_in_an_agent_context_keep_it(restore_logging) -> Non
 def test_secrets_are_scrubbed_from_lines_and_tracebacks(restore_logging) -> None:
     out = io.StringIO()
     logs.configure("INFO", stream=out, environ={})
-    register_secret("sk-log-secret-123456")
+    secrets = Redactor()
+    secrets.add("sk-log-secret-123456")
     log = logging.getLogger("x")
-    log.info("calling with sk-log-secret-123456")
-    try:
-        raise RuntimeError("bad key sk-log-secret-123456")
-    except RuntimeError:
-        log.exception("failed")
+    with filtering(secrets):
+        log.info("calling with sk-log-secret-123456")
+        try:
+            raise RuntimeError("bad key sk-log-secret-123456")
+        except RuntimeError:
+            log.exception("failed")
     text = out.getvalue()
     assert "sk-log-secret-123456" not in text
     assert "calling with <redacted>" in text and "RuntimeError: bad key <redacted>" in text
+
+
+def test_a_new_log_setup_keeps_the_secret_filters_of_the_one_it_replaces(restore_logging) -> None:
+    logs.configure("INFO", stream=io.StringIO(), environ={})
+    secrets = Redactor()
+    secrets.add("sk-log-secret-654321")
+    with filtering(secrets):
+        out = io.StringIO()
+        logs.configure("INFO", stream=out, environ={})  # a daemon is running: its secrets stay hidden
+        logging.getLogger("x").warning("key sk-log-secret-654321")
+    logging.getLogger("x").warning("after sk-log-secret-654321")  # its owner is gone: so is its filter
+    assert "key <redacted>" in out.getvalue() and "after sk-log-secret-654321" in out.getvalue()
 
 
 @pytest.fixture

@@ -73,9 +73,9 @@ async def test_a_setting_that_is_not_a_number_warns_and_uses_the_default(runtime
 
 async def test_secrets_are_scrubbed_from_log_lines(tmp_path: Path, db: Database) -> None:
     c = character(tmp_path, settings={"secrets": {"OPENAI_API_KEY": "sk-never-in-logs"}})
-    AgentRuntime(c, db.for_agent(c.agent_id), environ={})
+    rt = AgentRuntime(c, db.for_agent(c.agent_id), environ={})
     record = logging.LogRecord("x", logging.INFO, __file__, 1, "key is %s", ("sk-never-in-logs",), None)
-    SecretFilter().filter(record)
+    SecretFilter(rt.shared.secrets).filter(record)
     assert record.getMessage() == "key is <redacted>"
 
 

@@ -6,7 +6,7 @@ FEED or THREAD get the post format: post examples and post directions instead of
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bot.components import Provider, ProviderResult, State
 from bot.types import Memory
@@ -27,7 +27,7 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
     room = await find_room(runtime, message)
     is_post = room is not None and room.type in POST_TYPES
     context = character_context(runtime.character, rng=rng, is_post=is_post)
-    data = {key: context.values.get(key, "") for key in _DATA_KEYS}
+    data: dict[str, Any] = {key: context.values.get(key, "") for key in _DATA_KEYS}
     data.update(character=runtime.character.name, isPost=is_post)
     return ProviderResult(text=context.text, values=dict(context.values), data=data)
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from bot.components import Provider, ProviderResult, State
 from bot.types import Memory
 
-from .._embedding import vector_of
+from .._embedding import embeddings
 from ._common import MESSAGES
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def _scaled(found: list[Memory]) -> list[tuple[Memory, float]]:
 async def _search(runtime: AgentRuntime, message: Memory) -> tuple[list[tuple[Memory, float]], list[tuple[Memory, float]]]:
     """(facts, summaries) with their relevance, unranked and possibly repeated."""
     store = runtime.store
-    vector = await vector_of(runtime, message)
+    vector = await embeddings(runtime).vector_of(message)
     if vector:
         try:
             in_room = await store.search_memories(vector, FACTS, room_id=message.room_id, count=_PER_SEARCH)
@@ -110,6 +110,8 @@ def _best(found: list[tuple[Memory, float]], now: int, limit: int) -> list[Memor
 def _span(summary: Memory) -> str:
     def day(key: str) -> str:
         value = summary.metadata.get(key, summary.created_at)
+        if value is None:
+            return "?"
         try:
             return datetime.fromtimestamp(int(value) / 1000, UTC).strftime("%Y-%m-%d")
         except (TypeError, ValueError, OverflowError, OSError):

@@ -122,15 +122,15 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
         lines.extend(_line(e) for e in entries)
         return _result("\n".join(lines), entries, worldId=world.id, onboarding=bool(missing))
 
-    world = await runtime.store.get_world(room.world_id) if room.world_id else None
-    if world is None:
+    room_world = await runtime.store.get_world(room.world_id) if room.world_id else None
+    if room_world is None:
         return _result("# Settings\nNo settings: this room belongs to no known server.")
-    entries = _entries(world, secrets)
+    entries = _entries(room_world, secrets)
     if not entries:
-        return _result("# Settings\nThis server has not been configured yet.", worldId=world.id)
-    lines = [f"# Settings of {world.name or 'this server'}", "## Current Configuration"]
+        return _result("# Settings\nThis server has not been configured yet.", worldId=room_world.id)
+    lines = [f"# Settings of {room_world.name or 'this server'}", "## Current Configuration"]
     lines.extend(_line(e) for e in entries)
-    return _result("\n".join(lines), entries, worldId=world.id)
+    return _result("\n".join(lines), entries, worldId=room_world.id)
 
 
 provider = Provider(

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bot.ids import string_to_uuid, unique_uuid
-from bot.store import AgentStore, Database
+from bot.store import AgentStore, Database, Store, StoreBackend
 from bot.types import AgentRecord, ChannelType, Entity, Memory, Room, World
 
 A = string_to_uuid("agent-a")
@@ -47,8 +47,8 @@ def make_memory(text: str = "hello", *, room: str = R, entity: str = U, **fields
 
 
 async def seed_agent(
-    db: Database, agent_id: str, *, users: tuple[str, ...], rooms: tuple[str, ...], world: str | None = None
-) -> AgentStore:
+    db: StoreBackend, agent_id: str, *, users: tuple[str, ...], rooms: tuple[str, ...], world: str | None = None
+) -> Store:
     """Create an agent with its own entity, users, rooms (in ``world``) and participants."""
     store = db.for_agent(agent_id)
     assert await store.create_agent(AgentRecord(id=agent_id, name=f"agent {agent_id[:4]}"))
@@ -83,10 +83,12 @@ async def db(db_path: Path) -> AsyncIterator[Database]:
 @pytest.fixture
 async def store(db: Database) -> AgentStore:
     """Agent A with users U and V in rooms R and R2 of world W."""
-    return await seed_agent(db, A, users=(U, V), rooms=(R, R2), world=W)
+    await seed_agent(db, A, users=(U, V), rooms=(R, R2), world=W)
+    return db.for_agent(A)
 
 
 @pytest.fixture
 async def store_b(db: Database) -> AgentStore:
     """Agent B with its own view of user U and room R."""
-    return await seed_agent(db, B, users=(BU,), rooms=(BR,))
+    await seed_agent(db, B, users=(BU,), rooms=(BR,))
+    return db.for_agent(B)

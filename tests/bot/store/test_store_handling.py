@@ -1,4 +1,6 @@
-"""The claims behind exactly once (bot/store/_handling.py): every state a delivery can meet."""
+"""The claims behind exactly once (bot/store/_handling.py): the rows every state a delivery can meet leaves.
+
+What the protocol shows of them (and the inbox) is in contract/test_handling.py."""
 
 from __future__ import annotations
 
@@ -48,11 +50,6 @@ async def test_a_claim_whose_reply_was_going_out_is_closed_as_sent(store: AgentS
     assert await _row(store, "m1") == ("done", 1, "sent_before_crash")
 
 
-async def test_claims_are_per_agent(store: AgentStore, store_b: AgentStore) -> None:
-    assert await store.claim_message("m1", R, 1000) is Claim.NEW
-    assert await store_b.claim_message("m1", R, 1000) is Claim.NEW
-
-
 async def test_pruning_forgets_old_claims_whatever_their_state(store: AgentStore) -> None:
     for memory_id, status in (("done", Handling.DONE), ("sending", Handling.SENDING), ("handling", None)):
         await store.claim_message(memory_id, R, 1000)
@@ -62,15 +59,3 @@ async def test_pruning_forgets_old_claims_whatever_their_state(store: AgentStore
     assert await store.prune_handled(2000) == 3
     assert [await _row(store, m) for m in ("done", "sending", "handling")] == [None, None, None]
     assert await _row(store, "young") == ("handling", 1, None)
-
-
-async def test_the_inbox_keeps_events_until_done_oldest_first(store: AgentStore, store_b: AgentStore) -> None:
-    await store.inbox_put("telegram", "2", '{"update_id": 2}')
-    await store.inbox_put("telegram", "1", '{"update_id": 1}')
-    await store.inbox_put("discord", "9", "{}")
-    await store.inbox_put("telegram", "1", '{"update_id": 1}')  # delivered again: kept once
-    pending = await store.inbox_pending("telegram")
-    assert sorted(event_id for event_id, _, _ in pending) == ["1", "2"]
-    assert await store_b.inbox_pending("telegram") == []
-    await store.inbox_done("telegram", "1")
-    assert [event_id for event_id, _, _ in await store.inbox_pending("telegram")] == ["2"]

@@ -1,22 +1,19 @@
 """Retention and forgetting in the store: compaction is all-or-nothing, and forgetting a person,
 a room or everything leaves nothing of it behind — not in any table, the vectors, the keyword
-index, nor the bytes of the file."""
+index, nor the bytes of the file.
+
+What only the SQLite backend shows (tables, SQL, files); the rest is in contract/."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from bot.store import AgentStore, Database, Forgotten
-from bot.types import ChannelType, Component, Entity, Memory, Room, RoomState, Task, World
+from bot.types import Memory, RoomState
 
-from .conftest import R2, A, BR, BU, R, U, V, W, make_memory, seed_agent, vec
-
-DM = "00000000-0000-0000-0000-0000000000d1"
-SECRET_WORD = "quokkaberry"  # only ever in the forgotten person's messages
-NAME = "Samwise"
+from .conftest import R2, A, BR, BU, R, U, V, W, make_memory, vec
+from .contract.test_retention import DM, NAME, SECRET_WORD, _rich_world, before_forget_all, before_forget_room
 
 
 async def _count(db: Database, sql: str, *params: Any) -> int:
@@ -25,19 +22,16 @@ async def _count(db: Database, sql: str, *params: Any) -> int:
     return int(row[0])
 
 
-# -- compaction ------------------------------------------------------------------------------------
-
-
-async def test_retention_counts_and_oldest_memories(store: AgentStore) -> None:
-    for i in range(5):
-        await store.create_memory(make_memory(f"m{i}", created_at=1000 + i), "messages", unique=False)
-    await store.create_memory(make_memory("other room", room=R2, created_at=10), "messages", unique=False)
-    await store.create_memory(make_memory("a fact", created_at=1), "facts")
-    assert await store.retention_counts("messages", before=1002) == {R: (5, 2), R2: (1, 1)}
-    assert await store.retention_counts("messages") == {R: (5, 0), R2: (1, 0)}
-    oldest = await store.get_oldest_memories("messages", R, 2)
-    assert [m.content["text"] for m in oldest] == ["m0", "m1"]
-    assert all(m.embedding is None for m in oldest)
+async def _scan(db: Database, needles: list[str]) -> list[str]:
+    """Every place in the database (any table, any column, FTS shadow tables too) holding a needle."""
+    hits = []
+    tables = [r[0] for r in await db.fetchall("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    for table in tables:
+        for row in await db.fetchall(f'SELECT * FROM "{table}"'):
+            for value in row:
+                raw = value if isinstance(value, bytes) else str(value).encode()
+                hits += [f"{table}: {needle}" for needle in needles if needle.encode() in raw]
+    return hits
 
 
 async def test_compact_memories_swaps_the_batch_for_a_summary_in_one_go(db: Database, store: AgentStore) -> None:
@@ -53,102 +47,6 @@ async def test_compact_memories_swaps_the_batch_for_a_summary_in_one_go(db: Data
     assert (await store.search_memories(vec(9), "summaries"))[0].id == stored.id
     assert (await store.search_memories_by_text("walruses", "summaries"))[0].id == stored.id
     assert await _count(db, "SELECT count(*) FROM embeddings") == 2  # m3's and the summary's
-
-
-async def test_compact_memories_does_nothing_when_the_batch_changed(store: AgentStore) -> None:
-    ids = [await store.create_memory(make_memory(f"m{i}"), "messages", unique=False) for i in range(3)]
-    await store.delete_memory(ids[1])
-    summary = Memory(entity_id=A, room_id=R, content={"text": "stale"})
-    assert await store.compact_memories(summary, "summaries", ids) == 0
-    assert len(await store.get_memories(table="messages")) == 2
-    assert await store.get_memories(table="summaries") == []
-    with pytest.raises(ValueError, match="ids"):
-        await store.compact_memories(summary, "summaries", [])
-
-
-# -- listing and searching -------------------------------------------------------------------------
-
-
-async def test_list_and_search_across_tables_with_an_entity_filter(store: AgentStore) -> None:
-    await store.create_memory(make_memory("U says hi", entity=U, created_at=1), "messages")
-    await store.create_memory(make_memory("V says hi", entity=V, created_at=2), "messages")
-    await store.create_memory(Memory(A, R, {"text": "U likes hiking"}, created_at=3, metadata={"entityIds": [U]}),
-                              "facts")
-    assert [m.content["text"] for m in await store.list_memories()] == ["U likes hiking", "V says hi", "U says hi"]
-    assert [m.table for m in await store.list_memories(entity_id=U)] == ["facts", "messages"]
-    assert [m.content["text"] for m in await store.list_memories(tables=["messages"], count=1)] == ["V says hi"]
-    found = await store.search_all_memories_by_text("hiking says", entity_id=U)
-    assert {m.content["text"] for m in found} == {"U likes hiking", "U says hi"}
-    assert all(m.similarity and m.similarity > 0 for m in found)
-    assert await store.count_memories_by_table() == {"facts": 1, "messages": 2}
-    rooms = await store.get_rooms_with_counts()
-    assert [(room.id, n) for room, n in rooms] == [(R, 3), (R2, 0)]
-
-
-# -- forgetting a person ---------------------------------------------------------------------------
-
-
-async def _rich_world(db: Database, store: AgentStore) -> dict[str, str]:
-    """Agent A knows U (called Samwise) and V in group room R, and talks with U alone in DM."""
-    await store.update_entity(Entity(U, A, names=[NAME, "sam_w"], metadata={"discord": {"id": "42"}}))
-    await store.update_world(World(W, A, name="Guild", server_id="g1",
-                                   metadata={"ownership": {"ownerId": U}, "roles": {U: "ADMIN", V: "NONE"}}))
-    await store.create_rooms([Room(DM, source="discord", type=ChannelType.DM, name="DM with Samwise",
-                                   metadata={"peer": U})])
-    await store.add_participants([A, U], DM)
-    ids: dict[str, str] = {}
-    ids["u_group"] = await store.create_memory(
-        make_memory(f"my {SECRET_WORD} recipe is secret", entity=U, embedding=vec(1), created_at=10), "messages")
-    ids["reply"] = await store.create_memory(
-        Memory(A, R, {"text": "tell me more", "inReplyTo": ids["u_group"]}, embedding=vec(2), created_at=11),
-        "messages")
-    ids["v_group"] = await store.create_memory(
-        Memory(V, R, {"text": "V greets everyone", "mentions": [U]}, embedding=vec(3), created_at=12,
-               metadata={"type": "message", "repliedTo": U}), "messages")
-    ids["u_dm"] = await store.create_memory(
-        make_memory(f"{SECRET_WORD} in private", entity=U, room=DM, embedding=vec(4), created_at=13), "messages")
-    ids["a_dm"] = await store.create_memory(make_memory("a private answer", entity=A, room=DM, created_at=14),
-                                            "messages")
-    fact = {"unique": True}
-    ids["about_u"] = await store.create_memory(
-        Memory(U, R, {"text": "likes second breakfast"}, embedding=vec(5), metadata={"entityIds": [U]}), "facts", **fact)
-    ids["told_by_u"] = await store.create_memory(
-        Memory(V, R, {"text": "V moved to Bree"}, metadata={"entityIds": [V], "sourceEntityId": U}), "facts", **fact)
-    ids["named"] = await store.create_memory(Memory(A, R, {"text": f"{NAME} gardens"}), "facts", **fact)
-    ids["v_fact"] = await store.create_memory(Memory(V, R, {"text": "V plays the lute"}, embedding=vec(6),
-                                                     metadata={"entityIds": [V], "sourceEntityId": V}), "facts", **fact)
-    ids["summary_u"] = await store.create_memory(
-        Memory(A, R, {"text": "a long talk about potatoes"}, embedding=vec(7), metadata={"entityIds": [U, V, A]}),
-        "summaries", **fact)
-    ids["summary_v"] = await store.create_memory(
-        Memory(A, R, {"text": "V sang a song"}, metadata={"entityIds": [V, A]}), "summaries", **fact)
-    assert await store.create_relationship(U, V, tags=["friends"])
-    assert await store.create_relationship(V, U)
-    assert await store.create_relationship(V, A)
-    assert await store.create_component(Component("c-u", U, A, R, "profile", {"email": "sam@shire.test"}))
-    assert await store.create_component(Component("c-vu", V, A, R, "note", {"from": "U"}, source_entity_id=U))
-    assert await store.create_component(Component("c-v", V, A, R, "profile", {"about": U, "x": 1}))
-    await store.log({"event": "spoke"}, U, R, "action")
-    await store.log({"target": U}, A, R, "action")
-    await store.log({"event": "kept"}, A, R, "action")
-    await store.set_cache(f"{R}-reflection-last-processed", ids["u_group"])
-    await store.set_cache("unrelated", {"ok": True})
-    await store.create_task(Task("FOLLOW_UP", entity_id=U, tags=["queue"]))
-    await store.create_task(Task("KEEP", tags=["queue"]))
-    await store.set_participant_state(R, A, RoomState.FOLLOWED)
-    return ids
-
-
-async def _scan(db: Database, needles: list[str]) -> list[str]:
-    """Every place in the database (any table, any column, FTS shadow tables too) holding a needle."""
-    hits = []
-    tables = [r[0] for r in await db.fetchall("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    for table in tables:
-        for row in await db.fetchall(f'SELECT * FROM "{table}"'):
-            for value in row:
-                raw = value if isinstance(value, bytes) else str(value).encode()
-                hits += [f"{table}: {needle}" for needle in needles if needle.encode() in raw]
-    return hits
 
 
 async def test_forget_entity_leaves_nothing_behind(db: Database, db_path: Path, store: AgentStore,
@@ -199,89 +97,17 @@ async def test_forget_entity_leaves_nothing_behind(db: Database, db_path: Path, 
     assert SECRET_WORD.encode() not in raw and b"sam@shire.test" not in raw
 
 
-async def test_forget_entity_refuses_strangers_and_the_agent(store: AgentStore, store_b: AgentStore) -> None:
-    with pytest.raises(LookupError):
-        await store.forget_entity(BU)  # agent B's, not A's
-    with pytest.raises(ValueError, match="agent itself"):
-        await store.forget_entity(A)
-    assert await store_b.get_entity(BU) is not None
-
-
-# -- forgetting a room, everything ------------------------------------------------------------------
-
-
-async def test_forget_room_deletes_the_room_and_everything_in_it(db: Database, store: AgentStore) -> None:
-    in_r = await store.create_memory(make_memory("said in the first room", embedding=vec(1)), "messages")
-    await store.create_memory(Memory(U, R, {"text": "learned in the first room"}), "facts")
-    await store.create_memory(make_memory("said elsewhere", room=R2), "messages")
-    await store.set_cache(f"{R}-reflection-last-processed", in_r)
-    await store.create_task(Task("T", room_id=R))
-    await store.log({"x": 1}, U, R, "action")
-
+async def test_forget_room_leaves_no_row_or_text_of_the_room(db: Database, store: AgentStore) -> None:
+    await before_forget_room(store)
     done = await store.forget_room(R)
-    assert done.memories == {"facts": 1, "messages": 1}
     assert done.rows == {"cache": 1, "embeddings": 1, "logs": 1, "participants": 3, "rooms": 1, "tasks": 1}
-    assert await store.get_room(R) is None
-    assert [m.content["text"] for m in await store.list_memories()] == ["said elsewhere"]
     assert await _scan(db, [R, "first room"]) == []
-    assert await store.get_entity(U) is not None  # people stay: they may be elsewhere too
-    with pytest.raises(LookupError):
-        await store.forget_room(R)
-    with pytest.raises(ValueError, match="own room"):
-        await store.forget_room(A)
 
 
-async def test_forget_all_keeps_the_agent_and_its_knowledge(db: Database, store: AgentStore,
+async def test_forget_all_leaves_no_row_or_text_of_what_it_removed(db: Database, store: AgentStore,
                                                             store_b: AgentStore) -> None:
-    await store.create_rooms([Room(A, source="troupe", type=ChannelType.SELF, name="self")])
-    await store.add_participant(A, A)
-    await _rich_world(db, store)
-    doc = await store.create_memory(Memory(A, A, {"text": "the manual"}, metadata={"type": "document",
-                                                                                     "timestamp": 1}), "documents")
-    await store.create_memory(Memory(A, A, {"text": "chapter one"}, metadata={
-        "type": "fragment", "documentId": doc, "position": 0}), "knowledge")
-    await store_b.create_memory(make_memory("B keeps this", room=BR, entity=BU), "messages")
-
-    assert (await store.forget_all(dry_run=True)).memories["messages"] == 5
+    await before_forget_all(db, store, store_b)
     done = await store.forget_all()
     assert isinstance(done, Forgotten) and done.rows["entities"] == 2 and done.rows["rooms"] == 3
-    assert {m.table for m in await store.list_memories()} == {"documents", "knowledge"}
-    assert [e.id for e in await store.search_entities_by_name("")] == [A]
-    assert [room.id for room, _ in await store.get_rooms_with_counts()] == [A]
-    assert await store.get_all_worlds() == []
-    assert [t.name for t in await store.get_tasks()] == ["KEEP"]
-    assert await store.get_cache("unrelated") == {"ok": True}
     assert await _scan(db, [U, V, R, R2, DM, SECRET_WORD]) == []
     assert len(await store_b.get_memories(table="messages")) == 1
-
-
-# -- export ----------------------------------------------------------------------------------------
-
-
-async def test_export_of_a_person_is_what_forgetting_them_would_remove(db: Database, store: AgentStore) -> None:
-    ids = await _rich_world(db, store)
-    data = await store.export_memories(entity_id=U)
-    assert [e.id for e in data.entities] == [U]
-    assert [c.id for c in data.entities[0].components] == ["c-u"]
-    assert {m.id for m in data.memories} == {ids[k] for k in (
-        "u_group", "reply", "u_dm", "a_dm", "about_u", "told_by_u", "named", "summary_u")}
-    assert all(m.embedding is None for m in data.memories)
-    assert {r.id for r in data.rooms} == {R, R2, DM}
-    assert [w.id for w in data.worlds] == [W]
-    assert len(data.relationships) == 2
-    assert {(p.room_id, p.state) for p in data.participants} == {(R, None), (R2, None), (DM, None)}
-
-    room = await store.export_memories(room_id=DM)
-    assert [m.id for m in room.memories] == [ids["u_dm"], ids["a_dm"]]
-    assert {e.id for e in room.entities} == {A, U}
-    everything = await store.export_memories()
-    assert len(everything.memories) == 11 and len(everything.rooms) == 3
-    with pytest.raises(LookupError):
-        await store.export_memories(room_id="nope")
-    with pytest.raises(ValueError):
-        await store.export_memories(room_id=R, entity_id=U)
-
-
-async def test_seeded_fixtures_still_work(db: Database) -> None:
-    store = await seed_agent(db, A, users=(U,), rooms=(R,))
-    assert await store.forget_entity(U) == Forgotten(rows={"entities": 1, "participants": 1})

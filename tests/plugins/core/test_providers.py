@@ -16,11 +16,12 @@ import pytest
 
 import plugins.core as core
 from bot.character import load_character
-from bot.components import Action, ActionResult, ProviderResult, State
+from bot.components import MESSAGE_VECTORS, Action, ActionResult, ProviderResult, State
 from bot.models import ModelType
 from bot.runtime import AgentRuntime
 from bot.store import AgentStore, Database
 from bot.types import ChannelType, Entity, Memory, Room, World
+from plugins.core._embedding import MessageEmbeddings
 from plugins.core.providers import anxiety
 
 NOW = 1_700_000_000_000  # Tuesday, November 14, 2023 10:13:20 PM UTC
@@ -80,6 +81,7 @@ async def provider_runtime(tmp_path: Path) -> AsyncIterator[Callable[..., Awaita
             await rt._ensure_self()
             for provider in core._components("providers", "provider"):
                 rt.register_provider(provider)  # type: ignore[arg-type]
+            rt.register_service(MESSAGE_VECTORS, MessageEmbeddings(rt))  # what FACTS searches with
             return rt
 
         yield make

@@ -11,6 +11,7 @@ import uuid
 import pytest
 
 from bot.character import load_character
+from bot.components import MESSAGE_VECTORS, MessageVectors
 from bot.errors import PluginLoadError
 from bot.models import ModelType
 from bot.runtime import AgentRuntime
@@ -193,3 +194,31 @@ async def test_the_pipelines_one_message_vector_serves_knowledge_too(harness) ->
     await h.say("Is the honey filtered?")
     assert embedded == ["Is the honey filtered?"]  # the message, once: stored with it and searched with it
     assert "Ada's honey is raw and unfiltered." in h.prompts[-1]
+
+
+async def test_the_search_uses_the_vector_core_offers_for_the_message(agents: Agents) -> None:
+    rt = await agents.start(knowledge=["Ada's shop sells honey."])
+    vectors = rt.get_service(MESSAGE_VECTORS)
+    assert isinstance(vectors, MessageVectors)
+    msg = message(rt, "What does the shop sell?")
+    await rt.store.create_memory(msg, "messages")
+    agents.embedder.reset()
+    vectors.embed_later(msg.id, msg.content["text"])  # as the pipeline does when it stores a message
+    state = await rt.compose_state(msg)
+    assert "Ada's shop sells honey." in state.providers["KNOWLEDGE"].text
+    assert agents.embedder.texts == ["What does the shop sell?"]  # embedded once, for storing and searching
+
+
+async def test_without_cores_vectors_the_search_is_by_keywords(agents: Agents) -> None:
+    rt = await agents.start(knowledge=["Ada's shop sells honey."])
+    rt.unregister_service(MESSAGE_VECTORS)
+    agents.embedder.reset()
+    assert "Ada's shop sells honey." in await knowledge_of(rt, "Which shop sells honey?")
+    assert agents.embedder.requests == 0
+
+
+def test_knowledge_loads_after_the_core_plugin_whose_vectors_it_uses() -> None:
+    from bot.runtime import _load_order
+
+    order = _load_order(["knowledge"])
+    assert order.index("core") < order.index("knowledge")

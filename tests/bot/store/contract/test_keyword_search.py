@@ -1,15 +1,24 @@
-"""Keyword search over memory text (FTS5, BM25): ranking, filters, hostile input."""
+"""Keyword search over memory text: ranking, filters, hostile input.
+
+Behaviour every backend must show (the contract)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.store import AgentStore, fts_query
+from bot.store import Store, fts_query
 
-from .conftest import BR, BU, R2, V, W, make_memory
+from ..conftest import BR, BU, R2, V, W, make_memory
 
 
-async def test_keyword_search_ranks_texts_with_more_query_words_first(store: AgentStore) -> None:
+HOSTILE = [
+    '"', '""', "'", "-", "--", "*", "a*", "-foo", "AND", "OR", "NOT", "and or not", "a AND", "OR b",
+    "(", ")", "((", "(a OR b", "a) OR (b", "NEAR(a b)", "NEAR(", "col:val", "text:foo", "^start", "a + b",
+    "{a b}", "[x]", "a\x00b", "💥 ✓", "   ", "", "\\", "%_", ";DROP TABLE memories;--", 'say "hi', "a" * 5000,
+]  # fmt: skip
+
+
+async def test_keyword_search_ranks_texts_with_more_query_words_first(store: Store) -> None:
     both = await store.create_memory(make_memory("I saw a blue car today"), "messages")
     car = await store.create_memory(make_memory("my car broke down again"), "messages")
     blue = await store.create_memory(make_memory("the sky is blue"), "messages")
@@ -21,13 +30,13 @@ async def test_keyword_search_ranks_texts_with_more_query_words_first(store: Age
     assert [m.similarity for m in found] == sorted((m.similarity for m in found), reverse=True)  # type: ignore[type-var]
 
 
-async def test_keyword_search_matches_word_forms_and_ignores_case(store: AgentStore) -> None:
+async def test_keyword_search_matches_word_forms_and_ignores_case(store: Store) -> None:
     memory_id = await store.create_memory(make_memory("Dragons were RUNNING"), "messages")
     assert [m.id for m in await store.search_memories_by_text("dragon run", "messages")] == [memory_id]
 
 
 async def test_keyword_search_filters_by_table_room_entity_world_unique_and_agent(
-    store: AgentStore, store_b: AgentStore
+    store: Store, store_b: Store
 ) -> None:
     base = await store.create_memory(make_memory("tea time", world_id=W), "messages")
     fact = await store.create_memory(make_memory("tea is good"), "facts")
@@ -46,7 +55,7 @@ async def test_keyword_search_filters_by_table_room_entity_world_unique_and_agen
     assert len(await store_b.search_memories_by_text("tea", "messages")) == 1
 
 
-async def test_keyword_search_follows_updates_and_deletes(store: AgentStore) -> None:
+async def test_keyword_search_follows_updates_and_deletes(store: Store) -> None:
     memory_id = await store.create_memory(make_memory("pizza night"), "messages")
     await store.update_memory(memory_id, content={"text": "sushi night"})
     assert await store.search_memories_by_text("pizza", "messages") == []
@@ -55,21 +64,14 @@ async def test_keyword_search_follows_updates_and_deletes(store: AgentStore) -> 
     assert await store.search_memories_by_text("sushi night", "messages") == []
 
 
-HOSTILE = [
-    '"', '""', "'", "-", "--", "*", "a*", "-foo", "AND", "OR", "NOT", "and or not", "a AND", "OR b",
-    "(", ")", "((", "(a OR b", "a) OR (b", "NEAR(a b)", "NEAR(", "col:val", "text:foo", "^start", "a + b",
-    "{a b}", "[x]", "a\x00b", "💥 ✓", "   ", "", "\\", "%_", ";DROP TABLE memories;--", 'say "hi', "a" * 5000,
-]  # fmt: skip
-
-
 @pytest.mark.parametrize("query", HOSTILE)
-async def test_keyword_search_never_raises_on_user_text(store: AgentStore, query: str) -> None:
+async def test_keyword_search_never_raises_on_user_text(store: Store, query: str) -> None:
     await store.create_memory(make_memory('and or not "hi" NEAR a b foo start'), "messages")
     found = await store.search_memories_by_text(query, "messages")
     assert isinstance(found, list)
 
 
-async def test_operator_words_are_searched_as_plain_words(store: AgentStore) -> None:
+async def test_operator_words_are_searched_as_plain_words(store: Store) -> None:
     memory_id = await store.create_memory(make_memory("this and that"), "messages")
     assert [m.id for m in await store.search_memories_by_text("AND", "messages")] == [memory_id]
     assert await store.search_memories_by_text("-*()", "messages") == []

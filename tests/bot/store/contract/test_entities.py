@@ -1,16 +1,18 @@
-"""Entities and components, as one agent sees them."""
+"""Entities and components, as one agent sees them.
+
+Behaviour every backend must show (the contract)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.store import AgentStore, Database
+from bot.store import Store, StoreBackend
 from bot.types import Component, Entity
 
-from .conftest import BU, R2, A, B, R, U, V, W
+from ..conftest import BU, R2, A, B, R, U, V, W
 
 
-async def test_create_entities_normalises_names_and_ignores_existing_ids(store: AgentStore) -> None:
+async def test_create_entities_normalises_names_and_ignores_existing_ids(store: Store) -> None:
     new = "e-new"
     assert await store.create_entities([Entity(id=new, agent_id="ignored", names="Solo", metadata={"k": 1})])  # type: ignore[arg-type]
     assert await store.create_entities([Entity(id=new, agent_id=A, names=["Other"])])
@@ -20,12 +22,12 @@ async def test_create_entities_normalises_names_and_ignores_existing_ids(store: 
     assert isinstance(got.created_at, int)
 
 
-async def test_create_entities_returns_false_on_a_database_error(db: Database) -> None:
+async def test_create_entities_returns_false_on_a_database_error(backend: StoreBackend) -> None:
     # No agent row: the foreign key refuses the entity.
-    assert await db.for_agent("no-such-agent").create_entities([Entity(id="x", agent_id="x")]) is False
+    assert await backend.for_agent("no-such-agent").create_entities([Entity(id="x", agent_id="x")]) is False
 
 
-async def test_get_entities_by_ids_keeps_the_order_asked_and_attaches_components(store: AgentStore) -> None:
+async def test_get_entities_by_ids_keeps_the_order_asked_and_attaches_components(store: Store) -> None:
     await store.create_component(Component(id="c1", entity_id=U, agent_id=A, room_id=R, type="profile", data={"a": 1}))
     found = await store.get_entities_by_ids([V, U, "missing", V])
     assert [e.id for e in found] == [V, U]
@@ -34,7 +36,7 @@ async def test_get_entities_by_ids_keeps_the_order_asked_and_attaches_components
     assert await store.get_entities_by_ids([]) == []
 
 
-async def test_entities_are_scoped_to_their_agent(store: AgentStore, store_b: AgentStore) -> None:
+async def test_entities_are_scoped_to_their_agent(store: Store, store_b: Store) -> None:
     assert await store_b.get_entity(U) is None
     assert await store.get_entity(BU) is None
     assert await store_b.update_entity(Entity(id=U, agent_id=B, names=["hijack"])) is False
@@ -43,7 +45,7 @@ async def test_entities_are_scoped_to_their_agent(store: AgentStore, store_b: Ag
     assert got is not None and got.names == ["user 0"]
 
 
-async def test_update_entity_overwrites_names_and_metadata(store: AgentStore) -> None:
+async def test_update_entity_overwrites_names_and_metadata(store: Store) -> None:
     assert await store.update_entity(Entity(id=U, agent_id=A, names=["Bob", "bob"], metadata={"discord": {"id": "1"}}))
     got = await store.get_entity(U)
     assert got is not None and (got.names, got.metadata) == (["Bob", "bob"], {"discord": {"id": "1"}})
@@ -51,7 +53,7 @@ async def test_update_entity_overwrites_names_and_metadata(store: AgentStore) ->
         await store.update_entity(Entity(id="", agent_id=A))
 
 
-async def test_delete_entity_removes_its_components_and_those_it_asserted(store: AgentStore) -> None:
+async def test_delete_entity_removes_its_components_and_those_it_asserted(store: Store) -> None:
     await store.create_component(Component(id="on-u", entity_id=U, agent_id=A, room_id=R, type="profile"))
     await store.create_component(
         Component(id="by-u", entity_id=V, agent_id=A, room_id=R, type="opinion", source_entity_id=U)
@@ -63,7 +65,7 @@ async def test_delete_entity_removes_its_components_and_those_it_asserted(store:
     assert await store.delete_entity(U) is False
 
 
-async def test_get_entities_for_room_lists_participants_with_optional_components(store: AgentStore) -> None:
+async def test_get_entities_for_room_lists_participants_with_optional_components(store: Store) -> None:
     await store.create_component(Component(id="c", entity_id=V, agent_id=A, room_id=R, type="profile"))
     plain = await store.get_entities_for_room(R)
     assert {e.id for e in plain} == {A, U, V}
@@ -73,7 +75,7 @@ async def test_get_entities_for_room_lists_participants_with_optional_components
     assert await store.get_entities_for_room("no-room") == []
 
 
-async def test_search_entities_by_name_is_a_unicode_case_insensitive_substring_match(store: AgentStore) -> None:
+async def test_search_entities_by_name_is_a_unicode_case_insensitive_substring_match(store: Store) -> None:
     await store.create_entities([Entity(id="z", agent_id=A, names=["Zoë Ünïcode", "zoe"])])
     assert [e.id for e in await store.search_entities_by_name("ÜNÏ")] == ["z"]
     assert [e.id for e in await store.search_entities_by_name("USER 1")] == [V]
@@ -81,12 +83,12 @@ async def test_search_entities_by_name_is_a_unicode_case_insensitive_substring_m
     assert await store.search_entities_by_name("nobody") == []
 
 
-async def test_get_entities_by_names_matches_any_exact_name(store: AgentStore) -> None:
+async def test_get_entities_by_names_matches_any_exact_name(store: Store) -> None:
     found = await store.get_entities_by_names(["user 1", "Agent", "user"])
     assert {e.id for e in found} == {A, V}
 
 
-async def test_components_round_trip_and_filter_by_world_and_source(store: AgentStore) -> None:
+async def test_components_round_trip_and_filter_by_world_and_source(store: Store) -> None:
     base = dict(entity_id=U, agent_id=B, room_id=R)  # agent_id is forced to the store's agent
     assert await store.create_component(Component(id="p", type="profile", data={"bio": "hi"}, **base))
     assert await store.create_component(Component(id="s", type="settings", world_id=W, source_entity_id=V, **base))
@@ -98,7 +100,7 @@ async def test_components_round_trip_and_filter_by_world_and_source(store: Agent
     assert [c.id for c in await store.get_components(U, source_entity_id=V)] == ["s"]
 
 
-async def test_update_and_delete_component(store: AgentStore, store_b: AgentStore) -> None:
+async def test_update_and_delete_component(store: Store, store_b: Store) -> None:
     await store.create_component(Component(id="p", entity_id=U, agent_id=A, room_id=R, type="profile"))
     assert await store.update_component(
         Component(id="p", entity_id=U, agent_id=A, room_id=R2, type="profile", data={"x": 2})
@@ -111,5 +113,5 @@ async def test_update_and_delete_component(store: AgentStore, store_b: AgentStor
     assert await store.get_component(U, "profile") is None
 
 
-async def test_create_component_returns_false_for_an_unknown_entity(store: AgentStore) -> None:
+async def test_create_component_returns_false_for_an_unknown_entity(store: Store) -> None:
     assert await store.create_component(Component(id="x", entity_id="ghost", agent_id=A, room_id=R, type="t")) is False

@@ -1,0 +1,35 @@
+"""What the agents of one daemon share, owned by the daemon and handed to each runtime.
+
+Nothing is shared through module globals: two daemons in one process (tests run many) must not
+see each other's secrets, bot tokens or Telegram relay. The daemon (or ``troupe chat``) makes one
+:class:`Shared` and gives it to every :class:`~bot.runtime.AgentRuntime` it creates; a runtime
+made alone gets one of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from .redact import Redactor
+
+__all__ = ["Shared"]
+
+T = TypeVar("T")
+
+
+class Shared:
+    """One daemon's shared objects: the secrets its logs never show, and one instance of each
+    kind a platform keeps across its agents (:meth:`one`)."""
+
+    def __init__(self) -> None:
+        self.secrets = Redactor()
+        self._objects: dict[type[Any], Any] = {}
+
+    def one(self, kind: type[T]) -> T:
+        """This daemon's instance of ``kind`` (made with ``kind()`` on first use): how a platform
+        keeps one object for all its agents (the Telegram relay, the bot tokens in use) while
+        ``bot/`` knows nothing of the platform."""
+        found = self._objects.get(kind)
+        if found is None:
+            found = self._objects[kind] = kind()
+        return found  # type: ignore[no-any-return]

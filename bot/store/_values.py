@@ -1,0 +1,92 @@
+"""The values the :class:`~bot.store.Store` protocol speaks in, shared by every backend."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.ids import string_to_uuid
+from bot.types import Entity, Memory, Relationship, Room, RoomState, World
+
+__all__ = [
+    "DERIVED_TABLES",
+    "KNOWLEDGE_TABLES",
+    "SHARED_KNOWLEDGE_ID",
+    "Forgotten",
+    "KnowledgeDocument",
+    "KnowledgeSourceRecord",
+    "MemoryExport",
+    "Participation",
+]
+
+#: The scope (an ``agents`` row) of knowledge every agent sees.
+SHARED_KNOWLEDGE_ID = string_to_uuid("troupe:shared-knowledge")
+#: Memory tables learned from conversations and about people: a forgotten person's name in their
+#: text is enough to remove them.
+DERIVED_TABLES = ("facts", "summaries")
+#: Memory tables holding the character's own knowledge (documents and their fragments): they are
+#: not memories of anyone; ``forget_all`` keeps them unless asked (``forget_knowledge``).
+KNOWLEDGE_TABLES = ("documents", "fragments", "knowledge")
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeSourceRecord:
+    """Where one document came from: a file or an inline fact, as last ingested."""
+
+    source: str
+    """``file:<absolute path>`` or ``text:<sha256>``."""
+    document_id: str
+    content_hash: str
+    size: int | None = None
+    mtime_ns: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeDocument:
+    """A document to store: its id, its title, metadata, and the text of each fragment in order."""
+
+    id: str
+    title: str
+    fragments: Sequence[str]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Forgotten:
+    """What a forget removed (or, on a dry run, would remove)."""
+
+    memories: dict[str, int] = field(default_factory=dict)
+    """Memories deleted, by memory table (``messages``, ``facts``, ``summaries`` …)."""
+    rows: dict[str, int] = field(default_factory=dict)
+    """Other rows deleted, by database table (``entities``, ``embeddings``, ``relationships`` …)."""
+    edited: dict[str, int] = field(default_factory=dict)
+    """Rows kept but with the forgotten id scrubbed out of their JSON, by database table."""
+
+    @property
+    def total(self) -> int:
+        """Every row deleted or edited."""
+        return sum(self.memories.values()) + sum(self.rows.values()) + sum(self.edited.values())
+
+
+@dataclass(slots=True)
+class Participation:
+    """An entity taking part in a room, with the agent's FOLLOWED/MUTED state there."""
+
+    entity_id: str
+    room_id: str
+    state: RoomState | None = None
+
+
+@dataclass(slots=True)
+class MemoryExport:
+    """Everything an agent stores about a scope (all, one room, one person), without vectors."""
+
+    worlds: list[World] = field(default_factory=list)
+    rooms: list[Room] = field(default_factory=list)
+    entities: list[Entity] = field(default_factory=list)
+    """With their components."""
+    participants: list[Participation] = field(default_factory=list)
+    memories: list[Memory] = field(default_factory=list)
+    """Oldest first; ``embedding`` is never set."""
+    relationships: list[Relationship] = field(default_factory=list)

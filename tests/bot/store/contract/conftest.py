@@ -1,0 +1,50 @@
+"""The contract's fixtures: each test runs once per backend, through the protocols only.
+
+A backend is a ``StoreBackend`` opened empty (``make_backend`` gives unopened ones on the same
+data, to test lifecycle and persistence); ``store`` and ``store_b`` are two seeded agents
+(see ``seed_agent``). A second backend (PostgreSQL) adds its name to ``BACKENDS`` and a branch
+to ``_open``, and must pass every test here unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from bot.store import Store, StoreBackend, backend_for
+
+from ..conftest import BR, BU, R2, A, B, R, U, V, W, seed_agent
+
+BACKENDS = ["sqlite"]
+
+
+def _open(name: str, tmp_path: Path) -> StoreBackend:
+    if name == "sqlite":
+        return backend_for(tmp_path / "data" / "troupe.db")
+    raise AssertionError(f"unknown store backend {name!r}")
+
+
+@pytest.fixture(params=BACKENDS)
+def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], StoreBackend]:
+    """A new, unopened backend on this test's storage: call it again to "restart" on the same data."""
+    return lambda: _open(request.param, tmp_path)
+
+
+@pytest.fixture
+async def backend(make_backend: Callable[[], StoreBackend]) -> AsyncIterator[StoreBackend]:
+    async with make_backend() as opened:
+        yield opened
+
+
+@pytest.fixture
+async def store(backend: StoreBackend) -> Store:
+    """Agent A with users U and V in rooms R and R2 of world W."""
+    return await seed_agent(backend, A, users=(U, V), rooms=(R, R2), world=W)
+
+
+@pytest.fixture
+async def store_b(backend: StoreBackend) -> Store:
+    """Agent B with its own view of user U and room R."""
+    return await seed_agent(backend, B, users=(BU,), rooms=(BR,))

@@ -1,0 +1,76 @@
+"""Exactly once, as the protocol shows it: claims of platform messages and the event inbox.
+
+Behaviour every backend must show (the contract); the rows behind it are in ../test_store_handling.py."""
+
+from __future__ import annotations
+
+from bot.store import Store
+from bot.types import Claim, Handling
+
+from ..conftest import R, make_memory
+
+
+async def test_a_finished_message_is_a_duplicate_and_no_longer_unfinished(store: Store) -> None:
+    assert await store.claim_message("m1", R, 1000) is Claim.NEW
+    assert await store.unfinished_messages() == [("m1", 1000, 1)]
+    await store.mark_message("m1", Handling.DONE, "replied")
+    assert await store.unfinished_messages() == []
+    assert await store.claim_message("m1", R, 1000) is Claim.DUPLICATE
+
+
+async def test_a_message_stored_before_any_claim_is_a_duplicate(store: Store) -> None:
+    await store.create_memory(make_memory("from an older troupe", id="m1"), "messages")
+    assert await store.claim_message("m1", R, 1000) is Claim.DUPLICATE
+    assert await store.unfinished_messages() == []
+
+
+async def test_an_unfinished_claim_is_retried_up_to_its_limit_then_abandoned(store: Store) -> None:
+    assert await store.claim_message("m1", R, 1000) is Claim.NEW
+    assert await store.claim_message("m1", R, 1000, retries=2) is Claim.RETRY
+    assert await store.unfinished_messages() == [("m1", 1000, 2)]
+    assert await store.claim_message("m1", R, 1000, retries=2) is Claim.RETRY
+    assert await store.claim_message("m1", R, 1000, retries=2) is Claim.ABANDONED
+    assert await store.unfinished_messages() == []
+    assert await store.claim_message("m1", R, 1000) is Claim.DUPLICATE
+
+
+async def test_a_claim_whose_reply_was_going_out_is_closed_as_sent(store: Store) -> None:
+    await store.claim_message("m1", R, 1000)
+    await store.mark_message("m1", Handling.SENDING)
+    assert await store.unfinished_messages() == []
+    assert await store.claim_message("m1", R, 1000, retries=5) is Claim.SENT
+    assert await store.claim_message("m1", R, 1000, retries=5) is Claim.DUPLICATE
+
+
+async def test_unfinished_messages_are_oldest_first_and_per_agent(store: Store, store_b: Store) -> None:
+    await store.claim_message("late", R, 3000)
+    await store.claim_message("early", R, 1000)
+    assert await store.unfinished_messages() == [("early", 1000, 1), ("late", 3000, 1)]
+    assert await store_b.unfinished_messages() == []
+    assert await store_b.claim_message("late", R, 3000) is Claim.NEW
+
+
+async def test_pruning_forgets_claims_older_than_the_cutoff_whatever_their_state(store: Store) -> None:
+    await store.claim_message("done", R, 1000)
+    await store.mark_message("done", Handling.DONE, "replied")
+    await store.claim_message("handling", R, 1500)
+    await store.claim_message("young", R, 5000)
+    assert await store.prune_handled(2000) == 2
+    assert await store.unfinished_messages() == [("young", 5000, 1)]
+    assert await store.prune_handled(2000) == 0
+
+
+async def test_the_inbox_keeps_events_until_done_oldest_first(store: Store, store_b: Store) -> None:
+    await store.inbox_put("telegram", "2", '{"update_id": 2}')
+    await store.inbox_put("telegram", "1", '{"update_id": 1}')
+    await store.inbox_put("discord", "9", "{}")
+    await store.inbox_put("telegram", "1", '{"update_id": 1}')  # delivered again: kept once
+    pending = await store.inbox_pending("telegram")
+    assert sorted((event_id, payload) for event_id, payload, _ in pending) == [
+        ("1", '{"update_id": 1}'), ("2", '{"update_id": 2}')]
+    received = [at for _, _, at in pending]
+    assert received == sorted(received)  # oldest first
+    assert await store_b.inbox_pending("telegram") == []
+    await store.inbox_done("telegram", "1")
+    assert [event_id for event_id, _, _ in await store.inbox_pending("telegram")] == ["2"]
+    assert [event_id for event_id, _, _ in await store.inbox_pending("discord")] == ["9"]

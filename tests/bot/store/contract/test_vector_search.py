@@ -1,0 +1,121 @@
+"""Vector search: exact cosine, filters, thresholds, dimensions, hygiene.
+
+Behaviour every backend must show (the contract)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from bot.errors import EmbeddingDimensionError
+from bot.store import DIMENSION_MAP, Store
+from bot.store._vectors import clean_vector
+
+from ..conftest import BR, BU, R2, V, W, make_memory, mix, vec
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b))
+    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+
+
+@pytest.fixture
+async def three(store: Store) -> tuple[str, str, str]:
+    """e1 = vec(0), e2 at cosine 0.8 to it, e3 orthogonal; all 'facts' by U in R."""
+    e1 = await store.create_memory(make_memory("e1", embedding=vec(0)), "facts")
+    e2 = await store.create_memory(make_memory("e2", embedding=mix(0, 1, 0.8)), "facts")
+    e3 = await store.create_memory(make_memory("e3", embedding=vec(2)), "facts")
+    return e1, e2, e3
+
+
+async def test_search_returns_best_first_with_similarity_and_embedding(
+    store: Store, three: tuple[str, ...]
+) -> None:
+    found = await store.search_memories(vec(0), "facts")
+    assert [m.id for m in found] == list(three)
+    assert [m.similarity for m in found] == pytest.approx([1.0, 0.8, 0.0], abs=1e-6)
+    assert found[0].embedding == vec(0) and found[0].table == "facts"
+
+
+async def test_search_threshold_and_count(store: Store, three: tuple[str, ...]) -> None:
+    e1, e2, _ = three
+    assert [m.id for m in await store.search_memories(vec(0), "facts", match_threshold=0.9)] == [e1]
+    assert [m.id for m in await store.search_memories(vec(0), "facts", match_threshold=0.8 - 1e-6)] == [e1, e2]
+    assert [m.id for m in await store.search_memories(vec(0), "facts", count=2)] == [e1, e2]
+    assert len(await store.search_memories(vec(0), "facts", match_threshold=0)) == 3  # 0 means no threshold
+    assert await store.search_memories(vec(0), "facts", count=0) == []
+
+
+async def test_search_filters_by_room_world_entity_unique_and_table(store: Store) -> None:
+    in_r = await store.create_memory(make_memory("r", embedding=vec(0), world_id=W), "facts")
+    in_r2 = await store.create_memory(make_memory("r2", room=R2, embedding=vec(0)), "facts")
+    by_v = await store.create_memory(make_memory("v", entity=V, embedding=mix(0, 1, 0.99)), "facts")
+    dup = await store.create_memory(make_memory("dup", embedding=vec(0)), "facts")  # not unique
+    msg = await store.create_memory(make_memory("msg", embedding=vec(0)), "messages")
+    ids = lambda ms: sorted(m.id for m in ms)  # noqa: E731
+    assert ids(await store.search_memories(vec(0), "facts", room_id=R2)) == [in_r2]
+    assert ids(await store.search_memories(vec(0), "facts", world_id=W)) == [in_r]
+    assert ids(await store.search_memories(vec(0), "facts", entity_id=V)) == [by_v]
+    assert ids(await store.search_memories(vec(0), "facts", unique=True)) == sorted([in_r, in_r2, by_v])
+    assert ids(await store.search_memories(vec(0), "facts")) == sorted([in_r, in_r2, by_v, dup])
+    assert ids(await store.search_memories(vec(0), "messages")) == [msg]
+
+
+async def test_search_never_returns_another_agents_memories(store: Store, store_b: Store) -> None:
+    mine = await store.create_memory(make_memory("a", embedding=vec(0)), "facts")
+    theirs = await store_b.create_memory(make_memory("b", room=BR, entity=BU, embedding=vec(0)), "facts")
+    assert [m.id for m in await store.search_memories(vec(0), "facts")] == [mine]
+    assert [m.id for m in await store_b.search_memories(vec(0), "facts")] == [theirs]
+
+
+async def test_zero_vectors_are_stored_but_never_match(store: Store) -> None:
+    await store.create_memory(make_memory("zero", embedding=[0.0] * 384), "facts")
+    assert await store.search_memories(vec(0), "facts") == []
+    assert await store.search_memories([0.0] * 384, "facts") == []
+
+
+async def test_vectors_are_cleaned_before_storing_and_searching(store: Store) -> None:
+    raw = [float("nan"), float("inf"), 0.1234567, -0.0000004, *([0.5] * 380)]
+    memory_id = await store.create_memory(make_memory("dirty", embedding=raw), "facts")
+    got = await store.get_memory(memory_id)
+    assert got is not None and got.embedding is not None
+    assert got.embedding[:4] == pytest.approx([0.0, 0.0, 0.123457, 0.0], abs=1e-7)
+    found = await store.search_memories([float("-inf"), *([0.5] * 383)], "facts")
+    assert [m.id for m in found] == [memory_id]
+
+
+def test_clean_vector_rounds_to_six_decimals_like_round() -> None:
+    rng = random.Random(3)
+    values = [rng.uniform(-2, 2) for _ in range(10_000)]
+    assert clean_vector(values) == [round(x, 6) for x in values]
+    assert clean_vector([1e300, float("nan"), -1e12 + 0.25]) == [1e300, 0.0, round(-1e12 + 0.25, 6)]
+
+
+async def test_wrong_length_vectors_raise_embedding_dimension_error(store: Store) -> None:
+    with pytest.raises(EmbeddingDimensionError, match="has 3 dimensions but the active embedding dimension is 384"):
+        await store.create_memory(make_memory("x", embedding=[1.0, 2.0, 3.0]), "facts")
+    with pytest.raises(EmbeddingDimensionError, match="ensure_embedding_dimension"):
+        await store.search_memories([1.0] * 1536, "facts")
+    assert isinstance(EmbeddingDimensionError("x"), ValueError)
+
+
+async def test_unsupported_dimensions_raise_value_error(store: Store) -> None:
+    with pytest.raises(ValueError, match="Unsupported embedding dimension 100: use one of 384, 512, 768"):
+        await store.ensure_embedding_dimension(100)
+    assert sorted(DIMENSION_MAP) == [384, 512, 768, 1024, 1536, 3072]
+
+
+async def test_switching_dimension_hides_rows_of_the_other_dimension(store: Store) -> None:
+    small = await store.create_memory(make_memory("small", embedding=vec(0)), "facts")
+    await store.ensure_embedding_dimension(1536)
+    assert await store.get_embedding_dimension() == 1536
+    big = await store.create_memory(make_memory("big", embedding=vec(0, 1536)), "facts")
+    assert [m.id for m in await store.search_memories(vec(0, 1536), "facts")] == [big]
+    listed = {m.id: m.embedding for m in await store.get_memories(table="facts")}
+    assert listed[small] is None and listed[big] == vec(0, 1536)
+    with pytest.raises(EmbeddingDimensionError):
+        await store.create_memory(make_memory("old size", embedding=vec(0)), "facts")
+    await store.ensure_embedding_dimension(384)
+    assert [m.id for m in await store.search_memories(vec(0), "facts")] == [small]

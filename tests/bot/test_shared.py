@@ -1,0 +1,74 @@
+"""What one daemon's agents share is the daemon's: its secrets, and one object of each kind a
+platform keeps across its agents (bot tokens in use, the Telegram relay)."""
+
+from __future__ import annotations
+
+import io
+import logging
+from pathlib import Path
+
+import pytest
+
+from bot.connections import TokenClaims
+from bot.errors import ConfigError
+from bot.redact import Redactor, SecretFilter, filtering
+from bot.runtime import AgentRuntime
+from bot.shared import Shared
+from bot.store import Database
+
+from .test_runtime import character, db  # noqa: F401 -- db: the fixture
+
+
+class ChatTokens(TokenClaims):
+    def __init__(self) -> None:
+        super().__init__("CHAT_TOKEN", "make one bot per character")
+
+
+def test_each_daemon_has_one_object_of_each_kind() -> None:
+    first, second = Shared(), Shared()
+    assert first.one(ChatTokens) is first.one(ChatTokens)
+    assert first.one(ChatTokens) is not second.one(ChatTokens)
+
+
+def test_a_bot_token_is_claimed_once_per_daemon_not_once_per_process() -> None:
+    first, second = Shared(), Shared()
+    first.one(ChatTokens).claim("t1", "Ada")
+    second.one(ChatTokens).claim("t1", "Brann")  # another daemon's claims are its own
+    with pytest.raises(ConfigError, match="Brann: uses the same CHAT_TOKEN as Ada"):
+        first.one(ChatTokens).claim("t1", "Brann")
+
+
+async def test_a_runtime_adds_its_secrets_to_its_daemons_and_no_other(tmp_path: Path, db: Database) -> None:
+    shared = Shared()
+    ada = character(tmp_path, settings={"secrets": {"OPENAI_API_KEY": "sk-ada-secret"}})
+    AgentRuntime(ada, db.for_agent(ada.agent_id), environ={}, shared=shared)
+    alone = AgentRuntime(ada, db.for_agent(ada.agent_id), environ={})
+    assert "sk-ada-secret" in shared.secrets and "sk-ada-secret" in alone.shared.secrets
+    assert alone.shared is not shared and "sk-ada-secret" not in Shared().secrets
+
+
+def test_short_values_are_settings_not_secrets_and_longest_secrets_go_first() -> None:
+    secrets = Redactor()
+    for value in ("true", "sk-abcdef", "sk-abcdef-longer"):
+        secrets.add(value)
+    assert "true" not in secrets
+    assert secrets.scrub("true: sk-abcdef-longer, sk-abcdef") == "true: <redacted>, <redacted>"
+
+
+def test_secrets_are_filtered_only_while_their_owner_runs() -> None:
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    logger = logging.getLogger("tests.shared")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        secrets = Redactor()
+        secrets.add("sk-owned-secret")
+        with filtering(secrets, logger):
+            assert [type(f) for f in handler.filters] == [SecretFilter]
+            logger.warning("during sk-owned-secret")
+        assert handler.filters == []
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = True
+    assert out.getvalue() == "during <redacted>\n"
