@@ -75,8 +75,8 @@ class TokenClaims:
         """Raises ConfigError when another character already connected with ``token``."""
         holder = self._holders.get(token)
         if holder is not None and holder != agent:
-            raise ConfigError(f"{agent}: uses the same {self.setting} as {holder}; each character needs a bot of its "
-                              f"own ({self.advice})")
+            raise ConfigError(f"uses the same {self.setting} as {holder}; each character needs a bot of its "
+                              f"own ({self.advice})", agent=agent)
         self._holders[token] = agent
 
     def release(self, token: str, agent: str) -> None:

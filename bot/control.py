@@ -51,6 +51,8 @@ import aiohttp
 from aiohttp import web
 
 from .errors import ConfigError
+from .lifecycle import AgentState
+from .links import LinkState
 from .metrics import Metrics
 from .settings import DaemonSettings
 
@@ -460,10 +462,10 @@ def format_status(status: dict[str, Any]) -> str:
         if not platforms:
             rows.append([name, "-", state, _one_line(agent.get("detail", ""))])
             continue
-        label = name if state == "running" else f"{name} ({state})"
+        label = name if state == AgentState.RUNNING else f"{name} ({state})"
         for platform, connection in platforms.items():
             total += 1
-            up += connection.get("state") == "connected"
+            up += connection.get("state") == LinkState.CONNECTED
             rows.append([label, platform, str(connection.get("state", "?")), _one_line(connection.get("detail", ""))])
     summary = [_plural(len(agents), "agent"), f"{up} of {_plural(total, 'platform connection')} up"]
     if in_flight:

@@ -32,18 +32,20 @@ import os
 import signal
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from . import installed_version, redact
 from . import plugins as plugin_registry
+from .background import BackgroundTasks
 from .backoff import ExponentialBackoff
 from .character import Character, LoadResult, load_characters, scan_character_files
 from .chat import runtime_plugins
 from .control import ControlServer
-from .errors import EXIT_CONFIG, ConfigError
+from .errors import EXIT_CONFIG, ConfigError, ReloadError, ReloadFailed, reason_for
 from .events import EventType
 from .files import file_key
+from .lifecycle import AgentState, DaemonState
 from .links import Link, LinkState
 from .logs import agent_context
 from .metrics import Metrics
@@ -84,9 +86,8 @@ class _Agent:
     result: LoadResult
     fingerprint: str
     runtime: AgentRuntime | None = None
-    state: str = "starting"  # starting, running, stopping, stopped, failed
+    state: AgentState = AgentState.STARTING
     error: str = ""
-    connecting: list[asyncio.Task[None]] = field(default_factory=list)
 
     @property
     def character(self) -> Character:
@@ -97,15 +98,9 @@ class _Agent:
         return self.character.name
 
 
-def _without_name(error: BaseException, agent: str) -> str:
-    """The error's message without a leading ``<agent>: `` (the log line names the agent already)."""
-    text = str(error)
-    return text[len(agent) + 2 :] if text.startswith(f"{agent}: ") else text
-
-
 def _describe(error: BaseException, agent: str) -> str:
     """A short account of an unexpected connection failure: its message, or at least its type."""
-    text = _without_name(error, agent).strip()
+    text = reason_for(error, agent).strip()
     return f"{error.__class__.__name__}: {text}" if text else error.__class__.__name__
 
 
@@ -146,21 +141,21 @@ class Daemon:
         self.notifier = notifier if notifier is not None else Notifier()
         self.metrics = Metrics()
         self.shared = Shared()  # this daemon's secrets, Telegram relay, bot tokens in use
-        self.state = "starting"
+        self.state = DaemonState.STARTING
         self._agents: dict[str, _Agent] = {}  # by agent id, in start order
         self._db: StoreBackend | None = None
         self._stopped = asyncio.Event()
         self._started_at = time.monotonic()
         self._reload_lock = asyncio.Lock()
         self._reload_again = False
-        self._background: set[asyncio.Task[Any]] = set()
+        self._background = BackgroundTasks("troupe")  # the daemon's own: they outlive any agent
 
     # -- what runs ------------------------------------------------------------------------
 
     @property
     def runtimes(self) -> list[AgentRuntime]:
         """The runtimes of the agents that are up, in start order."""
-        return [a.runtime for a in self._agents.values() if a.runtime is not None and a.state == "running"]
+        return [a.runtime for a in self._agents.values() if a.runtime is not None and a.state is AgentState.RUNNING]
 
     def _plans_for(self, result: LoadResult) -> list[PlatformPlan]:
         known = plugin_registry.available()
@@ -197,9 +192,9 @@ class Daemon:
 
     def readiness(self) -> tuple[bool, list[str]]:
         """Ready when running and every agent's every platform is connected."""
-        reasons = [] if self.state == "running" else [f"the daemon is {self.state}"]
+        reasons = [] if self.state is DaemonState.RUNNING else [f"the daemon is {self.state}"]
         for agent in self._agents.values():
-            if agent.state != "running" or agent.runtime is None:
+            if agent.state is not AgentState.RUNNING or agent.runtime is None:
                 reasons.append(f"{agent.name} is {agent.state}" + (f": {agent.error}" if agent.error else ""))
                 continue
             for name, link in agent.runtime.links.items():
@@ -214,7 +209,7 @@ class Daemon:
                 yield from (link for _, link in agent.runtime.links.items())
 
     def _status_line(self) -> str:
-        running = sum(a.state == "running" for a in self._agents.values())
+        running = sum(a.state is AgentState.RUNNING for a in self._agents.values())
         links = list(self._links())
         up = sum(link.state is LinkState.CONNECTED for link in links)
         failed = len(self._agents) - running
@@ -225,7 +220,7 @@ class Daemon:
         self.metrics.platform_connected.labels(agent=agent, platform=platform).set(link.state is LinkState.CONNECTED)
         if link.state is LinkState.RETRYING and (old is None or old.state is not LinkState.RETRYING):
             self.metrics.reconnects.labels(agent=agent, platform=platform).inc()
-        if self.state == "running":
+        if self.state is DaemonState.RUNNING:
             self.notifier.status(self._status_line())
 
     # -- running --------------------------------------------------------------------------
@@ -292,25 +287,19 @@ class Daemon:
         if not any(link.state is not LinkState.FAILED for link in links):
             _log.error("no agent could connect to a platform; see the errors above")
             return EXIT_CONFIG
-        self.state = "running"
-        self._spawn(self.notifier.keep_alive(), "watchdog")
+        self.state = DaemonState.RUNNING
+        self._background.start(self.notifier.keep_alive(), "watchdog")
         status = self._status_line()
         _log.info("troupe running: %s", status)
         self.notifier.ready(status)
         await self._stopped.wait()
-        self.state = "stopping"
+        self.state = DaemonState.STOPPING
         in_flight = sum(rt.in_flight for rt in self.runtimes)
         waiting = f"; waiting for {in_flight} {'reply' if in_flight == 1 else 'replies'} in flight" if in_flight else ""
         _log.info("stopping%s", waiting)
         self.notifier.stopping(f"stopping{waiting}")
         await self._drain_all()
         return 0
-
-    def _spawn(self, coro: Awaitable[Any], name: str) -> None:
-        task = asyncio.ensure_future(coro)
-        task.set_name(f"troupe:{name}")
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
 
     # -- one agent ------------------------------------------------------------------------
 
@@ -328,10 +317,10 @@ class Daemon:
                 await runtime.start()
             except Exception as exc:
                 _log.error("%s did not start: %s", character.name, exc)
-                agent.state, agent.error = "failed", _without_name(exc, character.name)
+                agent.state, agent.error = AgentState.FAILED, reason_for(exc, character.name)
                 return agent
             agent.runtime = runtime
-            agent.state = "running"
+            agent.state = AgentState.RUNNING
             self.metrics.agents.set(len(self.runtimes))
             ready = [p for p in self._plans_for(result) if p.ready]
             await asyncio.gather(*(self._connect(agent, runtime, plan) for plan in ready))
@@ -366,7 +355,7 @@ class Daemon:
     async def _retire(self, agent: _Agent) -> None:
         """Stop one agent: finish its replies in flight (bounded), then close it."""
         runtime = agent.runtime
-        agent.state = "stopping"
+        agent.state = AgentState.STOPPING
         if runtime is not None:
             with agent_context(agent.name):
                 if not await runtime.drain(self.settings.stop_timeout_s):
@@ -374,7 +363,7 @@ class Daemon:
                                  self.settings.stop_timeout_s)
                 await self._close(runtime)
             self.metrics.forget_agent(agent.name)
-        agent.state, agent.runtime = "stopped", None
+        agent.state, agent.runtime = AgentState.STOPPED, None
         self.metrics.agents.set(len(self.runtimes))
 
     @staticmethod
@@ -397,13 +386,12 @@ class Daemon:
             _log.warning("gave up waiting for %d replies after %.0f s", late, self.settings.stop_timeout_s)
 
     async def _close_all(self) -> None:
-        for task in list(self._background):
-            task.cancel()
+        await self._background.close()
         for agent in reversed(list(self._agents.values())):
             if agent.runtime is not None:
                 with agent_context(agent.name):
                     await self._close(agent.runtime)
-                agent.runtime, agent.state = None, "stopped"
+                agent.runtime, agent.state = None, AgentState.STOPPED
         self._agents.clear()
 
     # -- reload ---------------------------------------------------------------------------
@@ -413,30 +401,35 @@ class Daemon:
         if self._reload_lock.locked():
             self._reload_again = True
             return
-        self._spawn(self._reload_logged(), "reload")
+        if self._background.closed:  # a SIGHUP while shutting down
+            _log.warning("reload skipped: the daemon is %s", self.state)
+            return
+        self._background.start(self._reload_logged(), "reload")
 
     async def _reload_logged(self) -> None:
         try:
             await self.reload()
-        except RuntimeError as exc:
-            if exc.__cause__ is None:  # not a failed reload (that is logged already): one that could not start
-                _log.warning("reload skipped: %s", exc)
+        except ReloadFailed:
+            pass  # logged already, where it failed
+        except ReloadError as exc:
+            _log.warning("reload skipped: %s", exc)
 
     async def reload(self) -> dict[str, Any]:
         """Read the character files again and apply the difference; returns what was done.
 
         Raises:
-            RuntimeError: a reload is already running, the daemon is not running, or it was
-                started without character files to read again.
+            ReloadError: a reload is already running, the daemon is not running, or it was
+                started without character files to read again (both are RuntimeErrors).
+            ReloadFailed: the reload failed (logged); every agent keeps running as it was.
         """
         if self._reload_lock.locked():
-            raise RuntimeError("a reload is already running")
-        if self.state != "running" or self._db is None:
-            raise RuntimeError(f"the daemon is {self.state}; nothing to reload")
+            raise ReloadError("a reload is already running")
+        if self.state is not DaemonState.RUNNING or self._db is None:
+            raise ReloadError(f"the daemon is {self.state}; nothing to reload")
         if self.sources is None:
-            raise RuntimeError("this daemon was not started from character files; nothing to reload")
+            raise ReloadError("this daemon was not started from character files; nothing to reload")
         async with self._reload_lock:
-            self.state = "reloading"
+            self.state = DaemonState.RELOADING
             self.notifier.reloading("reloading characters")
             _log.info("reloading characters from %s", ", ".join(self.sources))
             try:
@@ -444,17 +437,17 @@ class Daemon:
             except ConfigError as exc:  # .env cannot be read: nothing changes
                 self.metrics.reloads.labels(outcome="error").inc()
                 _log.error("reload failed, every agent keeps running as it was: %s", exc)
-                raise RuntimeError(f"reload failed: {exc}") from exc
+                raise ReloadFailed(f"reload failed: {exc}") from exc
             except Exception as exc:
                 self.metrics.reloads.labels(outcome="error").inc()
                 _log.exception("reload failed")
-                raise RuntimeError(f"reload failed: {exc.__class__.__name__}: {exc}") from exc
+                raise ReloadFailed(f"reload failed: {exc.__class__.__name__}: {exc}") from exc
             finally:
-                self.state = "running"
+                self.state = DaemonState.RUNNING
                 self.notifier.ready(self._status_line())
-                if self._reload_again:  # files changed again while this reload ran
+                if self._reload_again and not self._background.closed:  # files changed again meanwhile
                     self._reload_again = False
-                    self._spawn(self._reload_logged(), "reload")
+                    self._background.start(self._reload_logged(), "reload")
         self.metrics.reloads.labels(outcome="ok").inc()
         _log.info("reloaded: %s", _summary_line(summary))
         return summary
@@ -479,7 +472,7 @@ class Daemon:
                 continue
             reason = "; ".join(str(p) for p in result.problems) or "it could not be read"
             old = by_source.get(file_key(result.source))
-            if old is not None and old.state != "stopped":
+            if old is not None and old.state is not AgentState.STOPPED:
                 kept.add(old.character.agent_id)
                 summary["kept"].append({"name": old.name, "file": str(result.source), "reason": reason})
                 with agent_context(old.name):
@@ -497,7 +490,7 @@ class Daemon:
             if new is None:
                 stopping.append(agent)
                 summary["stopped"].append(agent.name)
-            elif fingerprint(new) != agent.fingerprint or agent.state == "failed":
+            elif fingerprint(new) != agent.fingerprint or agent.state is AgentState.FAILED:
                 stopping.append(agent)
                 starting.append(new)
                 summary["restarted"].append(new.raise_for_problems().name)
@@ -518,7 +511,7 @@ class Daemon:
             self._agents.pop(agent.character.agent_id, None)
         launched = await asyncio.gather(*(self._launch(r) for r in starting))
         for agent in launched:
-            if agent.state == "failed":
+            if agent.state is AgentState.FAILED:
                 summary["failed"].append({"name": agent.name, "file": str(agent.result.source), "reason": agent.error})
                 for key in ("started", "restarted"):
                     if agent.name in summary[key]:
@@ -557,7 +550,7 @@ async def _attempt(runtime: AgentRuntime, plan: PlatformPlan, connect: Connect, 
     try:
         await connect(runtime)
     except ConfigError as exc:
-        reason = _without_name(exc, plan.agent)
+        reason = exc.reason_for(plan.agent)
         _log.error("%s: could not connect to %s: %s", plan.agent, plan.platform, reason)
         runtime.links.set(plan.platform, LinkState.FAILED, reason)
         return None

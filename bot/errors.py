@@ -16,6 +16,12 @@
         ├── ModelRateLimited         the provider asked us to slow down (retry_after)
         └── ModelUnavailable         timeout, connection failure or server error
     └── SendError                    a platform could not deliver a message the agent started
+    └── PartlySent                   a message in pieces stopped part-way (sent)
+    └── ReloadError                  a reload was refused (also a RuntimeError)
+        └── ReloadFailed             a reload started and failed; nothing changed
+
+Errors about one character carry it as ``agent`` rather than in their text: ``str()`` shows
+``<agent>: <message>``, and :func:`reason_for` shows the message beside the agent's name.
 
 Messages say what is wrong and what to do. They never contain a secret value.
 """
@@ -25,26 +31,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CharacterError", "ConfigError", "EXIT_CONFIG", "EmbeddingDimensionError", "ModelAuthError", "ModelError", "ModelRateLimited", "ModelUnavailable", "PartlySent", "PluginLoadError", "Problem", "SchemaVersionError", "SecretReferenceError", "SendError", "StoreError", "TroupeError", "VectorExtensionError"]
+__all__ = ["CharacterError", "ConfigError", "EXIT_CONFIG", "EmbeddingDimensionError", "ModelAuthError", "ModelError", "ModelRateLimited", "ModelUnavailable", "PartlySent", "PluginLoadError", "Problem", "ReloadError", "ReloadFailed", "SchemaVersionError", "SecretReferenceError", "SendError", "StoreError", "TroupeError", "VectorExtensionError", "reason_for"]
 
 #: ``EX_CONFIG`` from sysexits.h; systemd units use it to stop restart loops.
 EXIT_CONFIG = 78
 
 
 class TroupeError(Exception):
-    """Root of every error troupe raises on purpose."""
+    """Root of every error troupe raises on purpose.
 
-    __slots__ = ("message",)
+    ``message`` says what is wrong; ``agent`` is the character it is about, if any. ``str()``
+    composes the two as ``<agent>: <message>``; where the agent is shown already (a log line
+    that names it, ``troupe status`` beside its name) show ``message`` alone.
+    """
 
-    def __init__(self, message: str) -> None:
+    __slots__ = ("message", "agent")
+
+    def __init__(self, message: str, *, agent: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.agent = agent
 
     def __str__(self) -> str:
-        return self.message
+        return f"{self.agent}: {self.message}" if self.agent else self.message
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.message!r})"
+        agent = f", agent={self.agent!r}" if self.agent else ""
+        return f"{type(self).__name__}({self.message!r}{agent})"
+
+    def reason_for(self, agent: str) -> str:
+        """The message as shown next to ``agent``'s name: without the name when it is about that agent."""
+        return self.message if self.agent == agent else str(self)
 
 
 class ConfigError(TroupeError):
@@ -115,25 +132,28 @@ class EmbeddingDimensionError(StoreError, ValueError):
 class PluginLoadError(ConfigError):
     """A plugin could not be set up for an agent; the other agents run on."""
 
-    __slots__ = ("agent", "original", "plugin")
+    __slots__ = ("original", "plugin")
 
     def __init__(self, plugin: str, agent: str | None, original: BaseException) -> None:
-        self.plugin, self.agent, self.original = plugin, agent, original
-        reason = str(original)
-        if agent and reason.startswith(f"{agent}: "):  # plugins name the agent too; say it once
-            reason = reason[len(agent) + 2 :]
+        self.plugin, self.original = plugin, original
+        reason = reason_for(original, agent) if agent else str(original)  # the agent is named once
         who = f" for {agent}" if agent else ""
-        super().__init__(f"plugin {plugin}{who} failed to load: {reason}")
+        super().__init__(f"plugin {plugin}{who} failed to load: {reason}", agent=agent)
+
+    def __str__(self) -> str:  # the message names the agent already
+        return self.message
 
 
 class ModelError(TroupeError):
-    """A model call failed. Messages name the agent and provider, never a key."""
+    """A model call failed. Messages name the provider, never a key; ``original`` is what the
+    handler raised when it was not a ModelError itself (``None`` otherwise)."""
 
-    __slots__ = ("model_type", "provider")
+    __slots__ = ("model_type", "original", "provider")
 
-    def __init__(self, message: str, *, provider: str | None = None, model_type: str | None = None) -> None:
-        super().__init__(message)
-        self.provider, self.model_type = provider, model_type
+    def __init__(self, message: str, *, agent: str | None = None, provider: str | None = None,
+                 model_type: str | None = None, original: BaseException | None = None) -> None:
+        super().__init__(message, agent=agent)
+        self.provider, self.model_type, self.original = provider, model_type, original
 
 
 class ModelAuthError(ModelError):
@@ -147,7 +167,7 @@ class ModelRateLimited(ModelError):
 
     __slots__ = ("retry_after",)
 
-    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: str | None) -> None:
+    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         self.retry_after = retry_after
 
@@ -177,3 +197,21 @@ class PartlySent(TroupeError):
     def __init__(self, message: str, sent: list[Any]) -> None:
         super().__init__(message)
         self.sent = sent
+
+
+class ReloadError(TroupeError, RuntimeError):
+    """A reload did not happen: one is already running, the daemon is not running, or it has no
+    character files to read again. Nothing was changed, nothing was logged."""
+
+    __slots__ = ()
+
+
+class ReloadFailed(ReloadError):
+    """A reload started and failed (logged already); every agent keeps running as it was."""
+
+    __slots__ = ()
+
+
+def reason_for(error: BaseException, agent: str) -> str:
+    """``error``'s message as shown next to ``agent``'s name (which it then does not repeat)."""
+    return error.reason_for(agent) if isinstance(error, TroupeError) else str(error)

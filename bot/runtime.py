@@ -14,24 +14,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import importlib
 import logging
 import random
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping
-from enum import Enum
 from typing import Any
 
 from . import plugins as plugin_registry
+from .background import BackgroundTasks
 from .character import Character
 from .components import Action, Evaluator, Provider, ProviderResult, State, TaskWorker
 from .errors import ModelError, PluginLoadError
 from .events import event_name
 from .ids import unique_uuid
+from .lifecycle import RuntimeState
 from .links import Links
-from .logs import current_agent
 from .metrics import Metrics
 from .models import ModelType, model_type
 from .settings import character_setting
@@ -51,13 +50,6 @@ _DEFAULT_MODEL_TIMEOUT_S = 120.0
 _TASK_TICK_S = 1.0
 _DEFAULT_CONVERSATION_LENGTH = 32
 _DEFAULT_RECOVERY_WINDOW_S = 300.0
-
-
-class RuntimeState(Enum):
-    NEW = "new"  # constructed, start() not called
-    STARTING = "starting"
-    RUNNING = "running"
-    CLOSED = "closed"  # close() ran; a runtime does not restart
 
 
 class _ModelEntry:
@@ -115,7 +107,7 @@ class AgentRuntime:
         self._model_order = 0
         self._events: dict[str, list[EventHandler]] = {}
         self._on_close: list[Callable[[], Awaitable[None]]] = []
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = BackgroundTasks(f"troupe:{character.name}", agent=character.name)
         self._state_cache: OrderedDict[str, State] = OrderedDict()
         self._closing: asyncio.Task[None] | None = None
         self.metrics = metrics if metrics is not None else Metrics()
@@ -333,9 +325,7 @@ class AgentRuntime:
 
     async def _close(self) -> None:
         self.state = RuntimeState.CLOSED
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._tasks.close()
         for callback in reversed(self._on_close):
             try:
                 await callback()
@@ -344,20 +334,14 @@ class AgentRuntime:
         self._on_close.clear()
 
     def create_task(self, coro: Coroutine[Any, Any, Any], job: str) -> asyncio.Task[Any]:
-        """Run ``coro`` in the background, named ``troupe:<agent>:<job>``, tracked for close().
+        """Run ``coro`` in the background, named ``troupe:<agent>:<job>`` (``job`` is
+        ``<platform>:<what>`` for a platform's), tracked until close() cancels it; a failure is
+        logged once. The task (and every task it starts) logs as this agent.
 
-        The task (and every task it starts) logs as this agent."""
-        context = contextvars.copy_context()
-        context.run(current_agent.set, self.character.name)
-        task = asyncio.create_task(coro, name=f"troupe:{self.character.name}:{job}", context=context)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            _log.error("%s: task %s failed", self.character.name, task.get_name(), exc_info=task.exception())
+        Raises:
+            RuntimeError: the runtime is closed (see :class:`~bot.background.BackgroundTasks`).
+        """
+        return self._tasks.start(coro, job)
 
     # -- events ---------------------------------------------------------------------------
 
@@ -386,7 +370,8 @@ class AgentRuntime:
         MODEL_FAILED.
 
         Raises:
-            ModelError: no handler for ``type``, or every handler failed (the last error chained).
+            ModelError: no handler for ``type``, or every handler failed: the last one's
+                ModelError, or one whose ``original`` is what the last handler raised.
         """
         kind = model_type(type)
         entries = self._models.get(kind, [])
@@ -395,9 +380,10 @@ class AgentRuntime:
         if not entries:
             models = plugin_registry.model_plugin()
             raise ModelError(
-                f"{self.character.name}: no model serves {kind.value}; add a model plugin such as "
+                f"no model serves {kind.value}; add a model plugin such as "
                 f'"{(*models.aliases, models.name)[0]}" to the character\'s plugins',
                 provider=provider, model_type=kind.value,
+                agent=self.character.name,
             )
         timeout = self.get_number("MODEL_TIMEOUT_S", _DEFAULT_MODEL_TIMEOUT_S)
         last: BaseException | None = None
@@ -420,8 +406,9 @@ class AgentRuntime:
         if isinstance(last, ModelError):
             raise last
         raise ModelError(
-            f"{self.character.name}: every {kind.value} model failed ({type_name(last)})",
+            f"every {kind.value} model failed ({type_name(last)})",
             provider=entries[-1].provider, model_type=kind.value,
+            agent=self.character.name, original=last,
         ) from last
 
     async def _record_model(self, kind: ModelType, provider: str, elapsed_ms: float, error: BaseException | None = None) -> None:

@@ -186,7 +186,7 @@ class SettingReader:
             return True
         if value in _FALSE:
             return False
-        raise ConfigError(f"{self.agent}: {key} must be true or false, not {raw!r}")
+        raise ConfigError(f"{key} must be true or false, not {raw!r}", agent=self.agent)
 
     def positive_float(self, key: str, default: float) -> float:
         return self._checked(key, default, float, lambda v: v > 0, "a positive number")
@@ -215,7 +215,7 @@ class SettingReader:
         except ValueError:
             value = None
         if value is None or not valid(value):
-            raise ConfigError(f"{self.agent}: {key} must be {expected}, not {raw!r}")
+            raise ConfigError(f"{key} must be {expected}, not {raw!r}", agent=self.agent)
         return value
 
     def id_list(self, key: str, *, pattern: str = r"-?\d+") -> list[str] | None:
@@ -230,16 +230,16 @@ class SettingReader:
             try:
                 items = json.loads(raw)
             except ValueError:
-                raise ConfigError(f"{self.agent}: {key} is not a valid JSON array: {raw!r}") from None
+                raise ConfigError(f"{key} is not a valid JSON array: {raw!r}", agent=self.agent) from None
             if not isinstance(items, list):
-                raise ConfigError(f"{self.agent}: {key} must be a JSON array or a comma-separated list")
+                raise ConfigError(f"{key} must be a JSON array or a comma-separated list", agent=self.agent)
         else:
             items = raw.split(",")
         ids = [str(item).strip() for item in items if str(item).strip()]
         bad = [i for i in ids if not re.fullmatch(pattern, i)]
         if bad:
-            raise ConfigError(f"{self.agent}: {key} has entries that are not ids: {', '.join(map(repr, bad))}; "
-                              'write ids as a comma-separated list ("123, 456") or a JSON array')
+            raise ConfigError(f"{key} has entries that are not ids: {', '.join(map(repr, bad))}; "
+                              'write ids as a comma-separated list ("123, 456") or a JSON array', agent=self.agent)
         return ids
 
 

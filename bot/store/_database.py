@@ -266,8 +266,8 @@ class Database:
                 await run_on_thread(conn, _nothing)
                 raise
             except _BeginFailed as failed:
-                exc = failed.__cause__
-                if attempt == BEGIN_ATTEMPTS or exc is None or not is_locked_error(exc):
+                exc = failed.error
+                if attempt == BEGIN_ATTEMPTS or not is_locked_error(exc):
                     raise StoreError(f"cannot start a write transaction on {self._path}: {exc}") from exc
                 delay = retry_delay(attempt)
                 _log.warning("database is locked (attempt %d of %d); retrying in %.2f s",
@@ -461,7 +461,11 @@ class Database:
 
 
 class _BeginFailed(Exception):
-    """BEGIN IMMEDIATE failed on the writer's thread (the driver's error is the cause)."""
+    """BEGIN IMMEDIATE failed on the writer's thread with the driver's ``error``."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(error)
+        self.error = error
 
 
 def _insert_logs(rows: list[tuple[Any, ...]], conn: Any) -> None:
@@ -484,7 +488,7 @@ def _transact(conn: Any, work: Callable[[Any], T]) -> T:
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlean.Error as exc:
-        raise _BeginFailed() from exc
+        raise _BeginFailed(exc) from exc
     try:
         result = work(conn)
         conn.execute("COMMIT")

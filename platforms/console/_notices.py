@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Iterator
 
 from bot import redact
+from bot.errors import reason_for
 
 __all__ = ["ConversationLog", "reason"]
 
@@ -25,7 +26,7 @@ def reason(record: logging.LogRecord, agent: str = "", scrub: Callable[[str], st
         if isinstance(record.args, tuple) else None
     if error is None and record.exc_info and record.exc_info[1] is not None:
         error = record.exc_info[1]
-    text = str(error) if error is not None and str(error) else record.getMessage()
+    text = reason_for(error, agent) if error is not None and str(error) else record.getMessage()
     text = " ".join(text.split())  # one line, whatever the message held
     while agent and text.startswith(f"{agent}: "):
         text = text[len(agent) + 2 :]

@@ -191,13 +191,13 @@ class DiscordAdapter:
         register_commands(self, client.tree)
         async with asyncio.timeout(_LOGIN_TIMEOUT_S):
             await client.login(token)
-        self._task = self.runtime.create_task(self._run(client), "discord")
+        self._task = self.runtime.create_task(self._run(client), "discord:client")
         ready = asyncio.ensure_future(self._ready.wait())
         done, _ = await asyncio.wait({ready, self._task}, timeout=_READY_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
         ready.cancel()
         if self._task in done:
             self._task.result()  # raises what ended the connection (e.g. the intents error)
-            raise ConfigError(f"{self.name}: the Discord connection closed before it was ready")
+            raise ConfigError("the Discord connection closed before it was ready", agent=self.name)
         if not done:
             _log.warning("%s: Discord is not ready after %.0f s; still trying in the background", self.name,
                          _READY_TIMEOUT_S)
@@ -212,15 +212,15 @@ class DiscordAdapter:
                 await probe.login(self.config.token.get_secret_value())
                 info = await probe.application_info()
         except discord.LoginFailure:
-            raise ConfigError(f"{self.name}: Discord refused the bot token in DISCORD_API_TOKEN; copy a fresh one from "
-                              f"{_PORTAL} → your app → Bot → Reset Token") from None
+            raise ConfigError(f"Discord refused the bot token in DISCORD_API_TOKEN; copy a fresh one from "
+                              f"{_PORTAL} → your app → Bot → Reset Token", agent=self.name) from None
         finally:
             await probe.close()
         flags = info.flags
         if not (flags.gateway_message_content or flags.gateway_message_content_limited):
             raise ConfigError(
-                f"{self.name}: the Message Content intent is not enabled for the bot {info.name}; enable it at "
-                f"{_PORTAL}/{info.id}/bot under Privileged Gateway Intents, then start again"
+                f"the Message Content intent is not enabled for the bot {info.name}; enable it at "
+                f"{_PORTAL}/{info.id}/bot under Privileged Gateway Intents, then start again", agent=self.name
             )
         return bool(flags.gateway_guild_members or flags.gateway_guild_members_limited)
 
@@ -228,10 +228,10 @@ class DiscordAdapter:
         try:
             await client.connect(reconnect=True)
         except discord.PrivilegedIntentsRequired:
-            raise ConfigError(f"{self.name}: Discord refused an intent this bot has not enabled; enable the Message "
-                              f"Content intent at {_PORTAL} → your app → Bot → Privileged Gateway Intents") from None
+            raise ConfigError(f"Discord refused an intent this bot has not enabled; enable the Message "
+                              f"Content intent at {_PORTAL} → your app → Bot → Privileged Gateway Intents", agent=self.name) from None
         except discord.LoginFailure:
-            raise ConfigError(f"{self.name}: Discord refused the bot token in DISCORD_API_TOKEN") from None
+            raise ConfigError("Discord refused the bot token in DISCORD_API_TOKEN", agent=self.name) from None
 
     async def close(self) -> None:
         """Disconnect, then let messages being answered finish (up to a limit) before the
@@ -297,7 +297,7 @@ class DiscordAdapter:
         self._ready.set()
         self.runtime.links.set(SOURCE, LinkState.CONNECTED)
         if missed:
-            self.runtime.create_task(self.guarded("catch-up", self._catch_up(missed)), "discord catch-up")
+            self.runtime.create_task(self.guarded("catch-up", self._catch_up(missed)), "discord:catch-up")
         if self.config.voice_enabled:
             await self.guarded("voice auto-join", self.voice.auto_join(list(self.client.guilds)))
 
@@ -320,7 +320,7 @@ class DiscordAdapter:
                     continue
                 handed += 1
                 # Like the gateway: one task per message, in order, so a burst behaves like one.
-                self.runtime.create_task(self.guarded("message", self.on_message(message)), "discord message")
+                self.runtime.create_task(self.guarded("message", self.on_message(message)), "discord:message")
         _log.info("%s: the Discord session was lost; read back %d of %d channel(s), %d missed message(s) "
                   "handed over", self.name, read, len(plan), handed)
 

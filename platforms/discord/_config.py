@@ -73,7 +73,7 @@ def _object_flag(agent: str, section: Mapping[str, Any], key: str) -> bool | Non
         return True
     if text in ("false", "0", "no", "off", ""):
         return False
-    raise ConfigError(f"{agent}: settings.discord.{key} must be true or false, not {value!r}")
+    raise ConfigError(f"settings.discord.{key} must be true or false, not {value!r}", agent=agent)
 
 
 def _api_base(agent: str, raw: str | None) -> str | None:
@@ -81,8 +81,8 @@ def _api_base(agent: str, raw: str | None) -> str | None:
         return None
     parts = urlsplit(raw)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"{agent}: DISCORD_API_BASE must be an http(s) URL such as https://chat.example/api/v10, "
-                          f"not {raw!r}")
+        raise ConfigError(f"DISCORD_API_BASE must be an http(s) URL such as https://chat.example/api/v10, "
+                          f"not {raw!r}", agent=agent)
     base = raw.rstrip("/")
     return base if re.search(r"/v\d+$", base) else f"{base}/v10"
 
@@ -96,8 +96,8 @@ def _check_voice_libraries(agent: str) -> None:
         except ImportError:
             missing.append(package)
     if missing:
-        raise ConfigError(f"{agent}: Discord voice needs {' and '.join(missing)}; install troupe again "
-                          "(pip install -e .) — they come with discord.py[voice]")
+        raise ConfigError(f"Discord voice needs {' and '.join(missing)}; install troupe again "
+                          "(pip install -e .) — they come with discord.py[voice]", agent=agent)
 
 
 def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> DiscordConfig:
@@ -109,8 +109,8 @@ def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> Di
     read = SettingReader(get_setting, agent)
     token = read.optional("DISCORD_API_TOKEN")
     if token is None:
-        raise ConfigError(f"{agent}: DISCORD_API_TOKEN is not set; put the bot's token in the character's "
-                          "settings.secrets (or an env:/file:/credential: reference to it)")
+        raise ConfigError("DISCORD_API_TOKEN is not set; put the bot's token in the character's "
+                          "settings.secrets (or an env:/file:/credential: reference to it)", agent=agent)
     section = discord_section if isinstance(discord_section, Mapping) else {}
     flags = {}
     for name, (key, setting) in _FLAGS.items():
@@ -121,14 +121,14 @@ def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> Di
     allowed = section.get("allowedChannelIds")
     if allowed is not None:
         if not isinstance(allowed, list) or not all(re.fullmatch(r"\d+", str(i).strip()) for i in allowed):
-            raise ConfigError(f"{agent}: settings.discord.allowedChannelIds must be a list of channel ids")
+            raise ConfigError("settings.discord.allowedChannelIds must be a list of channel ids", agent=agent)
         listed = {str(i).strip() for i in allowed}
         # Both lists given: upstream applies them one after the other, so only their overlap is heard.
         channel_ids = sorted(listed & set(channel_ids)) if channel_ids is not None else sorted(listed)
     voice_channel = read.optional("DISCORD_VOICE_CHANNEL_ID")
     if voice_channel is not None and not re.fullmatch(r"\d+", voice_channel.strip()):
-        raise ConfigError(f"{agent}: DISCORD_VOICE_CHANNEL_ID must be a channel id (digits; right-click the "
-                          f"channel → Copy Channel ID), not {voice_channel!r}")
+        raise ConfigError(f"DISCORD_VOICE_CHANNEL_ID must be a channel id (digits; right-click the "
+                          f"channel → Copy Channel ID), not {voice_channel!r}", agent=agent)
     voice_enabled = read.flag("DISCORD_VOICE_ENABLED") or voice_channel is not None
     vad = VadConfig(
         silence_s=read.positive_float("VOICE_SILENCE_S", VadConfig.silence_s),
@@ -136,11 +136,11 @@ def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> Di
         max_utterance_s=read.positive_float("VOICE_MAX_UTTERANCE_S", VadConfig.max_utterance_s),
     )
     if vad.min_speech_s >= vad.max_utterance_s:
-        raise ConfigError(f"{agent}: VOICE_MIN_SPEECH_S ({vad.min_speech_s}) must be less than "
-                          f"VOICE_MAX_UTTERANCE_S ({vad.max_utterance_s})")
+        raise ConfigError(f"VOICE_MIN_SPEECH_S ({vad.min_speech_s}) must be less than "
+                          f"VOICE_MAX_UTTERANCE_S ({vad.max_utterance_s})", agent=agent)
     ca_file = read.optional("DISCORD_CA_FILE")
     if ca_file is not None and not Path(ca_file).is_file():
-        raise ConfigError(f"{agent}: DISCORD_CA_FILE {ca_file!r} is not a file; give the path of a PEM bundle")
+        raise ConfigError(f"DISCORD_CA_FILE {ca_file!r} is not a file; give the path of a PEM bundle", agent=agent)
     if voice_enabled:
         _check_voice_libraries(agent)
     return DiscordConfig(

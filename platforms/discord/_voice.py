@@ -86,7 +86,7 @@ class VoiceSession:
         self.receiver = VoiceReceiver(
             self.client, adapter.config.vad,
             on_utterance=self._heard, on_voice=self._voice_level, on_failure=self._cannot_listen,
-            is_bot=self._is_bot,
+            is_bot=self._is_bot, agent=adapter.name,
         )
         self.client.receiver = self.receiver
         self.receiver.start()

@@ -80,7 +80,7 @@ class SpeechPlayer:
         self._source: _QueuedOpus | None = None
         self._playing_done: asyncio.Event = asyncio.Event()
         self._playing_done.set()
-        self._worker = asyncio.create_task(self._work(), name=f"troupe:{runtime.character.name}:voice-speak")
+        self._worker = runtime.create_task(self._work(), "discord:voice-speak")
         self._generation = 0
         self._busy = False
 

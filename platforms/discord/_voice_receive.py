@@ -34,6 +34,7 @@ import nacl.bindings
 import nacl.exceptions
 
 from bot.audio import DISCORD_PCM, AudioError, OpusDecoder, Segmenter, Utterance, VadConfig, frame_level_db
+from bot.background import BackgroundTasks
 
 __all__ = ["RtpPacket", "VoiceReceiver", "decrypt_rtpsize", "parse_rtp"]
 
@@ -110,6 +111,7 @@ class VoiceReceiver:
         on_voice: Callable[[int, float], None] | None = None,
         on_failure: Callable[[str], Awaitable[None]] | None = None,
         is_bot: Callable[[int], bool] = lambda user: False,
+        agent: str | None = None,
     ) -> None:
         self.voice_client = voice_client
         self.segmenter = Segmenter(vad, DISCORD_PCM)
@@ -120,8 +122,9 @@ class VoiceReceiver:
         self._decoders: dict[int, OpusDecoder] = {}
         self._queue: asyncio.Queue[bytes] = asyncio.Queue(_QUEUE_LIMIT)
         self._loop = asyncio.get_running_loop()
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._worker: asyncio.Task[None] | None = None
+        # Its own tasks, not the agent's: they end with this voice connection.
+        self._tasks = BackgroundTasks(f"troupe:{agent}:discord:voice-receive" if agent else "troupe:voice-receive",
+                                      agent=agent)
         self._failed = False
         self._dave_failures = 0
         self.packets = 0
@@ -131,15 +134,12 @@ class VoiceReceiver:
 
     def start(self) -> None:
         self.voice_client._connection.add_socket_listener(self._on_packet)
-        self._worker = asyncio.create_task(self._run(), name="troupe:voice-receive")
+        self._tasks.start(self._run(), "packets")
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):  # the connection may already be gone
             self.voice_client._connection.remove_socket_listener(self._on_packet)
-        for task in [self._worker, *self._tasks]:
-            if task is not None:
-                task.cancel()
-        await asyncio.gather(*[t for t in [self._worker, *self._tasks] if t is not None], return_exceptions=True)
+        await self._tasks.close()
 
     def on_speaking(self, data: dict[str, Any]) -> None:
         """A SPEAKING (op 5) message from the voice gateway: who is behind an SSRC."""
@@ -172,7 +172,7 @@ class VoiceReceiver:
             if data is not None:
                 self._handle(data, now)
             for utterance in self.segmenter.tick(now):
-                self._spawn(self.on_utterance(int(utterance.speaker), utterance))
+                self._tasks.start(self.on_utterance(int(utterance.speaker), utterance), "utterance")
 
     def _handle(self, data: bytes, now: float) -> None:
         packet = parse_rtp(data)
@@ -208,7 +208,7 @@ class VoiceReceiver:
             self.on_voice(user, frame_level_db(pcm))
         utterance = self.segmenter.push(user, pcm, now)
         if utterance is not None:
-            self._spawn(self.on_utterance(user, utterance))
+            self._tasks.start(self.on_utterance(user, utterance), "utterance")
 
     def _undo_dave(self, conn: Any, user: int, frame: bytes) -> bytes | None:
         session = getattr(conn, "dave_session", None)
@@ -228,14 +228,4 @@ class VoiceReceiver:
             return
         self._failed = True
         if self.on_failure is not None:
-            self._spawn(self.on_failure(reason))
-
-    def _spawn(self, coro: Awaitable[None]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            _log.error("voice: handling an utterance failed", exc_info=task.exception())
+            self._tasks.start(self.on_failure(reason), "failure")

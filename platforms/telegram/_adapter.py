@@ -33,7 +33,7 @@ from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHand
 
 from bot.backoff import ExponentialBackoff
 from bot.connections import Connections, TokenClaims, record_sent
-from bot.errors import ConfigError, ModelError, PartlySent, SendError
+from bot.errors import ConfigError, ModelError, PartlySent, SendError, reason_for
 from bot.events import EventType
 from bot.links import LinkState
 from bot.models import ModelType
@@ -148,8 +148,8 @@ class TelegramAdapter:
                 await app.initialize()
                 await app.bot.delete_webhook(drop_pending_updates=False)  # polling and a webhook exclude each other
         except InvalidToken:
-            raise ConfigError(f"{self.name}: Telegram refused the bot token in TELEGRAM_BOT_TOKEN; copy it again from "
-                              "@BotFather (/mybots → your bot → API Token)") from None
+            raise ConfigError("Telegram refused the bot token in TELEGRAM_BOT_TOKEN; copy it again from "
+                              "@BotFather (/mybots → your bot → API Token)", agent=self.name) from None
         self.bot_id, self.username = app.bot.id, app.bot.username
         await app.start()
         await replay(self.runtime, app.bot, app.update_queue)
@@ -190,12 +190,12 @@ class TelegramAdapter:
                            "Telegram for this character. Stop the other process (or give each its own bot) and "
                            "restart troupe", self.name)
                 self.runtime.links.set(SOURCE, LinkState.FAILED, "another process polls with this bot's token")
-                self.runtime.create_task(self._stop_polling(), "telegram-stop")
+                self.runtime.create_task(self._stop_polling(), "telegram:stop-polling")
             return
         _log.warning("%s: Telegram polling error (%s); retrying", self.name, exc.__class__.__name__)
         self.runtime.links.set(SOURCE, LinkState.RETRYING, f"polling failed ({exc.__class__.__name__})")
         if self._watching is None or self._watching.done():
-            self._watching = self.runtime.create_task(self._watch_recovery(), "telegram-recovery")
+            self._watching = self.runtime.create_task(self._watch_recovery(), "telegram:recovery")
 
     async def _watch_recovery(self) -> None:
         """python-telegram-bot retries polling by itself but says nothing when it works again: ask
@@ -414,8 +414,7 @@ class TelegramAdapter:
             return
         except Exception as exc:
             # A download error may quote the file URL, which carries the token: name only its kind.
-            reason = (str(exc).removeprefix(f"{self.name}: ") if isinstance(exc, (ModelError, ValueError))
-                      else type(exc).__name__)
+            reason = reason_for(exc, self.name) if isinstance(exc, (ModelError, ValueError)) else type(exc).__name__
             _log.warning("%s: could not transcribe a %s in %s (chat %s): %s; it goes on untranscribed", self.name,
                          spoken.label, where, message.chat.id, reason)
             return
@@ -575,7 +574,7 @@ class TelegramAdapter:
             sent = await send_voice(self.app.bot, chat.id, note.data, duration=note.duration, reply_to=reply_to,
                                     thread_id=thread, deadline_s=self.config.send_deadline)
         except Exception as exc:
-            reason = str(exc).removeprefix(f"{self.name}: ") if isinstance(exc, (ModelError, ValueError)) else (
+            reason = reason_for(exc, self.name) if isinstance(exc, (ModelError, ValueError)) else (
                 getattr(exc, "message", None) or type(exc).__name__)
             _log.warning("%s: the %s in %s (chat %s) went out as text only, without a voice note: %s", self.name,
                          what, chat.title or "a private chat", chat.id, reason)

@@ -43,7 +43,7 @@ class Relay:
             return
         for adapter in list(self._adapters.values()):
             if adapter is not sender:
-                adapter.runtime.create_task(self._hand_over(adapter, messages), "telegram-relay")
+                adapter.runtime.create_task(self._hand_over(adapter, messages), "telegram:relay")
 
     @staticmethod
     async def _hand_over(adapter: TelegramAdapter, messages: list[Message]) -> None:

@@ -424,7 +424,7 @@ class MessagePipeline:
                 raw = await rt.use_model(ModelType.TEXT_LARGE, params)
             except ModelError as exc:
                 _log.warning("%s: no reply: %s", rt.character.name, exc)
-                return Outcome(Status.MODEL_UNREACHABLE, str(exc).removeprefix(f"{rt.character.name}: "))
+                return Outcome(Status.MODEL_UNREACHABLE, exc.reason_for(rt.character.name))
             parsed = parse_response(raw)
             if parsed and (parsed.get("actions") or parsed.get("text")):
                 return parsed

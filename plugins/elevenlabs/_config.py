@@ -117,7 +117,7 @@ class _Settings(SettingReader):
         raw = self.get(key, default)
         value = _FORMAT_ALIASES.get(raw.lower(), raw.lower())
         if value not in OUTPUT_FORMATS:
-            raise ConfigError(f"{self.agent}: {key} is {raw!r}; use one of {', '.join(OUTPUT_FORMATS)}")
+            raise ConfigError(f"{key} is {raw!r}; use one of {', '.join(OUTPUT_FORMATS)}", agent=self.agent)
         return value
 
     def url(self, key: str, default: str) -> str:
@@ -125,5 +125,5 @@ class _Settings(SettingReader):
         parts = urlsplit(raw)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             # The value is not quoted: an address can carry credentials.
-            raise ConfigError(f"{self.agent}: {key} must be an http(s) address such as {default}")
+            raise ConfigError(f"{key} must be an http(s) address such as {default}", agent=self.agent)
         return raw.rstrip("/")

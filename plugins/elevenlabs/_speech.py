@@ -138,13 +138,14 @@ class ElevenLabsSpeech:
         streaming = bool(params.get("stream"))
         voice_id = params.get("voice") or self.config.voice_id
         if not text.strip():
-            raise self._fail(ModelError(f"{self.agent}: cannot speak empty text", provider=PROVIDER,
-                                        model_type=ModelType.TEXT_TO_SPEECH))
+            raise self._fail(ModelError("cannot speak empty text", provider=PROVIDER,
+                                        model_type=ModelType.TEXT_TO_SPEECH, agent=self.agent))
         target = _target(params.get("format"), self.config.output_format, streaming=streaming)
         if target is None:
             raise self._fail(ModelError(
-                f"{self.agent}: ElevenLabs cannot produce {params.get('format')!r} audio (mp3, opus, pcm or wav)",
+                f"ElevenLabs cannot produce {params.get('format')!r} audio (mp3, opus, pcm or wav)",
                 provider=PROVIDER, model_type=ModelType.TEXT_TO_SPEECH,
+                agent=self.agent,
             ))
 
         def request() -> AsyncGenerator[bytes, None]:
@@ -184,8 +185,8 @@ class ElevenLabsSpeech:
         once audio has arrived, since that audio may already be playing.
         """
         if self._http is None:
-            raise ModelError(f"{self.agent}: the elevenlabs plugin is closed", provider=PROVIDER,
-                             model_type=ModelType.TEXT_TO_SPEECH)
+            raise ModelError("the elevenlabs plugin is closed", provider=PROVIDER,
+                             model_type=ModelType.TEXT_TO_SPEECH, agent=self.agent)
         backoff = ExponentialBackoff(_RETRY_BASE_S, _RETRY_CAP_S)
         retries = 0
         while True:
@@ -199,7 +200,7 @@ class ElevenLabsSpeech:
                     retries += 1
                     wait = failure.retry_after
                     delay = backoff.delay() if wait is None else min(wait, _RETRY_CAP_S)
-                    _log.info("%s; asking again in %.1f s (retry %d of %d)", failure.error.message, delay, retries,
+                    _log.info("%s; asking again in %.1f s (retry %d of %d)", failure.error, delay, retries,
                               _MAX_RETRIES)
                     await asyncio.sleep(delay)
                     continue
@@ -209,8 +210,9 @@ class ElevenLabsSpeech:
                 raise
             if not first:
                 raise self._fail(ModelError(
-                    f"{self.agent}: ElevenLabs returned no audio (voice {voice_id})",
+                    f"ElevenLabs returned no audio (voice {voice_id})",
                     provider=PROVIDER, model_type=ModelType.TEXT_TO_SPEECH,
+                    agent=self.agent,
                 ))
             return chunks, first
 
@@ -232,7 +234,7 @@ class ElevenLabsSpeech:
 
     def _fail(self, error: ModelError) -> ModelError:
         """Log the one warning line a failed call gets, and hand the error back to raise."""
-        _log.warning("%s", error.message)
+        _log.warning("%s", error)
         return error
 
     def _translate(self, exc: Exception, voice_id: str, *, started: bool = False) -> _Failure:
@@ -242,12 +244,12 @@ class ElevenLabsSpeech:
         (the quota running out comes as 401, like a bad key). ``started``: audio had arrived.
         """
         kind = ModelType.TEXT_TO_SPEECH
-        where = f"{self.agent}: ElevenLabs text to speech ({self.config.model_id}, voice {voice_id})"
+        where = f"ElevenLabs text to speech ({self.config.model_id}, voice {voice_id})"
         if started:
             where += " stopped after audio had started"
 
         def fail(error_type: type[ModelError], message: str, **extra: Any) -> ModelError:
-            return error_type(message, provider=PROVIDER, model_type=kind, **extra)
+            return error_type(message, agent=self.agent, provider=PROVIDER, model_type=kind, **extra)
 
         if isinstance(exc, ApiError):
             status = exc.status_code or 0
@@ -256,19 +258,19 @@ class ElevenLabsSpeech:
             if code in _QUOTA:
                 return _Failure(fail(
                     ModelRateLimited,
-                    f"{self.agent}: the ElevenLabs quota is exhausted ({detail}); add credits to the account of "
+                    f"the ElevenLabs quota is exhausted ({detail}); add credits to the account of "
                     "this character's ELEVENLABS_API_KEY or wait for the monthly reset",
                 ))
             if code in _NO_VOICE or (status == 404 and "voice" in detail.lower()):
                 return _Failure(fail(
                     ModelError,
-                    f"{self.agent}: ElevenLabs voice {voice_id} not found; check ELEVENLABS_VOICE_ID for this "
+                    f"ElevenLabs voice {voice_id} not found; check ELEVENLABS_VOICE_ID for this "
                     "character (the voice must be in the key's account or added from the voice library)",
                 ))
             if status in (401, 403):
                 return _Failure(fail(
                     ModelAuthError,
-                    f"{self.agent}: ElevenLabs refused the API key ({label}); check ELEVENLABS_API_KEY for this "
+                    f"ElevenLabs refused the API key ({label}); check ELEVENLABS_API_KEY for this "
                     "character",
                 ))
             retry_after = _retry_after(exc.headers or {})

@@ -121,7 +121,7 @@ class Embedder:
                     vectors = await self.runtime.use_model(ModelType.TEXT_EMBEDDING, {"texts": list(texts)})
                 except ModelError as exc:
                     # A handler reading params["text"] fails with KeyError (TypeError for a str).
-                    if self._batches or not isinstance(exc.__cause__, (KeyError, TypeError)):
+                    if self._batches or not isinstance(exc.original, (KeyError, TypeError)):
                         raise
                     self._batches = False
                 else:
@@ -129,8 +129,8 @@ class Embedder:
                         self._batches = True
                         return vectors
                     if self._batches:
-                        raise ModelError(f"{self.runtime.character.name}: the embedding model did not return "
-                                         f"one vector for each of {len(texts)} texts")
+                        raise ModelError(f"the embedding model did not return "
+                                         f"one vector for each of {len(texts)} texts", agent=self.runtime.character.name)
                     self._batches = False
             return [await self.runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": t}) for t in texts]
 

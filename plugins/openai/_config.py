@@ -142,7 +142,7 @@ def resolve_config(runtime: _Runtime, *, agent: str) -> ProviderConfig:
         return _ollama(settings)
     if preset == "openrouter":
         return _openrouter(settings)
-    raise ConfigError(f"{agent}: unknown model preset {preset!r} for plugin openai; use ollama, openrouter or none")
+    raise ConfigError(f"unknown model preset {preset!r} for plugin openai; use ollama, openrouter or none", agent=agent)
 
 
 class _Settings(SettingReader):
@@ -158,15 +158,15 @@ class _Settings(SettingReader):
             if model.startswith("text-embedding-3"):
                 return 1536
             raise ConfigError(
-                f"{self.agent}: the length of {model!r} embeddings is unknown; "
-                f"set OPENAI_EMBEDDING_DIMENSIONS to it (one of {allowed})"
+                f"the length of {model!r} embeddings is unknown; "
+                f"set OPENAI_EMBEDDING_DIMENSIONS to it (one of {allowed})", agent=self.agent
             )
         try:
             value = int(raw)
         except ValueError:
             value = 0
         if value not in EMBEDDING_DIMENSIONS:
-            raise ConfigError(f"{self.agent}: OPENAI_EMBEDDING_DIMENSIONS is {raw!r}; use one of {allowed}")
+            raise ConfigError(f"OPENAI_EMBEDDING_DIMENSIONS is {raw!r}; use one of {allowed}", agent=self.agent)
         return value
 
     def config(self, **preset: Any) -> ProviderConfig:
@@ -198,8 +198,8 @@ def _openai(s: _Settings) -> ProviderConfig:
     base_url = s.optional("OPENAI_BASE_URL")
     if key is None and base_url is None:
         raise ConfigError(
-            f"{s.agent}: no OpenAI-compatible endpoint is configured for plugin openai; set OPENAI_API_KEY, "
-            f"or OPENAI_BASE_URL for a local server such as Ollama ({OLLAMA_BASE_URL})"
+            f"no OpenAI-compatible endpoint is configured for plugin openai; set OPENAI_API_KEY, "
+            f"or OPENAI_BASE_URL for a local server such as Ollama ({OLLAMA_BASE_URL})", agent=s.agent
         )
     chat = Endpoint("openai", base_url or OPENAI_BASE_URL, SecretStr(key or _NO_KEY), "OPENAI_API_KEY")
     embedding_model = s.get("OPENAI_EMBEDDING_MODEL", "text-embedding-3-small")
@@ -244,7 +244,7 @@ def _openrouter(s: _Settings) -> ProviderConfig:
     key = s.optional("OPENROUTER_API_KEY")
     if key is None:
         raise ConfigError(
-            f"{s.agent}: plugin openrouter needs OPENROUTER_API_KEY (create one at https://openrouter.ai/keys)"
+            "plugin openrouter needs OPENROUTER_API_KEY (create one at https://openrouter.ai/keys)", agent=s.agent
         )
     chat = Endpoint(
         "openrouter", s.get("OPENROUTER_BASE_URL", OPENROUTER_BASE_URL), SecretStr(key), "OPENROUTER_API_KEY"

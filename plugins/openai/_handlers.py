@@ -133,9 +133,10 @@ class OpenAIModels:
         model = self.config.embedding_model
         if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
             raise ModelError(
-                f"{self.agent}: cannot embed empty text",
+                "cannot embed empty text",
                 provider=endpoint.provider,
                 model_type=ModelType.TEXT_EMBEDDING,
+                agent=self.agent,
             )
         extra: dict[str, Any] = {}
         # Only text-embedding-3 models take ``dimensions``; others reject or ignore it.
@@ -154,19 +155,21 @@ class OpenAIModels:
         vectors = [list(item.embedding) for item in data]
         if len(vectors) != len(texts):
             raise ModelError(
-                f"{self.agent}: embedding model {model!r} on {endpoint.provider} returned {len(vectors)} vectors "
+                f"embedding model {model!r} on {endpoint.provider} returned {len(vectors)} vectors "
                 f"for {len(texts)} texts",
                 provider=endpoint.provider,
                 model_type=ModelType.TEXT_EMBEDDING,
+                agent=self.agent,
             )
         for vector in vectors:
             if len(vector) != dimensions:
                 raise ModelError(
-                    f"{self.agent}: embedding model {model!r} on {endpoint.provider} returned {len(vector)} "
+                    f"embedding model {model!r} on {endpoint.provider} returned {len(vector)} "
                     f"dimensions, but OPENAI_EMBEDDING_DIMENSIONS is {dimensions}; set it to the model's length "
                     f"or choose a model that returns {dimensions}",
                     provider=endpoint.provider,
                     model_type=ModelType.TEXT_EMBEDDING,
+                    agent=self.agent,
                 )
         return vectors if batch else vectors[0]
 
@@ -237,7 +240,7 @@ class OpenAIModels:
         kind, endpoint = ModelType.TEXT_TO_SPEECH, self.config.chat
         client = self._clients.get(_client_key(endpoint))
         if client is None:
-            raise ModelError(f"{self.agent}: the openai plugin is closed", provider=endpoint.provider, model_type=kind)
+            raise ModelError("the openai plugin is closed", provider=endpoint.provider, model_type=kind, agent=self.agent)
         started = time.perf_counter()
         # The response is entered here and left by whoever finishes with it: this method on a
         # failure, the chunk generator below otherwise.
@@ -255,9 +258,10 @@ class OpenAIModels:
         if not first:
             await stack.aclose()
             raise ModelError(
-                f"{self.agent}: {model} on {endpoint.provider} returned no audio",
+                f"{model} on {endpoint.provider} returned no audio",
                 provider=endpoint.provider,
                 model_type=kind,
+                agent=self.agent,
             )
         _log.debug(
             "%s: %s %s via %s: first audio in %.0f ms",
@@ -288,10 +292,11 @@ class OpenAIModels:
                         return chunk
         except httpx.HTTPError as exc:  # the body is read by httpx itself; openai does not wrap these
             raise ModelUnavailable(
-                f"{self.agent}: {kind.value} via {endpoint.provider} ({model}): the audio stream from "
+                f"{kind.value} via {endpoint.provider} ({model}): the audio stream from "
                 f"{display_url(endpoint.base_url)} broke ({type(exc).__name__})",
                 provider=endpoint.provider,
                 model_type=kind,
+                agent=self.agent,
             ) from exc
         return b""
 
@@ -324,8 +329,8 @@ class OpenAIModels:
                     pieces.append(delta)
                     on_delta(repair_text(delta))
         if not pieces:
-            raise ModelError(f"{self.agent}: {model} on {endpoint.provider} streamed no text ({kind.value})",
-                             provider=endpoint.provider, model_type=kind)
+            raise ModelError(f"{model} on {endpoint.provider} streamed no text ({kind.value})",
+                             provider=endpoint.provider, model_type=kind, agent=self.agent)
         return repair_text("".join(pieces))  # halves of a pair split across pieces meet again
 
     async def _object(self, runtime: Any, params: TextParams, kind: ModelType, model: str) -> dict[str, Any]:
@@ -334,10 +339,11 @@ class OpenAIModels:
         if parsed is None:
             _log.debug("%s: %s reply that is not a JSON object: %.300r", self.agent, kind.value, text)
             raise ModelError(
-                f"{self.agent}: {model} on {self.config.chat.provider} did not return a JSON object "
+                f"{model} on {self.config.chat.provider} did not return a JSON object "
                 f"for {kind.value} ({len(text)} characters of something else)",
                 provider=self.config.chat.provider,
                 model_type=kind,
+                agent=self.agent,
             )
         return parsed
 
@@ -359,16 +365,17 @@ class OpenAIModels:
         if message is None or (not message.content and getattr(message, "refusal", None)):
             reason = "refused the request" if message is not None else "returned no choices"
             raise ModelError(
-                f"{self.agent}: {response.model or 'the model'} on {self.config.chat.provider} {reason} ({kind.value})",
+                f"{response.model or 'the model'} on {self.config.chat.provider} {reason} ({kind.value})",
                 provider=self.config.chat.provider,
                 model_type=kind,
+                agent=self.agent,
             )
         return repair_text(message.content or "")
 
     def _endpoint(self, kind: ModelType) -> Endpoint:
         endpoint = self.config.embedding if kind is ModelType.TEXT_EMBEDDING else self.config.chat
         if endpoint is None:  # register() never registers a handler without its endpoint
-            raise ModelError(f"{self.agent}: no endpoint serves {kind.value}", model_type=kind)
+            raise ModelError(f"no endpoint serves {kind.value}", model_type=kind, agent=self.agent)
         return endpoint
 
     async def _call(
@@ -377,7 +384,7 @@ class OpenAIModels:
         """Make one request (the SDK retries it), translating errors and logging the timing."""
         client = self._clients.get(_client_key(endpoint))
         if client is None:
-            raise ModelError(f"{self.agent}: the openai plugin is closed", provider=endpoint.provider, model_type=kind)
+            raise ModelError("the openai plugin is closed", provider=endpoint.provider, model_type=kind, agent=self.agent)
         started = time.perf_counter()
         with self._translate_errors(kind, endpoint, model):
             result = await request(client)
@@ -398,50 +405,54 @@ class OpenAIModels:
     def _translate_errors(self, kind: ModelType, endpoint: Endpoint, model: str) -> Iterator[None]:
         """The SDK's exceptions as troupe's, most specific first, chained ``from`` the original."""
         provider = endpoint.provider
-        where = f"{self.agent}: {kind.value} via {provider} ({model})"
+        where = f"{kind.value} via {provider} ({model})"
         try:
             yield
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
             message = (
-                f"{self.agent}: {provider} refused the API key (HTTP {exc.status_code}); "
+                f"{provider} refused the API key (HTTP {exc.status_code}); "
                 f"check {endpoint.key_setting} for this character"
             )
             # Every call would fail the same way: say it once per agent and provider.
             if provider not in self._auth_reported:
                 self._auth_reported.add(provider)
-                _log.error("%s", message)
-            raise ModelAuthError(message, provider=provider, model_type=kind) from exc
+                _log.error("%s: %s", self.agent, message)
+            raise ModelAuthError(message, agent=self.agent, provider=provider, model_type=kind) from exc
         except openai.RateLimitError as exc:
             retry_after = _retry_after(exc.response.headers)
             wait = f"; retry after {retry_after:g} s" if retry_after is not None else ""
             raise ModelRateLimited(
                 f"{where}: rate limited{wait}: {self._detail(exc, endpoint)}",
                 retry_after=retry_after,
+                agent=self.agent,
                 provider=provider,
                 model_type=kind,
             ) from exc
         except openai.APITimeoutError as exc:
             raise ModelUnavailable(
                 f"{where}: no answer from {display_url(endpoint.base_url)} within {self.config.timeout_s:g} s",
+                agent=self.agent,
                 provider=provider,
                 model_type=kind,
             ) from exc
         except openai.APIConnectionError as exc:
             raise ModelUnavailable(
-                f"{where}: cannot connect to {display_url(endpoint.base_url)}", provider=provider, model_type=kind
+                f"{where}: cannot connect to {display_url(endpoint.base_url)}", agent=self.agent, provider=provider, model_type=kind
             ) from exc
         except openai.InternalServerError as exc:
             raise ModelUnavailable(
                 f"{where}: server error HTTP {exc.status_code}: {self._detail(exc, endpoint)}",
+                agent=self.agent,
                 provider=provider,
                 model_type=kind,
             ) from exc
         except openai.APIStatusError as exc:
             raise ModelError(
-                f"{where}: HTTP {exc.status_code}: {self._detail(exc, endpoint)}", provider=provider, model_type=kind
+                f"{where}: HTTP {exc.status_code}: {self._detail(exc, endpoint)}", agent=self.agent, provider=provider, model_type=kind
             ) from exc
         except openai.OpenAIError as exc:
-            raise ModelError(f"{where}: {type(exc).__name__}", provider=provider, model_type=kind) from exc
+            raise ModelError(f"{where}: {type(exc).__name__}", agent=self.agent, provider=provider,
+                             model_type=kind) from exc
 
     @staticmethod
     def _detail(exc: openai.APIStatusError, endpoint: Endpoint) -> str:

@@ -14,7 +14,10 @@ import pytest
 
 from bot import plugins as plugin_registry
 from bot.character import load_characters
+from bot.control import format_status
 from bot.daemon import Daemon
+from bot.errors import ConfigError
+from bot.lifecycle import DaemonState
 from bot.plugins import PluginMeta
 from bot.settings import DaemonSettings
 
@@ -296,3 +299,44 @@ async def test_reload_with_a_file_that_is_a_symlink_loop_fails_that_file_only(
         ("loop", "$: cannot read it: Too many levels of symbolic links; a character file is a JSON file")]
     daemon.stop()
     assert await asyncio.wait_for(task, 10) == 0
+
+
+async def test_status_shows_each_lifecycle_state_as_its_plain_word(tmp_path: Path, fake_platform,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    chars = tmp_path / "chars"
+    chars.mkdir()
+    write(chars, "A", ["fakechat"])
+    write(chars, "B", ["fakechat", "broken"])
+    environ = {"OPENAI_API_KEY": "sk-test-key"}
+    daemon = Daemon(DaemonSettings(db_path=tmp_path / "d.db"),
+                    load_characters(sorted(chars.glob("*.json")), environ=environ), environ)
+    assert daemon.state is DaemonState.STARTING
+    task = asyncio.create_task(daemon.run())
+    await _running(daemon, 1)
+    status = json.loads(json.dumps(daemon.status()))  # what GET /status sends
+    assert status["state"] == "running"
+    assert [(a["name"], a["state"], a["error"]) for a in status["agents"]] == [
+        ("A", "running", ""), ("B", "failed", "plugin broken for B failed to load: broken on purpose")]
+    assert status["agents"][0]["platforms"] == {"fakechat": {"state": "connected", "detail": ""}}
+    assert format_status(status).splitlines()[1:] == ["  A  fakechat  connected", "  B  -         failed"]
+    daemon.stop()
+    assert await asyncio.wait_for(task, 10) == 0
+    assert daemon.state is DaemonState.STOPPING and str(daemon.state) == "stopping"
+    with caplog.at_level(logging.WARNING):
+        daemon.request_reload()  # a SIGHUP as it shuts down
+    assert "reload skipped: the daemon is stopping" in caplog.text
+
+
+async def test_a_config_error_from_connect_is_shown_beside_the_agent_without_repeating_it(
+        tmp_path: Path, fake_platform, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    async def refuse(runtime) -> None:
+        raise ConfigError("FAKE_TOKEN was refused; copy a fresh one", agent=runtime.character.name)
+
+    monkeypatch.setattr(sys.modules["platforms.fakechat"], "connect", refuse)
+    write(tmp_path, "A", ["fakechat"])
+    environ = {"OPENAI_API_KEY": "sk-test-key"}
+    daemon = Daemon(DaemonSettings(db_path=tmp_path / "d.db"), load_characters([tmp_path / "A.json"], environ=environ),
+                    environ)
+    with caplog.at_level(logging.ERROR):
+        assert await daemon.run() == 78  # nothing could connect
+    assert "A: could not connect to fakechat: FAKE_TOKEN was refused; copy a fresh one" in caplog.messages

@@ -14,7 +14,7 @@ import pytest
 from bot import plugins as plugin_registry
 from bot.character import Character, load_character
 from bot.components import Action, Provider, ProviderResult, TaskWorker
-from bot.errors import ModelError, PluginLoadError
+from bot.errors import ConfigError, ModelError, PluginLoadError
 from bot.models import ModelType
 from bot.plugins import PluginMeta
 from bot.redact import SecretFilter
@@ -128,8 +128,19 @@ async def test_use_model_prefers_priority_and_falls_back_on_failure(runtime: Age
 
 
 async def test_use_model_without_a_handler_says_what_to_add(runtime: AgentRuntime) -> None:
-    with pytest.raises(ModelError, match=r"Ada: no model serves TEXT_SMALL; add a model plugin"):
+    with pytest.raises(ModelError, match=r"Ada: no model serves TEXT_SMALL; add a model plugin") as info:
         await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": "x"})
+    assert info.value.agent == "Ada" and info.value.message.startswith("no model serves TEXT_SMALL")
+
+
+async def test_a_handler_that_fails_is_the_original_of_the_model_error(runtime: AgentRuntime) -> None:
+    async def single(rt, params):
+        return params["text"]  # a handler that knows only {"text": ...}
+
+    runtime.register_model(ModelType.TEXT_EMBEDDING, single, "one-at-a-time")
+    with pytest.raises(ModelError, match=r"^Ada: every TEXT_EMBEDDING model failed \(KeyError\)$") as info:
+        await runtime.use_model(ModelType.TEXT_EMBEDDING, {"texts": ["a"]})
+    assert isinstance(info.value.original, KeyError)
 
 
 async def test_use_model_times_out_and_reports_when_all_fail(runtime: AgentRuntime) -> None:
@@ -145,7 +156,7 @@ async def test_use_model_times_out_and_reports_when_all_fail(runtime: AgentRunti
 
 async def test_model_error_from_the_handler_is_kept(runtime: AgentRuntime) -> None:
     async def auth(rt, params):
-        raise ModelError("Ada: key refused by openai", provider="openai")
+        raise ModelError("key refused by openai", agent="Ada", provider="openai")
 
     runtime.register_model(ModelType.TEXT_SMALL, auth, "openai")
     with pytest.raises(ModelError, match="key refused"):
@@ -277,8 +288,14 @@ async def test_failing_plugin_setup_closes_the_runtime(tmp_path: Path, db: Datab
 
 
 def test_plugin_load_error_names_the_agent_once() -> None:
-    error = PluginLoadError("openai", "Iris", ValueError("Iris: no endpoint; set OPENAI_API_KEY"))
+    error = PluginLoadError("openai", "Iris", ConfigError("no endpoint; set OPENAI_API_KEY", agent="Iris"))
     assert str(error) == "plugin openai for Iris failed to load: no endpoint; set OPENAI_API_KEY"
+    assert error.agent == "Iris" and error.reason_for("Iris") == str(error)
+
+
+def test_plugin_load_error_names_another_agent_its_original_is_about() -> None:
+    error = PluginLoadError("openai", "Iris", ConfigError("no endpoint", agent="Ada"))
+    assert str(error) == "plugin openai for Iris failed to load: Ada: no endpoint"
 
 
 async def test_start_records_the_agent_and_its_own_room(runtime: AgentRuntime) -> None:
@@ -336,6 +353,33 @@ async def test_background_tasks_are_named_and_cancelled_on_close(runtime: AgentR
     assert task.get_name() == "troupe:Ada:nap"
     await runtime.close()
     assert task.cancelled()
+
+
+async def test_close_cancels_the_tasks_before_the_close_callbacks_run(runtime: AgentRuntime) -> None:
+    calls: list[str] = []
+
+    async def connection() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            calls.append("task cancelled")
+
+    async def disconnect() -> None:
+        calls.append("on_close")
+
+    runtime.on_close(disconnect)
+    runtime.create_task(connection(), "discord:client")
+    await asyncio.sleep(0)
+    await asyncio.gather(runtime.close(), runtime.close())
+    await runtime.close()
+    assert calls == ["task cancelled", "on_close"]
+    assert runtime.state is RuntimeState.CLOSED and str(runtime.state) == "closed"
+
+
+async def test_a_closed_runtime_starts_no_background_task(runtime: AgentRuntime) -> None:
+    await runtime.close()
+    with pytest.raises(RuntimeError, match="cannot start troupe:Ada:telegram:recovery: its owner is closed"):
+        runtime.create_task(asyncio.sleep(0), "telegram:recovery")
 
 
 # -- stored tasks ----------------------------------------------------------------------

@@ -75,7 +75,7 @@ async def test_malformed_model_output_is_retried_then_silence(harness) -> None:
 
 async def test_a_model_outage_means_silence_not_a_crash_and_says_so(harness) -> None:
     h = await harness(ChannelType.DM)
-    h.large.append(ModelError("Ada: openai is unavailable", provider="openai"))
+    h.large.append(ModelError("openai is unavailable", agent="Ada", provider="openai"))
     outcome = await h.say("hi")
     assert (outcome.status, outcome.reason) == ("model_unreachable", "openai is unavailable") and h.sent == []
     g = await harness(name="Bea")

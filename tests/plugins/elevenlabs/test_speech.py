@@ -186,8 +186,8 @@ async def failure(runtime: FakeRuntime, caplog: pytest.LogCaptureFixture, *, str
     with pytest.raises(ModelError) as caught:
         await runtime.speak({"text": SENTENCE, "stream": stream})
     warnings = [r for r in caplog.records if r.name == "plugins.elevenlabs" and r.levelno >= logging.WARNING]
-    assert [r.getMessage() for r in warnings] == [caught.value.message]
-    assert caught.value.message.startswith("Ada: ")
+    assert [r.getMessage() for r in warnings] == [str(caught.value)]
+    assert str(caught.value).startswith("Ada: ") and caught.value.agent == "Ada"
     assert not secrets_in(caplog.text) and not secrets_in(str(caught.value)) and not secrets_in(repr(caught.value))
     assert (caught.value.provider, caught.value.model_type) == ("elevenlabs", "TEXT_TO_SPEECH")
     return caught.value
@@ -206,7 +206,7 @@ async def test_a_refused_key_is_an_auth_error_naming_the_setting(
     runtime = await make_runtime({"ELEVENLABS_API_KEY": BAD_KEY, "ELEVENLABS_BASE_URL": server.url})
     error = await failure(runtime, logs, stream=stream)
     assert type(error) is ModelAuthError
-    assert error.message == (
+    assert str(error) == (
         "Ada: ElevenLabs refused the API key (HTTP 401 invalid_api_key); check ELEVENLABS_API_KEY for this character"
     )
     assert len(server.requests) == 1  # never retried
@@ -220,7 +220,7 @@ async def test_an_unknown_voice_says_which(
     )
     error = await failure(runtime, logs)
     assert type(error) is ModelError
-    assert error.message.startswith("Ada: ElevenLabs voice NoSuchVoice123 not found; check ELEVENLABS_VOICE_ID")
+    assert str(error).startswith("Ada: ElevenLabs voice NoSuchVoice123 not found; check ELEVENLABS_VOICE_ID")
     assert len(server.requests) == 1
 
 
@@ -230,7 +230,7 @@ async def test_an_unknown_voice_is_recognised_by_its_code_whatever_the_status(
     async with FakeElevenLabsServer(keys={KEY}, voices=(), voice_not_found_status=400) as server:
         runtime = await make_runtime({"ELEVENLABS_API_KEY": KEY, "ELEVENLABS_BASE_URL": server.url})
         error = await failure(runtime, logs)
-    assert f"voice {DEFAULT_VOICE} not found" in error.message
+    assert f"voice {DEFAULT_VOICE} not found" in str(error)
 
 
 @pytest.mark.parametrize("status", [401, 429])
@@ -240,7 +240,7 @@ async def test_an_exhausted_quota_is_rate_limited_says_so_and_is_not_retried(
     server.fail(Fail.quota_exceeded(status=status))
     error = await failure(runtime, logs)
     assert type(error) is ModelRateLimited
-    assert error.message.startswith("Ada: the ElevenLabs quota is exhausted (This request exceeds your quota")
+    assert str(error).startswith("Ada: the ElevenLabs quota is exhausted (This request exceeds your quota")
     assert len(server.requests) == 1
 
 
@@ -288,11 +288,11 @@ async def test_nothing_is_retried_once_audio_has_started(
     logs.clear()
     with pytest.raises(ModelUnavailable) as caught:
         await stream.read()
-    assert "stopped after audio had started" in caught.value.message
-    assert "the connection to http://127.0.0.1:" in caught.value.message
+    assert "stopped after audio had started" in str(caught.value)
+    assert "the connection to http://127.0.0.1:" in str(caught.value)
     assert len(server.requests) == 1
     warnings = [r.getMessage() for r in logs.records if r.levelno >= logging.WARNING]
-    assert warnings == [caught.value.message]
+    assert warnings == [str(caught.value)]
     assert not secrets_in(logs.text)
 
 
@@ -305,7 +305,7 @@ async def test_no_first_audio_within_the_timeout_is_unavailable(
     server.first_byte_delay = 30  # cut short when the server closes
     error = await failure(runtime, logs)
     assert type(error) is ModelUnavailable
-    assert error.message.endswith("no answer from " + server.url + " within 0.2 s")
+    assert str(error).endswith("no answer from " + server.url + " within 0.2 s")
     assert len(server.requests) == 1
 
 
@@ -315,7 +315,7 @@ async def test_an_unreachable_server_is_unavailable(make_runtime: MakeRuntime, l
     runtime = await make_runtime({"ELEVENLABS_API_KEY": KEY, "ELEVENLABS_BASE_URL": url})
     error = await failure(runtime, logs)
     assert type(error) is ModelUnavailable
-    assert error.message.endswith(f"cannot connect to {url}")
+    assert str(error).endswith(f"cannot connect to {url}")
 
 
 async def test_after_close_calls_fail_clearly(runtime: FakeRuntime, server: FakeElevenLabsServer) -> None:
