@@ -348,9 +348,10 @@ class Daemon:
     async def _keep_connecting(runtime: AgentRuntime, plan: PlatformPlan, connect: Connect,
                                backoff: ExponentialBackoff, delay: float) -> None:
         """Try ``connect`` again after each delay until it works or the configuration is at fault."""
-        while delay is not None:
-            await asyncio.sleep(delay)
-            delay = await _attempt(runtime, plan, connect, backoff)
+        wait: float | None = delay
+        while wait is not None:
+            await asyncio.sleep(wait)
+            wait = await _attempt(runtime, plan, connect, backoff)
 
     async def _retire(self, agent: _Agent) -> None:
         """Stop one agent: finish its replies in flight (bounded), then close it."""

@@ -45,7 +45,7 @@ class TroupeError(Exception):
     that names it, ``troupe status`` beside its name) show ``message`` alone.
     """
 
-    __slots__ = ("message", "agent")
+    __slots__ = ("agent", "message")
 
     def __init__(self, message: str, *, agent: str | None = None) -> None:
         super().__init__(message)

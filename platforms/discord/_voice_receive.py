@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 import struct
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,9 +107,9 @@ class VoiceReceiver:
         voice_client: Any,
         vad: VadConfig,
         *,
-        on_utterance: Callable[[int, Utterance], Awaitable[None]],
+        on_utterance: Callable[[int, Utterance], Coroutine[Any, Any, None]],
         on_voice: Callable[[int, float], None] | None = None,
-        on_failure: Callable[[str], Awaitable[None]] | None = None,
+        on_failure: Callable[[str], Coroutine[Any, Any, None]] | None = None,
         is_bot: Callable[[int], bool] = lambda user: False,
         agent: str | None = None,
     ) -> None:

@@ -56,7 +56,7 @@ def fake_platform(monkeypatch: pytest.MonkeyPatch):
 
 
 def write(tmp_path: Path, name: str, plugins: list[str], token: str | None = "t-123456") -> Path:
-    data = {"name": name, "bio": "x", "plugins": plugins}
+    data: dict[str, object] = {"name": name, "bio": "x", "plugins": plugins}
     if token:
         data["settings"] = {"secrets": {"FAKE_TOKEN": token}}
     path = tmp_path / f"{name}.json"
@@ -310,7 +310,7 @@ async def test_status_shows_each_lifecycle_state_as_its_plain_word(tmp_path: Pat
     environ = {"OPENAI_API_KEY": "sk-test-key"}
     daemon = Daemon(DaemonSettings(db_path=tmp_path / "d.db"),
                     load_characters(sorted(chars.glob("*.json")), environ=environ), environ)
-    assert daemon.state is DaemonState.STARTING
+    assert daemon.status()["state"] == "starting"
     task = asyncio.create_task(daemon.run())
     await _running(daemon, 1)
     status = json.loads(json.dumps(daemon.status()))  # what GET /status sends
@@ -321,7 +321,7 @@ async def test_status_shows_each_lifecycle_state_as_its_plain_word(tmp_path: Pat
     assert format_status(status).splitlines()[1:] == ["  A  fakechat  connected", "  B  -         failed"]
     daemon.stop()
     assert await asyncio.wait_for(task, 10) == 0
-    assert daemon.state is DaemonState.STOPPING and str(daemon.state) == "stopping"
+    assert daemon.state == DaemonState.STOPPING and str(daemon.state) == "stopping"
     with caplog.at_level(logging.WARNING):
         daemon.request_reload()  # a SIGHUP as it shuts down
     assert "reload skipped: the daemon is stopping" in caplog.text

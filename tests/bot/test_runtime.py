@@ -247,7 +247,7 @@ def fake_plugins(monkeypatch: pytest.MonkeyPatch):
         monkeypatch.setitem(sys.modules, f"plugins.{name}", module)
 
     monkeypatch.setattr(plugin_registry, "available", lambda: metas)
-    order.add = add  # type: ignore[attr-defined]
+    order.add = add
     return order
 
 
@@ -299,8 +299,10 @@ def test_plugin_load_error_names_another_agent_its_original_is_about() -> None:
 
 
 async def test_start_records_the_agent_and_its_own_room(runtime: AgentRuntime) -> None:
-    assert (await runtime.store.get_agent()).name == "Ada"
-    assert (await runtime.store.get_entity(runtime.agent_id)).names == ["Ada"]
+    agent = await runtime.store.get_agent()
+    entity = await runtime.store.get_entity(runtime.agent_id)
+    assert agent is not None and agent.name == "Ada"
+    assert entity is not None and entity.names == ["Ada"]
     assert await runtime.store.is_room_participant(runtime.agent_id, runtime.agent_id)
 
 
