@@ -84,8 +84,9 @@ class BackgroundTasks:
         error = task.exception()  # retrieved: asyncio does not log it again
         if error is not None:
             if self.agent is not None:
-                _log.error("%s: task %s failed", self.agent, task.get_name(), exc_info=error,
-                           extra={"agent": self.agent})
+                _log.error(
+                    "%s: task %s failed", self.agent, task.get_name(), exc_info=error, extra={"agent": self.agent}
+                )
             else:
                 _log.error("task %s failed", task.get_name(), exc_info=error)
 

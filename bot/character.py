@@ -45,7 +45,21 @@ from .ids import string_to_uuid
 from .secrets import resolve_secret
 from .types import AgentRecord
 
-__all__ = ["Character", "CharacterFiles", "ELIZAOS_FIELDS", "ExampleMessage", "KnowledgeSource", "LoadResult", "MAX_DEPTH", "MAX_FILE_BYTES", "Style", "find_character", "load_character", "load_characters", "scan_character_files"]
+__all__ = [
+    "Character",
+    "CharacterFiles",
+    "ELIZAOS_FIELDS",
+    "ExampleMessage",
+    "KnowledgeSource",
+    "LoadResult",
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
+    "Style",
+    "find_character",
+    "load_character",
+    "load_characters",
+    "scan_character_files",
+]
 
 _CAMEL = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
@@ -59,17 +73,66 @@ MAX_DEPTH = 64
 
 #: Top-level fields of elizaOS characters (v0 and v1) that troupe reads but does not use.
 #: They load without a word: they are real fields, not typos.
-ELIZAOS_FIELDS = frozenset({
-    "email", "imageModelProvider", "imageVisionModelProvider", "modelEndpointOverride", "ragKnowledge",
-    "postProcessors", "clientConfig", "twitterProfile", "twitterSpaces", "twitterQuery", "nft", "extends",
-    "people", "scenarios", "voice", "avatar", "enabled", "status", "createdAt", "updatedAt",
-})
+ELIZAOS_FIELDS = frozenset(
+    {
+        "email",
+        "imageModelProvider",
+        "imageVisionModelProvider",
+        "modelEndpointOverride",
+        "ragKnowledge",
+        "postProcessors",
+        "clientConfig",
+        "twitterProfile",
+        "twitterSpaces",
+        "twitterQuery",
+        "nft",
+        "extends",
+        "people",
+        "scenarios",
+        "voice",
+        "avatar",
+        "enabled",
+        "status",
+        "createdAt",
+        "updatedAt",
+    }
+)
 
 # What troupe offers in place of an elizaOS plugin it does not have, by words in the plugin's name.
-_MODEL_PLUGIN_WORDS = ("anthropic", "google", "gemini", "groq", "local-ai", "llama", "ollama", "openrouter",
-                       "venice", "together", "deepseek", "mistral", "grok", "xai", "redpill", "heurist", "nvidia")
-_PLATFORM_PLUGIN_WORDS = ("twitter", "farcaster", "slack", "whatsapp", "lens", "instagram", "bluesky", "github",
-                          "matrix", "tiktok", "reddit", "email", "sms")
+_MODEL_PLUGIN_WORDS = (
+    "anthropic",
+    "google",
+    "gemini",
+    "groq",
+    "local-ai",
+    "llama",
+    "ollama",
+    "openrouter",
+    "venice",
+    "together",
+    "deepseek",
+    "mistral",
+    "grok",
+    "xai",
+    "redpill",
+    "heurist",
+    "nvidia",
+)
+_PLATFORM_PLUGIN_WORDS = (
+    "twitter",
+    "farcaster",
+    "slack",
+    "whatsapp",
+    "lens",
+    "instagram",
+    "bluesky",
+    "github",
+    "matrix",
+    "tiktok",
+    "reddit",
+    "email",
+    "sms",
+)
 
 
 def _json_type(value: Any) -> str:
@@ -507,17 +570,28 @@ def _shape_problems(data: Any) -> list[Problem]:
     while stack:
         value, where, depth = stack.pop()
         if isinstance(value, _HugeNumber):
-            problems.append(Problem(where, f"a number with {value.digits} digits; troupe reads numbers of up to "
-                                           f"{_MAX_DIGITS} digits (write it as text in quotes if it must be this long)"))
+            problems.append(
+                Problem(
+                    where,
+                    f"a number with {value.digits} digits; troupe reads numbers of up to "
+                    f"{_MAX_DIGITS} digits (write it as text in quotes if it must be this long)",
+                )
+            )
         elif isinstance(value, _BadNumber):
             problems.append(Problem(where, f"{value.written} is not a number JSON allows; write a number or text"))
         elif isinstance(value, float) and not math.isfinite(value):
-            problems.append(Problem(where, "a number too large to hold (it overflows to infinity); write a smaller "
-                                           "number or text"))
+            problems.append(
+                Problem(where, "a number too large to hold (it overflows to infinity); write a smaller number or text")
+            )
         elif isinstance(value, str):
             if not _is_unicode(value):
-                problems.append(Problem(where, "text with a lone surrogate escape (\\ud800-\\udfff), which is not "
-                                               "valid Unicode; remove or fix the escape"))
+                problems.append(
+                    Problem(
+                        where,
+                        "text with a lone surrogate escape (\\ud800-\\udfff), which is not "
+                        "valid Unicode; remove or fix the escape",
+                    )
+                )
         elif isinstance(value, (dict, list)):
             if depth > MAX_DEPTH:
                 shown = where if len(where) <= 80 else where[:80] + "…"
@@ -562,8 +636,13 @@ def _read_json(path: Path) -> tuple[Any, list[Problem]]:
     except UnicodeDecodeError as exc:
         return None, [Problem("$", f"not UTF-8 text (bad byte at offset {exc.start}); save the file as UTF-8")]
     if not text.strip():
-        return None, [Problem("$", 'the file is empty; a character file holds one JSON object, '
-                                   'such as {"name": "Ada", "bio": "who Ada is"}')]
+        return None, [
+            Problem(
+                "$",
+                "the file is empty; a character file holds one JSON object, "
+                'such as {"name": "Ada", "bio": "who Ada is"}',
+            )
+        ]
     try:
         data = json.loads(text, parse_int=_parse_int, parse_constant=_parse_constant)
     except json.JSONDecodeError as exc:
@@ -607,13 +686,21 @@ def load_character(path: str | Path, *, environ: Mapping[str, str] | None = None
         knowledge = character.knowledge
     else:  # keep going on the parts that are well-formed
         provider = data.get("modelProvider")
-        _resolve_plugins(_strings(data.get("plugins")), _strings(data.get("clients")),
-                         provider if isinstance(provider, str) else None, result)
+        _resolve_plugins(
+            _strings(data.get("plugins")),
+            _strings(data.get("clients")),
+            provider if isinstance(provider, str) else None,
+            result,
+        )
         settings = data.get("settings")
-        secrets = {where: {k: v for k, v in raw.items() if isinstance(v, str)}
-                   for where, raw in (("settings.secrets", settings.get("secrets") if isinstance(settings, dict) else None),
-                                      ("secrets", data.get("secrets")))
-                   if isinstance(raw, dict)}
+        secrets = {
+            where: {k: v for k, v in raw.items() if isinstance(v, str)}
+            for where, raw in (
+                ("settings.secrets", settings.get("secrets") if isinstance(settings, dict) else None),
+                ("secrets", data.get("secrets")),
+            )
+            if isinstance(raw, dict)
+        }
         knowledge = _well_formed_knowledge(data.get("knowledge"))
     resolved = _resolve_secrets(secrets, path.parent, environ, result)
     _check_knowledge(knowledge, path.parent, result)
@@ -694,9 +781,7 @@ def _plugin_instead(name: str) -> str:
     return f"troupe's plugins are {plugins}"
 
 
-def _resolve_plugins(
-    plugins: list[str], clients: list[str], model_provider: str | None, result: LoadResult
-) -> None:
+def _resolve_plugins(plugins: list[str], clients: list[str], model_provider: str | None, result: LoadResult) -> None:
     seen: set[str] = set()
 
     def add(meta: plugin_registry.PluginMeta, preset: str | None) -> None:
@@ -715,8 +800,10 @@ def _resolve_plugins(
             # elizaOS logs a plugin that fails to import and starts the agent without it; so does troupe.
             result.missing_plugins.append(name)
             result.warnings.append(
-                Problem(f"$.plugins[{i}]", f"troupe has no plugin {name!r}; the character starts without it "
-                                           f"({_plugin_instead(name)})")
+                Problem(
+                    f"$.plugins[{i}]",
+                    f"troupe has no plugin {name!r}; the character starts without it ({_plugin_instead(name)})",
+                )
             )
             continue
         add(*found)
@@ -726,7 +813,9 @@ def _resolve_plugins(
             add(*found)
         elif client.lower() not in _SILENT_CLIENTS:
             result.warnings.append(
-                Problem(f"$.clients[{i}]", f"no troupe platform {client!r}; ignored (troupe runs on {_platform_names()})")
+                Problem(
+                    f"$.clients[{i}]", f"no troupe platform {client!r}; ignored (troupe runs on {_platform_names()})"
+                )
             )
 
     if model_provider is not None:
@@ -771,10 +860,15 @@ def _check_knowledge(knowledge: list[KnowledgeSource], base_dir: Path, result: L
         mode = mode_of(full)
         if mode is None:
             result.problems.append(
-                Problem(f"$.knowledge[{i}].{item.kind}", f"{shown(full)} does not exist; fix the path (relative to the character file)")
+                Problem(
+                    f"$.knowledge[{i}].{item.kind}",
+                    f"{shown(full)} does not exist; fix the path (relative to the character file)",
+                )
             )
         elif item.kind == "directory" and not stat.S_ISDIR(mode):
-            result.problems.append(Problem(f"$.knowledge[{i}].directory", f"{shown(full)} is a file; use \"path\" for a file"))
+            result.problems.append(
+                Problem(f"$.knowledge[{i}].directory", f'{shown(full)} is a file; use "path" for a file')
+            )
 
 
 @dataclass(slots=True)
@@ -849,9 +943,7 @@ def scan_character_files(args: Iterable[str], *, search_dir: Path = Path("charac
     return found
 
 
-def load_characters(
-    paths: Iterable[str | Path], *, environ: Mapping[str, str] | None = None
-) -> list[LoadResult]:
+def load_characters(paths: Iterable[str | Path], *, environ: Mapping[str, str] | None = None) -> list[LoadResult]:
     """Load several files and flag characters that would share an agent id or a name."""
     results = [load_character(p, environ=environ) for p in paths]
     by_id: dict[str, LoadResult] = {}

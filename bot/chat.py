@@ -36,8 +36,14 @@ def runtime_plugins(result: LoadResult) -> list[str]:
     return [*plugins, plugin_registry.model_plugin().name]
 
 
-def chat_in_terminal(settings: DaemonSettings, result: LoadResult, environ: Mapping[str, str], *,
-                     user: str = "you", log_lines: bool = False) -> int:
+def chat_in_terminal(
+    settings: DaemonSettings,
+    result: LoadResult,
+    environ: Mapping[str, str],
+    *,
+    user: str = "you",
+    log_lines: bool = False,
+) -> int:
     """``troupe chat`` on this process's terminal: line editing and history, Ctrl-C and Ctrl-D as
     in a shell; returns the exit status.
 
@@ -52,8 +58,9 @@ def chat_in_terminal(settings: DaemonSettings, result: LoadResult, environ: Mapp
         name = result.character.name if result.character is not None else ""
         notices = ConversationLog(lambda line: prompt.write(f"! {line}\n"), agent=name)
         logs.configure("WARNING", handler=notices)
-    return prompt.run(lambda: chat(settings, result, environ, user=user, read_line=prompt.read_line,
-                                   output=prompt, notices=notices))
+    return prompt.run(
+        lambda: chat(settings, result, environ, user=user, read_line=prompt.read_line, output=prompt, notices=notices)
+    )
 
 
 async def chat(
@@ -74,8 +81,14 @@ async def chat(
     out = output or sys.stdout
     with redact.filtering(shared.secrets):
         async with backend_for(settings.database) as db:
-            runtime = AgentRuntime(character, db.for_agent(character.agent_id), environ=environ,
-                                   plugins=runtime_plugins(result), model_preset=result.model_preset, shared=shared)
+            runtime = AgentRuntime(
+                character,
+                db.for_agent(character.agent_id),
+                environ=environ,
+                plugins=runtime_plugins(result),
+                model_preset=result.model_preset,
+                shared=shared,
+            )
             try:
                 await runtime.start()
             except PluginLoadError as exc:
@@ -83,8 +96,11 @@ async def chat(
                 return EXIT_CONFIG
             try:
                 if not runtime.has_model(ModelType.TEXT_LARGE):
-                    print(f"troupe chat: {character.name} has no model: set OPENAI_API_KEY, or OPENAI_BASE_URL for "
-                          "a local OpenAI-compatible server such as Ollama", file=sys.stderr)
+                    print(
+                        f"troupe chat: {character.name} has no model: set OPENAI_API_KEY, or OPENAI_BASE_URL for "
+                        "a local OpenAI-compatible server such as Ollama",
+                        file=sys.stderr,
+                    )
                     return EXIT_CONFIG
                 print(f"Talking to {character.name}. Type /quit or press Ctrl-D to leave.", file=out, flush=True)
                 await ConsoleAdapter(runtime, user=user, output=out, notices=notices).run(read_line)

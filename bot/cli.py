@@ -37,17 +37,29 @@ _RELOAD_TIMEOUT_S = 120.0  # restarting agents waits for their platforms to be r
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="troupe", description="Run a troupe of AI characters on Discord and Telegram.")
+    parser = argparse.ArgumentParser(
+        prog="troupe", description="Run a troupe of AI characters on Discord and Telegram."
+    )
     parser.add_argument("--version", action="version", version=f"troupe {installed_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     check = sub.add_parser("check", help="validate character files")
-    check.add_argument("characters", nargs="*", default=[_DEFAULT_CHARACTERS], metavar="FILE",
-                       help="character files, folders of them, or names (default: characters/)")
+    check.add_argument(
+        "characters",
+        nargs="*",
+        default=[_DEFAULT_CHARACTERS],
+        metavar="FILE",
+        help="character files, folders of them, or names (default: characters/)",
+    )
 
     start = sub.add_parser("start", help="run the daemon")
-    start.add_argument("characters", nargs="*", default=[_DEFAULT_CHARACTERS], metavar="FILE",
-                       help="character files, folders of them, or names (default: characters/)")
+    start.add_argument(
+        "characters",
+        nargs="*",
+        default=[_DEFAULT_CHARACTERS],
+        metavar="FILE",
+        help="character files, folders of them, or names (default: characters/)",
+    )
     _log_level_option(start, "TROUPE_LOG_LEVEL, else INFO")
 
     status = sub.add_parser("status", help="show the running daemon's agents and platforms")
@@ -71,9 +83,13 @@ def _log_level(spec: str) -> str:
 
 
 def _log_level_option(parser: argparse.ArgumentParser, default: str) -> None:
-    parser.add_argument("--log-level", type=_log_level, metavar="LEVEL",
-                        help=f"DEBUG, INFO, WARNING, ERROR or CRITICAL for troupe's own lines (default: {default}); "
-                        "other libraries log from INFO up unless named, as in DEBUG,discord=DEBUG")
+    parser.add_argument(
+        "--log-level",
+        type=_log_level,
+        metavar="LEVEL",
+        help=f"DEBUG, INFO, WARNING, ERROR or CRITICAL for troupe's own lines (default: {default}); "
+        "other libraries log from INFO up unless named, as in DEBUG,discord=DEBUG",
+    )
 
 
 def _report(results: Sequence[LoadResult], out: TextIO | None = None) -> None:
@@ -96,8 +112,11 @@ def _no_characters_folder(args: argparse.Namespace) -> bool:
     """Say so when no file was given and there is no characters/ folder to fall back on."""
     if args.characters != [_DEFAULT_CHARACTERS] or Path(_DEFAULT_CHARACTERS).exists():
         return False
-    print(f"troupe {args.command}: there is no {_DEFAULT_CHARACTERS}/ folder in {Path.cwd()}; give character files "
-          f"or folders of them: troupe {args.command} path/to/character.json", file=sys.stderr)
+    print(
+        f"troupe {args.command}: there is no {_DEFAULT_CHARACTERS}/ folder in {Path.cwd()}; give character files "
+        f"or folders of them: troupe {args.command} path/to/character.json",
+        file=sys.stderr,
+    )
     return True
 
 

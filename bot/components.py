@@ -15,7 +15,20 @@ from .types import Entity, Memory, Room, Task
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
 
-__all__ = ["Action", "ActionResult", "Evaluator", "HandlerCallback", "MESSAGE_VECTORS", "MessageVectors", "Messenger", "Provider", "ProviderResult", "Replier", "State", "TaskWorker"]
+__all__ = [
+    "Action",
+    "ActionResult",
+    "Evaluator",
+    "HandlerCallback",
+    "MESSAGE_VECTORS",
+    "MessageVectors",
+    "Messenger",
+    "Provider",
+    "ProviderResult",
+    "Replier",
+    "State",
+    "TaskWorker",
+]
 
 JSON = dict[str, Any]
 

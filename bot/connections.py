@@ -52,7 +52,9 @@ class Connections:
             existing = await store.get_entity(entity.id)
             if existing is None:
                 await store.create_entities([entity])
-            elif existing.names != entity.names or existing.metadata.get(self.source) != entity.metadata.get(self.source):
+            elif existing.names != entity.names or existing.metadata.get(self.source) != entity.metadata.get(
+                self.source
+            ):
                 existing.names = list(dict.fromkeys([*entity.names, *existing.names]))
                 existing.metadata = {**existing.metadata, **entity.metadata}
                 await store.update_entity(existing)
@@ -75,8 +77,10 @@ class TokenClaims:
         """Raises ConfigError when another character already connected with ``token``."""
         holder = self._holders.get(token)
         if holder is not None and holder != agent:
-            raise ConfigError(f"uses the same {self.setting} as {holder}; each character needs a bot of its "
-                              f"own ({self.advice})", agent=agent)
+            raise ConfigError(
+                f"uses the same {self.setting} as {holder}; each character needs a bot of its own ({self.advice})",
+                agent=agent,
+            )
         self._holders[token] = agent
 
     def release(self, token: str, agent: str) -> None:

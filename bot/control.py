@@ -163,8 +163,10 @@ class ControlServer:
         if self.health_port is None:
             return
         if not _is_loopback(self.health_host) and self._token is None:
-            raise ConfigError(f"TROUPE_HEALTH_HOST={self.health_host} would serve /status and /metrics beyond this "
-                              "machine without authentication; set TROUPE_HEALTH_TOKEN or bind 127.0.0.1")
+            raise ConfigError(
+                f"TROUPE_HEALTH_HOST={self.health_host} would serve /status and /metrics beyond this "
+                "machine without authentication; set TROUPE_HEALTH_TOKEN or bind 127.0.0.1"
+            )
 
     async def _start_runner(self, app: web.Application) -> web.AppRunner:
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT_S)
@@ -179,26 +181,38 @@ class ControlServer:
         except OSError as exc:
             where = f"{self.health_host}:{self.health_port}"
             if exc.errno == errno.EADDRINUSE:
-                raise ConfigError(f"cannot serve health on {where}: the port is in use; stop what uses it or "
-                                  "choose another TROUPE_HEALTH_PORT") from None
-            raise ConfigError(f"cannot serve health on {where}: {exc.strerror or exc}; check TROUPE_HEALTH_HOST "
-                              "and TROUPE_HEALTH_PORT") from None
+                raise ConfigError(
+                    f"cannot serve health on {where}: the port is in use; stop what uses it or "
+                    "choose another TROUPE_HEALTH_PORT"
+                ) from None
+            raise ConfigError(
+                f"cannot serve health on {where}: {exc.strerror or exc}; check TROUPE_HEALTH_HOST "
+                "and TROUPE_HEALTH_PORT"
+            ) from None
         ports = [address[1] for address in runner.addresses if isinstance(address, tuple)]
         self.tcp_port = ports[0] if ports else None
-        _log.info("health endpoint listening on http://%s:%s%s", self.health_host, self.tcp_port,
-                  " (token required)" if self._token else "")
+        _log.info(
+            "health endpoint listening on http://%s:%s%s",
+            self.health_host,
+            self.tcp_port,
+            " (token required)" if self._token else "",
+        )
 
     async def _bind_unix_socket(self) -> socket.socket:
         path = self.path
         if len(os.fsencode(path)) > _MAX_SOCKET_PATH:
-            raise ConfigError(f"the control socket path is too long for a Unix socket ({len(os.fsencode(path))} "
-                              f"bytes, at most {_MAX_SOCKET_PATH}): {path}; set TROUPE_CONTROL_SOCKET to a "
-                              "shorter path")
+            raise ConfigError(
+                f"the control socket path is too long for a Unix socket ({len(os.fsencode(path))} "
+                f"bytes, at most {_MAX_SOCKET_PATH}): {path}; set TROUPE_CONTROL_SOCKET to a "
+                "shorter path"
+            )
         try:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
-            raise ConfigError(f"cannot create the control socket's directory {path.parent}: "
-                              f"{exc.strerror or exc}; set TROUPE_CONTROL_SOCKET") from None
+            raise ConfigError(
+                f"cannot create the control socket's directory {path.parent}: "
+                f"{exc.strerror or exc}; set TROUPE_CONTROL_SOCKET"
+            ) from None
         await self._clear_stale_socket()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         # umask makes the file private from the moment it exists (no window before the chmod).
@@ -211,8 +225,9 @@ class ControlServer:
             sock.close()
             if exc.errno == errno.EADDRINUSE:  # another daemon bound it after our check
                 raise ConfigError(self._running_message()) from None
-            raise ConfigError(f"cannot create the control socket {path}: {exc.strerror or exc}; "
-                              "set TROUPE_CONTROL_SOCKET") from None
+            raise ConfigError(
+                f"cannot create the control socket {path}: {exc.strerror or exc}; set TROUPE_CONTROL_SOCKET"
+            ) from None
         finally:
             os.umask(old_umask)
         self._socket_inode = os.lstat(path).st_ino
@@ -237,8 +252,10 @@ class ControlServer:
         except (TimeoutError, OSError) as exc:
             # Cannot tell whether a daemon owns it (backlog full, permission denied): do not steal it.
             reason = "it did not accept a connection" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
-            raise ConfigError(f"cannot tell whether another troupe daemon owns {path} ({reason}); stop it or "
-                              "set TROUPE_CONTROL_SOCKET") from None
+            raise ConfigError(
+                f"cannot tell whether another troupe daemon owns {path} ({reason}); stop it or "
+                "set TROUPE_CONTROL_SOCKET"
+            ) from None
         writer.close()
         with contextlib.suppress(OSError):
             await writer.wait_closed()
@@ -290,8 +307,9 @@ class ControlServer:
 
     async def _reload(self, request: web.Request) -> web.Response:
         if self._reloading:
-            return web.json_response({"error": "a reload is already running; try again when it has finished"},
-                                     status=409)
+            return web.json_response(
+                {"error": "a reload is already running; try again when it has finished"}, status=409
+            )
         self._reloading = True
         try:
             summary = await self.view.reload()
@@ -320,16 +338,19 @@ async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResp
 
 #: What a browser sends when the page itself is on this endpoint, or when no page is involved.
 _FETCH_SITES_ACCEPTED = ("same-origin", "none")
-_UNSAFE_METHODS_HINT = ("changing the daemon over HTTP needs TROUPE_HEALTH_TOKEN (sent as Authorization: Bearer "
-                        "<token>); or run `troupe reload` on this machine")
+_UNSAFE_METHODS_HINT = (
+    "changing the daemon over HTTP needs TROUPE_HEALTH_TOKEN (sent as Authorization: Bearer "
+    "<token>); or run `troupe reload` on this machine"
+)
 
 
 def _refused(reason: str) -> web.Response:
     return web.json_response({"error": f"refused: {reason}"}, status=403)
 
 
-def _same_origin_only(accepts_host: Callable[[str], bool]) -> Callable[[web.Request, Handler],
-                                                                        Awaitable[web.StreamResponse]]:
+def _same_origin_only(
+    accepts_host: Callable[[str], bool],
+) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
     """Refuse what a web page of another origin makes a browser send (CSRF, DNS rebinding)."""
 
     @web.middleware
@@ -362,8 +383,11 @@ def _authorise(token: bytes | None) -> Callable[[web.Request, Handler], Awaitabl
             return await handler(request)
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token):
-            return web.json_response({"error": "unauthorized: send Authorization: Bearer <TROUPE_HEALTH_TOKEN>"},
-                                     status=401, headers={"WWW-Authenticate": 'Bearer realm="troupe"'})
+            return web.json_response(
+                {"error": "unauthorized: send Authorization: Bearer <TROUPE_HEALTH_TOKEN>"},
+                status=401,
+                headers={"WWW-Authenticate": 'Bearer realm="troupe"'},
+            )
         return await handler(request)
 
     return authorise
@@ -377,8 +401,11 @@ class DaemonNotRunning(Exception):
 
     def __init__(self, path: Path, message: str | None = None) -> None:
         self.path = path
-        super().__init__(message or f"no troupe daemon is running: nothing listens on {path} (start it with "
-                                    "`troupe start`, or point TROUPE_CONTROL_SOCKET at its socket)")
+        super().__init__(
+            message
+            or f"no troupe daemon is running: nothing listens on {path} (start it with "
+            "`troupe start`, or point TROUPE_CONTROL_SOCKET at its socket)"
+        )
 
 
 class DaemonNotAnswering(DaemonNotRunning):
@@ -389,8 +416,10 @@ async def call(path: Path, method: str, route: str, *, timeout: float = 30.0) ->
     """One request over the control socket: (HTTP status, the JSON body, or the text if not JSON)."""
     connector = aiohttp.UnixConnector(path=os.fspath(path))
     try:
-        async with (aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=timeout)) as s,
-                    s.request(method, f"http://troupe{route}") as response):
+        async with (
+            aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=timeout)) as s,
+            s.request(method, f"http://troupe{route}") as response,
+        ):
             if response.content_type == "application/json":
                 return response.status, await response.json()
             return response.status, await response.text()
@@ -398,8 +427,9 @@ async def call(path: Path, method: str, route: str, *, timeout: float = 30.0) ->
         if isinstance(exc.os_error, (FileNotFoundError, ConnectionRefusedError)):
             raise DaemonNotRunning(path) from None
         if isinstance(exc.os_error, PermissionError):
-            raise DaemonNotAnswering(path, f"cannot connect to {path}: permission denied (run this as the user "
-                                           "the daemon runs as)") from None
+            raise DaemonNotAnswering(
+                path, f"cannot connect to {path}: permission denied (run this as the user the daemon runs as)"
+            ) from None
         raise DaemonNotAnswering(path, f"cannot connect to {path}: {exc.os_error.strerror or exc}") from None
     except TimeoutError:
         raise DaemonNotAnswering(path, f"the daemon did not answer within {timeout:g} s ({path})") from None
@@ -436,8 +466,7 @@ def _one_line(text: str) -> str:
 
 def _columns(rows: list[list[str]], indent: str = "  ") -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))] if rows else []
-    return [(indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))).rstrip()
-            for row in rows]
+    return [(indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))).rstrip() for row in rows]
 
 
 def format_status(status: dict[str, Any]) -> str:
@@ -470,8 +499,10 @@ def format_status(status: dict[str, Any]) -> str:
     summary = [_plural(len(agents), "agent"), f"{up} of {_plural(total, 'platform connection')} up"]
     if in_flight:
         summary.append(f"{_plural(in_flight, 'message')} in flight")
-    header = (f"troupe {status.get('state', '?')} (pid {status.get('pid', '?')}, "
-              f"up {_duration(float(status.get('uptime_s') or 0))}): {', '.join(summary)}")
+    header = (
+        f"troupe {status.get('state', '?')} (pid {status.get('pid', '?')}, "
+        f"up {_duration(float(status.get('uptime_s') or 0))}): {', '.join(summary)}"
+    )
     return "\n".join([header, *_columns(rows)])
 
 
@@ -487,8 +518,11 @@ def format_reload(summary: dict[str, Any]) -> str:
     ``kept``: the file changed but no longer validates, so the agent runs on with the version it
     had. ``failed``: the agent could not be started.
     """
-    parts = [f"{verb} {', '.join(map(str, summary[verb]))}"
-             for verb in ("started", "stopped", "restarted") if summary.get(verb)]
+    parts = [
+        f"{verb} {', '.join(map(str, summary[verb]))}"
+        for verb in ("started", "stopped", "restarted")
+        if summary.get(verb)
+    ]
     unchanged = len(summary.get("unchanged") or [])
     if unchanged:
         parts.append(f"{unchanged} unchanged")
@@ -497,9 +531,12 @@ def format_reload(summary: dict[str, Any]) -> str:
         name, file = kept.get("name"), kept.get("file")
         what = PurePath(file).name if file else name or "a character file"
         who = f"{name} keeps running" if name else "the agent keeps running"
-        lines.append(f"  {what} no longer validates ({_one_line(kept.get('reason', ''))}); {who} with the previous "
-                     "version")
+        lines.append(
+            f"  {what} no longer validates ({_one_line(kept.get('reason', ''))}); {who} with the previous version"
+        )
     for failed in summary.get("failed") or []:
-        lines.append(f"  {failed.get('name') or failed.get('file') or '?'} failed to start: "
-                     f"{_one_line(failed.get('reason', ''))}")
+        lines.append(
+            f"  {failed.get('name') or failed.get('file') or '?'} failed to start: "
+            f"{_one_line(failed.get('reason', ''))}"
+        )
     return "\n".join(lines)

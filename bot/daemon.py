@@ -115,8 +115,9 @@ def fingerprint(result: LoadResult) -> str:
     resolved (a rotated token in a credential file is a change). Kept in memory only."""
     character = result.raise_for_problems()
     secrets = {k: s.get_secret_value() for k in character.secret_keys() if (s := character.secret(k)) is not None}
-    body = json.dumps([character.model_dump(mode="json"), secrets, result.plugins, result.model_preset],
-                      sort_keys=True, default=str)
+    body = json.dumps(
+        [character.model_dump(mode="json"), secrets, result.plugins, result.model_preset], sort_keys=True, default=str
+    )
     return hashlib.sha256(body.encode()).hexdigest()
 
 
@@ -132,8 +133,15 @@ class Daemon:
         notifier: systemd's notify socket (default: from the environment; off outside systemd).
     """
 
-    def __init__(self, settings: DaemonSettings, characters: Sequence[LoadResult], environ: Mapping[str, str], *,
-                 sources: Sequence[str] | None = None, notifier: Notifier | None = None) -> None:
+    def __init__(
+        self,
+        settings: DaemonSettings,
+        characters: Sequence[LoadResult],
+        environ: Mapping[str, str],
+        *,
+        sources: Sequence[str] | None = None,
+        notifier: Notifier | None = None,
+    ) -> None:
         self.settings = settings
         self.characters = [r for r in characters if r.ok]
         self.environ = environ
@@ -166,7 +174,9 @@ class Daemon:
             if meta.interactive:
                 continue
             missing = tuple(
-                _describe_missing(character, k) for k in meta.requires if not character_setting(character, k, self.environ)
+                _describe_missing(character, k)
+                for k in meta.requires
+                if not character_setting(character, k, self.environ)
             )
             plans.append(PlatformPlan(character.name, name, missing))
         return plans
@@ -182,13 +192,27 @@ class Daemon:
         agents = []
         for agent in sorted(self._agents.values(), key=lambda a: a.name.casefold()):
             runtime = agent.runtime
-            platforms = {name: {"state": link.state.value, "detail": link.detail}
-                         for name, link in (runtime.links.items() if runtime is not None else ())}
-            agents.append({"name": agent.name, "id": agent.character.agent_id, "state": agent.state,
-                           "error": agent.error, "in_flight": runtime.in_flight if runtime is not None else 0,
-                           "platforms": platforms})
-        return {"state": self.state, "pid": os.getpid(), "uptime_s": round(time.monotonic() - self._started_at, 1),
-                "version": installed_version(), "agents": agents}
+            platforms = {
+                name: {"state": link.state.value, "detail": link.detail}
+                for name, link in (runtime.links.items() if runtime is not None else ())
+            }
+            agents.append(
+                {
+                    "name": agent.name,
+                    "id": agent.character.agent_id,
+                    "state": agent.state,
+                    "error": agent.error,
+                    "in_flight": runtime.in_flight if runtime is not None else 0,
+                    "platforms": platforms,
+                }
+            )
+        return {
+            "state": self.state,
+            "pid": os.getpid(),
+            "uptime_s": round(time.monotonic() - self._started_at, 1),
+            "version": installed_version(),
+            "agents": agents,
+        }
 
     def readiness(self) -> tuple[bool, list[str]]:
         """Ready when running and every agent's every platform is connected."""
@@ -199,7 +223,9 @@ class Daemon:
                 continue
             for name, link in agent.runtime.links.items():
                 if link.state is not LinkState.CONNECTED:
-                    reasons.append(f"{agent.name} on {name}: {link.state.value}" + (f" ({link.detail})" if link.detail else ""))
+                    reasons.append(
+                        f"{agent.name} on {name}: {link.state.value}" + (f" ({link.detail})" if link.detail else "")
+                    )
         return not reasons, reasons
 
     def _links(self) -> Iterator[Link]:
@@ -214,7 +240,9 @@ class Daemon:
         up = sum(link.state is LinkState.CONNECTED for link in links)
         failed = len(self._agents) - running
         extra = f", {failed} not running" if failed else ""
-        return f"{running} agent{'s' if running != 1 else ''} running{extra}; {up} of {len(links)} platform connections up"
+        return (
+            f"{running} agent{'s' if running != 1 else ''} running{extra}; {up} of {len(links)} platform connections up"
+        )
 
     def _link_changed(self, agent: str, platform: str, link: Link, old: Link | None) -> None:
         self.metrics.platform_connected.labels(agent=agent, platform=platform).set(link.state is LinkState.CONNECTED)
@@ -241,8 +269,12 @@ class Daemon:
                 character = result.raise_for_problems()
                 with agent_context(character.name):
                     job = "" if any(p.agent == character.name for p in plans) else "; it runs on no platform"
-                    _log.warning("%s starts without %s, which troupe does not have%s", character.name,
-                                 ", ".join(result.missing_plugins), job)
+                    _log.warning(
+                        "%s starts without %s, which troupe does not have%s",
+                        character.name,
+                        ", ".join(result.missing_plugins),
+                        job,
+                    )
         for plan in plans:
             if not plan.ready:
                 with agent_context(plan.agent):
@@ -309,10 +341,18 @@ class Daemon:
         agent = _Agent(result, fingerprint(result))
         self._agents[character.agent_id] = agent
         with agent_context(character.name):
-            runtime = AgentRuntime(character, self._database().for_agent(character.agent_id), environ=self.environ,
-                                   plugins=runtime_plugins(result), model_preset=result.model_preset,
-                                   metrics=self.metrics, shared=self.shared)
-            runtime.links.on_change = lambda platform, link, old: self._link_changed(character.name, platform, link, old)
+            runtime = AgentRuntime(
+                character,
+                self._database().for_agent(character.agent_id),
+                environ=self.environ,
+                plugins=runtime_plugins(result),
+                model_preset=result.model_preset,
+                metrics=self.metrics,
+                shared=self.shared,
+            )
+            runtime.links.on_change = lambda platform, link, old: self._link_changed(
+                character.name, platform, link, old
+            )
             try:
                 await runtime.start()
             except Exception as exc:
@@ -342,11 +382,14 @@ class Daemon:
         backoff = ExponentialBackoff(self.settings.reconnect_base_s, self.settings.reconnect_cap_s)
         delay = await _attempt(runtime, plan, connect, backoff)
         if delay is not None:
-            runtime.create_task(self._keep_connecting(runtime, plan, connect, backoff, delay), f"{plan.platform}:connect")
+            runtime.create_task(
+                self._keep_connecting(runtime, plan, connect, backoff, delay), f"{plan.platform}:connect"
+            )
 
     @staticmethod
-    async def _keep_connecting(runtime: AgentRuntime, plan: PlatformPlan, connect: Connect,
-                               backoff: ExponentialBackoff, delay: float) -> None:
+    async def _keep_connecting(
+        runtime: AgentRuntime, plan: PlatformPlan, connect: Connect, backoff: ExponentialBackoff, delay: float
+    ) -> None:
         """Try ``connect`` again after each delay until it works or the configuration is at fault."""
         wait: float | None = delay
         while wait is not None:
@@ -360,8 +403,12 @@ class Daemon:
         if runtime is not None:
             with agent_context(agent.name):
                 if not await runtime.drain(self.settings.stop_timeout_s):
-                    _log.warning("%s: gave up waiting for %d replies after %.0f s", agent.name, runtime.in_flight,
-                                 self.settings.stop_timeout_s)
+                    _log.warning(
+                        "%s: gave up waiting for %d replies after %.0f s",
+                        agent.name,
+                        runtime.in_flight,
+                        self.settings.stop_timeout_s,
+                    )
                 await self._close(runtime)
             self.metrics.forget_agent(agent.name)
         agent.state, agent.runtime = AgentState.STOPPED, None
@@ -466,7 +513,14 @@ class Daemon:
         results, environ = await asyncio.to_thread(read)
         self.environ = environ
         by_source = {file_key(a.result.source): a for a in self._agents.values()}
-        summary: dict[str, Any] = {"started": [], "stopped": [], "restarted": [], "unchanged": [], "kept": [], "failed": []}
+        summary: dict[str, Any] = {
+            "started": [],
+            "stopped": [],
+            "restarted": [],
+            "unchanged": [],
+            "kept": [],
+            "failed": [],
+        }
         kept: set[str] = set()
         for result in results:
             if result.ok:
@@ -524,8 +578,11 @@ class Daemon:
 
     def _install_signal_handlers(self) -> list[signal.Signals]:
         loop = asyncio.get_running_loop()
-        handlers = {signal.SIGTERM: self._on_stop_signal, signal.SIGINT: self._on_stop_signal,
-                    signal.SIGHUP: self.request_reload}
+        handlers = {
+            signal.SIGTERM: self._on_stop_signal,
+            signal.SIGINT: self._on_stop_signal,
+            signal.SIGHUP: self.request_reload,
+        }
         installed = []
         for sig, handler in handlers.items():
             try:
@@ -543,7 +600,9 @@ class Daemon:
         self.stop()
 
 
-async def _attempt(runtime: AgentRuntime, plan: PlatformPlan, connect: Connect, backoff: ExponentialBackoff) -> float | None:
+async def _attempt(
+    runtime: AgentRuntime, plan: PlatformPlan, connect: Connect, backoff: ExponentialBackoff
+) -> float | None:
     """One try at connecting; the delay before the next, or None when there is none to make
     (connected, or the configuration is at fault)."""
     first = backoff.attempts == 0
@@ -558,8 +617,14 @@ async def _attempt(runtime: AgentRuntime, plan: PlatformPlan, connect: Connect, 
     except Exception as exc:
         delay = backoff.delay()
         reason = _describe(exc, plan.agent)
-        _log.warning("%s: %s %s (%s); trying again in %.0f s", plan.agent,
-                     "could not reach" if first else "still cannot reach", plan.platform, reason, delay)
+        _log.warning(
+            "%s: %s %s (%s); trying again in %.0f s",
+            plan.agent,
+            "could not reach" if first else "still cannot reach",
+            plan.platform,
+            reason,
+            delay,
+        )
         runtime.links.set(plan.platform, LinkState.RETRYING, reason)
         return delay
     if not first:

@@ -31,7 +31,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CharacterError", "ConfigError", "EXIT_CONFIG", "EmbeddingDimensionError", "ModelAuthError", "ModelError", "ModelRateLimited", "ModelUnavailable", "PartlySent", "PluginLoadError", "Problem", "ReloadError", "ReloadFailed", "SchemaVersionError", "SecretReferenceError", "SendError", "StoreError", "TroupeError", "VectorExtensionError", "reason_for"]
+__all__ = [
+    "CharacterError",
+    "ConfigError",
+    "EXIT_CONFIG",
+    "EmbeddingDimensionError",
+    "ModelAuthError",
+    "ModelError",
+    "ModelRateLimited",
+    "ModelUnavailable",
+    "PartlySent",
+    "PluginLoadError",
+    "Problem",
+    "ReloadError",
+    "ReloadFailed",
+    "SchemaVersionError",
+    "SecretReferenceError",
+    "SendError",
+    "StoreError",
+    "TroupeError",
+    "VectorExtensionError",
+    "reason_for",
+]
 
 #: ``EX_CONFIG`` from sysexits.h; systemd units use it to stop restart loops.
 EXIT_CONFIG = 78
@@ -150,8 +171,15 @@ class ModelError(TroupeError):
 
     __slots__ = ("model_type", "original", "provider")
 
-    def __init__(self, message: str, *, agent: str | None = None, provider: str | None = None,
-                 model_type: str | None = None, original: BaseException | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        agent: str | None = None,
+        provider: str | None = None,
+        model_type: str | None = None,
+        original: BaseException | None = None,
+    ) -> None:
         super().__init__(message, agent=agent)
         self.provider, self.model_type, self.original = provider, model_type, original
 

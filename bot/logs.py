@@ -113,23 +113,32 @@ def parse_level(spec: str) -> tuple[int, dict[str, int]]:
 
     def level(text: str, what: str) -> int:
         if text.upper() not in LEVELS:
-            raise ConfigError(f"log level {spec!r} is not understood: {what} {text!r} is not one of "
-                              f"{', '.join(LEVELS[:-1])} or {LEVELS[-1]} (write LEVEL, or LEVEL,library=LEVEL "
-                              "to see a library's lines too)")
+            raise ConfigError(
+                f"log level {spec!r} is not understood: {what} {text!r} is not one of "
+                f"{', '.join(LEVELS[:-1])} or {LEVELS[-1]} (write LEVEL, or LEVEL,library=LEVEL "
+                "to see a library's lines too)"
+            )
         return int(logging.getLevelName(text.upper()))
 
     libraries: dict[str, int] = {}
     for part in rest:
         name, _, value = (p.strip() for p in part.partition("="))
         if not name:
-            raise ConfigError(f"log level {spec!r} is not understood: {part!r} names no library; it is not "
-                              f"LEVEL,library=LEVEL with a level of {', '.join(LEVELS[:-1])} or {LEVELS[-1]}")
+            raise ConfigError(
+                f"log level {spec!r} is not understood: {part!r} names no library; it is not "
+                f"LEVEL,library=LEVEL with a level of {', '.join(LEVELS[:-1])} or {LEVELS[-1]}"
+            )
         libraries[name] = level(value, f"{name}'s level")
     return level(head, "the level"), libraries
 
 
-def configure(level: str, *, stream: TextIO | None = None, environ: Mapping[str, str] | None = None,
-              handler: logging.Handler | None = None) -> None:
+def configure(
+    level: str,
+    *,
+    stream: TextIO | None = None,
+    environ: Mapping[str, str] | None = None,
+    handler: logging.Handler | None = None,
+) -> None:
     """Send log lines to ``stream`` (stderr), or to ``handler``, secrets scrubbed.
 
     ``level`` is a :func:`parse_level` spec: troupe's own lines from that level up, other

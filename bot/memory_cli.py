@@ -81,18 +81,26 @@ class _Stop(Exception):
 
 def add_parser(sub: Any) -> None:
     """Add ``memory`` and its subcommands to the ``troupe`` subparsers ``sub``."""
-    memory = sub.add_parser("memory", help="inspect, export and forget what an agent remembers",
-                            description="Inspect, export and forget what an agent remembers, in the daemon's "
-                                        "database. Safe while the daemon runs.",
-                            epilog="exit status: 0 done; 1 the agent, room or person does not exist, or nothing was "
-                                   "deleted; 2 a malformed command line; 78 a usage or configuration problem")
-    memory.add_argument("--db", type=Path, metavar="FILE",
-                        help="the database file (default: TROUPE_DB_PATH, else TROUPE_DATA_DIR/troupe.db)")
+    memory = sub.add_parser(
+        "memory",
+        help="inspect, export and forget what an agent remembers",
+        description="Inspect, export and forget what an agent remembers, in the daemon's "
+        "database. Safe while the daemon runs.",
+        epilog="exit status: 0 done; 1 the agent, room or person does not exist, or nothing was "
+        "deleted; 2 a malformed command line; 78 a usage or configuration problem",
+    )
+    memory.add_argument(
+        "--db",
+        type=Path,
+        metavar="FILE",
+        help="the database file (default: TROUPE_DB_PATH, else TROUPE_DATA_DIR/troupe.db)",
+    )
     commands = memory.add_subparsers(dest="memory_command", required=True, metavar="SUBCOMMAND")
 
     listing = commands.add_parser("list", help="the newest memories of an agent (without AGENT: the agents)")
-    listing.add_argument("agent", nargs="?", metavar="AGENT",
-                         help="an agent's name or id, or 'shared' for shared knowledge")
+    listing.add_argument(
+        "agent", nargs="?", metavar="AGENT", help="an agent's name or id, or 'shared' for shared knowledge"
+    )
     _filters(listing, limit=50)
 
     show = commands.add_parser("show", help="what an agent stores: counts, rooms and people, with their ids")
@@ -114,10 +122,14 @@ def add_parser(sub: Any) -> None:
     forget.add_argument("agent", metavar="AGENT", help="an agent's name or id")
     target = forget.add_mutually_exclusive_group(required=True)
     target.add_argument("--room", metavar="ROOM", help="a room (an id), with everything in it")
-    target.add_argument("--entity", metavar="WHO", help="a person (an id or a name): everything about them, "
-                                                         "in every room")
-    target.add_argument("--knowledge", action="store_true",
-                        help="its knowledge documents (read again from its character's files at its next start)")
+    target.add_argument(
+        "--entity", metavar="WHO", help="a person (an id or a name): everything about them, in every room"
+    )
+    target.add_argument(
+        "--knowledge",
+        action="store_true",
+        help="its knowledge documents (read again from its character's files at its next start)",
+    )
     target.add_argument("--all", action="store_true", help="everything learned from conversations, and its knowledge")
     forget.add_argument("--dry-run", action="store_true", help="only say what would be deleted")
     forget.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
@@ -125,11 +137,15 @@ def add_parser(sub: Any) -> None:
 
 def _filters(parser: argparse.ArgumentParser, *, limit: int) -> None:
     parser.add_argument("--room", metavar="ROOM", help="only this room (an id)")
-    parser.add_argument("--entity", metavar="WHO", help="only what this person wrote or what is about them "
-                                                        "(an id or a name)")
-    parser.add_argument("--table", action="append", metavar="TABLE",
-                        help="only this memory table: messages, facts, summaries, documents, knowledge… "
-                             "(repeat for several)")
+    parser.add_argument(
+        "--entity", metavar="WHO", help="only what this person wrote or what is about them (an id or a name)"
+    )
+    parser.add_argument(
+        "--table",
+        action="append",
+        metavar="TABLE",
+        help="only this memory table: messages, facts, summaries, documents, knowledge… (repeat for several)",
+    )
     parser.add_argument("--limit", type=_positive, default=limit, metavar="N", help=f"at most N (default: {limit})")
     parser.add_argument("--json", action="store_true", help="print JSON records instead of lines")
 
@@ -162,8 +178,10 @@ async def _main(args: argparse.Namespace) -> int:
 
     path = args.db if args.db is not None else DaemonSettings().database
     if not await asyncio.to_thread(Path(path).is_file):
-        raise _Stop(EXIT_CONFIG, f"no database at {path}: point TROUPE_DB_PATH or TROUPE_DATA_DIR (or --db) at the "
-                                 "daemon's database")
+        raise _Stop(
+            EXIT_CONFIG,
+            f"no database at {path}: point TROUPE_DB_PATH or TROUPE_DATA_DIR (or --db) at the daemon's database",
+        )
     async with backend_for(path) as db:
         command = args.memory_command
         if command == "list" and args.agent is None:
@@ -274,8 +292,10 @@ async def _print_memories(store: Store, memories: Sequence[Memory], as_json: boo
     for m in memories:
         who = names.get(m.entity_id, "someone")
         room = rooms.get(m.room_id or "", (m.room_id or "-")[:8])
-        print(f"{_when(m.created_at)}  {m.table or '?':<10} {_one_line(room, 20):<20}  {who}: "
-              f"{_one_line(str(m.content.get('text') or ''))}")
+        print(
+            f"{_when(m.created_at)}  {m.table or '?':<10} {_one_line(room, 20):<20}  {who}: "
+            f"{_one_line(str(m.content.get('text') or ''))}"
+        )
 
 
 async def _list_agents(db: StoreBackend) -> int:
@@ -297,8 +317,9 @@ async def _list_agents(db: StoreBackend) -> int:
 async def _list(store: Store, args: argparse.Namespace) -> int:
     room = await _room(store, args.room)
     entity = await _entity(store, args.entity)
-    memories = await store.list_memories(tables=args.table, room_id=room, entity_id=entity.id if entity else None,
-                                         count=args.limit)
+    memories = await store.list_memories(
+        tables=args.table, room_id=room, entity_id=entity.id if entity else None, count=args.limit
+    )
     if not memories and not args.json:
         print("no memories match")
         return 0
@@ -325,7 +346,8 @@ async def _search(store: Store, args: argparse.Namespace) -> int:
     room = await _room(store, args.room)
     entity = await _entity(store, args.entity)
     memories = await store.search_all_memories_by_text(
-        args.query, tables=args.table, room_id=room, entity_id=entity.id if entity else None, count=args.limit)
+        args.query, tables=args.table, room_id=room, entity_id=entity.id if entity else None, count=args.limit
+    )
     if not memories and not args.json:
         print("no memories match")
         return 0
@@ -337,8 +359,17 @@ async def _search(store: Store, args: argparse.Namespace) -> int:
 
 
 def _memory_json(m: Memory) -> dict[str, Any]:
-    return {"id": m.id, "table": m.table, "createdAt": m.created_at, "roomId": m.room_id, "worldId": m.world_id,
-            "entityId": m.entity_id, "unique": m.unique, "content": m.content, "metadata": m.metadata}
+    return {
+        "id": m.id,
+        "table": m.table,
+        "createdAt": m.created_at,
+        "roomId": m.room_id,
+        "worldId": m.world_id,
+        "entityId": m.entity_id,
+        "unique": m.unique,
+        "content": m.content,
+        "metadata": m.metadata,
+    }
 
 
 def _masked_world_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -363,22 +394,67 @@ def _export_json(agent_id: str, agent_name: str, data: MemoryExport, scope: dict
         "exportedAt": now_ms(),
         "agent": {"id": agent_id, "name": agent_name},
         "scope": scope,
-        "worlds": [{"id": w.id, "name": w.name, "serverId": w.server_id, "createdAt": w.created_at,
-                    "metadata": _masked_world_metadata(w.metadata)} for w in data.worlds],
-        "rooms": [{"id": r.id, "name": r.name, "type": r.type.value, "source": r.source, "worldId": r.world_id,
-                   "serverId": r.server_id, "channelId": r.channel_id, "createdAt": r.created_at,
-                   "metadata": r.metadata} for r in data.rooms],
-        "entities": [{"id": e.id, "names": e.names, "createdAt": e.created_at, "metadata": e.metadata,
-                      "components": [{"id": c.id, "type": c.type, "roomId": c.room_id, "worldId": c.world_id,
-                                      "sourceEntityId": c.source_entity_id, "createdAt": c.created_at,
-                                      "data": c.data} for c in e.components]}
-                     for e in data.entities],
-        "participants": [{"entityId": p.entity_id, "roomId": p.room_id, "state": p.state.value if p.state else None}
-                         for p in data.participants],
+        "worlds": [
+            {
+                "id": w.id,
+                "name": w.name,
+                "serverId": w.server_id,
+                "createdAt": w.created_at,
+                "metadata": _masked_world_metadata(w.metadata),
+            }
+            for w in data.worlds
+        ],
+        "rooms": [
+            {
+                "id": r.id,
+                "name": r.name,
+                "type": r.type.value,
+                "source": r.source,
+                "worldId": r.world_id,
+                "serverId": r.server_id,
+                "channelId": r.channel_id,
+                "createdAt": r.created_at,
+                "metadata": r.metadata,
+            }
+            for r in data.rooms
+        ],
+        "entities": [
+            {
+                "id": e.id,
+                "names": e.names,
+                "createdAt": e.created_at,
+                "metadata": e.metadata,
+                "components": [
+                    {
+                        "id": c.id,
+                        "type": c.type,
+                        "roomId": c.room_id,
+                        "worldId": c.world_id,
+                        "sourceEntityId": c.source_entity_id,
+                        "createdAt": c.created_at,
+                        "data": c.data,
+                    }
+                    for c in e.components
+                ],
+            }
+            for e in data.entities
+        ],
+        "participants": [
+            {"entityId": p.entity_id, "roomId": p.room_id, "state": p.state.value if p.state else None}
+            for p in data.participants
+        ],
         "memories": [_memory_json(m) for m in data.memories],
-        "relationships": [{"id": r.id, "sourceEntityId": r.source_entity_id, "targetEntityId": r.target_entity_id,
-                           "tags": r.tags, "metadata": r.metadata, "createdAt": r.created_at}
-                          for r in data.relationships],
+        "relationships": [
+            {
+                "id": r.id,
+                "sourceEntityId": r.source_entity_id,
+                "targetEntityId": r.target_entity_id,
+                "tags": r.tags,
+                "metadata": r.metadata,
+                "createdAt": r.created_at,
+            }
+            for r in data.relationships
+        ],
     }
 
 
@@ -387,8 +463,9 @@ async def _export(store: Store, args: argparse.Namespace) -> int:
     entity = await _entity(store, args.entity)
     data = await store.export_memories(room_id=room, entity_id=entity.id if entity else None)
     agent = await store.get_agent()
-    document = _export_json(store.agent_id, agent.name if agent else "", data,
-                            {"roomId": room, "entityId": entity.id if entity else None})
+    document = _export_json(
+        store.agent_id, agent.name if agent else "", data, {"roomId": room, "entityId": entity.id if entity else None}
+    )
     text = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
     if args.out is None:
         sys.stdout.write(text)
@@ -397,8 +474,11 @@ async def _export(store: Store, args: argparse.Namespace) -> int:
         await asyncio.to_thread(_write_private, args.out, text)
     except OSError as exc:
         raise _Stop(EXIT_CONFIG, f"cannot write {args.out}: {exc.strerror or exc}") from None
-    print(f"exported {len(data.memories)} memories, {len(data.entities)} people and {len(data.rooms)} rooms "
-          f"to {args.out}", file=sys.stderr)
+    print(
+        f"exported {len(data.memories)} memories, {len(data.entities)} people and {len(data.rooms)} rooms "
+        f"to {args.out}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -438,8 +518,11 @@ async def _forget(db: StoreBackend, store: Store, args: argparse.Namespace) -> i
     agent = await store.get_agent()
     agent_name = agent.name if agent else store.agent_id
     if args.all or args.knowledge:
-        what = f"{agent_name}'s knowledge" if args.knowledge else (
-            f"everything {agent_name} learned from conversations, and its knowledge")
+        what = (
+            f"{agent_name}'s knowledge"
+            if args.knowledge
+            else (f"everything {agent_name} learned from conversations, and its knowledge")
+        )
 
         async def forget(dry_run: bool) -> Forgotten:
             if args.knowledge:
@@ -486,9 +569,13 @@ async def _forget(db: StoreBackend, store: Store, args: argparse.Namespace) -> i
     for line in _describe(done):
         print(f"  {line}")
     if (args.all or args.knowledge) and set(done.memories) & set(KNOWLEDGE_TABLES):
-        print("  (knowledge is read again from its character's files at its next start: remove it there to "
-              "keep it forgotten)")
+        print(
+            "  (knowledge is read again from its character's files at its next start: remove it there to "
+            "keep it forgotten)"
+        )
     if not emptied:
-        print("  (the daemon is reading the database: its next checkpoint clears the last copies from the "
-              "write-ahead log)")
+        print(
+            "  (the daemon is reading the database: its next checkpoint clears the last copies from the "
+            "write-ahead log)"
+        )
     return 0

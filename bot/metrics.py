@@ -26,7 +26,17 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
-__all__ = ["Counter", "CounterChild", "DEFAULT_BUCKETS", "Gauge", "GaugeChild", "Histogram", "HistogramChild", "Metrics", "Registry"]
+__all__ = [
+    "Counter",
+    "CounterChild",
+    "DEFAULT_BUCKETS",
+    "Gauge",
+    "GaugeChild",
+    "Histogram",
+    "HistogramChild",
+    "Metrics",
+    "Registry",
+]
 
 #: Bucket bounds (seconds) for latencies, from a quick gate decision to a slow model call.
 DEFAULT_BUCKETS: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -228,8 +238,9 @@ class Histogram(_Family[HistogramChild]):
 
     type_name = "histogram"
 
-    def __init__(self, name: str, help: str, labelnames: Sequence[str] = (),
-                 buckets: Sequence[float] = DEFAULT_BUCKETS) -> None:
+    def __init__(
+        self, name: str, help: str, labelnames: Sequence[str] = (), buckets: Sequence[float] = DEFAULT_BUCKETS
+    ) -> None:
         if "le" in labelnames:
             raise ValueError(f"{name}: a histogram cannot have a label named le")
         bounds = [float(b) for b in buckets]
@@ -292,8 +303,9 @@ class Registry:
         self._add(family)
         return family
 
-    def histogram(self, name: str, help: str, labelnames: Sequence[str] = (),
-                  buckets: Sequence[float] = DEFAULT_BUCKETS) -> Histogram:
+    def histogram(
+        self, name: str, help: str, labelnames: Sequence[str] = (), buckets: Sequence[float] = DEFAULT_BUCKETS
+    ) -> Histogram:
         family = Histogram(name, help, labelnames, buckets)
         self._add(family)
         return family
@@ -334,38 +346,46 @@ class Metrics:
         self.registry = r = Registry()
         self.start_time = clock()
         self.messages_received = r.counter(
-            "troupe_messages_received_total", "Messages the agents received from chat platforms.",
-            ("agent", "platform"))
+            "troupe_messages_received_total", "Messages the agents received from chat platforms.", ("agent", "platform")
+        )
         self.messages_sent = r.counter(
-            "troupe_messages_sent_total", "Messages the agents sent to chat platforms.", ("agent", "platform"))
+            "troupe_messages_sent_total", "Messages the agents sent to chat platforms.", ("agent", "platform")
+        )
         self.gate_decisions = r.counter(
-            "troupe_gate_decisions_total", "Should-respond gate decisions, by decision.", ("agent", "decision"))
+            "troupe_gate_decisions_total", "Should-respond gate decisions, by decision.", ("agent", "decision")
+        )
         self.model_calls = r.counter(
-            "troupe_model_calls_total", "Model calls by model type, provider and outcome (ok or error).",
-            ("agent", "model_type", "provider", "outcome"))
+            "troupe_model_calls_total",
+            "Model calls by model type, provider and outcome (ok or error).",
+            ("agent", "model_type", "provider", "outcome"),
+        )
         self.model_latency = r.histogram(
-            "troupe_model_latency_seconds", "How long model calls took.", ("agent", "model_type"))
+            "troupe_model_latency_seconds", "How long model calls took.", ("agent", "model_type")
+        )
         self.reply_latency = r.histogram(
-            "troupe_reply_latency_seconds", "From a message received to the first reply sent.",
-            ("agent", "platform"))
+            "troupe_reply_latency_seconds", "From a message received to the first reply sent.", ("agent", "platform")
+        )
         self.messages_handled = r.counter(
-            "troupe_messages_handled_total", "Messages the pipeline finished, by how they ended (replied, ignored, "
-            "send_failed, model_unreachable, duplicate …).", ("agent", "outcome"))
-        self.in_flight = r.gauge(
-            "troupe_messages_in_flight", "Messages being handled (the queue depth).", ("agent",))
+            "troupe_messages_handled_total",
+            "Messages the pipeline finished, by how they ended (replied, ignored, "
+            "send_failed, model_unreachable, duplicate …).",
+            ("agent", "outcome"),
+        )
+        self.in_flight = r.gauge("troupe_messages_in_flight", "Messages being handled (the queue depth).", ("agent",))
         self.reconnects = r.counter(
-            "troupe_reconnects_total", "Times a platform connection was attempted again after failing.",
-            ("agent", "platform"))
+            "troupe_reconnects_total",
+            "Times a platform connection was attempted again after failing.",
+            ("agent", "platform"),
+        )
         self.platform_connected = r.gauge(
-            "troupe_platform_connected", "1 while the platform connection is up, else 0.", ("agent", "platform"))
+            "troupe_platform_connected", "1 while the platform connection is up, else 0.", ("agent", "platform")
+        )
         self.agents = r.gauge("troupe_agents", "Agents running.")
         self.reloads = r.counter("troupe_reloads_total", "Character reloads, by outcome.", ("outcome",))
         start_time = self.start_time
         r.computed("troupe_start_time_seconds", "Unix time the daemon started.", "gauge", lambda: start_time)
-        r.computed("process_resident_memory_bytes", "Resident memory size in bytes.", "gauge",
-                   _resident_memory_bytes)
-        r.computed("process_cpu_seconds_total", "User and system CPU time spent, in seconds.", "counter",
-                   _cpu_seconds)
+        r.computed("process_resident_memory_bytes", "Resident memory size in bytes.", "gauge", _resident_memory_bytes)
+        r.computed("process_cpu_seconds_total", "User and system CPU time spent, in seconds.", "counter", _cpu_seconds)
 
     def forget_agent(self, agent: str) -> None:
         """Drop every series of this agent (one removed by a reload must not linger as stale series)."""

@@ -266,7 +266,9 @@ class AgentRuntime:
             await self.close()
             raise
         self.state = RuntimeState.RUNNING
-        _log.info("%s started (agent %s; plugins: %s)", self.character.name, self.agent_id, ", ".join(self.loaded_plugins))
+        _log.info(
+            "%s started (agent %s; plugins: %s)", self.character.name, self.agent_id, ", ".join(self.loaded_plugins)
+        )
 
     async def _ensure_self(self) -> None:
         await self.store.upsert_agent(self.character.to_record())
@@ -274,8 +276,17 @@ class AgentRuntime:
             await self.store.create_entities([Entity(self.agent_id, self.agent_id, names=[self.character.name])])
         if await self.store.get_room(self.agent_id) is None:
             await self.store.create_rooms(
-                [Room(self.agent_id, source="troupe", type=ChannelType.SELF, name=self.character.name,
-                      world_id=self.agent_id, server_id=self.agent_id, channel_id=self.agent_id)]
+                [
+                    Room(
+                        self.agent_id,
+                        source="troupe",
+                        type=ChannelType.SELF,
+                        name=self.character.name,
+                        world_id=self.agent_id,
+                        server_id=self.agent_id,
+                        channel_id=self.agent_id,
+                    )
+                ]
             )
         await self.store.add_participant(self.agent_id, self.agent_id)
 
@@ -356,7 +367,10 @@ class AgentRuntime:
         for handler, result in zip(handlers, results, strict=True):
             if isinstance(result, Exception):
                 _log.error(
-                    "%s: %s handler %s failed", self.character.name, key, getattr(handler, "__qualname__", handler),
+                    "%s: %s handler %s failed",
+                    self.character.name,
+                    key,
+                    getattr(handler, "__qualname__", handler),
                     exc_info=result,
                 )
 
@@ -382,7 +396,8 @@ class AgentRuntime:
             raise ModelError(
                 f"no model serves {kind.value}; add a model plugin such as "
                 f'"{(*models.aliases, models.name)[0]}" to the character\'s plugins',
-                provider=provider, model_type=kind.value,
+                provider=provider,
+                model_type=kind.value,
                 agent=self.character.name,
             )
         timeout = self.get_number("MODEL_TIMEOUT_S", _DEFAULT_MODEL_TIMEOUT_S)
@@ -395,8 +410,14 @@ class AgentRuntime:
             except Exception as exc:
                 last = exc
                 elapsed = (time.perf_counter() - started) * 1000
-                _log.warning("%s: %s via %s failed after %.0f ms: %s", self.character.name, kind.value,
-                             entry.provider, elapsed, exc.__class__.__name__)
+                _log.warning(
+                    "%s: %s via %s failed after %.0f ms: %s",
+                    self.character.name,
+                    kind.value,
+                    entry.provider,
+                    elapsed,
+                    exc.__class__.__name__,
+                )
                 await self._record_model(kind, entry.provider, elapsed, error=exc)
                 continue
             elapsed = (time.perf_counter() - started) * 1000
@@ -407,14 +428,19 @@ class AgentRuntime:
             raise last
         raise ModelError(
             f"every {kind.value} model failed ({type_name(last)})",
-            provider=entries[-1].provider, model_type=kind.value,
-            agent=self.character.name, original=last,
+            provider=entries[-1].provider,
+            model_type=kind.value,
+            agent=self.character.name,
+            original=last,
         ) from last
 
-    async def _record_model(self, kind: ModelType, provider: str, elapsed_ms: float, error: BaseException | None = None) -> None:
+    async def _record_model(
+        self, kind: ModelType, provider: str, elapsed_ms: float, error: BaseException | None = None
+    ) -> None:
         agent = self.character.name
-        self.metrics.model_calls.labels(agent=agent, model_type=kind.value, provider=provider,
-                                        outcome="error" if error else "ok").inc()
+        self.metrics.model_calls.labels(
+            agent=agent, model_type=kind.value, provider=provider, outcome="error" if error else "ok"
+        ).inc()
         self.metrics.model_latency.labels(agent=agent, model_type=kind.value).observe(elapsed_ms / 1000)
         body = {"modelType": kind.value, "provider": provider, "durationMs": round(elapsed_ms, 1), "ok": error is None}
         if error is not None:
@@ -553,7 +579,7 @@ def _load_order(requested: Iterable[str]) -> list[str]:
         if name in order:
             return
         if name in visiting:
-            cycle = " -> ".join([*visiting[visiting.index(name):], name])
+            cycle = " -> ".join([*visiting[visiting.index(name) :], name])
             raise PluginLoadError(name, None, ValueError(f"dependency cycle: {cycle}"))
         meta = known.get(name)
         if meta is None:

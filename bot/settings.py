@@ -54,20 +54,40 @@ class DaemonSettings(BaseSettings):
     data_dir: Path = Field(default=Path("data"), description="where the database and caches live")
     db_path: Path | None = Field(default=None, description="the SQLite file; default <data_dir>/troupe.db")
     log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING, ERROR or CRITICAL")
-    reconnect_base_s: float = Field(default=2.0, gt=0, allow_inf_nan=False, description="first wait before connecting to an "
-                                    "unreachable platform again; it doubles on each failure")
-    reconnect_cap_s: float = Field(default=60.0, gt=0, allow_inf_nan=False, description="longest wait between connection attempts")
-    stop_timeout_s: float = Field(default=20.0, gt=0, allow_inf_nan=False, description="on SIGTERM, how long replies in flight may take "
-                                  "to finish before the daemon closes anyway")
-    control_socket: Path | None = Field(default=None, description="the Unix socket `troupe status` and `troupe "
-                                        "reload` talk to; default $RUNTIME_DIRECTORY/control.sock under systemd, "
-                                        "else control.sock next to the database")
-    health_port: int | None = Field(default=None, ge=0, le=65535, description="serve /healthz, /readyz, /metrics "
-                                    "and /status over HTTP on this port (unset: off)")
-    health_host: str = Field(default="127.0.0.1", description="the address the health port binds; anything but "
-                             "loopback needs TROUPE_HEALTH_TOKEN")
-    health_token: SecretStr | None = Field(default=None, description="when set, HTTP requests need "
-                                           "`Authorization: Bearer <token>`")
+    reconnect_base_s: float = Field(
+        default=2.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="first wait before connecting to an unreachable platform again; it doubles on each failure",
+    )
+    reconnect_cap_s: float = Field(
+        default=60.0, gt=0, allow_inf_nan=False, description="longest wait between connection attempts"
+    )
+    stop_timeout_s: float = Field(
+        default=20.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="on SIGTERM, how long replies in flight may take to finish before the daemon closes anyway",
+    )
+    control_socket: Path | None = Field(
+        default=None,
+        description="the Unix socket `troupe status` and `troupe "
+        "reload` talk to; default $RUNTIME_DIRECTORY/control.sock under systemd, "
+        "else control.sock next to the database",
+    )
+    health_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="serve /healthz, /readyz, /metrics and /status over HTTP on this port (unset: off)",
+    )
+    health_host: str = Field(
+        default="127.0.0.1",
+        description="the address the health port binds; anything but loopback needs TROUPE_HEALTH_TOKEN",
+    )
+    health_token: SecretStr | None = Field(
+        default=None, description="when set, HTTP requests need `Authorization: Bearer <token>`"
+    )
 
     @field_validator("data_dir", "db_path", "control_socket", "health_host", mode="before")
     @classmethod
@@ -193,8 +213,9 @@ class SettingReader:
 
     def number(self, key: str, default: float, low: float, high: float) -> float:
         """A number from ``low`` to ``high`` inclusive."""
-        return self._checked(key, default, float, lambda v: low <= v <= high,
-                             f"a number from {low:g} to {high:g} (such as {default:g})")
+        return self._checked(
+            key, default, float, lambda v: low <= v <= high, f"a number from {low:g} to {high:g} (such as {default:g})"
+        )
 
     def whole(self, key: str, default: int, low: int, high: int) -> int:
         """A whole number from ``low`` to ``high`` inclusive."""
@@ -203,8 +224,9 @@ class SettingReader:
     def count(self, key: str, default: int, *, minimum: int = 0) -> int:
         return self._checked(key, default, int, lambda v: v >= minimum, f"a whole number, {minimum} or more")
 
-    def _checked(self, key: str, default: _N, parse: Callable[[str], _N], valid: Callable[[_N], bool],
-                 expected: str) -> _N:
+    def _checked(
+        self, key: str, default: _N, parse: Callable[[str], _N], valid: Callable[[_N], bool], expected: str
+    ) -> _N:
         """``parse(value)`` when set, else ``default``; a value that does not parse or is not
         ``valid`` (NaN never is: it fails every comparison) is an error saying what is ``expected``."""
         raw = self.optional(key)
@@ -238,8 +260,11 @@ class SettingReader:
         ids = [str(item).strip() for item in items if str(item).strip()]
         bad = [i for i in ids if not re.fullmatch(pattern, i)]
         if bad:
-            raise ConfigError(f"{key} has entries that are not ids: {', '.join(map(repr, bad))}; "
-                              'write ids as a comma-separated list ("123, 456") or a JSON array', agent=self.agent)
+            raise ConfigError(
+                f"{key} has entries that are not ids: {', '.join(map(repr, bad))}; "
+                'write ids as a comma-separated list ("123, 456") or a JSON array',
+                agent=self.agent,
+            )
         return ids
 
 

@@ -73,7 +73,7 @@ class SentenceStream:
     @staticmethod
     def _continues(piece: str) -> bool:
         stripped = piece.rstrip()
-        if not stripped or "\n" in piece[len(stripped):]:
+        if not stripped or "\n" in piece[len(stripped) :]:
             return False  # a line break always ends a sentence
         last = stripped.rsplit(None, 1)[-1].lower()
         return last in _ABBREVIATIONS or bool(re.fullmatch(r"\d+\.", last))

@@ -9,7 +9,16 @@ from collections.abc import Iterator
 
 import pytest
 
-_PREFIXES = ("TROUPE_", "OPENAI_", "DISCORD_", "TELEGRAM_", "ELEVENLABS_", "OLLAMA_", "OPENROUTER_", "CREDENTIALS_DIRECTORY")
+_PREFIXES = (
+    "TROUPE_",
+    "OPENAI_",
+    "DISCORD_",
+    "TELEGRAM_",
+    "ELEVENLABS_",
+    "OLLAMA_",
+    "OPENROUTER_",
+    "CREDENTIALS_DIRECTORY",
+)
 
 
 @pytest.fixture(autouse=True)

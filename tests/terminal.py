@@ -48,8 +48,15 @@ def visible(data: bytes) -> str:
 class Terminal:
     """One command on one pseudo-terminal, 200 columns by 50 rows."""
 
-    def __init__(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | os.PathLike[str] | None = None,
-                 columns: int = 200, rows: int = 50) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: str | os.PathLike[str] | None = None,
+        columns: int = 200,
+        rows: int = 50,
+    ) -> None:
         self.argv = list(argv)
         self.env = dict(env)
         self.cwd = cwd
@@ -66,8 +73,17 @@ class Terminal:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *self.size, 0, 0))
         try:
             self.process = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", _ADOPT_TTY, *self.argv, stdin=slave, stdout=slave, stderr=slave,
-                env=self.env, cwd=self.cwd, start_new_session=True)
+                sys.executable,
+                "-c",
+                _ADOPT_TTY,
+                *self.argv,
+                stdin=slave,
+                stdout=slave,
+                stderr=slave,
+                env=self.env,
+                cwd=self.cwd,
+                start_new_session=True,
+            )
         finally:
             os.close(slave)
         os.set_blocking(master, False)
@@ -155,8 +171,9 @@ class Terminal:
                     self._changed.clear()
                     await self._changed.wait()
         except TimeoutError:
-            raise AssertionError(f"{text!r} did not show within {timeout} s; the command wrote:\n"
-                                 f"{self.screen_text()}") from None
+            raise AssertionError(
+                f"{text!r} did not show within {timeout} s; the command wrote:\n{self.screen_text()}"
+            ) from None
 
     async def wait_exit(self, *, timeout: float = 15.0) -> int:
         """The command's exit status, once it has ended and its output has been read."""
@@ -168,8 +185,9 @@ class Terminal:
                     self._changed.clear()
                     await self._changed.wait()
         except TimeoutError:
-            raise AssertionError(f"the command did not end within {timeout} s; it wrote:\n"
-                                 f"{self.screen_text()}") from None
+            raise AssertionError(
+                f"the command did not end within {timeout} s; it wrote:\n{self.screen_text()}"
+            ) from None
         with contextlib.suppress(OSError):
             self._close_master()
         return status

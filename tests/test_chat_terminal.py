@@ -30,8 +30,9 @@ def plan(text: str) -> str:
 async def said(tmp_path: Path) -> list[str]:
     """What the person said, as the character stored it, oldest first."""
     async with Database(tmp_path / "data" / "troupe.db") as db:
-        rows = await db.fetchall("SELECT content FROM memories WHERE type = 'messages' AND entity_id != agent_id "
-                                 "ORDER BY seq")
+        rows = await db.fetchall(
+            "SELECT content FROM memories WHERE type = 'messages' AND entity_id != agent_id ORDER BY seq"
+        )
     return [json.loads(row[0])["text"] for row in rows]
 
 
@@ -46,9 +47,15 @@ async def server() -> AsyncIterator[FakeOpenAIServer]:
 def chat_env(tmp_path: Path, server: FakeOpenAIServer) -> dict[str, str]:
     character = tmp_path / "iris.json"
     character.write_text(json.dumps({"name": "Iris", "bio": "Iris helps.", "plugins": ["openai"]}))
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "TERM": "xterm",
-            "LANG": "C.UTF-8", "OPENAI_API_KEY": "sk-terminal-test", "OPENAI_BASE_URL": server.url,
-            "TROUPE_DATA_DIR": str(tmp_path / "data")}
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "TERM": "xterm",
+        "LANG": "C.UTF-8",
+        "OPENAI_API_KEY": "sk-terminal-test",
+        "OPENAI_BASE_URL": server.url,
+        "TROUPE_DATA_DIR": str(tmp_path / "data"),
+    }
 
 
 def chat(tmp_path: Path, env: dict[str, str]) -> Terminal:
@@ -56,7 +63,8 @@ def chat(tmp_path: Path, env: dict[str, str]) -> Terminal:
 
 
 async def test_arrow_keys_edit_the_line_and_recall_history_across_sessions(
-        tmp_path: Path, chat_env: dict[str, str], server: FakeOpenAIServer) -> None:
+    tmp_path: Path, chat_env: dict[str, str], server: FakeOpenAIServer
+) -> None:
     async with chat(tmp_path, chat_env) as term:
         at = await term.expect("> ")
         await term.type(b"helo" + LEFT + b"l\r")  # a typo mended with the left arrow
@@ -79,7 +87,8 @@ async def test_arrow_keys_edit_the_line_and_recall_history_across_sessions(
 
 
 async def test_a_pasted_line_of_10000_characters_arrives_whole(
-        tmp_path: Path, chat_env: dict[str, str], server: FakeOpenAIServer) -> None:
+    tmp_path: Path, chat_env: dict[str, str], server: FakeOpenAIServer
+) -> None:
     long_line = "".join(f"{i:05d}," for i in range(2000))[:10_000]
     assert len(long_line) == 10_000
     async with chat(tmp_path, chat_env) as term:
@@ -118,7 +127,8 @@ async def test_ctrl_d_ends_the_conversation_on_a_new_line(tmp_path: Path, chat_e
 
 
 async def test_a_model_error_shows_as_one_line_in_the_conversation(
-        tmp_path: Path, chat_env: dict[str, str], server: FakeOpenAIServer) -> None:
+    tmp_path: Path, chat_env: dict[str, str], server: FakeOpenAIServer
+) -> None:
     server.script_chat(Fail(500, message="the model is on fire"))
     async with chat(tmp_path, chat_env | {"OPENAI_MAX_RETRIES": "0"}) as term:
         at = await term.expect("> ")
@@ -134,7 +144,8 @@ async def test_a_model_error_shows_as_one_line_in_the_conversation(
 
 
 async def test_ctrl_c_while_the_character_answers_exits_at_once_and_keeps_the_message(
-        tmp_path: Path, chat_env: dict[str, str]) -> None:
+    tmp_path: Path, chat_env: dict[str, str]
+) -> None:
     async with FakeOpenAIServer(latency=60) as slow, chat(tmp_path, chat_env | {"OPENAI_BASE_URL": slow.url}) as term:
         # a model that takes a minute to answer
         await term.expect("> ")
@@ -145,8 +156,18 @@ async def test_ctrl_c_while_the_character_answers_exits_at_once_and_keeps_the_me
 
 
 async def test_lines_from_a_pipe_are_answered(tmp_path: Path, chat_env: dict[str, str]) -> None:
-    proc = await asyncio.create_subprocess_exec(TROUPE, "chat", str(tmp_path / "iris.json"), "--as", "alex",
-                                                stdin=PIPE, stdout=PIPE, stderr=PIPE, env=chat_env, cwd=tmp_path)
+    proc = await asyncio.create_subprocess_exec(
+        TROUPE,
+        "chat",
+        str(tmp_path / "iris.json"),
+        "--as",
+        "alex",
+        stdin=PIPE,
+        stdout=PIPE,
+        stderr=PIPE,
+        env=chat_env,
+        cwd=tmp_path,
+    )
     out, err = await asyncio.wait_for(proc.communicate(b"hello\nbye\n"), 60)
     assert proc.returncode == 0, err
     assert out.decode().count("Iris: Noted.") == 2

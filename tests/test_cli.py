@@ -64,7 +64,9 @@ def test_shipped_characters_are_valid(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["check", *map(str, shipped)]) == 0, capsys.readouterr().out
 
 
-def test_start_without_a_platform_stops_with_a_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_start_without_a_platform_stops_with_a_clear_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     c = write(tmp_path / "a.json", {"name": "A", "bio": "x", "plugins": ["@elizaos/plugin-discord"]})
     assert main(["start", str(c)]) == EXIT_CONFIG
     err = capsys.readouterr().err
@@ -74,11 +76,17 @@ def test_start_without_a_platform_stops_with_a_clear_message(tmp_path: Path, cap
 
 
 def test_start_names_the_variable_a_reference_points_at(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    data = {"name": "A", "bio": "x", "plugins": ["@elizaos/plugin-telegram"],
-            "settings": {"secrets": {"TELEGRAM_BOT_TOKEN": "env:A_TELEGRAM_TOKEN?"}}}
+    data = {
+        "name": "A",
+        "bio": "x",
+        "plugins": ["@elizaos/plugin-telegram"],
+        "settings": {"secrets": {"TELEGRAM_BOT_TOKEN": "env:A_TELEGRAM_TOKEN?"}},
+    }
     assert main(["start", str(write(tmp_path / "a.json", data))]) == EXIT_CONFIG
-    assert "[A] bot.daemon: telegram skipped, TELEGRAM_BOT_TOKEN (env:A_TELEGRAM_TOKEN? resolves to nothing) not set" \
+    assert (
+        "[A] bot.daemon: telegram skipped, TELEGRAM_BOT_TOKEN (env:A_TELEGRAM_TOKEN? resolves to nothing) not set"
         in capsys.readouterr().err
+    )
 
 
 def test_start_with_only_broken_characters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -111,8 +119,11 @@ def test_no_argument_and_no_characters_folder_says_so(command: str, capsys: pyte
     assert not Path("characters").exists()  # the tests run in an empty folder
     assert main([command]) == EXIT_CONFIG
     err = capsys.readouterr().err
-    assert re.search(rf"troupe {command}: there is no characters/ folder in .+; give character files or folders "
-                     rf"of them: troupe {command} path/to/character\.json", err), err
+    assert re.search(
+        rf"troupe {command}: there is no characters/ folder in .+; give character files or folders "
+        rf"of them: troupe {command} path/to/character\.json",
+        err,
+    ), err
 
 
 def test_log_level_that_means_nothing_is_refused_by_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -127,8 +138,15 @@ def _with_reader_gone(argv: list[str], cwd: Path, env: dict[str, str] | None = N
     read, write = os.pipe()
     os.close(read)
     try:
-        return subprocess.run([sys.executable, "-m", "bot.cli", *argv], stdout=write, stderr=subprocess.PIPE,
-                              text=True, cwd=cwd, timeout=60, env=env)
+        return subprocess.run(
+            [sys.executable, "-m", "bot.cli", *argv],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cwd,
+            timeout=60,
+            env=env,
+        )
     finally:
         os.close(write)
 
@@ -145,6 +163,11 @@ def test_check_piped_into_head_ends_quietly(tmp_path: Path) -> None:
     shutil.copy(REPO / "characters" / "iris.json", tmp_path / "iris.json")
     troupe = Path(sys.executable).with_name("troupe")
     # head -n 0 leaves at once, long before troupe has checked anything: its writes find no reader.
-    proc = subprocess.run(["sh", "-c", f"'{troupe}' check iris.json 2>stderr.txt | head -n 0; cat stderr.txt"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    proc = subprocess.run(
+        ["sh", "-c", f"'{troupe}' check iris.json 2>stderr.txt | head -n 0; cat stderr.txt"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert proc.stdout == "" and proc.stderr == ""

@@ -45,20 +45,35 @@ async def test_two_characters_follow_mute_unmute_and_restart(tmp_path: Path) -> 
             reply("Hello! How can I help?"),
             reply("I'll follow along.", "REPLY,FOLLOW_ROOM"),
             reply("Going quiet.", "REPLY,MUTE_ROOM"),
-            reply("Oh, a visitor! Look up tonight!"),   # Wren
-            reply("I'm back.", "REPLY,UNMUTE_ROOM"),    # Iris, after the restart
+            reply("Oh, a visitor! Look up tonight!"),  # Wren
+            reply("I'm back.", "REPLY,UNMUTE_ROOM"),  # Iris, after the restart
             reply("Glad to help."),
         ]
-        reflection = ("<response><thought>t</thought><facts><fact><claim>Sam asked Iris to be quiet once</claim>"
-                      "<type>fact</type><in_bio>false</in_bio><already_known>false</already_known></fact></facts>"
-                      "<relationships></relationships></response>")
+        reflection = (
+            "<response><thought>t</thought><facts><fact><claim>Sam asked Iris to be quiet once</claim>"
+            "<type>fact</type><in_bio>false</in_bio><already_known>false</already_known></fact></facts>"
+            "<relationships></relationships></response>"
+        )
         # The large model plans replies; the small one (here only reflection: DMs skip the gate).
         server.script_chat(lambda body: plans.pop(0) if body["model"] == "gpt-4o" else reflection)
 
         first = io.StringIO()
-        assert await chat(settings, iris, environ, user="sam", output=first, read_line=lines(
-            "Hi Iris", "Iris, please follow this conversation", "Iris, be quiet for a while", "anyone there?",
-        )) == 0
+        assert (
+            await chat(
+                settings,
+                iris,
+                environ,
+                user="sam",
+                output=first,
+                read_line=lines(
+                    "Hi Iris",
+                    "Iris, please follow this conversation",
+                    "Iris, be quiet for a while",
+                    "anyone there?",
+                ),
+            )
+            == 0
+        )
         wren_out = io.StringIO()
         assert await chat(settings, wren, environ, user="sam", output=wren_out, read_line=lines("Hello Wren")) == 0
 
@@ -70,11 +85,27 @@ async def test_two_characters_follow_mute_unmute_and_restart(tmp_path: Path) -> 
 
         # "Restart": a new process would open the same file; state and memory are still there.
         second = io.StringIO()
-        assert await chat(settings, iris, environ, user="sam", output=second, read_line=lines(
-            "still there?", "Iris, you can talk again", "thanks",
-        )) == 0
+        assert (
+            await chat(
+                settings,
+                iris,
+                environ,
+                user="sam",
+                output=second,
+                read_line=lines(
+                    "still there?",
+                    "Iris, you can talk again",
+                    "thanks",
+                ),
+            )
+            == 0
+        )
 
-    assert first.getvalue().splitlines()[1:] == ["Iris: Hello! How can I help?", "Iris: I'll follow along.", "Iris: Going quiet."]
+    assert first.getvalue().splitlines()[1:] == [
+        "Iris: Hello! How can I help?",
+        "Iris: I'll follow along.",
+        "Iris: Going quiet.",
+    ]
     assert second.getvalue().splitlines()[1:] == ["Iris: I'm back.", "Iris: Glad to help."]
     assert wren_out.getvalue().splitlines()[1:] == ["Wren: Oh, a visitor! Look up tonight!"]
     chats = server.requests_for("chat")
@@ -88,15 +119,30 @@ async def test_two_characters_follow_mute_unmute_and_restart(tmp_path: Path) -> 
         store = db.for_agent(iris.character.agent_id)
         room = (await store.get_rooms_by_world((await store.get_all_worlds())[0].id))[0]
         assert await store.get_participant_state(room.id, store.agent_id) is None
-        said = [m.content.get("text") for m in reversed(await store.get_memories(table="messages", room_id=room.id))
-                if m.content.get("text")]
-        assert said == ["Hi Iris", "Hello! How can I help?", "Iris, please follow this conversation", "I'll follow along.",
-                        "Iris, be quiet for a while", "Going quiet.", "anyone there?", "still there?",
-                        "Iris, you can talk again", "I'm back.", "thanks", "Glad to help."]
+        said = [
+            m.content.get("text")
+            for m in reversed(await store.get_memories(table="messages", room_id=room.id))
+            if m.content.get("text")
+        ]
+        assert said == [
+            "Hi Iris",
+            "Hello! How can I help?",
+            "Iris, please follow this conversation",
+            "I'll follow along.",
+            "Iris, be quiet for a while",
+            "Going quiet.",
+            "anyone there?",
+            "still there?",
+            "Iris, you can talk again",
+            "I'm back.",
+            "thanks",
+            "Glad to help.",
+        ]
         facts = await store.get_memories(table="facts")
         assert [f.content["text"] for f in facts] == ["Sam asked Iris to be quiet once"]
         assert facts[0].embedding is not None and len(facts[0].embedding) == 1536
         assert wren.character is not None
         wren_store = db.for_agent(wren.character.agent_id)
-        assert [m.content.get("text") for m in await wren_store.get_memories(table="messages") if m.content.get("text")] == [
-            "Oh, a visitor! Look up tonight!", "Hello Wren"]
+        assert [
+            m.content.get("text") for m in await wren_store.get_memories(table="messages") if m.content.get("text")
+        ] == ["Oh, a visitor! Look up tonight!", "Hello Wren"]

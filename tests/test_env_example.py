@@ -30,8 +30,9 @@ def test_every_variable_the_example_characters_read_is_in_env_example() -> None:
     assert "OPENAI_API_KEY" in listed  # what characters without their own key share
 
 
-def test_env_example_copied_to_env_checks_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_env_example_copied_to_env_checks_clean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     shutil.copytree(REPO / "characters", tmp_path / "characters")
     shutil.copy(EXAMPLE, tmp_path / ".env")
     monkeypatch.chdir(tmp_path)

@@ -24,6 +24,8 @@ def test_public_module_has_sorted_complete_all(name: str) -> None:
     module = importlib.import_module(name)
     exported = getattr(module, "__all__", None)
     assert exported is not None, f"{name} has no __all__"
-    assert list(exported) == sorted(exported, key=str.lower) or list(exported) == sorted(exported), f"{name}.__all__ is not sorted"
+    assert list(exported) == sorted(exported, key=str.lower) or list(exported) == sorted(exported), (
+        f"{name}.__all__ is not sorted"
+    )
     for attr in exported:
         assert hasattr(module, attr), f"{name}.__all__ names {attr}, which does not exist"

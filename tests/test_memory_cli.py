@@ -38,23 +38,57 @@ async def _seed(path: Path) -> None:
     async with Database(path) as db:
         ada = db.for_agent(ADA)
         await ada.create_agent(AgentRecord(id=ADA, name="Ada"))
-        await ada.create_entities([Entity(ADA, ADA, names=["Ada"]), Entity(SAM, ADA, names=["Sam", "samwise"]),
-                                   Entity(TOM, ADA, names=["Tom"])])
-        await ada.create_world(World(GUILD, ADA, name="Shire", server_id="g1", metadata={"settings": {
-            "WEBHOOK_TOKEN": {"value": "hook-secret-123", "secret": False},
-            "GREETING": {"value": "hello", "secret": False}}}))
-        await ada.create_rooms([Room(GENERAL, source="discord", type=ChannelType.GROUP, name="general",
-                                     world_id=GUILD),
-                                Room(DM, source="discord", type=ChannelType.DM, name="Sam")])
+        await ada.create_entities(
+            [
+                Entity(ADA, ADA, names=["Ada"]),
+                Entity(SAM, ADA, names=["Sam", "samwise"]),
+                Entity(TOM, ADA, names=["Tom"]),
+            ]
+        )
+        await ada.create_world(
+            World(
+                GUILD,
+                ADA,
+                name="Shire",
+                server_id="g1",
+                metadata={
+                    "settings": {
+                        "WEBHOOK_TOKEN": {"value": "hook-secret-123", "secret": False},
+                        "GREETING": {"value": "hello", "secret": False},
+                    }
+                },
+            )
+        )
+        await ada.create_rooms(
+            [
+                Room(GENERAL, source="discord", type=ChannelType.GROUP, name="general", world_id=GUILD),
+                Room(DM, source="discord", type=ChannelType.DM, name="Sam"),
+            ]
+        )
         await ada.add_participants([ADA, SAM, TOM], GENERAL)
         await ada.add_participants([ADA, SAM], DM)
-        messages = [(SAM, GENERAL, "I grow potatoes"), (TOM, GENERAL, "I fish on Sundays"),
-                    (ADA, GENERAL, "Lovely hobbies"), (SAM, DM, "my potatoes are secret")]
+        messages = [
+            (SAM, GENERAL, "I grow potatoes"),
+            (TOM, GENERAL, "I fish on Sundays"),
+            (ADA, GENERAL, "Lovely hobbies"),
+            (SAM, DM, "my potatoes are secret"),
+        ]
         for i, (who, room, text) in enumerate(messages):
-            await ada.create_memory(Memory(who, room, {"text": text}, created_at=T0 + i * MINUTE,
-                                           embedding=[1.0] + [0.0] * 383), "messages", unique=False)
-        await ada.create_memory(Memory(SAM, GENERAL, {"text": "Sam grows potatoes"}, created_at=T0 + 10 * MINUTE,
-                                       metadata={"entityIds": [SAM], "sourceEntityId": SAM}), "facts")
+            await ada.create_memory(
+                Memory(who, room, {"text": text}, created_at=T0 + i * MINUTE, embedding=[1.0] + [0.0] * 383),
+                "messages",
+                unique=False,
+            )
+        await ada.create_memory(
+            Memory(
+                SAM,
+                GENERAL,
+                {"text": "Sam grows potatoes"},
+                created_at=T0 + 10 * MINUTE,
+                metadata={"entityIds": [SAM], "sourceEntityId": SAM},
+            ),
+            "facts",
+        )
         await ada.create_component(Component("c1", SAM, ADA, GENERAL, "contact", {"phone": "555-0100"}))
         await ada.create_relationship(SAM, TOM, tags=["neighbours"], metadata={"interactions": 2})
         bea = db.for_agent(BEA)
@@ -84,8 +118,7 @@ class _Terminal(io.StringIO):
 
 def test_list_without_an_agent_lists_the_agents(db_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["memory", "list"]) == 0
-    assert capsys.readouterr().out == (f"Ada ({ADA}): facts 1, messages 4\n"
-                                       f"Bea ({BEA}): no memories\n")
+    assert capsys.readouterr().out == (f"Ada ({ADA}): facts 1, messages 4\nBea ({BEA}): no memories\n")
 
 
 def test_list_newest_first_with_filters(db_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -96,13 +129,28 @@ def test_list_newest_first_with_filters(db_file: Path, capsys: pytest.CaptureFix
     ]
     assert main(["memory", "list", ADA, "--room", GENERAL, "--table", "messages"]) == 0
     assert [line.split(": ", 1)[1] for line in capsys.readouterr().out.splitlines()] == [
-        "Lovely hobbies", "I fish on Sundays", "I grow potatoes"]
+        "Lovely hobbies",
+        "I fish on Sundays",
+        "I grow potatoes",
+    ]
     assert main(["memory", "list", "Ada", "--entity", "samwise", "--json"]) == 0
     records = json.loads(capsys.readouterr().out)
-    assert [r["content"]["text"] for r in records] == ["Sam grows potatoes", "my potatoes are secret",
-                                                       "I grow potatoes"]
-    assert set(records[0]) == {"id", "table", "createdAt", "roomId", "worldId", "entityId", "unique", "content",
-                               "metadata"}
+    assert [r["content"]["text"] for r in records] == [
+        "Sam grows potatoes",
+        "my potatoes are secret",
+        "I grow potatoes",
+    ]
+    assert set(records[0]) == {
+        "id",
+        "table",
+        "createdAt",
+        "roomId",
+        "worldId",
+        "entityId",
+        "unique",
+        "content",
+        "metadata",
+    }
 
 
 def test_show_gives_the_ids_to_use(db_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -120,13 +168,25 @@ def test_search_by_keywords(db_file: Path, capsys: pytest.CaptureFixture[str]) -
     assert capsys.readouterr().out == "no memories match\n"
 
 
-def test_export_is_json_without_vectors_or_secrets(db_file: Path, tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_is_json_without_vectors_or_secrets(
+    db_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["memory", "export", "Ada"]) == 0
     out = capsys.readouterr().out
     data = json.loads(out)
-    assert set(data) == {"format", "version", "exportedAt", "agent", "scope", "worlds", "rooms", "entities",
-                         "participants", "memories", "relationships"}
+    assert set(data) == {
+        "format",
+        "version",
+        "exportedAt",
+        "agent",
+        "scope",
+        "worlds",
+        "rooms",
+        "entities",
+        "participants",
+        "memories",
+        "relationships",
+    }
     assert data["format"] == "troupe-memory-export" and data["agent"] == {"id": ADA, "name": "Ada"}
     assert len(data["memories"]) == 5 and {m["table"] for m in data["memories"]} == {"messages", "facts"}
     assert "embedding" not in out and "hook-secret-123" not in out
@@ -141,7 +201,10 @@ def test_export_is_json_without_vectors_or_secrets(db_file: Path, tmp_path: Path
     mine = json.loads(target.read_text())
     assert mine["scope"] == {"roomId": None, "entityId": SAM}
     assert [m["content"]["text"] for m in mine["memories"]] == [
-        "I grow potatoes", "my potatoes are secret", "Sam grows potatoes"]
+        "I grow potatoes",
+        "my potatoes are secret",
+        "Sam grows potatoes",
+    ]
     assert [r["tags"] for r in mine["relationships"]] == [["neighbours"]]
 
 
@@ -160,8 +223,9 @@ def test_forget_a_person_with_yes(db_file: Path, capsys: pytest.CaptureFixture[s
     assert "no one called" in capsys.readouterr().err
 
 
-def test_forget_asks_first_on_a_terminal(db_file: Path, monkeypatch: pytest.MonkeyPatch,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_forget_asks_first_on_a_terminal(
+    db_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr("sys.stdin", _Terminal("n\n"))
     assert main(["memory", "forget", "Ada", "--room", DM]) == 1
     out = capsys.readouterr().out
@@ -173,8 +237,9 @@ def test_forget_asks_first_on_a_terminal(db_file: Path, monkeypatch: pytest.Monk
     assert "my potatoes are secret" not in run(_texts(db_file))
 
 
-def test_forget_off_a_terminal_needs_yes(db_file: Path, monkeypatch: pytest.MonkeyPatch,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_forget_off_a_terminal_needs_yes(
+    db_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
     assert main(["memory", "forget", "Ada", "--all"]) == EXIT_CONFIG
     assert "not deleting without confirmation: run it on a terminal, or add --yes" in capsys.readouterr().err
@@ -196,11 +261,14 @@ async def _seed_knowledge(path: Path) -> None:
     from bot.store import KnowledgeDocument, KnowledgeSourceRecord
 
     async with Database(path) as db:
-        for agent, doc, text, shared in ((ADA, "ada-doc", "Ada keeps bees on the hill.", False),
-                                         (ADA, "ada-shared", "Quiet hours start at ten.", True),
-                                         (BEA, "bea-shared", "The gate closes at dusk.", True)):
+        for agent, doc, text, shared in (
+            (ADA, "ada-doc", "Ada keeps bees on the hill.", False),
+            (ADA, "ada-shared", "Quiet hours start at ten.", True),
+            (BEA, "bea-shared", "The gate closes at dusk.", True),
+        ):
             await db.for_agent(agent).put_knowledge_document(
-                KnowledgeDocument(doc, doc, [text]), KnowledgeSourceRecord(f"file:/{doc}.md", doc, "h"), shared=shared)
+                KnowledgeDocument(doc, doc, [text]), KnowledgeSourceRecord(f"file:/{doc}.md", doc, "h"), shared=shared
+            )
 
 
 async def _knowledge(path: Path, agent: str = ADA) -> list[str]:
@@ -237,11 +305,15 @@ def test_shared_knowledge_can_be_listed_and_forgotten(db_file: Path, capsys: pyt
 
     run(_seed_knowledge(db_file))
     assert main(["memory", "list"]) == 0
-    assert (f"Shared knowledge ({SHARED_KNOWLEDGE_ID}): documents 2, knowledge 2 (knowledge marked shared in "
-            "character files; `troupe memory list shared`)") in capsys.readouterr().out.splitlines()
+    assert (
+        f"Shared knowledge ({SHARED_KNOWLEDGE_ID}): documents 2, knowledge 2 (knowledge marked shared in "
+        "character files; `troupe memory list shared`)"
+    ) in capsys.readouterr().out.splitlines()
     assert main(["memory", "list", "shared", "--table", "knowledge"]) == 0
     assert [line.split(": ", 1)[1] for line in capsys.readouterr().out.splitlines()] == [
-        "The gate closes at dusk.", "Quiet hours start at ten."]
+        "The gate closes at dusk.",
+        "Quiet hours start at ten.",
+    ]
     assert main(["memory", "forget", "shared", "--all", "--yes"]) == 0
     assert "memories: documents 2, knowledge 2" in capsys.readouterr().out
     assert run(_knowledge(db_file, SHARED_KNOWLEDGE_ID)) == []
@@ -264,15 +336,23 @@ def test_an_ambiguous_name_lists_the_candidates(db_file: Path, capsys: pytest.Ca
     assert len(run(_texts(db_file))) == 5
 
 
-@pytest.mark.parametrize(("argv", "code", "message"), [
-    (["list", "Zed"], 1, f"no agent 'Zed' in the database; known agents: Ada ({ADA}), Bea ({BEA})"),
-    (["list", "Ada", "--room", "nowhere"], 1, "no room 'nowhere' for this agent; `troupe memory show AGENT`"),
-    (["list", "Ada", "--entity", "sa"], 1, f"no one called 'sa' for this agent; did you mean: Sam, samwise ({SAM})"),
-    (["forget", "Ada", "--entity", ADA, "--yes"], EXIT_CONFIG, "that is the agent itself"),
-    (["forget", "Ada", "--room", ADA, "--yes"], 1, "no room"),
-])
-def test_clear_errors(db_file: Path, capsys: pytest.CaptureFixture[str], argv: list[str], code: int,
-                      message: str) -> None:
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["list", "Zed"], 1, f"no agent 'Zed' in the database; known agents: Ada ({ADA}), Bea ({BEA})"),
+        (["list", "Ada", "--room", "nowhere"], 1, "no room 'nowhere' for this agent; `troupe memory show AGENT`"),
+        (
+            ["list", "Ada", "--entity", "sa"],
+            1,
+            f"no one called 'sa' for this agent; did you mean: Sam, samwise ({SAM})",
+        ),
+        (["forget", "Ada", "--entity", ADA, "--yes"], EXIT_CONFIG, "that is the agent itself"),
+        (["forget", "Ada", "--room", ADA, "--yes"], 1, "no room"),
+    ],
+)
+def test_clear_errors(
+    db_file: Path, capsys: pytest.CaptureFixture[str], argv: list[str], code: int, message: str
+) -> None:
     assert main(["memory", *argv]) == code
     captured = capsys.readouterr()
     assert message in captured.err and "Traceback" not in captured.err + captured.out
@@ -295,7 +375,9 @@ def test_forget_needs_exactly_one_target(db_file: Path, capsys: pytest.CaptureFi
 def test_memory_list_into_a_closed_pipe_ends_quietly(db_file: Path, tmp_path: Path) -> None:
     from .test_cli import _with_reader_gone
 
-    proc = _with_reader_gone(["memory", "list", "Ada"], cwd=tmp_path, env={**os.environ, "TROUPE_DB_PATH": str(db_file)})
+    proc = _with_reader_gone(
+        ["memory", "list", "Ada"], cwd=tmp_path, env={**os.environ, "TROUPE_DB_PATH": str(db_file)}
+    )
     assert proc.stderr == ""
     assert proc.returncode == 141
 
@@ -304,8 +386,11 @@ async def test_ctrl_c_at_the_forget_question_exits_at_once_and_deletes_nothing(d
     from .terminal import CTRL_C, Terminal
 
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TERM": "xterm", "TROUPE_DB_PATH": str(db_file)}
-    async with Terminal([str(Path(sys.executable).with_name("troupe")), "memory", "forget", "Ada", "--entity", "Sam"],
-                        env=env, cwd=tmp_path) as term:
+    async with Terminal(
+        [str(Path(sys.executable).with_name("troupe")), "memory", "forget", "Ada", "--entity", "Sam"],
+        env=env,
+        cwd=tmp_path,
+    ) as term:
         await term.expect("Delete? [y/N] ")
         started = time.monotonic()
         await term.press(CTRL_C)

@@ -28,7 +28,32 @@ from bot.audio._resample import Resampler, resample
 from bot.audio._stream import STREAM_FORMATS, StreamDecoder
 from bot.audio._vad import SILENCE_DB, Segmenter, Speaker, Utterance, VadConfig, frame_level_db
 
-__all__ = ["AudioError", "DISCORD_PCM", "FRAME_MS", "FRAME_SAMPLES", "OPUS_SILENCE", "OpusDecoder", "OpusEncoder", "PcmFormat", "Resampler", "SILENCE_DB", "SPEECH_PCM", "STREAM_FORMATS", "Segmenter", "Speaker", "StreamDecoder", "Utterance", "VOICE_NOTE_PCM", "VadConfig", "decode_audio", "duration_s", "frame_level_db", "ogg_opus", "resample", "wav"]
+__all__ = [
+    "AudioError",
+    "DISCORD_PCM",
+    "FRAME_MS",
+    "FRAME_SAMPLES",
+    "OPUS_SILENCE",
+    "OpusDecoder",
+    "OpusEncoder",
+    "PcmFormat",
+    "Resampler",
+    "SILENCE_DB",
+    "SPEECH_PCM",
+    "STREAM_FORMATS",
+    "Segmenter",
+    "Speaker",
+    "StreamDecoder",
+    "Utterance",
+    "VOICE_NOTE_PCM",
+    "VadConfig",
+    "decode_audio",
+    "duration_s",
+    "frame_level_db",
+    "ogg_opus",
+    "resample",
+    "wav",
+]
 
 # Tracebacks and reprs show the public path (httpx does the same).
 for _name in (

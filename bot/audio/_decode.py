@@ -32,8 +32,7 @@ def decode_audio(data: bytes, out: PcmFormat) -> bytes:
         if not container.streams.audio:
             kinds = ", ".join(s.type for s in container.streams) or "nothing"
             raise AudioError(
-                f"cannot decode audio: the {container.format.name} file has no audio stream "
-                f"(it holds {kinds})"
+                f"cannot decode audio: the {container.format.name} file has no audio stream (it holds {kinds})"
             )
         stream = container.streams.audio[0]
         resampler = Resampler(out, out)
@@ -43,9 +42,7 @@ def decode_audio(data: bytes, out: PcmFormat) -> bytes:
                 pieces.append(resampler.convert_frame(frame))
         except av.FFmpegError as exc:
             if not any(pieces):
-                raise AudioError(
-                    f"cannot decode audio: the {container.format.name} file is corrupt ({exc})"
-                ) from exc
+                raise AudioError(f"cannot decode audio: the {container.format.name} file is corrupt ({exc})") from exc
             _log.warning(
                 "audio file breaks off after %d bytes of PCM; keeping what decoded: %s",
                 sum(map(len, pieces)),
@@ -54,7 +51,5 @@ def decode_audio(data: bytes, out: PcmFormat) -> bytes:
         pieces.append(resampler.flush())
     pcm = b"".join(pieces)
     if not pcm:
-        raise AudioError(
-            f"cannot decode audio: the {container.format.name} file holds no decodable samples"
-        )
+        raise AudioError(f"cannot decode audio: the {container.format.name} file holds no decodable samples")
     return pcm

@@ -32,9 +32,7 @@ class OggPacketReader:
         while len(self._buffer) >= _PAGE_HEADER.size:
             capture, *_, serial, _sequence, _crc, count = _PAGE_HEADER.unpack_from(self._buffer)
             if capture != b"OggS":
-                raise AudioError(
-                    f"cannot decode Ogg: expected a page starting with 'OggS', got {bytes(capture)!r}"
-                )
+                raise AudioError(f"cannot decode Ogg: expected a page starting with 'OggS', got {bytes(capture)!r}")
             body_start = _PAGE_HEADER.size + count
             if len(self._buffer) < body_start:
                 break

@@ -54,9 +54,7 @@ class Resampler:
         if self._av is not None and shape != self._input:
             drained = self._drain()
         if self._av is None:
-            self._av = av.AudioResampler(
-                format="s16", layout=layout_name(self.dst.channels), rate=self.dst.rate
-            )
+            self._av = av.AudioResampler(format="s16", layout=layout_name(self.dst.channels), rate=self.dst.rate)
             self._input = shape
         with translate_av_errors("cannot convert audio"):
             return drained + b"".join(pcm_from_frame(out) for out in self._av.resample(frame))

@@ -59,9 +59,7 @@ class StreamDecoder:
         elif codec in ("opus", "ogg"):
             self._source = _OggOpusSource(out)
         else:
-            raise ValueError(
-                f"unknown stream format {format!r}; expected one of {', '.join(STREAM_FORMATS)}"
-            )
+            raise ValueError(f"unknown stream format {format!r}; expected one of {', '.join(STREAM_FORMATS)}")
         self._received = 0
         self._produced = 0
         self._finished = False
@@ -212,9 +210,7 @@ class _WavSource(_Source):
             return decode_audio(bytes(self._buffered), self._out)
         if self._pcm is None:
             if self._head:
-                raise AudioError(
-                    f"cannot decode wav stream: {len(self._head)} bytes and no complete RIFF/WAVE header"
-                )
+                raise AudioError(f"cannot decode wav stream: {len(self._head)} bytes and no complete RIFF/WAVE header")
             return b""
         return self._pcm.flush()
 
@@ -342,9 +338,7 @@ def _parse_wav_header(head: bytearray) -> tuple[PcmFormat | None, int, int | Non
         return None
     riff, _size, wave = _RIFF.unpack_from(head)
     if riff not in (b"RIFF", b"RF64") or wave != b"WAVE":
-        raise AudioError(
-            f"cannot decode wav stream: it starts with {bytes(head[:12])!r}, not a RIFF/WAVE header"
-        )
+        raise AudioError(f"cannot decode wav stream: it starts with {bytes(head[:12])!r}, not a RIFF/WAVE header")
     position = _RIFF.size
     fmt: PcmFormat | None = None
     while len(head) >= position + _CHUNK.size:

@@ -32,7 +32,27 @@ from bot.store._values import (
 )
 from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, DIMENSION_MAP
 
-__all__ = ["AgentStore", "DEDUP_THRESHOLD", "DEFAULT_EMBEDDING_DIMENSION", "DERIVED_TABLES", "DIMENSION_MAP", "Database", "Forgotten", "JSONValue", "KNOWLEDGE_TABLES", "KnowledgeDocument", "KnowledgeSourceRecord", "MemoryExport", "Participation", "SCHEMA_VERSION", "SHARED_KNOWLEDGE_ID", "Store", "StoreBackend", "backend_for", "fts_query"]
+__all__ = [
+    "AgentStore",
+    "DEDUP_THRESHOLD",
+    "DEFAULT_EMBEDDING_DIMENSION",
+    "DERIVED_TABLES",
+    "DIMENSION_MAP",
+    "Database",
+    "Forgotten",
+    "JSONValue",
+    "KNOWLEDGE_TABLES",
+    "KnowledgeDocument",
+    "KnowledgeSourceRecord",
+    "MemoryExport",
+    "Participation",
+    "SCHEMA_VERSION",
+    "SHARED_KNOWLEDGE_ID",
+    "Store",
+    "StoreBackend",
+    "backend_for",
+    "fts_query",
+]
 
 
 def backend_for(location: str | os.PathLike[str]) -> StoreBackend:

@@ -21,7 +21,18 @@ import aiosqlite
 
 from bot.errors import VectorExtensionError
 
-__all__ = ["MEMORY_PATH", "Row", "VECTOR_BACKEND", "begin_immediate", "casefold", "is_locked_error", "open_connection", "retry_delay", "run_on_thread", "sqlean"]
+__all__ = [
+    "MEMORY_PATH",
+    "Row",
+    "VECTOR_BACKEND",
+    "begin_immediate",
+    "casefold",
+    "is_locked_error",
+    "open_connection",
+    "retry_delay",
+    "run_on_thread",
+    "sqlean",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -154,8 +165,11 @@ def _tighten(file: str) -> None:
     except FileNotFoundError:
         pass
     except PermissionError:  # not ours to change; still usable
-        _log.warning("%s is readable by other users and cannot be made private (it belongs to someone "
-                     "else); chmod 600 it as its owner", file)
+        _log.warning(
+            "%s is readable by other users and cannot be made private (it belongs to someone "
+            "else); chmod 600 it as its owner",
+            file,
+        )
 
 
 async def open_connection(path: str, *, reader: bool = False) -> aiosqlite.Connection:

@@ -270,8 +270,9 @@ class Database:
                 if attempt == BEGIN_ATTEMPTS or not is_locked_error(exc):
                     raise StoreError(f"cannot start a write transaction on {self._path}: {exc}") from exc
                 delay = retry_delay(attempt)
-                _log.warning("database is locked (attempt %d of %d); retrying in %.2f s",
-                             attempt, BEGIN_ATTEMPTS, delay)
+                _log.warning(
+                    "database is locked (attempt %d of %d); retrying in %.2f s", attempt, BEGIN_ATTEMPTS, delay
+                )
                 await asyncio.sleep(delay)
             except sqlean.Error as exc:
                 raise StoreError(f"database write failed: {exc}") from exc

@@ -60,12 +60,15 @@ class HandlingMixin(AgentScoped):
             if status is Handling.HANDLING and attempts <= retries:
                 conn.execute(
                     "UPDATE message_handling SET attempts = attempts + 1, updated_at = ? "
-                    "WHERE agent_id = ? AND memory_id = ?", (now, agent, memory_id))
+                    "WHERE agent_id = ? AND memory_id = ?",
+                    (now, agent, memory_id),
+                )
                 return Claim.RETRY
             claim = Claim.SENT if status is Handling.SENDING else Claim.ABANDONED
             conn.execute(
                 "UPDATE message_handling SET status = ?, outcome = ?, updated_at = ? WHERE agent_id = ? AND memory_id = ?",
-                (Handling.DONE.value, _CLOSED_AS[claim], now, agent, memory_id))
+                (Handling.DONE.value, _CLOSED_AS[claim], now, agent, memory_id),
+            )
             return claim
 
         return await self._db.write(claim, tables=_TABLES)
@@ -77,7 +80,9 @@ class HandlingMixin(AgentScoped):
         def mark(conn: Any) -> None:
             conn.execute(
                 "UPDATE message_handling SET status = ?, outcome = COALESCE(?, outcome), updated_at = ? "
-                "WHERE agent_id = ? AND memory_id = ?", (status.value, outcome, now, agent, memory_id))
+                "WHERE agent_id = ? AND memory_id = ?",
+                (status.value, outcome, now, agent, memory_id),
+            )
 
         await self._db.write(mark, tables=_TABLES)
 
@@ -86,7 +91,9 @@ class HandlingMixin(AgentScoped):
         first, as (memory id, the message's own time in ms, times taken up)."""
         rows = await self._db.fetchall(
             "SELECT memory_id, created_at, attempts FROM message_handling WHERE agent_id = ? AND status = ? "
-            "ORDER BY created_at, memory_id", (self._agent_id, Handling.HANDLING.value))
+            "ORDER BY created_at, memory_id",
+            (self._agent_id, Handling.HANDLING.value),
+        )
         return [(str(r[0]), int(r[1]), int(r[2])) for r in rows]
 
     async def prune_handled(self, before: int) -> int:
@@ -109,8 +116,11 @@ class HandlingMixin(AgentScoped):
         row = (self._agent_id, source, event_id, payload, now_ms())
 
         def put(conn: Any) -> None:
-            conn.execute("INSERT OR REPLACE INTO inbox (agent_id, source, event_id, payload, received_at) "
-                         "VALUES (?, ?, ?, ?, ?)", row)
+            conn.execute(
+                "INSERT OR REPLACE INTO inbox (agent_id, source, event_id, payload, received_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                row,
+            )
 
         await self._db.write(put, tables=_INBOX)
 
@@ -128,5 +138,7 @@ class HandlingMixin(AgentScoped):
         payload, received at in ms)."""
         rows = await self._db.fetchall(
             "SELECT event_id, payload, received_at FROM inbox WHERE agent_id = ? AND source = ? "
-            "ORDER BY received_at, event_id", (self._agent_id, source))
+            "ORDER BY received_at, event_id",
+            (self._agent_id, source),
+        )
         return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]

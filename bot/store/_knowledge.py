@@ -135,8 +135,12 @@ class KnowledgeMixin(AgentScoped):
                 base = {k: v for k, v in document.metadata.items() if k in ("source", "title", "shared")}
                 rows = [(document.id, DOCUMENTS, dumps({"text": document.title}), dumps(meta))]
                 rows += [
-                    (fragment_id(document.id, i), FRAGMENTS, dumps({"text": text}),
-                     dumps({**base, "type": "fragment", "documentId": document.id, "position": i, "timestamp": now}))
+                    (
+                        fragment_id(document.id, i),
+                        FRAGMENTS,
+                        dumps({"text": text}),
+                        dumps({**base, "type": "fragment", "documentId": document.id, "position": i, "timestamp": now}),
+                    )
                     for i, text in enumerate(document.fragments)
                 ]
                 # No entity or room: knowledge belongs to the scope alone (world_id names it too).
@@ -151,8 +155,16 @@ class KnowledgeMixin(AgentScoped):
                 "ON CONFLICT(scope_id, owner_id, source) DO UPDATE SET document_id = excluded.document_id, "
                 "content_hash = excluded.content_hash, size = excluded.size, mtime_ns = excluded.mtime_ns, "
                 "updated_at = excluded.updated_at",
-                (scope, self._agent_id, source.source, source.document_id, source.content_hash, source.size,
-                 source.mtime_ns, now),
+                (
+                    scope,
+                    self._agent_id,
+                    source.source,
+                    source.document_id,
+                    source.content_hash,
+                    source.size,
+                    source.mtime_ns,
+                    now,
+                ),
             )
 
         await self._db.write(write, tables=_TABLES)
@@ -173,11 +185,14 @@ class KnowledgeMixin(AgentScoped):
                 "  SELECT 1 FROM memories m WHERE m.id = s.document_id AND m.agent_id = s.scope_id))",
                 (scope, self._agent_id, json_list(sources)),
             )
-            orphans = [r[0] for r in conn.execute(
-                "SELECT id FROM memories m WHERE m.agent_id = ? AND m.type = ? AND NOT EXISTS ("
-                "  SELECT 1 FROM knowledge_sources s WHERE s.scope_id = m.agent_id AND s.document_id = m.id)",
-                (scope, DOCUMENTS),
-            )]
+            orphans = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM memories m WHERE m.agent_id = ? AND m.type = ? AND NOT EXISTS ("
+                    "  SELECT 1 FROM knowledge_sources s WHERE s.scope_id = m.agent_id AND s.document_id = m.id)",
+                    (scope, DOCUMENTS),
+                )
+            ]
             if orphans:
                 ids = json_list(orphans)
                 # Vectors and keyword-index entries go with each row (ON DELETE CASCADE, triggers).
@@ -186,8 +201,9 @@ class KnowledgeMixin(AgentScoped):
                     "AND json_extract(metadata, '$.documentId') IN (SELECT value FROM json_each(?))",
                     (scope, FRAGMENTS, ids),
                 )
-                conn.execute("DELETE FROM memories WHERE +agent_id = ? AND id IN (SELECT value FROM json_each(?))",
-                             (scope, ids))
+                conn.execute(
+                    "DELETE FROM memories WHERE +agent_id = ? AND id IN (SELECT value FROM json_each(?))", (scope, ids)
+                )
             return len(orphans)
 
         return await self._db.write(write, tables=_TABLES)
@@ -292,8 +308,7 @@ class KnowledgeMixin(AgentScoped):
             "ORDER BY similarity DESC, m.seq LIMIT ?",
             (encode_vector(embedding, dim), *self.knowledge_scopes, FRAGMENTS, count),
         )
-        hits = [(r[0], r[1]) for r in rows
-                if r[1] is not None and (not match_threshold or r[1] >= match_threshold)]
+        hits = [(r[0], r[1]) for r in rows if r[1] is not None and (not match_threshold or r[1] >= match_threshold)]
         return await self._fragments_by_seq(hits)
 
     async def search_knowledge_by_text(self, query: str, *, count: int = 20) -> list[Memory]:

@@ -161,9 +161,12 @@ class MemoriesMixin(AgentScoped):
         now = now_ms()
 
         def write(conn: Any) -> None:  # on the writer's thread, inside the transaction
-            seen = {r[0] for r in conn.execute(
-                "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?))", (json_list(ids),)
-            )}
+            seen = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?))", (json_list(ids),)
+                )
+            }
             pending_rows: list[tuple[Any, ...]] = []
             pending_vectors: list[tuple[str, str, bytes, int]] = []
 

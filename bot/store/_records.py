@@ -115,11 +115,14 @@ class RecordsMixin(AgentScoped):
         forever); False on error (e.g. a value JSON cannot hold)."""
         try:
             row = (key, self._agent_id, dumps(value), now_ms(), expires_at)
-            await self._db.write(lambda conn: conn.execute(
-                "INSERT INTO cache (key, agent_id, value, created_at, expires_at) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT(key, agent_id) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
-                row,
-            ), tables=("cache",))
+            await self._db.write(
+                lambda conn: conn.execute(
+                    "INSERT INTO cache (key, agent_id, value, created_at, expires_at) VALUES (?, ?, ?, ?, ?) "
+                    "ON CONFLICT(key, agent_id) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+                    row,
+                ),
+                tables=("cache",),
+            )
         except (StoreError, TypeError, ValueError) as exc:
             return self._fail("set_cache", exc)
         return True
@@ -142,9 +145,12 @@ class RecordsMixin(AgentScoped):
         entity or room does not exist; callers on a model-call path should catch it.
         """
         row = self._log_row(body, entity_id, room_id, type)
-        await self._db.write(lambda conn: conn.execute(
-            "INSERT INTO logs (id, created_at, entity_id, body, type, room_id) VALUES (?, ?, ?, ?, ?, ?)", row
-        ), tables=("logs",))
+        await self._db.write(
+            lambda conn: conn.execute(
+                "INSERT INTO logs (id, created_at, entity_id, body, type, room_id) VALUES (?, ?, ?, ?, ?, ?)", row
+            ),
+            tables=("logs",),
+        )
         return row[0]
 
     def queue_log(self, body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> str:
@@ -158,8 +164,9 @@ class RecordsMixin(AgentScoped):
         self._db.queue_log(row)
         return row[0]
 
-    def _log_row(self, body: Mapping[str, Any], entity_id: str, room_id: str,
-                 type: str) -> tuple[str, int, str, str, str, str]:
+    def _log_row(
+        self, body: Mapping[str, Any], entity_id: str, room_id: str, type: str
+    ) -> tuple[str, int, str, str, str, str]:
         text = json.dumps(sanitize_log_body(body), ensure_ascii=False)
         return (new_id(), now_ms(), entity_id, text, type, room_id)
 

@@ -104,8 +104,9 @@ class _Forget:
             return
         owner = scope or self.agent
         in_ids = "IN (SELECT value FROM json_each(?))"
-        rows = self.conn.execute(f"SELECT id, type FROM memories WHERE +agent_id = ? AND id {in_ids}",
-                                 (owner, wanted)).fetchall()
+        rows = self.conn.execute(
+            f"SELECT id, type FROM memories WHERE +agent_id = ? AND id {in_ids}", (owner, wanted)
+        ).fetchall()
         if not rows:
             return
         for table, n in Counter(r[1] for r in rows).items():
@@ -119,23 +120,38 @@ class _Forget:
         """Delete the agent's knowledge: its sources and documents, and its claims on the shared
         scope with the shared documents no other agent claims (for the shared scope itself:
         all of it). Its next sync stores again whatever its character still lists."""
-        self.delete("knowledge_sources", "scope_id = ? OR (scope_id = ? AND owner_id = ?)",
-                    (self.agent, SHARED_KNOWLEDGE_ID, self.agent))
+        self.delete(
+            "knowledge_sources",
+            "scope_id = ? OR (scope_id = ? AND owner_id = ?)",
+            (self.agent, SHARED_KNOWLEDGE_ID, self.agent),
+        )
         for scope in dict.fromkeys((self.agent, SHARED_KNOWLEDGE_ID)):
-            orphans = json_list(r[0] for r in self.conn.execute(
-                "SELECT id FROM memories m WHERE m.agent_id = ? AND m.type = ? AND NOT EXISTS ("
-                "  SELECT 1 FROM knowledge_sources s WHERE s.scope_id = m.agent_id AND s.document_id = m.id)",
-                (scope, DOCUMENTS)))
-            fragments = [r[0] for r in self.conn.execute(
-                "SELECT id FROM memories WHERE agent_id = ? AND type = ? "
-                "AND json_extract(metadata, '$.documentId') IN (SELECT value FROM json_each(?))",
-                (scope, FRAGMENTS, orphans))]
+            orphans = json_list(
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT id FROM memories m WHERE m.agent_id = ? AND m.type = ? AND NOT EXISTS ("
+                    "  SELECT 1 FROM knowledge_sources s WHERE s.scope_id = m.agent_id AND s.document_id = m.id)",
+                    (scope, DOCUMENTS),
+                )
+            )
+            fragments = [
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT id FROM memories WHERE agent_id = ? AND type = ? "
+                    "AND json_extract(metadata, '$.documentId') IN (SELECT value FROM json_each(?))",
+                    (scope, FRAGMENTS, orphans),
+                )
+            ]
             self.memories([*json.loads(orphans), *fragments], scope)
 
     def room(self, room_id: str) -> None:
         """Delete one of the agent's rooms and everything in it."""
-        self.memories(r[0] for r in self.conn.execute(
-            "SELECT id FROM memories WHERE agent_id = ? AND room_id = ?", (self.agent, room_id)))
+        self.memories(
+            r[0]
+            for r in self.conn.execute(
+                "SELECT id FROM memories WHERE agent_id = ? AND room_id = ?", (self.agent, room_id)
+            )
+        )
         self.delete("participants", "room_id = ?", (room_id,))
         self.delete("components", "room_id = ? AND agent_id = ?", (room_id, self.agent))
         self.delete("logs", "room_id = ?", (room_id,))
@@ -144,8 +160,9 @@ class _Forget:
         self.delete("rooms", "id = ? AND agent_id = ?", (room_id, self.agent))
         self.gone.add(room_id)
 
-    def scrub(self, table: str, key: str, columns: Sequence[str], needle: str, where: str = "",
-              params: Sequence[Any] = ()) -> None:
+    def scrub(
+        self, table: str, key: str, columns: Sequence[str], needle: str, where: str = "", params: Sequence[Any] = ()
+    ) -> None:
         """Remove ``needle`` from the JSON ``columns`` of the agent's rows of ``table`` that mention it."""
         mentions = " OR ".join(f"instr({c}, ?) > 0" for c in columns)
         sql = f"SELECT {key}, {', '.join(columns)} FROM {table} WHERE agent_id = ? AND ({mentions}){where}"
@@ -160,8 +177,11 @@ class _Forget:
     def cache(self, *extra: str) -> None:
         """Delete the agent's cache entries that name anything deleted (or ``extra`` ids)."""
         gone = self.gone | set(extra)
-        stale = [row[0] for row in self.conn.execute("SELECT key, value FROM cache WHERE agent_id = ?", (self.agent,))
-                 if gone.intersection(_UUID.findall(f"{row[0]} {row[1]}"))]
+        stale = [
+            row[0]
+            for row in self.conn.execute("SELECT key, value FROM cache WHERE agent_id = ?", (self.agent,))
+            if gone.intersection(_UUID.findall(f"{row[0]} {row[1]}"))
+        ]
         for key in stale:
             self.delete("cache", "key = ? AND agent_id = ?", (key, self.agent))
 
@@ -183,8 +203,11 @@ def _scrubbed(value: Any, needle: str) -> Any:
 
 def _name_pattern(names: Iterable[str], exclude: Iterable[str]) -> re.Pattern[str] | None:
     skip = {n.strip().casefold() for n in exclude}
-    usable = sorted({n.strip() for n in names if len(n.strip()) >= _MIN_NAME and n.strip().casefold() not in skip},
-                    key=len, reverse=True)
+    usable = sorted(
+        {n.strip() for n in names if len(n.strip()) >= _MIN_NAME and n.strip().casefold() not in skip},
+        key=len,
+        reverse=True,
+    )
     if not usable:
         return None
     return re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n) for n in usable) + r")(?!\w)", re.IGNORECASE)
@@ -203,38 +226,54 @@ class _Selection:
 
 def _select_entity(conn: Any, agent: str, entity_id: str, names: Sequence[str]) -> _Selection:
     """On a database thread: the rows :meth:`RetentionMixin.forget_entity` removes or edits."""
-    dm_rooms = [r[0] for r in conn.execute(
-        "SELECT r.id FROM rooms r WHERE r.agent_id = ? AND r.id != ? AND r.type IN (SELECT value FROM json_each(?)) "
-        "AND (EXISTS (SELECT 1 FROM participants p WHERE p.room_id = r.id AND p.entity_id = ?) "
-        "     OR EXISTS (SELECT 1 FROM memories m WHERE m.room_id = r.id AND m.entity_id = ?)) "
-        "AND NOT EXISTS (SELECT 1 FROM participants p WHERE p.room_id = r.id AND p.entity_id NOT IN (?, ?)) "
-        "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.room_id = r.id AND m.entity_id NOT IN (?, ?))",
-        (agent, agent, json_list(_DM_TYPES), entity_id, entity_id, entity_id, agent, entity_id, agent),
-    )]
+    dm_rooms = [
+        r[0]
+        for r in conn.execute(
+            "SELECT r.id FROM rooms r WHERE r.agent_id = ? AND r.id != ? AND r.type IN (SELECT value FROM json_each(?)) "
+            "AND (EXISTS (SELECT 1 FROM participants p WHERE p.room_id = r.id AND p.entity_id = ?) "
+            "     OR EXISTS (SELECT 1 FROM memories m WHERE m.room_id = r.id AND m.entity_id = ?)) "
+            "AND NOT EXISTS (SELECT 1 FROM participants p WHERE p.room_id = r.id AND p.entity_id NOT IN (?, ?)) "
+            "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.room_id = r.id AND m.entity_id NOT IN (?, ?))",
+            (agent, agent, json_list(_DM_TYPES), entity_id, entity_id, entity_id, agent, entity_id, agent),
+        )
+    ]
     outside = "(m.room_id IS NULL OR m.room_id NOT IN (SELECT value FROM json_each(?)))"
     rooms = json_list(dm_rooms)
-    theirs = [r[0] for r in conn.execute(
-        f"SELECT m.id FROM memories m WHERE m.agent_id = ? AND m.entity_id = ? AND {outside}",
-        (agent, entity_id, rooms))]
-    replies = [r[0] for r in conn.execute(
-        f"SELECT m.id FROM memories m WHERE m.agent_id = ? AND m.type = ? AND m.entity_id = ? AND {outside} "
-        "AND json_extract(m.content, '$.inReplyTo') IN (SELECT value FROM json_each(?))",
-        (agent, _MESSAGES, agent, rooms, json_list(theirs)))]
+    theirs = [
+        r[0]
+        for r in conn.execute(
+            f"SELECT m.id FROM memories m WHERE m.agent_id = ? AND m.entity_id = ? AND {outside}",
+            (agent, entity_id, rooms),
+        )
+    ]
+    replies = [
+        r[0]
+        for r in conn.execute(
+            f"SELECT m.id FROM memories m WHERE m.agent_id = ? AND m.type = ? AND m.entity_id = ? AND {outside} "
+            "AND json_extract(m.content, '$.inReplyTo') IN (SELECT value FROM json_each(?))",
+            (agent, _MESSAGES, agent, rooms, json_list(theirs)),
+        )
+    ]
     # Mentions of the id anywhere in a memory's JSON (about them, or naming them in passing).
     mentioning = conn.execute(
         f"SELECT m.id, m.type FROM memories m WHERE m.agent_id = ? AND {outside} "
         f"AND (instr(m.content, ?) > 0 OR instr(m.metadata, ?) > 0 OR {_ABOUT})",
-        (agent, rooms, entity_id, entity_id, entity_id)).fetchall()
+        (agent, rooms, entity_id, entity_id, entity_id),
+    ).fetchall()
     kept_types = {_MESSAGES, *KNOWLEDGE_TABLES}
     about = [r[0] for r in mentioning if r[1] not in kept_types]
     mentions = [r[0] for r in mentioning if r[1] in kept_types]
-    agent_names = [n for r in conn.execute("SELECT names FROM entities WHERE id = ?", (agent,)) for n in loads(r[0], [])]
+    agent_names = [
+        n for r in conn.execute("SELECT names FROM entities WHERE id = ?", (agent,)) for n in loads(r[0], [])
+    ]
     pattern = _name_pattern(names, agent_names)
     named: list[str] = []
     if pattern is not None:
         for row in conn.execute(
             f"SELECT m.id, json_extract(m.content, '$.text') FROM memories m WHERE m.agent_id = ? AND {outside} "
-            "AND m.type IN (SELECT value FROM json_each(?))", (agent, rooms, json_list(DERIVED_TABLES))):
+            "AND m.type IN (SELECT value FROM json_each(?))",
+            (agent, rooms, json_list(DERIVED_TABLES)),
+        ):
             if isinstance(row[1], str) and pattern.search(row[1]):
                 named.append(row[0])
     removed = set(theirs) | set(replies) | set(about) | set(named)
@@ -294,18 +333,26 @@ class RetentionMixin(MemoriesMixin):
         def work(conn: Any) -> int:
             present = conn.execute(
                 "SELECT count(*) FROM memories WHERE +agent_id = ? AND id IN (SELECT value FROM json_each(?))",
-                (self._agent_id, wanted)).fetchone()[0]
+                (self._agent_id, wanted),
+            ).fetchone()[0]
             if present != len(ids):
                 return 0
             conn.execute(
                 "INSERT INTO memories (id, type, created_at, content, entity_id, agent_id, room_id, world_id, "
-                "is_unique, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+                "is_unique, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
             if blob is not None:
-                conn.execute(f"INSERT INTO embeddings (id, memory_id, {column}, created_at) VALUES (?, ?, ?, ?)",
-                             (new_id(), summary_id, blob, now_ms()))
-            return int(conn.execute(
-                "DELETE FROM memories WHERE +agent_id = ? AND id IN (SELECT value FROM json_each(?))",
-                (self._agent_id, wanted)).rowcount)
+                conn.execute(
+                    f"INSERT INTO embeddings (id, memory_id, {column}, created_at) VALUES (?, ?, ?, ?)",
+                    (new_id(), summary_id, blob, now_ms()),
+                )
+            return int(
+                conn.execute(
+                    "DELETE FROM memories WHERE +agent_id = ? AND id IN (SELECT value FROM json_each(?))",
+                    (self._agent_id, wanted),
+                ).rowcount
+            )
 
         return await self._db.write(work, tables=("memories", "embeddings", "memories_fts"))
 
@@ -314,18 +361,22 @@ class RetentionMixin(MemoriesMixin):
     async def count_memories_by_table(self) -> dict[str, int]:
         """How many memories this agent has in each memory table, by table name."""
         rows = await self._db.fetchall(
-            "SELECT type, count(*) FROM memories WHERE agent_id = ? GROUP BY type ORDER BY type", (self._agent_id,))
+            "SELECT type, count(*) FROM memories WHERE agent_id = ? GROUP BY type ORDER BY type", (self._agent_id,)
+        )
         return {r[0]: int(r[1]) for r in rows}
 
     async def get_rooms_with_counts(self) -> list[tuple[Room, int]]:
         """Every room of this agent with how many memories it holds, most first."""
         rows = await self._db.fetchall(
             "SELECT r.*, (SELECT count(*) FROM memories m WHERE m.room_id = r.id AND m.agent_id = r.agent_id) AS n "
-            "FROM rooms r WHERE r.agent_id = ? ORDER BY n DESC, r.created_at, r.rowid", (self._agent_id,))
+            "FROM rooms r WHERE r.agent_id = ? ORDER BY n DESC, r.created_at, r.rowid",
+            (self._agent_id,),
+        )
         return [(row_to_room(r), int(r["n"])) for r in rows]
 
-    def _listing_filter(self, tables: Sequence[str] | None, room_id: str | None,
-                        entity_id: str | None) -> tuple[list[str], list[Any]]:
+    def _listing_filter(
+        self, tables: Sequence[str] | None, room_id: str | None, entity_id: str | None
+    ) -> tuple[list[str], list[Any]]:
         clauses, params = ["m.agent_id = ?"], [self._agent_id]
         if tables:
             clauses.append("m.type IN (SELECT value FROM json_each(?))")
@@ -411,53 +462,96 @@ class RetentionMixin(MemoriesMixin):
                 if not entity:
                     raise LookupError(entity_id)
                 selection = _select_entity(conn, agent, entity_id, loads(entity[0]["names"], []))
-                room_ids = sorted({*selection.dm_rooms, *(r[0] for r in fetch(
-                    "SELECT room_id FROM participants WHERE entity_id = ? AND agent_id = ? "
-                    "UNION SELECT room_id FROM memories WHERE entity_id = ? AND agent_id = ? AND room_id IS NOT NULL",
-                    entity_id, agent, entity_id, agent))})
+                room_ids = sorted(
+                    {
+                        *selection.dm_rooms,
+                        *(
+                            r[0]
+                            for r in fetch(
+                                "SELECT room_id FROM participants WHERE entity_id = ? AND agent_id = ? "
+                                "UNION SELECT room_id FROM memories WHERE entity_id = ? AND agent_id = ? AND room_id IS NOT NULL",
+                                entity_id,
+                                agent,
+                                entity_id,
+                                agent,
+                            )
+                        ),
+                    }
+                )
                 memories = fetch(
                     f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE m.agent_id = ? AND (m.id IN "
                     "(SELECT value FROM json_each(?)) OR m.room_id IN (SELECT value FROM json_each(?))) "
-                    "ORDER BY m.created_at, m.seq", agent, json_list(selection.memories), json_list(selection.dm_rooms))
+                    "ORDER BY m.created_at, m.seq",
+                    agent,
+                    json_list(selection.memories),
+                    json_list(selection.dm_rooms),
+                )
                 entities = entity
-                participants = fetch("SELECT * FROM participants WHERE entity_id = ? AND agent_id = ?", entity_id, agent)
+                participants = fetch(
+                    "SELECT * FROM participants WHERE entity_id = ? AND agent_id = ?", entity_id, agent
+                )
                 relationships = fetch(
                     "SELECT * FROM relationships WHERE agent_id = ? AND (source_entity_id = ? OR target_entity_id = ?) "
-                    "ORDER BY created_at, rowid", agent, entity_id, entity_id)
+                    "ORDER BY created_at, rowid",
+                    agent,
+                    entity_id,
+                    entity_id,
+                )
             elif room_id is not None:
                 room_ids = [room_id]
                 if not fetch("SELECT 1 FROM rooms WHERE id = ? AND agent_id = ?", room_id, agent):
                     raise LookupError(room_id)
-                memories = fetch(f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE m.agent_id = ? AND m.room_id = ? "
-                                 "ORDER BY m.created_at, m.seq", agent, room_id)
+                memories = fetch(
+                    f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE m.agent_id = ? AND m.room_id = ? "
+                    "ORDER BY m.created_at, m.seq",
+                    agent,
+                    room_id,
+                )
                 participants = fetch("SELECT * FROM participants WHERE room_id = ? AND agent_id = ?", room_id, agent)
                 entities = fetch(
                     "SELECT * FROM entities WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?)) "
                     "ORDER BY created_at, rowid",
-                    agent, json_list({*(p["entity_id"] for p in participants), *(m["entity_id"] for m in memories)}))
+                    agent,
+                    json_list({*(p["entity_id"] for p in participants), *(m["entity_id"] for m in memories)}),
+                )
                 relationships = []
             else:
                 room_ids = [r[0] for r in fetch("SELECT id FROM rooms WHERE agent_id = ?", agent)]
-                memories = fetch(f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE m.agent_id = ? "
-                                 "ORDER BY m.created_at, m.seq", agent)
+                memories = fetch(
+                    f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE m.agent_id = ? ORDER BY m.created_at, m.seq", agent
+                )
                 participants = fetch("SELECT * FROM participants WHERE agent_id = ?", agent)
                 entities = fetch("SELECT * FROM entities WHERE agent_id = ? ORDER BY created_at, rowid", agent)
-                relationships = fetch("SELECT * FROM relationships WHERE agent_id = ? ORDER BY created_at, rowid", agent)
-            rooms = fetch("SELECT * FROM rooms WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?)) "
-                          "ORDER BY created_at, rowid", agent, json_list(room_ids))
-            worlds = fetch("SELECT * FROM worlds WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?)) "
-                           "ORDER BY created_at, rowid", agent, json_list({r["world_id"] for r in rooms if r["world_id"]}))
+                relationships = fetch(
+                    "SELECT * FROM relationships WHERE agent_id = ? ORDER BY created_at, rowid", agent
+                )
+            rooms = fetch(
+                "SELECT * FROM rooms WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?)) "
+                "ORDER BY created_at, rowid",
+                agent,
+                json_list(room_ids),
+            )
+            worlds = fetch(
+                "SELECT * FROM worlds WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?)) "
+                "ORDER BY created_at, rowid",
+                agent,
+                json_list({r["world_id"] for r in rooms if r["world_id"]}),
+            )
             components: dict[str, list[Any]] = {}
-            for row in fetch("SELECT * FROM components WHERE agent_id = ? AND entity_id IN "
-                             "(SELECT value FROM json_each(?)) ORDER BY created_at, rowid",
-                             agent, json_list(e["id"] for e in entities)):
+            for row in fetch(
+                "SELECT * FROM components WHERE agent_id = ? AND entity_id IN "
+                "(SELECT value FROM json_each(?)) ORDER BY created_at, rowid",
+                agent,
+                json_list(e["id"] for e in entities),
+            ):
                 components.setdefault(row["entity_id"], []).append(row_to_component(row))
             out.worlds = [row_to_world(r) for r in worlds]
             out.rooms = [row_to_room(r) for r in rooms]
             out.entities = [row_to_entity(r, components.get(r["id"], [])) for r in entities]
             out.participants = [
                 Participation(p["entity_id"], p["room_id"], RoomState(p["room_state"]) if p["room_state"] else None)
-                for p in participants]
+                for p in participants
+            ]
             out.memories = [row_to_memory(r) for r in memories]
             out.relationships = [row_to_relationship(r) for r in relationships]
             return out
@@ -506,8 +600,12 @@ class RetentionMixin(MemoriesMixin):
             raise ValueError("that is the agent's own room; use forget_all to clear everything")
 
         def work(job: _Forget) -> None:
-            if job.conn.execute("SELECT 1 FROM rooms WHERE id = ? AND agent_id = ?",
-                                (room_id, self._agent_id)).fetchone() is None:
+            if (
+                job.conn.execute(
+                    "SELECT 1 FROM rooms WHERE id = ? AND agent_id = ?", (room_id, self._agent_id)
+                ).fetchone()
+                is None
+            ):
                 raise LookupError(room_id)
             job.room(room_id)
             job.cache()
@@ -527,8 +625,9 @@ class RetentionMixin(MemoriesMixin):
         agent = self._agent_id
 
         def work(job: _Forget) -> None:
-            row = job.conn.execute("SELECT names FROM entities WHERE id = ? AND agent_id = ?",
-                                   (entity_id, agent)).fetchone()
+            row = job.conn.execute(
+                "SELECT names FROM entities WHERE id = ? AND agent_id = ?", (entity_id, agent)
+            ).fetchone()
             if row is None:
                 raise LookupError(entity_id)
             selection = _select_entity(job.conn, agent, entity_id, loads(row[0], []))
@@ -537,19 +636,33 @@ class RetentionMixin(MemoriesMixin):
             job.memories(selection.memories)
             for memory_id in selection.mentions:
                 job.scrub("memories", "id", ("content", "metadata"), entity_id, " AND id = ?", (memory_id,))
-            job.delete("relationships", "agent_id = ? AND (source_entity_id = ? OR target_entity_id = ?)",
-                       (agent, entity_id, entity_id))
-            job.delete("components", "agent_id = ? AND (entity_id = ? OR source_entity_id = ?)",
-                       (agent, entity_id, entity_id))
+            job.delete(
+                "relationships",
+                "agent_id = ? AND (source_entity_id = ? OR target_entity_id = ?)",
+                (agent, entity_id, entity_id),
+            )
+            job.delete(
+                "components", "agent_id = ? AND (entity_id = ? OR source_entity_id = ?)", (agent, entity_id, entity_id)
+            )
             job.delete("participants", "entity_id = ?", (entity_id,))
-            job.delete("logs", "entity_id = ? OR (instr(body, ?) > 0 AND room_id IN "
-                       "(SELECT id FROM rooms WHERE agent_id = ?))", (entity_id, entity_id, agent))
-            job.delete("tasks", "agent_id = ? AND (entity_id = ? OR instr(metadata, ?) > 0 OR instr(tags, ?) > 0)",
-                       (agent, entity_id, entity_id, entity_id))
+            job.delete(
+                "logs",
+                "entity_id = ? OR (instr(body, ?) > 0 AND room_id IN (SELECT id FROM rooms WHERE agent_id = ?))",
+                (entity_id, entity_id, agent),
+            )
+            job.delete(
+                "tasks",
+                "agent_id = ? AND (entity_id = ? OR instr(metadata, ?) > 0 OR instr(tags, ?) > 0)",
+                (agent, entity_id, entity_id, entity_id),
+            )
             job.cache(entity_id)
-            for table, key, columns in (("worlds", "id", ("metadata",)), ("rooms", "id", ("metadata",)),
-                                        ("entities", "id", ("metadata",)), ("components", "id", ("data",)),
-                                        ("relationships", "id", ("metadata",))):
+            for table, key, columns in (
+                ("worlds", "id", ("metadata",)),
+                ("rooms", "id", ("metadata",)),
+                ("entities", "id", ("metadata",)),
+                ("components", "id", ("data",)),
+                ("relationships", "id", ("metadata",)),
+            ):
                 job.scrub(table, key, columns, entity_id)
             job.delete("entities", "id = ? AND agent_id = ?", (entity_id, agent))
 
@@ -571,21 +684,47 @@ class RetentionMixin(MemoriesMixin):
                 job.knowledge()
             kept = json_list(KNOWLEDGE_TABLES)
             # Rooms and entities that knowledge lives in or comes from stay, or it would cascade away.
-            keep_rooms = {agent, *(r[0] for r in job.conn.execute(
-                "SELECT DISTINCT room_id FROM memories WHERE agent_id = ? AND room_id IS NOT NULL "
-                "AND type IN (SELECT value FROM json_each(?))", (agent, kept)))}
-            keep_entities = {agent, *(r[0] for r in job.conn.execute(
-                "SELECT DISTINCT entity_id FROM memories WHERE agent_id = ? AND entity_id IS NOT NULL "
-                "AND type IN (SELECT value FROM json_each(?))", (agent, kept)))}
-            job.memories(r[0] for r in job.conn.execute(
-                "SELECT id FROM memories WHERE agent_id = ? AND type NOT IN (SELECT value FROM json_each(?))",
-                (agent, kept)))
-            rooms = [r[0] for r in job.conn.execute("SELECT id FROM rooms WHERE agent_id = ?", (agent,))
-                     if r[0] not in keep_rooms]
+            keep_rooms = {
+                agent,
+                *(
+                    r[0]
+                    for r in job.conn.execute(
+                        "SELECT DISTINCT room_id FROM memories WHERE agent_id = ? AND room_id IS NOT NULL "
+                        "AND type IN (SELECT value FROM json_each(?))",
+                        (agent, kept),
+                    )
+                ),
+            }
+            keep_entities = {
+                agent,
+                *(
+                    r[0]
+                    for r in job.conn.execute(
+                        "SELECT DISTINCT entity_id FROM memories WHERE agent_id = ? AND entity_id IS NOT NULL "
+                        "AND type IN (SELECT value FROM json_each(?))",
+                        (agent, kept),
+                    )
+                ),
+            }
+            job.memories(
+                r[0]
+                for r in job.conn.execute(
+                    "SELECT id FROM memories WHERE agent_id = ? AND type NOT IN (SELECT value FROM json_each(?))",
+                    (agent, kept),
+                )
+            )
+            rooms = [
+                r[0]
+                for r in job.conn.execute("SELECT id FROM rooms WHERE agent_id = ?", (agent,))
+                if r[0] not in keep_rooms
+            ]
             for room in rooms:
                 job.room(room)
-            entities = json_list(r[0] for r in job.conn.execute("SELECT id FROM entities WHERE agent_id = ?", (agent,))
-                                 if r[0] not in keep_entities)
+            entities = json_list(
+                r[0]
+                for r in job.conn.execute("SELECT id FROM entities WHERE agent_id = ?", (agent,))
+                if r[0] not in keep_entities
+            )
             in_entities = "IN (SELECT value FROM json_each(?))"
             job.delete("relationships", "agent_id = ?", (agent,))
             job.delete("components", "agent_id = ?", (agent,))

@@ -98,7 +98,10 @@ class RoomsMixin(AgentScoped):
             return []
         ids = [room.id or new_id() for room in rooms]
         now = now_ms()
-        rows = [(*self._room_params(room, room_id), room.created_at or now) for room, room_id in zip(rooms, ids, strict=True)]
+        rows = [
+            (*self._room_params(room, room_id), room.created_at or now)
+            for room, room_id in zip(rooms, ids, strict=True)
+        ]
         async with self._db.transaction() as conn:
             await conn.executemany(
                 "INSERT INTO rooms (agent_id, source, type, server_id, world_id, name, metadata, channel_id, id, "

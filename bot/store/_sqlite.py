@@ -26,8 +26,9 @@ from bot.store._rooms import RoomsMixin
 __all__ = ["AgentStore"]
 
 
-class AgentStore(AgentsMixin, EntitiesMixin, RoomsMixin, RetentionMixin, MemoriesMixin, RecordsMixin, KnowledgeMixin,
-                 HandlingMixin):
+class AgentStore(
+    AgentsMixin, EntitiesMixin, RoomsMixin, RetentionMixin, MemoriesMixin, RecordsMixin, KnowledgeMixin, HandlingMixin
+):
     """Everything one agent stores, in the shared :class:`~bot.store.Database`. Implements ``Store``.
 
     Get one with ``db.for_agent(agent_id)``. Methods raise RuntimeError when the database is not

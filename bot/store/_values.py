@@ -9,7 +9,16 @@ from typing import Any
 from bot.ids import string_to_uuid
 from bot.types import Entity, Memory, Relationship, Room, RoomState, World
 
-__all__ = ["DERIVED_TABLES", "Forgotten", "KNOWLEDGE_TABLES", "KnowledgeDocument", "KnowledgeSourceRecord", "MemoryExport", "Participation", "SHARED_KNOWLEDGE_ID"]
+__all__ = [
+    "DERIVED_TABLES",
+    "Forgotten",
+    "KNOWLEDGE_TABLES",
+    "KnowledgeDocument",
+    "KnowledgeSourceRecord",
+    "MemoryExport",
+    "Participation",
+    "SHARED_KNOWLEDGE_ID",
+]
 
 #: The scope (an ``agents`` row) of knowledge every agent sees.
 SHARED_KNOWLEDGE_ID = string_to_uuid("troupe:shared-knowledge")

@@ -39,8 +39,14 @@ class ConsoleAdapter:
     reach the one person and the one room a terminal has.
     """
 
-    def __init__(self, runtime: AgentRuntime, *, user: str = "you", output: TextIO | TextIOBase | None = None,
-                 notices: ConversationLog | None = None) -> None:
+    def __init__(
+        self,
+        runtime: AgentRuntime,
+        *,
+        user: str = "you",
+        output: TextIO | TextIOBase | None = None,
+        notices: ConversationLog | None = None,
+    ) -> None:
         self.runtime = runtime
         self.user = user
         self.output = output or sys.stdout
@@ -56,10 +62,22 @@ class ConsoleAdapter:
         """Create the world, room and person rows (idempotent)."""
         store = self.runtime.store
         await store.create_world(World(self.world_id, self.runtime.agent_id, name="console", server_id=SOURCE))
-        await store.create_rooms([Room(self.room_id, source=SOURCE, type=ChannelType.DM, name=f"console with {self.user}",
-                                       world_id=self.world_id, server_id=SOURCE, channel_id=self.user)])
-        await store.create_entities([Entity(self.entity_id, self.runtime.agent_id, names=[self.user],
-                                            metadata={SOURCE: {"name": self.user}})])
+        await store.create_rooms(
+            [
+                Room(
+                    self.room_id,
+                    source=SOURCE,
+                    type=ChannelType.DM,
+                    name=f"console with {self.user}",
+                    world_id=self.world_id,
+                    server_id=SOURCE,
+                    channel_id=self.user,
+                )
+            ]
+        )
+        await store.create_entities(
+            [Entity(self.entity_id, self.runtime.agent_id, names=[self.user], metadata={SOURCE: {"name": self.user}})]
+        )
         await store.add_participants([self.entity_id, self.runtime.agent_id], self.room_id)
         if self.runtime.get_service(SOURCE) is None:
             self.runtime.register_service(SOURCE, self)
@@ -76,11 +94,18 @@ class ConsoleAdapter:
                 done.set_result(outcome)
 
         # A terminal's bytes that are not UTF-8 arrive as lone surrogates (surrogateescape).
-        message = Memory(id=str(uuid.uuid4()), entity_id=self.entity_id, room_id=self.room_id, world_id=self.world_id,
-                         content={"text": repair_text(text), "source": SOURCE, "channelType": ChannelType.DM.value},
-                         metadata={"entityName": self.user}, created_at=now_ms())
-        await self.runtime.emit(EventType.MESSAGE_RECEIVED,
-                                {"message": message, "callback": self._callback, "on_complete": on_complete})
+        message = Memory(
+            id=str(uuid.uuid4()),
+            entity_id=self.entity_id,
+            room_id=self.room_id,
+            world_id=self.world_id,
+            content={"text": repair_text(text), "source": SOURCE, "channelType": ChannelType.DM.value},
+            metadata={"entityName": self.user},
+            created_at=now_ms(),
+        )
+        await self.runtime.emit(
+            EventType.MESSAGE_RECEIVED, {"message": message, "callback": self._callback, "on_complete": on_complete}
+        )
         return done.result() if done.done() else None
 
     async def _callback(self, content: dict[str, Any]) -> list[Memory]:
@@ -89,8 +114,14 @@ class ConsoleAdapter:
             return []
         print(f"{self.runtime.character.name}: {text}", file=self.output, flush=True)
         self._said += 1
-        sent = Memory(id=str(uuid.uuid4()), entity_id=self.runtime.agent_id, room_id=self.room_id, world_id=self.world_id,
-                      content={**content, "text": text, "source": SOURCE}, created_at=now_ms())
+        sent = Memory(
+            id=str(uuid.uuid4()),
+            entity_id=self.runtime.agent_id,
+            room_id=self.room_id,
+            world_id=self.world_id,
+            content={**content, "text": text, "source": SOURCE},
+            created_at=now_ms(),
+        )
         await self.runtime.store.create_memory(sent, "messages", unique=False)
         await self.runtime.emit(EventType.MESSAGE_SENT, {"message": sent})
         return [sent]

@@ -22,8 +22,11 @@ __all__ = ["ConversationLog", "reason"]
 def reason(record: logging.LogRecord, agent: str = "", scrub: Callable[[str], str] = str) -> str:
     """The record as one line: the error it carries if any (that is the cause), else its
     message; no traceback, no ``agent:`` prefix, secrets ``scrub``bed."""
-    error = next((arg for arg in record.args or () if isinstance(arg, BaseException)), None) \
-        if isinstance(record.args, tuple) else None
+    error = (
+        next((arg for arg in record.args or () if isinstance(arg, BaseException)), None)
+        if isinstance(record.args, tuple)
+        else None
+    )
     if error is None and record.exc_info and record.exc_info[1] is not None:
         error = record.exc_info[1]
     text = reason_for(error, agent) if error is not None and str(error) else record.getMessage()

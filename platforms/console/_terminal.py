@@ -42,8 +42,14 @@ class TerminalPrompt(io.TextIOBase):
     the person is typing is written above the line being typed, which is then shown again.
     """
 
-    def __init__(self, *, prompt: str = "> ", history: Path | None = None,
-                 stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        prompt: str = "> ",
+        history: Path | None = None,
+        stdin: TextIO | None = None,
+        stdout: TextIO | None = None,
+    ) -> None:
         super().__init__()
         self.prompt = prompt
         self.history = history

@@ -92,8 +92,13 @@ class _Client(discord.Client):
             extra["connector"] = aiohttp.TCPConnector(ssl=ssl.create_default_context(cafile=adapter.config.ca_file))
         # No member chunking at start: large guilds would take minutes, and entities are
         # created as people speak.
-        super().__init__(intents=intents, chunk_guilds_at_startup=False, max_messages=500,
-                         guild_ready_timeout=adapter.config.guild_ready_timeout, **extra)
+        super().__init__(
+            intents=intents,
+            chunk_guilds_at_startup=False,
+            max_messages=500,
+            guild_ready_timeout=adapter.config.guild_ready_timeout,
+            **extra,
+        )
         self.adapter = adapter
         self.tree = discord.app_commands.CommandTree(self)
 
@@ -199,8 +204,9 @@ class DiscordAdapter:
             self._task.result()  # raises what ended the connection (e.g. the intents error)
             raise ConfigError("the Discord connection closed before it was ready", agent=self.name)
         if not done:
-            _log.warning("%s: Discord is not ready after %.0f s; still trying in the background", self.name,
-                         _READY_TIMEOUT_S)
+            _log.warning(
+                "%s: Discord is not ready after %.0f s; still trying in the background", self.name, _READY_TIMEOUT_S
+            )
             self.runtime.links.set(SOURCE, LinkState.CONNECTING, "waiting for Discord to say it is ready")
 
     async def _check_application(self) -> bool:
@@ -212,15 +218,19 @@ class DiscordAdapter:
                 await probe.login(self.config.token.get_secret_value())
                 info = await probe.application_info()
         except discord.LoginFailure:
-            raise ConfigError(f"Discord refused the bot token in DISCORD_API_TOKEN; copy a fresh one from "
-                              f"{_PORTAL} → your app → Bot → Reset Token", agent=self.name) from None
+            raise ConfigError(
+                f"Discord refused the bot token in DISCORD_API_TOKEN; copy a fresh one from "
+                f"{_PORTAL} → your app → Bot → Reset Token",
+                agent=self.name,
+            ) from None
         finally:
             await probe.close()
         flags = info.flags
         if not (flags.gateway_message_content or flags.gateway_message_content_limited):
             raise ConfigError(
                 f"the Message Content intent is not enabled for the bot {info.name}; enable it at "
-                f"{_PORTAL}/{info.id}/bot under Privileged Gateway Intents, then start again", agent=self.name
+                f"{_PORTAL}/{info.id}/bot under Privileged Gateway Intents, then start again",
+                agent=self.name,
             )
         return bool(flags.gateway_guild_members or flags.gateway_guild_members_limited)
 
@@ -228,8 +238,11 @@ class DiscordAdapter:
         try:
             await client.connect(reconnect=True)
         except discord.PrivilegedIntentsRequired:
-            raise ConfigError(f"Discord refused an intent this bot has not enabled; enable the Message "
-                              f"Content intent at {_PORTAL} → your app → Bot → Privileged Gateway Intents", agent=self.name) from None
+            raise ConfigError(
+                f"Discord refused an intent this bot has not enabled; enable the Message "
+                f"Content intent at {_PORTAL} → your app → Bot → Privileged Gateway Intents",
+                agent=self.name,
+            ) from None
         except discord.LoginFailure:
             raise ConfigError("Discord refused the bot token in DISCORD_API_TOKEN", agent=self.name) from None
 
@@ -285,9 +298,13 @@ class DiscordAdapter:
             missed = []
         _log.info("%s: online on Discord as %s in %d servers", self.name, self.client.user, len(self.client.guilds))
         if not self.client.guilds:
-            _log.warning("%s: the bot is in no server yet; invite it with https://discord.com/oauth2/authorize"
-                         "?client_id=%s&scope=bot%%20applications.commands&permissions=%d", self.name,
-                         self.client.application_id, _PERMISSIONS)
+            _log.warning(
+                "%s: the bot is in no server yet; invite it with https://discord.com/oauth2/authorize"
+                "?client_id=%s&scope=bot%%20applications.commands&permissions=%d",
+                self.name,
+                self.client.application_id,
+                _PERMISSIONS,
+            )
         for guild in self.client.guilds:
             await self.guarded("server sync", self._announce(guild, EventType.WORLD_CONNECTED))
         try:
@@ -315,14 +332,21 @@ class DiscordAdapter:
                 continue
             read += 1
             for message in messages:
-                if self.missed.claimed(message.id) or await self.runtime.store.get_memory(
-                        discord_id(agent, message.id)) is not None:
+                if (
+                    self.missed.claimed(message.id)
+                    or await self.runtime.store.get_memory(discord_id(agent, message.id)) is not None
+                ):
                     continue
                 handed += 1
                 # Like the gateway: one task per message, in order, so a burst behaves like one.
                 self.runtime.create_task(self.guarded("message", self.on_message(message)), "discord:message")
-        _log.info("%s: the Discord session was lost; read back %d of %d channel(s), %d missed message(s) "
-                  "handed over", self.name, read, len(plan), handed)
+        _log.info(
+            "%s: the Discord session was lost; read back %d of %d channel(s), %d missed message(s) handed over",
+            self.name,
+            read,
+            len(plan),
+            handed,
+        )
 
     async def on_guild_join(self, guild: discord.Guild) -> None:
         await self._announce(guild, EventType.WORLD_JOINED)
@@ -386,8 +410,10 @@ class DiscordAdapter:
         world = await self.runtime.store.get_world(discord_id(self.runtime.agent_id, guild.id))
         entity_id = discord_id(self.runtime.agent_id, member.id)
         if world is not None and entity_id not in (world.metadata.get("roles") or {}):
-            world.metadata = {**world.metadata, "roles": {**(world.metadata.get("roles") or {}),
-                                                          entity_id: Role.ADMIN.value}}
+            world.metadata = {
+                **world.metadata,
+                "roles": {**(world.metadata.get("roles") or {}), entity_id: Role.ADMIN.value},
+            }
             await self.runtime.store.update_world(world)
 
     # -- inbound --------------------------------------------------------------------------
@@ -442,10 +468,14 @@ class DiscordAdapter:
 
     async def on_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
         agent = self.runtime.agent_id
-        await self.runtime.emit(EventType.MESSAGE_DELETED, {
-            "messageId": discord_id(agent, payload.message_id), "roomId": discord_id(agent, payload.channel_id),
-            "source": SOURCE,
-        })
+        await self.runtime.emit(
+            EventType.MESSAGE_DELETED,
+            {
+                "messageId": discord_id(agent, payload.message_id),
+                "roomId": discord_id(agent, payload.channel_id),
+                "source": SOURCE,
+            },
+        )
 
     async def on_reaction(self, payload: discord.RawReactionActionEvent) -> None:
         assert self.client is not None
@@ -463,11 +493,17 @@ class DiscordAdapter:
         room_id = await self.ensure_room(channel, dm_with=user)
         entity_id = await self.ensure_entity(user, room_id)
         memory = Memory(
-            id=discord_id(agent, f"{payload.message_id}-{payload.user_id}-{emoji}"), entity_id=entity_id,
-            agent_id=agent, room_id=room_id,
+            id=discord_id(agent, f"{payload.message_id}-{payload.user_id}-{emoji}"),
+            entity_id=entity_id,
+            agent_id=agent,
+            room_id=room_id,
             world_id=discord_id(agent, payload.guild_id) if payload.guild_id else None,
-            content={"text": text, "source": SOURCE, "inReplyTo": discord_id(agent, payload.message_id),
-                     "channelType": (channel_type(channel) or ChannelType.GROUP).value},
+            content={
+                "text": text,
+                "source": SOURCE,
+                "inReplyTo": discord_id(agent, payload.message_id),
+                "channelType": (channel_type(channel) or ChannelType.GROUP).value,
+            },
             metadata={"type": "reaction", "authorIsBot": bool(getattr(user, "bot", False)), "emoji": emoji},
             created_at=now_ms(),
         )
@@ -481,11 +517,20 @@ class DiscordAdapter:
         if joined:
             await self.ensure_world(member.guild)
             await self.connections.ensure_entity(entity)
-        await self.runtime.emit(EventType.ENTITY_JOINED if joined else EventType.ENTITY_LEFT, {
-            "entityId": entity.id, "worldId": discord_id(agent, member.guild.id), "source": SOURCE,
-            "metadata": {"originalId": str(member.id), "username": member.name, "displayName": member.display_name,
-                         "roles": [r.name for r in member.roles if not r.is_default()]},
-        })
+        await self.runtime.emit(
+            EventType.ENTITY_JOINED if joined else EventType.ENTITY_LEFT,
+            {
+                "entityId": entity.id,
+                "worldId": discord_id(agent, member.guild.id),
+                "source": SOURCE,
+                "metadata": {
+                    "originalId": str(member.id),
+                    "username": member.name,
+                    "displayName": member.display_name,
+                    "roles": [r.name for r in member.roles if not r.is_default()],
+                },
+            },
+        )
 
     # -- outbound -------------------------------------------------------------------------
 
@@ -501,38 +546,57 @@ class DiscordAdapter:
 
         return reply
 
-    async def _send_reply(self, channel: Any, text: str, content: Mapping[str, Any],
-                          answering: Any) -> tuple[list[discord.Message], bool]:
+    async def _send_reply(
+        self, channel: Any, text: str, content: Mapping[str, Any], answering: Any
+    ) -> tuple[list[discord.Message], bool]:
         """Send a reply to ``answering`` (a message, or a partial one): what went out, and whether
         that is all of it. Never raises: a reply not sent, or not all of it, is logged."""
         try:
-            return await send_chunks(channel, text, files=files_of(content), reference=answering,
-                                     deadline_s=self.config.send_deadline), True
+            return await send_chunks(
+                channel, text, files=files_of(content), reference=answering, deadline_s=self.config.send_deadline
+            ), True
         except Exception as exc:
             self._log_send_failure(channel, text, exc, answering=answering)
             # What did go out is part of the conversation.
             return (exc.sent, False) if isinstance(exc, PartlySent) else ([], False)
 
-    def _log_send_failure(self, channel: Any, text: str, exc: Exception, *,
-                          answering: Any = None) -> None:
+    def _log_send_failure(self, channel: Any, text: str, exc: Exception, *, answering: Any = None) -> None:
         """What could not be sent: where, in answer to which message, what it began with, and why."""
         where = f"#{channel.name}" if getattr(channel, "name", None) else "a DM"
-        what = f"a reply in {where} (channel {channel.id}) to message {answering.id}" if answering is not None else (
-            f"a message in {where} (channel {channel.id})")
-        _log.error("%s: could not send %s, \"%s\": %s", self.name, what, first_words(text), describe(exc))
+        what = (
+            f"a reply in {where} (channel {channel.id}) to message {answering.id}"
+            if answering is not None
+            else (f"a message in {where} (channel {channel.id})")
+        )
+        _log.error('%s: could not send %s, "%s": %s', self.name, what, first_words(text), describe(exc))
 
-    async def _remember(self, sent: list[discord.Message], content: Mapping[str, Any], room_id: str,
-                        world_id: str | None, *, in_reply_to: str | None = None) -> list[Memory]:
+    async def _remember(
+        self,
+        sent: list[discord.Message],
+        content: Mapping[str, Any],
+        room_id: str,
+        world_id: str | None,
+        *,
+        in_reply_to: str | None = None,
+    ) -> list[Memory]:
         agent, memories = self.runtime.agent_id, []
         for message in sent:
             body = {**content, "text": message.content, "source": SOURCE, "url": message.jump_url}
             body.pop("files", None)
             if in_reply_to is not None:
                 body["inReplyTo"] = in_reply_to
-            memories.append(Memory(
-                id=discord_id(agent, message.id), entity_id=agent, agent_id=agent, room_id=room_id, world_id=world_id,
-                content=body, created_at=int(message.created_at.timestamp() * 1000),
-                metadata={"type": "message", "discordMessageId": str(message.id)}))
+            memories.append(
+                Memory(
+                    id=discord_id(agent, message.id),
+                    entity_id=agent,
+                    agent_id=agent,
+                    room_id=room_id,
+                    world_id=world_id,
+                    content=body,
+                    created_at=int(message.created_at.timestamp() * 1000),
+                    metadata={"type": "message", "discordMessageId": str(message.id)},
+                )
+            )
         return await record_sent(self.runtime, memories, SOURCE)
 
     async def send_to_room(self, room: Room, content: dict[str, Any]) -> list[Memory]:
@@ -576,8 +640,14 @@ class DiscordAdapter:
         try:
             channel = self.client.get_channel(int(channel_id)) or await self.client.fetch_channel(int(channel_id))
         except discord.HTTPException as exc:
-            _log.error("%s: could not send a reply in channel %s to message %s, \"%s\": %s", self.name, channel_id,
-                       quoted, first_words(text), describe(exc))
+            _log.error(
+                '%s: could not send a reply in channel %s to message %s, "%s": %s',
+                self.name,
+                channel_id,
+                quoted,
+                first_words(text),
+                describe(exc),
+            )
             return []
         reference = channel.get_partial_message(int(quoted)) if quoted else None  # type: ignore[union-attr]
         sent, _ = await self._send_reply(channel, text, content, reference)
@@ -588,12 +658,15 @@ class DiscordAdapter:
         try:
             sent = await send_chunks(channel, text, files=files_of(content), deadline_s=self.config.send_deadline)
         except discord.Forbidden:
-            raise SendError("Discord says I'm not allowed to send there (they may not accept direct messages)") from None
+            raise SendError(
+                "Discord says I'm not allowed to send there (they may not accept direct messages)"
+            ) from None
         except PartlySent as exc:
             self._log_send_failure(channel, text, exc)
             await self._remember(exc.sent, content, room_id, world_id)
-            raise SendError("only the beginning of the message went out; Discord did not take the rest, try again "
-                            "later") from None
+            raise SendError(
+                "only the beginning of the message went out; Discord did not take the rest, try again later"
+            ) from None
         except Exception as exc:
             self._log_send_failure(channel, text, exc)
             raise SendError("Discord did not take the message; try again later") from None
@@ -601,7 +674,7 @@ class DiscordAdapter:
 
 
 class _Typing:
-    """"typing…" in a channel from when an answer is coming until it is sent (or 60 s)."""
+    """ "typing…" in a channel from when an answer is coming until it is sent (or 60 s)."""
 
     def __init__(self, channel: Any, agent: str) -> None:
         self.channel, self.agent = channel, agent

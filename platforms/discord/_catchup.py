@@ -113,5 +113,9 @@ class MissedMessages:
         """
         async with asyncio.timeout(_FETCH_TIMEOUT_S):
             channel: Any = client.get_channel(channel_id) or await client.fetch_channel(channel_id)
-            return [m async for m in channel.history(after=discord.Object(after), oldest_first=True,
-                                                      limit=self.limits.max_messages)]
+            return [
+                m
+                async for m in channel.history(
+                    after=discord.Object(after), oldest_first=True, limit=self.limits.max_messages
+                )
+            ]

@@ -23,7 +23,10 @@ if TYPE_CHECKING:
 __all__ = ["register_commands"]
 
 _CHANGES: dict[str, RoomState | None] = {
-    "follow": RoomState.FOLLOWED, "unfollow": None, "mute": RoomState.MUTED, "unmute": None,
+    "follow": RoomState.FOLLOWED,
+    "unfollow": None,
+    "mute": RoomState.MUTED,
+    "unmute": None,
 }
 # Leaving a state only makes sense from that state: "unfollow" must not undo a mute.
 _UNDOES = {"unfollow": RoomState.FOLLOWED, "unmute": RoomState.MUTED}
@@ -89,13 +92,15 @@ def _register_voice_commands(adapter: DiscordAdapter, tree: app_commands.Command
 
     @app_commands.command(name="join", description=f"{adapter.name} joins a voice channel (yours if none is given)")
     @app_commands.describe(channel="the voice channel; leave empty for the one you are in")
-    async def join(interaction: discord.Interaction,
-                   channel: discord.VoiceChannel | discord.StageChannel | None = None) -> None:
+    async def join(
+        interaction: discord.Interaction, channel: discord.VoiceChannel | discord.StageChannel | None = None
+    ) -> None:
         member = interaction.user
         target = channel or (member.voice.channel if isinstance(member, discord.Member) and member.voice else None)
         if interaction.guild is None or target is None:
-            await interaction.response.send_message("Join which voice channel? Name one, or join one first.",
-                                                    ephemeral=True)
+            await interaction.response.send_message(
+                "Join which voice channel? Name one, or join one first.", ephemeral=True
+            )
             return
         await interaction.response.defer(ephemeral=True)  # connecting can take longer than Discord's 3 s
         resolved = interaction.guild.get_channel(target.id) or target

@@ -81,8 +81,9 @@ def _api_base(agent: str, raw: str | None) -> str | None:
         return None
     parts = urlsplit(raw)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"DISCORD_API_BASE must be an http(s) URL such as https://chat.example/api/v10, "
-                          f"not {raw!r}", agent=agent)
+        raise ConfigError(
+            f"DISCORD_API_BASE must be an http(s) URL such as https://chat.example/api/v10, not {raw!r}", agent=agent
+        )
     base = raw.rstrip("/")
     return base if re.search(r"/v\d+$", base) else f"{base}/v10"
 
@@ -96,8 +97,11 @@ def _check_voice_libraries(agent: str) -> None:
         except ImportError:
             missing.append(package)
     if missing:
-        raise ConfigError(f"Discord voice needs {' and '.join(missing)}; install troupe again "
-                          "(pip install -e .) — they come with discord.py[voice]", agent=agent)
+        raise ConfigError(
+            f"Discord voice needs {' and '.join(missing)}; install troupe again "
+            "(pip install -e .) — they come with discord.py[voice]",
+            agent=agent,
+        )
 
 
 def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> DiscordConfig:
@@ -109,8 +113,11 @@ def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> Di
     read = SettingReader(get_setting, agent)
     token = read.optional("DISCORD_API_TOKEN")
     if token is None:
-        raise ConfigError("DISCORD_API_TOKEN is not set; put the bot's token in the character's "
-                          "settings.secrets (or an env:/file:/credential: reference to it)", agent=agent)
+        raise ConfigError(
+            "DISCORD_API_TOKEN is not set; put the bot's token in the character's "
+            "settings.secrets (or an env:/file:/credential: reference to it)",
+            agent=agent,
+        )
     section = discord_section if isinstance(discord_section, Mapping) else {}
     flags = {}
     for name, (key, setting) in _FLAGS.items():
@@ -127,8 +134,11 @@ def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> Di
         channel_ids = sorted(listed & set(channel_ids)) if channel_ids is not None else sorted(listed)
     voice_channel = read.optional("DISCORD_VOICE_CHANNEL_ID")
     if voice_channel is not None and not re.fullmatch(r"\d+", voice_channel.strip()):
-        raise ConfigError(f"DISCORD_VOICE_CHANNEL_ID must be a channel id (digits; right-click the "
-                          f"channel → Copy Channel ID), not {voice_channel!r}", agent=agent)
+        raise ConfigError(
+            f"DISCORD_VOICE_CHANNEL_ID must be a channel id (digits; right-click the "
+            f"channel → Copy Channel ID), not {voice_channel!r}",
+            agent=agent,
+        )
     voice_enabled = read.flag("DISCORD_VOICE_ENABLED") or voice_channel is not None
     vad = VadConfig(
         silence_s=read.positive_float("VOICE_SILENCE_S", VadConfig.silence_s),
@@ -136,8 +146,10 @@ def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> Di
         max_utterance_s=read.positive_float("VOICE_MAX_UTTERANCE_S", VadConfig.max_utterance_s),
     )
     if vad.min_speech_s >= vad.max_utterance_s:
-        raise ConfigError(f"VOICE_MIN_SPEECH_S ({vad.min_speech_s}) must be less than "
-                          f"VOICE_MAX_UTTERANCE_S ({vad.max_utterance_s})", agent=agent)
+        raise ConfigError(
+            f"VOICE_MIN_SPEECH_S ({vad.min_speech_s}) must be less than VOICE_MAX_UTTERANCE_S ({vad.max_utterance_s})",
+            agent=agent,
+        )
     ca_file = read.optional("DISCORD_CA_FILE")
     if ca_file is not None and not Path(ca_file).is_file():
         raise ConfigError(f"DISCORD_CA_FILE {ca_file!r} is not a file; give the path of a PEM bundle", agent=agent)

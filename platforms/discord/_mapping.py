@@ -84,8 +84,9 @@ def entity_for_user(agent_id: str, user: Any) -> Entity:
         "globalName": getattr(user, "global_name", None),
         "bot": bool(getattr(user, "bot", False)),
     }
-    return Entity(discord_id(agent_id, user.id), agent_id, names=names,
-                  metadata={SOURCE: info, "username": info["username"]})
+    return Entity(
+        discord_id(agent_id, user.id), agent_id, names=names, metadata={SOURCE: info, "username": info["username"]}
+    )
 
 
 def world_for_guild(agent_id: str, guild: Any, admins: Iterable[Any] = ()) -> World:
@@ -96,8 +97,13 @@ def world_for_guild(agent_id: str, guild: Any, admins: Iterable[Any] = ()) -> Wo
         owner = discord_id(agent_id, guild.owner_id)
         metadata["ownership"] = {"ownerId": owner}
         roles[owner] = Role.OWNER.value
-    return World(discord_id(agent_id, guild.id), agent_id, name=repair_text(guild.name or ""), server_id=str(guild.id),
-                 metadata=metadata)
+    return World(
+        discord_id(agent_id, guild.id),
+        agent_id,
+        name=repair_text(guild.name or ""),
+        server_id=str(guild.id),
+        metadata=metadata,
+    )
 
 
 def room_for_channel(agent_id: str, channel: Any, *, dm_with: Any = None) -> Room | None:
@@ -117,9 +123,15 @@ def room_for_channel(agent_id: str, channel: Any, *, dm_with: Any = None) -> Roo
     else:
         name = repair_text(getattr(channel, "name", None) or str(channel.id))
     return Room(
-        discord_id(agent_id, channel.id), source=SOURCE, type=kind, agent_id=agent_id, name=name,
+        discord_id(agent_id, channel.id),
+        source=SOURCE,
+        type=kind,
+        agent_id=agent_id,
+        name=name,
         world_id=discord_id(agent_id, guild.id) if guild is not None else None,
-        server_id=str(guild.id) if guild is not None else None, channel_id=str(channel.id), metadata=metadata,
+        server_id=str(guild.id) if guild is not None else None,
+        channel_id=str(channel.id),
+        metadata=metadata,
     )
 
 
@@ -137,8 +149,14 @@ def _text(message: Any) -> str:
 
 def _attachments(message: Any) -> list[dict[str, Any]]:
     return [
-        {"id": str(a.id), "url": a.url, "title": a.filename, "contentType": getattr(a, "content_type", None) or "",
-         "source": SOURCE, "size": getattr(a, "size", None)}
+        {
+            "id": str(a.id),
+            "url": a.url,
+            "title": a.filename,
+            "contentType": getattr(a, "content_type", None) or "",
+            "source": SOURCE,
+            "size": getattr(a, "size", None),
+        }
         for a in getattr(message, "attachments", ()) or ()
     ]
 
@@ -166,8 +184,12 @@ def memory_for_message(agent_id: str, message: Any, *, bot_user_id: int) -> Memo
         mentioned = any(r.id in own_roles for r in getattr(message, "role_mentions", ()) or () if r.id != guild.id)
     reference = getattr(message, "reference", None)
     reply_to = getattr(reference, "message_id", None) if reference is not None else None
-    content: dict[str, Any] = {"text": _text(message), "source": SOURCE, "channelType": kind.value,
-                               "url": getattr(message, "jump_url", None)}
+    content: dict[str, Any] = {
+        "text": _text(message),
+        "source": SOURCE,
+        "channelType": kind.value,
+        "url": getattr(message, "jump_url", None),
+    }
     if reply_to is not None:
         content["inReplyTo"] = discord_id(agent_id, reply_to)
     attachments = _attachments(message)

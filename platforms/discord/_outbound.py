@@ -88,13 +88,17 @@ async def _send(channel: Any, deadline: Deadline, **kwargs: Any) -> discord.Mess
                 return await channel.send(**kwargs)
         except Exception as exc:
             if isinstance(exc, TimeoutError) and deadline.remaining() <= 0:
-                raise SendGaveUp(f"no answer from Discord within the {deadline.seconds:g} s send deadline "
-                                 "(DISCORD_SEND_DEADLINE_S): rate-limited or unreachable") from exc
+                raise SendGaveUp(
+                    f"no answer from Discord within the {deadline.seconds:g} s send deadline "
+                    "(DISCORD_SEND_DEADLINE_S): rate-limited or unreachable"
+                ) from exc
             wait = _rate_limited(exc)
             if wait is not None:
                 if not deadline.allows(wait):
-                    raise SendGaveUp(f"Discord's rate limit asked to wait {wait:g} s, past the {deadline.seconds:g} s "
-                                     "send deadline (DISCORD_SEND_DEADLINE_S)") from exc
+                    raise SendGaveUp(
+                        f"Discord's rate limit asked to wait {wait:g} s, past the {deadline.seconds:g} s "
+                        "send deadline (DISCORD_SEND_DEADLINE_S)"
+                    ) from exc
                 _log.info("Discord rate limit in channel %s: waiting %.1f s", channel_id, wait)
                 await asyncio.sleep(wait)
                 continue
@@ -104,10 +108,12 @@ async def _send(channel: Any, deadline: Deadline, **kwargs: Any) -> discord.Mess
             delay = backoff.delay()
             if failures == _NETWORK_ATTEMPTS or not deadline.allows(delay):
                 last = f"HTTP {exc.status}" if isinstance(exc, discord.HTTPException) else exc.__class__.__name__
-                raise SendGaveUp(f"sending failed {failures} time(s) within the {deadline.seconds:g} s send deadline "
-                                 f"(last: {last})") from exc
-            _log.info("sending to channel %s failed (%s); retrying in %.1f s", channel_id, exc.__class__.__name__,
-                      delay)
+                raise SendGaveUp(
+                    f"sending failed {failures} time(s) within the {deadline.seconds:g} s send deadline (last: {last})"
+                ) from exc
+            _log.info(
+                "sending to channel %s failed (%s); retrying in %.1f s", channel_id, exc.__class__.__name__, delay
+            )
             await asyncio.sleep(delay)
 
 
@@ -129,7 +135,11 @@ def files_of(content: Mapping[str, Any]) -> list[discord.File]:
 
 
 async def send_chunks(
-    channel: Any, text: str, *, files: Sequence[discord.File] = (), reference: discord.Message | None = None,
+    channel: Any,
+    text: str,
+    *,
+    files: Sequence[discord.File] = (),
+    reference: discord.Message | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> list[discord.Message]:
     """Send ``text`` (repaired, split under 2000 characters) and ``files`` (on the last message),

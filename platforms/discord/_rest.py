@@ -28,8 +28,11 @@ def use_api_base(api_base: str | None, agent: str) -> None:
     global _chosen
     wanted = api_base or _DEFAULT
     if _chosen is not None and wanted != _chosen:
-        raise ConfigError(f"DISCORD_API_BASE is {wanted}, but another character already uses {_chosen}; "
-                          "one troupe process talks to one Discord-compatible server", agent=agent)
+        raise ConfigError(
+            f"DISCORD_API_BASE is {wanted}, but another character already uses {_chosen}; "
+            "one troupe process talks to one Discord-compatible server",
+            agent=agent,
+        )
     _chosen = wanted
     Route.BASE = wanted
 

@@ -66,7 +66,9 @@ class _VoiceClient(discord.VoiceClient):
 class VoiceSession:
     """One voice connection: its channel, its room, its player and its ears."""
 
-    def __init__(self, manager: VoiceManager, client: _VoiceClient, channel: Any, text_channel: Any, room_id: str) -> None:
+    def __init__(
+        self, manager: VoiceManager, client: _VoiceClient, channel: Any, text_channel: Any, room_id: str
+    ) -> None:
         self.manager = manager
         self.client = client
         self.channel = channel
@@ -84,9 +86,13 @@ class VoiceSession:
     def listen(self) -> None:
         adapter = self.manager.adapter
         self.receiver = VoiceReceiver(
-            self.client, adapter.config.vad,
-            on_utterance=self._heard, on_voice=self._voice_level, on_failure=self._cannot_listen,
-            is_bot=self._is_bot, agent=adapter.name,
+            self.client,
+            adapter.config.vad,
+            on_utterance=self._heard,
+            on_voice=self._voice_level,
+            on_failure=self._cannot_listen,
+            is_bot=self._is_bot,
+            agent=adapter.name,
         )
         self.client.receiver = self.receiver
         self.receiver.start()
@@ -120,11 +126,17 @@ class VoiceSession:
 
     async def _cannot_listen(self, reason: str) -> None:
         name = self.manager.name
-        _log.warning("%s: cannot listen in voice channel %s: %s; replies to text are still spoken", name,
-                     self.channel.name, reason)
+        _log.warning(
+            "%s: cannot listen in voice channel %s: %s; replies to text are still spoken",
+            name,
+            self.channel.name,
+            reason,
+        )
         try:
-            await self.text_channel.send(f"I can't hear anyone in {self.channel.mention} right now, but I'll still "
-                                         "speak my replies to what you write here.")
+            await self.text_channel.send(
+                f"I can't hear anyone in {self.channel.mention} right now, but I'll still "
+                "speak my replies to what you write here."
+            )
         except discord.HTTPException as exc:
             _log.warning("%s: could not say so in #%s: %s", name, getattr(self.text_channel, "name", "?"), exc)
 
@@ -141,8 +153,9 @@ class VoiceSession:
         try:
             text = str(await runtime.use_model(ModelType.TRANSCRIPTION, {"audio": audio, "filename": "speech.wav"}))
         except ModelError as exc:
-            _log.warning("%s: could not transcribe %s in %s: %s", self.manager.name, member.display_name,
-                         self.channel.name, exc)
+            _log.warning(
+                "%s: could not transcribe %s in %s: %s", self.manager.name, member.display_name, self.channel.name, exc
+            )
             return
         text = text.strip()
         if len(text) < _MIN_TRANSCRIPT_CHARS or "[BLANK_AUDIO]" in text:
@@ -151,15 +164,28 @@ class VoiceSession:
         agent = runtime.agent_id
         memory = Memory(
             id=unique_uuid(agent, f"{SOURCE}:voice:{self.channel.id}:{user_id}:{uuid.uuid4()}"),
-            entity_id=discord_id(agent, user_id), agent_id=agent, room_id=self.room_id,
+            entity_id=discord_id(agent, user_id),
+            agent_id=agent,
+            room_id=self.room_id,
             world_id=discord_id(agent, self.channel.guild.id),
-            content={"text": text, "source": SOURCE, "channelType": ChannelType.VOICE_GROUP.value,
-                     "isVoiceMessage": True},
+            content={
+                "text": text,
+                "source": SOURCE,
+                "channelType": ChannelType.VOICE_GROUP.value,
+                "isVoiceMessage": True,
+            },
             created_at=now_ms(),
-            metadata={"type": "message", "entityName": (user_names(member) or [str(user_id)])[0],
-                      "authorIsBot": False, "isMention": False, "isReply": False, "authorId": str(user_id),
-                      "channelId": str(self.channel.id), "serverId": str(self.channel.guild.id),
-                      "heardAt": utterance.ended},
+            metadata={
+                "type": "message",
+                "entityName": (user_names(member) or [str(user_id)])[0],
+                "authorIsBot": False,
+                "isMention": False,
+                "isReply": False,
+                "authorId": str(user_id),
+                "channelId": str(self.channel.id),
+                "serverId": str(self.channel.guild.id),
+                "heardAt": utterance.ended,
+            },
         )
         sentences = SentenceStream()
 
@@ -173,11 +199,23 @@ class VoiceSession:
                 return []
             for sentence in sentences.finish(text):
                 self.player.say(sentence)
-            spoken = Memory(id=str(uuid.uuid4()), entity_id=agent, agent_id=agent, room_id=self.room_id,
-                            world_id=memory.world_id, created_at=now_ms(),
-                            content={**content, "text": text, "source": SOURCE, "inReplyTo": memory.id,
-                                     "isVoiceMessage": True, "channelType": ChannelType.VOICE_GROUP.value},
-                            metadata={"type": "message"})
+            spoken = Memory(
+                id=str(uuid.uuid4()),
+                entity_id=agent,
+                agent_id=agent,
+                room_id=self.room_id,
+                world_id=memory.world_id,
+                created_at=now_ms(),
+                content={
+                    **content,
+                    "text": text,
+                    "source": SOURCE,
+                    "inReplyTo": memory.id,
+                    "isVoiceMessage": True,
+                    "channelType": ChannelType.VOICE_GROUP.value,
+                },
+                metadata={"type": "message"},
+            )
             return await record_sent(runtime, [spoken], SOURCE)
 
         await runtime.emit(EventType.MESSAGE_RECEIVED, {"message": memory, "callback": reply, "on_reply_text": partial})
@@ -218,11 +256,11 @@ class VoiceManager:
             if current is not None:
                 await self._end(guild.id)
             try:
-                client = await channel.connect(cls=_VoiceClient, timeout=_CONNECT_TIMEOUT_S, self_deaf=False,
-                                               reconnect=True)
+                client = await channel.connect(
+                    cls=_VoiceClient, timeout=_CONNECT_TIMEOUT_S, self_deaf=False, reconnect=True
+                )
             except (TimeoutError, discord.ClientException, discord.HTTPException, OSError) as exc:
-                _log.warning("%s: could not join voice channel %s: %s", self.name, channel.name,
-                             exc.__class__.__name__)
+                _log.warning("%s: could not join voice channel %s: %s", self.name, channel.name, exc.__class__.__name__)
                 raise VoiceError(f"I couldn't connect to {channel.name}; try again in a moment.") from exc
             room_id = await self.adapter.ensure_room(channel)
             session = VoiceSession(self, client, channel, text_channel or channel, room_id)
@@ -256,8 +294,13 @@ class VoiceManager:
 
     def _event(self, session: VoiceSession) -> dict[str, Any]:
         agent = self.runtime.agent_id
-        return {"roomId": session.room_id, "worldId": discord_id(agent, session.channel.guild.id),
-                "channelId": str(session.channel.id), "name": session.channel.name, "source": SOURCE}
+        return {
+            "roomId": session.room_id,
+            "worldId": discord_id(agent, session.channel.guild.id),
+            "channelId": str(session.channel.id),
+            "name": session.channel.name,
+            "source": SOURCE,
+        }
 
     async def auto_join(self, guilds: list[Any]) -> None:
         """Join DISCORD_VOICE_CHANNEL_ID in whichever server has it."""
@@ -269,7 +312,9 @@ class VoiceManager:
             if channel is None:
                 continue
             if not isinstance(channel, discord.VoiceChannel | discord.StageChannel):
-                _log.error("%s: DISCORD_VOICE_CHANNEL_ID %s is #%s, not a voice channel", self.name, wanted, channel.name)
+                _log.error(
+                    "%s: DISCORD_VOICE_CHANNEL_ID %s is #%s, not a voice channel", self.name, wanted, channel.name
+                )
                 return
             try:
                 await self.join(channel)

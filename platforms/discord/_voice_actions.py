@@ -43,14 +43,19 @@ def find_voice_channel(channels: Sequence[Any], request: str, requester_channel:
 
 
 def _is_discord_guild_message(runtime: AgentRuntime, message: Memory) -> bool:
-    return message.content.get("source") == SOURCE and bool(message.metadata.get("serverId")) \
+    return (
+        message.content.get("source") == SOURCE
+        and bool(message.metadata.get("serverId"))
         and runtime.get_service(SOURCE) is not None
+    )
 
 
 async def _ask_model(runtime: AgentRuntime, request: str, channels: Sequence[Any]) -> Any:
     names = "\n".join(f"- {c.name}" for c in channels)
-    prompt = (f"Someone asked {runtime.character.name}: \"{request}\"\n\nThe server's voice channels are:\n{names}\n\n"
-              "Which voice channel do they want joined? Answer with the channel's name exactly as listed, or none.")
+    prompt = (
+        f'Someone asked {runtime.character.name}: "{request}"\n\nThe server\'s voice channels are:\n{names}\n\n'
+        "Which voice channel do they want joined? Answer with the channel's name exactly as listed, or none."
+    )
     try:
         answer = str(await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt}))
     except ModelError as exc:
@@ -59,8 +64,14 @@ async def _ask_model(runtime: AgentRuntime, request: str, channels: Sequence[Any
     return find_voice_channel(channels, answer)
 
 
-async def _join(runtime: AgentRuntime, message: Memory, state: State, options: dict[str, Any],
-                callback: HandlerCallback | None, responses: Sequence[Memory]) -> ActionResult:
+async def _join(
+    runtime: AgentRuntime,
+    message: Memory,
+    state: State,
+    options: dict[str, Any],
+    callback: HandlerCallback | None,
+    responses: Sequence[Memory],
+) -> ActionResult:
     adapter = runtime.get_service(SOURCE)
     guild = adapter.client.get_guild(int(message.metadata["serverId"]))
     if guild is None:
@@ -75,7 +86,9 @@ async def _join(runtime: AgentRuntime, message: Memory, state: State, options: d
     channel = channel or find_voice_channel(channels, request, here)
     if channel is None and channels:
         channel = await _ask_model(runtime, request, channels)
-    replied = any(str(a).upper() == "REPLY" for a in (responses[0].content.get("actions") or ())) if responses else False
+    replied = (
+        any(str(a).upper() == "REPLY" for a in (responses[0].content.get("actions") or ())) if responses else False
+    )
     if channel is None:
         if callback is not None:
             await callback({"text": "I couldn't figure out which voice channel you meant.", "actions": ["JOIN_VOICE"]})
@@ -89,12 +102,19 @@ async def _join(runtime: AgentRuntime, message: Memory, state: State, options: d
         return ActionResult(success=False, error=str(exc))
     if callback is not None and not replied:
         await callback({"text": f"Joining {channel.name}.", "actions": ["JOIN_VOICE"]})
-    return ActionResult(text=f"joined the voice channel {channel.name}", data={"actionName": "JOIN_VOICE",
-                                                                            "channelId": str(channel.id)})
+    return ActionResult(
+        text=f"joined the voice channel {channel.name}", data={"actionName": "JOIN_VOICE", "channelId": str(channel.id)}
+    )
 
 
-async def _leave(runtime: AgentRuntime, message: Memory, state: State, options: dict[str, Any],
-                 callback: HandlerCallback | None, responses: Sequence[Memory]) -> ActionResult:
+async def _leave(
+    runtime: AgentRuntime,
+    message: Memory,
+    state: State,
+    options: dict[str, Any],
+    callback: HandlerCallback | None,
+    responses: Sequence[Memory],
+) -> ActionResult:
     adapter = runtime.get_service(SOURCE)
     guild = adapter.client.get_guild(int(message.metadata["serverId"]))
     left = await adapter.voice.leave(guild) if guild is not None else None

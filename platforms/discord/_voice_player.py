@@ -135,7 +135,9 @@ class SpeechPlayer:
             except asyncio.CancelledError:
                 raise
             except AudioError as exc:
-                _log.warning("%s: the speech audio for a reply could not be played: %s", self.runtime.character.name, exc)
+                _log.warning(
+                    "%s: the speech audio for a reply could not be played: %s", self.runtime.character.name, exc
+                )
             except Exception:
                 _log.exception("%s: could not speak a sentence", self.runtime.character.name)
             finally:

@@ -88,7 +88,8 @@ def decrypt_rtpsize(packet: RtpPacket, secret_key: bytes) -> bytes:
     nonce = data[-4:] + bytes(20)
     try:
         plain = nacl.bindings.crypto_aead_xchacha20poly1305_ietf_decrypt(
-            data[packet.header_end : -4], data[: packet.header_end], nonce, secret_key)
+            data[packet.header_end : -4], data[: packet.header_end], nonce, secret_key
+        )
     except nacl.exceptions.CryptoError as exc:
         raise ValueError("packet does not decrypt") from exc
     return plain[4 * packet.extension_words :]
@@ -123,8 +124,9 @@ class VoiceReceiver:
         self._queue: asyncio.Queue[bytes] = asyncio.Queue(_QUEUE_LIMIT)
         self._loop = asyncio.get_running_loop()
         # Its own tasks, not the agent's: they end with this voice connection.
-        self._tasks = BackgroundTasks(f"troupe:{agent}:discord:voice-receive" if agent else "troupe:voice-receive",
-                                      agent=agent)
+        self._tasks = BackgroundTasks(
+            f"troupe:{agent}:discord:voice-receive" if agent else "troupe:voice-receive", agent=agent
+        )
         self._failed = False
         self._dave_failures = 0
         self.packets = 0

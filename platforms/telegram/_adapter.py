@@ -135,9 +135,16 @@ class TelegramAdapter:
     async def _connect(self, token: str) -> None:
         timeout = self.config.poll_timeout
         self.app = app = (
-            ApplicationBuilder().token(token).base_url(self.config.base_url).base_file_url(self.config.base_file_url)
-            .connect_timeout(10).read_timeout(30).write_timeout(30).pool_timeout(10)
-            .get_updates_read_timeout(timeout + 10).concurrent_updates(64)
+            ApplicationBuilder()
+            .token(token)
+            .base_url(self.config.base_url)
+            .base_file_url(self.config.base_file_url)
+            .connect_timeout(10)
+            .read_timeout(30)
+            .write_timeout(30)
+            .pool_timeout(10)
+            .get_updates_read_timeout(timeout + 10)
+            .concurrent_updates(64)
             .update_queue(InboxQueue(self.runtime))
             .build()
         )
@@ -148,14 +155,18 @@ class TelegramAdapter:
                 await app.initialize()
                 await app.bot.delete_webhook(drop_pending_updates=False)  # polling and a webhook exclude each other
         except InvalidToken:
-            raise ConfigError("Telegram refused the bot token in TELEGRAM_BOT_TOKEN; copy it again from "
-                              "@BotFather (/mybots → your bot → API Token)", agent=self.name) from None
+            raise ConfigError(
+                "Telegram refused the bot token in TELEGRAM_BOT_TOKEN; copy it again from "
+                "@BotFather (/mybots → your bot → API Token)",
+                agent=self.name,
+            ) from None
         self.bot_id, self.username = app.bot.id, app.bot.username
         await app.start()
         await replay(self.runtime, app.bot, app.update_queue)
         assert app.updater is not None  # ApplicationBuilder makes one unless told not to
-        await app.updater.start_polling(timeout=int(timeout), allowed_updates=_ALLOWED_UPDATES,
-                                        error_callback=self._on_polling_error)
+        await app.updater.start_polling(
+            timeout=int(timeout), allowed_updates=_ALLOWED_UPDATES, error_callback=self._on_polling_error
+        )
 
     async def close(self) -> None:
         """Stop polling, let messages being answered finish (up to a limit), shut down."""
@@ -186,9 +197,12 @@ class TelegramAdapter:
             now = time.monotonic()
             self._conflicts = [t for t in self._conflicts if now - t < _CONFLICT_WINDOW_S] + [now]
             if len(self._conflicts) >= _CONFLICTS_TO_STOP:
-                _log.error("%s: another process is polling Telegram with this bot's token (409 Conflict); stopping "
-                           "Telegram for this character. Stop the other process (or give each its own bot) and "
-                           "restart troupe", self.name)
+                _log.error(
+                    "%s: another process is polling Telegram with this bot's token (409 Conflict); stopping "
+                    "Telegram for this character. Stop the other process (or give each its own bot) and "
+                    "restart troupe",
+                    self.name,
+                )
                 self.runtime.links.set(SOURCE, LinkState.FAILED, "another process polls with this bot's token")
                 self.runtime.create_task(self._stop_polling(), "telegram:stop-polling")
             return
@@ -252,9 +266,20 @@ class TelegramAdapter:
         existing = await store.get_world(world_id(agent, chat.id))
         owner, admins = await self._administrators(chat)
         world = world_for_chat(agent, chat, owner_id=owner, admin_ids=admins)
-        main = room_for_message(agent, message) if not is_topic(message) else Room(
-            room_id(agent, chat.id), source=SOURCE, type=channel_type(chat), agent_id=agent,
-            name=world.name, world_id=world.id, server_id=str(chat.id), channel_id=str(chat.id))
+        main = (
+            room_for_message(agent, message)
+            if not is_topic(message)
+            else Room(
+                room_id(agent, chat.id),
+                source=SOURCE,
+                type=channel_type(chat),
+                agent_id=agent,
+                name=world.name,
+                world_id=world.id,
+                server_id=str(chat.id),
+                channel_id=str(chat.id),
+            )
+        )
         if existing is None:
             await store.create_world(world)
         else:
@@ -262,8 +287,11 @@ class TelegramAdapter:
             roles = {**world.metadata["roles"], **(existing.metadata.get("roles") or {})}
             if world.metadata.get("ownership"):
                 roles[world.metadata["ownership"]["ownerId"]] = "OWNER"
-            existing.metadata = {**existing.metadata, **{k: v for k, v in world.metadata.items() if k != "roles"},
-                                 "roles": roles}
+            existing.metadata = {
+                **existing.metadata,
+                **{k: v for k, v in world.metadata.items() if k != "roles"},
+                "roles": roles,
+            }
             existing.name = world.name
             await store.update_world(existing)
         await self.connections.ensure_rooms([main])
@@ -271,8 +299,9 @@ class TelegramAdapter:
         if existing is None:
             sender = message.from_user  # this bot, for a chat first seen through what it sent there
             entities = [entity_for_user(agent, sender)] if sender and sender.id != self.bot_id else []
-            await self.runtime.emit(EventType.WORLD_JOINED, {"world": world, "rooms": [main], "entities": entities,
-                                                             "source": SOURCE})
+            await self.runtime.emit(
+                EventType.WORLD_JOINED, {"world": world, "rooms": [main], "entities": entities, "source": SOURCE}
+            )
 
     async def _administrators(self, chat: Any) -> tuple[int | None, list[int]]:
         if channel_type(chat) is ChannelType.DM or self.app is None:
@@ -342,7 +371,9 @@ class TelegramAdapter:
         memory = memory_for_message(agent, message, bot_id=self.bot_id, bot_username=self.username)
         if text is not None:
             memory.content["text"] = text
-            memory.metadata["isMention"] = memory.metadata["isMention"] or f"@{self.username}".casefold() in text.casefold()
+            memory.metadata["isMention"] = (
+                memory.metadata["isMention"] or f"@{self.username}".casefold() in text.casefold()
+            )
         attachments = _attachments(message)
         if attachments:
             memory.content["attachments"] = attachments
@@ -375,11 +406,17 @@ class TelegramAdapter:
         if name == "/start":
             text = f"Hi, I'm {character.name}. {about}".strip() + "\n\nJust write to me here."
         else:
-            text = (f"I'm {character.name}. In a private chat, just write to me. In a group, mention "
-                    f"@{self.username}, reply to one of my messages, or call me by name.")
-        await self._send_reply(message.chat.id, text, reply_to=message.message_id,
-                               thread_id=message.message_thread_id if is_topic(message) else None,
-                               title=message.chat.title)
+            text = (
+                f"I'm {character.name}. In a private chat, just write to me. In a group, mention "
+                f"@{self.username}, reply to one of my messages, or call me by name."
+            )
+        await self._send_reply(
+            message.chat.id,
+            text,
+            reply_to=message.message_id,
+            thread_id=message.message_thread_id if is_topic(message) else None,
+            title=message.chat.title,
+        )
         return True
 
     async def _listen(self, message: Message, memory: Memory) -> None:
@@ -407,19 +444,39 @@ class TelegramAdapter:
             params = {"audio": audio, "filename": spoken.filename}
             transcript = str(await self.runtime.use_model(ModelType.TRANSCRIPTION, params) or "").strip()
         except FileTooLarge:
-            _log.info("%s: a %s in %s (chat %s) is %s; it goes on untranscribed", self.name, spoken.label, where,
-                      message.chat.id, _TOO_LARGE)
-            _mark_heard(memory, spoken.file_id, "", f"A {spoken.label} too large to listen to: it is {_TOO_LARGE}, "
-                                                    "so it was not transcribed")
+            _log.info(
+                "%s: a %s in %s (chat %s) is %s; it goes on untranscribed",
+                self.name,
+                spoken.label,
+                where,
+                message.chat.id,
+                _TOO_LARGE,
+            )
+            _mark_heard(
+                memory,
+                spoken.file_id,
+                "",
+                f"A {spoken.label} too large to listen to: it is {_TOO_LARGE}, so it was not transcribed",
+            )
             return
         except Exception as exc:
             # A download error may quote the file URL, which carries the token: name only its kind.
             reason = reason_for(exc, self.name) if isinstance(exc, (ModelError, ValueError)) else type(exc).__name__
-            _log.warning("%s: could not transcribe a %s in %s (chat %s): %s; it goes on untranscribed", self.name,
-                         spoken.label, where, message.chat.id, reason)
+            _log.warning(
+                "%s: could not transcribe a %s in %s (chat %s): %s; it goes on untranscribed",
+                self.name,
+                spoken.label,
+                where,
+                message.chat.id,
+                reason,
+            )
             return
-        _mark_heard(memory, spoken.file_id, transcript, f"Transcript of a {spoken.label}" if transcript
-                    else f"A {spoken.label} with no words in it")
+        _mark_heard(
+            memory,
+            spoken.file_id,
+            transcript,
+            f"Transcript of a {spoken.label}" if transcript else f"A {spoken.label} with no words in it",
+        )
         if transcript:
             caption = memory.content.get("text")
             memory.content["text"] = f"{caption}\n{transcript}" if caption else transcript
@@ -463,11 +520,18 @@ class TelegramAdapter:
         entity = await self._ensure_entity(user, room) if reaction.chat.id in self._chats else entity_id(agent, user.id)
         memory = Memory(
             id=message_id(agent, reaction.chat.id, f"{reaction.message_id}-reaction-{user.id}-{emoji}"),
-            entity_id=entity, agent_id=agent, room_id=room, world_id=world_id(agent, reaction.chat.id),
-            content={"text": f"*reacted {emoji}*", "source": SOURCE,
-                     "inReplyTo": message_id(agent, reaction.chat.id, reaction.message_id),
-                     "channelType": channel_type(reaction.chat).value},
-            metadata={"type": "reaction", "authorIsBot": bool(user.is_bot), "emoji": emoji}, created_at=now_ms(),
+            entity_id=entity,
+            agent_id=agent,
+            room_id=room,
+            world_id=world_id(agent, reaction.chat.id),
+            content={
+                "text": f"*reacted {emoji}*",
+                "source": SOURCE,
+                "inReplyTo": message_id(agent, reaction.chat.id, reaction.message_id),
+                "channelType": channel_type(reaction.chat).value,
+            },
+            metadata={"type": "reaction", "authorIsBot": bool(user.is_bot), "emoji": emoji},
+            created_at=now_ms(),
         )
         await self.runtime.emit(EventType.REACTION_RECEIVED, {"message": memory, "source": SOURCE})
 
@@ -494,32 +558,47 @@ class TelegramAdapter:
         room = room_id(self.runtime.agent_id, change.chat.id)
         if joined and change.chat.id in self._chats:
             await self._ensure_entity(user, room)
-        await self._member_event(EventType.ENTITY_JOINED if joined else EventType.ENTITY_LEFT, user, change.chat.id, room)
+        await self._member_event(
+            EventType.ENTITY_JOINED if joined else EventType.ENTITY_LEFT, user, change.chat.id, room
+        )
 
     async def _member_event(self, event: EventType, user: Any, chat_id: int, room: str) -> None:
         agent = self.runtime.agent_id
-        await self.runtime.emit(event, {
-            "entityId": entity_id(agent, user.id), "worldId": world_id(agent, chat_id), "roomId": room,
-            "source": SOURCE, "metadata": {SOURCE: {"id": str(user.id), "username": user.username,
-                                                    "name": user.full_name}},
-        })
+        await self.runtime.emit(
+            event,
+            {
+                "entityId": entity_id(agent, user.id),
+                "worldId": world_id(agent, chat_id),
+                "roomId": room,
+                "source": SOURCE,
+                "metadata": {SOURCE: {"id": str(user.id), "username": user.username, "name": user.full_name}},
+            },
+        )
 
     # -- outbound -------------------------------------------------------------------------
 
-    async def _send(self, chat_id: int, text: str, *, reply_to: int | None = None,
-                    thread_id: int | None = None) -> list[Message]:
+    async def _send(
+        self, chat_id: int, text: str, *, reply_to: int | None = None, thread_id: int | None = None
+    ) -> list[Message]:
         assert self.app is not None
         try:
-            sent = await send_text(self.app.bot, chat_id, text, reply_to=reply_to, thread_id=thread_id,
-                                   deadline_s=self.config.send_deadline)
+            sent = await send_text(
+                self.app.bot,
+                chat_id,
+                text,
+                reply_to=reply_to,
+                thread_id=thread_id,
+                deadline_s=self.config.send_deadline,
+            )
         except PartlySent as exc:
             self._relay.deliver(self, exc.sent)  # the other characters saw that much too
             raise
         self._relay.deliver(self, sent)
         return sent
 
-    async def _send_reply(self, chat_id: int, text: str, *, reply_to: int | None, thread_id: int | None,
-                          title: str | None = None) -> tuple[list[Message], bool]:
+    async def _send_reply(
+        self, chat_id: int, text: str, *, reply_to: int | None, thread_id: int | None, title: str | None = None
+    ) -> tuple[list[Message], bool]:
         """Send a reply to message ``reply_to``: what went out, and whether that is all of it.
 
         Never raises: a reply not sent, or not all of it, is logged with the chat (``title`` if
@@ -529,8 +608,15 @@ class TelegramAdapter:
             return await self._send(chat_id, text, reply_to=reply_to, thread_id=thread_id), True
         except Exception as exc:
             where = title or ("a private chat" if chat_id > 0 else "a group")  # people's chat ids are positive
-            _log.error("%s: could not send a reply in %s (chat %s) to message %s, \"%s\": %s", self.name, where,
-                       chat_id, reply_to, first_words(text), getattr(exc, "message", None) or exc.__class__.__name__)
+            _log.error(
+                '%s: could not send a reply in %s (chat %s) to message %s, "%s": %s',
+                self.name,
+                where,
+                chat_id,
+                reply_to,
+                first_words(text),
+                getattr(exc, "message", None) or exc.__class__.__name__,
+            )
             # What did go out is part of the conversation.
             return (exc.sent, False) if isinstance(exc, PartlySent) else ([], False)
 
@@ -544,8 +630,9 @@ class TelegramAdapter:
             text = str(content.get("text") or "").strip()
             if not text:
                 return []
-            sent, whole = await self._send_reply(message.chat.id, text, reply_to=message.message_id, thread_id=thread,
-                                                 title=message.chat.title)
+            sent, whole = await self._send_reply(
+                message.chat.id, text, reply_to=message.message_id, thread_id=thread, title=message.chat.title
+            )
             memories = await self._remember(sent, content, incoming.room_id, in_reply_to=incoming.id)
             if speak and memories and whole:
                 await self._speak(message.chat, text, memories[-1], reply_to=message.message_id, thread=thread)
@@ -553,8 +640,9 @@ class TelegramAdapter:
 
         return reply
 
-    async def _speak(self, chat: Any, text: str, memory: Memory, *, reply_to: int | None, thread: int | None,
-                     what: str = "reply") -> None:
+    async def _speak(
+        self, chat: Any, text: str, memory: Memory, *, reply_to: int | None, thread: int | None, what: str = "reply"
+    ) -> None:
         """Say ``text`` in ``chat`` as a voice note (quoting ``reply_to``, if given), after the
         text message ``memory`` stores; the voice note is added to it as an attachment, by file
         id. ``what`` names the text in the log: ``reply``, or ``message`` for one sent unasked.
@@ -571,38 +659,75 @@ class TelegramAdapter:
             result = await self.runtime.use_model(ModelType.TEXT_TO_SPEECH, {"text": words, "format": "opus"})
             audio, audio_format = await speech_audio(result)
             note = await asyncio.to_thread(voice_note, audio, audio_format)
-            sent = await send_voice(self.app.bot, chat.id, note.data, duration=note.duration, reply_to=reply_to,
-                                    thread_id=thread, deadline_s=self.config.send_deadline)
+            sent = await send_voice(
+                self.app.bot,
+                chat.id,
+                note.data,
+                duration=note.duration,
+                reply_to=reply_to,
+                thread_id=thread,
+                deadline_s=self.config.send_deadline,
+            )
         except Exception as exc:
-            reason = reason_for(exc, self.name) if isinstance(exc, (ModelError, ValueError)) else (
-                getattr(exc, "message", None) or type(exc).__name__)
-            _log.warning("%s: the %s in %s (chat %s) went out as text only, without a voice note: %s", self.name,
-                         what, chat.title or "a private chat", chat.id, reason)
+            reason = (
+                reason_for(exc, self.name)
+                if isinstance(exc, (ModelError, ValueError))
+                else (getattr(exc, "message", None) or type(exc).__name__)
+            )
+            _log.warning(
+                "%s: the %s in %s (chat %s) went out as text only, without a voice note: %s",
+                self.name,
+                what,
+                chat.title or "a private chat",
+                chat.id,
+                reason,
+            )
             return
         finally:
             await recording.stop()
         voice = sent.voice
-        attachment = {"id": voice.file_id if voice else "", "title": "voice.ogg", "contentType": "audio/ogg",
-                      "source": SOURCE, "private": True, "transcribed": True, "text": words,
-                      "description": f"Voice note of this {what}",
-                      "url": f"telegram:file:{voice.file_unique_id}" if voice else "",
-                      "duration": note.duration, "messageId": sent.message_id}
+        attachment = {
+            "id": voice.file_id if voice else "",
+            "title": "voice.ogg",
+            "contentType": "audio/ogg",
+            "source": SOURCE,
+            "private": True,
+            "transcribed": True,
+            "text": words,
+            "description": f"Voice note of this {what}",
+            "url": f"telegram:file:{voice.file_unique_id}" if voice else "",
+            "duration": note.duration,
+            "messageId": sent.message_id,
+        }
         memory.content["attachments"] = [*(memory.content.get("attachments") or ()), attachment]
         assert memory.id is not None  # a Telegram message's memory is named after its chat and id
         await self.runtime.store.update_memory(memory.id, content=memory.content)
 
-    async def _remember(self, sent: list[Message], content: Mapping[str, Any], room: str, *,
-                        in_reply_to: str | None = None) -> list[Memory]:
+    async def _remember(
+        self, sent: list[Message], content: Mapping[str, Any], room: str, *, in_reply_to: str | None = None
+    ) -> list[Memory]:
         agent, memories = self.runtime.agent_id, []
         for message in sent:
-            body = {**content, "text": message.text or "", "source": SOURCE,
-                    "channelType": channel_type(message.chat).value}
+            body = {
+                **content,
+                "text": message.text or "",
+                "source": SOURCE,
+                "channelType": channel_type(message.chat).value,
+            }
             if in_reply_to is not None:
                 body["inReplyTo"] = in_reply_to
-            memories.append(Memory(
-                id=message_id(agent, message.chat.id, message.message_id), entity_id=agent, agent_id=agent, room_id=room,
-                world_id=world_id(agent, message.chat.id), content=body, created_at=int(message.date.timestamp() * 1000),
-                metadata={"type": "message"}))
+            memories.append(
+                Memory(
+                    id=message_id(agent, message.chat.id, message.message_id),
+                    entity_id=agent,
+                    agent_id=agent,
+                    room_id=room,
+                    world_id=world_id(agent, message.chat.id),
+                    content=body,
+                    created_at=int(message.date.timestamp() * 1000),
+                    metadata={"type": "message"},
+                )
+            )
         return await record_sent(self.runtime, memories, SOURCE)
 
     async def send_to_room(self, room: Room, content: dict[str, Any]) -> list[Memory]:
@@ -627,12 +752,14 @@ class TelegramAdapter:
         if not native.get("chatId") or not text:
             return []
         chat_id, quoted, thread = int(native["chatId"]), native.get("messageId"), native.get("threadId")
-        sent, _ = await self._send_reply(chat_id, text, reply_to=int(quoted) if quoted else None,
-                                         thread_id=int(thread) if thread else None)
+        sent, _ = await self._send_reply(
+            chat_id, text, reply_to=int(quoted) if quoted else None, thread_id=int(thread) if thread else None
+        )
         return await self._remember(sent, content, message.room_id, in_reply_to=message.id)
 
-    async def _deliver(self, chat_id: int, topic: int | None, content: dict[str, Any], room: str, *,
-                       person: Entity | None = None) -> list[Memory]:
+    async def _deliver(
+        self, chat_id: int, topic: int | None, content: dict[str, Any], room: str, *, person: Entity | None = None
+    ) -> list[Memory]:
         """Send ``content`` as text; with ``TELEGRAM_VOICE_REPLIES=always`` also as a voice note,
         after it (a message sent unasked answers no voice message, so ``auto`` does not speak).
 
@@ -646,8 +773,9 @@ class TelegramAdapter:
         except Forbidden:
             raise SendError("Telegram won't let me write there (they may not have started a chat with me)") from None
         except (TelegramError, PartlySent) as exc:
-            _log.error("%s: could not send to Telegram chat %s, \"%s\": %s", self.name, chat_id, first_words(text),
-                       exc.message)
+            _log.error(
+                '%s: could not send to Telegram chat %s, "%s": %s', self.name, chat_id, first_words(text), exc.message
+            )
             if not isinstance(exc, PartlySent):
                 raise SendError("Telegram did not take the message; try again later") from None
             sent, whole = exc.sent, False
@@ -656,8 +784,9 @@ class TelegramAdapter:
             await self.connections.ensure_entity(person, room)
         memories = await self._remember(sent, content, room)
         if not whole:
-            raise SendError("only the beginning of the message went out; Telegram did not take the rest, try "
-                            "again later")
+            raise SendError(
+                "only the beginning of the message went out; Telegram did not take the rest, try again later"
+            )
         if self.config.voice_replies == "always" and memories:
             await self._speak(sent[-1].chat, text, memories[-1], reply_to=None, thread=topic, what="message")
         return memories
@@ -681,23 +810,41 @@ def _attachments(message: Message) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     if message.photo:
         photo = message.photo[-1]  # the largest size
-        found.append({"id": photo.file_id, "title": "photo.jpg", "contentType": "image/jpeg", "private": True,
-                      "url": f"telegram:file:{photo.file_unique_id}", "size": photo.file_size})
-    for kind, default_type, default_name in (("document", "application/octet-stream", "document"),
-                                             ("voice", "audio/ogg", "voice.ogg"), ("audio", "audio/mpeg", "audio.mp3"),
-                                             ("video_note", "video/mp4", "video_note.mp4")):
+        found.append(
+            {
+                "id": photo.file_id,
+                "title": "photo.jpg",
+                "contentType": "image/jpeg",
+                "private": True,
+                "url": f"telegram:file:{photo.file_unique_id}",
+                "size": photo.file_size,
+            }
+        )
+    for kind, default_type, default_name in (
+        ("document", "application/octet-stream", "document"),
+        ("voice", "audio/ogg", "voice.ogg"),
+        ("audio", "audio/mpeg", "audio.mp3"),
+        ("video_note", "video/mp4", "video_note.mp4"),
+    ):
         item = getattr(message, kind, None)
         if item is not None:
-            found.append({"id": item.file_id, "title": getattr(item, "file_name", None) or default_name,
-                          "contentType": getattr(item, "mime_type", None) or default_type, "private": True,
-                          "url": f"telegram:file:{item.file_unique_id}", "size": item.file_size})
+            found.append(
+                {
+                    "id": item.file_id,
+                    "title": getattr(item, "file_name", None) or default_name,
+                    "contentType": getattr(item, "mime_type", None) or default_type,
+                    "private": True,
+                    "url": f"telegram:file:{item.file_unique_id}",
+                    "size": item.file_size,
+                }
+            )
     for item in found:
         item["source"] = SOURCE
     return found
 
 
 class _Typing:
-    """"typing…" (or another chat action, such as "recording a voice message…") in a chat, renewed
+    """ "typing…" (or another chat action, such as "recording a voice message…") in a chat, renewed
     every few seconds, from when an answer is coming until it is sent."""
 
     def __init__(self, adapter: TelegramAdapter, chat_id: int, thread_id: int | None, action: str = "typing") -> None:
@@ -713,8 +860,9 @@ class _Typing:
         try:
             async with asyncio.timeout(_TYPING_CAP_S):
                 while True:
-                    await self.adapter.app.bot.send_chat_action(self.chat_id, self.action,
-                                                                message_thread_id=self.thread_id)
+                    await self.adapter.app.bot.send_chat_action(
+                        self.chat_id, self.action, message_thread_id=self.thread_id
+                    )
                     await asyncio.sleep(_TYPING_EVERY_S)
         except Exception as exc:  # typing is a courtesy: never worth an error
             _log.debug("%s: typing indicator stopped: %s", self.adapter.name, exc.__class__.__name__)

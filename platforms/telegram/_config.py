@@ -50,8 +50,9 @@ def _api_root(agent: str, raw: str | None) -> str:
         return DEFAULT_API_ROOT
     parts = urlsplit(raw)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"TELEGRAM_API_ROOT must be an http(s) URL such as http://127.0.0.1:8081, "
-                          f"not {raw!r}", agent=agent)
+        raise ConfigError(
+            f"TELEGRAM_API_ROOT must be an http(s) URL such as http://127.0.0.1:8081, not {raw!r}", agent=agent
+        )
     return raw.rstrip("/")
 
 
@@ -60,8 +61,11 @@ def _voice_replies(agent: str, raw: str | None) -> str:
         return "auto"
     value = raw.strip().lower()
     if value not in VOICE_REPLIES:
-        raise ConfigError(f"TELEGRAM_VOICE_REPLIES must be auto (answer a voice message with a voice note "
-                          f"too), always or never, not {raw!r}", agent=agent)
+        raise ConfigError(
+            f"TELEGRAM_VOICE_REPLIES must be auto (answer a voice message with a voice note "
+            f"too), always or never, not {raw!r}",
+            agent=agent,
+        )
     return value
 
 
@@ -74,11 +78,16 @@ def read_config(get_setting, agent: str) -> TelegramConfig:
     read = SettingReader(get_setting, agent)
     token = read.optional("TELEGRAM_BOT_TOKEN")
     if token is None:
-        raise ConfigError("TELEGRAM_BOT_TOKEN is not set; put the token @BotFather gave you in the "
-                          "character's settings.secrets (or an env:/file:/credential: reference to it)", agent=agent)
+        raise ConfigError(
+            "TELEGRAM_BOT_TOKEN is not set; put the token @BotFather gave you in the "
+            "character's settings.secrets (or an env:/file:/credential: reference to it)",
+            agent=agent,
+        )
     if ":" not in token:
-        raise ConfigError("TELEGRAM_BOT_TOKEN does not look like a bot token (<digits>:<secret>); "
-                          "copy it again from @BotFather", agent=agent)
+        raise ConfigError(
+            "TELEGRAM_BOT_TOKEN does not look like a bot token (<digits>:<secret>); copy it again from @BotFather",
+            agent=agent,
+        )
     allowed = read.id_list("TELEGRAM_ALLOWED_CHATS", pattern=r"-?\d+|@\w{5,}")
     return TelegramConfig(
         token=SecretStr(token),

@@ -40,8 +40,12 @@ class InboxQueue(asyncio.Queue[Any]):
             try:
                 await self.runtime.store.inbox_put(SOURCE, str(item.update_id), item.to_json())
             except Exception as exc:  # handled all the same; only a crash in the next moments could lose it
-                _log.warning("%s: could not keep Telegram update %s in the inbox: %s", self.runtime.character.name,
-                             item.update_id, exc)
+                _log.warning(
+                    "%s: could not keep Telegram update %s in the inbox: %s",
+                    self.runtime.character.name,
+                    item.update_id,
+                    exc,
+                )
         await super().put(item)
 
 
@@ -55,13 +59,22 @@ async def replay(runtime: AgentRuntime, bot: Bot, queue: asyncio.Queue[Any]) -> 
         try:
             update = Update.de_json(json.loads(payload), bot) if now - received_at <= window else None
         except (ValueError, TypeError, KeyError) as exc:
-            _log.warning("%s: dropping Telegram update %s kept from before the restart: it no longer reads (%s)",
-                         name, event_id, exc.__class__.__name__)
+            _log.warning(
+                "%s: dropping Telegram update %s kept from before the restart: it no longer reads (%s)",
+                name,
+                event_id,
+                exc.__class__.__name__,
+            )
             update = None
         else:
             if update is None:
-                _log.info("%s: not handling Telegram update %s after the restart: it is %.0f s old (more than "
-                          "RECOVERY_WINDOW_S)", name, event_id, age_s)
+                _log.info(
+                    "%s: not handling Telegram update %s after the restart: it is %.0f s old (more than "
+                    "RECOVERY_WINDOW_S)",
+                    name,
+                    event_id,
+                    age_s,
+                )
         if update is None:
             await store.inbox_done(SOURCE, event_id)
             continue

@@ -35,8 +35,12 @@ __all__ = [
 
 SOURCE = "telegram"
 
-_CHANNEL_TYPES = {"private": ChannelType.DM, "group": ChannelType.GROUP, "supergroup": ChannelType.GROUP,
-                  "channel": ChannelType.FEED}
+_CHANNEL_TYPES = {
+    "private": ChannelType.DM,
+    "group": ChannelType.GROUP,
+    "supergroup": ChannelType.GROUP,
+    "channel": ChannelType.FEED,
+}
 
 
 def world_id(agent_id: str, chat_id: int | str) -> str:
@@ -63,8 +67,11 @@ def channel_type(chat: Any) -> ChannelType:
 def is_topic(message: Any) -> bool:
     """A message in a forum topic (not merely a reply thread in an ordinary supergroup)."""
     chat = message.chat
-    return bool(getattr(chat, "is_forum", False) and getattr(message, "is_topic_message", False)
-                and getattr(message, "message_thread_id", None) is not None)
+    return bool(
+        getattr(chat, "is_forum", False)
+        and getattr(message, "is_topic_message", False)
+        and getattr(message, "message_thread_id", None) is not None
+    )
 
 
 def user_names(user: Any) -> list[str]:
@@ -77,10 +84,15 @@ def user_names(user: Any) -> list[str]:
 
 def entity_for_user(agent_id: str, user: Any) -> Entity:
     names = user_names(user)
-    info = {"id": str(user.id), "username": getattr(user, "username", None) or "", "name": names[0],
-            "bot": bool(getattr(user, "is_bot", False))}
-    return Entity(entity_id(agent_id, user.id), agent_id, names=names,
-                  metadata={SOURCE: info, "username": info["username"]})
+    info = {
+        "id": str(user.id),
+        "username": getattr(user, "username", None) or "",
+        "name": names[0],
+        "bot": bool(getattr(user, "is_bot", False)),
+    }
+    return Entity(
+        entity_id(agent_id, user.id), agent_id, names=names, metadata={SOURCE: info, "username": info["username"]}
+    )
 
 
 def _chat_name(chat: Any) -> str:
@@ -100,8 +112,9 @@ def world_for_chat(agent_id: str, chat: Any, *, owner_id: int | None = None, adm
         owner = entity_id(agent_id, owner_id)
         roles[owner] = Role.OWNER.value
         metadata["ownership"] = {"ownerId": owner}
-    return World(world_id(agent_id, chat.id), agent_id, name=_chat_name(chat), server_id=str(chat.id),
-                 metadata=metadata)
+    return World(
+        world_id(agent_id, chat.id), agent_id, name=_chat_name(chat), server_id=str(chat.id), metadata=metadata
+    )
 
 
 def _topic_name(message: Any) -> str:
@@ -119,12 +132,27 @@ def room_for_message(agent_id: str, message: Any) -> Room:
     world = world_id(agent_id, chat.id)
     if is_topic(message):
         topic = message.message_thread_id
-        return Room(room_id(agent_id, chat.id, topic), source=SOURCE, type=kind, agent_id=agent_id,
-                    name=f"{_chat_name(chat)} › {_topic_name(message)}", world_id=world, server_id=str(chat.id),
-                    channel_id=f"{chat.id}:{topic}",
-                    metadata={"threadId": topic, "isForumTopic": True, "parentRoomId": room_id(agent_id, chat.id)})
-    return Room(room_id(agent_id, chat.id), source=SOURCE, type=kind, agent_id=agent_id, name=_chat_name(chat),
-                world_id=world, server_id=str(chat.id), channel_id=str(chat.id))
+        return Room(
+            room_id(agent_id, chat.id, topic),
+            source=SOURCE,
+            type=kind,
+            agent_id=agent_id,
+            name=f"{_chat_name(chat)} › {_topic_name(message)}",
+            world_id=world,
+            server_id=str(chat.id),
+            channel_id=f"{chat.id}:{topic}",
+            metadata={"threadId": topic, "isForumTopic": True, "parentRoomId": room_id(agent_id, chat.id)},
+        )
+    return Room(
+        room_id(agent_id, chat.id),
+        source=SOURCE,
+        type=kind,
+        agent_id=agent_id,
+        name=_chat_name(chat),
+        world_id=world,
+        server_id=str(chat.id),
+        channel_id=str(chat.id),
+    )
 
 
 def message_text(message: Any) -> str:
@@ -159,8 +187,7 @@ def memory_for_message(agent_id: str, message: Any, *, bot_id: int, bot_username
     reply = getattr(message, "reply_to_message", None)
     # In a forum, every message "replies" to the topic's first message: that is not a reply.
     quoted = None if reply is None or (is_topic(message) and reply.message_id == message.message_thread_id) else reply
-    content: dict[str, Any] = {"text": message_text(message), "source": SOURCE,
-                               "channelType": channel_type(chat).value}
+    content: dict[str, Any] = {"text": message_text(message), "source": SOURCE, "channelType": channel_type(chat).value}
     if quoted is not None:
         content["inReplyTo"] = message_id(agent_id, chat.id, quoted.message_id)
     return Memory(
@@ -178,7 +205,12 @@ def memory_for_message(agent_id: str, message: Any, *, bot_id: int, bot_username
             "authorIsBot": bool(sender.is_bot),
             "isMention": _mentions_bot(message, bot_id, bot_username),
             "isReply": quoted is not None and quoted.from_user is not None and quoted.from_user.id == bot_id,
-            SOURCE: {"chatId": str(chat.id), "chatType": str(chat.type), "messageId": message.message_id,
-                     "userId": str(sender.id), "threadId": message.message_thread_id if is_topic(message) else None},
+            SOURCE: {
+                "chatId": str(chat.id),
+                "chatType": str(chat.type),
+                "messageId": message.message_id,
+                "userId": str(sender.id),
+                "threadId": message.message_thread_id if is_topic(message) else None,
+            },
         },
     )

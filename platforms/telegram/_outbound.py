@@ -73,8 +73,10 @@ async def _with_retries(send: Any, deadline: Deadline) -> Message:
         except RetryAfter as exc:
             wait = retry_seconds(exc)
             if not deadline.allows(wait):
-                raise SendGaveUp(f"Telegram's flood control asked to wait {wait:.0f} s, past the "
-                                 f"{deadline.seconds:g} s send deadline (TELEGRAM_SEND_DEADLINE_S)") from exc
+                raise SendGaveUp(
+                    f"Telegram's flood control asked to wait {wait:.0f} s, past the "
+                    f"{deadline.seconds:g} s send deadline (TELEGRAM_SEND_DEADLINE_S)"
+                ) from exc
             _log.info("Telegram flood control: waiting %.1f s", wait)
             await asyncio.sleep(wait)
         except (TimedOut, NetworkError, TimeoutError) as exc:
@@ -84,8 +86,10 @@ async def _with_retries(send: Any, deadline: Deadline) -> Message:
             failures += 1
             delay = backoff.delay()
             if failures == _NETWORK_ATTEMPTS or not deadline.allows(delay):
-                raise SendGaveUp(f"the network failed {failures} time(s) within the {deadline.seconds:g} s send "
-                                 f"deadline (last: {exc.__class__.__name__})") from exc
+                raise SendGaveUp(
+                    f"the network failed {failures} time(s) within the {deadline.seconds:g} s send "
+                    f"deadline (last: {exc.__class__.__name__})"
+                ) from exc
             _log.info("sending to Telegram failed (%s); retrying in %.1f s", exc.__class__.__name__, delay)
             await asyncio.sleep(delay)
 
@@ -95,7 +99,12 @@ def _unparseable(exc: BadRequest) -> bool:
 
 
 async def send_text(
-    bot: Bot, chat_id: int, text: str, *, reply_to: int | None = None, thread_id: int | None = None,
+    bot: Bot,
+    chat_id: int,
+    text: str,
+    *,
+    reply_to: int | None = None,
+    thread_id: int | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> list[Message]:
     """Send ``text`` (repaired, see :func:`bot.text.repair_text`) as one or more messages; the
@@ -141,8 +150,14 @@ async def _send_part(bot: Bot, converted: str, original: str, common: dict[str, 
 
 
 async def send_voice(
-    bot: Bot, chat_id: int, voice: bytes, *, duration: int | None = None, reply_to: int | None = None,
-    thread_id: int | None = None, deadline_s: float = DEFAULT_DEADLINE_S,
+    bot: Bot,
+    chat_id: int,
+    voice: bytes,
+    *,
+    duration: int | None = None,
+    reply_to: int | None = None,
+    thread_id: int | None = None,
+    deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> Message:
     """Send ``voice`` (Ogg/Opus) as a voice note, quoting ``reply_to`` if it still exists; flood
     control and network errors are retried as for text, within ``deadline_s``.

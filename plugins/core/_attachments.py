@@ -157,8 +157,13 @@ async def process_attachments(runtime: AgentRuntime, message: Memory, fetch: Att
         except Exception as exc:
             # Only our own message is safe to log: a fetch error may quote a URL with a token in it.
             reason = str(exc) if isinstance(exc, _TooLarge) else exc.__class__.__name__
-            _log.warning("%s: could not read %s attachment %s: %s", runtime.character.name, kind,
-                         item.get("id") or item.get("title") or "?", reason)
+            _log.warning(
+                "%s: could not read %s attachment %s: %s",
+                runtime.character.name,
+                kind,
+                item.get("id") or item.get("title") or "?",
+                reason,
+            )
             return False
 
     results = await asyncio.gather(*(work(item, kind) for item, kind in todo))

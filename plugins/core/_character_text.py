@@ -92,7 +92,9 @@ def character_context(character: Character, *, rng: random.Random, is_post: bool
         posts = "\n".join(_sample(character.post_examples, _POSTS, rng))
         if posts.replace("\n", ""):
             post_examples = _header(f"# Example Posts for {name}", posts)
-        post_directions = _header(f"# Post Directions for {name}", "\n".join([*character.style.all, *character.style.post]))
+        post_directions = _header(
+            f"# Post Directions for {name}", "\n".join([*character.style.all, *character.style.post])
+        )
     else:
         conversations = _conversations(character, rng)
         if conversations.replace("\n", ""):

@@ -73,8 +73,12 @@ class Delivery:
         if text:
             bounded = bound_text(text, self.limit)
             if bounded != text:
-                _log.warning("%s: a reply of %d characters was cut to %d (MAX_REPLY_CHARS)",
-                             self.runtime.character.name, len(text), len(bounded))
+                _log.warning(
+                    "%s: a reply of %d characters was cut to %d (MAX_REPLY_CHARS)",
+                    self.runtime.character.name,
+                    len(text),
+                    len(bounded),
+                )
                 content = {**content, "text": bounded}
             self.attempted += 1
         if not self._marked and self.message.id is not None:
@@ -84,6 +88,7 @@ class Delivery:
         if sent and not self.sent:
             metrics, agent = self.runtime.metrics, self.runtime.character.name
             metrics.reply_latency.labels(agent=agent, platform=self.platform).observe(
-                time.perf_counter() - self._received)
+                time.perf_counter() - self._received
+            )
         self.sent += len(sent)
         return sent

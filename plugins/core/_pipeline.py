@@ -138,27 +138,36 @@ class MessagePipeline:
         """Answer what a crash left unanswered on ``source``, once the link is up."""
         name = self.runtime.character.name
         if not await wait_for_link(self.runtime, source):
-            _log.warning("%s: %s is not up; messages a crash left unanswered there wait for the next start",
-                         name, source)
+            _log.warning(
+                "%s: %s is not up; messages a crash left unanswered there wait for the next start", name, source
+            )
             return
         result = await recover(self.runtime, self, source)
         if result.taken_up or result.skipped:
             ended = Counter(o.status.value for o in result.taken_up.values())
             if result.skipped:
                 ended["too old"] = len(result.skipped)
-            _log.info("%s: after the restart, %d messages left unanswered on %s: %s", name,
-                      len(result.taken_up) + len(result.skipped), source,
-                      ", ".join(f"{n} {status}" for status, n in ended.most_common()))
+            _log.info(
+                "%s: after the restart, %d messages left unanswered on %s: %s",
+                name,
+                len(result.taken_up) + len(result.skipped),
+                source,
+                ", ".join(f"{n} {status}" for status, n in ended.most_common()),
+            )
 
     async def _on_message(self, payload: dict[str, Any]) -> None:
         message = payload.get("message")
         if not isinstance(message, Memory):
             _log.error("%s: MESSAGE_RECEIVED without a message; ignored", self.runtime.character.name)
             return
-        outcome = await self.handle(message, payload.get("callback"), fetch=payload.get("fetch_attachment"),
-                                    on_responding=payload.get("on_responding"),
-                                    on_reply_text=payload.get("on_reply_text"),
-                                    recovered=bool(payload.get("recovered")))
+        outcome = await self.handle(
+            message,
+            payload.get("callback"),
+            fetch=payload.get("fetch_attachment"),
+            on_responding=payload.get("on_responding"),
+            on_reply_text=payload.get("on_reply_text"),
+            recovered=bool(payload.get("recovered")),
+        )
         done = payload.get("on_complete")
         if done is not None:
             await done(outcome)
@@ -166,9 +175,14 @@ class MessagePipeline:
     # -- the flow -------------------------------------------------------------------------
 
     async def handle(
-        self, message: Memory, callback: HandlerCallback | None, *, fetch: AttachmentFetcher | None = None,
+        self,
+        message: Memory,
+        callback: HandlerCallback | None,
+        *,
+        fetch: AttachmentFetcher | None = None,
         on_responding: Callable[[], Awaitable[None]] | None = None,
-        on_reply_text: Callable[[str], None] | None = None, recovered: bool = False,
+        on_reply_text: Callable[[str], None] | None = None,
+        recovered: bool = False,
     ) -> Outcome:
         """Run the whole pipeline for ``message``; never raises.
 
@@ -194,14 +208,19 @@ class MessagePipeline:
         self._answering.add(message.id)
         try:
             with rt.handling():
-                return await self._run(message, Delivery(rt, message, callback), fetch, on_responding,
-                                       on_reply_text, recovered)
+                return await self._run(
+                    message, Delivery(rt, message, callback), fetch, on_responding, on_reply_text, recovered
+                )
         finally:
             self._answering.discard(message.id)
 
     async def _run(
-        self, message: Memory, delivery: Delivery, fetch: AttachmentFetcher | None,
-        on_responding: Callable[[], Awaitable[None]] | None, on_reply_text: Callable[[str], None] | None,
+        self,
+        message: Memory,
+        delivery: Delivery,
+        fetch: AttachmentFetcher | None,
+        on_responding: Callable[[], Awaitable[None]] | None,
+        on_reply_text: Callable[[str], None] | None,
         recovered: bool,
     ) -> Outcome:
         rt = self.runtime
@@ -209,8 +228,16 @@ class MessagePipeline:
         rt.metrics.messages_received.labels(agent=rt.character.name, platform=delivery.platform).inc()
         run_id = str(uuid.uuid4())
         started = now_ms()
-        await rt.emit(EventType.RUN_STARTED, {"runId": run_id, "messageId": message.id, "roomId": message.room_id,
-                                               "entityId": message.entity_id, "startTime": started})
+        await rt.emit(
+            EventType.RUN_STARTED,
+            {
+                "runId": run_id,
+                "messageId": message.id,
+                "roomId": message.room_id,
+                "entityId": message.entity_id,
+                "startTime": started,
+            },
+        )
         timeout = rt.get_number("RUN_TIMEOUT_S", _DEFAULT_RUN_TIMEOUT_S)
         try:
             # The gate, the providers and the action validators read the same room, world and
@@ -219,7 +246,9 @@ class MessagePipeline:
                 with rt.store.shared_reads():
                     outcome = await self._handle(message, delivery, fetch, on_responding, on_reply_text, recovered)
         except TimeoutError:
-            _log.warning("%s: gave up on a message in room %s after %.0f s", rt.character.name, message.room_id, timeout)
+            _log.warning(
+                "%s: gave up on a message in room %s after %.0f s", rt.character.name, message.room_id, timeout
+            )
             await rt.emit(EventType.RUN_TIMEOUT, {"runId": run_id, "messageId": message.id, "roomId": message.room_id})
             outcome = Outcome(Status.TIMEOUT, f"no answer within {timeout:.0f} s")
         except Exception:
@@ -234,32 +263,52 @@ class MessagePipeline:
                 _log.warning("%s: could not record the end of message %s: %s", rt.character.name, message.id, exc)
         rt.metrics.messages_handled.labels(agent=rt.character.name, outcome=outcome.status.value).inc()
         _log.debug("%s: message %s -> %s (%s)", rt.character.name, message.id, outcome.status, outcome.reason)
-        await rt.emit(EventType.RUN_ENDED, {"runId": run_id, "messageId": message.id, "roomId": message.room_id,
-                                             "status": outcome.status.value, "duration": now_ms() - started})
+        await rt.emit(
+            EventType.RUN_ENDED,
+            {
+                "runId": run_id,
+                "messageId": message.id,
+                "roomId": message.room_id,
+                "status": outcome.status.value,
+                "duration": now_ms() - started,
+            },
+        )
         return outcome
 
     async def _handle(
-        self, message: Memory, delivery: Delivery, fetch: AttachmentFetcher | None,
-        on_responding: Callable[[], Awaitable[None]] | None, on_reply_text: Callable[[str], None] | None,
+        self,
+        message: Memory,
+        delivery: Delivery,
+        fetch: AttachmentFetcher | None,
+        on_responding: Callable[[], Awaitable[None]] | None,
+        on_reply_text: Callable[[str], None] | None,
         recovered: bool,
     ) -> Outcome:
         rt, store = self.runtime, self.runtime.store
         assert message.id is not None
-        claim = await store.claim_message(message.id, message.room_id, message.created_at or now_ms(),
-                                          retries=_RETRIES)
+        claim = await store.claim_message(message.id, message.room_id, message.created_at or now_ms(), retries=_RETRIES)
         if claim is Claim.DUPLICATE:
             _log.debug("%s: message %s was delivered again; it was already handled", rt.character.name, message.id)
             return Outcome(Status.DUPLICATE, "already handled")
         if claim is Claim.SENT:
             # At most once wins: the reply went out unless troupe died in the moment between
             # recording that it was sending and the platform receiving it.
-            _log.warning("%s: message %s in room %s is not answered again: troupe stopped while its reply was "
-                         "going out", rt.character.name, message.id, message.room_id)
+            _log.warning(
+                "%s: message %s in room %s is not answered again: troupe stopped while its reply was going out",
+                rt.character.name,
+                message.id,
+                message.room_id,
+            )
             return Outcome(Status.SENT_BEFORE_CRASH, "its reply went out before a crash")
         if claim is Claim.ABANDONED:
-            _log.warning("%s: message %s in room %s is not answered: troupe died while answering it, then again "
-                         "while answering it after the restart; a message that crashes troupe must not do so "
-                         "forever", rt.character.name, message.id, message.room_id)
+            _log.warning(
+                "%s: message %s in room %s is not answered: troupe died while answering it, then again "
+                "while answering it after the restart; a message that crashes troupe must not do so "
+                "forever",
+                rt.character.name,
+                message.id,
+                message.room_id,
+            )
             return Outcome(Status.ABANDONED, "troupe died twice while answering it")
         # Together: one wait for the database, not three. Storing the message changes neither the
         # room nor the agent's state in it.
@@ -284,13 +333,21 @@ class MessagePipeline:
         )
         decisions = rt.metrics.gate_decisions
         if verdict.decision is Decision.IGNORE:
-            status = Status.LOOP_GUARD if verdict.reason.startswith("loop guard") else (
-                Status.MUTED if verdict.reason == "muted" else Status.IGNORED)
+            status = (
+                Status.LOOP_GUARD
+                if verdict.reason.startswith("loop guard")
+                else (Status.MUTED if verdict.reason == "muted" else Status.IGNORED)
+            )
             decisions.labels(agent=rt.character.name, decision=status.value).inc()
             return Outcome(status, verdict.reason)
         if recovered and verdict.decision is Decision.ASK_MODEL:
-            _log.info("%s: message %s in room %s, left unanswered by a crash, is not taken up: it was not "
-                      "addressed to the character", rt.character.name, message.id, message.room_id)
+            _log.info(
+                "%s: message %s in room %s, left unanswered by a crash, is not taken up: it was not "
+                "addressed to the character",
+                rt.character.name,
+                message.id,
+                message.room_id,
+            )
             return Outcome(Status.NOT_TAKEN_UP, "not addressed")
         if verdict.decision is Decision.RESPOND:
             decisions.labels(agent=rt.character.name, decision="respond").inc()
@@ -318,8 +375,14 @@ class MessagePipeline:
             if self._latest.get(message.room_id) == token:
                 del self._latest[message.room_id]
 
-    async def _respond(self, message: Memory, delivery: Delivery, verdict: Verdict, token: str,
-                       on_reply_text: Callable[[str], None] | None = None) -> Outcome:
+    async def _respond(
+        self,
+        message: Memory,
+        delivery: Delivery,
+        verdict: Verdict,
+        token: str,
+        on_reply_text: Callable[[str], None] | None = None,
+    ) -> Outcome:
         rt = self.runtime
         # What was attached to this message is part of what it says: show it when planning.
         extra = ["ACTIONS", "ATTACHMENTS"] if message.content.get("attachments") else ["ACTIONS"]
@@ -333,10 +396,23 @@ class MessagePipeline:
         actions = _settle_actions(plan)
         # Bounded here, not only when sent: what is stored as said is what was sent.
         text = bound_text(str(plan.get("text") or ""), max_reply_chars(rt))
-        content = {"thought": plan.get("thought", ""), "actions": actions, "providers": plan.get("providers", []),
-                   "text": text, "inReplyTo": message.id, "source": message.content.get("source")}
-        response = Memory(id=str(uuid.uuid4()), entity_id=rt.agent_id, agent_id=rt.agent_id, room_id=message.room_id,
-                          world_id=message.world_id, content=content, created_at=now_ms())
+        content = {
+            "thought": plan.get("thought", ""),
+            "actions": actions,
+            "providers": plan.get("providers", []),
+            "text": text,
+            "inReplyTo": message.id,
+            "source": message.content.get("source"),
+        }
+        response = Memory(
+            id=str(uuid.uuid4()),
+            entity_id=rt.agent_id,
+            agent_id=rt.agent_id,
+            room_id=message.room_id,
+            world_id=message.world_id,
+            content=content,
+            created_at=now_ms(),
+        )
         if actions == ["IGNORE"]:
             await self._remember_silence(message, "IGNORE", thought=content["thought"])
             return Outcome(Status.IGNORED, "the model chose IGNORE", ("IGNORE",))
@@ -382,8 +458,16 @@ class MessagePipeline:
         if await store.get_room(message.room_id) is None:
             raw_type = str(message.content.get("channelType") or "").upper()
             kind = ChannelType(raw_type) if raw_type in ChannelType.__members__ else ChannelType.GROUP
-            await store.create_rooms([Room(message.room_id, source=str(message.content.get("source") or "unknown"),
-                                           type=kind, world_id=message.world_id)])
+            await store.create_rooms(
+                [
+                    Room(
+                        message.room_id,
+                        source=str(message.content.get("source") or "unknown"),
+                        type=kind,
+                        world_id=message.world_id,
+                    )
+                ]
+            )
             await store.add_participant(rt.agent_id, message.room_id)
             restored = True
         if await store.get_entity(message.entity_id) is None:
@@ -392,8 +476,7 @@ class MessagePipeline:
             restored = True
         if restored:
             await store.add_participant(message.entity_id, message.room_id)
-            _log.info("%s: wrote again the room or sender of a message that the store had forgotten",
-                      rt.character.name)
+            _log.info("%s: wrote again the room or sender of a message that the store had forgotten", rt.character.name)
         return restored
 
     async def _ask_small_model(self, message: Memory) -> str:
@@ -428,7 +511,9 @@ class MessagePipeline:
             parsed = parse_response(raw)
             if parsed and (parsed.get("actions") or parsed.get("text")):
                 return parsed
-            _log.info("%s: the model's reply did not parse (attempt %d of %d)", rt.character.name, attempt, _PLAN_ATTEMPTS)
+            _log.info(
+                "%s: the model's reply did not parse (attempt %d of %d)", rt.character.name, attempt, _PLAN_ATTEMPTS
+            )
         _log.warning("%s: staying silent: the model's reply never parsed", rt.character.name)
         return Outcome(Status.UNPARSED, "the model's reply never parsed")
 
@@ -437,9 +522,17 @@ class MessagePipeline:
         rt = self.runtime
         content = {"thought": thought or "Decided not to respond.", "actions": [action], "inReplyTo": message.id}
         await rt.store.create_memory(
-            Memory(entity_id=rt.agent_id, agent_id=rt.agent_id, room_id=message.room_id, world_id=message.world_id,
-                   content=content, metadata={"type": "decision"}, created_at=now_ms()),
-            MESSAGES, unique=False,
+            Memory(
+                entity_id=rt.agent_id,
+                agent_id=rt.agent_id,
+                room_id=message.room_id,
+                world_id=message.world_id,
+                content=content,
+                metadata={"type": "decision"},
+                created_at=now_ms(),
+            ),
+            MESSAGES,
+            unique=False,
         )
 
     async def process_actions(
@@ -455,9 +548,14 @@ class MessagePipeline:
                 if action is None:
                     _log.info("%s: the model asked for unknown action %r; skipped", rt.character.name, name)
                     continue
-                await rt.emit(EventType.ACTION_STARTED, {"action": action.name, "roomId": message.room_id, "messageId": message.id})
+                await rt.emit(
+                    EventType.ACTION_STARTED,
+                    {"action": action.name, "roomId": message.room_id, "messageId": message.id},
+                )
                 try:
-                    result = await action.handler(rt, message, state, {"previousResults": list(results)}, callback, responses)
+                    result = await action.handler(
+                        rt, message, state, {"previousResults": list(results)}, callback, responses
+                    )
                 except Exception as exc:
                     _log.exception("%s: action %s failed", rt.character.name, action.name)
                     result = ActionResult(success=False, error=exc.__class__.__name__)
@@ -467,12 +565,24 @@ class MessagePipeline:
                     _log.warning("%s: action %s did not succeed: %s", rt.character.name, action.name, result.error)
                 results.append(result)
                 outcomes.append((action.name, result.success))
-                await rt.emit(EventType.ACTION_COMPLETED, {"action": action.name, "roomId": message.room_id,
-                                                           "messageId": message.id, "success": result.success})
+                await rt.emit(
+                    EventType.ACTION_COMPLETED,
+                    {
+                        "action": action.name,
+                        "roomId": message.room_id,
+                        "messageId": message.id,
+                        "success": result.success,
+                    },
+                )
         return outcomes
 
     async def evaluate(
-        self, message: Memory, state: State, *, did_respond: bool, callback: HandlerCallback | None,
+        self,
+        message: Memory,
+        state: State,
+        *,
+        did_respond: bool,
+        callback: HandlerCallback | None,
         responses: Sequence[Memory],
     ) -> None:
         """Run the evaluators that apply, concurrently; failures are logged."""
@@ -499,8 +609,10 @@ class MessagePipeline:
             except Exception as exc:
                 error = exc.__class__.__name__
                 _log.exception("%s: evaluator %s failed", rt.character.name, evaluator.name)
-            await rt.emit(EventType.EVALUATOR_COMPLETED, {"evaluatorName": evaluator.name, "messageId": message.id,
-                                                          "error": error})
+            await rt.emit(
+                EventType.EVALUATOR_COMPLETED,
+                {"evaluatorName": evaluator.name, "messageId": message.id, "error": error},
+            )
 
         await asyncio.gather(*(run(e) for e in chosen))
 

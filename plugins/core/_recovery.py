@@ -75,17 +75,32 @@ async def recover(runtime: AgentRuntime, pipeline: MessagePipeline, source: str)
             continue
         age_s = (now - created_at) / 1000
         if now - created_at > window_ms:
-            _log.info("%s: not answering message %s in room %s after the restart: it is %.0f s old (more than "
-                      "RECOVERY_WINDOW_S)", runtime.character.name, memory_id, message.room_id, age_s)
+            _log.info(
+                "%s: not answering message %s in room %s after the restart: it is %.0f s old (more than "
+                "RECOVERY_WINDOW_S)",
+                runtime.character.name,
+                memory_id,
+                message.room_id,
+                age_s,
+            )
             await store.mark_message(memory_id, Handling.DONE, "expired")
             skipped.append(memory_id)
             continue
         if not isinstance(messenger, Replier):
-            _log.warning("%s: cannot answer message %s after the restart: %s offers no way to send",
-                         runtime.character.name, memory_id, source)
+            _log.warning(
+                "%s: cannot answer message %s after the restart: %s offers no way to send",
+                runtime.character.name,
+                memory_id,
+                source,
+            )
             continue
-        _log.info("%s: answering message %s in room %s, left unanswered by a crash %.0f s ago",
-                  runtime.character.name, memory_id, message.room_id, age_s)
+        _log.info(
+            "%s: answering message %s in room %s, left unanswered by a crash %.0f s ago",
+            runtime.character.name,
+            memory_id,
+            message.room_id,
+            age_s,
+        )
         rooms[message.room_id].append(message)
     taken_up: dict[str, Outcome] = {}
 

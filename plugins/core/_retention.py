@@ -36,7 +36,16 @@ from .providers._common import UNKNOWN_USER, entity_names
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
-__all__ = ["RetentionReport", "RetentionSettings", "SUMMARIES", "TASK_NAME", "read_settings", "run_retention", "schedule", "worker"]
+__all__ = [
+    "RetentionReport",
+    "RetentionSettings",
+    "SUMMARIES",
+    "TASK_NAME",
+    "read_settings",
+    "run_retention",
+    "schedule",
+    "worker",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -135,8 +144,12 @@ def _fit(lines: list[tuple[Memory, str]]) -> list[tuple[Memory, str]]:
 
 
 async def _summarize(runtime: AgentRuntime, room_name: str, conversation: str, words: int) -> str:
-    values = {"agentName": runtime.character.name, "roomName": room_name, "conversation": conversation,
-              "maxWords": str(words)}
+    values = {
+        "agentName": runtime.character.name,
+        "roomName": room_name,
+        "conversation": conversation,
+        "maxWords": str(words),
+    }
     prompt = render(template(runtime.character.templates, "summaryTemplate"), values, rng=runtime.rng)
     raw = await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt})
     parsed = parse_response(raw) or {}
@@ -168,13 +181,20 @@ async def _room_name(runtime: AgentRuntime, room_id: str) -> str:
     return f"the room {room.name!r}" if room.name else "a group conversation"
 
 
-def _summary_memory(runtime: AgentRuntime, room_id: str, parts: list[Memory], text: str,
-                    metadata: dict[str, Any]) -> Memory:
+def _summary_memory(
+    runtime: AgentRuntime, room_id: str, parts: list[Memory], text: str, metadata: dict[str, Any]
+) -> Memory:
     end = max(m.created_at or 0 for m in parts)
     world = next((m.world_id for m in parts if m.world_id), None)
-    return Memory(entity_id=runtime.agent_id, agent_id=runtime.agent_id, room_id=room_id, world_id=world,
-                  content={"text": text, "source": "retention"}, created_at=end,
-                  metadata={"type": "custom", **metadata})
+    return Memory(
+        entity_id=runtime.agent_id,
+        agent_id=runtime.agent_id,
+        room_id=room_id,
+        world_id=world,
+        content={"text": text, "source": "retention"},
+        created_at=end,
+        metadata={"type": "custom", **metadata},
+    )
 
 
 async def _compact_messages(runtime: AgentRuntime, room_id: str, batch: list[Memory]) -> tuple[int, bool]:
@@ -193,14 +213,20 @@ async def _compact_messages(runtime: AgentRuntime, room_id: str, batch: list[Mem
         return await store.delete_many_memories([m.id for m in batch if m.id]), False
     conversation = "\n".join(line for _, line in spoken)
     text = await _summarize(runtime, await _room_name(runtime, room_id), conversation, _SUMMARY_WORDS)
-    summary = _summary_memory(runtime, room_id, batch, text, {
-        "kind": "conversation_summary",
-        "start": min(m.created_at or 0 for m in batch),
-        "end": max(m.created_at or 0 for m in batch),
-        "messageCount": len(batch),
-        "entityIds": sorted({m.entity_id for m in batch}),
-        "level": 1,
-    })
+    summary = _summary_memory(
+        runtime,
+        room_id,
+        batch,
+        text,
+        {
+            "kind": "conversation_summary",
+            "start": min(m.created_at or 0 for m in batch),
+            "end": max(m.created_at or 0 for m in batch),
+            "messageCount": len(batch),
+            "entityIds": sorted({m.entity_id for m in batch}),
+            "level": 1,
+        },
+    )
     summary.embedding = await _embed(runtime, text)
     removed = await store.compact_memories(summary, SUMMARIES, [m.id for m in batch if m.id])
     return removed, removed > 0
@@ -208,8 +234,9 @@ async def _compact_messages(runtime: AgentRuntime, room_id: str, batch: list[Mem
 
 async def _merge_summaries(runtime: AgentRuntime, room_id: str, batch: list[Memory]) -> int:
     """Replace several summaries (oldest first) with one; returns how many were replaced."""
-    lines = _fit([(m, f"From {_when(m.metadata.get('start'))} to {_when(m.metadata.get('end'))}: {_text(m)}")
-                  for m in batch])
+    lines = _fit(
+        [(m, f"From {_when(m.metadata.get('start'))} to {_when(m.metadata.get('end'))}: {_text(m)}") for m in batch]
+    )
     batch = [m for m, _ in lines]
     if len(batch) < 2:
         return 0
@@ -225,14 +252,20 @@ async def _merge_summaries(runtime: AgentRuntime, room_id: str, batch: list[Memo
         except (TypeError, ValueError):
             return default
 
-    summary = _summary_memory(runtime, room_id, batch, text, {
-        "kind": "conversation_summary",
-        "start": min(number(m, "start", m.created_at or 0) for m in batch),
-        "end": max(number(m, "end", m.created_at or 0) for m in batch),
-        "messageCount": sum(number(m, "messageCount", 0) for m in batch),
-        "entityIds": sorted(entity_ids),
-        "level": max(number(m, "level", 1) for m in batch) + 1,
-    })
+    summary = _summary_memory(
+        runtime,
+        room_id,
+        batch,
+        text,
+        {
+            "kind": "conversation_summary",
+            "start": min(number(m, "start", m.created_at or 0) for m in batch),
+            "end": max(number(m, "end", m.created_at or 0) for m in batch),
+            "messageCount": sum(number(m, "messageCount", 0) for m in batch),
+            "entityIds": sorted(entity_ids),
+            "level": max(number(m, "level", 1) for m in batch) + 1,
+        },
+    )
     summary.embedding = await _embed(runtime, text)
     return await runtime.store.compact_memories(summary, SUMMARIES, [m.id for m in batch if m.id])
 
@@ -270,8 +303,9 @@ async def run_retention(runtime: AgentRuntime, settings: RetentionSettings | Non
                 while total > settings.summary_cap and budget > 0:
                     take = min(total, _MERGE, max(total - settings.summary_cap + 1, _MIN_MERGE))
                     budget -= 1
-                    merged = await _merge_summaries(runtime, room_id,
-                                                    await store.get_oldest_memories(SUMMARIES, room_id, take))
+                    merged = await _merge_summaries(
+                        runtime, room_id, await store.get_oldest_memories(SUMMARIES, room_id, take)
+                    )
                     if merged == 0:
                         break
                     report.merged += merged
@@ -279,11 +313,19 @@ async def run_retention(runtime: AgentRuntime, settings: RetentionSettings | Non
     except (ModelError, _NoSummary) as exc:
         report.failed = True
         reason = "the model gave no summary" if isinstance(exc, _NoSummary) else exc.__class__.__name__
-        _log.warning("%s: memory retention stopped (%s); the messages stay and the next run tries again",
-                     runtime.character.name, reason)
+        _log.warning(
+            "%s: memory retention stopped (%s); the messages stay and the next run tries again",
+            runtime.character.name,
+            reason,
+        )
     if report.compacted or report.merged:
-        _log.info("%s: memory retention compacted %d messages into %d summaries and merged %d summaries",
-                  runtime.character.name, report.compacted, report.summaries, report.merged)
+        _log.info(
+            "%s: memory retention compacted %d messages into %d summaries and merged %d summaries",
+            runtime.character.name,
+            report.compacted,
+            report.summaries,
+            report.merged,
+        )
     return report
 
 
@@ -317,9 +359,11 @@ async def schedule(runtime: AgentRuntime, settings: RetentionSettings) -> None:
             await store.update_task(first.id, {"metadata": {**first.metadata, "updateInterval": interval}})
         return
     await store.create_agent(runtime.character.to_record())  # no-op when it exists
-    await store.create_task(Task(
-        TASK_NAME,
-        description="Compact old conversation into summaries (memory retention)",
-        tags=["queue", "repeat"],
-        metadata={"updateInterval": interval, "updatedAt": runtime.clock()},
-    ))
+    await store.create_task(
+        Task(
+            TASK_NAME,
+            description="Compact old conversation into summaries (memory retention)",
+            tags=["queue", "repeat"],
+            metadata={"updateInterval": interval, "updatedAt": runtime.clock()},
+        )
+    )

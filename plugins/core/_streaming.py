@@ -42,7 +42,7 @@ class ReplyWatcher:
         opened = _TEXT_OPEN.search(self._raw)
         if opened is None:
             return
-        body = self._raw[opened.end():]
+        body = self._raw[opened.end() :]
         closed = _TEXT_CLOSE.search(body)
         if closed is not None:
             body = body[: closed.start()]

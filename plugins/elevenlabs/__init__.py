@@ -18,7 +18,15 @@ from bot.plugins import PluginMeta
 
 from ._config import DEFAULT_MODEL_ID, DEFAULT_VOICE_ID, OUTPUT_FORMATS, ElevenLabsConfig, resolve_config
 
-__all__ = ["DEFAULT_MODEL_ID", "DEFAULT_VOICE_ID", "ElevenLabsConfig", "OUTPUT_FORMATS", "meta", "resolve_config", "setup"]
+__all__ = [
+    "DEFAULT_MODEL_ID",
+    "DEFAULT_VOICE_ID",
+    "ElevenLabsConfig",
+    "OUTPUT_FORMATS",
+    "meta",
+    "resolve_config",
+    "setup",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -53,6 +61,4 @@ async def setup(runtime: Any) -> None:
     speech = ElevenLabsSpeech(config, agent=agent)
     runtime.on_close(speech.aclose)
     speech.register(runtime)
-    _log.info(
-        "%s: ElevenLabs voice %s (%s, %s)", agent, config.voice_id, config.model_id, config.output_format
-    )
+    _log.info("%s: ElevenLabs voice %s (%s, %s)", agent, config.voice_id, config.model_id, config.output_format)

@@ -15,7 +15,14 @@ from pydantic import SecretStr
 from bot.errors import ConfigError
 from bot.settings import SettingReader
 
-__all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL_ID", "DEFAULT_VOICE_ID", "ElevenLabsConfig", "OUTPUT_FORMATS", "resolve_config"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_MODEL_ID",
+    "DEFAULT_VOICE_ID",
+    "ElevenLabsConfig",
+    "OUTPUT_FORMATS",
+    "resolve_config",
+]
 
 DEFAULT_BASE_URL = "https://api.elevenlabs.io"
 #: "Sarah", the voice plugin-elevenlabs speaks with when none is set.

@@ -138,15 +138,21 @@ class ElevenLabsSpeech:
         streaming = bool(params.get("stream"))
         voice_id = params.get("voice") or self.config.voice_id
         if not text.strip():
-            raise self._fail(ModelError("cannot speak empty text", provider=PROVIDER,
-                                        model_type=ModelType.TEXT_TO_SPEECH, agent=self.agent))
+            raise self._fail(
+                ModelError(
+                    "cannot speak empty text", provider=PROVIDER, model_type=ModelType.TEXT_TO_SPEECH, agent=self.agent
+                )
+            )
         target = _target(params.get("format"), self.config.output_format, streaming=streaming)
         if target is None:
-            raise self._fail(ModelError(
-                f"ElevenLabs cannot produce {params.get('format')!r} audio (mp3, opus, pcm or wav)",
-                provider=PROVIDER, model_type=ModelType.TEXT_TO_SPEECH,
-                agent=self.agent,
-            ))
+            raise self._fail(
+                ModelError(
+                    f"ElevenLabs cannot produce {params.get('format')!r} audio (mp3, opus, pcm or wav)",
+                    provider=PROVIDER,
+                    model_type=ModelType.TEXT_TO_SPEECH,
+                    agent=self.agent,
+                )
+            )
 
         def request() -> AsyncGenerator[bytes, None]:
             speak = self._client.text_to_speech.stream if streaming else self._client.text_to_speech.convert
@@ -163,7 +169,10 @@ class ElevenLabsSpeech:
         chunks, first = await self._open(request, voice_id)
         _log.debug(
             "%s: first audio from ElevenLabs (%s, %s) in %.0f ms",
-            self.agent, self.config.model_id, target.output_format, (time.perf_counter() - started) * 1000,
+            self.agent,
+            self.config.model_id,
+            target.output_format,
+            (time.perf_counter() - started) * 1000,
         )
         rest = self._rest(chunks, voice_id)
         await anext(rest)  # into its try, so closing it closes the response even if never read
@@ -185,8 +194,12 @@ class ElevenLabsSpeech:
         once audio has arrived, since that audio may already be playing.
         """
         if self._http is None:
-            raise ModelError("the elevenlabs plugin is closed", provider=PROVIDER,
-                             model_type=ModelType.TEXT_TO_SPEECH, agent=self.agent)
+            raise ModelError(
+                "the elevenlabs plugin is closed",
+                provider=PROVIDER,
+                model_type=ModelType.TEXT_TO_SPEECH,
+                agent=self.agent,
+            )
         backoff = ExponentialBackoff(_RETRY_BASE_S, _RETRY_CAP_S)
         retries = 0
         while True:
@@ -200,8 +213,9 @@ class ElevenLabsSpeech:
                     retries += 1
                     wait = failure.retry_after
                     delay = backoff.delay() if wait is None else min(wait, _RETRY_CAP_S)
-                    _log.info("%s; asking again in %.1f s (retry %d of %d)", failure.error, delay, retries,
-                              _MAX_RETRIES)
+                    _log.info(
+                        "%s; asking again in %.1f s (retry %d of %d)", failure.error, delay, retries, _MAX_RETRIES
+                    )
                     await asyncio.sleep(delay)
                     continue
                 raise self._fail(failure.error) from exc
@@ -209,11 +223,14 @@ class ElevenLabsSpeech:
                 await chunks.aclose()
                 raise
             if not first:
-                raise self._fail(ModelError(
-                    f"ElevenLabs returned no audio (voice {voice_id})",
-                    provider=PROVIDER, model_type=ModelType.TEXT_TO_SPEECH,
-                    agent=self.agent,
-                ))
+                raise self._fail(
+                    ModelError(
+                        f"ElevenLabs returned no audio (voice {voice_id})",
+                        provider=PROVIDER,
+                        model_type=ModelType.TEXT_TO_SPEECH,
+                        agent=self.agent,
+                    )
+                )
             return chunks, first
 
     async def _rest(self, chunks: AsyncGenerator[bytes, None], voice_id: str) -> AsyncGenerator[bytes, None]:
@@ -256,33 +273,40 @@ class ElevenLabsSpeech:
             code, detail = self._detail(exc.body)
             label = f"HTTP {status} {code}" if code else f"HTTP {status}"
             if code in _QUOTA:
-                return _Failure(fail(
-                    ModelRateLimited,
-                    f"the ElevenLabs quota is exhausted ({detail}); add credits to the account of "
-                    "this character's ELEVENLABS_API_KEY or wait for the monthly reset",
-                ))
+                return _Failure(
+                    fail(
+                        ModelRateLimited,
+                        f"the ElevenLabs quota is exhausted ({detail}); add credits to the account of "
+                        "this character's ELEVENLABS_API_KEY or wait for the monthly reset",
+                    )
+                )
             if code in _NO_VOICE or (status == 404 and "voice" in detail.lower()):
-                return _Failure(fail(
-                    ModelError,
-                    f"ElevenLabs voice {voice_id} not found; check ELEVENLABS_VOICE_ID for this "
-                    "character (the voice must be in the key's account or added from the voice library)",
-                ))
+                return _Failure(
+                    fail(
+                        ModelError,
+                        f"ElevenLabs voice {voice_id} not found; check ELEVENLABS_VOICE_ID for this "
+                        "character (the voice must be in the key's account or added from the voice library)",
+                    )
+                )
             if status in (401, 403):
-                return _Failure(fail(
-                    ModelAuthError,
-                    f"ElevenLabs refused the API key ({label}); check ELEVENLABS_API_KEY for this "
-                    "character",
-                ))
+                return _Failure(
+                    fail(
+                        ModelAuthError,
+                        f"ElevenLabs refused the API key ({label}); check ELEVENLABS_API_KEY for this character",
+                    )
+                )
             retry_after = _retry_after(exc.headers or {})
             if status == 429:
                 return _Failure(
                     fail(ModelRateLimited, f"{where}: rate limited ({label}): {detail}", retry_after=retry_after),
-                    retry=True, retry_after=retry_after,
+                    retry=True,
+                    retry_after=retry_after,
                 )
             if status >= 500:
                 return _Failure(
                     fail(ModelUnavailable, f"{where}: server error {label}: {detail}"),
-                    retry=True, retry_after=retry_after,
+                    retry=True,
+                    retry_after=retry_after,
                 )
             return _Failure(fail(ModelError, f"{where}: {label}: {detail}"))
         host = _display_url(self.config.base_url)
@@ -349,8 +373,9 @@ def _wav_header(rate: int, size: int | None) -> bytes:
     # (FFmpeg, browsers) then read to the end of the data.
     data = 0xFFFFFFFF if size is None else size
     riff = 0xFFFFFFFF if size is None else 36 + size
-    return struct.pack("<4sI4s4sIHHIIHH4sI", b"RIFF", riff, b"WAVE", b"fmt ", 16, 1, 1, rate, rate * 2, 2, 16,
-                       b"data", data)
+    return struct.pack(
+        "<4sI4s4sIHHIIHH4sI", b"RIFF", riff, b"WAVE", b"fmt ", 16, 1, 1, rate, rate * 2, 2, 16, b"data", data
+    )
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

@@ -130,8 +130,9 @@ def roots(runtime: AgentRuntime) -> list[Root]:
     found: list[Root] = []
     for i, item in enumerate(character.knowledge):
         if item.kind != "text":
-            found.append(Root(character.resolve_path(item.path or item.directory or ""), item.shared,
-                              f"knowledge[{i}]"))
+            found.append(
+                Root(character.resolve_path(item.path or item.directory or ""), item.shared, f"knowledge[{i}]")
+            )
     read = SettingReader(runtime.get_setting, character.name)
     load = read.optional("LOAD_DOCS_ON_STARTUP")
     enabled = None if load is None else load.lower() not in ("false", "0", "no", "off")

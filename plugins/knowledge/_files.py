@@ -28,19 +28,47 @@ _UNSUPPORTED = {
     **dict.fromkeys((".doc", ".docx", ".odt", ".rtf", ".pages"), "a word-processor document: save it as PDF or text"),
     **dict.fromkeys((".xls", ".xlsx", ".ods", ".numbers"), "a spreadsheet: export it as CSV"),
     **dict.fromkeys((".ppt", ".pptx", ".odp", ".key"), "a presentation: save it as PDF"),
-    **dict.fromkeys((".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff", ".svgz", ".ico", ".heic"),
-                    "an image"),
-    **dict.fromkeys((".mp3", ".wav", ".ogg", ".oga", ".opus", ".flac", ".m4a", ".mp4", ".mkv", ".mov", ".webm",
-                     ".avi"), "audio or video"),
+    **dict.fromkeys(
+        (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff", ".svgz", ".ico", ".heic"), "an image"
+    ),
+    **dict.fromkeys(
+        (".mp3", ".wav", ".ogg", ".oga", ".opus", ".flac", ".m4a", ".mp4", ".mkv", ".mov", ".webm", ".avi"),
+        "audio or video",
+    ),
     **dict.fromkeys((".zip", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".rar", ".tar"), "an archive: unpack it"),
-    **dict.fromkeys((".exe", ".dll", ".so", ".dylib", ".bin", ".o", ".a", ".class", ".jar", ".pyc", ".wasm",
-                     ".sqlite", ".db", ".epub"), "a binary file"),
+    **dict.fromkeys(
+        (
+            ".exe",
+            ".dll",
+            ".so",
+            ".dylib",
+            ".bin",
+            ".o",
+            ".a",
+            ".class",
+            ".jar",
+            ".pyc",
+            ".wasm",
+            ".sqlite",
+            ".db",
+            ".epub",
+        ),
+        "a binary file",
+    ),
 }
 
 _CONTENT_TYPES = {
-    ".md": "text/markdown", ".markdown": "text/markdown", ".txt": "text/plain", ".json": "application/json",
-    ".pdf": "application/pdf", ".csv": "text/csv", ".html": "text/html", ".htm": "text/html",
-    ".xml": "application/xml", ".yaml": "application/yaml", ".yml": "application/yaml",
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".txt": "text/plain",
+    ".json": "application/json",
+    ".pdf": "application/pdf",
+    ".csv": "text/csv",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".xml": "application/xml",
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
 }
 
 # How much of a file is checked for NUL bytes, the mark of a binary file.
@@ -116,8 +144,9 @@ def scan(roots: Iterable[Root]) -> Scan:
         path = root.path.absolute()
         if not path.exists():
             # Perhaps a mount not up yet: what came from it stays until the setting goes.
-            found.problems.append(f"{root.origin}: {path} does not exist; skipped (what was loaded from it "
-                                  "before is kept)")
+            found.problems.append(
+                f"{root.origin}: {path} does not exist; skipped (what was loaded from it before is kept)"
+            )
             found.unreadable.append(path)
             continue
         if not path.is_dir():

@@ -96,8 +96,10 @@ class SyncReport:
         embedded = f"; {self.embedded} chunks embedded" if self.embedded else ""
         if self.not_embedded:
             embedded += f", {self.not_embedded} not (found by keywords until the next start)"
-        return (f"{agent}: knowledge: {sources}, {self.fragments} chunks ({', '.join(parts)}{embedded}) "
-                f"in {self.seconds:.1f} s")
+        return (
+            f"{agent}: knowledge: {sources}, {self.fragments} chunks ({', '.join(parts)}{embedded}) "
+            f"in {self.seconds:.1f} s"
+        )
 
 
 class Embedder:
@@ -129,15 +131,20 @@ class Embedder:
                         self._batches = True
                         return vectors
                     if self._batches:
-                        raise ModelError(f"the embedding model did not return "
-                                         f"one vector for each of {len(texts)} texts", agent=self.runtime.character.name)
+                        raise ModelError(
+                            f"the embedding model did not return one vector for each of {len(texts)} texts",
+                            agent=self.runtime.character.name,
+                        )
                     self._batches = False
             return [await self.runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": t}) for t in texts]
 
 
 def _is_batch(value: Any, count: int) -> bool:
-    return (isinstance(value, list) and len(value) == count
-            and all(isinstance(v, list) and v and isinstance(v[0], (int, float)) for v in value))
+    return (
+        isinstance(value, list)
+        and len(value) == count
+        and all(isinstance(v, list) and v and isinstance(v[0], (int, float)) for v in value)
+    )
 
 
 class _Pass:
@@ -169,20 +176,25 @@ class _Pass:
                 await self._fact(text, key, existing.get(key))
                 keep.add(key)
         # What sat under a folder or file that could not be read is kept, not forgotten.
-        keep |= {k for k in existing if any(k == f"file:{p}" or k.startswith(f"file:{p}{os.sep}")
-                                            for p in unreadable)}
+        keep |= {k for k in existing if any(k == f"file:{p}" or k.startswith(f"file:{p}{os.sep}") for p in unreadable)}
         gone = [k for k in existing if k not in keep]
         self.report.removed += len(gone)
         await self.store.forget_knowledge_sources(gone, shared=self.shared)
 
     async def _file(self, found: FoundFile, key: str, old: KnowledgeSourceRecord | None) -> bool:
         """Bring one file up to date; False when it holds nothing usable (it is then forgotten)."""
-        if (old is not None and old.size == found.size and old.mtime_ns == found.mtime_ns
-                and old.document_id == document_id(self.scope, old.content_hash, self.config)):
+        if (
+            old is not None
+            and old.size == found.size
+            and old.mtime_ns == found.mtime_ns
+            and old.document_id == document_id(self.scope, old.content_hash, self.config)
+        ):
             return True  # unchanged: not even read
         if found.size > self.config.max_file_bytes:
-            self._skip(str(found.path), f"{found.size / 1024 / 1024:.1f} MB is over KNOWLEDGE_MAX_FILE_MB "
-                                        f"({self.config.max_file_mb:g} MB)")
+            self._skip(
+                str(found.path),
+                f"{found.size / 1024 / 1024:.1f} MB is over KNOWLEDGE_MAX_FILE_MB ({self.config.max_file_mb:g} MB)",
+            )
             return False
         try:
             data = await asyncio.to_thread(found.path.read_bytes)
@@ -205,10 +217,17 @@ class _Pass:
             except Unreadable as exc:
                 self._skip(str(found.path), str(exc))
                 return False
-            metadata = {"source": "file", "title": found.title, "originalFilename": found.path.name,
-                        "path": str(found.path), "contentType": content_type(found.path),
-                        "fileExt": found.path.suffix.lower().lstrip("."), "fileSize": found.size,
-                        "contentHash": digest, "shared": self.shared}
+            metadata = {
+                "source": "file",
+                "title": found.title,
+                "originalFilename": found.path.name,
+                "path": str(found.path),
+                "contentType": content_type(found.path),
+                "fileExt": found.path.suffix.lower().lstrip("."),
+                "fileSize": found.size,
+                "contentHash": digest,
+                "shared": self.shared,
+            }
             document = KnowledgeDocument(doc_id, found.title, fragments, metadata)
             await self.store.put_knowledge_document(document, record, shared=self.shared)
         if old is None:
@@ -232,16 +251,27 @@ class _Pass:
         document = None
         if not await self.store.has_knowledge_document(doc_id, shared=self.shared):
             if len(text) > _CHUNK_INLINE:
-                fragments = await asyncio.to_thread(chunk_text, text, self.config.chunk_tokens,
-                                                    self.config.overlap_tokens)
+                fragments = await asyncio.to_thread(
+                    chunk_text, text, self.config.chunk_tokens, self.config.overlap_tokens
+                )
             else:
                 fragments = chunk_text(text, self.config.chunk_tokens, self.config.overlap_tokens)
             title = " ".join(text.split())[:80]
-            document = KnowledgeDocument(doc_id, title, fragments,
-                                         {"source": "text", "title": title, "contentType": "text/plain",
-                                          "contentHash": digest, "shared": self.shared})
-        await self.store.put_knowledge_document(document, KnowledgeSourceRecord(key, doc_id, digest),
-                                                shared=self.shared)
+            document = KnowledgeDocument(
+                doc_id,
+                title,
+                fragments,
+                {
+                    "source": "text",
+                    "title": title,
+                    "contentType": "text/plain",
+                    "contentHash": digest,
+                    "shared": self.shared,
+                },
+            )
+        await self.store.put_knowledge_document(
+            document, KnowledgeSourceRecord(key, doc_id, digest), shared=self.shared
+        )
         if old is None:
             self.report.new += 1
         else:
@@ -261,12 +291,14 @@ class _Pass:
             if failures >= _MAX_FAILURES:
                 failed += len(missing) - start
                 break
-            texts = await self.store.get_knowledge_texts(missing[start:start + window])
-            items = [(memory_id, texts[memory_id]) for memory_id in missing[start:start + window]
-                     if texts.get(memory_id)]  # deleted meanwhile: nothing to embed
-            groups = [items[i:i + batch] for i in range(0, len(items), batch)]
-            results = await asyncio.gather(*(embedder.embed([text for _, text in group]) for group in groups),
-                                           return_exceptions=True)
+            texts = await self.store.get_knowledge_texts(missing[start : start + window])
+            items = [
+                (memory_id, texts[memory_id]) for memory_id in missing[start : start + window] if texts.get(memory_id)
+            ]  # deleted meanwhile: nothing to embed
+            groups = [items[i : i + batch] for i in range(0, len(items), batch)]
+            results = await asyncio.gather(
+                *(embedder.embed([text for _, text in group]) for group in groups), return_exceptions=True
+            )
             vectors: list[tuple[str, list[float]]] = []
             for group, result in zip(groups, results, strict=True):
                 if isinstance(result, BaseException) and not isinstance(result, Exception):

@@ -41,15 +41,19 @@ _VECTOR_WAIT_S = 5.0
 
 
 def _found(name: str) -> str:
-    return (f"What {name} knows from their documents and notes that bears on this message, most relevant "
-            f"first. Answer from it when it applies. If it does not hold the answer, {name} says they do not "
-            "know rather than guessing or making something up.")
+    return (
+        f"What {name} knows from their documents and notes that bears on this message, most relevant "
+        f"first. Answer from it when it applies. If it does not hold the answer, {name} says they do not "
+        "know rather than guessing or making something up."
+    )
 
 
 def _nothing(name: str) -> str:
-    return (f"Nothing in {name}'s documents or notes matches this message. If it asks for facts {name} "
-            f"would need to look up, {name} says plainly that they do not know rather than guessing or "
-            "making something up.")
+    return (
+        f"Nothing in {name}'s documents or notes matches this message. If it asks for facts {name} "
+        f"would need to look up, {name} says plainly that they do not know rather than guessing or "
+        "making something up."
+    )
 
 
 def _bullet(text: str) -> str:
@@ -59,8 +63,13 @@ def _bullet(text: str) -> str:
 
 def _data(hit: Hit) -> dict[str, object]:
     memory = hit.memory
-    return {"id": memory.id, "content": {"text": hit.text}, "similarity": hit.similarity, "score": hit.score,
-            "metadata": memory.metadata}
+    return {
+        "id": memory.id,
+        "content": {"text": hit.text},
+        "similarity": hit.similarity,
+        "score": hit.score,
+        "metadata": memory.metadata,
+    }
 
 
 async def _vector(runtime: AgentRuntime, message: Memory) -> list[float] | None:
@@ -74,8 +83,11 @@ async def _vector(runtime: AgentRuntime, message: Memory) -> list[float] | None:
         async with asyncio.timeout(_VECTOR_WAIT_S):
             return await vectors.vector_of(message)
     except TimeoutError:
-        _log.warning("%s: knowledge: the message's embedding took over %.0f s; searching by keywords",
-                     runtime.character.name, _VECTOR_WAIT_S)
+        _log.warning(
+            "%s: knowledge: the message's embedding took over %.0f s; searching by keywords",
+            runtime.character.name,
+            _VECTOR_WAIT_S,
+        )
         return None
 
 

@@ -127,8 +127,9 @@ async def search(
     vector_hits: list[Memory] = []
     if vector:
         try:
-            vector_hits = await store.search_knowledge(vector, count=config.candidates,
-                                                       match_threshold=config.min_similarity)
+            vector_hits = await store.search_knowledge(
+                vector, count=config.candidates, match_threshold=config.min_similarity
+            )
         except ValueError as exc:  # a vector of a length the store has no column for
             _log.warning("%s: knowledge: vector search failed (%s); searching by keywords", agent, exc)
     keyword_hits = await store.search_knowledge_by_text(" ".join(terms), count=config.candidates)

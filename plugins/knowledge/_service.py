@@ -97,8 +97,11 @@ class KnowledgeService:
             async with asyncio.timeout(self.config.sync_wait_s):
                 await self._idle.wait()
         except TimeoutError:
-            _log.info("%s: knowledge: still loading after %g s; answering from what is stored so far",
-                      self.runtime.character.name, self.config.sync_wait_s)
+            _log.info(
+                "%s: knowledge: still loading after %g s; answering from what is stored so far",
+                self.runtime.character.name,
+                self.config.sync_wait_s,
+            )
 
     async def _work(self) -> None:
         try:

@@ -46,9 +46,7 @@ _KNOWN_DIMENSIONS = {
 _NO_KEY = "no-key"
 
 _ALL_TYPES = frozenset(ModelType)
-_CHAT_TYPES = frozenset(
-    {ModelType.TEXT_SMALL, ModelType.TEXT_LARGE, ModelType.OBJECT_SMALL, ModelType.OBJECT_LARGE}
-)
+_CHAT_TYPES = frozenset({ModelType.TEXT_SMALL, ModelType.TEXT_LARGE, ModelType.OBJECT_SMALL, ModelType.OBJECT_LARGE})
 
 
 class _Runtime(Protocol):
@@ -159,7 +157,8 @@ class _Settings(SettingReader):
                 return 1536
             raise ConfigError(
                 f"the length of {model!r} embeddings is unknown; "
-                f"set OPENAI_EMBEDDING_DIMENSIONS to it (one of {allowed})", agent=self.agent
+                f"set OPENAI_EMBEDDING_DIMENSIONS to it (one of {allowed})",
+                agent=self.agent,
             )
         try:
             value = int(raw)
@@ -177,7 +176,9 @@ class _Settings(SettingReader):
             tts_model=self.get("OPENAI_TTS_MODEL", "gpt-4o-mini-tts"),
             tts_voice=self.get("OPENAI_TTS_VOICE", "nova"),
             tts_instructions=self.optional("OPENAI_TTS_INSTRUCTIONS"),
-            timeout_s=self.positive_float("OPENAI_TIMEOUT_S", 30.0),  # 3 tries + backoff stay inside MODEL_TIMEOUT_S (120 s)
+            timeout_s=self.positive_float(
+                "OPENAI_TIMEOUT_S", 30.0
+            ),  # 3 tries + backoff stay inside MODEL_TIMEOUT_S (120 s)
             max_retries=self.count("OPENAI_MAX_RETRIES", 2),
             **preset,
         )
@@ -199,7 +200,8 @@ def _openai(s: _Settings) -> ProviderConfig:
     if key is None and base_url is None:
         raise ConfigError(
             f"no OpenAI-compatible endpoint is configured for plugin openai; set OPENAI_API_KEY, "
-            f"or OPENAI_BASE_URL for a local server such as Ollama ({OLLAMA_BASE_URL})", agent=s.agent
+            f"or OPENAI_BASE_URL for a local server such as Ollama ({OLLAMA_BASE_URL})",
+            agent=s.agent,
         )
     chat = Endpoint("openai", base_url or OPENAI_BASE_URL, SecretStr(key or _NO_KEY), "OPENAI_API_KEY")
     embedding_model = s.get("OPENAI_EMBEDDING_MODEL", "text-embedding-3-small")

@@ -240,7 +240,9 @@ class OpenAIModels:
         kind, endpoint = ModelType.TEXT_TO_SPEECH, self.config.chat
         client = self._clients.get(_client_key(endpoint))
         if client is None:
-            raise ModelError("the openai plugin is closed", provider=endpoint.provider, model_type=kind, agent=self.agent)
+            raise ModelError(
+                "the openai plugin is closed", provider=endpoint.provider, model_type=kind, agent=self.agent
+            )
         started = time.perf_counter()
         # The response is entered here and left by whoever finishes with it: this method on a
         # failure, the chunk generator below otherwise.
@@ -265,7 +267,11 @@ class OpenAIModels:
             )
         _log.debug(
             "%s: %s %s via %s: first audio in %.0f ms",
-            self.agent, kind.value, model, endpoint.provider, (time.perf_counter() - started) * 1000,
+            self.agent,
+            kind.value,
+            model,
+            endpoint.provider,
+            (time.perf_counter() - started) * 1000,
         )
 
         async def rest() -> AsyncGenerator[bytes, None]:
@@ -315,12 +321,17 @@ class OpenAIModels:
         )
         return self._content(response, kind)
 
-    async def _streamed_text(self, kind: ModelType, model: str, messages: list[Any], on_delta: Callable[[str], None],
-                             extra: dict[str, Any]) -> str:
+    async def _streamed_text(
+        self, kind: ModelType, model: str, messages: list[Any], on_delta: Callable[[str], None], extra: dict[str, Any]
+    ) -> str:
         """The answer, streamed: ``on_delta`` sees each piece as it arrives (voice starts speaking early)."""
         endpoint = self.config.chat
-        stream = await self._call(kind, endpoint, model, lambda c: c.chat.completions.create(
-            model=model, messages=messages, stream=True, **extra))
+        stream = await self._call(
+            kind,
+            endpoint,
+            model,
+            lambda c: c.chat.completions.create(model=model, messages=messages, stream=True, **extra),
+        )
         pieces: list[str] = []
         with self._translate_errors(kind, endpoint, model):
             async for chunk in stream:
@@ -329,8 +340,12 @@ class OpenAIModels:
                     pieces.append(delta)
                     on_delta(repair_text(delta))
         if not pieces:
-            raise ModelError(f"{model} on {endpoint.provider} streamed no text ({kind.value})",
-                             provider=endpoint.provider, model_type=kind, agent=self.agent)
+            raise ModelError(
+                f"{model} on {endpoint.provider} streamed no text ({kind.value})",
+                provider=endpoint.provider,
+                model_type=kind,
+                agent=self.agent,
+            )
         return repair_text("".join(pieces))  # halves of a pair split across pieces meet again
 
     async def _object(self, runtime: Any, params: TextParams, kind: ModelType, model: str) -> dict[str, Any]:
@@ -384,7 +399,9 @@ class OpenAIModels:
         """Make one request (the SDK retries it), translating errors and logging the timing."""
         client = self._clients.get(_client_key(endpoint))
         if client is None:
-            raise ModelError("the openai plugin is closed", provider=endpoint.provider, model_type=kind, agent=self.agent)
+            raise ModelError(
+                "the openai plugin is closed", provider=endpoint.provider, model_type=kind, agent=self.agent
+            )
         started = time.perf_counter()
         with self._translate_errors(kind, endpoint, model):
             result = await request(client)
@@ -437,7 +454,10 @@ class OpenAIModels:
             ) from exc
         except openai.APIConnectionError as exc:
             raise ModelUnavailable(
-                f"{where}: cannot connect to {display_url(endpoint.base_url)}", agent=self.agent, provider=provider, model_type=kind
+                f"{where}: cannot connect to {display_url(endpoint.base_url)}",
+                agent=self.agent,
+                provider=provider,
+                model_type=kind,
             ) from exc
         except openai.InternalServerError as exc:
             raise ModelUnavailable(
@@ -448,11 +468,15 @@ class OpenAIModels:
             ) from exc
         except openai.APIStatusError as exc:
             raise ModelError(
-                f"{where}: HTTP {exc.status_code}: {self._detail(exc, endpoint)}", agent=self.agent, provider=provider, model_type=kind
+                f"{where}: HTTP {exc.status_code}: {self._detail(exc, endpoint)}",
+                agent=self.agent,
+                provider=provider,
+                model_type=kind,
             ) from exc
         except openai.OpenAIError as exc:
-            raise ModelError(f"{where}: {type(exc).__name__}", agent=self.agent, provider=provider,
-                             model_type=kind) from exc
+            raise ModelError(
+                f"{where}: {type(exc).__name__}", agent=self.agent, provider=provider, model_type=kind
+            ) from exc
 
     @staticmethod
     def _detail(exc: openai.APIStatusError, endpoint: Endpoint) -> str:

@@ -27,12 +27,20 @@ async def main() -> int:
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--latency", type=float, default=0.3, help="model latency, seconds")
     parser.add_argument("--interval", type=float, default=0.05, help="seconds between messages")
-    parser.add_argument("--min-uptime", type=float, default=2.0,
-                        help="seconds the daemon runs after each start before the next kill")
+    parser.add_argument(
+        "--min-uptime", type=float, default=2.0, help="seconds the daemon runs after each start before the next kill"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
-        report = await crash_run(Path(work), messages=args.messages, kills=args.kills, latency=args.latency,
-                                 interval=args.interval, min_uptime=args.min_uptime, settle=120)
+        report = await crash_run(
+            Path(work),
+            messages=args.messages,
+            kills=args.kills,
+            latency=args.latency,
+            interval=args.interval,
+            min_uptime=args.min_uptime,
+            settle=120,
+        )
     print(report.summary())
     print(f"lost {report.lost}, duplicated {report.duplicated} (target 0 and 0)")
     if report.unanswered:

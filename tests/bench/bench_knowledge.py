@@ -50,10 +50,18 @@ _RELATIONS = [
     ("was founded by {value}.", "Who founded {name}?", "Who established {name}?", "person"),
     ("sits on the banks of the {value} river.", "Which river is {name} on?", "What water flows past {name}?", "word"),
     ("is famous for exporting {value}.", "What does {name} export?", "What goods does {name} sell abroad?", "word"),
-    ("holds the {value} festival every spring.", "Which festival does {name} hold?",
-     "What celebration happens in {name} each spring?", "word"),
-    ("has a population of about {value} people.", "How many people live in {name}?",
-     "How large is the population of {name}?", "number"),
+    (
+        "holds the {value} festival every spring.",
+        "Which festival does {name} hold?",
+        "What celebration happens in {name} each spring?",
+        "word",
+    ),
+    (
+        "has a population of about {value} people.",
+        "How many people live in {name}?",
+        "How large is the population of {name}?",
+        "number",
+    ),
 ]
 PARAGRAPH_WORDS = 50
 _STOP = frozenset("a an and are at be by do does for how in is it many of on or the to what which who".split())
@@ -104,8 +112,13 @@ def make_corpus(folder: Path, chunks: int, rng: random.Random) -> list[dict[str,
     for d, name in enumerate(names):
         facts = []
         for statement, same_words, other_words, kind in rng.sample(_RELATIONS, 3):
-            value = (f"{rng.choice(vocabulary).capitalize()} {rng.choice(vocabulary).capitalize()}" if kind == "person"
-                     else str(rng.randrange(1000, 999_999)) if kind == "number" else rng.choice(vocabulary))
+            value = (
+                f"{rng.choice(vocabulary).capitalize()} {rng.choice(vocabulary).capitalize()}"
+                if kind == "person"
+                else str(rng.randrange(1000, 999_999))
+                if kind == "number"
+                else rng.choice(vocabulary)
+            )
             facts.append(f"{name} {statement.format(value=value)}")
             question = rng.choice((same_words, other_words))
             questions.append({"question": question.format(name=name), "answer": f"{name}.md"})
@@ -141,27 +154,41 @@ async def main(args: argparse.Namespace) -> None:
     questions = make_corpus(corpus, args.chunks, rng)
     size_mb = sum(f.stat().st_size for f in corpus.iterdir()) / 1024 / 1024
     character_file = workdir / "bench.json"
-    character_file.write_text(json.dumps({"name": "Bench", "bio": "x", "knowledge": [{"directory": "corpus"}],
-                                          "settings": {"KNOWLEDGE_MIN_SIMILARITY": str(args.min_similarity)}}))
+    character_file.write_text(
+        json.dumps(
+            {
+                "name": "Bench",
+                "bio": "x",
+                "knowledge": [{"directory": "corpus"}],
+                "settings": {"KNOWLEDGE_MIN_SIMILARITY": str(args.min_similarity)},
+            }
+        )
+    )
     db_path = workdir / "bench.db"
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db_path}{suffix}").unlink(missing_ok=True)
     embed, handler, calls = make_embedder(args.dims)
-    print(f"bench_knowledge: {len(list(corpus.iterdir()))} documents ({size_mb:.1f} MB) in {corpus}, "
-          f"{args.dims}-dim fake embeddings, {args.questions} questions")
+    print(
+        f"bench_knowledge: {len(list(corpus.iterdir()))} documents ({size_mb:.1f} MB) in {corpus}, "
+        f"{args.dims}-dim fake embeddings, {args.questions} questions"
+    )
 
     async with Database(db_path) as db:
         runtime, cold = await start(db, character_file, handler)
         service = runtime.get_service("knowledge")
         report = service.last
-        print(f"  cold start: {report.fragments} chunks ingested and embedded in {cold:.1f} s = "
-              f"{report.fragments / cold:,.0f} chunks/s ({calls['requests']} embedding requests)")
+        print(
+            f"  cold start: {report.fragments} chunks ingested and embedded in {cold:.1f} s = "
+            f"{report.fragments / cold:,.0f} chunks/s ({calls['requests']} embedding requests)"
+        )
         await runtime.close()
         calls["requests"] = calls["texts"] = 0
         runtime, warm = await start(db, character_file, handler)
         service = runtime.get_service("knowledge")
-        print(f"  second start, nothing changed: {warm:.2f} s, {calls['requests']} embedding requests, "
-              f"{service.last.new + service.last.changed} documents re-read")
+        print(
+            f"  second start, nothing changed: {warm:.2f} s, {calls['requests']} embedding requests, "
+            f"{service.last.new + service.last.changed} documents re-read"
+        )
 
         asked = rng.sample(questions, min(args.questions, len(questions)))
         vectors = [embed(q["question"]) for q in asked]
@@ -175,16 +202,20 @@ async def main(args: argparse.Namespace) -> None:
             t0 = time.perf_counter()
             keywords = await service.search(question["question"])
             timings["keywords"].append((time.perf_counter() - t0) * 1000)
-            nearest = await runtime.store.search_knowledge(vector, count=config.candidates,
-                                                           match_threshold=config.min_similarity)
+            nearest = await runtime.store.search_knowledge(
+                vector, count=config.candidates, match_threshold=config.min_similarity
+            )
             for name, hits in (("hybrid", hybrid), ("keywords", keywords), ("vectors", rank(nearest, [], [], config))):
                 results[name].append([Path(h.memory.metadata["title"]).name for h in hits])
         for name, samples in timings.items():
-            print(f"  {name + ' search':<16} p50 {percentile(samples, 0.5):7.1f} ms   "
-                  f"p95 {percentile(samples, 0.95):7.1f} ms")
+            print(
+                f"  {name + ' search':<16} p50 {percentile(samples, 0.5):7.1f} ms   "
+                f"p95 {percentile(samples, 0.95):7.1f} ms"
+            )
         for name, found in results.items():
-            rates = [sum(q["answer"] in f[:k] for q, f in zip(asked, found, strict=True)) / len(asked)
-                     for k in (1, 3, 5)]
+            rates = [
+                sum(q["answer"] in f[:k] for q, f in zip(asked, found, strict=True)) / len(asked) for k in (1, 3, 5)
+            ]
             print(f"  {name:<9} hit@1 {rates[0]:6.1%}   hit@3 {rates[1]:6.1%}   hit@5 {rates[2]:6.1%}")
         await runtime.close()
     size = sum(os.path.getsize(f"{db_path}{s}") for s in ("", "-wal", "-shm") if os.path.exists(f"{db_path}{s}"))
@@ -197,8 +228,12 @@ if __name__ == "__main__":
     parser.add_argument("--dims", type=int, default=1536, help="embedding length (384, 768, 1536 …)")
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--min-similarity", type=float, default=0.05,
-                        help="KNOWLEDGE_MIN_SIMILARITY: the fake's cosines are low (a question shares two or three "
-                             "words with a 400-word chunk), so the default of 0.25 would hide every vector hit")
+    parser.add_argument(
+        "--min-similarity",
+        type=float,
+        default=0.05,
+        help="KNOWLEDGE_MIN_SIMILARITY: the fake's cosines are low (a question shares two or three "
+        "words with a 400-word chunk), so the default of 0.25 would hide every vector hit",
+    )
     parser.add_argument("--dir", help="work folder (default: a new temporary one)")
     asyncio.run(main(parser.parse_args()))

@@ -35,11 +35,24 @@ PLAN = "<response><thought>ok</thought><actions>REPLY</actions><text>Noted, than
 
 async def make_agent(db: Database, tmp: Path, index: int, rooms: int) -> tuple[AgentRuntime, list[str], str]:
     path = tmp / f"agent{index}.json"
-    path.write_text(json.dumps({"name": f"Agent {index}", "bio": ["A benchmark character."] * 12,
-                                "topics": [f"topic {i}" for i in range(10)], "adjectives": ["calm", "brief"],
-                                "messageExamples": [[{"name": "{{user1}}", "content": {"text": "hi"}},
-                                                     {"name": f"Agent {index}", "content": {"text": "hello"}}]] * 6,
-                                "style": {"all": ["be brief"], "chat": ["answer first"]}}))
+    path.write_text(
+        json.dumps(
+            {
+                "name": f"Agent {index}",
+                "bio": ["A benchmark character."] * 12,
+                "topics": [f"topic {i}" for i in range(10)],
+                "adjectives": ["calm", "brief"],
+                "messageExamples": [
+                    [
+                        {"name": "{{user1}}", "content": {"text": "hi"}},
+                        {"name": f"Agent {index}", "content": {"text": "hello"}},
+                    ]
+                ]
+                * 6,
+                "style": {"all": ["be brief"], "chat": ["answer first"]},
+            }
+        )
+    )
     character = load_character(path, environ={}).raise_for_problems()
     rt = AgentRuntime(character, db.for_agent(character.agent_id), environ={})
 
@@ -59,7 +72,9 @@ async def make_agent(db: Database, tmp: Path, index: int, rooms: int) -> tuple[A
     room_ids = []
     for r in range(rooms):
         room_id = rt.unique_id(f"bench:room:{r}")
-        await rt.store.create_rooms([Room(room_id, source="bench", type=ChannelType.GROUP, name=f"room {r}", world_id=world)])
+        await rt.store.create_rooms(
+            [Room(room_id, source="bench", type=ChannelType.GROUP, name=f"room {r}", world_id=world)]
+        )
         await rt.store.add_participants([human, rt.agent_id], room_id)
         await rt.store.set_participant_state(room_id, rt.agent_id, RoomState.FOLLOWED)
         room_ids.append(room_id)
@@ -99,7 +114,9 @@ async def run(agents: int, messages: int, rooms: int) -> dict[str, float]:
 
             async def drive(rt: AgentRuntime, room_ids: list[str], human: str) -> None:
                 for i in range(per_agent):
-                    latencies.append(await send(rt, room_ids[i % len(room_ids)], human, f"message {i} about topic {i % 7}"))
+                    latencies.append(
+                        await send(rt, room_ids[i % len(room_ids)], human, f"message {i} about topic {i % 7}")
+                    )
 
             started = time.perf_counter()
             await asyncio.gather(*(drive(*s) for s in setup))
@@ -125,8 +142,10 @@ def main() -> None:
     print(f"bench_pipeline: {args.messages} messages per run over {args.rooms} rooms per agent, instant model")
     for agents in args.agents:
         r = asyncio.run(run(agents, args.messages, args.rooms))
-        print(f"  {r['agents']:>2} agents: per-message p50 {r['p50']:6.2f} ms  p99 {r['p99']:6.2f} ms  "
-              f"throughput {r['throughput']:7.1f} messages/s  ({r['messages']} messages)")
+        print(
+            f"  {r['agents']:>2} agents: per-message p50 {r['p50']:6.2f} ms  p99 {r['p99']:6.2f} ms  "
+            f"throughput {r['throughput']:7.1f} messages/s  ({r['messages']} messages)"
+        )
     print(f"  peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 

@@ -97,9 +97,9 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-
 def _more_than(items: list[float], count: int) -> bool:
     return len(items) > count
+
 
 async def quiet_for(count: Callable[[], int], seconds: float, timeout: float) -> None:
     """Wait until ``count()`` has not changed for ``seconds``."""
@@ -133,9 +133,17 @@ async def run(rounds: int, silence_s: float) -> list[dict[str, float]]:
             fake.add_channel(guild, "general")
             voice = fake.add_channel(guild, "General", "voice")
             environ = {"OPENAI_API_KEY": "sk-bench-0000", "OPENAI_BASE_URL": openai.url}
-            path = character(tmp, "Ada", "token-ada", fake.api_base, DISCORD_VOICE_ENABLED="true",
-                             DISCORD_CA_FILE=fake.voice.ca_file, DISCORD_VOICE_CHANNEL_ID=str(voice.id),
-                             VOICE_SILENCE_S=str(silence_s), VOICE_MIN_SPEECH_S="0.3")
+            path = character(
+                tmp,
+                "Ada",
+                "token-ada",
+                fake.api_base,
+                DISCORD_VOICE_ENABLED="true",
+                DISCORD_CA_FILE=fake.voice.ca_file,
+                DISCORD_VOICE_CHANNEL_ID=str(voice.id),
+                VOICE_SILENCE_S=str(silence_s),
+                VOICE_MIN_SPEECH_S="0.3",
+            )
             daemon = Daemon(DaemonSettings(db_path=tmp / "troupe.db"), [load_character(path, environ=environ)], environ)
             task = asyncio.create_task(daemon.run())
             try:
@@ -147,8 +155,9 @@ async def run(rounds: int, silence_s: float) -> list[dict[str, float]]:
                 for index in range(rounds + 1):  # round 0 warms up (first requests, first decoder...)
                     openai.script_transcription(f"Ada, what is the plan for day {index}?")
                     before, detections = len(spoken()), len(detected)
-                    await fake.voice.user_speaks(sam, spoken_packets(UTTERANCE_S, seed=index + 1), pace=0.02,
-                                                 silence_frames=0)
+                    await fake.voice.user_speaks(
+                        sam, spoken_packets(UTTERANCE_S, seed=index + 1), pace=0.02, silence_frames=0
+                    )
                     ended = time.monotonic()  # the last speech packet has just gone out
                     try:
                         frames = await fake.voice.wait_for_packets(ada, before + 1, timeout=10)
@@ -163,29 +172,35 @@ async def run(rounds: int, silence_s: float) -> list[dict[str, float]]:
                     await quiet_for(lambda: len(session.packets), 0.4, timeout=20)
                     calls = [e for t, e in openai.arrivals if ended <= t <= first]
                     if index == 0:
-                        timeline = ", ".join(f"{e} at +{(t - ended) * 1000:.0f}" for t, e in openai.arrivals
-                                             if ended <= t <= first)
-                        print(f"  warm-up round, requests after end of speech (ms): {timeline}; "
-                              f"first frame at +{(first - ended) * 1000:.0f}")
+                        timeline = ", ".join(
+                            f"{e} at +{(t - ended) * 1000:.0f}" for t, e in openai.arrivals if ended <= t <= first
+                        )
+                        print(
+                            f"  warm-up round, requests after end of speech (ms): {timeline}; "
+                            f"first frame at +{(first - ended) * 1000:.0f}"
+                        )
                         continue
                     e2e = first - ended
                     detect = detected[detections]
 
                     def at(name: str, detect: float = detect, first: float = first) -> float:
                         return next(t for t, e in openai.arrivals if e == name and detect <= t <= first)
-                    results.append({
-                        "e2e": e2e * 1000,
-                        "after_window": (e2e - silence_s) * 1000,
-                        "detect": (detected[detections] - ended) * 1000,
-                        "after_detect": (first - detected[detections]) * 1000,
-                        "own": (e2e - silence_s - INJECTED_S) * 1000,
-                        "own_after_detect": (first - detected[detections] - INJECTED_S) * 1000,
-                        "other_chat_calls": calls.count("chat"),
-                        "to_transcribe": (at("transcriptions") - detect) * 1000,
-                        "to_plan": (at("plan") - at("transcriptions") - TRANSCRIBE_S) * 1000,
-                        "to_speech": (at("speech") - at("plan") - CHAT_FIRST_TOKEN_S) * 1000,
-                        "to_frame": (first - at("speech") - SPEECH_FIRST_BYTE_S) * 1000,
-                    })
+
+                    results.append(
+                        {
+                            "e2e": e2e * 1000,
+                            "after_window": (e2e - silence_s) * 1000,
+                            "detect": (detected[detections] - ended) * 1000,
+                            "after_detect": (first - detected[detections]) * 1000,
+                            "own": (e2e - silence_s - INJECTED_S) * 1000,
+                            "own_after_detect": (first - detected[detections] - INJECTED_S) * 1000,
+                            "other_chat_calls": calls.count("chat"),
+                            "to_transcribe": (at("transcriptions") - detect) * 1000,
+                            "to_plan": (at("plan") - at("transcriptions") - TRANSCRIBE_S) * 1000,
+                            "to_speech": (at("speech") - at("plan") - CHAT_FIRST_TOKEN_S) * 1000,
+                            "to_frame": (first - at("speech") - SPEECH_FIRST_BYTE_S) * 1000,
+                        }
+                    )
                 if missed:
                     print(f"  {missed} of {rounds + 1} rounds got no reply (left out of the figures)")
             finally:
@@ -207,14 +222,17 @@ def main() -> None:
     parser.add_argument("--silence", type=float, default=0.5, help="VOICE_SILENCE_S (seconds)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
-    print(f"bench_voice: Discord voice, end of utterance -> first reply Opus frame, {args.rounds} rounds "
-          f"(+1 warm-up)")
+    print(f"bench_voice: Discord voice, end of utterance -> first reply Opus frame, {args.rounds} rounds (+1 warm-up)")
     print("  setup: real daemon + discord.py + openai client against FakeDiscord/FakeOpenAIServer on localhost;")
-    print(f"         person speaks {UTTERANCE_S:.1f} s of speech-like Opus at real-time pace; VOICE_SILENCE_S "
-          f"{args.silence}; transcript names Ada (no small model)")
-    print(f"         injected latencies: transcription {TRANSCRIBE_S * 1000:.0f} ms, plan first token "
-          f"{CHAT_FIRST_TOKEN_S * 1000:.0f} ms (then the whole plan at once), TTS first bytes "
-          f"{SPEECH_FIRST_BYTE_S * 1000:.0f} ms (real MP3): {INJECTED_S * 1000:.0f} ms in all")
+    print(
+        f"         person speaks {UTTERANCE_S:.1f} s of speech-like Opus at real-time pace; VOICE_SILENCE_S "
+        f"{args.silence}; transcript names Ada (no small model)"
+    )
+    print(
+        f"         injected latencies: transcription {TRANSCRIBE_S * 1000:.0f} ms, plan first token "
+        f"{CHAT_FIRST_TOKEN_S * 1000:.0f} ms (then the whole plan at once), TTS first bytes "
+        f"{SPEECH_FIRST_BYTE_S * 1000:.0f} ms (real MP3): {INJECTED_S * 1000:.0f} ms in all"
+    )
     results = asyncio.run(run(args.rounds, args.silence))
     if not results:
         print("  no round got a reply: no figures")
@@ -239,10 +257,13 @@ def main() -> None:
         print(f"  {label:48} {p50:6.0f} ms {p95:6.0f} ms   {verdict}")
     extra = sum(1 for r in results if r["other_chat_calls"])
     if extra:
-        print(f"  note: in {extra} of {len(results)} rounds another chat request (not the plan; probably an evaluator "
-              "of the previous turn) came in while the reply was being prepared")
-    print("  the silence window is part of what the person waits; detection adds the receiver's "
-          "tick (up to 20 ms) on top")
+        print(
+            f"  note: in {extra} of {len(results)} rounds another chat request (not the plan; probably an evaluator "
+            "of the previous turn) came in while the reply was being prepared"
+        )
+    print(
+        "  the silence window is part of what the person waits; detection adds the receiver's tick (up to 20 ms) on top"
+    )
 
 
 if __name__ == "__main__":

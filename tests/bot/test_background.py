@@ -92,7 +92,8 @@ async def test_start_after_close_is_refused_and_the_coroutine_never_runs() -> No
 
 
 async def test_a_failing_task_is_logged_once_with_its_name_and_the_others_run_on(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     tasks = BackgroundTasks("troupe:Ada", agent="Ada")
 
     async def broken() -> None:

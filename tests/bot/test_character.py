@@ -92,12 +92,22 @@ def test_full_schema_loads(write, tmp_path: Path) -> None:
         "adjectives": ["calm"],
         "topics": ["tea"],
         "knowledge": ["A fact.", {"path": "notes.md", "shared": True}, {"directory": "docs"}, {"path": "docs"}],
-        "messageExamples": [[{"name": "{{user1}}", "content": {"text": "hi"}},
-                             {"name": "Full", "content": {"text": "hello", "actions": ["REPLY"]}}]],
+        "messageExamples": [
+            [
+                {"name": "{{user1}}", "content": {"text": "hi"}},
+                {"name": "Full", "content": {"text": "hello", "actions": ["REPLY"]}},
+            ]
+        ],
         "postExamples": ["a post"],
         "style": {"all": ["a"], "chat": ["c"], "post": ["p"]},
-        "plugins": ["@elizaos/plugin-bootstrap", "@elizaos/plugin-sql", "@elizaos/plugin-openai",
-                    "@elizaos/plugin-discord", "@elizaos/plugin-telegram", "@elizaos/plugin-elevenlabs"],
+        "plugins": [
+            "@elizaos/plugin-bootstrap",
+            "@elizaos/plugin-sql",
+            "@elizaos/plugin-openai",
+            "@elizaos/plugin-discord",
+            "@elizaos/plugin-telegram",
+            "@elizaos/plugin-elevenlabs",
+        ],
         "settings": {"conversationLength": 10, "voice": {"model": "en_US"}, "secrets": {"ELEVENLABS_VOICE_ID": "v1"}},
         "secrets": {"OPENAI_API_KEY": "sk-test"},
     }
@@ -132,8 +142,12 @@ def test_elizaos_v0_character_loads_unchanged(write) -> None:
         "modelProvider": "openrouter",
         "bio": "An old-format character.",
         "lore": ["Once upon a time."],
-        "messageExamples": [[{"user": "{{user1}}", "content": {"text": "hi"}},
-                             {"user": "Old", "content": {"text": "yo", "action": "CONTINUE"}}]],
+        "messageExamples": [
+            [
+                {"user": "{{user1}}", "content": {"text": "hi"}},
+                {"user": "Old", "content": {"text": "yo", "action": "CONTINUE"}},
+            ]
+        ],
         "people": [],
         "settings": {"secrets": {}, "voice": {"model": "en_US-male-medium"}},
     }
@@ -151,7 +165,11 @@ def test_elizaos_v0_character_loads_unchanged(write) -> None:
 
 @pytest.mark.parametrize(
     ("plugin", "preset"),
-    [("@elizaos/plugin-ollama", "ollama"), ("@elizaos/plugin-openrouter", "openrouter"), ("@elizaos/plugin-openai", None)],
+    [
+        ("@elizaos/plugin-ollama", "ollama"),
+        ("@elizaos/plugin-openrouter", "openrouter"),
+        ("@elizaos/plugin-openai", None),
+    ],
 )
 def test_model_plugins_map_to_the_openai_plugin_with_a_preset(write, plugin: str, preset: str | None) -> None:
     result = load_character(write({"name": "A", "bio": "x", "plugins": [plugin]}))
@@ -206,16 +224,31 @@ def test_missing_bio(write) -> None:
         ({"name": 5, "bio": "x"}, "$.name: must be text (a string in quotes), not a number"),
         ({"name": "A", "bio": 5}, "$.bio: must be a list of sentences (strings), not a number"),
         ({"name": "A", "bio": "x", "topics": {"a": 1}}, "$.topics: must be a list of strings, not an object"),
-        ({"name": "A", "bio": "x", "adjectives": [1]}, "$.adjectives[0]: must be text (a string in quotes), not a number"),
+        (
+            {"name": "A", "bio": "x", "adjectives": [1]},
+            "$.adjectives[0]: must be text (a string in quotes), not a number",
+        ),
         ({"name": "A", "bio": "x", "style": "terse"}, "$.style: must be an object {...}, not text"),
-        ({"name": "A", "bio": "x", "style": {"chats": []}}, '$.style.chats: unknown style key; style has "all", "chat" and "post"'),
+        (
+            {"name": "A", "bio": "x", "style": {"chats": []}},
+            '$.style.chats: unknown style key; style has "all", "chat" and "post"',
+        ),
         ({"name": "A", "bio": "x", "settings": []}, "$.settings: must be an object {...}, not a list"),
         ({"name": "A", "bio": "x", "secrets": ["k"]}, "$.secrets: secrets must be an object like"),
-        ({"name": "A", "bio": "x", "settings": {"secrets": {"K": {"v": 1}}}}, "$.settings: settings.secrets.K must be text"),
+        (
+            {"name": "A", "bio": "x", "settings": {"secrets": {"K": {"v": 1}}}},
+            "$.settings: settings.secrets.K must be text",
+        ),
         ({"name": "A", "bio": "x", "knowledge": [5]}, "$.knowledge[0]: each knowledge item is a fact (text)"),
-        ({"name": "A", "bio": "x", "knowledge": [{"path": "a", "directory": "b"}]}, '$.knowledge[0]: give exactly one of "path" or "directory"'),
+        (
+            {"name": "A", "bio": "x", "knowledge": [{"path": "a", "directory": "b"}]},
+            '$.knowledge[0]: give exactly one of "path" or "directory"',
+        ),
         ({"name": "A", "bio": "x", "knowledge": [{"url": "x"}]}, "$.knowledge[0].url: unknown key here"),
-        ({"name": "A", "bio": "x", "knowledge": [{"path": "a", "shared": "maybe"}]}, "$.knowledge[0].shared: must be true or false"),
+        (
+            {"name": "A", "bio": "x", "knowledge": [{"path": "a", "shared": "maybe"}]},
+            "$.knowledge[0].shared: must be true or false",
+        ),
     ],
 )
 def test_wrong_types_name_the_field_and_the_fix(write, data: dict, expected: str) -> None:
@@ -242,8 +275,13 @@ def test_every_problem_is_reported_at_once(write) -> None:
 
 
 def test_a_bad_message_example_does_not_hide_a_missing_knowledge_folder(write, tmp_path: Path) -> None:
-    data = {"name": "A", "bio": "x", "messageExamples": [[{"user": "u"}]],
-            "knowledge": ["a fact", {"directory": "docs"}], "settings": "oops"}
+    data = {
+        "name": "A",
+        "bio": "x",
+        "messageExamples": [[{"user": "u"}]],
+        "knowledge": ["a fact", {"directory": "docs"}],
+        "settings": "oops",
+    }
     paths = [p.path for p in load_character(write(data)).problems]
     assert paths == ["$.messageExamples[0][0].content", "$.settings", "$.knowledge[1].directory"]
 
@@ -286,13 +324,16 @@ def test_a_file_given_by_path_is_read_whatever_its_name(tmp_path: Path, name: st
 
 
 def test_an_empty_file_says_it_is_empty(write) -> None:
-    assert only_problem(load_character(write(" \n"))).startswith("$: the file is empty; a character file holds one JSON")
+    assert only_problem(load_character(write(" \n"))).startswith(
+        "$: the file is empty; a character file holds one JSON"
+    )
 
 
 def test_a_named_pipe_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.json")
     assert only_problem(load_character(tmp_path / "pipe.json")) == (
-        "$: is a named pipe (FIFO), not a regular file; a character file is a JSON file")
+        "$: is a named pipe (FIFO), not a regular file; a character file is a JSON file"
+    )
 
 
 @pytest.mark.parametrize("path", ["~no-such-user-0/notes.md", "~\x00"])
@@ -305,13 +346,15 @@ def test_a_knowledge_path_under_an_unknown_home_does_not_exist(write, path: str)
 
 def test_paths_too_long_for_the_os_are_problems_not_crashes(write, tmp_path: Path) -> None:
     long = "a" * 5000
-    result = load_character(write({"name": "A", "bio": "x", "knowledge": [{"directory": long}],
-                                   "secrets": {"K": f"file:{long}"}}))
+    result = load_character(
+        write({"name": "A", "bio": "x", "knowledge": [{"directory": long}], "secrets": {"K": f"file:{long}"}})
+    )
     assert [p.path for p in result.problems] == ["$.secrets.K", "$.knowledge[0].directory"]
     assert "File name too long" in str(result.problems[0])
     assert result.problems[1].message.endswith(" does not exist; fix the path (relative to the character file)")
     assert only_problem(load_character(tmp_path / long)) == (
-        "$: cannot read it: File name too long; a character file is a JSON file")
+        "$: cannot read it: File name too long; a character file is a JSON file"
+    )
     assert find_character(long) == Path(long)
     assert scan_character_files([long]).paths == [Path(long)]
 
@@ -329,12 +372,18 @@ def test_a_file_over_the_size_limit_is_refused(write) -> None:
     ("text", "expected"),
     [
         ('{"name": "A", "bio": "x", "settings": "oops"}', "$.settings: must be an object {...}, not text"),
-        ('{"name": "A", "bio": "x", "settings": {"a": ' + "[" * 1000 + "]" * 1000 + "}}",
-         "$: nested too deeply to read (troupe reads at most 64 levels); flatten it"),
-        ('{"name": "A", "bio": "x", "settings": {"a": ' + "[" * 70 + "]" * 70 + "}}",
-         "nested more than 64 levels deep; flatten it"),
-        ('{"name": "A", "bio": "x", "settings": {"n": ' + "9" * 4400 + "}}",
-         "$.settings.n: a number with 4400 digits; troupe reads numbers of up to 4300 digits"),
+        (
+            '{"name": "A", "bio": "x", "settings": {"a": ' + "[" * 1000 + "]" * 1000 + "}}",
+            "$: nested too deeply to read (troupe reads at most 64 levels); flatten it",
+        ),
+        (
+            '{"name": "A", "bio": "x", "settings": {"a": ' + "[" * 70 + "]" * 70 + "}}",
+            "nested more than 64 levels deep; flatten it",
+        ),
+        (
+            '{"name": "A", "bio": "x", "settings": {"n": ' + "9" * 4400 + "}}",
+            "$.settings.n: a number with 4400 digits; troupe reads numbers of up to 4300 digits",
+        ),
         ('{"name": "A\\udc80", "bio": "x"}', "$.name: text with a lone surrogate escape"),
         ('{"name": "A", "bio": "x", "style": {"chta": []}}', "did you mean 'chat'?"),
         ('{"name": "A", "bio": "x", "settings": {"t": NaN}}', "$.settings.t: NaN is not a number JSON allows"),
@@ -347,17 +396,38 @@ def test_inputs_that_once_crashed_are_problems_with_a_path(write, text: str, exp
 
 
 def test_null_objects_and_lists_are_empty(write) -> None:
-    data = {"name": "A", "bio": "x", "settings": None, "templates": None, "style": None, "secrets": None,
-            "knowledge": None, "plugins": None, "messageExamples": None, "topics": None}
+    data = {
+        "name": "A",
+        "bio": "x",
+        "settings": None,
+        "templates": None,
+        "style": None,
+        "secrets": None,
+        "knowledge": None,
+        "plugins": None,
+        "messageExamples": None,
+        "topics": None,
+    }
     result = load_character(write(data))
     assert result.ok, result.problems
     assert character_of(result).settings == {} and character_of(result).style.all == []
 
 
 def test_every_elizaos_field_is_known_and_a_close_misspelling_gets_a_suggestion(write) -> None:
-    data = {"name": "A", "bio": "x", "twitterSpaces": {"maxSpeakers": 2}, "people": [], "twitterProfile": {},
-            "clientConfig": {}, "nft": {"prompt": "p"}, "extends": [], "imageModelProvider": "openai",
-            "messageExamplse": [], "Topics": ["t"], "zzz": 1}
+    data = {
+        "name": "A",
+        "bio": "x",
+        "twitterSpaces": {"maxSpeakers": 2},
+        "people": [],
+        "twitterProfile": {},
+        "clientConfig": {},
+        "nft": {"prompt": "p"},
+        "extends": [],
+        "imageModelProvider": "openai",
+        "messageExamplse": [],
+        "Topics": ["t"],
+        "zzz": 1,
+    }
     result = load_character(write(data))
     assert result.ok
     assert [str(w) for w in result.warnings] == [
@@ -399,7 +469,9 @@ def test_knowledge_directory_that_is_a_file(write, tmp_path: Path) -> None:
 def test_unresolvable_secret_reference(write) -> None:
     data = {"name": "A", "bio": "x", "settings": {"secrets": {"DISCORD_API_TOKEN": "env:A_DISCORD_TOKEN"}}}
     message = only_problem(load_character(write(data), environ={}))
-    assert message.startswith("$.settings.secrets.DISCORD_API_TOKEN: cannot resolve secret reference 'env:A_DISCORD_TOKEN'")
+    assert message.startswith(
+        "$.settings.secrets.DISCORD_API_TOKEN: cannot resolve secret reference 'env:A_DISCORD_TOKEN'"
+    )
     assert "A_DISCORD_TOKEN is not set" in message
 
 
@@ -437,8 +509,12 @@ def test_raise_for_problems(write) -> None:
 
 
 def test_repr_and_record_never_show_secrets(write) -> None:
-    data = {"name": "A", "bio": "x", "secrets": {"K": "sk-top-secret"},
-            "settings": {"model": "m", "secrets": {"T": "tok-nested-secret"}}}
+    data = {
+        "name": "A",
+        "bio": "x",
+        "secrets": {"K": "sk-top-secret"},
+        "settings": {"model": "m", "secrets": {"T": "tok-nested-secret"}},
+    }
     result = load_character(write(data))
     character = character_of(result)
     text = repr(character) + repr(result) + str(character.to_record())
@@ -461,7 +537,11 @@ def test_arguments_name_folders_files_lists_and_bare_names(tmp_path: Path, monke
         (tmp_path / "characters" / f"{name}.json").write_text("{}")
     (tmp_path / "solo.json").write_text("{}")
     assert scan_character_files(["characters"]).paths == [Path("characters/a.json"), Path("characters/b.json")]
-    assert scan_character_files(["solo,a", "missing"]).paths == [Path("solo.json"), Path("characters/a.json"), Path("missing")]
+    assert scan_character_files(["solo,a", "missing"]).paths == [
+        Path("solo.json"),
+        Path("characters/a.json"),
+        Path("missing"),
+    ]
 
 
 def test_a_name_finds_name_json_and_name_character_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -52,8 +52,11 @@ def test_one_bot_token_per_character() -> None:
     claims = TokenClaims("CHAT_TOKEN", "make one bot per character")
     claims.claim("t1", "Ada")
     claims.claim("t1", "Ada")  # reconnecting is fine
-    with pytest.raises(ConfigError, match=r"Brann: uses the same CHAT_TOKEN as Ada; each character needs a bot of "
-                                          r"its own \(make one bot per character\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"Brann: uses the same CHAT_TOKEN as Ada; each character needs a bot of "
+        r"its own \(make one bot per character\)",
+    ):
         claims.claim("t1", "Brann")
     claims.release("t1", "Brann")  # not the holder: nothing happens
     claims.release("t1", "Ada")

@@ -30,14 +30,31 @@ from bot.metrics import Metrics
 from bot.settings import DaemonSettings
 
 STATUS: dict[str, Any] = {
-    "state": "running", "pid": 4242, "uptime_s": 93.5, "version": "0.1.0",
+    "state": "running",
+    "pid": 4242,
+    "uptime_s": 93.5,
+    "version": "0.1.0",
     "agents": [
-        {"name": "Ada", "id": "a1", "state": "running", "in_flight": 0,
-         "platforms": {"discord": {"state": "connected", "detail": ""},
-                       "telegram": {"state": "retrying", "detail": "502 Bad Gateway; next try in 8 s"}}},
-        {"name": "Brann", "id": "b2", "state": "running", "in_flight": 0,
-         "platforms": {"discord": {"state": "connected", "detail": ""},
-                       "telegram": {"state": "connected", "detail": ""}}},
+        {
+            "name": "Ada",
+            "id": "a1",
+            "state": "running",
+            "in_flight": 0,
+            "platforms": {
+                "discord": {"state": "connected", "detail": ""},
+                "telegram": {"state": "retrying", "detail": "502 Bad Gateway; next try in 8 s"},
+            },
+        },
+        {
+            "name": "Brann",
+            "id": "b2",
+            "state": "running",
+            "in_flight": 0,
+            "platforms": {
+                "discord": {"state": "connected", "detail": ""},
+                "telegram": {"state": "connected", "detail": ""},
+            },
+        },
     ],
 }
 
@@ -95,13 +112,17 @@ async def test_every_route_over_the_unix_socket(running: tuple[FakeDaemon, Contr
     assert await call(sock, "GET", "/healthz") == (200, {"status": "ok", "state": "running"})
     assert await call(sock, "GET", "/readyz") == (200, {"ready": True})
     daemon.ready = (False, ["Ada: discord is not connected yet"])
-    assert await call(sock, "GET", "/readyz") == (503, {"ready": False,
-                                                        "reasons": ["Ada: discord is not connected yet"]})
+    assert await call(sock, "GET", "/readyz") == (
+        503,
+        {"ready": False, "reasons": ["Ada: discord is not connected yet"]},
+    )
     status, text = await call(sock, "GET", "/metrics")
     assert status == 200 and "troupe_agents 2\n" in text
     assert await call(sock, "GET", "/status") == (200, STATUS)
-    assert await call(sock, "POST", "/reload") == (200, {"started": ["Cleo"], "stopped": [], "restarted": [],
-                                                         "unchanged": ["Ada"], "kept": [], "failed": []})
+    assert await call(sock, "POST", "/reload") == (
+        200,
+        {"started": ["Cleo"], "stopped": [], "restarted": [], "unchanged": ["Ada"], "kept": [], "failed": []},
+    )
     assert await call(sock, "GET", "/nope") == (404, {"error": "Not Found"})
     assert await call(sock, "GET", "/reload") == (405, {"error": "Method Not Allowed"})
     assert server.tcp_port is None
@@ -109,8 +130,10 @@ async def test_every_route_over_the_unix_socket(running: tuple[FakeDaemon, Contr
 
 async def test_metrics_content_type(running: tuple[FakeDaemon, ControlServer, Path]) -> None:
     _, _, sock = running
-    async with (aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(sock))) as session,
-                session.get("http://troupe/metrics") as response):
+    async with (
+        aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(sock))) as session,
+        session.get("http://troupe/metrics") as response,
+    ):
         assert response.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -123,7 +146,8 @@ async def test_reload_that_raises_answers_500(running: tuple[FakeDaemon, Control
 
 
 async def test_a_second_reload_while_one_runs_is_refused_with_409(
-        running: tuple[FakeDaemon, ControlServer, Path]) -> None:
+    running: tuple[FakeDaemon, ControlServer, Path],
+) -> None:
     daemon, _, sock = running
     daemon.reload_gate = asyncio.Event()
     first = asyncio.create_task(call(sock, "POST", "/reload"))
@@ -149,12 +173,14 @@ async def test_socket_is_private_and_removed_on_close(short_dir: Path) -> None:
     await server.close()  # a second close is harmless
 
 
-async def test_a_second_server_on_the_same_socket_is_refused(
-        running: tuple[FakeDaemon, ControlServer, Path]) -> None:
+async def test_a_second_server_on_the_same_socket_is_refused(running: tuple[FakeDaemon, ControlServer, Path]) -> None:
     _, _, sock = running
     other = ControlServer(FakeDaemon(), settings(sock))
-    with pytest.raises(ConfigError, match=r"another troupe daemon is running: .*control\.sock answers; stop it or "
-                                          "set TROUPE_CONTROL_SOCKET"):
+    with pytest.raises(
+        ConfigError,
+        match=r"another troupe daemon is running: .*control\.sock answers; stop it or "
+        "set TROUPE_CONTROL_SOCKET",
+    ):
         await other.start()
     assert (await call(sock, "GET", "/healthz"))[0] == 200  # the first one still owns its socket
 
@@ -192,15 +218,18 @@ async def test_tcp_without_a_token_needs_none(short_dir: Path) -> None:
     await server.start()
     try:
         assert server.tcp_port
-        async with (aiohttp.ClientSession() as session,
-                    session.get(f"http://127.0.0.1:{server.tcp_port}/healthz") as response):
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"http://127.0.0.1:{server.tcp_port}/healthz") as response,
+        ):
             assert response.status == 200 and await response.json() == {"status": "ok", "state": "running"}
     finally:
         await server.close()
 
 
 async def test_tcp_with_a_token_answers_401_without_it_and_200_with_it(
-        short_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
+    short_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
     sock = short_dir / "c.sock"
     server = ControlServer(FakeDaemon(), settings(sock, health_port=0, health_token="s3cret"))
@@ -223,9 +252,21 @@ async def test_tcp_with_a_token_answers_401_without_it_and_200_with_it(
     assert "token required" in caplog.text and "s3cret" not in caplog.text
 
 
-@pytest.mark.parametrize(("host", "loopback"), [
-    ("127.0.0.1", True), ("127.3.2.1", True), ("::1", True), ("[::1]", True), ("localhost", True),
-    ("::ffff:127.0.0.1", True), ("0.0.0.0", False), ("10.0.0.1", False), ("::", False), ("myhost", False)])
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.3.2.1", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("::ffff:127.0.0.1", True),
+        ("0.0.0.0", False),
+        ("10.0.0.1", False),
+        ("::", False),
+        ("myhost", False),
+    ],
+)
 def test_loopback_hosts(host: str, loopback: bool) -> None:
     assert _is_loopback(host) is loopback
 
@@ -254,8 +295,11 @@ async def test_a_port_in_use_is_a_config_error_and_leaves_no_socket(short_dir: P
 
 async def test_call_with_nothing_listening_says_no_daemon_runs(short_dir: Path) -> None:
     missing = short_dir / "control.sock"
-    with pytest.raises(DaemonNotRunning, match=r"no troupe daemon is running: nothing listens on .*control\.sock "
-                                               r"\(start it with `troupe start`, or point TROUPE_CONTROL_SOCKET"):
+    with pytest.raises(
+        DaemonNotRunning,
+        match=r"no troupe daemon is running: nothing listens on .*control\.sock "
+        r"\(start it with `troupe start`, or point TROUPE_CONTROL_SOCKET",
+    ):
         await call(missing, "GET", "/status")
     dead = socket.socket(socket.AF_UNIX)
     dead.bind(str(missing))
@@ -290,23 +334,36 @@ def test_format_status() -> None:
 
 
 def test_format_status_agents_not_running_and_messages_in_flight() -> None:
-    status = {"state": "running", "pid": 7, "uptime_s": 2 * 86400 + 3 * 3600 + 59, "agents": [
-        {"name": "Ada", "state": "stopping", "in_flight": 2,
-         "platforms": {"telegram": {"state": "connected", "detail": ""}}},
-        {"name": "Eve", "state": "failed", "in_flight": 0, "platforms": {}},
-    ]}
+    status = {
+        "state": "running",
+        "pid": 7,
+        "uptime_s": 2 * 86400 + 3 * 3600 + 59,
+        "agents": [
+            {
+                "name": "Ada",
+                "state": "stopping",
+                "in_flight": 2,
+                "platforms": {"telegram": {"state": "connected", "detail": ""}},
+            },
+            {"name": "Eve", "state": "failed", "in_flight": 0, "platforms": {}},
+        ],
+    }
     assert format_status(status) == (
         "troupe running (pid 7, up 2d03h): 2 agents, 1 of 1 platform connection up, 2 messages in flight\n"
         "  Ada (stopping)  telegram  connected\n"
         "  Eve             -         failed"
     )
     assert format_status({"state": "starting", "pid": 7, "uptime_s": 4.9, "agents": []}) == (
-        "troupe starting (pid 7, up 4s): 0 agents, 0 of 0 platform connections up")
+        "troupe starting (pid 7, up 4s): 0 agents, 0 of 0 platform connections up"
+    )
 
 
 def test_format_reload() -> None:
     summary = {
-        "started": ["Cleo"], "stopped": ["Brann"], "restarted": ["Ada"], "unchanged": ["Iris"],
+        "started": ["Cleo"],
+        "stopped": ["Brann"],
+        "restarted": ["Ada"],
+        "unchanged": ["Iris"],
         "kept": [{"name": "Dora", "file": "/etc/troupe/characters/dora.json", "reason": "bio: field required"}],
         "failed": [{"name": "Eve", "reason": "TELEGRAM_BOT_TOKEN was refused"}],
     }
@@ -320,8 +377,10 @@ def test_format_reload() -> None:
 def test_format_reload_quiet_and_multiline_reasons() -> None:
     assert format_reload({"started": [], "unchanged": ["Ada", "Brann"]}) == "reloaded: 2 unchanged"
     assert format_reload({}) == "reloaded: no characters"
-    kept = {"kept": [{"name": "Dora", "file": "dora.json", "reason": "dora.json:\n  $.bio: required\n  $.name: empty"}],
-            "unchanged": ["Ada"]}
+    kept = {
+        "kept": [{"name": "Dora", "file": "dora.json", "reason": "dora.json:\n  $.bio: required\n  $.name: empty"}],
+        "unchanged": ["Ada"],
+    }
     assert format_reload(kept) == (
         "reloaded: 1 unchanged\n"
         "  dora.json no longer validates (dora.json: $.bio: required; $.name: empty); Dora keeps running with "
@@ -353,7 +412,7 @@ async def tcp_token(short_dir: Path) -> AsyncIterator[tuple[FakeDaemon, str]]:
 
 async def test_post_reload_over_tcp_without_a_token_is_refused(tcp_open: tuple[FakeDaemon, str]) -> None:
     daemon, base = tcp_open
-    async with (aiohttp.ClientSession() as session, session.post(f"{base}/reload") as response):
+    async with aiohttp.ClientSession() as session, session.post(f"{base}/reload") as response:
         assert response.status == 403
         assert "TROUPE_HEALTH_TOKEN" in (await response.json())["error"]
     assert daemon.reloads == 0
@@ -370,22 +429,27 @@ async def test_post_reload_over_tcp_needs_the_token_when_one_is_set(tcp_token: t
     assert daemon.reloads == 1
 
 
-@pytest.mark.parametrize("headers", [
-    {"Origin": "http://evil.example"},
-    {"Origin": "null"},
-    {"Origin": "http://localhost:1"},  # another port of this machine is another origin
-    {"Sec-Fetch-Site": "cross-site"},
-    {"Host": "evil.example"},  # DNS rebinding: a foreign name that resolves to 127.0.0.1
-    {"Host": "evil.example:8787"},
-])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Origin": "http://evil.example"},
+        {"Origin": "null"},
+        {"Origin": "http://localhost:1"},  # another port of this machine is another origin
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Host": "evil.example"},  # DNS rebinding: a foreign name that resolves to 127.0.0.1
+        {"Host": "evil.example:8787"},
+    ],
+)
 async def test_requests_from_a_browser_page_of_another_origin_are_refused(
-        tcp_token: tuple[FakeDaemon, str], headers: dict[str, str]) -> None:
+    tcp_token: tuple[FakeDaemon, str], headers: dict[str, str]
+) -> None:
     daemon, base = tcp_token
     async with aiohttp.ClientSession() as session:
         for method, route in (("POST", "/reload"), ("GET", "/status"), ("GET", "/healthz")):
             # Even with the token: a page must not be able to use one it got hold of.
-            async with session.request(method, f"{base}{route}",
-                                       headers={**headers, "Authorization": "Bearer s3cret"}) as response:
+            async with session.request(
+                method, f"{base}{route}", headers={**headers, "Authorization": "Bearer s3cret"}
+            ) as response:
                 assert response.status == 403, (method, route)
                 assert "refused" in (await response.json())["error"]
     assert daemon.reloads == 0
@@ -395,14 +459,20 @@ async def test_a_loopback_host_and_same_origin_are_accepted(tcp_open: tuple[Fake
     _, base = tcp_open
     port = base.rsplit(":", 1)[1]
     async with aiohttp.ClientSession() as session:
-        for headers in ({"Host": f"localhost:{port}"}, {"Host": f"[::1]:{port}"}, {"Host": "127.0.0.1"},
-                        {"Origin": base, "Sec-Fetch-Site": "same-origin"}, {"Sec-Fetch-Site": "none"}):
+        for headers in (
+            {"Host": f"localhost:{port}"},
+            {"Host": f"[::1]:{port}"},
+            {"Host": "127.0.0.1"},
+            {"Origin": base, "Sec-Fetch-Site": "same-origin"},
+            {"Sec-Fetch-Site": "none"},
+        ):
             async with session.get(f"{base}/healthz", headers=headers) as response:
                 assert response.status == 200, headers
 
 
 async def test_status_over_tcp_without_authorisation_shows_no_more_than_healthz(
-        tcp_open: tuple[FakeDaemon, str]) -> None:
+    tcp_open: tuple[FakeDaemon, str],
+) -> None:
     _, base = tcp_open
     async with aiohttp.ClientSession() as session:
         async with session.get(f"{base}/healthz") as response:
@@ -413,13 +483,18 @@ async def test_status_over_tcp_without_authorisation_shows_no_more_than_healthz(
 
 
 async def test_a_bind_beyond_loopback_with_a_token_answers_to_any_host_name(short_dir: Path) -> None:
-    server = ControlServer(FakeDaemon(), settings(short_dir / "c.sock", health_port=0, health_host="0.0.0.0",
-                                                  health_token="s3cret"))
+    server = ControlServer(
+        FakeDaemon(), settings(short_dir / "c.sock", health_port=0, health_host="0.0.0.0", health_token="s3cret")
+    )
     await server.start()
     try:
-        async with (aiohttp.ClientSession() as session,
-                    session.get(f"http://127.0.0.1:{server.tcp_port}/status",
-                                headers={"Host": "troupe.lan", "Authorization": "Bearer s3cret"}) as response):
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(
+                f"http://127.0.0.1:{server.tcp_port}/status",
+                headers={"Host": "troupe.lan", "Authorization": "Bearer s3cret"},
+            ) as response,
+        ):
             assert response.status == 200 and await response.json() == STATUS
     finally:
         await server.close()

@@ -66,8 +66,12 @@ def write(tmp_path: Path, name: str, plugins: list[str], token: str | None = "t-
 
 async def test_agents_run_on_their_platforms_and_stop_cleanly(tmp_path: Path, fake_platform, caplog) -> None:
     connected, closed = fake_platform
-    files = [write(tmp_path, "A", ["fakechat"]), write(tmp_path, "B", ["fakechat"]),
-             write(tmp_path, "Broken", ["fakechat", "broken"]), write(tmp_path, "NoToken", ["fakechat"], token=None)]
+    files = [
+        write(tmp_path, "A", ["fakechat"]),
+        write(tmp_path, "B", ["fakechat"]),
+        write(tmp_path, "Broken", ["fakechat", "broken"]),
+        write(tmp_path, "NoToken", ["fakechat"], token=None),
+    ]
     environ = {"OPENAI_API_KEY": "sk-test-key"}
     results = load_characters(files, environ=environ)
     assert all(r.ok for r in results), [r.problems for r in results]
@@ -86,13 +90,23 @@ async def test_agents_run_on_their_platforms_and_stop_cleanly(tmp_path: Path, fa
     assert daemon.runtimes == []
 
 
-async def test_platform_without_connect_is_reported_and_the_daemon_exits_78(tmp_path: Path, caplog, monkeypatch) -> None:
+async def test_platform_without_connect_is_reported_and_the_daemon_exits_78(
+    tmp_path: Path, caplog, monkeypatch
+) -> None:
     import platforms.telegram
 
     monkeypatch.delattr(platforms.telegram, "connect")  # a platform package still being written
     path = tmp_path / "a.json"
-    path.write_text(json.dumps({"name": "A", "bio": "x", "plugins": ["@elizaos/plugin-telegram"],
-                                "settings": {"secrets": {"TELEGRAM_BOT_TOKEN": "123:tok-123456"}}}))
+    path.write_text(
+        json.dumps(
+            {
+                "name": "A",
+                "bio": "x",
+                "plugins": ["@elizaos/plugin-telegram"],
+                "settings": {"secrets": {"TELEGRAM_BOT_TOKEN": "123:tok-123456"}},
+            }
+        )
+    )
     environ = {"OPENAI_API_KEY": "sk-test-key"}
     results = load_characters([path], environ=environ)
     code = await Daemon(DaemonSettings(db_path=tmp_path / "d.db"), results, environ).run()
@@ -102,9 +116,19 @@ async def test_platform_without_connect_is_reported_and_the_daemon_exits_78(tmp_
 
 async def test_a_platform_that_cannot_be_reached_is_retried_in_the_background(tmp_path: Path, caplog) -> None:
     path = tmp_path / "a.json"
-    path.write_text(json.dumps({"name": "A", "bio": "x", "plugins": ["@elizaos/plugin-discord"],
-                                "settings": {"secrets": {"DISCORD_API_TOKEN": "tok-123456"},
-                                             "DISCORD_API_BASE": "http://127.0.0.1:1/api/v10"}}))
+    path.write_text(
+        json.dumps(
+            {
+                "name": "A",
+                "bio": "x",
+                "plugins": ["@elizaos/plugin-discord"],
+                "settings": {
+                    "secrets": {"DISCORD_API_TOKEN": "tok-123456"},
+                    "DISCORD_API_BASE": "http://127.0.0.1:1/api/v10",
+                },
+            }
+        )
+    )
     environ = {"OPENAI_API_KEY": "sk-test-key"}
     results = load_characters([path], environ=environ)
     settings = DaemonSettings(db_path=tmp_path / "d.db", reconnect_base_s=0.05, reconnect_cap_s=0.1)
@@ -129,8 +153,9 @@ async def _running(daemon: Daemon, count: int) -> None:
     raise AssertionError(f"daemon {daemon.state} with {len(daemon.runtimes)} agents")
 
 
-async def _run_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                      names: tuple[str, ...]) -> tuple[Daemon, asyncio.Task[int], Path]:
+async def _run_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, names: tuple[str, ...]
+) -> tuple[Daemon, asyncio.Task[int], Path]:
     """A running daemon over a folder of fakechat characters, started as ``troupe start FOLDER`` would."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")  # a reload reads the environment again
     monkeypatch.chdir(tmp_path)  # and .env in the working directory
@@ -139,15 +164,20 @@ async def _run_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     for name in names:
         write(chars, name, ["fakechat"])
     environ = {"OPENAI_API_KEY": "sk-test-key"}
-    daemon = Daemon(DaemonSettings(db_path=tmp_path / "d.db"), load_characters(sorted(chars.glob("*.json")), environ=environ),
-                    environ, sources=[str(chars)])
+    daemon = Daemon(
+        DaemonSettings(db_path=tmp_path / "d.db"),
+        load_characters(sorted(chars.glob("*.json")), environ=environ),
+        environ,
+        sources=[str(chars)],
+    )
     task = asyncio.create_task(daemon.run())
     await _running(daemon, len(names))
     return daemon, task, chars
 
 
-async def test_reload_starts_stops_restarts_and_leaves_the_rest_alone(tmp_path: Path, fake_platform,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_reload_starts_stops_restarts_and_leaves_the_rest_alone(
+    tmp_path: Path, fake_platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
     connected, closed = fake_platform
     daemon, task, chars = await _run_folder(tmp_path, monkeypatch, ("A", "B", "C"))
     untouched = next(rt for rt in daemon.runtimes if rt.character.name == "C")
@@ -161,7 +191,14 @@ async def test_reload_starts_stops_restarts_and_leaves_the_rest_alone(tmp_path: 
     write(chars, "D", ["fakechat"])
     write(chars, "A", ["fakechat"], token="t-rotated-654321")  # a new secret is a change
     summary = await daemon.reload()
-    assert summary == {"started": ["D"], "stopped": ["B"], "restarted": ["A"], "unchanged": ["C"], "kept": [], "failed": []}
+    assert summary == {
+        "started": ["D"],
+        "stopped": ["B"],
+        "restarted": ["A"],
+        "unchanged": ["C"],
+        "kept": [],
+        "failed": [],
+    }
     assert sorted(rt.character.name for rt in daemon.runtimes) == ["A", "C", "D"]
     assert next(rt for rt in daemon.runtimes if rt.character.name == "C") is untouched
     assert sorted(closed) == ["A", "B"] and connected.count("A") == 2 and connected.count("C") == 1
@@ -187,8 +224,12 @@ async def test_a_reload_while_one_runs_is_refused_and_sighup_ones_coalesce(tmp_p
     chars.mkdir()
     write(chars, "A", ["fakechat"])
     environ = {"OPENAI_API_KEY": "sk-test-key"}
-    daemon = Daemon(DaemonSettings(db_path=tmp_path / "d.db"), load_characters([chars / "A.json"], environ=environ),
-                    environ, sources=[str(chars)])
+    daemon = Daemon(
+        DaemonSettings(db_path=tmp_path / "d.db"),
+        load_characters([chars / "A.json"], environ=environ),
+        environ,
+        sources=[str(chars)],
+    )
     task = asyncio.create_task(daemon.run())
     await _running(daemon, 1)
     runs = 0
@@ -221,8 +262,9 @@ async def test_a_reload_while_one_runs_is_refused_and_sighup_ones_coalesce(tmp_p
 async def test_stop_waits_for_a_reply_in_flight_and_refuses_new_messages(tmp_path: Path, fake_platform) -> None:
     path = write(tmp_path, "A", ["fakechat"])
     environ = {"OPENAI_API_KEY": "sk-test-key"}
-    daemon = Daemon(DaemonSettings(db_path=tmp_path / "d.db", stop_timeout_s=5), load_characters([path], environ=environ),
-                    environ)
+    daemon = Daemon(
+        DaemonSettings(db_path=tmp_path / "d.db", stop_timeout_s=5), load_characters([path], environ=environ), environ
+    )
     task = asyncio.create_task(daemon.run())
     await _running(daemon, 1)
     runtime = daemon.runtimes[0]
@@ -243,7 +285,8 @@ async def test_stop_waits_for_a_reply_in_flight_and_refuses_new_messages(tmp_pat
 
 
 async def test_reload_skips_the_one_file_that_once_crashed_it_and_applies_the_rest(
-        tmp_path: Path, fake_platform, monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+    tmp_path: Path, fake_platform, monkeypatch: pytest.MonkeyPatch, caplog
+) -> None:
     caplog.set_level(logging.INFO)
     daemon, task, chars = await _run_folder(tmp_path, monkeypatch, ("A", "B"))
     kept = next(rt for rt in daemon.runtimes if rt.character.name == "A")
@@ -253,7 +296,9 @@ async def test_reload_skips_the_one_file_that_once_crashed_it_and_applies_the_re
     write(chars, "C", ["fakechat"])
     summary = await daemon.reload()
     assert summary["started"] == ["C"] and summary["unchanged"] == ["B"]
-    assert [(k["name"], k["reason"]) for k in summary["kept"]] == [("A", "$.settings: must be an object {...}, not text")]
+    assert [(k["name"], k["reason"]) for k in summary["kept"]] == [
+        ("A", "$.settings: must be an object {...}, not text")
+    ]
     assert [f["name"] for f in summary["failed"]] == ["Deep"]
     assert kept in daemon.runtimes
     assert f"{chars / 'pipe.json'}: skipped, a named pipe (FIFO), not a regular file" in caplog.text
@@ -261,8 +306,9 @@ async def test_reload_skips_the_one_file_that_once_crashed_it_and_applies_the_re
     assert await asyncio.wait_for(task, 10) == 0
 
 
-async def test_reload_with_a_broken_dotenv_changes_nothing_and_says_why(tmp_path: Path, fake_platform,
-                                                                        monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+async def test_reload_with_a_broken_dotenv_changes_nothing_and_says_why(
+    tmp_path: Path, fake_platform, monkeypatch: pytest.MonkeyPatch, caplog
+) -> None:
     daemon, task, _ = await _run_folder(tmp_path, monkeypatch, ("A",))
     (tmp_path / ".env").write_bytes(b"X=\xff\n")
     with pytest.raises(RuntimeError, match=r"reload failed: \.env is not UTF-8 text"):
@@ -273,7 +319,8 @@ async def test_reload_with_a_broken_dotenv_changes_nothing_and_says_why(tmp_path
 
 
 async def test_a_character_whose_only_platform_troupe_lacks_still_starts_and_says_so(
-        tmp_path: Path, fake_platform, caplog) -> None:
+    tmp_path: Path, fake_platform, caplog
+) -> None:
     files = [write(tmp_path, "A", ["fakechat"]), write(tmp_path, "Tweeter", ["@elizaos/plugin-twitter"], token=None)]
     environ = {"OPENAI_API_KEY": "sk-test-key"}
     results = load_characters(files, environ=environ)
@@ -281,14 +328,17 @@ async def test_a_character_whose_only_platform_troupe_lacks_still_starts_and_say
     daemon = Daemon(DaemonSettings(db_path=tmp_path / "d.db"), results, environ)
     task = asyncio.create_task(daemon.run())
     await _running(daemon, 2)
-    assert ("Tweeter starts without @elizaos/plugin-twitter, which troupe does not have; it runs on no platform"
-            in caplog.text)
+    assert (
+        "Tweeter starts without @elizaos/plugin-twitter, which troupe does not have; it runs on no platform"
+        in caplog.text
+    )
     daemon.stop()
     assert await asyncio.wait_for(task, 10) == 0
 
 
 async def test_reload_with_a_file_that_is_a_symlink_loop_fails_that_file_only(
-        tmp_path: Path, fake_platform, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, fake_platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
     daemon, task, chars = await _run_folder(tmp_path, monkeypatch, ("A",))
     (tmp_path / "loop.json").symlink_to(tmp_path / "loop.json")
     daemon.sources = [str(chars), str(tmp_path / "loop.json")]
@@ -296,27 +346,34 @@ async def test_reload_with_a_file_that_is_a_symlink_loop_fails_that_file_only(
     summary = await daemon.reload()
     assert summary["started"] == ["B"] and summary["unchanged"] == ["A"]
     assert [(f["name"], f["reason"]) for f in summary["failed"]] == [
-        ("loop", "$: cannot read it: Too many levels of symbolic links; a character file is a JSON file")]
+        ("loop", "$: cannot read it: Too many levels of symbolic links; a character file is a JSON file")
+    ]
     daemon.stop()
     assert await asyncio.wait_for(task, 10) == 0
 
 
-async def test_status_shows_each_lifecycle_state_as_its_plain_word(tmp_path: Path, fake_platform,
-                                                                   caplog: pytest.LogCaptureFixture) -> None:
+async def test_status_shows_each_lifecycle_state_as_its_plain_word(
+    tmp_path: Path, fake_platform, caplog: pytest.LogCaptureFixture
+) -> None:
     chars = tmp_path / "chars"
     chars.mkdir()
     write(chars, "A", ["fakechat"])
     write(chars, "B", ["fakechat", "broken"])
     environ = {"OPENAI_API_KEY": "sk-test-key"}
-    daemon = Daemon(DaemonSettings(db_path=tmp_path / "d.db"),
-                    load_characters(sorted(chars.glob("*.json")), environ=environ), environ)
+    daemon = Daemon(
+        DaemonSettings(db_path=tmp_path / "d.db"),
+        load_characters(sorted(chars.glob("*.json")), environ=environ),
+        environ,
+    )
     assert daemon.status()["state"] == "starting"
     task = asyncio.create_task(daemon.run())
     await _running(daemon, 1)
     status = json.loads(json.dumps(daemon.status()))  # what GET /status sends
     assert status["state"] == "running"
     assert [(a["name"], a["state"], a["error"]) for a in status["agents"]] == [
-        ("A", "running", ""), ("B", "failed", "plugin broken for B failed to load: broken on purpose")]
+        ("A", "running", ""),
+        ("B", "failed", "plugin broken for B failed to load: broken on purpose"),
+    ]
     assert status["agents"][0]["platforms"] == {"fakechat": {"state": "connected", "detail": ""}}
     assert format_status(status).splitlines()[1:] == ["  A  fakechat  connected", "  B  -         failed"]
     daemon.stop()
@@ -328,15 +385,17 @@ async def test_status_shows_each_lifecycle_state_as_its_plain_word(tmp_path: Pat
 
 
 async def test_a_config_error_from_connect_is_shown_beside_the_agent_without_repeating_it(
-        tmp_path: Path, fake_platform, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, fake_platform, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     async def refuse(runtime) -> None:
         raise ConfigError("FAKE_TOKEN was refused; copy a fresh one", agent=runtime.character.name)
 
     monkeypatch.setattr(sys.modules["platforms.fakechat"], "connect", refuse)
     write(tmp_path, "A", ["fakechat"])
     environ = {"OPENAI_API_KEY": "sk-test-key"}
-    daemon = Daemon(DaemonSettings(db_path=tmp_path / "d.db"), load_characters([tmp_path / "A.json"], environ=environ),
-                    environ)
+    daemon = Daemon(
+        DaemonSettings(db_path=tmp_path / "d.db"), load_characters([tmp_path / "A.json"], environ=environ), environ
+    )
     with caplog.at_level(logging.ERROR):
         assert await daemon.run() == 78  # nothing could connect
     assert "A: could not connect to fakechat: FAKE_TOKEN was refused; copy a fresh one" in caplog.messages

@@ -41,8 +41,13 @@ def test_beside_its_agent_the_reason_does_not_repeat_the_name() -> None:
 
 
 def test_model_errors_keep_their_fields_next_to_the_agent() -> None:
-    error = ModelRateLimited("TEXT_LARGE via openai (gpt): rate limited", agent="Ada", retry_after=2.0,
-                             provider="openai", model_type="TEXT_LARGE")
+    error = ModelRateLimited(
+        "TEXT_LARGE via openai (gpt): rate limited",
+        agent="Ada",
+        retry_after=2.0,
+        provider="openai",
+        model_type="TEXT_LARGE",
+    )
     assert str(error) == "Ada: TEXT_LARGE via openai (gpt): rate limited"
     assert (error.agent, error.retry_after, error.provider, error.original) == ("Ada", 2.0, "openai", None)
 

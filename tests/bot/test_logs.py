@@ -60,8 +60,13 @@ def test_journal_lines_carry_the_priority_on_every_line(restore_logging) -> None
                 log.exception("failed")
         stream.seek(0)
         lines = stream.read().splitlines()
-    assert lines[:5] == ["<7>[Ada] bot.daemon: d", "<6>[Ada] bot.daemon: i", "<4>[Ada] bot.daemon: w",
-                         "<3>[Ada] bot.daemon: e", "<2>[Ada] bot.daemon: c"]
+    assert lines[:5] == [
+        "<7>[Ada] bot.daemon: d",
+        "<6>[Ada] bot.daemon: i",
+        "<4>[Ada] bot.daemon: w",
+        "<3>[Ada] bot.daemon: e",
+        "<2>[Ada] bot.daemon: c",
+    ]
     assert lines[5] == "<3>[Ada] bot.daemon: failed"
     assert all(line.startswith("<3>") for line in lines[6:]) and "ValueError: boom" in lines[-1]
 
@@ -126,7 +131,8 @@ def restore_levels() -> Iterator[None]:
 
 
 async def test_debug_shows_troupes_own_lines_but_not_every_sql_statement(
-        restore_logging, restore_levels, tmp_path) -> None:
+    restore_logging, restore_levels, tmp_path
+) -> None:
     from bot.store import Database
 
     out = io.StringIO()

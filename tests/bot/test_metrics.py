@@ -11,8 +11,10 @@ from bot.metrics import Counter, Gauge, Histogram, Metrics, Registry
 
 # One sample line of text format 0.0.4: name, optional {labels}, value (no timestamps from us).
 _LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
-_SAMPLE = re.compile(rf"(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{{(?:{_LABEL}(?:,{_LABEL})*)?\}})? "
-                     r"(?P<value>[+-]?Inf|NaN|[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)")
+_SAMPLE = re.compile(
+    rf"(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{{(?:{_LABEL}(?:,{_LABEL})*)?\}})? "
+    r"(?P<value>[+-]?Inf|NaN|[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)"
+)
 _HELP = re.compile(r"# HELP (?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*) (?:[^\\\n]|\\[\\n])*")
 _TYPE = re.compile(r"# TYPE (?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*) (?P<type>counter|gauge|histogram|summary|untyped)")
 
@@ -47,13 +49,16 @@ def check_exposition(text: str) -> dict[str, str]:
     return types
 
 
-@pytest.mark.parametrize("text", [
-    "x 1\n",                                                   # no HELP/TYPE
-    "# HELP x X.\n# TYPE x gauge\nx{a=\"b\"} one\n",             # not a number
-    '# HELP x X.\n# TYPE x gauge\nx{a="b\\q"} 1\n',             # bad escape
-    "# HELP x X.\n# TYPE x counter\nx_bucket 1\n",               # histogram suffix on a counter
-    "# HELP x X.\n# TYPE x gauge\nx 1",                          # no final newline
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x 1\n",  # no HELP/TYPE
+        '# HELP x X.\n# TYPE x gauge\nx{a="b"} one\n',  # not a number
+        '# HELP x X.\n# TYPE x gauge\nx{a="b\\q"} 1\n',  # bad escape
+        "# HELP x X.\n# TYPE x counter\nx_bucket 1\n",  # histogram suffix on a counter
+        "# HELP x X.\n# TYPE x gauge\nx 1",  # no final newline
+    ],
+)
 def test_the_checker_rejects_invalid_text(text: str) -> None:
     with pytest.raises(AssertionError):
         check_exposition(text)
@@ -118,8 +123,22 @@ def test_histogram_buckets_are_cumulative_and_end_with_inf() -> None:
         histogram.observe(value)
     lines = list(histogram.render_lines())
     buckets = {first_group(r'le="([^"]+)"', line): int(line.rsplit(" ", 1)[1]) for line in lines if "_bucket" in line}
-    assert buckets == {"0.005": 2, "0.01": 3, "0.025": 3, "0.05": 3, "0.1": 3, "0.25": 3, "0.5": 4, "1": 4,
-                       "2.5": 4, "5": 4, "10": 4, "30": 4, "60": 5, "+Inf": 7}
+    assert buckets == {
+        "0.005": 2,
+        "0.01": 3,
+        "0.025": 3,
+        "0.05": 3,
+        "0.1": 3,
+        "0.25": 3,
+        "0.5": 4,
+        "1": 4,
+        "2.5": 4,
+        "5": 4,
+        "10": 4,
+        "30": 4,
+        "60": 5,
+        "+Inf": 7,
+    }
     assert lines[-2:] == ["h_seconds_sum 1120.313", "h_seconds_count 7"]
 
 
@@ -127,7 +146,11 @@ def test_histogram_counts_nan_only_in_inf() -> None:
     histogram = Histogram("h_seconds", "H.", buckets=(1,))
     histogram.observe(math.nan)
     assert list(histogram.render_lines())[2:] == [
-        'h_seconds_bucket{le="1"} 0', 'h_seconds_bucket{le="+Inf"} 1', "h_seconds_sum NaN", "h_seconds_count 1"]
+        'h_seconds_bucket{le="1"} 0',
+        'h_seconds_bucket{le="+Inf"} 1',
+        "h_seconds_sum NaN",
+        "h_seconds_count 1",
+    ]
 
 
 def test_series_sort_by_label_values() -> None:
@@ -135,7 +158,10 @@ def test_series_sort_by_label_values() -> None:
     for agent, platform in [("b", "x"), ("a", "z"), ("a", "y")]:
         family.labels(agent=agent, platform=platform).inc()
     assert [line.split(" ")[0] for line in family.render_lines()][2:] == [
-        'c_total{agent="a",platform="y"}', 'c_total{agent="a",platform="z"}', 'c_total{agent="b",platform="x"}']
+        'c_total{agent="a",platform="y"}',
+        'c_total{agent="a",platform="z"}',
+        'c_total{agent="b",platform="x"}',
+    ]
 
 
 def test_misuse_is_refused() -> None:
@@ -191,17 +217,26 @@ def test_troupe_metrics_render_as_valid_exposition_with_process_metrics() -> Non
     text = metrics.render()
     types = check_exposition(text)
     assert list(types)[:12] == [
-        "troupe_messages_received_total", "troupe_messages_sent_total", "troupe_gate_decisions_total",
-        "troupe_model_calls_total", "troupe_model_latency_seconds", "troupe_reply_latency_seconds",
-        "troupe_messages_handled_total", "troupe_messages_in_flight", "troupe_reconnects_total",
-        "troupe_platform_connected", "troupe_agents", "troupe_reloads_total"]
+        "troupe_messages_received_total",
+        "troupe_messages_sent_total",
+        "troupe_gate_decisions_total",
+        "troupe_model_calls_total",
+        "troupe_model_latency_seconds",
+        "troupe_reply_latency_seconds",
+        "troupe_messages_handled_total",
+        "troupe_messages_in_flight",
+        "troupe_reconnects_total",
+        "troupe_platform_connected",
+        "troupe_agents",
+        "troupe_reloads_total",
+    ]
     assert types["troupe_start_time_seconds"] == "gauge"
     assert types["process_cpu_seconds_total"] == "counter"
     assert "troupe_start_time_seconds 1700000000.5\n" in text
-    assert 'troupe_model_calls_total{agent="Ada",model_type="TEXT_SMALL",outcome="error",provider="openai"}' \
-        not in text  # labels keep their declared order, not alphabetical
-    assert 'troupe_model_calls_total{agent="Ada",model_type="TEXT_SMALL",provider="openai",outcome="error"} 1\n' \
-        in text
+    assert (
+        'troupe_model_calls_total{agent="Ada",model_type="TEXT_SMALL",outcome="error",provider="openai"}' not in text
+    )  # labels keep their declared order, not alphabetical
+    assert 'troupe_model_calls_total{agent="Ada",model_type="TEXT_SMALL",provider="openai",outcome="error"} 1\n' in text
     cpu = float(first_group(r"^process_cpu_seconds_total (\S+)$", text, re.MULTILINE))
     assert cpu > 0
 

@@ -18,11 +18,17 @@ def test_the_model_plugin_is_the_one_that_says_it_serves_models() -> None:
     assert plugin_registry.for_model_provider("anthropic") is None
 
 
-def test_another_model_plugin_replaces_openai_without_touching_bot(monkeypatch: pytest.MonkeyPatch,
-                                                                   tmp_path: Path) -> None:
+def test_another_model_plugin_replaces_openai_without_touching_bot(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     metas = {name: meta for name, meta in plugin_registry.available().items() if name != "openai"}
-    metas["brains"] = PluginMeta(name="brains", description="fake models", models=True,
-                                 model_providers={"brainco": "fast"}, models_hint="Brains: set BRAINS_KEY")
+    metas["brains"] = PluginMeta(
+        name="brains",
+        description="fake models",
+        models=True,
+        model_providers={"brainco": "fast"},
+        models_hint="Brains: set BRAINS_KEY",
+    )
     monkeypatch.setattr(plugin_registry, "available", lambda: metas)
     monkeypatch.setattr(plugin_registry, "_by_alias", lambda: {n: (m, None) for n, m in metas.items()})
 
@@ -35,7 +41,8 @@ def test_another_model_plugin_replaces_openai_without_touching_bot(monkeypatch: 
     fallback = load_character(path, environ={})
     assert fallback.plugins[-1] == "brains"
     assert [w.message for w in fallback.warnings] == [
-        "no troupe plugin for 'somewhere-else'; the brains plugin is used instead, and serves Brains: set BRAINS_KEY"]
+        "no troupe plugin for 'somewhere-else'; the brains plugin is used instead, and serves Brains: set BRAINS_KEY"
+    ]
 
     path.write_text('{"name": "Ada", "bio": "x"}')
     assert runtime_plugins(load_character(path, environ={}))[-1] == "brains"  # every agent gets one to think

@@ -203,8 +203,13 @@ async def test_compose_state_orders_filters_and_caches(runtime: AgentRuntime, ca
         return Provider(name, get, position=position, **flags)
 
     runtime.providers.clear()  # only this test's providers, not the core plugin's
-    for p in (provider("LATE", 100), provider("EARLY", -10), provider("FACTS", 0, dynamic=True),
-              provider("SECRETIVE", 0, private=True), provider("BROKEN", 5)):
+    for p in (
+        provider("LATE", 100),
+        provider("EARLY", -10),
+        provider("FACTS", 0, dynamic=True),
+        provider("SECRETIVE", 0, private=True),
+        provider("BROKEN", 5),
+    ):
         runtime.register_provider(p)
 
     msg = message(runtime)
@@ -228,6 +233,7 @@ async def test_compose_state_orders_filters_and_caches(runtime: AgentRuntime, ca
 @pytest.fixture
 def fake_plugins(monkeypatch: pytest.MonkeyPatch):
     """Install fake plugin packages; returns the list their setups append to."""
+
     class Order(list):
         add: object
 
@@ -311,8 +317,10 @@ async def test_lifecycle_misuse(runtime: AgentRuntime) -> None:
         await runtime.start()
     order: list[int] = []
     for i in range(3):
+
         async def cb(i=i):
             order.append(i)
+
         runtime.on_close(cb)
     await runtime.close()
     await runtime.close()

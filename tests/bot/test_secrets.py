@@ -24,7 +24,9 @@ def test_env_reference() -> None:
 
 @pytest.mark.parametrize("env", [{}, {"TOKEN": ""}])
 def test_missing_env_reference_is_an_error_that_says_what_to_do(env: dict) -> None:
-    with pytest.raises(SecretReferenceError, match=r"'env:TOKEN'.*TOKEN is not set; export it.*env:TOKEN\? to make it optional"):
+    with pytest.raises(
+        SecretReferenceError, match=r"'env:TOKEN'.*TOKEN is not set; export it.*env:TOKEN\? to make it optional"
+    ):
         resolve_secret("env:TOKEN", environ=env)
 
 
@@ -70,8 +72,11 @@ def test_a_file_reference_to_a_named_pipe_a_folder_or_a_huge_file_is_refused_wit
 def test_systemd_credential(tmp_path: Path) -> None:
     (tmp_path / "discord-token").write_text("tok")
     assert value("credential:discord-token", environ={"CREDENTIALS_DIRECTORY": str(tmp_path)}) == "tok"
-    with pytest.raises(SecretReferenceError, match=r"only when troupe runs under systemd; .*/etc/troupe/credentials/NAME "
-                                                   r"is the credential troupe_NAME"):
+    with pytest.raises(
+        SecretReferenceError,
+        match=r"only when troupe runs under systemd; .*/etc/troupe/credentials/NAME "
+        r"is the credential troupe_NAME",
+    ):
         resolve_secret("credential:discord-token", environ={})
 
 

@@ -68,8 +68,17 @@ def test_setting_reader_reads_flags_numbers_and_id_lists() -> None:
     from bot.errors import ConfigError
     from bot.settings import SettingReader
 
-    values = {"ON": " yes ", "OFF": "0", "BAD": "maybe", "IDS": "123, 456,,789", "JSON": "[1, \"-100200\"]",
-              "WORDS": "general, 42", "BROKEN": "[1, 2", "N": "3", "BLANK": "  "}
+    values = {
+        "ON": " yes ",
+        "OFF": "0",
+        "BAD": "maybe",
+        "IDS": "123, 456,,789",
+        "JSON": '[1, "-100200"]',
+        "WORDS": "general, 42",
+        "BROKEN": "[1, 2",
+        "N": "3",
+        "BLANK": "  ",
+    }
     read = SettingReader(values.get, "Ada")
     assert read.flag("ON") is True and read.flag("OFF") is False and read.flag("MISSING", True) is True
     assert read.flag("BLANK") is False and read.optional("BLANK") is None
@@ -87,7 +96,11 @@ def test_setting_reader_reads_flags_numbers_and_id_lists() -> None:
 @pytest.mark.parametrize(
     ("variable", "value", "expected"),
     [
-        ("TROUPE_LOG_LEVEL", "LOUD", "TROUPE_LOG_LEVEL is 'LOUD': must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL"),
+        (
+            "TROUPE_LOG_LEVEL",
+            "LOUD",
+            "TROUPE_LOG_LEVEL is 'LOUD': must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL",
+        ),
         ("TROUPE_HEALTH_PORT", "notaport", "TROUPE_HEALTH_PORT is 'notaport': input should be a valid integer"),
         ("TROUPE_HEALTH_PORT", "70000", "TROUPE_HEALTH_PORT is '70000': input should be less than or equal to 65535"),
         ("TROUPE_STOP_TIMEOUT_S", "-5", "TROUPE_STOP_TIMEOUT_S is '-5': input should be greater than 0"),
@@ -96,15 +109,18 @@ def test_setting_reader_reads_flags_numbers_and_id_lists() -> None:
         ("TROUPE_HEALTH_PORT", "9" * 5000, "TROUPE_HEALTH_PORT is '999999999999999999999999999999'… (5000 characters)"),
     ],
 )
-def test_a_bad_daemon_setting_is_a_config_error_naming_the_variable(monkeypatch, tmp_path: Path, variable: str,
-                                                                     value: str, expected: str) -> None:
+def test_a_bad_daemon_setting_is_a_config_error_naming_the_variable(
+    monkeypatch, tmp_path: Path, variable: str, value: str, expected: str
+) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(variable, value)
     with pytest.raises(ConfigError, match=re.escape(expected)):
         DaemonSettings()
 
 
-@pytest.mark.parametrize("variable", ["TROUPE_DATA_DIR", "TROUPE_DB_PATH", "TROUPE_CONTROL_SOCKET", "TROUPE_HEALTH_HOST"])
+@pytest.mark.parametrize(
+    "variable", ["TROUPE_DATA_DIR", "TROUPE_DB_PATH", "TROUPE_CONTROL_SOCKET", "TROUPE_HEALTH_HOST"]
+)
 def test_a_nul_byte_in_a_dotenv_setting_is_a_config_error(monkeypatch, tmp_path: Path, variable: str) -> None:
     monkeypatch.chdir(tmp_path)
     Path(".env").write_bytes(f"{variable}=data\x00dir\n".encode())

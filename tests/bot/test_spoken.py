@@ -18,8 +18,12 @@ def test_sentences_come_out_as_soon_as_they_are_complete() -> None:
             seen.append((end, sentence))
     rest = stream.finish(reply)
     sentences = [s for _, s in seen] + rest
-    assert sentences == ["Hello there, friend!", "The plan, e.g. the map, is ready.", "It costs 3.5 coins?",
-                         "Yes. Last words"]  # "Yes." alone is too short to be worth a TTS call
+    assert sentences == [
+        "Hello there, friend!",
+        "The plan, e.g. the map, is ready.",
+        "It costs 3.5 coins?",
+        "Yes. Last words",
+    ]  # "Yes." alone is too short to be worth a TTS call
     assert seen[0][0] == len("Hello there, friend! ")  # handed out one character after it ended
 
 

@@ -7,20 +7,23 @@ import pytest
 from bot.text import first_words, repair_text
 
 
-@pytest.mark.parametrize(("broken", "repaired"), [
-    ("a\ud800b", "a\ufffdb"),  # a lone high surrogate
-    ("\ude00y", "\ufffdy"),  # a lone low surrogate
-    ("ends with x\ud83d", "ends with x\ufffd"),  # a pair cut short at the end
-    ("\udc80\udcff", "\ufffd\ufffd"),  # undecodable bytes smuggled in by surrogateescape
-    ("smile \ud83d\ude00", "smile \U0001F600"),  # a pair split into halves: joined again
-])
+@pytest.mark.parametrize(
+    ("broken", "repaired"),
+    [
+        ("a\ud800b", "a\ufffdb"),  # a lone high surrogate
+        ("\ude00y", "\ufffdy"),  # a lone low surrogate
+        ("ends with x\ud83d", "ends with x\ufffd"),  # a pair cut short at the end
+        ("\udc80\udcff", "\ufffd\ufffd"),  # undecodable bytes smuggled in by surrogateescape
+        ("smile \ud83d\ude00", "smile \U0001f600"),  # a pair split into halves: joined again
+    ],
+)
 def test_lone_surrogates_become_replacement_characters_and_pairs_are_joined(broken: str, repaired: str) -> None:
     assert repair_text(broken) == repaired
     repaired.encode("utf-8")  # and the result is valid UTF-8
 
 
 def test_valid_text_is_returned_unchanged() -> None:
-    text = "Grüße, 世界 \U0001F600 \ufffd\n\t"
+    text = "Grüße, 世界 \U0001f600 \ufffd\n\t"
     assert repair_text(text) is text
 
 

@@ -42,13 +42,23 @@ class CrashReport:
     """(chat id, message id) of the messages never answered."""
 
     def summary(self) -> str:
-        return (f"{self.messages} messages, {self.kills} kill -9: {self.answered_once} answered once, "
-                f"{self.lost} lost, {self.duplicated} answered twice or more ({self.seconds:.1f} s)")
+        return (
+            f"{self.messages} messages, {self.kills} kill -9: {self.answered_once} answered once, "
+            f"{self.lost} lost, {self.duplicated} answered twice or more ({self.seconds:.1f} s)"
+        )
 
 
-async def crash_run(workdir: Path, *, messages: int = 60, kills: int = 2, people: int = 10,
-                    latency: float = 0.3, interval: float = 0.02, settle: float = 60.0,
-                    min_uptime: float = 2.0) -> CrashReport:
+async def crash_run(
+    workdir: Path,
+    *,
+    messages: int = 60,
+    kills: int = 2,
+    people: int = 10,
+    latency: float = 0.3,
+    interval: float = 0.02,
+    settle: float = 60.0,
+    min_uptime: float = 2.0,
+) -> CrashReport:
     """Send ``messages`` (each naming the character, spread over ``people`` private chats, one every
     ``interval`` s, whether the daemon is up or not) while killing the daemon ``kills`` times, spread
     over the conversation, and starting it again at once; then wait up to ``settle`` s for answers
@@ -72,24 +82,47 @@ async def crash_run(workdir: Path, *, messages: int = 60, kills: int = 2, people
             openai.latency = latency
             bot = telegram.add_bot(TOKEN, username="dora_bot", first_name="Dora")
             (workdir / "characters").mkdir(exist_ok=True)
-            (workdir / "characters" / "dora.json").write_text(json.dumps({
-                "name": "Dora", "bio": ["Dora answers everyone."],
-                "plugins": ["@elizaos/plugin-telegram", "@elizaos/plugin-openai"],
-                "settings": {"secrets": {"TELEGRAM_BOT_TOKEN": TOKEN}, "TELEGRAM_API_ROOT": telegram.url,
-                             "TELEGRAM_POLL_TIMEOUT_S": "1"},
-            }))
-            env = {"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), "LANG": "C.UTF-8",
-                   "NOTIFY_SOCKET": str(short / "notify"), "TROUPE_DATA_DIR": str(workdir / "data"),
-                   "TROUPE_CONTROL_SOCKET": str(short / "control.sock"), "TROUPE_STOP_TIMEOUT_S": "10",
-                   "OPENAI_API_KEY": "sk-crash-test", "OPENAI_BASE_URL": openai.url}
+            (workdir / "characters" / "dora.json").write_text(
+                json.dumps(
+                    {
+                        "name": "Dora",
+                        "bio": ["Dora answers everyone."],
+                        "plugins": ["@elizaos/plugin-telegram", "@elizaos/plugin-openai"],
+                        "settings": {
+                            "secrets": {"TELEGRAM_BOT_TOKEN": TOKEN},
+                            "TELEGRAM_API_ROOT": telegram.url,
+                            "TELEGRAM_POLL_TIMEOUT_S": "1",
+                        },
+                    }
+                )
+            )
+            env = {
+                "PATH": os.environ.get("PATH", ""),
+                "HOME": str(workdir),
+                "LANG": "C.UTF-8",
+                "NOTIFY_SOCKET": str(short / "notify"),
+                "TROUPE_DATA_DIR": str(workdir / "data"),
+                "TROUPE_CONTROL_SOCKET": str(short / "control.sock"),
+                "TROUPE_STOP_TIMEOUT_S": "10",
+                "OPENAI_API_KEY": "sk-crash-test",
+                "OPENAI_BASE_URL": openai.url,
+            }
             readies = 0
             ready_at = 0.0
 
             async def start() -> asyncio.subprocess.Process:
                 nonlocal readies, ready_at
                 proc = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "bot.cli", "start", str(workdir / "characters"), cwd=workdir, env=env,
-                    stdout=asyncio.subprocess.DEVNULL, stderr=log.open("ab"))
+                    sys.executable,
+                    "-m",
+                    "bot.cli",
+                    "start",
+                    str(workdir / "characters"),
+                    cwd=workdir,
+                    env=env,
+                    stdout=asyncio.subprocess.DEVNULL,
+                    stderr=log.open("ab"),
+                )
                 readies += 1
                 await notify.wait("READY", count=readies, timeout=60)
                 ready_at = time.monotonic()
@@ -120,8 +153,11 @@ async def crash_run(workdir: Path, *, messages: int = 60, kills: int = 2, people
             await sender
 
             def answers() -> Counter[tuple[int, int]]:
-                return Counter((m["chat_id"], int(m["reply_to"])) for m in bot.sent
-                               if m["kind"] == "text" and m["reply_to"] is not None)
+                return Counter(
+                    (m["chat_id"], int(m["reply_to"]))
+                    for m in bot.sent
+                    if m["kind"] == "text" and m["reply_to"] is not None
+                )
 
             deadline = time.monotonic() + settle
             while time.monotonic() < deadline and any(answers()[key] == 0 for key in said):
@@ -131,7 +167,8 @@ async def crash_run(workdir: Path, *, messages: int = 60, kills: int = 2, people
             process.terminate()
             await asyncio.wait_for(process.wait(), 30)
             return CrashReport(
-                messages=len(said), kills=kills,
+                messages=len(said),
+                kills=kills,
                 answered_once=sum(counts[key] == 1 for key in said),
                 lost=sum(counts[key] == 0 for key in said),
                 duplicated=sum(counts[key] > 1 for key in said),

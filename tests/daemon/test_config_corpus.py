@@ -20,10 +20,14 @@ GOOD = {"name": "Good", "bio": "x"}
 # File name → contents of a character file that once crashed loading; and what the message names.
 BROKEN_FILES: dict[str, tuple[bytes, str]] = {
     "settings-text.json": (b'{"name": "S", "bio": "x", "settings": "oops"}', "$.settings: must be an object"),
-    "deep.json": (b'{"name": "D", "bio": "x", "settings": {"a": ' + b"[" * 1000 + b"]" * 1000 + b"}}",
-                  "$: nested too deeply to read"),
-    "huge-number.json": (b'{"name": "H", "bio": "x", "settings": {"n": ' + b"9" * 4400 + b"}}",
-                         "$.settings.n: a number with 4400 digits"),
+    "deep.json": (
+        b'{"name": "D", "bio": "x", "settings": {"a": ' + b"[" * 1000 + b"]" * 1000 + b"}}",
+        "$: nested too deeply to read",
+    ),
+    "huge-number.json": (
+        b'{"name": "H", "bio": "x", "settings": {"n": ' + b"9" * 4400 + b"}}",
+        "$.settings.n: a number with 4400 digits",
+    ),
     "nan.json": (b'{"name": "N", "bio": "x", "settings": {"t": NaN}}', "$.settings.t: NaN is not a number"),
     "surrogate.json": (b'{"name": "U\\udc80", "bio": "x"}', "$.name: text with a lone surrogate escape"),
     "empty.json": (b"", "$: the file is empty"),
@@ -40,15 +44,22 @@ BROKEN_SETTINGS = {
 def troupe(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str]:
     """Run the real command; its exit status and everything it printed."""
     base = {"PATH": os.environ.get("PATH", ""), "HOME": str(cwd), "LANG": "C.UTF-8"}
-    proc = subprocess.run([sys.executable, "-m", "bot.cli", *args], cwd=cwd, env=base | (env or {}),
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args],
+        cwd=cwd,
+        env=base | (env or {}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return proc.returncode, proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("command", ["check", "start"])
 @pytest.mark.parametrize("name", sorted(BROKEN_FILES))
 def test_a_character_file_that_once_crashed_exits_78_naming_the_file_and_field(
-        tmp_path: Path, command: str, name: str) -> None:
+    tmp_path: Path, command: str, name: str
+) -> None:
     content, expected = BROKEN_FILES[name]
     (tmp_path / name).write_bytes(content)
     code, output = troupe(command, name, cwd=tmp_path)

@@ -28,8 +28,12 @@ from ..platforms.discord.scene import plan
 
 OPENAI_KEY = "sk-service-test-0001"
 HEALTH_TOKEN = "health-token-0123456789"
-TOKENS = {"Ada": "7101:token-ada-secret", "Brann": "7102:token-brann-secret", "Cleo": "7103:token-cleo-secret",
-          "Dora": "7104:token-dora-secret"}
+TOKENS = {
+    "Ada": "7101:token-ada-secret",
+    "Brann": "7102:token-brann-secret",
+    "Cleo": "7103:token-cleo-secret",
+    "Dora": "7104:token-dora-secret",
+}
 
 
 class NotifySocket(asyncio.DatagramProtocol):
@@ -74,18 +78,35 @@ class Service:
 
     def write(self, name: str, bio: str = "a test character", **settings: Any) -> Path:
         path = self.dir / "characters" / f"{name.lower()}.json"
-        path.write_text(json.dumps({
-            "name": name, "bio": [f"{name} is {bio}."],
-            "plugins": ["@elizaos/plugin-telegram", "@elizaos/plugin-openai"],
-            "settings": {"secrets": {"TELEGRAM_BOT_TOKEN": TOKENS[name]}, "TELEGRAM_API_ROOT": self.telegram.url,
-                         "TELEGRAM_POLL_TIMEOUT_S": "1", **settings},
-        }))
+        path.write_text(
+            json.dumps(
+                {
+                    "name": name,
+                    "bio": [f"{name} is {bio}."],
+                    "plugins": ["@elizaos/plugin-telegram", "@elizaos/plugin-openai"],
+                    "settings": {
+                        "secrets": {"TELEGRAM_BOT_TOKEN": TOKENS[name]},
+                        "TELEGRAM_API_ROOT": self.telegram.url,
+                        "TELEGRAM_POLL_TIMEOUT_S": "1",
+                        **settings,
+                    },
+                }
+            )
+        )
         return path
 
     async def start(self, *args: str) -> None:
         self.process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "start", str(self.dir / "characters"), *args,
-            cwd=self.dir, env=self.env, stdout=asyncio.subprocess.DEVNULL, stderr=self.log.open("ab"),
+            sys.executable,
+            "-m",
+            "bot.cli",
+            "start",
+            str(self.dir / "characters"),
+            *args,
+            cwd=self.dir,
+            env=self.env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=self.log.open("ab"),
         )
 
     async def exit_code(self, timeout: float = 30.0) -> int:
@@ -98,16 +119,25 @@ class Service:
 
     async def cli(self, *args: str) -> tuple[int, str, str]:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", *args, cwd=self.dir, env=self.env,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            sys.executable,
+            "-m",
+            "bot.cli",
+            *args,
+            cwd=self.dir,
+            env=self.env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         out, err = await asyncio.wait_for(proc.communicate(), 30)
         assert proc.returncode is not None
         return proc.returncode, out.decode(), err.decode()
 
     async def get(self, route: str, *, token: str | None = HEALTH_TOKEN) -> tuple[int, str]:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        async with aiohttp.ClientSession() as http, \
-                http.get(f"http://127.0.0.1:{self.health_port}{route}", headers=headers) as response:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.get(f"http://127.0.0.1:{self.health_port}{route}", headers=headers) as response,
+        ):
             return response.status, await response.text()
 
     async def metrics_with(self, line: str, timeout: float = 5.0) -> str:
@@ -149,15 +179,24 @@ async def service(tmp_path: Path) -> AsyncIterator[Service]:
     transport, _ = await loop.create_datagram_endpoint(lambda: notify, sock=sock)
     async with FakeTelegram() as telegram, FakeOpenAIServer() as openai:
         openai.script_chat(answer)
-        bots = {name: telegram.add_bot(token, username=f"{name.lower()}_bot", first_name=name)
-                for name, token in TOKENS.items()}
+        bots = {
+            name: telegram.add_bot(token, username=f"{name.lower()}_bot", first_name=name)
+            for name, token in TOKENS.items()
+        }
         port = _free_port()
         env = {
-            "PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "LANG": "C.UTF-8",
-            "NOTIFY_SOCKET": str(short / "notify"), "WATCHDOG_USEC": "400000",
-            "TROUPE_DATA_DIR": str(tmp_path / "data"), "TROUPE_CONTROL_SOCKET": str(short / "control.sock"),
-            "TROUPE_HEALTH_PORT": str(port), "TROUPE_HEALTH_TOKEN": HEALTH_TOKEN, "TROUPE_STOP_TIMEOUT_S": "10",
-            "OPENAI_API_KEY": OPENAI_KEY, "OPENAI_BASE_URL": openai.url,
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(tmp_path),
+            "LANG": "C.UTF-8",
+            "NOTIFY_SOCKET": str(short / "notify"),
+            "WATCHDOG_USEC": "400000",
+            "TROUPE_DATA_DIR": str(tmp_path / "data"),
+            "TROUPE_CONTROL_SOCKET": str(short / "control.sock"),
+            "TROUPE_HEALTH_PORT": str(port),
+            "TROUPE_HEALTH_TOKEN": HEALTH_TOKEN,
+            "TROUPE_STOP_TIMEOUT_S": "10",
+            "OPENAI_API_KEY": OPENAI_KEY,
+            "OPENAI_BASE_URL": openai.url,
         }
         svc = Service(tmp_path, telegram, openai, bots, notify, env, port)
         yield svc
@@ -199,10 +238,13 @@ async def test_ready_watchdog_reload_health_status_and_a_graceful_stop(service: 
     metrics = await s.metrics_with('troupe_reply_latency_seconds_count{agent="Dora",platform="telegram"} 1')
     assert re.search(r'^troupe_messages_received_total\{agent="Dora",platform="telegram"\} 1$', metrics, re.M)
     assert re.search(r'^troupe_messages_sent_total\{agent="Dora",platform="telegram"\} 1$', metrics, re.M)
-    assert re.search(r'^troupe_agents 3$', metrics, re.M)
+    assert re.search(r"^troupe_agents 3$", metrics, re.M)
     assert re.search(r'^troupe_platform_connected\{agent="Ada",platform="telegram"\} 1$', metrics, re.M)
-    assert re.search(r'^troupe_model_calls_total\{agent="Dora",model_type="TEXT_LARGE",provider="openai",outcome="ok"\} 1$',
-                     metrics, re.M)
+    assert re.search(
+        r'^troupe_model_calls_total\{agent="Dora",model_type="TEXT_LARGE",provider="openai",outcome="ok"\} 1$',
+        metrics,
+        re.M,
+    )
 
     code, out, err = await s.cli("status")
     assert code == 0, err

@@ -295,7 +295,15 @@ class ChannelType:
     PRIVATE_THREAD = 12
     STAGE = 13
     FORUM = 15
-    BY_NAME: ClassVar[dict[str, int]] = {"text": 0, "voice": 2, "category": 4, "news": 5, "announcement": 5, "stage": 13, "forum": 15}
+    BY_NAME: ClassVar[dict[str, int]] = {
+        "text": 0,
+        "voice": 2,
+        "category": 4,
+        "news": 5,
+        "announcement": 5,
+        "stage": 13,
+        "forum": 15,
+    }
     THREADS = (NEWS_THREAD, PUBLIC_THREAD, PRIVATE_THREAD)
     MESSAGEABLE = (TEXT, DM, VOICE, NEWS, NEWS_THREAD, PUBLIC_THREAD, PRIVATE_THREAD, STAGE)
 
@@ -2033,8 +2041,9 @@ class FakeDiscord(LocalServer):
     ) -> FailRule:
         """Fail the next ``times`` (``None``: every) matching request like Discord would, once
         ``after`` more have gone through."""
-        rule = FailRule(method.upper(), re.compile(path_regex), status, retry_after, times, global_, bot, code, message,
-                        after=after)
+        rule = FailRule(
+            method.upper(), re.compile(path_regex), status, retry_after, times, global_, bot, code, message, after=after
+        )
         self._fail_rules.append(rule)
         return rule
 

@@ -147,7 +147,23 @@ from aiohttp import WSMsgType, web
 
 from ._local import LocalServer, QueuedWebSocket
 
-__all__ = ["AES256_GCM", "FakeVoiceServer", "MODES", "OPUS_SILENCE", "RTP_PAYLOAD_TYPE", "RtpPacket", "SAMPLES_PER_FRAME", "VoiceCloseCode", "VoicePacket", "VoiceSession", "XCHACHA20", "build_rtp_packet", "ip_discovery_response", "parse_rtp_packet", "rtp_header"]
+__all__ = [
+    "AES256_GCM",
+    "FakeVoiceServer",
+    "MODES",
+    "OPUS_SILENCE",
+    "RTP_PAYLOAD_TYPE",
+    "RtpPacket",
+    "SAMPLES_PER_FRAME",
+    "VoiceCloseCode",
+    "VoicePacket",
+    "VoiceSession",
+    "XCHACHA20",
+    "build_rtp_packet",
+    "ip_discovery_response",
+    "parse_rtp_packet",
+    "rtp_header",
+]
 
 T = TypeVar("T")
 
@@ -620,11 +636,7 @@ class FakeVoiceServer(LocalServer):
 
     def is_connected(self, bot: Any, channel: Any = None) -> bool:
         session = self.session(bot)
-        return (
-            session is not None
-            and session.connected
-            and (channel is None or session.channel_id == _uid(channel))
-        )
+        return session is not None and session.connected and (channel is None or session.channel_id == _uid(channel))
 
     async def wait_connected(self, bot: Any, channel: Any = None, timeout: float = 5.0) -> VoiceSession:
         """Wait until ``bot`` has a voice session with its secret key (in ``channel``)."""

@@ -178,7 +178,7 @@ def markdown_v2_plain(text: str) -> str:
             end = text.find("```", i + 3)
             if end < 0:
                 raise ValueError(f"Can't find end of Pre entity at byte offset {byte_offset(i)}")
-            body = text[i + 3:end]
+            body = text[i + 3 : end]
             body = body.split("\n", 1)[1] if "\n" in body else body
             out.append(body.replace("\\`", "`").replace("\\\\", "\\"))
             i = end + 3
@@ -187,7 +187,7 @@ def markdown_v2_plain(text: str) -> str:
             end = find(i + 1, "`")
             if end >= n:
                 raise ValueError(f"Can't find end of Code entity at byte offset {byte_offset(i)}")
-            out.append(text[i + 1:end].replace("\\`", "`").replace("\\\\", "\\"))
+            out.append(text[i + 1 : end].replace("\\`", "`").replace("\\\\", "\\"))
             i = end + 1
             continue
         if ch == "[":
@@ -208,8 +208,10 @@ def markdown_v2_plain(text: str) -> str:
             if open_marks and open_marks[-1][0] == mark:
                 open_marks.pop()
             elif any(m == mark for m, _ in open_marks):
-                raise ValueError(f"Can't find end of the entity starting at byte offset "
-                                 f"{byte_offset(next(p for m, p in open_marks if m == mark))}")
+                raise ValueError(
+                    f"Can't find end of the entity starting at byte offset "
+                    f"{byte_offset(next(p for m, p in open_marks if m == mark))}"
+                )
             else:
                 open_marks.append((mark, i))
             i += len(mark)
@@ -273,12 +275,27 @@ class FakeTelegram(LocalServer):
         self.users.append(user)
         return user
 
-    def add_group(self, title: str, *, members: Iterable[FakeUser] = (), supergroup: bool = True, forum: bool = False,
-                  creator: FakeUser | None = None, admins: Iterable[FakeUser] = ()) -> FakeChat:
+    def add_group(
+        self,
+        title: str,
+        *,
+        members: Iterable[FakeUser] = (),
+        supergroup: bool = True,
+        forum: bool = False,
+        creator: FakeUser | None = None,
+        admins: Iterable[FakeUser] = (),
+    ) -> FakeChat:
         chat_id = -1001000000000 - next(self._ids) if supergroup else -next(self._ids)
         members = list(members)
-        chat = FakeChat(chat_id, "supergroup" if supergroup else "group", title, members, forum,
-                        creator or next((m for m in members if not m.is_bot), None), list(admins))
+        chat = FakeChat(
+            chat_id,
+            "supergroup" if supergroup else "group",
+            title,
+            members,
+            forum,
+            creator or next((m for m in members if not m.is_bot), None),
+            list(admins),
+        )
         self.chats[chat_id] = chat
         return chat
 
@@ -294,8 +311,12 @@ class FakeTelegram(LocalServer):
         group.topics[thread] = name
         creator = group.creator or group.members[0]
         self.messages[(group.id, thread)] = {
-            "message_id": thread, "date": int(time.time()), "chat": group.payload(), "from": creator.payload(),
-            "message_thread_id": thread, "forum_topic_created": {"name": name, "icon_color": 7322096},
+            "message_id": thread,
+            "date": int(time.time()),
+            "chat": group.payload(),
+            "from": creator.payload(),
+            "message_thread_id": thread,
+            "forum_topic_created": {"name": name, "icon_color": 7322096},
         }
         return thread
 
@@ -304,14 +325,29 @@ class FakeTelegram(LocalServer):
 
     # -- acting as users ------------------------------------------------------------------
 
-    async def user_says(self, user: FakeUser, chat: FakeChat, text: str = "", *, topic: int | None = None,
-                        reply_to: dict[str, Any] | None = None, entities: list[dict[str, Any]] | None = None,
-                        photo: tuple[Any, ...] | None = None, document: tuple[Any, ...] | None = None,
-                        voice: tuple[Any, ...] | None = None, audio: tuple[Any, ...] | None = None,
-                        video_note: tuple[bytes, int] | None = None, file_size: int | None = None,
-                        file_size_in_message: bool = True) -> dict[str, Any]:
-        message: dict[str, Any] = {"message_id": self._next_message_id(chat.id), "date": int(time.time()),
-                                   "chat": chat.payload(), "from": user.payload()}
+    async def user_says(
+        self,
+        user: FakeUser,
+        chat: FakeChat,
+        text: str = "",
+        *,
+        topic: int | None = None,
+        reply_to: dict[str, Any] | None = None,
+        entities: list[dict[str, Any]] | None = None,
+        photo: tuple[Any, ...] | None = None,
+        document: tuple[Any, ...] | None = None,
+        voice: tuple[Any, ...] | None = None,
+        audio: tuple[Any, ...] | None = None,
+        video_note: tuple[bytes, int] | None = None,
+        file_size: int | None = None,
+        file_size_in_message: bool = True,
+    ) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "message_id": self._next_message_id(chat.id),
+            "date": int(time.time()),
+            "chat": chat.payload(),
+            "from": user.payload(),
+        }
         media = photo or document or voice or audio or video_note
         key = "caption" if media else "text"
         if text:
@@ -327,17 +363,27 @@ class FakeTelegram(LocalServer):
             message["reply_to_message"] = reply_to
         if photo:
             file_id = self._store_file(*photo)
-            message["photo"] = [{"file_id": file_id + "-small", "file_unique_id": "s" + file_id, "width": 90,
-                                 "height": 90},
-                                {"file_id": file_id, "file_unique_id": "u" + file_id, "width": 800, "height": 600,
-                                 "file_size": len(photo[1])}]
+            message["photo"] = [
+                {"file_id": file_id + "-small", "file_unique_id": "s" + file_id, "width": 90, "height": 90},
+                {
+                    "file_id": file_id,
+                    "file_unique_id": "u" + file_id,
+                    "width": 800,
+                    "height": 600,
+                    "file_size": len(photo[1]),
+                },
+            ]
         if voice and isinstance(voice[0], (bytes, bytearray)):
             voice = ("voice.oga", bytes(voice[0]), "audio/ogg", voice[1])
         for kind, item in (("document", document), ("voice", voice), ("audio", audio)):
             if item:
                 file_id = self._store_file(*item[:3])
-                entry = {"file_id": file_id, "file_unique_id": "u" + file_id, "file_size": len(item[1]),
-                         "mime_type": item[2] if len(item) > 2 else "application/octet-stream"}
+                entry = {
+                    "file_id": file_id,
+                    "file_unique_id": "u" + file_id,
+                    "file_size": len(item[1]),
+                    "mime_type": item[2] if len(item) > 2 else "application/octet-stream",
+                }
                 if kind == "document":
                     entry["file_name"] = item[0]
                 else:
@@ -347,8 +393,13 @@ class FakeTelegram(LocalServer):
                 message[kind] = entry
         if video_note:
             file_id = self._store_file("video_note.mp4", video_note[0], "video/mp4")
-            message["video_note"] = {"file_id": file_id, "file_unique_id": "u" + file_id, "length": 240,
-                                     "duration": int(video_note[1]), "file_size": len(video_note[0])}
+            message["video_note"] = {
+                "file_id": file_id,
+                "file_unique_id": "u" + file_id,
+                "length": 240,
+                "duration": int(video_note[1]),
+                "file_size": len(video_note[0]),
+            }
         kind_sent = next((k for k in ("document", "voice", "audio", "video_note") if k in message), None)
         file: dict[str, Any] | None = (
             message[kind_sent] if kind_sent else message["photo"][-1] if "photo" in message else None
@@ -373,14 +424,28 @@ class FakeTelegram(LocalServer):
 
     async def user_reacts(self, user: FakeUser, message: dict[str, Any], emoji: str) -> None:
         chat = self.chats[message["chat"]["id"]]
-        self._deliver(chat, "message_reaction", {
-            "chat": chat.payload(), "message_id": message["message_id"], "user": user.payload(),
-            "date": int(time.time()), "old_reaction": [], "new_reaction": [{"type": "emoji", "emoji": emoji}]})
+        self._deliver(
+            chat,
+            "message_reaction",
+            {
+                "chat": chat.payload(),
+                "message_id": message["message_id"],
+                "user": user.payload(),
+                "date": int(time.time()),
+                "old_reaction": [],
+                "new_reaction": [{"type": "emoji", "emoji": emoji}],
+            },
+        )
 
     async def member_joins(self, chat: FakeChat, user: FakeUser) -> dict[str, Any]:
         chat.members.append(user)
-        message = {"message_id": self._next_message_id(chat.id), "date": int(time.time()), "chat": chat.payload(),
-                   "from": user.payload(), "new_chat_members": [user.payload()]}
+        message = {
+            "message_id": self._next_message_id(chat.id),
+            "date": int(time.time()),
+            "chat": chat.payload(),
+            "from": user.payload(),
+            "new_chat_members": [user.payload()],
+        }
         self._deliver(chat, "message", message)
         return message
 
@@ -390,8 +455,9 @@ class FakeTelegram(LocalServer):
         found = []
         for match in re.finditer(r"(?<![\w@])(@\w{5,32})|(?<![\w/])(/\w+(?:@\w+)?)", text):
             kind = "mention" if match.group(1) else "bot_command"
-            found.append({"type": kind, "offset": _utf16_len(text[:match.start()]),
-                          "length": _utf16_len(match.group(0))})
+            found.append(
+                {"type": kind, "offset": _utf16_len(text[: match.start()]), "length": _utf16_len(match.group(0))}
+            )
         return found
 
     def _store_file(self, name: str, data: bytes, mime: str | None = None) -> str:
@@ -424,8 +490,17 @@ class FakeTelegram(LocalServer):
 
     # -- failures, waiting ----------------------------------------------------------------
 
-    def fail_next(self, method: str, *, status: int = 429, retry_after: float | None = 1,
-                  description: str | None = None, bot: FakeBot | None = None, times: int = 1, after: int = 0) -> None:
+    def fail_next(
+        self,
+        method: str,
+        *,
+        status: int = 429,
+        retry_after: float | None = 1,
+        description: str | None = None,
+        bot: FakeBot | None = None,
+        times: int = 1,
+        after: int = 0,
+    ) -> None:
         self._failures.append(_Failure(method, status, retry_after, description, bot, times, after))
 
     async def wait_for(self, check: Callable[[], T], timeout: float = 5.0, description: str = "condition") -> T:
@@ -439,8 +514,9 @@ class FakeTelegram(LocalServer):
                 await asyncio.wait_for(self._activity.wait(), min(remaining, 0.05))
         return result
 
-    async def wait_for_sent(self, bot: FakeBot, count: int = 1, timeout: float = 5.0, *,
-                            chat: FakeChat | None = None) -> list[dict[str, Any]]:
+    async def wait_for_sent(
+        self, bot: FakeBot, count: int = 1, timeout: float = 5.0, *, chat: FakeChat | None = None
+    ) -> list[dict[str, Any]]:
         def sent() -> list[dict[str, Any]]:
             found = [m for m in bot.sent if chat is None or m["chat_id"] == chat.id]
             return found if len(found) >= count else []
@@ -451,7 +527,9 @@ class FakeTelegram(LocalServer):
             raise TimeoutError(f"{exc}; sent so far: {bot.sent!r}") from None
 
     async def wait_polling(self, bot: FakeBot, timeout: float = 5.0) -> None:
-        await self.wait_for(lambda: bot.poller is not None and not bot.poller.done(), timeout, f"{bot.username} polling")
+        await self.wait_for(
+            lambda: bot.poller is not None and not bot.poller.done(), timeout, f"{bot.username} polling"
+        )
 
     # -- the API --------------------------------------------------------------------------
 
@@ -493,8 +571,11 @@ class FakeTelegram(LocalServer):
                     continue
                 failure.times -= 1
                 if failure.status == 429:
-                    return self._error(429, failure.description or f"Too Many Requests: retry after {failure.retry_after}",
-                                       retry_after=failure.retry_after)
+                    return self._error(
+                        429,
+                        failure.description or f"Too Many Requests: retry after {failure.retry_after}",
+                        retry_after=failure.retry_after,
+                    )
                 return self._error(failure.status, failure.description or "Internal Server Error")
         handler = getattr(self, f"_api_{method.lower()}", None)
         if handler is None:
@@ -503,8 +584,14 @@ class FakeTelegram(LocalServer):
         return await handler(bot, params)
 
     async def _api_getme(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
-        return self._ok({**bot.payload(), "can_join_groups": True, "can_read_all_group_messages": True,
-                         "supports_inline_queries": False})
+        return self._ok(
+            {
+                **bot.payload(),
+                "can_join_groups": True,
+                "can_read_all_group_messages": True,
+                "supports_inline_queries": False,
+            }
+        )
 
     async def _api_deletewebhook(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
         bot.webhook_deletions += 1
@@ -530,8 +617,10 @@ class FakeTelegram(LocalServer):
                 woken: list[asyncio.Future[Any]] = [asyncio.ensure_future(self._activity.wait()), poller]
                 await asyncio.wait(woken, timeout=min(remaining, 0.05), return_when=asyncio.FIRST_COMPLETED)
             if poller.done() and poller.exception() is not None:
-                return self._error(409, "Conflict: terminated by other getUpdates request; make sure that only one "
-                                        "bot instance is running")
+                return self._error(
+                    409,
+                    "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
+                )
         finally:
             if not poller.done():
                 poller.set_result(None)
@@ -557,8 +646,13 @@ class FakeTelegram(LocalServer):
         reply = params.get("reply_parameters") or {}
         reply_to = reply.get("message_id") if isinstance(reply, dict) else None
         reply_to = reply_to or params.get("reply_to_message_id")
-        message: dict[str, Any] = {"message_id": self._next_message_id(chat.id), "date": int(time.time()),
-                                   "chat": chat.payload(), "from": bot.payload(), "text": shown}
+        message: dict[str, Any] = {
+            "message_id": self._next_message_id(chat.id),
+            "date": int(time.time()),
+            "chat": chat.payload(),
+            "from": bot.payload(),
+            "text": shown,
+        }
         thread = params.get("message_thread_id")
         if thread is not None:
             message["message_thread_id"] = int(thread)
@@ -566,8 +660,18 @@ class FakeTelegram(LocalServer):
         if reply_to is not None and (chat.id, int(reply_to)) in self.messages:
             message["reply_to_message"] = self.messages[(chat.id, int(reply_to))]
         self.messages[(chat.id, message["message_id"])] = message
-        bot.sent.append({"kind": "text", "chat_id": chat.id, "text": shown, "raw": raw, "parse_mode": parse_mode,
-                         "reply_to": reply_to, "thread_id": thread, "message": message})
+        bot.sent.append(
+            {
+                "kind": "text",
+                "chat_id": chat.id,
+                "text": shown,
+                "raw": raw,
+                "parse_mode": parse_mode,
+                "reply_to": reply_to,
+                "thread_id": thread,
+                "message": message,
+            }
+        )
         self._activity.set()
         return self._ok(message)
 
@@ -585,18 +689,26 @@ class FakeTelegram(LocalServer):
         else:
             return self._error(400, "Bad Request: wrong file identifier/HTTP URL specified")
         if not data.startswith(b"OggS") or b"OpusHead" not in data[:4096]:
-            return self._error(400, "Bad Request: wrong file type: a voice note must be an .OGG file encoded "
-                                    "with OPUS")
+            return self._error(400, "Bad Request: wrong file type: a voice note must be an .OGG file encoded with OPUS")
         caption = str(params.get("caption") or "")
         reply = params.get("reply_parameters") or {}
         reply_to = reply.get("message_id") if isinstance(reply, dict) else None
         reply_to = reply_to or params.get("reply_to_message_id")
         file_id = self._store_file("voice.oga", data, "audio/ogg")
         duration = int(params.get("duration") or 0)
-        message: dict[str, Any] = {"message_id": self._next_message_id(chat.id), "date": int(time.time()),
-                                   "chat": chat.payload(), "from": bot.payload(),
-                                   "voice": {"file_id": file_id, "file_unique_id": "u" + file_id, "duration": duration,
-                                             "mime_type": "audio/ogg", "file_size": len(data)}}
+        message: dict[str, Any] = {
+            "message_id": self._next_message_id(chat.id),
+            "date": int(time.time()),
+            "chat": chat.payload(),
+            "from": bot.payload(),
+            "voice": {
+                "file_id": file_id,
+                "file_unique_id": "u" + file_id,
+                "duration": duration,
+                "mime_type": "audio/ogg",
+                "file_size": len(data),
+            },
+        }
         if caption:
             message["caption"] = caption
         thread = params.get("message_thread_id")
@@ -606,9 +718,20 @@ class FakeTelegram(LocalServer):
         if reply_to is not None and (chat.id, int(reply_to)) in self.messages:
             message["reply_to_message"] = self.messages[(chat.id, int(reply_to))]
         self.messages[(chat.id, message["message_id"])] = message
-        bot.sent.append({"kind": "voice", "chat_id": chat.id, "text": caption, "raw": caption,
-                         "parse_mode": params.get("parse_mode"), "reply_to": reply_to, "thread_id": thread,
-                         "message": message, "voice": data, "duration": duration})
+        bot.sent.append(
+            {
+                "kind": "voice",
+                "chat_id": chat.id,
+                "text": caption,
+                "raw": caption,
+                "parse_mode": params.get("parse_mode"),
+                "reply_to": reply_to,
+                "thread_id": thread,
+                "message": message,
+                "voice": data,
+                "duration": duration,
+            }
+        )
         self._activity.set()
         return self._ok(message)
 
@@ -625,8 +748,14 @@ class FakeTelegram(LocalServer):
         size = self.file_sizes.get(file_id, len(data))
         if self.max_download is not None and size > self.max_download:
             return self._error(400, "Bad Request: file is too big")
-        return self._ok({"file_id": file_id, "file_unique_id": "u" + file_id, "file_size": size,
-                         "file_path": f"documents/{file_id}/{name}"})
+        return self._ok(
+            {
+                "file_id": file_id,
+                "file_unique_id": "u" + file_id,
+                "file_size": size,
+                "file_path": f"documents/{file_id}/{name}",
+            }
+        )
 
     async def _file(self, request: web.Request) -> web.StreamResponse:
         bot = self.bots.get(request.match_info["token"])
@@ -646,11 +775,24 @@ class FakeTelegram(LocalServer):
         if chat.creator is not None:
             members.append({"status": "creator", "user": chat.creator.payload(), "is_anonymous": False})
         for admin in chat.admins:
-            members.append({"status": "administrator", "user": admin.payload(), "can_be_edited": False,
-                            "is_anonymous": False, "can_manage_chat": True, "can_delete_messages": True,
-                            "can_manage_video_chats": True, "can_restrict_members": True,
-                            "can_promote_members": False, "can_change_info": True, "can_invite_users": True,
-                            "can_post_stories": False, "can_edit_stories": False, "can_delete_stories": False})
+            members.append(
+                {
+                    "status": "administrator",
+                    "user": admin.payload(),
+                    "can_be_edited": False,
+                    "is_anonymous": False,
+                    "can_manage_chat": True,
+                    "can_delete_messages": True,
+                    "can_manage_video_chats": True,
+                    "can_restrict_members": True,
+                    "can_promote_members": False,
+                    "can_change_info": True,
+                    "can_invite_users": True,
+                    "can_post_stories": False,
+                    "can_edit_stories": False,
+                    "can_delete_stories": False,
+                }
+            )
         return self._ok(members)
 
     async def _api_getchatmember(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
@@ -673,4 +815,3 @@ class FakeTelegram(LocalServer):
 
 class _Conflict(Exception):
     pass
-

@@ -472,9 +472,7 @@ async def test_slash_commands_are_registered_invoked_and_answered(fake: FakeDisc
         assert followup.kind == "followup" and followup.message is pondering.original  # replaces "thinking…"
         pondered = followup.message
         assert pondered is not None
-        assert (await client.wait_event("message_edit", lambda b, a: a.id == pondered.id))[
-            1
-        ].content == "pondered"
+        assert (await client.wait_event("message_edit", lambda b, a: a.id == pondered.id))[1].content == "pondered"
         with pytest.raises(LookupError):
             await fake.invoke_command(sam, general, ada, "missing")
 

@@ -167,7 +167,11 @@ def test_rtp_packets_round_trip(mode: str, with_extension: bool) -> None:
     assert packet[-4:] == b"\x00\x00\x00\x07"
     parsed = parse_rtp_packet(packet, key, mode)
     assert (parsed.ssrc, parsed.sequence, parsed.timestamp, parsed.nonce, parsed.payload) == (
-        4242, 65535, 2**32 - 1, 7, b"opus!"
+        4242,
+        65535,
+        2**32 - 1,
+        7,
+        b"opus!",
     )
     assert parsed.extension_profile == (0xBEDE if with_extension else None)
     assert len(parsed.extension) == (4 if with_extension else 0)
@@ -186,9 +190,8 @@ def test_build_matches_discord_py_byte_for_byte() -> None:
     sender.checked_add = lambda attr, value, limit: setattr(sender, attr, getattr(sender, attr) + value)
     header = struct.pack(">BBHII", 0x80, 0x78, 3, 1920, 99)
     # a stand-in with just what the method reads, instead of a connected VoiceClient
-    theirs = discord.VoiceClient._encrypt_aead_xchacha20_poly1305_rtpsize(
-        sender, header, b"\x01\x02\x03"  # type: ignore[arg-type]
-    )
+    encrypt = discord.VoiceClient._encrypt_aead_xchacha20_poly1305_rtpsize
+    theirs = encrypt(sender, header, b"\x01\x02\x03")  # type: ignore[arg-type]
     assert theirs == build_rtp_packet(99, 3, 1920, b"\x01\x02\x03", key, XCHACHA20, 5, with_extension=False)
     with pytest.raises(nacl.exceptions.CryptoError):
         parse_rtp_packet(theirs, bytes(32), XCHACHA20)
@@ -236,9 +239,9 @@ async def test_deafening_itself_keeps_the_voice_connection(fake: FakeDiscord, wo
 async def test_a_bot_without_connect_permission_gets_no_voice_server(
     fake: FakeDiscord, world: types.SimpleNamespace
 ) -> None:
-    closed = fake.add_channel(world.guild, "Closed", "voice", overwrites=[
-        Overwrite(world.guild.everyone, deny=Permissions.CONNECT)
-    ])
+    closed = fake.add_channel(
+        world.guild, "Closed", "voice", overwrites=[Overwrite(world.guild.everyone, deny=Permissions.CONNECT)]
+    )
     client = make_client(fake)
     async with running((client, "token-ada")):
         with pytest.raises(asyncio.TimeoutError):
@@ -333,9 +336,7 @@ async def test_a_bot_hears_another_bot(fake: FakeDiscord, world: types.SimpleNam
         await until(lambda: {"user_ids": [str(world.ada.id)]} in bob_vc.received(11))
 
 
-async def test_a_server_side_disconnect_ends_the_voice_client(
-    fake: FakeDiscord, world: types.SimpleNamespace
-) -> None:
+async def test_a_server_side_disconnect_ends_the_voice_client(fake: FakeDiscord, world: types.SimpleNamespace) -> None:
     client = make_client(fake)
     async with running((client, "token-ada")):
         vc: discord.VoiceClient = await voice_channel(client, world.lounge.id).connect(timeout=5)
@@ -403,8 +404,15 @@ async def test_identify_resume_and_heartbeats_on_the_raw_protocol() -> None:
         assert answer[8:].split(b"\0")[0] == b"127.0.0.1"
         assert struct.unpack(">H", answer[-2:])[0] == udp.getsockname()[1]
 
-        await ws.send_json({"op": 1, "d": {"protocol": "udp", "data": {
-            "address": "127.0.0.1", "port": udp.getsockname()[1], "mode": AES256_GCM}}})
+        await ws.send_json(
+            {
+                "op": 1,
+                "d": {
+                    "protocol": "udp",
+                    "data": {"address": "127.0.0.1", "port": udp.getsockname()[1], "mode": AES256_GCM},
+                },
+            }
+        )
         description = (await ws.receive_json())["d"]
         assert description["mode"] == AES256_GCM and len(description["secret_key"]) == 32
         assert description["dave_protocol_version"] == 0
@@ -518,8 +526,9 @@ async def test_dave_a_bot_joining_people_is_welcomed_and_membership_follows_the_
         kim_dave = fake.voice.participant_dave(kim)
         assert kim_dave.own_leaf_index == 2
         await until(
-            lambda: (dave := vc._connection.dave_session) is not None
-            and dave.get_user_ids() == [str(ada.id), str(kim.id)]
+            lambda: (
+                (dave := vc._connection.dave_session) is not None and dave.get_user_ids() == [str(ada.id), str(kim.id)]
+            )
         )
 
         vc.send_audio_packet(b"\xfc\x05", encode=False)

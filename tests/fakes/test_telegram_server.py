@@ -15,10 +15,16 @@ from .telegram_server import FakeTelegram, markdown_v2_plain
 
 
 def test_markdown_v2_is_checked_like_telegram() -> None:
-    for text in ("Hello. World!", "a_b*c [x](y) {q} #h +1 -1 =2 |p| ~t~ >q", "\\ back", "`code_x` and ```py\nx = 1\n```"):
+    for text in (
+        "Hello. World!",
+        "a_b*c [x](y) {q} #h +1 -1 =2 |p| ~t~ >q",
+        "\\ back",
+        "`code_x` and ```py\nx = 1\n```",
+    ):
         assert markdown_v2_plain(escape_markdown(text, version=2)) == text
     assert markdown_v2_plain("*bold* _it_ __under__ ~gone~ ||hidden|| [link](https://x.y/a\\)b)") == (
-        "bold it under gone hidden link")
+        "bold it under gone hidden link"
+    )
     with pytest.raises(ValueError, match="Character '.' is reserved"):
         markdown_v2_plain("Hello.")
     with pytest.raises(ValueError, match="Can't find end of the entity starting at byte offset 0"):
@@ -57,8 +63,10 @@ async def test_updates_reach_member_bots_only_and_never_from_other_bots() -> Non
         sam = fake.add_user("Sam")
         group = fake.add_group("G", members=[sam, ada, brann])
         said = await fake.user_says(sam, group, "🎭 hi @ada_bot /help")
-        assert said["entities"] == [{"type": "mention", "offset": 6, "length": 8},
-                                    {"type": "bot_command", "offset": 15, "length": 5}]
+        assert said["entities"] == [
+            {"type": "mention", "offset": 6, "length": 8},
+            {"type": "bot_command", "offset": 15, "length": 5},
+        ]
         assert len(ada.updates) == len(brann.updates) == 1
         async with Bot("7001:a", base_url=f"{fake.url}/bot") as bot:
             await bot.send_message(group.id, "hello Brann")

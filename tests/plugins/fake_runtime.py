@@ -66,7 +66,9 @@ class FakeRuntime:
 
 
 @contextlib.asynccontextmanager
-async def runtime_maker(setup: Callable[[Any], Awaitable[None]]) -> AsyncIterator[Callable[..., Awaitable[FakeRuntime]]]:
+async def runtime_maker(
+    setup: Callable[[Any], Awaitable[None]],
+) -> AsyncIterator[Callable[..., Awaitable[FakeRuntime]]]:
     """``make(settings, **attrs)``: a FakeRuntime ``setup`` has run on; all closed at the end."""
     made: list[FakeRuntime] = []
 

@@ -136,8 +136,9 @@ def test_a_directory_credential_resolves_by_the_name_systemd_gives_it(tmp_path: 
     # LoadCredential=ID:/dir puts /dir/FILE in $CREDENTIALS_DIRECTORY as ID_FILE (systemd.exec(5)).
     credential_id = values(parse_unit(UNIT.read_text()), "LoadCredential")[0].partition(":")[0]
     (tmp_path / f"{credential_id}_iris-discord").write_text("the-token\n")
-    secret = resolve_secret(f"credential:{credential_id}_iris-discord",
-                            environ={"CREDENTIALS_DIRECTORY": str(tmp_path)})
+    secret = resolve_secret(
+        f"credential:{credential_id}_iris-discord", environ={"CREDENTIALS_DIRECTORY": str(tmp_path)}
+    )
     assert secret is not None and secret.get_secret_value() == "the-token"
 
 
@@ -245,8 +246,13 @@ def test_security_exposure_stays_low(testable_unit: Path) -> None:
 # -- the example environment file ------------------------------------------------------------
 
 ASSIGNMENT = re.compile(r"^(#\s*)?([A-Z][A-Z0-9_]*)=(.*)$")
-SHARED_KEYS = {"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_SMALL_MODEL", "OPENAI_LARGE_MODEL",
-               "OPENAI_EMBEDDING_MODEL"}
+SHARED_KEYS = {
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_SMALL_MODEL",
+    "OPENAI_LARGE_MODEL",
+    "OPENAI_EMBEDDING_MODEL",
+}
 SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD")
 SECRET_VALUE = [
     re.compile(r"sk-[A-Za-z0-9_-]{8,}"),  # OpenAI-style keys
@@ -296,6 +302,7 @@ def test_env_example_active_lines_are_safe_defaults() -> None:
     defaults = {f"TROUPE_{name.upper()}": field.default for name, field in DaemonSettings.model_fields.items()}
     for key, value in active.items():
         assert key.startswith("TROUPE_"), f"{key} should stay commented out in the example"
-        assert key not in {"TROUPE_HEALTH_PORT", "TROUPE_HEALTH_HOST", "TROUPE_HEALTH_TOKEN"}, \
+        assert key not in {"TROUPE_HEALTH_PORT", "TROUPE_HEALTH_HOST", "TROUPE_HEALTH_TOKEN"}, (
             f"{key}: the health endpoint stays off unless the operator turns it on"
+        )
         assert str(defaults[key]) == value, f"{key}={value} is not the default ({defaults[key]})"

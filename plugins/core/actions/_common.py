@@ -54,7 +54,9 @@ def role_in(world: World | None, entity_id: str) -> Role:
         return Role.NONE
 
 
-async def room_and_world(runtime: AgentRuntime, message: Memory, state: State | None = None) -> tuple[Room | None, World | None]:
+async def room_and_world(
+    runtime: AgentRuntime, message: Memory, state: State | None = None
+) -> tuple[Room | None, World | None]:
     """The message's room and its world (either may be ``None``).
 
     Several actions' validators ask this for the same message at once; the store's shared
@@ -66,7 +68,9 @@ async def room_and_world(runtime: AgentRuntime, message: Memory, state: State | 
     return room, world
 
 
-async def ask_small_model(runtime: AgentRuntime, template_name: str, values: Mapping[str, Any]) -> dict[str, Any] | None:
+async def ask_small_model(
+    runtime: AgentRuntime, template_name: str, values: Mapping[str, Any]
+) -> dict[str, Any] | None:
     """Fill the template, ask TEXT_SMALL, parse the answer; ``None`` when the model failed or
     answered nothing readable (logged)."""
     prompt = render(template(runtime.character.templates, template_name), values, rng=runtime.rng)
@@ -122,8 +126,9 @@ async def notify(callback: HandlerCallback | None, text: str, action: str, messa
     """Tell the person what the action did (or why it did not)."""
     if callback is None or not text:
         return
-    await callback({"text": text, "actions": [action], "inReplyTo": message.id,
-                    "source": message.content.get("source")})
+    await callback(
+        {"text": text, "actions": [action], "inReplyTo": message.id, "source": message.content.get("source")}
+    )
 
 
 def sender_text(message: Memory) -> str:

@@ -75,10 +75,16 @@ async def _validate(runtime: AgentRuntime, message: Memory, state: State) -> boo
 def _listing(tasks: list[Task]) -> str:
     blocks = []
     for task in tasks:
-        options = [f"  - {name}" + (f": {description}" if description else "") for name, description in options_of(task)]
+        options = [
+            f"  - {name}" + (f": {description}" if description else "") for name, description in options_of(task)
+        ]
         options.append(f"  - {ABORT}: cancel this task")
-        blocks.append(f"- task {str(task.id)[:_SHORT_ID]} \"{task.name}\"" +
-                      (f": {task.description}" if task.description else "") + "\n" + "\n".join(options))
+        blocks.append(
+            f'- task {str(task.id)[:_SHORT_ID]} "{task.name}"'
+            + (f": {task.description}" if task.description else "")
+            + "\n"
+            + "\n".join(options)
+        )
     return "\n".join(blocks)
 
 
@@ -93,23 +99,36 @@ def _find_task(tasks: list[Task], reference: str) -> Task | None:
 
 
 async def _handler(
-    runtime: AgentRuntime, message: Memory, state: State, options: dict[str, Any],
-    callback: HandlerCallback | None, responses: Any,
+    runtime: AgentRuntime,
+    message: Memory,
+    state: State,
+    options: dict[str, Any],
+    callback: HandlerCallback | None,
+    responses: Any,
 ) -> ActionResult:
     tasks = await _choosable(runtime, message)
     if not tasks:
         await notify(callback, "There is nothing waiting for a choice from you here.", NAME, message)
         return ActionResult(success=False, error="no task awaits a choice from this person")
 
-    parsed = await ask_small_model(runtime, "optionExtractionTemplate", {
-        "agentName": runtime.character.name,
-        "tasks": _listing(tasks),
-        "request": sender_text(message),
-    }) or {}
+    parsed = (
+        await ask_small_model(
+            runtime,
+            "optionExtractionTemplate",
+            {
+                "agentName": runtime.character.name,
+                "tasks": _listing(tasks),
+                "request": sender_text(message),
+            },
+        )
+        or {}
+    )
     task = _find_task(tasks, str(parsed.get("taskId") or ""))
     picked = str(parsed.get("selectedOption") or "").strip()
     if task is None or not picked:
-        await notify(callback, "Which one? Please pick one of these:\n" + _listing(tasks), "SELECT_OPTION_INVALID", message)
+        await notify(
+            callback, "Which one? Please pick one of these:\n" + _listing(tasks), "SELECT_OPTION_INVALID", message
+        )
         return ActionResult(success=False, error="no task or option could be read from the request")
 
     if picked.upper() == ABORT:
@@ -120,12 +139,18 @@ async def _handler(
 
     choice = next((name for name, _ in options_of(task) if name.casefold() == picked.casefold()), None)
     if choice is None:
-        await notify(callback, f'"{picked}" is not one of the options. Please pick one of these:\n' + _listing([task]),
-                     "SELECT_OPTION_INVALID", message)
+        await notify(
+            callback,
+            f'"{picked}" is not one of the options. Please pick one of these:\n' + _listing([task]),
+            "SELECT_OPTION_INVALID",
+            message,
+        )
         return ActionResult(success=False, error=f"{picked!r} is not an option of {task.name}")
     worker = runtime.task_workers.get(task.name)
     if worker is None:
-        await notify(callback, f'Nothing can carry out "{task.name}" right now; the choice was not made.', NAME, message)
+        await notify(
+            callback, f'Nothing can carry out "{task.name}" right now; the choice was not made.', NAME, message
+        )
         return ActionResult(success=False, error=f"no task worker for {task.name}")
     try:
         await worker.execute(runtime, {"option": choice}, task)

@@ -13,5 +13,14 @@ action = room_state_action(
     done="Room muted",
     description="Mute this room: say nothing here unless addressed directly. Use when asked to be quiet, "
     "shut up, stop talking or leave the conversation alone.",
-    similes=("MUTE_CHAT", "MUTE_CONVERSATION", "MUTE_THREAD", "MUTE_CHANNEL", "SHUT_UP", "BE_QUIET", "STOP_TALKING", "SILENCE"),
+    similes=(
+        "MUTE_CHAT",
+        "MUTE_CONVERSATION",
+        "MUTE_THREAD",
+        "MUTE_CHANNEL",
+        "SHUT_UP",
+        "BE_QUIET",
+        "STOP_TALKING",
+        "SILENCE",
+    ),
 )

@@ -30,8 +30,14 @@ async def _handler(
         return ActionResult(success=False, error="the model chose REPLY but wrote no text")
     if callback is None:
         return ActionResult(success=False, error="no way to send: the message came without a callback")
-    sent = await callback({"text": text, "thought": content.get("thought", ""), "actions": ["REPLY"],
-                           "inReplyTo": content.get("inReplyTo")})
+    sent = await callback(
+        {
+            "text": text,
+            "thought": content.get("thought", ""),
+            "actions": ["REPLY"],
+            "inReplyTo": content.get("inReplyTo"),
+        }
+    )
     if not sent:
         return ActionResult(success=False, error="send failed: the platform took none of the reply")
     return ActionResult(text=text, values={"responded": True}, data={"actionName": "REPLY"})

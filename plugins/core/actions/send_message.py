@@ -64,23 +64,34 @@ async def _people(runtime: AgentRuntime, message: Memory, reference: str) -> lis
 
 
 async def _handler(
-    runtime: AgentRuntime, message: Memory, state: State, options: dict[str, Any],
-    callback: HandlerCallback | None, responses: Any,
+    runtime: AgentRuntime,
+    message: Memory,
+    state: State,
+    options: dict[str, Any],
+    callback: HandlerCallback | None,
+    responses: Any,
 ) -> ActionResult:
     messengers = _messengers(runtime)
     room, world = await room_and_world(runtime, message)
     rooms = [r for r in await runtime.store.get_rooms_by_world(world.id) if r.name] if world else []
     here_source = str(message.content.get("source") or (room.source if room else ""))
     here = [e for e in await runtime.store.get_entities_for_room(message.room_id) if e.id != runtime.agent_id]
-    parsed = await ask_small_model(runtime, "targetExtractionTemplate", {
-        "agentName": runtime.character.name,
-        "platforms": ", ".join(sorted(messengers)) or "none",
-        "currentPlatform": here_source,
-        "rooms": "\n".join(f"- {r.name} ({r.source})" for r in rooms) or "(no named channels)",
-        "people": names_of(here),
-        "recentMessages": recent_messages(state),
-        "request": sender_text(message),
-    }) or {}
+    parsed = (
+        await ask_small_model(
+            runtime,
+            "targetExtractionTemplate",
+            {
+                "agentName": runtime.character.name,
+                "platforms": ", ".join(sorted(messengers)) or "none",
+                "currentPlatform": here_source,
+                "rooms": "\n".join(f"- {r.name} ({r.source})" for r in rooms) or "(no named channels)",
+                "people": names_of(here),
+                "recentMessages": recent_messages(state),
+                "request": sender_text(message),
+            },
+        )
+        or {}
+    )
 
     kind = str(parsed.get("targetType") or "").strip().lower()
     target = str(parsed.get("target") or "").strip()

@@ -72,8 +72,12 @@ def clean_details(value: Any) -> dict[str, str]:
 
 
 async def _handler(
-    runtime: AgentRuntime, message: Memory, state: State, options: dict[str, Any],
-    callback: HandlerCallback | None, responses: Any,
+    runtime: AgentRuntime,
+    message: Memory,
+    state: State,
+    options: dict[str, Any],
+    callback: HandlerCallback | None,
+    responses: Any,
 ) -> ActionResult:
     store = runtime.store
     room, world = await room_and_world(runtime, message)
@@ -81,23 +85,38 @@ async def _handler(
     if not any(e.id == message.entity_id for e in people) and (sender := await store.get_entity(message.entity_id)):
         people.append(sender)
 
-    parsed = await ask_small_model(runtime, "componentTemplate", {
-        "agentName": runtime.character.name,
-        "people": names_of(people),
-        "senderId": message.entity_id,
-        "recentMessages": recent_messages(state),
-        "request": sender_text(message),
-    }) or {}
+    parsed = (
+        await ask_small_model(
+            runtime,
+            "componentTemplate",
+            {
+                "agentName": runtime.character.name,
+                "people": names_of(people),
+                "senderId": message.entity_id,
+                "recentMessages": recent_messages(state),
+                "request": sender_text(message),
+            },
+        )
+        or {}
+    )
     reference = str(parsed.get("entity") or "").strip()
-    target = match_entity(reference, people) if reference else next((e for e in people if e.id == message.entity_id), None)
+    target = (
+        match_entity(reference, people) if reference else next((e for e in people if e.id == message.entity_id), None)
+    )
     if target is None:
-        await notify(callback, "I'm not sure whose details those are. Tell me their name as it appears here.", NAME, message)
+        await notify(
+            callback, "I'm not sure whose details those are. Tell me their name as it appears here.", NAME, message
+        )
         return ActionResult(success=False, error="no known person matched the request")
     kind = clean_kind(parsed.get("kind") or parsed.get("source") or parsed.get("type"))
     details = clean_details(parsed.get("details") if "details" in parsed else parsed.get("data"))
     if not kind or not details:
-        await notify(callback, "I couldn't tell which details to save. Say what they are, for example "
-                     "\"my email is sam@example.com\".", NAME, message)
+        await notify(
+            callback,
+            'I couldn\'t tell which details to save. Say what they are, for example "my email is sam@example.com".',
+            NAME,
+            message,
+        )
         return ActionResult(success=False, error="no details found in the request")
 
     world_id = world.id if world else message.world_id
@@ -108,15 +127,26 @@ async def _handler(
         await store.update_component(existing)
         text = f"I've updated the {kind} details for {name}."
     else:
-        await store.create_component(Component(
-            id=str(uuid.uuid4()), entity_id=target.id, agent_id=runtime.agent_id,
-            room_id=room.id if room else message.room_id, world_id=world_id, type=kind, data=details,
-            source_entity_id=message.entity_id, created_at=now_ms(),
-        ))
+        await store.create_component(
+            Component(
+                id=str(uuid.uuid4()),
+                entity_id=target.id,
+                agent_id=runtime.agent_id,
+                room_id=room.id if room else message.room_id,
+                world_id=world_id,
+                type=kind,
+                data=details,
+                source_entity_id=message.entity_id,
+                created_at=now_ms(),
+            )
+        )
         text = f"I've saved the {kind} details for {name}."
     await notify(callback, text, NAME, message)
-    return ActionResult(text=text, values={"contactUpdated": True},
-                        data={"actionName": NAME, "entityId": target.id, "kind": kind, "fields": sorted(details)})
+    return ActionResult(
+        text=text,
+        values={"contactUpdated": True},
+        data={"actionName": NAME, "entityId": target.id, "kind": kind, "fields": sorted(details)},
+    )
 
 
 action = Action(

@@ -41,8 +41,13 @@ __all__ = ["action", "parse_role", "refusal"]
 NAME = "UPDATE_ROLE"
 _ROLE_WORDS = {
     "OWNER": Role.OWNER,
-    "ADMIN": Role.ADMIN, "ADMINISTRATOR": Role.ADMIN,
-    "NONE": Role.NONE, "MEMBER": Role.NONE, "USER": Role.NONE, "REGULAR": Role.NONE, "NORMAL": Role.NONE,
+    "ADMIN": Role.ADMIN,
+    "ADMINISTRATOR": Role.ADMIN,
+    "NONE": Role.NONE,
+    "MEMBER": Role.NONE,
+    "USER": Role.NONE,
+    "REGULAR": Role.NONE,
+    "NORMAL": Role.NONE,
 }
 _LABELS = {Role.OWNER: "an owner", Role.ADMIN: "an admin", Role.NONE: "a member"}
 
@@ -81,8 +86,12 @@ def _people(entities: Sequence[Entity], world: World) -> str:
 
 
 async def _handler(
-    runtime: AgentRuntime, message: Memory, state: State, options: dict[str, Any],
-    callback: HandlerCallback | None, responses: Any,
+    runtime: AgentRuntime,
+    message: Memory,
+    state: State,
+    options: dict[str, Any],
+    callback: HandlerCallback | None,
+    responses: Any,
 ) -> ActionResult:
     store = runtime.store
     room, world = await room_and_world(runtime, message)
@@ -96,16 +105,24 @@ async def _handler(
 
     entities = [e for e in await store.get_entities_for_room(room.id) if e.id != runtime.agent_id]
     sender = next((e for e in entities if e.id == message.entity_id), None)
-    parsed = await ask_small_model(runtime, "roleExtractionTemplate", {
-        "agentName": runtime.character.name,
-        "senderName": entity_label(sender) if sender else "the sender",
-        "people": _people(entities, world),
-        "request": sender_text(message),
-    })
+    parsed = await ask_small_model(
+        runtime,
+        "roleExtractionTemplate",
+        {
+            "agentName": runtime.character.name,
+            "senderName": entity_label(sender) if sender else "the sender",
+            "people": _people(entities, world),
+            "request": sender_text(message),
+        },
+    )
     assignments = as_list((parsed or {}).get("assignments"), "assignment")
     if not assignments:
-        await notify(callback, "I couldn't tell whose role to change. Name the person and the role: owner, admin "
-                     "or member.", NAME, message)
+        await notify(
+            callback,
+            "I couldn't tell whose role to change. Name the person and the role: owner, admin or member.",
+            NAME,
+            message,
+        )
         return ActionResult(success=False, error="no role assignment found in the request")
 
     roles = dict(world.metadata.get("roles") or {})
@@ -120,7 +137,7 @@ async def _handler(
             continue
         name = entity_label(target)
         if new is None:
-            lines.append(f"\"{item.get('role')}\" is not a role; use owner, admin or member.")
+            lines.append(f'"{item.get("role")}" is not a role; use owner, admin or member.')
             continue
         current = role_in(world, target.id)
         if (reason := refusal(requester, message.entity_id, target.id, current, new, world)) is not None:

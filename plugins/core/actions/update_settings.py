@@ -63,7 +63,9 @@ async def configurable_worlds(runtime: AgentRuntime, message: Memory, state: Sta
     return [w for w in candidates if _settings(w) and role_in(w, message.entity_id) in PRIVILEGED]
 
 
-def apply_updates(settings: dict[str, Any], updates: list[tuple[str, str]], secrets: list[str]) -> tuple[list[str], list[str]]:
+def apply_updates(
+    settings: dict[str, Any], updates: list[tuple[str, str]], secrets: list[str]
+) -> tuple[list[str], list[str]]:
     """Set each ``(key, value)`` in ``settings`` in order.
 
     Returns the keys set and one line per update saying what happened (secret values masked).
@@ -78,7 +80,9 @@ def apply_updates(settings: dict[str, Any], updates: list[tuple[str, str]], secr
         spec = _spec(settings[key])
         name = str(spec.get("name") or key)
         depends = spec.get("dependsOn") or []
-        missing = [d for d in ([depends] if isinstance(depends, str) else depends) if not _is_set(_spec(settings.get(d)))]
+        missing = [
+            d for d in ([depends] if isinstance(depends, str) else depends) if not _is_set(_spec(settings.get(d)))
+        ]
         if missing:
             lines.append(f"{name} needs {', '.join(str(m) for m in missing)} set first.")
             continue
@@ -102,7 +106,9 @@ def _prompt_lines(settings: Mapping[str, Any], secrets: list[str]) -> str:
         if str(key).startswith("_"):
             continue
         spec = _spec(raw)
-        shown = (MASK if is_secret_setting(str(key), spec, secrets) else spec.get("value")) if _is_set(spec) else "not set"
+        shown = (
+            (MASK if is_secret_setting(str(key), spec, secrets) else spec.get("value")) if _is_set(spec) else "not set"
+        )
         need = "required" if spec.get("required") else "optional"
         description = spec.get("usageDescription") or spec.get("description") or ""
         lines.append(f"- {key} ({spec.get('name') or key}; {need}; now: {shown}): {description}".rstrip(": "))
@@ -110,8 +116,11 @@ def _prompt_lines(settings: Mapping[str, Any], secrets: list[str]) -> str:
 
 
 def _still_required(settings: Mapping[str, Any]) -> list[str]:
-    return [str(_spec(v).get("name") or k) for k, v in settings.items()
-            if not str(k).startswith("_") and _spec(v).get("required") and not _is_set(_spec(v))]
+    return [
+        str(_spec(v).get("name") or k)
+        for k, v in settings.items()
+        if not str(k).startswith("_") and _spec(v).get("required") and not _is_set(_spec(v))
+    ]
 
 
 async def _validate(runtime: AgentRuntime, message: Memory, state: State) -> bool:
@@ -119,8 +128,12 @@ async def _validate(runtime: AgentRuntime, message: Memory, state: State) -> boo
 
 
 async def _handler(
-    runtime: AgentRuntime, message: Memory, state: State, options: dict[str, Any],
-    callback: HandlerCallback | None, responses: Any,
+    runtime: AgentRuntime,
+    message: Memory,
+    state: State,
+    options: dict[str, Any],
+    callback: HandlerCallback | None,
+    responses: Any,
 ) -> ActionResult:
     worlds = await configurable_worlds(runtime, message)
     if not worlds:
@@ -131,18 +144,28 @@ async def _handler(
     settings = _settings(world)
     secrets = character_secrets(runtime)
 
-    parsed = await ask_small_model(runtime, "settingsExtractionTemplate", {
-        "agentName": runtime.character.name,
-        "serverName": world.name or "the server",
-        "settings": _prompt_lines(settings, secrets),
-        "request": sender_text(message),
-    })
-    updates = [(str(u.get("key") or "").strip(), str(u.get("value") or ""))
-               for u in as_list((parsed or {}).get("updates"), "update")]
+    parsed = await ask_small_model(
+        runtime,
+        "settingsExtractionTemplate",
+        {
+            "agentName": runtime.character.name,
+            "serverName": world.name or "the server",
+            "settings": _prompt_lines(settings, secrets),
+            "request": sender_text(message),
+        },
+    )
+    updates = [
+        (str(u.get("key") or "").strip(), str(u.get("value") or ""))
+        for u in as_list((parsed or {}).get("updates"), "update")
+    ]
     updates = [(k, v) for k, v in updates if k]
     if not updates:
-        await notify(callback, "I couldn't tell which setting to change to what. Tell me the setting and its value.",
-                     NAME, message)
+        await notify(
+            callback,
+            "I couldn't tell which setting to change to what. Tell me the setting and its value.",
+            NAME,
+            message,
+        )
         return ActionResult(success=False, error="no setting found in the request")
 
     updated, lines = apply_updates(settings, updates, secrets)
@@ -151,8 +174,11 @@ async def _handler(
         await runtime.store.update_world(world)
     remaining = _still_required(settings)
     if updated:
-        lines.append(f"Still needed: {', '.join(remaining)}." if remaining
-                     else f"Every required setting of {world.name or 'the server'} has a value now.")
+        lines.append(
+            f"Still needed: {', '.join(remaining)}."
+            if remaining
+            else f"Every required setting of {world.name or 'the server'} has a value now."
+        )
     await notify(callback, "\n".join(lines), NAME, message)
     return ActionResult(
         success=bool(updated),

@@ -84,8 +84,12 @@ def _resolve(ref: Any, entities: Sequence[Entity], agent: Entity) -> str | None:
 
 
 async def _handler(
-    runtime: AgentRuntime, message: Memory, state: State, options: dict[str, Any],
-    callback: HandlerCallback | None, responses: Sequence[Memory],
+    runtime: AgentRuntime,
+    message: Memory,
+    state: State,
+    options: dict[str, Any],
+    callback: HandlerCallback | None,
+    responses: Sequence[Memory],
 ) -> None:
     store = runtime.store
     # Independent reads, run together rather than one trip to the database after another.
@@ -102,7 +106,10 @@ async def _handler(
         "knownFacts": "\n".join(str(f.content.get("text", "")) for f in known),
         "entitiesInRoom": json.dumps([{"id": e.id, "names": e.names} for e in entities], ensure_ascii=False),
         "existingRelationships": json.dumps(
-            [{"sourceEntityId": r.source_entity_id, "targetEntityId": r.target_entity_id, "tags": r.tags} for r in relationships]
+            [
+                {"sourceEntityId": r.source_entity_id, "targetEntityId": r.target_entity_id, "tags": r.tags}
+                for r in relationships
+            ]
         ),
         "senderName": (sender.names[0] if sender and sender.names else "someone"),
         "senderId": message.entity_id,
@@ -126,10 +133,15 @@ async def _handler(
             continue
         known_texts.add(claim.lower())
         about = _resolve(fact.get("about"), entities, agent) or message.entity_id
-        memory = Memory(entity_id=about, agent_id=runtime.agent_id, room_id=message.room_id,
-                        world_id=message.world_id, content={"text": claim, "type": str(fact.get("type") or "fact")},
-                        created_at=now_ms(),
-                        metadata={"entityIds": [about], "sourceEntityId": message.entity_id})
+        memory = Memory(
+            entity_id=about,
+            agent_id=runtime.agent_id,
+            room_id=message.room_id,
+            world_id=message.world_id,
+            content={"text": claim, "type": str(fact.get("type") or "fact")},
+            created_at=now_ms(),
+            metadata={"entityIds": [about], "sourceEntityId": message.entity_id},
+        )
         if runtime.has_model(ModelType.TEXT_EMBEDDING):
             try:
                 memory.embedding = await runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": claim})
@@ -150,12 +162,16 @@ async def _handler(
         existing = await store.get_relationship(source, target)
         now = runtime.clock()
         if existing is None:
-            await store.create_relationship(source, target, tags=tags,
-                                            metadata={"interactions": 1, "lastInteractionAt": now})
+            await store.create_relationship(
+                source, target, tags=tags, metadata={"interactions": 1, "lastInteractionAt": now}
+            )
         else:
             existing.tags = sorted(set(existing.tags) | set(tags))
-            existing.metadata = {**existing.metadata, "interactions": int(existing.metadata.get("interactions", 0)) + 1,
-                                 "lastInteractionAt": now}
+            existing.metadata = {
+                **existing.metadata,
+                "interactions": int(existing.metadata.get("interactions", 0)) + 1,
+                "lastInteractionAt": now,
+            }
             await store.update_relationship(existing)
 
     await store.set_cache(_cache_key(message.room_id), message.id)

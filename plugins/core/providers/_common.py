@@ -175,7 +175,7 @@ def describe_media(item: Mapping[str, Any]) -> dict[str, Any]:
     """An attachment as a prompt may show it: embedded data URLs summarised by type and size."""
     url = str(item.get("url") or "")
     if url.startswith(_DATA_URL_PREFIX):
-        mime = url[len(_DATA_URL_PREFIX):].split(";", 1)[0].split(",", 1)[0] or "data"
+        mime = url[len(_DATA_URL_PREFIX) :].split(";", 1)[0].split(",", 1)[0] or "data"
         kilobytes = max(1, round(len(url.split(",", 1)[-1]) * 3 / 4 / 1024))
         url = f"[Embedded {mime} ~{kilobytes}KB]"
     return {

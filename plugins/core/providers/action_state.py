@@ -55,8 +55,12 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
     completed = sum(1 for r in results if r.success)
     return ProviderResult(
         text=text,
-        values={"hasActionResults": True, "actionResults": text, "completedActions": completed,
-                "failedActions": len(results) - completed},
+        values={
+            "hasActionResults": True,
+            "actionResults": text,
+            "completedActions": completed,
+            "failedActions": len(results) - completed,
+        },
         data={"actionResults": results},
     )
 

@@ -83,8 +83,11 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
         text = "# Available Actions\nNo actions are available for this message."
         return ProviderResult(
             text=text,
-            values={"actionNames": "Possible response actions: none", "actionsWithDescriptions": text,
-                    "actionExamples": ""},
+            values={
+                "actionNames": "Possible response actions: none",
+                "actionsWithDescriptions": text,
+                "actionExamples": "",
+            },
             data={"actionsData": []},
         )
     names = "Possible response actions: " + ", ".join(a.name for a in offered)

@@ -32,16 +32,23 @@ def _attachments(memory: Memory) -> list[Mapping[str, Any]]:
 
 def _format(item: Mapping[str, Any]) -> str:
     lines = [f"ID: {item['id'] or '(none)'}"]
-    for label, key in (("Name", "title"), ("URL", "url"), ("Type", "contentType"), ("Source", "source"),
-                       ("Description", "description"), ("Text", "text")):
+    for label, key in (
+        ("Name", "title"),
+        ("URL", "url"),
+        ("Type", "contentType"),
+        ("Source", "source"),
+        ("Description", "description"),
+        ("Text", "text"),
+    ):
         if item[key]:
             lines.append(f"{label}: {item[key]}")
     return "\n".join(lines)
 
 
 async def _get(runtime: AgentRuntime, message: Memory, state: State) -> ProviderResult:
-    recent = await runtime.store.get_memories_by_room_ids(table=MESSAGES, room_ids=[message.room_id],
-                                                          limit=conversation_length(runtime))
+    recent = await runtime.store.get_memories_by_room_ids(
+        table=MESSAGES, room_ids=[message.room_id], limit=conversation_length(runtime)
+    )
     memories = [*reversed(recent), message]  # oldest first; the current message last
     with_files = [m for m in memories if _attachments(m)]
     if not with_files:

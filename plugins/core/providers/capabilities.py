@@ -32,8 +32,11 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
     abilities = list(dict.fromkeys(_MEANING[t] for t in models))
     lines = [f"# {runtime.character.name}'s Capabilities"]
     lines.append(f"Can: {', '.join(abilities)}." if abilities else "No models are available.")
-    missing = [m for t, m in _MEANING.items() if t not in models and t in
-               (ModelType.TRANSCRIPTION, ModelType.IMAGE_DESCRIPTION, ModelType.TEXT_TO_SPEECH)]
+    missing = [
+        m
+        for t, m in _MEANING.items()
+        if t not in models and t in (ModelType.TRANSCRIPTION, ModelType.IMAGE_DESCRIPTION, ModelType.TEXT_TO_SPEECH)
+    ]
     if missing:
         lines.append(f"Cannot: {', '.join(dict.fromkeys(missing))}.")
     lines.append(f"Plugins: {', '.join(plugins)}" if plugins else "Plugins: none loaded")

@@ -64,14 +64,16 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
         merged = dict(entity.metadata)
         for component in entity.components:
             merged.update(component.data)
-        entries.append({
-            "id": entity.id,
-            "name": _name_for(entity, source, runtime.agent_id, runtime.character.name),
-            "names": list(entity.names),
-            "profile": _profile(entity, source),
-            "metadata": merged,
-            "isAgent": entity.id == runtime.agent_id,
-        })
+        entries.append(
+            {
+                "id": entity.id,
+                "name": _name_for(entity, source, runtime.agent_id, runtime.character.name),
+                "names": list(entity.names),
+                "profile": _profile(entity, source),
+                "metadata": merged,
+                "isAgent": entity.id == runtime.agent_id,
+            }
+        )
 
     sender = next((e["name"] for e in entries if e["id"] == message.entity_id), None)
     if sender is None:

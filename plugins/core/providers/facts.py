@@ -68,7 +68,9 @@ def _scaled(found: list[Memory]) -> list[tuple[Memory, float]]:
     return [(m, (m.similarity or 0.0) / best if best > 0 else 0.0) for m in found]
 
 
-async def _search(runtime: AgentRuntime, message: Memory) -> tuple[list[tuple[Memory, float]], list[tuple[Memory, float]]]:
+async def _search(
+    runtime: AgentRuntime, message: Memory
+) -> tuple[list[tuple[Memory, float]], list[tuple[Memory, float]]]:
     """(facts, summaries) with their relevance, unranked and possibly repeated."""
     store = runtime.store
     vector = await embeddings(runtime).vector_of(message)
@@ -76,20 +78,27 @@ async def _search(runtime: AgentRuntime, message: Memory) -> tuple[list[tuple[Me
         try:
             in_room = await store.search_memories(vector, FACTS, room_id=message.room_id, count=_PER_SEARCH)
             about_sender = await store.search_memories(vector, FACTS, entity_id=message.entity_id, count=_PER_SEARCH)
-            summaries = await store.search_memories(vector, SUMMARIES, room_id=message.room_id,
-                                                    count=_SHOWN_SUMMARIES * 2)
-            return ([(m, m.similarity or 0.0) for m in (*in_room, *about_sender)],
-                    [(m, m.similarity or 0.0) for m in summaries])
+            summaries = await store.search_memories(
+                vector, SUMMARIES, room_id=message.room_id, count=_SHOWN_SUMMARIES * 2
+            )
+            return (
+                [(m, m.similarity or 0.0) for m in (*in_room, *about_sender)],
+                [(m, m.similarity or 0.0) for m in summaries],
+            )
         except Exception as exc:
-            _log.warning("%s: fact search by embedding failed (%s); searching by keywords",
-                         runtime.character.name, exc.__class__.__name__)
+            _log.warning(
+                "%s: fact search by embedding failed (%s); searching by keywords",
+                runtime.character.name,
+                exc.__class__.__name__,
+            )
     query = await _query_text(runtime, message)
     if not query:
         return [], []
     in_room = await store.search_memories_by_text(query, FACTS, room_id=message.room_id, count=_PER_SEARCH)
     about_sender = await store.search_memories_by_text(query, FACTS, entity_id=message.entity_id, count=_PER_SEARCH)
-    summaries = await store.search_memories_by_text(query, SUMMARIES, room_id=message.room_id,
-                                                    count=_SHOWN_SUMMARIES * 2)
+    summaries = await store.search_memories_by_text(
+        query, SUMMARIES, room_id=message.room_id, count=_SHOWN_SUMMARIES * 2
+    )
     return _scaled(in_room) + _scaled(about_sender), _scaled(summaries)
 
 
@@ -132,14 +141,17 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
     earlier = [f"({_span(s)}) {str(s.content['text']).strip()}" for s in summaries]
     if earlier:
         text += "\n\n# Earlier Conversation Here\n" + "\n".join(f"- {line}" for line in earlier)
-    return ProviderResult(text=text, values={"facts": "\n".join(texts), "summaries": "\n".join(earlier)},
-                          data={"facts": facts, "summaries": summaries})
+    return ProviderResult(
+        text=text,
+        values={"facts": "\n".join(texts), "summaries": "\n".join(earlier)},
+        data={"facts": facts, "summaries": summaries},
+    )
 
 
 provider = Provider(
     name="FACTS",
     get=_get,
     description="Facts the agent has learned earlier about the people and topics in this conversation, "
-                "and summaries of older conversation in this room.",
+    "and summaries of older conversation in this room.",
     dynamic=True,
 )

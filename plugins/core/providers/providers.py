@@ -21,8 +21,10 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
     public = sorted((p for p in runtime.providers.values() if not p.private), key=lambda p: p.name)
     dynamic = [p for p in public if p.dynamic]
     if dynamic:
-        text = ("# Extra Context You Can Request\nList any of these in providers when the context above is not "
-                "enough:\n" + "\n".join(_line(p) for p in dynamic))
+        text = (
+            "# Extra Context You Can Request\nList any of these in providers when the context above is not "
+            "enough:\n" + "\n".join(_line(p) for p in dynamic)
+        )
     else:
         text = "# Extra Context You Can Request\nNo extra context is available to request."
     everything = "# Available Providers\n" + "\n".join(_line(p) for p in public)

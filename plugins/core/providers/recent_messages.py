@@ -43,8 +43,9 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
     sender = names.get(message.entity_id, UNKNOWN_USER)
     text_now = str(message.content.get("text") or "").strip()
     if not dialogue and not text_now:
-        return ProviderResult(text=_EMPTY, values={"recentMessages": "", "recentMessage": ""},
-                              data={"recentMessages": []})
+        return ProviderResult(
+            text=_EMPTY, values={"recentMessages": "", "recentMessage": ""}, data={"recentMessages": []}
+        )
 
     lines = format_messages(dialogue, names, runtime.clock())
     is_post = room is not None and room.type in POST_TYPES

@@ -53,18 +53,21 @@ def _interactions(relationship: Relationship) -> int:
 async def _get(runtime: AgentRuntime, message: Memory, state: State) -> ProviderResult:
     sender_id = message.entity_id
     relationships = await runtime.store.get_relationships(sender_id)
-    other_of = {r.id: r.target_entity_id if r.source_entity_id == sender_id else r.source_entity_id
-                for r in relationships}
+    other_of = {
+        r.id: r.target_entity_id if r.source_entity_id == sender_id else r.source_entity_id for r in relationships
+    }
     names = await entity_names(runtime, [sender_id, *other_of.values()])
     said = str(message.content.get("text") or "")
     now = runtime.clock()
-    top = sorted(relationships, key=lambda r: (_named_in(said, names.get(other_of[r.id], "")), _weight(r, now)),
-                 reverse=True)[:_MAX]
+    top = sorted(
+        relationships, key=lambda r: (_named_in(said, names.get(other_of[r.id], "")), _weight(r, now)), reverse=True
+    )[:_MAX]
     others = [other_of[r.id] for r in top]
     sender = names.get(sender_id, UNKNOWN_USER)
     if not top:
-        return ProviderResult(text=f"# {sender}'s Connections\n{_NONE}", values={"relationships": _NONE},
-                              data={"relationships": []})
+        return ProviderResult(
+            text=f"# {sender}'s Connections\n{_NONE}", values={"relationships": _NONE}, data={"relationships": []}
+        )
 
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -73,8 +76,15 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
     for relationship, other in zip(top, others, strict=True):
         name = names.get(other, UNKNOWN_USER)
         writer.writerow([name, _interactions(relationship), ";".join(relationship.tags)])
-        rows.append({"entityId": other, "name": name, "interactions": _interactions(relationship),
-                     "tags": list(relationship.tags), "relationship": relationship})
+        rows.append(
+            {
+                "entityId": other,
+                "name": name,
+                "interactions": _interactions(relationship),
+                "tags": list(relationship.tags),
+                "relationship": relationship,
+            }
+        )
     table = buffer.getvalue().rstrip("\n")
     text = f"# {sender}'s Connections ({len(rows)})\n{table}"
     return ProviderResult(text=text, values={"relationships": table}, data={"relationships": rows})

@@ -44,8 +44,9 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
         return _result("# Roles\nNo role information is available for this server.")
 
     names = await entity_names(runtime, [str(k) for k in raw])
-    roles = [{"entityId": str(k), "name": names.get(str(k), UNKNOWN_USER), "role": _role(v).value}
-             for k, v in raw.items()]
+    roles = [
+        {"entityId": str(k), "name": names.get(str(k), UNKNOWN_USER), "role": _role(v).value} for k, v in raw.items()
+    ]
     lines = [f"# Roles in {world.name or 'this server'}" if world is not None else "# Roles"]
     for role, title in _SECTIONS:
         members = [r for r in roles if r["role"] == role.value]

@@ -47,8 +47,7 @@ def is_secret_setting(key: str, spec: Mapping[str, Any], secrets: list[str]) -> 
     """Whether a setting's value must be masked: marked secret, named like a credential, or
     holding one of the character's secrets."""
     text = "" if spec.get("value") is None else str(spec.get("value"))
-    return (bool(spec.get("secret")) or bool(_CREDENTIAL.search(key))
-            or any(s in text for s in secrets if len(s) >= 4))
+    return bool(spec.get("secret")) or bool(_CREDENTIAL.search(key)) or any(s in text for s in secrets if len(s) >= 4)
 
 
 def _entries(world: World, secrets: list[str]) -> list[dict[str, Any]]:
@@ -63,15 +62,17 @@ def _entries(world: World, secrets: list[str]) -> list[dict[str, Any]]:
         is_set = value not in (None, "")
         text = "" if value is None else str(value)
         hidden = is_secret_setting(str(key), spec, secrets)
-        entries.append({
-            "key": str(key),
-            "name": str(spec.get("name") or key),
-            "description": str(spec.get("usageDescription") or spec.get("description") or ""),
-            "required": bool(spec.get("required")),
-            "secret": hidden,
-            "set": is_set,
-            "value": (MASK if is_set else "") if hidden else text,
-        })
+        entries.append(
+            {
+                "key": str(key),
+                "name": str(spec.get("name") or key),
+                "description": str(spec.get("usageDescription") or spec.get("description") or ""),
+                "required": bool(spec.get("required")),
+                "secret": hidden,
+                "set": is_set,
+                "value": (MASK if is_set else "") if hidden else text,
+            }
+        )
     return entries
 
 
@@ -111,9 +112,11 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
         missing = [e for e in entries if e["required"] and not e["set"]]
         lines = [f"# Settings of {world.name or 'your server'}"]
         if missing:
-            lines.append(f"{sender} owns this server and {len(missing)} required setting"
-                         f"{'' if len(missing) == 1 else 's'} still need{'s' if len(missing) == 1 else ''} a value. "
-                         "Help them set it up, one setting at a time.")
+            lines.append(
+                f"{sender} owns this server and {len(missing)} required setting"
+                f"{'' if len(missing) == 1 else 's'} still need{'s' if len(missing) == 1 else ''} a value. "
+                "Help them set it up, one setting at a time."
+            )
             if "UPDATE_SETTINGS" in runtime.actions:
                 lines.append("When they give a value, use the UPDATE_SETTINGS action to save it.")
         else:

@@ -15,8 +15,20 @@ __all__ = ["format_time", "provider"]
 
 # Spelled out rather than strftime's %A/%B, which follow the process locale.
 _DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December")
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 
 def format_time(moment: datetime) -> str:
@@ -24,8 +36,10 @@ def format_time(moment: datetime) -> str:
     moment = moment.astimezone(UTC)
     hour = moment.hour % 12 or 12
     half = "AM" if moment.hour < 12 else "PM"
-    return (f"{_DAYS[moment.weekday()]}, {_MONTHS[moment.month - 1]} {moment.day}, {moment.year} "
-            f"at {hour}:{moment.minute:02d}:{moment.second:02d} {half} UTC")
+    return (
+        f"{_DAYS[moment.weekday()]}, {_MONTHS[moment.month - 1]} {moment.day}, {moment.year} "
+        f"at {hour}:{moment.minute:02d}:{moment.second:02d} {half} UTC"
+    )
 
 
 async def _get(runtime: AgentRuntime, message: Memory, state: State) -> ProviderResult:

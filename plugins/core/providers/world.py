@@ -30,8 +30,9 @@ _ORDER = ("text", "voice", "dm", "feed", "thread", "other")
 
 def _failure(reason: str) -> ProviderResult:
     text = f"# World\nNo world information: {reason}."
-    return ProviderResult(text=text, values={"worldName": "", "currentChannelName": "", "worldInfo": text},
-                          data={"error": reason})
+    return ProviderResult(
+        text=text, values={"worldName": "", "currentChannelName": "", "worldInfo": text}, data={"error": reason}
+    )
 
 
 def _room_info(room: Room) -> dict[str, Any]:
@@ -57,8 +58,11 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
 
     world_name = world.name or world.id
     channel_name = room.name or room.id
-    lines = [f"# World: {world_name}", f"Current channel: {channel_name} ({room.type}, {len(participants)} "
-             f"participant{'' if len(participants) == 1 else 's'})"]
+    lines = [
+        f"# World: {world_name}",
+        f"Current channel: {channel_name} ({room.type}, {len(participants)} "
+        f"participant{'' if len(participants) == 1 else 's'})",
+    ]
     stats = ", ".join(f"{len(channels[k])} {k}" for k in _ORDER if channels[k])
     lines.append(f"Channels: {len(rooms)} in total ({stats})" if stats else "Channels: none known")
     for kind in _ORDER:

@@ -27,7 +27,8 @@ def mode(path: Path) -> int:
 
 
 async def test_data_directory_is_0700_and_database_wal_and_shm_are_0600_under_umask_022(
-        tmp_path: Path, umask_022: None) -> None:
+    tmp_path: Path, umask_022: None
+) -> None:
     path = tmp_path / "data" / "troupe.db"
     async with Database(path) as db:
         store = await seed_agent(db, A, users=(U,), rooms=(R,))

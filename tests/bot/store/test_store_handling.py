@@ -13,7 +13,8 @@ from .conftest import R, make_memory
 async def _row(store: AgentStore, memory_id: str) -> tuple[str, int, str | None] | None:
     row = await store.database.fetchone(
         "SELECT status, attempts, outcome FROM message_handling WHERE agent_id = ? AND memory_id = ?",
-        (store.agent_id, memory_id))
+        (store.agent_id, memory_id),
+    )
     return None if row is None else (row[0], int(row[1]), row[2])
 
 

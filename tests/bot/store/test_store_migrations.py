@@ -98,14 +98,24 @@ async def test_version_4_shared_knowledge_is_cleared_for_the_agents_to_store_aga
         for agent, name in ((A, "old"), (SHARED_KNOWLEDGE_ID, "Shared knowledge")):
             await conn.execute("INSERT INTO agents (id, name) VALUES (?, ?)", (agent, name))
         for scope, doc in ((SHARED_KNOWLEDGE_ID, "shared-doc"), (A, "own-doc")):
-            await conn.execute("INSERT INTO memories (id, type, content, agent_id) VALUES (?, 'documents', ?, ?)",
-                               (doc, json.dumps({"text": doc}), scope))
-            await conn.execute("INSERT INTO memories (id, type, content, agent_id, metadata) "
-                               "VALUES (?, 'knowledge', ?, ?, ?)",
-                               (f"{doc}-0", json.dumps({"text": f"bees {doc}"}), scope,
-                                json.dumps({"documentId": doc, "position": 0})))
-            await conn.execute("INSERT INTO knowledge_sources (scope_id, owner_id, source, document_id, content_hash) "
-                               "VALUES (?, ?, ?, ?, 'h')", (scope, A, f"file:/{doc}.md", doc))
+            await conn.execute(
+                "INSERT INTO memories (id, type, content, agent_id) VALUES (?, 'documents', ?, ?)",
+                (doc, json.dumps({"text": doc}), scope),
+            )
+            await conn.execute(
+                "INSERT INTO memories (id, type, content, agent_id, metadata) VALUES (?, 'knowledge', ?, ?, ?)",
+                (
+                    f"{doc}-0",
+                    json.dumps({"text": f"bees {doc}"}),
+                    scope,
+                    json.dumps({"documentId": doc, "position": 0}),
+                ),
+            )
+            await conn.execute(
+                "INSERT INTO knowledge_sources (scope_id, owner_id, source, document_id, content_hash) "
+                "VALUES (?, ?, ?, ?, 'h')",
+                (scope, A, f"file:/{doc}.md", doc),
+            )
     finally:
         await conn.close()
 

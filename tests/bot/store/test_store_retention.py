@@ -35,10 +35,18 @@ async def _scan(db: Database, needles: list[str]) -> list[str]:
 
 
 async def test_compact_memories_swaps_the_batch_for_a_summary_in_one_go(db: Database, store: AgentStore) -> None:
-    ids = [await store.create_memory(make_memory(f"m{i}", created_at=1000 + i, embedding=vec(i)), "messages")
-           for i in range(4)]
-    summary = Memory(entity_id=A, room_id=R, content={"text": "They talked about walruses."}, created_at=1002,
-                     embedding=vec(9), metadata={"entityIds": [U]})
+    ids = [
+        await store.create_memory(make_memory(f"m{i}", created_at=1000 + i, embedding=vec(i)), "messages")
+        for i in range(4)
+    ]
+    summary = Memory(
+        entity_id=A,
+        room_id=R,
+        content={"text": "They talked about walruses."},
+        created_at=1002,
+        embedding=vec(9),
+        metadata={"entityIds": [U]},
+    )
     assert await store.compact_memories(summary, "summaries", ids[:3]) == 3
     left = await store.get_memories(table="messages")
     assert [m.content["text"] for m in left] == ["m3"]
@@ -49,29 +57,51 @@ async def test_compact_memories_swaps_the_batch_for_a_summary_in_one_go(db: Data
     assert await _count(db, "SELECT count(*) FROM embeddings") == 2  # m3's and the summary's
 
 
-async def test_forget_entity_leaves_nothing_behind(db: Database, db_path: Path, store: AgentStore,
-                                                   store_b: AgentStore) -> None:
+async def test_forget_entity_leaves_nothing_behind(
+    db: Database, db_path: Path, store: AgentStore, store_b: AgentStore
+) -> None:
     ids = await _rich_world(db, store)
     await store_b.create_memory(make_memory(f"B's own {SECRET_WORD}", room=BR, entity=BU), "messages")
-    texts = [f"my {SECRET_WORD} recipe is secret", f"{SECRET_WORD} in private", "tell me more", "a private answer",
-             "likes second breakfast", "V moved to Bree", f"{NAME} gardens", "a long talk about potatoes",
-             "sam@shire.test"]
+    texts = [
+        f"my {SECRET_WORD} recipe is secret",
+        f"{SECRET_WORD} in private",
+        "tell me more",
+        "a private answer",
+        "likes second breakfast",
+        "V moved to Bree",
+        f"{NAME} gardens",
+        "a long talk about potatoes",
+        "sam@shire.test",
+    ]
 
     planned = await store.forget_entity(U, dry_run=True)
     assert await store.get_entity(U) is not None and len(await store.list_memories()) == 11  # nothing deleted yet
     done = await store.forget_entity(U)
     assert done == planned
     assert done.memories == {"facts": 3, "messages": 4, "summaries": 1}
-    assert done.rows == {"cache": 1, "components": 2, "embeddings": 5, "entities": 1, "logs": 2, "participants": 4,
-                         "relationships": 2, "rooms": 1, "tasks": 1}
+    assert done.rows == {
+        "cache": 1,
+        "components": 2,
+        "embeddings": 5,
+        "entities": 1,
+        "logs": 2,
+        "participants": 4,
+        "relationships": 2,
+        "rooms": 1,
+        "tasks": 1,
+    }
     assert done.edited == {"components": 1, "memories": 1, "worlds": 1}
 
     assert await _scan(db, [U, *texts]) == []
     assert await store.search_all_memories_by_text(SECRET_WORD) == []
     # The keyword index only knows rows that exist, and every vector belongs to one.
     assert await _count(db, "SELECT count(*) FROM memories_fts") == await _count(db, "SELECT count(*) FROM memories")
-    assert await _count(db, "SELECT count(*) FROM embeddings e LEFT JOIN memories m ON m.id = e.memory_id "
-                            "WHERE m.id IS NULL") == 0
+    assert (
+        await _count(
+            db, "SELECT count(*) FROM embeddings e LEFT JOIN memories m ON m.id = e.memory_id WHERE m.id IS NULL"
+        )
+        == 0
+    )
 
     # What was not about them stays.
     left = {m.content["text"] for m in await store.list_memories()}
@@ -104,8 +134,9 @@ async def test_forget_room_leaves_no_row_or_text_of_the_room(db: Database, store
     assert await _scan(db, [R, "first room"]) == []
 
 
-async def test_forget_all_leaves_no_row_or_text_of_what_it_removed(db: Database, store: AgentStore,
-                                                            store_b: AgentStore) -> None:
+async def test_forget_all_leaves_no_row_or_text_of_what_it_removed(
+    db: Database, store: AgentStore, store_b: AgentStore
+) -> None:
     await before_forget_all(db, store, store_b)
     done = await store.forget_all()
     assert isinstance(done, Forgotten) and done.rows["entities"] == 2 and done.rows["rooms"] == 3

@@ -47,8 +47,13 @@ def test_nothing_outside_the_store_package_sees_sqlite() -> None:
 
 def test_the_check_finds_each_kind_of_reach_through(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
-    probe.write_text("import aiosqlite\nfrom bot.store import Database\nfrom bot.store._database import X\n"
-                     "with rt.store.database.shared_reads():\n    pass\n")
-    assert _problems(probe) == ["probe.py:1 imports aiosqlite", "probe.py:2 imports Database",
-                                "probe.py:3 imports from bot.store._database",
-                                "probe.py:4 reaches through a store to its database"]
+    probe.write_text(
+        "import aiosqlite\nfrom bot.store import Database\nfrom bot.store._database import X\n"
+        "with rt.store.database.shared_reads():\n    pass\n"
+    )
+    assert _problems(probe) == [
+        "probe.py:1 imports aiosqlite",
+        "probe.py:2 imports Database",
+        "probe.py:3 imports from bot.store._database",
+        "probe.py:4 reaches through a store to its database",
+    ]

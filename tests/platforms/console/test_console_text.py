@@ -23,8 +23,9 @@ async def test_a_line_with_undecodable_bytes_is_answered_and_stored_repaired(tmp
     async with FakeOpenAIServer() as server:
         environ = {"OPENAI_API_KEY": "sk-e2e-key-1234", "OPENAI_BASE_URL": server.url}
         iris = load_character(tmp_path / "iris.json", environ=environ)
-        server.script_chat(lambda body: "<response><thought>ok</thought><actions>REPLY</actions>"
-                                        "<text>Got it.</text></response>")
+        server.script_chat(
+            lambda body: "<response><thought>ok</thought><actions>REPLY</actions><text>Got it.</text></response>"
+        )
         lines = [b"caf\xe9 au lait".decode("utf-8", "surrogateescape")]  # Latin-1 typed into a UTF-8 terminal
 
         async def read() -> str | None:

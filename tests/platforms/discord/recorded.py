@@ -38,13 +38,26 @@ BOT_ROLE_ID = 111
 
 
 def _user(id: int, username: str, global_name: str | None = None, bot: bool = False) -> dict[str, Any]:
-    return {"id": str(id), "username": username, "global_name": global_name, "discriminator": "0", "avatar": None,
-            **({"bot": True} if bot else {})}
+    return {
+        "id": str(id),
+        "username": username,
+        "global_name": global_name,
+        "discriminator": "0",
+        "avatar": None,
+        **({"bot": True} if bot else {}),
+    }
 
 
 def _member(user: dict[str, Any], roles: Sequence[int] = (), nick: str | None = None) -> dict[str, Any]:
-    return {"user": user, "roles": [str(r) for r in roles], "nick": nick, "joined_at": "2026-01-01T00:00:00+00:00",
-            "deaf": False, "mute": False, "flags": 0}
+    return {
+        "user": user,
+        "roles": [str(r) for r in roles],
+        "nick": nick,
+        "joined_at": "2026-01-01T00:00:00+00:00",
+        "deaf": False,
+        "mute": False,
+        "flags": 0,
+    }
 
 
 USERS = {
@@ -57,53 +70,135 @@ USERS = {
 
 _ROLE = {"color": 0, "hoist": False, "managed": False, "mentionable": True, "position": 1, "flags": 0}
 GUILD_CREATE: dict[str, Any] = {
-    "id": str(GUILD_ID), "name": "Writers' Room", "owner_id": str(OWNER_ID), "member_count": 5, "features": [],
-    "emojis": [], "stickers": [], "large": False,
+    "id": str(GUILD_ID),
+    "name": "Writers' Room",
+    "owner_id": str(OWNER_ID),
+    "member_count": 5,
+    "features": [],
+    "emojis": [],
+    "stickers": [],
+    "large": False,
     "roles": [
         {**_ROLE, "id": str(GUILD_ID), "name": "@everyone", "permissions": "1071698660929", "position": 0},
         {**_ROLE, "id": str(ADMIN_ROLE_ID), "name": "Admins", "permissions": "8"},
         {**_ROLE, "id": str(BOT_ROLE_ID), "name": "Ada", "permissions": "0", "managed": True},
     ],
     "channels": [
-        {"id": str(CATEGORY_ID), "type": 4, "name": "Text Channels", "position": 0, "permission_overwrites": [], "flags": 0},
-        {"id": str(GENERAL_ID), "type": 0, "name": "general", "position": 1, "parent_id": str(CATEGORY_ID),
-         "permission_overwrites": [], "topic": None, "nsfw": False, "rate_limit_per_user": 0, "flags": 0},
-        {"id": str(VOICE_ID), "type": 2, "name": "Lounge", "position": 2, "permission_overwrites": [], "bitrate": 64000,
-         "user_limit": 0, "rtc_region": None, "flags": 0},
-        {"id": str(FORUM_ID), "type": 15, "name": "ideas", "position": 3, "permission_overwrites": [], "flags": 0,
-         "available_tags": [], "default_reaction_emoji": None, "default_sort_order": None, "default_forum_layout": 0},
+        {
+            "id": str(CATEGORY_ID),
+            "type": 4,
+            "name": "Text Channels",
+            "position": 0,
+            "permission_overwrites": [],
+            "flags": 0,
+        },
+        {
+            "id": str(GENERAL_ID),
+            "type": 0,
+            "name": "general",
+            "position": 1,
+            "parent_id": str(CATEGORY_ID),
+            "permission_overwrites": [],
+            "topic": None,
+            "nsfw": False,
+            "rate_limit_per_user": 0,
+            "flags": 0,
+        },
+        {
+            "id": str(VOICE_ID),
+            "type": 2,
+            "name": "Lounge",
+            "position": 2,
+            "permission_overwrites": [],
+            "bitrate": 64000,
+            "user_limit": 0,
+            "rtc_region": None,
+            "flags": 0,
+        },
+        {
+            "id": str(FORUM_ID),
+            "type": 15,
+            "name": "ideas",
+            "position": 3,
+            "permission_overwrites": [],
+            "flags": 0,
+            "available_tags": [],
+            "default_reaction_emoji": None,
+            "default_sort_order": None,
+            "default_forum_layout": 0,
+        },
     ],
     "threads": [
-        {"id": str(THREAD_ID), "type": 11, "name": "plot holes", "parent_id": str(GENERAL_ID), "guild_id": str(GUILD_ID),
-         "owner_id": str(OWNER_ID), "flags": 0, "member_count": 2, "message_count": 4, "rate_limit_per_user": 0,
-         "last_message_id": None, "thread_metadata": {"archived": False, "auto_archive_duration": 1440,
-                                                       "archive_timestamp": "2026-11-20T10:00:00+00:00", "locked": False}},
+        {
+            "id": str(THREAD_ID),
+            "type": 11,
+            "name": "plot holes",
+            "parent_id": str(GENERAL_ID),
+            "guild_id": str(GUILD_ID),
+            "owner_id": str(OWNER_ID),
+            "flags": 0,
+            "member_count": 2,
+            "message_count": 4,
+            "rate_limit_per_user": 0,
+            "last_message_id": None,
+            "thread_metadata": {
+                "archived": False,
+                "auto_archive_duration": 1440,
+                "archive_timestamp": "2026-11-20T10:00:00+00:00",
+                "locked": False,
+            },
+        },
     ],
     "members": [
-        _member(USERS["ada"], [BOT_ROLE_ID]), _member(USERS["brann"]), _member(USERS["sam"], nick="Sam the Owner"),
-        _member(USERS["dee"], [ADMIN_ROLE_ID]), _member(USERS["cleo"]),
+        _member(USERS["ada"], [BOT_ROLE_ID]),
+        _member(USERS["brann"]),
+        _member(USERS["sam"], nick="Sam the Owner"),
+        _member(USERS["dee"], [ADMIN_ROLE_ID]),
+        _member(USERS["cleo"]),
     ],
 }
 
 
-def message_create(text: str, *, author: str = "sam", channel: int = GENERAL_ID, id: int = 500,
-                   mentions: Sequence[str] = (), mention_roles: Sequence[int] = (),
-                   reply_to: dict[str, Any] | None = None, attachments: Sequence[dict[str, Any]] = (),
-                   guild: bool = True) -> dict[str, Any]:
+def message_create(
+    text: str,
+    *,
+    author: str = "sam",
+    channel: int = GENERAL_ID,
+    id: int = 500,
+    mentions: Sequence[str] = (),
+    mention_roles: Sequence[int] = (),
+    reply_to: dict[str, Any] | None = None,
+    attachments: Sequence[dict[str, Any]] = (),
+    guild: bool = True,
+) -> dict[str, Any]:
     """A MESSAGE_CREATE payload, as recorded from the gateway."""
     data: dict[str, Any] = {
-        "id": str(id), "channel_id": str(channel), "author": USERS[author], "content": text,
-        "timestamp": "2026-11-22T08:00:00.123000+00:00", "edited_timestamp": None, "tts": False,
-        "mention_everyone": False, "mentions": [USERS[m] for m in mentions],
-        "mention_roles": [str(r) for r in mention_roles], "attachments": list(attachments), "embeds": [],
-        "pinned": False, "type": 19 if reply_to else 0, "flags": 0, "components": [],
+        "id": str(id),
+        "channel_id": str(channel),
+        "author": USERS[author],
+        "content": text,
+        "timestamp": "2026-11-22T08:00:00.123000+00:00",
+        "edited_timestamp": None,
+        "tts": False,
+        "mention_everyone": False,
+        "mentions": [USERS[m] for m in mentions],
+        "mention_roles": [str(r) for r in mention_roles],
+        "attachments": list(attachments),
+        "embeds": [],
+        "pinned": False,
+        "type": 19 if reply_to else 0,
+        "flags": 0,
+        "components": [],
     }
     if guild:
         data["guild_id"] = str(GUILD_ID)
         data["member"] = {k: v for k, v in _member(USERS[author]).items() if k != "user"}
     if reply_to is not None:
-        data["message_reference"] = {"message_id": reply_to["id"], "channel_id": reply_to["channel_id"],
-                                     **({"guild_id": str(GUILD_ID)} if guild else {})}
+        data["message_reference"] = {
+            "message_id": reply_to["id"],
+            "channel_id": reply_to["channel_id"],
+            **({"guild_id": str(GUILD_ID)} if guild else {}),
+        }
         data["referenced_message"] = reply_to
     return data
 
@@ -111,8 +206,14 @@ def message_create(text: str, *, author: str = "sam", channel: int = GENERAL_ID,
 def objects() -> SimpleNamespace:
     """A discord.py state holding the recorded guild, and helpers to turn payloads into objects."""
     http = SimpleNamespace()  # never used: nothing here talks to Discord
-    state = ConnectionState(dispatch=lambda *a, **k: None, handlers={}, hooks={}, http=http,  # type: ignore[arg-type]
-                            intents=discord.Intents.all(), chunk_guilds_at_startup=False)
+    state = ConnectionState(
+        dispatch=lambda *a, **k: None,
+        handlers={},
+        hooks={},
+        http=http,  # type: ignore[arg-type]
+        intents=discord.Intents.all(),
+        chunk_guilds_at_startup=False,
+    )
     # The recorded payloads are plain JSON; discord.py types them as TypedDicts.
     state.user = discord.ClientUser(state=state, data=cast("UserPayload", USERS["ada"]))
     guild = state._add_guild_from_data(cast("GuildPayload", copy.deepcopy(GUILD_CREATE)))

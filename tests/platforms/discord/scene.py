@@ -84,9 +84,15 @@ class Scene:
     daemon: Daemon | None = None
     task: asyncio.Task[int] | None = None
 
-    async def start(self, ada_settings: dict[str, Any] | None = None, *, with_brann: bool = True,
-                    brann_token: str = "token-brann", wait: bool = True,
-                    brann_settings: dict[str, Any] | None = None) -> None:
+    async def start(
+        self,
+        ada_settings: dict[str, Any] | None = None,
+        *,
+        with_brann: bool = True,
+        brann_token: str = "token-brann",
+        wait: bool = True,
+        brann_settings: dict[str, Any] | None = None,
+    ) -> None:
         daemon, self.task = self.launch(ada_settings or {}, with_brann, brann_token, brann_settings or {})
         self.daemon = daemon
         if wait:
@@ -121,12 +127,21 @@ async def until(check: Callable[[], Any], timeout: float = 5.0) -> Any:
 
 def character(tmp_path: Path, name: str, token: str, api_base: str, **settings: Any) -> Path:
     path = tmp_path / f"{name.lower()}.json"
-    path.write_text(json.dumps({
-        "name": name, "bio": [f"{name} is a test character."],
-        "plugins": ["@elizaos/plugin-discord", "@elizaos/plugin-openai"],
-        "settings": {"secrets": {"DISCORD_API_TOKEN": token}, "DISCORD_API_BASE": api_base,
-                     "DISCORD_GUILD_READY_TIMEOUT_S": "0.05", **settings},
-    }))
+    path.write_text(
+        json.dumps(
+            {
+                "name": name,
+                "bio": [f"{name} is a test character."],
+                "plugins": ["@elizaos/plugin-discord", "@elizaos/plugin-openai"],
+                "settings": {
+                    "secrets": {"DISCORD_API_TOKEN": token},
+                    "DISCORD_API_BASE": api_base,
+                    "DISCORD_GUILD_READY_TIMEOUT_S": "0.05",
+                    **settings,
+                },
+            }
+        )
+    )
     return path
 
 
@@ -139,8 +154,9 @@ async def open_scene(tmp_path: Path, *, voice: FakeVoiceServer | None = None) ->
         environ = {"OPENAI_API_KEY": "sk-e2e-0000", "OPENAI_BASE_URL": openai.url}
         running: list[tuple[Daemon, asyncio.Task[int]]] = []
 
-        def launch(ada_settings: dict[str, Any], with_brann: bool, brann_token: str,
-                   brann_settings: dict[str, Any]) -> tuple[Daemon, asyncio.Task[int]]:
+        def launch(
+            ada_settings: dict[str, Any], with_brann: bool, brann_token: str, brann_settings: dict[str, Any]
+        ) -> tuple[Daemon, asyncio.Task[int]]:
             paths = [character(tmp_path, "Ada", "token-ada", fake.api_base, **ada_settings)]
             if with_brann:
                 paths.append(character(tmp_path, "Brann", brann_token, fake.api_base, **brann_settings))
@@ -152,8 +168,19 @@ async def open_scene(tmp_path: Path, *, voice: FakeVoiceServer | None = None) ->
         ada, brann = fake.add_bot("token-ada", "Ada"), fake.add_bot("token-brann", "Brann")
         sam, cleo = fake.add_user("sam", global_name="Sam"), fake.add_user("cleo")
         guild = fake.add_guild("Writers", owner=sam, members=[ada, brann, cleo])
-        yield Scene(fake, brain, ada, brann, sam, cleo, guild, fake.add_channel(guild, "general"),
-                    fake.add_channel(guild, "lounge"), launch, openai)
+        yield Scene(
+            fake,
+            brain,
+            ada,
+            brann,
+            sam,
+            cleo,
+            guild,
+            fake.add_channel(guild, "general"),
+            fake.add_channel(guild, "lounge"),
+            launch,
+            openai,
+        )
         for daemon, task in running:
             if not task.done():  # a test may have killed one already
                 daemon.stop()

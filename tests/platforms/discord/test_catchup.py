@@ -38,8 +38,13 @@ def identify_gate(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
 
 
 def history_reads(s: Scene, channel: FakeChannel | None = None) -> list[RecordedRequest]:
-    return [r for r in s.fake.requests if r.method == "GET" and r.path.endswith("/messages")
-            and (channel is None or r.path == f"/channels/{channel.id}/messages")]
+    return [
+        r
+        for r in s.fake.requests
+        if r.method == "GET"
+        and r.path.endswith("/messages")
+        and (channel is None or r.path == f"/channels/{channel.id}/messages")
+    ]
 
 
 def answered(s: Scene) -> Counter[int]:
@@ -56,7 +61,8 @@ async def talk_before_the_loss(s: Scene, channel: FakeChannel, text: str) -> Fak
 
 
 async def test_messages_sent_while_the_session_was_lost_are_answered_once_after_identifying_again(
-        scene, identify_gate) -> None:
+    scene, identify_gate
+) -> None:
     s = scene
     await s.start(with_brann=False)
     before = await talk_before_the_loss(s, s.general, "one")
@@ -77,11 +83,12 @@ async def test_messages_sent_while_the_session_was_lost_are_answered_once_after_
     assert int(reads[0].query["after"]) >= before.id and reads[0].query["limit"] == "50"
 
 
-async def test_the_catch_up_reads_only_the_window_the_count_and_the_most_recent_channels(
-        scene, identify_gate) -> None:
+async def test_the_catch_up_reads_only_the_window_the_count_and_the_most_recent_channels(scene, identify_gate) -> None:
     s = scene
-    await s.start({"DISCORD_CATCHUP_WINDOW_S": "3", "DISCORD_CATCHUP_MAX_MESSAGES": "2",
-                   "DISCORD_CATCHUP_MAX_CHANNELS": "1"}, with_brann=False)
+    await s.start(
+        {"DISCORD_CATCHUP_WINDOW_S": "3", "DISCORD_CATCHUP_MAX_MESSAGES": "2", "DISCORD_CATCHUP_MAX_CHANNELS": "1"},
+        with_brann=False,
+    )
     await talk_before_the_loss(s, s.lounge, "in the lounge")
     await talk_before_the_loss(s, s.general, "in general")  # general is the most recently active
 
@@ -140,10 +147,17 @@ async def test_a_missed_message_already_in_the_store_is_not_handed_over_again(sc
     handled, missed = [await s.fake.user_says(s.sam, s.general, f"{s.ada.mention} {t}") for t in ("two", "three")]
     # As if another daemon had received "two" meanwhile (a lease handover): it is stored already.
     rt = s.runtime("Ada")
-    await rt.store.create_memory(Memory(
-        id=discord_id(rt.agent_id, handled.id), entity_id=discord_id(rt.agent_id, s.sam.id), agent_id=rt.agent_id,
-        room_id=discord_id(rt.agent_id, s.general.id), content={"text": "@Ada two", "source": "discord"},
-        created_at=now_ms()), "messages")
+    await rt.store.create_memory(
+        Memory(
+            id=discord_id(rt.agent_id, handled.id),
+            entity_id=discord_id(rt.agent_id, s.sam.id),
+            agent_id=rt.agent_id,
+            room_id=discord_id(rt.agent_id, s.general.id),
+            content={"text": "@Ada two", "source": "discord"},
+            created_at=now_ms(),
+        ),
+        "messages",
+    )
     identify_gate.set()
     await until(lambda: answered(s)[missed.id] == 1, timeout=10)
     await asyncio.sleep(0.3)

@@ -17,7 +17,12 @@ def test_defaults_and_token_is_secret() -> None:
     c = config()
     assert c.token.get_secret_value() == "MTIz.secret-value" and "secret-value" not in repr(c)
     assert (c.channel_ids, c.ignore_bot_messages, c.ignore_direct_messages, c.respond_only_to_mentions, c.api_base) == (
-        None, False, False, False, None)
+        None,
+        False,
+        False,
+        False,
+        None,
+    )
 
 
 def test_missing_token_says_where_to_put_it() -> None:
@@ -26,9 +31,12 @@ def test_missing_token_says_where_to_put_it() -> None:
 
 
 def test_flags_from_the_discord_object_win_over_flat_settings() -> None:
-    c = config({"shouldIgnoreBotMessages": True, "shouldRespondOnlyToMentions": "false"},
-               DISCORD_SHOULD_IGNORE_BOT_MESSAGES="false", DISCORD_SHOULD_RESPOND_ONLY_TO_MENTIONS="true",
-               DISCORD_SHOULD_IGNORE_DIRECT_MESSAGES="yes")
+    c = config(
+        {"shouldIgnoreBotMessages": True, "shouldRespondOnlyToMentions": "false"},
+        DISCORD_SHOULD_IGNORE_BOT_MESSAGES="false",
+        DISCORD_SHOULD_RESPOND_ONLY_TO_MENTIONS="true",
+        DISCORD_SHOULD_IGNORE_DIRECT_MESSAGES="yes",
+    )
     assert c.ignore_bot_messages is True and c.respond_only_to_mentions is False and c.ignore_direct_messages is True
     with pytest.raises(ConfigError, match="settings.discord.shouldIgnoreBotMessages must be true or false"):
         config({"shouldIgnoreBotMessages": "sometimes"})
@@ -74,8 +82,9 @@ def test_catch_up_limits_after_a_lost_session() -> None:
     c = config(DISCORD_CATCHUP_WINDOW_S="120", DISCORD_CATCHUP_MAX_MESSAGES="100", DISCORD_CATCHUP_MAX_CHANNELS="5")
     assert (c.catchup.window_s, c.catchup.max_messages, c.catchup.max_channels) == (120.0, 100, 5)
     assert config(DISCORD_CATCHUP_WINDOW_S="0").catchup.enabled is False
-    with pytest.raises(ConfigError, match="Ada: DISCORD_CATCHUP_MAX_MESSAGES must be a whole number from 0 to 100, "
-                                          "not '500'"):
+    with pytest.raises(
+        ConfigError, match="Ada: DISCORD_CATCHUP_MAX_MESSAGES must be a whole number from 0 to 100, not '500'"
+    ):
         config(DISCORD_CATCHUP_MAX_MESSAGES="500")
     with pytest.raises(ConfigError, match="Ada: DISCORD_CATCHUP_WINDOW_S must be a number from 0 to 86400"):
         config(DISCORD_CATCHUP_WINDOW_S="ten minutes")
@@ -84,6 +93,9 @@ def test_catch_up_limits_after_a_lost_session() -> None:
 def test_send_deadline_is_a_minute_by_default_and_checked() -> None:
     assert config().send_deadline == 60.0
     assert config(DISCORD_SEND_DEADLINE_S="90").send_deadline == 90.0
-    with pytest.raises(ConfigError, match=r"DISCORD_SEND_DEADLINE_S must be a number from 1 to 3600 \(such as 60\), "
-                                          r"not '0'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"DISCORD_SEND_DEADLINE_S must be a number from 1 to 3600 \(such as 60\), "
+        r"not '0'",
+    ):
         config(DISCORD_SEND_DEADLINE_S="0")

@@ -43,8 +43,11 @@ async def test_unaddressed_chatter_is_left_alone_when_the_model_says_ignore(scen
 async def test_follow_and_mute_by_conversation_and_by_slash_command(scene) -> None:
     s = scene
     await s.start(with_brann=False)
-    s.brain.plans["Ada"] += [plan("I'll follow along.", "REPLY,FOLLOW_ROOM"), plan("Noted."),
-                             plan("Going quiet.", "REPLY,MUTE_ROOM")]
+    s.brain.plans["Ada"] += [
+        plan("I'll follow along.", "REPLY,FOLLOW_ROOM"),
+        plan("Noted."),
+        plan("Going quiet.", "REPLY,MUTE_ROOM"),
+    ]
     await s.fake.user_says(s.sam, s.general, "Ada, follow this channel please")
     await s.fake.wait_for_sent(s.ada, 1)
     await s.state_becomes("Ada", s.general, RoomState.FOLLOWED)
@@ -65,7 +68,8 @@ async def test_follow_and_mute_by_conversation_and_by_slash_command(scene) -> No
     assert await s.room_state("Ada", s.general) is None
     denied = await s.fake.invoke_command(s.cleo, s.general, s.ada, "troupe", options={"action": "follow"})
     assert (await s.fake.wait_for_response(denied))[0].payload["data"]["content"] == (
-        "Only the server's owner or an admin can change that.")
+        "Only the server's owner or an admin can change that."
+    )
     status = await s.fake.invoke_command(s.cleo, s.general, s.ada, "troupe")
     assert "answers when addressed" in (await s.fake.wait_for_response(status))[0].payload["data"]["content"]
 
@@ -147,8 +151,10 @@ async def test_missing_message_content_intent_and_a_bad_token_stop_only_that_cha
     with caplog.at_level(logging.ERROR):
         await s.start(brann_token="token-nobody", wait=False)
         assert await asyncio.wait_for(s.task, 10) == 78  # nobody could connect: a configuration error
-    assert (f"Ada: could not connect to discord: the Message Content intent is not enabled for the bot Ada; "
-            f"enable it at https://discord.com/developers/applications/{s.ada.id}/bot") in caplog.text
+    assert (
+        f"Ada: could not connect to discord: the Message Content intent is not enabled for the bot Ada; "
+        f"enable it at https://discord.com/developers/applications/{s.ada.id}/bot"
+    ) in caplog.text
     assert "Brann: could not connect to discord: Discord refused the bot token in DISCORD_API_TOKEN" in caplog.text
     assert "token-nobody" not in caplog.text and s.ada.identifies == []  # stopped before the gateway: no loop
 
@@ -169,6 +175,8 @@ async def test_two_characters_on_one_token_are_refused(scene, caplog) -> None:
     with caplog.at_level(logging.ERROR):
         await s.start(brann_token="token-ada", wait=False)
         await until(lambda: "uses the same DISCORD_API_TOKEN as" in caplog.text, timeout=10)
-    assert ("Brann: could not connect to discord: uses the same DISCORD_API_TOKEN as Ada" in caplog.text
-            or "Ada: could not connect to discord: uses the same DISCORD_API_TOKEN as Brann" in caplog.text)
+    assert (
+        "Brann: could not connect to discord: uses the same DISCORD_API_TOKEN as Ada" in caplog.text
+        or "Ada: could not connect to discord: uses the same DISCORD_API_TOKEN as Brann" in caplog.text
+    )
     assert "token-ada" not in caplog.text

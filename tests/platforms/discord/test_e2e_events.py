@@ -61,7 +61,8 @@ async def test_reactions_edits_and_deletions_reach_memory(scene) -> None:
     await s.fake.user_edits(asked, "Ada, how's the new ending?")
     async with asyncio.timeout(5):
         while not {'*reacted 👍 to: "The ending is strong."*', "Ada, how's the new ending?"} <= set(
-                await messages(s, "Ada", s.general)):
+            await messages(s, "Ada", s.general)
+        ):
             await asyncio.sleep(0.01)
     await s.fake.user_deletes(asked)
     async with asyncio.timeout(5):
@@ -74,11 +75,16 @@ async def test_attachments_are_read_before_the_answer(scene) -> None:
     s = scene
     await s.start(with_brann=False)
     s.brain.plans["Ada"].append(plan("Nice cat, and noted."))
-    await s.fake.user_says(s.sam, s.general, "Ada, look at these", attachments=[
-        ("cat.png", b"\x89PNG\r\n\x1a\nfake", "image/png"),
-        ("notes.txt", b"Chapter 3 needs a twist.", "text/plain"),
-        ("memo.ogg", b"OggS-voice", "audio/ogg"),
-    ])
+    await s.fake.user_says(
+        s.sam,
+        s.general,
+        "Ada, look at these",
+        attachments=[
+            ("cat.png", b"\x89PNG\r\n\x1a\nfake", "image/png"),
+            ("notes.txt", b"Chapter 3 needs a twist.", "text/plain"),
+            ("memo.ogg", b"OggS-voice", "audio/ogg"),
+        ],
+    )
     await s.fake.wait_for_sent(s.ada, 1)
     rt = s.runtime("Ada")
     stored = (await rt.store.get_memories(table="messages", room_id=discord_id(rt.agent_id, s.general.id)))[-1]
@@ -106,8 +112,13 @@ async def test_threads_follow_their_parent_in_channel_ids(scene) -> None:
 
 async def test_listening_settings(scene) -> None:
     s = scene
-    await s.start({"DISCORD_SHOULD_IGNORE_BOT_MESSAGES": "true", "DISCORD_SHOULD_RESPOND_ONLY_TO_MENTIONS": "true",
-                   "DISCORD_SHOULD_IGNORE_DIRECT_MESSAGES": "true"})
+    await s.start(
+        {
+            "DISCORD_SHOULD_IGNORE_BOT_MESSAGES": "true",
+            "DISCORD_SHOULD_RESPOND_ONLY_TO_MENTIONS": "true",
+            "DISCORD_SHOULD_IGNORE_DIRECT_MESSAGES": "true",
+        }
+    )
     s.brain.plans["Brann"].append(plan("Ada, ahoy!"))
     s.brain.plans["Ada"].append(plan("Only for mentions."))
     await s.fake.user_says(s.sam, s.general, "Brann, greet Ada")  # Brann answers; Ada ignores bots
@@ -124,26 +135,34 @@ async def test_send_message_to_another_channel(scene) -> None:
     s = scene
     await s.start(with_brann=False)
     s.brain.plans["Ada"].append(plan("Will do.", "REPLY,SEND_MESSAGE"))
-    s.brain.targets = ["<response><targetType>room</targetType><target>lounge</target><source>discord</source>"
-                       "<message>Meeting moved to 3pm.</message></response>"]
+    s.brain.targets = [
+        "<response><targetType>room</targetType><target>lounge</target><source>discord</source>"
+        "<message>Meeting moved to 3pm.</message></response>"
+    ]
     await s.fake.user_says(s.sam, s.general, "Ada, tell #lounge the meeting moved to 3pm")
     sent = await s.fake.wait_for_sent(s.ada, 3)
     assert [(m.channel.name, m.content) for m in sent] == [
-        ("general", "Will do."), ("lounge", "Meeting moved to 3pm."), ("general", "Message sent to #lounge on discord.")]
+        ("general", "Will do."),
+        ("lounge", "Meeting moved to 3pm."),
+        ("general", "Message sent to #lounge on discord."),
+    ]
     assert await messages(s, "Ada", s.lounge) == ["Meeting moved to 3pm."]
 
 
 async def test_a_reply_discord_refuses_is_logged_with_agent_and_channel(scene, caplog) -> None:
     s = scene
     await s.start(with_brann=False)
-    s.fake.fail_next("POST", r"/channels/\d+/messages$", status=403, code=50013, message="Missing Permissions",
-                     bot=s.ada)
+    s.fake.fail_next(
+        "POST", r"/channels/\d+/messages$", status=403, code=50013, message="Missing Permissions", bot=s.ada
+    )
     s.brain.plans["Ada"].append(plan("You won't see this."))
     with caplog.at_level(logging.ERROR):
         asked = await s.fake.user_says(s.sam, s.general, "Ada?")
         await until(lambda: "could not send a reply" in caplog.text)
-    assert (f"Ada: could not send a reply in #general (channel {s.general.id}) to message {asked.id}, \"You won't "
-            "see this.\": 403 Missing Permissions") in caplog.text
+    assert (
+        f"Ada: could not send a reply in #general (channel {s.general.id}) to message {asked.id}, \"You won't "
+        'see this.": 403 Missing Permissions'
+    ) in caplog.text
 
 
 async def test_world_events_when_connecting_and_when_invited_to_a_new_server(scene) -> None:

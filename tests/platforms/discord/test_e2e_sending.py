@@ -52,12 +52,12 @@ async def test_a_reply_with_a_lone_surrogate_arrives_with_a_replacement_characte
         raise AssertionError(f"the reply was not remembered: {[m.content['text'] for m in stored]}")
 
 
-
 async def test_a_long_reply_stopped_part_way_keeps_what_went_out_and_logs_the_rest_lost(scene, caplog) -> None:
     s = scene
     await s.start({"DISCORD_SEND_DEADLINE_S": "1"}, with_brann=False)
-    s.fake.fail_next("POST", r"/channels/\d+/messages$", status=403, code=50013, message="Missing Permissions",
-                     bot=s.ada, after=1)  # the second part is refused
+    s.fake.fail_next(
+        "POST", r"/channels/\d+/messages$", status=403, code=50013, message="Missing Permissions", bot=s.ada, after=1
+    )  # the second part is refused
     long = "\n".join(f"Point {i}: keep going." for i in range(120))
     s.brain.plans["Ada"].append(plan(long))
     with caplog.at_level(logging.ERROR):
@@ -68,8 +68,11 @@ async def test_a_long_reply_stopped_part_way_keeps_what_went_out_and_logs_the_re
     room = discord_id(rt.agent_id, s.general.id)
 
     async def remembered() -> list[str]:
-        return [m.content["text"] for m in await rt.store.get_memories(table="messages", room_id=room)
-                if m.entity_id == rt.agent_id and m.content.get("text")]
+        return [
+            m.content["text"]
+            for m in await rt.store.get_memories(table="messages", room_id=room)
+            if m.entity_id == rt.agent_id and m.content.get("text")
+        ]
 
     async with asyncio.timeout(5):
         while await remembered() != [s.ada.sent[0].content]:

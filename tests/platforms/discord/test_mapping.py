@@ -45,7 +45,9 @@ def test_guild_is_a_world_with_owner_and_admins() -> None:
     o = objects()
     admins = [m for m in o.guild.members if m.guild_permissions.administrator]
     world = world_for_guild(AGENT, o.guild, admins)
-    assert world.id == discord_id(AGENT, GUILD_ID) and world.server_id == str(GUILD_ID) and world.name == "Writers' Room"
+    assert (
+        world.id == discord_id(AGENT, GUILD_ID) and world.server_id == str(GUILD_ID) and world.name == "Writers' Room"
+    )
     assert world.metadata["ownership"] == {"ownerId": discord_id(AGENT, OWNER_ID)}
     assert world.metadata["roles"] == {discord_id(AGENT, OWNER_ID): "OWNER", discord_id(AGENT, ADMIN_ID): "ADMIN"}
 
@@ -66,7 +68,13 @@ def test_rooms_know_their_world_and_threads_their_parent() -> None:
     general = room_for_channel(AGENT, o.channel(GENERAL_ID))
     assert general is not None
     assert (general.id, general.name, general.type, general.world_id, general.channel_id, general.server_id) == (
-        discord_id(AGENT, GENERAL_ID), "general", ChannelType.GROUP, discord_id(AGENT, GUILD_ID), str(GENERAL_ID), str(GUILD_ID))
+        discord_id(AGENT, GENERAL_ID),
+        "general",
+        ChannelType.GROUP,
+        discord_id(AGENT, GUILD_ID),
+        str(GENERAL_ID),
+        str(GUILD_ID),
+    )
     thread = room_for_channel(AGENT, o.channel(THREAD_ID))
     assert thread is not None
     assert thread.type is ChannelType.THREAD and thread.name == "plot holes"
@@ -80,8 +88,13 @@ def test_users_are_entities_with_their_names() -> None:
     o = objects()
     cleo = entity_for_user(AGENT, o.guild.get_member(MEMBER_ID))
     assert cleo.id == discord_id(AGENT, MEMBER_ID) and cleo.names == ["cleo_c"]
-    assert cleo.metadata["discord"] == {"userId": str(MEMBER_ID), "username": "cleo_c", "name": "cleo_c",
-                                        "globalName": None, "bot": False}
+    assert cleo.metadata["discord"] == {
+        "userId": str(MEMBER_ID),
+        "username": "cleo_c",
+        "name": "cleo_c",
+        "globalName": None,
+        "bot": False,
+    }
     sam = entity_for_user(AGENT, o.guild.get_member(OWNER_ID))
     assert sam.names == ["Sam the Owner", "Sam", "sam"]
 
@@ -103,8 +116,9 @@ def test_a_mention_is_recognised_and_written_as_a_name() -> None:
 
 def test_a_mention_of_the_bots_role_counts_and_of_another_bot_does_not() -> None:
     o = objects()
-    by_role = memory_for_message(AGENT, o.message(message_create("<@&111> thoughts?", mention_roles=[BOT_ROLE_ID])),
-                                 bot_user_id=BOT_ID)
+    by_role = memory_for_message(
+        AGENT, o.message(message_create("<@&111> thoughts?", mention_roles=[BOT_ROLE_ID])), bot_user_id=BOT_ID
+    )
     assert by_role.metadata["isMention"] is True
     other = memory_for_message(AGENT, o.message(message_create("<@901> hi", mentions=["brann"])), bot_user_id=BOT_ID)
     assert other.metadata["isMention"] is False and other.content["text"] == "@Captain Brann hi"
@@ -117,20 +131,40 @@ def test_a_reply_to_the_bot_and_a_bot_author() -> None:
     assert reply.metadata["isReply"] is True and reply.content["inReplyTo"] == discord_id(AGENT, 499)
     from_bot = memory_for_message(AGENT, o.message(message_create("Ahoy", author="brann")), bot_user_id=BOT_ID)
     assert from_bot.metadata["authorIsBot"] is True
-    not_to_us = memory_for_message(AGENT, o.message(message_create("aye", reply_to=message_create("x", author="brann", id=498))),
-                                   bot_user_id=BOT_ID)
+    not_to_us = memory_for_message(
+        AGENT,
+        o.message(message_create("aye", reply_to=message_create("x", author="brann", id=498))),
+        bot_user_id=BOT_ID,
+    )
     assert not_to_us.metadata["isReply"] is False
 
 
 def test_dm_and_attachments() -> None:
     o = objects()
-    attachment = {"id": "700", "filename": "cat.png", "size": 2048, "url": "https://cdn.discordapp.com/attachments/1/700/cat.png",
-                  "proxy_url": "https://media.discordapp.net/attachments/1/700/cat.png", "content_type": "image/png"}
-    memory = memory_for_message(AGENT, o.message(message_create("look", channel=DM_ID, guild=False, attachments=[attachment])),
-                                bot_user_id=BOT_ID)
+    attachment = {
+        "id": "700",
+        "filename": "cat.png",
+        "size": 2048,
+        "url": "https://cdn.discordapp.com/attachments/1/700/cat.png",
+        "proxy_url": "https://media.discordapp.net/attachments/1/700/cat.png",
+        "content_type": "image/png",
+    }
+    memory = memory_for_message(
+        AGENT,
+        o.message(message_create("look", channel=DM_ID, guild=False, attachments=[attachment])),
+        bot_user_id=BOT_ID,
+    )
     assert memory.world_id is None and memory.content["channelType"] == "DM" and memory.metadata["serverId"] is None
-    assert memory.content["attachments"] == [{"id": "700", "url": attachment["url"], "title": "cat.png",
-                                              "contentType": "image/png", "source": "discord", "size": 2048}]
+    assert memory.content["attachments"] == [
+        {
+            "id": "700",
+            "url": attachment["url"],
+            "title": "cat.png",
+            "contentType": "image/png",
+            "source": "discord",
+            "size": 2048,
+        }
+    ]
 
 
 def test_text_and_names_no_encoder_takes_are_repaired_and_nul_removed() -> None:
@@ -140,7 +174,7 @@ def test_text_and_names_no_encoder_takes_are_repaired_and_nul_removed() -> None:
     message.guild.name = "Writers\udc00"
     message.channel.name = "gen\ud800eral"
     memory = memory_for_message(AGENT, message, bot_user_id=BOT_ID)
-    assert memory.content["text"] == "odd \ufffd text, a \U0001F600 smile @cleo_c"
+    assert memory.content["text"] == "odd \ufffd text, a \U0001f600 smile @cleo_c"
     assert memory.metadata["entityName"] == "Sam \ufffd"
     assert entity_for_user(AGENT, message.author).names[0] == "Sam \ufffd"
     assert world_for_guild(AGENT, message.guild).name == "Writers\ufffd"

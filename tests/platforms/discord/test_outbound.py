@@ -78,13 +78,18 @@ async def test_a_file_alone_is_one_message_and_nothing_sends_nothing() -> None:
 async def test_transient_failures_are_retried_and_others_are_not() -> None:
     flaky = Channel([http_error(503), aiohttp.ClientConnectionError()])
     assert await send_chunks(flaky, "hi") == ["sent 3"]
-    forbidden = Channel([discord.Forbidden(type("R", (), {"status": 403, "reason": "x"})(), {"message": "no", "code": 50013})])
+    forbidden = Channel(
+        [discord.Forbidden(type("R", (), {"status": 403, "reason": "x"})(), {"message": "no", "code": 50013})]
+    )
     with pytest.raises(discord.Forbidden):
         await send_chunks(forbidden, "hi")
     assert len(forbidden.calls) == 1
     down = Channel([http_error(502)] * 5)
-    with pytest.raises(SendGaveUp, match=r"sending failed 3 time\(s\) within the 60 s send deadline "
-                                         r"\(last: HTTP 502\)"):
+    with pytest.raises(
+        SendGaveUp,
+        match=r"sending failed 3 time\(s\) within the 60 s send deadline "
+        r"\(last: HTTP 502\)",
+    ):
         await send_chunks(down, "hi")
     assert len(down.calls) == 3
 
@@ -98,8 +103,11 @@ async def test_a_send_that_hangs_times_out(monkeypatch: pytest.MonkeyPatch) -> N
             await asyncio.sleep(10)
 
     stuck = Stuck()
-    with pytest.raises(SendGaveUp, match=r"sending failed 3 time\(s\) within the 60 s send deadline "
-                                         r"\(last: TimeoutError\)"):
+    with pytest.raises(
+        SendGaveUp,
+        match=r"sending failed 3 time\(s\) within the 60 s send deadline "
+        r"\(last: TimeoutError\)",
+    ):
         await send_chunks(stuck, "hi")
     assert len(stuck.calls) == 3
 
@@ -107,8 +115,11 @@ async def test_a_send_that_hangs_times_out(monkeypatch: pytest.MonkeyPatch) -> N
 async def test_rate_limits_that_outlast_discord_py_are_waited_out_as_discord_says_within_the_deadline() -> None:
     limited = Channel([http_error(429, retry_after=0.01)] * 6)  # discord.py gave up six times over
     assert await send_chunks(limited, "hi", deadline_s=5) == ["sent 7"]
-    with pytest.raises(SendGaveUp, match=r"Discord's rate limit asked to wait 30 s, past the 5 s send deadline "
-                                         r"\(DISCORD_SEND_DEADLINE_S\)"):
+    with pytest.raises(
+        SendGaveUp,
+        match=r"Discord's rate limit asked to wait 30 s, past the 5 s send deadline "
+        r"\(DISCORD_SEND_DEADLINE_S\)",
+    ):
         await send_chunks(Channel([http_error(429, retry_after=30)]), "hi", deadline_s=5)
 
 
@@ -140,8 +151,17 @@ async def test_text_no_encoder_takes_is_repaired() -> None:
 def test_files_of_reads_paths_bytes_and_skips_missing(tmp_path) -> None:
     path = tmp_path / "notes.md"
     path.write_text("# notes")
-    files = files_of({"files": [str(path), {"path": str(path), "name": "renamed.md"}, {"data": b"1", "name": "one"},
-                                str(tmp_path / "missing.txt"), {"nothing": True}]})
+    files = files_of(
+        {
+            "files": [
+                str(path),
+                {"path": str(path), "name": "renamed.md"},
+                {"data": b"1", "name": "one"},
+                str(tmp_path / "missing.txt"),
+                {"nothing": True},
+            ]
+        }
+    )
     assert [f.filename for f in files] == ["notes.md", "renamed.md", "one"]
 
 

@@ -40,7 +40,10 @@ async def test_join_listen_answer_aloud_and_leave(scene) -> None:
     voice_general = s.fake.add_channel(s.guild, "General", "voice")
     await s.start({**VOICE, "DISCORD_CA_FILE": s.fake.voice.ca_file}, with_brann=False)
     rt = s.runtime("Ada")
-    s.brain.plans["Ada"] += [plan("Coming!", "REPLY,JOIN_VOICE"), plan("The plan is simple. We sail at dawn, all of us.")]
+    s.brain.plans["Ada"] += [
+        plan("Coming!", "REPLY,JOIN_VOICE"),
+        plan("The plan is simple. We sail at dawn, all of us."),
+    ]
     await s.fake.user_says(s.sam, s.general, "Ada, join the General voice channel")
     await s.fake.voice.wait_connected(s.ada, voice_general, timeout=10)
     assert (await s.fake.wait_for_sent(s.ada, 1))[0].content == "Coming!"

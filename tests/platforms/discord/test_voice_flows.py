@@ -27,8 +27,13 @@ FRAMES_PER_S = 50  # 20 ms Opus frames
 
 
 def voice_settings(s: Scene, **extra: str) -> dict[str, str]:
-    return {"DISCORD_VOICE_ENABLED": "true", "VOICE_SILENCE_S": "0.4", "VOICE_MIN_SPEECH_S": "0.3",
-            "DISCORD_CA_FILE": s.fake.voice.ca_file, **extra}
+    return {
+        "DISCORD_VOICE_ENABLED": "true",
+        "VOICE_SILENCE_S": "0.4",
+        "VOICE_MIN_SPEECH_S": "0.3",
+        "DISCORD_CA_FILE": s.fake.voice.ca_file,
+        **extra,
+    }
 
 
 def clip(seconds: float, freq: float = 330.0) -> bytes:
@@ -121,8 +126,9 @@ async def test_the_voice_channel_in_the_settings_is_joined_at_start(scene) -> No
     s = scene
     voice_general = s.fake.add_channel(s.guild, "General", "voice")
     # DISCORD_VOICE_CHANNEL_ID alone switches voice on: no DISCORD_VOICE_ENABLED.
-    await s.start({"DISCORD_VOICE_CHANNEL_ID": str(voice_general.id), "DISCORD_CA_FILE": s.fake.voice.ca_file},
-                  with_brann=False)
+    await s.start(
+        {"DISCORD_VOICE_CHANNEL_ID": str(voice_general.id), "DISCORD_CA_FILE": s.fake.voice.ca_file}, with_brann=False
+    )
     session = await s.fake.voice.wait_connected(s.ada, voice_general, timeout=10)
     assert session.mode == "aead_xchacha20_poly1305_rtpsize"
     assert s.fake.voice_state(s.ada, s.guild).channel is voice_general
@@ -161,7 +167,10 @@ async def started_a_long_reply(s: Scene, extra: dict[str, str]) -> tuple[Any, An
     await ask_aloud(s, s.sam, "Ada, what is the plan?")
     await s.fake.voice.wait_for_packets(s.ada, 10, timeout=10)  # she is speaking
     assert [r["input"] for r in speech_requests(s)] == [
-        "First we gather the whole crew.", "Then we load the ship with food.", "At dawn we sail for the islands."]
+        "First we gather the whole crew.",
+        "Then we load the ship with food.",
+        "At dawn we sail for the islands.",
+    ]
     # What Sam says over her is not for Ada: heard, transcribed, and (small model) ignored.
     s.openai.script_transcription("hold on, let me think")
     return session, s.runtime("Ada").get_service("discord").voice.sessions[s.guild.id].player
@@ -279,7 +288,9 @@ async def test_two_characters_in_one_voice_channel_answer_aloud_each_in_its_own_
     brann_frames = await s.fake.voice.wait_for_packets(s.brann, 20, timeout=10)
     assert level_db(ada_frames) > -40 and level_db(brann_frames) > -40
     assert sorted((r["input"], r["voice"]) for r in speech_requests(s)) == [
-        ("Brann here, ready to sail.", "onyx"), ("Hello from Ada, the navigator.", "shimmer")]
+        ("Brann here, ready to sail.", "onyx"),
+        ("Hello from Ada, the navigator.", "shimmer"),
+    ]
 
     # Each heard Sam once, and neither transcribes the other character: the fake relays each
     # bot's audio to the other, but bots are not listened to. Once both are done speaking, an

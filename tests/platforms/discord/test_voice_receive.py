@@ -63,8 +63,9 @@ async def receive(connection: Connection, streams: list[list[bytes]], *, users: 
         failures.append(reason)
 
     client = types.SimpleNamespace(_connection=connection)
-    receiver = VoiceReceiver(client, VadConfig(silence_s=0.3, min_speech_s=0.3), on_utterance=on_utterance,
-                             on_failure=on_failure)
+    receiver = VoiceReceiver(
+        client, VadConfig(silence_s=0.3, min_speech_s=0.3), on_utterance=on_utterance, on_failure=on_failure
+    )
     receiver.start()
     for ssrc, user in users.items():
         receiver.on_speaking({"ssrc": ssrc, "user_id": str(user), "speaking": 1})
@@ -81,8 +82,9 @@ async def receive(connection: Connection, streams: list[list[bytes]], *, users: 
 
 
 async def test_two_people_talking_at_once_are_heard_separately() -> None:
-    heard, failures = await receive(Connection(), [packets_of(11, 1.0, seed=1), packets_of(22, 1.2, seed=2)],
-                                    users={11: 501, 22: 502})
+    heard, failures = await receive(
+        Connection(), [packets_of(11, 1.0, seed=1), packets_of(22, 1.2, seed=2)], users={11: 501, 22: 502}
+    )
     assert not failures
     assert sorted(user for user, _ in heard) == [501, 502]
     assert all(u.duration_s > 0.5 for _, u in heard)

@@ -9,7 +9,12 @@ from telegram import Message, Update
 BOT: dict[str, Any] = {"id": 7001, "is_bot": True, "first_name": "Ada", "username": "ada_bot"}
 OTHER_BOT: dict[str, Any] = {"id": 7002, "is_bot": True, "first_name": "Brann", "username": "brann_bot"}
 SAM: dict[str, Any] = {
-    "id": 1001, "is_bot": False, "first_name": "Sam", "last_name": "Reyes", "username": "samr", "language_code": "en"
+    "id": 1001,
+    "is_bot": False,
+    "first_name": "Sam",
+    "last_name": "Reyes",
+    "username": "samr",
+    "language_code": "en",
 }
 CLEO: dict[str, Any] = {"id": 1002, "is_bot": False, "first_name": "Cleo"}
 
@@ -21,9 +26,17 @@ CHANNEL: dict[str, Any] = {"id": -1005555555555, "type": "channel", "title": "Ne
 _next_update = [100]
 
 
-def message(chat: dict[str, Any], text: str | None = None, *, sender: dict[str, Any] = SAM, id: int = 10,
-            entities: list[dict[str, Any]] | None = None, reply_to: dict[str, Any] | None = None,
-            thread: int | None = None, **extra: Any) -> dict[str, Any]:
+def message(
+    chat: dict[str, Any],
+    text: str | None = None,
+    *,
+    sender: dict[str, Any] = SAM,
+    id: int = 10,
+    entities: list[dict[str, Any]] | None = None,
+    reply_to: dict[str, Any] | None = None,
+    thread: int | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
     data: dict[str, Any] = {"message_id": id, "from": sender, "chat": chat, "date": 1795334400, **extra}
     if text is not None:
         data["text"] = text

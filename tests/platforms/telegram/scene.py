@@ -32,12 +32,21 @@ __all__ = ["Scene", "plan", "scene", "until"]
 
 def character(tmp_path: Path, name: str, token: str, api_root: str, **settings: Any) -> Path:
     path = tmp_path / f"{name.lower()}.json"
-    path.write_text(json.dumps({
-        "name": name, "bio": [f"{name} is a test character."],
-        "plugins": ["@elizaos/plugin-telegram", "@elizaos/plugin-openai"],
-        "settings": {"secrets": {"TELEGRAM_BOT_TOKEN": token}, "TELEGRAM_API_ROOT": api_root,
-                     "TELEGRAM_POLL_TIMEOUT_S": "1", **settings},
-    }))
+    path.write_text(
+        json.dumps(
+            {
+                "name": name,
+                "bio": [f"{name} is a test character."],
+                "plugins": ["@elizaos/plugin-telegram", "@elizaos/plugin-openai"],
+                "settings": {
+                    "secrets": {"TELEGRAM_BOT_TOKEN": token},
+                    "TELEGRAM_API_ROOT": api_root,
+                    "TELEGRAM_POLL_TIMEOUT_S": "1",
+                    **settings,
+                },
+            }
+        )
+    )
     return path
 
 
@@ -55,8 +64,14 @@ class Scene:
     task: asyncio.Task[int] | None = None
     openai: FakeOpenAIServer | None = None
 
-    async def start(self, ada_settings: dict[str, Any] | None = None, *, with_brann: bool = True,
-                    brann_token: str | None = None, wait: bool = True) -> None:
+    async def start(
+        self,
+        ada_settings: dict[str, Any] | None = None,
+        *,
+        with_brann: bool = True,
+        brann_token: str | None = None,
+        wait: bool = True,
+    ) -> None:
         daemon, self.task = self.launch(ada_settings or {}, with_brann, brann_token or self.brann.token)
         self.daemon = daemon
         if wait:
@@ -84,7 +99,9 @@ async def scene(tmp_path: Path) -> AsyncIterator[Scene]:
         environ = {"OPENAI_API_KEY": "sk-e2e-0000", "OPENAI_BASE_URL": openai.url}
         running: list[tuple[Daemon, asyncio.Task[int]]] = []
 
-        def launch(ada_settings: dict[str, Any], with_brann: bool, brann_token: str) -> tuple[Daemon, asyncio.Task[int]]:
+        def launch(
+            ada_settings: dict[str, Any], with_brann: bool, brann_token: str
+        ) -> tuple[Daemon, asyncio.Task[int]]:
             paths = [character(tmp_path, "Ada", ada.token, fake.url, **ada_settings)]
             if with_brann:
                 paths.append(character(tmp_path, "Brann", brann_token, fake.url))

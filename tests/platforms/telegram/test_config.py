@@ -29,7 +29,10 @@ def test_missing_or_malformed_token() -> None:
 def test_allowed_chats_as_json_or_a_comma_list_and_anything_else_is_an_error() -> None:
     assert config(TELEGRAM_ALLOWED_CHATS='["123456789", -987654321]').allowed_chats == {"123456789", "-987654321"}
     assert config(TELEGRAM_ALLOWED_CHATS="123, -1001234, @newsy_channel").allowed_chats == {
-        "123", "-1001234", "@newsy_channel"}
+        "123",
+        "-1001234",
+        "@newsy_channel",
+    }
     with pytest.raises(ConfigError, match="TELEGRAM_ALLOWED_CHATS is not a valid JSON array"):
         config(TELEGRAM_ALLOWED_CHATS='["123",')
     with pytest.raises(ConfigError, match="TELEGRAM_ALLOWED_CHATS has entries that are not ids: 'general'"):
@@ -47,14 +50,20 @@ def test_voice_replies_auto_by_default_always_or_never_and_nothing_else() -> Non
     assert config().voice_replies == "auto"
     assert config(TELEGRAM_VOICE_REPLIES=" Always ").voice_replies == "always"
     assert config(TELEGRAM_VOICE_REPLIES="never").voice_replies == "never"
-    with pytest.raises(ConfigError, match=r"Ada: TELEGRAM_VOICE_REPLIES must be auto \(answer a voice message with "
-                                          r"a voice note too\), always or never, not 'sometimes'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"Ada: TELEGRAM_VOICE_REPLIES must be auto \(answer a voice message with "
+        r"a voice note too\), always or never, not 'sometimes'",
+    ):
         config(TELEGRAM_VOICE_REPLIES="sometimes")
 
 
 def test_send_deadline_is_a_minute_by_default_and_checked() -> None:
     assert config().send_deadline == 60.0
     assert config(TELEGRAM_SEND_DEADLINE_S="90").send_deadline == 90.0
-    with pytest.raises(ConfigError, match=r"Ada: TELEGRAM_SEND_DEADLINE_S must be a number from 1 to 3600 "
-                                          r"\(such as 60\), not 'soon'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"Ada: TELEGRAM_SEND_DEADLINE_S must be a number from 1 to 3600 "
+        r"\(such as 60\), not 'soon'",
+    ):
         config(TELEGRAM_SEND_DEADLINE_S="soon")

@@ -59,7 +59,7 @@ async def test_forum_topics_are_separate_conversations(scene) -> None:
 async def test_allowed_chats_limit_where_the_bot_answers(scene) -> None:
     s = scene
     other = s.fake.add_group("Elsewhere", members=[s.sam, s.ada])
-    await s.start({"TELEGRAM_ALLOWED_CHATS": f"[\"{s.group.id}\"]"}, with_brann=False)
+    await s.start({"TELEGRAM_ALLOWED_CHATS": f'["{s.group.id}"]'}, with_brann=False)
     s.brain.plans["Ada"].append(plan("Here only."))
     await s.fake.user_says(s.sam, other, "@ada_bot hello?")
     await s.fake.user_says(s.sam, s.group, "@ada_bot hello?")
@@ -108,8 +108,12 @@ async def test_two_characters_converse_through_the_relay_until_the_loop_guard(sc
 async def test_mute_unmute_and_follow_round_trip(scene) -> None:
     s = scene
     await s.start(with_brann=False)
-    s.brain.plans["Ada"] += [plan("Going quiet.", "REPLY,MUTE_ROOM"), plan("I'm back.", "REPLY,UNMUTE_ROOM"),
-                             plan("Following.", "REPLY,FOLLOW_ROOM"), plan("Noted.")]
+    s.brain.plans["Ada"] += [
+        plan("Going quiet.", "REPLY,MUTE_ROOM"),
+        plan("I'm back.", "REPLY,UNMUTE_ROOM"),
+        plan("Following.", "REPLY,FOLLOW_ROOM"),
+        plan("Noted."),
+    ]
     await s.fake.user_says(s.sam, s.group, "@ada_bot be quiet")
     await s.fake.wait_for_sent(s.ada, 1)
     await s.state_becomes("Ada", s.group.id, RoomState.MUTED)
@@ -145,13 +149,19 @@ async def test_send_message_reaches_someone_met_only_in_a_group_and_is_remembere
     await until(lambda: any("Decide what Ada does" in p for p in s.brain.prompts), timeout=10)
     cleo = s.fake.private(s.cleo, s.ada)
     s.brain.plans["Ada"].append(plan("Will do.", "REPLY,SEND_MESSAGE"))
-    s.brain.targets = [("<response><targetType>user</targetType><target>Cleo</target><source>telegram</source>"
-                        "<message>The meeting moved to 3pm.</message></response>")]
+    s.brain.targets = [
+        (
+            "<response><targetType>user</targetType><target>Cleo</target><source>telegram</source>"
+            "<message>The meeting moved to 3pm.</message></response>"
+        )
+    ]
     await s.fake.user_says(s.sam, s.group, "@ada_bot tell Cleo the meeting moved to 3pm")
     sent = await s.fake.wait_for_sent(s.ada, 3, timeout=10)
     assert [(m["chat_id"], m["text"]) for m in sent] == [
-        (s.group.id, "Will do."), (cleo.id, "The meeting moved to 3pm."),
-        (s.group.id, "Message sent to Cleo on telegram.")]
+        (s.group.id, "Will do."),
+        (cleo.id, "The meeting moved to 3pm."),
+        (s.group.id, "Message sent to Cleo on telegram."),
+    ]
     # The private chat troupe had never seen is now a room, with Cleo in it and the message stored.
     rt = s.runtime("Ada")
     room = room_id(rt.agent_id, cleo.id)
@@ -218,8 +228,13 @@ async def test_another_process_polling_the_same_token_stops_telegram_for_that_ch
 
     s = scene
     await s.start(with_brann=False)
-    intruder = (ApplicationBuilder().token(s.ada.token).base_url(f"{s.fake.url}/bot")
-                .base_file_url(f"{s.fake.url}/file/bot").build())
+    intruder = (
+        ApplicationBuilder()
+        .token(s.ada.token)
+        .base_url(f"{s.fake.url}/bot")
+        .base_file_url(f"{s.fake.url}/file/bot")
+        .build()
+    )
     await intruder.initialize()
     await intruder.start()
     assert intruder.updater is not None

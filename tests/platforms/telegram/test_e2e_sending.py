@@ -72,7 +72,7 @@ async def test_a_start_answer_that_cannot_be_sent_is_logged_as_lost_not_as_a_cra
     with caplog.at_level(logging.ERROR):
         asked = await s.fake.user_says(s.sam, chat, "/start")
         await until(lambda: "could not send a reply" in caplog.text, timeout=5)
-    assert f"(chat {chat.id}) to message {asked['message_id']}, \"Hi, I'm Ada. Ada is a…\"" in caplog.text
+    assert f'(chat {chat.id}) to message {asked["message_id"]}, "Hi, I\'m Ada. Ada is a…"' in caplog.text
     assert "failed to handle a Telegram update" not in caplog.text and s.ada.sent == []
 
 
@@ -92,8 +92,11 @@ async def test_a_long_reply_stopped_part_way_keeps_what_went_out_and_logs_the_re
     room = room_id(rt.agent_id, chat.id)
 
     async def remembered() -> list[str]:
-        return [m.content["text"] for m in await rt.store.get_memories(table="messages", room_id=room)
-                if m.entity_id == rt.agent_id and m.content.get("text")]
+        return [
+            m.content["text"]
+            for m in await rt.store.get_memories(table="messages", room_id=room)
+            if m.entity_id == rt.agent_id and m.content.get("text")
+        ]
 
     async with asyncio.timeout(5):
         while await remembered() != [s.ada.sent[0]["text"]]:
@@ -106,8 +109,13 @@ async def test_a_message_sent_unasked_and_stopped_part_way_is_an_error_that_keep
     await s.fake.user_says(s.sam, s.group, "hello all")  # the group becomes known; Ada lets it be
     await until(lambda: any("Decide what Ada does" in p for p in s.brain.prompts))
     rt = s.runtime("Ada")
-    room = Room(room_id(rt.agent_id, s.group.id), source="telegram", type=ChannelType.GROUP, agent_id=rt.agent_id,
-                channel_id=str(s.group.id))
+    room = Room(
+        room_id(rt.agent_id, s.group.id),
+        source="telegram",
+        type=ChannelType.GROUP,
+        agent_id=rt.agent_id,
+        channel_id=str(s.group.id),
+    )
     s.fake.fail_next("sendMessage", status=429, retry_after=5, bot=s.ada, after=1)
     long = "\n".join(f"Point {i}: keep going." for i in range(230))
     with pytest.raises(SendError, match="only the beginning of the message went out; Telegram did not take the rest"):

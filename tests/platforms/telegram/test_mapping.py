@@ -43,7 +43,11 @@ def test_ids_never_collide_across_chats_or_kinds() -> None:
 
 def test_chat_types() -> None:
     assert [channel_type(received(message(c, "x")).chat) for c in (PRIVATE, GROUP, FORUM, CHANNEL)] == [
-        ChannelType.DM, ChannelType.GROUP, ChannelType.GROUP, ChannelType.FEED]
+        ChannelType.DM,
+        ChannelType.GROUP,
+        ChannelType.GROUP,
+        ChannelType.FEED,
+    ]
 
 
 def test_a_private_chat_is_a_world_the_person_owns() -> None:
@@ -58,8 +62,10 @@ def test_a_group_world_has_its_creator_and_admins() -> None:
     chat = received(message(GROUP, "x")).chat
     world = world_for_chat(AGENT, chat, owner_id=1001, admin_ids=[1002])
     assert world.name == "Writers' Room"
-    assert world.metadata["roles"] == {unique_uuid(AGENT, "telegram:user:1001"): "OWNER",
-                                       unique_uuid(AGENT, "telegram:user:1002"): "ADMIN"}
+    assert world.metadata["roles"] == {
+        unique_uuid(AGENT, "telegram:user:1001"): "OWNER",
+        unique_uuid(AGENT, "telegram:user:1002"): "ADMIN",
+    }
 
 
 def test_forum_topics_are_rooms_of_their_own() -> None:
@@ -88,8 +94,9 @@ def test_mentions_text_mentions_commands_and_replies_to_the_bot() -> None:
     assert m.metadata["isMention"] is True and m.metadata["isReply"] is False
     other = memory(message(GROUP, "@brann_bot hi", entities=[{"type": "mention", "offset": 0, "length": 10}]))
     assert other.metadata["isMention"] is False
-    text_mention = memory(message(GROUP, "Ada, hi", entities=[{"type": "text_mention", "offset": 0, "length": 3,
-                                                                  "user": BOT}]))
+    text_mention = memory(
+        message(GROUP, "Ada, hi", entities=[{"type": "text_mention", "offset": 0, "length": 3, "user": BOT}])
+    )
     assert text_mention.metadata["isMention"] is True
     command = memory(message(GROUP, "/help@ada_bot", entities=[{"type": "bot_command", "offset": 0, "length": 13}]))
     assert command.metadata["isMention"] is True
@@ -111,11 +118,10 @@ def test_users_and_bots() -> None:
 def test_text_and_names_no_encoder_takes_are_repaired() -> None:
     broken_sam = {**CLEO, "first_name": "Cl\ud800eo"}
     m = memory(message({**GROUP, "title": "Writers\udc00"}, "odd \ud83d text, a \ud83d\ude00 smile", sender=broken_sam))
-    assert m.content["text"] == "odd \ufffd text, a \U0001F600 smile"
+    assert m.content["text"] == "odd \ufffd text, a \U0001f600 smile"
     assert m.metadata["entityName"] == "Cl\ufffdeo"
     chat = received(message({**GROUP, "title": "Writers\udc00"}, "x")).chat
     assert world_for_chat(AGENT, chat).name == "Writers\ufffd"
-    assert entity_for_user(AGENT, received(message(GROUP, "x", sender=broken_sam)).from_user).names == [
-        "Cl\ufffdeo"]
+    assert entity_for_user(AGENT, received(message(GROUP, "x", sender=broken_sam)).from_user).names == ["Cl\ufffdeo"]
     captioned = memory(message(GROUP, caption="photo \udfff", photo=[]))
     assert captioned.content["text"] == "photo \ufffd"

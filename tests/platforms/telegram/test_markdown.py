@@ -21,18 +21,21 @@ def unescape(text: str) -> str:
     return re.sub(r"\\(.)", r"\1", text)
 
 
-@pytest.mark.parametrize(("markdown", "v2"), [
-    ("Plain text stays plain", "Plain text stays plain"),
-    ("Hello. World!", "Hello\\. World\\!"),
-    ("**bold**, __bold__, *italic*, _italic_, ~~gone~~", "*bold*, *bold*, _italic_, _italic_, ~gone~"),
-    ("**bold with _italic_ inside**", "*bold with _italic_ inside*"),
-    ("run `a_b*c()` now", "run `a_b*c()` now"),
-    ("```python\nprint('a\\\\b`')\n```", "```python\nprint('a\\\\\\\\b\\`')\n```"),
-    ("[the docs](https://example.com/x?a=1) here.", "[the docs](https://example.com/x?a=1) here\\."),
-    ("# Title (v2)\nbody", "*Title \\(v2\\)*\nbody"),
-    ("2 * 3 = 6, a_b_c, snake_case_name", "2 \\* 3 \\= 6, a\\_b\\_c, snake\\_case\\_name"),
-    ("> quoted - 1 + 1 {x} | y #tag", "\\> quoted \\- 1 \\+ 1 \\{x\\} \\| y \\#tag"),
-])
+@pytest.mark.parametrize(
+    ("markdown", "v2"),
+    [
+        ("Plain text stays plain", "Plain text stays plain"),
+        ("Hello. World!", "Hello\\. World\\!"),
+        ("**bold**, __bold__, *italic*, _italic_, ~~gone~~", "*bold*, *bold*, _italic_, _italic_, ~gone~"),
+        ("**bold with _italic_ inside**", "*bold with _italic_ inside*"),
+        ("run `a_b*c()` now", "run `a_b*c()` now"),
+        ("```python\nprint('a\\\\b`')\n```", "```python\nprint('a\\\\\\\\b\\`')\n```"),
+        ("[the docs](https://example.com/x?a=1) here.", "[the docs](https://example.com/x?a=1) here\\."),
+        ("# Title (v2)\nbody", "*Title \\(v2\\)*\nbody"),
+        ("2 * 3 = 6, a_b_c, snake_case_name", "2 \\* 3 \\= 6, a\\_b\\_c, snake\\_case\\_name"),
+        ("> quoted - 1 + 1 {x} | y #tag", "\\> quoted \\- 1 \\+ 1 \\{x\\} \\| y \\#tag"),
+    ],
+)
 def test_conversion(markdown: str, v2: str) -> None:
     assert to_markdown_v2(markdown) == v2
 

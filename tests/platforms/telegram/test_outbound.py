@@ -91,8 +91,11 @@ async def test_flood_control_is_waited_out_as_often_as_it_comes_within_the_deadl
 
 async def test_a_flood_wait_past_the_deadline_gives_up_at_once_and_says_why(fast: list[float]) -> None:
     bot = Bot([RetryAfter(6), RetryAfter(6)])
-    with pytest.raises(SendGaveUp, match=r"flood control asked to wait 6 s, past the 10 s send deadline "
-                                         r"\(TELEGRAM_SEND_DEADLINE_S\)"):
+    with pytest.raises(
+        SendGaveUp,
+        match=r"flood control asked to wait 6 s, past the 10 s send deadline "
+        r"\(TELEGRAM_SEND_DEADLINE_S\)",
+    ):
         await send_text(as_bot(bot), 42, "hi", deadline_s=10)
     assert fast == [6.0] and len(bot.calls) == 2  # the second wait would have ended after 12 s
 
@@ -105,8 +108,11 @@ async def test_the_deadline_covers_all_pieces_of_a_long_message(fast: list[float
 
 
 async def test_network_errors_are_given_up_after_a_few_tries() -> None:
-    with pytest.raises(SendGaveUp, match=r"the network failed 4 time\(s\) within the 60 s send deadline "
-                                         r"\(last: NetworkError\)"):
+    with pytest.raises(
+        SendGaveUp,
+        match=r"the network failed 4 time\(s\) within the 60 s send deadline "
+        r"\(last: NetworkError\)",
+    ):
         await send_text(as_bot(Bot([NetworkError("down")] * 10)), 42, "hi")
 
 
@@ -147,8 +153,11 @@ async def test_a_voice_note_quotes_the_message_in_its_topic_and_is_retried_like_
 
 async def test_a_message_stopped_part_way_says_which_pieces_went_out() -> None:
     bot = Bot([None, RetryAfter(600)])
-    with pytest.raises(PartlySent, match=r"only 1 of 2 parts went out: Telegram's flood control asked to wait "
-                                         r"600 s") as caught:
+    with pytest.raises(
+        PartlySent,
+        match=r"only 1 of 2 parts went out: Telegram's flood control asked to wait "
+        r"600 s",
+    ) as caught:
         await send_text(as_bot(bot), 42, "x" * 5000)
     assert caught.value.sent == ["message 1"] and isinstance(caught.value.__cause__, SendGaveUp)
     with pytest.raises(SendGaveUp):  # nothing went out: the error itself

@@ -60,14 +60,18 @@ async def troupes(tmp_path: Path) -> AsyncIterator[tuple[Troupe, Troupe, FakeTel
             brain = Brain()
             openai.script_chat(brain.answer)
             ada = fake.add_bot(f"70{len(started)}1:token-ada-{label}", username=f"ada_{label}_bot", first_name="Ada")
-            brann = fake.add_bot(f"70{len(started)}2:token-brann-{label}", username=f"brann_{label}_bot",
-                                 first_name="Brann")
+            brann = fake.add_bot(
+                f"70{len(started)}2:token-brann-{label}", username=f"brann_{label}_bot", first_name="Brann"
+            )
             folder = tmp_path / label
             folder.mkdir()
             environ = {"OPENAI_API_KEY": f"sk-{label}-0000", "OPENAI_BASE_URL": openai.url}
             paths = [character(folder, "Ada", ada.token, fake.url), character(folder, "Brann", brann.token, fake.url)]
-            daemon = Daemon(DaemonSettings(db_path=folder / "troupe.db"), [load_character(p, environ=environ) for p in paths],
-                            environ)
+            daemon = Daemon(
+                DaemonSettings(db_path=folder / "troupe.db"),
+                [load_character(p, environ=environ) for p in paths],
+                environ,
+            )
             started.append(Troupe(daemon, asyncio.create_task(daemon.run()), brain, ada, brann))
         one, two = started
         for troupe in started:

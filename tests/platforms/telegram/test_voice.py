@@ -251,7 +251,7 @@ async def test_nothing_heard_is_a_message_without_words(scene) -> None:
 async def test_a_voice_note_outside_the_allowed_chats_is_not_even_transcribed(scene) -> None:
     s = scene
     other = s.fake.add_group("Elsewhere", members=[s.sam, s.ada])
-    await s.start({"TELEGRAM_ALLOWED_CHATS": f"[\"{s.group.id}\"]"}, with_brann=False)
+    await s.start({"TELEGRAM_ALLOWED_CHATS": f'["{s.group.id}"]'}, with_brann=False)
     s.openai.script_transcription("Ada, hello?")
     await s.fake.user_says(s.sam, other, voice=(voice_file(), 1))
     await until(lambda: s.ada.polls >= 3)
@@ -261,8 +261,10 @@ async def test_a_voice_note_outside_the_allowed_chats_is_not_even_transcribed(sc
 
 # -- SEND_MESSAGE: spoken too only with TELEGRAM_VOICE_REPLIES=always ---------------------------
 
-_TO_CLEO = ("<response><targetType>user</targetType><target>Cleo</target><source>telegram</source>"
-            "<message>The meeting moved to 3pm.</message></response>")
+_TO_CLEO = (
+    "<response><targetType>user</targetType><target>Cleo</target><source>telegram</source>"
+    "<message>The meeting moved to 3pm.</message></response>"
+)
 
 
 async def _cleo_is_known(s: Any) -> Any:
@@ -289,8 +291,12 @@ async def test_voice_replies_always_speaks_what_send_message_delivers_after_its_
     # Everything Ada sends is spoken: the reply, the message to Cleo, the confirmation.
     await s.fake.wait_for_sent(s.ada, 6, timeout=15)
     assert _kinds(s.ada, cleo) == [("text", "The meeting moved to 3pm."), ("voice", "")]
-    assert _kinds(s.ada, s.group) == [("text", "Will do."), ("voice", ""),
-                                      ("text", "Message sent to Cleo on telegram."), ("voice", "")]
+    assert _kinds(s.ada, s.group) == [
+        ("text", "Will do."),
+        ("voice", ""),
+        ("text", "Message sent to Cleo on telegram."),
+        ("voice", ""),
+    ]
     to_cleo = [m for m in s.ada.sent if m["chat_id"] == cleo.id]
     assert to_cleo[1]["reply_to"] is None and to_cleo[1]["voice"].startswith(b"OggS")  # unasked: quotes nothing
     assert "The meeting moved to 3pm." in [a["input"] for a in speech.asked]
@@ -323,8 +329,12 @@ async def test_voice_replies_auto_speaks_replies_to_a_voice_message_but_not_what
     await s.fake.wait_for_sent(s.ada, 5, timeout=15)
     await asyncio.sleep(0.3)  # nothing more comes
     assert _kinds(s.ada, cleo) == [("text", "The meeting moved to 3pm.")]  # she did not speak to Ada
-    assert _kinds(s.ada, s.group) == [("text", "Will do."), ("voice", ""),
-                                      ("text", "Message sent to Cleo on telegram."), ("voice", "")]
+    assert _kinds(s.ada, s.group) == [
+        ("text", "Will do."),
+        ("voice", ""),
+        ("text", "Message sent to Cleo on telegram."),
+        ("voice", ""),
+    ]
     assert "The meeting moved to 3pm." not in [a["input"] for a in speech.asked]
 
 
@@ -357,8 +367,12 @@ async def test_speech_failing_for_a_send_message_delivery_keeps_the_text_and_war
         await until(lambda: ("text", "Message sent to Cleo on telegram.") in _kinds(s.ada, s.group), timeout=15)
         await until(lambda: caplog.text.count("went out as text only") == 3)  # the two replies and the delivery
     assert _kinds(s.ada, cleo) == [("text", "The meeting moved to 3pm.")]
-    assert caplog.text.count(f"Ada: the message in a private chat (chat {cleo.id}) went out as text only, without a "
-                             "voice note: ") == 1
+    assert (
+        caplog.text.count(
+            f"Ada: the message in a private chat (chat {cleo.id}) went out as text only, without a voice note: "
+        )
+        == 1
+    )
     assert [m["kind"] for m in s.ada.sent] == ["text"] * 3
 
 
@@ -375,12 +389,16 @@ async def _heard(s: Any, chat: Any) -> Memory:
     return found[0]
 
 
-@pytest.mark.parametrize(("kind", "media", "label"), [
-    ("voice", (b"OggS-only-a-few-bytes", 1800), "voice message"),
-    ("audio", ("podcast.mp3", b"ID3-only-a-few-bytes", "audio/mpeg"), "audio file"),
-])
+@pytest.mark.parametrize(
+    ("kind", "media", "label"),
+    [
+        ("voice", (b"OggS-only-a-few-bytes", 1800), "voice message"),
+        ("audio", ("podcast.mp3", b"ID3-only-a-few-bytes", "audio/mpeg"), "audio file"),
+    ],
+)
 async def test_audio_over_20_mb_is_never_downloaded_and_the_character_is_told(
-        scene, caplog, kind: str, media: tuple[Any, ...], label: str) -> None:
+    scene, caplog, kind: str, media: tuple[Any, ...], label: str
+) -> None:
     s = scene
     await s.start({"TELEGRAM_VOICE_REPLIES": "never"}, with_brann=False)
     s.brain.plans["Ada"].append(plan("That one is too long for me to listen to."))
@@ -403,12 +421,16 @@ async def test_audio_over_20_mb_is_never_downloaded_and_the_character_is_told(
     assert "could not read audio attachment" not in caplog.text  # the core did not try again
 
 
-@pytest.mark.parametrize("max_download", [
-    20 * 1024 * 1024,  # api.telegram.org: getFile answers 400 "file is too big"
-    None,  # a local Bot API server (TELEGRAM_API_ROOT): getFile answers, with the size
-])
+@pytest.mark.parametrize(
+    "max_download",
+    [
+        20 * 1024 * 1024,  # api.telegram.org: getFile answers 400 "file is too big"
+        None,  # a local Bot API server (TELEGRAM_API_ROOT): getFile answers, with the size
+    ],
+)
 async def test_audio_whose_update_has_no_size_is_not_downloaded_when_get_file_says_it_is_over_20_mb(
-        scene, caplog, max_download: int | None) -> None:
+    scene, caplog, max_download: int | None
+) -> None:
     s = scene
     s.fake.max_download = max_download
     await s.start(with_brann=False)
@@ -416,8 +438,9 @@ async def test_audio_whose_update_has_no_size_is_not_downloaded_when_get_file_sa
     s.brain.plans["Ada"].append(plan("Too long for me, sorry."))
     chat = s.fake.private(s.sam, s.ada)
     with caplog.at_level(logging.INFO, logger="platforms"):
-        asked = await s.fake.user_says(s.sam, chat, voice=(b"OggS-only-a-few-bytes", 1800), file_size=_25_MB,
-                                       file_size_in_message=False)
+        asked = await s.fake.user_says(
+            s.sam, chat, voice=(b"OggS-only-a-few-bytes", 1800), file_size=_25_MB, file_size_in_message=False
+        )
         sent = await s.fake.wait_for_sent(s.ada, 2, timeout=10)
     assert "file_size" not in asked["voice"]
     # Still a voice message: answered in text, then by voice.

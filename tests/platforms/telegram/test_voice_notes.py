@@ -39,12 +39,15 @@ def played_seconds(note: bytes) -> float:
     return len(decode_audio(note, MONO_48K)) / (48000 * 2)
 
 
-@pytest.mark.parametrize(("audio", "format", "seconds"), [
-    (wav(tone(1.2, 22050), PcmFormat(22050, 1)), "wav", 1.2),
-    (tone(0.8, 24000), "pcm_24000", 0.8),
-    (tone(0.8, 16000), "pcm_16000", 0.8),
-    (tone(0.5, 24000), "pcm", 0.5),  # OpenAI's raw PCM: 24 kHz
-])
+@pytest.mark.parametrize(
+    ("audio", "format", "seconds"),
+    [
+        (wav(tone(1.2, 22050), PcmFormat(22050, 1)), "wav", 1.2),
+        (tone(0.8, 24000), "pcm_24000", 0.8),
+        (tone(0.8, 16000), "pcm_16000", 0.8),
+        (tone(0.5, 24000), "pcm", 0.5),  # OpenAI's raw PCM: 24 kHz
+    ],
+)
 def test_speech_in_any_format_becomes_an_ogg_opus_voice_note(audio: bytes, format: str, seconds: float) -> None:
     note = voice_note(audio, format)
     assert note.data.startswith(b"OggS") and b"OpusHead" in note.data

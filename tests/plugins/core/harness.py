@@ -46,17 +46,29 @@ class Harness:
     prompts: list[str] = field(default_factory=list)  # every prompt either model was given
     platform_down: bool = False  # the platform takes nothing: sends return no messages
 
-    async def say(self, text: str, *, entity: str = HUMAN, room: str | None = None, id: str | None = None,
-                  attachments: list[dict] | None = None, fetch: Any = None, on_responding: Any = None,
-                  **meta) -> Any:
+    async def say(
+        self,
+        text: str,
+        *,
+        entity: str = HUMAN,
+        room: str | None = None,
+        id: str | None = None,
+        attachments: list[dict] | None = None,
+        fetch: Any = None,
+        on_responding: Any = None,
+        **meta,
+    ) -> Any:
         outcomes: list[Any] = []
 
         async def callback(content: dict) -> list[Memory]:
             self.sent.append(content)
             if self.platform_down:
                 return []
-            return [Memory(id=str(uuid.uuid4()), entity_id=self.rt.agent_id, room_id=room or self.room,
-                           content=dict(content))]
+            return [
+                Memory(
+                    id=str(uuid.uuid4()), entity_id=self.rt.agent_id, room_id=room or self.room, content=dict(content)
+                )
+            ]
 
         async def done(outcome: Any) -> None:
             outcomes.append(outcome)
@@ -64,10 +76,19 @@ class Harness:
         content: dict[str, Any] = {"text": text, "source": "discord"}
         if attachments is not None:
             content["attachments"] = attachments
-        message = Memory(id=id or str(uuid.uuid4()), entity_id=entity, room_id=room or self.room, content=content,
-                         metadata=meta)
-        await self.rt.emit("MESSAGE_RECEIVED", {"message": message, "callback": callback, "on_complete": done,
-                                                "fetch_attachment": fetch, "on_responding": on_responding})
+        message = Memory(
+            id=id or str(uuid.uuid4()), entity_id=entity, room_id=room or self.room, content=content, metadata=meta
+        )
+        await self.rt.emit(
+            "MESSAGE_RECEIVED",
+            {
+                "message": message,
+                "callback": callback,
+                "on_complete": done,
+                "fetch_attachment": fetch,
+                "on_responding": on_responding,
+            },
+        )
         return outcomes[0]
 
     async def room_state(self) -> RoomState | None:
@@ -113,8 +134,12 @@ async def harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
             runtimes.append(rt)
             world = h.world
             await rt.store.create_world(World(world, rt.agent_id, name="Guild", server_id="guild-1"))
-            await rt.store.create_rooms([Room(h.room, source="discord", type=room_type, name="general", world_id=world)])
-            await rt.store.create_entities([Entity(HUMAN, rt.agent_id, names=["Sam"]), Entity(OTHER_BOT, rt.agent_id, names=["Brann"])])
+            await rt.store.create_rooms(
+                [Room(h.room, source="discord", type=room_type, name="general", world_id=world)]
+            )
+            await rt.store.create_entities(
+                [Entity(HUMAN, rt.agent_id, names=["Sam"]), Entity(OTHER_BOT, rt.agent_id, names=["Brann"])]
+            )
             for entity in (HUMAN, OTHER_BOT, rt.agent_id):
                 await rt.store.add_participant(entity, h.room)
             return h

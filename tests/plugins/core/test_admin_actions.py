@@ -98,7 +98,8 @@ async def test_owner_demotes_an_admin_and_unknown_people_and_roles_are_explained
     assert outcome.status == "acted"
     assert (await world_of(h)).metadata["roles"][DEE] == "NONE"
     assert h.sent[-1]["text"].splitlines() == [
-        "Dee is now a member.", "I don't know who Zed is in this channel.",
+        "Dee is now a member.",
+        "I don't know who Zed is in this channel.",
         '"overlord" is not a role; use owner, admin or member.',
     ]
 
@@ -119,25 +120,37 @@ async def test_roles_are_not_offered_in_a_dm(harness) -> None:
     assert "UPDATE_ROLE" not in await offered(h, HUMAN)
 
 
-@pytest.mark.parametrize(("requester", "target_current", "new", "allowed"), [
-    (Role.OWNER, Role.ADMIN, Role.NONE, True),
-    (Role.OWNER, Role.NONE, Role.OWNER, True),
-    (Role.ADMIN, Role.NONE, Role.ADMIN, True),
-    (Role.ADMIN, Role.NONE, Role.OWNER, False),
-    (Role.ADMIN, Role.ADMIN, Role.NONE, False),
-    (Role.ADMIN, Role.OWNER, Role.NONE, False),
-    (Role.NONE, Role.NONE, Role.ADMIN, False),
-])
+@pytest.mark.parametrize(
+    ("requester", "target_current", "new", "allowed"),
+    [
+        (Role.OWNER, Role.ADMIN, Role.NONE, True),
+        (Role.OWNER, Role.NONE, Role.OWNER, True),
+        (Role.ADMIN, Role.NONE, Role.ADMIN, True),
+        (Role.ADMIN, Role.NONE, Role.OWNER, False),
+        (Role.ADMIN, Role.ADMIN, Role.NONE, False),
+        (Role.ADMIN, Role.OWNER, Role.NONE, False),
+        (Role.NONE, Role.NONE, Role.ADMIN, False),
+    ],
+)
 def test_role_change_rules(requester: Role, target_current: Role, new: Role, allowed: bool) -> None:
     world = World("w", "a", metadata={"ownership": {"ownerId": "founder"}})
     assert (refusal(requester, "me", "them", target_current, new, world) is None) is allowed
     assert refusal(Role.OWNER, "me", "me", Role.OWNER, Role.NONE, world) == "nobody can change their own role"
-    assert refusal(Role.OWNER, "me", "founder", Role.OWNER, Role.ADMIN, world) == "the server's owner always stays an owner"
+    assert (
+        refusal(Role.OWNER, "me", "founder", Role.OWNER, Role.ADMIN, world)
+        == "the server's owner always stays an owner"
+    )
 
 
 def test_role_words() -> None:
     assert [parse_role(w) for w in ("Owner", "administrator", " member ", "none", "god", None)] == [
-        Role.OWNER, Role.ADMIN, Role.NONE, Role.NONE, None, None]
+        Role.OWNER,
+        Role.ADMIN,
+        Role.NONE,
+        Role.NONE,
+        None,
+        None,
+    ]
 
 
 # -- UPDATE_SETTINGS -------------------------------------------------------------------------
@@ -165,8 +178,11 @@ async def test_owner_configures_the_server_in_a_dm_and_secrets_are_never_repeate
     assert stored["WELCOME_CHANNEL"]["value"] == "#lobby" and stored["BOT_TOKEN"]["value"] == "tok-123456-secret"
     reply = h.sent[-1]["text"]
     assert "tok-123456" not in reply
-    assert reply.splitlines() == ["Welcome channel is now #lobby.", "Bot token is now ****************.",
-                                  "Every required setting of Guild has a value now."]
+    assert reply.splitlines() == [
+        "Welcome channel is now #lobby.",
+        "Bot token is now ****************.",
+        "Every required setting of Guild has a value now.",
+    ]
     # The next request shows the model which settings are set, never the secret value.
     h.large.append(plan("", "UPDATE_SETTINGS"))
     h.small.append(updates(("GREETING", "hi")))
@@ -185,8 +201,10 @@ async def test_settings_respect_dependencies_and_unknown_keys(harness) -> None:
     outcome = await h.say("greeting hello!, colour blue")
     assert outcome.status == "acted"
     assert h.sent[-1]["text"].splitlines() == [
-        "Greeting needs WELCOME_CHANNEL set first.", "There is no setting called COLOUR.",
-        "There is no setting called _internal."]
+        "Greeting needs WELCOME_CHANNEL set first.",
+        "There is no setting called COLOUR.",
+        "There is no setting called _internal.",
+    ]
     assert "value" not in (await world_of(h)).metadata["settings"]["GREETING"]
     # In one request, a dependency set first counts.
     h.large.append(plan("", "UPDATE_SETTINGS"))
@@ -219,9 +237,14 @@ async def test_an_admin_configures_from_a_server_channel(harness) -> None:
 
 def test_apply_updates_masks_credential_named_and_character_secret_values() -> None:
     settings = {"API_KEY": {"name": "API key"}, "NOTE": {"name": "Note"}, "LIMIT": 3}
-    updated, lines = apply_updates(settings, [("API_KEY", "k"), ("NOTE", "uses sk-abcdef"), ("LIMIT", " 5 "), ("NOTE", "")],
-                                   secrets=["sk-abcdef"])
+    updated, lines = apply_updates(
+        settings, [("API_KEY", "k"), ("NOTE", "uses sk-abcdef"), ("LIMIT", " 5 "), ("NOTE", "")], secrets=["sk-abcdef"]
+    )
     assert updated == ["API_KEY", "NOTE", "LIMIT"]
-    assert lines == ["API key is now ****************.", "Note is now ****************.", "LIMIT is now 5.",
-                     "I need a value for Note."]
+    assert lines == [
+        "API key is now ****************.",
+        "Note is now ****************.",
+        "LIMIT is now 5.",
+        "I need a value for Note.",
+    ]
     assert settings["LIMIT"] == {"value": "5"}

@@ -149,7 +149,9 @@ def test_minimal_character_gives_only_the_bio() -> None:
     ctx = character_context(Character.model_validate({"name": "Min", "bio": "Just me."}), rng=random.Random(0))
     assert ctx.text == "# About Min\nJust me.\n"
     assert ctx.values["agentName"] == "Min"
-    assert all(ctx.values[k] == "" for k in ("topic", "topics", "adjective", "examples", "directions", "system", "lore"))
+    assert all(
+        ctx.values[k] == "" for k in ("topic", "topics", "adjective", "examples", "directions", "system", "lore")
+    )
 
 
 def test_lore_is_an_optional_section_of_at_most_ten_lines() -> None:
@@ -162,8 +164,19 @@ def test_lore_is_an_optional_section_of_at_most_ten_lines() -> None:
 def test_values_have_the_upstream_keys() -> None:
     ctx = character_context(make(), rng=random.Random(0))
     assert set(ctx.values) == {
-        "agentName", "bio", "system", "topic", "topics", "adjective", "messageDirections", "postDirections",
-        "directions", "examples", "characterPostExamples", "characterMessageExamples", "lore",
+        "agentName",
+        "bio",
+        "system",
+        "topic",
+        "topics",
+        "adjective",
+        "messageDirections",
+        "postDirections",
+        "directions",
+        "examples",
+        "characterPostExamples",
+        "characterMessageExamples",
+        "lore",
     }
 
 
@@ -177,5 +190,11 @@ def test_text_never_contains_a_secret() -> None:
         for is_post in (False, True):
             ctx = character_context(c, rng=random.Random(seed), is_post=is_post)
             blob = ctx.text + "".join(ctx.values.values())
-            for secret in ("sk-very-secret-1", "discord-secret-2", "OPENAI_API_KEY", "DISCORD_API_TOKEN", "template-text-3"):
+            for secret in (
+                "sk-very-secret-1",
+                "discord-secret-2",
+                "OPENAI_API_KEY",
+                "DISCORD_API_TOKEN",
+                "template-text-3",
+            ):
                 assert secret not in blob

@@ -47,8 +47,10 @@ async def with_people(h: Harness) -> None:
 
 
 def target(kind: str, name: str, message: str, source: str = "discord") -> str:
-    return (f"<response><targetType>{kind}</targetType><target>{name}</target><source>{source}</source>"
-            f"<message>{message}</message></response>")
+    return (
+        f"<response><targetType>{kind}</targetType><target>{name}</target><source>{source}</source>"
+        f"<message>{message}</message></response>"
+    )
 
 
 async def channels(h: Harness) -> tuple[str, str]:
@@ -57,8 +59,12 @@ async def channels(h: Harness) -> tuple[str, str]:
     news, secret = rt.unique_id("discord:news"), rt.unique_id("discord:secret")
     other = rt.unique_id("discord:guild-2")
     await rt.store.create_world(World(other, rt.agent_id, name="Other"))
-    await rt.store.create_rooms([Room(news, source="discord", type=ChannelType.GROUP, name="announcements", world_id=h.world),
-                                 Room(secret, source="discord", type=ChannelType.GROUP, name="secret", world_id=other)])
+    await rt.store.create_rooms(
+        [
+            Room(news, source="discord", type=ChannelType.GROUP, name="announcements", world_id=h.world),
+            Room(secret, source="discord", type=ChannelType.GROUP, name="secret", world_id=other),
+        ]
+    )
     return news, secret
 
 
@@ -85,8 +91,12 @@ async def test_send_message_never_reaches_a_channel_of_another_server(harness) -
     h.small.append(target("room", "secret", "hello"))
     await h.say("Ada, post hello in #secret")
     assert messenger.sent == []
-    assert h.sent[-1] == {"text": "I couldn't find a channel called secret here.", "actions": ["SEND_MESSAGE_ERROR"],
-                          "inReplyTo": h.sent[-1]["inReplyTo"], "source": "discord"}
+    assert h.sent[-1] == {
+        "text": "I couldn't find a channel called secret here.",
+        "actions": ["SEND_MESSAGE_ERROR"],
+        "inReplyTo": h.sent[-1]["inReplyTo"],
+        "source": "discord",
+    }
 
 
 async def test_send_message_to_a_person_by_name_or_handle(harness) -> None:
@@ -129,7 +139,10 @@ async def test_send_message_is_offered_only_with_a_messenger(harness) -> None:
 
 
 def test_room_names_match_without_case_or_hash() -> None:
-    rooms = [Room("1", "discord", ChannelType.GROUP, name="General"), Room("2", "discord", ChannelType.GROUP, name="#news")]
+    rooms = [
+        Room("1", "discord", ChannelType.GROUP, name="General"),
+        Room("2", "discord", ChannelType.GROUP, name="#news"),
+    ]
     general, news = find_room_named(rooms, " #general "), find_room_named(rooms, "NEWS")
     assert general is not None and news is not None
     assert general.id == "1" and news.id == "2"
@@ -165,9 +178,11 @@ async def test_contact_details_are_saved_per_teller_and_merged(harness) -> None:
     h = await harness()
     await with_people(h)
     h.large += [plan("Noted!", "REPLY,UPDATE_CONTACT"), plan("", "UPDATE_CONTACT"), plan("", "UPDATE_CONTACT")]
-    h.small += [contact(HUMAN, "Email", "<address>sam@example.com</address>"),
-                contact("", "email", "<work>sam@work.example</work>"),
-                contact("Cleo", "github", "<handle>cleo-c</handle>")]
+    h.small += [
+        contact(HUMAN, "Email", "<address>sam@example.com</address>"),
+        contact("", "email", "<work>sam@work.example</work>"),
+        contact("Cleo", "github", "<handle>cleo-c</handle>"),
+    ]
     await h.say("Ada, my email is sam@example.com")
     assert h.sent[-1]["text"] == "I've saved the email details for Sam."
     await h.say("Ada, and my work one is sam@work.example")  # no entity named: the writer
@@ -213,9 +228,15 @@ async def pending_choice(h: Harness, entity: str = HUMAN) -> tuple[Task, list[di
         ran.append(options)
 
     h.rt.register_task_worker(TaskWorker("PICK_COLOUR", execute))
-    task = Task(name="PICK_COLOUR", id=str(uuid.uuid4()), description="colour of the banner", room_id=h.room,
-                entity_id=entity, tags=["AWAITING_CHOICE"],
-                metadata={"options": ["red", {"name": "blue", "description": "calm"}, "explode", 7]})
+    task = Task(
+        name="PICK_COLOUR",
+        id=str(uuid.uuid4()),
+        description="colour of the banner",
+        room_id=h.room,
+        entity_id=entity,
+        tags=["AWAITING_CHOICE"],
+        metadata={"options": ["red", {"name": "blue", "description": "calm"}, "explode", 7]},
+    )
     await h.rt.store.create_task(task)
     return task, ran
 

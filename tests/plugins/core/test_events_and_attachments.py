@@ -16,7 +16,9 @@ from .harness import HUMAN, Harness, plan
 
 
 def memory(h: Harness, text: str, id: str | None = None) -> Memory:
-    return Memory(id=id or str(uuid.uuid4()), entity_id=HUMAN, room_id=h.room, content={"text": text, "source": "discord"})
+    return Memory(
+        id=id or str(uuid.uuid4()), entity_id=HUMAN, room_id=h.room, content={"text": text, "source": "discord"}
+    )
 
 
 async def texts(h: Harness) -> list[str]:

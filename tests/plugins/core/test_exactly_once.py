@@ -41,7 +41,8 @@ async def _crashed_run(harness: Any, text: str) -> tuple[Any, str]:
 
 async def _status(h: Any, message_id: str) -> str:
     rows = await h.rt.store.database.fetchall(
-        "SELECT status, outcome FROM message_handling WHERE memory_id = ?", (message_id,))
+        "SELECT status, outcome FROM message_handling WHERE memory_id = ?", (message_id,)
+    )
     return f"{rows[0][0]}:{rows[0][1]}" if rows else "none"
 
 
@@ -84,7 +85,9 @@ async def test_a_redelivery_after_a_restart_is_not_answered_again(harness) -> No
 
 async def test_a_message_stored_before_claims_existed_is_a_duplicate(harness) -> None:
     h = await harness(ChannelType.DM)
-    message = Memory(id=str(uuid.uuid4()), entity_id=HUMAN, room_id=h.room, content={"text": "old", "source": "discord"})
+    message = Memory(
+        id=str(uuid.uuid4()), entity_id=HUMAN, room_id=h.room, content={"text": "old", "source": "discord"}
+    )
     await h.rt.store.create_memory(message, "messages")
     assert (await h.say("old", id=message.id)).status == "duplicate" and h.sent == []
 
@@ -117,9 +120,17 @@ async def test_a_crash_while_the_reply_was_going_out_never_sends_it_again(harnes
         await asyncio.Event().wait()
         return []
 
-    task = asyncio.create_task(first.rt.emit("MESSAGE_RECEIVED", {
-        "message": Memory(id=message_id, entity_id=HUMAN, room_id=first.room, content={"text": "hi", "source": "discord"}),
-        "callback": stuck}))
+    task = asyncio.create_task(
+        first.rt.emit(
+            "MESSAGE_RECEIVED",
+            {
+                "message": Memory(
+                    id=message_id, entity_id=HUMAN, room_id=first.room, content={"text": "hi", "source": "discord"}
+                ),
+                "callback": stuck,
+            },
+        )
+    )
     await asyncio.wait_for(sending.wait(), 5)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
@@ -144,22 +155,30 @@ class _Platform:
 
     async def reply_to(self, message: Memory, content: dict) -> list[Memory]:
         self.replies.append((message.id, content["text"]))
-        return [Memory(id=str(uuid.uuid4()), entity_id=message.agent_id or "", room_id=message.room_id, content=content)]
+        return [
+            Memory(id=str(uuid.uuid4()), entity_id=message.agent_id or "", room_id=message.room_id, content=content)
+        ]
 
 
 async def test_after_a_crash_addressed_recent_messages_are_answered_and_the_rest_are_not(harness) -> None:
     first = await harness(ChannelType.GROUP)
     addressed, chatter, old = (str(uuid.uuid4()) for _ in range(3))
-    for message_id, text, meta in ((addressed, "Ada, what time is it?", {}), (chatter, "nice weather", {}),
-                                   (old, "Ada?", {"isMention": True})):
+    for message_id, text, meta in (
+        (addressed, "Ada, what time is it?", {}),
+        (chatter, "nice weather", {}),
+        (old, "Ada?", {"isMention": True}),
+    ):
         first.large.append(_hang)
         first.small.append("<response><action>RESPOND</action></response>")
         await _crash_while(first, text, message_id, **meta)
         first.large.clear()
         first.large_calls = 0
     # The third one was left long ago.
-    await first.rt.store.database.write(lambda conn: conn.execute(
-        "UPDATE message_handling SET created_at = ? WHERE memory_id = ?", (now_ms() - 3_600_000, old)))
+    await first.rt.store.database.write(
+        lambda conn: conn.execute(
+            "UPDATE message_handling SET created_at = ? WHERE memory_id = ?", (now_ms() - 3_600_000, old)
+        )
+    )
     await first.rt.close()
 
     second = await harness(ChannelType.GROUP)
@@ -172,7 +191,10 @@ async def test_after_a_crash_addressed_recent_messages_are_answered_and_the_rest
     assert result.skipped == [old] and platform.replies == [(addressed, "It is noon.")]
     assert second.small_calls == 0  # unaddressed chatter is not worth a model call after a crash
     assert [await _status(second, i) for i in (addressed, chatter, old)] == [
-        "done:replied", "done:not_taken_up", "done:expired"]
+        "done:replied",
+        "done:not_taken_up",
+        "done:expired",
+    ]
     # Once: a second pass (another reconnect) finds nothing left.
     again = await recover(second.rt, MessagePipeline(second.rt), "discord")
     assert again.taken_up == {} and again.skipped == [] and len(platform.replies) == 1
@@ -182,8 +204,14 @@ async def test_after_a_crash_rooms_are_taken_up_side_by_side_and_each_in_order(h
     first = await harness(ChannelType.DM)
     other_room = first.rt.unique_id("discord:room-2")
     await first.rt.store.create_rooms([Room(other_room, source="discord", type=ChannelType.DM, name="dm-2")])
-    left = [(str(uuid.uuid4()), text, room) for text, room in
-            (("first question", first.room), ("second question", first.room), ("other room question", other_room))]
+    left = [
+        (str(uuid.uuid4()), text, room)
+        for text, room in (
+            ("first question", first.room),
+            ("second question", first.room),
+            ("other room question", other_room),
+        )
+    ]
     for message_id, text, room in left:
         first.large.append(_hang)
         task = asyncio.create_task(first.say(text, id=message_id, room=room))

@@ -12,7 +12,9 @@ NAMES = ("Captain Brann", "captain_brann")
 
 
 def msg(text: str = "hello there", entity: str = HUMAN, **meta) -> Memory:
-    return Memory(entity_id=entity, room_id="r", content={"text": text, "source": meta.pop("source", "discord")}, metadata=meta)
+    return Memory(
+        entity_id=entity, room_id="r", content={"text": text, "source": meta.pop("source", "discord")}, metadata=meta
+    )
 
 
 def verdict(message: Memory, room_type=ChannelType.GROUP, state=None, recent=(), **kw):
@@ -32,12 +34,15 @@ def test_console_source_always_responds() -> None:
     assert verdict(msg(source="console")).decision is Decision.RESPOND
 
 
-@pytest.mark.parametrize(("message", "reason"), [
-    (msg(isMention=True), "mentioned"),
-    (msg(isReply=True), "reply to the agent"),
-    (msg("Captain Brann, what's a knot?"), "named"),
-    (msg("hey CAPTAIN_BRANN"), "named"),
-])
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        (msg(isMention=True), "mentioned"),
+        (msg(isReply=True), "reply to the agent"),
+        (msg("Captain Brann, what's a knot?"), "named"),
+        (msg("hey CAPTAIN_BRANN"), "named"),
+    ],
+)
 def test_addressed_messages_respond(message, reason) -> None:
     result = verdict(message)
     assert (result.decision, result.reason, result.addressed) == (Decision.RESPOND, reason, True)

@@ -6,7 +6,9 @@ import pytest
 
 from plugins.core._parse import parse_response
 
-HANDLER = "<response><thought>greet</thought><actions>REPLY</actions><providers></providers><text>Hello!</text></response>"
+HANDLER = (
+    "<response><thought>greet</thought><actions>REPLY</actions><providers></providers><text>Hello!</text></response>"
+)
 EXPECTED = {"thought": "greet", "actions": ["REPLY"], "providers": [], "text": "Hello!"}
 
 
@@ -43,7 +45,10 @@ def test_think_tags_inside_the_message_are_text() -> None:
 
 def test_missing_wrapper_reads_top_level_tags() -> None:
     assert parse_response("<action>REPLY</action>") == {"action": "REPLY"}
-    assert parse_response("I'd say <name>Ada</name> and <action>IGNORE</action>.") == {"name": "Ada", "action": "IGNORE"}
+    assert parse_response("I'd say <name>Ada</name> and <action>IGNORE</action>.") == {
+        "name": "Ada",
+        "action": "IGNORE",
+    }
 
 
 def test_first_response_block_wins() -> None:
@@ -58,7 +63,9 @@ def test_unclosed_response_keeps_its_finished_elements() -> None:
 
 
 def test_entities_are_unescaped_once() -> None:
-    out = parse_response("<response><text>a &lt;b&gt; &amp;amp; &quot;q&quot; &apos;s&apos; &#65;&#x42; &notes</text></response>")
+    out = parse_response(
+        "<response><text>a &lt;b&gt; &amp;amp; &quot;q&quot; &apos;s&apos; &#65;&#x42; &notes</text></response>"
+    )
     assert out == {"text": "a <b> &amp; \"q\" 's' AB &notes"}
 
 
@@ -67,7 +74,9 @@ def test_cdata_is_taken_verbatim() -> None:
 
 
 def test_actions_providers_evaluators_split_on_commas() -> None:
-    out = parse_response("<response><actions> REPLY , FOLLOW_ROOM,,</actions><providers>FACTS</providers><evaluators/></response>")
+    out = parse_response(
+        "<response><actions> REPLY , FOLLOW_ROOM,,</actions><providers>FACTS</providers><evaluators/></response>"
+    )
     assert out == {"actions": ["REPLY", "FOLLOW_ROOM"], "providers": ["FACTS"], "evaluators": []}
 
 
@@ -76,7 +85,9 @@ def test_actions_written_as_nested_elements_are_flattened() -> None:
     assert out == {"actions": ["REPLY", "MUTE_ROOM"]}
 
 
-@pytest.mark.parametrize(("raw", "expected"), [("true", True), (" TRUE ", True), ("false", False), ("yes", False), ("", False)])
+@pytest.mark.parametrize(
+    ("raw", "expected"), [("true", True), (" TRUE ", True), ("false", False), ("yes", False), ("", False)]
+)
 def test_simple_becomes_a_bool(raw, expected) -> None:
     out = parse_response(f"<response><simple>{raw}</simple><text>x</text></response>")
     assert out is not None and out["simple"] is expected
@@ -88,7 +99,9 @@ def test_other_keys_stay_strings() -> None:
 
 
 def test_markup_in_free_text_stays_text() -> None:
-    out = parse_response("<response><text><b>bold</b></text><thought>a <i>b</i> c</thought><misc>x <y>z</y></misc></response>")
+    out = parse_response(
+        "<response><text><b>bold</b></text><thought>a <i>b</i> c</thought><misc>x <y>z</y></misc></response>"
+    )
     assert out == {"text": "<b>bold</b>", "thought": "a <i>b</i> c", "misc": "x <y>z</y>"}
 
 
@@ -170,17 +183,27 @@ def test_json_with_markup_in_strings_is_not_read_as_xml() -> None:
 def test_dict_from_a_mock_is_returned_normalised_without_mutating_it() -> None:
     mock = {"thought": "Responding to greeting", "actions": ["REPLY"], "text": "Hello!", "simple": True}
     assert parse_response(mock) == mock
-    assert parse_response({"thought": "User greeted me", "message": "Hello!"}) == {"thought": "User greeted me", "message": "Hello!"}
+    assert parse_response({"thought": "User greeted me", "message": "Hello!"}) == {
+        "thought": "User greeted me",
+        "message": "Hello!",
+    }
     raw = {"actions": "REPLY,IGNORE"}
     assert parse_response(raw) == {"actions": ["REPLY", "IGNORE"]} and raw == {"actions": "REPLY,IGNORE"}
 
 
 def test_dict_reflection_mock_passes_through_with_real_booleans() -> None:
-    mock = {"thought": "t", "facts": [{"claim": "User likes coffee", "type": "fact", "in_bio": False, "already_known": False}], "relationships": []}
+    mock = {
+        "thought": "t",
+        "facts": [{"claim": "User likes coffee", "type": "fact", "in_bio": False, "already_known": False}],
+        "relationships": [],
+    }
     assert parse_response(mock) == mock
 
 
-@pytest.mark.parametrize("answer", [None, "", "   ", "garbage", "no tags at all.", "<>", "<1>x</1>", "[1, 2]", {}, 42, ["x"], "<think>only thinking"])
+@pytest.mark.parametrize(
+    "answer",
+    [None, "", "   ", "garbage", "no tags at all.", "<>", "<1>x</1>", "[1, 2]", {}, 42, ["x"], "<think>only thinking"],
+)
 def test_answers_without_pairs_are_none(answer) -> None:
     assert parse_response(answer) is None
 
@@ -193,8 +216,28 @@ def test_bytes_are_decoded() -> None:
 def test_random_input_never_raises() -> None:
     rng = random.Random(20240601)
     alphabet = "<>/{}[]\"':,&;#!-_ \n\tabcxyzACTIONS0123`"
-    words = ["<response>", "</response>", "<think>", "</think>", "<actions>", "</actions>", "<a>", "</a>", "<facts>",
-             "<fact>", "</fact>", "```json\n", "```", "{\"a\":", "}", "&lt;", "&#99999999;", "<![CDATA[", "]]>", "<x/>"]
+    words = [
+        "<response>",
+        "</response>",
+        "<think>",
+        "</think>",
+        "<actions>",
+        "</actions>",
+        "<a>",
+        "</a>",
+        "<facts>",
+        "<fact>",
+        "</fact>",
+        "```json\n",
+        "```",
+        '{"a":',
+        "}",
+        "&lt;",
+        "&#99999999;",
+        "<![CDATA[",
+        "]]>",
+        "<x/>",
+    ]
     for _ in range(2000):
         parts = [rng.choice(words) if rng.random() < 0.3 else rng.choice(alphabet) for _ in range(rng.randint(0, 80))]
         result = parse_response("".join(parts))

@@ -26,14 +26,19 @@ async def test_direct_message_gets_a_reply_without_the_small_model(harness) -> N
 
 async def test_undecided_group_message_asks_the_small_model(harness) -> None:
     h = await harness()
-    h.small += ["<response><action>IGNORE</action></response>", "<response><action>STOP</action></response>",
-                "<response><action>RESPOND</action></response>"]
+    h.small += [
+        "<response><action>IGNORE</action></response>",
+        "<response><action>STOP</action></response>",
+        "<response><action>RESPOND</action></response>",
+    ]
     h.large.append(plan("Sure."))
     assert (await h.say("anyone around?")).status == "ignored"
     assert (await h.say("please stop")).status == "stopped"
     assert (await h.say("what do you think?")).status == "replied"
     assert h.small_calls == 3 and h.large_calls == 1 and [s["text"] for s in h.sent] == ["Sure."]
-    decisions = [m for m in await h.rt.store.get_memories(table="messages", room_id=h.room) if m.entity_id == h.rt.agent_id]
+    decisions = [
+        m for m in await h.rt.store.get_memories(table="messages", room_id=h.room) if m.entity_id == h.rt.agent_id
+    ]
     assert sorted(d.content["actions"][0] for d in decisions) == ["IGNORE", "STOP"]
 
 
@@ -69,7 +74,9 @@ async def test_malformed_model_output_is_retried_then_silence(harness) -> None:
     h.large += ["I think I should reply", "```\nnothing useful\n```", "still prose"]
     assert (await h.say("hi")).status == "unparsed"
     assert h.large_calls == 3 and h.sent == []
-    h.large += ["Sure! ```xml\n<response><thought>ok</thought><actions>REPLY</actions><text>Fenced.</text></response>\n```"]
+    h.large += [
+        "Sure! ```xml\n<response><thought>ok</thought><actions>REPLY</actions><text>Fenced.</text></response>\n```"
+    ]
     assert (await h.say("again")).status == "replied" and h.sent[-1]["text"] == "Fenced."
 
 
@@ -174,7 +181,9 @@ async def test_bot_conversations_stop_at_the_loop_guard(harness) -> None:
         h.large.append(plan(f"reply {i}"))
         statuses.append((await h.say(f"bot says {i}", entity=OTHER_BOT, authorIsBot=True)).status)
         # what the adapter would store for the agent's own sent reply
-        await h.rt.store.create_memory(Memory(entity_id=h.rt.agent_id, room_id=h.room, content={"text": f"reply {i}"}), "messages")
+        await h.rt.store.create_memory(
+            Memory(entity_id=h.rt.agent_id, room_id=h.room, content={"text": f"reply {i}"}), "messages"
+        )
     assert statuses == ["replied", "loop_guard", "loop_guard"]
     h.large.append(plan("hello human"))
     assert (await h.say("I'm back")).status == "replied"
@@ -210,8 +219,10 @@ async def test_one_embedding_per_message_serves_storage_and_the_facts_search(har
         return [0.5] * 384
 
     h.rt.register_model("TEXT_EMBEDDING", embedding, "fake")
-    h.large.append("<response><thought>t</thought><actions>REPLY</actions><providers>FACTS</providers>"
-                   "<text>Green tea, I believe.</text></response>")
+    h.large.append(
+        "<response><thought>t</thought><actions>REPLY</actions><providers>FACTS</providers>"
+        "<text>Green tea, I believe.</text></response>"
+    )
     embedded.clear()  # the dimension probe at start
     assert (await h.say("what tea do I like?")).status == "replied"
     async with asyncio.timeout(5):

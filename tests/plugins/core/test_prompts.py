@@ -32,7 +32,9 @@ def test_values_are_not_rendered_as_templates() -> None:
     assert render("{{x}}", {"x": "{{#if y}}{{y}}{{/if}}", "y": "no"}) == "{{#if y}}{{y}}{{/if}}"
 
 
-@pytest.mark.parametrize(("value", "expected"), [(True, "yes"), ("x", "yes"), (False, "no"), ("", "no"), ([], "no"), (None, "no")])
+@pytest.mark.parametrize(
+    ("value", "expected"), [(True, "yes"), ("x", "yes"), (False, "no"), ("", "no"), ([], "no"), (None, "no")]
+)
 def test_if_else_follows_truthiness(value, expected) -> None:
     assert render("{{#if v}}yes{{else}}no{{/if}}", {"v": value}) == expected
 
@@ -86,8 +88,30 @@ def test_malformed_templates_render_literally_without_raising(malformed) -> None
 
 def test_random_templates_never_raise() -> None:
     rng = random.Random(7)
-    pieces = ["{{", "}}", "{{{", "}}}", "#if ", "#each ", "#unless ", "/if", "/each", "else", "this", "x", "xs",
-              "@index", "name1", "user", "!", "--", " ", "a", ".", "\n"]
+    pieces = [
+        "{{",
+        "}}",
+        "{{{",
+        "}}}",
+        "#if ",
+        "#each ",
+        "#unless ",
+        "/if",
+        "/each",
+        "else",
+        "this",
+        "x",
+        "xs",
+        "@index",
+        "name1",
+        "user",
+        "!",
+        "--",
+        " ",
+        "a",
+        ".",
+        "\n",
+    ]
     for _ in range(2000):
         tpl = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
         assert isinstance(render(tpl, {"x": True, "xs": [1, {"x": 2}]}, rng=rng), str)
@@ -131,21 +155,49 @@ def test_seeded_render_is_deterministic() -> None:
 
 def test_default_templates_exist_under_upstream_names_with_their_inputs() -> None:
     assert set(DEFAULT_TEMPLATES) == {
-        "shouldRespondTemplate", "messageHandlerTemplate", "reflectionTemplate",
-        "targetExtractionTemplate", "componentTemplate", "optionExtractionTemplate",  # upstream's action templates
-        "roleExtractionTemplate", "settingsExtractionTemplate",  # inline prompts upstream; named here to override
+        "shouldRespondTemplate",
+        "messageHandlerTemplate",
+        "reflectionTemplate",
+        "targetExtractionTemplate",
+        "componentTemplate",
+        "optionExtractionTemplate",  # upstream's action templates
+        "roleExtractionTemplate",
+        "settingsExtractionTemplate",  # inline prompts upstream; named here to override
         "summaryTemplate",  # troupe's: compacting old messages (plugins/core/_retention.py)
     }
     should = DEFAULT_TEMPLATES["shouldRespondTemplate"]
     assert "{{agentName}}" in should and "{{providers}}" in should
     assert "<action>RESPOND | IGNORE | STOP</action>" in should and "stops taking part" in should
     handler = DEFAULT_TEMPLATES["messageHandlerTemplate"]
-    for needle in ("{{providers}}", "{{actionNames}}", "<thought>", "<actions>", "<providers>", "<text>", "REPLY comes first"):
+    for needle in (
+        "{{providers}}",
+        "{{actionNames}}",
+        "<thought>",
+        "<actions>",
+        "<providers>",
+        "<text>",
+        "REPLY comes first",
+    ):
         assert needle in handler
     reflection = DEFAULT_TEMPLATES["reflectionTemplate"]
-    for key in ("agentName", "recentMessages", "entitiesInRoom", "existingRelationships", "knownFacts", "senderName", "senderId"):
+    for key in (
+        "agentName",
+        "recentMessages",
+        "entitiesInRoom",
+        "existingRelationships",
+        "knownFacts",
+        "senderName",
+        "senderId",
+    ):
         assert "{{" + key + "}}" in reflection
-    for needle in ("<facts>", "<fact><claim>", "<in_bio>false</in_bio>", "<relationships>", "<sourceEntityId>", "<tags>"):
+    for needle in (
+        "<facts>",
+        "<fact><claim>",
+        "<in_bio>false</in_bio>",
+        "<relationships>",
+        "<sourceEntityId>",
+        "<tags>",
+    ):
         assert needle in reflection
 
 

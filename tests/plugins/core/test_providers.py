@@ -45,8 +45,17 @@ SETTINGS_SECRET = "discord-token-abc123xyz"
 WORLD_SECRET = "world-webhook-secret-5544"
 
 DYNAMIC = {"ATTACHMENTS", "CAPABILITIES", "ENTITIES", "FACTS", "RELATIONSHIPS", "WORLD"}
-DEFAULT = {"ACTIONS", "ACTION_STATE", "ANXIETY", "CHARACTER", "PROVIDERS", "RECENT_MESSAGES",
-           "ROLES", "SETTINGS", "TIME"}
+DEFAULT = {
+    "ACTIONS",
+    "ACTION_STATE",
+    "ANXIETY",
+    "CHARACTER",
+    "PROVIDERS",
+    "RECENT_MESSAGES",
+    "ROLES",
+    "SETTINGS",
+    "TIME",
+}
 
 ADA = {
     "name": "Ada",
@@ -54,8 +63,12 @@ ADA = {
     "topics": ["mathematics", "engines", "poetry"],
     "adjectives": ["curious"],
     "style": {"all": ["Be precise."], "chat": ["Keep replies short."], "post": ["Write like a pamphlet."]},
-    "messageExamples": [[{"name": "{{name1}}", "content": {"text": "What is an engine?"}},
-                         {"name": "Ada", "content": {"text": "A machine that computes."}}]],
+    "messageExamples": [
+        [
+            {"name": "{{name1}}", "content": {"text": "What is an engine?"}},
+            {"name": "Ada", "content": {"text": "A machine that computes."}},
+        ]
+    ],
     "postExamples": ["Engines will weave algebra as looms weave flowers."],
     "system": "You are Ada.",
 }
@@ -76,8 +89,7 @@ async def provider_runtime(tmp_path: Path) -> AsyncIterator[Callable[..., Awaita
             path = tmp_path / f"ada-{uuid.uuid4().hex}.json"
             path.write_text(json.dumps({**ADA, **character}))
             char = load_character(path, environ={}).raise_for_problems()
-            rt = AgentRuntime(char, db.for_agent(char.agent_id), environ={}, rng=random.Random(seed),
-                              clock=lambda: NOW)
+            rt = AgentRuntime(char, db.for_agent(char.agent_id), environ={}, rng=random.Random(seed), clock=lambda: NOW)
             await rt._ensure_self()
             for provider in core._components("providers", "provider"):
                 rt.register_provider(provider)  # type: ignore[arg-type]
@@ -87,8 +99,14 @@ async def provider_runtime(tmp_path: Path) -> AsyncIterator[Callable[..., Awaita
         yield make
 
 
-async def add_room(rt: AgentRuntime, room_id: str = ROOM, type: ChannelType = ChannelType.GROUP, *,
-                   world_id: str | None = WORLD_ID, name: str = "general") -> None:
+async def add_room(
+    rt: AgentRuntime,
+    room_id: str = ROOM,
+    type: ChannelType = ChannelType.GROUP,
+    *,
+    world_id: str | None = WORLD_ID,
+    name: str = "general",
+) -> None:
     await rt.store.create_rooms([Room(room_id, source="discord", type=type, name=name, world_id=world_id)])
 
 
@@ -102,8 +120,9 @@ async def add_people(rt: AgentRuntime, room_id: str = ROOM, people: dict[str, li
     await rt.store.add_participants([*people, rt.agent_id], room_id)
 
 
-async def post(rt: AgentRuntime, text: str | None, *, entity: str = ALICE, room: str = ROOM, at: int = NOW,
-               **content: Any) -> Memory:
+async def post(
+    rt: AgentRuntime, text: str | None, *, entity: str = ALICE, room: str = ROOM, at: int = NOW, **content: Any
+) -> Memory:
     body = {"text": text, **content} if text is not None else dict(content)
     memory = Memory(id=str(uuid.uuid4()), entity_id=entity, room_id=room, content=body, created_at=at)
     await rt.store.create_memory(memory, "messages", unique=False)
@@ -111,8 +130,9 @@ async def post(rt: AgentRuntime, text: str | None, *, entity: str = ALICE, room:
 
 
 def message(text: str = "hello", *, entity: str = ALICE, room: str = ROOM, **content: Any) -> Memory:
-    return Memory(id=str(uuid.uuid4()), entity_id=entity, room_id=room, content={"text": text, **content},
-                  created_at=NOW)
+    return Memory(
+        id=str(uuid.uuid4()), entity_id=entity, room_id=room, content={"text": text, **content}, created_at=NOW
+    )
 
 
 async def run(rt: AgentRuntime, name: str, msg: Memory, state: State | None = None) -> ProviderResult:
@@ -244,7 +264,11 @@ async def test_recent_messages_are_chronological_with_names_times_and_actions(pr
     assert "# Received Message\nAlice: Ada, what is 2+2?" in result.text
     assert "replying to the message above from **Alice**" in result.text
     assert [m.content.get("text") for m in result.data["recentMessages"]] == [
-        "First!", "Welcome, Alice.", "who am I?", "Ada, what is 2+2?"]
+        "First!",
+        "Welcome, Alice.",
+        "who am I?",
+        "Ada, what is 2+2?",
+    ]
 
 
 async def test_recent_messages_look_up_names_in_one_batch(provider_runtime, monkeypatch) -> None:
@@ -269,8 +293,11 @@ async def test_recent_messages_look_up_names_in_one_batch(provider_runtime, monk
 
 @pytest.mark.parametrize("configure", ["runtime_setting", "character_setting"])
 async def test_recent_messages_show_the_configured_conversation_length(provider_runtime, configure: str) -> None:
-    rt = await (provider_runtime(settings={"conversationLength": 10}) if configure == "character_setting"
-                else provider_runtime())
+    rt = await (
+        provider_runtime(settings={"conversationLength": 10})
+        if configure == "character_setting"
+        else provider_runtime()
+    )
     if configure == "runtime_setting":
         rt.set_setting("CONVERSATION_LENGTH", "10")
     await add_room(rt)
@@ -287,8 +314,13 @@ async def test_recent_messages_default_to_32(provider_runtime) -> None:
     await add_room(rt)
     await add_people(rt)
     await rt.store.create_memories(
-        [Memory(entity_id=ALICE, room_id=ROOM, content={"text": f"m{i}"}, created_at=NOW - (40 - i) * MINUTE)
-         for i in range(40)], "messages", unique=False)
+        [
+            Memory(entity_id=ALICE, room_id=ROOM, content={"text": f"m{i}"}, created_at=NOW - (40 - i) * MINUTE)
+            for i in range(40)
+        ],
+        "messages",
+        unique=False,
+    )
     result = await run(rt, "RECENT_MESSAGES", message("x"))
     assert len(result.data["recentMessages"]) == 32
     assert result.data["recentMessages"][-1].content["text"] == "m39"
@@ -324,10 +356,18 @@ async def test_actions_offers_only_actions_whose_validate_passes(provider_runtim
     async def boom(*args: Any) -> bool:
         raise RuntimeError("validate exploded")
 
-    example = ([{"name": "{{name1}}", "content": {"text": "wave please"}},
-                {"name": "Ada", "content": {"text": "waves", "actions": ["WAVE"]}}],)
-    for action in (_action("ALWAYS"), _action("WAVE", yes, examples=example), _action("NEVER", no),
-                   _action("BROKEN", boom)):
+    example = (
+        [
+            {"name": "{{name1}}", "content": {"text": "wave please"}},
+            {"name": "Ada", "content": {"text": "waves", "actions": ["WAVE"]}},
+        ],
+    )
+    for action in (
+        _action("ALWAYS"),
+        _action("WAVE", yes, examples=example),
+        _action("NEVER", no),
+        _action("BROKEN", boom),
+    ):
         rt.register_action(action)
     with caplog.at_level(logging.ERROR):
         result = await run(rt, "ACTIONS", message())
@@ -373,8 +413,12 @@ async def test_time_is_utc_in_words(provider_runtime) -> None:
 
 @pytest.mark.parametrize(
     ("room_type", "pool"),
-    [(ChannelType.GROUP, anxiety._GROUP), (ChannelType.DM, anxiety._DM), (ChannelType.VOICE_GROUP, anxiety._VOICE),
-     (ChannelType.API, anxiety._OTHER)],
+    [
+        (ChannelType.GROUP, anxiety._GROUP),
+        (ChannelType.DM, anxiety._DM),
+        (ChannelType.VOICE_GROUP, anxiety._VOICE),
+        (ChannelType.API, anxiety._OTHER),
+    ],
 )
 async def test_anxiety_picks_guidance_for_the_room_type(provider_runtime, room_type, pool) -> None:
     rt = await provider_runtime()
@@ -424,13 +468,18 @@ async def test_action_state_reports_previous_results(provider_runtime) -> None:
     rt = await provider_runtime()
     empty = await run(rt, "ACTION_STATE", message())
     assert empty.text == "" and empty.values["hasActionResults"] is False
-    state = State(data={"actionResults": [
-        ActionResult(text="Sent the reply", data={"actionName": "REPLY"}),
-        ActionResult(success=False, error="no permission", data={"actionName": "MUTE_ROOM"}),
-    ]})
+    state = State(
+        data={
+            "actionResults": [
+                ActionResult(text="Sent the reply", data={"actionName": "REPLY"}),
+                ActionResult(success=False, error="no permission", data={"actionName": "MUTE_ROOM"}),
+            ]
+        }
+    )
     result = await run(rt, "ACTION_STATE", message(), state)
-    assert result.text == ("# Previous Action Results\n1. REPLY: succeeded — Sent the reply\n"
-                           "2. MUTE_ROOM: failed (error: no permission)")
+    assert result.text == (
+        "# Previous Action Results\n1. REPLY: succeeded — Sent the reply\n2. MUTE_ROOM: failed (error: no permission)"
+    )
     assert result.values["completedActions"] == 1
     assert result.values["failedActions"] == 1
 
@@ -442,8 +491,9 @@ async def test_entities_lists_the_people_in_the_room(provider_runtime) -> None:
     rt = await provider_runtime()
     await add_room(rt)
     await add_people(rt)
-    await rt.store.update_entity(Entity(BOB, rt.agent_id, names=["Bob", "Bobby"],
-                                        metadata={"discord": {"username": "bob_the_builder"}}))
+    await rt.store.update_entity(
+        Entity(BOB, rt.agent_id, names=["Bob", "Bobby"], metadata={"discord": {"username": "bob_the_builder"}})
+    )
     result = await run(rt, "ENTITIES", message(entity=BOB))
     assert result.values["senderName"] == "Bob"
     assert result.text.startswith("# People in the Room\n")
@@ -482,8 +532,10 @@ async def test_roles_lists_owners_admins_and_members_in_groups_only(provider_run
     await add_room(rt, DM_ROOM, ChannelType.DM)
     await add_people(rt, people={ALICE: ["Alice"], BOB: ["Bob"], CAROL: ["Carol"]})
     result = await run(rt, "ROLES", message())
-    assert result.text == (f"# Roles in Analytical Society\n## Owners\n- Alice ({ALICE})\n## Administrators\n"
-                           f"- Bob ({BOB})\n## Members\n- Carol ({CAROL})")
+    assert result.text == (
+        f"# Roles in Analytical Society\n## Owners\n- Alice ({ALICE})\n## Administrators\n"
+        f"- Bob ({BOB})\n## Members\n- Carol ({CAROL})"
+    )
     assert result.values["roles"] == result.text
     assert "only shown in group" in (await run(rt, "ROLES", message(room=DM_ROOM))).text
 
@@ -496,11 +548,14 @@ async def test_roles_without_role_data(provider_runtime) -> None:
 
 
 def _world_settings() -> dict[str, Any]:
-    return {"settings": {
-        "BOT_NAME": {"name": "Bot name", "description": "What to call the bot", "value": "Ada", "required": True},
-        "WEBHOOK": {"name": "Webhook", "value": WORLD_SECRET, "secret": True, "required": True},
-        "LANGUAGE": {"name": "Language", "value": None, "required": True},
-    }, "ownership": {"ownerId": ALICE}}
+    return {
+        "settings": {
+            "BOT_NAME": {"name": "Bot name", "description": "What to call the bot", "value": "Ada", "required": True},
+            "WEBHOOK": {"name": "Webhook", "value": WORLD_SECRET, "secret": True, "required": True},
+            "LANGUAGE": {"name": "Language", "value": None, "required": True},
+        },
+        "ownership": {"ownerId": ALICE},
+    }
 
 
 async def test_settings_mask_secrets_in_group_rooms(provider_runtime) -> None:
@@ -549,7 +604,9 @@ def _embed(text: str) -> list[float]:
 async def _store_fact(rt: AgentRuntime, text: str, *, entity: str, room: str) -> str:
     return await rt.store.create_memory(
         Memory(entity_id=entity, room_id=room, content={"text": text}, embedding=_embed(text), created_at=NOW),
-        "facts", unique=True)
+        "facts",
+        unique=True,
+    )
 
 
 async def test_facts_search_by_embedding_in_the_room_and_about_the_sender(provider_runtime) -> None:
@@ -611,9 +668,17 @@ async def test_facts_rank_relevance_first_then_recency_and_fade_a_stale_status(p
     rt.register_model(ModelType.TEXT_EMBEDDING, embedding, "fake")
 
     async def fact(text: str, age_days: float, kind: str = "fact", unique: bool = True) -> None:
-        await rt.store.create_memory(Memory(entity_id=ALICE, room_id=ROOM, content={"text": text, "type": kind},
-                                            embedding=same, created_at=NOW - int(age_days * day)), "facts",
-                                     unique=unique)
+        await rt.store.create_memory(
+            Memory(
+                entity_id=ALICE,
+                room_id=ROOM,
+                content={"text": text, "type": kind},
+                embedding=same,
+                created_at=NOW - int(age_days * day),
+            ),
+            "facts",
+            unique=unique,
+        )
 
     await fact("Alice is ill with the flu", 60, "status")
     await fact("Alice has the flu again", 1, "status")
@@ -622,8 +687,11 @@ async def test_facts_rank_relevance_first_then_recency_and_fade_a_stale_status(p
     result = await run(rt, "FACTS", message("flu"))
     # A fresh status first; a stale status fades below an older lasting fact; a near-repeat last.
     assert [f.content["text"] for f in result.data["facts"]] == [
-        "Alice has the flu again", "Alice once had the flu in Lisbon", "Alice is ill with the flu",
-        "Alice keeps the flu jab record"]
+        "Alice has the flu again",
+        "Alice once had the flu in Lisbon",
+        "Alice is ill with the flu",
+        "Alice keeps the flu jab record",
+    ]
 
 
 async def test_facts_show_summaries_of_this_room_only(provider_runtime) -> None:
@@ -631,14 +699,25 @@ async def test_facts_show_summaries_of_this_room_only(provider_runtime) -> None:
     await add_room(rt)
     await add_room(rt, OTHER_ROOM, ChannelType.DM)
     await add_people(rt)
-    for room, text in ((ROOM, "The group planned a picnic by the lake"), (OTHER_ROOM, "Alice told a private picnic secret")):
-        await rt.store.create_memory(Memory(entity_id=rt.agent_id, room_id=room, content={"text": text},
-                                            created_at=NOW - 40 * 86_400_000,
-                                            metadata={"start": NOW - 41 * 86_400_000, "end": NOW - 40 * 86_400_000}),
-                                     "summaries")
+    for room, text in (
+        (ROOM, "The group planned a picnic by the lake"),
+        (OTHER_ROOM, "Alice told a private picnic secret"),
+    ):
+        await rt.store.create_memory(
+            Memory(
+                entity_id=rt.agent_id,
+                room_id=room,
+                content={"text": text},
+                created_at=NOW - 40 * 86_400_000,
+                metadata={"start": NOW - 41 * 86_400_000, "end": NOW - 40 * 86_400_000},
+            ),
+            "summaries",
+        )
     result = await run(rt, "FACTS", message("what about the picnic?"))
-    assert result.text == ("# What Ada Knows\nNo facts available.\n\n# Earlier Conversation Here\n"
-                           "- (2023-10-04 to 2023-10-05) The group planned a picnic by the lake")
+    assert result.text == (
+        "# What Ada Knows\nNo facts available.\n\n# Earlier Conversation Here\n"
+        "- (2023-10-04 to 2023-10-05) The group planned a picnic by the lake"
+    )
     assert [s.room_id for s in result.data["summaries"]] == [ROOM]
 
 
@@ -665,8 +744,9 @@ async def test_relationships_are_ranked_by_interactions_with_names(provider_runt
     await rt.store.create_relationship(ALICE, BOB, tags=["friend", "colleague"], metadata={"interactions": 3})
     await rt.store.create_relationship(CAROL, ALICE, tags=["acquaintance"], metadata={"interactions": 12})
     result = await run(rt, "RELATIONSHIPS", message())
-    assert result.text == ("# Alice's Connections (2)\nname,interactions,tags\nCarol,12,acquaintance\n"
-                           '"Bob, Jr.",3,friend;colleague')
+    assert result.text == (
+        '# Alice\'s Connections (2)\nname,interactions,tags\nCarol,12,acquaintance\n"Bob, Jr.",3,friend;colleague'
+    )
     assert [r["entityId"] for r in result.data["relationships"]] == [CAROL, BOB]
 
 
@@ -690,12 +770,28 @@ async def test_attachments_of_the_message_and_the_recent_conversation(provider_r
     rt = await provider_runtime()
     await add_room(rt)
     await add_people(rt)
-    await post(rt, "old scan", at=NOW - 3 * 60 * MINUTE, attachments=[
-        {"id": "a1", "url": "https://x.test/a.pdf", "title": "Notes", "contentType": "document", "text": "G-note"}])
+    await post(
+        rt,
+        "old scan",
+        at=NOW - 3 * 60 * MINUTE,
+        attachments=[
+            {"id": "a1", "url": "https://x.test/a.pdf", "title": "Notes", "contentType": "document", "text": "G-note"}
+        ],
+    )
     await post(rt, "plain text")
-    current = message("look", attachments=[
-        {"id": "a2", "url": "data:image/png;base64," + "A" * 4096, "title": "Sketch", "contentType": "image",
-         "description": "A drawing of an engine", "text": "engine"}])
+    current = message(
+        "look",
+        attachments=[
+            {
+                "id": "a2",
+                "url": "data:image/png;base64," + "A" * 4096,
+                "title": "Sketch",
+                "contentType": "image",
+                "description": "A drawing of an engine",
+                "text": "engine",
+            }
+        ],
+    )
     result = await run(rt, "ATTACHMENTS", current)
     items = {i["id"]: i for i in result.data["attachments"]}
     assert set(items) == {"a1", "a2"}
@@ -740,5 +836,7 @@ async def test_no_provider_ever_shows_a_secret(provider_runtime) -> None:
             for secret in (CHARACTER_SECRET, SETTINGS_SECRET, WORLD_SECRET):
                 assert secret not in shown, f"{name} showed a secret in room {room}"
         state = await rt.compose_state(message("all of it", room=room), DYNAMIC, skip_cache=True)
-        assert not any(s in state.text + json.dumps(state.values, default=str)
-                       for s in (CHARACTER_SECRET, SETTINGS_SECRET, WORLD_SECRET))
+        assert not any(
+            s in state.text + json.dumps(state.values, default=str)
+            for s in (CHARACTER_SECRET, SETTINGS_SECRET, WORLD_SECRET)
+        )

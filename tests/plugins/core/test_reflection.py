@@ -19,8 +19,14 @@ async def test_reflection_waits_for_enough_new_messages_then_learns(harness) -> 
     h = await harness(ChannelType.DM, settings={"conversationLength": 8})  # runs after > 2 new messages
     h.large += [plan("ok"), plan("ok"), plan("ok")]
     rel = f"<relationship><sourceEntityId>Sam</sourceEntityId><targetEntityId>{OTHER_BOT}</targetEntityId><tags>friends, dm_interaction</tags></relationship>"
-    h.small.append(reflection(("Sam likes coffee", "false", "false"), ("Ada is a test", "true", "false"),
-                              ("Sam lives in Oslo", "false", "true"), rels=rel))
+    h.small.append(
+        reflection(
+            ("Sam likes coffee", "false", "false"),
+            ("Ada is a test", "true", "false"),
+            ("Sam lives in Oslo", "false", "true"),
+            rels=rel,
+        )
+    )
     await h.say("I love coffee")
     await h.say("with Brann")
     assert h.small_calls == 0  # two new messages: not yet
@@ -37,7 +43,10 @@ async def test_reflection_waits_for_enough_new_messages_then_learns(harness) -> 
 async def test_reflection_skips_known_facts_and_made_up_ids(harness) -> None:
     h = await harness(ChannelType.DM, settings={"conversationLength": 4})
     bogus = "<relationship><sourceEntityId>11111111-1111-0111-8111-111111111111</sourceEntityId><targetEntityId>Sam</targetEntityId><tags>x</tags></relationship>"
-    h.small += [reflection(("Sam likes tea", "false", "false")), reflection(("sam likes tea", "false", "false"), rels=bogus)]
+    h.small += [
+        reflection(("Sam likes tea", "false", "false")),
+        reflection(("sam likes tea", "false", "false"), rels=bogus),
+    ]
     for i in range(4):  # runs after the 2nd and the 4th: more than 4/4 new messages each time
         h.large.append(plan("ok"))
         await h.say(f"message {i}")
@@ -57,14 +66,16 @@ async def test_reflection_does_not_run_when_the_agent_stayed_silent(harness) -> 
 
 async def test_facts_are_stored_under_who_they_are_about_and_whose_message_taught_them(harness) -> None:
     h = await harness(ChannelType.DM, settings={"conversationLength": 4})
-    h.small.append("<response><thought>ok</thought><facts>"
-                   "<fact><claim>Brann fixes engines</claim><type>fact</type><about>Brann</about>"
-                   "<in_bio>false</in_bio><already_known>false</already_known></fact>"
-                   "<fact><claim>The fair opens Friday</claim><type>fact</type><about></about>"
-                   "<in_bio>false</in_bio><already_known>false</already_known></fact>"
-                   f"</facts><relationships><relationship><sourceEntityId>{HUMAN}</sourceEntityId>"
-                   f"<targetEntityId>{OTHER_BOT}</targetEntityId><tags>dm_interaction</tags></relationship>"
-                   "</relationships></response>")
+    h.small.append(
+        "<response><thought>ok</thought><facts>"
+        "<fact><claim>Brann fixes engines</claim><type>fact</type><about>Brann</about>"
+        "<in_bio>false</in_bio><already_known>false</already_known></fact>"
+        "<fact><claim>The fair opens Friday</claim><type>fact</type><about></about>"
+        "<in_bio>false</in_bio><already_known>false</already_known></fact>"
+        f"</facts><relationships><relationship><sourceEntityId>{HUMAN}</sourceEntityId>"
+        f"<targetEntityId>{OTHER_BOT}</targetEntityId><tags>dm_interaction</tags></relationship>"
+        "</relationships></response>"
+    )
     for i in range(2):
         h.large.append(plan("ok"))
         await h.say(f"news {i}")

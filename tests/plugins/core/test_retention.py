@@ -72,8 +72,11 @@ async def agent(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
 
             async def small(runtime: AgentRuntime, params: dict) -> Any:
                 a.prompts.append(params["prompt"])
-                item = a.summaries.pop(0) if a.summaries else "<response><summary>Sam talked about the weather "\
-                                                                "and a trip to Lisbon.</summary></response>"
+                item = (
+                    a.summaries.pop(0)
+                    if a.summaries
+                    else "<response><summary>Sam talked about the weather and a trip to Lisbon.</summary></response>"
+                )
                 if isinstance(item, BaseException):
                     raise item
                 return item
@@ -87,8 +90,12 @@ async def agent(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
             await rt.start()
             runtimes.append(rt)
             await rt.store.create_entities([Entity(SAM, rt.agent_id, names=["Sam"])])
-            await rt.store.create_rooms([Room(ROOM, source="discord", type=ChannelType.GROUP, name="general"),
-                                         Room(QUIET, source="discord", type=ChannelType.DM, name="dm")])
+            await rt.store.create_rooms(
+                [
+                    Room(ROOM, source="discord", type=ChannelType.GROUP, name="general"),
+                    Room(QUIET, source="discord", type=ChannelType.DM, name="dm"),
+                ]
+            )
             for room in (ROOM, QUIET):
                 await rt.store.add_participants([SAM, rt.agent_id], room)
             return a
@@ -155,9 +162,15 @@ async def test_a_room_over_its_cap_keeps_its_newest_messages_and_a_summary_of_th
     assert summary.content["text"] == "Sam talked about the weather and a trip to Lisbon."
     assert summary.room_id == ROOM and summary.entity_id == a.rt.agent_id
     assert summary.created_at == START - HOUR + 15
-    assert summary.metadata == {"type": "custom", "kind": "conversation_summary", "start": START - HOUR,
-                                "end": START - HOUR + 15, "messageCount": 16,
-                                "entityIds": sorted([SAM, a.rt.agent_id]), "level": 1}
+    assert summary.metadata == {
+        "type": "custom",
+        "kind": "conversation_summary",
+        "start": START - HOUR,
+        "end": START - HOUR + 15,
+        "messageCount": 16,
+        "entityIds": sorted([SAM, a.rt.agent_id]),
+        "level": 1,
+    }
     assert (await run_retention(a.rt)).compacted == 0  # nothing left to do
 
 
@@ -180,8 +193,10 @@ async def test_a_model_failure_never_deletes_messages(agent) -> None:
     a = await agent(MEMORY_ROOM_CAP=10)
     for i in range(20):
         await a.post(f"message {i}", at=START - HOUR + i)
-    a.summaries += [ModelUnavailable("down", provider="script", model_type="TEXT_SMALL"),
-                    "<response><thought>hmm</thought></response>"]
+    a.summaries += [
+        ModelUnavailable("down", provider="script", model_type="TEXT_SMALL"),
+        "<response><thought>hmm</thought></response>",
+    ]
     assert (await run_retention(a.rt)).failed is True
     assert (await run_retention(a.rt)).failed is True  # an answer without a summary is a failure too
     assert len(await a.texts()) == 20
@@ -213,10 +228,22 @@ async def test_summaries_over_their_cap_are_merged(agent) -> None:
     a = await agent(MEMORY_SUMMARY_CAP=2)
     store = a.rt.store
     for i in range(6):
-        await store.create_memory(Memory(a.rt.agent_id, ROOM, {"text": f"summary {i}"}, created_at=START - DAY + i,
-                                         metadata={"start": START - DAY + i, "end": START - DAY + i,
-                                                   "messageCount": 10, "entityIds": [f"e{i}"], "level": 1}),
-                                  SUMMARIES)
+        await store.create_memory(
+            Memory(
+                a.rt.agent_id,
+                ROOM,
+                {"text": f"summary {i}"},
+                created_at=START - DAY + i,
+                metadata={
+                    "start": START - DAY + i,
+                    "end": START - DAY + i,
+                    "messageCount": 10,
+                    "entityIds": [f"e{i}"],
+                    "level": 1,
+                },
+            ),
+            SUMMARIES,
+        )
     a.summaries.append("<response><summary>Months of talk, merged.</summary></response>")
     report = await run_retention(a.rt, RetentionSettings(max_age_days=0, room_cap=0, summary_cap=2))
     assert report.merged == 5
@@ -235,8 +262,13 @@ async def test_a_summary_is_found_by_facts_later(agent) -> None:
     await run_retention(a.rt)
     [summary] = await a.rt.store.get_memories(table=SUMMARIES)
     assert summary.embedding is not None
-    question = Memory(id=str(uuid.uuid4()), entity_id=SAM, room_id=ROOM, created_at=START,
-                      content={"text": "remember my trip to Lisbon?"})
+    question = Memory(
+        id=str(uuid.uuid4()),
+        entity_id=SAM,
+        room_id=ROOM,
+        created_at=START,
+        content={"text": "remember my trip to Lisbon?"},
+    )
     state = await a.rt.compose_state(question, ["FACTS"], only_include=True)
     assert "# Earlier Conversation Here" in state.text
     assert "trip to Lisbon" in state.values["summaries"]
@@ -258,7 +290,8 @@ async def test_someone_forgotten_while_the_agent_runs_is_remembered_afresh(harne
     assert entity is not None and entity.names == ["Sam", "sam42"]
     assert await h.rt.store.is_room_participant(h.room, HUMAN)
     assert [m.content["text"] for m in await h.rt.store.get_memories(table="messages", entity_id=HUMAN)] == [
-        "it's me again"]
+        "it's me again"
+    ]
 
     await h.rt.store.forget_room(h.room)
     await h.say("and again")

@@ -16,8 +16,10 @@ def feed_in_pieces(raw: str, size: int = 3) -> list[str]:
 
 
 def test_the_reply_grows_without_half_written_tags_or_entities() -> None:
-    raw = ("<response><thought>hm</thought><actions>REPLY,FOLLOW_ROOM</actions><providers></providers>"
-           "<text>Tom &amp; Jerry ran. Then <b>stopped</b>.</text></response>")
+    raw = (
+        "<response><thought>hm</thought><actions>REPLY,FOLLOW_ROOM</actions><providers></providers>"
+        "<text>Tom &amp; Jerry ran. Then <b>stopped</b>.</text></response>"
+    )
     seen = feed_in_pieces(raw)
     assert seen[-1] == "Tom & Jerry ran. Then <b>stopped</b>."
     assert all(not s.endswith(("<", "</", "</te")) and "&a" not in s for s in seen)

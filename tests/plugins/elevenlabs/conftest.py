@@ -16,6 +16,7 @@ OTHER_KEY = "xi-secret-key-bob-0002"
 BAD_KEY = "xi-wrong-key-not-known-9999"
 OTHER_VOICE = "21m00Tcm4TlvDq8ikWAM"
 
+
 @pytest.fixture(autouse=True)
 def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """Retry back-off in milliseconds, so retry tests stay fast."""

@@ -46,8 +46,12 @@ async def test_streams_real_mp3_lasting_in_proportion_to_the_text(
     chunks = [
         chunk
         async for chunk in client.text_to_speech.stream(
-            DEFAULT_VOICE, text=text, model_id="eleven_flash_v2_5", output_format="mp3_44100_128",
-            voice_settings=settings, optimize_streaming_latency=2,
+            DEFAULT_VOICE,
+            text=text,
+            model_id="eleven_flash_v2_5",
+            output_format="mp3_44100_128",
+            voice_settings=settings,
+            optimize_streaming_latency=2,
         )
     ]
     assert len(chunks) > 1

@@ -32,9 +32,7 @@ async def openai_server() -> AsyncIterator[FakeOpenAIServer]:
 
 
 @pytest.fixture
-async def start(
-    tmp_path: Path, server: FakeElevenLabsServer, openai_server: FakeOpenAIServer
-) -> AsyncIterator[Start]:
+async def start(tmp_path: Path, server: FakeElevenLabsServer, openai_server: FakeOpenAIServer) -> AsyncIterator[Start]:
     """``await start(**settings)``: Ada, as the daemon would load her, with both plugins."""
     runtimes: list[AgentRuntime] = []
     async with Database(tmp_path / "troupe.db") as db:
@@ -59,7 +57,10 @@ async def start(
             loaded = load_character(path, environ={})
             character = loaded.raise_for_problems()
             runtime = AgentRuntime(
-                character, db.for_agent(character.agent_id), environ={}, plugins=loaded.plugins,
+                character,
+                db.for_agent(character.agent_id),
+                environ={},
+                plugins=loaded.plugins,
                 model_preset=loaded.model_preset,
             )
             runtimes.append(runtime)

@@ -74,18 +74,20 @@ async def test_closing_a_stream_early_lets_go_of_the_connection(
 
 
 async def test_the_request_carries_every_voice_setting(server: FakeElevenLabsServer, make_runtime: MakeRuntime) -> None:
-    runtime = await make_runtime({
-        "ELEVENLABS_API_KEY": KEY,
-        "ELEVENLABS_BASE_URL": server.url,
-        "ELEVENLABS_VOICE_ID": OTHER_VOICE,
-        "ELEVENLABS_MODEL_ID": "eleven_multilingual_v2",
-        "ELEVENLABS_VOICE_STABILITY": "0.3",
-        "ELEVENLABS_VOICE_SIMILARITY_BOOST": "0.9",
-        "ELEVENLABS_VOICE_STYLE": "0.2",
-        "ELEVENLABS_VOICE_USE_SPEAKER_BOOST": "false",
-        "ELEVENLABS_OPTIMIZE_STREAMING_LATENCY": "3",
-        "ELEVENLABS_OUTPUT_FORMAT": "pcm_16000",
-    })
+    runtime = await make_runtime(
+        {
+            "ELEVENLABS_API_KEY": KEY,
+            "ELEVENLABS_BASE_URL": server.url,
+            "ELEVENLABS_VOICE_ID": OTHER_VOICE,
+            "ELEVENLABS_MODEL_ID": "eleven_multilingual_v2",
+            "ELEVENLABS_VOICE_STABILITY": "0.3",
+            "ELEVENLABS_VOICE_SIMILARITY_BOOST": "0.9",
+            "ELEVENLABS_VOICE_STYLE": "0.2",
+            "ELEVENLABS_VOICE_USE_SPEAKER_BOOST": "false",
+            "ELEVENLABS_OPTIMIZE_STREAMING_LATENCY": "3",
+            "ELEVENLABS_OUTPUT_FORMAT": "pcm_16000",
+        }
+    )
     stream = await runtime.speak({"text": "Hello", "stream": True})
     assert stream.format == "pcm_16000"
     assert len(await stream.read()) == 2 * int(16000 * 5 * server.seconds_per_character)
@@ -107,7 +109,10 @@ async def test_defaults_reach_the_server(runtime: FakeRuntime, server: FakeEleve
     assert request.query == {"output_format": "mp3_44100_128", "optimize_streaming_latency": "0"}
     assert request.json["model_id"] == "eleven_flash_v2_5"
     assert request.json["voice_settings"] == {
-        "stability": 0.5, "similarity_boost": 0.75, "style": 0.0, "use_speaker_boost": True
+        "stability": 0.5,
+        "similarity_boost": 0.75,
+        "style": 0.0,
+        "use_speaker_boost": True,
     }
 
 
@@ -120,7 +125,9 @@ async def test_the_caller_may_choose_the_voice_and_format(runtime: FakeRuntime, 
     assert (await opus.read()).startswith(b"OggS")
     assert decoded(await wav.read())[0] == "pcm_s16le"  # the streamed WAV header is readable
     assert [(r.voice_id, r.query["output_format"]) for r in server.requests] == [
-        (OTHER_VOICE, "pcm_24000"), (DEFAULT_VOICE, "opus_48000_64"), (DEFAULT_VOICE, "pcm_24000")
+        (OTHER_VOICE, "pcm_24000"),
+        (DEFAULT_VOICE, "opus_48000_64"),
+        (DEFAULT_VOICE, "pcm_24000"),
     ]
 
 
@@ -173,7 +180,8 @@ async def test_each_agent_speaks_with_its_own_key_and_voice(
     await ada.speak({"text": "from Ada"})
     await bob.speak({"text": "from Bob"})
     assert [(r.key_suffix, r.voice_id) for r in server.requests] == [
-        (KEY[-4:], DEFAULT_VOICE), (OTHER_KEY[-4:], OTHER_VOICE)
+        (KEY[-4:], DEFAULT_VOICE),
+        (OTHER_KEY[-4:], OTHER_VOICE),
     ]
 
 
@@ -264,7 +272,10 @@ async def test_a_busy_server_is_asked_again_twice_before_any_audio(
     [(Fail.system_busy(), ModelRateLimited), (Fail.server_error(500), ModelUnavailable)],
 )
 async def test_a_server_busy_through_the_retries_fails(
-    runtime: FakeRuntime, server: FakeElevenLabsServer, logs: pytest.LogCaptureFixture, busy: Fail,
+    runtime: FakeRuntime,
+    server: FakeElevenLabsServer,
+    logs: pytest.LogCaptureFixture,
+    busy: Fail,
     error_type: type[ModelError],
 ) -> None:
     server.fail(busy)

@@ -87,13 +87,24 @@ class Agents:
     embedder: FakeEmbedder = field(default_factory=FakeEmbedder)
     runtimes: list[AgentRuntime] = field(default_factory=list)
 
-    async def start(self, name: str = "Ada", *, knowledge: list[Any] | None = None,
-                    settings: dict[str, Any] | None = None, environ: dict[str, str] | None = None,
-                    embedding: bool = True, wait: bool = True) -> AgentRuntime:
+    async def start(
+        self,
+        name: str = "Ada",
+        *,
+        knowledge: list[Any] | None = None,
+        settings: dict[str, Any] | None = None,
+        environ: dict[str, str] | None = None,
+        embedding: bool = True,
+        wait: bool = True,
+    ) -> AgentRuntime:
         path = self.dir / f"{name.lower()}.json"
         if knowledge is not None or not path.exists():
-            body = {"name": name, "bio": f"{name} is a test character.", "knowledge": knowledge or [],
-                    "settings": settings or {}}
+            body = {
+                "name": name,
+                "bio": f"{name} is a test character.",
+                "knowledge": knowledge or [],
+                "settings": settings or {},
+            }
             path.write_text(json.dumps(body))
         character = load_character(path, environ=environ or {}).raise_for_problems()
         rt = AgentRuntime(character, self.db.for_agent(character.agent_id), environ=environ or {})
@@ -105,8 +116,9 @@ class Agents:
             await rt.get_service("knowledge").wait()
         return rt
 
-    async def restart(self, rt: AgentRuntime, *, embedding: bool = True,
-                      environ: dict[str, str] | None = None) -> AgentRuntime:
+    async def restart(
+        self, rt: AgentRuntime, *, embedding: bool = True, environ: dict[str, str] | None = None
+    ) -> AgentRuntime:
         await rt.close()
         return await self.start(rt.character.name, embedding=embedding, environ=environ)
 
@@ -122,8 +134,11 @@ async def agents(tmp_path: Path) -> AsyncIterator[Agents]:
 
 def big_document() -> str:
     """About 50 KB of hive records with one fact to find in the middle: "Marigold"."""
-    records = [f"Hive {i} stands in meadow {i % 7}; it gave {i * 3} kilograms of honey last summer and was "
-               f"inspected on day {i % 28 + 1} by the keeper on duty that week." for i in range(400)]
+    records = [
+        f"Hive {i} stands in meadow {i % 7}; it gave {i * 3} kilograms of honey last summer and was "
+        f"inspected on day {i % 28 + 1} by the keeper on duty that week."
+        for i in range(400)
+    ]
     records.insert(200, "The queen of hive 137 is named Marigold.")
     return "\n\n".join(records)
 
@@ -131,15 +146,18 @@ def big_document() -> str:
 def make_pdf(*pages: str, password: str | None = None) -> bytes:
     """A PDF with one page of Helvetica text per argument (lines split on newlines), optionally
     encrypted (RC4, which pypdf opens without extra packages)."""
-    objects = ["<< /Type /Catalog /Pages 2 0 R >>",
-               f"<< /Type /Pages /Kids [{' '.join(f'{4 + 2 * i} 0 R' for i in range(len(pages)))}] "
-               f"/Count {len(pages)} >>",
-               "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{' '.join(f'{4 + 2 * i} 0 R' for i in range(len(pages)))}] /Count {len(pages)} >>",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
     for i, text in enumerate(pages):
         shown = " ".join(f"({line.replace('(', '[').replace(')', ']')}) Tj T*" for line in text.split("\n"))
         ops = f"BT /F1 12 Tf 72 720 Td 14 TL {shown} ET"
-        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-                       f"/Resources << /Font << /F1 3 0 R >> >> /Contents {5 + 2 * i} 0 R >>")
+        objects.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            f"/Resources << /Font << /F1 3 0 R >> >> /Contents {5 + 2 * i} 0 R >>"
+        )
         objects.append(f"<< /Length {len(ops)} >>\nstream\n{ops}\nendstream")
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n")

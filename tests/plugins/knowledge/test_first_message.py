@@ -34,14 +34,27 @@ async def test_troupe_chat_answers_the_first_message_from_a_50_kb_file_still_bei
     # Every request of a slow service takes 0.3 s: the first sync (embedding 30-odd chunks) is
     # still running when the first line arrives.
     async with FakeOpenAIServer(latency=0.3) as server:
-        environ = {"OPENAI_API_KEY": "sk-test-1234", "OPENAI_BASE_URL": server.url,
-                   "KNOWLEDGE_PATH": str(tmp_path / "hives.md")}
-        server.script_chat("<response><thought>t</thought><actions>REPLY</actions>"
-                           "<text>Her name is Marigold.</text></response>")
+        environ = {
+            "OPENAI_API_KEY": "sk-test-1234",
+            "OPENAI_BASE_URL": server.url,
+            "KNOWLEDGE_PATH": str(tmp_path / "hives.md"),
+        }
+        server.script_chat(
+            "<response><thought>t</thought><actions>REPLY</actions><text>Her name is Marigold.</text></response>"
+        )
         out = io.StringIO()
         character = load_character(tmp_path / "ada.json", environ=environ)
-        assert await chat(settings, character, environ, user="sam", output=out,
-                          read_line=one_line("What is the queen of hive 137 named?")) == 0
+        assert (
+            await chat(
+                settings,
+                character,
+                environ,
+                user="sam",
+                output=out,
+                read_line=one_line("What is the queen of hive 137 named?"),
+            )
+            == 0
+        )
     plans = [r.json for r in server.requests_for("chat") if r.json["model"] == "gpt-4o"]
     assert len(plans) == 1
     assert "The queen of hive 137 is named Marigold." in json.dumps(plans[0])
@@ -52,7 +65,9 @@ async def test_troupe_chat_answers_the_first_message_from_a_50_kb_file_still_bei
     async with Database(settings.database) as db:
         assert (await db.for_agent(character.character.agent_id).count_knowledge())[1] > 20
         assert not await db.for_agent(SHARED_KNOWLEDGE_ID).count_memories_by_table()
-    assert await asyncio.to_thread(main, ["memory", "--db", str(settings.database), "forget", "Ada", "--all",
-                                          "--yes"]) == 0
+    assert (
+        await asyncio.to_thread(main, ["memory", "--db", str(settings.database), "forget", "Ada", "--all", "--yes"])
+        == 0
+    )
     async with Database(settings.database) as db:
         assert await db.for_agent(character.character.agent_id).count_knowledge() == (0, 0)

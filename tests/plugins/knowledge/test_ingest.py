@@ -54,8 +54,10 @@ async def test_markdown_and_text_files_are_read_with_their_title(agents: Agents)
     (agents.dir / "notes.md").write_text("# Bees\n\nThe queen lays up to 2,000 eggs a day.\n")
     (agents.dir / "plain.txt").write_text("Honey never spoils.")
     rt = await agents.start(knowledge=[{"path": "notes.md"}, {"path": "plain.txt"}])
-    assert sorted(await texts(rt)) == ["[notes.md]\n# Bees\n\nThe queen lays up to 2,000 eggs a day.",
-                                       "[plain.txt]\nHoney never spoils."]
+    assert sorted(await texts(rt)) == [
+        "[notes.md]\n# Bees\n\nThe queen lays up to 2,000 eggs a day.",
+        "[plain.txt]\nHoney never spoils.",
+    ]
     (document,) = [d for d in await rt.store.get_memories(table="documents") if d.metadata["title"] == "notes.md"]
     assert document.metadata["contentType"] == "text/markdown" and document.metadata["fileExt"] == "md"
     assert document.metadata["type"] == "document" and document.metadata["path"] == str(agents.dir / "notes.md")
@@ -108,8 +110,10 @@ async def test_a_path_that_is_a_folder_is_read_as_a_folder(agents: Agents) -> No
 async def test_long_documents_are_chunked_with_the_configured_sizes(agents: Agents) -> None:
     body = "\n\n".join(f"Paragraph {i}. " + "Bees dance to show where flowers are. " * 8 for i in range(20))
     (agents.dir / "long.md").write_text(body)
-    rt = await agents.start(knowledge=[{"path": "long.md"}],
-                            settings={"KNOWLEDGE_CHUNK_TOKENS": "120", "KNOWLEDGE_CHUNK_OVERLAP_TOKENS": "20"})
+    rt = await agents.start(
+        knowledge=[{"path": "long.md"}],
+        settings={"KNOWLEDGE_CHUNK_TOKENS": "120", "KNOWLEDGE_CHUNK_OVERLAP_TOKENS": "20"},
+    )
     found = await fragments(rt)
     assert len(found) > 10
     assert [m.metadata["position"] for m in found] == list(range(len(found)))
@@ -157,7 +161,9 @@ async def test_knowledge_path_an_older_troupe_shared_becomes_the_agents_own_on_t
     # What an older troupe stored for KNOWLEDGE_PATH from the environment: a claim on the shared scope.
     await ada.store.put_knowledge_document(
         KnowledgeDocument("old-doc", "policy.md", ["[run-docs/policy.md]\nEvery hive is inspected weekly."]),
-        KnowledgeSourceRecord(f"file:{folder / 'policy.md'}", "old-doc", "x"), shared=True)
+        KnowledgeSourceRecord(f"file:{folder / 'policy.md'}", "old-doc", "x"),
+        shared=True,
+    )
     ada = await agents.restart(ada, environ={"KNOWLEDGE_PATH": str(folder)})
     assert await texts(ada, shared=True) == []
     assert await texts(ada) == ["[run-docs/policy.md]\nEvery hive is inspected weekly."]
@@ -170,8 +176,9 @@ async def test_the_same_content_twice_is_stored_and_embedded_once(agents: Agents
     (agents.dir / "a.md").write_text("Bees see ultraviolet light.")
     (agents.dir / "copy").mkdir()
     (agents.dir / "copy" / "b.md").write_text("Bees see ultraviolet light.")
-    rt = await agents.start(knowledge=["Same fact.", "Same fact.", {"path": "a.md"}, {"directory": "copy"},
-                                       {"path": "a.md"}])
+    rt = await agents.start(
+        knowledge=["Same fact.", "Same fact.", {"path": "a.md"}, {"directory": "copy"}, {"path": "a.md"}]
+    )
     assert sorted(await texts(rt)) == ["Same fact.", "[a.md]\nBees see ultraviolet light."]
     assert sorted(agents.embedder.texts) == ["Same fact.", "[a.md]\nBees see ultraviolet light."]
     assert len(await rt.store.get_knowledge_sources()) == 3  # two files and one fact, one document each file
@@ -212,8 +219,10 @@ async def test_a_changed_file_is_embedded_again_and_its_old_chunks_go(agents: Ag
     changing.write_text("New wording, longer than before.")
     rt = await agents.restart(rt)
     assert agents.embedder.texts == ["[docs/change.md]\nNew wording, longer than before."]
-    assert sorted(await texts(rt)) == ["[docs/change.md]\nNew wording, longer than before.",
-                                       "[docs/keep.md]\nUnchanged text."]
+    assert sorted(await texts(rt)) == [
+        "[docs/change.md]\nNew wording, longer than before.",
+        "[docs/keep.md]\nUnchanged text.",
+    ]
     assert len(await rt.store.get_memories(table="documents")) == 2
     assert rt.get_service("knowledge").last.changed == 1
 
@@ -366,8 +375,9 @@ async def test_a_missing_knowledge_path_is_reported_and_what_came_from_it_kept(
     folder.rmdir()
     caplog.set_level(logging.WARNING, logger="plugins.knowledge")
     rt = await agents.restart(rt)
-    assert (f"Ada: knowledge: KNOWLEDGE_PATH: {folder} does not exist; skipped (what was loaded from it before "
-            "is kept)") in caplog.text
+    assert (
+        f"Ada: knowledge: KNOWLEDGE_PATH: {folder} does not exist; skipped (what was loaded from it before is kept)"
+    ) in caplog.text
     assert await texts(rt) == ["[mounted/a.md]\nFrom the mount."]
     await rt.close()
     rt = await agents.start(knowledge=[], settings={})  # the setting gone: forgotten
@@ -466,6 +476,7 @@ async def test_one_line_says_what_was_loaded(agents: Agents, caplog: pytest.LogC
     caplog.set_level(logging.INFO, logger="plugins.knowledge")
     await agents.start(knowledge=["A fact.", {"path": "a.md"}, {"path": "b.md"}])
     (line,) = [r.getMessage() for r in caplog.records if r.name == "plugins.knowledge"]
-    assert line.startswith("Ada: knowledge: 2 files and 1 fact, 3 chunks (3 new, 0 changed, 0 removed; "
-                           "3 chunks embedded) in ")
+    assert line.startswith(
+        "Ada: knowledge: 2 files and 1 fact, 3 chunks (3 new, 0 changed, 0 removed; 3 chunks embedded) in "
+    )
     assert line.endswith(" s")

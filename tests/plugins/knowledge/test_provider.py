@@ -67,19 +67,16 @@ async def test_a_sync_longer_than_the_bound_answers_from_what_is_stored_and_says
     (agents.dir / "hives.md").write_text(big_document())
     agents.embedder.batch_latency = 30.0  # the embedding service hangs
     caplog.set_level(logging.INFO, logger="plugins.knowledge")
-    rt = await agents.start(knowledge=[{"path": "hives.md"}], settings={"KNOWLEDGE_SYNC_WAIT_S": "0.5"},
-                            wait=False)
+    rt = await agents.start(knowledge=[{"path": "hives.md"}], settings={"KNOWLEDGE_SYNC_WAIT_S": "0.5"}, wait=False)
     started = time.monotonic()
     text = await knowledge_of(rt, "What is the queen of hive 137 named?")
     assert time.monotonic() - started < 5
     assert "The queen of hive 137 is named Marigold." in text  # stored, found by its words
     assert rt.get_service("knowledge").last is None  # the sync goes on
-    assert ("Ada: knowledge: still loading after 0.5 s; answering from what is stored so far"
-            in caplog.text)
+    assert "Ada: knowledge: still loading after 0.5 s; answering from what is stored so far" in caplog.text
 
 
-async def test_nothing_to_search_is_not_kept_while_a_sync_runs(agents: Agents,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_nothing_to_search_is_not_kept_while_a_sync_runs(agents: Agents, monkeypatch: pytest.MonkeyPatch) -> None:
     from plugins.knowledge import _ingest
     from plugins.knowledge._service import SyncState
 
@@ -101,9 +98,11 @@ async def test_nothing_to_search_is_not_kept_while_a_sync_runs(agents: Agents,
 async def test_nothing_relevant_says_so_and_asks_for_i_do_not_know(agents: Agents) -> None:
     rt = await agents.start(knowledge=["Ada's shop sells honey."])
     text = await knowledge_of(rt, "Who won the football world cup?")
-    assert text == ("# Knowledge\nNothing in Ada's documents or notes matches this message. If it asks for facts "
-                    "Ada would need to look up, Ada says plainly that they do not know rather than guessing or "
-                    "making something up.")
+    assert text == (
+        "# Knowledge\nNothing in Ada's documents or notes matches this message. If it asks for facts "
+        "Ada would need to look up, Ada says plainly that they do not know rather than guessing or "
+        "making something up."
+    )
 
 
 async def test_a_character_without_knowledge_gets_no_section(agents: Agents) -> None:
@@ -122,8 +121,9 @@ async def test_the_budget_limits_the_text(agents: Agents) -> None:
 
 
 async def test_keywords_alone_without_an_embedding_model(agents: Agents) -> None:
-    rt = await agents.start(knowledge=["The shop opens at nine.", "Bees dislike the smell of bananas."],
-                            embedding=False)
+    rt = await agents.start(
+        knowledge=["The shop opens at nine.", "Bees dislike the smell of bananas."], embedding=False
+    )
     result = (await rt.compose_state(message(rt, "What do bees dislike?"))).providers["KNOWLEDGE"]
     assert [f["content"]["text"] for f in result.data["knowledge"]] == ["Bees dislike the smell of bananas."]
     assert result.data["knowledge"][0]["similarity"] is None
@@ -151,8 +151,9 @@ async def test_a_bad_setting_stops_the_agent_with_a_clear_message(agents: Agents
 
 
 async def test_a_character_answers_from_its_knowledge_through_the_pipeline(harness, tmp_path) -> None:
-    (tmp_path / "faq.md").write_text("# Opening hours\n\nThe Honey Pot opens at nine and closes at five, "
-                                     "Monday to Saturday.\n")
+    (tmp_path / "faq.md").write_text(
+        "# Opening hours\n\nThe Honey Pot opens at nine and closes at five, Monday to Saturday.\n"
+    )
     h = await harness(ChannelType.DM, knowledge=["Ada runs a honey shop called the Honey Pot.", {"path": "faq.md"}])
     await h.rt.get_service("knowledge").wait()
 

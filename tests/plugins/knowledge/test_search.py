@@ -30,12 +30,16 @@ def _source(hit: Hit) -> str:
 
 
 def _hit_rate(results: list[list[Hit]], k: int) -> float:
-    return sum(q["answer"] in [_source(h) for h in hits[:k]] for q, hits in zip(QUESTIONS, results, strict=True)) / len(QUESTIONS)
+    return sum(q["answer"] in [_source(h) for h in hits[:k]] for q, hits in zip(QUESTIONS, results, strict=True)) / len(
+        QUESTIONS
+    )
 
 
 async def test_retrieval_finds_the_answer_document(agents: Agents, capsys: pytest.CaptureFixture[str]) -> None:
-    rt = await agents.start(knowledge=[{"directory": str(CORPUS)}],
-                            settings={"KNOWLEDGE_CHUNK_TOKENS": "120", "KNOWLEDGE_CHUNK_OVERLAP_TOKENS": "20"})
+    rt = await agents.start(
+        knowledge=[{"directory": str(CORPUS)}],
+        settings={"KNOWLEDGE_CHUNK_TOKENS": "120", "KNOWLEDGE_CHUNK_OVERLAP_TOKENS": "20"},
+    )
     service = rt.get_service("knowledge")
     assert service.last.files == 9 and service.last.fragments > 20  # several chunks a document
     hybrid, keywords, vectors = [], [], []
@@ -46,11 +50,15 @@ async def test_retrieval_finds_the_answer_document(agents: Agents, capsys: pytes
         keywords.append(await service.search(text))
         nearest = await rt.store.search_knowledge(vector, count=20, match_threshold=service.config.min_similarity)
         vectors.append(rank(nearest, [], [], service.config))
-    rates = {name: (_hit_rate(results, 1), _hit_rate(results, 3))
-             for name, results in (("hybrid", hybrid), ("vectors", vectors), ("keywords", keywords))}
+    rates = {
+        name: (_hit_rate(results, 1), _hit_rate(results, 3))
+        for name, results in (("hybrid", hybrid), ("vectors", vectors), ("keywords", keywords))
+    }
     with capsys.disabled():
-        print(f"\nknowledge retrieval, {len(QUESTIONS)} questions over {service.last.fragments} chunks: "
-              + "; ".join(f"{name} hit@1 {h1:.0%} hit@3 {h3:.0%}" for name, (h1, h3) in rates.items()))
+        print(
+            f"\nknowledge retrieval, {len(QUESTIONS)} questions over {service.last.fragments} chunks: "
+            + "; ".join(f"{name} hit@1 {h1:.0%} hit@3 {h3:.0%}" for name, (h1, h3) in rates.items())
+        )
     assert rates["hybrid"][0] >= 0.85 and rates["hybrid"][1] >= 0.95
     assert rates["keywords"][0] >= 0.85 and rates["keywords"][1] >= 0.95
 
@@ -66,8 +74,9 @@ async def test_nothing_is_found_for_a_question_the_corpus_does_not_touch(agents:
 
 
 def _memory(id: str, text: str, similarity: float | None = None) -> Memory:
-    return Memory(entity_id="e", room_id="r", id=id, content={"text": text}, similarity=similarity,
-                  metadata={"title": f"{id}.md"})
+    return Memory(
+        entity_id="e", room_id="r", id=id, content={"text": text}, similarity=similarity, metadata={"title": f"{id}.md"}
+    )
 
 
 def test_a_fragment_both_searches_find_beats_one_only_either_finds() -> None:
@@ -80,8 +89,12 @@ def test_a_fragment_both_searches_find_beats_one_only_either_finds() -> None:
 
 def test_word_coverage_reranks_vector_hits() -> None:
     config = KnowledgeConfig()
-    hits = rank([_memory("vague", "something else entirely", 0.9), _memory("exact", "the zorblat eats moss", 0.8)],
-                [], ["zorblat", "eat"], config)
+    hits = rank(
+        [_memory("vague", "something else entirely", 0.9), _memory("exact", "the zorblat eats moss", 0.8)],
+        [],
+        ["zorblat", "eat"],
+        config,
+    )
     assert [h.memory.id for h in hits] == ["exact", "vague"]
 
 

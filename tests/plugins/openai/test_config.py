@@ -105,8 +105,15 @@ def test_embedding_dimensions_outside_the_allowed_set_are_refused(value: str) ->
 
 @pytest.mark.parametrize(
     ("model", "dimensions"),
-    [("text-embedding-3-small", 1536), ("text-embedding-3-large", 1536), ("text-embedding-ada-002", 1536),
-     ("nomic-embed-text", 768), ("nomic-embed-text:latest", 768), ("mxbai-embed-large", 1024), ("all-minilm", 384)],
+    [
+        ("text-embedding-3-small", 1536),
+        ("text-embedding-3-large", 1536),
+        ("text-embedding-ada-002", 1536),
+        ("nomic-embed-text", 768),
+        ("nomic-embed-text:latest", 768),
+        ("mxbai-embed-large", 1024),
+        ("all-minilm", 384),
+    ],
 )
 def test_known_embedding_models_need_no_dimension_setting(model: str, dimensions: int) -> None:
     config = resolve({"OPENAI_API_KEY": KEY, "OPENAI_EMBEDDING_MODEL": model})
@@ -246,11 +253,20 @@ def test_openrouter_takes_embeddings_from_a_keyless_local_server() -> None:
     [
         (None, {"OPENAI_API_KEY": KEY}, {t: ("openai", 50) for t in ModelType}),
         ("ollama", {}, {**{t: ("ollama", 10) for t in CHAT}, ModelType.TEXT_EMBEDDING: ("ollama", 10)}),
-        ("openrouter", {"OPENROUTER_API_KEY": "sk-or-x"},
-         {**{t: ("openrouter", 50) for t in CHAT}, ModelType.IMAGE_DESCRIPTION: ("openrouter", 50)}),
-        ("openrouter", {"OPENROUTER_API_KEY": "sk-or-x", "OPENAI_API_KEY": KEY},
-         {**{t: ("openrouter", 50) for t in CHAT}, ModelType.IMAGE_DESCRIPTION: ("openrouter", 50),
-          ModelType.TEXT_EMBEDDING: ("openai", 50)}),
+        (
+            "openrouter",
+            {"OPENROUTER_API_KEY": "sk-or-x"},
+            {**{t: ("openrouter", 50) for t in CHAT}, ModelType.IMAGE_DESCRIPTION: ("openrouter", 50)},
+        ),
+        (
+            "openrouter",
+            {"OPENROUTER_API_KEY": "sk-or-x", "OPENAI_API_KEY": KEY},
+            {
+                **{t: ("openrouter", 50) for t in CHAT},
+                ModelType.IMAGE_DESCRIPTION: ("openrouter", 50),
+                ModelType.TEXT_EMBEDDING: ("openai", 50),
+            },
+        ),
     ],
 )
 async def test_setup_registers_what_the_preset_serves(
@@ -296,7 +312,9 @@ def test_display_url_drops_credentials_and_query() -> None:
         ({"OPENAI_API_KEY": KEY, "OPENAI_EMBEDDING_URL": "http://127.0.0.1:9/v1"}, 2),
     ],
 )
-async def test_one_client_per_base_url_and_key(make_runtime: MakeRuntime, settings: dict[str, str], clients: int) -> None:
+async def test_one_client_per_base_url_and_key(
+    make_runtime: MakeRuntime, settings: dict[str, str], clients: int
+) -> None:
     runtime = await make_runtime({**settings, "OPENAI_TIMEOUT_S": "2.5", "OPENAI_MAX_RETRIES": "0"})
     models = runtime.closers[0].__self__  # type: ignore[attr-defined]
     assert len(models._clients) == clients
@@ -306,5 +324,7 @@ async def test_one_client_per_base_url_and_key(make_runtime: MakeRuntime, settin
 
 def test_image_description_tokens_must_be_positive() -> None:
     assert resolve({"OPENAI_API_KEY": KEY, "OPENAI_IMAGE_DESCRIPTION_MAX_TOKENS": "300"}).image_max_tokens == 300
-    with pytest.raises(ConfigError, match="OPENAI_IMAGE_DESCRIPTION_MAX_TOKENS must be a whole number, 1 or more, not '0'"):
+    with pytest.raises(
+        ConfigError, match="OPENAI_IMAGE_DESCRIPTION_MAX_TOKENS must be a whole number, 1 or more, not '0'"
+    ):
         resolve({"OPENAI_API_KEY": KEY, "OPENAI_IMAGE_DESCRIPTION_MAX_TOKENS": "0"})

@@ -57,8 +57,12 @@ async def test_auth_errors_are_logged_once_per_provider(
 ) -> None:
     async with FakeOpenAIServer() as router, FakeOpenAIServer() as embedder:
         runtime = await make_runtime(
-            {"OPENROUTER_API_KEY": "sk-or-bad", "OPENROUTER_BASE_URL": router.url,
-             "OPENAI_API_KEY": KEY, "OPENAI_EMBEDDING_URL": embedder.url},
+            {
+                "OPENROUTER_API_KEY": "sk-or-bad",
+                "OPENROUTER_BASE_URL": router.url,
+                "OPENAI_API_KEY": KEY,
+                "OPENAI_EMBEDDING_URL": embedder.url,
+            },
             model_preset="openrouter",
         )
         router.script_chat(Fail(401))

@@ -120,8 +120,12 @@ async def test_embedding_of_several_texts_takes_one_request_and_keeps_their_orde
     assert vectors[0] == vectors[2] == await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hello"})
     assert vectors[1] == await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "goodbye"})
     first = server.requests_for("embeddings")[0].json
-    assert first == {"model": "text-embedding-3-small", "input": ["hello", "goodbye", "hello"], "dimensions": 1536,
-                     "encoding_format": "float"}
+    assert first == {
+        "model": "text-embedding-3-small",
+        "input": ["hello", "goodbye", "hello"],
+        "dimensions": 1536,
+        "encoding_format": "float",
+    }
 
 
 async def test_embedding_of_several_texts_refuses_an_empty_one_without_a_request(
@@ -143,9 +147,7 @@ async def test_embedding_sends_no_dimensions_to_other_models(
     server: FakeOpenAIServer, make_runtime: MakeRuntime
 ) -> None:
     server.embedding_dimensions = 768
-    runtime = await make_runtime(
-        {"OPENAI_BASE_URL": server.url, "OPENAI_EMBEDDING_MODEL": "nomic-embed-text"}
-    )
+    runtime = await make_runtime({"OPENAI_BASE_URL": server.url, "OPENAI_EMBEDDING_MODEL": "nomic-embed-text"})
     assert len(await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hi"})) == 768
     assert "dimensions" not in server.requests_for("embeddings")[0].json
     assert len(await runtime.use(ModelType.TEXT_EMBEDDING, None)) == 768
@@ -246,7 +248,10 @@ async def test_text_to_speech_returns_audio_bytes(runtime: FakeRuntime, server: 
     audio = await runtime.use(ModelType.TEXT_TO_SPEECH, {"text": "Hello!"})
     assert audio == b"FAKE-AUDIO:mp3:Hello!"
     assert server.requests_for("speech")[0].json == {
-        "input": "Hello!", "model": "gpt-4o-mini-tts", "voice": "nova", "response_format": "mp3"
+        "input": "Hello!",
+        "model": "gpt-4o-mini-tts",
+        "voice": "nova",
+        "response_format": "mp3",
     }
 
 

@@ -31,7 +31,10 @@ async def test_a_stream_gives_the_same_audio_and_request_as_bytes(
     assert (stream.format, stream.provider) == ("mp3", "openai")
     assert await stream.read() == b"FAKE-AUDIO:mp3:Hello!"
     assert server.requests_for("speech")[0].json == {
-        "input": "Hello!", "model": "gpt-4o-mini-tts", "voice": "nova", "response_format": "mp3"
+        "input": "Hello!",
+        "model": "gpt-4o-mini-tts",
+        "voice": "nova",
+        "response_format": "mp3",
     }
 
 

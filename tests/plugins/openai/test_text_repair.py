@@ -21,10 +21,11 @@ async def test_model_output_with_a_lone_surrogate_comes_back_repaired(
     runtime: FakeRuntime, server: FakeOpenAIServer
 ) -> None:
     server.script_chat("Broken \ud800 answer, a \ud83d\ude00 smile.", "Streamed \udfff too.")
-    assert await runtime.use(ModelType.TEXT_LARGE, {"prompt": "hi"}) == "Broken \ufffd answer, a \U0001F600 smile."
+    assert await runtime.use(ModelType.TEXT_LARGE, {"prompt": "hi"}) == "Broken \ufffd answer, a \U0001f600 smile."
     pieces: list[str] = []
     streamed = await runtime.use(ModelType.TEXT_LARGE, {"prompt": "hi", "on_delta": pieces.append})
     assert streamed == "Streamed \ufffd too." and "".join(pieces) == streamed
     server.script_transcription("Heard \ud800 this.")
     assert await runtime.use(ModelType.TRANSCRIPTION, {"audio": b"ID3 audio", "filename": "a.mp3"}) == (
-        "Heard \ufffd this.")
+        "Heard \ufffd this."
+    )

@@ -38,7 +38,8 @@ def _check(protocol: type, implementation: type) -> None:
             assert isinstance(implemented, property), name
             continue
         assert inspect.iscoroutinefunction(implemented) == inspect.iscoroutinefunction(declared), (
-            f"{name}: async or not as the protocol says")
+            f"{name}: async or not as the protocol says"
+        )
         if name not in ("__aenter__", "__aexit__"):
             # Parameters exactly as declared; a return type may be narrower (for_agent -> AgentStore).
             assert inspect.signature(implemented).parameters == inspect.signature(declared).parameters, name

@@ -67,7 +67,9 @@ async def test_the_inbox_keeps_events_until_done_oldest_first(store: Store, stor
     await store.inbox_put("telegram", "1", '{"update_id": 1}')  # delivered again: kept once
     pending = await store.inbox_pending("telegram")
     assert sorted((event_id, payload) for event_id, payload, _ in pending) == [
-        ("1", '{"update_id": 1}'), ("2", '{"update_id": 2}')]
+        ("1", '{"update_id": 1}'),
+        ("2", '{"update_id": 2}'),
+    ]
     received = [at for _, _, at in pending]
     assert received == sorted(received)  # oldest first
     assert await store_b.inbox_pending("telegram") == []

@@ -34,9 +34,7 @@ async def test_keyword_search_matches_word_forms_and_ignores_case(store: Store) 
     assert [m.id for m in await store.search_memories_by_text("dragon run", "messages")] == [memory_id]
 
 
-async def test_keyword_search_filters_by_table_room_entity_world_unique_and_agent(
-    store: Store, store_b: Store
-) -> None:
+async def test_keyword_search_filters_by_table_room_entity_world_unique_and_agent(store: Store, store_b: Store) -> None:
     base = await store.create_memory(make_memory("tea time", world_id=W), "messages")
     fact = await store.create_memory(make_memory("tea is good"), "facts")
     other_room = await store.create_memory(make_memory("tea party", room=R2), "messages")

@@ -21,8 +21,10 @@ def src(key: str, document_id: str, digest: str = "h") -> KnowledgeSourceRecord:
 async def test_a_document_is_stored_with_its_fragments_and_its_source(store: Store) -> None:
     await store.put_knowledge_document(doc("d1", "first part", "second part"), src("file:/a.md", "d1"))
     fragments = await store.get_memories(table="knowledge")
-    assert sorted((f.metadata["position"], f.content["text"]) for f in fragments) == [(0, "first part"),
-                                                                                       (1, "second part")]
+    assert sorted((f.metadata["position"], f.content["text"]) for f in fragments) == [
+        (0, "first part"),
+        (1, "second part"),
+    ]
     assert {f.metadata["documentId"] for f in fragments} == {"d1"}
     assert {f.id for f in fragments} == {fragment_id("d1", 0), fragment_id("d1", 1)}
     (document,) = await store.get_memories(table="documents")
@@ -50,8 +52,9 @@ async def test_forgetting_a_source_deletes_a_document_only_when_nothing_refers_t
     assert await store.search_knowledge(vec(1)) == []
 
 
-async def test_shared_documents_have_their_own_scope_and_owners(backend: StoreBackend, store: Store,
-                                                                store_b: Store) -> None:
+async def test_shared_documents_have_their_own_scope_and_owners(
+    backend: StoreBackend, store: Store, store_b: Store
+) -> None:
     await store.put_knowledge_document(doc("s1", "house rules"), src("file:/rules.md", "s1"), shared=True)
     await store_b.put_knowledge_document(None, src("file:/rules.md", "s1"), shared=True)
     shared = await backend.for_agent(SHARED_KNOWLEDGE_ID).get_agent()
@@ -90,8 +93,13 @@ async def test_vectors_go_in_the_column_of_their_length(store: Store) -> None:
 
 async def test_vector_search_ranks_and_applies_the_floor(store: Store) -> None:
     await store.put_knowledge_document(doc("d1", "near", "far", "middle"), src("text:x", "d1"))
-    await store.set_knowledge_vectors([(fragment_id("d1", 0), mix(0, 1, 0.9)), (fragment_id("d1", 1), mix(0, 1, 0.1)),
-                                       (fragment_id("d1", 2), mix(0, 1, 0.5))])
+    await store.set_knowledge_vectors(
+        [
+            (fragment_id("d1", 0), mix(0, 1, 0.9)),
+            (fragment_id("d1", 1), mix(0, 1, 0.1)),
+            (fragment_id("d1", 2), mix(0, 1, 0.5)),
+        ]
+    )
     hits = await store.search_knowledge(vec(0), count=5, match_threshold=0.3)
     assert [m.content["text"] for m in hits] == ["near", "middle"]
     assert [round(m.similarity or 0, 3) for m in hits] == [0.9, 0.5]
@@ -132,7 +140,9 @@ async def test_forgetting_an_agents_knowledge_takes_its_own_and_its_shared_claim
     assert await store.count_knowledge() == (1, 1)  # "both": B still lists it
     assert [m.content["text"] for m in await store.search_knowledge_by_text("text")] == ["both text"]
     assert sorted(m.content["text"] for m in await store_b.search_knowledge_by_text("text")) == [
-        "b's text", "both text"]
+        "b's text",
+        "both text",
+    ]
     assert await store.get_knowledge_sources() == {} and await store.get_knowledge_sources(shared=True) == {}
 
     shared = backend.for_agent(SHARED_KNOWLEDGE_ID)

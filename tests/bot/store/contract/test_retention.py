@@ -21,37 +21,60 @@ NAME = "Samwise"
 async def _rich_world(backend: StoreBackend, store: Store) -> dict[str, str]:
     """Agent A knows U (called Samwise) and V in group room R, and talks with U alone in DM."""
     await store.update_entity(Entity(U, A, names=[NAME, "sam_w"], metadata={"discord": {"id": "42"}}))
-    await store.update_world(World(W, A, name="Guild", server_id="g1",
-                                   metadata={"ownership": {"ownerId": U}, "roles": {U: "ADMIN", V: "NONE"}}))
-    await store.create_rooms([Room(DM, source="discord", type=ChannelType.DM, name="DM with Samwise",
-                                   metadata={"peer": U})])
+    await store.update_world(
+        World(
+            W, A, name="Guild", server_id="g1", metadata={"ownership": {"ownerId": U}, "roles": {U: "ADMIN", V: "NONE"}}
+        )
+    )
+    await store.create_rooms(
+        [Room(DM, source="discord", type=ChannelType.DM, name="DM with Samwise", metadata={"peer": U})]
+    )
     await store.add_participants([A, U], DM)
     ids: dict[str, str] = {}
     ids["u_group"] = await store.create_memory(
-        make_memory(f"my {SECRET_WORD} recipe is secret", entity=U, embedding=vec(1), created_at=10), "messages")
+        make_memory(f"my {SECRET_WORD} recipe is secret", entity=U, embedding=vec(1), created_at=10), "messages"
+    )
     ids["reply"] = await store.create_memory(
-        Memory(A, R, {"text": "tell me more", "inReplyTo": ids["u_group"]}, embedding=vec(2), created_at=11),
-        "messages")
+        Memory(A, R, {"text": "tell me more", "inReplyTo": ids["u_group"]}, embedding=vec(2), created_at=11), "messages"
+    )
     ids["v_group"] = await store.create_memory(
-        Memory(V, R, {"text": "V greets everyone", "mentions": [U]}, embedding=vec(3), created_at=12,
-               metadata={"type": "message", "repliedTo": U}), "messages")
+        Memory(
+            V,
+            R,
+            {"text": "V greets everyone", "mentions": [U]},
+            embedding=vec(3),
+            created_at=12,
+            metadata={"type": "message", "repliedTo": U},
+        ),
+        "messages",
+    )
     ids["u_dm"] = await store.create_memory(
-        make_memory(f"{SECRET_WORD} in private", entity=U, room=DM, embedding=vec(4), created_at=13), "messages")
-    ids["a_dm"] = await store.create_memory(make_memory("a private answer", entity=A, room=DM, created_at=14),
-                                            "messages")
+        make_memory(f"{SECRET_WORD} in private", entity=U, room=DM, embedding=vec(4), created_at=13), "messages"
+    )
+    ids["a_dm"] = await store.create_memory(
+        make_memory("a private answer", entity=A, room=DM, created_at=14), "messages"
+    )
     fact = {"unique": True}
     ids["about_u"] = await store.create_memory(
-        Memory(U, R, {"text": "likes second breakfast"}, embedding=vec(5), metadata={"entityIds": [U]}), "facts", **fact)
+        Memory(U, R, {"text": "likes second breakfast"}, embedding=vec(5), metadata={"entityIds": [U]}), "facts", **fact
+    )
     ids["told_by_u"] = await store.create_memory(
-        Memory(V, R, {"text": "V moved to Bree"}, metadata={"entityIds": [V], "sourceEntityId": U}), "facts", **fact)
+        Memory(V, R, {"text": "V moved to Bree"}, metadata={"entityIds": [V], "sourceEntityId": U}), "facts", **fact
+    )
     ids["named"] = await store.create_memory(Memory(A, R, {"text": f"{NAME} gardens"}), "facts", **fact)
-    ids["v_fact"] = await store.create_memory(Memory(V, R, {"text": "V plays the lute"}, embedding=vec(6),
-                                                     metadata={"entityIds": [V], "sourceEntityId": V}), "facts", **fact)
+    ids["v_fact"] = await store.create_memory(
+        Memory(V, R, {"text": "V plays the lute"}, embedding=vec(6), metadata={"entityIds": [V], "sourceEntityId": V}),
+        "facts",
+        **fact,
+    )
     ids["summary_u"] = await store.create_memory(
         Memory(A, R, {"text": "a long talk about potatoes"}, embedding=vec(7), metadata={"entityIds": [U, V, A]}),
-        "summaries", **fact)
+        "summaries",
+        **fact,
+    )
     ids["summary_v"] = await store.create_memory(
-        Memory(A, R, {"text": "V sang a song"}, metadata={"entityIds": [V, A]}), "summaries", **fact)
+        Memory(A, R, {"text": "V sang a song"}, metadata={"entityIds": [V, A]}), "summaries", **fact
+    )
     assert await store.create_relationship(U, V, tags=["friends"])
     assert await store.create_relationship(V, U)
     assert await store.create_relationship(V, A)
@@ -95,8 +118,9 @@ async def test_compact_memories_does_nothing_when_the_batch_changed(store: Store
 async def test_list_and_search_across_tables_with_an_entity_filter(store: Store) -> None:
     await store.create_memory(make_memory("U says hi", entity=U, created_at=1), "messages")
     await store.create_memory(make_memory("V says hi", entity=V, created_at=2), "messages")
-    await store.create_memory(Memory(A, R, {"text": "U likes hiking"}, created_at=3, metadata={"entityIds": [U]}),
-                              "facts")
+    await store.create_memory(
+        Memory(A, R, {"text": "U likes hiking"}, created_at=3, metadata={"entityIds": [U]}), "facts"
+    )
     assert [m.content["text"] for m in await store.list_memories()] == ["U likes hiking", "V says hi", "U says hi"]
     assert [m.table for m in await store.list_memories(entity_id=U)] == ["facts", "messages"]
     assert [m.content["text"] for m in await store.list_memories(tables=["messages"], count=1)] == ["V says hi"]
@@ -121,8 +145,9 @@ async def test_export_of_a_person_is_what_forgetting_them_would_remove(backend: 
     data = await store.export_memories(entity_id=U)
     assert [e.id for e in data.entities] == [U]
     assert [c.id for c in data.entities[0].components] == ["c-u"]
-    assert {m.id for m in data.memories} == {ids[k] for k in (
-        "u_group", "reply", "u_dm", "a_dm", "about_u", "told_by_u", "named", "summary_u")}
+    assert {m.id for m in data.memories} == {
+        ids[k] for k in ("u_group", "reply", "u_dm", "a_dm", "about_u", "told_by_u", "named", "summary_u")
+    }
     assert all(m.embedding is None for m in data.memories)
     assert {r.id for r in data.rooms} == {R, R2, DM}
     assert [w.id for w in data.worlds] == [W]
@@ -179,10 +204,13 @@ async def before_forget_all(backend: StoreBackend, store: Store, other: Store) -
     await store.create_rooms([Room(A, source="troupe", type=ChannelType.SELF, name="self")])
     await store.add_participant(A, A)
     await _rich_world(backend, store)
-    doc = await store.create_memory(Memory(A, A, {"text": "the manual"}, metadata={"type": "document",
-                                                                                     "timestamp": 1}), "documents")
-    await store.create_memory(Memory(A, A, {"text": "chapter one"}, metadata={
-        "type": "fragment", "documentId": doc, "position": 0}), "knowledge")
+    doc = await store.create_memory(
+        Memory(A, A, {"text": "the manual"}, metadata={"type": "document", "timestamp": 1}), "documents"
+    )
+    await store.create_memory(
+        Memory(A, A, {"text": "chapter one"}, metadata={"type": "fragment", "documentId": doc, "position": 0}),
+        "knowledge",
+    )
     await other.create_memory(make_memory("B keeps this", room=BR, entity=BU), "messages")
     return doc
 

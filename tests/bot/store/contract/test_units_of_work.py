@@ -17,8 +17,9 @@ async def test_reads_in_a_unit_of_work_see_every_write_made_in_it(store: Store) 
     with store.shared_reads():
         room = await store.get_room(R)
         assert room is not None and await store.get_room(R) == room
-        assert await store.update_room(Room(id=R, source=room.source, type=room.type, world_id=room.world_id,
-                                            name="renamed"))
+        assert await store.update_room(
+            Room(id=R, source=room.source, type=room.type, world_id=room.world_id, name="renamed")
+        )
         renamed = await store.get_room(R)
         assert renamed is not None and renamed.name == "renamed"
         assert await store.get_participant_state(R, U) is None

@@ -30,9 +30,7 @@ async def three(store: Store) -> tuple[str, str, str]:
     return e1, e2, e3
 
 
-async def test_search_returns_best_first_with_similarity_and_embedding(
-    store: Store, three: tuple[str, ...]
-) -> None:
+async def test_search_returns_best_first_with_similarity_and_embedding(store: Store, three: tuple[str, ...]) -> None:
     found = await store.search_memories(vec(0), "facts")
     assert [m.id for m in found] == list(three)
     assert [m.similarity for m in found] == pytest.approx([1.0, 0.8, 0.0], abs=1e-6)
