@@ -20,11 +20,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 
 from bot.types import ChannelType, Memory, RoomState
 
-__all__ = ["Decision", "Verdict", "addressed_by_name", "bot_run_length", "decide"]
+__all__ = ["Decision", "Rule", "Verdict", "addressed_by_name", "bot_run_length", "decide"]
 
 _ALWAYS_TYPES = frozenset({ChannelType.DM, ChannelType.VOICE_DM, ChannelType.SELF, ChannelType.API})
 
@@ -35,10 +35,28 @@ class Decision(Enum):
     ASK_MODEL = "ask_model"
 
 
+class Rule(StrEnum):
+    """Which rule decided; the pipeline's outcome follows from it, never from the reason's text."""
+
+    OWN = "own"
+    LOOP_GUARD = "loop_guard"
+    MUTED = "muted"
+    MUTED_BUT_ADDRESSED = "muted_but_addressed"
+    ROOM_TYPE = "room_type"
+    SOURCE = "source"
+    MENTIONED = "mentioned"
+    REPLY = "reply"
+    NAMED = "named"
+    FOLLOWED = "followed"
+    UNDECIDED = "undecided"
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     decision: Decision
+    rule: Rule
     reason: str
+    """The rule in words, for logs (``loop guard: 4 bot messages in a row``)."""
     addressed: bool = False
     """The agent was named, mentioned or replied to: a direct address is never dropped."""
 
@@ -81,7 +99,7 @@ def decide(
     stored; it is only read for the bot loop guard.
     """
     if message.entity_id == agent_id:
-        return Verdict(Decision.IGNORE, "own message")
+        return Verdict(Decision.IGNORE, Rule.OWN, "own message")
 
     meta = message.metadata
     text = str(message.content.get("text") or "")
@@ -90,24 +108,24 @@ def decide(
     if meta.get("authorIsBot"):
         run = max(bot_run_length(recent, agent_id), 1)
         if run > max_bot_turns:
-            return Verdict(Decision.IGNORE, f"loop guard: {run} bot messages in a row", addressed)
+            return Verdict(Decision.IGNORE, Rule.LOOP_GUARD, f"loop guard: {run} bot messages in a row", addressed)
 
     if room_state is RoomState.MUTED:
         if addressed:
-            return Verdict(Decision.RESPOND, "muted, but addressed", True)
-        return Verdict(Decision.IGNORE, "muted", False)
+            return Verdict(Decision.RESPOND, Rule.MUTED_BUT_ADDRESSED, "muted, but addressed", True)
+        return Verdict(Decision.IGNORE, Rule.MUTED, "muted", False)
 
     source = str(message.content.get("source") or "")
     if room_type is not None and str(room_type).upper() in _ALWAYS_TYPES:
-        return Verdict(Decision.RESPOND, f"{str(room_type).upper()} room", addressed)
+        return Verdict(Decision.RESPOND, Rule.ROOM_TYPE, f"{str(room_type).upper()} room", addressed)
     if source in set(always_sources):
-        return Verdict(Decision.RESPOND, f"{source} source", addressed)
+        return Verdict(Decision.RESPOND, Rule.SOURCE, f"{source} source", addressed)
     if meta.get("isMention"):
-        return Verdict(Decision.RESPOND, "mentioned", True)
+        return Verdict(Decision.RESPOND, Rule.MENTIONED, "mentioned", True)
     if meta.get("isReply"):
-        return Verdict(Decision.RESPOND, "reply to the agent", True)
+        return Verdict(Decision.RESPOND, Rule.REPLY, "reply to the agent", True)
     if addressed:
-        return Verdict(Decision.RESPOND, "named", True)
+        return Verdict(Decision.RESPOND, Rule.NAMED, "named", True)
     if room_state is RoomState.FOLLOWED:
-        return Verdict(Decision.RESPOND, "following the room")
-    return Verdict(Decision.ASK_MODEL, "undecided")
+        return Verdict(Decision.RESPOND, Rule.FOLLOWED, "following the room")
+    return Verdict(Decision.ASK_MODEL, Rule.UNDECIDED, "undecided")

@@ -33,7 +33,7 @@ from bot.types import ChannelType, Claim, Entity, Handling, Memory, Room, now_ms
 from ._attachments import AttachmentFetcher, process_attachments
 from ._delivery import Delivery, bound_text, max_reply_chars
 from ._embedding import embeddings
-from ._gate import Decision, Verdict, decide
+from ._gate import Decision, Rule, Verdict, decide
 from ._parse import parse_response
 from ._prompts import render, template
 from ._recovery import recover, wait_for_link
@@ -90,6 +90,9 @@ class Outcome:
     reason: str = ""
     actions: tuple[str, ...] = ()
 
+
+# The gate's rules whose silence has an outcome of its own.
+_SILENCED_BY = {Rule.LOOP_GUARD: Status.LOOP_GUARD, Rule.MUTED: Status.MUTED}
 
 # Outcomes of deliveries that were never claimed, or whose claim says they are not ours to finish.
 _UNCLAIMED = frozenset({Status.OWN, Status.CLOSING, Status.DUPLICATE})
@@ -333,11 +336,7 @@ class MessagePipeline:
         )
         decisions = rt.metrics.gate_decisions
         if verdict.decision is Decision.IGNORE:
-            status = (
-                Status.LOOP_GUARD
-                if verdict.reason.startswith("loop guard")
-                else (Status.MUTED if verdict.reason == "muted" else Status.IGNORED)
-            )
+            status = _SILENCED_BY.get(verdict.rule, Status.IGNORED)
             decisions.labels(agent=rt.character.name, decision=status.value).inc()
             return Outcome(status, verdict.reason)
         if recovered and verdict.decision is Decision.ASK_MODEL:

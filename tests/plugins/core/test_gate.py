@@ -3,7 +3,7 @@
 import pytest
 
 from bot.types import ChannelType, Memory, RoomState
-from plugins.core._gate import Decision, addressed_by_name, bot_run_length, decide
+from plugins.core._gate import Decision, Rule, addressed_by_name, bot_run_length, decide
 
 AGENT = "00000000-0000-0000-0000-00000000000a"
 HUMAN = "00000000-0000-0000-0000-00000000000b"
@@ -76,7 +76,8 @@ def test_loop_guard_bounds_bot_conversations_and_resets_on_a_human() -> None:
     assert verdict(bot, recent=[bot, human]).decision is Decision.RESPOND
     assert verdict(bot, recent=[bot, mine, bot, human], max_bot_turns=3).decision is Decision.RESPOND
     blocked = verdict(bot, recent=[bot, mine, bot, mine, human], max_bot_turns=3)
-    assert blocked.decision is Decision.IGNORE and blocked.reason.startswith("loop guard: 4")
+    assert blocked.decision is Decision.IGNORE and blocked.rule is Rule.LOOP_GUARD
+    assert blocked.reason == "loop guard: 4 bot messages in a row"
     assert bot_run_length([human, bot, mine], AGENT) == 0
 
 
