@@ -27,10 +27,11 @@ from .background import BackgroundTasks
 from .character import Character
 from .components import Action, Evaluator, Provider, ProviderResult, State, TaskWorker
 from .errors import ModelError, PluginLoadError
-from .events import event_name
+from .events import EventType, event_name
 from .ids import unique_uuid
 from .lifecycle import RuntimeState
 from .links import Links
+from .messages import IncomingMessage, MessageHandler, Outcome, Status
 from .metrics import Metrics
 from .models import ModelType, model_type
 from .settings import character_setting
@@ -106,6 +107,7 @@ class AgentRuntime:
         self._models: dict[ModelType, list[_ModelEntry]] = {}
         self._model_order = 0
         self._events: dict[str, list[EventHandler]] = {}
+        self._message_handler: MessageHandler | None = None
         self._on_close: list[Callable[[], Awaitable[None]]] = []
         self._tasks = BackgroundTasks(f"troupe:{character.name}", agent=character.name)
         self._state_cache: OrderedDict[str, State] = OrderedDict()
@@ -221,6 +223,12 @@ class AgentRuntime:
 
     def register_event(self, name: str, handler: EventHandler) -> None:
         self._events.setdefault(event_name(name), []).append(handler)
+
+    def handle_messages_with(self, handler: MessageHandler) -> None:
+        """Answer incoming messages with ``handler`` (the core plugin's pipeline); one per runtime."""
+        if self._message_handler is not None:
+            raise ValueError("a plugin already handles this agent's messages")
+        self._message_handler = handler
 
     def on_close(self, callback: Callable[[], Awaitable[None]]) -> None:
         """Run ``callback`` when the runtime closes (reverse order of registration)."""
@@ -373,6 +381,23 @@ class AgentRuntime:
                     getattr(handler, "__qualname__", handler),
                     exc_info=result,
                 )
+
+    async def receive(self, incoming: IncomingMessage) -> Outcome:
+        """Handle a message a platform heard, to its end, and say how it ended; never raises.
+
+        Listeners of MESSAGE_RECEIVED (analytics, third-party plugins) see it too, alongside.
+        """
+        handler = self._message_handler
+        if handler is None:
+            _log.warning('%s: a message arrived, but no plugin handles messages (add "core")', self.character.name)
+            return Outcome(Status.UNHANDLED, "no plugin handles messages")
+        if EventType.MESSAGE_RECEIVED not in self._events:  # the common case: nobody else listens
+            return await handler.handle(incoming)
+        outcome, _ = await asyncio.gather(
+            handler.handle(incoming),
+            self.emit(EventType.MESSAGE_RECEIVED, {"message": incoming.message, "source": incoming.source}),
+        )
+        return outcome
 
     # -- models ---------------------------------------------------------------------------
 

@@ -1,25 +1,25 @@
 """The console adapter: one person talking to one character in a terminal.
 
-The terminal is a world with one DM room; the person is an entity. Lines typed become
-MESSAGE_RECEIVED events like any platform's messages, and replies come back through the same
-callback contract: the adapter shows them and stores what it "sent".
+The terminal is a world with one DM room; the person is an entity. Lines typed reach the
+runtime as incoming messages like any platform's, and replies come back through the same reply
+channel contract (:mod:`bot.messages`): the adapter shows them and stores what it "sent".
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from io import TextIOBase
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from bot.errors import SendError
 from bot.events import EventType
+from bot.messages import IncomingMessage, Outcome, QuietChannel
 from bot.prompt import ask
 from bot.text import repair_text
-from bot.types import ChannelType, Entity, Memory, Room, World, now_ms
+from bot.types import JSON, ChannelType, Entity, Memory, Room, World, now_ms
 
 from ._notices import ConversationLog
 
@@ -83,16 +83,10 @@ class ConsoleAdapter:
             self.runtime.register_service(SOURCE, self)
         self._connected = True
 
-    async def send(self, text: str) -> Any:
-        """Deliver one line from the person; returns the pipeline's outcome once it is done."""
+    async def send(self, text: str) -> Outcome:
+        """Deliver one line from the person; returns how its handling ended."""
         if not self._connected:
             await self.connect()
-        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-
-        async def on_complete(outcome: Any) -> None:
-            if not done.done():
-                done.set_result(outcome)
-
         # A terminal's bytes that are not UTF-8 arrive as lone surrogates (surrogateescape).
         message = Memory(
             id=str(uuid.uuid4()),
@@ -103,12 +97,10 @@ class ConsoleAdapter:
             metadata={"entityName": self.user},
             created_at=now_ms(),
         )
-        await self.runtime.emit(
-            EventType.MESSAGE_RECEIVED, {"message": message, "callback": self._callback, "on_complete": on_complete}
-        )
-        return done.result() if done.done() else None
+        return await self.runtime.receive(IncomingMessage(message, _Terminal(self)))
 
-    async def _callback(self, content: dict[str, Any]) -> list[Memory]:
+    async def show(self, content: JSON) -> list[Memory]:
+        """Print a reply and store it as what the character said."""
         text = repair_text(str(content.get("text") or "")).strip()  # a terminal may not print a lone surrogate
         if not text:
             return []
@@ -126,15 +118,15 @@ class ConsoleAdapter:
         await self.runtime.emit(EventType.MESSAGE_SENT, {"message": sent})
         return [sent]
 
-    async def send_to_room(self, room: Room, content: dict[str, Any]) -> list[Memory]:
+    async def send_to_room(self, room: Room, content: JSON) -> list[Memory]:
         if room.id != self.room_id:
             raise SendError("the console has only this conversation")
-        return await self._callback(content)
+        return await self.show(content)
 
-    async def send_to_entity(self, entity: Entity, content: dict[str, Any]) -> list[Memory]:
+    async def send_to_entity(self, entity: Entity, content: JSON) -> list[Memory]:
         if entity.id != self.entity_id:
             raise SendError(f"on the console I can only write to {self.user}")
-        return await self._callback(content)
+        return await self.show(content)
 
     async def run(self, read_line: Callable[[], Awaitable[str | None]] | None = None) -> None:
         """Read lines until end of input or ``/quit``; each line is answered before the next."""
@@ -161,3 +153,13 @@ class ConsoleAdapter:
 
 async def _stdin_line() -> str | None:
     return await ask("> ")
+
+
+class _Terminal(QuietChannel):
+    """The reply channel of a line typed in the terminal: replies are printed (and stored)."""
+
+    def __init__(self, adapter: ConsoleAdapter) -> None:
+        self.adapter = adapter
+
+    async def send(self, content: JSON) -> list[Memory]:
+        return await self.adapter.show(content)

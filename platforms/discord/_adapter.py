@@ -1,13 +1,13 @@
 """One character's Discord bot: a discord.py client in the daemon's loop, translating both ways.
 
-Inbound, gateway events become troupe events (MESSAGE_RECEIVED with a reply callback,
-REACTION_RECEIVED, MESSAGE_UPDATED/DELETED, WORLD_CONNECTED/JOINED, ENTITY_JOINED/LEFT) after the
+Inbound, a message becomes an incoming message for the runtime, with its reply channel
+(:mod:`bot.messages`); other gateway events become troupe events (REACTION_RECEIVED, MESSAGE_UPDATED/DELETED, WORLD_CONNECTED/JOINED, ENTITY_JOINED/LEFT) after the
 listening rules of the character's settings. Worlds, rooms, entities and participants are
 written once per run and remembered, not re-written for every message. When Discord could not
 resume a lost session, what was said meanwhile is read back and handled the same way
 (``_catchup.py``).
 
-Outbound, the reply callback answers the triggering message (split, safe mentions, uploads,
+Outbound, the reply channel answers the triggering message (split, safe mentions, uploads,
 retries), shows "typing…" while an answer is being prepared, and stores what was sent. The
 adapter is also the runtime's ``discord`` Messenger, for SEND_MESSAGE.
 """
@@ -28,8 +28,9 @@ from bot.connections import Connections, TokenClaims, record_sent
 from bot.errors import ConfigError, PartlySent, SendError
 from bot.events import EventType
 from bot.links import LinkState
+from bot.messages import IncomingMessage, QuietChannel
 from bot.text import first_words
-from bot.types import ChannelType, Entity, Memory, Role, Room, now_ms
+from bot.types import JSON, ChannelType, Entity, Memory, Role, Room, now_ms
 
 from ._catchup import MissedMessages
 from ._config import DiscordConfig
@@ -441,23 +442,11 @@ class DiscordAdapter:
             return
         room_id = await self.ensure_room(message.channel, dm_with=message.author)
         await self.ensure_entity(message.author, room_id)
-        typing = _Typing(message.channel, self.name)
-        payload = {
-            "message": memory,
-            "callback": self._reply_callback(message, memory, typing),
-            "fetch_attachment": lambda item: self._fetch_attachment(message, item),
-            "on_responding": typing.start,
-        }
+        channel = _Answer(self, message, memory)
         try:
-            await self.runtime.emit(EventType.MESSAGE_RECEIVED, payload)
+            await self.runtime.receive(IncomingMessage(memory, channel))
         finally:
-            await typing.stop()
-
-    async def _fetch_attachment(self, message: discord.Message, item: Mapping[str, Any]) -> bytes:
-        for attachment in message.attachments:
-            if str(attachment.id) == str(item.get("id")):
-                return await attachment.read()
-        raise LookupError("no such attachment on the message")
+            await channel.typing_indicator.stop()
 
     async def on_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         message = payload.message
@@ -533,18 +522,6 @@ class DiscordAdapter:
         )
 
     # -- outbound -------------------------------------------------------------------------
-
-    def _reply_callback(self, message: discord.Message, incoming: Memory, typing: _Typing) -> Any:
-        async def reply(content: dict[str, Any]) -> list[Memory]:
-            await typing.stop()
-            text = str(content.get("text") or "")
-            sent, whole = await self._send_reply(message.channel, text, content, message)
-            session = self.voice.session_for_text_channel(message.channel.id)
-            if session is not None and whole:  # in voice with this channel as its text side: say it too
-                session.say(text)
-            return await self._remember(sent, content, incoming.room_id, incoming.world_id, in_reply_to=incoming.id)
-
-        return reply
 
     async def _send_reply(
         self, channel: Any, text: str, content: Mapping[str, Any], answering: Any
@@ -671,6 +648,34 @@ class DiscordAdapter:
             self._log_send_failure(channel, text, exc)
             raise SendError("Discord did not take the message; try again later") from None
         return await self._remember(sent, content, room_id, world_id)
+
+
+class _Answer(QuietChannel):
+    """The reply channel of one Discord message: replies quote it; in a voice session whose text
+    side this channel is, they are said aloud too."""
+
+    def __init__(self, adapter: DiscordAdapter, message: discord.Message, incoming: Memory) -> None:
+        self.adapter, self.message, self.incoming = adapter, message, incoming
+        self.typing_indicator = _Typing(message.channel, adapter.name)
+
+    async def send(self, content: JSON) -> list[Memory]:
+        await self.typing_indicator.stop()
+        adapter, incoming = self.adapter, self.incoming
+        text = str(content.get("text") or "")
+        sent, whole = await adapter._send_reply(self.message.channel, text, content, self.message)
+        session = adapter.voice.session_for_text_channel(self.message.channel.id)
+        if session is not None and whole:  # in voice with this channel as its text side: say it too
+            session.say(text)
+        return await adapter._remember(sent, content, incoming.room_id, incoming.world_id, in_reply_to=incoming.id)
+
+    async def typing(self) -> None:
+        await self.typing_indicator.start()
+
+    async def fetch(self, attachment: Mapping[str, Any]) -> bytes:
+        for item in self.message.attachments:
+            if str(item.id) == str(attachment.get("id")):
+                return await item.read()
+        raise LookupError("no such attachment on the message")
 
 
 class _Typing:

@@ -25,9 +25,10 @@ from bot.connections import record_sent
 from bot.errors import ModelError
 from bot.events import EventType
 from bot.ids import unique_uuid
+from bot.messages import IncomingMessage, QuietChannel
 from bot.models import ModelType
 from bot.spoken import SentenceStream
-from bot.types import ChannelType, Memory, now_ms
+from bot.types import JSON, ChannelType, Memory, now_ms
 
 from ._mapping import SOURCE, discord_id, user_names
 from ._voice_player import SpeechPlayer
@@ -187,38 +188,49 @@ class VoiceSession:
                 "heardAt": utterance.ended,
             },
         )
-        sentences = SentenceStream()
+        await runtime.receive(IncomingMessage(memory, _Spoken(self, memory)))
 
-        def partial(text_so_far: str) -> None:
-            for sentence in sentences.feed(text_so_far):
-                self.player.say(sentence)
 
-        async def reply(content: dict[str, Any]) -> list[Memory]:
-            text = str(content.get("text") or "").strip()
-            if not text:
-                return []
-            for sentence in sentences.finish(text):
-                self.player.say(sentence)
-            spoken = Memory(
-                id=str(uuid.uuid4()),
-                entity_id=agent,
-                agent_id=agent,
-                room_id=self.room_id,
-                world_id=memory.world_id,
-                created_at=now_ms(),
-                content={
-                    **content,
-                    "text": text,
-                    "source": SOURCE,
-                    "inReplyTo": memory.id,
-                    "isVoiceMessage": True,
-                    "channelType": ChannelType.VOICE_GROUP.value,
-                },
-                metadata={"type": "message"},
-            )
-            return await record_sent(runtime, [spoken], SOURCE)
+class _Spoken(QuietChannel):
+    """The reply channel of something said in a voice channel: the answer is spoken, sentence by
+    sentence while the model is still writing it, and stored as said there."""
 
-        await runtime.emit(EventType.MESSAGE_RECEIVED, {"message": memory, "callback": reply, "on_reply_text": partial})
+    streams = True
+
+    def __init__(self, session: VoiceSession, heard: Memory) -> None:
+        self.session, self.heard = session, heard
+        self._sentences = SentenceStream()
+
+    def stream(self, text_so_far: str) -> None:
+        for sentence in self._sentences.feed(text_so_far):
+            self.session.player.say(sentence)
+
+    async def send(self, content: JSON) -> list[Memory]:
+        text = str(content.get("text") or "").strip()
+        if not text:
+            return []
+        for sentence in self._sentences.finish(text):
+            self.session.player.say(sentence)
+        runtime = self.session.manager.runtime
+        agent = runtime.agent_id
+        spoken = Memory(
+            id=str(uuid.uuid4()),
+            entity_id=agent,
+            agent_id=agent,
+            room_id=self.session.room_id,
+            world_id=self.heard.world_id,
+            created_at=now_ms(),
+            content={
+                **content,
+                "text": text,
+                "source": SOURCE,
+                "inReplyTo": self.heard.id,
+                "isVoiceMessage": True,
+                "channelType": ChannelType.VOICE_GROUP.value,
+            },
+            metadata={"type": "message"},
+        )
+        return await record_sent(runtime, [spoken], SOURCE)
 
 
 class VoiceManager:

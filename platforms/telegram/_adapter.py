@@ -1,8 +1,8 @@
 """One character's Telegram bot: a python-telegram-bot Application driven inside the daemon's
 loop (initialize, start, long polling — never ``run_polling()``), translating both ways.
 
-Inbound, updates become troupe events: MESSAGE_RECEIVED with a reply callback, MESSAGE_UPDATED
-for edits, REACTION_RECEIVED, WORLD_JOINED the first time a chat is seen, ENTITY_JOINED/LEFT.
+Inbound, a message becomes an incoming message for the runtime with its reply channel
+(:mod:`bot.messages`); other updates become troupe events: MESSAGE_UPDATED for edits, REACTION_RECEIVED, WORLD_JOINED the first time a chat is seen, ENTITY_JOINED/LEFT.
 Chats, topics and people are written once per run and remembered. ``/start`` and ``/help`` are
 answered without the model. Voice notes, audio files and round videos are transcribed before
 the pipeline sees them, so the words are the message (and a name said aloud addresses the
@@ -36,9 +36,10 @@ from bot.connections import Connections, TokenClaims, record_sent
 from bot.errors import ConfigError, ModelError, PartlySent, SendError, reason_for
 from bot.events import EventType
 from bot.links import LinkState
+from bot.messages import IncomingMessage, QuietChannel
 from bot.models import ModelType
 from bot.text import first_words
-from bot.types import ChannelType, Entity, Memory, Room, now_ms
+from bot.types import JSON, ChannelType, Entity, Memory, Room, now_ms
 
 from ._config import TelegramConfig
 from ._inbox import InboxQueue, replay
@@ -383,17 +384,11 @@ class TelegramAdapter:
             await self._listen(message, memory)
         if not memory.content["text"] and not attachments:
             return
-        typing = _Typing(self, message.chat.id, message.message_thread_id if is_topic(message) else None)
-        payload = {
-            "message": memory,
-            "callback": self._reply_callback(message, memory, typing),
-            "fetch_attachment": self._download,
-            "on_responding": typing.start,
-        }
+        channel = _Answer(self, message, memory)
         try:
-            await self.runtime.emit(EventType.MESSAGE_RECEIVED, payload)
+            await self.runtime.receive(IncomingMessage(memory, channel))
         finally:
-            await typing.stop()
+            await channel.typing_indicator.stop()
 
     async def _answer_command(self, message: Message) -> bool:
         """``/start`` and ``/help`` (also ``/help@thisbot``): answered here, without the model."""
@@ -620,26 +615,6 @@ class TelegramAdapter:
             # What did go out is part of the conversation.
             return (exc.sent, False) if isinstance(exc, PartlySent) else ([], False)
 
-    def _reply_callback(self, message: Message, incoming: Memory, typing: _Typing) -> Any:
-        thread = message.message_thread_id if is_topic(message) else None
-        mode = self.config.voice_replies
-        speak = mode == "always" or (mode == "auto" and bool(incoming.content.get("isVoiceMessage")))
-
-        async def reply(content: dict[str, Any]) -> list[Memory]:
-            await typing.stop()
-            text = str(content.get("text") or "").strip()
-            if not text:
-                return []
-            sent, whole = await self._send_reply(
-                message.chat.id, text, reply_to=message.message_id, thread_id=thread, title=message.chat.title
-            )
-            memories = await self._remember(sent, content, incoming.room_id, in_reply_to=incoming.id)
-            if speak and memories and whole:
-                await self._speak(message.chat, text, memories[-1], reply_to=message.message_id, thread=thread)
-            return memories
-
-        return reply
-
     async def _speak(
         self, chat: Any, text: str, memory: Memory, *, reply_to: int | None, thread: int | None, what: str = "reply"
     ) -> None:
@@ -841,6 +816,38 @@ def _attachments(message: Message) -> list[dict[str, Any]]:
     for item in found:
         item["source"] = SOURCE
     return found
+
+
+class _Answer(QuietChannel):
+    """The reply channel of one Telegram message: replies quote it, in its topic; with
+    ``TELEGRAM_VOICE_REPLIES`` they are also said as a voice note."""
+
+    def __init__(self, adapter: TelegramAdapter, message: Message, incoming: Memory) -> None:
+        self.adapter, self.message, self.incoming = adapter, message, incoming
+        self.thread = message.message_thread_id if is_topic(message) else None
+        self.typing_indicator = _Typing(adapter, message.chat.id, self.thread)
+        mode = adapter.config.voice_replies
+        self.speak = mode == "always" or (mode == "auto" and bool(incoming.content.get("isVoiceMessage")))
+
+    async def send(self, content: JSON) -> list[Memory]:
+        await self.typing_indicator.stop()
+        text = str(content.get("text") or "").strip()
+        if not text:
+            return []
+        adapter, message, incoming = self.adapter, self.message, self.incoming
+        sent, whole = await adapter._send_reply(
+            message.chat.id, text, reply_to=message.message_id, thread_id=self.thread, title=message.chat.title
+        )
+        memories = await adapter._remember(sent, content, incoming.room_id, in_reply_to=incoming.id)
+        if self.speak and memories and whole:
+            await adapter._speak(message.chat, text, memories[-1], reply_to=message.message_id, thread=self.thread)
+        return memories
+
+    async def typing(self) -> None:
+        await self.typing_indicator.start()
+
+    async def fetch(self, attachment: Mapping[str, Any]) -> bytes:
+        return await self.adapter._download(attachment)
 
 
 class _Typing:

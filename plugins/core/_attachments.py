@@ -2,8 +2,8 @@
 text files read.
 
 Runs only once the agent has decided to respond, so ignored messages cost no model calls. The
-bytes come from the platform: an adapter passes ``fetch_attachment`` with the message, because
-only it knows how to download its files (and some URLs, such as Telegram's, carry the bot token
+bytes come from the platform: the message's reply channel fetches them (``ReplyChannel.fetch``),
+because only the platform knows how to download its files (and some URLs, such as Telegram's, carry the bot token
 and must never be handed to a model provider). A public ``http(s)`` image URL is given to the
 model as it is; anything else is fetched and sent as a ``data:`` URL.
 
@@ -79,8 +79,11 @@ def _needs_work(item: Mapping[str, Any], kind: str | None) -> bool:
 async def _fetch(item: Mapping[str, Any], kind: str, fetch: AttachmentFetcher | None) -> bytes | None:
     if fetch is None:
         return None
-    async with asyncio.timeout(_FETCH_TIMEOUT_S):
-        data = await fetch(item)
+    try:
+        async with asyncio.timeout(_FETCH_TIMEOUT_S):
+            data = await fetch(item)
+    except LookupError:  # the platform has no way to download it: there is nothing to read
+        return None
     if len(data) > _MAX_BYTES[kind]:
         raise _TooLarge(f"{len(data)} bytes, more than the {_MAX_BYTES[kind]} read for {kind}")
     return data

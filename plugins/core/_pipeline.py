@@ -19,18 +19,18 @@ import asyncio
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from bot.components import Action, ActionResult, HandlerCallback, State
 from bot.errors import ModelError, StoreError
 from bot.events import EventType
+from bot.messages import IncomingMessage, Outcome, ReplyChannel, Status
 from bot.models import ModelType
 from bot.types import ChannelType, Claim, Entity, Handling, Memory, Room, now_ms
 
-from ._attachments import AttachmentFetcher, process_attachments
+from ._attachments import process_attachments
 from ._delivery import Delivery, bound_text, max_reply_chars
 from ._embedding import embeddings
 from ._gate import Decision, Rule, Verdict, decide
@@ -59,43 +59,38 @@ _DECIDE_PROVIDERS = ["CHARACTER", "ANXIETY", "ENTITIES", "RECENT_MESSAGES"]
 _RETRIES = 1
 
 
-class Status(StrEnum):
-    """How the handling of one message ended."""
-
-    REPLIED = "replied"  # a reply went out
-    ACTED = "acted"  # actions ran, no reply was asked for
-    SEND_FAILED = "send_failed"  # there was a reply to send and nothing went out
-    IGNORED = "ignored"  # the gate or the model chose silence
-    STOPPED = "stopped"  # the small model said STOP
-    MUTED = "muted"
-    LOOP_GUARD = "loop_guard"  # too many bot turns in a row
-    OWN = "own"  # the agent's own message
-    SUPERSEDED = "superseded"  # a newer message in the room took over
-    UNPARSED = "unparsed"  # the model answered, but never in a form that parses
-    MODEL_UNREACHABLE = "model_unreachable"  # no model answered (outage, timeout, no key)
-    TIMEOUT = "timeout"  # the whole message took longer than RUN_TIMEOUT_S
-    ERROR = "error"  # a bug: logged with its traceback
-    CLOSING = "closing"  # refused: the agent is draining
-    DUPLICATE = "duplicate"  # delivered again: already answered, or being answered
-    SENT_BEFORE_CRASH = "sent_before_crash"  # delivered again after a crash that came while its reply went out
-    ABANDONED = "abandoned"  # troupe died while answering it, twice: given up (see Claim.ABANDONED)
-    NOT_TAKEN_UP = "not_taken_up"  # left by a crash, but not addressed to the agent: not worth answering late
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """How one message ended; returned for tests and benchmarks, logged at debug, counted in metrics."""
-
-    status: Status
-    reason: str = ""
-    actions: tuple[str, ...] = ()
-
-
 # The gate's rules whose silence has an outcome of its own.
 _SILENCED_BY = {Rule.LOOP_GUARD: Status.LOOP_GUARD, Rule.MUTED: Status.MUTED}
 
 # Outcomes of deliveries that were never claimed, or whose claim says they are not ours to finish.
 _UNCLAIMED = frozenset({Status.OWN, Status.CLOSING, Status.DUPLICATE})
+
+
+@dataclass(slots=True)
+class _Turn:
+    """One incoming message on its way through the pipeline."""
+
+    message: Memory
+    """The pipeline's own copy: it gets an id, the agent, and read attachments."""
+    message_id: str
+    channel: ReplyChannel
+    delivery: Delivery
+    recovered: bool
+
+    @classmethod
+    def of(cls, incoming: IncomingMessage, runtime: AgentRuntime) -> _Turn:
+        original = incoming.message
+        content = dict(original.content)
+        attachments = content.get("attachments")
+        if isinstance(attachments, list):  # read attachments are filled in: copy each one
+            content["attachments"] = [dict(a) if isinstance(a, Mapping) else a for a in attachments]
+        # A message without a platform id is new by definition.
+        message_id = original.id or str(uuid.uuid4())
+        message = replace(
+            original, id=message_id, agent_id=runtime.agent_id, content=content, metadata=dict(original.metadata)
+        )
+        delivery = Delivery(runtime, message, incoming.channel.send)
+        return cls(message, message_id, incoming.channel, delivery, incoming.recovered)
 
 
 def _norm(name: str) -> str:
@@ -128,8 +123,7 @@ class MessagePipeline:
         self._answering: set[str] = set()  # ids of the messages this process is handling right now
 
     def register(self) -> None:
-        self.runtime.register_event(EventType.MESSAGE_RECEIVED, self._on_message)
-        self.runtime.register_event(EventType.VOICE_MESSAGE_RECEIVED, self._on_message)
+        self.runtime.handle_messages_with(self)
         self.runtime.register_event(EventType.PLATFORM_CONNECTED, self._on_connected)
 
     async def _on_connected(self, payload: dict[str, Any]) -> None:
@@ -158,84 +152,44 @@ class MessagePipeline:
                 ", ".join(f"{n} {status}" for status, n in ended.most_common()),
             )
 
-    async def _on_message(self, payload: dict[str, Any]) -> None:
-        message = payload.get("message")
-        if not isinstance(message, Memory):
-            _log.error("%s: MESSAGE_RECEIVED without a message; ignored", self.runtime.character.name)
-            return
-        outcome = await self.handle(
-            message,
-            payload.get("callback"),
-            fetch=payload.get("fetch_attachment"),
-            on_responding=payload.get("on_responding"),
-            on_reply_text=payload.get("on_reply_text"),
-            recovered=bool(payload.get("recovered")),
-        )
-        done = payload.get("on_complete")
-        if done is not None:
-            await done(outcome)
-
     # -- the flow -------------------------------------------------------------------------
 
-    async def handle(
-        self,
-        message: Memory,
-        callback: HandlerCallback | None,
-        *,
-        fetch: AttachmentFetcher | None = None,
-        on_responding: Callable[[], Awaitable[None]] | None = None,
-        on_reply_text: Callable[[str], None] | None = None,
-        recovered: bool = False,
-    ) -> Outcome:
-        """Run the whole pipeline for ``message``; never raises.
+    async def handle(self, incoming: IncomingMessage) -> Outcome:
+        """Run the whole pipeline for one message; never raises.
 
         A message is answered at most once, however often it is delivered (see the module
-        docstring). ``recovered``: a message a crashed process left unanswered, delivered again
-        after a restart; it is answered only if it addressed the agent.
-
-        Platform hooks, all optional: ``fetch`` downloads an attachment's bytes (the platform's
-        own way), so images, audio and text files can be read once the agent decides to respond;
-        ``on_responding`` is awaited at that moment, so the platform can show "typing…" only
-        for messages that will be answered; ``on_reply_text`` is called with the reply text so
-        far while the model is still writing it, once the plan says REPLY (voice starts speaking
-        the first sentence then). The reply itself still arrives through ``callback``.
+        docstring). The pipeline works on its own copy of the message: what the platform passed
+        in is not changed. From the reply channel it asks, once the agent has decided to answer,
+        for "typing…", for the bytes of attachments it reads, and (when the channel streams) hands
+        it the reply while the model is still writing it; the reply itself goes out through
+        ``channel.send``.
         """
         rt = self.runtime
-        if message.entity_id == rt.agent_id:
+        if incoming.message.entity_id == rt.agent_id:
             return Outcome(Status.OWN)
         if not rt.accepting:
             return Outcome(Status.CLOSING, "the agent is shutting down")
-        message.id = message.id or str(uuid.uuid4())  # a message without a platform id is new by definition
-        if message.id in self._answering:
+        turn = _Turn.of(incoming, rt)
+        message_id = turn.message_id
+        if message_id in self._answering:
             return Outcome(Status.DUPLICATE, "delivered again while being answered")
-        self._answering.add(message.id)
+        self._answering.add(message_id)
         try:
             with rt.handling():
-                return await self._run(
-                    message, Delivery(rt, message, callback), fetch, on_responding, on_reply_text, recovered
-                )
+                return await self._run(turn)
         finally:
-            self._answering.discard(message.id)
+            self._answering.discard(message_id)
 
-    async def _run(
-        self,
-        message: Memory,
-        delivery: Delivery,
-        fetch: AttachmentFetcher | None,
-        on_responding: Callable[[], Awaitable[None]] | None,
-        on_reply_text: Callable[[str], None] | None,
-        recovered: bool,
-    ) -> Outcome:
-        rt = self.runtime
-        assert message.id is not None
-        rt.metrics.messages_received.labels(agent=rt.character.name, platform=delivery.platform).inc()
+    async def _run(self, turn: _Turn) -> Outcome:
+        rt, message = self.runtime, turn.message
+        rt.metrics.messages_received.labels(agent=rt.character.name, platform=turn.delivery.platform).inc()
         run_id = str(uuid.uuid4())
         started = now_ms()
         await rt.emit(
             EventType.RUN_STARTED,
             {
                 "runId": run_id,
-                "messageId": message.id,
+                "messageId": turn.message_id,
                 "roomId": message.room_id,
                 "entityId": message.entity_id,
                 "startTime": started,
@@ -247,30 +201,32 @@ class MessagePipeline:
             # room state: within this message, identical reads share one query until a write.
             async with asyncio.timeout(timeout):
                 with rt.store.shared_reads():
-                    outcome = await self._handle(message, delivery, fetch, on_responding, on_reply_text, recovered)
+                    outcome = await self._handle(turn)
         except TimeoutError:
             _log.warning(
                 "%s: gave up on a message in room %s after %.0f s", rt.character.name, message.room_id, timeout
             )
-            await rt.emit(EventType.RUN_TIMEOUT, {"runId": run_id, "messageId": message.id, "roomId": message.room_id})
+            await rt.emit(
+                EventType.RUN_TIMEOUT, {"runId": run_id, "messageId": turn.message_id, "roomId": message.room_id}
+            )
             outcome = Outcome(Status.TIMEOUT, f"no answer within {timeout:.0f} s")
         except Exception:
             _log.exception("%s: failed to handle a message in room %s", rt.character.name, message.room_id)
             outcome = Outcome(Status.ERROR)
-        if outcome.status is Status.REPLIED and delivery.failed:
+        if outcome.status is Status.REPLIED and turn.delivery.failed:
             outcome = Outcome(Status.SEND_FAILED, "the platform took none of the reply", outcome.actions)
         if outcome.status not in _UNCLAIMED:
             try:
-                await rt.store.mark_message(message.id, Handling.DONE, outcome.status.value)
+                await rt.store.mark_message(turn.message_id, Handling.DONE, outcome.status.value)
             except StoreError as exc:  # the answer stands; a restart may take the message up once more
-                _log.warning("%s: could not record the end of message %s: %s", rt.character.name, message.id, exc)
+                _log.warning("%s: could not record the end of message %s: %s", rt.character.name, turn.message_id, exc)
         rt.metrics.messages_handled.labels(agent=rt.character.name, outcome=outcome.status.value).inc()
-        _log.debug("%s: message %s -> %s (%s)", rt.character.name, message.id, outcome.status, outcome.reason)
+        _log.debug("%s: message %s -> %s (%s)", rt.character.name, turn.message_id, outcome.status, outcome.reason)
         await rt.emit(
             EventType.RUN_ENDED,
             {
                 "runId": run_id,
-                "messageId": message.id,
+                "messageId": turn.message_id,
                 "roomId": message.room_id,
                 "status": outcome.status.value,
                 "duration": now_ms() - started,
@@ -278,18 +234,11 @@ class MessagePipeline:
         )
         return outcome
 
-    async def _handle(
-        self,
-        message: Memory,
-        delivery: Delivery,
-        fetch: AttachmentFetcher | None,
-        on_responding: Callable[[], Awaitable[None]] | None,
-        on_reply_text: Callable[[str], None] | None,
-        recovered: bool,
-    ) -> Outcome:
-        rt, store = self.runtime, self.runtime.store
-        assert message.id is not None
-        claim = await store.claim_message(message.id, message.room_id, message.created_at or now_ms(), retries=_RETRIES)
+    async def _handle(self, turn: _Turn) -> Outcome:
+        rt, store, message = self.runtime, self.runtime.store, turn.message
+        claim = await store.claim_message(
+            turn.message_id, message.room_id, message.created_at or now_ms(), retries=_RETRIES
+        )
         if claim is Claim.DUPLICATE:
             _log.debug("%s: message %s was delivered again; it was already handled", rt.character.name, message.id)
             return Outcome(Status.DUPLICATE, "already handled")
@@ -339,7 +288,7 @@ class MessagePipeline:
             status = _SILENCED_BY.get(verdict.rule, Status.IGNORED)
             decisions.labels(agent=rt.character.name, decision=status.value).inc()
             return Outcome(status, verdict.reason)
-        if recovered and verdict.decision is Decision.ASK_MODEL:
+        if turn.recovered and verdict.decision is Decision.ASK_MODEL:
             _log.info(
                 "%s: message %s in room %s, left unanswered by a crash, is not taken up: it was not "
                 "addressed to the character",
@@ -362,31 +311,23 @@ class MessagePipeline:
                 if choice != "RESPOND":
                     await self._remember_silence(message, "STOP" if choice == "STOP" else "IGNORE")
                     return Outcome(Status.STOPPED if choice == "STOP" else Status.IGNORED, f"small model: {choice}")
-            if on_responding is not None:
-                try:
-                    await on_responding()
-                except Exception:
-                    _log.exception("%s: the platform's on_responding hook failed", rt.character.name)
-            if await process_attachments(rt, message, fetch):
-                await store.update_memory(message.id, content=message.content)
-            return await self._respond(message, delivery, verdict, token, on_reply_text)
+            try:
+                await turn.channel.typing()
+            except Exception:
+                _log.exception("%s: the platform could not show that an answer is coming", rt.character.name)
+            if await process_attachments(rt, message, turn.channel.fetch):
+                await store.update_memory(turn.message_id, content=message.content)
+            return await self._respond(turn, verdict, token)
         finally:
             if self._latest.get(message.room_id) == token:
                 del self._latest[message.room_id]
 
-    async def _respond(
-        self,
-        message: Memory,
-        delivery: Delivery,
-        verdict: Verdict,
-        token: str,
-        on_reply_text: Callable[[str], None] | None = None,
-    ) -> Outcome:
-        rt = self.runtime
+    async def _respond(self, turn: _Turn, verdict: Verdict, token: str) -> Outcome:
+        rt, message, delivery = self.runtime, turn.message, turn.delivery
         # What was attached to this message is part of what it says: show it when planning.
         extra = ["ACTIONS", "ATTACHMENTS"] if message.content.get("attachments") else ["ACTIONS"]
         state = await rt.compose_state(message, extra)
-        plan = await self._plan(state, on_reply_text)
+        plan = await self._plan(state, turn.channel.stream if turn.channel.streams else None)
         if isinstance(plan, Outcome):
             return plan
         if self._latest.get(message.room_id) != token and not verdict.addressed:
@@ -493,15 +434,15 @@ class MessagePipeline:
         choice = str((action[-1] if isinstance(action, list) and action else action) or "").strip().upper()
         return choice if choice in ("RESPOND", "STOP") else "IGNORE"
 
-    async def _plan(self, state: State, on_reply_text: Callable[[str], None] | None = None) -> dict[str, Any] | Outcome:
+    async def _plan(self, state: State, stream: Callable[[str], None] | None = None) -> dict[str, Any] | Outcome:
         """Ask the large model what to do; up to three tries for a reply that parses. When there
         is no plan, the outcome that says why."""
         rt = self.runtime
         prompt = render(template(rt.character.templates, "messageHandlerTemplate"), state.values, rng=rt.rng)
         for attempt in range(1, _PLAN_ATTEMPTS + 1):
             params: dict[str, Any] = {"prompt": prompt}
-            if on_reply_text is not None and attempt == 1:
-                params["on_delta"] = ReplyWatcher(on_reply_text).feed
+            if stream is not None and attempt == 1:
+                params["on_delta"] = ReplyWatcher(stream).feed
             try:
                 raw = await rt.use_model(ModelType.TEXT_LARGE, params)
             except ModelError as exc:

@@ -15,18 +15,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bot.components import Replier
 from bot.links import LinkState
-from bot.types import Handling, Memory
+from bot.messages import IncomingMessage, MessageHandler, Outcome, QuietChannel
+from bot.types import JSON, Handling, Memory
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
-
-    from ._pipeline import MessagePipeline, Outcome
 
 __all__ = ["Recovery", "recover", "wait_for_link"]
 
@@ -48,7 +46,7 @@ class Recovery:
     """Too old to answer now."""
 
 
-async def recover(runtime: AgentRuntime, pipeline: MessagePipeline, source: str) -> Recovery:
+async def recover(runtime: AgentRuntime, pipeline: MessageHandler, source: str) -> Recovery:
     """Take up the messages from ``source`` that a crashed process left unanswered (see the module
     docstring); returns what was done. Never raises for one message's failure.
 
@@ -108,17 +106,22 @@ async def recover(runtime: AgentRuntime, pipeline: MessagePipeline, source: str)
         assert isinstance(messenger, Replier)
         for message in messages:
             assert message.id is not None
-            taken_up[message.id] = await pipeline.handle(message, _reply_through(messenger, message), recovered=True)
+            incoming = IncomingMessage(message, _ReplyLater(messenger, message), recovered=True)
+            taken_up[message.id] = await pipeline.handle(incoming)
 
     await asyncio.gather(*(take_up(messages) for messages in rooms.values()))
     return Recovery(taken_up, skipped)
 
 
-def _reply_through(messenger: Replier, message: Memory) -> Callable[[dict[str, Any]], Any]:
-    async def reply(content: dict[str, Any]) -> list[Memory]:
-        return await messenger.reply_to(message, content)
+class _ReplyLater(QuietChannel):
+    """Answers a stored message through the platform's messenger: the live message is gone, so
+    there is no typing and no attachment to download (what was read before the crash is stored)."""
 
-    return reply
+    def __init__(self, messenger: Replier, message: Memory) -> None:
+        self.messenger, self.message = messenger, message
+
+    async def send(self, content: JSON) -> list[Memory]:
+        return await self.messenger.reply_to(self.message, content)
 
 
 async def wait_for_link(runtime: AgentRuntime, source: str, timeout: float = _LINK_WAIT_S) -> bool:

@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bot.character import load_character
+from bot.messages import IncomingMessage, QuietChannel
 from bot.models import ModelType
 from bot.runtime import AgentRuntime
 from bot.store import Database
@@ -81,21 +82,22 @@ async def make_agent(db: Database, tmp: Path, index: int, rooms: int) -> tuple[A
     return rt, room_ids, human
 
 
-async def send(rt: AgentRuntime, room_id: str, human: str, text: str) -> float:
-    done = asyncio.Event()
+class Stored(QuietChannel):
+    """A platform that takes every reply at once; what it sent is stored, as a real one's is."""
 
-    async def callback(content: dict) -> list[Memory]:
-        sent = Memory(entity_id=rt.agent_id, room_id=room_id, content=content)
-        await rt.store.create_memory(sent, "messages", unique=False)
+    def __init__(self, rt: AgentRuntime, room_id: str) -> None:
+        self.rt, self.room_id = rt, room_id
+
+    async def send(self, content: dict) -> list[Memory]:
+        sent = Memory(entity_id=self.rt.agent_id, room_id=self.room_id, content=content)
+        await self.rt.store.create_memory(sent, "messages", unique=False)
         return [sent]
 
-    async def on_complete(outcome: object) -> None:
-        done.set()
 
+async def send(rt: AgentRuntime, room_id: str, human: str, text: str) -> float:
     message = Memory(id=str(uuid.uuid4()), entity_id=human, room_id=room_id, content={"text": text, "source": "bench"})
     started = time.perf_counter()
-    await rt.emit("MESSAGE_RECEIVED", {"message": message, "callback": callback, "on_complete": on_complete})
-    await done.wait()
+    await rt.receive(IncomingMessage(message, Stored(rt, room_id)))
     return (time.perf_counter() - started) * 1000
 
 

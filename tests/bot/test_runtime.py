@@ -15,6 +15,7 @@ from bot import plugins as plugin_registry
 from bot.character import Character, load_character
 from bot.components import Action, Provider, ProviderResult, TaskWorker
 from bot.errors import ConfigError, ModelError, PluginLoadError
+from bot.messages import IncomingMessage, Outcome, QuietChannel, Status
 from bot.models import ModelType
 from bot.plugins import PluginMeta
 from bot.redact import SecretFilter
@@ -433,3 +434,44 @@ async def test_one_shot_and_repeating_tasks(tmp_path: Path, db: Database) -> Non
     names = sorted(t.name for t in await store.get_tasks())
     assert names == ["every", "no-worker", "skipped", "unqueued"]
     await rt.close()
+
+
+class _Nowhere(QuietChannel):
+    pass
+
+
+@pytest.fixture
+async def bare(tmp_path: Path, db: Database) -> AgentRuntime:
+    """A runtime whose plugins are not loaded: nothing handles its messages yet."""
+    c = character(tmp_path)
+    return AgentRuntime(c, db.for_agent(c.agent_id), environ={})
+
+
+async def test_a_message_without_a_handler_is_unhandled_and_says_what_to_add(bare: AgentRuntime, caplog) -> None:
+    message = Memory(entity_id="e", room_id="r", content={"text": "hi", "source": "test"})
+    outcome = await bare.receive(IncomingMessage(message, _Nowhere()))
+    assert outcome.status is Status.UNHANDLED
+    assert 'no plugin handles messages (add "core")' in caplog.text
+
+
+async def test_received_messages_reach_the_handler_and_the_listeners(bare: AgentRuntime) -> None:
+    handled: list[IncomingMessage] = []
+    heard: list[tuple[Memory, str]] = []
+
+    class Handler:
+        async def handle(self, incoming: IncomingMessage) -> Outcome:
+            handled.append(incoming)
+            return Outcome(Status.IGNORED, "test")
+
+    async def listener(payload: dict) -> None:
+        heard.append((payload["message"], payload["source"]))
+
+    bare.handle_messages_with(Handler())
+    with pytest.raises(ValueError, match="already handles"):
+        bare.handle_messages_with(Handler())
+    message = Memory(entity_id="e", room_id="r", content={"text": "hi", "source": "test"})
+    incoming = IncomingMessage(message, _Nowhere())
+    assert await bare.receive(incoming) == Outcome(Status.IGNORED, "test")
+    bare.register_event("message:received", listener)
+    assert (await bare.receive(incoming)).status is Status.IGNORED
+    assert handled == [incoming, incoming] and heard == [(message, "test")]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from bot.character import load_character
+from bot.messages import IncomingMessage, Outcome, QuietChannel
 from bot.models import ModelType
 from bot.runtime import AgentRuntime
 from bot.store import Database
@@ -54,45 +55,60 @@ class Harness:
         room: str | None = None,
         id: str | None = None,
         attachments: list[dict] | None = None,
-        fetch: Any = None,
-        on_responding: Any = None,
+        fetch: Callable[[Mapping[str, Any]], Awaitable[bytes]] | None = None,
+        on_responding: Callable[[], Awaitable[None]] | None = None,
         **meta,
-    ) -> Any:
-        outcomes: list[Any] = []
-
-        async def callback(content: dict) -> list[Memory]:
-            self.sent.append(content)
-            if self.platform_down:
-                return []
-            return [
-                Memory(
-                    id=str(uuid.uuid4()), entity_id=self.rt.agent_id, room_id=room or self.room, content=dict(content)
-                )
-            ]
-
-        async def done(outcome: Any) -> None:
-            outcomes.append(outcome)
-
+    ) -> Outcome:
         content: dict[str, Any] = {"text": text, "source": "discord"}
         if attachments is not None:
             content["attachments"] = attachments
         message = Memory(
             id=id or str(uuid.uuid4()), entity_id=entity, room_id=room or self.room, content=content, metadata=meta
         )
-        await self.rt.emit(
-            "MESSAGE_RECEIVED",
-            {
-                "message": message,
-                "callback": callback,
-                "on_complete": done,
-                "fetch_attachment": fetch,
-                "on_responding": on_responding,
-            },
-        )
-        return outcomes[0]
+        return await self.deliver(message, fetch=fetch, on_responding=on_responding)
+
+    async def deliver(
+        self,
+        message: Memory,
+        *,
+        fetch: Callable[[Mapping[str, Any]], Awaitable[bytes]] | None = None,
+        on_responding: Callable[[], Awaitable[None]] | None = None,
+    ) -> Outcome:
+        """Hand ``message`` to the runtime as a platform would; what is sent lands in ``sent``."""
+        return await self.rt.receive(IncomingMessage(message, _Channel(self, message.room_id, fetch, on_responding)))
 
     async def room_state(self) -> RoomState | None:
         return await self.rt.store.get_participant_state(self.room, self.rt.agent_id)
+
+
+class _Channel(QuietChannel):
+    """The reply channel of one message said in the harness: what is sent lands in ``h.sent``."""
+
+    def __init__(
+        self,
+        harness: Harness,
+        room: str,
+        fetch: Callable[[Mapping[str, Any]], Awaitable[bytes]] | None,
+        on_responding: Callable[[], Awaitable[None]] | None,
+    ) -> None:
+        self.harness, self.room = harness, room
+        self._fetch, self._on_responding = fetch, on_responding
+
+    async def send(self, content: dict[str, Any]) -> list[Memory]:
+        h = self.harness
+        h.sent.append(content)
+        if h.platform_down:
+            return []
+        return [Memory(id=str(uuid.uuid4()), entity_id=h.rt.agent_id, room_id=self.room, content=dict(content))]
+
+    async def typing(self) -> None:
+        if self._on_responding is not None:
+            await self._on_responding()
+
+    async def fetch(self, attachment: Mapping[str, Any]) -> bytes:
+        if self._fetch is None:
+            raise LookupError("no attachments in this test")
+        return await self._fetch(attachment)
 
 
 async def _answer(script: list[Any], params: dict) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import uuid
 from typing import Any, cast
@@ -177,3 +178,22 @@ async def test_a_run_that_takes_too_long_is_abandoned_with_run_timeout(harness) 
     h.large.append(slow)
     outcome = await h.say("hello?")
     assert outcome.status == "timeout" and len(seen) == 1 and h.sent == []
+
+
+async def test_the_pipeline_changes_nothing_the_platform_passed_in(harness) -> None:
+    h = await harness(ChannelType.DM)
+    media_models(h)
+
+    async def fetch(item: dict) -> bytes:
+        return b"line one\n"
+
+    attachments = [{"id": "t", "url": "x", "title": "notes.txt", "contentType": "text/plain"}]
+    message = Memory(
+        entity_id=HUMAN, room_id=h.room, content={"text": "read this", "source": "discord", "attachments": attachments}
+    )
+    before = copy.deepcopy(message)
+    h.large.append(plan("Read it."))
+    assert (await h.deliver(message, fetch=fetch)).status == "replied"
+    assert message == before  # no id, no agent, no text filled into its attachment
+    (heard,) = [m for m in await h.rt.store.get_memories(table="messages", room_id=h.room) if m.entity_id == HUMAN]
+    assert heard.content["attachments"][0]["text"] == "line one\n"  # the pipeline's own copy was read

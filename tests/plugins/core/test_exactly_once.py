@@ -7,6 +7,7 @@ import asyncio
 import uuid
 from typing import Any
 
+from bot.messages import IncomingMessage, QuietChannel
 from bot.types import ChannelType, Memory, Room, now_ms
 from plugins.core._pipeline import MessagePipeline
 from plugins.core._recovery import recover
@@ -115,22 +116,14 @@ async def test_a_crash_while_the_reply_was_going_out_never_sends_it_again(harnes
     message_id = str(uuid.uuid4())
     sending = asyncio.Event()
 
-    async def stuck(content: dict) -> list[Memory]:
-        sending.set()
-        await asyncio.Event().wait()
-        return []
+    class Stuck(QuietChannel):
+        async def send(self, content: dict) -> list[Memory]:
+            sending.set()
+            await asyncio.Event().wait()
+            return []
 
-    task = asyncio.create_task(
-        first.rt.emit(
-            "MESSAGE_RECEIVED",
-            {
-                "message": Memory(
-                    id=message_id, entity_id=HUMAN, room_id=first.room, content={"text": "hi", "source": "discord"}
-                ),
-                "callback": stuck,
-            },
-        )
-    )
+    message = Memory(id=message_id, entity_id=HUMAN, room_id=first.room, content={"text": "hi", "source": "discord"})
+    task = asyncio.create_task(first.rt.receive(IncomingMessage(message, Stuck())))
     await asyncio.wait_for(sending.wait(), 5)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
