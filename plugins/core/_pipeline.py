@@ -19,21 +19,22 @@ import asyncio
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from bot.components import Action, ActionResult, HandlerCallback, State
+from bot.components import State
 from bot.errors import ModelError, StoreError
 from bot.events import EventType
 from bot.messages import IncomingMessage, Outcome, ReplyChannel, Status
 from bot.models import ModelType
-from bot.types import ChannelType, Claim, Entity, Handling, Memory, Room, now_ms
+from bot.types import Claim, Handling, Memory, now_ms
 
+from ._acting import run_actions, run_evaluators
 from ._attachments import process_attachments
 from ._delivery import Delivery, bound_text, max_reply_chars
-from ._embedding import embeddings
 from ._gate import Decision, Rule, Verdict, decide
+from ._incoming import MESSAGES, store_incoming
 from ._parse import parse_response
 from ._prompts import render, template
 from ._recovery import recover, wait_for_link
@@ -42,11 +43,10 @@ from ._streaming import ReplyWatcher
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
-__all__ = ["MessagePipeline", "Outcome", "Status", "find_action"]
+__all__ = ["MessagePipeline"]
 
 _log = logging.getLogger(__name__)
 
-MESSAGES = "messages"
 _PLAN_ATTEMPTS = 3
 _DEFAULT_MAX_BOT_TURNS = 3
 # Each model call has its own timeout; this bounds a whole message (several calls, actions).
@@ -91,27 +91,6 @@ class _Turn:
         )
         delivery = Delivery(runtime, message, incoming.channel.send)
         return cls(message, message_id, incoming.channel, delivery, incoming.recovered)
-
-
-def _norm(name: str) -> str:
-    return name.upper().replace("_", "").replace("-", "").strip()
-
-
-def find_action(actions: dict[str, Action], name: str) -> Action | None:
-    """The action ``name`` means: exact name, then simile, then a containment match."""
-    wanted = _norm(name)
-    if not wanted:
-        return None
-    for action in actions.values():
-        if _norm(action.name) == wanted:
-            return action
-    for action in actions.values():
-        if any(_norm(s) == wanted for s in action.similes):
-            return action
-    for action in actions.values():
-        if wanted in _norm(action.name) or _norm(action.name) in wanted:
-            return action
-    return None
 
 
 class MessagePipeline:
@@ -265,7 +244,7 @@ class MessagePipeline:
         # Together: one wait for the database, not three. Storing the message changes neither the
         # room nor the agent's state in it.
         _, room, room_state = await asyncio.gather(
-            self._store_incoming(message, stored_before=claim is Claim.RETRY),
+            store_incoming(rt, message, stored_before=claim is Claim.RETRY),
             store.get_room(message.room_id),
             store.get_participant_state(message.room_id, rt.agent_id),
         )
@@ -358,66 +337,14 @@ class MessagePipeline:
             return Outcome(Status.IGNORED, "the model chose IGNORE", ("IGNORE",))
         if content["providers"]:
             state = await rt.compose_state(message, content["providers"])
-        results = await self.process_actions(message, [response], state, delivery)
-        await self.evaluate(message, state, did_respond=True, callback=delivery, responses=[response])
+        results = await run_actions(rt, message, [response], state, delivery)
+        await run_evaluators(rt, message, state, did_respond=True, callback=delivery, responses=[response])
         if delivery.failed:
             return Outcome(Status.SEND_FAILED, "the platform took none of the reply", tuple(actions))
         replied = any(name.upper() == "REPLY" and ok for name, ok in results)
         return Outcome(Status.REPLIED if replied else Status.ACTED, verdict.reason, tuple(actions))
 
     # -- steps ----------------------------------------------------------------------------
-
-    async def _store_incoming(self, message: Memory, *, stored_before: bool) -> None:
-        """Store ``message``; ``stored_before``: a crashed process may have stored it already."""
-        store = self.runtime.store
-        assert message.id is not None  # handle() gives every message an id
-        message.agent_id = self.runtime.agent_id
-        if stored_before and await store.get_memory(message.id) is not None:
-            return
-        try:
-            message.id = await store.create_memory(message, MESSAGES)
-        except StoreError:
-            if not await self._restore_references(message):
-                raise
-            message.id = await store.create_memory(message, MESSAGES)
-        if message.embedding is None:
-            embeddings(self.runtime).embed_later(message.id, str(message.content.get("text") or ""))
-
-    async def _restore_references(self, message: Memory) -> bool:
-        """Write the room and the sender of ``message`` again when the store no longer has them;
-        True if anything was missing.
-
-        ``troupe memory forget`` may remove a room or a person while this process runs, and the
-        platform adapter writes a room or person only the first time it sees them in a run. What
-        the message itself says is enough to carry on; a restart brings back the rest (the room's
-        name and channel, the person's platform details).
-        """
-        rt = self.runtime
-        store = rt.store
-        restored = False
-        if await store.get_room(message.room_id) is None:
-            raw_type = str(message.content.get("channelType") or "").upper()
-            kind = ChannelType(raw_type) if raw_type in ChannelType.__members__ else ChannelType.GROUP
-            await store.create_rooms(
-                [
-                    Room(
-                        message.room_id,
-                        source=str(message.content.get("source") or "unknown"),
-                        type=kind,
-                        world_id=message.world_id,
-                    )
-                ]
-            )
-            await store.add_participant(rt.agent_id, message.room_id)
-            restored = True
-        if await store.get_entity(message.entity_id) is None:
-            names = [str(n) for n in (message.metadata.get("entityName"), message.metadata.get("entityUserName")) if n]
-            await store.create_entities([Entity(message.entity_id, rt.agent_id, names=list(dict.fromkeys(names)))])
-            restored = True
-        if restored:
-            await store.add_participant(message.entity_id, message.room_id)
-            _log.info("%s: wrote again the room or sender of a message that the store had forgotten", rt.character.name)
-        return restored
 
     async def _ask_small_model(self, message: Memory) -> str:
         """RESPOND, IGNORE or STOP; an unreadable answer means IGNORE, no answer ``_UNREACHABLE``."""
@@ -474,87 +401,6 @@ class MessagePipeline:
             MESSAGES,
             unique=False,
         )
-
-    async def process_actions(
-        self, message: Memory, responses: Sequence[Memory], state: State, callback: HandlerCallback | None
-    ) -> list[tuple[str, bool]]:
-        """Run each response's actions in order; a failing action is logged and the chain goes on."""
-        rt = self.runtime
-        outcomes: list[tuple[str, bool]] = []
-        results: list[ActionResult] = state.data.setdefault("actionResults", [])
-        for response in responses:
-            for name in response.content.get("actions") or []:
-                action = find_action(rt.actions, name)
-                if action is None:
-                    _log.info("%s: the model asked for unknown action %r; skipped", rt.character.name, name)
-                    continue
-                await rt.emit(
-                    EventType.ACTION_STARTED,
-                    {"action": action.name, "roomId": message.room_id, "messageId": message.id},
-                )
-                try:
-                    result = await action.handler(
-                        rt, message, state, {"previousResults": list(results)}, callback, responses
-                    )
-                except Exception as exc:
-                    _log.exception("%s: action %s failed", rt.character.name, action.name)
-                    result = ActionResult(success=False, error=exc.__class__.__name__)
-                if not isinstance(result, ActionResult):
-                    result = ActionResult(success=result is not False)
-                if not result.success:
-                    _log.warning("%s: action %s did not succeed: %s", rt.character.name, action.name, result.error)
-                results.append(result)
-                outcomes.append((action.name, result.success))
-                await rt.emit(
-                    EventType.ACTION_COMPLETED,
-                    {
-                        "action": action.name,
-                        "roomId": message.room_id,
-                        "messageId": message.id,
-                        "success": result.success,
-                    },
-                )
-        return outcomes
-
-    async def evaluate(
-        self,
-        message: Memory,
-        state: State,
-        *,
-        did_respond: bool,
-        callback: HandlerCallback | None,
-        responses: Sequence[Memory],
-    ) -> None:
-        """Run the evaluators that apply, concurrently; failures are logged."""
-        rt = self.runtime
-
-        async def applies(evaluator: Any) -> bool:
-            if not (did_respond or evaluator.always_run):
-                return False
-            if evaluator.validate is None:
-                return True
-            try:
-                return bool(await evaluator.validate(rt, message, state))
-            except Exception:
-                _log.exception("%s: evaluator %s validate failed", rt.character.name, evaluator.name)
-                return False
-
-        chosen = [e for e in rt.evaluators.values() if await applies(e)]
-
-        async def run(evaluator: Any) -> None:
-            await rt.emit(EventType.EVALUATOR_STARTED, {"evaluatorName": evaluator.name, "messageId": message.id})
-            error = None
-            try:
-                await evaluator.handler(rt, message, state, {}, callback, responses)
-            except Exception as exc:
-                error = exc.__class__.__name__
-                _log.exception("%s: evaluator %s failed", rt.character.name, evaluator.name)
-            await rt.emit(
-                EventType.EVALUATOR_COMPLETED,
-                {"evaluatorName": evaluator.name, "messageId": message.id, "error": error},
-            )
-
-        await asyncio.gather(*(run(e) for e in chosen))
 
     def _names(self) -> list[str]:
         character = self.runtime.character
