@@ -12,11 +12,23 @@ from __future__ import annotations
 import importlib
 import logging
 import pkgutil
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
 
-__all__ = ["BUILTIN", "PluginMeta", "available", "for_model_provider", "model_plugin", "resolve"]
+from .errors import PluginLoadError
+
+__all__ = [
+    "BUILTIN",
+    "PluginMeta",
+    "available",
+    "for_model_provider",
+    "load_order",
+    "model_plugin",
+    "module_path",
+    "resolve",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -112,3 +124,42 @@ def for_model_provider(value: str) -> tuple[PluginMeta, str | None] | None:
         if wanted in meta.model_providers:
             return meta, meta.model_providers[wanted]
     return None
+
+
+def module_path(name: str) -> str:
+    """The module a plugin or platform lives in (``plugins.core``, ``platforms.discord``)."""
+    meta = available()[name]
+    return f"{'platforms' if meta.kind == 'platform' else 'plugins'}.{name}"
+
+
+def load_order(requested: Iterable[str]) -> list[str]:
+    """Plugins to load, dependencies first, ``always`` plugins included; file order breaks ties.
+
+    Raises:
+        PluginLoadError: an unknown dependency or a dependency cycle.
+    """
+    known = available()
+    wanted = [n for n, m in known.items() if m.always and m.kind == "plugin"]
+    wanted += [n for n in requested if n not in wanted]
+    order: list[str] = []
+    visiting: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in order:
+            return
+        if name in visiting:
+            cycle = " -> ".join([*visiting[visiting.index(name) :], name])
+            raise PluginLoadError(name, None, ValueError(f"dependency cycle: {cycle}"))
+        meta = known.get(name)
+        if meta is None:
+            needed_by = visiting[-1] if visiting else "the character"
+            raise PluginLoadError(name, None, ValueError(f"unknown plugin (needed by {needed_by})"))
+        visiting.append(name)
+        for dep in meta.depends:
+            visit(dep)
+        visiting.pop()
+        order.append(name)
+
+    for name in wanted:
+        visit(name)
+    return order

@@ -17,26 +17,27 @@ import contextlib
 import importlib
 import logging
 import random
-import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping
 from typing import Any
 
 from . import plugins as plugin_registry
 from .background import BackgroundTasks
 from .character import Character
-from .components import Action, Evaluator, Provider, ProviderResult, State, TaskWorker
-from .errors import ModelError, PluginLoadError
+from .components import Action, Evaluator, Provider, State, TaskWorker
+from .errors import PluginLoadError
 from .events import EventType, event_name
 from .ids import unique_uuid
 from .lifecycle import RuntimeState
 from .links import Links
 from .messages import IncomingMessage, MessageHandler, Outcome, Status
 from .metrics import Metrics
+from .model_calls import ModelHandler, ModelHandlers
 from .models import ModelType, model_type
 from .settings import character_setting
 from .shared import Shared
+from .state import StateComposer
 from .store import Store
+from .stored_tasks import run_due_tasks, task_loop
 from .types import ChannelType, Entity, Memory, Room, Task, now_ms
 
 __all__ = ["AgentRuntime", "RuntimeState"]
@@ -44,20 +45,9 @@ __all__ = ["AgentRuntime", "RuntimeState"]
 _log = logging.getLogger(__name__)
 
 EventHandler = Callable[[dict[str, Any]], Awaitable[None]]
-ModelHandler = Callable[["AgentRuntime", Any], Awaitable[Any]]
 
-_STATE_CACHE_SIZE = 64
-_DEFAULT_MODEL_TIMEOUT_S = 120.0
-_TASK_TICK_S = 1.0
 _DEFAULT_CONVERSATION_LENGTH = 32
 _DEFAULT_RECOVERY_WINDOW_S = 300.0
-
-
-class _ModelEntry:
-    __slots__ = ("handler", "order", "priority", "provider")
-
-    def __init__(self, handler: ModelHandler, provider: str, priority: int, order: int) -> None:
-        self.handler, self.provider, self.priority, self.order = handler, provider, priority, order
 
 
 class AgentRuntime:
@@ -104,13 +94,12 @@ class AgentRuntime:
         self.services: dict[str, object] = {}
         self.loaded_plugins: list[str] = []
         self._overrides: dict[str, str] = {}
-        self._models: dict[ModelType, list[_ModelEntry]] = {}
-        self._model_order = 0
+        self._models = ModelHandlers(self)
         self._events: dict[str, list[EventHandler]] = {}
         self._message_handler: MessageHandler | None = None
         self._on_close: list[Callable[[], Awaitable[None]]] = []
         self._tasks = BackgroundTasks(f"troupe:{character.name}", agent=character.name)
-        self._state_cache: OrderedDict[str, State] = OrderedDict()
+        self._states = StateComposer(self)
         self._closing: asyncio.Task[None] | None = None
         self.metrics = metrics if metrics is not None else Metrics()
         self.shared = shared if shared is not None else Shared()
@@ -213,13 +202,10 @@ class AgentRuntime:
 
     def register_model(self, type: ModelType | str, handler: ModelHandler, provider: str, priority: int = 0) -> None:
         """Serve ``type`` with ``handler``; higher priority first, ties by registration order."""
-        entries = self._models.setdefault(model_type(type), [])
-        entries.append(_ModelEntry(handler, provider, priority, self._model_order))
-        self._model_order += 1
-        entries.sort(key=lambda e: (-e.priority, e.order))
+        self._models.register(model_type(type), handler, provider, priority)
 
     def has_model(self, type: ModelType | str) -> bool:
-        return bool(self._models.get(model_type(type)))
+        return self._models.serves(model_type(type))
 
     def register_event(self, name: str, handler: EventHandler) -> None:
         self._events.setdefault(event_name(name), []).append(handler)
@@ -253,8 +239,8 @@ class AgentRuntime:
             raise RuntimeError(f"AgentRuntime {self.character.name} cannot start: it is {self.state.value}")
         self.state = RuntimeState.STARTING
         try:
-            for name in _load_order(self.plugin_names):
-                module = importlib.import_module(_module_path(name))
+            for name in plugin_registry.load_order(self.plugin_names):
+                module = importlib.import_module(plugin_registry.module_path(name))
                 setup = getattr(module, "setup", None)
                 if setup is None:
                     continue
@@ -269,7 +255,7 @@ class AgentRuntime:
                 probe = await self.use_model(ModelType.TEXT_EMBEDDING, None)
                 await self.store.ensure_embedding_dimension(len(probe))
             if self.task_workers:
-                self.create_task(self._task_loop(), "tasks")
+                self.create_task(task_loop(self), "tasks")
         except BaseException:
             await self.close()
             raise
@@ -412,70 +398,7 @@ class AgentRuntime:
             ModelError: no handler for ``type``, or every handler failed: the last one's
                 ModelError, or one whose ``original`` is what the last handler raised.
         """
-        kind = model_type(type)
-        entries = self._models.get(kind, [])
-        if provider is not None:
-            entries = [e for e in entries if e.provider == provider]
-        if not entries:
-            models = plugin_registry.model_plugin()
-            raise ModelError(
-                f"no model serves {kind.value}; add a model plugin such as "
-                f'"{(*models.aliases, models.name)[0]}" to the character\'s plugins',
-                provider=provider,
-                model_type=kind.value,
-                agent=self.character.name,
-            )
-        timeout = self.get_number("MODEL_TIMEOUT_S", _DEFAULT_MODEL_TIMEOUT_S)
-        last: BaseException | None = None
-        for entry in entries:
-            started = time.perf_counter()
-            try:
-                async with asyncio.timeout(timeout):
-                    result = await entry.handler(self, params)
-            except Exception as exc:
-                last = exc
-                elapsed = (time.perf_counter() - started) * 1000
-                _log.warning(
-                    "%s: %s via %s failed after %.0f ms: %s",
-                    self.character.name,
-                    kind.value,
-                    entry.provider,
-                    elapsed,
-                    exc.__class__.__name__,
-                )
-                await self._record_model(kind, entry.provider, elapsed, error=exc)
-                continue
-            elapsed = (time.perf_counter() - started) * 1000
-            _log.debug("%s: %s via %s in %.0f ms", self.character.name, kind.value, entry.provider, elapsed)
-            await self._record_model(kind, entry.provider, elapsed)
-            return result
-        if isinstance(last, ModelError):
-            raise last
-        raise ModelError(
-            f"every {kind.value} model failed ({type_name(last)})",
-            provider=entries[-1].provider,
-            model_type=kind.value,
-            agent=self.character.name,
-            original=last,
-        ) from last
-
-    async def _record_model(
-        self, kind: ModelType, provider: str, elapsed_ms: float, error: BaseException | None = None
-    ) -> None:
-        agent = self.character.name
-        self.metrics.model_calls.labels(
-            agent=agent, model_type=kind.value, provider=provider, outcome="error" if error else "ok"
-        ).inc()
-        self.metrics.model_latency.labels(agent=agent, model_type=kind.value).observe(elapsed_ms / 1000)
-        body = {"modelType": kind.value, "provider": provider, "durationMs": round(elapsed_ms, 1), "ok": error is None}
-        if error is not None:
-            body["error"] = type_name(error)
-        try:
-            # Queued, not awaited: the row is written in a batch off the reply's path.
-            self.store.queue_log(body, self.agent_id, self.agent_id, f"useModel:{kind.value}")
-        except Exception as exc:  # logging must never break a model call
-            _log.debug("%s: could not log model use: %s", self.character.name, exc)
-        await self.emit("MODEL_FAILED" if error else "MODEL_USED", {"type": kind.value, **body})
+        return await self._models.call(model_type(type), params, provider)
 
     # -- state ----------------------------------------------------------------------------
 
@@ -493,37 +416,7 @@ class AgentRuntime:
         ``only_include``, is the whole set). Results accumulate per message in a bounded cache.
         A failing provider contributes nothing and is logged.
         """
-        wanted = list(include or ())
-        cached = None if skip_cache or message.id is None else self._state_cache.get(message.id)
-        if only_include and wanted:
-            names = set(wanted)
-        else:
-            names = {n for n, p in self.providers.items() if not p.dynamic and not p.private} | set(wanted)
-        selected = sorted((p for n, p in self.providers.items() if n in names), key=lambda p: p.position)
-        base = cached or State()
-        results = await asyncio.gather(*(self._run_provider(p, message, base) for p in selected))
-
-        providers = {**base.providers, **{p.name: r for p, r in zip(selected, results, strict=True)}}
-        text = "\n".join(r.text for r in results if r.text)
-        values = dict(base.values)
-        for result in results:
-            values.update(result.values)
-        values["providers"] = text
-        state = State(text=text, values=values, providers=providers, data=dict(base.data))
-        if message.id is not None:
-            self._state_cache[message.id] = state
-            self._state_cache.move_to_end(message.id)
-            while len(self._state_cache) > _STATE_CACHE_SIZE:
-                self._state_cache.popitem(last=False)
-        return state
-
-    async def _run_provider(self, provider: Provider, message: Memory, state: State) -> ProviderResult:
-        try:
-            result = await provider.get(self, message, state)
-        except Exception:
-            _log.exception("%s: provider %s failed", self.character.name, provider.name)
-            return ProviderResult()
-        return result if isinstance(result, ProviderResult) else ProviderResult()
+        return await self._states.compose(message, include, only_include=only_include, skip_cache=skip_cache)
 
     # -- ids ------------------------------------------------------------------------------
 
@@ -534,88 +427,10 @@ class AgentRuntime:
     # -- tasks ----------------------------------------------------------------------------
 
     async def run_due_tasks(self) -> int:
-        """Execute every queued task whose time has come; returns how many ran.
-
-        One-shot tasks (tag ``queue``) are deleted after they succeed and retried on the next
-        tick if they fail. ``repeat`` tasks run every ``metadata.updateInterval`` ms.
-        """
-        ran = 0
-        for task in await self.store.get_tasks(tags=["queue"]):
-            worker = self.task_workers.get(task.name)
-            if worker is None or task.id is None:
-                continue
-            now = self.clock()
-            repeat = "repeat" in task.tags
-            if repeat:
-                interval = int(task.metadata.get("updateInterval") or 0)
-                last = task.metadata.get("updatedAt")
-                if last is not None and now - int(last) < interval:
-                    continue
-            if worker.validate is not None and not await worker.validate(self, task):
-                continue
-            try:
-                await worker.execute(self, dict(task.metadata.get("options") or {}), task)
-            except Exception:
-                _log.exception("%s: task %s failed; will retry", self.character.name, task.name)
-                continue
-            ran += 1
-            if repeat:
-                await self.store.update_task(task.id, {"metadata": {**task.metadata, "updatedAt": now}})
-            else:
-                await self.store.delete_task(task.id)
-        return ran
-
-    async def _task_loop(self) -> None:
-        tick = self.get_number("TASK_TICK_S", _TASK_TICK_S)
-        while True:
-            try:
-                await self.run_due_tasks()
-            except Exception:
-                _log.exception("%s: task check failed", self.character.name)
-            await asyncio.sleep(tick)
+        """Execute every queued task whose time has come; returns how many ran (see
+        :func:`~bot.stored_tasks.run_due_tasks`)."""
+        return await run_due_tasks(self)
 
     async def create_stored_task(self, task: Task) -> str:
         """Persist ``task`` for this agent; the task loop picks it up."""
         return await self.store.create_task(task)
-
-
-def type_name(exc: BaseException | None) -> str:
-    return "unknown error" if exc is None else exc.__class__.__name__
-
-
-def _module_path(name: str) -> str:
-    meta = plugin_registry.available()[name]
-    return f"{'platforms' if meta.kind == 'platform' else 'plugins'}.{name}"
-
-
-def _load_order(requested: Iterable[str]) -> list[str]:
-    """Plugins to load, dependencies first, ``always`` plugins included; file order breaks ties.
-
-    Raises:
-        PluginLoadError: an unknown dependency or a dependency cycle.
-    """
-    known = plugin_registry.available()
-    wanted = [n for n, m in known.items() if m.always and m.kind == "plugin"]
-    wanted += [n for n in requested if n not in wanted]
-    order: list[str] = []
-    visiting: list[str] = []
-
-    def visit(name: str) -> None:
-        if name in order:
-            return
-        if name in visiting:
-            cycle = " -> ".join([*visiting[visiting.index(name) :], name])
-            raise PluginLoadError(name, None, ValueError(f"dependency cycle: {cycle}"))
-        meta = known.get(name)
-        if meta is None:
-            needed_by = visiting[-1] if visiting else "the character"
-            raise PluginLoadError(name, None, ValueError(f"unknown plugin (needed by {needed_by})"))
-        visiting.append(name)
-        for dep in meta.depends:
-            visit(dep)
-        visiting.pop()
-        order.append(name)
-
-    for name in wanted:
-        visit(name)
-    return order

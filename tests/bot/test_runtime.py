@@ -18,8 +18,9 @@ from bot.errors import ConfigError, ModelError, PluginLoadError
 from bot.messages import IncomingMessage, Outcome, QuietChannel, Status
 from bot.models import ModelType
 from bot.plugins import PluginMeta
+from bot.plugins import load_order as _load_order
 from bot.redact import SecretFilter
-from bot.runtime import AgentRuntime, RuntimeState, _load_order
+from bot.runtime import AgentRuntime, RuntimeState
 from bot.store import Database
 from bot.types import Memory, Task
 

@@ -221,7 +221,7 @@ async def test_without_cores_vectors_the_search_is_by_keywords(agents: Agents) -
 
 
 def test_knowledge_loads_after_the_core_plugin_whose_vectors_it_uses() -> None:
-    from bot.runtime import _load_order
+    from bot.plugins import load_order as _load_order
 
     order = _load_order(["knowledge"])
     assert order.index("core") < order.index("knowledge")
