@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from .types import Entity, Memory, Room, Task
 
@@ -26,11 +26,13 @@ __all__ = [
     "Provider",
     "ProviderResult",
     "Replier",
+    "ServiceKey",
     "State",
     "TaskWorker",
 ]
 
 JSON = dict[str, Any]
+T = TypeVar("T")
 
 #: Sends content to the room the message came from; returns the memories of what was sent.
 HandlerCallback = Callable[[JSON], Awaitable[list[Memory]]]
@@ -131,8 +133,20 @@ class Messenger(Protocol):
     async def send_to_entity(self, entity: Entity, content: JSON) -> list[Memory]: ...
 
 
-#: The service under which the conversation pipeline (plugins/core) offers :class:`MessageVectors`.
-MESSAGE_VECTORS = "message_vectors"
+class ServiceKey(Generic[T]):
+    """A service's name and the type it is offered as, so that ``runtime.get_service(key)`` is
+    typed: ``runtime.get_service(MESSAGE_VECTORS)`` is a :class:`MessageVectors` or None."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"ServiceKey({self.name!r})"
 
 
 @runtime_checkable
@@ -145,6 +159,10 @@ class MessageVectors(Protocol):
         """``memory``'s vector, waiting for it if it is being computed; None without an
         embedding model or text, or if the model failed."""
         ...
+
+
+#: The service under which the conversation pipeline (plugins/core) offers :class:`MessageVectors`.
+MESSAGE_VECTORS: ServiceKey[MessageVectors] = ServiceKey("message_vectors")
 
 
 @runtime_checkable

@@ -18,12 +18,12 @@ import importlib
 import logging
 import random
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from . import plugins as plugin_registry
 from .background import BackgroundTasks
 from .character import Character
-from .components import Action, Evaluator, Provider, State, TaskWorker
+from .components import Action, Evaluator, Provider, ServiceKey, State, TaskWorker
 from .errors import PluginLoadError
 from .events import EventType, event_name
 from .ids import unique_uuid
@@ -43,6 +43,8 @@ from .types import ChannelType, Entity, Memory, Room, Task, now_ms
 __all__ = ["AgentRuntime", "RuntimeState"]
 
 _log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 EventHandler = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -185,20 +187,30 @@ class AgentRuntime:
             raise ValueError(f"Task worker {worker.name} already registered")
         self.task_workers[worker.name] = worker
 
-    def register_service(self, name: str, service: object) -> None:
+    @overload
+    def register_service(self, name: ServiceKey[T], service: T) -> None: ...
+    @overload
+    def register_service(self, name: str, service: object) -> None: ...
+    def register_service(self, name: str | ServiceKey[Any], service: object) -> None:
         """Offer ``service`` to other plugins under ``name``; a platform registers its
         :class:`~bot.components.Messenger` under its source name (``discord``, ``telegram``)."""
-        if name in self.services:
-            raise ValueError(f"Service {name} already registered")
-        self.services[name] = service
+        key = str(name)
+        if key in self.services:
+            raise ValueError(f"Service {key} already registered")
+        self.services[key] = service
 
-    def unregister_service(self, name: str) -> None:
+    def unregister_service(self, name: str | ServiceKey[Any]) -> None:
         """Withdraw a service (a platform that disconnected); unknown names are ignored."""
-        self.services.pop(name, None)
+        self.services.pop(str(name), None)
 
-    def get_service(self, name: str) -> Any:
-        """The service registered under ``name``, or ``None``."""
-        return self.services.get(name)
+    @overload
+    def get_service(self, name: ServiceKey[T]) -> T | None: ...
+    @overload
+    def get_service(self, name: str) -> Any: ...
+    def get_service(self, name: str | ServiceKey[Any]) -> Any:
+        """The service registered under ``name``, or ``None``; typed when ``name`` is a
+        :class:`~bot.components.ServiceKey`."""
+        return self.services.get(str(name))
 
     def register_model(self, type: ModelType | str, handler: ModelHandler, provider: str, priority: int = 0) -> None:
         """Serve ``type`` with ``handler``; higher priority first, ties by registration order."""

@@ -53,11 +53,11 @@ async def setup(runtime: AgentRuntime) -> None:
 
     from ._config import resolve_config
     from ._provider import provider
-    from ._service import KnowledgeService
+    from ._service import KNOWLEDGE, KnowledgeService
 
     config = resolve_config(runtime)
     service = KnowledgeService(runtime, config)
-    runtime.register_service("knowledge", service)
+    runtime.register_service(KNOWLEDGE, service)
     runtime.register_provider(dataclasses.replace(provider, dynamic=True) if config.dynamic else provider)
     runtime.register_event(EventType.AGENT_RELOADED, service.on_reload)
     service.request_sync()

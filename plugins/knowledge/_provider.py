@@ -20,16 +20,15 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from bot.components import MESSAGE_VECTORS, MessageVectors, Provider, ProviderResult, State
+from bot.components import MESSAGE_VECTORS, Provider, ProviderResult, State
 from bot.models import ModelType
 from bot.types import Memory
 
 from ._search import Hit
+from ._service import KNOWLEDGE
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
-
-    from ._service import KnowledgeService
 
 __all__ = ["HEADING", "provider"]
 
@@ -76,7 +75,7 @@ async def _vector(runtime: AgentRuntime, message: Memory) -> list[float] | None:
     """The message's vector, or None (no embedding model, it failed, or it is slow: then the
     search is by keywords rather than the reply waiting)."""
     # The pipeline's own vector of the message (plugins/core embeds each message once).
-    vectors: MessageVectors | None = runtime.get_service(MESSAGE_VECTORS)
+    vectors = runtime.get_service(MESSAGE_VECTORS)
     if vectors is None or not runtime.has_model(ModelType.TEXT_EMBEDDING):
         return None
     try:
@@ -92,7 +91,7 @@ async def _vector(runtime: AgentRuntime, message: Memory) -> list[float] | None:
 
 
 async def _get(runtime: AgentRuntime, message: Memory, state: State) -> ProviderResult:
-    service: KnowledgeService | None = runtime.get_service("knowledge")
+    service = runtime.get_service(KNOWLEDGE)
     text = str(message.content.get("text") or "").strip()
     if service is None or not text:
         return ProviderResult()  # nothing to ask: no section at all

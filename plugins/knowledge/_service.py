@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from bot.components import ServiceKey
 from bot.runtime import RuntimeState
 
 from ._config import KnowledgeConfig
@@ -28,7 +29,7 @@ from ._search import Hit, search
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
-__all__ = ["KnowledgeService", "SyncState"]
+__all__ = ["KNOWLEDGE", "KnowledgeService", "SyncState"]
 
 _log = logging.getLogger("plugins.knowledge")
 
@@ -146,3 +147,7 @@ class KnowledgeService:
     async def search(self, query: str, vector: Sequence[float] | None = None) -> list[Hit]:
         """The fragments (own and shared) that best answer ``query``; see plugins/knowledge/_search.py."""
         return await search(self.runtime.store, self.config, query, vector, agent=self.runtime.character.name)
+
+
+#: The service under which the knowledge plugin offers a character's knowledge.
+KNOWLEDGE: ServiceKey[KnowledgeService] = ServiceKey("knowledge")
