@@ -6,7 +6,7 @@ functions plus a ``setup(runtime)`` that registers them.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -17,8 +17,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Action",
+    "ActionHandler",
     "ActionResult",
     "Evaluator",
+    "EvaluatorHandler",
     "HandlerCallback",
     "MESSAGE_VECTORS",
     "MessageVectors",
@@ -68,6 +70,17 @@ class ActionResult:
     error: str | None = None
 
 
+#: ``async (runtime, message, state, options, callback, responses) -> ActionResult | None``: an
+#: action's work; ``callback`` sends in the message's room, ``responses`` are the planned replies.
+ActionHandler = Callable[
+    ["AgentRuntime", Memory, State, JSON, HandlerCallback | None, Sequence[Memory]], Awaitable[ActionResult | None]
+]
+#: An evaluator's work, with the same arguments as an action's; what it returns is not used.
+EvaluatorHandler = Callable[
+    ["AgentRuntime", Memory, State, JSON, HandlerCallback | None, Sequence[Memory]], Awaitable[object]
+]
+
+
 @dataclass(frozen=True, slots=True)
 class Provider:
     """Supplies context for prompts.
@@ -89,8 +102,7 @@ class Action:
     """Something the agent can do in reply to a message (REPLY, MUTE_ROOM …)."""
 
     name: str
-    handler: Callable[..., Awaitable[ActionResult | None]]
-    """``async (runtime, message, state, options, callback, responses) -> ActionResult | None``"""
+    handler: ActionHandler
     description: str = ""
     similes: tuple[str, ...] = ()
     validate: Callable[[AgentRuntime, Memory, State], Awaitable[bool]] | None = None
@@ -103,7 +115,7 @@ class Evaluator:
     """Runs after a reply (or always, with ``always_run``) to learn from the conversation."""
 
     name: str
-    handler: Callable[..., Awaitable[Any]]
+    handler: EvaluatorHandler
     description: str = ""
     always_run: bool = False
     validate: Callable[[AgentRuntime, Memory, State], Awaitable[bool]] | None = None

@@ -312,13 +312,13 @@ class MessagePipeline:
         if self._latest.get(message.room_id) != token and not verdict.addressed:
             return Outcome(Status.SUPERSEDED, "a newer message arrived in the room")
 
-        actions = _settle_actions(plan)
+        actions = plan.actions
         # Bounded here, not only when sent: what is stored as said is what was sent.
-        text = bound_text(str(plan.get("text") or ""), max_reply_chars(rt))
+        text = bound_text(plan.text, max_reply_chars(rt))
         content = {
-            "thought": plan.get("thought", ""),
+            "thought": plan.thought,
             "actions": actions,
-            "providers": plan.get("providers", []),
+            "providers": plan.providers,
             "text": text,
             "inReplyTo": message.id,
             "source": message.content.get("source"),
@@ -333,10 +333,10 @@ class MessagePipeline:
             created_at=now_ms(),
         )
         if actions == ["IGNORE"]:
-            await self._remember_silence(message, "IGNORE", thought=content["thought"])
+            await self._remember_silence(message, "IGNORE", thought=plan.thought)
             return Outcome(Status.IGNORED, "the model chose IGNORE", ("IGNORE",))
-        if content["providers"]:
-            state = await rt.compose_state(message, content["providers"])
+        if plan.providers:
+            state = await rt.compose_state(message, plan.providers)
         results = await run_actions(rt, message, [response], state, delivery)
         await run_evaluators(rt, message, state, did_respond=True, callback=delivery, responses=[response])
         if delivery.failed:
@@ -361,7 +361,7 @@ class MessagePipeline:
         choice = str((action[-1] if isinstance(action, list) and action else action) or "").strip().upper()
         return choice if choice in ("RESPOND", "STOP") else "IGNORE"
 
-    async def _plan(self, state: State, stream: Callable[[str], None] | None = None) -> dict[str, Any] | Outcome:
+    async def _plan(self, state: State, stream: Callable[[str], None] | None = None) -> Plan | Outcome:
         """Ask the large model what to do; up to three tries for a reply that parses. When there
         is no plan, the outcome that says why."""
         rt = self.runtime
@@ -375,9 +375,9 @@ class MessagePipeline:
             except ModelError as exc:
                 _log.warning("%s: no reply: %s", rt.character.name, exc)
                 return Outcome(Status.MODEL_UNREACHABLE, exc.reason_for(rt.character.name))
-            parsed = parse_response(raw)
-            if parsed and (parsed.get("actions") or parsed.get("text")):
-                return parsed
+            plan = Plan.of(parse_response(raw))
+            if plan is not None:
+                return plan
             _log.info(
                 "%s: the model's reply did not parse (attempt %d of %d)", rt.character.name, attempt, _PLAN_ATTEMPTS
             )
@@ -414,10 +414,34 @@ class MessagePipeline:
 _UNREACHABLE = "UNREACHABLE"  # the small model's "answer" when it gave none
 
 
-def _settle_actions(plan: dict[str, Any]) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What the large model planned for a message."""
+
+    thought: str
+    actions: list[str]
+    """Settled: IGNORE comes alone or not at all."""
+    providers: list[str]
+    """Providers the model asked to see before the actions run."""
+    text: str
+
+    @classmethod
+    def of(cls, parsed: Mapping[str, Any] | None) -> Plan | None:
+        """The plan in a parsed answer; None when it plans nothing (no actions, no text)."""
+        if not parsed or not (parsed.get("actions") or parsed.get("text")):
+            return None
+        text = str(parsed.get("text") or "")
+        return cls(
+            thought=str(parsed.get("thought") or ""),
+            actions=_settle_actions([str(a) for a in parsed.get("actions") or [] if a], text),
+            providers=[str(p) for p in parsed.get("providers") or []],
+            text=text,
+        )
+
+
+def _settle_actions(actions: list[str], text: str) -> list[str]:
     """IGNORE only makes sense alone: with text, drop it; without, keep only it."""
-    actions = [a for a in plan.get("actions") or [] if a]
-    text = str(plan.get("text") or "").strip()
+    text = text.strip()
     if not actions:
         return ["REPLY"] if text else ["IGNORE"]
     if len(actions) > 1 and any(a.upper() == "IGNORE" for a in actions):

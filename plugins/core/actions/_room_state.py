@@ -8,10 +8,11 @@ chose the action, and ``validate`` only offers it where it makes sense.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from bot.components import Action, ActionResult, State
-from bot.types import Memory, RoomState
+from bot.components import Action, ActionResult, HandlerCallback, State
+from bot.types import JSON, Memory, RoomState
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -54,7 +55,12 @@ def room_state_action(
         return await current_state(runtime, message) in offered_when
 
     async def handler(
-        runtime: AgentRuntime, message: Memory, state: State, options: dict[str, Any], callback: Any, responses: Any
+        runtime: AgentRuntime,
+        message: Memory,
+        state: State,
+        options: JSON,
+        callback: HandlerCallback | None,
+        responses: Sequence[Memory],
     ) -> ActionResult:
         try:
             await set_state(runtime, message.room_id, new_state)

@@ -13,7 +13,7 @@ or an admin. Anyone else is not offered the action, and is refused if the model 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bot.components import Action, ActionResult, HandlerCallback, State
@@ -104,7 +104,7 @@ async def _handler(
     state: State,
     options: dict[str, Any],
     callback: HandlerCallback | None,
-    responses: Any,
+    responses: Sequence[Memory],
 ) -> ActionResult:
     tasks = await _choosable(runtime, message)
     if not tasks:

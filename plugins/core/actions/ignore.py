@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from bot.components import Action, ActionResult
 
 __all__ = ["action"]
 
 
-async def _handler(runtime: Any, message: Any, state: Any, options: Any, callback: Any, responses: Any) -> ActionResult:
+async def _handler(*_: object) -> ActionResult:
     # Nothing is sent: the pipeline stores the decision so the history shows it.
     return ActionResult(text="Ignored the message", values={"ignored": True})
 

@@ -10,6 +10,7 @@ own server only.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from bot.components import Action, ActionResult, HandlerCallback, Messenger, State
@@ -69,7 +70,7 @@ async def _handler(
     state: State,
     options: dict[str, Any],
     callback: HandlerCallback | None,
-    responses: Any,
+    responses: Sequence[Memory],
 ) -> ActionResult:
     messengers = _messengers(runtime)
     room, world = await room_and_world(runtime, message)

@@ -91,7 +91,7 @@ async def _handler(
     state: State,
     options: dict[str, Any],
     callback: HandlerCallback | None,
-    responses: Any,
+    responses: Sequence[Memory],
 ) -> ActionResult:
     store = runtime.store
     room, world = await room_and_world(runtime, message)

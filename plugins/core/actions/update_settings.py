@@ -13,7 +13,7 @@ value. The answer is built from what happened, not by another model call.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bot.components import Action, ActionResult, HandlerCallback, State
@@ -133,7 +133,7 @@ async def _handler(
     state: State,
     options: dict[str, Any],
     callback: HandlerCallback | None,
-    responses: Any,
+    responses: Sequence[Memory],
 ) -> ActionResult:
     worlds = await configurable_worlds(runtime, message)
     if not worlds:
