@@ -21,6 +21,8 @@ __all__ = ["point_gateway", "reset_api_base", "use_api_base"]
 
 _DEFAULT = Route.BASE
 _DEFAULT_GATEWAY = DiscordWebSocket.DEFAULT_GATEWAY
+# Process-wide on purpose, unlike the rest of troupe's state: it mirrors discord.py's own
+# class attribute (Route.BASE), which every client in the process shares, daemons included.
 _chosen: str | None = None
 
 
