@@ -154,7 +154,10 @@ class Database(QueuedLogs):
                 await self._close_connections()
         finally:
             self._state = State.CLOSED
-            self._closed.set()
+            try:
+                await self._close_logs()  # flushed above: only ends their owner
+            finally:
+                self._closed.set()
         if was_open:
             _log.info("closed database %s", self._path)
 

@@ -2,7 +2,10 @@
 
 The runtime logs every model call (``Store.queue_log``); writing each as a transaction of its
 own would put one writer turn on the path of every call. Rows queued until the writer is free
-are written together instead, by one background task per batch.
+are written together instead, by one background task per batch. The database owns those tasks:
+``close()`` waits for them before it closes anything, so a clean close loses no row, and a batch
+that cannot be written (the database failed, or its task was cancelled before its turn) is
+reported once with how many rows it held.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import logging
 import os
 from typing import Any
 
+from bot.background import BackgroundTasks
 from bot.store._access import DatabaseAccess
 from bot.store._connect import sqlean
 
@@ -29,9 +33,9 @@ class QueuedLogs(DatabaseAccess):
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path)
         # Log rows not written yet (see queue_log): the batch still taking rows, and the tasks
-        # writing every batch not yet written (that one included).
+        # writing every batch not yet written (that one included), named troupe:logs:<file>.
         self._log_batch: list[tuple[Any, ...]] | None = None
-        self._log_writers: set[asyncio.Task[None]] = set()
+        self._log_writers = BackgroundTasks("troupe:logs")
 
     def queue_log(self, row: tuple[Any, ...]) -> None:
         """Write a ``logs`` row (id, created_at, entity_id, body, type, room_id) soon, off the caller's path.
@@ -44,30 +48,41 @@ class QueuedLogs(DatabaseAccess):
         """
         self._require_open()
         if self._log_batch is None:
-            self._log_batch = []
-            writer = asyncio.create_task(self._write_log_batch(), name=f"troupe:logs:{os.path.basename(self._path)}")
-            self._log_writers.add(writer)
-            writer.add_done_callback(self._log_writers.discard)
+            batch: list[tuple[Any, ...]] = []
+            writer = self._log_writers.start(self._write_log_batch(batch), os.path.basename(self._path))
+            writer.add_done_callback(functools.partial(self._writer_ended, batch))
+            self._log_batch = batch
         self._log_batch.append(row)
 
     async def flush_logs(self) -> None:
         """Return once every log row queued so far is written (or dropped: see :meth:`queue_log`)."""
-        if self._log_writers:
+        if writers := list(self._log_writers):
             # Shielded: a caller giving up must not cancel a batch others wait for.
-            await asyncio.shield(asyncio.gather(*self._log_writers, return_exceptions=True))
+            await asyncio.shield(asyncio.gather(*writers, return_exceptions=True))
 
-    async def _write_log_batch(self) -> None:
-        # Each batch has one writer task: this one, until it takes the batch.
-        rows: list[tuple[Any, ...]] | None = None
+    async def _close_logs(self) -> None:
+        """After the last :meth:`flush_logs`: end the writers' owner, so no task outlives the database."""
+        await self._log_writers.close()
+
+    async def _write_log_batch(self, batch: list[tuple[Any, ...]]) -> None:
+        """Write ``batch``, which takes every row queued until the writer is free."""
         try:
             async with self._write_turn(_LOG_TABLES) as conn:
-                rows, self._log_batch = self._log_batch or [], None  # all queued until the writer was free
-                await self._run_transaction(conn, functools.partial(_insert_logs, rows))
+                self._log_batch = None  # it was ``batch``: rows queued from now on start the next one
+                # Once handed to the writer's thread, the batch is written even if this task is cancelled.
+                await self._run_transaction(conn, functools.partial(_insert_logs, batch))
         except Exception as exc:  # logging must never break anything; say what was lost
-            _log.warning("could not write queued log rows to %s: %s", self._path, exc)
-        finally:
-            if rows is None:  # never got the writer: drop the batch, so the next row starts a new one
-                self._log_batch = None
+            self._drop(batch, exc)
+
+    def _writer_ended(self, batch: list[tuple[Any, ...]], writer: asyncio.Task[Any]) -> None:
+        if writer.cancelled() and self._log_batch is batch:  # cancelled before its turn (or before it ran)
+            self._drop(batch, "its writer was cancelled before its turn")
+
+    def _drop(self, batch: list[tuple[Any, ...]], why: object) -> None:
+        """Give up on ``batch``, saying so once; the next row queued starts a new batch."""
+        if self._log_batch is batch:
+            self._log_batch = None
+        _log.warning("%d queued log rows were not written to %s: %s", len(batch), self._path, why)
 
 
 def _insert_logs(rows: list[tuple[Any, ...]], conn: Any) -> None:
