@@ -28,6 +28,7 @@ from bot.store._values import (
     KnowledgeDocument,
     KnowledgeSourceRecord,
     MemoryExport,
+    MessageHandling,
     Participation,
 )
 from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, DIMENSION_MAP
@@ -45,6 +46,7 @@ __all__ = [
     "KnowledgeDocument",
     "KnowledgeSourceRecord",
     "MemoryExport",
+    "MessageHandling",
     "Participation",
     "SCHEMA_VERSION",
     "SHARED_KNOWLEDGE_ID",

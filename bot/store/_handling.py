@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.store._scoped import AgentScoped
+from bot.store._values import MessageHandling
 from bot.types import Claim, Handling, now_ms
 
 __all__ = ["HandlingMixin"]
@@ -85,6 +86,17 @@ class HandlingMixin(AgentScoped):
             )
 
         await self._db.write(mark, tables=_TABLES)
+
+    async def get_message_handling(self, memory_id: str) -> MessageHandling | None:
+        """Where the answer to ``memory_id`` stands; None if it was never claimed (or pruned)."""
+        row = await self._db.fetchone(
+            "SELECT memory_id, room_id, status, outcome, attempts, created_at FROM message_handling "
+            "WHERE agent_id = ? AND memory_id = ?",
+            (self._agent_id, memory_id),
+        )
+        if row is None:
+            return None
+        return MessageHandling(str(row[0]), str(row[1]), Handling(row[2]), row[3], int(row[4]), int(row[5]))
 
     async def unfinished_messages(self) -> list[tuple[str, int, int]]:
         """Messages claimed but never finished (``HANDLING``): what a process that died left, oldest
