@@ -12,9 +12,9 @@ import asyncio
 import enum
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import aiosqlite
 
@@ -22,6 +22,8 @@ from bot.errors import StoreError
 from bot.store import _shared
 from bot.store._connect import (
     BEGIN_ATTEMPTS,
+    Connection,
+    Params,
     Row,
     begin_immediate,
     is_locked_error,
@@ -30,11 +32,10 @@ from bot.store._connect import (
     sqlean,
 )
 
-__all__ = ["DatabaseAccess", "Params", "State"]
+__all__ = ["DatabaseAccess", "State"]
 
 _log = logging.getLogger(__name__)
 
-Params = Sequence[Any]
 T = TypeVar("T")
 
 
@@ -59,7 +60,7 @@ class DatabaseAccess:
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._lock = asyncio.Lock()
-        self._lock_owner: asyncio.Task[Any] | None = None
+        self._lock_owner: asyncio.Task[object] | None = None
         # Which tables finished write transactions changed: tells shared reads when they are stale.
         self._writes = _shared.WriteMarks()
 
@@ -94,7 +95,7 @@ class DatabaseAccess:
                     raise StoreError(f"database write failed: {exc}") from exc
                 raise
 
-    async def write(self, work: Callable[[Any], T], *, tables: Collection[str] | None = None) -> T:
+    async def write(self, work: Callable[[Connection], T], *, tables: Collection[str] | None = None) -> T:
         """Run ``work(conn)`` as one write transaction in a single trip to the writer's thread.
 
         The same transaction as :meth:`transaction` (one at a time, ``BEGIN IMMEDIATE``, commit,
@@ -108,7 +109,7 @@ class DatabaseAccess:
         async with self._write_turn(tables) as conn:
             return await self._run_transaction(conn, work)
 
-    async def _run_transaction(self, conn: aiosqlite.Connection, work: Callable[[Any], T]) -> T:
+    async def _run_transaction(self, conn: aiosqlite.Connection, work: Callable[[Connection], T]) -> T:
         """The body of :meth:`write`, for a caller already holding the writer (``_write_turn``)."""
         for attempt in range(1, BEGIN_ATTEMPTS + 1):
             try:
@@ -171,7 +172,7 @@ class DatabaseAccess:
         async with self._lock:
             return await self._fetchall_on(self._require_open(), sql, params)
 
-    async def read(self, work: Callable[[Any], T]) -> T:
+    async def read(self, work: Callable[[Connection], T]) -> T:
         """Run ``work(conn)``, plain read-only queries, in one trip to the reader's thread.
 
         For reads of several queries (entities and their components): each awaited query would
@@ -190,7 +191,7 @@ class DatabaseAccess:
         if task is not None and self._lock_owner is task:
             raise RuntimeError("store reads cannot run inside a transaction block of a ':memory:' Database")
 
-    async def _read_on(self, conn: aiosqlite.Connection, work: Callable[[Any], T]) -> T:
+    async def _read_on(self, conn: aiosqlite.Connection, work: Callable[[Connection], T]) -> T:
         try:
             return await run_on_thread(conn, work)
         except sqlean.Error as exc:
@@ -238,11 +239,11 @@ class _BeginFailed(Exception):
         self.error = error
 
 
-def _nothing(conn: Any) -> None:
+def _nothing(conn: Connection) -> None:
     """On the writer's thread: returns once every call queued before it has run."""
 
 
-def _transact(conn: Any, work: Callable[[Any], T]) -> T:
+def _transact(conn: Connection, work: Callable[[Connection], T]) -> T:
     """On the writer's thread: BEGIN IMMEDIATE, ``work(conn)``, COMMIT; ROLLBACK if anything fails."""
     try:
         conn.execute("BEGIN IMMEDIATE")

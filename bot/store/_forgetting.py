@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
 
+from bot.store._connect import Connection, Params
 from bot.store._knowledge import DOCUMENTS, FRAGMENTS
 from bot.store._rows import dumps, loads
 from bot.store._scoped import AgentScoped, json_list
@@ -38,7 +38,7 @@ class _DryRun(Exception):
 class _Forget:
     """One forget, on the writer's thread inside its transaction: deletes and counts."""
 
-    def __init__(self, conn: Any, agent_id: str) -> None:
+    def __init__(self, conn: Connection, agent_id: str) -> None:
         self.conn = conn
         self.agent = agent_id
         self.result = Forgotten()
@@ -48,7 +48,7 @@ class _Forget:
         if n:
             bucket[key] = bucket.get(key, 0) + n
 
-    def delete(self, table: str, where: str, params: Sequence[Any]) -> int:
+    def delete(self, table: str, where: str, params: Params) -> int:
         n: int = self.conn.execute(f"DELETE FROM {table} WHERE {where}", params).rowcount
         self._add(self.result.rows, table, n)
         return n
@@ -118,7 +118,7 @@ class _Forget:
         self.gone.add(room_id)
 
     def scrub(
-        self, table: str, key: str, columns: Sequence[str], needle: str, where: str = "", params: Sequence[Any] = ()
+        self, table: str, key: str, columns: Sequence[str], needle: str, where: str = "", params: Params = ()
     ) -> None:
         """Remove ``needle`` from the JSON ``columns`` of the agent's rows of ``table`` that mention it."""
         mentions = " OR ".join(f"instr({c}, ?) > 0" for c in columns)
@@ -147,7 +147,7 @@ class _Forget:
         self.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
 
 
-def _scrubbed(value: Any, needle: str) -> Any:
+def _scrubbed(value: object, needle: str) -> object:
     """``value`` without ``needle``: dict keys and list items equal to it go, strings lose it."""
     if isinstance(value, dict):
         return {k: _scrubbed(v, needle) for k, v in value.items() if k != needle and v != needle}
@@ -163,8 +163,8 @@ class ForgettingMixin(AgentScoped):
 
     __slots__ = ()
 
-    async def _forget(self, work: Any, dry_run: bool) -> Forgotten:
-        def run(conn: Any) -> Forgotten:
+    async def _forget(self, work: Callable[[_Forget], None], dry_run: bool) -> Forgotten:
+        def run(conn: Connection) -> Forgotten:
             before = conn.execute("PRAGMA secure_delete").fetchone()[0]
             conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed, not left readable
             try:

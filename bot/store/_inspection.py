@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from bot.store._connect import Row
+from bot.store._connect import Connection, Row, SQLValue
 from bot.store._memories import _MEMORY_COLUMNS, fts_query
 from bot.store._rows import (
     loads,
@@ -19,7 +18,7 @@ from bot.store._rows import (
 from bot.store._scoped import AgentScoped, json_list, validate_count
 from bot.store._selection import ABOUT, select_entity
 from bot.store._values import MemoryExport, Participation
-from bot.types import Memory, Room, RoomState
+from bot.types import Component, Memory, Room, RoomState
 
 __all__ = ["InspectionMixin"]
 
@@ -47,7 +46,7 @@ class InspectionMixin(AgentScoped):
 
     def _listing_filter(
         self, tables: Sequence[str] | None, room_id: str | None, entity_id: str | None
-    ) -> tuple[list[str], list[Any]]:
+    ) -> tuple[list[str], list[str]]:
         clauses, params = ["m.agent_id = ?"], [self._agent_id]
         if tables:
             clauses.append("m.type IN (SELECT value FROM json_each(?))")
@@ -121,10 +120,10 @@ class InspectionMixin(AgentScoped):
             raise ValueError("export one room or one entity, not both")
         agent = self._agent_id
 
-        def read(conn: Any) -> MemoryExport:
+        def read(conn: Connection) -> MemoryExport:
             out = MemoryExport()
 
-            def fetch(sql: str, *params: Any) -> list[Row]:
+            def fetch(sql: str, *params: SQLValue) -> list[Row]:
                 rows: list[Row] = conn.execute(sql, params).fetchall()
                 return rows
 
@@ -208,7 +207,7 @@ class InspectionMixin(AgentScoped):
                 agent,
                 json_list({r["world_id"] for r in rooms if r["world_id"]}),
             )
-            components: dict[str, list[Any]] = {}
+            components: dict[str, list[Component]] = {}
             for row in fetch(
                 "SELECT * FROM components WHERE agent_id = ? AND entity_id IN "
                 "(SELECT value FROM json_each(?)) ORDER BY created_at, rowid",

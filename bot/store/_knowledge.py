@@ -37,9 +37,9 @@ import json
 import logging
 from collections.abc import Collection, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any
 
 from bot.ids import string_to_uuid
+from bot.store._connect import Connection
 from bot.store._memories import _MEMORY_COLUMNS, fts_query
 from bot.store._rows import dumps, row_to_memory
 from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
@@ -124,7 +124,7 @@ class KnowledgeMixin(AgentScoped):
         scope = self._scope(shared)
         now = now_ms()
 
-        def write(conn: Any) -> None:
+        def write(conn: Connection) -> None:
             if shared:
                 conn.execute(
                     "INSERT INTO agents (id, name, enabled) VALUES (?, ?, 0) ON CONFLICT(id) DO NOTHING",
@@ -178,7 +178,7 @@ class KnowledgeMixin(AgentScoped):
         """
         scope = self._scope(shared)
 
-        def write(conn: Any) -> int:
+        def write(conn: Connection) -> int:
             conn.execute(
                 "DELETE FROM knowledge_sources AS s WHERE s.scope_id = ? AND s.owner_id = ? "
                 "AND (s.source IN (SELECT value FROM json_each(?)) OR NOT EXISTS ("
@@ -254,7 +254,7 @@ class KnowledgeMixin(AgentScoped):
             encoded.setdefault(DIMENSION_MAP[len(vector)], []).append((new_id(), memory_id, blob, now, memory_id))
         scopes = self.knowledge_scopes
 
-        def write(conn: Any) -> int:
+        def write(conn: Connection) -> int:
             stored = 0
             for column, rows in encoded.items():
                 before = conn.total_changes

@@ -14,17 +14,18 @@ import asyncio
 import functools
 import logging
 import os
-from typing import Any
 
 from bot.background import BackgroundTasks
 from bot.store._access import DatabaseAccess
-from bot.store._connect import sqlean
+from bot.store._connect import Connection, sqlean
 
-__all__ = ["QueuedLogs"]
+__all__ = ["LogRow", "QueuedLogs"]
 
 _log = logging.getLogger(__name__)
 
 _LOG_TABLES = ("logs",)
+#: One ``logs`` row: id, created_at, entity_id, body (JSON), type, room_id.
+LogRow = tuple[str, int, str, str, str, str]
 
 
 class QueuedLogs(DatabaseAccess):
@@ -34,10 +35,10 @@ class QueuedLogs(DatabaseAccess):
         super().__init__(path)
         # Log rows not written yet (see queue_log): the batch still taking rows, and the tasks
         # writing every batch not yet written (that one included), named troupe:logs:<file>.
-        self._log_batch: list[tuple[Any, ...]] | None = None
+        self._log_batch: list[LogRow] | None = None
         self._log_writers = BackgroundTasks("troupe:logs")
 
-    def queue_log(self, row: tuple[Any, ...]) -> None:
+    def queue_log(self, row: LogRow) -> None:
         """Write a ``logs`` row (id, created_at, entity_id, body, type, room_id) soon, off the caller's path.
 
         Rows queued until the writer is free are written together in one transaction, by a
@@ -48,7 +49,7 @@ class QueuedLogs(DatabaseAccess):
         """
         self._require_open()
         if self._log_batch is None:
-            batch: list[tuple[Any, ...]] = []
+            batch: list[LogRow] = []
             writer = self._log_writers.start(self._write_log_batch(batch), os.path.basename(self._path))
             writer.add_done_callback(functools.partial(self._writer_ended, batch))
             self._log_batch = batch
@@ -64,7 +65,7 @@ class QueuedLogs(DatabaseAccess):
         """After the last :meth:`flush_logs`: end the writers' owner, so no task outlives the database."""
         await self._log_writers.close()
 
-    async def _write_log_batch(self, batch: list[tuple[Any, ...]]) -> None:
+    async def _write_log_batch(self, batch: list[LogRow]) -> None:
         """Write ``batch``, which takes every row queued until the writer is free."""
         try:
             async with self._write_turn(_LOG_TABLES) as conn:
@@ -74,18 +75,18 @@ class QueuedLogs(DatabaseAccess):
         except Exception as exc:  # logging must never break anything; say what was lost
             self._drop(batch, exc)
 
-    def _writer_ended(self, batch: list[tuple[Any, ...]], writer: asyncio.Task[Any]) -> None:
+    def _writer_ended(self, batch: list[LogRow], writer: asyncio.Task[object]) -> None:
         if writer.cancelled() and self._log_batch is batch:  # cancelled before its turn (or before it ran)
             self._drop(batch, "its writer was cancelled before its turn")
 
-    def _drop(self, batch: list[tuple[Any, ...]], why: object) -> None:
+    def _drop(self, batch: list[LogRow], why: object) -> None:
         """Give up on ``batch``, saying so once; the next row queued starts a new batch."""
         if self._log_batch is batch:
             self._log_batch = None
         _log.warning("%d queued log rows were not written to %s: %s", len(batch), self._path, why)
 
 
-def _insert_logs(rows: list[tuple[Any, ...]], conn: Any) -> None:
+def _insert_logs(rows: list[LogRow], conn: Connection) -> None:
     """On the writer's thread: insert log rows, skipping (and reporting) any the database rejects."""
     for row in rows:
         try:

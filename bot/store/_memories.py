@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bot.store._connect import Connection, Row, RowValues, SQLValue
 from bot.store._rows import dumps, row_to_memory
 from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
 from bot.store._vectors import DIMENSION_MAP, check_dimension, encode_vector
@@ -48,7 +49,7 @@ def fts_query(text: str) -> str | None:
     return " OR ".join(f'"{t}"' for t in terms)
 
 
-def _hits(rows: Sequence[Any], threshold: float | None = None) -> list[tuple[int, float]]:
+def _hits(rows: Sequence[Row], threshold: float | None = None) -> list[tuple[int, float]]:
     """(seq, similarity) pairs of nearest-neighbour rows, without those below ``threshold``.
 
     Filtering after LIMIT gives the same rows as before it: the order is by similarity, and NULL
@@ -66,9 +67,9 @@ class _MemoryFilter:
         if not table:
             raise ValueError("a memory table name is required (e.g. 'messages', 'facts')")
         self.clauses = ["m.agent_id = ?", "m.type = ?"]
-        self.params: list[Any] = [agent_id, table]
+        self.params: list[SQLValue] = [agent_id, table]
 
-    def add(self, clause: str, value: Any) -> _MemoryFilter:
+    def add(self, clause: str, value: SQLValue) -> _MemoryFilter:
         if value is not None:
             self.clauses.append(clause)
             self.params.append(value)
@@ -112,7 +113,7 @@ class MemoriesMixin(AgentScoped):
 
     # -- memories: writes --------------------------------------------------------------------------
 
-    def _memory_row(self, memory: Memory, table: str, memory_id: str, is_unique: bool, now: int) -> tuple[Any, ...]:
+    def _memory_row(self, memory: Memory, table: str, memory_id: str, is_unique: bool, now: int) -> RowValues:
         return (
             memory_id,
             table,
@@ -160,14 +161,14 @@ class MemoriesMixin(AgentScoped):
         ids = [m.id or new_id() for m in memories]
         now = now_ms()
 
-        def write(conn: Any) -> None:  # on the writer's thread, inside the transaction
+        def write(conn: Connection) -> None:  # on the writer's thread, inside the transaction
             seen = {
                 r[0]
                 for r in conn.execute(
                     "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?))", (json_list(ids),)
                 )
             }
-            pending_rows: list[tuple[Any, ...]] = []
+            pending_rows: list[RowValues] = []
             pending_vectors: list[tuple[str, str, bytes, int]] = []
 
             def flush() -> None:
@@ -392,7 +393,7 @@ class MemoriesMixin(AgentScoped):
     # -- memories: search --------------------------------------------------------------------------
 
     @staticmethod
-    def _nearest_sql(column: str, where: _MemoryFilter, count: int) -> tuple[str, list[Any]]:
+    def _nearest_sql(column: str, where: _MemoryFilter, count: int) -> tuple[str, list[SQLValue]]:
         # Exact search: cosine similarity of every pre-filtered row, best first. SQLite evaluates the
         # select list only for rows passing WHERE, so the vector function never sees a NULL.
         # Only (seq, similarity) go through the sorter; full rows are read for the winners only.

@@ -32,8 +32,8 @@ from bot.types import (
 
 __all__ = ["JSONValue", "Store", "StoreBackend"]
 
-#: Any value ``json.dumps`` accepts: what the cache stores.
-JSONValue = str | int | float | bool | None | list[Any] | dict[str, Any]
+#: A JSON value (what ``json.dumps`` writes and ``json.loads`` reads): what the cache stores.
+JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
 
 
 @runtime_checkable

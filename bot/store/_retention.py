@@ -11,8 +11,8 @@ memory forget``) is never half-replaced. Inspecting and forgetting what is store
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from bot.store._connect import Connection
 from bot.store._memories import _MEMORY_COLUMNS, MemoriesMixin
 from bot.store._rows import row_to_memory
 from bot.store._scoped import json_list, new_id, validate_count
@@ -70,7 +70,7 @@ class RetentionMixin(MemoriesMixin):
         row = self._memory_row(summary, table, summary_id, True, now_ms())
         wanted = json_list(ids)
 
-        def work(conn: Any) -> int:
+        def work(conn: Connection) -> int:
             present = conn.execute(
                 "SELECT count(*) FROM memories WHERE +agent_id = ? AND id IN (SELECT value FROM json_each(?))",
                 (self._agent_id, wanted),

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from bot.store._connect import Connection
 from bot.store._rows import loads
 from bot.store._scoped import json_list
 from bot.store._values import DERIVED_TABLES, KNOWLEDGE_TABLES
@@ -55,7 +55,7 @@ class Selection:
     """Messages outside those rooms (others') whose JSON mentions their id: kept, id scrubbed."""
 
 
-def select_entity(conn: Any, agent: str, entity_id: str, names: Sequence[str]) -> Selection:
+def select_entity(conn: Connection, agent: str, entity_id: str, names: Sequence[str]) -> Selection:
     """On a database thread: the rows :meth:`~bot.store.Store.forget_entity` removes or edits."""
     dm_rooms = [
         r[0]
