@@ -16,9 +16,10 @@ from __future__ import annotations
 import os
 
 from bot.store._database import Database
-from bot.store._memories import DEDUP_THRESHOLD, fts_query
+from bot.store._memories import DEDUP_THRESHOLD
 from bot.store._migrations import SCHEMA_VERSION
 from bot.store._protocol import JSONValue, Store, StoreBackend
+from bot.store._search import fts_query
 from bot.store._sqlite import AgentStore
 from bot.store._values import (
     DERIVED_TABLES,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.store._connect import Connection, Row, SQLValue
-from bot.store._memories import _MEMORY_COLUMNS, fts_query
+from bot.store._memories import MEMORY_COLUMNS
 from bot.store._rows import (
     loads,
     row_to_component,
@@ -16,6 +16,7 @@ from bot.store._rows import (
     row_to_world,
 )
 from bot.store._scoped import AgentScoped, json_list, validate_count
+from bot.store._search import fts_query
 from bot.store._selection import ABOUT, select_entity
 from bot.store._values import MemoryExport, Participation
 from bot.types import Component, Memory, Room, RoomState
@@ -76,7 +77,7 @@ class InspectionMixin(AgentScoped):
         validate_count(offset, "offset")
         clauses, params = self._listing_filter(tables, room_id, entity_id)
         rows = await self._db.fetchall(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(clauses)} "
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {' AND '.join(clauses)} "
             "ORDER BY m.created_at DESC, m.seq DESC LIMIT ? OFFSET ?",
             (*params, -1 if count is None else count, offset or 0),
         )
@@ -102,7 +103,7 @@ class InspectionMixin(AgentScoped):
             return []
         clauses, params = self._listing_filter(tables, room_id, entity_id)
         rows = await self._db.fetchall(
-            f"SELECT {_MEMORY_COLUMNS}, -bm25(memories_fts) AS score FROM memories_fts "
+            f"SELECT {MEMORY_COLUMNS}, -bm25(memories_fts) AS score FROM memories_fts "
             "JOIN memories m ON m.seq = memories_fts.rowid "
             f"WHERE memories_fts MATCH ? AND {' AND '.join(clauses)} "
             "ORDER BY bm25(memories_fts), m.created_at DESC, m.seq DESC LIMIT ?",
@@ -149,7 +150,7 @@ class InspectionMixin(AgentScoped):
                     }
                 )
                 memories = fetch(
-                    f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE m.agent_id = ? AND (m.id IN "
+                    f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.agent_id = ? AND (m.id IN "
                     "(SELECT value FROM json_each(?)) OR m.room_id IN (SELECT value FROM json_each(?))) "
                     "ORDER BY m.created_at, m.seq",
                     agent,
@@ -172,7 +173,7 @@ class InspectionMixin(AgentScoped):
                 if not fetch("SELECT 1 FROM rooms WHERE id = ? AND agent_id = ?", room_id, agent):
                     raise LookupError(room_id)
                 memories = fetch(
-                    f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE m.agent_id = ? AND m.room_id = ? "
+                    f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.agent_id = ? AND m.room_id = ? "
                     "ORDER BY m.created_at, m.seq",
                     agent,
                     room_id,
@@ -188,7 +189,7 @@ class InspectionMixin(AgentScoped):
             else:
                 room_ids = [r[0] for r in fetch("SELECT id FROM rooms WHERE agent_id = ?", agent)]
                 memories = fetch(
-                    f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE m.agent_id = ? ORDER BY m.created_at, m.seq", agent
+                    f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.agent_id = ? ORDER BY m.created_at, m.seq", agent
                 )
                 participants = fetch("SELECT * FROM participants WHERE agent_id = ?", agent)
                 entities = fetch("SELECT * FROM entities WHERE agent_id = ? ORDER BY created_at, rowid", agent)

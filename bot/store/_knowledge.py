@@ -40,9 +40,10 @@ from contextlib import AbstractAsyncContextManager
 
 from bot.ids import string_to_uuid
 from bot.store._connect import Connection
-from bot.store._memories import _MEMORY_COLUMNS, fts_query
+from bot.store._memories import MEMORY_COLUMNS
 from bot.store._rows import dumps, row_to_memory
 from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
+from bot.store._search import fts_query
 from bot.store._values import SHARED_KNOWLEDGE_ID, KnowledgeDocument, KnowledgeSourceRecord
 from bot.store._vectors import DIMENSION_MAP, check_dimension, encode_vector
 from bot.types import Memory, now_ms
@@ -331,7 +332,7 @@ class KnowledgeMixin(AgentScoped):
         if not hits:
             return []
         rows = await self._db.fetchall(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))",
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))",
             (json.dumps([seq for seq, _ in hits]),),
         )
         by_seq = {r["seq"]: r for r in rows}

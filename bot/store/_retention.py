@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.store._connect import Connection
-from bot.store._memories import _MEMORY_COLUMNS, MemoriesMixin
+from bot.store._memories import MEMORY_COLUMNS, MemoriesMixin
 from bot.store._rows import row_to_memory
 from bot.store._scoped import json_list, new_id, validate_count
 from bot.store._vectors import encode_vector
@@ -45,7 +45,7 @@ class RetentionMixin(MemoriesMixin):
         """The oldest ``count`` memories of ``table`` in ``room_id``, oldest first, without embeddings."""
         validate_count(count)
         rows = await self._db.fetchall(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE m.agent_id = ? AND m.type = ? AND m.room_id = ? "
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.agent_id = ? AND m.type = ? AND m.room_id = ? "
             "ORDER BY m.created_at, m.seq LIMIT ?",
             (self._agent_id, table, room_id, count),
         )

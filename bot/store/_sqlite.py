@@ -9,7 +9,7 @@ The knowledge methods also read (and write their own claims on) the shared-knowl
 every agent sees (``_knowledge``).
 
 The methods live in one module per group of tables (``_agents``, ``_entities``, ``_rooms``,
-``_memories``, ``_records``, ``_knowledge``, ``_retention``, ``_inspection``, ``_forgetting``,
+``_memories``, ``_search``, ``_records``, ``_knowledge``, ``_retention``, ``_inspection``, ``_forgetting``,
 ``_handling``); this class only puts them together.
 """
 
@@ -25,6 +25,7 @@ from bot.store._memories import MemoriesMixin
 from bot.store._records import RecordsMixin
 from bot.store._retention import RetentionMixin
 from bot.store._rooms import RoomsMixin
+from bot.store._search import SearchMixin
 
 __all__ = ["AgentStore"]
 
@@ -34,6 +35,7 @@ class AgentStore(
     EntitiesMixin,
     RoomsMixin,
     RetentionMixin,
+    SearchMixin,
     InspectionMixin,
     ForgettingMixin,
     MemoriesMixin,
