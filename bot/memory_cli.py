@@ -17,7 +17,7 @@ entity id or a name (a name several people share is refused, with the candidates
 is a room id (``show`` lists them).
 
 ``forget --entity`` removes everything the agent stores about that person, in every room (see
-:mod:`bot.store._retention` for exactly what), ``--room`` one room with everything in it, and
+:mod:`bot.store._selection` for exactly what), ``--room`` one room with everything in it, and
 ``--knowledge`` the agent's knowledge (its documents, and its claims on shared ones: a shared
 document goes when no other agent lists it; for ``shared``, all shared knowledge), and ``--all``
 everything the agent learned from conversations and its knowledge. Knowledge comes back from the

@@ -16,9 +16,10 @@ from __future__ import annotations
 import os
 
 from bot.store._database import Database
-from bot.store._memories import DEDUP_THRESHOLD, fts_query
+from bot.store._memories import DEDUP_THRESHOLD
 from bot.store._migrations import SCHEMA_VERSION
 from bot.store._protocol import JSONValue, Store, StoreBackend
+from bot.store._search import fts_query
 from bot.store._sqlite import AgentStore
 from bot.store._values import (
     DERIVED_TABLES,
@@ -28,6 +29,7 @@ from bot.store._values import (
     KnowledgeDocument,
     KnowledgeSourceRecord,
     MemoryExport,
+    MessageHandling,
     Participation,
 )
 from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, DIMENSION_MAP
@@ -45,6 +47,7 @@ __all__ = [
     "KnowledgeDocument",
     "KnowledgeSourceRecord",
     "MemoryExport",
+    "MessageHandling",
     "Participation",
     "SCHEMA_VERSION",
     "SHARED_KNOWLEDGE_ID",

@@ -8,6 +8,7 @@ from typing import Any
 
 import aiosqlite
 
+from bot.store._connect import SQLValue
 from bot.store._rows import AGENT_JSON_FIELDS, dumps, loads, row_to_agent
 from bot.store._scoped import JSON, AgentScoped
 from bot.types import AgentRecord, now_ms
@@ -91,7 +92,7 @@ class AgentsMixin(AgentScoped):
         if row is None:
             return False
         sets: list[str] = ["updated_at = ?"]
-        params: list[Any] = [now_ms()]
+        params: list[SQLValue] = [now_ms()]
         for name, value in changes.items():
             if name == "settings":
                 value = deep_merge(loads(row["settings"], {}), _without_secrets(value))

@@ -13,17 +13,21 @@ import logging
 import os
 import random
 import unicodedata
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import aiosqlite
 
 from bot.errors import VectorExtensionError
 
 __all__ = [
+    "Connection",
     "MEMORY_PATH",
+    "Params",
     "Row",
+    "RowValues",
+    "SQLValue",
     "VECTOR_BACKEND",
     "begin_immediate",
     "casefold",
@@ -47,11 +51,18 @@ except ImportError as exc:  # pragma: no cover - sqlean-py is a hard dependency
     raise VectorExtensionError(f"the sqlean SQLite driver is missing ({exc}): {_INSTALL_HINT}") from exc
 
 if TYPE_CHECKING:
-    from sqlite3 import (
-        Row,  # sqlean ships no type stubs; its Row has the stdlib interface
-    )
+    # sqlean ships no type stubs; its Connection and Row have the stdlib interface.
+    from sqlite3 import Connection, Row
 else:
+    Connection = sqlean.Connection
     Row = sqlean.Row
+
+#: A value SQLite binds and stores: what one query parameter may be.
+SQLValue = str | int | float | bytes | None
+#: The parameters of one statement, in order.
+Params = Sequence[SQLValue]
+#: One row to insert (or update), in its statement's column order.
+RowValues = tuple[SQLValue, ...]
 
 T = TypeVar("T")
 
@@ -213,7 +224,7 @@ def is_locked_error(exc: BaseException) -> bool:
     return "locked" in message or "busy" in message
 
 
-async def run_on_thread(conn: aiosqlite.Connection, work: Callable[..., T], *args: Any) -> T:
+async def run_on_thread(conn: aiosqlite.Connection, work: Callable[..., T], *args: object) -> T:
     """Run ``work(raw_connection, *args)`` on ``conn``'s worker thread and return its result.
 
     Each awaited aiosqlite call is one round trip to that thread (a queue put, a wake-up, a

@@ -1,32 +1,20 @@
-"""``Database``: one SQLite file shared by every agent, with one writer and one reader connection."""
+"""``Database``: one SQLite file shared by every agent, with one writer and one reader connection.
+
+This module opens the file (connect, load sqlite-vec, migrate) and closes it, and keeps what the
+database knows per agent. Transactions and reads are ``_access``'s; log rows written in the
+background are ``_log_queue``'s.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import enum
-import functools
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
-from typing import Any, TypeVar
-
-import aiosqlite
 
 from bot.errors import StoreError
-from bot.store import _shared
-from bot.store._connect import (
-    BEGIN_ATTEMPTS,
-    MEMORY_PATH,
-    VECTOR_BACKEND,
-    Row,
-    begin_immediate,
-    is_locked_error,
-    open_connection,
-    retry_delay,
-    run_on_thread,
-    sqlean,
-)
+from bot.store._access import State
+from bot.store._connect import MEMORY_PATH, VECTOR_BACKEND, open_connection, sqlean
+from bot.store._log_queue import QueuedLogs
 from bot.store._migrations import migrate
 from bot.store._sqlite import AgentStore
 from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION
@@ -35,21 +23,8 @@ __all__ = ["Database"]
 
 _log = logging.getLogger(__name__)
 
-Params = Sequence[Any]
-T = TypeVar("T")
 
-_LOG_TABLES = ("logs",)
-
-
-class _State(enum.Enum):
-    UNOPENED = "not open yet"  # created; open() (or ``async with``) has not run
-    OPENING = "opening"  # open() is connecting and migrating
-    OPEN = "open"  # usable
-    CLOSING = "closing"  # close() is waiting for the last transaction to finish
-    CLOSED = "closed"  # final: a closed Database is never reopened; make a new one
-
-
-class Database:
+class Database(QueuedLogs):
     """One SQLite database file, shared by every agent of the daemon.
 
     ``async with Database(path) as db:`` opens it (creating the file, its parent directories and the
@@ -65,24 +40,13 @@ class Database:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._path = os.fspath(path)
-        self._state = _State.UNOPENED
-        self._writer: aiosqlite.Connection | None = None
-        self._reader: aiosqlite.Connection | None = None
-        self._lock = asyncio.Lock()
-        self._lock_owner: asyncio.Task[Any] | None = None
-        # Which tables finished write transactions changed: tells shared reads when they are stale.
-        self._writes = _shared.WriteMarks()
+        super().__init__(path)
         self._closed: asyncio.Event | None = None
         self._sqlite_version = ""
         self._vec_version = ""
         self._schema_version = 0
         # agent id -> active embedding dimension; written through by ensure_embedding_dimension.
         self._dimensions: dict[str, int] = {}
-        # Log rows not written yet (see queue_log): the batch still taking rows, and the tasks
-        # writing every batch not yet written (that one included).
-        self._log_batch: list[tuple[Any, ...]] | None = None
-        self._log_writers: set[asyncio.Task[None]] = set()
         #: Agents of this process take turns at the shared knowledge scope (plugins/knowledge), so a
         #: shared document is stored and embedded once.
         self.shared_knowledge_lock = asyncio.Lock()
@@ -98,7 +62,7 @@ class Database:
     @property
     def is_open(self) -> bool:
         """True between a successful open() and close()."""
-        return self._state is _State.OPEN
+        return self._state is State.OPEN
 
     @property
     def vector_backend(self) -> str:
@@ -129,9 +93,9 @@ class Database:
         if sqlite-vec cannot be loaded, SchemaVersionError if the file is from a newer troupe, and
         StoreError if the file cannot be opened. A failed open() leaves nothing open behind.
         """
-        if self._state is not _State.UNOPENED:
+        if self._state is not State.UNOPENED:
             raise RuntimeError(f"cannot open {self!r}: it is {self._state.value} (a Database opens once)")
-        self._state = _State.OPENING
+        self._state = State.OPENING
         try:
             try:
                 self._writer = await open_connection(self._path)
@@ -148,9 +112,9 @@ class Database:
                 raise StoreError(f"cannot open database {self._path}: {exc}") from exc
         except BaseException:
             await self._close_connections()
-            self._state = _State.UNOPENED
+            self._state = State.UNOPENED
             raise
-        self._state = _State.OPEN
+        self._state = State.OPEN
         _log.info(
             "opened database %s (schema %d, SQLite %s, sqlite-vec %s)",
             self._path,
@@ -164,19 +128,19 @@ class Database:
 
         Safe to call more than once.
         """
-        while self._state is _State.OPEN and self._log_writers:
+        while self._state is State.OPEN and self._log_writers:
             await self.flush_logs()
-        if self._state is _State.CLOSED:
+        if self._state is State.CLOSED:
             return
-        if self._state is _State.OPENING:
+        if self._state is State.OPENING:
             # open() cleans up after itself if it fails; closing under it would leave it "open".
             raise RuntimeError(f"cannot close {self!r} while it is opening: await open() first")
-        if self._state is _State.CLOSING:
+        if self._state is State.CLOSING:
             assert self._closed is not None
             await self._closed.wait()
             return
-        was_open = self._state is _State.OPEN
-        self._state = _State.CLOSING
+        was_open = self._state is State.OPEN
+        self._state = State.CLOSING
         self._closed = asyncio.Event()
         try:
             # Queued transactions that got the lock before us finish; later ones see CLOSED.
@@ -189,8 +153,11 @@ class Database:
                         _log.debug("PRAGMA optimize failed on close: %s", exc)
                 await self._close_connections()
         finally:
-            self._state = _State.CLOSED
-            self._closed.set()
+            self._state = State.CLOSED
+            try:
+                await self._close_logs()  # flushed above: only ends their owner
+            finally:
+                self._closed.set()
         if was_open:
             _log.info("closed database %s", self._path)
 
@@ -210,207 +177,7 @@ class Database:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    def _require_open(self) -> aiosqlite.Connection:
-        if self._state is not _State.OPEN or self._writer is None:
-            hint = "call open() or use 'async with' first" if self._state is _State.UNOPENED else "it cannot be used"
-            raise RuntimeError(f"{self!r} is {self._state.value}: {hint}")
-        return self._writer
-
-    # -- transactions and queries -----------------------------------------------------------------
-
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """``async with db.transaction() as conn:`` runs the block as one write transaction.
-
-        The block gets the writer connection inside ``BEGIN IMMEDIATE``; it commits when the block
-        ends and rolls back if the block raises (or is cancelled). Driver errors come out as
-        StoreError. Transactions run one at a time; calling store methods or ``transaction()``
-        again inside the block would wait for itself, so that raises RuntimeError instead.
-        """
-        async with self._write_turn() as conn:
-            try:
-                await begin_immediate(conn)
-            except sqlean.Error as exc:
-                raise StoreError(f"cannot start a write transaction on {self._path}: {exc}") from exc
-            try:
-                yield conn
-                await conn.execute("COMMIT")
-            except BaseException as exc:
-                await self._rollback(conn)
-                if isinstance(exc, sqlean.Error):
-                    raise StoreError(f"database write failed: {exc}") from exc
-                raise
-
-    async def write(self, work: Callable[[Any], T], *, tables: Collection[str] | None = None) -> T:
-        """Run ``work(conn)`` as one write transaction in a single trip to the writer's thread.
-
-        The same transaction as :meth:`transaction` (one at a time, ``BEGIN IMMEDIATE``, commit,
-        or roll back if ``work`` raises; driver errors as StoreError), but ``work`` is a plain
-        function given the driver's own connection, so its statements cost no thread hop each.
-        Keep ``work`` to SQL and light Python: it holds the writer while it runs. ``tables``,
-        if given, are all the tables ``work`` may change (triggers and cascades included):
-        shared reads of other tables stay current (see :meth:`shared_reads`). Returns what
-        ``work`` returns.
-        """
-        async with self._write_turn(tables) as conn:
-            return await self._run_transaction(conn, work)
-
-    async def _run_transaction(self, conn: aiosqlite.Connection, work: Callable[[Any], T]) -> T:
-        """The body of :meth:`write`, for a caller already holding the writer (``_write_turn``)."""
-        for attempt in range(1, BEGIN_ATTEMPTS + 1):
-            try:
-                return await run_on_thread(conn, _transact, work)
-            except asyncio.CancelledError:
-                # The transaction still runs to its end on the writer's thread. As transaction()
-                # does with its ROLLBACK, keep the writer until it has: the thread runs calls in order.
-                await run_on_thread(conn, _nothing)
-                raise
-            except _BeginFailed as failed:
-                exc = failed.error
-                if attempt == BEGIN_ATTEMPTS or not is_locked_error(exc):
-                    raise StoreError(f"cannot start a write transaction on {self._path}: {exc}") from exc
-                delay = retry_delay(attempt)
-                _log.warning(
-                    "database is locked (attempt %d of %d); retrying in %.2f s", attempt, BEGIN_ATTEMPTS, delay
-                )
-                await asyncio.sleep(delay)
-            except sqlean.Error as exc:
-                raise StoreError(f"database write failed: {exc}") from exc
-        raise AssertionError("unreachable: the last attempt returns or raises")
-
-    @asynccontextmanager
-    async def _write_turn(self, tables: Collection[str] | None = None) -> AsyncIterator[aiosqlite.Connection]:
-        """The writer connection, held by this task alone (the asyncio lock) until the block ends.
-
-        ``tables``: what the block may change (None: anything), for shared reads.
-        """
-        self._require_open()
-        task = asyncio.current_task()
-        if task is not None and self._lock_owner is task:
-            raise RuntimeError("transaction() is not reentrant: do not call store methods inside a transaction block")
-        async with self._lock:
-            conn = self._require_open()  # close() may have run while we waited
-            self._lock_owner = task
-            try:
-                yield conn
-            finally:
-                self._lock_owner = None
-                self._writes.ended(tables)
-
-    async def _rollback(self, conn: aiosqlite.Connection) -> None:
-        # aiosqlite queues the ROLLBACK on its worker thread before this coroutine can be
-        # cancelled, so it runs before the next transaction's BEGIN even if we are interrupted.
-        try:
-            await conn.execute("ROLLBACK")
-        except sqlean.OperationalError as exc:  # SQLite may already have rolled back (e.g. on SQLITE_FULL)
-            _log.debug("rollback: %s", exc)
-
-    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        """Run one read-only query outside any transaction and return all rows; raises StoreError."""
-        self._require_open()
-        if self._reader is not None:
-            return await self._fetchall_on(self._reader, sql, params)
-        # ":memory:": a single connection. Take the writer lock so a read never sees another
-        # coroutine's uncommitted transaction.
-        self._refuse_memory_read_in_transaction()
-        async with self._lock:
-            return await self._fetchall_on(self._require_open(), sql, params)
-
-    async def read(self, work: Callable[[Any], T]) -> T:
-        """Run ``work(conn)``, plain read-only queries, in one trip to the reader's thread.
-
-        For reads of several queries (entities and their components): each awaited query would
-        be a trip of its own. Like :meth:`fetchall`, the queries run outside any transaction and
-        driver errors come out as StoreError. Returns what ``work`` returns.
-        """
-        self._require_open()
-        if self._reader is not None:
-            return await self._read_on(self._reader, work)
-        self._refuse_memory_read_in_transaction()  # ":memory:": as in fetchall
-        async with self._lock:
-            return await self._read_on(self._require_open(), work)
-
-    def _refuse_memory_read_in_transaction(self) -> None:
-        task = asyncio.current_task()
-        if task is not None and self._lock_owner is task:
-            raise RuntimeError("store reads cannot run inside a transaction block of a ':memory:' Database")
-
-    async def _read_on(self, conn: aiosqlite.Connection, work: Callable[[Any], T]) -> T:
-        try:
-            return await run_on_thread(conn, work)
-        except sqlean.Error as exc:
-            raise StoreError(f"database read failed: {exc}") from exc
-
-    @contextmanager
-    def shared_reads(self) -> Iterator[None]:
-        """``with db.shared_reads():`` lets identical :meth:`fetchall_shared` reads share one query.
-
-        For one unit of work, such as handling one message: within the block, and in tasks
-        started inside it, a read with the same SQL and parameters as an earlier (or in-flight)
-        one returns the same rows without another trip to the reader thread. A write transaction
-        of this Database that may have changed a table the read names (every
-        :meth:`transaction`, a :meth:`write` naming that table or no tables) ends the sharing
-        of what was read before it. Nested blocks join the outermost one.
-        """
-        with _shared.scope(self, self._writes):
-            yield
-
-    async def fetchall_shared(self, sql: str, params: Params = (), *, tables: Collection[str]) -> list[Row]:
-        """Like :meth:`fetchall`, but shared inside a :meth:`shared_reads` block; ``tables``: those ``sql`` reads."""
-        shared = _shared.active(self)
-        task = asyncio.current_task()
-        if shared is None or (task is not None and self._lock_owner is task):
-            return await self.fetchall(sql, params)  # no scope, or inside a transaction block: read alone
-        return await shared.fetchall(sql, params, tables, lambda: self.fetchall(sql, params))
-
-    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
-        """Like :meth:`fetchall` but returns the first row or None."""
-        rows = await self.fetchall(sql, params)
-        return rows[0] if rows else None
-
-    async def _fetchall_on(self, conn: aiosqlite.Connection, sql: str, params: Params) -> list[Row]:
-        try:
-            return list(await conn.execute_fetchall(sql, params))
-        except sqlean.Error as exc:
-            raise StoreError(f"database read failed: {exc}") from exc
-
-    # -- logs written in the background -------------------------------------------------------------
-
-    def queue_log(self, row: tuple[Any, ...]) -> None:
-        """Write a ``logs`` row (id, created_at, entity_id, body, type, room_id) soon, off the caller's path.
-
-        Rows queued until the writer is free are written together in one transaction, by a
-        background task. :meth:`flush_logs` waits for them; reads of logs through the store and
-        :meth:`close` call it first, so no row is lost or missing from a read. A row the database
-        rejects (its entity or room is gone) is dropped and logged at debug level, as a failed
-        direct write would be by its caller. Raises RuntimeError when the database is not open.
-        """
-        self._require_open()
-        if self._log_batch is None:
-            self._log_batch = []
-            writer = asyncio.create_task(self._write_log_batch(), name=f"troupe:logs:{os.path.basename(self._path)}")
-            self._log_writers.add(writer)
-            writer.add_done_callback(self._log_writers.discard)
-        self._log_batch.append(row)
-
-    async def flush_logs(self) -> None:
-        """Return once every log row queued so far is written (or dropped: see :meth:`queue_log`)."""
-        if self._log_writers:
-            # Shielded: a caller giving up must not cancel a batch others wait for.
-            await asyncio.shield(asyncio.gather(*self._log_writers, return_exceptions=True))
-
-    async def _write_log_batch(self) -> None:
-        # Each batch has one writer task: this one, until it takes the batch.
-        rows: list[tuple[Any, ...]] | None = None
-        try:
-            async with self._write_turn(_LOG_TABLES) as conn:
-                rows, self._log_batch = self._log_batch or [], None  # all queued until the writer was free
-                await self._run_transaction(conn, functools.partial(_insert_logs, rows))
-        except Exception as exc:  # logging must never break anything; say what was lost
-            _log.warning("could not write queued log rows to %s: %s", self._path, exc)
-        finally:
-            if rows is None:  # never got the writer: drop the batch, so the next row starts a new one
-                self._log_batch = None
+    # -- housekeeping ------------------------------------------------------------------------------
 
     async def checkpoint(self) -> bool:
         """Copy the write-ahead log into the database file and empty it (``wal_checkpoint(TRUNCATE)``).
@@ -459,47 +226,6 @@ class Database:
     def forget_agent(self, agent_id: str) -> None:
         """Drop cached per-agent settings (after the agent was deleted)."""
         self._dimensions.pop(agent_id, None)
-
-
-class _BeginFailed(Exception):
-    """BEGIN IMMEDIATE failed on the writer's thread with the driver's ``error``."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(error)
-        self.error = error
-
-
-def _insert_logs(rows: list[tuple[Any, ...]], conn: Any) -> None:
-    """On the writer's thread: insert log rows, skipping (and reporting) any the database rejects."""
-    for row in rows:
-        try:
-            conn.execute(
-                "INSERT INTO logs (id, created_at, entity_id, body, type, room_id) VALUES (?, ?, ?, ?, ?, ?)", row
-            )
-        except sqlean.IntegrityError as exc:  # only this statement is undone; the batch goes on
-            _log.debug("log row %s dropped: %s", row[0], exc)
-
-
-def _nothing(conn: Any) -> None:
-    """On the writer's thread: returns once every call queued before it has run."""
-
-
-def _transact(conn: Any, work: Callable[[Any], T]) -> T:
-    """On the writer's thread: BEGIN IMMEDIATE, ``work(conn)``, COMMIT; ROLLBACK if anything fails."""
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    except sqlean.Error as exc:
-        raise _BeginFailed(exc) from exc
-    try:
-        result = work(conn)
-        conn.execute("COMMIT")
-    except BaseException:
-        try:
-            conn.execute("ROLLBACK")
-        except sqlean.OperationalError as exc:  # SQLite may already have rolled back (e.g. on SQLITE_FULL)
-            _log.debug("rollback: %s", exc)
-        raise
-    return result
 
 
 def _dimension_key(agent_id: str) -> str:

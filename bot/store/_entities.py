@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from bot.errors import StoreError
-from bot.store._connect import Row, casefold
+from bot.store._connect import Connection, Row, casefold
 from bot.store._rows import dumps, normalize_names, row_to_component, row_to_entity
 from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
 from bot.types import Component, Entity, now_ms
@@ -47,7 +46,7 @@ class EntitiesMixin(AgentScoped):
             return self._fail("create_entities", exc)
         return True
 
-    def _with_components(self, conn: Any, rows: list[Row]) -> list[Entity]:
+    def _with_components(self, conn: Connection, rows: list[Row]) -> list[Entity]:
         """On the reader's thread: entities of ``rows`` with their components attached."""
         by_entity: dict[str, list[Component]] = {}
         if rows:
@@ -64,7 +63,7 @@ class EntitiesMixin(AgentScoped):
         if not entity_ids:
             return []
 
-        def read(conn: Any) -> list[Entity]:  # both queries in one trip to the reader's thread
+        def read(conn: Connection) -> list[Entity]:  # both queries in one trip to the reader's thread
             rows = conn.execute(
                 "SELECT * FROM entities WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?))",
                 (self._agent_id, json_list(entity_ids)),
@@ -115,7 +114,7 @@ class EntitiesMixin(AgentScoped):
     async def get_entities_for_room(self, room_id: str, include_components: bool = False) -> list[Entity]:
         """This agent's entities taking part in ``room_id``."""
 
-        def read(conn: Any) -> list[Entity]:  # both queries in one trip to the reader's thread
+        def read(conn: Connection) -> list[Entity]:  # both queries in one trip to the reader's thread
             rows = conn.execute(
                 "SELECT e.* FROM entities e WHERE e.agent_id = ? AND e.id IN ("
                 "  SELECT entity_id FROM participants WHERE room_id = ? AND agent_id = ?) "
@@ -168,7 +167,7 @@ class EntitiesMixin(AgentScoped):
 
     def _component_filter(
         self, entity_id: str, world_id: str | None, source_entity_id: str | None
-    ) -> tuple[str, list[Any]]:
+    ) -> tuple[str, list[str]]:
         clauses, params = ["agent_id = ?", "entity_id = ?"], [self._agent_id, entity_id]
         for column, value in (("world_id", world_id), ("source_entity_id", source_entity_id)):
             if value is not None:

@@ -9,9 +9,9 @@ taken up again once; one left ``SENDING`` may have been answered already and nev
 
 from __future__ import annotations
 
-from typing import Any
-
+from bot.store._connect import Connection
 from bot.store._scoped import AgentScoped
+from bot.store._values import MessageHandling
 from bot.types import Claim, Handling, now_ms
 
 __all__ = ["HandlingMixin"]
@@ -38,7 +38,7 @@ class HandlingMixin(AgentScoped):
         """
         agent, now = self._agent_id, now_ms()
 
-        def claim(conn: Any) -> Claim:
+        def claim(conn: Connection) -> Claim:
             row = conn.execute(
                 "SELECT status, attempts FROM message_handling WHERE agent_id = ? AND memory_id = ?",
                 (agent, memory_id),
@@ -77,7 +77,7 @@ class HandlingMixin(AgentScoped):
         """Record where the answer to ``memory_id`` stands (``outcome``: how it ended, when done)."""
         agent, now = self._agent_id, now_ms()
 
-        def mark(conn: Any) -> None:
+        def mark(conn: Connection) -> None:
             conn.execute(
                 "UPDATE message_handling SET status = ?, outcome = COALESCE(?, outcome), updated_at = ? "
                 "WHERE agent_id = ? AND memory_id = ?",
@@ -85,6 +85,17 @@ class HandlingMixin(AgentScoped):
             )
 
         await self._db.write(mark, tables=_TABLES)
+
+    async def get_message_handling(self, memory_id: str) -> MessageHandling | None:
+        """Where the answer to ``memory_id`` stands; None if it was never claimed (or pruned)."""
+        row = await self._db.fetchone(
+            "SELECT memory_id, room_id, status, outcome, attempts, created_at FROM message_handling "
+            "WHERE agent_id = ? AND memory_id = ?",
+            (self._agent_id, memory_id),
+        )
+        if row is None:
+            return None
+        return MessageHandling(str(row[0]), str(row[1]), Handling(row[2]), row[3], int(row[4]), int(row[5]))
 
     async def unfinished_messages(self) -> list[tuple[str, int, int]]:
         """Messages claimed but never finished (``HANDLING``): what a process that died left, oldest
@@ -103,7 +114,7 @@ class HandlingMixin(AgentScoped):
         """
         agent = self._agent_id
 
-        def prune(conn: Any) -> int:
+        def prune(conn: Connection) -> int:
             cur = conn.execute("DELETE FROM message_handling WHERE agent_id = ? AND created_at < ?", (agent, before))
             return int(cur.rowcount)
 
@@ -115,7 +126,7 @@ class HandlingMixin(AgentScoped):
         """Keep a platform event (``payload``: as the platform sent it) until :meth:`inbox_done`."""
         row = (self._agent_id, source, event_id, payload, now_ms())
 
-        def put(conn: Any) -> None:
+        def put(conn: Connection) -> None:
             conn.execute(
                 "INSERT OR REPLACE INTO inbox (agent_id, source, event_id, payload, received_at) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -128,7 +139,7 @@ class HandlingMixin(AgentScoped):
         """The event was dealt with: forget it."""
         key = (self._agent_id, source, event_id)
 
-        def done(conn: Any) -> None:
+        def done(conn: Connection) -> None:
             conn.execute("DELETE FROM inbox WHERE agent_id = ? AND source = ? AND event_id = ?", key)
 
         await self._db.write(done, tables=_INBOX)

@@ -37,12 +37,13 @@ import json
 import logging
 from collections.abc import Collection, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any
 
 from bot.ids import string_to_uuid
-from bot.store._memories import _MEMORY_COLUMNS, fts_query
+from bot.store._connect import Connection
+from bot.store._memories import MEMORY_COLUMNS
 from bot.store._rows import dumps, row_to_memory
 from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
+from bot.store._search import fts_query
 from bot.store._values import SHARED_KNOWLEDGE_ID, KnowledgeDocument, KnowledgeSourceRecord
 from bot.store._vectors import DIMENSION_MAP, check_dimension, encode_vector
 from bot.types import Memory, now_ms
@@ -124,7 +125,7 @@ class KnowledgeMixin(AgentScoped):
         scope = self._scope(shared)
         now = now_ms()
 
-        def write(conn: Any) -> None:
+        def write(conn: Connection) -> None:
             if shared:
                 conn.execute(
                     "INSERT INTO agents (id, name, enabled) VALUES (?, ?, 0) ON CONFLICT(id) DO NOTHING",
@@ -178,7 +179,7 @@ class KnowledgeMixin(AgentScoped):
         """
         scope = self._scope(shared)
 
-        def write(conn: Any) -> int:
+        def write(conn: Connection) -> int:
             conn.execute(
                 "DELETE FROM knowledge_sources AS s WHERE s.scope_id = ? AND s.owner_id = ? "
                 "AND (s.source IN (SELECT value FROM json_each(?)) OR NOT EXISTS ("
@@ -254,7 +255,7 @@ class KnowledgeMixin(AgentScoped):
             encoded.setdefault(DIMENSION_MAP[len(vector)], []).append((new_id(), memory_id, blob, now, memory_id))
         scopes = self.knowledge_scopes
 
-        def write(conn: Any) -> int:
+        def write(conn: Connection) -> int:
             stored = 0
             for column, rows in encoded.items():
                 before = conn.total_changes
@@ -331,7 +332,7 @@ class KnowledgeMixin(AgentScoped):
         if not hits:
             return []
         rows = await self._db.fetchall(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))",
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))",
             (json.dumps([seq for seq, _ in hits]),),
         )
         by_seq = {r["seq"]: r for r in rows}

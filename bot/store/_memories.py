@@ -1,54 +1,36 @@
-"""Memories: writes (with dedup), reads, exact vector search and keyword search."""
+"""Memories: writes (with dedup) and reads; the SQL pieces their search (``_search``) shares."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bot.store._connect import Connection, Row, RowValues, SQLValue
 from bot.store._rows import dumps, row_to_memory
 from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
 from bot.store._vectors import DIMENSION_MAP, check_dimension, encode_vector
 from bot.types import Memory, now_ms
 
-__all__ = ["DEDUP_THRESHOLD", "MemoriesMixin", "fts_query"]
+__all__ = ["DEDUP_THRESHOLD", "MEMORY_COLUMNS", "MemoriesMixin", "MemoryFilter", "nearest_hits"]
 
 _log = logging.getLogger(__name__)
 
 #: A new memory at least this similar to one from the same author, room and table is not unique.
 DEDUP_THRESHOLD = 0.95
-#: Default number of search results.
-DEFAULT_SEARCH_COUNT = 10
-# Keyword queries keep at most this many distinct words; longer texts add noise, not recall.
-_MAX_QUERY_TERMS = 32
 # Above this many vectors, create_memories cleans and packs them off the event loop.
 _ENCODE_IN_THREAD = 64
 
-_MEMORY_COLUMNS = (
+MEMORY_COLUMNS = (
     "m.seq, m.id, m.type, m.created_at, m.content, m.entity_id, m.agent_id, m.room_id, m.world_id, "
     "m.is_unique, m.metadata"
 )
-_WORD = re.compile(r"\w+")
 # What writing memories changes (the keyword index through triggers): see Database.write.
 _MEMORY_TABLES = ("memories", "embeddings", "memories_fts")
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 MATCH expression for user text: its words, each quoted, joined with OR.
-
-    Only word characters survive, so quotes, ``-``, ``*``, ``AND``/``NOT`` (quoted, they are plain
-    words), ``NEAR`` and parentheses in user text can never form FTS5 syntax. None if no words.
-    """
-    terms = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))[:_MAX_QUERY_TERMS]
-    if not terms:
-        return None
-    return " OR ".join(f'"{t}"' for t in terms)
-
-
-def _hits(rows: Sequence[Any], threshold: float | None = None) -> list[tuple[int, float]]:
+def nearest_hits(rows: Sequence[Row], threshold: float | None = None) -> list[tuple[int, float]]:
     """(seq, similarity) pairs of nearest-neighbour rows, without those below ``threshold``.
 
     Filtering after LIMIT gives the same rows as before it: the order is by similarity, and NULL
@@ -57,7 +39,7 @@ def _hits(rows: Sequence[Any], threshold: float | None = None) -> list[tuple[int
     return [(r[0], r[1]) for r in rows if r[1] is not None and (not threshold or r[1] >= threshold)]
 
 
-class _MemoryFilter:
+class MemoryFilter:
     """The SQL pre-filter shared by listing, vector and keyword search of memories."""
 
     __slots__ = ("clauses", "params")
@@ -66,15 +48,15 @@ class _MemoryFilter:
         if not table:
             raise ValueError("a memory table name is required (e.g. 'messages', 'facts')")
         self.clauses = ["m.agent_id = ?", "m.type = ?"]
-        self.params: list[Any] = [agent_id, table]
+        self.params: list[SQLValue] = [agent_id, table]
 
-    def add(self, clause: str, value: Any) -> _MemoryFilter:
+    def add(self, clause: str, value: SQLValue) -> MemoryFilter:
         if value is not None:
             self.clauses.append(clause)
             self.params.append(value)
         return self
 
-    def unique(self, unique: bool | None) -> _MemoryFilter:
+    def unique(self, unique: bool | None) -> MemoryFilter:
         if unique:
             self.clauses.append("m.is_unique = 1")
         return self
@@ -112,7 +94,7 @@ class MemoriesMixin(AgentScoped):
 
     # -- memories: writes --------------------------------------------------------------------------
 
-    def _memory_row(self, memory: Memory, table: str, memory_id: str, is_unique: bool, now: int) -> tuple[Any, ...]:
+    def _memory_row(self, memory: Memory, table: str, memory_id: str, is_unique: bool, now: int) -> RowValues:
         return (
             memory_id,
             table,
@@ -160,14 +142,14 @@ class MemoriesMixin(AgentScoped):
         ids = [m.id or new_id() for m in memories]
         now = now_ms()
 
-        def write(conn: Any) -> None:  # on the writer's thread, inside the transaction
+        def write(conn: Connection) -> None:  # on the writer's thread, inside the transaction
             seen = {
                 r[0]
                 for r in conn.execute(
                     "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?))", (json_list(ids),)
                 )
             }
-            pending_rows: list[tuple[Any, ...]] = []
+            pending_rows: list[RowValues] = []
             pending_vectors: list[tuple[str, str, bytes, int]] = []
 
             def flush() -> None:
@@ -197,13 +179,13 @@ class MemoriesMixin(AgentScoped):
                         flush()
                         sql, params = self._nearest_sql(
                             column,
-                            _MemoryFilter(self._agent_id, table)
+                            MemoryFilter(self._agent_id, table)
                             .add("m.room_id = ?", memory.room_id)
                             .add("m.world_id = ?", memory.world_id)
                             .add("m.entity_id = ?", memory.entity_id),
                             count=1,
                         )
-                        hits = _hits(conn.execute(sql, [blob, *params]).fetchall())
+                        hits = nearest_hits(conn.execute(sql, [blob, *params]).fetchall())
                         is_unique = not (hits and hits[0][1] >= DEDUP_THRESHOLD)
                 pending_rows.append(self._memory_row(memory, table, memory_id, is_unique, now))
                 if blob is not None:
@@ -322,7 +304,7 @@ class MemoriesMixin(AgentScoped):
         validate_count(count)
         validate_count(offset, "offset")
         where = (
-            _MemoryFilter(self._agent_id, table)
+            MemoryFilter(self._agent_id, table)
             .add("m.room_id = ?", room_id)
             .add("m.entity_id = ?", entity_id)
             .add("m.world_id = ?", world_id)
@@ -332,7 +314,7 @@ class MemoriesMixin(AgentScoped):
         )
         _, column = await self._active_column()
         rows = await self._db.fetchall(
-            f"SELECT {_MEMORY_COLUMNS}, e.{column} AS embedding FROM memories m "
+            f"SELECT {MEMORY_COLUMNS}, e.{column} AS embedding FROM memories m "
             f"LEFT JOIN embeddings e ON e.memory_id = m.id WHERE {where.where} "
             "ORDER BY m.created_at DESC, m.seq DESC LIMIT ? OFFSET ?",
             (*where.params, -1 if count is None else count, offset or 0),
@@ -351,7 +333,7 @@ class MemoriesMixin(AgentScoped):
         _, column = await self._active_column()
         clause, params = ("AND m.type = ?", [table]) if table else ("", [])
         rows = await self._db.fetchall(
-            f"SELECT {_MEMORY_COLUMNS}, e.{column} AS embedding FROM memories m "
+            f"SELECT {MEMORY_COLUMNS}, e.{column} AS embedding FROM memories m "
             "LEFT JOIN embeddings e ON e.memory_id = m.id "
             # "+" keeps the planner off the agent's indexes: without it SQLite may walk every memory
             # of the agent instead of looking the ids up in the unique index.
@@ -369,7 +351,7 @@ class MemoriesMixin(AgentScoped):
         if not room_ids:
             return []
         rooms = list(dict.fromkeys(room_ids))
-        where = _MemoryFilter(self._agent_id, table)
+        where = MemoryFilter(self._agent_id, table)
         if len(rooms) == 1:
             # With "=" SQLite walks the room's index from the newest row and stops at the limit;
             # with IN it would scan the agent's whole history of ``table``.
@@ -377,7 +359,7 @@ class MemoriesMixin(AgentScoped):
         else:
             where.add("m.room_id IN (SELECT value FROM json_each(?))", json_list(rooms))
         rows = await self._db.fetchall(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE {where.where} "
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {where.where} "
             "ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
             (*where.params, -1 if limit is None else limit),
         )
@@ -385,14 +367,14 @@ class MemoriesMixin(AgentScoped):
 
     async def count_memories(self, room_id: str, table: str, unique: bool = True) -> int:
         """How many of this agent's memories of ``table`` are in ``room_id`` (unique ones only by default)."""
-        where = _MemoryFilter(self._agent_id, table).add("m.room_id = ?", room_id).unique(unique)
+        where = MemoryFilter(self._agent_id, table).add("m.room_id = ?", room_id).unique(unique)
         row = await self._db.fetchone(f"SELECT count(*) FROM memories m WHERE {where.where}", where.params)
         return int(row[0]) if row else 0
 
-    # -- memories: search --------------------------------------------------------------------------
+    # -- vector search: shared by dedup and search (_search) ----------------------------------------
 
     @staticmethod
-    def _nearest_sql(column: str, where: _MemoryFilter, count: int) -> tuple[str, list[Any]]:
+    def _nearest_sql(column: str, where: MemoryFilter, count: int) -> tuple[str, list[SQLValue]]:
         # Exact search: cosine similarity of every pre-filtered row, best first. SQLite evaluates the
         # select list only for rows passing WHERE, so the vector function never sees a NULL.
         # Only (seq, similarity) go through the sorter; full rows are read for the winners only.
@@ -403,97 +385,3 @@ class MemoriesMixin(AgentScoped):
             "ORDER BY similarity DESC, m.created_at DESC, m.seq DESC LIMIT ?"
         )
         return sql, [*where.params, count]
-
-    async def _nearest(
-        self, query: bytes, column: str, where: _MemoryFilter, *, count: int, threshold: float | None = None
-    ) -> list[tuple[int, float]]:
-        """(seq, similarity) of the best ``count`` rows, read on the reader."""
-        sql, params = self._nearest_sql(column, where, count)
-        return _hits(await self._db.fetchall(sql, [query, *params]), threshold)
-
-    async def search_memories(
-        self,
-        embedding: Sequence[float],
-        table: str,
-        *,
-        match_threshold: float | None = None,
-        count: int = DEFAULT_SEARCH_COUNT,
-        unique: bool | None = None,
-        room_id: str | None = None,
-        world_id: str | None = None,
-        entity_id: str | None = None,
-    ) -> list[Memory]:
-        """This agent's memories of ``table`` most similar to ``embedding``, best first, with
-        ``similarity`` (cosine, -1..1) and ``embedding`` set.
-
-        Exact: every row passing the filters is compared (sqlite-vec's ``vec_distance_cosine``).
-        ``match_threshold`` of 0 or None means none. Memories without a vector in the active
-        dimension are never returned. Raises EmbeddingDimensionError for a wrong-length query.
-        """
-        validate_count(count)
-        dim, column = await self._active_column()
-        query = encode_vector(embedding, dim)
-        where = (
-            _MemoryFilter(self._agent_id, table)
-            .add("m.room_id = ?", room_id)
-            .add("m.world_id = ?", world_id)
-            .add("m.entity_id = ?", entity_id)
-            .unique(unique)
-        )
-        hits = await self._nearest(query, column, where, count=count, threshold=match_threshold)
-        return await self._memories_by_seq(hits, column)
-
-    async def _memories_by_seq(self, hits: list[tuple[int, float]], column: str | None) -> list[Memory]:
-        if not hits:
-            return []
-        vector = f", e.{column} AS embedding" if column else ", NULL AS embedding"
-        rows = await self._db.fetchall(
-            f"SELECT {_MEMORY_COLUMNS}{vector} FROM memories m LEFT JOIN embeddings e ON e.memory_id = m.id "
-            "WHERE m.seq IN (SELECT value FROM json_each(?))",
-            (json.dumps([seq for seq, _ in hits]),),
-        )
-        by_seq = {r["seq"]: r for r in rows}
-        # A row deleted between the two reads is simply left out.
-        return [
-            row_to_memory(by_seq[seq], embedding=by_seq[seq]["embedding"], similarity=score)
-            for seq, score in hits
-            if seq in by_seq
-        ]
-
-    async def search_memories_by_text(
-        self,
-        query: str,
-        table: str,
-        *,
-        count: int = DEFAULT_SEARCH_COUNT,
-        unique: bool | None = None,
-        room_id: str | None = None,
-        world_id: str | None = None,
-        entity_id: str | None = None,
-    ) -> list[Memory]:
-        """This agent's memories of ``table`` whose ``content.text`` matches words of ``query``,
-        best BM25 rank first (any word matches; more and rarer words rank higher).
-
-        ``similarity`` carries the BM25 relevance (higher is better, not a cosine); embeddings are
-        not loaded. User text is never parsed as FTS5 syntax, so it cannot raise; a query without
-        words returns [].
-        """
-        validate_count(count)
-        match = fts_query(query)
-        if match is None or count == 0:
-            return []
-        where = (
-            _MemoryFilter(self._agent_id, table)
-            .add("m.room_id = ?", room_id)
-            .add("m.world_id = ?", world_id)
-            .add("m.entity_id = ?", entity_id)
-            .unique(unique)
-        )
-        rows = await self._db.fetchall(
-            "SELECT m.seq, -bm25(memories_fts) AS score FROM memories_fts "
-            "JOIN memories m ON m.seq = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {where.where} "
-            "ORDER BY bm25(memories_fts), m.created_at DESC, m.seq DESC LIMIT ?",
-            (match, *where.params, count),
-        )
-        return await self._memories_by_seq([(r[0], r[1]) for r in rows], None)

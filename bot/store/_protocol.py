@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, Protocol, Self, runtime_checkable
 
-from bot.store._values import Forgotten, KnowledgeDocument, KnowledgeSourceRecord, MemoryExport
+from bot.store._values import Forgotten, KnowledgeDocument, KnowledgeSourceRecord, MemoryExport, MessageHandling
 from bot.types import (
     AgentRecord,
     Claim,
@@ -32,8 +32,8 @@ from bot.types import (
 
 __all__ = ["JSONValue", "Store", "StoreBackend"]
 
-#: Any value ``json.dumps`` accepts: what the cache stores.
-JSONValue = str | int | float | bool | None | list[Any] | dict[str, Any]
+#: A JSON value (what ``json.dumps`` writes and ``json.loads`` reads): what the cache stores.
+JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
 
 
 @runtime_checkable
@@ -216,6 +216,7 @@ class Store(Protocol):
     # exactly once: where the answer to each platform message stands
     async def claim_message(self, memory_id: str, room_id: str, created_at: int, *, retries: int = 1) -> Claim: ...
     async def mark_message(self, memory_id: str, status: Handling, outcome: str | None = None) -> None: ...
+    async def get_message_handling(self, memory_id: str) -> MessageHandling | None: ...
     async def unfinished_messages(self) -> list[tuple[str, int, int]]: ...
     async def prune_handled(self, before: int) -> int: ...
     async def inbox_put(self, source: str, event_id: str, payload: str) -> None: ...

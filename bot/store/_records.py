@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot.errors import StoreError
+from bot.store._connect import SQLValue
+from bot.store._log_queue import LogRow
 from bot.store._protocol import JSONValue
 from bot.store._rows import (
     dumps,
@@ -79,7 +81,7 @@ class RecordsMixin(AgentScoped):
     async def get_relationships(self, entity_id: str, tags: Sequence[str] | None = None) -> list[Relationship]:
         """This agent's relationships where ``entity_id`` is source or target, having any of ``tags`` if given."""
         sql = "SELECT * FROM relationships r WHERE agent_id = ? AND (source_entity_id = ? OR target_entity_id = ?)"
-        params: list[Any] = [self._agent_id, entity_id, entity_id]
+        params: list[SQLValue] = [self._agent_id, entity_id, entity_id]
         if tags:
             sql += " AND EXISTS (SELECT 1 FROM json_each(r.tags) t WHERE t.value IN (SELECT value FROM json_each(?)))"
             params.append(json_list(tags))
@@ -164,9 +166,7 @@ class RecordsMixin(AgentScoped):
         self._db.queue_log(row)
         return row[0]
 
-    def _log_row(
-        self, body: Mapping[str, Any], entity_id: str, room_id: str, type: str
-    ) -> tuple[str, int, str, str, str, str]:
+    def _log_row(self, body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> LogRow:
         text = json.dumps(sanitize_log_body(body), ensure_ascii=False)
         return (new_id(), now_ms(), entity_id, text, type, room_id)
 
@@ -185,7 +185,7 @@ class RecordsMixin(AgentScoped):
         await self._db.flush_logs()  # rows queued by queue_log are part of the log
         # logs has no agent_id column; rooms do, and room ids are agent-specific.
         clauses = ["l.room_id IN (SELECT id FROM rooms WHERE agent_id = ?)"]
-        params: list[Any] = [self._agent_id]
+        params: list[SQLValue] = [self._agent_id]
         for column, value in (("l.entity_id", entity_id), ("l.room_id", room_id), ("l.type", type)):
             if value is not None:
                 clauses.append(f"{column} = ?")
@@ -242,7 +242,7 @@ class RecordsMixin(AgentScoped):
     ) -> list[Task]:
         """This agent's tasks, oldest first, in ``room_id``, of ``entity_id``, and having all of ``tags``."""
         clauses: list[str] = ["agent_id = ?"]
-        params: list[Any] = [self._agent_id]
+        params: list[SQLValue] = [self._agent_id]
         for column, value in (("room_id", room_id), ("entity_id", entity_id)):
             if value is not None:
                 clauses.append(f"{column} = ?")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from bot.errors import StoreError
+from bot.store._connect import RowValues
 from bot.store._rows import dumps, row_to_room, row_to_world
 from bot.store._scoped import AgentScoped, json_list, new_id
 from bot.types import ChannelType, Room, RoomState, World, now_ms
@@ -76,7 +76,7 @@ class RoomsMixin(AgentScoped):
 
     # -- rooms -------------------------------------------------------------------------------------
 
-    def _room_params(self, room: Room, room_id: str) -> tuple[Any, ...]:
+    def _room_params(self, room: Room, room_id: str) -> RowValues:
         return (
             self._agent_id,
             room.source,

@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 #: AgentRecord fields stored as JSON text, with the empty value each defaults to.
-AGENT_JSON_FIELDS: dict[str, Any] = {
+AGENT_JSON_FIELDS: dict[str, object] = {
     "bio": [],
     "message_examples": [],
     "post_examples": [],
@@ -52,7 +52,7 @@ AGENT_JSON_FIELDS: dict[str, Any] = {
 }
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     """JSON text for a column; raises ValueError for NaN/inf, which SQLite's JSON functions reject."""
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
@@ -204,7 +204,7 @@ def row_to_task(row: Row) -> Task:
     )
 
 
-def sanitize_log_body(value: Any, _seen: frozenset[int] = frozenset()) -> Any:
+def sanitize_log_body(value: object, _seen: frozenset[int] = frozenset()) -> object:
     """A JSON-safe copy of a log body: NUL characters stripped, cycles cut to None, NaN/inf to None."""
     if isinstance(value, str):
         return value.replace("\x00", "")

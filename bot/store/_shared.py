@@ -13,14 +13,15 @@ Callers get rows, which are immutable, and build their own objects.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+
+from bot.store._connect import Params, Row, SQLValue
 
 __all__ = ["SharedReads", "WriteMarks", "active", "scope"]
 
-Key = tuple[str, tuple[Any, ...]]
+Key = tuple[str, tuple[SQLValue, ...]]
 
 #: The sharing scope of the running task (tasks started inside a scope inherit it).
 _active: ContextVar[SharedReads | None] = ContextVar("troupe_shared_reads", default=None)
@@ -57,16 +58,16 @@ class SharedReads:
     def __init__(self, owner: object, writes: WriteMarks) -> None:
         self.owner = owner
         self._writes = writes
-        self._reads: dict[Key, tuple[int, asyncio.Future[list[Any]]]] = {}
+        self._reads: dict[Key, tuple[int, asyncio.Future[list[Row]]]] = {}
         self.closed = False
 
     async def fetchall(
         self,
         sql: str,
-        params: Sequence[Any],
+        params: Params,
         tables: Collection[str],
-        fetch: Callable[[], Awaitable[list[Any]]],
-    ) -> list[Any]:
+        fetch: Callable[[], Awaitable[list[Row]]],
+    ) -> list[Row]:
         """The rows of ``sql`` (which reads ``tables``): from an earlier read still current, else ``fetch()``."""
         key = (sql, tuple(params))
         entry = self._reads.get(key)

@@ -9,25 +9,39 @@ The knowledge methods also read (and write their own claims on) the shared-knowl
 every agent sees (``_knowledge``).
 
 The methods live in one module per group of tables (``_agents``, ``_entities``, ``_rooms``,
-``_memories``, ``_records``, ``_knowledge``, ``_retention``, ``_handling``); this class only puts them together.
+``_memories``, ``_search``, ``_records``, ``_knowledge``, ``_retention``, ``_inspection``, ``_forgetting``,
+``_handling``); this class only puts them together.
 """
 
 from __future__ import annotations
 
 from bot.store._agents import AgentsMixin
 from bot.store._entities import EntitiesMixin
+from bot.store._forgetting import ForgettingMixin
 from bot.store._handling import HandlingMixin
+from bot.store._inspection import InspectionMixin
 from bot.store._knowledge import KnowledgeMixin
 from bot.store._memories import MemoriesMixin
 from bot.store._records import RecordsMixin
 from bot.store._retention import RetentionMixin
 from bot.store._rooms import RoomsMixin
+from bot.store._search import SearchMixin
 
 __all__ = ["AgentStore"]
 
 
 class AgentStore(
-    AgentsMixin, EntitiesMixin, RoomsMixin, RetentionMixin, MemoriesMixin, RecordsMixin, KnowledgeMixin, HandlingMixin
+    AgentsMixin,
+    EntitiesMixin,
+    RoomsMixin,
+    RetentionMixin,
+    SearchMixin,
+    InspectionMixin,
+    ForgettingMixin,
+    MemoriesMixin,
+    RecordsMixin,
+    KnowledgeMixin,
+    HandlingMixin,
 ):
     """Everything one agent stores, in the shared :class:`~bot.store.Database`. Implements ``Store``.
 

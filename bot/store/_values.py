@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.ids import string_to_uuid
-from bot.types import Entity, Memory, Relationship, Room, RoomState, World
+from bot.types import Entity, Handling, Memory, Relationship, Room, RoomState, World
 
 __all__ = [
     "DERIVED_TABLES",
@@ -16,6 +16,7 @@ __all__ = [
     "KnowledgeDocument",
     "KnowledgeSourceRecord",
     "MemoryExport",
+    "MessageHandling",
     "Participation",
     "SHARED_KNOWLEDGE_ID",
 ]
@@ -67,6 +68,21 @@ class Forgotten:
     def total(self) -> int:
         """Every row deleted or edited."""
         return sum(self.memories.values()) + sum(self.rows.values()) + sum(self.edited.values())
+
+
+@dataclass(frozen=True, slots=True)
+class MessageHandling:
+    """Where the answer to one platform message stands, as ``claim_message`` and ``mark_message`` left it."""
+
+    memory_id: str
+    room_id: str
+    status: Handling
+    outcome: str | None
+    """How it ended (the pipeline's outcome, e.g. ``replied``), once it is done; None before."""
+    attempts: int
+    """How often it was taken up: 1, and one more for each retry after a crash."""
+    created_at: int
+    """The message's own time, in ms."""
 
 
 @dataclass(slots=True)

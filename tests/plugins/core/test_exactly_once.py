@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 from bot.messages import IncomingMessage, QuietChannel
-from bot.types import ChannelType, Memory, Room, now_ms
+from bot.types import ChannelType, Claim, Memory, Room, now_ms
 from plugins.core._pipeline import MessagePipeline
 from plugins.core._recovery import recover
 
@@ -41,10 +41,8 @@ async def _crashed_run(harness: Any, text: str) -> tuple[Any, str]:
 
 
 async def _status(h: Any, message_id: str) -> str:
-    rows = await h.rt.store.database.fetchall(
-        "SELECT status, outcome FROM message_handling WHERE memory_id = ?", (message_id,)
-    )
-    return f"{rows[0][0]}:{rows[0][1]}" if rows else "none"
+    handling = await h.rt.store.get_message_handling(message_id)
+    return f"{handling.status.value}:{handling.outcome}" if handling else "none"
 
 
 async def test_a_message_delivered_twice_is_answered_once(harness) -> None:
@@ -156,22 +154,27 @@ class _Platform:
 async def test_after_a_crash_addressed_recent_messages_are_answered_and_the_rest_are_not(harness) -> None:
     first = await harness(ChannelType.GROUP)
     addressed, chatter, old = (str(uuid.uuid4()) for _ in range(3))
-    for message_id, text, meta in (
-        (addressed, "Ada, what time is it?", {}),
-        (chatter, "nice weather", {}),
-        (old, "Ada?", {"isMention": True}),
-    ):
+    for message_id, text in ((addressed, "Ada, what time is it?"), (chatter, "nice weather")):
         first.large.append(_hang)
         first.small.append("<response><action>RESPOND</action></response>")
-        await _crash_while(first, text, message_id, **meta)
+        await _crash_while(first, text, message_id)
         first.large.clear()
         first.large_calls = 0
-    # The third one was left long ago.
-    await first.rt.store.database.write(
-        lambda conn: conn.execute(
-            "UPDATE message_handling SET created_at = ? WHERE memory_id = ?", (now_ms() - 3_600_000, old)
-        )
+    # The third one, addressed too, was left long ago: claimed and stored an hour ago, never answered.
+    left_at = now_ms() - 3_600_000
+    assert await first.rt.store.claim_message(old, first.room, left_at) is Claim.NEW
+    await first.rt.store.create_memory(
+        Memory(
+            id=old,
+            entity_id=HUMAN,
+            room_id=first.room,
+            content={"text": "Ada?", "source": "discord"},
+            metadata={"isMention": True},
+            created_at=left_at,
+        ),
+        "messages",
     )
+    assert await _status(first, old) == "handling:None"
     await first.rt.close()
 
     second = await harness(ChannelType.GROUP)

@@ -14,23 +14,29 @@ from bot.character import load_character
 from bot.events import EventType
 from bot.models import ModelType
 from bot.runtime import AgentRuntime, RuntimeState
-from bot.store import SHARED_KNOWLEDGE_ID, AgentStore
+from bot.store import SHARED_KNOWLEDGE_ID, Store
 from bot.types import Memory
 
 from .conftest import Agents, embed, make_pdf
 
 
-async def fragments(rt: AgentRuntime, *, shared: bool = False) -> list[Memory]:
-    store = rt.store
-    if shared:
-        assert isinstance(store, AgentStore)  # the SQLite backend's view of the shared scope
-        store = store.database.for_agent(SHARED_KNOWLEDGE_ID)
+async def _in_order(store: Store) -> list[Memory]:
     found = await store.get_memories(table="knowledge")
     return sorted(found, key=lambda m: (m.metadata["documentId"], m.metadata["position"]))
 
 
-async def texts(rt: AgentRuntime, *, shared: bool = False) -> list[str]:
-    return [m.content["text"] for m in await fragments(rt, shared=shared)]
+async def fragments(rt: AgentRuntime) -> list[Memory]:
+    return await _in_order(rt.store)
+
+
+async def texts(rt: AgentRuntime) -> list[str]:
+    return [m.content["text"] for m in await fragments(rt)]
+
+
+async def shared_texts(agents: Agents) -> list[str]:
+    """The shared scope's fragments, read through the store the backend gives that scope (as
+    ``troupe memory shared`` does)."""
+    return [m.content["text"] for m in await _in_order(agents.db.for_agent(SHARED_KNOWLEDGE_ID))]
 
 
 async def vectors(rt: AgentRuntime) -> int:
@@ -143,7 +149,7 @@ async def test_knowledge_path_from_the_environment_is_the_agents_own_and_goes_wi
     folder = _run_docs(tmp_path)
     ada = await agents.start("Ada", knowledge=[], environ={"KNOWLEDGE_PATH": str(folder)})
     assert await texts(ada) == ["[run-docs/policy.md]\nEvery hive is inspected weekly."]
-    assert await texts(ada, shared=True) == []
+    assert await shared_texts(agents) == []
     brann = await agents.start("Brann", knowledge=[])
     assert [h.text for h in await brann.get_service("knowledge").search("How often is a hive inspected?")] == []
     ada = await agents.restart(ada, environ={})  # the next run, without the variable
@@ -165,7 +171,7 @@ async def test_knowledge_path_an_older_troupe_shared_becomes_the_agents_own_on_t
         shared=True,
     )
     ada = await agents.restart(ada, environ={"KNOWLEDGE_PATH": str(folder)})
-    assert await texts(ada, shared=True) == []
+    assert await shared_texts(agents) == []
     assert await texts(ada) == ["[run-docs/policy.md]\nEvery hive is inspected weekly."]
 
 
@@ -392,7 +398,7 @@ async def test_shared_knowledge_is_stored_once_and_seen_by_another_agent(agents:
     ada = await agents.start("Ada", knowledge=["Ada's own note.", {"path": "rules.md", "shared": True}])
     brann = await agents.start("Brann", knowledge=[{"path": "rules.md", "shared": True}])
     cleo = await agents.start("Cleo", knowledge=["Cleo's own note."])
-    assert await texts(ada, shared=True) == ["[rules.md]\nQuiet hours start at ten."]
+    assert await shared_texts(agents) == ["[rules.md]\nQuiet hours start at ten."]
     assert agents.embedder.texts.count("[rules.md]\nQuiet hours start at ten.") == 1  # embedded once
     for rt in (ada, brann, cleo):
         found = [h.text for h in await rt.get_service("knowledge").search("When do quiet hours start?")]
@@ -407,10 +413,10 @@ async def test_shared_knowledge_stays_while_any_agent_lists_it(agents: Agents) -
     brann = await agents.start("Brann", knowledge=[{"path": "rules.md", "shared": True}])
     await ada.close()
     ada = await agents.start("Ada", knowledge=[])
-    assert await texts(ada, shared=True) == ["[rules.md]\nQuiet hours start at ten."]  # Brann still lists it
+    assert await shared_texts(agents) == ["[rules.md]\nQuiet hours start at ten."]  # Brann still lists it
     await brann.close()
     await agents.start("Brann", knowledge=[])
-    assert await texts(ada, shared=True) == []
+    assert await shared_texts(agents) == []
 
 
 async def test_shared_knowledge_gets_vectors_of_each_agents_length(agents: Agents) -> None:

@@ -4,7 +4,7 @@ Behaviour every backend must show (the contract); the rows behind it are in ../t
 
 from __future__ import annotations
 
-from bot.store import Store
+from bot.store import MessageHandling, Store
 from bot.types import Claim, Handling
 
 from ..conftest import R, make_memory
@@ -18,10 +18,24 @@ async def test_a_finished_message_is_a_duplicate_and_no_longer_unfinished(store:
     assert await store.claim_message("m1", R, 1000) is Claim.DUPLICATE
 
 
+async def test_a_claim_reads_back_as_it_stands_for_its_agent_only(store: Store, store_b: Store) -> None:
+    assert await store.get_message_handling("m1") is None
+    await store.claim_message("m1", R, 1000)
+    assert await store.get_message_handling("m1") == MessageHandling("m1", R, Handling.HANDLING, None, 1, 1000)
+    await store.claim_message("m1", R, 1000, retries=2)  # a process died: taken up again
+    await store.mark_message("m1", Handling.SENDING)
+    assert await store.get_message_handling("m1") == MessageHandling("m1", R, Handling.SENDING, None, 2, 1000)
+    await store.mark_message("m1", Handling.DONE, "replied")
+    assert await store.get_message_handling("m1") == MessageHandling("m1", R, Handling.DONE, "replied", 2, 1000)
+    assert await store_b.get_message_handling("m1") is None
+
+
 async def test_a_message_stored_before_any_claim_is_a_duplicate(store: Store) -> None:
     await store.create_memory(make_memory("from an older troupe", id="m1"), "messages")
     assert await store.claim_message("m1", R, 1000) is Claim.DUPLICATE
     assert await store.unfinished_messages() == []
+    handling = await store.get_message_handling("m1")
+    assert handling is not None and (handling.status, handling.outcome) == (Handling.DONE, "duplicate")
 
 
 async def test_an_unfinished_claim_is_retried_up_to_its_limit_then_abandoned(store: Store) -> None:

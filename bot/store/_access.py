@@ -1,0 +1,261 @@
+"""``DatabaseAccess``: the two connections of a Database and the only ways to use them.
+
+Writes go through one writer connection, one transaction at a time (an asyncio lock plus
+``BEGIN IMMEDIATE``); reads use a second, read-only connection outside any transaction, so
+they never queue behind writes; identical reads inside one unit of work can share one query
+(``_shared``). Opening and closing the connections is :class:`~bot.store.Database`'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import os
+from collections.abc import AsyncIterator, Callable, Collection, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import TypeVar
+
+import aiosqlite
+
+from bot.errors import StoreError
+from bot.store import _shared
+from bot.store._connect import (
+    BEGIN_ATTEMPTS,
+    Connection,
+    Params,
+    Row,
+    begin_immediate,
+    is_locked_error,
+    retry_delay,
+    run_on_thread,
+    sqlean,
+)
+
+__all__ = ["DatabaseAccess", "State"]
+
+_log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class State(enum.Enum):
+    UNOPENED = "not open yet"  # created; open() (or ``async with``) has not run
+    OPENING = "opening"  # open() is connecting and migrating
+    OPEN = "open"  # usable
+    CLOSING = "closing"  # close() is waiting for the last transaction to finish
+    CLOSED = "closed"  # final: a closed Database is never reopened; make a new one
+
+
+class DatabaseAccess:
+    """Transactions and reads over a writer and a reader connection (see the module docstring).
+
+    A ``":memory:"`` database has a single connection for both (``_reader`` is None), since two
+    connections would be two databases.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._path = os.fspath(path)
+        self._state = State.UNOPENED
+        self._writer: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None
+        self._lock = asyncio.Lock()
+        self._lock_owner: asyncio.Task[object] | None = None
+        # Which tables finished write transactions changed: tells shared reads when they are stale.
+        self._writes = _shared.WriteMarks()
+
+    def _require_open(self) -> aiosqlite.Connection:
+        if self._state is not State.OPEN or self._writer is None:
+            hint = "call open() or use 'async with' first" if self._state is State.UNOPENED else "it cannot be used"
+            raise RuntimeError(f"{self!r} is {self._state.value}: {hint}")
+        return self._writer
+
+    # -- transactions ------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """``async with db.transaction() as conn:`` runs the block as one write transaction.
+
+        The block gets the writer connection inside ``BEGIN IMMEDIATE``; it commits when the block
+        ends and rolls back if the block raises (or is cancelled). Driver errors come out as
+        StoreError. Transactions run one at a time; calling store methods or ``transaction()``
+        again inside the block would wait for itself, so that raises RuntimeError instead.
+        """
+        async with self._write_turn() as conn:
+            try:
+                await begin_immediate(conn)
+            except sqlean.Error as exc:
+                raise StoreError(f"cannot start a write transaction on {self._path}: {exc}") from exc
+            try:
+                yield conn
+                await conn.execute("COMMIT")
+            except BaseException as exc:
+                await self._rollback(conn)
+                if isinstance(exc, sqlean.Error):
+                    raise StoreError(f"database write failed: {exc}") from exc
+                raise
+
+    async def write(self, work: Callable[[Connection], T], *, tables: Collection[str] | None = None) -> T:
+        """Run ``work(conn)`` as one write transaction in a single trip to the writer's thread.
+
+        The same transaction as :meth:`transaction` (one at a time, ``BEGIN IMMEDIATE``, commit,
+        or roll back if ``work`` raises; driver errors as StoreError), but ``work`` is a plain
+        function given the driver's own connection, so its statements cost no thread hop each.
+        Keep ``work`` to SQL and light Python: it holds the writer while it runs. ``tables``,
+        if given, are all the tables ``work`` may change (triggers and cascades included):
+        shared reads of other tables stay current (see :meth:`shared_reads`). Returns what
+        ``work`` returns.
+        """
+        async with self._write_turn(tables) as conn:
+            return await self._run_transaction(conn, work)
+
+    async def _run_transaction(self, conn: aiosqlite.Connection, work: Callable[[Connection], T]) -> T:
+        """The body of :meth:`write`, for a caller already holding the writer (``_write_turn``)."""
+        for attempt in range(1, BEGIN_ATTEMPTS + 1):
+            try:
+                return await run_on_thread(conn, _transact, work)
+            except asyncio.CancelledError:
+                # The transaction still runs to its end on the writer's thread. As transaction()
+                # does with its ROLLBACK, keep the writer until it has: the thread runs calls in order.
+                await run_on_thread(conn, _nothing)
+                raise
+            except _BeginFailed as failed:
+                exc = failed.error
+                if attempt == BEGIN_ATTEMPTS or not is_locked_error(exc):
+                    raise StoreError(f"cannot start a write transaction on {self._path}: {exc}") from exc
+                delay = retry_delay(attempt)
+                _log.warning(
+                    "database is locked (attempt %d of %d); retrying in %.2f s", attempt, BEGIN_ATTEMPTS, delay
+                )
+                await asyncio.sleep(delay)
+            except sqlean.Error as exc:
+                raise StoreError(f"database write failed: {exc}") from exc
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    @asynccontextmanager
+    async def _write_turn(self, tables: Collection[str] | None = None) -> AsyncIterator[aiosqlite.Connection]:
+        """The writer connection, held by this task alone (the asyncio lock) until the block ends.
+
+        ``tables``: what the block may change (None: anything), for shared reads.
+        """
+        self._require_open()
+        task = asyncio.current_task()
+        if task is not None and self._lock_owner is task:
+            raise RuntimeError("transaction() is not reentrant: do not call store methods inside a transaction block")
+        async with self._lock:
+            conn = self._require_open()  # close() may have run while we waited
+            self._lock_owner = task
+            try:
+                yield conn
+            finally:
+                self._lock_owner = None
+                self._writes.ended(tables)
+
+    async def _rollback(self, conn: aiosqlite.Connection) -> None:
+        # aiosqlite queues the ROLLBACK on its worker thread before this coroutine can be
+        # cancelled, so it runs before the next transaction's BEGIN even if we are interrupted.
+        try:
+            await conn.execute("ROLLBACK")
+        except sqlean.OperationalError as exc:  # SQLite may already have rolled back (e.g. on SQLITE_FULL)
+            _log.debug("rollback: %s", exc)
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        """Run one read-only query outside any transaction and return all rows; raises StoreError."""
+        self._require_open()
+        if self._reader is not None:
+            return await self._fetchall_on(self._reader, sql, params)
+        # ":memory:": a single connection. Take the writer lock so a read never sees another
+        # coroutine's uncommitted transaction.
+        self._refuse_memory_read_in_transaction()
+        async with self._lock:
+            return await self._fetchall_on(self._require_open(), sql, params)
+
+    async def read(self, work: Callable[[Connection], T]) -> T:
+        """Run ``work(conn)``, plain read-only queries, in one trip to the reader's thread.
+
+        For reads of several queries (entities and their components): each awaited query would
+        be a trip of its own. Like :meth:`fetchall`, the queries run outside any transaction and
+        driver errors come out as StoreError. Returns what ``work`` returns.
+        """
+        self._require_open()
+        if self._reader is not None:
+            return await self._read_on(self._reader, work)
+        self._refuse_memory_read_in_transaction()  # ":memory:": as in fetchall
+        async with self._lock:
+            return await self._read_on(self._require_open(), work)
+
+    def _refuse_memory_read_in_transaction(self) -> None:
+        task = asyncio.current_task()
+        if task is not None and self._lock_owner is task:
+            raise RuntimeError("store reads cannot run inside a transaction block of a ':memory:' Database")
+
+    async def _read_on(self, conn: aiosqlite.Connection, work: Callable[[Connection], T]) -> T:
+        try:
+            return await run_on_thread(conn, work)
+        except sqlean.Error as exc:
+            raise StoreError(f"database read failed: {exc}") from exc
+
+    @contextmanager
+    def shared_reads(self) -> Iterator[None]:
+        """``with db.shared_reads():`` lets identical :meth:`fetchall_shared` reads share one query.
+
+        For one unit of work, such as handling one message: within the block, and in tasks
+        started inside it, a read with the same SQL and parameters as an earlier (or in-flight)
+        one returns the same rows without another trip to the reader thread. A write transaction
+        of this Database that may have changed a table the read names (every
+        :meth:`transaction`, a :meth:`write` naming that table or no tables) ends the sharing
+        of what was read before it. Nested blocks join the outermost one.
+        """
+        with _shared.scope(self, self._writes):
+            yield
+
+    async def fetchall_shared(self, sql: str, params: Params = (), *, tables: Collection[str]) -> list[Row]:
+        """Like :meth:`fetchall`, but shared inside a :meth:`shared_reads` block; ``tables``: those ``sql`` reads."""
+        shared = _shared.active(self)
+        task = asyncio.current_task()
+        if shared is None or (task is not None and self._lock_owner is task):
+            return await self.fetchall(sql, params)  # no scope, or inside a transaction block: read alone
+        return await shared.fetchall(sql, params, tables, lambda: self.fetchall(sql, params))
+
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
+        """Like :meth:`fetchall` but returns the first row or None."""
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+    async def _fetchall_on(self, conn: aiosqlite.Connection, sql: str, params: Params) -> list[Row]:
+        try:
+            return list(await conn.execute_fetchall(sql, params))
+        except sqlean.Error as exc:
+            raise StoreError(f"database read failed: {exc}") from exc
+
+
+class _BeginFailed(Exception):
+    """BEGIN IMMEDIATE failed on the writer's thread with the driver's ``error``."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+def _nothing(conn: Connection) -> None:
+    """On the writer's thread: returns once every call queued before it has run."""
+
+
+def _transact(conn: Connection, work: Callable[[Connection], T]) -> T:
+    """On the writer's thread: BEGIN IMMEDIATE, ``work(conn)``, COMMIT; ROLLBACK if anything fails."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlean.Error as exc:
+        raise _BeginFailed(exc) from exc
+    try:
+        result = work(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlean.OperationalError as exc:  # SQLite may already have rolled back (e.g. on SQLITE_FULL)
+            _log.debug("rollback: %s", exc)
+        raise
+    return result
