@@ -34,15 +34,21 @@ open in a browser on this machine can change anything or read more than the daem
 
 from __future__ import annotations
 
+from ._answers import AgentStatus, DaemonStatus, FileProblem, PlatformStatus, ReloadSummary
 from ._client import DaemonNotAnswering, DaemonNotRunning, call
 from ._output import format_reload, format_status
 from ._server import ControlServer, DaemonView
 
 __all__ = [
+    "AgentStatus",
     "ControlServer",
     "DaemonNotAnswering",
     "DaemonNotRunning",
+    "DaemonStatus",
     "DaemonView",
+    "FileProblem",
+    "PlatformStatus",
+    "ReloadSummary",
     "call",
     "format_reload",
     "format_status",

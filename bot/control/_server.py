@@ -6,6 +6,7 @@ import contextlib
 import errno
 import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -33,16 +34,16 @@ class DaemonView(Protocol):
 
     metrics: Metrics
 
-    def status(self) -> dict[str, Any]:
-        """JSON-able status; schema in :func:`format_status`."""
+    def status(self) -> Mapping[str, Any]:
+        """JSON-able status (a :class:`DaemonStatus`); schema in :func:`format_status`."""
         ...
 
     def readiness(self) -> tuple[bool, list[str]]:
         """(ready, the reasons it is not)."""
         ...
 
-    async def reload(self) -> dict[str, Any]:
-        """Run a reload; its JSON-able summary (schema in :func:`format_reload`)."""
+    async def reload(self) -> Mapping[str, Any]:
+        """Run a reload; its JSON-able summary (a :class:`ReloadSummary`; see :func:`format_reload`)."""
         ...
 
 
