@@ -27,7 +27,7 @@ from bot.plugins import PluginMeta
 from ._config import EMBEDDING_DIMENSIONS, Endpoint, ProviderConfig, display_url, resolve_config
 
 if TYPE_CHECKING:
-    from ._runtime import SetupRuntime
+    from bot.models import ModelHost
 
 __all__ = ["EMBEDDING_DIMENSIONS", "Endpoint", "ProviderConfig", "meta", "resolve_config", "setup"]
 
@@ -54,7 +54,7 @@ meta = PluginMeta(
 )
 
 
-async def setup(runtime: SetupRuntime) -> None:
+async def setup(runtime: ModelHost) -> None:
     """Register this agent's model handlers.
 
     Raises:

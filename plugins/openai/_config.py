@@ -7,7 +7,7 @@ it imports no SDK and makes no network call.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import SecretStr
@@ -15,8 +15,6 @@ from pydantic import SecretStr
 from bot.errors import ConfigError
 from bot.models import ModelType
 from bot.settings import SettingReader
-
-from ._runtime import SettingsRuntime
 
 __all__ = [
     "EMBEDDING_DIMENSIONS",
@@ -49,6 +47,13 @@ _NO_KEY = "no-key"
 
 _ALL_TYPES = frozenset(ModelType)
 _CHAT_TYPES = frozenset({ModelType.TEXT_SMALL, ModelType.TEXT_LARGE, ModelType.OBJECT_SMALL, ModelType.OBJECT_LARGE})
+
+
+class _Runtime(Protocol):
+    agent_id: str
+    model_preset: str | None
+
+    def get_setting(self, key: str) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +126,7 @@ def ollama_base_url(endpoint: str) -> str:
     return url
 
 
-def resolve_config(runtime: SettingsRuntime, *, agent: str) -> ProviderConfig:
+def resolve_config(runtime: _Runtime, *, agent: str) -> ProviderConfig:
     """Read this agent's settings for its preset (``runtime.model_preset``).
 
     ``agent`` is the name messages use. Raises :class:`~bot.errors.ConfigError` naming the agent

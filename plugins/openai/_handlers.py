@@ -19,6 +19,7 @@ from bot.models import (
     EmbeddingBatchParams,
     EmbeddingParams,
     ImageDescriptionParams,
+    ModelHost,
     ModelType,
     SpeechParams,
     SpeechStream,
@@ -31,7 +32,6 @@ from bot.types import JSON
 from ._calls import Calls
 from ._config import Endpoint, ProviderConfig
 from ._parse import audio_filename, parse_image_description, parse_json_object, probe_vector
-from ._runtime import ModelRuntime, Registry
 from ._speech_stream import open_speech_stream
 
 __all__ = ["OpenAIModels"]
@@ -63,7 +63,7 @@ class OpenAIModels:
     def __repr__(self) -> str:
         return f"<OpenAIModels {self.agent} {self.config.preset}>"
 
-    def register(self, runtime: Registry) -> None:
+    def register(self, runtime: ModelHost) -> None:
         """Register a handler for every type this preset serves."""
         handlers: dict[ModelType, Callable[..., Awaitable[object]]] = {
             ModelType.TEXT_SMALL: self.text_small,
@@ -86,20 +86,20 @@ class OpenAIModels:
 
     # -- handlers -------------------------------------------------------------------------
 
-    async def text_small(self, runtime: ModelRuntime, params: TextParams) -> str:
+    async def text_small(self, runtime: ModelHost, params: TextParams) -> str:
         return await self._text(runtime, params, ModelType.TEXT_SMALL, self.config.small_model)
 
-    async def text_large(self, runtime: ModelRuntime, params: TextParams) -> str:
+    async def text_large(self, runtime: ModelHost, params: TextParams) -> str:
         return await self._text(runtime, params, ModelType.TEXT_LARGE, self.config.large_model)
 
-    async def object_small(self, runtime: ModelRuntime, params: TextParams) -> JSON:
+    async def object_small(self, runtime: ModelHost, params: TextParams) -> JSON:
         return await self._object(runtime, params, ModelType.OBJECT_SMALL, self.config.small_model)
 
-    async def object_large(self, runtime: ModelRuntime, params: TextParams) -> JSON:
+    async def object_large(self, runtime: ModelHost, params: TextParams) -> JSON:
         return await self._object(runtime, params, ModelType.OBJECT_LARGE, self.config.large_model)
 
     async def embedding(
-        self, runtime: ModelRuntime, params: EmbeddingParams | EmbeddingBatchParams | str | None
+        self, runtime: ModelHost, params: EmbeddingParams | EmbeddingBatchParams | str | None
     ) -> list[float] | list[list[float]]:
         """The text's vector, or with ``{"texts": [...]}`` one vector per text from a single request;
         ``None`` asks for the dimension probe, answered without a request."""
@@ -156,7 +156,7 @@ class OpenAIModels:
                 )
         return vectors if batch else vectors[0]
 
-    async def transcription(self, runtime: ModelRuntime, params: TranscriptionParams) -> str:
+    async def transcription(self, runtime: ModelHost, params: TranscriptionParams) -> str:
         audio = bytes(params["audio"])
         filename = params.get("filename") or audio_filename(audio)
         model = self.config.transcription_model
@@ -171,7 +171,7 @@ class OpenAIModels:
         )
         return repair_text(response if isinstance(response, str) else response.text).strip()
 
-    async def image_description(self, runtime: ModelRuntime, params: ImageDescriptionParams) -> dict[str, str]:
+    async def image_description(self, runtime: ModelHost, params: ImageDescriptionParams) -> dict[str, str]:
         """``{"title", "description"}``; asks for JSON and makes do with prose."""
         question = params.get("prompt") or _IMAGE_QUESTION
         model = self.config.image_model
@@ -194,7 +194,7 @@ class OpenAIModels:
         )
         return parse_image_description(self._content(response, ModelType.IMAGE_DESCRIPTION))
 
-    async def text_to_speech(self, runtime: ModelRuntime, params: SpeechParams) -> bytes | SpeechStream:
+    async def text_to_speech(self, runtime: ModelHost, params: SpeechParams) -> bytes | SpeechStream:
         """Audio bytes in ``params["format"]`` (mp3 by default); with ``stream``, a SpeechStream.
 
         A stream is returned once its first audio has arrived (bot/models.py), so a refused key
@@ -220,7 +220,7 @@ class OpenAIModels:
 
     # -- helpers --------------------------------------------------------------------------
 
-    async def _text(self, runtime: ModelRuntime, params: TextParams, kind: ModelType, model: str, **extra: Any) -> str:
+    async def _text(self, runtime: ModelHost, params: TextParams, kind: ModelType, model: str, **extra: Any) -> str:
         messages = self._messages(runtime, params, json_reply="response_format" in extra)
         for name in ("temperature", "max_tokens", "stop"):
             if params.get(name) is not None:
@@ -265,7 +265,7 @@ class OpenAIModels:
             )
         return repair_text("".join(pieces))  # halves of a pair split across pieces meet again
 
-    async def _object(self, runtime: ModelRuntime, params: TextParams, kind: ModelType, model: str) -> JSON:
+    async def _object(self, runtime: ModelHost, params: TextParams, kind: ModelType, model: str) -> JSON:
         text = await self._text(runtime, params, kind, model, response_format={"type": "json_object"})
         parsed = parse_json_object(text)
         if parsed is None:
@@ -280,7 +280,7 @@ class OpenAIModels:
         return parsed
 
     @staticmethod
-    def _messages(runtime: ModelRuntime, params: TextParams, *, json_reply: bool) -> list[ChatCompletionMessageParam]:
+    def _messages(runtime: ModelHost, params: TextParams, *, json_reply: bool) -> list[ChatCompletionMessageParam]:
         # A lone surrogate (from a character file, say) would stop the request from being encoded.
         system = repair_text(params.get("system") or runtime.character.system or "") or None
         prompt = repair_text(params["prompt"])
