@@ -8,7 +8,7 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -34,7 +34,7 @@ class DaemonView(Protocol):
 
     metrics: Metrics
 
-    def status(self) -> Mapping[str, Any]:
+    def status(self) -> Mapping[str, object]:
         """JSON-able status (a :class:`DaemonStatus`); schema in :func:`format_status`."""
         ...
 
@@ -42,7 +42,7 @@ class DaemonView(Protocol):
         """(ready, the reasons it is not)."""
         ...
 
-    async def reload(self) -> Mapping[str, Any]:
+    async def reload(self) -> Mapping[str, object]:
         """Run a reload; its JSON-able summary (a :class:`ReloadSummary`; see :func:`format_reload`)."""
         ...
 
