@@ -5,7 +5,7 @@
 ``troupe status``          the running daemon's agents, their platforms and their state.
 ``troupe reload``          make the running daemon read its character files again (like SIGHUP).
 ``troupe chat FILE``       talk to one character in the terminal.
-``troupe memory …``        inspect, export and forget what an agent remembers (bot/memory_cli.py).
+``troupe memory …``        inspect, export and forget what an agent remembers (bot/memory_cli/).
 ``troupe --version``       the installed version.
 """
 

@@ -24,39 +24,37 @@ exits at once. When nothing can run the daemon exits with status 78 and says wha
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import importlib
-import json
 import logging
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from . import installed_version, redact
 from . import plugins as plugin_registry
 from .background import BackgroundTasks
 from .backoff import ExponentialBackoff
-from .character import Character, LoadResult, load_characters, scan_character_files
+from .character import LoadResult
 from .chat import runtime_plugins
-from .control import ControlServer
+from .control import ControlServer, DaemonStatus, ReloadSummary
 from .errors import EXIT_CONFIG, ConfigError, ReloadError, ReloadFailed, reason_for
 from .events import EventType
-from .files import file_key
+from .hosted import HostedAgent, fingerprint, platform_links, status_line
 from .lifecycle import AgentState, DaemonState
 from .links import Link, LinkState
 from .logs import agent_context
 from .metrics import Metrics
+from .platform_plans import PlatformPlan, plans_for, report_gaps
+from .reloading import plan_reload, read_characters, record_failures, summary_line
 from .runtime import AgentRuntime
-from .secrets import is_reference
-from .settings import DaemonSettings, character_setting, load_environ
+from .settings import DaemonSettings
 from .shared import Shared
+from .signals import install_signal_handlers, remove_signal_handlers
 from .store import StoreBackend, backend_for
 from .systemd import Notifier
 
-__all__ = ["Daemon", "PlatformPlan"]
+__all__ = ["Daemon", "PlatformPlan", "fingerprint"]
 
 _log = logging.getLogger(__name__)
 
@@ -66,59 +64,10 @@ _CLOSE_TIMEOUT_S = 10.0
 _EXIT_FORCED = 1  # a second signal: stopped without finishing
 
 
-@dataclass(frozen=True, slots=True)
-class PlatformPlan:
-    """One character on one platform, and what it still lacks."""
-
-    agent: str
-    platform: str
-    missing: tuple[str, ...]
-
-    @property
-    def ready(self) -> bool:
-        return not self.missing
-
-
-@dataclass(eq=False)
-class _Agent:
-    """One character file's agent, as the daemon runs it."""
-
-    result: LoadResult
-    fingerprint: str
-    runtime: AgentRuntime | None = None
-    state: AgentState = AgentState.STARTING
-    error: str = ""
-
-    @property
-    def character(self) -> Character:
-        return self.result.raise_for_problems()
-
-    @property
-    def name(self) -> str:
-        return self.character.name
-
-
 def _describe(error: BaseException, agent: str) -> str:
     """A short account of an unexpected connection failure: its message, or at least its type."""
     text = reason_for(error, agent).strip()
     return f"{error.__class__.__name__}: {text}" if text else error.__class__.__name__
-
-
-def _describe_missing(character: Character, key: str) -> str:
-    """``KEY``, or ``KEY (env:NAME? resolves to nothing)`` when the file points it at a reference."""
-    written = character.secrets.get(key) or character.settings_secrets.get(key)
-    return f"{key} ({written} resolves to nothing)" if written and is_reference(written) else key
-
-
-def fingerprint(result: LoadResult) -> str:
-    """What makes two loads of a character the same agent: its whole definition with secrets
-    resolved (a rotated token in a credential file is a change). Kept in memory only."""
-    character = result.raise_for_problems()
-    secrets = {k: s.get_secret_value() for k in character.secret_keys() if (s := character.secret(k)) is not None}
-    body = json.dumps(
-        [character.model_dump(mode="json"), secrets, result.plugins, result.model_preset], sort_keys=True, default=str
-    )
-    return hashlib.sha256(body.encode()).hexdigest()
 
 
 class Daemon:
@@ -150,7 +99,7 @@ class Daemon:
         self.metrics = Metrics()
         self.shared = Shared()  # this daemon's secrets, Telegram relay, bot tokens in use
         self.state = DaemonState.STARTING
-        self._agents: dict[str, _Agent] = {}  # by agent id, in start order
+        self._agents: dict[str, HostedAgent] = {}  # by agent id, in start order
         self._db: StoreBackend | None = None
         self._stopped = asyncio.Event()
         self._started_at = time.monotonic()
@@ -166,20 +115,7 @@ class Daemon:
         return [a.runtime for a in self._agents.values() if a.runtime is not None and a.state is AgentState.RUNNING]
 
     def _plans_for(self, result: LoadResult) -> list[PlatformPlan]:
-        known = plugin_registry.available()
-        character = result.raise_for_problems()
-        plans: list[PlatformPlan] = []
-        for name in result.platforms:
-            meta = known[name]
-            if meta.interactive:
-                continue
-            missing = tuple(
-                _describe_missing(character, k)
-                for k in meta.requires
-                if not character_setting(character, k, self.environ)
-            )
-            plans.append(PlatformPlan(character.name, name, missing))
-        return plans
+        return plans_for(result, self.environ)
 
     def plan(self) -> list[PlatformPlan]:
         """Every (character, platform) pair the character files ask for, with missing settings."""
@@ -187,69 +123,29 @@ class Daemon:
 
     # -- what the control socket and systemd see ------------------------------------------
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> DaemonStatus:
         """Everything ``troupe status`` shows (JSON-able)."""
-        agents = []
-        for agent in sorted(self._agents.values(), key=lambda a: a.name.casefold()):
-            runtime = agent.runtime
-            platforms = {
-                name: {"state": link.state.value, "detail": link.detail}
-                for name, link in (runtime.links.items() if runtime is not None else ())
-            }
-            agents.append(
-                {
-                    "name": agent.name,
-                    "id": agent.character.agent_id,
-                    "state": agent.state,
-                    "error": agent.error,
-                    "in_flight": runtime.in_flight if runtime is not None else 0,
-                    "platforms": platforms,
-                }
-            )
         return {
             "state": self.state,
             "pid": os.getpid(),
             "uptime_s": round(time.monotonic() - self._started_at, 1),
             "version": installed_version(),
-            "agents": agents,
+            "agents": [a.status() for a in sorted(self._agents.values(), key=lambda a: a.name.casefold())],
         }
 
     def readiness(self) -> tuple[bool, list[str]]:
         """Ready when running and every agent's every platform is connected."""
         reasons = [] if self.state is DaemonState.RUNNING else [f"the daemon is {self.state}"]
         for agent in self._agents.values():
-            if agent.state is not AgentState.RUNNING or agent.runtime is None:
-                reasons.append(f"{agent.name} is {agent.state}" + (f": {agent.error}" if agent.error else ""))
-                continue
-            for name, link in agent.runtime.links.items():
-                if link.state is not LinkState.CONNECTED:
-                    reasons.append(
-                        f"{agent.name} on {name}: {link.state.value}" + (f" ({link.detail})" if link.detail else "")
-                    )
+            reasons += agent.not_ready()
         return not reasons, reasons
-
-    def _links(self) -> Iterator[Link]:
-        """Every running agent's platform links."""
-        for agent in self._agents.values():
-            if agent.runtime is not None:
-                yield from (link for _, link in agent.runtime.links.items())
-
-    def _status_line(self) -> str:
-        running = sum(a.state is AgentState.RUNNING for a in self._agents.values())
-        links = list(self._links())
-        up = sum(link.state is LinkState.CONNECTED for link in links)
-        failed = len(self._agents) - running
-        extra = f", {failed} not running" if failed else ""
-        return (
-            f"{running} agent{'s' if running != 1 else ''} running{extra}; {up} of {len(links)} platform connections up"
-        )
 
     def _link_changed(self, agent: str, platform: str, link: Link, old: Link | None) -> None:
         self.metrics.platform_connected.labels(agent=agent, platform=platform).set(link.state is LinkState.CONNECTED)
         if link.state is LinkState.RETRYING and (old is None or old.state is not LinkState.RETRYING):
             self.metrics.reconnects.labels(agent=agent, platform=platform).inc()
         if self.state is DaemonState.RUNNING:
-            self.notifier.status(self._status_line())
+            self.notifier.status(status_line(self._agents.values()))
 
     # -- running --------------------------------------------------------------------------
 
@@ -263,28 +159,7 @@ class Daemon:
             return await self._run()
 
     async def _run(self) -> int:
-        plans = self.plan()
-        for result in self.characters:
-            if result.missing_plugins:
-                character = result.raise_for_problems()
-                with agent_context(character.name):
-                    job = "" if any(p.agent == character.name for p in plans) else "; it runs on no platform"
-                    _log.warning(
-                        "%s starts without %s, which troupe does not have%s",
-                        character.name,
-                        ", ".join(result.missing_plugins),
-                        job,
-                    )
-        for plan in plans:
-            if not plan.ready:
-                with agent_context(plan.agent):
-                    _log.warning("%s: %s skipped, %s not set", plan.agent, plan.platform, " and ".join(plan.missing))
-        if not any(p.ready for p in plans):
-            _log.error(
-                "no platform configured: no character has a platform it can run on. Add "
-                '"@elizaos/plugin-discord" or "@elizaos/plugin-telegram" to a character\'s plugins and '
-                "give it DISCORD_API_TOKEN or TELEGRAM_BOT_TOKEN (in its settings.secrets, or the environment)"
-            )
+        if not report_gaps(self.characters, self.plan()):
             async with backend_for(self.settings.database) as db:  # record the characters all the same
                 for result in self.characters:
                     record = result.raise_for_problems().to_record()
@@ -297,7 +172,13 @@ class Daemon:
         except ConfigError as exc:
             _log.error("%s", exc)
             return EXIT_CONFIG
-        installed = self._install_signal_handlers()
+        installed = install_signal_handlers(
+            {
+                signal.SIGTERM: self._on_stop_signal,
+                signal.SIGINT: self._on_stop_signal,
+                signal.SIGHUP: self.request_reload,
+            }
+        )
         try:
             async with backend_for(self.settings.database) as db:
                 self._db = db
@@ -307,21 +188,19 @@ class Daemon:
                     await self._close_all()
                     self._db = None
         finally:
-            loop = asyncio.get_running_loop()
-            for sig in installed:
-                loop.remove_signal_handler(sig)
+            remove_signal_handlers(installed)
             await control.close()
             self.notifier.close()
 
     async def _serve(self) -> int:
         await asyncio.gather(*(self._launch(r) for r in self.characters))
-        links = list(self._links())
+        links = list(platform_links(self._agents.values()))
         if not any(link.state is not LinkState.FAILED for link in links):
             _log.error("no agent could connect to a platform; see the errors above")
             return EXIT_CONFIG
         self.state = DaemonState.RUNNING
         self._background.start(self.notifier.keep_alive(), "watchdog")
-        status = self._status_line()
+        status = status_line(self._agents.values())
         _log.info("troupe running: %s", status)
         self.notifier.ready(status)
         await self._stopped.wait()
@@ -335,10 +214,10 @@ class Daemon:
 
     # -- one agent ------------------------------------------------------------------------
 
-    async def _launch(self, result: LoadResult) -> _Agent:
+    async def _launch(self, result: LoadResult) -> HostedAgent:
         """Start one character's agent and connect it to its platforms."""
         character = result.raise_for_problems()
-        agent = _Agent(result, fingerprint(result))
+        agent = HostedAgent(result, fingerprint(result))
         self._agents[character.agent_id] = agent
         with agent_context(character.name):
             runtime = AgentRuntime(
@@ -370,7 +249,7 @@ class Daemon:
         assert self._db is not None, "the database is open only while the daemon runs"
         return self._db
 
-    async def _connect(self, agent: _Agent, runtime: AgentRuntime, plan: PlatformPlan) -> None:
+    async def _connect(self, agent: HostedAgent, runtime: AgentRuntime, plan: PlatformPlan) -> None:
         known = plugin_registry.available()
         module = importlib.import_module(f"platforms.{known[plan.platform].name}")
         connect = getattr(module, "connect", None)
@@ -396,7 +275,7 @@ class Daemon:
             await asyncio.sleep(wait)
             wait = await _attempt(runtime, plan, connect, backoff)
 
-    async def _retire(self, agent: _Agent) -> None:
+    async def _retire(self, agent: HostedAgent) -> None:
         """Stop one agent: finish its replies in flight (bounded), then close it."""
         runtime = agent.runtime
         agent.state = AgentState.STOPPING
@@ -462,7 +341,7 @@ class Daemon:
         except ReloadError as exc:
             _log.warning("reload skipped: %s", exc)
 
-    async def reload(self) -> dict[str, Any]:
+    async def reload(self) -> ReloadSummary:
         """Read the character files again and apply the difference; returns what was done.
 
         Raises:
@@ -492,105 +371,32 @@ class Daemon:
                 raise ReloadFailed(f"reload failed: {exc.__class__.__name__}: {exc}") from exc
             finally:
                 self.state = DaemonState.RUNNING
-                self.notifier.ready(self._status_line())
+                self.notifier.ready(status_line(self._agents.values()))
                 if self._reload_again and not self._background.closed:  # files changed again meanwhile
                     self._reload_again = False
                     self._background.start(self._reload_logged(), "reload")
         self.metrics.reloads.labels(outcome="ok").inc()
-        _log.info("reloaded: %s", _summary_line(summary))
+        _log.info("reloaded: %s", summary_line(summary))
         return summary
 
-    async def _apply_reload(self) -> dict[str, Any]:
-        sources = self.sources or []
-
-        def read() -> tuple[list[LoadResult], dict[str, str]]:  # file reads: off the loop
-            environ = load_environ()
-            found = scan_character_files(sources)
-            for entry, reason in found.skipped:
-                _log.info("%s: skipped, %s", entry, reason)
-            return load_characters(found.paths, environ=environ), environ
-
-        results, environ = await asyncio.to_thread(read)
-        self.environ = environ
-        by_source = {file_key(a.result.source): a for a in self._agents.values()}
-        summary: dict[str, Any] = {
-            "started": [],
-            "stopped": [],
-            "restarted": [],
-            "unchanged": [],
-            "kept": [],
-            "failed": [],
-        }
-        kept: set[str] = set()
-        for result in results:
-            if result.ok:
-                continue
-            reason = "; ".join(str(p) for p in result.problems) or "it could not be read"
-            old = by_source.get(file_key(result.source))
-            if old is not None and old.state is not AgentState.STOPPED:
-                kept.add(old.character.agent_id)
-                summary["kept"].append({"name": old.name, "file": str(result.source), "reason": reason})
-                with agent_context(old.name):
-                    _log.warning("%s no longer validates (%s); keeps running as it was", result.source, reason)
-            else:
-                summary["failed"].append({"name": result.source.stem, "file": str(result.source), "reason": reason})
-                _log.error("%s does not validate (%s); not started", result.source, reason)
-
-        wanted = {r.raise_for_problems().agent_id: r for r in results if r.ok}
-        stopping, starting = [], []
-        for agent_id, agent in list(self._agents.items()):
-            if agent_id in kept:
-                continue
-            new = wanted.get(agent_id)
-            if new is None:
-                stopping.append(agent)
-                summary["stopped"].append(agent.name)
-            elif fingerprint(new) != agent.fingerprint or agent.state is AgentState.FAILED:
-                stopping.append(agent)
-                starting.append(new)
-                summary["restarted"].append(new.raise_for_problems().name)
-            else:
-                agent.result = new  # same agent; the file may have moved
-                summary["unchanged"].append(agent.name)
-                if agent.runtime is not None:  # what it reads from disk (knowledge files) may have changed
-                    with agent_context(agent.name):
-                        await agent.runtime.emit(EventType.AGENT_RELOADED, {})
-        for agent_id, result in wanted.items():
-            if agent_id not in self._agents:
-                starting.append(result)
-                summary["started"].append(result.raise_for_problems().name)
-
+    async def _apply_reload(self) -> ReloadSummary:
+        results, self.environ = await asyncio.to_thread(read_characters, self.sources or [])  # file reads
+        plan = plan_reload(self._agents, results)
+        for agent, result in plan.unchanged:
+            agent.result = result  # same agent; the file may have moved
+            if agent.runtime is not None:  # what it reads from disk (knowledge files) may have changed
+                with agent_context(agent.name):
+                    await agent.runtime.emit(EventType.AGENT_RELOADED, {})
         # Stop first: a restarted agent's new self needs the bot tokens its old self holds.
-        await asyncio.gather(*(self._retire(a) for a in stopping))
-        for agent in stopping:
+        await asyncio.gather(*(self._retire(a) for a in plan.stopping))
+        for agent in plan.stopping:
             self._agents.pop(agent.character.agent_id, None)
-        launched = await asyncio.gather(*(self._launch(r) for r in starting))
-        for agent in launched:
-            if agent.state is AgentState.FAILED:
-                summary["failed"].append({"name": agent.name, "file": str(agent.result.source), "reason": agent.error})
-                for key in ("started", "restarted"):
-                    if agent.name in summary[key]:
-                        summary[key].remove(agent.name)
+        launched = await asyncio.gather(*(self._launch(r) for r in plan.starting))
+        record_failures(plan.summary, launched)
         self.characters = [a.result for a in self._agents.values()]
-        return summary
+        return plan.summary
 
     # -- signals --------------------------------------------------------------------------
-
-    def _install_signal_handlers(self) -> list[signal.Signals]:
-        loop = asyncio.get_running_loop()
-        handlers = {
-            signal.SIGTERM: self._on_stop_signal,
-            signal.SIGINT: self._on_stop_signal,
-            signal.SIGHUP: self.request_reload,
-        }
-        installed = []
-        for sig, handler in handlers.items():
-            try:
-                loop.add_signal_handler(sig, handler)
-            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
-                continue
-            installed.append(sig)
-        return installed
 
     def _on_stop_signal(self) -> None:
         if self._stopped.is_set():
@@ -634,11 +440,3 @@ async def _attempt(
         runtime.links.set(plan.platform, LinkState.CONNECTED)
     await runtime.emit(EventType.PLATFORM_CONNECTED, {"source": plan.platform})
     return None
-
-
-def _summary_line(summary: Mapping[str, Any]) -> str:
-    parts = [f"{key} {', '.join(summary[key])}" for key in ("started", "stopped", "restarted") if summary[key]]
-    parts.append(f"{len(summary['unchanged'])} unchanged")
-    parts += [f"{k['name']} kept ({k['file']} does not validate)" for k in summary["kept"]]
-    parts += [f"{f['name']} failed" for f in summary["failed"]]
-    return "; ".join(parts)

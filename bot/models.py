@@ -30,15 +30,16 @@ while the audio is being played.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, Protocol, TypedDict
 
 __all__ = [
     "EmbeddingBatchParams",
     "EmbeddingParams",
     "ImageDescriptionParams",
+    "ModelHost",
     "ModelType",
     "SpeechParams",
     "SpeechStream",
@@ -169,3 +170,31 @@ class SpeechStream:
             yield b""  # pragma: no cover
 
         return cls(format, nothing(), provider, first=audio)
+
+
+class _Character(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def system(self) -> str | None: ...
+
+
+class ModelHost(Protocol):
+    """What a model plugin asks of the agent's runtime: in ``setup(runtime)``, and as the first
+    argument of each handler. :class:`~bot.runtime.AgentRuntime` is one; a test may hand a plugin
+    a small fake instead."""
+
+    agent_id: str
+    model_preset: str | None
+
+    @property
+    def character(self) -> _Character: ...
+
+    def get_setting(self, key: str) -> str | None: ...
+
+    def register_model(
+        self, model_type: ModelType, handler: Callable[..., Awaitable[object]], provider: str, priority: int, /
+    ) -> None: ...
+
+    def on_close(self, callback: Callable[[], Awaitable[None]], /) -> None: ...

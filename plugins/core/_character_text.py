@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ._prompts import _fill_placeholders
+from ._mustache import fill_placeholders
 
 if TYPE_CHECKING:
     from bot.character import Character
@@ -64,7 +64,7 @@ def _conversations(character: Character, rng: random.Random) -> str:
             line = f"{message.name}: {message.content.text or ''}"
             if message.content.actions:
                 line += f" (actions: {', '.join(message.content.actions)})"
-            lines.append(_fill_placeholders(line, rng, names))
+            lines.append(fill_placeholders(line, rng, names))
         rendered.append("\n".join(lines))
     return "\n\n".join(rendered)
 

@@ -12,11 +12,14 @@ plugin for every character is harmless. The client closes when the runtime does.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from bot.plugins import PluginMeta
 
 from ._config import DEFAULT_MODEL_ID, DEFAULT_VOICE_ID, OUTPUT_FORMATS, ElevenLabsConfig, resolve_config
+
+if TYPE_CHECKING:
+    from bot.models import ModelHost
 
 __all__ = [
     "DEFAULT_MODEL_ID",
@@ -40,7 +43,7 @@ meta = PluginMeta(
 )
 
 
-async def setup(runtime: Any) -> None:
+async def setup(runtime: ModelHost) -> None:
     """Register this agent's TEXT_TO_SPEECH handler, if it has an ElevenLabs key.
 
     Raises:

@@ -24,7 +24,7 @@ from elevenlabs.core.api_error import ApiError
 
 from bot.backoff import ExponentialBackoff
 from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelUnavailable
-from bot.models import ModelType, SpeechParams, SpeechStream
+from bot.models import ModelHost, ModelType, SpeechParams, SpeechStream
 
 from ._config import ElevenLabsConfig
 
@@ -108,7 +108,7 @@ class ElevenLabsSpeech:
     def __repr__(self) -> str:
         return f"<ElevenLabsSpeech {self.agent} voice {self.config.voice_id}>"
 
-    def register(self, runtime: Any) -> None:
+    def register(self, runtime: ModelHost) -> None:
         runtime.register_model(ModelType.TEXT_TO_SPEECH, self.text_to_speech, PROVIDER, PRIORITY)
 
     async def aclose(self) -> None:
@@ -119,7 +119,7 @@ class ElevenLabsSpeech:
 
     # -- the handler ----------------------------------------------------------------------
 
-    async def text_to_speech(self, runtime: Any, params: SpeechParams | str) -> bytes | SpeechStream:
+    async def text_to_speech(self, runtime: ModelHost, params: SpeechParams | str) -> bytes | SpeechStream:
         """Speak ``params["text"]`` with the agent's voice (or ``params["voice"]``).
 
         ``format`` ``mp3``, ``opus`` (Ogg), ``pcm`` (24 kHz, as OpenAI's) or ``wav``; unset, the
@@ -321,10 +321,10 @@ class ElevenLabsSpeech:
             return _Failure(fail(ModelUnavailable, f"{where}: the elevenlabs plugin was closed"))
         return _Failure(fail(ModelError, f"{where}: {type(exc).__name__}"))
 
-    def _detail(self, body: Any) -> tuple[str | None, str]:
+    def _detail(self, body: object) -> tuple[str | None, str]:
         """``detail.status`` and the server's own message, short, with the key taken out."""
         code: str | None = None
-        text: Any = body
+        text: object = body
         if isinstance(body, Mapping):
             detail = body.get("detail", body)
             if isinstance(detail, Mapping):

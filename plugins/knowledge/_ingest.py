@@ -31,7 +31,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeGuard
 
 from bot.errors import ModelError
 from bot.ids import string_to_uuid
@@ -139,7 +139,7 @@ class Embedder:
             return [await self.runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": t}) for t in texts]
 
 
-def _is_batch(value: Any, count: int) -> bool:
+def _is_batch(value: object, count: int) -> TypeGuard[list[list[float]]]:
     return (
         isinstance(value, list)
         and len(value) == count

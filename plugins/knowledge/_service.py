@@ -16,8 +16,8 @@ import asyncio
 import enum
 import logging
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from bot.components import ServiceKey
 from bot.runtime import RuntimeState
@@ -79,7 +79,7 @@ class KnowledgeService:
         else:
             self._idle.clear()
 
-    async def on_reload(self, payload: dict[str, Any]) -> None:
+    async def on_reload(self, payload: Mapping[str, object]) -> None:
         """``AGENT_RELOADED``: the files may have changed; look again."""
         self.request_sync()
 

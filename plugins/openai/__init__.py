@@ -20,11 +20,14 @@ The clients close when the runtime does (``runtime.on_close``). Failures surface
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from bot.plugins import PluginMeta
 
 from ._config import EMBEDDING_DIMENSIONS, Endpoint, ProviderConfig, display_url, resolve_config
+
+if TYPE_CHECKING:
+    from bot.models import ModelHost
 
 __all__ = ["EMBEDDING_DIMENSIONS", "Endpoint", "ProviderConfig", "meta", "resolve_config", "setup"]
 
@@ -51,7 +54,7 @@ meta = PluginMeta(
 )
 
 
-async def setup(runtime: Any) -> None:
+async def setup(runtime: ModelHost) -> None:
     """Register this agent's model handlers.
 
     Raises:

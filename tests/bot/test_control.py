@@ -20,11 +20,11 @@ from bot.control import (
     ControlServer,
     DaemonNotAnswering,
     DaemonNotRunning,
-    _is_loopback,
     call,
     format_reload,
     format_status,
 )
+from bot.control._guards import is_loopback
 from bot.errors import ConfigError
 from bot.metrics import Metrics
 from bot.settings import DaemonSettings
@@ -268,7 +268,7 @@ async def test_tcp_with_a_token_answers_401_without_it_and_200_with_it(
     ],
 )
 def test_loopback_hosts(host: str, loopback: bool) -> None:
-    assert _is_loopback(host) is loopback
+    assert is_loopback(host) is loopback
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "::", "example.org"])

@@ -14,7 +14,7 @@ import pytest
 
 from bot import plugins as plugin_registry
 from bot.character import load_characters
-from bot.control import format_status
+from bot.control import ReloadSummary, format_status
 from bot.daemon import Daemon
 from bot.errors import ConfigError
 from bot.lifecycle import DaemonState
@@ -191,7 +191,7 @@ async def test_reload_starts_stops_restarts_and_leaves_the_rest_alone(
     write(chars, "D", ["fakechat"])
     write(chars, "A", ["fakechat"], token="t-rotated-654321")  # a new secret is a change
     summary = await daemon.reload()
-    assert summary == {
+    assert dict(summary) == {
         "started": ["D"],
         "stopped": ["B"],
         "restarted": ["A"],
@@ -235,7 +235,7 @@ async def test_a_reload_while_one_runs_is_refused_and_sighup_ones_coalesce(tmp_p
     runs = 0
     apply = daemon._apply_reload
 
-    async def slow_apply() -> dict:
+    async def slow_apply() -> ReloadSummary:
         nonlocal runs
         runs += 1
         await asyncio.sleep(0.1)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from bot.components import Action, Provider, ProviderResult, State
 from bot.types import Memory
 
-from .._prompts import _fill_placeholders
+from .._mustache import fill_placeholders
 from ._common import fork_rng
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def _examples(actions: list[Action], rng: random.Random) -> str:
     for conversation in conversations[:_MAX_EXAMPLES]:
         messages = conversation if isinstance(conversation, (list, tuple)) else [conversation]
         names: dict[int, str] = {}  # one set of speaker names per conversation
-        rendered.append("\n".join(_fill_placeholders(_example_line(m), rng, names) for m in messages))
+        rendered.append("\n".join(fill_placeholders(_example_line(m), rng, names) for m in messages))
     return "\n\n".join(r for r in rendered if r)
 
 

@@ -317,8 +317,8 @@ async def test_one_client_per_base_url_and_key(
 ) -> None:
     runtime = await make_runtime({**settings, "OPENAI_TIMEOUT_S": "2.5", "OPENAI_MAX_RETRIES": "0"})
     models = runtime.closers[0].__self__  # type: ignore[attr-defined]
-    assert len(models._clients) == clients
-    for client in models._clients.values():
+    assert len(models._calls.clients) == clients
+    for client in models._calls.clients.values():
         assert (client.timeout, client.max_retries) == (2.5, 0)
 
 

@@ -1,0 +1,57 @@
+"""Running a parsed ``troupe memory`` command against the daemon's database."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from .. import logs
+from ..errors import EXIT_CONFIG, TroupeError
+from ..settings import DaemonSettings
+from ._export import export
+from ._finding import find_agent
+from ._forget import forget
+from ._reading import list_agents, list_memories, search, show
+from ._stop import PROG, Stop
+
+__all__ = ["run"]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run a parsed ``troupe memory`` command; returns the exit status."""
+    logs.configure("WARNING")  # the output is the answer; only problems (a locked database …) are logged
+    try:
+        return asyncio.run(_main(args))
+    except Stop as stop:
+        print(f"{PROG}: {stop.message}", file=sys.stderr)
+        return stop.code
+    except TroupeError as exc:  # the database cannot be used (a newer schema, a broken file, …)
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+
+
+async def _main(args: argparse.Namespace) -> int:
+    from ..store import backend_for
+
+    path = args.db if args.db is not None else DaemonSettings().database
+    if not await asyncio.to_thread(Path(path).is_file):
+        raise Stop(
+            EXIT_CONFIG,
+            f"no database at {path}: point TROUPE_DB_PATH or TROUPE_DATA_DIR (or --db) at the daemon's database",
+        )
+    async with backend_for(path) as db:
+        command = args.memory_command
+        if command == "list" and args.agent is None:
+            return await list_agents(db)
+        store = await find_agent(db, args.agent)
+        if command == "list":
+            return await list_memories(store, args)
+        if command == "show":
+            return await show(store)
+        if command == "search":
+            return await search(store, args)
+        if command == "export":
+            return await export(store, args)
+        return await forget(db, store, args)

@@ -1,0 +1,319 @@
+"""The built-in prompt templates, and a character's own in their place.
+
+The templates are elizaOS's, rendered by :func:`plugins.core._mustache.render`; a character file
+overrides one by naming it in ``templates``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = ["DEFAULT_TEMPLATES", "template"]
+_XML_ONLY = (
+    "Reply with the <response> block only: no thinking or <think> sections, no code fences around it, "
+    "no text before or after it."
+)
+
+_SHOULD_RESPOND = f"""\
+<task>Decide what {{{{agentName}}}} does with the newest message in this conversation: answer it, let it pass, or leave the conversation.</task>
+
+<context>
+{{{{providers}}}}
+</context>
+
+<rules>
+- RESPOND when the message is meant for {{{{agentName}}}}: it uses the name {{{{agentName}}}}, answers something {{{{agentName}}}} said, or carries on a thread {{{{agentName}}}} is part of.
+- IGNORE when the message is meant for someone else (it names another person or bot), is chatter between other people, or needs nothing from {{{{agentName}}}}. Being talked about is not being talked to.
+- STOP when someone asks {{{{agentName}}}} to be quiet, to go away or to stay out of this. STOP means {{{{agentName}}}} stops taking part in this conversation until invited back, not just that it skips this one message.
+- When in doubt, IGNORE.
+</rules>
+
+<output>
+<response>
+  <name>{{{{agentName}}}}</name>
+  <reasoning>one or two sentences on why</reasoning>
+  <action>RESPOND | IGNORE | STOP</action>
+</response>
+Put exactly one of RESPOND, IGNORE or STOP in <action>. {_XML_ONLY}
+</output>
+"""
+
+_MESSAGE_HANDLER = f"""\
+<task>Write the next turn of {{{{agentName}}}} in this conversation: what they are thinking, the actions they take, and what they say.</task>
+
+<context>
+{{{{providers}}}}
+</context>
+
+<available_actions>
+{{{{actionNames}}}}
+</available_actions>
+
+<rules>
+- thought: a short note on what {{{{agentName}}}} makes of the conversation and plans to do. Never leave it empty.
+- actions: the actions to take, comma-separated, in the order they should run, using only names listed in <available_actions>.
+  When {{{{agentName}}}} answers with a message, REPLY comes first. To stay silent, use IGNORE on its own, with no other action.
+- providers: extra context {{{{agentName}}}} needs before answering, comma-separated, and only when it is needed: ATTACHMENTS for images or files mentioned as "(Attachments:", ENTITIES or RELATIONSHIPS for questions about people, FACTS for things learned or talked about earlier, WORLD for the server or group. Leave it empty when the context above is enough. Action names such as IGNORE never go here.
+- text: the message {{{{agentName}}}} sends, in their own voice. Leave it empty when the action is IGNORE.
+- Code, and only code, goes inside ``` fences within the text, with the language named after the opening fence.
+</rules>
+
+<output>
+<response>
+  <thought>what {{{{agentName}}}} is thinking</thought>
+  <actions>FIRST_ACTION,SECOND_ACTION</actions>
+  <providers>PROVIDER_A,PROVIDER_B</providers>
+  <text>the message to send</text>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
+_REFLECTION = f"""\
+<task>Look back over the conversation as {{{{agentName}}}}: say how it is going, record what was learned about the people in it, and note who interacted with whom.</task>
+
+<people>
+{{{{entitiesInRoom}}}}
+</people>
+
+<known_relationships>
+{{{{existingRelationships}}}}
+</known_relationships>
+
+<known_facts>
+{{{{knownFacts}}}}
+</known_facts>
+
+<conversation>
+The newest message is from {{{{senderName}}}} (id {{{{senderId}}}}).
+{{{{recentMessages}}}}
+</conversation>
+
+<rules>
+1. thought: one or two first-person sentences from {{{{agentName}}}} on how the conversation is going and what to do better.
+2. facts: only new information from the conversation, one claim per <fact>.
+   type is fact (lasting and checkable), opinion (someone's view or taste) or status (true now, likely to change).
+   in_bio is true when the claim is about {{{{agentName}}}}'s own character; already_known is true when it is among the known facts.
+   about is the id from <people> of the person the claim is about; leave it empty when it is about no one in particular.
+   Leave <facts> empty when nothing new was said.
+3. relationships: one <relationship> per pair of people who interacted. sourceEntityId is the id of the one who started the interaction, targetEntityId the id of the one it was aimed at; use ids from <people>, never names.
+   tags is comma-separated: dm_interaction, group_interaction or voice_interaction, plus any other short label that fits.
+   Leave <relationships> empty when nobody interacted.
+</rules>
+
+<output>
+<response>
+  <thought>how the conversation is going</thought>
+  <facts>
+    <fact><claim>one new piece of information</claim><type>fact|opinion|status</type><about>id of the person</about><in_bio>false</in_bio><already_known>false</already_known></fact>
+  </facts>
+  <relationships>
+    <relationship><sourceEntityId>id of the initiator</sourceEntityId><targetEntityId>id of the other</targetEntityId><tags>group_interaction,another_tag</tags></relationship>
+  </relationships>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
+_ROLE_EXTRACTION = f"""\
+<task>{{{{senderName}}}} asked {{{{agentName}}}} to change people's roles in this server. Work out which changes they asked for.</task>
+
+<people>
+Everyone in this channel, with their current role:
+{{{{people}}}}
+</people>
+
+<request>
+{{{{request}}}}
+</request>
+
+<rules>
+- One <assignment> per person whose role the request asks to change. entity is the person's id from <people>; use the name only if you cannot tell the id.
+- role is OWNER, ADMIN or NONE. NONE means an ordinary member: use it when the request removes someone's role.
+- Do not decide whether the change is allowed; only report what was asked.
+- Leave <assignments> empty when the request asks for no role change.
+</rules>
+
+<output>
+<response>
+  <assignments>
+    <assignment><entity>id of the person</entity><role>ADMIN</role></assignment>
+  </assignments>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
+_SETTINGS_EXTRACTION = f"""\
+<task>Someone is configuring {{{{serverName}}}} with {{{{agentName}}}}'s help. Work out which settings their message gives values for.</task>
+
+<settings>
+{{{{settings}}}}
+</settings>
+
+<message>
+{{{{request}}}}
+</message>
+
+<rules>
+- One <update> per setting the message gives a value for. key is the setting's key exactly as listed in <settings>; value is the value, as the person wrote it.
+- Only keys from <settings>. Never invent a value the message does not give.
+- Leave <updates> empty when the message sets nothing.
+</rules>
+
+<output>
+<response>
+  <updates>
+    <update><key>SETTING_KEY</key><value>the value</value></update>
+  </updates>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
+_CONTACT_EXTRACTION = f"""\
+<task>Someone shared contact details or accounts (an email address, a phone number, a handle elsewhere) with {{{{agentName}}}}. Work out whose they are and what they are.</task>
+
+<people>
+{{{{people}}}}
+The person who wrote the newest message has id {{{{senderId}}}}.
+</people>
+
+<conversation>
+{{{{recentMessages}}}}
+</conversation>
+
+<newest_message>
+{{{{request}}}}
+</newest_message>
+
+<rules>
+- entity: the id from <people> of the person the details belong to ("my email is …" means the writer).
+- kind: one lower-case word for where the details belong: email, phone, twitter, github, telegram, discord, website …
+- details: one element per field, named for what it is (handle, address, number, url …), holding the value exactly as given.
+- Leave details empty when the message shares none.
+</rules>
+
+<output>
+<response>
+  <entity>id of the person</entity>
+  <kind>email</kind>
+  <details><address>sam@example.com</address></details>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
+_OPTION_EXTRACTION = f"""\
+<task>Tasks {{{{agentName}}}} is running are waiting for a decision. Work out which task and which option the person's message picks.</task>
+
+<tasks>
+{{{{tasks}}}}
+</tasks>
+
+<message>
+{{{{request}}}}
+</message>
+
+<rules>
+- taskId: the 8-character id of the task the message answers.
+- selectedOption: the name of the chosen option, exactly as listed, or ABORT when the person wants to cancel the task.
+- Leave both empty when the message picks nothing.
+</rules>
+
+<output>
+<response>
+  <taskId>8-character id</taskId>
+  <selectedOption>option name</selectedOption>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
+_SEND_MESSAGE = f"""\
+<task>Someone asked {{{{agentName}}}} to send a message to a person or a channel. Work out where it goes and what it says.</task>
+
+<channels>
+Channels of this server:
+{{{{rooms}}}}
+</channels>
+
+<people>
+{{{{people}}}}
+</people>
+
+<conversation>
+{{{{recentMessages}}}}
+</conversation>
+
+<request>
+{{{{request}}}}
+</request>
+
+<rules>
+- targetType: user for a private message to a person, room for a channel.
+- target: the person's name or the channel's name, as listed above when it is there.
+- source: the platform, one of {{{{platforms}}}}; this conversation is on {{{{currentPlatform}}}}, which is the usual answer.
+- message: the text to send, written as {{{{agentName}}}} would send it. Only the message itself, not the request around it.
+</rules>
+
+<output>
+<response>
+  <targetType>user</targetType>
+  <target>name</target>
+  <source>{{{{currentPlatform}}}}</source>
+  <message>the text to send</message>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
+_SUMMARY = f"""\
+<task>Write {{{{agentName}}}}'s long-term memory of an older stretch of a conversation in {{{{roomName}}}}. The original messages will be deleted: the summary is all that stays.</task>
+
+<conversation>
+{{{{conversation}}}}
+</conversation>
+
+<rules>
+- Keep what would matter weeks later: who took part, what they said about themselves (plans, preferences, events in their lives), questions asked and answers given, decisions and promises, and what {{{{agentName}}}} did.
+- Name people as they are named in the conversation, and say when things happened when the times show it.
+- Leave out greetings, small talk and anything said only in passing.
+- Write plain prose in the third person, at most {{{{maxWords}}}} words. Invent nothing.
+</rules>
+
+<output>
+<response>
+  <summary>the summary</summary>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
+#: Built-in templates, keyed by the names a character's ``templates`` uses to override them.
+DEFAULT_TEMPLATES: dict[str, str] = {
+    "componentTemplate": _CONTACT_EXTRACTION,
+    "messageHandlerTemplate": _MESSAGE_HANDLER,
+    "optionExtractionTemplate": _OPTION_EXTRACTION,
+    "reflectionTemplate": _REFLECTION,
+    "roleExtractionTemplate": _ROLE_EXTRACTION,
+    "settingsExtractionTemplate": _SETTINGS_EXTRACTION,
+    "shouldRespondTemplate": _SHOULD_RESPOND,
+    "summaryTemplate": _SUMMARY,
+    "targetExtractionTemplate": _SEND_MESSAGE,
+}
+
+
+def template(character_templates: Mapping[str, str], name: str) -> str:
+    """The character's template ``name`` if it has a non-blank one, else the built-in one.
+
+    Raises ``KeyError`` naming the known templates when neither exists.
+    """
+    override = character_templates.get(name)
+    if isinstance(override, str) and override.strip():
+        return override
+    try:
+        return DEFAULT_TEMPLATES[name]
+    except KeyError:
+        known = ", ".join(sorted(DEFAULT_TEMPLATES))
+        raise KeyError(f"no template {name!r}: the character defines none and troupe has only {known}") from None
