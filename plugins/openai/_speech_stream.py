@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AsyncExitStack
 from typing import Any
-
-import httpx
 
 from bot.errors import ModelError, ModelUnavailable
 from bot.models import ModelType, SpeechStream
@@ -75,6 +75,19 @@ async def open_speech_stream(
     return SpeechStream(_SPEECH_FORMATS.get(audio_format, audio_format), audio, endpoint.provider, first=first)
 
 
+def _http_errors() -> tuple[type[Exception], ...]:
+    """The base errors of the HTTP libraries the openai SDK may read bodies with: httpx2 from
+    openai 3 on, httpx before."""
+    found: list[type[Exception]] = []
+    for name in ("httpx2", "httpx"):
+        with contextlib.suppress(ImportError):
+            found.append(importlib.import_module(name).HTTPError)
+    return tuple(found)
+
+
+_HTTP_ERRORS = _http_errors()
+
+
 async def _next_audio(calls: Calls, chunks: AsyncIterator[bytes], endpoint: Endpoint, model: str) -> bytes:
     """The next non-empty piece of a streamed body; ``b""`` at its end."""
     kind = ModelType.TEXT_TO_SPEECH
@@ -83,7 +96,7 @@ async def _next_audio(calls: Calls, chunks: AsyncIterator[bytes], endpoint: Endp
             async for chunk in chunks:
                 if chunk:
                     return chunk
-    except httpx.HTTPError as exc:  # the body is read by httpx itself; openai does not wrap these
+    except _HTTP_ERRORS as exc:  # the body is read by the HTTP library itself; openai does not wrap these
         raise ModelUnavailable(
             f"{kind.value} via {endpoint.provider} ({model}): the audio stream from "
             f"{display_url(endpoint.base_url)} broke ({type(exc).__name__})",

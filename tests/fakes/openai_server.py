@@ -35,7 +35,8 @@ and an empty queue means the default reply. A reply is:
 - transcriptions: a ``str`` or ``callable(fields) -> str``;
 - speech: ``bytes`` or ``callable(request_json) -> bytes``; or a list of pieces sent one by one
   as a chunked body, each ``bytes`` or an ``asyncio.Event`` to wait for before going on (a
-  stream the client closes early is then recorded in ``server.aborted``);
+  stream the client closes early is then recorded in ``server.aborted``), or ``CUT`` to drop
+  the connection there, mid-body;
 - any endpoint: a :class:`Fail` — an OpenAI-style error with ``status``, sent ``times`` times
   (``None``: for ever) before the queue moves on; ``retry_after`` sets ``Retry-After``
   (seconds; the openai client honours it, so ``0.01`` keeps retry tests fast).
@@ -69,7 +70,7 @@ from aiohttp import web
 
 from ._local import LocalServer
 
-__all__ = ["Fail", "FakeOpenAIServer", "RecordedRequest", "UploadedFile"]
+__all__ = ["CUT", "Fail", "FakeOpenAIServer", "RecordedRequest", "UploadedFile"]
 
 _ERROR_TYPES = {
     400: ("invalid_request_error", None),
@@ -89,6 +90,14 @@ _AUDIO_TYPES = {
 }
 
 DEFAULT_MODELS = ("gpt-4o-mini", "gpt-4o", "text-embedding-3-small", "whisper-1", "gpt-4o-mini-tts")
+
+
+class Cut:
+    """A streamed piece that drops the connection mid-body, as a server that dies or a proxy that
+    gives up does: the client reads a body that ends before its last chunk."""
+
+
+CUT = Cut()
 
 
 @dataclass(frozen=True)
@@ -225,7 +234,7 @@ class FakeOpenAIServer(LocalServer):
         self.script("transcriptions", *replies)
 
     def script_speech(
-        self, *replies: bytes | Sequence[bytes | asyncio.Event] | Callable[[dict[str, Any]], Any] | Fail
+        self, *replies: bytes | Sequence[bytes | asyncio.Event | Cut] | Callable[[dict[str, Any]], Any] | Fail
     ) -> None:
         self.script("speech", *replies)
 
@@ -436,6 +445,10 @@ class FakeOpenAIServer(LocalServer):
             for piece in pieces:
                 if isinstance(piece, asyncio.Event):
                     await piece.wait()
+                elif isinstance(piece, Cut):
+                    assert request.transport is not None
+                    request.transport.close()
+                    return response
                 else:
                     await response.write(piece)
         except (asyncio.CancelledError, ConnectionResetError):

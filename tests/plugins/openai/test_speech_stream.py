@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import pytest
 
-from bot.errors import ModelAuthError, ModelError
+from bot.errors import ModelAuthError, ModelError, ModelUnavailable
 from bot.models import ModelType, SpeechStream
-from tests.fakes.openai_server import Fail, FakeOpenAIServer
+from tests.fakes.openai_server import CUT, Fail, FakeOpenAIServer
 
 from ..fake_runtime import FakeRuntime
 from .conftest import KEY
@@ -66,6 +66,15 @@ async def test_closing_a_stream_early_closes_the_response(runtime: FakeRuntime, 
     stream = await asyncio.wait_for(runtime.use(ModelType.TEXT_TO_SPEECH, {"text": "Hi", "stream": True}), 10)
     await stream.chunks.aclose()
     await until(lambda: server.aborted == ["speech"])
+
+
+async def test_a_stream_cut_off_midway_is_a_model_error_that_says_so(
+    runtime: FakeRuntime, server: FakeOpenAIServer
+) -> None:
+    server.script_speech([b"first ", CUT])
+    stream = await asyncio.wait_for(runtime.use(ModelType.TEXT_TO_SPEECH, {"text": "Hi", "stream": True}), 10)
+    with pytest.raises(ModelUnavailable, match=r"the audio stream from .* broke \(\w+\)"):
+        await asyncio.wait_for(stream.read(), 10)
 
 
 async def test_a_refused_key_raises_before_any_stream_is_returned(
