@@ -21,7 +21,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from telegram import Message
+from telegram import Chat, Message, User
 from telegram.error import Forbidden, InvalidToken, TelegramError
 from telegram.ext import Application, ApplicationBuilder
 
@@ -263,7 +263,7 @@ class TelegramAdapter:
         await self.connections.ensure_rooms([room])
         return room.id
 
-    async def ensure_entity(self, user: Any, room: str) -> str:
+    async def ensure_entity(self, user: User, room: str) -> str:
         return await self.connections.ensure_entity(entity_for_user(self.runtime.agent_id, user), room)
 
     async def meet(self, message: Message, seen: Translated) -> str:
@@ -343,7 +343,7 @@ class TelegramAdapter:
             return (exc.sent, False) if isinstance(exc, PartlySent) else ([], False)
 
     async def _speak(
-        self, chat: Any, text: str, memory: Memory, *, reply_to: int | None, thread: int | None, what: str = "reply"
+        self, chat: Chat, text: str, memory: Memory, *, reply_to: int | None, thread: int | None, what: str = "reply"
     ) -> None:
         """Say ``text`` as a voice note after the text message ``memory`` stores (see :mod:`._speaking`)."""
         recording = _Typing(self, chat.id, thread, action="record_voice")

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from telegram import Message, Update
+from telegram import Message, Update, User
 from telegram.ext import (
     Application,
     ApplicationHandlerStop,
@@ -58,7 +58,7 @@ class UpdateHandlers:
         self.adapter = adapter
         self.runtime = adapter.runtime
 
-    def install(self, app: Application[Any, Any, Any, Any, Any, Any]) -> None:
+    def install(self, app: Application) -> None:
         new = filters.UpdateType.MESSAGE & _FromOthers(self.adapter)
         edited = filters.UpdateType.EDITED_MESSAGE & _FromOthers(self.adapter)
         joined_or_left = filters.StatusUpdate.NEW_CHAT_MEMBERS | filters.StatusUpdate.LEFT_CHAT_MEMBER
@@ -185,7 +185,7 @@ class UpdateHandlers:
             EventType.ENTITY_JOINED if joined else EventType.ENTITY_LEFT, user, change.chat.id, room
         )
 
-    async def _member_event(self, event: EventType, user: Any, chat_id: int, room: str) -> None:
+    async def _member_event(self, event: EventType, user: User, chat_id: int, room: str) -> None:
         agent = self.runtime.agent_id
         await self.runtime.emit(
             event,

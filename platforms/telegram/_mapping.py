@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from telegram import Chat, Message, User
+
 from bot.ids import unique_uuid
 from bot.text import repair_text
 from bot.types import ChannelType, Entity, Memory, Role, Room, World
@@ -132,7 +134,7 @@ def _topic_name(message: Any) -> str:
     return f"Topic #{message.message_thread_id}"
 
 
-def chat_room(agent_id: str, chat: Any) -> Room:
+def chat_room(agent_id: str, chat: Chat) -> Room:
     """The chat's main room (a forum's General topic, too)."""
     return Room(
         room_id(agent_id, chat.id),
@@ -146,17 +148,18 @@ def chat_room(agent_id: str, chat: Any) -> Room:
     )
 
 
-def room_for_message(agent_id: str, message: Any) -> Room:
+def room_for_message(agent_id: str, message: Message) -> Room:
     """The room a message belongs to: its forum topic, or the chat's main room."""
     return _room(agent_id, message, _thread(message))
 
 
-def _thread(message: Any) -> int | None:
+def _thread(message: Message) -> int | None:
     """The message's forum topic, if it is in one."""
-    return int(message.message_thread_id) if is_topic(message) else None
+    topic = message.message_thread_id
+    return topic if topic is not None and is_topic(message) else None
 
 
-def _room(agent_id: str, message: Any, topic: int | None) -> Room:
+def _room(agent_id: str, message: Message, topic: int | None) -> Room:
     chat = message.chat
     if topic is None:
         return chat_room(agent_id, chat)
@@ -193,7 +196,7 @@ def _mentions_bot(message: Any, bot_id: int, bot_username: str) -> bool:
     return handle in text.casefold()
 
 
-def memory_for_message(agent_id: str, message: Any, *, bot_id: int, bot_username: str) -> Memory:
+def memory_for_message(agent_id: str, message: Message, *, bot_id: int, bot_username: str) -> Memory:
     """A Telegram message's words as a memory, without its files (what an edit changes).
 
     ``metadata`` tells the gate what it needs: whether the sender is a bot, whether this bot
@@ -203,8 +206,8 @@ def memory_for_message(agent_id: str, message: Any, *, bot_id: int, bot_username
     return _memory(agent_id, message, _thread(message), bot_id=bot_id, bot_username=bot_username)
 
 
-def _memory(agent_id: str, message: Any, topic: int | None, *, bot_id: int, bot_username: str) -> Memory:
-    chat, sender = message.chat, message.from_user
+def _memory(agent_id: str, message: Message, topic: int | None, *, bot_id: int, bot_username: str) -> Memory:
+    chat, sender = message.chat, _sender(message)
     reply = getattr(message, "reply_to_message", None)
     # In a forum, every message "replies" to the topic's first message: that is not a reply.
     quoted = None if reply is None or (topic is not None and reply.message_id == topic) else reply
@@ -237,7 +240,13 @@ def _memory(agent_id: str, message: Any, topic: int | None, *, bot_id: int, bot_
     )
 
 
-def attachments(message: Any) -> list[dict[str, Any]]:
+def _sender(message: Message) -> User:
+    if message.from_user is None:
+        raise ValueError("a message without a sender (a channel post) is not translated")
+    return message.from_user
+
+
+def attachments(message: Message) -> list[dict[str, Any]]:
     """Files on the message, by file id: their URLs carry the bot token and are never stored."""
     found: list[dict[str, Any]] = []
     if message.photo:
@@ -312,7 +321,9 @@ class Translated:
         return replace(self.memory, content=content, metadata=dict(self.memory.metadata))
 
 
-def translate(agent_id: str, message: Any, *, bot_id: int, bot_username: str, text: str | None = None) -> Translated:
+def translate(
+    agent_id: str, message: Message, *, bot_id: int, bot_username: str, text: str | None = None
+) -> Translated:
     """``message`` as everything troupe needs of it, in one pure call. ``text`` replaces its
     words (the relay joins what another character sent in several messages); a mention of
     ``@bot_username`` in it counts."""
@@ -331,7 +342,7 @@ def translate(agent_id: str, message: Any, *, bot_id: int, bot_username: str, te
         title=getattr(chat, "title", None),
         room=_room(agent_id, message, topic),
         main_room=chat_room(agent_id, chat),
-        entity=entity_for_user(agent_id, message.from_user),
+        entity=entity_for_user(agent_id, _sender(message)),
         memory=memory,
         spoken=spoken_media(message),
     )

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from telegram import Chat
 
 from bot.errors import ModelError, reason_for
 from bot.speech import synthesize
@@ -35,7 +37,7 @@ class Indicator(Protocol):
 async def speak(
     adapter: TelegramAdapter,
     recording: Indicator,
-    chat: Any,
+    chat: Chat,
     text: str,
     memory: Memory,
     *,
