@@ -301,7 +301,8 @@ class Translated:
     entity: Entity
     """Who wrote it."""
     memory: Memory
-    """What the pipeline receives: words and files (``content.attachments``, if any)."""
+    """What the pipeline receives: words and files (``content.attachments``, if any). The
+    adapter adds a voice note's transcript to it before handing it over."""
     spoken: Spoken | None
     """The voice note, audio file or round video to transcribe, if any."""
 
