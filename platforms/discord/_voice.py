@@ -26,7 +26,7 @@ from bot.errors import ModelError
 from bot.events import EventType
 from bot.ids import unique_uuid
 from bot.messages import IncomingMessage, QuietChannel
-from bot.models import ModelType
+from bot.speech import transcribe
 from bot.spoken import SentenceStream
 from bot.types import JSON, ChannelType, Memory, now_ms
 
@@ -152,13 +152,12 @@ class VoiceSession:
                 return
         audio = await asyncio.to_thread(lambda: wav(resample(utterance.pcm, utterance.fmt, SPEECH_PCM), SPEECH_PCM))
         try:
-            text = str(await runtime.use_model(ModelType.TRANSCRIPTION, {"audio": audio, "filename": "speech.wav"}))
+            text = await transcribe(runtime, audio, "speech.wav")
         except ModelError as exc:
             _log.warning(
                 "%s: could not transcribe %s in %s: %s", self.manager.name, member.display_name, self.channel.name, exc
             )
             return
-        text = text.strip()
         if len(text) < _MIN_TRANSCRIPT_CHARS or "[BLANK_AUDIO]" in text:
             return
         await adapter.ensure_entity(member, self.room_id)

@@ -21,7 +21,7 @@ import discord
 
 from bot.audio import DISCORD_PCM, AudioError, OpusEncoder, StreamDecoder
 from bot.errors import ModelError
-from bot.models import ModelType, SpeechStream
+from bot.speech import speech
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -148,11 +148,10 @@ class SpeechPlayer:
     async def _speak(self, text: str, generation: int) -> None:
         name = self.runtime.character.name
         try:
-            result = await self.runtime.use_model(ModelType.TEXT_TO_SPEECH, {"text": text, "stream": True})
+            stream = await speech(self.runtime, text, stream=True)
         except ModelError as exc:
             _log.warning("%s: no voice for a reply: %s", name, exc)
             return
-        stream = result if isinstance(result, SpeechStream) else SpeechStream.of(bytes(result), "mp3")
         decoder, encoder = StreamDecoder(stream.format, DISCORD_PCM), OpusEncoder()
         try:
             async for chunk in stream:

@@ -11,15 +11,23 @@ across chats: ``unique_uuid(agent, "telegram:chat:<id>")``, ``…:room:<chat>[:<
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
+
+from telegram import Chat, Message, User
 
 from bot.ids import unique_uuid
 from bot.text import repair_text
 from bot.types import ChannelType, Entity, Memory, Role, Room, World
 
+from ._voice import Spoken, spoken_media
+
 __all__ = [
     "SOURCE",
+    "Translated",
+    "attachments",
     "channel_type",
+    "chat_room",
     "entity_for_user",
     "entity_id",
     "is_topic",
@@ -28,6 +36,7 @@ __all__ = [
     "message_text",
     "room_for_message",
     "room_id",
+    "translate",
     "user_names",
     "world_for_chat",
     "world_id",
@@ -125,33 +134,45 @@ def _topic_name(message: Any) -> str:
     return f"Topic #{message.message_thread_id}"
 
 
-def room_for_message(agent_id: str, message: Any) -> Room:
-    """The room a message belongs to: its forum topic, or the chat's main room."""
-    chat = message.chat
-    kind = channel_type(chat)
-    world = world_id(agent_id, chat.id)
-    if is_topic(message):
-        topic = message.message_thread_id
-        return Room(
-            room_id(agent_id, chat.id, topic),
-            source=SOURCE,
-            type=kind,
-            agent_id=agent_id,
-            name=f"{_chat_name(chat)} › {_topic_name(message)}",
-            world_id=world,
-            server_id=str(chat.id),
-            channel_id=f"{chat.id}:{topic}",
-            metadata={"threadId": topic, "isForumTopic": True, "parentRoomId": room_id(agent_id, chat.id)},
-        )
+def chat_room(agent_id: str, chat: Chat) -> Room:
+    """The chat's main room (a forum's General topic, too)."""
     return Room(
         room_id(agent_id, chat.id),
         source=SOURCE,
-        type=kind,
+        type=channel_type(chat),
         agent_id=agent_id,
         name=_chat_name(chat),
-        world_id=world,
+        world_id=world_id(agent_id, chat.id),
         server_id=str(chat.id),
         channel_id=str(chat.id),
+    )
+
+
+def room_for_message(agent_id: str, message: Message) -> Room:
+    """The room a message belongs to: its forum topic, or the chat's main room."""
+    return _room(agent_id, message, _thread(message))
+
+
+def _thread(message: Message) -> int | None:
+    """The message's forum topic, if it is in one."""
+    topic = message.message_thread_id
+    return topic if topic is not None and is_topic(message) else None
+
+
+def _room(agent_id: str, message: Message, topic: int | None) -> Room:
+    chat = message.chat
+    if topic is None:
+        return chat_room(agent_id, chat)
+    return Room(
+        room_id(agent_id, chat.id, topic),
+        source=SOURCE,
+        type=channel_type(chat),
+        agent_id=agent_id,
+        name=f"{_chat_name(chat)} › {_topic_name(message)}",
+        world_id=world_id(agent_id, chat.id),
+        server_id=str(chat.id),
+        channel_id=f"{chat.id}:{topic}",
+        metadata={"threadId": topic, "isForumTopic": True, "parentRoomId": room_id(agent_id, chat.id)},
     )
 
 
@@ -175,18 +196,21 @@ def _mentions_bot(message: Any, bot_id: int, bot_username: str) -> bool:
     return handle in text.casefold()
 
 
-def memory_for_message(agent_id: str, message: Any, *, bot_id: int, bot_username: str) -> Memory:
-    """A Telegram message as the memory the pipeline receives.
+def memory_for_message(agent_id: str, message: Message, *, bot_id: int, bot_username: str) -> Memory:
+    """A Telegram message's words as a memory, without its files (what an edit changes).
 
     ``metadata`` tells the gate what it needs: whether the sender is a bot, whether this bot
     was mentioned (``@username``, a text mention, ``/cmd@username``) and whether this replies
     to one of its messages.
     """
-    chat, sender = message.chat, message.from_user
-    room = room_for_message(agent_id, message)
+    return _memory(agent_id, message, _thread(message), bot_id=bot_id, bot_username=bot_username)
+
+
+def _memory(agent_id: str, message: Message, topic: int | None, *, bot_id: int, bot_username: str) -> Memory:
+    chat, sender = message.chat, _sender(message)
     reply = getattr(message, "reply_to_message", None)
     # In a forum, every message "replies" to the topic's first message: that is not a reply.
-    quoted = None if reply is None or (is_topic(message) and reply.message_id == message.message_thread_id) else reply
+    quoted = None if reply is None or (topic is not None and reply.message_id == topic) else reply
     content: dict[str, Any] = {"text": message_text(message), "source": SOURCE, "channelType": channel_type(chat).value}
     if quoted is not None:
         content["inReplyTo"] = message_id(agent_id, chat.id, quoted.message_id)
@@ -194,7 +218,7 @@ def memory_for_message(agent_id: str, message: Any, *, bot_id: int, bot_username
         id=message_id(agent_id, chat.id, message.message_id),
         entity_id=entity_id(agent_id, sender.id),
         agent_id=agent_id,
-        room_id=room.id,
+        room_id=room_id(agent_id, chat.id, topic),
         world_id=world_id(agent_id, chat.id),
         content=content,
         created_at=int(message.date.timestamp() * 1000),
@@ -210,7 +234,116 @@ def memory_for_message(agent_id: str, message: Any, *, bot_id: int, bot_username
                 "chatType": str(chat.type),
                 "messageId": message.message_id,
                 "userId": str(sender.id),
-                "threadId": message.message_thread_id if is_topic(message) else None,
+                "threadId": topic,
             },
         },
+    )
+
+
+def _sender(message: Message) -> User:
+    if message.from_user is None:
+        raise ValueError("a message without a sender (a channel post) is not translated")
+    return message.from_user
+
+
+def attachments(message: Message) -> list[dict[str, Any]]:
+    """Files on the message, by file id: their URLs carry the bot token and are never stored."""
+    found: list[dict[str, Any]] = []
+    if message.photo:
+        photo = message.photo[-1]  # the largest size
+        found.append(
+            {
+                "id": photo.file_id,
+                "title": "photo.jpg",
+                "contentType": "image/jpeg",
+                "private": True,
+                "url": f"telegram:file:{photo.file_unique_id}",
+                "size": photo.file_size,
+            }
+        )
+    for kind, default_type, default_name in (
+        ("document", "application/octet-stream", "document"),
+        ("voice", "audio/ogg", "voice.ogg"),
+        ("audio", "audio/mpeg", "audio.mp3"),
+        ("video_note", "video/mp4", "video_note.mp4"),
+    ):
+        item = getattr(message, kind, None)
+        if item is not None:
+            found.append(
+                {
+                    "id": item.file_id,
+                    "title": getattr(item, "file_name", None) or default_name,
+                    "contentType": getattr(item, "mime_type", None) or default_type,
+                    "private": True,
+                    "url": f"telegram:file:{item.file_unique_id}",
+                    "size": item.file_size,
+                }
+            )
+    for item in found:
+        item["source"] = SOURCE
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Translated:
+    """One Telegram message as everything troupe needs of it: made once, by :func:`translate`."""
+
+    chat_id: int
+    message_id: int
+    """Telegram's id of the message, unique within its chat."""
+    thread_id: int | None
+    """Its forum topic (replies go there), or None outside forum topics."""
+    title: str | None
+    """The chat's title; None for a private chat."""
+    room: Room
+    """Its forum topic's room, or the chat's main room."""
+    main_room: Room
+    entity: Entity
+    """Who wrote it."""
+    memory: Memory
+    """What the pipeline receives: words and files (``content.attachments``, if any). The
+    adapter adds a voice note's transcript to it before handing it over."""
+    spoken: Spoken | None
+    """The voice note, audio file or round video to transcribe, if any."""
+
+    @property
+    def is_topic(self) -> bool:
+        return self.thread_id is not None
+
+    @property
+    def attachments(self) -> list[dict[str, Any]]:
+        """The files on the message (the memory's own list: marking one marks the memory's)."""
+        return list(self.memory.content.get("attachments") or ())
+
+    def edit(self) -> Memory:
+        """The message as an edit of one already stored: its words, not its files (the stored
+        message's files, with their transcripts and descriptions, stay as they are)."""
+        content = {k: v for k, v in self.memory.content.items() if k != "attachments"}
+        return replace(self.memory, content=content, metadata=dict(self.memory.metadata))
+
+
+def translate(
+    agent_id: str, message: Message, *, bot_id: int, bot_username: str, text: str | None = None
+) -> Translated:
+    """``message`` as everything troupe needs of it, in one pure call. ``text`` replaces its
+    words (the relay joins what another character sent in several messages); a mention of
+    ``@bot_username`` in it counts."""
+    chat, topic = message.chat, _thread(message)
+    memory = _memory(agent_id, message, topic, bot_id=bot_id, bot_username=bot_username)
+    if text is not None:
+        memory.content["text"] = text
+        memory.metadata["isMention"] = memory.metadata["isMention"] or f"@{bot_username}".casefold() in text.casefold()
+    files = attachments(message)
+    if files:
+        memory.content["attachments"] = files
+    return Translated(
+        chat_id=int(chat.id),
+        message_id=int(message.message_id),
+        thread_id=topic,
+        title=getattr(chat, "title", None),
+        room=_room(agent_id, message, topic),
+        main_room=chat_room(agent_id, chat),
+        entity=entity_for_user(agent_id, _sender(message)),
+        memory=memory,
+        spoken=spoken_media(message),
     )

@@ -1,5 +1,5 @@
-"""Voice notes both ways: the spoken media an incoming message carries, and what a speech model
-returns made into the Ogg/Opus voice note Telegram plays.
+"""Voice notes both ways: the spoken media an incoming message carries, and the audio a speech
+model returns made into the Ogg/Opus voice note Telegram plays.
 
 Pure functions; ``voice_note`` is CPU-bound (decoding and Opus encoding), so the adapter runs it
 in a thread.
@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.audio import AudioError, PcmFormat, decode_audio, ogg_opus, wav
-from bot.models import SpeechStream
 from bot.spoken import spoken_text
 
-__all__ = ["MAX_SPOKEN_CHARS", "Spoken", "VoiceNote", "speakable", "speech_audio", "spoken_media", "voice_note"]
+__all__ = ["MAX_SPOKEN_CHARS", "Spoken", "VoiceNote", "speakable", "spoken_media", "voice_note"]
 
 #: Opus runs at 48 kHz, and a voice needs one channel.
 _VOICE_NOTE = PcmFormat(48000, 1)
@@ -69,16 +68,6 @@ def speakable(text: str) -> str:
     head = plain[:MAX_SPOKEN_CHARS]
     ends = [m.end() for m in _SENTENCE_END.finditer(head + " ")]
     return head[: ends[-1]] if ends else head.rsplit(None, 1)[0]
-
-
-async def speech_audio(result: Any) -> tuple[bytes, str]:
-    """The audio a TEXT_TO_SPEECH model returned and its format (``bytes`` are taken to be what
-    was asked for, Opus; ``voice_note`` decodes whatever they really are)."""
-    if isinstance(result, SpeechStream):
-        return await result.read(), result.format
-    if isinstance(result, (bytes, bytearray, memoryview)):
-        return bytes(result), "opus"
-    raise AudioError(f"the speech model returned {type(result).__name__}, not audio")
 
 
 @dataclass(frozen=True, slots=True)

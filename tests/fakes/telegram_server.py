@@ -30,7 +30,8 @@ bytes[, mime])`` tuples served by ``getFile`` and the file URL, except ``voice``
 reports for the message's file (default: its real length), in the message and from getFile, so a
 test can send a "25 MB" voice note of a few bytes; ``file_size_in_message=False`` leaves it out of
 the message (it is optional there; getFile still reports it). ``user_edits(message, text)``,
-``user_reacts(user, message, emoji)``, ``member_joins(chat, user)``. Updates go to the bots that are
+``user_reacts(user, message, emoji)``, ``member_joins(chat, user)``, ``member_status_changes(chat,
+user, old, new, by=None, kind="chat_member")``. Updates go to the bots that are
 members of the chat (in a private chat, to its bot) whose ``allowed_updates`` take them.
 
 Like Telegram, what a bot sends is never delivered to other bots.
@@ -448,6 +449,32 @@ class FakeTelegram(LocalServer):
         }
         self._deliver(chat, "message", message)
         return message
+
+    async def member_status_changes(
+        self,
+        chat: FakeChat,
+        user: FakeUser | FakeBot,
+        old: str,
+        new: str,
+        *,
+        by: FakeUser | None = None,
+        kind: str = "chat_member",
+    ) -> None:
+        """A ``chat_member`` update (or, with ``kind="my_chat_member"``, the bot's own): ``user``'s
+        status in ``chat`` went from ``old`` to ``new`` (``member``, ``left``, ``kicked``; other statuses need fields this does not send),
+        changed by ``by`` (themselves if not given)."""
+        now = int(time.time())
+        self._deliver(
+            chat,
+            kind,
+            {
+                "chat": chat.payload(),
+                "from": (by or user).payload(),
+                "date": now,
+                "old_chat_member": {"status": old, "user": user.payload()},
+                "new_chat_member": {"status": new, "user": user.payload()},
+            },
+        )
 
     def _entities(self, text: str) -> list[dict[str, Any]]:
         import re

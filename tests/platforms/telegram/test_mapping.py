@@ -10,6 +10,7 @@ from platforms.telegram._mapping import (
     memory_for_message,
     message_id,
     room_for_message,
+    translate,
     world_for_chat,
 )
 
@@ -125,3 +126,88 @@ def test_text_and_names_no_encoder_takes_are_repaired() -> None:
     assert entity_for_user(AGENT, received(message(GROUP, "x", sender=broken_sam)).from_user).names == ["Cl\ufffdeo"]
     captioned = memory(message(GROUP, caption="photo \udfff", photo=[]))
     assert captioned.content["text"] == "photo \ufffd"
+
+
+# -- translate: one call, everything the core needs ----------------------------------------
+
+
+def translated(data: dict, **kwargs):
+    return translate(AGENT, received(data), bot_id=BOT["id"], bot_username=BOT["username"], **kwargs)
+
+
+def test_a_message_in_a_forum_topic_is_translated_once_into_its_topic_room_author_and_memory() -> None:
+    created = message(FORUM, None, id=50, thread=50, forum_topic_created={"name": "Plot", "icon_color": 7322096})
+    data = message(FORUM, "hello", id=51, thread=50, reply_to=created)
+    seen = translated(data)
+    assert (seen.chat_id, seen.message_id, seen.thread_id, seen.title) == (FORUM["id"], 51, 50, "Guild")
+    assert seen.is_topic and seen.spoken is None and seen.attachments == []
+    assert seen.room == room_for_message(AGENT, received(data)) and seen.room.name == "Guild › Plot"
+    assert seen.main_room == room_for_message(AGENT, received(message(FORUM, "in General", id=52)))
+    assert seen.room.metadata["parentRoomId"] == seen.main_room.id
+    assert seen.entity == entity_for_user(AGENT, received(data).from_user)
+    assert seen.memory == memory(data)  # the same memory, worked out in the same call
+    assert seen.memory.room_id == seen.room.id and seen.memory.entity_id == seen.entity.id
+
+
+def test_outside_forum_topics_a_message_has_no_thread_and_its_room_is_the_main_room() -> None:
+    seen = translated(message(GROUP, "second", id=61, reply_to=message(GROUP, "first", id=60), message_thread_id=60))
+    assert seen.thread_id is None and not seen.is_topic
+    assert seen.room == seen.main_room and seen.memory.metadata["telegram"]["threadId"] is None
+    private = translated(message(PRIVATE, "hi"))
+    assert private.title is None and private.main_room.type is ChannelType.DM
+
+
+def test_files_are_attachments_by_file_id_and_spoken_media_is_named_for_transcription() -> None:
+    voice = {"file_id": "VOICE-1", "file_unique_id": "u-voice", "duration": 3, "mime_type": "audio/ogg", "file_size": 9}
+    photo = [
+        {"file_id": "SMALL", "file_unique_id": "u-small", "width": 90, "height": 90},
+        {"file_id": "LARGE", "file_unique_id": "u-large", "width": 800, "height": 800, "file_size": 5000},
+    ]
+    heard = translated(message(PRIVATE, caption="listen", voice=voice))
+    assert (
+        heard.memory.content["attachments"]
+        == heard.attachments
+        == [
+            {
+                "id": "VOICE-1",
+                "title": "voice.ogg",
+                "contentType": "audio/ogg",
+                "private": True,
+                "url": "telegram:file:u-voice",
+                "size": 9,
+                "source": "telegram",
+            }
+        ]
+    )
+    assert heard.spoken is not None and (heard.spoken.file_id, heard.spoken.filename) == ("VOICE-1", "voice.ogg")
+    assert heard.spoken.said and heard.memory.content["text"] == "listen"
+    pictured = translated(message(GROUP, caption="look", photo=photo))
+    assert [a["id"] for a in pictured.attachments] == ["LARGE"] and pictured.spoken is None
+    assert "token" not in str(pictured.attachments)  # file URLs carry the bot token: never kept
+    assert "attachments" not in translated(message(GROUP, "words only")).memory.content
+
+
+def test_an_edit_carries_the_words_and_never_the_files() -> None:
+    document = {"file_id": "DOC", "file_unique_id": "u-doc", "file_name": "notes.txt", "mime_type": "text/plain"}
+    seen = translated(message(GROUP, caption="notes, fixed", document=document))
+    edit = seen.edit()
+    assert "attachments" not in edit.content and edit.content["text"] == "notes, fixed"
+    assert edit.id == seen.memory.id and seen.memory.content["attachments"][0]["id"] == "DOC"
+    edit.metadata["editedAt"] = 1
+    assert "editedAt" not in seen.memory.metadata  # a copy: the translation is left as it was
+
+
+def test_a_relayed_text_replaces_the_words_and_a_mention_in_it_counts() -> None:
+    data = message(GROUP, "first part", sender=OTHER_BOT)
+    assert translated(data).memory.metadata["isMention"] is False
+    relayed = translated(data, text="first part\nand @Ada_Bot, over to you")
+    assert relayed.memory.content["text"] == "first part\nand @Ada_Bot, over to you"
+    assert relayed.memory.metadata["isMention"] is True and relayed.memory.metadata["authorIsBot"] is True
+
+
+def test_translating_leaves_the_native_message_as_it_was() -> None:
+    native = received(message(PRIVATE, "hi", voice={"file_id": "V", "file_unique_id": "u", "duration": 1}))
+    before = native.to_dict()
+    seen = translate(AGENT, native, bot_id=BOT["id"], bot_username=BOT["username"])
+    seen.memory.content["text"] = "changed by the pipeline's listener"
+    assert native.to_dict() == before

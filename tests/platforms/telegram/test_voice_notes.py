@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 from bot.audio import AudioError, PcmFormat, decode_audio, wav
-from bot.models import SpeechStream
-from platforms.telegram._voice import MAX_SPOKEN_CHARS, speakable, speech_audio, voice_note
+from platforms.telegram._voice import MAX_SPOKEN_CHARS, speakable, voice_note
 
 MONO_48K = PcmFormat(48000, 1)
 
@@ -64,13 +63,6 @@ def test_what_is_not_audio_is_an_audio_error() -> None:
         voice_note(b"FAKE-AUDIO:opus:hello", "opus")
     with pytest.raises(AudioError, match="unknown raw PCM format"):
         voice_note(b"\x00\x00", "pcm_fast")
-
-
-async def test_a_speech_stream_is_read_whole_with_its_format() -> None:
-    assert await speech_audio(SpeechStream.of(b"abc", "pcm_16000")) == (b"abc", "pcm_16000")
-    assert await speech_audio(bytearray(b"xyz")) == (b"xyz", "opus")
-    with pytest.raises(AudioError, match="returned dict, not audio"):
-        await speech_audio({"audio": b""})
 
 
 def test_a_reply_is_spoken_without_its_markdown_and_long_ones_end_on_a_sentence() -> None:

@@ -1,0 +1,238 @@
+"""Which python-telegram-bot handler takes which update, and what the updates that are not
+messages to answer become.
+
+The handlers are registered on the Application in three groups, run one after the other for
+each update (in that update's own task: the Application handles updates concurrently):
+
+- ``-1``: the update is counted as being handled, so closing waits for it;
+- ``0``: at most one handler takes it — updates from chats the character stays out of go
+  nowhere; ``/start`` and ``/help`` (also ``/help@thisbot``) are answered without the model;
+  people joining and leaving become ENTITY_JOINED/LEFT; other messages go to the pipeline
+  (:meth:`TelegramAdapter.hear`), edits become MESSAGE_UPDATED, reactions REACTION_RECEIVED;
+- ``1``: the update is dealt with and leaves the inbox (:mod:`._inbox`). It stays there — to
+  be handled again at the next start — when a handler failed, or when the agent was draining
+  and refused it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from telegram import Message, Update, User
+from telegram.ext import (
+    Application,
+    ApplicationHandlerStop,
+    BaseHandler,
+    ChatMemberHandler,
+    CommandHandler,
+    ContextTypes,
+    MessageHandler,
+    MessageReactionHandler,
+    TypeHandler,
+    filters,
+)
+
+from bot.events import EventType
+from bot.types import Memory, now_ms
+
+from ._mapping import SOURCE, channel_type, entity_id, message_id, room_for_message, room_id, translate, world_id
+
+if TYPE_CHECKING:
+    from ._adapter import TelegramAdapter
+
+__all__ = ["UpdateHandlers"]
+
+_log = logging.getLogger(__name__)
+
+Context = ContextTypes.DEFAULT_TYPE
+
+_IN_CHAT = ("member", "administrator", "creator", "restricted")
+
+
+class UpdateHandlers:
+    """The handlers of one character's bot."""
+
+    def __init__(self, adapter: TelegramAdapter) -> None:
+        self.adapter = adapter
+        self.runtime = adapter.runtime
+
+    def install(self, app: Application) -> None:
+        new = filters.UpdateType.MESSAGE & _FromOthers(self.adapter)
+        edited = filters.UpdateType.EDITED_MESSAGE & _FromOthers(self.adapter)
+        joined_or_left = filters.StatusUpdate.NEW_CHAT_MEMBERS | filters.StatusUpdate.LEFT_CHAT_MEMBER
+        app.add_handler(TypeHandler(Update, self.begin), group=-1)
+        app.add_handlers(
+            [
+                _Elsewhere(self.adapter),
+                CommandHandler("start", self.on_start, filters=new),
+                CommandHandler("help", self.on_help, filters=new),
+                MessageHandler(new & joined_or_left, self.on_membership),
+                MessageHandler(new, self.on_message),
+                MessageHandler(edited, self.on_edit),
+                MessageReactionHandler(
+                    self.on_reaction, message_reaction_types=MessageReactionHandler.MESSAGE_REACTION_UPDATED
+                ),
+                ChatMemberHandler(self.on_chat_member, ChatMemberHandler.CHAT_MEMBER),
+            ],
+            group=0,
+        )
+        app.add_handler(TypeHandler(Update, self.done), group=1)
+        app.add_error_handler(self.on_error)
+
+    async def begin(self, update: Update, context: Context) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self.adapter._handling.add(task)
+            task.add_done_callback(self.adapter._handling.discard)
+
+    async def done(self, update: Update, context: Context) -> None:
+        # One refused because the agent is draining stays in the inbox for the next start.
+        if self.runtime.accepting:
+            await self.runtime.store.inbox_done(SOURCE, str(update.update_id))
+
+    async def on_error(self, update: object, context: Context) -> None:
+        _log.error("%s: failed to handle a Telegram update", self.adapter.name, exc_info=context.error)
+        if isinstance(update, Update):
+            raise ApplicationHandlerStop  # not done: it stays in the inbox
+
+    async def on_start(self, update: Update, context: Context) -> None:
+        character = self.runtime.character
+        about = character.bio[0] if character.bio else ""
+        await self._answer(update, f"Hi, I'm {character.name}. {about}".strip() + "\n\nJust write to me here.")
+
+    async def on_help(self, update: Update, context: Context) -> None:
+        await self._answer(
+            update,
+            f"I'm {self.runtime.character.name}. In a private chat, just write to me. In a group, mention "
+            f"@{self.adapter.username}, reply to one of my messages, or call me by name.",
+        )
+
+    async def _answer(self, update: Update, text: str) -> None:
+        """Answer a command with ``text``, without the model."""
+        adapter, message = self.adapter, _message(update)
+        seen = translate(self.runtime.agent_id, message, bot_id=adapter.bot_id, bot_username=adapter.username)
+        await adapter.meet(message, seen)
+        await adapter._send_reply(
+            seen.chat_id, text, reply_to=seen.message_id, thread_id=seen.thread_id, title=seen.title
+        )
+
+    async def on_message(self, update: Update, context: Context) -> None:
+        await self.adapter.hear(_message(update))
+
+    async def on_edit(self, update: Update, context: Context) -> None:
+        adapter, message = self.adapter, update.edited_message
+        assert message is not None  # the handler's filter
+        seen = translate(self.runtime.agent_id, message, bot_id=adapter.bot_id, bot_username=adapter.username)
+        await adapter.meet(message, seen)  # an edit of a message troupe never saw is stored as new
+        await self.runtime.emit(EventType.MESSAGE_UPDATED, {"message": seen.edit(), "source": SOURCE})
+
+    async def on_reaction(self, update: Update, context: Context) -> None:
+        reaction = update.message_reaction
+        assert reaction is not None  # the handler's kind
+        user = reaction.user
+        if user is None or user.id == self.adapter.bot_id or not reaction.new_reaction:
+            return  # anonymous reactions, our own, and removals carry nothing to remember
+        kind = reaction.new_reaction[0]
+        emoji = getattr(kind, "emoji", None) or getattr(kind, "custom_emoji_id", None) or str(kind.type)
+        agent, chat = self.runtime.agent_id, reaction.chat
+        room = room_id(agent, chat.id)
+        entity = (
+            await self.adapter.ensure_entity(user, room) if self.adapter.knows(chat.id) else entity_id(agent, user.id)
+        )
+        memory = Memory(
+            id=message_id(agent, chat.id, f"{reaction.message_id}-reaction-{user.id}-{emoji}"),
+            entity_id=entity,
+            agent_id=agent,
+            room_id=room,
+            world_id=world_id(agent, chat.id),
+            content={
+                "text": f"*reacted {emoji}*",
+                "source": SOURCE,
+                "inReplyTo": message_id(agent, chat.id, reaction.message_id),
+                "channelType": channel_type(chat).value,
+            },
+            metadata={"type": "reaction", "authorIsBot": bool(user.is_bot), "emoji": emoji},
+            created_at=now_ms(),
+        )
+        await self.runtime.emit(EventType.REACTION_RECEIVED, {"message": memory, "source": SOURCE})
+
+    async def on_membership(self, update: Update, context: Context) -> None:
+        adapter, message = self.adapter, _message(update)
+        room = await adapter.ensure_room(message, room_for_message(self.runtime.agent_id, message))
+        for user in message.new_chat_members or ():
+            if user.id != adapter.bot_id:
+                await adapter.ensure_entity(user, room)
+                await self._member_event(EventType.ENTITY_JOINED, user, message.chat.id, room)
+        left = message.left_chat_member
+        if left is not None and left.id != adapter.bot_id:
+            await self._member_event(EventType.ENTITY_LEFT, left, message.chat.id, room)
+
+    async def on_chat_member(self, update: Update, context: Context) -> None:
+        change = update.chat_member
+        assert change is not None  # the handler's kind
+        user = change.new_chat_member.user
+        if user.id == self.adapter.bot_id:
+            return
+        joined, was_in = change.new_chat_member.status in _IN_CHAT, change.old_chat_member.status in _IN_CHAT
+        if joined == was_in:
+            return
+        room = room_id(self.runtime.agent_id, change.chat.id)
+        if joined and self.adapter.knows(change.chat.id):
+            await self.adapter.ensure_entity(user, room)
+        await self._member_event(
+            EventType.ENTITY_JOINED if joined else EventType.ENTITY_LEFT, user, change.chat.id, room
+        )
+
+    async def _member_event(self, event: EventType, user: User, chat_id: int, room: str) -> None:
+        agent = self.runtime.agent_id
+        await self.runtime.emit(
+            event,
+            {
+                "entityId": entity_id(agent, user.id),
+                "worldId": world_id(agent, chat_id),
+                "roomId": room,
+                "source": SOURCE,
+                "metadata": {SOURCE: {"id": str(user.id), "username": user.username, "name": user.full_name}},
+            },
+        )
+
+
+def _message(update: Update) -> Message:
+    message = update.message
+    assert message is not None  # filters.UpdateType.MESSAGE
+    return message
+
+
+class _FromOthers(filters.MessageFilter):
+    """Messages someone other than this bot wrote (Telegram never sends a bot its own, but an
+    update without a sender — a channel speaking in a group — has no one to answer)."""
+
+    def __init__(self, adapter: TelegramAdapter) -> None:
+        super().__init__(name="from others")
+        self.adapter = adapter
+
+    def filter(self, message: Message) -> bool:
+        sender = message.from_user
+        return sender is not None and sender.id != self.adapter.bot_id
+
+
+class _Elsewhere(BaseHandler[Update, Context, None]):
+    """Takes the updates of chats the character stays out of (``TELEGRAM_ALLOWED_CHATS``, private
+    chats when ``TELEGRAM_ALLOW_DIRECT_MESSAGES`` is off) and of no chat, so that no other handler
+    of the group does: they are dealt with by being left alone."""
+
+    def __init__(self, adapter: TelegramAdapter) -> None:
+        super().__init__(_nothing)
+        self.adapter = adapter
+
+    def check_update(self, update: object) -> bool:
+        if not isinstance(update, Update):
+            return False
+        chat = update.effective_chat
+        return chat is None or not self.adapter.allowed(chat)
+
+
+async def _nothing(update: Update, context: Context) -> None:
+    return None

@@ -1,0 +1,124 @@
+"""Hearing what people send: files downloaded from Telegram, and voice notes, audio files and
+round videos transcribed into the message's words before the pipeline sees it (so a name said
+aloud addresses the character). Audio over the 20 MB the Bot API lets bots download is never
+fetched: the character sees a voice message it could not listen to, and why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from telegram import Bot
+from telegram.error import BadRequest
+
+from bot.errors import ModelError, reason_for
+from bot.speech import transcribe
+from bot.types import Memory
+
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+    from ._mapping import Translated
+
+__all__ = ["FileTooLarge", "download", "listen"]
+
+_log = logging.getLogger(__name__)
+
+_MAX_DOWNLOAD = 20 * 1024 * 1024  # the Bot API serves files up to 20 MB
+_TOO_LARGE = "larger than the 20 MB the Telegram Bot API lets bots download"
+_DOWNLOAD_TIMEOUT_S = 60.0
+
+
+class FileTooLarge(ValueError):
+    """A file over the 20 MB the Bot API lets bots download."""
+
+
+async def download(bot: Bot, item: Mapping[str, Any]) -> bytes:
+    """The bytes of the file ``item["id"]``.
+
+    Raises:
+        FileTooLarge: over 20 MB (Telegram's "file is too big", or the size it reports).
+    """
+    try:
+        file = await bot.get_file(str(item["id"]))
+    except BadRequest as exc:
+        if "file is too big" in exc.message.lower():
+            raise FileTooLarge(_TOO_LARGE) from None
+        raise
+    if file.file_size and file.file_size > _MAX_DOWNLOAD:
+        raise FileTooLarge(_TOO_LARGE)
+    return bytes(await file.download_as_bytearray())
+
+
+async def listen(runtime: AgentRuntime, bot: Bot, seen: Translated) -> None:
+    """Transcribe the message's voice note, audio file or round video into its text (after the
+    caption, if any); its attachment keeps the transcript and is marked ``transcribed``, so the
+    core does not transcribe it again.
+
+    Spoken notes set ``content.isVoiceMessage``. A failure is logged and leaves the attachment
+    untranscribed: the core tries again if the character answers. Audio over 20 MB (by the
+    update's size, else by what ``getFile`` says) is not downloaded: its attachment is marked
+    ``transcribed`` with no words and a description saying it was too large, so the character
+    knows why it cannot hear it and the core does not try again.
+    """
+    spoken, memory, name = seen.spoken, seen.memory, runtime.character.name
+    if spoken is None:
+        return
+    if spoken.said:
+        memory.content["isVoiceMessage"] = True
+    where = seen.title or "a private chat"
+    try:
+        if spoken.size and spoken.size > _MAX_DOWNLOAD:
+            raise FileTooLarge(_TOO_LARGE)
+        async with asyncio.timeout(_DOWNLOAD_TIMEOUT_S):
+            audio = await download(bot, {"id": spoken.file_id})
+        transcript = await transcribe(runtime, audio, spoken.filename)
+    except FileTooLarge:
+        _log.info(
+            "%s: a %s in %s (chat %s) is %s; it goes on untranscribed",
+            name,
+            spoken.label,
+            where,
+            seen.chat_id,
+            _TOO_LARGE,
+        )
+        _mark_heard(
+            memory,
+            spoken.file_id,
+            "",
+            f"A {spoken.label} too large to listen to: it is {_TOO_LARGE}, so it was not transcribed",
+        )
+        return
+    except Exception as exc:
+        # A download error may quote the file URL, which carries the token: name only its kind.
+        reason = reason_for(exc, name) if isinstance(exc, (ModelError, ValueError)) else type(exc).__name__
+        _log.warning(
+            "%s: could not transcribe a %s in %s (chat %s): %s; it goes on untranscribed",
+            name,
+            spoken.label,
+            where,
+            seen.chat_id,
+            reason,
+        )
+        return
+    _mark_heard(
+        memory,
+        spoken.file_id,
+        transcript,
+        f"Transcript of a {spoken.label}" if transcript else f"A {spoken.label} with no words in it",
+    )
+    if transcript:
+        caption = memory.content.get("text")
+        memory.content["text"] = f"{caption}\n{transcript}" if caption else transcript
+
+
+def _mark_heard(memory: Memory, file_id: str, transcript: str, description: str) -> None:
+    """The attachment ``file_id`` of ``memory`` is dealt with (``transcribed``): the core leaves it."""
+    for item in memory.content.get("attachments") or ():
+        if item.get("id") == file_id:
+            item["transcribed"] = True
+            item["text"] = transcript
+            item["description"] = description

@@ -1,0 +1,105 @@
+"""Voice replies: a reply (or, by ``TELEGRAM_VOICE_REPLIES=always``, every reply and every
+message SEND_MESSAGE delivers) also said as a voice note, after its text; the voice note is
+added to the stored message as an attachment, by file id."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Protocol
+
+from telegram import Chat
+
+from bot.errors import ModelError, reason_for
+from bot.speech import synthesize
+from bot.types import Memory
+
+from ._mapping import SOURCE
+from ._outbound import send_voice
+from ._voice import speakable, voice_note
+
+if TYPE_CHECKING:
+    from ._adapter import TelegramAdapter
+
+__all__ = ["Indicator", "speak"]
+
+_log = logging.getLogger(__name__)
+
+
+class Indicator(Protocol):
+    """A chat action shown while something is prepared ("recording a voice message…")."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+async def speak(
+    adapter: TelegramAdapter,
+    recording: Indicator,
+    chat: Chat,
+    text: str,
+    memory: Memory,
+    *,
+    reply_to: int | None,
+    thread: int | None,
+    what: str,
+) -> None:
+    """Say ``text`` in ``chat`` as a voice note (quoting ``reply_to``, if given), after the text
+    message ``memory`` stores, showing ``recording`` meanwhile. ``what`` names the text in the
+    log: ``reply``, or ``message`` for one sent unasked.
+
+    Never raises: without a voice the text stands, and a warning says why.
+    """
+    words = speakable(text)
+    if not words:
+        return
+    assert adapter.app is not None
+    name = adapter.name
+    await recording.start()
+    try:
+        audio, audio_format = await synthesize(adapter.runtime, words, "opus")
+        note = await asyncio.to_thread(voice_note, audio, audio_format)
+        sent = await send_voice(
+            adapter.app.bot,
+            chat.id,
+            note.data,
+            duration=note.duration,
+            reply_to=reply_to,
+            thread_id=thread,
+            deadline_s=adapter.config.send_deadline,
+        )
+    except Exception as exc:
+        reason = (
+            reason_for(exc, name)
+            if isinstance(exc, (ModelError, ValueError))
+            else (getattr(exc, "message", None) or type(exc).__name__)
+        )
+        _log.warning(
+            "%s: the %s in %s (chat %s) went out as text only, without a voice note: %s",
+            name,
+            what,
+            chat.title or "a private chat",
+            chat.id,
+            reason,
+        )
+        return
+    finally:
+        await recording.stop()
+    voice = sent.voice
+    attachment = {
+        "id": voice.file_id if voice else "",
+        "title": "voice.ogg",
+        "contentType": "audio/ogg",
+        "source": SOURCE,
+        "private": True,
+        "transcribed": True,
+        "text": words,
+        "description": f"Voice note of this {what}",
+        "url": f"telegram:file:{voice.file_unique_id}" if voice else "",
+        "duration": note.duration,
+        "messageId": sent.message_id,
+    }
+    memory.content["attachments"] = [*(memory.content.get("attachments") or ()), attachment]
+    assert memory.id is not None  # a Telegram message's memory is named after its chat and id
+    await adapter.runtime.store.update_memory(memory.id, content=memory.content)
