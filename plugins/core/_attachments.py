@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from bot.models import ModelType
+from bot.speech import transcribe
 from bot.types import Memory
 
 if TYPE_CHECKING:
@@ -113,10 +114,8 @@ async def _transcribe(runtime: AgentRuntime, item: dict[str, Any], fetch: Attach
     data = await _fetch(item, "audio", fetch)
     if not data:
         return False
-    params: dict[str, Any] = {"audio": data}
-    if item.get("title"):
-        params["filename"] = str(item["title"])
-    transcript = str(await runtime.use_model(ModelType.TRANSCRIPTION, params) or "").strip()
+    # No title: the model plugin tells the format from the bytes.
+    transcript = await transcribe(runtime, data, str(item.get("title") or ""))
     if not transcript:
         return False
     item["text"] = transcript
