@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -173,6 +173,20 @@ class PlatformAdapter(Generic[TargetT, SentT]):
     async def _disconnect(self) -> None:
         """Disconnect, and let the events being handled finish (:meth:`_finish_handling`)."""
         raise NotImplementedError
+
+    @contextlib.contextmanager
+    def handling(self) -> Iterator[None]:
+        """Mark the current task as handling a platform event until the block ends: closing
+        waits for it (:meth:`_finish_handling`) rather than pulling the database from under a
+        reply. Platform SDKs run each event in a task of their own."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._handling.add(task)
+        try:
+            yield
+        finally:
+            if task is not None:
+                self._handling.discard(task)
 
     async def _finish_handling(self) -> None:
         """Give the events being handled a little time to finish (a reply going out), then stop

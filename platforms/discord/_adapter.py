@@ -7,9 +7,11 @@ written once per run and remembered, not re-written for every message. When Disc
 resume a lost session, what was said meanwhile is read back and handled the same way
 (``_catchup.py``).
 
-Outbound, the reply channel answers the triggering message (split, safe mentions, uploads,
-retries), shows "typing…" while an answer is being prepared, and stores what was sent. The
-adapter is also the runtime's ``discord`` Messenger, for SEND_MESSAGE.
+Outbound, the reply channel (``_answer.py``) answers the triggering message (split, safe
+mentions, uploads, retries: ``_outbound.py``), shows "typing…" while an answer is being prepared,
+and stores what was sent. The adapter is also the runtime's ``discord`` Messenger, for
+SEND_MESSAGE; its lifecycle and the Messenger's flow are :class:`bot.adapters.PlatformAdapter`'s,
+the discord.py client and the checks before connecting are in ``_client.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -29,7 +31,7 @@ from bot.events import EventType
 from bot.links import LinkState
 from bot.messages import IncomingMessage
 from bot.text import first_words
-from bot.types import ChannelType, Entity, Memory, Room, now_ms
+from bot.types import ChannelType, Entity, Memory, Room, World, now_ms
 
 from ._answer import Answer
 from ._catchup import MissedMessages
@@ -134,21 +136,14 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
             with contextlib.suppress(BaseException):
                 await self._task
 
-    async def guarded(self, what: str, work: Any) -> None:
-        """Run an event handler; a failure is logged with the agent, never raised into discord.py.
-
-        discord.py runs each event in a task of its own; they are tracked so that closing waits
-        for them rather than pulling the database from under a reply.
-        """
-        task = asyncio.current_task()
-        if task is not None:
-            self._handling.add(task)
-        try:
-            await work
-        except Exception:
-            _log.exception("%s: failed to handle a Discord %s", self.name, what)
-        finally:
-            self._handling.discard(task)
+    async def guarded(self, what: str, work: Awaitable[object]) -> None:
+        """Run an event handler, tracked (:meth:`handling`); a failure is logged with the agent,
+        never raised into discord.py."""
+        with self.handling():
+            try:
+                await work
+            except Exception:
+                _log.exception("%s: failed to handle a Discord %s", self.name, what)
 
     @property
     def bot_id(self) -> int:
@@ -225,7 +220,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         entities = [entity_for_user(self.runtime.agent_id, m) for m in guild.members if m.id != self.bot_id]
         await self.runtime.emit(event, {"world": world, "rooms": rooms, "entities": entities, "source": SOURCE})
 
-    async def ensure_world(self, guild: discord.Guild) -> tuple[Any, list[Room]]:
+    async def ensure_world(self, guild: discord.Guild) -> tuple[World, list[Room]]:
         """Write the guild's world and rooms (once per run); roles set by UPDATE_ROLE are kept."""
         agent = self.runtime.agent_id
         admins = [m for m in guild.members if m.guild_permissions.administrator]
