@@ -3,7 +3,7 @@
 A platform subclasses :class:`PlatformAdapter` and fills in how it connects, how it sends one
 message and what a sent message looks like; the adapter then has, written once here:
 
-- its lifecycle (:class:`AdapterState`): the bot token claimed for the run (one bot per
+- its lifecycle (:class:`~bot.lifecycle.AdapterState`): the bot token claimed for the run (one bot per
   character), the connection made (or everything undone again), the adapter registered as the
   runtime's Messenger for its source and withdrawn on close, the events being handled given
   time to finish before the runtime's database goes away;
@@ -22,18 +22,18 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from .connections import Connections, SentMessage, TokenClaims, remember_sent
 from .errors import PartlySent, SendError
+from .lifecycle import AdapterState
 from .text import first_words
 from .types import JSON, Entity, Memory, Room
 
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
 
-__all__ = ["AdapterState", "PlatformAdapter", "TYPING_CAP_S", "TypingIndicator"]
+__all__ = ["PlatformAdapter", "TYPING_CAP_S", "TypingIndicator"]
 
 _log = logging.getLogger(__name__)
 
@@ -43,15 +43,6 @@ _DRAIN_TIMEOUT_S = 10.0
 
 TargetT = TypeVar("TargetT")  # where a platform sends: a channel object, a chat id …
 SentT = TypeVar("SentT")  # what a platform returns for a message it sent
-
-
-class AdapterState(StrEnum):
-    """Where a platform adapter is in its life (how its link is doing is :class:`bot.links.LinkState`)."""
-
-    NEW = "new"  # constructed, start() not called
-    STARTING = "starting"  # token claimed, connecting
-    RUNNING = "running"  # connected and registered as the runtime's Messenger
-    CLOSED = "closed"  # close() ran; an adapter does not restart (the daemon makes a new one)
 
 
 class TypingIndicator:

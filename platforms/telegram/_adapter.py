@@ -31,11 +31,12 @@ from telegram import Message, Update
 from telegram.error import BadRequest, Conflict, Forbidden, InvalidToken, TelegramError
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
 
-from bot.adapters import AdapterState, PlatformAdapter, TypingIndicator
+from bot.adapters import PlatformAdapter, TypingIndicator
 from bot.backoff import ExponentialBackoff
 from bot.connections import SentMessage, TokenClaims
 from bot.errors import ConfigError, ModelError, PartlySent, reason_for
 from bot.events import EventType
+from bot.lifecycle import AdapterState
 from bot.links import LinkState
 from bot.messages import IncomingMessage, QuietChannel
 from bot.models import ModelType

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from bot.adapters import AdapterState, PlatformAdapter, TypingIndicator
+from bot.adapters import PlatformAdapter, TypingIndicator
 from bot.connections import SentMessage, TokenClaims, merged_world
 from bot.errors import ConfigError, PartlySent, SendError
+from bot.lifecycle import AdapterState
 from bot.runtime import AgentRuntime
 from bot.types import ChannelType, Entity, Memory, Room, World
 
