@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from .connections import Connections, SentMessage, TokenClaims, remember_sent
-from .errors import PartlySent, SendError
+from .errors import ConfigError, PartlySent, SendError
 from .lifecycle import AdapterState
 from .text import first_words
 from .types import JSON, Entity, Memory, Room
@@ -132,7 +132,11 @@ class PlatformAdapter(Generic[TargetT, SentT]):
                 refused the configuration (from :meth:`_connect`).
         """
         self.state = AdapterState.STARTING
-        self._tokens.claim(self._token, self.name)
+        try:
+            self._tokens.claim(self._token, self.name)
+        except ConfigError:
+            self.state = AdapterState.CLOSED  # nothing started, nothing to undo
+            raise
         try:
             await self._connect(self._token)
         except BaseException:

@@ -133,6 +133,17 @@ async def test_a_failed_start_undoes_itself_before_raising(runtime) -> None:  # 
     adapter._tokens.claim("t1", "Brann")  # not held by the failed start
 
 
+async def test_a_token_another_character_holds_is_refused_before_connecting(runtime) -> None:  # noqa: F811
+    rt = runtime
+    adapter = ChatAdapter(rt, "t9")
+    adapter._tokens.claim("t9", "Brann")  # another character of the daemon connected with it first
+    with pytest.raises(ConfigError, match=r"uses the same CHAT_TOKEN as Brann"):
+        await adapter.start()
+    assert adapter.state is AdapterState.CLOSED and adapter.disconnects == 0 and rt.get_service("chat") is None
+    with pytest.raises(ConfigError, match=r"as Brann"):
+        adapter._tokens.claim("t9", "Cleo")  # still Brann's
+
+
 # -- typing ------------------------------------------------------------------------------
 
 
