@@ -667,9 +667,8 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     def _what(self, target: ChatTarget, answering: Any) -> str:
         if answering is None:
             return f"to Telegram chat {target.chat_id}"
-        where = target.title or (
-            "a private chat" if target.chat_id > 0 else "a group"
-        )  # people's chat ids are positive
+        # People's chat ids are positive, groups' negative.
+        where = target.title or ("a private chat" if target.chat_id > 0 else "a group")
         return f"a reply in {where} (chat {target.chat_id}) to message {answering}"
 
     def _refusal(self, exc: Exception) -> str | None:
