@@ -2,23 +2,27 @@
 
 Platforms see the same rooms and people over and over; :class:`Connections` writes a room, an
 entity (refreshing its names when they change) and a participant the first time in a run and
-remembers it, so a message costs no writes for them after that. :func:`record_sent` stores what
-the agent sent and announces it. :class:`TokenClaims` stops two
+remembers it, so a message costs no writes for them after that. :meth:`Connections.merge_world`
+writes a world with the roles the platform reports, keeping roles given through UPDATE_ROLE.
+:func:`remember_sent` turns what the platform says about messages the agent sent into memories;
+:func:`record_sent` stores them and announces them. :class:`TokenClaims` stops two
 characters of one daemon from connecting with the same bot token (they would answer twice).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 from .events import EventType
-from .types import Entity, Memory, Room
+from .types import JSON, Entity, Memory, Role, Room, World
 
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
 
-__all__ = ["Connections", "TokenClaims", "record_sent"]
+__all__ = ["Connections", "SentMessage", "TokenClaims", "merged_world", "record_sent", "remember_sent"]
 
 
 class Connections:
@@ -64,6 +68,46 @@ class Connections:
             self._participants.add((entity.id, room_id))
         return entity.id
 
+    async def merge_world(self, reported: World) -> tuple[World, bool]:
+        """Write the world as the platform reports it: created if new, else merged into the
+        stored one (see :func:`merged_world`) and written only if that changed something.
+
+        Returns the world as stored, and whether it was created.
+        """
+        store = self.runtime.store
+        existing = await store.get_world(reported.id)
+        if existing is None:
+            await store.create_world(reported)
+            return reported, True
+        merged = merged_world(existing, reported)
+        if merged is None:
+            return existing, False
+        await store.update_world(merged)
+        return merged, False
+
+
+def merged_world(stored: World, reported: World) -> World | None:
+    """``stored`` with what the platform reports about it now: its name, its metadata, and the
+    roles the platform gives (OWNER, ADMIN) added to the stored roles. A role given through
+    UPDATE_ROLE is kept over the platform's — except the owner's: whoever owns the server or chat
+    on the platform is OWNER. ``None`` when nothing changes (nothing to write)."""
+    roles: dict[str, Any] = {**(reported.metadata.get("roles") or {}), **(stored.metadata.get("roles") or {})}
+    owner = (reported.metadata.get("ownership") or {}).get("ownerId")
+    if owner:
+        roles[owner] = Role.OWNER.value
+    metadata = {**stored.metadata, **{k: v for k, v in reported.metadata.items() if k != "roles"}, "roles": roles}
+    name = reported.name
+    if metadata == stored.metadata and name == stored.name:
+        return None
+    return World(
+        stored.id,
+        stored.agent_id,
+        name=name,
+        server_id=stored.server_id,
+        metadata=metadata,
+        created_at=stored.created_at,
+    )
+
 
 class TokenClaims:
     """Which character holds each bot token of one platform in one daemon (a platform keeps its
@@ -95,3 +139,47 @@ async def record_sent(runtime: AgentRuntime, memories: list[Memory], source: str
         await runtime.store.create_memory(memory, "messages", unique=False)
         await runtime.emit(EventType.MESSAGE_SENT, {"message": memory, "source": source})
     return memories
+
+
+@dataclass(frozen=True, slots=True)
+class SentMessage:
+    """What a platform says about one message the agent sent, for :func:`remember_sent`."""
+
+    id: str  # the memory's id, from the platform's message id
+    text: str  # as it went out (one piece of a long reply)
+    created_at: int  # ms, as the platform stamped it
+    content: JSON = field(default_factory=dict)  # platform fields for the content (a URL, the channel type)
+    metadata: JSON = field(default_factory=dict)  # platform fields for the metadata (the native id)
+
+
+async def remember_sent(
+    runtime: AgentRuntime,
+    source: str,
+    sent: Iterable[SentMessage],
+    content: Mapping[str, Any],
+    room_id: str,
+    world_id: str | None,
+    *,
+    in_reply_to: str | None = None,
+) -> list[Memory]:
+    """Store what went out of ``content`` (one memory per message the platform sent) and
+    announce it (:func:`record_sent`). The files to upload are not part of what was said."""
+    agent, memories = runtime.agent_id, []
+    for message in sent:
+        body: JSON = {**content, "text": message.text, "source": source, **message.content}
+        body.pop("files", None)
+        if in_reply_to is not None:
+            body["inReplyTo"] = in_reply_to
+        memories.append(
+            Memory(
+                id=message.id,
+                entity_id=agent,
+                agent_id=agent,
+                room_id=room_id,
+                world_id=world_id,
+                content=body,
+                created_at=message.created_at,
+                metadata={"type": "message", **message.metadata},
+            )
+        )
+    return await record_sent(runtime, memories, source)

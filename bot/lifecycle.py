@@ -9,15 +9,17 @@ They are ``StrEnum``s: a state compares equal to its value and is its value in J
     AgentState     starting ─▶ running ─▶ stopping ─▶ stopped     (an agent in the daemon)
                    starting ─▶ failed                              (did not start; a reload retries it)
     RuntimeState   new ─▶ starting ─▶ running ─▶ closed            (an AgentRuntime; it never restarts)
+    AdapterState   new ─▶ starting ─▶ running ─▶ closed            (a platform adapter; the daemon makes a new one to reconnect)
+                   starting ─▶ closed                              (did not connect: undone again)
 
-A platform connection's state is :class:`bot.links.LinkState`.
+How a platform connection is doing (connected, retrying …) is :class:`bot.links.LinkState`.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["AgentState", "DaemonState", "RuntimeState"]
+__all__ = ["AdapterState", "AgentState", "DaemonState", "RuntimeState"]
 
 
 class DaemonState(StrEnum):
@@ -40,3 +42,10 @@ class RuntimeState(StrEnum):
     STARTING = "starting"
     RUNNING = "running"
     CLOSED = "closed"  # close() ran; a runtime does not restart
+
+
+class AdapterState(StrEnum):
+    NEW = "new"  # constructed, start() not called
+    STARTING = "starting"  # bot token claimed, connecting
+    RUNNING = "running"  # connected, and the runtime's Messenger for its platform
+    CLOSED = "closed"  # close() ran; an adapter does not restart

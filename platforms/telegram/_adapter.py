@@ -19,17 +19,18 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from telegram import Chat, Message, User
 from telegram.error import Forbidden, InvalidToken, TelegramError
 from telegram.ext import Application, ApplicationBuilder
 
-from bot.connections import Connections, TokenClaims, record_sent
-from bot.errors import ConfigError, PartlySent, SendError
+from bot.adapters import PlatformAdapter, TypingIndicator
+from bot.connections import SentMessage, TokenClaims
+from bot.errors import ConfigError, PartlySent
 from bot.events import EventType
+from bot.lifecycle import AdapterState
 from bot.messages import IncomingMessage
-from bot.text import first_words
 from bot.types import ChannelType, Entity, Memory, Room
 
 from ._answer import Answer
@@ -63,9 +64,7 @@ _log = logging.getLogger(__name__)
 
 _ALLOWED_UPDATES = ["message", "edited_message", "message_reaction", "my_chat_member", "chat_member"]
 _START_TIMEOUT_S = 30.0
-_TYPING_EVERY_S = 4.5
-_TYPING_CAP_S = 60.0
-_DRAIN_TIMEOUT_S = 10.0
+_TYPING_EVERY_S = 4.5  # Telegram shows a chat action for 5 s
 
 
 class TelegramTokens(TokenClaims):
@@ -75,23 +74,31 @@ class TelegramTokens(TokenClaims):
         super().__init__("TELEGRAM_BOT_TOKEN", "create one per character with @BotFather")
 
 
-class TelegramAdapter:
+class ChatTarget(NamedTuple):
+    """Where a message goes: a chat, and a forum topic in it."""
+
+    chat_id: int
+    thread_id: int | None = None
+    title: str | None = None  # the chat's title, for the log, when known
+
+
+class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     """Connects one runtime to Telegram as its own bot."""
 
+    source = SOURCE
+    label = "Telegram"
+    where = "chat"
+    sends_files = False
+
     def __init__(self, runtime: AgentRuntime, config: TelegramConfig) -> None:
-        self.runtime = runtime
+        super().__init__(runtime, TelegramTokens, config.token.get_secret_value())
         self.config = config
-        self.name = runtime.character.name
         self.app: Application | None = None
         self.bot_id = 0
         self.username = ""
         self._chats: set[int] = set()
         self._members: dict[int, bool] = {}  # chat id -> whether this bot is in it (for the relay)
-        self.connections = Connections(runtime, SOURCE)
-        self._handling: set[asyncio.Task[Any]] = set()
-        self._closed = False
         self._relay = runtime.shared.one(Relay)  # this daemon's other Telegram characters
-        self._tokens = runtime.shared.one(TelegramTokens)  # the bots of this daemon's other characters
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -101,19 +108,12 @@ class TelegramAdapter:
         Raises:
             ConfigError: the token was refused, or another character uses it.
         """
-        token = self.config.token.get_secret_value()
-        self._tokens.claim(token, self.name)
-        try:
-            await self._connect(token)
-        except BaseException:
-            await self.close()
-            raise
-        self.runtime.on_close(self.close)
+        await super().start()
+
+    async def _started(self) -> None:
         # Stop fetching when the agent drains: an update fetched and then refused would be lost
         # (the next poll confirms it); one never fetched waits for the next start.
         self.runtime.on_drain(self.stop_polling)
-        if self.runtime.get_service(SOURCE) is None:
-            self.runtime.register_service(SOURCE, self)
         self._relay.join(self)
         _log.info("%s: online on Telegram as @%s", self.name, self.username)
 
@@ -152,24 +152,16 @@ class TelegramAdapter:
             timeout=int(timeout), allowed_updates=_ALLOWED_UPDATES, error_callback=PollingWatch(self).on_error
         )
 
-    async def close(self) -> None:
+    async def _disconnect(self) -> None:
         """Stop polling, let messages being answered finish (up to a limit), shut down."""
-        if self._closed:
-            return
-        self._closed = True
         self._relay.leave(self)
-        self.runtime.unregister_service(SOURCE)
-        self._tokens.release(self.config.token.get_secret_value(), self.name)
         app = self.app
         if app is None:
             return
         with contextlib.suppress(Exception):
             if app.updater is not None and app.updater.running:
                 await app.updater.stop()
-        if self._handling:
-            _, late = await asyncio.wait(set(self._handling), timeout=_DRAIN_TIMEOUT_S)
-            for task in late:
-                task.cancel()
+        await self._finish_handling()
         with contextlib.suppress(Exception):
             if app.running:
                 await app.stop()
@@ -178,7 +170,7 @@ class TelegramAdapter:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self.state is AdapterState.CLOSED
 
     async def stop_polling(self) -> None:
         if self.app is not None and self.app.updater is not None and self.app.updater.running:
@@ -214,28 +206,15 @@ class TelegramAdapter:
         chat = message.chat
         if chat.id in self._chats:
             return
-        agent, store = self.runtime.agent_id, self.runtime.store
-        existing = await store.get_world(world_id(agent, chat.id))
+        agent = self.runtime.agent_id
         owner, admins = await self._administrators(chat)
         world = world_for_chat(agent, chat, owner_id=owner, admin_ids=admins)
         main = chat_room(agent, chat)
-        if existing is None:
-            await store.create_world(world)
-        else:
-            # Keep roles given through UPDATE_ROLE; add what Telegram says about new admins.
-            roles = {**world.metadata["roles"], **(existing.metadata.get("roles") or {})}
-            if world.metadata.get("ownership"):
-                roles[world.metadata["ownership"]["ownerId"]] = "OWNER"
-            existing.metadata = {
-                **existing.metadata,
-                **{k: v for k, v in world.metadata.items() if k != "roles"},
-                "roles": roles,
-            }
-            existing.name = world.name
-            await store.update_world(existing)
+        # Keeps roles given through UPDATE_ROLE; adds what Telegram says about new admins.
+        _, created = await self.connections.merge_world(world)
         await self.connections.ensure_rooms([main])
         self._chats.add(chat.id)
-        if existing is None:
+        if created:
             sender = message.from_user  # this bot, for a chat first seen through what it sent there
             entities = [entity_for_user(agent, sender)] if sender and sender.id != self.bot_id else []
             await self.runtime.emit(
@@ -326,21 +305,7 @@ class TelegramAdapter:
         Never raises: a reply not sent, or not all of it, is logged with the chat (``title`` if
         known), the message it answers, its first words and why.
         """
-        try:
-            return await self._send(chat_id, text, reply_to=reply_to, thread_id=thread_id), True
-        except Exception as exc:
-            where = title or ("a private chat" if chat_id > 0 else "a group")  # people's chat ids are positive
-            _log.error(
-                '%s: could not send a reply in %s (chat %s) to message %s, "%s": %s',
-                self.name,
-                where,
-                chat_id,
-                reply_to,
-                first_words(text),
-                getattr(exc, "message", None) or exc.__class__.__name__,
-            )
-            # What did go out is part of the conversation.
-            return (exc.sent, False) if isinstance(exc, PartlySent) else ([], False)
+        return await self.send_reply(ChatTarget(chat_id, thread_id, title), text, {}, reply_to)
 
     async def _speak(
         self, chat: Chat, text: str, memory: Memory, *, reply_to: int | None, thread: int | None, what: str = "reply"
@@ -352,118 +317,76 @@ class TelegramAdapter:
     async def _remember(
         self, sent: list[Message], content: Mapping[str, Any], room: str, *, in_reply_to: str | None = None
     ) -> list[Memory]:
-        agent, memories = self.runtime.agent_id, []
-        for message in sent:
-            body = {
-                **content,
-                "text": message.text or "",
-                "source": SOURCE,
-                "channelType": channel_type(message.chat).value,
-            }
-            if in_reply_to is not None:
-                body["inReplyTo"] = in_reply_to
-            memories.append(
-                Memory(
-                    id=message_id(agent, message.chat.id, message.message_id),
-                    entity_id=agent,
-                    agent_id=agent,
-                    room_id=room,
-                    world_id=world_id(agent, message.chat.id),
-                    content=body,
-                    created_at=int(message.date.timestamp() * 1000),
-                    metadata={"type": "message"},
-                )
-            )
-        return await record_sent(self.runtime, memories, SOURCE)
+        world = world_id(self.runtime.agent_id, sent[0].chat.id) if sent else None
+        return await self.remember_sent(sent, content, room, world, in_reply_to=in_reply_to)
 
-    async def send_to_room(self, room: Room, content: dict[str, Any]) -> list[Memory]:
-        """Messenger: post in a chat (or forum topic) this bot is in."""
-        if room.source != SOURCE or not room.channel_id:
-            raise SendError("that is not a Telegram chat")
-        chat, _, topic = room.channel_id.partition(":")
-        return await self._deliver(int(chat), int(topic) if topic else None, content, room.id)
+    # -- sending (the Messenger's flow is PlatformAdapter's) ------------------------------
 
-    async def send_to_entity(self, entity: Entity, content: dict[str, Any]) -> list[Memory]:
-        """Messenger: a private message (the person must have started a chat with this bot)."""
-        user_id = (entity.metadata.get(SOURCE) or {}).get("id")
-        if not user_id:
-            raise SendError(f"I don't know {entity.names[0] if entity.names else 'them'} on Telegram")
-        return await self._deliver(int(user_id), None, content, room_id(self.runtime.agent_id, user_id), person=entity)
+    async def _send_native(
+        self, target: ChatTarget, text: str, content: Mapping[str, Any], answering: Any
+    ) -> list[Message]:
+        return await self._send(target.chat_id, text, reply_to=answering, thread_id=target.thread_id)
 
-    async def reply_to(self, message: Memory, content: dict[str, Any]) -> list[Memory]:
-        """Messenger: answer a stored Telegram message in its chat and topic, quoting it (if it
-        still exists). Nothing sent (logged) gives ``[]``, as for a live reply."""
-        native = message.metadata.get(SOURCE) or {}
-        text = str(content.get("text") or "").strip()
-        if not native.get("chatId") or not text:
-            return []
-        chat_id, quoted, thread = int(native["chatId"]), native.get("messageId"), native.get("threadId")
-        sent, _ = await self._send_reply(
-            chat_id, text, reply_to=int(quoted) if quoted else None, thread_id=int(thread) if thread else None
+    def _record_of(self, message: Message) -> SentMessage:
+        return SentMessage(
+            id=message_id(self.runtime.agent_id, message.chat.id, message.message_id),
+            text=message.text or "",
+            created_at=int(message.date.timestamp() * 1000),
+            content={"channelType": channel_type(message.chat).value},
         )
-        return await self._remember(sent, content, message.room_id, in_reply_to=message.id)
 
-    async def _deliver(
-        self, chat_id: int, topic: int | None, content: dict[str, Any], room: str, *, person: Entity | None = None
-    ) -> list[Memory]:
-        """Send ``content`` as text; with ``TELEGRAM_VOICE_REPLIES=always`` also as a voice note,
-        after it (a message sent unasked answers no voice message, so ``auto`` does not speak).
+    def _what(self, target: ChatTarget, answering: Any) -> str:
+        if answering is None:
+            return f"to Telegram chat {target.chat_id}"
+        # People's chat ids are positive, groups' negative.
+        where = target.title or ("a private chat" if target.chat_id > 0 else "a group")
+        return f"a reply in {where} (chat {target.chat_id}) to message {answering}"
 
-        A private chat with ``person`` is written to the store (with them in it) if troupe has
-        never seen it: they may have started the bot before troupe ran, or met it only in a group.
-        """
-        text = str(content.get("text") or "")
-        whole = True
-        try:
-            sent = await self._send(chat_id, text, thread_id=topic)
-        except Forbidden:
-            raise SendError("Telegram won't let me write there (they may not have started a chat with me)") from None
-        except (TelegramError, PartlySent) as exc:
-            _log.error(
-                '%s: could not send to Telegram chat %s, "%s": %s', self.name, chat_id, first_words(text), exc.message
-            )
-            if not isinstance(exc, PartlySent):
-                raise SendError("Telegram did not take the message; try again later") from None
-            sent, whole = exc.sent, False
+    def _refusal(self, exc: Exception) -> str | None:
+        if isinstance(exc, Forbidden):
+            return "Telegram won't let me write there (they may not have started a chat with me)"
+        return None
+
+    async def _room_target(self, room: Room) -> ChatTarget:
+        """A chat (or forum topic) this bot is in."""
+        assert room.channel_id is not None
+        chat, _, topic = room.channel_id.partition(":")
+        return ChatTarget(int(chat), int(topic) if topic else None)
+
+    async def _entity_target(self, entity: Entity, user_id: str) -> tuple[ChatTarget, str, str | None]:
+        """A private chat (the person must have started a chat with this bot)."""
+        agent = self.runtime.agent_id
+        return ChatTarget(int(user_id)), room_id(agent, user_id), world_id(agent, int(user_id))
+
+    async def _reply_target(self, message: Memory, text: str) -> tuple[ChatTarget, Any] | None:
+        """The stored message's chat and topic, quoting it."""
+        native = message.metadata.get(SOURCE) or {}
+        if not native.get("chatId"):
+            return None
+        quoted, thread = native.get("messageId"), native.get("threadId")
+        return ChatTarget(int(native["chatId"]), int(thread) if thread else None), int(quoted) if quoted else None
+
+    async def _delivered(self, target: ChatTarget, sent: list[Message], room_id: str, person: Entity | None) -> None:
+        """A private chat with ``person`` is written to the store (with them in it) if troupe has
+        never seen it: they may have started the bot before troupe ran, or met it only in a group."""
         if person is not None and sent:
             await self._ensure_chat(sent[0])
-            await self.connections.ensure_entity(person, room)
-        memories = await self._remember(sent, content, room)
-        if not whole:
-            raise SendError(
-                "only the beginning of the message went out; Telegram did not take the rest, try again later"
-            )
+            await self.connections.ensure_entity(person, room_id)
+
+    async def _after_delivery(self, target: ChatTarget, text: str, sent: list[Message], memories: list[Memory]) -> None:
+        """With ``TELEGRAM_VOICE_REPLIES=always`` a message sent unasked is also said as a voice
+        note, after it (it answers no voice message, so ``auto`` does not speak)."""
         if self.config.voice_replies == "always" and memories:
-            await self._speak(sent[-1].chat, text, memories[-1], reply_to=None, thread=topic, what="message")
-        return memories
+            await self._speak(sent[-1].chat, text, memories[-1], reply_to=None, thread=target.thread_id, what="message")
 
 
-class _Typing:
+class _Typing(TypingIndicator):
     """ "typing…" (or another chat action, such as "recording a voice message…") in a chat, renewed
     every few seconds, from when an answer is coming until it is sent."""
 
     def __init__(self, adapter: TelegramAdapter, chat_id: int, thread_id: int | None, action: str = "typing") -> None:
-        self.adapter, self.chat_id, self.thread_id, self.action = adapter, chat_id, thread_id, action
-        self._task: asyncio.Task[None] | None = None
+        async def show_once() -> None:
+            assert adapter.app is not None
+            await adapter.app.bot.send_chat_action(chat_id, action, message_thread_id=thread_id)
 
-    async def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=f"troupe:{self.adapter.name}:typing")
-
-    async def _run(self) -> None:
-        assert self.adapter.app is not None
-        try:
-            async with asyncio.timeout(_TYPING_CAP_S):
-                while True:
-                    await self.adapter.app.bot.send_chat_action(
-                        self.chat_id, self.action, message_thread_id=self.thread_id
-                    )
-                    await asyncio.sleep(_TYPING_EVERY_S)
-        except Exception as exc:  # typing is a courtesy: never worth an error
-            _log.debug("%s: typing indicator stopped: %s", self.adapter.name, exc.__class__.__name__)
-
-    async def stop(self) -> None:
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
+        super().__init__(adapter.runtime, show_once, every_s=_TYPING_EVERY_S, job=f"telegram:{action}")

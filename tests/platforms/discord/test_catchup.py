@@ -14,8 +14,8 @@ import discord
 import pytest
 
 from bot.types import Memory, now_ms
-from platforms.discord._adapter import _Client
 from platforms.discord._catchup import CatchUpLimits, MissedMessages
+from platforms.discord._client import Client
 from platforms.discord._mapping import discord_id
 
 from ...fakes.discord_server import FakeChannel, FakeMessage, RecordedRequest
@@ -33,7 +33,7 @@ def identify_gate(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
         if not initial:
             await gate.wait()
 
-    monkeypatch.setattr(_Client, "before_identify_hook", before_identify_hook)
+    monkeypatch.setattr(Client, "before_identify_hook", before_identify_hook)
     return gate
 
 

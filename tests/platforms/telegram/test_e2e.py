@@ -8,8 +8,9 @@ import logging
 
 from bot.links import LinkState
 from bot.types import RoomState
-from platforms.telegram._mapping import entity_id, room_id
+from platforms.telegram._mapping import entity_id, room_id, world_id
 
+from ...bot.test_adapters import count_world_writes
 from .scene import plan, until
 
 RESERVED = "Mind these: _ * [ ] ( ) ~ ` > # + - = | { } . ! and a_b*c (ok)."
@@ -294,3 +295,33 @@ async def test_an_update_telegram_sends_again_is_answered_once(scene) -> None:
     assert [m["text"] for m in s.ada.sent] == ["Only once."]
     rows = await s.runtime("Ada").store.inbox_pending("telegram")
     assert rows == []  # dealt with, the inbox is empty
+
+
+async def test_a_chat_seen_again_after_a_restart_is_not_rewritten_and_keeps_roles_given_in_chat(
+    scene, monkeypatch
+) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    await s.fake.user_says(s.sam, s.group, "morning all")
+    rt = s.runtime("Ada")
+    group_world = world_id(rt.agent_id, s.group.id)
+    async with asyncio.timeout(5):
+        while (world := await rt.store.get_world(group_world)) is None:
+            await asyncio.sleep(0.01)
+    assert world.metadata["roles"] == {entity_id(rt.agent_id, s.sam.id): "OWNER"}  # the group's creator
+    world.metadata["roles"][entity_id(rt.agent_id, s.cleo.id)] = "ADMIN"  # as UPDATE_ROLE writes it
+    await rt.store.update_world(world)
+    assert s.daemon is not None and s.task is not None
+    s.daemon.stop()
+    await asyncio.wait_for(s.task, 10)
+
+    writes = count_world_writes(monkeypatch, rt.store)
+    await s.start(with_brann=False)  # a new run sees the chat again, with the same people in charge
+    await s.fake.user_says(s.sam, s.group, "anyone seen my keys?")
+    await until(lambda: sum("Decide what Ada does" in p for p in s.brain.prompts) == 2)
+    again = await s.runtime("Ada").store.get_world(group_world)
+    assert again is not None and again.metadata["roles"] == {
+        entity_id(rt.agent_id, s.sam.id): "OWNER",
+        entity_id(rt.agent_id, s.cleo.id): "ADMIN",
+    }
+    assert writes == []  # nothing changed: the world is not written again
