@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "AudioError",
     "CharacterError",
     "ConfigError",
     "EXIT_CONFIG",
@@ -243,3 +244,13 @@ class ReloadFailed(ReloadError):
 def reason_for(error: BaseException, agent: str) -> str:
     """``error``'s message as shown next to ``agent``'s name (which it then does not repeat)."""
     return error.reason_for(agent) if isinstance(error, TroupeError) else str(error)
+
+
+class AudioError(TroupeError, ValueError):
+    """Audio bytes could not be decoded, encoded or interpreted.
+
+    A ``ValueError`` because the cause is always the data handed in (a corrupt file, a truncated
+    packet, PCM of the wrong length), never the machine; a ``TroupeError`` like everything troupe
+    raises on purpose. Callers log it and skip the item. The message says what was wrong with
+    the bytes, never what they contained.
+    """

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from .audio import AudioError
+from .errors import AudioError
 from .models import ModelType, SpeechParams, SpeechStream
 
 if TYPE_CHECKING:

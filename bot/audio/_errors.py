@@ -7,19 +7,9 @@ from contextlib import contextmanager
 
 import av
 
-from bot.errors import TroupeError
+from bot.errors import AudioError
 
 __all__ = ["AudioError", "translate_av_errors"]
-
-
-class AudioError(TroupeError, ValueError):
-    """Audio bytes could not be decoded, encoded or interpreted.
-
-    A ``ValueError`` because the cause is always the data handed in (a corrupt file, a truncated
-    packet, PCM of the wrong length), never the machine; a ``TroupeError`` like everything troupe
-    raises on purpose. Callers log it and skip the item. The message says what was wrong with
-    the bytes, never what they contained.
-    """
 
 
 @contextmanager

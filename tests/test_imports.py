@@ -1,0 +1,29 @@
+"""What loading troupe costs: heavy libraries load only when a character uses what needs them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+# Loaded as the daemon loads them before it knows what the characters need.
+_CORE = ["bot.cli", "bot.daemon", "bot.runtime", "bot.speech", "plugins.core", "plugins.knowledge", "plugins.openai"]
+_PLATFORMS = ["platforms.discord", "platforms.telegram"]
+
+
+@pytest.mark.parametrize(
+    ("modules", "absent"),
+    [
+        (_CORE, ["av", "numpy", "discord", "telegram"]),  # audio costs ~16 MB of RSS
+        (_PLATFORMS, ["av", "numpy", "discord", "telegram"]),  # a platform's package is its metadata
+    ],
+)
+def test_loading_troupe_leaves_audio_and_platform_sdks_unloaded(modules: list[str], absent: list[str]) -> None:
+    script = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}: importlib.import_module(name)\n"
+        f"print(','.join(m for m in {absent!r} if m in sys.modules))\n"
+    )
+    loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == ""
