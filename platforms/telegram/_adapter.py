@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from telegram import Chat, Message, User
 from telegram.error import Forbidden, InvalidToken, TelegramError
@@ -50,7 +50,7 @@ from ._mapping import (
     world_for_chat,
     world_id,
 )
-from ._outbound import send_text
+from ._outbound import ChatTarget, send_text
 from ._polling import PollingWatch
 from ._relay import Relay
 from ._speaking import speak
@@ -72,14 +72,6 @@ class TelegramTokens(TokenClaims):
 
     def __init__(self) -> None:
         super().__init__("TELEGRAM_BOT_TOKEN", "create one per character with @BotFather")
-
-
-class ChatTarget(NamedTuple):
-    """Where a message goes: a chat, and a forum topic in it."""
-
-    chat_id: int
-    thread_id: int | None = None
-    title: str | None = None  # the chat's title, for the log, when known
 
 
 class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
@@ -297,28 +289,12 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         self._relay.deliver(self, sent)
         return sent
 
-    async def _send_reply(
-        self, chat_id: int, text: str, *, reply_to: int | None, thread_id: int | None, title: str | None = None
-    ) -> tuple[list[Message], bool]:
-        """Send a reply to message ``reply_to``: what went out, and whether that is all of it.
-
-        Never raises: a reply not sent, or not all of it, is logged with the chat (``title`` if
-        known), the message it answers, its first words and why.
-        """
-        return await self.send_reply(ChatTarget(chat_id, thread_id, title), text, {}, reply_to)
-
     async def _speak(
         self, chat: Chat, text: str, memory: Memory, *, reply_to: int | None, thread: int | None, what: str = "reply"
     ) -> None:
         """Say ``text`` as a voice note after the text message ``memory`` stores (see :mod:`._speaking`)."""
         recording = _Typing(self, chat.id, thread, action="record_voice")
         await speak(self, recording, chat, text, memory, reply_to=reply_to, thread=thread, what=what)
-
-    async def _remember(
-        self, sent: list[Message], content: Mapping[str, Any], room: str, *, in_reply_to: str | None = None
-    ) -> list[Memory]:
-        world = world_id(self.runtime.agent_id, sent[0].chat.id) if sent else None
-        return await self.remember_sent(sent, content, room, world, in_reply_to=in_reply_to)
 
     # -- sending (the Messenger's flow is PlatformAdapter's) ------------------------------
 

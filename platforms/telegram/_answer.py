@@ -12,6 +12,7 @@ from bot.types import JSON, Memory
 
 from ._listening import download
 from ._mapping import Translated
+from ._outbound import ChatTarget
 from ._speaking import Indicator
 
 if TYPE_CHECKING:
@@ -37,10 +38,11 @@ class Answer(QuietChannel):
         if not text:
             return []
         adapter, message, incoming = self.adapter, self.message, self.incoming
-        sent, whole = await adapter._send_reply(
-            message.chat.id, text, reply_to=message.message_id, thread_id=self.thread, title=message.chat.title
+        target = ChatTarget(message.chat.id, self.thread, message.chat.title)
+        sent, whole = await adapter.send_reply(target, text, content, message.message_id)
+        memories = await adapter.remember_sent(
+            sent, content, incoming.room_id, incoming.world_id, in_reply_to=incoming.id
         )
-        memories = await adapter._remember(sent, content, incoming.room_id, in_reply_to=incoming.id)
         if self.speak and memories and whole:
             await adapter._speak(message.chat, text, memories[-1], reply_to=message.message_id, thread=self.thread)
         return memories

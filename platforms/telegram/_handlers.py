@@ -38,6 +38,7 @@ from bot.events import EventType
 from bot.types import Memory, now_ms
 
 from ._mapping import SOURCE, channel_type, entity_id, message_id, room_for_message, room_id, translate, world_id
+from ._outbound import ChatTarget
 
 if TYPE_CHECKING:
     from ._adapter import TelegramAdapter
@@ -114,9 +115,8 @@ class UpdateHandlers:
         adapter, message = self.adapter, _message(update)
         seen = translate(self.runtime.agent_id, message, bot_id=adapter.bot_id, bot_username=adapter.username)
         await adapter.meet(message, seen)
-        await adapter._send_reply(
-            seen.chat_id, text, reply_to=seen.message_id, thread_id=seen.thread_id, title=seen.title
-        )
+        target = ChatTarget(seen.chat_id, seen.thread_id, seen.title)
+        await adapter.send_reply(target, text, {}, seen.message_id)
 
     async def on_message(self, update: Update, context: Context) -> None:
         await self.adapter.hear(_message(update))

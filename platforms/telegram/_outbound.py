@@ -16,7 +16,7 @@ import asyncio
 import logging
 import warnings
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from telegram import Bot, Message, ReplyParameters
 from telegram.constants import ParseMode
@@ -28,7 +28,7 @@ from bot.text import repair_text
 
 from ._markdown import split_for_telegram
 
-__all__ = ["DEFAULT_DEADLINE_S", "SendGaveUp", "send_text", "send_voice"]
+__all__ = ["DEFAULT_DEADLINE_S", "ChatTarget", "SendGaveUp", "send_text", "send_voice"]
 
 _log = logging.getLogger(__name__)
 
@@ -37,6 +37,14 @@ _NETWORK_ATTEMPTS = 4
 _BACKOFF_S = 1.0
 _BACKOFF_CAP_S = 8.0
 _SEND_TIMEOUT_S = 60.0
+
+
+class ChatTarget(NamedTuple):
+    """Where a message goes: a chat, and a forum topic in it."""
+
+    chat_id: int
+    thread_id: int | None = None
+    title: str | None = None  # the chat's title, for the log, when known
 
 
 class SendGaveUp(TelegramError):
