@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from .types import JSON, Memory
 
-__all__ = ["IncomingMessage", "MessageHandler", "Outcome", "QuietChannel", "ReplyChannel", "Status"]
+__all__ = ["IncomingMessage", "MessageHandler", "NativeRef", "Outcome", "QuietChannel", "ReplyChannel", "Status"]
 
 
 class Status(StrEnum):
@@ -108,6 +108,22 @@ class QuietChannel:
 
 
 @dataclass(frozen=True, slots=True)
+class NativeRef:
+    """A message as its platform knows it: the same for every character that hears it, so the
+    characters of one daemon can tell they are in the same room, hearing the same message."""
+
+    source: str
+    room: str
+    """The platform's room: a channel, a chat, a chat's forum topic."""
+    message: str
+    """The platform's id of the message (unique in its room)."""
+    author: str
+    """The platform's id of whoever wrote it."""
+    listener: str
+    """The platform's id of the bot that heard it: the character's own account."""
+
+
+@dataclass(frozen=True, slots=True)
 class IncomingMessage:
     """One message a platform heard, as the runtime receives it."""
 
@@ -116,6 +132,9 @@ class IncomingMessage:
     recovered: bool = False
     """Left unanswered by a crashed process and delivered again after a restart: answered only
     if it addressed the agent."""
+    native: NativeRef | None = None
+    """Where the platform heard it; None where the character is alone (a terminal, a voice
+    session, a message taken up after a crash)."""
 
     @property
     def source(self) -> str:

@@ -29,7 +29,7 @@ from bot.connections import SentMessage
 from bot.errors import ConfigError, SendError
 from bot.events import EventType
 from bot.links import LinkState
-from bot.messages import IncomingMessage
+from bot.messages import IncomingMessage, NativeRef
 from bot.text import first_words
 from bot.types import ChannelType, Entity, Memory, Room, World, now_ms
 
@@ -288,7 +288,10 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         await self.ensure_entity(message.author, room_id)
         channel = Answer(self, message, memory)
         try:
-            await self.runtime.receive(IncomingMessage(memory, channel))
+            native = NativeRef(
+                SOURCE, str(message.channel.id), str(message.id), str(message.author.id), str(self.bot_id)
+            )
+            await self.runtime.receive(IncomingMessage(memory, channel, native=native))
         finally:
             await channel.typing_indicator.stop()
 

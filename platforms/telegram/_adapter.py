@@ -30,7 +30,7 @@ from bot.connections import SentMessage, TokenClaims
 from bot.errors import ConfigError, PartlySent
 from bot.events import EventType
 from bot.lifecycle import AdapterState
-from bot.messages import IncomingMessage
+from bot.messages import IncomingMessage, NativeRef
 from bot.types import ChannelType, Entity, Memory, Room
 
 from ._answer import Answer
@@ -264,9 +264,14 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
             return
         channel = Answer(self, message, seen, _Typing(self, seen.chat_id, seen.thread_id))
         try:
-            await self.runtime.receive(IncomingMessage(seen.memory, channel))
+            await self.runtime.receive(IncomingMessage(seen.memory, channel, native=self._native(message, seen)))
         finally:
             await channel.typing_indicator.stop()
+
+    def _native(self, message: Message, seen: Translated) -> NativeRef:
+        room = f"{seen.chat_id}:{seen.thread_id}" if seen.thread_id is not None else str(seen.chat_id)
+        author = str(message.from_user.id) if message.from_user else ""
+        return NativeRef(SOURCE, room, str(seen.message_id), author, str(self.bot_id))
 
     # -- outbound -------------------------------------------------------------------------
 

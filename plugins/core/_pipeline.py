@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from bot.components import State
 from bot.errors import ModelError, StoreError
 from bot.events import EventType
-from bot.messages import IncomingMessage, Outcome, ReplyChannel, Status
+from bot.messages import IncomingMessage, NativeRef, Outcome, ReplyChannel, Status
 from bot.models import ModelType
 from bot.types import Claim, Handling, Memory, now_ms
 
@@ -39,6 +39,7 @@ from ._parse import parse_response
 from ._prompts import render, template
 from ._recovery import recover, wait_for_link
 from ._streaming import ReplyWatcher
+from ._troupe import DEFAULT_WAIT_S, Cue, Part, Scene, Troupe, Voice, about, ask_model
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -76,6 +77,7 @@ class _Turn:
     channel: ReplyChannel
     delivery: Delivery
     recovered: bool
+    native: NativeRef | None
 
     @classmethod
     def of(cls, incoming: IncomingMessage, runtime: AgentRuntime) -> _Turn:
@@ -90,7 +92,7 @@ class _Turn:
             original, id=message_id, agent_id=runtime.agent_id, content=content, metadata=dict(original.metadata)
         )
         delivery = Delivery(runtime, message, incoming.channel.send)
-        return cls(message, message_id, incoming.channel, delivery, incoming.recovered)
+        return cls(message, message_id, incoming.channel, delivery, incoming.recovered, incoming.native)
 
 
 class MessagePipeline:
@@ -100,6 +102,7 @@ class MessagePipeline:
         self.runtime = runtime
         self._latest: dict[str, str] = {}  # room id -> token of the newest message being answered
         self._answering: set[str] = set()  # ids of the messages this process is handling right now
+        self._troupe = runtime.shared.one(Troupe)  # the daemon's characters that may share a room
 
     def register(self) -> None:
         self.runtime.handle_messages_with(self)
@@ -262,6 +265,7 @@ class MessagePipeline:
             recent=recent,
             max_bot_turns=max_bot_turns,
         )
+        scene, cue = await self._cue(turn, verdict)
         decisions = rt.metrics.gate_decisions
         if verdict.decision is Decision.IGNORE:
             status = _SILENCED_BY.get(verdict.rule, Status.IGNORED)
@@ -283,13 +287,13 @@ class MessagePipeline:
         self._latest[message.room_id] = token
         try:
             if verdict.decision is Decision.ASK_MODEL:
-                choice = await self._ask_small_model(message)
-                decisions.labels(agent=rt.character.name, decision=f"model_{choice.lower()}").inc()
-                if choice == _UNREACHABLE:
-                    return Outcome(Status.MODEL_UNREACHABLE, "the small model did not answer")
-                if choice != "RESPOND":
-                    await self._remember_silence(message, "STOP" if choice == "STOP" else "IGNORE")
-                    return Outcome(Status.STOPPED if choice == "STOP" else Status.IGNORED, f"small model: {choice}")
+                silence = await self._undecided(message, cue)
+                if silence is not None:
+                    return silence
+                if scene is not None and cue is not None and cue.part is Part.RESPOND:
+                    # Picked by the troupe: never superseded, and in turn after those picked before.
+                    verdict = replace(verdict, reason=cue.reason, addressed=True)
+                    await scene.wait_turn(rt.agent_id, self._troupe)
             try:
                 await turn.channel.typing()
             except Exception:
@@ -300,6 +304,8 @@ class MessagePipeline:
         finally:
             if self._latest.get(message.room_id) == token:
                 del self._latest[message.room_id]
+            if scene is not None:
+                self._troupe.done(scene, rt.agent_id)
 
     async def _respond(self, turn: _Turn, verdict: Verdict, token: str) -> Outcome:
         rt, message, delivery = self.runtime, turn.message, turn.delivery
@@ -345,6 +351,40 @@ class MessagePipeline:
         return Outcome(Status.REPLIED if replied else Status.ACTED, verdict.reason, tuple(actions))
 
     # -- steps ----------------------------------------------------------------------------
+
+    async def _cue(self, turn: _Turn, verdict: Verdict) -> tuple[Scene | None, Cue | None]:
+        """Tell the troupe what the rules said; for an undecided message in a room shared with
+        the daemon's other characters, what the troupe decided (see ``_troupe.py``)."""
+        rt, native = self.runtime, turn.native
+        if native is None or turn.recovered:
+            return None, None
+        character = rt.character
+        voice = Voice(rt.agent_id, character.name, verdict, about(character.bio, character.topics), rt, turn.message)
+        wait_s = rt.get_number("TROUPE_WAIT_S", DEFAULT_WAIT_S)
+        return await self._troupe.cue(native, voice, lambda voices: ask_model(voices[0], voices), wait_s=wait_s)
+
+    async def _undecided(self, message: Memory, cue: Cue | None) -> Outcome | None:
+        """For a message the rules left undecided: None to answer it, else how it ended — by
+        the troupe's decision, or (alone) by the character's own small model."""
+        rt = self.runtime
+        decisions = rt.metrics.gate_decisions
+        if cue is None or cue.part is Part.ALONE:
+            choice = await self._ask_small_model(message)
+            decisions.labels(agent=rt.character.name, decision=f"model_{choice.lower()}").inc()
+            if choice == _UNREACHABLE:
+                return Outcome(Status.MODEL_UNREACHABLE, "the small model did not answer")
+            if choice != "RESPOND":
+                await self._remember_silence(message, "STOP" if choice == "STOP" else "IGNORE")
+                return Outcome(Status.STOPPED if choice == "STOP" else Status.IGNORED, f"small model: {choice}")
+            return None
+        decisions.labels(agent=rt.character.name, decision=f"troupe_{cue.part.value}").inc()
+        if cue.part is Part.RESPOND:
+            return None
+        if cue.part is Part.UNREACHABLE:
+            return Outcome(Status.MODEL_UNREACHABLE, cue.reason)
+        stop = cue.part is Part.STOP
+        await self._remember_silence(message, "STOP" if stop else "IGNORE")
+        return Outcome(Status.STOPPED if stop else Status.IGNORED, f"troupe: {cue.reason}")
 
     async def _ask_small_model(self, message: Memory) -> str:
         """RESPOND, IGNORE or STOP; an unreadable answer means IGNORE, no answer ``_UNREACHABLE``."""

@@ -38,6 +38,36 @@ Put exactly one of RESPOND, IGNORE or STOP in <action>. {_XML_ONLY}
 </output>
 """
 
+_TROUPE_DECISION = f"""\
+<task>Several characters share this conversation: {{{{troupeNames}}}}. Which of these characters should answer the newest message, and in what order? Usually one, sometimes none.</task>
+
+<context>
+The conversation as {{{{agentName}}}}, one of them, heard it:
+{{{{providers}}}}
+</context>
+
+<characters>
+{{{{troupeMembers}}}}
+</characters>
+
+<rules>
+- Pick a character when the message is meant for them: it carries on a thread they are part of, asks about what they know or care about, or is said to the whole group and they have something worth adding.
+- Pick nobody when the message is chatter between people that needs no answer, or is meant for someone who is not one of these characters.
+- When several should answer, list them in the order they should speak; each will hear the ones before. More than two is rarely right.
+- Put in <stop> any of them the message asks to be quiet, to go away or to stay out of this.
+- Use the names exactly as written above.
+</rules>
+
+<output>
+<response>
+  <reasoning>one or two sentences on why</reasoning>
+  <answer>the names that answer, in order, separated by commas; empty for nobody</answer>
+  <stop>the names asked to stay out, separated by commas; usually empty</stop>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
 _MESSAGE_HANDLER = f"""\
 <task>Write the next turn of {{{{agentName}}}} in this conversation: what they are thinking, the actions they take, and what they say.</task>
 
@@ -299,6 +329,7 @@ DEFAULT_TEMPLATES: dict[str, str] = {
     "roleExtractionTemplate": _ROLE_EXTRACTION,
     "settingsExtractionTemplate": _SETTINGS_EXTRACTION,
     "shouldRespondTemplate": _SHOULD_RESPOND,
+    "troupeDecisionTemplate": _TROUPE_DECISION,
     "summaryTemplate": _SUMMARY,
     "targetExtractionTemplate": _SEND_MESSAGE,
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 
 from bot.character import load_character
-from bot.messages import IncomingMessage, Outcome, QuietChannel
+from bot.messages import IncomingMessage, NativeRef, Outcome, QuietChannel
 from bot.models import ModelType
 from bot.runtime import AgentRuntime
+from bot.shared import Shared
 from bot.store import Database
 from bot.types import ChannelType, Entity, Memory, Room, RoomState, World
 
@@ -46,6 +47,7 @@ class Harness:
     sent: list[dict] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)  # every prompt either model was given
     platform_down: bool = False  # the platform takes nothing: sends return no messages
+    on_sent: Callable[[str], Coroutine[Any, Any, None]] | None = None  # told each text sent (a relay to the others)
 
     async def say(
         self,
@@ -57,6 +59,7 @@ class Harness:
         attachments: list[dict] | None = None,
         fetch: Callable[[Mapping[str, Any]], Awaitable[bytes]] | None = None,
         on_responding: Callable[[], Awaitable[None]] | None = None,
+        native: NativeRef | None = None,
         **meta,
     ) -> Outcome:
         content: dict[str, Any] = {"text": text, "source": "discord"}
@@ -65,7 +68,7 @@ class Harness:
         message = Memory(
             id=id or str(uuid.uuid4()), entity_id=entity, room_id=room or self.room, content=content, metadata=meta
         )
-        return await self.deliver(message, fetch=fetch, on_responding=on_responding)
+        return await self.deliver(message, fetch=fetch, on_responding=on_responding, native=native)
 
     async def deliver(
         self,
@@ -73,9 +76,11 @@ class Harness:
         *,
         fetch: Callable[[Mapping[str, Any]], Awaitable[bytes]] | None = None,
         on_responding: Callable[[], Awaitable[None]] | None = None,
+        native: NativeRef | None = None,
     ) -> Outcome:
         """Hand ``message`` to the runtime as a platform would; what is sent lands in ``sent``."""
-        return await self.rt.receive(IncomingMessage(message, _Channel(self, message.room_id, fetch, on_responding)))
+        channel = _Channel(self, message.room_id, fetch, on_responding)
+        return await self.rt.receive(IncomingMessage(message, channel, native=native))
 
     async def room_state(self) -> RoomState | None:
         return await self.rt.store.get_participant_state(self.room, self.rt.agent_id)
@@ -99,6 +104,8 @@ class _Channel(QuietChannel):
         h.sent.append(content)
         if h.platform_down:
             return []
+        if h.on_sent is not None:
+            h.rt.create_task(h.on_sent(str(content.get("text") or "")), "test:relay")
         return [Memory(id=str(uuid.uuid4()), entity_id=h.rt.agent_id, room_id=self.room, content=dict(content))]
 
     async def typing(self) -> None:
@@ -127,11 +134,16 @@ async def harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     runtimes: list[AgentRuntime] = []
     async with Database(tmp_path / "t.db") as db:
 
-        async def make(room_type: ChannelType = ChannelType.GROUP, **character: Any) -> Harness:
-            path = tmp_path / "ada.json"
-            path.write_text(json.dumps({"name": "Ada", "bio": "A test character.", **character}))
+        async def make(
+            room_type: ChannelType = ChannelType.GROUP, *, shared: Shared | None = None, **character: Any
+        ) -> Harness:
+            """A character (Ada unless ``name`` says otherwise); characters given one ``shared``
+            are one daemon's troupe."""
+            data = {"name": "Ada", "bio": "A test character.", **character}
+            path = tmp_path / f"{str(data['name']).lower()}.json"
+            path.write_text(json.dumps(data))
             char = load_character(path, environ={}).raise_for_problems()
-            rt = AgentRuntime(char, db.for_agent(char.agent_id), environ={})
+            rt = AgentRuntime(char, db.for_agent(char.agent_id), environ={}, shared=shared)
             h = Harness(rt, rt.unique_id("discord:room-1"), rt.unique_id("discord:guild-1"))
 
             async def small(runtime: AgentRuntime, params: dict) -> Any:

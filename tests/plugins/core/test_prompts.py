@@ -164,7 +164,11 @@ def test_default_templates_exist_under_upstream_names_with_their_inputs() -> Non
         "roleExtractionTemplate",
         "settingsExtractionTemplate",  # inline prompts upstream; named here to override
         "summaryTemplate",  # troupe's: compacting old messages (plugins/core/_retention.py)
+        "troupeDecisionTemplate",  # troupe's: one decision for the characters sharing a room (_troupe.py)
     }
+    troupe = DEFAULT_TEMPLATES["troupeDecisionTemplate"]
+    for needle in ("{{providers}}", "{{troupeMembers}}", "{{troupeNames}}", "<answer>", "<stop>"):
+        assert needle in troupe
     should = DEFAULT_TEMPLATES["shouldRespondTemplate"]
     assert "{{agentName}}" in should and "{{providers}}" in should
     assert "<action>RESPOND | IGNORE | STOP</action>" in should and "stops taking part" in should

@@ -1,0 +1,326 @@
+"""One decision per troupe: the daemon's characters that hear the same message in a room they
+share decide together who answers it.
+
+Each character's pipeline applies its own rules first (``_gate.py``) and tells the troupe what
+they said (:meth:`Troupe.cue`). For one message in one room:
+
+- a character the rules decide for (addressed, followed, muted, the loop guard …) goes its way
+  at once;
+- when the rules addressed any of them (named, mentioned, replied to), the message is for that
+  one: the undecided others stay silent, with no model call;
+- a lone undecided character asks its own small model, as it would alone;
+- several undecided characters cost one TEXT_SMALL call for all of them
+  (``troupeDecisionTemplate``): which of them answer, in what order, and whom the message asked
+  to stay out (STOP). A name that is not one of them is ignored.
+
+Those picked answer one after another in the chosen order (:meth:`Scene.wait_turn`), each once
+the previous one is done and its reply has reached it, so each sees what the others said. A
+character already answering in the room is not picked again for a message that comes meanwhile.
+
+Who is in a room is learned from the messages heard there: a character that heard the room's
+previous message is waited for (at most ``TROUPE_WAIT_S``), one that missed it is not, and the
+author of a message is never waited for. Characters of other processes are not coordinated with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from bot.errors import ModelError
+from bot.messages import NativeRef
+from bot.models import ModelType
+from bot.types import Memory
+
+from ._gate import Decision, Verdict
+from ._parse import parse_response
+from ._prompts import render, template
+
+if TYPE_CHECKING:
+    from bot.runtime import AgentRuntime
+
+__all__ = ["Cue", "Part", "Scene", "Troupe", "Voice"]
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_WAIT_S = 0.5  # how long the characters of a room are waited for: platforms deliver to each bot within ms
+_HEAR_WAIT_S = 3.0  # how long a turn waits for the previous one's reply to reach its character
+_SCENES_KEPT = 1024  # messages remembered per daemon (a late delivery finds its scene)
+_DECISION_PROVIDERS = ["RECENT_MESSAGES"]
+
+RoomKey = tuple[str, str]  # source, platform room
+Ask = Callable[[Sequence["Voice"]], Awaitable[str]]
+
+
+class Part(StrEnum):
+    """What the troupe decided for one undecided character."""
+
+    RESPOND = "respond"  # picked: answer, in turn
+    IGNORE = "ignore"
+    STOP = "stop"  # asked to stay out of the conversation
+    ALONE = "alone"  # the only undecided one: it asks its own small model
+    UNREACHABLE = "unreachable"  # the decision's model did not answer
+
+
+@dataclass(frozen=True, slots=True)
+class Cue:
+    part: Part
+    reason: str
+    turn: int = 0
+    """Among those picked: 0 answers first."""
+
+
+@dataclass(frozen=True, slots=True)
+class Voice:
+    """One character as it reports on a message: what its rules said, and what the troupe
+    decision needs to know of it."""
+
+    agent_id: str
+    name: str
+    verdict: Verdict
+    about: str = ""
+    """Its bio and topics, for the decision."""
+    runtime: AgentRuntime | None = None
+    """Whose model makes the decision, when this character is the first undecided one."""
+    message: Memory | None = None
+    """Its copy of the message: the decision's prompt is composed from it."""
+
+
+def about(character_bio: Sequence[str], topics: Sequence[str]) -> str:
+    """A character in a line or two, for the decision: its bio, then its topics."""
+    bio = " ".join(b.strip() for b in character_bio[:2] if b.strip())
+    if topics:
+        bio = f"{bio} Topics: {', '.join(topics[:8])}." if bio else f"Topics: {', '.join(topics[:8])}."
+    return bio[:400]
+
+
+@dataclass(slots=True)
+class Scene:
+    """One message in one room, as the troupe hears it."""
+
+    ref: NativeRef
+    expected: set[str]
+    """Agents waited for: those who heard the room's previous message (the author excepted)."""
+    deadline: float
+    voices: dict[str, Voice] = field(default_factory=dict)
+    listeners: dict[str, str] = field(default_factory=dict)
+    """Agent id → its platform account."""
+    order: list[str] = field(default_factory=list)
+    """The agents picked, in the order they answer."""
+    _all_in: asyncio.Event = field(default_factory=asyncio.Event)
+    _settled: bool = False
+    _decision: asyncio.Future[dict[str, Cue]] | None = None
+    _finished: dict[str, asyncio.Event] = field(default_factory=dict)
+    _heard_before: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(listener, author) → messages of the author it had heard when the decision was made."""
+
+    def add(self, voice: Voice, listener: str) -> None:
+        self.voices[voice.agent_id] = voice
+        self.listeners[voice.agent_id] = listener
+        # Someone addressed settles it for the undecided (they stay silent). Nobody expected: a
+        # room this process has not heard yet, so wait the whole while.
+        if voice.verdict.addressed or (self.expected and self.expected <= self.voices.keys()):
+            self._all_in.set()
+
+    async def all_in(self) -> None:
+        """Until every expected character has reported, or the wait is over."""
+        remaining = self.deadline - time.monotonic()
+        if remaining > 0 and not self._all_in.is_set():
+            try:
+                async with asyncio.timeout(remaining):
+                    await self._all_in.wait()
+            except TimeoutError:
+                pass
+
+    def finish(self, agent_id: str) -> None:
+        """``agent_id`` is done with its turn (answered, or gave up)."""
+        done = self._finished.get(agent_id)
+        if done is not None:
+            done.set()
+
+    async def wait_turn(self, agent_id: str, troupe: Troupe) -> None:
+        """Until the characters picked before ``agent_id`` are done and their replies have
+        reached it (each wait bounded: a reply that never comes does not hold the others)."""
+        if agent_id not in self.order:
+            return
+        listener = self.listeners[agent_id]
+        for before in self.order[: self.order.index(agent_id)]:
+            author = self.listeners[before]
+            await self._finished[before].wait()
+            await troupe.wait_heard(self.ref, listener, author, self._heard_before[listener, author], _HEAR_WAIT_S)
+
+
+class Troupe:
+    """The characters of one daemon, deciding together (``runtime.shared.one(Troupe)``)."""
+
+    def __init__(self) -> None:
+        self._rooms: dict[RoomKey, dict[str, tuple[str, bool]]] = {}
+        """Who is in each room: agent id → (its platform account, heard the latest message)."""
+        self._scenes: OrderedDict[tuple[str, str, str], Scene] = OrderedDict()
+        self._answering: dict[RoomKey, set[str]] = {}
+        """Agents picked in a room and not done yet."""
+        self._heard: dict[tuple[str, str, str], dict[str, int]] = {}
+        """(source, room, listener) → author → messages heard from them."""
+        self._news: dict[tuple[str, str, str], asyncio.Event] = {}
+
+    # -- hearing ------------------------------------------------------------------------
+
+    def heard_count(self, ref: NativeRef, listener: str, author: str) -> int:
+        return self._heard.get((ref.source, ref.room, listener), {}).get(author, 0)
+
+    async def wait_heard(self, ref: NativeRef, listener: str, author: str, since: int, timeout: float) -> bool:
+        """Until ``listener`` has heard more than ``since`` messages of ``author`` in the room."""
+        key = (ref.source, ref.room, listener)
+        try:
+            async with asyncio.timeout(timeout):
+                while self._heard.get(key, {}).get(author, 0) <= since:
+                    news = self._news.setdefault(key, asyncio.Event())
+                    await news.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    def _hear(self, ref: NativeRef) -> None:
+        key = (ref.source, ref.room, ref.listener)
+        counts = self._heard.setdefault(key, {})
+        counts[ref.author] = counts.get(ref.author, 0) + 1
+        news = self._news.pop(key, None)
+        if news is not None:
+            news.set()
+
+    # -- deciding -----------------------------------------------------------------------
+
+    def scene(self, ref: NativeRef, wait_s: float) -> Scene:
+        key = (ref.source, ref.room, ref.message)
+        scene = self._scenes.get(key)
+        if scene is None:
+            members = self._rooms.get((ref.source, ref.room), {})
+            expected = {agent for agent, (account, present) in members.items() if present and account != ref.author}
+            scene = Scene(ref, expected, time.monotonic() + wait_s)
+            self._scenes[key] = scene
+            while len(self._scenes) > _SCENES_KEPT:
+                self._scenes.popitem(last=False)
+        return scene
+
+    async def cue(
+        self, ref: NativeRef, voice: Voice, ask: Ask, *, wait_s: float = DEFAULT_WAIT_S
+    ) -> tuple[Scene, Cue | None]:
+        """Report what ``voice``'s rules said about the message ``ref``; the message's scene and,
+        for an undecided character, what the troupe decided for it (None: the rules decided)."""
+        self._hear(ref)
+        scene = self.scene(ref, wait_s)
+        scene.add(voice, ref.listener)
+        self._rooms.setdefault((ref.source, ref.room), {})[voice.agent_id] = (ref.listener, True)
+        if voice.verdict.decision is not Decision.ASK_MODEL:
+            return scene, None
+        await scene.all_in()
+        self._note_presence(scene)
+        if scene._decision is None:
+            scene._decision = asyncio.ensure_future(self._decide(scene, ask))
+        # Shielded: one character giving up (its run timed out) must not cancel the others' decision.
+        cues = await asyncio.shield(scene._decision)
+        return scene, cues.get(voice.agent_id) or self._late(scene)
+
+    def _note_presence(self, scene: Scene) -> None:
+        """Those expected who did not hear the message are not waited for next time (they may
+        have left the room, or not listen to such messages) until they are heard there again."""
+        if scene._settled:
+            return
+        scene._settled = True
+        members = self._rooms.setdefault((scene.ref.source, scene.ref.room), {})
+        for agent in scene.expected - scene.voices.keys():
+            account, _ = members[agent]
+            members[agent] = (account, False)
+
+    def _late(self, scene: Scene) -> Cue:
+        """For a character whose report came after the decision: it was not among those asked."""
+        if scene.order or any(v.verdict.addressed for v in scene.voices.values()):
+            return Cue(Part.IGNORE, "the troupe had already decided who answers")
+        return Cue(Part.ALONE, "heard after the troupe decided")
+
+    async def _decide(self, scene: Scene, ask: Ask) -> dict[str, Cue]:
+        room = (scene.ref.source, scene.ref.room)
+        voices = list(scene.voices.values())
+        undecided = [v for v in voices if v.verdict.decision is Decision.ASK_MODEL]
+        cues: dict[str, Cue] = {}
+        busy = self._answering.get(room, set())
+        for voice in [v for v in undecided if v.agent_id in busy]:
+            cues[voice.agent_id] = Cue(Part.IGNORE, "already answering in this room")
+        undecided = [v for v in undecided if v.agent_id not in busy]
+        addressed = [v.name for v in voices if v.verdict.addressed]
+        if addressed:
+            for voice in undecided:
+                cues[voice.agent_id] = Cue(Part.IGNORE, f"meant for {', '.join(addressed)}")
+            return cues
+        if len(undecided) <= 1:
+            for voice in undecided:
+                cues[voice.agent_id] = Cue(Part.ALONE, "the only one undecided")
+            return cues
+        try:
+            raw = await ask(undecided)
+        except ModelError as exc:
+            _log.warning("the troupe could not decide who answers in %s: %s", scene.ref.room, exc)
+            return {**cues, **{v.agent_id: Cue(Part.UNREACHABLE, "the small model did not answer") for v in undecided}}
+        picked, stopped = parse_decision(raw, [v.name for v in undecided])
+        by_name = {v.name.casefold(): v for v in undecided}
+        scene.order = [by_name[name.casefold()].agent_id for name in picked]
+        for agent in scene.order:
+            scene._finished[agent] = asyncio.Event()
+            self._answering.setdefault(room, set()).add(agent)
+            for other in scene.order:
+                pair = (scene.listeners[agent], scene.listeners[other])
+                scene._heard_before[pair] = self.heard_count(scene.ref, *pair)
+        for turn, name in enumerate(picked):
+            cues[by_name[name.casefold()].agent_id] = Cue(Part.RESPOND, f"the troupe chose {name}", turn)
+        for voice in undecided:
+            if voice.agent_id in cues:
+                continue
+            stop = voice.name.casefold() in {n.casefold() for n in stopped}
+            cues[voice.agent_id] = Cue(Part.STOP, "asked to stay out") if stop else Cue(Part.IGNORE, "not chosen")
+        return cues
+
+    def done(self, scene: Scene, agent_id: str) -> None:
+        """``agent_id`` is done answering (or gave up): the next in turn may go."""
+        scene.finish(agent_id)
+        busy = self._answering.get((scene.ref.source, scene.ref.room))
+        if busy is not None:
+            busy.discard(agent_id)
+
+
+def parse_decision(raw: object, names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The characters to answer, in order, and those asked to stay out, from the decision's
+    answer; strictly: only ``names`` count (any case), each once; unreadable means nobody."""
+    parsed = parse_response(raw if isinstance(raw, str) else str(raw or "")) or {}
+    known = {n.casefold(): n for n in names}
+
+    def listed(key: str) -> list[str]:
+        value = parsed.get(key)
+        items = value if isinstance(value, list) else re.split(r"[,\n]", str(value or ""))
+        found: list[str] = []
+        for item in items:
+            name = known.get(str(item).strip().strip(".").casefold())
+            if name is not None and name not in found:
+                found.append(name)
+        return found
+
+    answer = listed("answer")
+    return answer, [n for n in listed("stop") if n not in answer]
+
+
+async def ask_model(asking: Voice, voices: Sequence[Voice]) -> str:
+    """One TEXT_SMALL call deciding for ``voices``, with ``asking``'s model and the conversation
+    as its character hears it."""
+    runtime, message = asking.runtime, asking.message
+    assert runtime is not None and message is not None  # every undecided voice carries both
+    state = await runtime.compose_state(message, _DECISION_PROVIDERS, only_include=True)
+    members = "\n".join(f"- {v.name}: {v.about}" if v.about else f"- {v.name}" for v in voices)
+    values = {**state.values, "troupeMembers": members, "troupeNames": ", ".join(v.name for v in voices)}
+    prompt = render(template(runtime.character.templates, "troupeDecisionTemplate"), values, rng=runtime.rng)
+    return str(await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt}) or "")
