@@ -1,6 +1,6 @@
 """Benchmark: the troupe scene — five characters in the same Telegram groups, one daemon.
 
-    .venv/bin/python tests/bench/bench_scene.py [--groups 50] [--rates 2] [--seconds 10] [--rounds 1]
+    .venv/bin/python tests/bench/bench_scene.py [--groups 50] [--rates 2] [--seconds 10] [--rounds 1] [--warm-up 4]
 
 The real ``troupe start`` runs as a subprocess with five characters (Ada, Brann, Cleo, Dora,
 Emil), each its own bot on the fake Telegram Bot API (tests/fakes/telegram_server.py, in this
@@ -14,9 +14,12 @@ alone answers a person's message that names no character and lets everything els
 troupe decision (when troupe has one) picks, by the same rule, every character it is asked
 about; a reflection learns one fact.
 
-After a warm-up round (one message per group, naming a character; not counted) come two phases:
-A, messages that name one character ("Brann, what do you make of topic 7?", the characters in
-turn); B, messages that name none. Each phase has two parts:
+After a warm-up (``--warm-up`` rounds of one message per group naming a character; not counted:
+a character reflects on its cadence only once a room holds nine messages, so the warm-up brings
+every group there and the counts below are those of a conversation under way) come two phases:
+A, messages that name one character ("Brann, what do you make of maps (question 7)?"; in each
+group the five are named in turn); B, messages that name none. People write in turn, and the
+groups are written to in turn. Each phase has two parts:
 
 - latency: for each rate in ``--rates``, messages at that rate (open loop, one group after the
   other) for ``--seconds``; reply p50/p95 is the time from a user's message to the first reply
@@ -129,19 +132,24 @@ class Scene:
     quiet: float
     timeout: float
     count: int = 0
+    named: dict[int, int] = field(default_factory=dict)
+    """Per group: how many of its messages named a character (they name the five in turn)."""
 
-    def text(self, phase: str) -> str:
+    async def say(self, phase: str) -> Said:
+        """The next person writes in the next group (the groups in turn, so any run of as many
+        messages as there are groups reaches each group once)."""
         n, self.count = self.count, self.count + 1
+        group, person = self.groups[n % len(self.groups)], self.people[n % len(self.people)]
         topic = TOPICS[n % len(TOPICS)]
         if phase == "A":
-            return f"{NAMES[n % len(NAMES)]}, what do you make of {topic} (question {n})?"
-        return f"What does everyone make of {topic} (question {n})?"
-
-    async def say(self, index: int, phase: str) -> Said:
-        group = self.groups[index % len(self.groups)]
-        person = self.people[index % len(self.people)]
+            asked = self.named.get(group.id, 0)
+            self.named[group.id] = asked + 1
+            name = NAMES[(n % len(self.groups) + asked) % len(NAMES)]
+            text = f"{name}, what do you make of {topic} (question {n})?"
+        else:
+            text = f"What does everyone make of {topic} (question {n})?"
         at = time.monotonic()
-        message = await self.telegram.user_says(person, group, self.text(phase))
+        message = await self.telegram.user_says(person, group, text)
         return Said(group.id, message["message_id"], at)
 
 
@@ -157,14 +165,14 @@ async def at_rate(scene: Scene, phase: str, rate: float, seconds: float) -> Part
     started = time.monotonic()
     for k in range(max(1, round(rate * seconds))):
         await asyncio.sleep(max(0.0, started + k / rate - time.monotonic()))
-        said.append(await scene.say(k, phase))
+        said.append(await scene.say(phase))
     await scene.watcher.settle(scene.models, said, scene.quiet, scene.timeout)
     return Part(said, scene.watcher.last_activity - started, scene.watcher.latencies(said))
 
 
 async def round_at_once(scene: Scene, phase: str) -> Part:
     started = time.monotonic()
-    said = [await scene.say(k, phase) for k in range(len(scene.groups))]
+    said = [await scene.say(phase) for _ in scene.groups]
     await scene.watcher.settle(scene.models, said, scene.quiet, scene.timeout)
     return Part(said, scene.watcher.last_activity - started, scene.watcher.latencies(said))
 
@@ -228,7 +236,7 @@ async def main() -> int:
     parser.add_argument("--rates", type=float, nargs="*", default=[2.0], help="user msgs/s of the latency runs")
     parser.add_argument("--seconds", type=float, default=10.0, help="length of each latency run")
     parser.add_argument("--rounds", type=int, default=1, help="saturation rounds (one message per group each)")
-    parser.add_argument("--warm-up", type=int, default=2, help="rounds (one message per group each) before measuring")
+    parser.add_argument("--warm-up", type=int, default=4, help="rounds (one message per group each) before measuring")
     parser.add_argument("--phases", default="AB", help="which phases to run: A, B or AB")
     parser.add_argument("--quiet", type=float, default=1.0, help="seconds without activity that end a run")
     parser.add_argument("--timeout", type=float, default=120.0, help="longest wait for a run's answers")
