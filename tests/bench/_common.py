@@ -62,13 +62,15 @@ class Script:
     a character deciding alone answers a person's message that names no character and lets
     the rest pass (a message naming another is for that one, another bot's message is
     chatter); the troupe decision picks, by the same rule, every character it is asked about;
-    a reflection learns one new fact.
+    a reflection learns one new fact (or, with ``reflections_parse`` false, answers prose that
+    does not parse, as a model that ignores the format does).
 
     ``characters`` are the names of the benchmark's characters (to tell a bot's message from a
     person's, and to find them in a troupe decision's prompt).
     """
 
     characters: Sequence[str] = ()
+    reflections_parse: bool = True
     _facts: itertools.count[int] = field(default_factory=itertools.count)
 
     def answer(self, body: dict[str, Any]) -> str:
@@ -89,6 +91,8 @@ class Script:
             named = sorted((prompt.find(n), n) for n in self.characters if n in prompt)
             chosen = ", ".join(n for _, n in named) if self._for_anyone(prompt) else ""
             return f"<response><reasoning>ok</reasoning><characters>{chosen}</characters></response>"
+        if kind == "reflection" and not self.reflections_parse:
+            return "The conversation is going well; nobody said anything new."
         if kind == "reflection":
             claim = f"The person asked question {next(self._facts)}."
             return (
@@ -144,11 +148,12 @@ class Tally:
 
 class ModelServer:
     """The fake OpenAI-compatible server in a child process (:mod:`tests.bench._model_server`),
-    scripted with :class:`Script` for ``characters``. ``url`` is the base URL to give the openai
+    scripted with :class:`Script` for ``characters`` (and ``reflections_parse``). ``url`` is the base URL to give the openai
     plugin; :meth:`tally` counts what it was asked so far."""
 
-    def __init__(self, characters: Iterable[str] = ()) -> None:
+    def __init__(self, characters: Iterable[str] = (), *, reflections_parse: bool = True) -> None:
         self.characters = list(characters)
+        self.reflections_parse = reflections_parse
         self.url = ""
         self._process: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
@@ -158,6 +163,7 @@ class ModelServer:
             sys.executable,
             "-m",
             "tests.bench._model_server",
+            *([] if self.reflections_parse else ["--reflections-do-not-parse"]),
             *self.characters,
             cwd=ROOT,
             stdin=asyncio.subprocess.PIPE,

@@ -1,14 +1,16 @@
 """Benchmark: characters on the real openai plugin, against an OpenAI-compatible server over HTTP.
 
     .venv/bin/python tests/bench/bench_model_http.py [--messages 1000] [--agents 20] [--rooms 10]
+    .venv/bin/python tests/bench/bench_model_http.py --reflections-do-not-parse --agents 0
 
 Each character runs the whole pipeline (store, gate, providers, the plan, REPLY, evaluators) with
 the openai plugin as its only model plugin, pointed at the fake OpenAI-compatible server
 (tests/fakes/openai_server.py) in a process of its own, answering at once (tests/bench/_common.py):
 the plan is a REPLY, every message is embedded (in the background, as in production), and the
-reflection runs on its cadence and learns one fact (embedded too). Messages are direct messages
-(so the small model is never asked whether to answer), entering through ``runtime.receive`` with
-a reply channel that stores what it sends, as a platform does.
+reflection runs on its cadence and learns one fact (embedded too; with
+``--reflections-do-not-parse`` it answers prose instead, to see what the cadence does then).
+Messages are direct messages (so the small model is never asked whether to answer), entering
+through ``runtime.receive`` with a reply channel that stores what it sends, as a platform does.
 
 (a) One agent, messages one after another: the reply's latency (from ``receive`` to the reply
     handed to the channel; "handled" adds what runs after the reply: the evaluators) and
@@ -203,12 +205,18 @@ async def main() -> None:
     parser.add_argument("--agents", type=int, default=20, help="agents of the many-agent run (0: skip it)")
     parser.add_argument("--rooms", type=int, default=10, help="direct-message rooms per agent (one person each)")
     parser.add_argument("--warm-up", type=int, default=20, help="messages per agent before measuring")
+    parser.add_argument(
+        "--reflections-do-not-parse",
+        action="store_true",
+        help="the model answers reflections in prose, not in the XML asked for",
+    )
     args = parser.parse_args()
     print(
         f"bench_model_http: openai plugin over HTTP to a fake server answering at once; "
         f"{args.rooms} DM rooms per agent, {args.warm_up} warm-up messages per agent"
+        + ("; reflections answered in prose that does not parse" if args.reflections_do_not_parse else "")
     )
-    async with ModelServer() as server:
+    async with ModelServer(reflections_parse=not args.reflections_do_not_parse) as server:
         report("1 agent, sequential", await run(server, 1, args.messages, args.rooms, args.warm_up))
         if args.agents > 0:
             many = await run(server, args.agents, args.many_messages, args.rooms, args.warm_up)

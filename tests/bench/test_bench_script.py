@@ -76,3 +76,8 @@ def test_a_tally_counts_chat_requests_by_kind_and_subtracts() -> None:
     tally.add("chat", request("messageHandlerTemplate"))
     tally.add("embeddings", {"input": "hello"})
     assert (tally - before).per(2) == ("1.00 model requests per message (chat 0.50, embeddings 0.50; chat: plan 0.50)")
+
+
+def test_a_reflection_told_not_to_parse_answers_prose_the_pipeline_cannot_read() -> None:
+    answer = Script(CHARACTERS, reflections_parse=False).answer(request("reflectionTemplate"))
+    assert parse_response(answer) is None
