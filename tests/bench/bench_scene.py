@@ -99,20 +99,22 @@ class Watcher:
             await asyncio.sleep(0.005)
 
     async def settle(self, models: ModelServer, said: list[Said], quiet: float, timeout: float) -> Tally:
-        """Wait until every message in ``said`` has a reply and nothing happened for ``quiet`` s;
-        the model requests counted so far."""
+        """Wait until every message in ``said`` has a reply and nothing happened for ``quiet`` s
+        (or, with messages unanswered, for five times as long; or ``timeout`` s in all); the
+        model requests counted so far."""
         deadline = time.monotonic() + timeout
+        self.last_activity = time.monotonic()  # the last message was just sent
         while True:
             tally = await models.tally()
             now = time.monotonic()
             if tally.total != self.requests:
                 self.requests, self.last_activity = tally.total, now
-            answered = all((s.chat_id, s.message_id) in self.replies for s in said)
-            if answered and now - self.last_activity >= quiet:
+            missing = sum((s.chat_id, s.message_id) not in self.replies for s in said)
+            idle = now - self.last_activity
+            if idle >= quiet and not missing:
                 return tally
-            if now > deadline:
-                missing = sum((s.chat_id, s.message_id) not in self.replies for s in said)
-                print(f"    gave up waiting after {timeout:.0f} s: {missing} of {len(said)} messages unanswered")
+            if idle >= 5 * quiet or now > deadline:
+                print(f"    {missing} of {len(said)} messages never answered (idle {idle:.1f} s)")
                 return tally
             await asyncio.sleep(0.1)
 
@@ -184,7 +186,10 @@ async def phase(scene: Scene, name: str, title: str, rates: list[float], seconds
     for rate in rates:
         part = await at_rate(scene, name, rate, seconds)
         messages += len(part.said)
-        print(f"    at {rate:g} msgs/s: {len(part.said)} messages, reply {p50_p95(part.latencies)}")
+        print(
+            f"    at {rate:g} msgs/s: {len(part.said)} messages, all handled after {part.seconds:.1f} s; "
+            f"reply {p50_p95(part.latencies)}"
+        )
     saturation: list[Part] = []
     for _ in range(rounds):
         part = await round_at_once(scene, name)
