@@ -90,7 +90,7 @@ class Script:
             # anyone; none otherwise.
             named = sorted((prompt.find(n), n) for n in self.characters if n in prompt)
             chosen = ", ".join(n for _, n in named) if self._for_anyone(prompt) else ""
-            return f"<response><reasoning>ok</reasoning><characters>{chosen}</characters></response>"
+            return f"<response><reasoning>ok</reasoning><answer>{chosen}</answer><stop></stop></response>"
         if kind == "reflection" and not self.reflections_parse:
             return "The conversation is going well; nobody said anything new."
         if kind == "reflection":

@@ -11,6 +11,7 @@ import pytest
 from plugins.core._mustache import render
 from plugins.core._parse import parse_response
 from plugins.core._templates import DEFAULT_TEMPLATES
+from plugins.core._troupe import parse_decision
 from tests.bench._common import Script, Tally, chat_kind
 
 CHARACTERS = ("Ada", "Brann")
@@ -39,6 +40,26 @@ def test_a_chat_request_is_sorted_by_the_template_that_wrote_it(template: str, k
 def test_the_troupe_decision_is_told_by_its_question_whatever_else_its_prompt_quotes() -> None:
     prompt = "Which of these characters should answer the newest message?\nWrite the next turn of Ada"
     assert chat_kind(prompt) == "troupe_decision"
+
+
+@pytest.mark.parametrize(
+    ("received", "chosen"),
+    [("Sam: What does everyone make of bees?", ["Ada", "Brann"]), ("Brann: Brann here, on it.", [])],
+)
+def test_the_troupe_decision_picks_everyone_for_a_persons_message_that_names_nobody(
+    received: str, chosen: list[str]
+) -> None:
+    providers = f"# Received Message\n{received}"
+    values = {
+        "agentName": "Ada",
+        "providers": providers,
+        "troupeNames": "Ada, Brann",
+        "troupeMembers": "- Ada: a\n- Brann: b",
+    }
+    prompt = render(DEFAULT_TEMPLATES["troupeDecisionTemplate"], values)
+    body = {"messages": [{"role": "user", "content": prompt}]}
+    assert chat_kind(prompt) == "troupe_decision"
+    assert parse_decision(Script(CHARACTERS).answer(body), CHARACTERS) == (chosen, [])
 
 
 @pytest.mark.parametrize(
