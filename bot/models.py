@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Literal, NotRequired, Protocol, TypedDict
+from typing import Literal, NotRequired, Protocol, TypedDict, TypeVar
 
 __all__ = [
     "EmbeddingBatchParams",
@@ -180,6 +180,13 @@ class _Character(Protocol):
     def system(self) -> str | None: ...
 
 
+_T = TypeVar("_T")
+
+
+class _Shared(Protocol):
+    def one(self, kind: type[_T]) -> _T: ...
+
+
 class ModelHost(Protocol):
     """What a model plugin asks of the agent's runtime: in ``setup(runtime)``, and as the first
     argument of each handler. :class:`~bot.runtime.AgentRuntime` is one; a test may hand a plugin
@@ -198,3 +205,8 @@ class ModelHost(Protocol):
     ) -> None: ...
 
     def on_close(self, callback: Callable[[], Awaitable[None]], /) -> None: ...
+
+    @property
+    def shared(self) -> _Shared:
+        """What the daemon's agents share (:class:`bot.shared.Shared`): one object of a kind."""
+        ...

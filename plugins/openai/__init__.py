@@ -65,10 +65,11 @@ async def setup(runtime: ModelHost) -> None:
     """
     # The SDK is imported here, not at the top, so that discovering ``meta`` stays cheap.
     from ._handlers import OpenAIModels
+    from ._vectors import SharedVectors
 
     agent = runtime.character.name
     config = resolve_config(runtime, agent=agent)
-    models = OpenAIModels(config, agent=agent)
+    models = OpenAIModels(config, agent=agent, vectors=runtime.shared.one(SharedVectors))
     runtime.on_close(models.aclose)
     models.register(runtime)
     embeddings = (

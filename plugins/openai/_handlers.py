@@ -33,6 +33,7 @@ from ._calls import Calls
 from ._config import Endpoint, ProviderConfig
 from ._parse import audio_filename, parse_image_description, parse_json_object, probe_vector
 from ._speech_stream import open_speech_stream
+from ._vectors import SharedVectors
 
 __all__ = ["OpenAIModels"]
 
@@ -55,10 +56,11 @@ class OpenAIModels:
     wrong; the SDK already retried 408/409/429/5xx and timeouts ``max_retries`` times.
     """
 
-    def __init__(self, config: ProviderConfig, *, agent: str) -> None:
+    def __init__(self, config: ProviderConfig, *, agent: str, vectors: SharedVectors | None = None) -> None:
         self.config = config
         self.agent = agent
         self._calls = Calls(config, agent=agent)
+        self._vectors = vectors or SharedVectors()  # the daemon's, so that its characters share requests
 
     def __repr__(self) -> str:
         return f"<OpenAIModels {self.agent} {self.config.preset}>"
@@ -125,6 +127,16 @@ class OpenAIModels:
         # Only text-embedding-3 models take ``dimensions``; others reject or ignore it.
         if model.startswith("text-embedding-3"):
             extra["dimensions"] = dimensions
+        if not batch:
+            key = (endpoint.base_url, model, dimensions, texts[0])
+            return await self._vectors.vector(key, lambda: self._embed(endpoint, model, texts, extra, batch=False))
+        return await self._embed(endpoint, model, texts, extra, batch=True)
+
+    async def _embed(
+        self, endpoint: Endpoint, model: str, texts: list[str], extra: dict[str, Any], *, batch: bool
+    ) -> Any:
+        """One request for the vectors of ``texts`` (``batch``: a list of them, else the one), checked."""
+        dimensions = self.config.embedding_dimensions
         request: str | list[str] = texts if batch else texts[0]
         response = await self._calls.call(
             ModelType.TEXT_EMBEDDING,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.models import ModelType
+from bot.shared import Shared
 
 __all__ = ["FakeCharacter", "FakeRuntime", "Registration", "runtime_maker"]
 
@@ -37,6 +38,7 @@ class FakeRuntime:
     model_preset: str | None = None
     models: list[Registration] = field(default_factory=list)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    shared: Shared = field(default_factory=Shared)
 
     def get_setting(self, key: str) -> str | None:
         return self.settings.get(key)

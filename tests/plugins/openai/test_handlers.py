@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
 from bot.errors import ModelError
 from bot.models import ModelType
-from tests.fakes.openai_server import FakeOpenAIServer, UploadedFile
+from bot.shared import Shared
+from tests.fakes.openai_server import Fail, FakeOpenAIServer, UploadedFile
 
 from ..fake_runtime import FakeCharacter, FakeRuntime
 from .conftest import KEY, OTHER_KEY
@@ -335,3 +338,36 @@ async def test_a_closed_plugin_refuses_calls(runtime: FakeRuntime, server: FakeO
     with pytest.raises(ModelError, match="the openai plugin is closed"):
         await handler(runtime, {"prompt": "hi"})
     assert server.requests == []
+
+
+async def test_characters_of_one_daemon_share_one_request_for_the_same_text(
+    server: FakeOpenAIServer, make_runtime: Any
+) -> None:
+    shared = Shared()
+    settings = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url, "OPENAI_MAX_RETRIES": "0"}
+    ada, brann = await make_runtime(settings, shared=shared), await make_runtime(settings, shared=shared)
+    other_model = await make_runtime({**settings, "OPENAI_EMBEDDING_MODEL": "text-embedding-3-large"}, shared=shared)
+    elsewhere = await make_runtime(settings)  # another daemon
+    said = {"text": "Ada, Brann: the hives are swarming"}
+    vectors = await asyncio.gather(
+        ada.use(ModelType.TEXT_EMBEDDING, said),
+        brann.use(ModelType.TEXT_EMBEDDING, said),
+        other_model.use(ModelType.TEXT_EMBEDDING, said),
+        elsewhere.use(ModelType.TEXT_EMBEDDING, said),
+    )
+    assert vectors[0] == vectors[1] and vectors[0] is not vectors[1]  # each its own list
+    assert [r.json["model"] for r in server.requests_for("embeddings")].count("text-embedding-3-small") == 2
+    assert len(server.requests_for("embeddings")) == 3  # Ada and Brann shared one; the others asked for theirs
+    await ada.use(ModelType.TEXT_EMBEDDING, said)  # moments later: still shared
+    assert len(server.requests_for("embeddings")) == 3
+
+
+async def test_a_failed_embedding_is_not_shared_each_asks_again(server: FakeOpenAIServer, make_runtime: Any) -> None:
+    shared = Shared()
+    settings = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url, "OPENAI_MAX_RETRIES": "0"}
+    ada, brann = await make_runtime(settings, shared=shared), await make_runtime(settings, shared=shared)
+    server.script_embeddings(Fail(500, times=1))
+    with pytest.raises(ModelError):
+        await ada.use(ModelType.TEXT_EMBEDDING, {"text": "hello"})
+    assert len(await brann.use(ModelType.TEXT_EMBEDDING, {"text": "hello"})) == 1536
+    assert len(server.requests_for("embeddings")) == 2
