@@ -31,7 +31,7 @@ from bot.types import JSON
 
 from ._calls import Calls
 from ._config import Endpoint, ProviderConfig
-from ._parse import audio_filename, parse_image_description, parse_json_object, probe_vector
+from ._parse import audio_filename, parse_image_description, parse_json_object, parse_vectors, probe_vector
 from ._speech_stream import open_speech_stream
 from ._vectors import SharedVectors
 
@@ -138,16 +138,25 @@ class OpenAIModels:
         """One request for the vectors of ``texts`` (``batch``: a list of them, else the one), checked."""
         dimensions = self.config.embedding_dimensions
         request: str | list[str] = texts if batch else texts[0]
-        response = await self._calls.call(
+        raw = await self._calls.call(
             ModelType.TEXT_EMBEDDING,
             endpoint,
             model,
-            # Floats, not the SDK's default base64: not every compatible server speaks base64.
-            lambda c: c.embeddings.create(model=model, input=request, encoding_format="float", **extra),
+            # Floats, not the SDK's default base64: not every compatible server speaks base64. The
+            # raw body, read as JSON: the SDK builds a typed object per float (≈1,500 per vector),
+            # which cost more CPU than everything else troupe does for a message.
+            lambda c: c.embeddings.with_raw_response.create(
+                model=model, input=request, encoding_format="float", **extra
+            ),
         )
-        # Servers may answer out of order; each item says which input it belongs to.
-        data = sorted(response.data or [], key=lambda item: item.index)
-        vectors = [list(item.embedding) for item in data]
+        vectors = parse_vectors(raw.http_response.content)
+        if vectors is None:
+            raise ModelError(
+                f"embedding model {model!r} on {endpoint.provider} answered something that is not a list of vectors",
+                provider=endpoint.provider,
+                model_type=ModelType.TEXT_EMBEDDING,
+                agent=self.agent,
+            )
         if len(vectors) != len(texts):
             raise ModelError(
                 f"embedding model {model!r} on {endpoint.provider} returned {len(vectors)} vectors "

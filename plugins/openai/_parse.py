@@ -5,11 +5,13 @@ Pure functions; the handlers call them on text a model returned.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+from array import array
 from typing import Any
 
-__all__ = ["audio_filename", "parse_image_description", "parse_json_object", "probe_vector"]
+__all__ = ["audio_filename", "parse_image_description", "parse_json_object", "parse_vectors", "probe_vector"]
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
@@ -84,3 +86,25 @@ def audio_filename(audio: bytes) -> str:
         return "audio.m4a"
     # ID3 tags or an MPEG frame sync; also the best guess for anything unrecognised.
     return "audio.mp3"
+
+
+def parse_vectors(body: bytes) -> list[list[float]] | None:
+    """The vectors of an embeddings response body, in the order of the inputs (servers may answer
+    out of order; each item says which input it is for); None when it is not such a body. A
+    vector sent as base64 (little-endian float32), as some servers do whatever was asked, is read too.
+    """
+    try:
+        data = json.loads(body).get("data")
+        items = sorted(data, key=lambda item: int(item["index"]))
+        vectors = []
+        for item in items:
+            embedding = item["embedding"]
+            if isinstance(embedding, str):
+                vectors.append(array("f", base64.b64decode(embedding)).tolist())
+            elif isinstance(embedding, list) and all(isinstance(x, (int, float)) for x in embedding):
+                vectors.append([float(x) for x in embedding])
+            else:
+                return None
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+    return vectors

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import base64
+import json
+from array import array
+
 import pytest
 
-from plugins.openai._parse import audio_filename, parse_image_description, parse_json_object, probe_vector
+from plugins.openai._parse import (
+    audio_filename,
+    parse_image_description,
+    parse_json_object,
+    parse_vectors,
+    probe_vector,
+)
 
 
 @pytest.mark.parametrize(
@@ -71,3 +81,27 @@ def test_audio_filename_matches_the_format(audio: bytes, name: str) -> None:
 def test_probe_vector_is_a_marked_zero_vector_of_the_length() -> None:
     assert probe_vector(4) == [0.1, 0.0, 0.0, 0.0]
     assert len(probe_vector(1536)) == 1536
+
+
+def test_vectors_are_read_in_the_order_of_the_inputs_whatever_the_order_sent() -> None:
+    body = json.dumps({"data": [{"index": 1, "embedding": [0.5, 1]}, {"index": 0, "embedding": [0.25, -1.0]}]})
+    assert parse_vectors(body.encode()) == [[0.25, -1.0], [0.5, 1.0]]
+
+
+def test_a_vector_sent_as_base64_floats_is_read_too() -> None:
+    packed = base64.b64encode(array("f", [0.5, -2.0]).tobytes()).decode()
+    assert parse_vectors(json.dumps({"data": [{"index": 0, "embedding": packed}]}).encode()) == [[0.5, -2.0]]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"[]",
+        b'{"data": null}',
+        b'{"data": [{"embedding": [1]}]}',
+        b'{"data": [{"index": 0, "embedding": ["a"]}]}',
+    ],
+)
+def test_what_is_not_a_list_of_vectors_is_none(body: bytes) -> None:
+    assert parse_vectors(body) is None
