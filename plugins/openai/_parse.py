@@ -101,8 +101,8 @@ def parse_vectors(body: bytes) -> list[list[float]] | None:
             embedding = item["embedding"]
             if isinstance(embedding, str):
                 vectors.append(array("f", base64.b64decode(embedding)).tolist())
-            elif isinstance(embedding, list) and all(isinstance(x, (int, float)) for x in embedding):
-                vectors.append([float(x) for x in embedding])
+            elif isinstance(embedding, list):
+                vectors.append([float(x) for x in embedding])  # a non-number raises: not vectors
             else:
                 return None
     except (ValueError, TypeError, KeyError, AttributeError):
