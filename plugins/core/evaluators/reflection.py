@@ -11,6 +11,11 @@ no one in the room, the agent for facts about itself) and records in its metadat
 about (``entityIds``) and whose message it was learned from (``sourceEntityId``): the FACTS
 provider finds facts about the sender by it, and ``troupe memory forget`` finds everything
 learned from or about a person.
+
+The cadence: a reflection whose answer does not parse, or whose findings could not all be
+stored, still counts as one — asking again on the next message would cost the same call for
+the same answer. A model outage does not count (the conversation since the last reflection
+stays due) but is not retried on every message either: see :class:`_Cadence`.
 """
 
 from __future__ import annotations
@@ -20,11 +25,14 @@ import json
 import logging
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bot.components import Evaluator, HandlerCallback, State
+from bot.errors import ModelError
 from bot.ids import is_uuid
 from bot.models import ModelType
+from bot.store import JSONValue
 from bot.types import Entity, Memory, now_ms
 
 from .._parse import parse_response
@@ -40,19 +48,69 @@ FACTS = "facts"
 _KNOWN_FACTS = 30
 
 
+# After a model outage, the first retry in a room waits this long; each further outage doubles it.
+_RETRY_BASE_MS = 60_000
+_RETRY_CAP_MS = 3_600_000
+
+
 def _cache_key(room_id: str) -> str:
     return f"{room_id}-reflection-last-processed"
+
+
+@dataclass(frozen=True, slots=True)
+class _Cadence:
+    """Where reflection stands in one room, kept in the agent's cache.
+
+    Stored as the id of the message last reflected on (what elizaOS stores) — or, while the model
+    is down, as ``{"last", "failures", "retryAt"}``: an outage leaves ``last`` where it was, so
+    the conversation since stays due and the next reflection reads it (its prompt shows the whole
+    conversation length, four times the cadence), but no reflection is tried in the room before
+    ``retryAt``: a minute after the first outage, doubling up to an hour. Without that, an outage
+    would cost a failing call (up to the model timeout) after every reply.
+    """
+
+    last: str | None = None
+    """The message last reflected on."""
+    failures: int = 0
+    """Model outages in a row since."""
+    retry_at: int = 0
+    """No reflection before this time (ms, the runtime's clock)."""
+
+    @classmethod
+    def of(cls, value: JSONValue) -> _Cadence:
+        if isinstance(value, str):
+            return cls(value)
+        if isinstance(value, dict):
+            last, failures, retry_at = value.get("last"), value.get("failures"), value.get("retryAt")
+            return cls(
+                last if isinstance(last, str) else None,
+                failures if isinstance(failures, int) else 0,
+                retry_at if isinstance(retry_at, int) else 0,
+            )
+        return cls()
+
+    def after_outage(self, now: int) -> _Cadence:
+        failures = self.failures + 1
+        return _Cadence(self.last, failures, now + min(_RETRY_CAP_MS, _RETRY_BASE_MS * 2 ** min(failures - 1, 32)))
+
+    def to_json(self) -> JSONValue:
+        if not self.failures:
+            return self.last
+        return {"last": self.last, "failures": self.failures, "retryAt": self.retry_at}
 
 
 async def _validate(runtime: AgentRuntime, message: Memory, state: State) -> bool:
     threshold = math.ceil(runtime.conversation_length / 4)
     # Enough to know whether more than `threshold` messages came after the last one reflected on
     # (only their ids matter: no embeddings). Both reads at once: this runs after every reply.
-    recent, last = await asyncio.gather(
+    recent, stored = await asyncio.gather(
         runtime.store.get_memories_by_room_ids(table="messages", room_ids=[message.room_id], limit=threshold + 1),
         runtime.store.get_cache(_cache_key(message.room_id)),
     )
-    return len(recent) > threshold and all(memory.id != last for memory in recent)
+    cadence = _Cadence.of(stored)
+    if cadence.failures and runtime.clock() < cadence.retry_at:
+        return False
+    return len(recent) > threshold and all(memory.id != cadence.last for memory in recent)
 
 
 def _falsy(value: Any) -> bool:
@@ -115,11 +173,36 @@ async def _handler(
         "senderId": message.entity_id,
     }
     prompt = render(template(runtime.character.templates, "reflectionTemplate"), values, rng=runtime.rng)
-    parsed = parse_response(await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt}))
+    key = _cache_key(message.room_id)
+    try:
+        raw = await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt})
+    except ModelError:  # model_calls logged why
+        cadence = _Cadence.of(await store.get_cache(key)).after_outage(runtime.clock())
+        await store.set_cache(key, cadence.to_json())
+        _log.info(
+            "%s: no reflection (the model is unreachable); next try in this room in %d s at the earliest",
+            runtime.character.name,
+            (cadence.retry_at - runtime.clock()) // 1000,
+        )
+        return
+    try:
+        await _learn(runtime, message, parse_response(raw), known, entities)
+    finally:  # counts as a reflection even if storing what it found failed (see the module docstring)
+        await store.set_cache(key, _Cadence(message.id).to_json())
+
+
+async def _learn(
+    runtime: AgentRuntime,
+    message: Memory,
+    parsed: dict[str, Any] | None,
+    known: Sequence[Memory],
+    entities: Sequence[Entity],
+) -> None:
+    """Store the facts and relationships of a parsed reflection."""
     if not parsed:
         _log.info("%s: reflection output did not parse; nothing learned", runtime.character.name)
         return
-
+    store = runtime.store
     agent = Entity(runtime.agent_id, runtime.agent_id, names=[runtime.character.name])
     known_texts = {str(f.content.get("text", "")).strip().lower() for f in known}
     stored = 0
@@ -174,7 +257,6 @@ async def _handler(
             }
             await store.update_relationship(existing)
 
-    await store.set_cache(_cache_key(message.room_id), message.id)
     _log.debug("%s: reflection stored %d new facts", runtime.character.name, stored)
 
 

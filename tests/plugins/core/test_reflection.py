@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from bot.errors import ModelError, StoreError
 from bot.types import ChannelType
 
 from .harness import HUMAN, OTHER_BOT, plan
@@ -85,3 +88,63 @@ async def test_facts_are_stored_under_who_they_are_about_and_whose_message_taugh
     assert facts["The fair opens Friday"].entity_id == HUMAN  # about no one in particular: the sender's
     [rel] = await h.rt.store.get_relationships(HUMAN)
     assert rel.metadata["interactions"] == 1 and isinstance(rel.metadata["lastInteractionAt"], int)
+
+
+@pytest.mark.parametrize("answer", [reflection(), "I would rather not say."], ids=["parsed", "unparsable"])
+async def test_a_reflection_counts_for_the_cadence_whether_or_not_its_answer_parses(harness, answer: str) -> None:
+    h = await harness(ChannelType.DM, settings={"conversationLength": 8})  # runs after > 2 new messages
+    h.small += [answer] * 12
+    for i in range(12):
+        h.large.append(plan("ok"))
+        await h.say(f"message {i}")
+    assert h.small_calls == 4  # once every third message, not on every message
+
+
+async def test_a_model_outage_defers_reflection_with_a_growing_back_off_not_on_every_message(harness) -> None:
+    h = await harness(ChannelType.DM, settings={"conversationLength": 8})  # due after > 2 new messages
+    now = [1_000_000_000]
+    h.rt.clock = lambda: now[0]
+    h.small += [ModelError("the provider is down")] * 2 + [reflection(("Sam likes tea", "false", "false"))]
+
+    async def say(count: int) -> None:
+        for i in range(count):
+            h.large.append(plan("ok"))
+            await h.say(f"message {i}")
+
+    await say(3)
+    assert h.small_calls == 1  # due, and the model is down
+    await say(3)
+    assert h.small_calls == 1  # no retry on every message while it is down
+    now[0] += 60_000
+    await say(1)
+    assert h.small_calls == 2  # the back-off is over: the conversation is still due; down again
+    now[0] += 60_000
+    await say(1)
+    assert h.small_calls == 2  # the back-off doubled
+    now[0] += 60_000
+    await say(1)
+    assert h.small_calls == 3  # back: the reflection learns what was said meanwhile
+    assert [f.content["text"] for f in await h.rt.store.get_memories(table="facts")] == ["Sam likes tea"]
+    await say(2)
+    assert h.small_calls == 3  # and the usual cadence resumes
+    await say(1)
+    assert h.small_calls == 4
+
+
+async def test_a_reflection_whose_facts_could_not_be_stored_still_counts_for_the_cadence(harness, monkeypatch) -> None:
+    h = await harness(ChannelType.DM, settings={"conversationLength": 8})
+    h.small += [reflection(("Sam likes tea", "false", "false"))] * 12
+    store_class = type(h.rt.store)
+    create_memory = store_class.create_memory
+
+    async def failing(self, memory, table, **kwargs):
+        if table == "facts":
+            raise StoreError("database is locked")
+        return await create_memory(self, memory, table, **kwargs)
+
+    monkeypatch.setattr(store_class, "create_memory", failing)
+    for i in range(12):
+        h.large.append(plan("ok"))
+        await h.say(f"message {i}")
+    assert h.small_calls == 4
+    assert await h.rt.store.get_memories(table="facts") == []
