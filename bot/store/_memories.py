@@ -365,6 +365,20 @@ class MemoriesMixin(AgentScoped):
         )
         return [row_to_memory(r) for r in rows]
 
+    async def get_recent_memory_ids(self, *, table: str, room_id: str, limit: int) -> list[str]:
+        """The ids of this agent's newest ``limit`` memories of ``table`` in ``room_id``, newest first.
+
+        For checks that only need to know which messages came last (reflection's cadence, after
+        every reply): no row is decoded.
+        """
+        validate_count(limit, "limit")
+        where = MemoryFilter(self._agent_id, table).add("m.room_id = ?", room_id)
+        rows = await self._db.fetchall(
+            f"SELECT m.id FROM memories m WHERE {where.where} ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
+            (*where.params, limit),
+        )
+        return [str(r[0]) for r in rows]
+
     async def count_memories(self, room_id: str, table: str, unique: bool = True) -> int:
         """How many of this agent's memories of ``table`` are in ``room_id`` (unique ones only by default)."""
         where = MemoryFilter(self._agent_id, table).add("m.room_id = ?", room_id).unique(unique)

@@ -102,15 +102,15 @@ class _Cadence:
 async def _validate(runtime: AgentRuntime, message: Memory, state: State) -> bool:
     threshold = math.ceil(runtime.conversation_length / 4)
     # Enough to know whether more than `threshold` messages came after the last one reflected on
-    # (only their ids matter: no embeddings). Both reads at once: this runs after every reply.
+    # (only their ids matter). Both reads at once: this runs after every reply.
     recent, stored = await asyncio.gather(
-        runtime.store.get_memories_by_room_ids(table="messages", room_ids=[message.room_id], limit=threshold + 1),
+        runtime.store.get_recent_memory_ids(table="messages", room_id=message.room_id, limit=threshold + 1),
         runtime.store.get_cache(_cache_key(message.room_id)),
     )
     cadence = _Cadence.of(stored)
     if cadence.failures and runtime.clock() < cadence.retry_at:
         return False
-    return len(recent) > threshold and all(memory.id != cadence.last for memory in recent)
+    return len(recent) > threshold and cadence.last not in recent
 
 
 def _falsy(value: Any) -> bool:

@@ -182,6 +182,16 @@ async def test_get_memories_by_room_ids_spans_rooms_without_embeddings(store: St
     assert await store.get_memories_by_room_ids(table="messages", room_ids=[]) == []
 
 
+async def test_recent_memory_ids_are_the_newest_of_one_room_and_table(store: Store) -> None:
+    for i in range(3):
+        await store.create_memory(make_memory(f"m{i}", id=f"m{i}", created_at=10 + i), "messages")
+    await store.create_memory(make_memory("elsewhere", id="x", room=R2, created_at=20), "messages")
+    await store.create_memory(make_memory("a fact", id="f", created_at=30), "facts")
+    assert await store.get_recent_memory_ids(table="messages", room_id=R, limit=2) == ["m2", "m1"]
+    assert await store.get_recent_memory_ids(table="messages", room_id=R, limit=9) == ["m2", "m1", "m0"]
+    assert await store.get_recent_memory_ids(table="messages", room_id="nowhere", limit=9) == []
+
+
 async def test_memory_contents_must_be_json(store: Store) -> None:
     with pytest.raises(ValueError):
         await store.create_memory(make_memory("x", metadata={"type": "message", "score": float("nan")}), "messages")
