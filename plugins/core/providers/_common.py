@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from bot.types import ChannelType, Entity, Memory, Room
@@ -131,7 +130,10 @@ def relative_age(delta_ms: int) -> str:
 def _clock(created_at: int | None) -> str:
     if created_at is None:
         return "--:--"
-    return datetime.fromtimestamp(created_at / 1000, UTC).strftime("%H:%M")
+    # UTC HH:MM by arithmetic: one per line of every prompt, where datetime and strftime cost
+    # several times as much for the same string.
+    minutes = created_at // 60_000 % 1440
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
 
 
 def _attachment_refs(attachments: Any) -> str:

@@ -23,6 +23,7 @@ from bot.store import AgentStore, Database
 from bot.types import ChannelType, Entity, Memory, Room, World
 from plugins.core._embedding import MessageEmbeddings
 from plugins.core.providers import anxiety
+from plugins.core.providers._common import format_messages
 
 NOW = 1_700_000_000_000  # Tuesday, November 14, 2023 10:13:20 PM UTC
 MINUTE = 60_000
@@ -237,6 +238,15 @@ async def test_character_is_identical_for_the_same_seed(provider_runtime) -> Non
 
 
 # -- RECENT_MESSAGES ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("at", "clock"),
+    [(0, "00:00"), (86_399_999, "23:59"), (86_400_000 * 20_000 + 61_000, "00:01"), (-1, "23:59")],
+)
+def test_message_lines_show_the_utc_clock_time_even_across_midnight(at: int, clock: str) -> None:
+    line = format_messages([Memory(ALICE, "room", {"text": "hi"}, created_at=at)], {ALICE: "Alice"}, at)
+    assert line == f"{clock} (just now) Alice: hi"
 
 
 async def test_recent_messages_are_chronological_with_names_times_and_actions(provider_runtime) -> None:
