@@ -155,7 +155,9 @@ async def _handler(
         store.get_memories(table=FACTS, room_id=message.room_id, count=_KNOWN_FACTS, unique=True),
         store.get_entities_for_room(message.room_id),
         store.get_relationships(message.entity_id),
-        runtime.compose_state(message, ["RECENT_MESSAGES", "ENTITIES"]),
+        # Only the conversation (now with the reply) and the people, over the plan's state: the
+        # other providers' values are those the plan saw, not run a second time for one message.
+        runtime.compose_state(message, ["RECENT_MESSAGES", "ENTITIES"], only_include=True),
     )
     sender = next((e for e in entities if e.id == message.entity_id), None)
     values = {

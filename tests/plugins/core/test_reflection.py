@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.components import Provider, ProviderResult
 from bot.errors import ModelError, StoreError
 from bot.types import ChannelType
 
@@ -148,3 +149,21 @@ async def test_a_reflection_whose_facts_could_not_be_stored_still_counts_for_the
         await h.say(f"message {i}")
     assert h.small_calls == 4
     assert await h.rt.store.get_memories(table="facts") == []
+
+
+async def test_a_reflection_reads_the_conversation_again_but_not_every_other_provider(harness) -> None:
+    h = await harness(ChannelType.DM, settings={"conversationLength": 4})  # reflects after the second message
+    runs: list[str] = []
+
+    async def counted(runtime, message, state) -> ProviderResult:
+        runs.append(message.content["text"])
+        return ProviderResult(text="# Weather\nsunny")
+
+    h.rt.register_provider(Provider(name="WEATHER", get=counted))
+    h.small.append(reflection(("Sam likes tea", "false", "false")))
+    for text in ("first", "second"):
+        h.large.append(plan("ok"))
+        await h.say(text)
+    assert h.small_calls == 1
+    assert runs == ["first", "second"]  # once per plan; the reflection did not run it again
+    assert "Sam: second" in h.prompts[-1]  # the conversation as it is now
