@@ -57,11 +57,19 @@ def dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
+# Rows are decoded by the dozen for every prompt (each memory's content and metadata): the
+# decoder itself rather than json.loads's checks of its arguments, and no parse at all for the
+# empty object most metadata columns hold.
+_decode = json.JSONDecoder().decode
+
+
 def loads(text: str | None, default: Any = None) -> Any:
     """Parse a JSON column; NULL gives ``default``."""
     if text is None:
         return default
-    return json.loads(text)
+    if text == "{}":
+        return {}
+    return _decode(text)
 
 
 def normalize_names(names: object) -> list[str]:

@@ -9,7 +9,7 @@ import pytest
 from bot.errors import EmbeddingDimensionError, StoreError
 from bot.store import AgentStore, Database
 
-from .conftest import make_memory, vec
+from .conftest import R, make_memory, vec
 from .contract.test_memories import batch_with_repeats
 
 
@@ -76,3 +76,14 @@ async def test_create_memories_in_bulk_writes_all_or_nothing(db: Database, store
     assert await _count(db, "memories") == 0 and await _count(db, "embeddings") == 0
     row = await db.fetchone("SELECT count(*) FROM memories_fts_docsize")
     assert row is not None and row[0] == 0
+
+
+async def test_memories_read_back_with_their_own_empty_metadata_and_content(store: AgentStore) -> None:
+    await store.create_memory(make_memory("one", id="m1", metadata={}, created_at=1), "messages")
+    await store.create_memory(make_memory("two", id="m2", metadata={"entityName": "Sam"}, created_at=2), "messages")
+    first, second = await store.get_memories_by_room_ids(table="messages", room_ids=[R])
+    assert (first.metadata, second.metadata) == ({"entityName": "Sam"}, {})
+    assert first.content == {"text": "two", "source": "discord"}
+    second.metadata["changed"] = True  # each memory has a dict of its own
+    again = await store.get_memory("m1")
+    assert again is not None and again.metadata == {} and again.content["text"] == "one"
