@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from bot.components import Action, ActionResult, HandlerCallback, State
 from bot.types import Memory, Task, World
 
+from .._retention import TASK_NAME as RETENTION_TASK
 from ._common import (
     PRIVILEGED,
     ask_small_model,
@@ -58,8 +59,10 @@ def _may_choose(task: Task, world: World | None, entity_id: str) -> bool:
 
 
 async def _choosable(runtime: AgentRuntime, message: Memory, state: State | None = None) -> list[Task]:
-    if not runtime.task_workers:
-        return []  # nothing could carry out a choice: no need to look for tasks on every message
+    # Nothing could carry out a choice: no need to look for tasks on every message. Memory
+    # retention, the core plugin's own worker, never waits for one.
+    if all(name == RETENTION_TASK for name in runtime.task_workers):
+        return []
     tasks = await runtime.store.get_tasks(room_id=message.room_id, tags=[AWAITING_CHOICE])
     tasks = [t for t in tasks if options_of(t)]
     if not tasks:

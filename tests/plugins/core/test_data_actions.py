@@ -297,3 +297,25 @@ async def test_only_the_asked_person_or_an_admin_may_choose(harness) -> None:
     h.small.append(choice(task, "red"))
     await h.say("Ada, red!", entity=CLEO)
     assert ran == [{"option": "red"}]
+
+
+async def test_no_task_is_looked_for_when_only_memory_retention_could_carry_one_out(harness, monkeypatch) -> None:
+    h = await harness()
+    assert set(h.rt.task_workers) == {"MEMORY_RETENTION"}  # the core plugin's own, which never asks
+    store_class = type(h.rt.store)
+    get_tasks = store_class.get_tasks
+    looked: list[dict] = []
+
+    async def counted(self, **kwargs):
+        looked.append(kwargs)
+        return await get_tasks(self, **kwargs)
+
+    monkeypatch.setattr(store_class, "get_tasks", counted)
+    h.large.append(plan("sure"))
+    await h.say("Ada, hello")
+    assert looked == []
+    task, ran = await pending_choice(h)
+    h.large.append(plan("", "CHOOSE_OPTION"))
+    h.small.append(choice(task, "red"))
+    await h.say("Ada, red")
+    assert ran == [{"option": "red"}] and looked  # with a worker that may wait for a choice, it is
