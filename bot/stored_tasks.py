@@ -9,19 +9,24 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
+    from .types import Task
 
 __all__ = ["run_due_tasks", "task_loop"]
 
 _log = logging.getLogger(__name__)
 
 _TASK_TICK_S = 1.0
+_RETRY_BASE_MS = 30_000  # a failed one-shot task's first wait; each further failure doubles it
+_RETRY_CAP_MS = 900_000
 
 
 async def run_due_tasks(runtime: AgentRuntime) -> int:
     """Execute every queued task whose time has come; returns how many ran.
 
-    One-shot tasks (tag ``queue``) are deleted after they succeed and retried on the next
-    tick if they fail. ``repeat`` tasks run every ``metadata.updateInterval`` ms.
+    One-shot tasks (tag ``queue``) are deleted after they succeed. ``repeat`` tasks run every
+    ``metadata.updateInterval`` ms. A failure is not retried on the next tick (every second,
+    forever, while a service is down): a repeating task waits for its next turn, a one-shot task
+    for a back-off kept in its metadata (``failures``, ``retryAt``), from 30 s doubling to 15 min.
     """
     ran = 0
     for task in await runtime.store.get_tasks(tags=["queue"]):
@@ -35,12 +40,14 @@ async def run_due_tasks(runtime: AgentRuntime) -> int:
             last = task.metadata.get("updatedAt")
             if last is not None and now - int(last) < interval:
                 continue
+        elif now < int(task.metadata.get("retryAt") or 0):
+            continue
         if worker.validate is not None and not await worker.validate(runtime, task):
             continue
         try:
             await worker.execute(runtime, dict(task.metadata.get("options") or {}), task)
         except Exception:
-            _log.exception("%s: task %s failed; will retry", runtime.character.name, task.name)
+            await _failed(runtime, task, now, repeat)
             continue
         ran += 1
         if repeat:
@@ -48,6 +55,20 @@ async def run_due_tasks(runtime: AgentRuntime) -> int:
         else:
             await runtime.store.delete_task(task.id)
     return ran
+
+
+async def _failed(runtime: AgentRuntime, task: Task, now: int, repeat: bool) -> None:
+    """Log a failed run of ``task`` and record when to try it again (see :func:`run_due_tasks`)."""
+    assert task.id is not None
+    if repeat:
+        wait_ms = int(task.metadata.get("updateInterval") or 0)
+        metadata = {**task.metadata, "updatedAt": now}
+    else:
+        failures = int(task.metadata.get("failures") or 0) + 1
+        wait_ms = min(_RETRY_CAP_MS, _RETRY_BASE_MS * 2 ** min(failures - 1, 32))
+        metadata = {**task.metadata, "failures": failures, "retryAt": now + wait_ms}
+    _log.exception("%s: task %s failed; will retry in %d s", runtime.character.name, task.name, wait_ms // 1000)
+    await runtime.store.update_task(task.id, {"metadata": metadata})
 
 
 async def task_loop(runtime: AgentRuntime) -> None:

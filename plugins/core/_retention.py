@@ -332,7 +332,7 @@ async def run_retention(runtime: AgentRuntime, settings: RetentionSettings | Non
 async def _execute(runtime: AgentRuntime, options: dict[str, Any], task: Task) -> None:
     try:
         await run_retention(runtime)
-    except Exception:  # never fail the task: a failing repeat task would be retried at every tick
+    except Exception:  # said here, in retention's words; the next run (an interval later) tries again
         _log.exception("%s: memory retention failed; the next run tries again", runtime.character.name)
 
 

@@ -397,12 +397,17 @@ async def test_a_closed_runtime_starts_no_background_task(runtime: AgentRuntime)
 # -- stored tasks ----------------------------------------------------------------------
 
 
-async def test_one_shot_and_repeating_tasks(tmp_path: Path, db: Database) -> None:
-    now = [1_000_000]
-    # Memory retention off: the core plugin then registers no worker of its own.
+def task_runtime(tmp_path: Path, db: Database, now: list[int]) -> AgentRuntime:
+    """A runtime on the clock ``now[0]``, with memory retention off: the core plugin then
+    registers no task worker of its own."""
     off = {"MEMORY_MAX_AGE_DAYS": 0, "MEMORY_ROOM_CAP": 0, "MEMORY_SUMMARY_CAP": 0}
     c = character(tmp_path, settings=off)
-    rt = AgentRuntime(c, db.for_agent(c.agent_id), environ={}, clock=lambda: now[0])
+    return AgentRuntime(c, db.for_agent(c.agent_id), environ={}, clock=lambda: now[0])
+
+
+async def test_one_shot_and_repeating_tasks(tmp_path: Path, db: Database) -> None:
+    now = [1_000_000]
+    rt = task_runtime(tmp_path, db, now)
     ran: list[str] = []
     failures = [1]
 
@@ -434,6 +439,41 @@ async def test_one_shot_and_repeating_tasks(tmp_path: Path, db: Database) -> Non
     assert sorted(ran) == ["every", "every", "flaky", "flaky", "once"]
     names = sorted(t.name for t in await store.get_tasks())
     assert names == ["every", "no-worker", "skipped", "unqueued"]
+    await rt.close()
+
+
+async def test_a_failing_task_is_not_retried_on_every_tick(tmp_path: Path, db: Database) -> None:
+    now = [1_000_000]
+    rt = task_runtime(tmp_path, db, now)
+    ran: list[str] = []
+
+    async def failing(runtime, options, task):
+        ran.append(task.name)
+        raise RuntimeError("the service is down")
+
+    await rt.start()
+    for name in ("hourly", "once"):
+        rt.register_task_worker(TaskWorker(name, failing))
+    await rt.store.create_task(Task("hourly", tags=["queue", "repeat"], metadata={"updateInterval": 3_600_000}))
+    await rt.store.create_task(Task("once", tags=["queue"], metadata={"options": {"to": "Sam"}}))
+
+    async def tick(seconds: float) -> None:
+        now[0] += int(seconds * 1000)
+        await rt.run_due_tasks()
+
+    await tick(0)
+    assert sorted(ran) == ["hourly", "once"]
+    for _ in range(4):
+        await tick(1)
+    assert sorted(ran) == ["hourly", "once"]  # neither tried again a second later
+    await tick(60)
+    assert sorted(ran) == ["hourly", "once", "once"]  # the one-shot task after a back-off
+    await tick(45)
+    assert sorted(ran) == ["hourly", "once", "once"]  # which grows
+    await tick(3_600)
+    assert sorted(ran) == ["hourly", "hourly", "once", "once", "once"]  # the repeating one at its next turn
+    [once] = await rt.store.get_tasks_by_name("once")
+    assert once.metadata["options"] == {"to": "Sam"}  # what the task carries is kept
     await rt.close()
 
 
