@@ -10,8 +10,9 @@ batch's messages are deleted in the same transaction. When a room holds more tha
 ``MEMORY_SUMMARY_CAP`` summaries, its oldest ones are merged the same way, so nothing grows
 without bound. The FACTS provider retrieves summaries next to facts.
 
-Nothing is lost to a failure: when the model fails (or answers with no summary) the run stops,
-every message stays, and the next run tries again. Facts and relationships are never touched.
+Nothing is lost to a failure: when the model fails the run stops, every message stays, and the
+next run tries again; a batch it answers with no summary stays the same way, but only its room
+waits for the next run. Facts and relationships are never touched.
 A run does at most a bounded number of batches, so a long backlog drains over several runs.
 Setting all three limits to 0 turns retention off (no task is scheduled).
 """
@@ -292,7 +293,13 @@ async def run_retention(runtime: AgentRuntime, settings: RetentionSettings | Non
                     if not batch:
                         break
                     budget -= 1
-                    removed, summarized = await _compact_messages(runtime, room_id, batch)
+                    try:
+                        removed, summarized = await _compact_messages(runtime, room_id, batch)
+                    except _NoSummary:
+                        # The model is up but would not summarise this batch: the room waits for
+                        # the next run; the other rooms are not held up by it.
+                        _no_summary(runtime, report)
+                        break
                     if removed == 0:
                         break  # the batch changed while it was summarized: the next run reads it again
                     report.compacted += removed
@@ -303,20 +310,22 @@ async def run_retention(runtime: AgentRuntime, settings: RetentionSettings | Non
                 while total > settings.summary_cap and budget > 0:
                     take = min(total, _MERGE, max(total - settings.summary_cap + 1, _MIN_MERGE))
                     budget -= 1
-                    merged = await _merge_summaries(
-                        runtime, room_id, await store.get_oldest_memories(SUMMARIES, room_id, take)
-                    )
+                    oldest = await store.get_oldest_memories(SUMMARIES, room_id, take)
+                    try:
+                        merged = await _merge_summaries(runtime, room_id, oldest)
+                    except _NoSummary:  # as above: this room waits, the others go on
+                        _no_summary(runtime, report)
+                        break
                     if merged == 0:
                         break
                     report.merged += merged
                     total -= merged - 1
-    except (ModelError, _NoSummary) as exc:
+    except ModelError as exc:  # an outage ends the run: every other call would fail too
         report.failed = True
-        reason = "the model gave no summary" if isinstance(exc, _NoSummary) else exc.__class__.__name__
         _log.warning(
             "%s: memory retention stopped (%s); the messages stay and the next run tries again",
             runtime.character.name,
-            reason,
+            exc.__class__.__name__,
         )
     if report.compacted or report.merged:
         _log.info(
@@ -327,6 +336,15 @@ async def run_retention(runtime: AgentRuntime, settings: RetentionSettings | Non
             report.merged,
         )
     return report
+
+
+def _no_summary(runtime: AgentRuntime, report: RetentionReport) -> None:
+    report.failed = True
+    _log.warning(
+        "%s: memory retention: the model gave no summary of a room's oldest messages; they stay, "
+        "and the next run tries again",
+        runtime.character.name,
+    )
 
 
 async def _execute(runtime: AgentRuntime, options: dict[str, Any], task: Task) -> None:

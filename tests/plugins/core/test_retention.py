@@ -205,6 +205,19 @@ async def test_a_model_failure_never_deletes_messages(agent) -> None:
     assert (report.failed, report.compacted) == (False, 11)
 
 
+async def test_a_batch_the_model_gives_no_summary_for_does_not_hold_up_the_other_rooms(agent) -> None:
+    a = await agent(MEMORY_ROOM_CAP=0, MEMORY_MAX_AGE_DAYS=30)
+    for i in range(5):
+        await a.post(f"old {i}", at=START - 40 * DAY + i)  # the room with the most due goes first
+    await a.post("old and quiet", at=START - 40 * DAY, room=QUIET)
+    a.summaries.append("<response><thought>I won't</thought></response>")
+    report = await run_retention(a.rt)
+    assert (report.failed, report.compacted, report.summaries) == (True, 1, 1)
+    assert len(await a.texts()) == 5  # kept for the next run
+    assert await a.texts(QUIET) == []  # compacted all the same
+    assert len(a.prompts) == 2  # one try per room and run: not again in the same run
+
+
 async def test_facts_and_relationships_are_never_compacted(agent) -> None:
     a = await agent(MEMORY_MAX_AGE_DAYS=1)
     store = a.rt.store
