@@ -7,6 +7,7 @@ after sorting by name, so a seeded runtime always offers the same order.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import random
@@ -71,10 +72,11 @@ def _examples(actions: list[Action], rng: random.Random) -> str:
 async def _get(runtime: AgentRuntime, message: Memory, state: State) -> ProviderResult:
     rng = fork_rng(runtime)
     candidates = sorted(runtime.actions.values(), key=lambda a: a.name)
-    # One validate after another, not a task each: this runs for every prompt, and what they read
-    # (the room, its world, the agent's state in it) is read once per message and shared, so
-    # a task each would cost more than the reads it overlaps.
-    offered = [a for a in candidates if await _offered(runtime, a, message, state)]
+    # Only actions with a validate need a task each (this runs for every prompt); the rest are offered.
+    checked = [a for a in candidates if a.validate is not None]
+    verdicts = await asyncio.gather(*(_offered(runtime, a, message, state) for a in checked))
+    refused = {a.name for a, ok in zip(checked, verdicts, strict=True) if not ok}
+    offered = [a for a in candidates if a.name not in refused]
     rng.shuffle(offered)
 
     if not offered:
