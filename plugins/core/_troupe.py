@@ -197,7 +197,7 @@ class Troupe:
 
     # -- deciding -----------------------------------------------------------------------
 
-    def scene(self, ref: NativeRef, wait_s: float) -> Scene:
+    def _scene(self, ref: NativeRef, wait_s: float) -> Scene:
         key = (ref.source, ref.room, ref.message)
         scene = self._scenes.get(key)
         if scene is None:
@@ -215,7 +215,7 @@ class Troupe:
         """Report what ``voice``'s rules said about the message ``ref``; the message's scene and,
         for an undecided character, what the troupe decided for it (None: the rules decided)."""
         self._hear(ref)
-        scene = self.scene(ref, wait_s)
+        scene = self._scene(ref, wait_s)
         scene.add(voice, ref.listener)
         self._rooms.setdefault((ref.source, ref.room), {})[voice.agent_id] = (ref.listener, True)
         if voice.verdict.decision is not Decision.ASK_MODEL:
