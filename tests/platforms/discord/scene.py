@@ -47,6 +47,7 @@ class Brain:
     decisions: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     prompts: list[str] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)  # SEND_MESSAGE's target extraction answers
+    troupe: list[str] = field(default_factory=list)  # the troupe's decisions: who answers, in order ("Brann, Ada")
 
     def answer(self, body: dict[str, Any]) -> str:
         parts = [m.get("content") for m in body["messages"]]
@@ -54,6 +55,8 @@ class Brain:
             return '{"title": "A cat", "description": "A ginger cat asleep on a keyboard."}'
         prompt = "\n".join(str(p) for p in parts)
         self.prompts.append(prompt)
+        if "Which of these characters should answer" in prompt:
+            return f"<response><answer>{self.troupe.pop(0) if self.troupe else ''}</answer></response>"
         if "asked" in prompt and "to send a message to a person or a channel" in prompt and self.targets:
             return self.targets.pop(0)
         for name in ("Ada", "Brann"):

@@ -325,3 +325,21 @@ async def test_a_chat_seen_again_after_a_restart_is_not_rewritten_and_keeps_role
         entity_id(rt.agent_id, s.cleo.id): "ADMIN",
     }
     assert writes == []  # nothing changed: the world is not written again
+
+
+async def test_two_characters_in_a_group_decide_once_and_answer_in_turn(scene) -> None:
+    s = scene
+    await s.start()
+    s.brain.troupe.append("Brann, Ada")
+    s.brain.plans["Brann"].append(plan("I'd start with the lighthouse."))
+    s.brain.plans["Ada"].append(plan("And I'd end there."))
+    await s.fake.user_says(s.sam, s.group, "anyone got a story for tonight?")
+    brann = await s.fake.wait_for_sent(s.brann, 1, timeout=8)
+    ada = await s.fake.wait_for_sent(s.ada, 1, timeout=8)
+    assert brann[0]["text"] == "I'd start with the lighthouse." and ada[0]["text"] == "And I'd end there."
+    decisions = [p for p in s.brain.prompts if "Which of these characters should answer" in p]
+    alone = [p.rsplit("# Received Message", 1)[-1] for p in s.brain.prompts if "Decide what" in p]
+    # One decision for Sam's message; only Ada's reply, which Brann alone then hears, may ask Brann's own.
+    assert len(decisions) == 1 and all("And I'd end there." in received for received in alone)
+    ada_plan = next(p for p in s.brain.prompts if "Write the next turn of Ada" in p)
+    assert "I'd start with the lighthouse." in ada_plan  # Ada answered after hearing Brann
