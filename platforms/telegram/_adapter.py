@@ -94,14 +94,6 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Check the token, remove any webhook, start long polling.
-
-        Raises:
-            ConfigError: the token was refused, or another character uses it.
-        """
-        await super().start()
-
     async def _started(self) -> None:
         # Stop fetching when the agent drains: an update fetched and then refused would be lost
         # (the next poll confirms it); one never fetched waits for the next start.
@@ -110,6 +102,11 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         _log.info("%s: online on Telegram as @%s", self.name, self.username)
 
     async def _connect(self, token: str) -> None:
+        """Check the token, remove any webhook, start long polling.
+
+        Raises:
+            ConfigError: Telegram refused the token.
+        """
         timeout = self.config.poll_timeout
         self.app = app = (
             ApplicationBuilder()

@@ -359,7 +359,9 @@ class MessagePipeline:
         if native is None or turn.recovered:
             return None, None
         character = rt.character
-        voice = Voice(rt.agent_id, character.name, verdict, about(character.bio, character.topics), rt, turn.message)
+        undecided = verdict.decision is Decision.ASK_MODEL  # only the undecided are described to the model
+        summary = about(character.bio, character.topics) if undecided else ""
+        voice = Voice(rt.agent_id, character.name, verdict, summary, rt, turn.message)
         wait_s = rt.get_number("TROUPE_WAIT_S", DEFAULT_WAIT_S)
         return await self._troupe.cue(native, voice, lambda voices: ask_model(voices[0], voices), wait_s=wait_s)
 

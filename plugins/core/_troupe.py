@@ -188,6 +188,11 @@ class Troupe:
         return True
 
     def _hear(self, ref: NativeRef) -> None:
+        """Count what a character hears from another character (turns wait on it); what people
+        say is not counted: nobody waits on it, and there is no end to people."""
+        members = self._rooms.get((ref.source, ref.room), {})
+        if not any(account == ref.author for account, _ in members.values()):
+            return
         key = (ref.source, ref.room, ref.listener)
         counts = self._heard.setdefault(key, {})
         counts[ref.author] = counts.get(ref.author, 0) + 1
