@@ -59,6 +59,20 @@ class RoomsMixin(AgentScoped):
         )
         return [row_to_world(r) for r in rows]
 
+    async def get_worlds_with_settings(self) -> list[World]:
+        """This agent's worlds whose metadata has settings (onboarding), oldest first.
+
+        What a direct message needs to find the servers its sender configures: reading every
+        world instead grows with the number of chats the character is in, on every message.
+        """
+        rows = await self._db.fetchall_shared(
+            "SELECT * FROM worlds WHERE agent_id = ? AND json_extract(metadata, '$.settings') IS NOT NULL "
+            "ORDER BY created_at, rowid",
+            (self._agent_id,),
+            tables=("worlds",),
+        )
+        return [row_to_world(r) for r in rows]
+
     async def update_world(self, world: World) -> bool:
         """Overwrite name, server id and metadata of one of this agent's worlds; False if not found."""
         async with self._db.transaction() as conn:

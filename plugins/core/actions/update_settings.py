@@ -57,7 +57,7 @@ async def configurable_worlds(runtime: AgentRuntime, message: Memory, state: Sta
     """The worlds whose settings the sender may change from this room."""
     room, world = await room_and_world(runtime, message, state)
     if room is not None and room.type in _DM_TYPES:
-        candidates = await runtime.store.get_all_worlds()
+        candidates = await runtime.store.get_worlds_with_settings()
     else:
         candidates = [world] if world is not None else []
     return [w for w in candidates if _settings(w) and role_in(w, message.entity_id) in PRIVILEGED]

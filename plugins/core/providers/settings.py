@@ -88,7 +88,7 @@ def _line(entry: Mapping[str, Any]) -> str:
 
 async def _owned_worlds(runtime: AgentRuntime, owner_id: str) -> list[World]:
     owned = []
-    for world in await runtime.store.get_all_worlds():
+    for world in await runtime.store.get_worlds_with_settings():
         ownership = world.metadata.get("ownership")
         if isinstance(ownership, Mapping) and ownership.get("ownerId") == owner_id:
             owned.append(world)

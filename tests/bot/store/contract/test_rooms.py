@@ -29,6 +29,18 @@ async def test_get_world_is_cross_agent_but_get_all_worlds_is_scoped(store: Stor
     assert await store.get_world("missing") is None
 
 
+async def test_get_worlds_with_settings_returns_only_this_agents_worlds_that_have_settings(
+    store: Store, store_b: Store
+) -> None:
+    assert await store.get_worlds_with_settings() == []  # the fixture's world has no settings
+    configured = World(id="", agent_id=A, name="Configured", metadata={"settings": {"GREETING": {"value": "hi"}}})
+    configured_id = await store.create_world(configured)
+    await store.create_world(World(id="", agent_id=A, name="Plain", metadata={"roles": {U: "OWNER"}}))
+    await store_b.create_world(World(id="", agent_id=B, name="Theirs", metadata={"settings": {}}))
+    assert [w.id for w in await store.get_worlds_with_settings()] == [configured_id]
+    assert [w.name for w in await store_b.get_worlds_with_settings()] == ["Theirs"]
+
+
 async def test_update_and_remove_world(store: Store, store_b: Store) -> None:
     changed = World(id=W, agent_id=A, name="New name", server_id="g2", metadata={"roles": {U: "OWNER"}})
     assert await store_b.update_world(changed) is False
