@@ -1,9 +1,12 @@
 """Embedding messages in the background, off the reply's critical path.
 
-Each incoming message is embedded once, starting the moment it is stored, and that one vector
-serves twice: it is saved with the message (for later searches), and the providers (FACTS here,
-KNOWLEDGE in its own plugin) search with it while the reply is being prepared — by then the gate
-has usually given the embedding model all the time it needs, so the search rarely waits for it.
+Each incoming message is embedded once, and that one vector serves twice: it is saved with the
+message (for later searches), and the providers (FACTS here, KNOWLEDGE in its own plugin) search
+with it while the reply is being prepared. The pipeline holds the embedding back until it is
+needed (:meth:`MessageEmbeddings.hold`): a provider asking for the vector starts it at once; a
+model deciding whether to answer starts it too (the wait for that decision is time the embedding
+can use); otherwise it starts once the message has been handled, so that a reply nobody needed
+the vector for does not wait behind the embedding request's work.
 
 Each runtime has its own :class:`MessageEmbeddings`, offered to every plugin as the
 :data:`~bot.components.MESSAGE_VECTORS` service.
@@ -36,16 +39,40 @@ class MessageEmbeddings:
 
     def __init__(self, runtime: AgentRuntime) -> None:
         self.runtime = runtime
-        self._recent: OrderedDict[str, asyncio.Task[list[float] | None]] = OrderedDict()
+        # Per memory: its embedding under way (a task), or its text while held back.
+        self._recent: OrderedDict[str, asyncio.Task[list[float] | None] | str] = OrderedDict()
 
     def embed_later(self, memory_id: str, text: str) -> None:
-        """Compute and store the vector of ``text`` for memory ``memory_id`` when an embedding model
-        is configured; the memory is usable (by time and keywords) until then. Failures are logged."""
+        """Compute and store the vector of ``text`` for memory ``memory_id`` now, in the background,
+        when an embedding model is configured; the memory is usable (by time and keywords) until
+        then. Failures are logged."""
+        self.hold(memory_id, text)
+        self.start(memory_id)
+
+    def hold(self, memory_id: str, text: str) -> None:
+        """Like :meth:`embed_later`, but the request waits until :meth:`start` or :meth:`vector_of`
+        asks for it (see the module docstring)."""
         if not text or not self.runtime.has_model(ModelType.TEXT_EMBEDDING):
             return
-        self._recent[memory_id] = self.runtime.create_task(self._embed(memory_id, text), "embed")
+        self._recent[memory_id] = text
         while len(self._recent) > _KEPT:
+            oldest, _ = next(iter(self._recent.items()))
+            self.start(oldest)  # never dropped unembedded
             self._recent.popitem(last=False)
+
+    def start(self, memory_id: str | None) -> asyncio.Task[list[float] | None] | None:
+        """Start the embedding of ``memory_id`` if it is held back; its task, if there is one."""
+        entry = self._recent.get(memory_id) if memory_id else None
+        if not isinstance(entry, str):
+            return entry
+        assert memory_id is not None
+        try:
+            task = self.runtime.create_task(self._embed(memory_id, entry), "embed")
+        except RuntimeError:  # the runtime is closing: the message stays findable by time and keywords
+            del self._recent[memory_id]
+            return None
+        self._recent[memory_id] = task
+        return task
 
     async def vector_of(self, memory: Memory) -> list[float] | None:
         """The vector of ``memory``'s text: the one :meth:`embed_later` computes for it (waiting for
@@ -53,7 +80,7 @@ class MessageEmbeddings:
         failed."""
         if memory.embedding:
             return memory.embedding
-        task = self._recent.get(memory.id) if memory.id else None
+        task = self.start(memory.id)
         if task is not None:
             # shield: a provider giving up (its timeout) must not cancel the embedding being stored.
             return await asyncio.shield(task)

@@ -34,7 +34,7 @@ async def store_incoming(rt: AgentRuntime, message: Memory, *, stored_before: bo
             raise
         message.id = await store.create_memory(message, MESSAGES)
     if message.embedding is None:
-        embeddings(rt).embed_later(message.id, str(message.content.get("text") or ""))
+        embeddings(rt).hold(message.id, str(message.content.get("text") or ""))
 
 
 async def _restore_references(rt: AgentRuntime, message: Memory) -> bool:

@@ -33,6 +33,7 @@ from bot.types import Claim, Handling, Memory, now_ms
 from ._acting import run_actions, run_evaluators
 from ._attachments import process_attachments
 from ._delivery import Delivery, bound_text, max_reply_chars
+from ._embedding import embeddings
 from ._gate import Decision, Rule, Verdict, decide
 from ._incoming import MESSAGES, store_incoming
 from ._parse import parse_response
@@ -183,7 +184,10 @@ class MessagePipeline:
             # room state: within this message, identical reads share one query until a write.
             async with asyncio.timeout(timeout):
                 with rt.store.shared_reads():
-                    outcome = await self._handle(turn)
+                    try:
+                        outcome = await self._handle(turn)
+                    finally:  # handled: whatever was held back for it may go now
+                        embeddings(rt).start(turn.message.id)
         except TimeoutError:
             _log.warning(
                 "%s: gave up on a message in room %s after %.0f s", rt.character.name, message.room_id, timeout
@@ -265,6 +269,8 @@ class MessagePipeline:
             recent=recent,
             max_bot_turns=max_bot_turns,
         )
+        if verdict.decision is Decision.ASK_MODEL:
+            embeddings(rt).start(message.id)  # it has the model's decision time to run in
         scene, cue = await self._cue(turn, verdict)
         decisions = rt.metrics.gate_decisions
         if verdict.decision is Decision.IGNORE:

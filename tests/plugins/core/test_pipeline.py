@@ -10,6 +10,7 @@ from typing import Any
 from bot.components import Action, ActionResult
 from bot.errors import ModelError
 from bot.types import ChannelType, Memory, RoomState
+from plugins.core._embedding import embeddings
 
 from .harness import HUMAN, OTHER_BOT, plan
 
@@ -230,3 +231,56 @@ async def test_one_embedding_per_message_serves_storage_and_the_facts_search(har
             await asyncio.sleep(0.01)
     assert embedded == ["what tea do I like?"]  # stored with it, and searched with it: one call
     assert stored[0].embedding == [0.5] * 384
+
+
+async def _record_embeddings(h: Any, order: list[str]) -> None:
+    async def embedding(runtime: Any, params: Any) -> list[float]:
+        if params:  # not the dimension probe at start
+            order.append(f"embed {params['text']}")
+        return [0.25] * 384
+
+    h.rt.register_model("TEXT_EMBEDDING", embedding, "fake")
+
+
+async def test_a_reply_nobody_needed_the_vector_for_goes_out_before_the_message_is_embedded(harness) -> None:
+    h = await harness(ChannelType.DM)
+    order: list[str] = []
+    await _record_embeddings(h, order)
+
+    def planned(params: dict) -> str:
+        order.append("plan")
+        return plan("Hello.")
+
+    h.large.append(planned)
+    assert (await h.say("hi there")).status == "replied"
+    async with asyncio.timeout(5):
+        while not (stored := await h.rt.store.get_memories(table="messages", room_id=h.room))[-1].embedding:
+            await asyncio.sleep(0.01)
+    assert order == ["plan", "embed hi there"]  # off the reply's path, and still stored with the message
+    assert stored[-1].embedding == [0.25] * 384
+
+
+async def test_a_message_the_model_decides_on_is_embedded_while_it_decides(harness) -> None:
+    h = await harness()
+    order: list[str] = []
+    await _record_embeddings(h, order)
+
+    def decided(params: dict) -> str:
+        order.append("decide")
+        return "<response><action>IGNORE</action></response>"
+
+    h.small.append(decided)
+    assert (await h.say("anyone around?")).status == "ignored"
+    assert order == ["embed anyone around?", "decide"]
+
+
+async def test_a_held_back_embedding_is_never_dropped_by_newer_ones(harness) -> None:
+    h = await harness()
+    order: list[str] = []
+    await _record_embeddings(h, order)
+    vectors = embeddings(h.rt)
+    for i in range(70):  # more than are kept for the providers
+        vectors.hold(f"memory-{i}", f"text {i}")
+    await asyncio.sleep(0.05)
+    assert order == [f"embed text {i}" for i in range(6)]  # the oldest, pushed out, went on their way
+    assert vectors.start("memory-69") is not None  # the rest wait until asked for
