@@ -163,9 +163,9 @@ class ServiceKey(Generic[T]):
 
 @runtime_checkable
 class MessageVectors(Protocol):
-    """The vectors of the messages an agent receives, each embedded once as it is stored; other
-    plugins search with them (``runtime.get_service(MESSAGE_VECTORS)``) instead of embedding
-    the message again."""
+    """The vectors of the messages an agent receives, each embedded once (when first needed, at the
+    latest once the message is handled); other plugins search with them
+    (``runtime.get_service(MESSAGE_VECTORS)``) instead of embedding the message again."""
 
     async def vector_of(self, memory: Memory) -> list[float] | None:
         """``memory``'s vector, waiting for it if it is being computed; None without an
