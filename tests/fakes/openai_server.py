@@ -37,6 +37,8 @@ and an empty queue means the default reply. A reply is:
   as a chunked body, each ``bytes`` or an ``asyncio.Event`` to wait for before going on (a
   stream the client closes early is then recorded in ``server.aborted``), or ``CUT`` to drop
   the connection there, mid-body;
+- chat: a :class:`Body` — sent as it is, with status 200, to see what the client makes of a
+  body that is not a chat completion;
 - any endpoint: a :class:`Fail` — an OpenAI-style error with ``status``, sent ``times`` times
   (``None``: for ever) before the queue moves on; ``retry_after`` sets ``Retry-After``
   (seconds; the openai client honours it, so ``0.01`` keeps retry tests fast).
@@ -70,7 +72,7 @@ from aiohttp import web
 
 from ._local import LocalServer
 
-__all__ = ["CUT", "Fail", "FakeOpenAIServer", "RecordedRequest", "UploadedFile"]
+__all__ = ["CUT", "Body", "Fail", "FakeOpenAIServer", "RecordedRequest", "UploadedFile"]
 
 _ERROR_TYPES = {
     400: ("invalid_request_error", None),
@@ -114,6 +116,14 @@ class Fail:
     def __post_init__(self) -> None:
         if self.times is not None and self.times < 1:
             raise ValueError("Fail.times is a count of 1 or more, or None for always")
+
+
+@dataclass(frozen=True)
+class Body:
+    """A chat reply sent as it is (status 200): ``text`` in ``content_type``."""
+
+    text: str
+    content_type: str = "application/json"
 
 
 @dataclass(frozen=True)
@@ -224,7 +234,7 @@ class FakeOpenAIServer(LocalServer):
         """Replace ``endpoint``'s queue of replies (see the module docstring)."""
         self._queues[endpoint].set(replies)
 
-    def script_chat(self, *replies: str | Callable[[dict[str, Any]], Any] | Fail) -> None:
+    def script_chat(self, *replies: str | Callable[[dict[str, Any]], Any] | Body | Fail) -> None:
         self.script("chat", *replies)
 
     def script_embeddings(self, *replies: list[float] | Callable[[str], Any] | Fail) -> None:
@@ -302,6 +312,8 @@ class FakeOpenAIServer(LocalServer):
             reply = reply(body)
         if isinstance(reply, Fail):
             return _error(reply)
+        if isinstance(reply, Body):
+            return web.Response(text=reply.text, content_type=reply.content_type)
         text = reply if isinstance(reply, str) else _echo(body)
         model = body.get("model", "fake-model")
         completion_id = f"chatcmpl-fake-{len(self.requests)}"
