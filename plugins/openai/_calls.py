@@ -21,6 +21,7 @@ from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelUnavai
 from bot.models import ModelType
 
 from ._config import Endpoint, ProviderConfig, display_url
+from ._pools import HttpPools
 
 __all__ = ["Calls"]
 
@@ -34,11 +35,15 @@ _DETAIL_LIMIT = 200
 
 
 class Calls:
-    """One agent's clients, one per distinct endpoint (base URL and key); :meth:`aclose` at the end."""
+    """One agent's clients, one per distinct endpoint (base URL and key), over the daemon's HTTP
+    pools (one per base URL, shared with its other characters); :meth:`aclose` at the end."""
 
-    def __init__(self, config: ProviderConfig, *, agent: str) -> None:
+    def __init__(self, config: ProviderConfig, *, agent: str, pools: HttpPools | None = None) -> None:
         self.agent = agent
         self.timeout_s = config.timeout_s
+        self._pools = pools if pools is not None else HttpPools()
+        self._pools.join()
+        self._joined = True
         # One client per base URL and key: chat and embeddings share one when they can.
         self.clients: dict[tuple[str, str], openai.AsyncOpenAI] = {}
         for endpoint in config.endpoints():
@@ -48,17 +53,18 @@ class Calls:
                     base_url=endpoint.base_url,
                     timeout=config.timeout_s,
                     max_retries=config.max_retries,
-                    # aiohttp's transport: about a quarter less CPU per request than httpx2's.
-                    http_client=openai.DefaultAioHttpClient(timeout=config.timeout_s),
+                    http_client=self._pools.client(endpoint.base_url),
                 )
         # Providers whose refused key was logged already: every call would fail the same way.
         self.auth_reported: set[str] = set()
 
     async def aclose(self) -> None:
-        """Close every client; safe to call again."""
-        clients, self.clients = list(self.clients.values()), {}
-        for client in clients:
-            await client.close()
+        """Let go of the clients and of the pools (closed by their last user); safe to call again."""
+        if self._joined:
+            self._joined = False
+            # Not client.close(): that would close the HTTP pool the daemon's other characters use.
+            self.clients = {}
+            await self._pools.leave()
 
     def client(self, kind: ModelType, endpoint: Endpoint) -> openai.AsyncOpenAI:
         """The client for ``endpoint``; ModelError once closed."""

@@ -41,6 +41,7 @@ from ._parse import (
     parse_vectors,
     probe_vector,
 )
+from ._pools import HttpPools
 from ._speech_stream import open_speech_stream
 from ._vectors import SharedVectors
 
@@ -65,10 +66,17 @@ class OpenAIModels:
     wrong; the SDK already retried 408/409/429/5xx and timeouts ``max_retries`` times.
     """
 
-    def __init__(self, config: ProviderConfig, *, agent: str, vectors: SharedVectors | None = None) -> None:
+    def __init__(
+        self,
+        config: ProviderConfig,
+        *,
+        agent: str,
+        vectors: SharedVectors | None = None,
+        pools: HttpPools | None = None,
+    ) -> None:
         self.config = config
         self.agent = agent
-        self._calls = Calls(config, agent=agent)
+        self._calls = Calls(config, agent=agent, pools=pools)  # the daemon's pools, shared by its characters
         self._vectors = vectors or SharedVectors()  # the daemon's, so that its characters share requests
 
     def __repr__(self) -> str:

@@ -50,7 +50,7 @@ to test timeouts. ``close()`` cuts any delay short.
 
 Every request is recorded in ``server.requests`` (a :class:`RecordedRequest`: endpoint, method,
 path, parsed JSON body or multipart fields, headers without ``Authorization``, whether a bearer
-key was sent and its last four characters), before any failure or delay, so retries show up.
+key was sent and its last four characters, the client's port), before any failure or delay, so retries show up.
 """
 
 from __future__ import annotations
@@ -153,6 +153,8 @@ class RecordedRequest:
     """Whether a bearer key was sent."""
     auth_suffix: str | None = None
     """The key's last four characters."""
+    client_port: int | None = None
+    """The port of the client's end of the connection: requests with the same one came over one connection."""
 
 
 class _Queue:
@@ -289,6 +291,7 @@ class FakeOpenAIServer(LocalServer):
             headers=headers,
             auth=bool(key),
             auth_suffix=key[-4:] if key else None,
+            client_port=_client_port(request),
         )
         self.requests.append(recorded)
         return recorded
@@ -491,6 +494,11 @@ def _error(fail: Fail) -> web.Response:
         headers["Retry-After"] = str(fail.retry_after)
     body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
     return web.json_response(body, status=fail.status, headers=headers)
+
+
+def _client_port(request: web.Request) -> int | None:
+    peer = request.transport.get_extra_info("peername") if request.transport is not None else None
+    return int(peer[1]) if isinstance(peer, tuple) and len(peer) >= 2 else None
 
 
 def _last_user_text(body: dict[str, Any]) -> str:

@@ -13,12 +13,14 @@ import pytest
 from bot.errors import ModelError
 from bot.models import ModelType
 from bot.shared import Shared
+from plugins.openai._pools import HttpPools
 from tests.fakes.openai_server import Body, Fail, FakeOpenAIServer, UploadedFile
 
 from ..fake_runtime import FakeCharacter, FakeRuntime
 from .conftest import KEY, OTHER_KEY
 
 MakeRuntime = Callable[..., Awaitable[FakeRuntime]]
+HI = {"prompt": "hi"}
 
 
 # -- text -------------------------------------------------------------------------------------
@@ -353,6 +355,62 @@ async def test_each_agent_uses_its_own_key_and_server(make_runtime: MakeRuntime)
         assert bob_body["messages"][0]["content"] == "You are Bob."
         await ada.close()
         await bob.close()
+
+
+async def test_characters_of_one_daemon_share_one_connection_each_with_its_own_key(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    shared = Shared()
+    ada = await make_runtime({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url}, shared=shared)
+    bob = await make_runtime(
+        {"OPENAI_API_KEY": OTHER_KEY, "OPENAI_BASE_URL": server.url},
+        agent_id="agent-bob",
+        character=FakeCharacter(name="Bob"),
+        shared=shared,
+    )
+    for runtime in (ada, bob, ada, bob):
+        await runtime.use(ModelType.TEXT_SMALL, HI)
+    assert [r.auth_suffix for r in server.requests] == ["0001", "0002", "0001", "0002"]
+    assert len({r.client_port for r in server.requests}) == 1  # one pool, its one connection reused
+    assert shared.one(HttpPools).opened == 1
+
+
+async def test_characters_of_different_daemons_or_servers_do_not_share_a_pool(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    shared = Shared()
+    ada = await make_runtime({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url}, shared=shared)
+    elsewhere = await make_runtime({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url})  # another daemon
+    async with FakeOpenAIServer() as other:
+        bob = await make_runtime(
+            {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": other.url}, character=FakeCharacter(name="Bob"), shared=shared
+        )
+        for runtime in (ada, elsewhere, bob):
+            await runtime.use(ModelType.TEXT_SMALL, HI)
+        assert shared.one(HttpPools).opened == 2  # one per base URL
+        await bob.close()
+    assert len({r.client_port for r in server.requests}) == 2
+
+
+async def test_closing_one_character_leaves_the_pool_to_the_others(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    shared = Shared()
+    settings = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url}
+    ada = await make_runtime(settings, shared=shared)
+    bob = await make_runtime(settings, character=FakeCharacter(name="Bob"), shared=shared)
+    await ada.use(ModelType.TEXT_SMALL, HI)
+    await ada.close()
+    await ada.close()  # closing again does not count twice
+    assert await bob.use(ModelType.TEXT_SMALL, HI) == "echo: hi"
+    assert len({r.client_port for r in server.requests}) == 1
+    pools = shared.one(HttpPools)
+    assert pools.opened == 1
+    await bob.close()
+    assert pools.opened == 0  # the last character out closed it
+    carol = await make_runtime(settings, character=FakeCharacter(name="Carol"), shared=shared)
+    assert await carol.use(ModelType.TEXT_SMALL, HI) == "echo: hi"  # a later character opens a new one
+    assert pools.opened == 1
 
 
 async def test_ollama_preset_reaches_the_v1_route_with_the_ollama_key(
