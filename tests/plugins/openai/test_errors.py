@@ -161,6 +161,19 @@ async def test_a_server_that_hangs_up_or_does_not_speak_http_is_unavailable(
             await runtime.use(ModelType.TEXT_SMALL, HI)
 
 
+async def test_a_text_stream_that_breaks_off_is_unavailable(make_runtime: MakeRuntime) -> None:
+    event = b'data: {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", '
+    event += b'"choices": [{"index": 0, "delta": {"content": "Hel"}, "finish_reason": null}]}\n\n'
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    # One chunk, then the connection closes before the chunk that ends the body.
+    async with tcp_server(head + b"%x\r\n%s\r\n" % (len(event), event)) as url:
+        runtime = await make_runtime({"OPENAI_BASE_URL": url, "OPENAI_MAX_RETRIES": "0"})
+        pieces: list[str] = []
+        with pytest.raises(ModelUnavailable, match=r"^Ada: TEXT_LARGE via openai \(gpt-4o\): cannot connect to http"):
+            await runtime.use(ModelType.TEXT_LARGE, {"prompt": "hi", "on_delta": pieces.append})
+    assert pieces == ["Hel"]
+
+
 async def test_other_statuses_are_model_errors_with_the_status(
     server: FakeOpenAIServer, make_runtime: MakeRuntime
 ) -> None:
