@@ -14,8 +14,8 @@ openrouter  50        text, objects, image description; embeddings only through 
                       (``OPENAI_API_KEY`` or ``OPENAI_EMBEDDING_URL``)
 ==========  ========  =====================================================================
 
-The clients close when the runtime does (``runtime.on_close``), the pools with the daemon's last character. Failures surface as
-:class:`bot.errors.ModelError` and its subclasses.
+The clients close when the runtime does (``runtime.on_close``), the pools with the daemon's
+last character. Failures surface as :class:`bot.errors.ModelError` and its subclasses.
 """
 
 from __future__ import annotations
