@@ -2,7 +2,8 @@
 
 ``setup(runtime)`` reads the agent's settings for its preset (none, ``ollama`` or ``openrouter``,
 chosen by the plugin name in the character file), opens one ``openai.AsyncOpenAI`` client per
-endpoint and registers a handler per model type it serves (see bot/models.py):
+endpoint, over the HTTP pool its daemon keeps for that base URL (``_pools``), and registers a
+handler per model type it serves (see bot/models.py):
 
 ==========  ========  =====================================================================
 preset      priority  serves
@@ -13,8 +14,8 @@ openrouter  50        text, objects, image description; embeddings only through 
                       (``OPENAI_API_KEY`` or ``OPENAI_EMBEDDING_URL``)
 ==========  ========  =====================================================================
 
-The clients close when the runtime does (``runtime.on_close``). Failures surface as
-:class:`bot.errors.ModelError` and its subclasses.
+The clients close when the runtime does (``runtime.on_close``), the pools with the daemon's
+last character. Failures surface as :class:`bot.errors.ModelError` and its subclasses.
 """
 
 from __future__ import annotations
@@ -65,11 +66,13 @@ async def setup(runtime: ModelHost) -> None:
     """
     # The SDK is imported here, not at the top, so that discovering ``meta`` stays cheap.
     from ._handlers import OpenAIModels
+    from ._pools import HttpPools
     from ._vectors import SharedVectors
 
     agent = runtime.character.name
     config = resolve_config(runtime, agent=agent)
-    models = OpenAIModels(config, agent=agent, vectors=runtime.shared.one(SharedVectors))
+    shared = runtime.shared
+    models = OpenAIModels(config, agent=agent, vectors=shared.one(SharedVectors), pools=shared.one(HttpPools))
     runtime.on_close(models.aclose)
     models.register(runtime)
     embeddings = (

@@ -14,12 +14,14 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TypeVar
 
+import aiohttp
 import openai
 
 from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelUnavailable
 from bot.models import ModelType
 
 from ._config import Endpoint, ProviderConfig, display_url
+from ._pools import HttpPools
 
 __all__ = ["Calls"]
 
@@ -33,11 +35,15 @@ _DETAIL_LIMIT = 200
 
 
 class Calls:
-    """One agent's clients, one per distinct endpoint (base URL and key); :meth:`aclose` at the end."""
+    """One agent's clients, one per distinct endpoint (base URL and key), over the daemon's HTTP
+    pools (one per base URL, shared with its other characters); :meth:`aclose` at the end."""
 
-    def __init__(self, config: ProviderConfig, *, agent: str) -> None:
+    def __init__(self, config: ProviderConfig, *, agent: str, pools: HttpPools | None = None) -> None:
         self.agent = agent
         self.timeout_s = config.timeout_s
+        self._pools = pools if pools is not None else HttpPools()
+        self._pools.join()
+        self._joined = True
         # One client per base URL and key: chat and embeddings share one when they can.
         self.clients: dict[tuple[str, str], openai.AsyncOpenAI] = {}
         for endpoint in config.endpoints():
@@ -47,15 +53,18 @@ class Calls:
                     base_url=endpoint.base_url,
                     timeout=config.timeout_s,
                     max_retries=config.max_retries,
+                    http_client=self._pools.client(endpoint.base_url),
                 )
         # Providers whose refused key was logged already: every call would fail the same way.
         self.auth_reported: set[str] = set()
 
     async def aclose(self) -> None:
-        """Close every client; safe to call again."""
-        clients, self.clients = list(self.clients.values()), {}
-        for client in clients:
-            await client.close()
+        """Let go of the clients and of the pools (closed by their last user); safe to call again."""
+        if self._joined:
+            self._joined = False
+            # Not client.close(): that would close the HTTP pool the daemon's other characters use.
+            self.clients = {}
+            await self._pools.leave()
 
     def client(self, kind: ModelType, endpoint: Endpoint) -> openai.AsyncOpenAI:
         """The client for ``endpoint``; ModelError once closed."""
@@ -114,16 +123,18 @@ class Calls:
                 provider=provider,
                 model_type=kind,
             ) from exc
-        except openai.APITimeoutError as exc:
+        except openai.APIConnectionError as exc:  # a timeout too (APITimeoutError)
+            url = display_url(endpoint.base_url)
+            if isinstance(exc, openai.APITimeoutError) and _timed_out(exc):
+                problem = f"no answer from {url} within {self.timeout_s:g} s"
+            else:
+                problem = f"cannot connect to {url}"
+            raise ModelUnavailable(f"{where}: {problem}", agent=self.agent, provider=provider, model_type=kind) from exc
+        except aiohttp.ClientError as exc:
+            # The aiohttp transport passes on what it does not map to httpx's errors, such as a
+            # reply that is not HTTP, and the SDK passes those on unwrapped.
             raise ModelUnavailable(
-                f"{where}: no answer from {display_url(endpoint.base_url)} within {self.timeout_s:g} s",
-                agent=self.agent,
-                provider=provider,
-                model_type=kind,
-            ) from exc
-        except openai.APIConnectionError as exc:
-            raise ModelUnavailable(
-                f"{where}: cannot connect to {display_url(endpoint.base_url)}",
+                f"{where}: cannot connect to {display_url(endpoint.base_url)} ({type(exc).__name__})",
                 agent=self.agent,
                 provider=provider,
                 model_type=kind,
@@ -146,6 +157,17 @@ class Calls:
             raise ModelError(
                 f"{where}: {type(exc).__name__}", agent=self.agent, provider=provider, model_type=kind
             ) from exc
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether a timeout is one: the aiohttp transport reports a refused or dropped connection as
+    a connect timeout, from an aiohttp error that is no TimeoutError."""
+    cause = exc.__cause__
+    while cause is not None:
+        if isinstance(cause, aiohttp.ClientError):
+            return isinstance(cause, TimeoutError)
+        cause = cause.__cause__
+    return True
 
 
 def _detail(exc: openai.APIStatusError, endpoint: Endpoint) -> str:

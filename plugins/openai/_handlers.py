@@ -12,7 +12,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+import openai
+from openai.types.chat import ChatCompletionMessageParam
 
 from bot.errors import ModelError
 from bot.models import (
@@ -30,8 +31,17 @@ from bot.text import repair_text
 from bot.types import JSON
 
 from ._calls import Calls
-from ._config import Endpoint, ProviderConfig
-from ._parse import audio_filename, parse_image_description, parse_json_object, parse_vectors, probe_vector
+from ._config import Endpoint, ProviderConfig, display_url
+from ._parse import (
+    ChatReply,
+    audio_filename,
+    parse_chat_completion,
+    parse_image_description,
+    parse_json_object,
+    parse_vectors,
+    probe_vector,
+)
+from ._pools import HttpPools
 from ._speech_stream import open_speech_stream
 from ._vectors import SharedVectors
 
@@ -56,10 +66,17 @@ class OpenAIModels:
     wrong; the SDK already retried 408/409/429/5xx and timeouts ``max_retries`` times.
     """
 
-    def __init__(self, config: ProviderConfig, *, agent: str, vectors: SharedVectors | None = None) -> None:
+    def __init__(
+        self,
+        config: ProviderConfig,
+        *,
+        agent: str,
+        vectors: SharedVectors | None = None,
+        pools: HttpPools | None = None,
+    ) -> None:
         self.config = config
         self.agent = agent
-        self._calls = Calls(config, agent=agent)
+        self._calls = Calls(config, agent=agent, pools=pools)  # the daemon's pools, shared by its characters
         self._vectors = vectors or SharedVectors()  # the daemon's, so that its characters share requests
 
     def __repr__(self) -> str:
@@ -117,12 +134,7 @@ class OpenAIModels:
         endpoint = self._endpoint(ModelType.TEXT_EMBEDDING)
         model = self.config.embedding_model
         if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
-            raise ModelError(
-                "cannot embed empty text",
-                provider=endpoint.provider,
-                model_type=ModelType.TEXT_EMBEDDING,
-                agent=self.agent,
-            )
+            raise self._error("cannot embed empty text", ModelType.TEXT_EMBEDDING, endpoint)
         extra: dict[str, Any] = {}
         # Only text-embedding-3 models take ``dimensions``; others reject or ignore it.
         if model.startswith("text-embedding-3"):
@@ -138,42 +150,39 @@ class OpenAIModels:
         """One request for the vectors of ``texts`` (``batch``: a list of them, else the one), checked."""
         dimensions = self.config.embedding_dimensions
         request: str | list[str] = texts if batch else texts[0]
+        body = {"model": model, "input": request, "encoding_format": "float", **extra}
         raw = await self._calls.call(
             ModelType.TEXT_EMBEDDING,
             endpoint,
             model,
             # Floats, not the SDK's default base64: not every compatible server speaks base64. The
             # raw body, read as JSON: the SDK builds a typed object per float (≈1,500 per vector),
-            # which cost more CPU than everything else troupe does for a message.
-            lambda c: c.embeddings.with_raw_response.create(
-                model=model, input=request, encoding_format="float", **extra
-            ),
+            # which cost more CPU than everything else troupe does for a message; and plain JSON
+            # posted, skipping the SDK's request transform.
+            lambda c: c.post("/embeddings", cast_to=bytes, body=body),
         )
-        vectors = parse_vectors(raw.http_response.content)
+        vectors = parse_vectors(raw)
         if vectors is None:
-            raise ModelError(
+            raise self._error(
                 f"embedding model {model!r} on {endpoint.provider} answered something that is not a list of vectors",
-                provider=endpoint.provider,
-                model_type=ModelType.TEXT_EMBEDDING,
-                agent=self.agent,
+                ModelType.TEXT_EMBEDDING,
+                endpoint,
             )
         if len(vectors) != len(texts):
-            raise ModelError(
+            raise self._error(
                 f"embedding model {model!r} on {endpoint.provider} returned {len(vectors)} vectors "
                 f"for {len(texts)} texts",
-                provider=endpoint.provider,
-                model_type=ModelType.TEXT_EMBEDDING,
-                agent=self.agent,
+                ModelType.TEXT_EMBEDDING,
+                endpoint,
             )
         for vector in vectors:
             if len(vector) != dimensions:
-                raise ModelError(
+                raise self._error(
                     f"embedding model {model!r} on {endpoint.provider} returned {len(vector)} "
                     f"dimensions, but OPENAI_EMBEDDING_DIMENSIONS is {dimensions}; set it to the model's length "
                     f"or choose a model that returns {dimensions}",
-                    provider=endpoint.provider,
-                    model_type=ModelType.TEXT_EMBEDDING,
-                    agent=self.agent,
+                    ModelType.TEXT_EMBEDDING,
+                    endpoint,
                 )
         return vectors if batch else vectors[0]
 
@@ -205,15 +214,8 @@ class OpenAIModels:
                 ],
             }
         ]
-        response = await self._calls.call(
-            ModelType.IMAGE_DESCRIPTION,
-            self.config.chat,
-            model,
-            lambda c: c.chat.completions.create(
-                model=model, messages=messages, max_tokens=self.config.image_max_tokens
-            ),
-        )
-        return parse_image_description(self._content(response, ModelType.IMAGE_DESCRIPTION))
+        body = {"model": model, "messages": messages, "max_tokens": self.config.image_max_tokens}
+        return parse_image_description(await self._chat(ModelType.IMAGE_DESCRIPTION, model, body))
 
     async def text_to_speech(self, runtime: ModelHost, params: SpeechParams) -> bytes | SpeechStream:
         """Audio bytes in ``params["format"]`` (mp3 by default); with ``stream``, a SpeechStream.
@@ -249,10 +251,7 @@ class OpenAIModels:
         on_delta = params.get("on_delta")
         if on_delta is not None:
             return await self._streamed_text(kind, model, messages, on_delta, extra)
-        response = await self._calls.call(
-            kind, self.config.chat, model, lambda c: c.chat.completions.create(model=model, messages=messages, **extra)
-        )
-        return self._content(response, kind)
+        return await self._chat(kind, model, {"model": model, "messages": messages, **extra})
 
     async def _streamed_text(
         self,
@@ -278,12 +277,7 @@ class OpenAIModels:
                     pieces.append(delta)
                     on_delta(repair_text(delta))
         if not pieces:
-            raise ModelError(
-                f"{model} on {endpoint.provider} streamed no text ({kind.value})",
-                provider=endpoint.provider,
-                model_type=kind,
-                agent=self.agent,
-            )
+            raise self._error(f"{model} on {endpoint.provider} streamed no text ({kind.value})", kind, endpoint)
         return repair_text("".join(pieces))  # halves of a pair split across pieces meet again
 
     async def _object(self, runtime: ModelHost, params: TextParams, kind: ModelType, model: str) -> JSON:
@@ -291,12 +285,11 @@ class OpenAIModels:
         parsed = parse_json_object(text)
         if parsed is None:
             _log.debug("%s: %s reply that is not a JSON object: %.300r", self.agent, kind.value, text)
-            raise ModelError(
+            raise self._error(
                 f"{model} on {self.config.chat.provider} did not return a JSON object "
                 f"for {kind.value} ({len(text)} characters of something else)",
-                provider=self.config.chat.provider,
-                model_type=kind,
-                agent=self.agent,
+                kind,
+                self.config.chat,
             )
         return parsed
 
@@ -312,18 +305,35 @@ class OpenAIModels:
         messages.append({"role": "user", "content": prompt})
         return messages
 
-    def _content(self, response: ChatCompletion, kind: ModelType) -> str:
-        """The text of a chat completion's first choice."""
-        message = response.choices[0].message if response.choices else None
-        if message is None or (not message.content and getattr(message, "refusal", None)):
-            reason = "refused the request" if message is not None else "returned no choices"
-            raise ModelError(
-                f"{response.model or 'the model'} on {self.config.chat.provider} {reason} ({kind.value})",
-                provider=self.config.chat.provider,
-                model_type=kind,
-                agent=self.agent,
-            )
-        return repair_text(message.content or "")
+    async def _chat(self, kind: ModelType, model: str, body: dict[str, Any]) -> str:
+        """The text of a chat completion's first choice.
+
+        Posted as plain JSON and read by hand (the SDK still retries, times out and raises its
+        errors): the SDK's request transform and typed response cost about as much CPU as the
+        rest of a message's handling."""
+        endpoint = self.config.chat
+
+        async def request(client: openai.AsyncOpenAI) -> ChatReply:
+            raw = await client.post("/chat/completions", cast_to=bytes, body=body)
+            reply = parse_chat_completion(raw)
+            if reply is None:
+                _log.debug("%s: %s answer that is not a chat completion: %.300r", self.agent, kind.value, raw)
+                raise self._error(
+                    f"{model} on {endpoint.provider} answered something that is not a chat completion "
+                    f"({kind.value}); is {display_url(endpoint.base_url)} an OpenAI-compatible API?",
+                    kind,
+                    endpoint,
+                )
+            return reply
+
+        reply = await self._calls.call(kind, endpoint, model, request)
+        if not reply.answered or (not reply.content and reply.refusal):
+            reason = "refused the request" if reply.answered else "returned no choices"
+            raise self._error(f"{reply.model or model} on {endpoint.provider} {reason} ({kind.value})", kind, endpoint)
+        return repair_text(reply.content or "")
+
+    def _error(self, message: str, kind: ModelType, endpoint: Endpoint) -> ModelError:
+        return ModelError(message, provider=endpoint.provider, model_type=kind, agent=self.agent)
 
     def _endpoint(self, kind: ModelType) -> Endpoint:
         endpoint = self.config.embedding if kind is ModelType.TEXT_EMBEDDING else self.config.chat

@@ -1,6 +1,7 @@
-"""Reading what models write: JSON in fences or prose, and guessing an audio file's name.
+"""Reading what models write: chat completion bodies, JSON in fences or prose, vectors, and
+guessing an audio file's name.
 
-Pure functions; the handlers call them on text a model returned.
+Pure functions; the handlers call them on what a server returned.
 """
 
 from __future__ import annotations
@@ -9,13 +10,72 @@ import base64
 import json
 import re
 from array import array
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["audio_filename", "parse_image_description", "parse_json_object", "parse_vectors", "probe_vector"]
+__all__ = [
+    "ChatReply",
+    "Usage",
+    "audio_filename",
+    "parse_chat_completion",
+    "parse_image_description",
+    "parse_json_object",
+    "parse_vectors",
+    "probe_vector",
+]
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _LABEL = re.compile(r"^[\s#*_>-]*(?:title|description)[*_]*\s*[:：][*_]*\s*", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """The tokens a chat completion reports, for the debug log; ``None`` when not reported."""
+
+    prompt_tokens: object = None
+    completion_tokens: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatReply:
+    """What troupe reads of a chat completion: its first choice's message, if any."""
+
+    model: str | None
+    answered: bool
+    """Whether there is a first choice with a message (``False``: no choices)."""
+    content: str | None = None
+    refusal: str | None = None
+    usage: Usage | None = None
+
+
+def parse_chat_completion(body: bytes) -> ChatReply | None:
+    """The first choice of a chat completion response body; None when ``body`` is not one.
+
+    Read by hand rather than by the SDK's typed model: building that model cost more CPU than
+    the request itself. Fields troupe does not read are ignored, as providers add their own.
+    """
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(choices := data.get("choices"), list):
+        return None
+    model = data.get("model") if isinstance(data.get("model"), str) else None
+    usage = data.get("usage")
+    counts = Usage(usage.get("prompt_tokens"), usage.get("completion_tokens")) if isinstance(usage, dict) else None
+    first = choices[0] if choices else None
+    if first is not None and not isinstance(first, dict):
+        return None
+    message = first.get("message") if first is not None else None
+    if message is None:
+        return ChatReply(model, answered=False, usage=counts)
+    if not isinstance(message, dict):
+        return None
+    content, refusal = message.get("content"), message.get("refusal")
+    if not isinstance(content, str | None):
+        return None
+    return ChatReply(model, True, content, refusal if isinstance(refusal, str) else None, counts)
 
 
 def probe_vector(dimensions: int) -> list[float]:

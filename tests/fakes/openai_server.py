@@ -37,6 +37,8 @@ and an empty queue means the default reply. A reply is:
   as a chunked body, each ``bytes`` or an ``asyncio.Event`` to wait for before going on (a
   stream the client closes early is then recorded in ``server.aborted``), or ``CUT`` to drop
   the connection there, mid-body;
+- chat: a :class:`Body` — sent as it is, with status 200, to see what the client makes of a
+  body that is not a chat completion;
 - any endpoint: a :class:`Fail` — an OpenAI-style error with ``status``, sent ``times`` times
   (``None``: for ever) before the queue moves on; ``retry_after`` sets ``Retry-After``
   (seconds; the openai client honours it, so ``0.01`` keeps retry tests fast).
@@ -48,7 +50,7 @@ to test timeouts. ``close()`` cuts any delay short.
 
 Every request is recorded in ``server.requests`` (a :class:`RecordedRequest`: endpoint, method,
 path, parsed JSON body or multipart fields, headers without ``Authorization``, whether a bearer
-key was sent and its last four characters), before any failure or delay, so retries show up.
+key was sent and its last four characters, the client's port), before any failure or delay, so retries show up.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ from aiohttp import web
 
 from ._local import LocalServer
 
-__all__ = ["CUT", "Fail", "FakeOpenAIServer", "RecordedRequest", "UploadedFile"]
+__all__ = ["CUT", "Body", "Fail", "FakeOpenAIServer", "RecordedRequest", "UploadedFile"]
 
 _ERROR_TYPES = {
     400: ("invalid_request_error", None),
@@ -117,6 +119,14 @@ class Fail:
 
 
 @dataclass(frozen=True)
+class Body:
+    """A chat reply sent as it is (status 200): ``text`` in ``content_type``."""
+
+    text: str
+    content_type: str = "application/json"
+
+
+@dataclass(frozen=True)
 class UploadedFile:
     """A file part of a multipart request."""
 
@@ -143,6 +153,8 @@ class RecordedRequest:
     """Whether a bearer key was sent."""
     auth_suffix: str | None = None
     """The key's last four characters."""
+    client_port: int | None = None
+    """The port of the client's end of the connection: requests with the same one came over one connection."""
 
 
 class _Queue:
@@ -224,7 +236,7 @@ class FakeOpenAIServer(LocalServer):
         """Replace ``endpoint``'s queue of replies (see the module docstring)."""
         self._queues[endpoint].set(replies)
 
-    def script_chat(self, *replies: str | Callable[[dict[str, Any]], Any] | Fail) -> None:
+    def script_chat(self, *replies: str | Callable[[dict[str, Any]], Any] | Body | Fail) -> None:
         self.script("chat", *replies)
 
     def script_embeddings(self, *replies: list[float] | Callable[[str], Any] | Fail) -> None:
@@ -279,6 +291,7 @@ class FakeOpenAIServer(LocalServer):
             headers=headers,
             auth=bool(key),
             auth_suffix=key[-4:] if key else None,
+            client_port=_client_port(request),
         )
         self.requests.append(recorded)
         return recorded
@@ -302,6 +315,8 @@ class FakeOpenAIServer(LocalServer):
             reply = reply(body)
         if isinstance(reply, Fail):
             return _error(reply)
+        if isinstance(reply, Body):
+            return web.Response(text=reply.text, content_type=reply.content_type)
         text = reply if isinstance(reply, str) else _echo(body)
         model = body.get("model", "fake-model")
         completion_id = f"chatcmpl-fake-{len(self.requests)}"
@@ -479,6 +494,11 @@ def _error(fail: Fail) -> web.Response:
         headers["Retry-After"] = str(fail.retry_after)
     body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
     return web.json_response(body, status=fail.status, headers=headers)
+
+
+def _client_port(request: web.Request) -> int | None:
+    peer = request.transport.get_extra_info("peername") if request.transport is not None else None
+    return int(peer[1]) if isinstance(peer, tuple) and len(peer) >= 2 else None
 
 
 def _last_user_text(body: dict[str, Any]) -> str:

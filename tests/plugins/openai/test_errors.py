@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import openai
 import pytest
@@ -127,6 +129,49 @@ async def test_unreachable_server_is_unavailable(make_runtime: MakeRuntime) -> N
     runtime = await make_runtime({"OPENAI_BASE_URL": url, "OPENAI_MAX_RETRIES": "0"})
     with pytest.raises(ModelUnavailable, match=r"cannot connect to http://127\.0\.0\.1:\d+/v1"):
         await runtime.use(ModelType.TEXT_SMALL, HI)
+
+
+@contextlib.asynccontextmanager
+async def tcp_server(reply: bytes) -> AsyncIterator[str]:
+    """A base URL whose server reads the request, sends ``reply`` (not HTTP, or nothing) and hangs up."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1024)
+        writer.write(reply)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+@pytest.mark.parametrize("reply", [b"", b"SSH-2.0-OpenSSH_9.6\r\n\r\n"], ids=["hangs-up", "not-http"])
+async def test_a_server_that_hangs_up_or_does_not_speak_http_is_unavailable(
+    make_runtime: MakeRuntime, reply: bytes
+) -> None:
+    async with tcp_server(reply) as url:
+        runtime = await make_runtime({"OPENAI_BASE_URL": url, "OPENAI_MAX_RETRIES": "0"})
+        with pytest.raises(
+            ModelUnavailable, match=r"^Ada: TEXT_SMALL via openai \(gpt-4o-mini\): cannot connect to http"
+        ):
+            await runtime.use(ModelType.TEXT_SMALL, HI)
+
+
+async def test_a_text_stream_that_breaks_off_is_unavailable(make_runtime: MakeRuntime) -> None:
+    event = b'data: {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", '
+    event += b'"choices": [{"index": 0, "delta": {"content": "Hel"}, "finish_reason": null}]}\n\n'
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    # One chunk, then the connection closes before the chunk that ends the body.
+    async with tcp_server(head + b"%x\r\n%s\r\n" % (len(event), event)) as url:
+        runtime = await make_runtime({"OPENAI_BASE_URL": url, "OPENAI_MAX_RETRIES": "0"})
+        pieces: list[str] = []
+        with pytest.raises(ModelUnavailable, match=r"^Ada: TEXT_LARGE via openai \(gpt-4o\): cannot connect to http"):
+            await runtime.use(ModelType.TEXT_LARGE, {"prompt": "hi", "on_delta": pieces.append})
+    assert pieces == ["Hel"]
 
 
 async def test_other_statuses_are_model_errors_with_the_status(

@@ -13,12 +13,14 @@ import pytest
 from bot.errors import ModelError
 from bot.models import ModelType
 from bot.shared import Shared
-from tests.fakes.openai_server import Fail, FakeOpenAIServer, UploadedFile
+from plugins.openai._pools import HttpPools
+from tests.fakes.openai_server import Body, Fail, FakeOpenAIServer, UploadedFile
 
 from ..fake_runtime import FakeCharacter, FakeRuntime
 from .conftest import KEY, OTHER_KEY
 
 MakeRuntime = Callable[..., Awaitable[FakeRuntime]]
+HI = {"prompt": "hi"}
 
 
 # -- text -------------------------------------------------------------------------------------
@@ -99,6 +101,67 @@ async def test_object_that_is_not_json_is_a_model_error(runtime: FakeRuntime, se
     with pytest.raises(ModelError, match=expected) as info:
         await runtime.use(ModelType.OBJECT_SMALL, {"prompt": "json please"})
     assert (info.value.provider, info.value.model_type) == ("openai", "OBJECT_SMALL")
+
+
+_NOT_A_COMPLETION = r"^Ada: gpt-4o-mini on openai answered something that is not a chat completion \(TEXT_SMALL\)"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        Body("{not json at all"),
+        Body("<html><body>Bad gateway</body></html>", content_type="text/html"),
+        Body("[1, 2, 3]"),
+        Body('{"id": "x", "object": "chat.completion", "model": "gpt-4o-mini"}'),  # no choices
+        Body('{"choices": {"message": {"content": "hi"}}}'),  # choices not a list
+        Body('{"choices": ["hi"]}'),
+        Body('{"choices": [{"message": {"role": "assistant", "content": 42}}]}'),
+    ],
+    ids=["garbage", "html", "a-list", "no-choices", "choices-not-a-list", "choice-not-an-object", "content-a-number"],
+)
+async def test_a_body_that_is_not_a_chat_completion_is_a_model_error(
+    runtime: FakeRuntime, server: FakeOpenAIServer, body: Body
+) -> None:
+    server.script_chat(body)
+    with pytest.raises(ModelError, match=_NOT_A_COMPLETION) as info:
+        await runtime.use(ModelType.TEXT_SMALL, {"prompt": "hi"})
+    assert (info.value.provider, info.value.model_type) == ("openai", "TEXT_SMALL")
+
+
+async def test_a_completion_without_choices_is_a_model_error(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:
+    server.script_chat(Body('{"model": "gpt-4o-mini-2024", "choices": []}'))
+    with pytest.raises(ModelError, match=r"^Ada: gpt-4o-mini-2024 on openai returned no choices \(TEXT_SMALL\)$"):
+        await runtime.use(ModelType.TEXT_SMALL, {"prompt": "hi"})
+
+
+async def test_a_refusal_is_a_model_error(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:
+    message = {"role": "assistant", "content": None, "refusal": "I cannot help with that."}
+    server.script_chat(Body(json.dumps({"model": "gpt-4o-mini", "choices": [{"index": 0, "message": message}]})))
+    with pytest.raises(ModelError, match=r"^Ada: gpt-4o-mini on openai refused the request \(TEXT_LARGE\)$"):
+        await runtime.use(ModelType.TEXT_LARGE, {"prompt": "hi"})
+
+
+async def test_null_content_without_a_refusal_is_empty_text(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:
+    message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": []}
+    server.script_chat(Body(json.dumps({"model": "gpt-4o-mini", "choices": [{"index": 0, "message": message}]})))
+    assert await runtime.use(ModelType.TEXT_SMALL, {"prompt": "hi"}) == ""
+
+
+async def test_text_is_repaired_and_extra_fields_are_ignored(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:
+    # A lone surrogate, as JSON can carry and some servers send; unknown fields, as providers add.
+    choice = {"index": 0, "message": {"role": "assistant", "content": "caf\udce9", "reasoning": "…"}, "x": 1}
+    server.script_chat(Body(json.dumps({"choices": [choice], "provider": "somewhere", "usage": None})))
+    reply = await runtime.use(ModelType.TEXT_SMALL, {"prompt": "hi"})
+    assert reply.startswith("caf") and reply.encode("utf-8")
+
+
+async def test_an_image_description_that_is_not_a_chat_completion_is_a_model_error(
+    runtime: FakeRuntime, server: FakeOpenAIServer
+) -> None:
+    server.script_chat(Body("{not json"))
+    expected = r"^Ada: gpt-4o-mini on openai answered something that is not a chat completion \(IMAGE_DESCRIPTION\)"
+    with pytest.raises(ModelError, match=expected):
+        await runtime.use(ModelType.IMAGE_DESCRIPTION, {"image_url": "https://example.com/cat.png"})
 
 
 # -- embeddings -------------------------------------------------------------------------------
@@ -292,6 +355,62 @@ async def test_each_agent_uses_its_own_key_and_server(make_runtime: MakeRuntime)
         assert bob_body["messages"][0]["content"] == "You are Bob."
         await ada.close()
         await bob.close()
+
+
+async def test_characters_of_one_daemon_share_one_connection_each_with_its_own_key(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    shared = Shared()
+    ada = await make_runtime({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url}, shared=shared)
+    bob = await make_runtime(
+        {"OPENAI_API_KEY": OTHER_KEY, "OPENAI_BASE_URL": server.url},
+        agent_id="agent-bob",
+        character=FakeCharacter(name="Bob"),
+        shared=shared,
+    )
+    for runtime in (ada, bob, ada, bob):
+        await runtime.use(ModelType.TEXT_SMALL, HI)
+    assert [r.auth_suffix for r in server.requests] == ["0001", "0002", "0001", "0002"]
+    assert len({r.client_port for r in server.requests}) == 1  # one pool, its one connection reused
+    assert shared.one(HttpPools).opened == 1
+
+
+async def test_characters_of_different_daemons_or_servers_do_not_share_a_pool(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    shared = Shared()
+    ada = await make_runtime({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url}, shared=shared)
+    elsewhere = await make_runtime({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url})  # another daemon
+    async with FakeOpenAIServer() as other:
+        bob = await make_runtime(
+            {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": other.url}, character=FakeCharacter(name="Bob"), shared=shared
+        )
+        for runtime in (ada, elsewhere, bob):
+            await runtime.use(ModelType.TEXT_SMALL, HI)
+        assert shared.one(HttpPools).opened == 2  # one per base URL
+        await bob.close()
+    assert len({r.client_port for r in server.requests}) == 2
+
+
+async def test_closing_one_character_leaves_the_pool_to_the_others(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    shared = Shared()
+    settings = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url}
+    ada = await make_runtime(settings, shared=shared)
+    bob = await make_runtime(settings, character=FakeCharacter(name="Bob"), shared=shared)
+    await ada.use(ModelType.TEXT_SMALL, HI)
+    await ada.close()
+    await ada.close()  # closing again does not count twice
+    assert await bob.use(ModelType.TEXT_SMALL, HI) == "echo: hi"
+    assert len({r.client_port for r in server.requests}) == 1
+    pools = shared.one(HttpPools)
+    assert pools.opened == 1
+    await bob.close()
+    assert pools.opened == 0  # the last character out closed it
+    carol = await make_runtime(settings, character=FakeCharacter(name="Carol"), shared=shared)
+    assert await carol.use(ModelType.TEXT_SMALL, HI) == "echo: hi"  # a later character opens a new one
+    assert pools.opened == 1
 
 
 async def test_ollama_preset_reaches_the_v1_route_with_the_ollama_key(

@@ -9,7 +9,10 @@ from array import array
 import pytest
 
 from plugins.openai._parse import (
+    ChatReply,
+    Usage,
     audio_filename,
+    parse_chat_completion,
     parse_image_description,
     parse_json_object,
     parse_vectors,
@@ -105,3 +108,42 @@ def test_a_vector_sent_as_base64_floats_is_read_too() -> None:
 )
 def test_what_is_not_a_list_of_vectors_is_none(body: bytes) -> None:
     assert parse_vectors(body) is None
+
+
+def test_a_chat_completion_gives_its_first_choice_model_and_usage() -> None:
+    body = {
+        "model": "gpt-4o-mini",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "hi"}},
+            {"index": 1, "message": {"role": "assistant", "content": "second"}},
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+    }
+    assert parse_chat_completion(json.dumps(body).encode()) == ChatReply("gpt-4o-mini", True, "hi", None, Usage(3, 1))
+
+
+def test_a_chat_completion_without_choices_or_message_is_unanswered() -> None:
+    assert parse_chat_completion(b'{"choices": []}') == ChatReply(None, answered=False)
+    assert parse_chat_completion(b'{"choices": [{"message": null}]}') == ChatReply(None, answered=False)
+
+
+def test_a_refusal_is_read() -> None:
+    body = b'{"choices": [{"message": {"content": null, "refusal": "no"}}]}'
+    assert parse_chat_completion(body) == ChatReply(None, True, None, "no")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"{oops",
+        b"null",
+        b'"text"',
+        b"{}",
+        b'{"choices": null}',
+        b'{"choices": [1]}',
+        b'{"choices": [{"message": []}]}',
+    ],
+)
+def test_what_is_not_a_chat_completion_reads_as_none(body: bytes) -> None:
+    assert parse_chat_completion(body) is None
