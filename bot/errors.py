@@ -40,6 +40,7 @@ __all__ = [
     "ModelAuthError",
     "ModelError",
     "ModelRateLimited",
+    "ModelRequestRejected",
     "ModelUnavailable",
     "PartlySent",
     "PluginLoadError",
@@ -199,6 +200,13 @@ class ModelRateLimited(ModelError):
     def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         self.retry_after = retry_after
+
+
+class ModelRequestRejected(ModelError):
+    """The provider rejected the request as it was asked (HTTP 400 or 422): a parameter or a
+    value it does not support, a prompt it will not take. Asking the same again fails again."""
+
+    __slots__ = ()
 
 
 class ModelUnavailable(ModelError):

@@ -17,7 +17,7 @@ from typing import TypeVar
 import aiohttp
 import openai
 
-from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelUnavailable
+from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelRequestRejected, ModelUnavailable
 from bot.models import ModelType
 
 from ._config import Endpoint, ProviderConfig, display_url
@@ -142,6 +142,13 @@ class Calls:
         except openai.InternalServerError as exc:
             raise ModelUnavailable(
                 f"{where}: server error HTTP {exc.status_code}: {_detail(exc, endpoint)}",
+                agent=self.agent,
+                provider=provider,
+                model_type=kind,
+            ) from exc
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+            raise ModelRequestRejected(
+                f"{where}: HTTP {exc.status_code}: {_detail(exc, endpoint)}",
                 agent=self.agent,
                 provider=provider,
                 model_type=kind,

@@ -15,7 +15,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletionMessageParam
 
-from bot.errors import ModelError
+from bot.errors import ModelError, ModelRequestRejected
 from bot.models import (
     EmbeddingBatchParams,
     EmbeddingParams,
@@ -78,6 +78,8 @@ class OpenAIModels:
         self.agent = agent
         self._calls = Calls(config, agent=agent, pools=pools)  # the daemon's pools, shared by its characters
         self._vectors = vectors or SharedVectors()  # the daemon's, so that its characters share requests
+        # Embedding endpoints (base URLs) that refused base64: asked for floats from then on.
+        self._floats_only: set[str] = set()
 
     def __repr__(self) -> str:
         return f"<OpenAIModels {self.agent} {self.config.preset}>"
@@ -150,17 +152,21 @@ class OpenAIModels:
         """One request for the vectors of ``texts`` (``batch``: a list of them, else the one), checked."""
         dimensions = self.config.embedding_dimensions
         request: str | list[str] = texts if batch else texts[0]
-        body = {"model": model, "input": request, "encoding_format": "float", **extra}
-        raw = await self._calls.call(
-            ModelType.TEXT_EMBEDDING,
-            endpoint,
-            model,
-            # Floats, not the SDK's default base64: not every compatible server speaks base64. The
-            # raw body, read as JSON: the SDK builds a typed object per float (≈1,500 per vector),
-            # which cost more CPU than everything else troupe does for a message; and plain JSON
-            # posted, skipping the SDK's request transform.
-            lambda c: c.post("/embeddings", cast_to=bytes, body=body),
-        )
+        body = {"model": model, "input": request, "encoding_format": "base64", **extra}
+        if endpoint.base_url in self._floats_only:
+            body["encoding_format"] = "float"
+        try:
+            raw = await self._post_embeddings(endpoint, model, body)
+        except ModelRequestRejected:
+            if body["encoding_format"] == "float":
+                raise
+            # Some gateways refuse base64 (the SDK's own default); floats are the format every
+            # server speaks. If floats are refused too, that error is the one that says why.
+            raw = await self._post_embeddings(endpoint, model, {**body, "encoding_format": "float"})
+            self._floats_only.add(endpoint.base_url)
+            _log.info(
+                "%s: %s refused base64 embeddings; asking it for floats from now on", self.agent, endpoint.provider
+            )
         vectors = parse_vectors(raw)
         if vectors is None:
             raise self._error(
@@ -185,6 +191,15 @@ class OpenAIModels:
                     endpoint,
                 )
         return vectors if batch else vectors[0]
+
+    async def _post_embeddings(self, endpoint: Endpoint, model: str, body: dict[str, Any]) -> bytes:
+        # Base64 (little-endian float32) by default: a sixth of the bytes of floats as JSON text,
+        # and far less CPU on both sides; a server that ignores it and sends floats is read too.
+        # The raw body, read by hand: the SDK builds a typed object per float (≈1,500 per vector);
+        # and plain JSON posted, skipping the SDK's request transform.
+        return await self._calls.call(
+            ModelType.TEXT_EMBEDDING, endpoint, model, lambda c: c.post("/embeddings", cast_to=bytes, body=body)
+        )
 
     async def transcription(self, runtime: ModelHost, params: TranscriptionParams) -> str:
         audio = bytes(params["audio"])

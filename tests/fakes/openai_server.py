@@ -18,7 +18,8 @@ Endpoints (under ``/v1``), each with its name for scripting and its default repl
   usage chunk. Usage counts words.
 - ``POST /embeddings`` (``embeddings``): per input a unit vector derived from the text's SHA-256,
   of length ``dimensions`` from the request or else ``embedding_dimensions``; floats, or base64
-  when ``encoding_format`` asks for it (the openai client's default).
+  when ``encoding_format`` asks for it (the openai client's default). ``base64="refused"``
+  answers a base64 request with HTTP 400, as some gateways do; ``"ignored"`` sends floats anyway.
 - ``POST /audio/transcriptions`` (``transcriptions``, multipart):
   ``"transcript of <filename> (<n> bytes)"``; plain text when ``response_format`` is text.
 - ``POST /audio/speech`` (``speech``): ``b"FAKE-AUDIO:<format>:<input>"``.
@@ -66,7 +67,7 @@ import struct
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 
@@ -199,8 +200,10 @@ class FakeOpenAIServer(LocalServer):
         embedding_dimensions: int = 1536,
         models: Iterable[str] = DEFAULT_MODELS,
         latency: float = 0.0,
+        base64: Literal["answered", "refused", "ignored"] = "answered",
     ) -> None:
         self.embedding_dimensions = embedding_dimensions
+        self.base64 = base64
         self.models = list(models)
         self.latency = latency
         self.requests: list[RecordedRequest] = []
@@ -389,6 +392,9 @@ class FakeOpenAIServer(LocalServer):
         if isinstance(reply, Fail):
             return _error(reply)
         body = recorded.json if isinstance(recorded.json, dict) else {}
+        as_base64 = body.get("encoding_format") == "base64" and self.base64 != "ignored"
+        if as_base64 and self.base64 == "refused":
+            return _error(Fail(400, message="base64 encoding is not currently supported"))
         raw_input = body.get("input", "")
         inputs = [raw_input] if isinstance(raw_input, str) else list(raw_input)
         dimensions = int(body.get("dimensions") or self.embedding_dimensions)
@@ -404,7 +410,7 @@ class FakeOpenAIServer(LocalServer):
             else:
                 vector = _hash_vector(text, dimensions)
             embedding: Any = list(vector)
-            if body.get("encoding_format") == "base64":
+            if as_base64:
                 embedding = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
             data.append({"object": "embedding", "index": index, "embedding": embedding})
         tokens = sum(len(str(i).split()) for i in inputs)

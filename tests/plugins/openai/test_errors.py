@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import openai
 import pytest
 
-from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelUnavailable
+from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelRequestRejected, ModelUnavailable
 from bot.models import ModelType
 from tests.fakes.openai_server import Fail, FakeOpenAIServer
 
@@ -204,7 +204,7 @@ async def test_no_secret_in_errors_or_logs(
             await runtime.use(ModelType.TEXT_SMALL, {"prompt": "hi"})
         except ModelError as exc:
             errors.append(exc)
-    assert [type(e) for e in errors] == [ModelError, ModelAuthError, ModelRateLimited, ModelUnavailable]
+    assert [type(e) for e in errors] == [ModelRequestRejected, ModelAuthError, ModelRateLimited, ModelUnavailable]
     assert "<redacted>" in str(errors[0])
     for error in errors:
         assert KEY not in str(error) and KEY not in repr(error)

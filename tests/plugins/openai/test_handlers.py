@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bot.errors import ModelError
+from bot.errors import ModelError, ModelRequestRejected
 from bot.models import ModelType
 from bot.shared import Shared
 from plugins.openai._pools import HttpPools
@@ -175,7 +175,12 @@ async def test_embedding_returns_the_servers_vector_with_dimensions_for_text_emb
     other = await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "goodbye"})
     assert len(first) == 1536 and first == again and first != other
     body = server.requests_for("embeddings")[0].json
-    assert body == {"model": "text-embedding-3-small", "input": "hello", "dimensions": 1536, "encoding_format": "float"}
+    assert body == {
+        "model": "text-embedding-3-small",
+        "input": "hello",
+        "dimensions": 1536,
+        "encoding_format": "base64",
+    }
 
 
 async def test_embedding_of_several_texts_takes_one_request_and_keeps_their_order(
@@ -190,8 +195,41 @@ async def test_embedding_of_several_texts_takes_one_request_and_keeps_their_orde
         "model": "text-embedding-3-small",
         "input": ["hello", "goodbye", "hello"],
         "dimensions": 1536,
-        "encoding_format": "float",
+        "encoding_format": "base64",
     }
+
+
+async def test_embeddings_fall_back_to_floats_once_a_server_refuses_base64(
+    server: FakeOpenAIServer, runtime: FakeRuntime, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "plugins.openai")
+    server.base64 = "refused"
+    first = await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hello"})
+    second = await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "goodbye"})
+    asked = [r.json["encoding_format"] for r in server.requests_for("embeddings")]
+    assert asked == ["base64", "float", "float"]  # found out once, then floats straight away
+    assert len(first) == len(second) == 1536 and first != second
+    assert "refused base64 embeddings; asking it for floats from now on" in caplog.text
+
+
+async def test_embeddings_read_floats_from_a_server_that_ignores_base64(
+    server: FakeOpenAIServer, runtime: FakeRuntime
+) -> None:
+    server.base64 = "ignored"
+    floats = await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hello"})
+    server.base64 = "answered"
+    packed = await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hello there"})
+    assert len(floats) == len(packed) == 1536
+    assert [r.json["encoding_format"] for r in server.requests_for("embeddings")] == ["base64", "base64"]
+
+
+async def test_an_embedding_request_refused_in_both_formats_says_why(
+    server: FakeOpenAIServer, runtime: FakeRuntime
+) -> None:
+    server.script_embeddings(Fail(400, message="model 'nope' does not exist"))
+    with pytest.raises(ModelRequestRejected, match="HTTP 400: model 'nope' does not exist"):
+        await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hello"})
+    assert [r.json["encoding_format"] for r in server.requests_for("embeddings")] == ["base64", "float"]
 
 
 async def test_embedding_of_several_texts_refuses_an_empty_one_without_a_request(
@@ -425,7 +463,7 @@ async def test_ollama_preset_reaches_the_v1_route_with_the_ollama_key(
     chat, obj, embedding = server.requests
     assert chat.path == "/v1/chat/completions" and chat.auth_suffix == "lama"
     assert (chat.json["model"], obj.json["model"]) == ("llama3.2", "llama3.1:70b")
-    assert embedding.json == {"model": "nomic-embed-text", "input": "hi", "encoding_format": "float"}
+    assert embedding.json == {"model": "nomic-embed-text", "input": "hi", "encoding_format": "base64"}
 
 
 async def test_openrouter_preset_chats_there_and_embeds_elsewhere(make_runtime: MakeRuntime) -> None:
