@@ -150,9 +150,12 @@ class AiohttpRequest(BaseRequest):
             ) as response:
                 return response.status, await response.read()
         except TimeoutError as exc:
-            raise TimedOut(_timed_out(exc, read, timeout.total)) from None
+            error: NetworkError = TimedOut(_timed_out(exc, read, timeout.total))
         except aiohttp.ClientError as exc:
-            raise NetworkError(f"aiohttp.{exc.__class__.__name__}: {_redacted(str(exc), url)}") from None
+            error = NetworkError(f"aiohttp.{exc.__class__.__name__}: {_redacted(str(exc), url)}")
+        # Raised outside the handlers, so the aiohttp error (whose text may quote the URL) is
+        # not chained to it as its context.
+        raise error
 
 
 def _given(value: ODVInput[float], default: float | None) -> float | None:
