@@ -53,6 +53,7 @@ from ._mapping import (
 from ._outbound import ChatTarget, send_text
 from ._polling import PollingWatch
 from ._relay import Relay
+from ._request import AiohttpRequest
 from ._speaking import speak
 
 if TYPE_CHECKING:
@@ -86,6 +87,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         super().__init__(runtime, TelegramTokens, config.token.get_secret_value())
         self.config = config
         self.app: Application | None = None
+        self._requests: tuple[AiohttpRequest, ...] = ()  # the app's HTTP sessions (its bot's and its poll's)
         self.bot_id = 0
         self.username = ""
         self._chats: set[int] = set()
@@ -108,16 +110,18 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
             ConfigError: Telegram refused the token.
         """
         timeout = self.config.poll_timeout
+        self._requests = calls, polls = (
+            AiohttpRequest(connect_timeout=10, read_timeout=30, write_timeout=30, pool_timeout=10),
+            # One long poll at a time; Bot.get_updates adds the poll's own wait to this read timeout.
+            AiohttpRequest(connection_pool_size=1, read_timeout=timeout + 10),
+        )
         self.app = app = (
             ApplicationBuilder()
             .token(token)
             .base_url(self.config.base_url)
             .base_file_url(self.config.base_file_url)
-            .connect_timeout(10)
-            .read_timeout(30)
-            .write_timeout(30)
-            .pool_timeout(10)
-            .get_updates_read_timeout(timeout + 10)
+            .request(calls)
+            .get_updates_request(polls)
             .concurrent_updates(64)
             .update_queue(InboxQueue(self.runtime))
             .build()
@@ -156,6 +160,10 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
                 await app.stop()
         with contextlib.suppress(Exception):
             await app.shutdown()
+        # After a failed initialize (Telegram unreachable at start) Application.shutdown does nothing:
+        # the sessions are closed here, or their connections would leak.
+        for request in self._requests:
+            await request.shutdown()
 
     @property
     def closed(self) -> bool:
