@@ -216,11 +216,13 @@ class Database(QueuedLogs):
 
     async def set_embedding_dimension(self, agent_id: str, dim: int) -> None:
         """Persist ``dim`` as the active embedding dimension of ``agent_id`` (validated by the caller)."""
-        async with self.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (_dimension_key(agent_id), str(dim)),
-            )
+        row = (_dimension_key(agent_id), str(dim))
+        await self.write(
+            lambda conn: conn.execute(
+                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", row
+            ),
+            tables=("meta",),
+        )
         self._dimensions[agent_id] = dim
 
     def forget_agent(self, agent_id: str) -> None:
