@@ -137,7 +137,7 @@ class MemoriesMixin(AgentScoped):
             return [encode_vector(m.embedding, dim) if m.embedding is not None else None for m in memories]
 
         n_vectors = sum(m.embedding is not None for m in memories)
-        # Cleaning a 1536-dim vector costs ~0.1 ms of Python; big batches would stall the loop.
+        # Packing a 1536-dim vector costs ~35 µs; big batches would stall the loop.
         blobs = await asyncio.to_thread(encode_all) if n_vectors > _ENCODE_IN_THREAD else encode_all()
         ids = [m.id or new_id() for m in memories]
         now = now_ms()
