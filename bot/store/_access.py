@@ -9,17 +9,20 @@ they never queue behind writes; identical reads inside one unit of work can shar
 from __future__ import annotations
 
 import asyncio
+import collections
 import enum
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import TypeVar
+from contextvars import Context
+from typing import Any, TypeVar
 
 import aiosqlite
 
 from bot.errors import StoreError
 from bot.store import _shared
+from bot.store._batch import BATCH_LIMIT, BeginFailed, Failed, Queued, TransactionLost, transact
 from bot.store._connect import (
     BEGIN_ATTEMPTS,
     Connection,
@@ -63,6 +66,9 @@ class DatabaseAccess:
         self._lock_owner: asyncio.Task[object] | None = None
         # Which tables finished write transactions changed: tells shared reads when they are stale.
         self._writes = _shared.WriteMarks()
+        # Group commit (see write): works waiting for the writer, and the task committing them.
+        self._queued: collections.deque[Queued] = collections.deque()
+        self._committer: asyncio.Task[None] | None = None
 
     def _require_open(self) -> aiosqlite.Connection:
         if self._state is not State.OPEN or self._writer is None:
@@ -96,41 +102,143 @@ class DatabaseAccess:
                 raise
 
     async def write(self, work: Callable[[Connection], T], *, tables: Collection[str] | None = None) -> T:
-        """Run ``work(conn)`` as one write transaction in a single trip to the writer's thread.
+        """Run ``work(conn)`` in a write transaction, in one trip to the writer's thread.
 
-        The same transaction as :meth:`transaction` (one at a time, ``BEGIN IMMEDIATE``, commit,
-        or roll back if ``work`` raises; driver errors as StoreError), but ``work`` is a plain
-        function given the driver's own connection, so its statements cost no thread hop each.
-        Keep ``work`` to SQL and light Python: it holds the writer while it runs. ``tables``,
-        if given, are all the tables ``work`` may change (triggers and cascades included):
-        shared reads of other tables stay current (see :meth:`shared_reads`). Returns what
-        ``work`` returns.
+        ``work`` is a plain function given the driver's own connection, so its statements cost no
+        thread hop each. Keep it to SQL and light Python: it holds the writer while it runs.
+        Writes queued while the writer is busy are committed together (group commit): up to
+        ``BATCH_LIMIT`` works in one ``BEGIN IMMEDIATE … COMMIT``, each in a savepoint of its
+        own, so a work that raises undoes only its own changes and raises to its own caller
+        (driver errors as StoreError) while the others commit. If SQLite itself ends the
+        transaction (disk full, I/O error), every work of the batch fails with that error.
+        Returns what ``work`` returns, once the COMMIT that includes it is done.
+
+        ``tables``, if given, are all the tables ``work`` may change (triggers and cascades
+        included): shared reads of other tables stay current (see :meth:`shared_reads`).
+        A caller cancelled before its batch starts takes its work out of the queue; once the
+        batch started, the work runs to its end and the caller waits for it before raising.
+        Batches and :meth:`transaction` blocks take turns at the writer in the order they asked.
         """
-        async with self._write_turn(tables) as conn:
-            return await self._run_transaction(conn, work)
+        self._require_open()
+        self._refuse_reentry()
+        queued = Queued(work, tables, asyncio.get_running_loop().create_future())
+        self._queued.append(queued)
+        if self._committer is None:
+            # A fresh context: the committer serves every caller, so it logs as none of them.
+            self._committer = asyncio.get_running_loop().create_task(
+                self._commit_queued(), name=f"troupe:commit:{os.path.basename(self._path)}", context=Context()
+            )
+        try:
+            result: T = await asyncio.shield(queued.done)
+        except asyncio.CancelledError:
+            if not queued.started:
+                if queued in self._queued:  # not already dropped by a committer that was cancelled
+                    self._queued.remove(queued)
+                queued.done.cancel()
+                raise
+            # Already on the writer's thread, where it runs to its end: as transaction() does
+            # with its ROLLBACK, keep the caller until it has, so what follows sees its outcome.
+            await asyncio.wait([queued.done])
+            if not queued.done.cancelled():
+                queued.done.exception()  # retrieved: nobody else will
+            raise
+        return result
 
-    async def _run_transaction(self, conn: aiosqlite.Connection, work: Callable[[Connection], T]) -> T:
-        """The body of :meth:`write`, for a caller already holding the writer (``_write_turn``)."""
+    async def _commit_queued(self) -> None:
+        """The committer: while works are queued, commit them a batch at a time (see :meth:`write`)."""
+        try:
+            while self._queued:
+                async with self._lock:  # after transaction() blocks (and close) that asked before
+                    batch = [self._queued.popleft() for _ in range(min(len(self._queued), BATCH_LIMIT))]
+                    await self._commit(batch)
+        except asyncio.CancelledError:
+            for queued in self._queued:  # the loop is ending: nobody will commit them
+                queued.done.cancel()
+            self._queued.clear()
+            raise
+        finally:
+            self._committer = None
+
+    async def _commit(self, batch: list[Queued]) -> None:
+        """Run ``batch`` in one transaction and settle each caller's future with its outcome."""
+        outcomes: list[Any]
+        conn = self._writer
+        try:
+            if conn is None:  # closed under a queued write: cannot happen while close() waits for us
+                raise RuntimeError(f"{self!r} is {self._state.value}: it cannot be used")
+            for queued in batch:
+                queued.started = True
+            outcomes = await self._transact(conn, [queued.work for queued in batch])
+        except asyncio.CancelledError:
+            if conn is not None:  # the thread still runs the batch: keep the writer until it ended
+                await run_on_thread(conn, _nothing)
+            for queued in batch:  # whether it committed is unknown to us
+                queued.done.cancel()
+            raise
+        except TransactionLost as lost:
+            shared = StoreError(f"database write failed: SQLite ended the transaction this write shared: {lost.error}")
+            outcomes = [Failed(lost.error if n == lost.index else shared) for n in range(len(batch))]
+        except Exception as exc:
+            outcomes = [Failed(exc)] * len(batch)
+        finally:
+            for queued in batch:
+                self._writes.ended(queued.tables)
+        for queued, outcome in zip(batch, outcomes, strict=True):
+            if queued.done.done():
+                continue
+            if isinstance(outcome, Failed):
+                queued.done.set_exception(self._write_error(outcome.error))
+            else:
+                queued.done.set_result(outcome)
+
+    def _write_error(self, exc: Exception) -> Exception:
+        """What a caller of :meth:`write` gets for ``exc``: driver errors become StoreError."""
+        if isinstance(exc, BeginFailed):
+            error = StoreError(f"cannot start a write transaction on {self._path}: {exc.error}")
+        elif isinstance(exc, sqlean.Error):
+            error = StoreError(f"database write failed: {exc}")
+        else:
+            return exc
+        error.__cause__ = exc.error if isinstance(exc, BeginFailed) else exc
+        return error
+
+    async def _transact(self, conn: aiosqlite.Connection, works: list[Callable[[Connection], Any]]) -> list[Any]:
+        """``batch.transact`` on the writer's thread, retrying a BEGIN that found the file locked."""
         for attempt in range(1, BEGIN_ATTEMPTS + 1):
             try:
-                return await run_on_thread(conn, _transact, work)
-            except asyncio.CancelledError:
-                # The transaction still runs to its end on the writer's thread. As transaction()
-                # does with its ROLLBACK, keep the writer until it has: the thread runs calls in order.
-                await run_on_thread(conn, _nothing)
-                raise
-            except _BeginFailed as failed:
-                exc = failed.error
-                if attempt == BEGIN_ATTEMPTS or not is_locked_error(exc):
-                    raise StoreError(f"cannot start a write transaction on {self._path}: {exc}") from exc
+                return await run_on_thread(conn, transact, works)
+            except BeginFailed as failed:
+                if attempt == BEGIN_ATTEMPTS or not is_locked_error(failed.error):
+                    raise
                 delay = retry_delay(attempt)
                 _log.warning(
                     "database is locked (attempt %d of %d); retrying in %.2f s", attempt, BEGIN_ATTEMPTS, delay
                 )
                 await asyncio.sleep(delay)
-            except sqlean.Error as exc:
-                raise StoreError(f"database write failed: {exc}") from exc
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def _run_transaction(self, conn: aiosqlite.Connection, work: Callable[[Connection], T]) -> T:
+        """One work as its own transaction, for a caller already holding the writer (``_write_turn``)."""
+        try:
+            [result] = await self._transact(conn, [work])
+        except asyncio.CancelledError:
+            # The transaction still runs to its end on the writer's thread. As transaction() does
+            # with its ROLLBACK, keep the writer until it has: the thread runs calls in order.
+            await run_on_thread(conn, _nothing)
+            raise
+        except Exception as exc:
+            raise self._write_error(exc)  # noqa: B904 - _write_error sets the cause
+        return result  # type: ignore[no-any-return]
+
+    async def _drain_writes(self) -> None:
+        """Return once every write queued so far is committed (or failed): for close()."""
+        while (committer := self._committer) is not None:
+            await asyncio.wait([committer])
+
+    def _refuse_reentry(self) -> None:
+        task = asyncio.current_task()
+        if task is not None and self._lock_owner is task:
+            raise RuntimeError("transaction() is not reentrant: do not call store methods inside a transaction block")
 
     @asynccontextmanager
     async def _write_turn(self, tables: Collection[str] | None = None) -> AsyncIterator[aiosqlite.Connection]:
@@ -139,9 +247,8 @@ class DatabaseAccess:
         ``tables``: what the block may change (None: anything), for shared reads.
         """
         self._require_open()
+        self._refuse_reentry()
         task = asyncio.current_task()
-        if task is not None and self._lock_owner is task:
-            raise RuntimeError("transaction() is not reentrant: do not call store methods inside a transaction block")
         async with self._lock:
             conn = self._require_open()  # close() may have run while we waited
             self._lock_owner = task
@@ -231,31 +338,5 @@ class DatabaseAccess:
             raise StoreError(f"database read failed: {exc}") from exc
 
 
-class _BeginFailed(Exception):
-    """BEGIN IMMEDIATE failed on the writer's thread with the driver's ``error``."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(error)
-        self.error = error
-
-
 def _nothing(conn: Connection) -> None:
     """On the writer's thread: returns once every call queued before it has run."""
-
-
-def _transact(conn: Connection, work: Callable[[Connection], T]) -> T:
-    """On the writer's thread: BEGIN IMMEDIATE, ``work(conn)``, COMMIT; ROLLBACK if anything fails."""
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    except sqlean.Error as exc:
-        raise _BeginFailed(exc) from exc
-    try:
-        result = work(conn)
-        conn.execute("COMMIT")
-    except BaseException:
-        try:
-            conn.execute("ROLLBACK")
-        except sqlean.OperationalError as exc:  # SQLite may already have rolled back (e.g. on SQLITE_FULL)
-            _log.debug("rollback: %s", exc)
-        raise
-    return result

@@ -143,7 +143,9 @@ class Database(QueuedLogs):
         self._state = State.CLOSING
         self._closed = asyncio.Event()
         try:
-            # Queued transactions that got the lock before us finish; later ones see CLOSED.
+            # Writes queued before now are committed: their callers wait for that. Transactions
+            # that got the lock before us finish; later ones see CLOSED.
+            await self._drain_writes()
             async with self._lock:
                 if was_open and self._writer is not None:
                     try:

@@ -12,7 +12,7 @@ import pytest
 from bot.store import AgentStore, Database
 from bot.types import now_ms
 
-from .conftest import A, R, U, seed_agent
+from .conftest import A, R, U, seed_agent, writer_busy
 
 
 async def test_cache_entries_expire(store: AgentStore) -> None:
@@ -32,20 +32,6 @@ async def test_closing_the_database_writes_queued_logs(db_path: Path) -> None:
         assert [e.body for e in await db.for_agent(A).get_logs()] == [{"n": 1}]
 
 
-async def _hold_the_writer(db: Database, release: asyncio.Event) -> asyncio.Task[None]:
-    """A task in a write transaction until ``release`` is set; returns once it holds the writer."""
-    holding = asyncio.Event()
-
-    async def hold() -> None:
-        async with db.transaction():
-            holding.set()
-            await release.wait()
-
-    holder = asyncio.create_task(hold())
-    await holding.wait()
-    return holder
-
-
 def _log_writers() -> set[asyncio.Task[object]]:
     return {t for t in asyncio.all_tasks() if t.get_name().startswith("troupe:logs:")}
 
@@ -54,14 +40,11 @@ async def test_a_log_queued_right_before_close_is_written_and_no_task_is_left_be
     db = Database(db_path)
     await db.open()
     store = await seed_agent(db, A, users=(U,), rooms=(R,))
-    release = asyncio.Event()
-    holder = await _hold_the_writer(db, release)
-    store.queue_log({"n": 1}, entity_id=A, room_id=R, type="x")  # waits for the writer
-    assert len(_log_writers()) == 1
-    release.set()
+    async with writer_busy(db):
+        store.queue_log({"n": 1}, entity_id=A, room_id=R, type="x")  # waits for the writer
+        assert len(_log_writers()) == 1
     store.queue_log({"n": 2}, entity_id=A, room_id=R, type="x")  # right before close
     await db.close()
-    await holder
     assert _log_writers() == set() and asyncio.all_tasks() == {asyncio.current_task()}
     async with Database(db_path) as again:
         assert sorted(e.body["n"] for e in await again.for_agent(A).get_logs()) == [1, 2]
@@ -72,17 +55,14 @@ async def test_log_rows_a_cancelled_writer_never_wrote_are_reported(
     db: Database, caplog: pytest.LogCaptureFixture, started: bool
 ) -> None:
     store = await seed_agent(db, A, users=(U,), rooms=(R,))
-    release = asyncio.Event()
-    holder = await _hold_the_writer(db, release)
-    store.queue_log({"n": 1}, entity_id=A, room_id=R, type="x")
-    store.queue_log({"n": 2}, entity_id=A, room_id=R, type="x")
-    (writer,) = _log_writers()
-    if started:
-        await asyncio.sleep(0.01)
-    writer.cancel()  # as asyncio.run does to tasks left at exit
-    await asyncio.gather(writer, return_exceptions=True)
-    release.set()
-    await holder
+    async with writer_busy(db):
+        store.queue_log({"n": 1}, entity_id=A, room_id=R, type="x")
+        store.queue_log({"n": 2}, entity_id=A, room_id=R, type="x")
+        (writer,) = _log_writers()
+        if started:
+            await asyncio.sleep(0.01)
+        writer.cancel()  # as asyncio.run does to tasks left at exit
+        await asyncio.gather(writer, return_exceptions=True)
     assert "2 queued log rows were not written" in caplog.text
     assert await store.get_logs() == []
     store.queue_log({"n": 3}, entity_id=A, room_id=R, type="x")  # the next row starts a new batch
