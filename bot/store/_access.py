@@ -22,7 +22,7 @@ import aiosqlite
 
 from bot.errors import StoreError
 from bot.store import _shared
-from bot.store._batch import BATCH_LIMIT, BeginFailed, Failed, Queued, TransactionLost, transact
+from bot.store._batch import BATCH_LIMIT, Batch, BeginFailed, Failed, Queued, TransactionLost, transact
 from bot.store._connect import (
     BEGIN_ATTEMPTS,
     Connection,
@@ -67,7 +67,10 @@ class DatabaseAccess:
         # Which tables finished write transactions changed: tells shared reads when they are stale.
         self._writes = _shared.WriteMarks()
         # Group commit (see write): works waiting for the writer, and the task committing them.
+        # Whether a caller (or the committer task) is committing; set, others only queue.
         self._queued: collections.deque[Queued] = collections.deque()
+        self._in_flight: list[Queued] = []  # the batch on the writer's thread
+        self._committing = False
         self._committer: asyncio.Task[None] | None = None
 
     def _require_open(self) -> aiosqlite.Connection:
@@ -123,117 +126,171 @@ class DatabaseAccess:
         self._refuse_reentry()
         queued = Queued(work, tables, asyncio.get_running_loop().create_future())
         self._queued.append(queued)
-        if self._committer is None:
-            # A fresh context: the committer serves every caller, so it logs as none of them.
-            self._committer = asyncio.get_running_loop().create_task(
-                self._commit_queued(), name=f"troupe:commit:{os.path.basename(self._path)}", context=Context()
-            )
+        if self._committing:
+            waited: T = await self._wait_for(queued)
+            return waited
+        # Nobody is committing: this caller commits, in its own task (no task to start for a
+        # write alone, the common case), until its own work is done; a task takes over the rest.
+        self._committing = True
         try:
-            result: T = await asyncio.shield(queued.done)
+            # One turn of the loop first: writes of tasks ready to run now join this batch.
+            await asyncio.sleep(0)
+            while not queued.done.done():
+                await self._commit_next_batch()
         except asyncio.CancelledError:
-            if not queued.started:
-                if queued in self._queued:  # not already dropped by a committer that was cancelled
-                    self._queued.remove(queued)
-                queued.done.cancel()
-                raise
-            # Already on the writer's thread, where it runs to its end: as transaction() does
-            # with its ROLLBACK, keep the caller until it has, so what follows sees its outcome.
-            await asyncio.wait([queued.done])
-            if not queued.done.cancelled():
-                queued.done.exception()  # retrieved: nobody else will
-            raise
-        return result
-
-    async def _commit_queued(self) -> None:
-        """The committer: while works are queued, commit them a batch at a time (see :meth:`write`)."""
-        try:
-            while self._queued:
-                async with self._lock:  # after transaction() blocks (and close) that asked before
-                    batch = [self._queued.popleft() for _ in range(min(len(self._queued), BATCH_LIMIT))]
-                    await self._commit(batch)
-        except asyncio.CancelledError:
-            for queued in self._queued:  # the loop is ending: nobody will commit them
-                queued.done.cancel()
-            self._queued.clear()
+            self._withdraw(queued)
             raise
         finally:
-            self._committer = None
+            self._committing = False
+            if self._queued:
+                self._start_committer()
+        result: T = queued.done.result()
+        return result
+
+    async def _wait_for(self, queued: Queued) -> Any:
+        """The outcome of ``queued``, which another caller or the committer task commits."""
+        try:
+            return await asyncio.shield(queued.done)
+        except asyncio.CancelledError:
+            if queued.started:
+                # On the writer's thread, where it runs to its end: as transaction() does with its
+                # ROLLBACK, keep the caller until it has, so what it does next sees the outcome.
+                await asyncio.wait([queued.done])
+            self._withdraw(queued)
+            raise
+
+    def _withdraw(self, queued: Queued) -> None:
+        """For a caller giving up: take its work out of the queue if no batch took it yet."""
+        if not queued.started:
+            if queued in self._queued:
+                self._queued.remove(queued)
+            queued.done.cancel()
+        elif queued.done.done() and not queued.done.cancelled():
+            queued.done.exception()  # retrieved: its caller is gone
+
+    def _start_committer(self) -> None:
+        """Start a task committing everything queued, batch after batch (while nobody commits)."""
+        self._committing = True
+        # A fresh context: the committer serves every caller, so it logs as none of them.
+        self._committer = asyncio.get_running_loop().create_task(
+            self._commit_queued(), name=f"troupe:commit:{os.path.basename(self._path)}", context=Context()
+        )
+        # Also when it is cancelled before it ran, when none of its own code runs.
+        self._committer.add_done_callback(self._committer_ended)
+
+    async def _commit_queued(self) -> None:
+        try:
+            while self._queued or self._riders_waiting():
+                await self._commit_next_batch()
+        finally:
+            self._committer_ended(None)
+
+    def _committer_ended(self, task: asyncio.Task[None] | None) -> None:
+        """The committer task ended (``task``: seen from its done callback, maybe never started)."""
+        if task is not None and self._committer is not task:
+            return  # ended through its own ``finally`` already
+        self._committer = None
+        self._committing = False
+        # Only when it was cancelled (the loop is ending): its callers are told so.
+        for queued in self._queued:
+            queued.done.cancel()
+        self._queued.clear()
+
+    async def _commit_next_batch(self) -> None:
+        """Commit the works queued now (up to BATCH_LIMIT) in one transaction, when the writer is ours."""
+        async with self._lock:  # after transaction() blocks (and close) that asked before
+            batch = [self._queued.popleft() for _ in range(min(len(self._queued), BATCH_LIMIT))]
+            rider = self._rider()
+            if rider is not None:
+                batch.append(rider)
+            if batch:
+                await self._commit(batch)
+
+    def _riders_waiting(self) -> bool:
+        """Whether :meth:`_rider` has something to add: for subclasses."""
+        return False
+
+    def _rider(self) -> Queued | None:
+        """A work that rides along with the next batch (queued log rows): for subclasses."""
+        return None
 
     async def _commit(self, batch: list[Queued]) -> None:
         """Run ``batch`` in one transaction and settle each caller's future with its outcome."""
-        outcomes: list[Any]
-        conn = self._writer
+        record = Batch([queued.work for queued in batch])
+        for queued in batch:
+            queued.started = True
+        self._in_flight = batch
         try:
+            conn = self._writer
             if conn is None:  # closed under a queued write: cannot happen while close() waits for us
                 raise RuntimeError(f"{self!r} is {self._state.value}: it cannot be used")
-            for queued in batch:
-                queued.started = True
-            outcomes = await self._transact(conn, [queued.work for queued in batch])
-        except asyncio.CancelledError:
-            if conn is not None:  # the thread still runs the batch: keep the writer until it ended
+            try:
+                await self._transact(conn, record)
+            except asyncio.CancelledError:
+                # The batch runs to its end on the writer's thread; it records how it ended.
                 await run_on_thread(conn, _nothing)
-            for queued in batch:  # whether it committed is unknown to us
-                queued.done.cancel()
-            raise
-        except TransactionLost as lost:
-            shared = StoreError(f"database write failed: SQLite ended the transaction this write shared: {lost.error}")
-            outcomes = [Failed(lost.error if n == lost.index else shared) for n in range(len(batch))]
+                raise
         except Exception as exc:
-            outcomes = [Failed(exc)] * len(batch)
+            record.error = exc
         finally:
-            for queued in batch:
-                self._writes.ended(queued.tables)
-        for queued, outcome in zip(batch, outcomes, strict=True):
+            self._in_flight = []
+            self._settle(batch, record)
+
+    async def _transact(self, conn: aiosqlite.Connection, record: Batch) -> None:
+        """``batch.transact`` on the writer's thread, retrying a BEGIN that found the file locked."""
+        for attempt in range(1, BEGIN_ATTEMPTS + 1):
+            await run_on_thread(conn, transact, record)
+            failed = record.error
+            if not isinstance(failed, BeginFailed) or attempt == BEGIN_ATTEMPTS or not is_locked_error(failed.error):
+                return
+            record.error = None
+            delay = retry_delay(attempt)
+            _log.warning("database is locked (attempt %d of %d); retrying in %.2f s", attempt, BEGIN_ATTEMPTS, delay)
+            await asyncio.sleep(delay)
+
+    def _settle(self, batch: list[Queued], record: Batch) -> None:
+        """Give each caller of ``batch`` its outcome (cancelled if the batch never ended for us)."""
+        for queued in batch:
+            self._writes.ended(queued.tables)
+        error = record.error
+        for n, queued in enumerate(batch):
             if queued.done.done():
                 continue
-            if isinstance(outcome, Failed):
-                queued.done.set_exception(self._write_error(outcome.error))
-            else:
-                queued.done.set_result(outcome)
+            if record.outcomes is not None:
+                outcome = record.outcomes[n]
+                if isinstance(outcome, Failed):
+                    queued.done.set_exception(self._write_error(outcome.error))
+                else:
+                    queued.done.set_result(outcome)
+            elif isinstance(error, TransactionLost):
+                queued.done.set_exception(
+                    self._write_error(error.error)
+                    if n == error.index
+                    else StoreError(
+                        f"database write failed: SQLite ended the transaction this write shared: {error.error}"
+                    )
+                )
+            elif isinstance(error, Exception):
+                queued.done.set_exception(self._write_error(error))
+            else:  # cancelled before the batch ran, or something only a process exit would raise
+                queued.done.cancel()
 
     def _write_error(self, exc: Exception) -> Exception:
         """What a caller of :meth:`write` gets for ``exc``: driver errors become StoreError."""
         if isinstance(exc, BeginFailed):
             error = StoreError(f"cannot start a write transaction on {self._path}: {exc.error}")
+            error.__cause__ = exc.error
         elif isinstance(exc, sqlean.Error):
             error = StoreError(f"database write failed: {exc}")
+            error.__cause__ = exc
         else:
             return exc
-        error.__cause__ = exc.error if isinstance(exc, BeginFailed) else exc
         return error
-
-    async def _transact(self, conn: aiosqlite.Connection, works: list[Callable[[Connection], Any]]) -> list[Any]:
-        """``batch.transact`` on the writer's thread, retrying a BEGIN that found the file locked."""
-        for attempt in range(1, BEGIN_ATTEMPTS + 1):
-            try:
-                return await run_on_thread(conn, transact, works)
-            except BeginFailed as failed:
-                if attempt == BEGIN_ATTEMPTS or not is_locked_error(failed.error):
-                    raise
-                delay = retry_delay(attempt)
-                _log.warning(
-                    "database is locked (attempt %d of %d); retrying in %.2f s", attempt, BEGIN_ATTEMPTS, delay
-                )
-                await asyncio.sleep(delay)
-        raise AssertionError("unreachable: the last attempt returns or raises")
-
-    async def _run_transaction(self, conn: aiosqlite.Connection, work: Callable[[Connection], T]) -> T:
-        """One work as its own transaction, for a caller already holding the writer (``_write_turn``)."""
-        try:
-            [result] = await self._transact(conn, [work])
-        except asyncio.CancelledError:
-            # The transaction still runs to its end on the writer's thread. As transaction() does
-            # with its ROLLBACK, keep the writer until it has: the thread runs calls in order.
-            await run_on_thread(conn, _nothing)
-            raise
-        except Exception as exc:
-            raise self._write_error(exc)  # noqa: B904 - _write_error sets the cause
-        return result  # type: ignore[no-any-return]
 
     async def _drain_writes(self) -> None:
         """Return once every write queued so far is committed (or failed): for close()."""
-        while (committer := self._committer) is not None:
-            await asyncio.wait([committer])
+        while pending := [queued.done for queued in (*self._in_flight, *self._queued) if not queued.done.done()]:
+            await asyncio.wait(pending)
 
     def _refuse_reentry(self) -> None:
         task = asyncio.current_task()

@@ -17,7 +17,7 @@ from typing import Any
 
 from bot.store._connect import Connection, sqlean
 
-__all__ = ["BATCH_LIMIT", "BeginFailed", "Failed", "Queued", "TransactionLost", "transact"]
+__all__ = ["BATCH_LIMIT", "Batch", "BeginFailed", "Failed", "Queued", "TransactionLost", "transact"]
 
 _log = logging.getLogger(__name__)
 
@@ -33,6 +33,15 @@ class Queued:
     tables: Collection[str] | None  # what ``work`` may change (None: anything), for shared reads
     done: asyncio.Future[Any]
     started: bool = field(default=False)  # handed to the writer's thread: it will run to its end
+
+
+@dataclass(eq=False)
+class Batch:
+    """The works of one transaction and, once the writer's thread ran it, how it ended."""
+
+    works: list[Callable[[Connection], Any]]
+    outcomes: list[Any] | None = None  # each work's result or Failed, once COMMIT is done
+    error: BaseException | None = None  # what made the whole batch fail (nothing committed)
 
 
 @dataclass(eq=False)
@@ -59,8 +68,20 @@ class TransactionLost(Exception):
         self.error = error
 
 
-def transact(conn: Connection, works: list[Callable[[Connection], Any]]) -> list[Any]:
-    """On the writer's thread: run ``works`` in one transaction; each one's result or :class:`Failed`.
+def transact(conn: Connection, batch: Batch) -> None:
+    """On the writer's thread: run ``batch`` and record how it ended in it (never raises).
+
+    Recorded there, not returned, so that a caller cancelled while the batch runs can still
+    read the outcome once the thread is done with it.
+    """
+    try:
+        batch.outcomes = _run(conn, batch.works)
+    except BaseException as exc:
+        batch.error = exc
+
+
+def _run(conn: Connection, works: list[Callable[[Connection], Any]]) -> list[Any]:
+    """Run ``works`` in one transaction; each one's result or :class:`Failed`.
 
     A single work runs without a savepoint: if it raises, the transaction is rolled back and the
     error raised, as ``write`` always did. With several, a work that raises is rolled back to its

@@ -128,7 +128,7 @@ class Database(QueuedLogs):
 
         Safe to call more than once.
         """
-        while self._state is State.OPEN and self._log_writers:
+        while self._state is State.OPEN and self._log_rows:
             await self.flush_logs()
         if self._state is State.CLOSED:
             return
@@ -156,10 +156,8 @@ class Database(QueuedLogs):
                 await self._close_connections()
         finally:
             self._state = State.CLOSED
-            try:
-                await self._close_logs()  # flushed above: only ends their owner
-            finally:
-                self._closed.set()
+            self._close_logs()  # flushed above: only stops the timer
+            self._closed.set()
         if was_open:
             _log.info("closed database %s", self._path)
 

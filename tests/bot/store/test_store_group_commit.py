@@ -112,6 +112,20 @@ async def test_a_write_cancelled_before_its_batch_starts_is_taken_out_of_the_que
     assert await keys(db) == ["a", "c"]
 
 
+async def test_when_the_caller_committing_gives_up_the_writes_queued_behind_it_are_committed(db: Database) -> None:
+    async with writer_busy(db):
+        first = asyncio.create_task(db.write(insert("first")))  # nobody commits: this caller will
+        await settle()
+        behind = [asyncio.create_task(db.write(insert(k))) for k in ("b", "c")]
+        await settle()
+        first.cancel()
+        await settle()
+    assert await asyncio.gather(*behind) == ["b", "c"]
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert await keys(db) == ["b", "c"]
+
+
 async def test_batches_and_transaction_blocks_take_the_writer_in_the_order_they_asked(db: Database) -> None:
     in_block, leave = asyncio.Event(), asyncio.Event()
     seen: list[str] = []
