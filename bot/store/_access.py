@@ -1,9 +1,11 @@
 """``DatabaseAccess``: the two connections of a Database and the only ways to use them.
 
 Writes go through one writer connection, one transaction at a time (an asyncio lock plus
-``BEGIN IMMEDIATE``); reads use a second, read-only connection outside any transaction, so
-they never queue behind writes; identical reads inside one unit of work can share one query
-(``_shared``). Opening and closing the connections is :class:`~bot.store.Database`'s.
+``BEGIN IMMEDIATE``); writes queued while it is busy are committed together, one transaction
+and one trip to the writer's thread for the lot (group commit: ``write``, ``_batch``). Reads
+use a second, read-only connection outside any transaction, so they never queue behind
+writes; identical reads inside one unit of work can share one query (``_shared``). Opening
+and closing the connections is :class:`~bot.store.Database`'s.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ class Database(QueuedLogs):
     agent-scoped :class:`~bot.store.Store` that the rest of troupe uses.
 
     All writes go through one writer connection, one transaction at a time (an asyncio lock plus
-    ``BEGIN IMMEDIATE``), so agents never see "database is locked" from each other; other processes
+    ``BEGIN IMMEDIATE``; writes queued meanwhile share the next one: see ``write``), so agents never see "database is locked" from each other; other processes
     or other ``Database`` objects on the same file wait on SQLite's busy timeout. Reads use a second,
     read-only connection, so they never queue behind writes (WAL lets them run concurrently). A
     ``":memory:"`` database has a single connection for both, since two connections would be two
@@ -124,7 +124,7 @@ class Database(QueuedLogs):
         )
 
     async def close(self) -> None:
-        """Write queued log rows, wait for the running transaction, then close both connections.
+        """Write queued log rows and writes, wait for the running transaction, then close both connections.
 
         Safe to call more than once.
         """
