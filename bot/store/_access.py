@@ -1,25 +1,30 @@
 """``DatabaseAccess``: the two connections of a Database and the only ways to use them.
 
 Writes go through one writer connection, one transaction at a time (an asyncio lock plus
-``BEGIN IMMEDIATE``); reads use a second, read-only connection outside any transaction, so
-they never queue behind writes; identical reads inside one unit of work can share one query
-(``_shared``). Opening and closing the connections is :class:`~bot.store.Database`'s.
+``BEGIN IMMEDIATE``); writes queued while it is busy are committed together, one transaction
+and one trip to the writer's thread for the lot (group commit: ``write``, ``_batch``). Reads
+use a second, read-only connection outside any transaction, so they never queue behind
+writes; identical reads inside one unit of work can share one query (``_shared``). Opening
+and closing the connections is :class:`~bot.store.Database`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import enum
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import TypeVar
+from contextvars import Context
+from typing import Any, TypeVar
 
 import aiosqlite
 
 from bot.errors import StoreError
 from bot.store import _shared
+from bot.store._batch import BATCH_LIMIT, Batch, BeginFailed, Failed, Queued, TransactionLost, transact
 from bot.store._connect import (
     BEGIN_ATTEMPTS,
     Connection,
@@ -63,6 +68,12 @@ class DatabaseAccess:
         self._lock_owner: asyncio.Task[object] | None = None
         # Which tables finished write transactions changed: tells shared reads when they are stale.
         self._writes = _shared.WriteMarks()
+        # Group commit (see write): works waiting for the writer, and the task committing them.
+        # Whether a caller (or the committer task) is committing; set, others only queue.
+        self._queued: collections.deque[Queued] = collections.deque()
+        self._in_flight: list[Queued] = []  # the batch on the writer's thread
+        self._committing = False
+        self._committer: asyncio.Task[None] | None = None
 
     def _require_open(self) -> aiosqlite.Connection:
         if self._state is not State.OPEN or self._writer is None:
@@ -96,41 +107,197 @@ class DatabaseAccess:
                 raise
 
     async def write(self, work: Callable[[Connection], T], *, tables: Collection[str] | None = None) -> T:
-        """Run ``work(conn)`` as one write transaction in a single trip to the writer's thread.
+        """Run ``work(conn)`` in a write transaction, in one trip to the writer's thread.
 
-        The same transaction as :meth:`transaction` (one at a time, ``BEGIN IMMEDIATE``, commit,
-        or roll back if ``work`` raises; driver errors as StoreError), but ``work`` is a plain
-        function given the driver's own connection, so its statements cost no thread hop each.
-        Keep ``work`` to SQL and light Python: it holds the writer while it runs. ``tables``,
-        if given, are all the tables ``work`` may change (triggers and cascades included):
-        shared reads of other tables stay current (see :meth:`shared_reads`). Returns what
-        ``work`` returns.
+        ``work`` is a plain function given the driver's own connection, so its statements cost no
+        thread hop each. Keep it to SQL and light Python: it holds the writer while it runs.
+        Writes queued while the writer is busy are committed together (group commit): up to
+        ``BATCH_LIMIT`` works in one ``BEGIN IMMEDIATE … COMMIT``, each in a savepoint of its
+        own, so a work that raises undoes only its own changes and raises to its own caller
+        (driver errors as StoreError) while the others commit. If SQLite itself ends the
+        transaction (disk full, I/O error), every work of the batch fails with that error.
+        Returns what ``work`` returns, once the COMMIT that includes it is done.
+
+        ``tables``, if given, are all the tables ``work`` may change (triggers and cascades
+        included): shared reads of other tables stay current (see :meth:`shared_reads`).
+        A caller cancelled before its batch starts takes its work out of the queue; once the
+        batch started, the work runs to its end and the caller waits for it before raising.
+        Batches and :meth:`transaction` blocks take turns at the writer in the order they asked.
         """
-        async with self._write_turn(tables) as conn:
-            return await self._run_transaction(conn, work)
+        self._require_open()
+        self._refuse_reentry()
+        queued = Queued(work, tables, asyncio.get_running_loop().create_future())
+        self._queued.append(queued)
+        if self._committing:
+            waited: T = await self._wait_for(queued)
+            return waited
+        # Nobody is committing: this caller commits, in its own task (no task to start for a
+        # write alone, the common case), until its own work is done; a task takes over the rest.
+        self._committing = True
+        try:
+            # One turn of the loop first: writes of tasks ready to run now join this batch.
+            await asyncio.sleep(0)
+            while not queued.done.done():
+                await self._commit_next_batch()
+        except asyncio.CancelledError:
+            self._withdraw(queued)
+            raise
+        finally:
+            self._committing = False
+            if self._queued:
+                self._start_committer()
+        result: T = queued.done.result()
+        return result
 
-    async def _run_transaction(self, conn: aiosqlite.Connection, work: Callable[[Connection], T]) -> T:
-        """The body of :meth:`write`, for a caller already holding the writer (``_write_turn``)."""
-        for attempt in range(1, BEGIN_ATTEMPTS + 1):
+    async def _wait_for(self, queued: Queued) -> Any:
+        """The outcome of ``queued``, which another caller or the committer task commits."""
+        try:
+            return await asyncio.shield(queued.done)
+        except asyncio.CancelledError:
+            if queued.started:
+                # On the writer's thread, where it runs to its end: as transaction() does with its
+                # ROLLBACK, keep the caller until it has, so what it does next sees the outcome.
+                await asyncio.wait([queued.done])
+            self._withdraw(queued)
+            raise
+
+    def _withdraw(self, queued: Queued) -> None:
+        """For a caller giving up: take its work out of the queue if no batch took it yet."""
+        if not queued.started:
+            if queued in self._queued:
+                self._queued.remove(queued)
+            queued.done.cancel()
+        elif queued.done.done() and not queued.done.cancelled():
+            queued.done.exception()  # retrieved: its caller is gone
+
+    def _start_committer(self) -> None:
+        """Start a task committing everything queued, batch after batch (while nobody commits)."""
+        self._committing = True
+        # A fresh context: the committer serves every caller, so it logs as none of them.
+        self._committer = asyncio.get_running_loop().create_task(
+            self._commit_queued(), name=f"troupe:commit:{os.path.basename(self._path)}", context=Context()
+        )
+        # Also when it is cancelled before it ran, when none of its own code runs.
+        self._committer.add_done_callback(self._committer_ended)
+
+    async def _commit_queued(self) -> None:
+        try:
+            while self._queued or self._riders_waiting():
+                await self._commit_next_batch()
+        finally:
+            self._committer_ended(None)
+
+    def _committer_ended(self, task: asyncio.Task[None] | None) -> None:
+        """The committer task ended (``task``: seen from its done callback, maybe never started)."""
+        if task is not None and self._committer is not task:
+            return  # ended through its own ``finally`` already
+        self._committer = None
+        self._committing = False
+        # Only when it was cancelled (the loop is ending): its callers are told so.
+        for queued in self._queued:
+            queued.done.cancel()
+        self._queued.clear()
+
+    async def _commit_next_batch(self) -> None:
+        """Commit the works queued now (up to BATCH_LIMIT) in one transaction, when the writer is ours."""
+        async with self._lock:  # after transaction() blocks (and close) that asked before
+            batch = [self._queued.popleft() for _ in range(min(len(self._queued), BATCH_LIMIT))]
+            rider = self._rider()
+            if rider is not None:
+                batch.append(rider)
+            if batch:
+                await self._commit(batch)
+
+    def _riders_waiting(self) -> bool:
+        """Whether :meth:`_rider` has something to add: for subclasses."""
+        return False
+
+    def _rider(self) -> Queued | None:
+        """A work that rides along with the next batch (queued log rows): for subclasses."""
+        return None
+
+    async def _commit(self, batch: list[Queued]) -> None:
+        """Run ``batch`` in one transaction and settle each caller's future with its outcome."""
+        record = Batch([queued.work for queued in batch])
+        for queued in batch:
+            queued.started = True
+        self._in_flight = batch
+        try:
+            conn = self._writer
+            if conn is None:  # closed under a queued write: cannot happen while close() waits for us
+                raise RuntimeError(f"{self!r} is {self._state.value}: it cannot be used")
             try:
-                return await run_on_thread(conn, _transact, work)
+                await self._transact(conn, record)
             except asyncio.CancelledError:
-                # The transaction still runs to its end on the writer's thread. As transaction()
-                # does with its ROLLBACK, keep the writer until it has: the thread runs calls in order.
+                # The batch runs to its end on the writer's thread; it records how it ended.
                 await run_on_thread(conn, _nothing)
                 raise
-            except _BeginFailed as failed:
-                exc = failed.error
-                if attempt == BEGIN_ATTEMPTS or not is_locked_error(exc):
-                    raise StoreError(f"cannot start a write transaction on {self._path}: {exc}") from exc
-                delay = retry_delay(attempt)
-                _log.warning(
-                    "database is locked (attempt %d of %d); retrying in %.2f s", attempt, BEGIN_ATTEMPTS, delay
+        except Exception as exc:
+            record.error = exc
+        finally:
+            self._in_flight = []
+            self._settle(batch, record)
+
+    async def _transact(self, conn: aiosqlite.Connection, record: Batch) -> None:
+        """``batch.transact`` on the writer's thread, retrying a BEGIN that found the file locked."""
+        for attempt in range(1, BEGIN_ATTEMPTS + 1):
+            await run_on_thread(conn, transact, record)
+            failed = record.error
+            if not isinstance(failed, BeginFailed) or attempt == BEGIN_ATTEMPTS or not is_locked_error(failed.error):
+                return
+            record.error = None
+            delay = retry_delay(attempt)
+            _log.warning("database is locked (attempt %d of %d); retrying in %.2f s", attempt, BEGIN_ATTEMPTS, delay)
+            await asyncio.sleep(delay)
+
+    def _settle(self, batch: list[Queued], record: Batch) -> None:
+        """Give each caller of ``batch`` its outcome (cancelled if the batch never ended for us)."""
+        for queued in batch:
+            self._writes.ended(queued.tables)
+        error = record.error
+        for n, queued in enumerate(batch):
+            if queued.done.done():
+                continue
+            if record.outcomes is not None:
+                outcome = record.outcomes[n]
+                if isinstance(outcome, Failed):
+                    queued.done.set_exception(self._write_error(outcome.error))
+                else:
+                    queued.done.set_result(outcome)
+            elif isinstance(error, TransactionLost):
+                queued.done.set_exception(
+                    self._write_error(error.error)
+                    if n == error.index
+                    else StoreError(
+                        f"database write failed: SQLite ended the transaction this write shared: {error.error}"
+                    )
                 )
-                await asyncio.sleep(delay)
-            except sqlean.Error as exc:
-                raise StoreError(f"database write failed: {exc}") from exc
-        raise AssertionError("unreachable: the last attempt returns or raises")
+            elif isinstance(error, Exception):
+                queued.done.set_exception(self._write_error(error))
+            else:  # cancelled before the batch ran, or something only a process exit would raise
+                queued.done.cancel()
+
+    def _write_error(self, exc: Exception) -> Exception:
+        """What a caller of :meth:`write` gets for ``exc``: driver errors become StoreError."""
+        if isinstance(exc, BeginFailed):
+            error = StoreError(f"cannot start a write transaction on {self._path}: {exc.error}")
+            error.__cause__ = exc.error
+        elif isinstance(exc, sqlean.Error):
+            error = StoreError(f"database write failed: {exc}")
+            error.__cause__ = exc
+        else:
+            return exc
+        return error
+
+    async def _drain_writes(self) -> None:
+        """Return once every write queued so far is committed (or failed): for close()."""
+        while pending := [queued.done for queued in (*self._in_flight, *self._queued) if not queued.done.done()]:
+            await asyncio.wait(pending)
+
+    def _refuse_reentry(self) -> None:
+        task = asyncio.current_task()
+        if task is not None and self._lock_owner is task:
+            raise RuntimeError("transaction() is not reentrant: do not call store methods inside a transaction block")
 
     @asynccontextmanager
     async def _write_turn(self, tables: Collection[str] | None = None) -> AsyncIterator[aiosqlite.Connection]:
@@ -139,9 +306,8 @@ class DatabaseAccess:
         ``tables``: what the block may change (None: anything), for shared reads.
         """
         self._require_open()
+        self._refuse_reentry()
         task = asyncio.current_task()
-        if task is not None and self._lock_owner is task:
-            raise RuntimeError("transaction() is not reentrant: do not call store methods inside a transaction block")
         async with self._lock:
             conn = self._require_open()  # close() may have run while we waited
             self._lock_owner = task
@@ -231,31 +397,5 @@ class DatabaseAccess:
             raise StoreError(f"database read failed: {exc}") from exc
 
 
-class _BeginFailed(Exception):
-    """BEGIN IMMEDIATE failed on the writer's thread with the driver's ``error``."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(error)
-        self.error = error
-
-
 def _nothing(conn: Connection) -> None:
     """On the writer's thread: returns once every call queued before it has run."""
-
-
-def _transact(conn: Connection, work: Callable[[Connection], T]) -> T:
-    """On the writer's thread: BEGIN IMMEDIATE, ``work(conn)``, COMMIT; ROLLBACK if anything fails."""
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    except sqlean.Error as exc:
-        raise _BeginFailed(exc) from exc
-    try:
-        result = work(conn)
-        conn.execute("COMMIT")
-    except BaseException:
-        try:
-            conn.execute("ROLLBACK")
-        except sqlean.OperationalError as exc:  # SQLite may already have rolled back (e.g. on SQLITE_FULL)
-            _log.debug("rollback: %s", exc)
-        raise
-    return result

@@ -32,7 +32,7 @@ class Database(QueuedLogs):
     agent-scoped :class:`~bot.store.Store` that the rest of troupe uses.
 
     All writes go through one writer connection, one transaction at a time (an asyncio lock plus
-    ``BEGIN IMMEDIATE``), so agents never see "database is locked" from each other; other processes
+    ``BEGIN IMMEDIATE``; writes queued meanwhile share the next one: see ``write``), so agents never see "database is locked" from each other; other processes
     or other ``Database`` objects on the same file wait on SQLite's busy timeout. Reads use a second,
     read-only connection, so they never queue behind writes (WAL lets them run concurrently). A
     ``":memory:"`` database has a single connection for both, since two connections would be two
@@ -124,11 +124,11 @@ class Database(QueuedLogs):
         )
 
     async def close(self) -> None:
-        """Write queued log rows, wait for the running transaction, then close both connections.
+        """Write queued log rows and writes, wait for the running transaction, then close both connections.
 
         Safe to call more than once.
         """
-        while self._state is State.OPEN and self._log_writers:
+        while self._state is State.OPEN and self._log_rows:
             await self.flush_logs()
         if self._state is State.CLOSED:
             return
@@ -143,7 +143,9 @@ class Database(QueuedLogs):
         self._state = State.CLOSING
         self._closed = asyncio.Event()
         try:
-            # Queued transactions that got the lock before us finish; later ones see CLOSED.
+            # Writes queued before now are committed: their callers wait for that. Transactions
+            # that got the lock before us finish; later ones see CLOSED.
+            await self._drain_writes()
             async with self._lock:
                 if was_open and self._writer is not None:
                     try:
@@ -154,10 +156,8 @@ class Database(QueuedLogs):
                 await self._close_connections()
         finally:
             self._state = State.CLOSED
-            try:
-                await self._close_logs()  # flushed above: only ends their owner
-            finally:
-                self._closed.set()
+            self._close_logs()  # flushed above: only stops the timer
+            self._closed.set()
         if was_open:
             _log.info("closed database %s", self._path)
 
@@ -216,11 +216,13 @@ class Database(QueuedLogs):
 
     async def set_embedding_dimension(self, agent_id: str, dim: int) -> None:
         """Persist ``dim`` as the active embedding dimension of ``agent_id`` (validated by the caller)."""
-        async with self.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (_dimension_key(agent_id), str(dim)),
-            )
+        row = (_dimension_key(agent_id), str(dim))
+        await self.write(
+            lambda conn: conn.execute(
+                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", row
+            ),
+            tables=("meta",),
+        )
         self._dimensions[agent_id] = dim
 
     def forget_agent(self, agent_id: str) -> None:

@@ -12,6 +12,10 @@ from bot.types import Component, Entity, now_ms
 
 __all__ = ["EntitiesMixin"]
 
+# What each group of writes may change: see Database.write.
+_ENTITIES = ("entities",)
+_COMPONENTS = ("components",)
+
 
 class EntitiesMixin(AgentScoped):
     """The ``entities`` and ``components`` tables."""
@@ -36,12 +40,12 @@ class EntitiesMixin(AgentScoped):
             for e in entities
         ]
         try:
-            async with self._db.transaction() as conn:
-                await conn.executemany(
-                    "INSERT INTO entities (id, agent_id, created_at, names, metadata) VALUES (?, ?, ?, ?, ?) "
-                    "ON CONFLICT(id) DO NOTHING",
-                    rows,
-                )
+            await self._write_rows(
+                "INSERT INTO entities (id, agent_id, created_at, names, metadata) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(id) DO NOTHING",
+                rows,
+                tables=_ENTITIES,
+            )
         except StoreError as exc:
             return self._fail("create_entities", exc)
         return True
@@ -97,19 +101,21 @@ class EntitiesMixin(AgentScoped):
         """
         if not entity.id:
             raise ValueError("update_entity needs an entity id")
-        async with self._db.transaction() as conn:
-            cur = await conn.execute(
-                "UPDATE entities SET names = ?, metadata = ? WHERE id = ? AND agent_id = ?",
-                (dumps(normalize_names(entity.names)), dumps(entity.metadata or {}), entity.id, self._agent_id),
-            )
-            return cur.rowcount > 0
+        changed = await self._write_statement(
+            "UPDATE entities SET names = ?, metadata = ? WHERE id = ? AND agent_id = ?",
+            (dumps(normalize_names(entity.names)), dumps(entity.metadata or {}), entity.id, self._agent_id),
+            tables=_ENTITIES,
+        )
+        return changed > 0
 
     async def delete_entity(self, entity_id: str) -> bool:
         """Delete one of this agent's entities; cascades to its components (also those it asserted),
         participations, memories, relationships and logs. False if not found."""
-        async with self._db.transaction() as conn:
-            cur = await conn.execute("DELETE FROM entities WHERE id = ? AND agent_id = ?", (entity_id, self._agent_id))
-            return cur.rowcount > 0
+        # Cascades to many tables: tables=None tells shared reads that anything may have changed.
+        deleted = await self._write_statement(
+            "DELETE FROM entities WHERE id = ? AND agent_id = ?", (entity_id, self._agent_id), tables=None
+        )
+        return deleted > 0
 
     async def get_entities_for_room(self, room_id: str, include_components: bool = False) -> list[Entity]:
         """This agent's entities taking part in ``room_id``."""
@@ -145,22 +151,22 @@ class EntitiesMixin(AgentScoped):
     async def create_component(self, component: Component) -> bool:
         """Store a component for this agent (a new id if it has none); False on a database error."""
         try:
-            async with self._db.transaction() as conn:
-                await conn.execute(
-                    "INSERT INTO components (id, entity_id, agent_id, room_id, world_id, source_entity_id, type, "
-                    "data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        component.id or new_id(),
-                        component.entity_id,
-                        self._agent_id,
-                        component.room_id,
-                        component.world_id,
-                        component.source_entity_id,
-                        component.type,
-                        dumps(component.data or {}),
-                        component.created_at or now_ms(),
-                    ),
-                )
+            await self._write_statement(
+                "INSERT INTO components (id, entity_id, agent_id, room_id, world_id, source_entity_id, type, "
+                "data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    component.id or new_id(),
+                    component.entity_id,
+                    self._agent_id,
+                    component.room_id,
+                    component.world_id,
+                    component.source_entity_id,
+                    component.type,
+                    dumps(component.data or {}),
+                    component.created_at or now_ms(),
+                ),
+                tables=_COMPONENTS,
+            )
         except StoreError as exc:
             return self._fail("create_component", exc)
         return True
@@ -196,29 +202,28 @@ class EntitiesMixin(AgentScoped):
     async def update_component(self, component: Component) -> bool:
         """Overwrite one of this agent's components by id; False if not found or on a database error."""
         try:
-            async with self._db.transaction() as conn:
-                cur = await conn.execute(
-                    "UPDATE components SET entity_id = ?, room_id = ?, world_id = ?, source_entity_id = ?, "
-                    "type = ?, data = ? WHERE id = ? AND agent_id = ?",
-                    (
-                        component.entity_id,
-                        component.room_id,
-                        component.world_id,
-                        component.source_entity_id,
-                        component.type,
-                        dumps(component.data or {}),
-                        component.id,
-                        self._agent_id,
-                    ),
-                )
-                return cur.rowcount > 0
+            changed = await self._write_statement(
+                "UPDATE components SET entity_id = ?, room_id = ?, world_id = ?, source_entity_id = ?, "
+                "type = ?, data = ? WHERE id = ? AND agent_id = ?",
+                (
+                    component.entity_id,
+                    component.room_id,
+                    component.world_id,
+                    component.source_entity_id,
+                    component.type,
+                    dumps(component.data or {}),
+                    component.id,
+                    self._agent_id,
+                ),
+                tables=_COMPONENTS,
+            )
+            return changed > 0
         except StoreError as exc:
             return self._fail("update_component", exc)
 
     async def delete_component(self, component_id: str) -> bool:
         """Delete one of this agent's components; False if not found."""
-        async with self._db.transaction() as conn:
-            cur = await conn.execute(
-                "DELETE FROM components WHERE id = ? AND agent_id = ?", (component_id, self._agent_id)
-            )
-            return cur.rowcount > 0
+        deleted = await self._write_statement(
+            "DELETE FROM components WHERE id = ? AND agent_id = ?", (component_id, self._agent_id), tables=_COMPONENTS
+        )
+        return deleted > 0

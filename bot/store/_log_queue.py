@@ -1,11 +1,13 @@
-"""``QueuedLogs``: ``logs`` rows written in the background, a batch at a time, off the caller's path.
+"""``QueuedLogs``: ``logs`` rows written off the caller's path, riding along with other writes.
 
 The runtime logs every model call (``Store.queue_log``); writing each as a transaction of its
-own would put one writer turn on the path of every call. Rows queued until the writer is free
-are written together instead, by one background task per batch. The database owns those tasks:
-``close()`` waits for them before it closes anything, so a clean close loses no row, and a batch
-that cannot be written (the database failed, or its task was cancelled before its turn) is
-reported once with how many rows it held.
+own would put one writer turn on the path of every call. Queued rows are instead added to the
+next batch of writes (``DatabaseAccess.write``'s group commit) as one more work of it, so a
+burst of rows costs no transaction of its own; when no write comes within ``LOG_DELAY``
+seconds, a batch of the rows alone is committed. :meth:`QueuedLogs.flush_logs` waits for the
+rows queued so far, and ``close()`` flushes first, so a clean close loses no row; rows that
+cannot be written (the database failed, or the committer was cancelled before their turn) are
+reported once with how many they were.
 """
 
 from __future__ import annotations
@@ -15,75 +17,87 @@ import functools
 import logging
 import os
 
-from bot.background import BackgroundTasks
-from bot.store._access import DatabaseAccess
+from bot.store._access import DatabaseAccess, State
+from bot.store._batch import Queued
 from bot.store._connect import Connection, sqlean
 
-__all__ = ["LogRow", "QueuedLogs"]
+__all__ = ["LOG_DELAY", "LogRow", "QueuedLogs"]
 
 _log = logging.getLogger(__name__)
 
 _LOG_TABLES = ("logs",)
 #: One ``logs`` row: id, created_at, entity_id, body (JSON), type, room_id.
 LogRow = tuple[str, int, str, str, str, str]
+#: Seconds queued log rows wait for a write to ride along with before they are written alone.
+LOG_DELAY = 0.05
 
 
 class QueuedLogs(DatabaseAccess):
-    """A Database's log rows not written yet, and the tasks writing them."""
+    """A Database's log rows not written yet."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path)
-        # Log rows not written yet (see queue_log): the batch still taking rows, and the tasks
-        # writing every batch not yet written (that one included), named troupe:logs:<file>.
-        self._log_batch: list[LogRow] | None = None
-        self._log_writers = BackgroundTasks("troupe:logs")
+        self._log_rows: list[LogRow] = []
+        # Set while rows are queued: writes them alone if no batch took them first.
+        self._log_deadline: asyncio.TimerHandle | None = None
 
     def queue_log(self, row: LogRow) -> None:
         """Write a ``logs`` row (id, created_at, entity_id, body, type, room_id) soon, off the caller's path.
 
-        Rows queued until the writer is free are written together in one transaction, by a
-        background task. :meth:`flush_logs` waits for them; reads of logs through the store and
-        :meth:`close` call it first, so no row is lost or missing from a read. A row the database
-        rejects (its entity or room is gone) is dropped and logged at debug level, as a failed
-        direct write would be by its caller. Raises RuntimeError when the database is not open.
+        The row rides along with the next write transaction, or is written within ``LOG_DELAY``
+        seconds if none comes. :meth:`flush_logs` waits for it; reads of logs through the store
+        and :meth:`close` call it first, so no row is lost or missing from a read. A row the
+        database rejects (its entity or room is gone) is dropped and logged at debug level, as a
+        failed direct write would be by its caller. Raises RuntimeError when the database is not open.
         """
         self._require_open()
-        if self._log_batch is None:
-            batch: list[LogRow] = []
-            writer = self._log_writers.start(self._write_log_batch(batch), os.path.basename(self._path))
-            writer.add_done_callback(functools.partial(self._writer_ended, batch))
-            self._log_batch = batch
-        self._log_batch.append(row)
+        self._log_rows.append(row)
+        if self._log_deadline is None:
+            self._log_deadline = asyncio.get_running_loop().call_later(LOG_DELAY, self._logs_due)
 
     async def flush_logs(self) -> None:
         """Return once every log row queued so far is written (or dropped: see :meth:`queue_log`)."""
-        if writers := list(self._log_writers):
-            # Shielded: a caller giving up must not cancel a batch others wait for.
-            await asyncio.shield(asyncio.gather(*writers, return_exceptions=True))
+        if self._state is State.OPEN and (self._log_rows or self._committing):
+            # A write of nothing: it commits in the batch that takes the queued rows, or after
+            # the batch holding them now.
+            await self.write(_no_change, tables=())
 
-    async def _close_logs(self) -> None:
-        """After the last :meth:`flush_logs`: end the writers' owner, so no task outlives the database."""
-        await self._log_writers.close()
+    def _close_logs(self) -> None:
+        """After the last :meth:`flush_logs`: no timer outlives the database."""
+        if self._log_deadline is not None:
+            self._log_deadline.cancel()
+            self._log_deadline = None
 
-    async def _write_log_batch(self, batch: list[LogRow]) -> None:
-        """Write ``batch``, which takes every row queued until the writer is free."""
-        try:
-            async with self._write_turn(_LOG_TABLES) as conn:
-                self._log_batch = None  # it was ``batch``: rows queued from now on start the next one
-                # Once handed to the writer's thread, the batch is written even if this task is cancelled.
-                await self._run_transaction(conn, functools.partial(_insert_logs, batch))
-        except Exception as exc:  # logging must never break anything; say what was lost
-            self._drop(batch, exc)
+    def _logs_due(self) -> None:
+        self._log_deadline = None
+        if not self._log_rows or self._state is not State.OPEN:
+            return
+        if not self._committing:
+            self._start_committer()
+        # Come back: the batch under way may not take them, or its committer may be cancelled.
+        self._log_deadline = asyncio.get_running_loop().call_later(LOG_DELAY, self._logs_due)
 
-    def _writer_ended(self, batch: list[LogRow], writer: asyncio.Task[object]) -> None:
-        if writer.cancelled() and self._log_batch is batch:  # cancelled before its turn (or before it ran)
-            self._drop(batch, "its writer was cancelled before its turn")
+    def _riders_waiting(self) -> bool:
+        return bool(self._log_rows)
 
-    def _drop(self, batch: list[LogRow], why: object) -> None:
-        """Give up on ``batch``, saying so once; the next row queued starts a new batch."""
-        if self._log_batch is batch:
-            self._log_batch = None
-        _log.warning("%d queued log rows were not written to %s: %s", len(batch), self._path, why)
+    def _rider(self) -> Queued | None:
+        """The queued log rows as one work of the next batch, or None."""
+        if not self._log_rows:
+            return None
+        rows, self._log_rows = self._log_rows, []
+        written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        written.add_done_callback(functools.partial(self._rows_written, len(rows)))
+        return Queued(functools.partial(_insert_logs, rows), _LOG_TABLES, written)
+
+    def _rows_written(self, count: int, written: asyncio.Future[None]) -> None:
+        """Say once if the ``count`` rows of a batch were not written (and why)."""
+        why = "the committer was cancelled before their turn" if written.cancelled() else written.exception()
+        if why is not None:
+            _log.warning("%d queued log rows were not written to %s: %s", count, self._path, why)
+
+
+def _no_change(conn: Connection) -> None:
+    """A write that changes nothing: returns once the writes queued before it are committed."""
 
 
 def _insert_logs(rows: list[LogRow], conn: Connection) -> None:

@@ -137,7 +137,7 @@ class MemoriesMixin(AgentScoped):
             return [encode_vector(m.embedding, dim) if m.embedding is not None else None for m in memories]
 
         n_vectors = sum(m.embedding is not None for m in memories)
-        # Cleaning a 1536-dim vector costs ~0.1 ms of Python; big batches would stall the loop.
+        # Packing a 1536-dim vector costs ~35 µs; big batches would stall the loop.
         blobs = await asyncio.to_thread(encode_all) if n_vectors > _ENCODE_IN_THREAD else encode_all()
         ids = [m.id or new_id() for m in memories]
         now = now_ms()
@@ -221,21 +221,26 @@ class MemoriesMixin(AgentScoped):
         if metadata is not None:
             sets.append("metadata = ?")
             params.append(dumps(dict(metadata)))
-        async with self._db.transaction() as conn:
-            async with conn.execute(
-                "SELECT 1 FROM memories WHERE id = ? AND agent_id = ?", (memory_id, self._agent_id)
-            ) as cur:
-                if await cur.fetchone() is None:
-                    return False
+
+        def write(conn: Connection) -> bool:  # on the writer's thread: one trip for the whole update
+            if (
+                conn.execute(
+                    "SELECT 1 FROM memories WHERE id = ? AND agent_id = ?", (memory_id, self._agent_id)
+                ).fetchone()
+                is None
+            ):
+                return False
             if sets:
-                await conn.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", (*params, memory_id))
+                conn.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", (*params, memory_id))
             if blob is not None:
-                await conn.execute(
+                conn.execute(
                     f"INSERT INTO embeddings (id, memory_id, {column}, created_at) VALUES (?, ?, ?, ?) "
                     f"ON CONFLICT(memory_id) DO UPDATE SET {column} = excluded.{column}",
                     (new_id(), memory_id, blob, now_ms()),
                 )
             return True
+
+        return await self._db.write(write, tables=_MEMORY_TABLES)
 
     async def delete_memory(self, memory_id: str) -> bool:
         """Delete one of this agent's memories, the fragments of it (``metadata.documentId``) and all
@@ -248,37 +253,41 @@ class MemoriesMixin(AgentScoped):
         if not memory_ids:
             return 0
         ids = json_list(memory_ids)
-        async with self._db.transaction() as conn:
+
+        def write(conn: Connection) -> int:
             # Embeddings and keyword-index entries go with each row (ON DELETE CASCADE, triggers).
-            await conn.execute(
+            conn.execute(
                 "DELETE FROM memories WHERE agent_id = ? "
                 "AND json_extract(metadata, '$.documentId') IN (SELECT value FROM json_each(?)) "
                 "AND id NOT IN (SELECT value FROM json_each(?))",
                 (self._agent_id, ids, ids),
             )
-            cur = await conn.execute(  # "+": look ids up by the unique index (see get_memories_by_ids)
+            return conn.execute(  # "+": look ids up by the unique index (see get_memories_by_ids)
                 "DELETE FROM memories WHERE +agent_id = ? AND id IN (SELECT value FROM json_each(?))",
                 (self._agent_id, ids),
-            )
-            return cur.rowcount
+            ).rowcount
+
+        return await self._db.write(write, tables=_MEMORY_TABLES)
 
     async def delete_all_memories(self, room_id: str, table: str) -> int:
         """Delete this agent's memories of ``table`` in ``room_id`` with their fragments and
         embeddings; returns how many memories of the room went."""
         if not table:
             raise ValueError("a memory table name is required (e.g. 'messages', 'facts')")
-        async with self._db.transaction() as conn:
-            await conn.execute(
+
+        def write(conn: Connection) -> int:
+            conn.execute(
                 "DELETE FROM memories WHERE agent_id = ? AND json_extract(metadata, '$.documentId') IN ("
                 "  SELECT id FROM memories WHERE agent_id = ? AND room_id = ? AND type = ?) "
                 "AND NOT (room_id IS ? AND type = ?)",
                 (self._agent_id, self._agent_id, room_id, table, room_id, table),
             )
-            cur = await conn.execute(
+            return conn.execute(
                 "DELETE FROM memories WHERE agent_id = ? AND room_id = ? AND type = ?",
                 (self._agent_id, room_id, table),
-            )
-            return cur.rowcount
+            ).rowcount
+
+        return await self._db.write(write, tables=_MEMORY_TABLES)
 
     # -- memories: reads ---------------------------------------------------------------------------
 

@@ -23,6 +23,10 @@ from bot.types import LogEntry, Relationship, Task, now_ms
 
 __all__ = ["RecordsMixin"]
 
+# What each group of writes may change: see Database.write.
+_RELATIONSHIPS = ("relationships",)
+_CACHE = ("cache",)
+_TASKS = ("tasks",)
 _TASK_UPDATABLE = frozenset({"name", "description", "room_id", "world_id", "entity_id", "tags", "metadata"})
 
 
@@ -43,32 +47,32 @@ class RecordsMixin(AgentScoped):
     ) -> bool:
         """Store a directed relationship for this agent; False on error, including when it exists."""
         try:
-            async with self._db.transaction() as conn:
-                await conn.execute(
-                    "INSERT INTO relationships (id, source_entity_id, target_entity_id, agent_id, tags, metadata, "
-                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        new_id(),
-                        source_entity_id,
-                        target_entity_id,
-                        self._agent_id,
-                        dumps(list(tags or [])),
-                        dumps(dict(metadata or {})),
-                        now_ms(),
-                    ),
-                )
+            await self._write_statement(
+                "INSERT INTO relationships (id, source_entity_id, target_entity_id, agent_id, tags, metadata, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    new_id(),
+                    source_entity_id,
+                    target_entity_id,
+                    self._agent_id,
+                    dumps(list(tags or [])),
+                    dumps(dict(metadata or {})),
+                    now_ms(),
+                ),
+                tables=_RELATIONSHIPS,
+            )
         except StoreError as exc:
             return self._fail("create_relationship", exc)
         return True
 
     async def update_relationship(self, relationship: Relationship) -> bool:
         """Overwrite tags and metadata of one of this agent's relationships by id; False if not found."""
-        async with self._db.transaction() as conn:
-            cur = await conn.execute(
-                "UPDATE relationships SET tags = ?, metadata = ? WHERE id = ? AND agent_id = ?",
-                (dumps(list(relationship.tags)), dumps(relationship.metadata or {}), relationship.id, self._agent_id),
-            )
-            return cur.rowcount > 0
+        changed = await self._write_statement(
+            "UPDATE relationships SET tags = ?, metadata = ? WHERE id = ? AND agent_id = ?",
+            (dumps(list(relationship.tags)), dumps(relationship.metadata or {}), relationship.id, self._agent_id),
+            tables=_RELATIONSHIPS,
+        )
+        return changed > 0
 
     async def get_relationship(self, source_entity_id: str, target_entity_id: str) -> Relationship | None:
         """This agent's relationship from ``source_entity_id`` to ``target_entity_id`` (directional), or None."""
@@ -103,11 +107,11 @@ class RecordsMixin(AgentScoped):
             return None
         if row["expires_at"] is not None and row["expires_at"] <= now_ms():
             # Expired rows are removed lazily, by whoever reads them next.
-            async with self._db.transaction() as conn:
-                await conn.execute(
-                    "DELETE FROM cache WHERE key = ? AND agent_id = ? AND expires_at <= ?",
-                    (key, self._agent_id, now_ms()),
-                )
+            await self._write_statement(
+                "DELETE FROM cache WHERE key = ? AND agent_id = ? AND expires_at <= ?",
+                (key, self._agent_id, now_ms()),
+                tables=_CACHE,
+            )
             return None
         value: JSONValue = loads(row["value"])
         return value
@@ -123,7 +127,7 @@ class RecordsMixin(AgentScoped):
                     "ON CONFLICT(key, agent_id) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
                     row,
                 ),
-                tables=("cache",),
+                tables=_CACHE,
             )
         except (StoreError, TypeError, ValueError) as exc:
             return self._fail("set_cache", exc)
@@ -132,8 +136,9 @@ class RecordsMixin(AgentScoped):
     async def delete_cache(self, key: str) -> bool:
         """Remove ``key`` from this agent's cache; True even if it was absent, False on error."""
         try:
-            async with self._db.transaction() as conn:
-                await conn.execute("DELETE FROM cache WHERE key = ? AND agent_id = ?", (key, self._agent_id))
+            await self._write_statement(
+                "DELETE FROM cache WHERE key = ? AND agent_id = ?", (key, self._agent_id), tables=_CACHE
+            )
         except StoreError as exc:
             return self._fail("delete_cache", exc)
         return True
@@ -200,12 +205,12 @@ class RecordsMixin(AgentScoped):
     async def delete_log(self, log_id: str) -> bool:
         """Delete a log entry in one of this agent's rooms; False if not found."""
         await self._db.flush_logs()  # it may still be queued
-        async with self._db.transaction() as conn:
-            cur = await conn.execute(
-                "DELETE FROM logs WHERE id = ? AND room_id IN (SELECT id FROM rooms WHERE agent_id = ?)",
-                (log_id, self._agent_id),
-            )
-            return cur.rowcount > 0
+        deleted = await self._write_statement(
+            "DELETE FROM logs WHERE id = ? AND room_id IN (SELECT id FROM rooms WHERE agent_id = ?)",
+            (log_id, self._agent_id),
+            tables=("logs",),
+        )
+        return deleted > 0
 
     # -- tasks -------------------------------------------------------------------------------------
 
@@ -213,24 +218,24 @@ class RecordsMixin(AgentScoped):
         """Store a task for this agent and return its id (a new one if it has none)."""
         task_id = task.id or new_id()
         now = now_ms()
-        async with self._db.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO tasks (id, name, description, room_id, world_id, entity_id, agent_id, tags, metadata, "
-                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    task_id,
-                    task.name,
-                    task.description or "",
-                    task.room_id,
-                    task.world_id,
-                    task.entity_id,
-                    self._agent_id,
-                    dumps(list(task.tags)),
-                    dumps(task.metadata or {}),
-                    now,
-                    now,
-                ),
-            )
+        await self._write_statement(
+            "INSERT INTO tasks (id, name, description, room_id, world_id, entity_id, agent_id, tags, metadata, "
+            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                task_id,
+                task.name,
+                task.description or "",
+                task.room_id,
+                task.world_id,
+                task.entity_id,
+                self._agent_id,
+                dumps(list(task.tags)),
+                dumps(task.metadata or {}),
+                now,
+                now,
+            ),
+            tables=_TASKS,
+        )
         return task_id
 
     async def get_tasks(
@@ -290,14 +295,16 @@ class RecordsMixin(AgentScoped):
                 value = value or ""
             sets.append(f"{name} = ?")  # name is from the _TASK_UPDATABLE whitelist
             params.append(value)
-        async with self._db.transaction() as conn:
-            cur = await conn.execute(
-                f"UPDATE tasks SET {', '.join(sets)} WHERE id = ? AND agent_id = ?", (*params, task_id, self._agent_id)
-            )
-            return cur.rowcount > 0
+        changed = await self._write_statement(
+            f"UPDATE tasks SET {', '.join(sets)} WHERE id = ? AND agent_id = ?",
+            (*params, task_id, self._agent_id),
+            tables=_TASKS,
+        )
+        return changed > 0
 
     async def delete_task(self, task_id: str) -> bool:
         """Delete one of this agent's tasks; False if not found."""
-        async with self._db.transaction() as conn:
-            cur = await conn.execute("DELETE FROM tasks WHERE id = ? AND agent_id = ?", (task_id, self._agent_id))
-            return cur.rowcount > 0
+        deleted = await self._write_statement(
+            "DELETE FROM tasks WHERE id = ? AND agent_id = ?", (task_id, self._agent_id), tables=_TASKS
+        )
+        return deleted > 0

@@ -12,6 +12,11 @@ from bot.types import ChannelType, Room, RoomState, World, now_ms
 
 __all__ = ["RoomsMixin"]
 
+# What each group of writes may change: see Database.write.
+_WORLDS = ("worlds",)
+_ROOMS = ("rooms",)
+_PARTICIPANTS = ("participants",)
+
 
 def _room_state(state: RoomState | str | None) -> RoomState | None:
     if state is None:
@@ -32,19 +37,19 @@ class RoomsMixin(AgentScoped):
     async def create_world(self, world: World) -> str:
         """Store a world for this agent (left alone if the id exists) and return its id."""
         world_id = world.id or new_id()
-        async with self._db.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO worlds (id, agent_id, name, metadata, server_id, created_at) VALUES (?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT(id) DO NOTHING",
-                (
-                    world_id,
-                    self._agent_id,
-                    world.name or "",
-                    dumps(world.metadata or {}),
-                    world.server_id or "default",
-                    world.created_at or now_ms(),
-                ),
-            )
+        await self._write_statement(
+            "INSERT INTO worlds (id, agent_id, name, metadata, server_id, created_at) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(id) DO NOTHING",
+            (
+                world_id,
+                self._agent_id,
+                world.name or "",
+                dumps(world.metadata or {}),
+                world.server_id or "default",
+                world.created_at or now_ms(),
+            ),
+            tables=_WORLDS,
+        )
         return world_id
 
     async def get_world(self, world_id: str) -> World | None:
@@ -75,18 +80,19 @@ class RoomsMixin(AgentScoped):
 
     async def update_world(self, world: World) -> bool:
         """Overwrite name, server id and metadata of one of this agent's worlds; False if not found."""
-        async with self._db.transaction() as conn:
-            cur = await conn.execute(
-                "UPDATE worlds SET name = ?, server_id = ?, metadata = ? WHERE id = ? AND agent_id = ?",
-                (world.name or "", world.server_id or "default", dumps(world.metadata or {}), world.id, self._agent_id),
-            )
-            return cur.rowcount > 0
+        changed = await self._write_statement(
+            "UPDATE worlds SET name = ?, server_id = ?, metadata = ? WHERE id = ? AND agent_id = ?",
+            (world.name or "", world.server_id or "default", dumps(world.metadata or {}), world.id, self._agent_id),
+            tables=_WORLDS,
+        )
+        return changed > 0
 
     async def remove_world(self, world_id: str) -> bool:
         """Delete one of this agent's worlds (its rooms stay: rooms have no FK to worlds); False if not found."""
-        async with self._db.transaction() as conn:
-            cur = await conn.execute("DELETE FROM worlds WHERE id = ? AND agent_id = ?", (world_id, self._agent_id))
-            return cur.rowcount > 0
+        deleted = await self._write_statement(
+            "DELETE FROM worlds WHERE id = ? AND agent_id = ?", (world_id, self._agent_id), tables=_WORLDS
+        )
+        return deleted > 0
 
     # -- rooms -------------------------------------------------------------------------------------
 
@@ -116,12 +122,12 @@ class RoomsMixin(AgentScoped):
             (*self._room_params(room, room_id), room.created_at or now)
             for room, room_id in zip(rooms, ids, strict=True)
         ]
-        async with self._db.transaction() as conn:
-            await conn.executemany(
-                "INSERT INTO rooms (agent_id, source, type, server_id, world_id, name, metadata, channel_id, id, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
-                rows,
-            )
+        await self._write_rows(
+            "INSERT INTO rooms (agent_id, source, type, server_id, world_id, name, metadata, channel_id, id, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+            rows,
+            tables=_ROOMS,
+        )
         return ids
 
     async def get_room(self, room_id: str) -> Room | None:
@@ -155,22 +161,24 @@ class RoomsMixin(AgentScoped):
         """Overwrite one of this agent's rooms by id; False if not found. Raises ValueError for a bad type."""
         if not room.id:
             raise ValueError("update_room needs a room id")
-        async with self._db.transaction() as conn:
-            cur = await conn.execute(
-                "UPDATE rooms SET agent_id = ?, source = ?, type = ?, server_id = ?, world_id = ?, name = ?, "
-                "metadata = ?, channel_id = ? WHERE id = ? AND agent_id = ?",
-                (*self._room_params(room, room.id), self._agent_id),
-            )
-            return cur.rowcount > 0
+        changed = await self._write_statement(
+            "UPDATE rooms SET agent_id = ?, source = ?, type = ?, server_id = ?, world_id = ?, name = ?, "
+            "metadata = ?, channel_id = ? WHERE id = ? AND agent_id = ?",
+            (*self._room_params(room, room.id), self._agent_id),
+            tables=_ROOMS,
+        )
+        return changed > 0
 
     async def delete_room(self, room_id: str) -> bool:
         """Delete one of this agent's rooms; cascades to participants, memories, embeddings, logs and
         components. False if not found. Raises ValueError without an id."""
         if not room_id:
             raise ValueError("delete_room needs a room id")
-        async with self._db.transaction() as conn:
-            cur = await conn.execute("DELETE FROM rooms WHERE id = ? AND agent_id = ?", (room_id, self._agent_id))
-            return cur.rowcount > 0
+        # Cascades to many tables: tables=None tells shared reads that anything may have changed.
+        deleted = await self._write_statement(
+            "DELETE FROM rooms WHERE id = ? AND agent_id = ?", (room_id, self._agent_id), tables=None
+        )
+        return deleted > 0
 
     async def get_rooms_for_participant(self, entity_id: str) -> list[str]:
         """Ids of this agent's rooms that ``entity_id`` takes part in."""
@@ -201,24 +209,24 @@ class RoomsMixin(AgentScoped):
             return True
         now = now_ms()
         try:
-            async with self._db.transaction() as conn:
-                await conn.executemany(
-                    "INSERT INTO participants (id, entity_id, room_id, agent_id, created_at) VALUES (?, ?, ?, ?, ?) "
-                    "ON CONFLICT(entity_id, room_id, agent_id) DO NOTHING",
-                    [(new_id(), e, room_id, self._agent_id, now) for e in entity_ids],
-                )
+            await self._write_rows(
+                "INSERT INTO participants (id, entity_id, room_id, agent_id, created_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(entity_id, room_id, agent_id) DO NOTHING",
+                [(new_id(), e, room_id, self._agent_id, now) for e in entity_ids],
+                tables=_PARTICIPANTS,
+            )
         except StoreError as exc:
             return self._fail("add_participants", exc)
         return True
 
     async def remove_participant(self, entity_id: str, room_id: str) -> bool:
         """Remove ``entity_id`` from ``room_id`` in this agent's view; True iff it was there."""
-        async with self._db.transaction() as conn:
-            cur = await conn.execute(
-                "DELETE FROM participants WHERE entity_id = ? AND room_id = ? AND agent_id = ?",
-                (entity_id, room_id, self._agent_id),
-            )
-            return cur.rowcount > 0
+        deleted = await self._write_statement(
+            "DELETE FROM participants WHERE entity_id = ? AND room_id = ? AND agent_id = ?",
+            (entity_id, room_id, self._agent_id),
+            tables=_PARTICIPANTS,
+        )
+        return deleted > 0
 
     async def get_participants_for_room(self, room_id: str) -> list[str]:
         """Entity ids taking part in ``room_id`` in this agent's view, in the order they joined."""
@@ -252,9 +260,9 @@ class RoomsMixin(AgentScoped):
         Raises ValueError for a state that is not a RoomState.
         """
         value = _room_state(state)
-        async with self._db.transaction() as conn:
-            cur = await conn.execute(
-                "UPDATE participants SET room_state = ? WHERE room_id = ? AND entity_id = ? AND agent_id = ?",
-                (value.value if value else None, room_id, entity_id, self._agent_id),
-            )
-            return cur.rowcount > 0
+        changed = await self._write_statement(
+            "UPDATE participants SET room_state = ? WHERE room_id = ? AND entity_id = ? AND agent_id = ?",
+            (value.value if value else None, room_id, entity_id, self._agent_id),
+            tables=_PARTICIPANTS,
+        )
+        return changed > 0

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
+
+from bot.store._connect import Connection, Params
 
 if TYPE_CHECKING:  # Database builds AgentStore, which builds on this module
     from bot.store._database import Database
@@ -65,7 +67,22 @@ class AgentScoped:
         blocks join the outermost one. Costs nothing outside the reads it saves."""
         return self._db.shared_reads()
 
+    async def _write_statement(self, sql: str, params: Params, *, tables: Collection[str] | None) -> int:
+        """Run one statement as a write transaction of its own, in one trip; returns its rowcount.
+
+        ``tables``: all it may change, cascades included (None: anything); see ``Database.write``.
+        """
+        return await self._db.write(lambda conn: conn.execute(sql, params).rowcount, tables=tables)
+
+    async def _write_rows(self, sql: str, rows: Sequence[Params], *, tables: Collection[str]) -> None:
+        """Run ``sql`` once per row (``executemany``) as one write transaction, in one trip."""
+        await self._db.write(lambda conn: _execute_many(conn, sql, rows), tables=tables)
+
     def _fail(self, what: str, exc: Exception) -> bool:
         # Row contents never go into logs; the driver's message names only the constraint.
         _log.warning("agent %s: %s failed: %s", self._agent_id, what, exc)
         return False
+
+
+def _execute_many(conn: Connection, sql: str, rows: Sequence[Params]) -> None:
+    conn.executemany(sql, rows)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import struct
+import sys
+from array import array
 from collections.abc import Sequence
 
 from bot.errors import EmbeddingDimensionError
@@ -11,6 +13,7 @@ from bot.errors import EmbeddingDimensionError
 __all__ = [
     "DEFAULT_EMBEDDING_DIMENSION",
     "DIMENSION_MAP",
+    "FLOAT32_MAX",
     "check_dimension",
     "clean_vector",
     "decode_vector",
@@ -30,8 +33,12 @@ DIMENSION_MAP: dict[int, str] = {
 #: The active dimension of an agent that never called ``ensure_embedding_dimension``.
 DEFAULT_EMBEDDING_DIMENSION = 384
 
-# Beyond this magnitude ``x * 1e6`` loses the digits the fast rounding relies on.
-_FAST_ROUND_LIMIT = 1e9
+#: The largest finite float32: larger finite values are stored as this, with their sign.
+FLOAT32_MAX = 3.4028234663852886e38
+
+_BIG_ENDIAN = sys.byteorder == "big"
+# A finite value beyond float32's range packs as an infinity: these bytes reveal one.
+_INFINITIES = (struct.pack("<f", math.inf), struct.pack("<f", -math.inf))
 
 
 def check_dimension(dim: int) -> str:
@@ -44,18 +51,12 @@ def check_dimension(dim: int) -> str:
 
 
 def clean_vector(values: Sequence[float]) -> list[float]:
-    """Round every element to 6 decimals and turn NaN/±inf into 0.0 (upstream's vector hygiene)."""
-    # A finite sum proves every element is finite, so the common case skips a per-element check.
-    if (
-        math.isfinite(sum(values))
-        and max(values, default=0.0) < _FAST_ROUND_LIMIT
-        and min(values, default=0.0) > -_FAST_ROUND_LIMIT
-    ):
-        # floor(x*1e6 + 0.5)/1e6 is round(x, 6) except possibly on exact decimal ties, and it is six
-        # times faster; the result is stored as float32, whose precision is coarser than that anyway.
-        floor = math.floor
-        return [floor(x * 1e6 + 0.5) / 1e6 for x in values]
-    return [round(x, 6) if math.isfinite(x) else 0.0 for x in values]
+    """NaN and ±inf become 0.0 (upstream's vector hygiene); finite values beyond float32 are clamped.
+
+    Upstream also rounds every element to 6 decimals; troupe stores float32 (about 7 significant
+    digits) and skips that, which cost a Python float operation per element of every vector.
+    """
+    return [min(max(x, -FLOAT32_MAX), FLOAT32_MAX) if math.isfinite(x) else 0.0 for x in values]
 
 
 def encode_vector(values: Sequence[float], expected_dim: int) -> bytes:
@@ -65,9 +66,26 @@ def encode_vector(values: Sequence[float], expected_dim: int) -> bytes:
             f"embedding has {len(values)} dimensions but the active embedding dimension is {expected_dim}: "
             "call ensure_embedding_dimension() with the embedding model's dimension first"
         )
-    return struct.pack(f"<{expected_dim}f", *clean_vector(values))
+    # The common case at C speed: a finite sum proves every element finite (NaN or an infinity
+    # makes it NaN or infinite), and no infinity in the packed bytes proves all fit float32.
+    # Otherwise (or on a chance match of those bytes across elements) clean element by element.
+    if math.isfinite(sum(values)):
+        packed = _pack(values)
+        if not any(inf in packed for inf in _INFINITIES):
+            return packed
+    return _pack(clean_vector(values))
+
+
+def _pack(values: Sequence[float]) -> bytes:
+    packed = array("f", values)
+    if _BIG_ENDIAN:
+        packed.byteswap()
+    return packed.tobytes()
 
 
 def decode_vector(blob: bytes) -> list[float]:
     """Unpack a float32 BLOB written by :func:`encode_vector`."""
-    return list(struct.unpack(f"<{len(blob) // 4}f", blob))
+    values = array("f", blob)
+    if _BIG_ENDIAN:
+        values.byteswap()
+    return values.tolist()

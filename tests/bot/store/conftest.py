@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import aiosqlite
 import pytest
 
 from bot.ids import string_to_uuid, unique_uuid
@@ -92,3 +95,36 @@ async def store_b(db: Database) -> AgentStore:
     """Agent B with its own view of user U and room R."""
     await seed_agent(db, B, users=(BU,), rooms=(BR,))
     return db.for_agent(B)
+
+
+@pytest.fixture
+def trips(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The name of every call made on a connection's thread (reader or writer), in order."""
+    calls: list[str] = []
+    original = aiosqlite.Connection._execute
+
+    async def counted(self: aiosqlite.Connection, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        calls.append(getattr(fn, "__name__", repr(fn)))
+        return await original(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
+    yield calls
+
+
+@asynccontextmanager
+async def writer_busy(db: Database) -> AsyncIterator[None]:
+    """The writer held by a transaction() block in another task until this block ends."""
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def hold() -> None:
+        async with db.transaction():
+            holding.set()
+            await release.wait()
+
+    holder = asyncio.create_task(hold())
+    await holding.wait()
+    try:
+        yield
+    finally:
+        release.set()
+        await holder

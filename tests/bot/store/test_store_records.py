@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from bot.errors import StoreError
 from bot.store import AgentStore, Database
+from bot.store._connect import Connection, sqlean
+from bot.store._log_queue import LOG_DELAY
 from bot.types import now_ms
 
-from .conftest import A, R, U, seed_agent
+from .conftest import A, R, U, seed_agent, writer_busy
 
 
 async def test_cache_entries_expire(store: AgentStore) -> None:
@@ -32,58 +35,81 @@ async def test_closing_the_database_writes_queued_logs(db_path: Path) -> None:
         assert [e.body for e in await db.for_agent(A).get_logs()] == [{"n": 1}]
 
 
-async def _hold_the_writer(db: Database, release: asyncio.Event) -> asyncio.Task[None]:
-    """A task in a write transaction until ``release`` is set; returns once it holds the writer."""
-    holding = asyncio.Event()
-
-    async def hold() -> None:
-        async with db.transaction():
-            holding.set()
-            await release.wait()
-
-    holder = asyncio.create_task(hold())
-    await holding.wait()
-    return holder
+def _committers() -> set[asyncio.Task[object]]:
+    return {t for t in asyncio.all_tasks() if t.get_name().startswith("troupe:commit:")}
 
 
-def _log_writers() -> set[asyncio.Task[object]]:
-    return {t for t in asyncio.all_tasks() if t.get_name().startswith("troupe:logs:")}
+async def _logs_written(db: Database) -> list[int]:
+    """The ``n`` of every log row in the file, read without flushing the queue."""
+    rows = await db.fetchall("SELECT json_extract(body, '$.n') FROM logs ORDER BY created_at, rowid")
+    return [r[0] for r in rows]
 
 
 async def test_a_log_queued_right_before_close_is_written_and_no_task_is_left_behind(db_path: Path) -> None:
     db = Database(db_path)
     await db.open()
     store = await seed_agent(db, A, users=(U,), rooms=(R,))
-    release = asyncio.Event()
-    holder = await _hold_the_writer(db, release)
-    store.queue_log({"n": 1}, entity_id=A, room_id=R, type="x")  # waits for the writer
-    assert len(_log_writers()) == 1
-    release.set()
+    async with writer_busy(db):
+        store.queue_log({"n": 1}, entity_id=A, room_id=R, type="x")  # waits for the writer
     store.queue_log({"n": 2}, entity_id=A, room_id=R, type="x")  # right before close
     await db.close()
-    await holder
-    assert _log_writers() == set() and asyncio.all_tasks() == {asyncio.current_task()}
+    assert asyncio.all_tasks() == {asyncio.current_task()}
     async with Database(db_path) as again:
         assert sorted(e.body["n"] for e in await again.for_agent(A).get_logs()) == [1, 2]
 
 
+async def test_a_burst_of_log_rows_rides_along_with_the_next_write(
+    db: Database, store: AgentStore, trips: list[str]
+) -> None:
+    trips.clear()
+    for n in range(5):
+        store.queue_log({"n": n}, entity_id=A, room_id=R, type="x")
+    await store.set_cache("k", 1)
+    assert trips == ["transact"]  # the write and the five rows: one transaction, one trip
+    assert await _logs_written(db) == [0, 1, 2, 3, 4]
+
+
+async def test_log_rows_no_write_takes_are_written_alone_within_the_delay(db: Database, store: AgentStore) -> None:
+    store.queue_log({"n": 1}, entity_id=A, room_id=R, type="x")
+    store.queue_log({"n": 2}, entity_id=A, room_id=R, type="x")
+    await asyncio.sleep(LOG_DELAY * 4)
+    assert await _logs_written(db) == [1, 2]
+    assert _committers() == set()
+
+
 @pytest.mark.parametrize("started", [False, True], ids=["before-it-ran", "while-waiting-for-the-writer"])
-async def test_log_rows_a_cancelled_writer_never_wrote_are_reported(
+async def test_log_rows_survive_a_cancelled_committer(
     db: Database, caplog: pytest.LogCaptureFixture, started: bool
 ) -> None:
     store = await seed_agent(db, A, users=(U,), rooms=(R,))
-    release = asyncio.Event()
-    holder = await _hold_the_writer(db, release)
+    async with writer_busy(db):
+        store.queue_log({"n": 1}, entity_id=A, room_id=R, type="x")
+        store.queue_log({"n": 2}, entity_id=A, room_id=R, type="x")
+        while not _committers():  # the rows' deadline starts one
+            await asyncio.sleep(LOG_DELAY / 5)
+        (committer,) = _committers()
+        if started:
+            await asyncio.sleep(0.01)
+        committer.cancel()  # as asyncio.run does to tasks left at exit
+        await asyncio.gather(committer, return_exceptions=True)
+    await asyncio.sleep(LOG_DELAY * 4)  # the deadline comes back for them
+    assert await _logs_written(db) == [1, 2]
+    assert "not written" not in caplog.text
+    assert await db.write(lambda conn: 7) == 7  # the writer works on
+
+
+async def test_log_rows_a_failed_batch_could_not_write_are_reported(
+    db: Database, store: AgentStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    def lost(conn: Connection) -> None:
+        conn.execute("ROLLBACK")  # what SQLite does itself on a full disk or an I/O error
+        raise sqlean.OperationalError("database or disk is full")
+
     store.queue_log({"n": 1}, entity_id=A, room_id=R, type="x")
     store.queue_log({"n": 2}, entity_id=A, room_id=R, type="x")
-    (writer,) = _log_writers()
-    if started:
-        await asyncio.sleep(0.01)
-    writer.cancel()  # as asyncio.run does to tasks left at exit
-    await asyncio.gather(writer, return_exceptions=True)
-    release.set()
-    await holder
+    with pytest.raises(StoreError, match="disk is full"):
+        await db.write(lost)
+    await asyncio.sleep(0)  # the report comes from the rows' future's callback
     assert "2 queued log rows were not written" in caplog.text
-    assert await store.get_logs() == []
-    store.queue_log({"n": 3}, entity_id=A, room_id=R, type="x")  # the next row starts a new batch
-    assert [e.body for e in await store.get_logs()] == [{"n": 3}]
+    assert "SQLite ended the transaction this write shared: database or disk is full" in caplog.text
+    assert await _logs_written(db) == []

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import math
 import random
+import struct
 
 import pytest
 
 from bot.errors import EmbeddingDimensionError
 from bot.store import DIMENSION_MAP, Store
-from bot.store._vectors import clean_vector
 
 from ..conftest import BR, BU, R2, V, W, make_memory, mix, vec
 
@@ -79,16 +79,23 @@ async def test_vectors_are_cleaned_before_storing_and_searching(store: Store) ->
     memory_id = await store.create_memory(make_memory("dirty", embedding=raw), "facts")
     got = await store.get_memory(memory_id)
     assert got is not None and got.embedding is not None
-    assert got.embedding[:4] == pytest.approx([0.0, 0.0, 0.123457, 0.0], abs=1e-7)
+    # Non-finite elements become 0.0; the rest come back as the float32 nearest to what was given.
+    assert got.embedding[:4] == [0.0, 0.0, float32(0.1234567), float32(-0.0000004)]
     found = await store.search_memories([float("-inf"), *([0.5] * 383)], "facts")
     assert [m.id for m in found] == [memory_id]
 
 
-def test_clean_vector_rounds_to_six_decimals_like_round() -> None:
+async def test_stored_vectors_come_back_as_their_float32_values(store: Store) -> None:
     rng = random.Random(3)
-    values = [rng.uniform(-2, 2) for _ in range(10_000)]
-    assert clean_vector(values) == [round(x, 6) for x in values]
-    assert clean_vector([1e300, float("nan"), -1e12 + 0.25]) == [1e300, 0.0, round(-1e12 + 0.25, 6)]
+    raw = [rng.uniform(-2, 2) for _ in range(384)]
+    memory_id = await store.create_memory(make_memory("precise", embedding=raw), "facts")
+    got = await store.get_memory(memory_id)
+    assert got is not None and got.embedding == [float32(x) for x in raw]
+
+
+def float32(x: float) -> float:
+    """The float32 nearest to ``x``, as a Python float."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
 
 
 async def test_wrong_length_vectors_raise_embedding_dimension_error(store: Store) -> None:
