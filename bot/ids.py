@@ -6,6 +6,7 @@ be carried between them, and a character keeps its memories across restarts.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from urllib.parse import quote
@@ -33,7 +34,13 @@ def string_to_uuid(target: str | int) -> str:
     """
     if isinstance(target, bool) or not isinstance(target, (str, int)):
         raise TypeError(f"string_to_uuid needs a str or int, not {type(target).__name__}")
-    text = str(target)
+    return _mapped(str(target))
+
+
+# The same few room, world and person ids are mapped for every message each character sees,
+# and the percent-encoding costs more than the hash: recent answers are kept (a pure function).
+@functools.lru_cache(maxsize=16_384)
+def _mapped(text: str) -> str:
     if is_uuid(text):
         return text
     digest = bytearray(hashlib.sha1(quote(text, safe=_URI_SAFE).encode("ascii")).digest()[:16])
