@@ -65,6 +65,7 @@ async def setup(runtime: ModelHost) -> None:
     Makes no network call: a wrong key shows up at the first model call, as ModelAuthError.
     """
     # The SDK is imported here, not at the top, so that discovering ``meta`` stays cheap.
+    from ._batching import EmbeddingBatches
     from ._handlers import OpenAIModels
     from ._pools import HttpPools
     from ._vectors import SharedVectors
@@ -72,7 +73,13 @@ async def setup(runtime: ModelHost) -> None:
     agent = runtime.character.name
     config = resolve_config(runtime, agent=agent)
     shared = runtime.shared
-    models = OpenAIModels(config, agent=agent, vectors=shared.one(SharedVectors), pools=shared.one(HttpPools))
+    models = OpenAIModels(
+        config,
+        agent=agent,
+        vectors=shared.one(SharedVectors),
+        pools=shared.one(HttpPools),
+        batches=shared.one(EmbeddingBatches),
+    )
     runtime.on_close(models.aclose)
     models.register(runtime)
     embeddings = (

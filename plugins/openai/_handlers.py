@@ -30,6 +30,7 @@ from bot.models import (
 from bot.text import repair_text
 from bot.types import JSON
 
+from ._batching import EmbeddingBatches
 from ._calls import Calls
 from ._config import Endpoint, ProviderConfig, display_url
 from ._parse import (
@@ -73,11 +74,13 @@ class OpenAIModels:
         agent: str,
         vectors: SharedVectors | None = None,
         pools: HttpPools | None = None,
+        batches: EmbeddingBatches | None = None,
     ) -> None:
         self.config = config
         self.agent = agent
         self._calls = Calls(config, agent=agent, pools=pools)  # the daemon's pools, shared by its characters
         self._vectors = vectors or SharedVectors()  # the daemon's, so that its characters share requests
+        self._batches = batches or EmbeddingBatches()  # the daemon's: texts asked for together share a request
         # Embedding endpoints (base URLs) that refused base64: asked for floats from then on.
         self._floats_only: set[str] = set()
 
@@ -141,10 +144,20 @@ class OpenAIModels:
         # Only text-embedding-3 models take ``dimensions``; others reject or ignore it.
         if model.startswith("text-embedding-3"):
             extra["dimensions"] = dimensions
-        if not batch:
-            key = (endpoint.base_url, model, dimensions, texts[0])
-            return await self._vectors.vector(key, lambda: self._embed(endpoint, model, texts, extra, batch=False))
-        return await self._embed(endpoint, model, texts, extra, batch=True)
+        if batch:
+            return await self._embed(endpoint, model, texts, extra, batch=True)
+        text = texts[0]
+        line = (endpoint.base_url, endpoint.api_key.get_secret_value(), model, dimensions)
+
+        async def send(together: list[str]) -> list[list[float]]:
+            if len(together) == 1:  # asked as one string, as a request of its own always was
+                return [await self._embed(endpoint, model, together, extra, batch=False)]
+            vectors: list[list[float]] = await self._embed(endpoint, model, together, extra, batch=True)
+            return vectors
+
+        return await self._vectors.vector(
+            (endpoint.base_url, model, dimensions, text), lambda: self._batches.vector(line, text, send)
+        )
 
     async def _embed(
         self, endpoint: Endpoint, model: str, texts: list[str], extra: dict[str, Any], *, batch: bool
