@@ -41,6 +41,7 @@ from bot.character import load_character
 from bot.chat import runtime_plugins
 from bot.messages import IncomingMessage, QuietChannel
 from bot.runtime import AgentRuntime
+from bot.shared import Shared
 from bot.store import Database
 from bot.types import ChannelType, Entity, Memory, Room, World
 from tests.bench._common import ModelServer, Tally, p50_p95
@@ -95,7 +96,7 @@ class Stored(QuietChannel):
         return [sent]
 
 
-async def make_agent(db: Database, tmp: Path, name: str, rooms: int, environ: dict[str, str]) -> Agent:
+async def make_agent(db: Database, tmp: Path, name: str, rooms: int, environ: dict[str, str], shared: Shared) -> Agent:
     result = load_character(character_file(tmp, name), environ=environ)
     character = result.raise_for_problems()
     rt = AgentRuntime(
@@ -104,6 +105,7 @@ async def make_agent(db: Database, tmp: Path, name: str, rooms: int, environ: di
         environ=environ,
         plugins=runtime_plugins(result),
         model_preset=result.model_preset,
+        shared=shared,  # what the daemon gives its characters: connection pools, vectors, batches
     )
     await rt.start()
     world = rt.unique_id("bench:world")
@@ -160,18 +162,20 @@ async def run(server: ModelServer, agents: int, per_agent: int, rooms: int, warm
     environ = {"OPENAI_API_KEY": "sk-bench-0000", "OPENAI_BASE_URL": server.url}
     with tempfile.TemporaryDirectory() as tmp:
         async with Database(Path(tmp) / "bench.db") as db:
-            setup = [await make_agent(db, Path(tmp), f"Agent {i}", rooms, environ) for i in range(agents)]
+            shared = Shared()  # one daemon
+            setup = [await make_agent(db, Path(tmp), f"Agent {i}", rooms, environ, shared) for i in range(agents)]
             try:
                 # Warm up: connections open, every room with a conversation to put in prompts.
                 for agent in setup:
                     for i in range(warm_up):
-                        await say(agent, i, f"warm-up {i}", measure=False)
+                        await say(agent, i, f"warm-up {i} from {agent.rt.character.name}", measure=False)
                 await background_settled()
                 before = await server.tally()
 
                 async def drive(agent: Agent) -> None:
                     for i in range(per_agent):
-                        await say(agent, i, f"message {i} about topic {i % 7}")
+                        # Each agent's people say their own things: nothing for the daemon's shared vectors to reuse.
+                        await say(agent, i, f"message {i} about topic {i % 7} for {agent.rt.character.name}")
 
                 started = time.perf_counter()
                 await asyncio.gather(*(drive(a) for a in setup))
