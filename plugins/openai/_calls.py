@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import aiohttp
 import openai
@@ -101,6 +101,10 @@ class Calls:
         """The SDK's exceptions as troupe's, most specific first, chained ``from`` the original."""
         provider = endpoint.provider
         where = f"{kind.value} via {provider} ({model})"
+
+        def error(cls: type[ModelError], text: str, **extra: Any) -> ModelError:
+            return cls(text, agent=self.agent, provider=provider, model_type=kind, **extra)
+
         try:
             yield
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
@@ -112,16 +116,12 @@ class Calls:
             if provider not in self.auth_reported:
                 self.auth_reported.add(provider)
                 _log.error("%s: %s", self.agent, message)
-            raise ModelAuthError(message, agent=self.agent, provider=provider, model_type=kind) from exc
+            raise error(ModelAuthError, message) from exc
         except openai.RateLimitError as exc:
             retry_after = _retry_after(exc.response.headers)
             wait = f"; retry after {retry_after:g} s" if retry_after is not None else ""
-            raise ModelRateLimited(
-                f"{where}: rate limited{wait}: {_detail(exc, endpoint)}",
-                retry_after=retry_after,
-                agent=self.agent,
-                provider=provider,
-                model_type=kind,
+            raise error(
+                ModelRateLimited, f"{where}: rate limited{wait}: {_detail(exc, endpoint)}", retry_after=retry_after
             ) from exc
         except openai.APIConnectionError as exc:  # a timeout too (APITimeoutError)
             url = display_url(endpoint.base_url)
@@ -129,41 +129,23 @@ class Calls:
                 problem = f"no answer from {url} within {self.timeout_s:g} s"
             else:
                 problem = f"cannot connect to {url}"
-            raise ModelUnavailable(f"{where}: {problem}", agent=self.agent, provider=provider, model_type=kind) from exc
+            raise error(ModelUnavailable, f"{where}: {problem}") from exc
         except aiohttp.ClientError as exc:
             # The aiohttp transport passes on what it does not map to httpx's errors, such as a
             # reply that is not HTTP, and the SDK passes those on unwrapped.
-            raise ModelUnavailable(
-                f"{where}: cannot connect to {display_url(endpoint.base_url)} ({type(exc).__name__})",
-                agent=self.agent,
-                provider=provider,
-                model_type=kind,
+            raise error(
+                ModelUnavailable, f"{where}: cannot connect to {display_url(endpoint.base_url)} ({type(exc).__name__})"
             ) from exc
         except openai.InternalServerError as exc:
-            raise ModelUnavailable(
-                f"{where}: server error HTTP {exc.status_code}: {_detail(exc, endpoint)}",
-                agent=self.agent,
-                provider=provider,
-                model_type=kind,
-            ) from exc
-        except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
-            raise ModelRequestRejected(
-                f"{where}: HTTP {exc.status_code}: {_detail(exc, endpoint)}",
-                agent=self.agent,
-                provider=provider,
-                model_type=kind,
+            raise error(
+                ModelUnavailable, f"{where}: server error HTTP {exc.status_code}: {_detail(exc, endpoint)}"
             ) from exc
         except openai.APIStatusError as exc:
-            raise ModelError(
-                f"{where}: HTTP {exc.status_code}: {_detail(exc, endpoint)}",
-                agent=self.agent,
-                provider=provider,
-                model_type=kind,
-            ) from exc
+            rejected = isinstance(exc, (openai.BadRequestError, openai.UnprocessableEntityError))
+            cls = ModelRequestRejected if rejected else ModelError
+            raise error(cls, f"{where}: HTTP {exc.status_code}: {_detail(exc, endpoint)}") from exc
         except openai.OpenAIError as exc:
-            raise ModelError(
-                f"{where}: {type(exc).__name__}", agent=self.agent, provider=provider, model_type=kind
-            ) from exc
+            raise error(ModelError, f"{where}: {type(exc).__name__}") from exc
 
 
 def _timed_out(exc: BaseException) -> bool:
