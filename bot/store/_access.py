@@ -4,7 +4,8 @@ Writes go through one writer connection, one transaction at a time (an asyncio l
 ``BEGIN IMMEDIATE``); writes queued while it is busy are committed together, one transaction
 and one trip to the writer's thread for the lot (group commit: ``write``, ``_batch``). Reads
 use a second, read-only connection outside any transaction, so they never queue behind
-writes; identical reads inside one unit of work can share one query (``_shared``). Opening
+writes; reads asked for together go to its thread in one trip (``_reads``), and identical
+reads inside one unit of work can share one query (``_shared``). Opening
 and closing the connections is :class:`~bot.store.Database`'s.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import enum
+import functools
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
@@ -36,6 +38,7 @@ from bot.store._connect import (
     run_on_thread,
     sqlean,
 )
+from bot.store._reads import ReadBatches
 
 __all__ = ["DatabaseAccess", "State"]
 
@@ -64,6 +67,7 @@ class DatabaseAccess:
         self._state = State.UNOPENED
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
+        self._reads: ReadBatches | None = None  # the reader's: reads asked for together share a trip
         self._lock = asyncio.Lock()
         self._lock_owner: asyncio.Task[object] | None = None
         # Which tables finished write transactions changed: tells shared reads when they are stale.
@@ -330,8 +334,9 @@ class DatabaseAccess:
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         """Run one read-only query outside any transaction and return all rows; raises StoreError."""
         self._require_open()
-        if self._reader is not None:
-            return await self._fetchall_on(self._reader, sql, params)
+        if self._reads is not None:
+            rows: list[Row] = await self._reads.run(functools.partial(_fetchall, sql, params))
+            return rows
         # ":memory:": a single connection. Take the writer lock so a read never sees another
         # coroutine's uncommitted transaction.
         self._refuse_memory_read_in_transaction()
@@ -346,8 +351,8 @@ class DatabaseAccess:
         driver errors come out as StoreError. Returns what ``work`` returns.
         """
         self._require_open()
-        if self._reader is not None:
-            return await self._read_on(self._reader, work)
+        if self._reads is not None:
+            return await self._reads.run(work)
         self._refuse_memory_read_in_transaction()  # ":memory:": as in fetchall
         async with self._lock:
             return await self._read_on(self._require_open(), work)
@@ -395,6 +400,10 @@ class DatabaseAccess:
             return list(await conn.execute_fetchall(sql, params))
         except sqlean.Error as exc:
             raise StoreError(f"database read failed: {exc}") from exc
+
+
+def _fetchall(sql: str, params: Params, conn: Connection) -> list[Row]:
+    return conn.execute(sql, params).fetchall()
 
 
 def _nothing(conn: Connection) -> None:

@@ -16,6 +16,7 @@ from bot.store._access import State
 from bot.store._connect import MEMORY_PATH, VECTOR_BACKEND, open_connection, sqlean
 from bot.store._log_queue import QueuedLogs
 from bot.store._migrations import migrate
+from bot.store._reads import ReadBatches
 from bot.store._sqlite import AgentStore
 from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION
 
@@ -108,6 +109,7 @@ class Database(QueuedLogs):
                 await self._writer.execute("PRAGMA optimize = 0x10002")
                 if self._path != MEMORY_PATH:
                     self._reader = await open_connection(self._path, reader=True)
+                    self._reads = ReadBatches(self._reader, os.path.basename(self._path))
             except (sqlean.Error, OSError) as exc:  # OSError: making the directory or the file private
                 raise StoreError(f"cannot open database {self._path}: {exc}") from exc
         except BaseException:
@@ -162,6 +164,9 @@ class Database(QueuedLogs):
             _log.info("closed database %s", self._path)
 
     async def _close_connections(self) -> None:
+        if self._reads is not None:
+            await self._reads.idle()  # reads asked for before close() get their rows
+            self._reads = None
         for conn in (self._reader, self._writer):
             if conn is not None:
                 try:
