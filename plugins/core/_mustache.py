@@ -41,9 +41,9 @@ def fill_placeholders(text: str, rng: random.Random, names: dict[int, str]) -> s
         index = int(match.group(1) or match.group(2) or 1)
         if index not in names:
             taken = set(names.values())
-            name = "".join(rng.choice(_BASE36) for _ in range(6))
+            name = "".join(rng.choices(_BASE36, k=6))
             while name in taken:
-                name = "".join(rng.choice(_BASE36) for _ in range(6))
+                name = "".join(rng.choices(_BASE36, k=6))
             names[index] = name
         return names[index]
 
