@@ -53,7 +53,7 @@ from ._mapping import (
 from ._outbound import ChatTarget, send_text
 from ._polling import PollingWatch
 from ._relay import Relay
-from ._request import AiohttpRequest
+from ._request import AiohttpRequest, UpdatesRequest
 from ._speaking import speak
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         self._requests = calls, polls = (
             AiohttpRequest(connect_timeout=10, read_timeout=30, write_timeout=30, pool_timeout=10),
             # One long poll at a time; Bot.get_updates adds the poll's own wait to this read timeout.
-            AiohttpRequest(connection_pool_size=1, read_timeout=timeout + 10),
+            UpdatesRequest(connection_pool_size=1, read_timeout=timeout + 10),
         )
         self.app = app = (
             ApplicationBuilder()
@@ -123,7 +123,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
             .request(calls)
             .get_updates_request(polls)
             .concurrent_updates(64)
-            .update_queue(InboxQueue(self.runtime))
+            .update_queue(InboxQueue(self.runtime, polls))
             .build()
         )
         UpdateHandlers(self).install(app)

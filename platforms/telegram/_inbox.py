@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from telegram import Bot, Update
 
 from ._mapping import SOURCE
+from ._request import UpdatesRequest
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -31,14 +32,16 @@ _log = logging.getLogger(__name__)
 class InboxQueue(asyncio.Queue[Any]):
     """The Application's update queue, writing each update to the inbox before it is queued."""
 
-    def __init__(self, runtime: AgentRuntime) -> None:
+    def __init__(self, runtime: AgentRuntime, polls: UpdatesRequest | None = None) -> None:
         super().__init__()
         self.runtime = runtime
+        self._polls = polls  # has the updates' JSON as received: cheaper than serialising them again
 
     async def put(self, item: Any) -> None:
         if isinstance(item, Update):
             try:
-                await self.runtime.store.inbox_put(SOURCE, str(item.update_id), item.to_json())
+                received = self._polls.take(item.update_id) if self._polls is not None else None
+                await self.runtime.store.inbox_put(SOURCE, str(item.update_id), received or item.to_json())
             except Exception as exc:  # handled all the same; only a crash in the next moments could lose it
                 _log.warning(
                     "%s: could not keep Telegram update %s in the inbox: %s",

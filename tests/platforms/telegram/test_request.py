@@ -22,7 +22,7 @@ from bot.store import Database
 from platforms.telegram._adapter import TelegramAdapter
 from platforms.telegram._config import TelegramConfig
 from platforms.telegram._outbound import retry_seconds
-from platforms.telegram._request import AiohttpRequest
+from platforms.telegram._request import AiohttpRequest, UpdatesRequest
 
 from ...fakes._local import LocalServer
 from ...fakes.telegram_server import FakeBot, FakeChat, FakeTelegram, FakeUser
@@ -239,3 +239,14 @@ async def test_a_start_that_fails_closes_the_http_sessions(fake, world, tmp_path
         with pytest.raises(NetworkError, match="Bad Gateway"):
             await adapter.start()
     assert adapter._requests and all(request.closed for request in adapter._requests)
+
+
+def test_the_long_poll_keeps_each_update_as_received_to_be_taken_once() -> None:
+    polls = UpdatesRequest()
+    raw = {"update_id": 7, "message": {"message_id": 1, "text": "héllo", "future_field": [1, 2]}}
+    data = polls.parse_json_payload(json.dumps({"ok": True, "result": [raw, {"no": "id"}]}).encode())
+    assert data["result"][0] == raw  # PTB gets what it always got
+    assert json.loads(polls.take(7) or "") == raw
+    assert polls.take(7) is None  # once
+    polls.parse_json_payload(b'{"ok": false, "error_code": 409, "description": "Conflict"}')
+    assert polls.take(409) is None

@@ -5,6 +5,7 @@ to be handled at the next start."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
@@ -65,7 +66,9 @@ async def test_an_update_whose_handling_failed_stays_in_the_inbox_for_the_next_s
         await until(lambda: "Ada: failed to handle a Telegram update" in caplog.text)
     failed = s.ada.delivered[-1]["update_id"]
     await until(lambda: not s.ada.updates and s.ada.polls >= 3)  # Telegram has forgotten it
-    assert [event_id for event_id, _, _ in await rt.store.inbox_pending("telegram")] == [str(failed)]
+    pending = await rt.store.inbox_pending("telegram")
+    assert [event_id for event_id, _, _ in pending] == [str(failed)]
+    assert json.loads(pending[0][1]) == s.ada.delivered[-1]  # kept as Telegram sent it
     monkeypatch.undo()
     assert s.daemon is not None and s.task is not None
     s.daemon.stop()
