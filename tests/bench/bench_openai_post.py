@@ -39,7 +39,7 @@ BODY = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello 
 
 class _Runtime:
     agent_id = "bench"
-    model_preset = "openai"
+    model_preset: str | None = "openai"
 
     def __init__(self, url: str) -> None:
         self._settings = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": url}
