@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import aiohttp
 import openai
@@ -73,6 +74,7 @@ class Calls:
         key = _client_key(endpoint)
         client = self.clients.get(key)
         if client is None:
+            self._check_url(kind, endpoint)
             client = self.clients[key] = openai.AsyncOpenAI(
                 api_key=endpoint.api_key.get_secret_value(),
                 base_url=endpoint.base_url,
@@ -108,6 +110,7 @@ class Calls:
         key = _client_key(endpoint)
         headers = self._headers.get(key)
         if headers is None:
+            self._check_url(kind, endpoint)
             headers = self._headers[key] = {
                 "Authorization": f"Bearer {endpoint.api_key.get_secret_value()}",
                 "Content-Type": "application/json",
@@ -189,6 +192,17 @@ class Calls:
     def _check_open(self, kind: ModelType, endpoint: Endpoint) -> None:
         if not self._joined:
             raise self._error(kind, endpoint, ModelError, "the openai plugin is closed")
+
+    def _check_url(self, kind: ModelType, endpoint: Endpoint) -> None:
+        if urlsplit(endpoint.base_url).username is not None:
+            # They would go as a second Authorization, which aiohttp refuses to send.
+            raise self._error(
+                kind,
+                endpoint,
+                ModelError,
+                f"the {endpoint.provider} base URL {display_url(endpoint.base_url)} has a user name or password "
+                f"in it, which cannot be sent along with the API key; take them out of the URL",
+            )
 
     def _log_timing(self, kind: ModelType, endpoint: Endpoint, model: str, started: float, result: object) -> None:
         usage = getattr(result, "usage", None)

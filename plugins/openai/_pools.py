@@ -13,7 +13,11 @@ while another character still uses them.
 
 from __future__ import annotations
 
+import ssl
+from urllib.request import getproxies_environment
+
 import aiohttp
+import certifi
 import openai
 from openai._vendor.httpx_aiohttp.transport import AiohttpTransport
 
@@ -44,8 +48,14 @@ class HttpPools:
             raise RuntimeError("HttpPools.session() before join(): nobody would close the pool")
         found = self._sessions.get(base_url)
         if found is None:
-            # Timeouts are per request; TLS is aiohttp's default (the system's certificates).
-            found = self._sessions[base_url] = aiohttp.ClientSession(connector=aiohttp.TCPConnector())
+            # Timeouts are per request. Certificates are certifi's, as the SDK's own client had them.
+            connector = aiohttp.TCPConnector(ssl=ssl.create_default_context(cafile=certifi.where()))
+            found = self._sessions[base_url] = aiohttp.ClientSession(
+                connector=connector,
+                # Like the SDK's httpx: HTTPS_PROXY and the like are honoured when set (read only
+                # then: it costs a thread hop per request).
+                trust_env=bool(getproxies_environment()),
+            )
         return found
 
     def client(self, base_url: str) -> openai.DefaultAioHttpClient:

@@ -302,3 +302,23 @@ async def test_an_embeddings_reply_that_is_not_json_is_a_model_error(
     server.script_embeddings(Body("<html>Maintenance</html>", content_type="text/html"))
     with pytest.raises(ModelError, match=r"answered something that is not a list of vectors$"):
         await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hi"})
+
+
+@pytest.mark.parametrize(
+    ("kind", "params"),
+    [(ModelType.TEXT_SMALL, HI), (ModelType.TRANSCRIPTION, {"audio": b"RIFF-not-really-audio", "filename": "a.wav"})],
+    ids=["direct", "sdk"],
+)
+async def test_a_base_url_with_a_password_in_it_is_a_clear_error(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime, kind: ModelType, params: dict[str, object]
+) -> None:
+    url = server.url.replace("http://", "http://user:hunter2@")
+    runtime = await make_runtime({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": url})
+    expected = (
+        r"^Ada: the openai base URL http://127\.0\.0\.1:\d+/v1 has a user name or password in it, "
+        r"which cannot be sent along with the API key; take them out of the URL$"
+    )
+    with pytest.raises(ModelError, match=expected) as info:
+        await runtime.use(kind, params)
+    assert "hunter2" not in str(info.value)
+    assert server.requests == []
