@@ -140,8 +140,7 @@ class Calls:
         except HttpStatusError as exc:
             raise self.status_error(kind, endpoint, model, exc.status, exc.headers, exc.body) from exc
         except openai.APIStatusError as exc:
-            body = exc.body
-            raise self.status_error(kind, endpoint, model, exc.status_code, exc.response.headers, body) from exc
+            raise self.status_error(kind, endpoint, model, exc.status_code, exc.response.headers, exc.body) from exc
         except (openai.APIConnectionError, aiohttp.ClientError, TimeoutError) as exc:  # APITimeoutError too
             raise self.connection_error(kind, endpoint, model, exc) from exc
         except openai.OpenAIError as exc:
