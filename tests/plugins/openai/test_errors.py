@@ -154,11 +154,14 @@ async def test_unreachable_server_is_unavailable(make_runtime: MakeRuntime) -> N
 
 
 @contextlib.asynccontextmanager
-async def tcp_server(reply: bytes) -> AsyncIterator[str]:
-    """A base URL whose server reads the request, sends ``reply`` (not HTTP, or nothing) and hangs up."""
+async def tcp_server(reply: bytes, requests: list[bytes] | None = None) -> AsyncIterator[str]:
+    """A base URL whose server reads the request (adding its start to ``requests``), sends
+    ``reply`` (not HTTP, or nothing) and hangs up."""
 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.read(1024)
+        request = await reader.read(1024)
+        if requests is not None:
+            requests.append(request)
         writer.write(reply)
         await writer.drain()
         writer.close()
@@ -181,6 +184,15 @@ async def test_a_server_that_hangs_up_or_does_not_speak_http_is_unavailable(
             ModelUnavailable, match=r"^Ada: TEXT_SMALL via openai \(gpt-4o-mini\): cannot connect to http"
         ):
             await runtime.use(ModelType.TEXT_SMALL, HI)
+
+
+async def test_a_server_that_hangs_up_is_asked_again_as_often_as_configured(make_runtime: MakeRuntime) -> None:
+    requests: list[bytes] = []
+    async with tcp_server(b"", requests) as url:
+        runtime = await make_runtime({"OPENAI_BASE_URL": url, "OPENAI_MAX_RETRIES": "2"})
+        with pytest.raises(ModelUnavailable, match=r"cannot connect to http://127\.0\.0\.1:\d+/v1 \(\w+\)$"):
+            await runtime.use(ModelType.TEXT_SMALL, HI)
+    assert [r.split(b" ", 2)[:2] for r in requests] == [[b"POST", b"/v1/chat/completions"]] * 3
 
 
 async def test_a_text_stream_that_breaks_off_is_unavailable(make_runtime: MakeRuntime) -> None:
