@@ -1,18 +1,21 @@
-"""The one seam to the SDK: a client per endpoint, its exceptions as troupe's, every call timed.
+"""The one seam to the servers: a client per endpoint, errors as troupe's, every call timed.
 
-Every request of :class:`~plugins.openai._handlers.OpenAIModels` goes through :meth:`Calls.call`
-(or, for a streamed body, :meth:`Calls.translate_errors`): this is where ``openai``'s exceptions
-become troupe's :class:`~bot.errors.ModelError` family.
+Every request of :class:`~plugins.openai._handlers.OpenAIModels` goes through :meth:`Calls.post_json`
+(chat completions and embeddings, straight over aiohttp: see ``_posting``), :meth:`Calls.call`
+(the SDK's other calls) or, for a streamed body, :meth:`Calls.translate_errors`: this is where
+a server's refusals and ``openai``'s exceptions become troupe's :class:`~bot.errors.ModelError`
+family, in one set of words (:meth:`Calls.status_error`, :meth:`Calls.connection_error`).
 """
 
 from __future__ import annotations
 
-import email.utils
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import aiohttp
 import openai
@@ -22,6 +25,7 @@ from bot.models import ModelType
 
 from ._config import Endpoint, ProviderConfig, display_url
 from ._pools import HttpPools
+from ._posting import HttpStatusError, post_json, retry_after, user_agent
 
 __all__ = ["Calls"]
 
@@ -36,25 +40,22 @@ _DETAIL_LIMIT = 200
 
 class Calls:
     """One agent's clients, one per distinct endpoint (base URL and key), over the daemon's HTTP
-    pools (one per base URL, shared with its other characters); :meth:`aclose` at the end."""
+    pools (one per base URL, shared with its other characters); :meth:`aclose` at the end.
+
+    The SDK's clients are made on the first SDK call for their endpoint: most characters only
+    chat and embed, which :meth:`post_json` does without them."""
 
     def __init__(self, config: ProviderConfig, *, agent: str, pools: HttpPools | None = None) -> None:
         self.agent = agent
         self.timeout_s = config.timeout_s
+        self.max_retries = config.max_retries
         self._pools = pools if pools is not None else HttpPools()
         self._pools.join()
         self._joined = True
         # One client per base URL and key: chat and embeddings share one when they can.
         self.clients: dict[tuple[str, str], openai.AsyncOpenAI] = {}
-        for endpoint in config.endpoints():
-            if _client_key(endpoint) not in self.clients:
-                self.clients[_client_key(endpoint)] = openai.AsyncOpenAI(
-                    api_key=endpoint.api_key.get_secret_value(),
-                    base_url=endpoint.base_url,
-                    timeout=config.timeout_s,
-                    max_retries=config.max_retries,
-                    http_client=self._pools.client(endpoint.base_url),
-                )
+        # The headers of a direct post, per base URL and key (the key is in them).
+        self._headers: dict[tuple[str, str], dict[str, str]] = {}
         # Providers whose refused key was logged already: every call would fail the same way.
         self.auth_reported: set[str] = set()
 
@@ -64,25 +65,145 @@ class Calls:
             self._joined = False
             # Not client.close(): that would close the HTTP pool the daemon's other characters use.
             self.clients = {}
+            self._headers = {}
             await self._pools.leave()
 
     def client(self, kind: ModelType, endpoint: Endpoint) -> openai.AsyncOpenAI:
-        """The client for ``endpoint``; ModelError once closed."""
-        client = self.clients.get(_client_key(endpoint))
+        """The SDK's client for ``endpoint``, made on first use; ModelError once closed."""
+        self._check_open(kind, endpoint)
+        key = _client_key(endpoint)
+        client = self.clients.get(key)
         if client is None:
-            raise ModelError(
-                "the openai plugin is closed", provider=endpoint.provider, model_type=kind, agent=self.agent
+            self._check_url(kind, endpoint)
+            client = self.clients[key] = openai.AsyncOpenAI(
+                api_key=endpoint.api_key.get_secret_value(),
+                base_url=endpoint.base_url,
+                timeout=self.timeout_s,
+                max_retries=self.max_retries,
+                http_client=self._pools.client(endpoint.base_url),
             )
         return client
 
     async def call(
         self, kind: ModelType, endpoint: Endpoint, model: str, request: Callable[[openai.AsyncOpenAI], Awaitable[_T]]
     ) -> _T:
-        """Make one request (the SDK retries it), translating errors and logging the timing."""
+        """Make one request through the SDK (which retries it), translating errors and logging the timing."""
         client = self.client(kind, endpoint)
         started = time.perf_counter()
         with self.translate_errors(kind, endpoint, model):
             result = await request(client)
+        self._log_timing(kind, endpoint, model, started, result)
+        return result
+
+    async def post_json(
+        self,
+        kind: ModelType,
+        endpoint: Endpoint,
+        model: str,
+        path: str,
+        body: Mapping[str, Any],
+        read: Callable[[bytes], _T],
+    ) -> _T:
+        """POST ``body`` as JSON to ``path`` under the endpoint's base URL, retried as the SDK
+        would; ``read`` of the 2xx reply's body (its ModelErrors pass through), logged with the timing."""
+        self._check_open(kind, endpoint)
+        key = _client_key(endpoint)
+        headers = self._headers.get(key)
+        if headers is None:
+            self._check_url(kind, endpoint)
+            headers = self._headers[key] = {
+                "Authorization": f"Bearer {endpoint.api_key.get_secret_value()}",
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+                "User-Agent": user_agent(),
+            }
+        started = time.perf_counter()
+        with self.translate_errors(kind, endpoint, model):
+            raw = await post_json(
+                self._pools.session(endpoint.base_url),
+                endpoint.base_url.rstrip("/") + path,
+                json.dumps(body).encode(),
+                headers,
+                timeout_s=self.timeout_s,
+                max_retries=self.max_retries,
+            )
+        result = read(raw)
+        self._log_timing(kind, endpoint, model, started, result)
+        return result
+
+    @contextmanager
+    def translate_errors(self, kind: ModelType, endpoint: Endpoint, model: str) -> Iterator[None]:
+        """Failed requests as troupe's errors, chained ``from`` the original: the SDK's exceptions,
+        a direct post's :class:`HttpStatusError`, and aiohttp's errors and timeouts."""
+        try:
+            yield
+        except HttpStatusError as exc:
+            raise self.status_error(kind, endpoint, model, exc.status, exc.headers, exc.body) from exc
+        except openai.APIStatusError as exc:
+            raise self.status_error(kind, endpoint, model, exc.status_code, exc.response.headers, exc.body) from exc
+        except (openai.APIConnectionError, aiohttp.ClientError, TimeoutError) as exc:  # APITimeoutError too
+            raise self.connection_error(kind, endpoint, model, exc) from exc
+        except openai.OpenAIError as exc:
+            raise self._error(
+                kind, endpoint, ModelError, f"{_where(kind, endpoint, model)}: {type(exc).__name__}"
+            ) from exc
+
+    def status_error(
+        self, kind: ModelType, endpoint: Endpoint, model: str, status: int, headers: Mapping[str, str], body: object
+    ) -> ModelError:
+        """The error for a reply of HTTP ``status`` that is no success, whichever way it came."""
+        provider = endpoint.provider
+        where = _where(kind, endpoint, model)
+        if status in (401, 403):
+            message = f"{provider} refused the API key (HTTP {status}); check {endpoint.key_setting} for this character"
+            # Every call would fail the same way: say it once per agent and provider.
+            if provider not in self.auth_reported:
+                self.auth_reported.add(provider)
+                _log.error("%s: %s", self.agent, message)
+            return self._error(kind, endpoint, ModelAuthError, message)
+        detail = _detail(body, endpoint)
+        if status == 429:
+            wait_s = retry_after(headers)
+            wait = f"; retry after {wait_s:g} s" if wait_s is not None else ""
+            return self._error(
+                kind, endpoint, ModelRateLimited, f"{where}: rate limited{wait}: {detail}", retry_after=wait_s
+            )
+        if status >= 500:
+            return self._error(kind, endpoint, ModelUnavailable, f"{where}: server error HTTP {status}: {detail}")
+        cls = ModelRequestRejected if status in (400, 422) else ModelError
+        return self._error(kind, endpoint, cls, f"{where}: HTTP {status}: {detail}")
+
+    def connection_error(self, kind: ModelType, endpoint: Endpoint, model: str, exc: BaseException) -> ModelError:
+        """The error for no reply at all: no connection, a reply that is not HTTP, or none in time."""
+        url = display_url(endpoint.base_url)
+        if _timed_out(exc):
+            problem = f"no answer from {url} within {self.timeout_s:g} s"
+        elif isinstance(exc, aiohttp.ClientError) and not isinstance(exc, aiohttp.ClientConnectorError):
+            # Such as a reply that is not HTTP: the class says which.
+            problem = f"cannot connect to {url} ({type(exc).__name__})"
+        else:
+            problem = f"cannot connect to {url}"
+        return self._error(kind, endpoint, ModelUnavailable, f"{_where(kind, endpoint, model)}: {problem}")
+
+    def _error(self, kind: ModelType, endpoint: Endpoint, cls: type[ModelError], text: str, **extra: Any) -> ModelError:
+        return cls(text, agent=self.agent, provider=endpoint.provider, model_type=kind, **extra)
+
+    def _check_open(self, kind: ModelType, endpoint: Endpoint) -> None:
+        if not self._joined:
+            raise self._error(kind, endpoint, ModelError, "the openai plugin is closed")
+
+    def _check_url(self, kind: ModelType, endpoint: Endpoint) -> None:
+        if urlsplit(endpoint.base_url).username is not None:
+            # They would go as a second Authorization, which aiohttp refuses to send.
+            raise self._error(
+                kind,
+                endpoint,
+                ModelError,
+                f"the {endpoint.provider} base URL {display_url(endpoint.base_url)} has a user name or password "
+                f"in it, which cannot be sent along with the API key; take them out of the URL",
+            )
+
+    def _log_timing(self, kind: ModelType, endpoint: Endpoint, model: str, started: float, result: object) -> None:
         usage = getattr(result, "usage", None)
         _log.debug(
             "%s: %s %s via %s in %.0f ms (tokens: prompt %s, completion %s)",
@@ -94,74 +215,30 @@ class Calls:
             getattr(usage, "prompt_tokens", None),
             getattr(usage, "completion_tokens", None),
         )
-        return result
 
-    @contextmanager
-    def translate_errors(self, kind: ModelType, endpoint: Endpoint, model: str) -> Iterator[None]:
-        """The SDK's exceptions as troupe's, most specific first, chained ``from`` the original."""
-        provider = endpoint.provider
-        where = f"{kind.value} via {provider} ({model})"
 
-        def error(cls: type[ModelError], text: str, **extra: Any) -> ModelError:
-            return cls(text, agent=self.agent, provider=provider, model_type=kind, **extra)
-
-        try:
-            yield
-        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-            message = (
-                f"{provider} refused the API key (HTTP {exc.status_code}); "
-                f"check {endpoint.key_setting} for this character"
-            )
-            # Every call would fail the same way: say it once per agent and provider.
-            if provider not in self.auth_reported:
-                self.auth_reported.add(provider)
-                _log.error("%s: %s", self.agent, message)
-            raise error(ModelAuthError, message) from exc
-        except openai.RateLimitError as exc:
-            retry_after = _retry_after(exc.response.headers)
-            wait = f"; retry after {retry_after:g} s" if retry_after is not None else ""
-            raise error(
-                ModelRateLimited, f"{where}: rate limited{wait}: {_detail(exc, endpoint)}", retry_after=retry_after
-            ) from exc
-        except openai.APIConnectionError as exc:  # a timeout too (APITimeoutError)
-            url = display_url(endpoint.base_url)
-            if isinstance(exc, openai.APITimeoutError) and _timed_out(exc):
-                problem = f"no answer from {url} within {self.timeout_s:g} s"
-            else:
-                problem = f"cannot connect to {url}"
-            raise error(ModelUnavailable, f"{where}: {problem}") from exc
-        except aiohttp.ClientError as exc:
-            # The aiohttp transport passes on what it does not map to httpx's errors, such as a
-            # reply that is not HTTP, and the SDK passes those on unwrapped.
-            raise error(
-                ModelUnavailable, f"{where}: cannot connect to {display_url(endpoint.base_url)} ({type(exc).__name__})"
-            ) from exc
-        except openai.InternalServerError as exc:
-            raise error(
-                ModelUnavailable, f"{where}: server error HTTP {exc.status_code}: {_detail(exc, endpoint)}"
-            ) from exc
-        except openai.APIStatusError as exc:
-            rejected = isinstance(exc, (openai.BadRequestError, openai.UnprocessableEntityError))
-            cls = ModelRequestRejected if rejected else ModelError
-            raise error(cls, f"{where}: HTTP {exc.status_code}: {_detail(exc, endpoint)}") from exc
-        except openai.OpenAIError as exc:
-            raise error(ModelError, f"{where}: {type(exc).__name__}") from exc
+def _where(kind: ModelType, endpoint: Endpoint, model: str) -> str:
+    return f"{kind.value} via {endpoint.provider} ({model})"
 
 
 def _timed_out(exc: BaseException) -> bool:
-    """Whether a timeout is one: the aiohttp transport reports a refused or dropped connection as
-    a connect timeout, from an aiohttp error that is no TimeoutError."""
-    cause = exc.__cause__
-    while cause is not None:
-        if isinstance(cause, aiohttp.ClientError):
-            return isinstance(cause, TimeoutError)
-        cause = cause.__cause__
-    return True
+    """Whether a failure is a timeout: the aiohttp transport reports a refused or dropped
+    connection as the SDK's connect timeout, from an aiohttp error that is no TimeoutError."""
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__
+        while cause is not None:
+            if isinstance(cause, aiohttp.ClientError):
+                return isinstance(cause, TimeoutError)
+            cause = cause.__cause__
+        return isinstance(exc, openai.APITimeoutError)
+    return isinstance(exc, TimeoutError)
 
 
-def _detail(exc: openai.APIStatusError, endpoint: Endpoint) -> str:
-    """The server's own error message, short, with the key taken out should it echo it."""
-    body = exc.body
+def _detail(body: object, endpoint: Endpoint) -> str:
+    """The server's own error message, short, with the key taken out should it echo it.
+
+    ``body`` is the reply's JSON (``{"error": {"message": …}}``, or the SDK's inner
+    ``{"message": …}``) or its text."""
     if isinstance(body, dict):
         inner = body.get("error")
         text = body.get("message") or (inner.get("message") if isinstance(inner, dict) else inner)
@@ -176,20 +253,3 @@ def _detail(exc: openai.APIStatusError, endpoint: Endpoint) -> str:
 
 def _client_key(endpoint: Endpoint) -> tuple[str, str]:
     return endpoint.base_url, endpoint.api_key.get_secret_value()
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) * scale)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    parsed = email.utils.parsedate_tz(value) if value else None
-    if parsed is not None:
-        return max(0.0, email.utils.mktime_tz(parsed) - time.time())
-    return None

@@ -1,9 +1,10 @@
-"""The model handlers of one agent, over ``openai.AsyncOpenAI``.
+"""The model handlers of one agent: chat completions and embeddings posted as plain JSON, the
+rest over ``openai.AsyncOpenAI``.
 
 :class:`OpenAIModels` turns each model type's params into a request and the answer into what
 bot/models.py promises. Every request goes through :class:`~plugins.openai._calls.Calls`, the
-one seam where the SDK's exceptions become troupe's :class:`~bot.errors.ModelError` family and
-where calls are timed and logged; streamed speech is in ``_speech_stream``.
+one seam where failures become troupe's :class:`~bot.errors.ModelError` family and where calls
+are timed and logged; streamed speech is in ``_speech_stream``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import openai
 from openai.types.chat import ChatCompletionMessageParam
 
 from bot.errors import ModelError, ModelRequestRejected
@@ -64,7 +64,7 @@ class OpenAIModels:
 
     Handlers take ``(runtime, params)`` as bot/models.py describes. They raise
     :class:`~bot.errors.ModelError` (or a subclass) for anything the server or the model got
-    wrong; the SDK already retried 408/409/429/5xx and timeouts ``max_retries`` times.
+    wrong; 408/409/429/5xx and timeouts were already retried ``max_retries`` times.
     """
 
     def __init__(
@@ -209,10 +209,8 @@ class OpenAIModels:
         # Base64 (little-endian float32) by default: a sixth of the bytes of floats as JSON text,
         # and far less CPU on both sides; a server that ignores it and sends floats is read too.
         # The raw body, read by hand: the SDK builds a typed object per float (≈1,500 per vector);
-        # and plain JSON posted, skipping the SDK's request transform.
-        return await self._calls.call(
-            ModelType.TEXT_EMBEDDING, endpoint, model, lambda c: c.post("/embeddings", cast_to=bytes, body=body)
-        )
+        # and plain JSON posted straight over aiohttp, skipping the SDK's request machinery.
+        return await self._calls.post_json(ModelType.TEXT_EMBEDDING, endpoint, model, "/embeddings", body, bytes)
 
     async def transcription(self, runtime: ModelHost, params: TranscriptionParams) -> str:
         audio = bytes(params["audio"])
@@ -336,13 +334,12 @@ class OpenAIModels:
     async def _chat(self, kind: ModelType, model: str, body: dict[str, Any]) -> str:
         """The text of a chat completion's first choice.
 
-        Posted as plain JSON and read by hand (the SDK still retries, times out and raises its
-        errors): the SDK's request transform and typed response cost about as much CPU as the
-        rest of a message's handling."""
+        Posted as plain JSON straight over aiohttp and read by hand (retried and timed out as
+        the SDK would): the SDK's request machinery and typed response cost about as much CPU as
+        the rest of a message's handling."""
         endpoint = self.config.chat
 
-        async def request(client: openai.AsyncOpenAI) -> ChatReply:
-            raw = await client.post("/chat/completions", cast_to=bytes, body=body)
+        def read(raw: bytes) -> ChatReply:
             reply = parse_chat_completion(raw)
             if reply is None:
                 _log.debug("%s: %s answer that is not a chat completion: %.300r", self.agent, kind.value, raw)
@@ -354,7 +351,7 @@ class OpenAIModels:
                 )
             return reply
 
-        reply = await self._calls.call(kind, endpoint, model, request)
+        reply = await self._calls.post_json(kind, endpoint, model, "/chat/completions", body, read)
         if not reply.answered or (not reply.content and reply.refusal):
             reason = "refused the request" if reply.answered else "returned no choices"
             raise self._error(f"{reply.model or model} on {endpoint.provider} {reason} ({kind.value})", kind, endpoint)

@@ -38,8 +38,8 @@ and an empty queue means the default reply. A reply is:
   as a chunked body, each ``bytes`` or an ``asyncio.Event`` to wait for before going on (a
   stream the client closes early is then recorded in ``server.aborted``), or ``CUT`` to drop
   the connection there, mid-body;
-- chat: a :class:`Body` — sent as it is, with status 200, to see what the client makes of a
-  body that is not a chat completion;
+- chat and embeddings: a :class:`Body` — sent as it is, with status 200, to see what the client
+  makes of a body that is not a chat completion or a list of vectors;
 - any endpoint: a :class:`Fail` — an OpenAI-style error with ``status``, sent ``times`` times
   (``None``: for ever) before the queue moves on; ``retry_after`` sets ``Retry-After``
   (seconds; the openai client honours it, so ``0.01`` keeps retry tests fast).
@@ -121,7 +121,7 @@ class Fail:
 
 @dataclass(frozen=True)
 class Body:
-    """A chat reply sent as it is (status 200): ``text`` in ``content_type``."""
+    """A chat or embeddings reply sent as it is (status 200): ``text`` in ``content_type``."""
 
     text: str
     content_type: str = "application/json"
@@ -242,7 +242,7 @@ class FakeOpenAIServer(LocalServer):
     def script_chat(self, *replies: str | Callable[[dict[str, Any]], Any] | Body | Fail) -> None:
         self.script("chat", *replies)
 
-    def script_embeddings(self, *replies: list[float] | Callable[[str], Any] | Fail) -> None:
+    def script_embeddings(self, *replies: list[float] | Callable[[str], Any] | Body | Fail) -> None:
         self.script("embeddings", *replies)
 
     def script_transcription(self, *replies: str | Callable[[dict[str, Any]], Any] | Fail) -> None:
@@ -391,6 +391,8 @@ class FakeOpenAIServer(LocalServer):
         recorded, reply = await self._begin(request, "embeddings")
         if isinstance(reply, Fail):
             return _error(reply)
+        if isinstance(reply, Body):
+            return web.Response(text=reply.text, content_type=reply.content_type)
         body = recorded.json if isinstance(recorded.json, dict) else {}
         as_base64 = body.get("encoding_format") == "base64" and self.base64 != "ignored"
         if as_base64 and self.base64 == "refused":

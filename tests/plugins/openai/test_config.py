@@ -312,11 +312,17 @@ def test_display_url_drops_credentials_and_query() -> None:
         ({"OPENAI_API_KEY": KEY, "OPENAI_EMBEDDING_URL": "http://127.0.0.1:9/v1"}, 2),
     ],
 )
-async def test_one_client_per_base_url_and_key(
+async def test_one_sdk_client_per_base_url_and_key_made_on_first_use(
     make_runtime: MakeRuntime, settings: dict[str, str], clients: int
 ) -> None:
     runtime = await make_runtime({**settings, "OPENAI_TIMEOUT_S": "2.5", "OPENAI_MAX_RETRIES": "0"})
     models = runtime.closers[0].__self__  # type: ignore[attr-defined]
+    assert models._calls.clients == {}  # chat and embeddings need none
+    for kind, endpoint in (
+        (ModelType.TRANSCRIPTION, models.config.chat),
+        (ModelType.TEXT_EMBEDDING, models.config.embedding),
+    ):
+        assert models._calls.client(kind, endpoint) is models._calls.client(kind, endpoint)
     assert len(models._calls.clients) == clients
     for client in models._calls.clients.values():
         assert (client.timeout, client.max_retries) == (2.5, 0)

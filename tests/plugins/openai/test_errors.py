@@ -1,19 +1,23 @@
-"""SDK errors become troupe's ModelError family once, at the seam; no key ever leaks."""
+"""Failed requests (posted directly or through the SDK) become troupe's ModelError family once,
+at the seam, in the same words either way; no key ever leaks."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import email.utils
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+import aiohttp
 import openai
 import pytest
 
 from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelRequestRejected, ModelUnavailable
 from bot.models import ModelType
-from tests.fakes.openai_server import Fail, FakeOpenAIServer
+from plugins.openai._posting import HttpStatusError, retry_after
+from tests.fakes.openai_server import Body, Fail, FakeOpenAIServer
 
 from ..fake_runtime import FakeRuntime
 from .conftest import KEY
@@ -40,7 +44,8 @@ async def test_refused_key_is_an_auth_error_logged_once(
         with pytest.raises(ModelAuthError, match=expected) as info:
             await runtime.use(kind, HI)
         assert (info.value.provider, info.value.model_type) == ("openai", kind)
-        assert isinstance(info.value.__cause__, openai.AuthenticationError)
+        cause = info.value.__cause__
+        assert isinstance(cause, HttpStatusError) and cause.status == 401
     assert plugin_errors(caplog) == [
         "Ada: openai refused the API key (HTTP 401); check OPENAI_API_KEY for this character"
     ]
@@ -111,32 +116,52 @@ async def test_persistent_server_error_is_unavailable_after_retries(
     assert len(server.requests) == 3
 
 
-async def test_slow_server_is_unavailable_after_the_timeout(
-    server: FakeOpenAIServer, make_runtime: MakeRuntime
+@pytest.mark.parametrize(("retries", "tries", "within"), [("0", 1, 2.0), ("2", 3, 3.5)])
+async def test_slow_server_is_unavailable_after_the_timeout_of_each_try(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime, retries: str, tries: int, within: float
 ) -> None:
-    runtime = await at(server, make_runtime, OPENAI_TIMEOUT_S="0.2", OPENAI_MAX_RETRIES="0")
+    runtime = await at(server, make_runtime, OPENAI_TIMEOUT_S="0.2", OPENAI_MAX_RETRIES=retries)
     server.latency = 5.0
     started = time.perf_counter()
     with pytest.raises(ModelUnavailable, match=r"no answer from http://127\.0\.0\.1:\d+/v1 within 0\.2 s") as info:
         await runtime.use(ModelType.TEXT_SMALL, HI)
-    assert time.perf_counter() - started < 2
-    assert isinstance(info.value.__cause__, openai.APITimeoutError)
+    # Tries of 0.2 s each, and back-off of at most 0.5 s then 1 s between them.
+    assert time.perf_counter() - started < within
+    assert isinstance(info.value.__cause__, TimeoutError)
+    assert len(server.requests) == tries
+
+
+async def test_sdk_calls_fail_in_the_same_words(server: FakeOpenAIServer, make_runtime: MakeRuntime) -> None:
+    runtime = await at(server, make_runtime, OPENAI_MAX_RETRIES="0")
+    audio = {"audio": b"RIFF-not-really-audio", "filename": "a.wav"}
+    server.script_transcription(Fail(500, times=1, message="The server had an error."), Fail(401))
+    expected = r"^Ada: TRANSCRIPTION via openai \(whisper-1\): server error HTTP 500: The server had an error\.$"
+    with pytest.raises(ModelUnavailable, match=expected) as info:
+        await runtime.use(ModelType.TRANSCRIPTION, audio)
+    assert isinstance(info.value.__cause__, openai.InternalServerError)
+    with pytest.raises(ModelAuthError, match=r"^Ada: openai refused the API key \(HTTP 401\)") as auth:
+        await runtime.use(ModelType.TRANSCRIPTION, audio)
+    assert isinstance(auth.value.__cause__, openai.AuthenticationError)
 
 
 async def test_unreachable_server_is_unavailable(make_runtime: MakeRuntime) -> None:
     async with FakeOpenAIServer() as gone:
         url = gone.url
     runtime = await make_runtime({"OPENAI_BASE_URL": url, "OPENAI_MAX_RETRIES": "0"})
-    with pytest.raises(ModelUnavailable, match=r"cannot connect to http://127\.0\.0\.1:\d+/v1"):
+    with pytest.raises(ModelUnavailable, match=r"cannot connect to http://127\.0\.0\.1:\d+/v1$") as info:
         await runtime.use(ModelType.TEXT_SMALL, HI)
+    assert isinstance(info.value.__cause__, aiohttp.ClientConnectorError)
 
 
 @contextlib.asynccontextmanager
-async def tcp_server(reply: bytes) -> AsyncIterator[str]:
-    """A base URL whose server reads the request, sends ``reply`` (not HTTP, or nothing) and hangs up."""
+async def tcp_server(reply: bytes, requests: list[bytes] | None = None) -> AsyncIterator[str]:
+    """A base URL whose server reads the request (adding its start to ``requests``), sends
+    ``reply`` (not HTTP, or nothing) and hangs up."""
 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.read(1024)
+        request = await reader.read(1024)
+        if requests is not None:
+            requests.append(request)
         writer.write(reply)
         await writer.drain()
         writer.close()
@@ -159,6 +184,15 @@ async def test_a_server_that_hangs_up_or_does_not_speak_http_is_unavailable(
             ModelUnavailable, match=r"^Ada: TEXT_SMALL via openai \(gpt-4o-mini\): cannot connect to http"
         ):
             await runtime.use(ModelType.TEXT_SMALL, HI)
+
+
+async def test_a_server_that_hangs_up_is_asked_again_as_often_as_configured(make_runtime: MakeRuntime) -> None:
+    requests: list[bytes] = []
+    async with tcp_server(b"", requests) as url:
+        runtime = await make_runtime({"OPENAI_BASE_URL": url, "OPENAI_MAX_RETRIES": "2"})
+        with pytest.raises(ModelUnavailable, match=r"cannot connect to http://127\.0\.0\.1:\d+/v1 \(\w+\)$"):
+            await runtime.use(ModelType.TEXT_SMALL, HI)
+    assert [r.split(b" ", 2)[:2] for r in requests] == [[b"POST", b"/v1/chat/completions"]] * 3
 
 
 async def test_a_text_stream_that_breaks_off_is_unavailable(make_runtime: MakeRuntime) -> None:
@@ -211,3 +245,92 @@ async def test_no_secret_in_errors_or_logs(
     assert caplog.records  # the check below means something only if something was logged
     assert KEY not in caplog.text
     assert all(r.auth_suffix == KEY[-4:] for r in server.requests)
+
+
+@pytest.mark.parametrize(
+    ("fail", "expected", "wait"),
+    [
+        (
+            Fail(500, headers={"x-should-retry": "false"}, message="Broken for good."),
+            r"server error HTTP 500: Broken for good\.$",
+            None,
+        ),
+        (Fail(429, retry_after=120, message="Quota."), r"rate limited; retry after 120 s: Quota\.$", 120),
+    ],
+    ids=["x-should-retry-false", "retry-after-above-a-minute"],
+)
+async def test_a_reply_the_server_says_not_to_retry_is_not_retried(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime, fail: Fail, expected: str, wait: float | None
+) -> None:
+    runtime = await at(server, make_runtime, OPENAI_MAX_RETRIES="2")
+    server.script_chat(fail)
+    started = time.perf_counter()
+    with pytest.raises(ModelUnavailable if wait is None else ModelRateLimited, match=expected) as info:
+        await runtime.use(ModelType.TEXT_SMALL, HI)
+    assert time.perf_counter() - started < 2
+    assert getattr(info.value, "retry_after", None) == wait  # the caller may wait it, or ask another provider
+    assert len(server.requests) == 1
+
+
+async def test_a_server_that_says_retry_is_retried_whatever_the_status(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    runtime = await at(server, make_runtime, OPENAI_MAX_RETRIES="1")
+    server.script_chat(Fail(400, times=1, retry_after=0.01, headers={"x-should-retry": "true"}), "second time")
+    assert await runtime.use(ModelType.TEXT_SMALL, HI) == "second time"
+    assert len(server.requests) == 2
+
+
+async def test_retry_after_as_an_http_date(server: FakeOpenAIServer, make_runtime: MakeRuntime) -> None:
+    runtime = await at(server, make_runtime, OPENAI_MAX_RETRIES="0")
+    server.script_chat(Fail(429, retry_after=email.utils.formatdate(time.time() + 30, usegmt=True)))
+    with pytest.raises(ModelRateLimited, match=r"rate limited; retry after \d+(\.\d+)? s") as info:
+        await runtime.use(ModelType.TEXT_SMALL, HI)
+    assert info.value.retry_after == pytest.approx(30, abs=1.5)
+
+
+def test_retry_after_prefers_milliseconds_and_reads_seconds_and_dates() -> None:
+    assert retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    assert retry_after({"retry-after": "1.5"}) == 1.5
+    assert retry_after({"retry-after": email.utils.formatdate(time.time() - 60, usegmt=True)}) == 0
+    assert retry_after({"retry-after": "soon"}) is None
+    assert retry_after({}) is None
+
+
+async def test_an_error_reply_that_is_not_json_is_quoted_as_text(make_runtime: MakeRuntime) -> None:
+    page = b"<html><body>Bad gateway</body></html>"
+    head = b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n" % len(page)
+    async with tcp_server(head + page) as url:
+        runtime = await make_runtime({"OPENAI_BASE_URL": url, "OPENAI_MAX_RETRIES": "0"})
+        expected = r"server error HTTP 502: <html><body>Bad gateway</body></html>$"
+        with pytest.raises(ModelUnavailable, match=expected):
+            await runtime.use(ModelType.TEXT_SMALL, HI)
+
+
+async def test_an_embeddings_reply_that_is_not_json_is_a_model_error(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    runtime = await at(server, make_runtime)
+    server.script_embeddings(Body("<html>Maintenance</html>", content_type="text/html"))
+    with pytest.raises(ModelError, match=r"answered something that is not a list of vectors$"):
+        await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hi"})
+
+
+@pytest.mark.parametrize(
+    ("kind", "params"),
+    [(ModelType.TEXT_SMALL, HI), (ModelType.TRANSCRIPTION, {"audio": b"RIFF-not-really-audio", "filename": "a.wav"})],
+    ids=["direct", "sdk"],
+)
+async def test_a_base_url_with_a_password_in_it_is_a_clear_error(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime, kind: ModelType, params: dict[str, object]
+) -> None:
+    url = server.url.replace("http://", "http://user:hunter2@")
+    runtime = await make_runtime({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": url})
+    expected = (
+        r"^Ada: the openai base URL http://127\.0\.0\.1:\d+/v1 has a user name or password in it, "
+        r"which cannot be sent along with the API key; take them out of the URL$"
+    )
+    with pytest.raises(ModelError, match=expected) as info:
+        await runtime.use(kind, params)
+    assert "hunter2" not in str(info.value)
+    assert server.requests == []

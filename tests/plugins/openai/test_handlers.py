@@ -38,6 +38,21 @@ async def test_text_small_sends_the_characters_system_and_the_prompt(
     }
 
 
+async def test_chat_and_embeddings_are_posted_as_json_with_the_key_and_no_sdk_client(
+    runtime: FakeRuntime, server: FakeOpenAIServer
+) -> None:
+    await runtime.use(ModelType.TEXT_SMALL, HI)
+    await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hi"})
+    for request in server.requests:
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        assert headers["content-type"] == "application/json"
+        assert headers["accept"] == "application/json"
+        assert headers["user-agent"].startswith("troupe")
+        assert request.auth_suffix == KEY[-4:]
+    assert [r.endpoint for r in server.requests] == ["chat", "embeddings"]
+    assert runtime.closers[0].__self__._calls.clients == {}  # type: ignore[attr-defined]
+
+
 async def test_text_large_uses_the_large_model_and_passes_options(
     runtime: FakeRuntime, server: FakeOpenAIServer
 ) -> None:
@@ -411,6 +426,14 @@ async def test_characters_of_one_daemon_share_one_connection_each_with_its_own_k
     assert [r.auth_suffix for r in server.requests] == ["0001", "0002", "0001", "0002"]
     assert len({r.client_port for r in server.requests}) == 1  # one pool, its one connection reused
     assert shared.one(HttpPools).opened == 1
+
+
+async def test_sdk_calls_and_direct_posts_share_one_connection(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:
+    await runtime.use(ModelType.TEXT_SMALL, HI)
+    await runtime.use(ModelType.TRANSCRIPTION, {"audio": b"RIFF-not-really-audio", "filename": "a.wav"})
+    await runtime.use(ModelType.TEXT_SMALL, HI)
+    assert [r.endpoint for r in server.requests] == ["chat", "transcriptions", "chat"]
+    assert len({r.client_port for r in server.requests}) == 1
 
 
 async def test_characters_of_different_daemons_or_servers_do_not_share_a_pool(
