@@ -72,3 +72,42 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
     yield
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real PostgreSQL with pgvector for the whole session; its admin URL.
+
+    ``TROUPE_TEST_DATABASE_URL`` (read before any test strips the environment) names a server
+    to use instead; otherwise pgserver's own PostgreSQL 16 is started here, in a temporary
+    directory, and stopped at the end. Each test gets a database of its own (``postgres_url``).
+    """
+    given = os.environ.get("TROUPE_TEST_DATABASE_URL")
+    if given:
+        yield given
+        return
+    import pgserver
+
+    server = pgserver.get_server(tmp_path_factory.mktemp("postgres"), cleanup_mode="stop")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """The URL of a new, empty database on the session's server, dropped after the test."""
+    import uuid
+    from urllib.parse import urlsplit
+
+    import psycopg
+
+    name = f"troupe_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield urlsplit(postgres_server)._replace(path=f"/{name}").geturl()
+    finally:
+        with psycopg.connect(postgres_server, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

@@ -59,7 +59,13 @@ __all__ = [
 
 
 def backend_for(location: str | os.PathLike[str]) -> StoreBackend:
-    """The storage backend at ``location``, not open yet: SQLite, a file path or ``":memory:"``."""
+    """The storage backend at ``location``, not open yet: PostgreSQL for a ``postgresql://`` URL,
+    else SQLite (a file path or ``":memory:"``)."""
+    if isinstance(location, str) and location.startswith(("postgresql://", "postgres://")):
+        # Imported only here: psycopg is needed only by troupes on PostgreSQL.
+        from bot.store.postgres import PostgresDatabase
+
+        return PostgresDatabase(location)  # type: ignore[return-value]  # until it implements every method
     return Database(location)
 
 

@@ -17,19 +17,29 @@ from bot.store import Store, StoreBackend, backend_for
 
 from ..conftest import BR, BU, R2, A, B, R, U, V, W, seed_agent
 
-BACKENDS = ["sqlite"]
+BACKENDS = ["sqlite", "postgres"]
+
+# The contract modules the PostgreSQL backend passes so far (it is being built group by group);
+# the others run on SQLite alone until their group of tables is in.
+POSTGRES_READY: set[str] = set()
 
 
-def _open(name: str, tmp_path: Path) -> StoreBackend:
-    if name == "sqlite":
-        return backend_for(tmp_path / "data" / "troupe.db")
-    raise AssertionError(f"unknown store backend {name!r}")
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend_kind" in metafunc.fixturenames:
+        module = metafunc.module.__name__.rsplit(".", 1)[-1]
+        metafunc.parametrize("backend_kind", BACKENDS if module in POSTGRES_READY else ["sqlite"])
 
 
-@pytest.fixture(params=BACKENDS)
-def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], StoreBackend]:
+@pytest.fixture
+def make_backend(backend_kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], StoreBackend]:
     """A new, unopened backend on this test's storage: call it again to "restart" on the same data."""
-    return lambda: _open(request.param, tmp_path)
+    if backend_kind == "sqlite":
+        location = str(tmp_path / "data" / "troupe.db")
+    elif backend_kind == "postgres":
+        location = request.getfixturevalue("postgres_url")  # a database of this test's own
+    else:
+        raise AssertionError(f"unknown store backend {backend_kind!r}")
+    return lambda: backend_for(location)
 
 
 @pytest.fixture

@@ -1,0 +1,212 @@
+"""``PostgresDatabase``: one PostgreSQL database shared by every agent of every daemon.
+
+A bounded psycopg pool (``max_size`` connections, none kept while idle), numbered migrations
+applied at open under an advisory lock, and the few ways the agent-scoped store uses it:
+:meth:`fetchall`/:meth:`fetchone` (rows as dicts), :meth:`execute` (one statement, its own
+transaction) and :meth:`transaction` (a block of statements, all or none). Driver errors come
+out as StoreError; the URL's password never appears in a log line, an error or a repr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from bot.errors import StoreError
+from bot.store.postgres._migrations import migrate
+
+if TYPE_CHECKING:
+    from bot.store.postgres._store import PgAgentStore
+
+__all__ = ["PostgresDatabase", "Row", "is_postgres_url", "redacted_url"]
+
+_log = logging.getLogger(__name__)
+
+#: A row as the store reads it: column name to value.
+Row = dict[str, Any]
+
+#: Connections per daemon at most (elizaOS pools 20 per agent; its users run out).
+DEFAULT_MAX_CONNECTIONS = 6
+# How long a caller waits for a free connection, and a connection for the server, in seconds.
+_POOL_WAIT_S = 30.0
+_CONNECT_TIMEOUT_S = 10
+# A pooled connection unused this long is closed: an idle daemon holds none.
+_IDLE_S = 60.0
+
+
+class State(enum.Enum):
+    UNOPENED = "not open yet"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+def is_postgres_url(location: object) -> bool:
+    """Whether ``location`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
+    return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
+
+
+def redacted_url(url: str) -> str:
+    """``url`` with its password (if any) replaced, for logs and errors."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = (parts.username or "") + ":***"
+    return urlunsplit(parts._replace(netloc=f"{user}@{netloc[-1]}"))
+
+
+class PostgresDatabase:
+    """A PostgreSQL database as a ``StoreBackend``. ``async with PostgresDatabase(url) as db:``
+    opens the pool and migrates; ``db.for_agent(agent_id)`` gives one agent's store."""
+
+    def __init__(self, url: str, *, max_connections: int = DEFAULT_MAX_CONNECTIONS) -> None:
+        if not is_postgres_url(url):
+            raise ValueError("a PostgreSQL URL starts with postgresql:// or postgres://")
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, not {max_connections}")
+        self._url = url
+        self._max = max_connections
+        self._pool: AsyncConnectionPool | None = None
+        self._state = State.UNOPENED
+        self._schema_version = 0
+        #: Agents of this process take turns at the shared knowledge scope (as with SQLite).
+        self.shared_knowledge_lock = asyncio.Lock()
+
+    def __repr__(self) -> str:
+        return f"<PostgresDatabase {self.path} state={self._state.name.lower()}>"
+
+    @property
+    def path(self) -> str:
+        """Where the database is: its URL without the password."""
+        return redacted_url(self._url)
+
+    @property
+    def is_open(self) -> bool:
+        return self._state is State.OPEN
+
+    @property
+    def schema_version(self) -> int:
+        return self._schema_version
+
+    async def open(self) -> None:
+        """Open the pool and apply missing migrations; StoreError if the server cannot be used."""
+        if self._state is not State.UNOPENED:
+            raise RuntimeError(f"cannot open {self!r}: it is {self._state.value} (a database opens once)")
+        try:
+            # A connection of its own first: a wrong URL or a server that is down fails here at
+            # once with the driver's reason, where the pool would keep retrying in the background.
+            async with await psycopg.AsyncConnection.connect(
+                self._url, autocommit=True, row_factory=dict_row, connect_timeout=_CONNECT_TIMEOUT_S
+            ) as conn:
+                self._schema_version = await migrate(conn)
+        except (psycopg.Error, OSError) as exc:
+            raise StoreError(f"cannot open PostgreSQL database {self.path}: {_reason(exc, self._url)}") from None
+        pool = AsyncConnectionPool(
+            self._url,
+            min_size=0,
+            max_size=self._max,
+            max_idle=_IDLE_S,
+            timeout=_POOL_WAIT_S,
+            kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": _CONNECT_TIMEOUT_S},
+            open=False,
+            name="troupe",
+        )
+        await pool.open(wait=False)
+        self._pool = pool
+        self._state = State.OPEN
+        _log.info("opened PostgreSQL database %s (schema %d)", self.path, self._schema_version)
+
+    async def close(self) -> None:
+        """Close the pool (waiting for connections in use); safe to call more than once."""
+        if self._state is not State.OPEN:
+            self._state = State.CLOSED
+            return
+        self._state = State.CLOSED
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+        _log.info("closed PostgreSQL database %s", self.path)
+
+    async def __aenter__(self) -> PostgresDatabase:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def checkpoint(self) -> bool:
+        """True: PostgreSQL keeps no copy of deleted rows that troupe could empty (VACUUM reclaims
+        their space in its own time), so a deletion is finished once committed."""
+        self._require_pool()
+        return True
+
+    def for_agent(self, agent_id: str) -> PgAgentStore:
+        """The store as one agent sees it; every read and write is scoped to ``agent_id``."""
+        from bot.store.postgres._store import PgAgentStore
+
+        if not agent_id or not isinstance(agent_id, str):
+            raise ValueError(f"for_agent needs a non-empty agent id, not {agent_id!r}")
+        return PgAgentStore(self, agent_id)
+
+    def shared_reads(self) -> AbstractContextManager[None]:
+        """No read sharing yet: each read is its own query."""
+        return nullcontext()
+
+    # -- the ways to use it ------------------------------------------------------------------------
+
+    def _require_pool(self) -> AsyncConnectionPool:
+        if self._state is not State.OPEN or self._pool is None:
+            hint = "call open() or use 'async with' first" if self._state is State.UNOPENED else "it cannot be used"
+            raise RuntimeError(f"{self!r} is {self._state.value}: {hint}")
+        return self._pool
+
+    async def fetchall(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
+        """The rows of one read-only query, as dicts."""
+        pool = self._require_pool()
+        try:
+            async with pool.connection() as conn:
+                cur = await conn.execute(sql, params)
+                return await cur.fetchall()  # type: ignore[return-value]  # dict_row
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise StoreError(f"database read failed: {_reason(exc, self._url)}") from exc
+
+    async def fetchone(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Row | None:
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+    async def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> int:
+        """One statement in a transaction of its own; its row count."""
+        pool = self._require_pool()
+        try:
+            async with pool.connection() as conn:
+                cur = await conn.execute(sql, params)
+                return cur.rowcount
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise StoreError(f"database write failed: {_reason(exc, self._url)}") from exc
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+        """``async with db.transaction() as conn:`` the block's statements commit together, or
+        roll back if it raises. Driver errors come out as StoreError."""
+        pool = self._require_pool()
+        try:
+            async with pool.connection() as conn, conn.transaction():
+                yield conn  # type: ignore[misc]  # dict_row connections
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise StoreError(f"database write failed: {_reason(exc, self._url)}") from exc
+
+
+def _reason(exc: BaseException, url: str) -> str:
+    """The driver's message, without the URL's password should it quote it."""
+    text = str(exc).strip() or type(exc).__name__
+    password = urlsplit(url).password
+    return text.replace(password, "***") if password else text

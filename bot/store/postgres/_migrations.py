@@ -1,0 +1,72 @@
+"""The PostgreSQL schema, as numbered migrations applied in order under an advisory lock.
+
+Each group of tables has its migration in the module that uses them (``SCHEMA``); this module
+lists them in the order they apply. A deployment records what it applied in
+``troupe_migrations``; a migration never changes once released: a change is a new one.
+Daemons starting together wait on the lock, and each then applies only what is missing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from bot.errors import StoreError
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
+
+_log = logging.getLogger(__name__)
+
+# One lock for every troupe migration (pg_advisory_xact_lock takes a bigint): "troupe" in ASCII.
+_LOCK_KEY = 0x74726F757065
+
+_BASE = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE meta (
+    key text PRIMARY KEY,
+    value text NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+MIGRATIONS: tuple[Migration, ...] = (Migration(1, "base", _BASE),)
+
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+async def migrate(conn: psycopg.AsyncConnection[dict[str, Any]]) -> int:
+    """Apply what is missing of :data:`MIGRATIONS`, under the advisory lock; the version reached."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS troupe_migrations ("
+            "version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        cur = await conn.execute("SELECT coalesce(max(version), 0) AS version FROM troupe_migrations")
+        row = await cur.fetchone()
+        current = int(row["version"]) if row else 0
+        if current > SCHEMA_VERSION:
+            raise StoreError(
+                f"the database has schema version {current}, newer than this troupe's {SCHEMA_VERSION}: "
+                "upgrade troupe on this machine"
+            )
+        for migration in MIGRATIONS:
+            if migration.version <= current:
+                continue
+            await conn.execute(migration.sql.encode())  # several statements: no parameters
+            await conn.execute(
+                "INSERT INTO troupe_migrations (version, name) VALUES (%s, %s)", (migration.version, migration.name)
+            )
+            _log.info("applied PostgreSQL migration %d (%s)", migration.version, migration.name)
+            current = migration.version
+    return current

@@ -1,0 +1,18 @@
+"""``PgAgentStore``: the PostgreSQL implementation of :class:`~bot.store.Store`, scoped to one agent.
+
+Scoping is SQLite's (see ``bot/store/_sqlite.py``): every write forces ``agent_id`` to the
+store's agent and every read is filtered by it, except the cross-agent reads named there. The
+methods live in one module per group of tables, as for SQLite; this class puts them together.
+"""
+
+from __future__ import annotations
+
+from bot.store.postgres._scoped import PgScoped
+
+__all__ = ["PgAgentStore"]
+
+
+class PgAgentStore(PgScoped):
+    """Everything one agent stores in the shared :class:`PostgresDatabase`. Implements ``Store``."""
+
+    __slots__ = ()
