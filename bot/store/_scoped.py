@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import json
-import logging
 import uuid
 from collections.abc import Collection, Iterable, Sequence
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from bot.store._agent_scope import Scoped
 from bot.store._connect import Connection, Params
 
 if TYPE_CHECKING:  # Database builds AgentStore, which builds on this module
-    from bot.store._database import Database
+    from bot.store._database import Database  # noqa: F401  # named in the base class below, as a string
 
 __all__ = ["AgentScoped", "JSON", "json_list", "new_id", "validate_count"]
 
-_log = logging.getLogger(__name__)
 
 JSON = dict[str, Any]
 
@@ -37,35 +35,10 @@ def validate_count(count: int | None, name: str = "count") -> None:
         raise ValueError(f"{name} must be >= 0, not {count}")
 
 
-class AgentScoped:
-    """Holds the shared :class:`Database` and the agent id every query is scoped to."""
+class AgentScoped(Scoped["Database"]):
+    """The SQLite store's base: :class:`Scoped` and the writer's helpers."""
 
-    __slots__ = ("_agent_id", "_db")
-
-    def __init__(self, db: Database, agent_id: str) -> None:
-        self._db = db
-        self._agent_id = agent_id
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} agent_id={self._agent_id!r} db={self._db.path!r}>"
-
-    @property
-    def agent_id(self) -> str:
-        """The agent every read and write of this store is scoped to."""
-        return self._agent_id
-
-    @property
-    def database(self) -> Database:
-        """The shared SQLite database behind this store: for the backend's own tests, not in ``Store``."""
-        return self._db
-
-    def shared_reads(self) -> AbstractContextManager[None]:
-        """``with store.shared_reads():`` one unit of work (handling one message): within the block,
-        and in tasks started inside it, identical reads of rooms, worlds and room state
-        share one query, including one still in flight; a write that may have changed what was
-        read ends the sharing, so no read returns rows older than troupe's last write. Nested
-        blocks join the outermost one. Costs nothing outside the reads it saves."""
-        return self._db.shared_reads()
+    __slots__ = ()
 
     async def _write_statement(self, sql: str, params: Params, *, tables: Collection[str] | None) -> int:
         """Run one statement as a write transaction of its own, in one trip; returns its rowcount.
@@ -77,11 +50,6 @@ class AgentScoped:
     async def _write_rows(self, sql: str, rows: Sequence[Params], *, tables: Collection[str]) -> None:
         """Run ``sql`` once per row (``executemany``) as one write transaction, in one trip."""
         await self._db.write(lambda conn: _execute_many(conn, sql, rows), tables=tables)
-
-    def _fail(self, what: str, exc: Exception) -> bool:
-        # Row contents never go into logs; the driver's message names only the constraint.
-        _log.warning("agent %s: %s failed: %s", self._agent_id, what, exc)
-        return False
 
 
 def _execute_many(conn: Connection, sql: str, rows: Sequence[Params]) -> None:
