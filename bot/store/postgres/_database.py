@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg.rows import dict_row
+from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.errors import StoreError
@@ -107,6 +108,7 @@ class PostgresDatabase:
             async with await psycopg.AsyncConnection.connect(
                 self._url, autocommit=True, row_factory=dict_row, connect_timeout=_CONNECT_TIMEOUT_S
             ) as conn:
+                await _configure(conn)
                 self._schema_version = await migrate(conn)
         except (psycopg.Error, OSError) as exc:
             raise StoreError(f"cannot open PostgreSQL database {self.path}: {_reason(exc, self._url)}") from None
@@ -117,6 +119,7 @@ class PostgresDatabase:
             max_idle=_IDLE_S,
             timeout=_POOL_WAIT_S,
             kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": _CONNECT_TIMEOUT_S},
+            configure=_configure,
             open=False,
             name="troupe",
         )
@@ -203,6 +206,12 @@ class PostgresDatabase:
                 yield conn  # type: ignore[misc]  # dict_row connections
         except (psycopg.Error, PoolTimeout) as exc:
             raise StoreError(f"database write failed: {_reason(exc, self._url)}") from exc
+
+
+async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Every connection: jsonb comes back as its JSON text, as SQLite's JSON columns do, so the
+    store's row converters (bot/store/_rows.py) read both backends alike."""
+    conn.adapters.register_loader("jsonb", TextLoader)
 
 
 def _reason(exc: BaseException, url: str) -> str:

@@ -1,7 +1,7 @@
 """The PostgreSQL schema, as numbered migrations applied in order under an advisory lock.
 
-Each group of tables has its migration in the module that uses them (``SCHEMA``); this module
-lists them in the order they apply. A deployment records what it applied in
+The tables themselves are in ``_schema``; this module lists the migrations in the order they
+apply. A deployment records what it applied in
 ``troupe_migrations``; a migration never changes once released: a change is a new one.
 Daemons starting together wait on the lock, and each then applies only what is missing.
 """
@@ -14,7 +14,8 @@ from typing import Any
 
 import psycopg
 
-from bot.errors import StoreError
+from bot.errors import SchemaVersionError
+from bot.store.postgres._schema import TABLES
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
 
@@ -39,7 +40,10 @@ class Migration:
     sql: str
 
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "base", _BASE),)
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "base", _BASE),
+    Migration(2, "the tables of the store (as SQLite's schema 5)", TABLES),
+)
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -56,7 +60,7 @@ async def migrate(conn: psycopg.AsyncConnection[dict[str, Any]]) -> int:
         row = await cur.fetchone()
         current = int(row["version"]) if row else 0
         if current > SCHEMA_VERSION:
-            raise StoreError(
+            raise SchemaVersionError(
                 f"the database has schema version {current}, newer than this troupe's {SCHEMA_VERSION}: "
                 "upgrade troupe on this machine"
             )

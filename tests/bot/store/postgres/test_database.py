@@ -78,3 +78,9 @@ async def test_a_failed_statement_is_a_store_error_and_a_transaction_is_all_or_n
                 await conn.execute("INSERT INTO meta (key, value) VALUES ('a', '2')")  # duplicate key
         assert await db.fetchall("SELECT * FROM meta WHERE key = 'a'") == []
         assert isinstance(psycopg.__version__, str)
+
+
+async def test_jsonb_comes_back_as_json_text_as_sqlite_gives_it(postgres_url: str) -> None:
+    async with PostgresDatabase(postgres_url) as db:
+        row = await db.fetchone("""SELECT '"a string"'::jsonb AS s, '{"k": [1, 2]}'::jsonb AS o""")
+        assert row == {"s": '"a string"', "o": '{"k": [1, 2]}'}
