@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .errors import EXIT_CONFIG, StoreError
 from .settings import DaemonSettings
-from .store import Database, backend_for, copy_to_postgres, is_postgres_url, redacted_url
+from .store import copy_store, is_postgres_url, redacted_url
 
 __all__ = ["add_parser", "run"]
 
@@ -53,11 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _copy(source: Path, target: str) -> int:
     print(f"copying {source} into {redacted_url(target)}")
-    from .store.postgres import PostgresDatabase  # only now: the driver is needed only here
-
-    async with Database(source) as sqlite, backend_for(target) as postgres:
-        assert isinstance(postgres, PostgresDatabase)
-        report = await copy_to_postgres(sqlite, postgres)
+    report = await copy_store(source, target)
     width = max(len(t) for t in report.source)
     for table, count in report.source.items():
         found = report.target.get(table)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 from bot.errors import StoreError
-from bot.store._copy import CopyReport, copy_to_postgres
+from bot.store._copy import CopyReport, copy_store, copy_to_postgres
 from bot.store._database import Database
 from bot.store._leases import Lease, LeaseRecord, Leases
 from bot.store._memories import DEDUP_THRESHOLD
@@ -62,6 +62,7 @@ __all__ = [
     "Store",
     "StoreBackend",
     "backend_for",
+    "copy_store",
     "copy_to_postgres",
     "fts_query",
     "is_postgres_url",

@@ -12,6 +12,7 @@ every table are counted on both sides.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from bot.store._vectors import DIMENSION_MAP, decode_vector
 if TYPE_CHECKING:
     from bot.store.postgres import PostgresDatabase
 
-__all__ = ["CopyReport", "TABLES", "copy_to_postgres"]
+__all__ = ["CopyReport", "TABLES", "copy_store", "copy_to_postgres"]
 
 _log = logging.getLogger(__name__)
 
@@ -67,6 +68,15 @@ class CopyReport:
     @property
     def matches(self) -> bool:
         return self.source == self.target
+
+
+async def copy_store(source: str | os.PathLike[str], target: str) -> CopyReport:
+    """Open the SQLite file ``source`` and the PostgreSQL database ``target``, and copy the one
+    into the other (see :func:`copy_to_postgres`)."""
+    from bot.store.postgres import PostgresDatabase  # only here: the driver is needed only here
+
+    async with Database(source) as sqlite, PostgresDatabase(target) as postgres:
+        return await copy_to_postgres(sqlite, postgres)
 
 
 async def copy_to_postgres(
