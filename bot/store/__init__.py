@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import os
 
+from bot.errors import StoreError
 from bot.store._database import Database
+from bot.store._leases import Lease, LeaseRecord, Leases
 from bot.store._memories import DEDUP_THRESHOLD
 from bot.store._migrations import SCHEMA_VERSION
 from bot.store._protocol import JSONValue, Store, StoreBackend
@@ -46,6 +48,9 @@ __all__ = [
     "KNOWLEDGE_TABLES",
     "KnowledgeDocument",
     "KnowledgeSourceRecord",
+    "Lease",
+    "LeaseRecord",
+    "Leases",
     "MemoryExport",
     "MessageHandling",
     "Participation",
@@ -63,7 +68,13 @@ def backend_for(location: str | os.PathLike[str]) -> StoreBackend:
     else SQLite (a file path or ``":memory:"``)."""
     if isinstance(location, str) and location.startswith(("postgresql://", "postgres://")):
         # Imported only here: psycopg is needed only by troupes on PostgreSQL.
-        from bot.store.postgres import PostgresDatabase
+        try:
+            from bot.store.postgres import PostgresDatabase
+        except ImportError as exc:
+            raise StoreError(
+                f"a PostgreSQL database needs the PostgreSQL driver, which is not installed ({exc.name}): "
+                "pip install 'troupe[postgres]' into the Python that runs troupe"
+            ) from None
 
         return PostgresDatabase(location)  # type: ignore[return-value]  # until it implements every method
     return Database(location)
