@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 
 from bot.store._database import Database
+from bot.store._leases import Lease, LeaseRecord, Leases
 from bot.store._memories import DEDUP_THRESHOLD
 from bot.store._migrations import SCHEMA_VERSION
 from bot.store._protocol import JSONValue, Store, StoreBackend
@@ -46,6 +47,9 @@ __all__ = [
     "KNOWLEDGE_TABLES",
     "KnowledgeDocument",
     "KnowledgeSourceRecord",
+    "Lease",
+    "LeaseRecord",
+    "Leases",
     "MemoryExport",
     "MessageHandling",
     "Participation",

@@ -23,6 +23,7 @@ from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.errors import StoreError
+from bot.store.postgres._leases import PgLeases
 from bot.store.postgres._migrations import migrate
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ class PostgresDatabase:
         self._pool: AsyncConnectionPool | None = None
         self._state = State.UNOPENED
         self._schema_version = 0
+        self._leases = PgLeases(self)
         #: Agents of this process take turns at the shared knowledge scope (as with SQLite).
         self.shared_knowledge_lock = asyncio.Lock()
 
@@ -159,6 +161,11 @@ class PostgresDatabase:
         if not agent_id or not isinstance(agent_id, str):
             raise ValueError(f"for_agent needs a non-empty agent id, not {agent_id!r}")
         return PgAgentStore(self, agent_id)
+
+    @property
+    def leases(self) -> PgLeases:
+        """The troupe's leases, shared by every daemon on this database."""
+        return self._leases
 
     def shared_reads(self) -> AbstractContextManager[None]:
         """No read sharing yet: each read is its own query."""
