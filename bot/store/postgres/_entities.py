@@ -24,6 +24,7 @@ from bot.types import Component, Entity, Relationship, now_ms
 
 __all__ = ["PgEntitiesMixin"]
 
+_NUL = "\x00"
 _COMPONENTS_OF = "SELECT * FROM components WHERE agent_id = %s AND entity_id = ANY(%s) ORDER BY created_at, seq"
 
 
@@ -79,6 +80,7 @@ class PgEntitiesMixin(PgScoped):
         return found[0] if found else None
 
     async def get_entities_by_names(self, names: Sequence[str]) -> list[Entity]:
+        names = [n for n in names if _NUL not in n]  # no stored name holds one: PostgreSQL's text cannot
         if not names:
             return []
         rows = await self._db.fetchall(
@@ -115,6 +117,8 @@ class PgEntitiesMixin(PgScoped):
     async def search_entities_by_name(self, query: str, limit: int = 10) -> list[Entity]:
         validate_count(limit, "limit")
         needle = casefold(query.strip()) or ""
+        if _NUL in needle:
+            return []  # no stored name holds one: PostgreSQL's text cannot
         rows = await self._db.fetchall(
             # strpos compares code points: the same match as SQLite's instr, whatever the locale.
             "SELECT * FROM entities e WHERE agent_id = %s AND (%s = '' OR EXISTS ("

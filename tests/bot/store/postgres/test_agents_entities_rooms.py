@@ -43,3 +43,11 @@ async def test_worlds_whose_settings_are_json_null_have_no_settings(postgres_url
         await store.create_world(World(id="null", agent_id=A, name="Null", metadata={"settings": None}))
         await store.create_world(World(id="empty", agent_id=A, name="Empty", metadata={"settings": {}}))
         assert [w.id for w in await store.get_worlds_with_settings()] == ["empty"]
+
+
+async def test_names_with_a_nul_character_find_nobody_instead_of_failing(postgres_url: str) -> None:
+    async with backend_for(postgres_url) as db:
+        store = await seed_agent(db, A, users=(U,), rooms=(R,))
+        assert await store.search_entities_by_name("user\x000") == []
+        assert await store.get_entities_by_names(["user\x000"]) == []
+        assert [e.id for e in await store.get_entities_by_names(["user\x000", "user 0"])] == [U]
