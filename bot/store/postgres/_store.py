@@ -7,12 +7,14 @@ methods live in one module per group of tables, as for SQLite; this class puts t
 
 from __future__ import annotations
 
+from bot.store.postgres._handling import PgHandlingMixin
+from bot.store.postgres._records import PgRecordsMixin
 from bot.store.postgres._scoped import PgScoped
 
 __all__ = ["PgAgentStore"]
 
 
-class PgAgentStore(PgScoped):
+class PgAgentStore(PgRecordsMixin, PgHandlingMixin, PgScoped):
     """Everything one agent stores in the shared :class:`PostgresDatabase`. Implements ``Store``."""
 
     __slots__ = ()
