@@ -25,7 +25,9 @@ from bot.types import (
 __all__ = [
     "AGENT_JSON_FIELDS",
     "LogRow",
+    "component_filter",
     "dumps",
+    "entities_with_components",
     "loads",
     "log_row",
     "normalize_names",
@@ -38,6 +40,7 @@ __all__ = [
     "row_to_room",
     "row_to_task",
     "row_to_world",
+    "room_values",
     "sanitize_log_body",
     "task_row",
     "task_updates",
@@ -45,9 +48,9 @@ __all__ = [
 
 
 class Row(Protocol):
-    """A row of either backend: SQLite's ``Row`` or PostgreSQL's dict, read by column name."""
+    """A row read by column name: SQLite's ``Row`` or a PostgreSQL dict row alike."""
 
-    def __getitem__(self, column: str, /) -> Any: ...
+    def __getitem__(self, key: str, /) -> Any: ...
 
 
 #: AgentRecord fields stored as JSON text, with the empty value each defaults to.
@@ -128,6 +131,14 @@ def row_to_entity(row: Row, components: list[Component] | None = None) -> Entity
     )
 
 
+def entities_with_components(rows: Iterable[Row], component_rows: Iterable[Row]) -> list[Entity]:
+    """The entities of ``rows``, each with its components among ``component_rows`` in their order."""
+    by_entity: dict[str, list[Component]] = {}
+    for row in component_rows:
+        by_entity.setdefault(row["entity_id"], []).append(row_to_component(row))
+    return [row_to_entity(r, by_entity.get(r["id"], [])) for r in rows]
+
+
 def row_to_component(row: Row) -> Component:
     return Component(
         id=row["id"],
@@ -140,6 +151,19 @@ def row_to_component(row: Row) -> Component:
         source_entity_id=row["source_entity_id"],
         created_at=row["created_at"],
     )
+
+
+def component_filter(
+    agent_id: str, entity_id: str, world_id: str | None, source_entity_id: str | None, *, mark: str
+) -> tuple[str, list[str]]:
+    """The WHERE clause and parameters picking an entity's components (for a world, asserted by
+    someone, when given); ``mark`` is the driver's placeholder (``?`` or ``%s``)."""
+    clauses, params = [f"agent_id = {mark}", f"entity_id = {mark}"], [agent_id, entity_id]
+    for column, value in (("world_id", world_id), ("source_entity_id", source_entity_id)):
+        if value is not None:
+            clauses.append(f"{column} = {mark}")
+            params.append(value)
+    return " AND ".join(clauses), params
 
 
 def row_to_world(row: Row) -> World:
@@ -165,6 +189,22 @@ def row_to_room(row: Row) -> Room:
         channel_id=row["channel_id"],
         metadata=loads(row["metadata"], {}) or {},
         created_at=row["created_at"],
+    )
+
+
+def room_values(room: Room, room_id: str, agent_id: str) -> tuple[str | None, ...]:
+    """A room's columns to write: agent_id, source, type, server_id, world_id, name, metadata (JSON
+    text), channel_id, id. ValueError for a type that is not a ChannelType."""
+    return (
+        agent_id,
+        room.source,
+        ChannelType(room.type).value,
+        room.server_id,
+        room.world_id,
+        room.name,
+        dumps(room.metadata or {}),
+        room.channel_id,
+        room_id,
     )
 
 
