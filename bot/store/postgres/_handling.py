@@ -1,12 +1,17 @@
 """Exactly once on PostgreSQL: claims of platform messages and the inbox (SQLite's:
 bot/store/_handling.py, whose docstrings give the contract).
 
-Several daemons may share the database, so a claim is one transaction that cannot interleave
-with another claim of the same message: the first delivery's row is inserted with
-``ON CONFLICT DO NOTHING`` (of two daemons inserting at once, one inserts and the other waits
-for it, then finds the row), and a row that exists is read ``FOR UPDATE``, so claims of it
-take turns and each sees the one before it. The outcomes are those of the claims made one
+Several daemons may share the database, so claims of the same message cannot interleave: the
+first delivery's row is inserted with ``ON CONFLICT DO NOTHING`` in one statement (of two
+daemons inserting at once, one inserts and the other waits for it, then finds the row), and a
+row that exists is read ``FOR UPDATE`` and changed in one transaction, so claims of it take
+turns and each sees the one before it. The outcomes are those of the claims made one
 after the other: one ``NEW``, never two.
+
+As on SQLite, a row is not a lock: a later claim of a message still ``HANDLING`` is a ``RETRY``
+(its claimant is taken to have died). That a live daemon is not taken up behind its back is
+placement's part: only the holder of a character's lease receives and claims its messages,
+and a daemon that lost its lease sends nothing (a claim it left is then rightly retried once).
 """
 
 from __future__ import annotations
@@ -20,14 +25,21 @@ __all__ = ["PgHandlingMixin"]
 # The outcome recorded for a claim closed when it is delivered again (the pipeline's Status values).
 _CLOSED_AS = {Claim.SENT: "sent_before_crash", Claim.ABANDONED: "abandoned"}
 
-# The first delivery: DONE at once if the message itself is already stored (by a troupe from
-# before claims), else HANDLING; no row when one exists already.
+_COLUMNS = "(agent_id, memory_id, room_id, status, attempts, created_at, updated_at, outcome)"
+_STORED = "EXISTS (SELECT 1 FROM memories WHERE id = %(memory)s AND agent_id = %(agent)s)"
+# A first delivery, the common case, in one statement: HANDLING, unless the message is stored
+# already or claimed (no row then).
+_INSERT_NEW = (
+    f"INSERT INTO message_handling {_COLUMNS} "
+    "SELECT %(agent)s, %(memory)s, %(room)s, %(handling)s, 1, %(created)s, %(now)s, NULL "
+    f"WHERE NOT {_STORED} ON CONFLICT (agent_id, memory_id) DO NOTHING"
+)
+# The same, but DONE at once when the message itself is stored (by a troupe from before claims).
 _INSERT_FIRST = (
-    "INSERT INTO message_handling (agent_id, memory_id, room_id, status, attempts, created_at, updated_at, outcome) "
-    "SELECT %(agent)s, %(memory)s, %(room)s, "
-    "CASE WHEN s.stored THEN %(done)s ELSE %(handling)s END, 1, %(created)s, %(now)s, "
-    "CASE WHEN s.stored THEN 'duplicate' END "
-    "FROM (SELECT EXISTS (SELECT 1 FROM memories WHERE id = %(memory)s AND agent_id = %(agent)s) AS stored) s "
+    f"INSERT INTO message_handling {_COLUMNS} "
+    "SELECT %(agent)s, %(memory)s, %(room)s, CASE WHEN s.stored THEN %(done)s ELSE %(handling)s END, "
+    "1, %(created)s, %(now)s, CASE WHEN s.stored THEN 'duplicate' END "
+    f"FROM (SELECT {_STORED} AS stored) s "
     "ON CONFLICT (agent_id, memory_id) DO NOTHING RETURNING status"
 )
 
@@ -42,23 +54,19 @@ class PgHandlingMixin(PgScoped):
         ``AgentStore.claim_message``). Atomic across processes sharing the database."""
         agent, now = self._agent_id, now_ms()
         key = (agent, memory_id)
+        params = {
+            "agent": agent,
+            "memory": memory_id,
+            "room": room_id,
+            "done": Handling.DONE.value,
+            "handling": Handling.HANDLING.value,
+            "created": created_at,
+            "now": now,
+        }
+        if await self._db.execute(_INSERT_NEW, params):
+            return Claim.NEW
         async with self._db.transaction() as conn:
-            while True:  # again only if the row went (pruned) between the insert and the read
-                cur = await conn.execute(
-                    _INSERT_FIRST,
-                    {
-                        "agent": agent,
-                        "memory": memory_id,
-                        "room": room_id,
-                        "done": Handling.DONE.value,
-                        "handling": Handling.HANDLING.value,
-                        "created": created_at,
-                        "now": now,
-                    },
-                )
-                inserted = await cur.fetchone()
-                if inserted is not None:
-                    return Claim.DUPLICATE if inserted["status"] == Handling.DONE.value else Claim.NEW
+            while True:
                 cur = await conn.execute(
                     "SELECT status, attempts FROM message_handling WHERE agent_id = %s AND memory_id = %s FOR UPDATE",
                     key,
@@ -66,6 +74,12 @@ class PgHandlingMixin(PgScoped):
                 row = await cur.fetchone()
                 if row is not None:
                     break
+                # No claim: the message was stored before claims existed, or its claim was pruned
+                # a moment ago. Should another claim insert one first, read that one.
+                cur = await conn.execute(_INSERT_FIRST, params)
+                inserted = await cur.fetchone()
+                if inserted is not None:
+                    return Claim.DUPLICATE if inserted["status"] == Handling.DONE.value else Claim.NEW
             status, attempts = Handling(row["status"]), int(row["attempts"])
             if status is Handling.DONE:
                 return Claim.DUPLICATE
