@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from bot.store._scoped import new_id
 from bot.store._vectors import decode_vector
 from bot.types import (
     AgentRecord,
@@ -18,14 +19,17 @@ from bot.types import (
     Room,
     Task,
     World,
+    now_ms,
 )
 
 __all__ = [
     "AGENT_JSON_FIELDS",
+    "LogRow",
     "component_filter",
     "dumps",
     "entities_with_components",
     "loads",
+    "log_row",
     "normalize_names",
     "row_to_agent",
     "row_to_component",
@@ -38,6 +42,8 @@ __all__ = [
     "row_to_world",
     "room_values",
     "sanitize_log_body",
+    "task_row",
+    "task_updates",
 ]
 
 
@@ -256,6 +262,55 @@ def row_to_task(row: Row) -> Task:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
+
+
+def task_row(task: Task, task_id: str, agent_id: str, now: int) -> tuple[str | int | None, ...]:
+    """A new ``tasks`` row: id, name, description, room_id, world_id, entity_id, agent_id, tags and
+    metadata (JSON text), created_at, updated_at."""
+    return (
+        task_id,
+        task.name,
+        task.description or "",
+        task.room_id,
+        task.world_id,
+        task.entity_id,
+        agent_id,
+        dumps(list(task.tags)),
+        dumps(task.metadata or {}),
+        now,
+        now,
+    )
+
+
+_TASK_UPDATABLE = frozenset({"name", "description", "room_id", "world_id", "entity_id", "tags", "metadata"})
+
+
+def task_updates(changes: Mapping[str, Any]) -> dict[str, str | None]:
+    """The ``tasks`` columns ``update_task`` sets for ``changes``, as stored (tags and metadata as
+    JSON text, replaced whole); ValueError for a field that cannot be updated."""
+    unknown = set(changes) - _TASK_UPDATABLE
+    if unknown:
+        raise ValueError(f"update_task: cannot update {', '.join(sorted(unknown))}")
+    updates: dict[str, str | None] = {}
+    for name, value in changes.items():
+        if name == "tags":
+            value = dumps(list(value or []))
+        elif name == "metadata":
+            value = dumps(dict(value or {}))
+        elif name == "description":
+            value = value or ""
+        updates[name] = value
+    return updates
+
+
+#: One ``logs`` row: id, created_at, entity_id, body (JSON text), type, room_id.
+LogRow = tuple[str, int, str, str, str, str]
+
+
+def log_row(body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> LogRow:
+    """A new ``logs`` row (its id first) for ``body``, made JSON-safe by :func:`sanitize_log_body`."""
+    text = json.dumps(sanitize_log_body(body), ensure_ascii=False)
+    return (new_id(), now_ms(), entity_id, text, type, room_id)
 
 
 def sanitize_log_body(value: object, _seen: frozenset[int] = frozenset()) -> object:

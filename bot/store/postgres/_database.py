@@ -24,6 +24,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.errors import StoreError
 from bot.store.postgres._leases import PgLeases
+from bot.store.postgres._log_queue import QueuedLogs
 from bot.store.postgres._migrations import migrate
 
 if TYPE_CHECKING:
@@ -83,6 +84,8 @@ class PostgresDatabase:
         self._leases = PgLeases(self)
         #: Agents of this process take turns at the shared knowledge scope (as with SQLite).
         self.shared_knowledge_lock = asyncio.Lock()
+        #: Rows of ``Store.queue_log``, written together soon after; flushed by close().
+        self.log_queue = QueuedLogs(self)
 
     def __repr__(self) -> str:
         return f"<PostgresDatabase {self.path} state={self._state.name.lower()}>"
@@ -131,10 +134,12 @@ class PostgresDatabase:
         _log.info("opened PostgreSQL database %s (schema %d)", self.path, self._schema_version)
 
     async def close(self) -> None:
-        """Close the pool (waiting for connections in use); safe to call more than once."""
+        """Write the queued log rows, then close the pool (waiting for connections in use); safe to
+        call more than once."""
         if self._state is not State.OPEN:
             self._state = State.CLOSED
             return
+        await self.log_queue.close()
         self._state = State.CLOSED
         pool, self._pool = self._pool, None
         if pool is not None:
@@ -221,8 +226,20 @@ async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
     conn.adapters.register_loader("jsonb", TextLoader)
 
 
+# A broken constraint is named as SQLite names it, so callers' messages read alike on both backends.
+_CONSTRAINTS: tuple[tuple[type[psycopg.Error], str], ...] = (
+    (psycopg.errors.ForeignKeyViolation, "FOREIGN KEY constraint failed"),
+    (psycopg.errors.UniqueViolation, "UNIQUE constraint failed"),
+    (psycopg.errors.CheckViolation, "CHECK constraint failed"),
+    (psycopg.errors.NotNullViolation, "NOT NULL constraint failed"),
+)
+
+
 def _reason(exc: BaseException, url: str) -> str:
     """The driver's message, without the URL's password should it quote it."""
     text = str(exc).strip() or type(exc).__name__
+    kind = next((name for error, name in _CONSTRAINTS if isinstance(exc, error)), None)
+    if kind:
+        text = f"{kind}: {text}"
     password = urlsplit(url).password
     return text.replace(password, "***") if password else text

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from bot.store.postgres._agents import PgAgentsMixin
 from bot.store.postgres._entities import PgEntitiesMixin
+from bot.store.postgres._handling import PgHandlingMixin
+from bot.store.postgres._records import PgRecordsMixin
 from bot.store.postgres._rooms import PgRoomsMixin
 from bot.store.postgres._scoped import PgScoped
 
@@ -19,6 +21,8 @@ class PgAgentStore(
     PgAgentsMixin,
     PgEntitiesMixin,
     PgRoomsMixin,
+    PgRecordsMixin,
+    PgHandlingMixin,
     PgScoped,
 ):
     """Everything one agent stores in the shared :class:`PostgresDatabase`. Implements ``Store``."""
