@@ -8,11 +8,15 @@ methods live in one module per group of tables, as for SQLite; this class puts t
 from __future__ import annotations
 
 from bot.store.postgres._scoped import PgScoped
+from bot.store.postgres._search import PgSearchMixin
 
 __all__ = ["PgAgentStore"]
 
 
-class PgAgentStore(PgScoped):
+class PgAgentStore(
+    PgSearchMixin,
+    PgScoped,
+):
     """Everything one agent stores in the shared :class:`PostgresDatabase`. Implements ``Store``."""
 
     __slots__ = ()
