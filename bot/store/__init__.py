@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 
 from bot.errors import StoreError
+from bot.store._copy import CopyReport, copy_to_postgres
 from bot.store._database import Database
 from bot.store._leases import Lease, LeaseRecord, Leases
 from bot.store._memories import DEDUP_THRESHOLD
@@ -23,6 +24,7 @@ from bot.store._migrations import SCHEMA_VERSION
 from bot.store._protocol import JSONValue, Store, StoreBackend
 from bot.store._search import fts_query
 from bot.store._sqlite import AgentStore
+from bot.store._urls import is_postgres_url, redacted_url
 from bot.store._values import (
     DERIVED_TABLES,
     KNOWLEDGE_TABLES,
@@ -38,6 +40,7 @@ from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, DIMENSION_MAP
 
 __all__ = [
     "AgentStore",
+    "CopyReport",
     "DEDUP_THRESHOLD",
     "DEFAULT_EMBEDDING_DIMENSION",
     "DERIVED_TABLES",
@@ -59,14 +62,17 @@ __all__ = [
     "Store",
     "StoreBackend",
     "backend_for",
+    "copy_to_postgres",
     "fts_query",
+    "is_postgres_url",
+    "redacted_url",
 ]
 
 
 def backend_for(location: str | os.PathLike[str]) -> StoreBackend:
     """The storage backend at ``location``, not open yet: PostgreSQL for a ``postgresql://`` URL,
     else SQLite (a file path or ``":memory:"``)."""
-    if isinstance(location, str) and location.startswith(("postgresql://", "postgres://")):
+    if is_postgres_url(location):
         # Imported only here: psycopg is needed only by troupes on PostgreSQL.
         try:
             from bot.store.postgres import PostgresDatabase

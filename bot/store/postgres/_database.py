@@ -15,14 +15,16 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import psycopg
+from pgvector.psycopg import register_vector_async
 from psycopg.rows import dict_row
 from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.errors import StoreError
+from bot.store._urls import is_postgres_url, redacted_url
 from bot.store.postgres._leases import PgLeases
 from bot.store.postgres._log_queue import QueuedLogs
 from bot.store.postgres._migrations import migrate
@@ -50,21 +52,6 @@ class State(enum.Enum):
     UNOPENED = "not open yet"
     OPEN = "open"
     CLOSED = "closed"
-
-
-def is_postgres_url(location: object) -> bool:
-    """Whether ``location`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
-    return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
-
-
-def redacted_url(url: str) -> str:
-    """``url`` with its password (if any) replaced, for logs and errors."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = (parts.username or "") + ":***"
-    return urlunsplit(parts._replace(netloc=f"{user}@{netloc[-1]}"))
 
 
 class PostgresDatabase:
@@ -124,7 +111,7 @@ class PostgresDatabase:
             max_idle=_IDLE_S,
             timeout=_POOL_WAIT_S,
             kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": _CONNECT_TIMEOUT_S},
-            configure=_configure,
+            configure=_configure_pooled,
             open=False,
             name="troupe",
         )
@@ -226,12 +213,19 @@ async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
     conn.adapters.register_loader("jsonb", TextLoader)
 
 
-# A broken constraint is named as SQLite names it, so callers' messages read alike on both backends.
-_CONSTRAINTS: tuple[tuple[type[psycopg.Error], str], ...] = (
-    (psycopg.errors.ForeignKeyViolation, "FOREIGN KEY constraint failed"),
-    (psycopg.errors.UniqueViolation, "UNIQUE constraint failed"),
-    (psycopg.errors.CheckViolation, "CHECK constraint failed"),
-    (psycopg.errors.NotNullViolation, "NOT NULL constraint failed"),
+async def _configure_pooled(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Pooled connections (opened once the migrations made the type): also pgvector's ``vector``,
+    sent and read as ``pgvector.Vector`` (float32, as SQLite stores vectors)."""
+    await _configure(conn)
+    await register_vector_async(conn)
+
+
+# Constraint failures worded as SQLite words them, so callers read one message from both backends.
+_CONSTRAINTS = (
+    (psycopg.errors.CheckViolation, "CHECK"),
+    (psycopg.errors.ForeignKeyViolation, "FOREIGN KEY"),
+    (psycopg.errors.UniqueViolation, "UNIQUE"),
+    (psycopg.errors.NotNullViolation, "NOT NULL"),
 )
 
 
@@ -239,7 +233,7 @@ def _reason(exc: BaseException, url: str) -> str:
     """The driver's message, without the URL's password should it quote it."""
     text = str(exc).strip() or type(exc).__name__
     kind = next((name for error, name in _CONSTRAINTS if isinstance(exc, error)), None)
-    if kind:
-        text = f"{kind}: {text}"
+    if kind is not None:
+        text = f"{kind} constraint failed: {text}"
     password = urlsplit(url).password
     return text.replace(password, "***") if password else text

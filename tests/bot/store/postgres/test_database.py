@@ -10,9 +10,8 @@ import psycopg
 import pytest
 
 from bot.errors import StoreError
-from bot.store import backend_for
+from bot.store import backend_for, redacted_url
 from bot.store.postgres import PostgresDatabase
-from bot.store.postgres._database import redacted_url
 from bot.store.postgres._migrations import SCHEMA_VERSION
 
 
