@@ -51,6 +51,7 @@ from bot.types import Memory, now_ms
 __all__ = [
     "DOCUMENTS",
     "DOCUMENT_COLUMNS",
+    "ENCODE_INLINE",
     "FRAGMENTS",
     "SOURCE_COLUMNS",
     "SOURCE_UPSERT",
@@ -68,8 +69,8 @@ SHARED_NAME = "Shared knowledge"
 #: Memory table (``memories.type``) of whole documents and of their fragments (upstream's names).
 DOCUMENTS = "documents"
 FRAGMENTS = "knowledge"
-# Above this many vectors, set_knowledge_vectors packs them in a worker thread.
-_ENCODE_INLINE = 16
+#: Above this many vectors, set_knowledge_vectors packs them in a worker thread.
+ENCODE_INLINE = 16
 # What a knowledge write may change, for shared reads (Database.write).
 _TABLES = ("memories", "embeddings", "memories_fts", "knowledge_sources", "agents")
 
@@ -245,7 +246,7 @@ class KnowledgeMixin(KnowledgeScopes, AgentScoped):
             check_dimension(len(vector))
         now = now_ms()
         # Packing 1536 floats takes ~35 µs: off the loop when there are many.
-        packed = await asyncio.to_thread(_pack, vectors) if len(vectors) > _ENCODE_INLINE else _pack(vectors)
+        packed = await asyncio.to_thread(_pack, vectors) if len(vectors) > ENCODE_INLINE else _pack(vectors)
         encoded: dict[str, list[tuple[str, str, bytes, int, str]]] = {}
         for (memory_id, vector), blob in zip(vectors, packed, strict=True):
             encoded.setdefault(DIMENSION_MAP[len(vector)], []).append((new_id(), memory_id, blob, now, memory_id))

@@ -4,12 +4,14 @@ As on SQLite (``bot/store/_knowledge.py``, which explains the scopes): documents
 are ordinary memories of the agent's scope or of the shared one, and ``knowledge_sources``
 records where each came from. What differs: the shared scope is shared by several daemons, so a
 turn at writing it (:meth:`PgKnowledgeMixin.lock_shared_knowledge`) is a PostgreSQL advisory lock
-as well as the process's own lock; and a memory holds one vector (the ``embeddings.embedding``
-column takes any length), so a fragment has a vector of one length at a time.
+as well as the process's own lock. Vectors are rows of ``embeddings`` per memory and length
+(``dim``), so agents of different embedding models each find and fill their own length, as on
+SQLite; searches are exact, among the vectors of the query's length.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
@@ -18,6 +20,7 @@ from psycopg.types.json import Jsonb
 from bot.store._knowledge import (
     DOCUMENT_COLUMNS,
     DOCUMENTS,
+    ENCODE_INLINE,
     FRAGMENTS,
     SHARED_NAME,
     SOURCE_COLUMNS,
@@ -25,12 +28,11 @@ from bot.store._knowledge import (
     KnowledgeScopes,
     document_rows,
 )
-from bot.store._memories import MEMORY_COLUMNS
-from bot.store._rows import row_to_memory
 from bot.store._scoped import new_id, validate_count
 from bot.store._values import KnowledgeDocument, KnowledgeSourceRecord
-from bot.store._vectors import check_dimension, clean_vector
-from bot.store.postgres._scoped import PgScoped
+from bot.store._vectors import check_dimension
+from bot.store.postgres._memories import PgVector, pg_vector, similarity_hits
+from bot.store.postgres._search import KEYWORD_QUERY, PgSearchMixin, keyword_query
 from bot.types import Memory, now_ms
 
 __all__ = ["PgKnowledgeMixin"]
@@ -39,7 +41,7 @@ __all__ = ["PgKnowledgeMixin"]
 SHARED_KNOWLEDGE_LOCK = int.from_bytes(b"troupeSK", "big", signed=True)
 
 
-class PgKnowledgeMixin(KnowledgeScopes, PgScoped):
+class PgKnowledgeMixin(KnowledgeScopes, PgSearchMixin):
     """Knowledge of this agent (and of the shared scope) in ``memories`` and ``knowledge_sources``."""
 
     __slots__ = ()
@@ -152,7 +154,7 @@ class PgKnowledgeMixin(KnowledgeScopes, PgScoped):
         validate_count(limit, "limit")
         rows = await self._db.fetchall(
             "SELECT m.id FROM memories m LEFT JOIN embeddings e "
-            "  ON e.memory_id = m.id AND vector_dims(e.embedding) = %s "
+            "  ON e.memory_id = m.id AND e.dim = %s "
             "WHERE m.agent_id = %s AND m.type = %s AND e.memory_id IS NULL ORDER BY m.seq LIMIT %s",
             (dim, self._scope(shared), FRAGMENTS, limit),
         )
@@ -169,7 +171,7 @@ class PgKnowledgeMixin(KnowledgeScopes, PgScoped):
         return {r["id"]: r["text"] or "" for r in rows}
 
     async def set_knowledge_vectors(self, vectors: Sequence[tuple[str, Sequence[float]]]) -> int:
-        """Store each fragment's vector (replacing one of another length); how many were stored.
+        """Store each fragment's vector, beside its vectors of other lengths; how many were stored.
 
         Only fragments of this agent's scope or the shared one are touched; a fragment deleted
         meanwhile is skipped. Raises ValueError for a vector of an unsupported length.
@@ -180,15 +182,14 @@ class PgKnowledgeMixin(KnowledgeScopes, PgScoped):
             check_dimension(len(vector))
         now = now_ms()
         scopes = list(self.knowledge_scopes)
-        rows = [
-            (new_id(), memory_id, _vector_text(vector), now, memory_id, FRAGMENTS, scopes)
-            for memory_id, vector in vectors
-        ]
+        # Cleaning 1536 floats takes ~35 µs: off the loop when there are many.
+        cleaned = await asyncio.to_thread(_clean, vectors) if len(vectors) > ENCODE_INLINE else _clean(vectors)
+        rows = [(new_id(), memory_id, vector, now, memory_id, FRAGMENTS, scopes) for memory_id, vector in cleaned]
         async with self._db.transaction() as conn, conn.cursor() as cur:
             await cur.executemany(
-                "INSERT INTO embeddings (id, memory_id, embedding, created_at) SELECT %s, %s, %s::vector, %s "
+                "INSERT INTO embeddings (id, memory_id, embedding, created_at) SELECT %s, %s, %s, %s "
                 "WHERE EXISTS (SELECT 1 FROM memories WHERE id = %s AND type = %s AND agent_id = ANY(%s)) "
-                "ON CONFLICT (memory_id) DO UPDATE SET embedding = excluded.embedding",
+                "ON CONFLICT (memory_id, dim) DO UPDATE SET embedding = excluded.embedding",
                 rows,
             )
             return max(cur.rowcount, 0)
@@ -223,44 +224,26 @@ class PgKnowledgeMixin(KnowledgeScopes, PgScoped):
         check_dimension(dim)
         if count == 0:
             return []
-        # A zero vector has no direction: its cosine is NaN, which sorts last and is left out.
         rows = await self._db.fetchall(
-            "SELECT m.seq, 1 - (e.embedding <=> q.v) AS similarity "
-            "FROM memories m JOIN embeddings e ON e.memory_id = m.id, (SELECT %s::vector AS v) q "
-            "WHERE m.agent_id = ANY(%s) AND m.type = %s AND vector_dims(e.embedding) = %s "
-            "ORDER BY e.embedding <=> q.v, m.seq LIMIT %s",
-            (_vector_text(embedding), list(self.knowledge_scopes), FRAGMENTS, dim, count),
+            "SELECT m.seq, e.embedding <=> %s AS distance FROM memories m JOIN embeddings e ON e.memory_id = m.id "
+            "WHERE m.agent_id = ANY(%s) AND m.type = %s AND e.dim = %s ORDER BY distance, m.seq LIMIT %s",
+            (pg_vector(embedding, dim), list(self.knowledge_scopes), FRAGMENTS, dim, count),
         )
-        hits = [
-            (r["seq"], float(r["similarity"]))
-            for r in rows
-            if r["similarity"] == r["similarity"] and (not match_threshold or r["similarity"] >= match_threshold)
-        ]
-        return await self._fragments_by_seq(hits)
+        return await self._memories_by_seq(similarity_hits(rows, match_threshold), None)
 
     async def search_knowledge_by_text(self, query: str, *, count: int = 20) -> list[Memory]:
         """Fragments (own and shared) matching words of ``query``, best rank first, with
         ``similarity`` set to the relevance (higher is better). User text is never query syntax."""
         validate_count(count)
-        terms = _tsquery(query)
+        terms = keyword_query(query)
         if terms is None or count == 0:
             return []
         rows = await self._db.fetchall(
-            "SELECT m.seq, ts_rank(m.text_search, q.q) AS score FROM memories m, (SELECT to_tsquery('english', %s) AS q) q "
-            "WHERE m.text_search @@ q.q AND m.agent_id = ANY(%s) AND m.type = %s "
-            "ORDER BY score DESC, m.seq LIMIT %s",
+            f"SELECT m.seq, ts_rank(m.text_search, q) AS score FROM memories m, {KEYWORD_QUERY} q "
+            "WHERE m.text_search @@ q AND m.agent_id = ANY(%s) AND m.type = %s ORDER BY score DESC, m.seq LIMIT %s",
             (terms, list(self.knowledge_scopes), FRAGMENTS, count),
         )
-        return await self._fragments_by_seq([(r["seq"], float(r["score"])) for r in rows])
-
-    async def _fragments_by_seq(self, hits: list[tuple[int, float]]) -> list[Memory]:
-        if not hits:
-            return []
-        rows = await self._db.fetchall(
-            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.seq = ANY(%s)", ([seq for seq, _ in hits],)
-        )
-        by_seq = {r["seq"]: r for r in rows}
-        return [row_to_memory(by_seq[seq], similarity=score) for seq, score in hits if seq in by_seq]
+        return await self._memories_by_seq([(r["seq"], r["score"]) for r in rows], None)
 
 
 def orphan_documents_sql() -> str:
@@ -271,13 +254,6 @@ def orphan_documents_sql() -> str:
     )
 
 
-# TODO(pgmemories): their vector and keyword-query helpers replace these two.
-def _vector_text(values: Sequence[float]) -> str:
-    return "[" + ",".join(map(repr, clean_vector(values))) + "]"
-
-
-def _tsquery(text: str) -> str | None:
-    import re
-
-    terms = list(dict.fromkeys(w.lower() for w in re.findall(r"\w+", text)))[:32]
-    return " | ".join(f"'{t}'" for t in terms) if terms else None
+def _clean(vectors: Sequence[tuple[str, Sequence[float]]]) -> list[tuple[str, PgVector]]:
+    """Each vector as the store writes it (:func:`pg_vector`), in the column of its own length."""
+    return [(memory_id, pg_vector(vector, len(vector))) for memory_id, vector in vectors]

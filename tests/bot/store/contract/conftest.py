@@ -23,6 +23,8 @@ BACKENDS = ["sqlite", "postgres"]
 # the others run on SQLite alone until their group of tables is in.
 POSTGRES_READY: set[str] = {
     "test_entities",
+    "test_knowledge",
+    "test_retention",
     "test_leases",
 }
 
