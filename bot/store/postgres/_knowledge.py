@@ -188,7 +188,9 @@ class PgKnowledgeMixin(KnowledgeScopes, PgSearchMixin):
         async with self._db.transaction() as conn, conn.cursor() as cur:
             await cur.executemany(
                 "INSERT INTO embeddings (id, memory_id, embedding, created_at) SELECT %s, %s, %s, %s "
-                "WHERE EXISTS (SELECT 1 FROM memories WHERE id = %s AND type = %s AND agent_id = ANY(%s)) "
+                # Locked as a foreign key is: a fragment another daemon is deleting is waited for
+                # and then skipped, not a foreign-key failure.
+                "WHERE EXISTS (SELECT 1 FROM memories WHERE id = %s AND type = %s AND agent_id = ANY(%s) FOR KEY SHARE) "
                 "ON CONFLICT (memory_id, dim) DO UPDATE SET embedding = excluded.embedding",
                 rows,
             )

@@ -206,8 +206,9 @@ class PgMemoriesMixin(PgScoped):
             sets.append("metadata = %s::jsonb")
             params.append(dumps(dict(metadata)))
         async with self._db.transaction() as conn:
+            # Locked until the commit: a memory another daemon is deleting is waited for, then not found.
             cur = await conn.execute(
-                "SELECT 1 FROM memories WHERE id = %s AND agent_id = %s", (memory_id, self._agent_id)
+                "SELECT 1 FROM memories WHERE id = %s AND agent_id = %s FOR NO KEY UPDATE", (memory_id, self._agent_id)
             )
             if await cur.fetchone() is None:
                 return False

@@ -58,11 +58,12 @@ class PgRetentionMixin(PgMemoriesMixin):
             summary, table, summary_id, True, now, dumps(summary.content or {}), dumps(summary.metadata or {})
         )
         async with self._db.transaction() as conn:
+            # Locked until the commit: a forget or an edit by another daemon either finished
+            # before (and the batch is found changed) or waits for this one.
             cur = await conn.execute(
-                "SELECT count(*) AS n FROM memories WHERE agent_id = %s AND id = ANY(%s)", (self._agent_id, ids)
+                "SELECT id FROM memories WHERE agent_id = %s AND id = ANY(%s) FOR UPDATE", (self._agent_id, ids)
             )
-            present = await cur.fetchone()
-            if present is None or present["n"] != len(ids):
+            if len(await cur.fetchall()) != len(ids):
                 return 0
             cur = await conn.execute(INSERT_MEMORY, row)
             if cur.rowcount != 1:  # as SQLite's plain INSERT: the batch stays if the summary cannot be written

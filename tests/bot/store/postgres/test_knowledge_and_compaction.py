@@ -1,7 +1,13 @@
-"""Knowledge and compaction on PostgreSQL: what the contract does not pin but this backend must keep."""
+"""Knowledge and compaction on PostgreSQL: what the contract does not pin but this backend must keep.
+
+Vectors of several lengths per shared fragment, and writes that check a row and then act on it
+while another daemon deletes it: they wait for that daemon and then find nothing, instead of
+replacing half a batch or failing on a foreign key (SQLite has one writer; PostgreSQL does not).
+"""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -55,3 +61,38 @@ async def test_compaction_with_a_summary_id_already_stored_deletes_nothing(pg: P
         await store.compact_memories(summary, "summaries", ids)
     assert len(await store.get_memories(table="messages")) == 2
     assert [m.content["text"] for m in await store.get_memories(table="summaries")] == ["an older summary"]
+
+
+async def test_compaction_racing_a_forget_in_another_daemon_replaces_nothing(pg: PostgresDatabase) -> None:
+    store: Store = await seed_agent(pg, A, users=(U,), rooms=(R,))
+    ids = [await store.create_memory(make_memory(f"m{i}"), "messages", unique=False) for i in range(3)]
+    summary = Memory(A, R, {"text": "summary of m0..m2"})
+    async with pg.transaction() as other:  # another daemon deleting one of the batch, not committed yet
+        await other.execute("DELETE FROM memories WHERE id = %s", (ids[1],))
+        compaction = asyncio.create_task(store.compact_memories(summary, "summaries", ids))
+        await asyncio.sleep(0.5)
+        assert not compaction.done()  # it waits for the other transaction's rows
+    assert await asyncio.wait_for(compaction, 10) == 0
+    assert await store.get_memories(table="summaries") == []
+    assert len(await store.get_memories(table="messages")) == 2
+
+
+async def test_a_vector_for_a_fragment_another_daemon_is_deleting_is_skipped(pg: PostgresDatabase) -> None:
+    store = await seed_agent(pg, A, users=(), rooms=())
+    document = KnowledgeDocument("d1", "doc.md", ["text"], {"source": "file"})
+    await store.put_knowledge_document(document, KnowledgeSourceRecord("file:/a.md", "d1", "h"))
+    async with pg.transaction() as other:  # `troupe memory forget --knowledge` elsewhere, not committed yet
+        await other.execute("DELETE FROM memories WHERE agent_id = %s", (A,))
+        storing = asyncio.create_task(store.set_knowledge_vectors([(fragment_id("d1", 0), vec(0))]))
+        await asyncio.sleep(0.5)
+    assert await asyncio.wait_for(storing, 10) == 0
+
+
+async def test_updating_a_memory_another_daemon_is_deleting_finds_none(pg: PostgresDatabase) -> None:
+    store: Store = await seed_agent(pg, A, users=(U,), rooms=(R,))
+    memory_id = await store.create_memory(make_memory("soon forgotten"), "messages")
+    async with pg.transaction() as other:
+        await other.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
+        updating = asyncio.create_task(store.update_memory(memory_id, embedding=vec(1)))
+        await asyncio.sleep(0.5)
+    assert await asyncio.wait_for(updating, 10) is False
