@@ -7,6 +7,9 @@ methods live in one module per group of tables, as for SQLite; this class puts t
 
 from __future__ import annotations
 
+from bot.store.postgres._agents import PgAgentsMixin
+from bot.store.postgres._entities import PgEntitiesMixin
+from bot.store.postgres._rooms import PgRoomsMixin
 from bot.store.postgres._scoped import PgScoped
 from bot.store.postgres._search import PgSearchMixin
 
@@ -14,6 +17,9 @@ __all__ = ["PgAgentStore"]
 
 
 class PgAgentStore(
+    PgAgentsMixin,
+    PgEntitiesMixin,
+    PgRoomsMixin,
     PgSearchMixin,
     PgScoped,
 ):
