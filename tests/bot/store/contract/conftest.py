@@ -23,7 +23,10 @@ BACKENDS = ["sqlite", "postgres"]
 # the others run on SQLite alone until their group of tables is in.
 POSTGRES_READY: set[str] = {
     "test_entities",
+    "test_keyword_search",
     "test_leases",
+    "test_memories",
+    "test_vector_search",
 }
 
 
