@@ -1,19 +1,25 @@
 """Searching memories on PostgreSQL: vector search (pgvector) and keyword search (full text).
 
 **Vectors.** ``embeddings.embedding`` is one ``vector`` column of any dimension, with the
-dimension in ``dim``, and one partial HNSW cosine index per supported dimension on the column
-cast to it (``(embedding::vector(1536)) vector_cosine_ops WHERE dim = 1536``; pgvector 0.6
-indexes up to 2,000 dimensions, so 3072 has none). Searches are exact for now, as SQLite's are:
-the agent's memories of the table pass the filters through the btree indexes of ``memories``,
-and the cosine distance of each of their vectors in the active dimension is computed and
-sorted. The distance is written on the uncast column, so the planner cannot answer the query
-from an HNSW index. That is deliberate: pgvector 0.6 has no iterative index scan, and an HNSW
-scan filtered by agent, table or room afterwards returns fewer than ``count`` rows whenever the
-nearest ``ef_search`` vectors of the whole troupe are mostly someone else's. Exact search
-returns what SQLite returns, ``count`` rows when ``count`` exist, at a cost that grows with the
-size of the agent's table; the indexes are there for an approximate path on large tables
-(index scan with enough candidates, exact search when fewer than ``count`` survive the
-filters), to be chosen on measured recall and latency, not assumed.
+dimension in ``dim``. Searches are exact, as SQLite's are: the agent's memories of the table
+pass the filters through the btree indexes of ``memories``, and the cosine distance of each of
+their vectors in the active dimension is computed and sorted. They return what SQLite returns,
+``count`` rows when ``count`` exist, at a cost that grows with the size of the agent's table.
+
+Why no HNSW index yet. pgvector 0.6 has no iterative index scan: an HNSW scan yields the
+nearest ``hnsw.ef_search`` vectors of the whole table, and filtering them by agent, table or
+room afterwards leaves fewer than ``count`` (none at all, when the nearest are all another
+agent's: tests/bot/store/postgres pins that case, which an index-ordered query fails). And an
+index costs every write: here 2,000 inserts of 1536-dim vectors took 21 s with an HNSW index
+against 0.4 s without. The index comes with the path that uses it, measured for recall and
+latency (issue 17's benchmark), as a partial index per dimension on the column cast to it::
+
+    CREATE INDEX ON embeddings USING hnsw ((embedding::vector(1536)) vector_cosine_ops)
+        WHERE dim = 1536;  -- pgvector 0.6 indexes up to 2,000 dimensions: not 3072
+
+queried with ``ORDER BY e.embedding::vector(1536) <=> %s`` where the agent's candidate set is
+large, and exact search where it is small or fewer than ``count`` survive the filters. Until
+then the distance below is written on the uncast column, which no such index could answer.
 
 **Keywords.** ``memories.text_search`` is a stored ``tsvector`` of ``content.text`` (English
 stems, no stop words, diacritics folded, ASCII punctuation as spaces: see the schema) with a GIN
