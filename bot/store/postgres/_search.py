@@ -19,7 +19,7 @@ latency (issue 17's benchmark), as a partial index per dimension on the column c
 
 queried with ``ORDER BY e.embedding::vector(1536) <=> %s`` where the agent's candidate set is
 large, and exact search where it is small or fewer than ``count`` survive the filters. Until
-then the distance below is written on the uncast column, which no such index could answer.
+then the distance (``_nearest_sql``) is written on the uncast column, which no such index could answer.
 
 **Keywords.** ``memories.text_search`` is a stored ``tsvector`` of ``content.text`` (English
 stems, no stop words, diacritics folded, ASCII punctuation as spaces: see the schema) with a GIN
@@ -33,7 +33,6 @@ table does not count, where BM25 weighs it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from bot.store._memories import MEMORY_COLUMNS
 from bot.store._rows import row_to_memory
@@ -86,29 +85,15 @@ class PgSearchMixin(PgMemoriesMixin):
         where = PgMemoryFilter(self._agent_id, table).fields(room_id, world_id, entity_id).unique(unique)
         dim = await self.get_embedding_dimension()
         query = pg_vector(embedding, dim)
-        rows = await self._db.fetchall(self._nearest_sql(where, count), (query, *where.params, dim, count))
-        return await self._memories_by_seq(similarity_hits(rows, match_threshold), dim)
-
-    async def _memories_by_seq(self, hits: list[tuple[int, float]], dim: int | None) -> list[Memory]:
-        """The memories of ``hits`` in their order, with their vectors of ``dim`` (None: none)."""
-        if not hits:
-            return []
-        seqs = [seq for seq, _ in hits]
-        params: list[Any]
-        if dim is None:
-            sql, params = f"SELECT {MEMORY_COLUMNS}, NULL AS embedding FROM memories m WHERE m.seq = ANY(%s)", [seqs]
-        else:
-            sql = (
-                f"SELECT {MEMORY_COLUMNS}, e.embedding FROM memories m "
-                "LEFT JOIN embeddings e ON e.memory_id = m.id AND e.dim = %s WHERE m.seq = ANY(%s)"
-            )
-            params = [dim, seqs]
-        by_seq = {r["seq"]: r for r in await self._db.fetchall(sql, params)}
-        # A row deleted between the two reads is simply left out.
+        # The winners' rows come with the ranking: a top-N sort keeps only ``count`` of them.
+        rows = await self._db.fetchall(
+            self._nearest_sql(where, f"{MEMORY_COLUMNS}, e.embedding"), (query, *where.params, dim, count)
+        )
+        hits = dict(similarity_hits(rows, match_threshold))
         return [
-            row_to_memory(by_seq[seq], embedding=vector_list(by_seq[seq]["embedding"]), similarity=score)
-            for seq, score in hits
-            if seq in by_seq
+            row_to_memory(r, embedding=vector_list(r["embedding"]), similarity=hits[r["seq"]])
+            for r in rows
+            if r["seq"] in hits
         ]
 
     async def search_memories_by_text(
@@ -132,9 +117,9 @@ class PgSearchMixin(PgMemoriesMixin):
             return []
         where = PgMemoryFilter(self._agent_id, table).fields(room_id, world_id, entity_id).unique(unique)
         rows = await self._db.fetchall(
-            f"SELECT m.seq, ts_rank(m.text_search, q) AS score FROM memories m, {KEYWORD_QUERY} q "
+            f"SELECT {MEMORY_COLUMNS}, ts_rank(m.text_search, q) AS score FROM memories m, {KEYWORD_QUERY} q "
             f"WHERE m.text_search @@ q AND {where.where} "
             "ORDER BY score DESC, m.created_at DESC, m.seq DESC LIMIT %s",
             (terms, *where.params, count),
         )
-        return await self._memories_by_seq([(r["seq"], r["score"]) for r in rows], None)
+        return [row_to_memory(r, similarity=r["score"]) for r in rows]
