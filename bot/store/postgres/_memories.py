@@ -352,16 +352,16 @@ class PgMemoriesMixin(PgScoped):
     # -- vector search: shared by dedup and search (_search) ----------------------------------------
 
     @staticmethod
-    def _nearest_sql(where: MemoryFilter, count: int) -> str:
-        """Exact search: the cosine distance of every pre-filtered vector of the dimension, best
-        first (parameters: the query, the filter's, the dimension, ``count``).
+    def _nearest_sql(where: MemoryFilter, columns: str = "m.seq") -> str:
+        """Exact search: ``columns`` and the cosine ``distance`` of every pre-filtered vector of the
+        dimension, best first (parameters: the query, the filter's, the dimension, the count).
 
-        The distance is on the column itself, not cast to the dimension as the HNSW indexes are,
-        so the planner never answers it from an index (see ``_search``). A zero vector's distance
-        is NaN, which sorts after every number, as SQLite's NULL similarity does.
+        The distance is on the column itself, not on a cast to one dimension as an HNSW index
+        would be, so the planner never answers it from an index (see ``_search``). A zero
+        vector's distance is NaN, which sorts after every number, as SQLite's NULL similarity does.
         """
         return (
-            "SELECT m.seq, e.embedding <=> %s AS distance FROM memories m JOIN embeddings e ON e.memory_id = m.id "
+            f"SELECT {columns}, e.embedding <=> %s AS distance FROM memories m JOIN embeddings e ON e.memory_id = m.id "
             f"WHERE {where.where} AND e.dim = %s ORDER BY distance, m.created_at DESC, m.seq DESC LIMIT %s"
         )
 
@@ -376,7 +376,7 @@ class PgMemoriesMixin(PgScoped):
         threshold: float | None = None,
     ) -> list[tuple[int, float]]:
         """(seq, cosine similarity) of the best ``count`` rows, read on ``conn``."""
-        cur = await conn.execute(self._nearest_sql(where, count), (query, *where.params, dim, count))
+        cur = await conn.execute(self._nearest_sql(where), (query, *where.params, dim, count))
         return similarity_hits(await cur.fetchall(), threshold)
 
 

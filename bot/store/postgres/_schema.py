@@ -141,10 +141,9 @@ CREATE INDEX idx_fragments_order ON memories((metadata->>'documentId'), (metadat
 CREATE INDEX idx_memories_text_search ON memories USING gin (text_search);
 
 -- One vector column of any dimension (dim): an agent that changes embedding model keeps its old
--- vectors, invisible until it switches back, as SQLite keeps one column per dimension. Each
--- dimension has a partial HNSW cosine index on the column cast to that dimension (pgvector 0.6
--- indexes up to 2,000 dimensions: 3072 has none); bot/store/postgres/_search.py says how
--- searches use them.
+-- vectors, invisible until it switches back, as SQLite keeps one column per dimension, and a
+-- shared knowledge fragment has one vector per dimension its agents use. Searches are exact and
+-- no HNSW index is kept yet: bot/store/postgres/_search.py says why and how one will be added.
 CREATE TABLE embeddings (
     id         text PRIMARY KEY,
     memory_id  text NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
@@ -153,16 +152,6 @@ CREATE TABLE embeddings (
     dim        integer GENERATED ALWAYS AS (vector_dims(embedding)) STORED,
     UNIQUE (memory_id, dim)
 );
-CREATE INDEX idx_embeddings_hnsw_384 ON embeddings
-    USING hnsw ((embedding::vector(384)) vector_cosine_ops) WHERE dim = 384;
-CREATE INDEX idx_embeddings_hnsw_512 ON embeddings
-    USING hnsw ((embedding::vector(512)) vector_cosine_ops) WHERE dim = 512;
-CREATE INDEX idx_embeddings_hnsw_768 ON embeddings
-    USING hnsw ((embedding::vector(768)) vector_cosine_ops) WHERE dim = 768;
-CREATE INDEX idx_embeddings_hnsw_1024 ON embeddings
-    USING hnsw ((embedding::vector(1024)) vector_cosine_ops) WHERE dim = 1024;
-CREATE INDEX idx_embeddings_hnsw_1536 ON embeddings
-    USING hnsw ((embedding::vector(1536)) vector_cosine_ops) WHERE dim = 1536;
 
 CREATE TABLE relationships (
     seq              bigint GENERATED ALWAYS AS IDENTITY,

@@ -1,19 +1,25 @@
 """Searching memories on PostgreSQL: vector search (pgvector) and keyword search (full text).
 
 **Vectors.** ``embeddings.embedding`` is one ``vector`` column of any dimension, with the
-dimension in ``dim``, and one partial HNSW cosine index per supported dimension on the column
-cast to it (``(embedding::vector(1536)) vector_cosine_ops WHERE dim = 1536``; pgvector 0.6
-indexes up to 2,000 dimensions, so 3072 has none). Searches are exact for now, as SQLite's are:
-the agent's memories of the table pass the filters through the btree indexes of ``memories``,
-and the cosine distance of each of their vectors in the active dimension is computed and
-sorted. The distance is written on the uncast column, so the planner cannot answer the query
-from an HNSW index. That is deliberate: pgvector 0.6 has no iterative index scan, and an HNSW
-scan filtered by agent, table or room afterwards returns fewer than ``count`` rows whenever the
-nearest ``ef_search`` vectors of the whole troupe are mostly someone else's. Exact search
-returns what SQLite returns, ``count`` rows when ``count`` exist, at a cost that grows with the
-size of the agent's table; the indexes are there for an approximate path on large tables
-(index scan with enough candidates, exact search when fewer than ``count`` survive the
-filters), to be chosen on measured recall and latency, not assumed.
+dimension in ``dim``. Searches are exact, as SQLite's are: the agent's memories of the table
+pass the filters through the btree indexes of ``memories``, and the cosine distance of each of
+their vectors in the active dimension is computed and sorted. They return what SQLite returns,
+``count`` rows when ``count`` exist, at a cost that grows with the size of the agent's table.
+
+Why no HNSW index yet. pgvector 0.6 has no iterative index scan: an HNSW scan yields the
+nearest ``hnsw.ef_search`` vectors of the whole table, and filtering them by agent, table or
+room afterwards leaves fewer than ``count`` (none at all, when the nearest are all another
+agent's: tests/bot/store/postgres pins that case, which an index-ordered query fails). And an
+index costs every write: here 2,000 inserts of 1536-dim vectors took 21 s with an HNSW index
+against 0.4 s without. The index comes with the path that uses it, measured for recall and
+latency (issue 17's benchmark), as a partial index per dimension on the column cast to it::
+
+    CREATE INDEX ON embeddings USING hnsw ((embedding::vector(1536)) vector_cosine_ops)
+        WHERE dim = 1536;  -- pgvector 0.6 indexes up to 2,000 dimensions: not 3072
+
+queried with ``ORDER BY e.embedding::vector(1536) <=> %s`` where the agent's candidate set is
+large, and exact search where it is small or fewer than ``count`` survive the filters. Until
+then the distance (``_nearest_sql``) is written on the uncast column, which no such index could answer.
 
 **Keywords.** ``memories.text_search`` is a stored ``tsvector`` of ``content.text`` (English
 stems, no stop words, diacritics folded, ASCII punctuation as spaces: see the schema) with a GIN
@@ -80,11 +86,20 @@ class PgSearchMixin(PgMemoriesMixin):
         where = PgMemoryFilter(self._agent_id, table).fields(room_id, world_id, entity_id).unique(unique)
         dim = await self.get_embedding_dimension()
         query = pg_vector(embedding, dim)
-        rows = await self._db.fetchall(self._nearest_sql(where, count), (query, *where.params, dim, count))
-        return await self._memories_by_seq(similarity_hits(rows, match_threshold), dim)
+        # The winners' rows come with the ranking: a top-N sort keeps only ``count`` of them.
+        rows = await self._db.fetchall(
+            self._nearest_sql(where, f"{MEMORY_COLUMNS}, e.embedding"), (query, *where.params, dim, count)
+        )
+        hits = dict(similarity_hits(rows, match_threshold))
+        return [
+            row_to_memory(r, embedding=vector_list(r["embedding"]), similarity=hits[r["seq"]])
+            for r in rows
+            if r["seq"] in hits
+        ]
 
     async def _memories_by_seq(self, hits: list[tuple[int, float]], dim: int | None) -> list[Memory]:
-        """The memories of ``hits`` in their order, with their vectors of ``dim`` (None: none)."""
+        """The memories of ``hits`` (seq, similarity) in their order, with their vectors of ``dim``
+        (None: without), for searches that rank first and read rows after (knowledge's)."""
         if not hits:
             return []
         seqs = [seq for seq, _ in hits]
@@ -126,9 +141,9 @@ class PgSearchMixin(PgMemoriesMixin):
             return []
         where = PgMemoryFilter(self._agent_id, table).fields(room_id, world_id, entity_id).unique(unique)
         rows = await self._db.fetchall(
-            f"SELECT m.seq, ts_rank(m.text_search, q) AS score FROM memories m, {KEYWORD_QUERY} q "
+            f"SELECT {MEMORY_COLUMNS}, ts_rank(m.text_search, q) AS score FROM memories m, {KEYWORD_QUERY} q "
             f"WHERE m.text_search @@ q AND {where.where} "
             "ORDER BY score DESC, m.created_at DESC, m.seq DESC LIMIT %s",
             (terms, *where.params, count),
         )
-        return await self._memories_by_seq([(r["seq"], r["score"]) for r in rows], None)
+        return [row_to_memory(r, similarity=r["score"]) for r in rows]

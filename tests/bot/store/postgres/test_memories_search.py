@@ -60,9 +60,10 @@ async def test_an_agents_search_is_exact_when_other_agents_hold_every_nearer_vec
     mine, theirs = await seeded(db, A), await seeded(db, B)
     rng = random.Random(17)
     query = unit([rng.gauss(0, 1) for _ in range(384)])
-    # B's 500 vectors are all closer to the query than any of A's, and A has as many: the planner
-    # would pick an HNSW scan of the whole table, which filtered by agent afterwards finds none of
-    # A's (seen: [] when the distance was written on the indexed expression).
+    # B's 500 vectors are all closer to the query than any of A's, and A has as many: with an HNSW
+    # index on the dimension, the planner picks an index scan of the whole table, which filtered by
+    # agent afterwards finds none of A's (seen: [] with the index and the distance written on its
+    # expression).
     near = [
         make_memory(f"b{n}", room=room(B), entity=user(B), embedding=[q + rng.gauss(0, 0.01) for q in query])
         for n in range(500)
