@@ -15,7 +15,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import psycopg
 from psycopg.rows import dict_row
@@ -23,6 +23,7 @@ from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.errors import StoreError
+from bot.store._urls import is_postgres_url, redacted_url
 from bot.store.postgres._leases import PgLeases
 from bot.store.postgres._migrations import migrate
 
@@ -49,21 +50,6 @@ class State(enum.Enum):
     UNOPENED = "not open yet"
     OPEN = "open"
     CLOSED = "closed"
-
-
-def is_postgres_url(location: object) -> bool:
-    """Whether ``location`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
-    return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
-
-
-def redacted_url(url: str) -> str:
-    """``url`` with its password (if any) replaced, for logs and errors."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = (parts.username or "") + ":***"
-    return urlunsplit(parts._replace(netloc=f"{user}@{netloc[-1]}"))
 
 
 class PostgresDatabase:
