@@ -28,11 +28,14 @@ from bot.store._knowledge import (
     KnowledgeScopes,
     document_rows,
 )
+from bot.store._memories import MEMORY_COLUMNS
+from bot.store._rows import row_to_memory
 from bot.store._scoped import new_id, validate_count
 from bot.store._values import KnowledgeDocument, KnowledgeSourceRecord
 from bot.store._vectors import check_dimension
 from bot.store.postgres._memories import PgVector, pg_vector, similarity_hits
-from bot.store.postgres._search import KEYWORD_QUERY, PgSearchMixin, keyword_query
+from bot.store.postgres._scoped import PgScoped
+from bot.store.postgres._search import KEYWORD_QUERY, keyword_query
 from bot.types import Memory, now_ms
 
 __all__ = ["PgKnowledgeMixin"]
@@ -41,7 +44,7 @@ __all__ = ["PgKnowledgeMixin"]
 SHARED_KNOWLEDGE_LOCK = int.from_bytes(b"troupeSK", "big", signed=True)
 
 
-class PgKnowledgeMixin(KnowledgeScopes, PgSearchMixin):
+class PgKnowledgeMixin(KnowledgeScopes, PgScoped):
     """Knowledge of this agent (and of the shared scope) in ``memories`` and ``knowledge_sources``."""
 
     __slots__ = ()
@@ -226,12 +229,15 @@ class PgKnowledgeMixin(KnowledgeScopes, PgSearchMixin):
         check_dimension(dim)
         if count == 0:
             return []
+        # The winners' rows come with the ranking: a top-N sort keeps only ``count`` of them.
         rows = await self._db.fetchall(
-            "SELECT m.seq, e.embedding <=> %s AS distance FROM memories m JOIN embeddings e ON e.memory_id = m.id "
+            f"SELECT {MEMORY_COLUMNS}, e.embedding <=> %s AS distance FROM memories m "
+            "JOIN embeddings e ON e.memory_id = m.id "
             "WHERE m.agent_id = ANY(%s) AND m.type = %s AND e.dim = %s ORDER BY distance, m.seq LIMIT %s",
             (pg_vector(embedding, dim), list(self.knowledge_scopes), FRAGMENTS, dim, count),
         )
-        return await self._memories_by_seq(similarity_hits(rows, match_threshold), None)
+        hits = dict(similarity_hits(rows, match_threshold))
+        return [row_to_memory(r, similarity=hits[r["seq"]]) for r in rows if r["seq"] in hits]
 
     async def search_knowledge_by_text(self, query: str, *, count: int = 20) -> list[Memory]:
         """Fragments (own and shared) matching words of ``query``, best rank first, with
@@ -241,11 +247,11 @@ class PgKnowledgeMixin(KnowledgeScopes, PgSearchMixin):
         if terms is None or count == 0:
             return []
         rows = await self._db.fetchall(
-            f"SELECT m.seq, ts_rank(m.text_search, q) AS score FROM memories m, {KEYWORD_QUERY} q "
+            f"SELECT {MEMORY_COLUMNS}, ts_rank(m.text_search, q) AS score FROM memories m, {KEYWORD_QUERY} q "
             "WHERE m.text_search @@ q AND m.agent_id = ANY(%s) AND m.type = %s ORDER BY score DESC, m.seq LIMIT %s",
             (terms, list(self.knowledge_scopes), FRAGMENTS, count),
         )
-        return await self._memories_by_seq([(r["seq"], r["score"]) for r in rows], None)
+        return [row_to_memory(r, similarity=r["score"]) for r in rows]
 
 
 def orphan_documents_sql() -> str:

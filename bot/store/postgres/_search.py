@@ -33,7 +33,6 @@ table does not count, where BM25 weighs it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from bot.store._memories import MEMORY_COLUMNS
 from bot.store._rows import row_to_memory
@@ -95,29 +94,6 @@ class PgSearchMixin(PgMemoriesMixin):
             row_to_memory(r, embedding=vector_list(r["embedding"]), similarity=hits[r["seq"]])
             for r in rows
             if r["seq"] in hits
-        ]
-
-    async def _memories_by_seq(self, hits: list[tuple[int, float]], dim: int | None) -> list[Memory]:
-        """The memories of ``hits`` (seq, similarity) in their order, with their vectors of ``dim``
-        (None: without), for searches that rank first and read rows after (knowledge's)."""
-        if not hits:
-            return []
-        seqs = [seq for seq, _ in hits]
-        params: list[Any]
-        if dim is None:
-            sql, params = f"SELECT {MEMORY_COLUMNS}, NULL AS embedding FROM memories m WHERE m.seq = ANY(%s)", [seqs]
-        else:
-            sql = (
-                f"SELECT {MEMORY_COLUMNS}, e.embedding FROM memories m "
-                "LEFT JOIN embeddings e ON e.memory_id = m.id AND e.dim = %s WHERE m.seq = ANY(%s)"
-            )
-            params = [dim, seqs]
-        by_seq = {r["seq"]: r for r in await self._db.fetchall(sql, params)}
-        # A row deleted between the two reads is simply left out.
-        return [
-            row_to_memory(by_seq[seq], embedding=vector_list(by_seq[seq]["embedding"]), similarity=score)
-            for seq, score in hits
-            if seq in by_seq
         ]
 
     async def search_memories_by_text(

@@ -32,7 +32,7 @@ class PgAgentStore(
     PgRetentionMixin,
     PgInspectionMixin,
     PgForgettingMixin,
-    PgSearchMixin,  # after the mixins built on it (knowledge, retention)
+    PgSearchMixin,
     PgScoped,
 ):
     """Everything one agent stores in the shared :class:`PostgresDatabase`. Implements ``Store``."""
