@@ -58,7 +58,8 @@ class PgKnowledgeMixin(KnowledgeScopes, PgScoped):
         releases it when the block ends however it ends (error, cancellation, a lost connection),
         so a turn can never be left held. The connection idles in a transaction that has written
         nothing meanwhile; a server with ``idle_in_transaction_session_timeout`` shorter than an
-        ingestion would end the turn early.
+        ingestion would end the turn early. The block's own queries take other connections of
+        the pool, so it needs two at least (the default is six).
         """
         return self._shared_knowledge_turn()
 

@@ -48,3 +48,16 @@ async def test_a_turn_ended_by_an_error_or_a_cancellation_is_released(postgres_u
         turns: list[str] = []
         await asyncio.wait_for(_wait_turn(second, B, turns), 10)
         assert turns == [B]
+
+
+async def test_a_daemon_waiting_for_the_turn_can_stop_waiting(postgres_url: str) -> None:
+    async with PostgresDatabase(postgres_url) as first, PostgresDatabase(postgres_url) as second:
+        turns: list[str] = []
+        async with first.for_agent(A).lock_shared_knowledge():
+            waiting = asyncio.create_task(_wait_turn(second, B, turns))
+            await asyncio.sleep(0.5)
+            waiting.cancel()  # a daemon shutting down while it waits
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(waiting, 5)
+        await asyncio.wait_for(_wait_turn(second, B, turns), 5)  # its connection is not stuck in the wait
+        assert turns == [B]
