@@ -90,7 +90,7 @@ class PgMemoryFilter(MemoryFilter):
 
 
 class PgMemoriesMixin(PgScoped):
-    """The ``memories`` and ``embeddings`` tables, and the stored tsvector keyword search reads."""
+    """The ``memories`` and ``embeddings`` tables (the keyword index is a column of ``memories``)."""
 
     __slots__ = ()
 
