@@ -30,7 +30,15 @@ from bot.store.postgres._database import Row
 from bot.store.postgres._scoped import PgScoped
 from bot.types import Memory, now_ms
 
-__all__ = ["CREATE_VECTOR", "INSERT_MEMORY", "PgMemoriesMixin", "PgMemoryFilter", "pg_vector", "similarity_hits"]
+__all__ = [
+    "CREATE_VECTOR",
+    "INSERT_MEMORY",
+    "PgMemoriesMixin",
+    "PgMemoryFilter",
+    "json_text",
+    "pg_vector",
+    "similarity_hits",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -58,6 +66,25 @@ def pg_vector(values: Sequence[float], dim: int) -> PgVector:
     return np.frombuffer(encode_vector(values, dim), dtype="<f4")
 
 
+def json_text(value: object) -> str:
+    """JSON text for a jsonb column, as :func:`dumps` writes it for SQLite, with U+0000 (which
+    jsonb cannot hold, and a user's message can carry) as U+FFFD: the message is kept, that
+    character is not. ValueError for NaN or an infinity."""
+    text = dumps(value)
+    # dumps escapes U+0000 as \u0000; the same six characters may also be text that is not one.
+    return dumps(_without_nul(value)) if "\\u0000" in text else text
+
+
+def _without_nul(value: object) -> object:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_nul(v) for v in value]
+    return value
+
+
 def vector_list(value: Any) -> list[float] | None:
     """A pgvector value read back (``pgvector.Vector``) as the floats of its float32 elements."""
     return None if value is None else list(value.to_list())
@@ -72,7 +99,7 @@ class PgMemoryFilter(MemoryFilter):
 
 
 class PgMemoriesMixin(PgScoped):
-    """The ``memories`` and ``embeddings`` tables, and the stored tsvector keyword search reads."""
+    """The ``memories`` and ``embeddings`` tables (the keyword index is a column of ``memories``)."""
 
     __slots__ = ()
 
@@ -131,7 +158,7 @@ class PgMemoriesMixin(PgScoped):
         vectors = await asyncio.to_thread(encode_all) if n_vectors > ENCODE_IN_THREAD else encode_all()
         ids = [m.id or new_id() for m in memories]
         # JSON first: a value JSON cannot hold (NaN) is a ValueError before anything is written.
-        documents = [(dumps(m.content or {}), dumps(m.metadata or {})) for m in memories]
+        documents = [(json_text(m.content or {}), json_text(m.metadata or {})) for m in memories]
         now = now_ms()
         async with self._db.transaction() as conn:
             cur = await conn.execute("SELECT id FROM memories WHERE id = ANY(%s)", (ids,))
@@ -201,10 +228,10 @@ class PgMemoriesMixin(PgScoped):
         sets, params = [], []
         if content is not None:
             sets.append("content = %s::jsonb")
-            params.append(dumps(dict(content)))
+            params.append(json_text(dict(content)))
         if metadata is not None:
             sets.append("metadata = %s::jsonb")
-            params.append(dumps(dict(metadata)))
+            params.append(json_text(dict(metadata)))
         async with self._db.transaction() as conn:
             # Locked until the commit: a memory another daemon is deleting is waited for, then not found.
             cur = await conn.execute(
