@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from bot.store._connect import casefold
 from bot.store._scoped import new_id
 from bot.store._vectors import decode_vector
 from bot.types import (
@@ -28,6 +29,7 @@ __all__ = [
     "component_filter",
     "dumps",
     "entities_with_components",
+    "fold_names",
     "loads",
     "log_row",
     "normalize_names",
@@ -96,6 +98,13 @@ def normalize_names(names: object) -> list[str]:
     if isinstance(names, Iterable):
         return [n if isinstance(n, str) else str(n) for n in names]
     return [str(names)]
+
+
+def fold_names(names: Iterable[str]) -> list[str]:
+    """Entity names as a search by name compares them: NFKC-normalised and casefolded, as SQL's
+    ``casefold()`` on SQLite. PostgreSQL stores them (``folded_names``) since its own lowercasing
+    depends on the server's locale."""
+    return [casefold(n) or "" for n in names]
 
 
 def row_to_agent(row: Row) -> AgentRecord:

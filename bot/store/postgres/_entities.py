@@ -12,6 +12,7 @@ from bot.store._rows import (
     component_filter,
     dumps,
     entities_with_components,
+    fold_names,
     normalize_names,
     row_to_component,
     row_to_entity,
@@ -39,7 +40,7 @@ def _names(entity: Entity) -> tuple[str, list[str]]:
     """The ``names`` and ``folded_names`` columns of an entity: names as given, and as a search
     by name compares them (Python's casefold, whatever the server's locale)."""
     names = normalize_names(entity.names)
-    return dumps(names), [casefold(n) or "" for n in names]
+    return dumps(names), fold_names(names)
 
 
 class PgEntitiesMixin(PgScoped):

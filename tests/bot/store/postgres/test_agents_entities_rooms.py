@@ -4,11 +4,12 @@ writing one agent at once, and matching that does not depend on the server's loc
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bot.store import backend_for
+from bot.store import Database, backend_for, copy_to_postgres
 from bot.store.postgres import PostgresDatabase
 from bot.types import AgentRecord, Component, Entity, World
 
@@ -75,3 +76,13 @@ async def test_entities_with_their_components_are_read_in_one_query(
         in_room = {e.id: e for e in await store.get_entities_for_room(R, include_components=True)}
         assert [c.id for c in in_room[U].components] == ["c"] and in_room[A].components == []
         assert len(queries) == 2
+
+
+async def test_entities_copied_from_sqlite_are_found_by_name(tmp_path: Path, postgres_url: str) -> None:
+    async with Database(tmp_path / "troupe.db") as source:
+        await seed_agent(source, A, users=(U,), rooms=(R,))
+        async with PostgresDatabase(postgres_url) as target:
+            report = await copy_to_postgres(source, target)
+            assert report.matches
+            found = await target.for_agent(A).search_entities_by_name("USER 0")
+            assert [e.id for e in found] == [U]
