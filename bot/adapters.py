@@ -238,6 +238,9 @@ class PlatformAdapter(Generic[TargetT, SentT]):
     ) -> tuple[list[SentT], bool]:
         """Send a reply to ``answering``: what went out, and whether that is all of it. Never
         raises: a reply not sent, or not all of it, is logged."""
+        if not self.runtime.may_send():
+            _log.warning("%s: not sending a reply: another daemon may serve this character now", self.name)
+            return [], False
         try:
             return await self._send_native(target, text, content, answering), True
         except Exception as exc:  # noqa: BLE001 - a reply that fails is logged, the conversation goes on
@@ -271,6 +274,8 @@ class PlatformAdapter(Generic[TargetT, SentT]):
             SendError: nothing went out, or only the beginning (which is remembered); the
                 message says why, for the person who asked.
         """
+        if not self.runtime.may_send():
+            raise SendError(f"{self.label} is served by another daemon now; try again in a moment")
         text = str(content.get("text") or "")
         whole = True
         try:

@@ -80,7 +80,7 @@ async def chat(
     shared = Shared()  # this conversation's secrets, kept out of its log lines
     out = output or sys.stdout
     with redact.filtering(shared.secrets):
-        async with backend_for(settings.database) as db:
+        async with backend_for(settings.store_location) as db:
             runtime = AgentRuntime(
                 character,
                 db.for_agent(character.agent_id),

@@ -6,6 +6,7 @@
 ``troupe reload``          make the running daemon read its character files again (like SIGHUP).
 ``troupe chat FILE``       talk to one character in the terminal.
 ``troupe memory …``        inspect, export and forget what an agent remembers (bot/memory_cli/).
+``troupe store copy``      move a SQLite troupe into PostgreSQL (bot/store_cli.py).
 ``troupe --version``       the installed version.
 """
 
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from . import installed_version, logs, memory_cli
+from . import installed_version, logs, memory_cli, store_cli
 from .character import LoadResult, find_character, load_characters, scan_character_files
 from .errors import EXIT_CONFIG, TroupeError
 from .settings import DaemonSettings, load_environ
@@ -71,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--as", dest="user", default="you", help="your name in the conversation (default: you)")
     _log_level_option(chat, "WARNING")
     memory_cli.add_parser(sub)
+    store_cli.add_parser(sub)
     return parser
 
 
@@ -234,6 +236,8 @@ def _run(args: argparse.Namespace) -> int:
         return _chat(args)
     if args.command == "memory":
         return memory_cli.run(args)
+    if args.command == "store":
+        return store_cli.run(args)
     if args.command in ("status", "reload"):
         return _status(args) if args.command == "status" else _reload(args)
     return _start(args)

@@ -27,7 +27,9 @@ import asyncio
 import importlib
 import logging
 import os
+import secrets
 import signal
+import socket
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
@@ -45,13 +47,14 @@ from .lifecycle import AgentState, DaemonState
 from .links import Link, LinkState
 from .logs import agent_context
 from .metrics import Metrics
+from .placement import Placement
 from .platform_plans import PlatformPlan, plans_for, report_gaps
 from .reloading import plan_reload, read_characters, record_failures, summary_line
-from .runtime import AgentRuntime
+from .runtime import AgentRuntime, Fence
 from .settings import DaemonSettings
 from .shared import Shared
 from .signals import install_signal_handlers, remove_signal_handlers
-from .store import StoreBackend, backend_for
+from .store import Lease, StoreBackend, backend_for
 from .systemd import Notifier
 
 __all__ = ["Daemon", "PlatformPlan", "fingerprint"]
@@ -106,6 +109,9 @@ class Daemon:
         self._reload_lock = asyncio.Lock()
         self._reload_again = False
         self._background = BackgroundTasks("troupe")  # the daemon's own: they outlive any agent
+        #: With a database shared by several daemons: which characters this one serves (by lease).
+        self.placement: Placement | None = None
+        self.daemon_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
     # -- what runs ------------------------------------------------------------------------
 
@@ -160,7 +166,7 @@ class Daemon:
 
     async def _run(self) -> int:
         if not report_gaps(self.characters, self.plan()):
-            async with backend_for(self.settings.database) as db:  # record the characters all the same
+            async with backend_for(self.settings.store_location) as db:  # record the characters all the same
                 for result in self.characters:
                     record = result.raise_for_problems().to_record()
                     await db.for_agent(record.id).upsert_agent(record)
@@ -180,7 +186,7 @@ class Daemon:
             }
         )
         try:
-            async with backend_for(self.settings.database) as db:
+            async with backend_for(self.settings.store_location) as db:
                 self._db = db
                 try:
                     return await self._serve()
@@ -193,11 +199,24 @@ class Daemon:
             self.notifier.close()
 
     async def _serve(self) -> int:
-        await asyncio.gather(*(self._launch(r) for r in self.characters))
-        links = list(platform_links(self._agents.values()))
-        if not any(link.state is not LinkState.FAILED for link in links):
-            _log.error("no agent could connect to a platform; see the errors above")
-            return EXIT_CONFIG
+        if self.settings.database_url is not None:
+            # Several daemons may share this troupe: serve the characters whose leases this one
+            # holds, and keep taking its share as daemons come and go.
+            self.placement = Placement(
+                self._database().leases,
+                self,
+                self.daemon_id,
+                [r.raise_for_problems().agent_id for r in self.characters],
+                ttl_s=self.settings.lease_s,
+            )
+            await self.placement.step()
+            self._background.start(self.placement.run(), "placement")
+        else:
+            await asyncio.gather(*(self._launch(r) for r in self.characters))
+            links = list(platform_links(self._agents.values()))
+            if not any(link.state is not LinkState.FAILED for link in links):
+                _log.error("no agent could connect to a platform; see the errors above")
+                return EXIT_CONFIG
         self.state = DaemonState.RUNNING
         self._background.start(self.notifier.keep_alive(), "watchdog")
         status = status_line(self._agents.values())
@@ -210,12 +229,34 @@ class Daemon:
         _log.info("stopping%s", waiting)
         self.notifier.stopping(f"stopping{waiting}")
         await self._drain_all()
+        if self.placement is not None:
+            await self._background.close()  # no placement round after this point
+            await self.placement.leave()  # stop, then release: the others take over at once
         return 0
+
+    # -- placement (several daemons, one troupe) -----------------------------------------------
+
+    async def serve(self, agent_id: str, lease: Lease) -> None:
+        """Start serving a character this daemon now holds the lease of (``PlacementHost``)."""
+        result = next((r for r in self.characters if r.raise_for_problems().agent_id == agent_id), None)
+        if result is None or agent_id in self._agents:
+            return
+        placement = self.placement
+        assert placement is not None
+        _log.info("serving %s (lease epoch %d)", result.raise_for_problems().name, lease.epoch)
+        await self._launch(result, fence=_LeaseFence(placement, agent_id))
+
+    async def stop_serving(self, agent_id: str) -> None:
+        """Stop serving a character whose lease this daemon lost or hands over (``PlacementHost``)."""
+        agent = self._agents.pop(agent_id, None)
+        if agent is not None:
+            await self._retire(agent)
 
     # -- one agent ------------------------------------------------------------------------
 
-    async def _launch(self, result: LoadResult) -> HostedAgent:
-        """Start one character's agent and connect it to its platforms."""
+    async def _launch(self, result: LoadResult, *, fence: Fence | None = None) -> HostedAgent:
+        """Start one character's agent and connect it to its platforms (sending only while
+        ``fence`` allows, when given)."""
         character = result.raise_for_problems()
         agent = HostedAgent(result, fingerprint(result))
         self._agents[character.agent_id] = agent
@@ -229,6 +270,7 @@ class Daemon:
                 metrics=self.metrics,
                 shared=self.shared,
             )
+            runtime.fence = fence
             runtime.links.on_change = lambda platform, link, old: self._link_changed(
                 character.name, platform, link, old
             )
@@ -381,6 +423,12 @@ class Daemon:
 
     async def _apply_reload(self) -> ReloadSummary:
         results, self.environ = await asyncio.to_thread(read_characters, self.sources or [])  # file reads
+        loaded = results
+        if self.placement is not None:
+            # This daemon applies the change to the characters it serves; the others' daemons do
+            # theirs, and new characters are taken by whichever daemon's share has room.
+            self.placement.agent_ids = sorted({r.character.agent_id for r in results if r.ok and r.character})
+            results = [r for r in results if r.ok and r.character and r.character.agent_id in self._agents]
         plan = plan_reload(self._agents, results)
         for agent, result in plan.unchanged:
             agent.result = result  # same agent; the file may have moved
@@ -393,7 +441,10 @@ class Daemon:
             self._agents.pop(agent.character.agent_id, None)
         launched = await asyncio.gather(*(self._launch(r) for r in plan.starting))
         record_failures(plan.summary, launched)
-        self.characters = [a.result for a in self._agents.values()]
+        if self.placement is not None:
+            self.characters = [r for r in loaded if r.ok]
+        else:
+            self.characters = [a.result for a in self._agents.values()]
         return plan.summary
 
     # -- signals --------------------------------------------------------------------------
@@ -404,6 +455,20 @@ class Daemon:
             logging.shutdown()
             os._exit(_EXIT_FORCED)
         self.stop()
+
+
+class _LeaseFence:
+    """Sending as a character is allowed while this daemon holds its lease, in time."""
+
+    __slots__ = ("_agent_id", "_placement")
+
+    def __init__(self, placement: Placement, agent_id: str) -> None:
+        self._placement = placement
+        self._agent_id = agent_id
+
+    def allows(self) -> bool:
+        lease = self._placement.lease_of(self._agent_id)
+        return lease is not None and lease.valid()
 
 
 async def _attempt(

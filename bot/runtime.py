@@ -18,7 +18,7 @@ import importlib
 import logging
 import random
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping
-from typing import Any, TypeVar, overload
+from typing import Any, Protocol, TypeVar, overload
 
 from . import plugins as plugin_registry
 from .background import BackgroundTasks
@@ -40,7 +40,7 @@ from .store import Store
 from .stored_tasks import run_due_tasks, task_loop
 from .types import ChannelType, Entity, Memory, Room, Task, now_ms
 
-__all__ = ["AgentRuntime", "RuntimeState"]
+__all__ = ["AgentRuntime", "Fence", "RuntimeState"]
 
 _log = logging.getLogger(__name__)
 
@@ -50,6 +50,13 @@ EventHandler = Callable[[dict[str, Any]], Awaitable[None]]
 
 _DEFAULT_CONVERSATION_LENGTH = 32
 _DEFAULT_RECOVERY_WINDOW_S = 300.0
+
+
+class Fence(Protocol):
+    """Whether this process may still act as a character: when several daemons share a troupe,
+    only while it holds the character's lease (bot/placement.py)."""
+
+    def allows(self) -> bool: ...
 
 
 class AgentRuntime:
@@ -107,6 +114,8 @@ class AgentRuntime:
         self.shared = shared if shared is not None else Shared()
         self.links = Links()
         self.accepting = True  # False once draining: new messages are refused
+        #: Set by the daemon when several daemons share the troupe: sending stops once it refuses.
+        self.fence: Fence | None = None
         self._in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -316,6 +325,10 @@ class AgentRuntime:
     def in_flight(self) -> int:
         """Messages being handled right now."""
         return self._in_flight
+
+    def may_send(self) -> bool:
+        """Whether this process may still send as the character (see :class:`Fence`)."""
+        return self.fence is None or self.fence.allows()
 
     async def drain(self, timeout: float) -> bool:
         """Stop taking new messages, then wait up to ``timeout`` seconds for the ones being handled

@@ -53,6 +53,19 @@ class DaemonSettings(BaseSettings):
 
     data_dir: Path = Field(default=Path("data"), description="where the database and caches live")
     db_path: Path | None = Field(default=None, description="the SQLite file; default <data_dir>/troupe.db")
+    database_url: SecretStr | None = Field(
+        default=None,
+        description="a PostgreSQL database with pgvector (postgresql://…) shared by several daemons; "
+        "unset: the SQLite file",
+    )
+    lease_s: float = Field(
+        default=10.0,
+        ge=1,
+        le=300,
+        allow_inf_nan=False,
+        description="with TROUPE_DATABASE_URL: how long a daemon holds a character without renewing; "
+        "another daemon takes over within this time after it dies",
+    )
     log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING, ERROR or CRITICAL")
     reconnect_base_s: float = Field(
         default=2.0,
@@ -114,8 +127,22 @@ class DaemonSettings(BaseSettings):
 
     @property
     def database(self) -> Path:
-        """The SQLite file to open."""
+        """The SQLite file to open (also where the control socket and history go by default)."""
         return self.db_path if self.db_path is not None else self.data_dir / "troupe.db"
+
+    @property
+    def store_location(self) -> str:
+        """What to open: TROUPE_DATABASE_URL when set, else the SQLite file."""
+        if self.database_url is not None:
+            return self.database_url.get_secret_value()
+        return str(self.database)
+
+    @field_validator("database_url", mode="after")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(("postgresql://", "postgres://")):
+            raise ValueError("must be a PostgreSQL URL (postgresql://user:password@host:5432/database)")
+        return value
 
 
 def _settings_message(exc: ValidationError) -> str:

@@ -86,8 +86,12 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if given:
         yield given
         return
+    import logging
+
     import pgserver
 
+    # Its clean-up at exit logs through handlers pytest has closed by then.
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
     server = pgserver.get_server(tmp_path_factory.mktemp("postgres"), cleanup_mode="stop")
     try:
         yield server.get_uri()

@@ -20,9 +20,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     memory.add_argument(
         "--db",
-        type=Path,
-        metavar="FILE",
-        help="the database file (default: TROUPE_DB_PATH, else TROUPE_DATA_DIR/troupe.db)",
+        metavar="FILE|URL",
+        help="the database: a SQLite file or a postgresql:// URL (default: TROUPE_DATABASE_URL, else "
+        "TROUPE_DB_PATH, else TROUPE_DATA_DIR/troupe.db)",
     )
     commands = memory.add_subparsers(dest="memory_command", required=True, metavar="SUBCOMMAND")
 

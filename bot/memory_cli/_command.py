@@ -33,15 +33,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _main(args: argparse.Namespace) -> int:
-    from ..store import backend_for
+    from ..store import backend_for, is_postgres_url
 
-    path = args.db if args.db is not None else DaemonSettings().database
-    if not await asyncio.to_thread(Path(path).is_file):
+    location = str(args.db) if args.db is not None else DaemonSettings().store_location
+    if not is_postgres_url(location) and not await asyncio.to_thread(Path(location).is_file):
         raise Stop(
             EXIT_CONFIG,
-            f"no database at {path}: point TROUPE_DB_PATH or TROUPE_DATA_DIR (or --db) at the daemon's database",
+            f"no database at {location}: point TROUPE_DB_PATH or TROUPE_DATA_DIR (or --db) at the daemon's "
+            "database, or set TROUPE_DATABASE_URL to its PostgreSQL database",
         )
-    async with backend_for(path) as db:
+    async with backend_for(location) as db:
         command = args.memory_command
         if command == "list" and args.agent is None:
             return await list_agents(db)

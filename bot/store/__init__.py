@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import os
 
+from bot.errors import StoreError
+from bot.store._copy import CopyReport, copy_to_postgres
 from bot.store._database import Database
+from bot.store._leases import Lease, LeaseRecord, Leases
 from bot.store._memories import DEDUP_THRESHOLD
 from bot.store._migrations import SCHEMA_VERSION
 from bot.store._protocol import JSONValue, Store, StoreBackend
 from bot.store._search import fts_query
 from bot.store._sqlite import AgentStore
+from bot.store._urls import is_postgres_url, redacted_url
 from bot.store._values import (
     DERIVED_TABLES,
     KNOWLEDGE_TABLES,
@@ -36,6 +40,7 @@ from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, DIMENSION_MAP
 
 __all__ = [
     "AgentStore",
+    "CopyReport",
     "DEDUP_THRESHOLD",
     "DEFAULT_EMBEDDING_DIMENSION",
     "DERIVED_TABLES",
@@ -46,6 +51,9 @@ __all__ = [
     "KNOWLEDGE_TABLES",
     "KnowledgeDocument",
     "KnowledgeSourceRecord",
+    "Lease",
+    "LeaseRecord",
+    "Leases",
     "MemoryExport",
     "MessageHandling",
     "Participation",
@@ -54,16 +62,25 @@ __all__ = [
     "Store",
     "StoreBackend",
     "backend_for",
+    "copy_to_postgres",
     "fts_query",
+    "is_postgres_url",
+    "redacted_url",
 ]
 
 
 def backend_for(location: str | os.PathLike[str]) -> StoreBackend:
     """The storage backend at ``location``, not open yet: PostgreSQL for a ``postgresql://`` URL,
     else SQLite (a file path or ``":memory:"``)."""
-    if isinstance(location, str) and location.startswith(("postgresql://", "postgres://")):
+    if is_postgres_url(location):
         # Imported only here: psycopg is needed only by troupes on PostgreSQL.
-        from bot.store.postgres import PostgresDatabase
+        try:
+            from bot.store.postgres import PostgresDatabase
+        except ImportError as exc:
+            raise StoreError(
+                f"a PostgreSQL database needs the PostgreSQL driver, which is not installed ({exc.name}): "
+                "pip install 'troupe[postgres]' into the Python that runs troupe"
+            ) from None
 
         return PostgresDatabase(location)  # type: ignore[return-value]  # until it implements every method
     return Database(location)

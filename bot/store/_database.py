@@ -14,6 +14,7 @@ import os
 from bot.errors import StoreError
 from bot.store._access import State
 from bot.store._connect import MEMORY_PATH, VECTOR_BACKEND, open_connection, sqlean
+from bot.store._leases import LocalLeases
 from bot.store._log_queue import QueuedLogs
 from bot.store._migrations import migrate
 from bot.store._reads import ReadBatches
@@ -48,6 +49,7 @@ class Database(QueuedLogs):
         self._schema_version = 0
         # agent id -> active embedding dimension; written through by ensure_embedding_dimension.
         self._dimensions: dict[str, int] = {}
+        self._leases = LocalLeases()
         #: Agents of this process take turns at the shared knowledge scope (plugins/knowledge), so a
         #: shared document is stored and embedded once.
         self.shared_knowledge_lock = asyncio.Lock()
@@ -181,6 +183,11 @@ class Database(QueuedLogs):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+    @property
+    def leases(self) -> LocalLeases:
+        """Leases within this process: one daemon uses a SQLite file, so it holds them all."""
+        return self._leases
 
     # -- housekeeping ------------------------------------------------------------------------------
 

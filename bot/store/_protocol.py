@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, Protocol, Self, runtime_checkable
 
+from bot.store._leases import Leases
 from bot.store._values import Forgotten, KnowledgeDocument, KnowledgeSourceRecord, MemoryExport, MessageHandling
 from bot.types import (
     AgentRecord,
@@ -293,3 +294,5 @@ class StoreBackend(Protocol):
     async def __aexit__(self, *exc_info: object) -> None: ...
     def for_agent(self, agent_id: str) -> Store: ...
     async def checkpoint(self) -> bool: ...
+    @property
+    def leases(self) -> Leases: ...

@@ -366,3 +366,26 @@ async def test_a_reply_to_a_stored_message_quotes_it_and_a_blank_one_sends_nothi
     assert text_only.posted == []
     nowhere = Memory(id=rt.unique_id("chat:lost"), entity_id="e", room_id="r", content={"text": "?"})
     assert await adapter.reply_to(nowhere, {"text": "pong"}) == []
+
+
+class Fenced:
+    """A lease that another daemon has taken over (or one this process paused past)."""
+
+    def __init__(self) -> None:
+        self.held = True
+
+    def allows(self) -> bool:
+        return self.held
+
+
+async def test_nothing_is_sent_once_the_fence_refuses(runtime, caplog) -> None:  # noqa: F811
+    rt = runtime
+    adapter = ChatAdapter(rt)
+    rt.fence = fence = Fenced()
+    assert await adapter.send_reply("general", "Still mine", {}, 1) == ([Posted(1, "general", "Still mine")], True)
+    fence.held = False
+    assert await adapter.send_reply("general", "Too late", {}, 2) == ([], False)
+    with pytest.raises(SendError, match=r"^Chat is served by another daemon now; try again in a moment$"):
+        await adapter.send_to_room(room(rt), {"text": "hello"})
+    assert adapter.posted == [Posted(1, "general", "Still mine")]
+    assert "not sending a reply: another daemon may serve this character now" in caplog.text

@@ -8,6 +8,7 @@ migrations applied under an advisory lock, so daemons starting together migrate 
 
 from __future__ import annotations
 
-from bot.store.postgres._database import PostgresDatabase, is_postgres_url
+from bot.store._urls import is_postgres_url
+from bot.store.postgres._database import PostgresDatabase
 
 __all__ = ["PostgresDatabase", "is_postgres_url"]

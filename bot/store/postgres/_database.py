@@ -15,7 +15,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import psycopg
 from psycopg.rows import dict_row
@@ -23,6 +23,8 @@ from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.errors import StoreError
+from bot.store._urls import is_postgres_url, redacted_url
+from bot.store.postgres._leases import PgLeases
 from bot.store.postgres._log_queue import QueuedLogs
 from bot.store.postgres._migrations import migrate
 
@@ -51,21 +53,6 @@ class State(enum.Enum):
     CLOSED = "closed"
 
 
-def is_postgres_url(location: object) -> bool:
-    """Whether ``location`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
-    return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
-
-
-def redacted_url(url: str) -> str:
-    """``url`` with its password (if any) replaced, for logs and errors."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = (parts.username or "") + ":***"
-    return urlunsplit(parts._replace(netloc=f"{user}@{netloc[-1]}"))
-
-
 class PostgresDatabase:
     """A PostgreSQL database as a ``StoreBackend``. ``async with PostgresDatabase(url) as db:``
     opens the pool and migrates; ``db.for_agent(agent_id)`` gives one agent's store."""
@@ -80,6 +67,7 @@ class PostgresDatabase:
         self._pool: AsyncConnectionPool | None = None
         self._state = State.UNOPENED
         self._schema_version = 0
+        self._leases = PgLeases(self)
         #: Agents of this process take turns at the shared knowledge scope (as with SQLite).
         self.shared_knowledge_lock = asyncio.Lock()
         #: Rows of ``Store.queue_log``, written together soon after; flushed by close().
@@ -164,6 +152,11 @@ class PostgresDatabase:
         if not agent_id or not isinstance(agent_id, str):
             raise ValueError(f"for_agent needs a non-empty agent id, not {agent_id!r}")
         return PgAgentStore(self, agent_id)
+
+    @property
+    def leases(self) -> PgLeases:
+        """The troupe's leases, shared by every daemon on this database."""
+        return self._leases
 
     def shared_reads(self) -> AbstractContextManager[None]:
         """No read sharing yet: each read is its own query."""

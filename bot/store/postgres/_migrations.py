@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 
 from bot.errors import SchemaVersionError
+from bot.store.postgres._leases import SCHEMA as LEASES
 from bot.store.postgres._schema import TABLES
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
@@ -43,6 +44,7 @@ class Migration:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "base", _BASE),
     Migration(2, "the tables of the store (as SQLite's schema 5)", TABLES),
+    Migration(3, "leases: which daemon serves what", LEASES),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

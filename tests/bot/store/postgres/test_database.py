@@ -10,9 +10,8 @@ import psycopg
 import pytest
 
 from bot.errors import StoreError
-from bot.store import backend_for
+from bot.store import backend_for, redacted_url
 from bot.store.postgres import PostgresDatabase
-from bot.store.postgres._database import redacted_url
 from bot.store.postgres._migrations import SCHEMA_VERSION
 
 
@@ -84,3 +83,15 @@ async def test_jsonb_comes_back_as_json_text_as_sqlite_gives_it(postgres_url: st
     async with PostgresDatabase(postgres_url) as db:
         row = await db.fetchone("""SELECT '"a string"'::jsonb AS s, '{"k": [1, 2]}'::jsonb AS o""")
         assert row == {"s": '"a string"', "o": '{"k": [1, 2]}'}
+
+
+def test_without_the_driver_a_postgres_url_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    for name in [
+        m for m in sys.modules if m == "bot.store.postgres" or m.startswith(("bot.store.postgres.", "psycopg"))
+    ]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if not installed
+    with pytest.raises(StoreError, match=r"needs the PostgreSQL driver.*pip install 'troupe\[postgres\]'"):
+        backend_for("postgresql://db.example/troupe")

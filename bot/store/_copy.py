@@ -1,0 +1,190 @@
+"""``troupe store copy``: a SQLite troupe moved into PostgreSQL, row for row.
+
+Table by table in the order foreign keys need, every row of the SQLite file is written to the
+(empty) PostgreSQL database in one transaction: either everything arrives or nothing does.
+Values are converted by the target column's type (JSON text to jsonb, 0/1 to booleans); a
+memory's vectors, one SQLite column per dimension, become one row per dimension. Columns
+PostgreSQL computes itself (the keyword index) are left to it, and the identity that orders
+memories written in the same millisecond continues after the copied ones. Afterwards the rows of
+every table are counted on both sides.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from bot.errors import StoreError
+from bot.store._connect import Connection
+from bot.store._database import Database
+from bot.store._scoped import new_id
+from bot.store._vectors import DIMENSION_MAP, decode_vector
+
+if TYPE_CHECKING:
+    from bot.store.postgres import PostgresDatabase
+
+__all__ = ["CopyReport", "TABLES", "copy_to_postgres"]
+
+_log = logging.getLogger(__name__)
+
+#: Every table of the store, parents before children.
+TABLES = (
+    "agents",
+    "entities",
+    "worlds",
+    "rooms",
+    "participants",
+    "memories",
+    "embeddings",
+    "relationships",
+    "components",
+    "cache",
+    "logs",
+    "tasks",
+    "knowledge_sources",
+    "message_handling",
+    "inbox",
+)
+
+_CHUNK = 2000  # rows read from SQLite at a time
+# Tables SQLite keeps without a rowid, read in their primary key's order.
+_WITHOUT_ROWID = {
+    "knowledge_sources": "scope_id, owner_id, source",
+    "message_handling": "agent_id, memory_id",
+    "inbox": "agent_id, source, event_id",
+}
+
+
+@dataclass
+class CopyReport:
+    """Rows per table: copied from SQLite, and found in PostgreSQL afterwards."""
+
+    source: dict[str, int] = field(default_factory=dict)
+    target: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def matches(self) -> bool:
+        return self.source == self.target
+
+
+async def copy_to_postgres(
+    source: Database, target: PostgresDatabase, *, progress: Callable[[str, int], None] | None = None
+) -> CopyReport:
+    """Copy every row of ``source`` into ``target`` (both open; ``target`` must hold no troupe).
+
+    Raises StoreError when the target already has agents, or when a row cannot be written
+    (nothing is then copied).
+    """
+    existing = await target.fetchone("SELECT count(*) AS n FROM agents")
+    if existing is not None and existing["n"]:
+        raise StoreError(f"{target.path} already holds a troupe ({existing['n']} agents): copy into an empty database")
+    report = CopyReport()
+    columns = {table: await _target_columns(target, table) for table in TABLES}
+    async with target.transaction() as conn:
+        for table in TABLES:
+            count = 0
+            after = None
+            while True:
+                rows, after = await source.read(_reader(table, after))
+                if not rows:
+                    break
+                converted = _convert(table, rows, columns[table])
+                if converted:
+                    names = list(converted[0])
+                    overriding = " OVERRIDING SYSTEM VALUE" if table == "memories" else ""
+                    placeholders = ", ".join(_placeholder(columns[table][n]) for n in names)
+                    await conn.cursor().executemany(
+                        f"INSERT INTO {table} ({', '.join(names)}){overriding} VALUES ({placeholders})",
+                        [tuple(row[n] for n in names) for row in converted],
+                    )
+                count += len(converted)
+                if progress is not None:
+                    progress(table, count)
+            report.source[table] = count
+        # New memories continue after the copied ones in write order.
+        await conn.execute(
+            "SELECT setval(pg_get_serial_sequence('memories', 'seq'), coalesce(max(seq), 0) + 1, false) FROM memories"
+        )
+    for table in TABLES:
+        row = await target.fetchone(f"SELECT count(*) AS n FROM {table}")
+        report.target[table] = int(row["n"]) if row else 0
+    return report
+
+
+async def _target_columns(target: PostgresDatabase, table: str) -> dict[str, str]:
+    """The columns PostgreSQL takes values for (not the ones it computes), with their types."""
+    rows = await target.fetchall(
+        "SELECT column_name, udt_name FROM information_schema.columns "
+        "WHERE table_schema = current_schema() AND table_name = %s AND is_generated = 'NEVER' "
+        "ORDER BY ordinal_position",
+        (table,),
+    )
+    if not rows:
+        raise StoreError(f"the PostgreSQL database has no table {table}: is its schema troupe's?")
+    return {str(r["column_name"]): str(r["udt_name"]) for r in rows}
+
+
+def _reader(table: str, after: object) -> Callable[[Connection], tuple[list[dict[str, Any]], object]]:
+    """The next chunk of ``table``'s rows as dicts, and where the one after starts: by rowid, or
+    for tables without one by their primary key's order."""
+
+    def read(conn: Connection) -> tuple[list[dict[str, Any]], object]:
+        keys = _WITHOUT_ROWID.get(table)
+        if keys is None:
+            start = after if isinstance(after, int) else -(2**63)
+            sql = f"SELECT rowid AS _rowid_, * FROM {table} WHERE rowid > ? ORDER BY rowid LIMIT ?"
+            cursor = conn.execute(sql, (start, _CHUNK))
+        else:
+            offset = after if isinstance(after, int) else 0
+            cursor = conn.execute(f"SELECT * FROM {table} ORDER BY {keys} LIMIT ? OFFSET ?", (_CHUNK, offset))
+        names = [d[0] for d in cursor.description]
+        rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        if keys is None:
+            return rows, (rows[-1]["_rowid_"] if rows else after)
+        return rows, (after if isinstance(after, int) else 0) + len(rows)
+
+    return read
+
+
+def _convert(table: str, rows: Sequence[dict[str, Any]], columns: dict[str, str]) -> list[dict[str, Any]]:
+    if table == "embeddings":
+        return [vector for row in rows for vector in _vectors(row)]
+    converted = []
+    for row in rows:
+        out: dict[str, Any] = {}
+        for name, kind in columns.items():
+            if name not in row:
+                continue  # a column only PostgreSQL has, with its default
+            value = row[name]
+            if kind == "bool" and value is not None:
+                value = bool(value)
+            out[name] = value
+        converted.append(out)
+    return converted
+
+
+def _vectors(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """A memory's vectors, one SQLite column per dimension, as PostgreSQL's rows (one each)."""
+    out: list[dict[str, Any]] = []
+    for dim, column in sorted(DIMENSION_MAP.items()):
+        blob = row.get(column)
+        if blob is None:
+            continue
+        text = "[" + ",".join(repr(v) for v in decode_vector(blob)) + "]"
+        # The first keeps the SQLite row's id; another dimension of the same memory needs its own.
+        out.append(
+            {
+                "id": row["id"] if not out else new_id(),
+                "memory_id": row["memory_id"],
+                "created_at": row["created_at"],
+                "embedding": text,
+            }
+        )
+        _log.debug("memory %s: copied its %d-dimension vector", row["memory_id"], dim)
+    return out
+
+
+def _placeholder(kind: str) -> str:
+    return {"jsonb": "%s::jsonb", "vector": "%s::vector"}.get(kind, "%s")
