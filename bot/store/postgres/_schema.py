@@ -4,8 +4,10 @@ The same tables, columns and scoping as SQLite, so the two backends read alike a
 store copy`` moves rows one to one. What differs, deliberately:
 - timestamps stay ``bigint`` milliseconds since the epoch, as troupe's types carry them;
 - JSON columns are ``jsonb``, read back as JSON text (bot/store/_rows.py parses both alike);
-- memories, logs and tasks keep ``seq`` (an identity) only to order rows written in the same
-  millisecond, as SQLite's rowid does;
+- memories, entities, components, worlds, rooms, participants, relationships, logs and tasks have
+  ``seq`` (an identity) only to order rows written in the same millisecond, as SQLite's rowid does;
+- entities keep ``folded_names``, their names NFKC-normalised and casefolded by Python (as SQLite's
+  ``casefold()`` does), so a search by name matches alike whatever the server's locale;
 - keyword search is a stored ``tsvector`` of the memory's text with a GIN index, where SQLite
   has an FTS5 table kept in step by triggers;
 - a vector is one ``vector`` column (pgvector) on embeddings, whatever its dimension.
@@ -39,16 +41,19 @@ CREATE TABLE agents (
 );
 
 CREATE TABLE entities (
-    id         text PRIMARY KEY,
-    agent_id   text NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
-    created_at bigint NOT NULL DEFAULT NOW_MS,
-    names      jsonb NOT NULL DEFAULT '[]',
-    metadata   jsonb NOT NULL DEFAULT '{}',
+    seq          bigint GENERATED ALWAYS AS IDENTITY,
+    id           text PRIMARY KEY,
+    agent_id     text NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    created_at   bigint NOT NULL DEFAULT NOW_MS,
+    names        jsonb NOT NULL DEFAULT '[]',
+    folded_names text[] NOT NULL DEFAULT '{}',
+    metadata     jsonb NOT NULL DEFAULT '{}',
     UNIQUE (id, agent_id)
 );
 CREATE INDEX idx_entities_agent ON entities(agent_id);
 
 CREATE TABLE worlds (
+    seq               bigint GENERATED ALWAYS AS IDENTITY,
     id                text PRIMARY KEY,
     agent_id          text NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
     name              text NOT NULL,
@@ -60,6 +65,7 @@ CREATE TABLE worlds (
 CREATE INDEX idx_worlds_agent ON worlds(agent_id);
 
 CREATE TABLE rooms (
+    seq               bigint GENERATED ALWAYS AS IDENTITY,
     id                text PRIMARY KEY,
     agent_id          text REFERENCES agents(id) ON DELETE CASCADE,
     source            text NOT NULL,
@@ -76,6 +82,7 @@ CREATE INDEX idx_rooms_world ON rooms(world_id);
 CREATE INDEX idx_rooms_agent ON rooms(agent_id);
 
 CREATE TABLE participants (
+    seq        bigint GENERATED ALWAYS AS IDENTITY,
     id         text PRIMARY KEY,
     created_at bigint NOT NULL DEFAULT NOW_MS,
     entity_id  text REFERENCES entities(id) ON DELETE CASCADE,
@@ -121,6 +128,7 @@ CREATE TABLE embeddings (
 );
 
 CREATE TABLE relationships (
+    seq              bigint GENERATED ALWAYS AS IDENTITY,
     id               text PRIMARY KEY,
     created_at       bigint NOT NULL DEFAULT NOW_MS,
     source_entity_id text NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
@@ -134,6 +142,7 @@ CREATE INDEX idx_relationships_users ON relationships(source_entity_id, target_e
 CREATE INDEX idx_relationships_target ON relationships(target_entity_id);
 
 CREATE TABLE components (
+    seq              bigint GENERATED ALWAYS AS IDENTITY,
     id               text PRIMARY KEY,
     entity_id        text NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
     agent_id         text NOT NULL REFERENCES agents(id) ON DELETE CASCADE,

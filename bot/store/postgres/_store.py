@@ -7,14 +7,24 @@ methods live in one module per group of tables, as for SQLite; this class puts t
 
 from __future__ import annotations
 
+from bot.store.postgres._agents import PgAgentsMixin
+from bot.store.postgres._entities import PgEntitiesMixin
 from bot.store.postgres._handling import PgHandlingMixin
 from bot.store.postgres._records import PgRecordsMixin
+from bot.store.postgres._rooms import PgRoomsMixin
 from bot.store.postgres._scoped import PgScoped
 
 __all__ = ["PgAgentStore"]
 
 
-class PgAgentStore(PgRecordsMixin, PgHandlingMixin, PgScoped):
+class PgAgentStore(
+    PgAgentsMixin,
+    PgEntitiesMixin,
+    PgRoomsMixin,
+    PgRecordsMixin,
+    PgHandlingMixin,
+    PgScoped,
+):
     """Everything one agent stores in the shared :class:`PostgresDatabase`. Implements ``Store``."""
 
     __slots__ = ()
