@@ -24,6 +24,7 @@ BACKENDS = ["sqlite", "postgres"]
 POSTGRES_READY: set[str] = {
     "test_entities",
     "test_leases",
+    "test_records",
 }
 
 
