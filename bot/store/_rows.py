@@ -208,7 +208,8 @@ def room_values(room: Room, room_id: str, agent_id: str) -> tuple[str | None, ..
     )
 
 
-def row_to_memory(row: Row, *, embedding: bytes | None = None, similarity: float | None = None) -> Memory:
+def row_to_memory(row: Row, *, embedding: bytes | list[float] | None = None, similarity: float | None = None) -> Memory:
+    """A memory from its row; ``embedding`` as SQLite's float32 BLOB or as floats already decoded."""
     return Memory(
         id=row["id"],
         entity_id=row["entity_id"],
@@ -216,7 +217,7 @@ def row_to_memory(row: Row, *, embedding: bytes | None = None, similarity: float
         room_id=row["room_id"],
         world_id=row["world_id"],
         content=loads(row["content"], {}),
-        embedding=decode_vector(embedding) if embedding is not None else None,
+        embedding=decode_vector(embedding) if isinstance(embedding, bytes) else embedding,
         created_at=row["created_at"],
         unique=bool(row["is_unique"]),
         metadata=loads(row["metadata"], {}),

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import psycopg
+from pgvector.psycopg import register_vector_async
 from psycopg.rows import dict_row
 from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
@@ -110,7 +111,7 @@ class PostgresDatabase:
             max_idle=_IDLE_S,
             timeout=_POOL_WAIT_S,
             kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": _CONNECT_TIMEOUT_S},
-            configure=_configure,
+            configure=_configure_pooled,
             open=False,
             name="troupe",
         )
@@ -212,12 +213,19 @@ async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
     conn.adapters.register_loader("jsonb", TextLoader)
 
 
-# A broken constraint is named as SQLite names it, so callers' messages read alike on both backends.
-_CONSTRAINTS: tuple[tuple[type[psycopg.Error], str], ...] = (
-    (psycopg.errors.ForeignKeyViolation, "FOREIGN KEY constraint failed"),
-    (psycopg.errors.UniqueViolation, "UNIQUE constraint failed"),
-    (psycopg.errors.CheckViolation, "CHECK constraint failed"),
-    (psycopg.errors.NotNullViolation, "NOT NULL constraint failed"),
+async def _configure_pooled(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Pooled connections (opened once the migrations made the type): also pgvector's ``vector``,
+    sent and read as ``pgvector.Vector`` (float32, as SQLite stores vectors)."""
+    await _configure(conn)
+    await register_vector_async(conn)
+
+
+# Constraint failures worded as SQLite words them, so callers read one message from both backends.
+_CONSTRAINTS = (
+    (psycopg.errors.CheckViolation, "CHECK"),
+    (psycopg.errors.ForeignKeyViolation, "FOREIGN KEY"),
+    (psycopg.errors.UniqueViolation, "UNIQUE"),
+    (psycopg.errors.NotNullViolation, "NOT NULL"),
 )
 
 
@@ -225,7 +233,7 @@ def _reason(exc: BaseException, url: str) -> str:
     """The driver's message, without the URL's password should it quote it."""
     text = str(exc).strip() or type(exc).__name__
     kind = next((name for error, name in _CONSTRAINTS if isinstance(exc, error)), None)
-    if kind:
-        text = f"{kind}: {text}"
+    if kind is not None:
+        text = f"{kind} constraint failed: {text}"
     password = urlsplit(url).password
     return text.replace(password, "***") if password else text

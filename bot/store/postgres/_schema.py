@@ -94,6 +94,25 @@ CREATE TABLE participants (
 CREATE INDEX idx_participants_user ON participants(entity_id);
 CREATE INDEX idx_participants_room ON participants(room_id);
 
+-- Keyword search (bot/store/postgres/_search.py): English stems without stop words (a search for
+-- "and" finds "this and that", as FTS5's porter tokenizer does), over the text with diacritics
+-- folded and ASCII punctuation as spaces (FTS5's unicode61 with remove_diacritics: "x@y.com" is
+-- the words x, y and com, "café" is "cafe"). A tsvector holds at most 1 MB: a text past 200,000
+-- characters keeps its words without their positions, from its first 500,000 characters, so that
+-- a long document is stored (and found by those words) where it would otherwise be refused.
+-- The functions are IMMUTABLE so a stored column can use them.
+CREATE TEXT SEARCH DICTIONARY troupe_stem (TEMPLATE = snowball, LANGUAGE = english);
+CREATE TEXT SEARCH CONFIGURATION troupe_text (COPY = english);
+ALTER TEXT SEARCH CONFIGURATION troupe_text
+    ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part WITH troupe_stem;
+CREATE FUNCTION troupe_search_text(text) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN regexp_replace(regexp_replace(normalize($1, NFD), '[\\u0300-\\u036f]+', '', 'g'),
+                          '[!-/:-@\\[-`{-~]+', ' ', 'g');
+CREATE FUNCTION troupe_text_vector(text) RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN $1 IS NULL THEN ''::tsvector
+                WHEN length($1) <= 200000 THEN to_tsvector('troupe_text', troupe_search_text($1))
+                ELSE strip(to_tsvector('troupe_text', troupe_search_text(left($1, 500000)))) END;
+
 CREATE TABLE memories (
     seq         bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
     id          text PRIMARY KEY,
@@ -106,7 +125,7 @@ CREATE TABLE memories (
     world_id    text,
     is_unique   boolean NOT NULL DEFAULT true,
     metadata    jsonb NOT NULL DEFAULT '{}',
-    text_search tsvector GENERATED ALWAYS AS (to_tsvector('english', coalesce(content->>'text', ''))) STORED,
+    text_search tsvector GENERATED ALWAYS AS (troupe_text_vector(content->>'text')) STORED,
     CHECK (metadata->>'type' IS DISTINCT FROM 'fragment'
            OR (metadata->>'documentId' IS NOT NULL AND metadata->>'position' IS NOT NULL)),
     CHECK (metadata->>'type' IS DISTINCT FROM 'document' OR metadata->>'timestamp' IS NOT NULL)
@@ -120,12 +139,29 @@ CREATE INDEX idx_memories_document_id ON memories((metadata->>'documentId'));
 CREATE INDEX idx_fragments_order ON memories((metadata->>'documentId'), (metadata->'position'));
 CREATE INDEX idx_memories_text_search ON memories USING gin (text_search);
 
+-- One vector column of any dimension (dim): an agent that changes embedding model keeps its old
+-- vectors, invisible until it switches back, as SQLite keeps one column per dimension. Each
+-- dimension has a partial HNSW cosine index on the column cast to that dimension (pgvector 0.6
+-- indexes up to 2,000 dimensions: 3072 has none); bot/store/postgres/_search.py says how
+-- searches use them.
 CREATE TABLE embeddings (
     id         text PRIMARY KEY,
-    memory_id  text NOT NULL UNIQUE REFERENCES memories(id) ON DELETE CASCADE,
+    memory_id  text NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
     created_at bigint NOT NULL DEFAULT NOW_MS,
-    embedding  vector NOT NULL
+    embedding  vector NOT NULL,
+    dim        integer GENERATED ALWAYS AS (vector_dims(embedding)) STORED,
+    UNIQUE (memory_id, dim)
 );
+CREATE INDEX idx_embeddings_hnsw_384 ON embeddings
+    USING hnsw ((embedding::vector(384)) vector_cosine_ops) WHERE dim = 384;
+CREATE INDEX idx_embeddings_hnsw_512 ON embeddings
+    USING hnsw ((embedding::vector(512)) vector_cosine_ops) WHERE dim = 512;
+CREATE INDEX idx_embeddings_hnsw_768 ON embeddings
+    USING hnsw ((embedding::vector(768)) vector_cosine_ops) WHERE dim = 768;
+CREATE INDEX idx_embeddings_hnsw_1024 ON embeddings
+    USING hnsw ((embedding::vector(1024)) vector_cosine_ops) WHERE dim = 1024;
+CREATE INDEX idx_embeddings_hnsw_1536 ON embeddings
+    USING hnsw ((embedding::vector(1536)) vector_cosine_ops) WHERE dim = 1536;
 
 CREATE TABLE relationships (
     seq              bigint GENERATED ALWAYS AS IDENTITY,

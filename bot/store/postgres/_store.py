@@ -13,6 +13,7 @@ from bot.store.postgres._handling import PgHandlingMixin
 from bot.store.postgres._records import PgRecordsMixin
 from bot.store.postgres._rooms import PgRoomsMixin
 from bot.store.postgres._scoped import PgScoped
+from bot.store.postgres._search import PgSearchMixin
 
 __all__ = ["PgAgentStore"]
 
@@ -23,6 +24,7 @@ class PgAgentStore(
     PgRoomsMixin,
     PgRecordsMixin,
     PgHandlingMixin,
+    PgSearchMixin,
     PgScoped,
 ):
     """Everything one agent stores in the shared :class:`PostgresDatabase`. Implements ``Store``."""

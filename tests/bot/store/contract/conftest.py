@@ -23,8 +23,11 @@ BACKENDS = ["sqlite", "postgres"]
 # the others run on SQLite alone until their group of tables is in.
 POSTGRES_READY: set[str] = {
     "test_entities",
+    "test_keyword_search",
     "test_leases",
+    "test_memories",
     "test_records",
+    "test_vector_search",
 }
 
 
