@@ -23,6 +23,7 @@ BACKENDS = ["sqlite", "postgres"]
 # the others run on SQLite alone until their group of tables is in.
 POSTGRES_READY: set[str] = {
     "test_entities",
+    "test_handling",
     "test_keyword_search",
     "test_leases",
     "test_memories",
