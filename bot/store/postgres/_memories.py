@@ -30,7 +30,7 @@ from bot.store.postgres._database import Row
 from bot.store.postgres._scoped import PgScoped
 from bot.types import Memory, now_ms
 
-__all__ = ["PgMemoriesMixin", "PgMemoryFilter", "pg_vector"]
+__all__ = ["CREATE_VECTOR", "INSERT_MEMORY", "PgMemoriesMixin", "PgMemoryFilter", "pg_vector", "similarity_hits"]
 
 _log = logging.getLogger(__name__)
 
@@ -39,13 +39,14 @@ PgVector = np.ndarray[Any, np.dtype[np.float32]]
 
 # The agent's active dimension inside a statement (parameters: the meta key, the default).
 _ACTIVE_DIM = "coalesce((SELECT value::integer FROM meta WHERE key = %s), %s)"
-_INSERT_MEMORY = (
+#: A memory row (parameters: :meth:`PgMemoriesMixin._memory_row`); an id already stored is left alone.
+INSERT_MEMORY = (
     "INSERT INTO memories (id, type, created_at, content, entity_id, agent_id, room_id, world_id, is_unique, "
     "metadata) VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s::jsonb) ON CONFLICT (id) DO NOTHING"
 )
 # A memory another daemon wrote first (the same message id) keeps its row and vector.
 _INSERT_VECTOR = "INSERT INTO embeddings (id, memory_id, embedding, created_at) VALUES (%s, %s, %s, %s)"
-_CREATE_VECTOR = f"{_INSERT_VECTOR} ON CONFLICT (memory_id, dim) DO NOTHING"
+CREATE_VECTOR = f"{_INSERT_VECTOR} ON CONFLICT (memory_id, dim) DO NOTHING"
 _UPSERT_VECTOR = f"{_INSERT_VECTOR} ON CONFLICT (memory_id, dim) DO UPDATE SET embedding = excluded.embedding"
 
 
@@ -141,9 +142,9 @@ class PgMemoriesMixin(PgScoped):
             async def flush() -> None:
                 async with conn.cursor() as cursor:
                     if rows:
-                        await cursor.executemany(_INSERT_MEMORY, rows)
+                        await cursor.executemany(INSERT_MEMORY, rows)
                     if vector_rows:
-                        await cursor.executemany(_CREATE_VECTOR, vector_rows)
+                        await cursor.executemany(CREATE_VECTOR, vector_rows)
                 rows.clear()
                 vector_rows.clear()
 
@@ -161,24 +162,28 @@ class PgMemoriesMixin(PgScoped):
                         )
                         hits = await self._nearest_on(conn, vector, dim, where, count=1)
                         is_unique = not (hits and hits[0][1] >= DEDUP_THRESHOLD)
-                rows.append(
-                    (
-                        memory_id,
-                        table,
-                        memory.created_at or now,
-                        content,
-                        memory.entity_id,
-                        self._agent_id,
-                        memory.room_id,
-                        memory.world_id,
-                        is_unique,
-                        metadata,
-                    )
-                )
+                rows.append(self._memory_row(memory, table, memory_id, is_unique, now, content, metadata))
                 if vector is not None:
                     vector_rows.append((new_id(), memory_id, vector, now))
             await flush()
         return ids
+
+    def _memory_row(
+        self, memory: Memory, table: str, memory_id: str, is_unique: bool, now: int, content: str, metadata: str
+    ) -> tuple[Any, ...]:
+        """The parameters of :data:`INSERT_MEMORY` for ``memory`` (``content`` and ``metadata`` as JSON text)."""
+        return (
+            memory_id,
+            table,
+            memory.created_at or now,
+            content,
+            memory.entity_id,
+            self._agent_id,
+            memory.room_id,
+            memory.world_id,
+            is_unique,
+            metadata,
+        )
 
     async def update_memory(
         self,

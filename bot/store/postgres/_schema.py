@@ -4,8 +4,9 @@ The same tables, columns and scoping as SQLite, so the two backends read alike a
 store copy`` moves rows one to one. What differs, deliberately:
 - timestamps stay ``bigint`` milliseconds since the epoch, as troupe's types carry them;
 - JSON columns are ``jsonb``, read back as JSON text (bot/store/_rows.py parses both alike);
-- memories, entities, components, worlds, rooms, participants, relationships, logs and tasks have
-  ``seq`` (an identity) only to order rows written in the same millisecond, as SQLite's rowid does;
+- memories, entities, components, worlds, rooms, participants, relationships, logs and tasks
+  have ``seq`` (an identity) only to order rows written in the same millisecond, as SQLite's
+  rowid does;
 - entities keep ``folded_names``, their names NFKC-normalised and casefolded by Python (as SQLite's
   ``casefold()`` does), so a search by name matches alike whatever the server's locale;
 - keyword search is a stored ``tsvector`` of the memory's text with a GIN index, where SQLite
