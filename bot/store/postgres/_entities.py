@@ -18,14 +18,21 @@ from bot.store._rows import (
     row_to_relationship,
 )
 from bot.store._scoped import new_id, validate_count
-from bot.store.postgres._database import Row
 from bot.store.postgres._scoped import PgScoped
 from bot.types import Component, Entity, Relationship, now_ms
 
 __all__ = ["PgEntitiesMixin"]
 
 _NUL = "\x00"
-_COMPONENTS_OF = "SELECT * FROM components WHERE agent_id = %s AND entity_id = ANY(%s) ORDER BY created_at, seq"
+# Entities with their components in one query (one round trip, as SQLite's one trip to its reader):
+# each entity's components as a JSON array of rows, ``data`` as its JSON text as the converter reads it.
+_WITH_COMPONENTS = (
+    "SELECT e.*, (SELECT json_agg(json_build_object("
+    "'id', c.id, 'entity_id', c.entity_id, 'agent_id', c.agent_id, 'room_id', c.room_id, 'world_id', c.world_id, "
+    "'source_entity_id', c.source_entity_id, 'type', c.type, 'data', c.data::text, 'created_at', c.created_at"
+    ") ORDER BY c.created_at, c.seq) FROM components c WHERE c.agent_id = e.agent_id AND c.entity_id = e.id"
+    ") AS components FROM entities e"
+)
 
 
 def _names(entity: Entity) -> tuple[str, list[str]]:
@@ -62,17 +69,16 @@ class PgEntitiesMixin(PgScoped):
             return self._fail("create_entities", exc)
         return True
 
-    async def _with_components(self, rows: list[Row]) -> list[Entity]:
-        components = await self._db.fetchall(_COMPONENTS_OF, (self._agent_id, [r["id"] for r in rows])) if rows else []
-        return entities_with_components(rows, components)
+    async def _with_components(self, where: str, params: Sequence[object]) -> list[Entity]:
+        """The entities ``where`` (a condition, and an ORDER BY if any) picks, components attached."""
+        rows = await self._db.fetchall(f"{_WITH_COMPONENTS} WHERE {where}", params)
+        return entities_with_components(rows, [c for r in rows for c in r["components"] or ()])
 
     async def get_entities_by_ids(self, entity_ids: Sequence[str]) -> list[Entity]:
         if not entity_ids:
             return []
-        rows = await self._db.fetchall(
-            "SELECT * FROM entities WHERE agent_id = %s AND id = ANY(%s)", (self._agent_id, list(entity_ids))
-        )
-        by_id = {e.id: e for e in await self._with_components(rows)}
+        found = await self._with_components("e.agent_id = %s AND e.id = ANY(%s)", (self._agent_id, list(entity_ids)))
+        by_id = {e.id: e for e in found}
         return [by_id[i] for i in dict.fromkeys(entity_ids) if i in by_id]
 
     async def get_entity(self, entity_id: str) -> Entity | None:
@@ -106,13 +112,14 @@ class PgEntitiesMixin(PgScoped):
         return deleted > 0
 
     async def get_entities_for_room(self, room_id: str, include_components: bool = False) -> list[Entity]:
-        rows = await self._db.fetchall(
-            "SELECT e.* FROM entities e WHERE e.agent_id = %s AND e.id IN ("
-            "  SELECT entity_id FROM participants WHERE room_id = %s AND agent_id = %s) "
-            "ORDER BY e.created_at, e.seq",
-            (self._agent_id, room_id, self._agent_id),
+        where = (
+            "e.agent_id = %s AND e.id IN (SELECT entity_id FROM participants WHERE room_id = %s AND agent_id = %s) "
+            "ORDER BY e.created_at, e.seq"
         )
-        return await self._with_components(rows) if include_components else [row_to_entity(r) for r in rows]
+        params = (self._agent_id, room_id, self._agent_id)
+        if include_components:
+            return await self._with_components(where, params)
+        return [row_to_entity(r) for r in await self._db.fetchall(f"SELECT e.* FROM entities e WHERE {where}", params)]
 
     async def search_entities_by_name(self, query: str, limit: int = 10) -> list[Entity]:
         validate_count(limit, "limit")

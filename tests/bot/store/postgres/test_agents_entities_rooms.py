@@ -4,10 +4,13 @@ writing one agent at once, and matching that does not depend on the server's loc
 from __future__ import annotations
 
 import asyncio
+from typing import Any
+
+import pytest
 
 from bot.store import backend_for
 from bot.store.postgres import PostgresDatabase
-from bot.types import AgentRecord, Entity, World
+from bot.types import AgentRecord, Component, Entity, World
 
 from ..conftest import A, R, U, seed_agent
 
@@ -51,3 +54,24 @@ async def test_names_with_a_nul_character_find_nobody_instead_of_failing(postgre
         assert await store.search_entities_by_name("user\x000") == []
         assert await store.get_entities_by_names(["user\x000"]) == []
         assert [e.id for e in await store.get_entities_by_names(["user\x000", "user 0"])] == [U]
+
+
+async def test_entities_with_their_components_are_read_in_one_query(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with backend_for(postgres_url) as db:
+        store = await seed_agent(db, A, users=(U,), rooms=(R,))
+        assert await store.create_component(Component(id="c", entity_id=U, agent_id=A, room_id=R, type="profile"))
+        queries: list[str] = []
+        read = PostgresDatabase.fetchall
+
+        async def counted(self: PostgresDatabase, sql: str, params: Any = ()) -> Any:
+            queries.append(sql)
+            return await read(self, sql, params)
+
+        monkeypatch.setattr(PostgresDatabase, "fetchall", counted)
+        entity = await store.get_entity(U)
+        assert entity is not None and [c.id for c in entity.components] == ["c"]
+        in_room = {e.id: e for e in await store.get_entities_for_room(R, include_components=True)}
+        assert [c.id for c in in_room[U].components] == ["c"] and in_room[A].components == []
+        assert len(queries) == 2
