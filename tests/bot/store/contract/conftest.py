@@ -24,10 +24,12 @@ BACKENDS = ["sqlite", "postgres"]
 POSTGRES_READY: set[str] = {
     "test_backend",
     "test_entities",
+    "test_handling",
     "test_keyword_search",
     "test_knowledge",
     "test_leases",
     "test_memories",
+    "test_records",
     "test_retention",
     "test_units_of_work",
     "test_vector_search",

@@ -6,6 +6,7 @@ import asyncio
 import logging
 from typing import cast
 
+import psycopg
 import pytest
 
 from bot.store import StoreBackend
@@ -13,7 +14,7 @@ from bot.store.postgres import PostgresDatabase
 from bot.store.postgres._log_queue import LOG_DELAY
 from bot.types import now_ms
 
-from ..conftest import A, R, U, seed_agent
+from ..conftest import R2, A, R, U, seed_agent
 
 
 def _backend(db: PostgresDatabase) -> StoreBackend:
@@ -75,3 +76,20 @@ async def test_a_queued_log_of_a_room_deleted_meanwhile_is_dropped_alone(
             await db.log_queue.flush()
         assert await _logs_written(db) == [1, 3]
         assert "1 queued log rows dropped: their entity or room does not exist" in caplog.text
+
+
+async def test_a_room_deleted_while_its_queued_logs_are_written_drops_only_its_rows(postgres_url: str) -> None:
+    async with PostgresDatabase(postgres_url) as db:
+        store = await seed_agent(_backend(db), A, users=(U,), rooms=(R, R2))
+        async with await psycopg.AsyncConnection.connect(postgres_url) as other:
+            # Another daemon deletes room R2 and has not committed yet: the batch sees the room,
+            # then its foreign key check waits for that transaction and fails when it commits.
+            await other.execute("DELETE FROM rooms WHERE id = %s", (R2,))
+            for n, room in enumerate((R, R2, R)):
+                store.queue_log({"n": n}, entity_id=U, room_id=room, type="x")
+            flushing = asyncio.create_task(db.log_queue.flush())
+            await asyncio.sleep(LOG_DELAY * 4)
+            assert not flushing.done()  # waiting for the deletion
+            await other.commit()
+        await flushing
+        assert await _logs_written(db) == [0, 2]
