@@ -15,8 +15,6 @@ import asyncio
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from psycopg.types.json import Jsonb
-
 from bot.store._knowledge import (
     DOCUMENT_COLUMNS,
     DOCUMENTS,
@@ -33,7 +31,7 @@ from bot.store._rows import row_to_memory
 from bot.store._scoped import new_id, validate_count
 from bot.store._values import KnowledgeDocument, KnowledgeSourceRecord
 from bot.store._vectors import check_dimension
-from bot.store.postgres._memories import PgVector, pg_vector, similarity_hits
+from bot.store.postgres._memories import PgVector, json_text, pg_vector, similarity_hits
 from bot.store.postgres._scoped import PgScoped
 from bot.store.postgres._search import KEYWORD_QUERY, keyword_query
 from bot.types import Memory, now_ms
@@ -111,10 +109,10 @@ class PgKnowledgeMixin(KnowledgeScopes, PgScoped):
             if document is not None:
                 async with conn.cursor() as cur:
                     await cur.executemany(
-                        f"INSERT INTO memories ({DOCUMENT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, true, %s) "
+                        f"INSERT INTO memories ({DOCUMENT_COLUMNS}) VALUES (%s, %s, %s, %s::jsonb, %s, %s, true, %s::jsonb) "
                         "ON CONFLICT (id) DO NOTHING",
                         [
-                            (id, kind, now, Jsonb(content), scope, scope, Jsonb(metadata))
+                            (id, kind, now, json_text(content), scope, scope, json_text(metadata))
                             for id, kind, content, metadata in document_rows(document, now)
                         ],
                     )

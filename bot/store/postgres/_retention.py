@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 from bot.errors import StoreError
 from bot.store._memories import MEMORY_COLUMNS
-from bot.store._rows import dumps, row_to_memory
+from bot.store._rows import row_to_memory
 from bot.store._scoped import new_id, validate_count
-from bot.store.postgres._memories import CREATE_VECTOR, INSERT_MEMORY, PgMemoriesMixin, pg_vector
+from bot.store.postgres._memories import CREATE_VECTOR, INSERT_MEMORY, PgMemoriesMixin, json_text, pg_vector
 from bot.types import Memory, now_ms
 
 __all__ = ["PgRetentionMixin"]
@@ -55,7 +55,7 @@ class PgRetentionMixin(PgMemoriesMixin):
         summary_id = summary.id or new_id()
         now = now_ms()
         row = self._memory_row(
-            summary, table, summary_id, True, now, dumps(summary.content or {}), dumps(summary.metadata or {})
+            summary, table, summary_id, True, now, json_text(summary.content or {}), json_text(summary.metadata or {})
         )
         async with self._db.transaction() as conn:
             # Locked until the commit: a forget or an edit by another daemon either finished

@@ -96,3 +96,17 @@ async def test_updating_a_memory_another_daemon_is_deleting_finds_none(pg: Postg
         updating = asyncio.create_task(store.update_memory(memory_id, embedding=vec(1)))
         await asyncio.sleep(0.5)
     assert await asyncio.wait_for(updating, 10) is False
+
+
+async def test_a_document_or_summary_carrying_u0000_is_stored_with_a_replacement_character(
+    pg: PostgresDatabase,
+) -> None:
+    store: Store = await seed_agent(pg, A, users=(U,), rooms=(R,))
+    document = KnowledgeDocument("d1", "bin\x00.md", ["before\x00after"], {"source": "file", "title": "bin\x00.md"})
+    await store.put_knowledge_document(document, KnowledgeSourceRecord("file:/bin.md", "d1", "h"))
+    assert await store.get_knowledge_texts([fragment_id("d1", 0)]) == {fragment_id("d1", 0): "before\ufffdafter"}
+    ids = [await store.create_memory(make_memory("m"), "messages", unique=False)]
+    summary = Memory(A, R, {"text": "sum\x00mary"}, metadata={"note": "\x00"})
+    assert await store.compact_memories(summary, "summaries", ids) == 1
+    [stored] = await store.get_memories(table="summaries")
+    assert stored.content["text"] == "sum\ufffdmary" and stored.metadata == {"note": "\ufffd"}
