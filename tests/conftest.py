@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import shutil
 import socket
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -75,7 +78,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_server() -> Iterator[str]:
     """A real PostgreSQL with pgvector for the whole session; its admin URL.
 
     ``TROUPE_TEST_DATABASE_URL`` (read before any test strips the environment) names a server
@@ -92,11 +95,15 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     # Its clean-up at exit logs through handlers pytest has closed by then.
     logging.getLogger("pgserver").setLevel(logging.WARNING)
-    server = pgserver.get_server(tmp_path_factory.mktemp("postgres"), cleanup_mode="stop")
+    # Not under pytest's temporary directory: another pytest run on the machine prunes old ones,
+    # and PostgreSQL stops when its data directory goes away under it.
+    data = Path(tempfile.mkdtemp(prefix="troupe-postgres-"))
+    server = pgserver.get_server(data, cleanup_mode="stop")
     try:
         yield server.get_uri()
     finally:
         server.cleanup()
+        shutil.rmtree(data, ignore_errors=True)
 
 
 @pytest.fixture
