@@ -83,7 +83,7 @@ def backend_for(location: str | os.PathLike[str]) -> StoreBackend:
                 "pip install 'troupe[postgres]' into the Python that runs troupe"
             ) from None
 
-        return PostgresDatabase(location)  # type: ignore[return-value]  # until it implements every method
+        return PostgresDatabase(location)
     return Database(location)
 
 

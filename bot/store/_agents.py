@@ -2,54 +2,24 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import Any
 
 import aiosqlite
 
+from bot.store._agent_fields import (
+    AGENT_UPDATABLE,
+    agent_changes,
+    agent_json_values,
+    check_updatable,
+    require_own,
+)
 from bot.store._connect import SQLValue
 from bot.store._rows import AGENT_JSON_FIELDS, dumps, loads, row_to_agent
-from bot.store._scoped import JSON, AgentScoped
+from bot.store._scoped import AgentScoped
 from bot.types import AgentRecord, now_ms
 
-__all__ = ["AgentsMixin", "deep_merge"]
-
-_log = logging.getLogger(__name__)
-
-_AGENT_UPDATABLE = frozenset({"name", "username", "enabled", "system", *AGENT_JSON_FIELDS})
-
-
-def _without_secrets(settings: Mapping[str, Any] | None) -> JSON:
-    """A copy of agent settings without ``secrets``: secrets never reach the database."""
-    clean = dict(settings or {})
-    if clean.pop("secrets", None) is not None:
-        _log.debug("dropped settings.secrets before writing an agent")
-    return clean
-
-
-def deep_merge(target: Mapping[str, Any], source: Mapping[str, Any]) -> JSON:
-    """Merge ``source`` into ``target``: None deletes a key, dicts merge, anything else replaces.
-
-    A nested dict left empty by the merge is removed, unless ``source`` gave it as an explicit ``{}``.
-    """
-    out = dict(target)
-    for key, value in source.items():
-        if value is None:
-            out.pop(key, None)
-        elif isinstance(value, Mapping):
-            if not value:
-                out[key] = {}
-                continue
-            base = out.get(key)
-            merged = deep_merge(base if isinstance(base, Mapping) else {}, value)
-            if merged:
-                out[key] = merged
-            else:
-                out.pop(key, None)
-        else:
-            out[key] = value
-    return out
+__all__ = ["AgentsMixin"]
 
 
 class AgentsMixin(AgentScoped):
@@ -57,14 +27,9 @@ class AgentsMixin(AgentScoped):
 
     __slots__ = ()
 
-    def _check_own(self, agent: AgentRecord, method: str) -> None:
-        if agent.id != self._agent_id:
-            raise ValueError(f"{method}: record id {agent.id!r} is not this store's agent {self._agent_id!r}")
-
     async def _insert_agent(self, conn: aiosqlite.Connection, agent: AgentRecord) -> bool:
         now = now_ms()
-        values = {name: getattr(agent, name) for name in AGENT_JSON_FIELDS}
-        values["settings"] = _without_secrets(agent.settings)
+        values = agent_json_values(agent)
         columns = ", ".join(AGENT_JSON_FIELDS)
         marks = ", ".join("?" for _ in AGENT_JSON_FIELDS)
         cur = await conn.execute(
@@ -84,26 +49,16 @@ class AgentsMixin(AgentScoped):
         return cur.rowcount == 1
 
     async def _update_agent(self, conn: aiosqlite.Connection, changes: Mapping[str, Any]) -> bool:
-        unknown = set(changes) - _AGENT_UPDATABLE
-        if unknown:
-            raise ValueError(f"update_agent: cannot update {', '.join(sorted(unknown))}")
+        check_updatable(changes)
         async with conn.execute("SELECT settings FROM agents WHERE id = ?", (self._agent_id,)) as cur:
             row = await cur.fetchone()
         if row is None:
             return False
         sets: list[str] = ["updated_at = ?"]
         params: list[SQLValue] = [now_ms()]
-        for name, value in changes.items():
-            if name == "settings":
-                value = deep_merge(loads(row["settings"], {}), _without_secrets(value))
-            if name in AGENT_JSON_FIELDS:
-                value = dumps(value if value is not None else AGENT_JSON_FIELDS[name])
-            elif name == "enabled":
-                value = int(bool(value))
-            elif name == "system":
-                value = value or ""
-            sets.append(f"{name} = ?")  # name is from the _AGENT_UPDATABLE whitelist
-            params.append(value)
+        for name, value in agent_changes(changes, loads(row["settings"], {})).items():
+            sets.append(f"{name} = ?")  # name is from the AGENT_UPDATABLE whitelist
+            params.append(dumps(value) if name in AGENT_JSON_FIELDS else value)
         await conn.execute(f"UPDATE agents SET {', '.join(sets)} WHERE id = ?", (*params, self._agent_id))
         return True
 
@@ -112,7 +67,7 @@ class AgentsMixin(AgentScoped):
 
         Raises ValueError if ``agent.id`` is not this store's agent.
         """
-        self._check_own(agent, "create_agent")
+        require_own(agent, self._agent_id, "create_agent")
         async with self._db.transaction() as conn:
             return await self._insert_agent(conn, agent)
 
@@ -123,10 +78,10 @@ class AgentsMixin(AgentScoped):
         settings (upstream's ensure_agent_exists); ``created_at`` is kept. One transaction.
         Raises ValueError if ``agent.id`` is not this store's agent.
         """
-        self._check_own(agent, "upsert_agent")
+        require_own(agent, self._agent_id, "upsert_agent")
         async with self._db.transaction() as conn:
             if not await self._insert_agent(conn, agent):
-                changes = {name: getattr(agent, name) for name in _AGENT_UPDATABLE}
+                changes = {name: getattr(agent, name) for name in AGENT_UPDATABLE}
                 await self._update_agent(conn, changes)
         stored = await self.get_agent()
         assert stored is not None  # written above; agents are only deleted by their own store
@@ -149,8 +104,7 @@ class AgentsMixin(AgentScoped):
         stored settings (a None leaf deletes a key) and ``settings.secrets`` is dropped; everything
         else replaces. ``updated_at`` becomes now. Raises ValueError for unknown or read-only fields.
         """
-        if set(changes) - _AGENT_UPDATABLE:  # check before waiting for the write lock
-            raise ValueError(f"update_agent: cannot update {', '.join(sorted(set(changes) - _AGENT_UPDATABLE))}")
+        check_updatable(changes)  # before waiting for the write lock
         async with self._db.transaction() as conn:
             return await self._update_agent(conn, changes)
 

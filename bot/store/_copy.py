@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from bot.errors import StoreError
 from bot.store._connect import Connection
 from bot.store._database import Database
+from bot.store._rows import fold_names, loads
 from bot.store._scoped import new_id
 from bot.store._vectors import DIMENSION_MAP, decode_vector
 
@@ -171,6 +172,8 @@ def _convert(table: str, rows: Sequence[dict[str, Any]], columns: dict[str, str]
             if kind == "bool" and value is not None:
                 value = bool(value)
             out[name] = value
+        if table == "entities" and "folded_names" in columns:  # what a search by name reads
+            out["folded_names"] = fold_names(loads(row["names"], []))
         converted.append(out)
     return converted
 

@@ -19,7 +19,7 @@ from bot.store._log_queue import QueuedLogs
 from bot.store._migrations import migrate
 from bot.store._reads import ReadBatches
 from bot.store._sqlite import AgentStore
-from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION
+from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, dimension_key
 
 __all__ = ["Database"]
 
@@ -221,14 +221,14 @@ class Database(QueuedLogs):
         """The active embedding dimension of ``agent_id`` (384 until ensure_embedding_dimension is called)."""
         dim = self._dimensions.get(agent_id)
         if dim is None:
-            row = await self.fetchone("SELECT value FROM meta WHERE key = ?", (_dimension_key(agent_id),))
+            row = await self.fetchone("SELECT value FROM meta WHERE key = ?", (dimension_key(agent_id),))
             dim = int(row[0]) if row else DEFAULT_EMBEDDING_DIMENSION
             self._dimensions[agent_id] = dim
         return dim
 
     async def set_embedding_dimension(self, agent_id: str, dim: int) -> None:
         """Persist ``dim`` as the active embedding dimension of ``agent_id`` (validated by the caller)."""
-        row = (_dimension_key(agent_id), str(dim))
+        row = (dimension_key(agent_id), str(dim))
         await self.write(
             lambda conn: conn.execute(
                 "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", row
@@ -240,7 +240,3 @@ class Database(QueuedLogs):
     def forget_agent(self, agent_id: str) -> None:
         """Drop cached per-agent settings (after the agent was deleted)."""
         self._dimensions.pop(agent_id, None)
-
-
-def _dimension_key(agent_id: str) -> str:
-    return f"embedding_dimension:{agent_id}"

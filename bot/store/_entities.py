@@ -6,7 +6,14 @@ from collections.abc import Sequence
 
 from bot.errors import StoreError
 from bot.store._connect import Connection, Row, casefold
-from bot.store._rows import dumps, normalize_names, row_to_component, row_to_entity
+from bot.store._rows import (
+    component_filter,
+    dumps,
+    entities_with_components,
+    normalize_names,
+    row_to_component,
+    row_to_entity,
+)
 from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
 from bot.types import Component, Entity, now_ms
 
@@ -52,15 +59,16 @@ class EntitiesMixin(AgentScoped):
 
     def _with_components(self, conn: Connection, rows: list[Row]) -> list[Entity]:
         """On the reader's thread: entities of ``rows`` with their components attached."""
-        by_entity: dict[str, list[Component]] = {}
-        if rows:
-            for row in conn.execute(
+        components = (
+            conn.execute(
                 "SELECT * FROM components WHERE agent_id = ? AND entity_id IN (SELECT value FROM json_each(?)) "
                 "ORDER BY created_at, rowid",
                 (self._agent_id, json_list([r["id"] for r in rows])),
-            ):
-                by_entity.setdefault(row["entity_id"], []).append(row_to_component(row))
-        return [row_to_entity(r, by_entity.get(r["id"], [])) for r in rows]
+            ).fetchall()
+            if rows
+            else []
+        )
+        return entities_with_components(rows, components)
 
     async def get_entities_by_ids(self, entity_ids: Sequence[str]) -> list[Entity]:
         """This agent's entities with these ids, components attached, in the order asked."""
@@ -171,21 +179,11 @@ class EntitiesMixin(AgentScoped):
             return self._fail("create_component", exc)
         return True
 
-    def _component_filter(
-        self, entity_id: str, world_id: str | None, source_entity_id: str | None
-    ) -> tuple[str, list[str]]:
-        clauses, params = ["agent_id = ?", "entity_id = ?"], [self._agent_id, entity_id]
-        for column, value in (("world_id", world_id), ("source_entity_id", source_entity_id)):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                params.append(value)
-        return " AND ".join(clauses), params
-
     async def get_component(
         self, entity_id: str, type: str, world_id: str | None = None, source_entity_id: str | None = None
     ) -> Component | None:
         """The oldest component of ``type`` on the entity (optionally for a world / asserted by someone), or None."""
-        where, params = self._component_filter(entity_id, world_id, source_entity_id)
+        where, params = component_filter(self._agent_id, entity_id, world_id, source_entity_id, mark="?")
         row = await self._db.fetchone(
             f"SELECT * FROM components WHERE {where} AND type = ? ORDER BY created_at, rowid LIMIT 1", (*params, type)
         )
@@ -195,7 +193,7 @@ class EntitiesMixin(AgentScoped):
         self, entity_id: str, world_id: str | None = None, source_entity_id: str | None = None
     ) -> list[Component]:
         """All components of the entity (optionally for a world / asserted by someone), oldest first."""
-        where, params = self._component_filter(entity_id, world_id, source_entity_id)
+        where, params = component_filter(self._agent_id, entity_id, world_id, source_entity_id, mark="?")
         rows = await self._db.fetchall(f"SELECT * FROM components WHERE {where} ORDER BY created_at, rowid", params)
         return [row_to_component(r) for r in rows]
 

@@ -21,13 +21,14 @@ from bot.store._scoped import AgentScoped, json_list
 from bot.store._selection import select_entity
 from bot.store._values import KNOWLEDGE_TABLES, SHARED_KNOWLEDGE_ID, Forgotten
 
-__all__ = ["ForgettingMixin"]
+__all__ = ["UUID_PATTERN", "DryRun", "ForgettingMixin", "Tally", "scrubbed"]
 
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+#: A UUID in any text: cache entries naming a forgotten row's id go with it.
+UUID_PATTERN = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _SCRUBBED = "[forgotten]"
 
 
-class _DryRun(Exception):
+class DryRun(Exception):
     """Raised inside a forget transaction to roll it back after counting."""
 
     def __init__(self, result: Forgotten) -> None:
@@ -35,11 +36,10 @@ class _DryRun(Exception):
         self.result = result
 
 
-class _Forget:
-    """One forget, on the writer's thread inside its transaction: deletes and counts."""
+class Tally:
+    """What one forget (of either backend) has deleted so far: counts, and the ids gone."""
 
-    def __init__(self, conn: Connection, agent_id: str) -> None:
-        self.conn = conn
+    def __init__(self, agent_id: str) -> None:
         self.agent = agent_id
         self.result = Forgotten()
         self.gone: set[str] = set()  # ids of deleted rows of any kind: cache entries naming them go too
@@ -47,6 +47,19 @@ class _Forget:
     def _add(self, bucket: dict[str, int], key: str, n: int) -> None:
         if n:
             bucket[key] = bucket.get(key, 0) + n
+
+    def stale(self, entries: Iterable[tuple[str, object]], extra: Iterable[str]) -> list[str]:
+        """The keys of the cache ``entries`` (key, value) that name anything gone (or ``extra`` ids)."""
+        gone = self.gone | set(extra)
+        return [key for key, value in entries if gone.intersection(UUID_PATTERN.findall(f"{key} {value}"))]
+
+
+class _Forget(Tally):
+    """One forget, on the writer's thread inside its transaction: deletes and counts."""
+
+    def __init__(self, conn: Connection, agent_id: str) -> None:
+        super().__init__(agent_id)
+        self.conn = conn
 
     def delete(self, table: str, where: str, params: Params) -> int:
         n: int = self.conn.execute(f"DELETE FROM {table} WHERE {where}", params).rowcount
@@ -125,7 +138,7 @@ class _Forget:
         sql = f"SELECT {key}, {', '.join(columns)} FROM {table} WHERE agent_id = ? AND ({mentions}){where}"
         edited = 0
         for row in self.conn.execute(sql, (self.agent, *[needle] * len(columns), *params)).fetchall():
-            values = [dumps(_scrubbed(loads(row[c]), needle)) if row[c] is not None else None for c in columns]
+            values = [dumps(scrubbed(loads(row[c]), needle)) if row[c] is not None else None for c in columns]
             sets = ", ".join(f"{c} = ?" for c in columns)
             self.conn.execute(f"UPDATE {table} SET {sets} WHERE {key} = ?", (*values, row[0]))
             edited += 1
@@ -133,13 +146,8 @@ class _Forget:
 
     def cache(self, *extra: str) -> None:
         """Delete the agent's cache entries that name anything deleted (or ``extra`` ids)."""
-        gone = self.gone | set(extra)
-        stale = [
-            row[0]
-            for row in self.conn.execute("SELECT key, value FROM cache WHERE agent_id = ?", (self.agent,))
-            if gone.intersection(_UUID.findall(f"{row[0]} {row[1]}"))
-        ]
-        for key in stale:
+        entries = self.conn.execute("SELECT key, value FROM cache WHERE agent_id = ?", (self.agent,)).fetchall()
+        for key in self.stale(((r[0], r[1]) for r in entries), extra):
             self.delete("cache", "key = ? AND agent_id = ?", (key, self.agent))
 
     def finish(self) -> None:
@@ -147,12 +155,12 @@ class _Forget:
         self.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
 
 
-def _scrubbed(value: object, needle: str) -> object:
+def scrubbed(value: object, needle: str) -> object:
     """``value`` without ``needle``: dict keys and list items equal to it go, strings lose it."""
     if isinstance(value, dict):
-        return {k: _scrubbed(v, needle) for k, v in value.items() if k != needle and v != needle}
+        return {k: scrubbed(v, needle) for k, v in value.items() if k != needle and v != needle}
     if isinstance(value, list):
-        return [_scrubbed(v, needle) for v in value if v != needle]
+        return [scrubbed(v, needle) for v in value if v != needle]
     if isinstance(value, str):
         return value.replace(needle, _SCRUBBED)
     return value
@@ -171,7 +179,7 @@ class ForgettingMixin(AgentScoped):
                 job = _Forget(conn, self._agent_id)
                 work(job)
                 if dry_run:
-                    raise _DryRun(job.result)  # rolls the transaction back
+                    raise DryRun(job.result)  # rolls the transaction back
                 job.finish()
                 return job.result
             finally:
@@ -179,7 +187,7 @@ class ForgettingMixin(AgentScoped):
 
         try:
             return await self._db.write(run)
-        except _DryRun as counted:
+        except DryRun as counted:
             return counted.result
 
     async def forget_knowledge(self, *, dry_run: bool = False) -> Forgotten:

@@ -42,7 +42,7 @@ from bot.ids import string_to_uuid
 from bot.store._connect import Connection
 from bot.store._memories import MEMORY_COLUMNS
 from bot.store._rows import dumps, row_to_memory
-from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
+from bot.store._scoped import JSON, AgentScoped, json_list, new_id, validate_count
 from bot.store._search import fts_query
 from bot.store._values import SHARED_KNOWLEDGE_ID, KnowledgeDocument, KnowledgeSourceRecord
 from bot.store._vectors import DIMENSION_MAP, check_dimension, encode_vector
@@ -50,27 +50,36 @@ from bot.types import Memory, now_ms
 
 __all__ = [
     "DOCUMENTS",
+    "DOCUMENT_COLUMNS",
+    "ENCODE_INLINE",
     "FRAGMENTS",
+    "SOURCE_COLUMNS",
+    "SOURCE_UPSERT",
+    "KnowledgeScopes",
+    "SHARED_NAME",
     "KnowledgeMixin",
+    "document_rows",
     "fragment_id",
 ]
 
 _log = logging.getLogger(__name__)
 
-_SHARED_NAME = "Shared knowledge"
+#: The name of the shared scope's ``agents`` row.
+SHARED_NAME = "Shared knowledge"
 #: Memory table (``memories.type``) of whole documents and of their fragments (upstream's names).
 DOCUMENTS = "documents"
 FRAGMENTS = "knowledge"
-# Above this many vectors, set_knowledge_vectors packs them in a worker thread.
-_ENCODE_INLINE = 16
+#: Above this many vectors, set_knowledge_vectors packs them in a worker thread.
+ENCODE_INLINE = 16
 # What a knowledge write may change, for shared reads (Database.write).
 _TABLES = ("memories", "embeddings", "memories_fts", "knowledge_sources", "agents")
 
 
-class KnowledgeMixin(AgentScoped):
-    """Knowledge of this agent (and of the shared scope) in ``memories`` and ``knowledge_sources``."""
+class KnowledgeScopes:
+    """The scopes of an agent's knowledge, for the store of either backend."""
 
     __slots__ = ()
+    _agent_id: str
 
     def _scope(self, shared: bool) -> str:
         return SHARED_KNOWLEDGE_ID if shared else self._agent_id
@@ -79,6 +88,17 @@ class KnowledgeMixin(AgentScoped):
     def knowledge_scopes(self) -> tuple[str, str]:
         """The scopes this agent's knowledge searches read: its own, then the shared one."""
         return (self._agent_id, SHARED_KNOWLEDGE_ID)
+
+    @staticmethod
+    def _source_row(scope: str, owner: str, source: KnowledgeSourceRecord, now: int) -> tuple[object, ...]:
+        """The ``knowledge_sources`` row of ``source``, in the order of :data:`SOURCE_COLUMNS`."""
+        return (scope, owner, source.source, source.document_id, source.content_hash, source.size, source.mtime_ns, now)
+
+
+class KnowledgeMixin(KnowledgeScopes, AgentScoped):
+    """Knowledge of this agent (and of the shared scope) in ``memories`` and ``knowledge_sources``."""
+
+    __slots__ = ()
 
     def lock_shared_knowledge(self) -> AbstractAsyncContextManager[None]:
         """``async with store.lock_shared_knowledge():`` a turn at writing the shared scope.
@@ -129,43 +149,20 @@ class KnowledgeMixin(AgentScoped):
             if shared:
                 conn.execute(
                     "INSERT INTO agents (id, name, enabled) VALUES (?, ?, 0) ON CONFLICT(id) DO NOTHING",
-                    (scope, _SHARED_NAME),
+                    (scope, SHARED_NAME),
                 )
             if document is not None:
-                meta = {**document.metadata, "type": "document", "timestamp": now}
-                base = {k: v for k, v in document.metadata.items() if k in ("source", "title", "shared")}
-                rows = [(document.id, DOCUMENTS, dumps({"text": document.title}), dumps(meta))]
-                rows += [
-                    (
-                        fragment_id(document.id, i),
-                        FRAGMENTS,
-                        dumps({"text": text}),
-                        dumps({**base, "type": "fragment", "documentId": document.id, "position": i, "timestamp": now}),
-                    )
-                    for i, text in enumerate(document.fragments)
-                ]
                 # No entity or room: knowledge belongs to the scope alone (world_id names it too).
                 conn.executemany(
-                    "INSERT INTO memories (id, type, created_at, content, agent_id, world_id, is_unique, metadata) "
-                    "VALUES (?, ?, ?, ?, ?, ?, 1, ?) ON CONFLICT(id) DO NOTHING",
-                    [(id, kind, now, content, scope, scope, metadata) for id, kind, content, metadata in rows],
+                    f"INSERT INTO memories ({DOCUMENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 1, ?) ON CONFLICT(id) DO NOTHING",
+                    [
+                        (id, kind, now, dumps(content), scope, scope, dumps(metadata))
+                        for id, kind, content, metadata in document_rows(document, now)
+                    ],
                 )
             conn.execute(
-                "INSERT INTO knowledge_sources (scope_id, owner_id, source, document_id, content_hash, size, "
-                "mtime_ns, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT(scope_id, owner_id, source) DO UPDATE SET document_id = excluded.document_id, "
-                "content_hash = excluded.content_hash, size = excluded.size, mtime_ns = excluded.mtime_ns, "
-                "updated_at = excluded.updated_at",
-                (
-                    scope,
-                    self._agent_id,
-                    source.source,
-                    source.document_id,
-                    source.content_hash,
-                    source.size,
-                    source.mtime_ns,
-                    now,
-                ),
+                f"INSERT INTO knowledge_sources ({SOURCE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) {SOURCE_UPSERT}",
+                self._source_row(scope, self._agent_id, source, now),
             )
 
         await self._db.write(write, tables=_TABLES)
@@ -249,7 +246,7 @@ class KnowledgeMixin(AgentScoped):
             check_dimension(len(vector))
         now = now_ms()
         # Packing 1536 floats takes ~35 µs: off the loop when there are many.
-        packed = await asyncio.to_thread(_pack, vectors) if len(vectors) > _ENCODE_INLINE else _pack(vectors)
+        packed = await asyncio.to_thread(_pack, vectors) if len(vectors) > ENCODE_INLINE else _pack(vectors)
         encoded: dict[str, list[tuple[str, str, bytes, int, str]]] = {}
         for (memory_id, vector), blob in zip(vectors, packed, strict=True):
             encoded.setdefault(DIMENSION_MAP[len(vector)], []).append((new_id(), memory_id, blob, now, memory_id))
@@ -342,6 +339,35 @@ class KnowledgeMixin(AgentScoped):
 def _pack(vectors: Sequence[tuple[str, Sequence[float]]]) -> list[bytes]:
     """Each vector as :func:`~bot.store._vectors.encode_vector` stores it, in the column of its length."""
     return [encode_vector(vector, len(vector)) for _, vector in vectors]
+
+
+#: The columns a knowledge document's memories are written with (``is_unique`` is always true).
+DOCUMENT_COLUMNS = "id, type, created_at, content, agent_id, world_id, is_unique, metadata"
+#: The columns of a ``knowledge_sources`` row (see :meth:`KnowledgeScopes._source_row`), and
+#: how a row already there is updated (the same SQL on both backends).
+SOURCE_COLUMNS = "scope_id, owner_id, source, document_id, content_hash, size, mtime_ns, updated_at"
+SOURCE_UPSERT = (
+    "ON CONFLICT(scope_id, owner_id, source) DO UPDATE SET document_id = excluded.document_id, "
+    "content_hash = excluded.content_hash, size = excluded.size, mtime_ns = excluded.mtime_ns, "
+    "updated_at = excluded.updated_at"
+)
+
+
+def document_rows(document: KnowledgeDocument, now: int) -> list[tuple[str, str, JSON, JSON]]:
+    """(id, memory table, content, metadata) of a document's memory and of each of its fragments."""
+    meta = {**document.metadata, "type": "document", "timestamp": now}
+    base = {k: v for k, v in document.metadata.items() if k in ("source", "title", "shared")}
+    rows = [(document.id, DOCUMENTS, {"text": document.title}, meta)]
+    rows += [
+        (
+            fragment_id(document.id, i),
+            FRAGMENTS,
+            {"text": text},
+            {**base, "type": "fragment", "documentId": document.id, "position": i, "timestamp": now},
+        )
+        for i, text in enumerate(document.fragments)
+    ]
+    return rows
 
 
 def fragment_id(document_id: str, position: int) -> str:

@@ -20,14 +20,13 @@ import os
 from bot.store._access import DatabaseAccess, State
 from bot.store._batch import Queued
 from bot.store._connect import Connection, sqlean
+from bot.store._rows import LogRow
 
-__all__ = ["LOG_DELAY", "LogRow", "QueuedLogs"]
+__all__ = ["LOG_DELAY", "QueuedLogs"]
 
 _log = logging.getLogger(__name__)
 
 _LOG_TABLES = ("logs",)
-#: One ``logs`` row: id, created_at, entity_id, body (JSON), type, room_id.
-LogRow = tuple[str, int, str, str, str, str]
 #: Seconds queued log rows wait for a write to ride along with before they are written alone.
 LOG_DELAY = 0.05
 

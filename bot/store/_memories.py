@@ -13,14 +13,14 @@ from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
 from bot.store._vectors import DIMENSION_MAP, check_dimension, encode_vector
 from bot.types import Memory, now_ms
 
-__all__ = ["DEDUP_THRESHOLD", "MEMORY_COLUMNS", "MemoriesMixin", "MemoryFilter", "nearest_hits"]
+__all__ = ["DEDUP_THRESHOLD", "ENCODE_IN_THREAD", "MEMORY_COLUMNS", "MemoriesMixin", "MemoryFilter", "nearest_hits"]
 
 _log = logging.getLogger(__name__)
 
 #: A new memory at least this similar to one from the same author, room and table is not unique.
 DEDUP_THRESHOLD = 0.95
-# Above this many vectors, create_memories cleans and packs them off the event loop.
-_ENCODE_IN_THREAD = 64
+#: Above this many vectors, create_memories cleans and packs them off the event loop.
+ENCODE_IN_THREAD = 64
 
 MEMORY_COLUMNS = (
     "m.seq, m.id, m.type, m.created_at, m.content, m.entity_id, m.agent_id, m.room_id, m.world_id, "
@@ -30,7 +30,9 @@ MEMORY_COLUMNS = (
 _MEMORY_TABLES = ("memories", "embeddings", "memories_fts")
 
 
-def nearest_hits(rows: Sequence[Row], threshold: float | None = None) -> list[tuple[int, float]]:
+def nearest_hits(
+    rows: Sequence[Row | tuple[int, float | None]], threshold: float | None = None
+) -> list[tuple[int, float]]:
     """(seq, similarity) pairs of nearest-neighbour rows, without those below ``threshold``.
 
     Filtering after LIMIT gives the same rows as before it: the order is by similarity, and NULL
@@ -44,10 +46,14 @@ class MemoryFilter:
 
     __slots__ = ("clauses", "params")
 
+    #: The driver's parameter placeholder, and the clause that keeps unique memories only.
+    MARK = "?"
+    UNIQUE = "m.is_unique = 1"
+
     def __init__(self, agent_id: str, table: str) -> None:
         if not table:
             raise ValueError("a memory table name is required (e.g. 'messages', 'facts')")
-        self.clauses = ["m.agent_id = ?", "m.type = ?"]
+        self.clauses = [f"m.agent_id = {self.MARK}", f"m.type = {self.MARK}"]
         self.params: list[SQLValue] = [agent_id, table]
 
     def add(self, clause: str, value: SQLValue) -> MemoryFilter:
@@ -58,8 +64,17 @@ class MemoryFilter:
 
     def unique(self, unique: bool | None) -> MemoryFilter:
         if unique:
-            self.clauses.append("m.is_unique = 1")
+            self.clauses.append(self.UNIQUE)
         return self
+
+    def fields(self, room_id: str | None, world_id: str | None, entity_id: str | None) -> MemoryFilter:
+        """Keep the memories of this room, world and author (each only when given)."""
+        mark = self.MARK
+        return (
+            self.add(f"m.room_id = {mark}", room_id)
+            .add(f"m.world_id = {mark}", world_id)
+            .add(f"m.entity_id = {mark}", entity_id)
+        )
 
     @property
     def where(self) -> str:
@@ -138,7 +153,7 @@ class MemoriesMixin(AgentScoped):
 
         n_vectors = sum(m.embedding is not None for m in memories)
         # Packing a 1536-dim vector costs ~35 µs; big batches would stall the loop.
-        blobs = await asyncio.to_thread(encode_all) if n_vectors > _ENCODE_IN_THREAD else encode_all()
+        blobs = await asyncio.to_thread(encode_all) if n_vectors > ENCODE_IN_THREAD else encode_all()
         ids = [m.id or new_id() for m in memories]
         now = now_ms()
 
@@ -179,10 +194,9 @@ class MemoriesMixin(AgentScoped):
                         flush()
                         sql, params = self._nearest_sql(
                             column,
-                            MemoryFilter(self._agent_id, table)
-                            .add("m.room_id = ?", memory.room_id)
-                            .add("m.world_id = ?", memory.world_id)
-                            .add("m.entity_id = ?", memory.entity_id),
+                            MemoryFilter(self._agent_id, table).fields(
+                                memory.room_id, memory.world_id, memory.entity_id
+                            ),
                             count=1,
                         )
                         hits = nearest_hits(conn.execute(sql, [blob, *params]).fetchall())

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot.errors import StoreError
 from bot.store._connect import SQLValue
-from bot.store._log_queue import LogRow
 from bot.store._protocol import JSONValue
 from bot.store._rows import (
     dumps,
     loads,
+    log_row,
     row_to_log,
     row_to_relationship,
     row_to_task,
-    sanitize_log_body,
+    task_row,
+    task_updates,
 )
 from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
 from bot.types import LogEntry, Relationship, Task, now_ms
@@ -27,7 +27,6 @@ __all__ = ["RecordsMixin"]
 _RELATIONSHIPS = ("relationships",)
 _CACHE = ("cache",)
 _TASKS = ("tasks",)
-_TASK_UPDATABLE = frozenset({"name", "description", "room_id", "world_id", "entity_id", "tags", "metadata"})
 
 
 class RecordsMixin(AgentScoped):
@@ -151,7 +150,7 @@ class RecordsMixin(AgentScoped):
         The body is made JSON-safe (NUL characters stripped, cycles cut). Raises StoreError if the
         entity or room does not exist; callers on a model-call path should catch it.
         """
-        row = self._log_row(body, entity_id, room_id, type)
+        row = log_row(body, entity_id, room_id, type)
         await self._db.write(
             lambda conn: conn.execute(
                 "INSERT INTO logs (id, created_at, entity_id, body, type, room_id) VALUES (?, ?, ?, ?, ?, ?)", row
@@ -167,13 +166,9 @@ class RecordsMixin(AgentScoped):
         and closing the database wait for queued rows, so none is missing or lost; a row whose
         entity or room does not exist is dropped (logged at debug) instead of raising.
         """
-        row = self._log_row(body, entity_id, room_id, type)
+        row = log_row(body, entity_id, room_id, type)
         self._db.queue_log(row)
         return row[0]
-
-    def _log_row(self, body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> LogRow:
-        text = json.dumps(sanitize_log_body(body), ensure_ascii=False)
-        return (new_id(), now_ms(), entity_id, text, type, room_id)
 
     async def get_logs(
         self,
@@ -217,23 +212,10 @@ class RecordsMixin(AgentScoped):
     async def create_task(self, task: Task) -> str:
         """Store a task for this agent and return its id (a new one if it has none)."""
         task_id = task.id or new_id()
-        now = now_ms()
         await self._write_statement(
             "INSERT INTO tasks (id, name, description, room_id, world_id, entity_id, agent_id, tags, metadata, "
             "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                task_id,
-                task.name,
-                task.description or "",
-                task.room_id,
-                task.world_id,
-                task.entity_id,
-                self._agent_id,
-                dumps(list(task.tags)),
-                dumps(task.metadata or {}),
-                now,
-                now,
-            ),
+            task_row(task, task_id, self._agent_id, now_ms()),
             tables=_TASKS,
         )
         return task_id
@@ -282,21 +264,12 @@ class RecordsMixin(AgentScoped):
         ``changes`` may hold name, description, room_id, world_id, entity_id, tags and metadata;
         metadata is replaced whole, not merged. updated_at becomes now. Raises ValueError for other keys.
         """
-        unknown = set(changes) - _TASK_UPDATABLE
-        if unknown:
-            raise ValueError(f"update_task: cannot update {', '.join(sorted(unknown))}")
-        sets, params = ["updated_at = ?"], [now_ms()]
-        for name, value in changes.items():
-            if name == "tags":
-                value = dumps(list(value or []))
-            elif name == "metadata":
-                value = dumps(dict(value or {}))
-            elif name == "description":
-                value = value or ""
-            sets.append(f"{name} = ?")  # name is from the _TASK_UPDATABLE whitelist
-            params.append(value)
+        updates = task_updates(changes)
+        # The column names are task_updates' whitelist.
+        sets = ", ".join(["updated_at = ?", *(f"{name} = ?" for name in updates)])
+        params: list[SQLValue] = [now_ms(), *updates.values()]
         changed = await self._write_statement(
-            f"UPDATE tasks SET {', '.join(sets)} WHERE id = ? AND agent_id = ?",
+            f"UPDATE tasks SET {sets} WHERE id = ? AND agent_id = ?",
             (*params, task_id, self._agent_id),
             tables=_TASKS,
         )

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.errors import StoreError
-from bot.store._connect import RowValues
-from bot.store._rows import dumps, row_to_room, row_to_world
+from bot.store._rows import dumps, room_values, row_to_room, row_to_world
 from bot.store._scoped import AgentScoped, json_list, new_id
-from bot.types import ChannelType, Room, RoomState, World, now_ms
+from bot.store._values import parse_room_state
+from bot.types import Room, RoomState, World, now_ms
 
 __all__ = ["RoomsMixin"]
 
@@ -16,15 +16,6 @@ __all__ = ["RoomsMixin"]
 _WORLDS = ("worlds",)
 _ROOMS = ("rooms",)
 _PARTICIPANTS = ("participants",)
-
-
-def _room_state(state: RoomState | str | None) -> RoomState | None:
-    if state is None:
-        return None
-    try:
-        return RoomState(state)
-    except ValueError:
-        raise ValueError(f"invalid room state {state!r}: use RoomState.FOLLOWED, RoomState.MUTED or None") from None
 
 
 class RoomsMixin(AgentScoped):
@@ -96,19 +87,6 @@ class RoomsMixin(AgentScoped):
 
     # -- rooms -------------------------------------------------------------------------------------
 
-    def _room_params(self, room: Room, room_id: str) -> RowValues:
-        return (
-            self._agent_id,
-            room.source,
-            ChannelType(room.type).value,  # ValueError for anything that is not a ChannelType
-            room.server_id,
-            room.world_id,
-            room.name,
-            dumps(room.metadata or {}),
-            room.channel_id,
-            room_id,
-        )
-
     async def create_rooms(self, rooms: Sequence[Room]) -> list[str]:
         """Store rooms for this agent (existing ids are left alone); returns their ids.
 
@@ -119,7 +97,7 @@ class RoomsMixin(AgentScoped):
         ids = [room.id or new_id() for room in rooms]
         now = now_ms()
         rows = [
-            (*self._room_params(room, room_id), room.created_at or now)
+            (*room_values(room, room_id, self._agent_id), room.created_at or now)
             for room, room_id in zip(rooms, ids, strict=True)
         ]
         await self._write_rows(
@@ -164,7 +142,7 @@ class RoomsMixin(AgentScoped):
         changed = await self._write_statement(
             "UPDATE rooms SET agent_id = ?, source = ?, type = ?, server_id = ?, world_id = ?, name = ?, "
             "metadata = ?, channel_id = ? WHERE id = ? AND agent_id = ?",
-            (*self._room_params(room, room.id), self._agent_id),
+            (*room_values(room, room.id, self._agent_id), self._agent_id),
             tables=_ROOMS,
         )
         return changed > 0
@@ -259,7 +237,7 @@ class RoomsMixin(AgentScoped):
         This agent's own state in a room lives on its row ``(room_id, entity_id=agent_id)``.
         Raises ValueError for a state that is not a RoomState.
         """
-        value = _room_state(state)
+        value = parse_room_state(state)
         changed = await self._write_statement(
             "UPDATE participants SET room_state = ? WHERE room_id = ? AND entity_id = ? AND agent_id = ?",
             (value.value if value else None, room_id, entity_id, self._agent_id),

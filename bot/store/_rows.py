@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
-from bot.store._connect import Row
+from bot.store._connect import casefold
+from bot.store._scoped import new_id
 from bot.store._vectors import decode_vector
 from bot.types import (
     AgentRecord,
@@ -19,12 +20,18 @@ from bot.types import (
     Room,
     Task,
     World,
+    now_ms,
 )
 
 __all__ = [
     "AGENT_JSON_FIELDS",
+    "LogRow",
+    "component_filter",
     "dumps",
+    "entities_with_components",
+    "fold_names",
     "loads",
+    "log_row",
     "normalize_names",
     "row_to_agent",
     "row_to_component",
@@ -35,8 +42,18 @@ __all__ = [
     "row_to_room",
     "row_to_task",
     "row_to_world",
+    "room_values",
     "sanitize_log_body",
+    "task_row",
+    "task_updates",
 ]
+
+
+class Row(Protocol):
+    """A row read by column name: SQLite's ``Row`` or a PostgreSQL dict row alike."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
 
 #: AgentRecord fields stored as JSON text, with the empty value each defaults to.
 AGENT_JSON_FIELDS: dict[str, object] = {
@@ -83,6 +100,13 @@ def normalize_names(names: object) -> list[str]:
     return [str(names)]
 
 
+def fold_names(names: Iterable[str]) -> list[str]:
+    """Entity names as a search by name compares them: NFKC-normalised and casefolded, as SQL's
+    ``casefold()`` on SQLite. PostgreSQL stores them (``folded_names``) since its own lowercasing
+    depends on the server's locale."""
+    return [casefold(n) or "" for n in names]
+
+
 def row_to_agent(row: Row) -> AgentRecord:
     bio = loads(row["bio"], [])
     return AgentRecord(
@@ -116,6 +140,14 @@ def row_to_entity(row: Row, components: list[Component] | None = None) -> Entity
     )
 
 
+def entities_with_components(rows: Iterable[Row], component_rows: Iterable[Row]) -> list[Entity]:
+    """The entities of ``rows``, each with its components among ``component_rows`` in their order."""
+    by_entity: dict[str, list[Component]] = {}
+    for row in component_rows:
+        by_entity.setdefault(row["entity_id"], []).append(row_to_component(row))
+    return [row_to_entity(r, by_entity.get(r["id"], [])) for r in rows]
+
+
 def row_to_component(row: Row) -> Component:
     return Component(
         id=row["id"],
@@ -128,6 +160,19 @@ def row_to_component(row: Row) -> Component:
         source_entity_id=row["source_entity_id"],
         created_at=row["created_at"],
     )
+
+
+def component_filter(
+    agent_id: str, entity_id: str, world_id: str | None, source_entity_id: str | None, *, mark: str
+) -> tuple[str, list[str]]:
+    """The WHERE clause and parameters picking an entity's components (for a world, asserted by
+    someone, when given); ``mark`` is the driver's placeholder (``?`` or ``%s``)."""
+    clauses, params = [f"agent_id = {mark}", f"entity_id = {mark}"], [agent_id, entity_id]
+    for column, value in (("world_id", world_id), ("source_entity_id", source_entity_id)):
+        if value is not None:
+            clauses.append(f"{column} = {mark}")
+            params.append(value)
+    return " AND ".join(clauses), params
 
 
 def row_to_world(row: Row) -> World:
@@ -156,7 +201,24 @@ def row_to_room(row: Row) -> Room:
     )
 
 
-def row_to_memory(row: Row, *, embedding: bytes | None = None, similarity: float | None = None) -> Memory:
+def room_values(room: Room, room_id: str, agent_id: str) -> tuple[str | None, ...]:
+    """A room's columns to write: agent_id, source, type, server_id, world_id, name, metadata (JSON
+    text), channel_id, id. ValueError for a type that is not a ChannelType."""
+    return (
+        agent_id,
+        room.source,
+        ChannelType(room.type).value,
+        room.server_id,
+        room.world_id,
+        room.name,
+        dumps(room.metadata or {}),
+        room.channel_id,
+        room_id,
+    )
+
+
+def row_to_memory(row: Row, *, embedding: bytes | list[float] | None = None, similarity: float | None = None) -> Memory:
+    """A memory from its row; ``embedding`` as SQLite's float32 BLOB or as floats already decoded."""
     return Memory(
         id=row["id"],
         entity_id=row["entity_id"],
@@ -164,7 +226,7 @@ def row_to_memory(row: Row, *, embedding: bytes | None = None, similarity: float
         room_id=row["room_id"],
         world_id=row["world_id"],
         content=loads(row["content"], {}),
-        embedding=decode_vector(embedding) if embedding is not None else None,
+        embedding=decode_vector(embedding) if isinstance(embedding, bytes) else embedding,
         created_at=row["created_at"],
         unique=bool(row["is_unique"]),
         metadata=loads(row["metadata"], {}),
@@ -210,6 +272,55 @@ def row_to_task(row: Row) -> Task:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
+
+
+def task_row(task: Task, task_id: str, agent_id: str, now: int) -> tuple[str | int | None, ...]:
+    """A new ``tasks`` row: id, name, description, room_id, world_id, entity_id, agent_id, tags and
+    metadata (JSON text), created_at, updated_at."""
+    return (
+        task_id,
+        task.name,
+        task.description or "",
+        task.room_id,
+        task.world_id,
+        task.entity_id,
+        agent_id,
+        dumps(list(task.tags)),
+        dumps(task.metadata or {}),
+        now,
+        now,
+    )
+
+
+_TASK_UPDATABLE = frozenset({"name", "description", "room_id", "world_id", "entity_id", "tags", "metadata"})
+
+
+def task_updates(changes: Mapping[str, Any]) -> dict[str, str | None]:
+    """The ``tasks`` columns ``update_task`` sets for ``changes``, as stored (tags and metadata as
+    JSON text, replaced whole); ValueError for a field that cannot be updated."""
+    unknown = set(changes) - _TASK_UPDATABLE
+    if unknown:
+        raise ValueError(f"update_task: cannot update {', '.join(sorted(unknown))}")
+    updates: dict[str, str | None] = {}
+    for name, value in changes.items():
+        if name == "tags":
+            value = dumps(list(value or []))
+        elif name == "metadata":
+            value = dumps(dict(value or {}))
+        elif name == "description":
+            value = value or ""
+        updates[name] = value
+    return updates
+
+
+#: One ``logs`` row: id, created_at, entity_id, body (JSON text), type, room_id.
+LogRow = tuple[str, int, str, str, str, str]
+
+
+def log_row(body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> LogRow:
+    """A new ``logs`` row (its id first) for ``body``, made JSON-safe by :func:`sanitize_log_body`."""
+    text = json.dumps(sanitize_log_body(body), ensure_ascii=False)
+    return (new_id(), now_ms(), entity_id, text, type, room_id)
 
 
 def sanitize_log_body(value: object, _seen: frozenset[int] = frozenset()) -> object:

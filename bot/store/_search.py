@@ -12,7 +12,7 @@ from bot.store._scoped import validate_count
 from bot.store._vectors import encode_vector
 from bot.types import Memory
 
-__all__ = ["SearchMixin", "fts_query"]
+__all__ = ["SearchMixin", "fts_query", "fts_terms"]
 
 #: Default number of search results.
 DEFAULT_SEARCH_COUNT = 10
@@ -21,13 +21,19 @@ _MAX_QUERY_TERMS = 32
 _WORD = re.compile(r"\w+")
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 MATCH expression for user text: its words, each quoted, joined with OR.
+def fts_terms(text: str) -> list[str]:
+    """The words a keyword search looks for in user text: runs of word characters, lowercased,
+    each once, at most 32. Nothing else survives, so no query syntax can."""
+    return list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))[:_MAX_QUERY_TERMS]
 
-    Only word characters survive, so quotes, ``-``, ``*``, ``AND``/``NOT`` (quoted, they are plain
-    words), ``NEAR`` and parentheses in user text can never form FTS5 syntax. None if no words.
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 MATCH expression for user text: its words (:func:`fts_terms`), each quoted, joined with OR.
+
+    Quotes, ``-``, ``*``, ``AND``/``NOT`` (quoted, they are plain words), ``NEAR`` and parentheses
+    in user text can never form FTS5 syntax. None if no words.
     """
-    terms = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))[:_MAX_QUERY_TERMS]
+    terms = fts_terms(text)
     if not terms:
         return None
     return " OR ".join(f'"{t}"' for t in terms)
@@ -41,13 +47,7 @@ class SearchMixin(MemoriesMixin):
     def _search_filter(
         self, table: str, unique: bool | None, room_id: str | None, world_id: str | None, entity_id: str | None
     ) -> MemoryFilter:
-        return (
-            MemoryFilter(self._agent_id, table)
-            .add("m.room_id = ?", room_id)
-            .add("m.world_id = ?", world_id)
-            .add("m.entity_id = ?", entity_id)
-            .unique(unique)
-        )
+        return MemoryFilter(self._agent_id, table).fields(room_id, world_id, entity_id).unique(unique)
 
     async def _nearest(
         self, query: bytes, column: str, where: MemoryFilter, *, count: int, threshold: float | None = None

@@ -19,6 +19,7 @@ __all__ = [
     "MessageHandling",
     "Participation",
     "SHARED_KNOWLEDGE_ID",
+    "parse_room_state",
 ]
 
 #: The scope (an ``agents`` row) of knowledge every agent sees.
@@ -29,6 +30,16 @@ DERIVED_TABLES = ("facts", "summaries")
 #: Memory tables holding the character's own knowledge (documents and their fragments): they are
 #: not memories of anyone; ``forget_all`` keeps them unless asked (``forget_knowledge``).
 KNOWLEDGE_TABLES = ("documents", "fragments", "knowledge")
+
+
+def parse_room_state(state: RoomState | str | None) -> RoomState | None:
+    """``state`` as a RoomState (None stays None); ValueError saying what is allowed otherwise."""
+    if state is None:
+        return None
+    try:
+        return RoomState(state)
+    except ValueError:
+        raise ValueError(f"invalid room state {state!r}: use RoomState.FOLLOWED, RoomState.MUTED or None") from None
 
 
 @dataclass(frozen=True, slots=True)

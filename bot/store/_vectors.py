@@ -17,6 +17,7 @@ __all__ = [
     "check_dimension",
     "clean_vector",
     "decode_vector",
+    "dimension_key",
     "encode_vector",
 ]
 
@@ -48,6 +49,11 @@ def check_dimension(dim: int) -> str:
     except (KeyError, TypeError):
         supported = ", ".join(str(d) for d in DIMENSION_MAP)
         raise ValueError(f"Unsupported embedding dimension {dim!r}: use one of {supported}") from None
+
+
+def dimension_key(agent_id: str) -> str:
+    """The ``meta`` key under which a store keeps ``agent_id``'s active embedding dimension."""
+    return f"embedding_dimension:{agent_id}"
 
 
 def clean_vector(values: Sequence[float]) -> list[float]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import psycopg
+from pgvector.psycopg import register_vector_async
 from psycopg.rows import dict_row
 from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
@@ -25,6 +26,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from bot.errors import StoreError
 from bot.store._urls import is_postgres_url, redacted_url
 from bot.store.postgres._leases import PgLeases
+from bot.store.postgres._log_queue import QueuedLogs
 from bot.store.postgres._migrations import migrate
 
 if TYPE_CHECKING:
@@ -69,6 +71,8 @@ class PostgresDatabase:
         self._leases = PgLeases(self)
         #: Agents of this process take turns at the shared knowledge scope (as with SQLite).
         self.shared_knowledge_lock = asyncio.Lock()
+        #: Rows of ``Store.queue_log``, written together soon after; flushed by close().
+        self.log_queue = QueuedLogs(self)
 
     def __repr__(self) -> str:
         return f"<PostgresDatabase {self.path} state={self._state.name.lower()}>"
@@ -107,7 +111,7 @@ class PostgresDatabase:
             max_idle=_IDLE_S,
             timeout=_POOL_WAIT_S,
             kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": _CONNECT_TIMEOUT_S},
-            configure=_configure,
+            configure=_configure_pooled,
             open=False,
             name="troupe",
         )
@@ -117,10 +121,12 @@ class PostgresDatabase:
         _log.info("opened PostgreSQL database %s (schema %d)", self.path, self._schema_version)
 
     async def close(self) -> None:
-        """Close the pool (waiting for connections in use); safe to call more than once."""
+        """Write the queued log rows, then close the pool (waiting for connections in use); safe to
+        call more than once."""
         if self._state is not State.OPEN:
             self._state = State.CLOSED
             return
+        await self.log_queue.close()
         self._state = State.CLOSED
         pool, self._pool = self._pool, None
         if pool is not None:
@@ -207,8 +213,27 @@ async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
     conn.adapters.register_loader("jsonb", TextLoader)
 
 
+async def _configure_pooled(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Pooled connections (opened once the migrations made the type): also pgvector's ``vector``,
+    sent and read as ``pgvector.Vector`` (float32, as SQLite stores vectors)."""
+    await _configure(conn)
+    await register_vector_async(conn)
+
+
+# Constraint failures worded as SQLite words them, so callers read one message from both backends.
+_CONSTRAINTS = (
+    (psycopg.errors.CheckViolation, "CHECK"),
+    (psycopg.errors.ForeignKeyViolation, "FOREIGN KEY"),
+    (psycopg.errors.UniqueViolation, "UNIQUE"),
+    (psycopg.errors.NotNullViolation, "NOT NULL"),
+)
+
+
 def _reason(exc: BaseException, url: str) -> str:
     """The driver's message, without the URL's password should it quote it."""
     text = str(exc).strip() or type(exc).__name__
+    kind = next((name for error, name in _CONSTRAINTS if isinstance(exc, error)), None)
+    if kind is not None:
+        text = f"{kind} constraint failed: {text}"
     password = urlsplit(url).password
     return text.replace(password, "***") if password else text

@@ -4,7 +4,11 @@ The same tables, columns and scoping as SQLite, so the two backends read alike a
 store copy`` moves rows one to one. What differs, deliberately:
 - timestamps stay ``bigint`` milliseconds since the epoch, as troupe's types carry them;
 - JSON columns are ``jsonb``, read back as JSON text (bot/store/_rows.py parses both alike);
-- memories keep ``seq`` (an identity) only to order rows written in the same millisecond;
+- memories, entities, components, worlds, rooms, participants, relationships, logs and tasks
+  have ``seq`` (an identity) only to order rows written in the same millisecond, as SQLite's
+  rowid does;
+- entities keep ``folded_names``, their names NFKC-normalised and casefolded by Python (as SQLite's
+  ``casefold()`` does), so a search by name matches alike whatever the server's locale;
 - keyword search is a stored ``tsvector`` of the memory's text with a GIN index, where SQLite
   has an FTS5 table kept in step by triggers;
 - a vector is one ``vector`` column (pgvector) on embeddings, whatever its dimension.
@@ -38,16 +42,19 @@ CREATE TABLE agents (
 );
 
 CREATE TABLE entities (
-    id         text PRIMARY KEY,
-    agent_id   text NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
-    created_at bigint NOT NULL DEFAULT NOW_MS,
-    names      jsonb NOT NULL DEFAULT '[]',
-    metadata   jsonb NOT NULL DEFAULT '{}',
+    seq          bigint GENERATED ALWAYS AS IDENTITY,
+    id           text PRIMARY KEY,
+    agent_id     text NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    created_at   bigint NOT NULL DEFAULT NOW_MS,
+    names        jsonb NOT NULL DEFAULT '[]',
+    folded_names text[] NOT NULL DEFAULT '{}',
+    metadata     jsonb NOT NULL DEFAULT '{}',
     UNIQUE (id, agent_id)
 );
 CREATE INDEX idx_entities_agent ON entities(agent_id);
 
 CREATE TABLE worlds (
+    seq               bigint GENERATED ALWAYS AS IDENTITY,
     id                text PRIMARY KEY,
     agent_id          text NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
     name              text NOT NULL,
@@ -59,6 +66,7 @@ CREATE TABLE worlds (
 CREATE INDEX idx_worlds_agent ON worlds(agent_id);
 
 CREATE TABLE rooms (
+    seq               bigint GENERATED ALWAYS AS IDENTITY,
     id                text PRIMARY KEY,
     agent_id          text REFERENCES agents(id) ON DELETE CASCADE,
     source            text NOT NULL,
@@ -75,6 +83,7 @@ CREATE INDEX idx_rooms_world ON rooms(world_id);
 CREATE INDEX idx_rooms_agent ON rooms(agent_id);
 
 CREATE TABLE participants (
+    seq        bigint GENERATED ALWAYS AS IDENTITY,
     id         text PRIMARY KEY,
     created_at bigint NOT NULL DEFAULT NOW_MS,
     entity_id  text REFERENCES entities(id) ON DELETE CASCADE,
@@ -85,6 +94,25 @@ CREATE TABLE participants (
 );
 CREATE INDEX idx_participants_user ON participants(entity_id);
 CREATE INDEX idx_participants_room ON participants(room_id);
+
+-- Keyword search (bot/store/postgres/_search.py): English stems without stop words (a search for
+-- "and" finds "this and that", as FTS5's porter tokenizer does), over the text with diacritics
+-- folded and ASCII punctuation as spaces (FTS5's unicode61 with remove_diacritics: "x@y.com" is
+-- the words x, y and com, "café" is "cafe"). A tsvector holds at most 1 MB: a text past 200,000
+-- characters keeps its words without their positions, from its first 500,000 characters, so that
+-- a long document is stored (and found by those words) where it would otherwise be refused.
+-- The functions are IMMUTABLE so a stored column can use them.
+CREATE TEXT SEARCH DICTIONARY troupe_stem (TEMPLATE = snowball, LANGUAGE = english);
+CREATE TEXT SEARCH CONFIGURATION troupe_text (COPY = english);
+ALTER TEXT SEARCH CONFIGURATION troupe_text
+    ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part WITH troupe_stem;
+CREATE FUNCTION troupe_search_text(text) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN regexp_replace(regexp_replace(normalize($1, NFD), '[\\u0300-\\u036f]+', '', 'g'),
+                          '[!-/:-@\\[-`{-~]+', ' ', 'g');
+CREATE FUNCTION troupe_text_vector(text) RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN $1 IS NULL THEN ''::tsvector
+                WHEN length($1) <= 200000 THEN to_tsvector('troupe_text', troupe_search_text($1))
+                ELSE strip(to_tsvector('troupe_text', troupe_search_text(left($1, 500000)))) END;
 
 CREATE TABLE memories (
     seq         bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
@@ -98,7 +126,7 @@ CREATE TABLE memories (
     world_id    text,
     is_unique   boolean NOT NULL DEFAULT true,
     metadata    jsonb NOT NULL DEFAULT '{}',
-    text_search tsvector GENERATED ALWAYS AS (to_tsvector('english', coalesce(content->>'text', ''))) STORED,
+    text_search tsvector GENERATED ALWAYS AS (troupe_text_vector(content->>'text')) STORED,
     CHECK (metadata->>'type' IS DISTINCT FROM 'fragment'
            OR (metadata->>'documentId' IS NOT NULL AND metadata->>'position' IS NOT NULL)),
     CHECK (metadata->>'type' IS DISTINCT FROM 'document' OR metadata->>'timestamp' IS NOT NULL)
@@ -112,14 +140,21 @@ CREATE INDEX idx_memories_document_id ON memories((metadata->>'documentId'));
 CREATE INDEX idx_fragments_order ON memories((metadata->>'documentId'), (metadata->'position'));
 CREATE INDEX idx_memories_text_search ON memories USING gin (text_search);
 
+-- One vector column of any dimension (dim): an agent that changes embedding model keeps its old
+-- vectors, invisible until it switches back, as SQLite keeps one column per dimension, and a
+-- shared knowledge fragment has one vector per dimension its agents use. Searches are exact and
+-- no HNSW index is kept yet: bot/store/postgres/_search.py says why and how one will be added.
 CREATE TABLE embeddings (
     id         text PRIMARY KEY,
-    memory_id  text NOT NULL UNIQUE REFERENCES memories(id) ON DELETE CASCADE,
+    memory_id  text NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
     created_at bigint NOT NULL DEFAULT NOW_MS,
-    embedding  vector NOT NULL
+    embedding  vector NOT NULL,
+    dim        integer GENERATED ALWAYS AS (vector_dims(embedding)) STORED,
+    UNIQUE (memory_id, dim)
 );
 
 CREATE TABLE relationships (
+    seq              bigint GENERATED ALWAYS AS IDENTITY,
     id               text PRIMARY KEY,
     created_at       bigint NOT NULL DEFAULT NOW_MS,
     source_entity_id text NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
@@ -133,6 +168,7 @@ CREATE INDEX idx_relationships_users ON relationships(source_entity_id, target_e
 CREATE INDEX idx_relationships_target ON relationships(target_entity_id);
 
 CREATE TABLE components (
+    seq              bigint GENERATED ALWAYS AS IDENTITY,
     id               text PRIMARY KEY,
     entity_id        text NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
     agent_id         text NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
@@ -156,6 +192,7 @@ CREATE TABLE cache (
 );
 
 CREATE TABLE logs (
+    seq        bigint GENERATED ALWAYS AS IDENTITY,
     id         text PRIMARY KEY,
     created_at bigint NOT NULL DEFAULT NOW_MS,
     entity_id  text NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
@@ -168,6 +205,7 @@ CREATE INDEX idx_logs_room_created ON logs(room_id, created_at);
 CREATE INDEX idx_logs_entity ON logs(entity_id);
 
 CREATE TABLE tasks (
+    seq         bigint GENERATED ALWAYS AS IDENTITY,
     id          text PRIMARY KEY,
     name        text NOT NULL,
     description text,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from bot.store._agent_scope import Scoped
 
@@ -16,3 +17,8 @@ class PgScoped(Scoped["PostgresDatabase"]):
     """The PostgreSQL store's base: the database and the agent (see :class:`Scoped`)."""
 
     __slots__ = ()
+
+    async def _write_rows(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run ``sql`` once per row as one transaction (all rows or none), pipelined in one trip."""
+        async with self._db.transaction() as conn, conn.cursor() as cur:
+            await cur.executemany(sql, rows)

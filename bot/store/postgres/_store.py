@@ -7,12 +7,34 @@ methods live in one module per group of tables, as for SQLite; this class puts t
 
 from __future__ import annotations
 
+from bot.store.postgres._agents import PgAgentsMixin
+from bot.store.postgres._entities import PgEntitiesMixin
+from bot.store.postgres._forgetting import PgForgettingMixin
+from bot.store.postgres._handling import PgHandlingMixin
+from bot.store.postgres._inspection import PgInspectionMixin
+from bot.store.postgres._knowledge import PgKnowledgeMixin
+from bot.store.postgres._records import PgRecordsMixin
+from bot.store.postgres._retention import PgRetentionMixin
+from bot.store.postgres._rooms import PgRoomsMixin
 from bot.store.postgres._scoped import PgScoped
+from bot.store.postgres._search import PgSearchMixin
 
 __all__ = ["PgAgentStore"]
 
 
-class PgAgentStore(PgScoped):
+class PgAgentStore(
+    PgAgentsMixin,
+    PgEntitiesMixin,
+    PgRoomsMixin,
+    PgRecordsMixin,
+    PgHandlingMixin,
+    PgKnowledgeMixin,
+    PgRetentionMixin,
+    PgInspectionMixin,
+    PgForgettingMixin,
+    PgSearchMixin,
+    PgScoped,
+):
     """Everything one agent stores in the shared :class:`PostgresDatabase`. Implements ``Store``."""
 
     __slots__ = ()

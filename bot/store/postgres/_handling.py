@@ -1,0 +1,169 @@
+"""Exactly once on PostgreSQL: claims of platform messages and the inbox (SQLite's:
+bot/store/_handling.py, whose docstrings give the contract).
+
+Several daemons may share the database, so claims of the same message cannot interleave: the
+first delivery's row is inserted with ``ON CONFLICT DO NOTHING`` in one statement (of two
+daemons inserting at once, one inserts and the other waits for it, then finds the row), and a
+row that exists is read ``FOR UPDATE`` and changed in one transaction, so claims of it take
+turns and each sees the one before it. The outcomes are those of the claims made one
+after the other: one ``NEW``, never two.
+
+As on SQLite, a row is not a lock: a later claim of a message still ``HANDLING`` is a ``RETRY``
+(its claimant is taken to have died). That a live daemon is not taken up behind its back is
+placement's part: only the holder of a character's lease receives and claims its messages,
+and a daemon that lost its lease sends nothing (a claim it left is then rightly retried once).
+"""
+
+from __future__ import annotations
+
+from bot.store._values import MessageHandling
+from bot.store.postgres._scoped import PgScoped
+from bot.types import Claim, Handling, now_ms
+
+__all__ = ["PgHandlingMixin"]
+
+# The outcome recorded for a claim closed when it is delivered again (the pipeline's Status values).
+_CLOSED_AS = {Claim.SENT: "sent_before_crash", Claim.ABANDONED: "abandoned"}
+
+_COLUMNS = "(agent_id, memory_id, room_id, status, attempts, created_at, updated_at, outcome)"
+_STORED = "EXISTS (SELECT 1 FROM memories WHERE id = %(memory)s AND agent_id = %(agent)s)"
+# A first delivery, the common case, in one statement: HANDLING, unless the message is stored
+# already or claimed (no row then).
+_INSERT_NEW = (
+    f"INSERT INTO message_handling {_COLUMNS} "
+    "SELECT %(agent)s, %(memory)s, %(room)s, %(handling)s, 1, %(created)s, %(now)s, NULL "
+    f"WHERE NOT {_STORED} ON CONFLICT (agent_id, memory_id) DO NOTHING"
+)
+# The same, but DONE at once when the message itself is stored (by a troupe from before claims).
+_INSERT_FIRST = (
+    f"INSERT INTO message_handling {_COLUMNS} "
+    "SELECT %(agent)s, %(memory)s, %(room)s, CASE WHEN s.stored THEN %(done)s ELSE %(handling)s END, "
+    "1, %(created)s, %(now)s, CASE WHEN s.stored THEN 'duplicate' END "
+    f"FROM (SELECT {_STORED} AS stored) s "
+    "ON CONFLICT (agent_id, memory_id) DO NOTHING RETURNING status"
+)
+
+
+class PgHandlingMixin(PgScoped):
+    """The ``message_handling`` and ``inbox`` tables."""
+
+    __slots__ = ()
+
+    async def claim_message(self, memory_id: str, room_id: str, created_at: int, *, retries: int = 1) -> Claim:
+        """Claim the message ``memory_id`` for answering; what the caller should do with it (see
+        ``AgentStore.claim_message``). Atomic across processes sharing the database."""
+        agent, now = self._agent_id, now_ms()
+        key = (agent, memory_id)
+        params = {
+            "agent": agent,
+            "memory": memory_id,
+            "room": room_id,
+            "done": Handling.DONE.value,
+            "handling": Handling.HANDLING.value,
+            "created": created_at,
+            "now": now,
+        }
+        if await self._db.execute(_INSERT_NEW, params):
+            return Claim.NEW
+        async with self._db.transaction() as conn:
+            while True:
+                cur = await conn.execute(
+                    "SELECT status, attempts FROM message_handling WHERE agent_id = %s AND memory_id = %s FOR UPDATE",
+                    key,
+                )
+                row = await cur.fetchone()
+                if row is not None:
+                    break
+                # No claim: the message was stored before claims existed, or its claim was pruned
+                # a moment ago. Should another claim insert one first, read that one.
+                cur = await conn.execute(_INSERT_FIRST, params)
+                inserted = await cur.fetchone()
+                if inserted is not None:
+                    return Claim.DUPLICATE if inserted["status"] == Handling.DONE.value else Claim.NEW
+            status, attempts = Handling(row["status"]), int(row["attempts"])
+            if status is Handling.DONE:
+                return Claim.DUPLICATE
+            if status is Handling.HANDLING and attempts <= retries:
+                await conn.execute(
+                    "UPDATE message_handling SET attempts = attempts + 1, updated_at = %s "
+                    "WHERE agent_id = %s AND memory_id = %s",
+                    (now, *key),
+                )
+                return Claim.RETRY
+            claim = Claim.SENT if status is Handling.SENDING else Claim.ABANDONED
+            await conn.execute(
+                "UPDATE message_handling SET status = %s, outcome = %s, updated_at = %s "
+                "WHERE agent_id = %s AND memory_id = %s",
+                (Handling.DONE.value, _CLOSED_AS[claim], now, *key),
+            )
+            return claim
+
+    async def mark_message(self, memory_id: str, status: Handling, outcome: str | None = None) -> None:
+        """Record where the answer to ``memory_id`` stands (``outcome``: how it ended, when done)."""
+        await self._db.execute(
+            "UPDATE message_handling SET status = %s, outcome = COALESCE(%s::text, outcome), updated_at = %s "
+            "WHERE agent_id = %s AND memory_id = %s",
+            (status.value, outcome, now_ms(), self._agent_id, memory_id),
+        )
+
+    async def get_message_handling(self, memory_id: str) -> MessageHandling | None:
+        """Where the answer to ``memory_id`` stands; None if it was never claimed (or pruned)."""
+        row = await self._db.fetchone(
+            "SELECT memory_id, room_id, status, outcome, attempts, created_at FROM message_handling "
+            "WHERE agent_id = %s AND memory_id = %s",
+            (self._agent_id, memory_id),
+        )
+        if row is None:
+            return None
+        return MessageHandling(
+            row["memory_id"],
+            row["room_id"],
+            Handling(row["status"]),
+            row["outcome"],
+            row["attempts"],
+            row["created_at"],
+        )
+
+    async def unfinished_messages(self) -> list[tuple[str, int, int]]:
+        """Messages claimed but never finished (``HANDLING``), oldest first, as (memory id, the
+        message's own time in ms, times taken up)."""
+        rows = await self._db.fetchall(
+            "SELECT memory_id, created_at, attempts FROM message_handling WHERE agent_id = %s AND status = %s "
+            "ORDER BY created_at, memory_id",
+            (self._agent_id, Handling.HANDLING.value),
+        )
+        return [(r["memory_id"], r["created_at"], r["attempts"]) for r in rows]
+
+    async def prune_handled(self, before: int) -> int:
+        """Forget the claims of messages older than ``before`` (ms), finished or not; how many went."""
+        return await self._db.execute(
+            "DELETE FROM message_handling WHERE agent_id = %s AND created_at < %s", (self._agent_id, before)
+        )
+
+    # -- the inbox ---------------------------------------------------------------------------------
+
+    async def inbox_put(self, source: str, event_id: str, payload: str) -> None:
+        """Keep a platform event (``payload``: as the platform sent it) until :meth:`inbox_done`."""
+        await self._db.execute(
+            "INSERT INTO inbox (agent_id, source, event_id, payload, received_at) VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT (agent_id, source, event_id) DO UPDATE "
+            "SET payload = excluded.payload, received_at = excluded.received_at",
+            (self._agent_id, source, event_id, payload, now_ms()),
+        )
+
+    async def inbox_done(self, source: str, event_id: str) -> None:
+        """The event was dealt with: forget it."""
+        await self._db.execute(
+            "DELETE FROM inbox WHERE agent_id = %s AND source = %s AND event_id = %s",
+            (self._agent_id, source, event_id),
+        )
+
+    async def inbox_pending(self, source: str) -> list[tuple[str, str, int]]:
+        """Events from ``source`` never dealt with (a process died), oldest first, as (event id,
+        payload, received at in ms)."""
+        rows = await self._db.fetchall(
+            "SELECT event_id, payload, received_at FROM inbox WHERE agent_id = %s AND source = %s "
+            "ORDER BY received_at, event_id",
+            (self._agent_id, source),
+        )
+        return [(r["event_id"], r["payload"], r["received_at"]) for r in rows]

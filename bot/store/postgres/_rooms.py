@@ -1,0 +1,200 @@
+"""Worlds, rooms, participants and the agent's per-room FOLLOWED/MUTED state, in PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bot.errors import StoreError
+from bot.store._rows import dumps, room_values, row_to_room, row_to_world
+from bot.store._scoped import new_id
+from bot.store._values import parse_room_state
+from bot.store.postgres._scoped import PgScoped
+from bot.types import Room, RoomState, World, now_ms
+
+__all__ = ["PgRoomsMixin"]
+
+
+class PgRoomsMixin(PgScoped):
+    """The ``worlds``, ``rooms`` and ``participants`` tables. Each method does what its SQLite twin
+    in ``bot/store/_rooms.py`` does (documented there; the contract suite holds both to it)."""
+
+    __slots__ = ()
+
+    # -- worlds ------------------------------------------------------------------------------------
+
+    async def create_world(self, world: World) -> str:
+        world_id = world.id or new_id()
+        await self._db.execute(
+            "INSERT INTO worlds (id, agent_id, name, metadata, server_id, created_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
+            (
+                world_id,
+                self._agent_id,
+                world.name or "",
+                dumps(world.metadata or {}),
+                world.server_id or "default",
+                world.created_at or now_ms(),
+            ),
+        )
+        return world_id
+
+    async def get_world(self, world_id: str) -> World | None:
+        row = await self._db.fetchone("SELECT * FROM worlds WHERE id = %s", (world_id,))
+        return row_to_world(row) if row else None
+
+    async def get_all_worlds(self) -> list[World]:
+        rows = await self._db.fetchall(
+            "SELECT * FROM worlds WHERE agent_id = %s ORDER BY created_at, seq", (self._agent_id,)
+        )
+        return [row_to_world(r) for r in rows]
+
+    async def get_worlds_with_settings(self) -> list[World]:
+        rows = await self._db.fetchall(
+            # A JSON null is no settings, as SQLite's json_extract(...) IS NOT NULL has it.
+            "SELECT * FROM worlds WHERE agent_id = %s AND jsonb_typeof(metadata -> 'settings') <> 'null' "
+            "ORDER BY created_at, seq",
+            (self._agent_id,),
+        )
+        return [row_to_world(r) for r in rows]
+
+    async def update_world(self, world: World) -> bool:
+        changed = await self._db.execute(
+            "UPDATE worlds SET name = %s, server_id = %s, metadata = %s WHERE id = %s AND agent_id = %s",
+            (
+                world.name or "",
+                world.server_id or "default",
+                dumps(world.metadata or {}),
+                world.id,
+                self._agent_id,
+            ),
+        )
+        return changed > 0
+
+    async def remove_world(self, world_id: str) -> bool:
+        deleted = await self._db.execute(
+            "DELETE FROM worlds WHERE id = %s AND agent_id = %s", (world_id, self._agent_id)
+        )
+        return deleted > 0
+
+    # -- rooms -------------------------------------------------------------------------------------
+
+    async def create_rooms(self, rooms: Sequence[Room]) -> list[str]:
+        if not rooms:
+            return []
+        ids = [room.id or new_id() for room in rooms]
+        now = now_ms()
+        rows = [
+            (*room_values(room, room_id, self._agent_id), room.created_at or now)
+            for room, room_id in zip(rooms, ids, strict=True)
+        ]
+        await self._write_rows(
+            "INSERT INTO rooms (agent_id, source, type, server_id, world_id, name, metadata, channel_id, id, "
+            "created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
+            rows,
+        )
+        return ids
+
+    async def get_room(self, room_id: str) -> Room | None:
+        row = await self._db.fetchone("SELECT * FROM rooms WHERE id = %s AND agent_id = %s", (room_id, self._agent_id))
+        return row_to_room(row) if row else None
+
+    async def get_rooms_by_ids(self, room_ids: Sequence[str]) -> list[Room]:
+        if not room_ids:
+            return []
+        rows = await self._db.fetchall(
+            "SELECT * FROM rooms WHERE agent_id = %s AND id = ANY(%s)", (self._agent_id, list(room_ids))
+        )
+        by_id = {r["id"]: row_to_room(r) for r in rows}
+        return [by_id[i] for i in dict.fromkeys(room_ids) if i in by_id]
+
+    async def get_rooms_by_world(self, world_id: str) -> list[Room]:
+        rows = await self._db.fetchall(
+            "SELECT * FROM rooms WHERE agent_id = %s AND world_id = %s ORDER BY created_at, seq",
+            (self._agent_id, world_id),
+        )
+        return [row_to_room(r) for r in rows]
+
+    async def update_room(self, room: Room) -> bool:
+        if not room.id:
+            raise ValueError("update_room needs a room id")
+        changed = await self._db.execute(
+            "UPDATE rooms SET agent_id = %s, source = %s, type = %s, server_id = %s, world_id = %s, name = %s, "
+            "metadata = %s, channel_id = %s WHERE id = %s AND agent_id = %s",
+            (*room_values(room, room.id, self._agent_id), self._agent_id),
+        )
+        return changed > 0
+
+    async def delete_room(self, room_id: str) -> bool:
+        if not room_id:
+            raise ValueError("delete_room needs a room id")
+        deleted = await self._db.execute("DELETE FROM rooms WHERE id = %s AND agent_id = %s", (room_id, self._agent_id))
+        return deleted > 0
+
+    async def get_rooms_for_participant(self, entity_id: str) -> list[str]:
+        return await self.get_rooms_for_participants([entity_id])
+
+    async def get_rooms_for_participants(self, entity_ids: Sequence[str]) -> list[str]:
+        if not entity_ids:
+            return []
+        rows = await self._db.fetchall(
+            # COLLATE "C": ids by code point, as SQLite orders them, whatever the database's locale.
+            'SELECT DISTINCT p.room_id COLLATE "C" AS room_id FROM participants p JOIN rooms r ON r.id = p.room_id '
+            "WHERE r.agent_id = %s AND p.agent_id = %s AND p.entity_id = ANY(%s) ORDER BY 1",
+            (self._agent_id, self._agent_id, list(entity_ids)),
+        )
+        return [r["room_id"] for r in rows]
+
+    # -- participants ------------------------------------------------------------------------------
+
+    async def add_participant(self, entity_id: str, room_id: str) -> bool:
+        return await self.add_participants([entity_id], room_id)
+
+    async def add_participants(self, entity_ids: Sequence[str], room_id: str) -> bool:
+        if not entity_ids:
+            return True
+        now = now_ms()
+        try:
+            await self._write_rows(
+                "INSERT INTO participants (id, entity_id, room_id, agent_id, created_at) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (entity_id, room_id, agent_id) DO NOTHING",
+                [(new_id(), e, room_id, self._agent_id, now) for e in entity_ids],
+            )
+        except StoreError as exc:
+            return self._fail("add_participants", exc)
+        return True
+
+    async def remove_participant(self, entity_id: str, room_id: str) -> bool:
+        deleted = await self._db.execute(
+            "DELETE FROM participants WHERE entity_id = %s AND room_id = %s AND agent_id = %s",
+            (entity_id, room_id, self._agent_id),
+        )
+        return deleted > 0
+
+    async def get_participants_for_room(self, room_id: str) -> list[str]:
+        rows = await self._db.fetchall(
+            "SELECT entity_id FROM participants WHERE room_id = %s AND agent_id = %s ORDER BY created_at, seq",
+            (room_id, self._agent_id),
+        )
+        return [r["entity_id"] for r in rows]
+
+    async def is_room_participant(self, room_id: str, entity_id: str) -> bool:
+        row = await self._db.fetchone(
+            "SELECT 1 FROM participants WHERE room_id = %s AND entity_id = %s AND agent_id = %s",
+            (room_id, entity_id, self._agent_id),
+        )
+        return row is not None
+
+    async def get_participant_state(self, room_id: str, entity_id: str) -> RoomState | None:
+        row = await self._db.fetchone(
+            "SELECT room_state FROM participants WHERE room_id = %s AND entity_id = %s AND agent_id = %s",
+            (room_id, entity_id, self._agent_id),
+        )
+        return RoomState(row["room_state"]) if row and row["room_state"] else None
+
+    async def set_participant_state(self, room_id: str, entity_id: str, state: RoomState | None) -> bool:
+        value = parse_room_state(state)
+        changed = await self._db.execute(
+            "UPDATE participants SET room_state = %s WHERE room_id = %s AND entity_id = %s AND agent_id = %s",
+            (value.value if value else None, room_id, entity_id, self._agent_id),
+        )
+        return changed > 0
