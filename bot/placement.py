@@ -16,7 +16,8 @@ lease time — a daemon:
 
 With a single daemon (SQLite, or one machine on PostgreSQL) it simply holds everything.
 The host (the daemon) starts and stops characters; placement only decides, through
-:class:`PlacementHost`. A lease that runs out between rounds (the process was paused) is seen
+:class:`PlacementHost`, and runs those starts and stops in the background, one after another for
+each character, so a start that takes seconds never delays the renewal of a lease. A lease that runs out between rounds (the process was paused) is seen
 at the next round, and ``Lease.valid()`` already refuses to act on it before then.
 """
 
@@ -26,10 +27,11 @@ import asyncio
 import enum
 import hashlib
 import logging
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Coroutine, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
+from bot.background import BackgroundTasks
 from bot.store import Lease, Leases
 
 __all__ = ["AGENT_PREFIX", "DAEMON_PREFIX", "Placement", "PlacementHost", "Round"]
@@ -93,6 +95,11 @@ class Placement:
         self.ttl_s = ttl_s
         self._presence: Lease | None = None
         self._held: dict[str, Lease] = {}
+        # Starting or stopping a character takes seconds (its plugins, its platforms): each runs
+        # in the background, after the previous one of the same character, so a round never
+        # waits for them and leases are renewed on time however long a start takes.
+        self._changes: dict[str, asyncio.Task[None]] = {}
+        self._tasks = BackgroundTasks("troupe:placement")
 
     @property
     def interval(self) -> float:
@@ -156,7 +163,7 @@ class Placement:
                     continue  # another daemon was quicker
                 self._held[agent_id] = taken
                 result.changes[agent_id] = Change.TAKEN
-                await self._host.serve(agent_id, taken)
+                self._then(agent_id, self._host.serve(agent_id, taken))
         if result.changes and any(c is not Change.KEPT for c in result.changes.values()):
             _log.info(
                 "placement: %d daemons alive, share %d; serving %d (taken %s, lost %s, handed over %s)",
@@ -169,10 +176,17 @@ class Placement:
             )
         return result
 
+    async def settled(self) -> None:
+        """Return once every start and stop asked for so far has finished."""
+        while pending := [task for task in self._changes.values() if not task.done()]:
+            await asyncio.wait(pending)
+
     async def leave(self) -> None:
         """Stop serving everything and release every lease (a graceful handover, on SIGTERM)."""
         for agent_id in list(self._held):
             await self._hand_over(agent_id, Round())
+        await self.settled()
+        await self._tasks.close()
         if self._presence is not None:
             await self._leases.release(self._presence)
             self._presence = None
@@ -191,13 +205,28 @@ class Placement:
         self._held.pop(agent_id, None)
         result.changes[agent_id] = Change.LOST
         _log.warning("placement: lost the lease of %s; stopping it", agent_id)
-        await self._host.stop_serving(agent_id)
+        self._then(agent_id, self._host.stop_serving(agent_id))  # its fence already stops its sending
 
     async def _hand_over(self, agent_id: str, result: Round) -> None:
         lease = self._held.pop(agent_id)
         result.changes[agent_id] = Change.HANDED_OVER
-        await self._host.stop_serving(agent_id)  # stopped first: the next owner never overlaps
-        await self._leases.release(lease)
+
+        async def stop_then_release() -> None:
+            await self._host.stop_serving(agent_id)  # stopped first: the next owner never overlaps
+            await self._leases.release(lease)
+
+        self._then(agent_id, stop_then_release())
+
+    def _then(self, agent_id: str, change: Coroutine[Any, Any, None]) -> None:
+        """Run ``change`` in the background once the character's previous change has finished."""
+        previous = self._changes.get(agent_id)
+
+        async def in_turn() -> None:
+            if previous is not None and not previous.done():
+                await asyncio.wait([previous])
+            await change
+
+        self._changes[agent_id] = self._tasks.start(in_turn(), f"{agent_id[:8]}")
 
     async def _drop_expired(self) -> None:
         """After a failed round: stop what can no longer be acted on."""

@@ -81,6 +81,13 @@ class Delivery:
                 )
                 content = {**content, "text": bounded}
             self.attempted += 1
+        if not self.runtime.may_send():
+            # Another daemon serves the character now (this one lost its lease): nothing goes out
+            # and nothing is marked, so the message stays for the lease holder to take up.
+            _log.warning(
+                "%s: not sending a reply: another daemon may serve this character now", self.runtime.character.name
+            )
+            return []
         if not self._marked and self.message.id is not None:
             self._marked = True
             await self.runtime.store.mark_message(self.message.id, Handling.SENDING)

@@ -201,7 +201,8 @@ class MessagePipeline:
             outcome = Outcome(Status.ERROR)
         if outcome.status is Status.REPLIED and turn.delivery.failed:
             outcome = Outcome(Status.SEND_FAILED, "the platform took none of the reply", outcome.actions)
-        if outcome.status not in _UNCLAIMED:
+        if outcome.status not in _UNCLAIMED and rt.may_send():
+            # (A daemon that lost the character's lease leaves the claim: its new daemon takes it up.)
             try:
                 await rt.store.mark_message(turn.message_id, Handling.DONE, outcome.status.value)
             except StoreError as exc:  # the answer stands; a restart may take the message up once more

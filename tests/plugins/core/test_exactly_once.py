@@ -272,3 +272,41 @@ async def test_the_reply_bound_is_a_setting(harness) -> None:
     h.large.append(plan("x" * 2000))
     await h.say("write a lot")
     assert 100 < len(h.sent[0]["text"]) <= 500
+
+
+class _Fence:
+    def __init__(self) -> None:
+        self.held = True
+
+    def allows(self) -> bool:
+        return self.held
+
+
+async def test_a_reply_under_way_when_the_lease_is_lost_is_left_to_the_daemon_that_took_over(harness) -> None:
+    h = await harness(ChannelType.DM)
+    h.rt.fence = fence = _Fence()
+    release = asyncio.Event()
+
+    async def slow(params: dict) -> str:
+        await release.wait()  # meanwhile this daemon is paused past its lease and another takes over
+        return plan("Too late.")
+
+    h.large.append(slow)
+    message_id = str(uuid.uuid4())
+    run = asyncio.create_task(h.say("hi", id=message_id))
+    while h.large_calls == 0:
+        await asyncio.sleep(0.01)
+    fence.held = False
+    release.set()
+    await run
+    assert h.sent == []
+    # Not SENDING (that would forbid anyone to answer it) and not done: still claimed, as if this
+    # process had died, so the daemon that holds the lease now takes it up and answers it once.
+    assert await _status(h, message_id) == "handling:None"
+    taker = await harness(ChannelType.DM)  # the character on the daemon that took over
+    platform = _Platform()
+    taker.rt.register_service("discord", platform)
+    taker.large.append(plan("Answered by the new daemon."))
+    recovered = await recover(taker.rt, MessagePipeline(taker.rt), "discord")
+    assert {k: v.status for k, v in recovered.taken_up.items()} == {message_id: "replied"}
+    assert platform.replies == [(message_id, "Answered by the new daemon.")]
