@@ -45,14 +45,15 @@ def _names(entity: Entity) -> tuple[str, list[str]]:
 
 class PgEntitiesMixin(PgScoped):
     """The ``entities``, ``components`` and ``relationships`` tables. Each method does what its
-    SQLite twin in ``bot/store/_entities.py`` (relationships: ``_records.py``) does, documented there;
-    the contract suite holds both to it."""
+    SQLite twin in ``bot/store/_entities.py`` (relationships: ``_records.py``) does; the contract suite
+    holds both to it."""
 
     __slots__ = ()
 
     # -- entities ----------------------------------------------------------------------------------
 
     async def create_entities(self, entities: Sequence[Entity]) -> bool:
+        """Insert entities for this agent (existing ids are left alone); False on a database error."""
         if not entities:
             return True
         now = now_ms()
@@ -76,6 +77,7 @@ class PgEntitiesMixin(PgScoped):
         return entities_with_components(rows, [c for r in rows for c in r["components"] or ()])
 
     async def get_entities_by_ids(self, entity_ids: Sequence[str]) -> list[Entity]:
+        """This agent's entities with these ids, components attached, in the order asked."""
         if not entity_ids:
             return []
         found = await self._with_components("e.agent_id = %s AND e.id = ANY(%s)", (self._agent_id, list(entity_ids)))
@@ -83,10 +85,12 @@ class PgEntitiesMixin(PgScoped):
         return [by_id[i] for i in dict.fromkeys(entity_ids) if i in by_id]
 
     async def get_entity(self, entity_id: str) -> Entity | None:
+        """One of this agent's entities with its components, or None."""
         found = await self.get_entities_by_ids([entity_id])
         return found[0] if found else None
 
     async def get_entities_by_names(self, names: Sequence[str]) -> list[Entity]:
+        """This agent's entities having any of ``names`` exactly (case-sensitive)."""
         names = [n for n in names if _NUL not in n]  # no stored name holds one: PostgreSQL's text cannot
         if not names:
             return []
@@ -98,6 +102,10 @@ class PgEntitiesMixin(PgScoped):
         return [row_to_entity(r) for r in rows]
 
     async def update_entity(self, entity: Entity) -> bool:
+        """Overwrite the names and metadata of one of this agent's entities; False if not found.
+
+        Raises ValueError without an id.
+        """
         if not entity.id:
             raise ValueError("update_entity needs an entity id")
         changed = await self._db.execute(
@@ -107,12 +115,15 @@ class PgEntitiesMixin(PgScoped):
         return changed > 0
 
     async def delete_entity(self, entity_id: str) -> bool:
+        """Delete one of this agent's entities; cascades to its components (also those it asserted),
+        participations, memories, relationships and logs. False if not found."""
         deleted = await self._db.execute(
             "DELETE FROM entities WHERE id = %s AND agent_id = %s", (entity_id, self._agent_id)
         )
         return deleted > 0
 
     async def get_entities_for_room(self, room_id: str, include_components: bool = False) -> list[Entity]:
+        """This agent's entities taking part in ``room_id``."""
         where = (
             "e.agent_id = %s AND e.id IN (SELECT entity_id FROM participants WHERE room_id = %s AND agent_id = %s) "
             "ORDER BY e.created_at, e.seq"
@@ -123,6 +134,10 @@ class PgEntitiesMixin(PgScoped):
         return [row_to_entity(r) for r in await self._db.fetchall(f"SELECT e.* FROM entities e WHERE {where}", params)]
 
     async def search_entities_by_name(self, query: str, limit: int = 10) -> list[Entity]:
+        """This agent's entities with a name containing ``query`` (Unicode case-insensitive).
+
+        An empty query returns the first ``limit`` entities.
+        """
         validate_count(limit, "limit")
         needle = casefold(query.strip()) or ""
         if _NUL in needle:
@@ -139,6 +154,7 @@ class PgEntitiesMixin(PgScoped):
     # -- components --------------------------------------------------------------------------------
 
     async def create_component(self, component: Component) -> bool:
+        """Store a component for this agent (a new id if it has none); False on a database error."""
         try:
             await self._db.execute(
                 "INSERT INTO components (id, entity_id, agent_id, room_id, world_id, source_entity_id, type, "
@@ -162,6 +178,7 @@ class PgEntitiesMixin(PgScoped):
     async def get_component(
         self, entity_id: str, type: str, world_id: str | None = None, source_entity_id: str | None = None
     ) -> Component | None:
+        """The oldest component of ``type`` on the entity (optionally for a world / asserted by someone), or None."""
         where, params = component_filter(self._agent_id, entity_id, world_id, source_entity_id, mark="%s")
         row = await self._db.fetchone(
             f"SELECT * FROM components WHERE {where} AND type = %s ORDER BY created_at, seq LIMIT 1", (*params, type)
@@ -171,11 +188,13 @@ class PgEntitiesMixin(PgScoped):
     async def get_components(
         self, entity_id: str, world_id: str | None = None, source_entity_id: str | None = None
     ) -> list[Component]:
+        """All components of the entity (optionally for a world / asserted by someone), oldest first."""
         where, params = component_filter(self._agent_id, entity_id, world_id, source_entity_id, mark="%s")
         rows = await self._db.fetchall(f"SELECT * FROM components WHERE {where} ORDER BY created_at, seq", params)
         return [row_to_component(r) for r in rows]
 
     async def update_component(self, component: Component) -> bool:
+        """Overwrite one of this agent's components by id; False if not found or on a database error."""
         try:
             changed = await self._db.execute(
                 "UPDATE components SET entity_id = %s, room_id = %s, world_id = %s, source_entity_id = %s, "
@@ -196,6 +215,7 @@ class PgEntitiesMixin(PgScoped):
         return changed > 0
 
     async def delete_component(self, component_id: str) -> bool:
+        """Delete one of this agent's components; False if not found."""
         deleted = await self._db.execute(
             "DELETE FROM components WHERE id = %s AND agent_id = %s", (component_id, self._agent_id)
         )
@@ -211,6 +231,7 @@ class PgEntitiesMixin(PgScoped):
         tags: Sequence[str] | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> bool:
+        """Store a directed relationship for this agent; False on error, including when it exists."""
         try:
             await self._db.execute(
                 "INSERT INTO relationships (id, source_entity_id, target_entity_id, agent_id, tags, metadata, "
@@ -230,6 +251,7 @@ class PgEntitiesMixin(PgScoped):
         return True
 
     async def update_relationship(self, relationship: Relationship) -> bool:
+        """Overwrite tags and metadata of one of this agent's relationships by id; False if not found."""
         changed = await self._db.execute(
             "UPDATE relationships SET tags = %s, metadata = %s WHERE id = %s AND agent_id = %s",
             (dumps(list(relationship.tags)), dumps(relationship.metadata or {}), relationship.id, self._agent_id),
@@ -237,6 +259,7 @@ class PgEntitiesMixin(PgScoped):
         return changed > 0
 
     async def get_relationship(self, source_entity_id: str, target_entity_id: str) -> Relationship | None:
+        """This agent's relationship from ``source_entity_id`` to ``target_entity_id`` (directional), or None."""
         row = await self._db.fetchone(
             "SELECT * FROM relationships WHERE source_entity_id = %s AND target_entity_id = %s AND agent_id = %s",
             (source_entity_id, target_entity_id, self._agent_id),
@@ -244,6 +267,7 @@ class PgEntitiesMixin(PgScoped):
         return row_to_relationship(row) if row else None
 
     async def get_relationships(self, entity_id: str, tags: Sequence[str] | None = None) -> list[Relationship]:
+        """This agent's relationships where ``entity_id`` is source or target, having any of ``tags`` if given."""
         sql = "SELECT * FROM relationships WHERE agent_id = %s AND (source_entity_id = %s OR target_entity_id = %s)"
         params: list[object] = [self._agent_id, entity_id, entity_id]
         if tags:

@@ -16,13 +16,14 @@ __all__ = ["PgRoomsMixin"]
 
 class PgRoomsMixin(PgScoped):
     """The ``worlds``, ``rooms`` and ``participants`` tables. Each method does what its SQLite twin
-    in ``bot/store/_rooms.py`` does (documented there; the contract suite holds both to it)."""
+    in ``bot/store/_rooms.py`` does; the contract suite holds both to it."""
 
     __slots__ = ()
 
     # -- worlds ------------------------------------------------------------------------------------
 
     async def create_world(self, world: World) -> str:
+        """Store a world for this agent (left alone if the id exists) and return its id."""
         world_id = world.id or new_id()
         await self._db.execute(
             "INSERT INTO worlds (id, agent_id, name, metadata, server_id, created_at) "
@@ -39,16 +40,23 @@ class PgRoomsMixin(PgScoped):
         return world_id
 
     async def get_world(self, world_id: str) -> World | None:
+        """A world by id, whichever agent stored it (cross-agent, as upstream), or None."""
         row = await self._db.fetchone("SELECT * FROM worlds WHERE id = %s", (world_id,))
         return row_to_world(row) if row else None
 
     async def get_all_worlds(self) -> list[World]:
+        """This agent's worlds, oldest first."""
         rows = await self._db.fetchall(
             "SELECT * FROM worlds WHERE agent_id = %s ORDER BY created_at, seq", (self._agent_id,)
         )
         return [row_to_world(r) for r in rows]
 
     async def get_worlds_with_settings(self) -> list[World]:
+        """This agent's worlds whose metadata has settings (onboarding), oldest first.
+
+        What a direct message needs to find the servers its sender configures: reading every
+        world instead grows with the number of chats the character is in, on every message.
+        """
         rows = await self._db.fetchall(
             # A JSON null is no settings, as SQLite's json_extract(...) IS NOT NULL has it.
             "SELECT * FROM worlds WHERE agent_id = %s AND jsonb_typeof(metadata -> 'settings') <> 'null' "
@@ -58,6 +66,7 @@ class PgRoomsMixin(PgScoped):
         return [row_to_world(r) for r in rows]
 
     async def update_world(self, world: World) -> bool:
+        """Overwrite name, server id and metadata of one of this agent's worlds; False if not found."""
         changed = await self._db.execute(
             "UPDATE worlds SET name = %s, server_id = %s, metadata = %s WHERE id = %s AND agent_id = %s",
             (
@@ -71,6 +80,7 @@ class PgRoomsMixin(PgScoped):
         return changed > 0
 
     async def remove_world(self, world_id: str) -> bool:
+        """Delete one of this agent's worlds (its rooms stay: rooms have no FK to worlds); False if not found."""
         deleted = await self._db.execute(
             "DELETE FROM worlds WHERE id = %s AND agent_id = %s", (world_id, self._agent_id)
         )
@@ -79,6 +89,10 @@ class PgRoomsMixin(PgScoped):
     # -- rooms -------------------------------------------------------------------------------------
 
     async def create_rooms(self, rooms: Sequence[Room]) -> list[str]:
+        """Store rooms for this agent (existing ids are left alone); returns their ids.
+
+        Raises ValueError if a room's type is not a ChannelType.
+        """
         if not rooms:
             return []
         ids = [room.id or new_id() for room in rooms]
@@ -95,10 +109,12 @@ class PgRoomsMixin(PgScoped):
         return ids
 
     async def get_room(self, room_id: str) -> Room | None:
+        """One of this agent's rooms, or None."""
         row = await self._db.fetchone("SELECT * FROM rooms WHERE id = %s AND agent_id = %s", (room_id, self._agent_id))
         return row_to_room(row) if row else None
 
     async def get_rooms_by_ids(self, room_ids: Sequence[str]) -> list[Room]:
+        """This agent's rooms with these ids, in the order asked."""
         if not room_ids:
             return []
         rows = await self._db.fetchall(
@@ -108,6 +124,7 @@ class PgRoomsMixin(PgScoped):
         return [by_id[i] for i in dict.fromkeys(room_ids) if i in by_id]
 
     async def get_rooms_by_world(self, world_id: str) -> list[Room]:
+        """This agent's rooms in ``world_id`` (upstream does not scope this; troupe does), oldest first."""
         rows = await self._db.fetchall(
             "SELECT * FROM rooms WHERE agent_id = %s AND world_id = %s ORDER BY created_at, seq",
             (self._agent_id, world_id),
@@ -115,6 +132,7 @@ class PgRoomsMixin(PgScoped):
         return [row_to_room(r) for r in rows]
 
     async def update_room(self, room: Room) -> bool:
+        """Overwrite one of this agent's rooms by id; False if not found. Raises ValueError for a bad type."""
         if not room.id:
             raise ValueError("update_room needs a room id")
         changed = await self._db.execute(
@@ -125,15 +143,19 @@ class PgRoomsMixin(PgScoped):
         return changed > 0
 
     async def delete_room(self, room_id: str) -> bool:
+        """Delete one of this agent's rooms; cascades to participants, memories, embeddings, logs and
+        components. False if not found. Raises ValueError without an id."""
         if not room_id:
             raise ValueError("delete_room needs a room id")
         deleted = await self._db.execute("DELETE FROM rooms WHERE id = %s AND agent_id = %s", (room_id, self._agent_id))
         return deleted > 0
 
     async def get_rooms_for_participant(self, entity_id: str) -> list[str]:
+        """Ids of this agent's rooms that ``entity_id`` takes part in."""
         return await self.get_rooms_for_participants([entity_id])
 
     async def get_rooms_for_participants(self, entity_ids: Sequence[str]) -> list[str]:
+        """Ids of this agent's rooms that any of ``entity_ids`` take part in (distinct)."""
         if not entity_ids:
             return []
         rows = await self._db.fetchall(
@@ -147,9 +169,12 @@ class PgRoomsMixin(PgScoped):
     # -- participants ------------------------------------------------------------------------------
 
     async def add_participant(self, entity_id: str, room_id: str) -> bool:
+        """Add ``entity_id`` to ``room_id`` in this agent's view (no-op if present); False on error
+        (e.g. an unknown entity or room)."""
         return await self.add_participants([entity_id], room_id)
 
     async def add_participants(self, entity_ids: Sequence[str], room_id: str) -> bool:
+        """Add several entities to ``room_id`` at once: all or none. False on error."""
         if not entity_ids:
             return True
         now = now_ms()
@@ -164,6 +189,7 @@ class PgRoomsMixin(PgScoped):
         return True
 
     async def remove_participant(self, entity_id: str, room_id: str) -> bool:
+        """Remove ``entity_id`` from ``room_id`` in this agent's view; True iff it was there."""
         deleted = await self._db.execute(
             "DELETE FROM participants WHERE entity_id = %s AND room_id = %s AND agent_id = %s",
             (entity_id, room_id, self._agent_id),
@@ -171,6 +197,7 @@ class PgRoomsMixin(PgScoped):
         return deleted > 0
 
     async def get_participants_for_room(self, room_id: str) -> list[str]:
+        """Entity ids taking part in ``room_id`` in this agent's view, in the order they joined."""
         rows = await self._db.fetchall(
             "SELECT entity_id FROM participants WHERE room_id = %s AND agent_id = %s ORDER BY created_at, seq",
             (room_id, self._agent_id),
@@ -178,6 +205,7 @@ class PgRoomsMixin(PgScoped):
         return [r["entity_id"] for r in rows]
 
     async def is_room_participant(self, room_id: str, entity_id: str) -> bool:
+        """True if ``entity_id`` takes part in ``room_id`` in this agent's view."""
         row = await self._db.fetchone(
             "SELECT 1 FROM participants WHERE room_id = %s AND entity_id = %s AND agent_id = %s",
             (room_id, entity_id, self._agent_id),
@@ -185,6 +213,7 @@ class PgRoomsMixin(PgScoped):
         return row is not None
 
     async def get_participant_state(self, room_id: str, entity_id: str) -> RoomState | None:
+        """The FOLLOWED/MUTED state of a participant row of this agent; None if unset or no such row."""
         row = await self._db.fetchone(
             "SELECT room_state FROM participants WHERE room_id = %s AND entity_id = %s AND agent_id = %s",
             (room_id, entity_id, self._agent_id),
@@ -192,6 +221,11 @@ class PgRoomsMixin(PgScoped):
         return RoomState(row["room_state"]) if row and row["room_state"] else None
 
     async def set_participant_state(self, room_id: str, entity_id: str, state: RoomState | None) -> bool:
+        """Set (or with None clear) the state of an existing participant row; False if there is no row.
+
+        This agent's own state in a room lives on its row ``(room_id, entity_id=agent_id)``.
+        Raises ValueError for a state that is not a RoomState.
+        """
         value = parse_room_state(state)
         changed = await self._db.execute(
             "UPDATE participants SET room_state = %s WHERE room_id = %s AND entity_id = %s AND agent_id = %s",

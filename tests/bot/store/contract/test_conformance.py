@@ -8,9 +8,11 @@ import pytest
 
 import bot.store
 from bot.store import AgentStore, Database, Store, StoreBackend
+from bot.store.postgres import PostgresDatabase
+from bot.store.postgres._store import PgAgentStore
 
 #: Each backend's classes: (the StoreBackend, the Store its for_agent returns).
-IMPLEMENTATIONS = {"sqlite": (Database, AgentStore)}
+IMPLEMENTATIONS = {"sqlite": (Database, AgentStore), "postgres": (PostgresDatabase, PgAgentStore)}
 
 
 def _as_protocols(db: Database) -> StoreBackend:
