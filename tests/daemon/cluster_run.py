@@ -28,6 +28,7 @@ from bot.character import load_character
 
 from ..fakes.openai_server import FakeOpenAIServer
 from ..fakes.telegram_server import FakeTelegram
+from .crash_run import write_telegram_character
 from .test_service import NotifySocket, answer
 
 __all__ = ["ClusterReport", "Fault", "cluster_run"]
@@ -105,26 +106,11 @@ async def cluster_run(
         async with FakeTelegram() as telegram, FakeOpenAIServer() as openai:
             openai.script_chat(answer)
             openai.latency = latency
-            (workdir / "characters").mkdir(exist_ok=True)
             bots = []
             for c in range(characters):
                 token = f"73{c:02d}:token-cluster-{c}"
-                name = f"Char{c}"
-                bots.append(telegram.add_bot(token, username=f"char{c}_bot", first_name=name))
-                (workdir / "characters" / f"char{c}.json").write_text(
-                    json.dumps(
-                        {
-                            "name": name,
-                            "bio": [f"{name} answers everyone."],
-                            "plugins": ["@elizaos/plugin-telegram", "@elizaos/plugin-openai"],
-                            "settings": {
-                                "secrets": {"TELEGRAM_BOT_TOKEN": token},
-                                "TELEGRAM_API_ROOT": telegram.url,
-                                "TELEGRAM_POLL_TIMEOUT_S": "1",
-                            },
-                        }
-                    )
-                )
+                bots.append(telegram.add_bot(token, username=f"char{c}_bot", first_name=f"Char{c}"))
+                write_telegram_character(workdir / "characters" / f"char{c}.json", f"Char{c}", token, telegram.url)
             lease_names = {
                 f"Char{c}": "agent:"
                 + load_character(workdir / "characters" / f"char{c}.json").raise_for_problems().agent_id

@@ -22,9 +22,28 @@ from ..fakes.openai_server import FakeOpenAIServer
 from ..fakes.telegram_server import FakeTelegram
 from .test_service import NotifySocket, answer
 
-__all__ = ["CrashReport", "crash_run"]
+__all__ = ["CrashReport", "crash_run", "write_telegram_character"]
 
 TOKEN = "7201:token-dora-crash"
+
+
+def write_telegram_character(path: Path, name: str, token: str, api_root: str) -> None:
+    """A character on the fake Telegram (``api_root``) who answers everyone, with the openai plugin."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps(
+            {
+                "name": name,
+                "bio": [f"{name} answers everyone."],
+                "plugins": ["@elizaos/plugin-telegram", "@elizaos/plugin-openai"],
+                "settings": {
+                    "secrets": {"TELEGRAM_BOT_TOKEN": token},
+                    "TELEGRAM_API_ROOT": api_root,
+                    "TELEGRAM_POLL_TIMEOUT_S": "1",
+                },
+            }
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -81,21 +100,7 @@ async def crash_run(
             openai.script_chat(answer)
             openai.latency = latency
             bot = telegram.add_bot(TOKEN, username="dora_bot", first_name="Dora")
-            (workdir / "characters").mkdir(exist_ok=True)
-            (workdir / "characters" / "dora.json").write_text(
-                json.dumps(
-                    {
-                        "name": "Dora",
-                        "bio": ["Dora answers everyone."],
-                        "plugins": ["@elizaos/plugin-telegram", "@elizaos/plugin-openai"],
-                        "settings": {
-                            "secrets": {"TELEGRAM_BOT_TOKEN": TOKEN},
-                            "TELEGRAM_API_ROOT": telegram.url,
-                            "TELEGRAM_POLL_TIMEOUT_S": "1",
-                        },
-                    }
-                )
-            )
+            write_telegram_character(workdir / "characters" / "dora.json", "Dora", TOKEN, telegram.url)
             env = {
                 "PATH": os.environ.get("PATH", ""),
                 "HOME": str(workdir),
