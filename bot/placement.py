@@ -106,11 +106,6 @@ class Placement:
         """Seconds between rounds: a third of the lease time, so one late round is no loss."""
         return self.ttl_s / 3
 
-    @property
-    def held(self) -> dict[str, Lease]:
-        """The characters this daemon serves now, with their leases."""
-        return dict(self._held)
-
     def lease_of(self, agent_id: str) -> Lease | None:
         return self._held.get(agent_id)
 

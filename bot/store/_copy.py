@@ -11,7 +11,6 @@ every table are counted on both sides.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,8 +27,6 @@ if TYPE_CHECKING:
     from bot.store.postgres import PostgresDatabase
 
 __all__ = ["CopyReport", "TABLES", "copy_store", "copy_to_postgres"]
-
-_log = logging.getLogger(__name__)
 
 #: Every table of the store, parents before children.
 TABLES = (
@@ -181,7 +178,7 @@ def _convert(table: str, rows: Sequence[dict[str, Any]], columns: dict[str, str]
 def _vectors(row: dict[str, Any]) -> list[dict[str, Any]]:
     """A memory's vectors, one SQLite column per dimension, as PostgreSQL's rows (one each)."""
     out: list[dict[str, Any]] = []
-    for dim, column in sorted(DIMENSION_MAP.items()):
+    for _, column in sorted(DIMENSION_MAP.items()):
         blob = row.get(column)
         if blob is None:
             continue
@@ -195,7 +192,6 @@ def _vectors(row: dict[str, Any]) -> list[dict[str, Any]]:
                 "embedding": text,
             }
         )
-        _log.debug("memory %s: copied its %d-dimension vector", row["memory_id"], dim)
     return out
 
 
