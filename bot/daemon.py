@@ -208,6 +208,7 @@ class Daemon:
                 self.daemon_id,
                 [r.raise_for_problems().agent_id for r in self.characters],
                 ttl_s=self.settings.lease_s,
+                sharing=self._database(),
             )
             await self.placement.step()
             self._background.start(self.placement.run(), "placement")

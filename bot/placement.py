@@ -11,8 +11,15 @@ lease time — a daemon:
    (another daemon may take it as soon as it expires);
 4. hands over what it holds beyond its share (it stops the character, then releases the lease,
    so the next owner starts as soon as this one has finished), and takes free characters while
-   it holds less than its share, preferring the ones whose hash places them nearest to it, so
-   daemons do not all reach for the same ones.
+   it holds less than its share.
+
+Characters that share rooms (companions, ``bot/companions.py``) are kept on one daemon where
+the shares allow, so the troupe's one decision per message stays within one process: a daemon
+takes the companions of what it holds first, then whole groups, and hands over whole groups;
+a free character more tied to another daemon that has room is left to that one for a round or
+two. Among equals, rendezvous hashing on the group's key makes daemons reach for different
+groups and a group tend to return to the same daemon. Where shares split a group, each part
+decides for itself.
 
 With a single daemon (SQLite, or one machine on PostgreSQL) it simply holds everything.
 The host (the daemon) starts and stops characters; placement only decides, through
@@ -27,12 +34,14 @@ import asyncio
 import enum
 import hashlib
 import logging
-from collections.abc import Collection, Coroutine, Iterable
+import time
+from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bot.background import BackgroundTasks
-from bot.store import Lease, Leases
+from bot.companions import Companions
+from bot.store import Lease, LeaseRecord, Leases, RoomSharing
 
 __all__ = ["AGENT_PREFIX", "DAEMON_PREFIX", "Placement", "PlacementHost", "Round"]
 
@@ -40,6 +49,19 @@ _log = logging.getLogger(__name__)
 
 AGENT_PREFIX = "agent:"
 DAEMON_PREFIX = "daemon:"
+
+
+#: How often the rooms characters share are read again (they change slowly).
+_COMPANIONS_EVERY_S = 60.0
+#: Rounds a free character is left to a daemon more tied to it before any daemon takes it (that
+#: daemon may be slow, or may not have this character's file at all).
+_PATIENCE_ROUNDS = 2
+
+
+class RoomSharingSource(Protocol):
+    """Where placement learns which characters share rooms (the store backend)."""
+
+    async def room_sharing(self) -> list[RoomSharing]: ...
 
 
 class PlacementHost(Protocol):
@@ -85,6 +107,7 @@ class Placement:
         agent_ids: Iterable[str],
         *,
         ttl_s: float = 10.0,
+        sharing: RoomSharingSource | None = None,
     ) -> None:
         if not ttl_s > 0:
             raise ValueError(f"the lease time must be more than 0 seconds, not {ttl_s!r}")
@@ -100,6 +123,10 @@ class Placement:
         # waits for them and leases are renewed on time however long a start takes.
         self._changes: dict[str, asyncio.Task[None]] = {}
         self._tasks = BackgroundTasks("troupe:placement")
+        self._sharing = sharing
+        self._companions = Companions()
+        self._companions_due = 0.0
+        self._free_rounds: dict[str, int] = {}  # free characters: for how many rounds in a row
 
     @property
     def interval(self) -> float:
@@ -140,25 +167,11 @@ class Placement:
             else:
                 self._held[agent_id] = renewed
                 result.changes[agent_id] = Change.KEPT
+        await self._refresh_companions()
         for agent_id in self._surplus(len(self._held) - result.share):
             await self._hand_over(agent_id, result)
         if len(self._held) < result.share:
-            held_elsewhere = {
-                r.name.removeprefix(AGENT_PREFIX)
-                for r in records
-                if r.name.startswith(AGENT_PREFIX) and r.expires_in > 0 and r.owner != self.daemon_id
-            }
-            for agent_id in self._by_affinity(
-                a for a in self.agent_ids if a not in self._held and a not in held_elsewhere
-            ):
-                if len(self._held) >= result.share:
-                    break
-                taken = await self._leases.acquire(AGENT_PREFIX + agent_id, self.daemon_id, self.ttl_s)
-                if taken is None:
-                    continue  # another daemon was quicker
-                self._held[agent_id] = taken
-                result.changes[agent_id] = Change.TAKEN
-                self._then(agent_id, self._host.serve(agent_id, taken))
+            await self._take(records, alive, result)
         if result.changes and any(c is not Change.KEPT for c in result.changes.values()):
             _log.info(
                 "placement: %d daemons alive, share %d; serving %d (taken %s, lost %s, handed over %s)",
@@ -229,16 +242,76 @@ class Placement:
             if not lease.valid():
                 await self._lose(agent_id, Round())
 
+    async def _take(self, records: list[LeaseRecord], alive: list[str], result: Round) -> None:
+        """Take free characters up to this daemon's share: first those tied to what it holds
+        (they share rooms), then whole groups, nearest by hash first. A free character more tied
+        to another daemon that has room is left to that one, for a round or two."""
+        held_by: dict[str, set[str]] = {daemon: set() for daemon in alive}
+        for r in records:
+            agent_id = r.name.removeprefix(AGENT_PREFIX)
+            if r.name.startswith(AGENT_PREFIX) and r.expires_in > 0 and r.owner != self.daemon_id:
+                held_by.setdefault(r.owner, set()).add(agent_id)
+        held_elsewhere = set().union(*held_by.values())
+        free = [a for a in self.agent_ids if a not in self._held and a not in held_elsewhere]
+        self._free_rounds = {a: self._free_rounds.get(a, 0) + 1 for a in free}
+        others_with_room = [
+            held
+            for daemon, held in held_by.items()
+            if daemon != self.daemon_id and daemon in alive and len(held) < _share(len(self.agent_ids), alive, daemon)
+        ]
+        mine = set(self._held)
+        companions = self._companions
+        while len(self._held) < result.share and free:
+            candidates = [
+                a
+                for a in free
+                if self._free_rounds[a] >= _PATIENCE_ROUNDS
+                or all(companions.tie(a, held) <= companions.tie(a, mine) for held in others_with_room)
+            ]
+            if not candidates:
+                break
+            agent_id = max(
+                candidates, key=lambda a: (companions.tie(a, mine), _weight(self.daemon_id, companions.key(a)))
+            )
+            free.remove(agent_id)
+            taken = await self._leases.acquire(AGENT_PREFIX + agent_id, self.daemon_id, self.ttl_s)
+            if taken is None:
+                continue  # another daemon was quicker
+            self._held[agent_id] = taken
+            mine.add(agent_id)
+            result.changes[agent_id] = Change.TAKEN
+            self._then(agent_id, self._host.serve(agent_id, taken))
+
     def _surplus(self, count: int) -> list[str]:
-        """The ``count`` held characters to hand over: those least attached to this daemon."""
+        """The ``count`` held characters to hand over: whole groups of companions where they fit,
+        those least attached to this daemon first; the rest, the least tied first."""
         if count <= 0:
             return []
-        return list(reversed(self._by_affinity(self._held)))[:count]
+        companions = self._companions
+        groups = companions.groups(self._held)
+        groups.sort(key=lambda group: (_weight(self.daemon_id, companions.key(group[0])), -len(group)))
+        chosen: list[str] = []
+        for group in groups:
+            if len(group) <= count - len(chosen):
+                chosen.extend(group)
+        if len(chosen) < count:
+            rest = set(self._held) - set(chosen)
+            chosen.extend(
+                sorted(rest, key=lambda a: (companions.tie(a, rest), _weight(self.daemon_id, companions.key(a))))[
+                    : count - len(chosen)
+                ]
+            )
+        return chosen
 
-    def _by_affinity(self, agent_ids: Iterable[str] | Collection[str]) -> list[str]:
-        """``agent_ids`` nearest to this daemon first (rendezvous hashing): daemons prefer
-        different characters, and a character tends to return to the same daemon."""
-        return sorted(agent_ids, key=lambda agent_id: _weight(self.daemon_id, agent_id), reverse=True)
+    async def _refresh_companions(self) -> None:
+        """Who shares rooms with whom, read again every ``_COMPANIONS_EVERY_S``: it changes slowly."""
+        if self._sharing is None or time.monotonic() < self._companions_due:
+            return
+        self._companions_due = time.monotonic() + _COMPANIONS_EVERY_S
+        try:
+            self._companions = Companions(await self._sharing.room_sharing())
+        except Exception as exc:  # keep the last known ties: they only order choices
+            _log.warning("placement: could not read which characters share rooms (%s)", exc)
 
 
 def _share(characters: int, alive: list[str], daemon_id: str) -> int:

@@ -23,6 +23,7 @@ from bot.store._memories import DEDUP_THRESHOLD
 from bot.store._migrations import SCHEMA_VERSION
 from bot.store._protocol import JSONValue, Store, StoreBackend
 from bot.store._search import fts_query
+from bot.store._sharing import RoomSharing
 from bot.store._sqlite import AgentStore
 from bot.store._urls import is_postgres_url, redacted_url
 from bot.store._values import (
@@ -57,6 +58,7 @@ __all__ = [
     "MemoryExport",
     "MessageHandling",
     "Participation",
+    "RoomSharing",
     "SCHEMA_VERSION",
     "SHARED_KNOWLEDGE_ID",
     "Store",

@@ -18,6 +18,7 @@ from bot.store._leases import LocalLeases
 from bot.store._log_queue import QueuedLogs
 from bot.store._migrations import migrate
 from bot.store._reads import ReadBatches
+from bot.store._sharing import ROOM_SHARING_SQL, RoomSharing
 from bot.store._sqlite import AgentStore
 from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, dimension_key
 
@@ -188,6 +189,10 @@ class Database(QueuedLogs):
     def leases(self) -> LocalLeases:
         """Leases within this process: one daemon uses a SQLite file, so it holds them all."""
         return self._leases
+
+    async def room_sharing(self) -> list[RoomSharing]:
+        """Pairs of characters that share platform rooms (``bot/store/_sharing.py``)."""
+        return [RoomSharing(str(a), str(b), int(n)) for a, b, n in await self.fetchall(ROOM_SHARING_SQL)]
 
     # -- housekeeping ------------------------------------------------------------------------------
 

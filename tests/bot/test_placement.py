@@ -4,13 +4,17 @@ daemon that died or was paused, and hand over gracefully; one that lost a lease 
 from __future__ import annotations
 
 import asyncio
+import itertools
+import random
 
 import pytest
 
+from bot.ids import string_to_uuid
 from bot.placement import Change, Placement, Round
-from bot.store import Lease
+from bot.store import Lease, RoomSharing
 from bot.store._leases import LocalLeases
 from bot.store.postgres import PostgresDatabase
+from bot.types import AgentRecord, ChannelType, Room
 
 TTL = 10.0
 AGENTS = [f"agent-{n}" for n in range(5)]
@@ -48,9 +52,22 @@ async def step(placement: Placement) -> Round:
     return result
 
 
-def daemon(leases: LocalLeases, name: str, agents: list[str] = AGENTS) -> tuple[Placement, Host]:
+class Sharing:
+    """Which characters share rooms, as the store would say."""
+
+    def __init__(self, *groups: str) -> None:
+        """``Sharing("abc", "de")``: a, b, c share a room, and so do d and e."""
+        self.pairs = [RoomSharing(x, y, 1) for group in groups for x, y in itertools.combinations(sorted(group), 2)]
+
+    async def room_sharing(self) -> list[RoomSharing]:
+        return self.pairs
+
+
+def daemon(
+    leases: LocalLeases, name: str, agents: list[str] = AGENTS, sharing: Sharing | None = None
+) -> tuple[Placement, Host]:
     host = Host()
-    return Placement(leases, host, name, agents, ttl_s=TTL), host
+    return Placement(leases, host, name, agents, ttl_s=TTL, sharing=sharing), host
 
 
 def assert_each_served_once(*hosts: Host, agents: list[str] = AGENTS) -> None:
@@ -195,3 +212,120 @@ async def test_a_slow_start_does_not_hold_up_the_renewals() -> None:
     release.set()
     await placement.settled()
     assert sorted(host.serving) == AGENTS and len(host.events) == 5
+
+
+# -- companions: characters that share rooms stay together where the shares allow ----------------
+
+
+def groups_of(*hosts: Host) -> list[str]:
+    return sorted("".join(sorted(host.serving)) for host in hosts)
+
+
+async def test_a_joining_daemon_takes_a_whole_group_of_companions() -> None:
+    sharing = Sharing("abc", "def")
+    leases = LocalLeases(Clock())
+    d1, h1 = daemon(leases, "d1", list("abcdef"), sharing)
+    d2, h2 = daemon(leases, "d2", list("abcdef"), sharing)
+    await step(d1)
+    for _ in range(2):
+        await step(d2)
+        await step(d1)
+    await step(d2)
+    assert groups_of(h1, h2) == ["abc", "def"]
+
+
+async def test_three_daemons_each_serve_one_pair_of_companions() -> None:
+    sharing = Sharing("ab", "cd", "ef")
+    leases = LocalLeases(Clock())
+    daemons = [daemon(leases, f"d{n}", list("abcdef"), sharing) for n in range(3)]
+    for _ in range(4):
+        for placement, _host in daemons:
+            await step(placement)
+    assert groups_of(*(host for _, host in daemons)) == ["ab", "cd", "ef"]
+
+
+async def test_a_free_character_is_left_to_the_daemon_its_companions_are_on_for_a_round_or_two() -> None:
+    clock = Clock()
+    leases = LocalLeases(clock)
+    sharing = Sharing("abc")
+    d1, h1 = daemon(leases, "d1", list("abcde"), sharing)
+    d2, h2 = daemon(leases, "d2", list("abcde"), sharing)
+    await step(d1)  # d1 alone takes everything; then d2 comes, and d1's share is 3
+    for agent in "cde":
+        await d1._hand_over(agent, Round())  # as if c, d, e had been on a daemon that died
+    await d1.settled()
+    first = await step(d2)  # d2 runs its round first: c is tied to d1, which has room for it
+    assert (first.share, first.ids(Change.TAKEN)) == (2, ["d", "e"])
+    assert (await step(d1)).ids(Change.TAKEN) == ["c"]
+    assert groups_of(h1, h2) == ["abc", "de"]
+
+
+async def test_a_daemon_that_never_takes_its_companion_does_not_strand_it() -> None:
+    leases = LocalLeases(Clock())
+    sharing = Sharing("abc")
+    d2, h2 = daemon(leases, "d2", list("abcd"), sharing)
+    ghost = await leases.acquire("daemon:d1", "d1", TTL)  # d1 is alive, holds a, but is stuck
+    held = await leases.acquire("agent:a", "d1", TTL)
+    assert ghost is not None and held is not None
+    rounds = [await step(d2) for _ in range(2)]
+    assert rounds[0].ids(Change.TAKEN) == ["d"]  # b and c wait for d1 (tied, with room) …
+    assert len(rounds[1].ids(Change.TAKEN)) == 1  # … one round more, then d2 takes its share
+    assert len(h2.serving) == 2
+
+
+async def test_groups_larger_than_a_share_are_split_and_the_spread_stays_within_one() -> None:
+    rng = random.Random(7)
+    for trial in range(30):
+        agents = [f"c{n:02}" for n in range(rng.randint(2, 14))]
+        shuffled = rng.sample(agents, len(agents))
+        cuts = sorted(rng.sample(range(1, len(agents)), rng.randint(0, len(agents) - 1)))
+        groups = ["".join(x) for x in _split(shuffled, cuts)]
+        sharing = Sharing()
+        sharing.pairs = [
+            RoomSharing.between(x, y, 1)
+            for group in _split(shuffled, cuts)
+            for x, y in itertools.combinations(group, 2)
+        ]
+        leases = LocalLeases(Clock())
+        daemons = [daemon(leases, f"d{n}", agents, sharing) for n in range(rng.randint(1, 4))]
+        for _ in range(6):
+            for placement, _host in rng.sample(daemons, len(daemons)):
+                await step(placement)
+        counts = [len(host.serving) for _, host in daemons]
+        assert max(counts) - min(counts) <= 1, (trial, groups, counts)
+        assert_each_served_once(*(host for _, host in daemons), agents=agents)
+
+
+def _split(items: list[str], cuts: list[int]) -> list[list[str]]:
+    bounds = [0, *cuts, len(items)]
+    return [items[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+
+
+async def test_on_postgresql_characters_that_met_in_a_group_are_placed_on_one_daemon(postgres_url: str) -> None:
+    """The ties come from the store: characters with rooms for the same Telegram group."""
+    names = ["ada", "bo", "cy", "di", "ed", "flo"]
+    agents = {name: string_to_uuid(name) for name in names}
+    daemons = [PostgresDatabase(postgres_url, max_connections=2) for _ in range(3)]
+    await asyncio.gather(*(db.open() for db in daemons))
+    try:
+        for group, members in {"-100": ["ada", "cy", "ed"], "-200": ["bo", "di", "flo"]}.items():
+            for name in members:
+                store = daemons[0].for_agent(agents[name])
+                await store.create_agent(AgentRecord(id=agents[name], name=name))
+                room = Room(id="", source="telegram", type=ChannelType.GROUP, channel_id=group)
+                await store.create_rooms([room])
+        hosts = [Host() for _ in daemons[:2]]
+        placements = [
+            Placement(db.leases, host, f"daemon-{n}", agents.values(), ttl_s=TTL, sharing=db)
+            for n, (db, host) in enumerate(zip(daemons, hosts, strict=False))
+        ]
+        for _ in range(3):
+            for placement in placements:
+                await step(placement)
+        by_name = {uuid: name for name, uuid in agents.items()}
+        assert sorted(sorted(by_name[a] for a in h.serving) for h in hosts) == [
+            ["ada", "cy", "ed"],
+            ["bo", "di", "flo"],
+        ]
+    finally:
+        await asyncio.gather(*(db.close() for db in daemons))

@@ -24,6 +24,7 @@ from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.errors import StoreError
+from bot.store._sharing import ROOM_SHARING_SQL, RoomSharing
 from bot.store._urls import is_postgres_url, redacted_url
 from bot.store.postgres._leases import PgLeases
 from bot.store.postgres._log_queue import QueuedLogs
@@ -158,6 +159,11 @@ class PostgresDatabase:
     def leases(self) -> PgLeases:
         """The troupe's leases, shared by every daemon on this database."""
         return self._leases
+
+    async def room_sharing(self) -> list[RoomSharing]:
+        """Pairs of characters that share platform rooms (``bot/store/_sharing.py``)."""
+        rows = await self.fetchall(ROOM_SHARING_SQL)
+        return [RoomSharing(r["a"], r["b"], int(r["rooms"])) for r in rows]
 
     def shared_reads(self) -> AbstractContextManager[None]:
         """No read sharing yet: each read is its own query."""

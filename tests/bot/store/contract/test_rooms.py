@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from bot.store import Store
+from bot.ids import string_to_uuid, unique_uuid
+from bot.store import RoomSharing, Store, StoreBackend
 from bot.types import ChannelType, Room, RoomState, World
 
-from ..conftest import BR, R2, A, B, R, U, V, W, make_memory
+from ..conftest import BR, R2, A, B, R, U, V, W, make_memory, seed_agent
 
 
 async def test_create_world_returns_the_id_and_leaves_an_existing_world_alone(store: Store) -> None:
@@ -165,3 +166,27 @@ async def test_participant_state_belongs_to_one_agent(store: Store, store_b: Sto
     await store_b.set_participant_state(BR, B, RoomState.FOLLOWED)
     assert await store.get_participant_state(R, A) is RoomState.MUTED
     assert await store_b.get_participant_state(BR, B) is RoomState.FOLLOWED
+
+
+async def test_room_sharing_pairs_characters_in_the_same_platform_rooms_but_not_private_chats(
+    backend: StoreBackend, store: Store, store_b: Store
+) -> None:
+    """What placement keeps together: a shared group counts; a private chat of the same id (a
+    Telegram user's private chat with each bot) and a same id on another platform do not."""
+    c = string_to_uuid("agent-c")
+    store_c = await seed_agent(backend, c, users=(), rooms=())
+    assert await backend.room_sharing() == []
+
+    def room(agent: str, channel: str, kind: ChannelType = ChannelType.GROUP, source: str = "telegram") -> Room:
+        return Room(id=unique_uuid(agent, f"{source}:{channel}"), source=source, type=kind, channel_id=channel)
+
+    await store.create_rooms([room(A, "-100"), room(A, "-200"), room(A, "42", ChannelType.DM)])
+    await store_b.create_rooms([room(B, "-100"), room(B, "-200"), room(B, "42", ChannelType.DM)])
+    await store_c.create_rooms([room(c, "-200", source="discord"), room(c, "-300")])
+    expected = RoomSharing.between(A, B, 2)
+    assert await backend.room_sharing() == [expected]
+    await store_c.create_rooms([room(c, "-100")])
+    assert sorted(await backend.room_sharing(), key=lambda s: (s.a, s.b)) == sorted(
+        [expected, RoomSharing.between(A, c, 1), RoomSharing.between(B, c, 1)],
+        key=lambda s: (s.a, s.b),
+    )
