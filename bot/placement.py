@@ -118,6 +118,9 @@ class Placement:
         self.ttl_s = ttl_s
         self._presence: Lease | None = None
         self._held: dict[str, Lease] = {}
+        # Handed over, still stopping: sending stays allowed (the lease is still this daemon's,
+        # and renewed) so replies under way finish instead of being left to the next owner.
+        self._leaving: dict[str, Lease] = {}
         # Starting or stopping a character takes seconds (its plugins, its platforms): each runs
         # in the background, after the previous one of the same character, so a round never
         # waits for them and leases are renewed on time however long a start takes.
@@ -134,7 +137,8 @@ class Placement:
         return self.ttl_s / 3
 
     def lease_of(self, agent_id: str) -> Lease | None:
-        return self._held.get(agent_id)
+        """The lease this daemon serves ``agent_id`` under (also while handing it over)."""
+        return self._held.get(agent_id) or self._leaving.get(agent_id)
 
     async def run(self) -> None:
         """Rounds until cancelled; a round that fails (the database is away) is logged and the
@@ -151,6 +155,7 @@ class Placement:
         """One round (see the module docstring)."""
         result = Round()
         if not await self._keep_presence():
+            self._leaving.clear()  # their stops are under way; sending ends with the renewals
             for agent_id in list(self._held):
                 await self._lose(agent_id, result)
             return result
@@ -160,6 +165,12 @@ class Placement:
         )
         result.alive = len(alive)
         result.share = _share(len(self.agent_ids), alive, self.daemon_id)
+        for agent_id, lease in list(self._leaving.items()):
+            renewed = await self._leases.renew(lease, self.ttl_s)
+            if renewed is None:
+                del self._leaving[agent_id]  # its stop is under way; now it must not send either
+            else:
+                self._leaving[agent_id] = renewed
         for agent_id, lease in list(self._held.items()):
             renewed = await self._leases.renew(lease, self.ttl_s) if agent_id in self.agent_ids else None
             if renewed is None:
@@ -216,12 +227,14 @@ class Placement:
         self._then(agent_id, self._host.stop_serving(agent_id))  # its fence already stops its sending
 
     async def _hand_over(self, agent_id: str, result: Round) -> None:
-        lease = self._held.pop(agent_id)
+        self._leaving[agent_id] = self._held.pop(agent_id)
         result.changes[agent_id] = Change.HANDED_OVER
 
         async def stop_then_release() -> None:
             await self._host.stop_serving(agent_id)  # stopped first: the next owner never overlaps
-            await self._leases.release(lease)
+            lease = self._leaving.pop(agent_id, None)
+            if lease is not None:
+                await self._leases.release(lease)
 
         self._then(agent_id, stop_then_release())
 
@@ -252,7 +265,7 @@ class Placement:
             if r.name.startswith(AGENT_PREFIX) and r.expires_in > 0 and r.owner != self.daemon_id:
                 held_by.setdefault(r.owner, set()).add(agent_id)
         held_elsewhere = set().union(*held_by.values())
-        free = [a for a in self.agent_ids if a not in self._held and a not in held_elsewhere]
+        free = [a for a in self.agent_ids if a not in self._held and a not in self._leaving and a not in held_elsewhere]
         self._free_rounds = {a: self._free_rounds.get(a, 0) + 1 for a in free}
         others_with_room = [
             held

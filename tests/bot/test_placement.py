@@ -158,6 +158,42 @@ async def test_leaving_stops_then_releases_so_another_takes_over_at_once() -> No
     assert taken.alive == 1 and sorted(h2.serving) == AGENTS  # no wait for any lease to expire
 
 
+async def test_while_handing_over_the_lease_stays_valid_and_renewed_until_the_character_has_stopped() -> None:
+    """A graceful handover lets the replies under way finish (the daemon still holds the lease)
+    rather than fencing them off and leaving them to the next owner as if it had crashed."""
+    clock = Clock()
+    leases = LocalLeases(clock)
+    stopping = asyncio.Event()
+    stop = asyncio.Event()
+
+    class SlowStop(Host):
+        async def stop_serving(self, agent_id: str) -> None:
+            stopping.set()
+            await stop.wait()  # draining the replies under way
+            await super().stop_serving(agent_id)
+
+    host = SlowStop()
+    d1 = Placement(leases, host, "d1", AGENTS, ttl_s=TTL)
+    d2, h2 = daemon(leases, "d2")
+    await step(d1)
+    await step(d2)
+    handed = (await d1.step()).ids(Change.HANDED_OVER)
+    await stopping.wait()
+    leaving = handed[0]
+    before = d1.lease_of(leaving)
+    assert before is not None and before.valid(now=clock.now)  # replies under way may still be sent
+    clock.now += TTL * 2 / 3
+    await d1.step()  # a round during the stop renews it
+    after = d1.lease_of(leaving)
+    assert after is not None and after.deadline > before.deadline
+    assert (await step(d2)).ids(Change.TAKEN) == []  # not free until stopped
+    stop.set()
+    await d1.settled()
+    assert d1.lease_of(leaving) is None
+    assert sorted((await step(d2)).ids(Change.TAKEN)) == sorted(handed)
+    assert_each_served_once(host, h2)
+
+
 def test_the_lease_time_must_be_positive() -> None:
     with pytest.raises(ValueError, match="the lease time must be more than 0 seconds"):
         Placement(LocalLeases(), Host(), "d1", AGENTS, ttl_s=0)
