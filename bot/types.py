@@ -60,6 +60,9 @@ class Handling(StrEnum):
     HANDLING = "handling"  # claimed and being answered — or was, when the process died
     SENDING = "sending"  # a reply is going out: after a crash it may have been sent, so never again
     DONE = "done"  # decided (and, if answered, sent)
+    # Its reply never went out: the daemon answering it lost the character's lease after marking
+    # it SENDING and before sending. Given back: the daemon that holds the lease now answers it.
+    RELEASED = "released"
 
 
 class Claim(StrEnum):

@@ -4,11 +4,14 @@ and an inbox of platform events not yet dealt with.
 Platforms deliver again (Telegram re-sends updates whose offset was never confirmed, Discord's
 catch-up after a lost session, a restart after a crash); the pipeline claims every delivery here
 first, so a message is answered at most once. A claim left ``HANDLING`` by a process that died is
-taken up again once; one left ``SENDING`` may have been answered already and never is again.
+taken up again once; one left ``SENDING`` may have been answered already and never is again —
+unless the daemon that marked it gives it back (``RELEASED``): it lost the character's lease
+before anything went out, and the daemon holding the lease now answers it.
 """
 
 from __future__ import annotations
 
+from bot.store._claims import CLOSED_AS, RELEASABLE, unfinished_statuses
 from bot.store._connect import Connection
 from bot.store._scoped import AgentScoped
 from bot.store._values import MessageHandling
@@ -18,8 +21,6 @@ __all__ = ["HandlingMixin"]
 
 _TABLES = ("message_handling",)
 _INBOX = ("inbox",)
-# The outcome recorded for a claim closed when it is delivered again (the pipeline's Status values).
-_CLOSED_AS = {Claim.SENT: "sent_before_crash", Claim.ABANDONED: "abandoned"}
 
 
 class HandlingMixin(AgentScoped):
@@ -57,6 +58,12 @@ class HandlingMixin(AgentScoped):
             status, attempts = Handling(row[0]), int(row[1])
             if status is Handling.DONE:
                 return Claim.DUPLICATE
+            if status is Handling.RELEASED:  # given back unsent: not a crash, no attempt counted
+                conn.execute(
+                    "UPDATE message_handling SET status = ?, updated_at = ? WHERE agent_id = ? AND memory_id = ?",
+                    (Handling.HANDLING.value, now, agent, memory_id),
+                )
+                return Claim.RETRY
             if status is Handling.HANDLING and attempts <= retries:
                 conn.execute(
                     "UPDATE message_handling SET attempts = attempts + 1, updated_at = ? "
@@ -67,7 +74,7 @@ class HandlingMixin(AgentScoped):
             claim = Claim.SENT if status is Handling.SENDING else Claim.ABANDONED
             conn.execute(
                 "UPDATE message_handling SET status = ?, outcome = ?, updated_at = ? WHERE agent_id = ? AND memory_id = ?",
-                (Handling.DONE.value, _CLOSED_AS[claim], now, agent, memory_id),
+                (Handling.DONE.value, CLOSED_AS[claim], now, agent, memory_id),
             )
             return claim
 
@@ -97,13 +104,32 @@ class HandlingMixin(AgentScoped):
             return None
         return MessageHandling(str(row[0]), str(row[1]), Handling(row[2]), row[3], int(row[4]), int(row[5]))
 
-    async def unfinished_messages(self) -> list[tuple[str, int, int]]:
-        """Messages claimed but never finished (``HANDLING``): what a process that died left, oldest
-        first, as (memory id, the message's own time in ms, times taken up)."""
+    async def release_message(self, memory_id: str) -> bool:
+        """Give back a message whose reply was marked ``SENDING`` but never went out, because this
+        process lost the character's lease first: ``RELEASED``, for the lease holder to answer
+        (:meth:`unfinished_messages`, :meth:`claim_message`). Also when the holder, finding it
+        ``SENDING``, already closed it as sent before a crash. False if it stands otherwise."""
+        agent, now = self._agent_id, now_ms()
+
+        def release(conn: Connection) -> bool:
+            cur = conn.execute(
+                "UPDATE message_handling SET status = ?, updated_at = ? "
+                f"WHERE agent_id = ? AND memory_id = ? AND {RELEASABLE}",
+                (Handling.RELEASED.value, now, agent, memory_id),
+            )
+            return cur.rowcount == 1
+
+        return await self._db.write(release, tables=_TABLES)
+
+    async def unfinished_messages(self, *, released_only: bool = False) -> list[tuple[str, int, int]]:
+        """Messages claimed but never finished (``HANDLING``: what a process that died left) and
+        those given back unsent (``RELEASED``; only these with ``released_only``), oldest first, as
+        (memory id, the message's own time in ms, times taken up)."""
+        statuses = unfinished_statuses(released_only)
         rows = await self._db.fetchall(
-            "SELECT memory_id, created_at, attempts FROM message_handling WHERE agent_id = ? AND status = ? "
-            "ORDER BY created_at, memory_id",
-            (self._agent_id, Handling.HANDLING.value),
+            "SELECT memory_id, created_at, attempts FROM message_handling WHERE agent_id = ? "
+            f"AND status IN ({', '.join('?' * len(statuses))}) ORDER BY created_at, memory_id",
+            (self._agent_id, *statuses),
         )
         return [(str(r[0]), int(r[1]), int(r[2])) for r in rows]
 

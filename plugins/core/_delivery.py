@@ -5,7 +5,8 @@ Every message the agent sends in answer to a message goes through one :class:`De
 - cuts text to ``MAX_REPLY_CHARS`` (a model that writes 300,000 characters must not become 74
   chat messages),
 - records the message as ``SENDING`` before the first send, so a crash after it never sends the
-  answer again (at most once),
+  answer again (at most once); gives it back when the character's lease was lost before anything
+  went out, so the daemon serving the character now answers it,
 - counts the message in, and times it to the first reply that went out,
 - knows whether anything was sent, so an outcome can say "send failed" instead of "replied".
 """
@@ -60,6 +61,7 @@ class Delivery:
         """Platform messages that went out."""
         self._received = time.perf_counter()
         self._marked = False
+        self._released = False
 
     @property
     def failed(self) -> bool:
@@ -92,6 +94,16 @@ class Delivery:
             self._marked = True
             await self.runtime.store.mark_message(self.message.id, Handling.SENDING)
         sent = await self.callback(content)
+        if not (sent or self.sent or self._released or self.runtime.may_send()) and self.message.id is not None:
+            # The lease ran out between marking SENDING and sending (the process was paused):
+            # nothing went out, so give the message back (once) for the daemon that holds it now.
+            self._released = True
+            if await self.runtime.store.release_message(self.message.id):
+                _log.warning(
+                    "%s: message %s given back unanswered: another daemon serves this character now",
+                    self.runtime.character.name,
+                    self.message.id,
+                )
         if sent and not self.sent:
             metrics, agent = self.runtime.metrics, self.runtime.character.name
             metrics.reply_latency.labels(agent=agent, platform=self.platform).observe(

@@ -38,7 +38,7 @@ from ._gate import Decision, Rule, Verdict, decide
 from ._incoming import MESSAGES, store_incoming
 from ._parse import parse_response
 from ._prompts import render, template
-from ._recovery import recover, wait_for_link
+from ._recovery import Recovery, recover, wait_for_link
 from ._streaming import ReplyWatcher
 from ._troupe import DEFAULT_WAIT_S, Cue, Part, Scene, Troupe, Voice, about, ask_model
 
@@ -59,6 +59,8 @@ _DECIDE_PROVIDERS = ["CHARACTER", "ANXIETY", "ENTITIES", "RECENT_MESSAGES"]
 
 # How many times a message left unfinished by a crash is taken up again.
 _RETRIES = 1
+#: How often a character served by one of several daemons looks for messages given back unsent.
+_RELEASED_EVERY_S = 2.0
 
 
 # The gate's rules whose silence has an outcome of its own.
@@ -122,14 +124,32 @@ class MessagePipeline:
                 "%s: %s is not up; messages a crash left unanswered there wait for the next start", name, source
             )
             return
-        result = await recover(self.runtime, self, source)
+        self._report_recovery(source, await recover(self.runtime, self, source), "after the restart")
+        if self.runtime.fence is None:
+            return
+        # Several daemons: a daemon that lost this character's lease may give back a message it
+        # could not answer, at any moment after it resumes; take such messages up while serving.
+        while True:
+            await asyncio.sleep(_RELEASED_EVERY_S)
+            try:
+                result = await recover(self.runtime, self, source, released_only=True)
+            except StoreError as exc:
+                _log.warning("%s: could not look for messages given back on %s: %s", name, source, exc)
+            except Exception:  # a bug here must not end the looking for good
+                _log.exception("%s: looking for messages given back on %s failed", name, source)
+            else:
+                self._report_recovery(source, result, "given back by another daemon")
+
+    def _report_recovery(self, source: str, result: Recovery, when: str) -> None:
+        name = self.runtime.character.name
         if result.taken_up or result.skipped:
             ended = Counter(o.status.value for o in result.taken_up.values())
             if result.skipped:
                 ended["too old"] = len(result.skipped)
             _log.info(
-                "%s: after the restart, %d messages left unanswered on %s: %s",
+                "%s: %s, %d messages left unanswered on %s: %s",
                 name,
+                when,
                 len(result.taken_up) + len(result.skipped),
                 source,
                 ", ".join(f"{n} {status}" for status, n in ended.most_common()),

@@ -8,6 +8,10 @@ once:
   and only if it has not been taken up once already;
 - older: logged as skipped and closed — an answer that late would only confuse.
 A message whose reply had started going out (``SENDING``) is never taken up: at most once.
+
+Several daemons: a daemon that lost a character's lease after marking a reply ``SENDING`` but
+before sending it gives the message back (``RELEASED``); the daemon serving the character looks
+for such messages every few seconds (:meth:`MessagePipeline`'s recovery loop) and answers them.
 """
 
 from __future__ import annotations
@@ -46,9 +50,12 @@ class Recovery:
     """Too old to answer now."""
 
 
-async def recover(runtime: AgentRuntime, pipeline: MessageHandler, source: str) -> Recovery:
+async def recover(
+    runtime: AgentRuntime, pipeline: MessageHandler, source: str, *, released_only: bool = False
+) -> Recovery:
     """Take up the messages from ``source`` that a crashed process left unanswered (see the module
-    docstring); returns what was done. Never raises for one message's failure.
+    docstring), or with ``released_only`` only those another daemon gave back unsent; returns what
+    was done. Never raises for one message's failure.
 
     Rooms are taken up side by side, as live messages are, and each room's messages in the order
     they were written, so that its answers come out in that order too.
@@ -57,7 +64,7 @@ async def recover(runtime: AgentRuntime, pipeline: MessageHandler, source: str) 
     window_ms = runtime.recovery_window_ms
     now = runtime.clock()
     await store.prune_handled(now - _KEEP_HANDLED_MS)
-    pending = await store.unfinished_messages()
+    pending = await store.unfinished_messages(released_only=released_only)
     if not pending:
         return Recovery({}, [])
     messenger = runtime.get_service(source)
@@ -93,11 +100,12 @@ async def recover(runtime: AgentRuntime, pipeline: MessageHandler, source: str) 
             )
             continue
         _log.info(
-            "%s: answering message %s in room %s, left unanswered by a crash %.0f s ago",
+            "%s: answering message %s in room %s, left unanswered %.0f s ago by %s",
             runtime.character.name,
             memory_id,
             message.room_id,
             age_s,
+            "a daemon that lost the character" if released_only else "a crash",
         )
         rooms[message.room_id].append(message)
     taken_up: dict[str, Outcome] = {}

@@ -16,14 +16,13 @@ and a daemon that lost its lease sends nothing (a claim it left is then rightly 
 
 from __future__ import annotations
 
+from bot.store._claims import CLOSED_AS, RELEASABLE, unfinished_statuses
 from bot.store._values import MessageHandling
 from bot.store.postgres._scoped import PgScoped
 from bot.types import Claim, Handling, now_ms
 
 __all__ = ["PgHandlingMixin"]
 
-# The outcome recorded for a claim closed when it is delivered again (the pipeline's Status values).
-_CLOSED_AS = {Claim.SENT: "sent_before_crash", Claim.ABANDONED: "abandoned"}
 
 _COLUMNS = "(agent_id, memory_id, room_id, status, attempts, created_at, updated_at, outcome)"
 _STORED = "EXISTS (SELECT 1 FROM memories WHERE id = %(memory)s AND agent_id = %(agent)s)"
@@ -83,6 +82,12 @@ class PgHandlingMixin(PgScoped):
             status, attempts = Handling(row["status"]), int(row["attempts"])
             if status is Handling.DONE:
                 return Claim.DUPLICATE
+            if status is Handling.RELEASED:  # given back unsent: not a crash, no attempt counted
+                await conn.execute(
+                    "UPDATE message_handling SET status = %s, updated_at = %s WHERE agent_id = %s AND memory_id = %s",
+                    (Handling.HANDLING.value, now, *key),
+                )
+                return Claim.RETRY
             if status is Handling.HANDLING and attempts <= retries:
                 await conn.execute(
                     "UPDATE message_handling SET attempts = attempts + 1, updated_at = %s "
@@ -94,7 +99,7 @@ class PgHandlingMixin(PgScoped):
             await conn.execute(
                 "UPDATE message_handling SET status = %s, outcome = %s, updated_at = %s "
                 "WHERE agent_id = %s AND memory_id = %s",
-                (Handling.DONE.value, _CLOSED_AS[claim], now, *key),
+                (Handling.DONE.value, CLOSED_AS[claim], now, *key),
             )
             return claim
 
@@ -124,13 +129,23 @@ class PgHandlingMixin(PgScoped):
             row["created_at"],
         )
 
-    async def unfinished_messages(self) -> list[tuple[str, int, int]]:
-        """Messages claimed but never finished (``HANDLING``), oldest first, as (memory id, the
-        message's own time in ms, times taken up)."""
+    async def release_message(self, memory_id: str) -> bool:
+        """Give back a message whose reply never went out (see ``AgentStore.release_message``)."""
+        changed = await self._db.execute(
+            "UPDATE message_handling SET status = %s, updated_at = %s "
+            f"WHERE agent_id = %s AND memory_id = %s AND {RELEASABLE}",
+            (Handling.RELEASED.value, now_ms(), self._agent_id, memory_id),
+        )
+        return changed == 1
+
+    async def unfinished_messages(self, *, released_only: bool = False) -> list[tuple[str, int, int]]:
+        """Messages claimed but never finished (``HANDLING``) or given back unsent (``RELEASED``;
+        only these with ``released_only``), oldest first, as (memory id, the message's own time in
+        ms, times taken up)."""
         rows = await self._db.fetchall(
-            "SELECT memory_id, created_at, attempts FROM message_handling WHERE agent_id = %s AND status = %s "
-            "ORDER BY created_at, memory_id",
-            (self._agent_id, Handling.HANDLING.value),
+            "SELECT memory_id, created_at, attempts FROM message_handling WHERE agent_id = %s "
+            "AND status = ANY(%s) ORDER BY created_at, memory_id",
+            (self._agent_id, list(unfinished_statuses(released_only))),
         )
         return [(r["memory_id"], r["created_at"], r["attempts"]) for r in rows]
 

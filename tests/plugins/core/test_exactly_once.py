@@ -8,10 +8,11 @@ import uuid
 from typing import Any
 
 from bot.messages import IncomingMessage, QuietChannel
-from bot.types import ChannelType, Claim, Memory, Room, now_ms
+from bot.types import ChannelType, Claim, Handling, Memory, Room, now_ms
 from plugins.core._pipeline import MessagePipeline
 from plugins.core._recovery import recover
 
+from . import harness as harness_module
 from .harness import HUMAN, plan
 
 
@@ -310,3 +311,39 @@ async def test_a_reply_under_way_when_the_lease_is_lost_is_left_to_the_daemon_th
     recovered = await recover(taker.rt, MessagePipeline(taker.rt), "discord")
     assert {k: v.status for k, v in recovered.taken_up.items()} == {message_id: "replied"}
     assert platform.replies == [(message_id, "Answered by the new daemon.")]
+
+
+async def test_a_reply_fenced_off_after_it_was_marked_sending_is_given_back_and_answered_by_the_holder(
+    harness, monkeypatch
+) -> None:
+    """Paused between marking the reply SENDING and sending it, then resumed without the lease:
+    nothing goes out, and the message is given back (RELEASED) — even though the new holder,
+    finding it SENDING, already closed it as sent before a crash — and the holder answers it."""
+    h = await harness(ChannelType.DM)
+    h.rt.fence = fence = _Fence()
+    h.large.append(plan("Too late."))
+    message_id = str(uuid.uuid4())
+    taker = await harness(ChannelType.DM)  # the character on the daemon that took over
+
+    async def paused_then_refused(channel: Any, content: dict[str, Any]) -> list[Memory]:
+        handling = await h.rt.store.get_message_handling(message_id)
+        assert handling is not None and handling.status is Handling.SENDING
+        # Paused here; meanwhile the lease went to the taker, whose recovery judged it sent …
+        assert await taker.rt.store.claim_message(message_id, h.room, now_ms()) is Claim.SENT
+        fence.held = False
+        return []  # … and on resuming, the adapter refuses to send without the lease
+
+    monkeypatch.setattr(harness_module._Channel, "send", paused_then_refused)
+    outcome = await h.say("hi", id=message_id)
+    assert outcome.status == "send_failed"
+    assert await _status(h, message_id) == "released:sent_before_crash"
+    monkeypatch.undo()
+    platform = _Platform()
+    taker.rt.register_service("discord", platform)
+    taker.large.append(plan("Answered by the new daemon."))
+    recovered = await recover(taker.rt, MessagePipeline(taker.rt), "discord", released_only=True)
+    assert {k: v.status for k, v in recovered.taken_up.items()} == {message_id: "replied"}
+    assert platform.replies == [(message_id, "Answered by the new daemon.")]
+    assert await _status(taker, message_id) == "done:replied"
+    again = await recover(taker.rt, MessagePipeline(taker.rt), "discord", released_only=True)
+    assert again.taken_up == {}

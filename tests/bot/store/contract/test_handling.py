@@ -56,6 +56,31 @@ async def test_a_claim_whose_reply_was_going_out_is_closed_as_sent(store: Store)
     assert await store.claim_message("m1", R, 1000, retries=5) is Claim.DUPLICATE
 
 
+async def test_a_reply_given_back_unsent_is_answered_by_the_next_claim_without_counting_a_crash(store: Store) -> None:
+    """A daemon that lost the character's lease between marking SENDING and sending gives the
+    message back; the lease holder finds it and answers it, whether or not it had already closed
+    the claim as sent before a crash."""
+    await store.claim_message("m1", R, 1000)
+    assert await store.release_message("m1") is False  # still HANDLING: nothing to give back
+    await store.mark_message("m1", Handling.SENDING)
+    assert await store.release_message("m1") is True
+    assert await store.unfinished_messages(released_only=True) == [("m1", 1000, 1)]
+    assert await store.unfinished_messages() == [("m1", 1000, 1)]
+    assert await store.claim_message("m1", R, 1000, retries=1) is Claim.RETRY
+    handling = await store.get_message_handling("m1")
+    assert handling is not None and (handling.status, handling.attempts) == (Handling.HANDLING, 1)
+    assert await store.unfinished_messages(released_only=True) == []
+
+    await store.claim_message("m2", R, 2000)
+    await store.mark_message("m2", Handling.SENDING)
+    assert await store.claim_message("m2", R, 2000) is Claim.SENT  # the holder judged first …
+    assert await store.release_message("m2") is True  # … then heard it was never sent
+    assert await store.claim_message("m2", R, 2000) is Claim.RETRY
+    await store.mark_message("m2", Handling.DONE, "replied")
+    assert await store.release_message("m2") is False  # answered: it stays answered
+    assert await store.claim_message("m2", R, 2000) is Claim.DUPLICATE
+
+
 async def test_unfinished_messages_are_oldest_first_and_per_agent(store: Store, store_b: Store) -> None:
     await store.claim_message("late", R, 3000)
     await store.claim_message("early", R, 1000)
