@@ -113,7 +113,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         self._requests = calls, polls = (
             AiohttpRequest(connect_timeout=10, read_timeout=30, write_timeout=30, pool_timeout=10),
             # One long poll at a time; Bot.get_updates adds the poll's own wait to this read timeout.
-            UpdatesRequest(connection_pool_size=1, read_timeout=timeout + 10),
+            UpdatesRequest(connection_pool_size=1, read_timeout=timeout + 10, may_poll=self.runtime.may_send),
         )
         self.app = app = (
             ApplicationBuilder()

@@ -14,11 +14,12 @@ here carries the URL.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import re
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
 
 __all__ = ["AiohttpRequest", "UpdatesRequest"]
 
+# How long a poll held back by a lost lease waits before it answers itself (placement stops the adapter meanwhile).
+_FENCED_WAIT_S = 0.5
+_NO_UPDATES = b'{"ok": true, "result": []}'
 # Updates kept for the inbox at most (a poll returns at most 100; each is taken at once).
 _KEPT_LIMIT = 1000
 _FORM = {"Content-Type": "application/x-www-form-urlencoded"}
@@ -168,13 +172,38 @@ class UpdatesRequest(AiohttpRequest):
     is handled; serialising PTB's ``Update`` back with ``to_json()`` cost about a millisecond
     per update — a fifth of the daemon's CPU for a group shared by five bots. :meth:`take`
     hands over the text kept here instead, once.
+
+    ``may_poll``: whether this daemon may poll now. A daemon that lost the character's lease (it
+    was paused) must not poll again: the next getUpdates would confirm to Telegram the updates
+    it received last, which the daemon holding the lease then never gets. Its polls are answered
+    "no updates" without asking Telegram until it is stopped (or holds the lease again).
     """
 
-    __slots__ = ("_received",)
+    __slots__ = ("_may_poll", "_received")
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, may_poll: Callable[[], bool] = lambda: True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self._may_poll = may_poll
         self._received: dict[int, str] = {}
+
+    async def do_request(
+        self,
+        url: str,
+        method: str,
+        request_data: RequestData | None = None,
+        read_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+        write_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+        connect_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+        pool_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+    ) -> tuple[int, bytes]:
+        if not self._may_poll():
+            # Answered here, not by Telegram: no updates. PTB polls on (or, stopping, makes its
+            # last call) and nothing is confirmed until this daemon holds the lease again.
+            await asyncio.sleep(_FENCED_WAIT_S)
+            return 200, _NO_UPDATES
+        return await super().do_request(
+            url, method, request_data, read_timeout, write_timeout, connect_timeout, pool_timeout
+        )
 
     # PTB's documented hook for the JSON, a staticmethod there; PTB calls it on the instance.
     def parse_json_payload(self, payload: bytes) -> dict[str, Any]:  # type: ignore[override]

@@ -250,3 +250,20 @@ def test_the_long_poll_keeps_each_update_as_received_to_be_taken_once() -> None:
     assert polls.take(7) is None  # once
     polls.parse_json_payload(b'{"ok": false, "error_code": 409, "description": "Conflict"}')
     assert polls.take(409) is None
+
+
+async def test_a_poll_is_held_back_while_the_daemon_has_lost_the_lease(fake, world) -> None:
+    """The next getUpdates would confirm what the last one returned: a daemon without the lease
+    must not send it, or the updates never reach the daemon that holds the lease now. Its polls
+    find nothing (and a stopping updater's last call returns) without asking Telegram."""
+    _ada, sam, group = world
+    await fake.user_says(sam, group, "hi @ada_bot")
+    allowed = False
+    polls = UpdatesRequest(connection_pool_size=1, may_poll=lambda: allowed)
+    bot = Bot(TOKEN, base_url=f"{fake.url}/bot", request=AiohttpRequest(), get_updates_request=polls)
+    async with bot:
+        assert await asyncio.wait_for(bot.get_updates(timeout=0), 5) == ()
+        assert await asyncio.wait_for(bot.get_updates(offset=10**6, timeout=0), 5) == ()  # nothing confirmed
+        allowed = True
+        updates = await asyncio.wait_for(bot.get_updates(timeout=0), 5)
+    assert [u.message.text for u in updates if u.message] == ["hi @ada_bot"]
