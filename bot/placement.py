@@ -43,12 +43,52 @@ from bot.background import BackgroundTasks
 from bot.companions import Companions
 from bot.store import Lease, LeaseRecord, Leases, RoomSharing
 
-__all__ = ["AGENT_PREFIX", "DAEMON_PREFIX", "Placement", "PlacementHost", "Round"]
+__all__ = [
+    "AGENT_PREFIX",
+    "DAEMON_PREFIX",
+    "SHARD_PREFIX",
+    "Placement",
+    "PlacementHost",
+    "Round",
+    "lease_name",
+    "shard_unit",
+    "split_unit",
+    "unit_of",
+]
 
 _log = logging.getLogger(__name__)
 
 AGENT_PREFIX = "agent:"
+SHARD_PREFIX = "shard:"
 DAEMON_PREFIX = "daemon:"
+_SHARD_MARK = "#"
+
+
+def shard_unit(agent_id: str, shard: int) -> str:
+    """The unit of one Discord shard (1 and up) of a sharded character; the character's own
+    unit, its agent id, carries everything else (its runtime's home, other platforms, shard 0)."""
+    return f"{agent_id}{_SHARD_MARK}{shard}"
+
+
+def split_unit(unit: str) -> tuple[str, int | None]:
+    """``(agent id, shard)`` of a unit; shard None for the character's own unit."""
+    agent_id, mark, shard = unit.partition(_SHARD_MARK)
+    return agent_id, int(shard) if mark else None
+
+
+def lease_name(unit: str) -> str:
+    agent_id, shard = split_unit(unit)
+    return AGENT_PREFIX + agent_id if shard is None else f"{SHARD_PREFIX}{agent_id}:{shard}"
+
+
+def unit_of(name: str) -> str | None:
+    """The unit a lease name is for; None for other leases (a daemon's presence)."""
+    if name.startswith(AGENT_PREFIX):
+        return name.removeprefix(AGENT_PREFIX)
+    if name.startswith(SHARD_PREFIX):
+        agent_id, _, shard = name.removeprefix(SHARD_PREFIX).rpartition(":")
+        return shard_unit(agent_id, int(shard)) if shard.isdigit() and agent_id else None
+    return None
 
 
 #: How often the rooms characters share are read again (they change slowly).
@@ -67,12 +107,13 @@ class RoomSharingSource(Protocol):
 class PlacementHost(Protocol):
     """What placement asks of the daemon."""
 
-    async def serve(self, agent_id: str, lease: Lease) -> None:
-        """Start serving ``agent_id`` under ``lease`` (returns once it is started or failed)."""
+    async def serve(self, unit: str, lease: Lease) -> None:
+        """Start serving ``unit`` (a character, or one Discord shard of it: :func:`split_unit`)
+        under ``lease``; returns once it is started or failed."""
         ...
 
-    async def stop_serving(self, agent_id: str) -> None:
-        """Stop serving ``agent_id`` (returns once it has stopped sending)."""
+    async def stop_serving(self, unit: str) -> None:
+        """Stop serving ``unit`` (returns once it has stopped sending)."""
         ...
 
 
@@ -104,7 +145,7 @@ class Placement:
         leases: Leases,
         host: PlacementHost,
         daemon_id: str,
-        agent_ids: Iterable[str],
+        units: Iterable[str],
         *,
         ttl_s: float = 10.0,
         sharing: RoomSharingSource | None = None,
@@ -114,7 +155,9 @@ class Placement:
         self._leases = leases
         self._host = host
         self.daemon_id = daemon_id
-        self.agent_ids = sorted(set(agent_ids))
+        #: What this daemon may serve: each character's id, and ``shard_unit(id, k)`` for the
+        #: Discord shards 1 and up of a sharded one; each is leased on its own.
+        self.units = sorted(set(units))
         self.ttl_s = ttl_s
         self._presence: Lease | None = None
         self._held: dict[str, Lease] = {}
@@ -136,9 +179,18 @@ class Placement:
         """Seconds between rounds: a third of the lease time, so one late round is no loss."""
         return self.ttl_s / 3
 
-    def lease_of(self, agent_id: str) -> Lease | None:
-        """The lease this daemon serves ``agent_id`` under (also while handing it over)."""
-        return self._held.get(agent_id) or self._leaving.get(agent_id)
+    def lease_of(self, unit: str) -> Lease | None:
+        """The lease this daemon serves ``unit`` under (also while handing it over)."""
+        return self._held.get(unit) or self._leaving.get(unit)
+
+    def leases_of(self, agent_id: str) -> list[Lease]:
+        """The leases of every unit of ``agent_id`` this daemon serves (also while handing over)."""
+        return [
+            lease
+            for held in (self._held, self._leaving)
+            for unit, lease in held.items()
+            if split_unit(unit)[0] == agent_id
+        ]
 
     async def run(self) -> None:
         """Rounds until cancelled; a round that fails (the database is away) is logged and the
@@ -156,31 +208,31 @@ class Placement:
         result = Round()
         if not await self._keep_presence():
             self._leaving.clear()  # their stops are under way; sending ends with the renewals
-            for agent_id in list(self._held):
-                await self._lose(agent_id, result)
+            for unit in list(self._held):
+                await self._lose(unit, result)
             return result
         records = await self._leases.records()
         alive = sorted(
             {r.owner for r in records if r.name.startswith(DAEMON_PREFIX) and r.expires_in > 0} | {self.daemon_id}
         )
         result.alive = len(alive)
-        result.share = _share(len(self.agent_ids), alive, self.daemon_id)
-        for agent_id, lease in list(self._leaving.items()):
+        result.share = _share(len(self.units), alive, self.daemon_id)
+        for unit, lease in list(self._leaving.items()):
             renewed = await self._leases.renew(lease, self.ttl_s)
             if renewed is None:
-                del self._leaving[agent_id]  # its stop is under way; now it must not send either
+                del self._leaving[unit]  # its stop is under way; now it must not send either
             else:
-                self._leaving[agent_id] = renewed
-        for agent_id, lease in list(self._held.items()):
-            renewed = await self._leases.renew(lease, self.ttl_s) if agent_id in self.agent_ids else None
+                self._leaving[unit] = renewed
+        for unit, lease in list(self._held.items()):
+            renewed = await self._leases.renew(lease, self.ttl_s) if unit in self.units else None
             if renewed is None:
-                await self._lose(agent_id, result)
+                await self._lose(unit, result)
             else:
-                self._held[agent_id] = renewed
-                result.changes[agent_id] = Change.KEPT
+                self._held[unit] = renewed
+                result.changes[unit] = Change.KEPT
         await self._refresh_companions()
-        for agent_id in self._surplus(len(self._held) - result.share):
-            await self._hand_over(agent_id, result)
+        for unit in self._surplus(len(self._held) - result.share):
+            await self._hand_over(unit, result)
         if len(self._held) < result.share:
             await self._take(records, alive, result)
         if result.changes and any(c is not Change.KEPT for c in result.changes.values()):
@@ -202,8 +254,8 @@ class Placement:
 
     async def leave(self) -> None:
         """Stop serving everything and release every lease (a graceful handover, on SIGTERM)."""
-        for agent_id in list(self._held):
-            await self._hand_over(agent_id, Round())
+        for unit in list(self._held):
+            await self._hand_over(unit, Round())
         await self.settled()
         await self._tasks.close()
         if self._presence is not None:
@@ -220,26 +272,28 @@ class Placement:
             self._presence = await self._leases.acquire(name, self.daemon_id, self.ttl_s)
         return self._presence is not None
 
-    async def _lose(self, agent_id: str, result: Round) -> None:
-        self._held.pop(agent_id, None)
-        result.changes[agent_id] = Change.LOST
-        _log.warning("placement: lost the lease of %s; stopping it", agent_id)
-        self._then(agent_id, self._host.stop_serving(agent_id))  # its fence already stops its sending
+    async def _lose(self, unit: str, result: Round) -> None:
+        self._held.pop(unit, None)
+        result.changes[unit] = Change.LOST
+        _log.warning("placement: lost the lease of %s; stopping it", unit)
+        self._then(unit, self._host.stop_serving(unit))  # its fence already stops its sending
 
-    async def _hand_over(self, agent_id: str, result: Round) -> None:
-        self._leaving[agent_id] = self._held.pop(agent_id)
-        result.changes[agent_id] = Change.HANDED_OVER
+    async def _hand_over(self, unit: str, result: Round) -> None:
+        self._leaving[unit] = self._held.pop(unit)
+        result.changes[unit] = Change.HANDED_OVER
 
         async def stop_then_release() -> None:
-            await self._host.stop_serving(agent_id)  # stopped first: the next owner never overlaps
-            lease = self._leaving.pop(agent_id, None)
+            await self._host.stop_serving(unit)  # stopped first: the next owner never overlaps
+            lease = self._leaving.pop(unit, None)
             if lease is not None:
                 await self._leases.release(lease)
 
-        self._then(agent_id, stop_then_release())
+        self._then(unit, stop_then_release())
 
-    def _then(self, agent_id: str, change: Coroutine[Any, Any, None]) -> None:
-        """Run ``change`` in the background once the character's previous change has finished."""
+    def _then(self, unit: str, change: Coroutine[Any, Any, None]) -> None:
+        """Run ``change`` in the background once the character's previous change has finished
+        (of any of its units: the host starts, moves and stops a character one step at a time)."""
+        agent_id, _ = split_unit(unit)
         previous = self._changes.get(agent_id)
 
         async def in_turn() -> None:
@@ -251,9 +305,9 @@ class Placement:
 
     async def _drop_expired(self) -> None:
         """After a failed round: stop what can no longer be acted on."""
-        for agent_id, lease in list(self._held.items()):
+        for unit, lease in list(self._held.items()):
             if not lease.valid():
-                await self._lose(agent_id, Round())
+                await self._lose(unit, Round())
 
     async def _take(self, records: list[LeaseRecord], alive: list[str], result: Round) -> None:
         """Take free characters up to this daemon's share: first those tied to what it holds
@@ -261,16 +315,16 @@ class Placement:
         to another daemon that has room is left to that one, for a round or two."""
         held_by: dict[str, set[str]] = {daemon: set() for daemon in alive}
         for r in records:
-            agent_id = r.name.removeprefix(AGENT_PREFIX)
-            if r.name.startswith(AGENT_PREFIX) and r.expires_in > 0 and r.owner != self.daemon_id:
-                held_by.setdefault(r.owner, set()).add(agent_id)
+            unit = unit_of(r.name)
+            if unit is not None and r.expires_in > 0 and r.owner != self.daemon_id:
+                held_by.setdefault(r.owner, set()).add(unit)
         held_elsewhere = set().union(*held_by.values())
-        free = [a for a in self.agent_ids if a not in self._held and a not in self._leaving and a not in held_elsewhere]
+        free = [a for a in self.units if a not in self._held and a not in self._leaving and a not in held_elsewhere]
         self._free_rounds = {a: self._free_rounds.get(a, 0) + 1 for a in free}
         others_with_room = [
             held
             for daemon, held in held_by.items()
-            if daemon != self.daemon_id and daemon in alive and len(held) < _share(len(self.agent_ids), alive, daemon)
+            if daemon != self.daemon_id and daemon in alive and len(held) < _share(len(self.units), alive, daemon)
         ]
         mine = set(self._held)
         companions = self._companions
@@ -283,17 +337,15 @@ class Placement:
             ]
             if not candidates:
                 break
-            agent_id = max(
-                candidates, key=lambda a: (companions.tie(a, mine), _weight(self.daemon_id, companions.key(a)))
-            )
-            free.remove(agent_id)
-            taken = await self._leases.acquire(AGENT_PREFIX + agent_id, self.daemon_id, self.ttl_s)
+            unit = max(candidates, key=lambda a: (companions.tie(a, mine), _weight(self.daemon_id, companions.key(a))))
+            free.remove(unit)
+            taken = await self._leases.acquire(lease_name(unit), self.daemon_id, self.ttl_s)
             if taken is None:
                 continue  # another daemon was quicker
-            self._held[agent_id] = taken
-            mine.add(agent_id)
-            result.changes[agent_id] = Change.TAKEN
-            self._then(agent_id, self._host.serve(agent_id, taken))
+            self._held[unit] = taken
+            mine.add(unit)
+            result.changes[unit] = Change.TAKEN
+            self._then(unit, self._host.serve(unit, taken))
 
     def _surplus(self, count: int) -> list[str]:
         """The ``count`` held characters to hand over: whole groups of companions where they fit,
@@ -334,5 +386,5 @@ def _share(characters: int, alive: list[str], daemon_id: str) -> int:
     return base + (1 if alive.index(daemon_id) < extra else 0)
 
 
-def _weight(daemon_id: str, agent_id: str) -> int:
-    return int.from_bytes(hashlib.blake2b(f"{daemon_id}\x00{agent_id}".encode(), digest_size=8).digest(), "big")
+def _weight(daemon_id: str, unit: str) -> int:
+    return int.from_bytes(hashlib.blake2b(f"{daemon_id}\x00{unit}".encode(), digest_size=8).digest(), "big")
