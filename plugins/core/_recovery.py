@@ -8,6 +8,8 @@ once:
   and only if it has not been taken up once already;
 - older: logged as skipped and closed — an answer that late would only confuse.
 A message whose reply had started going out (``SENDING``) is never taken up: at most once.
+A message the platform's connection does not serve (``Replier.serves``: a Discord shard another
+daemon holds, whose runtime of the same agent may be answering it right now) is left to that one.
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ async def recover(runtime: AgentRuntime, pipeline: MessageHandler, source: str) 
             continue
         if message.content.get("source") != source:
             continue
+        if isinstance(messenger, Replier) and not messenger.serves(message):
+            continue  # another daemon serves it (a Discord shard held elsewhere) and may be answering it now
         age_s = (now - created_at) / 1000
         if now - created_at > window_ms:
             _log.info(
