@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,8 @@ class MissedMessages:
         self.limits = limits
         self._last_seen: OrderedDict[int, int] = OrderedDict()
         """Channel id → the newest message id seen there; the most recently active channel last."""
+        self._guild_of: dict[int, int | None] = {}
+        """Channel id → its server's id (``None``: a DM), for the channels in ``_last_seen``."""
         self._before_loss: dict[int, int] | None = None
         """``_last_seen`` as it was when the connection was lost (messages seen later are not a gap)."""
         self._claimed: OrderedDict[int, None] = OrderedDict()
@@ -67,8 +70,12 @@ class MissedMessages:
         channel_id = message.channel.id
         self._last_seen[channel_id] = max(message.id, self._last_seen.get(channel_id, 0))
         self._last_seen.move_to_end(channel_id)
+        guild = getattr(message, "guild", None)
+        self._guild_of[channel_id] = guild.id if guild is not None else None
         while len(self._last_seen) > self.limits.max_channels:
-            self._last_seen.popitem(last=False)
+            gone, _ = self._last_seen.popitem(last=False)
+            if self._before_loss is None or gone not in self._before_loss:
+                self._guild_of.pop(gone, None)
         if message.id in self._claimed:
             return False
         self._claimed[message.id] = None
@@ -88,18 +95,24 @@ class MissedMessages:
         """Discord replays what the session missed: there is nothing to fetch."""
         self._before_loss = None
 
-    def plan(self, now: datetime.datetime | None = None) -> list[tuple[int, int]]:
-        """``(channel id, read after this message id)`` for each channel to read, most recent first.
+    def plan(
+        self, now: datetime.datetime | None = None, *, covers: Callable[[int | None], bool] | None = None
+    ) -> list[tuple[int, int]]:
+        """``(channel id, read after this message id)`` for each channel to read, most recent first;
+        with ``covers``, only channels whose server (``None``: a DM) it accepts — the shards the
+        connection serves now.
 
         Called once per fresh IDENTIFY; empty when catching up is off or nothing was seen.
         """
         seen = self._before_loss if self._before_loss is not None else dict(self._last_seen)
         self._before_loss = None
+        heard = [(c, last) for c, last in reversed(seen.items()) if covers is None or covers(self._guild_of.get(c))]
+        self._guild_of = {c: g for c, g in self._guild_of.items() if c in self._last_seen}
         if not self.limits.enabled:
             return []
         moment = now or datetime.datetime.now(datetime.UTC)
         oldest = discord.utils.time_snowflake(moment - datetime.timedelta(seconds=self.limits.window_s))
-        recent_first = list(reversed(seen.items()))[: self.limits.max_channels]
+        recent_first = heard[: self.limits.max_channels]
         return [(channel_id, max(last, oldest)) for channel_id, last in recent_first]
 
     async def fetch(self, client: discord.Client, channel_id: int, after: int) -> list[discord.Message]:
