@@ -26,7 +26,7 @@ import discord
 
 from bot.adapters import PlatformAdapter
 from bot.connections import SentMessage
-from bot.errors import ConfigError, SendError, reason_for
+from bot.errors import ConfigError, SendError, StoreError, reason_for
 from bot.events import EventType
 from bot.lifecycle import AdapterState
 from bot.links import LinkState
@@ -61,7 +61,17 @@ _log = logging.getLogger(__name__)
 
 _READY_TIMEOUT_S = 60.0
 _MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
+_STORED_SCAN = 500  # recent stored messages looked at for the channels of shards taken on
 _PERMISSIONS = 380141685824  # read/send messages and threads, reactions, files, history, voice
+
+
+def _taken_on(held: Shards | None, wanted: Shards) -> frozenset[int]:
+    """The shards of ``wanted`` that ``held`` did not cover (all of them when the count changes)."""
+    if held is None:
+        return frozenset()  # unsharded, it heard every server
+    if held.count != wanted.count:
+        return frozenset(wanted.ids)
+    return frozenset(wanted.ids) - frozenset(held.ids)
 
 
 class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
@@ -83,6 +93,9 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         self._was_online = False  # an earlier client of this run was ready: a new one may have a gap to fill
         self._resharding = False
         self._reshard_lock = asyncio.Lock()
+        self._taken_on = frozenset(shards.ids) if shards is not None else frozenset()
+        """Shards this connection took on and has not read back yet: another daemon may have just
+        let them go, and what was said in between is in no one's memory but Discord's."""
         self._worlds: set[int] = set()
         self.voice = VoiceManager(self)
         self._admins_seen: set[tuple[int, int]] = set()
@@ -194,6 +207,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
                 return
             _log.info("%s: reconnecting to Discord with %s (was %s)", self.name, shards, self.shards or "unsharded")
             self._resharding = True
+            self._taken_on = _taken_on(self.shards, shards)
             self.missed.connection_lost()
             self.runtime.links.set(SOURCE, LinkState.CONNECTING, f"reconnecting with {shards}")
             try:
@@ -215,6 +229,19 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
 
     def _closed(self) -> bool:
         return self.state is AdapterState.CLOSED
+
+    async def _with_stored_gap(self, plan: list[tuple[int, int]], taken_on: frozenset[int]) -> list[tuple[int, int]]:
+        """``plan``, and the recently active channels of the shards ``taken_on``, from the store."""
+        shards = self.shards
+        if shards is None or not self.missed.limits.enabled:
+            return plan
+        since = now_ms() - int(self.missed.limits.window_s * 1000)
+        try:
+            stored = await self.runtime.store.get_memories(table="messages", start=since, count=_STORED_SCAN)
+        except StoreError as exc:
+            _log.warning("%s: cannot tell what was said on the shards just taken on: %s", self.name, exc)
+            return plan
+        return self.missed.with_stored(plan, stored, lambda guild: shards.shard_of(guild) in taken_on)
 
     async def guarded(self, what: str, work: Awaitable[object]) -> None:
         """Run an event handler, tracked (:meth:`handling`); a failure is logged with the agent,
@@ -240,6 +267,9 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         missed = self.missed.plan(covers=self.covers)  # only where this connection hears: other shards are others'
         if not self._was_online:
             missed = []
+        if self._taken_on:
+            missed = await self._with_stored_gap(missed, self._taken_on)
+            self._taken_on = frozenset()
         sharded = f" ({self.shards})" if self.shards is not None else ""
         _log.info(
             "%s: online on Discord as %s in %d servers%s", self.name, self.client.user, len(self.client.guilds), sharded
@@ -266,9 +296,21 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         if self.config.voice_enabled:
             await self.guarded("voice auto-join", self.voice.auto_join(list(self.client.guilds)))
 
+    async def on_shard_ready(self, shard_id: int) -> None:
+        """One shard identified afresh after its session was lost for good (the first READY of
+        every shard is :meth:`on_ready`'s): read back what that shard missed."""
+        shards = self.shards
+        if not self._ready.is_set() or shards is None:
+            return
+        missed = self.missed.plan(covers=lambda guild: shards.shard_of(guild) == shard_id, shard=shard_id)
+        self.runtime.links.set(SOURCE, LinkState.CONNECTED)
+        if missed:
+            self.runtime.create_task(self.guarded("catch-up", self._catch_up(missed)), "discord:catch-up")
+
     async def _catch_up(self, plan: list[tuple[int, int]]) -> None:
-        """The session was lost for good: hand over what was said meanwhile as if it had just
-        arrived (the gate decides), skipping what was already handed over or stored."""
+        """The session was lost for good, or shards were taken on: hand over what was said
+        meanwhile as if it had just arrived (the gate decides), skipping what was already handed
+        over or stored."""
         assert self.client is not None
         agent, read, handed = self.runtime.agent_id, 0, 0
         for channel_id, after in plan:
@@ -289,7 +331,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
                 # Like the gateway: one task per message, in order, so a burst behaves like one.
                 self.runtime.create_task(self.guarded("message", self.on_message(message)), "discord:message")
         _log.info(
-            "%s: the Discord session was lost; read back %d of %d channel(s), %d missed message(s) handed over",
+            "%s: reconnected to Discord; read back %d of %d channel(s), %d missed message(s) handed over",
             self.name,
             read,
             len(plan),

@@ -233,6 +233,29 @@ class ShardedClient(Client, discord.AutoShardedClient):
     def __init__(self, adapter: DiscordAdapter, intents: discord.Intents, shards: Shards) -> None:
         super().__init__(adapter, intents, shard_ids=list(shards.ids), shard_count=shards.count)
 
+    # discord.py says "disconnect" and "resumed" for any shard, "ready" only once all are: each
+    # shard's own events keep track of what it missed.
+    async def on_disconnect(self) -> None:
+        pass
+
+    async def on_resumed(self) -> None:
+        pass
+
+    async def on_shard_disconnect(self, shard_id: int) -> None:
+        self.adapter.missed.connection_lost(shard_id)
+        if not self.is_closed():
+            self.adapter.runtime.links.set(
+                SOURCE, LinkState.RETRYING, f"gateway connection of shard {shard_id} lost; reconnecting"
+            )
+
+    async def on_shard_resumed(self, shard_id: int) -> None:
+        _log.info("%s: Discord connection of shard %d resumed", self.adapter.name, shard_id)
+        self.adapter.missed.resumed(shard_id)
+        self.adapter.runtime.links.set(SOURCE, LinkState.CONNECTED)
+
+    async def on_shard_ready(self, shard_id: int) -> None:
+        await self.adapter.on_shard_ready(shard_id)
+
 
 def make_client(adapter: DiscordAdapter, intents: discord.Intents, shards: Shards | None) -> Client:
     """An unsharded client (``shards=None``), or one connected with just ``shards``."""

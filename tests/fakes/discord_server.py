@@ -2081,9 +2081,12 @@ class FakeDiscord(LocalServer):
                 session.conn.send({"op": 7, "d": None, "s": None, "t": None})
         await self._flush()
 
-    async def invalidate_session(self, bot: FakeBot, *, resumable: bool = False) -> None:
-        """Op 9 INVALID_SESSION: with ``resumable=False`` discord.py identifies again."""
+    async def invalidate_session(self, bot: FakeBot, *, resumable: bool = False, shard: int | None = None) -> None:
+        """Op 9 INVALID_SESSION: with ``resumable=False`` discord.py identifies again. With
+        ``shard``, only the session of that shard id."""
         for session in self._live_sessions(bot):
+            if shard is not None and (session.shard is None or session.shard[0] != shard):
+                continue
             conn = session.conn
             if not resumable:
                 self._sessions.remove(session)

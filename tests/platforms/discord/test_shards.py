@@ -174,6 +174,12 @@ async def sharded_world(tmp_path: Path) -> AsyncIterator[World]:
         yield World(fake, openai, ada, sam, guilds, channels, start)
 
 
+def history_reads(w: World) -> set[int]:
+    """The channels whose history was read (catching up)."""
+    paths = {r.path for r in w.fake.requests if r.method == "GET" and r.path.endswith("/messages")}
+    return {int(p.split("/")[2]) for p in paths}
+
+
 def identified_shards(bot: FakeBot) -> list[list[int] | None]:
     return [i.get("shard") for i in bot.identifies]
 
@@ -207,6 +213,8 @@ async def test_a_shard_moved_to_the_other_daemon_is_answered_there_with_nothing_
 
         # Shard 2 moves from A to B: A lets it go first, then B takes it (what placement does).
         await a.adapter.reshard(Shards(COUNT, (0,)))
+        await until(lambda: history_reads(w) == {w.channels[0].id})  # A reads back only what it still holds
+        unheld = await w.ask(2, "said while nobody holds shard 2")
         identify_gate.close()  # B's new connection waits: what is said meanwhile is missed live
         dialled = w.fake.gateway_connections
         moving = asyncio.create_task(b.adapter.reshard(Shards(COUNT, (1, 2))))
@@ -216,12 +224,10 @@ async def test_a_shard_moved_to_the_other_daemon_is_answered_there_with_nothing_
         await moving
 
         after = [await w.ask(k, "after the move") for k in range(COUNT)]
-        await w.answered_once(*before, meanwhile, *after)
+        await w.answered_once(*before, unheld, meanwhile, *after)
         assert b.outcome(after[2]) == ["replied"] and a.outcome(after[2]) == []
         assert b.outcome(meanwhile) == ["replied"]  # read back when B was connected again
-        # Each read back only the channels of its own shards: A no longer reads shard 2's.
-        read = {r.path for r in w.fake.requests if r.method == "GET" and r.path.endswith("/messages")}
-        assert read == {f"/channels/{w.channels[k].id}/messages" for k in (0, 1)}
+        assert b.outcome(unheld) == ["replied"]  # B read shard 2's server back from where the store ends
         assert a.outcome(after[0]) == ["replied"] and b.outcome(after[1]) == ["replied"]
         assert [i["shard"] for i in w.ada.identifies[-2:]] == [[1, 3], [2, 3]]
         assert a.adapter.shards == Shards(COUNT, (0,)) and b.adapter.shards == Shards(COUNT, (1, 2))
@@ -258,6 +264,26 @@ async def test_a_reply_cut_short_by_the_move_is_answered_once_by_the_new_holder_
         await b.adapter.reshard(Shards(COUNT, (1, 2)))  # its recovery takes the message up
         await w.answered_once(asked)
         assert b.outcome(asked) == ["replied"]
+
+
+async def test_what_one_shard_missed_while_its_session_was_lost_is_read_back_and_answered_once(
+    tmp_path, identify_gate
+) -> None:
+    async with sharded_world(tmp_path) as w:
+        a = await w.start(Shards.all(COUNT))
+        before = [await w.ask(k, "before") for k in range(COUNT)]
+        await w.answered_once(*before)
+
+        identify_gate.close()
+        await w.fake.invalidate_session(w.ada, shard=1)  # not resumable: shard 1 identifies again
+        missed = await w.ask(1, "said while shard 1 was away")
+        live = await w.ask(0, "said meanwhile on shard 0")  # the other shards carry on
+        identify_gate.open()
+
+        await w.answered_once(missed, live)
+        assert a.outcome(missed) == ["replied"] and a.outcome(live) == ["replied"]
+        assert history_reads(w) == {w.channels[1].id}  # only the shard that was away reads back
+        assert [i["shard"] for i in w.ada.identifies[COUNT:]] == [[1, 3]]
 
 
 async def test_resharding_to_the_shards_held_changes_nothing_and_a_closed_adapter_refuses(
