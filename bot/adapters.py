@@ -345,6 +345,10 @@ class PlatformAdapter(Generic[TargetT, SentT]):
         target, room_id, world_id = await self._entity_target(entity, str(user_id))
         return await self.deliver(target, content, room_id, world_id, person=entity)
 
+    def serves(self, message: Memory) -> bool:
+        """Replier: every message of the platform is this connection's (Discord's shards differ)."""
+        return True
+
     async def reply_to(self, message: Memory, content: JSON) -> list[Memory]:
         """Messenger: answer a stored message where it was said, quoting it (if it still exists).
         Nothing sent (logged) gives ``[]``, as for a live reply."""

@@ -187,3 +187,8 @@ class Replier(Protocol):
         """Answer ``message`` (stored, from this platform) in its room, quoting it where the
         platform can. Returns ``[]`` when nothing could be sent (logged), like a reply callback."""
         ...
+
+    def serves(self, message: Memory) -> bool:
+        """Whether ``message`` (stored, from this platform) is this connection's to take up: not
+        when another daemon serves that part of the platform (a Discord shard it does not hold)."""
+        ...

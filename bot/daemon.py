@@ -24,6 +24,7 @@ exits at once. When nothing can run the daemon exits with status 78 and says wha
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import logging
 import os
@@ -52,6 +53,7 @@ from .platform_plans import PlatformPlan, plans_for, report_gaps
 from .reloading import plan_reload, read_characters, record_failures, summary_line
 from .runtime import AgentRuntime, Fence
 from .settings import DaemonSettings
+from .shards import Shards, shard_count
 from .shared import Shared
 from .signals import install_signal_handlers, remove_signal_handlers
 from .store import Lease, StoreBackend, backend_for
@@ -300,6 +302,8 @@ class Daemon:
             _log.error("%s: the %s platform is not available in this build yet", plan.agent, plan.platform)
             runtime.links.set(plan.platform, LinkState.FAILED, "not available in this build")
             return
+        if known[plan.platform].shardable:
+            connect = functools.partial(_connect_sharded, connect)
         runtime.links.set(plan.platform, LinkState.CONNECTING)
         backoff = ExponentialBackoff(self.settings.reconnect_base_s, self.settings.reconnect_cap_s)
         delay = await _attempt(runtime, plan, connect, backoff)
@@ -470,6 +474,13 @@ class _LeaseFence:
     def allows(self) -> bool:
         lease = self._placement.lease_of(self._agent_id)
         return lease is not None and lease.valid()
+
+
+async def _connect_sharded(connect: Callable[..., Awaitable[None]], runtime: AgentRuntime) -> None:
+    """Connect a platform that shards (Discord) with every shard of the character's bot, or
+    unsharded when it has one (DISCORD_SHARD_COUNT, bot/shards.py; a bad value is a ConfigError)."""
+    count = shard_count(runtime.character, runtime.environ)
+    await connect(runtime, shards=Shards.all(count) if count > 1 else None)
 
 
 async def _attempt(

@@ -58,6 +58,9 @@ class PluginMeta:
     """Settings without which it cannot start for a character (a platform's bot token)."""
     interactive: bool = False
     """A platform that talks to the terminal (``troupe chat``), never started by the daemon."""
+    shardable: bool = False
+    """A platform whose ``connect`` takes ``shards=`` (:class:`bot.shards.Shards`): a bot in many
+    servers is split into shards, each leased on its own when several daemons share the troupe."""
     models: bool = False
     """It serves the models every agent needs to think; the first such plugin (by name) is added
     to a character that lists none."""

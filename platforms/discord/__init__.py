@@ -1,8 +1,9 @@
 """Discord: every character its own bot, in guilds, threads, DMs and voice channels.
 
-``connect(runtime)`` is how the daemon brings a character online: it reads the character's
-Discord settings, checks the token and the bot's intents, and connects a discord.py client in the
-daemon's event loop. See ``_adapter.py`` for what happens to messages both ways.
+``connect(runtime, shards=None)`` is how the daemon brings a character online: it reads the
+character's Discord settings, checks the token and the bot's intents, and connects a discord.py
+client in the daemon's event loop (an ``AutoShardedClient`` with the given shard ids when the bot
+is sharded: ``DISCORD_SHARD_COUNT``, :mod:`bot.shards`). See ``_adapter.py`` for what happens to messages both ways.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from bot.plugins import PluginMeta
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
+    from bot.shards import Shards
 
 __all__ = ["connect", "meta"]
 
@@ -20,13 +22,16 @@ meta = PluginMeta(
     name="discord",
     kind="platform",
     requires=("DISCORD_API_TOKEN",),
+    shardable=True,
     description="Discord bot per character (DISCORD_API_TOKEN, DISCORD_APPLICATION_ID)",
     aliases=("@elizaos/plugin-discord", "@elizaos-plugins/client-discord", "@elizaos/client-discord"),
 )
 
 
-async def connect(runtime: AgentRuntime) -> None:
-    """Bring ``runtime``'s character online as its own Discord bot.
+async def connect(runtime: AgentRuntime, *, shards: Shards | None = None) -> None:
+    """Bring ``runtime``'s character online as its own Discord bot: unsharded (``shards=None``,
+    one gateway connection), or with just the ``shards`` given (the adapter, the runtime's
+    ``discord`` service, can later :meth:`~platforms.discord._adapter.DiscordAdapter.reshard`).
 
     Raises:
         ConfigError: a setting is wrong, the token was refused, or the bot lacks the Message
@@ -38,4 +43,4 @@ async def connect(runtime: AgentRuntime) -> None:
 
     config = read_config(runtime.get_setting, runtime.character.name, runtime.character.settings.get("discord"))
     use_api_base(config.api_base, runtime.character.name)
-    await DiscordAdapter(runtime, config).start()
+    await DiscordAdapter(runtime, config, shards).start()

@@ -26,16 +26,18 @@ import discord
 
 from bot.adapters import PlatformAdapter
 from bot.connections import SentMessage
-from bot.errors import ConfigError, SendError
+from bot.errors import ConfigError, SendError, StoreError, reason_for
 from bot.events import EventType
+from bot.lifecycle import AdapterState
 from bot.links import LinkState
 from bot.messages import IncomingMessage, NativeRef
+from bot.shards import Shards
 from bot.text import first_words
 from bot.types import ChannelType, Entity, Memory, Room, World, now_ms
 
 from ._answer import Answer
 from ._catchup import MissedMessages
-from ._client import LOGIN_TIMEOUT_S, Client, DiscordTokens, base_intents, check_application, run_client
+from ._client import LOGIN_TIMEOUT_S, Client, DiscordTokens, base_intents, check_application, make_client, run_client
 from ._config import DiscordConfig
 from ._mapping import (
     SOURCE,
@@ -59,7 +61,17 @@ _log = logging.getLogger(__name__)
 
 _READY_TIMEOUT_S = 60.0
 _MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
+_STORED_SCAN = 500  # recent stored messages looked at for the channels of shards taken on
 _PERMISSIONS = 380141685824  # read/send messages and threads, reactions, files, history, voice
+
+
+def _taken_on(held: Shards | None, wanted: Shards) -> frozenset[int]:
+    """The shards of ``wanted`` that ``held`` did not cover (all of them when the count changes)."""
+    if held is None:
+        return frozenset()  # unsharded, it heard every server
+    if held.count != wanted.count:
+        return frozenset(wanted.ids)
+    return frozenset(wanted.ids) - frozenset(held.ids)
 
 
 class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
@@ -70,12 +82,20 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
     where = "channel"
     user_key = "userId"
 
-    def __init__(self, runtime: AgentRuntime, config: DiscordConfig) -> None:
+    def __init__(self, runtime: AgentRuntime, config: DiscordConfig, shards: Shards | None = None) -> None:
         super().__init__(runtime, DiscordTokens, config.token.get_secret_value())
         self.config = config
+        self.shards = shards
+        """The shards this connection serves; ``None``: the bot is not sharded."""
         self.client: Client | None = None
         self._task: asyncio.Task[None] | None = None
-        self._ready = asyncio.Event()
+        self._ready = asyncio.Event()  # the current client's first READY
+        self._was_online = False  # an earlier client of this run was ready: a new one may have a gap to fill
+        self._resharding = False
+        self._reshard_lock = asyncio.Lock()
+        self._taken_on = frozenset(shards.ids) if shards is not None else frozenset()
+        """Shards this connection took on and has not read back yet: another daemon may have just
+        let them go, and what was said in between is in no one's memory but Discord's."""
         self._worlds: set[int] = set()
         self.voice = VoiceManager(self)
         self._admins_seen: set[tuple[int, int]] = set()
@@ -105,13 +125,14 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         intents = base_intents()
         intents.voice_states = self.config.voice_enabled  # who is in which voice channel
         intents.members = await check_application(token, self.name)
-        self.client = client = Client(self, intents)
+        self._ready = asyncio.Event()
+        self.client = client = make_client(self, intents, self.shards)
         from ._commands import register_commands
 
         register_commands(self, client.tree)
         async with asyncio.timeout(LOGIN_TIMEOUT_S):
             await client.login(token)
-        self._task = self.runtime.create_task(run_client(client, self.name), "discord:client")
+        self._task = self.runtime.create_task(self._run_client(client, token), "discord:client")
         ready = asyncio.ensure_future(self._ready.wait())
         done, _ = await asyncio.wait({ready, self._task}, timeout=_READY_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
         ready.cancel()
@@ -124,17 +145,103 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
             )
             self.runtime.links.set(SOURCE, LinkState.CONNECTING, "waiting for Discord to say it is ready")
 
+    async def _run_client(self, client: Client, token: str) -> None:
+        """Keep ``client`` connected; Discord refusing it later (the bot outgrew its shards:
+        4011) fails the link with the reason, as refusing it at start fails the start."""
+        try:
+            await run_client(client, self.name, token)
+        except ConfigError as exc:
+            if not self._ready.is_set():
+                raise  # start() or reshard() is waiting for this connection: it reports the error
+            reason = exc.reason_for(self.name)
+            _log.error("%s: Discord closed the connection: %s", self.name, reason)
+            self.runtime.links.set(SOURCE, LinkState.FAILED, reason)
+
     async def _disconnect(self) -> None:
         """Disconnect, then let messages being answered finish (up to a limit) before the
         runtime and its database go away."""
+        await self._end_client()
+        await self._finish_handling()
+
+    async def _end_client(self) -> None:
+        """Close the client and wait for its connection task to end."""
         await self.voice.close()
         if self.client is not None and not self.client.is_closed():
             await self.client.close()
-        await self._finish_handling()
         if self._task is not None and not self._task.done():
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
+
+    def hears(self, client: Client) -> bool:
+        """Whether events of ``client`` are handled: it is the current one, and not being replaced."""
+        return client is self.client and not self._resharding
+
+    def covers(self, guild_id: int | None) -> bool:
+        """Whether this connection hears the server ``guild_id`` (``None``: direct messages)."""
+        return self.shards is None or self.shards.covers(guild_id)
+
+    def serves(self, message: Memory) -> bool:
+        """Whether a stored message from Discord is this connection's to answer after a crash: one
+        from a server on a shard it holds (another daemon may be answering the others)."""
+        server = message.metadata.get("serverId")
+        return self.covers(int(server) if server else None)
+
+    async def reshard(self, shards: Shards) -> None:
+        """Serve ``shards`` instead of the shards held now (discord.py cannot add shards to a
+        connected client): stop handing over events, let the replies being written go out
+        (bounded; one cut short stays claimed, and the recovery of whoever holds its shard answers
+        it), close the connection, connect with ``shards``, then read back what was said meanwhile
+        in the channels this run was active in (``_catchup.py``) and take up what a cut-short
+        reply left (``PLATFORM_CONNECTED``). Returns once connected.
+
+        Raises:
+            ConfigError: Discord refused the new connection (the shard count, the token); the
+                adapter is then disconnected, and ``reshard`` may be called again.
+            RuntimeError: the adapter is not running.
+        """
+        async with self._reshard_lock:
+            if self.state is not AdapterState.RUNNING:
+                raise RuntimeError(f"{self.name}: the Discord connection is {self.state.value}; it cannot move shards")
+            if shards == self.shards:
+                return
+            _log.info("%s: reconnecting to Discord with %s (was %s)", self.name, shards, self.shards or "unsharded")
+            self._resharding = True
+            self._taken_on = _taken_on(self.shards, shards)
+            self.missed.connection_lost()
+            self.runtime.links.set(SOURCE, LinkState.CONNECTING, f"reconnecting with {shards}")
+            try:
+                await self._finish_handling()
+                await self._end_client()
+            finally:
+                self._resharding = False
+            self.shards = shards
+            try:
+                await self._connect(self._token)
+            except BaseException as exc:
+                await self._end_client()
+                self.runtime.links.set(SOURCE, LinkState.FAILED, reason_for(exc, self.name) or exc.__class__.__name__)
+                raise
+            if self._closed():  # closed while connecting: nothing may stay open
+                await self._end_client()
+                return
+        await self.runtime.emit(EventType.PLATFORM_CONNECTED, {"source": SOURCE})
+
+    def _closed(self) -> bool:
+        return self.state is AdapterState.CLOSED
+
+    async def _with_stored_gap(self, plan: list[tuple[int, int]], taken_on: frozenset[int]) -> list[tuple[int, int]]:
+        """``plan``, and the recently active channels of the shards ``taken_on``, from the store."""
+        shards = self.shards
+        if shards is None or not self.missed.limits.enabled:
+            return plan
+        since = now_ms() - int(self.missed.limits.window_s * 1000)
+        try:
+            stored = await self.runtime.store.get_memories(table="messages", start=since, count=_STORED_SCAN)
+        except StoreError as exc:
+            _log.warning("%s: cannot tell what was said on the shards just taken on: %s", self.name, exc)
+            return plan
+        return self.missed.with_stored(plan, stored, lambda guild: shards.shard_of(guild) in taken_on)
 
     async def guarded(self, what: str, work: Awaitable[object]) -> None:
         """Run an event handler, tracked (:meth:`handling`); a failure is logged with the agent,
@@ -157,10 +264,16 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         assert self.client is not None
         # Taken at once (messages arriving live from now on are no gap), and on every READY: the
         # first one has no gap to fill, but must not leave one behind for the next.
-        missed = self.missed.plan()
-        if not self._ready.is_set():
+        missed = self.missed.plan(covers=self.covers)  # only where this connection hears: other shards are others'
+        if not self._was_online:
             missed = []
-        _log.info("%s: online on Discord as %s in %d servers", self.name, self.client.user, len(self.client.guilds))
+        if self._taken_on:
+            missed = await self._with_stored_gap(missed, self._taken_on)
+            self._taken_on = frozenset()
+        sharded = f" ({self.shards})" if self.shards is not None else ""
+        _log.info(
+            "%s: online on Discord as %s in %d servers%s", self.name, self.client.user, len(self.client.guilds), sharded
+        )
         if not self.client.guilds:
             _log.warning(
                 "%s: the bot is in no server yet; invite it with https://discord.com/oauth2/authorize"
@@ -176,15 +289,28 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         except discord.HTTPException as exc:
             _log.warning("%s: could not register the /troupe command: %s", self.name, exc)
         self._ready.set()
+        self._was_online = True
         self.runtime.links.set(SOURCE, LinkState.CONNECTED)
         if missed:
             self.runtime.create_task(self.guarded("catch-up", self._catch_up(missed)), "discord:catch-up")
         if self.config.voice_enabled:
             await self.guarded("voice auto-join", self.voice.auto_join(list(self.client.guilds)))
 
+    async def on_shard_ready(self, shard_id: int) -> None:
+        """One shard identified afresh after its session was lost for good (the first READY of
+        every shard is :meth:`on_ready`'s): read back what that shard missed."""
+        shards = self.shards
+        if not self._ready.is_set() or shards is None:
+            return
+        missed = self.missed.plan(covers=lambda guild: shards.shard_of(guild) == shard_id, shard=shard_id)
+        self.runtime.links.set(SOURCE, LinkState.CONNECTED)
+        if missed:
+            self.runtime.create_task(self.guarded("catch-up", self._catch_up(missed)), "discord:catch-up")
+
     async def _catch_up(self, plan: list[tuple[int, int]]) -> None:
-        """The session was lost for good: hand over what was said meanwhile as if it had just
-        arrived (the gate decides), skipping what was already handed over or stored."""
+        """The session was lost for good, or shards were taken on: hand over what was said
+        meanwhile as if it had just arrived (the gate decides), skipping what was already handed
+        over or stored."""
         assert self.client is not None
         agent, read, handed = self.runtime.agent_id, 0, 0
         for channel_id, after in plan:
@@ -205,7 +331,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
                 # Like the gateway: one task per message, in order, so a burst behaves like one.
                 self.runtime.create_task(self.guarded("message", self.on_message(message)), "discord:message")
         _log.info(
-            "%s: the Discord session was lost; read back %d of %d channel(s), %d missed message(s) handed over",
+            "%s: reconnected to Discord; read back %d of %d channel(s), %d missed message(s) handed over",
             self.name,
             read,
             len(plan),

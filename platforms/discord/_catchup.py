@@ -11,6 +11,14 @@ because on a fresh start there is no gap to fill. From where: after the newest m
 that channel before the connection was lost, and never before ``window_s`` ago; at most
 ``max_messages`` per channel, oldest first.
 
+A sharded client loses and re-identifies each shard on its own: a shard's channels are read
+back from where they stood when that shard's session was lost.
+
+Shards taken on (a sharded connection's start, or :meth:`DiscordAdapter.reshard` adding
+shards: another daemon may have just let them go) are not in this run's memory: for them the
+store says where to read, the channels of their servers with stored messages within
+``window_s``, after the newest stored one.
+
 Nothing is answered twice: every message handed over in this run is claimed by id (live and
 fetched alike, so a message that arrives live while the history is read is handled once), and a
 fetched message already in the store is skipped.
@@ -21,10 +29,15 @@ from __future__ import annotations
 import asyncio
 import datetime
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import discord
+
+from bot.types import Memory
+
+from ._mapping import SOURCE
 
 __all__ = ["CatchUpLimits", "MissedMessages"]
 
@@ -55,8 +68,11 @@ class MissedMessages:
         self.limits = limits
         self._last_seen: OrderedDict[int, int] = OrderedDict()
         """Channel id → the newest message id seen there; the most recently active channel last."""
-        self._before_loss: dict[int, int] | None = None
-        """``_last_seen`` as it was when the connection was lost (messages seen later are not a gap)."""
+        self._guild_of: dict[int, int | None] = {}
+        """Channel id → its server's id (``None``: a DM), for the channels in ``_last_seen``."""
+        self._before_loss: dict[int | None, dict[int, int]] = {}
+        """``_last_seen`` as it was when the connection was lost (messages seen later are not a
+        gap), by connection: ``None`` the client's, a shard id one shard's of a sharded client."""
         self._claimed: OrderedDict[int, None] = OrderedDict()
 
     def claim(self, message: Any) -> bool:
@@ -67,8 +83,12 @@ class MissedMessages:
         channel_id = message.channel.id
         self._last_seen[channel_id] = max(message.id, self._last_seen.get(channel_id, 0))
         self._last_seen.move_to_end(channel_id)
+        guild = getattr(message, "guild", None)
+        self._guild_of[channel_id] = guild.id if guild is not None else None
         while len(self._last_seen) > self.limits.max_channels:
-            self._last_seen.popitem(last=False)
+            gone, _ = self._last_seen.popitem(last=False)
+            if not any(gone in lost for lost in self._before_loss.values()):
+                self._guild_of.pop(gone, None)
         if message.id in self._claimed:
             return False
         self._claimed[message.id] = None
@@ -79,28 +99,68 @@ class MissedMessages:
     def claimed(self, message_id: int) -> bool:
         return message_id in self._claimed
 
-    def connection_lost(self) -> None:
-        """Remember where each channel stood; later disconnects before a reconnect change nothing."""
-        if self._before_loss is None:
-            self._before_loss = dict(self._last_seen)
+    def connection_lost(self, shard: int | None = None) -> None:
+        """Remember where each channel stood when the client's connection (or one ``shard``'s)
+        was lost; later disconnects before a reconnect change nothing."""
+        self._before_loss.setdefault(shard, dict(self._last_seen))
 
-    def resumed(self) -> None:
-        """Discord replays what the session missed: there is nothing to fetch."""
-        self._before_loss = None
+    def resumed(self, shard: int | None = None) -> None:
+        """Discord replays what the session (or ``shard``'s) missed: there is nothing to fetch."""
+        self._before_loss.pop(shard, None)
 
-    def plan(self, now: datetime.datetime | None = None) -> list[tuple[int, int]]:
-        """``(channel id, read after this message id)`` for each channel to read, most recent first.
+    def plan(
+        self,
+        now: datetime.datetime | None = None,
+        *,
+        covers: Callable[[int | None], bool] | None = None,
+        shard: int | None = None,
+    ) -> list[tuple[int, int]]:
+        """``(channel id, read after this message id)`` for each channel to read, most recent first;
+        with ``covers``, only channels whose server (``None``: a DM) it accepts — the shards the
+        connection serves now, or the one ``shard`` that identified again.
 
-        Called once per fresh IDENTIFY; empty when catching up is off or nothing was seen.
+        Called once per fresh IDENTIFY (of the client: every loss is planned; of one shard: its);
+        empty when catching up is off or nothing was seen.
         """
-        seen = self._before_loss if self._before_loss is not None else dict(self._last_seen)
-        self._before_loss = None
+        lost = self._before_loss.pop(shard, None)
+        if shard is None:
+            self._before_loss.clear()
+        seen = lost if lost is not None else dict(self._last_seen)
+        heard = [(c, last) for c, last in reversed(seen.items()) if covers is None or covers(self._guild_of.get(c))]
+        kept = set(self._last_seen).union(*self._before_loss.values())
+        self._guild_of = {c: g for c, g in self._guild_of.items() if c in kept}
+        return self._bounded(heard, now)
+
+    def with_stored(
+        self,
+        plan: list[tuple[int, int]],
+        stored: Iterable[Memory],
+        covers: Callable[[int | None], bool],
+        now: datetime.datetime | None = None,
+    ) -> list[tuple[int, int]]:
+        """``plan`` and, for shards this connection has just taken on (their last holder's gap
+        is not in this run's memory), the channels of servers ``covers`` accepts where ``stored``
+        (the agent's recent messages, newest first) shows activity, read after the newest stored
+        message there; within the same bounds, the most recent first."""
+        start: dict[int, int] = {}
+        for memory in stored:
+            meta = memory.metadata
+            channel, message, server = meta.get("channelId"), meta.get("discordMessageId"), meta.get("serverId")
+            if memory.content.get("source") != SOURCE or not channel or not message:
+                continue
+            if covers(int(server) if server else None):
+                start.setdefault(int(channel), int(message))  # newest first: the first seen is the newest
+        for channel_id, after in plan:
+            start[channel_id] = min(after, start.get(channel_id, after))  # the earlier bound reads more
+        return self._bounded(sorted(start.items(), key=lambda item: item[1], reverse=True), now)
+
+    def _bounded(self, recent_first: list[tuple[int, int]], now: datetime.datetime | None) -> list[tuple[int, int]]:
+        """At most ``max_channels`` of ``(channel, after)``, none read from before the window."""
         if not self.limits.enabled:
             return []
         moment = now or datetime.datetime.now(datetime.UTC)
         oldest = discord.utils.time_snowflake(moment - datetime.timedelta(seconds=self.limits.window_s))
-        recent_first = list(reversed(seen.items()))[: self.limits.max_channels]
-        return [(channel_id, max(last, oldest)) for channel_id, last in recent_first]
+        return [(channel_id, max(last, oldest)) for channel_id, last in recent_first[: self.limits.max_channels]]
 
     async def fetch(self, client: discord.Client, channel_id: int, after: int) -> list[discord.Message]:
         """Up to ``max_messages`` messages after ``after`` in the channel, oldest first.

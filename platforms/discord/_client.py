@@ -5,8 +5,10 @@ about to the adapter."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import ssl
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -15,6 +17,7 @@ import discord
 from bot.connections import TokenClaims
 from bot.errors import ConfigError
 from bot.links import LinkState
+from bot.shards import SHARD_COUNT_KEY, Shards
 
 from ._mapping import SOURCE
 from ._rest import point_gateway
@@ -22,11 +25,23 @@ from ._rest import point_gateway
 if TYPE_CHECKING:
     from ._adapter import DiscordAdapter
 
-__all__ = ["Client", "DiscordTokens", "LOGIN_TIMEOUT_S", "PORTAL", "base_intents", "check_application", "run_client"]
+__all__ = [
+    "Client",
+    "DiscordTokens",
+    "LOGIN_TIMEOUT_S",
+    "PORTAL",
+    "ShardedClient",
+    "base_intents",
+    "check_application",
+    "make_client",
+    "run_client",
+]
 
 _log = logging.getLogger(__name__)
 
 LOGIN_TIMEOUT_S = 30.0
+_INVALID_SHARD = 4010  # gateway close codes
+_SHARDING_REQUIRED = 4011
 PORTAL = "https://discord.com/developers/applications"
 
 
@@ -57,10 +72,8 @@ async def check_application(token: str, agent: str) -> bool:
         ConfigError: the token was refused, or the Message Content intent is not enabled (the
             message says where to enable it).
     """
-    probe = discord.Client(intents=discord.Intents(guilds=True))  # never connects: only REST
     try:
-        async with asyncio.timeout(LOGIN_TIMEOUT_S):
-            await probe.login(token)
+        async with _rest_only(token) as probe:
             info = await probe.application_info()
     except discord.LoginFailure:
         raise ConfigError(
@@ -68,8 +81,6 @@ async def check_application(token: str, agent: str) -> bool:
             f"{PORTAL} → your app → Bot → Reset Token",
             agent=agent,
         ) from None
-    finally:
-        await probe.close()
     flags = info.flags
     if not (flags.gateway_message_content or flags.gateway_message_content_limited):
         raise ConfigError(
@@ -80,11 +91,41 @@ async def check_application(token: str, agent: str) -> bool:
     return bool(flags.gateway_guild_members or flags.gateway_guild_members_limited)
 
 
-async def run_client(client: discord.Client, agent: str) -> None:
+@contextlib.asynccontextmanager
+async def _rest_only(token: str) -> AsyncIterator[discord.Client]:
+    """A client logged in with ``token`` that never connects to the gateway (REST only), closed
+    after the block; login and block together have :data:`LOGIN_TIMEOUT_S`.
+
+    Raises:
+        discord.LoginFailure: the token was refused.
+    """
+    probe = discord.Client(intents=discord.Intents(guilds=True))
+    try:
+        async with asyncio.timeout(LOGIN_TIMEOUT_S):
+            await probe.login(token)
+            yield probe
+    finally:
+        await probe.close()
+
+
+async def _recommended_shards(token: str) -> int | None:
+    """The shard count Discord recommends for the bot (``GET /gateway/bot``); None if it cannot
+    be asked now."""
+    try:
+        async with _rest_only(token) as probe:
+            count, _, _ = await probe.http.get_bot_gateway()
+    except (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError) as exc:
+        _log.debug("could not ask Discord how many shards it recommends: %s", exc.__class__.__name__)
+        return None
+    return int(count)
+
+
+async def run_client(client: discord.Client, agent: str, token: str) -> None:
     """Keep ``client`` connected (discord.py reconnects by itself) until it is closed.
 
     Raises:
-        ConfigError: Discord refused an intent or the token.
+        ConfigError: Discord refused an intent, the token, or the shards (the bot must be
+            sharded, or more finely: the message says how many shards to set).
     """
     try:
         await client.connect(reconnect=True)
@@ -96,12 +137,34 @@ async def run_client(client: discord.Client, agent: str) -> None:
         ) from None
     except discord.LoginFailure:
         raise ConfigError("Discord refused the bot token in DISCORD_API_TOKEN", agent=agent) from None
+    except discord.ConnectionClosed as exc:
+        if exc.code == _SHARDING_REQUIRED:
+            raise ConfigError(await _sharding_required(client, token), agent=agent) from None
+        if exc.code == _INVALID_SHARD:
+            raise ConfigError(
+                f"Discord refused the shard ids this daemon connected with (close code 4010, invalid "
+                f"shard); every daemon serving the character must read the same {SHARD_COUNT_KEY}",
+                agent=agent,
+            ) from None
+        raise
+
+
+async def _sharding_required(client: discord.Client, token: str) -> str:
+    """What to do when Discord closed the gateway with 4011: how many shards to set."""
+    have = client.shard_count or 1
+    needed = await _recommended_shards(token)
+    at_least = f"at least {needed}" if needed is not None and needed > have else f"more than {have}"
+    return (
+        f"the bot is in too many Discord servers for {'one connection' if have == 1 else f'{have} shards'}: "
+        f"set {SHARD_COUNT_KEY} to {at_least} in the character's settings (Discord requires a shard "
+        "per 2,500 servers at most)"
+    )
 
 
 class Client(discord.Client):
     """A discord.py client that hands every event it cares about to its adapter."""
 
-    def __init__(self, adapter: DiscordAdapter, intents: discord.Intents) -> None:
+    def __init__(self, adapter: DiscordAdapter, intents: discord.Intents, **options: Any) -> None:
         extra: dict[str, Any] = {}
         if adapter.config.ca_file:
             # discord.py dials voice servers over wss:// only; a self-hosted server's own CA must be trusted.
@@ -114,9 +177,16 @@ class Client(discord.Client):
             max_messages=500,
             guild_ready_timeout=adapter.config.guild_ready_timeout,
             **extra,
+            **options,
         )
         self.adapter = adapter
         self.tree = discord.app_commands.CommandTree(self)
+
+    def dispatch(self, event: str, /, *args: Any, **kwargs: Any) -> None:
+        # A connection being replaced (new shards) hands the adapter nothing more: its successor
+        # reads back the messages it missed (_catchup.py).
+        if self.adapter.hears(self):
+            super().dispatch(event, *args, **kwargs)
 
     async def setup_hook(self) -> None:
         await point_gateway(self.http)
@@ -155,3 +225,38 @@ class Client(discord.Client):
         self.adapter.missed.connection_lost()
         if not self.is_closed():
             self.adapter.runtime.links.set(SOURCE, LinkState.RETRYING, "gateway connection lost; reconnecting")
+
+
+class ShardedClient(Client, discord.AutoShardedClient):
+    """The client of a bot split into shards: connected with the shard ids this daemon holds."""
+
+    def __init__(self, adapter: DiscordAdapter, intents: discord.Intents, shards: Shards) -> None:
+        super().__init__(adapter, intents, shard_ids=list(shards.ids), shard_count=shards.count)
+
+    # discord.py says "disconnect" and "resumed" for any shard, "ready" only once all are: each
+    # shard's own events keep track of what it missed.
+    async def on_disconnect(self) -> None:
+        pass
+
+    async def on_resumed(self) -> None:
+        pass
+
+    async def on_shard_disconnect(self, shard_id: int) -> None:
+        self.adapter.missed.connection_lost(shard_id)
+        if not self.is_closed():
+            self.adapter.runtime.links.set(
+                SOURCE, LinkState.RETRYING, f"gateway connection of shard {shard_id} lost; reconnecting"
+            )
+
+    async def on_shard_resumed(self, shard_id: int) -> None:
+        _log.info("%s: Discord connection of shard %d resumed", self.adapter.name, shard_id)
+        self.adapter.missed.resumed(shard_id)
+        self.adapter.runtime.links.set(SOURCE, LinkState.CONNECTED)
+
+    async def on_shard_ready(self, shard_id: int) -> None:
+        await self.adapter.on_shard_ready(shard_id)
+
+
+def make_client(adapter: DiscordAdapter, intents: discord.Intents, shards: Shards | None) -> Client:
+    """An unsharded client (``shards=None``), or one connected with just ``shards``."""
+    return Client(adapter, intents) if shards is None else ShardedClient(adapter, intents, shards)

@@ -12,6 +12,8 @@ A message whose reply had started going out (``SENDING``) is never taken up: at 
 Several daemons: a daemon that lost a character's lease after marking a reply ``SENDING`` but
 before sending it gives the message back (``RELEASED``); the daemon serving the character looks
 for such messages every few seconds (:meth:`MessagePipeline`'s recovery loop) and answers them.
+A message the platform's connection does not serve (``Replier.serves``: a Discord shard another
+daemon holds, whose runtime of the same agent may be answering it right now) is left to that one.
 """
 
 from __future__ import annotations
@@ -78,6 +80,8 @@ async def recover(
             continue
         if message.content.get("source") != source:
             continue
+        if isinstance(messenger, Replier) and not messenger.serves(message):
+            continue  # another daemon serves it (a Discord shard held elsewhere) and may be answering it now
         age_s = (now - created_at) / 1000
         if now - created_at > window_ms:
             _log.info(

@@ -58,6 +58,10 @@ discord.py 2.7 behaviours the fake honours (and tests should know about)
   guilds whose GUILD_CREATE lacks members before on_ready. The fake sends every member (nothing to
   chunk) unless ``members_in_guild_create=False``; REQUEST_GUILD_MEMBERS (startup chunking,
   ``guild.chunk()``, ``query_members``) gets one GUILD_MEMBERS_CHUNK.
+- Sharding: IDENTIFY's ``shard: [id, count]`` limits the session to the guilds with
+  ``(guild_id >> 22) % count == id`` (DMs: shard 0). A bot with ``shards`` above 1 (set it on the
+  ``FakeBot``) is refused with close code 4011 unless it identifies with that many shards or more,
+  and ``/gateway/bot`` recommends that count; a shard id not below the count is closed with 4010.
 - Close code 4014 becomes ``PrivilegedIntentsRequired``, raised from ``start()`` with no retry;
   4004/4010-4013 end the client too. Other closes and lost connections make discord.py RESUME at
   once. After INVALID_SESSION (not resumable), ``before_identify_hook`` sleeps 5 s before it
@@ -377,6 +381,9 @@ class FakeBot(FakeUser):
     gateway_closes: list[int] = field(default_factory=list)
     voice_state_updates: list[dict[str, Any]] = field(default_factory=list)
     """Gateway op 4 payloads (join, move, leave voice), in order."""
+    shards: int = 1
+    """The shard count Discord requires (a bot in many servers): ``/gateway/bot`` recommends it,
+    and an IDENTIFY with fewer shards (or none, above 1) is closed with 4011 Sharding required."""
 
     @property
     def application_flags(self) -> int:
@@ -2074,9 +2081,12 @@ class FakeDiscord(LocalServer):
                 session.conn.send({"op": 7, "d": None, "s": None, "t": None})
         await self._flush()
 
-    async def invalidate_session(self, bot: FakeBot, *, resumable: bool = False) -> None:
-        """Op 9 INVALID_SESSION: with ``resumable=False`` discord.py identifies again."""
+    async def invalidate_session(self, bot: FakeBot, *, resumable: bool = False, shard: int | None = None) -> None:
+        """Op 9 INVALID_SESSION: with ``resumable=False`` discord.py identifies again. With
+        ``shard``, only the session of that shard id."""
         for session in self._live_sessions(bot):
+            if shard is not None and (session.shard is None or session.shard[0] != shard):
+                continue
             conn = session.conn
             if not resumable:
                 self._sessions.remove(session)
@@ -2200,6 +2210,9 @@ class FakeDiscord(LocalServer):
                 self._close_conn(conn, 4010, "Invalid shard.")
                 return
             shard = (int(shard[0]), int(shard[1]))
+        if (shard[1] if shard is not None else 1) < bot.shards:
+            self._close_conn(conn, 4011, "Sharding required.")
+            return
         session = _Session(secrets.token_hex(16), bot, intents, shard, conn=conn)
         conn.session = session
         self._sessions.append(session)
@@ -2553,7 +2566,7 @@ class FakeDiscord(LocalServer):
     async def _get_gateway_bot(self, rec: RecordedRequest) -> Any:
         return {
             "url": self.gateway_url,
-            "shards": 1,
+            "shards": rec.bot.shards if rec.bot is not None else 1,
             "session_start_limit": {"total": 1000, "remaining": 999, "reset_after": 86_400_000, "max_concurrency": 1},
         }
 

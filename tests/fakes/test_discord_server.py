@@ -329,6 +329,23 @@ async def test_a_missing_privileged_intent_fails_once(fake: FakeDiscord) -> None
     assert len(shy.identifies) == 1 and fake.gateway_connections == 1
 
 
+async def test_a_bot_that_must_shard_is_refused_with_4011_unless_it_identifies_with_enough_shards(
+    fake: FakeDiscord,
+) -> None:
+    big = fake.add_bot("token-big", "Big")
+    big.shards = 2
+    unsharded = Probe()
+    with pytest.raises(discord.ConnectionClosed) as refused:
+        await asyncio.wait_for(unsharded.start("token-big"), 3)
+    await unsharded.close()
+    assert refused.value.code == 4011 and big.gateway_closes == [4011]
+    sharded = discord.AutoShardedClient(intents=make_intents(), guild_ready_timeout=0.1)
+    sharded.before_identify_hook = Probe.before_identify_hook.__get__(sharded)  # type: ignore[method-assign]
+    async with running((sharded, "token-big")):
+        assert sharded.shard_count == 2  # what /gateway/bot recommends
+        assert [i["shard"] for i in big.identifies[1:]] == [[0, 2], [1, 2]]
+
+
 @pytest.mark.parametrize(
     ("code", "resumable"),
     [(None, True), (4000, True), (4009, False)],

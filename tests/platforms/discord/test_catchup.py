@@ -164,8 +164,9 @@ async def test_a_missed_message_already_in_the_store_is_not_handed_over_again(sc
     assert answered(s)[handled.id] == 0 and sum(answered(s).values()) == 2
 
 
-def said(channel_id: int, message_id: int) -> SimpleNamespace:
-    return SimpleNamespace(id=message_id, channel=SimpleNamespace(id=channel_id))
+def said(channel_id: int, message_id: int, guild_id: int | None = None) -> SimpleNamespace:
+    guild = SimpleNamespace(id=guild_id) if guild_id is not None else None
+    return SimpleNamespace(id=message_id, channel=SimpleNamespace(id=channel_id), guild=guild)
 
 
 def snowflake_ago(now: datetime.datetime, seconds: float) -> int:
@@ -226,3 +227,48 @@ async def test_a_message_that_arrives_live_while_the_history_is_read_is_answered
     await until(lambda: len(history_reads(s)) == 2 and answered(s)[missed.id] == 1, timeout=10)
     await asyncio.sleep(0.3)
     assert answered(s)[live.id] == 1 and sum(answered(s).values()) == 3
+
+
+def test_the_plan_reads_only_the_channels_of_the_servers_the_connection_still_hears() -> None:
+    # A connection that gave up a shard must not read its channels back: its new holder answers them.
+    now = datetime.datetime.now(datetime.UTC)
+    missed = MissedMessages(CatchUpLimits(window_s=600, max_channels=3))
+    kept, given_up = snowflake_ago(now, 30), snowflake_ago(now, 20)
+    missed.claim(said(1, kept, guild_id=10))
+    missed.claim(said(2, given_up, guild_id=20))
+    missed.claim(said(3, snowflake_ago(now, 10)))  # a DM
+    missed.connection_lost()
+    assert missed.plan(now, covers=lambda guild: guild == 10) == [(1, kept)]
+    missed.connection_lost()
+    assert missed.plan(now, covers=lambda guild: guild is None) == [(3, snowflake_ago(now, 10))]
+
+
+def stored(channel_id: int, message_id: int, guild_id: int | None, source: str = "discord") -> Memory:
+    meta = {
+        "channelId": str(channel_id),
+        "discordMessageId": str(message_id),
+        "serverId": str(guild_id) if guild_id else None,
+    }
+    return Memory(entity_id="e", room_id="r", content={"source": source}, metadata=meta)
+
+
+def test_for_shards_taken_on_the_store_says_where_to_read_and_the_earlier_bound_wins() -> None:
+    now = datetime.datetime.now(datetime.UTC)
+    missed = MissedMessages(CatchUpLimits(window_s=600, max_channels=3))
+    older, newer, newest, seen = (snowflake_ago(now, s) for s in (50, 40, 30, 20))
+    recent = [  # newest first, as the store gives them
+        stored(7, newest, guild_id=70),
+        stored(7, newer, guild_id=70),  # an older one in the same channel: the newest counts
+        stored(8, older, guild_id=80),  # a server on a shard not taken on
+        stored(9, newer, guild_id=None),  # a DM: shard 0
+        stored(6, newest, guild_id=70, source="telegram"),
+        stored(5, snowflake_ago(now, 3600), guild_id=70),  # before the window: read from its start
+    ]
+    plan = [(1, seen), (7, older)]  # what this run saw itself
+    taken_on = {70, None}
+    assert missed.with_stored(plan, recent, lambda guild: guild in taken_on, now) == [
+        (1, seen),
+        (9, newer),
+        (7, older),  # this run's own bound is the earlier one
+    ]
+    assert missed.with_stored([], recent[-1:], lambda guild: True, now) == [(5, snowflake_ago(now, 600))]

@@ -136,8 +136,12 @@ async def test_a_crash_while_the_reply_was_going_out_never_sends_it_again(harnes
 class _Platform:
     """A Messenger that records what was sent as replies to stored messages."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, serves: bool = True) -> None:
         self.replies: list[tuple[str | None, str]] = []
+        self.serving = serves
+
+    def serves(self, message: Memory) -> bool:
+        return self.serving
 
     async def send_to_room(self, room: Any, content: dict) -> list[Memory]:
         raise AssertionError("not used")
@@ -347,3 +351,20 @@ async def test_a_reply_fenced_off_after_it_was_marked_sending_is_given_back_and_
     assert await _status(taker, message_id) == "done:replied"
     again = await recover(taker.rt, MessagePipeline(taker.rt), "discord", released_only=True)
     assert again.taken_up == {}
+
+
+async def test_recovery_leaves_a_message_its_connection_does_not_serve_to_the_daemon_that_does(harness) -> None:
+    # A Discord shard held by another daemon: its runtime of the same agent may be answering the
+    # message right now, so taking it up here would answer it twice.
+    elsewhere = await harness(ChannelType.DM)
+    elsewhere.large.append(_hang)
+    message_id = str(uuid.uuid4())
+    await _crash_while(elsewhere, "hi", message_id)
+    assert await _status(elsewhere, message_id) == "handling:None"
+    here = await harness(ChannelType.DM)
+    platform = _Platform(serves=False)
+    here.rt.register_service("discord", platform)
+    here.large.append(plan("Not mine to answer."))
+    recovered = await recover(here.rt, MessagePipeline(here.rt), "discord")
+    assert recovered.taken_up == {} and recovered.skipped == [] and platform.replies == []
+    assert await _status(here, message_id) == "handling:None"  # still there for the one that serves it
