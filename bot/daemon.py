@@ -32,13 +32,13 @@ import secrets
 import signal
 import socket
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 
 from . import installed_version, redact
 from . import plugins as plugin_registry
 from .background import BackgroundTasks
 from .backoff import ExponentialBackoff
-from .character import LoadResult
+from .character import Character, LoadResult
 from .chat import runtime_plugins
 from .control import ControlServer, DaemonStatus, ReloadSummary
 from .errors import EXIT_CONFIG, ConfigError, ReloadError, ReloadFailed, reason_for
@@ -48,12 +48,12 @@ from .lifecycle import AgentState, DaemonState
 from .links import Link, LinkState
 from .logs import agent_context
 from .metrics import Metrics
-from .placement import Placement
+from .placement import Placement, shard_unit, split_unit
 from .platform_plans import PlatformPlan, plans_for, report_gaps
 from .reloading import plan_reload, read_characters, record_failures, summary_line
 from .runtime import AgentRuntime, Fence
 from .settings import DaemonSettings
-from .shards import Shards, shard_count
+from .shards import Reshardable, Shards, shard_count
 from .shared import Shared
 from .signals import install_signal_handlers, remove_signal_handlers
 from .store import Lease, StoreBackend, backend_for
@@ -113,6 +113,8 @@ class Daemon:
         self._background = BackgroundTasks("troupe")  # the daemon's own: they outlive any agent
         #: With a database shared by several daemons: which characters this one serves (by lease).
         self.placement: Placement | None = None
+        #: Per character: the units of it this daemon holds (None: its own; k: Discord shard k).
+        self._units_held: dict[str, set[int | None]] = {}
         self.daemon_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
     # -- what runs ------------------------------------------------------------------------
@@ -208,7 +210,7 @@ class Daemon:
                 self._database().leases,
                 self,
                 self.daemon_id,
-                [r.raise_for_problems().agent_id for r in self.characters],
+                self._units(self.characters),
                 ttl_s=self.settings.lease_s,
                 sharing=self._database(),
             )
@@ -239,27 +241,104 @@ class Daemon:
 
     # -- placement (several daemons, one troupe) -----------------------------------------------
 
-    async def serve(self, agent_id: str, lease: Lease) -> None:
-        """Start serving a character this daemon now holds the lease of (``PlacementHost``)."""
-        result = next((r for r in self.characters if r.raise_for_problems().agent_id == agent_id), None)
-        if result is None or agent_id in self._agents:
+    async def serve(self, unit: str, lease: Lease) -> None:
+        """Start serving a unit this daemon now holds the lease of (``PlacementHost``): a
+        character, or one Discord shard of a sharded one (its runtime runs here as long as any
+        of its units does; its other platforms only with the character's own unit)."""
+        agent_id, shard = split_unit(unit)
+        result = self._result_of(agent_id)
+        if result is None:
             return
+        held = self._units_held.setdefault(agent_id, set())
+        held.add(shard)
+        agent = self._agents.get(agent_id)
+        name = result.raise_for_problems().name
+        _log.info("serving %s%s (lease epoch %d)", name, f" shard {shard}" if shard else "", lease.epoch)
+        if agent is None:
+            await self._launch_placed(result)
+        elif shard is None:  # now its home too: start it again with its other platforms
+            await self._retire(self._agents.pop(agent_id))
+            await self._launch_placed(result)
+        else:
+            await self._reshard(agent, result)
+
+    async def stop_serving(self, unit: str) -> None:
+        """Stop serving a unit whose lease this daemon lost or hands over (``PlacementHost``)."""
+        agent_id, shard = split_unit(unit)
+        held = self._units_held.get(agent_id, set())
+        held.discard(shard)
+        agent = self._agents.get(agent_id)
+        if agent is None:
+            return
+        if not held:
+            self._units_held.pop(agent_id, None)
+            await self._retire(self._agents.pop(agent_id))
+        elif shard is None:  # its home went elsewhere; its shards held here stay: Discord only
+            await self._retire(self._agents.pop(agent_id))
+            await self._launch_placed(agent.result)
+        else:
+            await self._reshard(agent, agent.result)
+
+    def _units(self, results: Iterable[LoadResult]) -> list[str]:
+        """What placement leases: each character, and each Discord shard (1 and up) of a sharded
+        one (DISCORD_SHARD_COUNT; a bad value is reported when it connects, unsharded here)."""
+        units: list[str] = []
+        for result in results:
+            character = result.raise_for_problems()
+            units.append(character.agent_id)
+            try:
+                count = shard_count(character, self.environ)
+            except ConfigError:
+                count = 1
+            units += [shard_unit(character.agent_id, k) for k in range(1, count)]
+        return units
+
+    async def _connect_sharded(self, connect: Callable[..., Awaitable[None]], runtime: AgentRuntime) -> None:
+        """Connect a platform that shards (Discord) with the shards of the character's bot this
+        daemon serves — all of them without placement —, or unsharded when it has one
+        (DISCORD_SHARD_COUNT, bot/shards.py; a bad value is a ConfigError)."""
+        await connect(runtime, shards=self._shards_for(runtime.character))
+
+    def _result_of(self, agent_id: str) -> LoadResult | None:
+        return next((r for r in self.characters if r.raise_for_problems().agent_id == agent_id), None)
+
+    def _shards_for(self, character: Character) -> Shards | None:
+        """The Discord shards this daemon serves of ``character`` (None: unsharded)."""
+        count = shard_count(character, self.environ)
+        if count == 1:
+            return None
+        if self.placement is None:
+            return Shards.all(count)
+        held = self._units_held.get(character.agent_id, set())
+        return Shards(count, tuple(sorted(0 if shard is None else shard for shard in held)))
+
+    async def _launch_placed(self, result: LoadResult) -> HostedAgent:
+        """Launch a character this daemon holds units of, sending only while it holds them."""
         placement = self.placement
         assert placement is not None
-        _log.info("serving %s (lease epoch %d)", result.raise_for_problems().name, lease.epoch)
-        await self._launch(result, fence=_LeaseFence(placement, agent_id))
+        agent_id = result.raise_for_problems().agent_id
+        home = None in self._units_held.get(agent_id, set())
+        return await self._launch(result, fence=_LeaseFence(placement, agent_id), home=home)
 
-    async def stop_serving(self, agent_id: str) -> None:
-        """Stop serving a character whose lease this daemon lost or hands over (``PlacementHost``)."""
-        agent = self._agents.pop(agent_id, None)
-        if agent is not None:
-            await self._retire(agent)
+    async def _reshard(self, agent: HostedAgent, result: LoadResult) -> None:
+        """Move a running character's Discord connection to the shards this daemon holds now."""
+        runtime = agent.runtime
+        discord = runtime.get_service("discord") if runtime is not None else None
+        if runtime is None or not isinstance(discord, Reshardable):
+            return  # not connected yet: its connection takes the shards held when it connects
+        shards = self._shards_for(result.raise_for_problems())
+        if shards is not None:
+            with agent_context(agent.name):
+                try:
+                    await discord.reshard(shards)
+                except ConfigError as exc:
+                    _log.error("%s: could not move to %s: %s", agent.name, shards, exc)
 
     # -- one agent ------------------------------------------------------------------------
 
-    async def _launch(self, result: LoadResult, *, fence: Fence | None = None) -> HostedAgent:
+    async def _launch(self, result: LoadResult, *, fence: Fence | None = None, home: bool = True) -> HostedAgent:
         """Start one character's agent and connect it to its platforms (sending only while
-        ``fence`` allows, when given)."""
+        ``fence`` allows, when given); away from its ``home`` only to the platforms that shard."""
         character = result.raise_for_problems()
         agent = HostedAgent(result, fingerprint(result))
         self._agents[character.agent_id] = agent
@@ -286,7 +365,8 @@ class Daemon:
             agent.runtime = runtime
             agent.state = AgentState.RUNNING
             self.metrics.agents.set(len(self.runtimes))
-            ready = [p for p in self._plans_for(result) if p.ready]
+            known = plugin_registry.available()
+            ready = [p for p in self._plans_for(result) if p.ready and (home or known[p.platform].shardable)]
             await asyncio.gather(*(self._connect(agent, runtime, plan) for plan in ready))
         return agent
 
@@ -303,7 +383,7 @@ class Daemon:
             runtime.links.set(plan.platform, LinkState.FAILED, "not available in this build")
             return
         if known[plan.platform].shardable:
-            connect = functools.partial(_connect_sharded, connect)
+            connect = functools.partial(self._connect_sharded, connect)
         runtime.links.set(plan.platform, LinkState.CONNECTING)
         backoff = ExponentialBackoff(self.settings.reconnect_base_s, self.settings.reconnect_cap_s)
         delay = await _attempt(runtime, plan, connect, backoff)
@@ -432,7 +512,7 @@ class Daemon:
         if self.placement is not None:
             # This daemon applies the change to the characters it serves; the others' daemons do
             # theirs, and new characters are taken by whichever daemon's share has room.
-            self.placement.agent_ids = sorted({r.character.agent_id for r in results if r.ok and r.character})
+            self.placement.units = sorted(self._units(r for r in results if r.ok))
             results = [r for r in results if r.ok and r.character and r.character.agent_id in self._agents]
         plan = plan_reload(self._agents, results)
         for agent, result in plan.unchanged:
@@ -444,7 +524,8 @@ class Daemon:
         await asyncio.gather(*(self._retire(a) for a in plan.stopping))
         for agent in plan.stopping:
             self._agents.pop(agent.character.agent_id, None)
-        launched = await asyncio.gather(*(self._launch(r) for r in plan.starting))
+        launch = self._launch if self.placement is None else self._launch_placed  # placed: fenced
+        launched = await asyncio.gather(*(launch(r) for r in plan.starting))
         record_failures(plan.summary, launched)
         if self.placement is not None:
             self.characters = [r for r in loaded if r.ok]
@@ -463,7 +544,8 @@ class Daemon:
 
 
 class _LeaseFence:
-    """Sending as a character is allowed while this daemon holds its lease, in time."""
+    """Sending as a character is allowed while this daemon holds its leases (of the character
+    and of the Discord shards it serves here), in time."""
 
     __slots__ = ("_agent_id", "_placement")
 
@@ -472,15 +554,8 @@ class _LeaseFence:
         self._agent_id = agent_id
 
     def allows(self) -> bool:
-        lease = self._placement.lease_of(self._agent_id)
-        return lease is not None and lease.valid()
-
-
-async def _connect_sharded(connect: Callable[..., Awaitable[None]], runtime: AgentRuntime) -> None:
-    """Connect a platform that shards (Discord) with every shard of the character's bot, or
-    unsharded when it has one (DISCORD_SHARD_COUNT, bot/shards.py; a bad value is a ConfigError)."""
-    count = shard_count(runtime.character, runtime.environ)
-    await connect(runtime, shards=Shards.all(count) if count > 1 else None)
+        leases = self._placement.leases_of(self._agent_id)
+        return bool(leases) and all(lease.valid() for lease in leases)
 
 
 async def _attempt(

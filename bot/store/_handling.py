@@ -11,7 +11,7 @@ before anything went out, and the daemon holding the lease now answers it.
 
 from __future__ import annotations
 
-from bot.store._claims import CLOSED_AS, RELEASABLE, unfinished_statuses
+from bot.store._claims import CLOSED_AS, RELEASABLE, orphaned
 from bot.store._connect import Connection
 from bot.store._scoped import AgentScoped
 from bot.store._values import MessageHandling
@@ -121,15 +121,17 @@ class HandlingMixin(AgentScoped):
 
         return await self._db.write(release, tables=_TABLES)
 
-    async def unfinished_messages(self, *, released_only: bool = False) -> list[tuple[str, int, int]]:
+    async def unfinished_messages(self, *, idle_before: int | None = None) -> list[tuple[str, int, int]]:
         """Messages claimed but never finished (``HANDLING``: what a process that died left) and
-        those given back unsent (``RELEASED``; only these with ``released_only``), oldest first, as
-        (memory id, the message's own time in ms, times taken up)."""
-        statuses = unfinished_statuses(released_only)
+        those given back unsent (``RELEASED``), oldest first, as (memory id, the message's own time
+        in ms, times taken up). With ``idle_before`` (ms), only those given back and those whose
+        claim has not changed since then: what a daemon that lost the character's lease left
+        while the character is served elsewhere (the caller skips what it is answering itself)."""
+        condition, params = orphaned(idle_before)
         rows = await self._db.fetchall(
             "SELECT memory_id, created_at, attempts FROM message_handling WHERE agent_id = ? "
-            f"AND status IN ({', '.join('?' * len(statuses))}) ORDER BY created_at, memory_id",
-            (self._agent_id, *statuses),
+            f"AND {condition.format(*'?' * len(params))} ORDER BY created_at, memory_id",
+            (self._agent_id, *params),
         )
         return [(str(r[0]), int(r[1]), int(r[2])) for r in rows]
 

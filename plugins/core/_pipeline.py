@@ -61,6 +61,9 @@ _DECIDE_PROVIDERS = ["CHARACTER", "ANXIETY", "ENTITIES", "RECENT_MESSAGES"]
 _RETRIES = 1
 #: How often a character served by one of several daemons looks for messages given back unsent.
 _RELEASED_EVERY_S = 2.0
+#: A claim untouched this long, of a message this process is not answering, was left by a daemon
+#: that lost the character's lease (the daemon serving the character is the only one answering).
+_ORPHANED_AFTER_S = 10.0
 
 
 # The gate's rules whose silence has an outcome of its own.
@@ -128,11 +131,13 @@ class MessagePipeline:
         if self.runtime.fence is None:
             return
         # Several daemons: a daemon that lost this character's lease may give back a message it
-        # could not answer, at any moment after it resumes; take such messages up while serving.
+        # could not answer, at any moment after it resumes, or leave one claimed that it took in
+        # just before it lost the lease, after this one's first recovery: take such messages up.
         while True:
             await asyncio.sleep(_RELEASED_EVERY_S)
             try:
-                result = await recover(self.runtime, self, source, released_only=True)
+                idle_before = self.runtime.clock() - int(_ORPHANED_AFTER_S * 1000)
+                result = await recover(self.runtime, self, source, idle_before=idle_before, busy=self._answering)
             except StoreError as exc:
                 _log.warning("%s: could not look for messages given back on %s: %s", name, source, exc)
             except Exception:  # a bug here must not end the looking for good

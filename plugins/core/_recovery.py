@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -53,11 +54,17 @@ class Recovery:
 
 
 async def recover(
-    runtime: AgentRuntime, pipeline: MessageHandler, source: str, *, released_only: bool = False
+    runtime: AgentRuntime,
+    pipeline: MessageHandler,
+    source: str,
+    *,
+    idle_before: int | None = None,
+    busy: Collection[str] = (),
 ) -> Recovery:
     """Take up the messages from ``source`` that a crashed process left unanswered (see the module
-    docstring), or with ``released_only`` only those another daemon gave back unsent; returns what
-    was done. Never raises for one message's failure.
+    docstring) — or, with ``idle_before`` (ms), those another daemon that lost the character
+    gave back or left claimed untouched since then, except the ``busy`` ones (being answered
+    here); returns what was done. Never raises for one message's failure.
 
     Rooms are taken up side by side, as live messages are, and each room's messages in the order
     they were written, so that its answers come out in that order too.
@@ -66,7 +73,7 @@ async def recover(
     window_ms = runtime.recovery_window_ms
     now = runtime.clock()
     await store.prune_handled(now - _KEEP_HANDLED_MS)
-    pending = await store.unfinished_messages(released_only=released_only)
+    pending = [p for p in await store.unfinished_messages(idle_before=idle_before) if p[0] not in busy]
     if not pending:
         return Recovery({}, [])
     messenger = runtime.get_service(source)
@@ -109,7 +116,7 @@ async def recover(
             memory_id,
             message.room_id,
             age_s,
-            "a daemon that lost the character" if released_only else "a crash",
+            "a crash" if idle_before is None else "a daemon that lost the character",
         )
         rooms[message.room_id].append(message)
     taken_up: dict[str, Outcome] = {}

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from bot.ids import string_to_uuid
-from bot.placement import Change, Placement, Round
+from bot.placement import Change, Placement, Round, lease_name, shard_unit, split_unit, unit_of
 from bot.store import Lease, RoomSharing
 from bot.store._leases import LocalLeases
 from bot.store.postgres import PostgresDatabase
@@ -365,3 +365,32 @@ async def test_on_postgresql_characters_that_met_in_a_group_are_placed_on_one_da
         ]
     finally:
         await asyncio.gather(*(db.close() for db in daemons))
+
+
+# -- Discord shards: each leased on its own ---------------------------------------------------
+
+
+def test_units_name_their_leases_and_back() -> None:
+    assert lease_name("ada") == "agent:ada" and unit_of("agent:ada") == "ada"
+    assert lease_name(shard_unit("ada", 3)) == "shard:ada:3" and unit_of("shard:ada:3") == "ada#3"
+    assert split_unit("ada#3") == ("ada", 3) and split_unit("ada") == ("ada", None)
+    assert unit_of("daemon:d1") is None and unit_of("shard:ada:x") is None
+
+
+async def test_the_shards_of_a_big_character_spread_over_the_daemons_and_move_when_one_dies() -> None:
+    clock = Clock()
+    leases = LocalLeases(clock)
+    units = ["ada", *(shard_unit("ada", k) for k in range(1, 4)), "bo"]  # ada in 4 shards, bo unsharded
+    daemons = [daemon(leases, f"d{n}", units) for n in range(2)]
+    for _ in range(3):
+        for placement, _host in daemons:
+            await step(placement)
+    assert_each_served_once(*(host for _, host in daemons), agents=units)
+    assert sorted(len(host.serving) for _, host in daemons) == [2, 3]
+    assert all(any(split_unit(u)[0] == "ada" for u in host.serving) for _, host in daemons)  # both serve ada
+    (first, h1), (second, h2) = daemons
+    assert {lease.name for lease in first.leases_of("ada")} == {lease_name(u) for u in h1.serving if "ada" in u}
+    for _ in range(4):  # d0 dies: d1 takes its units once their leases expire
+        clock.now += TTL / 3
+        await step(second)
+    assert sorted(h2.serving) == sorted(units)

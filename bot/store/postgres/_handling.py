@@ -16,7 +16,7 @@ and a daemon that lost its lease sends nothing (a claim it left is then rightly 
 
 from __future__ import annotations
 
-from bot.store._claims import CLOSED_AS, RELEASABLE, unfinished_statuses
+from bot.store._claims import CLOSED_AS, RELEASABLE, orphaned
 from bot.store._values import MessageHandling
 from bot.store.postgres._scoped import PgScoped
 from bot.types import Claim, Handling, now_ms
@@ -138,14 +138,14 @@ class PgHandlingMixin(PgScoped):
         )
         return changed == 1
 
-    async def unfinished_messages(self, *, released_only: bool = False) -> list[tuple[str, int, int]]:
-        """Messages claimed but never finished (``HANDLING``) or given back unsent (``RELEASED``;
-        only these with ``released_only``), oldest first, as (memory id, the message's own time in
-        ms, times taken up)."""
+    async def unfinished_messages(self, *, idle_before: int | None = None) -> list[tuple[str, int, int]]:
+        """Messages claimed but never finished or given back unsent (see
+        ``AgentStore.unfinished_messages``), oldest first."""
+        condition, params = orphaned(idle_before)
         rows = await self._db.fetchall(
             "SELECT memory_id, created_at, attempts FROM message_handling WHERE agent_id = %s "
-            "AND status = ANY(%s) ORDER BY created_at, memory_id",
-            (self._agent_id, list(unfinished_statuses(released_only))),
+            f"AND {condition.format(*['%s'] * len(params))} ORDER BY created_at, memory_id",
+            (self._agent_id, *params),
         )
         return [(r["memory_id"], r["created_at"], r["attempts"]) for r in rows]
 

@@ -345,11 +345,11 @@ async def test_a_reply_fenced_off_after_it_was_marked_sending_is_given_back_and_
     platform = _Platform()
     taker.rt.register_service("discord", platform)
     taker.large.append(plan("Answered by the new daemon."))
-    recovered = await recover(taker.rt, MessagePipeline(taker.rt), "discord", released_only=True)
+    recovered = await recover(taker.rt, MessagePipeline(taker.rt), "discord", idle_before=0)
     assert {k: v.status for k, v in recovered.taken_up.items()} == {message_id: "replied"}
     assert platform.replies == [(message_id, "Answered by the new daemon.")]
     assert await _status(taker, message_id) == "done:replied"
-    again = await recover(taker.rt, MessagePipeline(taker.rt), "discord", released_only=True)
+    again = await recover(taker.rt, MessagePipeline(taker.rt), "discord", idle_before=0)
     assert again.taken_up == {}
 
 
@@ -368,3 +368,38 @@ async def test_recovery_leaves_a_message_its_connection_does_not_serve_to_the_da
     recovered = await recover(here.rt, MessagePipeline(here.rt), "discord")
     assert recovered.taken_up == {} and recovered.skipped == [] and platform.replies == []
     assert await _status(here, message_id) == "handling:None"  # still there for the one that serves it
+
+
+async def test_a_claim_left_by_a_daemon_that_lost_the_lease_after_the_holder_recovered_is_taken_up(harness) -> None:
+    """The old daemon took a message in just before losing the lease, after the new holder's
+    first recovery ran: the holder's later looks find the claim idle and answer it, but never
+    one it is answering itself."""
+    old = await harness(ChannelType.DM)
+    old.rt.fence = fence = _Fence()
+    release = asyncio.Event()
+
+    async def slow(params: dict) -> str:
+        await release.wait()  # meanwhile its lease ran out
+        return plan("Too late.")
+
+    old.large.append(slow)
+    message_id = str(uuid.uuid4())
+    run = asyncio.create_task(old.say("hi", id=message_id))
+    while old.large_calls == 0:
+        await asyncio.sleep(0.01)
+    fence.held = False
+    release.set()
+    await run
+    assert await _status(old, message_id) == "handling:None" and old.sent == []
+    holder = await harness(ChannelType.DM)
+    platform = _Platform()
+    holder.rt.register_service("discord", platform)
+    holder.large.append(plan("Answered by the holder."))
+    pipeline = MessagePipeline(holder.rt)
+    busy = await recover(holder.rt, pipeline, "discord", idle_before=now_ms() + 1000, busy={message_id})
+    assert busy.taken_up == {}  # as if the holder were answering it itself
+    recent = await recover(holder.rt, pipeline, "discord", idle_before=now_ms() - 60_000)
+    assert recent.taken_up == {}  # claimed moments ago: not yet taken for left behind
+    taken = await recover(holder.rt, pipeline, "discord", idle_before=now_ms() + 1000)
+    assert {k: v.status for k, v in taken.taken_up.items()} == {message_id: "replied"}
+    assert platform.replies == [(message_id, "Answered by the holder.")]

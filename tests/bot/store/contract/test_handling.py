@@ -5,7 +5,7 @@ Behaviour every backend must show (the contract); the rows behind it are in ../t
 from __future__ import annotations
 
 from bot.store import MessageHandling, Store
-from bot.types import Claim, Handling
+from bot.types import Claim, Handling, now_ms
 
 from ..conftest import R, make_memory
 
@@ -64,12 +64,13 @@ async def test_a_reply_given_back_unsent_is_answered_by_the_next_claim_without_c
     assert await store.release_message("m1") is False  # still HANDLING: nothing to give back
     await store.mark_message("m1", Handling.SENDING)
     assert await store.release_message("m1") is True
-    assert await store.unfinished_messages(released_only=True) == [("m1", 1000, 1)]
+    assert await store.unfinished_messages(idle_before=0) == [("m1", 1000, 1)]  # given back: at once
     assert await store.unfinished_messages() == [("m1", 1000, 1)]
     assert await store.claim_message("m1", R, 1000, retries=1) is Claim.RETRY
     handling = await store.get_message_handling("m1")
     assert handling is not None and (handling.status, handling.attempts) == (Handling.HANDLING, 1)
-    assert await store.unfinished_messages(released_only=True) == []
+    assert await store.unfinished_messages(idle_before=0) == []  # HANDLING again, and just now
+    assert await store.unfinished_messages(idle_before=now_ms() + 1000) == [("m1", 1000, 1)]  # idle since
 
     await store.claim_message("m2", R, 2000)
     await store.mark_message("m2", Handling.SENDING)

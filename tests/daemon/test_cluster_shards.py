@@ -1,0 +1,97 @@
+"""Discord shards leased one by one: two daemons on one PostgreSQL serve one character split into
+three shards, each daemon connecting the shards it holds; every message (in a server on each
+shard, and in private) is answered once, and when one daemon stops, its shards move to the
+other and are still answered once."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from pathlib import Path
+
+from bot.character import load_character
+from bot.daemon import Daemon
+from bot.placement import split_unit
+from bot.settings import DaemonSettings
+
+from ..fakes.discord_server import FakeDiscord
+from ..fakes.openai_server import FakeOpenAIServer
+from ..platforms.discord.scene import Brain, character, until
+from ..platforms.discord.test_shards import COUNT, guilds_on_every_shard, identify_gate
+
+__all__ = ["identify_gate"]  # the fixture, used here by name
+
+LEASE_S = 3.0
+
+
+def shards_served(daemon: Daemon) -> set[int]:
+    """The Discord shards of the character ``daemon`` serves now (its own unit carries shard 0)."""
+    placement = daemon.placement
+    assert placement is not None
+    return {split_unit(unit)[1] or 0 for unit in placement.units if placement.lease_of(unit) is not None}
+
+
+async def test_two_daemons_split_a_sharded_character_and_one_takes_all_when_the_other_stops(
+    tmp_path: Path, postgres_url: str, identify_gate: object
+) -> None:
+    async with FakeDiscord() as fake, FakeOpenAIServer() as openai:
+        brain = Brain()
+        openai.script_chat(brain.answer)
+        environ = {"OPENAI_API_KEY": "sk-e2e-0000", "OPENAI_BASE_URL": openai.url}
+        ada, sam = fake.add_bot("token-ada", "Ada"), fake.add_user("sam", global_name="Sam")
+        ada.shards = COUNT
+        guilds = guilds_on_every_shard(fake, sam, ada)
+        channels = [fake.add_channel(g, "general") for g in guilds]
+        path = character(tmp_path, "Ada", "token-ada", fake.api_base, DISCORD_SHARD_COUNT=str(COUNT))
+
+        def answers() -> Counter[int]:
+            return Counter(m.reference.id for m in ada.sent if m.reference is not None)
+
+        async def ask_everywhere(text: str) -> None:
+            asked = [await fake.user_says(sam, ch, f"{ada.mention} {text}") for ch in channels]
+            asked.append(await fake.dm(sam, ada, text))
+            await until(lambda: all(answers()[m.id] >= 1 for m in asked), timeout=20)
+            await asyncio.sleep(0.5)  # room for a second answer that must not come
+            assert [answers()[m.id] for m in asked] == [1] * len(asked)
+
+        def start(n: int) -> tuple[Daemon, asyncio.Task[int]]:
+            settings = DaemonSettings(
+                data_dir=tmp_path / f"data-{n}",
+                database_url=postgres_url,
+                lease_s=LEASE_S,
+                stop_timeout_s=3,
+                control_socket=tmp_path / f"control-{n}.sock",
+            )
+            daemon = Daemon(settings, [load_character(path, environ=environ)], environ)
+            return daemon, asyncio.create_task(daemon.run())
+
+        first, first_run = start(0)
+        await until(lambda: first.placement is not None and shards_served(first) == {0, 1, 2}, timeout=20)
+        second, second_run = start(1)
+        try:
+            # Three units (the character with shard 0, shards 1 and 2) over two daemons: 2 and 1.
+            await until(
+                lambda: (
+                    second.placement is not None
+                    and len(shards_served(first)) + len(shards_served(second)) == COUNT
+                    and sorted([len(shards_served(first)), len(shards_served(second))]) == [1, 2]
+                ),
+                timeout=30,
+            )
+            assert shards_served(first).isdisjoint(shards_served(second))
+            connected = {tuple(i["shard"]) for i in ada.identifies if i.get("shard")}
+            assert {(k, COUNT) for k in range(COUNT)} <= connected
+            await until(lambda: all(rt.links.get("discord") for rt in first.runtimes + second.runtimes), timeout=20)
+            await asyncio.sleep(1)  # the reshard's new connection is READY
+            await ask_everywhere("hello, split")
+
+            first.stop()  # graceful: its units are handed over to the other daemon
+            assert await asyncio.wait_for(first_run, 30) == 0
+            await until(lambda: shards_served(second) == {0, 1, 2}, timeout=30)
+            await asyncio.sleep(1)
+            await ask_everywhere("hello, together")
+        finally:
+            for daemon, run in ((first, first_run), (second, second_run)):
+                if not run.done():
+                    daemon.stop()
+                    await asyncio.wait_for(run, 30)
