@@ -286,6 +286,21 @@ async def test_what_one_shard_missed_while_its_session_was_lost_is_read_back_and
         assert [i["shard"] for i in w.ada.identifies[COUNT:]] == [[1, 3]]
 
 
+async def test_a_move_discord_refuses_fails_the_link_and_a_later_move_connects_again(tmp_path, identify_gate) -> None:
+    async with sharded_world(tmp_path) as w:
+        a = await w.start(Shards.all(COUNT))
+        w.ada.shards = COUNT  # Discord insists on 3 shards: a move to 2 is refused
+        with pytest.raises(ConfigError, match="for 2 shards: set DISCORD_SHARD_COUNT to at least 3"):
+            await a.adapter.reshard(Shards.all(2))
+        link = a.runtime.links.get("discord")
+        assert link is not None and link.state is LinkState.FAILED and "at least 3" in link.detail
+        await a.adapter.reshard(Shards.all(COUNT))
+        link = a.runtime.links.get("discord")
+        assert link is not None and link.state is LinkState.CONNECTED
+        asked = await w.ask(1, "still there?")
+        await w.answered_once(asked)
+
+
 async def test_resharding_to_the_shards_held_changes_nothing_and_a_closed_adapter_refuses(
     tmp_path, identify_gate
 ) -> None:
