@@ -353,6 +353,7 @@ class Daemon:
                 shared=self.shared,
             )
             runtime.fence = fence
+            runtime.home = home
             runtime.links.on_change = lambda platform, link, old: self._link_changed(
                 character.name, platform, link, old
             )

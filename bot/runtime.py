@@ -116,6 +116,10 @@ class AgentRuntime:
         self.accepting = True  # False once draining: new messages are refused
         #: Set by the daemon when several daemons share the troupe: sending stops once it refuses.
         self.fence: Fence | None = None
+        #: False for a runtime serving only some Discord shards of the character for a daemon
+        #: other than the one that holds the character itself: the character's own work (its
+        #: stored tasks, its knowledge sync) runs once, at home, not in every such runtime.
+        self.home = True
         self._in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -275,7 +279,7 @@ class AgentRuntime:
             if self.has_model(ModelType.TEXT_EMBEDDING):
                 probe = await self.use_model(ModelType.TEXT_EMBEDDING, None)
                 await self.store.ensure_embedding_dimension(len(probe))
-            if self.task_workers:
+            if self.task_workers and self.home:
                 self.create_task(task_loop(self), "tasks")
         except BaseException:
             await self.close()

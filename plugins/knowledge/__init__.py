@@ -59,5 +59,6 @@ async def setup(runtime: AgentRuntime) -> None:
     service = KnowledgeService(runtime, config)
     runtime.register_service(KNOWLEDGE, service)
     runtime.register_provider(dataclasses.replace(provider, dynamic=True) if config.dynamic else provider)
-    runtime.register_event(EventType.AGENT_RELOADED, service.on_reload)
-    service.request_sync()
+    if runtime.home:  # away from home (a daemon serving only Discord shards) the home daemon syncs
+        runtime.register_event(EventType.AGENT_RELOADED, service.on_reload)
+        service.request_sync()
