@@ -284,10 +284,11 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
             )
         for guild in self.client.guilds:
             await self.guarded("server sync", self._announce(guild, EventType.WORLD_CONNECTED))
-        try:
-            await self.client.tree.sync()
-        except discord.HTTPException as exc:
-            _log.warning("%s: could not register the /troupe command: %s", self.name, exc)
+        if self.runtime.home:  # once per character: every daemon serving shards of it would use up the rate limit
+            try:
+                await self.client.tree.sync()
+            except discord.HTTPException as exc:
+                _log.warning("%s: could not register the /troupe command: %s", self.name, exc)
         self._ready.set()
         self._was_online = True
         self.runtime.links.set(SOURCE, LinkState.CONNECTED)
