@@ -96,6 +96,8 @@ _COMPANIONS_EVERY_S = 60.0
 #: Rounds a free character is left to a daemon more tied to it before any daemon takes it (that
 #: daemon may be slow, or may not have this character's file at all).
 _PATIENCE_ROUNDS = 2
+#: Rounds a unit stays free, every daemon at its share, before a daemon serves it beyond its share.
+_STRAY_ROUNDS = 4
 
 
 class RoomSharingSource(Protocol):
@@ -173,6 +175,7 @@ class Placement:
         self._companions = Companions()
         self._companions_due = 0.0
         self._free_rounds: dict[str, int] = {}  # free characters: for how many rounds in a row
+        self._strays: set[str] = set()  # served beyond the share: nobody else took them
 
     @property
     def interval(self) -> float:
@@ -231,10 +234,9 @@ class Placement:
                 self._held[unit] = renewed
                 result.changes[unit] = Change.KEPT
         await self._refresh_companions()
-        for unit in self._surplus(len(self._held) - result.share):
+        for unit in self._surplus(self._balanced() - result.share):
             await self._hand_over(unit, result)
-        if len(self._held) < result.share:
-            await self._take(records, alive, result)
+        await self._take(records, alive, result)
         if result.changes and any(c is not Change.KEPT for c in result.changes.values()):
             _log.info(
                 "placement: %d daemons alive, share %d; serving %d (taken %s, lost %s, handed over %s)",
@@ -274,12 +276,14 @@ class Placement:
 
     async def _lose(self, unit: str, result: Round) -> None:
         self._held.pop(unit, None)
+        self._strays.discard(unit)
         result.changes[unit] = Change.LOST
         _log.warning("placement: lost the lease of %s; stopping it", unit)
         self._then(unit, self._host.stop_serving(unit))  # its fence already stops its sending
 
     async def _hand_over(self, unit: str, result: Round) -> None:
         self._leaving[unit] = self._held.pop(unit)
+        self._strays.discard(unit)
         result.changes[unit] = Change.HANDED_OVER
 
         async def stop_then_release() -> None:
@@ -328,7 +332,7 @@ class Placement:
         ]
         mine = set(self._held)
         companions = self._companions
-        while len(self._held) < result.share and free:
+        while self._balanced() < result.share and free:
             candidates = [
                 a
                 for a in free
@@ -346,6 +350,21 @@ class Placement:
             mine.add(unit)
             result.changes[unit] = Change.TAKEN
             self._then(unit, self._host.serve(unit, taken))
+        # Free for many rounds while every daemon is at its share: perhaps no other daemon has
+        # this character's file (shares are counted from each daemon's own files). Served here,
+        # beyond the share, rather than by nobody; never handed over for balance.
+        for unit in [a for a in free if self._free_rounds[a] >= _STRAY_ROUNDS]:
+            taken = await self._leases.acquire(lease_name(unit), self.daemon_id, self.ttl_s)
+            if taken is not None:
+                _log.warning("placement: serving %s beyond this daemon's share: no other daemon took it", unit)
+                self._held[unit] = taken
+                self._strays.add(unit)
+                result.changes[unit] = Change.TAKEN
+                self._then(unit, self._host.serve(unit, taken))
+
+    def _balanced(self) -> int:
+        """How many units held here count towards the share (all but the strays)."""
+        return len(self._held) - len(self._strays & self._held.keys())
 
     def _surplus(self, count: int) -> list[str]:
         """The ``count`` held characters to hand over: whole groups of companions where they fit,
@@ -353,14 +372,14 @@ class Placement:
         if count <= 0:
             return []
         companions = self._companions
-        groups = companions.groups(self._held)
+        groups = companions.groups(u for u in self._held if u not in self._strays)
         groups.sort(key=lambda group: (_weight(self.daemon_id, companions.key(group[0])), -len(group)))
         chosen: list[str] = []
         for group in groups:
             if len(group) <= count - len(chosen):
                 chosen.extend(group)
         if len(chosen) < count:
-            rest = set(self._held) - set(chosen)
+            rest = set(self._held) - set(chosen) - self._strays
             chosen.extend(
                 sorted(rest, key=lambda a: (companions.tie(a, rest), _weight(self.daemon_id, companions.key(a))))[
                     : count - len(chosen)

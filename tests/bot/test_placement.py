@@ -394,3 +394,19 @@ async def test_the_shards_of_a_big_character_spread_over_the_daemons_and_move_wh
         clock.now += TTL / 3
         await step(second)
     assert sorted(h2.serving) == sorted(units)
+
+
+async def test_daemons_with_different_character_files_still_serve_every_character() -> None:
+    """Shares are counted from each daemon's own files: with Ada's file on one daemon and
+    Brann's on the other, one share is 0; a character nobody else takes is served anyway."""
+    leases = LocalLeases(Clock())
+    d1, h1 = daemon(leases, "d1", ["ada"])
+    d2, h2 = daemon(leases, "d2", ["brann"])
+    for _ in range(6):
+        await step(d1)
+        await step(d2)
+    assert sorted(h1.serving) == ["ada"] and sorted(h2.serving) == ["brann"]
+    for _ in range(3):  # and stays: not handed over for balance
+        await step(d1)
+        await step(d2)
+    assert [e for e, _ in h1.events + h2.events].count("stop") == 0
