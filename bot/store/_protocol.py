@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, Protocol, Self, runtime_checkable
 
+from bot.bus import Bus
 from bot.store._leases import Leases
 from bot.store._values import Forgotten, KnowledgeDocument, KnowledgeSourceRecord, MemoryExport, MessageHandling
 from bot.types import (
@@ -296,3 +297,4 @@ class StoreBackend(Protocol):
     async def checkpoint(self) -> bool: ...
     @property
     def leases(self) -> Leases: ...
+    def bus(self, origin: str) -> Bus: ...
