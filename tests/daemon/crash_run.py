@@ -27,8 +27,9 @@ __all__ = ["CrashReport", "crash_run", "write_telegram_character"]
 TOKEN = "7201:token-dora-crash"
 
 
-def write_telegram_character(path: Path, name: str, token: str, api_root: str) -> None:
-    """A character on the fake Telegram (``api_root``) who answers everyone, with the openai plugin."""
+def write_telegram_character(path: Path, name: str, token: str, api_root: str, **settings: str) -> None:
+    """A character on the fake Telegram (``api_root``) who answers everyone, with the openai plugin
+    (and ``settings``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         json.dumps(
@@ -40,6 +41,7 @@ def write_telegram_character(path: Path, name: str, token: str, api_root: str) -
                     "secrets": {"TELEGRAM_BOT_TOKEN": token},
                     "TELEGRAM_API_ROOT": api_root,
                     "TELEGRAM_POLL_TIMEOUT_S": "1",
+                    **settings,
                 },
             }
         )
