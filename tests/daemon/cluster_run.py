@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import socket
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -28,7 +27,7 @@ from bot.character import load_character
 
 from ..fakes.openai_server import FakeOpenAIServer
 from ..fakes.telegram_server import FakeTelegram
-from .crash_run import write_telegram_character
+from .crash_run import spawn_start, write_telegram_character
 from .test_service import NotifySocket, answer
 
 __all__ = ["ClusterReport", "Fault", "Spawned", "cluster_run", "lease_owners", "start_daemon"]
@@ -101,17 +100,7 @@ async def start_daemon(
         "OPENAI_API_KEY": "sk-cluster-test",
         "OPENAI_BASE_URL": openai_url,
     }
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot.cli",
-        "start",
-        str(workdir / "characters"),
-        cwd=workdir,
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=(workdir / f"daemon-{n}.log").open("ab"),
-    )
+    process = await spawn_start(workdir, env, workdir / f"daemon-{n}.log")
     return Spawned(process, notify, transport)
 
 

@@ -22,7 +22,7 @@ from ..fakes.openai_server import FakeOpenAIServer
 from ..fakes.telegram_server import FakeTelegram
 from .test_service import NotifySocket, answer
 
-__all__ = ["CrashReport", "crash_run", "write_telegram_character"]
+__all__ = ["CrashReport", "crash_run", "spawn_start", "write_telegram_character"]
 
 TOKEN = "7201:token-dora-crash"
 
@@ -45,6 +45,21 @@ def write_telegram_character(path: Path, name: str, token: str, api_root: str, *
                 },
             }
         )
+    )
+
+
+async def spawn_start(workdir: Path, env: dict[str, str], log: Path) -> asyncio.subprocess.Process:
+    """``troupe start workdir/characters`` in ``workdir`` with ``env``, its log appended to ``log``."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot.cli",
+        "start",
+        str(workdir / "characters"),
+        cwd=workdir,
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=log.open("ab"),
     )
 
 
@@ -119,17 +134,7 @@ async def crash_run(
 
             async def start() -> asyncio.subprocess.Process:
                 nonlocal readies, ready_at
-                proc = await asyncio.create_subprocess_exec(
-                    sys.executable,
-                    "-m",
-                    "bot.cli",
-                    "start",
-                    str(workdir / "characters"),
-                    cwd=workdir,
-                    env=env,
-                    stdout=asyncio.subprocess.DEVNULL,
-                    stderr=log.open("ab"),
-                )
+                proc = await spawn_start(workdir, env, log)
                 readies += 1
                 await notify.wait("READY", count=readies, timeout=60)
                 ready_at = time.monotonic()

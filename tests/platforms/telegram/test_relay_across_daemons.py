@@ -1,6 +1,7 @@
 """Two daemons serving one troupe on PostgreSQL, Ada on one and Brann on the other: they hear
 each other in a Telegram group through the relay (the troupe's bus), the loop guard ends their
-exchange, and a character that starts serving catches up on what it missed, once.
+exchange, a character that starts serving catches up on what it missed, once, and its room
+states (follow, mute) go with it when it moves.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from bot.daemon import Daemon
 from bot.settings import DaemonSettings
 from bot.store import Lease
 from bot.store.postgres import PostgresDatabase, _bus
+from bot.types import RoomState
+from platforms.telegram._mapping import room_id
 
 from ...fakes.openai_server import FakeOpenAIServer
 from ...fakes.telegram_server import FakeBot, FakeChat, FakeTelegram, FakeUser
@@ -151,3 +154,33 @@ async def test_a_character_that_starts_serving_hears_once_what_it_missed(cluster
     await c.serving(one, "Brann")
     await asyncio.sleep(2)
     assert [m["text"] for m in c.brann.sent] == ["@ada_bot I am now."]
+
+
+async def test_a_character_muted_on_one_daemon_stays_muted_on_the_daemon_it_moves_to(cluster) -> None:
+    c = cluster
+    await c.hold("Brann")
+    one = c.start()
+    await c.serving(one, "Ada")
+    two = c.start()
+    await c.let_go("Brann")
+    await c.serving(two, "Brann")
+    c.brain.plans["Brann"] += [plan("Going quiet.", "REPLY,MUTE_ROOM"), plan("Back for you, Sam.")]
+    c.brain.decisions["Brann"] += ["RESPOND", "RESPOND"]  # it would answer, were it not muted
+    await c.fake.user_says(c.sam, c.group, "@brann_bot be quiet in here")
+    await c.fake.wait_for_sent(c.brann, 1)
+    brann = next(rt for rt in two.runtimes if rt.character.name == "Brann")
+    group_room = room_id(brann.agent_id, c.group.id)
+    async with asyncio.timeout(5):
+        while await brann.store.get_participant_state(group_room, brann.agent_id) is not RoomState.MUTED:
+            await asyncio.sleep(0.02)
+    # Brann moves to the first daemon (its daemon stops): the state was in the database, not in the daemon.
+    await c.stop(two)
+    await c.serving(one, "Brann")
+    moved = next(rt for rt in one.runtimes if rt.character.name == "Brann")
+    assert await moved.store.get_participant_state(group_room, moved.agent_id) is RoomState.MUTED
+    await c.fake.user_says(c.sam, c.group, "so anyway, the ending")
+    await asyncio.sleep(1.0)
+    assert len(c.brann.sent) == 1
+    assert c.brain.decisions["Brann"] == ["RESPOND", "RESPOND"]  # muted: its small model was not even asked
+    await c.fake.user_says(c.sam, c.group, "Brann, what do you say?")
+    assert (await c.fake.wait_for_sent(c.brann, 2, timeout=10))[1]["text"] == "Back for you, Sam."
