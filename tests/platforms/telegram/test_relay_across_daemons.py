@@ -74,6 +74,17 @@ class Cluster:
     async def let_go(self, name: str) -> None:
         assert await self.db.leases.release(self.held.pop(name))
 
+    async def placed_apart(self) -> tuple[Daemon, Daemon]:
+        """Ada on a first daemon, Brann on a second: the first starts while Brann is held
+        elsewhere, and has its share (one of two) once the second is up."""
+        await self.hold("Brann")
+        one = self.start()
+        await self.serving(one, "Ada")
+        two = self.start()
+        await self.let_go("Brann")
+        await self.serving(two, "Brann")
+        return one, two
+
     async def serving(self, daemon: Daemon, name: str, timeout: float = 15) -> None:
         def serves() -> bool:
             return any(rt.character.name == name and rt.get_service("telegram") for rt in daemon.runtimes)
@@ -108,12 +119,7 @@ async def cluster(tmp_path: Path, postgres_url: str) -> AsyncIterator[Cluster]:
 
 async def test_characters_of_two_daemons_talk_through_the_relay_until_the_loop_guard(cluster) -> None:
     c = cluster
-    await c.hold("Brann")
-    one = c.start()
-    await c.serving(one, "Ada")
-    two = c.start()
-    await c.let_go("Brann")  # the first daemon has its share (one of two): the second takes Brann
-    await c.serving(two, "Brann")
+    one, two = await c.placed_apart()
     assert one.shared.bus.spans_daemons and two.shared.bus is not one.shared.bus
     c.brain.plans["Ada"] += [plan("@brann_bot, what do you think?"), plan("@brann_bot, really?"), plan("more")]
     c.brain.plans["Brann"] += [plan("@ada_bot I think it works."), plan("@ada_bot truly."), plan("more")]
@@ -158,12 +164,7 @@ async def test_a_character_that_starts_serving_hears_once_what_it_missed(cluster
 
 async def test_a_character_muted_on_one_daemon_stays_muted_on_the_daemon_it_moves_to(cluster) -> None:
     c = cluster
-    await c.hold("Brann")
-    one = c.start()
-    await c.serving(one, "Ada")
-    two = c.start()
-    await c.let_go("Brann")
-    await c.serving(two, "Brann")
+    one, two = await c.placed_apart()
     c.brain.plans["Brann"] += [plan("Going quiet.", "REPLY,MUTE_ROOM"), plan("Back for you, Sam.")]
     c.brain.decisions["Brann"] += ["RESPOND", "RESPOND"]  # it would answer, were it not muted
     await c.fake.user_says(c.sam, c.group, "@brann_bot be quiet in here")
