@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import psycopg
 
@@ -123,16 +123,16 @@ class PgBus:
                 await self._listen(backoff)
             except (StoreError, psycopg.Error, OSError, TimeoutError) as exc:
                 delay = backoff.delay()
-                _log.warning(
-                    "cannot hear the other daemons (%s); connecting again in %.1f s",
-                    str(exc).strip() or type(exc).__name__,
-                    delay,
-                )
-                await asyncio.sleep(delay)
+                reason = str(exc).strip() or type(exc).__name__
+                _log.warning("cannot hear the other daemons (%s); connecting again in %.1f s", reason, delay)
+            except Exception:  # a bug must not leave the daemon deaf for the rest of its life
+                delay = backoff.delay()
+                _log.exception("the bus stopped listening; connecting again in %.1f s", delay)
             finally:
                 self.listening.clear()
+            await asyncio.sleep(delay)
 
-    async def _listen(self, backoff: ExponentialBackoff) -> None:
+    async def _listen(self, backoff: ExponentialBackoff) -> NoReturn:
         """Listen on a connection of its own until it fails (raises)."""
         async with await self._db.connect_listener() as conn:
             async with asyncio.timeout(_QUERY_S):

@@ -7,11 +7,13 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import psycopg
 import pytest
 
 from bot.bus import Bus, Post
+from bot.errors import StoreError
 from bot.store.postgres import PostgresDatabase, _bus
 from bot.store.postgres._bus import KEEP_S, PgBus
 
@@ -199,3 +201,27 @@ async def test_the_listening_connection_is_one_of_the_daemons_connections(postgr
                 during = await asyncio.to_thread(connections)
                 await busy
         assert during == 3  # two pooled, busy, and the listener
+
+
+async def test_a_listener_that_cannot_connect_tries_again_with_back_off_and_then_hears(
+    daemons, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    one, two = daemons
+    real, attempts = two.connect_listener, []
+
+    async def down_twice() -> psycopg.AsyncConnection[Any]:
+        attempts.append(asyncio.get_running_loop().time())
+        if len(attempts) <= 2:
+            raise StoreError("cannot connect to PostgreSQL database: the server is restarting")
+        return await real()
+
+    monkeypatch.setattr(two, "connect_listener", down_twice)
+    heard = Heard()
+    bus_two = two.bus("daemon-two")
+    bus_two.subscribe(TOPIC, heard)
+    await bus_one_posts(one, "while it was down")
+    async with listening(bus_two):
+        await heard.wait_for(1)
+    assert heard.payloads == ['"while it was down"']
+    assert len(attempts) == 3 and attempts[2] - attempts[1] > attempts[1] - attempts[0] > 0.2  # waits that grow
+    assert caplog.text.count("cannot hear the other daemons (cannot connect to PostgreSQL database") == 2
