@@ -51,8 +51,9 @@ class Bus(Protocol):
         ...
 
     def subscribe(self, topic: str, handler: Handler) -> None:
-        """Call ``handler`` with each post of ``topic`` that another daemon makes from now on
-        (a handler that raises is logged, and still hears the next post)."""
+        """Call ``handler`` with each post of ``topic`` that another daemon makes from now on (a
+        few of the last seconds' may come too; a handler that raises is logged, and still hears
+        the next post)."""
         ...
 
     def unsubscribe(self, topic: str, handler: Handler) -> None: ...

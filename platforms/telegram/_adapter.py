@@ -9,8 +9,9 @@ Chats, topics and people are written once per run and remembered.
 Outbound, replies quote the triggering message, are converted to MarkdownV2 (plain text if
 Telegram still refuses), split at 4096 characters (:mod:`._outbound`), stay in their forum
 topic, and show "typing…" while an answer is prepared; they may also be spoken
-(:mod:`._speaking`). What one character sends in a group is relayed to the daemon's other
-characters there, on this daemon or another (:mod:`._relay`). The adapter is also the runtime's ``telegram`` Messenger.
+(:mod:`._speaking`). What one character sends in a group is relayed to the troupe's other
+characters there, on this daemon or another (:mod:`._relay`). The adapter is also the runtime's
+``telegram`` Messenger.
 """
 
 from __future__ import annotations
