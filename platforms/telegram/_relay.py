@@ -6,8 +6,9 @@ them, as if Telegram had delivered it; from there it is an ordinary message from
 loop guard applies. Each daemon has one relay (``runtime.shared.one(Relay)``).
 
 The daemon's own characters get the message at once. When several daemons serve the troupe
-(PostgreSQL), it is also posted on the troupe's bus (:mod:`bot.bus`) — the messages themselves,
-as Telegram returned them — and each other daemon's relay hands it to its characters. A
+(PostgreSQL), it is also posted on the troupe's bus (:mod:`bot.bus`) — the messages as Telegram
+returned them, less anything about the people in the chat — and each other daemon's relay hands
+it to its characters. A
 character that starts serving on a daemon (it moved there, or its daemon restarted) is handed
 what was said in its chats in the last ``CATCH_UP_S`` seconds: what it had already heard is
 recognised as such by the store (each message is handled once per character, across daemons),
@@ -45,7 +46,7 @@ class _Said:
     """What one bot sent, as posted on the bus."""
 
     sender: int  # the bot's user id
-    messages: list[dict[str, Any]]  # Telegram's Message objects, as JSON
+    messages: list[dict[str, Any]]  # Telegram's Message objects, as JSON (see _for_the_bus)
 
     def payload(self) -> str:
         return json.dumps({"sender": self.sender, "messages": self.messages})
@@ -92,7 +93,7 @@ class Relay:
                 adapter.runtime.create_task(self._hand_over(adapter, messages), "telegram:relay")
         bus = sender.runtime.shared.bus
         if bus.spans_daemons:
-            said = _Said(sender.bot_id, [m.to_dict() for m in messages])
+            said = _Said(sender.bot_id, [_for_the_bus(m) for m in messages])
             try:
                 async with asyncio.timeout(_POST_S):
                     await bus.post(TOPIC, said.payload())
@@ -138,6 +139,30 @@ class Relay:
             raise
         except Exception:
             _log.exception("%s: could not take a relayed Telegram message", adapter.name)
+
+
+# Of what a character sent, what another needs to hear it as Telegram would have delivered it.
+_KEPT = ("message_id", "date", "chat", "from", "text", "entities", "message_thread_id", "is_topic_message")
+# Of the message it answered: which one, where, and whether it was that other character's.
+_QUOTED_KEPT = ("message_id", "date", "chat", "message_thread_id", "forum_topic_created")
+
+
+def _for_the_bus(message: Message) -> dict[str, Any]:
+    """``message``, sent by a character, as the relay posts it: its words, its sender, its chat
+    and topic, and which bots it mentions or answers — nothing of the people in the chat (what a
+    person said, who they are), which the bus would keep for minutes where ``troupe memory
+    forget`` does not look."""
+    sent = message.to_dict()
+    kept = {key: sent[key] for key in _KEPT if key in sent}
+    for entity in kept.get("entities", []):
+        if not entity.get("user", {}).get("is_bot", True):
+            del entity["user"]  # a text mention of a person
+    quoted = sent.get("reply_to_message")
+    if isinstance(quoted, dict):
+        kept["reply_to_message"] = {key: quoted[key] for key in _QUOTED_KEPT if key in quoted}
+        if quoted.get("from", {}).get("is_bot"):
+            kept["reply_to_message"]["from"] = quoted["from"]
+    return kept
 
 
 def _messages(adapter: TelegramAdapter, said: _Said) -> list[Message]:

@@ -185,3 +185,21 @@ async def test_a_character_muted_on_one_daemon_stays_muted_on_the_daemon_it_move
     assert c.brain.decisions["Brann"] == ["RESPOND", "RESPOND"]  # muted: its small model was not even asked
     await c.fake.user_says(c.sam, c.group, "Brann, what do you say?")
     assert (await c.fake.wait_for_sent(c.brann, 2, timeout=10))[1]["text"] == "Back for you, Sam."
+
+
+async def test_the_relay_keeps_nothing_of_the_people_in_the_chat_and_still_says_who_answered_whom(cluster) -> None:
+    c = cluster
+    await c.placed_apart()
+    c.brain.plans["Brann"] += [plan("Brann, at your service."), plan("Likewise, Ada.")]
+    c.brain.decisions["Ada"] += ["RESPOND"]
+    c.brain.plans["Ada"] += [plan("Nice to meet you.")]
+    await c.fake.user_says(c.sam, c.group, "@brann_bot my turnip secret is the frost; who are you?")
+    # Ada hears Brann's answer (to Sam) and answers it; Brann hears that Ada answered *it*.
+    said = await c.fake.wait_for_sent(c.brann, 2, timeout=15)
+    assert [m["text"] for m in said] == ["Brann, at your service.", "Likewise, Ada."]
+    assert c.ada.sent[0]["reply_to"] == said[0]["message"]["message_id"]
+    # What the bus holds (for minutes) has the characters' words, and nothing of Sam: `troupe
+    # memory forget` of a person does not look there.
+    payloads = [r["payload"] for r in await c.db.fetchall("SELECT payload FROM bus_posts ORDER BY id")]
+    assert any("Brann, at your service." in p for p in payloads) and any("Nice to meet you." in p for p in payloads)
+    assert not [p for p in payloads if "turnip" in p or "Sam" in p or "samr" in p or f'"id": {c.sam.id}' in p]
