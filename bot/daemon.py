@@ -203,6 +203,10 @@ class Daemon:
             self.notifier.close()
 
     async def _serve(self) -> int:
+        # The troupe's other daemons, if any, hear this one's news (the Telegram relay) on the bus.
+        bus = self.shared.bus = self._database().bus(self.daemon_id)
+        if bus.spans_daemons:
+            self._background.start(bus.run(), "bus")
         if self.settings.database_url is not None:
             # Several daemons may share this troupe: serve the characters whose leases this one
             # holds, and keep taking its share as daemons come and go.

@@ -3,13 +3,15 @@
 Nothing is shared through module globals: two daemons in one process (tests run many) must not
 see each other's secrets, bot tokens or Telegram relay. The daemon (or ``troupe chat``) makes one
 :class:`Shared` and gives it to every :class:`~bot.runtime.AgentRuntime` it creates; a runtime
-made alone gets one of its own.
+made alone gets one of its own. Its :attr:`Shared.bus` reaches the other daemons of the troupe
+(the daemon sets it once its database is open; alone, it is a :class:`~bot.bus.LocalBus`).
 """
 
 from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from .bus import Bus, LocalBus
 from .redact import Redactor
 
 __all__ = ["Shared"]
@@ -23,6 +25,8 @@ class Shared:
 
     def __init__(self) -> None:
         self.secrets = Redactor()
+        #: Posts to and from the troupe's other daemons (nobody else: a LocalBus).
+        self.bus: Bus = LocalBus()
         self._objects: dict[type[Any], Any] = {}
 
     def one(self, kind: type[T]) -> T:

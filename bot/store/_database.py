@@ -11,6 +11,7 @@ import asyncio
 import logging
 import os
 
+from bot.bus import LocalBus
 from bot.errors import StoreError
 from bot.store._access import State
 from bot.store._connect import MEMORY_PATH, VECTOR_BACKEND, open_connection, sqlean
@@ -184,6 +185,10 @@ class Database(QueuedLogs):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+    def bus(self, origin: str) -> LocalBus:
+        """The troupe's bus: one daemon uses a SQLite file, so there is nobody to tell."""
+        return LocalBus()
 
     @property
     def leases(self) -> LocalLeases:

@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, Protocol, Self, runtime_checkable
 
+from bot.bus import Bus
 from bot.store._leases import Leases
 from bot.store._sharing import RoomSharing
 from bot.store._values import Forgotten, KnowledgeDocument, KnowledgeSourceRecord, MemoryExport, MessageHandling
@@ -299,3 +300,4 @@ class StoreBackend(Protocol):
     @property
     def leases(self) -> Leases: ...
     async def room_sharing(self) -> list[RoomSharing]: ...
+    def bus(self, origin: str) -> Bus: ...

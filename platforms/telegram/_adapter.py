@@ -9,8 +9,9 @@ Chats, topics and people are written once per run and remembered.
 Outbound, replies quote the triggering message, are converted to MarkdownV2 (plain text if
 Telegram still refuses), split at 4096 characters (:mod:`._outbound`), stay in their forum
 topic, and show "typing…" while an answer is prepared; they may also be spoken
-(:mod:`._speaking`). What one character sends in a group is relayed to the daemon's other
-characters there (:mod:`._relay`). The adapter is also the runtime's ``telegram`` Messenger.
+(:mod:`._speaking`). What one character sends in a group is relayed to the troupe's other
+characters there, on this daemon or another (:mod:`._relay`). The adapter is also the runtime's
+``telegram`` Messenger.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         self.username = ""
         self._chats: set[int] = set()
         self._members: dict[int, bool] = {}  # chat id -> whether this bot is in it (for the relay)
-        self._relay = runtime.shared.one(Relay)  # this daemon's other Telegram characters
+        self._relay = runtime.shared.one(Relay)  # the troupe's other Telegram characters
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -294,9 +295,9 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
                 deadline_s=self.config.send_deadline,
             )
         except PartlySent as exc:
-            self._relay.deliver(self, exc.sent)  # the other characters saw that much too
+            await self._relay.deliver(self, exc.sent)  # the other characters saw that much too
             raise
-        self._relay.deliver(self, sent)
+        await self._relay.deliver(self, sent)
         return sent
 
     async def _speak(

@@ -6,6 +6,8 @@ evaluators.
 
 One conversation per (agent, room): a newer message supersedes a reply still being planned for
 an older one, unless the older one addressed the agent directly — that is always answered.
+Which is newest is kept in this process: with several daemons, only the one holding the
+character's lease receives its messages (and a daemon that lost it sends nothing).
 
 Exactly once: every delivery of a platform message is claimed in the store before anything
 else (``Store.claim_message``), so a redelivery (Telegram re-sending an unconfirmed update, a
@@ -283,6 +285,9 @@ class MessagePipeline:
         )
         max_bot_turns = rt.get_int("MAX_BOT_TURNS", _DEFAULT_MAX_BOT_TURNS)
         # The loop guard only looks at the trailing run of bot messages: read no more than that.
+        # It counts in the character's own history of the room, in the store: what it said and
+        # heard, the other characters' words included (through the relay, from any daemon), so it
+        # holds across daemons with no count of its own.
         recent = []
         if message.metadata.get("authorIsBot"):
             recent = await store.get_memories(table=MESSAGES, room_id=message.room_id, count=max_bot_turns + 1)

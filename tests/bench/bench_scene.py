@@ -55,6 +55,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.bench._common import ModelServer, Tally, p50_p95
+from tests.daemon.crash_run import spawn_start
 from tests.fakes.telegram_server import FakeBot, FakeChat, FakeTelegram, FakeUser
 
 NAMES = ("Ada", "Brann", "Cleo", "Dora", "Emil")
@@ -276,17 +277,7 @@ async def main() -> int:
                 "OPENAI_BASE_URL": models.url,
             }
             started = time.monotonic()
-            process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "bot.cli",
-                "start",
-                str(work / "characters"),
-                cwd=work,
-                env=env,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=log.open("ab"),
-            )
+            process = await spawn_start(work, env, log)
             for bot in bots.values():
                 await telegram.wait_polling(bot, timeout=60)
             print(f"  daemon up, all {len(bots)} bots polling, in {time.monotonic() - started:.1f} s")

@@ -72,3 +72,11 @@ def test_secrets_are_filtered_only_while_their_owner_runs() -> None:
         logger.removeHandler(handler)
         logger.propagate = True
     assert out.getvalue() == "during <redacted>\n"
+
+
+async def test_a_daemon_alone_with_its_sqlite_file_has_a_bus_that_reaches_nobody(db: Database) -> None:  # noqa: F811 - the fixture
+    assert not Shared().bus.spans_daemons  # a runtime made alone
+    bus = db.bus("daemon-1")
+    assert not bus.spans_daemons  # the relay hands messages over in process, and posts nothing
+    await bus.post("telegram:relay", "{}")
+    assert await bus.recent("telegram:relay", 60) == []

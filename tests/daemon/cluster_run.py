@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import socket
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -28,10 +27,10 @@ from bot.character import load_character
 
 from ..fakes.openai_server import FakeOpenAIServer
 from ..fakes.telegram_server import FakeTelegram
-from .crash_run import write_telegram_character
+from .crash_run import spawn_start, write_telegram_character
 from .test_service import NotifySocket, answer
 
-__all__ = ["ClusterReport", "Fault", "cluster_run"]
+__all__ = ["ClusterReport", "Fault", "Spawned", "cluster_run", "lease_owners", "start_daemon"]
 
 
 class Fault(enum.Enum):
@@ -69,7 +68,43 @@ def _returning(notify: NotifySocket) -> Callable[[], NotifySocket]:
     return lambda: notify
 
 
-def _lease_owners(url: str) -> dict[str, str]:
+@dataclass
+class Spawned:
+    """One ``troupe start`` subprocess and the systemd notify socket it reports to."""
+
+    process: asyncio.subprocess.Process
+    notify: NotifySocket
+    transport: asyncio.DatagramTransport
+
+
+async def start_daemon(
+    workdir: Path, short: Path, n: int, database_url: str, openai_url: str, *, lease_s: float
+) -> Spawned:
+    """Daemon ``n``: ``troupe start workdir/characters`` on ``database_url``, logging to
+    ``workdir/daemon-<n>.log``, its sockets in ``short`` (AF_UNIX paths must be short)."""
+    notify = NotifySocket()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(short / f"notify-{n}"))
+    transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(_returning(notify), sock=sock)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(workdir),
+        "LANG": "C.UTF-8",
+        "NOTIFY_SOCKET": str(short / f"notify-{n}"),
+        "TROUPE_DATA_DIR": str(workdir / f"data-{n}"),
+        "TROUPE_CONTROL_SOCKET": str(short / f"control-{n}.sock"),
+        "TROUPE_DATABASE_URL": database_url,
+        "TROUPE_LEASE_S": str(lease_s),
+        "TROUPE_STOP_TIMEOUT_S": "5",
+        "TROUPE_LOG_LEVEL": os.environ.get("CLUSTER_LOG_LEVEL", "INFO"),
+        "OPENAI_API_KEY": "sk-cluster-test",
+        "OPENAI_BASE_URL": openai_url,
+    }
+    process = await spawn_start(workdir, env, workdir / f"daemon-{n}.log")
+    return Spawned(process, notify, transport)
+
+
+def lease_owners(url: str) -> dict[str, str]:
     """Character lease name -> owner, for leases held now."""
     with psycopg.connect(url, autocommit=True) as conn:
         rows = conn.execute(
@@ -101,7 +136,6 @@ async def cluster_run(
     processes: list[asyncio.subprocess.Process] = []
     started = time.monotonic()
     logs = [workdir / f"daemon-{n}.log" for n in range(daemons)]
-    loop = asyncio.get_running_loop()
     try:
         async with FakeTelegram() as telegram, FakeOpenAIServer() as openai:
             openai.script_chat(answer)
@@ -118,49 +152,17 @@ async def cluster_run(
             }
             notifies = []
             for n in range(daemons):
-                notify = NotifySocket()
-                sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-                sock.bind(str(short / f"notify-{n}"))
-                transports.append((await loop.create_datagram_endpoint(_returning(notify), sock=sock))[0])
-                notifies.append(notify)
-
-            def env(n: int) -> dict[str, str]:
-                return {
-                    "PATH": os.environ.get("PATH", ""),
-                    "HOME": str(workdir),
-                    "LANG": "C.UTF-8",
-                    "NOTIFY_SOCKET": str(short / f"notify-{n}"),
-                    "TROUPE_DATA_DIR": str(workdir / f"data-{n}"),
-                    "TROUPE_CONTROL_SOCKET": str(short / f"control-{n}.sock"),
-                    "TROUPE_DATABASE_URL": database_url,
-                    "TROUPE_LEASE_S": str(lease_s),
-                    "TROUPE_STOP_TIMEOUT_S": "5",
-                    "TROUPE_LOG_LEVEL": os.environ.get("CLUSTER_LOG_LEVEL", "INFO"),
-                    "OPENAI_API_KEY": "sk-cluster-test",
-                    "OPENAI_BASE_URL": openai.url,
-                }
-
-            for n in range(daemons):
-                processes.append(
-                    await asyncio.create_subprocess_exec(
-                        sys.executable,
-                        "-m",
-                        "bot.cli",
-                        "start",
-                        str(workdir / "characters"),
-                        cwd=workdir,
-                        env=env(n),
-                        stdout=asyncio.subprocess.DEVNULL,
-                        stderr=logs[n].open("ab"),
-                    )
-                )
+                spawned = await start_daemon(workdir, short, n, database_url, openai.url, lease_s=lease_s)
+                processes.append(spawned.process)
+                transports.append(spawned.transport)
+                notifies.append(spawned.notify)
             await asyncio.gather(*(notify.wait("READY", timeout=60) for notify in notifies))
             pids = {p.pid: n for n, p in enumerate(processes)}
 
             def owners() -> dict[str, int]:
                 return {
                     name: pids[int(owner.split(":")[-2])]
-                    for name, owner in _lease_owners(database_url).items()
+                    for name, owner in lease_owners(database_url).items()
                     if int(owner.split(":")[-2]) in pids
                 }
 

@@ -22,13 +22,14 @@ from ..fakes.openai_server import FakeOpenAIServer
 from ..fakes.telegram_server import FakeTelegram
 from .test_service import NotifySocket, answer
 
-__all__ = ["CrashReport", "crash_run", "write_telegram_character"]
+__all__ = ["CrashReport", "crash_run", "spawn_start", "write_telegram_character"]
 
 TOKEN = "7201:token-dora-crash"
 
 
-def write_telegram_character(path: Path, name: str, token: str, api_root: str) -> None:
-    """A character on the fake Telegram (``api_root``) who answers everyone, with the openai plugin."""
+def write_telegram_character(path: Path, name: str, token: str, api_root: str, **settings: str) -> None:
+    """A character on the fake Telegram (``api_root``) who answers everyone, with the openai plugin
+    (and ``settings``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         json.dumps(
@@ -40,9 +41,25 @@ def write_telegram_character(path: Path, name: str, token: str, api_root: str) -
                     "secrets": {"TELEGRAM_BOT_TOKEN": token},
                     "TELEGRAM_API_ROOT": api_root,
                     "TELEGRAM_POLL_TIMEOUT_S": "1",
+                    **settings,
                 },
             }
         )
+    )
+
+
+async def spawn_start(workdir: Path, env: dict[str, str], log: Path) -> asyncio.subprocess.Process:
+    """``troupe start workdir/characters`` in ``workdir`` with ``env``, its log appended to ``log``."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot.cli",
+        "start",
+        str(workdir / "characters"),
+        cwd=workdir,
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=log.open("ab"),
     )
 
 
@@ -117,17 +134,7 @@ async def crash_run(
 
             async def start() -> asyncio.subprocess.Process:
                 nonlocal readies, ready_at
-                proc = await asyncio.create_subprocess_exec(
-                    sys.executable,
-                    "-m",
-                    "bot.cli",
-                    "start",
-                    str(workdir / "characters"),
-                    cwd=workdir,
-                    env=env,
-                    stdout=asyncio.subprocess.DEVNULL,
-                    stderr=log.open("ab"),
-                )
+                proc = await spawn_start(workdir, env, log)
                 readies += 1
                 await notify.wait("READY", count=readies, timeout=60)
                 ready_at = time.monotonic()

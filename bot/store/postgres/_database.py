@@ -26,6 +26,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from bot.errors import StoreError
 from bot.store._sharing import ROOM_SHARING_SQL, RoomSharing
 from bot.store._urls import is_postgres_url, redacted_url
+from bot.store.postgres._bus import PgBus
 from bot.store.postgres._leases import PgLeases
 from bot.store.postgres._log_queue import QueuedLogs
 from bot.store.postgres._migrations import migrate
@@ -67,6 +68,7 @@ class PostgresDatabase:
         self._url = url
         self._max = max_connections
         self._pool: AsyncConnectionPool | None = None
+        self._listener = False  # whether the pool gave up a place to the bus's connection
         self._state = State.UNOPENED
         self._schema_version = 0
         self._leases = PgLeases(self)
@@ -164,6 +166,34 @@ class PostgresDatabase:
         """Pairs of characters that share platform rooms (``bot/store/_sharing.py``)."""
         rows = await self.fetchall(ROOM_SHARING_SQL)
         return [RoomSharing(r["a"], r["b"], int(r["rooms"])) for r in rows]
+
+    def bus(self, origin: str) -> PgBus:
+        """The troupe's bus as the daemon ``origin`` posts to and hears it (not listening until
+        its ``run()`` runs): a table and LISTEN/NOTIFY (``_bus.py``)."""
+        return PgBus(self, origin)
+
+    async def connect_listener(self) -> psycopg.AsyncConnection[Row]:
+        """A connection outside the pool, for the bus's LISTEN (the caller closes it). The first
+        time, the pool gives up one of its places for it: a daemon still holds at most
+        ``max_connections`` (with one, the pool keeps it: two).
+
+        Raises:
+            StoreError: the server cannot be reached (or refused the connection).
+        """
+        pool = self._require_pool()
+        if not self._listener and self._max > 1:
+            await pool.resize(0, self._max - 1)
+        self._listener = True
+        try:
+            return await psycopg.AsyncConnection.connect(
+                self._url,
+                autocommit=True,
+                row_factory=dict_row,
+                connect_timeout=_CONNECT_TIMEOUT_S,
+                application_name="troupe bus",  # pg_stat_activity tells it from the pool's
+            )
+        except (psycopg.Error, OSError) as exc:
+            raise StoreError(f"cannot connect to PostgreSQL database {self.path}: {_reason(exc, self._url)}") from None
 
     def shared_reads(self) -> AbstractContextManager[None]:
         """No read sharing yet: each read is its own query."""

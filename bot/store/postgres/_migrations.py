@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 
 from bot.errors import SchemaVersionError
+from bot.store.postgres._bus import SCHEMA as BUS
 from bot.store.postgres._leases import SCHEMA as LEASES
 from bot.store.postgres._schema import TABLES
 
@@ -45,6 +46,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "base", _BASE),
     Migration(2, "the tables of the store (as SQLite's schema 5)", TABLES),
     Migration(3, "leases: which daemon serves what", LEASES),
+    Migration(4, "bus: what one daemon posts for the others", BUS),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
