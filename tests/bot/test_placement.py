@@ -201,7 +201,7 @@ def test_the_lease_time_must_be_positive() -> None:
 
 async def test_on_postgresql_three_daemons_split_a_troupe_and_take_over_from_one_killed(postgres_url: str) -> None:
     agents = [f"agent-{n}" for n in range(7)]
-    ttl = 0.6
+    ttl = 1.5  # short, but long enough for a busy machine to renew in time
     daemons = [PostgresDatabase(postgres_url, max_connections=2) for _ in range(3)]
     await asyncio.gather(*(db.open() for db in daemons))
     try:
