@@ -22,6 +22,7 @@ from bot.store._leases import Lease, LeaseRecord, Leases
 from bot.store._memories import DEDUP_THRESHOLD
 from bot.store._migrations import SCHEMA_VERSION
 from bot.store._protocol import JSONValue, Store, StoreBackend
+from bot.store._roster import CharacterFile, DaemonEntry, DaemonRecord, Roster, application_name
 from bot.store._search import fts_query
 from bot.store._sqlite import AgentStore
 from bot.store._urls import is_postgres_url, redacted_url
@@ -40,11 +41,14 @@ from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, DIMENSION_MAP
 
 __all__ = [
     "AgentStore",
+    "CharacterFile",
     "CopyReport",
     "DEDUP_THRESHOLD",
     "DEFAULT_EMBEDDING_DIMENSION",
     "DERIVED_TABLES",
     "DIMENSION_MAP",
+    "DaemonEntry",
+    "DaemonRecord",
     "Database",
     "Forgotten",
     "JSONValue",
@@ -57,10 +61,12 @@ __all__ = [
     "MemoryExport",
     "MessageHandling",
     "Participation",
+    "Roster",
     "SCHEMA_VERSION",
     "SHARED_KNOWLEDGE_ID",
     "Store",
     "StoreBackend",
+    "application_name",
     "backend_for",
     "copy_store",
     "copy_to_postgres",
@@ -70,9 +76,10 @@ __all__ = [
 ]
 
 
-def backend_for(location: str | os.PathLike[str]) -> StoreBackend:
+def backend_for(location: str | os.PathLike[str], *, name: str | None = None) -> StoreBackend:
     """The storage backend at ``location``, not open yet: PostgreSQL for a ``postgresql://`` URL,
-    else SQLite (a file path or ``":memory:"``)."""
+    else SQLite (a file path or ``":memory:"``). ``name`` names PostgreSQL connections (their
+    ``application_name``, see :func:`application_name`)."""
     if is_postgres_url(location):
         # Imported only here: psycopg is needed only by troupes on PostgreSQL.
         try:
@@ -83,7 +90,7 @@ def backend_for(location: str | os.PathLike[str]) -> StoreBackend:
                 "pip install 'troupe[postgres]' into the Python that runs troupe"
             ) from None
 
-        return PostgresDatabase(location)
+        return PostgresDatabase(location, application_name=name)
     return Database(location)
 
 

@@ -18,6 +18,7 @@ from bot.store._leases import LocalLeases
 from bot.store._log_queue import QueuedLogs
 from bot.store._migrations import migrate
 from bot.store._reads import ReadBatches
+from bot.store._roster import LocalRoster
 from bot.store._sqlite import AgentStore
 from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, dimension_key
 
@@ -50,6 +51,7 @@ class Database(QueuedLogs):
         # agent id -> active embedding dimension; written through by ensure_embedding_dimension.
         self._dimensions: dict[str, int] = {}
         self._leases = LocalLeases()
+        self._roster = LocalRoster()
         #: Agents of this process take turns at the shared knowledge scope (plugins/knowledge), so a
         #: shared document is stored and embedded once.
         self.shared_knowledge_lock = asyncio.Lock()
@@ -188,6 +190,11 @@ class Database(QueuedLogs):
     def leases(self) -> LocalLeases:
         """Leases within this process: one daemon uses a SQLite file, so it holds them all."""
         return self._leases
+
+    @property
+    def roster(self) -> LocalRoster:
+        """The daemons within this process: one, since one daemon uses a SQLite file."""
+        return self._roster
 
     # -- housekeeping ------------------------------------------------------------------------------
 

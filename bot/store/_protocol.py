@@ -15,6 +15,7 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, Protocol, Self, runtime_checkable
 
 from bot.store._leases import Leases
+from bot.store._roster import Roster
 from bot.store._values import Forgotten, KnowledgeDocument, KnowledgeSourceRecord, MemoryExport, MessageHandling
 from bot.types import (
     AgentRecord,
@@ -296,3 +297,5 @@ class StoreBackend(Protocol):
     async def checkpoint(self) -> bool: ...
     @property
     def leases(self) -> Leases: ...
+    @property
+    def roster(self) -> Roster: ...
