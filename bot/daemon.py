@@ -40,7 +40,7 @@ from .backoff import ExponentialBackoff
 from .character import LoadResult
 from .chat import runtime_plugins
 from .control import ControlServer, DaemonStatus, ReloadSummary
-from .errors import EXIT_CONFIG, ConfigError, ReloadError, ReloadFailed, reason_for
+from .errors import EXIT_CONFIG, ConfigError, ReloadError, ReloadFailed, StoreError, reason_for
 from .events import EventType
 from .hosted import HostedAgent, fingerprint, platform_links, status_line
 from .lifecycle import AgentState, DaemonState
@@ -50,12 +50,14 @@ from .metrics import Metrics
 from .placement import Placement
 from .platform_plans import PlatformPlan, plans_for, report_gaps
 from .reloading import plan_reload, read_characters, record_failures, summary_line
+from .roster import Publisher, entry_for, read_troupe
 from .runtime import AgentRuntime, Fence
 from .settings import DaemonSettings
 from .shared import Shared
 from .signals import install_signal_handlers, remove_signal_handlers
-from .store import Lease, StoreBackend, backend_for
+from .store import DaemonEntry, Lease, StoreBackend, application_name, backend_for
 from .systemd import Notifier
+from .types import now_ms
 
 __all__ = ["Daemon", "PlatformPlan", "fingerprint"]
 
@@ -112,6 +114,9 @@ class Daemon:
         #: With a database shared by several daemons: which characters this one serves (by lease).
         self.placement: Placement | None = None
         self.daemon_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        #: With a shared database: this daemon's entry in the troupe's roster (troupe status).
+        self.publisher: Publisher | None = None
+        self._started_ms = now_ms()
 
     # -- what runs ------------------------------------------------------------------------
 
@@ -186,7 +191,7 @@ class Daemon:
             }
         )
         try:
-            async with backend_for(self.settings.store_location) as db:
+            async with backend_for(self.settings.store_location, name=application_name(self.daemon_id)) as db:
                 self._db = db
                 try:
                     return await self._serve()
@@ -209,8 +214,11 @@ class Daemon:
                 [r.raise_for_problems().agent_id for r in self.characters],
                 ttl_s=self.settings.lease_s,
             )
+            self.publisher = Publisher(self._database(), self._roster_entry, self.placement.interval)
+            await self._compare_files()  # before taking characters: the others see this one at once
             await self.placement.step()
             self._background.start(self.placement.run(), "placement")
+            self._background.start(self.publisher.run(), "roster")
         else:
             await asyncio.gather(*(self._launch(r) for r in self.characters))
             links = list(platform_links(self._agents.values()))
@@ -232,9 +240,28 @@ class Daemon:
         if self.placement is not None:
             await self._background.close()  # no placement round after this point
             await self.placement.leave()  # stop, then release: the others take over at once
+        if self.publisher is not None:
+            await self.publisher.leave()
         return 0
 
     # -- placement (several daemons, one troupe) -----------------------------------------------
+
+    async def troupe(self) -> Mapping[str, object] | None:
+        """The whole troupe, read from the shared database now (``DaemonView``); None on SQLite."""
+        if self.publisher is None or self._db is None:
+            return None
+        return await read_troupe(self._db, this=self.daemon_id)
+
+    def _roster_entry(self) -> DaemonEntry:
+        return entry_for(self.daemon_id, self._started_ms, self.characters, self._agents)
+
+    async def _compare_files(self) -> None:
+        """Publish this daemon's character files and warn of those that differ on another daemon."""
+        if self.publisher is not None:
+            try:
+                await self.publisher.compare()
+            except StoreError as exc:
+                _log.warning("could not compare character files with the other daemons: %s", exc)
 
     async def serve(self, agent_id: str, lease: Lease) -> None:
         """Start serving a character this daemon now holds the lease of (``PlacementHost``)."""
@@ -443,6 +470,7 @@ class Daemon:
         record_failures(plan.summary, launched)
         if self.placement is not None:
             self.characters = [r for r in loaded if r.ok]
+            await self._compare_files()
         else:
             self.characters = [a.result for a in self._agents.values()]
         return plan.summary
