@@ -214,7 +214,8 @@ class Daemon:
                 [r.raise_for_problems().agent_id for r in self.characters],
                 ttl_s=self.settings.lease_s,
             )
-            self.publisher = Publisher(self._database(), self._roster_entry, self.placement.interval)
+            # A heartbeat per lease time is enough for status: liveness is the presence lease's.
+            self.publisher = Publisher(self._database(), self._roster_entry, self.settings.lease_s)
             await self._compare_files()  # before taking characters: the others see this one at once
             await self.placement.step()
             self._background.start(self.placement.run(), "placement")

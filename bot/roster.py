@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -47,6 +48,8 @@ _log = logging.getLogger(__name__)
 
 #: A daemon not seen for this long is taken off the roster.
 GONE_S = 3600.0
+# How often a daemon looks for the gone to prune (each daemon does: any one is enough).
+_PRUNE_EVERY_S = 60.0
 
 
 def public_fingerprint(result: LoadResult) -> str:
@@ -130,11 +133,15 @@ class Publisher:
         self._entry = entry
         self.interval = interval
         self._warned: set[Difference] = set()
+        self._pruned_at: float | None = None
 
     async def publish(self) -> None:
-        """Publish this daemon's entry now, and forget the daemons gone for long."""
+        """Publish this daemon's entry now, and now and then forget the daemons gone for long."""
         await self._backend.roster.publish(self._entry())
-        await self._backend.roster.prune(GONE_S)
+        now = time.monotonic()
+        if self._pruned_at is None or now - self._pruned_at >= _PRUNE_EVERY_S:
+            await self._backend.roster.prune(GONE_S)
+            self._pruned_at = now
 
     async def compare(self) -> list[Difference]:
         """Publish, then log each file that differs from another live daemon's (once per difference)."""
