@@ -95,7 +95,12 @@ class Difference:
         return [daemon for group in self.groups for daemon in group]
 
     def message(self) -> str:
-        names = [" and ".join(group) if len(group) > 1 else group[0] for group in self.groups]
+        if all(len(group) == 1 for group in self.groups):
+            names = self.daemons
+        else:  # say which daemons have the same copy
+            names = [
+                f"{', '.join(group)} ({'one copy' if n == 0 else 'another'})" for n, group in enumerate(self.groups)
+            ]
         who = ", ".join(names[:-1]) + " and " + names[-1]
         return f"{self.file} differs between daemons {who}: reload or deploy the same file on every machine"
 
@@ -135,18 +140,19 @@ class Publisher:
         self._warned: set[Difference] = set()
         self._pruned_at: float | None = None
 
-    async def publish(self) -> None:
-        """Publish this daemon's entry now, and now and then forget the daemons gone for long."""
-        await self._backend.roster.publish(self._entry())
+    async def publish(self) -> DaemonEntry:
+        """Publish this daemon's entry now (and return it), and now and then forget the daemons gone for long."""
+        entry = self._entry()
+        await self._backend.roster.publish(entry)
         now = time.monotonic()
         if self._pruned_at is None or now - self._pruned_at >= _PRUNE_EVERY_S:
             await self._backend.roster.prune(GONE_S)
             self._pruned_at = now
+        return entry
 
     async def compare(self) -> list[Difference]:
         """Publish, then log each file that differs from another live daemon's (once per difference)."""
-        await self.publish()
-        daemon_id = self._entry().id
+        daemon_id = (await self.publish()).id
         alive = _alive(await self._backend.leases.records(DAEMON_PREFIX)) | {daemon_id}
         found = differences(await self._backend.roster.records(), alive, first=daemon_id)
         for difference in found:

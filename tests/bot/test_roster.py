@@ -6,14 +6,16 @@ import asyncio
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot.character import load_character
 from bot.cli import main
 from bot.control import format_status, format_troupe
-from bot.roster import Publisher, public_fingerprint, troupe_status
-from bot.store import CharacterFile, DaemonEntry, application_name
+from bot.errors import StoreError
+from bot.roster import Difference, Publisher, public_fingerprint, read_troupe, troupe_status
+from bot.store import CharacterFile, DaemonEntry, application_name, backend_for
 from bot.store.postgres import PostgresDatabase
 
 TTL = 30.0
@@ -26,6 +28,16 @@ def write(path: Path, bio: str, token: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"name": "Ada", "bio": [bio], "settings": {"secrets": {"DISCORD_API_TOKEN": token}}}))
     return path
+
+
+def test_a_difference_says_which_daemons_share_a_copy() -> None:
+    plain = Difference("a", "Ada", "ada.json", (("d1",), ("d2",), ("d3",)))
+    assert plain.message().startswith("ada.json differs between daemons d1, d2 and d3: ")
+    grouped = Difference("a", "Ada", "ada.json", (("d1", "d3"), ("d2",)))
+    assert grouped.message() == (
+        "ada.json differs between daemons d1, d3 (one copy) and d2 (another): "
+        "reload or deploy the same file on every machine"
+    )
 
 
 def test_the_published_fingerprint_follows_the_file_but_not_its_secrets(tmp_path: Path) -> None:
@@ -154,3 +166,23 @@ def test_troupe_status_without_a_daemon_or_a_shared_database_still_says_there_is
     monkeypatch.delenv("TROUPE_DATABASE_URL", raising=False)
     assert main(["status"]) == 69
     assert "no troupe daemon is running" in capsys.readouterr().err
+
+
+async def test_a_database_that_cannot_be_read_leaves_the_daemons_own_status_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def unreachable(prefix: str = "") -> list[Any]:
+        raise StoreError("database read failed: connection refused")
+
+    async with backend_for(str(tmp_path / "troupe.db")) as db:
+        monkeypatch.setattr(db.leases, "records", unreachable)
+        troupe = await read_troupe(db, this="d1")
+    assert dict(troupe) == {
+        "daemons": [],
+        "characters": [],
+        "warnings": [],
+        "error": "database read failed: connection refused",
+    }
+    assert format_troupe(dict(troupe)) == (
+        "the troupe: cannot read the shared database: database read failed: connection refused"
+    )

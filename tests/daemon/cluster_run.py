@@ -513,7 +513,8 @@ class ThroughputReport:
     duplicated: int
     #: From the first message sent to the last first answer.
     seconds: float
-    #: Connections per daemon once placed, before the burst (the pool keeps none it does not use).
+    #: Connections per daemon once placed, before the burst: what starting left in its pool
+    #: (which closes one unused connection a minute).
     idle_connections: list[int]
     #: The most each daemon held at once during the burst (sampled every 0.1 s).
     busiest_connections: list[int]
@@ -526,7 +527,7 @@ class ThroughputReport:
         return (
             f"{self.daemons} daemon(s), {self.characters} characters: {self.answered} of {self.messages} answered "
             f"in {self.seconds:.1f} s = {self.per_second:.1f} messages/s, {self.duplicated} twice; connections "
-            f"per daemon idle {self.idle_connections}, at most {self.busiest_connections}"
+            f"per daemon after start {self.idle_connections}, at most {self.busiest_connections} during the burst"
         )
 
 

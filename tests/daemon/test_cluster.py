@@ -4,9 +4,10 @@ keep coming; no message lost or answered twice; ``troupe status`` shows the whol
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from .cluster_run import Fault, cluster_run, handover_run
+from .cluster_run import Fault, cluster, cluster_run, handover_run
 
 LEASE_S = 2.0
 
@@ -46,3 +47,30 @@ async def test_graceful_handovers_while_messages_keep_coming_lose_and_repeat_not
     )
     assert (report.lost, report.duplicated, report.stuck) == (0, 0, 0), report.summary() + "\n" + report.logs
     assert len(report.handovers) == 2 and max(report.handovers) < 5 + LEASE_S + 1, report.summary()
+
+
+async def test_a_file_changed_and_reloaded_on_one_daemon_is_reported_until_the_other_reloads_it(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    async with cluster(tmp_path, postgres_url, daemons=2, characters=2, lease_s=LEASE_S) as c:
+        path = tmp_path / "characters" / "char0.json"
+        edited = json.loads(path.read_text())
+        edited["bio"] = ["Char0 answers everyone, briefly."]
+        path.write_text(json.dumps(edited))
+        assert (await c.cli(0, "reload"))[0] == 0  # daemon 0 reads the new file; daemon 1 still has the old
+        code, out, err = await c.cli(1, "status", "--json")
+        assert code == 0, err
+        troupe = json.loads(out)["troupe"]
+        (warning,) = troupe["warnings"]
+        assert warning.startswith(f"{path} differs between daemons ") and warning.endswith(
+            ": reload or deploy the same file on every machine"
+        )
+        by_name = {character["name"]: character for character in troupe["characters"]}
+        assert len(by_name["Char0"]["differs"]) == 2 and by_name["Char1"]["differs"] == []
+        assert (await c.cli(1, "reload"))[0] == 0
+        troupe = json.loads((await c.cli(0, "status", "--json"))[1])["troupe"]
+        assert troupe["warnings"] == [] and all(character["differs"] == [] for character in troupe["characters"])
+        await c.stop_all()
+    assert (
+        c.logs[0].read_text().count("char0.json differs between daemons") == 1
+    )  # said once, by the daemon that reloaded
