@@ -95,6 +95,8 @@ class Placement:
         self.ttl_s = ttl_s
         self._presence: Lease | None = None
         self._held: dict[str, Lease] = {}
+        # Handed over, still stopping: its replies in flight may go out until it is released.
+        self._leaving: dict[str, Lease] = {}
         # Starting or stopping a character takes seconds (its plugins, its platforms): each runs
         # in the background, after the previous one of the same character, so a round never
         # waits for them and leases are renewed on time however long a start takes.
@@ -107,7 +109,8 @@ class Placement:
         return self.ttl_s / 3
 
     def lease_of(self, agent_id: str) -> Lease | None:
-        return self._held.get(agent_id)
+        """The lease this daemon may act on for ``agent_id``: held, or handed over and not yet released."""
+        return self._held.get(agent_id) or self._leaving.get(agent_id)
 
     async def run(self) -> None:
         """Rounds until cancelled; a round that fails (the database is away) is logged and the
@@ -204,10 +207,14 @@ class Placement:
 
     async def _hand_over(self, agent_id: str, result: Round) -> None:
         lease = self._held.pop(agent_id)
+        self._leaving[agent_id] = lease
         result.changes[agent_id] = Change.HANDED_OVER
 
         async def stop_then_release() -> None:
-            await self._host.stop_serving(agent_id)  # stopped first: the next owner never overlaps
+            try:
+                await self._host.stop_serving(agent_id)  # stopped first: the next owner never overlaps
+            finally:
+                self._leaving.pop(agent_id, None)
             await self._leases.release(lease)
 
         self._then(agent_id, stop_then_release())

@@ -141,6 +141,29 @@ async def test_leaving_stops_then_releases_so_another_takes_over_at_once() -> No
     assert taken.alive == 1 and sorted(h2.serving) == AGENTS  # no wait for any lease to expire
 
 
+async def test_a_character_handed_over_may_still_send_its_replies_in_flight_until_released() -> None:
+    clock = Clock()
+    leases = LocalLeases(clock)
+    stopping: dict[str, Lease | None] = {}
+
+    class Draining(Host):
+        """Stopping drains the replies in flight: they ask the fence, which asks the placement."""
+
+        async def stop_serving(self, agent_id: str) -> None:
+            stopping[agent_id] = d1.lease_of(agent_id)
+            await super().stop_serving(agent_id)
+
+    d1 = Placement(leases, Draining(), "d1", AGENTS, ttl_s=TTL)
+    d2, _ = daemon(leases, "d2")
+    await step(d1)
+    await step(d2)
+    handed = (await step(d1)).ids(Change.HANDED_OVER)
+    assert len(handed) == 2 and all(stopping[a] is not None and stopping[a].valid(clock.now) for a in handed)
+    assert all(d1.lease_of(a) is None for a in handed)  # released once stopped: no longer its to act on
+    await d1.leave()
+    assert all(lease is not None for lease in stopping.values()) and len(stopping) == 5
+
+
 def test_the_lease_time_must_be_positive() -> None:
     with pytest.raises(ValueError, match="the lease time must be more than 0 seconds"):
         Placement(LocalLeases(), Host(), "d1", AGENTS, ttl_s=0)
