@@ -3,7 +3,7 @@ real ``troupe start`` processes serving characters on the fake Telegram.
 
     .venv/bin/python tests/bench/bench_cluster.py takeover [--trials 20] [--lease 10] [--fault kill|pause]
     .venv/bin/python tests/bench/bench_cluster.py handover [--messages 1000] [--handovers 20] [--lease 10]
-    .venv/bin/python tests/bench/bench_cluster.py throughput [--messages 600] [--characters 6]
+    .venv/bin/python tests/bench/bench_cluster.py throughput [--messages 600] [--characters 6] [--writers 4]
 
 ``takeover`` (the default): each trial starts three daemons serving four characters and people
 writing to all of them; halfway through, the daemon serving the most characters is killed with
@@ -17,10 +17,11 @@ each from a person of its own, while ``--handovers`` times the daemon serving th
 characters is stopped with SIGTERM and started again. Prints messages lost and answered twice
 (target 0 and 0) and the handover times (SIGTERM until its characters are held elsewhere).
 
-``throughput``: the same burst of ``--messages`` (the fake model answering at once) against one
-daemon, then against three, serving the same characters: messages answered per second, and the
-connections each daemon held, idle and at most during the burst (pg_stat_activity by
-application_name; the pool allows 6).
+``throughput``: the same load against one daemon, then against three, serving the same
+characters: ``--writers`` people per character each write, wait for the answer and write again
+until ``--messages`` have been sent (the fake model answering at once). Prints messages answered
+per second, and the connections each daemon held after starting and at most under the load
+(pg_stat_activity by application_name; the pool allows 6).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -42,14 +44,15 @@ import psycopg
 from tests.daemon.cluster_run import Fault, cluster_run, handover_run, throughput_run
 
 
-def _server() -> tuple[str, object | None]:
+def _server() -> tuple[str, object | None, Path | None]:
     given = os.environ.get("TROUPE_TEST_DATABASE_URL")
     if given:
-        return given, None
+        return given, None, None
     import pgserver
 
-    server = pgserver.get_server(Path(tempfile.mkdtemp(prefix="troupe-bench-pg-")), cleanup_mode="stop")
-    return server.get_uri(), server
+    data = Path(tempfile.mkdtemp(prefix="troupe-bench-pg-"))
+    server = pgserver.get_server(data, cleanup_mode="stop")
+    return server.get_uri(), server, data
 
 
 def _fresh_database(admin: str) -> str:
@@ -83,15 +86,19 @@ async def _takeover(args: argparse.Namespace, admin: str) -> int:
 
 
 async def _handover(args: argparse.Namespace, admin: str) -> int:
-    with tempfile.TemporaryDirectory() as work:
-        report = await handover_run(
-            Path(work),
-            _fresh_database(admin),
-            messages=args.messages,
-            handovers=args.handovers,
-            interval=args.interval,
-            lease_s=args.lease,
-        )
+    work = Path(tempfile.mkdtemp(prefix="troupe-bench-handover-"))
+    report = await handover_run(
+        work,
+        _fresh_database(admin),
+        messages=args.messages,
+        handovers=args.handovers,
+        interval=args.interval,
+        lease_s=args.lease,
+    )
+    if (report.lost, report.duplicated) == (0, 0):
+        shutil.rmtree(work)
+    else:  # the daemons' logs and what each bot sent, for the post-mortem
+        print(f"  kept {work}; unanswered (chat, message): {report.unanswered}")
     print(
         f"bench_cluster handover: 3 daemons, 4 characters, TROUPE_LEASE_S={args.lease:g}, one message every "
         f"{args.interval:g} s"
@@ -104,8 +111,8 @@ async def _handover(args: argparse.Namespace, admin: str) -> int:
 
 async def _throughput(args: argparse.Namespace, admin: str) -> int:
     print(
-        f"bench_cluster throughput: {args.messages} messages at once over {args.characters} characters, "
-        f"the model answering at once, {os.cpu_count()} CPU cores on this machine"
+        f"bench_cluster throughput: {args.messages} messages, {args.writers} people per character writing again "
+        f"once answered, {args.characters} characters, the model answering at once, {os.cpu_count()} CPU cores"
     )
     reports = []
     for daemons in (1, 3):
@@ -116,6 +123,7 @@ async def _throughput(args: argparse.Namespace, admin: str) -> int:
                 daemons=daemons,
                 characters=args.characters,
                 messages=args.messages,
+                writers=args.writers,
                 lease_s=args.lease,
             )
         reports.append(report)
@@ -136,10 +144,11 @@ async def main() -> int:
     parser.add_argument("--handovers", type=int, default=20, help="handover: daemons stopped and started again")
     parser.add_argument("--interval", type=float, default=0.1, help="handover: seconds between messages")
     parser.add_argument("--characters", type=int, default=6, help="throughput: characters served")
+    parser.add_argument("--writers", type=int, default=4, help="throughput: people per character writing at once")
     args = parser.parse_args()
     if args.messages is None:
         args.messages = 1000 if args.scenario == "handover" else 600
-    admin, server = _server()
+    admin, server, data = _server()
     try:
         if args.scenario == "handover":
             return await _handover(args, admin)
@@ -149,6 +158,8 @@ async def main() -> int:
     finally:
         if server is not None:
             server.cleanup()  # type: ignore[attr-defined]
+        if data is not None:
+            shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":

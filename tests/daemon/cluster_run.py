@@ -511,7 +511,7 @@ class ThroughputReport:
     messages: int
     answered: int
     duplicated: int
-    #: From the first message sent to the last first answer.
+    #: From the first message sent to the last answer.
     seconds: float
     #: Connections per daemon once placed, before the burst: what starting left in its pool
     #: (which closes one unused connection a minute).
@@ -538,20 +538,38 @@ async def throughput_run(
     daemons: int = 3,
     characters: int = 6,
     messages: int = 600,
+    writers: int = 4,
     lease_s: float = 10.0,
-    settle: float = 300.0,
+    wait: float = 60.0,
 ) -> ThroughputReport:
-    """``messages`` sent at once, each from a person of its own, spread over the characters; the
-    fake model answers at once. Measures the time until every one has its answer."""
+    """``writers`` people per character each write, wait for the answer, and write again, until
+    ``messages`` have been sent (a closed loop: the troupe is kept busy without queueing more than
+    it can answer in time); the fake model answers at once. Measures messages answered per second
+    from the first sent to the last answer; a message without an answer after ``wait`` s is left."""
     async with cluster(
         workdir, database_url, daemons=daemons, characters=characters, latency=0.0, lease_s=lease_s
     ) as c:
-        chats = c.people(-(-messages // characters))
+        chats = c.people(writers)
         await asyncio.sleep(2)  # the start-up's reads are done
         idle = await asyncio.to_thread(c.connections)
         busiest: Counter[int] = Counter()
         said: list[tuple[int, int]] = []
+        waiting: dict[tuple[int, int], asyncio.Event] = {}
+        seen = [0] * len(c.bots)
         finished = asyncio.Event()
+        last_answer = time.monotonic()
+
+        async def watch() -> None:  # one scan of what the bots sent, for every writer
+            nonlocal last_answer
+            while not finished.is_set():
+                for b, bot in enumerate(c.bots):
+                    for sent in bot.sent[seen[b] :]:
+                        event = waiting.get((sent["chat_id"], int(sent["reply_to"] or 0)))
+                        if sent["kind"] == "text" and event is not None and not event.is_set():
+                            event.set()
+                            last_answer = time.monotonic()
+                    seen[b] = len(bot.sent)
+                await asyncio.sleep(0.01)
 
         async def sample() -> None:
             while not finished.is_set():
@@ -559,16 +577,23 @@ async def throughput_run(
                     busiest[n] = max(busiest[n], count)
                 await asyncio.sleep(0.1)
 
-        sampler = asyncio.create_task(sample())
+        numbers = iter(range(messages))  # taken before sending: the writers never send more than asked
+
+        async def write(person: FakeUser, bot: FakeBot, chat: FakeChat) -> None:
+            for m in numbers:
+                message = await c.telegram.user_says(person, chat, f"{bot.first_name}, question number {m}?")
+                key = (chat.id, message["message_id"])
+                said.append(key)
+                waiting[key] = asyncio.Event()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(waiting[key].wait(), wait)
+
+        helpers = [asyncio.create_task(watch()), asyncio.create_task(sample())]
         started = time.monotonic()
-        for m in range(messages):
-            said.append(await c.say(chats, m))
-        deadline = started + settle
-        while time.monotonic() < deadline and any(c.answers()[key] == 0 for key in said):
-            await asyncio.sleep(0.05)
-        seconds = time.monotonic() - started
+        await asyncio.gather(*(write(*chat) for chat in chats))
+        seconds = last_answer - started
         finished.set()
-        await sampler
+        await asyncio.gather(*helpers)
         counts = await c.answered(said, 0)
         await c.stop_all()
         return ThroughputReport(
