@@ -158,7 +158,8 @@ async def test_a_character_handed_over_may_still_send_its_replies_in_flight_unti
     await step(d1)
     await step(d2)
     handed = (await step(d1)).ids(Change.HANDED_OVER)
-    assert len(handed) == 2 and all(stopping[a] is not None and stopping[a].valid(clock.now) for a in handed)
+    assert len(handed) == 2
+    assert all((lease := stopping[a]) is not None and lease.valid(clock.now) for a in handed)
     assert all(d1.lease_of(a) is None for a in handed)  # released once stopped: no longer its to act on
     await d1.leave()
     assert all(lease is not None for lease in stopping.values()) and len(stopping) == 5
