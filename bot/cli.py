@@ -214,11 +214,13 @@ def _troupe_from_database(args: argparse.Namespace, settings: DaemonSettings, no
     """No daemon runs here, but the troupe shares a database: show the troupe as it has it."""
     from .control import TroupeStatus, format_troupe
     from .roster import troupe_status
-    from .store import backend_for
+    from .store import backend_for, redacted_url
+
+    # Said first: should the database not answer either, its error follows this line.
+    print(f"troupe status: {no_daemon}; the troupe as {redacted_url(settings.store_location)} has it:", file=sys.stderr)
 
     async def read() -> TroupeStatus:
         async with backend_for(settings.store_location, name="troupe status") as db:
-            print(f"troupe status: {no_daemon}; the troupe as {db.path} has it:", file=sys.stderr)
             return await troupe_status(db)
 
     troupe = asyncio.run(read())

@@ -186,3 +186,16 @@ async def test_a_database_that_cannot_be_read_leaves_the_daemons_own_status_and_
     assert format_troupe(dict(troupe)) == (
         "the troupe: cannot read the shared database: database read failed: connection refused"
     )
+
+
+def test_troupe_status_says_the_daemon_is_down_before_the_database_fails_too_without_its_password(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TROUPE_CONTROL_SOCKET", str(tmp_path / "control.sock"))
+    monkeypatch.setenv("TROUPE_DATABASE_URL", "postgresql://troupe:s3cret-pw@127.0.0.1:1/troupe")  # nothing listens
+    assert main(["status"]) == 78
+    err = capsys.readouterr().err
+    first, second = err.splitlines()[:2]
+    assert "no troupe daemon is running" in first and "postgresql://troupe:***@127.0.0.1:1/troupe" in first
+    assert second.startswith("troupe: cannot open PostgreSQL database") and "s3cret-pw" not in err
