@@ -2,7 +2,9 @@
 
 ``troupe check [FILES…]``  validate character files; exit 0 when all are valid, 78 when not.
 ``troupe start [FILES…]``  run the daemon with these characters (default: ``characters/``).
-``troupe status``          the running daemon's agents, their platforms and their state.
+``troupe status``          the running daemon's agents, their platforms and their state; with
+                           TROUPE_DATABASE_URL, the whole troupe (read from the database when
+                           no daemon runs here).
 ``troupe reload``          make the running daemon read its character files again (like SIGHUP).
 ``troupe chat FILE``       talk to one character in the terminal.
 ``troupe memory …``        inspect, export and forget what an agent remembers (bot/memory_cli/).
@@ -63,7 +65,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     _log_level_option(start, "TROUPE_LOG_LEVEL, else INFO")
 
-    status = sub.add_parser("status", help="show the running daemon's agents and platforms")
+    status = sub.add_parser(
+        "status", help="show the running daemon's agents and platforms (and the whole troupe on PostgreSQL)"
+    )
     status.add_argument("--json", action="store_true", help="print the daemon's answer as JSON")
     sub.add_parser("reload", help="make the running daemon read its character files again")
 
@@ -192,11 +196,35 @@ def _ask_daemon(method: str, route: str, timeout: float) -> tuple[int, object]:
 def _status(args: argparse.Namespace) -> int:
     from .control import format_status
 
-    code, body = _ask_daemon("GET", "/status", 10.0)
+    try:
+        code, body = _ask_daemon("GET", "/status", 10.0)
+    except _NoDaemon as exc:
+        settings = DaemonSettings()
+        if settings.database_url is None:
+            raise
+        return _troupe_from_database(args, settings, str(exc))
     if code != 200 or not isinstance(body, dict):
         print(f"troupe status: the daemon answered {code}: {body}", file=sys.stderr)
         return 1
     print(json.dumps(body, indent=2) if args.json else format_status(body))
+    return 0
+
+
+def _troupe_from_database(args: argparse.Namespace, settings: DaemonSettings, no_daemon: str) -> int:
+    """No daemon runs here, but the troupe shares a database: show the troupe as it has it."""
+    from .control import TroupeStatus, format_troupe
+    from .roster import troupe_status
+    from .store import backend_for, redacted_url
+
+    # Said first: should the database not answer either, its error follows this line.
+    print(f"troupe status: {no_daemon}; the troupe as {redacted_url(settings.store_location)} has it:", file=sys.stderr)
+
+    async def read() -> TroupeStatus:
+        async with backend_for(settings.store_location, name="troupe status") as db:
+            return await troupe_status(db)
+
+    troupe = asyncio.run(read())
+    print(json.dumps({"troupe": troupe}, indent=2) if args.json else format_troupe(dict(troupe)))
     return 0
 
 

@@ -41,7 +41,7 @@ from .backoff import ExponentialBackoff
 from .character import Character, LoadResult
 from .chat import runtime_plugins
 from .control import ControlServer, DaemonStatus, ReloadSummary
-from .errors import EXIT_CONFIG, ConfigError, ReloadError, ReloadFailed, reason_for
+from .errors import EXIT_CONFIG, ConfigError, ReloadError, ReloadFailed, StoreError, reason_for
 from .events import EventType
 from .hosted import HostedAgent, fingerprint, platform_links, status_line
 from .lifecycle import AgentState, DaemonState
@@ -51,13 +51,15 @@ from .metrics import Metrics
 from .placement import Placement, shard_unit, split_unit
 from .platform_plans import PlatformPlan, plans_for, report_gaps
 from .reloading import plan_reload, read_characters, record_failures, summary_line
+from .roster import Publisher, entry_for, read_troupe
 from .runtime import AgentRuntime, Fence
 from .settings import DaemonSettings
 from .shards import Reshardable, Shards, shard_count
 from .shared import Shared
 from .signals import install_signal_handlers, remove_signal_handlers
-from .store import Lease, StoreBackend, backend_for
+from .store import DaemonEntry, Lease, StoreBackend, application_name, backend_for
 from .systemd import Notifier
+from .types import now_ms
 
 __all__ = ["Daemon", "PlatformPlan", "fingerprint"]
 
@@ -116,6 +118,9 @@ class Daemon:
         #: Per character: the units of it this daemon holds (None: its own; k: Discord shard k).
         self._units_held: dict[str, set[int | None]] = {}
         self.daemon_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        #: With a shared database: this daemon's entry in the troupe's roster (troupe status).
+        self.publisher: Publisher | None = None
+        self._started_ms = now_ms()
 
     # -- what runs ------------------------------------------------------------------------
 
@@ -190,7 +195,7 @@ class Daemon:
             }
         )
         try:
-            async with backend_for(self.settings.store_location) as db:
+            async with backend_for(self.settings.store_location, name=application_name(self.daemon_id)) as db:
                 self._db = db
                 try:
                     return await self._serve()
@@ -218,8 +223,12 @@ class Daemon:
                 ttl_s=self.settings.lease_s,
                 sharing=self._database(),
             )
+            # A heartbeat per lease time is enough for status: liveness is the presence lease's.
+            self.publisher = Publisher(self._database(), self._roster_entry, self.settings.lease_s)
+            await self._compare_files()  # before taking characters: the others see this one at once
             await self.placement.step()
             self._background.start(self.placement.run(), "placement")
+            self._background.start(self.publisher.run(), "roster")
         else:
             await asyncio.gather(*(self._launch(r) for r in self.characters))
             links = list(platform_links(self._agents.values()))
@@ -241,9 +250,28 @@ class Daemon:
         if self.placement is not None:
             await self._background.close()  # no placement round after this point
             await self.placement.leave()  # stop, then release: the others take over at once
+        if self.publisher is not None:
+            await self.publisher.leave()
         return 0
 
     # -- placement (several daemons, one troupe) -----------------------------------------------
+
+    async def troupe(self) -> Mapping[str, object] | None:
+        """The whole troupe, read from the shared database now (``DaemonView``); None on SQLite."""
+        if self.publisher is None or self._db is None:
+            return None
+        return await read_troupe(self._db, this=self.daemon_id)
+
+    def _roster_entry(self) -> DaemonEntry:
+        return entry_for(self.daemon_id, self._started_ms, self.characters, self._agents)
+
+    async def _compare_files(self) -> None:
+        """Publish this daemon's character files and warn of those that differ on another daemon."""
+        if self.publisher is not None:
+            try:
+                await self.publisher.compare()
+            except StoreError as exc:
+                _log.warning("could not compare character files with the other daemons: %s", exc)
 
     async def serve(self, unit: str, lease: Lease) -> None:
         """Start serving a unit this daemon now holds the lease of (``PlacementHost``): a
@@ -534,6 +562,7 @@ class Daemon:
         record_failures(plan.summary, launched)
         if self.placement is not None:
             self.characters = [r for r in loaded if r.ok]
+            await self._compare_files()
         else:
             self.characters = [a.result for a in self._agents.values()]
         return plan.summary

@@ -34,9 +34,18 @@ open in a browser on this machine can change anything or read more than the daem
 
 from __future__ import annotations
 
-from ._answers import AgentStatus, DaemonStatus, FileProblem, PlatformStatus, ReloadSummary
+from ._answers import (
+    AgentStatus,
+    DaemonStatus,
+    FileProblem,
+    PlatformStatus,
+    ReloadSummary,
+    TroupeCharacter,
+    TroupeDaemon,
+    TroupeStatus,
+)
 from ._client import DaemonNotAnswering, DaemonNotRunning, call
-from ._output import format_reload, format_status
+from ._output import format_reload, format_status, format_troupe
 from ._server import ControlServer, DaemonView
 
 __all__ = [
@@ -49,7 +58,11 @@ __all__ = [
     "FileProblem",
     "PlatformStatus",
     "ReloadSummary",
+    "TroupeCharacter",
+    "TroupeDaemon",
+    "TroupeStatus",
     "call",
     "format_reload",
     "format_status",
+    "format_troupe",
 ]

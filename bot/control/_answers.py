@@ -7,11 +7,20 @@ shapes the daemon promises, kept in one place beside :func:`~bot.control.format_
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from ..lifecycle import AgentState, DaemonState
 
-__all__ = ["AgentStatus", "DaemonStatus", "FileProblem", "PlatformStatus", "ReloadSummary"]
+__all__ = [
+    "AgentStatus",
+    "DaemonStatus",
+    "FileProblem",
+    "PlatformStatus",
+    "ReloadSummary",
+    "TroupeCharacter",
+    "TroupeDaemon",
+    "TroupeStatus",
+]
 
 
 class PlatformStatus(TypedDict):
@@ -40,6 +49,57 @@ class DaemonStatus(TypedDict):
     uptime_s: float
     version: str
     agents: list[AgentStatus]
+    #: With a database shared by several daemons: the whole troupe (see :class:`TroupeStatus`).
+    troupe: NotRequired[TroupeStatus]
+
+
+class TroupeDaemon(TypedDict):
+    """One daemon of the troupe, as it published itself."""
+
+    id: str
+    host: str
+    pid: int
+    version: str
+    #: When it started, in milliseconds since the epoch (its own clock).
+    started_at: int
+    #: Seconds since its last heartbeat, by the database's clock (None: it never published).
+    heartbeat_s: float | None
+    #: It holds its presence lease: placement counts it.
+    alive: bool
+    #: The daemon answering (or None when the database was read directly).
+    this: bool
+    #: Database connections it holds now (None where not known).
+    connections: int | None
+    #: Characters it serves (holds the lease of).
+    serves: int
+
+
+class TroupeCharacter(TypedDict):
+    """One character of the troupe: who serves it, under which lease."""
+
+    id: str
+    name: str
+    #: Its file, as the daemon serving it (else the first that has it) names it.
+    file: str
+    #: ``running``, ``starting`` or ``failed`` on the daemon holding its lease; ``waiting``: nobody holds it.
+    state: str
+    daemon: str | None
+    epoch: int | None
+    held_s: float | None
+    expires_s: float | None
+    #: The daemons whose copies of its file disagree (empty when they all agree).
+    differs: list[str]
+
+
+class TroupeStatus(TypedDict):
+    """The troupe as its shared database has it."""
+
+    daemons: list[TroupeDaemon]
+    characters: list[TroupeCharacter]
+    #: One line per character file that differs between daemons.
+    warnings: list[str]
+    #: Set instead when the database could not be read.
+    error: NotRequired[str]
 
 
 class FileProblem(TypedDict):

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from datetime import UTC, datetime
 from pathlib import PurePath
 from typing import Any
 
 from ..lifecycle import AgentState
 from ..links import LinkState
 
-__all__ = ["format_reload", "format_status"]
+__all__ = ["format_reload", "format_status", "format_troupe"]
 
 
 def _duration(seconds: float) -> str:
@@ -74,7 +76,80 @@ def format_status(status: dict[str, Any]) -> str:
         f"troupe {status.get('state', '?')} (pid {status.get('pid', '?')}, "
         f"up {_duration(float(status.get('uptime_s') or 0))}): {', '.join(summary)}"
     )
-    return "\n".join([header, *_columns(rows)])
+    lines = [header, *_columns(rows)]
+    if isinstance(status.get("troupe"), dict):
+        lines.append(format_troupe(status["troupe"]))
+    return "\n".join(lines)
+
+
+def _seconds(value: Any) -> str:
+    return "-" if value is None else _duration(float(value))
+
+
+def _started(started_at: Any) -> str:
+    if not started_at:
+        return "?"
+    return datetime.fromtimestamp(int(started_at) / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def format_troupe(troupe: dict[str, Any]) -> str:
+    """The whole troupe (several daemons on one database): its daemons, then who serves which
+    character, then the files that differ between daemons.
+
+    ``troupe`` is the ``"troupe"`` part of ``GET /status`` (see :class:`~bot.control.TroupeStatus`)."""
+    if troupe.get("error"):
+        return f"the troupe: cannot read the shared database: {_one_line(troupe['error'])}"
+    daemons: list[dict[str, Any]] = troupe.get("daemons") or []
+    characters: list[dict[str, Any]] = troupe.get("characters") or []
+    alive = sum(bool(d.get("alive")) for d in daemons)
+    states = Counter("waiting for a daemon" if c.get("state") == "waiting" else str(c.get("state")) for c in characters)
+    counts = ", ".join(f"{n} {state}" for state, n in sorted(states.items(), key=lambda item: -item[1]))
+    summary = [
+        _plural(alive, "daemon") + " alive",
+        _plural(len(characters), "character") + (f" ({counts})" if counts else ""),
+    ]
+    lines = [f"the troupe: {', '.join(summary)}"]
+    rows = [["daemon", "host", "pid", "started", "heartbeat", "connections", "serves"]]
+    for d in daemons:
+        name = str(d.get("id", "?")) + (" (this one)" if d.get("this") else "")
+        heartbeat = d.get("heartbeat_s")
+        seen = "-" if heartbeat is None else f"{_duration(float(heartbeat))} ago"
+        if not d.get("alive"):
+            seen += ", gone"
+        connections = d.get("connections")
+        rows.append(
+            [
+                name,
+                str(d.get("host", "?")),
+                str(d.get("pid", "?")),
+                _started(d.get("started_at")),
+                seen,
+                "-" if connections is None else str(connections),
+                str(d.get("serves", 0)),
+            ]
+        )
+    lines += _columns(rows)
+    rows = [["character", "served by", "epoch", "held for", "expires in", "state"]]
+    for c in characters:
+        state = str(c.get("state", "?"))
+        if state == "waiting":
+            state = "waiting for a daemon"
+        if c.get("differs"):
+            state += "; its file differs between daemons"
+        epoch = c.get("epoch")
+        rows.append(
+            [
+                str(c.get("name", "?")),
+                str(c.get("daemon") or "-"),
+                "-" if epoch is None else str(epoch),
+                _seconds(c.get("held_s")),
+                _seconds(c.get("expires_s")),
+                state,
+            ]
+        )
+    lines += _columns(rows)
+    lines += [f"  warning: {w}" for w in troupe.get("warnings") or []]
+    return "\n".join(lines)
 
 
 def format_reload(summary: dict[str, Any]) -> str:

@@ -42,6 +42,11 @@ class DaemonView(Protocol):
         """(ready, the reasons it is not)."""
         ...
 
+    async def troupe(self) -> Mapping[str, object] | None:
+        """The whole troupe when several daemons share the database (a :class:`TroupeStatus`),
+        read now; None for a daemon on its own."""
+        ...
+
     async def reload(self) -> Mapping[str, object]:
         """Run a reload; its JSON-able summary (a :class:`ReloadSummary`; see :func:`format_reload`)."""
         ...
@@ -177,7 +182,11 @@ class ControlServer:
         return web.Response(text=self.view.metrics.render(), headers={"Content-Type": _METRICS_TYPE})
 
     async def _status(self, request: web.Request) -> web.Response:
-        return web.json_response(self.view.status())
+        status = dict(self.view.status())
+        troupe = await self.view.troupe()
+        if troupe is not None:
+            status["troupe"] = troupe
+        return web.json_response(status)
 
     async def _reload(self, request: web.Request) -> web.Response:
         if self._reloading:

@@ -22,6 +22,7 @@ from bot.store._leases import Lease, LeaseRecord, Leases
 from bot.store._memories import DEDUP_THRESHOLD
 from bot.store._migrations import SCHEMA_VERSION
 from bot.store._protocol import JSONValue, Store, StoreBackend
+from bot.store._roster import CharacterFile, DaemonEntry, DaemonRecord, Roster, application_name
 from bot.store._search import fts_query
 from bot.store._sharing import RoomSharing
 from bot.store._sqlite import AgentStore
@@ -41,11 +42,14 @@ from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, DIMENSION_MAP
 
 __all__ = [
     "AgentStore",
+    "CharacterFile",
     "CopyReport",
     "DEDUP_THRESHOLD",
     "DEFAULT_EMBEDDING_DIMENSION",
     "DERIVED_TABLES",
     "DIMENSION_MAP",
+    "DaemonEntry",
+    "DaemonRecord",
     "Database",
     "Forgotten",
     "JSONValue",
@@ -59,10 +63,12 @@ __all__ = [
     "MessageHandling",
     "Participation",
     "RoomSharing",
+    "Roster",
     "SCHEMA_VERSION",
     "SHARED_KNOWLEDGE_ID",
     "Store",
     "StoreBackend",
+    "application_name",
     "backend_for",
     "copy_store",
     "copy_to_postgres",
@@ -72,9 +78,10 @@ __all__ = [
 ]
 
 
-def backend_for(location: str | os.PathLike[str]) -> StoreBackend:
+def backend_for(location: str | os.PathLike[str], *, name: str | None = None) -> StoreBackend:
     """The storage backend at ``location``, not open yet: PostgreSQL for a ``postgresql://`` URL,
-    else SQLite (a file path or ``":memory:"``)."""
+    else SQLite (a file path or ``":memory:"``). ``name`` names PostgreSQL connections (their
+    ``application_name``, see :func:`application_name`)."""
     if is_postgres_url(location):
         # Imported only here: psycopg is needed only by troupes on PostgreSQL.
         try:
@@ -85,7 +92,7 @@ def backend_for(location: str | os.PathLike[str]) -> StoreBackend:
                 "pip install 'troupe[postgres]' into the Python that runs troupe"
             ) from None
 
-        return PostgresDatabase(location)
+        return PostgresDatabase(location, application_name=name)
     return Database(location)
 
 

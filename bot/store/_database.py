@@ -19,6 +19,7 @@ from bot.store._leases import LocalLeases
 from bot.store._log_queue import QueuedLogs
 from bot.store._migrations import migrate
 from bot.store._reads import ReadBatches
+from bot.store._roster import LocalRoster
 from bot.store._sharing import ROOM_SHARING_SQL, RoomSharing
 from bot.store._sqlite import AgentStore
 from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, dimension_key
@@ -52,6 +53,7 @@ class Database(QueuedLogs):
         # agent id -> active embedding dimension; written through by ensure_embedding_dimension.
         self._dimensions: dict[str, int] = {}
         self._leases = LocalLeases()
+        self._roster = LocalRoster()
         #: Agents of this process take turns at the shared knowledge scope (plugins/knowledge), so a
         #: shared document is stored and embedded once.
         self.shared_knowledge_lock = asyncio.Lock()
@@ -198,6 +200,11 @@ class Database(QueuedLogs):
     async def room_sharing(self) -> list[RoomSharing]:
         """Pairs of characters that share platform rooms (``bot/store/_sharing.py``)."""
         return [RoomSharing(str(a), str(b), int(n)) for a, b, n in await self.fetchall(ROOM_SHARING_SQL)]
+
+    @property
+    def roster(self) -> LocalRoster:
+        """The daemons within this process: one, since one daemon uses a SQLite file."""
+        return self._roster
 
     # -- housekeeping ------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from typing import Any, Protocol, Self, runtime_checkable
 
 from bot.bus import Bus
 from bot.store._leases import Leases
+from bot.store._roster import Roster
 from bot.store._sharing import RoomSharing
 from bot.store._values import Forgotten, KnowledgeDocument, KnowledgeSourceRecord, MemoryExport, MessageHandling
 from bot.types import (
@@ -301,3 +302,5 @@ class StoreBackend(Protocol):
     def leases(self) -> Leases: ...
     async def room_sharing(self) -> list[RoomSharing]: ...
     def bus(self, origin: str) -> Bus: ...
+    @property
+    def roster(self) -> Roster: ...

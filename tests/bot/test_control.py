@@ -68,9 +68,13 @@ class FakeDaemon:
         self.reload_gate: asyncio.Event | None = None
         self.reload_error: Exception | None = None
         self.reloads = 0
+        self.whole_troupe: dict[str, Any] | None = None
 
     def status(self) -> dict[str, Any]:
         return STATUS
+
+    async def troupe(self) -> dict[str, Any] | None:
+        return self.whole_troupe
 
     def readiness(self) -> tuple[bool, list[str]]:
         return self.ready
@@ -126,6 +130,14 @@ async def test_every_route_over_the_unix_socket(running: tuple[FakeDaemon, Contr
     assert await call(sock, "GET", "/nope") == (404, {"error": "Not Found"})
     assert await call(sock, "GET", "/reload") == (405, {"error": "Method Not Allowed"})
     assert server.tcp_port is None
+
+
+async def test_status_carries_the_whole_troupe_when_the_daemon_shares_its_database(
+    running: tuple[FakeDaemon, ControlServer, Path],
+) -> None:
+    daemon, _, sock = running
+    daemon.whole_troupe = {"daemons": [], "characters": [], "warnings": ["ada.json differs"]}
+    assert await call(sock, "GET", "/status") == (200, {**STATUS, "troupe": daemon.whole_troupe})
 
 
 async def test_metrics_content_type(running: tuple[FakeDaemon, ControlServer, Path]) -> None:

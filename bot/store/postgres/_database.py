@@ -30,6 +30,7 @@ from bot.store.postgres._bus import PgBus
 from bot.store.postgres._leases import PgLeases
 from bot.store.postgres._log_queue import QueuedLogs
 from bot.store.postgres._migrations import migrate
+from bot.store.postgres._roster import PgRoster
 
 if TYPE_CHECKING:
     from bot.store.postgres._store import PgAgentStore
@@ -60,18 +61,29 @@ class PostgresDatabase:
     """A PostgreSQL database as a ``StoreBackend``. ``async with PostgresDatabase(url) as db:``
     opens the pool and migrates; ``db.for_agent(agent_id)`` gives one agent's store."""
 
-    def __init__(self, url: str, *, max_connections: int = DEFAULT_MAX_CONNECTIONS) -> None:
+    def __init__(
+        self, url: str, *, max_connections: int = DEFAULT_MAX_CONNECTIONS, application_name: str | None = None
+    ) -> None:
         if not is_postgres_url(url):
             raise ValueError("a PostgreSQL URL starts with postgresql:// or postgres://")
         if max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, not {max_connections}")
         self._url = url
         self._max = max_connections
+        # Names this process's connections in pg_stat_activity (``troupe:<daemon id>``).
+        self._connection_kwargs: dict[str, Any] = {
+            "autocommit": True,
+            "row_factory": dict_row,
+            "connect_timeout": _CONNECT_TIMEOUT_S,
+        }
+        if application_name:
+            self._connection_kwargs["application_name"] = application_name
         self._pool: AsyncConnectionPool | None = None
         self._listener = False  # whether the pool gave up a place to the bus's connection
         self._state = State.UNOPENED
         self._schema_version = 0
         self._leases = PgLeases(self)
+        self._roster = PgRoster(self)
         #: Agents of this process take turns at the shared knowledge scope (as with SQLite).
         self.shared_knowledge_lock = asyncio.Lock()
         #: Rows of ``Store.queue_log``, written together soon after; flushed by close().
@@ -100,9 +112,7 @@ class PostgresDatabase:
         try:
             # A connection of its own first: a wrong URL or a server that is down fails here at
             # once with the driver's reason, where the pool would keep retrying in the background.
-            async with await psycopg.AsyncConnection.connect(
-                self._url, autocommit=True, row_factory=dict_row, connect_timeout=_CONNECT_TIMEOUT_S
-            ) as conn:
+            async with await psycopg.AsyncConnection.connect(self._url, **self._connection_kwargs) as conn:
                 await _configure(conn)
                 self._schema_version = await migrate(conn)
         except (psycopg.Error, OSError) as exc:
@@ -113,7 +123,7 @@ class PostgresDatabase:
             max_size=self._max,
             max_idle=_IDLE_S,
             timeout=_POOL_WAIT_S,
-            kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": _CONNECT_TIMEOUT_S},
+            kwargs=self._connection_kwargs,
             configure=_configure_pooled,
             open=False,
             name="troupe",
@@ -194,6 +204,11 @@ class PostgresDatabase:
             )
         except (psycopg.Error, OSError) as exc:
             raise StoreError(f"cannot connect to PostgreSQL database {self.path}: {_reason(exc, self._url)}") from None
+
+    @property
+    def roster(self) -> PgRoster:
+        """The troupe's daemons, as each publishes itself."""
+        return self._roster
 
     def shared_reads(self) -> AbstractContextManager[None]:
         """No read sharing yet: each read is its own query."""

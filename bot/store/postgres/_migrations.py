@@ -17,6 +17,7 @@ import psycopg
 from bot.errors import SchemaVersionError
 from bot.store.postgres._bus import SCHEMA as BUS
 from bot.store.postgres._leases import SCHEMA as LEASES
+from bot.store.postgres._roster import SCHEMA as ROSTER
 from bot.store.postgres._schema import TABLES
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
@@ -47,6 +48,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "the tables of the store (as SQLite's schema 5)", TABLES),
     Migration(3, "leases: which daemon serves what", LEASES),
     Migration(4, "bus: what one daemon posts for the others", BUS),
+    Migration(5, "daemons: the roster troupe status shows", ROSTER),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -32,6 +32,7 @@ POSTGRES_READY: set[str] = {
     "test_memories",
     "test_records",
     "test_retention",
+    "test_roster",
     "test_rooms",
     "test_units_of_work",
     "test_vector_search",
