@@ -46,10 +46,10 @@ from bot.store import Lease, LeaseRecord, Leases, RoomSharing
 __all__ = [
     "AGENT_PREFIX",
     "DAEMON_PREFIX",
-    "SHARD_PREFIX",
     "Placement",
     "PlacementHost",
     "Round",
+    "SHARD_PREFIX",
     "lease_name",
     "shard_unit",
     "split_unit",
