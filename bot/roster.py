@@ -30,7 +30,7 @@ from .control import TroupeCharacter, TroupeDaemon, TroupeStatus
 from .errors import StoreError
 from .hosted import HostedAgent
 from .lifecycle import AgentState
-from .placement import AGENT_PREFIX, DAEMON_PREFIX
+from .placement import AGENT_PREFIX, DAEMON_PREFIX, SHARD_PREFIX, split_unit, unit_of
 from .store import CharacterFile, DaemonEntry, DaemonRecord, LeaseRecord, StoreBackend, application_name
 
 __all__ = [
@@ -192,6 +192,12 @@ async def troupe_status(backend: StoreBackend, this: str | None = None) -> Troup
     held = {
         r.name.removeprefix(AGENT_PREFIX): r for r in leases if r.name.startswith(AGENT_PREFIX) and r.expires_in > 0
     }
+    shards: dict[str, dict[str, str | None]] = {}  # agent id -> shard -> its daemon (sharded Discord bots)
+    for r in leases:
+        unit = unit_of(r.name) if r.name.startswith(SHARD_PREFIX) else None
+        if unit is not None:
+            agent_id, shard = split_unit(unit)
+            shards.setdefault(agent_id, {})[str(shard)] = r.owner if r.expires_in > 0 else None
     entries = {r.entry.id: r for r in records}
     daemons: list[TroupeDaemon] = []
     for daemon_id in sorted(alive | set(entries)):
@@ -209,6 +215,7 @@ async def troupe_status(backend: StoreBackend, this: str | None = None) -> Troup
                 "this": daemon_id == this,
                 "connections": connections.get(application_name(daemon_id)) if connections else None,
                 "serves": sum(lease.owner == daemon_id for lease in held.values()),
+                "shards": sum(owner == daemon_id for held_shards in shards.values() for owner in held_shards.values()),
             }
         )
     found = {d.agent_id: d for d in differences(records, alive, first=this)}
@@ -235,6 +242,7 @@ async def troupe_status(backend: StoreBackend, this: str | None = None) -> Troup
                 "held_s": round(lease.held_for, 1) if lease is not None else None,
                 "expires_s": round(lease.expires_in, 1) if lease is not None else None,
                 "differs": found[agent_id].daemons if agent_id in found else [],
+                "shards": dict(sorted(shards.get(agent_id, {}).items(), key=lambda item: int(item[0]))),
             }
         )
     characters.sort(key=lambda c: c["name"].casefold())

@@ -72,6 +72,8 @@ class TroupeDaemon(TypedDict):
     connections: int | None
     #: Characters it serves (holds the lease of).
     serves: int
+    #: Discord shards (1 and up) of sharded characters it serves.
+    shards: int
 
 
 class TroupeCharacter(TypedDict):
@@ -89,6 +91,9 @@ class TroupeCharacter(TypedDict):
     expires_s: float | None
     #: The daemons whose copies of its file disagree (empty when they all agree).
     differs: list[str]
+    #: A sharded Discord character's shards 1 and up (shard 0 goes with the character): shard
+    #: number -> the daemon serving it, None for one nobody serves; empty when unsharded.
+    shards: dict[str, str | None]
 
 
 class TroupeStatus(TypedDict):

@@ -125,7 +125,7 @@ def format_troupe(troupe: dict[str, Any]) -> str:
                 _started(d.get("started_at")),
                 seen,
                 "-" if connections is None else str(connections),
-                str(d.get("serves", 0)),
+                str(d.get("serves", 0)) + (f" (+{d['shards']} shards)" if d.get("shards") else ""),
             ]
         )
     lines += _columns(rows)
@@ -136,6 +136,8 @@ def format_troupe(troupe: dict[str, Any]) -> str:
             state = "waiting for a daemon"
         if c.get("differs"):
             state += "; its file differs between daemons"
+        if c.get("shards"):
+            state += "; Discord shards " + ", ".join(f"{k}: {d or 'nobody'}" for k, d in c["shards"].items())
         epoch = c.get("epoch")
         rows.append(
             [

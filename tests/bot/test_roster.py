@@ -100,6 +100,8 @@ async def test_status_shows_every_daemon_who_serves_what_and_what_waits(postgres
         await second.leases.acquire("daemon:d2", "d2", TTL)
         ada_lease = await first.leases.acquire(f"agent:{ADA}", "d1", TTL)
         await second.leases.acquire(f"agent:{BRANN}", "d2", TTL)
+        await second.leases.acquire(f"shard:{BRANN}:1", "d2", TTL)  # Brann's Discord bot in 3 shards
+        await first.leases.acquire(f"shard:{BRANN}:2", "d1", TTL)
         assert ada_lease is not None
         status = await troupe_status(first, this="d1")
 
@@ -118,6 +120,8 @@ async def test_status_shows_every_daemon_who_serves_what_and_what_waits(postgres
     assert by_name["Ada"]["expires_s"] is not None and 25 < by_name["Ada"]["expires_s"] <= TTL
     assert by_name["Ada"]["differs"] == ["d1", "d2"]
     assert (by_name["Brann"]["daemon"], by_name["Brann"]["state"]) == ("d2", "failed")
+    assert by_name["Brann"]["shards"] == {"1": "d2", "2": "d1"} and by_name["Ada"]["shards"] == {}
+    assert [d["shards"] for d in status["daemons"]] == [0, 1, 1]
     assert (by_name["Cleo"]["daemon"], by_name["Cleo"]["state"], by_name["Cleo"]["epoch"]) == (None, "waiting", None)
     assert status["warnings"] == [
         "characters/ada.json differs between daemons d1 and d2: reload or deploy the same file on every machine"
