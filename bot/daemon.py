@@ -293,6 +293,7 @@ class Daemon:
             await self._launch_placed(result)
         else:
             await self._reshard(agent, result)
+        await self._republish()
 
     async def stop_serving(self, unit: str) -> None:
         """Stop serving a unit whose lease this daemon lost or hands over (``PlacementHost``)."""
@@ -310,6 +311,15 @@ class Daemon:
             await self._launch_placed(agent.result)
         else:
             await self._reshard(agent, agent.result)
+        await self._republish()
+
+    async def _republish(self) -> None:
+        """Tell the troupe at once what this daemon now serves and how (``troupe status``)."""
+        if self.publisher is not None:
+            try:
+                await self.publisher.publish()
+            except StoreError as exc:  # the heartbeat publishes again shortly
+                _log.debug("could not publish this daemon's status: %s", exc)
 
     def _units(self, results: Iterable[LoadResult]) -> list[str]:
         """What placement leases: each character, and each Discord shard (1 and up) of a sharded

@@ -386,9 +386,14 @@ async def cluster_run(
         placed = await asyncio.to_thread(c.owners)
         spread = sorted(Counter(placed.values()).get(n, 0) for n in range(daemons))
         status: dict[str, Any] = {}
-        if ask_status:
+        deadline = time.monotonic() + 30
+        while ask_status:  # placed: leases taken; the characters' starts may still be under way
             code, out, err = await c.cli(0, "status", "--json")
             status = json.loads(out) if code == 0 else {"error": err}
+            states = [ch.get("state") for ch in status.get("troupe", {}).get("characters", [])]
+            if code != 0 or all(state == "running" for state in states) or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.5)
         chats = c.people(people)
         said: list[tuple[int, int]] = []
         victim = max(set(placed.values()), key=lambda n: list(placed.values()).count(n))
