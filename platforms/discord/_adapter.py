@@ -93,7 +93,11 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         self._was_online = False  # an earlier client of this run was ready: a new one may have a gap to fill
         self._resharding = False
         self._reshard_lock = asyncio.Lock()
-        self._taken_on = frozenset(shards.ids) if shards is not None else frozenset()
+        # A placed character (several daemons: runtime.fence) may just have been let go by another
+        # daemon too, unsharded or not: its one shard, 0, is taken on as well.
+        self._taken_on = (
+            frozenset(shards.ids) if shards is not None else frozenset({0}) if runtime.fence is not None else frozenset()
+        )
         """Shards this connection took on and has not read back yet: another daemon may have just
         let them go, and what was said in between is in no one's memory but Discord's."""
         self._worlds: set[int] = set()
@@ -232,8 +236,8 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
 
     async def _with_stored_gap(self, plan: list[tuple[int, int]], taken_on: frozenset[int]) -> list[tuple[int, int]]:
         """``plan``, and the recently active channels of the shards ``taken_on``, from the store."""
-        shards = self.shards
-        if shards is None or not self.missed.limits.enabled:
+        shards = self.shards or Shards.all(1)
+        if not self.missed.limits.enabled:
             return plan
         since = now_ms() - int(self.missed.limits.window_s * 1000)
         try:

@@ -14,9 +14,9 @@ that channel before the connection was lost, and never before ``window_s`` ago; 
 A sharded client loses and re-identifies each shard on its own: a shard's channels are read
 back from where they stood when that shard's session was lost.
 
-Shards taken on (a sharded connection's start, or :meth:`DiscordAdapter.reshard` adding
-shards: another daemon may have just let them go) are not in this run's memory: for them the
-store says where to read, the channels of their servers with stored messages within
+Shards taken on (a sharded connection's start, :meth:`DiscordAdapter.reshard` adding shards,
+or the start of any character placed among several daemons: another daemon may have just let
+them go) are not in this run's memory: for them the store says where to read, the channels of their servers with stored messages within
 ``window_s``, after the newest stored one.
 
 Nothing is answered twice: every message handed over in this run is claimed by id (live and

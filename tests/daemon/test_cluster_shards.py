@@ -1,7 +1,8 @@
-"""Discord shards leased one by one: two daemons on one PostgreSQL serve one character split into
-three shards, each daemon connecting the shards it holds; every message (in a server on each
-shard, and in private) is answered once, and when one daemon stops, its shards move to the
-other and are still answered once."""
+"""Discord across daemons: two daemons on one PostgreSQL serve one character split into three
+shards, each daemon connecting the shards it holds; every message (in a server on each shard,
+and in private) is answered once, and when one daemon stops, its shards move to the other and
+are still answered once. What is said while a character moves is read back by the daemon that
+takes it over."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ from pathlib import Path
 
 from bot.character import load_character
 from bot.daemon import Daemon
+from bot.links import LinkState
 from bot.placement import split_unit
 from bot.settings import DaemonSettings
 
 from ..fakes.discord_server import FakeDiscord
 from ..fakes.openai_server import FakeOpenAIServer
-from ..platforms.discord.scene import Brain, character, until
-from ..platforms.discord.test_shards import COUNT, guilds_on_every_shard, identify_gate
+from ..platforms.discord.scene import Brain, character, plan, until
+from ..platforms.discord.test_shards import COUNT, IdentifyGate, guilds_on_every_shard, identify_gate
 
 __all__ = ["identify_gate"]  # the fixture, used here by name
 
@@ -95,6 +97,62 @@ async def test_two_daemons_split_a_sharded_character_and_one_takes_all_when_the_
             await ask_everywhere("hello, together")
         finally:
             for daemon, run in ((first, first_run), (second, second_run)):
+                if not run.done():
+                    daemon.stop()
+                    await asyncio.wait_for(run, 30)
+
+
+async def test_what_was_said_while_a_character_moved_between_daemons_is_read_back_and_answered_once(
+    tmp_path: Path, postgres_url: str, identify_gate: IdentifyGate
+) -> None:
+    """Discord does not replay what a bot missed while nobody was connected as it: the daemon
+    that takes a character over reads back where the store ends (unsharded, too)."""
+    async with FakeDiscord() as fake, FakeOpenAIServer() as openai:
+        openai.script_chat(lambda body: plan("Here I am."))
+        environ = {"OPENAI_API_KEY": "sk-e2e-0000", "OPENAI_BASE_URL": openai.url}
+        bo, sam = fake.add_bot("token-bo", "Bo"), fake.add_user("sam", global_name="Sam")
+        channel = fake.add_channel(fake.add_guild("Writers", owner=sam, members=[bo]), "general")
+        path = character(tmp_path, "Bo", "token-bo", fake.api_base)
+        runs: list[tuple[Daemon, asyncio.Task[int]]] = []
+
+        def answers() -> Counter[int]:
+            return Counter(m.reference.id for m in bo.sent if m.reference is not None)
+
+        def holder() -> int | None:
+            for n, (daemon, _run) in enumerate(runs):
+                if daemon.runtimes and daemon.runtimes[0].links.get("discord"):
+                    link = daemon.runtimes[0].links.get("discord")
+                    if link is not None and link.state is LinkState.CONNECTED:
+                        return n
+            return None
+
+        for n in range(2):
+            settings = DaemonSettings(
+                data_dir=tmp_path / f"data-{n}", database_url=postgres_url, lease_s=LEASE_S, stop_timeout_s=3
+            )
+            daemon = Daemon(settings, [load_character(path, environ=environ)], environ)
+            runs.append((daemon, asyncio.create_task(daemon.run())))
+            await until(lambda: holder() is not None, timeout=30)
+        try:
+            await asyncio.sleep(LEASE_S)  # placement settles: one of them serves Bo
+            await until(lambda: holder() is not None, timeout=30)
+            first = holder()
+            assert first is not None
+            said = await fake.user_says(sam, channel, f"{bo.mention} before the move")
+            await until(lambda: answers()[said.id] == 1, timeout=20)
+
+            identify_gate.close()  # the next connection as Bo waits: what is said meanwhile is missed live
+            runs[first][0].stop()
+            assert await asyncio.wait_for(runs[first][1], 30) == 0
+            other = 1 - first
+            await until(lambda: runs[other][0].runtimes, timeout=30)  # it took Bo over, and is connecting
+            gap = await fake.user_says(sam, channel, f"{bo.mention} said while nobody was Bo")
+            identify_gate.open()
+            await until(lambda: answers()[gap.id] >= 1, timeout=30)
+            await asyncio.sleep(0.5)
+            assert (answers()[said.id], answers()[gap.id]) == (1, 1)
+        finally:
+            for daemon, run in runs:
                 if not run.done():
                     daemon.stop()
                     await asyncio.wait_for(run, 30)
