@@ -96,7 +96,11 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         # A placed character (several daemons: runtime.fence) may just have been let go by another
         # daemon too, unsharded or not: its one shard, 0, is taken on as well.
         self._taken_on = (
-            frozenset(shards.ids) if shards is not None else frozenset({0}) if runtime.fence is not None else frozenset()
+            frozenset(shards.ids)
+            if shards is not None
+            else frozenset({0})
+            if runtime.fence is not None
+            else frozenset()
         )
         """Shards this connection took on and has not read back yet: another daemon may have just
         let them go, and what was said in between is in no one's memory but Discord's."""
