@@ -28,6 +28,7 @@ from bot.store._urls import is_postgres_url, redacted_url
 from bot.store.postgres._leases import PgLeases
 from bot.store.postgres._log_queue import QueuedLogs
 from bot.store.postgres._migrations import migrate
+from bot.store.postgres._vector_index import DEFAULT_INDEX_THRESHOLD, VectorIndexes
 
 if TYPE_CHECKING:
     from bot.store.postgres._store import PgAgentStore
@@ -58,7 +59,13 @@ class PostgresDatabase:
     """A PostgreSQL database as a ``StoreBackend``. ``async with PostgresDatabase(url) as db:``
     opens the pool and migrates; ``db.for_agent(agent_id)`` gives one agent's store."""
 
-    def __init__(self, url: str, *, max_connections: int = DEFAULT_MAX_CONNECTIONS) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        vector_index_threshold: int = DEFAULT_INDEX_THRESHOLD,
+    ) -> None:
         if not is_postgres_url(url):
             raise ValueError("a PostgreSQL URL starts with postgresql:// or postgres://")
         if max_connections < 1:
@@ -73,6 +80,8 @@ class PostgresDatabase:
         self.shared_knowledge_lock = asyncio.Lock()
         #: Rows of ``Store.queue_log``, written together soon after; flushed by close().
         self.log_queue = QueuedLogs(self)
+        #: The HNSW indexes of agents with many vectors (see ``_vector_index``).
+        self.vector_indexes = VectorIndexes(self, threshold=vector_index_threshold)
 
     def __repr__(self) -> str:
         return f"<PostgresDatabase {self.path} state={self._state.name.lower()}>"
@@ -127,6 +136,7 @@ class PostgresDatabase:
             self._state = State.CLOSED
             return
         await self.log_queue.close()
+        await self.vector_indexes.close()
         self._state = State.CLOSED
         pool, self._pool = self._pool, None
         if pool is not None:
@@ -205,6 +215,22 @@ class PostgresDatabase:
                 yield conn  # type: ignore[misc]  # dict_row connections
         except (psycopg.Error, PoolTimeout) as exc:
             raise StoreError(f"database write failed: {_reason(exc, self._url)}") from exc
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+        """``async with db.session() as conn:`` one pooled connection for several statements, each
+        committed alone (for what cannot run in a transaction, or takes session locks). A block that
+        raises or is cancelled closes the connection rather than return it with its session state."""
+        pool = self._require_pool()
+        try:
+            async with pool.connection() as conn:
+                try:
+                    yield conn  # type: ignore[misc]  # dict_row connections
+                except BaseException:
+                    await conn.close()
+                    raise
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise StoreError(f"database session failed: {_reason(exc, self._url)}") from exc
 
 
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:

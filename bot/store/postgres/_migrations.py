@@ -17,6 +17,7 @@ import psycopg
 from bot.errors import SchemaVersionError
 from bot.store.postgres._leases import SCHEMA as LEASES
 from bot.store.postgres._schema import TABLES
+from bot.store.postgres._vector_index import OWNER_COLUMNS
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
 
@@ -45,6 +46,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "base", _BASE),
     Migration(2, "the tables of the store (as SQLite's schema 5)", TABLES),
     Migration(3, "leases: which daemon serves what", LEASES),
+    Migration(4, "each vector's agent and memory table, for per-agent HNSW indexes", OWNER_COLUMNS),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
