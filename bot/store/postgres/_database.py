@@ -19,6 +19,9 @@ from urllib.parse import urlsplit
 
 import psycopg
 from pgvector.psycopg import register_vector_async
+from psycopg.abc import Buffer
+from psycopg.adapt import Loader
+from psycopg.pq import Format
 from psycopg.rows import dict_row
 from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
@@ -233,10 +236,21 @@ class PostgresDatabase:
             raise StoreError(f"database session failed: {_reason(exc, self._url)}") from exc
 
 
+class _JsonbTextBinaryLoader(Loader):
+    """jsonb in a binary result (a version byte, then the JSON text) as its JSON text too."""
+
+    format = Format.BINARY
+
+    def load(self, data: Buffer) -> str:
+        return bytes(data[1:]).decode()
+
+
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
     """Every connection: jsonb comes back as its JSON text, as SQLite's JSON columns do, so the
-    store's row converters (bot/store/_rows.py) read both backends alike."""
+    store's row converters (bot/store/_rows.py) read both backends alike, whether a query asks
+    for text results or binary ones (vector search does: 1536 floats as text cost milliseconds)."""
     conn.adapters.register_loader("jsonb", TextLoader)
+    conn.adapters.register_loader("jsonb", _JsonbTextBinaryLoader)
 
 
 async def _configure_pooled(conn: psycopg.AsyncConnection[Any]) -> None:

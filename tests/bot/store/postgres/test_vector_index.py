@@ -116,7 +116,8 @@ async def test_an_indexed_search_returns_count_when_another_agents_vectors_are_a
     query = unit([rng.gauss(0, 1) for _ in range(DIM)])
     near = {f"b{n}": cluster(rng, query, 0.01) for n in range(300)}
     own = {
-        f"a{n}": cluster(rng, query, 0.08) if n % 2 else unit([rng.gauss(0, 1) for _ in range(DIM)]) for n in range(300)
+        f"a{n}": cluster(rng, query, 0.08) if n % 2 else unit([rng.gauss(0, 1) for _ in range(DIM)])
+        for n in range(1000)
     }
     await write(theirs, B, near)
     await write(mine, A, own)
@@ -143,9 +144,9 @@ async def test_filters_that_leave_fewer_than_count_among_the_index_candidates_fa
     await db.execute("INSERT INTO rooms (id, agent_id, source, type) VALUES ('far', %s, 'discord', 'GROUP')", (A,))
     rng = random.Random(3)
     query = unit([rng.gauss(0, 1) for _ in range(DIM)])
-    # 400 vectors near the query in the agent's room; 5 far from it in another room: the index's
-    # 40 candidates are all from the first room.
-    await write(store, A, {f"near{n}": cluster(rng, query, 0.02) for n in range(400)})
+    # 1000 vectors near the query in the agent's room; 5 far from it in another room: the index's
+    # 100 candidates are all from the first room.
+    await write(store, A, {f"near{n}": cluster(rng, query, 0.02) for n in range(1000)})
     far = {f"far{n}": unit([rng.gauss(0, 1) for _ in range(DIM)]) for n in range(5)}
     await write(store, A, far, in_room="far")
     key = IndexKey(A, "facts", DIM)
@@ -164,7 +165,7 @@ async def test_an_indexed_search_finds_what_exact_search_finds_on_a_small_cluste
     store = await seeded(db, A)
     rng = random.Random(4)
     centres = [unit([rng.gauss(0, 1) for _ in range(DIM)]) for _ in range(20)]
-    vectors = {f"m{n}": cluster(rng, centres[n % 20], 0.05) for n in range(600)}
+    vectors = {f"m{n}": cluster(rng, centres[n % 20], 0.05) for n in range(1000)}
     await write(store, A, vectors)
     queries = [cluster(rng, centres[q % 20], 0.05) for q in range(40)]
     exact_found = [[m.id for m in await store.search_memories(q, "facts", count=10)] for q in queries]
