@@ -18,14 +18,11 @@ import os
 import statistics
 import sys
 import tempfile
-import uuid
 from pathlib import Path
-from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import psycopg
-
+from tests.bench._postgres import fresh_database
 from tests.daemon.cluster_run import Fault, cluster_run
 
 
@@ -37,13 +34,6 @@ def _server() -> tuple[str, object | None]:
 
     server = pgserver.get_server(Path(tempfile.mkdtemp(prefix="troupe-bench-pg-")), cleanup_mode="stop")
     return server.get_uri(), server
-
-
-def _fresh_database(admin: str) -> str:
-    name = f"troupe_bench_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return urlsplit(admin)._replace(path=f"/{name}").geturl()
 
 
 async def main() -> int:
@@ -59,7 +49,7 @@ async def main() -> int:
     try:
         for trial in range(args.trials):
             with tempfile.TemporaryDirectory() as work:
-                report = await cluster_run(Path(work), _fresh_database(admin), lease_s=args.lease, fault=fault)
+                report = await cluster_run(Path(work), fresh_database(admin), lease_s=args.lease, fault=fault)
             messages += report.messages
             lost += report.lost
             duplicated += report.duplicated

@@ -9,9 +9,9 @@ Not a test. Run it from the repository root::
 Each case (one per ``--agents`` entry) fills a new PostgreSQL database and a new SQLite file with
 the SAME ``--memories`` 'messages' memories, spread evenly over that many agents (so with 10
 agents at 100k, each holds 10k), then asks ``--queries`` searches through the store's public
-``search_memories`` (top 10, no filter), each against one agent in turn, and prints one line per
-backend and search kind: p50 and p95 latency and recall@10 against the exact answer (computed
-here with numpy). PostgreSQL is measured exact first (no index yet), then each agent's HNSW
+``search_memories`` (top 10, no filter), each against one agent in turn (after ``--warm-up``
+other searches, untimed), and prints one line per backend and search kind: p50 and p95 latency
+and recall@10 against the exact answer (computed here with numpy). PostgreSQL is measured exact first (no index yet), then each agent's HNSW
 index is built through the store's own builder (``VectorIndexes.ensure``, timed) and the same
 queries are asked again. Writes are measured too: ``--inserts`` memories through
 ``create_memories`` for one agent without an index and with one.
@@ -26,7 +26,8 @@ neighbours in the whole table are mostly other agents'.
 Loading goes straight into the schema's tables through each store's own database object (COPY
 for PostgreSQL, executemany for SQLite): this measures search, not loading. PostgreSQL is
 pgserver's (started with its data in ``--data``, default a new temporary directory, removed at
-the end), or the server ``TROUPE_TEST_DATABASE_URL`` names.
+the end, and ``--shared-buffers``: its own 128MB would not hold the indexes of 1M vectors), or
+the server ``TROUPE_TEST_DATABASE_URL`` names, as it is configured.
 """
 
 from __future__ import annotations
@@ -34,29 +35,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Awaitable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import numpy as np
-import psycopg
 
 from bot.store import Database, Store
 from bot.store.postgres import PostgresDatabase
 from bot.store.postgres._vector_index import IndexKey
 from bot.types import AgentRecord, ChannelType, Entity, Memory, Room
 from tests.bench._common import percentile
+from tests.bench._postgres import drop_database, fresh_database, postgres_server
 
 TABLE = "messages"
 SUBTOPICS = 64
@@ -68,11 +65,15 @@ BASE_MS = 1_700_000_000_000
 _TOPIC_SPREAD, _POINT_SPREAD = 1.0, 0.6
 
 
+#: A float32 matrix, one vector a row.
+Vectors = np.ndarray[Any, np.dtype[np.float32]]
+
+
 @dataclass(frozen=True)
 class Mixture:
     """The two-level mixture: subtopic centres (unit vectors) that every draw is made around."""
 
-    centres: np.ndarray[Any, np.dtype[np.float32]]
+    centres: Vectors
 
     @classmethod
     def make(cls, topics: int, dims: int, seed: int) -> Mixture:
@@ -82,25 +83,27 @@ class Mixture:
         subs += rng.standard_normal(subs.shape, dtype=np.float32) * (_TOPIC_SPREAD / np.sqrt(dims))
         return cls(_unit(subs))
 
-    def draw(self, n: int, rng: np.random.Generator) -> np.ndarray[Any, np.dtype[np.float32]]:
+    def draw(self, n: int, rng: np.random.Generator) -> Vectors:
         dims = self.centres.shape[1]
         points = self.centres[rng.integers(0, len(self.centres), n)]
         points += rng.standard_normal(points.shape, dtype=np.float32) * (_POINT_SPREAD / np.sqrt(dims))
         return _unit(points)
 
 
-def _unit(x: np.ndarray[Any, np.dtype[np.float32]]) -> np.ndarray[Any, np.dtype[np.float32]]:
+def _unit(x: Vectors) -> Vectors:
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
 @dataclass
 class Agent:
+    """One agent of a case: its queries and their exact answers (its vectors are not kept)."""
+
     id: str
     user: str
     rooms: list[str]
-    vectors: np.ndarray[Any, np.dtype[np.float32]]  # row i is memory f"{id}-m{i}"
-    queries: list[np.ndarray[Any, np.dtype[np.float32]]]
+    queries: list[Vectors]
     truth: list[set[str]]
+    warm_up: list[Vectors]
 
 
 @dataclass
@@ -119,22 +122,20 @@ def memory_id(agent: str, i: int) -> str:
     return f"{agent}-m{i}"
 
 
-def make_agents(n_agents: int, memories: int, queries: int, mixture: Mixture, seed: int) -> list[Agent]:
-    agents = []
-    per_agent = memories // n_agents
-    for a in range(n_agents):
-        agent_id = f"bench-agent-{a:03d}"
-        rng = np.random.default_rng([seed, a])
-        vectors = mixture.draw(per_agent, rng)
-        asked = [q for q in mixture.draw(len(range(a, queries, n_agents)), rng)]
-        truth = []
-        for q in asked:
-            scores = vectors @ q
-            best = np.argpartition(-scores, TOP)[:TOP]
-            truth.append({memory_id(agent_id, int(i)) for i in best})
-        rooms = [f"{agent_id}-room-{r}" for r in range(ROOMS_PER_AGENT)]
-        agents.append(Agent(agent_id, f"{agent_id}-user", rooms, vectors, asked, truth))
-    return agents
+def make_agent(a: int, size: int, queries: int, mixture: Mixture, seed: int, warm_up: int = 0) -> tuple[Agent, Vectors]:
+    """Agent ``a`` and its ``size`` vectors (row i is memory ``memory_id(agent, i)``), with
+    ``queries`` queries and their exact top 10 among those vectors, and ``warm_up`` other queries."""
+    agent_id = f"bench-agent-{a:03d}"
+    rng = np.random.default_rng([seed, a])
+    vectors = mixture.draw(size, rng)
+    asked = list(mixture.draw(queries, rng))
+    truth = []
+    for q in asked:
+        best = np.argpartition(-(vectors @ q), TOP)[:TOP]
+        truth.append({memory_id(agent_id, int(i)) for i in best})
+    rooms = [f"{agent_id}-room-{r}" for r in range(ROOMS_PER_AGENT)]
+    warm = list(mixture.draw(warm_up, rng))
+    return Agent(agent_id, f"{agent_id}-user", rooms, asked, truth, warm), vectors
 
 
 async def set_up(store: Store, agent: Agent, dims: int) -> None:
@@ -157,11 +158,11 @@ def memory_rows(agent: Agent, start: int, stop: int) -> Iterator[tuple[str, str,
         yield mid, TABLE, BASE_MS + i, json.dumps({"text": f"memory {i}"}), agent.id, agent.rooms[i % len(agent.rooms)]
 
 
-async def load_postgres(db: PostgresDatabase, agent: Agent) -> None:
+async def load_postgres(db: PostgresDatabase, agent: Agent, vectors: Vectors) -> None:
     async with db.session() as conn:
         cur = conn.cursor()
-        for start in range(0, len(agent.vectors), BATCH):
-            stop = min(start + BATCH, len(agent.vectors))
+        for start in range(0, len(vectors), BATCH):
+            stop = min(start + BATCH, len(vectors))
             async with conn.transaction():
                 async with cur.copy(
                     "COPY memories (id, type, created_at, content, entity_id, agent_id, room_id) FROM STDIN"
@@ -174,34 +175,36 @@ async def load_postgres(db: PostgresDatabase, agent: Agent) -> None:
                     copy.set_types(["text", "text", "int8", "vector"])
                     for i in range(start, stop):
                         mid = memory_id(agent.id, i)
-                        await copy.write_row((f"e-{mid}", mid, BASE_MS + i, agent.vectors[i]))
+                        await copy.write_row((f"e-{mid}", mid, BASE_MS + i, vectors[i]))
 
 
-async def load_sqlite(db: Database, agent: Agent, dims: int) -> None:
-    column = f"dim_{dims}"
-    for start in range(0, len(agent.vectors), BATCH):
-        stop = min(start + BATCH, len(agent.vectors))
+async def load_sqlite(db: Database, agent: Agent, vectors: Vectors) -> None:
+    column = f"dim_{vectors.shape[1]}"
+    for start in range(0, len(vectors), BATCH):
+        stop = min(start + BATCH, len(vectors))
         memories = [(m, t, c, j, agent.user, a, r) for m, t, c, j, a, r in memory_rows(agent, start, stop)]
-        vectors = [
-            (f"e-{memory_id(agent.id, i)}", memory_id(agent.id, i), BASE_MS + i, agent.vectors[i].tobytes())
+        rows = [
+            (f"e-{memory_id(agent.id, i)}", memory_id(agent.id, i), BASE_MS + i, vectors[i].tobytes())
             for i in range(start, stop)
         ]
 
-        def write(conn: Any, memories: list[Any] = memories, vectors: list[Any] = vectors) -> None:
+        def write(conn: Any, memories: list[Any] = memories, rows: list[Any] = rows) -> None:
             conn.executemany(
                 "INSERT INTO memories (id, type, created_at, content, entity_id, agent_id, room_id) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 memories,
             )
-            conn.executemany(
-                f"INSERT INTO embeddings (id, memory_id, created_at, {column}) VALUES (?, ?, ?, ?)", vectors
-            )
+            conn.executemany(f"INSERT INTO embeddings (id, memory_id, created_at, {column}) VALUES (?, ?, ?, ?)", rows)
 
         await db.write(write)
 
 
 async def measure(stores: Sequence[Store], agents: Sequence[Agent], queries: int) -> Figures:
-    """``queries`` searches, agent after agent in turn, timed one by one."""
+    """``queries`` searches, agent after agent in turn, timed one by one, after the agents'
+    warm-up queries (untimed: a server's caches hold what it is asked often)."""
+    for agent, store in zip(agents, stores, strict=True):
+        for vector in agent.warm_up:
+            await store.search_memories(vector.tolist(), TABLE, count=TOP)
     figures = Figures([], [])
     for n in range(queries):
         a = n % len(agents)
@@ -243,7 +246,6 @@ async def insert_rate(store: Store, agent: Agent, mixture: Mixture, n: int, labe
 
 async def run_case(admin: str, args: argparse.Namespace, n_agents: int, mixture: Mixture, work: Path) -> None:
     queries = max(args.queries, n_agents)
-    agents = make_agents(n_agents, args.memories, queries, mixture, args.seed)
     per_agent = args.memories // n_agents
     print(f"case: {per_agent * n_agents} memories x {args.dims} dims over {n_agents} agents ({per_agent} each)")
     sqlite_path = work / f"bench-{n_agents}.db"
@@ -253,14 +255,20 @@ async def run_case(admin: str, args: argparse.Namespace, n_agents: int, mixture:
         PostgresDatabase(url, vector_index_threshold=10**9) as pg,
         Database(sqlite_path) as lite,
     ):
+        agents: list[Agent] = []
+        t0 = time.perf_counter()
+        for a in range(n_agents):
+            # One agent's vectors in memory at a time (1M x 1536 dims would be 6 GB).
+            asked, warm = len(range(a, queries, n_agents)), len(range(a, args.warm_up, n_agents))
+            agent, vectors = make_agent(a, per_agent, asked, mixture, args.seed, warm)
+            await set_up(pg.for_agent(agent.id), agent, args.dims)
+            await set_up(lite.for_agent(agent.id), agent, args.dims)
+            await load_postgres(pg, agent, vectors)
+            await load_sqlite(lite, agent, vectors)
+            agents.append(agent)
+            del vectors
         pg_stores = [pg.for_agent(a.id) for a in agents]
         lite_stores = [lite.for_agent(a.id) for a in agents]
-        t0 = time.perf_counter()
-        for agent, pg_store, lite_store in zip(agents, pg_stores, lite_stores, strict=True):
-            await set_up(pg_store, agent, args.dims)
-            await set_up(lite_store, agent, args.dims)
-            await load_postgres(pg, agent)
-            await load_sqlite(lite, agent, args.dims)
         await pg.execute("VACUUM ANALYZE embeddings")
         await pg.execute("ANALYZE memories")
         print(f"  loaded both in {time.perf_counter() - t0:.0f} s")
@@ -289,34 +297,6 @@ async def run_case(admin: str, args: argparse.Namespace, n_agents: int, mixture:
         Path(f"{sqlite_path}{suffix}").unlink(missing_ok=True)
 
 
-def fresh_database(admin: str) -> str:
-    name = f"troupe_bench_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return urlsplit(admin)._replace(path=f"/{name}").geturl()
-
-
-def drop_database(admin: str, url: str) -> None:
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {urlsplit(url).path.lstrip('/')} WITH (FORCE)")
-
-
-@contextmanager
-def postgres_server(data: Path) -> Iterator[str]:
-    """TROUPE_TEST_DATABASE_URL's server, or pgserver's with its data in ``data``."""
-    given = os.environ.get("TROUPE_TEST_DATABASE_URL")
-    if given:
-        yield given
-        return
-    import pgserver
-
-    server = pgserver.get_server(data, cleanup_mode="stop")
-    try:
-        yield server.get_uri()
-    finally:
-        server.cleanup()
-
-
 async def main(args: argparse.Namespace) -> None:
     work = Path(args.data) if args.data else Path(tempfile.mkdtemp(prefix="troupe-bench-vectors-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -326,7 +306,7 @@ async def main(args: argparse.Namespace) -> None:
         f"case, mixture of {args.topics} topics x {SUBTOPICS} subtopics"
     )
     try:
-        with postgres_server(work / "postgres") as admin:
+        with postgres_server(work / "postgres", {"shared_buffers": args.shared_buffers}) as admin:
             for n_agents in args.agents:
                 await run_case(admin, args, n_agents, mixture, work)
     finally:
@@ -342,9 +322,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--dims", type=int, default=1536)
     parser.add_argument("--queries", type=int, default=200, help="searches per case and kind")
+    parser.add_argument("--warm-up", type=int, default=50, help="other searches before each timed run, untimed")
     parser.add_argument("--topics", type=int, default=256)
     parser.add_argument("--inserts", type=int, default=1000, help="memories written to time inserts (0: skip)")
     parser.add_argument("--skip-exact", action="store_true", help="do not time PostgreSQL's exact search")
+    parser.add_argument(
+        "--shared-buffers",
+        default="4GB",
+        help="shared_buffers of the pgserver it starts (default 4GB; 128MB is its own)",
+    )
     parser.add_argument("--seed", type=int, default=17)
     parser.add_argument("--data", help="work folder for PostgreSQL and SQLite (default: a temporary one, removed)")
     return parser.parse_args(argv)
