@@ -148,23 +148,25 @@ class PgSearchMixin(PgMemoriesMixin):
         ``key``'s index (fewer if the filters leave fewer)."""
         ef = ef_search(count)
         cast = key.cast()
-        async with self._db.transaction() as conn:
-            await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-            # Not prepared: each execution is planned with its values, which must match the
-            # partial index's predicate for the planner to use it. Each candidate's memory is
-            # found by its key (OFFSET 0 keeps that lookup from becoming a scan of all the
-            # agent's memories), and vectors come back as floats, not text.
-            cur = await conn.execute(
-                "WITH c AS MATERIALIZED ("
-                f"  SELECT e.memory_id, e.embedding, {cast} <=> %s AS distance FROM embeddings e "
-                f"  WHERE e.agent_id = %s AND e.type = %s AND e.dim = {key.dim} ORDER BY {cast} <=> %s LIMIT %s) "
-                f"SELECT {MEMORY_COLUMNS}, c.embedding, c.distance FROM c "
-                "CROSS JOIN LATERAL (SELECT * FROM memories WHERE id = c.memory_id OFFSET 0) m "
-                f"WHERE {where.where} ORDER BY c.distance, m.created_at DESC, m.seq DESC LIMIT %s",
-                (query, key.agent_id, key.table, query, ef, *where.params, count),
-                prepare=False,
-                binary=True,
-            )
+        # One trip to the server: BEGIN, the setting, the query and COMMIT go together.
+        async with self._db.session() as conn, conn.pipeline():
+            async with conn.transaction():
+                await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+                # Not prepared: each execution is planned with its values, which must match the
+                # partial index's predicate for the planner to use it. Each candidate's memory is
+                # found by its key (OFFSET 0 keeps that lookup from becoming a scan of all the
+                # agent's memories), and vectors come back as floats, not text.
+                cur = await conn.execute(
+                    "WITH c AS MATERIALIZED ("
+                    f"  SELECT e.memory_id, e.embedding, {cast} <=> %s AS distance FROM embeddings e "
+                    f"  WHERE e.agent_id = %s AND e.type = %s AND e.dim = {key.dim} ORDER BY {cast} <=> %s LIMIT %s) "
+                    f"SELECT {MEMORY_COLUMNS}, c.embedding, c.distance FROM c "
+                    "CROSS JOIN LATERAL (SELECT * FROM memories WHERE id = c.memory_id OFFSET 0) m "
+                    f"WHERE {where.where} ORDER BY c.distance, m.created_at DESC, m.seq DESC LIMIT %s",
+                    (query, key.agent_id, key.table, query, ef, *where.params, count),
+                    prepare=False,
+                    binary=True,
+                )
             return await cur.fetchall()
 
     async def search_memories_by_text(
