@@ -60,11 +60,13 @@ CREATE TRIGGER embeddings_owner BEFORE INSERT OR UPDATE OF memory_id ON embeddin
     FOR EACH ROW EXECUTE FUNCTION troupe_embedding_owner();
 """
 
-#: Vectors one agent holds in one table (and dimension) before it gets an index. Exact search
-#: costs about 10 µs a vector of 1536 dims (tests/bench/bench_vector_search.py: p50 138 ms at
-#: 10,000, 1 s at 100,000 on two busy cores), so past a few thousand it misses the 20 ms target;
-#: below, an index would save little and cost every write (an HNSW insert is ~20 times slower).
-DEFAULT_INDEX_THRESHOLD = 2_000
+#: Vectors one agent holds in one table (and dimension) before it gets an index. Measured with
+#: 1536 dims on two busy cores (tests/bench/bench_vector_search.py, p50 / p95): exact search
+#: 11 / 25 ms at 1,000 vectors, 25 / 37 ms at 2,000, 36 / 55 ms at 5,000, 124 / 203 ms at
+#: 10,000; the index 6 / 12, 7 / 11, 10 / 15 and 21 / 35 ms. Past ~1,000 exact search misses
+#: the 20 ms target; below it an index saves a few ms and makes each write slower (inserts
+#: into an indexed table ran ~7 times slower).
+DEFAULT_INDEX_THRESHOLD = 1_000
 #: ``maintenance_work_mem`` of the session that builds an index: a graph that does not fit builds
 #: several times slower (100k vectors of 1536 dims need about 1 GB).
 DEFAULT_BUILD_MEMORY = "1GB"
