@@ -33,33 +33,12 @@ import shutil
 import statistics
 import sys
 import tempfile
-import uuid
 from pathlib import Path
-from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import psycopg
-
+from tests.bench._postgres import fresh_database, postgres_server
 from tests.daemon.cluster_run import Fault, cluster_run, handover_run, throughput_run
-
-
-def _server() -> tuple[str, object | None, Path | None]:
-    given = os.environ.get("TROUPE_TEST_DATABASE_URL")
-    if given:
-        return given, None, None
-    import pgserver
-
-    data = Path(tempfile.mkdtemp(prefix="troupe-bench-pg-"))
-    server = pgserver.get_server(data, cleanup_mode="stop")
-    return server.get_uri(), server, data
-
-
-def _fresh_database(admin: str) -> str:
-    name = f"troupe_bench_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return urlsplit(admin)._replace(path=f"/{name}").geturl()
 
 
 async def _takeover(args: argparse.Namespace, admin: str) -> int:
@@ -68,7 +47,7 @@ async def _takeover(args: argparse.Namespace, admin: str) -> int:
     lost = duplicated = messages = 0
     for trial in range(args.trials):
         with tempfile.TemporaryDirectory() as work:
-            report = await cluster_run(Path(work), _fresh_database(admin), lease_s=args.lease, fault=fault)
+            report = await cluster_run(Path(work), fresh_database(admin), lease_s=args.lease, fault=fault)
         messages += report.messages
         lost += report.lost
         duplicated += report.duplicated
@@ -89,7 +68,7 @@ async def _handover(args: argparse.Namespace, admin: str) -> int:
     work = Path(tempfile.mkdtemp(prefix="troupe-bench-handover-"))
     report = await handover_run(
         work,
-        _fresh_database(admin),
+        fresh_database(admin),
         messages=args.messages,
         handovers=args.handovers,
         interval=args.interval,
@@ -119,7 +98,7 @@ async def _throughput(args: argparse.Namespace, admin: str) -> int:
         with tempfile.TemporaryDirectory() as work:
             report = await throughput_run(
                 Path(work),
-                _fresh_database(admin),
+                fresh_database(admin),
                 daemons=daemons,
                 characters=args.characters,
                 messages=args.messages,
@@ -148,18 +127,16 @@ async def main() -> int:
     args = parser.parse_args()
     if args.messages is None:
         args.messages = 1000 if args.scenario == "handover" else 600
-    admin, server, data = _server()
+    data = Path(tempfile.mkdtemp(prefix="troupe-bench-pg-"))
     try:
-        if args.scenario == "handover":
-            return await _handover(args, admin)
-        if args.scenario == "throughput":
-            return await _throughput(args, admin)
-        return await _takeover(args, admin)
+        with postgres_server(data) as admin:
+            if args.scenario == "handover":
+                return await _handover(args, admin)
+            if args.scenario == "throughput":
+                return await _throughput(args, admin)
+            return await _takeover(args, admin)
     finally:
-        if server is not None:
-            server.cleanup()  # type: ignore[attr-defined]
-        if data is not None:
-            shutil.rmtree(data, ignore_errors=True)
+        shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ A reworded template would otherwise be counted as "other" and answered wrongly, 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from plugins.core._mustache import render
 from plugins.core._parse import parse_response
 from plugins.core._templates import DEFAULT_TEMPLATES
 from plugins.core._troupe import parse_decision
+from tests.bench import bench_vector_search
 from tests.bench._common import Script, Tally, chat_kind
 
 CHARACTERS = ("Ada", "Brann")
@@ -102,3 +104,17 @@ def test_a_tally_counts_chat_requests_by_kind_and_subtracts() -> None:
 def test_a_reflection_told_not_to_parse_answers_prose_the_pipeline_cannot_read() -> None:
     answer = Script(CHARACTERS, reflections_parse=False).answer(request("reflectionTemplate"))
     assert parse_response(answer) is None
+
+
+async def test_the_vector_search_benchmark_runs_every_case_on_both_backends(
+    postgres_server: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TROUPE_TEST_DATABASE_URL", postgres_server)
+    args = ["--memories", "600", "--agents", "2,1", "--dims", "384", "--queries", "10", "--inserts", "50"]
+    await bench_vector_search.main(bench_vector_search.parse_args([*args, "--data", str(tmp_path)]))
+    out = capsys.readouterr().out
+    for kind in ("SQLite (exact", "PostgreSQL exact", "PostgreSQL HNSW"):
+        assert out.count(kind) == 2, out
+    assert out.count("recall@10 1.000") >= 4, out  # both exact searches, both cases
+    assert "HNSW builds: 2 x 300 vectors" in out and "HNSW builds: 1 x 600 vectors" in out
+    assert out.count("memories/s") == 4

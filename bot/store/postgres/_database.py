@@ -19,6 +19,9 @@ from urllib.parse import urlsplit
 
 import psycopg
 from pgvector.psycopg import register_vector_async
+from psycopg.abc import Buffer
+from psycopg.adapt import Loader
+from psycopg.pq import Format
 from psycopg.rows import dict_row
 from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
@@ -31,6 +34,7 @@ from bot.store.postgres._leases import PgLeases
 from bot.store.postgres._log_queue import QueuedLogs
 from bot.store.postgres._migrations import migrate
 from bot.store.postgres._roster import PgRoster
+from bot.store.postgres._vector_index import DEFAULT_INDEX_THRESHOLD, VectorIndexes
 
 if TYPE_CHECKING:
     from bot.store.postgres._store import PgAgentStore
@@ -62,7 +66,12 @@ class PostgresDatabase:
     opens the pool and migrates; ``db.for_agent(agent_id)`` gives one agent's store."""
 
     def __init__(
-        self, url: str, *, max_connections: int = DEFAULT_MAX_CONNECTIONS, application_name: str | None = None
+        self,
+        url: str,
+        *,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        application_name: str | None = None,
+        vector_index_threshold: int = DEFAULT_INDEX_THRESHOLD,
     ) -> None:
         if not is_postgres_url(url):
             raise ValueError("a PostgreSQL URL starts with postgresql:// or postgres://")
@@ -88,6 +97,8 @@ class PostgresDatabase:
         self.shared_knowledge_lock = asyncio.Lock()
         #: Rows of ``Store.queue_log``, written together soon after; flushed by close().
         self.log_queue = QueuedLogs(self)
+        #: The HNSW indexes of agents with many vectors (see ``_vector_index``).
+        self.vector_indexes = VectorIndexes(self, threshold=vector_index_threshold)
 
     def __repr__(self) -> str:
         return f"<PostgresDatabase {self.path} state={self._state.name.lower()}>"
@@ -140,6 +151,7 @@ class PostgresDatabase:
             self._state = State.CLOSED
             return
         await self.log_queue.close()
+        await self.vector_indexes.close()
         self._state = State.CLOSED
         pool, self._pool = self._pool, None
         if pool is not None:
@@ -257,11 +269,38 @@ class PostgresDatabase:
         except (psycopg.Error, PoolTimeout) as exc:
             raise StoreError(f"database write failed: {_reason(exc, self._url)}") from exc
 
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+        """``async with db.session() as conn:`` one pooled connection for several statements, each
+        committed alone (for what cannot run in a transaction, or takes session locks). A block that
+        raises or is cancelled closes the connection rather than return it with its session state."""
+        pool = self._require_pool()
+        try:
+            async with pool.connection() as conn:
+                try:
+                    yield conn  # type: ignore[misc]  # dict_row connections
+                except BaseException:
+                    await conn.close()
+                    raise
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise StoreError(f"database session failed: {_reason(exc, self._url)}") from exc
+
+
+class _JsonbTextBinaryLoader(Loader):
+    """jsonb in a binary result (a version byte, then the JSON text) as its JSON text too."""
+
+    format = Format.BINARY
+
+    def load(self, data: Buffer) -> str:
+        return bytes(data[1:]).decode()
+
 
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
     """Every connection: jsonb comes back as its JSON text, as SQLite's JSON columns do, so the
-    store's row converters (bot/store/_rows.py) read both backends alike."""
+    store's row converters (bot/store/_rows.py) read both backends alike, whether a query asks
+    for text results or binary ones (vector search does: 1536 floats as text cost milliseconds)."""
     conn.adapters.register_loader("jsonb", TextLoader)
+    conn.adapters.register_loader("jsonb", _JsonbTextBinaryLoader)
 
 
 async def _configure_pooled(conn: psycopg.AsyncConnection[Any]) -> None:

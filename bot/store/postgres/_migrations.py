@@ -19,6 +19,7 @@ from bot.store.postgres._bus import SCHEMA as BUS
 from bot.store.postgres._leases import SCHEMA as LEASES
 from bot.store.postgres._roster import SCHEMA as ROSTER
 from bot.store.postgres._schema import TABLES
+from bot.store.postgres._vector_index import OWNER_COLUMNS
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
 
@@ -49,6 +50,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "leases: which daemon serves what", LEASES),
     Migration(4, "bus: what one daemon posts for the others", BUS),
     Migration(5, "daemons: the roster troupe status shows", ROSTER),
+    Migration(6, "each vector's agent and memory table, for per-agent HNSW indexes", OWNER_COLUMNS),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -142,8 +142,8 @@ CREATE INDEX idx_memories_text_search ON memories USING gin (text_search);
 
 -- One vector column of any dimension (dim): an agent that changes embedding model keeps its old
 -- vectors, invisible until it switches back, as SQLite keeps one column per dimension, and a
--- shared knowledge fragment has one vector per dimension its agents use. Searches are exact and
--- no HNSW index is kept yet: bot/store/postgres/_search.py says why and how one will be added.
+-- shared knowledge fragment has one vector per dimension its agents use. Migration 4 adds each
+-- vector's agent and table, for per-agent HNSW indexes (bot/store/postgres/_vector_index.py).
 CREATE TABLE embeddings (
     id         text PRIMARY KEY,
     memory_id  text NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
