@@ -82,8 +82,8 @@ async def test_two_daemons_split_a_sharded_character_and_one_takes_all_when_the_
             )
             assert shards_served(first).isdisjoint(shards_served(second))
             # One home (its stored tasks, knowledge sync): the daemon holding the character itself.
-            await until(lambda: len(first.runtimes + second.runtimes) == 2, timeout=20)
-            assert sorted(rt.home for rt in first.runtimes + second.runtimes) == [False, True]
+            # (The character's own unit may still be moving: its runtime restarts at home.)
+            await until(lambda: sorted(rt.home for rt in first.runtimes + second.runtimes) == [False, True], timeout=20)
             connected = {tuple(i["shard"]) for i in ada.identifies if i.get("shard")}
             assert {(k, COUNT) for k in range(COUNT)} <= connected
             await until(lambda: all(rt.links.get("discord") for rt in first.runtimes + second.runtimes), timeout=20)
