@@ -186,24 +186,13 @@ class UpdatesRequest(AiohttpRequest):
         self._may_poll = may_poll
         self._received: dict[int, str] = {}
 
-    async def do_request(
-        self,
-        url: str,
-        method: str,
-        request_data: RequestData | None = None,
-        read_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
-        write_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
-        connect_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
-        pool_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
-    ) -> tuple[int, bytes]:
+    async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
         if not self._may_poll():
             # Answered here, not by Telegram: no updates. PTB polls on (or, stopping, makes its
             # last call) and nothing is confirmed until this daemon holds the lease again.
             await asyncio.sleep(_FENCED_WAIT_S)
             return 200, _NO_UPDATES
-        return await super().do_request(
-            url, method, request_data, read_timeout, write_timeout, connect_timeout, pool_timeout
-        )
+        return await super().do_request(*args, **kwargs)
 
     # PTB's documented hook for the JSON, a staticmethod there; PTB calls it on the instance.
     def parse_json_payload(self, payload: bytes) -> dict[str, Any]:  # type: ignore[override]
