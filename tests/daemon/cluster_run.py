@@ -418,9 +418,16 @@ async def cluster_run(
             # Stopped with a reply under way: a message to one of its characters, paused while
             # the model is still answering it (the fake takes ``latency`` s).
             person, bot, chat = next(x for x in chats if c.lease_names[x[1].first_name] in victims_chars)
-            message = await c.telegram.user_says(person, chat, f"{bot.first_name}, are you there?")
+            text = f"{bot.first_name}, are you there?"
+            message = await c.telegram.user_says(person, chat, text)
             said.append((chat.id, message["message_id"]))
-            await asyncio.sleep(min(0.15, latency / 2))
+            # Once the model is asked about it (a busy machine can take longer than the model's
+            # ``latency`` to get there): paused with the reply under way, not before it began.
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not any(
+                text in json.dumps(r.json) for r in c.openai.requests_for("chat")
+            ):
+                await asyncio.sleep(0.01)
             victim_process.send_signal(signal.SIGSTOP)
         takeover_s = await c.moved_off(victim, victims_chars, lease_s * 4 + 10)
         if fault is Fault.PAUSE:
