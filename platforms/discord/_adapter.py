@@ -36,7 +36,7 @@ from bot.text import first_words
 from bot.types import ChannelType, Entity, Memory, Room, World, now_ms
 
 from ._answer import Answer
-from ._catchup import MissedMessages
+from ._catchup import MissedMessages, active_since, listening_key
 from ._client import LOGIN_TIMEOUT_S, Client, DiscordTokens, base_intents, check_application, make_client, run_client
 from ._config import DiscordConfig
 from ._mapping import (
@@ -243,13 +243,18 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         shards = self.shards or Shards.all(1)
         if not self.missed.limits.enabled:
             return plan
-        since = now_ms() - int(self.missed.limits.window_s * 1000)
+        store, since = self.runtime.store, now_ms() - int(self.missed.limits.window_s * 1000)
+        assert self.client is not None
         try:
-            stored = await self.runtime.store.get_memories(table="messages", start=since, count=_STORED_SCAN)
+            stored = await store.get_memories(table="messages", start=since, count=_STORED_SCAN)
+            marks = {k: mark for k in taken_on if isinstance(mark := await store.get_cache(listening_key(k)), int)}
+            for k in taken_on:  # read before written: the last holder's mark says where its listening began
+                await store.set_cache(listening_key(k), now_ms())
         except StoreError as exc:
             _log.warning("%s: cannot tell what was said on the shards just taken on: %s", self.name, exc)
             return plan
-        return self.missed.with_stored(plan, stored, lambda guild: shards.shard_of(guild) in taken_on)
+        active = active_since(self.client.guilds, marks, shards.shard_of)
+        return self.missed.with_stored(plan, stored, lambda guild: shards.shard_of(guild) in taken_on, active=active)
 
     async def guarded(self, what: str, work: Awaitable[object]) -> None:
         """Run an event handler, tracked (:meth:`handling`); a failure is logged with the agent,

@@ -16,8 +16,13 @@ back from where they stood when that shard's session was lost.
 
 Shards taken on (a sharded connection's start, :meth:`DiscordAdapter.reshard` adding shards,
 or the start of any character placed among several daemons: another daemon may have just let
-them go) are not in this run's memory: for them the store says where to read, the channels of their servers with stored messages within
-``window_s``, after the newest stored one.
+them go) are not in this run's memory: for them the store says where to read, the channels of
+their servers with stored messages within ``window_s``, after the newest stored one. A channel
+where nothing was stored yet (the first words said there were said while no one listened) is
+found by its ``last_message_id`` in the guild cache: the connection that takes shards on notes in
+the store since when it listens on each (:func:`listening_key`); the next one to take them on reads
+every channel of their servers active since that mark, from the mark (a little earlier, for the
+daemons' clocks). Without a mark (the character never listened there) nothing is read.
 
 Nothing is answered twice: every message handed over in this run is claimed by id (live and
 fetched alike, so a message that arrives live while the history is read is handled once), and a
@@ -29,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,9 +44,12 @@ from bot.types import Memory
 
 from ._mapping import SOURCE
 
-__all__ = ["CatchUpLimits", "MissedMessages"]
+__all__ = ["CatchUpLimits", "MissedMessages", "active_since", "listening_key"]
 
 _FETCH_TIMEOUT_S = 30.0
+# A mark is read back from this much earlier: the daemons' clocks and Discord's differ a little
+# (reading more costs nothing: what is stored is skipped).
+_CLOCK_MARGIN_MS = 5_000
 # How many handed-over message ids are remembered: a message older than this many is never
 # fetched again anyway (each channel is read only after the newest message seen in it).
 _CLAIMS_KEPT = 2000
@@ -137,11 +145,13 @@ class MissedMessages:
         stored: Iterable[Memory],
         covers: Callable[[int | None], bool],
         now: datetime.datetime | None = None,
+        active: Iterable[tuple[int, int]] = (),
     ) -> list[tuple[int, int]]:
         """``plan`` and, for shards this connection has just taken on (their last holder's gap
         is not in this run's memory), the channels of servers ``covers`` accepts where ``stored``
         (the agent's recent messages, newest first) shows activity, read after the newest stored
-        message there; within the same bounds, the most recent first."""
+        message there, and the channels ``active`` since the shards' listening marks
+        (:func:`active_since`); within the same bounds, the most recent first."""
         start: dict[int, int] = {}
         for memory in stored:
             meta = memory.metadata
@@ -150,7 +160,7 @@ class MissedMessages:
                 continue
             if covers(int(server) if server else None):
                 start.setdefault(int(channel), int(message))  # newest first: the first seen is the newest
-        for channel_id, after in plan:
+        for channel_id, after in [*plan, *active]:
             start[channel_id] = min(after, start.get(channel_id, after))  # the earlier bound reads more
         return self._bounded(sorted(start.items(), key=lambda item: item[1], reverse=True), now)
 
@@ -179,3 +189,31 @@ class MissedMessages:
                     after=discord.Object(after), oldest_first=True, limit=self.limits.max_messages
                 )
             ]
+
+
+def listening_key(shard: int) -> str:
+    """The agent's store cache key noting since when (ms) a connection has listened on ``shard``."""
+    return f"discord:listening:{shard}"
+
+
+def active_since(
+    guilds: Iterable[discord.Guild], marks: Mapping[int, int], shard_of: Callable[[int], int]
+) -> list[tuple[int, int]]:
+    """``(channel id, read after this message id)`` for each channel of ``guilds`` (threads too)
+    with a message after the listening mark of its guild's shard (``marks``: shard → ms)."""
+    after = {
+        shard: discord.utils.time_snowflake(
+            datetime.datetime.fromtimestamp((ms - _CLOCK_MARGIN_MS) / 1000, datetime.UTC)
+        )
+        for shard, ms in marks.items()
+    }
+    active: list[tuple[int, int]] = []
+    for guild in guilds:
+        since = after.get(shard_of(guild.id))
+        if since is None:
+            continue
+        for channel in [*guild.channels, *guild.threads]:
+            last = getattr(channel, "last_message_id", None)
+            if last is not None and last > since:
+                active.append((channel.id, since))
+    return active

@@ -235,6 +235,29 @@ async def test_a_shard_moved_to_the_other_daemon_is_answered_there_with_nothing_
         assert link is not None and link.state is LinkState.CONNECTED
 
 
+async def test_the_first_words_said_in_a_channel_while_no_one_held_its_shard_are_read_back_by_the_next_holder(
+    tmp_path, identify_gate
+) -> None:
+    async with sharded_world(tmp_path) as w:
+        quiet = w.fake.add_channel(w.guilds[2], "quiet")  # nothing was ever said (or stored) there
+        a = await w.start(Shards.all(COUNT))  # notes since when it listens on each shard
+        await a.adapter.reshard(Shards(COUNT, (0, 1)))  # lets shard 2 go
+        unheld = await w.fake.user_says(w.sam, quiet, f"{w.ada.mention} anyone here?")
+        b = await w.start(Shards(COUNT, (2,)))  # the store has nothing of that channel: A's mark says where to read
+        await w.answered_once(unheld)
+        assert b.outcome(unheld) == ["replied"] and a.outcome(unheld) == []
+
+
+async def test_a_shard_no_one_ever_listened_on_reads_nothing_back(tmp_path, identify_gate) -> None:
+    async with sharded_world(tmp_path) as w:
+        before = await w.ask(2, "said before Ada ever connected")
+        b = await w.start(Shards(COUNT, (2,)))
+        after = await w.ask(2, "said once connected")
+        await w.answered_once(after)
+        assert w.answers()[before.id] == 0 and b.outcome(before) == []
+        assert history_reads(w) == set()
+
+
 async def test_a_reply_being_written_when_its_shard_moves_away_still_goes_out_once(tmp_path, identify_gate) -> None:
     async with sharded_world(tmp_path) as w:
         a, b = await w.two_daemons()
