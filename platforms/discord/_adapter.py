@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -91,6 +91,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()  # the current client's first READY
         self._was_online = False  # an earlier client of this run was ready: a new one may have a gap to fill
+        self._listening_since = 0  # ms: this run's first READY
         self._resharding = False
         self._reshard_lock = asyncio.Lock()
         # A placed character (several daemons: runtime.fence) may just have been let go by another
@@ -238,6 +239,12 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
     def _closed(self) -> bool:
         return self.state is AdapterState.CLOSED
 
+    def _quiet(self, shard_ids: Iterable[int]) -> list[tuple[int, int]]:
+        """Channels of these shards' servers with messages since this run began listening."""
+        assert self.client is not None
+        shards = self.shards or Shards.all(1)
+        return active_since(self.client.guilds, dict.fromkeys(shard_ids, self._listening_since), shards.shard_of)
+
     async def _with_stored_gap(self, plan: list[tuple[int, int]], taken_on: frozenset[int]) -> list[tuple[int, int]]:
         """``plan``, and the recently active channels of the shards ``taken_on``, from the store."""
         shards = self.shards or Shards.all(1)
@@ -277,8 +284,12 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         assert self.client is not None
         # Taken at once (messages arriving live from now on are no gap), and on every READY: the
         # first one has no gap to fill, but must not leave one behind for the next.
-        missed = self.missed.plan(covers=self.covers)  # only where this connection hears: other shards are others'
-        if not self._was_online:
+        shards = self.shards or Shards.all(1)
+        if self._was_online:  # only where this connection hears: other shards are others'
+            missed = self.missed.plan(covers=self.covers, quiet=self._quiet(shards.ids))
+        else:
+            self.missed.plan()  # nothing to fill, and nothing left behind for the next READY
+            self._listening_since = now_ms()
             missed = []
         if self._taken_on:
             missed = await self._with_stored_gap(missed, self._taken_on)
@@ -316,7 +327,9 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         shards = self.shards
         if not self._ready.is_set() or shards is None:
             return
-        missed = self.missed.plan(covers=lambda guild: shards.shard_of(guild) == shard_id, shard=shard_id)
+        missed = self.missed.plan(
+            covers=lambda guild: shards.shard_of(guild) == shard_id, shard=shard_id, quiet=self._quiet((shard_id,))
+        )
         self.runtime.links.set(SOURCE, LinkState.CONNECTED)
         if missed:
             self.runtime.create_task(self.guarded("catch-up", self._catch_up(missed)), "discord:catch-up")

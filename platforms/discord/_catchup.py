@@ -6,10 +6,12 @@ the REST history, what was said meanwhile in the channels where this run last sa
 hands each message to its ordinary message handler, so the gate decides as for a live message.
 
 Which channels: those where the adapter saw a message (anyone's, its own included) during this
-run, the most recently active first, at most ``max_channels`` of them; the store is not asked,
-because on a fresh start there is no gap to fill. From where: after the newest message seen in
-that channel before the connection was lost, and never before ``window_s`` ago; at most
-``max_messages`` per channel, oldest first.
+run, the most recently active first, then those where it saw nothing but the guild cache of the
+new session shows a message since this run began listening (``last_message_id``: the first words
+said in a channel may be said during the gap); at most ``max_channels`` of them. The store is not
+asked, because on a fresh start there is no gap to fill. From where: after the newest message
+seen in that channel before the connection was lost (the quiet ones: since listening began), and
+never before ``window_s`` ago; at most ``max_messages`` per channel, oldest first.
 
 A sharded client loses and re-identifies each shard on its own: a shard's channels are read
 back from where they stood when that shard's session was lost.
@@ -122,10 +124,13 @@ class MissedMessages:
         *,
         covers: Callable[[int | None], bool] | None = None,
         shard: int | None = None,
+        quiet: Iterable[tuple[int, int]] = (),
     ) -> list[tuple[int, int]]:
         """``(channel id, read after this message id)`` for each channel to read, most recent first;
         with ``covers``, only channels whose server (``None``: a DM) it accepts — the shards the
-        connection serves now, or the one ``shard`` that identified again.
+        connection serves now, or the one ``shard`` that identified again. ``quiet``: channels
+        active since this run began listening where it saw nothing (:func:`active_since`), after
+        those it saw.
 
         Called once per fresh IDENTIFY (of the client: every loss is planned; of one shard: its);
         empty when catching up is off or nothing was seen.
@@ -135,6 +140,7 @@ class MissedMessages:
             self._before_loss.clear()
         seen = lost if lost is not None else dict(self._last_seen)
         heard = [(c, last) for c, last in reversed(seen.items()) if covers is None or covers(self._guild_of.get(c))]
+        heard += [(c, after) for c, after in quiet if c not in seen]
         kept = set(self._last_seen).union(*self._before_loss.values())
         self._guild_of = {c: g for c, g in self._guild_of.items() if c in kept}
         return self._bounded(heard, now)
@@ -200,14 +206,15 @@ def active_since(
     guilds: Iterable[discord.Guild], marks: Mapping[int, int], shard_of: Callable[[int], int]
 ) -> list[tuple[int, int]]:
     """``(channel id, read after this message id)`` for each channel of ``guilds`` (threads too)
-    with a message after the listening mark of its guild's shard (``marks``: shard → ms)."""
+    with a message after the listening mark of its guild's shard (``marks``: shard → ms), the
+    most recently active first."""
     after = {
         shard: discord.utils.time_snowflake(
             datetime.datetime.fromtimestamp((ms - _CLOCK_MARGIN_MS) / 1000, datetime.UTC)
         )
         for shard, ms in marks.items()
     }
-    active: list[tuple[int, int]] = []
+    active: list[tuple[int, int, int]] = []
     for guild in guilds:
         since = after.get(shard_of(guild.id))
         if since is None:
@@ -215,5 +222,5 @@ def active_since(
         for channel in [*guild.channels, *guild.threads]:
             last = getattr(channel, "last_message_id", None)
             if last is not None and last > since:
-                active.append((channel.id, since))
-    return active
+                active.append((last, channel.id, since))
+    return [(channel_id, since) for _, channel_id, since in sorted(active, reverse=True)]

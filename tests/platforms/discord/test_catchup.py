@@ -83,6 +83,24 @@ async def test_messages_sent_while_the_session_was_lost_are_answered_once_after_
     assert int(reads[0].query["after"]) >= before.id and reads[0].query["limit"] == "50"
 
 
+async def test_the_first_words_said_during_the_gap_in_a_channel_quiet_until_then_are_answered(
+    scene, identify_gate
+) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    await talk_before_the_loss(s, s.general, "one")  # the lounge stays quiet: this run saw nothing there
+
+    await s.fake.invalidate_session(s.ada)
+    first = await s.fake.user_says(s.sam, s.lounge, f"{s.ada.mention} anyone in the lounge?")
+    identify_gate.set()
+
+    await until(lambda: answered(s)[first.id] == 1, timeout=10)
+    await asyncio.sleep(0.3)
+    assert answered(s)[first.id] == 1
+    lounge = history_reads(s, s.lounge)
+    assert len(lounge) == 1 and int(lounge[0].query["after"]) < first.id
+
+
 async def test_the_catch_up_reads_only_the_window_the_count_and_the_most_recent_channels(scene, identify_gate) -> None:
     s = scene
     await s.start(
