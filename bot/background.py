@@ -17,9 +17,11 @@ from typing import Any
 
 from .logs import current_agent
 
-__all__ = ["BackgroundTasks"]
+__all__ = ["BackgroundTasks", "next_round"]
 
 _log = logging.getLogger(__name__)
+
+_RECANCEL_S = 5.0  # a task still running this long after it was cancelled is cancelled again
 
 
 class BackgroundTasks:
@@ -99,6 +101,26 @@ class BackgroundTasks:
 
     async def _cancel_all(self) -> None:
         tasks = list(self._tasks)  # no task joins from now on: start() refuses
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        pending = set(tasks)
+        while pending:
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=_RECANCEL_S)
+            for task in pending:
+                # Its cancellation was lost: Python 3.11's asyncio.wait_for (psycopg's pool waits
+                # with it) returns a result that was ready as it was cancelled, and the task goes on.
+                _log.warning(
+                    "task %s did not end %g s after it was cancelled; cancelling it again", task.get_name(), _RECANCEL_S
+                )
+        await asyncio.gather(*tasks, return_exceptions=True)  # every one done: outcomes retrieved
+
+
+async def next_round(seconds: float) -> None:
+    """The pause between two rounds of a task's loop, ending the loop if the task was cancelled
+    during the round but the CancelledError was lost on the way (Python 3.11's
+    asyncio.wait_for, which psycopg's pool waits with, returns a result that was ready as the
+    cancellation came): without this the loop would go round until cancelled again."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+    await asyncio.sleep(seconds)

@@ -39,7 +39,7 @@ from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bot.background import BackgroundTasks
+from bot.background import BackgroundTasks, next_round
 from bot.companions import Companions
 from bot.store import Lease, LeaseRecord, Leases, RoomSharing
 
@@ -204,7 +204,7 @@ class Placement:
             except Exception as exc:  # the database is unreachable: leases run out on their own
                 _log.warning("placement: this round failed (%s); trying again in %.1f s", exc, self.interval)
                 await self._drop_expired()
-            await asyncio.sleep(self.interval)
+            await next_round(self.interval)
 
     async def step(self) -> Round:
         """One round (see the module docstring)."""

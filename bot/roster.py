@@ -14,7 +14,6 @@ and the daemons, and flagged in the status of every daemon.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -25,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from . import installed_version
+from .background import next_round
 from .character import LoadResult
 from .control import TroupeCharacter, TroupeDaemon, TroupeStatus
 from .errors import StoreError
@@ -165,7 +165,7 @@ class Publisher:
         """Publish every :attr:`interval` seconds (the heartbeat) until cancelled."""
         failing = False
         while True:
-            await asyncio.sleep(self.interval)
+            await next_round(self.interval)
             try:
                 await self.publish()
             except StoreError as exc:

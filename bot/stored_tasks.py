@@ -3,9 +3,10 @@ runtime's task workers execute when their time comes."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING
+
+from .background import next_round
 
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
@@ -79,4 +80,4 @@ async def task_loop(runtime: AgentRuntime) -> None:
             await run_due_tasks(runtime)
         except Exception:
             _log.exception("%s: task check failed", runtime.character.name)
-        await asyncio.sleep(tick)
+        await next_round(tick)

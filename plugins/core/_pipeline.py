@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from bot.background import next_round
 from bot.components import State
 from bot.errors import ModelError, StoreError
 from bot.events import EventType
@@ -136,7 +137,7 @@ class MessagePipeline:
         # could not answer, at any moment after it resumes, or leave one claimed that it took in
         # just before it lost the lease, after this one's first recovery: take such messages up.
         while True:
-            await asyncio.sleep(_RELEASED_EVERY_S)
+            await next_round(_RELEASED_EVERY_S)
             try:
                 idle_before = self.runtime.clock() - int(_ORPHANED_AFTER_S * 1000)
                 result = await recover(self.runtime, self, source, idle_before=idle_before, busy=self._answering)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import inspect
 import logging
 
 import pytest
 
-from bot.background import BackgroundTasks
+from bot import background
+from bot.background import BackgroundTasks, next_round
 from bot.logs import current_agent
 
 
@@ -126,3 +128,52 @@ async def test_a_cancelled_task_is_not_a_failure(caplog: pytest.LogCaptureFixtur
         await asyncio.sleep(0)
         await asyncio.sleep(0)
     assert not caplog.records and len(tasks) == 0
+
+
+async def test_a_task_whose_cancellation_was_lost_is_cancelled_again_and_close_returns(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(background, "_RECANCEL_S", 0.1)
+    rounds = 0
+
+    async def loop_losing_one_cancellation() -> None:
+        # As a loop calling Python 3.11's asyncio.wait_for does when the awaited result is ready
+        # as the cancellation comes: the CancelledError is lost and the loop goes round again.
+        nonlocal rounds
+        lost = False
+        while True:
+            rounds += 1
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                if lost:
+                    raise
+                lost = True
+
+    tasks = BackgroundTasks("troupe")
+    tasks.start(loop_losing_one_cancellation(), "placement")
+    await asyncio.sleep(0)
+    async with asyncio.timeout(5):
+        await tasks.close()
+    assert rounds == 2 and len(tasks) == 0
+    assert "task troupe:placement did not end 0.1 s after it was cancelled; cancelling it again" in caplog.text
+
+
+async def test_a_loop_whose_cancellation_was_lost_in_a_round_ends_at_the_next_round() -> None:
+    rounds = 0
+
+    async def loop() -> None:
+        nonlocal rounds
+        while True:
+            rounds += 1
+            with contextlib.suppress(asyncio.CancelledError):  # lost, as Python 3.11's asyncio.wait_for may lose it
+                await asyncio.sleep(3600)
+            await next_round(3600)
+
+    task = asyncio.create_task(loop())
+    await asyncio.sleep(0)
+    task.cancel()
+    async with asyncio.timeout(1):
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert rounds == 1
