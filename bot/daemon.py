@@ -24,6 +24,7 @@ exits at once. When nothing can run the daemon exits with status 78 and says wha
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import importlib
 import logging
@@ -41,7 +42,7 @@ from .backoff import ExponentialBackoff
 from .character import Character, LoadResult
 from .chat import runtime_plugins
 from .control import ControlServer, DaemonStatus, ReloadSummary
-from .errors import EXIT_CONFIG, ConfigError, ReloadError, ReloadFailed, StoreError, reason_for
+from .errors import EXIT_CONFIG, ConfigError, ReloadError, ReloadFailed, StoreError, StoreUnavailable, reason_for
 from .events import EventType
 from .hosted import HostedAgent, fingerprint, platform_links, status_line
 from .lifecycle import AgentState, DaemonState
@@ -68,6 +69,7 @@ _log = logging.getLogger(__name__)
 Connect = Callable[[AgentRuntime], Awaitable[None]]
 
 _CLOSE_TIMEOUT_S = 10.0
+_DATABASE_RETRY_CAP_S = 30.0  # at most this long between attempts to reach a database that is down
 _EXIT_FORCED = 1  # a second signal: stopped without finishing
 
 
@@ -194,18 +196,43 @@ class Daemon:
                 signal.SIGHUP: self.request_reload,
             }
         )
+        self._background.start(self.notifier.keep_alive(), "watchdog")
         try:
-            async with backend_for(self.settings.store_location, name=application_name(self.daemon_id)) as db:
-                self._db = db
-                try:
-                    return await self._serve()
-                finally:
-                    await self._close_all()
-                    self._db = None
+            self._db = await self._open_database()
+            if self._db is None:
+                return 0  # stopped while waiting for it
+            try:
+                return await self._serve()
+            finally:
+                await self._close_all()
+                await self._db.close()
+                self._db = None
         finally:
+            await self._background.close()  # the watchdog, when the database was never opened
             remove_signal_handlers(installed)
             await control.close()
             self.notifier.close()
+
+    async def _open_database(self) -> StoreBackend | None:
+        """The database, open; None if the daemon was stopped first.
+
+        A server that cannot be reached now (down, restarting, its name not resolvable yet as a
+        machine boots) is tried again with back-off, systemd told why (and to wait); a refused
+        login, an unknown database or a wrong URL raises StoreError at once (exit 78)."""
+        backoff = ExponentialBackoff(1.0, _DATABASE_RETRY_CAP_S)
+        while True:
+            db = backend_for(self.settings.store_location, name=application_name(self.daemon_id))
+            try:
+                await db.open()
+                return db
+            except StoreUnavailable as exc:
+                delay = backoff.delay()
+                _log.warning("%s; trying again in %.0f s", exc, delay)
+                self.notifier.waiting(f"waiting for the database: {exc}", delay + _DATABASE_RETRY_CAP_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), delay)
+            if self._stopped.is_set():
+                return None
 
     async def _serve(self) -> int:
         # The troupe's other daemons, if any, hear this one's news (the Telegram relay) on the bus.
@@ -236,7 +263,6 @@ class Daemon:
                 _log.error("no agent could connect to a platform; see the errors above")
                 return EXIT_CONFIG
         self.state = DaemonState.RUNNING
-        self._background.start(self.notifier.keep_alive(), "watchdog")
         status = status_line(self._agents.values())
         _log.info("troupe running: %s", status)
         self.notifier.ready(status)

@@ -51,6 +51,7 @@ __all__ = [
     "SecretReferenceError",
     "SendError",
     "StoreError",
+    "StoreUnavailable",
     "TroupeError",
     "VectorExtensionError",
     "reason_for",
@@ -130,6 +131,13 @@ class SecretReferenceError(ConfigError):
 
 class StoreError(TroupeError):
     """The database cannot be opened or used."""
+
+    __slots__ = ()
+
+
+class StoreUnavailable(StoreError):
+    """The database server cannot be reached now (down, starting up, out of connections, its
+    name not resolvable yet): trying again later may work, unlike a refused login or a wrong URL."""
 
     __slots__ = ()
 

@@ -55,6 +55,11 @@ class Notifier:
     def ready(self, status: str | None = None) -> None:
         self.send("READY=1", *_status(status))
 
+    def waiting(self, status: str, seconds: float) -> None:
+        """Still starting, for a reason: systemd is to wait ``seconds`` more before its start-up
+        timeout (TimeoutStartSec) gives up on the service."""
+        self.send(*_status(status), f"EXTEND_TIMEOUT_USEC={int(seconds * 1_000_000)}")
+
     def status(self, text: str) -> None:
         self.send(*_status(text))
 

@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import sys
@@ -18,6 +19,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import aiohttp
 import pytest
@@ -323,3 +325,48 @@ async def test_a_second_stop_signal_exits_at_once(service: Service) -> None:
     s.signal(signal.SIGTERM)
     assert await s.exit_code(timeout=5) == 1
     assert "second stop signal: exiting now" in s.logs()
+
+
+def _with_socket_dir(url: str, folder: Path) -> str:
+    """``url`` (the test server's, by its socket folder) pointing at ``folder`` instead."""
+    parts = urlsplit(url)
+    query = urlencode({**dict(parse_qsl(parts.query)), "host": str(folder)})
+    return parts._replace(query=query).geturl()
+
+
+async def test_a_database_down_at_start_is_waited_for_and_the_daemon_starts_once_it_answers(
+    service: Service, postgres_url: str
+) -> None:
+    s = service
+    s.write("Dora")
+    real = Path(dict(parse_qsl(urlsplit(postgres_url).query))["host"]) / ".s.PGSQL.5432"
+    down = Path(tempfile.mkdtemp(prefix="troupe-pg-", dir="/tmp"))  # no server there yet
+    try:
+        s.env["TROUPE_DATABASE_URL"] = _with_socket_dir(postgres_url, down)
+        await s.start()
+        async with asyncio.timeout(20):
+            while not any(m.get("STATUS", "").startswith("waiting for the database: ") for m in s.notify.messages):
+                s.notify.changed.clear()
+                await s.notify.changed.wait()
+        assert any("EXTEND_TIMEOUT_USEC" in m for m in s.notify.messages)  # systemd waits rather than kills
+        assert s.process is not None and s.process.returncode is None and s.notify.count("READY") == 0
+        (down / ".s.PGSQL.5432").symlink_to(real)  # the server is up now
+        await s.notify.wait("READY", timeout=60)
+        s.signal(signal.SIGTERM)
+        assert await s.exit_code() == 0
+        logs = s.logs()
+        assert "cannot open PostgreSQL database" in logs and "; trying again in " in logs
+        assert "Traceback" not in logs
+    finally:
+        shutil.rmtree(down, ignore_errors=True)
+
+
+async def test_a_database_that_refuses_the_daemon_exits_78_at_once(service: Service, postgres_url: str) -> None:
+    s = service
+    s.write("Dora")
+    s.env["TROUPE_DATABASE_URL"] = urlsplit(postgres_url)._replace(path="/no_such_troupe").geturl()
+    await s.start()
+    assert await s.exit_code() == 78
+    assert s.notify.count("READY") == 0
+    logs = s.logs()
+    assert 'database "no_such_troupe" does not exist' in logs and "trying again" not in logs

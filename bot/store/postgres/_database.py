@@ -26,7 +26,7 @@ from psycopg.rows import dict_row
 from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from bot.errors import StoreError
+from bot.errors import StoreError, StoreUnavailable
 from bot.store._sharing import ROOM_SHARING_SQL, RoomSharing
 from bot.store._urls import is_postgres_url, redacted_url
 from bot.store.postgres._bus import PgBus
@@ -127,7 +127,8 @@ class PostgresDatabase:
                 await _configure(conn)
                 self._schema_version = await migrate(conn)
         except (psycopg.Error, OSError) as exc:
-            raise StoreError(f"cannot open PostgreSQL database {self.path}: {_reason(exc, self._url)}") from None
+            error = StoreUnavailable if _unreachable(exc) else StoreError
+            raise error(f"cannot open PostgreSQL database {self.path}: {_reason(exc, self._url)}") from None
         pool = AsyncConnectionPool(
             self._url,
             min_size=0,
@@ -317,6 +318,22 @@ _CONSTRAINTS = (
     (psycopg.errors.UniqueViolation, "UNIQUE"),
     (psycopg.errors.NotNullViolation, "NOT NULL"),
 )
+
+
+# What a server that is up says when it refuses for now (libpq gives no SQLSTATE at connect).
+_FOR_NOW = ("the database system is", "too many clients", "too many connections", "remaining connection slots")
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether opening failed because the server cannot be reached now (refused, no socket, no
+    answer, a name not resolvable yet, starting up or out of connections) rather than because
+    it refused this login or database, or the URL is wrong: those need someone to fix them."""
+    if isinstance(exc, OSError):
+        return True
+    if not isinstance(exc, psycopg.OperationalError):
+        return False  # ProgrammingError: the URL itself
+    text = str(exc)
+    return "FATAL:" not in text or any(phrase in text for phrase in _FOR_NOW)
 
 
 def _reason(exc: BaseException, url: str) -> str:
