@@ -383,7 +383,7 @@ async def cluster_run(
     async with cluster(
         workdir, database_url, daemons=daemons, characters=characters, latency=latency, lease_s=lease_s
     ) as c:
-        placed = await asyncio.to_thread(c.owners)
+        placed = await c.placed()  # again: a lease renewed late, or a move, may be under way at this moment
         spread = sorted(Counter(placed.values()).get(n, 0) for n in range(daemons))
         status: dict[str, Any] = {}
         deadline = time.monotonic() + 30
