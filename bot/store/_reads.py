@@ -32,8 +32,8 @@ READ_LIMIT = 32
 
 @dataclass(slots=True)
 class _Read:
-    work: Callable[[Connection], Any]
-    done: asyncio.Future[Any]
+    work: Callable[[Connection], object]
+    done: asyncio.Future[Any]  # Any: each caller's own result type
 
 
 @dataclass(slots=True)
@@ -102,9 +102,9 @@ class ReadBatches:
             self._carrier = None
 
 
-def _run_all(conn: Connection, works: list[Callable[[Connection], Any]]) -> list[Any]:
+def _run_all(conn: Connection, works: list[Callable[[Connection], object]]) -> list[object]:
     """On the connection's thread: each work's result, or its exception, in order."""
-    outcomes: list[Any] = []
+    outcomes: list[object] = []
     for work in works:
         try:
             outcomes.append(work(conn))
@@ -113,7 +113,7 @@ def _run_all(conn: Connection, works: list[Callable[[Connection], Any]]) -> list
     return outcomes
 
 
-def _settle(done: asyncio.Future[Any], outcome: Any) -> None:
+def _settle(done: asyncio.Future[Any], outcome: object) -> None:
     if done.done():
         return
     if not isinstance(outcome, _Failed):
