@@ -60,7 +60,8 @@ class ReadBatches:
         read = _Read(work, loop.create_future())
         self._queue.append(read)
         if self._carrier is None:
-            # A fresh context: the carrier serves every caller, so it logs as none of them.
+            # A fresh context: the carrier serves every caller, so it logs as none of them. Not a
+            # BackgroundTasks task: it ends when the queue is empty, and idle() waits for it, not cancels it.
             self._carrier = loop.create_task(self._carry(), name=f"troupe:reads:{self._name}", context=Context())
         result: T = await read.done
         return result
