@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
-from .types import Entity, Memory, Room, Task
+from .types import JSON, Entity, Memory, Room, Task
 
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
@@ -33,7 +33,6 @@ __all__ = [
     "TaskWorker",
 ]
 
-JSON = dict[str, Any]
 T = TypeVar("T")
 
 #: Sends content to the room the message came from; returns the memories of what was sent.

@@ -91,7 +91,7 @@ def merged_world(stored: World, reported: World) -> World | None:
     roles the platform gives (OWNER, ADMIN) added to the stored roles. A role given through
     UPDATE_ROLE is kept over the platform's — except the owner's: whoever owns the server or chat
     on the platform is OWNER. ``None`` when nothing changes (nothing to write)."""
-    roles: dict[str, Any] = {**(reported.metadata.get("roles") or {}), **(stored.metadata.get("roles") or {})}
+    roles: dict[str, str] = {**(reported.metadata.get("roles") or {}), **(stored.metadata.get("roles") or {})}
     owner = (reported.metadata.get("ownership") or {}).get("ownerId")
     if owner:
         roles[owner] = Role.OWNER.value

@@ -10,7 +10,7 @@ Nothing else lists platforms.
 ``connect`` raising :class:`~bot.errors.ConfigError` means it cannot work until someone changes
 the configuration: that connection is given up. Anything else (the platform is down, the network
 is not up yet) is retried in the background with back-off until it connects, while everything
-else runs.
+else runs (:mod:`bot.connecting`).
 
 Once every agent has started, systemd hears READY=1 (see :mod:`bot.systemd`) and a status line
 that follows every change. SIGHUP (or ``troupe reload``) re-reads the character files: new ones
@@ -19,6 +19,10 @@ their knowledge files are read again), and a file that no longer validates (or c
 leaves its agent running as it was while the rest of the reload goes ahead. SIGTERM/SIGINT stop the intake, let the replies being written finish
 (``TROUPE_STOP_TIMEOUT_S``), close every agent and the database, and exit 0; a second signal
 exits at once. When nothing can run the daemon exits with status 78 and says what to configure.
+
+With a database several daemons share (``TROUPE_DATABASE_URL``), the daemon serves only the
+characters (and Discord shards) whose leases it holds, and keeps taking its share as daemons come
+and go: :mod:`bot.placement` decides, :mod:`bot.cluster_host` starts and stops its agents.
 """
 
 from __future__ import annotations
@@ -33,32 +37,33 @@ import secrets
 import signal
 import socket
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from . import installed_version, redact
 from . import plugins as plugin_registry
 from .background import BackgroundTasks
 from .backoff import ExponentialBackoff
-from .character import Character, LoadResult
+from .character import LoadResult
 from .chat import runtime_plugins
+from .cluster_host import ClusterHost
+from .connecting import connect_or_retry
 from .control import ControlServer, DaemonStatus, ReloadSummary
-from .errors import EXIT_CONFIG, ConfigError, ReloadError, ReloadFailed, StoreError, StoreUnavailable, reason_for
+from .errors import EXIT_CONFIG, ConfigError, ReloadError, ReloadFailed, StoreUnavailable, reason_for
 from .events import EventType
 from .hosted import HostedAgent, fingerprint, platform_links, status_line
 from .lifecycle import AgentState, DaemonState
 from .links import Link, LinkState
 from .logs import agent_context
 from .metrics import Metrics
-from .placement import Placement, shard_unit, split_unit
+from .placement import Placement
 from .platform_plans import PlatformPlan, plans_for, report_gaps
 from .reloading import plan_reload, read_characters, record_failures, summary_line
-from .roster import Publisher, entry_for, read_troupe
 from .runtime import AgentRuntime, Fence
 from .settings import DaemonSettings
-from .shards import Reshardable, Shards, shard_count
+from .shards import Shards, shard_count
 from .shared import Shared
 from .signals import install_signal_handlers, remove_signal_handlers
-from .store import DaemonEntry, Lease, StoreBackend, application_name, backend_for
+from .store import StoreBackend, application_name, backend_for
 from .systemd import Notifier
 from .types import now_ms
 
@@ -66,17 +71,9 @@ __all__ = ["Daemon", "PlatformPlan", "fingerprint"]
 
 _log = logging.getLogger(__name__)
 
-Connect = Callable[[AgentRuntime], Awaitable[None]]
-
 _CLOSE_TIMEOUT_S = 10.0
 _DATABASE_RETRY_CAP_S = 30.0  # at most this long between attempts to reach a database that is down
 _EXIT_FORCED = 1  # a second signal: stopped without finishing
-
-
-def _describe(error: BaseException, agent: str) -> str:
-    """A short account of an unexpected connection failure: its message, or at least its type."""
-    text = reason_for(error, agent).strip()
-    return f"{error.__class__.__name__}: {text}" if text else error.__class__.__name__
 
 
 class Daemon:
@@ -115,13 +112,9 @@ class Daemon:
         self._reload_lock = asyncio.Lock()
         self._reload_again = False
         self._background = BackgroundTasks("troupe")  # the daemon's own: they outlive any agent
-        #: With a database shared by several daemons: which characters this one serves (by lease).
-        self.placement: Placement | None = None
-        #: Per character: the units of it this daemon holds (None: its own; k: Discord shard k).
-        self._units_held: dict[str, set[int | None]] = {}
+        #: With a database shared by several daemons: serves the characters whose leases it holds.
+        self.cluster: ClusterHost | None = None
         self.daemon_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
-        #: With a shared database: this daemon's entry in the troupe's roster (troupe status).
-        self.publisher: Publisher | None = None
         self._started_ms = now_ms()
 
     # -- what runs ------------------------------------------------------------------------
@@ -242,22 +235,10 @@ class Daemon:
         if self.settings.database_url is not None:
             # Several daemons may share this troupe: serve the characters whose leases this one
             # holds, and keep taking its share as daemons come and go.
-            self.placement = Placement(
-                self._database().leases,
-                self,
-                self.daemon_id,
-                self._units(self.characters),
-                ttl_s=self.settings.lease_s,
-                sharing=self._database(),
-            )
-            # A heartbeat per lease time is enough for status: liveness is the presence lease's.
-            self.publisher = Publisher(self._database(), self._roster_entry, self.settings.lease_s)
-            await self._compare_files()  # before taking characters: the others see this one at once
-            await self.placement.step()
-            self._background.start(self.placement.run(), "placement")
-            self._background.start(self.publisher.run(), "roster")
+            self.cluster = ClusterHost(self, self._database(), self.daemon_id, self.settings, self._started_ms)
+            await self.cluster.join(self._background)
         else:
-            await asyncio.gather(*(self._launch(r) for r in self.characters))
+            await asyncio.gather(*(self.launch(r) for r in self.characters))
             links = list(platform_links(self._agents.values()))
             if not any(link.state is not LinkState.FAILED for link in links):
                 _log.error("no agent could connect to a platform; see the errors above")
@@ -273,138 +254,45 @@ class Daemon:
         _log.info("stopping%s", waiting)
         self.notifier.stopping(f"stopping{waiting}")
         await self._drain_all()
-        if self.placement is not None:
+        if self.cluster is not None:
             await self._background.close()  # no placement round after this point
-            await self.placement.leave()  # stop, then release: the others take over at once
-        if self.publisher is not None:
-            await self.publisher.leave()
+            await self.cluster.leave()
         return 0
 
-    # -- placement (several daemons, one troupe) -----------------------------------------------
+    # -- placement (several daemons, one troupe: bot/cluster_host.py) -------------------------
+
+    @property
+    def placement(self) -> Placement | None:
+        """Which units of the troupe this daemon serves; None without a shared database."""
+        return None if self.cluster is None else self.cluster.placement
+
+    @property
+    def agents(self) -> Mapping[str, HostedAgent]:
+        """The agents this daemon runs (or tried to), by agent id, in start order (``Agents``)."""
+        return self._agents
 
     async def troupe(self) -> Mapping[str, object] | None:
         """The whole troupe, read from the shared database now (``DaemonView``); None on SQLite."""
-        if self.publisher is None or self._db is None:
+        if self.cluster is None or self._db is None:  # the database is closed: the daemon is stopping
             return None
-        return await read_troupe(self._db, this=self.daemon_id)
-
-    def _roster_entry(self) -> DaemonEntry:
-        return entry_for(self.daemon_id, self._started_ms, self.characters, self._agents)
-
-    async def _compare_files(self) -> None:
-        """Publish this daemon's character files and warn of those that differ on another daemon."""
-        if self.publisher is not None:
-            try:
-                await self.publisher.compare()
-            except StoreError as exc:
-                _log.warning("could not compare character files with the other daemons: %s", exc)
-
-    async def serve(self, unit: str, lease: Lease) -> None:
-        """Start serving a unit this daemon now holds the lease of (``PlacementHost``): a
-        character, or one Discord shard of a sharded one (its runtime runs here as long as any
-        of its units does; its other platforms only with the character's own unit)."""
-        agent_id, shard = split_unit(unit)
-        result = self._result_of(agent_id)
-        if result is None:
-            return
-        held = self._units_held.setdefault(agent_id, set())
-        held.add(shard)
-        agent = self._agents.get(agent_id)
-        name = result.raise_for_problems().name
-        _log.info("serving %s%s (lease epoch %d)", name, f" shard {shard}" if shard else "", lease.epoch)
-        if agent is None:
-            await self._launch_placed(result)
-        elif shard is None:  # now its home too: start it again with its other platforms
-            await self._retire(self._agents.pop(agent_id))
-            await self._launch_placed(result)
-        else:
-            await self._reshard(agent, result)
-        await self._republish()
-
-    async def stop_serving(self, unit: str) -> None:
-        """Stop serving a unit whose lease this daemon lost or hands over (``PlacementHost``)."""
-        agent_id, shard = split_unit(unit)
-        held = self._units_held.get(agent_id, set())
-        held.discard(shard)
-        agent = self._agents.get(agent_id)
-        if agent is None:
-            return
-        if not held:
-            self._units_held.pop(agent_id, None)
-            await self._retire(self._agents.pop(agent_id))
-        elif shard is None:  # its home went elsewhere; its shards held here stay: Discord only
-            await self._retire(self._agents.pop(agent_id))
-            await self._launch_placed(agent.result)
-        else:
-            await self._reshard(agent, agent.result)
-        await self._republish()
-
-    async def _republish(self) -> None:
-        """Tell the troupe at once what this daemon now serves and how (``troupe status``)."""
-        if self.publisher is not None:
-            try:
-                await self.publisher.publish()
-            except StoreError as exc:  # the heartbeat publishes again shortly
-                _log.debug("could not publish this daemon's status: %s", exc)
-
-    def _units(self, results: Iterable[LoadResult]) -> list[str]:
-        """What placement leases: each character, and each Discord shard (1 and up) of a sharded
-        one (DISCORD_SHARD_COUNT; a bad value is reported when it connects, unsharded here)."""
-        units: list[str] = []
-        for result in results:
-            character = result.raise_for_problems()
-            units.append(character.agent_id)
-            try:
-                count = shard_count(character, self.environ)
-            except ConfigError:
-                count = 1
-            units += [shard_unit(character.agent_id, k) for k in range(1, count)]
-        return units
+        return await self.cluster.troupe()
 
     async def _connect_sharded(self, connect: Callable[..., Awaitable[None]], runtime: AgentRuntime) -> None:
         """Connect a platform that shards (Discord) with the shards of the character's bot this
         daemon serves — all of them without placement —, or unsharded when it has one
         (DISCORD_SHARD_COUNT, bot/shards.py; a bad value is a ConfigError)."""
-        await connect(runtime, shards=self._shards_for(runtime.character))
-
-    def _result_of(self, agent_id: str) -> LoadResult | None:
-        return next((r for r in self.characters if r.raise_for_problems().agent_id == agent_id), None)
-
-    def _shards_for(self, character: Character) -> Shards | None:
-        """The Discord shards this daemon serves of ``character`` (None: unsharded)."""
-        count = shard_count(character, self.environ)
+        count = shard_count(runtime.character, self.environ)
         if count == 1:
-            return None
-        if self.placement is None:
-            return Shards.all(count)
-        held = self._units_held.get(character.agent_id, set())
-        return Shards(count, tuple(sorted(0 if shard is None else shard for shard in held)))
-
-    async def _launch_placed(self, result: LoadResult) -> HostedAgent:
-        """Launch a character this daemon holds units of, sending only while it holds them."""
-        placement = self.placement
-        assert placement is not None
-        agent_id = result.raise_for_problems().agent_id
-        home = None in self._units_held.get(agent_id, set())
-        return await self._launch(result, fence=_LeaseFence(placement, agent_id), home=home)
-
-    async def _reshard(self, agent: HostedAgent, result: LoadResult) -> None:
-        """Move a running character's Discord connection to the shards this daemon holds now."""
-        runtime = agent.runtime
-        discord = runtime.get_service("discord") if runtime is not None else None
-        if runtime is None or not isinstance(discord, Reshardable):
-            return  # not connected yet: its connection takes the shards held when it connects
-        shards = self._shards_for(result.raise_for_problems())
-        if shards is not None:
-            with agent_context(agent.name):
-                try:
-                    await discord.reshard(shards)
-                except ConfigError as exc:
-                    _log.error("%s: could not move to %s: %s", agent.name, shards, exc)
+            shards = None
+        elif self.cluster is None:
+            shards = Shards.all(count)
+        else:
+            shards = self.cluster.shards_held(runtime.character.agent_id, count)
+        await connect(runtime, shards=shards)
 
     # -- one agent ------------------------------------------------------------------------
 
-    async def _launch(self, result: LoadResult, *, fence: Fence | None = None, home: bool = True) -> HostedAgent:
+    async def launch(self, result: LoadResult, *, fence: Fence | None = None, home: bool = True) -> HostedAgent:
         """Start one character's agent and connect it to its platforms (sending only while
         ``fence`` allows, when given); away from its ``home`` only to the platforms that shard."""
         character = result.raise_for_problems()
@@ -453,23 +341,12 @@ class Daemon:
             return
         if known[plan.platform].shardable:
             connect = functools.partial(self._connect_sharded, connect)
-        runtime.links.set(plan.platform, LinkState.CONNECTING)
         backoff = ExponentialBackoff(self.settings.reconnect_base_s, self.settings.reconnect_cap_s)
-        delay = await _attempt(runtime, plan, connect, backoff)
-        if delay is not None:
-            runtime.create_task(
-                self._keep_connecting(runtime, plan, connect, backoff, delay), f"{plan.platform}:connect"
-            )
+        await connect_or_retry(runtime, plan, connect, backoff)
 
-    @staticmethod
-    async def _keep_connecting(
-        runtime: AgentRuntime, plan: PlatformPlan, connect: Connect, backoff: ExponentialBackoff, delay: float
-    ) -> None:
-        """Try ``connect`` again after each delay until it works or the configuration is at fault."""
-        wait: float | None = delay
-        while wait is not None:
-            await asyncio.sleep(wait)
-            wait = await _attempt(runtime, plan, connect, backoff)
+    async def retire(self, agent_id: str) -> None:
+        """Stop a running agent and forget it (``Agents``)."""
+        await self._retire(self._agents.pop(agent_id))
 
     async def _retire(self, agent: HostedAgent) -> None:
         """Stop one agent: finish its replies in flight (bounded), then close it."""
@@ -578,10 +455,10 @@ class Daemon:
     async def _apply_reload(self) -> ReloadSummary:
         results, self.environ = await asyncio.to_thread(read_characters, self.sources or [])  # file reads
         loaded = results
-        if self.placement is not None:
+        if self.cluster is not None:
             # This daemon applies the change to the characters it serves; the others' daemons do
             # theirs, and new characters are taken by whichever daemon's share has room.
-            self.placement.units = sorted(self._units(r for r in results if r.ok))
+            self.cluster.set_characters(r for r in results if r.ok)
             results = [r for r in results if r.ok and r.character and r.character.agent_id in self._agents]
         plan = plan_reload(self._agents, results)
         for agent, result in plan.unchanged:
@@ -593,12 +470,12 @@ class Daemon:
         await asyncio.gather(*(self._retire(a) for a in plan.stopping))
         for agent in plan.stopping:
             self._agents.pop(agent.character.agent_id, None)
-        launch = self._launch if self.placement is None else self._launch_placed  # placed: fenced
+        launch = self.launch if self.cluster is None else self.cluster.launch  # placed: fenced
         launched = await asyncio.gather(*(launch(r) for r in plan.starting))
         record_failures(plan.summary, launched)
-        if self.placement is not None:
+        if self.cluster is not None:
             self.characters = [r for r in loaded if r.ok]
-            await self._compare_files()
+            await self.cluster.compare_files()
         else:
             self.characters = [a.result for a in self._agents.values()]
         return plan.summary
@@ -611,54 +488,3 @@ class Daemon:
             logging.shutdown()
             os._exit(_EXIT_FORCED)
         self.stop()
-
-
-class _LeaseFence:
-    """Sending as a character is allowed while this daemon holds its leases (of the character
-    and of the Discord shards it serves here), in time."""
-
-    __slots__ = ("_agent_id", "_placement")
-
-    def __init__(self, placement: Placement, agent_id: str) -> None:
-        self._placement = placement
-        self._agent_id = agent_id
-
-    def allows(self) -> bool:
-        leases = self._placement.leases_of(self._agent_id)
-        return bool(leases) and all(lease.valid() for lease in leases)
-
-
-async def _attempt(
-    runtime: AgentRuntime, plan: PlatformPlan, connect: Connect, backoff: ExponentialBackoff
-) -> float | None:
-    """One try at connecting; the delay before the next, or None when there is none to make
-    (connected, or the configuration is at fault)."""
-    first = backoff.attempts == 0
-    before = runtime.links.get(plan.platform)
-    try:
-        await connect(runtime)
-    except ConfigError as exc:
-        reason = exc.reason_for(plan.agent)
-        _log.error("%s: could not connect to %s: %s", plan.agent, plan.platform, reason)
-        runtime.links.set(plan.platform, LinkState.FAILED, reason)
-        return None
-    except Exception as exc:
-        delay = backoff.delay()
-        reason = _describe(exc, plan.agent)
-        _log.warning(
-            "%s: %s %s (%s); trying again in %.0f s",
-            plan.agent,
-            "could not reach" if first else "still cannot reach",
-            plan.platform,
-            reason,
-            delay,
-        )
-        runtime.links.set(plan.platform, LinkState.RETRYING, reason)
-        return delay
-    if not first:
-        _log.info("%s: connected to %s after %d attempts", plan.agent, plan.platform, backoff.attempts + 1)
-    # Up, unless the adapter said how it is itself while connecting (ready, or still waiting).
-    if runtime.links.get(plan.platform) is before:
-        runtime.links.set(plan.platform, LinkState.CONNECTED)
-    await runtime.emit(EventType.PLATFORM_CONNECTED, {"source": plan.platform})
-    return None

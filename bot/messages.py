@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Protocol
 
 from .types import JSON, Memory
 
@@ -74,7 +74,7 @@ class ReplyChannel(Protocol):
         Called once the agent has decided to answer; never raises."""
         ...
 
-    async def fetch(self, attachment: Mapping[str, Any]) -> bytes:
+    async def fetch(self, attachment: Mapping[str, object]) -> bytes:
         """The bytes of one of the message's attachments, downloaded the platform's own way.
 
         Raises:
@@ -100,7 +100,7 @@ class QuietChannel:
     async def typing(self) -> None:
         return None
 
-    async def fetch(self, attachment: Mapping[str, Any]) -> bytes:
+    async def fetch(self, attachment: Mapping[str, object]) -> bytes:
         raise LookupError("this platform offers no attachments")
 
     def stream(self, text_so_far: str) -> None:

@@ -353,7 +353,7 @@ class AgentRuntime:
 
     async def close(self) -> None:
         """Stop background tasks and run ``on_close`` callbacks in reverse; safe to call again."""
-        if self._closing is None:
+        if self._closing is None:  # one close, awaited by every caller (a cancelled one does not stop it)
             self._closing = asyncio.ensure_future(self._close())
         await asyncio.shield(self._closing)
 

@@ -9,7 +9,7 @@ made alone gets one of its own. Its :attr:`Shared.bus` reaches the other daemons
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TypeVar, cast
 
 from .bus import Bus, LocalBus
 from .redact import Redactor
@@ -27,7 +27,7 @@ class Shared:
         self.secrets = Redactor()
         #: Posts to and from the troupe's other daemons (nobody else: a LocalBus).
         self.bus: Bus = LocalBus()
-        self._objects: dict[type[Any], Any] = {}
+        self._objects: dict[type[object], object] = {}  # each kind to its instance
 
     def one(self, kind: type[T]) -> T:
         """This daemon's instance of ``kind`` (made with ``kind()`` on first use): how a platform
@@ -36,4 +36,4 @@ class Shared:
         found = self._objects.get(kind)
         if found is None:
             found = self._objects[kind] = kind()
-        return found
+        return cast(T, found)  # stored under its own kind

@@ -230,11 +230,13 @@ class AgentRecord:
     enabled: bool = True
     system: str | None = None
     bio: list[str] = field(default_factory=list)
-    message_examples: list[Any] = field(default_factory=list)
+    message_examples: list[list[JSON]] = field(default_factory=list)
+    """Example conversations: each a list of messages (``name``, ``content``)."""
     post_examples: list[str] = field(default_factory=list)
     topics: list[str] = field(default_factory=list)
     adjectives: list[str] = field(default_factory=list)
-    knowledge: list[Any] = field(default_factory=list)
+    knowledge: list[str | JSON] = field(default_factory=list)
+    """Facts (text), or ``{"path": …}`` / ``{"directory": …}`` with ``shared``."""
     plugins: list[str] = field(default_factory=list)
     settings: JSON = field(default_factory=dict)
     """Non-secret settings only: ``settings.secrets`` is never written to the database."""

@@ -6,9 +6,9 @@ import difflib
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from pydantic import SecretStr, ValidationError
+from pydantic_core import ErrorDetails
 
 from ..errors import Problem, SecretReferenceError
 from ..files import expand_home, file_key, mode_of, shown
@@ -35,7 +35,7 @@ _FIELD_HINTS = {
 }
 
 
-def _problem_from_error(err: Mapping[str, Any]) -> Problem:
+def _problem_from_error(err: ErrorDetails) -> Problem:
     loc = tuple(err["loc"])
     kind = err["type"]
     got = json_type(err.get("input"))
@@ -140,7 +140,7 @@ def _unknown_key_message(key: str) -> str:
     return "unknown key, kept but unused; check its spelling"
 
 
-def _well_formed_knowledge(value: Any) -> list[KnowledgeSource]:
+def _well_formed_knowledge(value: object) -> list[KnowledgeSource]:
     """The knowledge items that validate (the others are reported already)."""
     items: list[KnowledgeSource] = []
     for item in value if isinstance(value, list) else []:
@@ -151,7 +151,7 @@ def _well_formed_knowledge(value: Any) -> list[KnowledgeSource]:
     return items
 
 
-def _strings(value: Any) -> list[str]:
+def _strings(value: object) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 

@@ -6,7 +6,6 @@ import json
 import math
 import stat
 from pathlib import Path
-from typing import Any
 
 from ..errors import Problem
 from ..files import UnreadableFile, mode_of, read_config_file
@@ -51,13 +50,13 @@ def _parse_constant(text: str) -> float:
     return bad
 
 
-def _shape_problems(data: Any) -> list[Problem]:
+def _shape_problems(data: object) -> list[Problem]:
     """What JSON allows but a character cannot hold: deep nesting, huge numbers, broken text.
 
     Iterative, so the check itself cannot run out of stack.
     """
     problems: list[Problem] = []
-    stack: list[tuple[Any, str, int]] = [(data, "$", 1)]
+    stack: list[tuple[object, str, int]] = [(data, "$", 1)]
     while stack:
         value, where, depth = stack.pop()
         if isinstance(value, _HugeNumber):
@@ -105,7 +104,7 @@ def _is_unicode(text: str) -> bool:
     return True
 
 
-def read_json(path: Path) -> tuple[Any, list[Problem]]:
+def read_json(path: Path) -> tuple[object, list[Problem]]:
     if path.suffix.lower() in (".ts", ".js", ".mjs", ".cjs"):
         return None, [
             Problem(

@@ -56,7 +56,7 @@ ELIZAOS_FIELDS = frozenset(
 )
 
 
-def json_type(value: Any) -> str:
+def json_type(value: object) -> str:
     match value:
         case bool():
             return "true/false"
@@ -173,7 +173,7 @@ class KnowledgeSource(BaseModel):
             return "text"
         return "path" if self.path is not None else "directory"
 
-    def to_json(self) -> str | dict[str, Any]:
+    def to_json(self) -> str | dict[str, str | bool]:
         """The form this item takes in a character file."""
         if self.text is not None:
             return self.text
@@ -350,7 +350,7 @@ class Character(BaseModel):
             yield key, value
 
 
-def _secret_map(value: Any, where: str = "secrets") -> dict[str, str]:
+def _secret_map(value: object, where: str = "secrets") -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, dict):

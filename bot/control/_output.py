@@ -82,11 +82,11 @@ def format_status(status: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _seconds(value: Any) -> str:
+def _seconds(value: float | None) -> str:
     return "-" if value is None else _duration(float(value))
 
 
-def _started(started_at: Any) -> str:
+def _started(started_at: int | None) -> str:
     if not started_at:
         return "?"
     return datetime.fromtimestamp(int(started_at) / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")

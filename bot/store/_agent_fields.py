@@ -8,13 +8,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.store._rows import AGENT_JSON_FIELDS
-from bot.types import AgentRecord
+from bot.types import JSON, AgentRecord
 
 __all__ = ["AGENT_UPDATABLE", "agent_changes", "agent_json_values", "check_updatable", "deep_merge", "require_own"]
 
 _log = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 
 #: The AgentRecord fields ``update_agent`` may change (the others are the store's own).
 AGENT_UPDATABLE = frozenset({"name", "username", "enabled", "system", *AGENT_JSON_FIELDS})

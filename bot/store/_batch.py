@@ -29,9 +29,9 @@ BATCH_LIMIT = 64
 class Queued:
     """One caller's work waiting for (or in) a batch, and the future its caller awaits."""
 
-    work: Callable[[Connection], Any]
+    work: Callable[[Connection], object]
     tables: Collection[str] | None  # what ``work`` may change (None: anything), for shared reads
-    done: asyncio.Future[Any]
+    done: asyncio.Future[Any]  # Any: each caller's own result type
     started: bool = field(default=False)  # handed to the writer's thread: it will run to its end
 
 
@@ -39,8 +39,8 @@ class Queued:
 class Batch:
     """The works of one transaction and, once the writer's thread ran it, how it ended."""
 
-    works: list[Callable[[Connection], Any]]
-    outcomes: list[Any] | None = None  # each work's result or Failed, once COMMIT is done
+    works: list[Callable[[Connection], object]]
+    outcomes: list[object] | None = None  # each work's result or Failed, once COMMIT is done
     error: BaseException | None = None  # what made the whole batch fail (nothing committed)
 
 
@@ -80,7 +80,7 @@ def transact(conn: Connection, batch: Batch) -> None:
         batch.error = exc
 
 
-def _run(conn: Connection, works: list[Callable[[Connection], Any]]) -> list[Any]:
+def _run(conn: Connection, works: list[Callable[[Connection], object]]) -> list[object]:
     """Run ``works`` in one transaction; each one's result or :class:`Failed`.
 
     A single work runs without a savepoint: if it raises, the transaction is rolled back and the
@@ -95,7 +95,7 @@ def _run(conn: Connection, works: list[Callable[[Connection], Any]]) -> list[Any
     except sqlean.Error as exc:
         raise BeginFailed(exc) from exc
     alone = len(works) == 1
-    outcomes: list[Any] = []
+    outcomes: list[object] = []
     try:
         for index, work in enumerate(works):
             if not alone:

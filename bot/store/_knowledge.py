@@ -42,11 +42,11 @@ from bot.ids import string_to_uuid
 from bot.store._connect import Connection
 from bot.store._memories import MEMORY_COLUMNS
 from bot.store._rows import dumps, row_to_memory
-from bot.store._scoped import JSON, AgentScoped, json_list, new_id, validate_count
+from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
 from bot.store._search import fts_query
 from bot.store._values import SHARED_KNOWLEDGE_ID, KnowledgeDocument, KnowledgeSourceRecord
 from bot.store._vectors import DIMENSION_MAP, check_dimension, encode_vector
-from bot.types import Memory, now_ms
+from bot.types import JSON, Memory, now_ms
 
 __all__ = [
     "DOCUMENTS",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from bot.store._connect import Connection, Row, RowValues, SQLValue
 from bot.store._rows import dumps, row_to_memory
@@ -214,8 +213,8 @@ class MemoriesMixin(AgentScoped):
         self,
         memory_id: str,
         *,
-        content: Mapping[str, Any] | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        content: Mapping[str, object] | None = None,
+        metadata: Mapping[str, object] | None = None,
         embedding: Sequence[float] | None = None,
     ) -> bool:
         """Replace the content and/or metadata of one of this agent's memories and/or upsert its

@@ -32,8 +32,8 @@ READ_LIMIT = 32
 
 @dataclass(slots=True)
 class _Read:
-    work: Callable[[Connection], Any]
-    done: asyncio.Future[Any]
+    work: Callable[[Connection], object]
+    done: asyncio.Future[Any]  # Any: each caller's own result type
 
 
 @dataclass(slots=True)
@@ -60,7 +60,8 @@ class ReadBatches:
         read = _Read(work, loop.create_future())
         self._queue.append(read)
         if self._carrier is None:
-            # A fresh context: the carrier serves every caller, so it logs as none of them.
+            # A fresh context: the carrier serves every caller, so it logs as none of them. Not a
+            # BackgroundTasks task: it ends when the queue is empty, and idle() waits for it, not cancels it.
             self._carrier = loop.create_task(self._carry(), name=f"troupe:reads:{self._name}", context=Context())
         result: T = await read.done
         return result
@@ -102,9 +103,9 @@ class ReadBatches:
             self._carrier = None
 
 
-def _run_all(conn: Connection, works: list[Callable[[Connection], Any]]) -> list[Any]:
+def _run_all(conn: Connection, works: list[Callable[[Connection], object]]) -> list[object]:
     """On the connection's thread: each work's result, or its exception, in order."""
-    outcomes: list[Any] = []
+    outcomes: list[object] = []
     for work in works:
         try:
             outcomes.append(work(conn))
@@ -113,7 +114,7 @@ def _run_all(conn: Connection, works: list[Callable[[Connection], Any]]) -> list
     return outcomes
 
 
-def _settle(done: asyncio.Future[Any], outcome: Any) -> None:
+def _settle(done: asyncio.Future[Any], outcome: object) -> None:
     if done.done():
         return
     if not isinstance(outcome, _Failed):

@@ -42,7 +42,7 @@ class RecordsMixin(AgentScoped):
         target_entity_id: str,
         *,
         tags: Sequence[str] | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, object] | None = None,
     ) -> bool:
         """Store a directed relationship for this agent; False on error, including when it exists."""
         try:
@@ -144,7 +144,7 @@ class RecordsMixin(AgentScoped):
 
     # -- logs --------------------------------------------------------------------------------------
 
-    async def log(self, body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> str:
+    async def log(self, body: Mapping[str, object], entity_id: str, room_id: str, type: str) -> str:
         """Append a structured log entry and return its id.
 
         The body is made JSON-safe (NUL characters stripped, cycles cut). Raises StoreError if the
@@ -159,7 +159,7 @@ class RecordsMixin(AgentScoped):
         )
         return row[0]
 
-    def queue_log(self, body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> str:
+    def queue_log(self, body: Mapping[str, object], entity_id: str, room_id: str, type: str) -> str:
         """Like :meth:`log`, but written soon, in a batch, instead of before returning; returns its id.
 
         For logs written on a hot path (one per model call). Reads of logs (:meth:`get_logs`)

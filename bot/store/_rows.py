@@ -317,7 +317,7 @@ def task_updates(changes: Mapping[str, Any]) -> dict[str, str | None]:
 LogRow = tuple[str, int, str, str, str, str]
 
 
-def log_row(body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> LogRow:
+def log_row(body: Mapping[str, object], entity_id: str, room_id: str, type: str) -> LogRow:
     """A new ``logs`` row (its id first) for ``body``, made JSON-safe by :func:`sanitize_log_body`."""
     text = json.dumps(sanitize_log_body(body), ensure_ascii=False)
     return (new_id(), now_ms(), entity_id, text, type, room_id)

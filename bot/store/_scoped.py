@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Collection, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bot.store._agent_scope import Scoped
 from bot.store._connect import Connection, Params
@@ -13,10 +13,7 @@ from bot.store._connect import Connection, Params
 if TYPE_CHECKING:  # Database builds AgentStore, which builds on this module
     from bot.store._database import Database  # noqa: F401  # named in the base class below, as a string
 
-__all__ = ["AgentScoped", "JSON", "json_list", "new_id", "validate_count"]
-
-
-JSON = dict[str, Any]
+__all__ = ["AgentScoped", "json_list", "new_id", "validate_count"]
 
 
 def new_id() -> str:

@@ -1,11 +1,11 @@
 """One character's Discord bot: a discord.py client in the daemon's loop, translating both ways.
 
 Inbound, a message becomes an incoming message for the runtime, with its reply channel
-(:mod:`bot.messages`); other gateway events become troupe events (REACTION_RECEIVED, MESSAGE_UPDATED/DELETED, WORLD_CONNECTED/JOINED, ENTITY_JOINED/LEFT) after the
-listening rules of the character's settings. Worlds, rooms, entities and participants are
-written once per run and remembered, not re-written for every message. When Discord could not
-resume a lost session, what was said meanwhile is read back and handled the same way
-(``_catchup.py``).
+(:mod:`bot.messages`); a server becomes WORLD_CONNECTED/JOINED, and other gateway events become
+troupe events (``_events.py``), after the listening rules of the character's settings. Worlds,
+rooms, entities and participants are written once per run and remembered, not re-written for
+every message. When Discord could not resume a lost session, or shards were taken on, what was
+said meanwhile is read back and handled the same way (``_catchup.py``).
 
 Outbound, the reply channel (``_answer.py``) answers the triggering message (split, safe
 mentions, uploads, retries: ``_outbound.py``), shows "typing…" while an answer is being prepared,
@@ -26,7 +26,7 @@ import discord
 
 from bot.adapters import PlatformAdapter
 from bot.connections import SentMessage
-from bot.errors import ConfigError, SendError, StoreError, reason_for
+from bot.errors import ConfigError, SendError, reason_for
 from bot.events import EventType
 from bot.lifecycle import AdapterState
 from bot.links import LinkState
@@ -36,7 +36,7 @@ from bot.text import first_words
 from bot.types import ChannelType, Entity, Memory, Room, World, now_ms
 
 from ._answer import Answer
-from ._catchup import MissedMessages, active_since, listening_key
+from ._catchup import MissedMessages, active_since, catch_up, taken_on, with_stored_gap
 from ._client import LOGIN_TIMEOUT_S, Client, DiscordTokens, base_intents, check_application, make_client, run_client
 from ._config import DiscordConfig
 from ._mapping import (
@@ -61,17 +61,7 @@ _log = logging.getLogger(__name__)
 
 _READY_TIMEOUT_S = 60.0
 _MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
-_STORED_SCAN = 500  # recent stored messages looked at for the channels of shards taken on
 _PERMISSIONS = 380141685824  # read/send messages and threads, reactions, files, history, voice
-
-
-def _taken_on(held: Shards | None, wanted: Shards) -> frozenset[int]:
-    """The shards of ``wanted`` that ``held`` did not cover (all of them when the count changes)."""
-    if held is None:
-        return frozenset()  # unsharded, it heard every server
-    if held.count != wanted.count:
-        return frozenset(wanted.ids)
-    return frozenset(wanted.ids) - frozenset(held.ids)
 
 
 class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
@@ -216,7 +206,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
                 return
             _log.info("%s: reconnecting to Discord with %s (was %s)", self.name, shards, self.shards or "unsharded")
             self._resharding = True
-            self._taken_on = _taken_on(self.shards, shards)
+            self._taken_on = taken_on(self.shards, shards)
             self.missed.connection_lost()
             self.runtime.links.set(SOURCE, LinkState.CONNECTING, f"reconnecting with {shards}")
             try:
@@ -244,24 +234,6 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         assert self.client is not None
         shards = self.shards or Shards.all(1)
         return active_since(self.client.guilds, dict.fromkeys(shard_ids, self._listening_since), shards.shard_of)
-
-    async def _with_stored_gap(self, plan: list[tuple[int, int]], taken_on: frozenset[int]) -> list[tuple[int, int]]:
-        """``plan``, and the recently active channels of the shards ``taken_on``, from the store."""
-        shards = self.shards or Shards.all(1)
-        if not self.missed.limits.enabled:
-            return plan
-        store, since = self.runtime.store, now_ms() - int(self.missed.limits.window_s * 1000)
-        assert self.client is not None
-        try:
-            stored = await store.get_memories(table="messages", start=since, count=_STORED_SCAN)
-            marks = {k: mark for k in taken_on if isinstance(mark := await store.get_cache(listening_key(k)), int)}
-            for k in taken_on:  # read before written: the last holder's mark says where its listening began
-                await store.set_cache(listening_key(k), now_ms())
-        except StoreError as exc:
-            _log.warning("%s: cannot tell what was said on the shards just taken on: %s", self.name, exc)
-            return plan
-        active = active_since(self.client.guilds, marks, shards.shard_of)
-        return self.missed.with_stored(plan, stored, lambda guild: shards.shard_of(guild) in taken_on, active=active)
 
     async def guarded(self, what: str, work: Awaitable[object]) -> None:
         """Run an event handler, tracked (:meth:`handling`); a failure is logged with the agent,
@@ -292,7 +264,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
             self._listening_since = now_ms()
             missed = []
         if self._taken_on:
-            missed = await self._with_stored_gap(missed, self._taken_on)
+            missed = await with_stored_gap(self, missed, self._taken_on)
             self._taken_on = frozenset()
         sharded = f" ({self.shards})" if self.shards is not None else ""
         _log.info(
@@ -317,7 +289,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         self._was_online = True
         self.runtime.links.set(SOURCE, LinkState.CONNECTED)
         if missed:
-            self.runtime.create_task(self.guarded("catch-up", self._catch_up(missed)), "discord:catch-up")
+            self.runtime.create_task(self.guarded("catch-up", catch_up(self, missed)), "discord:catch-up")
         if self.config.voice_enabled:
             await self.guarded("voice auto-join", self.voice.auto_join(list(self.client.guilds)))
 
@@ -332,38 +304,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         )
         self.runtime.links.set(SOURCE, LinkState.CONNECTED)
         if missed:
-            self.runtime.create_task(self.guarded("catch-up", self._catch_up(missed)), "discord:catch-up")
-
-    async def _catch_up(self, plan: list[tuple[int, int]]) -> None:
-        """The session was lost for good, or shards were taken on: hand over what was said
-        meanwhile as if it had just arrived (the gate decides), skipping what was already handed
-        over or stored."""
-        assert self.client is not None
-        agent, read, handed = self.runtime.agent_id, 0, 0
-        for channel_id, after in plan:
-            try:
-                messages = await self.missed.fetch(self.client, channel_id, after)
-            except (discord.HTTPException, TimeoutError) as exc:
-                detail = f"{exc.status} {exc.text}" if isinstance(exc, discord.HTTPException) else "no answer in time"
-                _log.warning("%s: could not read the messages missed in channel %s: %s", self.name, channel_id, detail)
-                continue
-            read += 1
-            for message in messages:
-                if (
-                    self.missed.claimed(message.id)
-                    or await self.runtime.store.get_memory(discord_id(agent, message.id)) is not None
-                ):
-                    continue
-                handed += 1
-                # Like the gateway: one task per message, in order, so a burst behaves like one.
-                self.runtime.create_task(self.guarded("message", self.on_message(message)), "discord:message")
-        _log.info(
-            "%s: reconnected to Discord; read back %d of %d channel(s), %d missed message(s) handed over",
-            self.name,
-            read,
-            len(plan),
-            handed,
-        )
+            self.runtime.create_task(self.guarded("catch-up", catch_up(self, missed)), "discord:catch-up")
 
     async def on_guild_join(self, guild: discord.Guild) -> None:
         await self._announce(guild, EventType.WORLD_JOINED)
@@ -447,79 +388,6 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
             await self.runtime.receive(IncomingMessage(memory, channel, native=native))
         finally:
             await channel.typing_indicator.stop()
-
-    async def on_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        message = payload.message
-        if message.author.id == self.bot_id or not self.listens_in(message.channel):
-            return
-        memory = memory_for_message(self.runtime.agent_id, message, bot_user_id=self.bot_id)
-        await self.runtime.emit(EventType.MESSAGE_UPDATED, {"message": memory, "source": SOURCE})
-
-    async def on_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        agent = self.runtime.agent_id
-        await self.runtime.emit(
-            EventType.MESSAGE_DELETED,
-            {
-                "messageId": discord_id(agent, payload.message_id),
-                "roomId": discord_id(agent, payload.channel_id),
-                "source": SOURCE,
-            },
-        )
-
-    async def on_reaction(self, payload: discord.RawReactionActionEvent) -> None:
-        assert self.client is not None
-        if payload.user_id == self.bot_id:
-            return
-        channel = self.client.get_channel(payload.channel_id) or await self.client.fetch_channel(payload.channel_id)
-        if not self.listens_in(channel):
-            return
-        user = payload.member or self.client.get_user(payload.user_id) or await self.client.fetch_user(payload.user_id)
-        cached = discord.utils.get(self.client.cached_messages, id=payload.message_id)
-        snippet = (cached.content[:50] + ("..." if len(cached.content) > 50 else "")) if cached else ""
-        emoji = str(payload.emoji)
-        text = f'*reacted {emoji} to: "{snippet}"*' if snippet else f"*reacted {emoji}*"
-        agent = self.runtime.agent_id
-        room_id = await self.ensure_room(channel, dm_with=user)
-        entity_id = await self.ensure_entity(user, room_id)
-        memory = Memory(
-            id=discord_id(agent, f"{payload.message_id}-{payload.user_id}-{emoji}"),
-            entity_id=entity_id,
-            agent_id=agent,
-            room_id=room_id,
-            world_id=discord_id(agent, payload.guild_id) if payload.guild_id else None,
-            content={
-                "text": text,
-                "source": SOURCE,
-                "inReplyTo": discord_id(agent, payload.message_id),
-                "channelType": (channel_type(channel) or ChannelType.GROUP).value,
-            },
-            metadata={"type": "reaction", "authorIsBot": bool(getattr(user, "bot", False)), "emoji": emoji},
-            created_at=now_ms(),
-        )
-        await self.runtime.emit(EventType.REACTION_RECEIVED, {"message": memory, "source": SOURCE})
-
-    async def on_member(self, member: discord.Member, *, joined: bool) -> None:
-        if member.id == self.bot_id:
-            return
-        agent = self.runtime.agent_id
-        entity = entity_for_user(agent, member)
-        if joined:
-            await self.ensure_world(member.guild)
-            await self.connections.ensure_entity(entity)
-        await self.runtime.emit(
-            EventType.ENTITY_JOINED if joined else EventType.ENTITY_LEFT,
-            {
-                "entityId": entity.id,
-                "worldId": discord_id(agent, member.guild.id),
-                "source": SOURCE,
-                "metadata": {
-                    "originalId": str(member.id),
-                    "username": member.name,
-                    "displayName": member.display_name,
-                    "roles": [r.name for r in member.roles if not r.is_default()],
-                },
-            },
-        )
 
     # -- sending (the Messenger's flow is PlatformAdapter's) ------------------------------
 

@@ -5,7 +5,7 @@ is, replies are said aloud too."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import discord
 
@@ -43,7 +43,7 @@ class Answer(QuietChannel):
     async def typing(self) -> None:
         await self.typing_indicator.start()
 
-    async def fetch(self, attachment: Mapping[str, Any]) -> bytes:
+    async def fetch(self, attachment: Mapping[str, object]) -> bytes:
         for item in self.message.attachments:
             if str(item.id) == str(attachment.get("id")):
                 return await item.read()

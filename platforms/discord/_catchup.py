@@ -1,9 +1,10 @@
 """Messages missed while the gateway session was lost for good, fetched after the bot identifies again.
 
 When Discord cannot resume a session (INVALID_SESSION, a session that timed out), discord.py
-identifies afresh and the events of the gap are never replayed. The adapter then reads, through
-the REST history, what was said meanwhile in the channels where this run last saw activity, and
-hands each message to its ordinary message handler, so the gate decides as for a live message.
+identifies afresh and the events of the gap are never replayed. The adapter then reads
+(:func:`catch_up`), through the REST history, what was said meanwhile in the channels where this
+run last saw activity, and hands each message to its ordinary message handler, so the gate
+decides as for a live message.
 
 Which channels: those where the adapter saw a message (anyone's, its own included) during this
 run, the most recently active first, then those where it saw nothing but the guild cache of the
@@ -18,13 +19,14 @@ back from where they stood when that shard's session was lost.
 
 Shards taken on (a sharded connection's start, :meth:`DiscordAdapter.reshard` adding shards,
 or the start of any character placed among several daemons: another daemon may have just let
-them go) are not in this run's memory: for them the store says where to read, the channels of
-their servers with stored messages within ``window_s``, after the newest stored one. A channel
-where nothing was stored yet (the first words said there were said while no one listened) is
-found by its ``last_message_id`` in the guild cache: the connection that takes shards on notes in
-the store since when it listens on each (:func:`listening_key`); the next one to take them on reads
-every channel of their servers active since that mark, from the mark (a little earlier, for the
-daemons' clocks). Without a mark (the character never listened there) nothing is read.
+them go) are not in this run's memory: for them the store says where to read
+(:func:`with_stored_gap`): the channels of their servers with stored messages within
+``window_s``, after the newest stored one. A channel where nothing was stored yet (the first
+words said there were said while no one listened) is found by its ``last_message_id`` in the
+guild cache: the connection that takes shards on notes in the store since when it listens on each
+(:func:`listening_key`); the next one to take them on reads every channel of their servers active
+since that mark, from the mark (a little earlier, for the daemons' clocks). Without a mark (the
+character never listened there) nothing is read.
 
 Nothing is answered twice: every message handed over in this run is claimed by id (live and
 fetched alike, so a message that arrives live while the history is read is handled once), and a
@@ -35,18 +37,34 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import discord
 
-from bot.types import Memory
+from bot.errors import StoreError
+from bot.shards import Shards
+from bot.types import Memory, now_ms
 
-from ._mapping import SOURCE
+from ._mapping import SOURCE, discord_id
 
-__all__ = ["CatchUpLimits", "MissedMessages", "active_since", "listening_key"]
+if TYPE_CHECKING:
+    from ._adapter import DiscordAdapter
+
+__all__ = [
+    "CatchUpLimits",
+    "MissedMessages",
+    "active_since",
+    "catch_up",
+    "listening_key",
+    "taken_on",
+    "with_stored_gap",
+]
+
+_log = logging.getLogger(__name__)
 
 _FETCH_TIMEOUT_S = 30.0
 # A mark is read back from this much earlier: the daemons' clocks and Discord's differ a little
@@ -55,6 +73,7 @@ _CLOCK_MARGIN_MS = 5_000
 # How many handed-over message ids are remembered: a message older than this many is never
 # fetched again anyway (each channel is read only after the newest message seen in it).
 _CLAIMS_KEPT = 2000
+_STORED_SCAN = 500  # recent stored messages looked at for the channels of shards taken on
 
 
 @dataclass(frozen=True)  # no slots: ``CatchUpLimits.window_s`` must read as the default
@@ -195,6 +214,68 @@ class MissedMessages:
                     after=discord.Object(after), oldest_first=True, limit=self.limits.max_messages
                 )
             ]
+
+
+def taken_on(held: Shards | None, wanted: Shards) -> frozenset[int]:
+    """The shards of ``wanted`` that ``held`` did not cover (all of them when the count changes)."""
+    if held is None:
+        return frozenset()  # unsharded, it heard every server
+    if held.count != wanted.count:
+        return frozenset(wanted.ids)
+    return frozenset(wanted.ids) - frozenset(held.ids)
+
+
+async def catch_up(adapter: DiscordAdapter, plan: list[tuple[int, int]]) -> None:
+    """The session was lost for good, or shards were taken on: hand over what was said
+    meanwhile as if it had just arrived (the gate decides), skipping what was already handed
+    over or stored."""
+    assert adapter.client is not None
+    agent, read, handed = adapter.runtime.agent_id, 0, 0
+    for channel_id, after in plan:
+        try:
+            messages = await adapter.missed.fetch(adapter.client, channel_id, after)
+        except (discord.HTTPException, TimeoutError) as exc:
+            detail = f"{exc.status} {exc.text}" if isinstance(exc, discord.HTTPException) else "no answer in time"
+            _log.warning("%s: could not read the messages missed in channel %s: %s", adapter.name, channel_id, detail)
+            continue
+        read += 1
+        for message in messages:
+            if (
+                adapter.missed.claimed(message.id)
+                or await adapter.runtime.store.get_memory(discord_id(agent, message.id)) is not None
+            ):
+                continue
+            handed += 1
+            # Like the gateway: one task per message, in order, so a burst behaves like one.
+            adapter.runtime.create_task(adapter.guarded("message", adapter.on_message(message)), "discord:message")
+    _log.info(
+        "%s: reconnected to Discord; read back %d of %d channel(s), %d missed message(s) handed over",
+        adapter.name,
+        read,
+        len(plan),
+        handed,
+    )
+
+
+async def with_stored_gap(
+    adapter: DiscordAdapter, plan: list[tuple[int, int]], taken_on: frozenset[int]
+) -> list[tuple[int, int]]:
+    """``plan``, and the recently active channels of the shards ``taken_on``, from the store."""
+    shards = adapter.shards or Shards.all(1)
+    if not adapter.missed.limits.enabled:
+        return plan
+    store, since = adapter.runtime.store, now_ms() - int(adapter.missed.limits.window_s * 1000)
+    assert adapter.client is not None
+    try:
+        stored = await store.get_memories(table="messages", start=since, count=_STORED_SCAN)
+        marks = {k: mark for k in taken_on if isinstance(mark := await store.get_cache(listening_key(k)), int)}
+        for k in taken_on:  # read before written: the last holder's mark says where its listening began
+            await store.set_cache(listening_key(k), now_ms())
+    except StoreError as exc:
+        _log.warning("%s: cannot tell what was said on the shards just taken on: %s", adapter.name, exc)
+        return plan
+    active = active_since(adapter.client.guilds, marks, shards.shard_of)
+    return adapter.missed.with_stored(plan, stored, lambda guild: shards.shard_of(guild) in taken_on, active=active)
 
 
 def listening_key(shard: int) -> str:

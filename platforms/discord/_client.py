@@ -19,6 +19,7 @@ from bot.errors import ConfigError
 from bot.links import LinkState
 from bot.shards import SHARD_COUNT_KEY, Shards
 
+from ._events import member_changed, message_deleted, message_edited, reaction_added
 from ._mapping import SOURCE
 from ._rest import point_gateway
 
@@ -201,19 +202,19 @@ class Client(discord.Client):
         await self.adapter.guarded("message", self.adapter.on_message(message))
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        await self.adapter.guarded("edit", self.adapter.on_edit(payload))
+        await self.adapter.guarded("edit", message_edited(self.adapter, payload))
 
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        await self.adapter.guarded("delete", self.adapter.on_delete(payload))
+        await self.adapter.guarded("delete", message_deleted(self.adapter, payload))
 
     async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
-        await self.adapter.guarded("reaction", self.adapter.on_reaction(payload))
+        await self.adapter.guarded("reaction", reaction_added(self.adapter, payload))
 
     async def on_member_join(self, member: discord.Member) -> None:
-        await self.adapter.guarded("member join", self.adapter.on_member(member, joined=True))
+        await self.adapter.guarded("member join", member_changed(self.adapter, member, joined=True))
 
     async def on_member_remove(self, member: discord.Member) -> None:
-        await self.adapter.guarded("member leave", self.adapter.on_member(member, joined=False))
+        await self.adapter.guarded("member leave", member_changed(self.adapter, member, joined=False))
 
     async def on_resumed(self) -> None:
         _log.info("%s: Discord connection resumed", self.adapter.name)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from telegram import Message
 
@@ -50,6 +50,6 @@ class Answer(QuietChannel):
     async def typing(self) -> None:
         await self.typing_indicator.start()
 
-    async def fetch(self, attachment: Mapping[str, Any]) -> bytes:
+    async def fetch(self, attachment: Mapping[str, object]) -> bytes:
         assert self.adapter.app is not None
         return await download(self.adapter.app.bot, attachment)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from telegram import Bot
 from telegram.error import BadRequest
@@ -36,7 +36,7 @@ class FileTooLarge(ValueError):
     """A file over the 20 MB the Bot API lets bots download."""
 
 
-async def download(bot: Bot, item: Mapping[str, Any]) -> bytes:
+async def download(bot: Bot, item: Mapping[str, object]) -> bytes:
     """The bytes of the file ``item["id"]``.
 
     Raises:

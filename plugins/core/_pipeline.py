@@ -20,12 +20,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from bot.background import next_round
 from bot.components import State
 from bot.errors import ModelError, StoreError
 from bot.events import EventType
@@ -41,7 +39,7 @@ from ._gate import Decision, Rule, Verdict, decide
 from ._incoming import MESSAGES, store_incoming
 from ._parse import parse_response
 from ._prompts import render, template
-from ._recovery import Recovery, recover, wait_for_link
+from ._recovery import keep_recovering
 from ._streaming import ReplyWatcher
 from ._troupe import DEFAULT_WAIT_S, Cue, Part, Scene, Troupe, Voice, about, ask_model
 
@@ -59,14 +57,8 @@ _DEFAULT_RUN_TIMEOUT_S = 600.0
 # What the small model sees when deciding whether to speak: enough to judge, cheap to build.
 _DECIDE_PROVIDERS = ["CHARACTER", "ANXIETY", "ENTITIES", "RECENT_MESSAGES"]
 
-
 # How many times a message left unfinished by a crash is taken up again.
 _RETRIES = 1
-#: How often a character served by one of several daemons looks for messages given back unsent.
-_RELEASED_EVERY_S = 2.0
-#: A claim untouched this long, of a message this process is not answering, was left by a daemon
-#: that lost the character's lease (the daemon serving the character is the only one answering).
-_ORPHANED_AFTER_S = 10.0
 
 
 # The gate's rules whose silence has an outcome of its own.
@@ -120,48 +112,8 @@ class MessagePipeline:
     async def _on_connected(self, payload: dict[str, Any]) -> None:
         source = str(payload.get("source") or "")
         if source:
-            self.runtime.create_task(self._recover(source), f"{source}:recovery")
-
-    async def _recover(self, source: str) -> None:
-        """Answer what a crash left unanswered on ``source``, once the link is up."""
-        name = self.runtime.character.name
-        if not await wait_for_link(self.runtime, source):
-            _log.warning(
-                "%s: %s is not up; messages a crash left unanswered there wait for the next start", name, source
-            )
-            return
-        self._report_recovery(source, await recover(self.runtime, self, source), "after the restart")
-        if self.runtime.fence is None:
-            return
-        # Several daemons: a daemon that lost this character's lease may give back a message it
-        # could not answer, at any moment after it resumes, or leave one claimed that it took in
-        # just before it lost the lease, after this one's first recovery: take such messages up.
-        while True:
-            await next_round(_RELEASED_EVERY_S)
-            try:
-                idle_before = self.runtime.clock() - int(_ORPHANED_AFTER_S * 1000)
-                result = await recover(self.runtime, self, source, idle_before=idle_before, busy=self._answering)
-            except StoreError as exc:
-                _log.warning("%s: could not look for messages given back on %s: %s", name, source, exc)
-            except Exception:  # a bug here must not end the looking for good
-                _log.exception("%s: looking for messages given back on %s failed", name, source)
-            else:
-                self._report_recovery(source, result, "given back by another daemon")
-
-    def _report_recovery(self, source: str, result: Recovery, when: str) -> None:
-        name = self.runtime.character.name
-        if result.taken_up or result.skipped:
-            ended = Counter(o.status.value for o in result.taken_up.values())
-            if result.skipped:
-                ended["too old"] = len(result.skipped)
-            _log.info(
-                "%s: %s, %d messages left unanswered on %s: %s",
-                name,
-                when,
-                len(result.taken_up) + len(result.skipped),
-                source,
-                ", ".join(f"{n} {status}" for status, n in ended.most_common()),
-            )
+            recovering = keep_recovering(self.runtime, self, source, busy=self._answering)
+            self.runtime.create_task(recovering, f"{source}:recovery")
 
     # -- the flow -------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ A message whose reply had started going out (``SENDING``) is never taken up: at 
 
 Several daemons: a daemon that lost a character's lease after marking a reply ``SENDING`` but
 before sending it gives the message back (``RELEASED``); the daemon serving the character looks
-for such messages every few seconds (:meth:`MessagePipeline`'s recovery loop) and answers them.
+for such messages every few seconds (:func:`keep_recovering`) and answers them.
 A message the platform's connection does not serve (``Replier.serves``: a Discord shard another
 daemon holds, whose runtime of the same agent may be answering it right now) is left to that one.
 """
@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from bot.background import next_round
 from bot.components import Replier
+from bot.errors import StoreError
 from bot.links import LinkState
 from bot.messages import IncomingMessage, MessageHandler, Outcome, QuietChannel
 from bot.types import JSON, Handling, Memory
@@ -33,7 +35,7 @@ from bot.types import JSON, Handling, Memory
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
-__all__ = ["Recovery", "recover", "wait_for_link"]
+__all__ = ["Recovery", "keep_recovering", "recover", "wait_for_link"]
 
 _log = logging.getLogger(__name__)
 
@@ -42,6 +44,11 @@ _log = logging.getLogger(__name__)
 _KEEP_HANDLED_MS = 2 * 24 * 3600 * 1000
 _LINK_WAIT_S = 60.0
 _LINK_POLL_S = 0.1
+#: How often a character served by one of several daemons looks for messages given back unsent.
+_RELEASED_EVERY_S = 2.0
+#: A claim untouched this long, of a message this process is not answering, was left by a daemon
+#: that lost the character's lease (the daemon serving the character is the only one answering).
+_ORPHANED_AFTER_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +137,49 @@ async def recover(
 
     await asyncio.gather(*(take_up(messages) for messages in rooms.values()))
     return Recovery(taken_up, skipped)
+
+
+async def keep_recovering(
+    runtime: AgentRuntime, pipeline: MessageHandler, source: str, *, busy: Collection[str] = ()
+) -> None:
+    """Answer what a crash left unanswered on ``source``, once the link is up; with several
+    daemons, then keep looking for messages given back on it, except the ``busy`` ones."""
+    name = runtime.character.name
+    if not await wait_for_link(runtime, source):
+        _log.warning("%s: %s is not up; messages a crash left unanswered there wait for the next start", name, source)
+        return
+    _report(runtime, source, await recover(runtime, pipeline, source), "after the restart")
+    if runtime.fence is None:
+        return
+    # Several daemons: a daemon that lost this character's lease may give back a message it
+    # could not answer, at any moment after it resumes, or leave one claimed that it took in
+    # just before it lost the lease, after this one's first recovery: take such messages up.
+    while True:
+        await next_round(_RELEASED_EVERY_S)
+        try:
+            idle_before = runtime.clock() - int(_ORPHANED_AFTER_S * 1000)
+            result = await recover(runtime, pipeline, source, idle_before=idle_before, busy=busy)
+        except StoreError as exc:
+            _log.warning("%s: could not look for messages given back on %s: %s", name, source, exc)
+        except Exception:  # a bug here must not end the looking for good
+            _log.exception("%s: looking for messages given back on %s failed", name, source)
+        else:
+            _report(runtime, source, result, "given back by another daemon")
+
+
+def _report(runtime: AgentRuntime, source: str, result: Recovery, when: str) -> None:
+    if result.taken_up or result.skipped:
+        ended = Counter(o.status.value for o in result.taken_up.values())
+        if result.skipped:
+            ended["too old"] = len(result.skipped)
+        _log.info(
+            "%s: %s, %d messages left unanswered on %s: %s",
+            runtime.character.name,
+            when,
+            len(result.taken_up) + len(result.skipped),
+            source,
+            ", ".join(f"{n} {status}" for status, n in ended.most_common()),
+        )
 
 
 class _ReplyLater(QuietChannel):

@@ -227,7 +227,7 @@ class Troupe:
             return scene, None
         await scene.all_in()
         self._note_presence(scene)
-        if scene._decision is None:
+        if scene._decision is None:  # one decision per scene, awaited by each of its characters
             scene._decision = asyncio.ensure_future(self._decide(scene, ask))
         # Shielded: one character giving up (its run timed out) must not cancel the others' decision.
         cues = await asyncio.shield(scene._decision)

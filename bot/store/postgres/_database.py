@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -235,7 +235,7 @@ class PostgresDatabase:
             raise RuntimeError(f"{self!r} is {self._state.value}: {hint}")
         return self._pool
 
-    async def fetchall(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
+    async def fetchall(self, sql: str, params: Sequence[object] | Mapping[str, object] = ()) -> list[Row]:
         """The rows of one read-only query, as dicts."""
         pool = self._require_pool()
         try:
@@ -245,11 +245,11 @@ class PostgresDatabase:
         except (psycopg.Error, PoolTimeout) as exc:
             raise StoreError(f"database read failed: {_reason(exc, self._url)}") from exc
 
-    async def fetchone(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Row | None:
+    async def fetchone(self, sql: str, params: Sequence[object] | Mapping[str, object] = ()) -> Row | None:
         rows = await self.fetchall(sql, params)
         return rows[0] if rows else None
 
-    async def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> int:
+    async def execute(self, sql: str, params: Sequence[object] | Mapping[str, object] = ()) -> int:
         """One statement in a transaction of its own; its row count."""
         pool = self._require_pool()
         try:

@@ -4,7 +4,6 @@ them, in PostgreSQL."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from bot.errors import StoreError
 from bot.store._connect import casefold
@@ -229,7 +228,7 @@ class PgEntitiesMixin(PgScoped):
         target_entity_id: str,
         *,
         tags: Sequence[str] | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, object] | None = None,
     ) -> bool:
         """Store a directed relationship for this agent; False on error, including when it exists."""
         try:

@@ -36,12 +36,12 @@ class _Forget(Tally):
         super().__init__(agent_id)
         self.conn = conn
 
-    async def ids(self, sql: str, params: Sequence[Any]) -> list[str]:
+    async def ids(self, sql: str, params: Sequence[object]) -> list[str]:
         """The first column of each row of a query, as strings."""
         cur = await self.conn.execute(sql, params)
         return [next(iter(r.values())) for r in await cur.fetchall()]
 
-    async def delete(self, table: str, where: str, params: Sequence[Any]) -> int:
+    async def delete(self, table: str, where: str, params: Sequence[object]) -> int:
         cur = await self.conn.execute(f"DELETE FROM {table} WHERE {where}", params)
         self._add(self.result.rows, table, cur.rowcount)
         return cur.rowcount
@@ -97,7 +97,7 @@ class _Forget(Tally):
         self.gone.add(room_id)
 
     async def scrub(
-        self, table: str, columns: Sequence[str], needle: str, where: str = "", params: Sequence[Any] = ()
+        self, table: str, columns: Sequence[str], needle: str, where: str = "", params: Sequence[object] = ()
     ) -> None:
         """Remove ``needle`` from the JSON ``columns`` of the agent's rows of ``table`` (keyed by
         ``id``) that mention it."""

@@ -53,9 +53,9 @@ class PgInspectionMixin(PgScoped):
 
     def _listing_filter(
         self, tables: Sequence[str] | None, room_id: str | None, entity_id: str | None
-    ) -> tuple[list[str], list[Any]]:
+    ) -> tuple[list[str], list[object]]:
         clauses = ["m.agent_id = %s"]
-        params: list[Any] = [self._agent_id]
+        params: list[object] = [self._agent_id]
         if tables:
             clauses.append("m.type = ANY(%s)")
             params.append(list(tables))
@@ -133,7 +133,7 @@ class _Export:
         self.conn = conn
         self.agent = agent
 
-    async def fetch(self, sql: str, *params: Any) -> list[Row]:
+    async def fetch(self, sql: str, *params: object) -> list[Row]:
         cur = await self.conn.execute(sql, params)
         rows: list[Row] = await cur.fetchall()
         return rows

@@ -163,8 +163,8 @@ class PgMemoriesMixin(PgScoped):
         async with self._db.transaction() as conn:
             cur = await conn.execute("SELECT id FROM memories WHERE id = ANY(%s)", (ids,))
             seen = {r["id"] for r in await cur.fetchall()}
-            rows: list[tuple[Any, ...]] = []
-            vector_rows: list[tuple[Any, ...]] = []
+            rows: list[tuple[object, ...]] = []
+            vector_rows: list[tuple[object, ...]] = []
 
             async def flush() -> None:
                 async with conn.cursor() as cursor:
@@ -197,7 +197,7 @@ class PgMemoriesMixin(PgScoped):
 
     def _memory_row(
         self, memory: Memory, table: str, memory_id: str, is_unique: bool, now: int, content: str, metadata: str
-    ) -> tuple[Any, ...]:
+    ) -> tuple[object, ...]:
         """The parameters of :data:`INSERT_MEMORY` for ``memory`` (``content`` and ``metadata`` as JSON text)."""
         return (
             memory_id,
@@ -216,8 +216,8 @@ class PgMemoriesMixin(PgScoped):
         self,
         memory_id: str,
         *,
-        content: Mapping[str, Any] | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        content: Mapping[str, object] | None = None,
+        metadata: Mapping[str, object] | None = None,
         embedding: Sequence[float] | None = None,
     ) -> bool:
         """Replace the content and/or metadata of one of this agent's memories and/or set its

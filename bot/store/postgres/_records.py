@@ -70,7 +70,7 @@ class PgRecordsMixin(PgScoped):
 
     # -- logs --------------------------------------------------------------------------------------
 
-    async def log(self, body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> str:
+    async def log(self, body: Mapping[str, object], entity_id: str, room_id: str, type: str) -> str:
         """Append a structured log entry (made JSON-safe) and return its id; StoreError if its
         entity or room does not exist (see ``AgentStore.log``)."""
         row = log_row(body, entity_id, room_id, type)
@@ -80,7 +80,7 @@ class PgRecordsMixin(PgScoped):
         )
         return row[0]
 
-    def queue_log(self, body: Mapping[str, Any], entity_id: str, room_id: str, type: str) -> str:
+    def queue_log(self, body: Mapping[str, object], entity_id: str, room_id: str, type: str) -> str:
         """Like :meth:`log`, but written soon, with others (see ``QueuedLogs``); returns its id."""
         row = log_row(body, entity_id, room_id, type)
         self._db.log_queue.put(row)

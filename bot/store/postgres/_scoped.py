@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bot.store._agent_scope import Scoped
 
@@ -18,7 +18,7 @@ class PgScoped(Scoped["PostgresDatabase"]):
 
     __slots__ = ()
 
-    async def _write_rows(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    async def _write_rows(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
         """Run ``sql`` once per row as one transaction (all rows or none), pipelined in one trip."""
         async with self._db.transaction() as conn, conn.cursor() as cur:
             await cur.executemany(sql, rows)

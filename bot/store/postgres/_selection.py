@@ -24,7 +24,7 @@ ABOUT = "m.metadata->'entityIds' @> jsonb_build_array(%s::text)"
 _OUTSIDE = "(m.room_id IS NULL OR NOT m.room_id = ANY(%s))"
 
 
-async def _ids(conn: psycopg.AsyncConnection[Any], sql: str, params: Sequence[Any]) -> list[str]:
+async def _ids(conn: psycopg.AsyncConnection[Any], sql: str, params: Sequence[object]) -> list[str]:
     cur = await conn.execute(sql, params)
     return [r["id"] for r in await cur.fetchall()]
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from psycopg import sql
 
+from bot.background import BackgroundTasks
 from bot.errors import StoreError
 
 if TYPE_CHECKING:  # the database holds its indexes
@@ -137,6 +138,7 @@ class VectorIndexes:
         self._ready: set[IndexKey] = set()
         self._not_before: dict[IndexKey, float] = {}
         self._builds: dict[IndexKey, asyncio.Task[bool]] = {}
+        self._tasks = BackgroundTasks("troupe:hnsw")  # the builds: cancelled by close()
         # One build at a time per daemon: each holds a pooled connection, and builds of the same
         # table wait on each other in the server anyway.
         self._turn = asyncio.Lock()
@@ -151,10 +153,9 @@ class VectorIndexes:
         index exists, in the background (the search does not wait)."""
         if vectors < self.threshold or not key.indexable or key in self._ready or key in self._builds:
             return
-        loop = asyncio.get_running_loop()
-        if loop.time() < self._not_before.get(key, 0.0):
+        if self._tasks.closed or asyncio.get_running_loop().time() < self._not_before.get(key, 0.0):
             return
-        task = loop.create_task(self.ensure(key), name=f"troupe-hnsw-{key.name}")
+        task = self._tasks.start(self.ensure(key), key.name)
         self._builds[key] = task
         task.add_done_callback(lambda _: self._builds.pop(key, None))
 
@@ -217,7 +218,4 @@ class VectorIndexes:
     async def close(self) -> None:
         """Before the pool closes: stop builds under way (each leaves an invalid index, which the
         next attempt replaces)."""
-        builds = list(self._builds.values())
-        for task in builds:
-            task.cancel()
-        await asyncio.gather(*builds, return_exceptions=True)
+        await self._tasks.close()

@@ -221,3 +221,34 @@ async def test_each_vector_carries_its_memorys_agent_and_table(db: PostgresDatab
     rows = await db.fetchall("SELECT memory_id, agent_id, type FROM embeddings ORDER BY memory_id")
 
     assert [(r["memory_id"], r["agent_id"], r["type"]) for r in rows] == [("ma", A, "facts"), ("mb", B, "messages")]
+
+
+async def test_a_background_build_that_fails_unexpectedly_is_logged_with_the_index_it_was_for(
+    db: PostgresDatabase, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = IndexKey(A, "facts", DIM)
+
+    async def broken(key: IndexKey) -> bool:
+        raise RuntimeError("a bug in the build")
+
+    monkeypatch.setattr(db.vector_indexes, "_build", broken)
+    db.vector_indexes.want(key, THRESHOLD)
+    async with asyncio.timeout(10):
+        while f"{key.name} failed" not in caplog.text:
+            await asyncio.sleep(0.01)
+
+    assert "RuntimeError: a bug in the build" in caplog.text
+    assert not db.vector_indexes.is_ready(key)
+
+
+async def test_asking_for_an_index_after_the_database_closed_starts_no_build(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    database = PostgresDatabase(postgres_url, vector_index_threshold=THRESHOLD)
+    await database.open()
+    await database.close()
+
+    database.vector_indexes.want(IndexKey(A, "facts", DIM), THRESHOLD)  # no error
+    await asyncio.sleep(0.1)  # a build started now would have tried the closed pool by then
+
+    assert "vector index" not in caplog.text

@@ -1,0 +1,104 @@
+"""Discord's other gateway events, as troupe events: an edit (MESSAGE_UPDATED), a deletion
+(MESSAGE_DELETED), a reaction (REACTION_RECEIVED) and a member joining or leaving a server
+(ENTITY_JOINED / ENTITY_LEFT), after the listening rules of the character's settings. Messages
+themselves are the adapter's (:meth:`DiscordAdapter.on_message`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import discord
+
+from bot.events import EventType
+from bot.types import ChannelType, Memory, now_ms
+
+from ._mapping import SOURCE, channel_type, discord_id, entity_for_user, memory_for_message
+
+if TYPE_CHECKING:
+    from ._adapter import DiscordAdapter
+
+__all__ = ["member_changed", "message_deleted", "message_edited", "reaction_added"]
+
+
+async def message_edited(adapter: DiscordAdapter, payload: discord.RawMessageUpdateEvent) -> None:
+    """MESSAGE_UPDATED, for an edit heard where the character listens (not its own messages)."""
+    message = payload.message
+    if message.author.id == adapter.bot_id or not adapter.listens_in(message.channel):
+        return
+    memory = memory_for_message(adapter.runtime.agent_id, message, bot_user_id=adapter.bot_id)
+    await adapter.runtime.emit(EventType.MESSAGE_UPDATED, {"message": memory, "source": SOURCE})
+
+
+async def message_deleted(adapter: DiscordAdapter, payload: discord.RawMessageDeleteEvent) -> None:
+    """MESSAGE_DELETED, with the ids the deleted message and its room have in the store."""
+    agent = adapter.runtime.agent_id
+    await adapter.runtime.emit(
+        EventType.MESSAGE_DELETED,
+        {
+            "messageId": discord_id(agent, payload.message_id),
+            "roomId": discord_id(agent, payload.channel_id),
+            "source": SOURCE,
+        },
+    )
+
+
+async def reaction_added(adapter: DiscordAdapter, payload: discord.RawReactionActionEvent) -> None:
+    """REACTION_RECEIVED, as a message of its own that quotes the start of the message reacted to."""
+    assert adapter.client is not None
+    if payload.user_id == adapter.bot_id:
+        return
+    channel = adapter.client.get_channel(payload.channel_id) or await adapter.client.fetch_channel(payload.channel_id)
+    if not adapter.listens_in(channel):
+        return
+    user = (
+        payload.member or adapter.client.get_user(payload.user_id) or await adapter.client.fetch_user(payload.user_id)
+    )
+    cached = discord.utils.get(adapter.client.cached_messages, id=payload.message_id)
+    snippet = (cached.content[:50] + ("..." if len(cached.content) > 50 else "")) if cached else ""
+    emoji = str(payload.emoji)
+    text = f'*reacted {emoji} to: "{snippet}"*' if snippet else f"*reacted {emoji}*"
+    agent = adapter.runtime.agent_id
+    room_id = await adapter.ensure_room(channel, dm_with=user)
+    entity_id = await adapter.ensure_entity(user, room_id)
+    memory = Memory(
+        id=discord_id(agent, f"{payload.message_id}-{payload.user_id}-{emoji}"),
+        entity_id=entity_id,
+        agent_id=agent,
+        room_id=room_id,
+        world_id=discord_id(agent, payload.guild_id) if payload.guild_id else None,
+        content={
+            "text": text,
+            "source": SOURCE,
+            "inReplyTo": discord_id(agent, payload.message_id),
+            "channelType": (channel_type(channel) or ChannelType.GROUP).value,
+        },
+        metadata={"type": "reaction", "authorIsBot": bool(getattr(user, "bot", False)), "emoji": emoji},
+        created_at=now_ms(),
+    )
+    await adapter.runtime.emit(EventType.REACTION_RECEIVED, {"message": memory, "source": SOURCE})
+
+
+async def member_changed(adapter: DiscordAdapter, member: discord.Member, *, joined: bool) -> None:
+    """ENTITY_JOINED or ENTITY_LEFT for someone joining or leaving a server (joining: written first)."""
+    if member.id == adapter.bot_id:
+        return
+    agent = adapter.runtime.agent_id
+    entity = entity_for_user(agent, member)
+    if joined:
+        await adapter.ensure_world(member.guild)
+        await adapter.connections.ensure_entity(entity)
+    await adapter.runtime.emit(
+        EventType.ENTITY_JOINED if joined else EventType.ENTITY_LEFT,
+        {
+            "entityId": entity.id,
+            "worldId": discord_id(agent, member.guild.id),
+            "source": SOURCE,
+            "metadata": {
+                "originalId": str(member.id),
+                "username": member.name,
+                "displayName": member.display_name,
+                "roles": [r.name for r in member.roles if not r.is_default()],
+            },
+        },
+    )
