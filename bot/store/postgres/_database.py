@@ -137,6 +137,9 @@ class PostgresDatabase:
             timeout=_POOL_WAIT_S,
             kwargs=self._connection_kwargs,
             configure=_configure_pooled,
+            # A connection is tried before it is handed out (one empty statement): after a
+            # database restart or failover every pooled one is dead, and each would fail once.
+            check=AsyncConnectionPool.check_connection,
             open=False,
             name="troupe",
         )

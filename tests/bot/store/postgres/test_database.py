@@ -95,3 +95,16 @@ def test_without_the_driver_a_postgres_url_says_what_to_install(monkeypatch: pyt
     monkeypatch.setitem(sys.modules, "psycopg", None)  # as if not installed
     with pytest.raises(StoreError, match=r"needs the PostgreSQL driver.*pip install 'troupe\[postgres\]'"):
         backend_for("postgresql://db.example/troupe")
+
+
+async def test_after_the_server_dropped_every_connection_the_next_statements_work(postgres_url: str) -> None:
+    """A database restart (or a failover) ends every pooled connection; none of the next uses fails."""
+    async with PostgresDatabase(postgres_url) as db:
+        await asyncio.gather(*(db.fetchone("SELECT pg_sleep(0.05)") for _ in range(4)))  # a few pooled connections
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        rows = await asyncio.gather(*(db.fetchone("SELECT 1 AS one") for _ in range(6)))
+        assert rows == [{"one": 1}] * 6
