@@ -113,11 +113,15 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         await super().start()
 
     async def _started(self) -> None:
+        from ._providers import channel_state, voice_state
+
+        self.runtime.register_provider(channel_state)
         if self.config.voice_enabled:
             from ._voice_actions import join_voice, leave_voice
 
             for action in (join_voice, leave_voice):
                 self.runtime.register_action(action)
+            self.runtime.register_provider(voice_state)
 
     async def _connect(self, token: str) -> None:
         intents = base_intents()
