@@ -66,6 +66,21 @@ async def test_a_character_left_alone_leaves_after_the_setting_and_stays_while_s
     assert s.ada.voice_state_updates[-1]["channel_id"] is None  # she asked to leave (gateway op 4)
 
 
+async def test_another_bot_is_no_company_but_the_channel_a_character_was_told_to_sit_in_it_stays_in(scene) -> None:
+    s = scene
+    voice_general = s.fake.add_channel(s.guild, "General", "voice")
+    home = voice_settings(s, DISCORD_VOICE_CHANNEL_ID=str(voice_general.id), DISCORD_VOICE_ALONE_S="0.5")
+    await s.start(voice_settings(s, DISCORD_VOICE_ALONE_S="0.5"), brann_settings=home)
+    await s.fake.voice.wait_connected(s.brann, voice_general, timeout=10)  # Brann sits there from the start
+    await joined_later(s, voice_general)  # Ada joins Sam there
+
+    await s.fake.user_leaves_voice(s.sam, s.guild)
+    # Only Brann, a bot, is left with Ada: she leaves; Brann waits in its own channel for people.
+    await until(lambda: s.fake.voice_state(s.ada, s.guild) is None, timeout=5)
+    await asyncio.sleep(0.8)
+    assert s.fake.voice.is_connected(s.brann, voice_general)
+
+
 async def test_with_discord_voice_alone_s_zero_a_character_stays_in_an_empty_channel(scene) -> None:
     s = scene
     voice_general = s.fake.add_channel(s.guild, "General", "voice")
