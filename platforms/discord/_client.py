@@ -19,7 +19,7 @@ from bot.errors import ConfigError
 from bot.links import LinkState
 from bot.shards import SHARD_COUNT_KEY, Shards
 
-from ._events import member_changed, message_deleted, message_edited, reaction_added
+from ._events import guild_left, member_changed, message_deleted, message_edited, reaction_added
 from ._mapping import SOURCE
 from ._rest import point_gateway
 from ._voice_presence import voice_state_changed
@@ -198,6 +198,9 @@ class Client(discord.Client):
 
     async def on_guild_join(self, guild: discord.Guild) -> None:
         await self.adapter.guarded("guild join", self.adapter.on_guild_join(guild))
+
+    async def on_guild_remove(self, guild: discord.Guild) -> None:
+        await self.adapter.guarded("guild leave", guild_left(self.adapter, guild))
 
     async def on_message(self, message: discord.Message) -> None:
         await self.adapter.guarded("message", self.adapter.on_message(message))

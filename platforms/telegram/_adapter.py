@@ -32,7 +32,7 @@ from bot.errors import ConfigError, PartlySent, SendError
 from bot.events import EventType
 from bot.lifecycle import AdapterState
 from bot.messages import IncomingMessage, NativeRef
-from bot.types import ChannelType, Entity, Memory, Room, now_ms
+from bot.types import ChannelType, Entity, Memory, Room
 
 from ._answer import Answer
 from ._config import TelegramConfig
@@ -242,7 +242,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         _log.info("%s: added to Telegram chat %s (%s)", self.name, chat.id, chat.title or chat.type)
         self._members[chat.id] = True
         self._chats.discard(chat.id)
-        await self._mark_rooms(chat.id, None)
+        await self.connections.mark_world_rooms(world_id(self.runtime.agent_id, chat.id), None)
         await self._write_chat(chat, by, joined=True)
 
     async def left_chat(self, chat: Chat, status: str) -> None:
@@ -252,25 +252,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         _log.info("%s: no longer in Telegram chat %s (%s): %s", self.name, chat.id, chat.title or chat.type, status)
         self._chats.discard(chat.id)
         self._members[chat.id] = False
-        rooms = await self._mark_rooms(chat.id, status)
-        agent = self.runtime.agent_id
-        world = await self.runtime.store.get_world(world_id(agent, chat.id))
-        await self.runtime.emit(
-            EventType.WORLD_LEFT,
-            {"worldId": world_id(agent, chat.id), "world": world, "rooms": rooms, "status": status, "source": SOURCE},
-        )
-
-    async def _mark_rooms(self, chat_id: int, left: str | None) -> list[Room]:
-        """The chat's stored rooms, marked as left with how (``left``), or unmarked (``None``)."""
-        rooms = await self.runtime.store.get_rooms_by_world(world_id(self.runtime.agent_id, chat_id))
-        for room in rooms:
-            marked = {k: v for k, v in room.metadata.items() if k not in ("leftAt", "leftAs")}
-            if left is not None:
-                marked.update(leftAt=now_ms(), leftAs=left)
-            if marked != room.metadata:
-                room.metadata = marked
-                await self.runtime.store.update_room(room)
-        return rooms
+        await self.connections.left_world(world_id(self.runtime.agent_id, chat.id), status)
 
     def knows(self, chat_id: int) -> bool:
         """Whether the chat has been written to the store in this run."""

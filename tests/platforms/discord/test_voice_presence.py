@@ -177,3 +177,41 @@ async def test_the_providers_say_where_the_character_is_and_who_is_with_it_in_vo
     await until(lambda: len([p for p in s.brain.prompts if "anyone with you" in p and "Write the next" in p]) == 1)
     prompt = [p for p in s.brain.prompts if "Write the next turn of Ada" in p][-1]
     assert "Ada is in the voice channel General, alone." in prompt
+
+
+async def test_removed_from_a_server_the_character_leaves_its_world_and_voice_and_comes_back_when_invited(
+    scene,
+) -> None:
+    s = scene
+    voice_general = s.fake.add_channel(s.guild, "General", "voice")
+    await joined(s, voice_general)
+    rt = s.runtime("Ada")
+    voice = rt.get_service("discord").voice
+    left: list[dict[str, Any]] = []
+    joined_again: list[dict[str, Any]] = []
+
+    async def on_left(payload: dict[str, Any]) -> None:
+        left.append(payload)
+
+    async def on_joined(payload: dict[str, Any]) -> None:
+        joined_again.append(payload)
+
+    rt.register_event("WORLD_LEFT", on_left)
+    rt.register_event("WORLD_JOINED", on_joined)
+
+    await s.fake.member_leaves(s.guild, s.ada)  # kicked: GUILD_DELETE
+    await until(lambda: left)
+    assert (left[0]["worldId"], left[0]["status"], left[0]["source"]) == (
+        discord_id(rt.agent_id, s.guild.id),
+        "removed",
+        "discord",
+    )
+    assert left[0]["world"].name == "Writers" and s.guild.id not in voice.sessions
+    room = await rt.store.get_room(discord_id(rt.agent_id, s.general.id))
+    assert room is not None and room.metadata["leftAs"] == "removed"
+
+    await s.fake.member_joins(s.guild, s.ada)  # invited back: GUILD_CREATE
+    await until(lambda: joined_again)
+    assert joined_again[0]["world"].name == "Writers"
+    room = await rt.store.get_room(discord_id(rt.agent_id, s.general.id))
+    assert room is not None and "leftAt" not in room.metadata
