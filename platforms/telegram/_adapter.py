@@ -276,8 +276,10 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     # -- inbound --------------------------------------------------------------------------
 
     async def on_relayed(self, messages: list[Message]) -> None:
-        """Another of the daemon's characters said this in a chat this bot is in."""
-        if not self.allowed(messages[0].chat):
+        """Another of the daemon's characters said this in a chat this bot is in (in a channel,
+        heard only with TELEGRAM_CHANNEL_POSTS on, as the channel's own posts are)."""
+        chat = messages[0].chat
+        if not self.allowed(chat) or (channel_type(chat) is ChannelType.FEED and not self.config.channel_posts):
             return
         await self.hear(messages[0], text="\n".join(m.text or "" for m in messages), relayed=True)
 

@@ -108,6 +108,24 @@ async def test_a_channel_post_is_answered_in_the_channel_when_telegram_channel_p
     assert stored.metadata["entityName"] == "Harbour News" and stored.content["channelType"] == "FEED"
 
 
+@pytest.mark.parametrize("brann_posts", ["false", "true"])
+async def test_what_another_character_says_in_a_channel_is_relayed_only_to_one_with_channel_posts(
+    scene, brann_posts: str
+) -> None:
+    s = scene
+    news = s.fake.add_channel("Harbour News", members=[s.sam, s.ada, s.brann])
+    await s.start({"TELEGRAM_CHANNEL_POSTS": "true"}, brann_settings={"TELEGRAM_CHANNEL_POSTS": brann_posts})
+    s.brain.plans["Ada"].append(plan("Good news for the fleet."))
+    await s.fake.wait_polling(s.ada)
+    await s.fake.channel_posts(news, "Ada, the harbour opens at dawn.")
+    await s.fake.wait_for_sent(s.ada, 1)
+    if brann_posts == "true":
+        await until_heard(s, "Brann", news.id, "Good news for the fleet.")
+        return
+    await asyncio.sleep(0.5)
+    assert await texts_in(s, "Brann", news.id) == []
+
+
 @pytest.mark.parametrize("form", ["static", "animated", "video"])
 async def test_a_sticker_reaches_the_model_as_its_emoji(scene, form: str) -> None:
     s = scene
