@@ -114,11 +114,15 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         await super().start()
 
     async def _started(self) -> None:
+        from ._providers import channel_state, voice_state
+
+        self.runtime.register_provider(channel_state)
         if self.config.voice_enabled:
             from ._voice_actions import join_voice, leave_voice
 
             for action in (join_voice, leave_voice):
                 self.runtime.register_action(action)
+            self.runtime.register_provider(voice_state)
 
     async def _connect(self, token: str) -> None:
         intents = base_intents()
@@ -307,7 +311,13 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
             self.runtime.create_task(self.guarded("catch-up", catch_up(self, missed)), "discord:catch-up")
 
     async def on_guild_join(self, guild: discord.Guild) -> None:
+        # Back in a server it was removed from: its rooms are no longer marked as left.
+        await self.connections.mark_world_rooms(discord_id(self.runtime.agent_id, guild.id), None)
         await self._announce(guild, EventType.WORLD_JOINED)
+
+    def forget_world(self, guild_id: int) -> None:
+        """The bot is no longer in the server: written again if it comes back."""
+        self._worlds.discard(guild_id)
 
     async def _announce(self, guild: discord.Guild, event: EventType) -> None:
         world, rooms = await self.ensure_world(guild)

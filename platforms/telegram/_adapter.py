@@ -28,7 +28,7 @@ from telegram.ext import Application, ApplicationBuilder
 
 from bot.adapters import PlatformAdapter, TypingIndicator
 from bot.connections import SentMessage, TokenClaims
-from bot.errors import ConfigError, PartlySent
+from bot.errors import ConfigError, PartlySent, SendError
 from bot.events import EventType
 from bot.lifecycle import AdapterState
 from bot.messages import IncomingMessage, NativeRef
@@ -143,7 +143,9 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         await replay(self.runtime, app.bot, app.update_queue)
         assert app.updater is not None  # ApplicationBuilder makes one unless told not to
         await app.updater.start_polling(
-            timeout=int(timeout), allowed_updates=_ALLOWED_UPDATES, error_callback=PollingWatch(self).on_error
+            timeout=int(timeout),
+            allowed_updates=[*_ALLOWED_UPDATES, *(["channel_post"] if self.config.channel_posts else [])],
+            error_callback=PollingWatch(self).on_error,
         )
 
     async def _disconnect(self) -> None:
@@ -201,7 +203,11 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     async def _ensure_chat(self, message: Message) -> None:
         """The chat's world and main room, written the first time the chat is seen; WORLD_JOINED
         when troupe has never seen it before."""
-        chat = message.chat
+        await self._write_chat(message.chat, message.from_user)
+
+    async def _write_chat(self, chat: Chat, sender: User | None, *, joined: bool = False) -> None:
+        """What :meth:`_ensure_chat` says; ``joined``: the bot was just added to the chat, so
+        WORLD_JOINED even if troupe has seen it before (it had left)."""
         if chat.id in self._chats:
             return
         agent = self.runtime.agent_id
@@ -212,8 +218,8 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         _, created = await self.connections.merge_world(world)
         await self.connections.ensure_rooms([main])
         self._chats.add(chat.id)
-        if created:
-            sender = message.from_user  # this bot, for a chat first seen through what it sent there
+        if created or joined:
+            # The sender may be this bot, for a chat first seen through what it sent there.
             entities = [entity_for_user(agent, sender)] if sender and sender.id != self.bot_id else []
             await self.runtime.emit(
                 EventType.WORLD_JOINED, {"world": world, "rooms": [main], "entities": entities, "source": SOURCE}
@@ -229,6 +235,24 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
             return None, []
         owner = next((m.user.id for m in members if m.status == "creator"), None)
         return owner, [m.user.id for m in members if m.status == "administrator" and not m.user.is_bot]
+
+    async def joined_chat(self, chat: Chat, by: User | None) -> None:
+        """The bot was added to ``chat`` (again): its rooms are no longer marked as left, the
+        relay hands it what the other characters say there again, WORLD_JOINED."""
+        _log.info("%s: added to Telegram chat %s (%s)", self.name, chat.id, chat.title or chat.type)
+        self._members[chat.id] = True
+        self._chats.discard(chat.id)
+        await self.connections.mark_world_rooms(world_id(self.runtime.agent_id, chat.id), None)
+        await self._write_chat(chat, by, joined=True)
+
+    async def left_chat(self, chat: Chat, status: str) -> None:
+        """The bot left, or was removed or banned from, ``chat`` (``status``: ``left`` or
+        ``kicked``): the relay stops handing it what is said there, its rooms are marked
+        (``metadata.leftAt``, ``leftAs``: SEND_MESSAGE refuses them), WORLD_LEFT."""
+        _log.info("%s: no longer in Telegram chat %s (%s): %s", self.name, chat.id, chat.title or chat.type, status)
+        self._chats.discard(chat.id)
+        self._members[chat.id] = False
+        await self.connections.left_world(world_id(self.runtime.agent_id, chat.id), status)
 
     def knows(self, chat_id: int) -> bool:
         """Whether the chat has been written to the store in this run."""
@@ -252,8 +276,10 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     # -- inbound --------------------------------------------------------------------------
 
     async def on_relayed(self, messages: list[Message]) -> None:
-        """Another of the daemon's characters said this in a chat this bot is in."""
-        if not self.allowed(messages[0].chat):
+        """Another of the daemon's characters said this in a chat this bot is in (in a channel,
+        heard only with TELEGRAM_CHANNEL_POSTS on, as the channel's own posts are)."""
+        chat = messages[0].chat
+        if not self.allowed(chat) or (channel_type(chat) is ChannelType.FEED and not self.config.channel_posts):
             return
         await self.hear(messages[0], text="\n".join(m.text or "" for m in messages), relayed=True)
 
@@ -337,6 +363,8 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     async def _room_target(self, room: Room) -> ChatTarget:
         """A chat (or forum topic) this bot is in."""
         assert room.channel_id is not None
+        if room.metadata.get("leftAt"):
+            raise SendError(f"I'm no longer in {room.name or 'that chat'} on Telegram")
         chat, _, topic = room.channel_id.partition(":")
         return ChatTarget(int(chat), int(topic) if topic else None)
 

@@ -150,7 +150,8 @@ ignored, as Discord does: discord.py's ``connect()`` then times out. GUILD_CREAT
 current ``voice_states``. The voice gateway is ``wss://`` only: clients trust
 ``fake.voice.ca_file``. ``user_joins_voice(user, channel, self_mute=, self_deaf=)`` and
 ``user_leaves_voice(user, guild)`` move simulated people (for a bot, leaving is a server-side
-disconnect); ``voice_state(user, guild)``; ``voice_server_update(bot, guild)`` sends a fresh
+disconnect); ``move_bot_voice(bot, channel)`` is an admin dragging a bot to another voice channel;
+``voice_state(user, guild)``; ``voice_server_update(bot, guild)`` sends a fresh
 VOICE_SERVER_UPDATE (discord.py reconnects). Per bot: ``voice_state_updates`` (op 4 payloads).
 Sound: ``fake.voice.user_speaks(user, opus_packets)`` and ``fake.voice.session(bot).packets``.
 
@@ -1873,6 +1874,21 @@ class FakeDiscord(LocalServer):
         server = {"token": token, "guild_id": str(guild.id), "endpoint": self.voice.endpoint}
         self._dispatch(session, "VOICE_SERVER_UPDATE", server)
         await self._flush()
+
+    async def move_bot_voice(self, bot: FakeBot, channel: FakeChannel) -> None:
+        """An admin drags ``bot``, in voice in ``channel``'s guild, to ``channel``: the bot's new
+        VOICE_STATE_UPDATE, then a VOICE_SERVER_UPDATE for the new channel (discord.py keeps its
+        VoiceClient, moves it to the channel and reconnects its voice websocket there). Raises
+        ValueError if the bot is not in voice there, or ``channel`` is not a voice channel."""
+        guild = channel.guild
+        state = guild.voice_states.get(bot.id) if guild is not None else None
+        if guild is None or state is None or channel.type not in (ChannelType.VOICE, ChannelType.STAGE):
+            raise ValueError(
+                f"{bot!r} is not in voice in {channel.name}'s guild, or {channel!r} is not a voice channel"
+            )
+        state.channel = channel
+        self._dispatch_voice_state(state)
+        await self.voice_server_update(bot, guild)
 
     async def user_leaves_voice(self, user: FakeUser, guild: FakeGuild) -> None:
         """``user`` leaves voice in ``guild`` (VOICE_STATE_UPDATE with ``channel_id`` null). For

@@ -22,7 +22,7 @@ forum=False, creator=None, admins=())``, ``private(user, bot)`` (the private cha
 
 Acting as users (each returns the message as the API would show it): ``user_says(user, chat, text,
 topic=None, reply_to=None, entities=None, photo=None, document=None, voice=None, audio=None,
-video_note=None, file_size=None, file_size_in_message=True)``: ``@username`` mentions get
+video_note=None, sticker=None, file_size=None, file_size_in_message=True)``: ``@username`` mentions get
 ``mention`` entities (UTF-16 offsets) and ``/commands`` get ``bot_command`` ones; files are ``(name,
 bytes[, mime])`` tuples served by ``getFile`` and the file URL, except ``voice`` and ``video_note``:
 ``(bytes, duration)`` (a voice note is ``audio/ogg``; the older ``(name, bytes[, mime])`` form of
@@ -31,7 +31,10 @@ reports for the message's file (default: its real length), in the message and fr
 test can send a "25 MB" voice note of a few bytes; ``file_size_in_message=False`` leaves it out of
 the message (it is optional there; getFile still reports it). ``user_edits(message, text)``,
 ``user_reacts(user, message, emoji)``, ``member_joins(chat, user)``, ``member_status_changes(chat,
-user, old, new, by=None, kind="chat_member")``. Updates go to the bots that are
+user, old, new, by=None, kind="chat_member")``; ``bot_removed(chat, bot, by=, status="kicked")`` and
+``bot_added(chat, bot, by=)`` (the bot's own ``my_chat_member``, and its membership);
+``add_channel(title, members=)`` and ``channel_posts(channel, text)`` (a ``channel_post``). A
+``sticker`` is ``(emoji or None, "static" | "animated" | "video")``. Updates go to the bots that are
 members of the chat (in a private chat, to its bot) whose ``allowed_updates`` take them.
 
 Like Telegram, what a bot sends is never delivered to other bots.
@@ -123,6 +126,7 @@ class FakeChat:
     admins: list[FakeUser] = field(default_factory=list)
     private_with: FakeUser | None = None  # a private chat: the person
     topics: dict[int, str] = field(default_factory=dict)
+    username: str | None = None  # a public channel's @name
 
     def payload(self) -> dict[str, Any]:
         if self.type == "private":
@@ -133,6 +137,8 @@ class FakeChat:
                 data["username"] = user.username
             return data
         data = {"id": self.id, "type": self.type, "title": self.title}
+        if self.username:
+            data["username"] = self.username
         if self.forum:
             data["is_forum"] = True
         return data
@@ -147,6 +153,14 @@ class _Failure:
     bot: FakeBot | None
     times: int
     after: int = 0
+
+
+def _chat_member(status: str, user: FakeUser) -> dict[str, Any]:
+    """A ChatMember of ``status``; a ban (``kicked``) is for ever (``until_date`` 0)."""
+    member: dict[str, Any] = {"status": status, "user": user.payload()}
+    if status == "kicked":
+        member["until_date"] = 0
+    return member
 
 
 def _utf16_len(text: str) -> int:
@@ -300,6 +314,15 @@ class FakeTelegram(LocalServer):
         self.chats[chat_id] = chat
         return chat
 
+    def add_channel(self, title: str, *, members: Iterable[FakeUser] = (), username: str | None = None) -> FakeChat:
+        """A channel; its ``members`` are its subscribers and (for bots) administrators who may post."""
+        chat_id = -1002000000000 - next(self._ids)
+        members = list(members)
+        chat = FakeChat(chat_id, "channel", title, members, creator=next((m for m in members if not m.is_bot), None))
+        chat.username = username
+        self.chats[chat_id] = chat
+        return chat
+
     def private(self, user: FakeUser, bot: FakeBot) -> FakeChat:
         chat = self.chats.get(user.id)
         if chat is None:
@@ -340,6 +363,7 @@ class FakeTelegram(LocalServer):
         voice: tuple[Any, ...] | None = None,
         audio: tuple[Any, ...] | None = None,
         video_note: tuple[bytes, int] | None = None,
+        sticker: tuple[str | None, str] | None = None,
         file_size: int | None = None,
         file_size_in_message: bool = True,
     ) -> dict[str, Any]:
@@ -400,6 +424,19 @@ class FakeTelegram(LocalServer):
                 "length": 240,
                 "duration": int(video_note[1]),
                 "file_size": len(video_note[0]),
+            }
+        if sticker:
+            emoji, form = sticker
+            message["sticker"] = {
+                "file_id": f"sticker-{next(self._ids)}",
+                "file_unique_id": f"us-{next(self._ids)}",
+                "type": "regular",
+                "width": 512,
+                "height": 512,
+                "is_animated": form == "animated",
+                "is_video": form == "video",
+                "set_name": "FakeStickers",
+                **({"emoji": emoji} if emoji else {}),
             }
         kind_sent = next((k for k in ("document", "voice", "audio", "video_note") if k in message), None)
         file: dict[str, Any] | None = (
@@ -471,10 +508,38 @@ class FakeTelegram(LocalServer):
                 "chat": chat.payload(),
                 "from": (by or user).payload(),
                 "date": now,
-                "old_chat_member": {"status": old, "user": user.payload()},
-                "new_chat_member": {"status": new, "user": user.payload()},
+                "old_chat_member": _chat_member(old, user),
+                "new_chat_member": _chat_member(new, user),
             },
         )
+
+    async def channel_posts(self, channel: FakeChat, text: str) -> dict[str, Any]:
+        """The channel posts ``text`` (signed by the channel: ``sender_chat``, no ``from``): a
+        ``channel_post`` update for the bots among its members."""
+        post: dict[str, Any] = {
+            "message_id": self._next_message_id(channel.id),
+            "date": int(time.time()),
+            "chat": channel.payload(),
+            "sender_chat": channel.payload(),
+            "text": text,
+        }
+        if self._entities(text):
+            post["entities"] = self._entities(text)
+        self.messages[(channel.id, post["message_id"])] = post
+        self._deliver(channel, "channel_post", post)
+        return post
+
+    async def bot_removed(self, chat: FakeChat, bot: FakeBot, *, by: FakeUser, status: str = "kicked") -> None:
+        """An admin ``by`` removes (``kicked``: bans; ``left``: just removes) ``bot`` from ``chat``:
+        its ``my_chat_member`` update, then it is no longer a member (nothing more reaches it)."""
+        await self.member_status_changes(chat, bot, "member", status, by=by, kind="my_chat_member")
+        chat.members = [m for m in chat.members if m is not bot]
+
+    async def bot_added(self, chat: FakeChat, bot: FakeBot, *, by: FakeUser, old: str = "left") -> None:
+        """``by`` adds ``bot`` to ``chat`` (back from ``old``): a member again, and its ``my_chat_member`` update."""
+        if not any(m is bot for m in chat.members):
+            chat.members.append(bot)
+        await self.member_status_changes(chat, bot, old, "member", by=by, kind="my_chat_member")
 
     def _entities(self, text: str) -> list[dict[str, Any]]:
         import re
