@@ -1,0 +1,93 @@
+"""Links in a message the character answers: the page's gist reaches the planning prompt."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from bot.types import ChannelType
+from plugins.core._links import find_links
+
+from .harness import plan
+
+PAGE = """<html><head><title>Otter facts</title><script>track()</script></head><body>
+<nav>Home</nav><p>Otters hold hands while they sleep.</p></body></html>"""
+
+
+def test_links_are_found_without_the_punctuation_around_them() -> None:
+    text = (
+        "see https://a.example/x. and (https://b.example/wiki/Foo_(bar)) or <https://c.example/?q=1>, "
+        "then https://a.example/x again and https://d.example/"
+    )
+    assert find_links(text) == ["https://a.example/x", "https://b.example/wiki/Foo_(bar)", "https://c.example/?q=1"]
+    assert find_links(text, known=["https://a.example/x"]) == [
+        "https://b.example/wiki/Foo_(bar)",
+        "https://c.example/?q=1",
+        "https://d.example/",
+    ]
+    assert find_links("ftp://x.example/ and plain words") == []
+
+
+@pytest.fixture
+async def page() -> AsyncIterator[tuple[str, list[str]]]:
+    hits: list[str] = []
+
+    async def otters(request: web.Request) -> web.Response:
+        hits.append(request.path)
+        return web.Response(text=PAGE, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/otters", otters)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    yield f"http://127.0.0.1:{runner.addresses[0][1]}/otters", hits
+    await runner.cleanup()
+
+
+async def stored_links(h: Any) -> list[dict]:
+    messages = await h.rt.store.get_memories(table="messages", room_id=h.room)
+    return [a for m in messages for a in m.content.get("attachments") or [] if a.get("contentType") == "link"]
+
+
+async def test_the_gist_of_a_linked_page_reaches_the_prompt_when_private_addresses_are_allowed(harness, page) -> None:
+    url, hits = page
+    h = await harness(ChannelType.DM, settings={"TROUPE_FETCH_ALLOW_PRIVATE": True})
+    h.large.append(plan("Cute!"))
+    await h.say(f"read this: {url}")
+    assert "Otters hold hands while they sleep." in h.prompts[-1] and "Otter facts" in h.prompts[-1]
+    assert "track()" not in h.prompts[-1] and "Home" not in h.prompts[-1]
+    (link,) = await stored_links(h)
+    assert link["url"] == url and link["title"] == "Otter facts" and link["source"] == "Web"
+    # Pasted again: read from the cache, not fetched again.
+    h.large.append(plan("Yes, that one."))
+    await h.say(f"again {url}")
+    assert hits == ["/otters"] and "Otters hold hands" in h.prompts[-1]
+
+
+async def test_a_link_to_a_private_address_is_a_note_and_the_reply_goes_out(harness, page) -> None:
+    url, hits = page
+    h = await harness(ChannelType.DM)
+    h.large.append(plan("I could not open it."))
+    outcome = await h.say(f"read this: {url}")
+    assert outcome.status == "replied" and hits == []
+    assert "link not read: loopback address" in h.prompts[-1]
+
+
+async def test_a_bad_allow_private_setting_keeps_private_addresses_refused(harness, page, caplog) -> None:
+    url, hits = page
+    h = await harness(ChannelType.DM, settings={"TROUPE_FETCH_ALLOW_PRIVATE": "sometimes"})
+    h.large.append(plan("Hm."))
+    await h.say(url)
+    assert hits == [] and "TROUPE_FETCH_ALLOW_PRIVATE must be true or false, not 'sometimes'" in caplog.text
+
+
+async def test_links_in_ignored_messages_are_not_fetched(harness, page) -> None:
+    url, hits = page
+    h = await harness(settings={"TROUPE_FETCH_ALLOW_PRIVATE": True})
+    h.small.append("<response><action>IGNORE</action></response>")
+    await h.say(f"for the others: {url}")
+    assert hits == []

@@ -1,0 +1,193 @@
+"""PDFs and videos shared in chat: made in the tests, read before answering, bounded, never crashing."""
+
+from __future__ import annotations
+
+import io
+from fractions import Fraction
+from typing import Any
+
+import av
+import numpy as np
+import pytest
+from pypdf import PdfWriter
+
+import plugins.openai
+from bot.types import ChannelType
+from plugins.core import _attachments
+from tests.fakes.openai_server import FakeOpenAIServer
+
+from .harness import Harness, plan
+
+
+def make_pdf(text: str) -> bytes:
+    """A one-page PDF whose text layer says ``text``."""
+    stream = f"BT /F1 18 Tf 50 700 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = io.BytesIO(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    out.write(b"".join(b"%010d 00000 n \n" % o for o in offsets))
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
+    return out.getvalue()
+
+
+def encrypted_pdf() -> bytes:
+    writer = PdfWriter()
+    writer.add_blank_page(200, 200)
+    writer.encrypt("secret", algorithm="RC4-128")
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def make_video(seconds: float = 1.0, *, sound: bool = True) -> bytes:
+    """An MP4 of an orange square, with a 440 Hz tone when ``sound``."""
+    out = io.BytesIO()
+    with av.open(out, mode="w", format="mp4") as container:
+        video = container.add_stream("mpeg4", rate=10)
+        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
+        audio = container.add_stream("aac", rate=16000) if sound else None
+        picture = np.zeros((48, 64, 3), dtype=np.uint8)
+        picture[:, :] = (255, 128, 0)
+        for _ in range(int(seconds * 10)):
+            frame = av.VideoFrame.from_ndarray(picture, format="rgb24")
+            container.mux(video.encode(frame))
+        container.mux(video.encode(None))
+        if audio is not None:
+            t = np.arange(int(16000 * seconds)) / 16000
+            tone = (0.3 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)
+            for start in range(0, len(tone), 1024):
+                chunk = tone[start : start + 1024].reshape(1, -1)
+                frame = av.AudioFrame.from_ndarray(chunk, format="flt", layout="mono")
+                frame.sample_rate, frame.pts, frame.time_base = 16000, start, Fraction(1, 16000)
+                container.mux(audio.encode(frame))
+            container.mux(audio.encode(None))
+    return out.getvalue()
+
+
+def fetcher(files: dict[str, bytes]) -> Any:
+    async def fetch(item: dict) -> bytes:
+        return files[item["id"]]
+
+    return fetch
+
+
+async def stored(h: Harness) -> dict[str, dict]:
+    messages = await h.rt.store.get_memories(table="messages", room_id=h.room)
+    return {a["id"]: a for m in messages for a in m.content.get("attachments") or []}
+
+
+async def test_a_pdf_in_chat_is_read_into_the_prompt(harness) -> None:
+    h = await harness(ChannelType.DM)
+    h.large.append(plan("A short report."))
+    attachments = [{"id": "p", "url": "https://cdn.example/report.pdf", "title": "report.pdf"}]
+    await h.say("summary?", attachments=attachments, fetch=fetcher({"p": make_pdf("Sales rose by 12 percent")}))
+    assert "Sales rose by 12 percent" in h.prompts[-1]
+    assert (await stored(h))["p"]["description"] == "PDF document"
+
+
+async def test_encrypted_and_broken_pdfs_are_described_and_the_reply_goes_out(harness) -> None:
+    h = await harness(ChannelType.DM)
+    h.large.append(plan("I cannot open those."))
+    files = {"locked": encrypted_pdf(), "broken": b"%PDF-1.4\nnot really a pdf"}
+    attachments = [
+        {"id": "locked", "url": "x", "contentType": "application/pdf"},
+        {"id": "broken", "url": "y", "title": "broken.pdf"},
+    ]
+    outcome = await h.say("read these", attachments=attachments, fetch=fetcher(files))
+    assert outcome.status == "replied"
+    by_id = await stored(h)
+    assert by_id["locked"]["description"] == (
+        "PDF not read: an encrypted PDF that needs a password; save an unencrypted copy"
+    )
+    assert by_id["broken"]["description"].startswith("PDF not read: not a readable PDF")
+    assert "PDF not read: an encrypted PDF" in h.prompts[-1]
+
+
+def looks_at_images(body: dict) -> bool:
+    content = body["messages"][-1]["content"]
+    return isinstance(content, list) and any(part.get("type") == "image_url" for part in content)
+
+
+def answers(description: str, reply: str) -> Any:
+    """The fake server's chat: the description for an image, else a plan replying ``reply``."""
+    return lambda body: description if looks_at_images(body) else plan(reply)
+
+
+def prompts(server: FakeOpenAIServer) -> str:
+    return "\n".join(str(r.json["messages"]) for r in server.requests_for("chat") if not looks_at_images(r.json))
+
+
+@pytest.fixture
+async def openai_media(harness) -> Any:
+    """A harness whose models (all of them: the plugin's handlers come first) are the OpenAI
+    plugin's, talking to the fake server."""
+    async with FakeOpenAIServer() as server:
+        h = await harness(ChannelType.DM)
+        h.rt.set_setting("OPENAI_API_KEY", "sk-test-media-0001")
+        h.rt.set_setting("OPENAI_BASE_URL", server.url)
+        await plugins.openai.setup(h.rt)
+        yield h, server
+
+
+async def test_a_short_video_is_heard_and_looked_at_through_the_model_server(openai_media) -> None:
+    h, server = openai_media
+    server.script_chat(
+        *[answers('{"title": "Orange", "description": "An orange rectangle fills the frame."}', "Nice tone.")] * 3
+    )
+    attachments = [{"id": "v", "url": "https://cdn.example/clip.mp4", "contentType": "video/mp4"}]
+    await h.say("what's in this?", attachments=attachments, fetch=fetcher({"v": make_video(1.0)}))
+
+    (upload,) = server.requests_for("transcriptions")
+    assert upload.fields is not None
+    assert upload.fields["file"].filename == "video-sound.wav" and upload.fields["file"].data.startswith(b"RIFF")
+    (look,) = [r for r in server.requests_for("chat") if looks_at_images(r.json)]
+    image = next(p for p in look.json["messages"][-1]["content"] if p.get("type") == "image_url")
+    assert image["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+    video = (await stored(h))["v"]
+    assert video["description"] == "Video (1 s). A frame from its middle: An orange rectangle fills the frame."
+    assert video["text"].startswith("Transcript of its sound: transcript of video-sound.wav (")
+    assert "An orange rectangle fills the frame." in prompts(server)
+
+
+async def test_videos_over_the_limits_are_described_by_size_and_length_only(openai_media, monkeypatch) -> None:
+    h, server = openai_media
+    monkeypatch.setattr(_attachments, "MAX_VIDEO_S", 1)
+    server.script_chat(*[answers("", "Too long for me.")] * 3)
+    files = {"long": make_video(2.0), "huge": b"\0" * (25 * 1024 * 1024 + 1)}
+    attachments = [
+        {"id": "long", "url": "x", "title": "long.mp4"},
+        {"id": "huge", "url": "y", "contentType": "video/quicktime"},
+    ]
+    outcome = await h.say("watch", attachments=attachments, fetch=fetcher(files))
+    assert outcome.status == "replied"
+    assert server.requests_for("transcriptions") == []
+    assert not any(looks_at_images(r.json) for r in server.requests_for("chat"))
+    by_id = await stored(h)
+    assert by_id["long"]["description"].endswith("2 s long: too long to watch (the limit is 1 s)")
+    assert by_id["huge"]["description"] == "Video, 25.0 MB: too large to watch (the limit is 25.0 MB)"
+
+
+async def test_a_silent_video_and_a_broken_one_do_not_crash(openai_media) -> None:
+    h, server = openai_media
+    server.script_chat(*[answers('{"title": "Orange", "description": "Orange."}', "Seen.")] * 3)
+    files = {"mute": make_video(1.0, sound=False), "bad": b"\x00\x00\x00\x18ftypmp42 broken"}
+    attachments = [
+        {"id": "mute", "url": "x", "contentType": "video/mp4"},
+        {"id": "bad", "url": "y", "contentType": "video/mp4"},
+    ]
+    assert (await h.say("clips", attachments=attachments, fetch=fetcher(files))).status == "replied"
+    by_id = await stored(h)
+    assert by_id["mute"]["text"] == "Nothing was heard in it." and server.requests_for("transcriptions") == []
+    assert by_id["bad"]["description"].startswith("Video not read: cannot open the video")
