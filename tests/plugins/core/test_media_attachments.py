@@ -69,9 +69,9 @@ def make_video(seconds: float = 1.0, *, sound: bool = True) -> bytes:
             tone = (0.3 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)
             for start in range(0, len(tone), 1024):
                 chunk = tone[start : start + 1024].reshape(1, -1)
-                frame = av.AudioFrame.from_ndarray(chunk, format="flt", layout="mono")
-                frame.sample_rate, frame.pts, frame.time_base = 16000, start, Fraction(1, 16000)
-                container.mux(audio.encode(frame))
+                samples = av.AudioFrame.from_ndarray(chunk, format="flt", layout="mono")
+                samples.sample_rate, samples.pts, samples.time_base = 16000, start, Fraction(1, 16000)
+                container.mux(audio.encode(samples))
             container.mux(audio.encode(None))
     return out.getvalue()
 
