@@ -39,7 +39,7 @@ from ._links import read_links
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
-__all__ = ["MAX_VIDEO_S", "AttachmentFetcher", "attachment_kind", "process_attachments"]
+__all__ = ["AttachmentFetcher", "MAX_VIDEO_S", "SOUNDLESS", "SOUND_PREFIX", "attachment_kind", "process_attachments"]
 
 _log = logging.getLogger(__name__)
 
@@ -53,6 +53,9 @@ _MAX_BYTES = {"image": 10 * _MB, "audio": 25 * _MB, "text": _MB, "pdf": 20 * _MB
 _MAX_TEXT_CHARS = 20_000
 _MAX_PDF_PAGES = 50
 MAX_VIDEO_S = 120
+#: A video's text: its transcript after this prefix, or SOUNDLESS (TRANSCRIBE_MEDIA reads them back).
+SOUND_PREFIX = "Transcript of its sound: "
+SOUNDLESS = "Nothing was heard in it."
 _EXTENSIONS = {
     "image": (".png", ".jpg", ".jpeg", ".gif", ".webp"),
     "audio": (".mp3", ".ogg", ".oga", ".opus", ".wav", ".m4a", ".flac", ".webm"),
@@ -228,7 +231,7 @@ async def _watch(runtime: AgentRuntime, item: dict[str, Any], fetch: AttachmentF
         frame_url = f"data:image/png;base64,{base64.b64encode(parts.frame).decode()}"
         seen = await _half(runtime, item, _seen(runtime, frame_url))
     item["description"] = f"Video ({length}). A frame from its middle: {seen}" if seen else f"Video ({length})"
-    item["text"] = f"Transcript of its sound: {heard}" if heard else "Nothing was heard in it."
+    item["text"] = f"{SOUND_PREFIX}{heard}" if heard else SOUNDLESS
     return True
 
 
