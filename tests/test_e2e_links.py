@@ -6,32 +6,19 @@ import io
 import shutil
 from pathlib import Path
 
-from aiohttp import web
-
 from bot.character import load_character
 from bot.chat import chat
 from bot.settings import DaemonSettings
 from platforms.console import ConsoleAdapter  # noqa: F401  (the adapter chat() drives)
 
 from .fakes.openai_server import FakeOpenAIServer
+from .fakes.web_site import FakeWebSite, page
 from .test_e2e_console import lines, reply
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = (
     "<html><head><title>Moon phases</title></head><body><p>A waxing gibbous rises in the afternoon.</p></body></html>"
 )
-
-
-async def serve_page() -> tuple[web.AppRunner, str]:
-    async def moon(request: web.Request) -> web.Response:
-        return web.Response(text=PAGE, content_type="text/html")
-
-    app = web.Application()
-    app.router.add_get("/moon", moon)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}/moon"
 
 
 async def run(tmp_path: Path, url: str, **extra: str) -> list[str]:
@@ -48,19 +35,14 @@ async def run(tmp_path: Path, url: str, **extra: str) -> list[str]:
 
 
 async def test_a_linked_page_reaches_the_prompt_when_the_daemon_allows_private_addresses(tmp_path: Path) -> None:
-    runner, url = await serve_page()
-    try:
-        prompts = await run(tmp_path, url, TROUPE_FETCH_ALLOW_PRIVATE="true")
-    finally:
-        await runner.cleanup()
+    async with FakeWebSite({"/moon": page(PAGE)}) as site:
+        prompts = await run(tmp_path, site.url("/moon"), TROUPE_FETCH_ALLOW_PRIVATE="true")
     assert any("A waxing gibbous rises in the afternoon." in p and "Moon phases" in p for p in prompts)
 
 
 async def test_without_the_setting_the_prompt_says_the_link_was_not_read(tmp_path: Path) -> None:
-    runner, url = await serve_page()
-    try:
-        prompts = await run(tmp_path, url)
-    finally:
-        await runner.cleanup()
+    async with FakeWebSite({"/moon": page(PAGE)}) as site:
+        prompts = await run(tmp_path, site.url("/moon"))
+    assert site.paths == []
     assert any("link not read: loopback address" in p for p in prompts)
     assert not any("waxing gibbous" in p for p in prompts)

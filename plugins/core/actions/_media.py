@@ -8,7 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["named_in"]
+from bot.components import ActionResult, HandlerCallback
+from bot.types import Memory
+
+__all__ = ["named_in", "send_answer"]
 
 #: Upstream matches attachment ids by their first five characters, which people copy from prompts.
 _ID_PREFIX = 5
@@ -25,3 +28,22 @@ def named_in(text: str, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
         if any(len(k) >= 3 and k.casefold() in wanted for k in keys if k):
             named.append(item)
     return named
+
+
+async def send_answer(
+    callback: HandlerCallback | None, message: Memory, text: str, action: str, data: dict[str, Any]
+) -> ActionResult:
+    """Send ``text`` as ``<action>_RESPONSE`` in reply to ``message``; the result says whether it went out."""
+    if callback is None:
+        return ActionResult(success=False, error="no way to send: the message came without a callback")
+    sent = await callback(
+        {
+            "text": text,
+            "actions": [f"{action}_RESPONSE"],
+            "inReplyTo": message.id,
+            "source": message.content.get("source"),
+        }
+    )
+    if not sent:
+        return ActionResult(success=False, error=f"send failed: the platform took none of the {action} answer")
+    return ActionResult(text=text, data={"actionName": action, **data})

@@ -20,7 +20,7 @@ from .._delivery import bound_text
 from .._prompts import render, template
 from ..providers._common import UNKNOWN_USER, entity_names, recent_attachments
 from ._common import notify, sender_text
-from ._media import named_in
+from ._media import named_in, send_answer
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -92,20 +92,8 @@ async def _handler(
         return ActionResult(success=False, error=f"no answer from the model: {exc}")
     if not answer:
         return ActionResult(success=False, error="the model wrote nothing about the attachments")
-    if callback is None:
-        return ActionResult(success=False, error="no way to send: the message came without a callback")
-    sent = await callback(
-        {
-            "text": answer,
-            "actions": [f"{_NAME}_RESPONSE"],
-            "inReplyTo": message.id,
-            "source": message.content.get("source"),
-        }
-    )
-    if not sent:
-        return ActionResult(success=False, error="send failed: the platform took none of the answer")
     ids = [i["id"] for i in chosen[-_MAX_ITEMS:]]
-    return ActionResult(text=answer, data={"actionName": _NAME, "attachmentIds": ids})
+    return await send_answer(callback, message, answer, _NAME, {"attachmentIds": ids})
 
 
 action = Action(

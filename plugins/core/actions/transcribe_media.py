@@ -16,7 +16,7 @@ from bot.types import Memory
 from .._attachments import SOUND_PREFIX, SOUNDLESS, attachment_kind
 from ..providers._common import recent_attachments
 from ._common import notify, sender_text
-from ._media import named_in
+from ._media import named_in, send_answer
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -80,20 +80,8 @@ async def _handler(
         )
         await notify(callback, said, _NAME, message)
         return ActionResult(success=False, error=f"no transcript of {item['id'] or name}")
-    if callback is None:
-        return ActionResult(success=False, error="no way to send: the message came without a callback")
     text = f"Here is the transcript of {name}:\n```md\n{words}\n```"
-    sent = await callback(
-        {
-            "text": text,
-            "actions": [f"{_NAME}_RESPONSE"],
-            "inReplyTo": message.id,
-            "source": message.content.get("source"),
-        }
-    )
-    if not sent:
-        return ActionResult(success=False, error="send failed: the platform took none of the transcript")
-    return ActionResult(text=text, data={"actionName": _NAME, "attachmentId": item["id"]})
+    return await send_answer(callback, message, text, _NAME, {"attachmentId": item["id"]})
 
 
 action = Action(

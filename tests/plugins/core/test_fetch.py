@@ -10,7 +10,7 @@ import asyncio
 import ipaddress
 import socket
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -20,6 +20,7 @@ from aiohttp import web
 from plugins.core import _fetch
 from plugins.core._fetch import FetchLimits, FetchRefused, fetch_page, refusal
 from plugins.core._html_text import html_to_text
+from tests.fakes.web_site import FakeWebSite, Handler, page, redirect
 
 PAGE = """<html><head><title>Otters &amp; rivers</title><style>body{color:red}</style>
 <script>var secret = "do not read";</script></head>
@@ -65,59 +66,31 @@ def test_html_becomes_its_title_and_visible_text() -> None:
 
 
 @pytest.fixture
-async def site() -> AsyncIterator[Callable[..., Any]]:
-    """``await site(routes)``: serve ``{path: handler}`` on 127.0.0.1; returns the base URL and
-    the requests seen (method, path, headers)."""
-    runners: list[web.AppRunner] = []
+async def site() -> AsyncIterator[Callable[[dict[str, Handler]], Awaitable[FakeWebSite]]]:
+    """``await site(routes)``: a fake web site on 127.0.0.1, closed after the test."""
+    sites: list[FakeWebSite] = []
 
-    async def serve(routes: dict[str, Any]) -> tuple[str, list[tuple[str, dict[str, str]]]]:
-        seen: list[tuple[str, dict[str, str]]] = []
-
-        @web.middleware
-        async def record(request: web.Request, handler: Any) -> web.StreamResponse:
-            seen.append((request.path, dict(request.headers)))
-            return await handler(request)
-
-        app = web.Application(middlewares=[record])
-        for path, handler in routes.items():
-            app.router.add_get(path, handler)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        server = web.TCPSite(runner, "127.0.0.1", 0)
-        await server.start()
-        runners.append(runner)
-        port = runner.addresses[0][1]
-        return f"http://127.0.0.1:{port}", seen
+    async def serve(routes: dict[str, Handler]) -> FakeWebSite:
+        fake = FakeWebSite(routes)
+        await fake.start()
+        sites.append(fake)
+        return fake
 
     yield serve
-    for runner in runners:
-        await runner.cleanup()
-
-
-def html(body: str = PAGE, **headers: str) -> Any:
-    async def handler(request: web.Request) -> web.Response:
-        return web.Response(text=body, content_type="text/html", headers=headers)
-
-    return handler
-
-
-def redirect(location: str) -> Any:
-    async def handler(request: web.Request) -> web.Response:
-        raise web.HTTPFound(location, headers={"Set-Cookie": "session=abc; Path=/"})
-
-    return handler
+    for fake in sites:
+        await fake.close()
 
 
 ALLOWED = FetchLimits(allow_private=True)
 
 
 async def test_a_local_page_is_refused_unless_private_addresses_are_allowed(site) -> None:
-    base, seen = await site({"/otters": html()})
+    fake = await site({"/otters": page(PAGE)})
     with pytest.raises(FetchRefused, match="^loopback address$"):
-        await fetch_page(f"{base}/otters", FetchLimits())
-    assert seen == []  # refused before connecting
-    page = await fetch_page(f"{base}/otters", ALLOWED)
-    assert page.content_type == "text/html" and b"Otters hold hands" in page.body and not page.truncated
+        await fetch_page(fake.url("/otters"), FetchLimits())
+    assert fake.requests == []  # refused before connecting
+    read = await fetch_page(fake.url("/otters"), ALLOWED)
+    assert read.content_type == "text/html" and b"Otters hold hands" in read.body and not read.truncated
 
 
 @pytest.fixture
@@ -143,33 +116,28 @@ def public_names(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 
 async def test_a_redirect_from_a_public_page_to_a_private_address_is_refused(site, public_names) -> None:
-    base, seen = await site(
-        {"/a": redirect("http://internal.example/admin"), "/b": redirect("http://169.254.169.254/")}
-    )
-    port = base.rsplit(":", 1)[1]
+    fake = await site({"/a": redirect("http://internal.example/admin"), "/b": redirect("http://169.254.169.254/")})
     with pytest.raises(FetchRefused, match="^private address$"):
-        await fetch_page(f"http://public.example:{port}/a", FetchLimits())
+        await fetch_page(f"http://public.example:{fake.port}/a", FetchLimits())
     with pytest.raises(FetchRefused, match="^link-local address$"):
-        await fetch_page(f"http://public.example:{port}/b", FetchLimits())
-    assert [path for path, _ in seen] == ["/a", "/b"]
+        await fetch_page(f"http://public.example:{fake.port}/b", FetchLimits())
+    assert fake.paths == ["/a", "/b"]
 
 
 async def test_public_redirects_are_followed_at_most_three_times_without_cookies(site, public_names) -> None:
     routes = {f"/r{i}": redirect(f"/r{i + 1}") for i in range(4)}
-    base, seen = await site({**routes, "/r4": html()})
-    port = base.rsplit(":", 1)[1]
-    page = await fetch_page(f"http://public.example:{port}/r1", FetchLimits())  # three redirects
-    assert page.url == f"http://public.example:{port}/r4" and b"Otters" in page.body
-    assert all("Cookie" not in headers for _, headers in seen)  # each redirect set one
+    fake = await site({**routes, "/r4": page(PAGE)})
+    read = await fetch_page(f"http://public.example:{fake.port}/r1", FetchLimits())  # three redirects
+    assert read.url == f"http://public.example:{fake.port}/r4" and b"Otters" in read.body
+    assert all("Cookie" not in headers for _, headers in fake.requests)  # each redirect set one
     with pytest.raises(FetchRefused, match="^more than 3 redirects$"):
-        await fetch_page(f"http://public.example:{port}/r0", FetchLimits())
+        await fetch_page(f"http://public.example:{fake.port}/r0", FetchLimits())
 
 
 async def test_no_credentials_and_a_plain_user_agent_are_sent(site, public_names) -> None:
-    base, seen = await site({"/p": html()})
-    port = base.rsplit(":", 1)[1]
-    await fetch_page(f"http://alice:hunter2@public.example:{port}/p", FetchLimits())
-    ((_, headers),) = seen
+    fake = await site({"/p": page(PAGE)})
+    await fetch_page(f"http://alice:hunter2@public.example:{fake.port}/p", FetchLimits())
+    ((_, headers),) = fake.requests
     assert "Authorization" not in headers and "Cookie" not in headers
     assert headers["User-Agent"].startswith("troupe-link-reader/")
 
@@ -189,33 +157,33 @@ async def test_a_large_page_is_read_only_up_to_the_cap(site) -> None:
             await response.write(b"x" * 100_000)
         return response
 
-    base, _ = await site({"/huge": huge})
-    page = await fetch_page(f"{base}/huge", FetchLimits(max_bytes=300_000, allow_private=True))
-    assert page.truncated and len(page.body) == 300_000
+    fake = await site({"/huge": huge})
+    read = await fetch_page(fake.url("/huge"), FetchLimits(max_bytes=300_000, allow_private=True))
+    assert read.truncated and len(read.body) == 300_000
 
 
 async def test_a_slow_page_gives_up_at_the_deadline(site) -> None:
-    async def slow(request: web.Request) -> web.Response:
+    async def slow(request: web.Request) -> web.StreamResponse:
         await asyncio.sleep(2)
         return web.Response(text="late")
 
-    base, _ = await site({"/slow": slow})
+    fake = await site({"/slow": slow})
     started = time.monotonic()
     with pytest.raises(TimeoutError):
-        await fetch_page(f"{base}/slow", FetchLimits(timeout_s=0.3, allow_private=True))
+        await fetch_page(fake.url("/slow"), FetchLimits(timeout_s=0.3, allow_private=True))
     assert time.monotonic() - started < 2
 
 
 async def test_a_file_that_is_not_a_page_is_described_not_downloaded(site) -> None:
-    async def archive(request: web.Request) -> web.Response:
+    async def archive(request: web.Request) -> web.StreamResponse:
         return web.Response(body=b"PK" * 50_000, content_type="application/zip")
 
-    base, _ = await site({"/a.zip": archive})
-    page = await fetch_page(f"{base}/a.zip", ALLOWED)
-    assert page.content_type == "application/zip" and page.body == b"" and page.size == 100_000
+    fake = await site({"/a.zip": archive})
+    read = await fetch_page(fake.url("/a.zip"), ALLOWED)
+    assert read.content_type == "application/zip" and read.body == b"" and read.size == 100_000
 
 
 async def test_an_error_status_is_a_refusal_that_says_it(site) -> None:
-    base, _ = await site({})
+    fake = await site({})
     with pytest.raises(FetchRefused, match="^the site answered 404 Not Found$"):
-        await fetch_page(f"{base}/missing", ALLOWED)
+        await fetch_page(fake.url("/missing"), ALLOWED)

@@ -6,10 +6,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from bot.types import ChannelType
 from plugins.core._links import find_links
+from tests.fakes.web_site import FakeWebSite
+from tests.fakes.web_site import page as fake_page
 
 from .harness import plan
 
@@ -32,20 +33,10 @@ def test_links_are_found_without_the_punctuation_around_them() -> None:
 
 
 @pytest.fixture
-async def page() -> AsyncIterator[tuple[str, list[str]]]:
-    hits: list[str] = []
-
-    async def otters(request: web.Request) -> web.Response:
-        hits.append(request.path)
-        return web.Response(text=PAGE, content_type="text/html")
-
-    app = web.Application()
-    app.router.add_get("/otters", otters)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    yield f"http://127.0.0.1:{runner.addresses[0][1]}/otters", hits
-    await runner.cleanup()
+async def page() -> AsyncIterator[tuple[str, FakeWebSite]]:
+    """The URL of a page on 127.0.0.1, and the site that serves it."""
+    async with FakeWebSite({"/otters": fake_page(PAGE)}) as site:
+        yield site.url("/otters"), site
 
 
 async def stored_links(h: Any) -> list[dict]:
@@ -54,7 +45,7 @@ async def stored_links(h: Any) -> list[dict]:
 
 
 async def test_the_gist_of_a_linked_page_reaches_the_prompt_when_private_addresses_are_allowed(harness, page) -> None:
-    url, hits = page
+    url, site = page
     h = await harness(ChannelType.DM, settings={"TROUPE_FETCH_ALLOW_PRIVATE": True})
     h.large.append(plan("Cute!"))
     await h.say(f"read this: {url}")
@@ -65,29 +56,29 @@ async def test_the_gist_of_a_linked_page_reaches_the_prompt_when_private_address
     # Pasted again: read from the cache, not fetched again.
     h.large.append(plan("Yes, that one."))
     await h.say(f"again {url}")
-    assert hits == ["/otters"] and "Otters hold hands" in h.prompts[-1]
+    assert site.paths == ["/otters"] and "Otters hold hands" in h.prompts[-1]
 
 
 async def test_a_link_to_a_private_address_is_a_note_and_the_reply_goes_out(harness, page) -> None:
-    url, hits = page
+    url, site = page
     h = await harness(ChannelType.DM)
     h.large.append(plan("I could not open it."))
     outcome = await h.say(f"read this: {url}")
-    assert outcome.status == "replied" and hits == []
+    assert outcome.status == "replied" and site.paths == []
     assert "link not read: loopback address" in h.prompts[-1]
 
 
 async def test_a_bad_allow_private_setting_keeps_private_addresses_refused(harness, page, caplog) -> None:
-    url, hits = page
+    url, site = page
     h = await harness(ChannelType.DM, settings={"TROUPE_FETCH_ALLOW_PRIVATE": "sometimes"})
     h.large.append(plan("Hm."))
     await h.say(url)
-    assert hits == [] and "TROUPE_FETCH_ALLOW_PRIVATE must be true or false, not 'sometimes'" in caplog.text
+    assert site.paths == [] and "TROUPE_FETCH_ALLOW_PRIVATE must be true or false, not 'sometimes'" in caplog.text
 
 
 async def test_links_in_ignored_messages_are_not_fetched(harness, page) -> None:
-    url, hits = page
+    url, site = page
     h = await harness(settings={"TROUPE_FETCH_ALLOW_PRIVATE": True})
     h.small.append("<response><action>IGNORE</action></response>")
     await h.say(f"for the others: {url}")
-    assert hits == []
+    assert site.paths == []
