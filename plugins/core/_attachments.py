@@ -248,16 +248,10 @@ async def process_attachments(runtime: AgentRuntime, message: Memory, fetch: Att
     if not isinstance(attachments, list):
         attachments = []
     known = [str(a.get("url") or "") for a in attachments if isinstance(a, Mapping)]
-    links = await read_links(runtime, str(message.content.get("text") or ""), known)
-    if links:
-        attachments = [*attachments, *links]
-        message.content["attachments"] = attachments
     todo: list[tuple[dict[str, Any], str]] = []
     for item in attachments[:_MAX_ATTACHMENTS]:
         if isinstance(item, dict) and (kind := attachment_kind(item)) is not None and _needs_work(item, kind):
             todo.append((item, kind))
-    if not todo:
-        return bool(links)
 
     async def work(item: dict[str, Any], kind: str) -> bool:
         try:
@@ -274,5 +268,11 @@ async def process_attachments(runtime: AgentRuntime, message: Memory, fetch: Att
             )
             return False
 
-    results = await asyncio.gather(*(work(item, kind) for item, kind in todo))
+    # Links are read while the attachments are: the answer waits for the slowest of them.
+    links, *results = await asyncio.gather(
+        read_links(runtime, str(message.content.get("text") or ""), known),
+        *(work(item, kind) for item, kind in todo),
+    )
+    if links:
+        message.content["attachments"] = [*attachments, *links]
     return any(results) or bool(links)

@@ -9,6 +9,7 @@ cache for :data:`CACHE_MS`, so a link pasted again costs no fetch.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import re
@@ -16,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
+from yarl import URL
 
 from bot.errors import ConfigError
 from bot.settings import SettingReader
@@ -82,6 +84,14 @@ def _size(size: int | None) -> str:
     return f"{size / 1024 / 1024:.1f} MB" if size >= 1024 * 1024 else f"{max(1, size // 1024)} KB"
 
 
+def _host(url: str) -> str:
+    """Only the host is logged: the rest of a link (a query, a path) may hold someone's token."""
+    try:
+        return URL(url).host or "?"
+    except ValueError:
+        return "?"
+
+
 async def _read(url: str, limits: FetchLimits) -> tuple[dict[str, Any], bool]:
     """The attachment for ``url`` (the page's gist, a description of a file, or why it was not
     read) and whether to keep it: a failure that may pass (timeout, network) is tried again next time."""
@@ -101,8 +111,12 @@ async def _read(url: str, limits: FetchLimits) -> tuple[dict[str, Any], bool]:
         item["description"] = f"link not read: no answer within {limits.timeout_s:g} s"
         return item, False
     except (aiohttp.ClientError, OSError, ValueError) as exc:
-        _log.info("link %s not read: %s", url, exc.__class__.__name__)
+        _log.info("link to %s not read: %s", _host(url), exc.__class__.__name__)
         item["description"] = "link not read: the site could not be reached"
+        return item, False
+    except Exception as exc:  # noqa: BLE001 - a link never stops the answer
+        _log.warning("link to %s not read: %s", _host(url), exc.__class__.__name__, exc_info=True)
+        item["description"] = "link not read: something went wrong"
         return item, False
     if not page.body:
         item["description"] = f"a {page.content_type} file ({_size(page.size)}), not read"
@@ -114,21 +128,22 @@ async def _read(url: str, limits: FetchLimits) -> tuple[dict[str, Any], bool]:
     return item, True
 
 
+async def _cached_or_read(runtime: AgentRuntime, url: str, limits: FetchLimits) -> dict[str, Any]:
+    key = f"link:{int(limits.allow_private)}:{hashlib.sha256(url.encode()).hexdigest()}"
+    cached = await runtime.store.get_cache(key)
+    if isinstance(cached, Mapping):
+        return dict(cached)
+    item, keep = await _read(url, limits)
+    if keep:
+        await runtime.store.set_cache(key, item, expires_at=now_ms() + CACHE_MS)
+    return item
+
+
 async def read_links(runtime: AgentRuntime, text: str, known: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """A ``link`` attachment for each link in ``text`` (see :func:`find_links`), from the cache or fetched."""
+    """A ``link`` attachment for each link in ``text`` (see :func:`find_links`), from the cache or
+    fetched (together: the answer waits for the slowest, not for their sum)."""
     urls = find_links(text, known)
     if not urls:
         return []
     limits = _limits(runtime)
-    items = []
-    for url in urls:  # one at a time: a message rarely has more than one, and it bounds the load
-        key = f"link:{int(limits.allow_private)}:{hashlib.sha256(url.encode()).hexdigest()}"
-        cached = await runtime.store.get_cache(key)
-        if isinstance(cached, Mapping):
-            items.append(dict(cached))
-            continue
-        item, keep = await _read(url, limits)
-        items.append(item)
-        if keep:
-            await runtime.store.set_cache(key, item, expires_at=now_ms() + CACHE_MS)
-    return items
+    return list(await asyncio.gather(*(_cached_or_read(runtime, url, limits) for url in urls)))

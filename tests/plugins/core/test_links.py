@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from bot.types import ChannelType
+from plugins.core import _links
 from plugins.core._links import find_links
 from tests.fakes.web_site import FakeWebSite
 from tests.fakes.web_site import page as fake_page
@@ -82,3 +83,18 @@ async def test_links_in_ignored_messages_are_not_fetched(harness, page) -> None:
     h.small.append("<response><action>IGNORE</action></response>")
     await h.say(f"for the others: {url}")
     assert site.paths == []
+
+
+async def test_an_unexpected_failure_reading_a_link_is_a_note_and_the_reply_goes_out(
+    harness, monkeypatch, caplog
+) -> None:
+    async def broken(url: str, limits: Any) -> Any:
+        raise RuntimeError("a bug in the reader")
+
+    monkeypatch.setattr(_links, "fetch_page", broken)
+    h = await harness(ChannelType.DM)
+    h.large.append(plan("Hm, no luck."))
+    outcome = await h.say("see https://news.example/a")
+    assert outcome.status == "replied"
+    assert "link not read: something went wrong" in h.prompts[-1]
+    assert "link to news.example not read: RuntimeError" in caplog.text
