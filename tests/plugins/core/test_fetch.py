@@ -187,3 +187,30 @@ async def test_an_error_status_is_a_refusal_that_says_it(site) -> None:
     fake = await site({})
     with pytest.raises(FetchRefused, match="^the site answered 404 Not Found$"):
         await fetch_page(fake.url("/missing"), ALLOWED)
+
+
+async def test_the_resolver_hands_on_only_public_addresses(monkeypatch: pytest.MonkeyPatch) -> None:
+    answers = {
+        "mixed.example": ["10.0.0.1", "93.184.215.14", "::ffff:127.0.0.1", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"],
+        "sneaky.example": ["::ffff:169.254.169.254", "fe80::1%eth0"],
+    }
+
+    class Answers:
+        async def resolve(self, host: str, port: int = 0, family: int = socket.AF_INET) -> list[dict[str, Any]]:
+            return [
+                {"hostname": host, "host": a, "port": port, "family": 0, "proto": 0, "flags": 0} for a in answers[host]
+            ]
+
+        async def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(_fetch, "DefaultResolver", Answers)
+    resolver = _fetch._CheckedResolver(allow_private=False)
+    assert [r["host"] for r in await resolver.resolve("mixed.example", 443)] == [
+        "93.184.215.14",
+        "2606:2800:21f:cb07:6820:80da:af6b:8b2c",
+    ]
+    with pytest.raises(FetchRefused, match="^link-local address$"):
+        await resolver.resolve("sneaky.example", 443)
+    allowing = _fetch._CheckedResolver(allow_private=True)
+    assert len(await allowing.resolve("sneaky.example", 443)) == 2
