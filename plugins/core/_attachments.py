@@ -108,6 +108,9 @@ def _needs_work(item: Mapping[str, Any], kind: str | None) -> bool:
 async def _fetch(item: Mapping[str, Any], kind: str, fetch: AttachmentFetcher | None) -> bytes | None:
     if fetch is None:
         return None
+    declared = item.get("size")
+    if isinstance(declared, int) and declared > _MAX_BYTES[kind]:  # the platform said: no need to download it
+        raise _TooLarge(declared, kind)
     try:
         async with asyncio.timeout(_FETCH_TIMEOUT_S):
             data = await fetch(item)

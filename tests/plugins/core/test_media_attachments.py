@@ -191,3 +191,36 @@ async def test_a_silent_video_and_a_broken_one_do_not_crash(openai_media) -> Non
     by_id = await stored(h)
     assert by_id["mute"]["text"] == "Nothing was heard in it." and server.requests_for("transcriptions") == []
     assert by_id["bad"]["description"].startswith("Video not read: cannot open the video")
+
+
+async def test_a_video_declared_too_large_is_described_without_downloading_it(harness) -> None:
+    h = await harness(ChannelType.DM)
+    fetched: list[str] = []
+
+    async def fetch(item: dict) -> bytes:
+        fetched.append(item["id"])
+        return b""
+
+    h.large.append(plan("Too big."))
+    attachments = [{"id": "big", "url": "x", "contentType": "video/mp4", "size": 300 * 1024 * 1024}]
+    await h.say("look", attachments=attachments, fetch=fetch)
+    assert fetched == []
+    assert (await stored(h))["big"]["description"] == "Video, 300.0 MB: too large to watch (the limit is 25.0 MB)"
+
+
+async def test_no_attachment_declared_over_its_limit_is_downloaded(harness, caplog) -> None:
+    h = await harness(ChannelType.DM)
+    fetched: list[str] = []
+
+    async def fetch(item: dict) -> bytes:
+        fetched.append(item["id"])
+        return b""
+
+    h.large.append(plan("Too big."))
+    attachments = [
+        {"id": "pdf", "url": "x", "contentType": "application/pdf", "size": 21 * 1024 * 1024},
+        {"id": "img", "url": "y", "contentType": "image/png", "size": 11 * 1024 * 1024, "private": True},
+    ]
+    assert (await h.say("look", attachments=attachments, fetch=fetch)).status == "replied"
+    assert fetched == []
+    assert "could not read pdf attachment pdf: 22020096 bytes, more than the 20971520 read for pdf" in caplog.text
