@@ -83,6 +83,17 @@ def fetcher(files: dict[str, bytes]) -> Any:
     return fetch
 
 
+def counting_fetcher() -> tuple[Any, list[str]]:
+    """A fetch that downloads nothing, and the ids it was asked for."""
+    fetched: list[str] = []
+
+    async def fetch(item: dict) -> bytes:
+        fetched.append(item["id"])
+        return b""
+
+    return fetch, fetched
+
+
 async def stored(h: Harness) -> dict[str, dict]:
     messages = await h.rt.store.get_memories(table="messages", room_id=h.room)
     return {a["id"]: a for m in messages for a in m.content.get("attachments") or []}
@@ -195,12 +206,7 @@ async def test_a_silent_video_and_a_broken_one_do_not_crash(openai_media) -> Non
 
 async def test_a_video_declared_too_large_is_described_without_downloading_it(harness) -> None:
     h = await harness(ChannelType.DM)
-    fetched: list[str] = []
-
-    async def fetch(item: dict) -> bytes:
-        fetched.append(item["id"])
-        return b""
-
+    fetch, fetched = counting_fetcher()
     h.large.append(plan("Too big."))
     attachments = [{"id": "big", "url": "x", "contentType": "video/mp4", "size": 300 * 1024 * 1024}]
     await h.say("look", attachments=attachments, fetch=fetch)
@@ -210,12 +216,7 @@ async def test_a_video_declared_too_large_is_described_without_downloading_it(ha
 
 async def test_no_attachment_declared_over_its_limit_is_downloaded(harness, caplog) -> None:
     h = await harness(ChannelType.DM)
-    fetched: list[str] = []
-
-    async def fetch(item: dict) -> bytes:
-        fetched.append(item["id"])
-        return b""
-
+    fetch, fetched = counting_fetcher()
     h.large.append(plan("Too big."))
     attachments = [
         {"id": "pdf", "url": "x", "contentType": "application/pdf", "size": 21 * 1024 * 1024},
