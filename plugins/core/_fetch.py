@@ -25,7 +25,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 from yarl import URL
 
-__all__ = ["FetchLimits", "FetchRefused", "Page", "fetch_page", "refusal"]
+__all__ = ["FetchLimits", "FetchRefused", "Page", "fetch_page", "readable", "refusal"]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -124,7 +124,8 @@ def _checked_url(raw: str | URL, allow_private: bool) -> URL:
     return url
 
 
-def _is_read(content_type: str) -> bool:
+def readable(content_type: str) -> bool:
+    """Whether a page of ``content_type`` is read (HTML and text); others are described."""
     return content_type.startswith("text/") or content_type == "application/xhtml+xml"
 
 
@@ -158,7 +159,7 @@ async def fetch_page(url: str, limits: FetchLimits) -> Page:
                     raise FetchRefused(f"the site answered {response.status} {response.reason or ''}".strip())
                 content_type = response.content_type.lower()
                 body, truncated = b"", False
-                if _is_read(content_type):
+                if readable(content_type):
                     body, truncated = await _read_capped(response, limits.max_bytes)
                 return Page(str(target), content_type, response.charset, body, truncated, response.content_length)
         raise FetchRefused(f"more than {limits.max_redirects} redirects")

@@ -24,7 +24,7 @@ from bot.settings import SettingReader
 from bot.types import now_ms
 
 from ._delivery import bound_text
-from ._fetch import FetchLimits, FetchRefused, Page, fetch_page
+from ._fetch import FetchLimits, FetchRefused, Page, fetch_page, readable
 from ._html_text import html_to_text
 
 if TYPE_CHECKING:
@@ -118,6 +118,9 @@ async def _read(url: str, limits: FetchLimits) -> tuple[dict[str, Any], bool]:
         _log.warning("link to %s not read: %s", _host(url), exc.__class__.__name__, exc_info=True)
         item["description"] = "link not read: something went wrong"
         return item, False
+    if not page.body and readable(page.content_type):
+        item["description"] = "an empty page"
+        return item, True
     if not page.body:
         item["description"] = f"a {page.content_type} file ({_size(page.size)}), not read"
         return item, True

@@ -98,3 +98,11 @@ async def test_an_unexpected_failure_reading_a_link_is_a_note_and_the_reply_goes
     assert outcome.status == "replied"
     assert "link not read: something went wrong" in h.prompts[-1]
     assert "link to news.example not read: RuntimeError" in caplog.text
+
+
+async def test_an_empty_page_is_said_to_be_empty(harness) -> None:
+    async with FakeWebSite({"/empty": fake_page("")}) as site:
+        h = await harness(ChannelType.DM, settings={"TROUPE_FETCH_ALLOW_PRIVATE": True})
+        h.large.append(plan("Nothing there."))
+        await h.say(f"what's on {site.url('/empty')}")
+    assert "Description: an empty page" in h.prompts[-1]
