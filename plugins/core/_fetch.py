@@ -29,7 +29,7 @@ __all__ = ["FetchLimits", "FetchRefused", "Page", "fetch_page", "readable", "ref
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
-_USER_AGENT = "troupe-link-reader/1.0 (+https://github.com/troupe)"
+_USER_AGENT = "troupe-link-reader/1.0"
 _CHUNK = 64 * 1024
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 

@@ -124,7 +124,7 @@ async def _read(url: str, limits: FetchLimits) -> tuple[dict[str, Any], bool]:
     if not page.body:
         item["description"] = f"a {page.content_type} file ({_size(page.size)}), not read"
         return item, True
-    title, text = _gist(page)
+    title, text = await asyncio.to_thread(_gist, page)  # parsing 2 MB of HTML takes a second or more
     item["title"] = title or url
     item["description"] = f"Web page: {title}" if title else "Web page"
     item["text"] = text

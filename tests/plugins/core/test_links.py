@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -106,3 +107,19 @@ async def test_an_empty_page_is_said_to_be_empty(harness) -> None:
         h.large.append(plan("Nothing there."))
         await h.say(f"what's on {site.url('/empty')}")
     assert "Description: an empty page" in h.prompts[-1]
+
+
+async def test_a_page_is_turned_into_text_off_the_event_loop(harness, page, monkeypatch) -> None:
+    url, _ = page
+    threads: list[int] = []
+    real = _links.html_to_text
+
+    def recording(html: str) -> tuple[str, str]:
+        threads.append(threading.get_ident())
+        return real(html)
+
+    monkeypatch.setattr(_links, "html_to_text", recording)
+    h = await harness(ChannelType.DM, settings={"TROUPE_FETCH_ALLOW_PRIVATE": True})
+    h.large.append(plan("Read."))
+    await h.say(url)
+    assert threads and threads[0] != threading.get_ident()  # 2 MB of HTML takes over a second to parse
