@@ -30,7 +30,7 @@ from ._html_text import html_to_text
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
-__all__ = ["ALLOW_PRIVATE", "CACHE_MS", "MAX_GIST_CHARS", "MAX_LINKS", "find_links", "read_links"]
+__all__ = ["ALLOW_PRIVATE", "CACHE_MS", "MAX_GIST_CHARS", "MAX_LINKS", "allow_private", "find_links", "read_links"]
 
 _log = logging.getLogger(__name__)
 
@@ -57,10 +57,19 @@ def find_links(text: str, known: Sequence[str] = ()) -> list[str]:
     return found
 
 
+def allow_private(runtime: AgentRuntime) -> bool:
+    """``TROUPE_FETCH_ALLOW_PRIVATE`` (false when unset).
+
+    Raises:
+        ConfigError: the value is not true or false (checked when the core plugin is set up).
+    """
+    return SettingReader(runtime.get_setting, runtime.character.name).flag(ALLOW_PRIVATE)
+
+
 def _limits(runtime: AgentRuntime) -> FetchLimits:
     try:
-        allow = SettingReader(runtime.get_setting, runtime.character.name).flag(ALLOW_PRIVATE)
-    except ConfigError as exc:
+        allow = allow_private(runtime)
+    except ConfigError as exc:  # changed while running (checked at start): refusing is the safe side
         _log.warning("%s; links to private addresses stay refused", exc)
         allow = False
     return FetchLimits(allow_private=allow)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from bot.errors import ConfigError
 from bot.types import ChannelType
 from plugins.core import _links
 from plugins.core._links import find_links
@@ -70,9 +71,17 @@ async def test_a_link_to_a_private_address_is_a_note_and_the_reply_goes_out(harn
     assert "link not read: loopback address" in h.prompts[-1]
 
 
-async def test_a_bad_allow_private_setting_keeps_private_addresses_refused(harness, page, caplog) -> None:
+async def test_a_bad_allow_private_setting_stops_the_character_at_start(harness) -> None:
+    with pytest.raises(ConfigError, match="TROUPE_FETCH_ALLOW_PRIVATE must be true or false, not 'sometimes'"):
+        await harness(ChannelType.DM, settings={"TROUPE_FETCH_ALLOW_PRIVATE": "sometimes"})
+
+
+async def test_a_bad_allow_private_value_set_while_running_keeps_private_addresses_refused(
+    harness, page, caplog
+) -> None:
     url, site = page
-    h = await harness(ChannelType.DM, settings={"TROUPE_FETCH_ALLOW_PRIVATE": "sometimes"})
+    h = await harness(ChannelType.DM)
+    h.rt.set_setting("TROUPE_FETCH_ALLOW_PRIVATE", "sometimes")
     h.large.append(plan("Hm."))
     await h.say(url)
     assert site.paths == [] and "TROUPE_FETCH_ALLOW_PRIVATE must be true or false, not 'sometimes'" in caplog.text
