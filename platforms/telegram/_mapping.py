@@ -275,6 +275,7 @@ def attachments(message: Message) -> list[dict[str, Any]]:
         ("voice", "audio/ogg", "voice.ogg"),
         ("audio", "audio/mpeg", "audio.mp3"),
         ("video_note", "video/mp4", "video_note.mp4"),
+        ("video", "video/mp4", "video.mp4"),  # its sound heard and a frame seen by the core (_attachments.py)
     ):
         item = getattr(message, kind, None)
         if item is not None:

@@ -320,8 +320,30 @@ _SUMMARY = f"""\
 </output>
 """
 
+_ATTACHMENTS = """\
+<task>{{agentName}} was asked about files, links and media shared in a conversation. Answer the request from what they hold.</task>
+
+<request>
+{{senderName}}: {{request}}
+</request>
+
+<attachments>
+{{attachments}}
+</attachments>
+
+<rules>
+- Use only what the attachments hold; say so when they do not answer the request.
+- Asked for a summary: the main points, in a few short paragraphs or a list.
+- Asked a question: answer it directly, then the detail that supports it.
+- Write as {{agentName}} would, in Markdown, at most {{maxWords}} words. Invent nothing.
+</rules>
+
+Write only the answer: no preamble, no XML.
+"""
+
 #: Built-in templates, keyed by the names a character's ``templates`` uses to override them.
 DEFAULT_TEMPLATES: dict[str, str] = {
+    "attachmentsTemplate": _ATTACHMENTS,
     "componentTemplate": _CONTACT_EXTRACTION,
     "messageHandlerTemplate": _MESSAGE_HANDLER,
     "optionExtractionTemplate": _OPTION_EXTRACTION,

@@ -187,6 +187,23 @@ def test_files_are_attachments_by_file_id_and_spoken_media_is_named_for_transcri
     assert "attachments" not in translated(message(GROUP, "words only")).memory.content
 
 
+def test_a_video_is_an_attachment_the_core_can_watch() -> None:
+    video = {"file_id": "VID", "file_unique_id": "u-vid", "duration": 4, "width": 64, "height": 48, "file_size": 7}
+    seen = translated(message(PRIVATE, caption="our dog", video=video))
+    assert seen.attachments == [
+        {
+            "id": "VID",
+            "title": "video.mp4",
+            "contentType": "video/mp4",
+            "private": True,
+            "url": "telegram:file:u-vid",
+            "size": 7,
+            "source": "telegram",
+        }
+    ]
+    assert seen.spoken is None  # not a voice message: its words are heard by the core, if it answers
+
+
 def test_an_edit_carries_the_words_and_never_the_files() -> None:
     document = {"file_id": "DOC", "file_unique_id": "u-doc", "file_name": "notes.txt", "mime_type": "text/plain"}
     seen = translated(message(GROUP, caption="notes, fixed", document=document))
