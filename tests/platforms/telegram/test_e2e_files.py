@@ -9,6 +9,7 @@ import asyncio
 from pathlib import Path
 
 from bot.outgoing import OutgoingFile
+from bot.runtime import AgentRuntime
 from bot.types import ChannelType, Room
 from platforms.telegram._mapping import room_id
 
@@ -91,15 +92,10 @@ async def test_a_caption_over_1024_characters_goes_as_text_first_then_the_photo(
     assert photo["reply_to"] is None
 
 
-async def test_a_file_too_big_for_telegram_is_not_sent_and_the_text_says_so(scene, tmp_path: Path) -> None:
-    s = scene
-    await s.start(with_brann=False)
-    film = tmp_path / "film.mp4"
-    with film.open("wb") as handle:
-        handle.truncate(60 * 1000 * 1000)  # sparse: nothing is read
-    notes = OutgoingFile.of_bytes(b"scene 1: a cat", "notes.txt")
+async def in_the_group(s) -> tuple[AgentRuntime, Room]:
+    """Ada's runtime and the group as a stored room (after Sam spoke there)."""
     rt = s.runtime("Ada")
-    await s.fake.user_says(s.sam, s.group, "anyone around?")  # the group is known from then on
+    await s.fake.user_says(s.sam, s.group, "anyone around?")
     await until(lambda: any("Decide what Ada does" in p for p in s.brain.prompts))
     room = Room(
         room_id(rt.agent_id, s.group.id),
@@ -108,6 +104,29 @@ async def test_a_file_too_big_for_telegram_is_not_sent_and_the_text_says_so(scen
         agent_id=rt.agent_id,
         channel_id=str(s.group.id),
     )
+    return rt, room
+
+
+async def test_a_picture_telegram_refuses_as_a_photo_goes_again_as_a_document(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    rt, room = await in_the_group(s)
+    odd = OutgoingFile.of_bytes(b"not really a png", "odd.png", "image/png")
+    await rt.get_service("telegram").send_to_room(room, {"text": "An odd one.", "files": [odd]})
+    (sent,) = await s.fake.wait_for_sent(s.ada, 1)
+    assert sent["kind"] == "document" and sent["filename"] == "odd.png" and sent["text"] == "An odd one."
+    uploads = [method for method, _ in s.ada.requests if method in ("sendMessage", "sendPhoto", "sendDocument")]
+    assert uploads == ["sendPhoto", "sendDocument"]
+
+
+async def test_a_file_too_big_for_telegram_is_not_sent_and_the_text_says_so(scene, tmp_path: Path) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    film = tmp_path / "film.mp4"
+    with film.open("wb") as handle:
+        handle.truncate(60 * 1000 * 1000)  # sparse: nothing is read
+    notes = OutgoingFile.of_bytes(b"scene 1: a cat", "notes.txt")
+    rt, room = await in_the_group(s)
     content = {"text": "The film and my notes.", "files": [OutgoingFile.of_path(film), notes]}
     await rt.get_service("telegram").send_to_room(room, content)
     (sent,) = await s.fake.wait_for_sent(s.ada, 1)
