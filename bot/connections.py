@@ -188,11 +188,12 @@ async def remember_sent(
     in_reply_to: str | None = None,
 ) -> list[Memory]:
     """Store what went out of ``content`` (one memory per message the platform sent) and
-    announce it (:func:`record_sent`). The files to upload are not part of what was said."""
+    announce it (:func:`record_sent`). The files to upload are not part of what was said: each
+    message's own ``content["attachments"]`` (from the platform) says what files it carried."""
     agent, memories = runtime.agent_id, []
     for message in sent:
-        body: JSON = {**content, "text": message.text, "source": source, **message.content}
-        body.pop("files", None)
+        body: JSON = {k: v for k, v in content.items() if k not in ("files", "attachments")}
+        body.update({"text": message.text, "source": source, **message.content})
         if in_reply_to is not None:
             body["inReplyTo"] = in_reply_to
         memories.append(

@@ -31,6 +31,7 @@ from bot.events import EventType
 from bot.lifecycle import AdapterState
 from bot.links import LinkState
 from bot.messages import IncomingMessage, NativeRef
+from bot.outgoing import with_note
 from bot.shards import Shards
 from bot.text import first_words
 from bot.types import ChannelType, Entity, Memory, Room, World, now_ms
@@ -49,7 +50,7 @@ from ._mapping import (
     room_for_channel,
     world_for_guild,
 )
-from ._outbound import describe, files_of, send_chunks
+from ._outbound import describe, embeds_of, send_chunks, uploads_of
 from ._voice import VoiceManager
 
 if TYPE_CHECKING:
@@ -404,16 +405,40 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
     async def _send_native(
         self, target: Any, text: str, content: Mapping[str, Any], answering: Any
     ) -> list[discord.Message]:
+        guild = getattr(target, "guild", None)  # the server's limit where known (boosted servers take more)
+        limit = guild.filesize_limit if guild is not None else discord.utils.DEFAULT_FILE_SIZE_LIMIT_BYTES
+        files, note = await uploads_of(content, limit)
+        if note:
+            text = with_note(text, note)
         return await send_chunks(
-            target, text, files=files_of(content), reference=answering, deadline_s=self.config.send_deadline
+            target,
+            text,
+            files=files,
+            embeds=embeds_of(content),
+            reference=answering,
+            deadline_s=self.config.send_deadline,
         )
 
     def _record_of(self, message: discord.Message) -> SentMessage:
+        content: dict[str, Any] = {"url": message.jump_url}
+        if message.attachments:  # what Discord says the message carries
+            content["attachments"] = [
+                {
+                    "id": str(a.id),
+                    "url": a.url,
+                    "title": a.filename,
+                    "contentType": a.content_type or "application/octet-stream",
+                    "size": a.size,
+                    "description": a.description or "",
+                    "source": SOURCE,
+                }
+                for a in message.attachments
+            ]
         return SentMessage(
             id=discord_id(self.runtime.agent_id, message.id),
             text=message.content,
             created_at=int(message.created_at.timestamp() * 1000),
-            content={"url": message.jump_url},
+            content=content,
             metadata={"discordMessageId": str(message.id)},
         )
 

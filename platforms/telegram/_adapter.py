@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from telegram import Chat, Message, User
@@ -32,16 +32,19 @@ from bot.errors import ConfigError, PartlySent, SendError
 from bot.events import EventType
 from bot.lifecycle import AdapterState
 from bot.messages import IncomingMessage, NativeRef
+from bot.outgoing import OutgoingFile, files_in
 from bot.types import ChannelType, Entity, Memory, Room
 
 from ._answer import Answer
 from ._config import TelegramConfig
+from ._files import send_with_files
 from ._handlers import UpdateHandlers
 from ._inbox import InboxQueue, replay
 from ._listening import listen
 from ._mapping import (
     SOURCE,
     Translated,
+    attachments,
     channel_type,
     chat_room,
     entity_for_user,
@@ -82,7 +85,6 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     source = SOURCE
     label = "Telegram"
     where = "chat"
-    sends_files = False
 
     def __init__(self, runtime: AgentRuntime, config: TelegramConfig) -> None:
         super().__init__(runtime, TelegramTokens, config.token.get_secret_value())
@@ -281,7 +283,8 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         chat = messages[0].chat
         if not self.allowed(chat) or (channel_type(chat) is ChannelType.FEED and not self.config.channel_posts):
             return
-        await self.hear(messages[0], text="\n".join(m.text or "" for m in messages), relayed=True)
+        # A picture's words are its caption.
+        await self.hear(messages[0], text="\n".join(m.text or m.caption or "" for m in messages), relayed=True)
 
     async def hear(self, message: Message, *, text: str | None = None, relayed: bool = False) -> None:
         """A message for the pipeline, with its reply channel (``text`` replaces its words)."""
@@ -308,18 +311,23 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     # -- outbound -------------------------------------------------------------------------
 
     async def _send(
-        self, chat_id: int, text: str, *, reply_to: int | None = None, thread_id: int | None = None
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        reply_to: int | None = None,
+        thread_id: int | None = None,
+        files: Sequence[OutgoingFile] = (),
     ) -> list[Message]:
         assert self.app is not None
+        bot, deadline = self.app.bot, self.config.send_deadline
         try:
-            sent = await send_text(
-                self.app.bot,
-                chat_id,
-                text,
-                reply_to=reply_to,
-                thread_id=thread_id,
-                deadline_s=self.config.send_deadline,
-            )
+            if files:
+                sent = await send_with_files(
+                    bot, chat_id, text, files, reply_to=reply_to, thread_id=thread_id, deadline_s=deadline
+                )
+            else:
+                sent = await send_text(bot, chat_id, text, reply_to=reply_to, thread_id=thread_id, deadline_s=deadline)
         except PartlySent as exc:
             await self._relay.deliver(self, exc.sent)  # the other characters saw that much too
             raise
@@ -338,14 +346,19 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     async def _send_native(
         self, target: ChatTarget, text: str, content: Mapping[str, Any], answering: Any
     ) -> list[Message]:
-        return await self._send(target.chat_id, text, reply_to=answering, thread_id=target.thread_id)
+        files = files_in(content)
+        return await self._send(target.chat_id, text, reply_to=answering, thread_id=target.thread_id, files=files)
 
     def _record_of(self, message: Message) -> SentMessage:
+        content: dict[str, Any] = {"channelType": channel_type(message.chat).value}
+        carried = attachments(message)  # what Telegram says it carries, by file id
+        if carried:
+            content["attachments"] = carried
         return SentMessage(
             id=message_id(self.runtime.agent_id, message.chat.id, message.message_id),
-            text=message.text or "",
+            text=message.text or message.caption or "",
             created_at=int(message.date.timestamp() * 1000),
-            content={"channelType": channel_type(message.chat).value},
+            content=content,
         )
 
     def _what(self, target: ChatTarget, answering: Any) -> str:

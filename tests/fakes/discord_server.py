@@ -219,6 +219,8 @@ T = TypeVar("T")
 API_VERSION = 10
 DISCORD_EPOCH_MS = 1_420_070_400_000
 MAX_CONTENT = 2000
+#: Upload limits per file by boost tier, as Discord has them since 2024.
+UPLOAD_LIMITS = {0: 10 * 1024 * 1024, 1: 10 * 1024 * 1024, 2: 50 * 1024 * 1024, 3: 100 * 1024 * 1024}
 
 
 class Intents:
@@ -446,6 +448,12 @@ class FakeGuild:
     """Guild channels and threads."""
     voice_states: dict[int, FakeVoiceState] = field(default_factory=dict)
     """Who is in which voice channel, by user id."""
+    premium_tier: int = 0
+    """The server's boost level: tiers 2 and 3 take larger uploads (:data:`UPLOAD_LIMITS`)."""
+
+    @property
+    def upload_limit(self) -> int:
+        return UPLOAD_LIMITS[self.premium_tier]
 
     @property
     def everyone(self) -> FakeRole:
@@ -1298,7 +1306,7 @@ class FakeDiscord(LocalServer):
             "safety_alerts_channel_id": None,
             "max_members": 500000,
             "vanity_url_code": None,
-            "premium_tier": 0,
+            "premium_tier": guild.premium_tier,
             "premium_subscription_count": 0,
             "premium_progress_bar_enabled": False,
             "preferred_locale": "en-US",
@@ -2762,6 +2770,9 @@ class FakeDiscord(LocalServer):
             for earlier in reversed(list(channel.messages.values())):
                 if earlier.author.id == bot.id and earlier.nonce == nonce:
                     return self._message_payload(earlier, bot, True)
+        limit = channel.guild.upload_limit if channel.guild is not None else UPLOAD_LIMITS[0]
+        if any(len(f.data) > limit for f in rec.files):
+            raise _HTTPError(413, 40005, "Request entity too large")
         attachments = self._attachments_for(channel, body, rec.files)
         self._validate_content(body, attachments)
         reference = None

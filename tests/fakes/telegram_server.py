@@ -45,7 +45,9 @@ Conflict), sendMessage (``parse_mode=MarkdownV2`` is validated as Telegram does:
 reserved character or an unclosed entity is 400 "can't parse entities"; text over 4096
 characters is 400 "message is too long"), sendVoice (a multipart upload, or the file id of a
 stored file; it must be Ogg/Opus — starts with ``OggS`` and holds an ``OpusHead`` — else 400;
-Telegram itself also takes MP3 and M4A, which troupe never sends), sendChatAction, getFile (a file
+Telegram itself also takes MP3 and M4A, which troupe never sends), sendPhoto (PNG, JPEG or WebP
+of at most 10 MB, else 400) and sendDocument (any file; over 50 MB is 413, as for every upload),
+each with a caption of at most 1024 characters (else 400), sendChatAction, getFile (a file
 over ``max_download`` bytes, 20 MB by default, is 400 "file is too big" as on api.telegram.org;
 ``max_download = None`` serves any size, as a local Bot API server does), getChatAdministrators,
 getChatMember, setMyCommands, deleteMyCommands, close. Anything else is 404, recorded.
@@ -57,7 +59,9 @@ An unknown token is 401. Per bot: ``requests``, ``sent`` (each with ``kind`` —
 ``voice`` —, ``chat_id``, ``text`` as the user sees it (a voice note's caption), ``raw`` as sent,
 ``parse_mode``, ``reply_to``, ``thread_id``, ``message``; a voice note also ``voice`` (the bytes)
 and ``duration``), ``actions``, ``downloads`` (file paths fetched from the file URL),
-``webhook_deletions``, ``polls``. ``wait_for(check)``, ``wait_for_sent``, ``wait_polling``.
+``webhook_deletions``, ``polls``. A photo or document sent is recorded with ``kind`` ``photo`` or
+``document``, its caption as ``text``, and ``photo``/``document`` (the bytes), ``filename``, ``size``.
+``wait_for(check)``, ``wait_for_sent``, ``wait_polling``.
 """
 
 from __future__ import annotations
@@ -80,6 +84,10 @@ __all__ = ["FakeBot", "FakeChat", "FakeTelegram", "FakeUser", "markdown_v2_plain
 T = TypeVar("T")
 MAX_TEXT = 4096
 MAX_DOWNLOAD = 20 * 1024 * 1024
+MAX_CAPTION = 1024
+MAX_PHOTO = 10 * 1024 * 1024  # the Bot API's limits for uploads
+MAX_UPLOAD = 50 * 1024 * 1024
+_PICTURE_MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"RIFF")
 _RESERVED = set("_*[]()~`>#+-=|{}.!")
 
 
@@ -768,38 +776,77 @@ class FakeTelegram(LocalServer):
         return self._ok(message)
 
     async def _api_sendvoice(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        return await self._send_media(bot, params, "voice")
+
+    async def _api_sendphoto(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        return await self._send_media(bot, params, "photo")
+
+    async def _api_senddocument(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        return await self._send_media(bot, params, "document")
+
+    def _check_media(self, kind: str, data: bytes) -> web.Response | None:
+        """Telegram's refusal of an upload of ``kind``, or None when it takes it."""
+        if kind == "voice" and (not data.startswith(b"OggS") or b"OpusHead" not in data[:4096]):
+            return self._error(400, "Bad Request: wrong file type: a voice note must be an .OGG file encoded with OPUS")
+        if kind == "photo" and len(data) > MAX_PHOTO:
+            return self._error(400, "Bad Request: PHOTO_INVALID_DIMENSIONS")
+        if kind == "photo" and not data.startswith(_PICTURE_MAGIC):
+            return self._error(400, "Bad Request: IMAGE_PROCESS_FAILED")
+        if len(data) > MAX_UPLOAD:
+            return self._error(413, "Request Entity Too Large")
+        return None
+
+    async def _send_media(self, bot: FakeBot, params: dict[str, Any], kind: str) -> web.Response:
+        """sendVoice, sendPhoto, sendDocument: a multipart upload (or a stored file's id) with a caption."""
         chat = self.chats.get(int(params["chat_id"]))
         if chat is None:
             return self._error(400, "Bad Request: chat not found")
-        upload = params.get("voice")
+        upload = params.get(kind)
+        filename, mime = None, None
         if isinstance(upload, web.FileField):
-            data = upload.file.read()
+            data, filename, mime = upload.file.read(), upload.filename, upload.content_type
         elif isinstance(upload, str) and upload in self.files:
-            data = self.files[upload][1]
+            filename, data, mime = self.files[upload]
         elif upload is None:
-            return self._error(400, "Bad Request: there is no voice in the request")
+            return self._error(400, f"Bad Request: there is no {kind} in the request")
         else:
             return self._error(400, "Bad Request: wrong file identifier/HTTP URL specified")
-        if not data.startswith(b"OggS") or b"OpusHead" not in data[:4096]:
-            return self._error(400, "Bad Request: wrong file type: a voice note must be an .OGG file encoded with OPUS")
-        caption = str(params.get("caption") or "")
+        refused = self._check_media(kind, data)
+        if refused is not None:
+            return refused
+        raw = str(params.get("caption") or "")
+        parse_mode = params.get("parse_mode")
+        caption = raw
+        if parse_mode == "MarkdownV2" and raw:
+            try:
+                caption = markdown_v2_plain(raw)
+            except ValueError as exc:
+                return self._error(400, f"Bad Request: can't parse entities: {exc}")
+        if len(caption) > MAX_CAPTION:
+            return self._error(400, "Bad Request: message caption is too long")
         reply = params.get("reply_parameters") or {}
         reply_to = reply.get("message_id") if isinstance(reply, dict) else None
         reply_to = reply_to or params.get("reply_to_message_id")
-        file_id = self._store_file("voice.oga", data, "audio/ogg")
         duration = int(params.get("duration") or 0)
+        if kind == "voice":
+            mime = "audio/ogg"
+        elif kind == "photo":
+            mime = "image/jpeg"  # Telegram re-encodes photos
+        file_id = self._store_file("voice.oga" if kind == "voice" else filename or kind, data, mime)
+        described = {"file_id": file_id, "file_unique_id": "u" + file_id, "file_size": len(data)}
+        media: Any
+        if kind == "voice":
+            media = {**described, "duration": duration, "mime_type": "audio/ogg"}
+        elif kind == "photo":
+            media = [{**described, "width": 1, "height": 1}]
+        else:
+            media = {**described, "file_name": filename or "document", "mime_type": mime or "application/octet-stream"}
         message: dict[str, Any] = {
             "message_id": self._next_message_id(chat.id),
             "date": int(time.time()),
             "chat": chat.payload(),
             "from": bot.payload(),
-            "voice": {
-                "file_id": file_id,
-                "file_unique_id": "u" + file_id,
-                "duration": duration,
-                "mime_type": "audio/ogg",
-                "file_size": len(data),
-            },
+            kind: media,
         }
         if caption:
             message["caption"] = caption
@@ -810,20 +857,22 @@ class FakeTelegram(LocalServer):
         if reply_to is not None and (chat.id, int(reply_to)) in self.messages:
             message["reply_to_message"] = self.messages[(chat.id, int(reply_to))]
         self.messages[(chat.id, message["message_id"])] = message
-        bot.sent.append(
-            {
-                "kind": "voice",
-                "chat_id": chat.id,
-                "text": caption,
-                "raw": caption,
-                "parse_mode": params.get("parse_mode"),
-                "reply_to": reply_to,
-                "thread_id": thread,
-                "message": message,
-                "voice": data,
-                "duration": duration,
-            }
-        )
+        record: dict[str, Any] = {
+            "kind": kind,
+            "chat_id": chat.id,
+            "text": caption,
+            "raw": raw,
+            "parse_mode": parse_mode,
+            "reply_to": reply_to,
+            "thread_id": thread,
+            "message": message,
+            kind: data,
+            "filename": filename,
+            "size": len(data),
+        }
+        if kind == "voice":
+            record["duration"] = duration
+        bot.sent.append(record)
         self._activity.set()
         return self._ok(message)
 

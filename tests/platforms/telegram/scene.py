@@ -25,9 +25,9 @@ from platforms.telegram._mapping import room_id
 
 from ...fakes.openai_server import FakeOpenAIServer
 from ...fakes.telegram_server import FakeTelegram
-from ..discord.scene import Brain, plan, until
+from ..discord.scene import Brain, drawing, plan, until
 
-__all__ = ["Scene", "plan", "scene", "until"]
+__all__ = ["Scene", "drawing", "plan", "scene", "until"]
 
 
 def character(tmp_path: Path, name: str, token: str, api_root: str, **settings: Any) -> Path:
