@@ -153,17 +153,23 @@ class PgSearchMixin(PgMemoriesMixin):
             async with conn.transaction():
                 await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
                 # Not prepared: each execution is planned with its values, which must match the
-                # partial index's predicate for the planner to use it. Each candidate's memory is
-                # found by its key (OFFSET 0 keeps that lookup from becoming a scan of all the
-                # agent's memories), and vectors come back as floats, not text.
+                # partial index's predicate for the planner to use it. The candidates come in the
+                # index's order, ranked without reading their vectors: a 1536-dim vector lives
+                # out of line (TOAST), and reading one costs more than the rest of a candidate.
+                # Each candidate's memory is found by its key (OFFSET 0 keeps that lookup from
+                # becoming a scan of all the agent's memories); only the winners' vectors are
+                # read, to return them and their exact distance, as floats, not text.
                 cur = await conn.execute(
                     "WITH c AS MATERIALIZED ("
-                    f"  SELECT e.memory_id, e.embedding, {cast} <=> %s AS distance FROM embeddings e "
-                    f"  WHERE e.agent_id = %s AND e.type = %s AND e.dim = {key.dim} ORDER BY {cast} <=> %s LIMIT %s) "
-                    f"SELECT {MEMORY_COLUMNS}, c.embedding, c.distance FROM c "
-                    "CROSS JOIN LATERAL (SELECT * FROM memories WHERE id = c.memory_id OFFSET 0) m "
-                    f"WHERE {where.where} ORDER BY c.distance, m.created_at DESC, m.seq DESC LIMIT %s",
-                    (query, key.agent_id, key.table, query, ef, *where.params, count),
+                    "  SELECT n.id AS embedding_id, n.memory_id, row_number() OVER () AS rank FROM ("
+                    f"    SELECT e.id, e.memory_id FROM embeddings e WHERE e.agent_id = %s AND e.type = %s"
+                    f"    AND e.dim = {key.dim} ORDER BY {cast} <=> %s LIMIT %s) n), "
+                    f"w AS (SELECT {MEMORY_COLUMNS}, c.embedding_id, c.rank FROM c "
+                    "  CROSS JOIN LATERAL (SELECT * FROM memories WHERE id = c.memory_id OFFSET 0) m "
+                    f"  WHERE {where.where} ORDER BY c.rank LIMIT %s) "
+                    "SELECT w.*, e.embedding, e.embedding <=> %s AS distance FROM w "
+                    "JOIN embeddings e ON e.id = w.embedding_id ORDER BY distance, w.created_at DESC, w.seq DESC",
+                    (key.agent_id, key.table, query, ef, *where.params, count, query),
                     prepare=False,
                     binary=True,
                 )

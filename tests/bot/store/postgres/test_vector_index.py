@@ -168,17 +168,22 @@ async def test_an_indexed_search_finds_what_exact_search_finds_on_a_small_cluste
     vectors = {f"m{n}": cluster(rng, centres[n % 20], 0.05) for n in range(1000)}
     await write(store, A, vectors)
     queries = [cluster(rng, centres[q % 20], 0.05) for q in range(40)]
-    exact_found = [[m.id for m in await store.search_memories(q, "facts", count=10)] for q in queries]
+    exact_hits = [await store.search_memories(q, "facts", count=10) for q in queries]
+    exact_found = [[m.id for m in hits] for hits in exact_hits]
     assert exact_found == [exact(vectors, q, 10) for q in queries]
     key = IndexKey(A, "facts", DIM)
     assert await db.vector_indexes.ensure(key) is True
     await db.execute("ANALYZE")
     before = await index_scans(db, key)
 
-    indexed = [[m.id for m in await store.search_memories(q, "facts", count=10)] for q in queries]
+    indexed_hits = [await store.search_memories(q, "facts", count=10) for q in queries]
 
     assert await index_scans(db, key) >= before + len(queries)
-    assert indexed == exact_found  # recall 1.0 at this size
+    assert [[m.id for m in hits] for hits in indexed_hits] == exact_found  # recall 1.0 at this size
+    # The same similarities, and each winner's vector, as the exact search gives them.
+    for by_index, by_scan in zip(indexed_hits, exact_hits, strict=True):
+        assert [round(m.similarity or 0, 6) for m in by_index] == [round(m.similarity or 0, 6) for m in by_scan]
+        assert [m.embedding for m in by_index] == [m.embedding for m in by_scan]
 
 
 async def test_an_index_left_invalid_by_a_stopped_build_is_built_again(postgres_url: str, db: PostgresDatabase) -> None:
