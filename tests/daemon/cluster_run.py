@@ -228,7 +228,7 @@ class Cluster:
         counts = _connections(self.database_url)
         return {n: counts.get(p.pid, 0) for n, p in enumerate(self.processes) if p.returncode is None}
 
-    async def placed(self, timeout: float = 30.0) -> dict[str, int]:
+    async def placed(self, timeout: float = 60.0) -> dict[str, int]:
         """Wait until every character is served and the spread settled (within one); the owners."""
         deadline = time.monotonic() + timeout
         while True:

@@ -85,7 +85,7 @@ class Cluster:
         await self.serving(two, "Brann")
         return one, two
 
-    async def serving(self, daemon: Daemon, name: str, timeout: float = 15) -> None:
+    async def serving(self, daemon: Daemon, name: str, timeout: float = 30) -> None:
         def serves() -> bool:
             return any(rt.character.name == name and rt.get_service("telegram") for rt in daemon.runtimes)
 

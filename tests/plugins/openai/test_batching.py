@@ -18,6 +18,10 @@ from .conftest import KEY, OTHER_KEY
 
 MakeRuntime = Callable[..., Awaitable[FakeRuntime]]
 
+# How long a request stays under way at the fake server: long enough for the texts asked for
+# meanwhile to join the next request even on a busy machine.
+UNDER_WAY_S = 0.5
+
 
 async def _embed(runtime: FakeRuntime, text: str) -> Any:
     return await runtime.use(ModelType.TEXT_EMBEDDING, {"text": text})
@@ -46,7 +50,7 @@ async def test_texts_asked_for_during_a_request_go_together_in_the_next(
     alone = {t: await _embed(solo, t) for t in ("b", "c", "d")}  # each its own request, as before
     ada, bob = await _pair(server, make_runtime)
     server.clear()
-    server.latency = 0.05
+    server.latency = UNDER_WAY_S
     first = asyncio.create_task(_embed(ada, "first again"))
     await asyncio.sleep(0.01)  # under way
     later = await asyncio.gather(*(_embed(rt, t) for rt, t in ((bob, "b"), (ada, "c"), (bob, "d"))))
@@ -58,7 +62,7 @@ async def test_texts_asked_for_during_a_request_go_together_in_the_next(
 async def test_one_text_a_server_rejects_fails_alone(server: FakeOpenAIServer, make_runtime: MakeRuntime) -> None:
     ada, bob = await _pair(server, make_runtime)
     server.script_embeddings(lambda text: Fail(400, message="input too long") if text == "bad" else [0.5] * 1536)
-    server.latency = 0.05
+    server.latency = UNDER_WAY_S
     first = asyncio.create_task(_embed(ada, "first"))
     await asyncio.sleep(0.01)
     results = await asyncio.gather(_embed(bob, "good"), _embed(ada, "bad"), _embed(bob, "fine"), return_exceptions=True)
@@ -75,7 +79,7 @@ async def test_characters_with_different_keys_never_share_a_request(
     server: FakeOpenAIServer, make_runtime: MakeRuntime
 ) -> None:
     ada, bob = await _pair(server, make_runtime, bob_key=OTHER_KEY)
-    server.latency = 0.05
+    server.latency = UNDER_WAY_S
     first = asyncio.create_task(_embed(ada, "first"))
     await asyncio.sleep(0.01)
     await asyncio.gather(_embed(ada, "a1"), _embed(bob, "b1"), _embed(ada, "a2"), _embed(bob, "b2"))
@@ -89,7 +93,7 @@ async def test_a_caller_that_gives_up_before_its_turn_is_not_sent(
     server: FakeOpenAIServer, make_runtime: MakeRuntime
 ) -> None:
     ada, bob = await _pair(server, make_runtime)
-    server.latency = 0.05
+    server.latency = UNDER_WAY_S
     first = asyncio.create_task(_embed(ada, "first"))
     await asyncio.sleep(0.01)
     impatient = asyncio.create_task(_embed(bob, "never mind"))
@@ -107,14 +111,15 @@ async def test_when_the_sender_gives_up_the_texts_it_carried_for_others_are_sent
     server: FakeOpenAIServer, make_runtime: MakeRuntime
 ) -> None:
     ada, bob = await _pair(server, make_runtime)
-    server.latency = 0.05
+    server.latency = UNDER_WAY_S
     first = asyncio.create_task(_embed(ada, "first"))
     await asyncio.sleep(0.01)
     # Both wait for "first"; then the first of them sends both texts, and gives up on the way.
     sender, rider = asyncio.create_task(_embed(bob, "one")), asyncio.create_task(_embed(ada, "other"))
     await first
-    await asyncio.sleep(0.01)
-    assert _inputs(server)[-1] == ["one", "other"]
+    async with asyncio.timeout(5):  # the batch reached the server and is under way
+        while _inputs(server)[-1] != ["one", "other"]:
+            await asyncio.sleep(0.005)
     sender.cancel()
     assert len(await rider) == 1536  # asked for again, alone
     assert _inputs(server)[-1] == "other"
