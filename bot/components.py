@@ -21,6 +21,8 @@ __all__ = [
     "ActionHandler",
     "ActionResult",
     "CONVERSATION_SUMMARIES",
+    "SUMMARY_DEFAULT_COUNT",
+    "SUMMARY_MAX_COUNT",
     "ConversationSummaries",
     "ConversationSummary",
     "Evaluator",
@@ -180,6 +182,11 @@ class MessageVectors(Protocol):
 MESSAGE_VECTORS: ServiceKey[MessageVectors] = ServiceKey("message_vectors")
 
 
+#: ``/summarize`` without a number covers this many messages; no summary covers more than the maximum.
+SUMMARY_DEFAULT_COUNT = 50
+SUMMARY_MAX_COUNT = 500
+
+
 @dataclass(frozen=True, slots=True)
 class ConversationSummary:
     """A summary of a stretch of a room's conversation, ready to show the person who asked."""
@@ -203,7 +210,7 @@ class ConversationSummaries(Protocol):
     """Summaries of what was said in a room, for the platforms' ``/summarize`` commands."""
 
     async def summarize_room(self, room_id: str, count: int) -> ConversationSummary:
-        """The last ``count`` messages of ``room_id`` summarised (bounded); never raises for a
+        """The last ``count`` messages of ``room_id`` summarised (at most :data:`SUMMARY_MAX_COUNT`); never raises for a
         model failure or an empty room: the summary's text says what happened."""
         ...
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from bot.components import SUMMARY_DEFAULT_COUNT, SUMMARY_MAX_COUNT
+
 __all__ = ["DEFAULT_MESSAGES", "MAX_MESSAGES", "Window", "parse_window"]
 
-DEFAULT_MESSAGES = 50
-MAX_MESSAGES = 500
+DEFAULT_MESSAGES = SUMMARY_DEFAULT_COUNT
+MAX_MESSAGES = SUMMARY_MAX_COUNT
 
 _DAY_MS = 86_400_000
 _UNIT_MS = {"second": 1_000, "minute": 60_000, "hour": 3_600_000, "day": _DAY_MS, "week": 7 * _DAY_MS}
