@@ -103,18 +103,23 @@ async def read_window(
 ) -> tuple[list[Memory], str]:
     """The window's messages, oldest first, and how to name what they cover.
 
-    The default window is what was said since ``asker`` last wrote in the room (among its
-    last :data:`MAX_MESSAGES`), or its last :data:`DEFAULT_MESSAGES` when the asker wrote none
-    of them or nothing came after. ``end`` and ``skip_id`` leave out the request itself.
+    The default window is what was said since ``asker`` last wrote in the room (its most recent
+    :data:`MAX_MESSAGES` at most), or the last :data:`DEFAULT_MESSAGES` messages when the asker
+    never wrote there or nothing came after. ``end`` and ``skip_id`` leave out the request itself.
     """
-    found = await _recent(
-        runtime, room_id, since=window.since_ms, end=end, limit=window.count or MAX_MESSAGES, skip_id=skip_id
-    )
+    limit = window.count or MAX_MESSAGES
+    if window.is_default and asker is not None:
+        own = await runtime.store.get_memories(table=MESSAGES, room_id=room_id, entity_id=asker, end=end, count=2)
+        last = next((m for m in own if m.id != skip_id and m.created_at is not None), None)
+        if last is not None:
+            since = await _recent(runtime, room_id, since=last.created_at, end=end, limit=limit + 1, skip_id=skip_id)
+            ids = [m.id for m in since]
+            after = since[ids.index(last.id) + 1 :] if last.id in ids else since[-limit:]
+            if after:
+                return after, window.label
+    found = await _recent(runtime, room_id, since=window.since_ms, end=end, limit=limit, skip_id=skip_id)
     if not window.is_default:
         return found, window.label
-    last_own = next((i for i in range(len(found) - 1, -1, -1) if found[i].entity_id == asker), None)
-    if asker is not None and last_own is not None and last_own < len(found) - 1:
-        return found[last_own + 1 :], window.label
     return found[-DEFAULT_MESSAGES:], f"over the last {DEFAULT_MESSAGES} messages"
 
 

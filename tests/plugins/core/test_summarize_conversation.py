@@ -218,3 +218,22 @@ async def test_the_service_summarises_the_last_n_messages_of_a_room(harness) -> 
     assert result.text.startswith("Summary of the conversation over the last 20 messages (20 messages)")
     empty = await service.summarize_room(h.rt.unique_id("discord:room-nobody"), 50)
     assert empty.text == "Nothing to summarise: no messages over the last 50 messages."
+
+
+async def test_since_the_asker_last_wrote_long_ago_is_the_last_500_not_the_default_50(harness) -> None:
+    h = await harness()
+    start = now_ms() - 3_600_000
+    said = Memory(entity_id=HUMAN, agent_id=h.rt.agent_id, room_id=h.room, content={"text": "<gone> back later"})
+    said.created_at = start - 1000
+    await h.rt.store.create_memory(said, "messages")
+    markers = await _store_history(h, 1040, start=start)
+    await h.rt.store.delete_many_memories(
+        [m.id for m in await h.rt.store.get_memories(table="messages", room_id=h.room, entity_id=HUMAN, start=start)]
+    )  # only Brann spoke after Sam left: 520 messages
+    h.large.append(plan("", "SUMMARIZE_CONVERSATION"))
+    h.small.extend([lambda params: summary("- Brann went on.")] * 10)
+    await h.say("Ada, catch me up")
+    conversation = "".join(p for p in h.prompts if CHUNK_PROMPT in p)
+    assert "<gone>" not in conversation
+    assert [m in conversation for m in markers[1::2]] == [False] * 20 + [True] * 500
+    assert h.sent[-1]["text"].startswith("Summary of the conversation since you last wrote here (500 messages)")
