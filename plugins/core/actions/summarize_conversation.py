@@ -31,7 +31,7 @@ NAME = "SUMMARIZE_CONVERSATION"
 RESPONSE = "SUMMARIZE_CONVERSATION_RESPONSE"
 
 _ASKS = re.compile(
-    r"\b(?:summar(?:y|ies|ise|ize|ised|ized|ising|izing)|recap|tl;?dr|sum (?:it |this |that )?up|"
+    r"\b(?:summar(?:y|ies|ise|ize|ised|ized|ising|izing|isation|ization)|recap|tl;?dr|sum (?:it |this |that )?up|"
     r"catch (?:me |us )?up|what did i miss|what have i missed|bring me up to speed|fill me in|rundown|"
     r"gist|key points|main points|highlights|long story short|in a nutshell|digest|overview)\b"
 )

@@ -74,6 +74,7 @@ def test_a_request_naming_no_window_leaves_it_to_the_default(said: str) -> None:
         ("Ada, catch me up", True),
         ("tl;dr?", True),
         ("can you summarize the thread", True),
+        ("a quick summarisation, please", True),
         ("what did I miss", True),
         ("give me a recap", True),
         ("Ada, how are you?", False),
