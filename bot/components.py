@@ -21,8 +21,6 @@ __all__ = [
     "ActionHandler",
     "ActionResult",
     "CONVERSATION_SUMMARIES",
-    "SUMMARY_DEFAULT_COUNT",
-    "SUMMARY_MAX_COUNT",
     "ConversationSummaries",
     "ConversationSummary",
     "Evaluator",
@@ -36,6 +34,8 @@ __all__ = [
     "Replier",
     "ServiceKey",
     "State",
+    "SUMMARY_DEFAULT_COUNT",
+    "SUMMARY_MAX_COUNT",
     "TaskWorker",
 ]
 
