@@ -169,6 +169,7 @@ class ClusterHost:
         agent = self._daemon.agents.get(agent_id)
         if agent is None:
             return
+        _log.info("no longer serving %s%s", agent.name, f" shard {shard}" if shard else "")
         if not held:
             self._units_held.pop(agent_id, None)
             await self._daemon.retire(agent_id)

@@ -4,7 +4,8 @@ Platforms see the same rooms and people over and over; :class:`Connections` writ
 entity (refreshing its names when they change) and a participant the first time in a run and
 remembers it, so a message costs no writes for them after that. :meth:`Connections.merge_world`
 writes a world with the roles the platform reports, keeping roles given through UPDATE_ROLE.
-:func:`remember_sent` turns what the platform says about messages the agent sent into memories;
+:meth:`Connections.left_world` marks the rooms of a world the agent was removed from and says so
+(WORLD_LEFT). :func:`remember_sent` turns what the platform says about messages the agent sent into memories;
 :func:`record_sent` stores them and announces them. :class:`TokenClaims` stops two
 characters of one daemon from connecting with the same bot token (they would answer twice).
 """
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 from .events import EventType
-from .types import JSON, Entity, Memory, Role, Room, World
+from .types import JSON, Entity, Memory, Role, Room, World, now_ms
 
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
@@ -67,6 +68,30 @@ class Connections:
             await store.add_participant(entity.id, room_id)
             self._participants.add((entity.id, room_id))
         return entity.id
+
+    async def mark_world_rooms(self, world_id: str, left: str | None) -> list[Room]:
+        """The world's stored rooms, marked as left (``metadata.leftAt``, and ``leftAs``: how,
+        such as ``kicked``), or with ``left=None`` no longer marked (the agent is back)."""
+        store = self.runtime.store
+        rooms = await store.get_rooms_by_world(world_id)
+        for room in rooms:
+            marked = {k: v for k, v in room.metadata.items() if k not in ("leftAt", "leftAs")}
+            if left is not None:
+                marked.update(leftAt=now_ms(), leftAs=left)
+            if marked != room.metadata:
+                room.metadata = marked
+                await store.update_room(room)
+        return rooms
+
+    async def left_world(self, world_id: str, how: str) -> None:
+        """The agent left, or was removed from, a server or group (``how``): its rooms are
+        marked (:meth:`mark_world_rooms`), and WORLD_LEFT says so."""
+        rooms = await self.mark_world_rooms(world_id, how)
+        world = await self.runtime.store.get_world(world_id)
+        await self.runtime.emit(
+            EventType.WORLD_LEFT,
+            {"worldId": world_id, "world": world, "rooms": rooms, "status": how, "source": self.source},
+        )
 
     async def merge_world(self, reported: World) -> tuple[World, bool]:
         """Write the world as the platform reports it: created if new, else merged into the
@@ -163,11 +188,12 @@ async def remember_sent(
     in_reply_to: str | None = None,
 ) -> list[Memory]:
     """Store what went out of ``content`` (one memory per message the platform sent) and
-    announce it (:func:`record_sent`). The files to upload are not part of what was said."""
+    announce it (:func:`record_sent`). The files to upload are not part of what was said: each
+    message's own ``content["attachments"]`` (from the platform) says what files it carried."""
     agent, memories = runtime.agent_id, []
     for message in sent:
-        body: JSON = {**content, "text": message.text, "source": source, **message.content}
-        body.pop("files", None)
+        body: JSON = {k: v for k, v in content.items() if k not in ("files", "attachments")}
+        body.update({"text": message.text, "source": source, **message.content})
         if in_reply_to is not None:
             body["inReplyTo"] = in_reply_to
         memories.append(

@@ -65,8 +65,9 @@ class ReplyChannel(Protocol):
         ...
 
     async def send(self, content: JSON) -> list[Memory]:
-        """Send ``content`` (``text``, ``files`` …) in answer; the messages that went out, as
-        recorded. Never raises: what could not be sent is logged and missing from the result."""
+        """Send ``content`` (``text``, ``files`` of :class:`~bot.outgoing.OutgoingFile` …) in
+        answer; the messages that went out, as recorded. Never raises: what could not be sent is
+        logged and missing from the result (a file too big for the platform is named in the text)."""
         ...
 
     async def typing(self) -> None:

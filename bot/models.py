@@ -21,6 +21,8 @@ TRANSCRIPTION       :class:`TranscriptionParams`          ``str``
 IMAGE_DESCRIPTION   :class:`ImageDescriptionParams`       ``{"title": str, "description": str}``
 TEXT_TO_SPEECH      :class:`SpeechParams`                 ``bytes`` (audio in ``format``), or a
                                                           :class:`SpeechStream` when ``stream``
+IMAGE               :class:`ImageParams`                  ``list[OutgoingFile]``: the pictures
+                                                          drawn (bot/outgoing.py), at least one
 ==================  ====================================  =======================================
 
 A streaming TEXT_TO_SPEECH handler returns once the first audio has arrived, so a refused key or
@@ -39,6 +41,7 @@ __all__ = [
     "EmbeddingBatchParams",
     "EmbeddingParams",
     "ImageDescriptionParams",
+    "ImageParams",
     "ModelHost",
     "ModelType",
     "SpeechParams",
@@ -60,6 +63,7 @@ class ModelType(StrEnum):
     TRANSCRIPTION = "TRANSCRIPTION"
     IMAGE_DESCRIPTION = "IMAGE_DESCRIPTION"
     TEXT_TO_SPEECH = "TEXT_TO_SPEECH"
+    IMAGE = "IMAGE"
 
 
 # Names elizaOS's documents use for the same types.
@@ -69,6 +73,7 @@ _ALIASES = {
     "COMPLETION": ModelType.TEXT_LARGE,
     "TEXT_MEDIUM": ModelType.TEXT_LARGE,
     "EMBEDDING": ModelType.TEXT_EMBEDDING,
+    "IMAGE_GENERATION": ModelType.IMAGE,
 }
 
 
@@ -117,6 +122,13 @@ class TranscriptionParams(TypedDict):
 class ImageDescriptionParams(TypedDict):
     image_url: str
     prompt: NotRequired[str]
+
+
+class ImageParams(TypedDict):
+    prompt: str
+    """What the picture shows."""
+    size: NotRequired[str]
+    """``1024x1024`` …; the handler's configured size when absent."""
 
 
 class SpeechParams(TypedDict):

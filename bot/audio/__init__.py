@@ -20,7 +20,7 @@ Pure computation on bytes; no platform SDK. Everything here is synchronous and c
 from __future__ import annotations
 
 from bot.audio._decode import decode_audio
-from bot.audio._errors import AudioError
+from bot.audio._errors import AudioError, translate_av_errors
 from bot.audio._files import VOICE_NOTE_PCM, ogg_opus, wav
 from bot.audio._format import DISCORD_PCM, SPEECH_PCM, PcmFormat, duration_s
 from bot.audio._opus import FRAME_MS, FRAME_SAMPLES, OPUS_SILENCE, OpusDecoder, OpusEncoder
@@ -52,6 +52,7 @@ __all__ = [
     "frame_level_db",
     "ogg_opus",
     "resample",
+    "translate_av_errors",
     "wav",
 ]
 

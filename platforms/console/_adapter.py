@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 from bot.errors import SendError
 from bot.events import EventType
 from bot.messages import IncomingMessage, Outcome, QuietChannel
+from bot.outgoing import files_in
 from bot.prompt import ask
 from bot.text import repair_text
 from bot.types import JSON, ChannelType, Entity, Memory, Room, World, now_ms
@@ -102,16 +103,23 @@ class ConsoleAdapter:
     async def show(self, content: JSON) -> list[Memory]:
         """Print a reply and store it as what the character said."""
         text = repair_text(str(content.get("text") or "")).strip()  # a terminal may not print a lone surrogate
-        if not text:
+        files = files_in(content)
+        if not text and not files:
             return []
-        print(f"{self.runtime.character.name}: {text}", file=self.output, flush=True)
+        # A terminal shows no pictures: each file is named, and stored as what was sent.
+        shown = [text] if text else []
+        shown += [f"[file: {f.filename}, {f.content_type}]" for f in files]
+        print(f"{self.runtime.character.name}: {' '.join(shown)}", file=self.output, flush=True)
         self._said += 1
+        said: JSON = {k: v for k, v in content.items() if k != "files"}
+        if files:
+            said["attachments"] = [{**f.record(), "source": SOURCE} for f in files]
         sent = Memory(
             id=str(uuid.uuid4()),
             entity_id=self.runtime.agent_id,
             room_id=self.room_id,
             world_id=self.world_id,
-            content={**content, "text": text, "source": SOURCE},
+            content={**said, "text": text, "source": SOURCE},
             created_at=now_ms(),
         )
         await self.runtime.store.create_memory(sent, "messages", unique=False)

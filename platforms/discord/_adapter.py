@@ -31,6 +31,7 @@ from bot.events import EventType
 from bot.lifecycle import AdapterState
 from bot.links import LinkState
 from bot.messages import IncomingMessage, NativeRef
+from bot.outgoing import with_note
 from bot.shards import Shards
 from bot.text import first_words
 from bot.types import ChannelType, Entity, Memory, Room, World, now_ms
@@ -49,7 +50,7 @@ from ._mapping import (
     room_for_channel,
     world_for_guild,
 )
-from ._outbound import describe, files_of, send_chunks
+from ._outbound import describe, embeds_of, send_chunks, uploads_of
 from ._voice import VoiceManager
 
 if TYPE_CHECKING:
@@ -114,11 +115,15 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         await super().start()
 
     async def _started(self) -> None:
+        from ._providers import channel_state, voice_state
+
+        self.runtime.register_provider(channel_state)
         if self.config.voice_enabled:
             from ._voice_actions import join_voice, leave_voice
 
             for action in (join_voice, leave_voice):
                 self.runtime.register_action(action)
+            self.runtime.register_provider(voice_state)
 
     async def _connect(self, token: str) -> None:
         intents = base_intents()
@@ -307,7 +312,13 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
             self.runtime.create_task(self.guarded("catch-up", catch_up(self, missed)), "discord:catch-up")
 
     async def on_guild_join(self, guild: discord.Guild) -> None:
+        # Back in a server it was removed from: its rooms are no longer marked as left.
+        await self.connections.mark_world_rooms(discord_id(self.runtime.agent_id, guild.id), None)
         await self._announce(guild, EventType.WORLD_JOINED)
+
+    def forget_world(self, guild_id: int) -> None:
+        """The bot is no longer in the server: written again if it comes back."""
+        self._worlds.discard(guild_id)
 
     async def _announce(self, guild: discord.Guild, event: EventType) -> None:
         world, rooms = await self.ensure_world(guild)
@@ -394,16 +405,40 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
     async def _send_native(
         self, target: Any, text: str, content: Mapping[str, Any], answering: Any
     ) -> list[discord.Message]:
+        guild = getattr(target, "guild", None)  # the server's limit where known (boosted servers take more)
+        limit = guild.filesize_limit if guild is not None else discord.utils.DEFAULT_FILE_SIZE_LIMIT_BYTES
+        files, note = await uploads_of(content, limit)
+        if note:
+            text = with_note(text, note)
         return await send_chunks(
-            target, text, files=files_of(content), reference=answering, deadline_s=self.config.send_deadline
+            target,
+            text,
+            files=files,
+            embeds=embeds_of(content),
+            reference=answering,
+            deadline_s=self.config.send_deadline,
         )
 
     def _record_of(self, message: discord.Message) -> SentMessage:
+        content: dict[str, Any] = {"url": message.jump_url}
+        if message.attachments:  # what Discord says the message carries
+            content["attachments"] = [
+                {
+                    "id": str(a.id),
+                    "url": a.url,
+                    "title": a.filename,
+                    "contentType": a.content_type or "application/octet-stream",
+                    "size": a.size,
+                    "description": a.description or "",
+                    "source": SOURCE,
+                }
+                for a in message.attachments
+            ]
         return SentMessage(
             id=discord_id(self.runtime.agent_id, message.id),
             text=message.content,
             created_at=int(message.created_at.timestamp() * 1000),
-            content={"url": message.jump_url},
+            content=content,
             metadata={"discordMessageId": str(message.id)},
         )
 

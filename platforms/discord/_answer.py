@@ -36,7 +36,7 @@ class Answer(QuietChannel):
         text = str(content.get("text") or "")
         sent, whole = await adapter.send_reply(self.message.channel, text, content, self.message)
         session = adapter.voice.session_for_text_channel(self.message.channel.id)
-        if session is not None and whole:  # in voice with this channel as its text side: say it too
+        if session is not None and whole and text.strip():  # in voice with this channel as its text side: say it too
             session.say(text)
         return await adapter.remember_sent(sent, content, incoming.room_id, incoming.world_id, in_reply_to=incoming.id)
 

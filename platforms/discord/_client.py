@@ -19,9 +19,10 @@ from bot.errors import ConfigError
 from bot.links import LinkState
 from bot.shards import SHARD_COUNT_KEY, Shards
 
-from ._events import member_changed, message_deleted, message_edited, reaction_added
+from ._events import guild_left, member_changed, message_deleted, message_edited, reaction_added
 from ._mapping import SOURCE
 from ._rest import point_gateway
+from ._voice_presence import voice_state_changed
 
 if TYPE_CHECKING:
     from ._adapter import DiscordAdapter
@@ -198,6 +199,9 @@ class Client(discord.Client):
     async def on_guild_join(self, guild: discord.Guild) -> None:
         await self.adapter.guarded("guild join", self.adapter.on_guild_join(guild))
 
+    async def on_guild_remove(self, guild: discord.Guild) -> None:
+        await self.adapter.guarded("guild leave", guild_left(self.adapter, guild))
+
     async def on_message(self, message: discord.Message) -> None:
         await self.adapter.guarded("message", self.adapter.on_message(message))
 
@@ -215,6 +219,11 @@ class Client(discord.Client):
 
     async def on_member_remove(self, member: discord.Member) -> None:
         await self.adapter.guarded("member leave", member_changed(self.adapter, member, joined=False))
+
+    async def on_voice_state_update(
+        self, member: discord.Member, before: discord.VoiceState, after: discord.VoiceState
+    ) -> None:
+        await self.adapter.guarded("voice state", voice_state_changed(self.adapter, member, before, after))
 
     async def on_resumed(self) -> None:
         _log.info("%s: Discord connection resumed", self.adapter.name)

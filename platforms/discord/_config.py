@@ -30,6 +30,8 @@ _FLAGS = {
     "respond_only_to_mentions": ("shouldRespondOnlyToMentions", "DISCORD_SHOULD_RESPOND_ONLY_TO_MENTIONS"),
 }
 
+DEFAULT_VOICE_ALONE_S = 60.0
+
 
 @dataclass(frozen=True, slots=True)
 class DiscordConfig:
@@ -50,6 +52,9 @@ class DiscordConfig:
     """A voice channel to join at start."""
     voice_listen: bool = True
     """Listen to people in voice channels (off: speak replies to text only)."""
+    voice_alone_s: float = DEFAULT_VOICE_ALONE_S
+    """``DISCORD_VOICE_ALONE_S``: leave a voice channel with no people in it (bots do not count)
+    after this long; 0 never leaves. The DISCORD_VOICE_CHANNEL_ID channel is stayed in."""
     vad: VadConfig = field(default_factory=VadConfig)
     barge_in_db: float = -40.0
     """How loud (dBFS) someone must speak over the character, for 200 ms, to stop it."""
@@ -159,6 +164,7 @@ def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> Di
         voice_enabled=voice_enabled,
         voice_channel_id=voice_channel.strip() if voice_channel else None,
         voice_listen=read.flag("DISCORD_VOICE_LISTEN", True),
+        voice_alone_s=read.number("DISCORD_VOICE_ALONE_S", DEFAULT_VOICE_ALONE_S, 0, 86_400),
         vad=vad,
         barge_in_db=read.number("VOICE_BARGE_IN_DB", -40.0, -90.0, 0.0),
         ca_file=ca_file,

@@ -1,6 +1,6 @@
 """Discord's other gateway events, as troupe events: an edit (MESSAGE_UPDATED), a deletion
 (MESSAGE_DELETED), a reaction (REACTION_RECEIVED) and a member joining or leaving a server
-(ENTITY_JOINED / ENTITY_LEFT), after the listening rules of the character's settings. Messages
+(ENTITY_JOINED / ENTITY_LEFT), the bot itself removed from a server (WORLD_LEFT), after the listening rules of the character's settings. Messages
 themselves are the adapter's (:meth:`DiscordAdapter.on_message`).
 """
 
@@ -18,7 +18,7 @@ from ._mapping import SOURCE, channel_type, discord_id, entity_for_user, memory_
 if TYPE_CHECKING:
     from ._adapter import DiscordAdapter
 
-__all__ = ["member_changed", "message_deleted", "message_edited", "reaction_added"]
+__all__ = ["guild_left", "member_changed", "message_deleted", "message_edited", "reaction_added"]
 
 
 async def message_edited(adapter: DiscordAdapter, payload: discord.RawMessageUpdateEvent) -> None:
@@ -102,3 +102,11 @@ async def member_changed(adapter: DiscordAdapter, member: discord.Member, *, joi
             },
         },
     )
+
+
+async def guild_left(adapter: DiscordAdapter, guild: discord.Guild) -> None:
+    """The bot left, or was removed from, a server (or the server was deleted): its voice session
+    there is over, the server's rooms are marked, and WORLD_LEFT says so."""
+    adapter.forget_world(guild.id)
+    await adapter.voice.disconnected(guild.id)
+    await adapter.connections.left_world(discord_id(adapter.runtime.agent_id, guild.id), "removed")

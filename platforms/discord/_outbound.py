@@ -18,7 +18,6 @@ import io
 import logging
 import secrets
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -27,9 +26,10 @@ import discord
 from bot.backoff import Deadline, ExponentialBackoff
 from bot.chunking import split_message
 from bot.errors import PartlySent
+from bot.outgoing import SizeLimits, files_in, load, place
 from bot.text import repair_text
 
-__all__ = ["DEFAULT_DEADLINE_S", "SAFE_MENTIONS", "SendGaveUp", "describe", "files_of", "send_chunks"]
+__all__ = ["DEFAULT_DEADLINE_S", "SAFE_MENTIONS", "SendGaveUp", "describe", "embeds_of", "send_chunks", "uploads_of"]
 
 _log = logging.getLogger(__name__)
 
@@ -42,6 +42,7 @@ _BACKOFF_S = 1.0
 _BACKOFF_CAP_S = 8.0
 _SEND_TIMEOUT_S = 60.0
 _MAX_FILES = 10  # Discord's limit per message
+_MAX_EMBEDS = 10
 DISCORD_LIMIT = 2000  # characters per message
 
 
@@ -117,20 +118,27 @@ async def _send(channel: Any, deadline: Deadline, **kwargs: Any) -> discord.Mess
             await asyncio.sleep(delay)
 
 
-def files_of(content: Mapping[str, Any]) -> list[discord.File]:
-    """Uploads an action attached: ``content["files"]`` of paths, or ``{"data": bytes, "name": str}``,
-    or ``{"path": str}``. Unreadable entries are skipped with a warning."""
-    found: list[discord.File] = []
-    for item in list(content.get("files") or ())[:_MAX_FILES]:
-        try:
-            if isinstance(item, (str, Path)):
-                found.append(discord.File(str(item)))
-            elif isinstance(item, Mapping) and isinstance(item.get("data"), (bytes, bytearray)):
-                found.append(discord.File(io.BytesIO(bytes(item["data"])), filename=str(item.get("name") or "file")))
-            elif isinstance(item, Mapping) and item.get("path"):
-                found.append(discord.File(str(item["path"]), filename=item.get("name")))
-        except OSError as exc:
-            _log.warning("cannot attach %r: %s", item, exc.__class__.__name__)
+async def uploads_of(content: Mapping[str, Any], limit: int) -> tuple[list[discord.File], str]:
+    """The files ``content`` carries (:func:`bot.outgoing.files_in`) as uploads: those of at most
+    ``limit`` bytes, ten at most (Discord's limits); and the note on those that do not go."""
+    limits = SizeLimits("Discord", file=limit, per_message=_MAX_FILES)
+    loaded, note = await load(place(files_in(content), limits))
+    files = [
+        discord.File(io.BytesIO(data), filename=placed.file.filename, description=placed.file.description or None)
+        for placed, data in loaded
+    ]
+    return files, note
+
+
+def embeds_of(content: Mapping[str, Any]) -> list[discord.Embed]:
+    """``content["embeds"]``: dicts in Discord's embed shape (title, description, image …), ten
+    at most; anything else is skipped with a warning."""
+    found: list[discord.Embed] = []
+    for item in list(content.get("embeds") or ())[:_MAX_EMBEDS]:
+        if isinstance(item, Mapping):
+            found.append(discord.Embed.from_dict(dict(item)))
+        else:
+            _log.warning("not an embed, skipped: %s", type(item).__name__)
     return found
 
 
@@ -139,11 +147,12 @@ async def send_chunks(
     text: str,
     *,
     files: Sequence[discord.File] = (),
+    embeds: Sequence[discord.Embed] = (),
     reference: discord.Message | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> list[discord.Message]:
-    """Send ``text`` (repaired, split under 2000 characters) and ``files`` (on the last message),
-    all within ``deadline_s``.
+    """Send ``text`` (repaired, split under 2000 characters), ``files`` and ``embeds`` (on the
+    last message), all within ``deadline_s``.
 
     The first message replies to ``reference`` when given (without pinging its author).
 
@@ -153,7 +162,7 @@ async def send_chunks(
         discord.HTTPException: what Discord refused of the first part.
     """
     deadline = Deadline.after(deadline_s)
-    chunks = split_message(repair_text(text), DISCORD_LIMIT) or ([""] if files else [])
+    chunks = split_message(repair_text(text), DISCORD_LIMIT) or ([""] if files or embeds else [])
     sent: list[discord.Message] = []
     for index, chunk in enumerate(chunks):
         kwargs: dict[str, Any] = {"content": chunk or None, "allowed_mentions": SAFE_MENTIONS}
@@ -162,6 +171,8 @@ async def send_chunks(
             kwargs["mention_author"] = False
         if index == len(chunks) - 1 and files:
             kwargs["files"] = list(files)
+        if index == len(chunks) - 1 and embeds:
+            kwargs["embeds"] = list(embeds)
         try:
             sent.append(await _send(channel, deadline, **kwargs))
         except Exception as exc:

@@ -32,6 +32,7 @@ from bot.types import JSON, ChannelType, Memory, now_ms
 
 from ._mapping import SOURCE, discord_id, user_names
 from ._voice_player import SpeechPlayer
+from ._voice_presence import AloneTimer, alone_with, company
 from ._voice_receive import VoiceReceiver
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ class VoiceSession:
         self.room_id = room_id
         self.player = SpeechPlayer(manager.runtime, client)
         self.receiver: VoiceReceiver | None = None
+        self.alone = AloneTimer()
         self._loud: dict[int, int] = {}
 
     def _is_bot(self, user_id: int) -> bool:
@@ -99,6 +101,7 @@ class VoiceSession:
         self.receiver.start()
 
     async def close(self) -> None:
+        self.alone.cancel()
         if self.receiver is not None:
             await self.receiver.close()
         await self.player.close()
@@ -162,6 +165,8 @@ class VoiceSession:
             return
         await adapter.ensure_entity(member, self.room_id)
         agent = runtime.agent_id
+        # Just the two of them in the channel: what is said is said to the character (_gate.py).
+        one_to_one = alone_with(self.channel, adapter.bot_id, user_id)
         memory = Memory(
             id=unique_uuid(agent, f"{SOURCE}:voice:{self.channel.id}:{user_id}:{uuid.uuid4()}"),
             entity_id=discord_id(agent, user_id),
@@ -181,6 +186,7 @@ class VoiceSession:
                 "authorIsBot": False,
                 "isMention": False,
                 "isReply": False,
+                "oneToOne": one_to_one,
                 "authorId": str(user_id),
                 "channelId": str(self.channel.id),
                 "serverId": str(self.channel.guild.id),
@@ -280,7 +286,52 @@ class VoiceManager:
                 session.listen()
         _log.info("%s: joined voice channel %s in %s", self.name, channel.name, guild.name)
         await self.runtime.emit(EventType.VOICE_STARTED, self._event(session))
+        self.consider_company(guild.id)
         return session
+
+    async def follow(self, channel: Any) -> None:
+        """The bot was moved to ``channel`` (by someone else): the session, and the room it hears
+        and speaks in, go with it. discord.py keeps the voice connection itself."""
+        guild = channel.guild
+        async with self._locks.setdefault(guild.id, asyncio.Lock()):
+            session = self.sessions.get(guild.id)
+            if session is None or session.channel.id == channel.id:
+                return  # a join of ours, already done
+            left = self._event(session)
+            if session.text_channel is session.channel:
+                session.text_channel = channel  # it wrote in the voice channel's own chat: still does
+            old, session.channel = session.channel, channel
+            session.room_id = await self.adapter.ensure_room(channel)
+        _log.info("%s: moved from voice channel %s to %s", self.name, old.name, channel.name)
+        await self.runtime.emit(EventType.VOICE_ENDED, left)
+        await self.runtime.emit(EventType.VOICE_STARTED, self._event(session))
+
+    async def disconnected(self, guild_id: int) -> None:
+        """Someone else disconnected the bot from voice: the session is over."""
+        async with self._locks.setdefault(guild_id, asyncio.Lock()):
+            await self._end(guild_id, confirmed=False)
+
+    def consider_company(self, guild_id: int) -> None:
+        """Start counting down to leaving when nobody (no person) is left in the server's voice
+        channel; stop when someone is there again (see ``_voice_presence.py``)."""
+        session = self.sessions.get(guild_id)
+        if session is None:
+            return
+        wait = self.adapter.config.voice_alone_s
+        home = self.adapter.config.voice_channel_id == str(session.channel.id)
+        if not wait or home or company(session.channel, self.adapter.bot_id).people:
+            session.alone.cancel()
+        elif not session.alone.running:
+            session.alone.task = self.runtime.create_task(self._leave_when_alone(session, wait), "discord:voice-alone")
+
+    async def _leave_when_alone(self, session: VoiceSession, wait: float) -> None:
+        await asyncio.sleep(wait)
+        guild_id = session.channel.guild.id
+        async with self._locks.setdefault(guild_id, asyncio.Lock()):
+            if self.sessions.get(guild_id) is not session or company(session.channel, self.adapter.bot_id).people:
+                return
+            _log.info("%s: nobody in voice channel %s for %g s; leaving", self.name, session.channel.name, wait)
+            await self._end(guild_id)
 
     async def leave(self, guild: Any) -> str | None:
         """Leave the server's voice channel; its name, or ``None`` if not in one."""

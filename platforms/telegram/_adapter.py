@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from telegram import Chat, Message, User
@@ -28,20 +28,23 @@ from telegram.ext import Application, ApplicationBuilder
 
 from bot.adapters import PlatformAdapter, TypingIndicator
 from bot.connections import SentMessage, TokenClaims
-from bot.errors import ConfigError, PartlySent
+from bot.errors import ConfigError, PartlySent, SendError
 from bot.events import EventType
 from bot.lifecycle import AdapterState
 from bot.messages import IncomingMessage, NativeRef
+from bot.outgoing import OutgoingFile, files_in
 from bot.types import ChannelType, Entity, Memory, Room
 
 from ._answer import Answer
 from ._config import TelegramConfig
+from ._files import send_with_files
 from ._handlers import UpdateHandlers
 from ._inbox import InboxQueue, replay
 from ._listening import listen
 from ._mapping import (
     SOURCE,
     Translated,
+    attachments,
     channel_type,
     chat_room,
     entity_for_user,
@@ -82,7 +85,6 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     source = SOURCE
     label = "Telegram"
     where = "chat"
-    sends_files = False
 
     def __init__(self, runtime: AgentRuntime, config: TelegramConfig) -> None:
         super().__init__(runtime, TelegramTokens, config.token.get_secret_value())
@@ -143,7 +145,9 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         await replay(self.runtime, app.bot, app.update_queue)
         assert app.updater is not None  # ApplicationBuilder makes one unless told not to
         await app.updater.start_polling(
-            timeout=int(timeout), allowed_updates=_ALLOWED_UPDATES, error_callback=PollingWatch(self).on_error
+            timeout=int(timeout),
+            allowed_updates=[*_ALLOWED_UPDATES, *(["channel_post"] if self.config.channel_posts else [])],
+            error_callback=PollingWatch(self).on_error,
         )
 
     async def _disconnect(self) -> None:
@@ -201,7 +205,11 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     async def _ensure_chat(self, message: Message) -> None:
         """The chat's world and main room, written the first time the chat is seen; WORLD_JOINED
         when troupe has never seen it before."""
-        chat = message.chat
+        await self._write_chat(message.chat, message.from_user)
+
+    async def _write_chat(self, chat: Chat, sender: User | None, *, joined: bool = False) -> None:
+        """What :meth:`_ensure_chat` says; ``joined``: the bot was just added to the chat, so
+        WORLD_JOINED even if troupe has seen it before (it had left)."""
         if chat.id in self._chats:
             return
         agent = self.runtime.agent_id
@@ -212,8 +220,8 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         _, created = await self.connections.merge_world(world)
         await self.connections.ensure_rooms([main])
         self._chats.add(chat.id)
-        if created:
-            sender = message.from_user  # this bot, for a chat first seen through what it sent there
+        if created or joined:
+            # The sender may be this bot, for a chat first seen through what it sent there.
             entities = [entity_for_user(agent, sender)] if sender and sender.id != self.bot_id else []
             await self.runtime.emit(
                 EventType.WORLD_JOINED, {"world": world, "rooms": [main], "entities": entities, "source": SOURCE}
@@ -229,6 +237,24 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
             return None, []
         owner = next((m.user.id for m in members if m.status == "creator"), None)
         return owner, [m.user.id for m in members if m.status == "administrator" and not m.user.is_bot]
+
+    async def joined_chat(self, chat: Chat, by: User | None) -> None:
+        """The bot was added to ``chat`` (again): its rooms are no longer marked as left, the
+        relay hands it what the other characters say there again, WORLD_JOINED."""
+        _log.info("%s: added to Telegram chat %s (%s)", self.name, chat.id, chat.title or chat.type)
+        self._members[chat.id] = True
+        self._chats.discard(chat.id)
+        await self.connections.mark_world_rooms(world_id(self.runtime.agent_id, chat.id), None)
+        await self._write_chat(chat, by, joined=True)
+
+    async def left_chat(self, chat: Chat, status: str) -> None:
+        """The bot left, or was removed or banned from, ``chat`` (``status``: ``left`` or
+        ``kicked``): the relay stops handing it what is said there, its rooms are marked
+        (``metadata.leftAt``, ``leftAs``: SEND_MESSAGE refuses them), WORLD_LEFT."""
+        _log.info("%s: no longer in Telegram chat %s (%s): %s", self.name, chat.id, chat.title or chat.type, status)
+        self._chats.discard(chat.id)
+        self._members[chat.id] = False
+        await self.connections.left_world(world_id(self.runtime.agent_id, chat.id), status)
 
     def knows(self, chat_id: int) -> bool:
         """Whether the chat has been written to the store in this run."""
@@ -252,10 +278,13 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     # -- inbound --------------------------------------------------------------------------
 
     async def on_relayed(self, messages: list[Message]) -> None:
-        """Another of the daemon's characters said this in a chat this bot is in."""
-        if not self.allowed(messages[0].chat):
+        """Another of the daemon's characters said this in a chat this bot is in (in a channel,
+        heard only with TELEGRAM_CHANNEL_POSTS on, as the channel's own posts are)."""
+        chat = messages[0].chat
+        if not self.allowed(chat) or (channel_type(chat) is ChannelType.FEED and not self.config.channel_posts):
             return
-        await self.hear(messages[0], text="\n".join(m.text or "" for m in messages), relayed=True)
+        # A picture's words are its caption.
+        await self.hear(messages[0], text="\n".join(m.text or m.caption or "" for m in messages), relayed=True)
 
     async def hear(self, message: Message, *, text: str | None = None, relayed: bool = False) -> None:
         """A message for the pipeline, with its reply channel (``text`` replaces its words)."""
@@ -282,18 +311,23 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     # -- outbound -------------------------------------------------------------------------
 
     async def _send(
-        self, chat_id: int, text: str, *, reply_to: int | None = None, thread_id: int | None = None
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        reply_to: int | None = None,
+        thread_id: int | None = None,
+        files: Sequence[OutgoingFile] = (),
     ) -> list[Message]:
         assert self.app is not None
+        bot, deadline = self.app.bot, self.config.send_deadline
         try:
-            sent = await send_text(
-                self.app.bot,
-                chat_id,
-                text,
-                reply_to=reply_to,
-                thread_id=thread_id,
-                deadline_s=self.config.send_deadline,
-            )
+            if files:
+                sent = await send_with_files(
+                    bot, chat_id, text, files, reply_to=reply_to, thread_id=thread_id, deadline_s=deadline
+                )
+            else:
+                sent = await send_text(bot, chat_id, text, reply_to=reply_to, thread_id=thread_id, deadline_s=deadline)
         except PartlySent as exc:
             await self._relay.deliver(self, exc.sent)  # the other characters saw that much too
             raise
@@ -312,14 +346,19 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     async def _send_native(
         self, target: ChatTarget, text: str, content: Mapping[str, Any], answering: Any
     ) -> list[Message]:
-        return await self._send(target.chat_id, text, reply_to=answering, thread_id=target.thread_id)
+        files = files_in(content)
+        return await self._send(target.chat_id, text, reply_to=answering, thread_id=target.thread_id, files=files)
 
     def _record_of(self, message: Message) -> SentMessage:
+        content: dict[str, Any] = {"channelType": channel_type(message.chat).value}
+        carried = attachments(message)  # what Telegram says it carries, by file id
+        if carried:
+            content["attachments"] = carried
         return SentMessage(
             id=message_id(self.runtime.agent_id, message.chat.id, message.message_id),
-            text=message.text or "",
+            text=message.text or message.caption or "",
             created_at=int(message.date.timestamp() * 1000),
-            content={"channelType": channel_type(message.chat).value},
+            content=content,
         )
 
     def _what(self, target: ChatTarget, answering: Any) -> str:
@@ -337,6 +376,8 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     async def _room_target(self, room: Room) -> ChatTarget:
         """A chat (or forum topic) this bot is in."""
         assert room.channel_id is not None
+        if room.metadata.get("leftAt"):
+            raise SendError(f"I'm no longer in {room.name or 'that chat'} on Telegram")
         chat, _, topic = room.channel_id.partition(":")
         return ChatTarget(int(chat), int(topic) if topic else None)
 

@@ -35,7 +35,7 @@ class Answer(QuietChannel):
     async def send(self, content: JSON) -> list[Memory]:
         await self.typing_indicator.stop()
         text = str(content.get("text") or "").strip()
-        if not text:
+        if not text and not content.get("files"):
             return []
         adapter, message, incoming = self.adapter, self.message, self.incoming
         target = ChatTarget(message.chat.id, self.thread, message.chat.title)
@@ -43,7 +43,7 @@ class Answer(QuietChannel):
         memories = await adapter.remember_sent(
             sent, content, incoming.room_id, incoming.world_id, in_reply_to=incoming.id
         )
-        if self.speak and memories and whole:
+        if self.speak and text and memories and whole:
             await adapter._speak(message.chat, text, memories[-1], reply_to=message.message_id, thread=self.thread)
         return memories
 

@@ -32,6 +32,9 @@ class TelegramConfig:
     """Long-polling wait in seconds (how long one getUpdates may hang open)."""
     voice_replies: str = "auto"
     """When what the character sends is also spoken as a voice note: ``auto``, ``always`` or ``never``."""
+    channel_posts: bool = False
+    """``TELEGRAM_CHANNEL_POSTS``: posts in channels where the bot is an administrator are heard
+    (and may be answered in the channel); off, they are not even fetched."""
     send_deadline: float = DEFAULT_DEADLINE_S
     """``TELEGRAM_SEND_DEADLINE_S``: how long one message may wait for flood control and network
     retries before it is given up (and the loss logged)."""
@@ -96,5 +99,6 @@ def read_config(get_setting, agent: str) -> TelegramConfig:
         allow_direct_messages=read.flag("allowDirectMessages", True),
         poll_timeout=read.positive_float("TELEGRAM_POLL_TIMEOUT_S", 30.0),
         voice_replies=_voice_replies(agent, read.optional("TELEGRAM_VOICE_REPLIES")),
+        channel_posts=read.flag("TELEGRAM_CHANNEL_POSTS"),
         send_deadline=read.number("TELEGRAM_SEND_DEADLINE_S", DEFAULT_DEADLINE_S, 1, 3600),
     )

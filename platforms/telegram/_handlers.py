@@ -8,8 +8,10 @@ each update (in that update's own task: the Application handles updates concurre
 - ``0``: at most one handler takes it — updates from chats the character stays out of go
   nowhere; ``/start`` and ``/help`` (also ``/help@thisbot``) are answered without the model,
   ``/summarize [N]`` with a summary of the room's (the topic's) last N messages;
-  people joining and leaving become ENTITY_JOINED/LEFT; other messages go to the pipeline
-  (:meth:`TelegramAdapter.hear`), edits become MESSAGE_UPDATED, reactions REACTION_RECEIVED;
+  people joining and leaving become ENTITY_JOINED/LEFT, the bot itself added to or removed
+  from a group WORLD_JOINED/LEFT; other messages go to the pipeline
+  (:meth:`TelegramAdapter.hear`), and so do channel posts when TELEGRAM_CHANNEL_POSTS is on;
+  edits become MESSAGE_UPDATED, reactions REACTION_RECEIVED;
 - ``1``: the update is dealt with and leaves the inbox (:mod:`._inbox`). It stays there — to
   be handled again at the next start — when a handler failed, or when the agent was draining
   and refused it.
@@ -37,7 +39,7 @@ from telegram.ext import (
 
 from bot.components import CONVERSATION_SUMMARIES, SUMMARY_DEFAULT_COUNT, SUMMARY_MAX_COUNT
 from bot.events import EventType
-from bot.types import Memory, now_ms
+from bot.types import ChannelType, Memory, now_ms
 
 from ._mapping import (
     SOURCE,
@@ -89,6 +91,8 @@ class UpdateHandlers:
                     self.on_reaction, message_reaction_types=MessageReactionHandler.MESSAGE_REACTION_UPDATED
                 ),
                 ChatMemberHandler(self.on_chat_member, ChatMemberHandler.CHAT_MEMBER),
+                ChatMemberHandler(self.on_my_chat_member, ChatMemberHandler.MY_CHAT_MEMBER),
+                MessageHandler(filters.UpdateType.CHANNEL_POST, self.on_channel_post),
             ],
             group=0,
         )
@@ -217,6 +221,26 @@ class UpdateHandlers:
         await self._member_event(
             EventType.ENTITY_JOINED if joined else EventType.ENTITY_LEFT, user, change.chat.id, room
         )
+
+    async def on_my_chat_member(self, update: Update, context: Context) -> None:
+        """The bot itself was added to a group or channel (WORLD_JOINED), or removed or banned
+        from one (WORLD_LEFT: the relay stops handing it what is said there)."""
+        change = update.my_chat_member
+        assert change is not None  # the handler's kind
+        joined, was_in = change.new_chat_member.status in _IN_CHAT, change.old_chat_member.status in _IN_CHAT
+        if joined == was_in or channel_type(change.chat) is ChannelType.DM:
+            return  # promoted or restricted; a person blocking the bot is not a world it leaves
+        if joined:
+            await self.adapter.joined_chat(change.chat, change.from_user)
+        else:
+            await self.adapter.left_chat(change.chat, change.new_chat_member.status)
+
+    async def on_channel_post(self, update: Update, context: Context) -> None:
+        """A post in a channel: heard only with TELEGRAM_CHANNEL_POSTS on (then fetched at all)."""
+        post = update.channel_post
+        assert post is not None  # the handler's filter
+        if self.adapter.config.channel_posts:
+            await self.adapter.hear(post)
 
     async def _member_event(self, event: EventType, user: User, chat_id: int, room: str) -> None:
         agent = self.runtime.agent_id

@@ -178,8 +178,12 @@ def _room(agent_id: str, message: Message, topic: int | None) -> Room:
 
 def message_text(message: Any) -> str:
     """Text or caption, repaired (see :func:`bot.text.repair_text`), NUL characters removed (they
-    break storage and prompts)."""
-    return repair_text(getattr(message, "text", None) or getattr(message, "caption", None) or "").replace("\x00", "")
+    break storage and prompts); a sticker (still, animated or video) is its emoji: ``[sticker 😀]``."""
+    text = getattr(message, "text", None) or getattr(message, "caption", None)
+    sticker = getattr(message, "sticker", None)
+    if not text and sticker is not None:
+        text = f"[sticker {sticker.emoji}]" if sticker.emoji else "[sticker]"
+    return repair_text(text or "").replace("\x00", "")
 
 
 def _mentions_bot(message: Any, bot_id: int, bot_username: str) -> bool:
@@ -241,9 +245,14 @@ def _memory(agent_id: str, message: Message, topic: int | None, *, bot_id: int, 
 
 
 def _sender(message: Message) -> User:
-    if message.from_user is None:
-        raise ValueError("a message without a sender (a channel post) is not translated")
-    return message.from_user
+    """Who wrote ``message``; a channel's post is signed by the channel, which speaks as a user
+    with its (negative, never a person's) id and its title."""
+    if message.from_user is not None:
+        return message.from_user
+    chat = message.sender_chat
+    if chat is None:
+        raise ValueError("a message with no sender, neither a user nor a chat, is not translated")
+    return User(chat.id, _chat_name(chat), False, username=chat.username)
 
 
 def attachments(message: Message) -> list[dict[str, Any]]:
@@ -266,6 +275,7 @@ def attachments(message: Message) -> list[dict[str, Any]]:
         ("voice", "audio/ogg", "voice.ogg"),
         ("audio", "audio/mpeg", "audio.mp3"),
         ("video_note", "video/mp4", "video_note.mp4"),
+        ("video", "video/mp4", "video.mp4"),  # its sound heard and a frame seen by the core (_attachments.py)
     ):
         item = getattr(message, kind, None)
         if item is not None:

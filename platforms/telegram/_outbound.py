@@ -28,7 +28,7 @@ from bot.text import repair_text
 
 from ._markdown import split_for_telegram
 
-__all__ = ["DEFAULT_DEADLINE_S", "ChatTarget", "SendGaveUp", "send_text", "send_voice"]
+__all__ = ["DEFAULT_DEADLINE_S", "ChatTarget", "SendGaveUp", "send_text", "send_voice", "unparseable", "with_retries"]
 
 _log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ def _not_sent(exc: NetworkError) -> bool:
     return isinstance(exc.__cause__, (ValueError, TypeError))
 
 
-async def _with_retries(send: Any, deadline: Deadline) -> Message:
+async def with_retries(send: Any, deadline: Deadline) -> Message:
     """``send()`` until it works, waiting out flood control and retrying network errors while
     each wait ends before the ``deadline``.
 
@@ -102,7 +102,7 @@ async def _with_retries(send: Any, deadline: Deadline) -> Message:
             await asyncio.sleep(delay)
 
 
-def _unparseable(exc: BadRequest) -> bool:
+def unparseable(exc: BadRequest) -> bool:
     return "can't parse entities" in exc.message.lower() or "can't find end" in exc.message.lower()
 
 
@@ -149,12 +149,12 @@ async def _send_part(bot: Bot, converted: str, original: str, common: dict[str, 
         return await bot.send_message(text=original, **common)
 
     try:
-        return await _with_retries(formatted, deadline)
+        return await with_retries(formatted, deadline)
     except BadRequest as exc:
-        if not _unparseable(exc):
+        if not unparseable(exc):
             raise
         _log.warning("Telegram could not parse a converted reply (%s); sending it as plain text", exc.message)
-        return await _with_retries(plain, deadline)
+        return await with_retries(plain, deadline)
 
 
 async def send_voice(
@@ -179,4 +179,4 @@ async def send_voice(
     async def upload() -> Message:
         return await bot.send_voice(voice=voice, duration=duration, filename="voice.ogg", **common)
 
-    return await _with_retries(upload, Deadline.after(deadline_s))
+    return await with_retries(upload, Deadline.after(deadline_s))

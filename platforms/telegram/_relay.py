@@ -142,7 +142,7 @@ class Relay:
 
 
 # Of what a character sent, what another needs to hear it as Telegram would have delivered it.
-_KEPT = ("message_id", "date", "chat", "from", "text", "entities", "message_thread_id", "is_topic_message")
+_KEPT = ("message_id", "date", "chat", "from", "text", "caption", "entities", "message_thread_id", "is_topic_message")
 # Of the message it answered: which one, where, and whether it was that other character's.
 _QUOTED_KEPT = ("message_id", "date", "chat", "message_thread_id", "forum_topic_created")
 

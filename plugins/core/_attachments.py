@@ -1,5 +1,5 @@
 """Making attachments something the model can read: images described, audio transcribed,
-text files read.
+text files and PDFs read, short videos heard and looked at, links in the text read.
 
 Runs only once the agent has decided to respond, so ignored messages cost no model calls. The
 bytes come from the platform: the message's reply channel fetches them (``ReplyChannel.fetch``),
@@ -11,6 +11,12 @@ Every failure (fetch, model, oversized file) leaves that attachment as it was an
 message is answered regardless. Audio a platform already transcribed (``transcribed: True``, as
 Telegram marks voice notes it turned into the message's text) is left alone, even when nothing
 was heard in it.
+
+A PDF's text is read in a thread (:mod:`bot.pdf`); one that cannot be read (encrypted, damaged,
+scanned) is described as such. A video up to :data:`MAX_VIDEO_S` seconds has its sound transcribed
+and its middle frame described (:mod:`bot.video`, decoded in a thread); a longer or larger one is
+described by its size and length only. Links in the message's text become ``link`` attachments
+(:mod:`._links`).
 """
 
 from __future__ import annotations
@@ -21,14 +27,19 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from bot.errors import AudioError, ModelError
 from bot.models import ModelType
+from bot.pdf import UnreadablePdf, pdf_text
 from bot.speech import transcribe
 from bot.types import Memory
+from bot.video import probe_video, video_parts
+
+from ._links import read_links
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
-__all__ = ["AttachmentFetcher", "attachment_kind", "process_attachments"]
+__all__ = ["AttachmentFetcher", "MAX_VIDEO_S", "SOUNDLESS", "SOUND_PREFIX", "attachment_kind", "process_attachments"]
 
 _log = logging.getLogger(__name__)
 
@@ -37,23 +48,40 @@ AttachmentFetcher = Callable[[Mapping[str, Any]], Awaitable[bytes]]
 
 _MAX_ATTACHMENTS = 8
 _FETCH_TIMEOUT_S = 30.0
-_MAX_BYTES = {"image": 10 * 1024 * 1024, "audio": 25 * 1024 * 1024, "text": 1024 * 1024}
+_MB = 1024 * 1024
+_MAX_BYTES = {"image": 10 * _MB, "audio": 25 * _MB, "text": _MB, "pdf": 20 * _MB, "video": 25 * _MB}
 _MAX_TEXT_CHARS = 20_000
+_MAX_PDF_PAGES = 50
+MAX_VIDEO_S = 120
+#: A video's text: its transcript after this prefix, or SOUNDLESS (TRANSCRIBE_MEDIA reads them back).
+SOUND_PREFIX = "Transcript of its sound: "
+SOUNDLESS = "Nothing was heard in it."
 _EXTENSIONS = {
     "image": (".png", ".jpg", ".jpeg", ".gif", ".webp"),
     "audio": (".mp3", ".ogg", ".oga", ".opus", ".wav", ".m4a", ".flac", ".webm"),
+    "pdf": (".pdf",),
+    "video": (".mp4", ".mov", ".mkv", ".avi", ".m4v"),
     "text": (".txt", ".md", ".csv", ".json", ".log", ".py", ".js", ".ts", ".yaml", ".yml", ".toml", ".xml", ".html"),
 }
 _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/x-yaml", "application/toml")
 
 
 class _TooLarge(Exception):
-    pass
+    def __init__(self, size: int, kind: str) -> None:
+        super().__init__(f"{size} bytes, more than the {_MAX_BYTES[kind]} read for {kind}")
+        self.size = size
 
 
 def attachment_kind(item: Mapping[str, Any]) -> str | None:
-    """``image``, ``audio``, ``text`` or None, from the content type, else the file name."""
+    """``image``, ``audio``, ``video``, ``pdf``, ``text`` or None, from the content type, else
+    the file name. A ``link`` (a page read from the message's text) is none of them."""
     content_type = str(item.get("contentType") or "").lower()
+    if content_type == "link":
+        return None
+    if content_type == "application/pdf":
+        return "pdf"
+    if content_type.startswith("video/"):
+        return "video"
     if content_type.startswith("image/"):
         return "image"
     if content_type.startswith("audio/"):
@@ -72,22 +100,33 @@ def _needs_work(item: Mapping[str, Any], kind: str | None) -> bool:
         return not item.get("description")
     if kind == "audio":
         return not item.get("text") and not item.get("transcribed")
-    if kind == "text":
-        return not item.get("text")
+    if kind in ("text", "pdf", "video"):
+        return not item.get("text") and not item.get("description")
     return False
 
 
 async def _fetch(item: Mapping[str, Any], kind: str, fetch: AttachmentFetcher | None) -> bytes | None:
     if fetch is None:
         return None
+    declared = item.get("size")
+    if isinstance(declared, int) and declared > _MAX_BYTES[kind]:  # the platform said: no need to download it
+        raise _TooLarge(declared, kind)
     try:
         async with asyncio.timeout(_FETCH_TIMEOUT_S):
             data = await fetch(item)
     except LookupError:  # the platform has no way to download it: there is nothing to read
         return None
     if len(data) > _MAX_BYTES[kind]:
-        raise _TooLarge(f"{len(data)} bytes, more than the {_MAX_BYTES[kind]} read for {kind}")
+        raise _TooLarge(len(data), kind)
     return data
+
+
+async def _look(runtime: AgentRuntime, image_url: str) -> tuple[str, str]:
+    """``(title, description)`` of the image, from the IMAGE_DESCRIPTION model."""
+    result = await runtime.use_model(ModelType.IMAGE_DESCRIPTION, {"image_url": image_url})
+    if not isinstance(result, Mapping):  # a handler that answers in prose
+        result = {"description": str(result or "")}
+    return str(result.get("title") or "").strip(), str(result.get("description") or "").strip()
 
 
 async def _describe(runtime: AgentRuntime, item: dict[str, Any], fetch: AttachmentFetcher | None) -> bool:
@@ -98,14 +137,11 @@ async def _describe(runtime: AgentRuntime, item: dict[str, Any], fetch: Attachme
             return False
         mime = str(item.get("contentType") or "image/png")
         url = f"data:{mime};base64,{base64.b64encode(data).decode()}"
-    result = await runtime.use_model(ModelType.IMAGE_DESCRIPTION, {"image_url": url})
-    if not isinstance(result, Mapping):  # a handler that answers in prose
-        result = {"description": str(result or "")}
-    description = str(result.get("description") or "").strip()
+    title, description = await _look(runtime, url)
     if not description:
         return False
     item["description"] = description
-    item["title"] = item.get("title") or str(result.get("title") or "").strip() or "Image"
+    item["title"] = item.get("title") or title or "Image"
     item["text"] = item.get("text") or description
     return True
 
@@ -127,31 +163,98 @@ async def _read(runtime: AgentRuntime, item: dict[str, Any], fetch: AttachmentFe
     data = await _fetch(item, "text", fetch)
     if data is None:
         return False
-    text = data.decode("utf-8", errors="replace")
-    if len(text) > _MAX_TEXT_CHARS:
-        text = text[:_MAX_TEXT_CHARS] + "\n[… truncated]"
-    item["text"] = text
+    item["text"] = _bounded(data.decode("utf-8", errors="replace"))
     item["title"] = item.get("title") or "Text file"
     return True
 
 
-_WORK = {"image": _describe, "audio": _transcribe, "text": _read}
+def _bounded(text: str) -> str:
+    return text[:_MAX_TEXT_CHARS] + "\n[… truncated]" if len(text) > _MAX_TEXT_CHARS else text
+
+
+async def _read_pdf(runtime: AgentRuntime, item: dict[str, Any], fetch: AttachmentFetcher | None) -> bool:
+    data = await _fetch(item, "pdf", fetch)
+    if data is None:
+        return False
+    item["title"] = item.get("title") or "PDF document"
+    try:
+        item["text"] = _bounded(await asyncio.to_thread(pdf_text, data, _MAX_PDF_PAGES))
+    except UnreadablePdf as exc:
+        item["description"] = f"PDF not read: {exc}"
+        return True
+    item["description"] = item.get("description") or "PDF document"
+    return True
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / _MB:.1f} MB"
+
+
+async def _half(runtime: AgentRuntime, item: Mapping[str, Any], work: Awaitable[str]) -> str:
+    try:
+        return await work
+    except ModelError as exc:
+        _log.warning("%s: video %s only partly read: %s", runtime.character.name, item.get("id") or "?", exc)
+        return ""
+
+
+async def _seen(runtime: AgentRuntime, image_url: str) -> str:
+    return (await _look(runtime, image_url))[1]
+
+
+async def _watch(runtime: AgentRuntime, item: dict[str, Any], fetch: AttachmentFetcher | None) -> bool:
+    """Transcribe a short video's sound and describe its middle frame; describe a long one by size."""
+    item["title"] = item.get("title") or "Video"
+    try:
+        data = await _fetch(item, "video", fetch)
+    except _TooLarge as exc:
+        item["description"] = (
+            f"Video, {_megabytes(exc.size)}: too large to watch (the limit is {_megabytes(_MAX_BYTES['video'])})"
+        )
+        return True
+    if data is None:
+        return False
+    try:
+        probe = await asyncio.to_thread(probe_video, data)
+        if probe.duration_s is not None and probe.duration_s > MAX_VIDEO_S:
+            item["description"] = (
+                f"Video, {_megabytes(len(data))}, {probe.duration_s:.0f} s long: too long to watch "
+                f"(the limit is {MAX_VIDEO_S} s)"
+            )
+            return True
+        parts = await asyncio.to_thread(video_parts, data)
+    except AudioError as exc:
+        item["description"] = f"Video not read: {exc}"
+        return True
+    length = f"{parts.duration_s:.0f} s" if parts.duration_s is not None else "length unknown"
+    # Each half on its own: one missing model (no TRANSCRIPTION, say) leaves the other.
+    heard = await _half(runtime, item, transcribe(runtime, parts.sound, "video-sound.wav")) if parts.sound else ""
+    seen = ""
+    if parts.frame is not None:
+        frame_url = f"data:image/png;base64,{base64.b64encode(parts.frame).decode()}"
+        seen = await _half(runtime, item, _seen(runtime, frame_url))
+    item["description"] = f"Video ({length}). A frame from its middle: {seen}" if seen else f"Video ({length})"
+    item["text"] = f"{SOUND_PREFIX}{heard}" if heard else SOUNDLESS
+    return True
+
+
+_WORK = {"image": _describe, "audio": _transcribe, "text": _read, "pdf": _read_pdf, "video": _watch}
 
 
 async def process_attachments(runtime: AgentRuntime, message: Memory, fetch: AttachmentFetcher | None = None) -> bool:
-    """Fill in ``description``/``text`` of the message's attachments, concurrently.
+    """Fill in ``description``/``text`` of the message's attachments, concurrently, and add
+    the links in its text.
 
     Returns whether anything changed; ``message.content["attachments"]`` is updated in place.
     """
     attachments = message.content.get("attachments")
-    if not isinstance(attachments, list) or not attachments:
-        return False
+    if not isinstance(attachments, list):
+        attachments = []
+    known = [str(a.get("url") or "") for a in attachments if isinstance(a, Mapping)]
     todo: list[tuple[dict[str, Any], str]] = []
     for item in attachments[:_MAX_ATTACHMENTS]:
         if isinstance(item, dict) and (kind := attachment_kind(item)) is not None and _needs_work(item, kind):
             todo.append((item, kind))
-    if not todo:
-        return False
 
     async def work(item: dict[str, Any], kind: str) -> bool:
         try:
@@ -168,5 +271,11 @@ async def process_attachments(runtime: AgentRuntime, message: Memory, fetch: Att
             )
             return False
 
-    results = await asyncio.gather(*(work(item, kind) for item, kind in todo))
-    return any(results)
+    # Links are read while the attachments are: the answer waits for the slowest of them.
+    links, *results = await asyncio.gather(
+        read_links(runtime, str(message.content.get("text") or ""), known),
+        *(work(item, kind) for item, kind in todo),
+    )
+    if links:
+        message.content["attachments"] = [*attachments, *links]
+    return any(results) or bool(links)

@@ -56,7 +56,7 @@ class Delivery:
         self.limit = max_reply_chars(runtime)
         self.platform = str(message.content.get("source") or "unknown")
         self.attempted = 0
-        """Sends tried (content with text)."""
+        """Sends tried (content with text or files)."""
         self.sent = 0
         """Platform messages that went out."""
         self._received = time.perf_counter()
@@ -82,6 +82,7 @@ class Delivery:
                     len(bounded),
                 )
                 content = {**content, "text": bounded}
+        if text or content.get("files"):
             self.attempted += 1
         if not self.runtime.may_send():
             # Another daemon serves the character now (this one lost its lease): nothing goes out

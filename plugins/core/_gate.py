@@ -6,13 +6,15 @@ Rules, in order (DESIGN.md):
    messages (since a human last spoke) stays within the loop guard.
 2. MUTED room: only when the agent is addressed (name, mention, reply) — so it can be unmuted
    or answer a direct question — otherwise stay silent.
-3. DM, voice DM, self room, console: respond. Mentioned, replied to, or named: respond.
+3. DM, voice DM, self room, console: respond; so does being alone with the speaker (a voice
+   channel with just the two of them). Mentioned, replied to, or named: respond.
 4. FOLLOWED room: respond.
 5. Otherwise: undecided — the small model decides (RESPOND / IGNORE / STOP).
 
 Adapters describe each message in ``Memory.metadata``: ``authorIsBot`` (the sender is a bot),
 ``isMention`` (this agent's bot was @-mentioned), ``isReply`` (a reply to this agent's
-message). The gate never sees platform objects.
+message), ``oneToOne`` (the sender and the agent are alone together: a voice channel with no one
+else in it). The gate never sees platform objects.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class Rule(StrEnum):
     MUTED = "muted"
     MUTED_BUT_ADDRESSED = "muted_but_addressed"
     ROOM_TYPE = "room_type"
+    ONE_TO_ONE = "one_to_one"
     SOURCE = "source"
     MENTIONED = "mentioned"
     REPLY = "reply"
@@ -118,6 +121,8 @@ def decide(
     source = str(message.content.get("source") or "")
     if room_type is not None and str(room_type).upper() in _ALWAYS_TYPES:
         return Verdict(Decision.RESPOND, Rule.ROOM_TYPE, f"{str(room_type).upper()} room", addressed)
+    if meta.get("oneToOne"):
+        return Verdict(Decision.RESPOND, Rule.ONE_TO_ONE, "alone with the speaker", True)
     if source in set(always_sources):
         return Verdict(Decision.RESPOND, Rule.SOURCE, f"{source} source", addressed)
     if meta.get("isMention"):

@@ -319,6 +319,8 @@ class MessagePipeline:
             "inReplyTo": message.id,
             "source": message.content.get("source"),
         }
+        if plan.image_prompt:
+            content["imagePrompt"] = plan.image_prompt
         response = Memory(
             id=str(uuid.uuid4()),
             entity_id=rt.agent_id,
@@ -456,6 +458,8 @@ class Plan:
     providers: list[str]
     """Providers the model asked to see before the actions run."""
     text: str
+    image_prompt: str = ""
+    """What to draw, when the actions include GENERATE_IMAGE."""
 
     @classmethod
     def of(cls, parsed: Mapping[str, Any] | None) -> Plan | None:
@@ -468,6 +472,7 @@ class Plan:
             actions=_settle_actions([str(a) for a in parsed.get("actions") or [] if a], text),
             providers=[str(p) for p in parsed.get("providers") or []],
             text=text,
+            image_prompt=str(parsed.get("imagePrompt") or "").strip(),
         )
 
 

@@ -85,6 +85,7 @@ _MESSAGE_HANDLER = f"""\
   When {{{{agentName}}}} answers with a message, REPLY comes first. To stay silent, use IGNORE on its own, with no other action.
 - providers: extra context {{{{agentName}}}} needs before answering, comma-separated, and only when it is needed: ATTACHMENTS for images or files mentioned as "(Attachments:", ENTITIES or RELATIONSHIPS for questions about people, FACTS for things learned or talked about earlier, WORLD for the server or group. Leave it empty when the context above is enough. Action names such as IGNORE never go here.
 - text: the message {{{{agentName}}}} sends, in their own voice. Leave it empty when the action is IGNORE.
+- imagePrompt: only with GENERATE_IMAGE: what the picture shows, in detail, written for an image model (<imagePrompt>…</imagePrompt> after <text>).
 - Code, and only code, goes inside ``` fences within the text, with the language named after the opening fence.
 </rules>
 
@@ -370,8 +371,30 @@ _SUMMARY_COMBINE = f"""\
 </output>
 """
 
+_ATTACHMENTS = """\
+<task>{{agentName}} was asked about files, links and media shared in a conversation. Answer the request from what they hold.</task>
+
+<request>
+{{senderName}}: {{request}}
+</request>
+
+<attachments>
+{{attachments}}
+</attachments>
+
+<rules>
+- Use only what the attachments hold; say so when they do not answer the request.
+- Asked for a summary: the main points, in a few short paragraphs or a list.
+- Asked a question: answer it directly, then the detail that supports it.
+- Write as {{agentName}} would, in Markdown, at most {{maxWords}} words. Invent nothing.
+</rules>
+
+Write only the answer: no preamble, no XML.
+"""
+
 #: Built-in templates, keyed by the names a character's ``templates`` uses to override them.
 DEFAULT_TEMPLATES: dict[str, str] = {
+    "attachmentsTemplate": _ATTACHMENTS,
     "componentTemplate": _CONTACT_EXTRACTION,
     "conversationSummaryTemplate": _CONVERSATION_SUMMARY,
     "messageHandlerTemplate": _MESSAGE_HANDLER,

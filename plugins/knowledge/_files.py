@@ -8,13 +8,14 @@ anything else as UTF-8 text) or raises :class:`Unreadable` with a reason fit for
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from bot.pdf import UnreadablePdf, pdf_text
 
 __all__ = ["FoundFile", "Root", "Scan", "Unreadable", "content_type", "extract_text", "scan"]
 
@@ -213,24 +214,7 @@ def _pretty_json(text: str, path: Path) -> str:
 
 
 def _pdf_text(data: bytes) -> str:
-    from pypdf import PdfReader  # imported when needed: most characters have no PDF
-
     try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            try:
-                # Many PDFs are encrypted with an owner password only and open with an empty one.
-                opened = bool(reader.decrypt(""))
-            except Exception:  # noqa: BLE001 - an AES PDF without the cryptography package, a damaged key
-                opened = False
-            if not opened:
-                raise Unreadable("an encrypted PDF that needs a password; save an unencrypted copy")
-        pages = [(page.extract_text() or "").strip() for page in reader.pages]
-    except Unreadable:
-        raise
-    except Exception as exc:  # noqa: BLE001 - pypdf raises many kinds for damaged files
-        raise Unreadable(f"not a readable PDF ({exc.__class__.__name__}: {exc})") from None
-    text = "\n\n".join(p for p in pages if p)
-    if not text:
-        raise Unreadable("a PDF without a text layer (scanned pages?); add a text version or run OCR on it")
-    return text
+        return pdf_text(data)
+    except UnreadablePdf as exc:
+        raise Unreadable(str(exc)) from None

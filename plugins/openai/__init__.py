@@ -8,7 +8,8 @@ handler per model type it serves (see bot/models.py):
 ==========  ========  =====================================================================
 preset      priority  serves
 ==========  ========  =====================================================================
-(none)      50        every type; ``OPENAI_API_KEY`` and/or ``OPENAI_BASE_URL``
+(none)      50        every type; ``OPENAI_API_KEY`` and/or ``OPENAI_BASE_URL`` (IMAGE only at
+                      OpenAI or with ``OPENAI_IMAGE_MODEL``/``IMAGE_MODEL`` named)
 ollama      10        text, objects, embeddings; ``OLLAMA_API_ENDPOINT`` (``/api`` → ``/v1``)
 openrouter  50        text, objects, image description; embeddings only through OpenAI
                       (``OPENAI_API_KEY`` or ``OPENAI_EMBEDDING_URL``)
@@ -41,7 +42,7 @@ del _name
 
 meta = PluginMeta(
     name="openai",
-    description="text, embeddings, transcription, image description and speech over any OpenAI-compatible API",
+    description="text, embeddings, transcription, images (described and drawn) and speech over any OpenAI-compatible API",
     aliases=("@elizaos/plugin-openai", "@elizaos/plugin-ollama", "@elizaos/plugin-openrouter", "ollama", "openrouter"),
     presets={
         "@elizaos/plugin-ollama": "ollama",

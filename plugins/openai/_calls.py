@@ -25,7 +25,7 @@ from bot.models import ModelType
 
 from ._config import Endpoint, ProviderConfig, display_url
 from ._pools import HttpPools
-from ._posting import HttpStatusError, post_json, retry_after, user_agent
+from ._posting import BodyTooLarge, HttpStatusError, get_bytes, post_json, retry_after, user_agent
 
 __all__ = ["Calls"]
 
@@ -130,6 +130,27 @@ class Calls:
         result = read(raw)
         self._log_timing(kind, endpoint, model, started, result)
         return result
+
+    async def get_bytes(self, kind: ModelType, endpoint: Endpoint, model: str, url: str, limit: int) -> bytes:
+        """The body at ``url`` (what a model's answer points to), at most ``limit`` bytes; no key
+        is sent. Retried and timed out as :meth:`post_json`; failures as troupe's errors."""
+        self._check_open(kind, endpoint)
+        with self.translate_errors(kind, endpoint, model):
+            try:
+                return await get_bytes(
+                    self._pools.session(endpoint.base_url),
+                    url,
+                    timeout_s=self.timeout_s,
+                    max_retries=self.max_retries,
+                    limit=limit,
+                )
+            except BodyTooLarge:
+                raise self._error(
+                    kind,
+                    endpoint,
+                    ModelError,
+                    f"{_where(kind, endpoint, model)}: the answer at {display_url(url)} is larger than {limit} bytes",
+                ) from None
 
     @contextmanager
     def translate_errors(self, kind: ModelType, endpoint: Endpoint, model: str) -> Iterator[None]:

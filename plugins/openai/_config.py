@@ -6,6 +6,7 @@ it imports no SDK and makes no network call.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -90,6 +91,10 @@ class ProviderConfig:
     transcription_model: str
     image_model: str
     image_max_tokens: int
+    drawing_model: str
+    """The IMAGE model (``OPENAI_IMAGE_MODEL``, or ``IMAGE_MODEL``): pictures drawn through
+    ``/images/generations``."""
+    image_size: str
     tts_model: str
     tts_voice: str
     tts_instructions: str | None
@@ -173,6 +178,8 @@ class _Settings(SettingReader):
         return ProviderConfig(
             transcription_model=self.get("OPENAI_TRANSCRIPTION_MODEL", "whisper-1"),
             image_max_tokens=self.count("OPENAI_IMAGE_DESCRIPTION_MAX_TOKENS", 8192, minimum=1),
+            drawing_model=self.optional("OPENAI_IMAGE_MODEL") or self.get("IMAGE_MODEL", "dall-e-3"),
+            image_size=self.image_size(),
             tts_model=self.get("OPENAI_TTS_MODEL", "gpt-4o-mini-tts"),
             tts_voice=self.get("OPENAI_TTS_VOICE", "nova"),
             tts_instructions=self.optional("OPENAI_TTS_INSTRUCTIONS"),
@@ -182,6 +189,16 @@ class _Settings(SettingReader):
             max_retries=self.count("OPENAI_MAX_RETRIES", 2),
             **preset,
         )
+
+    def image_size(self) -> str:
+        """``OPENAI_IMAGE_SIZE`` or ``IMAGE_SIZE``: ``<width>x<height>`` or ``auto``."""
+        key = "OPENAI_IMAGE_SIZE" if self.optional("OPENAI_IMAGE_SIZE") else "IMAGE_SIZE"
+        raw = self.get(key, "1024x1024").lower()
+        if raw != "auto" and not re.fullmatch(r"[1-9][0-9]{1,4}x[1-9][0-9]{1,4}", raw):
+            raise ConfigError(
+                f"{key} is {raw!r}; use a width and height in pixels such as 1024x1024, or auto", agent=self.agent
+            )
+        return raw
 
     def openai_embedding(self, *, default_url: str, fallback_key: str | None) -> Endpoint:
         """The embeddings endpoint: ``OPENAI_EMBEDDING_URL`` and ``OPENAI_EMBEDDING_API_KEY`` win."""
@@ -205,12 +222,17 @@ def _openai(s: _Settings) -> ProviderConfig:
         )
     chat = Endpoint("openai", base_url or OPENAI_BASE_URL, SecretStr(key or _NO_KEY), "OPENAI_API_KEY")
     embedding_model = s.get("OPENAI_EMBEDDING_MODEL", "text-embedding-3-small")
+    # OpenAI draws; another server only when an image model is named for it (most local servers
+    # have no /images/generations): without one, GENERATE_IMAGE says there is nothing to draw with.
+    draws = chat.base_url.rstrip("/") == OPENAI_BASE_URL or bool(
+        s.optional("OPENAI_IMAGE_MODEL") or s.optional("IMAGE_MODEL")
+    )
     return s.config(
         preset="openai",
         priority=50,
         chat=chat,
         embedding=s.openai_embedding(default_url=chat.base_url, fallback_key=key),
-        types=_ALL_TYPES,
+        types=_ALL_TYPES if draws else _ALL_TYPES - {ModelType.IMAGE},
         small_model=s.get("OPENAI_SMALL_MODEL", "gpt-4o-mini"),
         large_model=s.get("OPENAI_LARGE_MODEL", "gpt-4o"),
         embedding_model=embedding_model,

@@ -20,6 +20,7 @@ from bot.models import (
     EmbeddingBatchParams,
     EmbeddingParams,
     ImageDescriptionParams,
+    ImageParams,
     ModelHost,
     ModelType,
     SpeechParams,
@@ -27,6 +28,7 @@ from bot.models import (
     TextParams,
     TranscriptionParams,
 )
+from bot.outgoing import OutgoingFile, sniff_image_type
 from bot.text import repair_text
 from bot.types import JSON
 
@@ -35,9 +37,11 @@ from ._calls import Calls
 from ._config import Endpoint, ProviderConfig, display_url
 from ._parse import (
     ChatReply,
+    DrawnImage,
     audio_filename,
     parse_chat_completion,
     parse_image_description,
+    parse_images,
     parse_json_object,
     parse_vectors,
     probe_vector,
@@ -53,6 +57,7 @@ _log = logging.getLogger("plugins.openai")
 
 _JSON_INSTRUCTION = "Reply with one JSON object and nothing else."
 _IMAGE_QUESTION = "Describe this image."
+_MAX_IMAGE_BYTES = 25 * 1024 * 1024  # a drawn picture fetched from its URL; PNGs of 1792x1024 stay under 10 MB
 _IMAGE_FORMAT = (
     'Reply with a JSON object with two keys: "title", a short title of at most eight words, '
     'and "description", a detailed description of what the image shows.'
@@ -98,6 +103,7 @@ class OpenAIModels:
             ModelType.TRANSCRIPTION: self.transcription,
             ModelType.IMAGE_DESCRIPTION: self.image_description,
             ModelType.TEXT_TO_SPEECH: self.text_to_speech,
+            ModelType.IMAGE: self.image,
         }
         for kind, handler in handlers.items():
             if kind not in self.config.types:
@@ -242,6 +248,51 @@ class OpenAIModels:
         ]
         body = {"model": model, "messages": messages, "max_tokens": self.config.image_max_tokens}
         return parse_image_description(await self._chat(ModelType.IMAGE_DESCRIPTION, model, body))
+
+    async def image(self, runtime: ModelHost, params: ImageParams) -> list[OutgoingFile]:
+        """The picture drawn for ``params["prompt"]`` (``/images/generations``, one image): from
+        the answer's base64, or fetched from its URL (bounded, without the key)."""
+        endpoint, model = self.config.chat, self.config.drawing_model
+        prompt = repair_text(params["prompt"]).strip()
+        if not prompt:
+            raise self._error("cannot draw an empty prompt", ModelType.IMAGE, endpoint)
+        body: dict[str, Any] = {
+            "model": model,
+            "prompt": prompt,
+            "n": 1,
+            "size": params.get("size") or self.config.image_size,
+        }
+        if not model.startswith("gpt-image"):  # those always answer base64, and refuse being asked
+            body["response_format"] = "b64_json"
+
+        def read(raw: bytes) -> list[DrawnImage]:
+            images = parse_images(raw)
+            if images is None:
+                raise self._error(
+                    f"{model} on {endpoint.provider} answered something that is not a list of images; "
+                    f"does {display_url(endpoint.base_url)} serve /images/generations?",
+                    ModelType.IMAGE,
+                    endpoint,
+                )
+            return images
+
+        drawn = await self._calls.post_json(ModelType.IMAGE, endpoint, model, "/images/generations", body, read)
+        pictures = []
+        for number, image in enumerate(drawn, start=1):
+            data = image.data
+            if data is None:
+                assert image.url is not None  # parse_images gives one or the other
+                data = await self._calls.get_bytes(ModelType.IMAGE, endpoint, model, image.url, _MAX_IMAGE_BYTES)
+            kind = sniff_image_type(data)
+            if kind is None:
+                raise self._error(
+                    f"{model} on {endpoint.provider} returned {len(data)} bytes that are not a PNG, JPEG, WebP or GIF",
+                    ModelType.IMAGE,
+                    endpoint,
+                )
+            name = f"image-{number}.{kind.removeprefix('image/').replace('jpeg', 'jpg')}"
+            pictures.append(OutgoingFile.of_bytes(data, name, kind, description=image.revised_prompt or prompt))
+        return pictures
 
     async def text_to_speech(self, runtime: ModelHost, params: SpeechParams) -> bytes | SpeechStream:
         """Audio bytes in ``params["format"]`` (mp3 by default); with ``stream``, a SpeechStream.

@@ -1,5 +1,5 @@
-"""Reading what models write: chat completion bodies, JSON in fences or prose, vectors, and
-guessing an audio file's name.
+"""Reading what models write: chat completion bodies, JSON in fences or prose, vectors, drawn
+images, and guessing an audio file's name.
 
 Pure functions; the handlers call them on what a server returned.
 """
@@ -15,10 +15,12 @@ from typing import Any
 
 __all__ = [
     "ChatReply",
+    "DrawnImage",
     "Usage",
     "audio_filename",
     "parse_chat_completion",
     "parse_image_description",
+    "parse_images",
     "parse_json_object",
     "parse_vectors",
     "probe_vector",
@@ -168,3 +170,34 @@ def parse_vectors(body: bytes) -> list[list[float]] | None:
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
     return vectors
+
+
+@dataclass(frozen=True, slots=True)
+class DrawnImage:
+    """One picture of an images answer: its bytes (``b64_json``) or where to fetch them (``url``)."""
+
+    data: bytes | None
+    url: str | None
+    revised_prompt: str = ""
+
+
+def parse_images(body: bytes) -> list[DrawnImage] | None:
+    """The pictures of an ``/images/generations`` answer, in order; None when it is no such
+    answer (no ``data`` list, an item with neither ``b64_json`` nor an http(s) ``url``, bad base64)."""
+    try:
+        items = json.loads(body).get("data")
+        if not isinstance(items, list) or not items:
+            return None
+        found = []
+        for item in items:
+            encoded, url = item.get("b64_json"), item.get("url")
+            revised = str(item.get("revised_prompt") or "")
+            if isinstance(encoded, str) and encoded:
+                found.append(DrawnImage(base64.b64decode(encoded, validate=True), None, revised))
+            elif isinstance(url, str) and url.startswith(("https://", "http://")):
+                found.append(DrawnImage(None, url, revised))
+            else:
+                return None
+    except (ValueError, TypeError, AttributeError):  # binascii.Error is a ValueError
+        return None
+    return found

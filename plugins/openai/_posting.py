@@ -26,7 +26,16 @@ from bot.backoff import ExponentialBackoff
 
 from ._config import display_url
 
-__all__ = ["MAX_RETRY_AFTER_S", "HttpStatusError", "parse_body", "post_json", "retry_after", "user_agent"]
+__all__ = [
+    "MAX_RETRY_AFTER_S",
+    "BodyTooLarge",
+    "HttpStatusError",
+    "get_bytes",
+    "parse_body",
+    "post_json",
+    "retry_after",
+    "user_agent",
+]
 
 # Named after the public package, like every troupe logger.
 _log = logging.getLogger("plugins.openai")
@@ -76,13 +85,48 @@ async def post_json(
     tried again up to ``max_retries`` times, unless the server says ``x-should-retry: false``
     (or ``true`` for any other status) or asks for a wait above :data:`MAX_RETRY_AFTER_S`.
     """
+    return await _request(session, "POST", url, payload, headers, timeout_s=timeout_s, max_retries=max_retries)
+
+
+async def get_bytes(
+    session: aiohttp.ClientSession, url: str, *, timeout_s: float, max_retries: int, limit: int
+) -> bytes:
+    """GET ``url`` (no credentials: it is another host's, such as a drawn image's address); the
+    body of the first 2xx reply, retried as :func:`post_json` is.
+
+    Raises:
+        BodyTooLarge: the body is longer than ``limit`` bytes (read no further).
+    """
+    return await _request(session, "GET", url, None, {}, timeout_s=timeout_s, max_retries=max_retries, limit=limit)
+
+
+class BodyTooLarge(Exception):
+    """A reply's body was longer than the caller takes."""
+
+
+async def _request(
+    session: aiohttp.ClientSession,
+    method: str,
+    url: str,
+    payload: bytes | None,
+    headers: Mapping[str, str],
+    *,
+    timeout_s: float,
+    max_retries: int,
+    limit: int | None = None,
+) -> bytes:
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     backoff = ExponentialBackoff(_RETRY_BASE_S, _RETRY_CAP_S)
     retries = 0
     while True:
         try:
-            async with session.post(url, data=payload, headers=headers, timeout=timeout) as response:
-                body = await response.read()
+            async with session.request(method, url, data=payload, headers=headers, timeout=timeout) as response:
+                if limit is None:
+                    body = await response.read()
+                else:
+                    body = await response.content.read(limit + 1)
+                    if len(body) > limit and 200 <= response.status < 300:
+                        raise BodyTooLarge(f"the reply is larger than {limit} bytes")
                 status, reply_headers = response.status, response.headers
         except (aiohttp.ClientError, TimeoutError) as exc:
             if retries >= max_retries:

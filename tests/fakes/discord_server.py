@@ -150,7 +150,8 @@ ignored, as Discord does: discord.py's ``connect()`` then times out. GUILD_CREAT
 current ``voice_states``. The voice gateway is ``wss://`` only: clients trust
 ``fake.voice.ca_file``. ``user_joins_voice(user, channel, self_mute=, self_deaf=)`` and
 ``user_leaves_voice(user, guild)`` move simulated people (for a bot, leaving is a server-side
-disconnect); ``voice_state(user, guild)``; ``voice_server_update(bot, guild)`` sends a fresh
+disconnect); ``move_bot_voice(bot, channel)`` is an admin dragging a bot to another voice channel;
+``voice_state(user, guild)``; ``voice_server_update(bot, guild)`` sends a fresh
 VOICE_SERVER_UPDATE (discord.py reconnects). Per bot: ``voice_state_updates`` (op 4 payloads).
 Sound: ``fake.voice.user_speaks(user, opus_packets)`` and ``fake.voice.session(bot).packets``.
 
@@ -218,6 +219,8 @@ T = TypeVar("T")
 API_VERSION = 10
 DISCORD_EPOCH_MS = 1_420_070_400_000
 MAX_CONTENT = 2000
+#: Upload limits per file by boost tier, as Discord has them since 2024.
+UPLOAD_LIMITS = {0: 10 * 1024 * 1024, 1: 10 * 1024 * 1024, 2: 50 * 1024 * 1024, 3: 100 * 1024 * 1024}
 
 
 class Intents:
@@ -445,6 +448,12 @@ class FakeGuild:
     """Guild channels and threads."""
     voice_states: dict[int, FakeVoiceState] = field(default_factory=dict)
     """Who is in which voice channel, by user id."""
+    premium_tier: int = 0
+    """The server's boost level: tiers 2 and 3 take larger uploads (:data:`UPLOAD_LIMITS`)."""
+
+    @property
+    def upload_limit(self) -> int:
+        return UPLOAD_LIMITS[self.premium_tier]
 
     @property
     def everyone(self) -> FakeRole:
@@ -1297,7 +1306,7 @@ class FakeDiscord(LocalServer):
             "safety_alerts_channel_id": None,
             "max_members": 500000,
             "vanity_url_code": None,
-            "premium_tier": 0,
+            "premium_tier": guild.premium_tier,
             "premium_subscription_count": 0,
             "premium_progress_bar_enabled": False,
             "preferred_locale": "en-US",
@@ -1873,6 +1882,21 @@ class FakeDiscord(LocalServer):
         server = {"token": token, "guild_id": str(guild.id), "endpoint": self.voice.endpoint}
         self._dispatch(session, "VOICE_SERVER_UPDATE", server)
         await self._flush()
+
+    async def move_bot_voice(self, bot: FakeBot, channel: FakeChannel) -> None:
+        """An admin drags ``bot``, in voice in ``channel``'s guild, to ``channel``: the bot's new
+        VOICE_STATE_UPDATE, then a VOICE_SERVER_UPDATE for the new channel (discord.py keeps its
+        VoiceClient, moves it to the channel and reconnects its voice websocket there). Raises
+        ValueError if the bot is not in voice there, or ``channel`` is not a voice channel."""
+        guild = channel.guild
+        state = guild.voice_states.get(bot.id) if guild is not None else None
+        if guild is None or state is None or channel.type not in (ChannelType.VOICE, ChannelType.STAGE):
+            raise ValueError(
+                f"{bot!r} is not in voice in {channel.name}'s guild, or {channel!r} is not a voice channel"
+            )
+        state.channel = channel
+        self._dispatch_voice_state(state)
+        await self.voice_server_update(bot, guild)
 
     async def user_leaves_voice(self, user: FakeUser, guild: FakeGuild) -> None:
         """``user`` leaves voice in ``guild`` (VOICE_STATE_UPDATE with ``channel_id`` null). For
@@ -2746,6 +2770,9 @@ class FakeDiscord(LocalServer):
             for earlier in reversed(list(channel.messages.values())):
                 if earlier.author.id == bot.id and earlier.nonce == nonce:
                     return self._message_payload(earlier, bot, True)
+        limit = channel.guild.upload_limit if channel.guild is not None else UPLOAD_LIMITS[0]
+        if any(len(f.data) > limit for f in rec.files):
+            raise _HTTPError(413, 40005, "Request entity too large")
         attachments = self._attachments_for(channel, body, rec.files)
         self._validate_content(body, attachments)
         reference = None

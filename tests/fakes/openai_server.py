@@ -23,17 +23,24 @@ Endpoints (under ``/v1``), each with its name for scripting and its default repl
 - ``POST /audio/transcriptions`` (``transcriptions``, multipart):
   ``"transcript of <filename> (<n> bytes)"``; plain text when ``response_format`` is text.
 - ``POST /audio/speech`` (``speech``): ``b"FAKE-AUDIO:<format>:<input>"``.
+- ``POST /images/generations`` (``images``): per request one picture, as ``b64_json``, or as a
+  ``url`` the fake serves (``GET /v1/files/images/<n>``, recorded as ``image_files``) when the
+  request asks ``response_format: url`` or the reply is :class:`Served`; ``revised_prompt`` is
+  ``"drawn: <prompt>"``. The default picture is :func:`make_png` (1×1).
 - ``GET /models`` (``models``): the ``models`` given to the constructor.
 - anything else: 404, recorded as endpoint ``unknown``.
 
 Scripting, per endpoint: ``script_chat(*replies)``, ``script_embeddings(*replies)``,
-``script_transcription(*replies)``, ``script_speech(*replies)`` (or ``script(endpoint, *replies)``)
+``script_transcription(*replies)``, ``script_speech(*replies)``, ``script_images(*replies)`` (or
+``script(endpoint, *replies)``)
 replace that endpoint's queue. Each request takes the head of the queue; the last reply repeats,
 and an empty queue means the default reply. A reply is:
 
 - chat: a ``str``, or ``callable(request_json) -> str``;
 - embeddings: a vector (``list[float]``, used for every input) or ``callable(text) -> list[float]``;
 - transcriptions: a ``str`` or ``callable(fields) -> str``;
+- images: the picture's ``bytes``, a :class:`Served` (the bytes, always answered as a URL), or
+  ``callable(request_json)`` returning either;
 - speech: ``bytes`` or ``callable(request_json) -> bytes``; or a list of pieces sent one by one
   as a chunked body, each ``bytes`` or an ``asyncio.Event`` to wait for before going on (a
   stream the client closes early is then recorded in ``server.aborted``), or ``CUT`` to drop
@@ -65,6 +72,7 @@ import math
 import random
 import struct
 import time
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -73,7 +81,7 @@ from aiohttp import web
 
 from ._local import LocalServer
 
-__all__ = ["CUT", "Body", "Fail", "FakeOpenAIServer", "RecordedRequest", "UploadedFile"]
+__all__ = ["CUT", "Body", "Fail", "FakeOpenAIServer", "RecordedRequest", "Served", "UploadedFile", "make_png"]
 
 _ERROR_TYPES = {
     400: ("invalid_request_error", None),
@@ -128,6 +136,32 @@ class Body:
 
 
 @dataclass(frozen=True)
+class Served:
+    """An images reply answered as a URL (the fake serves ``data`` there), whatever was asked."""
+
+    data: bytes
+
+
+def make_png(width: int = 1, height: int = 1, *, padding: int = 0) -> bytes:
+    """A valid PNG of ``width`` × ``height`` grey pixels; ``padding`` bytes of an extra chunk make
+    it as large as a test needs (an "11 MB picture") without drawing that many pixels."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    extra = chunk(b"tEXt", b"pad\x00" + b"x" * padding) if padding else b""
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + extra
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+@dataclass(frozen=True)
 class UploadedFile:
     """A file part of a multipart request."""
 
@@ -141,7 +175,7 @@ class RecordedRequest:
     """One request as the server saw it; the key itself is never kept."""
 
     endpoint: str
-    """``chat``, ``embeddings``, ``transcriptions``, ``speech``, ``models`` or ``unknown``."""
+    """``chat``, ``embeddings``, ``transcriptions``, ``speech``, ``images``, ``image_files``, ``models`` or ``unknown``."""
     method: str
     path: str
     json: Any = None
@@ -210,7 +244,11 @@ class FakeOpenAIServer(LocalServer):
         self.aborted: list[str] = []
         """Endpoints whose streamed reply the client stopped reading before the end."""
         super().__init__()
-        self._queues = {name: _Queue() for name in ("chat", "embeddings", "transcriptions", "speech", "models")}
+        self._queues = {
+            name: _Queue() for name in ("chat", "embeddings", "transcriptions", "speech", "images", "models")
+        }
+        self.image_files: list[bytes] = []
+        """The pictures answered as URLs, served at ``/v1/files/images/<index>``."""
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -220,6 +258,8 @@ class FakeOpenAIServer(LocalServer):
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_post("/v1/audio/transcriptions", self._transcriptions)
         app.router.add_post("/v1/audio/speech", self._speech)
+        app.router.add_post("/v1/images/generations", self._images)
+        app.router.add_get("/v1/files/images/{index}", self._image_file)
         app.router.add_get("/v1/models", self._models)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
         return app
@@ -252,6 +292,9 @@ class FakeOpenAIServer(LocalServer):
         self, *replies: bytes | Sequence[bytes | asyncio.Event | Cut] | Callable[[dict[str, Any]], Any] | Fail
     ) -> None:
         self.script("speech", *replies)
+
+    def script_images(self, *replies: bytes | Served | Callable[[dict[str, Any]], Any] | Body | Fail) -> None:
+        self.script("images", *replies)
 
     def requests_for(self, endpoint: str) -> list[RecordedRequest]:
         """The recorded requests to one endpoint (``chat``, ``embeddings`` …)."""
@@ -480,6 +523,31 @@ class FakeOpenAIServer(LocalServer):
             raise
         await response.write_eof()
         return response
+
+    async def _images(self, request: web.Request) -> web.Response:
+        recorded, reply = await self._begin(request, "images")
+        body = recorded.json if isinstance(recorded.json, dict) else {}
+        if callable(reply):
+            reply = reply(body)
+        if isinstance(reply, Fail):
+            return _error(reply)
+        if isinstance(reply, Body):
+            return web.Response(text=reply.text, content_type=reply.content_type)
+        picture = reply.data if isinstance(reply, Served) else reply if isinstance(reply, bytes) else make_png()
+        item: dict[str, Any] = {"revised_prompt": f"drawn: {body.get('prompt', '')}"}
+        if isinstance(reply, Served) or body.get("response_format") == "url":
+            self.image_files.append(picture)
+            item["url"] = self.make_url(f"files/images/{len(self.image_files) - 1}")
+        else:
+            item["b64_json"] = base64.b64encode(picture).decode()
+        return web.json_response({"created": int(time.time()), "data": [item]})
+
+    async def _image_file(self, request: web.Request) -> web.Response:
+        await self._record(request, "image_files")
+        index = int(request.match_info["index"])
+        if not 0 <= index < len(self.image_files):
+            return _error(Fail(404, message="no such file"))
+        return web.Response(body=self.image_files[index], content_type="image/png")
 
     async def _models(self, request: web.Request) -> web.Response:
         _, reply = await self._begin(request, "models")

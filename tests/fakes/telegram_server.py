@@ -22,7 +22,7 @@ forum=False, creator=None, admins=())``, ``private(user, bot)`` (the private cha
 
 Acting as users (each returns the message as the API would show it): ``user_says(user, chat, text,
 topic=None, reply_to=None, entities=None, photo=None, document=None, voice=None, audio=None,
-video_note=None, file_size=None, file_size_in_message=True)``: ``@username`` mentions get
+video_note=None, sticker=None, file_size=None, file_size_in_message=True)``: ``@username`` mentions get
 ``mention`` entities (UTF-16 offsets) and ``/commands`` get ``bot_command`` ones; files are ``(name,
 bytes[, mime])`` tuples served by ``getFile`` and the file URL, except ``voice`` and ``video_note``:
 ``(bytes, duration)`` (a voice note is ``audio/ogg``; the older ``(name, bytes[, mime])`` form of
@@ -31,7 +31,10 @@ reports for the message's file (default: its real length), in the message and fr
 test can send a "25 MB" voice note of a few bytes; ``file_size_in_message=False`` leaves it out of
 the message (it is optional there; getFile still reports it). ``user_edits(message, text)``,
 ``user_reacts(user, message, emoji)``, ``member_joins(chat, user)``, ``member_status_changes(chat,
-user, old, new, by=None, kind="chat_member")``. Updates go to the bots that are
+user, old, new, by=None, kind="chat_member")``; ``bot_removed(chat, bot, by=, status="kicked")`` and
+``bot_added(chat, bot, by=)`` (the bot's own ``my_chat_member``, and its membership);
+``add_channel(title, members=)`` and ``channel_posts(channel, text)`` (a ``channel_post``). A
+``sticker`` is ``(emoji or None, "static" | "animated" | "video")``. Updates go to the bots that are
 members of the chat (in a private chat, to its bot) whose ``allowed_updates`` take them.
 
 Like Telegram, what a bot sends is never delivered to other bots.
@@ -42,7 +45,9 @@ Conflict), sendMessage (``parse_mode=MarkdownV2`` is validated as Telegram does:
 reserved character or an unclosed entity is 400 "can't parse entities"; text over 4096
 characters is 400 "message is too long"), sendVoice (a multipart upload, or the file id of a
 stored file; it must be Ogg/Opus — starts with ``OggS`` and holds an ``OpusHead`` — else 400;
-Telegram itself also takes MP3 and M4A, which troupe never sends), sendChatAction, getFile (a file
+Telegram itself also takes MP3 and M4A, which troupe never sends), sendPhoto (PNG, JPEG or WebP
+of at most 10 MB, else 400) and sendDocument (any file; over 50 MB is 413, as for every upload),
+each with a caption of at most 1024 characters (else 400), sendChatAction, getFile (a file
 over ``max_download`` bytes, 20 MB by default, is 400 "file is too big" as on api.telegram.org;
 ``max_download = None`` serves any size, as a local Bot API server does), getChatAdministrators,
 getChatMember, setMyCommands, deleteMyCommands, close. Anything else is 404, recorded.
@@ -54,7 +59,9 @@ An unknown token is 401. Per bot: ``requests``, ``sent`` (each with ``kind`` —
 ``voice`` —, ``chat_id``, ``text`` as the user sees it (a voice note's caption), ``raw`` as sent,
 ``parse_mode``, ``reply_to``, ``thread_id``, ``message``; a voice note also ``voice`` (the bytes)
 and ``duration``), ``actions``, ``downloads`` (file paths fetched from the file URL),
-``webhook_deletions``, ``polls``. ``wait_for(check)``, ``wait_for_sent``, ``wait_polling``.
+``webhook_deletions``, ``polls``. A photo or document sent is recorded with ``kind`` ``photo`` or
+``document``, its caption as ``text``, and ``photo``/``document`` (the bytes), ``filename``, ``size``.
+``wait_for(check)``, ``wait_for_sent``, ``wait_polling``.
 """
 
 from __future__ import annotations
@@ -77,6 +84,10 @@ __all__ = ["FakeBot", "FakeChat", "FakeTelegram", "FakeUser", "markdown_v2_plain
 T = TypeVar("T")
 MAX_TEXT = 4096
 MAX_DOWNLOAD = 20 * 1024 * 1024
+MAX_CAPTION = 1024
+MAX_PHOTO = 10 * 1024 * 1024  # the Bot API's limits for uploads
+MAX_UPLOAD = 50 * 1024 * 1024
+_PICTURE_MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"RIFF")
 _RESERVED = set("_*[]()~`>#+-=|{}.!")
 
 
@@ -123,6 +134,7 @@ class FakeChat:
     admins: list[FakeUser] = field(default_factory=list)
     private_with: FakeUser | None = None  # a private chat: the person
     topics: dict[int, str] = field(default_factory=dict)
+    username: str | None = None  # a public channel's @name
 
     def payload(self) -> dict[str, Any]:
         if self.type == "private":
@@ -133,6 +145,8 @@ class FakeChat:
                 data["username"] = user.username
             return data
         data = {"id": self.id, "type": self.type, "title": self.title}
+        if self.username:
+            data["username"] = self.username
         if self.forum:
             data["is_forum"] = True
         return data
@@ -147,6 +161,14 @@ class _Failure:
     bot: FakeBot | None
     times: int
     after: int = 0
+
+
+def _chat_member(status: str, user: FakeUser) -> dict[str, Any]:
+    """A ChatMember of ``status``; a ban (``kicked``) is for ever (``until_date`` 0)."""
+    member: dict[str, Any] = {"status": status, "user": user.payload()}
+    if status == "kicked":
+        member["until_date"] = 0
+    return member
 
 
 def _utf16_len(text: str) -> int:
@@ -300,6 +322,15 @@ class FakeTelegram(LocalServer):
         self.chats[chat_id] = chat
         return chat
 
+    def add_channel(self, title: str, *, members: Iterable[FakeUser] = (), username: str | None = None) -> FakeChat:
+        """A channel; its ``members`` are its subscribers and (for bots) administrators who may post."""
+        chat_id = -1002000000000 - next(self._ids)
+        members = list(members)
+        chat = FakeChat(chat_id, "channel", title, members, creator=next((m for m in members if not m.is_bot), None))
+        chat.username = username
+        self.chats[chat_id] = chat
+        return chat
+
     def private(self, user: FakeUser, bot: FakeBot) -> FakeChat:
         chat = self.chats.get(user.id)
         if chat is None:
@@ -340,6 +371,7 @@ class FakeTelegram(LocalServer):
         voice: tuple[Any, ...] | None = None,
         audio: tuple[Any, ...] | None = None,
         video_note: tuple[bytes, int] | None = None,
+        sticker: tuple[str | None, str] | None = None,
         file_size: int | None = None,
         file_size_in_message: bool = True,
     ) -> dict[str, Any]:
@@ -400,6 +432,19 @@ class FakeTelegram(LocalServer):
                 "length": 240,
                 "duration": int(video_note[1]),
                 "file_size": len(video_note[0]),
+            }
+        if sticker:
+            emoji, form = sticker
+            message["sticker"] = {
+                "file_id": f"sticker-{next(self._ids)}",
+                "file_unique_id": f"us-{next(self._ids)}",
+                "type": "regular",
+                "width": 512,
+                "height": 512,
+                "is_animated": form == "animated",
+                "is_video": form == "video",
+                "set_name": "FakeStickers",
+                **({"emoji": emoji} if emoji else {}),
             }
         kind_sent = next((k for k in ("document", "voice", "audio", "video_note") if k in message), None)
         file: dict[str, Any] | None = (
@@ -471,10 +516,38 @@ class FakeTelegram(LocalServer):
                 "chat": chat.payload(),
                 "from": (by or user).payload(),
                 "date": now,
-                "old_chat_member": {"status": old, "user": user.payload()},
-                "new_chat_member": {"status": new, "user": user.payload()},
+                "old_chat_member": _chat_member(old, user),
+                "new_chat_member": _chat_member(new, user),
             },
         )
+
+    async def channel_posts(self, channel: FakeChat, text: str) -> dict[str, Any]:
+        """The channel posts ``text`` (signed by the channel: ``sender_chat``, no ``from``): a
+        ``channel_post`` update for the bots among its members."""
+        post: dict[str, Any] = {
+            "message_id": self._next_message_id(channel.id),
+            "date": int(time.time()),
+            "chat": channel.payload(),
+            "sender_chat": channel.payload(),
+            "text": text,
+        }
+        if self._entities(text):
+            post["entities"] = self._entities(text)
+        self.messages[(channel.id, post["message_id"])] = post
+        self._deliver(channel, "channel_post", post)
+        return post
+
+    async def bot_removed(self, chat: FakeChat, bot: FakeBot, *, by: FakeUser, status: str = "kicked") -> None:
+        """An admin ``by`` removes (``kicked``: bans; ``left``: just removes) ``bot`` from ``chat``:
+        its ``my_chat_member`` update, then it is no longer a member (nothing more reaches it)."""
+        await self.member_status_changes(chat, bot, "member", status, by=by, kind="my_chat_member")
+        chat.members = [m for m in chat.members if m is not bot]
+
+    async def bot_added(self, chat: FakeChat, bot: FakeBot, *, by: FakeUser, old: str = "left") -> None:
+        """``by`` adds ``bot`` to ``chat`` (back from ``old``): a member again, and its ``my_chat_member`` update."""
+        if not any(m is bot for m in chat.members):
+            chat.members.append(bot)
+        await self.member_status_changes(chat, bot, old, "member", by=by, kind="my_chat_member")
 
     def _entities(self, text: str) -> list[dict[str, Any]]:
         import re
@@ -703,38 +776,77 @@ class FakeTelegram(LocalServer):
         return self._ok(message)
 
     async def _api_sendvoice(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        return await self._send_media(bot, params, "voice")
+
+    async def _api_sendphoto(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        return await self._send_media(bot, params, "photo")
+
+    async def _api_senddocument(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        return await self._send_media(bot, params, "document")
+
+    def _check_media(self, kind: str, data: bytes) -> web.Response | None:
+        """Telegram's refusal of an upload of ``kind``, or None when it takes it."""
+        if kind == "voice" and (not data.startswith(b"OggS") or b"OpusHead" not in data[:4096]):
+            return self._error(400, "Bad Request: wrong file type: a voice note must be an .OGG file encoded with OPUS")
+        if kind == "photo" and len(data) > MAX_PHOTO:
+            return self._error(400, "Bad Request: PHOTO_INVALID_DIMENSIONS")
+        if kind == "photo" and not data.startswith(_PICTURE_MAGIC):
+            return self._error(400, "Bad Request: IMAGE_PROCESS_FAILED")
+        if len(data) > MAX_UPLOAD:
+            return self._error(413, "Request Entity Too Large")
+        return None
+
+    async def _send_media(self, bot: FakeBot, params: dict[str, Any], kind: str) -> web.Response:
+        """sendVoice, sendPhoto, sendDocument: a multipart upload (or a stored file's id) with a caption."""
         chat = self.chats.get(int(params["chat_id"]))
         if chat is None:
             return self._error(400, "Bad Request: chat not found")
-        upload = params.get("voice")
+        upload = params.get(kind)
+        filename, mime = None, None
         if isinstance(upload, web.FileField):
-            data = upload.file.read()
+            data, filename, mime = upload.file.read(), upload.filename, upload.content_type
         elif isinstance(upload, str) and upload in self.files:
-            data = self.files[upload][1]
+            filename, data, mime = self.files[upload]
         elif upload is None:
-            return self._error(400, "Bad Request: there is no voice in the request")
+            return self._error(400, f"Bad Request: there is no {kind} in the request")
         else:
             return self._error(400, "Bad Request: wrong file identifier/HTTP URL specified")
-        if not data.startswith(b"OggS") or b"OpusHead" not in data[:4096]:
-            return self._error(400, "Bad Request: wrong file type: a voice note must be an .OGG file encoded with OPUS")
-        caption = str(params.get("caption") or "")
+        refused = self._check_media(kind, data)
+        if refused is not None:
+            return refused
+        raw = str(params.get("caption") or "")
+        parse_mode = params.get("parse_mode")
+        caption = raw
+        if parse_mode == "MarkdownV2" and raw:
+            try:
+                caption = markdown_v2_plain(raw)
+            except ValueError as exc:
+                return self._error(400, f"Bad Request: can't parse entities: {exc}")
+        if len(caption) > MAX_CAPTION:
+            return self._error(400, "Bad Request: message caption is too long")
         reply = params.get("reply_parameters") or {}
         reply_to = reply.get("message_id") if isinstance(reply, dict) else None
         reply_to = reply_to or params.get("reply_to_message_id")
-        file_id = self._store_file("voice.oga", data, "audio/ogg")
         duration = int(params.get("duration") or 0)
+        if kind == "voice":
+            mime = "audio/ogg"
+        elif kind == "photo":
+            mime = "image/jpeg"  # Telegram re-encodes photos
+        file_id = self._store_file("voice.oga" if kind == "voice" else filename or kind, data, mime)
+        described = {"file_id": file_id, "file_unique_id": "u" + file_id, "file_size": len(data)}
+        media: Any
+        if kind == "voice":
+            media = {**described, "duration": duration, "mime_type": "audio/ogg"}
+        elif kind == "photo":
+            media = [{**described, "width": 1, "height": 1}]
+        else:
+            media = {**described, "file_name": filename or "document", "mime_type": mime or "application/octet-stream"}
         message: dict[str, Any] = {
             "message_id": self._next_message_id(chat.id),
             "date": int(time.time()),
             "chat": chat.payload(),
             "from": bot.payload(),
-            "voice": {
-                "file_id": file_id,
-                "file_unique_id": "u" + file_id,
-                "duration": duration,
-                "mime_type": "audio/ogg",
-                "file_size": len(data),
-            },
+            kind: media,
         }
         if caption:
             message["caption"] = caption
@@ -745,20 +857,22 @@ class FakeTelegram(LocalServer):
         if reply_to is not None and (chat.id, int(reply_to)) in self.messages:
             message["reply_to_message"] = self.messages[(chat.id, int(reply_to))]
         self.messages[(chat.id, message["message_id"])] = message
-        bot.sent.append(
-            {
-                "kind": "voice",
-                "chat_id": chat.id,
-                "text": caption,
-                "raw": caption,
-                "parse_mode": params.get("parse_mode"),
-                "reply_to": reply_to,
-                "thread_id": thread,
-                "message": message,
-                "voice": data,
-                "duration": duration,
-            }
-        )
+        record: dict[str, Any] = {
+            "kind": kind,
+            "chat_id": chat.id,
+            "text": caption,
+            "raw": raw,
+            "parse_mode": parse_mode,
+            "reply_to": reply_to,
+            "thread_id": thread,
+            "message": message,
+            kind: data,
+            "filename": filename,
+            "size": len(data),
+        }
+        if kind == "voice":
+            record["duration"] = duration
+        bot.sent.append(record)
         self._activity.set()
         return self._ok(message)
 

@@ -26,18 +26,20 @@ async def _handler(
     # per message (upstream generates it again).
     content = responses[0].content if responses else {}
     text = str(content.get("text") or "").strip()
-    if not text:
+    files = content.get("files") or []  # attached by an earlier step of the plan
+    if not text and not files:
         return ActionResult(success=False, error="the model chose REPLY but wrote no text")
     if callback is None:
         return ActionResult(success=False, error="no way to send: the message came without a callback")
-    sent = await callback(
-        {
-            "text": text,
-            "thought": content.get("thought", ""),
-            "actions": ["REPLY"],
-            "inReplyTo": content.get("inReplyTo"),
-        }
-    )
+    reply: dict[str, Any] = {
+        "text": text,
+        "thought": content.get("thought", ""),
+        "actions": ["REPLY"],
+        "inReplyTo": content.get("inReplyTo"),
+    }
+    if files:
+        reply["files"] = files
+    sent = await callback(reply)
     if not sent:
         return ActionResult(success=False, error="send failed: the platform took none of the reply")
     return ActionResult(text=text, values={"responded": True}, data={"actionName": "REPLY"})

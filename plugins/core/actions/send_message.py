@@ -111,7 +111,10 @@ async def _handler(
         await notify(callback, f"I can't send messages on {source or 'that platform'}.", ERROR, message)
         return ActionResult(success=False, error=f"no messenger for {source!r}")
 
-    content = {"text": body, "source": source, "actions": [NAME]}
+    content: dict[str, Any] = {"text": body, "source": source, "actions": [NAME]}
+    files = responses[0].content.get("files") if responses else None
+    if files:  # what an earlier step of the plan attached goes with the message
+        content["files"] = files
     try:
         if kind == "room":
             destination = find_room_named([r for r in rooms if r.source == source], target)

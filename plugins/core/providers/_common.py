@@ -32,6 +32,7 @@ __all__ = [
     "fork_rng",
     "format_messages",
     "is_decision",
+    "recent_attachments",
     "relative_age",
 ]
 
@@ -173,6 +174,28 @@ def format_messages(memories: Sequence[Memory], names: Mapping[str, str], now_ms
         if actions:
             lines.append(f"({name}'s actions: {', '.join(actions)})")
     return "\n".join(lines)
+
+
+async def recent_attachments(runtime: AgentRuntime, message: Memory) -> list[tuple[int | None, dict[str, Any]]]:
+    """The attachments of the room's recent messages and of ``message`` (the ATTACHMENTS
+    provider's window), oldest first, each once (by id, else URL), as :func:`describe_media`
+    shows them, with the time of the message that carried it."""
+    recent = await runtime.store.get_memories_by_room_ids(
+        table=MESSAGES, room_ids=[message.room_id], limit=conversation_length(runtime)
+    )
+    seen: set[str] = set()
+    found: list[tuple[int | None, dict[str, Any]]] = []
+    for memory in [*reversed(recent), message]:  # oldest first; the current message last
+        items = (memory.content or {}).get("attachments")
+        for raw in items if isinstance(items, list) else []:
+            if not isinstance(raw, Mapping):
+                continue
+            item = describe_media(raw)
+            key = item["id"] or item["url"]
+            if key not in seen:
+                seen.add(key)
+                found.append((memory.created_at, item))
+    return found
 
 
 def describe_media(item: Mapping[str, Any]) -> dict[str, Any]:

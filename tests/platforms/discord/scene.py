@@ -39,6 +39,14 @@ def plan(text: str, actions: str = "REPLY") -> str:
     return f"<response><thought>ok</thought><actions>{actions}</actions><text>{text}</text></response>"
 
 
+def drawing(text: str, prompt: str = "a ginger cat asleep on a keyboard") -> str:
+    """A plan that draws ``prompt`` (GENERATE_IMAGE) with ``text`` as the caption."""
+    return (
+        "<response><thought>draw</thought><actions>GENERATE_IMAGE</actions>"
+        f"<text>{text}</text><imagePrompt>{prompt}</imagePrompt></response>"
+    )
+
+
 @dataclass
 class Brain:
     """Scripted model answers per character: what it plans, and whether it speaks up unasked."""

@@ -99,3 +99,13 @@ def test_send_deadline_is_a_minute_by_default_and_checked() -> None:
         r"not '0'",
     ):
         config(DISCORD_SEND_DEADLINE_S="0")
+
+
+def test_leaving_an_empty_voice_channel_takes_a_minute_by_default_zero_never_and_is_checked() -> None:
+    assert config().voice_alone_s == 60.0
+    assert config(DISCORD_VOICE_ALONE_S="0").voice_alone_s == 0.0
+    assert config(DISCORD_VOICE_ALONE_S="2.5").voice_alone_s == 2.5
+    with pytest.raises(
+        ConfigError, match=r"DISCORD_VOICE_ALONE_S must be a number from 0 to 86400 \(such as 60\), not 'soon'"
+    ):
+        config(DISCORD_VOICE_ALONE_S="soon")

@@ -161,6 +161,8 @@ async def started_a_long_reply(s: Scene, extra: dict[str, str]) -> tuple[Any, An
     await s.start(voice_settings(s, DISCORD_VOICE_CHANNEL_ID=str(voice_general.id), **extra), with_brann=False)
     session = await s.fake.voice.wait_connected(s.ada, voice_general, timeout=10)
     await s.fake.user_joins_voice(s.sam, voice_general)
+    # Cleo listens in: with Sam alone with Ada, all he says would be for her (test_voice_presence.py).
+    await s.fake.user_joins_voice(s.cleo, voice_general)
     s.brain.plans["Ada"].append(plan(LONG_REPLY))
     assert s.openai is not None
     s.openai.script_speech(SENTENCE)
@@ -202,6 +204,7 @@ async def test_talking_over_a_reply_as_it_starts_stops_it_and_the_character_stil
     await s.fake.wait_for_response(joined, 2)
     player = s.runtime("Ada").get_service("discord").voice.sessions[s.guild.id].player
     s.openai.script_speech(clip(1.0), clip(0.4))
+    await s.fake.user_joins_voice(s.cleo, voice_general)  # not alone with Sam: his "mm-hm" is not for her
     s.openai.script_transcription("mm-hm, right")  # what Sam says is not for Ada: ignored
 
     # Sam is talking (steadily, -20 dBFS) when Ada starts to answer what he typed: 200 ms into her

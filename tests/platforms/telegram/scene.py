@@ -25,9 +25,9 @@ from platforms.telegram._mapping import room_id
 
 from ...fakes.openai_server import FakeOpenAIServer
 from ...fakes.telegram_server import FakeTelegram
-from ..discord.scene import Brain, plan, until
+from ..discord.scene import Brain, drawing, plan, until
 
-__all__ = ["Scene", "plan", "scene", "until"]
+__all__ = ["Scene", "drawing", "plan", "scene", "until"]
 
 
 def character(tmp_path: Path, name: str, token: str, api_root: str, **settings: Any) -> Path:
@@ -71,8 +71,11 @@ class Scene:
         with_brann: bool = True,
         brann_token: str | None = None,
         wait: bool = True,
+        brann_settings: dict[str, Any] | None = None,
     ) -> None:
-        daemon, self.task = self.launch(ada_settings or {}, with_brann, brann_token or self.brann.token)
+        daemon, self.task = self.launch(
+            ada_settings or {}, with_brann, brann_token or self.brann.token, brann_settings or {}
+        )
         self.daemon = daemon
         if wait:
             await until(lambda: daemon.runtimes and self.runtime("Ada").get_service("telegram"), timeout=10)
@@ -100,11 +103,11 @@ async def scene(tmp_path: Path) -> AsyncIterator[Scene]:
         running: list[tuple[Daemon, asyncio.Task[int]]] = []
 
         def launch(
-            ada_settings: dict[str, Any], with_brann: bool, brann_token: str
+            ada_settings: dict[str, Any], with_brann: bool, brann_token: str, brann_settings: dict[str, Any]
         ) -> tuple[Daemon, asyncio.Task[int]]:
             paths = [character(tmp_path, "Ada", ada.token, fake.url, **ada_settings)]
             if with_brann:
-                paths.append(character(tmp_path, "Brann", brann_token, fake.url))
+                paths.append(character(tmp_path, "Brann", brann_token, fake.url, **brann_settings))
             results = [load_character(p, environ=environ) for p in paths]
             settings = DaemonSettings(db_path=tmp_path / "troupe.db", reconnect_base_s=0.05, reconnect_cap_s=0.2)
             daemon = Daemon(settings, results, environ)

@@ -67,3 +67,10 @@ def test_send_deadline_is_a_minute_by_default_and_checked() -> None:
         r"\(such as 60\), not 'soon'",
     ):
         config(TELEGRAM_SEND_DEADLINE_S="soon")
+
+
+def test_channel_posts_are_off_unless_switched_on() -> None:
+    assert config().channel_posts is False
+    assert config(TELEGRAM_CHANNEL_POSTS="true").channel_posts is True
+    with pytest.raises(ConfigError, match="TELEGRAM_CHANNEL_POSTS must be true or false, not .sometimes."):
+        config(TELEGRAM_CHANNEL_POSTS="sometimes")

@@ -187,6 +187,23 @@ def test_files_are_attachments_by_file_id_and_spoken_media_is_named_for_transcri
     assert "attachments" not in translated(message(GROUP, "words only")).memory.content
 
 
+def test_a_video_is_an_attachment_the_core_can_watch() -> None:
+    video = {"file_id": "VID", "file_unique_id": "u-vid", "duration": 4, "width": 64, "height": 48, "file_size": 7}
+    seen = translated(message(PRIVATE, caption="our dog", video=video))
+    assert seen.attachments == [
+        {
+            "id": "VID",
+            "title": "video.mp4",
+            "contentType": "video/mp4",
+            "private": True,
+            "url": "telegram:file:u-vid",
+            "size": 7,
+            "source": "telegram",
+        }
+    ]
+    assert seen.spoken is None  # not a voice message: its words are heard by the core, if it answers
+
+
 def test_an_edit_carries_the_words_and_never_the_files() -> None:
     document = {"file_id": "DOC", "file_unique_id": "u-doc", "file_name": "notes.txt", "mime_type": "text/plain"}
     seen = translated(message(GROUP, caption="notes, fixed", document=document))
@@ -211,3 +228,22 @@ def test_translating_leaves_the_native_message_as_it_was() -> None:
     seen = translate(AGENT, native, bot_id=BOT["id"], bot_username=BOT["username"])
     seen.memory.content["text"] = "changed by the pipeline's listener"
     assert native.to_dict() == before
+
+
+def test_a_sticker_is_its_emoji_and_a_sticker_without_one_still_says_what_it_is() -> None:
+    sticker = {"file_id": "s1", "file_unique_id": "us1", "type": "regular", "width": 512, "height": 512}
+    animated = {**sticker, "is_animated": True, "is_video": False, "emoji": "🔥"}
+    video = {**sticker, "is_animated": False, "is_video": True, "emoji": "🎉"}
+    plain = {**sticker, "is_animated": False, "is_video": False}
+    assert memory(message(GROUP, sticker=animated)).content["text"] == "[sticker 🔥]"
+    assert memory(message(GROUP, sticker=video)).content["text"] == "[sticker 🎉]"
+    assert memory(message(GROUP, sticker=plain)).content["text"] == "[sticker]"
+
+
+def test_a_channel_post_is_signed_by_the_channel() -> None:
+    post = message(CHANNEL, "Harbour opens at dawn, @ada_bot", id=70, sender_chat=CHANNEL)
+    del post["from"]
+    seen = translated(post)
+    assert seen.entity.names == ["News", "@newsy"] and seen.memory.content["channelType"] == "FEED"
+    assert seen.memory.metadata["entityName"] == "News" and seen.memory.metadata["isMention"]
+    assert seen.memory.entity_id == unique_uuid(AGENT, f"telegram:user:{CHANNEL['id']}")

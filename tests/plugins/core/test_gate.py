@@ -30,6 +30,16 @@ def test_direct_rooms_always_respond(room_type) -> None:
     assert verdict(msg(), room_type=room_type).decision is Decision.RESPOND
 
 
+def test_speech_from_the_only_other_member_of_a_voice_channel_is_addressed_to_the_agent() -> None:
+    alone = verdict(msg("so what now?", oneToOne=True), room_type=ChannelType.VOICE_GROUP)
+    assert (alone.decision, alone.rule, alone.addressed) == (Decision.RESPOND, Rule.ONE_TO_ONE, True)
+    company = verdict(msg("so what now?", oneToOne=False), room_type=ChannelType.VOICE_GROUP)
+    assert company.decision is Decision.ASK_MODEL
+    # Like a DM, a muted voice room stays muted.
+    muted = verdict(msg("so what now?", oneToOne=True), room_type=ChannelType.VOICE_GROUP, state=RoomState.MUTED)
+    assert muted.decision is Decision.IGNORE
+
+
 def test_console_source_always_responds() -> None:
     assert verdict(msg(source="console")).decision is Decision.RESPOND
 

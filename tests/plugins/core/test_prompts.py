@@ -167,6 +167,7 @@ def test_default_templates_exist_under_upstream_names_with_their_inputs() -> Non
         "troupeDecisionTemplate",  # troupe's: one decision for the characters sharing a room (_troupe.py)
         "conversationSummaryTemplate",  # troupe's: SUMMARIZE_CONVERSATION, a chunk (_summaries.py)
         "summaryCombineTemplate",  # troupe's: SUMMARIZE_CONVERSATION, the chunks' summaries combined
+        "attachmentsTemplate",  # troupe's: CHAT_WITH_ATTACHMENTS (upstream's is inline in plugin-discord)
     }
     troupe = DEFAULT_TEMPLATES["troupeDecisionTemplate"]
     for needle in ("{{providers}}", "{{troupeMembers}}", "{{troupeNames}}", "<answer>", "<stop>"):

@@ -247,11 +247,20 @@ def test_openrouter_takes_embeddings_from_a_keyless_local_server() -> None:
 
 # -- setup ------------------------------------------------------------------------------------
 
+NOT_DRAWING = [t for t in ModelType if t is not ModelType.IMAGE]
+
 
 @pytest.mark.parametrize(
     ("preset", "settings", "expected"),
     [
         (None, {"OPENAI_API_KEY": KEY}, {t: ("openai", 50) for t in ModelType}),
+        # Another server draws only when an image model is named for it.
+        (None, {"OPENAI_BASE_URL": "http://localhost:8080/v1"}, {t: ("openai", 50) for t in NOT_DRAWING}),
+        (
+            None,
+            {"OPENAI_BASE_URL": "http://localhost:8080/v1", "IMAGE_MODEL": "sdxl"},
+            {t: ("openai", 50) for t in ModelType},
+        ),
         ("ollama", {}, {**{t: ("ollama", 10) for t in CHAT}, ModelType.TEXT_EMBEDDING: ("ollama", 10)}),
         (
             "openrouter",
@@ -334,3 +343,21 @@ def test_image_description_tokens_must_be_positive() -> None:
         ConfigError, match="OPENAI_IMAGE_DESCRIPTION_MAX_TOKENS must be a whole number, 1 or more, not '0'"
     ):
         resolve({"OPENAI_API_KEY": KEY, "OPENAI_IMAGE_DESCRIPTION_MAX_TOKENS": "0"})
+
+
+def test_image_model_and_size_settings_with_their_fallbacks() -> None:
+    config = resolve({"OPENAI_API_KEY": KEY})
+    assert (config.drawing_model, config.image_size) == ("dall-e-3", "1024x1024")
+    config = resolve({"OPENAI_API_KEY": KEY, "IMAGE_MODEL": "gpt-image-1", "IMAGE_SIZE": "1536x1024"})
+    assert (config.drawing_model, config.image_size) == ("gpt-image-1", "1536x1024")
+    config = resolve(
+        {"OPENAI_API_KEY": KEY, "OPENAI_IMAGE_MODEL": "dall-e-2", "IMAGE_MODEL": "x", "OPENAI_IMAGE_SIZE": "Auto"}
+    )
+    assert (config.drawing_model, config.image_size) == ("dall-e-2", "auto")
+
+
+def test_an_image_size_that_is_no_size_says_what_to_write() -> None:
+    with pytest.raises(
+        ConfigError, match=r"IMAGE_SIZE is 'big'; use a width and height in pixels such as 1024x1024, or auto"
+    ):
+        resolve({"OPENAI_API_KEY": KEY, "IMAGE_SIZE": "big"})

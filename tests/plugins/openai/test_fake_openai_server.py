@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
 from collections.abc import AsyncIterator
 
+import aiohttp
 import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageParam
 
-from tests.fakes.openai_server import Fail, FakeOpenAIServer, UploadedFile
+from tests.fakes.openai_server import Fail, FakeOpenAIServer, UploadedFile, make_png
 
 from .conftest import KEY
 
@@ -145,8 +147,24 @@ async def test_requests_record_auth_suffix_but_never_the_key(
 
 async def test_unknown_routes_are_404_and_recorded(server: FakeOpenAIServer, client: openai.AsyncOpenAI) -> None:
     with pytest.raises(openai.NotFoundError):
-        await client.images.generate(prompt="a cat")
+        await client.moderations.create(input="a cat")
     assert server.requests[0].endpoint == "unknown"
+
+
+async def test_images_answer_base64_or_a_url_the_fake_serves(
+    server: FakeOpenAIServer, client: openai.AsyncOpenAI
+) -> None:
+    picture = make_png(3, 2)
+    server.script_images(picture)
+    drawn = await client.images.generate(prompt="a cat", model="dall-e-3", response_format="b64_json")
+    assert drawn.data is not None and base64.b64decode(drawn.data[0].b64_json or "") == picture
+    assert drawn.data[0].revised_prompt == "drawn: a cat"
+    linked = await client.images.generate(prompt="a dog", response_format="url")
+    assert linked.data is not None and linked.data[0].url is not None
+    async with aiohttp.ClientSession() as session, session.get(linked.data[0].url) as response:
+        assert await response.read() == picture
+    assert [r.endpoint for r in server.requests] == ["images", "images", "image_files"]
+    assert picture.startswith(b"\x89PNG\r\n\x1a\n") and len(make_png(padding=1000)) > 1000
 
 
 async def test_latency_delays_and_close_cuts_it_short() -> None:

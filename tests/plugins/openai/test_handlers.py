@@ -12,9 +12,10 @@ import pytest
 
 from bot.errors import ModelError, ModelRequestRejected
 from bot.models import ModelType
+from bot.outgoing import OutgoingFile
 from bot.shared import Shared
 from plugins.openai._pools import HttpPools
-from tests.fakes.openai_server import Body, Fail, FakeOpenAIServer, UploadedFile
+from tests.fakes.openai_server import Body, Fail, FakeOpenAIServer, Served, UploadedFile, make_png
 
 from ..fake_runtime import FakeCharacter, FakeRuntime
 from .conftest import KEY, OTHER_KEY
@@ -361,6 +362,95 @@ async def test_image_description_tolerates_prose_and_takes_a_custom_question(
     assert result == {"title": "A receipt", "description": "It lists three coffees and a croissant."}
     text_part = server.requests_for("chat")[0].json["messages"][0]["content"][0]
     assert text_part["text"].startswith("What was bought?\n\n")
+
+
+# -- images drawn (IMAGE) ------------------------------------------------------------------
+
+
+@pytest.fixture
+async def drawer(server: FakeOpenAIServer, make_runtime: MakeRuntime) -> FakeRuntime:
+    """The plugin pointed at the fake server with an image model named (it draws only then)."""
+    return await make_runtime(
+        {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url, "OPENAI_MAX_RETRIES": "1", "IMAGE_MODEL": "dall-e-3"}
+    )
+
+
+async def test_image_asks_for_one_base64_picture_of_the_configured_size_and_returns_it_as_a_file(
+    drawer: FakeRuntime, server: FakeOpenAIServer
+) -> None:
+    picture = make_png(2, 2)
+    server.script_images(picture)
+    (image,) = await drawer.use(ModelType.IMAGE, {"prompt": "a ginger cat"})
+    assert isinstance(image, OutgoingFile)
+    assert image.data == picture and image.content_type == "image/png" and image.filename == "image-1.png"
+    assert image.description == "drawn: a ginger cat"  # the prompt the server says it drew
+    (request,) = server.requests_for("images")
+    assert request.json == {
+        "model": "dall-e-3",
+        "prompt": "a ginger cat",
+        "n": 1,
+        "size": "1024x1024",
+        "response_format": "b64_json",
+    }
+    assert request.auth_suffix == KEY[-4:]
+
+
+async def test_image_model_and_size_come_from_the_characters_settings(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    settings = {
+        "OPENAI_API_KEY": KEY,
+        "OPENAI_BASE_URL": server.url,
+        "IMAGE_MODEL": "gpt-image-1",
+        "IMAGE_SIZE": "512x512",
+    }
+    runtime = await make_runtime(settings)
+    await runtime.use(ModelType.IMAGE, {"prompt": "a cat"})
+    body = server.requests_for("images")[0].json
+    # gpt-image models always answer base64 and refuse being asked for a format.
+    assert body["model"] == "gpt-image-1" and body["size"] == "512x512" and "response_format" not in body
+
+
+async def test_an_image_answered_as_a_url_is_fetched_without_the_key(
+    drawer: FakeRuntime, server: FakeOpenAIServer
+) -> None:
+    picture = b"\xff\xd8\xff\xe0fake-jpeg"
+    server.script_images(Served(picture))
+    (image,) = await drawer.use(ModelType.IMAGE, {"prompt": "a cat"})
+    assert image.data == picture and image.content_type == "image/jpeg" and image.filename == "image-1.jpg"
+    (fetched,) = server.requests_for("image_files")
+    assert not fetched.auth
+
+
+async def test_an_images_answer_that_is_no_picture_is_a_model_error(
+    drawer: FakeRuntime, server: FakeOpenAIServer
+) -> None:
+    server.script_images(b"<html>not a picture</html>", Body('{"data": []}'))
+    with pytest.raises(ModelError, match=r"returned 26 bytes that are not a PNG, JPEG, WebP or GIF"):
+        await drawer.use(ModelType.IMAGE, {"prompt": "a cat"})
+    with pytest.raises(
+        ModelError, match=r"not a list of images; does http://127.0.0.1:\d+/v1 serve /images/generations"
+    ):
+        await drawer.use(ModelType.IMAGE, {"prompt": "a cat"})
+
+
+async def test_an_image_refused_by_the_server_says_why_and_an_empty_prompt_asks_nothing(
+    drawer: FakeRuntime, server: FakeOpenAIServer
+) -> None:
+    server.script_images(Fail(400, message="Your request was rejected by the safety system."))
+    with pytest.raises(
+        ModelRequestRejected, match=r"IMAGE via openai \(dall-e-3\): HTTP 400: Your request was rejected"
+    ):
+        await drawer.use(ModelType.IMAGE, {"prompt": "something"})
+    with pytest.raises(ModelError, match="cannot draw an empty prompt"):
+        await drawer.use(ModelType.IMAGE, {"prompt": "  "})
+    assert len(server.requests_for("images")) == 1
+
+
+async def test_an_image_server_error_is_retried(drawer: FakeRuntime, server: FakeOpenAIServer) -> None:
+    server.script_images(Fail(503, times=1), make_png())
+    assert len(await drawer.use(ModelType.IMAGE, {"prompt": "a cat"})) == 1
+    assert len(server.requests_for("images")) == 2
 
 
 async def test_text_to_speech_returns_audio_bytes(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:

@@ -1,0 +1,264 @@
+"""Files and images the agent sends, and the size rules every platform applies before sending.
+
+An action (or the plan) puts :class:`OutgoingFile` values in ``content["files"]``; the reply
+channel and the Messenger send them natively (Telegram: a photo or a document; Discord: an
+attachment). Before anything goes out, :func:`place` decides how each file goes with the
+platform's :class:`SizeLimits`: an image too big for a photo goes as a document, a file too big
+for the platform is not sent, and :func:`refusal_note` is added to the text so that the person
+reads what was left out and why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import mimetypes
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from .types import JSON
+
+__all__ = [
+    "FileKind",
+    "OutgoingFile",
+    "Placed",
+    "SizeLimits",
+    "files_in",
+    "load",
+    "place",
+    "refusal_note",
+    "shown_size",
+    "sniff_image_type",
+    "with_note",
+]
+
+_log = logging.getLogger(__name__)
+
+#: Image types a chat shows inline as a picture (a GIF animates: it goes as a file).
+_PICTURE_TYPES = frozenset({"image/jpeg", "image/png", "image/webp"})
+
+
+def sniff_image_type(data: bytes) -> str | None:
+    """The content type of image bytes from their first bytes; None when they are no known image."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingFile:
+    """One file to send: its bytes or a path to them, its name, type and alt text.
+
+    Raises:
+        ValueError: neither or both of ``data`` and ``path``, or no file name.
+    """
+
+    filename: str
+    content_type: str = "application/octet-stream"
+    data: bytes | None = None
+    path: Path | None = None
+    description: str = ""
+    """Alt text (Discord) or the caption it goes with when it has no other (Telegram)."""
+
+    def __post_init__(self) -> None:
+        if (self.data is None) == (self.path is None):
+            raise ValueError("an outgoing file has either its bytes (data) or a path, not both nor neither")
+        if not self.filename.strip():
+            raise ValueError("an outgoing file needs a file name")
+
+    def __repr__(self) -> str:  # never the bytes
+        where = f"path={str(self.path)!r}" if self.path is not None else f"{len(self.data or b'')} bytes"
+        return f"OutgoingFile({self.filename!r}, {self.content_type!r}, {where})"
+
+    @classmethod
+    def of_bytes(
+        cls, data: bytes, filename: str, content_type: str | None = None, description: str = ""
+    ) -> OutgoingFile:
+        """``data`` as a file; its type from the bytes (images), else the name, unless given."""
+        kind = content_type or sniff_image_type(data) or _guess(filename)
+        return cls(filename=filename, content_type=kind, data=bytes(data), description=description)
+
+    @classmethod
+    def of_path(
+        cls, path: str | Path, content_type: str | None = None, description: str = "", filename: str | None = None
+    ) -> OutgoingFile:
+        """The file at ``path`` (read when sent), named ``filename`` or as on disk; its type from
+        its name unless given."""
+        path = Path(path)
+        name = filename or path.name
+        return cls(filename=name, content_type=content_type or _guess(name), path=path, description=description)
+
+    @property
+    def is_picture(self) -> bool:
+        """An image a chat shows as a picture (JPEG, PNG, WebP)."""
+        return self.content_type in _PICTURE_TYPES
+
+    def size(self) -> int | None:
+        """Its length in bytes; None when its path cannot be read (gone, not a regular file)."""
+        if self.data is not None:
+            return len(self.data)
+        assert self.path is not None
+        try:
+            found = self.path.stat()
+        except (OSError, ValueError):
+            return None
+        return found.st_size if stat.S_ISREG(found.st_mode) else None
+
+    async def read(self) -> bytes:
+        """Its bytes (a path is read in a worker thread: the loop never waits on the disk).
+
+        Raises:
+            OSError: the path cannot be read.
+        """
+        if self.data is not None:
+            return self.data
+        assert self.path is not None
+        return await asyncio.to_thread(self.path.read_bytes)
+
+    def record(self) -> JSON:
+        """What a stored message keeps of it (never the bytes)."""
+        found: JSON = {"title": self.filename, "contentType": self.content_type, "size": self.size()}
+        if self.description:
+            found["description"] = self.description
+        return found
+
+
+def _guess(filename: str) -> str:
+    return mimetypes.guess_type(filename)[0] or "application/octet-stream"
+
+
+def files_in(content: Mapping[str, object]) -> list[OutgoingFile]:
+    """The files ``content["files"]`` carries: OutgoingFile values, paths, or dicts with
+    ``data`` (bytes) and ``name``/``filename``, or with ``path``. Anything else is skipped with
+    a warning that says what it was."""
+    found: list[OutgoingFile] = []
+    raw = content.get("files")
+    items: Iterable[object] = raw if isinstance(raw, (list, tuple)) else ()
+    for item in items:
+        file = _as_file(item)
+        if file is None:
+            _log.warning("not a file to send, skipped: %s", type(item).__name__)
+        else:
+            found.append(file)
+    return found
+
+
+def _as_file(item: object) -> OutgoingFile | None:
+    if isinstance(item, OutgoingFile):
+        return item
+    if isinstance(item, (str, Path)):
+        return OutgoingFile.of_path(item)
+    if isinstance(item, Mapping):
+        given = item.get("contentType") or item.get("content_type")
+        kind = str(given) if given else None
+        description = str(item.get("description") or "")
+        named = item.get("filename") or item.get("name")
+        name = str(named) if named else None
+        data = item.get("data")
+        if isinstance(data, (bytes, bytearray)):
+            return OutgoingFile.of_bytes(bytes(data), name or "file", kind, description)
+        path = item.get("path")
+        if isinstance(path, (str, Path)):
+            return OutgoingFile.of_path(path, kind, description, name)
+    return None
+
+
+class FileKind(StrEnum):
+    """How a file goes out."""
+
+    PICTURE = "picture"  # shown as an image (a Telegram photo)
+    DOCUMENT = "document"  # a file to download (a Telegram document; any Discord attachment)
+    REFUSED = "refused"  # not sent: ``Placed.reason`` says why
+
+
+@dataclass(frozen=True, slots=True)
+class SizeLimits:
+    """What a platform takes, in bytes."""
+
+    platform: str
+    """Its name for people ("Telegram")."""
+    file: int
+    """The largest file."""
+    picture: int | None = None
+    """The largest picture shown as such; None when pictures are files like any other (Discord)."""
+    per_message: int | None = None
+    """How many files one message holds; None when each goes on its own."""
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """One file, how it goes out, its size, and (refused) why not."""
+
+    file: OutgoingFile
+    kind: FileKind
+    size: int = 0
+    reason: str = ""
+
+
+def shown_size(size: int) -> str:
+    """A size for people, in decimal units as the platforms state their limits: ``12 KB``, ``10.5 MB``."""
+    if size < 1000 * 1000:
+        return f"{max(1, round(size / 1000))} KB"
+    return f"{size / (1000 * 1000):.1f}".rstrip("0").rstrip(".") + " MB"
+
+
+def place(files: Iterable[OutgoingFile], limits: SizeLimits) -> list[Placed]:
+    """How each file goes out under ``limits``, in order (see the module docstring)."""
+    placed: list[Placed] = []
+    taken = 0
+    for file in files:
+        size = file.size()
+        if size is None:
+            placed.append(Placed(file, FileKind.REFUSED, 0, "it cannot be read"))
+            continue
+        if size == 0:
+            placed.append(Placed(file, FileKind.REFUSED, 0, "it is empty"))
+            continue
+        if size > limits.file:
+            reason = f"it is {shown_size(size)}, more than the {shown_size(limits.file)} {limits.platform} takes"
+            placed.append(Placed(file, FileKind.REFUSED, size, reason))
+            continue
+        if limits.per_message is not None and taken >= limits.per_message:
+            reason = f"{limits.platform} takes at most {limits.per_message} files in one message"
+            placed.append(Placed(file, FileKind.REFUSED, size, reason))
+            continue
+        taken += 1
+        picture = file.is_picture and (limits.picture is None or size <= limits.picture)
+        placed.append(Placed(file, FileKind.PICTURE if picture else FileKind.DOCUMENT, size))
+    return placed
+
+
+def refusal_note(placed: Iterable[Placed]) -> str:
+    """One line per file not sent, saying which and why; empty when all of them go."""
+    return "\n".join(f"(I couldn't send {p.file.filename}: {p.reason}.)" for p in placed if p.kind is FileKind.REFUSED)
+
+
+async def load(placed: Iterable[Placed]) -> tuple[list[tuple[Placed, bytes]], str]:
+    """The bytes of each file that goes out, and the note on those that do not (refused, or
+    unreadable after all: a file removed since it was placed)."""
+    loaded: list[tuple[Placed, bytes]] = []
+    left: list[Placed] = []
+    for item in placed:
+        if item.kind is FileKind.REFUSED:
+            left.append(item)
+            continue
+        try:
+            loaded.append((item, await item.file.read()))
+        except OSError as exc:
+            _log.warning("cannot read %s to send it: %s", item.file.filename, exc.strerror or type(exc).__name__)
+            left.append(Placed(item.file, FileKind.REFUSED, item.size, "it cannot be read"))
+    return loaded, refusal_note(left)
+
+
+def with_note(text: str, note: str) -> str:
+    """``text`` followed by ``note`` (a blank line between), either alone when the other is empty."""
+    return "\n\n".join(part for part in (text.strip(), note) if part)

@@ -1,0 +1,127 @@
+"""Sending files to Telegram: pictures as photos, anything else as documents, with the caption
+rules and the Bot API's size limits checked before anything is uploaded.
+
+A reply's text goes as the first file's caption when it fits one caption (1024 characters);
+longer text goes first as messages of its own, then the files. A picture over 10 MB (or one
+Telegram will not take as a photo) goes as a document; a file over 50 MB is not sent, and the
+text says so (:func:`bot.outgoing.refusal_note`). Flood control and network errors are retried as
+for text (:mod:`._outbound`), within the same send deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from telegram import Bot, Message, ReplyParameters
+from telegram.constants import ParseMode
+from telegram.error import BadRequest, TelegramError
+
+from bot.backoff import Deadline
+from bot.errors import PartlySent
+from bot.outgoing import FileKind, OutgoingFile, Placed, SizeLimits, load, place, with_note
+from bot.text import repair_text
+
+from ._markdown import split_for_telegram
+from ._outbound import send_text, unparseable, with_retries
+
+__all__ = ["MAX_CAPTION", "TELEGRAM_LIMITS", "caption_for", "send_with_files"]
+
+_log = logging.getLogger(__name__)
+
+#: The Bot API's limits for uploads (api.telegram.org; a local Bot API server takes more).
+TELEGRAM_LIMITS = SizeLimits("Telegram", file=50 * 1000 * 1000, picture=10 * 1000 * 1000)
+MAX_CAPTION = 1024
+
+
+def caption_for(text: str) -> tuple[str, str] | None:
+    """``text`` as a caption (MarkdownV2, and the plain text should Telegram refuse that), or
+    None when it does not fit in one."""
+    parts = split_for_telegram(repair_text(text.strip()))
+    if len(parts) != 1 or len(parts[0][1]) > MAX_CAPTION:
+        return None
+    return parts[0]
+
+
+async def send_with_files(
+    bot: Bot,
+    chat_id: int,
+    text: str,
+    files: Sequence[OutgoingFile],
+    *,
+    reply_to: int | None = None,
+    thread_id: int | None = None,
+    deadline_s: float,
+) -> list[Message]:
+    """Send ``text`` and ``files`` (see the module docstring); the first message quotes ``reply_to``.
+
+    Raises:
+        PartlySent: some messages went out (its ``sent``), then one could not.
+        TelegramError: what Telegram refused of the first message.
+    """
+    deadline = Deadline.after(deadline_s)
+    loaded, note = await load(place(files, TELEGRAM_LIMITS))
+    text = with_note(text, note)
+    caption = caption_for(text) if loaded and text else None
+    sent: list[Message] = []
+    if text and caption is None:
+        sent += await send_text(
+            bot, chat_id, text, reply_to=reply_to, thread_id=thread_id, deadline_s=max(deadline.remaining(), 0.1)
+        )
+    for index, (placed, data) in enumerate(loaded):
+        if index > 0 or sent:
+            own = placed.file.description
+            caption = caption_for(own) if own else None
+        try:
+            quoted = reply_to if not sent else None
+            sent.append(await _send_file(bot, chat_id, placed, data, caption, quoted, thread_id, deadline))
+        except TelegramError as exc:
+            if not sent:
+                raise
+            raise PartlySent(f"only {len(sent)} messages went out, then a file could not: {exc.message}", sent) from exc
+    return sent
+
+
+async def _send_file(
+    bot: Bot,
+    chat_id: int,
+    placed: Placed,
+    data: bytes,
+    caption: tuple[str, str] | None,
+    reply_to: int | None,
+    thread_id: int | None,
+    deadline: Deadline,
+) -> Message:
+    """One file, as a photo or a document; a photo Telegram refuses goes again as a document."""
+    common: dict[str, Any] = {"chat_id": chat_id, "message_thread_id": thread_id, "filename": placed.file.filename}
+    if reply_to is not None:
+        common["reply_parameters"] = ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
+
+    async def upload(kind: FileKind, formatted: bool) -> Message:
+        extra = dict(common)
+        if caption is not None:
+            extra["caption"] = caption[0] if formatted else caption[1]
+            if formatted:
+                extra["parse_mode"] = ParseMode.MARKDOWN_V2
+        if kind is FileKind.PICTURE:
+            return await with_retries(lambda: bot.send_photo(photo=data, **extra), deadline)
+        return await with_retries(lambda: bot.send_document(document=data, **extra), deadline)
+
+    async def as_kind(kind: FileKind) -> Message:
+        try:
+            return await upload(kind, formatted=True)
+        except BadRequest as exc:
+            if caption is None or not unparseable(exc):
+                raise
+            _log.warning("Telegram could not parse a converted caption (%s); sending it as plain text", exc.message)
+            return await upload(kind, formatted=False)
+
+    if placed.kind is not FileKind.PICTURE:
+        return await as_kind(FileKind.DOCUMENT)
+    try:
+        return await as_kind(FileKind.PICTURE)
+    except BadRequest as exc:
+        # Dimensions Telegram will not show, a picture it cannot decode: as a file it still goes.
+        _log.info("Telegram refused %s as a photo (%s); sending it as a document", placed.file.filename, exc.message)
+        return await as_kind(FileKind.DOCUMENT)

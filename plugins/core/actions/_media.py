@@ -1,0 +1,49 @@
+"""What TRANSCRIBE_MEDIA and CHAT_WITH_ATTACHMENTS share: the attachments a request names.
+
+Not an action itself (the leading underscore keeps it out of discovery).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bot.components import ActionResult, HandlerCallback
+from bot.types import Memory
+
+__all__ = ["named_in", "send_answer"]
+
+#: Upstream matches attachment ids by their first five characters, which people copy from prompts.
+_ID_PREFIX = 5
+
+
+def named_in(text: str, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``items`` that ``text`` names by id (or its first characters), title or URL."""
+    wanted = text.casefold()
+    named = []
+    for item in items:
+        keys = [item["id"], item["title"], item["url"]]
+        if len(item["id"]) > _ID_PREFIX:
+            keys.append(item["id"][:_ID_PREFIX])
+        if any(len(k) >= 3 and k.casefold() in wanted for k in keys if k):
+            named.append(item)
+    return named
+
+
+async def send_answer(
+    callback: HandlerCallback | None, message: Memory, text: str, action: str, data: dict[str, Any]
+) -> ActionResult:
+    """Send ``text`` as ``<action>_RESPONSE`` in reply to ``message``; the result says whether it went out."""
+    if callback is None:
+        return ActionResult(success=False, error="no way to send: the message came without a callback")
+    sent = await callback(
+        {
+            "text": text,
+            "actions": [f"{action}_RESPONSE"],
+            "inReplyTo": message.id,
+            "source": message.content.get("source"),
+        }
+    )
+    if not sent:
+        return ActionResult(success=False, error=f"send failed: the platform took none of the {action} answer")
+    return ActionResult(text=text, data={"actionName": action, **data})

@@ -1,0 +1,145 @@
+"""Outgoing files: what an action may attach, and the size rules checked before anything is sent."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bot.outgoing import (
+    FileKind,
+    OutgoingFile,
+    SizeLimits,
+    files_in,
+    load,
+    place,
+    refusal_note,
+    shown_size,
+    sniff_image_type,
+    with_note,
+)
+from tests.fakes.openai_server import make_png
+
+MB = 1000 * 1000
+TELEGRAM = SizeLimits("Telegram", file=50 * MB, picture=10 * MB)
+
+
+def sparse(path: Path, size: int) -> Path:
+    """A file of ``size`` bytes that takes no room on disk (nothing is ever read from it)."""
+    with path.open("wb") as file:
+        file.truncate(size)
+    return path
+
+
+def test_a_file_has_its_bytes_or_a_path_and_a_name() -> None:
+    with pytest.raises(ValueError, match="either its bytes"):
+        OutgoingFile("a.txt")
+    with pytest.raises(ValueError, match="either its bytes"):
+        OutgoingFile("a.txt", data=b"x", path=Path("a.txt"))
+    with pytest.raises(ValueError, match="needs a file name"):
+        OutgoingFile(" ", data=b"x")
+    assert "bytes" not in repr(OutgoingFile.of_bytes(b"secret", "a.txt")).replace("6 bytes", "")
+
+
+def test_types_come_from_the_bytes_of_images_and_from_names_otherwise(tmp_path: Path) -> None:
+    assert OutgoingFile.of_bytes(make_png(), "drawing").content_type == "image/png"
+    assert OutgoingFile.of_bytes(b"\xff\xd8\xff\xe0", "x").is_picture
+    assert OutgoingFile.of_bytes(b"GIF89a...", "x.gif").content_type == "image/gif"
+    assert not OutgoingFile.of_bytes(b"GIF89a...", "x.gif").is_picture  # a GIF animates: it goes as a file
+    assert OutgoingFile.of_bytes(b"a,b", "table.csv").content_type == "text/csv"
+    assert OutgoingFile.of_bytes(b"?", "noext").content_type == "application/octet-stream"
+    assert OutgoingFile.of_path(tmp_path / "notes.pdf").content_type == "application/pdf"
+    assert sniff_image_type(b"RIFF\x00\x00\x00\x00WEBPVP8 ") == "image/webp"
+    assert sniff_image_type(b"plain text") is None
+
+
+def test_files_in_takes_files_paths_and_dicts_and_skips_the_rest(tmp_path: Path, caplog) -> None:
+    path = tmp_path / "notes.md"
+    given = OutgoingFile.of_bytes(b"x", "x.bin")
+    files = files_in(
+        {
+            "files": [
+                given,
+                str(path),
+                {"path": str(path), "name": "renamed.md", "description": "notes"},
+                {"data": b"1", "filename": "one.txt", "contentType": "text/plain"},
+                42,
+            ]
+        }
+    )
+    assert files[0] is given
+    assert [(f.filename, f.content_type, f.description) for f in files[1:]] == [
+        ("notes.md", "text/markdown", ""),
+        ("renamed.md", "text/markdown", "notes"),
+        ("one.txt", "text/plain", ""),
+    ]
+    assert "not a file to send, skipped: int" in caplog.text
+    assert files_in({"text": "no files"}) == [] and files_in({"files": "a.txt"}) == []
+
+
+def test_a_picture_within_the_photo_limit_goes_as_a_picture_a_bigger_one_as_a_document() -> None:
+    small = OutgoingFile.of_bytes(make_png(), "small.png")
+    big = OutgoingFile.of_bytes(make_png(padding=10 * MB), "big.png")
+    document = OutgoingFile.of_bytes(b"%PDF-1.4", "report.pdf")
+    placed = place([small, big, document], TELEGRAM)
+    assert [p.kind for p in placed] == [FileKind.PICTURE, FileKind.DOCUMENT, FileKind.DOCUMENT]
+    assert refusal_note(placed) == ""
+
+
+def test_pictures_are_files_like_any_other_where_the_platform_has_no_photo_limit() -> None:
+    discord = SizeLimits("Discord", file=10 * 1024 * 1024, per_message=10)
+    (placed,) = place([OutgoingFile.of_bytes(make_png(padding=9 * MB), "big.png")], discord)
+    assert placed.kind is FileKind.PICTURE
+
+
+def test_a_file_too_big_for_the_platform_is_refused_and_the_note_says_which_and_why(tmp_path: Path) -> None:
+    huge = OutgoingFile.of_path(sparse(tmp_path / "film.mp4", 60 * MB))
+    placed = place([huge, OutgoingFile.of_bytes(b"ok", "ok.txt")], TELEGRAM)
+    assert [p.kind for p in placed] == [FileKind.REFUSED, FileKind.DOCUMENT]
+    assert placed[0].size == 60 * MB
+    assert refusal_note(placed) == "(I couldn't send film.mp4: it is 60 MB, more than the 50 MB Telegram takes.)"
+
+
+def test_missing_unreadable_and_empty_files_are_refused_with_their_reason(tmp_path: Path) -> None:
+    (tmp_path / "folder").mkdir()
+    files = [
+        OutgoingFile.of_path(tmp_path / "gone.txt"),
+        OutgoingFile.of_path(tmp_path / "folder"),
+        OutgoingFile.of_bytes(b"", "empty.txt"),
+    ]
+    assert refusal_note(place(files, TELEGRAM)).splitlines() == [
+        "(I couldn't send gone.txt: it cannot be read.)",
+        "(I couldn't send folder: it cannot be read.)",
+        "(I couldn't send empty.txt: it is empty.)",
+    ]
+
+
+def test_files_beyond_what_one_message_holds_are_refused() -> None:
+    limits = SizeLimits("Discord", file=1024, per_message=2)
+    placed = place([OutgoingFile.of_bytes(b"x", f"{n}.txt") for n in range(3)], limits)
+    assert [p.kind for p in placed] == [FileKind.DOCUMENT, FileKind.DOCUMENT, FileKind.REFUSED]
+    assert placed[2].reason == "Discord takes at most 2 files in one message"
+
+
+async def test_load_reads_what_goes_and_notes_a_file_gone_since_it_was_placed(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("hello")
+    placed = place([OutgoingFile.of_path(path), OutgoingFile.of_bytes(b"b", "b.txt")], TELEGRAM)
+    os.remove(path)
+    loaded, note = await load(placed)
+    assert [(p.file.filename, data) for p, data in loaded] == [("b.txt", b"b")]
+    assert note == "(I couldn't send notes.txt: it cannot be read.)"
+
+
+def test_sizes_and_notes_read_well() -> None:
+    assert [shown_size(n) for n in (10, 2000, 10 * MB, 1_500_000, 10 * 1024 * 1024)] == [
+        "1 KB",
+        "2 KB",
+        "10 MB",
+        "1.5 MB",
+        "10.5 MB",
+    ]
+    assert with_note(" Here it is. ", "") == "Here it is."
+    assert with_note("", "(note)") == "(note)"
+    assert with_note("Here:", "(note)") == "Here:\n\n(note)"

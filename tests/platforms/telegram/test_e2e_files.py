@@ -1,0 +1,151 @@
+"""End to end on Telegram: pictures and files going out. "Draw me a cat" brings one photo with its
+caption; a picture too big for a photo goes as a document; a file too big for Telegram is named in
+the text instead; a caption too long goes as its own message first. What went out is remembered
+with what it carried."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from bot.outgoing import OutgoingFile
+from bot.runtime import AgentRuntime
+from bot.types import ChannelType, Room
+from platforms.telegram._mapping import room_id
+
+from ...fakes.openai_server import make_png
+from .scene import drawing, until
+
+DRAWS = {"IMAGE_MODEL": "dall-e-3"}
+PICTURE = make_png(4, 4)
+
+
+async def test_draw_me_a_cat_brings_one_photo_with_its_caption_remembered_with_what_it_carried(scene) -> None:
+    s = scene
+    assert s.openai is not None
+    await s.start(DRAWS, with_brann=False)
+    s.openai.script_images(PICTURE)
+    s.brain.plans["Ada"].append(drawing("Here's your cat!"))
+    chat = s.fake.private(s.sam, s.ada)
+    asked = await s.fake.user_says(s.sam, chat, "draw me a cat")
+    (photo,) = await s.fake.wait_for_sent(s.ada, 1)
+    assert photo["kind"] == "photo" and photo["text"] == "Here's your cat!"
+    assert photo["photo"] == PICTURE and photo["filename"] == "image-1.png"
+    assert photo["reply_to"] == asked["message_id"]
+    (request,) = s.openai.requests_for("images")  # one image call
+    assert request.json["prompt"] == "a ginger cat asleep on a keyboard"
+    rt = s.runtime("Ada")
+
+    async def stored() -> list:
+        memories = await rt.store.get_memories(table="messages", room_id=room_id(rt.agent_id, chat.id))
+        return [m for m in memories if m.entity_id == rt.agent_id]
+
+    for _ in range(100):
+        if await stored():
+            break
+        await asyncio.sleep(0.02)
+    (said,) = await stored()
+    assert said.content["text"] == "Here's your cat!" and "files" not in said.content
+    (carried,) = said.content["attachments"]
+    assert carried["contentType"] == "image/jpeg" and carried["size"] == len(PICTURE)
+    assert carried["id"] == photo["message"]["photo"][0]["file_id"]
+    await asyncio.sleep(0.2)
+    assert len(s.ada.sent) == 1  # the picture once, and no separate text
+
+
+async def test_without_an_image_model_the_character_says_it_cannot_draw(scene) -> None:
+    s = scene
+    assert s.openai is not None
+    await s.start(with_brann=False)  # the fake server is no OpenAI and no image model is named
+    s.brain.plans["Ada"].append(drawing("Here's your cat!"))
+    await s.fake.user_says(s.sam, s.fake.private(s.sam, s.ada), "draw me a cat")
+    (sent,) = await s.fake.wait_for_sent(s.ada, 1)
+    assert sent["kind"] == "text" and sent["text"] == "I can't draw pictures here: no image model is set up for me."
+    assert s.openai.requests_for("images") == []
+
+
+async def test_a_picture_too_big_for_a_photo_goes_as_a_document(scene) -> None:
+    s = scene
+    assert s.openai is not None
+    await s.start(DRAWS, with_brann=False)
+    big = make_png(2, 2, padding=11 * 1000 * 1000)
+    s.openai.script_images(big)
+    s.brain.plans["Ada"].append(drawing("A big one."))
+    await s.fake.user_says(s.sam, s.fake.private(s.sam, s.ada), "draw me a big cat")
+    (sent,) = await s.fake.wait_for_sent(s.ada, 1, timeout=15)
+    assert sent["kind"] == "document" and sent["text"] == "A big one." and sent["size"] == len(big)
+    assert [method for method, _ in s.ada.requests].count("sendPhoto") == 0  # checked before sending
+
+
+async def test_a_caption_over_1024_characters_goes_as_text_first_then_the_photo(scene) -> None:
+    s = scene
+    assert s.openai is not None
+    await s.start(DRAWS, with_brann=False)
+    s.openai.script_images(PICTURE)
+    long = "A cat, described at length. " * 50  # 1400 characters
+    s.brain.plans["Ada"].append(drawing(long))
+    asked = await s.fake.user_says(s.sam, s.fake.private(s.sam, s.ada), "draw me a cat and tell me all about it")
+    text, photo = await s.fake.wait_for_sent(s.ada, 2)
+    assert text["kind"] == "text" and text["text"] == long.strip() and text["reply_to"] == asked["message_id"]
+    # The photo's caption is what the model says it drew.
+    assert photo["kind"] == "photo" and photo["text"] == "drawn: a ginger cat asleep on a keyboard"
+    assert photo["reply_to"] is None
+
+
+async def in_the_group(s) -> tuple[AgentRuntime, Room]:
+    """Ada's runtime and the group as a stored room (after Sam spoke there)."""
+    rt = s.runtime("Ada")
+    await s.fake.user_says(s.sam, s.group, "anyone around?")
+    await until(lambda: any("Decide what Ada does" in p for p in s.brain.prompts))
+    room = Room(
+        room_id(rt.agent_id, s.group.id),
+        source="telegram",
+        type=ChannelType.GROUP,
+        agent_id=rt.agent_id,
+        channel_id=str(s.group.id),
+    )
+    return rt, room
+
+
+async def test_a_picture_telegram_refuses_as_a_photo_goes_again_as_a_document(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    rt, room = await in_the_group(s)
+    odd = OutgoingFile.of_bytes(b"not really a png", "odd.png", "image/png")
+    await rt.get_service("telegram").send_to_room(room, {"text": "An odd one.", "files": [odd]})
+    (sent,) = await s.fake.wait_for_sent(s.ada, 1)
+    assert sent["kind"] == "document" and sent["filename"] == "odd.png" and sent["text"] == "An odd one."
+    uploads = [method for method, _ in s.ada.requests if method in ("sendMessage", "sendPhoto", "sendDocument")]
+    assert uploads == ["sendPhoto", "sendDocument"]
+
+
+async def test_a_file_too_big_for_telegram_is_not_sent_and_the_text_says_so(scene, tmp_path: Path) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    film = tmp_path / "film.mp4"
+    with film.open("wb") as handle:
+        handle.truncate(60 * 1000 * 1000)  # sparse: nothing is read
+    notes = OutgoingFile.of_bytes(b"scene 1: a cat", "notes.txt")
+    rt, room = await in_the_group(s)
+    content = {"text": "The film and my notes.", "files": [OutgoingFile.of_path(film), notes]}
+    await rt.get_service("telegram").send_to_room(room, content)
+    (sent,) = await s.fake.wait_for_sent(s.ada, 1)
+    assert sent["kind"] == "document" and sent["filename"] == "notes.txt" and sent["document"] == b"scene 1: a cat"
+    assert sent["text"] == (
+        "The film and my notes.\n\n(I couldn't send film.mp4: it is 60 MB, more than the 50 MB Telegram takes.)"
+    )
+    memories = await rt.store.get_memories(table="messages", room_id=room.id)
+    (said,) = [m for m in memories if m.entity_id == rt.agent_id and m.content.get("text")]
+    assert said.content["attachments"][0]["title"] == "notes.txt"
+
+
+async def test_the_other_characters_in_a_group_hear_a_pictures_caption(scene) -> None:
+    s = scene
+    assert s.openai is not None
+    await s.start(DRAWS)
+    s.openai.script_images(PICTURE)
+    s.brain.plans["Ada"].append(drawing("A cat for the room, Brann."))
+    await s.fake.user_says(s.sam, s.group, "@ada_bot draw us a cat")
+    (photo,) = await s.fake.wait_for_sent(s.ada, 1)
+    assert photo["kind"] == "photo"
+    await until(lambda: any("Brann" in p and "A cat for the room, Brann." in p for p in s.brain.prompts))
