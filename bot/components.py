@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
+from .chunking import split_message
 from .types import JSON, Entity, Memory, Room, Task
 
 if TYPE_CHECKING:
@@ -19,6 +20,9 @@ __all__ = [
     "Action",
     "ActionHandler",
     "ActionResult",
+    "CONVERSATION_SUMMARIES",
+    "ConversationSummaries",
+    "ConversationSummary",
     "Evaluator",
     "EvaluatorHandler",
     "HandlerCallback",
@@ -30,6 +34,8 @@ __all__ = [
     "Replier",
     "ServiceKey",
     "State",
+    "SUMMARY_DEFAULT_COUNT",
+    "SUMMARY_MAX_COUNT",
     "TaskWorker",
 ]
 
@@ -174,6 +180,43 @@ class MessageVectors(Protocol):
 
 #: The service under which the conversation pipeline (plugins/core) offers :class:`MessageVectors`.
 MESSAGE_VECTORS: ServiceKey[MessageVectors] = ServiceKey("message_vectors")
+
+
+#: ``/summarize`` without a number covers this many messages; no summary covers more than the maximum.
+SUMMARY_DEFAULT_COUNT = 50
+SUMMARY_MAX_COUNT = 500
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    """A summary of a stretch of a room's conversation, ready to show the person who asked."""
+
+    text: str
+    """What to send: the summary with a line naming what it covers, or why there is none."""
+    messages: int = 0
+    """How many messages it covers (0: there was nothing to summarise, or it failed)."""
+    failed: bool = False
+    """The model failed: ``text`` says so."""
+    long: bool = False
+    """Longer than one chat message: sent in parts (or as a file)."""
+
+    def parts(self, limit: int) -> list[str]:
+        """``text`` as chat messages of at most ``limit`` characters."""
+        return split_message(self.text, limit)
+
+
+@runtime_checkable
+class ConversationSummaries(Protocol):
+    """Summaries of what was said in a room, for the platforms' ``/summarize`` commands."""
+
+    async def summarize_room(self, room_id: str, count: int) -> ConversationSummary:
+        """The last ``count`` messages of ``room_id`` summarised (at most :data:`SUMMARY_MAX_COUNT`); never raises for a
+        model failure or an empty room: the summary's text says what happened."""
+        ...
+
+
+#: The service under which the conversation pipeline (plugins/core) offers :class:`ConversationSummaries`.
+CONVERSATION_SUMMARIES: ServiceKey[ConversationSummaries] = ServiceKey("conversation_summaries")
 
 
 @runtime_checkable

@@ -1,18 +1,24 @@
-"""``/troupe``: see and set what the character does in this channel, without asking the model.
+"""``/troupe``: see and set what the character does in this channel, without asking the model;
+``/summarize [messages]``: a summary of the channel's last messages.
 
 ``/troupe`` shows whether the character follows the channel, is muted in it, or neither;
 ``/troupe action:follow|unfollow|mute|unmute`` changes it. Changing it is for the server's
 owner and admins (Discord Administrator, or the OWNER/ADMIN role troupe records); in a DM the
 person may change it for their own conversation. Answers are ephemeral.
+
+``/summarize`` (``messages``: 1 to 500, default 50) is answered in the channel for everyone to
+see, in parts when long, after a deferral (the model takes longer than Discord's 3 s).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
 
+from bot.components import CONVERSATION_SUMMARIES, SUMMARY_DEFAULT_COUNT, SUMMARY_MAX_COUNT
 from bot.types import ChannelType, Role, RoomState
 
 from ._mapping import channel_type, discord_id
@@ -21,6 +27,10 @@ if TYPE_CHECKING:
     from ._adapter import DiscordAdapter
 
 __all__ = ["register_commands"]
+
+_log = logging.getLogger(__name__)
+
+_SUMMARY_PART_CHARS = 1900  # a Discord message holds 2,000
 
 _CHANGES: dict[str, RoomState | None] = {
     "follow": RoomState.FOLLOWED,
@@ -55,7 +65,7 @@ async def run_command(adapter: DiscordAdapter, interaction: discord.Interaction,
     """What ``/troupe [action]`` answers; applies the change when allowed."""
     channel = interaction.channel
     if channel is None or not adapter.listens_in(channel):
-        return f"{adapter.name} doesn't listen in this channel."
+        return _not_here(adapter)
     store, agent = adapter.runtime.store, adapter.runtime.agent_id
     room_id = await adapter.ensure_room(channel, dm_with=interaction.user)
     current = await store.get_participant_state(room_id, agent)
@@ -74,6 +84,27 @@ async def run_command(adapter: DiscordAdapter, interaction: discord.Interaction,
     return f"Done: {adapter.name} {_DESCRIBE[new]}."
 
 
+def _not_here(adapter: DiscordAdapter) -> str:
+    return f"{adapter.name} doesn't listen in this channel."
+
+
+async def summarize_channel(adapter: DiscordAdapter, interaction: discord.Interaction, count: int) -> None:
+    """Answer ``/summarize``: the channel's last ``count`` messages summarised, in parts when long."""
+    channel, summaries = interaction.channel, adapter.runtime.get_service(CONVERSATION_SUMMARIES)
+    if channel is None or not adapter.listens_in(channel) or summaries is None:
+        await interaction.response.send_message(_not_here(adapter), ephemeral=True)
+        return
+    await interaction.response.defer(thinking=True)
+    try:
+        room_id = await adapter.ensure_room(channel, dm_with=interaction.user)
+        parts = (await summaries.summarize_room(room_id, count)).parts(_SUMMARY_PART_CHARS)
+    except Exception:  # noqa: BLE001 - the person gets an answer; the cause goes to the log
+        _log.exception("%s: /summarize failed", adapter.name)
+        parts = ["I couldn't summarise this channel: something went wrong on my side."]
+    for part in parts:
+        await interaction.followup.send(part)
+
+
 def register_commands(adapter: DiscordAdapter, tree: app_commands.CommandTree) -> None:
     @app_commands.command(name="troupe", description=f"What {adapter.name} does in this channel; follow or mute it")
     @app_commands.describe(action="leave empty to see the current state")
@@ -82,7 +113,18 @@ def register_commands(adapter: DiscordAdapter, tree: app_commands.CommandTree) -
         answer = await run_command(adapter, interaction, action.value if action else None)
         await interaction.response.send_message(answer, ephemeral=True)
 
+    @app_commands.command(name="summarize", description=f"{adapter.name} sums up this channel's last messages")
+    @app_commands.describe(
+        messages=f"how many of the last messages (1 to {SUMMARY_MAX_COUNT}; {SUMMARY_DEFAULT_COUNT} if left empty)"
+    )
+    async def summarize(
+        interaction: discord.Interaction,
+        messages: app_commands.Range[int, 1, SUMMARY_MAX_COUNT] = SUMMARY_DEFAULT_COUNT,
+    ) -> None:
+        await summarize_channel(adapter, interaction, messages)
+
     tree.add_command(troupe)
+    tree.add_command(summarize)
     if adapter.config.voice_enabled:
         _register_voice_commands(adapter, tree)
 

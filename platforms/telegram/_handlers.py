@@ -6,7 +6,8 @@ each update (in that update's own task: the Application handles updates concurre
 
 - ``-1``: the update is counted as being handled, so closing waits for it;
 - ``0``: at most one handler takes it — updates from chats the character stays out of go
-  nowhere; ``/start`` and ``/help`` (also ``/help@thisbot``) are answered without the model;
+  nowhere; ``/start`` and ``/help`` (also ``/help@thisbot``) are answered without the model,
+  ``/summarize [N]`` with a summary of the room's (the topic's) last N messages;
   people joining and leaving become ENTITY_JOINED/LEFT, the bot itself added to or removed
   from a group WORLD_JOINED/LEFT; other messages go to the pipeline
   (:meth:`TelegramAdapter.hear`), and so do channel posts when TELEGRAM_CHANNEL_POSTS is on;
@@ -36,10 +37,21 @@ from telegram.ext import (
     filters,
 )
 
+from bot.components import CONVERSATION_SUMMARIES, SUMMARY_DEFAULT_COUNT, SUMMARY_MAX_COUNT
 from bot.events import EventType
 from bot.types import ChannelType, Memory, now_ms
 
-from ._mapping import SOURCE, channel_type, entity_id, message_id, room_for_message, room_id, translate, world_id
+from ._mapping import (
+    SOURCE,
+    Translated,
+    channel_type,
+    entity_id,
+    message_id,
+    room_for_message,
+    room_id,
+    translate,
+    world_id,
+)
 from ._outbound import ChatTarget
 
 if TYPE_CHECKING:
@@ -71,6 +83,7 @@ class UpdateHandlers:
                 _Elsewhere(self.adapter),
                 CommandHandler("start", self.on_start, filters=new),
                 CommandHandler("help", self.on_help, filters=new),
+                CommandHandler(("summarize", "summarise"), self.on_summarize, filters=new),
                 MessageHandler(new & joined_or_left, self.on_membership),
                 MessageHandler(new, self.on_message),
                 MessageHandler(edited, self.on_edit),
@@ -114,13 +127,33 @@ class UpdateHandlers:
             f"@{self.adapter.username}, reply to one of my messages, or call me by name.",
         )
 
+    async def on_summarize(self, update: Update, context: Context) -> None:
+        seen = await self._meet(update)
+        count = _summary_count(context.args or [])
+        summaries = self.runtime.get_service(CONVERSATION_SUMMARIES)
+        if count is None:
+            texts = [_SUMMARIZE_USAGE]
+        elif summaries is None:
+            texts = [f"{self.runtime.character.name} can't summarise conversations."]
+        else:
+            summary = await summaries.summarize_room(seen.room.id, count)
+            texts = summary.parts(_SUMMARY_PART_CHARS)  # a long one in parts
+        for text in texts:
+            await self._reply(seen, text)
+
     async def _answer(self, update: Update, text: str) -> None:
         """Answer a command with ``text``, without the model."""
+        await self._reply(await self._meet(update), text)
+
+    async def _meet(self, update: Update) -> Translated:
         adapter, message = self.adapter, _message(update)
         seen = translate(self.runtime.agent_id, message, bot_id=adapter.bot_id, bot_username=adapter.username)
         await adapter.meet(message, seen)
+        return seen
+
+    async def _reply(self, seen: Translated, text: str) -> None:
         target = ChatTarget(seen.chat_id, seen.thread_id, seen.title)
-        await adapter.send_reply(target, text, {}, seen.message_id)
+        await self.adapter.send_reply(target, text, {}, seen.message_id)
 
     async def on_message(self, update: Update, context: Context) -> None:
         await self.adapter.hear(_message(update))
@@ -221,6 +254,22 @@ class UpdateHandlers:
                 "metadata": {SOURCE: {"id": str(user.id), "username": user.username, "name": user.full_name}},
             },
         )
+
+
+_SUMMARY_PART_CHARS = 4000  # under Telegram's 4,096 once formatted
+_SUMMARIZE_USAGE = (
+    f"Use /summarize, or /summarize N for the last N messages (1 to {SUMMARY_MAX_COUNT}; "
+    f"{SUMMARY_DEFAULT_COUNT} when left out)."
+)
+
+
+def _summary_count(args: list[str]) -> int | None:
+    """How many messages ``/summarize`` asks for; None for anything but one whole number >= 1."""
+    if not args:
+        return SUMMARY_DEFAULT_COUNT
+    if len(args) != 1 or not args[0].isdigit() or int(args[0]) < 1:
+        return None
+    return min(int(args[0]), SUMMARY_MAX_COUNT)
 
 
 def _message(update: Update) -> Message:

@@ -41,17 +41,20 @@ def _components(package: str, attribute: str) -> list[object]:
 
 async def setup(runtime: AgentRuntime) -> None:
     """Register the pipeline's event handlers, actions, providers and evaluators, offer the
-    messages' vectors (the ``MESSAGE_VECTORS`` service), and schedule memory retention (raises
-    ConfigError for a bad retention setting or TROUPE_FETCH_ALLOW_PRIVATE)."""
-    from bot.components import MESSAGE_VECTORS
+    messages' vectors (the ``MESSAGE_VECTORS`` service) and room summaries (``CONVERSATION_SUMMARIES``),
+    and schedule memory retention (raises ConfigError for a bad retention setting or
+    TROUPE_FETCH_ALLOW_PRIVATE)."""
+    from bot.components import CONVERSATION_SUMMARIES, MESSAGE_VECTORS
 
     from . import _event_handlers, _links, _retention
     from ._embedding import MessageEmbeddings
     from ._pipeline import MessagePipeline
+    from ._summaries import RoomSummaries
 
     retention = _retention.read_settings(runtime)
     _links.allow_private(runtime)  # a bad value is an error now, not a warning at every link
     runtime.register_service(MESSAGE_VECTORS, MessageEmbeddings(runtime))
+    runtime.register_service(CONVERSATION_SUMMARIES, RoomSummaries(runtime))
 
     for action in _components("actions", "action"):
         runtime.register_action(action)  # type: ignore[arg-type]

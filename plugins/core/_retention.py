@@ -30,8 +30,7 @@ from bot.models import ModelType
 from bot.settings import SettingReader
 from bot.types import ChannelType, Memory, Task
 
-from ._parse import parse_response
-from ._prompts import render, template
+from ._summaries import ask_for_summary
 from .providers._common import UNKNOWN_USER, entity_names
 
 if TYPE_CHECKING:
@@ -151,12 +150,7 @@ async def _summarize(runtime: AgentRuntime, room_name: str, conversation: str, w
         "conversation": conversation,
         "maxWords": str(words),
     }
-    prompt = render(template(runtime.character.templates, "summaryTemplate"), values, rng=runtime.rng)
-    raw = await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt})
-    parsed = parse_response(raw) or {}
-    summary = " ".join(str(parsed.get("summary") or "").split())
-    if not summary and isinstance(raw, str) and "<" not in raw:
-        summary = " ".join(raw.split())  # a model that answered with the summary alone
+    summary = " ".join((await ask_for_summary(runtime, "summaryTemplate", values)).split())
     if not summary:
         raise _NoSummary()
     return summary

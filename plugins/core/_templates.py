@@ -321,6 +321,56 @@ _SUMMARY = f"""\
 </output>
 """
 
+_CONVERSATION_SUMMARY = f"""\
+<task>Someone asked {{{{agentName}}}} to sum up the conversation in {{{{roomName}}}}. Summarise this stretch of it ({{{{part}}}}) for them.</task>
+
+<request>
+{{{{request}}}}
+</request>
+
+<conversation>
+{{{{conversation}}}}
+</conversation>
+
+<rules>
+- Say what was discussed, decided, asked and left open, and who said what when it matters. Name people as the conversation names them.
+- When the request asks about something in particular, lead with that.
+- Use short bullet points ("- "), at most {{{{maxWords}}}} words in all. Leave out greetings and small talk. Invent nothing; times are UTC.
+</rules>
+
+<output>
+<response>
+  <summary>the summary</summary>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
+_SUMMARY_COMBINE = f"""\
+<task>Someone asked {{{{agentName}}}} to sum up the conversation in {{{{roomName}}}}. It was summarised in parts, oldest first; combine the parts into one summary.</task>
+
+<request>
+{{{{request}}}}
+</request>
+
+<parts>
+{{{{conversation}}}}
+</parts>
+
+<rules>
+- Keep what matters from every part: what was discussed, decided, asked and left open, and who said what when it matters.
+- When the request asks about something in particular, lead with that.
+- Use short bullet points ("- "), at most {{{{maxWords}}}} words in all. Invent nothing.
+</rules>
+
+<output>
+<response>
+  <summary>the summary</summary>
+</response>
+{_XML_ONLY}
+</output>
+"""
+
 _ATTACHMENTS = """\
 <task>{{agentName}} was asked about files, links and media shared in a conversation. Answer the request from what they hold.</task>
 
@@ -346,6 +396,7 @@ Write only the answer: no preamble, no XML.
 DEFAULT_TEMPLATES: dict[str, str] = {
     "attachmentsTemplate": _ATTACHMENTS,
     "componentTemplate": _CONTACT_EXTRACTION,
+    "conversationSummaryTemplate": _CONVERSATION_SUMMARY,
     "messageHandlerTemplate": _MESSAGE_HANDLER,
     "optionExtractionTemplate": _OPTION_EXTRACTION,
     "reflectionTemplate": _REFLECTION,
@@ -354,6 +405,7 @@ DEFAULT_TEMPLATES: dict[str, str] = {
     "shouldRespondTemplate": _SHOULD_RESPOND,
     "troupeDecisionTemplate": _TROUPE_DECISION,
     "summaryTemplate": _SUMMARY,
+    "summaryCombineTemplate": _SUMMARY_COMBINE,
     "targetExtractionTemplate": _SEND_MESSAGE,
 }
 

@@ -23,6 +23,7 @@ __all__ = [
     "UNKNOWN_USER",
     "VOICE_TYPES",
     "channel_type",
+    "clock_time",
     "conversation_length",
     "describe_media",
     "display_name",
@@ -128,7 +129,8 @@ def relative_age(delta_ms: int) -> str:
     return "just now"
 
 
-def _clock(created_at: int | None) -> str:
+def clock_time(created_at: int | None) -> str:
+    """``HH:MM`` in UTC, ``--:--`` for no time."""
     if created_at is None:
         return "--:--"
     # UTC HH:MM by arithmetic: one per line of every prompt, where datetime and strftime cost
@@ -163,7 +165,7 @@ def format_messages(memories: Sequence[Memory], names: Mapping[str, str], now_ms
         name = names.get(memory.entity_id, UNKNOWN_USER)
         text = str(content.get("text") or "").strip()
         age = relative_age(now_ms - memory.created_at) if memory.created_at is not None else "unknown time"
-        line = f"{_clock(memory.created_at)} ({age}) {name}:"
+        line = f"{clock_time(memory.created_at)} ({age}) {name}:"
         if text:
             line += f" {text}"
         line += _attachment_refs(content.get("attachments"))

@@ -56,6 +56,7 @@ class Brain:
     prompts: list[str] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)  # SEND_MESSAGE's target extraction answers
     troupe: list[str] = field(default_factory=list)  # the troupe's decisions: who answers, in order ("Brann, Ada")
+    summaries: list[str] = field(default_factory=list)  # SUMMARIZE_CONVERSATION's and /summarize's summaries
 
     def answer(self, body: dict[str, Any]) -> str:
         parts = [m.get("content") for m in body["messages"]]
@@ -65,6 +66,8 @@ class Brain:
         self.prompts.append(prompt)
         if "Which of these characters should answer" in prompt:
             return f"<response><answer>{self.troupe.pop(0) if self.troupe else ''}</answer></response>"
+        if "to sum up the conversation in" in prompt:
+            return f"<response><summary>{self.summaries.pop(0) if self.summaries else '- chatter'}</summary></response>"
         if "asked" in prompt and "to send a message to a person or a channel" in prompt and self.targets:
             return self.targets.pop(0)
         for name in ("Ada", "Brann"):

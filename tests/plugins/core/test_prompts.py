@@ -165,6 +165,8 @@ def test_default_templates_exist_under_upstream_names_with_their_inputs() -> Non
         "settingsExtractionTemplate",  # inline prompts upstream; named here to override
         "summaryTemplate",  # troupe's: compacting old messages (plugins/core/_retention.py)
         "troupeDecisionTemplate",  # troupe's: one decision for the characters sharing a room (_troupe.py)
+        "conversationSummaryTemplate",  # troupe's: SUMMARIZE_CONVERSATION, a chunk (_summaries.py)
+        "summaryCombineTemplate",  # troupe's: SUMMARIZE_CONVERSATION, the chunks' summaries combined
         "attachmentsTemplate",  # troupe's: CHAT_WITH_ATTACHMENTS (upstream's is inline in plugin-discord)
     }
     troupe = DEFAULT_TEMPLATES["troupeDecisionTemplate"]
