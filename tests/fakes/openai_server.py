@@ -354,15 +354,16 @@ class FakeOpenAIServer(LocalServer):
         reply = self._queues[endpoint].take()
         return recorded, reply
 
-    async def _chat(self, request: web.Request) -> web.StreamResponse:
-        recorded, reply = await self._begin(request, "chat")
+    async def _begin_json(self, request: web.Request, endpoint: str) -> tuple[dict[str, Any], Any]:
+        """:meth:`_begin` for a JSON request: its body, and the reply (a callable called with it)."""
+        recorded, reply = await self._begin(request, endpoint)
         body = recorded.json if isinstance(recorded.json, dict) else {}
-        if callable(reply):
-            reply = reply(body)
-        if isinstance(reply, Fail):
-            return _error(reply)
-        if isinstance(reply, Body):
-            return web.Response(text=reply.text, content_type=reply.content_type)
+        return body, reply(body) if callable(reply) else reply
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body, reply = await self._begin_json(request, "chat")
+        if (canned := _canned(reply)) is not None:
+            return canned
         text = reply if isinstance(reply, str) else _echo(body)
         model = body.get("model", "fake-model")
         completion_id = f"chatcmpl-fake-{len(self.requests)}"
@@ -432,10 +433,8 @@ class FakeOpenAIServer(LocalServer):
 
     async def _embeddings(self, request: web.Request) -> web.Response:
         recorded, reply = await self._begin(request, "embeddings")
-        if isinstance(reply, Fail):
-            return _error(reply)
-        if isinstance(reply, Body):
-            return web.Response(text=reply.text, content_type=reply.content_type)
+        if (canned := _canned(reply)) is not None:
+            return canned
         body = recorded.json if isinstance(recorded.json, dict) else {}
         as_base64 = body.get("encoding_format") == "base64" and self.base64 != "ignored"
         if as_base64 and self.base64 == "refused":
@@ -487,10 +486,7 @@ class FakeOpenAIServer(LocalServer):
         return web.json_response({"text": text})
 
     async def _speech(self, request: web.Request) -> web.StreamResponse:
-        recorded, reply = await self._begin(request, "speech")
-        body = recorded.json if isinstance(recorded.json, dict) else {}
-        if callable(reply):
-            reply = reply(body)
+        body, reply = await self._begin_json(request, "speech")
         if isinstance(reply, Fail):
             return _error(reply)
         audio_format = body.get("response_format", "mp3")
@@ -525,14 +521,9 @@ class FakeOpenAIServer(LocalServer):
         return response
 
     async def _images(self, request: web.Request) -> web.Response:
-        recorded, reply = await self._begin(request, "images")
-        body = recorded.json if isinstance(recorded.json, dict) else {}
-        if callable(reply):
-            reply = reply(body)
-        if isinstance(reply, Fail):
-            return _error(reply)
-        if isinstance(reply, Body):
-            return web.Response(text=reply.text, content_type=reply.content_type)
+        body, reply = await self._begin_json(request, "images")
+        if (canned := _canned(reply)) is not None:
+            return canned
         picture = reply.data if isinstance(reply, Served) else reply if isinstance(reply, bytes) else make_png()
         item: dict[str, Any] = {"revised_prompt": f"drawn: {body.get('prompt', '')}"}
         if isinstance(reply, Served) or body.get("response_format") == "url":
@@ -559,6 +550,15 @@ class FakeOpenAIServer(LocalServer):
     async def _unknown(self, request: web.Request) -> web.Response:
         await self._record(request, "unknown")
         return _error(Fail(404, message=f"Unknown route {request.method} {request.path}"))
+
+
+def _canned(reply: Any) -> web.Response | None:
+    """The response for a scripted failure or raw body; None for a reply the endpoint builds."""
+    if isinstance(reply, Fail):
+        return _error(reply)
+    if isinstance(reply, Body):
+        return web.Response(text=reply.text, content_type=reply.content_type)
+    return None
 
 
 def _error(fail: Fail) -> web.Response:
