@@ -1,0 +1,82 @@
+"""Buttons in a reply's content, their layout, and the press that comes back."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from bot.buttons import MAX_BUTTONS, Button, Press, buttons_in, rows
+
+
+def test_a_button_has_a_value_or_a_link() -> None:
+    assert not Button("Yes", value="yes").is_link
+    assert Button("Docs", url="https://example.com/docs").is_link
+    with pytest.raises(ValueError, match="either a value .* or a url"):
+        Button("Both", value="x", url="https://example.com")
+    with pytest.raises(ValueError, match="either a value .* or a url"):
+        Button("Neither")
+
+
+@pytest.mark.parametrize(
+    ("button", "message"),
+    [
+        (dict(label=" ", value="x"), "needs a label"),
+        (dict(label="x" * 81, value="x"), "at most 80 characters, not 81"),
+        (dict(label="Long", value="é" * 33), "1 to 64 bytes, not 66"),
+        (dict(label="Empty", value=""), "1 to 64 bytes, not 0"),
+        (dict(label="Script", url="javascript:alert(1)"), "http\\(s\\) or tg link"),
+        (dict(label="Relative", url="/docs"), "http\\(s\\) or tg link"),
+    ],
+)
+def test_a_bad_button_says_what_is_wrong(button: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Button(**button)
+
+
+def test_buttons_in_content_take_the_common_spellings_and_leave_out_what_is_wrong(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    content = {
+        "buttons": [
+            Button("One", value="1"),
+            {"text": "Two", "callback_data": "2"},
+            {"label": "Site", "url": "https://example.com"},
+            {"label": "Again one", "value": "1"},
+            "three",
+            {"label": "", "value": "4"},
+        ]
+    }
+    with caplog.at_level(logging.WARNING):
+        found = buttons_in(content)
+    assert found == [Button("One", value="1"), Button("Two", value="2"), Button("Site", url="https://example.com")]
+    assert "'Again one' has the same value as another" in caplog.text
+    assert "a Button or a mapping, not str" in caplog.text
+    assert "needs a label" in caplog.text
+    assert buttons_in({}) == [] and buttons_in({"buttons": "not a list"}) == []
+
+
+def test_at_most_25_buttons_go_in_one_message(caplog: pytest.LogCaptureFixture) -> None:
+    many = [Button(f"B{n}", value=str(n)) for n in range(30)]
+    with caplog.at_level(logging.WARNING):
+        assert buttons_in({"buttons": many}) == many[:MAX_BUTTONS]
+    assert "at most 25" in caplog.text
+
+
+def test_rows_fill_up_to_a_width_and_give_long_labels_a_row_of_their_own() -> None:
+    short = [Button(s, value=s) for s in ("A", "B", "C", "D", "E")]
+    assert [[b.label for b in row] for row in rows(short, 2)] == [["A", "B"], ["C", "D"], ["E"]]
+    mixed = [Button("Yes", value="y"), Button("A rather long answer to choose", value="l"), Button("No", value="n")]
+    assert [[b.label for b in row] for row in rows(mixed, 5)] == [["Yes"], ["A rather long answer to choose"], ["No"]]
+    with pytest.raises(ValueError, match="per_row"):
+        rows(short, 0)
+
+
+def test_a_press_round_trips_through_a_message_content_and_knows_its_label() -> None:
+    press = Press.find("2", [Button("One", value="1"), Button("Two", value="2")])
+    assert press == Press("2", "Two") and press.text == "Two"
+    assert Press.of({"button": press.record()}) == press
+    unlabelled = Press.find("9", [])
+    assert unlabelled.text == "9" and Press.of({"button": unlabelled.record()}) == unlabelled
+    assert Press.of({"text": "hi"}) is None and Press.of({"button": {"value": ""}}) is None
+    assert Button("Site", url="https://example.com").record() == {"label": "Site", "url": "https://example.com"}
