@@ -229,13 +229,20 @@ class Cluster:
         return {n: counts.get(p.pid, 0) for n, p in enumerate(self.processes) if p.returncode is None}
 
     async def placed(self, timeout: float = 60.0) -> dict[str, int]:
-        """Wait until every character is served and the spread settled (within one); the owners."""
+        """Wait until every character is served, the spread is within one, and the owners have
+        stayed the same for a lease time (a spread within one can still be a step of a
+        rebalancing: a daemon that took two before the third came up hands one over); the owners."""
         deadline = time.monotonic() + timeout
+        last: dict[str, int] = {}
+        since = time.monotonic()
         while True:
             placed = await asyncio.to_thread(self.owners)
+            if placed != last:
+                last, since = placed, time.monotonic()
             alive = [n for n, p in enumerate(self.processes) if p.returncode is None]
             spread = [Counter(placed.values()).get(n, 0) for n in alive]
-            if len(placed) == len(self.bots) and max(spread) - min(spread) <= 1:
+            settled = time.monotonic() - since >= self.lease_s
+            if len(placed) == len(self.bots) and max(spread) - min(spread) <= 1 and settled:
                 return placed
             if time.monotonic() > deadline:
                 raise AssertionError(f"the troupe was not placed in {timeout:g} s: {placed}")
@@ -383,7 +390,7 @@ async def cluster_run(
     async with cluster(
         workdir, database_url, daemons=daemons, characters=characters, latency=latency, lease_s=lease_s
     ) as c:
-        placed = await c.placed()  # again: a lease renewed late, or a move, may be under way at this moment
+        placed = await c.placed()  # again: a lease renewed late may have moved one since
         spread = sorted(Counter(placed.values()).get(n, 0) for n in range(daemons))
         status: dict[str, Any] = {}
         deadline = time.monotonic() + 30
@@ -417,22 +424,22 @@ async def cluster_run(
         else:
             # Stopped with a reply under way: a message to one of its characters, paused while
             # the model is still answering it (the fake takes ``latency`` s).
-            person, bot, chat = next(x for x in chats if c.lease_names[x[1].first_name] in victims_chars)
+            now = await asyncio.to_thread(c.owners)  # the victim's own now, not as first placed
+            person, bot, chat = next(x for x in chats if now.get(c.lease_names[x[1].first_name]) == victim)
             text = f"{bot.first_name}, are you there?"
+            # The model's answer to it is held until the victim has resumed: paused with the
+            # reply under way, and the reply reaching it only after its leases went elsewhere,
+            # however slow the machine (a fixed latency let a busy one finish it before the pause).
+            held = c.openai.hold(lambda r: r.endpoint == "chat" and text in json.dumps(r.json))
             message = await c.telegram.user_says(person, chat, text)
             said.append((chat.id, message["message_id"]))
-            # Once the model is asked about it (a busy machine can take longer than the model's
-            # ``latency`` to get there): paused with the reply under way, not before it began.
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and not any(
-                text in json.dumps(r.json) for r in c.openai.requests_for("chat")
-            ):
-                await asyncio.sleep(0.01)
+            await asyncio.wait_for(held.reached.wait(), 60)
             victim_process.send_signal(signal.SIGSTOP)
         takeover_s = await c.moved_off(victim, victims_chars, lease_s * 4 + 10)
         if fault is Fault.PAUSE:
             sent_at_resume = {id(bot): len(bot.sent) for bot in c.bots}
             victim_process.send_signal(signal.SIGCONT)
+            held.release()
         await sender
         counts = await c.answered(said, settle)
         c.dump(said)

@@ -54,7 +54,9 @@ and an empty queue means the default reply. A reply is:
 A callable may also return a :class:`Fail`.
 
 ``server.latency`` (seconds, default 0) delays every response: set it above the client's timeout
-to test timeouts. ``close()`` cuts any delay short.
+to test timeouts. ``server.hold(match)`` keeps the first request that ``match`` accepts waiting
+until the test releases it (:class:`Hold`): a reply under way for exactly as long as a test
+needs, whatever the machine's speed. ``close()`` cuts any delay or hold short.
 
 Every request is recorded in ``server.requests`` (a :class:`RecordedRequest`: endpoint, method,
 path, parsed JSON body or multipart fields, headers without ``Authorization``, whether a bearer
@@ -140,6 +142,20 @@ class Served:
     """An images reply answered as a URL (the fake serves ``data`` there), whatever was asked."""
 
     data: bytes
+
+
+class Hold:
+    """The first request a predicate accepts, kept waiting: ``await reached.wait()`` until it has
+    arrived, then ``release()`` to answer it (``FakeOpenAIServer.hold``)."""
+
+    def __init__(self, match: Callable[[RecordedRequest], bool]) -> None:
+        self.match = match
+        self.reached = asyncio.Event()
+        self.released = asyncio.Event()
+        self.request: RecordedRequest | None = None
+
+    def release(self) -> None:
+        self.released.set()
 
 
 def make_png(width: int = 1, height: int = 1, *, padding: int = 0) -> bytes:
@@ -249,6 +265,7 @@ class FakeOpenAIServer(LocalServer):
         }
         self.image_files: list[bytes] = []
         """The pictures answered as URLs, served at ``/v1/files/images/<index>``."""
+        self._holds: list[Hold] = []
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -296,6 +313,12 @@ class FakeOpenAIServer(LocalServer):
     def script_images(self, *replies: bytes | Served | Callable[[dict[str, Any]], Any] | Body | Fail) -> None:
         self.script("images", *replies)
 
+    def hold(self, match: Callable[[RecordedRequest], bool]) -> Hold:
+        """Keep the next request ``match`` accepts (any endpoint) waiting until released."""
+        held = Hold(match)
+        self._holds.append(held)
+        return held
+
     def requests_for(self, endpoint: str) -> list[RecordedRequest]:
         """The recorded requests to one endpoint (``chat``, ``embeddings`` …)."""
         return [r for r in self.requests if r.endpoint == endpoint]
@@ -342,7 +365,16 @@ class FakeOpenAIServer(LocalServer):
         self.requests.append(recorded)
         return recorded
 
-    async def _delay(self) -> None:
+    async def _delay(self, recorded: RecordedRequest) -> None:
+        held = next((h for h in self._holds if h.match(recorded)), None)
+        if held is not None:
+            self._holds.remove(held)
+            held.request = recorded
+            held.reached.set()
+            waits = {asyncio.ensure_future(held.released.wait()), asyncio.ensure_future(self._closed.wait())}
+            _, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for waiting in pending:
+                waiting.cancel()
         if self.latency > 0:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._closed.wait(), self.latency)
@@ -350,7 +382,7 @@ class FakeOpenAIServer(LocalServer):
     async def _begin(self, request: web.Request, endpoint: str) -> tuple[RecordedRequest, Any]:
         """Record the request, wait out the latency, and take the scripted reply."""
         recorded = await self._record(request, endpoint)
-        await self._delay()
+        await self._delay(recorded)
         reply = self._queues[endpoint].take()
         return recorded, reply
 

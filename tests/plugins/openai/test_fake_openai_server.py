@@ -181,6 +181,20 @@ async def test_latency_delays_and_close_cuts_it_short() -> None:
     await client.close()
 
 
+async def test_a_held_request_waits_for_its_release_and_only_the_first_match_is_held(
+    server: FakeOpenAIServer, client: openai.AsyncOpenAI
+) -> None:
+    held = server.hold(lambda r: "story" in str(r.json))
+    first = asyncio.ensure_future(client.chat.completions.create(model="m", messages=USER))
+    await asyncio.wait_for(held.reached.wait(), 5)
+    assert held.request is not None and held.request.endpoint == "chat"
+    # Meanwhile a second matching request is not held, and the first still waits.
+    second = await client.chat.completions.create(model="m", messages=USER)
+    assert second.choices[0].message.content == "echo: tell me a story" and not first.done()
+    held.release()
+    assert (await first).choices[0].message.content == "echo: tell me a story"
+
+
 async def test_lifecycle_misuse() -> None:
     server = FakeOpenAIServer()
     with pytest.raises(RuntimeError, match="not started"):
