@@ -55,6 +55,16 @@ def fresh_database(admin: str) -> str:
     return urlsplit(admin)._replace(path=f"/{name}").geturl()
 
 
+def named_database(admin: str, name: str) -> tuple[str, bool]:
+    """The URL of database ``name`` on ``admin``'s server, created when missing; whether it was
+    there already (a benchmark's data kept from an earlier run)."""
+    with psycopg.connect(admin, autocommit=True) as conn:
+        there = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is not None
+        if not there:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return urlsplit(admin)._replace(path=f"/{name}").geturl(), there
+
+
 def drop_database(admin: str, url: str) -> None:
     """Drop the database of ``url`` (made by :func:`fresh_database`)."""
     with psycopg.connect(admin, autocommit=True) as conn:

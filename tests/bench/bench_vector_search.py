@@ -5,6 +5,9 @@ Not a test. Run it from the repository root::
     .venv/bin/python tests/bench/bench_vector_search.py                    # 100k: 10 agents, then 1 agent
     .venv/bin/python tests/bench/bench_vector_search.py --memories 1000000 --agents 10 --data DIR
     .venv/bin/python tests/bench/bench_vector_search.py --memories 2000 --dims 384 --queries 20  # smoke
+    # load and index 1M once (an hour), then measure as often as wanted, on a quiet machine:
+    .venv/bin/python tests/bench/bench_vector_search.py --memories 1000000 --agents 10 --data DIR --keep --load-only
+    .venv/bin/python tests/bench/bench_vector_search.py --memories 1000000 --agents 10 --data DIR --keep --warm-up 1000
 
 Each case (one per ``--agents`` entry) fills a new PostgreSQL database and a new SQLite file with
 the SAME ``--memories`` 'messages' memories, spread evenly over that many agents (so with 10
@@ -28,6 +31,11 @@ for PostgreSQL, executemany for SQLite): this measures search, not loading. Post
 pgserver's (started with its data in ``--data``, default a new temporary directory, removed at
 the end, and ``--shared-buffers``: its own 128MB would not hold the indexes of 1M vectors), or
 the server ``TROUPE_TEST_DATABASE_URL`` names, as it is configured.
+
+``--keep`` (with ``--data``) keeps what was loaded and indexed, in a database named after the
+case, and a later run with the same arguments measures the HNSW searches on it without loading
+again. ``--keep`` measures PostgreSQL's HNSW search only: no SQLite, no exact PostgreSQL search
+on the later runs, no inserts (they would change the kept data). ``--load-only`` stops once the indexes are built.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from collections.abc import Awaitable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -53,7 +62,7 @@ from bot.store.postgres import PostgresDatabase
 from bot.store.postgres._vector_index import IndexKey
 from bot.types import AgentRecord, ChannelType, Entity, Memory, Room
 from tests.bench._common import percentile
-from tests.bench._postgres import drop_database, fresh_database, postgres_server
+from tests.bench._postgres import drop_database, fresh_database, named_database, postgres_server
 
 TABLE = "messages"
 SUBTOPICS = 64
@@ -249,7 +258,18 @@ async def run_case(admin: str, args: argparse.Namespace, n_agents: int, mixture:
     per_agent = args.memories // n_agents
     print(f"case: {per_agent * n_agents} memories x {args.dims} dims over {n_agents} agents ({per_agent} each)")
     sqlite_path = work / f"bench-{n_agents}.db"
-    url = fresh_database(admin)
+    if args.keep:
+        name = f"troupe_bench_vectors_{args.memories}_{n_agents}_{args.dims}_{args.topics}_s{args.seed}"
+        url, kept = named_database(admin, name)
+    else:
+        url, kept = fresh_database(admin), False
+    if kept:
+        async with PostgresDatabase(url) as pg:
+            finished = await _stage(pg) == "indexed"
+        if not finished:
+            print("  the kept database was not finished: loading it again")
+            drop_database(admin, url)
+            url, kept = named_database(admin, name)
     # The threshold is out of reach: indexes are built below, when the benchmark says so.
     async with (
         PostgresDatabase(url, vector_index_threshold=10**9) as pg,
@@ -261,40 +281,68 @@ async def run_case(admin: str, args: argparse.Namespace, n_agents: int, mixture:
             # One agent's vectors in memory at a time (1M x 1536 dims would be 6 GB).
             asked, warm = len(range(a, queries, n_agents)), len(range(a, args.warm_up, n_agents))
             agent, vectors = make_agent(a, per_agent, asked, mixture, args.seed, warm)
-            await set_up(pg.for_agent(agent.id), agent, args.dims)
-            await set_up(lite.for_agent(agent.id), agent, args.dims)
-            await load_postgres(pg, agent, vectors)
-            await load_sqlite(lite, agent, vectors)
+            if not kept:
+                await set_up(pg.for_agent(agent.id), agent, args.dims)
+                await load_postgres(pg, agent, vectors)
+                if not args.keep:
+                    await set_up(lite.for_agent(agent.id), agent, args.dims)
+                    await load_sqlite(lite, agent, vectors)
             agents.append(agent)
             del vectors
         pg_stores = [pg.for_agent(a.id) for a in agents]
         lite_stores = [lite.for_agent(a.id) for a in agents]
-        await pg.execute("VACUUM ANALYZE embeddings")
-        await pg.execute("ANALYZE memories")
-        print(f"  loaded both in {time.perf_counter() - t0:.0f} s")
-
-        print((await measure(lite_stores, agents, queries)).line("SQLite (exact, sqlite-vec)"))
-        if not args.skip_exact:
-            print((await measure(pg_stores, agents, queries)).line("PostgreSQL exact (no index)"))
-        if args.inserts:
-            rate = await insert_rate(pg_stores[0], agents[0], mixture, args.inserts, "before")
-            print(f"  PostgreSQL inserts without an index          {rate}")
-        builds = []
-        for agent in agents:
-            key = IndexKey(agent.id, TABLE, args.dims)
-            builds.append(await timed(pg.vector_indexes.ensure(key)))
-            assert pg.vector_indexes.is_ready(key), f"no index was built for {agent.id}"
-        print(
-            f"  HNSW builds: {len(builds)} x {per_agent} vectors, {sum(builds):.1f} s in all, "
-            f"max {max(builds):.1f} s each"
-        )
-        print((await measure(pg_stores, agents, queries)).line("PostgreSQL HNSW (per-agent index)"))
-        if args.inserts:
+        if kept:
+            print(f"  kept data: the agents' queries drawn again in {time.perf_counter() - t0:.0f} s")
+            for agent in agents:
+                assert await pg.vector_indexes.ensure(IndexKey(agent.id, TABLE, args.dims)), "a kept index is gone"
+        else:
+            await pg.execute("VACUUM ANALYZE embeddings")
+            await pg.execute("ANALYZE memories")
+            print(f"  loaded in {time.perf_counter() - t0:.0f} s")
+            if not (args.keep or args.load_only):
+                print((await measure(lite_stores, agents, queries)).line("SQLite (exact, sqlite-vec)"))
+            if not (args.skip_exact or args.load_only):
+                print((await measure(pg_stores, agents, queries)).line("PostgreSQL exact (no index)"))
+            inserts = args.inserts and not args.keep
+            if inserts:
+                rate = await insert_rate(pg_stores[0], agents[0], mixture, args.inserts, "before")
+                print(f"  PostgreSQL inserts without an index          {rate}")
+                # Gone again before the searches: the agent's answers are computed without them.
+                await pg.execute(
+                    "DELETE FROM memories WHERE agent_id = %s AND id LIKE %s", (agents[0].id, "%-before-%")
+                )
+            builds = []
+            for agent in agents:
+                key = IndexKey(agent.id, TABLE, args.dims)
+                builds.append(await timed(pg.vector_indexes.ensure(key)))
+                assert pg.vector_indexes.is_ready(key), f"no index was built for {agent.id}"
+            print(
+                f"  HNSW builds: {len(builds)} x {per_agent} vectors, {sum(builds):.1f} s in all, "
+                f"max {max(builds):.1f} s each"
+            )
+            if args.keep:
+                await pg.execute("CREATE TABLE IF NOT EXISTS bench_stage (stage text)")
+                await pg.execute("INSERT INTO bench_stage VALUES ('indexed')")
+        if not args.load_only:
+            print((await measure(pg_stores, agents, queries)).line("PostgreSQL HNSW (per-agent index)"))
+        if args.inserts and not args.keep and not args.load_only:
             rate = await insert_rate(pg_stores[0], agents[0], mixture, args.inserts, "after")
             print(f"  PostgreSQL inserts with the agent's index    {rate}")
-    drop_database(admin, url)
+    if args.keep:
+        print(f"  kept: database {urlsplit(url).path.lstrip('/')}")
+    else:
+        drop_database(admin, url)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{sqlite_path}{suffix}").unlink(missing_ok=True)
+
+
+async def _stage(pg: PostgresDatabase) -> str | None:
+    """How far a kept database got: ``indexed`` once loaded and indexed, else None (a database
+    left half-way by an earlier run, or a new one)."""
+    row = await pg.fetchone("SELECT to_regclass('bench_stage') IS NOT NULL AS there")
+    if not row or not row["there"]:
+        return None
+    return "indexed" if await pg.fetchall("SELECT stage FROM bench_stage") else None
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -333,7 +381,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=17)
     parser.add_argument("--data", help="work folder for PostgreSQL and SQLite (default: a temporary one, removed)")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the loaded, indexed data for later runs (needs --data)"
+    )
+    parser.add_argument("--load-only", action="store_true", help="stop once the data is loaded and indexed")
+    args = parser.parse_args(argv)
+    if args.keep and not args.data:
+        parser.error("--keep needs --data (the folder the kept data stays in)")
+    return args
 
 
 if __name__ == "__main__":
