@@ -100,6 +100,14 @@ Acting as users (each returns once the events are written to every socket)
   :class:`FakeInteraction` whose ``responses`` record the callback, followups and edits.
   Response messages are dispatched to the bots in the channel unless ephemeral; the first
   followup after a "thinking" defer replaces the loading message, as on Discord.
+- ``user_clicks(user, message, custom_id)``: the user presses a button under a bot's message:
+  INTERACTION_CREATE of a message component (type 3, ``data.custom_id``/``component_type``) to
+  that bot, with the message and its components; a button the message does not show cannot be
+  pressed (LookupError). ``redeliver(interaction)`` sends the same INTERACTION_CREATE again.
+  An interaction's ``dispatched`` holds when it went out and each response its ``at``
+  (``time.monotonic()``). Its callback is refused like Discord does: 40060 once already answered,
+  10062 (unknown interaction) later than ``fake.interaction_window`` (3 s) after the dispatch.
+  A callback of type 7 updates the component's message.
 
 REST (under ``/api/v10``; ``Authorization: Bot <token>`` except interaction/webhook routes)
 ------------------------------------------------------------------------------------------
@@ -114,7 +122,9 @@ POST (JSON, or multipart with ``payload_json`` and ``files[n]``), message GET/PA
 ``POST /interactions/{id}/{token}/callback``; ``/webhooks/{app_id}/{token}`` followups and
 ``messages/@original``. Errors look like Discord's: ``{"message", "code"}`` with Discord's codes
 (50001 Missing Access, 50013 Missing Permissions, 50006 empty message, 50035 over 2000 characters,
-10008 Unknown Message, 40060 already acknowledged, ...). Successful answers carry X-RateLimit
+10008 Unknown Message, 40060 already acknowledged, 10062 unknown interaction, ...). Message
+components (buttons in action rows) are checked as Discord does (rows, custom_ids, links,
+labels: 50035 naming the field) and kept on the message. Successful answers carry X-RateLimit
 headers that never run out. Unknown routes: 404, recorded.
 
 Scripting failures
@@ -220,6 +230,10 @@ API_VERSION = 10
 DISCORD_EPOCH_MS = 1_420_070_400_000
 MAX_CONTENT = 2000
 #: Upload limits per file by boost tier, as Discord has them since 2024.
+#: Discord forgets an interaction whose first answer (the callback) comes later than this.
+INTERACTION_WINDOW_S = 3.0
+_COMPONENT_ROW, _COMPONENT_BUTTON, _LINK_STYLE = 1, 2, 5
+_MAX_ROWS, _MAX_ROW_BUTTONS, _MAX_CUSTOM_ID, _MAX_BUTTON_LABEL = 5, 5, 100, 80
 UPLOAD_LIMITS = {0: 10 * 1024 * 1024, 1: 10 * 1024 * 1024, 2: 50 * 1024 * 1024, 3: 100 * 1024 * 1024}
 
 
@@ -603,6 +617,8 @@ class InteractionResponse:
     payload: dict[str, Any]
     files: list[UploadedFile]
     message: FakeMessage | None
+    at: float = field(default_factory=time.monotonic)
+    """When it arrived (``time.monotonic()``)."""
 
 
 @dataclass(eq=False)
@@ -613,12 +629,22 @@ class FakeInteraction:
     user: FakeUser
     channel: FakeChannel
     command: dict[str, Any]
+    """The command invoked (``{}`` for a component interaction)."""
     data: dict[str, Any]
-    """The ``data`` object of INTERACTION_CREATE (name, options, resolved ...)."""
+    """The ``data`` object of INTERACTION_CREATE (name, options, resolved ...; custom_id and
+    component_type for a component)."""
     acknowledged: bool = False
     original: FakeMessage | None = None
     followups: list[FakeMessage] = field(default_factory=list)
     responses: list[InteractionResponse] = field(default_factory=list)
+    type: int = 2
+    """2 an application command, 3 a message component."""
+    message: FakeMessage | None = None
+    """The message whose component was used (component interactions)."""
+    payload: dict[str, Any] = field(default_factory=dict)
+    """The INTERACTION_CREATE as dispatched (what :meth:`FakeDiscord.redeliver` sends again)."""
+    dispatched: list[float] = field(default_factory=list)
+    """When INTERACTION_CREATE was written to the bot's socket (``time.monotonic()``), each time."""
 
 
 @dataclass
@@ -770,6 +796,9 @@ class FakeDiscord(LocalServer):
         self.ack_heartbeats = ack_heartbeats
         """Answer HEARTBEAT with HEARTBEAT_ACK (turn off to test zombie-connection handling)."""
         self.members_in_guild_create = members_in_guild_create
+        self.interaction_window = INTERACTION_WINDOW_S
+        """Seconds after its first dispatch within which an interaction may be answered (its
+        callback); later, Discord no longer knows it (10062). Tests may shorten it."""
         """With the members intent, put every member in GUILD_CREATE (so discord.py has nothing to
         chunk). ``False`` sends only the bot's own member, as Discord does for large guilds:
         discord.py then sends REQUEST_GUILD_MEMBERS before on_ready."""
@@ -1434,7 +1463,7 @@ class FakeDiscord(LocalServer):
             interaction = message.interaction
             payload["interaction_metadata"] = {
                 "id": str(interaction.id),
-                "type": 2,
+                "type": interaction.type,
                 "name": interaction.data.get("name"),
                 "command_type": 1,
                 "user": self._user_payload(interaction.user),
@@ -1442,7 +1471,7 @@ class FakeDiscord(LocalServer):
             }
             payload["interaction"] = {
                 "id": str(interaction.id),
-                "type": 2,
+                "type": interaction.type,
                 "name": interaction.data.get("name"),
                 "user": self._user_payload(interaction.user),
             }
@@ -2016,13 +2045,52 @@ class FakeDiscord(LocalServer):
         interaction = FakeInteraction(
             self.new_id(), "itoken-" + secrets.token_urlsafe(24), bot, user, channel, command, data
         )
-        self._interactions[interaction.id] = interaction
-        bot.interactions.append(interaction)
+        await self._create_interaction(interaction)
+        return interaction
+
+    async def user_clicks(self, user: FakeUser, message: FakeMessage, custom_id: str) -> FakeInteraction:
+        """``user`` presses the button ``custom_id`` under ``message`` (a bot's): INTERACTION_CREATE
+        of a message component to that bot, with the message and its components as Discord sends
+        them. Returns the :class:`FakeInteraction` (its ``responses`` record the callback and when
+        it came).
+
+        Raises:
+            LookupError: the message has no enabled button with that custom_id (no one can press it).
+        """
+        bot = message.author
+        if not isinstance(bot, FakeBot):
+            raise LookupError(f"{message!r} is no bot's: only an application's messages have buttons to press")
+        buttons = [c for row in message.components for c in row.get("components") or ()]
+        if not any(b.get("custom_id") == custom_id and not b.get("disabled") for b in buttons):
+            shown = [b.get("custom_id") or b.get("url") for b in buttons]
+            raise LookupError(f"{message!r} has no button {custom_id!r} to press (it has {shown})")
+        data = {"custom_id": custom_id, "component_type": _COMPONENT_BUTTON}
+        interaction = FakeInteraction(
+            self.new_id(),
+            "itoken-" + secrets.token_urlsafe(24),
+            bot,
+            user,
+            message.channel,
+            {},
+            data,
+            type=3,
+            message=message,
+        )
+        await self._create_interaction(interaction)
+        return interaction
+
+    async def redeliver(self, interaction: FakeInteraction) -> None:
+        """INTERACTION_CREATE of ``interaction`` once more, as first sent (a redelivered event)."""
+        await self._deliver_interaction(interaction)
+
+    def _interaction_payload(self, interaction: FakeInteraction) -> dict[str, Any]:
+        """INTERACTION_CREATE's data for ``interaction``, as Discord sends it to the bot."""
+        bot, user, channel = interaction.bot, interaction.user, interaction.channel
         payload: dict[str, Any] = {
             "id": str(interaction.id),
             "application_id": str(bot.application_id),
-            "type": 2,
-            "data": data,
+            "type": interaction.type,
+            "data": interaction.data,
             "channel_id": str(channel.id),
             "channel": self._channel_payload(channel, bot),
             "token": interaction.token,
@@ -2034,6 +2102,8 @@ class FakeDiscord(LocalServer):
             "context": 0 if channel.guild is not None else 1,
             "attachment_size_limit": 10 * 1024 * 1024,
         }
+        if interaction.message is not None:
+            payload["message"] = self._message_payload(interaction.message, bot, True)
         if channel.guild is not None:
             member = self._member_payload(channel.guild.members[user.id])
             member["permissions"] = str(self.permissions(user, channel))
@@ -2045,14 +2115,23 @@ class FakeDiscord(LocalServer):
             )
         else:
             payload["user"] = self._user_payload(user)
-        sessions = [s for s in self._sessions if s.bot is bot and s.covers(channel.guild.id if channel.guild else None)]
+        return payload
+
+    async def _create_interaction(self, interaction: FakeInteraction) -> None:
+        self._interactions[interaction.id] = interaction
+        interaction.bot.interactions.append(interaction)
+        interaction.payload = self._interaction_payload(interaction)
+        await self._deliver_interaction(interaction)
+
+    async def _deliver_interaction(self, interaction: FakeInteraction) -> None:
+        guild = interaction.channel.guild
+        sessions = [s for s in self._sessions if s.bot is interaction.bot and s.covers(guild.id if guild else None)]
         if not sessions:
-            raise RuntimeError(f"{bot.name} has no gateway session to receive the interaction")
-        for session in sessions[:1]:
-            self._dispatch(session, "INTERACTION_CREATE", payload)
+            raise RuntimeError(f"{interaction.bot.name} has no gateway session to receive the interaction")
+        self._dispatch(sessions[0], "INTERACTION_CREATE", interaction.payload)
+        interaction.dispatched.append(time.monotonic())
         self._changed()
         await self._flush()
-        return interaction
 
     # -- failure scripting and gateway control ---------------------------------------------
 
@@ -2737,6 +2816,8 @@ class FakeDiscord(LocalServer):
                     }
                 },
             )
+        if body.get("components"):
+            FakeDiscord._validate_components(body["components"])
         if creating and not (
             content
             or body.get("embeds")
@@ -2746,6 +2827,48 @@ class FakeDiscord(LocalServer):
             or body.get("components")
         ):
             raise _HTTPError(400, 50006, "Cannot send an empty message")
+
+    @staticmethod
+    def _validate_components(rows: Any) -> None:
+        """Action rows of buttons as Discord takes them: 5 rows of 1 to 5 buttons at most, a link
+        (style 5) with a url and no custom_id, any other with a unique custom_id of 1 to 100
+        characters and no url, labels of 80 characters at most; else 50035 naming the field."""
+
+        def invalid(where: str, message: str) -> _HTTPError:
+            return _HTTPError(
+                400,
+                50035,
+                "Invalid Form Body",
+                {where: {"_errors": [{"code": "COMPONENT_INVALID", "message": message}]}},
+            )
+
+        if not isinstance(rows, list) or len(rows) > _MAX_ROWS:
+            raise invalid("components", f"Must be {_MAX_ROWS} or fewer in length.")
+        seen: set[str] = set()
+        for r, row in enumerate(rows):
+            items = row.get("components") if isinstance(row, dict) else None
+            if (
+                row.get("type") != _COMPONENT_ROW
+                or not isinstance(items, list)
+                or not 1 <= len(items) <= _MAX_ROW_BUTTONS
+            ):
+                raise invalid(f"components.{r}", f"An action row holds 1 to {_MAX_ROW_BUTTONS} components.")
+            for b, item in enumerate(items):
+                where = f"components.{r}.components.{b}"
+                if not isinstance(item, dict) or item.get("type") != _COMPONENT_BUTTON:
+                    raise invalid(where, "Only buttons are supported here.")
+                if len(str(item.get("label") or "")) > _MAX_BUTTON_LABEL:
+                    raise invalid(f"{where}.label", f"Must be {_MAX_BUTTON_LABEL} or fewer in length.")
+                custom_id, url = item.get("custom_id"), item.get("url")
+                if item.get("style") == _LINK_STYLE:
+                    if not url or custom_id is not None:
+                        raise invalid(where, "A link button has a url and no custom_id.")
+                    continue
+                if url is not None or not isinstance(custom_id, str) or not 1 <= len(custom_id) <= _MAX_CUSTOM_ID:
+                    raise invalid(f"{where}.custom_id", f"Must be between 1 and {_MAX_CUSTOM_ID} in length.")
+                if custom_id in seen:
+                    raise invalid(f"{where}.custom_id", "Component custom id cannot be duplicated")
+                seen.add(custom_id)
 
     async def _post_message(self, rec: RecordedRequest, channel_id: str) -> Any:
         bot = rec.bot
@@ -2837,6 +2960,8 @@ class FakeDiscord(LocalServer):
         if "embeds" in body:
             message.embeds = body["embeds"] or []
         if "components" in body:
+            if body["components"]:
+                self._validate_components(body["components"])
             message.components = body["components"] or []
         if "flags" in body and body["flags"] is not None:
             message.flags = (message.flags & (_EPHEMERAL | _LOADING)) | int(body["flags"])
@@ -3166,6 +3291,8 @@ class FakeDiscord(LocalServer):
         body = rec.json if isinstance(rec.json, dict) else {}
         kind = int(body.get("type", 0))
         data = body.get("data") or {}
+        if interaction.dispatched and time.monotonic() - interaction.dispatched[0] > self.interaction_window:
+            raise _unknown("interaction", 10062)
         if interaction.acknowledged:
             raise _HTTPError(400, 40060, "Interaction has already been acknowledged.")
         if kind not in (4, 5, 6, 7, 8, 9, 12):
@@ -3186,6 +3313,8 @@ class FakeDiscord(LocalServer):
             message = self._interaction_message(interaction, data, rec.files)
         elif kind == 5:
             message = self._interaction_message(interaction, data, rec.files, loading=True)
+        elif kind == 7 and interaction.message is not None:  # the component's message, updated
+            self._apply_edit(interaction.message, data, rec.files)
         interaction.acknowledged = True
         interaction.original = message
         self._record_response(interaction, "callback", kind, body, rec.files, message)
@@ -3194,7 +3323,7 @@ class FakeDiscord(LocalServer):
         answer: dict[str, Any] = {
             "interaction": {
                 "id": str(interaction.id),
-                "type": 2,
+                "type": interaction.type,
                 "response_message_loading": kind == 5,
                 "response_message_ephemeral": bool(message is not None and message.flags & _EPHEMERAL),
             }

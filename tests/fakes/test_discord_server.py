@@ -668,3 +668,99 @@ async def test_the_gateway_protocol_without_discord_py(fake: FakeDiscord, world:
                 await ws.send_json(frame)
                 closing = await ws.receive(timeout=2)
                 assert closing.type is aiohttp.WSMsgType.CLOSE and closing.data == code
+
+
+def buttons_view(*items: discord.ui.Button[discord.ui.View]) -> discord.ui.View:
+    view = discord.ui.View(timeout=None)
+    for item in items:
+        view.add_item(item)
+    return view
+
+
+async def test_buttons_are_kept_on_messages_and_a_click_reaches_the_bot_with_the_message(
+    fake: FakeDiscord, world: dict[str, Any]
+) -> None:
+    ada, sam, general = world["ada"], world["sam"], world["general"]
+    client = Probe()
+    pressed: list[discord.Interaction] = []
+
+    class Vote(discord.ui.View):
+        @discord.ui.button(label="Yes", custom_id="vote:yes")
+        async def yes(self, interaction: discord.Interaction, button: discord.ui.Button[Vote]) -> None:
+            pressed.append(interaction)
+            await interaction.response.defer()
+
+    async with running((client, "token-ada")):
+        view = Vote(timeout=None)
+        view.add_item(discord.ui.Button(label="Docs", url="https://example.com/docs"))
+        sent = await client.text_channel(general.id).send("vote?", view=view)
+        (message,) = await fake.wait_for_sent(ada)
+        assert [[c.get("custom_id") or c.get("url") for c in row["components"]] for row in message.components] == [
+            ["vote:yes", "https://example.com/docs"]
+        ]
+        click = await fake.user_clicks(sam, message, "vote:yes")
+        (callback,) = await fake.wait_for_response(click)
+        assert pressed[0].message is not None and pressed[0].message.id == sent.id
+        assert pressed[0].user.id == sam.id and isinstance(pressed[0].user, discord.Member)
+        assert callback.type == 6 and click.type == 3 and click.data == {"custom_id": "vote:yes", "component_type": 2}
+        assert click.payload["message"]["components"] == message.components
+        assert 0 <= callback.at - click.dispatched[0] < 3
+        with pytest.raises(LookupError, match="no button 'vote:no'"):
+            await fake.user_clicks(sam, message, "vote:no")
+        with pytest.raises(LookupError, match="no button"):  # a link opens in the browser, no interaction
+            await fake.user_clicks(sam, message, "https://example.com/docs")
+
+
+async def test_a_click_answered_twice_or_too_late_is_refused_as_discord_does(
+    fake: FakeDiscord, world: dict[str, Any]
+) -> None:
+    ada, sam, general = world["ada"], world["sam"], world["general"]
+    client = Probe()
+    async with running((client, "token-ada")):
+        await client.text_channel(general.id).send(
+            "press", view=buttons_view(discord.ui.Button(label="Go", custom_id="go"))
+        )
+        (message,) = await fake.wait_for_sent(ada)
+        click = await fake.user_clicks(sam, message, "go")
+        interaction = await client.wait_event("interaction")
+        await interaction.response.defer()
+        await fake.redeliver(click)  # the same INTERACTION_CREATE again: a fresh object, answered again
+        again = await client.wait_event("interaction", lambda i: i is not interaction)
+        with pytest.raises(discord.HTTPException, match="40060"):
+            await again.response.defer()
+        assert len(fake.bots["token-ada"].interactions) == 1 and len(click.responses) == 1
+        fake.interaction_window = 0.05
+        late = await fake.user_clicks(sam, message, "go")
+        expired = await client.wait_event("interaction", lambda i: i.id == late.id)
+        await asyncio.sleep(0.1)
+        with pytest.raises(discord.NotFound, match="10062"):
+            await expired.response.defer()
+        assert late.responses == []
+
+
+@pytest.mark.parametrize(
+    ("rows", "field"),
+    [
+        ([{"type": 1, "components": [{"type": 2, "style": 1, "label": "x", "custom_id": "a" * 101}]}], "custom_id"),
+        ([{"type": 1, "components": [{"type": 2, "style": 5, "label": "x", "custom_id": "a"}]}], "components.0"),
+        (
+            [{"type": 1, "components": [{"type": 2, "style": 1, "label": "x", "custom_id": str(i)} for i in range(6)]}],
+            "components.0",
+        ),
+        ([{"type": 1, "components": [{"type": 2, "style": 1, "label": "x", "custom_id": "a"}]}] * 2, "duplicated"),
+        (
+            [{"type": 1, "components": [{"type": 2, "style": 1, "label": "x", "custom_id": str(i)}]} for i in range(6)],
+            "5 or fewer",
+        ),
+    ],
+)
+async def test_buttons_discord_would_refuse_are_refused(
+    fake: FakeDiscord, world: dict[str, Any], rows: list[dict[str, Any]], field: str
+) -> None:
+    client = Probe()
+    async with running((client, "token-ada")):
+        route = discord.http.Route("POST", "/channels/{channel_id}/messages", channel_id=world["general"].id)
+        with pytest.raises(discord.HTTPException, match="50035") as refused:
+            await client.http.request(route, json={"content": "hi", "components": rows})
+        assert field in str(refused.value.text) or field in str(refused.value)
+        assert world["ada"].sent == []
