@@ -51,6 +51,7 @@ from ._mapping import (
     world_for_guild,
 )
 from ._outbound import describe, embeds_of, send_chunks, uploads_of
+from ._presses import components_of
 from ._voice import VoiceManager
 
 if TYPE_CHECKING:
@@ -415,6 +416,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
             text,
             files=files,
             embeds=embeds_of(content),
+            view=components_of(content),
             reference=answering,
             deadline_s=self.config.send_deadline,
         )

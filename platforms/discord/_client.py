@@ -21,6 +21,7 @@ from bot.shards import SHARD_COUNT_KEY, Shards
 
 from ._events import guild_left, member_changed, message_deleted, message_edited, reaction_added
 from ._mapping import SOURCE
+from ._presses import take_press
 from ._rest import point_gateway
 from ._voice_presence import voice_state_changed
 
@@ -204,6 +205,10 @@ class Client(discord.Client):
 
     async def on_message(self, message: discord.Message) -> None:
         await self.adapter.guarded("message", self.adapter.on_message(message))
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        # Slash commands are the command tree's; other code's components are its views'.
+        await self.adapter.guarded("button press", take_press(self.adapter, interaction))
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         await self.adapter.guarded("edit", message_edited(self.adapter, payload))

@@ -148,11 +148,12 @@ async def send_chunks(
     *,
     files: Sequence[discord.File] = (),
     embeds: Sequence[discord.Embed] = (),
+    view: discord.ui.View | None = None,
     reference: discord.Message | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> list[discord.Message]:
-    """Send ``text`` (repaired, split under 2000 characters), ``files`` and ``embeds`` (on the
-    last message), all within ``deadline_s``.
+    """Send ``text`` (repaired, split under 2000 characters), ``files``, ``embeds`` and the
+    components of ``view`` (buttons; on the last message), all within ``deadline_s``.
 
     The first message replies to ``reference`` when given (without pinging its author).
 
@@ -162,7 +163,7 @@ async def send_chunks(
         discord.HTTPException: what Discord refused of the first part.
     """
     deadline = Deadline.after(deadline_s)
-    chunks = split_message(repair_text(text), DISCORD_LIMIT) or ([""] if files or embeds else [])
+    chunks = split_message(repair_text(text), DISCORD_LIMIT) or ([""] if files or embeds or view else [])
     sent: list[discord.Message] = []
     for index, chunk in enumerate(chunks):
         kwargs: dict[str, Any] = {"content": chunk or None, "allowed_mentions": SAFE_MENTIONS}
@@ -173,6 +174,8 @@ async def send_chunks(
             kwargs["files"] = list(files)
         if index == len(chunks) - 1 and embeds:
             kwargs["embeds"] = list(embeds)
+        if index == len(chunks) - 1 and view is not None:
+            kwargs["view"] = view
         try:
             sent.append(await _send(channel, deadline, **kwargs))
         except Exception as exc:
