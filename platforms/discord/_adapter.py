@@ -8,8 +8,8 @@ every message. When Discord could not resume a lost session, or shards were take
 said meanwhile is read back and handled the same way (``_catchup.py``).
 
 Outbound, the reply channel (``_answer.py``) answers the triggering message (split, safe
-mentions, uploads, retries: ``_outbound.py``), shows "typing…" while an answer is being prepared,
-and stores what was sent. The adapter is also the runtime's ``discord`` Messenger, for
+mentions, uploads, retries: ``_outbound.py``; buttons as components, and their presses:
+``_presses.py``), shows "typing…" while an answer is being prepared, and stores what was sent. The adapter is also the runtime's ``discord`` Messenger, for
 SEND_MESSAGE; its lifecycle and the Messenger's flow are :class:`bot.adapters.PlatformAdapter`'s,
 the discord.py client and the checks before connecting are in ``_client.py``.
 """

@@ -1,9 +1,10 @@
 """End to end on Discord: buttons. A reply's buttons are components on its last message (links
-as link buttons, rows of at most five); a press is deferred at once, before the (slow) model
-answers, and reaches the character as a message from the person who pressed it, in the channel
-or thread of the message it was under, answered there as a normal reply to that message; a press
-Discord no longer knows is still handled, a redelivered one once; components of other code and
-presses outside CHANNEL_IDS are left alone."""
+as link buttons, rows of at most five; with a picture, on the picture's message); a press is
+deferred at once, before the (slow) model answers, and reaches the character as a message from
+the person who pressed it, in the channel, thread or DM of the message it was under, answered
+there as a normal reply to that message, also after a restart; a press Discord no longer knows is
+still handled, a redelivered one once; components of other code and presses outside CHANNEL_IDS
+are left alone."""
 
 from __future__ import annotations
 
@@ -16,12 +17,14 @@ import discord
 
 from bot.buttons import PRESS_KEY
 from bot.components import Action, ActionResult
+from bot.outgoing import OutgoingFile
 from bot.runtime import AgentRuntime
 from bot.types import ChannelType, Memory
 from platforms.discord._mapping import discord_id
 from platforms.discord._presses import components_of
 
 from ...fakes.discord_server import FakeChannel, FakeMessage
+from ...fakes.openai_server import make_png
 from .scene import Scene, plan, until
 
 VOTE = [
@@ -243,3 +246,20 @@ async def test_buttons_sent_before_a_restart_still_work(scene) -> None:
     await s.fake.user_clicks(s.sam, offer, "troupe:vote:1")
     answer = (await s.fake.wait_for_sent(s.ada, before + 1))[-1]
     assert answer.content == "Still counting." and answer.reference is offer
+
+
+async def test_a_message_the_character_starts_with_a_picture_carries_the_buttons_on_it(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    await ada_offers(s, s.general)  # Sam spoke there: the room is known
+    rt = s.runtime("Ada")
+    room = await rt.store.get_room(discord_id(rt.agent_id, s.general.id))
+    assert room is not None
+    before = len(s.ada.sent)
+    picture = OutgoingFile.of_bytes(make_png(2, 2), "cat.png")
+    await rt.get_service("discord").send_to_room(
+        room, {"text": "The cat. Like it?", "files": [picture], "buttons": VOTE}
+    )
+    (sent,) = s.ada.sent[before:]
+    assert sent.content == "The cat. Like it?" and [a.filename for a in sent.attachments] == ["cat.png"]
+    assert shown(sent) == [[(1, "troupe:vote:1"), (1, "troupe:vote:2"), (5, "https://example.com/docs")]]
