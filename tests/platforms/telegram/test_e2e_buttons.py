@@ -15,10 +15,12 @@ from typing import Any
 from bot.buttons import Button
 from bot.choices import AWAITING_CHOICE, offer_options
 from bot.components import TaskWorker
+from bot.outgoing import OutgoingFile
 from bot.runtime import AgentRuntime
 from bot.types import Memory, Room, Task
 from platforms.telegram._mapping import entity_id, room_id
 
+from ...fakes.openai_server import make_png
 from .scene import Scene, plan, until
 
 VOTE = [Button("One", value="vote:1"), Button("Two", value="vote:2"), Button("Docs", url="https://example.com/d")]
@@ -195,3 +197,20 @@ async def test_choose_option_buttons_run_the_option_pressed_once_without_a_model
     assert s.fake.answered(first) and s.fake.answered(second)
     assert len(s.brain.prompts) == prompts  # no model call for either press
     assert await rt.store.get_task(str(task.id)) is None
+
+
+async def test_a_reply_with_a_picture_carries_its_keyboard_on_the_picture(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    picture = OutgoingFile("cat.png", "image/png", data=make_png(2, 2))
+    await s.fake.user_says(s.sam, s.group, "show me the cat")
+    rt = s.runtime("Ada")
+    room = await room_of(rt, s.group.id)
+    before = len(s.ada.sent)
+    await rt.get_service("telegram").send_to_room(
+        room, {"text": "Here is the cat. Like it?", "files": [picture], "buttons": VOTE}
+    )
+    (photo,) = s.ada.sent[before:]
+    assert photo["kind"] == "photo" and photo["text"] == "Here is the cat. Like it?"
+    assert [b["text"] for b in photo["reply_markup"]["inline_keyboard"][0]] == ["One", "Two", "Docs"]
+    assert photo["message"]["reply_markup"] == photo["reply_markup"]  # kept, for a press to find its label
