@@ -122,36 +122,23 @@ async def _handler(
     task = _find_task(tasks, str(parsed.get("taskId") or ""))
     picked = str(parsed.get("selectedOption") or "").strip()
     if task is None or not picked:
-        await _ask_again(callback, "Which one? Please pick one of these:\n" + _listing(tasks), tasks, message)
+        text = "Which one? Please pick one of these:\n" + _listing(tasks)
+        # One offer a message: the first task's options, when several wait.
+        await notify(callback, text, "SELECT_OPTION_INVALID", message, buttons=choice_buttons(tasks[0]))
         return ActionResult(success=False, error="no task or option could be read from the request")
     if picked.upper() == ABORT:
         return await _choose(runtime, task, ABORT, callback, message)
     choice = next((name for name, _ in options_of(task) if name.casefold() == picked.casefold()), None)
     if choice is None:
-        await _ask_again(
+        await notify(
             callback,
             f'"{picked}" is not one of the options. Please pick one of these:\n' + _listing([task]),
-            [task],
+            "SELECT_OPTION_INVALID",
             message,
+            buttons=choice_buttons(task),
         )
         return ActionResult(success=False, error=f"{picked!r} is not an option of {task.name}")
     return await _choose(runtime, task, choice, callback, message)
-
-
-async def _ask_again(callback: HandlerCallback | None, text: str, tasks: list[Task], message: Memory) -> None:
-    """Ask which option, with the options of ``tasks`` as buttons (one offer per message: the
-    first task's, when several wait)."""
-    if callback is None:
-        return
-    await callback(
-        {
-            "text": text,
-            "actions": ["SELECT_OPTION_INVALID"],
-            "inReplyTo": message.id,
-            "source": message.content.get("source"),
-            "buttons": choice_buttons(tasks[0]),
-        }
-    )
 
 
 async def _choose(

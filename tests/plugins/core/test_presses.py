@@ -164,13 +164,18 @@ async def test_a_press_of_an_option_that_does_not_exist_is_told_the_choice_is_no
 
 async def test_when_the_answer_is_unclear_the_options_come_back_as_buttons(harness) -> None:
     h = await harness()
-    _, ran = await waiting_choice(h)
+    task, ran = await waiting_choice(h)
     h.large.append(plan("", "CHOOSE_OPTION"))
     h.small.append("<response><taskId></taskId><selectedOption></selectedOption></response>")
     await h.say("Ada, hmm, the colour")
     answer = h.sent[-1]
     assert answer["text"].startswith("Which one? Please pick one of these:")
     assert [b.label for b in answer["buttons"]] == ["red", "blue", "Cancel"] and ran == []
+    h.large.append(plan("", "CHOOSE_OPTION"))
+    h.small.append(f"<response><taskId>{str(task.id)[:8]}</taskId><selectedOption>green</selectedOption></response>")
+    await h.say("Ada, green")
+    assert h.sent[-1]["text"].startswith('"green" is not one of the options.')
+    assert h.sent[-1]["buttons"] == choice_buttons(task) and ran == []
 
 
 class RecordingMessenger:
