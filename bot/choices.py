@@ -27,12 +27,12 @@ if TYPE_CHECKING:
 __all__ = [
     "ABORT",
     "AWAITING_CHOICE",
-    "CHOICE_PREFIX",
-    "SHORT_ID",
     "Choice",
     "choice_buttons",
+    "CHOICE_PREFIX",
     "offer_options",
     "options_of",
+    "SHORT_ID",
 ]
 
 AWAITING_CHOICE = "AWAITING_CHOICE"
