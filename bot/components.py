@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
+from .buttons import Press
 from .chunking import split_message
 from .types import JSON, Entity, Memory, Room, Task
 
@@ -29,6 +30,8 @@ __all__ = [
     "MESSAGE_VECTORS",
     "MessageVectors",
     "Messenger",
+    "PressHandler",
+    "PressHandling",
     "Provider",
     "ProviderResult",
     "Replier",
@@ -133,6 +136,29 @@ class TaskWorker:
     name: str
     execute: Callable[[AgentRuntime, JSON, Task], Awaitable[None]]
     validate: Callable[[AgentRuntime, Task], Awaitable[bool]] | None = None
+
+
+#: ``async (runtime, message, press, callback) -> ActionResult``: what pressing one of a plugin's
+#: buttons does; ``message`` is the press as stored, ``callback`` answers in its room.
+PressHandling = Callable[["AgentRuntime", Memory, Press, HandlerCallback], Awaitable[ActionResult]]
+
+
+@dataclass(frozen=True, slots=True)
+class PressHandler:
+    """Handles the presses of the buttons whose value starts with ``prefix``, without asking a
+    model: the pipeline stores the press like any message, then hands it to the handler with the
+    longest matching prefix instead of deciding and planning (a press no handler claims is
+    answered like any message). A plugin registers it with ``runtime.register_press_handler``."""
+
+    prefix: str
+    handle: PressHandling
+
+    def __post_init__(self) -> None:
+        if not self.prefix:
+            raise ValueError("a press handler needs a prefix (an empty one would claim every press)")
+
+    def claims(self, value: str) -> bool:
+        return value.startswith(self.prefix)
 
 
 @runtime_checkable

@@ -22,11 +22,12 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from telegram import Chat, Message, User
+from telegram import Chat, InlineKeyboardMarkup, MaybeInaccessibleMessage, Message, User
 from telegram.error import Forbidden, InvalidToken, TelegramError
 from telegram.ext import Application, ApplicationBuilder
 
 from bot.adapters import PlatformAdapter, TypingIndicator
+from bot.buttons import buttons_in
 from bot.connections import SentMessage, TokenClaims
 from bot.errors import ConfigError, PartlySent, SendError
 from bot.events import EventType
@@ -56,6 +57,7 @@ from ._mapping import (
 )
 from ._outbound import ChatTarget, send_text
 from ._polling import PollingWatch
+from ._presses import keyboard
 from ._relay import Relay
 from ._request import AiohttpRequest, UpdatesRequest
 from ._speaking import speak
@@ -67,7 +69,14 @@ __all__ = ["TelegramAdapter"]
 
 _log = logging.getLogger(__name__)
 
-_ALLOWED_UPDATES = ["message", "edited_message", "message_reaction", "my_chat_member", "chat_member"]
+_ALLOWED_UPDATES = [
+    "message",
+    "edited_message",
+    "message_reaction",
+    "my_chat_member",
+    "chat_member",
+    "callback_query",  # button presses
+]
 _START_TIMEOUT_S = 30.0
 _TYPING_EVERY_S = 4.5  # Telegram shows a chat action for 5 s
 
@@ -297,9 +306,20 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
             await listen(self.runtime, self.app.bot, seen)
         if not seen.memory.content["text"] and not seen.attachments:
             return
+        await self._hand_over(message, seen, self._native(message, seen))
+
+    async def hear_press(self, message: MaybeInaccessibleMessage, seen: Translated) -> None:
+        """A press of one of this bot's buttons under ``message``, translated (:mod:`._presses`),
+        for the pipeline. Only this bot hears it: no other character shares the moment."""
+        await self._write_chat(message.chat, None)
+        await self.connections.ensure_rooms([seen.room])
+        await self.connections.ensure_entity(seen.entity, seen.room.id)
+        await self._hand_over(message, seen, None)
+
+    async def _hand_over(self, message: MaybeInaccessibleMessage, seen: Translated, native: NativeRef | None) -> None:
         channel = Answer(self, message, seen, _Typing(self, seen.chat_id, seen.thread_id))
         try:
-            await self.runtime.receive(IncomingMessage(seen.memory, channel, native=self._native(message, seen)))
+            await self.runtime.receive(IncomingMessage(seen.memory, channel, native=native))
         finally:
             await channel.typing_indicator.stop()
 
@@ -318,16 +338,16 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         reply_to: int | None = None,
         thread_id: int | None = None,
         files: Sequence[OutgoingFile] = (),
+        markup: InlineKeyboardMarkup | None = None,
     ) -> list[Message]:
         assert self.app is not None
         bot, deadline = self.app.bot, self.config.send_deadline
+        where: dict[str, Any] = {"reply_to": reply_to, "thread_id": thread_id, "deadline_s": deadline, "markup": markup}
         try:
             if files:
-                sent = await send_with_files(
-                    bot, chat_id, text, files, reply_to=reply_to, thread_id=thread_id, deadline_s=deadline
-                )
+                sent = await send_with_files(bot, chat_id, text, files, **where)
             else:
-                sent = await send_text(bot, chat_id, text, reply_to=reply_to, thread_id=thread_id, deadline_s=deadline)
+                sent = await send_text(bot, chat_id, text, **where)
         except PartlySent as exc:
             await self._relay.deliver(self, exc.sent)  # the other characters saw that much too
             raise
@@ -346,8 +366,10 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     async def _send_native(
         self, target: ChatTarget, text: str, content: Mapping[str, Any], answering: Any
     ) -> list[Message]:
-        files = files_in(content)
-        return await self._send(target.chat_id, text, reply_to=answering, thread_id=target.thread_id, files=files)
+        files, markup = files_in(content), keyboard(buttons_in(content))
+        return await self._send(
+            target.chat_id, text, reply_to=answering, thread_id=target.thread_id, files=files, markup=markup
+        )
 
     def _record_of(self, message: Message) -> SentMessage:
         content: dict[str, Any] = {"channelType": channel_type(message.chat).value}

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from telegram import Bot, Message, ReplyParameters
+from telegram import Bot, InlineKeyboardMarkup, Message, ReplyParameters
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, TelegramError
 
@@ -53,8 +53,10 @@ async def send_with_files(
     reply_to: int | None = None,
     thread_id: int | None = None,
     deadline_s: float,
+    markup: InlineKeyboardMarkup | None = None,
 ) -> list[Message]:
-    """Send ``text`` and ``files`` (see the module docstring); the first message quotes ``reply_to``.
+    """Send ``text`` and ``files`` (see the module docstring); the first message quotes ``reply_to``,
+    the last carries ``markup`` (the reply's buttons).
 
     Raises:
         PartlySent: some messages went out (its ``sent``), then one could not.
@@ -67,15 +69,22 @@ async def send_with_files(
     sent: list[Message] = []
     if text and caption is None:
         sent += await send_text(
-            bot, chat_id, text, reply_to=reply_to, thread_id=thread_id, deadline_s=max(deadline.remaining(), 0.1)
+            bot,
+            chat_id,
+            text,
+            reply_to=reply_to,
+            thread_id=thread_id,
+            deadline_s=max(deadline.remaining(), 0.1),
+            markup=None if loaded else markup,  # no file could go: the text is the last message
         )
     for index, (placed, data) in enumerate(loaded):
         if index > 0 or sent:
             own = placed.file.description
             caption = caption_for(own) if own else None
+        last = markup if index == len(loaded) - 1 else None
         try:
             quoted = reply_to if not sent else None
-            sent.append(await _send_file(bot, chat_id, placed, data, caption, quoted, thread_id, deadline))
+            sent.append(await _send_file(bot, chat_id, placed, data, caption, quoted, thread_id, deadline, last))
         except TelegramError as exc:
             if not sent:
                 raise
@@ -92,9 +101,12 @@ async def _send_file(
     reply_to: int | None,
     thread_id: int | None,
     deadline: Deadline,
+    markup: InlineKeyboardMarkup | None = None,
 ) -> Message:
     """One file, as a photo or a document; a photo Telegram refuses goes again as a document."""
     common: dict[str, Any] = {"chat_id": chat_id, "message_thread_id": thread_id, "filename": placed.file.filename}
+    if markup is not None:
+        common["reply_markup"] = markup
     if reply_to is not None:
         common["reply_parameters"] = ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
 

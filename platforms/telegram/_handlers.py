@@ -5,8 +5,9 @@ The handlers are registered on the Application in three groups, run one after th
 each update (in that update's own task: the Application handles updates concurrently):
 
 - ``-1``: the update is counted as being handled, so closing waits for it;
-- ``0``: at most one handler takes it — updates from chats the character stays out of go
-  nowhere; ``/start`` and ``/help`` (also ``/help@thisbot``) are answered without the model,
+- ``0``: at most one handler takes it — a button press is acknowledged at once, then (from
+  a chat the character is in) handed to the pipeline (:mod:`._presses`); other updates from
+  chats the character stays out of go nowhere; ``/start`` and ``/help`` (also ``/help@thisbot``) are answered without the model,
   ``/summarize [N]`` with a summary of the room's (the topic's) last N messages;
   people joining and leaving become ENTITY_JOINED/LEFT, the bot itself added to or removed
   from a group WORLD_JOINED/LEFT; other messages go to the pipeline
@@ -28,6 +29,7 @@ from telegram.ext import (
     Application,
     ApplicationHandlerStop,
     BaseHandler,
+    CallbackQueryHandler,
     ChatMemberHandler,
     CommandHandler,
     ContextTypes,
@@ -53,6 +55,7 @@ from ._mapping import (
     world_id,
 )
 from ._outbound import ChatTarget
+from ._presses import take_press
 
 if TYPE_CHECKING:
     from ._adapter import TelegramAdapter
@@ -80,6 +83,7 @@ class UpdateHandlers:
         app.add_handler(TypeHandler(Update, self.begin), group=-1)
         app.add_handlers(
             [
+                CallbackQueryHandler(self.on_press),  # first: a press is acknowledged wherever it comes from
                 _Elsewhere(self.adapter),
                 CommandHandler("start", self.on_start, filters=new),
                 CommandHandler("help", self.on_help, filters=new),
@@ -154,6 +158,10 @@ class UpdateHandlers:
     async def _reply(self, seen: Translated, text: str) -> None:
         target = ChatTarget(seen.chat_id, seen.thread_id, seen.title)
         await self.adapter.send_reply(target, text, {}, seen.message_id)
+
+    async def on_press(self, update: Update, context: Context) -> None:
+        assert update.callback_query is not None  # the handler's kind
+        await take_press(self.adapter, update.callback_query)
 
     async def on_message(self, update: Update, context: Context) -> None:
         await self.adapter.hear(_message(update))

@@ -18,7 +18,7 @@ import warnings
 from datetime import timedelta
 from typing import Any, NamedTuple
 
-from telegram import Bot, Message, ReplyParameters
+from telegram import Bot, InlineKeyboardMarkup, Message, ReplyParameters
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError, TimedOut
 
@@ -114,9 +114,11 @@ async def send_text(
     reply_to: int | None = None,
     thread_id: int | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
+    markup: InlineKeyboardMarkup | None = None,
 ) -> list[Message]:
     """Send ``text`` (repaired, see :func:`bot.text.repair_text`) as one or more messages; the
-    first quotes ``reply_to`` (if it still exists). All of them are sent within ``deadline_s``.
+    first quotes ``reply_to`` (if it still exists), the last carries ``markup`` (the reply's
+    buttons). All of them are sent within ``deadline_s``.
 
     Raises:
         SendGaveUp: nothing went out within the deadline.
@@ -130,6 +132,8 @@ async def send_text(
         common: dict[str, Any] = {"chat_id": chat_id, "message_thread_id": thread_id}
         if index == 0 and reply_to is not None:
             common["reply_parameters"] = ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
+        if index == len(parts) - 1 and markup is not None:
+            common["reply_markup"] = markup
         try:
             sent.append(await _send_part(bot, converted, original, common, deadline))
         except TelegramError as exc:

@@ -36,6 +36,10 @@ user, old, new, by=None, kind="chat_member")``; ``bot_removed(chat, bot, by=, st
 ``add_channel(title, members=)`` and ``channel_posts(channel, text)`` (a ``channel_post``). A
 ``sticker`` is ``(emoji or None, "static" | "animated" | "video")``. Updates go to the bots that are
 members of the chat (in a private chat, to its bot) whose ``allowed_updates`` take them.
+``user_presses(user, message, data, inaccessible=False, inline=False)`` presses a button under a
+message a bot sent: a ``callback_query`` for that bot only (``inaccessible``: the message as an
+InaccessibleMessage, date 0; ``inline``: an ``inline_message_id`` and no message); it returns the
+query's id, and ``answered(id)`` / ``ack_delay(id)`` say how the bot acknowledged it.
 
 Like Telegram, what a bot sends is never delivered to other bots.
 
@@ -50,7 +54,11 @@ of at most 10 MB, else 400) and sendDocument (any file; over 50 MB is 413, as fo
 each with a caption of at most 1024 characters (else 400), sendChatAction, getFile (a file
 over ``max_download`` bytes, 20 MB by default, is 400 "file is too big" as on api.telegram.org;
 ``max_download = None`` serves any size, as a local Bot API server does), getChatAdministrators,
-getChatMember, setMyCommands, deleteMyCommands, close. Anything else is 404, recorded.
+getChatMember, setMyCommands, deleteMyCommands, close, answerCallbackQuery (recorded per bot in
+``answers`` as ``(query id, monotonic time, text)``; an unknown query, one already answered or
+one older than ``callback_expiry`` seconds, 15 by default, is 400 "query is too old…"). Anything
+else is 404, recorded. ``reply_markup`` (an inline keyboard, checked as Telegram does: one of
+``callback_data`` of 1-64 bytes or ``url`` per button) is kept on the sent message and recorded.
 
 ``fail_next(method, status=429, retry_after=1, description=None, bot=None, times=1, after=0)`` makes
 the next ``times`` matching calls (once ``after`` more have gone through: the second part of a long
@@ -89,6 +97,9 @@ MAX_PHOTO = 10 * 1024 * 1024  # the Bot API's limits for uploads
 MAX_UPLOAD = 50 * 1024 * 1024
 _PICTURE_MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"RIFF")
 _RESERVED = set("_*[]()~`>#+-=|{}.!")
+MAX_CALLBACK_DATA = 64
+CALLBACK_EXPIRY_S = 15.0  # a callback query unanswered for longer is "too old" (Telegram: some 15 s)
+_TOO_OLD = "Bad Request: query is too old and response timeout expired or query ID is invalid"
 
 
 @dataclass(eq=False)
@@ -121,6 +132,7 @@ class FakeBot(FakeUser):
     delivered: list[dict[str, Any]] = field(default_factory=list)  # every update ever queued for this bot
     allowed_updates: list[str] | None = None
     poller: asyncio.Future[None] | None = None
+    answers: list[tuple[str, float, str | None]] = field(default_factory=list)  # answerCallbackQuery taken
 
 
 @dataclass(eq=False)
@@ -161,6 +173,35 @@ class _Failure:
     bot: FakeBot | None
     times: int
     after: int = 0
+
+
+@dataclass
+class _Press:
+    """A callback query: when the fake queued it, when a poll handed it over, whether it was answered."""
+
+    bot: FakeBot
+    update_id: int
+    queued_at: float
+    delivered_at: float | None = None
+    answered: bool = False
+
+
+def _keyboard_problem(markup: Any) -> str | None:
+    """What Telegram would refuse in a ``reply_markup`` (an inline keyboard), or None."""
+    rows = markup.get("inline_keyboard") if isinstance(markup, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+        return "Bad Request: can't parse reply keyboard markup JSON object"
+    for button in (b for row in rows for b in row):
+        if not isinstance(button, dict) or not str(button.get("text") or "").strip():
+            return "Bad Request: text buttons are unallowed in the inline keyboard"
+        data, url = button.get("callback_data"), button.get("url")
+        if (data is None) == (url is None):
+            return "Bad Request: can't parse inline keyboard button: exactly one of the optional fields must be used"
+        if data is not None and not 1 <= len(str(data).encode()) <= MAX_CALLBACK_DATA:
+            return "Bad Request: BUTTON_DATA_INVALID"
+        if url is not None and not str(url).startswith(("http://", "https://", "tg://")):
+            return "Bad Request: BUTTON_URL_INVALID"
+    return None
 
 
 def _chat_member(status: str, user: FakeUser) -> dict[str, Any]:
@@ -264,6 +305,8 @@ class FakeTelegram(LocalServer):
         self._message_ids: dict[int, itertools.count[int]] = {}
         self._update_ids = itertools.count(1)
         self._failures: list[_Failure] = []
+        self.callback_expiry = CALLBACK_EXPIRY_S
+        self.presses: dict[str, _Press] = {}  # callback query id -> the press
         # Not LocalServer's _changed()/_change: this fake's waits also poll (every 50 ms), which
         # checks on state outside the fake rely on.
         self._activity = asyncio.Event()
@@ -458,6 +501,55 @@ class FakeTelegram(LocalServer):
         self.messages[(chat.id, message["message_id"])] = message
         self._deliver(chat, "message", message)
         return message
+
+    async def user_presses(
+        self,
+        user: FakeUser,
+        message: dict[str, Any],
+        data: str,
+        *,
+        inaccessible: bool = False,
+        inline: bool = False,
+    ) -> str:
+        """``user`` presses the button carrying ``data`` under ``message`` (one a bot sent): a
+        ``callback_query`` update for that bot only. ``inaccessible``: the message is too old for
+        the bot to read (an InaccessibleMessage: its chat and id, date 0); ``inline``: a message
+        sent in inline mode (an ``inline_message_id``, no message at all). Returns the query's id."""
+        bot = next(b for b in self.bots.values() if b.id == message["from"]["id"])
+        chat = self.chats[message["chat"]["id"]]
+        query_id = str(next(self._ids) * 7919)
+        query: dict[str, Any] = {
+            "id": query_id,
+            "from": user.payload(),
+            "chat_instance": f"ci{chat.id}",
+            "data": data,
+        }
+        if inline:
+            query["inline_message_id"] = f"inline-{message['message_id']}"
+        elif inaccessible:
+            query["message"] = {"chat": chat.payload(), "message_id": message["message_id"], "date": 0}
+        else:
+            query["message"] = self.messages[(chat.id, message["message_id"])]
+        update_id = next(self._update_ids)
+        self.presses[query_id] = _Press(bot, update_id, time.monotonic())
+        update = {"update_id": update_id, "callback_query": query}
+        if bot.allowed_updates is None or "callback_query" in bot.allowed_updates:
+            bot.updates.append(update)
+            bot.delivered.append(update)
+        self._activity.set()
+        return query_id
+
+    def answered(self, query_id: str) -> list[tuple[str, float, str | None]]:
+        """The answerCallbackQuery calls Telegram took for the query (at most one)."""
+        press = self.presses[query_id]
+        return [a for a in press.bot.answers if a[0] == query_id]
+
+    def ack_delay(self, query_id: str) -> float:
+        """Seconds from a poll handing over the press to the bot's answerCallbackQuery arriving."""
+        press = self.presses[query_id]
+        ((_, at, _),) = self.answered(query_id)
+        assert press.delivered_at is not None
+        return at - press.delivered_at
 
     async def user_edits(self, message: dict[str, Any], text: str) -> dict[str, Any]:
         edited = {**message, "text": text, "edit_date": int(time.time())}
@@ -725,7 +817,13 @@ class FakeTelegram(LocalServer):
             if not poller.done():
                 poller.set_result(None)
         limit = int(params.get("limit") or 100)
-        return self._ok(bot.updates[:limit])
+        handed = bot.updates[:limit]
+        now = time.monotonic()
+        for update in handed:
+            press = self.presses.get(str((update.get("callback_query") or {}).get("id")))
+            if press is not None and press.delivered_at is None:
+                press.delivered_at = now
+        return self._ok(handed)
 
     async def _api_sendmessage(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
         chat = self.chats.get(int(params["chat_id"]))
@@ -743,6 +841,8 @@ class FakeTelegram(LocalServer):
             return self._error(400, "Bad Request: message text is empty")
         if len(shown) > MAX_TEXT:
             return self._error(400, "Bad Request: message is too long")
+        if params.get("reply_markup") is not None and (problem := _keyboard_problem(params["reply_markup"])):
+            return self._error(400, problem)
         reply = params.get("reply_parameters") or {}
         reply_to = reply.get("message_id") if isinstance(reply, dict) else None
         reply_to = reply_to or params.get("reply_to_message_id")
@@ -759,6 +859,9 @@ class FakeTelegram(LocalServer):
             message["is_topic_message"] = chat.forum
         if reply_to is not None and (chat.id, int(reply_to)) in self.messages:
             message["reply_to_message"] = self.messages[(chat.id, int(reply_to))]
+        markup = params.get("reply_markup")
+        if markup is not None:
+            message["reply_markup"] = markup
         self.messages[(chat.id, message["message_id"])] = message
         bot.sent.append(
             {
@@ -769,6 +872,7 @@ class FakeTelegram(LocalServer):
                 "parse_mode": parse_mode,
                 "reply_to": reply_to,
                 "thread_id": thread,
+                "reply_markup": markup,
                 "message": message,
             }
         )
@@ -824,6 +928,9 @@ class FakeTelegram(LocalServer):
                 return self._error(400, f"Bad Request: can't parse entities: {exc}")
         if len(caption) > MAX_CAPTION:
             return self._error(400, "Bad Request: message caption is too long")
+        markup = params.get("reply_markup")
+        if markup is not None and (problem := _keyboard_problem(markup)):
+            return self._error(400, problem)
         reply = params.get("reply_parameters") or {}
         reply_to = reply.get("message_id") if isinstance(reply, dict) else None
         reply_to = reply_to or params.get("reply_to_message_id")
@@ -856,8 +963,11 @@ class FakeTelegram(LocalServer):
             message["is_topic_message"] = chat.forum
         if reply_to is not None and (chat.id, int(reply_to)) in self.messages:
             message["reply_to_message"] = self.messages[(chat.id, int(reply_to))]
+        if markup is not None:
+            message["reply_markup"] = markup
         self.messages[(chat.id, message["message_id"])] = message
         record: dict[str, Any] = {
+            "reply_markup": markup,
             "kind": kind,
             "chat_id": chat.id,
             "text": caption,
@@ -943,6 +1053,19 @@ class FakeTelegram(LocalServer):
         status = "member" if member is not None else "left"
         user = member.payload() if member is not None else {"id": user_id, "is_bot": False, "first_name": "?"}
         return self._ok({"status": status, "user": user})
+
+    async def _api_answercallbackquery(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        query_id = str(params.get("callback_query_id") or "")
+        press = self.presses.get(query_id)
+        if press is None or press.bot is not bot or press.answered:
+            return self._error(400, _TOO_OLD)
+        if time.monotonic() - press.queued_at > self.callback_expiry:
+            return self._error(400, _TOO_OLD)
+        press.answered = True
+        text = params.get("text")
+        bot.answers.append((query_id, time.monotonic(), None if text is None else str(text)))
+        self._activity.set()
+        return self._ok(True)
 
     async def _api_setmycommands(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
         return self._ok(True)
