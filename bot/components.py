@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
-from .chunking import split_message
+from .outgoing import text_or_file
 from .types import JSON, Entity, Memory, Room, Task
 
 if TYPE_CHECKING:
@@ -192,17 +192,22 @@ class ConversationSummary:
     """A summary of a stretch of a room's conversation, ready to show the person who asked."""
 
     text: str
-    """What to send: the summary with a line naming what it covers, or why there is none."""
+    """The summary with a line naming what it covers, or why there is none."""
     messages: int = 0
     """How many messages it covers (0: there was nothing to summarise, or it failed)."""
     failed: bool = False
     """The model failed: ``text`` says so."""
     long: bool = False
-    """Longer than one chat message: sent in parts (or as a file)."""
+    """Longer than one chat message: it goes as a file (``filename``) after ``lead``."""
+    lead: str = ""
+    """What is said inline when it is long: what the summary covers, and that the file holds it."""
+    filename: str = "summary.md"
 
-    def parts(self, limit: int) -> list[str]:
-        """``text`` as chat messages of at most ``limit`` characters."""
-        return split_message(self.text, limit)
+    def content(self) -> JSON:
+        """What to send: the text, or (long) the lead with the text as a Markdown file."""
+        if not self.long:
+            return {"text": self.text}
+        return text_or_file(self.text, limit=0, lead=self.lead, filename=self.filename, body=f"{self.text}\n")
 
 
 @runtime_checkable

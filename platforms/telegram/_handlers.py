@@ -7,7 +7,8 @@ each update (in that update's own task: the Application handles updates concurre
 - ``-1``: the update is counted as being handled, so closing waits for it;
 - ``0``: at most one handler takes it — updates from chats the character stays out of go
   nowhere; ``/start`` and ``/help`` (also ``/help@thisbot``) are answered without the model,
-  ``/summarize [N]`` with a summary of the room's (the topic's) last N messages;
+  ``/summarize [N]`` with a summary of the room's (the topic's) last N messages (a long one as
+  a file);
   people joining and leaving become ENTITY_JOINED/LEFT, the bot itself added to or removed
   from a group WORLD_JOINED/LEFT; other messages go to the pipeline
   (:meth:`TelegramAdapter.hear`), and so do channel posts when TELEGRAM_CHANNEL_POSTS is on;
@@ -39,7 +40,7 @@ from telegram.ext import (
 
 from bot.components import CONVERSATION_SUMMARIES, SUMMARY_DEFAULT_COUNT, SUMMARY_MAX_COUNT
 from bot.events import EventType
-from bot.types import ChannelType, Memory, now_ms
+from bot.types import JSON, ChannelType, Memory, now_ms
 
 from ._mapping import (
     SOURCE,
@@ -132,14 +133,12 @@ class UpdateHandlers:
         count = _summary_count(context.args or [])
         summaries = self.runtime.get_service(CONVERSATION_SUMMARIES)
         if count is None:
-            texts = [_SUMMARIZE_USAGE]
+            content: JSON = {"text": _SUMMARIZE_USAGE}
         elif summaries is None:
-            texts = [f"{self.runtime.character.name} can't summarise conversations."]
+            content = {"text": f"{self.runtime.character.name} can't summarise conversations."}
         else:
-            summary = await summaries.summarize_room(seen.room.id, count)
-            texts = summary.parts(_SUMMARY_PART_CHARS)  # a long one in parts
-        for text in texts:
-            await self._reply(seen, text)
+            content = (await summaries.summarize_room(seen.room.id, count)).content()  # a long one as a file
+        await self._reply(seen, content["text"], content)
 
     async def _answer(self, update: Update, text: str) -> None:
         """Answer a command with ``text``, without the model."""
@@ -151,9 +150,9 @@ class UpdateHandlers:
         await adapter.meet(message, seen)
         return seen
 
-    async def _reply(self, seen: Translated, text: str) -> None:
+    async def _reply(self, seen: Translated, text: str, content: JSON | None = None) -> None:
         target = ChatTarget(seen.chat_id, seen.thread_id, seen.title)
-        await self.adapter.send_reply(target, text, {}, seen.message_id)
+        await self.adapter.send_reply(target, text, content or {}, seen.message_id)
 
     async def on_message(self, update: Update, context: Context) -> None:
         await self.adapter.hear(_message(update))
@@ -256,7 +255,6 @@ class UpdateHandlers:
         )
 
 
-_SUMMARY_PART_CHARS = 4000  # under Telegram's 4,096 once formatted
 _SUMMARIZE_USAGE = (
     f"Use /summarize, or /summarize N for the last N messages (1 to {SUMMARY_MAX_COUNT}; "
     f"{SUMMARY_DEFAULT_COUNT} when left out)."
