@@ -96,6 +96,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         self._chats: set[int] = set()
         self._members: dict[int, bool] = {}  # chat id -> whether this bot is in it (for the relay)
         self._relay = runtime.shared.one(Relay)  # the troupe's other Telegram characters
+        self._handlers = UpdateHandlers(self)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -104,6 +105,8 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         # (the next poll confirms it); one never fetched waits for the next start.
         self.runtime.on_drain(self.stop_polling)
         self._relay.join(self)
+        if self.app is not None:
+            self.runtime.create_task(self._handlers.publish_commands(self.app.bot), "telegram:commands")
         _log.info("%s: online on Telegram as @%s", self.name, self.username)
 
     async def _connect(self, token: str) -> None:
@@ -129,7 +132,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
             .update_queue(InboxQueue(self.runtime, polls))
             .build()
         )
-        UpdateHandlers(self).install(app)
+        self._handlers.install(app)
         try:
             async with asyncio.timeout(_START_TIMEOUT_S):
                 await app.initialize()

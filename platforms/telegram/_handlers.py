@@ -16,15 +16,21 @@ each update (in that update's own task: the Application handles updates concurre
 - ``1``: the update is dealt with and leaves the inbox (:mod:`._inbox`). It stays there — to
   be handled again at the next start — when a handler failed, or when the agent was draining
   and refused it.
+
+The commands are one list (:meth:`UpdateHandlers.commands`): their handlers are built from it,
+and so is the menu Telegram shows when someone types ``/`` (``setMyCommands``, at each start).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from telegram import Message, Update, User
+from telegram import Bot, BotCommand, Message, Update, User
+from telegram.error import TelegramError
 from telegram.ext import (
     Application,
     ApplicationHandlerStop,
@@ -58,13 +64,26 @@ from ._outbound import ChatTarget
 if TYPE_CHECKING:
     from ._adapter import TelegramAdapter
 
-__all__ = ["UpdateHandlers"]
+__all__ = ["Command", "UpdateHandlers"]
 
 _log = logging.getLogger(__name__)
 
 Context = ContextTypes.DEFAULT_TYPE
 
 _IN_CHAT = ("member", "administrator", "creator", "restricted")
+_MENU_TIMEOUT_S = 15.0
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A command the bot answers without the model."""
+
+    names: tuple[str, ...]
+    """What it is typed as; the menu shows the first."""
+    description: str
+    """What the menu says it does."""
+    answer: Callable[[Update, Context], Coroutine[Any, Any, None]]
+    in_menu: bool = True
 
 
 class UpdateHandlers:
@@ -74,6 +93,31 @@ class UpdateHandlers:
         self.adapter = adapter
         self.runtime = adapter.runtime
 
+    def commands(self) -> list[Command]:
+        """The commands this bot answers (``/summarize`` is in the menu only when the character
+        can summarise: the command still answers, to say it cannot)."""
+        can_summarise = self.runtime.get_service(CONVERSATION_SUMMARIES) is not None
+        return [
+            Command(("start",), "Say hello", self.on_start),
+            Command(("help",), f"How to talk to {self.runtime.character.name}", self.on_help),
+            Command(
+                ("summarize", "summarise"),
+                f"Sum up the last messages here (/summarize N: the last N, up to {SUMMARY_MAX_COUNT})",
+                self.on_summarize,
+                in_menu=can_summarise,
+            ),
+        ]
+
+    async def publish_commands(self, bot: Bot) -> None:
+        """Show the commands in Telegram's menu. A failure is logged (once) and is not fatal: the
+        commands work all the same, only the menu is missing."""
+        menu = [BotCommand(c.names[0], c.description) for c in self.commands() if c.in_menu]
+        try:
+            async with asyncio.timeout(_MENU_TIMEOUT_S):
+                await bot.set_my_commands(menu)
+        except (TelegramError, TimeoutError) as exc:
+            _log.warning("%s: could not set the Telegram command menu: %s", self.adapter.name, exc or "timed out")
+
     def install(self, app: Application) -> None:
         new = filters.UpdateType.MESSAGE & _FromOthers(self.adapter)
         edited = filters.UpdateType.EDITED_MESSAGE & _FromOthers(self.adapter)
@@ -82,9 +126,7 @@ class UpdateHandlers:
         app.add_handlers(
             [
                 _Elsewhere(self.adapter),
-                CommandHandler("start", self.on_start, filters=new),
-                CommandHandler("help", self.on_help, filters=new),
-                CommandHandler(("summarize", "summarise"), self.on_summarize, filters=new),
+                *(CommandHandler(c.names, c.answer, filters=new) for c in self.commands()),
                 MessageHandler(new & joined_or_left, self.on_membership),
                 MessageHandler(new, self.on_message),
                 MessageHandler(edited, self.on_edit),

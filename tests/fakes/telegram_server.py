@@ -50,7 +50,8 @@ of at most 10 MB, else 400) and sendDocument (any file; over 50 MB is 413, as fo
 each with a caption of at most 1024 characters (else 400), sendChatAction, getFile (a file
 over ``max_download`` bytes, 20 MB by default, is 400 "file is too big" as on api.telegram.org;
 ``max_download = None`` serves any size, as a local Bot API server does), getChatAdministrators,
-getChatMember, setMyCommands, deleteMyCommands, close. Anything else is 404, recorded.
+getChatMember, setMyCommands (names checked as Telegram does; the menu kept as the bot's
+``commands``), deleteMyCommands, close. Anything else is 404, recorded.
 
 ``fail_next(method, status=429, retry_after=1, description=None, bot=None, times=1, after=0)`` makes
 the next ``times`` matching calls (once ``after`` more have gone through: the second part of a long
@@ -70,6 +71,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -121,6 +123,7 @@ class FakeBot(FakeUser):
     delivered: list[dict[str, Any]] = field(default_factory=list)  # every update ever queued for this bot
     allowed_updates: list[str] | None = None
     poller: asyncio.Future[None] | None = None
+    commands: list[dict[str, Any]] | None = None  # the menu set with setMyCommands (default scope)
 
 
 @dataclass(eq=False)
@@ -945,9 +948,19 @@ class FakeTelegram(LocalServer):
         return self._ok({"status": status, "user": user})
 
     async def _api_setmycommands(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        commands = params.get("commands")
+        if not isinstance(commands, list) or len(commands) > 100:
+            return self._error(400, "Bad Request: commands must be a list of at most 100")
+        for command in commands:
+            name, description = str(command.get("command") or ""), str(command.get("description") or "")
+            if not re.fullmatch(r"[a-z0-9_]{1,32}", name) or not 1 <= len(description) <= 256:
+                return self._error(400, "Bad Request: BOT_COMMAND_INVALID")
+        bot.commands = commands
+        self._activity.set()
         return self._ok(True)
 
     async def _api_deletemycommands(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        bot.commands = None
         return self._ok(True)
 
     async def _api_close(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
