@@ -33,7 +33,9 @@ the message (it is optional there; getFile still reports it). ``user_edits(messa
 ``user_reacts(user, message, emoji)``, ``member_joins(chat, user)``, ``member_status_changes(chat,
 user, old, new, by=None, kind="chat_member")``; ``bot_removed(chat, bot, by=, status="kicked")`` and
 ``bot_added(chat, bot, by=)`` (the bot's own ``my_chat_member``, and its membership);
-``add_channel(title, members=)`` and ``channel_posts(channel, text)`` (a ``channel_post``). A
+``add_channel(title, members=)`` and ``channel_posts(channel, text)`` (a ``channel_post``).
+``media_group_id=`` makes a message part of an album; ``user_sends_album(user, chat, items,
+caption)`` sends one (one update per photo or document, the caption on the first). A
 ``sticker`` is ``(emoji or None, "static" | "animated" | "video")``. Updates go to the bots that are
 members of the chat (in a private chat, to its bot) whose ``allowed_updates`` take them.
 
@@ -377,6 +379,7 @@ class FakeTelegram(LocalServer):
         sticker: tuple[str | None, str] | None = None,
         file_size: int | None = None,
         file_size_in_message: bool = True,
+        media_group_id: str | None = None,
     ) -> dict[str, Any]:
         message: dict[str, Any] = {
             "message_id": self._next_message_id(chat.id),
@@ -384,6 +387,8 @@ class FakeTelegram(LocalServer):
             "chat": chat.payload(),
             "from": user.payload(),
         }
+        if media_group_id is not None:
+            message["media_group_id"] = media_group_id
         media = photo or document or voice or audio or video_note
         key = "caption" if media else "text"
         if text:
@@ -461,6 +466,29 @@ class FakeTelegram(LocalServer):
         self.messages[(chat.id, message["message_id"])] = message
         self._deliver(chat, "message", message)
         return message
+
+    async def user_sends_album(
+        self,
+        user: FakeUser,
+        chat: FakeChat,
+        items: Iterable[tuple[str, tuple[Any, ...]]],
+        caption: str = "",
+        *,
+        topic: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """An album: one message (one update) per item — ``("photo", (name, bytes))`` or
+        ``("document", (name, bytes[, mime]))`` — sharing a new ``media_group_id``, the
+        ``caption`` on the first, as Telegram delivers them."""
+        group = str(next(self._ids) * 7919)
+        sent = []
+        for index, (kind, item) in enumerate(items):
+            files: dict[str, Any] = {kind: item}
+            sent.append(
+                await self.user_says(
+                    user, chat, caption if index == 0 else "", topic=topic, media_group_id=group, **files
+                )
+            )
+        return sent
 
     async def user_edits(self, message: dict[str, Any], text: str) -> dict[str, Any]:
         edited = {**message, "text": text, "edit_date": int(time.time())}
