@@ -49,7 +49,8 @@ characters is 400 "message is too long"), sendVoice (a multipart upload, or the 
 stored file; it must be Ogg/Opus — starts with ``OggS`` and holds an ``OpusHead`` — else 400;
 Telegram itself also takes MP3 and M4A, which troupe never sends), sendPhoto (PNG, JPEG or WebP
 of at most 10 MB, else 400) and sendDocument (any file; over 50 MB is 413, as for every upload),
-each with a caption of at most 1024 characters (else 400), sendChatAction, getFile (a file
+each with a caption of at most 1024 characters (else 400), sendMediaGroup (2 to 10 photos, each
+recorded in ``sent`` as a photo with the album's id as ``album``), sendChatAction, getFile (a file
 over ``max_download`` bytes, 20 MB by default, is 400 "file is too big" as on api.telegram.org;
 ``max_download = None`` serves any size, as a local Bot API server does), getChatAdministrators,
 getChatMember, setMyCommands (names checked as Telegram does; the menu kept as the bot's
@@ -89,6 +90,7 @@ T = TypeVar("T")
 MAX_TEXT = 4096
 MAX_DOWNLOAD = 20 * 1024 * 1024
 MAX_CAPTION = 1024
+MAX_ALBUM = 10
 MAX_PHOTO = 10 * 1024 * 1024  # the Bot API's limits for uploads
 MAX_UPLOAD = 50 * 1024 * 1024
 _PICTURE_MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"RIFF")
@@ -155,6 +157,21 @@ class FakeChat:
         if self.forum:
             data["is_forum"] = True
         return data
+
+
+@dataclass(frozen=True)
+class _Posted:
+    """A file a bot uploads, with its caption (as shown and as sent), where it goes and what it quotes."""
+
+    kind: str
+    data: bytes
+    filename: str | None
+    mime: str | None
+    caption: str
+    raw: str
+    parse_mode: Any
+    reply_to: Any
+    thread: Any
 
 
 @dataclass
@@ -827,26 +844,8 @@ class FakeTelegram(LocalServer):
             return self._error(413, "Request Entity Too Large")
         return None
 
-    async def _send_media(self, bot: FakeBot, params: dict[str, Any], kind: str) -> web.Response:
-        """sendVoice, sendPhoto, sendDocument: a multipart upload (or a stored file's id) with a caption."""
-        chat = self.chats.get(int(params["chat_id"]))
-        if chat is None:
-            return self._error(400, "Bad Request: chat not found")
-        upload = params.get(kind)
-        filename, mime = None, None
-        if isinstance(upload, web.FileField):
-            data, filename, mime = upload.file.read(), upload.filename, upload.content_type
-        elif isinstance(upload, str) and upload in self.files:
-            filename, data, mime = self.files[upload]
-        elif upload is None:
-            return self._error(400, f"Bad Request: there is no {kind} in the request")
-        else:
-            return self._error(400, "Bad Request: wrong file identifier/HTTP URL specified")
-        refused = self._check_media(kind, data)
-        if refused is not None:
-            return refused
-        raw = str(params.get("caption") or "")
-        parse_mode = params.get("parse_mode")
+    def _caption(self, raw: str, parse_mode: Any) -> str | web.Response:
+        """What a caption shows, or Telegram's refusal of it."""
         caption = raw
         if parse_mode == "MarkdownV2" and raw:
             try:
@@ -855,10 +854,47 @@ class FakeTelegram(LocalServer):
                 return self._error(400, f"Bad Request: can't parse entities: {exc}")
         if len(caption) > MAX_CAPTION:
             return self._error(400, "Bad Request: message caption is too long")
+        return caption
+
+    def _upload(self, upload: Any, kind: str) -> tuple[bytes, str | None, str | None] | web.Response:
+        """An uploaded file (or a stored file's id): its bytes, name and type; or the refusal."""
+        if isinstance(upload, web.FileField):
+            return upload.file.read(), upload.filename, upload.content_type
+        if isinstance(upload, str) and upload in self.files:
+            filename, data, mime = self.files[upload]
+            return data, filename, mime
+        if upload is None:
+            return self._error(400, f"Bad Request: there is no {kind} in the request")
+        return self._error(400, "Bad Request: wrong file identifier/HTTP URL specified")
+
+    async def _send_media(self, bot: FakeBot, params: dict[str, Any], kind: str) -> web.Response:
+        """sendVoice, sendPhoto, sendDocument: a multipart upload (or a stored file's id) with a caption."""
+        chat = self.chats.get(int(params["chat_id"]))
+        if chat is None:
+            return self._error(400, "Bad Request: chat not found")
+        upload = self._upload(params.get(kind), kind)
+        if isinstance(upload, web.Response):
+            return upload
+        data, filename, mime = upload
+        refused = self._check_media(kind, data)
+        if refused is not None:
+            return refused
+        raw = str(params.get("caption") or "")
+        parse_mode = params.get("parse_mode")
+        caption = self._caption(raw, parse_mode)
+        if isinstance(caption, web.Response):
+            return caption
         reply = params.get("reply_parameters") or {}
         reply_to = reply.get("message_id") if isinstance(reply, dict) else None
         reply_to = reply_to or params.get("reply_to_message_id")
-        duration = int(params.get("duration") or 0)
+        sent = _Posted(kind, data, filename, mime, caption, raw, parse_mode, reply_to, params.get("message_thread_id"))
+        return self._ok(self._bot_posts(bot, chat, sent, duration=int(params.get("duration") or 0)))
+
+    def _bot_posts(
+        self, bot: FakeBot, chat: FakeChat, sent: _Posted, *, duration: int = 0, album: str | None = None
+    ) -> dict[str, Any]:
+        """The message a bot's upload makes, stored and recorded in ``bot.sent``."""
+        kind, data, filename, mime = sent.kind, sent.data, sent.filename, sent.mime
         if kind == "voice":
             mime = "audio/ogg"
         elif kind == "photo":
@@ -879,9 +915,11 @@ class FakeTelegram(LocalServer):
             "from": bot.payload(),
             kind: media,
         }
-        if caption:
-            message["caption"] = caption
-        thread = params.get("message_thread_id")
+        if album is not None:
+            message["media_group_id"] = album
+        if sent.caption:
+            message["caption"] = sent.caption
+        thread, reply_to = sent.thread, sent.reply_to
         if thread is not None:
             message["message_thread_id"] = int(thread)
             message["is_topic_message"] = chat.forum
@@ -891,9 +929,9 @@ class FakeTelegram(LocalServer):
         record: dict[str, Any] = {
             "kind": kind,
             "chat_id": chat.id,
-            "text": caption,
-            "raw": raw,
-            "parse_mode": parse_mode,
+            "text": sent.caption,
+            "raw": sent.raw,
+            "parse_mode": sent.parse_mode,
             "reply_to": reply_to,
             "thread_id": thread,
             "message": message,
@@ -903,9 +941,48 @@ class FakeTelegram(LocalServer):
         }
         if kind == "voice":
             record["duration"] = duration
+        if album is not None:
+            record["album"] = album
         bot.sent.append(record)
         self._activity.set()
-        return self._ok(message)
+        return message
+
+    async def _api_sendmediagroup(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        """An album: 2 to 10 photos (``attach://`` uploads or stored file ids), each with its own
+        caption; each becomes a message sharing one ``media_group_id`` (recorded with ``album``)."""
+        chat = self.chats.get(int(params["chat_id"]))
+        if chat is None:
+            return self._error(400, "Bad Request: chat not found")
+        media = params.get("media")
+        if not isinstance(media, list) or not 2 <= len(media) <= MAX_ALBUM:
+            return self._error(400, "Bad Request: wrong number of media in the group: must be 2 to 10")
+        reply = params.get("reply_parameters") or {}
+        reply_to = reply.get("message_id") if isinstance(reply, dict) else None
+        items: list[_Posted] = []
+        for item in media:
+            if item.get("type") != "photo":
+                return self._error(400, "Bad Request: only photos are sent as albums by this fake")
+            ref = str(item.get("media") or "")
+            upload = self._upload(
+                params.get(ref.removeprefix("attach://")) if ref.startswith("attach://") else ref, "photo"
+            )
+            if isinstance(upload, web.Response):
+                return upload
+            data, filename, mime = upload
+            refused = self._check_media("photo", data)
+            if refused is not None:
+                return refused
+            raw, parse_mode = str(item.get("caption") or ""), item.get("parse_mode")
+            caption = self._caption(raw, parse_mode)
+            if isinstance(caption, web.Response):
+                return caption
+            items.append(
+                _Posted(
+                    "photo", data, filename, mime, caption, raw, parse_mode, reply_to, params.get("message_thread_id")
+                )
+            )
+        album = str(next(self._ids) * 104729)
+        return self._ok([self._bot_posts(bot, chat, item, album=album) for item in items])
 
     async def _api_sendchataction(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
         bot.actions.append((int(params["chat_id"]), str(params.get("action"))))
