@@ -23,9 +23,9 @@ from dataclasses import dataclass, field, replace
 
 from telegram import Message
 
-from ._mapping import SOURCE, Translated, attachments, message_id, translate
+from ._mapping import SOURCE, Translated, album_memory_id, attachments, translate
 
-__all__ = ["Albums", "album_memory_id", "translate_album"]
+__all__ = ["Albums", "translate_album"]
 
 _log = logging.getLogger(__name__)
 
@@ -33,11 +33,6 @@ QUIET_S = 1.0
 """How long after an album's last part more may still come (Telegram sends them in one batch)."""
 LONGEST_S = 5.0
 """How long after the first part the album is heard however many parts are still coming."""
-
-
-def album_memory_id(agent_id: str, chat_id: int, media_group_id: str) -> str:
-    """The memory id of an album: the same whichever of its parts it is made from."""
-    return message_id(agent_id, chat_id, f"album:{media_group_id}")
 
 
 def translate_album(agent_id: str, parts: Sequence[Message], *, bot_id: int, bot_username: str) -> Translated:

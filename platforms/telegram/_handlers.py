@@ -54,6 +54,7 @@ from ._mapping import (
     channel_type,
     entity_id,
     message_id,
+    message_memory_id,
     room_for_message,
     room_id,
     translate,
@@ -204,7 +205,9 @@ class UpdateHandlers:
         assert message is not None  # the handler's filter
         seen = translate(self.runtime.agent_id, message, bot_id=adapter.bot_id, bot_username=adapter.username)
         await adapter.meet(message, seen)  # an edit of a message troupe never saw is stored as new
-        await self.runtime.emit(EventType.MESSAGE_UPDATED, {"message": seen.edit(), "source": SOURCE})
+        edit = seen.edit()
+        edit.id = message_memory_id(self.runtime.agent_id, message)  # an album's caption: the album's message
+        await self.runtime.emit(EventType.MESSAGE_UPDATED, {"message": edit, "source": SOURCE})
 
     async def on_reaction(self, update: Update, context: Context) -> None:
         reaction = update.message_reaction

@@ -508,10 +508,14 @@ class FakeTelegram(LocalServer):
         return sent
 
     async def user_edits(self, message: dict[str, Any], text: str) -> dict[str, Any]:
-        edited = {**message, "text": text, "edit_date": int(time.time())}
-        edited.pop("entities", None)
+        """The user edits ``message``: its text, or a file's caption."""
+        words, marks = (
+            ("caption", "caption_entities") if "text" not in message and "caption" in message else ("text", "entities")
+        )
+        edited = {**message, words: text, "edit_date": int(time.time())}
+        edited.pop(marks, None)
         if self._entities(text):
-            edited["entities"] = self._entities(text)
+            edited[marks] = self._entities(text)
         self.messages[(message["chat"]["id"], message["message_id"])] = edited
         self._deliver(self.chats[message["chat"]["id"]], "edited_message", edited)
         return edited

@@ -8,8 +8,8 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from platforms.telegram._albums import Albums, album_memory_id
-from platforms.telegram._mapping import room_id
+from platforms.telegram._albums import Albums
+from platforms.telegram._mapping import album_memory_id, room_id
 from tests.fakes.openai_server import make_png
 from tests.fakes.telegram_server import FakeChat
 
@@ -136,3 +136,33 @@ async def test_an_album_still_growing_is_heard_after_the_longest_wait() -> None:
     await asyncio.gather(*later)
     assert asyncio.get_running_loop().time() - started < 1.0
     assert heard[0][:3] == [1, 2, 3] and len(heard) >= 2 and sum(map(len, heard)) == 11
+
+
+async def test_an_album_s_edited_caption_changes_the_album_s_message_not_a_new_one(scene) -> None:
+    s = scene
+    chat = await _album_in_private(s, 2, "two cats", "Nice cats.")
+    await s.fake.wait_for_sent(s.ada, 1)
+    first = next(u["message"] for u in s.ada.delivered if u.get("message", {}).get("caption") == "two cats")
+    await s.fake.user_edits(first, "two dogs, in fact")
+    rt = s.runtime("Ada")
+
+    async def theirs() -> list:
+        return [m for m in await _stored(s, chat.id) if m.entity_id != rt.agent_id]
+
+    async with asyncio.timeout(5):
+        while [m.content["text"] for m in await theirs()] != ["two dogs, in fact"]:
+            await asyncio.sleep(0.02)
+    [album] = await theirs()
+    assert len(album.content["attachments"]) == 2 and album.metadata.get("editedAt")
+
+
+async def test_a_reply_to_any_photo_of_an_album_replies_to_the_album_s_message(scene) -> None:
+    s = scene
+    chat = await _album_in_private(s, 2, "two cats", "Nice cats.", "The grey one.")
+    await s.fake.wait_for_sent(s.ada, 1)
+    second = next(u["message"] for u in reversed(s.ada.delivered) if "photo" in u.get("message", {}))
+    await s.fake.user_says(s.sam, chat, "this one?", reply_to=second)
+    await s.fake.wait_for_sent(s.ada, 2)
+    rt = s.runtime("Ada")
+    [asked] = [m for m in await _stored(s, chat.id) if m.content.get("text") == "this one?"]
+    assert asked.content["inReplyTo"] == album_memory_id(rt.agent_id, chat.id, second["media_group_id"])
