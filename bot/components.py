@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
-from .outgoing import text_or_file
+from .outgoing import markdown_file
 from .types import JSON, Entity, Memory, Room, Task
 
 if TYPE_CHECKING:
@@ -207,7 +207,7 @@ class ConversationSummary:
         """What to send: the text, or (long) the lead with the text as a Markdown file."""
         if not self.long:
             return {"text": self.text}
-        return text_or_file(self.text, limit=0, lead=self.lead, filename=self.filename, body=f"{self.text}\n")
+        return {"text": self.lead, "files": [markdown_file(f"{self.text}\n", self.filename)]}
 
 
 @runtime_checkable

@@ -33,6 +33,7 @@ __all__ = [
     "file_name_part",
     "files_in",
     "load",
+    "markdown_file",
     "place",
     "refusal_note",
     "shown_size",
@@ -281,11 +282,15 @@ def file_name_part(words: str, fallback: str = "") -> str:
     return part[:_NAME_PART_CHARS].rstrip("-") or fallback
 
 
+def markdown_file(text: str, filename: str) -> OutgoingFile:
+    """``text`` as a UTF-8 Markdown file named ``filename``."""
+    return OutgoingFile.of_bytes(text.encode(), filename, "text/markdown")
+
+
 def text_or_file(text: str, *, limit: int, lead: str, filename: str, body: str | None = None) -> JSON:
     """The content of a message saying ``text``: the text itself when it holds at most ``limit``
     characters; else ``lead`` (a line or two on what the file holds) with ``body`` (``text``
-    unless given) as a UTF-8 Markdown file named ``filename``."""
+    unless given) as a Markdown file named ``filename``."""
     if len(text) <= limit:
         return {"text": text}
-    data = (body if body is not None else text).encode()
-    return {"text": lead, "files": [OutgoingFile.of_bytes(data, filename, "text/markdown")]}
+    return {"text": lead, "files": [markdown_file(body if body is not None else text, filename)]}
