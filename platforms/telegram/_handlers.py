@@ -117,7 +117,7 @@ class UpdateHandlers:
             async with asyncio.timeout(_MENU_TIMEOUT_S):
                 await bot.set_my_commands(menu)
         except (TelegramError, TimeoutError) as exc:
-            _log.warning("%s: could not set the Telegram command menu: %s", self.adapter.name, exc or "timed out")
+            _log.warning("%s: could not set the Telegram command menu: %s", self.adapter.name, str(exc) or "timed out")
 
     def install(self, app: Application) -> None:
         new = filters.UpdateType.MESSAGE & _FromOthers(self.adapter)

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from types import SimpleNamespace
+
+from platforms.telegram import _handlers
 
 from .scene import until
 
@@ -34,3 +38,18 @@ async def test_a_menu_telegram_refuses_is_logged_once_and_the_commands_still_wor
     warnings = [r.getMessage() for r in caplog.records if "command menu" in r.getMessage()]
     assert warnings == ["Ada: could not set the Telegram command menu: Internal Server Error"]
     assert s.ada.commands is None and [m for m, _ in s.ada.requests].count("setMyCommands") == 1
+
+
+async def test_a_menu_telegram_does_not_answer_in_time_is_logged_as_timed_out(monkeypatch, caplog) -> None:
+    monkeypatch.setattr(_handlers, "_MENU_TIMEOUT_S", 0.05)
+    runtime = SimpleNamespace(get_service=lambda key: None, character=SimpleNamespace(name="Ada"))
+    handlers = _handlers.UpdateHandlers(SimpleNamespace(runtime=runtime, name="Ada"))  # type: ignore[arg-type]
+
+    class SlowBot:
+        async def set_my_commands(self, commands: list) -> bool:
+            await asyncio.sleep(5)
+            return True
+
+    with caplog.at_level(logging.WARNING):
+        await handlers.publish_commands(SlowBot())  # type: ignore[arg-type]
+    assert [r.getMessage() for r in caplog.records] == ["Ada: could not set the Telegram command menu: timed out"]
