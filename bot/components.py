@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from .buttons import Press
-from .chunking import split_message
+from .outgoing import markdown_file
 from .types import JSON, Entity, Memory, Room, Task
 
 if TYPE_CHECKING:
@@ -218,17 +218,22 @@ class ConversationSummary:
     """A summary of a stretch of a room's conversation, ready to show the person who asked."""
 
     text: str
-    """What to send: the summary with a line naming what it covers, or why there is none."""
+    """The summary with a line naming what it covers, or why there is none."""
     messages: int = 0
     """How many messages it covers (0: there was nothing to summarise, or it failed)."""
     failed: bool = False
     """The model failed: ``text`` says so."""
     long: bool = False
-    """Longer than one chat message: sent in parts (or as a file)."""
+    """Longer than one chat message: it goes as a file (``filename``) after ``lead``."""
+    lead: str = ""
+    """What is said inline when it is long: what the summary covers, and that the file holds it."""
+    filename: str = "summary.md"
 
-    def parts(self, limit: int) -> list[str]:
-        """``text`` as chat messages of at most ``limit`` characters."""
-        return split_message(self.text, limit)
+    def content(self) -> JSON:
+        """What to send: the text, or (long) the lead with the text as a Markdown file."""
+        if not self.long:
+            return {"text": self.text}
+        return {"text": self.lead, "files": [markdown_file(f"{self.text}\n", self.filename)]}
 
 
 @runtime_checkable

@@ -2,8 +2,9 @@
 loop (initialize, start, long polling — never ``run_polling()``), sending and receiving.
 
 Inbound, python-telegram-bot's handlers take each update (:mod:`._handlers`); a message is
-translated once (:func:`._mapping.translate`), its voice note transcribed (:mod:`._listening`),
-and handed to the runtime as an incoming message with its reply channel (:mod:`bot.messages`).
+translated once (:func:`._mapping.translate`; an album's parts together, :mod:`._albums`), its
+voice note transcribed (:mod:`._listening`), and handed to the runtime as an incoming message
+with its reply channel (:mod:`bot.messages`).
 Chats, topics and people are written once per run and remembered.
 
 Outbound, replies quote the triggering message, are converted to MarkdownV2 (plain text if
@@ -36,6 +37,7 @@ from bot.messages import IncomingMessage, NativeRef
 from bot.outgoing import OutgoingFile, files_in
 from bot.types import ChannelType, Entity, Memory, Room
 
+from ._albums import Albums, translate_album
 from ._answer import Answer
 from ._config import TelegramConfig
 from ._files import send_with_files
@@ -105,6 +107,8 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         self._chats: set[int] = set()
         self._members: dict[int, bool] = {}  # chat id -> whether this bot is in it (for the relay)
         self._relay = runtime.shared.one(Relay)  # the troupe's other Telegram characters
+        self._handlers = UpdateHandlers(self)
+        self._albums = Albums()
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -113,6 +117,8 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         # (the next poll confirms it); one never fetched waits for the next start.
         self.runtime.on_drain(self.stop_polling)
         self._relay.join(self)
+        if self.app is not None:
+            self.runtime.create_task(self._handlers.publish_commands(self.app.bot), "telegram:commands")
         _log.info("%s: online on Telegram as @%s", self.name, self.username)
 
     async def _connect(self, token: str) -> None:
@@ -138,7 +144,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
             .update_queue(InboxQueue(self.runtime, polls))
             .build()
         )
-        UpdateHandlers(self).install(app)
+        self._handlers.install(app)
         try:
             async with asyncio.timeout(_START_TIMEOUT_S):
                 await app.initialize()
@@ -296,8 +302,19 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         await self.hear(messages[0], text="\n".join(m.text or m.caption or "" for m in messages), relayed=True)
 
     async def hear(self, message: Message, *, text: str | None = None, relayed: bool = False) -> None:
-        """A message for the pipeline, with its reply channel (``text`` replaces its words)."""
+        """A message for the pipeline, with its reply channel (``text`` replaces its words); the
+        parts of an album are gathered and heard as one (:mod:`._albums`)."""
+        if message.media_group_id is not None and not relayed:
+            await self._albums.gather(message, self._hear_album)
+            return
         seen = translate(self.runtime.agent_id, message, bot_id=self.bot_id, bot_username=self.username, text=text)
+        await self._hear(message, seen, relayed=relayed)
+
+    async def _hear_album(self, parts: list[Message]) -> None:
+        seen = translate_album(self.runtime.agent_id, parts, bot_id=self.bot_id, bot_username=self.username)
+        await self._hear(next(m for m in parts if m.message_id == seen.message_id), seen, relayed=False)
+
+    async def _hear(self, message: Message, seen: Translated, *, relayed: bool) -> None:
         await self.meet(message, seen)
         if not relayed:
             # In this update's own task (the Application handles updates concurrently): polling

@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import warnings
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from telegram import Bot, InlineKeyboardMarkup, Message, ReplyParameters
 from telegram.constants import ParseMode
@@ -31,6 +32,7 @@ from ._markdown import split_for_telegram
 __all__ = ["DEFAULT_DEADLINE_S", "ChatTarget", "SendGaveUp", "send_text", "send_voice", "unparseable", "with_retries"]
 
 _log = logging.getLogger(__name__)
+_Sent = TypeVar("_Sent")  # a Message, or the Messages of an album
 
 DEFAULT_DEADLINE_S = 60.0
 _NETWORK_ATTEMPTS = 4
@@ -64,7 +66,7 @@ def _not_sent(exc: NetworkError) -> bool:
     return isinstance(exc.__cause__, (ValueError, TypeError))
 
 
-async def with_retries(send: Any, deadline: Deadline) -> Message:
+async def with_retries(send: Callable[[], Awaitable[_Sent]], deadline: Deadline) -> _Sent:
     """``send()`` until it works, waiting out flood control and retrying network errors while
     each wait ends before the ``deadline``.
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message
+from telegram import Bot, BotCommand, InlineKeyboardButton, InlineKeyboardMarkup, InputMediaPhoto, Message
 from telegram.error import BadRequest, InvalidToken, RetryAfter
 from telegram.helpers import escape_markdown
 
 import platforms.telegram  # noqa: F401  (opts in to PTB's timedelta durations, as troupe does)
 
+from .openai_server import make_png
 from .telegram_server import FakeTelegram, markdown_v2_plain
 
 
@@ -158,3 +159,31 @@ async def test_inline_keyboards_go_out_and_a_press_comes_back_to_the_bot_that_se
             assert old is not None and old.message is not None and old.message.date.timestamp() == 0
             assert by_inline is not None and by_inline.message is None and by_inline.inline_message_id
             assert by_inline.id == inline
+
+
+async def test_albums_both_ways_and_the_command_menu_through_ptb() -> None:
+    async with FakeTelegram() as fake:
+        ada = fake.add_bot("7001:token-ada", username="ada_bot", first_name="Ada")
+        sam = fake.add_user("Sam")
+        chat = fake.private(sam, ada)
+        parts = await fake.user_sends_album(
+            sam, chat, [("photo", ("a.png", make_png())), ("document", ("b.txt", b"x"))], "two"
+        )
+        assert len({p["media_group_id"] for p in parts}) == 1 and [p.get("caption") for p in parts] == ["two", None]
+        assert [u["message"]["message_id"] for u in ada.updates] == [p["message_id"] for p in parts]
+        bot = Bot("7001:token-ada", base_url=f"{fake.url}/bot", base_file_url=f"{fake.url}/file/bot")
+        async with bot:
+            sent = await bot.send_media_group(
+                chat.id,
+                [InputMediaPhoto(make_png(), caption="*both*", parse_mode="MarkdownV2"), InputMediaPhoto(make_png())],
+            )
+            assert len({m.media_group_id for m in sent}) == 1 and sent[0].caption == "both"
+            assert [(m["kind"], m["text"]) for m in ada.sent] == [("photo", "both"), ("photo", "")]
+            with pytest.raises(BadRequest, match="must be 2 to 10"):
+                await bot.send_media_group(chat.id, [InputMediaPhoto(make_png())] * 11)
+            with pytest.raises(BadRequest, match="(?i)image_process_failed"):
+                await bot.send_media_group(chat.id, [InputMediaPhoto(make_png()), InputMediaPhoto(b"not a picture")])
+            assert await bot.set_my_commands([BotCommand("start", "Say hello")])
+            assert ada.commands == [{"command": "start", "description": "Say hello"}]
+            with pytest.raises(BadRequest, match="(?i)bot_command_invalid"):
+                await bot.set_my_commands([BotCommand("Not A Command", "x")])

@@ -214,3 +214,22 @@ async def test_a_reply_with_a_picture_carries_its_keyboard_on_the_picture(scene)
     assert photo["kind"] == "photo" and photo["text"] == "Here is the cat. Like it?"
     assert [b["text"] for b in photo["reply_markup"]["inline_keyboard"][0]] == ["One", "Two", "Docs"]
     assert photo["message"]["reply_markup"] == photo["reply_markup"]  # kept, for a press to find its label
+
+
+async def test_a_reply_with_several_pictures_and_buttons_sends_the_last_picture_alone_with_them(scene) -> None:
+    # An album cannot carry a keyboard: the pictures before the last go as one, the last with the buttons.
+    s = scene
+    await s.start(with_brann=False)
+    pictures = [OutgoingFile(f"cat{n}.png", "image/png", data=make_png(2, 2)) for n in range(3)]
+    await s.fake.user_says(s.sam, s.group, "show me the cats")
+    rt = s.runtime("Ada")
+    room = await room_of(rt, s.group.id)
+    before = len(s.ada.sent)
+    await rt.get_service("telegram").send_to_room(
+        room, {"text": "The cats. Which one?", "files": pictures, "buttons": VOTE}
+    )
+    first, second, last = s.ada.sent[before:]
+    assert first.get("album") is not None and first.get("album") == second.get("album") and "album" not in last
+    assert first["text"] == "The cats. Which one?"
+    assert first["reply_markup"] is None and second["reply_markup"] is None
+    assert [b["text"] for b in last["reply_markup"]["inline_keyboard"][0]] == ["One", "Two", "Docs"]
