@@ -24,13 +24,13 @@ from urllib.parse import urlsplit
 from .types import JSON
 
 __all__ = [
+    "Button",
+    "buttons_in",
     "MAX_BUTTONS",
     "MAX_LABEL_CHARS",
     "MAX_VALUE_BYTES",
-    "PRESS_KEY",
-    "Button",
     "Press",
-    "buttons_in",
+    "PRESS_KEY",
     "rows",
 ]
 

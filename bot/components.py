@@ -10,7 +10,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
-from .chunking import split_message
+from .buttons import Press
+from .outgoing import markdown_file
 from .types import JSON, Entity, Memory, Room, Task
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ __all__ = [
     "MESSAGE_VECTORS",
     "MessageVectors",
     "Messenger",
+    "PressHandler",
+    "PressHandling",
     "Provider",
     "ProviderResult",
     "Replier",
@@ -135,6 +138,29 @@ class TaskWorker:
     validate: Callable[[AgentRuntime, Task], Awaitable[bool]] | None = None
 
 
+#: ``async (runtime, message, press, callback) -> ActionResult``: what pressing one of a plugin's
+#: buttons does; ``message`` is the press as stored, ``callback`` answers in its room.
+PressHandling = Callable[["AgentRuntime", Memory, Press, HandlerCallback], Awaitable[ActionResult]]
+
+
+@dataclass(frozen=True, slots=True)
+class PressHandler:
+    """Handles the presses of the buttons whose value starts with ``prefix``, without asking a
+    model: the pipeline stores the press like any message, then hands it to the handler with the
+    longest matching prefix instead of deciding and planning (a press no handler claims is
+    answered like any message). A plugin registers it with ``runtime.register_press_handler``."""
+
+    prefix: str
+    handle: PressHandling
+
+    def __post_init__(self) -> None:
+        if not self.prefix:
+            raise ValueError("a press handler needs a prefix (an empty one would claim every press)")
+
+    def claims(self, value: str) -> bool:
+        return value.startswith(self.prefix)
+
+
 @runtime_checkable
 class Messenger(Protocol):
     """How a platform sends messages the agent starts itself (SEND_MESSAGE), as opposed to
@@ -192,17 +218,22 @@ class ConversationSummary:
     """A summary of a stretch of a room's conversation, ready to show the person who asked."""
 
     text: str
-    """What to send: the summary with a line naming what it covers, or why there is none."""
+    """The summary with a line naming what it covers, or why there is none."""
     messages: int = 0
     """How many messages it covers (0: there was nothing to summarise, or it failed)."""
     failed: bool = False
     """The model failed: ``text`` says so."""
     long: bool = False
-    """Longer than one chat message: sent in parts (or as a file)."""
+    """Longer than one chat message: it goes as a file (``filename``) after ``lead``."""
+    lead: str = ""
+    """What is said inline when it is long: what the summary covers, and that the file holds it."""
+    filename: str = "summary.md"
 
-    def parts(self, limit: int) -> list[str]:
-        """``text`` as chat messages of at most ``limit`` characters."""
-        return split_message(self.text, limit)
+    def content(self) -> JSON:
+        """What to send: the text, or (long) the lead with the text as a Markdown file."""
+        if not self.long:
+            return {"text": self.text}
+        return {"text": self.lead, "files": [markdown_file(f"{self.text}\n", self.filename)]}
 
 
 @runtime_checkable

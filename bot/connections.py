@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .buttons import buttons_in
 from .errors import ConfigError
 from .events import EventType
 from .types import JSON, Entity, Memory, Role, Room, World, now_ms
@@ -189,10 +190,15 @@ async def remember_sent(
 ) -> list[Memory]:
     """Store what went out of ``content`` (one memory per message the platform sent) and
     announce it (:func:`record_sent`). The files to upload are not part of what was said: each
-    message's own ``content["attachments"]`` (from the platform) says what files it carried."""
-    agent, memories = runtime.agent_id, []
-    for message in sent:
-        body: JSON = {k: v for k, v in content.items() if k not in ("files", "attachments")}
+    message's own ``content["attachments"]`` (from the platform) says what files it carried. The
+    last message keeps the buttons (``content["buttons"]``, as :meth:`~bot.buttons.Button.record`)."""
+    agent, memories, messages = runtime.agent_id, [], list(sent)
+    # Buttons go under the last message of a reply: that one keeps them, as they were shown.
+    buttons = [b.record() for b in buttons_in(content)]
+    for index, message in enumerate(messages):
+        body: JSON = {k: v for k, v in content.items() if k not in ("files", "attachments", "buttons")}
+        if buttons and index == len(messages) - 1:
+            body["buttons"] = buttons
         body.update({"text": message.text, "source": source, **message.content})
         if in_reply_to is not None:
             body["inReplyTo"] = in_reply_to

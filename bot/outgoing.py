@@ -6,6 +6,9 @@ attachment). Before anything goes out, :func:`place` decides how each file goes 
 platform's :class:`SizeLimits`: an image too big for a photo goes as a document, a file too big
 for the platform is not sent, and :func:`refusal_note` is added to the text so that the person
 reads what was left out and why.
+
+Text too long for a chat message (a summary, a transcript) goes as a short lead inline and the
+whole as a Markdown file (:func:`text_or_file`): one message to open, instead of a wall of parts.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import mimetypes
+import re
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -26,12 +30,15 @@ __all__ = [
     "OutgoingFile",
     "Placed",
     "SizeLimits",
+    "file_name_part",
     "files_in",
     "load",
+    "markdown_file",
     "place",
     "refusal_note",
     "shown_size",
     "sniff_image_type",
+    "text_or_file",
     "with_note",
 ]
 
@@ -262,3 +269,28 @@ async def load(placed: Iterable[Placed]) -> tuple[list[tuple[Placed, bytes]], st
 def with_note(text: str, note: str) -> str:
     """``text`` followed by ``note`` (a blank line between), either alone when the other is empty."""
     return "\n\n".join(part for part in (text.strip(), note) if part)
+
+
+_NOT_IN_NAMES = re.compile(r"[^a-z0-9]+")  # ASCII: some clients mangle other names
+_NAME_PART_CHARS = 40
+
+
+def file_name_part(words: str, fallback: str = "") -> str:
+    """``words`` as part of a file name every platform and file system takes: lower-case ASCII
+    letters and digits joined by ``-``, at most 40 characters; ``fallback`` when none are left."""
+    part = _NOT_IN_NAMES.sub("-", words.casefold()).strip("-")
+    return part[:_NAME_PART_CHARS].rstrip("-") or fallback
+
+
+def markdown_file(text: str, filename: str) -> OutgoingFile:
+    """``text`` as a UTF-8 Markdown file named ``filename``."""
+    return OutgoingFile.of_bytes(text.encode(), filename, "text/markdown")
+
+
+def text_or_file(text: str, *, limit: int, lead: str, filename: str, body: str | None = None) -> JSON:
+    """The content of a message saying ``text``: the text itself when it holds at most ``limit``
+    characters; else ``lead`` (a line or two on what the file holds) with ``body`` (``text``
+    unless given) as a Markdown file named ``filename``."""
+    if len(text) <= limit:
+        return {"text": text}
+    return {"text": lead, "files": [markdown_file(body if body is not None else text, filename)]}

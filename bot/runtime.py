@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeVar, overload
 from . import plugins as plugin_registry
 from .background import BackgroundTasks
 from .character import Character
-from .components import Action, Evaluator, Provider, ServiceKey, State, TaskWorker
+from .components import Action, Evaluator, PressHandler, Provider, ServiceKey, State, TaskWorker
 from .errors import PluginLoadError
 from .events import EventType, event_name
 from .ids import unique_uuid
@@ -100,6 +100,7 @@ class AgentRuntime:
         self.providers: dict[str, Provider] = {}
         self.evaluators: dict[str, Evaluator] = {}
         self.task_workers: dict[str, TaskWorker] = {}
+        self.press_handlers: dict[str, PressHandler] = {}  # by prefix
         self.services: dict[str, object] = {}
         self.loaded_plugins: list[str] = []
         self._overrides: dict[str, str] = {}
@@ -199,6 +200,16 @@ class AgentRuntime:
         if worker.name in self.task_workers:
             raise ValueError(f"Task worker {worker.name} already registered")
         self.task_workers[worker.name] = worker
+
+    def register_press_handler(self, handler: PressHandler) -> None:
+        if handler.prefix in self.press_handlers:
+            raise ValueError(f"Presses of buttons starting with {handler.prefix!r} are already handled")
+        self.press_handlers[handler.prefix] = handler
+
+    def press_handler_for(self, value: str) -> PressHandler | None:
+        """The handler of a press of ``value``: the one with the longest prefix it starts with."""
+        claiming = [h for h in self.press_handlers.values() if h.claims(value)]
+        return max(claiming, key=lambda h: len(h.prefix), default=None)
 
     @overload
     def register_service(self, name: ServiceKey[T], service: T) -> None: ...

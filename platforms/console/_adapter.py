@@ -3,6 +3,10 @@
 The terminal is a world with one DM room; the person is an entity. Lines typed reach the
 runtime as incoming messages like any platform's, and replies come back through the same reply
 channel contract (:mod:`bot.messages`): the adapter shows them and stores what it "sent".
+
+A terminal shows no pictures: a file sent is named. A text file (a long summary or transcript,
+which Discord and Telegram get as a document) is printed below its name, like ``cat``: actions
+send the same reply everywhere, and the console shows it as well as a terminal can.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import TYPE_CHECKING, TextIO
 from bot.errors import SendError
 from bot.events import EventType
 from bot.messages import IncomingMessage, Outcome, QuietChannel
-from bot.outgoing import files_in
+from bot.outgoing import OutgoingFile, files_in
 from bot.prompt import ask
 from bot.text import repair_text
 from bot.types import JSON, ChannelType, Entity, Memory, Room, World, now_ms
@@ -31,6 +35,7 @@ __all__ = ["ConsoleAdapter"]
 
 _log = logging.getLogger(__name__)
 SOURCE = "console"
+_SHOWN_TEXT_BYTES = 256 * 1024  # a text file larger than this is named only: a terminal is no pager
 
 
 class ConsoleAdapter:
@@ -106,10 +111,15 @@ class ConsoleAdapter:
         files = files_in(content)
         if not text and not files:
             return []
-        # A terminal shows no pictures: each file is named, and stored as what was sent.
+        # A terminal shows no pictures: each file is named (text files printed), and stored as what was sent.
         shown = [text] if text else []
         shown += [f"[file: {f.filename}, {f.content_type}]" for f in files]
-        print(f"{self.runtime.character.name}: {' '.join(shown)}", file=self.output, flush=True)
+        printed = [f"{self.runtime.character.name}: {' '.join(shown)}"]
+        for file in files:
+            body = await _readable_text(file)
+            if body is not None:
+                printed += [f"--- {file.filename} ---", body.rstrip(), f"--- end of {file.filename} ---"]
+        print("\n".join(printed), file=self.output, flush=True)
         self._said += 1
         said: JSON = {k: v for k, v in content.items() if k != "files"}
         if files:
@@ -157,6 +167,17 @@ class ConsoleAdapter:
             await self.send(text)
         if problems and self._said == said:
             self.notices.show(f"{self.runtime.character.name} could not answer: {problems[-1]}")
+
+
+async def _readable_text(file: OutgoingFile) -> str | None:
+    """A text file's words for the terminal; None for any other file, a large or unreadable one."""
+    size = file.size()
+    if not file.content_type.startswith("text/") or size is None or size > _SHOWN_TEXT_BYTES:
+        return None
+    try:
+        return repair_text((await file.read()).decode("utf-8", errors="replace"))
+    except OSError:
+        return None
 
 
 async def _stdin_line() -> str | None:

@@ -290,7 +290,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
             try:
                 await self.client.tree.sync()
             except discord.HTTPException as exc:
-                _log.warning("%s: could not register the /troupe command: %s", self.name, exc)
+                _log.warning("%s: could not register the slash commands: %s", self.name, exc)
         self._ready.set()
         self._was_online = True
         self.runtime.links.set(SOURCE, LinkState.CONNECTED)

@@ -7,11 +7,13 @@ owner and admins (Discord Administrator, or the OWNER/ADMIN role troupe records)
 person may change it for their own conversation. Answers are ephemeral.
 
 ``/summarize`` (``messages``: 1 to 500, default 50) is answered in the channel for everyone to
-see, in parts when long, after a deferral (the model takes longer than Discord's 3 s).
+see (a long summary as a Markdown file after a line on what it covers), after a deferral (the
+model takes longer than Discord's 3 s).
 """
 
 from __future__ import annotations
 
+import io
 import logging
 from typing import TYPE_CHECKING
 
@@ -19,6 +21,7 @@ import discord
 from discord import app_commands
 
 from bot.components import CONVERSATION_SUMMARIES, SUMMARY_DEFAULT_COUNT, SUMMARY_MAX_COUNT
+from bot.outgoing import files_in
 from bot.types import ChannelType, Role, RoomState
 
 from ._mapping import channel_type, discord_id
@@ -29,8 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["register_commands"]
 
 _log = logging.getLogger(__name__)
-
-_SUMMARY_PART_CHARS = 1900  # a Discord message holds 2,000
 
 _CHANGES: dict[str, RoomState | None] = {
     "follow": RoomState.FOLLOWED,
@@ -89,7 +90,7 @@ def _not_here(adapter: DiscordAdapter) -> str:
 
 
 async def summarize_channel(adapter: DiscordAdapter, interaction: discord.Interaction, count: int) -> None:
-    """Answer ``/summarize``: the channel's last ``count`` messages summarised, in parts when long."""
+    """Answer ``/summarize``: the channel's last ``count`` messages summarised, a long summary as a file."""
     channel, summaries = interaction.channel, adapter.runtime.get_service(CONVERSATION_SUMMARIES)
     if channel is None or not adapter.listens_in(channel) or summaries is None:
         await interaction.response.send_message(_not_here(adapter), ephemeral=True)
@@ -97,12 +98,15 @@ async def summarize_channel(adapter: DiscordAdapter, interaction: discord.Intera
     await interaction.response.defer(thinking=True)
     try:
         room_id = await adapter.ensure_room(channel, dm_with=interaction.user)
-        parts = (await summaries.summarize_room(room_id, count)).parts(_SUMMARY_PART_CHARS)
+        content = (await summaries.summarize_room(room_id, count)).content()
     except Exception:  # noqa: BLE001 - the person gets an answer; the cause goes to the log
         _log.exception("%s: /summarize failed", adapter.name)
-        parts = ["I couldn't summarise this channel: something went wrong on my side."]
-    for part in parts:
-        await interaction.followup.send(part)
+        content = {"text": "I couldn't summarise this channel: something went wrong on my side."}
+    files = [discord.File(io.BytesIO(await f.read()), filename=f.filename) for f in files_in(content)]
+    if files:
+        await interaction.followup.send(str(content["text"]), files=files)
+    else:
+        await interaction.followup.send(str(content["text"]))
 
 
 def register_commands(adapter: DiscordAdapter, tree: app_commands.CommandTree) -> None:

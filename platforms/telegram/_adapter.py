@@ -2,8 +2,9 @@
 loop (initialize, start, long polling — never ``run_polling()``), sending and receiving.
 
 Inbound, python-telegram-bot's handlers take each update (:mod:`._handlers`); a message is
-translated once (:func:`._mapping.translate`), its voice note transcribed (:mod:`._listening`),
-and handed to the runtime as an incoming message with its reply channel (:mod:`bot.messages`).
+translated once (:func:`._mapping.translate`; an album's parts together, :mod:`._albums`), its
+voice note transcribed (:mod:`._listening`), and handed to the runtime as an incoming message
+with its reply channel (:mod:`bot.messages`).
 Chats, topics and people are written once per run and remembered.
 
 Outbound, replies quote the triggering message, are converted to MarkdownV2 (plain text if
@@ -22,11 +23,12 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from telegram import Chat, Message, User
+from telegram import Chat, InlineKeyboardMarkup, MaybeInaccessibleMessage, Message, User
 from telegram.error import Forbidden, InvalidToken, TelegramError
 from telegram.ext import Application, ApplicationBuilder
 
 from bot.adapters import PlatformAdapter, TypingIndicator
+from bot.buttons import buttons_in
 from bot.connections import SentMessage, TokenClaims
 from bot.errors import ConfigError, PartlySent, SendError
 from bot.events import EventType
@@ -35,6 +37,7 @@ from bot.messages import IncomingMessage, NativeRef
 from bot.outgoing import OutgoingFile, files_in
 from bot.types import ChannelType, Entity, Memory, Room
 
+from ._albums import Albums, translate_album
 from ._answer import Answer
 from ._config import TelegramConfig
 from ._files import send_with_files
@@ -56,6 +59,7 @@ from ._mapping import (
 )
 from ._outbound import ChatTarget, send_text
 from ._polling import PollingWatch
+from ._presses import keyboard
 from ._relay import Relay
 from ._request import AiohttpRequest, UpdatesRequest
 from ._speaking import speak
@@ -67,7 +71,14 @@ __all__ = ["TelegramAdapter"]
 
 _log = logging.getLogger(__name__)
 
-_ALLOWED_UPDATES = ["message", "edited_message", "message_reaction", "my_chat_member", "chat_member"]
+_ALLOWED_UPDATES = [
+    "message",
+    "edited_message",
+    "message_reaction",
+    "my_chat_member",
+    "chat_member",
+    "callback_query",  # button presses
+]
 _START_TIMEOUT_S = 30.0
 _TYPING_EVERY_S = 4.5  # Telegram shows a chat action for 5 s
 
@@ -96,6 +107,8 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         self._chats: set[int] = set()
         self._members: dict[int, bool] = {}  # chat id -> whether this bot is in it (for the relay)
         self._relay = runtime.shared.one(Relay)  # the troupe's other Telegram characters
+        self._handlers = UpdateHandlers(self)
+        self._albums = Albums()
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -104,6 +117,8 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         # (the next poll confirms it); one never fetched waits for the next start.
         self.runtime.on_drain(self.stop_polling)
         self._relay.join(self)
+        if self.app is not None:
+            self.runtime.create_task(self._handlers.publish_commands(self.app.bot), "telegram:commands")
         _log.info("%s: online on Telegram as @%s", self.name, self.username)
 
     async def _connect(self, token: str) -> None:
@@ -129,7 +144,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
             .update_queue(InboxQueue(self.runtime, polls))
             .build()
         )
-        UpdateHandlers(self).install(app)
+        self._handlers.install(app)
         try:
             async with asyncio.timeout(_START_TIMEOUT_S):
                 await app.initialize()
@@ -287,8 +302,19 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         await self.hear(messages[0], text="\n".join(m.text or m.caption or "" for m in messages), relayed=True)
 
     async def hear(self, message: Message, *, text: str | None = None, relayed: bool = False) -> None:
-        """A message for the pipeline, with its reply channel (``text`` replaces its words)."""
+        """A message for the pipeline, with its reply channel (``text`` replaces its words); the
+        parts of an album are gathered and heard as one (:mod:`._albums`)."""
+        if message.media_group_id is not None and not relayed:
+            await self._albums.gather(message, self._hear_album)
+            return
         seen = translate(self.runtime.agent_id, message, bot_id=self.bot_id, bot_username=self.username, text=text)
+        await self._hear(message, seen, relayed=relayed)
+
+    async def _hear_album(self, parts: list[Message]) -> None:
+        seen = translate_album(self.runtime.agent_id, parts, bot_id=self.bot_id, bot_username=self.username)
+        await self._hear(next(m for m in parts if m.message_id == seen.message_id), seen, relayed=False)
+
+    async def _hear(self, message: Message, seen: Translated, *, relayed: bool) -> None:
         await self.meet(message, seen)
         if not relayed:
             # In this update's own task (the Application handles updates concurrently): polling
@@ -297,9 +323,20 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
             await listen(self.runtime, self.app.bot, seen)
         if not seen.memory.content["text"] and not seen.attachments:
             return
+        await self._hand_over(message, seen, self._native(message, seen))
+
+    async def hear_press(self, message: MaybeInaccessibleMessage, seen: Translated) -> None:
+        """A press of one of this bot's buttons under ``message``, translated (:mod:`._presses`),
+        for the pipeline. Only this bot hears it: no other character shares the moment."""
+        await self._write_chat(message.chat, None)
+        await self.connections.ensure_rooms([seen.room])
+        await self.connections.ensure_entity(seen.entity, seen.room.id)
+        await self._hand_over(message, seen, None)
+
+    async def _hand_over(self, message: MaybeInaccessibleMessage, seen: Translated, native: NativeRef | None) -> None:
         channel = Answer(self, message, seen, _Typing(self, seen.chat_id, seen.thread_id))
         try:
-            await self.runtime.receive(IncomingMessage(seen.memory, channel, native=self._native(message, seen)))
+            await self.runtime.receive(IncomingMessage(seen.memory, channel, native=native))
         finally:
             await channel.typing_indicator.stop()
 
@@ -318,16 +355,16 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         reply_to: int | None = None,
         thread_id: int | None = None,
         files: Sequence[OutgoingFile] = (),
+        markup: InlineKeyboardMarkup | None = None,
     ) -> list[Message]:
         assert self.app is not None
         bot, deadline = self.app.bot, self.config.send_deadline
+        where: dict[str, Any] = {"reply_to": reply_to, "thread_id": thread_id, "deadline_s": deadline, "markup": markup}
         try:
             if files:
-                sent = await send_with_files(
-                    bot, chat_id, text, files, reply_to=reply_to, thread_id=thread_id, deadline_s=deadline
-                )
+                sent = await send_with_files(bot, chat_id, text, files, **where)
             else:
-                sent = await send_text(bot, chat_id, text, reply_to=reply_to, thread_id=thread_id, deadline_s=deadline)
+                sent = await send_text(bot, chat_id, text, **where)
         except PartlySent as exc:
             await self._relay.deliver(self, exc.sent)  # the other characters saw that much too
             raise
@@ -346,8 +383,10 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     async def _send_native(
         self, target: ChatTarget, text: str, content: Mapping[str, Any], answering: Any
     ) -> list[Message]:
-        files = files_in(content)
-        return await self._send(target.chat_id, text, reply_to=answering, thread_id=target.thread_id, files=files)
+        files, markup = files_in(content), keyboard(buttons_in(content))
+        return await self._send(
+            target.chat_id, text, reply_to=answering, thread_id=target.thread_id, files=files, markup=markup
+        )
 
     def _record_of(self, message: Message) -> SentMessage:
         content: dict[str, Any] = {"channelType": channel_type(message.chat).value}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from telegram import Message
+from telegram import MaybeInaccessibleMessage
 
 from bot.messages import QuietChannel
 from bot.types import JSON, Memory
@@ -25,7 +25,9 @@ class Answer(QuietChannel):
     """Replies quote the message, in its topic, after "typing…" (``typing_indicator``); with
     ``TELEGRAM_VOICE_REPLIES`` they are also said as a voice note."""
 
-    def __init__(self, adapter: TelegramAdapter, message: Message, seen: Translated, typing: Indicator) -> None:
+    def __init__(
+        self, adapter: TelegramAdapter, message: MaybeInaccessibleMessage, seen: Translated, typing: Indicator
+    ) -> None:
         self.adapter, self.message, self.incoming = adapter, message, seen.memory
         self.thread = seen.thread_id
         self.typing_indicator = typing

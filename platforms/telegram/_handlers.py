@@ -5,9 +5,11 @@ The handlers are registered on the Application in three groups, run one after th
 each update (in that update's own task: the Application handles updates concurrently):
 
 - ``-1``: the update is counted as being handled, so closing waits for it;
-- ``0``: at most one handler takes it — updates from chats the character stays out of go
-  nowhere; ``/start`` and ``/help`` (also ``/help@thisbot``) are answered without the model,
-  ``/summarize [N]`` with a summary of the room's (the topic's) last N messages;
+- ``0``: at most one handler takes it — a button press is acknowledged at once, then (from
+  a chat the character is in) handed to the pipeline (:mod:`._presses`); other updates from
+  chats the character stays out of go nowhere; ``/start`` and ``/help`` (also ``/help@thisbot``)
+  are answered without the model, ``/summarize [N]`` with a summary of the room's (the topic's)
+  last N messages (a long one as a file);
   people joining and leaving become ENTITY_JOINED/LEFT, the bot itself added to or removed
   from a group WORLD_JOINED/LEFT; other messages go to the pipeline
   (:meth:`TelegramAdapter.hear`), and so do channel posts when TELEGRAM_CHANNEL_POSTS is on;
@@ -15,19 +17,26 @@ each update (in that update's own task: the Application handles updates concurre
 - ``1``: the update is dealt with and leaves the inbox (:mod:`._inbox`). It stays there — to
   be handled again at the next start — when a handler failed, or when the agent was draining
   and refused it.
+
+The commands are one list (:meth:`UpdateHandlers.commands`): their handlers are built from it,
+and so is the menu Telegram shows when someone types ``/`` (``setMyCommands``, at each start).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from telegram import Message, Update, User
+from telegram import Bot, BotCommand, Message, Update, User
+from telegram.error import TelegramError
 from telegram.ext import (
     Application,
     ApplicationHandlerStop,
     BaseHandler,
+    CallbackQueryHandler,
     ChatMemberHandler,
     CommandHandler,
     ContextTypes,
@@ -39,7 +48,7 @@ from telegram.ext import (
 
 from bot.components import CONVERSATION_SUMMARIES, SUMMARY_DEFAULT_COUNT, SUMMARY_MAX_COUNT
 from bot.events import EventType
-from bot.types import ChannelType, Memory, now_ms
+from bot.types import JSON, ChannelType, Memory, now_ms
 
 from ._mapping import (
     SOURCE,
@@ -47,23 +56,38 @@ from ._mapping import (
     channel_type,
     entity_id,
     message_id,
+    message_memory_id,
     room_for_message,
     room_id,
     translate,
     world_id,
 )
 from ._outbound import ChatTarget
+from ._presses import take_press
 
 if TYPE_CHECKING:
     from ._adapter import TelegramAdapter
 
-__all__ = ["UpdateHandlers"]
+__all__ = ["Command", "UpdateHandlers"]
 
 _log = logging.getLogger(__name__)
 
 Context = ContextTypes.DEFAULT_TYPE
 
 _IN_CHAT = ("member", "administrator", "creator", "restricted")
+_MENU_TIMEOUT_S = 15.0
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A command the bot answers without the model."""
+
+    names: tuple[str, ...]
+    """What it is typed as; the menu shows the first."""
+    description: str
+    """What the menu says it does."""
+    answer: Callable[[Update, Context], Coroutine[Any, Any, None]]
+    in_menu: bool = True
 
 
 class UpdateHandlers:
@@ -73,6 +97,31 @@ class UpdateHandlers:
         self.adapter = adapter
         self.runtime = adapter.runtime
 
+    def commands(self) -> list[Command]:
+        """The commands this bot answers (``/summarize`` is in the menu only when the character
+        can summarise: the command still answers, to say it cannot)."""
+        can_summarise = self.runtime.get_service(CONVERSATION_SUMMARIES) is not None
+        return [
+            Command(("start",), "Say hello", self.on_start),
+            Command(("help",), f"How to talk to {self.runtime.character.name}", self.on_help),
+            Command(
+                ("summarize", "summarise"),
+                f"Sum up the last messages here (/summarize N: the last N, up to {SUMMARY_MAX_COUNT})",
+                self.on_summarize,
+                in_menu=can_summarise,
+            ),
+        ]
+
+    async def publish_commands(self, bot: Bot) -> None:
+        """Show the commands in Telegram's menu. A failure is logged (once) and is not fatal: the
+        commands work all the same, only the menu is missing."""
+        menu = [BotCommand(c.names[0], c.description) for c in self.commands() if c.in_menu]
+        try:
+            async with asyncio.timeout(_MENU_TIMEOUT_S):
+                await bot.set_my_commands(menu)
+        except (TelegramError, TimeoutError) as exc:
+            _log.warning("%s: could not set the Telegram command menu: %s", self.adapter.name, str(exc) or "timed out")
+
     def install(self, app: Application) -> None:
         new = filters.UpdateType.MESSAGE & _FromOthers(self.adapter)
         edited = filters.UpdateType.EDITED_MESSAGE & _FromOthers(self.adapter)
@@ -80,10 +129,9 @@ class UpdateHandlers:
         app.add_handler(TypeHandler(Update, self.begin), group=-1)
         app.add_handlers(
             [
+                CallbackQueryHandler(self.on_press),  # first: a press is acknowledged wherever it comes from
                 _Elsewhere(self.adapter),
-                CommandHandler("start", self.on_start, filters=new),
-                CommandHandler("help", self.on_help, filters=new),
-                CommandHandler(("summarize", "summarise"), self.on_summarize, filters=new),
+                *(CommandHandler(c.names, c.answer, filters=new) for c in self.commands()),
                 MessageHandler(new & joined_or_left, self.on_membership),
                 MessageHandler(new, self.on_message),
                 MessageHandler(edited, self.on_edit),
@@ -132,14 +180,12 @@ class UpdateHandlers:
         count = _summary_count(context.args or [])
         summaries = self.runtime.get_service(CONVERSATION_SUMMARIES)
         if count is None:
-            texts = [_SUMMARIZE_USAGE]
+            content: JSON = {"text": _SUMMARIZE_USAGE}
         elif summaries is None:
-            texts = [f"{self.runtime.character.name} can't summarise conversations."]
+            content = {"text": f"{self.runtime.character.name} can't summarise conversations."}
         else:
-            summary = await summaries.summarize_room(seen.room.id, count)
-            texts = summary.parts(_SUMMARY_PART_CHARS)  # a long one in parts
-        for text in texts:
-            await self._reply(seen, text)
+            content = (await summaries.summarize_room(seen.room.id, count)).content()  # a long one as a file
+        await self._reply(seen, content["text"], content)
 
     async def _answer(self, update: Update, text: str) -> None:
         """Answer a command with ``text``, without the model."""
@@ -151,9 +197,13 @@ class UpdateHandlers:
         await adapter.meet(message, seen)
         return seen
 
-    async def _reply(self, seen: Translated, text: str) -> None:
+    async def _reply(self, seen: Translated, text: str, content: JSON | None = None) -> None:
         target = ChatTarget(seen.chat_id, seen.thread_id, seen.title)
-        await self.adapter.send_reply(target, text, {}, seen.message_id)
+        await self.adapter.send_reply(target, text, content or {}, seen.message_id)
+
+    async def on_press(self, update: Update, context: Context) -> None:
+        assert update.callback_query is not None  # the handler's kind
+        await take_press(self.adapter, update.callback_query)
 
     async def on_message(self, update: Update, context: Context) -> None:
         await self.adapter.hear(_message(update))
@@ -163,7 +213,9 @@ class UpdateHandlers:
         assert message is not None  # the handler's filter
         seen = translate(self.runtime.agent_id, message, bot_id=adapter.bot_id, bot_username=adapter.username)
         await adapter.meet(message, seen)  # an edit of a message troupe never saw is stored as new
-        await self.runtime.emit(EventType.MESSAGE_UPDATED, {"message": seen.edit(), "source": SOURCE})
+        edit = seen.edit()
+        edit.id = message_memory_id(self.runtime.agent_id, message)  # an album's caption: the album's message
+        await self.runtime.emit(EventType.MESSAGE_UPDATED, {"message": edit, "source": SOURCE})
 
     async def on_reaction(self, update: Update, context: Context) -> None:
         reaction = update.message_reaction
@@ -256,7 +308,6 @@ class UpdateHandlers:
         )
 
 
-_SUMMARY_PART_CHARS = 4000  # under Telegram's 4,096 once formatted
 _SUMMARIZE_USAGE = (
     f"Use /summarize, or /summarize N for the last N messages (1 to {SUMMARY_MAX_COUNT}; "
     f"{SUMMARY_DEFAULT_COUNT} when left out)."

@@ -25,6 +25,7 @@ from ._voice import Spoken, spoken_media
 __all__ = [
     "SOURCE",
     "Translated",
+    "album_memory_id",
     "attachments",
     "channel_type",
     "chat_room",
@@ -33,6 +34,7 @@ __all__ = [
     "is_topic",
     "memory_for_message",
     "message_id",
+    "message_memory_id",
     "message_text",
     "room_for_message",
     "room_id",
@@ -66,6 +68,19 @@ def entity_id(agent_id: str, user_id: int | str) -> str:
 
 def message_id(agent_id: str, chat_id: int | str, message: int | str) -> str:
     return unique_uuid(agent_id, f"{SOURCE}:message:{chat_id}:{message}")
+
+
+def album_memory_id(agent_id: str, chat_id: int | str, media_group_id: str) -> str:
+    """The memory id of an album (:mod:`._albums`): the same whichever of its parts it is made from."""
+    return message_id(agent_id, chat_id, f"album:{media_group_id}")
+
+
+def message_memory_id(agent_id: str, message: Any) -> str:
+    """The memory id of the message ``message`` is heard as: its own, or its album's."""
+    album = getattr(message, "media_group_id", None)
+    if album is not None:
+        return album_memory_id(agent_id, message.chat.id, album)
+    return message_id(agent_id, message.chat.id, message.message_id)
 
 
 def channel_type(chat: Any) -> ChannelType:
@@ -217,7 +232,7 @@ def _memory(agent_id: str, message: Message, topic: int | None, *, bot_id: int, 
     quoted = None if reply is None or (topic is not None and reply.message_id == topic) else reply
     content: dict[str, Any] = {"text": message_text(message), "source": SOURCE, "channelType": channel_type(chat).value}
     if quoted is not None:
-        content["inReplyTo"] = message_id(agent_id, chat.id, quoted.message_id)
+        content["inReplyTo"] = message_memory_id(agent_id, quoted)
     return Memory(
         id=message_id(agent_id, chat.id, message.message_id),
         entity_id=entity_id(agent_id, sender.id),

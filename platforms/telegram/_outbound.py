@@ -15,10 +15,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import warnings
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
-from telegram import Bot, Message, ReplyParameters
+from telegram import Bot, InlineKeyboardMarkup, Message, ReplyParameters
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError, TimedOut
 
@@ -31,6 +32,7 @@ from ._markdown import split_for_telegram
 __all__ = ["DEFAULT_DEADLINE_S", "ChatTarget", "SendGaveUp", "send_text", "send_voice", "unparseable", "with_retries"]
 
 _log = logging.getLogger(__name__)
+_Sent = TypeVar("_Sent")  # a Message, or the Messages of an album
 
 DEFAULT_DEADLINE_S = 60.0
 _NETWORK_ATTEMPTS = 4
@@ -64,7 +66,7 @@ def _not_sent(exc: NetworkError) -> bool:
     return isinstance(exc.__cause__, (ValueError, TypeError))
 
 
-async def with_retries(send: Any, deadline: Deadline) -> Message:
+async def with_retries(send: Callable[[], Awaitable[_Sent]], deadline: Deadline) -> _Sent:
     """``send()`` until it works, waiting out flood control and retrying network errors while
     each wait ends before the ``deadline``.
 
@@ -114,9 +116,11 @@ async def send_text(
     reply_to: int | None = None,
     thread_id: int | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
+    markup: InlineKeyboardMarkup | None = None,
 ) -> list[Message]:
     """Send ``text`` (repaired, see :func:`bot.text.repair_text`) as one or more messages; the
-    first quotes ``reply_to`` (if it still exists). All of them are sent within ``deadline_s``.
+    first quotes ``reply_to`` (if it still exists), the last carries ``markup`` (the reply's
+    buttons). All of them are sent within ``deadline_s``.
 
     Raises:
         SendGaveUp: nothing went out within the deadline.
@@ -130,6 +134,8 @@ async def send_text(
         common: dict[str, Any] = {"chat_id": chat_id, "message_thread_id": thread_id}
         if index == 0 and reply_to is not None:
             common["reply_parameters"] = ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
+        if index == len(parts) - 1 and markup is not None:
+            common["reply_markup"] = markup
         try:
             sent.append(await _send_part(bot, converted, original, common, deadline))
         except TelegramError as exc:

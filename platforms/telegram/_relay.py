@@ -143,8 +143,8 @@ class Relay:
 
 # Of what a character sent, what another needs to hear it as Telegram would have delivered it.
 _KEPT = ("message_id", "date", "chat", "from", "text", "caption", "entities", "message_thread_id", "is_topic_message")
-# Of the message it answered: which one, where, and whether it was that other character's.
-_QUOTED_KEPT = ("message_id", "date", "chat", "message_thread_id", "forum_topic_created")
+# Of the message it answered: which one (or album), where, and whether it was that other character's.
+_QUOTED_KEPT = ("message_id", "date", "chat", "message_thread_id", "forum_topic_created", "media_group_id")
 
 
 def _for_the_bus(message: Message) -> dict[str, Any]:

@@ -42,14 +42,15 @@ def _components(package: str, attribute: str) -> list[object]:
 async def setup(runtime: AgentRuntime) -> None:
     """Register the pipeline's event handlers, actions, providers and evaluators, offer the
     messages' vectors (the ``MESSAGE_VECTORS`` service) and room summaries (``CONVERSATION_SUMMARIES``),
-    and schedule memory retention (raises ConfigError for a bad retention setting or
-    TROUPE_FETCH_ALLOW_PRIVATE)."""
+    handle presses of choice buttons, and schedule memory retention (raises ConfigError for a bad
+    retention setting or TROUPE_FETCH_ALLOW_PRIVATE)."""
     from bot.components import CONVERSATION_SUMMARIES, MESSAGE_VECTORS
 
     from . import _event_handlers, _links, _retention
     from ._embedding import MessageEmbeddings
     from ._pipeline import MessagePipeline
     from ._summaries import RoomSummaries
+    from .actions import choose_option
 
     retention = _retention.read_settings(runtime)
     _links.allow_private(runtime)  # a bad value is an error now, not a warning at every link
@@ -62,6 +63,7 @@ async def setup(runtime: AgentRuntime) -> None:
         runtime.register_provider(provider)  # type: ignore[arg-type]
     for evaluator in _components("evaluators", "evaluator"):
         runtime.register_evaluator(evaluator)  # type: ignore[arg-type]
+    runtime.register_press_handler(choose_option.press_handler())  # choice buttons, without a model
     MessagePipeline(runtime).register()
     _event_handlers.register(runtime)
     if retention.enabled:

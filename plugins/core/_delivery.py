@@ -23,11 +23,14 @@ from bot.types import Handling, Memory
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
-__all__ = ["DEFAULT_MAX_REPLY_CHARS", "Delivery", "bound_text"]
+__all__ = ["DEFAULT_MAX_REPLY_CHARS", "ONE_MESSAGE_CHARS", "Delivery", "bound_text"]
 
 _log = logging.getLogger(__name__)
 
 DEFAULT_MAX_REPLY_CHARS = 6000
+#: An answer longer than this (a summary, a transcript) is "long": more than one chat message
+#: (Discord takes 2,000), so it goes as a file after a short lead (:func:`bot.outgoing.text_or_file`).
+ONE_MESSAGE_CHARS = 1800
 _ELLIPSIS = " …"
 
 

@@ -24,7 +24,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from bot.components import State
+from bot.buttons import Press
+from bot.components import PressHandler, State
 from bot.errors import ModelError, StoreError
 from bot.events import EventType
 from bot.messages import IncomingMessage, NativeRef, Outcome, ReplyChannel, Status
@@ -236,6 +237,10 @@ class MessagePipeline:
             store.get_room(message.room_id),
             store.get_participant_state(message.room_id, rt.agent_id),
         )
+        press = Press.of(message.content)
+        handler = rt.press_handler_for(press.value) if press is not None else None
+        if press is not None and handler is not None:
+            return await self._pressed(turn, press, handler)
         max_bot_turns = rt.get_int("MAX_BOT_TURNS", _DEFAULT_MAX_BOT_TURNS)
         # The loop guard only looks at the trailing run of bot messages: read no more than that.
         # It counts in the character's own history of the room, in the store: what it said and
@@ -343,6 +348,16 @@ class MessagePipeline:
         return Outcome(Status.REPLIED if replied else Status.ACTED, verdict.reason, tuple(actions))
 
     # -- steps ----------------------------------------------------------------------------
+
+    async def _pressed(self, turn: _Turn, press: Press, handler: PressHandler) -> Outcome:
+        """A press of a button a plugin handles: its handler, and no model (see PressHandler)."""
+        rt = self.runtime
+        _log.debug("%s: press of %r handled by %r", rt.character.name, press.value, handler.prefix)
+        result = await handler.handle(rt, turn.message, press, turn.delivery)
+        if turn.delivery.failed:
+            return Outcome(Status.SEND_FAILED, "the platform took none of the answer to a press")
+        status = Status.REPLIED if turn.delivery.sent else Status.ACTED
+        return Outcome(status, f"press of {press.value!r}: {result.error or 'done'}")
 
     async def _cue(self, turn: _Turn, verdict: Verdict) -> tuple[Scene | None, Cue | None]:
         """Tell the troupe what the rules said; for an undecided message in a room shared with

@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from bot.components import ConversationSummary
 from bot.errors import ModelError
 from bot.models import ModelType
+from bot.outgoing import file_name_part
 from bot.types import Memory
 
+from ._delivery import ONE_MESSAGE_CHARS
 from ._parse import parse_response
 from ._prompts import render, template
 from ._summary_window import DEFAULT_MESSAGES, MAX_MESSAGES, Window
@@ -31,7 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CHUNK_TOKENS",
-    "ONE_MESSAGE_CHARS",
     "RoomSummaries",
     "ask_for_summary",
     "chunk_lines",
@@ -41,8 +43,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-#: A summary longer than this is "long": more than one chat message (Discord takes 2,000).
-ONE_MESSAGE_CHARS = 1800
 DEFAULT_CHUNK_TOKENS = 3000
 _MIN_CHUNK_TOKENS = 250
 _CHARS_PER_TOKEN = 4  # the estimate: good enough for English, cautious for code
@@ -164,6 +164,14 @@ async def _room_name(runtime: AgentRuntime, room_id: str) -> str:
     return f"#{room.name.lstrip('#')}" if room is not None and room.name else "this conversation"
 
 
+def _file_name(room_name: str, at_ms: int) -> str:
+    """``summary-<room>-<YYYY-MM-DD>.md`` (``summary-<date>.md`` for a room with no name), the UTC
+    date of ``at_ms``."""
+    day = time.strftime("%Y-%m-%d", time.gmtime(at_ms / 1000))
+    room = "" if room_name == "this conversation" else file_name_part(room_name)
+    return f"summary-{room}-{day}.md" if room else f"summary-{day}.md"
+
+
 async def _summarize_chunks(
     runtime: AgentRuntime, chunks: list[list[str]], budget_chars: int, values: dict[str, str]
 ) -> str:
@@ -219,7 +227,8 @@ async def summarize(
     tokens = max(_MIN_CHUNK_TOKENS, runtime.get_int("SUMMARY_CHUNK_TOKENS", DEFAULT_CHUNK_TOKENS))
     budget = tokens * _CHARS_PER_TOKEN
     chunks = chunk_lines([_line(m, names) for m in memories], budget)
-    values = {"agentName": name, "roomName": await _room_name(runtime, room_id), "request": request}
+    room_name = await _room_name(runtime, room_id)
+    values = {"agentName": name, "roomName": room_name, "request": request}
     failure: Exception | None = None
     try:
         text = await _summarize_chunks(runtime, chunks, budget, values)
@@ -235,8 +244,13 @@ async def summarize(
             f"I couldn't summarise the conversation: {why}. Please try again in a moment.", failed=True
         )
     n = len(memories)
-    answer = f"Summary of the conversation {label} ({n} message{'' if n == 1 else 's'}):\n\n{text}"
-    return ConversationSummary(answer, messages=n, long=len(answer) > ONE_MESSAGE_CHARS)
+    covers = f"Summary of the conversation {label} ({n} message{'' if n == 1 else 's'})"
+    answer = f"{covers}:\n\n{text}"
+    if len(answer) <= ONE_MESSAGE_CHARS:
+        return ConversationSummary(answer, messages=n)
+    filename = _file_name(room_name, end if end is not None else runtime.clock())
+    lead = f"{covers}: it is long, so here it is as a file, {filename}."
+    return ConversationSummary(answer, messages=n, long=True, lead=lead, filename=filename)
 
 
 class RoomSummaries:

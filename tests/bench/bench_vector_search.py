@@ -7,7 +7,7 @@ Not a test. Run it from the repository root::
     .venv/bin/python tests/bench/bench_vector_search.py --memories 2000 --dims 384 --queries 20  # smoke
     # load and index 1M once (an hour), then measure as often as wanted, on a quiet machine:
     .venv/bin/python tests/bench/bench_vector_search.py --memories 1000000 --agents 10 --data DIR --keep --load-only
-    .venv/bin/python tests/bench/bench_vector_search.py --memories 1000000 --agents 10 --data DIR --keep --warm-up 1000
+    .venv/bin/python tests/bench/bench_vector_search.py --memories 1000000 --agents 10 --data DIR --keep --prewarm
 
 Each case (one per ``--agents`` entry) fills a new PostgreSQL database and a new SQLite file with
 the SAME ``--memories`` 'messages' memories, spread evenly over that many agents (so with 10
@@ -34,8 +34,11 @@ the server ``TROUPE_TEST_DATABASE_URL`` names, as it is configured.
 
 ``--keep`` (with ``--data``) keeps what was loaded and indexed, in a database named after the
 case, and a later run with the same arguments measures the HNSW searches on it without loading
-again. ``--keep`` measures PostgreSQL's HNSW search only: no SQLite, no exact PostgreSQL search
-on the later runs, no inserts (they would change the kept data). ``--load-only`` stops once the indexes are built.
+again: PostgreSQL's HNSW search only (no SQLite, no exact search, no inserts: they would change
+the kept data). ``--load-only`` stops once the indexes are built. ``--prewarm`` reads the
+indexes and the memories into memory before the HNSW searches are timed, as a server that has
+been answering for a while holds them (one just started reads each page from disk the first
+time: tens of milliseconds a search at 1M).
 """
 
 from __future__ import annotations
@@ -226,6 +229,39 @@ async def measure(stores: Sequence[Store], agents: Sequence[Agent], queries: int
     return figures
 
 
+async def prewarm(pg: PostgresDatabase) -> str:
+    """Read the HNSW indexes and the memories (with their key index) into memory, as a server
+    that has been answering for a while holds them: pg_prewarm where the server has it, else
+    the files through the operating system (a server this benchmark started, on this machine)."""
+    rows = await pg.fetchall(
+        "SELECT c.oid::regclass::text AS name, pg_relation_filepath(c.oid) AS path, pg_relation_size(c.oid) AS size "
+        "FROM pg_class c WHERE c.relname LIKE 'embeddings_hnsw_%%' OR c.relname IN ('memories', 'memories_pkey')"
+    )
+    t0 = time.perf_counter()
+    total = sum(int(r["size"]) for r in rows)
+    try:
+        await pg.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+        for row in rows:
+            await pg.execute("SELECT pg_prewarm(%s::regclass)", (row["name"],))
+        how = "pg_prewarm"
+    except Exception:  # noqa: BLE001 - no pg_prewarm in this server: read its files instead
+        found = await pg.fetchone("SELECT current_setting('data_directory') AS dir")
+        assert found is not None
+        base = Path(str(found["dir"]))
+        paths = [base / str(r["path"]) for r in rows]
+
+        def read_all() -> None:
+            for path in paths:
+                for segment in [path, *sorted(path.parent.glob(f"{path.name}.[0-9]*"))]:
+                    with segment.open("rb") as f:
+                        while f.read(1 << 20):
+                            pass
+
+        await asyncio.to_thread(read_all)
+        how = "their files read through the operating system"
+    return f"prewarmed {len(rows)} relations, {total / 1e9:.1f} GB ({how}) in {time.perf_counter() - t0:.0f} s"
+
+
 async def timed(call: Awaitable[object]) -> float:
     t0 = time.perf_counter()
     await call
@@ -324,6 +360,8 @@ async def run_case(admin: str, args: argparse.Namespace, n_agents: int, mixture:
                 await pg.execute("CREATE TABLE IF NOT EXISTS bench_stage (stage text)")
                 await pg.execute("INSERT INTO bench_stage VALUES ('indexed')")
         if not args.load_only:
+            if args.prewarm:
+                print(f"  {await prewarm(pg)}")
             print((await measure(pg_stores, agents, queries)).line("PostgreSQL HNSW (per-agent index)"))
         if args.inserts and not args.keep and not args.load_only:
             rate = await insert_rate(pg_stores[0], agents[0], mixture, args.inserts, "after")
@@ -383,6 +421,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data", help="work folder for PostgreSQL and SQLite (default: a temporary one, removed)")
     parser.add_argument(
         "--keep", action="store_true", help="keep the loaded, indexed data for later runs (needs --data)"
+    )
+    parser.add_argument(
+        "--prewarm", action="store_true", help="read the indexes and memories into memory before timing HNSW searches"
     )
     parser.add_argument("--load-only", action="store_true", help="stop once the data is loaded and indexed")
     args = parser.parse_args(argv)

@@ -11,12 +11,14 @@ from bot.outgoing import (
     FileKind,
     OutgoingFile,
     SizeLimits,
+    file_name_part,
     files_in,
     load,
     place,
     refusal_note,
     shown_size,
     sniff_image_type,
+    text_or_file,
     with_note,
 )
 from tests.fakes.openai_server import make_png
@@ -143,3 +145,20 @@ def test_sizes_and_notes_read_well() -> None:
     assert with_note(" Here it is. ", "") == "Here it is."
     assert with_note("", "(note)") == "(note)"
     assert with_note("Here:", "(note)") == "Here:\n\n(note)"
+
+
+def test_text_that_fits_a_message_stays_text_and_longer_text_is_a_lead_and_a_markdown_file() -> None:
+    assert text_or_file("short", limit=10, lead="see the file", filename="x.md") == {"text": "short"}
+    long = text_or_file("é" * 11, limit=10, lead="see the file", filename="notes.md")
+    [file] = long["files"]
+    assert long["text"] == "see the file"
+    assert (file.filename, file.content_type, file.data) == ("notes.md", "text/markdown", "é".encode() * 11)
+    body = text_or_file("x" * 11, limit=10, lead="", filename="n.md", body="# Notes\n")
+    assert body["files"][0].data == b"# Notes\n"
+
+
+def test_file_name_parts_are_lower_case_ascii_words_joined_by_dashes() -> None:
+    assert file_name_part("#Plot & Lore: Ideas!") == "plot-lore-ideas"
+    assert file_name_part("Board Meeting.ogg") == "board-meeting-ogg"
+    assert file_name_part("日本", "recording") == "recording"
+    assert file_name_part("word " * 20) == "word-word-word-word-word-word-word-word"

@@ -33,9 +33,15 @@ the message (it is optional there; getFile still reports it). ``user_edits(messa
 ``user_reacts(user, message, emoji)``, ``member_joins(chat, user)``, ``member_status_changes(chat,
 user, old, new, by=None, kind="chat_member")``; ``bot_removed(chat, bot, by=, status="kicked")`` and
 ``bot_added(chat, bot, by=)`` (the bot's own ``my_chat_member``, and its membership);
-``add_channel(title, members=)`` and ``channel_posts(channel, text)`` (a ``channel_post``). A
+``add_channel(title, members=)`` and ``channel_posts(channel, text)`` (a ``channel_post``).
+``media_group_id=`` makes a message part of an album; ``user_sends_album(user, chat, items,
+caption)`` sends one (one update per photo or document, the caption on the first). A
 ``sticker`` is ``(emoji or None, "static" | "animated" | "video")``. Updates go to the bots that are
 members of the chat (in a private chat, to its bot) whose ``allowed_updates`` take them.
+``user_presses(user, message, data, inaccessible=False, inline=False)`` presses a button under a
+message a bot sent: a ``callback_query`` for that bot only (``inaccessible``: the message as an
+InaccessibleMessage, date 0; ``inline``: an ``inline_message_id`` and no message); it returns the
+query's id, and ``answered(id)`` / ``ack_delay(id)`` say how the bot acknowledged it.
 
 Like Telegram, what a bot sends is never delivered to other bots.
 
@@ -47,10 +53,16 @@ characters is 400 "message is too long"), sendVoice (a multipart upload, or the 
 stored file; it must be Ogg/Opus — starts with ``OggS`` and holds an ``OpusHead`` — else 400;
 Telegram itself also takes MP3 and M4A, which troupe never sends), sendPhoto (PNG, JPEG or WebP
 of at most 10 MB, else 400) and sendDocument (any file; over 50 MB is 413, as for every upload),
-each with a caption of at most 1024 characters (else 400), sendChatAction, getFile (a file
+each with a caption of at most 1024 characters (else 400), sendMediaGroup (2 to 10 photos, each
+recorded in ``sent`` as a photo with the album's id as ``album``), sendChatAction, getFile (a file
 over ``max_download`` bytes, 20 MB by default, is 400 "file is too big" as on api.telegram.org;
 ``max_download = None`` serves any size, as a local Bot API server does), getChatAdministrators,
-getChatMember, setMyCommands, deleteMyCommands, close. Anything else is 404, recorded.
+getChatMember, setMyCommands (names checked as Telegram does; the menu kept as the bot's
+``commands``), deleteMyCommands, close, answerCallbackQuery (recorded per bot in ``answers`` as
+``(query id, monotonic time, text)``; an unknown query, one already answered or one older than
+``callback_expiry`` seconds, 15 by default, is 400 "query is too old…"). Anything else is 404,
+recorded. ``reply_markup`` (an inline keyboard, checked as Telegram does: one of
+``callback_data`` of 1-64 bytes or ``url`` per button) is kept on the sent message and recorded.
 
 ``fail_next(method, status=429, retry_after=1, description=None, bot=None, times=1, after=0)`` makes
 the next ``times`` matching calls (once ``after`` more have gone through: the second part of a long
@@ -70,6 +82,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -85,10 +98,14 @@ T = TypeVar("T")
 MAX_TEXT = 4096
 MAX_DOWNLOAD = 20 * 1024 * 1024
 MAX_CAPTION = 1024
+MAX_ALBUM = 10
 MAX_PHOTO = 10 * 1024 * 1024  # the Bot API's limits for uploads
 MAX_UPLOAD = 50 * 1024 * 1024
 _PICTURE_MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"RIFF")
 _RESERVED = set("_*[]()~`>#+-=|{}.!")
+MAX_CALLBACK_DATA = 64
+CALLBACK_EXPIRY_S = 15.0  # a callback query unanswered for longer is "too old" (Telegram: some 15 s)
+_TOO_OLD = "Bad Request: query is too old and response timeout expired or query ID is invalid"
 
 
 @dataclass(eq=False)
@@ -121,6 +138,8 @@ class FakeBot(FakeUser):
     delivered: list[dict[str, Any]] = field(default_factory=list)  # every update ever queued for this bot
     allowed_updates: list[str] | None = None
     poller: asyncio.Future[None] | None = None
+    answers: list[tuple[str, float, str | None]] = field(default_factory=list)  # answerCallbackQuery taken
+    commands: list[dict[str, Any]] | None = None  # the menu set with setMyCommands (default scope)
 
 
 @dataclass(eq=False)
@@ -152,6 +171,23 @@ class FakeChat:
         return data
 
 
+@dataclass(frozen=True)
+class _Posted:
+    """A file a bot uploads, with its caption (as shown and as sent), where it goes and what it quotes."""
+
+    kind: str
+    data: bytes
+    filename: str | None
+    mime: str | None
+    caption: str
+    raw: str
+    parse_mode: Any
+    reply_to: Any
+    thread: Any
+    markup: Any = None
+    """The inline keyboard it carries (``reply_markup``), if any."""
+
+
 @dataclass
 class _Failure:
     method: str
@@ -161,6 +197,35 @@ class _Failure:
     bot: FakeBot | None
     times: int
     after: int = 0
+
+
+@dataclass
+class _Press:
+    """A callback query: when the fake queued it, when a poll handed it over, whether it was answered."""
+
+    bot: FakeBot
+    update_id: int
+    queued_at: float
+    delivered_at: float | None = None
+    answered: bool = False
+
+
+def _keyboard_problem(markup: Any) -> str | None:
+    """What Telegram would refuse in a ``reply_markup`` (an inline keyboard), or None."""
+    rows = markup.get("inline_keyboard") if isinstance(markup, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+        return "Bad Request: can't parse reply keyboard markup JSON object"
+    for button in (b for row in rows for b in row):
+        if not isinstance(button, dict) or not str(button.get("text") or "").strip():
+            return "Bad Request: text buttons are unallowed in the inline keyboard"
+        data, url = button.get("callback_data"), button.get("url")
+        if (data is None) == (url is None):
+            return "Bad Request: can't parse inline keyboard button: exactly one of the optional fields must be used"
+        if data is not None and not 1 <= len(str(data).encode()) <= MAX_CALLBACK_DATA:
+            return "Bad Request: BUTTON_DATA_INVALID"
+        if url is not None and not str(url).startswith(("http://", "https://", "tg://")):
+            return "Bad Request: BUTTON_URL_INVALID"
+    return None
 
 
 def _chat_member(status: str, user: FakeUser) -> dict[str, Any]:
@@ -264,6 +329,8 @@ class FakeTelegram(LocalServer):
         self._message_ids: dict[int, itertools.count[int]] = {}
         self._update_ids = itertools.count(1)
         self._failures: list[_Failure] = []
+        self.callback_expiry = CALLBACK_EXPIRY_S
+        self.presses: dict[str, _Press] = {}  # callback query id -> the press
         # Not LocalServer's _changed()/_change: this fake's waits also poll (every 50 ms), which
         # checks on state outside the fake rely on.
         self._activity = asyncio.Event()
@@ -374,6 +441,7 @@ class FakeTelegram(LocalServer):
         sticker: tuple[str | None, str] | None = None,
         file_size: int | None = None,
         file_size_in_message: bool = True,
+        media_group_id: str | None = None,
     ) -> dict[str, Any]:
         message: dict[str, Any] = {
             "message_id": self._next_message_id(chat.id),
@@ -381,6 +449,8 @@ class FakeTelegram(LocalServer):
             "chat": chat.payload(),
             "from": user.payload(),
         }
+        if media_group_id is not None:
+            message["media_group_id"] = media_group_id
         media = photo or document or voice or audio or video_note
         key = "caption" if media else "text"
         if text:
@@ -459,11 +529,87 @@ class FakeTelegram(LocalServer):
         self._deliver(chat, "message", message)
         return message
 
+    async def user_presses(
+        self,
+        user: FakeUser,
+        message: dict[str, Any],
+        data: str,
+        *,
+        inaccessible: bool = False,
+        inline: bool = False,
+    ) -> str:
+        """``user`` presses the button carrying ``data`` under ``message`` (one a bot sent): a
+        ``callback_query`` update for that bot only. ``inaccessible``: the message is too old for
+        the bot to read (an InaccessibleMessage: its chat and id, date 0); ``inline``: a message
+        sent in inline mode (an ``inline_message_id``, no message at all). Returns the query's id."""
+        bot = next(b for b in self.bots.values() if b.id == message["from"]["id"])
+        chat = self.chats[message["chat"]["id"]]
+        query_id = str(next(self._ids) * 7919)
+        query: dict[str, Any] = {
+            "id": query_id,
+            "from": user.payload(),
+            "chat_instance": f"ci{chat.id}",
+            "data": data,
+        }
+        if inline:
+            query["inline_message_id"] = f"inline-{message['message_id']}"
+        elif inaccessible:
+            query["message"] = {"chat": chat.payload(), "message_id": message["message_id"], "date": 0}
+        else:
+            query["message"] = self.messages[(chat.id, message["message_id"])]
+        update_id = next(self._update_ids)
+        self.presses[query_id] = _Press(bot, update_id, time.monotonic())
+        update = {"update_id": update_id, "callback_query": query}
+        if bot.allowed_updates is None or "callback_query" in bot.allowed_updates:
+            bot.updates.append(update)
+            bot.delivered.append(update)
+        self._activity.set()
+        return query_id
+
+    def answered(self, query_id: str) -> list[tuple[str, float, str | None]]:
+        """The answerCallbackQuery calls Telegram took for the query (at most one)."""
+        press = self.presses[query_id]
+        return [a for a in press.bot.answers if a[0] == query_id]
+
+    def ack_delay(self, query_id: str) -> float:
+        """Seconds from a poll handing over the press to the bot's answerCallbackQuery arriving."""
+        press = self.presses[query_id]
+        ((_, at, _),) = self.answered(query_id)
+        assert press.delivered_at is not None
+        return at - press.delivered_at
+
+    async def user_sends_album(
+        self,
+        user: FakeUser,
+        chat: FakeChat,
+        items: Iterable[tuple[str, tuple[Any, ...]]],
+        caption: str = "",
+        *,
+        topic: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """An album: one message (one update) per item — ``("photo", (name, bytes))`` or
+        ``("document", (name, bytes[, mime]))`` — sharing a new ``media_group_id``, the
+        ``caption`` on the first, as Telegram delivers them."""
+        group = str(next(self._ids) * 7919)
+        sent = []
+        for index, (kind, item) in enumerate(items):
+            files: dict[str, Any] = {kind: item}
+            sent.append(
+                await self.user_says(
+                    user, chat, caption if index == 0 else "", topic=topic, media_group_id=group, **files
+                )
+            )
+        return sent
+
     async def user_edits(self, message: dict[str, Any], text: str) -> dict[str, Any]:
-        edited = {**message, "text": text, "edit_date": int(time.time())}
-        edited.pop("entities", None)
+        """The user edits ``message``: its text, or a file's caption."""
+        words, marks = (
+            ("caption", "caption_entities") if "text" not in message and "caption" in message else ("text", "entities")
+        )
+        edited = {**message, words: text, "edit_date": int(time.time())}
+        edited.pop(marks, None)
         if self._entities(text):
-            edited["entities"] = self._entities(text)
+            edited[marks] = self._entities(text)
         self.messages[(message["chat"]["id"], message["message_id"])] = edited
         self._deliver(self.chats[message["chat"]["id"]], "edited_message", edited)
         return edited
@@ -725,7 +871,13 @@ class FakeTelegram(LocalServer):
             if not poller.done():
                 poller.set_result(None)
         limit = int(params.get("limit") or 100)
-        return self._ok(bot.updates[:limit])
+        handed = bot.updates[:limit]
+        now = time.monotonic()
+        for update in handed:
+            press = self.presses.get(str((update.get("callback_query") or {}).get("id")))
+            if press is not None and press.delivered_at is None:
+                press.delivered_at = now
+        return self._ok(handed)
 
     async def _api_sendmessage(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
         chat = self.chats.get(int(params["chat_id"]))
@@ -743,6 +895,8 @@ class FakeTelegram(LocalServer):
             return self._error(400, "Bad Request: message text is empty")
         if len(shown) > MAX_TEXT:
             return self._error(400, "Bad Request: message is too long")
+        if params.get("reply_markup") is not None and (problem := _keyboard_problem(params["reply_markup"])):
+            return self._error(400, problem)
         reply = params.get("reply_parameters") or {}
         reply_to = reply.get("message_id") if isinstance(reply, dict) else None
         reply_to = reply_to or params.get("reply_to_message_id")
@@ -759,6 +913,9 @@ class FakeTelegram(LocalServer):
             message["is_topic_message"] = chat.forum
         if reply_to is not None and (chat.id, int(reply_to)) in self.messages:
             message["reply_to_message"] = self.messages[(chat.id, int(reply_to))]
+        markup = params.get("reply_markup")
+        if markup is not None:
+            message["reply_markup"] = markup
         self.messages[(chat.id, message["message_id"])] = message
         bot.sent.append(
             {
@@ -769,6 +926,7 @@ class FakeTelegram(LocalServer):
                 "parse_mode": parse_mode,
                 "reply_to": reply_to,
                 "thread_id": thread,
+                "reply_markup": markup,
                 "message": message,
             }
         )
@@ -796,26 +954,8 @@ class FakeTelegram(LocalServer):
             return self._error(413, "Request Entity Too Large")
         return None
 
-    async def _send_media(self, bot: FakeBot, params: dict[str, Any], kind: str) -> web.Response:
-        """sendVoice, sendPhoto, sendDocument: a multipart upload (or a stored file's id) with a caption."""
-        chat = self.chats.get(int(params["chat_id"]))
-        if chat is None:
-            return self._error(400, "Bad Request: chat not found")
-        upload = params.get(kind)
-        filename, mime = None, None
-        if isinstance(upload, web.FileField):
-            data, filename, mime = upload.file.read(), upload.filename, upload.content_type
-        elif isinstance(upload, str) and upload in self.files:
-            filename, data, mime = self.files[upload]
-        elif upload is None:
-            return self._error(400, f"Bad Request: there is no {kind} in the request")
-        else:
-            return self._error(400, "Bad Request: wrong file identifier/HTTP URL specified")
-        refused = self._check_media(kind, data)
-        if refused is not None:
-            return refused
-        raw = str(params.get("caption") or "")
-        parse_mode = params.get("parse_mode")
+    def _caption(self, raw: str, parse_mode: Any) -> str | web.Response:
+        """What a caption shows, or Telegram's refusal of it."""
         caption = raw
         if parse_mode == "MarkdownV2" and raw:
             try:
@@ -824,10 +964,52 @@ class FakeTelegram(LocalServer):
                 return self._error(400, f"Bad Request: can't parse entities: {exc}")
         if len(caption) > MAX_CAPTION:
             return self._error(400, "Bad Request: message caption is too long")
+        return caption
+
+    def _upload(self, upload: Any, kind: str) -> tuple[bytes, str | None, str | None] | web.Response:
+        """An uploaded file (or a stored file's id): its bytes, name and type; or the refusal."""
+        if isinstance(upload, web.FileField):
+            return upload.file.read(), upload.filename, upload.content_type
+        if isinstance(upload, str) and upload in self.files:
+            filename, data, mime = self.files[upload]
+            return data, filename, mime
+        if upload is None:
+            return self._error(400, f"Bad Request: there is no {kind} in the request")
+        return self._error(400, "Bad Request: wrong file identifier/HTTP URL specified")
+
+    async def _send_media(self, bot: FakeBot, params: dict[str, Any], kind: str) -> web.Response:
+        """sendVoice, sendPhoto, sendDocument: a multipart upload (or a stored file's id) with a caption."""
+        chat = self.chats.get(int(params["chat_id"]))
+        if chat is None:
+            return self._error(400, "Bad Request: chat not found")
+        upload = self._upload(params.get(kind), kind)
+        if isinstance(upload, web.Response):
+            return upload
+        data, filename, mime = upload
+        refused = self._check_media(kind, data)
+        if refused is not None:
+            return refused
+        raw = str(params.get("caption") or "")
+        parse_mode = params.get("parse_mode")
+        caption = self._caption(raw, parse_mode)
+        if isinstance(caption, web.Response):
+            return caption
+        markup = params.get("reply_markup")
+        if markup is not None and (problem := _keyboard_problem(markup)):
+            return self._error(400, problem)
         reply = params.get("reply_parameters") or {}
         reply_to = reply.get("message_id") if isinstance(reply, dict) else None
         reply_to = reply_to or params.get("reply_to_message_id")
-        duration = int(params.get("duration") or 0)
+        sent = _Posted(
+            kind, data, filename, mime, caption, raw, parse_mode, reply_to, params.get("message_thread_id"), markup
+        )
+        return self._ok(self._bot_posts(bot, chat, sent, duration=int(params.get("duration") or 0)))
+
+    def _bot_posts(
+        self, bot: FakeBot, chat: FakeChat, sent: _Posted, *, duration: int = 0, album: str | None = None
+    ) -> dict[str, Any]:
+        """The message a bot's upload makes, stored and recorded in ``bot.sent``."""
+        kind, data, filename, mime = sent.kind, sent.data, sent.filename, sent.mime
         if kind == "voice":
             mime = "audio/ogg"
         elif kind == "photo":
@@ -848,21 +1030,26 @@ class FakeTelegram(LocalServer):
             "from": bot.payload(),
             kind: media,
         }
-        if caption:
-            message["caption"] = caption
-        thread = params.get("message_thread_id")
+        if album is not None:
+            message["media_group_id"] = album
+        if sent.caption:
+            message["caption"] = sent.caption
+        thread, reply_to, markup = sent.thread, sent.reply_to, sent.markup
         if thread is not None:
             message["message_thread_id"] = int(thread)
             message["is_topic_message"] = chat.forum
         if reply_to is not None and (chat.id, int(reply_to)) in self.messages:
             message["reply_to_message"] = self.messages[(chat.id, int(reply_to))]
+        if markup is not None:
+            message["reply_markup"] = markup
         self.messages[(chat.id, message["message_id"])] = message
         record: dict[str, Any] = {
+            "reply_markup": markup,
             "kind": kind,
             "chat_id": chat.id,
-            "text": caption,
-            "raw": raw,
-            "parse_mode": parse_mode,
+            "text": sent.caption,
+            "raw": sent.raw,
+            "parse_mode": sent.parse_mode,
             "reply_to": reply_to,
             "thread_id": thread,
             "message": message,
@@ -872,9 +1059,48 @@ class FakeTelegram(LocalServer):
         }
         if kind == "voice":
             record["duration"] = duration
+        if album is not None:
+            record["album"] = album
         bot.sent.append(record)
         self._activity.set()
-        return self._ok(message)
+        return message
+
+    async def _api_sendmediagroup(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        """An album: 2 to 10 photos (``attach://`` uploads or stored file ids), each with its own
+        caption; each becomes a message sharing one ``media_group_id`` (recorded with ``album``)."""
+        chat = self.chats.get(int(params["chat_id"]))
+        if chat is None:
+            return self._error(400, "Bad Request: chat not found")
+        media = params.get("media")
+        if not isinstance(media, list) or not 2 <= len(media) <= MAX_ALBUM:
+            return self._error(400, "Bad Request: wrong number of media in the group: must be 2 to 10")
+        reply = params.get("reply_parameters") or {}
+        reply_to = reply.get("message_id") if isinstance(reply, dict) else None
+        items: list[_Posted] = []
+        for item in media:
+            if item.get("type") != "photo":
+                return self._error(400, "Bad Request: only photos are sent as albums by this fake")
+            ref = str(item.get("media") or "")
+            upload = self._upload(
+                params.get(ref.removeprefix("attach://")) if ref.startswith("attach://") else ref, "photo"
+            )
+            if isinstance(upload, web.Response):
+                return upload
+            data, filename, mime = upload
+            refused = self._check_media("photo", data)
+            if refused is not None:
+                return refused
+            raw, parse_mode = str(item.get("caption") or ""), item.get("parse_mode")
+            caption = self._caption(raw, parse_mode)
+            if isinstance(caption, web.Response):
+                return caption
+            items.append(
+                _Posted(
+                    "photo", data, filename, mime, caption, raw, parse_mode, reply_to, params.get("message_thread_id")
+                )
+            )
+        album = str(next(self._ids) * 104729)
+        return self._ok([self._bot_posts(bot, chat, item, album=album) for item in items])
 
     async def _api_sendchataction(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
         bot.actions.append((int(params["chat_id"]), str(params.get("action"))))
@@ -944,10 +1170,33 @@ class FakeTelegram(LocalServer):
         user = member.payload() if member is not None else {"id": user_id, "is_bot": False, "first_name": "?"}
         return self._ok({"status": status, "user": user})
 
+    async def _api_answercallbackquery(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        query_id = str(params.get("callback_query_id") or "")
+        press = self.presses.get(query_id)
+        if press is None or press.bot is not bot or press.answered:
+            return self._error(400, _TOO_OLD)
+        if time.monotonic() - press.queued_at > self.callback_expiry:
+            return self._error(400, _TOO_OLD)
+        press.answered = True
+        text = params.get("text")
+        bot.answers.append((query_id, time.monotonic(), None if text is None else str(text)))
+        self._activity.set()
+        return self._ok(True)
+
     async def _api_setmycommands(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        commands = params.get("commands")
+        if not isinstance(commands, list) or len(commands) > 100:
+            return self._error(400, "Bad Request: commands must be a list of at most 100")
+        for command in commands:
+            name, description = str(command.get("command") or ""), str(command.get("description") or "")
+            if not re.fullmatch(r"[a-z0-9_]{1,32}", name) or not 1 <= len(description) <= 256:
+                return self._error(400, "Bad Request: BOT_COMMAND_INVALID")
+        bot.commands = commands
+        self._activity.set()
         return self._ok(True)
 
     async def _api_deletemycommands(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        bot.commands = None
         return self._ok(True)
 
     async def _api_close(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from telegram import Bot
+from telegram import Bot, BotCommand, InlineKeyboardButton, InlineKeyboardMarkup, InputMediaPhoto, Message
 from telegram.error import BadRequest, InvalidToken, RetryAfter
 from telegram.helpers import escape_markdown
 
 import platforms.telegram  # noqa: F401  (opts in to PTB's timedelta durations, as troupe does)
 
+from .openai_server import make_png
 from .telegram_server import FakeTelegram, markdown_v2_plain
 
 
@@ -116,3 +117,73 @@ async def test_failures_can_wait_for_their_turn_and_repeat() -> None:
                 assert caught.value.retry_after == timedelta(seconds=6)
             await bot.send_message(chat.id, "second")
         assert [m["text"] for m in ada.sent] == ["first", "second"]
+
+
+async def test_inline_keyboards_go_out_and_a_press_comes_back_to_the_bot_that_sent_them() -> None:
+    keyboard = InlineKeyboardMarkup(
+        [[InlineKeyboardButton("Yes", callback_data="y"), InlineKeyboardButton("Docs", url="https://example.com")]]
+    )
+    async with FakeTelegram() as fake:
+        ada = fake.add_bot("7001:a", username="ada_bot", first_name="Ada")
+        brann = fake.add_bot("7002:b", username="brann_bot", first_name="Brann")
+        sam = fake.add_user("Sam")
+        group = fake.add_group("G", members=[sam, ada, brann])
+        async with Bot("7001:a", base_url=f"{fake.url}/bot") as bot:
+            sent = await bot.send_message(group.id, "Agreed?", reply_markup=keyboard)
+            assert sent.reply_markup == keyboard and ada.sent[-1]["reply_markup"]["inline_keyboard"][0][0] == {
+                "text": "Yes",
+                "callback_data": "y",
+            }
+            with pytest.raises(BadRequest, match="(?i)button_data_invalid"):
+                too_long = InlineKeyboardMarkup([[InlineKeyboardButton("Long", callback_data="x" * 65)]])
+                await bot.send_message(group.id, "No", reply_markup=too_long)
+            query = await fake.user_presses(sam, ada.sent[-1]["message"], "y")
+            assert brann.updates == [] and len(ada.updates) == 1
+            (update,) = await bot.get_updates()
+            assert update.callback_query is not None and update.callback_query.data == "y"
+            pressed_on = update.callback_query.message
+            assert isinstance(pressed_on, Message) and pressed_on.reply_markup == keyboard
+            assert await bot.answer_callback_query(query)
+            assert [a[0] for a in fake.answered(query)] == [query] and fake.ack_delay(query) >= 0
+            with pytest.raises(BadRequest, match="(?i)query is too old"):
+                await bot.answer_callback_query(query)  # once only
+            with pytest.raises(BadRequest, match="(?i)query is too old"):
+                await bot.answer_callback_query("404")
+            fake.callback_expiry = 0.0
+            late = await fake.user_presses(sam, ada.sent[-1]["message"], "y", inaccessible=True)
+            with pytest.raises(BadRequest, match="(?i)query is too old"):
+                await bot.answer_callback_query(late)
+            inline = await fake.user_presses(sam, ada.sent[-1]["message"], "y", inline=True)
+            updates = await bot.get_updates(offset=update.update_id + 1)
+            old, by_inline = (u.callback_query for u in updates)
+            assert old is not None and old.message is not None and old.message.date.timestamp() == 0
+            assert by_inline is not None and by_inline.message is None and by_inline.inline_message_id
+            assert by_inline.id == inline
+
+
+async def test_albums_both_ways_and_the_command_menu_through_ptb() -> None:
+    async with FakeTelegram() as fake:
+        ada = fake.add_bot("7001:token-ada", username="ada_bot", first_name="Ada")
+        sam = fake.add_user("Sam")
+        chat = fake.private(sam, ada)
+        parts = await fake.user_sends_album(
+            sam, chat, [("photo", ("a.png", make_png())), ("document", ("b.txt", b"x"))], "two"
+        )
+        assert len({p["media_group_id"] for p in parts}) == 1 and [p.get("caption") for p in parts] == ["two", None]
+        assert [u["message"]["message_id"] for u in ada.updates] == [p["message_id"] for p in parts]
+        bot = Bot("7001:token-ada", base_url=f"{fake.url}/bot", base_file_url=f"{fake.url}/file/bot")
+        async with bot:
+            sent = await bot.send_media_group(
+                chat.id,
+                [InputMediaPhoto(make_png(), caption="*both*", parse_mode="MarkdownV2"), InputMediaPhoto(make_png())],
+            )
+            assert len({m.media_group_id for m in sent}) == 1 and sent[0].caption == "both"
+            assert [(m["kind"], m["text"]) for m in ada.sent] == [("photo", "both"), ("photo", "")]
+            with pytest.raises(BadRequest, match="must be 2 to 10"):
+                await bot.send_media_group(chat.id, [InputMediaPhoto(make_png())] * 11)
+            with pytest.raises(BadRequest, match="(?i)image_process_failed"):
+                await bot.send_media_group(chat.id, [InputMediaPhoto(make_png()), InputMediaPhoto(b"not a picture")])
+            assert await bot.set_my_commands([BotCommand("start", "Say hello")])
+            assert ada.commands == [{"command": "start", "description": "Say hello"}]
+            with pytest.raises(BadRequest, match="(?i)bot_command_invalid"):
+                await bot.set_my_commands([BotCommand("Not A Command", "x")])

@@ -9,6 +9,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from bot.buttons import Button
 from bot.components import HandlerCallback, State
 from bot.errors import ModelError
 from bot.models import ModelType
@@ -122,13 +123,21 @@ def match_entity(reference: str, candidates: Iterable[Entity]) -> Entity | None:
     return prefixed[0] if len(prefixed) == 1 else None
 
 
-async def notify(callback: HandlerCallback | None, text: str, action: str, message: Memory) -> None:
-    """Tell the person what the action did (or why it did not)."""
+async def notify(
+    callback: HandlerCallback | None, text: str, action: str, message: Memory, *, buttons: Sequence[Button] = ()
+) -> None:
+    """Tell the person what the action did (or why it did not), with ``buttons`` under it."""
     if callback is None or not text:
         return
-    await callback(
-        {"text": text, "actions": [action], "inReplyTo": message.id, "source": message.content.get("source")}
-    )
+    content: dict[str, Any] = {
+        "text": text,
+        "actions": [action],
+        "inReplyTo": message.id,
+        "source": message.content.get("source"),
+    }
+    if buttons:
+        content["buttons"] = list(buttons)
+    await callback(content)
 
 
 def sender_text(message: Memory) -> str:

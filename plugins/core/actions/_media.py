@@ -9,7 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.components import ActionResult, HandlerCallback
+from bot.outgoing import text_or_file
 from bot.types import Memory
+
+from .._delivery import ONE_MESSAGE_CHARS
 
 __all__ = ["named_in", "send_answer"]
 
@@ -31,14 +34,28 @@ def named_in(text: str, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 async def send_answer(
-    callback: HandlerCallback | None, message: Memory, text: str, action: str, data: dict[str, Any]
+    callback: HandlerCallback | None,
+    message: Memory,
+    text: str,
+    action: str,
+    data: dict[str, Any],
+    *,
+    long: tuple[str, str, str] | None = None,
 ) -> ActionResult:
-    """Send ``text`` as ``<action>_RESPONSE`` in reply to ``message``; the result says whether it went out."""
+    """Send ``text`` as ``<action>_RESPONSE`` in reply to ``message``; the result says whether it went out.
+
+    ``long``: ``(lead, file name, file text)`` to send instead when ``text`` is longer than one chat
+    message (:data:`~plugins.core._delivery.ONE_MESSAGE_CHARS`): the lead, and the text as a file.
+    """
     if callback is None:
         return ActionResult(success=False, error="no way to send: the message came without a callback")
+    said = {"text": text}
+    if long is not None:
+        lead, filename, body = long
+        said = text_or_file(text, limit=ONE_MESSAGE_CHARS, lead=lead, filename=filename, body=body)
     sent = await callback(
         {
-            "text": text,
+            **said,
             "actions": [f"{action}_RESPONSE"],
             "inReplyTo": message.id,
             "source": message.content.get("source"),

@@ -3,7 +3,8 @@
 Works from the text already extracted from the attachments when they arrived (pages, PDFs, text
 files, transcripts, image descriptions): the ones the request names (by id, file name or link),
 else the newest few, bounded to :data:`_MAX_CHARS` in all, in one TEXT_SMALL call
-(``attachmentsTemplate``).
+(``attachmentsTemplate``). An answer longer than one chat message goes as a Markdown file,
+``about-<first attachment>.md``, after a line saying what it is about.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from bot.components import Action, ActionResult, HandlerCallback, State
 from bot.errors import ModelError
 from bot.models import ModelType
+from bot.outgoing import file_name_part
 from bot.types import Memory
 
 from .._delivery import bound_text
@@ -92,8 +94,13 @@ async def _handler(
         return ActionResult(success=False, error=f"no answer from the model: {exc}")
     if not answer:
         return ActionResult(success=False, error="the model wrote nothing about the attachments")
-    ids = [i["id"] for i in chosen[-_MAX_ITEMS:]]
-    return await send_answer(callback, message, answer, _NAME, {"attachmentIds": ids})
+    used = chosen[-_MAX_ITEMS:]
+    ids = [i["id"] for i in used]
+    titles = [str(i["title"] or i["url"] or i["id"]) for i in used]
+    filename = f"about-{file_name_part(titles[0], 'attachments')}.md"
+    about = titles[0] if len(titles) == 1 else f"{titles[0]} and {len(titles) - 1} more"
+    lead = f"About {about}: my answer is long, so it is in {filename}."
+    return await send_answer(callback, message, answer, _NAME, {"attachmentIds": ids}, long=(lead, filename, answer))
 
 
 action = Action(

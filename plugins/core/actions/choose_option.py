@@ -1,22 +1,29 @@
 """CHOOSE_OPTION: pick one of the options a pending task is waiting for, or cancel the task.
 
-A plugin that needs a human decision stores a task tagged ``AWAITING_CHOICE`` in the room, with
-``metadata["options"]`` (strings or ``{name, description}``) and a task worker of the same name.
-When the person answers, this action works out which task and option they meant, runs the
-worker with ``{"option": <name>}`` and removes the task (a task tagged ``repeat`` stays).
-``ABORT`` cancels the task.
+A plugin that needs a human decision stores a task tagged ``AWAITING_CHOICE`` in the room,
+with ``metadata["options"]`` (strings or ``{name, description}``) and a task worker of the same
+name (see :mod:`bot.choices`, whose ``offer_options`` shows the options as buttons). When the
+person answers, this action works out which task and option they meant, runs the worker with
+``{"option": <name>}`` and removes the task (a task tagged ``repeat`` stays). ``ABORT`` cancels
+the task. When it cannot tell, it asks again with the options as buttons.
+
+A press of one of those buttons (``choose:<task>:<option>``) is handled without a model
+(:func:`press_handler`): the option runs at once, once, however often it is pressed.
 
 Who may choose: the person the task is waiting on (``task.entity_id``), or the server's owner
-or an admin. Anyone else is not offered the action, and is refused if the model names it anyway.
+or an admin. Anyone else is not offered the action, and is refused if the model names it anyway
+(or presses a button).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from bot.components import Action, ActionResult, HandlerCallback, State
+from bot.buttons import Press
+from bot.choices import ABORT, AWAITING_CHOICE, CHOICE_PREFIX, SHORT_ID, Choice, choice_buttons, options_of
+from bot.components import Action, ActionResult, HandlerCallback, PressHandler, State
 from bot.types import Memory, Task, World
 
 from .._retention import TASK_NAME as RETENTION_TASK
@@ -32,26 +39,12 @@ from ._common import (
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
-__all__ = ["AWAITING_CHOICE", "action", "options_of"]
+__all__ = ["AWAITING_CHOICE", "action", "options_of", "press_handler"]
 
 _log = logging.getLogger(__name__)
 
 NAME = "CHOOSE_OPTION"
-AWAITING_CHOICE = "AWAITING_CHOICE"
-ABORT = "ABORT"
-_SHORT_ID = 8
-
-
-def options_of(task: Task) -> list[tuple[str, str]]:
-    """The task's options as ``(name, description)``; malformed entries are skipped."""
-    raw = task.metadata.get("options")
-    found = []
-    for item in raw if isinstance(raw, list) else []:
-        if isinstance(item, str) and item.strip():
-            found.append((item.strip(), ""))
-        elif isinstance(item, Mapping) and str(item.get("name") or "").strip():
-            found.append((str(item["name"]).strip(), str(item.get("description") or "")))
-    return found
+_NO_LONGER_OPEN = "That choice is no longer open."
 
 
 def _may_choose(task: Task, world: World | None, entity_id: str) -> bool:
@@ -83,7 +76,7 @@ def _listing(tasks: list[Task]) -> str:
         ]
         options.append(f"  - {ABORT}: cancel this task")
         blocks.append(
-            f'- task {str(task.id)[:_SHORT_ID]} "{task.name}"'
+            f'- task {str(task.id)[:SHORT_ID]} "{task.name}"'
             + (f": {task.description}" if task.description else "")
             + "\n"
             + "\n".join(options)
@@ -96,7 +89,7 @@ def _find_task(tasks: list[Task], reference: str) -> Task | None:
     if not wanted:
         return tasks[0] if len(tasks) == 1 else None
     for task in tasks:
-        if str(task.id).casefold().startswith(wanted[:_SHORT_ID]) or task.name.casefold() == wanted:
+        if str(task.id).casefold().startswith(wanted[:SHORT_ID]) or task.name.casefold() == wanted:
             return task
     return None
 
@@ -129,17 +122,12 @@ async def _handler(
     task = _find_task(tasks, str(parsed.get("taskId") or ""))
     picked = str(parsed.get("selectedOption") or "").strip()
     if task is None or not picked:
-        await notify(
-            callback, "Which one? Please pick one of these:\n" + _listing(tasks), "SELECT_OPTION_INVALID", message
-        )
+        text = "Which one? Please pick one of these:\n" + _listing(tasks)
+        # One offer a message: the first task's options, when several wait.
+        await notify(callback, text, "SELECT_OPTION_INVALID", message, buttons=choice_buttons(tasks[0]))
         return ActionResult(success=False, error="no task or option could be read from the request")
-
     if picked.upper() == ABORT:
-        await runtime.store.delete_task(str(task.id))
-        text = f'Cancelled "{task.name}".'
-        await notify(callback, text, "CHOOSE_OPTION_CANCELLED", message)
-        return ActionResult(text=text, data={"actionName": NAME, "taskId": task.id, "option": ABORT})
-
+        return await _choose(runtime, task, ABORT, callback, message)
     choice = next((name for name, _ in options_of(task) if name.casefold() == picked.casefold()), None)
     if choice is None:
         await notify(
@@ -147,8 +135,21 @@ async def _handler(
             f'"{picked}" is not one of the options. Please pick one of these:\n' + _listing([task]),
             "SELECT_OPTION_INVALID",
             message,
+            buttons=choice_buttons(task),
         )
         return ActionResult(success=False, error=f"{picked!r} is not an option of {task.name}")
+    return await _choose(runtime, task, choice, callback, message)
+
+
+async def _choose(
+    runtime: AgentRuntime, task: Task, choice: str, callback: HandlerCallback | None, message: Memory
+) -> ActionResult:
+    """Carry out ``choice`` (an option's name, or ABORT) for ``task`` and say so."""
+    if choice == ABORT:
+        await runtime.store.delete_task(str(task.id))
+        text = f'Cancelled "{task.name}".'
+        await notify(callback, text, "CHOOSE_OPTION_CANCELLED", message)
+        return ActionResult(text=text, data={"actionName": NAME, "taskId": task.id, "option": ABORT})
     worker = runtime.task_workers.get(task.name)
     if worker is None:
         await notify(
@@ -166,6 +167,46 @@ async def _handler(
     text = f'Chose {choice} for "{task.name}".'
     await notify(callback, text, NAME, message)
     return ActionResult(text=text, data={"actionName": NAME, "taskId": task.id, "option": choice})
+
+
+class _Presses:
+    """Presses of choice buttons for one runtime. The tasks whose choice is being carried out
+    are remembered, so a second press while the worker runs is refused instead of running it
+    again; once it has run, the task is gone (or, tagged ``repeat``, may be chosen again)."""
+
+    def __init__(self) -> None:
+        self._choosing: set[str] = set()
+
+    async def handle(
+        self, runtime: AgentRuntime, message: Memory, press: Press, callback: HandlerCallback
+    ) -> ActionResult:
+        choice = Choice.parse(press.value)
+        tasks = await runtime.store.get_tasks(room_id=message.room_id, tags=[AWAITING_CHOICE])
+        task = next((t for t in tasks if choice is not None and str(t.id).startswith(choice.task)), None)
+        options = options_of(task) if task is not None else []
+        if choice is None or task is None or (choice.index is not None and choice.index >= len(options)):
+            await notify(callback, _NO_LONGER_OPEN, NAME, message)
+            return ActionResult(success=False, error=f"no open choice for {press.value!r}")
+        _, world = await room_and_world(runtime, message)
+        if not _may_choose(task, world, message.entity_id):
+            await notify(callback, f'That choice for "{task.name}" is not yours to make.', NAME, message)
+            return ActionResult(success=False, error="this person may not choose for the task")
+        task_id = str(task.id)
+        if task_id in self._choosing:
+            await notify(callback, f'The choice for "{task.name}" is already being made.', NAME, message)
+            return ActionResult(success=False, error="pressed again while the choice was being made")
+        self._choosing.add(task_id)
+        try:
+            name = ABORT if choice.index is None else options[choice.index][0]
+            return await _choose(runtime, task, name, callback, message)
+        finally:
+            self._choosing.discard(task_id)
+
+
+def press_handler() -> PressHandler:
+    """Handles the presses of the buttons :func:`bot.choices.offer_options` and CHOOSE_OPTION show
+    (one per runtime: it remembers which choices are being made)."""
+    return PressHandler(CHOICE_PREFIX, _Presses().handle)
 
 
 action = Action(

@@ -5,7 +5,8 @@ window is read from the request without a model call ("the last 20 messages", "t
 hours", "since this morning": :mod:`plugins.core._summary_window`), else from the plan's own
 text; with none, it is what was said since the asker last wrote in the room, else the last 50
 messages. The summary itself is :func:`plugins.core._summaries.summarize`. A short summary is
-one message; a long one (over :data:`ONE_MESSAGE_CHARS`) goes in parts. Unlike upstream, the
+one message; a long one (over :data:`~plugins.core._delivery.ONE_MESSAGE_CHARS`) is a line
+saying what it covers, with the summary as a Markdown file. Unlike upstream, the
 window's start and end are not swapped, and no model call guesses the window.
 """
 
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from bot.components import Action, ActionResult, ConversationSummary, HandlerCallback, State
 from bot.types import Memory, now_ms
 
-from .._summaries import ONE_MESSAGE_CHARS, summarize
+from .._summaries import summarize
 from .._summary_window import Window, parse_window
 from ._common import sender_text
 
@@ -47,19 +48,16 @@ async def _validate(runtime: AgentRuntime, message: Memory, state: State) -> boo
 
 
 async def send_summary(callback: HandlerCallback | None, message: Memory, summary: ConversationSummary) -> ActionResult:
-    """Send ``summary`` in reply to ``message``: one message, or parts when it is long."""
+    """Send ``summary`` in reply to ``message``: one message, or a lead and a file when it is long."""
     if callback is None:
         return ActionResult(success=False, error="no way to send: the message came without a callback")
-    sent = 0
-    for part in summary.parts(ONE_MESSAGE_CHARS):
-        content = {
-            "text": part,
-            "actions": [RESPONSE],
-            "inReplyTo": message.id,
-            "source": message.content.get("source"),
-        }
-        sent += len(await callback(content))
-    if not sent:
+    content = {
+        **summary.content(),
+        "actions": [RESPONSE],
+        "inReplyTo": message.id,
+        "source": message.content.get("source"),
+    }
+    if not await callback(content):
         return ActionResult(success=False, error="send failed: the platform took none of the summary")
     data = {"actionName": NAME, "messages": summary.messages, "long": summary.long}
     if summary.failed:

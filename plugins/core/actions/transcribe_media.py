@@ -2,7 +2,8 @@
 
 The words were heard when the attachment arrived (``_attachments.py``); this sends them back.
 The recording named in the request (by id, file name or link) is chosen, else the newest.
-No model call.
+A transcript longer than one chat message goes as a Markdown file, ``transcript-<name>.md``,
+after a line saying whose it is. No model call.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from bot.components import Action, ActionResult, HandlerCallback, State
+from bot.outgoing import file_name_part
 from bot.types import Memory
 
 from .._attachments import SOUND_PREFIX, SOUNDLESS, attachment_kind
@@ -81,7 +83,10 @@ async def _handler(
         await notify(callback, said, _NAME, message)
         return ActionResult(success=False, error=f"no transcript of {item['id'] or name}")
     text = f"Here is the transcript of {name}:\n```md\n{words}\n```"
-    return await send_answer(callback, message, text, _NAME, {"attachmentId": item["id"]})
+    filename = f"transcript-{file_name_part(name, 'recording')}.md"
+    lead = f"Here is the transcript of {name} ({len(words.split())} words): it is long, so it is in {filename}."
+    long = (lead, filename, f"# Transcript of {name}\n\n{words}\n")
+    return await send_answer(callback, message, text, _NAME, {"attachmentId": item["id"]}, long=long)
 
 
 action = Action(

@@ -10,6 +10,7 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from bot.buttons import Press
 from bot.types import ChannelType, Entity, Memory, Room
 
 if TYPE_CHECKING:
@@ -164,6 +165,9 @@ def format_messages(memories: Sequence[Memory], names: Mapping[str, str], now_ms
         content = memory.content or {}
         name = names.get(memory.entity_id, UNKNOWN_USER)
         text = str(content.get("text") or "").strip()
+        press = Press.of(content)
+        if press is not None:  # what a press says is its button's label: show that it was one
+            text = f'pressed "{press.text}"'
         age = relative_age(now_ms - memory.created_at) if memory.created_at is not None else "unknown time"
         line = f"{clock_time(memory.created_at)} ({age}) {name}:"
         if text:

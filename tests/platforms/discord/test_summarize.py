@@ -4,6 +4,7 @@ channel, after a deferral."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 from platforms.discord._mapping import discord_id
 
@@ -57,15 +58,20 @@ async def test_summarize_defaults_to_50_and_says_when_there_is_nothing(scene) ->
     assert _texts(responses) == ["Nothing to summarise: no messages over the last 50 messages."]
 
 
-async def test_a_long_summary_comes_in_parts_and_a_model_failure_plainly(scene) -> None:
+async def test_a_long_summary_is_a_line_and_a_markdown_file_and_a_model_failure_plain(scene) -> None:
     s = scene
     await s.start(with_brann=False)
     await _chat(s, s.general, ["one", "two", "three"])
-    s.brain.summaries.append("\n".join(f"- point {i}: " + "word " * 40 for i in range(20)))  # about 4,300 characters
+    bullets = "\n".join(f"- point {i}: " + "word " * 40 for i in range(20))  # about 4,300 characters
+    s.brain.summaries.append(bullets)
     interaction = await s.fake.invoke_command(s.sam, s.general, s.ada, "summarize")
-    parts = _texts(await s.fake.wait_for_response(interaction, count=4))
-    assert len(parts) == 3 and all(len(p) <= 1900 for p in parts)
-    assert "\n".join(parts).count("- point") == 20
+    [followup] = [r for r in await s.fake.wait_for_response(interaction, count=2) if r.kind == "followup"]
+    name = f"summary-general-{time.strftime('%Y-%m-%d', time.gmtime())}.md"
+    covers = "Summary of the conversation over the last 50 messages (3 messages)"
+    assert followup.payload.get("content") == f"{covers}: it is long, so here it is as a file, {name}."
+    [file] = followup.files
+    assert file.filename == name and file.data.decode() == f"{covers}:\n\n{bullets.strip()}\n"
+    assert [a.filename for a in followup.message.attachments] == [name]
     s.openai.script_chat(Fail(400, message="the model is not loaded"))
     failed = await s.fake.invoke_command(s.sam, s.general, s.ada, "summarize")
     assert _texts(await s.fake.wait_for_response(failed, count=2)) == [

@@ -1,7 +1,7 @@
 """End to end on Telegram: pictures and files going out. "Draw me a cat" brings one photo with its
 caption; a picture too big for a photo goes as a document; a file too big for Telegram is named in
-the text instead; a caption too long goes as its own message first. What went out is remembered
-with what it carried."""
+the text instead; a caption too long goes as its own message first; several pictures go as one
+album. What went out is remembered with what it carried."""
 
 from __future__ import annotations
 
@@ -149,3 +149,58 @@ async def test_the_other_characters_in_a_group_hear_a_pictures_caption(scene) ->
     (photo,) = await s.fake.wait_for_sent(s.ada, 1)
     assert photo["kind"] == "photo"
     await until(lambda: any("Brann" in p and "A cat for the room, Brann." in p for p in s.brain.prompts))
+
+
+async def test_several_pictures_go_as_one_album_with_the_text_as_its_caption(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    rt, room = await in_the_group(s)
+    pictures = [OutgoingFile.of_bytes(make_png(4 + i, 4), f"cat-{i}.png", description=f"cat {i}") for i in range(3)]
+    notes = OutgoingFile.of_bytes(b"three cats", "notes.txt")
+    await rt.get_service("telegram").send_to_room(room, {"text": "Three *cats*.", "files": [*pictures, notes]})
+    sent = await s.fake.wait_for_sent(s.ada, 4)
+    assert [m["kind"] for m in sent] == ["photo", "photo", "photo", "document"]
+    assert len({m["album"] for m in sent[:3]}) == 1  # one sendMediaGroup
+    assert [m["text"] for m in sent] == ["Three cats.", "cat 1", "cat 2", ""]  # the album's caption is the text
+    assert [m["filename"] for m in sent[:3]] == ["cat-0.png", "cat-1.png", "cat-2.png"]
+    assert sent[0]["photo"] == make_png(4, 4) and sent[3]["document"] == b"three cats"
+    uploads = [method for method, _ in s.ada.requests if method.startswith("send") and method != "sendChatAction"]
+    assert uploads == ["sendMediaGroup", "sendDocument"]
+    memories = await rt.store.get_memories(table="messages", room_id=room.id)
+    said = [m for m in memories if m.entity_id == rt.agent_id]
+    carried = sorted(a["title"] for m in said for a in m.content.get("attachments") or [])
+    assert carried == ["notes.txt", "photo.jpg", "photo.jpg", "photo.jpg"]  # each message as Telegram shows it
+
+
+async def test_more_than_ten_pictures_go_as_albums_of_ten_and_one_alone_as_a_photo(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    rt, room = await in_the_group(s)
+    pictures = [OutgoingFile.of_bytes(make_png(4, 4 + i), f"p{i}.png") for i in range(11)]
+    await rt.get_service("telegram").send_to_room(room, {"text": "Eleven.", "files": pictures})
+    sent = await s.fake.wait_for_sent(s.ada, 11)
+    assert [m.get("album") is not None for m in sent] == [True] * 10 + [False]
+    assert sent[0]["text"] == "Eleven." and [m["filename"] for m in sent] == [f"p{i}.png" for i in range(11)]
+
+
+async def two_pictures_after_a_refused_album(s, refusal: str, text: str) -> list[dict]:
+    """What Ada sends the group for ``text`` with two pictures when Telegram refuses the first
+    album with ``refusal``."""
+    await s.start(with_brann=False)
+    rt, room = await in_the_group(s)
+    s.fake.fail_next("sendMediaGroup", status=400, description=refusal, bot=s.ada)
+    pictures = [OutgoingFile.of_bytes(make_png(4, 4), f"p{i}.png") for i in range(2)]
+    await rt.get_service("telegram").send_to_room(room, {"text": text, "files": pictures})
+    return await s.fake.wait_for_sent(s.ada, 2)
+
+
+async def test_an_album_telegram_refuses_goes_one_picture_at_a_time(scene) -> None:
+    sent = await two_pictures_after_a_refused_album(scene, "Bad Request: MEDIA_EMPTY", "Two.")
+    assert [(m["kind"], m["text"], m.get("album")) for m in sent] == [("photo", "Two.", None), ("photo", "", None)]
+
+
+async def test_an_album_caption_telegram_cannot_parse_goes_again_as_plain_text_in_one_album(scene) -> None:
+    refusal = "Bad Request: can't parse entities: odd"
+    sent = await two_pictures_after_a_refused_album(scene, refusal, "Two (fine) ones.")
+    assert sent[0]["raw"] == "Two (fine) ones." and sent[0]["parse_mode"] is None
+    assert sent[0]["album"] == sent[1]["album"]

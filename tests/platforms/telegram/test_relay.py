@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import datetime
 
-from telegram import Chat, Message, MessageEntity, User
+from telegram import Chat, Message, MessageEntity, PhotoSize, User
 
+from platforms.telegram._mapping import album_memory_id, message_memory_id
 from platforms.telegram._relay import _for_the_bus
 
 ADA = User(7101, "Ada", True, username="ada_bot")
@@ -40,3 +41,14 @@ def test_a_relayed_answer_to_a_bot_says_which_bot() -> None:
     )
     assert heard.reply_to_message is not None and heard.reply_to_message.from_user == BRANN
     assert heard.reply_to_message.text is None  # its words are Brann's own to remember
+
+
+def test_a_relayed_answer_to_an_album_still_answers_the_album() -> None:
+    photo = PhotoSize("f1", "u1", 90, 90)
+    asked = Message(1, WHEN, GROUP, from_user=SAM, caption="which one?", photo=(photo,), media_group_id="g7")
+    heard = Message.de_json(
+        _for_the_bus(Message(3, WHEN, GROUP, from_user=ADA, text="The first.", reply_to_message=asked)), None
+    )
+    assert heard.reply_to_message is not None
+    assert message_memory_id("agent", heard.reply_to_message) == album_memory_id("agent", GROUP.id, "g7")
+    assert "which one" not in str(_for_the_bus(heard))

@@ -4,10 +4,12 @@ summarised and answered there."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 from platforms.telegram._mapping import room_id
 
 from ...fakes.openai_server import Fail
+from .scene import plan
 
 
 async def _chat(s, chat, lines: list[str], topic: int | None = None) -> None:
@@ -70,3 +72,34 @@ async def test_a_model_failure_on_summarize_is_a_plain_answer(scene) -> None:
     assert sent[0]["text"] == (
         "I couldn't summarise the conversation: the model did not answer. Please try again in a moment."
     )
+
+
+async def test_a_long_summary_is_a_markdown_document_captioned_with_what_it_covers(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    await _chat(s, s.group, ["one", "two", "three"])
+    bullets = "\n".join(f"- point {i}: " + "word " * 40 for i in range(20))  # about 4,300 characters
+    s.brain.summaries += [bullets, bullets]
+    name = f"summary-writers-room-{time.strftime('%Y-%m-%d', time.gmtime())}.md"
+    await s.fake.user_says(s.sam, s.group, "/summarize 3")
+    [document] = await s.fake.wait_for_sent(s.ada, 1)
+    covers = "Summary of the conversation over the last 3 messages (3 messages)"
+    assert document["kind"] == "document" and document["filename"] == name
+    assert document["text"] == f"{covers}: it is long, so here it is as a file, {name}."  # the caption
+    assert document["document"].decode() == f"{covers}:\n\n{bullets.strip()}\n"
+
+    s.brain.plans["Ada"].append(plan("", "SUMMARIZE_CONVERSATION"))
+    await s.fake.user_says(s.sam, s.group, "@ada_bot tl;dr of the last 3 messages")
+    sent = await s.fake.wait_for_sent(s.ada, 2)
+    assert sent[1]["kind"] == "document" and sent[1]["filename"] == name
+    assert sent[1]["text"].endswith(f"it is long, so here it is as a file, {name}.")
+    assert b"- point 19" in sent[1]["document"]
+    rt = s.runtime("Ada")
+
+    async def stored_with_the_file() -> bool:  # the action's answer is remembered (the command's is not)
+        stored = await rt.store.get_memories(table="messages", room_id=room_id(rt.agent_id, s.group.id))
+        return any(a.get("title") == name for m in stored for a in m.content.get("attachments") or [])
+
+    async with asyncio.timeout(5):
+        while not await stored_with_the_file():
+            await asyncio.sleep(0.02)

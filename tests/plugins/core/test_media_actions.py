@@ -138,3 +138,34 @@ async def test_chat_with_attachments_says_so_when_the_model_fails(harness) -> No
     outcome = await h.say("summarize the link")
     assert outcome.status == "acted"  # the message was handled; the action says what went wrong
     assert sent_texts(h) == ["I couldn't read those just now; ask me again in a moment."]
+
+
+async def test_a_long_transcript_is_a_line_and_a_markdown_file_of_its_words(harness) -> None:
+    h = await harness(ChannelType.DM)
+    words = " ".join(f"word{i}" for i in range(400))  # about 3,300 characters
+    await shared_earlier(
+        h, {"id": "m-1", "url": "x", "title": "Board Meeting.ogg", "contentType": "audio/ogg", "text": words}
+    )
+    h.large.append(plan("", "TRANSCRIBE_MEDIA"))
+    await h.say("transcribe the meeting")
+    [sent] = h.sent
+    assert sent["text"] == (
+        "Here is the transcript of Board Meeting.ogg (400 words): it is long, so it is in "
+        "transcript-board-meeting-ogg.md."
+    )
+    [file] = sent["files"]
+    assert file.filename == "transcript-board-meeting-ogg.md" and file.content_type == "text/markdown"
+    assert file.data.decode() == f"# Transcript of Board Meeting.ogg\n\n{words}\n"
+
+
+async def test_a_long_answer_about_attachments_is_a_line_and_a_markdown_file(harness) -> None:
+    h = await harness(ChannelType.DM)
+    await shared_earlier(h, REPORT, PAGE)
+    h.large.append(plan("", "CHAT_WITH_ATTACHMENTS"))
+    answer = "\n".join(f"- finding {i}: " + "detail " * 25 for i in range(12))  # about 2,300 characters
+    h.small.append(answer)
+    await h.say("summarize the attachments in detail")
+    [sent] = h.sent
+    assert sent["text"] == "About report.pdf and 1 more: my answer is long, so it is in about-report-pdf.md."
+    [file] = sent["files"]
+    assert file.filename == "about-report-pdf.md" and file.data.decode() == answer.strip()

@@ -1,16 +1,17 @@
 """SUMMARIZE_CONVERSATION: which window a request means, reading and chunking a room's history,
-and what the person is sent (a summary, parts of a long one, or why there is none)."""
+and what the person is sent (a summary, a long one as a file, or why there is none)."""
 
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
 from bot.components import CONVERSATION_SUMMARIES
 from bot.errors import ModelError
 from bot.types import Memory, now_ms
-from plugins.core._summaries import chunk_lines
+from plugins.core._summaries import _file_name, chunk_lines
 from plugins.core._summary_window import MAX_MESSAGES, Window, parse_window
 from plugins.core.actions.summarize_conversation import asks_for_summary
 
@@ -194,16 +195,33 @@ async def test_a_model_failure_is_a_clear_answer_not_a_traceback(harness) -> Non
     )
 
 
-async def test_a_long_summary_is_sent_in_parts(harness) -> None:
+async def test_a_long_summary_is_a_line_on_what_it_covers_and_the_whole_as_a_markdown_file(harness) -> None:
     h = await harness()
     await _store_history(h, 10, start=now_ms() - 60_000)
     h.large.append(plan("", "SUMMARIZE_CONVERSATION"))
     bullets = "\n".join(f"- point {i}: " + "word " * 30 for i in range(40))  # about 6,500 characters
     h.small.append(summary(bullets))
-    await h.say("Ada, tl;dr")
-    parts = [c["text"] for c in h.sent]
-    assert len(parts) >= 4 and all(len(p) <= 1800 for p in parts)
-    assert "\n".join(parts).count("- point") == 40
+    outcome = await h.say("Ada, tl;dr of the last 10 messages")
+    [sent] = h.sent
+    day = time.strftime("%Y-%m-%d", time.gmtime(now_ms() / 1000))
+    assert sent["text"] == (
+        "Summary of the conversation over the last 10 messages (10 messages): it is long, so here it is as a "
+        f"file, summary-general-{day}.md."
+    )
+    [file] = sent["files"]
+    assert (file.filename, file.content_type) == (f"summary-general-{day}.md", "text/markdown")
+    assert (
+        file.data.decode()
+        == f"Summary of the conversation over the last 10 messages (10 messages):\n\n{bullets.strip()}\n"
+    )
+    assert outcome.actions == ("SUMMARIZE_CONVERSATION",)
+
+
+def test_a_summary_file_is_named_after_its_room_and_day_or_the_day_alone() -> None:
+    at = 1_764_000_000_000  # 2025-11-24 16:00 UTC
+    assert _file_name("#Plot & Lore: ideas!", at) == "summary-plot-lore-ideas-2025-11-24.md"
+    assert _file_name("this conversation", at) == "summary-2025-11-24.md"
+    assert _file_name("#日本", at) == "summary-2025-11-24.md"
 
 
 async def test_the_service_summarises_the_last_n_messages_of_a_room(harness) -> None:

@@ -1,0 +1,235 @@
+"""End to end on Telegram: buttons. A reply's buttons are an inline keyboard on its last message
+(links as url buttons; what is over the limits left out with a warning); a press is acknowledged
+at once, before the (slow) model answers, and reaches the character as a message from the person
+who pressed, in the chat and topic of the message it was under; a press on a message too old to
+read, a press acknowledged too late and a redelivered press are handled once; CHOOSE_OPTION's
+buttons run the option chosen, once, without a model call."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any
+
+from bot.buttons import Button
+from bot.choices import AWAITING_CHOICE, offer_options
+from bot.components import TaskWorker
+from bot.outgoing import OutgoingFile
+from bot.runtime import AgentRuntime
+from bot.types import Memory, Room, Task
+from platforms.telegram._mapping import entity_id, room_id
+
+from ...fakes.openai_server import make_png
+from .scene import Scene, plan, until
+
+VOTE = [Button("One", value="vote:1"), Button("Two", value="vote:2"), Button("Docs", url="https://example.com/d")]
+
+
+async def room_of(rt: AgentRuntime, chat_id: int, topic: int | None = None) -> Room:
+    """The room, once troupe has stored it (the first message in it does)."""
+    async with asyncio.timeout(5):
+        while (room := await rt.store.get_room(room_id(rt.agent_id, chat_id, topic))) is None:
+            await asyncio.sleep(0.01)
+    return room
+
+
+async def ada_posts(s: Scene, chat: Any, text: str, buttons: list[Any], topic: int | None = None) -> dict[str, Any]:
+    """Ada posts ``text`` with ``buttons`` in a chat (topic) Sam opened by writing there first;
+    returns the last message that went out, as the fake keeps it."""
+    answered = len(s.ada.sent)
+    await s.fake.user_says(s.sam, chat, "hello there", topic=topic)  # stored; Ada stays quiet in a group
+    if chat.type == "private":  # where she answers it: after that
+        await s.fake.wait_for_sent(s.ada, answered + 1)
+    rt = s.runtime("Ada")
+    room = await room_of(rt, chat.id, topic)
+    before = len(s.ada.sent)
+    await rt.get_service("telegram").send_to_room(room, {"text": text, "buttons": buttons})
+    return s.ada.sent[before:][-1]
+
+
+async def stored(rt: AgentRuntime, room: str, check: Any) -> Memory:
+    async with asyncio.timeout(5):
+        while True:
+            found = [m for m in await rt.store.get_memories(table="messages", room_id=room) if check(m)]
+            if found:
+                return found[0]
+            await asyncio.sleep(0.02)
+
+
+async def test_a_long_replys_keyboard_is_on_its_last_part_with_links_as_url_buttons(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    last = await ada_posts(s, s.group, "word " * 1000, VOTE)  # 5000 characters: two messages
+    first, second = s.ada.sent[-2:]
+    assert first["reply_markup"] is None and second is last
+    assert last["reply_markup"] == {
+        "inline_keyboard": [
+            [
+                {"text": "One", "callback_data": "vote:1"},
+                {"text": "Two", "callback_data": "vote:2"},
+                {"text": "Docs", "url": "https://example.com/d"},
+            ]
+        ]
+    }
+    rt = s.runtime("Ada")
+    said = await stored(rt, room_id(rt.agent_id, s.group.id), lambda m: m.content.get("buttons"))
+    assert said.content["buttons"][0] == {"label": "One", "value": "vote:1"}  # kept with the last part
+
+
+async def test_buttons_over_the_limits_are_left_out_with_a_warning(scene, caplog) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    many = [{"label": f"B{n}", "value": f"b{n}"} for n in range(30)]
+    with caplog.at_level(logging.WARNING):
+        last = await ada_posts(s, s.group, "Pick one", [{"label": "Bad", "value": "x" * 65}, *many])
+    shown = [b["callback_data"] for row in last["reply_markup"]["inline_keyboard"] for b in row]
+    assert shown == [f"b{n}" for n in range(25)]
+    assert "its value is 1 to 64 bytes, not 65" in caplog.text and "at most 25" in caplog.text
+
+
+async def test_a_press_reaches_the_character_from_the_presser_in_its_topic_acknowledged_before_the_model(
+    scene,
+) -> None:
+    s = scene
+    assert s.openai is not None
+    forum = s.fake.add_group("Forum", members=[s.sam, s.cleo, s.ada], forum=True)
+    topic = s.fake.add_topic(forum, "Plans")
+    await s.start(with_brann=False)
+    asked = await ada_posts(s, forum, "Which day?", VOTE, topic=topic)
+
+    def gated() -> int:
+        return sum("Decide what Ada does" in p for p in s.brain.prompts)
+
+    gated_before = gated()
+    held = s.openai.hold(lambda r: 'pressed "Two"' in str(r.json))  # the model is slow to answer
+    s.brain.plans["Ada"].append(plan("Two it is."))
+    query = await s.fake.user_presses(s.cleo, asked["message"], "vote:2")
+    async with asyncio.timeout(10):
+        await held.reached.wait()
+    assert s.fake.answered(query)  # acknowledged while the model is still thinking
+    assert s.ada.sent[-1] is asked
+    held.release()
+    (reply,) = (await s.fake.wait_for_sent(s.ada, len(s.ada.sent) + 1))[-1:]
+    assert reply["text"] == "Two it is." and reply["thread_id"] == topic and reply["chat_id"] == forum.id
+    assert reply["reply_to"] == asked["message"]["message_id"]
+    rt = s.runtime("Ada")
+    press = await stored(rt, room_id(rt.agent_id, forum.id, topic), lambda m: m.content.get("button"))
+    assert press.entity_id == entity_id(rt.agent_id, s.cleo.id) and press.content["text"] == "Two"
+    assert press.content["button"] == {"value": "vote:2", "label": "Two"}
+    assert gated() == gated_before  # addressed: no small-model gate
+
+
+async def test_a_press_on_a_message_too_old_to_read_or_acknowledged_too_late_is_still_heard(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    chat = s.fake.private(s.sam, s.ada)
+    asked = await ada_posts(s, chat, "Which one?", VOTE)
+    s.brain.plans["Ada"] += [plan("You pressed something old."), plan("Late, but heard.")]
+    sent = len(s.ada.sent)
+    old = await s.fake.user_presses(s.sam, asked["message"], "vote:1", inaccessible=True)
+    await s.fake.wait_for_sent(s.ada, sent + 1)
+    assert s.fake.answered(old) and s.ada.sent[-1]["text"] == "You pressed something old."
+    rt = s.runtime("Ada")
+    press = await stored(rt, room_id(rt.agent_id, chat.id), lambda m: m.content.get("button"))
+    assert press.content["text"] == "vote:1" and press.content["button"] == {"value": "vote:1", "label": None}
+    s.fake.callback_expiry = 0.0  # every acknowledgement now comes too late
+    late = await s.fake.user_presses(s.sam, asked["message"], "vote:2")
+    await s.fake.wait_for_sent(s.ada, sent + 2)
+    assert not s.fake.answered(late) and s.ada.sent[-1]["text"] == "Late, but heard."
+
+
+async def test_a_redelivered_press_is_answered_once_and_an_inline_one_only_acknowledged(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    chat = s.fake.private(s.sam, s.ada)
+    asked = await ada_posts(s, chat, "Which one?", VOTE)
+    s.brain.plans["Ada"] += [plan("Only once."), plan("Twice: a bug.")]
+    sent = len(s.ada.sent)
+    query = await s.fake.user_presses(s.sam, asked["message"], "vote:1")
+    await s.fake.wait_for_sent(s.ada, sent + 1)
+    s.fake.redeliver(s.ada, s.fake.presses[query].update_id)  # its confirmation never reached Telegram
+    inline = await s.fake.user_presses(s.sam, asked["message"], "vote:2", inline=True)
+    await until(lambda: s.fake.answered(inline) and not s.ada.updates)
+    await asyncio.sleep(0.3)
+    assert [m["text"] for m in s.ada.sent[sent:]] == ["Only once."]
+    assert len(s.fake.answered(query)) == 1  # the second acknowledgement was refused, logged at debug
+    assert await s.runtime("Ada").store.inbox_pending("telegram") == []
+
+
+async def test_choose_option_buttons_run_the_option_pressed_once_without_a_model_call(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    chat = s.fake.private(s.sam, s.ada)
+    await s.fake.user_says(s.sam, chat, "set up the banner")  # answered by the default plan
+    await s.fake.wait_for_sent(s.ada, 1)
+    rt = s.runtime("Ada")
+    room = await room_of(rt, chat.id)
+    ran: list[str] = []
+
+    async def execute(runtime: AgentRuntime, options: dict[str, Any], task: Task) -> None:
+        ran.append(options["option"])
+
+    rt.register_task_worker(TaskWorker("PICK_COLOUR", execute))  # as a plugin would
+    task = Task(
+        name="PICK_COLOUR",
+        id=str(uuid.uuid4()),
+        description="which colour for the banner?",
+        room_id=room.id,
+        entity_id=entity_id(rt.agent_id, s.sam.id),
+        tags=[AWAITING_CHOICE],
+        metadata={"options": ["red", "blue"]},
+    )
+    await rt.store.create_task(task)
+    (offer,) = await offer_options(rt, task)
+    shown = s.ada.sent[-1]
+    assert shown["text"] == "PICK_COLOUR: which colour for the banner?"
+    labels = [b["text"] for row in shown["reply_markup"]["inline_keyboard"] for b in row]
+    assert labels == ["red", "blue", "Cancel"] and offer.content["buttons"][2]["label"] == "Cancel"
+    blue = shown["reply_markup"]["inline_keyboard"][0][1]["callback_data"]
+    prompts, sent = len(s.brain.prompts), len(s.ada.sent)
+    first = await s.fake.user_presses(s.sam, shown["message"], blue)
+    await s.fake.wait_for_sent(s.ada, sent + 1)
+    assert s.ada.sent[-1]["text"] == 'Chose blue for "PICK_COLOUR".' and ran == ["blue"]
+    second = await s.fake.user_presses(s.sam, shown["message"], blue)
+    await s.fake.wait_for_sent(s.ada, sent + 2)
+    assert s.ada.sent[-1]["text"] == "That choice is no longer open." and ran == ["blue"]
+    assert s.fake.answered(first) and s.fake.answered(second)
+    assert len(s.brain.prompts) == prompts  # no model call for either press
+    assert await rt.store.get_task(str(task.id)) is None
+
+
+async def test_a_reply_with_a_picture_carries_its_keyboard_on_the_picture(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    picture = OutgoingFile("cat.png", "image/png", data=make_png(2, 2))
+    await s.fake.user_says(s.sam, s.group, "show me the cat")
+    rt = s.runtime("Ada")
+    room = await room_of(rt, s.group.id)
+    before = len(s.ada.sent)
+    await rt.get_service("telegram").send_to_room(
+        room, {"text": "Here is the cat. Like it?", "files": [picture], "buttons": VOTE}
+    )
+    (photo,) = s.ada.sent[before:]
+    assert photo["kind"] == "photo" and photo["text"] == "Here is the cat. Like it?"
+    assert [b["text"] for b in photo["reply_markup"]["inline_keyboard"][0]] == ["One", "Two", "Docs"]
+    assert photo["message"]["reply_markup"] == photo["reply_markup"]  # kept, for a press to find its label
+
+
+async def test_a_reply_with_several_pictures_and_buttons_sends_the_last_picture_alone_with_them(scene) -> None:
+    # An album cannot carry a keyboard: the pictures before the last go as one, the last with the buttons.
+    s = scene
+    await s.start(with_brann=False)
+    pictures = [OutgoingFile(f"cat{n}.png", "image/png", data=make_png(2, 2)) for n in range(3)]
+    await s.fake.user_says(s.sam, s.group, "show me the cats")
+    rt = s.runtime("Ada")
+    room = await room_of(rt, s.group.id)
+    before = len(s.ada.sent)
+    await rt.get_service("telegram").send_to_room(
+        room, {"text": "The cats. Which one?", "files": pictures, "buttons": VOTE}
+    )
+    first, second, last = s.ada.sent[before:]
+    assert first.get("album") is not None and first.get("album") == second.get("album") and "album" not in last
+    assert first["text"] == "The cats. Which one?"
+    assert first["reply_markup"] is None and second["reply_markup"] is None
+    assert [b["text"] for b in last["reply_markup"]["inline_keyboard"][0]] == ["One", "Two", "Docs"]
