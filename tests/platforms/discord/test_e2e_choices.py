@@ -6,16 +6,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import pytest
-
+from bot.choices import AWAITING_CHOICE, offer_options
 from bot.components import TaskWorker
 from bot.runtime import AgentRuntime
 from bot.types import Task
 from platforms.discord._mapping import discord_id
-
-choices = pytest.importorskip(
-    "bot.choices", reason="the core's choice buttons (issue 18, Telegram side) are not merged"
-)
 
 
 async def test_choice_buttons_on_discord_run_the_option_pressed_once_without_a_model_call(scene) -> None:
@@ -36,11 +31,11 @@ async def test_choice_buttons_on_discord_run_the_option_pressed_once_without_a_m
         description="which colour for the banner?",
         room_id=discord_id(rt.agent_id, s.general.id),
         entity_id=discord_id(rt.agent_id, s.sam.id),
-        tags=[choices.AWAITING_CHOICE],
+        tags=[AWAITING_CHOICE],
         metadata={"options": ["red", "blue"]},
     )
     await rt.store.create_task(task)
-    (offer,) = await choices.offer_options(rt, task)
+    (offer,) = await offer_options(rt, task)
     shown = s.ada.sent[-1]
     assert shown.content == "PICK_COLOUR: which colour for the banner?"
     buttons = [c for row in shown.components for c in row["components"]]
