@@ -94,6 +94,11 @@ async def test_a_long_replys_buttons_are_components_on_its_last_part_with_links_
     assert shown(last) == [[(1, "troupe:vote:1"), (1, "troupe:vote:2"), (5, "https://example.com/docs")]]
     assert [c["label"] for c in last.components[0]["components"]] == ["One", "Two", "Docs"]
     assert first.reference is not None and third.reference is None  # the reply quotes Sam once
+    rt = s.runtime("Ada")
+    kept = await stored(rt, discord_id(rt.agent_id, s.general.id), lambda m: m.id == discord_id(rt.agent_id, last.id))
+    assert kept.content["buttons"] == VOTE  # the last part is stored with the buttons it showed
+    said = await stored(rt, discord_id(rt.agent_id, s.general.id), lambda m: m.id == discord_id(rt.agent_id, first.id))
+    assert "buttons" not in said.content
 
 
 async def test_many_buttons_go_in_rows_of_at_most_five(scene) -> None:
