@@ -3,14 +3,9 @@ without a model call, as on Telegram."""
 
 from __future__ import annotations
 
-import uuid
-from typing import Any
-
-from bot.choices import AWAITING_CHOICE, offer_options
-from bot.components import TaskWorker
-from bot.runtime import AgentRuntime
-from bot.types import Task
+from bot.choices import offer_options
 from platforms.discord._mapping import discord_id
+from tests.choices import waiting_choice
 
 
 async def test_choice_buttons_on_discord_run_the_option_pressed_once_without_a_model_call(scene) -> None:
@@ -19,22 +14,12 @@ async def test_choice_buttons_on_discord_run_the_option_pressed_once_without_a_m
     await s.fake.user_says(s.sam, s.general, f"{s.ada.mention} set up the banner")  # answered by the default plan
     await s.fake.wait_for_sent(s.ada, 1)
     rt = s.runtime("Ada")
-    ran: list[str] = []
-
-    async def execute(runtime: AgentRuntime, options: dict[str, Any], task: Task) -> None:
-        ran.append(options["option"])
-
-    rt.register_task_worker(TaskWorker("PICK_COLOUR", execute))  # as a plugin would
-    task = Task(
-        name="PICK_COLOUR",
-        id=str(uuid.uuid4()),
-        description="which colour for the banner?",
+    task, ran = await waiting_choice(
+        rt,
         room_id=discord_id(rt.agent_id, s.general.id),
         entity_id=discord_id(rt.agent_id, s.sam.id),
-        tags=[AWAITING_CHOICE],
-        metadata={"options": ["red", "blue"]},
+        description="which colour for the banner?",
     )
-    await rt.store.create_task(task)
     (offer,) = await offer_options(rt, task)
     shown = s.ada.sent[-1]
     assert shown.content == "PICK_COLOUR: which colour for the banner?"
@@ -45,10 +30,10 @@ async def test_choice_buttons_on_discord_run_the_option_pressed_once_without_a_m
     prompts, sent = len(s.brain.prompts), len(s.ada.sent)
     first = await s.fake.user_clicks(s.sam, shown, buttons[1]["custom_id"])
     await s.fake.wait_for_sent(s.ada, sent + 1)
-    assert s.ada.sent[-1].content == 'Chose blue for "PICK_COLOUR".' and ran == ["blue"]
+    assert s.ada.sent[-1].content == 'Chose blue for "PICK_COLOUR".' and ran == [{"option": "blue"}]
     second = await s.fake.user_clicks(s.sam, shown, buttons[1]["custom_id"])
     await s.fake.wait_for_sent(s.ada, sent + 2)
-    assert s.ada.sent[-1].content == "That choice is no longer open." and ran == ["blue"]
+    assert s.ada.sent[-1].content == "That choice is no longer open." and ran == [{"option": "blue"}]
     assert [r.type for r in (*first.responses, *second.responses)] == [6, 6]  # both deferred
     assert len(s.brain.prompts) == prompts  # no model call for either press
     assert await rt.store.get_task(str(task.id)) is None

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from typing import Any
 
 from bot.buttons import Button
-from bot.choices import AWAITING_CHOICE, offer_options
-from bot.components import TaskWorker
+from bot.choices import offer_options
 from bot.outgoing import OutgoingFile
 from bot.runtime import AgentRuntime
-from bot.types import Memory, Room, Task
+from bot.types import Memory, Room
 from platforms.telegram._mapping import entity_id, room_id
+from tests.choices import waiting_choice
 
 from ...fakes.openai_server import make_png
 from .scene import Scene, plan, until
@@ -165,22 +164,9 @@ async def test_choose_option_buttons_run_the_option_pressed_once_without_a_model
     await s.fake.wait_for_sent(s.ada, 1)
     rt = s.runtime("Ada")
     room = await room_of(rt, chat.id)
-    ran: list[str] = []
-
-    async def execute(runtime: AgentRuntime, options: dict[str, Any], task: Task) -> None:
-        ran.append(options["option"])
-
-    rt.register_task_worker(TaskWorker("PICK_COLOUR", execute))  # as a plugin would
-    task = Task(
-        name="PICK_COLOUR",
-        id=str(uuid.uuid4()),
-        description="which colour for the banner?",
-        room_id=room.id,
-        entity_id=entity_id(rt.agent_id, s.sam.id),
-        tags=[AWAITING_CHOICE],
-        metadata={"options": ["red", "blue"]},
+    task, ran = await waiting_choice(
+        rt, room_id=room.id, entity_id=entity_id(rt.agent_id, s.sam.id), description="which colour for the banner?"
     )
-    await rt.store.create_task(task)
     (offer,) = await offer_options(rt, task)
     shown = s.ada.sent[-1]
     assert shown["text"] == "PICK_COLOUR: which colour for the banner?"
@@ -190,10 +176,10 @@ async def test_choose_option_buttons_run_the_option_pressed_once_without_a_model
     prompts, sent = len(s.brain.prompts), len(s.ada.sent)
     first = await s.fake.user_presses(s.sam, shown["message"], blue)
     await s.fake.wait_for_sent(s.ada, sent + 1)
-    assert s.ada.sent[-1]["text"] == 'Chose blue for "PICK_COLOUR".' and ran == ["blue"]
+    assert s.ada.sent[-1]["text"] == 'Chose blue for "PICK_COLOUR".' and ran == [{"option": "blue"}]
     second = await s.fake.user_presses(s.sam, shown["message"], blue)
     await s.fake.wait_for_sent(s.ada, sent + 2)
-    assert s.ada.sent[-1]["text"] == "That choice is no longer open." and ran == ["blue"]
+    assert s.ada.sent[-1]["text"] == "That choice is no longer open." and ran == [{"option": "blue"}]
     assert s.fake.answered(first) and s.fake.answered(second)
     assert len(s.brain.prompts) == prompts  # no model call for either press
     assert await rt.store.get_task(str(task.id)) is None

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from bot.buttons import PRESS_KEY, Button, Press
-from bot.choices import AWAITING_CHOICE, Choice, choice_buttons, offer_options
-from bot.components import ActionResult, PressHandler, TaskWorker
+from bot.choices import Choice, choice_buttons, offer_options
+from bot.components import ActionResult, PressHandler
 from bot.errors import SendError
 from bot.messages import Status
 from bot.types import ChannelType, Memory, Room, Task
+from tests.choices import waiting_choice as stored_choice
 
 from .harness import HUMAN, Harness, plan
 
@@ -81,25 +82,8 @@ async def test_a_press_nobody_claims_reaches_the_model_as_a_press_of_its_label(h
 
 
 async def waiting_choice(h: Harness, *, entity: str = HUMAN, hold: asyncio.Event | None = None) -> tuple[Task, list]:
-    ran: list[dict] = []
-
-    async def execute(runtime: Any, options: dict, task: Task) -> None:
-        ran.append(options)
-        if hold is not None:
-            await hold.wait()
-
-    h.rt.register_task_worker(TaskWorker("PICK_COLOUR", execute))
-    task = Task(
-        name="PICK_COLOUR",
-        id=str(uuid.uuid4()),
-        description="colour of the banner",
-        room_id=h.room,
-        entity_id=entity,
-        tags=[AWAITING_CHOICE],
-        metadata={"options": ["red", {"name": "blue", "description": "calm"}]},
-    )
-    await h.rt.store.create_task(task)
-    return task, ran
+    options = ["red", {"name": "blue", "description": "calm"}]
+    return await stored_choice(h.rt, room_id=h.room, entity_id=entity, options=options, hold=hold)
 
 
 def test_a_task_offers_one_button_per_option_and_cancel_each_small_enough_for_telegram() -> None:
