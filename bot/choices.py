@@ -12,11 +12,11 @@ well under a Telegram ``callback_data``'s 64 bytes whatever the options are call
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .buttons import MAX_LABEL_CHARS, Button
+from .buttons import MAX_BUTTONS, MAX_LABEL_CHARS, Button
 from .components import Messenger
 from .errors import SendError
 from .types import JSON, Memory, Task
@@ -30,6 +30,7 @@ __all__ = [
     "Choice",
     "choice_buttons",
     "CHOICE_PREFIX",
+    "choices_buttons",
     "offer_options",
     "options_of",
     "SHORT_ID",
@@ -87,6 +88,22 @@ def choice_buttons(task: Task) -> list[Button]:
         Button(name[:MAX_LABEL_CHARS], value=Choice(short, i).value) for i, (name, _) in enumerate(options_of(task))
     ]
     return [*buttons, Button("Cancel", value=Choice(short, None).value)]
+
+
+def choices_buttons(tasks: Sequence[Task]) -> list[Button]:
+    """The buttons of several waiting tasks in one message: one task's as :func:`choice_buttons`;
+    of more, each label names its task ("PICK_COLOUR: red", "Cancel PICK_COLOUR"), as many whole
+    tasks as a message's :data:`~bot.buttons.MAX_BUTTONS` holds (the text lists them all)."""
+    if len(tasks) == 1:
+        return choice_buttons(tasks[0])
+    found: list[Button] = []
+    for task in tasks:
+        own = choice_buttons(task)
+        if len(found) + len(own) > MAX_BUTTONS:
+            break
+        labels = [f"{task.name}: {b.label}" for b in own[:-1]] + [f"Cancel {task.name}"]
+        found += [Button(label[:MAX_LABEL_CHARS], value=b.value) for label, b in zip(labels, own, strict=True)]
+    return found
 
 
 async def offer_options(runtime: AgentRuntime, task: Task, text: str | None = None) -> list[Memory]:

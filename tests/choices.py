@@ -19,11 +19,12 @@ async def waiting_choice(
     *,
     room_id: str,
     entity_id: str,
+    name: str = "PICK_COLOUR",
     description: str = "colour of the banner",
     options: list[Any] | None = None,
     hold: asyncio.Event | None = None,
 ) -> tuple[Task, list[dict[str, Any]]]:
-    """A stored PICK_COLOUR task in ``room_id`` waiting on ``entity_id`` (options red and blue
+    """A stored task ``name`` in ``room_id`` waiting on ``entity_id`` (options red and blue
     unless given), and the list its worker records each run's options in; ``hold``: each run
     waits for it before ending."""
     ran: list[dict[str, Any]] = []
@@ -33,9 +34,9 @@ async def waiting_choice(
         if hold is not None:
             await hold.wait()
 
-    rt.register_task_worker(TaskWorker("PICK_COLOUR", execute))  # as a plugin would
+    rt.register_task_worker(TaskWorker(name, execute))  # as a plugin would
     task = Task(
-        name="PICK_COLOUR",
+        name=name,
         id=str(uuid.uuid4()),
         description=description,
         room_id=room_id,

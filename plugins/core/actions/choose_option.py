@@ -22,7 +22,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from bot.buttons import Press
-from bot.choices import ABORT, AWAITING_CHOICE, CHOICE_PREFIX, SHORT_ID, Choice, choice_buttons, options_of
+from bot.choices import (
+    ABORT,
+    AWAITING_CHOICE,
+    CHOICE_PREFIX,
+    SHORT_ID,
+    Choice,
+    choice_buttons,
+    choices_buttons,
+    options_of,
+)
 from bot.components import Action, ActionResult, HandlerCallback, PressHandler, State
 from bot.types import Memory, Task, World
 
@@ -123,8 +132,7 @@ async def _handler(
     picked = str(parsed.get("selectedOption") or "").strip()
     if task is None or not picked:
         text = "Which one? Please pick one of these:\n" + _listing(tasks)
-        # One offer a message: the first task's options, when several wait.
-        await notify(callback, text, "SELECT_OPTION_INVALID", message, buttons=choice_buttons(tasks[0]))
+        await notify(callback, text, "SELECT_OPTION_INVALID", message, buttons=choices_buttons(tasks))
         return ActionResult(success=False, error="no task or option could be read from the request")
     if picked.upper() == ABORT:
         return await _choose(runtime, task, ABORT, callback, message)

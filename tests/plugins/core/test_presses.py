@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bot.buttons import PRESS_KEY, Button, Press
-from bot.choices import Choice, choice_buttons, offer_options
+from bot.choices import Choice, choice_buttons, choices_buttons, offer_options
 from bot.components import ActionResult, PressHandler
 from bot.errors import SendError
 from bot.messages import Status
@@ -160,6 +160,28 @@ async def test_when_the_answer_is_unclear_the_options_come_back_as_buttons(harne
     await h.say("Ada, green")
     assert h.sent[-1]["text"].startswith('"green" is not one of the options.')
     assert h.sent[-1]["buttons"] == choice_buttons(task) and ran == []
+
+
+async def test_when_several_tasks_wait_the_buttons_offer_each_named_by_its_task(harness) -> None:
+    h = await harness()
+    first, _ = await waiting_choice(h)
+    second, ran = await stored_choice(h.rt, room_id=h.room, entity_id=HUMAN, name="GO_AHEAD", options=["yes", "no"])
+    h.large.append(plan("", "CHOOSE_OPTION"))
+    h.small.append("<response><taskId></taskId><selectedOption></selectedOption></response>")
+    await h.say("Ada, hmm")
+    buttons = h.sent[-1]["buttons"]
+    labels = sorted(b.label for b in buttons)
+    named = ["PICK_COLOUR: red", "PICK_COLOUR: blue", "Cancel PICK_COLOUR", "GO_AHEAD: yes", "GO_AHEAD: no"]
+    assert labels == sorted([*named, "Cancel GO_AHEAD"])
+    values = {b.value for b in buttons}
+    assert {Choice(str(t.id)[:8], 0).value for t in (first, second)} <= values and ran == []
+
+
+def test_the_buttons_of_many_waiting_tasks_stop_at_whole_tasks_within_a_message() -> None:
+    tasks = [Task(name=f"T{n}", id=f"{n:08d}-task", metadata={"options": ["a", "b", "c", "d"]}) for n in range(6)]
+    buttons = choices_buttons(tasks)
+    assert len(buttons) == 25 and buttons[-1].label == "Cancel T4"  # five tasks of five buttons
+    assert choices_buttons(tasks[:1]) == choice_buttons(tasks[0])
 
 
 class RecordingMessenger:
