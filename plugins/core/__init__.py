@@ -63,7 +63,7 @@ async def setup(runtime: AgentRuntime) -> None:
         runtime.register_provider(provider)  # type: ignore[arg-type]
     for evaluator in _components("evaluators", "evaluator"):
         runtime.register_evaluator(evaluator)  # type: ignore[arg-type]
-    runtime.register_press_handler(choose_option.press_handler())  # choice buttons, without a model
+    choose_option.register(runtime)  # choice buttons, without a model
     MessagePipeline(runtime).register()
     _event_handlers.register(runtime)
     if retention.enabled:

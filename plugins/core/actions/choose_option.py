@@ -32,7 +32,7 @@ from bot.choices import (
     choices_buttons,
     options_of,
 )
-from bot.components import Action, ActionResult, HandlerCallback, PressHandler, State
+from bot.components import Action, ActionResult, HandlerCallback, PressHandler, ServiceKey, State
 from bot.types import Memory, Task, World
 
 from .._retention import TASK_NAME as RETENTION_TASK
@@ -48,7 +48,7 @@ from ._common import (
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
-__all__ = ["AWAITING_CHOICE", "action", "options_of", "press_handler"]
+__all__ = ["AWAITING_CHOICE", "CHOOSING", "Choosing", "action", "options_of", "register"]
 
 _log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ async def _handler(
         await notify(callback, text, "SELECT_OPTION_INVALID", message, buttons=choices_buttons(tasks))
         return ActionResult(success=False, error="no task or option could be read from the request")
     if picked.upper() == ABORT:
-        return await _choose(runtime, task, ABORT, callback, message)
+        return await _carry_out(runtime, task, ABORT, callback, message)
     choice = next((name for name, _ in options_of(task) if name.casefold() == picked.casefold()), None)
     if choice is None:
         await notify(
@@ -146,7 +146,7 @@ async def _handler(
             buttons=choice_buttons(task),
         )
         return ActionResult(success=False, error=f"{picked!r} is not an option of {task.name}")
-    return await _choose(runtime, task, choice, callback, message)
+    return await _carry_out(runtime, task, choice, callback, message)
 
 
 async def _choose(
@@ -177,17 +177,38 @@ async def _choose(
     return ActionResult(text=text, data={"actionName": NAME, "taskId": task.id, "option": choice})
 
 
-class _Presses:
-    """Presses of choice buttons for one runtime. The tasks whose choice is being carried out
-    are remembered, so a second press while the worker runs is refused instead of running it
-    again; once it has run, the task is gone (or, tagged ``repeat``, may be chosen again)."""
+class Choosing:
+    """The choices being carried out for one runtime's tasks. A task's worker runs for one choice
+    at a time, whether it came by a press or in words: a second one meanwhile is told the choice is
+    being made, and one that comes after it finds the task gone (or, tagged ``repeat``, may choose
+    again). Registered per runtime as the :data:`CHOOSING` service by the core plugin."""
 
     def __init__(self) -> None:
-        self._choosing: set[str] = set()
+        self._under_way: set[str] = set()
 
-    async def handle(
+    async def choose(
+        self, runtime: AgentRuntime, task: Task, choice: str, callback: HandlerCallback | None, message: Memory
+    ) -> ActionResult:
+        """Carry out ``choice`` (an option's name, or ABORT) for ``task`` unless its choice is
+        being made or was made since the task was read; say what happened."""
+        task_id = str(task.id)
+        if task_id in self._under_way:
+            await notify(callback, f'The choice for "{task.name}" is already being made.', NAME, message)
+            return ActionResult(success=False, error="the choice was being made already")
+        self._under_way.add(task_id)
+        try:
+            # Read again: a choice made while this one was read (or the model asked) removed it.
+            if await runtime.store.get_task(task_id) is None:
+                await notify(callback, _NO_LONGER_OPEN, NAME, message)
+                return ActionResult(success=False, error=f"task {task.name} was chosen for or cancelled meanwhile")
+            return await _choose(runtime, task, choice, callback, message)
+        finally:
+            self._under_way.discard(task_id)
+
+    async def on_press(
         self, runtime: AgentRuntime, message: Memory, press: Press, callback: HandlerCallback
     ) -> ActionResult:
+        """A press of a choice button (:class:`~bot.choices.Choice`): that option, without a model."""
         choice = Choice.parse(press.value)
         tasks = await runtime.store.get_tasks(room_id=message.room_id, tags=[AWAITING_CHOICE])
         task = next((t for t in tasks if choice is not None and str(t.id).startswith(choice.task)), None)
@@ -199,22 +220,29 @@ class _Presses:
         if not _may_choose(task, world, message.entity_id):
             await notify(callback, f'That choice for "{task.name}" is not yours to make.', NAME, message)
             return ActionResult(success=False, error="this person may not choose for the task")
-        task_id = str(task.id)
-        if task_id in self._choosing:
-            await notify(callback, f'The choice for "{task.name}" is already being made.', NAME, message)
-            return ActionResult(success=False, error="pressed again while the choice was being made")
-        self._choosing.add(task_id)
-        try:
-            name = ABORT if choice.index is None else options[choice.index][0]
-            return await _choose(runtime, task, name, callback, message)
-        finally:
-            self._choosing.discard(task_id)
+        name = ABORT if choice.index is None else options[choice.index][0]
+        return await self.choose(runtime, task, name, callback, message)
 
 
-def press_handler() -> PressHandler:
-    """Handles the presses of the buttons :func:`bot.choices.offer_options` and CHOOSE_OPTION show
-    (one per runtime: it remembers which choices are being made)."""
-    return PressHandler(CHOICE_PREFIX, _Presses().handle)
+#: The runtime's :class:`Choosing` (core-internal: the action and the press handler share it).
+CHOOSING: ServiceKey[Choosing] = ServiceKey("core.choosing")
+
+
+def register(runtime: AgentRuntime) -> None:
+    """Give ``runtime`` its :class:`Choosing` and the handler of choice-button presses (the
+    buttons :func:`bot.choices.offer_options` and CHOOSE_OPTION show), without a model."""
+    choosing = Choosing()
+    runtime.register_service(CHOOSING, choosing)
+    runtime.register_press_handler(PressHandler(CHOICE_PREFIX, choosing.on_press))
+
+
+async def _carry_out(
+    runtime: AgentRuntime, task: Task, choice: str, callback: HandlerCallback | None, message: Memory
+) -> ActionResult:
+    choosing = runtime.get_service(CHOOSING)
+    if choosing is None:
+        raise RuntimeError("CHOOSE_OPTION runs with the core plugin, which registers its Choosing")
+    return await choosing.choose(runtime, task, choice, callback, message)
 
 
 action = Action(

@@ -15,6 +15,7 @@ from bot.components import ActionResult, PressHandler
 from bot.errors import SendError
 from bot.messages import Status
 from bot.types import ChannelType, Memory, Room, Task
+from plugins.core.actions.choose_option import CHOOSING
 from tests.choices import waiting_choice as stored_choice
 
 from .harness import HUMAN, Harness, plan
@@ -124,6 +125,36 @@ async def test_two_presses_at_once_run_the_option_once(harness) -> None:
     hold.set()
     await first
     assert ran == [{"option": "red"}] and h.sent[-1]["text"] == 'Chose red for "PICK_COLOUR".'
+
+
+async def test_a_choice_in_words_while_a_press_is_carried_out_does_not_run_the_worker_again(harness) -> None:
+    h = await harness()
+    hold = asyncio.Event()
+    task, ran = await waiting_choice(h, hold=hold)
+    red = choice_buttons(task)[0]
+    pressed = asyncio.create_task(press(h, str(red.value), red.label))
+    async with asyncio.timeout(5):
+        while not ran:
+            await asyncio.sleep(0.01)
+    h.large.append(plan("", "CHOOSE_OPTION"))
+    h.small.append(f"<response><taskId>{str(task.id)[:8]}</taskId><selectedOption>blue</selectedOption></response>")
+    await h.say("Ada, blue please")
+    assert h.sent[-1]["text"] == 'The choice for "PICK_COLOUR" is already being made.'
+    hold.set()
+    await pressed
+    assert ran == [{"option": "red"}]
+
+
+async def test_a_choice_in_words_made_after_a_press_finds_the_task_gone(harness) -> None:
+    # The words' handler read the task before the press chose: it must not run the worker again.
+    h = await harness()
+    task, ran = await waiting_choice(h)
+    choosing = h.rt.get_service(CHOOSING)
+    assert choosing is not None
+    red = choice_buttons(task)[0]
+    await press(h, str(red.value), red.label)
+    result = await choosing.choose(h.rt, task, "blue", None, Memory(entity_id=HUMAN, room_id=h.room, content={}))
+    assert not result.success and ran == [{"option": "red"}]
 
 
 async def test_cancel_removes_the_task_and_someone_else_may_not_choose(harness) -> None:
