@@ -9,8 +9,8 @@ said meanwhile is read back and handled the same way (``_catchup.py``).
 
 Outbound, the reply channel (``_answer.py``) answers the triggering message (split, safe
 mentions, uploads, retries: ``_outbound.py``; buttons as components, and their presses:
-``_presses.py``), shows "typing…" while an answer is being prepared, and stores what was sent. The adapter is also the runtime's ``discord`` Messenger, for
-SEND_MESSAGE; its lifecycle and the Messenger's flow are :class:`bot.adapters.PlatformAdapter`'s,
+``_presses.py``), shows "typing…" while an answer is being prepared, and stores what was sent.
+The adapter is also the runtime's ``discord`` Messenger, for SEND_MESSAGE; its lifecycle and the Messenger's flow are :class:`bot.adapters.PlatformAdapter`'s,
 the discord.py client and the checks before connecting are in ``_client.py``.
 """
 
@@ -48,6 +48,7 @@ from ._mapping import (
     memory_for_message,
     parent_id,
     room_for_channel,
+    sent_attachments,
     world_for_guild,
 )
 from ._outbound import describe, embeds_of, send_chunks, uploads_of
@@ -424,18 +425,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
     def _record_of(self, message: discord.Message) -> SentMessage:
         content: dict[str, Any] = {"url": message.jump_url}
         if message.attachments:  # what Discord says the message carries
-            content["attachments"] = [
-                {
-                    "id": str(a.id),
-                    "url": a.url,
-                    "title": a.filename,
-                    "contentType": a.content_type or "application/octet-stream",
-                    "size": a.size,
-                    "description": a.description or "",
-                    "source": SOURCE,
-                }
-                for a in message.attachments
-            ]
+            content["attachments"] = sent_attachments(message)
         return SentMessage(
             id=discord_id(self.runtime.agent_id, message.id),
             text=message.content,

@@ -25,6 +25,7 @@ __all__ = [
     "memory_for_message",
     "parent_id",
     "room_for_channel",
+    "sent_attachments",
     "user_names",
     "world_for_guild",
 ]
@@ -158,6 +159,14 @@ def _attachments(message: Any) -> list[dict[str, Any]]:
             "size": getattr(a, "size", None),
         }
         for a in getattr(message, "attachments", ()) or ()
+    ]
+
+
+def sent_attachments(message: Any) -> list[dict[str, Any]]:
+    """What Discord says a message the bot sent carries: its attachments, with their alt text."""
+    return [
+        {**found, "contentType": found["contentType"] or "application/octet-stream", "description": a.description or ""}
+        for found, a in zip(_attachments(message), message.attachments, strict=True)
     ]
 
 

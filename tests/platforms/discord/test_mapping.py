@@ -12,6 +12,7 @@ from platforms.discord._mapping import (
     entity_for_user,
     memory_for_message,
     room_for_channel,
+    sent_attachments,
     world_for_guild,
 )
 
@@ -164,6 +165,49 @@ def test_dm_and_attachments() -> None:
             "source": "discord",
             "size": 2048,
         }
+    ]
+
+
+def test_what_a_sent_message_carries_keeps_alt_text_and_a_type_for_every_file() -> None:
+    o = objects()
+    files = [
+        {
+            "id": "701",
+            "filename": "chart.png",
+            "size": 10,
+            "url": "https://cdn/701",
+            "proxy_url": "https://px/701",
+            "content_type": "image/png",
+        },
+        {
+            "id": "702",
+            "filename": "notes",
+            "size": 5,
+            "url": "https://cdn/702",
+            "proxy_url": "https://px/702",
+            "description": "the notes",
+        },
+    ]
+    sent = o.message(message_create("here", attachments=files))
+    assert sent_attachments(sent) == [
+        {
+            "id": "701",
+            "url": "https://cdn/701",
+            "title": "chart.png",
+            "contentType": "image/png",
+            "source": "discord",
+            "size": 10,
+            "description": "",
+        },
+        {
+            "id": "702",
+            "url": "https://cdn/702",
+            "title": "notes",
+            "contentType": "application/octet-stream",
+            "source": "discord",
+            "size": 5,
+            "description": "the notes",
+        },
     ]
 
 
