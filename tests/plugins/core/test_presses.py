@@ -111,15 +111,22 @@ async def test_pressing_an_option_runs_it_once_without_a_model_and_a_second_pres
     assert h.small_calls == 0 and h.large_calls == 0
 
 
-async def test_two_presses_at_once_run_the_option_once(harness) -> None:
-    h = await harness()
+async def red_pressed_and_held(h: Harness) -> tuple[Task, list, asyncio.Event, asyncio.Task]:
+    """A waiting choice whose red button was pressed, its worker running until ``hold`` is set."""
     hold = asyncio.Event()
     task, ran = await waiting_choice(h, hold=hold)
     red = choice_buttons(task)[0]
-    first = asyncio.create_task(press(h, str(red.value), red.label))
+    pressed = asyncio.create_task(press(h, str(red.value), red.label))
     async with asyncio.timeout(5):
         while not ran:
             await asyncio.sleep(0.01)
+    return task, ran, hold, pressed
+
+
+async def test_two_presses_at_once_run_the_option_once(harness) -> None:
+    h = await harness()
+    task, ran, hold, first = await red_pressed_and_held(h)
+    red = choice_buttons(task)[0]
     await press(h, str(red.value), red.label)
     assert h.sent[-1]["text"] == 'The choice for "PICK_COLOUR" is already being made.'
     hold.set()
@@ -129,13 +136,7 @@ async def test_two_presses_at_once_run_the_option_once(harness) -> None:
 
 async def test_a_choice_in_words_while_a_press_is_carried_out_does_not_run_the_worker_again(harness) -> None:
     h = await harness()
-    hold = asyncio.Event()
-    task, ran = await waiting_choice(h, hold=hold)
-    red = choice_buttons(task)[0]
-    pressed = asyncio.create_task(press(h, str(red.value), red.label))
-    async with asyncio.timeout(5):
-        while not ran:
-            await asyncio.sleep(0.01)
+    task, ran, hold, pressed = await red_pressed_and_held(h)
     h.large.append(plan("", "CHOOSE_OPTION"))
     h.small.append(f"<response><taskId>{str(task.id)[:8]}</taskId><selectedOption>blue</selectedOption></response>")
     await h.say("Ada, blue please")
