@@ -16,6 +16,7 @@ characters (Discord's), at most 25 buttons (Discord's five rows of five).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from .types import JSON
 __all__ = [
     "Button",
     "buttons_in",
+    "buttons_shown",
     "MAX_BUTTONS",
     "MAX_LABEL_CHARS",
     "MAX_VALUE_BYTES",
@@ -130,6 +132,17 @@ def buttons_in(content: Mapping[str, object]) -> list[Button]:
         if button.value is not None:
             values.add(button.value)
         found.append(button)
+    return found
+
+
+def buttons_shown(shown: Iterable[tuple[str, str]]) -> list[Button]:
+    """The buttons with a value a platform shows under a message, from its ``(label, value)``
+    pairs, to read a press's label by (:meth:`Press.find`). One troupe could not have sent (a
+    label or value past the limits, none at all) is left out: its press comes with its value only."""
+    found: list[Button] = []
+    for label, value in shown:
+        with contextlib.suppress(ValueError):
+            found.append(Button(label, value=value))
     return found
 
 

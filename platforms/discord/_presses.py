@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from bot.buttons import PRESS_KEY, Button, Press, buttons_in, rows
+from bot.buttons import PRESS_KEY, Button, Press, buttons_in, buttons_shown, rows
 from bot.ids import unique_uuid
 from bot.messages import IncomingMessage, NativeRef
 from bot.types import ChannelType, Memory, now_ms
@@ -96,17 +96,14 @@ def components_of(content: Mapping[str, Any]) -> discord.ui.View | None:
 
 def shown_buttons(message: discord.Message | None) -> list[Button]:
     """troupe's buttons with a value under ``message``, as Discord shows them."""
-    found: list[Button] = []
-    for row in message.components if message is not None else ():
-        for item in getattr(row, "children", ()):
-            custom_id, label = getattr(item, "custom_id", None), getattr(item, "label", None)
-            if not isinstance(custom_id, str) or not custom_id.startswith(CUSTOM_ID_PREFIX) or not label:
-                continue
-            try:
-                found.append(Button(label, value=custom_id.removeprefix(CUSTOM_ID_PREFIX)))
-            except ValueError:
-                continue  # not one troupe could have sent; its value still comes back without a label
-    return found
+    items = [
+        item for row in (message.components if message is not None else ()) for item in getattr(row, "children", ())
+    ]
+    return buttons_shown(
+        (str(getattr(item, "label", None) or ""), item.custom_id.removeprefix(CUSTOM_ID_PREFIX))
+        for item in items
+        if isinstance(getattr(item, "custom_id", None), str) and item.custom_id.startswith(CUSTOM_ID_PREFIX)
+    )
 
 
 def pressed_value(interaction: discord.Interaction) -> str | None:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from telegram import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, MaybeInaccessibleMessage, Message
 from telegram.error import BadRequest, TelegramError
 
-from bot.buttons import PRESS_KEY, Button, Press, rows
+from bot.buttons import PRESS_KEY, Button, Press, buttons_shown, rows
 from bot.types import Memory, now_ms
 
 from ._mapping import (
@@ -75,22 +75,18 @@ def shown_buttons(message: MaybeInaccessibleMessage) -> list[Button]:
     markup = message.reply_markup if isinstance(message, Message) else None
     if markup is None:
         return []
-    return [
-        Button(b.text, value=str(b.callback_data))
-        for row in markup.inline_keyboard
-        for b in row
-        if isinstance(b.callback_data, str) and b.callback_data and b.text.strip()
-    ]
+    return buttons_shown(
+        (b.text, b.callback_data) for row in markup.inline_keyboard for b in row if isinstance(b.callback_data, str)
+    )
 
 
 def translate_press(agent_id: str, query: CallbackQuery, message: MaybeInaccessibleMessage) -> Translated:
     """A press of a button under ``message`` as the message the pipeline receives (pure)."""
     chat, presser = message.chat, query.from_user
-    readable = isinstance(message, Message)
     # An InaccessibleMessage says nothing of its forum topic: the chat's main room it is.
     room = room_for_message(agent_id, message) if isinstance(message, Message) else chat_room(agent_id, chat)
     topic = room.metadata.get("threadId")
-    press = Press.find(str(query.data), shown_buttons(message)) if readable else Press(str(query.data))
+    press = Press.find(str(query.data), shown_buttons(message))
     memory = Memory(
         id=message_id(agent_id, chat.id, f"press-{query.id}"),
         entity_id=entity_for_user(agent_id, presser).id,

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from bot.buttons import MAX_BUTTONS, Button, Press, buttons_in, rows
+from bot.buttons import MAX_BUTTONS, Button, Press, buttons_in, buttons_shown, rows
 
 
 def test_a_button_has_a_value_or_a_link() -> None:
@@ -80,3 +80,8 @@ def test_a_press_round_trips_through_a_message_content_and_knows_its_label() -> 
     assert unlabelled.text == "9" and Press.of({"button": unlabelled.record()}) == unlabelled
     assert Press.of({"text": "hi"}) is None and Press.of({"button": {"value": ""}}) is None
     assert Button("Site", url="https://example.com").record() == {"label": "Site", "url": "https://example.com"}
+
+
+def test_buttons_shown_by_a_platform_leave_out_what_troupe_could_not_have_sent() -> None:
+    shown = [("Yes", "y"), ("x" * 81, "long label"), ("", "no label"), ("Big", "v" * 65), ("No", "n")]
+    assert buttons_shown(shown) == [Button("Yes", value="y"), Button("No", value="n")]

@@ -63,3 +63,13 @@ def test_a_press_on_a_message_the_bot_can_no_longer_read_goes_to_the_chats_main_
     assert seen.room == chat_room(AGENT, query.message.chat) and seen.thread_id is None
     assert seen.memory.content["text"] == "y" and seen.memory.content["button"] == {"value": "y", "label": None}
     assert shown_buttons(query.message) == []
+
+
+def test_a_press_under_a_keyboard_troupe_could_not_have_sent_is_still_heard_with_its_value() -> None:
+    # Telegram takes labels longer than troupe's limit; such a button must not stop the press.
+    long = {"inline_keyboard": [[{"text": "x" * 100, "callback_data": "far"}, {"text": "Yes", "callback_data": "y"}]]}
+    asked = message(GROUP, "Which?", sender=BOT, id=78, reply_markup=long)
+    query = pressed(asked, data="far")
+    assert [b.label for b in shown_buttons(query.message)] == ["Yes"]
+    seen = translate_press(AGENT, query, query.message)
+    assert seen.memory.content["button"] == {"value": "far", "label": None}
