@@ -315,6 +315,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         await self._hear(next(m for m in parts if m.message_id == seen.message_id), seen, relayed=False)
 
     async def _hear(self, message: Message, seen: Translated, *, relayed: bool) -> None:
+        self.arrivals.stamp(seen.memory)
         await self.meet(message, seen)
         if not relayed:
             # In this update's own task (the Application handles updates concurrently): polling
@@ -328,6 +329,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     async def hear_press(self, message: MaybeInaccessibleMessage, seen: Translated) -> None:
         """A press of one of this bot's buttons under ``message``, translated (:mod:`._presses`),
         for the pipeline. Only this bot hears it: no other character shares the moment."""
+        self.arrivals.stamp(seen.memory)
         await self._write_chat(message.chat, None)
         await self.connections.ensure_rooms([seen.room])
         await self.connections.ensure_entity(seen.entity, seen.room.id)

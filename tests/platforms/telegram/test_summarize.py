@@ -13,20 +13,20 @@ from .scene import plan
 
 
 async def _chat(s, chat, lines: list[str], topic: int | None = None) -> None:
-    """Sam and Cleo say ``lines`` in turn, each once Ada has stored the one before (Telegram's
-    times are whole seconds: within one, the order stored is the order)."""
+    """Sam and Cleo say ``lines`` in turn, all at once (Telegram dates them to the same second:
+    the order they are stored in must still be the order they were said in); Ada stores each."""
     rt = s.runtime("Ada")
     room = room_id(rt.agent_id, chat.id, topic)
     for i, text in enumerate(lines):
         await s.fake.user_says(s.sam if i % 2 == 0 else s.cleo, chat, text, topic=topic)
 
-        async def heard(text: str = text) -> bool:
-            said = await rt.store.get_memories(table="messages", room_id=room)
-            return any(m.content.get("text") == text for m in said)
+    async def heard() -> bool:
+        said = {m.content.get("text") for m in await rt.store.get_memories(table="messages", room_id=room)}
+        return set(lines) <= said
 
-        async with asyncio.timeout(10):
-            while not await heard():
-                await asyncio.sleep(0.01)
+    async with asyncio.timeout(10):
+        while not await heard():
+            await asyncio.sleep(0.01)
 
 
 async def test_summarize_answers_in_the_topic_with_its_last_n_messages(scene) -> None:
