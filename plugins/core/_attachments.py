@@ -32,7 +32,6 @@ from bot.models import ModelType
 from bot.pdf import UnreadablePdf, pdf_text
 from bot.speech import transcribe
 from bot.types import Memory
-from bot.video import probe_video, video_parts
 
 from ._links import read_links
 
@@ -214,6 +213,8 @@ async def _watch(runtime: AgentRuntime, item: dict[str, Any], fetch: AttachmentF
         return True
     if data is None:
         return False
+    from bot.video import probe_video, video_parts  # PyAV takes 16 MB: only once someone shares a video
+
     try:
         probe = await asyncio.to_thread(probe_video, data)
         if probe.duration_s is not None and probe.duration_s > MAX_VIDEO_S:
