@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from bot.components import HandlerCallback
 from bot.types import Handling, Memory
 
+from ._recovery import say_given_back
+
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
@@ -108,6 +110,7 @@ class Delivery:
                     self.runtime.character.name,
                     self.message.id,
                 )
+                await say_given_back(self.runtime, self.platform)
         if sent and not self.sent:
             metrics, agent = self.runtime.metrics, self.runtime.character.name
             metrics.reply_latency.labels(agent=agent, platform=self.platform).observe(

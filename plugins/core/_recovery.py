@@ -10,8 +10,10 @@ once:
 A message whose reply had started going out (``SENDING``) is never taken up: at most once.
 
 Several daemons: a daemon that lost a character's lease after marking a reply ``SENDING`` but
-before sending it gives the message back (``RELEASED``); the daemon serving the character looks
-for such messages every few seconds (:func:`keep_recovering`) and answers them.
+before sending it gives the message back (``RELEASED``) and says so on the troupe's bus
+(:func:`say_given_back`); the daemon serving the character answers it at once
+(:func:`keep_recovering`), and every few seconds looks for what such news missed and for claims
+a daemon that lost the lease left idle.
 A message the platform's connection does not serve (``Replier.serves``: a Discord shard another
 daemon holds, whose runtime of the same agent may be answering it right now) is left to that one.
 """
@@ -19,6 +21,8 @@ daemon holds, whose runtime of the same agent may be answering it right now) is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Collection
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bot.background import next_round
+from bot.bus import Post
 from bot.components import Replier
 from bot.errors import StoreError
 from bot.links import LinkState
@@ -35,7 +40,7 @@ from bot.types import JSON, Handling, Memory
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
-__all__ = ["Recovery", "keep_recovering", "recover", "wait_for_link"]
+__all__ = ["Recovery", "keep_recovering", "recover", "say_given_back", "wait_for_link"]
 
 _log = logging.getLogger(__name__)
 
@@ -44,8 +49,13 @@ _log = logging.getLogger(__name__)
 _KEEP_HANDLED_MS = 2 * 24 * 3600 * 1000
 _LINK_WAIT_S = 60.0
 _LINK_POLL_S = 0.1
-#: How often a character served by one of several daemons looks for messages given back unsent.
-_RELEASED_EVERY_S = 2.0
+#: How often a character served by one of several daemons looks for messages given back unsent
+#: without news of them on the bus (the post was lost), or left idle (see _ORPHANED_AFTER_S).
+_LOOK_EVERY_S = 5.0
+#: How often those looks also drop finished claims past _KEEP_HANDLED_MS.
+_PRUNE_EVERY_S = 3600.0
+#: The bus topic of "a message of this character, on this platform, was given back".
+GIVEN_BACK = "given-back"
 #: A claim untouched this long, of a message this process is not answering, was left by a daemon
 #: that lost the character's lease (the daemon serving the character is the only one answering).
 _ORPHANED_AFTER_S = 10.0
@@ -79,7 +89,8 @@ async def recover(
     store = runtime.store
     window_ms = runtime.recovery_window_ms
     now = runtime.clock()
-    await store.prune_handled(now - _KEEP_HANDLED_MS)
+    if idle_before is None:  # after a restart (the looks for what was given back prune hourly)
+        await store.prune_handled(now - _KEEP_HANDLED_MS)
     pending = [p for p in await store.unfinished_messages(idle_before=idle_before) if p[0] not in busy]
     if not pending:
         return Recovery({}, [])
@@ -143,7 +154,7 @@ async def keep_recovering(
     runtime: AgentRuntime, pipeline: MessageHandler, source: str, *, busy: Collection[str] = ()
 ) -> None:
     """Answer what a crash left unanswered on ``source``, once the link is up; with several
-    daemons, then keep looking for messages given back on it, except the ``busy`` ones."""
+    daemons, then keep taking up messages given back on it, except the ``busy`` ones."""
     name = runtime.character.name
     if not await wait_for_link(runtime, source):
         _log.warning("%s: %s is not up; messages a crash left unanswered there wait for the next start", name, source)
@@ -154,17 +165,54 @@ async def keep_recovering(
     # Several daemons: a daemon that lost this character's lease may give back a message it
     # could not answer, at any moment after it resumes, or leave one claimed that it took in
     # just before it lost the lease, after this one's first recovery: take such messages up.
-    while True:
-        await next_round(_RELEASED_EVERY_S)
-        try:
-            idle_before = runtime.clock() - int(_ORPHANED_AFTER_S * 1000)
-            result = await recover(runtime, pipeline, source, idle_before=idle_before, busy=busy)
-        except StoreError as exc:
-            _log.warning("%s: could not look for messages given back on %s: %s", name, source, exc)
-        except Exception:  # a bug here must not end the looking for good
-            _log.exception("%s: looking for messages given back on %s failed", name, source)
-        else:
-            _report(runtime, source, result, "given back by another daemon")
+    news = asyncio.Event()
+
+    async def heard(post: Post) -> None:
+        if post.payload == _given_back(runtime.agent_id, source):
+            news.set()
+
+    bus = runtime.shared.bus
+    bus.subscribe(GIVEN_BACK, heard)
+    pruned = runtime.clock()
+    try:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_LOOK_EVERY_S):
+                    await news.wait()
+            await next_round(0)
+            news.clear()
+            try:
+                now = runtime.clock()
+                if now - pruned > _PRUNE_EVERY_S * 1000:
+                    pruned = now
+                    await runtime.store.prune_handled(now - _KEEP_HANDLED_MS)
+                idle_before = now - int(_ORPHANED_AFTER_S * 1000)
+                result = await recover(runtime, pipeline, source, idle_before=idle_before, busy=busy)
+            except StoreError as exc:
+                _log.warning("%s: could not look for messages given back on %s: %s", name, source, exc)
+            except Exception:  # a bug here must not end the looking for good
+                _log.exception("%s: looking for messages given back on %s failed", name, source)
+            else:
+                _report(runtime, source, result, "given back by another daemon")
+    finally:
+        bus.unsubscribe(GIVEN_BACK, heard)
+
+
+async def say_given_back(runtime: AgentRuntime, source: str) -> None:
+    """Tell the daemon serving the character now that one of its messages on ``source`` was given
+    back, so it answers at once; never raises (its next look finds the message anyway)."""
+    bus = runtime.shared.bus
+    if not bus.spans_daemons:
+        return
+    try:
+        async with asyncio.timeout(_LOOK_EVERY_S):
+            await bus.post(GIVEN_BACK, _given_back(runtime.agent_id, source))
+    except (StoreError, TimeoutError) as exc:
+        _log.info("%s: could not tell the troupe a message was given back (%s)", runtime.character.name, exc)
+
+
+def _given_back(agent_id: str, source: str) -> str:
+    return json.dumps({"agent": agent_id, "source": source}, sort_keys=True)
 
 
 def _report(runtime: AgentRuntime, source: str, result: Recovery, when: str) -> None:

@@ -7,10 +7,13 @@ import asyncio
 import uuid
 from typing import Any
 
+from bot.bus import Handler, Post
 from bot.messages import IncomingMessage, QuietChannel
+from bot.shared import Shared
 from bot.types import ChannelType, Claim, Handling, Memory, Room, now_ms
+from plugins.core import _recovery
 from plugins.core._pipeline import MessagePipeline
-from plugins.core._recovery import recover
+from plugins.core._recovery import keep_recovering, recover
 
 from . import harness as harness_module
 from .harness import HUMAN, plan
@@ -403,3 +406,69 @@ async def test_a_claim_left_by_a_daemon_that_lost_the_lease_after_the_holder_rec
     taken = await recover(holder.rt, pipeline, "discord", idle_before=now_ms() + 1000)
     assert {k: v.status for k, v in taken.taken_up.items()} == {message_id: "replied"}
     assert platform.replies == [(message_id, "Answered by the holder.")]
+
+
+class _TroupeBus:
+    """One bus for the test's daemons: each post reaches every subscriber at once."""
+
+    spans_daemons = True
+
+    def __init__(self) -> None:
+        self.handlers: dict[str, list[Handler]] = {}
+        self.posts: list[Post] = []
+
+    def subscribe(self, topic: str, handler: Handler) -> None:
+        self.handlers.setdefault(topic, []).append(handler)
+
+    def unsubscribe(self, topic: str, handler: Handler) -> None:
+        self.handlers[topic].remove(handler)
+
+    async def post(self, topic: str, payload: str) -> None:
+        self.posts.append(post := Post(len(self.posts) + 1, topic, "old daemon", payload))
+        for handler in list(self.handlers.get(topic, ())):
+            await handler(post)
+
+    async def recent(self, topic: str, within_s: float) -> list[Post]:
+        return []
+
+    async def run(self) -> None:
+        pass
+
+
+async def test_a_message_given_back_is_answered_at_once_on_the_news_of_it(harness, monkeypatch) -> None:
+    """The daemon that gives a message back says so on the bus, and the holder answers it then,
+    not at its next look (one every few seconds per character and platform, a query each)."""
+    monkeypatch.setattr(_recovery, "_LOOK_EVERY_S", 60.0)  # only the news can wake the holder
+    bus = _TroupeBus()
+    old_daemon, new_daemon = Shared(), Shared()
+    old_daemon.bus = new_daemon.bus = bus
+    old = await harness(ChannelType.DM, shared=old_daemon)
+    old.rt.fence = fence = _Fence()
+    holder = await harness(ChannelType.DM, shared=new_daemon)
+    holder.rt.fence = _Fence()
+    platform = _Platform()
+    holder.rt.register_service("discord", platform)
+    holder.large.append(plan("Answered by the holder."))
+    looking = asyncio.create_task(keep_recovering(holder.rt, MessagePipeline(holder.rt), "discord"))
+    try:
+        while not bus.handlers.get(_recovery.GIVEN_BACK):
+            await asyncio.sleep(0.01)  # the first recovery is done: now it waits for news
+
+        async def refused(channel: Any, content: dict[str, Any]) -> list[Memory]:
+            fence.held = False  # paused after marking SENDING; resumed without the lease
+            return []
+
+        monkeypatch.setattr(harness_module._Channel, "send", refused)
+        message_id = str(uuid.uuid4())
+        old.large.append(plan("Too late."))
+        assert (await old.say("hi", id=message_id)).status == "send_failed"
+        assert [p.topic for p in bus.posts] == [_recovery.GIVEN_BACK]
+        async with asyncio.timeout(5):
+            while not platform.replies:
+                await asyncio.sleep(0.01)
+        assert platform.replies == [(message_id, "Answered by the holder.")]
+        assert await _status(holder, message_id) == "done:replied"
+    finally:
+        looking.cancel()
+        await asyncio.gather(looking, return_exceptions=True)
+    assert not bus.handlers[_recovery.GIVEN_BACK]  # stopped looking: no longer subscribed
