@@ -154,17 +154,17 @@ async def keep_recovering(
     runtime: AgentRuntime, pipeline: MessageHandler, source: str, *, busy: Collection[str] = ()
 ) -> None:
     """Answer what a crash left unanswered on ``source``, once the link is up; with several
-    daemons, then keep taking up messages given back on it, except the ``busy`` ones."""
+    daemons, then keep taking up messages given back on it, except the ``busy`` ones. Finished
+    claims past keeping are dropped then and hourly after."""
     name = runtime.character.name
     if not await wait_for_link(runtime, source):
         _log.warning("%s: %s is not up; messages a crash left unanswered there wait for the next start", name, source)
         return
     _report(runtime, source, await recover(runtime, pipeline, source), "after the restart")
-    if runtime.fence is None:
-        return
     # Several daemons: a daemon that lost this character's lease may give back a message it
     # could not answer, at any moment after it resumes, or leave one claimed that it took in
     # just before it lost the lease, after this one's first recovery: take such messages up.
+    among_others = runtime.fence is not None
     news = asyncio.Event()
 
     async def heard(post: Post) -> None:
@@ -177,15 +177,17 @@ async def keep_recovering(
     try:
         while True:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(_LOOK_EVERY_S):
+                async with asyncio.timeout(_LOOK_EVERY_S if among_others else _PRUNE_EVERY_S):
                     await news.wait()
             await next_round(0)
             news.clear()
             try:
                 now = runtime.clock()
-                if now - pruned > _PRUNE_EVERY_S * 1000:
+                if now - pruned >= _PRUNE_EVERY_S * 1000:
                     pruned = now
                     await runtime.store.prune_handled(now - _KEEP_HANDLED_MS)
+                if not among_others:
+                    continue
                 idle_before = now - int(_ORPHANED_AFTER_S * 1000)
                 result = await recover(runtime, pipeline, source, idle_before=idle_before, busy=busy)
             except StoreError as exc:
