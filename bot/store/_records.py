@@ -207,6 +207,15 @@ class RecordsMixin(AgentScoped):
         )
         return deleted > 0
 
+    async def prune_logs(self, before: int) -> int:
+        """Delete this agent's log entries written before ``before`` (ms); how many went."""
+        await self._db.flush_logs()
+        return await self._write_statement(
+            "DELETE FROM logs WHERE created_at < ? AND room_id IN (SELECT id FROM rooms WHERE agent_id = ?)",
+            (before, self._agent_id),
+            tables=("logs",),
+        )
+
     # -- tasks -------------------------------------------------------------------------------------
 
     async def create_task(self, task: Task) -> str:

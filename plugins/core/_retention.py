@@ -8,13 +8,14 @@ writes a summary, which is stored in the ``summaries`` table (room, world, time 
 who spoke in ``metadata.entityIds``, an embedding when a model serves TEXT_EMBEDDING), and the
 batch's messages are deleted in the same transaction. When a room holds more than
 ``MEMORY_SUMMARY_CAP`` summaries, its oldest ones are merged the same way, so nothing grows
-without bound. The FACTS provider retrieves summaries next to facts.
+without bound. The FACTS provider retrieves summaries next to facts. The log of model calls
+(``Store.queue_log``: one entry per call) is kept ``MEMORY_LOG_DAYS``.
 
 Nothing is lost to a failure: when the model fails the run stops, every message stays, and the
 next run tries again; a batch it answers with no summary stays the same way, but only its room
 waits for the next run. Facts and relationships are never touched.
 A run does at most a bounded number of batches, so a long backlog drains over several runs.
-Setting all three limits to 0 turns retention off (no task is scheduled).
+Setting all four limits to 0 turns retention off (no task is scheduled).
 """
 
 from __future__ import annotations
@@ -78,11 +79,13 @@ class RetentionSettings:
     """A room keeps at most this many summaries; the oldest are merged."""
     interval_minutes: int = 60
     """How often the retention task runs."""
+    log_days: int = 14
+    """Log entries (one per model call) older than this many days are deleted."""
 
     @property
     def enabled(self) -> bool:
         """False when every limit is off: there is nothing to do."""
-        return bool(self.max_age_days or self.room_cap or self.summary_cap)
+        return bool(self.max_age_days or self.room_cap or self.summary_cap or self.log_days)
 
 
 def read_settings(runtime: AgentRuntime) -> RetentionSettings:
@@ -94,6 +97,7 @@ def read_settings(runtime: AgentRuntime) -> RetentionSettings:
         room_cap=read.whole("MEMORY_ROOM_CAP", defaults.room_cap, 0, 100_000_000),
         summary_cap=read.whole("MEMORY_SUMMARY_CAP", defaults.summary_cap, 0, 100_000_000),
         interval_minutes=read.whole("MEMORY_RETENTION_INTERVAL_MINUTES", defaults.interval_minutes, 1, 10_080),
+        log_days=read.whole("MEMORY_LOG_DAYS", defaults.log_days, 0, 36_500),
     )
 
 
@@ -109,6 +113,8 @@ class RetentionReport:
     """Summaries merged into fewer, longer ones."""
     failed: bool = False
     """The model failed: the run stopped early, and what it did not reach stays for the next run."""
+    logs: int = 0
+    """Log entries deleted for their age."""
 
 
 class _NoSummary(Exception):
@@ -276,6 +282,8 @@ async def run_retention(runtime: AgentRuntime, settings: RetentionSettings | Non
     report = RetentionReport()
     budget = _MAX_BATCHES_PER_RUN
     before = runtime.clock() - settings.max_age_days * DAY_MS if settings.max_age_days else None
+    if settings.log_days:  # first: no model needed
+        report.logs = await store.prune_logs(runtime.clock() - settings.log_days * DAY_MS)
     try:
         if settings.max_age_days or settings.room_cap:
             counts = await store.retention_counts(MESSAGES, before=before)
@@ -320,6 +328,13 @@ async def run_retention(runtime: AgentRuntime, settings: RetentionSettings | Non
             "%s: memory retention stopped (%s); the messages stay and the next run tries again",
             runtime.character.name,
             exc.__class__.__name__,
+        )
+    if report.logs:
+        _log.info(
+            "%s: memory retention deleted %d log entries older than %d days",
+            runtime.character.name,
+            report.logs,
+            settings.log_days,
         )
     if report.compacted or report.merged:
         _log.info(

@@ -400,7 +400,7 @@ async def test_a_closed_runtime_starts_no_background_task(runtime: AgentRuntime)
 def task_runtime(tmp_path: Path, db: Database, now: list[int]) -> AgentRuntime:
     """A runtime on the clock ``now[0]``, with memory retention off: the core plugin then
     registers no task worker of its own."""
-    off = {"MEMORY_MAX_AGE_DAYS": 0, "MEMORY_ROOM_CAP": 0, "MEMORY_SUMMARY_CAP": 0}
+    off = {"MEMORY_MAX_AGE_DAYS": 0, "MEMORY_ROOM_CAP": 0, "MEMORY_SUMMARY_CAP": 0, "MEMORY_LOG_DAYS": 0}
     c = character(tmp_path, settings=off)
     return AgentRuntime(c, db.for_agent(c.agent_id), environ={}, clock=lambda: now[0])
 

@@ -119,6 +119,13 @@ class PgRecordsMixin(PgScoped):
         )
         return deleted > 0
 
+    async def prune_logs(self, before: int) -> int:
+        """Delete this agent's log entries written before ``before`` (ms); how many went."""
+        await self._db.log_queue.flush()
+        return await self._db.execute(
+            f"DELETE FROM logs WHERE created_at < %s AND {_IN_AGENT_ROOMS}", (before, self._agent_id)
+        )
+
     # -- tasks -------------------------------------------------------------------------------------
 
     async def create_task(self, task: Task) -> str:

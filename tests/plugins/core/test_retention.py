@@ -19,7 +19,7 @@ from bot.errors import ModelUnavailable, PluginLoadError
 from bot.models import ModelType
 from bot.runtime import AgentRuntime
 from bot.store import Database
-from bot.types import ChannelType, Entity, Memory, Room
+from bot.types import ChannelType, Entity, Memory, Room, now_ms
 from plugins.core._retention import SUMMARIES, TASK_NAME, RetentionSettings, run_retention
 
 from .harness import HUMAN
@@ -131,7 +131,7 @@ async def test_the_task_runs_when_due_and_compacts(agent) -> None:
 
 
 async def test_retention_off_schedules_nothing(agent) -> None:
-    a = await agent(MEMORY_MAX_AGE_DAYS=0, MEMORY_ROOM_CAP=0, MEMORY_SUMMARY_CAP=0)
+    a = await agent(MEMORY_MAX_AGE_DAYS=0, MEMORY_ROOM_CAP=0, MEMORY_SUMMARY_CAP=0, MEMORY_LOG_DAYS=0)
     assert await a.rt.store.get_tasks_by_name(TASK_NAME) == []
     assert TASK_NAME not in a.rt.task_workers
 
@@ -139,6 +139,26 @@ async def test_retention_off_schedules_nothing(agent) -> None:
 async def test_a_bad_setting_stops_the_agent_with_a_clear_error(agent) -> None:
     with pytest.raises(PluginLoadError, match=r"MEMORY_ROOM_CAP must be a whole number from 0 to \d+, not 'lots'"):
         await agent(MEMORY_ROOM_CAP="lots")
+
+
+async def test_the_log_of_model_calls_is_kept_memory_log_days(agent) -> None:
+    a = await agent(MEMORY_LOG_DAYS=2)
+    a.rt.store.queue_log({"duration": 5}, a.rt.agent_id, a.rt.agent_id, "useModel:TEXT_SMALL")
+    assert len(await a.rt.store.get_logs()) == 1
+    a.now[0] = now_ms() + DAY
+    assert (await run_retention(a.rt)).logs == 0
+    a.now[0] = now_ms() + 3 * DAY
+    assert (await run_retention(a.rt)).logs == 1
+    assert await a.rt.store.get_logs() == []
+
+
+async def test_log_days_alone_keeps_retention_on_and_zero_keeps_logs(agent) -> None:
+    a = await agent(MEMORY_MAX_AGE_DAYS=0, MEMORY_ROOM_CAP=0, MEMORY_SUMMARY_CAP=0)
+    assert len(await a.rt.store.get_tasks_by_name(TASK_NAME)) == 1  # the logs still need it
+    a.rt.store.queue_log({"duration": 5}, a.rt.agent_id, a.rt.agent_id, "useModel:TEXT_SMALL")
+    a.now[0] = now_ms() + 3650 * DAY
+    assert (await run_retention(a.rt, RetentionSettings(log_days=0))).logs == 0
+    assert len(await a.rt.store.get_logs()) == 1
 
 
 # -- compaction ------------------------------------------------------------------------------------

@@ -4,13 +4,15 @@ Behaviour every backend must show (the contract)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from bot.errors import StoreError
 from bot.store import Store, StoreBackend
-from bot.types import Relationship, Task
+from bot.types import Relationship, Task, now_ms
 
-from ..conftest import R2, A, R, U, V
+from ..conftest import BR, R2, A, B, R, U, V
 
 
 async def test_create_relationship_is_directional_and_unique(store: Store) -> None:
@@ -102,6 +104,21 @@ async def test_delete_log_and_logging_to_unknown_rooms(store: Store, store_b: St
     assert await store.delete_log(log_id) is False
     with pytest.raises(StoreError, match="FOREIGN KEY constraint failed"):
         await store.log({}, entity_id=A, room_id="no-room", type="x")
+
+
+async def test_prune_logs_deletes_the_agents_entries_written_before_a_time(store: Store, store_b: Store) -> None:
+    old = await store.log({"n": 0}, entity_id=A, room_id=R, type="x")
+    theirs = await store_b.log({"n": 1}, entity_id=B, room_id=BR, type="x")
+    await asyncio.sleep(0.005)
+    cut = now_ms()
+    await asyncio.sleep(0.005)
+    queued = store.queue_log({"n": 2}, entity_id=A, room_id=R2, type="useModel:TEXT_SMALL")
+    assert await store.prune_logs(0) == 0
+    assert await store.prune_logs(cut) == 1
+    assert [e.id for e in await store.get_logs()] == [queued] and old != queued
+    assert await store.prune_logs(now_ms() + 1000) == 1  # a queued entry too
+    assert await store.get_logs() == []
+    assert [e.id for e in await store_b.get_logs()] == [theirs]  # another agent's are its own
 
 
 async def test_queued_logs_are_batched_and_visible_to_the_next_read(store: Store, backend: StoreBackend) -> None:
