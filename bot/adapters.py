@@ -24,7 +24,6 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from .arrivals import Arrivals
 from .connections import Connections, SentMessage, TokenClaims, remember_sent
 from .errors import ConfigError, PartlySent, SendError
 from .lifecycle import AdapterState
@@ -121,7 +120,6 @@ class PlatformAdapter(Generic[TargetT, SentT]):
         self._tokens = runtime.shared.one(tokens)  # the bots of this daemon's other characters
         self._token = token
         self._handling: set[asyncio.Task[Any]] = set()  # events being handled: close waits for them
-        self.arrivals = Arrivals()  # stamp each message heard, before any wait: its room's order
 
     # -- lifecycle ------------------------------------------------------------------------
 

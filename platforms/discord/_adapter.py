@@ -391,7 +391,6 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         direct = memory.metadata["isMention"] or memory.metadata["isReply"] or memory.content["channelType"] == "DM"
         if self.config.respond_only_to_mentions and not direct:
             return
-        self.arrivals.stamp(memory)
         room_id = await self.ensure_room(message.channel, dm_with=message.author)
         await self.ensure_entity(message.author, room_id)
         channel = Answer(self, message, memory)

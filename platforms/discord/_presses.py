@@ -179,7 +179,6 @@ async def take_press(adapter: DiscordAdapter, interaction: discord.Interaction) 
     if message is None or not adapter.listens_in(message.channel):
         return  # CHANNEL_IDS: the character does not act there
     memory = translate_press(adapter.runtime.agent_id, interaction, message, value)
-    adapter.arrivals.stamp(memory)
     room_id = await adapter.ensure_room(message.channel, dm_with=interaction.user)
     await adapter.ensure_entity(interaction.user, room_id)
     channel = Answer(adapter, message, memory)

@@ -53,6 +53,7 @@ from ._mapping import (
     entity_for_user,
     message_id,
     room_id,
+    said_at,
     translate,
     world_for_chat,
     world_id,
@@ -315,7 +316,6 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         await self._hear(next(m for m in parts if m.message_id == seen.message_id), seen, relayed=False)
 
     async def _hear(self, message: Message, seen: Translated, *, relayed: bool) -> None:
-        self.arrivals.stamp(seen.memory)
         await self.meet(message, seen)
         if not relayed:
             # In this update's own task (the Application handles updates concurrently): polling
@@ -329,7 +329,6 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     async def hear_press(self, message: MaybeInaccessibleMessage, seen: Translated) -> None:
         """A press of one of this bot's buttons under ``message``, translated (:mod:`._presses`),
         for the pipeline. Only this bot hears it: no other character shares the moment."""
-        self.arrivals.stamp(seen.memory)
         await self._write_chat(message.chat, None)
         await self.connections.ensure_rooms([seen.room])
         await self.connections.ensure_entity(seen.entity, seen.room.id)
@@ -398,7 +397,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         return SentMessage(
             id=message_id(self.runtime.agent_id, message.chat.id, message.message_id),
             text=message.text or message.caption or "",
-            created_at=int(message.date.timestamp() * 1000),
+            created_at=said_at(message),
             content=content,
         )
 

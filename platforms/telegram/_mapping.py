@@ -38,6 +38,7 @@ __all__ = [
     "message_text",
     "room_for_message",
     "room_id",
+    "said_at",
     "translate",
     "user_names",
     "world_for_chat",
@@ -73,6 +74,19 @@ def message_id(agent_id: str, chat_id: int | str, message: int | str) -> str:
 def album_memory_id(agent_id: str, chat_id: int | str, media_group_id: str) -> str:
     """The memory id of an album (:mod:`._albums`): the same whichever of its parts it is made from."""
     return message_id(agent_id, chat_id, f"album:{media_group_id}")
+
+
+def said_at(message: Any) -> int:
+    """When ``message`` was said, in ms, for ordering a room's history by.
+
+    Telegram dates messages to the second, and several in one second are common in a group; a
+    chat numbers its messages in the order they were said. So the milliseconds are taken from the
+    message's number (``message_id % 1000``): still within the second it was said, and within that
+    second in the chat's own order, whichever order troupe hears and stores them in (a relayed
+    or redelivered message comes late). Only a second in which the numbers pass a multiple of
+    1,000 is ordered wrongly.
+    """
+    return int(message.date.timestamp()) * 1000 + int(message.message_id) % 1000
 
 
 def message_memory_id(agent_id: str, message: Any) -> str:
@@ -240,7 +254,7 @@ def _memory(agent_id: str, message: Message, topic: int | None, *, bot_id: int, 
         room_id=room_id(agent_id, chat.id, topic),
         world_id=world_id(agent_id, chat.id),
         content=content,
-        created_at=int(message.date.timestamp() * 1000),
+        created_at=said_at(message),
         metadata={
             "type": "message",
             "entityName": user_names(sender)[0],

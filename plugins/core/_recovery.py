@@ -164,6 +164,7 @@ async def keep_recovering(
     # Several daemons: a daemon that lost this character's lease may give back a message it
     # could not answer, at any moment after it resumes, or leave one claimed that it took in
     # just before it lost the lease, after this one's first recovery: take such messages up.
+    # Alone, only the pruning is left to do.
     among_others = runtime.fence is not None
     news = asyncio.Event()
 
@@ -191,9 +192,9 @@ async def keep_recovering(
                 idle_before = now - int(_ORPHANED_AFTER_S * 1000)
                 result = await recover(runtime, pipeline, source, idle_before=idle_before, busy=busy)
             except StoreError as exc:
-                _log.warning("%s: could not look for messages given back on %s: %s", name, source, exc)
+                _log.warning("%s: could not look after the claims of messages on %s: %s", name, source, exc)
             except Exception:  # a bug here must not end the looking for good
-                _log.exception("%s: looking for messages given back on %s failed", name, source)
+                _log.exception("%s: looking after the claims of messages on %s failed", name, source)
             else:
                 _report(runtime, source, result, "given back by another daemon")
     finally:

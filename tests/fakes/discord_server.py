@@ -892,10 +892,12 @@ class FakeDiscord(LocalServer):
     # -- ids, times, waiting --------------------------------------------------------------
 
     def new_id(self) -> int:
-        """A fresh snowflake: timestamp-based, strictly increasing."""
-        millis = int(time.time() * 1000) - DISCORD_EPOCH_MS
+        """A fresh snowflake: timestamp-based, strictly increasing, and at most one per
+        millisecond, so that messages said together differ in time, as people's do on Discord
+        (troupe orders a room's history by time; a test's burst would otherwise tie)."""
+        millis = max(int(time.time() * 1000) - DISCORD_EPOCH_MS, (self._last_id >> 22) + 1)
         self._increment = (self._increment + 1) & 0xFFF
-        snowflake = max((millis << 22) | (1 << 17) | self._increment, self._last_id + 1)
+        snowflake = (millis << 22) | (1 << 17) | self._increment
         self._last_id = snowflake
         return snowflake
 

@@ -10,6 +10,7 @@ from platforms.telegram._mapping import (
     memory_for_message,
     message_id,
     room_for_message,
+    said_at,
     translate,
     world_for_chat,
 )
@@ -113,7 +114,15 @@ def test_users_and_bots() -> None:
     assert cleo.names == ["Cleo"] and cleo.metadata["username"] == ""
     from_bot = memory(message(GROUP, "Ahoy", sender=OTHER_BOT))
     assert from_bot.metadata["authorIsBot"] is True and from_bot.metadata["entityName"] == "Brann"
-    assert from_bot.created_at == 1795334400000 and from_bot.content["channelType"] == "GROUP"
+    assert from_bot.created_at == 1795334400010 and from_bot.content["channelType"] == "GROUP"  # message 10
+
+
+def test_messages_of_one_second_are_dated_in_the_order_the_chat_numbered_them() -> None:
+    # Telegram dates to the second: heard in any order (a relayed or redelivered one comes late),
+    # a room's history must still read in the order they were said.
+    times = [memory(message(GROUP, f"line {n}", id=n)).created_at for n in (7001, 7002, 7003)]
+    assert times == [1795334400001, 1795334400002, 1795334400003]  # within the second they were said
+    assert said_at(received(message(GROUP, "x", id=7999))) == 1795334400999
 
 
 def test_text_and_names_no_encoder_takes_are_repaired() -> None:
