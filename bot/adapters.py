@@ -24,6 +24,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from .buttons import buttons_read
 from .connections import Connections, SentMessage, TokenClaims, remember_sent
 from .errors import ConfigError, PartlySent, SendError
 from .lifecycle import AdapterState
@@ -248,6 +249,17 @@ class PlatformAdapter(Generic[TargetT, SentT]):
             # What did go out is part of the conversation.
             return (list(exc.sent), False) if isinstance(exc, PartlySent) else ([], False)
 
+    async def answer(
+        self, target: TargetT, text: str, content: Mapping[str, Any], answering: Any, message: Memory
+    ) -> tuple[list[Memory], bool]:
+        """Send ``content`` (``text`` its words) as a reply to ``answering``, the platform's own
+        message for the stored ``message``, and remember what went out: those memories, and
+        whether that is all of it. Never raises (see :meth:`send_reply`)."""
+        content = buttons_read(content)  # read once: what is sent is what is stored
+        sent, whole = await self.send_reply(target, text, content, answering)
+        memories = await self.remember_sent(sent, content, message.room_id, message.world_id, in_reply_to=message.id)
+        return memories, whole
+
     async def remember_sent(
         self,
         sent: list[SentT],
@@ -277,9 +289,10 @@ class PlatformAdapter(Generic[TargetT, SentT]):
         if not self.runtime.may_send():
             raise SendError(f"{self.label} is served by another daemon now; try again in a moment")
         text = str(content.get("text") or "")
+        read = buttons_read(content)  # read once: what is sent is what is stored
         whole = True
         try:
-            sent = await self._send_native(target, text, content, None)
+            sent = await self._send_native(target, text, read, None)
         except PartlySent as exc:
             self._log_send_failure(target, text, exc)
             sent, whole = list(exc.sent), False
@@ -290,7 +303,7 @@ class PlatformAdapter(Generic[TargetT, SentT]):
             self._log_send_failure(target, text, exc)
             raise SendError(f"{self.label} did not take the message; try again later") from None
         await self._delivered(target, sent, room_id, person)
-        memories = await self.remember_sent(sent, content, room_id, world_id)
+        memories = await self.remember_sent(sent, read, room_id, world_id)
         if not whole:
             raise SendError(
                 f"only the beginning of the message went out; {self.label} did not take the rest, try again later"
@@ -361,5 +374,5 @@ class PlatformAdapter(Generic[TargetT, SentT]):
         if found is None:
             return []
         target, answering = found
-        sent, _ = await self.send_reply(target, text, content, answering)
-        return await self.remember_sent(sent, content, message.room_id, message.world_id, in_reply_to=message.id)
+        memories, _ = await self.answer(target, text, content, answering, message)
+        return memories

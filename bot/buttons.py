@@ -20,6 +20,7 @@ import contextlib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from .types import JSON
@@ -27,6 +28,7 @@ from .types import JSON
 __all__ = [
     "Button",
     "buttons_in",
+    "buttons_read",
     "buttons_shown",
     "MAX_BUTTONS",
     "MAX_LABEL_CHARS",
@@ -133,6 +135,15 @@ def buttons_in(content: Mapping[str, object]) -> list[Button]:
             values.add(button.value)
         found.append(button)
     return found
+
+
+def buttons_read(content: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``content`` with its buttons read once (:func:`buttons_in`: what is not a button is left out,
+    with its warning) and kept as records, so that what sends it and what stores it read the
+    same buttons without warning again. ``content`` itself is left as it is."""
+    if "buttons" not in content:
+        return content
+    return {**content, "buttons": [b.record() for b in buttons_in(content)]}
 
 
 def buttons_shown(shown: Iterable[tuple[str, str]]) -> list[Button]:

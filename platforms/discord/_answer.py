@@ -34,11 +34,11 @@ class Answer(QuietChannel):
         await self.typing_indicator.stop()
         adapter, incoming = self.adapter, self.incoming
         text = str(content.get("text") or "")
-        sent, whole = await adapter.send_reply(self.message.channel, text, content, self.message)
+        memories, whole = await adapter.answer(self.message.channel, text, content, self.message, incoming)
         session = adapter.voice.session_for_text_channel(self.message.channel.id)
         if session is not None and whole and text.strip():  # in voice with this channel as its text side: say it too
             session.say(text)
-        return await adapter.remember_sent(sent, content, incoming.room_id, incoming.world_id, in_reply_to=incoming.id)
+        return memories
 
     async def typing(self) -> None:
         await self.typing_indicator.start()

@@ -41,10 +41,7 @@ class Answer(QuietChannel):
             return []
         adapter, message, incoming = self.adapter, self.message, self.incoming
         target = ChatTarget(message.chat.id, self.thread, message.chat.title)
-        sent, whole = await adapter.send_reply(target, text, content, message.message_id)
-        memories = await adapter.remember_sent(
-            sent, content, incoming.room_id, incoming.world_id, in_reply_to=incoming.id
-        )
+        memories, whole = await adapter.answer(target, text, content, message.message_id, incoming)
         if self.speak and text and memories and whole:
             await adapter._speak(message.chat, text, memories[-1], reply_to=message.message_id, thread=self.thread)
         return memories

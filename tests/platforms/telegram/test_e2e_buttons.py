@@ -85,6 +85,7 @@ async def test_buttons_over_the_limits_are_left_out_with_a_warning(scene, caplog
     shown = [b["callback_data"] for row in last["reply_markup"]["inline_keyboard"] for b in row]
     assert shown == [f"b{n}" for n in range(25)]
     assert "its value is 1 to 64 bytes, not 65" in caplog.text and "at most 25" in caplog.text
+    assert caplog.text.count("a button left out") == 1  # read once for sending and storing both
 
 
 async def test_a_press_reaches_the_character_from_the_presser_in_its_topic_acknowledged_before_the_model(
