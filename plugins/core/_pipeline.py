@@ -106,6 +106,7 @@ class MessagePipeline:
         self._latest: dict[str, str] = {}  # room id -> token of the newest message being answered
         self._answering: set[str] = set()  # ids of the messages this process is handling right now
         self._troupe = runtime.shared.one(Troupe)  # the daemon's characters that may share a room
+        self._looking: dict[str, asyncio.Task[None]] = {}  # platform -> the loop that keeps recovering there
 
     def register(self) -> None:
         self.runtime.handle_messages_with(self)
@@ -114,8 +115,13 @@ class MessagePipeline:
     async def _on_connected(self, payload: dict[str, Any]) -> None:
         source = str(payload.get("source") or "")
         if source:
-            recovering = keep_recovering(self.runtime, self, source, busy=self._answering)
-            self.runtime.create_task(recovering, f"{source}:recovery")
+            # Connected again (Discord moved shards): one more first pass, but one loop, not two.
+            looping = self._looking.get(source)
+            keep = looping is None or looping.done()
+            recovering = keep_recovering(self.runtime, self, source, busy=self._answering, keep_looking=keep)
+            task = self.runtime.create_task(recovering, f"{source}:recovery")
+            if keep:
+                self._looking[source] = task
 
     # -- the flow -------------------------------------------------------------------------
 

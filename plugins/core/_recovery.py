@@ -151,16 +151,24 @@ async def recover(
 
 
 async def keep_recovering(
-    runtime: AgentRuntime, pipeline: MessageHandler, source: str, *, busy: Collection[str] = ()
+    runtime: AgentRuntime,
+    pipeline: MessageHandler,
+    source: str,
+    *,
+    busy: Collection[str] = (),
+    keep_looking: bool = True,
 ) -> None:
     """Answer what a crash left unanswered on ``source``, once the link is up; with several
     daemons, then keep taking up messages given back on it, except the ``busy`` ones. Finished
-    claims past keeping are dropped then and hourly after."""
+    claims past keeping are dropped then and hourly after. ``keep_looking`` False: the first
+    pass only (another call is looking already)."""
     name = runtime.character.name
     if not await wait_for_link(runtime, source):
         _log.warning("%s: %s is not up; messages a crash left unanswered there wait for the next start", name, source)
         return
     _report(runtime, source, await recover(runtime, pipeline, source), "after the restart")
+    if not keep_looking:
+        return
     # Several daemons: a daemon that lost this character's lease may give back a message it
     # could not answer, at any moment after it resumes, or leave one claimed that it took in
     # just before it lost the lease, after this one's first recovery: take such messages up.

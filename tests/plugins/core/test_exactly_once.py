@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 from bot.bus import Handler, Post
+from bot.events import EventType
 from bot.messages import IncomingMessage, QuietChannel
 from bot.shared import Shared
 from bot.types import ChannelType, Claim, Handling, Memory, Room, now_ms
@@ -502,3 +503,29 @@ async def test_a_daemon_alone_drops_finished_claims_past_keeping_hourly_not_only
     finally:
         looking.cancel()
         await asyncio.gather(looking, return_exceptions=True)
+
+
+async def test_connecting_again_looks_once_more_but_keeps_one_loop(harness, monkeypatch) -> None:
+    # Discord connects again when the shards a daemon holds change: each time, what was left is
+    # taken up once more, and one loop (a query every few seconds) goes on, not one per connect.
+    bus = _TroupeBus()
+    daemon = Shared()
+    daemon.bus = bus
+    h = await harness(ChannelType.DM, shared=daemon)
+    h.rt.fence = _Fence()
+    h.rt.register_service("discord", _Platform())
+    first_passes: list[int] = []  # each first pass prunes the claims past keeping
+    prune = type(h.rt.store).prune_handled
+
+    async def counted(store: Any, before: int) -> int:
+        first_passes.append(before)
+        return await prune(store, before)
+
+    monkeypatch.setattr(type(h.rt.store), "prune_handled", counted)
+    for _ in range(3):
+        await h.rt.emit(EventType.PLATFORM_CONNECTED, {"source": "discord"})
+    async with asyncio.timeout(5):
+        while len(first_passes) < 3 or not bus.handlers.get(_recovery.GIVEN_BACK):
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(0.1)
+    assert len(bus.handlers[_recovery.GIVEN_BACK]) == 1 and len(first_passes) == 3
