@@ -40,20 +40,18 @@ from bot.types import JSON, Handling, Memory
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
-__all__ = ["Recovery", "keep_recovering", "recover", "say_given_back", "wait_for_link"]
+__all__ = ["KEEP_HANDLED_MS", "Recovery", "keep_recovering", "recover", "say_given_back", "wait_for_link"]
 
 _log = logging.getLogger(__name__)
 
 # Finished claims are kept this long: longer than any platform redelivers (Telegram keeps
 # unconfirmed updates for 24 hours). After that the stored message itself marks a redelivery.
-_KEEP_HANDLED_MS = 2 * 24 * 3600 * 1000
+KEEP_HANDLED_MS = 2 * 24 * 3600 * 1000
 _LINK_WAIT_S = 60.0
 _LINK_POLL_S = 0.1
 #: How often a character served by one of several daemons looks for messages given back unsent
 #: without news of them on the bus (the post was lost), or left idle (see _ORPHANED_AFTER_S).
 _LOOK_EVERY_S = 5.0
-#: How often those looks also drop finished claims past _KEEP_HANDLED_MS.
-_PRUNE_EVERY_S = 3600.0
 #: The bus topic of "a message of this character, on this platform, was given back".
 GIVEN_BACK = "given-back"
 #: A claim untouched this long, of a message this process is not answering, was left by a daemon
@@ -89,8 +87,8 @@ async def recover(
     store = runtime.store
     window_ms = runtime.recovery_window_ms
     now = runtime.clock()
-    if idle_before is None:  # after a restart (the looks for what was given back prune hourly)
-        await store.prune_handled(now - _KEEP_HANDLED_MS)
+    if idle_before is None:  # after a restart (memory retention prunes hourly too)
+        await store.prune_handled(now - KEEP_HANDLED_MS)
     pending = [p for p in await store.unfinished_messages(idle_before=idle_before) if p[0] not in busy]
     if not pending:
         return Recovery({}, [])
@@ -159,21 +157,18 @@ async def keep_recovering(
     keep_looking: bool = True,
 ) -> None:
     """Answer what a crash left unanswered on ``source``, once the link is up; with several
-    daemons, then keep taking up messages given back on it, except the ``busy`` ones. Finished
-    claims past keeping are dropped then and hourly after. ``keep_looking`` False: the first
-    pass only (another call is looking already)."""
+    daemons, then keep taking up messages given back on it, except the ``busy`` ones.
+    ``keep_looking`` False: the first pass only (another call is looking already)."""
     name = runtime.character.name
     if not await wait_for_link(runtime, source):
         _log.warning("%s: %s is not up; messages a crash left unanswered there wait for the next start", name, source)
         return
     _report(runtime, source, await recover(runtime, pipeline, source), "after the restart")
-    if not keep_looking:
+    if not keep_looking or runtime.fence is None:
         return
     # Several daemons: a daemon that lost this character's lease may give back a message it
     # could not answer, at any moment after it resumes, or leave one claimed that it took in
     # just before it lost the lease, after this one's first recovery: take such messages up.
-    # Alone, only the pruning is left to do.
-    among_others = runtime.fence is not None
     news = asyncio.Event()
 
     async def heard(post: Post) -> None:
@@ -182,27 +177,20 @@ async def keep_recovering(
 
     bus = runtime.shared.bus
     bus.subscribe(GIVEN_BACK, heard)
-    pruned = runtime.clock()
     try:
         while True:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(_LOOK_EVERY_S if among_others else _PRUNE_EVERY_S):
+                async with asyncio.timeout(_LOOK_EVERY_S):
                     await news.wait()
             await next_round(0)
             news.clear()
             try:
-                now = runtime.clock()
-                if now - pruned >= _PRUNE_EVERY_S * 1000:
-                    pruned = now
-                    await runtime.store.prune_handled(now - _KEEP_HANDLED_MS)
-                if not among_others:
-                    continue
-                idle_before = now - int(_ORPHANED_AFTER_S * 1000)
+                idle_before = runtime.clock() - int(_ORPHANED_AFTER_S * 1000)
                 result = await recover(runtime, pipeline, source, idle_before=idle_before, busy=busy)
             except StoreError as exc:
-                _log.warning("%s: could not look after the claims of messages on %s: %s", name, source, exc)
+                _log.warning("%s: could not look for messages given back on %s: %s", name, source, exc)
             except Exception:  # a bug here must not end the looking for good
-                _log.exception("%s: looking after the claims of messages on %s failed", name, source)
+                _log.exception("%s: looking for messages given back on %s failed", name, source)
             else:
                 _report(runtime, source, result, "given back by another daemon")
     finally:

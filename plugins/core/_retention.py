@@ -9,7 +9,8 @@ who spoke in ``metadata.entityIds``, an embedding when a model serves TEXT_EMBED
 batch's messages are deleted in the same transaction. When a room holds more than
 ``MEMORY_SUMMARY_CAP`` summaries, its oldest ones are merged the same way, so nothing grows
 without bound. The FACTS provider retrieves summaries next to facts. The log of model calls
-(``Store.queue_log``: one entry per call) is kept ``MEMORY_LOG_DAYS``.
+(``Store.queue_log``: one entry per call) is kept ``MEMORY_LOG_DAYS``, and the claims that make a
+redelivered message a duplicate two days (:data:`._recovery.KEEP_HANDLED_MS`).
 
 Nothing is lost to a failure: when the model fails the run stops, every message stays, and the
 next run tries again; a batch it answers with no summary stays the same way, but only its room
@@ -31,6 +32,7 @@ from bot.models import ModelType
 from bot.settings import SettingReader
 from bot.types import ChannelType, Memory, Task
 
+from ._recovery import KEEP_HANDLED_MS
 from ._summaries import ask_for_summary
 from .providers._common import UNKNOWN_USER, entity_names
 
@@ -115,6 +117,8 @@ class RetentionReport:
     """The model failed: the run stopped early, and what it did not reach stays for the next run."""
     logs: int = 0
     """Log entries deleted for their age."""
+    claims: int = 0
+    """Claims of messages answered longer ago than a platform redelivers, deleted."""
 
 
 class _NoSummary(Exception):
@@ -282,7 +286,9 @@ async def run_retention(runtime: AgentRuntime, settings: RetentionSettings | Non
     report = RetentionReport()
     budget = _MAX_BATCHES_PER_RUN
     before = runtime.clock() - settings.max_age_days * DAY_MS if settings.max_age_days else None
-    if settings.log_days:  # first: no model needed
+    # First, needing no model: what only a platform's redelivery or an operator looks at.
+    report.claims = await store.prune_handled(runtime.clock() - KEEP_HANDLED_MS)
+    if settings.log_days:
         report.logs = await store.prune_logs(runtime.clock() - settings.log_days * DAY_MS)
     try:
         if settings.max_age_days or settings.room_cap:

@@ -475,36 +475,6 @@ async def test_a_message_given_back_is_answered_at_once_on_the_news_of_it(harnes
     assert not bus.handlers[_recovery.GIVEN_BACK]  # stopped looking: no longer subscribed
 
 
-async def test_a_daemon_alone_drops_finished_claims_past_keeping_hourly_not_only_at_a_restart(
-    harness, monkeypatch
-) -> None:
-    monkeypatch.setattr(_recovery, "_PRUNE_EVERY_S", 0.05)
-    monkeypatch.setattr(_recovery, "_KEEP_HANDLED_MS", -60_000)  # every finished claim is past keeping
-    h = await harness(ChannelType.DM)
-    h.rt.register_service("discord", _Platform())
-    prunes: list[int] = []
-    prune = type(h.rt.store).prune_handled
-
-    async def counted(store: Any, before: int) -> int:
-        prunes.append(before)
-        return await prune(store, before)
-
-    monkeypatch.setattr(type(h.rt.store), "prune_handled", counted)
-    looking = asyncio.create_task(keep_recovering(h.rt, MessagePipeline(h.rt), "discord"))
-    try:
-        while not prunes:
-            await asyncio.sleep(0.01)  # the pass after the restart is done
-        message_id = str(uuid.uuid4())
-        assert (await h.say("hi", id=message_id)).status == "replied"
-        async with asyncio.timeout(5):
-            while await h.rt.store.get_message_handling(message_id) is not None:
-                await asyncio.sleep(0.01)
-        assert len(prunes) >= 2 and not looking.done()
-    finally:
-        looking.cancel()
-        await asyncio.gather(looking, return_exceptions=True)
-
-
 async def test_connecting_again_looks_once_more_but_keeps_one_loop(harness, monkeypatch) -> None:
     # Discord connects again when the shards a daemon holds change: each time, what was left is
     # taken up once more, and one loop (a query every few seconds) goes on, not one per connect.

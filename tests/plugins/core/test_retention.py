@@ -19,7 +19,7 @@ from bot.errors import ModelUnavailable, PluginLoadError
 from bot.models import ModelType
 from bot.runtime import AgentRuntime
 from bot.store import Database
-from bot.types import ChannelType, Entity, Memory, Room, now_ms
+from bot.types import ChannelType, Claim, Entity, Handling, Memory, Room, now_ms
 from plugins.core._retention import SUMMARIES, TASK_NAME, RetentionSettings, run_retention
 
 from .harness import HUMAN
@@ -159,6 +159,17 @@ async def test_log_days_alone_keeps_retention_on_and_zero_keeps_logs(agent) -> N
     a.now[0] = now_ms() + 3650 * DAY
     assert (await run_retention(a.rt, RetentionSettings(log_days=0))).logs == 0
     assert len(await a.rt.store.get_logs()) == 1
+
+
+async def test_claims_of_messages_answered_past_keeping_go_with_the_hourly_run_not_only_at_a_restart(agent) -> None:
+    a = await agent(MEMORY_MAX_AGE_DAYS=0, MEMORY_ROOM_CAP=0, MEMORY_SUMMARY_CAP=0, MEMORY_LOG_DAYS=0)
+    store = a.rt.store
+    for message, at in (("old", START - 3 * DAY), ("recent", START - HOUR)):
+        assert await store.claim_message(message, ROOM, at) is Claim.NEW
+        await store.mark_message(message, Handling.DONE, "replied")
+    assert (await run_retention(a.rt)).claims == 1
+    assert await store.get_message_handling("old") is None
+    assert await store.get_message_handling("recent") is not None  # a redelivery is still a duplicate
 
 
 # -- compaction ------------------------------------------------------------------------------------
