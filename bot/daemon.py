@@ -323,7 +323,9 @@ class Daemon:
             agent.state = AgentState.RUNNING
             self.metrics.agents.set(len(self.runtimes))
             known = plugin_registry.available()
-            ready = [p for p in self._plans_for(result) if p.ready and (home or known[p.platform].shardable)]
+            plans = self._plans_for(result)
+            agent.skipped = "; ".join(p.gap for p in plans if not p.ready)
+            ready = [p for p in plans if p.ready and (home or known[p.platform].shardable)]
             await asyncio.gather(*(self._connect(agent, runtime, plan) for plan in ready))
         return agent
 

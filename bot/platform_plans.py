@@ -31,6 +31,11 @@ class PlatformPlan:
     def ready(self) -> bool:
         return not self.missing
 
+    @property
+    def gap(self) -> str:
+        """Why it does not run: ``telegram skipped, TELEGRAM_BOT_TOKEN not set``."""
+        return f"{self.platform} skipped, {' and '.join(self.missing)} not set"
+
 
 def plans_for(result: LoadResult, environ: Mapping[str, str]) -> list[PlatformPlan]:
     """A plan per platform the character file asks for; interactive ones (the console) are left out."""
@@ -71,7 +76,7 @@ def report_gaps(characters: Sequence[LoadResult], plans: Sequence[PlatformPlan])
     for plan in plans:
         if not plan.ready:
             with agent_context(plan.agent):
-                _log.warning("%s: %s skipped, %s not set", plan.agent, plan.platform, " and ".join(plan.missing))
+                _log.warning("%s: %s", plan.agent, plan.gap)
     if any(p.ready for p in plans):
         return True
     _log.error(
