@@ -152,6 +152,7 @@ class Daemon:
 
     def _link_changed(self, agent: str, platform: str, link: Link, old: Link | None) -> None:
         self.metrics.platform_connected.labels(agent=agent, platform=platform).set(link.state is LinkState.CONNECTED)
+        self.metrics.token_refused.labels(agent=agent, platform=platform).set(link.state is LinkState.REFUSED)
         if link.state is LinkState.RETRYING and (old is None or old.state is not LinkState.RETRYING):
             self.metrics.reconnects.labels(agent=agent, platform=platform).inc()
         if self.state is DaemonState.RUNNING:

@@ -104,4 +104,15 @@ def status_line(agents: Collection[HostedAgent]) -> str:
     up = sum(link.state is LinkState.CONNECTED for link in links)
     failed = len(agents) - running - idle
     extra = (f", {idle} on no working platform" if idle else "") + (f", {failed} not running" if failed else "")
-    return f"{running} agent{'s' if running != 1 else ''} running{extra}; {up} of {len(links)} platform connections up"
+    refused = [
+        f"{a.name} on {platform}"
+        for a in agents
+        if a.runtime is not None
+        for platform, link in a.runtime.links.items()
+        if link.state is LinkState.REFUSED
+    ]
+    tokens = f"; bot token refused: {', '.join(refused)}" if refused else ""
+    return (
+        f"{running} agent{'s' if running != 1 else ''} running{extra}; "
+        f"{up} of {len(links)} platform connections up{tokens}"
+    )
