@@ -56,7 +56,7 @@ from .links import Link, LinkState
 from .logs import agent_context
 from .metrics import Metrics
 from .placement import Placement
-from .platform_plans import PlatformPlan, plans_for, report_gaps
+from .platform_plans import PlatformPlan, plans_for, preflight, report_gaps
 from .reloading import plan_reload, read_characters, record_failures, summary_line
 from .runtime import AgentRuntime, Fence
 from .settings import DaemonSettings
@@ -170,11 +170,8 @@ class Daemon:
             return await self._run()
 
     async def _run(self) -> int:
-        if not report_gaps(self.characters, self.plan()):
-            async with backend_for(self.settings.store_location) as db:  # record the characters all the same
-                for result in self.characters:
-                    record = result.raise_for_problems().to_record()
-                    await db.for_agent(record.id).upsert_agent(record)
+        # Checked before the database is opened: configuration that cannot work creates nothing.
+        if report_gaps(self.characters, [preflight(r, self.environ) for r in self.characters]) is not None:
             return EXIT_CONFIG
 
         control = ControlServer(self, self.settings)
