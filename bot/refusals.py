@@ -72,7 +72,8 @@ class TokenRefusal:
         name = self.runtime.character.name
         _log.error(
             "%s refused %s's bot token (%s): the token was revoked or is wrong; set a new %s and "
-            "run `troupe reload`. Asking %s again meanwhile, every %s at the longest",
+            "run `troupe reload` (restart the service instead when it is set in troupe.env, which a reload "
+            "does not read). Asking %s again meanwhile, every %s at the longest",
             self.label,
             name,
             how,

@@ -138,6 +138,22 @@ def test_check_reports_what_start_would_refuse_all_at_once(tmp_path: Path, capsy
     assert out[6].startswith("troupe check: no character can run") and len(out) == 7
 
 
+def test_check_reports_a_platform_setting_start_would_refuse(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model_key: None
+) -> None:
+    data = {
+        "name": "A",
+        "bio": "x",
+        "plugins": ["@elizaos/plugin-telegram"],
+        "settings": {"secrets": {"TELEGRAM_BOT_TOKEN": "no-colon-here"}},
+    }
+    c = write(tmp_path / "a.json", data)
+    assert main(["check", str(c)]) == EXIT_CONFIG
+    out = capsys.readouterr().out
+    assert "  TELEGRAM_BOT_TOKEN does not look like a bot token (<digits>:<secret>)" in out
+    assert "no-colon-here" not in out
+
+
 def test_start_names_every_missing_setting_in_its_last_line_and_creates_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
