@@ -49,9 +49,10 @@ def assert_refused(daemon: Daemon, agent: str, platform: str, how: str) -> None:
 
 
 def assert_said_once(caplog: pytest.LogCaptureFixture, agent: str, setting: str, token: str) -> None:
-    """One ERROR line, saying what to do; never the token."""
+    """One ERROR line, saying what to do, and no other warning; never the token."""
     said = [r for r in caplog.records if f"refused {agent}'s bot token" in r.getMessage()]
     assert len(said) == 1 and said[0].levelno == logging.ERROR
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == said  # nothing else about it
     assert f"set a new {setting} and run `troupe reload`" in said[0].getMessage()
     assert token not in caplog.text
 
