@@ -29,11 +29,7 @@ HISTORY_FILE = "chat_history"
 def runtime_plugins(result: LoadResult) -> list[str]:
     """The plugins an agent runs: the file's, plus a model plugin (every agent needs one to think)
     when the file names none."""
-    plugins = list(result.plugins)
-    known = plugin_registry.available()
-    if any(known[name].models for name in plugins if name in known):
-        return plugins
-    return [*plugins, plugin_registry.model_plugin().name]
+    return plugin_registry.with_model_plugin(result.plugins)
 
 
 def chat_in_terminal(

@@ -28,6 +28,7 @@ from typing import TextIO
 from . import installed_version, logs, memory_cli, store_cli
 from .character import LoadResult, find_character, load_characters, scan_character_files
 from .errors import EXIT_CONFIG, TroupeError
+from .platform_plans import Preflight, preflight, refusal
 from .settings import DaemonSettings, load_environ
 
 __all__ = ["main"]
@@ -98,19 +99,24 @@ def _log_level_option(parser: argparse.ArgumentParser, default: str) -> None:
     )
 
 
-def _report(results: Sequence[LoadResult], out: TextIO | None = None) -> None:
+def _report(results: Sequence[LoadResult], out: TextIO | None = None, checks: Sequence[Preflight] = ()) -> None:
+    """Each file: OK, or its problems; then its warnings. ``checks``: the valid files'
+    :func:`~bot.platform_plans.preflight`, in order, whose findings are problems too."""
     out = out or sys.stdout
+    found = iter(checks)
     for result in results:
-        if result.ok:
+        check = next(found) if result.ok and checks else None
+        problems = [str(p) for p in result.problems] + (check.findings if check else [])
+        if not problems:
             assert result.character is not None
             runs_on = ", ".join(result.platforms) or "no platform"
             print(f"{result.source}: OK  {result.character.name} ({result.character.agent_id}; {runs_on})", file=out)
         else:
-            count = len(result.problems)
+            count = len(problems)
             print(f"{result.source}: {count} problem{'s' if count != 1 else ''}", file=out)
-            for problem in result.problems:
+            for problem in problems:
                 print(f"  {problem}", file=out)
-        for warning in result.warnings:
+        for warning in [*result.warnings, *(check.skipped if check else [])]:
             print(f"  warning: {warning}", file=out)
 
 
@@ -142,9 +148,16 @@ def _check(args: argparse.Namespace) -> int:
     paths = _scan(args, sys.stdout)
     if not paths:
         return EXIT_CONFIG
-    results = load_characters(paths, environ=load_environ())
-    _report(results)
-    return 0 if all(r.ok for r in results) else EXIT_CONFIG
+    environ = load_environ()
+    results = load_characters(paths, environ=environ)
+    # The checks troupe start makes before it opens anything: a file start would refuse is not OK.
+    checks = [preflight(r, environ) for r in results if r.ok]
+    _report(results, checks=checks)
+    refused = refusal(checks) if checks else None
+    if refused is not None:
+        print(f"troupe check: {refused}")
+    ok = all(r.ok for r in results) and not any(c.findings for c in checks) and refused is None
+    return 0 if ok else EXIT_CONFIG
 
 
 def _start(args: argparse.Namespace) -> int:

@@ -56,7 +56,7 @@ from .links import Link, LinkState
 from .logs import agent_context
 from .metrics import Metrics
 from .placement import Placement
-from .platform_plans import PlatformPlan, plans_for, report_gaps
+from .platform_plans import PlatformPlan, plans_for, preflight, report_gaps
 from .reloading import plan_reload, read_characters, record_failures, summary_line
 from .runtime import AgentRuntime, Fence
 from .settings import DaemonSettings
@@ -152,6 +152,7 @@ class Daemon:
 
     def _link_changed(self, agent: str, platform: str, link: Link, old: Link | None) -> None:
         self.metrics.platform_connected.labels(agent=agent, platform=platform).set(link.state is LinkState.CONNECTED)
+        self.metrics.token_refused.labels(agent=agent, platform=platform).set(link.state is LinkState.REFUSED)
         if link.state is LinkState.RETRYING and (old is None or old.state is not LinkState.RETRYING):
             self.metrics.reconnects.labels(agent=agent, platform=platform).inc()
         if self.state is DaemonState.RUNNING:
@@ -169,11 +170,8 @@ class Daemon:
             return await self._run()
 
     async def _run(self) -> int:
-        if not report_gaps(self.characters, self.plan()):
-            async with backend_for(self.settings.store_location) as db:  # record the characters all the same
-                for result in self.characters:
-                    record = result.raise_for_problems().to_record()
-                    await db.for_agent(record.id).upsert_agent(record)
+        # Checked before the database is opened: configuration that cannot work creates nothing.
+        if report_gaps(self.characters, [preflight(r, self.environ) for r in self.characters]) is not None:
             return EXIT_CONFIG
 
         control = ControlServer(self, self.settings)
@@ -323,7 +321,9 @@ class Daemon:
             agent.state = AgentState.RUNNING
             self.metrics.agents.set(len(self.runtimes))
             known = plugin_registry.available()
-            ready = [p for p in self._plans_for(result) if p.ready and (home or known[p.platform].shardable)]
+            plans = self._plans_for(result)
+            agent.skipped = "; ".join(p.gap for p in plans if not p.ready)
+            ready = [p for p in plans if p.ready and (home or known[p.platform].shardable)]
             await asyncio.gather(*(self._connect(agent, runtime, plan) for plan in ready))
         return agent
 

@@ -39,6 +39,8 @@ class HostedAgent:
     runtime: AgentRuntime | None = None
     state: AgentState = AgentState.STARTING
     error: str = ""
+    skipped: str = ""
+    """The platforms its file asks for that it does not run on, and why (settings not set)."""
 
     @property
     def character(self) -> Character:
@@ -60,9 +62,19 @@ class HostedAgent:
             "id": self.character.agent_id,
             "state": self.state,
             "error": self.error,
+            "skipped": self.skipped,
             "in_flight": runtime.in_flight if runtime is not None else 0,
             "platforms": platforms,
         }
+
+    @property
+    def on_a_platform(self) -> bool:
+        """Running, with at least one platform connection up: it can hear and answer someone."""
+        return (
+            self.state is AgentState.RUNNING
+            and self.runtime is not None
+            and any(link.state is LinkState.CONNECTED for _, link in self.runtime.links.items())
+        )
 
     def not_ready(self) -> list[str]:
         """Why this agent keeps the daemon from being ready: not running, or a platform not connected."""
@@ -83,10 +95,24 @@ def platform_links(agents: Iterable[HostedAgent]) -> Iterator[Link]:
 
 
 def status_line(agents: Collection[HostedAgent]) -> str:
-    """How many agents run and how many of their platform connections are up (systemd's status)."""
-    running = sum(a.state is AgentState.RUNNING for a in agents)
+    """How many agents run on a platform and how many of their platform connections are up
+    (systemd's status). An agent that runs with no connection up is not counted as running: it
+    answers nobody."""
+    running = sum(a.on_a_platform for a in agents)
+    idle = sum(a.state is AgentState.RUNNING for a in agents) - running
     links = list(platform_links(agents))
     up = sum(link.state is LinkState.CONNECTED for link in links)
-    failed = len(agents) - running
-    extra = f", {failed} not running" if failed else ""
-    return f"{running} agent{'s' if running != 1 else ''} running{extra}; {up} of {len(links)} platform connections up"
+    failed = len(agents) - running - idle
+    extra = (f", {idle} on no working platform" if idle else "") + (f", {failed} not running" if failed else "")
+    refused = [
+        f"{a.name} on {platform}"
+        for a in agents
+        if a.runtime is not None
+        for platform, link in a.runtime.links.items()
+        if link.state is LinkState.REFUSED
+    ]
+    tokens = f"; bot token refused: {', '.join(refused)}" if refused else ""
+    return (
+        f"{running} agent{'s' if running != 1 else ''} running{extra}; "
+        f"{up} of {len(links)} platform connections up{tokens}"
+    )

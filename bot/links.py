@@ -20,6 +20,7 @@ class LinkState(StrEnum):
     CONNECTED = "connected"
     RETRYING = "retrying"  # lost or unreachable; trying again with back-off
     FAILED = "failed"  # given up: the configuration must change first
+    REFUSED = "refused"  # the platform refuses the bot token (401) while running; asked again slowly
 
 
 @dataclass(slots=True)

@@ -380,6 +380,11 @@ class Metrics:
         self.platform_connected = r.gauge(
             "troupe_platform_connected", "1 while the platform connection is up, else 0.", ("agent", "platform")
         )
+        self.token_refused = r.gauge(
+            "troupe_platform_token_refused",
+            "1 while the platform refuses the bot token (revoked: set a new one and reload), else 0.",
+            ("agent", "platform"),
+        )
         self.agents = r.gauge("troupe_agents", "Agents running.")
         self.reloads = r.counter("troupe_reloads_total", "Character reloads, by outcome.", ("outcome",))
         start_time = self.start_time

@@ -28,6 +28,7 @@ __all__ = [
     "model_plugin",
     "module_path",
     "resolve",
+    "with_model_plugin",
 ]
 
 _log = logging.getLogger(__name__)
@@ -118,6 +119,16 @@ def model_plugin() -> PluginMeta:
         if meta.models:
             return meta
     raise LookupError("no installed troupe plugin serves models; reinstall troupe")
+
+
+def with_model_plugin(names: Iterable[str]) -> list[str]:
+    """``names`` (a character file's plugins), plus the model plugin when none of them serves
+    models: every agent needs one to think."""
+    plugins = list(names)
+    known = available()
+    if any(known[name].models for name in plugins if name in known):
+        return plugins
+    return [*plugins, model_plugin().name]
 
 
 def for_model_provider(value: str) -> tuple[PluginMeta, str | None] | None:

@@ -12,6 +12,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,7 +25,7 @@ from .errors import ConfigError
 from .files import UnreadableFile, read_config_file
 from .logs import LEVELS
 
-__all__ = ["DaemonSettings", "SettingReader", "character_setting", "load_environ"]
+__all__ = ["DaemonSettings", "SettingReader", "SettingsView", "character_setting", "load_environ"]
 
 _N = TypeVar("_N", int, float)
 
@@ -202,6 +203,28 @@ def character_setting(character: Character, key: str, environ: Mapping[str, str]
     if isinstance(value, (str, int, float)) and value != "":
         return str(value)
     return environ.get(key) or None
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsView:
+    """One character's settings as its runtime will read them, before any runtime exists: what a
+    plugin's or platform's ``check`` reads (``troupe check``, and ``troupe start`` before it opens
+    the database)."""
+
+    character: Character
+    environ: Mapping[str, str]
+    model_preset: str | None = None
+
+    @property
+    def agent(self) -> str:
+        return self.character.name
+
+    @property
+    def agent_id(self) -> str:
+        return self.character.agent_id
+
+    def get_setting(self, key: str) -> str | None:
+        return character_setting(self.character, key, self.environ)
 
 
 class SettingReader:

@@ -23,14 +23,25 @@ def write(path: Path, data: object) -> Path:
     return path
 
 
-def test_check_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    good = write(tmp_path / "a.json", {"name": "A", "bio": "x", "plugins": ["@elizaos/plugin-discord"]})
+#: A character that can run: a platform, its token, and (OPENAI_API_KEY set) a model.
+RUNNABLE = {"plugins": ["@elizaos/plugin-discord"], "settings": {"secrets": {"DISCORD_API_TOKEN": "dc-token"}}}
+
+
+@pytest.fixture
+def model_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
+
+
+def test_check_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str], model_key: None) -> None:
+    good = write(tmp_path / "a.json", {"name": "A", "bio": "x", **RUNNABLE})
     assert main(["check", str(good)]) == 0
     assert capsys.readouterr().out == f"{good}: OK  A (6dcd4ce2-3d88-02ee-9568-ba546c007c63; discord)\n"
 
 
-def test_check_reports_every_problem_and_exits_78(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    good = write(tmp_path / "a.json", {"name": "A", "bio": "x"})
+def test_check_reports_every_problem_and_exits_78(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model_key: None
+) -> None:
+    good = write(tmp_path / "a.json", {"name": "A", "bio": "x", **RUNNABLE})
     bad = write(tmp_path / "b.json", {"name": "", "bio": [], "people": []})
     assert main(["check", str(good), str(bad)]) == EXIT_CONFIG
     out = capsys.readouterr().out.splitlines()
@@ -40,8 +51,8 @@ def test_check_reports_every_problem_and_exits_78(tmp_path: Path, capsys: pytest
     assert out[3].startswith("  $.bio: Character bio is required")
 
 
-def test_check_a_folder_and_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    write(tmp_path / "a.json", {"name": "A", "bio": "x", "clients": ["twitter"]})
+def test_check_a_folder_and_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str], model_key: None) -> None:
+    write(tmp_path / "a.json", {"name": "A", "bio": "x", "clients": ["twitter"], **RUNNABLE})
     assert main(["check", str(tmp_path)]) == 0
     assert "  warning: $.clients[0]: no troupe platform 'twitter'" in capsys.readouterr().out
 
@@ -53,26 +64,37 @@ def test_check_with_nothing_to_check(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 def test_check_resolves_references_from_dotenv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    (tmp_path / ".env").write_text("A_TOKEN=t\n")
-    c = write(tmp_path / "a.json", {"name": "A", "bio": "x", "secrets": {"DISCORD_API_TOKEN": "env:A_TOKEN"}})
+    (tmp_path / ".env").write_text("A_TOKEN=t\nOPENAI_API_KEY=sk-test-key\n")
+    c = write(
+        tmp_path / "a.json",
+        {
+            "name": "A",
+            "bio": "x",
+            "plugins": ["@elizaos/plugin-discord"],
+            "secrets": {"DISCORD_API_TOKEN": "env:A_TOKEN"},
+        },
+    )
     assert main(["check", str(c)]) == 0
 
 
-def test_shipped_characters_are_valid(capsys: pytest.CaptureFixture[str]) -> None:
+def test_shipped_characters_are_valid(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     shipped = sorted((REPO / "characters").glob("*.json"))
     assert len(shipped) >= 3
+    # Given what they read (as .env.example names it), they can run.
+    for path in shipped:
+        for name in re.findall(r'"env:([A-Z0-9_]+)\??"', path.read_text()):
+            monkeypatch.setenv(name, "1234:secret" if name.endswith("_TOKEN") else "1234")
     assert main(["check", *map(str, shipped)]) == 0, capsys.readouterr().out
 
 
 def test_start_without_a_platform_stops_with_a_clear_message(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model_key: None
 ) -> None:
     c = write(tmp_path / "a.json", {"name": "A", "bio": "x", "plugins": ["@elizaos/plugin-discord"]})
     assert main(["start", str(c)]) == EXIT_CONFIG
-    err = capsys.readouterr().err
-    assert "[A] bot.daemon: discord skipped, DISCORD_API_TOKEN not set" in err  # the agent once, in its place
-    assert "no platform configured" in err
-    assert Path("data/troupe.db").is_file()
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert "no character can run, so troupe does not start. A: discord: DISCORD_API_TOKEN not set." in last
+    assert not Path("data").exists()  # nothing created for a start that cannot run
 
 
 def test_start_names_the_variable_a_reference_points_at(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -84,9 +106,66 @@ def test_start_names_the_variable_a_reference_points_at(tmp_path: Path, capsys: 
     }
     assert main(["start", str(write(tmp_path / "a.json", data))]) == EXIT_CONFIG
     assert (
-        "[A] bot.daemon: telegram skipped, TELEGRAM_BOT_TOKEN (env:A_TELEGRAM_TOKEN? resolves to nothing) not set"
-        in capsys.readouterr().err
+        "A: telegram: TELEGRAM_BOT_TOKEN (env:A_TELEGRAM_TOKEN? resolves to nothing) not set" in capsys.readouterr().err
     )
+
+
+def _cannot_run(tmp_path: Path) -> list[Path]:
+    """Two files that validate but cannot run: one's token resolves to nothing, the other's
+    platform needs a token it does not have; and (no OPENAI_API_KEY) neither has a model."""
+    iris = {
+        "name": "Iris",
+        "bio": "x",
+        "plugins": ["@elizaos/plugin-telegram"],
+        "settings": {"secrets": {"TELEGRAM_BOT_TOKEN": "env:IRIS_TELEGRAM_TOKEN?"}},
+    }
+    brann = {"name": "Brann", "bio": "x", "plugins": ["@elizaos/plugin-discord"]}
+    return [write(tmp_path / "iris.json", iris), write(tmp_path / "brann.json", brann)]
+
+
+NO_MODEL = "no OpenAI-compatible endpoint is configured for plugin openai"
+IRIS_TOKEN = "TELEGRAM_BOT_TOKEN (env:IRIS_TELEGRAM_TOKEN? resolves to nothing) not set"
+
+
+def test_check_reports_what_start_would_refuse_all_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    iris, brann = _cannot_run(tmp_path)
+    assert main(["check", str(iris), str(brann)]) == EXIT_CONFIG
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{iris}: 2 problems"
+    assert out[1].startswith(f"  {NO_MODEL}; set OPENAI_API_KEY") and out[2] == f"  telegram: {IRIS_TOKEN}"
+    assert out[3] == f"{brann}: 2 problems"
+    assert out[4].startswith(f"  {NO_MODEL}") and out[5] == "  discord: DISCORD_API_TOKEN not set"
+    assert out[6].startswith("troupe check: no character can run") and len(out) == 7
+
+
+def test_check_reports_a_platform_setting_start_would_refuse(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model_key: None
+) -> None:
+    data = {
+        "name": "A",
+        "bio": "x",
+        "plugins": ["@elizaos/plugin-telegram"],
+        "settings": {"secrets": {"TELEGRAM_BOT_TOKEN": "no-colon-here"}},
+    }
+    c = write(tmp_path / "a.json", data)
+    assert main(["check", str(c)]) == EXIT_CONFIG
+    out = capsys.readouterr().out
+    assert "  TELEGRAM_BOT_TOKEN does not look like a bot token (<digits>:<secret>)" in out
+    assert "no-colon-here" not in out
+
+
+def test_start_names_every_missing_setting_in_its_last_line_and_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    monkeypatch.setenv("TROUPE_DATA_DIR", str(data))
+    assert main(["start", *map(str, _cannot_run(tmp_path))]) == EXIT_CONFIG
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert "no character can run, so troupe does not start." in last
+    for missing in (f"Iris: {NO_MODEL}", f"Iris: telegram: {IRIS_TOKEN}", f"Brann: {NO_MODEL}"):
+        assert missing in last
+    assert "Brann: discord: DISCORD_API_TOKEN not set" in last
+    assert not data.exists()  # no database, no data directory
 
 
 def test_start_with_only_broken_characters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -37,6 +37,8 @@ class AgentStatus(TypedDict):
     id: str
     state: AgentState
     error: str
+    #: The platforms its file asks for that it does not run on, and why ("" when none).
+    skipped: str
     in_flight: int
     platforms: dict[str, PlatformStatus]
 

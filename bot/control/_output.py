@@ -51,25 +51,31 @@ def format_status(status: dict[str, Any]) -> str:
          "agents": [{"name": "Ada", "id": "...", "state": "running", "in_flight": 0,
                      "platforms": {"discord": {"state": "connected", "detail": ""}}}]}
 
-    An agent that is not running shows its state next to its name; one without platforms
-    (failed, say) gets a single row with ``-`` for the platform.
+    An agent that is not running shows its state next to its name; one without platforms gets a
+    single row with ``-`` for the platform: ``failed`` and why, or ``no platform`` and which
+    platforms were skipped. A running agent with no connection up is counted apart in the
+    summary: it answers nobody.
     """
     agents = status.get("agents") or []
     rows: list[list[str]] = []
-    up = total = in_flight = 0
+    up = total = in_flight = idle = 0
     for agent in agents:
         name, state = str(agent.get("name", "?")), str(agent.get("state", "?"))
         in_flight += int(agent.get("in_flight") or 0)
         platforms: dict[str, Any] = agent.get("platforms") or {}
+        connected = sum(c.get("state") == LinkState.CONNECTED for c in platforms.values())
+        idle += state == AgentState.RUNNING and not connected
         if not platforms:
-            rows.append([name, "-", state, _one_line(agent.get("detail", ""))])
+            running = state == AgentState.RUNNING
+            why = (agent.get("skipped") or "its file names no platform") if running else agent.get("error")
+            rows.append([name, "-", "no platform" if running else state, _one_line(why or "")])
             continue
         label = name if state == AgentState.RUNNING else f"{name} ({state})"
+        up, total = up + connected, total + len(platforms)
         for platform, connection in platforms.items():
-            total += 1
-            up += connection.get("state") == LinkState.CONNECTED
             rows.append([label, platform, str(connection.get("state", "?")), _one_line(connection.get("detail", ""))])
-    summary = [_plural(len(agents), "agent"), f"{up} of {_plural(total, 'platform connection')} up"]
+    agents_part = _plural(len(agents), "agent") + (f" ({idle} on no working platform)" if idle else "")
+    summary = [agents_part, f"{up} of {_plural(total, 'platform connection')} up"]
     if in_flight:
         summary.append(f"{_plural(in_flight, 'message')} in flight")
     header = (

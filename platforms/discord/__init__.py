@@ -14,9 +14,10 @@ from bot.plugins import PluginMeta
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
+    from bot.settings import SettingsView
     from bot.shards import Shards
 
-__all__ = ["connect", "meta"]
+__all__ = ["check", "connect", "meta"]
 
 meta = PluginMeta(
     name="discord",
@@ -26,6 +27,14 @@ meta = PluginMeta(
     description="Discord bot per character (DISCORD_API_TOKEN, DISCORD_APPLICATION_ID)",
     aliases=("@elizaos/plugin-discord", "@elizaos-plugins/client-discord", "@elizaos/client-discord"),
 )
+
+
+def check(settings: SettingsView) -> None:
+    """Raise :class:`~bot.errors.ConfigError` if the character's Discord settings cannot work
+    (``troupe check``, and ``troupe start`` before it opens the database)."""
+    from ._config import read_config
+
+    read_config(settings.get_setting, settings.agent, settings.character.settings.get("discord"))
 
 
 async def connect(runtime: AgentRuntime, *, shards: Shards | None = None) -> None:

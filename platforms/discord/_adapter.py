@@ -32,6 +32,7 @@ from bot.lifecycle import AdapterState
 from bot.links import LinkState
 from bot.messages import IncomingMessage, NativeRef
 from bot.outgoing import with_note
+from bot.refusals import TokenRefused
 from bot.shards import Shards
 from bot.text import first_words
 from bot.types import ChannelType, Entity, Memory, Room, World, now_ms
@@ -53,6 +54,7 @@ from ._mapping import (
 )
 from ._outbound import describe, embeds_of, send_chunks, uploads_of
 from ._presses import components_of
+from ._refusal import token_refusal
 from ._voice import VoiceManager
 
 if TYPE_CHECKING:
@@ -87,14 +89,11 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         self._listening_since = 0  # ms: this run's first READY
         self._resharding = False
         self._reshard_lock = asyncio.Lock()
+        self.refusal = token_refusal(self, config.token.get_secret_value())
         # A placed character (several daemons: runtime.fence) may just have been let go by another
         # daemon too, unsharded or not: its one shard, 0, is taken on as well.
         self._taken_on = (
-            frozenset(shards.ids)
-            if shards is not None
-            else frozenset({0})
-            if runtime.fence is not None
-            else frozenset()
+            frozenset(shards.ids) if shards is not None else frozenset({0} if runtime.fence is not None else ())
         )
         """Shards this connection took on and has not read back yet: another daemon may have just
         let them go, and what was said in between is in no one's memory but Discord's."""
@@ -104,17 +103,6 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         self.missed = MissedMessages(config.catchup)
 
     # -- lifecycle ------------------------------------------------------------------------
-
-    async def start(self) -> None:
-        """Log in, check the bot's settings on Discord, connect; returns once ready.
-
-        On failure everything started is stopped again before the error is raised.
-
-        Raises:
-            ConfigError: the token was refused or is another character's, or the Message
-                Content intent is not enabled for this bot (the message says where to enable it).
-        """
-        await super().start()
 
     async def _started(self) -> None:
         from ._providers import channel_state, voice_state
@@ -128,6 +116,12 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
             self.runtime.register_provider(voice_state)
 
     async def _connect(self, token: str) -> None:
+        """Log in, check the bot's settings on Discord, connect; returns once ready.
+
+        Raises:
+            ConfigError: the token was refused, or the Message Content intent is not enabled for
+                this bot (the message says where to enable it).
+        """
         intents = base_intents()
         intents.voice_states = self.config.voice_enabled  # who is in which voice channel
         intents.members = await check_application(token, self.name)
@@ -159,6 +153,9 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         except ConfigError as exc:
             if not self._ready.is_set():
                 raise  # start() or reshard() is waiting for this connection: it reports the error
+            if isinstance(exc, TokenRefused):
+                self.refusal.refused_now("gateway closed with 4004")  # connected again once it is taken
+                return
             reason = exc.reason_for(self.name)
             _log.error("%s: Discord closed the connection: %s", self.name, reason)
             self.runtime.links.set(SOURCE, LinkState.FAILED, reason)
@@ -195,27 +192,31 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
 
     async def reshard(self, shards: Shards) -> None:
         """Serve ``shards`` instead of the shards held now (discord.py cannot add shards to a
-        connected client): stop handing over events, let the replies being written go out
-        (bounded; one cut short stays claimed, and the recovery of whoever holds its shard answers
-        it), close the connection, connect with ``shards``, then read back what was said meanwhile
-        in the channels this run was active in (``_catchup.py``) and take up what a cut-short
-        reply left (``PLATFORM_CONNECTED``). Returns once connected.
+        connected client): :meth:`reconnect` with them, then take up what a cut-short reply left
+        (``PLATFORM_CONNECTED``). Returns once connected.
 
         Raises:
             ConfigError: Discord refused the new connection (the shard count, the token); the
                 adapter is then disconnected, and ``reshard`` may be called again.
             RuntimeError: the adapter is not running.
         """
+        if await self.reconnect(shards, f"with {shards} (was {self.shards or 'unsharded'})"):
+            await self.runtime.emit(EventType.PLATFORM_CONNECTED, {"source": SOURCE})
+
+    async def reconnect(self, shards: Shards | None, how: str, *, again: bool = False) -> bool:
+        """Connect anew with ``shards`` (or ``again`` with the same): the replies being written go
+        out first (bounded; one cut short stays claimed for whoever holds its shard), and what was
+        said meanwhile is read back (``_catchup.py``). Whether it did (not when nothing changes)."""
         async with self._reshard_lock:
             if self.state is not AdapterState.RUNNING:
                 raise RuntimeError(f"{self.name}: the Discord connection is {self.state.value}; it cannot move shards")
-            if shards == self.shards:
-                return
-            _log.info("%s: reconnecting to Discord with %s (was %s)", self.name, shards, self.shards or "unsharded")
+            if shards == self.shards and not again:
+                return False
+            _log.info("%s: reconnecting to Discord %s", self.name, how)
             self._resharding = True
-            self._taken_on = taken_on(self.shards, shards)
+            self._taken_on = taken_on(self.shards, shards) if shards is not None else frozenset()
             self.missed.connection_lost()
-            self.runtime.links.set(SOURCE, LinkState.CONNECTING, f"reconnecting with {shards}")
+            self.runtime.links.set(SOURCE, LinkState.CONNECTING, f"reconnecting {how}")
             try:
                 await self._finish_handling()
                 await self._end_client()
@@ -230,8 +231,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
                 raise
             if self._closed():  # closed while connecting: nothing may stay open
                 await self._end_client()
-                return
-        await self.runtime.emit(EventType.PLATFORM_CONNECTED, {"source": SOURCE})
+        return True
 
     def _closed(self) -> bool:
         return self.state is AdapterState.CLOSED
@@ -446,6 +446,9 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
     def _refusal(self, exc: Exception) -> str | None:
         if isinstance(exc, discord.Forbidden):
             return "Discord says I'm not allowed to send there (they may not accept direct messages)"
+        if isinstance(exc, discord.HTTPException) and exc.status == 401:
+            self.refusal.refused_now()  # the gateway may not have said so yet
+            return "Discord refused my bot token; my operator has to give me a new one"
         return None
 
     async def _room_target(self, room: Room) -> Any:

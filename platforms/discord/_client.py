@@ -17,6 +17,7 @@ import discord
 from bot.connections import TokenClaims
 from bot.errors import ConfigError
 from bot.links import LinkState
+from bot.refusals import TokenRefused
 from bot.shards import SHARD_COUNT_KEY, Shards
 
 from ._events import guild_left, member_changed, message_deleted, message_edited, reaction_added
@@ -37,13 +38,15 @@ __all__ = [
     "base_intents",
     "check_application",
     "make_client",
+    "rest_only",
     "run_client",
 ]
 
 _log = logging.getLogger(__name__)
 
 LOGIN_TIMEOUT_S = 30.0
-_INVALID_SHARD = 4010  # gateway close codes
+_AUTHENTICATION_FAILED = 4004  # gateway close codes
+_INVALID_SHARD = 4010
 _SHARDING_REQUIRED = 4011
 PORTAL = "https://discord.com/developers/applications"
 
@@ -76,7 +79,7 @@ async def check_application(token: str, agent: str) -> bool:
             message says where to enable it).
     """
     try:
-        async with _rest_only(token) as probe:
+        async with rest_only(token) as probe:
             info = await probe.application_info()
     except discord.LoginFailure:
         raise ConfigError(
@@ -95,7 +98,7 @@ async def check_application(token: str, agent: str) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def _rest_only(token: str) -> AsyncIterator[discord.Client]:
+async def rest_only(token: str) -> AsyncIterator[discord.Client]:
     """A client logged in with ``token`` that never connects to the gateway (REST only), closed
     after the block; login and block together have :data:`LOGIN_TIMEOUT_S`.
 
@@ -115,7 +118,7 @@ async def _recommended_shards(token: str) -> int | None:
     """The shard count Discord recommends for the bot (``GET /gateway/bot``); None if it cannot
     be asked now."""
     try:
-        async with _rest_only(token) as probe:
+        async with rest_only(token) as probe:
             count, _, _ = await probe.http.get_bot_gateway()
     except (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError) as exc:
         _log.debug("could not ask Discord how many shards it recommends: %s", exc.__class__.__name__)
@@ -141,6 +144,10 @@ async def run_client(client: discord.Client, agent: str, token: str) -> None:
     except discord.LoginFailure:
         raise ConfigError("Discord refused the bot token in DISCORD_API_TOKEN", agent=agent) from None
     except discord.ConnectionClosed as exc:
+        if exc.code == _AUTHENTICATION_FAILED:
+            raise TokenRefused(
+                "Discord refused the bot token in DISCORD_API_TOKEN (close code 4004)", agent=agent
+            ) from None
         if exc.code == _SHARDING_REQUIRED:
             raise ConfigError(await _sharding_required(client, token), agent=agent) from None
         if exc.code == _INVALID_SHARD:
@@ -238,7 +245,7 @@ class Client(discord.Client):
     async def on_disconnect(self) -> None:
         # discord.py reconnects by itself (with back-off); until then the link is down.
         self.adapter.missed.connection_lost()
-        if not self.is_closed():
+        if not self.is_closed() and not self.adapter.refusal.refused:
             self.adapter.runtime.links.set(SOURCE, LinkState.RETRYING, "gateway connection lost; reconnecting")
 
 
@@ -258,7 +265,7 @@ class ShardedClient(Client, discord.AutoShardedClient):
 
     async def on_shard_disconnect(self, shard_id: int) -> None:
         self.adapter.missed.connection_lost(shard_id)
-        if not self.is_closed():
+        if not self.is_closed() and not self.adapter.refusal.refused:
             self.adapter.runtime.links.set(
                 SOURCE, LinkState.RETRYING, f"gateway connection of shard {shard_id} lost; reconnecting"
             )

@@ -15,8 +15,9 @@ from bot.plugins import PluginMeta
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
+    from bot.settings import SettingsView
 
-__all__ = ["connect", "meta"]
+__all__ = ["check", "connect", "meta"]
 
 # Durations (a 429's retry_after) as timedelta: the type python-telegram-bot moves to in its next
 # major version; opting in now also silences its deprecation warning on every 429.
@@ -29,6 +30,14 @@ meta = PluginMeta(
     description="Telegram bot per character (TELEGRAM_BOT_TOKEN)",
     aliases=("@elizaos/plugin-telegram", "@elizaos-plugins/client-telegram", "@elizaos/client-telegram"),
 )
+
+
+def check(settings: SettingsView) -> None:
+    """Raise :class:`~bot.errors.ConfigError` if the character's Telegram settings cannot work
+    (``troupe check``, and ``troupe start`` before it opens the database)."""
+    from ._config import read_config
+
+    read_config(settings.get_setting, settings.agent)
 
 
 async def connect(runtime: AgentRuntime) -> None:

@@ -110,6 +110,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         self._relay = runtime.shared.one(Relay)  # the troupe's other Telegram characters
         self._handlers = UpdateHandlers(self)
         self._albums = Albums()
+        self._watch: PollingWatch | None = None  # made by _connect
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -129,10 +130,16 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
             ConfigError: Telegram refused the token.
         """
         timeout = self.config.poll_timeout
+        self._watch = watch = PollingWatch(self)
         self._requests = calls, polls = (
             AiohttpRequest(connect_timeout=10, read_timeout=30, write_timeout=30, pool_timeout=10),
             # One long poll at a time; Bot.get_updates adds the poll's own wait to this read timeout.
-            UpdatesRequest(connection_pool_size=1, read_timeout=timeout + 10, may_poll=self.runtime.may_send),
+            UpdatesRequest(
+                connection_pool_size=1,
+                read_timeout=timeout + 10,
+                may_poll=watch.may_poll,
+                on_refused=watch.refusal.refused_now,
+            ),
         )
         self.app = app = (
             ApplicationBuilder()
@@ -163,7 +170,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         await app.updater.start_polling(
             timeout=int(timeout),
             allowed_updates=[*_ALLOWED_UPDATES, *(["channel_post"] if self.config.channel_posts else [])],
-            error_callback=PollingWatch(self).on_error,
+            error_callback=watch.on_error,
         )
 
     async def _disconnect(self) -> None:
@@ -411,6 +418,9 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     def _refusal(self, exc: Exception) -> str | None:
         if isinstance(exc, Forbidden):
             return "Telegram won't let me write there (they may not have started a chat with me)"
+        if isinstance(exc, InvalidToken) and self._watch is not None:
+            self._watch.refusal.refused_now()  # polls may not have met it yet: say so now
+            return "Telegram refused my bot token; my operator has to give me a new one"
         return None
 
     async def _room_target(self, room: Room) -> ChatTarget:

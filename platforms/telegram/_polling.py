@@ -1,6 +1,7 @@
 """What polling errors mean for the link: python-telegram-bot retries a failed ``getUpdates`` by
-itself and says nothing when it works again, and a 409 Conflict may be a restarted process's
-previous poll still open or another process using the same token."""
+itself and says nothing when it works again, a 409 Conflict may be a restarted process's
+previous poll still open or another process using the same token, and a 401 means the token was
+revoked (:class:`~bot.refusals.TokenRefusal`: polls are held until Telegram takes it again)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from telegram.error import Conflict, TelegramError
+from telegram.error import Conflict, InvalidToken, TelegramError
 
 from bot.backoff import ExponentialBackoff
 from bot.links import LinkState
+from bot.refusals import TokenRefusal
 
 from ._mapping import SOURCE
 
@@ -37,6 +39,21 @@ class PollingWatch:
         self.adapter = adapter
         self._conflicts: list[float] = []
         self._watching: asyncio.Task[None] | None = None
+        self.refusal = TokenRefusal(adapter.runtime, SOURCE, "Telegram", "TELEGRAM_BOT_TOKEN", self._token_taken)
+
+    def may_poll(self) -> bool:
+        """Polls go to Telegram: the daemon may send (it holds the lease) and the token is not refused."""
+        return self.adapter.runtime.may_send() and not self.refusal.refused
+
+    async def _token_taken(self) -> bool:
+        """Whether Telegram takes the token now (getMe)."""
+        if self.adapter.app is None:
+            raise RuntimeError("the bot is not connected")
+        try:
+            await self.adapter.app.bot.get_me()
+        except InvalidToken:
+            return False
+        return True
 
     def on_error(self, exc: TelegramError) -> None:
         adapter, runtime = self.adapter, self.adapter.runtime
@@ -66,6 +83,9 @@ class PollingWatch:
             try:
                 async with asyncio.timeout(_PROBE_TIMEOUT_S):
                     await adapter.app.bot.get_me()
+            except InvalidToken:
+                self.refusal.refused_now()  # asked about slowly from now on
+                return
             except (TelegramError, TimeoutError):
                 continue
             adapter.runtime.links.set(SOURCE, LinkState.CONNECTED)

@@ -21,6 +21,7 @@ import re
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 from urllib.request import getproxies_environment
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AiohttpRequest", "UpdatesRequest"]
 
-# How long a poll held back by a lost lease waits before it answers itself (placement stops the adapter meanwhile).
+# How long a poll held back (a lost lease, a refused token) waits before it answers itself.
 _FENCED_WAIT_S = 0.5
 _NO_UPDATES = b'{"ok": true, "result": []}'
 # Updates kept for the inbox at most (a poll returns at most 100; each is taken at once).
@@ -177,22 +178,37 @@ class UpdatesRequest(AiohttpRequest):
     was paused) must not poll again: the next getUpdates would confirm to Telegram the updates
     it received last, which the daemon holding the lease then never gets. Its polls are answered
     "no updates" without asking Telegram until it is stopped (or holds the lease again).
+
+    ``on_refused``: Telegram answered a poll 401 Unauthorized (the token was revoked). PTB ends
+    its polling for good on that (``InvalidToken``), and says so only in its own log; the poll is
+    answered "no updates" here instead, so polling goes on as soon as ``may_poll`` allows again
+    (the token works once more).
     """
 
-    __slots__ = ("_may_poll", "_received")
+    __slots__ = ("_may_poll", "_on_refused", "_received")
 
-    def __init__(self, *, may_poll: Callable[[], bool] = lambda: True, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        may_poll: Callable[[], bool] = lambda: True,
+        on_refused: Callable[[], None] = lambda: None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self._may_poll = may_poll
+        self._on_refused = on_refused
         self._received: dict[int, str] = {}
 
     async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
-        if not self._may_poll():
-            # Answered here, not by Telegram: no updates. PTB polls on (or, stopping, makes its
-            # last call) and nothing is confirmed until this daemon holds the lease again.
-            await asyncio.sleep(_FENCED_WAIT_S)
-            return 200, _NO_UPDATES
-        return await super().do_request(*args, **kwargs)
+        if self._may_poll():
+            status, body = await super().do_request(*args, **kwargs)
+            if status != HTTPStatus.UNAUTHORIZED:
+                return status, body
+            self._on_refused()
+        # Answered here, not by Telegram: no updates. PTB polls on (or, stopping, makes its
+        # last call) and nothing is confirmed until this daemon may poll again.
+        await asyncio.sleep(_FENCED_WAIT_S)
+        return 200, _NO_UPDATES
 
     # PTB's documented hook for the JSON, a staticmethod there; PTB calls it on the instance.
     def parse_json_payload(self, payload: bytes) -> dict[str, Any]:  # type: ignore[override]

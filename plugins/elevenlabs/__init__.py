@@ -20,12 +20,14 @@ from ._config import DEFAULT_MODEL_ID, DEFAULT_VOICE_ID, OUTPUT_FORMATS, ElevenL
 
 if TYPE_CHECKING:
     from bot.models import ModelHost
+    from bot.settings import SettingsView
 
 __all__ = [
     "DEFAULT_MODEL_ID",
     "DEFAULT_VOICE_ID",
     "ElevenLabsConfig",
     "OUTPUT_FORMATS",
+    "check",
     "meta",
     "resolve_config",
     "setup",
@@ -41,6 +43,11 @@ meta = PluginMeta(
     description="text to speech with the character's ElevenLabs voice (ELEVENLABS_API_KEY, ELEVENLABS_VOICE_ID)",
     aliases=("@elizaos/plugin-elevenlabs",),
 )
+
+
+def check(settings: SettingsView) -> None:
+    """Raise :class:`~bot.errors.ConfigError` if a setting is out of range or not a number."""
+    resolve_config(settings, agent=settings.agent)
 
 
 async def setup(runtime: ModelHost) -> None:

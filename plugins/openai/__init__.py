@@ -30,8 +30,9 @@ from ._config import EMBEDDING_DIMENSIONS, Endpoint, ProviderConfig, display_url
 
 if TYPE_CHECKING:
     from bot.models import ModelHost
+    from bot.settings import SettingsView
 
-__all__ = ["EMBEDDING_DIMENSIONS", "Endpoint", "ProviderConfig", "meta", "resolve_config", "setup"]
+__all__ = ["EMBEDDING_DIMENSIONS", "Endpoint", "ProviderConfig", "check", "meta", "resolve_config", "setup"]
 
 _log = logging.getLogger(__name__)
 
@@ -54,6 +55,13 @@ meta = PluginMeta(
     model_providers={"openai": None, "ollama": "ollama", "openrouter": "openrouter"},
     models_hint="any OpenAI-compatible endpoint: set OPENAI_BASE_URL (OpenRouter serves most models)",
 )
+
+
+def check(settings: SettingsView) -> None:
+    """Raise :class:`~bot.errors.ConfigError` if the character's model settings cannot work (no
+    key and no base URL, a value of the wrong form): ``troupe check``, and ``troupe start``
+    before it opens the database."""
+    resolve_config(settings, agent=settings.agent)
 
 
 async def setup(runtime: ModelHost) -> None:

@@ -51,8 +51,11 @@ _CHAT_TYPES = frozenset({ModelType.TEXT_SMALL, ModelType.TEXT_LARGE, ModelType.O
 
 
 class _Runtime(Protocol):
-    agent_id: str
-    model_preset: str | None
+    @property
+    def agent_id(self) -> str: ...
+
+    @property
+    def model_preset(self) -> str | None: ...
 
     def get_setting(self, key: str) -> str | None: ...
 

@@ -17,6 +17,7 @@ from bot.character import load_characters
 from bot.control import ReloadSummary, format_status
 from bot.daemon import Daemon
 from bot.errors import ConfigError
+from bot.hosted import status_line
 from bot.lifecycle import DaemonState
 from bot.plugins import PluginMeta
 from bot.settings import DaemonSettings
@@ -352,6 +353,26 @@ async def test_reload_with_a_file_that_is_a_symlink_loop_fails_that_file_only(
     assert await asyncio.wait_for(task, 10) == 0
 
 
+async def test_an_agent_on_no_working_platform_is_not_counted_as_running(tmp_path: Path, fake_platform) -> None:
+    files = [write(tmp_path, "A", ["fakechat"]), write(tmp_path, "NoToken", ["fakechat"], token=None)]
+    environ = {"OPENAI_API_KEY": "sk-test-key"}
+    daemon = Daemon(DaemonSettings(db_path=tmp_path / "d.db"), load_characters(files, environ=environ), environ)
+    task = asyncio.create_task(daemon.run())
+    await _running(daemon, 2)
+    assert status_line(daemon.agents.values()) == (
+        "1 agent running, 1 on no working platform; 1 of 1 platform connections up"
+    )
+    status = json.loads(json.dumps(daemon.status()))  # what GET /status sends
+    header, *rows = format_status(status).splitlines()
+    assert header.endswith(": 2 agents (1 on no working platform), 1 of 1 platform connection up")
+    assert rows == [
+        "  A        fakechat  connected",
+        "  NoToken  -         no platform  fakechat skipped, FAKE_TOKEN not set",
+    ]
+    daemon.stop()
+    assert await asyncio.wait_for(task, 10) == 0
+
+
 async def test_status_shows_each_lifecycle_state_as_its_plain_word(
     tmp_path: Path, fake_platform, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -375,7 +396,10 @@ async def test_status_shows_each_lifecycle_state_as_its_plain_word(
         ("B", "failed", "plugin broken for B failed to load: broken on purpose"),
     ]
     assert status["agents"][0]["platforms"] == {"fakechat": {"state": "connected", "detail": ""}}
-    assert format_status(status).splitlines()[1:] == ["  A  fakechat  connected", "  B  -         failed"]
+    assert format_status(status).splitlines()[1:] == [
+        "  A  fakechat  connected",
+        "  B  -         failed     plugin broken for B failed to load: broken on purpose",
+    ]
     daemon.stop()
     assert await asyncio.wait_for(task, 10) == 0
     assert daemon.state == DaemonState.STOPPING and str(daemon.state) == "stopping"

@@ -52,8 +52,18 @@ def test_a_v1_character_with_an_explicit_id_templates_and_top_level_secrets() ->
     assert result.missing_plugins == ["@elizaos/plugin-evm", "@elizaos/plugin-farcaster"]
 
 
-def test_check_over_the_folder_passes_and_names_what_it_skips(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["check", str(FIXTURES)]) == 0
+def test_check_over_the_folder_passes_and_names_what_it_skips(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What the daemon's environment would give every character: tokens and a model key.
+    for key, value in {
+        "OPENAI_API_KEY": "sk-x",
+        "OPENROUTER_API_KEY": "or-x",
+        "DISCORD_API_TOKEN": "dc",
+        "TELEGRAM_BOT_TOKEN": "1:tg",
+    }.items():
+        monkeypatch.setenv(key, value)
+    assert main(["check", str(FIXTURES)]) == 0, capsys.readouterr().out
     out = capsys.readouterr().out
     assert f"{FIXTURES / 'lamplighter-notes.md'}: skipped, not a .json file" in out
     assert f"{FIXTURES / 'lamplighter-routes'}: skipped, not a .json file" in out

@@ -113,7 +113,9 @@ REST (under ``/api/v10``; ``Authorization: Bot <token>`` except interaction/webh
 ------------------------------------------------------------------------------------------
 
 ``/gateway``, ``/gateway/bot``, ``/users/@me`` (401 for an unknown token, which discord.py turns
-into LoginFailure), ``/oauth2/applications/@me``, ``/users/{id}``, ``/users/@me/guilds``,
+into LoginFailure; the same for a bot's token while ``revoke(bot)`` holds, until ``restore(bot)``:
+every authorised route is 401, the bot's gateway sockets are closed with 4004 and IDENTIFY or
+RESUME with it is 4004), ``/oauth2/applications/@me``, ``/users/{id}``, ``/users/@me/guilds``,
 ``POST /users/@me/channels``; channels: GET, messages GET (history: limit/before/after/around) and
 POST (JSON, or multipart with ``payload_json`` and ``files[n]``), message GET/PATCH/DELETE,
 ``typing``, reactions PUT/DELETE/GET, ``threads`` POST (also from a message),
@@ -396,6 +398,8 @@ class FakeBot(FakeUser):
     presence_updates: list[dict[str, Any]] = field(default_factory=list)
     member_requests: list[dict[str, Any]] = field(default_factory=list)
     gateway_closes: list[int] = field(default_factory=list)
+    revoked: bool = False
+    """Its token is refused everywhere (``FakeDiscord.revoke``)."""
     voice_state_updates: list[dict[str, Any]] = field(default_factory=list)
     """Gateway op 4 payloads (join, move, leave voice), in order."""
     shards: int = 1
@@ -2179,6 +2183,17 @@ class FakeDiscord(LocalServer):
                     await conn.flush()
         self._changed()
 
+    async def revoke(self, bot: FakeBot) -> None:
+        """The bot's token is reset on the developer portal: its gateway sockets close with 4004
+        (Authentication failed), and REST and IDENTIFY with it are refused until :meth:`restore`."""
+        bot.revoked = True
+        await self.drop_gateway(bot, 4004, resumable=False)
+
+    def restore(self, bot: FakeBot) -> None:
+        """The bot's token works again."""
+        bot.revoked = False
+        self._changed()
+
     async def send_reconnect(self, bot: FakeBot) -> None:
         """Op 7 RECONNECT: discord.py closes and resumes."""
         for session in self._live_sessions(bot):
@@ -2293,7 +2308,7 @@ class FakeDiscord(LocalServer):
             self._close_conn(conn, 4005, "Already authenticated.")
             return
         bot = self.bots.get(str(data.get("token", "")).removeprefix("Bot "))
-        if bot is None:
+        if bot is None or bot.revoked:
             self._close_conn(conn, 4004, "Authentication failed.")
             return
         conn.bot = bot
@@ -2353,7 +2368,7 @@ class FakeDiscord(LocalServer):
         if bot is not None:
             conn.bot = bot
             bot.resumes.append({k: v for k, v in data.items() if k != "token"})
-        if bot is None:
+        if bot is None or bot.revoked:
             self._close_conn(conn, 4004, "Authentication failed.")
             return
         seq = data.get("seq") or 0
@@ -2612,7 +2627,7 @@ class FakeDiscord(LocalServer):
                 raise _HTTPError(405, 0, "405: Method Not Allowed")
             raise _HTTPError(404, 0, "404: Not Found")
         handler, match, needs_auth, _ = route
-        if needs_auth and record.bot is None:
+        if needs_auth and (record.bot is None or record.bot.revoked):
             raise _HTTPError(401, 0, "401: Unauthorized")
         params = {k: v for k, v in match.groupdict().items()}
         result = await handler(record, **params)

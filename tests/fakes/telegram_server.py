@@ -67,7 +67,9 @@ recorded. ``reply_markup`` (an inline keyboard, checked as Telegram does: one of
 ``fail_next(method, status=429, retry_after=1, description=None, bot=None, times=1, after=0)`` makes
 the next ``times`` matching calls (once ``after`` more have gone through: the second part of a long
 reply, say) fail as Telegram does (429 with ``parameters.retry_after``, 400, 403, 5xx).
-An unknown token is 401. Per bot: ``requests``, ``sent`` (each with ``kind`` — ``text`` or
+An unknown token is 401, and so is a known one while ``revoke(bot)`` holds
+(``restore(bot)`` ends it): every call then answers 401 Unauthorized, an open long poll at once,
+and counts in the bot's ``refused``. Per bot: ``requests``, ``sent`` (each with ``kind`` — ``text`` or
 ``voice`` —, ``chat_id``, ``text`` as the user sees it (a voice note's caption), ``raw`` as sent,
 ``parse_mode``, ``reply_to``, ``thread_id``, ``message``; a voice note also ``voice`` (the bytes)
 and ``duration``), ``actions``, ``downloads`` (file paths fetched from the file URL),
@@ -140,6 +142,8 @@ class FakeBot(FakeUser):
     poller: asyncio.Future[None] | None = None
     answers: list[tuple[str, float, str | None]] = field(default_factory=list)  # answerCallbackQuery taken
     commands: list[dict[str, Any]] | None = None  # the menu set with setMyCommands (default scope)
+    revoked: bool = False  # every call answers 401 (FakeTelegram.revoke)
+    refused: int = 0  # calls answered 401 while revoked
 
 
 @dataclass(eq=False)
@@ -736,6 +740,21 @@ class FakeTelegram(LocalServer):
 
     # -- failures, waiting ----------------------------------------------------------------
 
+    def revoke(self, bot: FakeBot) -> None:
+        """The bot's token is revoked (@BotFather → Revoke): every call answers 401 until :meth:`restore`."""
+        bot.revoked = True
+        self._activity.set()  # an open long poll answers 401 now
+
+    def restore(self, bot: FakeBot) -> None:
+        """The bot's token works again."""
+        bot.revoked = False
+        self._activity.set()
+
+    def _refuse(self, bot: FakeBot) -> web.Response:
+        bot.refused += 1
+        self._activity.set()
+        return self._error(401, "Unauthorized")
+
     def fail_next(
         self,
         method: str,
@@ -807,6 +826,8 @@ class FakeTelegram(LocalServer):
         method = request.match_info["method"]
         if bot is None:
             return self._error(401, "Unauthorized")
+        if bot.revoked:
+            return self._refuse(bot)
         params = await self._params(request)
         bot.requests.append((method, params))
         self._activity.set()
@@ -857,11 +878,13 @@ class FakeTelegram(LocalServer):
         try:
             while not bot.updates:
                 remaining = deadline - asyncio.get_running_loop().time()
-                if remaining <= 0 or poller.done():
+                if remaining <= 0 or poller.done() or bot.revoked:
                     break
                 self._activity.clear()
                 woken: list[asyncio.Future[Any]] = [asyncio.ensure_future(self._activity.wait()), poller]
                 await asyncio.wait(woken, timeout=min(remaining, 0.05), return_when=asyncio.FIRST_COMPLETED)
+            if bot.revoked:
+                return self._refuse(bot)
             if poller.done() and poller.exception() is not None:
                 return self._error(
                     409,
