@@ -11,6 +11,7 @@ from bot.types import RoomState
 from platforms.telegram._mapping import entity_id, room_id, world_id
 
 from ...bot.test_adapters import count_world_writes
+from ..discord.scene import CHAT_EXAMPLE, CHAT_STYLE, POST_EXAMPLE, POST_STYLE
 from .scene import plan, until
 
 RESERVED = "Mind these: _ * [ ] ( ) ~ ` > # + - = | { } . ! and a_b*c (ok)."
@@ -55,6 +56,19 @@ async def test_forum_topics_are_separate_conversations(scene) -> None:
         while await s.room_state("Ada", forum.id, plot) is not RoomState.FOLLOWED:
             await asyncio.sleep(0.01)
     assert await s.room_state("Ada", forum.id, lore) is None  # following one topic is not following another
+
+
+async def test_forum_topics_are_conversations_in_the_chat_format(scene) -> None:
+    s = scene
+    forum = s.fake.add_group("Guild", members=[s.sam, s.ada], forum=True)
+    topic = s.fake.add_topic(forum, "Plot")
+    await s.start(with_brann=False)
+    s.brain.plans["Ada"].append(plan("About the plot."))
+    await s.fake.user_says(s.sam, forum, "Ada, a twist please", topic=topic)
+    assert (await s.fake.wait_for_sent(s.ada, 1))[0]["thread_id"] == topic
+    (prompt,) = [p for p in s.brain.prompts if "Write the next turn of Ada" in p]
+    assert CHAT_STYLE in prompt and CHAT_EXAMPLE in prompt
+    assert POST_STYLE not in prompt and POST_EXAMPLE not in prompt and "Post Directions" not in prompt
 
 
 async def test_allowed_chats_limit_where_the_bot_answers(scene) -> None:
