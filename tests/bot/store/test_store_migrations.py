@@ -13,6 +13,7 @@ from bot.errors import SchemaVersionError, StoreError
 from bot.store import SCHEMA_VERSION, SHARED_KNOWLEDGE_ID, Database, _migrations
 from bot.store._connect import open_connection, sqlean
 from bot.store._migrations import Migration, migrate
+from bot.types import RoomState
 
 from .conftest import A, R, U, make_memory
 
@@ -167,3 +168,27 @@ async def test_two_databases_opening_a_fresh_file_at_once_both_succeed(db_path: 
     await asyncio.gather(first.open(), second.open())
     assert first.schema_version == second.schema_version == SCHEMA_VERSION
     await asyncio.gather(first.close(), second.close())
+
+
+async def test_version_5_participants_keep_their_rows_and_states_and_may_be_stopped(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    conn = await open_connection(str(db_path))
+    try:
+        assert await migrate(conn, str(db_path), target=5) == 5
+        await conn.execute("INSERT INTO agents (id, name) VALUES (?, 'old')", (A,))
+        await conn.execute("INSERT INTO entities (id, agent_id) VALUES (?, ?)", (U, A))
+        await conn.execute("INSERT INTO rooms (id, agent_id, source, type) VALUES (?, ?, 'discord', 'GROUP')", (R, A))
+        await conn.execute(
+            "INSERT INTO participants (id, entity_id, room_id, agent_id, room_state) VALUES ('p1', ?, ?, ?, 'MUTED')",
+            (U, R, A),
+        )
+    finally:
+        await conn.close()
+
+    async with Database(db_path) as db:
+        store = db.for_agent(A)
+        assert await store.get_participant_state(R, U) is RoomState.MUTED
+        assert await store.set_participant_state(R, U, RoomState.STOPPED) is True
+        assert await store.get_participant_state(R, U) is RoomState.STOPPED
+        assert await store.get_rooms_for_participant(U) == [R]
+    assert _user_version(db_path) == SCHEMA_VERSION

@@ -359,3 +359,30 @@ async def test_two_characters_in_a_group_decide_once_and_answer_in_turn(scene) -
     assert len(decisions) == 1 and all("And I'd end there." in received for received in alone)
     ada_plan = next(p for p in s.brain.prompts if "Write the next turn of Ada" in p)
     assert "I'd start with the lighthouse." in ada_plan  # Ada answered after hearing Brann
+
+
+def stopped_count(s) -> float:
+    """How many messages Ada has let pass in this run because she was asked to stay out."""
+    return s.runtime("Ada").metrics.messages_handled.labels(agent="Ada", outcome="stopped").value
+
+
+async def test_asked_to_stay_out_a_character_stays_out_across_a_restart_until_named(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    s.brain.decisions["Ada"].append("STOP")
+    await s.fake.user_says(s.sam, s.group, "we'd rather talk among ourselves")
+    await s.state_becomes("Ada", s.group.id, RoomState.STOPPED)
+    await s.fake.user_says(s.sam, s.group, "so, the plot")
+    await until(lambda: stopped_count(s) == 2)
+    assert s.daemon is not None and s.task is not None
+    s.daemon.stop()
+    await asyncio.wait_for(s.task, 10)
+
+    await s.start(with_brann=False)
+    await s.fake.user_says(s.cleo, s.group, "what do we all think?")
+    await until(lambda: stopped_count(s) == 1)
+    assert sum("Decide what Ada does" in p for p in s.brain.prompts) == 1 and s.ada.sent == []
+    s.brain.plans["Ada"].append(plan("Back with you."))
+    await s.fake.user_says(s.sam, s.group, "Ada, what do you think?")  # named: invited back
+    assert (await s.fake.wait_for_sent(s.ada, 1))[0]["text"] == "Back with you."
+    await s.state_becomes("Ada", s.group.id, None)
