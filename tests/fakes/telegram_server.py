@@ -99,15 +99,9 @@ T = TypeVar("T")
 MAX_TEXT = 4096
 MAX_DOWNLOAD = 20 * 1024 * 1024
 MAX_CAPTION = 1024
-
 MAX_ALBUM = 10
 MAX_PHOTO = 10 * 1024 * 1024  # the Bot API's limits for uploads
 MAX_UPLOAD = 50 * 1024 * 1024
-
-
-def _utf16_len(text: str) -> int:
-    """Length as Telegram counts it: UTF-16 code units (written out here, not taken from troupe)."""
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 _PICTURE_MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"RIFF")
