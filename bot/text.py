@@ -8,7 +8,7 @@ troupe reads it and where it builds what it sends.
 
 from __future__ import annotations
 
-__all__ = ["first_words", "repair_text"]
+__all__ = ["first_words", "repair_text", "utf16_fit", "utf16_len"]
 
 _WORDS = 6
 _WORDS_MAX_CHARS = 40
@@ -24,6 +24,25 @@ def repair_text(text: str) -> str:
         # Through UTF-16, paired halves meet again and the decoder replaces what is left alone.
         return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return text
+
+
+def utf16_len(text: str) -> int:
+    """``text``'s length in UTF-16 code units, as Telegram counts its limits: a character past
+    U+FFFF (most emoji) counts two."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def utf16_fit(text: str, units: int) -> int:
+    """How many characters of ``text`` fit in ``units`` UTF-16 code units: a cut there never
+    splits a character (nor, in a Python string, a surrogate pair)."""
+    if len(text) * 2 <= units or utf16_len(text) <= units:
+        return len(text)
+    used = 0
+    for index, char in enumerate(text):
+        used += 2 if ord(char) > 0xFFFF else 1
+        if used > units:
+            return index
+    return len(text)  # pragma: no cover - the whole text fits, handled above
 
 
 def first_words(text: str) -> str:

@@ -76,10 +76,11 @@ class Claim(StrEnum):
 
 
 class RoomState(StrEnum):
-    """The agent's own state in a room; ``None`` means neither."""
+    """The agent's own state in a room; ``None`` means none of them."""
 
     FOLLOWED = "FOLLOWED"
     MUTED = "MUTED"
+    STOPPED = "STOPPED"  # asked to stay out (a STOP decision): quiet until named or invited back
 
 
 class Role(StrEnum):

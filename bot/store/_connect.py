@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import random
+import re
 import unicodedata
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -35,6 +36,7 @@ __all__ = [
     "open_connection",
     "retry_delay",
     "run_on_thread",
+    "search_text",
     "sqlean",
 ]
 
@@ -80,6 +82,19 @@ def casefold(value: object) -> str | None:
     if value is None:
         return None
     return unicodedata.normalize("NFKC", str(value)).casefold()
+
+
+_MARKS = re.compile("[\u0300-\u036f]+")
+
+
+def search_text(value: object) -> object:
+    """SQL ``troupe_search_text(x)``: text as keyword search indexes it and looks for it, its
+    combining marks removed ("café" is "cafe", "Αθήνα" is "Αθηνα"), as PostgreSQL's function of
+    that name. FTS5's ``remove_diacritics`` alone folds only Latin letters. Anything but text
+    comes back as it is."""
+    if not isinstance(value, str):
+        return value
+    return unicodedata.normalize("NFC", _MARKS.sub("", unicodedata.normalize("NFD", value)))
 
 
 async def _load_sqlite_vec(conn: aiosqlite.Connection) -> None:
@@ -138,6 +153,8 @@ async def _configure(conn: aiosqlite.Connection, *, reader: bool) -> None:
         await _use_wal(conn)
     await conn.execute("PRAGMA synchronous = NORMAL")
     await conn.create_function("casefold", 1, casefold, deterministic=True)
+    # The keyword index's view and triggers call it (migration 7): every connection has it.
+    await conn.create_function("troupe_search_text", 1, search_text, deterministic=True)
 
 
 #: The database holds private conversations: only its owner may read it, whatever the umask.

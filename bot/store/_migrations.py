@@ -288,12 +288,63 @@ _V5 = _sql(
     f"DELETE FROM memories WHERE agent_id = '{SHARED_KNOWLEDGE_ID}'",
 )
 
+# A character asked to stay out of a conversation (STOP) keeps to it until named or invited back:
+# the state lives with FOLLOWED and MUTED on its participant row. SQLite cannot change a CHECK
+# constraint in place, so the table is built again (nothing refers to it) with its rows.
+_V6 = _sql(
+    """CREATE TABLE participants_v6 (
+        id         TEXT PRIMARY KEY,
+        created_at INTEGER NOT NULL DEFAULT NOW_MS,
+        entity_id  TEXT REFERENCES entities(id) ON DELETE CASCADE,
+        room_id    TEXT REFERENCES rooms(id)    ON DELETE CASCADE,
+        agent_id   TEXT REFERENCES agents(id)   ON DELETE CASCADE,
+        room_state TEXT CHECK (room_state IS NULL OR room_state IN ('FOLLOWED','MUTED','STOPPED')),
+        UNIQUE (entity_id, room_id, agent_id)
+    )""",
+    """INSERT INTO participants_v6 (id, created_at, entity_id, room_id, agent_id, room_state)
+        SELECT id, created_at, entity_id, room_id, agent_id, room_state FROM participants""",
+    "DROP TABLE participants",
+    "ALTER TABLE participants_v6 RENAME TO participants",
+    "CREATE INDEX idx_participants_user ON participants(entity_id)",
+    "CREATE INDEX idx_participants_room ON participants(room_id)",
+)
+
+# Keyword search folds every combining mark, as PostgreSQL's does: FTS5's remove_diacritics only
+# knows Latin letters, so "αθηνα" did not find "Αθήνα". The index is fed the text through
+# troupe_search_text() (a function every troupe connection registers: bot/store/_connect.py), and
+# queries are folded the same way (bot/store/_search.py); the index is built again.
+_V7 = _sql(
+    "DROP TRIGGER memories_fts_insert",
+    "DROP TRIGGER memories_fts_delete",
+    "DROP TRIGGER memories_fts_update",
+    "DROP VIEW memories_text",
+    "CREATE VIEW memories_text AS "
+    "SELECT seq, troupe_search_text(json_extract(content, '$.text')) AS text FROM memories",
+    """CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_fts(rowid, text)
+            VALUES (new.seq, troupe_search_text(json_extract(new.content, '$.text')));
+    END""",
+    """CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, text)
+            VALUES ('delete', old.seq, troupe_search_text(json_extract(old.content, '$.text')));
+    END""",
+    """CREATE TRIGGER memories_fts_update AFTER UPDATE OF content ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, text)
+            VALUES ('delete', old.seq, troupe_search_text(json_extract(old.content, '$.text')));
+        INSERT INTO memories_fts(rowid, text)
+            VALUES (new.seq, troupe_search_text(json_extract(new.content, '$.text')));
+    END""",
+    "INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _V1),
     Migration(2, "keyword index over memory text (FTS5)", _V2),
     Migration(3, "knowledge sources", _V3),
     Migration(4, "message handling and inbox (exactly once)", _V4),
     Migration(5, "shared knowledge stored again (KNOWLEDGE_PATH is no longer shared)", _V5),
+    Migration(6, "a character asked to stay out of a room stays out (room state STOPPED)", _V6),
+    Migration(7, "keyword search folds every accent, not only Latin ones", _V7),
 )
 
 #: The schema version this troupe writes.

@@ -1,4 +1,4 @@
-"""Worlds, rooms, participants and the agent's per-room FOLLOWED/MUTED state."""
+"""Worlds, rooms, participants and the agent's per-room FOLLOWED/MUTED/STOPPED state."""
 
 from __future__ import annotations
 
@@ -223,7 +223,7 @@ class RoomsMixin(AgentScoped):
         return row is not None
 
     async def get_participant_state(self, room_id: str, entity_id: str) -> RoomState | None:
-        """The FOLLOWED/MUTED state of a participant row of this agent; None if unset or no such row."""
+        """The FOLLOWED/MUTED/STOPPED state of a participant row of this agent; None if unset or no such row."""
         rows = await self._db.fetchall_shared(
             "SELECT room_state FROM participants WHERE room_id = ? AND entity_id = ? AND agent_id = ?",
             (room_id, entity_id, self._agent_id),

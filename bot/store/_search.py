@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Sequence
 
+from bot.store._connect import search_text
 from bot.store._memories import MEMORY_COLUMNS, MemoriesMixin, MemoryFilter, nearest_hits
 from bot.store._rows import row_to_memory
 from bot.store._scoped import validate_count
@@ -22,9 +23,11 @@ _WORD = re.compile(r"\w+")
 
 
 def fts_terms(text: str) -> list[str]:
-    """The words a keyword search looks for in user text: runs of word characters, lowercased,
-    each once, at most 32. Nothing else survives, so no query syntax can."""
-    return list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))[:_MAX_QUERY_TERMS]
+    """The words a keyword search looks for in user text: runs of word characters, lowercased
+    and without accents as the index holds them (``troupe_search_text``), each once, at most 32.
+    Nothing else survives, so no query syntax can."""
+    folded = str(search_text(text))
+    return list(dict.fromkeys(w.lower() for w in _WORD.findall(folded)))[:_MAX_QUERY_TERMS]
 
 
 def fts_query(text: str) -> str | None:

@@ -39,7 +39,9 @@ def parse_room_state(state: RoomState | str | None) -> RoomState | None:
     try:
         return RoomState(state)
     except ValueError:
-        raise ValueError(f"invalid room state {state!r}: use RoomState.FOLLOWED, RoomState.MUTED or None") from None
+        raise ValueError(
+            f"invalid room state {state!r}: use RoomState.FOLLOWED, RoomState.MUTED, RoomState.STOPPED or None"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)

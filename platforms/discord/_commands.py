@@ -44,6 +44,7 @@ _UNDOES = {"unfollow": RoomState.FOLLOWED, "unmute": RoomState.MUTED}
 _DESCRIBE = {
     RoomState.FOLLOWED: "follows this channel: it answers without being addressed",
     RoomState.MUTED: "is muted here: it stays silent unless addressed directly",
+    RoomState.STOPPED: "was asked to stay out of this conversation: it stays silent until named again",
     None: "answers when addressed, and otherwise decides for itself",
 }
 

@@ -1,8 +1,9 @@
 """Sending files to Telegram: pictures as photos, anything else as documents, with the caption
 rules and the Bot API's size limits checked before anything is uploaded.
 
-A reply's text goes as the first file's caption when it fits one caption (1024 characters);
-longer text goes first as messages of its own, then the files. Pictures that follow each other
+A reply's text goes as the first file's caption when it fits one caption (1024 characters, in
+UTF-16 code units as Telegram counts them); longer text goes first as messages of its own, then
+the files, and so does a caption Telegram still finds too long. Pictures that follow each other
 go together as an album (``sendMediaGroup``, 2 to 10 a message: one message to scroll past, not
 one per picture), the caption under the album; should Telegram refuse the album, they go one by
 one. The reply's buttons go on its last message; an album cannot carry them, so a reply with
@@ -24,10 +25,10 @@ from telegram.error import BadRequest, TelegramError
 from bot.backoff import Deadline
 from bot.errors import PartlySent
 from bot.outgoing import FileKind, OutgoingFile, Placed, SizeLimits, load, place, with_note
-from bot.text import repair_text
+from bot.text import repair_text, utf16_len
 
 from ._markdown import split_for_telegram
-from ._outbound import send_text, unparseable, with_retries
+from ._outbound import send_text, too_long, unparseable, with_retries
 
 __all__ = ["MAX_ALBUM", "MAX_CAPTION", "TELEGRAM_LIMITS", "caption_for", "send_with_files"]
 
@@ -45,7 +46,7 @@ def caption_for(text: str) -> Caption | None:
     """``text`` as a caption (MarkdownV2, and the plain text should Telegram refuse that), or
     None when it does not fit in one."""
     parts = split_for_telegram(repair_text(text.strip()))
-    if len(parts) != 1 or len(parts[0][1]) > MAX_CAPTION:
+    if len(parts) != 1 or utf16_len(parts[0][1]) > MAX_CAPTION:
         return None
     return parts[0]
 
@@ -87,25 +88,58 @@ async def send_with_files(
     for number, run in enumerate(runs):
         # The text's caption on the first file, unless the text went on its own; else the file's own.
         captions = [caption if not sent and i == 0 else _own_caption(placed) for i, (placed, _) in enumerate(run)]
+        last = markup if number == len(runs) - 1 else None
         try:
-            if len(run) > 1:
-                try:
-                    sent += await _send_album(
-                        bot, chat_id, run, captions, reply_to if not sent else None, thread_id, deadline
-                    )
-                    continue
-                except BadRequest as exc:
-                    _log.info(
-                        "Telegram refused an album of %d pictures (%s); sending them one by one", len(run), exc.message
-                    )
-            for (placed, data), own in zip(run, captions, strict=True):
-                quoted = reply_to if not sent else None
-                last = markup if number == len(runs) - 1 and placed is run[-1][0] else None
-                sent.append(await _send_file(bot, chat_id, placed, data, own, quoted, thread_id, deadline, last))
+            try:
+                sent += await _send_run(
+                    bot, chat_id, run, captions, reply_to if not sent else None, thread_id, deadline, last
+                )
+            except BadRequest as exc:
+                if caption is None or captions[0] is not caption or not too_long(exc):
+                    raise
+                # Telegram counted the caption longer than we did: the text goes on its own first.
+                _log.warning("Telegram found a reply's caption too long (%s); sending the text on its own", exc.message)
+                sent += await send_text(
+                    bot,
+                    chat_id,
+                    text,
+                    reply_to=reply_to,
+                    thread_id=thread_id,
+                    deadline_s=max(deadline.remaining(), 0.1),
+                )
+                captions[0] = _own_caption(run[0][0])
+                sent += await _send_run(bot, chat_id, run, captions, None, thread_id, deadline, last)
         except TelegramError as exc:
             if not sent:
                 raise
             raise PartlySent(f"only {len(sent)} messages went out, then a file could not: {exc.message}", sent) from exc
+    return sent
+
+
+async def _send_run(
+    bot: Bot,
+    chat_id: int,
+    run: Sequence[tuple[Placed, bytes]],
+    captions: Sequence[Caption | None],
+    reply_to: int | None,
+    thread_id: int | None,
+    deadline: Deadline,
+    markup: InlineKeyboardMarkup | None,
+) -> list[Message]:
+    """One run of :func:`_runs`: pictures as an album (one by one should Telegram refuse it), or
+    one file; the first quotes ``reply_to``, the last carries ``markup``."""
+    if len(run) > 1:
+        try:
+            return await _send_album(bot, chat_id, run, captions, reply_to, thread_id, deadline)
+        except BadRequest as exc:
+            if too_long(exc):
+                raise
+            _log.info("Telegram refused an album of %d pictures (%s); sending them one by one", len(run), exc.message)
+    sent: list[Message] = []
+    for (placed, data), own in zip(run, captions, strict=True):
+        quoted = reply_to if not sent else None
+        last = markup if placed is run[-1][0] else None
+        sent.append(await _send_file(bot, chat_id, placed, data, own, quoted, thread_id, deadline, last))
     return sent
 
 
@@ -215,6 +249,8 @@ async def _send_file(
     try:
         return await as_kind(FileKind.PICTURE)
     except BadRequest as exc:
+        if too_long(exc):  # the caption, not the picture: a document would be refused the same
+            raise
         # Dimensions Telegram will not show, a picture it cannot decode: as a file it still goes.
         _log.info("Telegram refused %s as a photo (%s); sending it as a document", placed.file.filename, exc.message)
         return await as_kind(FileKind.DOCUMENT)

@@ -1,4 +1,5 @@
-"""The model's Markdown as Telegram MarkdownV2, and replies cut to Telegram's 4096 characters.
+"""The model's Markdown as Telegram MarkdownV2, and replies cut to Telegram's 4096 characters
+(UTF-16 code units, as Telegram counts them: an emoji past U+FFFF is two).
 
 MarkdownV2 makes 18 characters reserved everywhere (``_*[]()~`>#+-=|{}.!``) and rejects a
 message with a single one unescaped. Models write ordinary Markdown, so it is converted: code
@@ -12,7 +13,8 @@ from __future__ import annotations
 
 import re
 
-from bot.chunking import split_message
+from bot.chunking import Units, split_message
+from bot.text import utf16_len
 
 __all__ = ["TELEGRAM_LIMIT", "escape", "split_for_telegram", "to_markdown_v2"]
 
@@ -77,16 +79,17 @@ def _render(match: re.Match[str]) -> str:
 
 def split_for_telegram(text: str, limit: int = TELEGRAM_LIMIT) -> list[tuple[str, str]]:
     """``text`` as messages: ``(markdown_v2, original)`` pairs, each converted message within
-    ``limit``, cut on line boundaries without breaking code blocks.
+    ``limit`` UTF-16 code units, cut on line boundaries without breaking code blocks.
 
     Escaping makes text longer, so the cut is planned on the original at the size that, at this
     text's rate of growth, converts to just under the limit; if a piece still grows past it,
     the whole plan is made again a little smaller.
     """
-    grown = len(to_markdown_v2(text))
-    size = limit if grown <= len(text) else max(1, limit * len(text) // grown)
+    length = utf16_len(text)
+    grown = utf16_len(to_markdown_v2(text))
+    size = limit if grown <= length else max(1, limit * length // grown)
     while True:
-        pieces = [(to_markdown_v2(chunk), chunk) for chunk in split_message(text, size)]
-        if all(len(converted) <= limit for converted, _ in pieces) or size == 1:
+        pieces = [(to_markdown_v2(chunk), chunk) for chunk in split_message(text, size, Units.UTF16)]
+        if all(utf16_len(converted) <= limit for converted, _ in pieces) or size == 1:
             return pieces
         size = max(1, size * 9 // 10)

@@ -1,6 +1,10 @@
 """Sending to Telegram: MarkdownV2 with a plain-text fallback, 4096-character pieces, replies
 that quote, forum topics, voice notes, flood control and transient errors.
 
+Telegram counts its 4096 characters in UTF-16 code units (an emoji past U+FFFF is two), and so
+does the split (:mod:`._markdown`); should Telegram still answer "message is too long", the part
+goes again as smaller parts: a reply is never dropped for its length.
+
 A reply is never lost to formatting: when Telegram refuses a converted piece ("can't parse
 entities"), the same piece goes again as plain text. Nor to text no encoder takes (a lone
 surrogate from a model): it is repaired before it goes. Flood control (429) is waited out as
@@ -25,11 +29,20 @@ from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError, 
 
 from bot.backoff import Deadline, ExponentialBackoff
 from bot.errors import PartlySent
-from bot.text import repair_text
+from bot.text import repair_text, utf16_len
 
 from ._markdown import split_for_telegram
 
-__all__ = ["DEFAULT_DEADLINE_S", "ChatTarget", "SendGaveUp", "send_text", "send_voice", "unparseable", "with_retries"]
+__all__ = [
+    "DEFAULT_DEADLINE_S",
+    "ChatTarget",
+    "SendGaveUp",
+    "send_text",
+    "send_voice",
+    "too_long",
+    "unparseable",
+    "with_retries",
+]
 
 _log = logging.getLogger(__name__)
 _Sent = TypeVar("_Sent")  # a Message, or the Messages of an album
@@ -108,6 +121,13 @@ def unparseable(exc: BadRequest) -> bool:
     return "can't parse entities" in exc.message.lower() or "can't find end" in exc.message.lower()
 
 
+def too_long(exc: BadRequest) -> bool:
+    """Telegram refused a text or a caption as too long ("message is too long",
+    "MESSAGE_TOO_LONG", "message caption is too long")."""
+    message = exc.message.lower()
+    return "too long" in message or "too_long" in message
+
+
 async def send_text(
     bot: Bot,
     chat_id: int,
@@ -131,18 +151,56 @@ async def send_text(
     parts = split_for_telegram(repair_text(text))
     sent: list[Message] = []
     for index, (converted, original) in enumerate(parts):
-        common: dict[str, Any] = {"chat_id": chat_id, "message_thread_id": thread_id}
-        if index == 0 and reply_to is not None:
-            common["reply_parameters"] = ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
-        if index == len(parts) - 1 and markup is not None:
-            common["reply_markup"] = markup
+        where = _Where(
+            chat_id, thread_id, reply_to if index == 0 else None, markup if index == len(parts) - 1 else None
+        )
         try:
-            sent.append(await _send_part(bot, converted, original, common, deadline))
+            await _send_fitting(bot, converted, original, where, deadline, sent)
         except TelegramError as exc:
             if not sent:
                 raise
             raise PartlySent(f"only {len(sent)} of {len(parts)} parts went out: {exc.message}", sent) from exc
     return sent
+
+
+class _Where(NamedTuple):
+    """Where a part goes, what it quotes (the first part) and the buttons it carries (the last)."""
+
+    chat_id: int
+    thread_id: int | None
+    reply_to: int | None
+    markup: InlineKeyboardMarkup | None
+
+    def common(self) -> dict[str, Any]:
+        common: dict[str, Any] = {"chat_id": self.chat_id, "message_thread_id": self.thread_id}
+        if self.reply_to is not None:
+            common["reply_parameters"] = ReplyParameters(message_id=self.reply_to, allow_sending_without_reply=True)
+        if self.markup is not None:
+            common["reply_markup"] = self.markup
+        return common
+
+
+async def _send_fitting(
+    bot: Bot, converted: str, original: str, where: _Where, deadline: Deadline, sent: list[Message]
+) -> None:
+    """One part, added to ``sent``. Should Telegram still find it too long (it counts after its
+    own parsing, and may count differently from us), the part goes as smaller parts instead,
+    halved until they fit: a reply is never dropped for its length."""
+    try:
+        sent.append(await _send_part(bot, converted, original, where.common(), deadline))
+        return
+    except BadRequest as exc:
+        if not too_long(exc) or utf16_len(original) < 2:
+            raise
+        refusal = exc.message
+    smaller = split_for_telegram(original, utf16_len(original) // 2)
+    _log.warning(
+        "Telegram found a part of a reply too long (%s); sending it as %d smaller parts", refusal, len(smaller)
+    )
+    for index, (piece, piece_original) in enumerate(smaller):
+        first, last = index == 0, index == len(smaller) - 1
+        narrowed = where._replace(reply_to=where.reply_to if first else None, markup=where.markup if last else None)
+        await _send_fitting(bot, piece, piece_original, narrowed, deadline, sent)
 
 
 async def _send_part(bot: Bot, converted: str, original: str, common: dict[str, Any], deadline: Deadline) -> Message:

@@ -72,7 +72,7 @@ def _conversations(character: Character, rng: random.Random) -> str:
 def character_context(character: Character, *, rng: random.Random, is_post: bool = False) -> CharacterContext:
     """Sample the character into prompt text and template values.
 
-    ``is_post`` selects the post context (a FEED or THREAD room): post examples and
+    ``is_post`` selects the post context (a FEED room): post examples and
     ``style.all + style.post`` instead of example conversations and ``style.all + style.chat``.
     Reads only the character's persona fields: never settings, secrets or templates.
     """

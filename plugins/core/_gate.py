@@ -5,7 +5,10 @@ Rules, in order (DESIGN.md):
 1. The agent's own messages: never. Another bot: only while the room's run of consecutive bot
    messages (since a human last spoke) stays within the loop guard.
 2. MUTED room: only when the agent is addressed (name, mention, reply) — so it can be unmuted
-   or answer a direct question — otherwise stay silent.
+   or answer a direct question — otherwise stay silent. STOPPED room (the agent was asked to
+   stay out: the small model or the troupe said STOP): silent, with no model asked, until it is
+   addressed; being addressed invites it back (the pipeline clears the state) and the rules
+   below apply.
 3. DM, voice DM, self room, console: respond; so does being alone with the speaker (a voice
    channel with just the two of them). Mentioned, replied to, or named: respond.
 4. FOLLOWED room: respond.
@@ -44,6 +47,7 @@ class Rule(StrEnum):
     LOOP_GUARD = "loop_guard"
     MUTED = "muted"
     MUTED_BUT_ADDRESSED = "muted_but_addressed"
+    STOPPED = "stopped"
     ROOM_TYPE = "room_type"
     ONE_TO_ONE = "one_to_one"
     SOURCE = "source"
@@ -117,6 +121,8 @@ def decide(
         if addressed:
             return Verdict(Decision.RESPOND, Rule.MUTED_BUT_ADDRESSED, "muted, but addressed", True)
         return Verdict(Decision.IGNORE, Rule.MUTED, "muted", False)
+    if room_state is RoomState.STOPPED and not addressed:
+        return Verdict(Decision.IGNORE, Rule.STOPPED, "asked to stay out until named or invited back")
 
     source = str(message.content.get("source") or "")
     if room_type is not None and str(room_type).upper() in _ALWAYS_TYPES:

@@ -30,7 +30,7 @@ from bot.errors import ModelError, StoreError
 from bot.events import EventType
 from bot.messages import IncomingMessage, NativeRef, Outcome, ReplyChannel, Status
 from bot.models import ModelType
-from bot.types import Claim, Handling, Memory, now_ms
+from bot.types import Claim, Handling, Memory, RoomState, now_ms
 
 from ._acting import run_actions, run_evaluators
 from ._attachments import process_attachments
@@ -44,6 +44,7 @@ from ._prompts import render, template
 from ._recovery import keep_recovering
 from ._streaming import ReplyWatcher
 from ._troupe import DEFAULT_WAIT_S, Cue, Part, Scene, Troupe, Voice, about, ask_model
+from .actions._room_state import set_state
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -64,7 +65,7 @@ _RETRIES = 1
 
 
 # The gate's rules whose silence has an outcome of its own.
-_SILENCED_BY = {Rule.LOOP_GUARD: Status.LOOP_GUARD, Rule.MUTED: Status.MUTED}
+_SILENCED_BY = {Rule.LOOP_GUARD: Status.LOOP_GUARD, Rule.MUTED: Status.MUTED, Rule.STOPPED: Status.STOPPED}
 
 # Outcomes of deliveries that were never claimed, or whose claim says they are not ours to finish.
 _UNCLAIMED = frozenset({Status.OWN, Status.CLOSING, Status.DUPLICATE})
@@ -267,6 +268,8 @@ class MessagePipeline:
         )
         if verdict.decision is Decision.ASK_MODEL:
             embeddings(rt).start(message.id)  # it has the model's decision time to run in
+        if room_state is RoomState.STOPPED and verdict.decision is Decision.RESPOND:
+            await self._set_room_state(message, None, "named again after staying out")  # invited back
         scene, cue = await self._cue(turn, verdict)
         decisions = rt.metrics.gate_decisions
         if verdict.decision is Decision.IGNORE:
@@ -390,6 +393,8 @@ class MessagePipeline:
             if choice == _UNREACHABLE:
                 return Outcome(Status.MODEL_UNREACHABLE, "the small model did not answer")
             if choice != "RESPOND":
+                if choice == "STOP":
+                    await self._set_room_state(message, RoomState.STOPPED, "asked to stay out")
                 await self._remember_silence(message, "STOP" if choice == "STOP" else "IGNORE")
                 return Outcome(Status.STOPPED if choice == "STOP" else Status.IGNORED, f"small model: {choice}")
             return None
@@ -399,8 +404,23 @@ class MessagePipeline:
         if cue.part is Part.UNREACHABLE:
             return Outcome(Status.MODEL_UNREACHABLE, cue.reason)
         stop = cue.part is Part.STOP
+        if stop:
+            await self._set_room_state(message, RoomState.STOPPED, "asked to stay out")
         await self._remember_silence(message, "STOP" if stop else "IGNORE")
         return Outcome(Status.STOPPED if stop else Status.IGNORED, f"troupe: {cue.reason}")
+
+    async def _set_room_state(self, message: Memory, state: RoomState | None, why: str) -> None:
+        """The character's state in the message's room, kept like a mute: STOPPED when asked to
+        stay out (it then stays quiet, asking no model, until named), cleared when named again."""
+        rt = self.runtime
+        try:
+            await set_state(rt, message.room_id, state)
+        except StoreError as exc:  # the decision stands for this message; the next one asks again
+            _log.warning(
+                "%s: could not record in room %s that it was %s: %s", rt.character.name, message.room_id, why, exc
+            )
+            return
+        _log.info("%s: %s in room %s", rt.character.name, why, message.room_id)
 
     async def _ask_small_model(self, message: Memory) -> str:
         """RESPOND, IGNORE or STOP; an unreadable answer means IGNORE, no answer ``_UNREACHABLE``."""

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from bot.chunking import split_message
+from bot.chunking import Units, split_message
 
 FENCE = re.compile(r"^\s*(```|~~~)", re.M)
 
@@ -79,3 +79,23 @@ def test_random_texts_keep_every_invariant(seed: int) -> None:
         else:
             parts.append(" ".join("w" * rng.randint(1, 12) for _ in range(rng.randint(0, 80))))
     check("\n".join(parts), limit=rng.choice([200, 500, 2000]))
+
+
+def utf16_units(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def test_utf16_units_count_an_emoji_twice_and_a_cut_never_splits_one() -> None:
+    text = "😀" * 3000
+    chunks = split_message(text, 4096, Units.UTF16)
+    assert len(chunks) == 2 and "".join(chunks) == text
+    assert all(utf16_units(c) <= 4096 for c in chunks)
+    mixed = "".join(random.Random(3).choice(["a", "é", "😀", "👍🏽", " ", "\n"]) for _ in range(9000))
+    chunks = split_message(mixed, 100, Units.UTF16)
+    assert all(0 < utf16_units(c) <= 100 for c in chunks)
+    assert "".join("".join(c.split()) for c in chunks) == "".join(mixed.split())
+
+
+def test_discord_counts_code_points_so_an_emoji_is_one() -> None:
+    # Discord's API counts Unicode code points: 2,000 emoji fit in one message.
+    assert split_message("😀" * 2000, 2000) == ["😀" * 2000]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.text import first_words, repair_text
+from bot.text import first_words, repair_text, utf16_fit, utf16_len
 
 
 @pytest.mark.parametrize(
@@ -32,3 +32,9 @@ def test_first_words_name_a_message_briefly_on_one_line() -> None:
     assert first_words("Short one.") == "Short one."
     assert first_words("x" * 200) == "x" * 40 + "…"
     assert first_words("broken \ud800 text") == "broken \ufffd text"
+
+
+def test_utf16_length_counts_a_character_past_the_bmp_twice_and_a_fit_never_halves_one() -> None:
+    assert utf16_len("") == 0 and utf16_len("café") == 4 and utf16_len("😀") == 2 and utf16_len("👍🏽") == 4
+    assert utf16_fit("ab😀c", 3) == 2  # the emoji would need units 3 and 4: it waits for the next part
+    assert utf16_fit("ab😀c", 4) == 3 and utf16_fit("ab😀c", 99) == 4 and utf16_fit("😀", 1) == 0

@@ -49,11 +49,12 @@ Methods: getMe, deleteWebhook, getUpdates (long polling: waits up to ``timeout``
 as soon as an update is queued; a second concurrent poll on one token ends the first with 409
 Conflict), sendMessage (``parse_mode=MarkdownV2`` is validated as Telegram does: an unescaped
 reserved character or an unclosed entity is 400 "can't parse entities"; text over 4096
-characters is 400 "message is too long"), sendVoice (a multipart upload, or the file id of a
+characters, counted as Telegram counts them in UTF-16 code units after entity parsing (an emoji
+past U+FFFF is two), is 400 "message is too long"), sendVoice (a multipart upload, or the file id of a
 stored file; it must be Ogg/Opus — starts with ``OggS`` and holds an ``OpusHead`` — else 400;
 Telegram itself also takes MP3 and M4A, which troupe never sends), sendPhoto (PNG, JPEG or WebP
 of at most 10 MB, else 400) and sendDocument (any file; over 50 MB is 413, as for every upload),
-each with a caption of at most 1024 characters (else 400), sendMediaGroup (2 to 10 photos, each
+each with a caption of at most 1024 characters (UTF-16 code units; else 400), sendMediaGroup (2 to 10 photos, each
 recorded in ``sent`` as a photo with the album's id as ``album``), sendChatAction, getFile (a file
 over ``max_download`` bytes, 20 MB by default, is 400 "file is too big" as on api.telegram.org;
 ``max_download = None`` serves any size, as a local Bot API server does), getChatAdministrators,
@@ -103,6 +104,8 @@ MAX_CAPTION = 1024
 MAX_ALBUM = 10
 MAX_PHOTO = 10 * 1024 * 1024  # the Bot API's limits for uploads
 MAX_UPLOAD = 50 * 1024 * 1024
+
+
 _PICTURE_MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"RIFF")
 _RESERVED = set("_*[]()~`>#+-=|{}.!")
 MAX_CALLBACK_DATA = 64
@@ -916,7 +919,7 @@ class FakeTelegram(LocalServer):
                 return self._error(400, f"Bad Request: can't parse entities: {exc}")
         if not shown.strip():
             return self._error(400, "Bad Request: message text is empty")
-        if len(shown) > MAX_TEXT:
+        if _utf16_len(shown) > MAX_TEXT:
             return self._error(400, "Bad Request: message is too long")
         if params.get("reply_markup") is not None and (problem := _keyboard_problem(params["reply_markup"])):
             return self._error(400, problem)
@@ -985,7 +988,7 @@ class FakeTelegram(LocalServer):
                 caption = markdown_v2_plain(raw)
             except ValueError as exc:
                 return self._error(400, f"Bad Request: can't parse entities: {exc}")
-        if len(caption) > MAX_CAPTION:
+        if _utf16_len(caption) > MAX_CAPTION:
             return self._error(400, "Bad Request: message caption is too long")
         return caption
 

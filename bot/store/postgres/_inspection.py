@@ -23,6 +23,7 @@ from bot.store._scoped import validate_count
 from bot.store._values import MemoryExport, Participation
 from bot.store.postgres._database import Row
 from bot.store.postgres._scoped import PgScoped
+from bot.store.postgres._search import KEYWORD_QUERY, keyword_query
 from bot.store.postgres._selection import ABOUT, select_entity
 from bot.types import Memory, Room, RoomState
 
@@ -98,13 +99,14 @@ class PgInspectionMixin(PgScoped):
     ) -> list[Memory]:
         """As SQLite's, with ``ts_rank`` as the relevance in ``similarity``; no words, no results."""
         validate_count(count)
-        terms = _tsquery(query)
+        terms = keyword_query(query)
         if terms is None or count == 0:
             return []
         clauses, params = self._listing_filter(tables, room_id, entity_id)
+        # The query folded as the stored text is (KEYWORD_QUERY): "café" finds "cafe" and back.
         rows = await self._db.fetchall(
             f"SELECT {MEMORY_COLUMNS}, ts_rank(m.text_search, q.q) AS score "
-            "FROM memories m, (SELECT to_tsquery('english', %s) AS q) q "
+            f"FROM memories m, (SELECT {KEYWORD_QUERY} AS q) q "
             f"WHERE m.text_search @@ q.q AND {' AND '.join(clauses)} "
             "ORDER BY score DESC, m.created_at DESC, m.seq DESC LIMIT %s",
             (terms, *params, count),
@@ -224,11 +226,3 @@ class _Export:
             memories=[row_to_memory(r) for r in memories],
             relationships=[row_to_relationship(r) for r in relationships],
         )
-
-
-# TODO(pgmemories): their keyword-query helper replaces this.
-def _tsquery(text: str) -> str | None:
-    import re
-
-    terms = list(dict.fromkeys(w.lower() for w in re.findall(r"\w+", text)))[:32]
-    return " | ".join(f"'{t}'" for t in terms) if terms else None

@@ -36,6 +36,14 @@ CREATE TABLE meta (
 );
 """
 
+# A character asked to stay out of a conversation (STOP) keeps to it until named or invited back:
+# the state lives with FOLLOWED and MUTED on its participant row.
+_STOPPED = """
+ALTER TABLE participants DROP CONSTRAINT participants_room_state_check;
+ALTER TABLE participants ADD CONSTRAINT participants_room_state_check
+    CHECK (room_state IS NULL OR room_state IN ('FOLLOWED', 'MUTED', 'STOPPED'));
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class Migration:
@@ -51,6 +59,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "bus: what one daemon posts for the others", BUS),
     Migration(5, "daemons: the roster troupe status shows", ROSTER),
     Migration(6, "each vector's agent and memory table, for per-agent HNSW indexes", OWNER_COLUMNS),
+    Migration(7, "a character asked to stay out of a room stays out (room state STOPPED)", _STOPPED),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

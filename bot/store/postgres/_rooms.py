@@ -1,4 +1,4 @@
-"""Worlds, rooms, participants and the agent's per-room FOLLOWED/MUTED state, in PostgreSQL."""
+"""Worlds, rooms, participants and the agent's per-room FOLLOWED/MUTED/STOPPED state, in PostgreSQL."""
 
 from __future__ import annotations
 
@@ -213,7 +213,7 @@ class PgRoomsMixin(PgScoped):
         return row is not None
 
     async def get_participant_state(self, room_id: str, entity_id: str) -> RoomState | None:
-        """The FOLLOWED/MUTED state of a participant row of this agent; None if unset or no such row."""
+        """The FOLLOWED/MUTED/STOPPED state of a participant row of this agent; None if unset or no such row."""
         row = await self._db.fetchone(
             "SELECT room_state FROM participants WHERE room_id = %s AND entity_id = %s AND agent_id = %s",
             (room_id, entity_id, self._agent_id),

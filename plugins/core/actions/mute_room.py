@@ -9,7 +9,7 @@ __all__ = ["action"]
 action = room_state_action(
     "MUTE_ROOM",
     new_state=RoomState.MUTED,
-    offered_when={None, RoomState.FOLLOWED},
+    offered_when={None, RoomState.FOLLOWED, RoomState.STOPPED},
     done="Room muted",
     description="Mute this room: say nothing here unless addressed directly. Use when asked to be quiet, "
     "shut up, stop talking or leave the conversation alone.",

@@ -43,8 +43,9 @@ MESSAGES = "messages"
 DEFAULT_CONVERSATION_LENGTH = 32
 UNKNOWN_USER = "Unknown User"
 
-#: Rooms written as posts rather than chat (the CHARACTER and RECENT_MESSAGES post formats).
-POST_TYPES = frozenset({ChannelType.FEED, ChannelType.THREAD})
+#: Rooms written as posts rather than chat (the CHARACTER and RECENT_MESSAGES post formats): only
+#: a feed (a Telegram channel). A thread, a forum post or a topic is a conversation, in chat format.
+POST_TYPES = frozenset({ChannelType.FEED})
 #: Rooms where several people talk and the agent must not answer everything.
 GROUP_TYPES = frozenset({ChannelType.GROUP, ChannelType.VOICE_GROUP, ChannelType.THREAD, ChannelType.FORUM})
 VOICE_TYPES = frozenset({ChannelType.VOICE_DM, ChannelType.VOICE_GROUP})

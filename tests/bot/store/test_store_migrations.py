@@ -13,6 +13,7 @@ from bot.errors import SchemaVersionError, StoreError
 from bot.store import SCHEMA_VERSION, SHARED_KNOWLEDGE_ID, Database, _migrations
 from bot.store._connect import open_connection, sqlean
 from bot.store._migrations import Migration, migrate
+from bot.types import RoomState
 
 from .conftest import A, R, U, make_memory
 
@@ -167,3 +168,52 @@ async def test_two_databases_opening_a_fresh_file_at_once_both_succeed(db_path: 
     await asyncio.gather(first.open(), second.open())
     assert first.schema_version == second.schema_version == SCHEMA_VERSION
     await asyncio.gather(first.close(), second.close())
+
+
+async def test_version_5_participants_keep_their_rows_and_states_and_may_be_stopped(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    conn = await open_connection(str(db_path))
+    try:
+        assert await migrate(conn, str(db_path), target=5) == 5
+        await conn.execute("INSERT INTO agents (id, name) VALUES (?, 'old')", (A,))
+        await conn.execute("INSERT INTO entities (id, agent_id) VALUES (?, ?)", (U, A))
+        await conn.execute("INSERT INTO rooms (id, agent_id, source, type) VALUES (?, ?, 'discord', 'GROUP')", (R, A))
+        await conn.execute(
+            "INSERT INTO participants (id, entity_id, room_id, agent_id, room_state) VALUES ('p1', ?, ?, ?, 'MUTED')",
+            (U, R, A),
+        )
+    finally:
+        await conn.close()
+
+    async with Database(db_path) as db:
+        store = db.for_agent(A)
+        assert await store.get_participant_state(R, U) is RoomState.MUTED
+        assert await store.set_participant_state(R, U, RoomState.STOPPED) is True
+        assert await store.get_participant_state(R, U) is RoomState.STOPPED
+        assert await store.get_rooms_for_participant(U) == [R]
+    assert _user_version(db_path) == SCHEMA_VERSION
+
+
+async def test_version_6_keyword_index_is_built_again_with_every_accent_folded(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    conn = await open_connection(str(db_path))
+    try:
+        assert await migrate(conn, str(db_path), target=6) == 6
+        await conn.execute("INSERT INTO agents (id, name) VALUES (?, 'old')", (A,))
+        for n, text in enumerate(["Η Αθήνα είναι όμορφη", "a café downtown"]):
+            await conn.execute(
+                "INSERT INTO memories (id, type, content, agent_id, created_at) VALUES (?, 'messages', ?, ?, ?)",
+                (f"m{n}", json.dumps({"text": text}), A, 1000 + n),
+            )
+    finally:
+        await conn.close()
+
+    async with Database(db_path) as db:
+        store = db.for_agent(A)
+        assert [m.id for m in await store.search_memories_by_text("αθηνα", "messages")] == ["m0"]
+        assert [m.id for m in await store.search_memories_by_text("cafe", "messages")] == ["m1"]
+        await store.delete_memory("m0")  # the index forgets what it was given, folded
+        assert await store.search_memories_by_text("Αθήνα", "messages") == []
+        async with db.transaction() as tx:
+            await tx.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)")
+    assert _user_version(db_path) == SCHEMA_VERSION

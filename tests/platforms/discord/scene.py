@@ -139,6 +139,25 @@ async def until(check: Callable[[], Any], timeout: float = 5.0) -> Any:
     return result
 
 
+#: What the prompts show of each character's style and examples in chat, and in a feed of posts.
+CHAT_STYLE, POST_STYLE = "Chat as if across a table from a friend.", "Keep posts under 280 characters."
+CHAT_EXAMPLE, POST_EXAMPLE = "Reading by the fire, as ever.", "Tonight's reading list, in one line."
+
+
+def persona(name: str) -> dict[str, Any]:
+    """The style and examples of a test character, chat and post alike."""
+    return {
+        "style": {"chat": [CHAT_STYLE], "post": [POST_STYLE]},
+        "messageExamples": [
+            [
+                {"name": "{{user1}}", "content": {"text": "Plans tonight?"}},
+                {"name": name, "content": {"text": CHAT_EXAMPLE}},
+            ]
+        ],
+        "postExamples": [POST_EXAMPLE],
+    }
+
+
 def character(tmp_path: Path, name: str, token: str, api_base: str, **settings: Any) -> Path:
     path = tmp_path / f"{name.lower()}.json"
     path.write_text(
@@ -146,6 +165,7 @@ def character(tmp_path: Path, name: str, token: str, api_base: str, **settings: 
             {
                 "name": name,
                 "bio": [f"{name} is a test character."],
+                **persona(name),
                 "plugins": ["@elizaos/plugin-discord", "@elizaos/plugin-openai"],
                 "settings": {
                     "secrets": {"DISCORD_API_TOKEN": token},

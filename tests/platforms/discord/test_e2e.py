@@ -180,3 +180,30 @@ async def test_two_characters_on_one_token_are_refused(scene, caplog) -> None:
         or "Ada: could not connect to discord: uses the same DISCORD_API_TOKEN as Brann" in caplog.text
     )
     assert "token-ada" not in caplog.text
+
+
+def stopped_count(s) -> float:
+    """How many messages Ada has let pass in this run because she was asked to stay out."""
+    return s.runtime("Ada").metrics.messages_handled.labels(agent="Ada", outcome="stopped").value
+
+
+async def test_asked_to_stay_out_a_character_stays_out_across_a_restart_until_named(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    s.brain.decisions["Ada"].append("STOP")
+    await s.fake.user_says(s.sam, s.general, "we'd rather talk among ourselves")
+    await s.state_becomes("Ada", s.general, RoomState.STOPPED)
+    await s.fake.user_says(s.sam, s.general, "so, the plot")
+    await until(lambda: stopped_count(s) == 2)
+    assert await s.stop() == 0
+
+    await s.start(with_brann=False)
+    await s.fake.user_says(s.cleo, s.general, "what do we all think?")
+    await until(lambda: stopped_count(s) == 1)
+    assert sum("Decide what Ada does" in p for p in s.brain.prompts) == 1 and s.ada.sent == []
+    status = await s.fake.invoke_command(s.cleo, s.general, s.ada, "troupe")
+    assert "stay out" in (await s.fake.wait_for_response(status))[0].payload["data"]["content"]
+    s.brain.plans["Ada"].append(plan("Back with you."))
+    await s.fake.user_says(s.sam, s.general, f"{s.ada.mention} what do you think?")  # mentioned: invited back
+    assert (await s.fake.wait_for_sent(s.ada, 1))[0].content == "Back with you."
+    await s.state_becomes("Ada", s.general, None)

@@ -9,7 +9,7 @@ import logging
 from bot.types import ChannelType
 from platforms.discord._mapping import discord_id
 
-from .scene import Scene, plan, until
+from .scene import CHAT_EXAMPLE, CHAT_STYLE, POST_EXAMPLE, POST_STYLE, Scene, plan, until
 
 
 async def messages(s: Scene, name: str, channel) -> list[str]:
@@ -108,6 +108,30 @@ async def test_threads_follow_their_parent_in_channel_ids(scene) -> None:
     rt = s.runtime("Ada")
     room = await rt.store.get_room(discord_id(rt.agent_id, thread.id))
     assert room.type is ChannelType.THREAD and room.metadata["parentChannelId"] == str(s.lounge.id)
+
+
+def assert_chat_format(prompt: str) -> None:
+    """The character's chat style and example conversations, none of its post format."""
+    assert CHAT_STYLE in prompt and CHAT_EXAMPLE in prompt
+    assert POST_STYLE not in prompt and POST_EXAMPLE not in prompt and "Post Directions" not in prompt
+
+
+async def test_threads_and_forum_posts_are_conversations_in_the_chat_format(scene) -> None:
+    s = scene
+    forum = s.fake.add_channel(s.guild, "ideas", type="forum")
+    thread = s.fake.add_thread(s.lounge, "plot holes", members=[s.ada])
+    await s.start(with_brann=False)
+    post = s.fake.add_thread(forum, "A sequel?", members=[s.ada], content="Should there be a sequel?")
+    s.brain.plans["Ada"] += [plan("In the thread."), plan("In the forum post.")]
+    await s.fake.user_says(s.sam, thread, "Ada, thoughts?")
+    await s.fake.wait_for_sent(s.ada, 1)
+    await s.fake.user_says(s.sam, post, "Ada, what do you say?")
+    sent = await s.fake.wait_for_sent(s.ada, 2)
+    assert [m.channel for m in sent] == [thread, post]
+    turns = [p for p in s.brain.prompts if "Write the next turn of Ada" in p]
+    assert len(turns) == 2
+    for prompt in turns:
+        assert_chat_format(prompt)
 
 
 async def test_listening_settings(scene) -> None:

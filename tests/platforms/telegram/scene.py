@@ -25,7 +25,7 @@ from platforms.telegram._mapping import room_id
 
 from ...fakes.openai_server import FakeOpenAIServer
 from ...fakes.telegram_server import FakeTelegram
-from ..discord.scene import Brain, drawing, plan, until
+from ..discord.scene import Brain, drawing, persona, plan, until
 
 __all__ = ["Scene", "drawing", "plan", "scene", "until"]
 
@@ -37,6 +37,7 @@ def character(tmp_path: Path, name: str, token: str, api_root: str, **settings: 
             {
                 "name": name,
                 "bio": [f"{name} is a test character."],
+                **persona(name),
                 "plugins": ["@elizaos/plugin-telegram", "@elizaos/plugin-openai"],
                 "settings": {
                     "secrets": {"TELEGRAM_BOT_TOKEN": token},

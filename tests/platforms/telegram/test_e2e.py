@@ -11,6 +11,7 @@ from bot.types import RoomState
 from platforms.telegram._mapping import entity_id, room_id, world_id
 
 from ...bot.test_adapters import count_world_writes
+from ..discord.scene import CHAT_EXAMPLE, CHAT_STYLE, POST_EXAMPLE, POST_STYLE
 from .scene import plan, until
 
 RESERVED = "Mind these: _ * [ ] ( ) ~ ` > # + - = | { } . ! and a_b*c (ok)."
@@ -55,6 +56,19 @@ async def test_forum_topics_are_separate_conversations(scene) -> None:
         while await s.room_state("Ada", forum.id, plot) is not RoomState.FOLLOWED:
             await asyncio.sleep(0.01)
     assert await s.room_state("Ada", forum.id, lore) is None  # following one topic is not following another
+
+
+async def test_forum_topics_are_conversations_in_the_chat_format(scene) -> None:
+    s = scene
+    forum = s.fake.add_group("Guild", members=[s.sam, s.ada], forum=True)
+    topic = s.fake.add_topic(forum, "Plot")
+    await s.start(with_brann=False)
+    s.brain.plans["Ada"].append(plan("About the plot."))
+    await s.fake.user_says(s.sam, forum, "Ada, a twist please", topic=topic)
+    assert (await s.fake.wait_for_sent(s.ada, 1))[0]["thread_id"] == topic
+    (prompt,) = [p for p in s.brain.prompts if "Write the next turn of Ada" in p]
+    assert CHAT_STYLE in prompt and CHAT_EXAMPLE in prompt
+    assert POST_STYLE not in prompt and POST_EXAMPLE not in prompt and "Post Directions" not in prompt
 
 
 async def test_allowed_chats_limit_where_the_bot_answers(scene) -> None:
@@ -345,3 +359,30 @@ async def test_two_characters_in_a_group_decide_once_and_answer_in_turn(scene) -
     assert len(decisions) == 1 and all("And I'd end there." in received for received in alone)
     ada_plan = next(p for p in s.brain.prompts if "Write the next turn of Ada" in p)
     assert "I'd start with the lighthouse." in ada_plan  # Ada answered after hearing Brann
+
+
+def stopped_count(s) -> float:
+    """How many messages Ada has let pass in this run because she was asked to stay out."""
+    return s.runtime("Ada").metrics.messages_handled.labels(agent="Ada", outcome="stopped").value
+
+
+async def test_asked_to_stay_out_a_character_stays_out_across_a_restart_until_named(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    s.brain.decisions["Ada"].append("STOP")
+    await s.fake.user_says(s.sam, s.group, "we'd rather talk among ourselves")
+    await s.state_becomes("Ada", s.group.id, RoomState.STOPPED)
+    await s.fake.user_says(s.sam, s.group, "so, the plot")
+    await until(lambda: stopped_count(s) == 2)
+    assert s.daemon is not None and s.task is not None
+    s.daemon.stop()
+    await asyncio.wait_for(s.task, 10)
+
+    await s.start(with_brann=False)
+    await s.fake.user_says(s.cleo, s.group, "what do we all think?")
+    await until(lambda: stopped_count(s) == 1)
+    assert sum("Decide what Ada does" in p for p in s.brain.prompts) == 1 and s.ada.sent == []
+    s.brain.plans["Ada"].append(plan("Back with you."))
+    await s.fake.user_says(s.sam, s.group, "Ada, what do you think?")  # named: invited back
+    assert (await s.fake.wait_for_sent(s.ada, 1))[0]["text"] == "Back with you."
+    await s.state_becomes("Ada", s.group.id, None)

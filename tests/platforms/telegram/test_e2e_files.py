@@ -92,6 +92,34 @@ async def test_a_caption_over_1024_characters_goes_as_text_first_then_the_photo(
     assert photo["reply_to"] is None
 
 
+async def test_a_caption_of_600_emoji_is_over_1024_units_and_goes_as_text_first(scene) -> None:
+    # 600 emoji are 1,200 UTF-16 code units: Telegram counts its 1,024 for captions in those.
+    s = scene
+    assert s.openai is not None
+    await s.start(DRAWS, with_brann=False)
+    s.openai.script_images(PICTURE)
+    long = "🐱" * 600
+    s.brain.plans["Ada"].append(drawing(long))
+    await s.fake.user_says(s.sam, s.fake.private(s.sam, s.ada), "draw me a cat, in emoji")
+    text, photo = await s.fake.wait_for_sent(s.ada, 2)
+    assert text["kind"] == "text" and text["text"] == long
+    assert photo["kind"] == "photo" and photo["text"] == "drawn: a ginger cat asleep on a keyboard"
+
+
+async def test_a_caption_telegram_still_finds_too_long_goes_as_text_first(scene) -> None:
+    s = scene
+    assert s.openai is not None
+    await s.start(DRAWS, with_brann=False)
+    s.openai.script_images(PICTURE)
+    refusal = "Bad Request: message caption is too long"
+    s.fake.fail_next("sendPhoto", status=400, retry_after=None, description=refusal, bot=s.ada)
+    s.brain.plans["Ada"].append(drawing("Here's your cat!"))
+    asked = await s.fake.user_says(s.sam, s.fake.private(s.sam, s.ada), "draw me a cat")
+    text, photo = await s.fake.wait_for_sent(s.ada, 2)
+    assert text["kind"] == "text" and text["text"] == "Here's your cat!" and text["reply_to"] == asked["message_id"]
+    assert photo["kind"] == "photo" and photo["text"] == "drawn: a ginger cat asleep on a keyboard"
+
+
 async def in_the_group(s) -> tuple[AgentRuntime, Room]:
     """Ada's runtime and the group as a stored room (after Sam spoke there)."""
     rt = s.runtime("Ada")

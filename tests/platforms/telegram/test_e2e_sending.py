@@ -124,3 +124,36 @@ async def test_a_message_sent_unasked_and_stopped_part_way_is_an_error_that_keep
     said = [m.content["text"] for m in stored if m.entity_id == rt.agent_id and m.content.get("text")]
     assert said == [s.ada.sent[0]["text"]]
     assert len(s.ada.sent) == 1
+
+
+def utf16_units(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+async def test_a_reply_of_3000_emoji_arrives_whole_in_several_messages(scene) -> None:
+    # 3,000 emoji are 6,000 UTF-16 code units: Telegram's 4,096 is counted in those.
+    s = scene
+    await s.start(with_brann=False)
+    reply = "😀" * 3000
+    s.brain.plans["Ada"].append(plan(reply))
+    asked = await s.fake.user_says(s.sam, s.fake.private(s.sam, s.ada), "emoji, please")
+    sent = await s.fake.wait_for_sent(s.ada, 2)
+    await until(lambda: "".join(m["text"] for m in s.ada.sent) == reply, timeout=10)
+    assert all(utf16_units(m["raw"]) <= 4096 for m in s.ada.sent)
+    assert sent[0]["reply_to"] == asked["message_id"]
+    assert "\ufffd" not in "".join(m["text"] for m in s.ada.sent)  # no surrogate pair cut in half
+
+
+async def test_a_part_telegram_still_finds_too_long_goes_as_smaller_parts(scene, caplog) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    s.fake.fail_next(
+        "sendMessage", status=400, retry_after=None, description="Bad Request: message is too long", bot=s.ada
+    )
+    reply = "Every word of this reply arrives, in smaller parts. " * 20
+    s.brain.plans["Ada"].append(plan(reply))
+    with caplog.at_level(logging.WARNING):
+        await s.fake.user_says(s.sam, s.fake.private(s.sam, s.ada), "tell me everything")
+        await until(lambda: " ".join(m["text"] for m in s.ada.sent).split() == reply.split(), timeout=10)
+    assert len(s.ada.sent) >= 2
+    assert "too long" in caplog.text and "smaller parts" in caplog.text

@@ -162,3 +162,23 @@ async def test_a_message_stopped_part_way_says_which_pieces_went_out() -> None:
     assert caught.value.sent == ["message 1"] and isinstance(caught.value.__cause__, SendGaveUp)
     with pytest.raises(SendGaveUp):  # nothing went out: the error itself
         await send_text(as_bot(Bot([RetryAfter(600)])), 42, "x" * 5000)
+
+
+async def test_a_part_telegram_finds_too_long_is_halved_until_it_fits_and_nothing_is_dropped() -> None:
+    # As if Telegram counted each part longer than the split did: it refuses anything over 1,000.
+    class Strict(Bot):
+        async def send_message(self, **kwargs: Any) -> str:
+            self.calls.append(kwargs)
+            if len(kwargs["text"]) > 1000:
+                raise BadRequest("Message is too long")
+            return f"message {len(self.calls)}"
+
+    bot = Strict()
+    text = "word " * 700  # 3,500 characters, one part by the split
+    markup = telegram.InlineKeyboardMarkup([[telegram.InlineKeyboardButton("ok", callback_data="ok")]])
+    sent = await send_text(as_bot(bot), 1, text, reply_to=7, markup=markup)
+    went = [c for c in bot.calls if len(c["text"]) <= 1000]
+    assert len(sent) == len(went) >= 4
+    assert " ".join(c["text"] for c in went).split() == text.split()
+    assert "reply_parameters" in went[0] and all("reply_parameters" not in c for c in went[1:])
+    assert went[-1]["reply_markup"] is markup and all("reply_markup" not in c for c in went[:-1])

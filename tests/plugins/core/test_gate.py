@@ -79,6 +79,14 @@ def test_muted_room_stays_silent_even_in_dms_unless_addressed() -> None:
         assert result.decision is Decision.RESPOND and result.addressed
 
 
+def test_a_room_it_was_asked_to_stay_out_of_is_silent_without_a_model_until_it_is_addressed() -> None:
+    stopped = verdict(msg(), state=RoomState.STOPPED)
+    assert stopped.decision is Decision.IGNORE and stopped.rule is Rule.STOPPED
+    for addressed in (msg(isMention=True), msg(isReply=True), msg("Captain Brann, come back")):
+        result = verdict(addressed, state=RoomState.STOPPED)
+        assert result.decision is Decision.RESPOND and result.addressed
+
+
 def test_loop_guard_bounds_bot_conversations_and_resets_on_a_human() -> None:
     bot = msg("Captain Brann, look up!", entity=OTHER_BOT, authorIsBot=True)
     mine = msg("No.", entity=AGENT)

@@ -29,18 +29,33 @@ async def test_undecided_group_message_asks_the_small_model(harness) -> None:
     h = await harness()
     h.small += [
         "<response><action>IGNORE</action></response>",
-        "<response><action>STOP</action></response>",
         "<response><action>RESPOND</action></response>",
+        "<response><action>STOP</action></response>",
     ]
     h.large.append(plan("Sure."))
     assert (await h.say("anyone around?")).status == "ignored"
-    assert (await h.say("please stop")).status == "stopped"
     assert (await h.say("what do you think?")).status == "replied"
+    assert (await h.say("please stop")).status == "stopped"
     assert h.small_calls == 3 and h.large_calls == 1 and [s["text"] for s in h.sent] == ["Sure."]
     decisions = [
         m for m in await h.rt.store.get_memories(table="messages", room_id=h.room) if m.entity_id == h.rt.agent_id
     ]
     assert sorted(d.content["actions"][0] for d in decisions) == ["IGNORE", "STOP"]
+
+
+async def test_asked_to_stay_out_it_stays_out_without_a_model_until_named(harness) -> None:
+    h = await harness()
+    h.small.append("<response><action>STOP</action></response>")
+    assert (await h.say("we'd rather talk among ourselves")).status == "stopped"
+    assert await h.room_state() is RoomState.STOPPED
+    for chatter in ("so, the plot", "what do you all think?"):
+        outcome = await h.say(chatter)
+        assert outcome.status == "stopped" and h.small_calls == 1 and h.large_calls == 0
+    h.large.append(plan("Back with you."))
+    assert (await h.say("Ada, what do you think?")).status == "replied"  # named: invited back
+    assert await h.room_state() is None
+    h.small.append("<response><action>IGNORE</action></response>")
+    assert (await h.say("and the ending?")).status == "ignored" and h.small_calls == 2  # decides again
 
 
 async def test_follow_changes_behaviour_and_survives_a_restart(harness, tmp_path: Path) -> None:

@@ -228,6 +228,20 @@ async def test_character_uses_post_format_in_feed_rooms(provider_runtime) -> Non
     assert result.data["isPost"] is True
 
 
+@pytest.mark.parametrize("room_type", [ChannelType.THREAD, ChannelType.FORUM])
+async def test_character_keeps_the_chat_format_in_threads_and_forum_posts(provider_runtime, room_type) -> None:
+    # A thread is a conversation: the character keeps its chat examples and chat style there.
+    rt = await provider_runtime()
+    await add_room(rt, OTHER_ROOM, room_type)
+    result = await run(rt, "CHARACTER", message(room=OTHER_ROOM))
+    assert "# Message Directions for Ada\nBe precise.\nKeep replies short." in result.text
+    assert "# Example Conversations for Ada" in result.text
+    assert "Post Directions" not in result.text and "Example Posts" not in result.text
+    assert result.data["isPost"] is False
+    recent = await run(rt, "RECENT_MESSAGES", message(room=OTHER_ROOM))
+    assert recent.values["recentPosts"] == ""
+
+
 async def test_character_is_identical_for_the_same_seed(provider_runtime) -> None:
     first, second = await provider_runtime(seed=7), await provider_runtime(seed=7)
     for rt in (first, second):

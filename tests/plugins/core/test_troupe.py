@@ -145,6 +145,13 @@ async def test_stop_and_muted_and_followed_are_respected_per_character(harness) 
     }
     (prompt,) = [p for h in members.values() for p in h.prompts if DECIDING in p]
     assert "- Ada:" in prompt and "- Brann:" in prompt and "- Cleo:" not in prompt and "- Dov:" not in prompt
+    # Asked to stay out, Brann stays out: not asked again, until he is named.
+    assert await members["Brann"].room_state() is RoomState.STOPPED
+    outcomes = await hear(members, "and then?")
+    assert outcomes["Brann"].status == "stopped" and members["Brann"].small_calls == 0
+    assert len([p for h in members.values() for p in h.prompts if DECIDING in p]) == 1  # Ada decides alone
+    outcomes = await hear(members, "Brann, your turn")
+    assert outcomes["Brann"].status == "replied" and await members["Brann"].room_state() is None
 
 
 async def test_a_single_undecided_character_decides_alone_as_before(harness) -> None:

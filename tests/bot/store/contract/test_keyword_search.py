@@ -80,3 +80,36 @@ def test_fts_query_quotes_words_and_drops_syntax() -> None:
     assert fts_query("-*()\"'") is None
     many = fts_query(" ".join(f"w{n}" for n in range(100)))
     assert many is not None and many.count(" OR ") == 31
+
+
+# Words as people write them: accents either way, letters beyond Latin, emoji against a word.
+# Each backend folds diacritics and case the same way for what it stores and what it is asked.
+WRITTEN = [
+    ("Meet me at the café at noon", "café"),
+    ("Meet me at the café at noon", "cafe"),
+    ("Meet me at the cafe at noon", "café"),
+    ("Meet me at the café at noon", "CAFÉ"),
+    ("Die Straße ist lang", "Straße"),
+    ("Die Straße ist lang", "straße"),
+    ("a naïve plan", "naive"),
+    ("a naive plan", "naïve"),
+    ("Crème brûlée for dessert", "creme brulee"),
+    ("Москва большая", "Москва"),
+    ("Москва большая", "москва"),
+    ("Η Αθήνα είναι όμορφη", "Αθήνα"),
+    ("Η Αθήνα είναι όμορφη", "αθηνα"),
+    ("我们去东京 tomorrow", "我们去东京"),
+    ("東京タワー is tall", "東京タワー"),
+    ("party🎉tonight at nine", "party"),
+    ("party🎉tonight at nine", "tonight"),
+    ("🍕café🍕 opens late", "cafe"),
+]
+
+
+@pytest.mark.parametrize(("text", "query"), WRITTEN)
+async def test_keyword_search_finds_accented_and_non_latin_words(store: Store, text: str, query: str) -> None:
+    memory_id = await store.create_memory(make_memory(text), "messages")
+    await store.create_memory(make_memory("nothing to see here"), "messages")
+    assert [m.id for m in await store.search_memories_by_text(query, "messages")] == [memory_id]
+    # What `troupe memory search` asks: the same words, the same folding.
+    assert [m.id for m in await store.search_all_memories_by_text(query)] == [memory_id]

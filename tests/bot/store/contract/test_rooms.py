@@ -144,6 +144,8 @@ async def test_participant_state_cycles_through_muted_followed_and_none(store: S
     assert await store.get_participant_state(R, A) is RoomState.MUTED
     assert await store.set_participant_state(R, A, RoomState.FOLLOWED) is True
     assert await store.get_participant_state(R, A) is RoomState.FOLLOWED
+    assert await store.set_participant_state(R, A, RoomState.STOPPED) is True  # asked to stay out
+    assert await store.get_participant_state(R, A) is RoomState.STOPPED
     assert await store.set_participant_state(R, A, None) is True
     assert await store.get_participant_state(R, A) is None
 
