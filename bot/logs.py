@@ -260,14 +260,16 @@ def configure(
     ``level`` is a :func:`parse_level` spec: troupe's own lines from that level up, other
     libraries' from INFO up (WARNING for the HTTP clients, which log every request) or from the
     level named for them. The secret filters of the handlers replaced carry over to the new one
-    (a daemon that is running keeps its secrets out of the new output).
+    (a daemon that is running keeps its secrets out of the new output). A warning repeated in a
+    loop is cut to a few a minute (:class:`RepeatFilter`).
     """
     ours, libraries = parse_level(level)
     if handler is None:
         out = stream or sys.stderr
         handler = logging.StreamHandler(out)
         handler.setFormatter(_AgentFormatter(journal=journal_stream(out, environ)))
-    handler.addFilter(RepeatFilter(handler.handle))
+    if not any(isinstance(f, RepeatFilter) for f in handler.filters):
+        handler.addFilter(RepeatFilter(handler.handle))
     root = logging.getLogger()
     flush_repeats()
     for old in list(root.handlers):

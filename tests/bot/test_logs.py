@@ -186,6 +186,9 @@ def test_a_line_repeated_in_a_loop_is_cut_to_a_few_then_one_summary(restore_logg
     assert "ERROR" in summary and "asyncio: suppressed 4990 similar lines" in summary
     assert "socket.accept() out of system resource" in summary
     assert len(lines) == 13
+    handler = logging.getLogger().handlers[0]
+    logs.configure("INFO", handler=handler)  # the same handler again: still one filter
+    assert sum(isinstance(f, logs.RepeatFilter) for f in handler.filters) == 1
 
 
 def test_repeats_are_counted_per_interval_and_said_when_the_next_one_starts() -> None:
