@@ -44,6 +44,7 @@ async def main(sock: Path, nofile: int) -> None:
     print(server.tcp_port, flush=True)
     await stopped.wait()
     await server.close()
+    logs.flush_repeats()  # as troupe start does when the daemon ends
 
 
 if __name__ == "__main__":

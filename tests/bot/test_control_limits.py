@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import resource
 import shutil
 import sys
@@ -204,3 +205,42 @@ async def test_a_server_with_few_open_files_outlasts_1100_half_sent_connections(
     assert "Too many open files" not in log
     # A line or so per connection evicted at most, not a loop's worth.
     assert len(log.splitlines()) < 100, log[-3000:]
+
+
+async def test_accepts_failing_in_a_loop_for_want_of_files_are_logged_a_few_times(
+    short_dir: Path, many_files: None
+) -> None:
+    """With the open files used up by something else, asyncio's accept fails again and again, and
+    logged each failure with its traceback: 443,121 lines in two minutes. The daemon's log shows
+    a few, then says how many it suppressed. (48 files: fewer than one server's connections.)"""
+    root = Path(__file__).resolve().parents[2]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tests.bot.control_alone",
+        str(short_dir / "c.sock"),
+        "48",
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    held: list[Connection] = []
+    lines: list[str] = []
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        port = int(await asyncio.wait_for(process.stdout.readline(), 30))
+        held = await flood(lambda: asyncio.open_connection("127.0.0.1", port), 100)
+        async with asyncio.timeout(30):  # the loop's first failures, then a while of it
+            while sum("out of system resource" in line for line in lines) < 10:
+                lines.append((await process.stderr.readline()).decode(errors="replace"))
+    finally:
+        close_all(held)
+        if process.returncode is None:
+            process.terminate()
+        _, err = await asyncio.wait_for(process.communicate(), 30)
+    lines += err.decode(errors="replace").splitlines()
+    failures = [line for line in lines if "out of system resource" in line and "suppressed" not in line]
+    assert len(failures) == 10
+    (summary,) = [line for line in lines if "suppressed" in line and "out of system resource" in line]
+    assert re.search(r"asyncio: suppressed \d+ similar lines", summary), summary
