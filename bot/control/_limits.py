@@ -111,6 +111,8 @@ class LimitedSite(web.BaseSite):
         address: tuple[str, int] | None = None,
         limit: int = MAX_CONNECTIONS,
     ) -> None:
+        # The default backlog (128), not more: asyncio accepts up to that many connections in one
+        # go, each a file, before any of them reaches _accept and makes room.
         super().__init__(runner)
         self.where = where
         self._busy = busy
