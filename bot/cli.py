@@ -179,7 +179,10 @@ def _start(args: argparse.Namespace) -> int:
     if not good:
         print("troupe start: no valid character to run; fix the problems above (troupe check)", file=sys.stderr)
         return EXIT_CONFIG
-    return asyncio.run(Daemon(settings, good, environ, sources=args.characters).run())
+    try:
+        return asyncio.run(Daemon(settings, good, environ, sources=args.characters).run())
+    finally:
+        logs.flush_repeats()
 
 
 _SERVICE_SOCKET = Path("/run/troupe/control.sock")  # where systemd/troupe.service puts it

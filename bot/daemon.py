@@ -55,6 +55,7 @@ from .lifecycle import AgentState, DaemonState
 from .links import Link, LinkState
 from .logs import agent_context
 from .metrics import Metrics
+from .open_files import raise_open_file_limit
 from .placement import Placement
 from .platform_plans import PlatformPlan, plans_for, preflight, report_gaps
 from .reloading import plan_reload, read_characters, record_failures, summary_line
@@ -174,6 +175,7 @@ class Daemon:
         if report_gaps(self.characters, [preflight(r, self.environ) for r in self.characters]) is not None:
             return EXIT_CONFIG
 
+        raise_open_file_limit()  # before anything opens a file: systemd's default soft limit is 1,024
         control = ControlServer(self, self.settings)
         try:
             await control.start()

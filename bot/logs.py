@@ -23,13 +23,25 @@ import contextvars
 import logging
 import os
 import sys
-from collections.abc import Iterator, Mapping
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TextIO
 
 from . import redact
 from .errors import ConfigError
 
-__all__ = ["LEVELS", "agent_context", "configure", "current_agent", "journal_stream", "parse_level"]
+__all__ = [
+    "LEVELS",
+    "RepeatFilter",
+    "agent_context",
+    "configure",
+    "current_agent",
+    "flush_repeats",
+    "journal_stream",
+    "parse_level",
+]
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _NO_AGENT = "troupe"
@@ -93,6 +105,110 @@ class _AgentFormatter(logging.Formatter):
         return text
 
 
+_SUMMARY = "suppressed %d similar lines in %.0f s (after %d shown): %s"
+
+
+@dataclass
+class _Window:
+    started: float
+    passed: int = 0
+    suppressed: int = 0
+    level: int = logging.WARNING
+
+
+class RepeatFilter(logging.Filter):
+    """A handler's filter that lets through at most ``burst`` lines of one kind per ``interval``
+    seconds, then one line saying how many it suppressed.
+
+    A line's kind is its logger and its message template (``record.msg``, before the arguments):
+    a loop that fails the same way logs the same template again and again (asyncio's failed
+    accepts once wrote 443,121 lines in two minutes). Only warnings and worse are counted: lines
+    below that tell of events, one each, and are not logged by a failing loop.
+    """
+
+    def __init__(
+        self,
+        emit: Callable[[logging.LogRecord], object],
+        *,
+        burst: int = 10,
+        interval: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        max_kinds: int = 1000,
+    ) -> None:
+        super().__init__()
+        self._emit = emit
+        self.burst = burst
+        self.interval = interval
+        self._clock = clock
+        self._max_kinds = max_kinds
+        self._windows: dict[tuple[str, str], _Window] = {}
+        self._lock = threading.Lock()  # threads (executors, libraries) log too
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = self._clock()
+        with self._lock:
+            ended = self._close_windows(now)
+            passes = self._count(record, now)
+        for summary in ended:
+            self._emit(summary)
+        return passes
+
+    def _count(self, record: logging.LogRecord, now: float) -> bool:
+        if record.levelno < logging.WARNING or record.msg is _SUMMARY:
+            return True
+        key = (record.name, str(record.msg))
+        window = self._windows.get(key)
+        if window is None:
+            window = self._windows[key] = _Window(now)
+        window.level = max(window.level, record.levelno)
+        if window.passed < self.burst:
+            window.passed += 1
+            return True
+        window.suppressed += 1
+        return False
+
+    def flush(self) -> None:
+        """Say what was suppressed so far (at shutdown: nothing goes unsaid)."""
+        with self._lock:
+            ended = self._close_windows(None)
+        for summary in ended:
+            self._emit(summary)
+
+    def _close_windows(self, now: float | None) -> list[logging.LogRecord]:
+        """Summaries of the windows over by ``now`` (all of them if None), which are dropped."""
+        over = []
+        for key, window in self._windows.items():  # in the order they started
+            if now is not None and now - window.started < self.interval:
+                break
+            over.append(key)
+        if len(self._windows) - len(over) >= self._max_kinds:  # bounded, whatever is logged
+            over = list(self._windows)
+        summaries = []
+        for key in over:
+            window = self._windows.pop(key)
+            if window.suppressed:
+                summaries.append(self._summary(key, window, now))
+        return summaries
+
+    def _summary(self, key: tuple[str, str], window: _Window, now: float | None) -> logging.LogRecord:
+        name, template = key
+        seconds = (self._clock() if now is None else now) - window.started
+        shown = " ".join(template.split())
+        if len(shown) > 120:
+            shown = shown[:119] + "…"
+        return logging.LogRecord(
+            name, window.level, __file__, 0, _SUMMARY, (window.suppressed, seconds, window.passed, shown), None
+        )
+
+
+def flush_repeats() -> None:
+    """Say what the log handlers' :class:`RepeatFilter` suppressed so far (as the daemon ends)."""
+    for handler in logging.getLogger().handlers:
+        for repeats in handler.filters:
+            if isinstance(repeats, RepeatFilter):
+                repeats.flush()
+
+
 def journal_stream(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
     """Whether ``stream`` is the journal connection systemd set up (``JOURNAL_STREAM`` matches it)."""
     expected = (os.environ if environ is None else environ).get("JOURNAL_STREAM", "")
@@ -144,14 +260,18 @@ def configure(
     ``level`` is a :func:`parse_level` spec: troupe's own lines from that level up, other
     libraries' from INFO up (WARNING for the HTTP clients, which log every request) or from the
     level named for them. The secret filters of the handlers replaced carry over to the new one
-    (a daemon that is running keeps its secrets out of the new output).
+    (a daemon that is running keeps its secrets out of the new output). A warning repeated in a
+    loop is cut to a few a minute (:class:`RepeatFilter`).
     """
     ours, libraries = parse_level(level)
     if handler is None:
         out = stream or sys.stderr
         handler = logging.StreamHandler(out)
         handler.setFormatter(_AgentFormatter(journal=journal_stream(out, environ)))
+    if not any(isinstance(f, RepeatFilter) for f in handler.filters):
+        handler.addFilter(RepeatFilter(handler.handle))
     root = logging.getLogger()
+    flush_repeats()
     for old in list(root.handlers):
         for kept in old.filters:
             if isinstance(kept, redact.SecretFilter) and kept not in handler.filters:

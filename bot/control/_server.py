@@ -12,11 +12,13 @@ from typing import Protocol
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
+from aiohttp.web_protocol import RequestHandler
 
 from ..errors import ConfigError
 from ..metrics import Metrics
 from ..settings import DaemonSettings
 from ._guards import authorise, is_loopback, json_errors, same_origin_only
+from ._limits import LimitedSite, handler_options, track_busy
 from ._socket import bind_unix_socket
 
 __all__ = ["ControlServer", "DaemonView"]
@@ -25,6 +27,8 @@ __all__ = ["ControlServer", "DaemonView"]
 _log = logging.getLogger("bot.control")
 
 _METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_SOCKET = "control socket"
+_PORT = "health port"
 #: How long close() waits for requests in progress (a reload, say) before cutting them off.
 _SHUTDOWN_TIMEOUT_S = 5.0
 
@@ -82,8 +86,9 @@ class ControlServer:
         self._check_tcp_settings()  # before binding anything, so a bad setting leaves no socket behind
         sock, self._socket_inode = await bind_unix_socket(self.path)
         try:
-            runner = await self._start_runner(self._app(tcp=False))
-            await web.SockSite(runner, sock).start()
+            busy: set[RequestHandler] = set()
+            runner = await self._start_runner(self._app(busy, tcp=False), _SOCKET)
+            await LimitedSite(runner, _SOCKET, busy, sock=sock).start()
             _log.info("control socket listening on %s", self.path)
             if self.health_port is not None:
                 await self._start_tcp()
@@ -113,16 +118,18 @@ class ControlServer:
                 "machine without authentication; set TROUPE_HEALTH_TOKEN or bind 127.0.0.1"
             )
 
-    async def _start_runner(self, app: web.Application) -> web.AppRunner:
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT_S)
+    async def _start_runner(self, app: web.Application, where: str) -> web.AppRunner:
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=_SHUTDOWN_TIMEOUT_S, **handler_options(where))
         await runner.setup()
         self._runners.append(runner)
         return runner
 
     async def _start_tcp(self) -> None:
-        runner = await self._start_runner(self._app(tcp=True))
+        assert self.health_port is not None
+        busy: set[RequestHandler] = set()
+        runner = await self._start_runner(self._app(busy, tcp=True), _PORT)
         try:
-            await web.TCPSite(runner, self.health_host, self.health_port).start()
+            await LimitedSite(runner, _PORT, busy, address=(self.health_host, self.health_port)).start()
         except OSError as exc:
             where = f"{self.health_host}:{self.health_port}"
             if exc.errno == errno.EADDRINUSE:
@@ -145,8 +152,8 @@ class ControlServer:
 
     # -- routes ------------------------------------------------------------------------------
 
-    def _app(self, *, tcp: bool) -> web.Application:
-        middlewares: list[Middleware] = [json_errors]
+    def _app(self, busy: set[RequestHandler], *, tcp: bool) -> web.Application:
+        middlewares: list[Middleware] = [track_busy(busy), json_errors]
         if tcp:
             middlewares += [same_origin_only(self._accepts_host), authorise(self._token)]
         # Whoever may use the Unix socket (its owner) or sends the token sees everything.

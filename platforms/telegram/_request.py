@@ -32,10 +32,16 @@ from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
 from yarl import URL
 
+from bot.bodies import BodyTooLarge, read_limited
+
 if TYPE_CHECKING:
     from telegram._utils.types import ODVInput  # BaseRequest.do_request's own annotation
 
-__all__ = ["AiohttpRequest", "UpdatesRequest"]
+__all__ = ["MAX_BODY", "AiohttpRequest", "UpdatesRequest"]
+
+#: The most of one answer read: a page of updates is a few MB at most, and a file bots may
+#: download is 20 MB (a local Bot API server allows more, which troupe does not take anyway).
+MAX_BODY = 64 * 1024 * 1024
 
 # How long a poll held back (a lost lease, a refused token) waits before it answers itself.
 _FENCED_WAIT_S = 0.5
@@ -156,9 +162,13 @@ class AiohttpRequest(BaseRequest):
             async with session.request(
                 method, url, data=body, headers=headers, timeout=timeout, allow_redirects=False
             ) as response:
-                return response.status, await response.read()
+                # Counted as it arrives: read() would hold whatever the server sends.
+                answer = await read_limited(response.content.iter_any(), MAX_BODY, declared=response.content_length)
+                return response.status, answer
+        except BodyTooLarge as exc:
+            error: NetworkError = NetworkError(f"the Bot API's answer {exc}")
         except TimeoutError as exc:
-            error: NetworkError = TimedOut(_timed_out(exc, read, timeout.total))
+            error = TimedOut(_timed_out(exc, read, timeout.total))
         except aiohttp.ClientError as exc:
             error = NetworkError(f"aiohttp.{exc.__class__.__name__}: {_redacted(str(exc), url)}")
         # Raised outside the handlers, so the aiohttp error (whose text may quote the URL) is

@@ -23,6 +23,7 @@ from elevenlabs import AsyncElevenLabs, VoiceSettings
 from elevenlabs.core.api_error import ApiError
 
 from bot.backoff import ExponentialBackoff
+from bot.bodies import MAX_AUDIO_BYTES, BodyTooLarge
 from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelUnavailable
 from bot.models import ModelHost, ModelType, SpeechParams, SpeechStream
 
@@ -174,7 +175,7 @@ class ElevenLabsSpeech:
             target.output_format,
             (time.perf_counter() - started) * 1000,
         )
-        rest = self._rest(chunks, voice_id)
+        rest = self._rest(chunks, voice_id, len(first))
         await anext(rest)  # into its try, so closing it closes the response even if never read
         if streaming:
             header = _wav_header(target.rate, None) if target.wav else b""
@@ -233,8 +234,9 @@ class ElevenLabsSpeech:
                 )
             return chunks, first
 
-    async def _rest(self, chunks: AsyncGenerator[bytes, None], voice_id: str) -> AsyncGenerator[bytes, None]:
-        """The audio after the first chunk; the response is closed however the consumer stops.
+    async def _rest(self, chunks: AsyncGenerator[bytes, None], voice_id: str, read: int) -> AsyncGenerator[bytes, None]:
+        """The audio after the first chunk (``read`` bytes); the response is closed however the
+        consumer stops, and cut off past :data:`~bot.bodies.MAX_AUDIO_BYTES` in all.
 
         Yields ``b""`` first: the caller takes it at once, so that the ``finally`` is armed. An
         async generator closed before it has started never runs its body, ``finally`` included.
@@ -242,12 +244,25 @@ class ElevenLabsSpeech:
         try:
             yield b""
             async for chunk in chunks:
+                read += len(chunk)
+                if read > MAX_AUDIO_BYTES:
+                    raise self._fail(self._too_long(voice_id, BodyTooLarge(read, MAX_AUDIO_BYTES)))
                 if chunk:
                     yield chunk
+        except ModelError:
+            raise
         except Exception as exc:
             raise self._fail(self._translate(exc, voice_id, started=True).error) from exc
         finally:
             await chunks.aclose()
+
+    def _too_long(self, voice_id: str, exc: BodyTooLarge) -> ModelError:
+        return ModelError(
+            f"ElevenLabs' audio for voice {voice_id} {exc}",
+            provider=PROVIDER,
+            model_type=ModelType.TEXT_TO_SPEECH,
+            agent=self.agent,
+        )
 
     def _fail(self, error: ModelError) -> ModelError:
         """Log the one warning line a failed call gets, and hand the error back to raise."""

@@ -20,12 +20,13 @@ from urllib.parse import urlsplit
 import aiohttp
 import openai
 
+from bot.bodies import BodyTooLarge
 from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelRequestRejected, ModelUnavailable
 from bot.models import ModelType
 
 from ._config import Endpoint, ProviderConfig, display_url
 from ._pools import HttpPools
-from ._posting import BodyTooLarge, HttpStatusError, get_bytes, post_json, retry_after, user_agent
+from ._posting import MAX_REPLY_BYTES, HttpStatusError, get_bytes, post_json, retry_after, user_agent
 
 __all__ = ["Calls"]
 
@@ -126,6 +127,7 @@ class Calls:
                 headers,
                 timeout_s=self.timeout_s,
                 max_retries=self.max_retries,
+                limit=MAX_REPLY_BYTES,
             )
         result = read(raw)
         self._log_timing(kind, endpoint, model, started, result)
@@ -135,29 +137,29 @@ class Calls:
         """The body at ``url`` (what a model's answer points to), at most ``limit`` bytes; no key
         is sent. Retried and timed out as :meth:`post_json`; failures as troupe's errors."""
         self._check_open(kind, endpoint)
-        with self.translate_errors(kind, endpoint, model):
-            try:
-                return await get_bytes(
-                    self._pools.session(endpoint.base_url),
-                    url,
-                    timeout_s=self.timeout_s,
-                    max_retries=self.max_retries,
-                    limit=limit,
-                )
-            except BodyTooLarge:
-                raise self._error(
-                    kind,
-                    endpoint,
-                    ModelError,
-                    f"{_where(kind, endpoint, model)}: the answer at {display_url(url)} is larger than {limit} bytes",
-                ) from None
+        with self.translate_errors(kind, endpoint, model, url):
+            return await get_bytes(
+                self._pools.session(endpoint.base_url),
+                url,
+                timeout_s=self.timeout_s,
+                max_retries=self.max_retries,
+                limit=limit,
+            )
 
     @contextmanager
-    def translate_errors(self, kind: ModelType, endpoint: Endpoint, model: str) -> Iterator[None]:
+    def translate_errors(
+        self, kind: ModelType, endpoint: Endpoint, model: str, url: str | None = None
+    ) -> Iterator[None]:
         """Failed requests as troupe's errors, chained ``from`` the original: the SDK's exceptions,
-        a direct post's :class:`HttpStatusError`, and aiohttp's errors and timeouts."""
+        a direct post's :class:`HttpStatusError`, a body over its limit (from ``url``, else the
+        endpoint), and aiohttp's errors and timeouts."""
         try:
             yield
+        except BodyTooLarge as exc:
+            source = display_url(url or endpoint.base_url)
+            raise self._error(
+                kind, endpoint, ModelError, f"{_where(kind, endpoint, model)}: the answer from {source} {exc}"
+            ) from None
         except HttpStatusError as exc:
             raise self.status_error(kind, endpoint, model, exc.status, exc.headers, exc.body) from exc
         except openai.APIStatusError as exc:

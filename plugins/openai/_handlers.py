@@ -15,6 +15,7 @@ from typing import Any
 
 from openai.types.chat import ChatCompletionMessageParam
 
+from bot.bodies import BodyTooLarge
 from bot.errors import ModelError, ModelRequestRejected
 from bot.models import (
     EmbeddingBatchParams,
@@ -47,7 +48,8 @@ from ._parse import (
     probe_vector,
 )
 from ._pools import HttpPools
-from ._speech_stream import open_speech_stream
+from ._posting import MAX_REPLY_BYTES
+from ._speech_stream import open_speech_stream, read_speech
 from ._vectors import SharedVectors
 
 __all__ = ["OpenAIModels"]
@@ -313,10 +315,7 @@ class OpenAIModels:
             request["instructions"] = self.config.tts_instructions
         if params.get("stream"):
             return await open_speech_stream(self._calls, self.config.chat, model, audio_format, request)
-        response = await self._calls.call(
-            ModelType.TEXT_TO_SPEECH, self.config.chat, model, lambda c: c.audio.speech.create(**request)
-        )
-        return response.content
+        return await read_speech(self._calls, self.config.chat, model, audio_format, request)
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -347,10 +346,14 @@ class OpenAIModels:
             lambda c: c.chat.completions.create(model=model, messages=messages, stream=True, **extra),
         )
         pieces: list[str] = []
+        read = 0
         with self._calls.translate_errors(kind, endpoint, model):
             async for chunk in stream:
                 delta = chunk.choices[0].delta.content if chunk.choices else None
                 if delta:
+                    read += len(delta)
+                    if read > MAX_REPLY_BYTES:  # a stream that never ends is cut off, as a body is
+                        raise BodyTooLarge(read, MAX_REPLY_BYTES)
                     pieces.append(delta)
                     on_delta(repair_text(delta))
         if not pieces:

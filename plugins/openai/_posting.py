@@ -23,10 +23,12 @@ from importlib import metadata
 import aiohttp
 
 from bot.backoff import ExponentialBackoff
+from bot.bodies import BodyTooLarge, read_limited
 
 from ._config import display_url
 
 __all__ = [
+    "MAX_REPLY_BYTES",
     "MAX_RETRY_AFTER_S",
     "BodyTooLarge",
     "HttpStatusError",
@@ -43,6 +45,11 @@ _log = logging.getLogger("plugins.openai")
 #: A server's ``Retry-After`` is waited when it is at most this long; a longer one is not retried:
 #: a minute plus a try would not fit in MODEL_TIMEOUT_S, and the caller may try another provider.
 MAX_RETRY_AFTER_S = 60.0
+
+#: The most of a reply's body read (a chat completion, a batch of embeddings, drawn images in
+#: base64): far above any real one; a server that sends more (or never stops) gets an error, and
+#: the daemon does not hold gigabytes for it.
+MAX_REPLY_BYTES = 64 * 1024 * 1024
 
 # The SDK's own back-off when the server names no wait: 0.5 s doubling up to 8 s, with jitter.
 _RETRY_BASE_S = 0.5
@@ -78,14 +85,20 @@ async def post_json(
     *,
     timeout_s: float,
     max_retries: int,
+    limit: int = MAX_REPLY_BYTES,
 ) -> bytes:
     """POST ``payload`` (JSON) to ``url``; the body of the first 2xx reply.
 
     Each try has ``timeout_s`` in all; a connection error, a timeout, HTTP 408/409/429/5xx are
     tried again up to ``max_retries`` times, unless the server says ``x-should-retry: false``
     (or ``true`` for any other status) or asks for a wait above :data:`MAX_RETRY_AFTER_S`.
+
+    Raises:
+        BodyTooLarge: a reply's body is longer than ``limit`` bytes (read no further, not retried).
     """
-    return await _request(session, "POST", url, payload, headers, timeout_s=timeout_s, max_retries=max_retries)
+    return await _request(
+        session, "POST", url, payload, headers, timeout_s=timeout_s, max_retries=max_retries, limit=limit
+    )
 
 
 async def get_bytes(
@@ -100,10 +113,6 @@ async def get_bytes(
     return await _request(session, "GET", url, None, {}, timeout_s=timeout_s, max_retries=max_retries, limit=limit)
 
 
-class BodyTooLarge(Exception):
-    """A reply's body was longer than the caller takes."""
-
-
 async def _request(
     session: aiohttp.ClientSession,
     method: str,
@@ -113,7 +122,7 @@ async def _request(
     *,
     timeout_s: float,
     max_retries: int,
-    limit: int | None = None,
+    limit: int,
 ) -> bytes:
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     backoff = ExponentialBackoff(_RETRY_BASE_S, _RETRY_CAP_S)
@@ -121,12 +130,8 @@ async def _request(
     while True:
         try:
             async with session.request(method, url, data=payload, headers=headers, timeout=timeout) as response:
-                if limit is None:
-                    body = await response.read()
-                else:
-                    body = await response.content.read(limit + 1)
-                    if len(body) > limit and 200 <= response.status < 300:
-                        raise BodyTooLarge(f"the reply is larger than {limit} bytes")
+                # Counted as it arrives: content.read(n) would stop at the first chunk, read() never.
+                body = await read_limited(response.content.iter_any(), limit, declared=response.content_length)
                 status, reply_headers = response.status, response.headers
         except (aiohttp.ClientError, TimeoutError) as exc:
             if retries >= max_retries:

@@ -10,13 +10,14 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AsyncExitStack
 from typing import Any
 
+from bot.bodies import MAX_AUDIO_BYTES, BodyTooLarge
 from bot.errors import ModelError, ModelUnavailable
 from bot.models import ModelType, SpeechStream
 
 from ._calls import Calls
 from ._config import Endpoint, display_url
 
-__all__ = ["open_speech_stream"]
+__all__ = ["open_speech_stream", "read_speech"]
 
 # Named after the public package, like every troupe logger.
 _log = logging.getLogger("plugins.openai")
@@ -61,9 +62,14 @@ async def open_speech_stream(
     )
 
     async def rest() -> AsyncGenerator[bytes, None]:
+        read = len(first)
         try:
             yield b""  # see below
             while chunk := await _next_audio(calls, chunks, endpoint, model):
+                read += len(chunk)
+                if read > MAX_AUDIO_BYTES:  # a voice that never stops is cut off, not kept
+                    with calls.translate_errors(kind, endpoint, model):
+                        raise BodyTooLarge(read, MAX_AUDIO_BYTES)
                 yield chunk
         finally:  # read to the end, failed, or closed early by the consumer
             await stack.aclose()
@@ -73,6 +79,15 @@ async def open_speech_stream(
     audio = rest()
     await anext(audio)
     return SpeechStream(_SPEECH_FORMATS.get(audio_format, audio_format), audio, endpoint.provider, first=first)
+
+
+async def read_speech(
+    calls: Calls, endpoint: Endpoint, model: str, audio_format: str, request: dict[str, Any]
+) -> bytes:
+    """The whole audio of a speech request, read as it arrives, up to :data:`~bot.bodies.MAX_AUDIO_BYTES`
+    (the SDK's ``audio.speech.create`` would read any length)."""
+    stream = await open_speech_stream(calls, endpoint, model, audio_format, request)
+    return b"".join([chunk async for chunk in stream])
 
 
 def _http_errors() -> tuple[type[Exception], ...]:

@@ -165,3 +165,46 @@ def test_a_library_can_be_asked_for_its_debug_lines(restore_logging, restore_lev
 def test_a_log_level_that_means_nothing_is_a_config_error(spec: str) -> None:
     with pytest.raises(ConfigError, match=r"log level .* is not .*DEBUG, INFO, WARNING, ERROR or CRITICAL"):
         logs.parse_level(spec)
+
+
+def test_a_line_repeated_in_a_loop_is_cut_to_a_few_then_one_summary(restore_logging) -> None:
+    """asyncio's failed accepts once logged 443,121 lines in two minutes, one template over and
+    over; the daemon's handler lets a few through and then says how many it held back."""
+    out = io.StringIO()
+    logs.configure("INFO", stream=out, environ={})
+    log = logging.getLogger("asyncio")
+    for attempt in range(5000):
+        log.error("socket.accept() out of system resource (attempt %d)", attempt)
+    logging.getLogger("bot.daemon").warning("something else: %s", "shown")
+    logging.getLogger("bot.daemon").info("an event, one line each")
+    logs.flush_repeats()
+    lines = out.getvalue().splitlines()
+    accepts = [line for line in lines if "out of system resource" in line and "suppressed" not in line]
+    assert len(accepts) == 10
+    assert any("something else: shown" in line for line in lines)
+    (summary,) = [line for line in lines if "suppressed" in line]
+    assert "ERROR" in summary and "asyncio: suppressed 4990 similar lines" in summary
+    assert "socket.accept() out of system resource" in summary
+    assert len(lines) == 13
+    handler = logging.getLogger().handlers[0]
+    logs.configure("INFO", handler=handler)  # the same handler again: still one filter
+    assert sum(isinstance(f, logs.RepeatFilter) for f in handler.filters) == 1
+
+
+def test_repeats_are_counted_per_interval_and_said_when_the_next_one_starts() -> None:
+    said: list[logging.LogRecord] = []
+    now = [0.0]
+    repeats = logs.RepeatFilter(said.append, burst=2, interval=60.0, clock=lambda: now[0])
+
+    def warn(message: str = "model call failed: %s") -> bool:
+        return repeats.filter(logging.LogRecord("plugins.openai", logging.WARNING, "", 0, message, ("x",), None))
+
+    assert [warn() for _ in range(5)] == [True, True, False, False, False]
+    assert repeats.filter(logging.LogRecord("bot", logging.INFO, "", 0, "event %s", ("x",), None))  # never counted
+    assert said == []
+    now[0] = 61.0
+    assert warn("something else: %s")  # any line after the window ends brings its summary
+    (summary,) = said
+    assert summary.levelno == logging.WARNING and summary.name == "plugins.openai"
+    assert summary.getMessage() == "suppressed 3 similar lines in 61 s (after 2 shown): model call failed: %s"
+    assert [warn() for _ in range(3)] == [True, True, False]  # a new window

@@ -47,6 +47,9 @@ and an empty queue means the default reply. A reply is:
   the connection there, mid-body;
 - chat and embeddings: a :class:`Body` — sent as it is, with status 200, to see what the client
   makes of a body that is not a chat completion or a list of vectors;
+- chat and embeddings: an :class:`Endless` — a body that never ends (chunk after chunk until
+  the client goes away), or declares a size it never sends; ``server.endless_sent`` counts the
+  bytes written, to show how much the client took before it stopped reading;
 - any endpoint: a :class:`Fail` — an OpenAI-style error with ``status``, sent ``times`` times
   (``None``: for ever) before the queue moves on; ``retry_after`` sets ``Retry-After``
   (seconds; the openai client honours it, so ``0.01`` keeps retry tests fast).
@@ -83,7 +86,17 @@ from aiohttp import web
 
 from ._local import LocalServer
 
-__all__ = ["CUT", "Body", "Fail", "FakeOpenAIServer", "RecordedRequest", "Served", "UploadedFile", "make_png"]
+__all__ = [
+    "CUT",
+    "Body",
+    "Endless",
+    "Fail",
+    "FakeOpenAIServer",
+    "RecordedRequest",
+    "Served",
+    "UploadedFile",
+    "make_png",
+]
 
 _ERROR_TYPES = {
     400: ("invalid_request_error", None),
@@ -135,6 +148,16 @@ class Body:
 
     text: str
     content_type: str = "application/json"
+
+
+@dataclass(frozen=True)
+class Endless:
+    """A chat or embeddings reply (status 200) whose body goes on until the client stops reading,
+    or until ``bound`` bytes (the test's own safety net); with ``declared``, it announces that
+    many bytes as its Content-Length instead of chunking, and sends as much as it is read."""
+
+    declared: int | None = None
+    bound: int = 2 * 1024**3
 
 
 @dataclass(frozen=True)
@@ -259,6 +282,8 @@ class FakeOpenAIServer(LocalServer):
         self.requests: list[RecordedRequest] = []
         self.aborted: list[str] = []
         """Endpoints whose streamed reply the client stopped reading before the end."""
+        self.endless_sent = 0
+        """Bytes of :class:`Endless` bodies written to clients."""
         super().__init__()
         self._queues = {
             name: _Queue() for name in ("chat", "embeddings", "transcriptions", "speech", "images", "models")
@@ -296,10 +321,10 @@ class FakeOpenAIServer(LocalServer):
         """Replace ``endpoint``'s queue of replies (see the module docstring)."""
         self._queues[endpoint].set(replies)
 
-    def script_chat(self, *replies: str | Callable[[dict[str, Any]], Any] | Body | Fail) -> None:
+    def script_chat(self, *replies: str | Callable[[dict[str, Any]], Any] | Body | Endless | Fail) -> None:
         self.script("chat", *replies)
 
-    def script_embeddings(self, *replies: list[float] | Callable[[str], Any] | Body | Fail) -> None:
+    def script_embeddings(self, *replies: list[float] | Callable[[str], Any] | Body | Endless | Fail) -> None:
         self.script("embeddings", *replies)
 
     def script_transcription(self, *replies: str | Callable[[dict[str, Any]], Any] | Fail) -> None:
@@ -392,8 +417,27 @@ class FakeOpenAIServer(LocalServer):
         body = recorded.json if isinstance(recorded.json, dict) else {}
         return body, reply(body) if callable(reply) else reply
 
+    async def _endless(self, request: web.Request, reply: Endless) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        if reply.declared is not None:
+            response.content_length = reply.declared
+        else:
+            response.enable_chunked_encoding()
+        await response.prepare(request)
+        filler = b'{"choices": [' + b" " * (64 * 1024 - 13)
+        end = min(reply.bound, reply.declared or reply.bound)
+        with contextlib.suppress(ConnectionError):
+            while self.endless_sent < end:
+                piece = filler[: end - self.endless_sent]
+                await response.write(piece)
+                self.endless_sent += len(piece)
+                filler = b" " * len(filler)
+        return response
+
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body, reply = await self._begin_json(request, "chat")
+        if isinstance(reply, Endless):
+            return await self._endless(request, reply)
         if (canned := _canned(reply)) is not None:
             return canned
         text = reply if isinstance(reply, str) else _echo(body)
@@ -463,8 +507,10 @@ class FakeOpenAIServer(LocalServer):
         await response.write_eof()
         return response
 
-    async def _embeddings(self, request: web.Request) -> web.Response:
+    async def _embeddings(self, request: web.Request) -> web.StreamResponse:
         recorded, reply = await self._begin(request, "embeddings")
+        if isinstance(reply, Endless):
+            return await self._endless(request, reply)
         if (canned := _canned(reply)) is not None:
             return canned
         body = recorded.json if isinstance(recorded.json, dict) else {}

@@ -177,6 +177,15 @@ def test_network_and_system_calls(unit: dict[str, list[tuple[str, str]]]) -> Non
     assert all(f.startswith("~") for f in filters[1:])
 
 
+def test_the_unit_gives_more_open_files_than_the_daemon_could_take_itself(
+    unit: dict[str, list[tuple[str, str]]],
+) -> None:
+    # The daemon raises its soft limit to the hard one, but the filter below refuses setrlimit
+    # (@resources) under the unit: only LimitNOFILE= lifts systemd's default of 1,024.
+    assert "~@privileged @resources" in values(unit, "SystemCallFilter")
+    assert int(one(unit, "LimitNOFILE")) >= 65536
+
+
 def test_memory_deny_write_execute_is_a_justified_choice() -> None:
     # Either setting is defensible; whichever is chosen must say why next to it.
     text = UNIT.read_text()

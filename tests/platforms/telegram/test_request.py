@@ -4,6 +4,7 @@ against the fake Bot API, and against local servers that stall or drop the conne
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import socket
@@ -22,7 +23,7 @@ from bot.store import Database
 from platforms.telegram._adapter import TelegramAdapter
 from platforms.telegram._config import TelegramConfig
 from platforms.telegram._outbound import retry_seconds
-from platforms.telegram._request import AiohttpRequest, UpdatesRequest
+from platforms.telegram._request import MAX_BODY, AiohttpRequest, UpdatesRequest
 
 from ...fakes._local import LocalServer
 from ...fakes.telegram_server import FakeBot, FakeChat, FakeTelegram, FakeUser
@@ -33,13 +34,15 @@ VOICE = b"OggS" + b"\0" * 24 + b"OpusHead" + bytes(range(256)) * 64
 
 
 class Misbehaving(LocalServer):
-    """Answers every Bot API method in one bad way: ``stall`` (no answer until the server closes)
-    or ``drop`` (the connection is closed without an answer)."""
+    """Answers every Bot API method in one bad way: ``stall`` (no answer until the server closes),
+    ``drop`` (the connection is closed without an answer) or ``endless`` (200, and a body that
+    goes on until the client stops reading; ``sent`` counts it)."""
 
     def __init__(self, how: str) -> None:
         super().__init__()
         self.how = how
         self.arrived = 0
+        self.sent = 0
 
     def _make_app(self) -> web.Application:
         app = web.Application()
@@ -49,6 +52,15 @@ class Misbehaving(LocalServer):
     async def _method(self, request: web.Request) -> web.StreamResponse:
         self.arrived += 1
         self._changed()
+        if self.how == "endless":
+            response = web.StreamResponse(headers={"Content-Type": "application/json"})
+            response.enable_chunked_encoding()
+            await response.prepare(request)
+            with contextlib.suppress(ConnectionError):
+                while self.sent < 1024**3:  # the test's own bound
+                    await response.write(b" " * 65536)
+                    self.sent += 65536
+            return response
         if self.how == "drop":
             assert request.transport is not None
             request.transport.close()
@@ -162,6 +174,15 @@ async def test_an_answer_slower_than_the_read_timeout_is_timed_out() -> None:
         with pytest.raises(TimedOut, match="Telegram sent nothing for 0.2 s") as raised:
             await _bot(server.base_url, request).send_message(42, "hello")
     assert "SECRET" not in _everything_said(raised.value)
+
+
+async def test_an_answer_that_never_ends_is_cut_off_at_the_limit() -> None:
+    """Read as it arrives and counted: ``response.read()`` would hold any length in memory."""
+    async with Misbehaving("endless") as server, AiohttpRequest(read_timeout=30) as request:
+        with pytest.raises(NetworkError, match=rf"^the Bot API's answer went on past the {MAX_BODY} bytes") as raised:
+            await _bot(server.base_url, request).send_message(42, "hello")
+    assert "SECRET" not in _everything_said(raised.value)
+    assert server.sent < MAX_BODY + 16 * 1024 * 1024  # the client stopped reading there
 
 
 async def test_a_calls_own_read_timeout_overrides_the_default() -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelUnavailable
 from bot.models import SpeechStream
+from plugins.elevenlabs import _speech
 from tests.fakes.elevenlabs_server import DEFAULT_VOICE, Fail, FakeElevenLabsServer
 
 from ..fake_runtime import FakeCharacter, FakeRuntime
@@ -341,3 +342,22 @@ def test_reprs_never_show_the_key(runtime: FakeRuntime) -> None:
     handler = runtime.models[0].handler
     assert repr(handler.__self__) == f"<ElevenLabsSpeech Ada voice {DEFAULT_VOICE}>"  # type: ignore[attr-defined]
     assert not secrets_in(repr(handler.__self__.config))  # type: ignore[attr-defined]
+
+
+# -- limits -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["whole", "stream"])
+async def test_audio_that_goes_on_past_the_limit_is_cut_off_with_a_model_error(
+    runtime: FakeRuntime, server: FakeElevenLabsServer, monkeypatch: pytest.MonkeyPatch, streaming: bool
+) -> None:
+    """A voice server that never stops would be read to the end, whole or streamed; the audio
+    of one reply is read to a limit (lowered here: the sentence makes about 40 KB of MP3)."""
+    monkeypatch.setattr(_speech, "MAX_AUDIO_BYTES", 10_000)
+    with pytest.raises(
+        ModelError, match=r"^Ada: ElevenLabs' audio for voice \w+ went on past the 10000 bytes troupe reads"
+    ):
+        spoken = await within(runtime.speak({"text": SENTENCE * 2, "stream": streaming}))
+        assert isinstance(spoken, SpeechStream)
+        await within(spoken.read())
+    assert len(server.requests) == 1  # not asked again

@@ -10,6 +10,7 @@ import pytest
 
 from bot.errors import ModelAuthError, ModelError, ModelUnavailable
 from bot.models import ModelType, SpeechStream
+from plugins.openai import _handlers, _speech_stream
 from tests.fakes.openai_server import CUT, Fail, FakeOpenAIServer
 
 from ..fake_runtime import FakeRuntime
@@ -101,3 +102,29 @@ async def test_first_audio_is_logged_at_debug_without_the_text(
     (record,) = [r for r in caplog.records if r.name == "plugins.openai"]
     assert record.getMessage().startswith("Ada: TEXT_TO_SPEECH gpt-4o-mini-tts via openai: first audio in ")
     assert "private" not in caplog.text
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["whole", "stream"])
+async def test_audio_that_goes_on_past_the_limit_is_cut_off_with_a_model_error(
+    runtime: FakeRuntime, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, streaming: bool
+) -> None:
+    """The SDK's ``audio.speech.create`` read any length; audio is read to a limit (lowered here)."""
+    monkeypatch.setattr(_speech_stream, "MAX_AUDIO_BYTES", 10_000)
+    server.script_speech([b"a" * 4000] * 6)
+    with pytest.raises(
+        ModelError, match=r"the answer from \S+ went on past the 10000 bytes troupe reads \(stopped at \d+\)$"
+    ):
+        spoken = await asyncio.wait_for(runtime.use(ModelType.TEXT_TO_SPEECH, {"text": "Hi", "stream": streaming}), 10)
+        assert isinstance(spoken, SpeechStream)
+        await asyncio.wait_for(spoken.read(), 10)
+
+
+async def test_a_streamed_answer_that_goes_on_past_the_limit_is_cut_off(
+    runtime: FakeRuntime, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_handlers, "MAX_REPLY_BYTES", 100)
+    server.script_chat("word " * 200)
+    pieces: list[str] = []
+    with pytest.raises(ModelError, match=r"the answer from \S+ went on past the 100 bytes troupe reads"):
+        await runtime.use(ModelType.TEXT_LARGE, {"prompt": "hi", "on_delta": pieces.append})
+    assert sum(map(len, pieces)) <= 100
