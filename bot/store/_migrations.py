@@ -288,12 +288,17 @@ _V5 = _sql(
     f"DELETE FROM memories WHERE agent_id = '{SHARED_KNOWLEDGE_ID}'",
 )
 
+# Who holds each claim (bot/store/_claims.py): every change of a claim is conditional on it, so a
+# deposed daemon's delayed write cannot re-open an answered message. Claims from before: nobody's.
+_V6 = _sql("ALTER TABLE message_handling ADD COLUMN claimant TEXT NOT NULL DEFAULT ''")
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _V1),
     Migration(2, "keyword index over memory text (FTS5)", _V2),
     Migration(3, "knowledge sources", _V3),
     Migration(4, "message handling and inbox (exactly once)", _V4),
     Migration(5, "shared knowledge stored again (KNOWLEDGE_PATH is no longer shared)", _V5),
+    Migration(6, "the claimant of each message claim (conditional claim changes)", _V6),
 )
 
 #: The schema version this troupe writes.
