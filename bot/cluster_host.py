@@ -11,8 +11,10 @@ each Discord shard (1 and up) of a character split into shards (``DISCORD_SHARD_
 - Gaining or losing the home restarts the agent (its platforms change); gaining or losing a
   shard moves its Discord connection to the shards held now, without a restart.
 - Sending as a character is fenced: it is allowed only while this daemon holds every lease of
-  it that it serves, in time (:class:`_LeaseFence`), so a daemon cut off from the database goes
-  quiet before another one takes over.
+  it that it serves, in time, and at the epochs its runtime was started under
+  (:class:`_LeaseFence`), so a daemon cut off from the database goes quiet before another one
+  takes over, and a runtime left from an epoch the daemon lost never sends again, even once the
+  daemon holds the character anew (a new runtime does).
 
 It also keeps this daemon's entry in the troupe's roster (``troupe status``) up to date at each
 change, and compares this daemon's character files with the other daemons' (a warning for each
@@ -192,8 +194,11 @@ class ClusterHost:
         return Shards(count, tuple(sorted(0 if shard is None else shard for shard in held)))
 
     async def _reshard(self, agent: HostedAgent, result: LoadResult) -> None:
-        """Move a running character's Discord connection to the shards this daemon holds now."""
+        """Move a running character's Discord connection to the shards this daemon holds now
+        (its fence is bound to the shards' epochs held now)."""
         runtime = agent.runtime
+        if runtime is not None and isinstance(runtime.fence, _LeaseFence):
+            runtime.fence.bind()
         discord = runtime.get_service("discord") if runtime is not None else None
         if runtime is None or not isinstance(discord, Reshardable):
             return  # not connected yet: its connection takes the shards held when it connects
@@ -224,14 +229,26 @@ class ClusterHost:
 
 class _LeaseFence:
     """Sending as a character is allowed while this daemon holds its leases (of the character
-    and of the Discord shards it serves here), in time."""
+    and of the Discord shards it serves here), in time, at the epochs they had when the runtime
+    started (or, for shards, when it last moved to the shards held): a runtime is bound to its
+    epochs. Asked only "is the lease valid now", a runtime left draining from an epoch this
+    daemon lost would send again once the daemon took the character back — the other daemon
+    having answered its messages meanwhile."""
 
-    __slots__ = ("_agent_id", "_placement")
+    __slots__ = ("_agent_id", "_epochs", "_placement")
 
     def __init__(self, placement: Placement, agent_id: str) -> None:
         self._placement = placement
         self._agent_id = agent_id
+        self._epochs: dict[str, int] = {}
+        self.bind()
+
+    def bind(self) -> None:
+        """Bind to the epochs of the units held now: at launch, and after a move of shards."""
+        self._epochs = {unit: lease.epoch for unit, lease in self._placement.held_of(self._agent_id).items()}
 
     def allows(self) -> bool:
-        leases = self._placement.leases_of(self._agent_id)
-        return bool(leases) and all(lease.valid() for lease in leases)
+        held = self._placement.held_of(self._agent_id)
+        if not (held and self._epochs) or any(unit not in held for unit in self._epochs if split_unit(unit)[1] is None):
+            return False  # its home lost (a shard lost only moves the connection)
+        return all(lease.valid() and self._epochs.get(unit, lease.epoch) == lease.epoch for unit, lease in held.items())

@@ -188,12 +188,16 @@ class Placement:
 
     def leases_of(self, agent_id: str) -> list[Lease]:
         """The leases of every unit of ``agent_id`` this daemon serves (also while handing over)."""
-        return [
-            lease
+        return list(self.held_of(agent_id).values())
+
+    def held_of(self, agent_id: str) -> dict[str, Lease]:
+        """By unit, the leases of ``agent_id`` this daemon serves (also while handing over)."""
+        return {
+            unit: lease
             for held in (self._held, self._leaving)
             for unit, lease in held.items()
             if split_unit(unit)[0] == agent_id
-        ]
+        }
 
     async def run(self) -> None:
         """Rounds until cancelled; a round that fails (the database is away) is logged and the
