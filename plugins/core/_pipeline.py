@@ -61,6 +61,9 @@ _DECIDE_PROVIDERS = ["CHARACTER", "ANXIETY", "ENTITIES", "RECENT_MESSAGES"]
 
 # How many times a message left unfinished by a crash is taken up again.
 _RETRIES = 1
+# Claiming again while the store fails: the first wait, and the longest.
+_CLAIM_RETRY_FIRST_S = 0.5
+_CLAIM_RETRY_MAX_S = 5.0
 
 
 # The gate's rules whose silence has an outcome of its own.
@@ -189,12 +192,8 @@ class MessagePipeline:
             outcome = Outcome(Status.ERROR)
         if outcome.status is Status.REPLIED and turn.delivery.failed:
             outcome = Outcome(Status.SEND_FAILED, "the platform took none of the reply", outcome.actions)
-        if outcome.status not in _UNCLAIMED and rt.may_send():
-            # (A daemon that lost the character's lease leaves the claim: its new daemon takes it up.)
-            try:
-                await rt.store.mark_message(turn.message_id, Handling.DONE, outcome.status.value)
-            except StoreError as exc:  # the answer stands; a restart may take the message up once more
-                _log.warning("%s: could not record the end of message %s: %s", rt.character.name, turn.message_id, exc)
+        if outcome.status not in _UNCLAIMED and not turn.delivery.given_back:
+            await self._finish(turn, outcome)
         rt.metrics.messages_handled.labels(agent=rt.character.name, outcome=outcome.status.value).inc()
         _log.debug("%s: message %s -> %s (%s)", rt.character.name, turn.message_id, outcome.status, outcome.reason)
         await rt.emit(
@@ -209,11 +208,57 @@ class MessagePipeline:
         )
         return outcome
 
+    async def _claim(self, turn: _Turn) -> Claim:
+        """Claim the message for this runtime; while the store fails (the database restarting,
+        out of reach), try again with back-off — bounded by the run's timeout, and ending when the
+        agent closes — rather than drop it: a statement in flight is not a reason to lose a
+        person's message. Trying again is not a crash: the same claimant counts no attempt."""
+        rt, message = self.runtime, turn.message
+        delay = _CLAIM_RETRY_FIRST_S
+        warned = False
+        while True:
+            try:
+                claim = await rt.store.claim_message(
+                    turn.message_id,
+                    message.room_id,
+                    message.created_at or now_ms(),
+                    retries=_RETRIES,
+                    claimant=rt.claimant,
+                )
+            except StoreError as exc:
+                if not rt.accepting:
+                    raise
+                if not warned:
+                    warned = True
+                    _log.warning(
+                        "%s: could not claim message %s (%s); trying again until the store answers",
+                        rt.character.name,
+                        turn.message_id,
+                        exc,
+                    )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _CLAIM_RETRY_MAX_S)
+                continue
+            if warned:
+                _log.info("%s: claimed message %s after the store came back", rt.character.name, turn.message_id)
+            return claim
+
+    async def _finish(self, turn: _Turn, outcome: Outcome) -> None:
+        """Close the claim with ``outcome`` — if it is still this runtime's: a daemon that lost the
+        character's lease and sent nothing gives the message back instead, for the daemon serving
+        the character now (a refused send is not a finished message)."""
+        rt, delivery = self.runtime, turn.delivery
+        if not (delivery.sent or rt.may_send()):
+            await delivery.give_back()
+            return
+        try:
+            await rt.store.mark_message(turn.message_id, Handling.DONE, outcome.status.value, claimant=rt.claimant)
+        except StoreError as exc:  # the answer stands; a restart may take the message up once more
+            _log.warning("%s: could not record the end of message %s: %s", rt.character.name, turn.message_id, exc)
+
     async def _handle(self, turn: _Turn) -> Outcome:
         rt, store, message = self.runtime, self.runtime.store, turn.message
-        claim = await store.claim_message(
-            turn.message_id, message.room_id, message.created_at or now_ms(), retries=_RETRIES
-        )
+        claim = await self._claim(turn)
         if claim is Claim.DUPLICATE:
             _log.debug("%s: message %s was delivered again; it was already handled", rt.character.name, message.id)
             return Outcome(Status.DUPLICATE, "already handled")

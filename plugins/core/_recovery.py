@@ -35,7 +35,7 @@ from bot.components import Replier
 from bot.errors import StoreError
 from bot.links import LinkState
 from bot.messages import IncomingMessage, MessageHandler, Outcome, QuietChannel
-from bot.types import JSON, Handling, Memory
+from bot.types import JSON, Memory
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -115,7 +115,7 @@ async def recover(
                 message.room_id,
                 age_s,
             )
-            await store.mark_message(memory_id, Handling.DONE, "expired")
+            await store.expire_message(memory_id)
             skipped.append(memory_id)
             continue
         if not isinstance(messenger, Replier):
