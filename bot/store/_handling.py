@@ -134,6 +134,11 @@ class HandlingMixin(AgentScoped):
 
         return await self._db.write(expire, tables=_TABLES)
 
+    async def clock_ms(self) -> int:
+        """The database's clock, in ms since the epoch: what daemons sharing a database compare the
+        times they store and read with. One machine here: its own clock."""
+        return now_ms()
+
     async def get_message_handling(self, memory_id: str) -> MessageHandling | None:
         """Where the answer to ``memory_id`` stands; None if it was never claimed (or pruned)."""
         row = await self._db.fetchone(

@@ -4,8 +4,11 @@ and crashes; what a crash left unanswered is taken up once; an outcome says what
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from typing import Any
+
+import pytest
 
 from bot.bus import Handler, Post
 from bot.errors import StoreError
@@ -617,3 +620,46 @@ async def test_a_claim_the_store_failed_is_claimed_again_and_answered(harness, m
     assert outcome.status == "replied" and [s["text"] for s in h.sent] == ["Answered after all."]
     handling = await h.rt.store.get_message_handling(message_id)
     assert handling is not None and (handling.status, handling.attempts) == (Handling.DONE, 1)
+
+
+@pytest.mark.parametrize("skew_s", [400, -400])
+async def test_a_daemon_whose_clock_is_off_takes_up_what_a_killed_owner_left_by_the_databases_clock(
+    tmp_path, postgres_url: str, monkeypatch, skew_s: int
+) -> None:
+    """Several daemons on PostgreSQL, the holder's clock 400 s ahead or behind: it still finds
+    the claim a killed daemon left once it has been idle a while — by the database's clock, not
+    at once (ahead) nor 400 s late (behind) — and answers it (ahead, it answered none: each
+    looked older than RECOVERY_WINDOW_S)."""
+    from bot.store.postgres import PostgresDatabase
+
+    monkeypatch.setattr(_recovery, "_ORPHANED_AFTER_S", 1.0)
+    monkeypatch.setattr(_recovery, "_LOOK_EVERY_S", 0.2)
+    bus = _TroupeBus()
+    daemon = Shared()
+    daemon.bus = bus
+    async with PostgresDatabase(postgres_url) as db, harness_module.harnesses(db, tmp_path) as harness:
+        holder = await harness(ChannelType.DM, shared=daemon)
+        holder.rt.fence = _Fence()
+        platform = _Platform()
+        holder.rt.register_service("discord", platform)
+        holder.large.append(plan("Answered by the holder."))
+        real = time.time_ns
+        monkeypatch.setattr(time, "time_ns", lambda: real() + skew_s * 1_000_000_000)  # this process's clock
+        looking = asyncio.create_task(keep_recovering(holder.rt, MessagePipeline(holder.rt), "discord"))
+        try:
+            while not bus.handlers.get(_recovery.GIVEN_BACK):
+                await asyncio.sleep(0.01)  # the first pass is done: nothing was left then
+            monkeypatch.setattr(time, "time_ns", real)  # the killed daemon's clock was right
+            killed = await harness(ChannelType.DM)
+            killed.large.append(_hang)
+            message_id = str(uuid.uuid4())
+            await _crash_while(killed, "hi", message_id)
+            monkeypatch.setattr(time, "time_ns", lambda: real() + skew_s * 1_000_000_000)
+            async with asyncio.timeout(30):
+                while not platform.replies:
+                    await asyncio.sleep(0.05)
+            assert platform.replies == [(message_id, "Answered by the holder.")]
+            assert await _status(holder, message_id) == "done:replied"
+        finally:
+            looking.cancel()
+            await asyncio.gather(looking, return_exceptions=True)

@@ -171,3 +171,8 @@ async def test_the_inbox_keeps_events_until_done_oldest_first(store: Store, stor
     await store.inbox_done("telegram", "1")
     assert [event_id for event_id, _, _ in await store.inbox_pending("telegram")] == ["2"]
     assert [event_id for event_id, _, _ in await store.inbox_pending("discord")] == ["9"]
+
+
+async def test_the_databases_clock_reads_as_ms_since_the_epoch(store: Store) -> None:
+    # What daemons compare times with (PostgreSQL's own; SQLite's is this machine's).
+    assert abs(await store.clock_ms() - now_ms()) < 5_000
