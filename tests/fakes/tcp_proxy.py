@@ -5,8 +5,10 @@ test can, for it alone:
 
 - :meth:`TcpProxy.cut` every open link (a partition, or the server restarting): the client's
   statements in flight fail, and it connects again;
-- :attr:`Mode.BLACKHOLE`: accept and hold links but forward nothing, either way (a partition
-  that drops packets: the client waits for its timeouts);
+- :attr:`Mode.BLACKHOLE`: accept and hold links but forward nothing, either way, until the
+  mode is back to forwarding (a partition that drops packets: the client waits for its
+  timeouts; what TCP would retransmit arrives once the partition heals, if the client still
+  waits for it);
 - :attr:`Mode.REFUSE`, or :attr:`TcpProxy.limit`: close new links at once, or those beyond a
   number open (a failover, "too many clients": the first connection in, the rest refused).
 
@@ -17,7 +19,6 @@ connections made through :meth:`url` pass the proxy.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 from pathlib import Path
 from typing import Self
@@ -30,7 +31,7 @@ _CHUNK = 65536
 
 class Mode(enum.Enum):
     FORWARD = "forward"
-    BLACKHOLE = "blackhole"  # accept, hold, forward nothing
+    BLACKHOLE = "blackhole"  # accept, hold, forward nothing until forwarding again
     REFUSE = "refuse"  # close every new link at once
 
 
@@ -65,12 +66,16 @@ class TcpProxy:
         else:
             self._socket = None
             self._address = (parts.hostname or "127.0.0.1", parts.port or 5432)
-        self.mode = Mode.FORWARD
+        self._mode = Mode.FORWARD
+        self._flowing = asyncio.Event()
+        self._flowing.set()
         #: Links beyond this many open are closed at once (None: no limit).
         self.limit: int | None = None
         #: Links accepted, and refused, since the start.
         self.accepted = 0
         self.refused = 0
+        #: Chunks held back by a blackhole since the start (delivered once forwarding again).
+        self.held = 0
         self._links: set[_Link] = set()
         self._server: asyncio.Server | None = None
         self.port = 0
@@ -103,6 +108,18 @@ class TcpProxy:
         return parts._replace(netloc=f"{userinfo}127.0.0.1:{self.port}", query=urlencode(query)).geturl()
 
     @property
+    def mode(self) -> Mode:
+        return self._mode
+
+    @mode.setter
+    def mode(self, mode: Mode) -> None:
+        self._mode = mode
+        if mode is Mode.BLACKHOLE:
+            self._flowing.clear()
+        else:
+            self._flowing.set()
+
+    @property
     def open_links(self) -> int:
         return len(self._links)
 
@@ -121,11 +138,9 @@ class TcpProxy:
         self.accepted += 1
         link = _Link(writer)
         self._links.add(link)
-        if self.mode is Mode.BLACKHOLE:
-            link.tasks.append(asyncio.current_task())  # type: ignore[arg-type]
-            await self._drain(reader)
-            return
+        link.tasks.append(asyncio.current_task())  # type: ignore[arg-type]
         try:
+            await self._flowing.wait()  # blackholed: the client waits, as for a SYN-ACK that never comes
             if self._socket is not None:
                 up_reader, up_writer = await asyncio.open_unix_connection(self._socket)
             else:
@@ -135,8 +150,11 @@ class TcpProxy:
             self._links.discard(link)
             writer.transport.abort()
             return
+        if link not in self._links:  # cut meanwhile
+            up_writer.transport.abort()
+            return
         link.server = up_writer
-        link.tasks += [
+        link.tasks = [
             asyncio.create_task(self._pump(reader, up_writer, link)),
             asyncio.create_task(self._pump(up_reader, writer, link)),
         ]
@@ -144,8 +162,9 @@ class TcpProxy:
     async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, link: _Link) -> None:
         try:
             while data := await reader.read(_CHUNK):
-                if self.mode is Mode.BLACKHOLE:
-                    continue  # held, never delivered
+                if not self._flowing.is_set():
+                    self.held += 1
+                    await self._flowing.wait()  # blackholed: held, delivered once the partition heals
                 writer.write(data)
                 await writer.drain()
         except (ConnectionError, OSError):
@@ -154,9 +173,3 @@ class TcpProxy:
             if link in self._links:
                 self._links.discard(link)
                 link.close()
-
-    @staticmethod
-    async def _drain(reader: asyncio.StreamReader) -> None:
-        with contextlib.suppress(ConnectionError, OSError):
-            while await reader.read(_CHUNK):
-                pass

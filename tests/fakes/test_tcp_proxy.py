@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import psycopg
 import pytest
 
@@ -31,9 +33,17 @@ async def test_it_forwards_cuts_refuses_and_blackholes(postgres_url: str) -> Non
                 await conn.execute("SELECT 1")
         finally:
             await conn.close()
-        proxy.mode = Mode.BLACKHOLE  # accepted, and nothing ever answers
-        with pytest.raises(psycopg.OperationalError):
-            await _select_one(url, connect_timeout=1)
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as held:
+            proxy.mode = Mode.BLACKHOLE  # accepted, and nothing answers until the partition heals
+            with pytest.raises(psycopg.OperationalError):
+                await _select_one(url, connect_timeout=1)
+            query = asyncio.create_task(held.execute("SELECT 2"))
+            while not proxy.held:
+                await asyncio.sleep(0.01)  # the query reached the proxy and is held there
+            assert not query.done()
+            proxy.mode = Mode.FORWARD  # healed: what was held goes through
+            row = await (await query).fetchone()
+            assert row is not None and row[0] == 2
         proxy.mode = Mode.REFUSE
         with pytest.raises(psycopg.OperationalError):
             await _select_one(url, connect_timeout=5)
