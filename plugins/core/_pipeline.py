@@ -170,6 +170,7 @@ class MessagePipeline:
             },
         )
         timeout = rt.get_number("RUN_TIMEOUT_S", _DEFAULT_RUN_TIMEOUT_S)
+        store_failed = False
         try:
             # The gate, the providers and the action validators read the same room, world and
             # room state: within this message, identical reads share one query until a write.
@@ -187,13 +188,26 @@ class MessagePipeline:
                 EventType.RUN_TIMEOUT, {"runId": run_id, "messageId": turn.message_id, "roomId": message.room_id}
             )
             outcome = Outcome(Status.TIMEOUT, f"no answer within {timeout:.0f} s")
+        except StoreError as exc:
+            # The database failed under this message (it crashed, the link broke): the statement
+            # in flight is not the person's fault, and not a reason to drop their message.
+            _log.warning(
+                "%s: the store failed while handling message %s in room %s (%s); it is given back to be "
+                "answered again",
+                rt.character.name,
+                turn.message_id,
+                message.room_id,
+                exc,
+            )
+            outcome = Outcome(Status.ERROR, f"the store failed: {exc}")
+            store_failed = True
         except Exception:
             _log.exception("%s: failed to handle a message in room %s", rt.character.name, message.room_id)
             outcome = Outcome(Status.ERROR)
         if outcome.status is Status.REPLIED and turn.delivery.failed:
             outcome = Outcome(Status.SEND_FAILED, "the platform took none of the reply", outcome.actions)
         if outcome.status not in _UNCLAIMED and not turn.delivery.given_back:
-            await self._finish(turn, outcome)
+            await self._finish(turn, outcome, store_failed=store_failed)
         rt.metrics.messages_handled.labels(agent=rt.character.name, outcome=outcome.status.value).inc()
         _log.debug("%s: message %s -> %s (%s)", rt.character.name, turn.message_id, outcome.status, outcome.reason)
         await rt.emit(
@@ -243,12 +257,12 @@ class MessagePipeline:
                 _log.info("%s: claimed message %s after the store came back", rt.character.name, turn.message_id)
             return claim
 
-    async def _finish(self, turn: _Turn, outcome: Outcome) -> None:
+    async def _finish(self, turn: _Turn, outcome: Outcome, *, store_failed: bool = False) -> None:
         """Close the claim with ``outcome`` — if it is still this runtime's: a daemon that lost the
-        character's lease and sent nothing gives the message back instead, for the daemon serving
-        the character now (a refused send is not a finished message)."""
+        character's lease, or whose store failed under the message, and sent nothing gives the
+        message back instead, to be answered again (a refused send is not a finished message)."""
         rt, delivery = self.runtime, turn.delivery
-        if not (delivery.sent or rt.may_send()):
+        if not delivery.sent and (store_failed or not rt.may_send()):
             await delivery.give_back()
             return
         try:

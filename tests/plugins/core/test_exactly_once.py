@@ -663,3 +663,28 @@ async def test_a_daemon_whose_clock_is_off_takes_up_what_a_killed_owner_left_by_
         finally:
             looking.cancel()
             await asyncio.gather(looking, return_exceptions=True)
+
+
+async def test_a_message_the_store_failed_under_is_given_back_not_closed_as_an_error(harness, monkeypatch) -> None:
+    """The database crashed while the message was being stored: not recorded as an error and
+    left unanswered, but given back, and answered when taken up again."""
+    h = await harness(ChannelType.DM)
+    store_type = type(h.rt.store)
+    create = store_type.create_memory
+
+    async def crashed(store: Any, *args: Any, **kwargs: Any) -> Any:
+        raise StoreError("database write failed: the server closed the connection unexpectedly")
+
+    monkeypatch.setattr(store_type, "create_memory", crashed)
+    message_id = str(uuid.uuid4())
+    assert (await h.say("hi", id=message_id)).status == "error"
+    monkeypatch.setattr(store_type, "create_memory", create)
+    assert await _status(h, message_id) == "released:None" and h.sent == []
+    platform = _Platform()
+    h.rt.register_service("discord", platform)
+    h.large.append(plan("Answered after all."))
+    # The store never kept the message itself: only a redelivery can bring it back (as Telegram's
+    # does for an update it was not confirmed); it is answered then, once.
+    again = await h.say("hi", id=message_id)
+    assert again.status == "replied" and [s["text"] for s in h.sent] == ["Answered after all."]
+    assert await _status(h, message_id) == "done:replied"
