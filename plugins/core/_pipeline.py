@@ -192,8 +192,7 @@ class MessagePipeline:
             # The database failed under this message (it crashed, the link broke): the statement
             # in flight is not the person's fault, and not a reason to drop their message.
             _log.warning(
-                "%s: the store failed while handling message %s in room %s (%s); it is given back to be "
-                "answered again",
+                "%s: the store failed while handling message %s in room %s (%s); it is given back to be answered again",
                 rt.character.name,
                 turn.message_id,
                 message.room_id,
