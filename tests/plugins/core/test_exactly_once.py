@@ -688,3 +688,46 @@ async def test_a_message_the_store_failed_under_is_given_back_not_closed_as_an_e
     again = await h.say("hi", id=message_id)
     assert again.status == "replied" and [s["text"] for s in h.sent] == ["Answered after all."]
     assert await _status(h, message_id) == "done:replied"
+
+
+async def test_a_reply_held_across_losing_and_regaining_the_lease_is_not_sent_by_the_old_runtime(harness) -> None:
+    """Paused with a model answer under way, the daemon lost the character, then got it back at
+    a later epoch before the answer arrived: the runtime started under the old epoch sends
+    nothing (the other daemon answered meanwhile); it gives the message back instead."""
+    from bot.cluster_host import _LeaseFence
+    from bot.placement import Placement
+    from bot.store._leases import LocalLeases
+
+    class Host:
+        async def serve(self, unit: str, lease: Any) -> None:
+            pass
+
+        async def stop_serving(self, unit: str) -> None:
+            pass
+
+    old = await harness(ChannelType.DM)
+    leases = LocalLeases()
+    placement = Placement(leases, Host(), "d1", [old.rt.agent_id], ttl_s=60.0)
+    await placement.step()
+    old.rt.fence = _LeaseFence(placement, old.rt.agent_id)  # started under epoch 1
+    release = asyncio.Event()
+
+    async def held(params: dict) -> str:
+        await release.wait()
+        return plan("From the old epoch.")
+
+    old.large.append(held)
+    message_id = str(uuid.uuid4())
+    run = asyncio.create_task(old.say("hi", id=message_id))
+    while old.large_calls == 0:
+        await asyncio.sleep(0.01)
+    lease = placement.lease_of(old.rt.agent_id)
+    assert lease is not None and await leases.release(lease)  # lost (paused past it) …
+    await placement.step()  # … and, resumed, taken again
+    regained = placement.lease_of(old.rt.agent_id)
+    assert regained is not None and regained.epoch == 2
+    release.set()
+    await run
+    assert old.sent == []
+    assert await _status(old, message_id) == "released:None"
+    await placement.settled()
