@@ -9,8 +9,9 @@ test can, for it alone:
   mode is back to forwarding (a partition that drops packets: the client waits for its
   timeouts; what TCP would retransmit arrives once the partition heals, if the client still
   waits for it);
-- :attr:`Mode.REFUSE`, or :attr:`TcpProxy.limit`: close new links at once, or those beyond a
-  number open (a failover, "too many clients": the first connection in, the rest refused).
+- :attr:`Mode.REFUSE`, :attr:`TcpProxy.limit` or :attr:`TcpProxy.budget`: close new links at
+  once, those beyond a number open ("too many clients"), or all after the first few (a
+  failover: the first connection in, the rest refused).
 
 The target is PostgreSQL's unix socket (as pgserver runs it) or a host and port; only the
 connections made through :meth:`url` pass the proxy.
@@ -71,6 +72,9 @@ class TcpProxy:
         self._flowing.set()
         #: Links beyond this many open are closed at once (None: no limit).
         self.limit: int | None = None
+        #: New links still to accept; past that every one is refused (None: no budget). 1: the
+        #: server answers the first connection and refuses the rest (a failover).
+        self.budget: int | None = None
         #: Links accepted, and refused, since the start.
         self.accepted = 0
         self.refused = 0
@@ -131,10 +135,13 @@ class TcpProxy:
         return len(links)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self.mode is Mode.REFUSE or (self.limit is not None and len(self._links) >= self.limit):
+        spent = self.budget is not None and self.budget <= 0
+        if self.mode is Mode.REFUSE or spent or (self.limit is not None and len(self._links) >= self.limit):
             self.refused += 1
             writer.transport.abort()
             return
+        if self.budget is not None:
+            self.budget -= 1
         self.accepted += 1
         link = _Link(writer)
         self._links.add(link)

@@ -49,4 +49,9 @@ async def test_it_forwards_cuts_refuses_and_blackholes(postgres_url: str) -> Non
             await _select_one(url, connect_timeout=5)
         proxy.cut()
         proxy.mode = Mode.FORWARD
+        proxy.budget = 1  # a failover: the first connection in, the rest refused
+        assert await _select_one(url) == 1
+        with pytest.raises(psycopg.OperationalError):
+            await _select_one(url, connect_timeout=5)
+        proxy.budget = None
         assert await _select_one(url) == 1
