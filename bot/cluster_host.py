@@ -23,11 +23,14 @@ that differs).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from .background import BackgroundTasks
+from .backoff import ExponentialBackoff
 from .character import LoadResult
 from .errors import ConfigError, StoreError
 from .hosted import HostedAgent
@@ -38,8 +41,9 @@ from .runtime import Fence
 from .settings import DaemonSettings
 from .shards import Reshardable, Shards, shard_count
 from .store import DaemonEntry, Lease, StoreBackend
+from .systemd import Notifier
 
-__all__ = ["Agents", "ClusterHost", "units_of"]
+__all__ = ["Agents", "ClusterHost", "join_when_able", "units_of"]
 
 # Its lines read as they did when this was part of bot/daemon.py.
 _log = logging.getLogger("bot.daemon")
@@ -225,6 +229,37 @@ class ClusterHost:
 
     def _result_of(self, agent_id: str) -> LoadResult | None:
         return next((r for r in self._daemon.characters if r.raise_for_problems().agent_id == agent_id), None)
+
+
+async def join_when_able(
+    cluster: ClusterHost, background: BackgroundTasks, notifier: Notifier, stopped: asyncio.Event, cap_s: float
+) -> bool:
+    """Take this daemon's first share of the troupe (:meth:`ClusterHost.join`); False if
+    ``stopped`` was set first.
+
+    The database answered the open but may fail the first round (a failover, "too many
+    clients": the first connection in, the rest refused): that is waited out as the open is,
+    with back-off up to ``cap_s`` between attempts, said once in the log and in systemd's
+    status — not an exit (78 would leave the unit down for good)."""
+    backoff = ExponentialBackoff(1.0, cap_s)
+    failing = False
+    while True:
+        try:
+            await cluster.join(background)
+        except StoreError as exc:
+            delay = backoff.delay()
+            if not failing:
+                _log.warning("cannot take this daemon's share of the troupe: %s; trying again with back-off", exc)
+            failing = True
+            notifier.waiting(f"waiting for the database: {exc}", delay + cap_s)
+        else:
+            if failing:
+                _log.info("the database answers again: serving this daemon's share of the troupe")
+            return True
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopped.wait(), delay)
+        if stopped.is_set():
+            return False
 
 
 class _LeaseFence:

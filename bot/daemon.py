@@ -45,10 +45,10 @@ from .background import BackgroundTasks
 from .backoff import ExponentialBackoff
 from .character import LoadResult
 from .chat import runtime_plugins
-from .cluster_host import ClusterHost
+from .cluster_host import ClusterHost, join_when_able
 from .connecting import connect_or_retry
 from .control import ControlServer, DaemonStatus, ReloadSummary
-from .errors import EXIT_CONFIG, ConfigError, ReloadError, ReloadFailed, StoreError, StoreUnavailable, reason_for
+from .errors import EXIT_CONFIG, ConfigError, ReloadError, ReloadFailed, StoreUnavailable, reason_for
 from .events import EventType
 from .hosted import HostedAgent, fingerprint, platform_links, status_line
 from .lifecycle import AgentState, DaemonState
@@ -228,31 +228,9 @@ class Daemon:
                 return None
 
     async def _join(self, cluster: ClusterHost) -> bool:
-        """Take this daemon's first share of the troupe; False if the daemon was stopped first.
-
-        The database answered the open but may fail the first round (a failover, "too many
-        clients": the first connection in, the rest refused): that is waited out as the open
-        is, with back-off, said once in the log and in systemd's status, not an exit (78 would
-        leave the unit down for good)."""
-        backoff = ExponentialBackoff(1.0, _DATABASE_RETRY_CAP_S)
-        failing = False
-        while True:
-            try:
-                await cluster.join(self._background)
-            except StoreError as exc:
-                delay = backoff.delay()
-                if not failing:
-                    _log.warning("cannot take this daemon's share of the troupe: %s; trying again with back-off", exc)
-                failing = True
-                self.notifier.waiting(f"waiting for the database: {exc}", delay + _DATABASE_RETRY_CAP_S)
-            else:
-                if failing:
-                    _log.info("the database answers again: serving this daemon's share of the troupe")
-                return True
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopped.wait(), delay)
-            if self._stopped.is_set():
-                return False
+        """Take this daemon's first share of the troupe, waiting out a database that fails it;
+        False if the daemon was stopped first."""
+        return await join_when_able(cluster, self._background, self.notifier, self._stopped, _DATABASE_RETRY_CAP_S)
 
     async def _serve(self) -> int:
         # The troupe's other daemons, if any, hear this one's news (the Telegram relay) on the bus.

@@ -30,10 +30,11 @@ from bot.errors import ModelError, StoreError
 from bot.events import EventType
 from bot.messages import IncomingMessage, NativeRef, Outcome, ReplyChannel, Status
 from bot.models import ModelType
-from bot.types import Claim, Handling, Memory, now_ms
+from bot.types import Claim, Memory, now_ms
 
 from ._acting import run_actions, run_evaluators
 from ._attachments import process_attachments
+from ._claiming import claim_for, finish, refusal
 from ._delivery import Delivery, bound_text, max_reply_chars
 from ._embedding import embeddings
 from ._gate import Decision, Rule, Verdict, decide
@@ -58,12 +59,6 @@ _DEFAULT_MAX_BOT_TURNS = 3
 _DEFAULT_RUN_TIMEOUT_S = 600.0
 # What the small model sees when deciding whether to speak: enough to judge, cheap to build.
 _DECIDE_PROVIDERS = ["CHARACTER", "ANXIETY", "ENTITIES", "RECENT_MESSAGES"]
-
-# How many times a message left unfinished by a crash is taken up again.
-_RETRIES = 1
-# Claiming again while the store fails: the first wait, and the longest.
-_CLAIM_RETRY_FIRST_S = 0.5
-_CLAIM_RETRY_MAX_S = 5.0
 
 
 # The gate's rules whose silence has an outcome of its own.
@@ -206,7 +201,7 @@ class MessagePipeline:
         if outcome.status is Status.REPLIED and turn.delivery.failed:
             outcome = Outcome(Status.SEND_FAILED, "the platform took none of the reply", outcome.actions)
         if outcome.status not in _UNCLAIMED and not turn.delivery.given_back:
-            await self._finish(turn, outcome, store_failed=store_failed)
+            await finish(rt, turn.delivery, turn.message_id, outcome, store_failed=store_failed)
         rt.metrics.messages_handled.labels(agent=rt.character.name, outcome=outcome.status.value).inc()
         _log.debug("%s: message %s -> %s (%s)", rt.character.name, turn.message_id, outcome.status, outcome.reason)
         await rt.emit(
@@ -221,80 +216,12 @@ class MessagePipeline:
         )
         return outcome
 
-    async def _claim(self, turn: _Turn) -> Claim:
-        """Claim the message for this runtime; while the store fails (the database restarting,
-        out of reach), try again with back-off — bounded by the run's timeout, and ending when the
-        agent closes — rather than drop it: a statement in flight is not a reason to lose a
-        person's message. Trying again is not a crash: the same claimant counts no attempt."""
-        rt, message = self.runtime, turn.message
-        delay = _CLAIM_RETRY_FIRST_S
-        warned = False
-        while True:
-            try:
-                claim = await rt.store.claim_message(
-                    turn.message_id,
-                    message.room_id,
-                    message.created_at or now_ms(),
-                    retries=_RETRIES,
-                    claimant=rt.claimant,
-                )
-            except StoreError as exc:
-                if not rt.accepting:
-                    raise
-                if not warned:
-                    warned = True
-                    _log.warning(
-                        "%s: could not claim message %s (%s); trying again until the store answers",
-                        rt.character.name,
-                        turn.message_id,
-                        exc,
-                    )
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, _CLAIM_RETRY_MAX_S)
-                continue
-            if warned:
-                _log.info("%s: claimed message %s after the store came back", rt.character.name, turn.message_id)
-            return claim
-
-    async def _finish(self, turn: _Turn, outcome: Outcome, *, store_failed: bool = False) -> None:
-        """Close the claim with ``outcome`` — if it is still this runtime's: a daemon that lost the
-        character's lease, or whose store failed under the message, and sent nothing gives the
-        message back instead, to be answered again (a refused send is not a finished message)."""
-        rt, delivery = self.runtime, turn.delivery
-        if not delivery.sent and (store_failed or not rt.may_send()):
-            await delivery.give_back()
-            return
-        try:
-            await rt.store.mark_message(turn.message_id, Handling.DONE, outcome.status.value, claimant=rt.claimant)
-        except StoreError as exc:  # the answer stands; a restart may take the message up once more
-            _log.warning("%s: could not record the end of message %s: %s", rt.character.name, turn.message_id, exc)
-
     async def _handle(self, turn: _Turn) -> Outcome:
         rt, store, message = self.runtime, self.runtime.store, turn.message
-        claim = await self._claim(turn)
-        if claim is Claim.DUPLICATE:
-            _log.debug("%s: message %s was delivered again; it was already handled", rt.character.name, message.id)
-            return Outcome(Status.DUPLICATE, "already handled")
-        if claim is Claim.SENT:
-            # At most once wins: the reply went out unless troupe died in the moment between
-            # recording that it was sending and the platform receiving it.
-            _log.warning(
-                "%s: message %s in room %s is not answered again: troupe stopped while its reply was going out",
-                rt.character.name,
-                message.id,
-                message.room_id,
-            )
-            return Outcome(Status.SENT_BEFORE_CRASH, "its reply went out before a crash")
-        if claim is Claim.ABANDONED:
-            _log.warning(
-                "%s: message %s in room %s is not answered: troupe died while answering it, then again "
-                "while answering it after the restart; a message that crashes troupe must not do so "
-                "forever",
-                rt.character.name,
-                message.id,
-                message.room_id,
-            )
-            return Outcome(Status.ABANDONED, "troupe died twice while answering it")
+        claim = await claim_for(rt, turn.message_id, message)
+        refused = refusal(rt, message, claim)
+        if refused is not None:
+            return refused
         # Together: one wait for the database, not three. Storing the message changes neither the
         # room nor the agent's state in it.
         _, room, room_state = await asyncio.gather(

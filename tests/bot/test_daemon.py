@@ -407,7 +407,7 @@ async def test_a_database_failing_the_first_placement_round_is_waited_for_and_sa
     """PostgreSQL answered the open, then refused the pool's connections (a failover, "too many
     clients"): the first round of placement fails. The daemon waits with back-off and says so —
     one warning, systemd's status — instead of exiting 78, which would leave the unit down."""
-    from bot import daemon as daemon_module
+    from bot import cluster_host
     from bot.backoff import ExponentialBackoff
     from bot.errors import StoreError
     from bot.systemd import Notifier
@@ -427,7 +427,7 @@ async def test_a_database_failing_the_first_placement_round_is_waited_for_and_sa
             if self.joins < 4:
                 raise StoreError("database read failed: sorry, too many clients already")
 
-    monkeypatch.setattr(daemon_module, "ExponentialBackoff", lambda first, cap: ExponentialBackoff(0.01, 0.02))
+    monkeypatch.setattr(cluster_host, "ExponentialBackoff", lambda first, cap: ExponentialBackoff(0.01, 0.02))
     daemon = Daemon(DaemonSettings(db_path=tmp_path / "t.db"), [], {}, notifier=Recording({"NOTIFY_SOCKET": "@x"}))
     cluster = Troupe()
     with caplog.at_level(logging.INFO, logger="bot.daemon"):

@@ -595,9 +595,9 @@ async def test_fenced_attempts_use_up_no_retries(harness) -> None:
 async def test_a_claim_the_store_failed_is_claimed_again_and_answered(harness, monkeypatch) -> None:
     """PostgreSQL crashed under the claim's INSERT: the message is not recorded as an error and
     dropped; it is claimed again once the store answers, and answered once."""
-    from plugins.core import _pipeline
+    from plugins.core import _claiming
 
-    monkeypatch.setattr(_pipeline, "_CLAIM_RETRY_FIRST_S", 0.01)
+    monkeypatch.setattr(_claiming, "CLAIM_RETRY_FIRST_S", 0.01)
     h = await harness(ChannelType.DM)
     h.large.append(plan("Answered after all."))
     claim = type(h.rt.store).claim_message
