@@ -279,8 +279,11 @@ class _LeaseFence:
         self.bind()
 
     def bind(self) -> None:
-        """Bind to the epochs of the units held now: at launch, and after a move of shards."""
+        """Bind to the epochs of the units held now: at launch, and after a move of shards (the
+        home's epoch stays the one the runtime started under: a new home is a new runtime)."""
+        homes = {unit: epoch for unit, epoch in self._epochs.items() if split_unit(unit)[1] is None}
         self._epochs = {unit: lease.epoch for unit, lease in self._placement.held_of(self._agent_id).items()}
+        self._epochs.update(homes)
 
     def allows(self) -> bool:
         held = self._placement.held_of(self._agent_id)

@@ -56,3 +56,15 @@ async def test_a_shard_taken_again_at_a_later_epoch_is_refused_until_the_fence_i
     assert not fence.allows()  # a shard at another epoch than the runtime knows: refused …
     fence.bind()  # … until the connection has moved to the shards held now
     assert fence.allows()
+
+
+async def test_moving_shards_never_rebinds_the_home_the_runtime_started_under() -> None:
+    leases = LocalLeases()
+    placement = Placement(leases, Host(), "d1", ["ada", shard_unit("ada", 1)], ttl_s=TTL)
+    await _round(placement)
+    fence = _LeaseFence(placement, "ada")
+    home = placement.lease_of("ada")
+    assert home is not None and await leases.release(home)
+    await _round(placement)  # the home lost and taken again; its runtime's restart is queued …
+    fence.bind()  # … behind a move of shards
+    assert not fence.allows()
