@@ -11,8 +11,10 @@ each Discord shard (1 and up) of a character split into shards (``DISCORD_SHARD_
 - Gaining or losing the home restarts the agent (its platforms change); gaining or losing a
   shard moves its Discord connection to the shards held now, without a restart.
 - Sending as a character is fenced: it is allowed only while this daemon holds every lease of
-  it that it serves, in time (:class:`_LeaseFence`), so a daemon cut off from the database goes
-  quiet before another one takes over.
+  it that it serves, in time, and at the epochs its runtime was started under
+  (:class:`_LeaseFence`), so a daemon cut off from the database goes quiet before another one
+  takes over, and a runtime left from an epoch the daemon lost never sends again, even once the
+  daemon holds the character anew (a new runtime does).
 
 It also keeps this daemon's entry in the troupe's roster (``troupe status``) up to date at each
 change, and compares this daemon's character files with the other daemons' (a warning for each
@@ -21,11 +23,14 @@ that differs).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from .background import BackgroundTasks
+from .backoff import ExponentialBackoff
 from .character import LoadResult
 from .errors import ConfigError, StoreError
 from .hosted import HostedAgent
@@ -36,8 +41,9 @@ from .runtime import Fence
 from .settings import DaemonSettings
 from .shards import Reshardable, Shards, shard_count
 from .store import DaemonEntry, Lease, StoreBackend
+from .systemd import Notifier
 
-__all__ = ["Agents", "ClusterHost", "units_of"]
+__all__ = ["Agents", "ClusterHost", "join_when_able", "units_of"]
 
 # Its lines read as they did when this was part of bot/daemon.py.
 _log = logging.getLogger("bot.daemon")
@@ -192,8 +198,11 @@ class ClusterHost:
         return Shards(count, tuple(sorted(0 if shard is None else shard for shard in held)))
 
     async def _reshard(self, agent: HostedAgent, result: LoadResult) -> None:
-        """Move a running character's Discord connection to the shards this daemon holds now."""
+        """Move a running character's Discord connection to the shards this daemon holds now
+        (its fence is bound to the shards' epochs held now)."""
         runtime = agent.runtime
+        if runtime is not None and isinstance(runtime.fence, _LeaseFence):
+            runtime.fence.bind()
         discord = runtime.get_service("discord") if runtime is not None else None
         if runtime is None or not isinstance(discord, Reshardable):
             return  # not connected yet: its connection takes the shards held when it connects
@@ -222,16 +231,62 @@ class ClusterHost:
         return next((r for r in self._daemon.characters if r.raise_for_problems().agent_id == agent_id), None)
 
 
+async def join_when_able(
+    cluster: ClusterHost, background: BackgroundTasks, notifier: Notifier, stopped: asyncio.Event, cap_s: float
+) -> bool:
+    """Take this daemon's first share of the troupe (:meth:`ClusterHost.join`); False if
+    ``stopped`` was set first.
+
+    The database answered the open but may fail the first round (a failover, "too many
+    clients": the first connection in, the rest refused): that is waited out as the open is,
+    with back-off up to ``cap_s`` between attempts, said once in the log and in systemd's
+    status — not an exit (78 would leave the unit down for good)."""
+    backoff = ExponentialBackoff(1.0, cap_s)
+    failing = False
+    while True:
+        try:
+            await cluster.join(background)
+        except StoreError as exc:
+            delay = backoff.delay()
+            if not failing:
+                _log.warning("cannot take this daemon's share of the troupe: %s; trying again with back-off", exc)
+            failing = True
+            notifier.waiting(f"waiting for the database: {exc}", delay + cap_s)
+        else:
+            if failing:
+                _log.info("the database answers again: serving this daemon's share of the troupe")
+            return True
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopped.wait(), delay)
+        if stopped.is_set():
+            return False
+
+
 class _LeaseFence:
     """Sending as a character is allowed while this daemon holds its leases (of the character
-    and of the Discord shards it serves here), in time."""
+    and of the Discord shards it serves here), in time, at the epochs they had when the runtime
+    started (or, for shards, when it last moved to the shards held): a runtime is bound to its
+    epochs. Asked only "is the lease valid now", a runtime left draining from an epoch this
+    daemon lost would send again once the daemon took the character back — the other daemon
+    having answered its messages meanwhile."""
 
-    __slots__ = ("_agent_id", "_placement")
+    __slots__ = ("_agent_id", "_epochs", "_placement")
 
     def __init__(self, placement: Placement, agent_id: str) -> None:
         self._placement = placement
         self._agent_id = agent_id
+        self._epochs: dict[str, int] = {}
+        self.bind()
+
+    def bind(self) -> None:
+        """Bind to the epochs of the units held now: at launch, and after a move of shards (the
+        home's epoch stays the one the runtime started under: a new home is a new runtime)."""
+        homes = {unit: epoch for unit, epoch in self._epochs.items() if split_unit(unit)[1] is None}
+        self._epochs = {unit: lease.epoch for unit, lease in self._placement.held_of(self._agent_id).items()}
+        self._epochs.update(homes)
 
     def allows(self) -> bool:
-        leases = self._placement.leases_of(self._agent_id)
-        return bool(leases) and all(lease.valid() for lease in leases)
+        held = self._placement.held_of(self._agent_id)
+        if not (held and self._epochs) or any(unit not in held for unit in self._epochs if split_unit(unit)[1] is None):
+            return False  # its home lost (a shard lost only moves the connection)
+        return all(lease.valid() and self._epochs.get(unit, lease.epoch) == lease.epoch for unit, lease in held.items())

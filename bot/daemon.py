@@ -45,7 +45,7 @@ from .background import BackgroundTasks
 from .backoff import ExponentialBackoff
 from .character import LoadResult
 from .chat import runtime_plugins
-from .cluster_host import ClusterHost
+from .cluster_host import ClusterHost, join_when_able
 from .connecting import connect_or_retry
 from .control import ControlServer, DaemonStatus, ReloadSummary
 from .errors import EXIT_CONFIG, ConfigError, ReloadError, ReloadFailed, StoreUnavailable, reason_for
@@ -227,6 +227,11 @@ class Daemon:
             if self._stopped.is_set():
                 return None
 
+    async def _join(self, cluster: ClusterHost) -> bool:
+        """Take this daemon's first share of the troupe, waiting out a database that fails it;
+        False if the daemon was stopped first."""
+        return await join_when_able(cluster, self._background, self.notifier, self._stopped, _DATABASE_RETRY_CAP_S)
+
     async def _serve(self) -> int:
         # The troupe's other daemons, if any, hear this one's news (the Telegram relay) on the bus.
         bus = self.shared.bus = self._database().bus(self.daemon_id)
@@ -236,7 +241,8 @@ class Daemon:
             # Several daemons may share this troupe: serve the characters whose leases this one
             # holds, and keep taking its share as daemons come and go.
             self.cluster = ClusterHost(self, self._database(), self.daemon_id, self.settings, self._started_ms)
-            await self.cluster.join(self._background)
+            if not await self._join(self.cluster):
+                return 0  # stopped while waiting for the database
         else:
             await asyncio.gather(*(self.launch(r) for r in self.characters))
             links = list(platform_links(self._agents.values()))

@@ -188,22 +188,34 @@ class Placement:
 
     def leases_of(self, agent_id: str) -> list[Lease]:
         """The leases of every unit of ``agent_id`` this daemon serves (also while handing over)."""
-        return [
-            lease
+        return list(self.held_of(agent_id).values())
+
+    def held_of(self, agent_id: str) -> dict[str, Lease]:
+        """By unit, the leases of ``agent_id`` this daemon serves (also while handing over)."""
+        return {
+            unit: lease
             for held in (self._held, self._leaving)
             for unit, lease in held.items()
             if split_unit(unit)[0] == agent_id
-        ]
+        }
 
     async def run(self) -> None:
         """Rounds until cancelled; a round that fails (the database is away) is logged and the
         next one tries again while the leases still hold."""
+        failing = False
         while True:
             try:
                 await self.step()
             except Exception as exc:  # the database is unreachable: leases run out on their own
-                _log.warning("placement: this round failed (%s); trying again in %.1f s", exc, self.interval)
+                # Said once per outage, not every round (a third of the lease time).
+                log = _log.debug if failing else _log.warning
+                log("placement: this round failed (%s); trying again every %.1f s", exc, self.interval)
+                failing = True
                 await self._drop_expired()
+            else:
+                if failing:
+                    _log.info("placement: the rounds succeed again")
+                failing = False
             await next_round(self.interval)
 
     async def step(self) -> Round:

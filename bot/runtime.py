@@ -17,6 +17,8 @@ import contextlib
 import importlib
 import logging
 import random
+import time
+import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar, overload
 
@@ -54,7 +56,8 @@ _DEFAULT_RECOVERY_WINDOW_S = 300.0
 
 class Fence(Protocol):
     """Whether this process may still act as a character: when several daemons share a troupe,
-    only while it holds the character's lease (bot/placement.py)."""
+    only while it holds the character's lease at the epoch the runtime was started under
+    (bot/placement.py, bot/cluster_host.py)."""
 
     def allows(self) -> bool: ...
 
@@ -117,6 +120,11 @@ class AgentRuntime:
         self.accepting = True  # False once draining: new messages are refused
         #: Set by the daemon when several daemons share the troupe: sending stops once it refuses.
         self.fence: Fence | None = None
+        #: Who this runtime claims messages as (``Store.claim_message``): one token per runtime,
+        #: so a claim left by another runtime (a crash, a deposed daemon's) is told from its own,
+        #: and a deposed runtime's late writes to a claim taken over change nothing.
+        self.claimant = uuid.uuid4().hex
+        self._refused_at = float("-inf")  # monotonic: when the fence last refused
         #: False for a runtime serving only some Discord shards of the character for a daemon
         #: other than the one that holds the character itself: the character's own work (its
         #: stored tasks, its knowledge sync) runs once, at home, not in every such runtime.
@@ -343,7 +351,16 @@ class AgentRuntime:
 
     def may_send(self) -> bool:
         """Whether this process may still send as the character (see :class:`Fence`)."""
-        return self.fence is None or self.fence.allows()
+        if self.fence is None or self.fence.allows():
+            return True
+        self._refused_at = time.monotonic()
+        return False
+
+    def fenced_since(self, moment: float) -> bool:
+        """Whether the fence refused since ``moment`` (``time.monotonic()``): a send that sent
+        nothing then was refused, not failed, even if the fence allows again (a renewal landed
+        late)."""
+        return self._refused_at >= moment
 
     async def drain(self, timeout: float) -> bool:
         """Stop taking new messages, then wait up to ``timeout`` seconds for the ones being handled

@@ -337,6 +337,10 @@ _V7 = _sql(
     "INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')",
 )
 
+# Who holds each claim (bot/store/_claims.py): every change of a claim is conditional on it, so a
+# deposed daemon's delayed write cannot re-open an answered message. Claims from before: nobody's.
+_V8 = _sql("ALTER TABLE message_handling ADD COLUMN claimant TEXT NOT NULL DEFAULT ''")
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _V1),
     Migration(2, "keyword index over memory text (FTS5)", _V2),
@@ -345,6 +349,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "shared knowledge stored again (KNOWLEDGE_PATH is no longer shared)", _V5),
     Migration(6, "a character asked to stay out of a room stays out (room state STOPPED)", _V6),
     Migration(7, "keyword search folds every accent, not only Latin ones", _V7),
+    Migration(8, "the claimant of each message claim (conditional claim changes)", _V8),
 )
 
 #: The schema version this troupe writes.

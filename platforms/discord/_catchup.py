@@ -47,7 +47,7 @@ import discord
 
 from bot.errors import StoreError
 from bot.shards import Shards
-from bot.types import Memory, now_ms
+from bot.types import Memory
 
 from ._mapping import SOURCE, discord_id
 
@@ -264,13 +264,16 @@ async def with_stored_gap(
     shards = adapter.shards or Shards.all(1)
     if not adapter.missed.limits.enabled:
         return plan
-    store, since = adapter.runtime.store, now_ms() - int(adapter.missed.limits.window_s * 1000)
+    store = adapter.runtime.store
     assert adapter.client is not None
     try:
+        # The database's clock: the marks are another daemon's, whose clock may differ from this one's.
+        now = await store.clock_ms()
+        since = now - int(adapter.missed.limits.window_s * 1000)
         stored = await store.get_memories(table="messages", start=since, count=_STORED_SCAN)
         marks = {k: mark for k in taken_on if isinstance(mark := await store.get_cache(listening_key(k)), int)}
         for k in taken_on:  # read before written: the last holder's mark says where its listening began
-            await store.set_cache(listening_key(k), now_ms())
+            await store.set_cache(listening_key(k), now)
     except StoreError as exc:
         _log.warning("%s: cannot tell what was said on the shards just taken on: %s", adapter.name, exc)
         return plan

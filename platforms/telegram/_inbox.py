@@ -56,7 +56,8 @@ async def replay(runtime: AgentRuntime, bot: Bot, queue: asyncio.Queue[Any]) -> 
     """Queue again what a process that died left in the inbox (younger than
     ``RECOVERY_WINDOW_S``); older updates are logged and dropped. Returns how many were queued."""
     store, name = runtime.store, runtime.character.name
-    now, window, queued = runtime.clock(), runtime.recovery_window_ms, 0
+    # Kept by the database's clock (another daemon may have kept them): compared with the same.
+    now, window, queued = await store.clock_ms(), runtime.recovery_window_ms, 0
     for event_id, payload, received_at in await store.inbox_pending(SOURCE):
         age_s = (now - received_at) / 1000
         try:

@@ -5,8 +5,11 @@ Every message the agent sends in answer to a message goes through one :class:`De
 - cuts text to ``MAX_REPLY_CHARS`` (a model that writes 300,000 characters must not become 74
   chat messages),
 - records the message as ``SENDING`` before the first send, so a crash after it never sends the
-  answer again (at most once); gives it back when the character's lease was lost before anything
-  went out, so the daemon serving the character now answers it,
+  answer again (at most once) — and sends nothing when that record finds the claim no longer
+  this runtime's (taken over by the daemon serving the character now) or already answered;
+- gives the message back when the fence refused its send (the character's lease was lost, or
+  lapsed for a moment), so the daemon serving the character then answers it: a refused send is
+  not a finished message, nor a crash that uses up a retry,
 - counts the message in, and times it to the first reply that went out,
 - knows whether anything was sent, so an outcome can say "send failed" instead of "replied".
 """
@@ -18,6 +21,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from bot.components import HandlerCallback
+from bot.errors import StoreError
 from bot.types import Handling, Memory
 
 from ._recovery import say_given_back
@@ -66,7 +70,10 @@ class Delivery:
         """Platform messages that went out."""
         self._received = time.perf_counter()
         self._marked = False
-        self._released = False
+        #: The message was given back (its send refused by the fence): its claim is not to be closed.
+        self.given_back = False
+        #: The claim was found taken over or answered when marking SENDING: nothing may go out.
+        self.not_ours = False
 
     @property
     def failed(self) -> bool:
@@ -89,28 +96,32 @@ class Delivery:
                 content = {**content, "text": bounded}
         if text or content.get("files"):
             self.attempted += 1
+        if self.given_back or self.not_ours:
+            return []
+        asked = time.monotonic()
         if not self.runtime.may_send():
-            # Another daemon serves the character now (this one lost its lease): nothing goes out
-            # and nothing is marked, so the message stays for the lease holder to take up.
             _log.warning(
                 "%s: not sending a reply: another daemon may serve this character now", self.runtime.character.name
             )
+            await self.give_back()
             return []
         if not self._marked and self.message.id is not None:
             self._marked = True
-            await self.runtime.store.mark_message(self.message.id, Handling.SENDING)
-        sent = await self.callback(content)
-        if not (sent or self.sent or self._released or self.runtime.may_send()) and self.message.id is not None:
-            # The lease ran out between marking SENDING and sending (the process was paused):
-            # nothing went out, so give the message back (once) for the daemon that holds it now.
-            self._released = True
-            if await self.runtime.store.release_message(self.message.id):
+            runtime = self.runtime
+            if not await runtime.store.mark_message(self.message.id, Handling.SENDING, claimant=runtime.claimant):
+                # Taken over (this runtime was deposed meanwhile) or answered: never send it again.
+                self.not_ours = True
                 _log.warning(
-                    "%s: message %s given back unanswered: another daemon serves this character now",
-                    self.runtime.character.name,
+                    "%s: not sending a reply to message %s: it was taken up elsewhere or answered meanwhile",
+                    runtime.character.name,
                     self.message.id,
                 )
-                await say_given_back(self.runtime, self.platform)
+                return []
+        sent = await self.callback(content)
+        if not (sent or self.sent) and self.runtime.fenced_since(asked):
+            # The fence refused the send (the lease lapsed while it was being marked or sent, even
+            # if a late renewal restored it since): nothing went out, so give the message back.
+            await self.give_back()
         if sent and not self.sent:
             metrics, agent = self.runtime.metrics, self.runtime.character.name
             metrics.reply_latency.labels(agent=agent, platform=self.platform).observe(
@@ -118,3 +129,25 @@ class Delivery:
             )
         self.sent += len(sent)
         return sent
+
+    async def give_back(self) -> bool:
+        """Give the message back unanswered (``Store.release_message``), once, when nothing of its
+        reply went out: the daemon serving the character answers it (told on the bus). True if
+        it was given back now."""
+        if self.given_back or self.sent or self.message.id is None:
+            return False
+        self.given_back = True
+        runtime = self.runtime
+        try:
+            released = await runtime.store.release_message(self.message.id, claimant=runtime.claimant)
+        except StoreError as exc:  # the claim stays this runtime's, idle: the holder's look finds it
+            _log.warning("%s: could not give message %s back: %s", runtime.character.name, self.message.id, exc)
+            return False
+        if released:
+            _log.warning(
+                "%s: message %s given back unanswered: another daemon serves this character now",
+                runtime.character.name,
+                self.message.id,
+            )
+            await say_given_back(runtime, self.platform)
+        return released

@@ -30,10 +30,11 @@ from bot.errors import ModelError, StoreError
 from bot.events import EventType
 from bot.messages import IncomingMessage, NativeRef, Outcome, ReplyChannel, Status
 from bot.models import ModelType
-from bot.types import Claim, Handling, Memory, RoomState, now_ms
+from bot.types import Claim, Memory, RoomState, now_ms
 
 from ._acting import run_actions, run_evaluators
 from ._attachments import process_attachments
+from ._claiming import claim_for, finish, refusal
 from ._delivery import Delivery, bound_text, max_reply_chars
 from ._embedding import embeddings
 from ._gate import Decision, Rule, Verdict, decide
@@ -59,9 +60,6 @@ _DEFAULT_MAX_BOT_TURNS = 3
 _DEFAULT_RUN_TIMEOUT_S = 600.0
 # What the small model sees when deciding whether to speak: enough to judge, cheap to build.
 _DECIDE_PROVIDERS = ["CHARACTER", "ANXIETY", "ENTITIES", "RECENT_MESSAGES"]
-
-# How many times a message left unfinished by a crash is taken up again.
-_RETRIES = 1
 
 
 # The gate's rules whose silence has an outcome of its own.
@@ -168,6 +166,7 @@ class MessagePipeline:
             },
         )
         timeout = rt.get_number("RUN_TIMEOUT_S", _DEFAULT_RUN_TIMEOUT_S)
+        store_failed = False
         try:
             # The gate, the providers and the action validators read the same room, world and
             # room state: within this message, identical reads share one query until a write.
@@ -185,17 +184,25 @@ class MessagePipeline:
                 EventType.RUN_TIMEOUT, {"runId": run_id, "messageId": turn.message_id, "roomId": message.room_id}
             )
             outcome = Outcome(Status.TIMEOUT, f"no answer within {timeout:.0f} s")
+        except StoreError as exc:
+            # The database failed under this message (it crashed, the link broke): the statement
+            # in flight is not the person's fault, and not a reason to drop their message.
+            _log.warning(
+                "%s: the store failed while handling message %s in room %s (%s); it is given back to be answered again",
+                rt.character.name,
+                turn.message_id,
+                message.room_id,
+                exc,
+            )
+            outcome = Outcome(Status.ERROR, f"the store failed: {exc}")
+            store_failed = True
         except Exception:
             _log.exception("%s: failed to handle a message in room %s", rt.character.name, message.room_id)
             outcome = Outcome(Status.ERROR)
         if outcome.status is Status.REPLIED and turn.delivery.failed:
             outcome = Outcome(Status.SEND_FAILED, "the platform took none of the reply", outcome.actions)
-        if outcome.status not in _UNCLAIMED and rt.may_send():
-            # (A daemon that lost the character's lease leaves the claim: its new daemon takes it up.)
-            try:
-                await rt.store.mark_message(turn.message_id, Handling.DONE, outcome.status.value)
-            except StoreError as exc:  # the answer stands; a restart may take the message up once more
-                _log.warning("%s: could not record the end of message %s: %s", rt.character.name, turn.message_id, exc)
+        if outcome.status not in _UNCLAIMED and not turn.delivery.given_back:
+            await finish(rt, turn.delivery, turn.message_id, outcome, store_failed=store_failed)
         rt.metrics.messages_handled.labels(agent=rt.character.name, outcome=outcome.status.value).inc()
         _log.debug("%s: message %s -> %s (%s)", rt.character.name, turn.message_id, outcome.status, outcome.reason)
         await rt.emit(
@@ -212,32 +219,10 @@ class MessagePipeline:
 
     async def _handle(self, turn: _Turn) -> Outcome:
         rt, store, message = self.runtime, self.runtime.store, turn.message
-        claim = await store.claim_message(
-            turn.message_id, message.room_id, message.created_at or now_ms(), retries=_RETRIES
-        )
-        if claim is Claim.DUPLICATE:
-            _log.debug("%s: message %s was delivered again; it was already handled", rt.character.name, message.id)
-            return Outcome(Status.DUPLICATE, "already handled")
-        if claim is Claim.SENT:
-            # At most once wins: the reply went out unless troupe died in the moment between
-            # recording that it was sending and the platform receiving it.
-            _log.warning(
-                "%s: message %s in room %s is not answered again: troupe stopped while its reply was going out",
-                rt.character.name,
-                message.id,
-                message.room_id,
-            )
-            return Outcome(Status.SENT_BEFORE_CRASH, "its reply went out before a crash")
-        if claim is Claim.ABANDONED:
-            _log.warning(
-                "%s: message %s in room %s is not answered: troupe died while answering it, then again "
-                "while answering it after the restart; a message that crashes troupe must not do so "
-                "forever",
-                rt.character.name,
-                message.id,
-                message.room_id,
-            )
-            return Outcome(Status.ABANDONED, "troupe died twice while answering it")
+        claim = await claim_for(rt, turn.message_id, message)
+        refused = refusal(rt, message, claim)
+        if refused is not None:
+            return refused
         # Together: one wait for the database, not three. Storing the message changes neither the
         # room nor the agent's state in it.
         _, room, room_state = await asyncio.gather(

@@ -35,7 +35,7 @@ from bot.components import Replier
 from bot.errors import StoreError
 from bot.links import LinkState
 from bot.messages import IncomingMessage, MessageHandler, Outcome, QuietChannel
-from bot.types import JSON, Handling, Memory
+from bot.types import JSON, Memory
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -86,7 +86,9 @@ async def recover(
     """
     store = runtime.store
     window_ms = runtime.recovery_window_ms
-    now = runtime.clock()
+    # The database's clock: the message's time is the platform's, and its claim's the database's;
+    # this daemon's own clock may be minutes off the troupe's (it answered none once, 400 s ahead).
+    now = await store.clock_ms()
     if idle_before is None:  # after a restart (memory retention prunes hourly too)
         await store.prune_handled(now - KEEP_HANDLED_MS)
     pending = [p for p in await store.unfinished_messages(idle_before=idle_before) if p[0] not in busy]
@@ -115,7 +117,7 @@ async def recover(
                 message.room_id,
                 age_s,
             )
-            await store.mark_message(memory_id, Handling.DONE, "expired")
+            await store.expire_message(memory_id)
             skipped.append(memory_id)
             continue
         if not isinstance(messenger, Replier):
@@ -185,7 +187,7 @@ async def keep_recovering(
             await next_round(0)
             news.clear()
             try:
-                idle_before = runtime.clock() - int(_ORPHANED_AFTER_S * 1000)
+                idle_before = await runtime.store.clock_ms() - int(_ORPHANED_AFTER_S * 1000)
                 result = await recover(runtime, pipeline, source, idle_before=idle_before, busy=busy)
             except StoreError as exc:
                 _log.warning("%s: could not look for messages given back on %s: %s", name, source, exc)

@@ -423,3 +423,50 @@ async def test_a_config_error_from_connect_is_shown_beside_the_agent_without_rep
     with caplog.at_level(logging.ERROR):
         assert await daemon.run() == 78  # nothing could connect
     assert "A: could not connect to fakechat: FAKE_TOKEN was refused; copy a fresh one" in caplog.messages
+
+
+async def test_a_database_failing_the_first_placement_round_is_waited_for_and_said_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """PostgreSQL answered the open, then refused the pool's connections (a failover, "too many
+    clients"): the first round of placement fails. The daemon waits with back-off and says so —
+    one warning, systemd's status — instead of exiting 78, which would leave the unit down."""
+    from bot import cluster_host
+    from bot.backoff import ExponentialBackoff
+    from bot.errors import StoreError
+    from bot.systemd import Notifier
+
+    sent: list[tuple[str, ...]] = []
+
+    class Recording(Notifier):
+        def send(self, *assignments: str) -> bool:
+            sent.append(assignments)
+            return True
+
+    class Troupe:
+        joins = 0
+
+        async def join(self, background: object) -> None:
+            self.joins += 1
+            if self.joins < 4:
+                raise StoreError("database read failed: sorry, too many clients already")
+
+    monkeypatch.setattr(cluster_host, "ExponentialBackoff", lambda first, cap: ExponentialBackoff(0.01, 0.02))
+    daemon = Daemon(DaemonSettings(db_path=tmp_path / "t.db"), [], {}, notifier=Recording({"NOTIFY_SOCKET": "@x"}))
+    cluster = Troupe()
+    with caplog.at_level(logging.INFO, logger="bot.daemon"):
+        assert await daemon._join(cluster) is True  # type: ignore[arg-type]
+    assert cluster.joins == 4
+    said = [r.getMessage() for r in caplog.records]
+    assert sum("cannot take this daemon's share of the troupe" in m for m in said) == 1
+    assert any("the database answers again" in m for m in said)
+    statuses = [a for a in sent if any(line.startswith("STATUS=waiting for the database: ") for line in a)]
+    assert len(statuses) == 3 and all(any(line.startswith("EXTEND_TIMEOUT_USEC=") for line in a) for a in statuses)
+
+    class Down:
+        async def join(self, background: object) -> None:
+            raise StoreError("database read failed: sorry, too many clients already")
+
+    stopping = Daemon(DaemonSettings(db_path=tmp_path / "u.db"), [], {})
+    stopping.stop()  # stopped while waiting: it ends, with no exit status of its own
+    assert await stopping._join(Down()) is False  # type: ignore[arg-type]

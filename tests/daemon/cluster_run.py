@@ -35,6 +35,7 @@ import psycopg
 from bot.character import load_character
 
 from ..fakes.openai_server import FakeOpenAIServer
+from ..fakes.tcp_proxy import TcpProxy
 from ..fakes.telegram_server import FakeBot, FakeChat, FakeTelegram, FakeUser
 from .crash_run import spawn_start, write_telegram_character
 from .test_service import NotifySocket, answer
@@ -187,9 +188,12 @@ class Cluster:
     logs: list[Path]
     processes: list[asyncio.subprocess.Process] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
+    #: Per daemon, the proxy its database link goes through (``proxied``), to cut or blackhole it.
+    proxies: list[TcpProxy] = field(default_factory=list)
 
     def env(self, n: int) -> dict[str, str]:
-        return daemon_env(self.workdir, self.short, n, self.database_url, self.openai.url, lease_s=self.lease_s)
+        url = self.proxies[n].url() if self.proxies else self.database_url
+        return daemon_env(self.workdir, self.short, n, url, self.openai.url, lease_s=self.lease_s)
 
     async def start(self, n: int) -> None:
         """Start daemon ``n`` (again, if it ran before: the same place in the list, a new process)."""
@@ -318,15 +322,22 @@ async def cluster(
     characters: int = 4,
     latency: float = 0.3,
     lease_s: float = 2.0,
+    proxied: bool = False,
 ) -> AsyncIterator[Cluster]:
     """``daemons`` daemons serving ``characters`` Telegram characters, started, ready, placed
-    evenly and polling; stopped (and killed if they linger) on the way out."""
+    evenly and polling; stopped (and killed if they linger) on the way out. ``proxied``: each
+    daemon's database link goes through a proxy of its own (``Cluster.proxies``)."""
     short = Path(tempfile.mkdtemp(prefix="troupe-cluster-", dir="/tmp"))
     transports: list[asyncio.BaseTransport] = []
     loop = asyncio.get_running_loop()
     the: Cluster | None = None
+    proxies = [TcpProxy(database_url) for _ in range(daemons if proxied else 0)]
     try:
-        async with FakeTelegram() as telegram, FakeOpenAIServer() as openai:
+        async with contextlib.AsyncExitStack() as stack:
+            for proxy in proxies:
+                await stack.enter_async_context(proxy)
+            telegram = await stack.enter_async_context(FakeTelegram())
+            openai = await stack.enter_async_context(FakeOpenAIServer())
             openai.script_chat(answer)
             openai.latency = latency
             bots = []
@@ -348,6 +359,7 @@ async def cluster(
                 notifies.append(notify)
             logs = [workdir / f"daemon-{n}.log" for n in range(daemons)]
             the = Cluster(workdir, database_url, telegram, openai, short, lease_s, bots, lease_names, notifies, logs)
+            the.proxies = proxies
             for n in range(daemons):
                 await the.start(n)
             await asyncio.gather(*(notify.wait("READY", timeout=60) for notify in notifies))

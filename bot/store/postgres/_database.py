@@ -211,13 +211,9 @@ class PostgresDatabase:
             await pool.resize(0, self._max - 1)
         self._listener = True
         try:
-            return await psycopg.AsyncConnection.connect(
-                self._url,
-                autocommit=True,
-                row_factory=dict_row,
-                connect_timeout=_CONNECT_TIMEOUT_S,
-                application_name="troupe bus",  # pg_stat_activity tells it from the pool's
-            )
+            # Named as the pool's (``troupe:<daemon id>``): pg_stat_activity counts it as this daemon's.
+            kwargs = {"application_name": "troupe bus", **self._connection_kwargs}
+            return await psycopg.AsyncConnection.connect(self._url, **kwargs)
         except (psycopg.Error, OSError) as exc:
             raise StoreError(f"cannot connect to PostgreSQL database {self.path}: {_reason(exc, self._url)}") from None
 

@@ -16,28 +16,33 @@ and a daemon that lost its lease sends nothing (a claim it left is then rightly 
 
 from __future__ import annotations
 
-from bot.store._claims import CLOSED_AS, RELEASABLE, orphaned
+from bot.store._claims import ANONYMOUS, CLOSED_AS, EXPIRABLE, RELEASABLE, marks, orphaned, same_claimant
 from bot.store._values import MessageHandling
+from bot.store.postgres._schema import NOW_MS
 from bot.store.postgres._scoped import PgScoped
-from bot.types import Claim, Handling, now_ms
+from bot.types import Claim, Handling
 
-__all__ = ["PgHandlingMixin"]
+__all__ = ["CLAIMANT", "PgHandlingMixin"]
+
+#: Migration 7: who holds each claim (every change of a claim is conditional on it, see
+#: bot/store/_claims.py). Claims from before: nobody's.
+CLAIMANT = "ALTER TABLE message_handling ADD COLUMN claimant text NOT NULL DEFAULT '';"
 
 
-_COLUMNS = "(agent_id, memory_id, room_id, status, attempts, created_at, updated_at, outcome)"
+_COLUMNS = "(agent_id, memory_id, room_id, status, attempts, created_at, updated_at, outcome, claimant)"
 _STORED = "EXISTS (SELECT 1 FROM memories WHERE id = %(memory)s AND agent_id = %(agent)s)"
 # A first delivery, the common case, in one statement: HANDLING, unless the message is stored
 # already or claimed (no row then).
 _INSERT_NEW = (
     f"INSERT INTO message_handling {_COLUMNS} "
-    "SELECT %(agent)s, %(memory)s, %(room)s, %(handling)s, 1, %(created)s, %(now)s, NULL "
+    "SELECT %(agent)s, %(memory)s, %(room)s, %(handling)s, 1, %(created)s, " + NOW_MS + ", NULL, %(claimant)s "
     f"WHERE NOT {_STORED} ON CONFLICT (agent_id, memory_id) DO NOTHING"
 )
 # The same, but DONE at once when the message itself is stored (by a troupe from before claims).
 _INSERT_FIRST = (
     f"INSERT INTO message_handling {_COLUMNS} "
     "SELECT %(agent)s, %(memory)s, %(room)s, CASE WHEN s.stored THEN %(done)s ELSE %(handling)s END, "
-    "1, %(created)s, %(now)s, CASE WHEN s.stored THEN 'duplicate' END "
+    "1, %(created)s, " + NOW_MS + ", CASE WHEN s.stored THEN 'duplicate' END, %(claimant)s "
     f"FROM (SELECT {_STORED} AS stored) s "
     "ON CONFLICT (agent_id, memory_id) DO NOTHING RETURNING status"
 )
@@ -48,10 +53,12 @@ class PgHandlingMixin(PgScoped):
 
     __slots__ = ()
 
-    async def claim_message(self, memory_id: str, room_id: str, created_at: int, *, retries: int = 1) -> Claim:
-        """Claim the message ``memory_id`` for answering; what the caller should do with it (see
+    async def claim_message(
+        self, memory_id: str, room_id: str, created_at: int, *, retries: int = 1, claimant: str = ANONYMOUS
+    ) -> Claim:
+        """Claim the message ``memory_id`` for ``claimant``; what the caller should do with it (see
         ``AgentStore.claim_message``). Atomic across processes sharing the database."""
-        agent, now = self._agent_id, now_ms()
+        agent = self._agent_id
         key = (agent, memory_id)
         params = {
             "agent": agent,
@@ -60,14 +67,15 @@ class PgHandlingMixin(PgScoped):
             "done": Handling.DONE.value,
             "handling": Handling.HANDLING.value,
             "created": created_at,
-            "now": now,
+            "claimant": claimant,
         }
         if await self._db.execute(_INSERT_NEW, params):
             return Claim.NEW
         async with self._db.transaction() as conn:
             while True:
                 cur = await conn.execute(
-                    "SELECT status, attempts FROM message_handling WHERE agent_id = %s AND memory_id = %s FOR UPDATE",
+                    "SELECT status, attempts, claimant FROM message_handling "
+                    "WHERE agent_id = %s AND memory_id = %s FOR UPDATE",
                     key,
                 )
                 row = await cur.fetchone()
@@ -82,34 +90,58 @@ class PgHandlingMixin(PgScoped):
             status, attempts = Handling(row["status"]), int(row["attempts"])
             if status is Handling.DONE:
                 return Claim.DUPLICATE
-            if status is Handling.RELEASED:  # given back unsent: not a crash, no attempt counted
+            # Given back unsent, or claimed again by its own claimant: not a crash, no attempt counted.
+            if status is Handling.RELEASED or (
+                status is Handling.HANDLING and same_claimant(row["claimant"], claimant)
+            ):
                 await conn.execute(
-                    "UPDATE message_handling SET status = %s, updated_at = %s WHERE agent_id = %s AND memory_id = %s",
-                    (Handling.HANDLING.value, now, *key),
+                    f"UPDATE message_handling SET status = %s, claimant = %s, updated_at = {NOW_MS} "
+                    "WHERE agent_id = %s AND memory_id = %s",
+                    (Handling.HANDLING.value, claimant, *key),
                 )
                 return Claim.RETRY
             if status is Handling.HANDLING and attempts <= retries:
                 await conn.execute(
-                    "UPDATE message_handling SET attempts = attempts + 1, updated_at = %s "
+                    f"UPDATE message_handling SET attempts = attempts + 1, claimant = %s, updated_at = {NOW_MS} "
                     "WHERE agent_id = %s AND memory_id = %s",
-                    (now, *key),
+                    (claimant, *key),
                 )
                 return Claim.RETRY
             claim = Claim.SENT if status is Handling.SENDING else Claim.ABANDONED
             await conn.execute(
-                "UPDATE message_handling SET status = %s, outcome = %s, updated_at = %s "
+                f"UPDATE message_handling SET status = %s, outcome = %s, updated_at = {NOW_MS} "
                 "WHERE agent_id = %s AND memory_id = %s",
-                (Handling.DONE.value, CLOSED_AS[claim], now, *key),
+                (Handling.DONE.value, CLOSED_AS[claim], *key),
             )
             return claim
 
-    async def mark_message(self, memory_id: str, status: Handling, outcome: str | None = None) -> None:
-        """Record where the answer to ``memory_id`` stands (``outcome``: how it ended, when done)."""
-        await self._db.execute(
-            "UPDATE message_handling SET status = %s, outcome = COALESCE(%s::text, outcome), updated_at = %s "
-            "WHERE agent_id = %s AND memory_id = %s",
-            (status.value, outcome, now_ms(), self._agent_id, memory_id),
+    async def mark_message(
+        self, memory_id: str, status: Handling, outcome: str | None = None, *, claimant: str = ANONYMOUS
+    ) -> bool:
+        """Record where ``claimant``'s answer to ``memory_id`` stands, if the claim is still its
+        own and in a state to be so marked (see ``AgentStore.mark_message``)."""
+        changed = await self._db.execute(
+            f"UPDATE message_handling SET status = %s, outcome = COALESCE(%s::text, outcome), updated_at = {NOW_MS} "
+            f"WHERE agent_id = %s AND memory_id = %s AND claimant = %s AND status IN {marks(status)}",
+            (status.value, outcome, self._agent_id, memory_id, claimant),
         )
+        return changed == 1
+
+    async def expire_message(self, memory_id: str) -> bool:
+        """Close an unfinished claim as too old to answer (see ``AgentStore.expire_message``)."""
+        changed = await self._db.execute(
+            f"UPDATE message_handling SET status = %s, outcome = 'expired', updated_at = {NOW_MS} "
+            f"WHERE agent_id = %s AND memory_id = %s AND {EXPIRABLE}",
+            (Handling.DONE.value, self._agent_id, memory_id),
+        )
+        return changed == 1
+
+    async def clock_ms(self) -> int:
+        """The database's clock, in ms since the epoch: what every daemon of the troupe compares
+        the times it stores and reads with (their own clocks may disagree)."""
+        row = await self._db.fetchone(f"SELECT {NOW_MS} AS now")
+        assert row is not None
+        return int(row["now"])
 
     async def get_message_handling(self, memory_id: str) -> MessageHandling | None:
         """Where the answer to ``memory_id`` stands; None if it was never claimed (or pruned)."""
@@ -129,12 +161,12 @@ class PgHandlingMixin(PgScoped):
             row["created_at"],
         )
 
-    async def release_message(self, memory_id: str) -> bool:
-        """Give back a message whose reply never went out (see ``AgentStore.release_message``)."""
+    async def release_message(self, memory_id: str, *, claimant: str = ANONYMOUS) -> bool:
+        """Give back a message ``claimant`` could not answer (see ``AgentStore.release_message``)."""
         changed = await self._db.execute(
-            "UPDATE message_handling SET status = %s, updated_at = %s "
-            f"WHERE agent_id = %s AND memory_id = %s AND {RELEASABLE}",
-            (Handling.RELEASED.value, now_ms(), self._agent_id, memory_id),
+            f"UPDATE message_handling SET status = %s, updated_at = {NOW_MS} "
+            f"WHERE agent_id = %s AND memory_id = %s AND claimant = %s AND {RELEASABLE}",
+            (Handling.RELEASED.value, self._agent_id, memory_id, claimant),
         )
         return changed == 1
 
@@ -160,10 +192,10 @@ class PgHandlingMixin(PgScoped):
     async def inbox_put(self, source: str, event_id: str, payload: str) -> None:
         """Keep a platform event (``payload``: as the platform sent it) until :meth:`inbox_done`."""
         await self._db.execute(
-            "INSERT INTO inbox (agent_id, source, event_id, payload, received_at) VALUES (%s, %s, %s, %s, %s) "
+            f"INSERT INTO inbox (agent_id, source, event_id, payload, received_at) VALUES (%s, %s, %s, %s, {NOW_MS}) "
             "ON CONFLICT (agent_id, source, event_id) DO UPDATE "
             "SET payload = excluded.payload, received_at = excluded.received_at",
-            (self._agent_id, source, event_id, payload, now_ms()),
+            (self._agent_id, source, event_id, payload),
         )
 
     async def inbox_done(self, source: str, event_id: str) -> None:

@@ -16,6 +16,7 @@ import psycopg
 
 from bot.errors import SchemaVersionError
 from bot.store.postgres._bus import SCHEMA as BUS
+from bot.store.postgres._handling import CLAIMANT
 from bot.store.postgres._leases import SCHEMA as LEASES
 from bot.store.postgres._roster import SCHEMA as ROSTER
 from bot.store.postgres._schema import TABLES
@@ -60,6 +61,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "daemons: the roster troupe status shows", ROSTER),
     Migration(6, "each vector's agent and memory table, for per-agent HNSW indexes", OWNER_COLUMNS),
     Migration(7, "a character asked to stay out of a room stays out (room state STOPPED)", _STOPPED),
+    Migration(8, "the claimant of each message claim (conditional claim changes)", CLAIMANT),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -9,6 +9,7 @@ from bot.errors import StoreError
 from bot.store._protocol import JSONValue
 from bot.store._rows import dumps, loads, log_row, row_to_log, row_to_task, task_row, task_updates
 from bot.store._scoped import json_list, new_id, validate_count
+from bot.store.postgres._schema import NOW_MS
 from bot.store.postgres._scoped import PgScoped
 from bot.types import LogEntry, Task, now_ms
 
@@ -30,18 +31,19 @@ class PgRecordsMixin(PgScoped):
         """This agent's cached value for ``key``; None if absent, expired or unreadable."""
         try:
             row = await self._db.fetchone(
-                "SELECT value, expires_at FROM cache WHERE key = %s AND agent_id = %s", (key, self._agent_id)
+                f"SELECT value, expires_at <= {NOW_MS} AS expired FROM cache WHERE key = %s AND agent_id = %s",
+                (key, self._agent_id),
             )
         except StoreError as exc:
             self._fail("get_cache", exc)
             return None
         if row is None:
             return None
-        if row["expires_at"] is not None and row["expires_at"] <= now_ms():
+        if row["expired"]:
             # Expired rows are removed lazily, by whoever reads them next.
             await self._db.execute(
-                "DELETE FROM cache WHERE key = %s AND agent_id = %s AND expires_at <= %s",
-                (key, self._agent_id, now_ms()),
+                f"DELETE FROM cache WHERE key = %s AND agent_id = %s AND expires_at <= {NOW_MS}",
+                (key, self._agent_id),
             )
             return None
         value: JSONValue = loads(row["value"])
@@ -51,10 +53,14 @@ class PgRecordsMixin(PgScoped):
         """Cache ``value`` (anything JSON) under ``key`` for this agent until ``expires_at`` (ms, None:
         forever); False on error (e.g. a value JSON cannot hold)."""
         try:
+            # ``expires_at`` is in this machine's clock: kept as the time left from now, counted
+            # on the database's clock, which every daemon reads it by.
+            local = now_ms()
             await self._db.execute(
-                "INSERT INTO cache (key, agent_id, value, created_at, expires_at) VALUES (%s, %s, %s::jsonb, %s, %s) "
+                "INSERT INTO cache (key, agent_id, value, created_at, expires_at) "
+                f"VALUES (%s, %s, %s::jsonb, {NOW_MS}, {NOW_MS} + %s::bigint - %s::bigint) "
                 "ON CONFLICT (key, agent_id) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
-                (key, self._agent_id, dumps(value), now_ms(), expires_at),
+                (key, self._agent_id, dumps(value), expires_at, local),
             )
         except (StoreError, TypeError, ValueError) as exc:
             return self._fail("set_cache", exc)

@@ -16,9 +16,10 @@ store copy`` moves rows one to one. What differs, deliberately:
 
 from __future__ import annotations
 
-__all__ = ["TABLES"]
+__all__ = ["NOW_MS", "TABLES"]
 
-_NOW_MS = "(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)"
+#: The database's clock in ms since the epoch (what daemons whose clocks disagree compare with).
+NOW_MS = "(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)"
 
 TABLES = """
 CREATE TABLE agents (
@@ -255,4 +256,4 @@ CREATE TABLE inbox (
     received_at bigint NOT NULL,
     PRIMARY KEY (agent_id, source, event_id)
 );
-""".replace("NOW_MS", _NOW_MS)
+""".replace("NOW_MS", NOW_MS)

@@ -10,6 +10,7 @@ callables of the params).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
@@ -24,7 +25,7 @@ from bot.messages import IncomingMessage, NativeRef, Outcome, QuietChannel
 from bot.models import ModelType
 from bot.runtime import AgentRuntime
 from bot.shared import Shared
-from bot.store import Database
+from bot.store import Database, StoreBackend
 from bot.types import ChannelType, Entity, Memory, Room, RoomState, World
 
 HUMAN = "00000000-0000-0000-0000-0000000000b1"
@@ -131,47 +132,54 @@ async def _answer(script: list[Any], params: dict) -> Any:
 
 @pytest.fixture
 async def harness(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
-    runtimes: list[AgentRuntime] = []
-    async with Database(tmp_path / "t.db") as db:
-
-        async def make(
-            room_type: ChannelType = ChannelType.GROUP, *, shared: Shared | None = None, **character: Any
-        ) -> Harness:
-            """A character (Ada unless ``name`` says otherwise); characters given one ``shared``
-            are one daemon's troupe."""
-            data = {"name": "Ada", "bio": "A test character.", **character}
-            path = tmp_path / f"{str(data['name']).lower()}.json"
-            path.write_text(json.dumps(data))
-            char = load_character(path, environ={}).raise_for_problems()
-            rt = AgentRuntime(char, db.for_agent(char.agent_id), environ={}, shared=shared)
-            h = Harness(rt, rt.unique_id("discord:room-1"), rt.unique_id("discord:guild-1"))
-
-            async def small(runtime: AgentRuntime, params: dict) -> Any:
-                h.small_calls += 1
-                h.prompts.append(params.get("prompt", ""))
-                return await _answer(h.small, params)
-
-            async def large(runtime: AgentRuntime, params: dict) -> Any:
-                h.large_calls += 1
-                h.prompts.append(params.get("prompt", ""))
-                return await _answer(h.large, params)
-
-            rt.register_model(ModelType.TEXT_SMALL, small, "script")
-            rt.register_model(ModelType.TEXT_LARGE, large, "script")
-            await rt.start()
-            runtimes.append(rt)
-            world = h.world
-            await rt.store.create_world(World(world, rt.agent_id, name="Guild", server_id="guild-1"))
-            await rt.store.create_rooms(
-                [Room(h.room, source="discord", type=room_type, name="general", world_id=world)]
-            )
-            await rt.store.create_entities(
-                [Entity(HUMAN, rt.agent_id, names=["Sam"]), Entity(OTHER_BOT, rt.agent_id, names=["Brann"])]
-            )
-            for entity in (HUMAN, OTHER_BOT, rt.agent_id):
-                await rt.store.add_participant(entity, h.room)
-            return h
-
+    async with Database(tmp_path / "t.db") as db, harnesses(db, tmp_path) as make:
         yield make
+
+
+@contextlib.asynccontextmanager
+async def harnesses(db: StoreBackend, tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    """What the ``harness`` fixture gives, on ``db`` (e.g. a PostgreSQL database): each call
+    makes a runtime, closed at the end."""
+    runtimes: list[AgentRuntime] = []
+
+    async def make(
+        room_type: ChannelType = ChannelType.GROUP, *, shared: Shared | None = None, **character: Any
+    ) -> Harness:
+        """A character (Ada unless ``name`` says otherwise); characters given one ``shared``
+        are one daemon's troupe."""
+        data = {"name": "Ada", "bio": "A test character.", **character}
+        path = tmp_path / f"{str(data['name']).lower()}.json"
+        path.write_text(json.dumps(data))
+        char = load_character(path, environ={}).raise_for_problems()
+        rt = AgentRuntime(char, db.for_agent(char.agent_id), environ={}, shared=shared)
+        h = Harness(rt, rt.unique_id("discord:room-1"), rt.unique_id("discord:guild-1"))
+
+        async def small(runtime: AgentRuntime, params: dict) -> Any:
+            h.small_calls += 1
+            h.prompts.append(params.get("prompt", ""))
+            return await _answer(h.small, params)
+
+        async def large(runtime: AgentRuntime, params: dict) -> Any:
+            h.large_calls += 1
+            h.prompts.append(params.get("prompt", ""))
+            return await _answer(h.large, params)
+
+        rt.register_model(ModelType.TEXT_SMALL, small, "script")
+        rt.register_model(ModelType.TEXT_LARGE, large, "script")
+        await rt.start()
+        runtimes.append(rt)
+        world = h.world
+        await rt.store.create_world(World(world, rt.agent_id, name="Guild", server_id="guild-1"))
+        await rt.store.create_rooms([Room(h.room, source="discord", type=room_type, name="general", world_id=world)])
+        await rt.store.create_entities(
+            [Entity(HUMAN, rt.agent_id, names=["Sam"]), Entity(OTHER_BOT, rt.agent_id, names=["Brann"])]
+        )
+        for entity in (HUMAN, OTHER_BOT, rt.agent_id):
+            await rt.store.add_participant(entity, h.room)
+        return h
+
+    try:
+        yield make
+    finally:
         for rt in runtimes:
             await rt.close()

@@ -61,7 +61,6 @@ async def test_a_reply_given_back_unsent_is_answered_by_the_next_claim_without_c
     message back; the lease holder finds it and answers it, whether or not it had already closed
     the claim as sent before a crash."""
     await store.claim_message("m1", R, 1000)
-    assert await store.release_message("m1") is False  # still HANDLING: nothing to give back
     await store.mark_message("m1", Handling.SENDING)
     assert await store.release_message("m1") is True
     assert await store.unfinished_messages(idle_before=0) == [("m1", 1000, 1)]  # given back: at once
@@ -80,6 +79,62 @@ async def test_a_reply_given_back_unsent_is_answered_by_the_next_claim_without_c
     await store.mark_message("m2", Handling.DONE, "replied")
     assert await store.release_message("m2") is False  # answered: it stays answered
     assert await store.claim_message("m2", R, 2000) is Claim.DUPLICATE
+
+
+async def test_every_change_of_a_claim_expects_its_state_and_its_claimant(store: Store) -> None:
+    """A deposed daemon's write that waited for a connection (the link was cut) runs after the
+    holder took the claim over and answered it: it changes nothing, and says so."""
+    assert await store.claim_message("m1", R, 1000, claimant="old") is Claim.NEW
+    assert await store.claim_message("m1", R, 1000, claimant="holder") is Claim.RETRY  # taken over
+    assert await store.mark_message("m1", Handling.SENDING, claimant="old") is False
+    assert await store.mark_message("m1", Handling.SENDING, claimant="holder") is True
+    assert await store.mark_message("m1", Handling.DONE, "replied", claimant="holder") is True
+    # Late, from the deposed one: SENDING, DONE, a give-back, and the holder's own mark again.
+    assert await store.mark_message("m1", Handling.SENDING, claimant="old") is False
+    assert await store.mark_message("m1", Handling.DONE, "error", claimant="old") is False
+    assert await store.release_message("m1", claimant="old") is False
+    assert await store.release_message("m1", claimant="holder") is False  # answered: stays answered
+    assert await store.mark_message("m1", Handling.SENDING, claimant="holder") is False  # DONE is final
+    handling = await store.get_message_handling("m1")
+    assert handling is not None and (handling.status, handling.outcome) == (Handling.DONE, "replied")
+    assert await store.unfinished_messages(idle_before=now_ms() + 1000) == []
+    assert await store.claim_message("m1", R, 1000, claimant="old") is Claim.DUPLICATE
+
+
+async def test_a_claim_given_back_is_answered_once_and_never_marked_by_its_old_claimant(store: Store) -> None:
+    # Fenced before marking SENDING: given back from HANDLING, no attempt counted.
+    assert await store.claim_message("m1", R, 1000, claimant="old") is Claim.NEW
+    assert await store.release_message("m1", claimant="holder") is False  # not the holder's to give
+    assert await store.release_message("m1", claimant="old") is True
+    assert await store.mark_message("m1", Handling.DONE, "send_failed", claimant="old") is False
+    assert await store.claim_message("m1", R, 1000, claimant="holder", retries=0) is Claim.RETRY
+    handling = await store.get_message_handling("m1")
+    assert handling is not None and (handling.status, handling.attempts) == (Handling.HANDLING, 1)
+    assert await store.release_message("m1", claimant="old") is False  # taken up: too late now
+
+
+async def test_a_claimant_claiming_again_after_a_store_error_counts_no_attempt(store: Store) -> None:
+    """The claim's statement reached the database but its answer did not (the server crashed):
+    claiming again is no crash, so no retry is used up — while another claimant's is one."""
+    assert await store.claim_message("m1", R, 1000, claimant="mine") is Claim.NEW
+    assert await store.claim_message("m1", R, 1000, claimant="mine", retries=0) is Claim.RETRY
+    assert await store.claim_message("m1", R, 1000, claimant="mine", retries=0) is Claim.RETRY
+    handling = await store.get_message_handling("m1")
+    assert handling is not None and handling.attempts == 1
+    assert await store.claim_message("m1", R, 1000, claimant="another", retries=1) is Claim.RETRY
+    assert await store.claim_message("m1", R, 1000, claimant="a third", retries=1) is Claim.ABANDONED
+
+
+async def test_only_an_unfinished_claim_expires(store: Store) -> None:
+    await store.claim_message("m1", R, 1000)
+    assert await store.expire_message("m1") is True
+    assert await store.get_message_handling("m1") == MessageHandling("m1", R, Handling.DONE, "expired", 1, 1000)
+    await store.claim_message("m2", R, 1000)
+    await store.mark_message("m2", Handling.SENDING)
+    assert await store.expire_message("m2") is False  # its reply may be going out
+    await store.mark_message("m2", Handling.DONE, "replied")
+    assert await store.expire_message("m2") is False
+    assert await store.expire_message("never claimed") is False
 
 
 async def test_unfinished_messages_are_oldest_first_and_per_agent(store: Store, store_b: Store) -> None:
@@ -116,3 +171,8 @@ async def test_the_inbox_keeps_events_until_done_oldest_first(store: Store, stor
     await store.inbox_done("telegram", "1")
     assert [event_id for event_id, _, _ in await store.inbox_pending("telegram")] == ["2"]
     assert [event_id for event_id, _, _ in await store.inbox_pending("discord")] == ["9"]
+
+
+async def test_the_databases_clock_reads_as_ms_since_the_epoch(store: Store) -> None:
+    # What daemons compare times with (PostgreSQL's own; SQLite's is this machine's).
+    assert abs(await store.clock_ms() - now_ms()) < 5_000

@@ -14,6 +14,11 @@ async def test_each_daemons_connections_are_counted_under_its_own_name(postgres_
         assert [r.entry.id for r in await a.roster.records()] == ["host-b:2:bbbbbb"]
         counts = await a.roster.connections()  # a's own, asking, is open now; b's is pooled
         assert counts == {"troupe:host-a:1:aaaaaa": 1, "troupe:host-b:2:bbbbbb": 1}
+        listener = await b.connect_listener()  # the bus's: counted as b's too, not under a name of its own
+        try:
+            assert await a.roster.connections() == {"troupe:host-a:1:aaaaaa": 1, "troupe:host-b:2:bbbbbb": 2}
+        finally:
+            await listener.close()
 
 
 def test_a_long_daemon_id_is_named_as_postgresql_keeps_it() -> None:
