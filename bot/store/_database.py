@@ -12,9 +12,10 @@ import logging
 import os
 
 from bot.bus import LocalBus
-from bot.errors import StoreError
+from bot.errors import StoreError, StoreLocked
 from bot.store._access import State
 from bot.store._connect import MEMORY_PATH, VECTOR_BACKEND, open_connection, sqlean
+from bot.store._health import CORRUPT_RECOVERY, StoreState, classify
 from bot.store._leases import LocalLeases
 from bot.store._log_queue import QueuedLogs
 from bot.store._migrations import migrate
@@ -115,9 +116,9 @@ class Database(QueuedLogs):
                 await self._writer.execute("PRAGMA optimize = 0x10002")
                 if self._path != MEMORY_PATH:
                     self._reader = await open_connection(self._path, reader=True)
-                    self._reads = ReadBatches(self._reader, os.path.basename(self._path))
+                    self._reads = ReadBatches(self._reader, os.path.basename(self._path), self.health.read_failed)
             except (sqlean.Error, OSError) as exc:  # OSError: making the directory or the file private
-                raise StoreError(f"cannot open database {self._path}: {exc}") from exc
+                raise _open_error(self._path, exc) from exc
         except BaseException:
             await self._close_connections()
             self._state = State.UNOPENED
@@ -257,3 +258,14 @@ class Database(QueuedLogs):
     def forget_agent(self, agent_id: str) -> None:
         """Drop cached per-agent settings (after the agent was deleted)."""
         self._dimensions.pop(agent_id, None)
+
+
+def _open_error(path: str, exc: BaseException) -> StoreError:
+    """What opening ``path`` failing with ``exc`` means: a file locked by another process (worth
+    waiting for), a corrupt file (and how to recover), or the driver's words."""
+    state = classify(exc)
+    if state is StoreState.LOCKED:
+        return StoreLocked(f"the database {path} is locked by another process (a backup, sqlite3 at a shell?): {exc}")
+    if state is StoreState.CORRUPT:
+        return StoreError(f"the database {path} is corrupt ({exc}): {CORRUPT_RECOVERY.replace('FILE', path)}")
+    return StoreError(f"cannot open database {path}: {exc}")

@@ -18,6 +18,7 @@ outcome. What a crash left unfinished is taken up again once after a restart (``
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import uuid
 from collections.abc import Callable, Mapping
@@ -30,7 +31,7 @@ from bot.errors import ModelError, StoreError
 from bot.events import EventType
 from bot.messages import IncomingMessage, NativeRef, Outcome, ReplyChannel, Status
 from bot.models import ModelType
-from bot.types import Claim, Handling, Memory, now_ms
+from bot.types import Claim, Handling, Memory, Room, RoomState, now_ms
 
 from ._acting import run_actions, run_evaluators
 from ._attachments import process_attachments
@@ -103,7 +104,11 @@ class MessagePipeline:
 
     def __init__(self, runtime: AgentRuntime) -> None:
         self.runtime = runtime
-        self._latest: dict[str, str] = {}  # room id -> token of the newest message being answered
+        # Room id -> the newest message answered there in this run, as (said at ms, arrival):
+        # by when it was said, so that a backlog handled all at once (a store that could not
+        # write, a catch-up) is answered by its newest message whatever order its tasks run in.
+        self._newest: dict[str, tuple[int, int]] = {}
+        self._arrivals = itertools.count()
         self._answering: set[str] = set()  # ids of the messages this process is handling right now
         self._troupe = runtime.shared.one(Troupe)  # the daemon's characters that may share a room
         self._looking: dict[str, asyncio.Task[None]] = {}  # platform -> the loop that keeps recovering there
@@ -170,12 +175,18 @@ class MessagePipeline:
         try:
             # The gate, the providers and the action validators read the same room, world and
             # room state: within this message, identical reads share one query until a write.
-            async with asyncio.timeout(timeout):
-                with rt.store.shared_reads():
-                    try:
-                        outcome = await self._handle(turn)
-                    finally:  # handled: whatever was held back for it may go now
-                        embeddings(rt).start(turn.message.id)
+            with rt.store.shared_reads():
+                try:
+                    # Kept first, outside the time a message may take: while the store cannot
+                    # write, the message waits for it (however long), then is answered in full.
+                    kept = await self._keep(turn)
+                    if isinstance(kept, Outcome):
+                        outcome = kept
+                    else:
+                        async with asyncio.timeout(timeout):
+                            outcome = await self._handle(turn, *kept)
+                finally:  # handled: whatever was held back for it may go now
+                    embeddings(rt).start(turn.message.id)
         except TimeoutError:
             _log.warning(
                 "%s: gave up on a message in room %s after %.0f s", rt.character.name, message.room_id, timeout
@@ -191,10 +202,15 @@ class MessagePipeline:
             outcome = Outcome(Status.SEND_FAILED, "the platform took none of the reply", outcome.actions)
         if outcome.status not in _UNCLAIMED and rt.may_send():
             # (A daemon that lost the character's lease leaves the claim: its new daemon takes it up.)
-            try:
-                await rt.store.mark_message(turn.message_id, Handling.DONE, outcome.status.value)
+            store, status = rt.store, outcome.status.value
+            try:  # while the store cannot write, waits for it: a claim left open is taken up again
+                await store.health.retry(
+                    lambda: store.mark_message(turn.message_id, Handling.DONE, status), going_on=lambda: rt.accepting
+                )
             except StoreError as exc:  # the answer stands; a restart may take the message up once more
-                _log.warning("%s: could not record the end of message %s: %s", rt.character.name, turn.message_id, exc)
+                # (while the store cannot write, it said so once: not a line per message)
+                log = _log.warning if store.health.writable else _log.debug
+                log("%s: could not record the end of message %s: %s", rt.character.name, turn.message_id, exc)
         rt.metrics.messages_handled.labels(agent=rt.character.name, outcome=outcome.status.value).inc()
         _log.debug("%s: message %s -> %s (%s)", rt.character.name, turn.message_id, outcome.status, outcome.reason)
         await rt.emit(
@@ -209,11 +225,46 @@ class MessagePipeline:
         )
         return outcome
 
-    async def _handle(self, turn: _Turn) -> Outcome:
+    async def _keep(self, turn: _Turn) -> tuple[Room | None, RoomState | None] | Outcome:
+        """Claim the message and store it, waiting while the store cannot write (the store says
+        so, once); the room and the agent's state in it, or how the message ended: a claim that
+        says it is not to be answered, or the agent closing while it waited (it stays with the
+        platform: Telegram's inbox, a restart's catch-up)."""
         rt, store, message = self.runtime, self.runtime.store, turn.message
-        claim = await store.claim_message(
-            turn.message_id, message.room_id, message.created_at or now_ms(), retries=_RETRIES
-        )
+        health, accepting = store.health, lambda: rt.accepting
+        created_at = message.created_at or now_ms()
+        try:
+            claim = await health.retry(
+                lambda: store.claim_message(turn.message_id, message.room_id, created_at, retries=_RETRIES),
+                going_on=accepting,
+            )
+        except StoreError:
+            if rt.accepting:
+                raise
+            return Outcome(Status.CLOSING, "the agent stopped while the store could not write")
+        ended = self._claimed(turn, claim)
+        if ended is not None:
+            return ended
+        # Together: one wait for the database, not three. Storing the message changes neither the
+        # room nor the agent's state in it.
+        try:
+            _, room, room_state = await asyncio.gather(
+                health.retry(
+                    lambda: store_incoming(rt, message, stored_before=claim is Claim.RETRY), going_on=accepting
+                ),
+                store.get_room(message.room_id),
+                store.get_participant_state(message.room_id, rt.agent_id),
+            )
+        except StoreError:
+            if rt.accepting:
+                raise
+            # Claimed, not stored: the next delivery (Telegram's inbox at the next start) takes it up.
+            return Outcome(Status.CLOSING, "the agent stopped while the store could not write")
+        return room, room_state
+
+    def _claimed(self, turn: _Turn, claim: Claim) -> Outcome | None:
+        """How a message ends because of its claim; None when it is to be handled."""
+        rt, message = self.runtime, turn.message
         if claim is Claim.DUPLICATE:
             _log.debug("%s: message %s was delivered again; it was already handled", rt.character.name, message.id)
             return Outcome(Status.DUPLICATE, "already handled")
@@ -237,13 +288,10 @@ class MessagePipeline:
                 message.room_id,
             )
             return Outcome(Status.ABANDONED, "troupe died twice while answering it")
-        # Together: one wait for the database, not three. Storing the message changes neither the
-        # room nor the agent's state in it.
-        _, room, room_state = await asyncio.gather(
-            store_incoming(rt, message, stored_before=claim is Claim.RETRY),
-            store.get_room(message.room_id),
-            store.get_participant_state(message.room_id, rt.agent_id),
-        )
+        return None
+
+    async def _handle(self, turn: _Turn, room: Room | None, room_state: RoomState | None) -> Outcome:
+        rt, store, message = self.runtime, self.runtime.store, turn.message
         press = Press.of(message.content)
         handler = rt.press_handler_for(press.value) if press is not None else None
         if press is not None and handler is not None:
@@ -285,8 +333,8 @@ class MessagePipeline:
         if verdict.decision is Decision.RESPOND:
             decisions.labels(agent=rt.character.name, decision="respond").inc()
 
-        token = str(uuid.uuid4())
-        self._latest[message.room_id] = token
+        order = (message.created_at or now_ms(), next(self._arrivals))
+        self._newest[message.room_id] = max(order, self._newest.get(message.room_id, order))
         try:
             if verdict.decision is Decision.ASK_MODEL:
                 silence = await self._undecided(message, cue)
@@ -302,14 +350,12 @@ class MessagePipeline:
                 _log.exception("%s: the platform could not show that an answer is coming", rt.character.name)
             if await process_attachments(rt, message, turn.channel.fetch):
                 await store.update_memory(turn.message_id, content=message.content)
-            return await self._respond(turn, verdict, token)
+            return await self._respond(turn, verdict, order)
         finally:
-            if self._latest.get(message.room_id) == token:
-                del self._latest[message.room_id]
             if scene is not None:
                 self._troupe.done(scene, rt.agent_id)
 
-    async def _respond(self, turn: _Turn, verdict: Verdict, token: str) -> Outcome:
+    async def _respond(self, turn: _Turn, verdict: Verdict, order: tuple[int, int]) -> Outcome:
         rt, message, delivery = self.runtime, turn.message, turn.delivery
         # What was attached to this message is part of what it says: show it when planning.
         extra = ["ACTIONS", "ATTACHMENTS"] if message.content.get("attachments") else ["ACTIONS"]
@@ -317,7 +363,7 @@ class MessagePipeline:
         plan = await self._plan(state, turn.channel.stream if turn.channel.streams else None)
         if isinstance(plan, Outcome):
             return plan
-        if self._latest.get(message.room_id) != token and not verdict.addressed:
+        if self._newest.get(message.room_id, order) > order and not verdict.addressed:
             return Outcome(Status.SUPERSEDED, "a newer message arrived in the room")
 
         actions = plan.actions

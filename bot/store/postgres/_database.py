@@ -27,6 +27,7 @@ from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.errors import StoreError, StoreUnavailable
+from bot.store._health import StoreHealth
 from bot.store._sharing import ROOM_SHARING_SQL, RoomSharing
 from bot.store._urls import is_postgres_url, redacted_url
 from bot.store.postgres._bus import PgBus
@@ -93,6 +94,9 @@ class PostgresDatabase:
         self._schema_version = 0
         self._leases = PgLeases(self)
         self._roster = PgRoster(self)
+        #: Whether writes work now (see ``bot.store._health``); the server's own outages are
+        #: the open's and the pool's to wait out.
+        self.health = StoreHealth(self.path)
         #: Agents of this process take turns at the shared knowledge scope (as with SQLite).
         self.shared_knowledge_lock = asyncio.Lock()
         #: Rows of ``Store.queue_log``, written together soon after; flushed by close().

@@ -1,0 +1,58 @@
+"""A full disk (or a database locked by another process) loses no Telegram message: an update
+is confirmed to Telegram only once it is kept, so Telegram keeps the rest while the store cannot
+write; once it writes again, every message is stored and handled once, and each chat's last
+message is answered."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from bot.store import StoreState
+from platforms.telegram._mapping import message_id
+
+from ...store_faults import DISK_FULL, StoreFault
+from .scene import until
+
+
+async def test_while_the_disk_is_full_telegram_keeps_the_updates_and_each_is_handled_once_after(
+    scene, monkeypatch, caplog
+) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    rt = s.runtime("Ada")
+    fault = StoreFault(monkeypatch, DISK_FULL)
+    chats = {user.first_name: s.fake.private(user, s.ada) for user in (s.sam, s.cleo)}
+    said: dict[str, list[int]] = {name: [] for name in chats}
+    caplog.set_level(logging.INFO)
+
+    fault.failing = True
+    for n in range(4):
+        for user in (s.sam, s.cleo):
+            sent = await s.fake.user_says(user, chats[user.first_name], f"message {n} from {user.first_name}")
+            said[user.first_name].append(sent["message_id"])
+    await until(lambda: fault.refused >= 3, timeout=10)
+    # Not one update confirmed: the first is held, and Telegram keeps the other seven.
+    assert len(s.ada.updates) == 8
+    assert s.ada.sent == []
+    assert rt.store.health.state is StoreState.DISK_FULL
+
+    fault.failing = False
+    await until(lambda: {m["chat_id"] for m in s.ada.sent} == {c.id for c in chats.values()}, timeout=15)
+    await until(lambda: not s.ada.updates, timeout=10)  # all confirmed now
+    async with asyncio.timeout(10):
+        while await rt.store.inbox_pending("telegram"):
+            await asyncio.sleep(0.02)
+    for name, chat in chats.items():
+        for n in said[name]:
+            assert await rt.store.get_memory(message_id(rt.agent_id, chat.id, n)) is not None, (name, n)
+        answered = [m["reply_to"] for m in s.ada.sent if m["chat_id"] == chat.id]
+        assert said[name][-1] in answered, (name, answered)  # the last one is answered
+        assert len(answered) == len(set(answered))  # and none twice
+    assert rt.store.health.writable
+    store_lines = [r for r in caplog.records if r.name == "bot.store" and r.levelno >= logging.INFO]
+    assert [(r.levelno, "cannot be written" in r.getMessage()) for r in store_lines] == [
+        (logging.ERROR, True),
+        (logging.INFO, False),
+    ]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name != "bot.store"]
