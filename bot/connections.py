@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .buttons import buttons_in
-from .errors import ConfigError
+from .errors import ConfigError, StoreError
 from .events import EventType
 from .types import JSON, Entity, Memory, Role, Room, World, now_ms
 
@@ -47,7 +47,7 @@ class Connections:
             return
         await self.runtime.store.create_rooms(new)
         for room in new:
-            await self.runtime.store.add_participant(self.runtime.agent_id, room.id)
+            self._written(await self.runtime.store.add_participant(self.runtime.agent_id, room.id))
             self._rooms.add(room.id)
 
     async def ensure_entity(self, entity: Entity, room_id: str | None = None) -> str:
@@ -57,18 +57,25 @@ class Connections:
         if entity.id not in self._entities:
             existing = await store.get_entity(entity.id)
             if existing is None:
-                await store.create_entities([entity])
+                self._written(await store.create_entities([entity]))
             elif existing.names != entity.names or existing.metadata.get(self.source) != entity.metadata.get(
                 self.source
             ):
                 existing.names = list(dict.fromkeys([*entity.names, *existing.names]))
                 existing.metadata = {**existing.metadata, **entity.metadata}
-                await store.update_entity(existing)
+                self._written(await store.update_entity(existing))
             self._entities.add(entity.id)
         if room_id is not None and (entity.id, room_id) not in self._participants:
-            await store.add_participant(entity.id, room_id)
+            self._written(await store.add_participant(entity.id, room_id))
             self._participants.add((entity.id, room_id))
         return entity.id
+
+    def _written(self, ok: bool) -> None:
+        """A write that reports failure as False: while the store cannot write, raise, so that
+        it is not taken as written for the rest of the run (the caller waits and tries again)."""
+        health = self.runtime.store.health
+        if not ok and not health.writable:
+            raise StoreError(health.reason())
 
     async def mark_world_rooms(self, world_id: str, left: str | None) -> list[Room]:
         """The world's stored rooms, marked as left (``metadata.leftAt``, and ``leftAs``: how,

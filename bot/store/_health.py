@@ -222,7 +222,7 @@ class StoreHealth:
             try:
                 return await write()
             except Exception as exc:
-                if not self.failed(exc):
+                if not self.failed(exc) and self.writable:  # while it cannot write, any error waits
                     others += 1
                     if others >= _OTHER_TRIES:
                         raise
