@@ -12,6 +12,7 @@ characters of one daemon from connecting with the same bot token (they would ans
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -168,8 +169,12 @@ class TokenClaims:
 async def record_sent(runtime: AgentRuntime, memories: list[Memory], source: str) -> list[Memory]:
     """Store the memories of messages the agent just sent, and emit MESSAGE_SENT for each."""
     runtime.metrics.messages_sent.labels(agent=runtime.character.name, platform=source).inc(len(memories))
+    store = runtime.store
     for memory in memories:
-        await runtime.store.create_memory(memory, "messages", unique=False)
+        # What went out is part of the conversation: while the store cannot write, it waits.
+        await store.health.retry(
+            functools.partial(store.create_memory, memory, "messages", unique=False), going_on=lambda: runtime.accepting
+        )
         await runtime.emit(EventType.MESSAGE_SENT, {"message": memory, "source": source})
     return memories
 

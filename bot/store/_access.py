@@ -38,7 +38,7 @@ from bot.store._connect import (
     run_on_thread,
     sqlean,
 )
-from bot.store._health import StoreHealth
+from bot.store._health import StoreHealth, StoreState
 from bot.store._reads import ReadBatches
 
 __all__ = ["DatabaseAccess", "State"]
@@ -251,10 +251,16 @@ class DatabaseAccess:
 
     def _observe(self, record: Batch) -> None:
         """Tell the health how a batch ended: a failure of the store itself, or a commit."""
+        was = self.health.state
         failures = [record.error] if record.error is not None else []
         failures += [outcome.error for outcome in record.outcomes or () if isinstance(outcome, Failed)]
         if not any([self.health.failed(error) for error in failures]) and record.outcomes is not None:
             self.health.succeeded()
+            if was is StoreState.DISK_FULL:
+                self._after_disk_full()
+
+    def _after_disk_full(self) -> None:
+        """The disk had room again for a write after being full: for subclasses."""
 
     async def _transact(self, conn: aiosqlite.Connection, record: Batch) -> None:
         """``batch.transact`` on the writer's thread, retrying a BEGIN that found the file locked."""

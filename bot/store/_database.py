@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from contextvars import Context
 
 from bot.bus import LocalBus
 from bot.errors import StoreError, StoreLocked
@@ -58,6 +59,7 @@ class Database(QueuedLogs):
         #: Agents of this process take turns at the shared knowledge scope (plugins/knowledge), so a
         #: shared document is stored and embedded once.
         self.shared_knowledge_lock = asyncio.Lock()
+        self._reclaiming: asyncio.Task[None] | None = None  # a checkpoint after the disk was full
 
     def __repr__(self) -> str:
         return f"<Database path={self._path!r} state={self._state.name.lower()}>"
@@ -167,6 +169,8 @@ class Database(QueuedLogs):
             self._state = State.CLOSED
             self._close_logs()  # flushed above: only stops the timer
             self._closed.set()
+        if self._reclaiming is not None:  # it finds the database closed, if it had not run yet
+            await asyncio.wait([self._reclaiming])
         if was_open:
             _log.info("closed database %s", self._path)
 
@@ -226,6 +230,23 @@ class Database(QueuedLogs):
             except sqlean.Error as exc:
                 raise StoreError(f"cannot checkpoint {self._path}: {exc}") from exc
         return row is not None and row[0] == 0
+
+    def _after_disk_full(self) -> None:
+        # The write-ahead log of a database that filled its disk may hold many copies of the same
+        # pages, written since the last checkpoint: copying them into the file and emptying the
+        # log gives the disk back what it can, before the writes held meanwhile fill it again.
+        if self._reclaiming is None or self._reclaiming.done():
+            self._reclaiming = asyncio.get_running_loop().create_task(
+                self._reclaim(), name=f"troupe:reclaim:{os.path.basename(self._path)}", context=Context()
+            )
+
+    async def _reclaim(self) -> None:
+        try:
+            emptied = await self.checkpoint()
+        except (StoreError, RuntimeError) as exc:  # full again, or closed meanwhile: nothing lost
+            _log.debug("checkpoint after the disk was full: %s", exc)
+            return
+        _log.debug("checkpoint after the disk was full: the write-ahead log %s", "emptied" if emptied else "in use")
 
     # -- agents ------------------------------------------------------------------------------------
 

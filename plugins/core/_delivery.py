@@ -97,8 +97,13 @@ class Delivery:
             )
             return []
         if not self._marked and self.message.id is not None:
+            store, message_id, runtime = self.runtime.store, self.message.id, self.runtime
+            # Recorded before anything goes out (at most once); while the store cannot write, the
+            # reply waits for it rather than being lost.
+            await store.health.retry(
+                lambda: store.mark_message(message_id, Handling.SENDING), going_on=lambda: runtime.accepting
+            )
             self._marked = True
-            await self.runtime.store.mark_message(self.message.id, Handling.SENDING)
         sent = await self.callback(content)
         if not (sent or self.sent or self._released or self.runtime.may_send()) and self.message.id is not None:
             # The lease ran out between marking SENDING and sending (the process was paused):

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 from bot.store import StoreState
-from platforms.telegram._mapping import message_id
+from platforms.telegram._mapping import message_id, room_id
 
 from ...store_faults import DISK_FULL, StoreFault
-from .scene import until
+from .scene import plan, until
 
 
 async def test_while_the_disk_is_full_telegram_keeps_the_updates_and_each_is_handled_once_after(
@@ -56,3 +57,36 @@ async def test_while_the_disk_is_full_telegram_keeps_the_updates_and_each_is_han
         (logging.INFO, False),
     ]
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name != "bot.store"]
+
+
+async def test_a_reply_ready_while_the_disk_fills_waits_for_it_then_goes_out_once_and_is_kept(
+    scene, monkeypatch
+) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    rt = s.runtime("Ada")
+    fault = StoreFault(monkeypatch, DISK_FULL)
+    assert s.openai is not None
+
+    def answer(body: dict[str, Any]) -> str:
+        reply = s.brain.answer(body)
+        if "Write the next turn of Ada" in s.brain.prompts[-1]:
+            fault.failing = True  # the disk fills while she thinks: her reply cannot be recorded
+        return reply
+
+    s.openai.script_chat(answer)
+    s.brain.plans["Ada"].append(plan("Here I am."))
+    chat = s.fake.private(s.sam, s.ada)
+    asked = await s.fake.user_says(s.sam, chat, "Ada, are you there?")
+    await until(lambda: fault.refused >= 3, timeout=10)
+    assert s.ada.sent == []  # not sent before it is recorded as going out
+    fault.failing = False
+    sent = await s.fake.wait_for_sent(s.ada, 1, timeout=15)
+    assert [(m["text"], m["reply_to"]) for m in sent] == [("Here I am.", asked["message_id"])]
+    memory_id = message_id(rt.agent_id, chat.id, asked["message_id"])
+    async with asyncio.timeout(10):
+        while (claim := await rt.store.get_message_handling(memory_id)) is None or claim.outcome != "replied":
+            await asyncio.sleep(0.02)
+    said = await rt.store.get_memories(table="messages", room_id=room_id(rt.agent_id, chat.id))
+    assert [m.content["text"] for m in reversed(said)] == ["Ada, are you there?", "Here I am."]  # her reply is kept
+    assert len(s.ada.sent) == 1
