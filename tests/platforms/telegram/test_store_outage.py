@@ -90,3 +90,35 @@ async def test_a_reply_ready_while_the_disk_fills_waits_for_it_then_goes_out_onc
     said = await rt.store.get_memories(table="messages", room_id=room_id(rt.agent_id, chat.id))
     assert [m.content["text"] for m in reversed(said)] == ["Ada, are you there?", "Here I am."]  # her reply is kept
     assert len(s.ada.sent) == 1
+
+
+async def test_an_update_kept_just_before_the_disk_filled_is_handled_once_it_writes_again(
+    scene, monkeypatch, caplog
+) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    rt = s.runtime("Ada")
+    fault = StoreFault(monkeypatch, DISK_FULL)
+    keep = type(rt.store).inbox_put
+    filled: list[str] = []
+
+    async def kept_then_full(store: Any, source: str, event_id: str, payload: str) -> None:
+        await keep(store, source, event_id, payload)
+        if not filled:
+            filled.append(event_id)
+            fault.failing = True  # in the inbox; then the disk fills before the chat is written
+
+    monkeypatch.setattr(type(rt.store), "inbox_put", kept_then_full)
+    s.brain.plans["Ada"].append(plan("Still here."))
+    chat = s.fake.private(s.sam, s.ada)  # a chat never seen: the handler writes it first
+    asked = await s.fake.user_says(s.sam, chat, "Ada?")
+    await until(lambda: filled and fault.refused >= 3, timeout=10)
+    assert await rt.store.inbox_pending("telegram")  # kept, not dealt with
+    fault.failing = False
+    sent = await s.fake.wait_for_sent(s.ada, 1, timeout=15)
+    assert [(m["text"], m["reply_to"]) for m in sent] == [("Still here.", asked["message_id"])]
+    async with asyncio.timeout(10):
+        while await rt.store.inbox_pending("telegram"):
+            await asyncio.sleep(0.02)
+    assert len(s.ada.sent) == 1
+    assert "failed to handle a Telegram update" not in caplog.text
