@@ -86,6 +86,7 @@ _SQLITE_WORDS = (
     ("database is busy", StoreState.LOCKED),
     ("readonly database", StoreState.READ_ONLY),
     ("disk i/o error", StoreState.FAILING),
+    ("no space left on device", StoreState.DISK_FULL),  # PostgreSQL's disk_full (53100), an OSError's words
 )
 _ERRNOS = {
     errno.ENOSPC: StoreState.DISK_FULL,
@@ -133,8 +134,11 @@ class StoreHealth:
     """One database's ability to write (see the module docstring). Lives as long as the backend;
     everything runs on the daemon's loop."""
 
-    def __init__(self, where: str, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, where: str, *, watched: bool = True, clock: Callable[[], float] = time.monotonic) -> None:
         self.where = where
+        # Whether the backend reports every write's end (failed and succeeded): only then does a
+        # failure change the state, for only a later success can change it back.
+        self._watched = watched
         self._clock = clock
         self.state = StoreState.OK
         self.detail = ""
@@ -160,6 +164,8 @@ class StoreHealth:
         found = _find(exc)
         if found is None:
             return False
+        if not self._watched:
+            return True
         state, self.detail = found[0], str(found[1])
         if state is self.state:
             return True
@@ -220,7 +226,7 @@ class StoreHealth:
         backoff, others = ExponentialBackoff(_RETRY_FIRST_S, _RETRY_CAP_S), 0
         while True:
             try:
-                return await write()
+                result = await write()
             except Exception as exc:
                 if not self.failed(exc) and self.writable:  # while it cannot write, any error waits
                     others += 1
@@ -229,6 +235,8 @@ class StoreHealth:
                 if not going_on():
                     raise
                 _log.debug("a write waits for the database %s: %s", self.where, exc)
+            else:
+                return result
             await self.pause(backoff.delay())
 
     async def pause(self, seconds: float) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections import Counter, defaultdict
@@ -88,7 +89,10 @@ async def recover(
     window_ms = runtime.recovery_window_ms
     now = runtime.clock()
     if idle_before is None:  # after a restart (memory retention prunes hourly too)
-        await store.prune_handled(now - KEEP_HANDLED_MS)
+        try:
+            await store.prune_handled(now - KEEP_HANDLED_MS)
+        except StoreError as exc:  # housekeeping: the hourly retention run prunes them
+            _log.debug("%s: could not forget old claims now: %s", runtime.character.name, exc)
     pending = [p for p in await store.unfinished_messages(idle_before=idle_before) if p[0] not in busy]
     if not pending:
         return Recovery({}, [])
@@ -115,7 +119,11 @@ async def recover(
                 message.room_id,
                 age_s,
             )
-            await store.mark_message(memory_id, Handling.DONE, "expired")
+            # While the store cannot write, waits for it: the pass goes on from here after.
+            await store.health.retry(
+                functools.partial(store.mark_message, memory_id, Handling.DONE, "expired"),
+                going_on=lambda: runtime.accepting,
+            )
             skipped.append(memory_id)
             continue
         if not isinstance(messenger, Replier):

@@ -94,9 +94,11 @@ class PostgresDatabase:
         self._schema_version = 0
         self._leases = PgLeases(self)
         self._roster = PgRoster(self)
-        #: Whether writes work now (see ``bot.store._health``); the server's own outages are
-        #: the open's and the pool's to wait out.
-        self.health = StoreHealth(self.path)
+        #: Whether writes work now (see ``bot.store._health``). Its writes are not watched one by
+        #: one, so it stays ``ok``: a write that failed for the server's disk still waits and
+        #: tries again (``StoreHealth.retry``), and the server's outages are the open's and the
+        #: pool's to wait out.
+        self.health = StoreHealth(self.path, watched=False)
         #: Agents of this process take turns at the shared knowledge scope (as with SQLite).
         self.shared_knowledge_lock = asyncio.Lock()
         #: Rows of ``Store.queue_log``, written together soon after; flushed by close().

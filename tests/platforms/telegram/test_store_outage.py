@@ -122,3 +122,26 @@ async def test_an_update_kept_just_before_the_disk_filled_is_handled_once_it_wri
             await asyncio.sleep(0.02)
     assert len(s.ada.sent) == 1
     assert "failed to handle a Telegram update" not in caplog.text
+
+
+async def test_stopping_while_the_disk_is_full_loses_nothing_telegram_keeps_it_for_the_next_start(
+    scene, monkeypatch
+) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    fault = StoreFault(monkeypatch, DISK_FULL)
+    chat = s.fake.private(s.sam, s.ada)
+    fault.failing = True
+    asked = [await s.fake.user_says(s.sam, chat, f"Ada, {n}?") for n in range(3)]
+    await until(lambda: fault.refused >= 3, timeout=10)
+    assert s.daemon is not None and s.task is not None
+    s.daemon.stop()  # the held update's wait is cancelled; nothing was confirmed
+    assert await asyncio.wait_for(s.task, 15) == 0
+    assert [u["message"]["message_id"] for u in s.ada.updates] == [m["message_id"] for m in asked]
+    fault.failing = False
+    s.brain.plans["Ada"] += [plan("One."), plan("Two."), plan("Three.")]
+    await s.start(with_brann=False)  # the same database
+    await s.fake.wait_for_sent(s.ada, 3, timeout=15)
+    await until(lambda: not s.ada.updates, timeout=10)
+    answered = [m["reply_to"] for m in s.ada.sent]
+    assert sorted(answered) == [m["message_id"] for m in asked]  # each named her: each answered, once
