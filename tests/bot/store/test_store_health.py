@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.errors import StoreError
-from bot.store import Database, StoreState, classify
+from bot.store import Database, StoreHealth, StoreState, classify
 from bot.store._connect import sqlean
 from bot.types import AgentRecord
 
@@ -111,3 +111,17 @@ async def test_a_write_waits_while_the_store_cannot_write_and_gives_up_on_an_err
         with pytest.raises(ValueError):
             await db.health.retry(broken)
         assert len(tries) == 3  # a few tries, then the error is the caller's
+
+
+def test_a_corrupt_file_is_said_once_with_how_to_recover(caplog) -> None:
+    health = StoreHealth("/data/troupe.db")
+    for _ in range(3):
+        assert health.failed(sqlean.DatabaseError("database disk image is malformed"))
+        health.read_failed(sqlean.DatabaseError("database disk image is malformed"))
+    health.read_failed(sqlean.OperationalError("no such table: nope"))  # a read's own error says nothing
+    assert health.state is StoreState.CORRUPT
+    assert health.reason() == "the database cannot be written: corrupt (database disk image is malformed)"
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1
+    assert "the database /data/troupe.db is corrupt (database disk image is malformed)" in errors[0]
+    assert "sqlite3 FILE '.recover'" in errors[0] and "restore your last backup" in errors[0]

@@ -9,20 +9,23 @@ import asyncio
 import logging
 from typing import Any
 
+import pytest
+
 from bot.store import StoreState
 from platforms.telegram._mapping import message_id, room_id
 
-from ...store_faults import DISK_FULL, StoreFault
+from ...store_faults import DISK_FULL, LOCKED, StoreFault
 from .scene import plan, until
 
 
-async def test_while_the_disk_is_full_telegram_keeps_the_updates_and_each_is_handled_once_after(
-    scene, monkeypatch, caplog
+@pytest.mark.parametrize(("error", "state"), [(DISK_FULL, StoreState.DISK_FULL), (LOCKED, StoreState.LOCKED)])
+async def test_while_the_store_cannot_write_telegram_keeps_the_updates_and_each_is_handled_once_after(
+    scene, monkeypatch, caplog, error: str, state: StoreState
 ) -> None:
     s = scene
     await s.start(with_brann=False)
     rt = s.runtime("Ada")
-    fault = StoreFault(monkeypatch, DISK_FULL)
+    fault = StoreFault(monkeypatch, error)
     chats = {user.first_name: s.fake.private(user, s.ada) for user in (s.sam, s.cleo)}
     said: dict[str, list[int]] = {name: [] for name in chats}
     caplog.set_level(logging.INFO)
@@ -36,7 +39,7 @@ async def test_while_the_disk_is_full_telegram_keeps_the_updates_and_each_is_han
     # Not one update confirmed: the first is held, and Telegram keeps the other seven.
     assert len(s.ada.updates) == 8
     assert s.ada.sent == []
-    assert rt.store.health.state is StoreState.DISK_FULL
+    assert rt.store.health.state is state
 
     fault.failing = False
     await until(lambda: {m["chat_id"] for m in s.ada.sent} == {c.id for c in chats.values()}, timeout=15)
