@@ -166,6 +166,8 @@ class StoreHealth:
             return False
         if not self._watched:
             return True
+        if self.state is StoreState.CORRUPT:
+            return True  # said once, for good: a corrupt file does not heal by itself
         state, self.detail = found[0], str(found[1])
         if state is self.state:
             return True
@@ -175,7 +177,8 @@ class StoreHealth:
         if self._writable is not None:
             self._writable.clear()
         if state is StoreState.CORRUPT:
-            _log.error("the database %s is corrupt (%s): %s", self.where, self.detail, CORRUPT_RECOVERY)
+            recovery = CORRUPT_RECOVERY.replace("FILE", self.where)
+            _log.error("the database %s is corrupt (%s): %s", self.where, self.detail, recovery)
         else:
             _log.error(
                 "the database %s cannot be written: %s (%s); %s",
@@ -193,8 +196,9 @@ class StoreHealth:
             self.failed(exc)
 
     def succeeded(self) -> None:
-        """A write was committed: the store writes (again)."""
-        if self.state is StoreState.OK:
+        """A write was committed: the store writes (again). Not after it was found corrupt: writes
+        that touch no damaged page still work, but the file stays corrupt until it is recovered."""
+        if self.state is StoreState.OK or self.state is StoreState.CORRUPT:
             return
         old, self.state = self.state, StoreState.OK
         lasted = self._clock() - (self.since or self._clock())

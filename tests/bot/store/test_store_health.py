@@ -124,4 +124,7 @@ def test_a_corrupt_file_is_said_once_with_how_to_recover(caplog) -> None:
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(errors) == 1
     assert "the database /data/troupe.db is corrupt (database disk image is malformed)" in errors[0]
-    assert "sqlite3 FILE '.recover'" in errors[0] and "restore your last backup" in errors[0]
+    assert "sqlite3 /data/troupe.db '.recover'" in errors[0] and "restore your last backup" in errors[0]
+    health.succeeded()  # a write that touched no damaged page: still corrupt
+    health.failed(sqlean.OperationalError("database or disk is full"))
+    assert health.state is StoreState.CORRUPT and len([r for r in caplog.records if r.levelno >= logging.ERROR]) == 1
