@@ -66,8 +66,7 @@ class DatabaseAccess:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self._path = os.fspath(path)
         self._state = State.UNOPENED
-        #: Whether writes work now, and why not (see ``_health``).
-        self.health = StoreHealth(self._path)
+        self._health = StoreHealth(self._path)
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._reads: ReadBatches | None = None  # the reader's: reads asked for together share a trip
@@ -81,6 +80,11 @@ class DatabaseAccess:
         self._in_flight: list[Queued] = []  # the batch on the writer's thread
         self._committing = False
         self._committer: asyncio.Task[None] | None = None
+
+    @property
+    def health(self) -> StoreHealth:
+        """Whether writes work now, and why not (see ``_health``): learnt from each write."""
+        return self._health
 
     def _require_open(self) -> aiosqlite.Connection:
         if self._state is not State.OPEN or self._writer is None:
