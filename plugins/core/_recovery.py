@@ -171,7 +171,10 @@ async def keep_recovering(
     if not await wait_for_link(runtime, source):
         _log.warning("%s: %s is not up; messages a crash left unanswered there wait for the next start", name, source)
         return
-    _report(runtime, source, await recover(runtime, pipeline, source), "after the restart")
+    try:
+        _report(runtime, source, await recover(runtime, pipeline, source), "after the restart")
+    except StoreError as exc:  # a corrupt file (said once, by the store): the next start looks again
+        _log.warning("%s: could not look for messages a crash left unanswered on %s: %s", name, source, exc)
     if not keep_looking or runtime.fence is None:
         return
     # Several daemons: a daemon that lost this character's lease may give back a message it

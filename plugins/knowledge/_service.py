@@ -129,8 +129,11 @@ class KnowledgeService:
                 report = await sync(self.runtime, self.config)
             except Exception as exc:
                 outage = classify(exc)
-                if outage is None or outage is StoreState.CORRUPT:
+                if outage is None:
                     _log.exception("%s: knowledge: loading failed; what was stored before is still used", name)
+                    continue
+                if outage is StoreState.CORRUPT:  # the store said so, and what to do, once
+                    _log.warning("%s: knowledge: not loaded: the database is corrupt", name)
                     continue
                 # The store cannot write (it said so, once): load again once it can.
                 _log.info("%s: knowledge: loading waits for the database (%s)", name, outage)
