@@ -12,12 +12,13 @@ characters of one daemon from connecting with the same bot token (they would ans
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .buttons import buttons_in
-from .errors import ConfigError
+from .errors import ConfigError, StoreError
 from .events import EventType
 from .types import JSON, Entity, Memory, Role, Room, World, now_ms
 
@@ -47,7 +48,7 @@ class Connections:
             return
         await self.runtime.store.create_rooms(new)
         for room in new:
-            await self.runtime.store.add_participant(self.runtime.agent_id, room.id)
+            self._written(await self.runtime.store.add_participant(self.runtime.agent_id, room.id))
             self._rooms.add(room.id)
 
     async def ensure_entity(self, entity: Entity, room_id: str | None = None) -> str:
@@ -57,18 +58,25 @@ class Connections:
         if entity.id not in self._entities:
             existing = await store.get_entity(entity.id)
             if existing is None:
-                await store.create_entities([entity])
+                self._written(await store.create_entities([entity]))
             elif existing.names != entity.names or existing.metadata.get(self.source) != entity.metadata.get(
                 self.source
             ):
                 existing.names = list(dict.fromkeys([*entity.names, *existing.names]))
                 existing.metadata = {**existing.metadata, **entity.metadata}
-                await store.update_entity(existing)
+                self._written(await store.update_entity(existing))
             self._entities.add(entity.id)
         if room_id is not None and (entity.id, room_id) not in self._participants:
-            await store.add_participant(entity.id, room_id)
+            self._written(await store.add_participant(entity.id, room_id))
             self._participants.add((entity.id, room_id))
         return entity.id
+
+    def _written(self, ok: bool) -> None:
+        """A write that reports failure as False: while the store cannot write, raise, so that
+        it is not taken as written for the rest of the run (the caller waits and tries again)."""
+        health = self.runtime.store.health
+        if not ok and not health.writable:
+            raise StoreError(health.reason())
 
     async def mark_world_rooms(self, world_id: str, left: str | None) -> list[Room]:
         """The world's stored rooms, marked as left (``metadata.leftAt``, and ``leftAs``: how,
@@ -161,8 +169,12 @@ class TokenClaims:
 async def record_sent(runtime: AgentRuntime, memories: list[Memory], source: str) -> list[Memory]:
     """Store the memories of messages the agent just sent, and emit MESSAGE_SENT for each."""
     runtime.metrics.messages_sent.labels(agent=runtime.character.name, platform=source).inc(len(memories))
+    store = runtime.store
     for memory in memories:
-        await runtime.store.create_memory(memory, "messages", unique=False)
+        # What went out is part of the conversation: while the store cannot write, it waits.
+        await store.health.retry(
+            functools.partial(store.create_memory, memory, "messages", unique=False), going_on=lambda: runtime.accepting
+        )
         await runtime.emit(EventType.MESSAGE_SENT, {"message": memory, "source": source})
     return memories
 

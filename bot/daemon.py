@@ -28,7 +28,6 @@ and go: :mod:`bot.placement` decides, :mod:`bot.cluster_host` starts and stops i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import importlib
 import logging
@@ -48,7 +47,7 @@ from .chat import runtime_plugins
 from .cluster_host import ClusterHost, join_when_able
 from .connecting import connect_or_retry
 from .control import ControlServer, DaemonStatus, ReloadSummary
-from .errors import EXIT_CONFIG, ConfigError, ReloadError, ReloadFailed, StoreUnavailable, reason_for
+from .errors import EXIT_CONFIG, EXIT_TEMPFAIL, ConfigError, ReloadError, ReloadFailed, StoreLocked, reason_for
 from .events import EventType
 from .hosted import HostedAgent, fingerprint, platform_links, status_line
 from .lifecycle import AgentState, DaemonState
@@ -65,6 +64,7 @@ from .shards import Shards, shard_count
 from .shared import Shared
 from .signals import install_signal_handlers, remove_signal_handlers
 from .store import StoreBackend, application_name, backend_for
+from .store_watch import DATABASE_RETRY_CAP_S, StoreWatch, open_store
 from .systemd import Notifier
 from .types import now_ms
 
@@ -73,7 +73,6 @@ __all__ = ["Daemon", "PlatformPlan", "fingerprint"]
 _log = logging.getLogger(__name__)
 
 _CLOSE_TIMEOUT_S = 10.0
-_DATABASE_RETRY_CAP_S = 30.0  # at most this long between attempts to reach a database that is down
 _EXIT_FORCED = 1  # a second signal: stopped without finishing
 
 
@@ -104,6 +103,8 @@ class Daemon:
         self.sources = list(sources) if sources is not None else None
         self.notifier = notifier if notifier is not None else Notifier()
         self.metrics = Metrics()
+        #: The database's health, wherever the operator looks (readiness, status, systemd, metrics).
+        self.store_watch = StoreWatch(self.metrics, self._show_status)
         self.shared = Shared()  # this daemon's secrets, Telegram relay, bot tokens in use
         self.state = DaemonState.STARTING
         self._agents: dict[str, HostedAgent] = {}  # by agent id, in start order
@@ -142,11 +143,13 @@ class Daemon:
             "uptime_s": round(time.monotonic() - self._started_at, 1),
             "version": installed_version(),
             "agents": [a.status() for a in sorted(self._agents.values(), key=lambda a: a.name.casefold())],
+            "store": self.store_watch.status(),
         }
 
     def readiness(self) -> tuple[bool, list[str]]:
         """Ready when running and every agent's every platform is connected."""
         reasons = [] if self.state is DaemonState.RUNNING else [f"the daemon is {self.state}"]
+        reasons += self.store_watch.not_ready()
         for agent in self._agents.values():
             reasons += agent.not_ready()
         return not reasons, reasons
@@ -156,8 +159,15 @@ class Daemon:
         self.metrics.token_refused.labels(agent=agent, platform=platform).set(link.state is LinkState.REFUSED)
         if link.state is LinkState.RETRYING and (old is None or old.state is not LinkState.RETRYING):
             self.metrics.reconnects.labels(agent=agent, platform=platform).inc()
+        self._show_status()
+
+    def _show_status(self) -> None:
+        """systemd's status line, after a change (while running: starting and stopping say their own)."""
         if self.state is DaemonState.RUNNING:
-            self.notifier.status(status_line(self._agents.values()))
+            self.notifier.status(self._status_line())
+
+    def _status_line(self) -> str:
+        return self.store_watch.line(status_line(self._agents.values()))
 
     # -- running --------------------------------------------------------------------------
 
@@ -191,9 +201,14 @@ class Daemon:
         )
         self._background.start(self.notifier.keep_alive(), "watchdog")
         try:
-            self._db = await self._open_database()
+            try:
+                self._db = await self._open_database()
+            except StoreLocked as exc:  # still locked after TROUPE_STORE_WAIT_S: systemd tries again
+                _log.error("%s", exc)
+                return EXIT_TEMPFAIL
             if self._db is None:
                 return 0  # stopped while waiting for it
+            self.store_watch.watch(self._db.health)
             try:
                 return await self._serve()
             finally:
@@ -207,30 +222,15 @@ class Daemon:
             self.notifier.close()
 
     async def _open_database(self) -> StoreBackend | None:
-        """The database, open; None if the daemon was stopped first.
-
-        A server that cannot be reached now (down, restarting, its name not resolvable yet as a
-        machine boots) is tried again with back-off, systemd told why (and to wait); a refused
-        login, an unknown database or a wrong URL raises StoreError at once (exit 78)."""
-        backoff = ExponentialBackoff(1.0, _DATABASE_RETRY_CAP_S)
-        while True:
-            db = backend_for(self.settings.store_location, name=application_name(self.daemon_id))
-            try:
-                await db.open()
-                return db
-            except StoreUnavailable as exc:
-                delay = backoff.delay()
-                _log.warning("%s; trying again in %.0f s", exc, delay)
-                self.notifier.waiting(f"waiting for the database: {exc}", delay + _DATABASE_RETRY_CAP_S)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopped.wait(), delay)
-            if self._stopped.is_set():
-                return None
+        """The database, open (waiting for it: :func:`~bot.store_watch.open_store`); None if the
+        daemon was stopped first."""
+        location, name = self.settings.store_location, application_name(self.daemon_id)
+        return await open_store(lambda: backend_for(location, name=name), self.notifier, self._stopped, self.settings)
 
     async def _join(self, cluster: ClusterHost) -> bool:
         """Take this daemon's first share of the troupe, waiting out a database that fails it;
         False if the daemon was stopped first."""
-        return await join_when_able(cluster, self._background, self.notifier, self._stopped, _DATABASE_RETRY_CAP_S)
+        return await join_when_able(cluster, self._background, self.notifier, self._stopped, DATABASE_RETRY_CAP_S)
 
     async def _serve(self) -> int:
         # The troupe's other daemons, if any, hear this one's news (the Telegram relay) on the bus.
@@ -250,7 +250,7 @@ class Daemon:
                 _log.error("no agent could connect to a platform; see the errors above")
                 return EXIT_CONFIG
         self.state = DaemonState.RUNNING
-        status = status_line(self._agents.values())
+        status = self._status_line()
         _log.info("troupe running: %s", status)
         self.notifier.ready(status)
         await self._stopped.wait()
@@ -452,7 +452,7 @@ class Daemon:
                 raise ReloadFailed(f"reload failed: {exc.__class__.__name__}: {exc}") from exc
             finally:
                 self.state = DaemonState.RUNNING
-                self.notifier.ready(status_line(self._agents.values()))
+                self.notifier.ready(self._status_line())
                 if self._reload_again and not self._background.closed:  # files changed again meanwhile
                     self._reload_again = False
                     self._background.start(self._reload_logged(), "reload")

@@ -36,6 +36,7 @@ __all__ = [
     "CharacterError",
     "ConfigError",
     "EXIT_CONFIG",
+    "EXIT_TEMPFAIL",
     "EmbeddingDimensionError",
     "ModelAuthError",
     "ModelError",
@@ -51,6 +52,7 @@ __all__ = [
     "SecretReferenceError",
     "SendError",
     "StoreError",
+    "StoreLocked",
     "StoreUnavailable",
     "TroupeError",
     "VectorExtensionError",
@@ -59,6 +61,8 @@ __all__ = [
 
 #: ``EX_CONFIG`` from sysexits.h; systemd units use it to stop restart loops.
 EXIT_CONFIG = 78
+#: sysexits EX_TEMPFAIL: it may work later (the database stayed locked); systemd starts troupe again.
+EXIT_TEMPFAIL = 75
 
 
 class TroupeError(Exception):
@@ -138,6 +142,13 @@ class StoreError(TroupeError):
 class StoreUnavailable(StoreError):
     """The database server cannot be reached now (down, starting up, out of connections, its
     name not resolvable yet): trying again later may work, unlike a refused login or a wrong URL."""
+
+    __slots__ = ()
+
+
+class StoreLocked(StoreError):
+    """Another process holds the database file locked (a backup, ``sqlite3`` at a shell):
+    waiting may help, unlike a file that cannot be read."""
 
     __slots__ = ()
 

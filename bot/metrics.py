@@ -387,6 +387,12 @@ class Metrics:
         )
         self.agents = r.gauge("troupe_agents", "Agents running.")
         self.reloads = r.counter("troupe_reloads_total", "Character reloads, by outcome.", ("outcome",))
+        self.store_writable = r.gauge("troupe_store_writable", "1 while the database can write, else 0.")
+        self.store_state = r.gauge(
+            "troupe_store_state",
+            "1 for the database's state now (ok, disk full, locked, corrupt, read-only, failing), 0 for the others.",
+            ("cause",),
+        )
         start_time = self.start_time
         r.computed("troupe_start_time_seconds", "Unix time the daemon started.", "gauge", lambda: start_time)
         r.computed("process_resident_memory_bytes", "Resident memory size in bytes.", "gauge", _resident_memory_bytes)

@@ -77,6 +77,13 @@ class DaemonSettings(BaseSettings):
     reconnect_cap_s: float = Field(
         default=60.0, gt=0, allow_inf_nan=False, description="longest wait between connection attempts"
     )
+    store_wait_s: float = Field(
+        default=60.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="at start, how long to wait for a SQLite database another process holds locked before exiting "
+        "(75: systemd starts troupe again)",
+    )
     stop_timeout_s: float = Field(
         default=20.0,
         gt=0,

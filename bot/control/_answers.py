@@ -17,6 +17,7 @@ __all__ = [
     "FileProblem",
     "PlatformStatus",
     "ReloadSummary",
+    "StoreStatus",
     "TroupeCharacter",
     "TroupeDaemon",
     "TroupeStatus",
@@ -43,6 +44,13 @@ class AgentStatus(TypedDict):
     platforms: dict[str, PlatformStatus]
 
 
+class StoreStatus(TypedDict):
+    """The database: ``ok``, or why it cannot write (``disk full``, ``locked``, ``corrupt`` …)."""
+
+    state: str
+    detail: str
+
+
 class DaemonStatus(TypedDict):
     """``GET /status``."""
 
@@ -51,6 +59,8 @@ class DaemonStatus(TypedDict):
     uptime_s: float
     version: str
     agents: list[AgentStatus]
+    #: Whether the database writes (``StoreStatus``: its state and the driver's words).
+    store: NotRequired[StoreStatus]
     #: With a database shared by several daemons: the whole troupe (see :class:`TroupeStatus`).
     troupe: NotRequired[TroupeStatus]
 

@@ -83,6 +83,9 @@ def format_status(status: dict[str, Any]) -> str:
         f"up {_duration(float(status.get('uptime_s') or 0))}): {', '.join(summary)}"
     )
     lines = [header, *_columns(rows)]
+    store = status.get("store")
+    if isinstance(store, dict) and store.get("state", "ok") != "ok":
+        lines.insert(1, f"the database cannot write: {store.get('state')} ({_one_line(store.get('detail', ''))})")
     if isinstance(status.get("troupe"), dict):
         lines.append(format_troupe(status["troupe"]))
     return "\n".join(lines)

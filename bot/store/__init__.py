@@ -18,6 +18,7 @@ import os
 from bot.errors import StoreError
 from bot.store._copy import CopyReport, copy_store, copy_to_postgres
 from bot.store._database import Database
+from bot.store._health import CORRUPT_RECOVERY, StoreHealth, StoreState, classify
 from bot.store._leases import Lease, LeaseRecord, Leases
 from bot.store._memories import DEDUP_THRESHOLD
 from bot.store._migrations import SCHEMA_VERSION
@@ -42,6 +43,7 @@ from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, DIMENSION_MAP
 
 __all__ = [
     "AgentStore",
+    "CORRUPT_RECOVERY",
     "CharacterFile",
     "CopyReport",
     "DEDUP_THRESHOLD",
@@ -68,8 +70,11 @@ __all__ = [
     "SHARED_KNOWLEDGE_ID",
     "Store",
     "StoreBackend",
+    "StoreHealth",
+    "StoreState",
     "application_name",
     "backend_for",
+    "classify",
     "copy_store",
     "copy_to_postgres",
     "fts_query",

@@ -38,6 +38,7 @@ from bot.store._connect import (
     run_on_thread,
     sqlean,
 )
+from bot.store._health import StoreHealth, StoreState
 from bot.store._reads import ReadBatches
 
 __all__ = ["DatabaseAccess", "State"]
@@ -65,6 +66,7 @@ class DatabaseAccess:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self._path = os.fspath(path)
         self._state = State.UNOPENED
+        self._health = StoreHealth(self._path)
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._reads: ReadBatches | None = None  # the reader's: reads asked for together share a trip
@@ -78,6 +80,11 @@ class DatabaseAccess:
         self._in_flight: list[Queued] = []  # the batch on the writer's thread
         self._committing = False
         self._committer: asyncio.Task[None] | None = None
+
+    @property
+    def health(self) -> StoreHealth:
+        """Whether writes work now, and why not (see ``_health``): learnt from each write."""
+        return self._health
 
     def _require_open(self) -> aiosqlite.Connection:
         if self._state is not State.OPEN or self._writer is None:
@@ -100,6 +107,7 @@ class DatabaseAccess:
             try:
                 await begin_immediate(conn)
             except sqlean.Error as exc:
+                self.health.failed(exc)
                 raise StoreError(f"cannot start a write transaction on {self._path}: {exc}") from exc
             try:
                 yield conn
@@ -107,8 +115,10 @@ class DatabaseAccess:
             except BaseException as exc:
                 await self._rollback(conn)
                 if isinstance(exc, sqlean.Error):
+                    self.health.failed(exc)
                     raise StoreError(f"database write failed: {exc}") from exc
                 raise
+            self.health.succeeded()
 
     async def write(self, work: Callable[[Connection], T], *, tables: Collection[str] | None = None) -> T:
         """Run ``work(conn)`` in a write transaction, in one trip to the writer's thread.
@@ -240,7 +250,21 @@ class DatabaseAccess:
             record.error = exc
         finally:
             self._in_flight = []
+            self._observe(record)
             self._settle(batch, record)
+
+    def _observe(self, record: Batch) -> None:
+        """Tell the health how a batch ended: a failure of the store itself, or a commit."""
+        was = self.health.state
+        failures = [record.error] if record.error is not None else []
+        failures += [outcome.error for outcome in record.outcomes or () if isinstance(outcome, Failed)]
+        if not any([self.health.failed(error) for error in failures]) and record.outcomes is not None:
+            self.health.succeeded()
+            if was is StoreState.DISK_FULL:
+                self._after_disk_full()
+
+    def _after_disk_full(self) -> None:
+        """The disk had room again for a write after being full: for subclasses."""
 
     async def _transact(self, conn: aiosqlite.Connection, record: Batch) -> None:
         """``batch.transact`` on the writer's thread, retrying a BEGIN that found the file locked."""
@@ -251,7 +275,7 @@ class DatabaseAccess:
                 return
             record.error = None
             delay = retry_delay(attempt)
-            _log.warning("database is locked (attempt %d of %d); retrying in %.2f s", attempt, BEGIN_ATTEMPTS, delay)
+            _log.debug("database is locked (attempt %d of %d); retrying in %.2f s", attempt, BEGIN_ATTEMPTS, delay)
             await asyncio.sleep(delay)
 
     def _settle(self, batch: list[Queued], record: Batch) -> None:
@@ -366,6 +390,7 @@ class DatabaseAccess:
         try:
             return await run_on_thread(conn, work)
         except sqlean.Error as exc:
+            self.health.read_failed(exc)
             raise StoreError(f"database read failed: {exc}") from exc
 
     @contextmanager
@@ -399,6 +424,7 @@ class DatabaseAccess:
         try:
             return list(await conn.execute_fetchall(sql, params))
         except sqlean.Error as exc:
+            self.health.read_failed(exc)
             raise StoreError(f"database read failed: {exc}") from exc
 
 

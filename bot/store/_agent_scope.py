@@ -7,6 +7,8 @@ import logging
 from contextlib import AbstractContextManager
 from typing import Generic, Protocol, TypeVar
 
+from bot.store._health import StoreHealth
+
 __all__ = ["Scoped"]
 
 _log = logging.getLogger("bot.store")
@@ -15,6 +17,9 @@ _log = logging.getLogger("bot.store")
 class _Database(Protocol):
     @property
     def path(self) -> str: ...
+
+    @property
+    def health(self) -> StoreHealth: ...
 
     def shared_reads(self) -> AbstractContextManager[None]: ...
 
@@ -40,6 +45,11 @@ class Scoped(Generic[DB]):
         return self._agent_id
 
     @property
+    def health(self) -> StoreHealth:
+        """Whether the database writes now, and why not: shared by every agent's store."""
+        return self._db.health
+
+    @property
     def database(self) -> DB:
         """The shared database behind this store: for the backend's own tests, not in ``Store``."""
         return self._db
@@ -53,6 +63,8 @@ class Scoped(Generic[DB]):
         return self._db.shared_reads()
 
     def _fail(self, what: str, exc: Exception) -> bool:
-        # Row contents never go into logs; the driver's message names only the constraint.
-        _log.warning("agent %s: %s failed: %s", self._agent_id, what, exc)
+        # Row contents never go into logs; the driver's message names only the constraint. While
+        # the store cannot write, it said so once: not a line per write.
+        log = _log.debug if self._db.health.failed(exc) else _log.warning
+        log("agent %s: %s failed: %s", self._agent_id, what, exc)
         return False

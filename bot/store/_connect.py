@@ -275,5 +275,5 @@ async def begin_immediate(conn: aiosqlite.Connection) -> None:
             if attempt == BEGIN_ATTEMPTS or not is_locked_error(exc):
                 raise
             delay = retry_delay(attempt)
-            _log.warning("database is locked (attempt %d of %d); retrying in %.2f s", attempt, BEGIN_ATTEMPTS, delay)
+            _log.debug("database is locked (attempt %d of %d); retrying in %.2f s", attempt, BEGIN_ATTEMPTS, delay)
             await asyncio.sleep(delay)

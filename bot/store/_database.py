@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from contextvars import Context
 
 from bot.bus import LocalBus
-from bot.errors import StoreError
+from bot.errors import StoreError, StoreLocked
 from bot.store._access import State
 from bot.store._connect import MEMORY_PATH, VECTOR_BACKEND, open_connection, sqlean
+from bot.store._health import CORRUPT_RECOVERY, StoreState, classify
 from bot.store._leases import LocalLeases
 from bot.store._log_queue import QueuedLogs
 from bot.store._migrations import migrate
@@ -57,6 +59,7 @@ class Database(QueuedLogs):
         #: Agents of this process take turns at the shared knowledge scope (plugins/knowledge), so a
         #: shared document is stored and embedded once.
         self.shared_knowledge_lock = asyncio.Lock()
+        self._reclaiming: asyncio.Task[None] | None = None  # a checkpoint after the disk was full
 
     def __repr__(self) -> str:
         return f"<Database path={self._path!r} state={self._state.name.lower()}>"
@@ -115,9 +118,9 @@ class Database(QueuedLogs):
                 await self._writer.execute("PRAGMA optimize = 0x10002")
                 if self._path != MEMORY_PATH:
                     self._reader = await open_connection(self._path, reader=True)
-                    self._reads = ReadBatches(self._reader, os.path.basename(self._path))
+                    self._reads = ReadBatches(self._reader, os.path.basename(self._path), self.health.read_failed)
             except (sqlean.Error, OSError) as exc:  # OSError: making the directory or the file private
-                raise StoreError(f"cannot open database {self._path}: {exc}") from exc
+                raise _open_error(self._path, exc) from exc
         except BaseException:
             await self._close_connections()
             self._state = State.UNOPENED
@@ -166,6 +169,8 @@ class Database(QueuedLogs):
             self._state = State.CLOSED
             self._close_logs()  # flushed above: only stops the timer
             self._closed.set()
+        if self._reclaiming is not None:  # it finds the database closed, if it had not run yet
+            await asyncio.wait([self._reclaiming])
         if was_open:
             _log.info("closed database %s", self._path)
 
@@ -226,6 +231,23 @@ class Database(QueuedLogs):
                 raise StoreError(f"cannot checkpoint {self._path}: {exc}") from exc
         return row is not None and row[0] == 0
 
+    def _after_disk_full(self) -> None:
+        # The write-ahead log of a database that filled its disk may hold many copies of the same
+        # pages, written since the last checkpoint: copying them into the file and emptying the
+        # log gives the disk back what it can, before the writes held meanwhile fill it again.
+        if self._reclaiming is None or self._reclaiming.done():
+            self._reclaiming = asyncio.get_running_loop().create_task(
+                self._reclaim(), name=f"troupe:reclaim:{os.path.basename(self._path)}", context=Context()
+            )
+
+    async def _reclaim(self) -> None:
+        try:
+            emptied = await self.checkpoint()
+        except (StoreError, RuntimeError) as exc:  # full again, or closed meanwhile: nothing lost
+            _log.debug("checkpoint after the disk was full: %s", exc)
+            return
+        _log.debug("checkpoint after the disk was full: the write-ahead log %s", "emptied" if emptied else "in use")
+
     # -- agents ------------------------------------------------------------------------------------
 
     def for_agent(self, agent_id: str) -> AgentStore:
@@ -257,3 +279,14 @@ class Database(QueuedLogs):
     def forget_agent(self, agent_id: str) -> None:
         """Drop cached per-agent settings (after the agent was deleted)."""
         self._dimensions.pop(agent_id, None)
+
+
+def _open_error(path: str, exc: BaseException) -> StoreError:
+    """What opening ``path`` failing with ``exc`` means: a file locked by another process (worth
+    waiting for), a corrupt file (and how to recover), or the driver's words."""
+    state = classify(exc)
+    if state is StoreState.LOCKED:
+        return StoreLocked(f"the database {path} is locked by another process (a backup, sqlite3 at a shell?): {exc}")
+    if state is StoreState.CORRUPT:
+        return StoreError(f"the database {path} is corrupt ({exc}): {CORRUPT_RECOVERY.replace('FILE', path)}")
+    return StoreError(f"cannot open database {path}: {exc}")

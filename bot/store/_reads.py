@@ -44,9 +44,12 @@ class _Failed:
 class ReadBatches:
     """The reads waiting for one connection's thread, and the task carrying them there."""
 
-    def __init__(self, conn: aiosqlite.Connection, name: str) -> None:
+    def __init__(
+        self, conn: aiosqlite.Connection, name: str, failed: Callable[[BaseException], None] | None = None
+    ) -> None:
         self._conn = conn
         self._name = name
+        self._failed = failed  # told of each read's driver error (the store's health)
         self._queue: collections.deque[_Read] = collections.deque()
         self._carrier: asyncio.Task[None] | None = None
 
@@ -85,6 +88,8 @@ class ReadBatches:
                 if batch:
                     outcomes = await run_on_thread(self._conn, _run_all, [read.work for read in batch])
                     for read, outcome in zip(batch, outcomes, strict=True):
+                        if isinstance(outcome, _Failed) and self._failed is not None:
+                            self._failed(outcome.error)
                         _settle(read.done, outcome)
                     batch = []
         except BaseException as exc:

@@ -26,7 +26,7 @@ import discord
 
 from bot.adapters import PlatformAdapter
 from bot.connections import SentMessage
-from bot.errors import ConfigError, SendError, reason_for
+from bot.errors import ConfigError, SendError, StoreError, reason_for
 from bot.events import EventType
 from bot.lifecycle import AdapterState
 from bot.links import LinkState
@@ -391,8 +391,22 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         direct = memory.metadata["isMention"] or memory.metadata["isReply"] or memory.content["channelType"] == "DM"
         if self.config.respond_only_to_mentions and not direct:
             return
-        room_id = await self.ensure_room(message.channel, dm_with=message.author)
-        await self.ensure_entity(message.author, room_id)
+        # While the store cannot write (it said so, once), the message waits here, then goes on.
+        runtime = self.runtime
+        health, going_on = runtime.store.health, lambda: runtime.accepting
+        try:
+            room_id = await health.retry(
+                lambda: self.ensure_room(message.channel, dm_with=message.author), going_on=going_on
+            )
+            await health.retry(lambda: self.ensure_entity(message.author, room_id), going_on=going_on)
+        except StoreError as exc:
+            if runtime.accepting:
+                raise
+            _log.info(
+                "%s: not handling Discord message %s: stopped while the store could not write", self.name, message.id
+            )
+            _log.debug("%s: the store's last error: %s", self.name, exc)
+            return
         channel = Answer(self, message, memory)
         try:
             native = NativeRef(

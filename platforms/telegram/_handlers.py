@@ -16,7 +16,8 @@ each update (in that update's own task: the Application handles updates concurre
   edits become MESSAGE_UPDATED, reactions REACTION_RECEIVED;
 - ``1``: the update is dealt with and leaves the inbox (:mod:`._inbox`). It stays there — to
   be handled again at the next start — when a handler failed, or when the agent was draining
-  and refused it.
+  and refused it; when a handler failed because the store could not write, it is handled
+  again as soon as the store writes (``InboxQueue.again``).
 
 The commands are one list (:meth:`UpdateHandlers.commands`): their handlers are built from it,
 and so is the menu Telegram shows when someone types ``/`` (``setMyCommands``, at each start).
@@ -48,8 +49,10 @@ from telegram.ext import (
 
 from bot.components import CONVERSATION_SUMMARIES, SUMMARY_DEFAULT_COUNT, SUMMARY_MAX_COUNT
 from bot.events import EventType
+from bot.store import StoreState, classify
 from bot.types import JSON, ChannelType, Memory, now_ms
 
+from ._inbox import InboxQueue
 from ._mapping import (
     SOURCE,
     Translated,
@@ -155,13 +158,30 @@ class UpdateHandlers:
 
     async def done(self, update: Update, context: Context) -> None:
         # One refused because the agent is draining stays in the inbox for the next start.
-        if self.runtime.accepting:
-            await self.runtime.store.inbox_done(SOURCE, str(update.update_id))
+        runtime = self.runtime
+        if runtime.accepting:
+            store, event_id = runtime.store, str(update.update_id)
+            await store.health.retry(lambda: store.inbox_done(SOURCE, event_id), going_on=lambda: runtime.accepting)
+            self._inbox().dealt_with(update.update_id)
 
     async def on_error(self, update: object, context: Context) -> None:
-        _log.error("%s: failed to handle a Telegram update", self.adapter.name, exc_info=context.error)
+        error = context.error
+        outage = classify(error)
+        if isinstance(update, Update) and outage not in (None, StoreState.CORRUPT) and self.runtime.accepting:
+            # The store could not write (it said so, once): handled again when it writes.
+            _log.debug("%s: Telegram update %s waits for the store: %s", self.adapter.name, update.update_id, error)
+            self.runtime.create_task(self._inbox().again(update), "telegram:update-again")
+            raise ApplicationHandlerStop  # not done: it stays in the inbox
+        if outage is None:  # the store's own failures are logged once, by the store
+            _log.error("%s: failed to handle a Telegram update", self.adapter.name, exc_info=error)
         if isinstance(update, Update):
             raise ApplicationHandlerStop  # not done: it stays in the inbox
+
+    def _inbox(self) -> InboxQueue:
+        assert self.adapter.app is not None  # handlers run only while the app does
+        queue = self.adapter.app.update_queue
+        assert isinstance(queue, InboxQueue)  # the adapter builds the app with it
+        return queue
 
     async def on_start(self, update: Update, context: Context) -> None:
         character = self.runtime.character

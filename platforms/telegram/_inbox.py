@@ -1,4 +1,4 @@
-"""Nothing Telegram delivered is lost to a crash.
+"""Nothing Telegram delivered is lost to a crash, or to a store that cannot write.
 
 python-telegram-bot confirms updates to Telegram with its next ``getUpdates`` call, right after
 it has put the last batch in the Application's update queue — long before troupe has stored,
@@ -7,6 +7,11 @@ inbox *before* queueing it, so by the time Telegram forgets an update, troupe ha
 drops it from the inbox once it is dealt with; what a killed process left there is delivered
 again on the next start (:func:`replay`), where the pipeline's claims make sure nothing is
 answered twice.
+
+While the store cannot write (a full disk, a lock held by another process), ``put`` does not
+return: the updater awaits it for each update of a batch before it moves its offset on, so
+Telegram keeps that update and the rest until the store writes again (``StoreHealth.retry``).
+Stopping the updater cancels the wait; the update is then fetched again at the next start.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from telegram import Bot, Update
 
+from bot.backoff import ExponentialBackoff
+
 from ._mapping import SOURCE
 from ._request import UpdatesRequest
 
@@ -28,6 +35,10 @@ __all__ = ["InboxQueue", "replay"]
 
 _log = logging.getLogger(__name__)
 
+# An update whose handling the store failed is handled again after this long, doubling each time.
+_AGAIN_FIRST_S = 0.1
+_AGAIN_CAP_S = 10.0
+
 
 class InboxQueue(asyncio.Queue[Any]):
     """The Application's update queue, writing each update to the inbox before it is queued."""
@@ -36,20 +47,37 @@ class InboxQueue(asyncio.Queue[Any]):
         super().__init__()
         self.runtime = runtime
         self._polls = polls  # has the updates' JSON as received: cheaper than serialising them again
+        self._held: dict[int, ExponentialBackoff] = {}  # update id -> its delays, while it is held
 
     async def put(self, item: Any) -> None:
         if isinstance(item, Update):
-            try:
-                received = self._polls.take(item.update_id) if self._polls is not None else None
-                await self.runtime.store.inbox_put(SOURCE, str(item.update_id), received or item.to_json())
-            except Exception as exc:  # handled all the same; only a crash in the next moments could lose it
-                _log.warning(
-                    "%s: could not keep Telegram update %s in the inbox: %s",
-                    self.runtime.character.name,
-                    item.update_id,
-                    exc,
-                )
+            await self._keep(item)
         await super().put(item)
+
+    async def again(self, update: Update) -> None:
+        """Queue ``update`` once more: its handling failed because the store could not write. It
+        is still in the inbox; it is handled again once the store writes (a little later each
+        time, should the store fail it again and again)."""
+        backoff = self._held.setdefault(update.update_id, ExponentialBackoff(_AGAIN_FIRST_S, _AGAIN_CAP_S))
+        await asyncio.sleep(backoff.delay())
+        await self._keep(update)  # waits until the store writes
+        await super().put(update)
+
+    def dealt_with(self, update_id: int) -> None:
+        """``update_id`` left the inbox: nothing is held for it any more."""
+        self._held.pop(update_id, None)
+
+    async def _keep(self, update: Update) -> None:
+        """Keep ``update`` in the inbox, waiting for as long as the store cannot write."""
+        store, event_id = self.runtime.store, str(update.update_id)
+        received = self._polls.take(update.update_id) if self._polls is not None else None
+        payload = received or update.to_json()
+        try:
+            await store.health.retry(lambda: store.inbox_put(SOURCE, event_id, payload))
+        except Exception as exc:  # not the store's failure (it would wait): handled all the same
+            _log.warning(
+                "%s: could not keep Telegram update %s in the inbox: %s", self.runtime.character.name, event_id, exc
+            )
 
 
 async def replay(runtime: AgentRuntime, bot: Bot, queue: asyncio.Queue[Any]) -> int:

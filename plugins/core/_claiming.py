@@ -10,10 +10,10 @@ the store failed under, is given back to be answered again — neither is droppe
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from bot.backoff import ExponentialBackoff
 from bot.errors import StoreError
 from bot.messages import Outcome, Status
 from bot.types import Claim, Handling, Memory, now_ms
@@ -36,14 +36,15 @@ CLAIM_RETRY_MAX_S = 5.0
 
 async def claim_for(runtime: AgentRuntime, message_id: str, message: Memory) -> Claim:
     """Claim the message for ``runtime``; while the store fails (the database restarting, out of
-    reach), try again with back-off — bounded by the run's timeout, and ending when the agent
-    closes — rather than drop it: a statement in flight is not a reason to lose a person's
-    message. Trying again is not a crash: the same claimant counts no attempt."""
-    delay = CLAIM_RETRY_FIRST_S
+    reach, the disk full), try again with back-off until it answers or the agent closes, rather
+    than drop it: a statement in flight is not a reason to lose a person's message. Trying again
+    is not a crash: the same claimant counts no attempt."""
+    store, name = runtime.store, runtime.character.name
+    backoff = ExponentialBackoff(CLAIM_RETRY_FIRST_S, CLAIM_RETRY_MAX_S)
     warned = False
     while True:
         try:
-            claim = await runtime.store.claim_message(
+            claim = await store.claim_message(
                 message_id,
                 message.room_id,
                 message.created_at or now_ms(),
@@ -53,19 +54,14 @@ async def claim_for(runtime: AgentRuntime, message_id: str, message: Memory) -> 
         except StoreError as exc:
             if not runtime.accepting:
                 raise
-            if not warned:
+            # While the store cannot write it says so itself, once: not a line per message.
+            if not warned and store.health.writable:
                 warned = True
-                _log.warning(
-                    "%s: could not claim message %s (%s); trying again until the store answers",
-                    runtime.character.name,
-                    message_id,
-                    exc,
-                )
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, CLAIM_RETRY_MAX_S)
+                _log.warning("%s: could not claim message %s (%s); trying again", name, message_id, exc)
+            await store.health.pause(backoff.delay())
             continue
         if warned:
-            _log.info("%s: claimed message %s after the store came back", runtime.character.name, message_id)
+            _log.info("%s: claimed message %s after the store came back", name, message_id)
         return claim
 
 
@@ -107,7 +103,12 @@ async def finish(
     if not delivery.sent and (store_failed or not runtime.may_send()):
         await delivery.give_back()
         return
-    try:
-        await runtime.store.mark_message(message_id, Handling.DONE, outcome.status.value, claimant=runtime.claimant)
+    store, status = runtime.store, outcome.status.value
+    try:  # while the store cannot write, waits for it: a claim left open is taken up again
+        await store.health.retry(
+            lambda: store.mark_message(message_id, Handling.DONE, status, claimant=runtime.claimant),
+            going_on=lambda: runtime.accepting,
+        )
     except StoreError as exc:  # the answer stands; a restart may take the message up once more
-        _log.warning("%s: could not record the end of message %s: %s", runtime.character.name, message_id, exc)
+        log = _log.warning if store.health.writable else _log.debug
+        log("%s: could not record the end of message %s: %s", runtime.character.name, message_id, exc)

@@ -107,14 +107,20 @@ class Delivery:
             return []
         if not self._marked and self.message.id is not None:
             self._marked = True
-            runtime = self.runtime
-            if not await runtime.store.mark_message(self.message.id, Handling.SENDING, claimant=runtime.claimant):
+            store, message_id, runtime = self.runtime.store, self.message.id, self.runtime
+            # Recorded before anything goes out (at most once); while the store cannot write, the
+            # reply waits for it rather than being lost.
+            marked = await store.health.retry(
+                lambda: store.mark_message(message_id, Handling.SENDING, claimant=runtime.claimant),
+                going_on=lambda: runtime.accepting,
+            )
+            if not marked:
                 # Taken over (this runtime was deposed meanwhile) or answered: never send it again.
                 self.not_ours = True
                 _log.warning(
                     "%s: not sending a reply to message %s: it was taken up elsewhere or answered meanwhile",
                     runtime.character.name,
-                    self.message.id,
+                    message_id,
                 )
                 return []
         sent = await self.callback(content)

@@ -18,6 +18,7 @@ outcome. What a crash left unfinished is taken up again once after a restart (``
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import uuid
 from collections.abc import Callable, Mapping
@@ -30,7 +31,7 @@ from bot.errors import ModelError, StoreError
 from bot.events import EventType
 from bot.messages import IncomingMessage, NativeRef, Outcome, ReplyChannel, Status
 from bot.models import ModelType
-from bot.types import Claim, Memory, RoomState, now_ms
+from bot.types import Claim, Memory, Room, RoomState, now_ms
 
 from ._acting import run_actions, run_evaluators
 from ._attachments import process_attachments
@@ -102,7 +103,11 @@ class MessagePipeline:
 
     def __init__(self, runtime: AgentRuntime) -> None:
         self.runtime = runtime
-        self._latest: dict[str, str] = {}  # room id -> token of the newest message being answered
+        # Room id -> the newest message answered there in this run, as (said at ms, arrival):
+        # by when it was said, so that a backlog handled all at once (a store that could not
+        # write, a catch-up) is answered by its newest message whatever order its tasks run in.
+        self._newest: dict[str, tuple[int, int]] = {}
+        self._arrivals = itertools.count()
         self._answering: set[str] = set()  # ids of the messages this process is handling right now
         self._troupe = runtime.shared.one(Troupe)  # the daemon's characters that may share a room
         self._looking: dict[str, asyncio.Task[None]] = {}  # platform -> the loop that keeps recovering there
@@ -170,12 +175,18 @@ class MessagePipeline:
         try:
             # The gate, the providers and the action validators read the same room, world and
             # room state: within this message, identical reads share one query until a write.
-            async with asyncio.timeout(timeout):
-                with rt.store.shared_reads():
-                    try:
-                        outcome = await self._handle(turn)
-                    finally:  # handled: whatever was held back for it may go now
-                        embeddings(rt).start(turn.message.id)
+            with rt.store.shared_reads():
+                try:
+                    # Kept first, outside the time a message may take: while the store cannot
+                    # write, the message waits for it (however long), then is answered in full.
+                    kept = await self._keep(turn)
+                    if isinstance(kept, Outcome):
+                        outcome = kept
+                    else:
+                        async with asyncio.timeout(timeout):
+                            outcome = await self._handle(turn, *kept)
+                finally:  # handled: whatever was held back for it may go now
+                    embeddings(rt).start(turn.message.id)
         except TimeoutError:
             _log.warning(
                 "%s: gave up on a message in room %s after %.0f s", rt.character.name, message.room_id, timeout
@@ -217,19 +228,41 @@ class MessagePipeline:
         )
         return outcome
 
-    async def _handle(self, turn: _Turn) -> Outcome:
+    async def _keep(self, turn: _Turn) -> tuple[Room | None, RoomState | None] | Outcome:
+        """Claim the message and store it, waiting while the store cannot write (the store says
+        so, once); the room and the agent's state in it, or how the message ended: a claim that
+        says it is not to be answered, or the agent closing while it waited (it stays with the
+        platform: Telegram's inbox, a restart's catch-up)."""
         rt, store, message = self.runtime, self.runtime.store, turn.message
-        claim = await claim_for(rt, turn.message_id, message)
+        health, accepting = store.health, lambda: rt.accepting
+        try:
+            claim = await claim_for(rt, turn.message_id, message)
+        except StoreError:
+            if rt.accepting:
+                raise
+            return Outcome(Status.CLOSING, "the agent stopped while the store could not write")
         refused = refusal(rt, message, claim)
         if refused is not None:
             return refused
         # Together: one wait for the database, not three. Storing the message changes neither the
         # room nor the agent's state in it.
-        _, room, room_state = await asyncio.gather(
-            store_incoming(rt, message, stored_before=claim is Claim.RETRY),
-            store.get_room(message.room_id),
-            store.get_participant_state(message.room_id, rt.agent_id),
-        )
+        try:
+            _, room, room_state = await asyncio.gather(
+                health.retry(
+                    lambda: store_incoming(rt, message, stored_before=claim is Claim.RETRY), going_on=accepting
+                ),
+                store.get_room(message.room_id),
+                store.get_participant_state(message.room_id, rt.agent_id),
+            )
+        except StoreError:
+            if rt.accepting:
+                raise
+            # Claimed, not stored: the next delivery (Telegram's inbox at the next start) takes it up.
+            return Outcome(Status.CLOSING, "the agent stopped while the store could not write")
+        return room, room_state
+
+    async def _handle(self, turn: _Turn, room: Room | None, room_state: RoomState | None) -> Outcome:
+        rt, store, message = self.runtime, self.runtime.store, turn.message
         press = Press.of(message.content)
         handler = rt.press_handler_for(press.value) if press is not None else None
         if press is not None and handler is not None:
@@ -273,8 +306,8 @@ class MessagePipeline:
         if verdict.decision is Decision.RESPOND:
             decisions.labels(agent=rt.character.name, decision="respond").inc()
 
-        token = str(uuid.uuid4())
-        self._latest[message.room_id] = token
+        order = (message.created_at or now_ms(), next(self._arrivals))
+        self._newest[message.room_id] = max(order, self._newest.get(message.room_id, order))
         try:
             if verdict.decision is Decision.ASK_MODEL:
                 silence = await self._undecided(message, cue)
@@ -290,14 +323,12 @@ class MessagePipeline:
                 _log.exception("%s: the platform could not show that an answer is coming", rt.character.name)
             if await process_attachments(rt, message, turn.channel.fetch):
                 await store.update_memory(turn.message_id, content=message.content)
-            return await self._respond(turn, verdict, token)
+            return await self._respond(turn, verdict, order)
         finally:
-            if self._latest.get(message.room_id) == token:
-                del self._latest[message.room_id]
             if scene is not None:
                 self._troupe.done(scene, rt.agent_id)
 
-    async def _respond(self, turn: _Turn, verdict: Verdict, token: str) -> Outcome:
+    async def _respond(self, turn: _Turn, verdict: Verdict, order: tuple[int, int]) -> Outcome:
         rt, message, delivery = self.runtime, turn.message, turn.delivery
         # What was attached to this message is part of what it says: show it when planning.
         extra = ["ACTIONS", "ATTACHMENTS"] if message.content.get("attachments") else ["ACTIONS"]
@@ -305,7 +336,7 @@ class MessagePipeline:
         plan = await self._plan(state, turn.channel.stream if turn.channel.streams else None)
         if isinstance(plan, Outcome):
             return plan
-        if self._latest.get(message.room_id) != token and not verdict.addressed:
+        if self._newest.get(message.room_id, order) > order and not verdict.addressed:
             return Outcome(Status.SUPERSEDED, "a newer message arrived in the room")
 
         actions = plan.actions

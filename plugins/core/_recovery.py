@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections import Counter, defaultdict
@@ -90,7 +91,10 @@ async def recover(
     # this daemon's own clock may be minutes off the troupe's (it answered none once, 400 s ahead).
     now = await store.clock_ms()
     if idle_before is None:  # after a restart (memory retention prunes hourly too)
-        await store.prune_handled(now - KEEP_HANDLED_MS)
+        try:
+            await store.prune_handled(now - KEEP_HANDLED_MS)
+        except StoreError as exc:  # housekeeping: the hourly retention run prunes them
+            _log.debug("%s: could not forget old claims now: %s", runtime.character.name, exc)
     pending = [p for p in await store.unfinished_messages(idle_before=idle_before) if p[0] not in busy]
     if not pending:
         return Recovery({}, [])
@@ -117,7 +121,11 @@ async def recover(
                 message.room_id,
                 age_s,
             )
-            await store.expire_message(memory_id)
+            # While the store cannot write, waits for it: the pass goes on from here after.
+            await store.health.retry(
+                functools.partial(store.expire_message, memory_id),
+                going_on=lambda: runtime.accepting,
+            )
             skipped.append(memory_id)
             continue
         if not isinstance(messenger, Replier):
@@ -165,7 +173,10 @@ async def keep_recovering(
     if not await wait_for_link(runtime, source):
         _log.warning("%s: %s is not up; messages a crash left unanswered there wait for the next start", name, source)
         return
-    _report(runtime, source, await recover(runtime, pipeline, source), "after the restart")
+    try:
+        _report(runtime, source, await recover(runtime, pipeline, source), "after the restart")
+    except StoreError as exc:  # a corrupt file (said once, by the store): the next start looks again
+        _log.warning("%s: could not look for messages a crash left unanswered on %s: %s", name, source, exc)
     if not keep_looking or runtime.fence is None:
         return
     # Several daemons: a daemon that lost this character's lease may give back a message it

@@ -19,8 +19,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from bot.backoff import ExponentialBackoff
 from bot.components import ServiceKey
 from bot.runtime import RuntimeState
+from bot.store import StoreState, classify
 
 from ._config import KnowledgeConfig
 from ._ingest import SyncReport, sync
@@ -36,6 +38,9 @@ _log = logging.getLogger("plugins.knowledge")
 # How often the background sync looks whether the runtime has finished starting.
 _START_POLL_S = 0.02
 _RECHECK_NONE_S = 5.0
+# Loading again while the store cannot write: soon at first, then at most this far apart.
+_STORE_RETRY_FIRST_S = 1.0
+_STORE_RETRY_CAP_S = 60.0
 
 
 class SyncState(enum.Enum):
@@ -117,14 +122,25 @@ class KnowledgeService:
             await asyncio.sleep(_START_POLL_S)
         if self.runtime.state is not RuntimeState.RUNNING:
             return
-        name = self.runtime.character.name
+        name, backoff = self.runtime.character.name, ExponentialBackoff(_STORE_RETRY_FIRST_S, _STORE_RETRY_CAP_S)
         while self._wanted:
             self._wanted = False
             try:
                 report = await sync(self.runtime, self.config)
-            except Exception:
-                _log.exception("%s: knowledge: loading failed; what was stored before is still used", name)
+            except Exception as exc:
+                outage = classify(exc)
+                if outage is None:
+                    _log.exception("%s: knowledge: loading failed; what was stored before is still used", name)
+                    continue
+                if outage is StoreState.CORRUPT:  # the store said so, and what to do, once
+                    _log.warning("%s: knowledge: not loaded: the database is corrupt", name)
+                    continue
+                # The store cannot write (it said so, once): load again once it can.
+                _log.info("%s: knowledge: loading waits for the database (%s)", name, outage)
+                self._wanted = True
+                await self.runtime.store.health.pause(backoff.delay())
                 continue
+            backoff.reset()
             self.last = report
             self._known = None  # ask the store again
             if report.files or report.facts or report.removed or report.fragments:

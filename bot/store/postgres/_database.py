@@ -27,6 +27,7 @@ from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.errors import StoreError, StoreUnavailable
+from bot.store._health import StoreHealth
 from bot.store._sharing import ROOM_SHARING_SQL, RoomSharing
 from bot.store._urls import is_postgres_url, redacted_url
 from bot.store.postgres._bus import PgBus
@@ -93,6 +94,7 @@ class PostgresDatabase:
         self._schema_version = 0
         self._leases = PgLeases(self)
         self._roster = PgRoster(self)
+        self._health = StoreHealth(self.path, watched=False)
         #: Agents of this process take turns at the shared knowledge scope (as with SQLite).
         self.shared_knowledge_lock = asyncio.Lock()
         #: Rows of ``Store.queue_log``, written together soon after; flushed by close().
@@ -111,6 +113,13 @@ class PostgresDatabase:
     @property
     def is_open(self) -> bool:
         return self._state is State.OPEN
+
+    @property
+    def health(self) -> StoreHealth:
+        """Whether writes work now (see ``bot.store._health``). Its writes are not watched one by
+        one, so it stays ``ok``: a write that failed for the server's disk still waits and tries
+        again (``StoreHealth.retry``); the server's outages are the open's and the pool's to wait out."""
+        return self._health
 
     @property
     def schema_version(self) -> int:

@@ -240,7 +240,9 @@ def test_for_agent_rejects_an_empty_agent_id(tmp_path: Path) -> None:
 async def test_a_file_that_is_not_a_database_raises_store_error_naming_it(db_path: Path) -> None:
     db_path.parent.mkdir(parents=True)
     db_path.write_bytes(b"this is not SQLite" * 100)
-    with pytest.raises(StoreError, match=rf"cannot open database {re.escape(str(db_path))}: file is not a database"):
+    with pytest.raises(
+        StoreError, match=rf"the database {re.escape(str(db_path))} is corrupt \(file is not a database\)"
+    ):
         async with Database(db_path):
             pass
 
