@@ -103,7 +103,10 @@ class MessagePipeline:
 
     def __init__(self, runtime: AgentRuntime) -> None:
         self.runtime = runtime
-        self._latest: dict[str, str] = {}  # room id -> token of the newest message being answered
+        # room id -> (when it was said, token) of the newest message being answered. Newest as said,
+        # not as heard: a message heard late (a relayed one comes before a slow poll's) must not
+        # supersede the answer to one said after it.
+        self._latest: dict[str, tuple[int, str]] = {}
         self._answering: set[str] = set()  # ids of the messages this process is handling right now
         self._troupe = runtime.shared.one(Troupe)  # the daemon's characters that may share a room
         self._looking: dict[str, asyncio.Task[None]] = {}  # platform -> the loop that keeps recovering there
@@ -286,7 +289,10 @@ class MessagePipeline:
             decisions.labels(agent=rt.character.name, decision="respond").inc()
 
         token = str(uuid.uuid4())
-        self._latest[message.room_id] = token
+        said_at = message.created_at or now_ms()
+        newest = self._latest.get(message.room_id)
+        if newest is None or said_at >= newest[0]:
+            self._latest[message.room_id] = (said_at, token)
         try:
             if verdict.decision is Decision.ASK_MODEL:
                 silence = await self._undecided(message, cue)
@@ -304,7 +310,7 @@ class MessagePipeline:
                 await store.update_memory(turn.message_id, content=message.content)
             return await self._respond(turn, verdict, token)
         finally:
-            if self._latest.get(message.room_id) == token:
+            if self._latest.get(message.room_id) == (said_at, token):
                 del self._latest[message.room_id]
             if scene is not None:
                 self._troupe.done(scene, rt.agent_id)
@@ -317,7 +323,7 @@ class MessagePipeline:
         plan = await self._plan(state, turn.channel.stream if turn.channel.streams else None)
         if isinstance(plan, Outcome):
             return plan
-        if self._latest.get(message.room_id) != token and not verdict.addressed:
+        if self._latest.get(message.room_id, (0, ""))[1] != token and not verdict.addressed:
             return Outcome(Status.SUPERSEDED, "a newer message arrived in the room")
 
         actions = plan.actions
