@@ -72,7 +72,7 @@ async def test_compaction_racing_a_forget_in_another_daemon_replaces_nothing(pg:
         compaction = asyncio.create_task(store.compact_memories(summary, "summaries", ids))
         await asyncio.sleep(0.5)
         assert not compaction.done()  # it waits for the other transaction's rows
-    assert await asyncio.wait_for(compaction, 10) == 0
+    assert await asyncio.wait_for(compaction, 60) == 0
     assert await store.get_memories(table="summaries") == []
     assert len(await store.get_memories(table="messages")) == 2
 
@@ -85,7 +85,7 @@ async def test_a_vector_for_a_fragment_another_daemon_is_deleting_is_skipped(pg:
         await other.execute("DELETE FROM memories WHERE agent_id = %s", (A,))
         storing = asyncio.create_task(store.set_knowledge_vectors([(fragment_id("d1", 0), vec(0))]))
         await asyncio.sleep(0.5)
-    assert await asyncio.wait_for(storing, 10) == 0
+    assert await asyncio.wait_for(storing, 60) == 0
 
 
 async def test_updating_a_memory_another_daemon_is_deleting_finds_none(pg: PostgresDatabase) -> None:
@@ -95,7 +95,7 @@ async def test_updating_a_memory_another_daemon_is_deleting_finds_none(pg: Postg
         await other.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
         updating = asyncio.create_task(store.update_memory(memory_id, embedding=vec(1)))
         await asyncio.sleep(0.5)
-    assert await asyncio.wait_for(updating, 10) is False
+    assert await asyncio.wait_for(updating, 60) is False
 
 
 async def test_a_document_or_summary_carrying_u0000_is_stored_with_a_replacement_character(

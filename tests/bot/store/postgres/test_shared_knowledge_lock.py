@@ -24,7 +24,7 @@ async def test_a_second_daemon_waits_for_the_turn_of_the_first(postgres_url: str
             await asyncio.sleep(0.5)  # time enough for the other daemon's query to reach the server
             assert turns == [] and not waiting.done()
             turns.append(A)
-        await asyncio.wait_for(waiting, 10)
+        await asyncio.wait_for(waiting, 60)
         assert turns == [A, B]
 
 
@@ -58,6 +58,6 @@ async def test_a_daemon_waiting_for_the_turn_can_stop_waiting(postgres_url: str)
             await asyncio.sleep(0.5)
             waiting.cancel()  # a daemon shutting down while it waits
             with pytest.raises(asyncio.CancelledError):
-                await asyncio.wait_for(waiting, 5)
+                await asyncio.wait_for(waiting, 60)
         await asyncio.wait_for(_wait_turn(second, B, turns), 5)  # its connection is not stuck in the wait
         assert turns == [B]
