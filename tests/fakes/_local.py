@@ -115,7 +115,7 @@ class QueuedWebSocket:
             self.queue.put_nowait(("close", code, reason))
             self.alive = False
 
-    async def flush(self, timeout: float = 30.0) -> None:
+    async def flush(self, timeout: float = 5.0) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.queue.join(), timeout)
 
