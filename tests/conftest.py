@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import shutil
 import socket
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+
+from . import postgres
 
 _PREFIXES = (
     "TROUPE_",
@@ -79,31 +78,20 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[str]:
-    """A real PostgreSQL with pgvector for the whole session; its admin URL.
+    """A real PostgreSQL with pgvector for the whole session (one per pytest-xdist worker); its
+    admin URL. Where it comes from, and why each worker can have its own: tests/postgres.py.
 
-    ``TROUPE_TEST_DATABASE_URL`` (read before any test strips the environment) names a server
-    to use instead; otherwise pgserver's own PostgreSQL 16 is started here, in a temporary
-    directory, and stopped at the end. Each test gets a database of its own (``postgres_url``).
+    ``TROUPE_TEST_DATABASE_URL`` is read before any test strips the environment. Without a
+    PostgreSQL the tests that need one are skipped, saying what to install, unless
+    ``TROUPE_TEST_REQUIRE_POSTGRES=1`` (CI's main run), where they fail.
     """
-    given = os.environ.get("TROUPE_TEST_DATABASE_URL")
-    if given:
-        yield given
-        return
-    import logging
-
-    import pgserver
-
-    # Its clean-up at exit logs through handlers pytest has closed by then.
-    logging.getLogger("pgserver").setLevel(logging.WARNING)
-    # Not under pytest's temporary directory: another pytest run on the machine prunes old ones,
-    # and PostgreSQL stops when its data directory goes away under it.
-    data = Path(tempfile.mkdtemp(prefix="troupe-postgres-"))
-    server = pgserver.get_server(data, cleanup_mode="stop")
     try:
-        yield server.get_uri()
-    finally:
-        server.cleanup()
-        shutil.rmtree(data, ignore_errors=True)
+        with postgres.postgres_server() as url:
+            yield url
+    except postgres.Unavailable as exc:
+        if os.environ.get("TROUPE_TEST_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"TROUPE_TEST_REQUIRE_POSTGRES=1 but {exc}", pytrace=False)
+        pytest.skip(str(exc))
 
 
 @pytest.fixture

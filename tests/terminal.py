@@ -7,7 +7,7 @@
         await term.type("hello\\r")
         await term.expect("Iris: ")
         await term.press(CTRL_C)
-        assert await term.wait_exit(timeout=5) == 0
+        assert await term.wait_exit(timeout=60) == 0
 
 The command runs as the leader of its own session with the terminal as its controlling terminal,
 so Ctrl-C becomes SIGINT and Ctrl-D end of input exactly as in a shell. Everything the command
@@ -145,7 +145,7 @@ class Terminal:
                 return
             del self._pending[:written]
 
-    async def drained(self, timeout: float = 10.0) -> None:
+    async def drained(self, timeout: float = 60.0) -> None:
         """Wait until everything typed has been taken by the terminal."""
         async with asyncio.timeout(timeout):
             while self._pending:
@@ -156,7 +156,7 @@ class Terminal:
     def screen_text(self) -> str:
         return visible(bytes(self.output))
 
-    async def expect(self, text: str, *, timeout: float = 15.0, start: int = 0) -> int:
+    async def expect(self, text: str, *, timeout: float = 60.0, start: int = 0) -> int:
         """Wait until ``text`` shows in the visible output after position ``start`` (of
         :meth:`screen_text`); returns the position just after it."""
         try:
@@ -175,7 +175,7 @@ class Terminal:
                 f"{text!r} did not show within {timeout} s; the command wrote:\n{self.screen_text()}"
             ) from None
 
-    async def wait_exit(self, *, timeout: float = 15.0) -> int:
+    async def wait_exit(self, *, timeout: float = 60.0) -> int:
         """The command's exit status, once it has ended and its output has been read."""
         assert self.process is not None
         try:

@@ -137,7 +137,8 @@ def read_json(path: Path) -> tuple[object, list[Problem]]:
         data = json.loads(text, parse_int=_parse_int, parse_constant=_parse_constant)
     except json.JSONDecodeError as exc:
         hint = ""
-        if "Expecting property name" in exc.msg or "Expecting value" in exc.msg:
+        # Python 3.13 names a trailing comma itself; 3.11 and 3.12 say what they expected instead.
+        if any(m in exc.msg for m in ("Expecting property name", "Expecting value", "trailing comma")):
             hint = " (a trailing comma or a comment? JSON allows neither)"
         return None, [Problem("$", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}")]
     except RecursionError:

@@ -103,9 +103,10 @@ class MessagePipeline:
 
     def __init__(self, runtime: AgentRuntime) -> None:
         self.runtime = runtime
-        # Room id -> the newest message answered there in this run, as (said at ms, arrival):
-        # by when it was said, so that a backlog handled all at once (a store that could not
-        # write, a catch-up) is answered by its newest message whatever order its tasks run in.
+        # Room id -> the newest message being answered there, as (said at ms, arrival): newest as
+        # said, not as heard, so a backlog handled all at once (a store that could not write, a
+        # catch-up) is answered by its newest message whatever order its tasks run in, and a
+        # message heard late (a slow poll's, after a relayed one) does not supersede a newer one.
         self._newest: dict[str, tuple[int, int]] = {}
         self._arrivals = itertools.count()
         self._answering: set[str] = set()  # ids of the messages this process is handling right now
@@ -325,6 +326,8 @@ class MessagePipeline:
                 await store.update_memory(turn.message_id, content=message.content)
             return await self._respond(turn, verdict, order)
         finally:
+            if self._newest.get(message.room_id) == order:
+                del self._newest[message.room_id]
             if scene is not None:
                 self._troupe.done(scene, rt.agent_id)
 

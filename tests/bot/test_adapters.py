@@ -177,7 +177,7 @@ async def test_typing_ends_by_itself_at_the_cap_and_when_showing_it_fails(runtim
     capped = TypingIndicator(rt, show_once, every_s=0.01, job="chat:typing")
     capped.cap_s = 0.05
     await capped.start()
-    async with asyncio.timeout(2):
+    async with asyncio.timeout(60):
         while capped.running:
             await asyncio.sleep(0.01)
 
@@ -187,7 +187,7 @@ async def test_typing_ends_by_itself_at_the_cap_and_when_showing_it_fails(runtim
     failing = TypingIndicator(rt, refused, every_s=0.01, job="chat:typing")
     with caplog.at_level(logging.DEBUG, logger="bot.adapters"):
         await failing.start()
-        async with asyncio.timeout(2):
+        async with asyncio.timeout(60):
             while failing.running:
                 await asyncio.sleep(0.01)
     assert "typing indicator stopped: ConnectionError" in caplog.text

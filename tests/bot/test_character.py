@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -194,10 +195,11 @@ def test_utf8_bom_is_accepted(write, tmp_path: Path) -> None:
 
 def test_invalid_json_reports_line_and_column(write) -> None:
     result = load_character(write('{"name": "x",\n "bio": "y",\n}'))
-    assert only_problem(result) == (
-        "$: invalid JSON at line 3, column 1: Expecting property name enclosed in double quotes"
-        " (a trailing comma or a comment? JSON allows neither)"
-    )
+    # Where the parser stops differs between Pythons (the comma, or the brace after it), and so
+    # does its wording: what matters is the place, and the hint.
+    problem = only_problem(result)
+    assert re.fullmatch(r"\$: invalid JSON at line (2, column 12|3, column 1): .+", problem), problem
+    assert problem.endswith(" (a trailing comma or a comment? JSON allows neither)")
 
 
 def test_missing_name(write) -> None:
@@ -373,10 +375,6 @@ def test_a_file_over_the_size_limit_is_refused(write) -> None:
     [
         ('{"name": "A", "bio": "x", "settings": "oops"}', "$.settings: must be an object {...}, not text"),
         (
-            '{"name": "A", "bio": "x", "settings": {"a": ' + "[" * 1000 + "]" * 1000 + "}}",
-            "$: nested too deeply to read (troupe reads at most 64 levels); flatten it",
-        ),
-        (
             '{"name": "A", "bio": "x", "settings": {"a": ' + "[" * 70 + "]" * 70 + "}}",
             "nested more than 64 levels deep; flatten it",
         ),
@@ -393,6 +391,15 @@ def test_a_file_over_the_size_limit_is_refused(write) -> None:
 )
 def test_inputs_that_once_crashed_are_problems_with_a_path(write, text: str, expected: str) -> None:
     assert expected in only_problem(load_character(write(text)))
+
+
+def test_nesting_past_what_the_json_parser_reads_is_a_problem(write) -> None:
+    # Python 3.11's parser gives up on it (RecursionError); 3.13's reads it, and troupe's own
+    # depth check answers: either way the same advice.
+    problem = only_problem(
+        load_character(write('{"name": "A", "bio": "x", "settings": {"a": ' + "[" * 1000 + "]" * 1000 + "}}"))
+    )
+    assert "nested" in problem and "64 levels" in problem and problem.endswith("; flatten it"), problem
 
 
 def test_null_objects_and_lists_are_empty(write) -> None:

@@ -86,7 +86,7 @@ async def test_agents_run_on_their_platforms_and_stop_cleanly(tmp_path: Path, fa
     assert "Broken did not start: plugin broken for Broken failed to load: broken on purpose" in caplog.text
     assert "NoToken: fakechat skipped, FAKE_TOKEN not set" in caplog.text
     daemon.stop()
-    assert await asyncio.wait_for(task, 10) == 0
+    assert await asyncio.wait_for(task, 60) == 0
     assert closed == ["B", "A"] or closed == ["A", "B"]
     assert daemon.runtimes == []
 
@@ -142,7 +142,7 @@ async def test_a_platform_that_cannot_be_reached_is_retried_in_the_background(tm
     assert "A: could not reach discord (" in caplog.text and "A: still cannot reach discord (" in caplog.text
     assert not task.done()  # an outage is not a configuration error: no exit 78, the daemon waits it out
     daemon.stop()
-    assert await asyncio.wait_for(task, 10) == 0
+    assert await asyncio.wait_for(task, 60) == 0
     assert "tok-123456" not in caplog.text
 
 
@@ -217,7 +217,7 @@ async def test_reload_starts_stops_restarts_and_leaves_the_rest_alone(
     assert status["state"] == "running" and [a["name"] for a in status["agents"]] == ["A", "C", "D"]
     assert status["agents"][0]["platforms"] == {"fakechat": {"state": "connected", "detail": ""}}
     daemon.stop()
-    assert await asyncio.wait_for(task, 10) == 0
+    assert await asyncio.wait_for(task, 60) == 0
 
 
 async def test_a_reload_while_one_runs_is_refused_and_sighup_ones_coalesce(tmp_path: Path, fake_platform) -> None:
@@ -257,7 +257,7 @@ async def test_a_reload_while_one_runs_is_refused_and_sighup_ones_coalesce(tmp_p
     await asyncio.sleep(0.2)
     assert runs == 2
     daemon.stop()
-    assert await asyncio.wait_for(task, 10) == 0
+    assert await asyncio.wait_for(task, 60) == 0
 
 
 async def test_stop_waits_for_a_reply_in_flight_and_refuses_new_messages(tmp_path: Path, fake_platform) -> None:
@@ -269,19 +269,24 @@ async def test_stop_waits_for_a_reply_in_flight_and_refuses_new_messages(tmp_pat
     task = asyncio.create_task(daemon.run())
     await _running(daemon, 1)
     runtime = daemon.runtimes[0]
-    finished = asyncio.Event()
+    entered, release, finished = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
     async def reply_in_flight() -> None:
         with runtime.handling():
-            await asyncio.sleep(0.3)
+            entered.set()
+            await release.wait()
             finished.set()
 
     in_flight = asyncio.create_task(reply_in_flight())
-    await asyncio.sleep(0.01)
+    await entered.wait()
     daemon.stop()
-    await asyncio.sleep(0.05)
-    assert not runtime.accepting and not task.done()
-    assert await asyncio.wait_for(task, 10) == 0
+    async with asyncio.timeout(60):
+        while runtime.accepting:
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(0.1)  # the daemon would have ended by now, were it not waiting for the reply
+    assert not task.done()
+    release.set()
+    assert await asyncio.wait_for(task, 60) == 0
     assert finished.is_set() and in_flight.done()
 
 
@@ -304,7 +309,7 @@ async def test_reload_skips_the_one_file_that_once_crashed_it_and_applies_the_re
     assert kept in daemon.runtimes
     assert f"{chars / 'pipe.json'}: skipped, a named pipe (FIFO), not a regular file" in caplog.text
     daemon.stop()
-    assert await asyncio.wait_for(task, 10) == 0
+    assert await asyncio.wait_for(task, 60) == 0
 
 
 async def test_reload_with_a_broken_dotenv_changes_nothing_and_says_why(
@@ -316,7 +321,7 @@ async def test_reload_with_a_broken_dotenv_changes_nothing_and_says_why(
         await daemon.reload()
     assert "Traceback" not in caplog.text and len(daemon.runtimes) == 1 and daemon.state == "running"
     daemon.stop()
-    assert await asyncio.wait_for(task, 10) == 0
+    assert await asyncio.wait_for(task, 60) == 0
 
 
 async def test_a_character_whose_only_platform_troupe_lacks_still_starts_and_says_so(
@@ -334,7 +339,7 @@ async def test_a_character_whose_only_platform_troupe_lacks_still_starts_and_say
         in caplog.text
     )
     daemon.stop()
-    assert await asyncio.wait_for(task, 10) == 0
+    assert await asyncio.wait_for(task, 60) == 0
 
 
 async def test_reload_with_a_file_that_is_a_symlink_loop_fails_that_file_only(
@@ -350,7 +355,7 @@ async def test_reload_with_a_file_that_is_a_symlink_loop_fails_that_file_only(
         ("loop", "$: cannot read it: Too many levels of symbolic links; a character file is a JSON file")
     ]
     daemon.stop()
-    assert await asyncio.wait_for(task, 10) == 0
+    assert await asyncio.wait_for(task, 60) == 0
 
 
 async def test_an_agent_on_no_working_platform_is_not_counted_as_running(tmp_path: Path, fake_platform) -> None:
@@ -401,7 +406,7 @@ async def test_status_shows_each_lifecycle_state_as_its_plain_word(
         "  B  -         failed     plugin broken for B failed to load: broken on purpose",
     ]
     daemon.stop()
-    assert await asyncio.wait_for(task, 10) == 0
+    assert await asyncio.wait_for(task, 60) == 0
     assert daemon.state == DaemonState.STOPPING and str(daemon.state) == "stopping"
     with caplog.at_level(logging.WARNING):
         daemon.request_reload()  # a SIGHUP as it shuts down

@@ -43,8 +43,7 @@ async def test_kill_9_of_the_daemon_serving_a_discord_character_loses_no_message
                 daemons.append(await start_daemon(tmp_path, short, n, postgres_url, openai.url, lease_s=LEASE_S))
             await asyncio.gather(*(d.notify.wait("READY", timeout=60) for d in daemons))
             await until(lambda: len(lease_owners(postgres_url)) == 2, timeout=30)
-            await until(lambda: fake.gateway_connections >= 2, timeout=30)
-            await asyncio.sleep(1)  # both connections READY
+            await until(lambda: all(fake.is_connected(bot) for bot in bots), timeout=60)  # both identified
 
             said: list[FakeMessage] = []
 

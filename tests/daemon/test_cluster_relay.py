@@ -7,6 +7,7 @@ answered twice."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import shutil
 import signal
@@ -24,7 +25,7 @@ from bot.store.postgres import PostgresDatabase
 
 from ..fakes.openai_server import FakeOpenAIServer
 from ..fakes.telegram_server import FakeBot, FakeChat, FakeTelegram, FakeUser
-from ..platforms.discord.scene import plan
+from ..platforms.discord.scene import plan, until
 from .cluster_run import Spawned, lease_owners, start_daemon
 from .crash_run import write_telegram_character
 
@@ -97,8 +98,8 @@ class Cluster:
             await asyncio.sleep(0.2)
         await self.served_by("Ada", first)
         await self.served_by("Brann", second)
-        await self.telegram.wait_polling(self.ada, timeout=20)
-        await self.telegram.wait_polling(self.brann, timeout=20)
+        await self.telegram.wait_polling(self.ada, timeout=60)
+        await self.telegram.wait_polling(self.brann, timeout=60)
         return first, second
 
     async def ends_at_the_loop_guard(self, asked: int) -> None:
@@ -177,7 +178,7 @@ async def test_characters_on_two_daemons_talk_through_the_relay_until_the_loop_g
     c = cluster
     await c.placed_apart()
     asked = await c.telegram.user_says(c.sam, c.group, "@ada_bot what does your colleague think of the ending?")
-    await c.telegram.wait_for_sent(c.ada, 2, timeout=20)
+    await c.telegram.wait_for_sent(c.ada, 2, timeout=60)
     await c.quiet()
     await c.ends_at_the_loop_guard(asked["message_id"])
 
@@ -189,14 +190,15 @@ async def test_a_character_whose_daemon_is_killed_before_it_answers_answers_once
     c.openai.latency = 1.0  # Brann is still thinking about Ada's words when its daemon dies
     first, second = await c.placed_apart()
     asked = await c.telegram.user_says(c.sam, c.group, "@ada_bot what does your colleague think of the ending?")
-    (said,) = await c.telegram.wait_for_sent(c.ada, 1, timeout=20)
-    await asyncio.sleep(0.3)  # the relay's post has reached the second daemon: Brann is answering
+    (said,) = await c.telegram.wait_for_sent(c.ada, 1, timeout=60)
+    # The relay's post has reached the second daemon: Brann is asking the model (which takes 1 s).
+    await until(lambda: any("Write the next turn of Brann" in json.dumps(r.json) for r in c.openai.requests), 60)
     second.process.send_signal(signal.SIGKILL)
     await second.process.wait()
     assert c.brann.sent == []
     # Brann's lease runs out and the first daemon takes it; Brann catches up on what Ada said.
     await c.served_by("Brann", first, timeout=LEASE_S * 4 + 10)
-    await c.telegram.wait_for_sent(c.brann, 1, timeout=20)
+    await c.telegram.wait_for_sent(c.brann, 1, timeout=60)
     await c.quiet()
     assert c.brann.sent[0]["reply_to"] == said["message"]["message_id"], c.story()
     await c.ends_at_the_loop_guard(asked["message_id"])  # on one daemon now

@@ -76,7 +76,7 @@ class LocalServer:
         event, self._change = self._change, asyncio.Event()
         event.set()
 
-    async def wait_for(self, check: Callable[[], T], timeout: float = 5.0, description: str = "condition") -> T:
+    async def wait_for(self, check: Callable[[], T], timeout: float = 30.0, description: str = "condition") -> T:
         """Wait until ``check()`` returns something truthy (re-checked on every recorded change)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout

@@ -916,7 +916,7 @@ class FakeDiscord(LocalServer):
         return datetime.datetime.now(datetime.UTC).isoformat(timespec="microseconds")
 
     async def wait_for_sent(
-        self, bot: FakeBot, count: int = 1, timeout: float = 5.0, *, channel: FakeChannel | None = None
+        self, bot: FakeBot, count: int = 1, timeout: float = 30.0, *, channel: FakeChannel | None = None
     ) -> list[FakeMessage]:
         """Wait until ``bot`` has POSTed ``count`` messages (in ``channel``); return them all."""
 
@@ -930,7 +930,7 @@ class FakeDiscord(LocalServer):
             raise TimeoutError(f"{exc}; sent so far: {bot.sent!r}") from None
 
     async def wait_for_typing(
-        self, bot: FakeBot, count: int = 1, timeout: float = 5.0, *, channel: FakeChannel | None = None
+        self, bot: FakeBot, count: int = 1, timeout: float = 30.0, *, channel: FakeChannel | None = None
     ) -> list[FakeChannel]:
         def typed() -> list[FakeChannel]:
             calls = [c for c in bot.typing if channel is None or c is channel]
@@ -939,7 +939,7 @@ class FakeDiscord(LocalServer):
         return await self.wait_for(typed, timeout, f"{count} typing call(s) from {bot.name}")
 
     async def wait_for_response(
-        self, interaction: FakeInteraction, count: int = 1, timeout: float = 5.0
+        self, interaction: FakeInteraction, count: int = 1, timeout: float = 30.0
     ) -> list[InteractionResponse]:
         """Wait until the bot has answered ``interaction`` ``count`` times (callback, followups ...)."""
 
@@ -952,7 +952,7 @@ class FakeDiscord(LocalServer):
         """Whether ``bot`` has a live, identified or resumed gateway session."""
         return any(s.conn is not None and s.conn.alive for s in self._sessions if s.bot is bot)
 
-    async def wait_connected(self, bot: FakeBot, timeout: float = 5.0) -> None:
+    async def wait_connected(self, bot: FakeBot, timeout: float = 30.0) -> None:
         await self.wait_for(lambda: self.is_connected(bot), timeout, f"{bot.name} to connect")
 
     # -- building the world ---------------------------------------------------------------

@@ -638,7 +638,7 @@ class FakeVoiceServer(LocalServer):
         session = self.session(bot)
         return session is not None and session.connected and (channel is None or session.channel_id == _uid(channel))
 
-    async def wait_connected(self, bot: Any, channel: Any = None, timeout: float = 5.0) -> VoiceSession:
+    async def wait_connected(self, bot: Any, channel: Any = None, timeout: float = 30.0) -> VoiceSession:
         """Wait until ``bot`` has a voice session with its secret key (in ``channel``)."""
         await self.wait_for(lambda: self.is_connected(bot, channel), timeout, f"{bot!r} to connect to voice")
         session = self.session(bot)
@@ -646,7 +646,7 @@ class FakeVoiceServer(LocalServer):
         return session
 
     async def wait_for_packets(
-        self, bot: Any, count: int = 1, timeout: float = 5.0, *, silence: bool = False
+        self, bot: Any, count: int = 1, timeout: float = 30.0, *, silence: bool = False
     ) -> list[VoicePacket]:
         """Wait until ``bot``'s latest session has ``count`` packets (Opus frames only, unless
         ``silence``); return them all."""
@@ -1361,7 +1361,7 @@ class FakeVoiceServer(LocalServer):
         group = self._dave_groups.get((_uid(guild), _uid(channel)))
         return group is None or group.round is None
 
-    async def wait_dave(self, bot: Any, timeout: float = 5.0) -> VoiceSession:
+    async def wait_dave(self, bot: Any, timeout: float = 30.0) -> VoiceSession:
         """Wait until ``bot``'s voice session is a member of its channel's MLS group and the
         transition that made it one was executed."""
 

@@ -266,6 +266,7 @@ class FakeElevenLabsServer(LocalServer):
             key_suffix=key[-4:] if key else None,
         )
         self.requests.append(recorded)
+        self._changed()  # what wait_for() is woken by
         return recorded
 
     def _refusal(self, recorded: RecordedRequest) -> web.Response | None:

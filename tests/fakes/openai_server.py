@@ -388,6 +388,7 @@ class FakeOpenAIServer(LocalServer):
             client_port=_client_port(request),
         )
         self.requests.append(recorded)
+        self._changed()  # what wait_for() is woken by
         return recorded
 
     async def _delay(self, recorded: RecordedRequest) -> None:

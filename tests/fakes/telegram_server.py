@@ -771,7 +771,7 @@ class FakeTelegram(LocalServer):
     ) -> None:
         self._failures.append(_Failure(method, status, retry_after, description, bot, times, after))
 
-    async def wait_for(self, check: Callable[[], T], timeout: float = 5.0, description: str = "condition") -> T:
+    async def wait_for(self, check: Callable[[], T], timeout: float = 30.0, description: str = "condition") -> T:
         deadline = asyncio.get_running_loop().time() + timeout
         while not (result := check()):
             remaining = deadline - asyncio.get_running_loop().time()
@@ -783,7 +783,7 @@ class FakeTelegram(LocalServer):
         return result
 
     async def wait_for_sent(
-        self, bot: FakeBot, count: int = 1, timeout: float = 5.0, *, chat: FakeChat | None = None
+        self, bot: FakeBot, count: int = 1, timeout: float = 30.0, *, chat: FakeChat | None = None
     ) -> list[dict[str, Any]]:
         def sent() -> list[dict[str, Any]]:
             found = [m for m in bot.sent if chat is None or m["chat_id"] == chat.id]
@@ -794,7 +794,7 @@ class FakeTelegram(LocalServer):
         except TimeoutError as exc:
             raise TimeoutError(f"{exc}; sent so far: {bot.sent!r}") from None
 
-    async def wait_polling(self, bot: FakeBot, timeout: float = 5.0) -> None:
+    async def wait_polling(self, bot: FakeBot, timeout: float = 30.0) -> None:
         await self.wait_for(
             lambda: bot.poller is not None and not bot.poller.done(), timeout, f"{bot.username} polling"
         )

@@ -62,7 +62,7 @@ class Probe(discord.Client):
     def seen_messages(self) -> list[discord.Message]:
         return [args[0] for args in self.seen("message")]
 
-    async def wait_event(self, name: str, check: Callable[..., bool] = lambda *_: True, timeout: float = 3.0) -> Any:
+    async def wait_event(self, name: str, check: Callable[..., bool] = lambda *_: True, timeout: float = 30.0) -> Any:
         """The first ``name`` event (already seen or to come) whose arguments pass ``check``."""
         async with asyncio.timeout(timeout):
             while True:
@@ -72,12 +72,12 @@ class Probe(discord.Client):
                 self._new_event.clear()
                 await self._new_event.wait()
 
-    async def wait_message(self, content: str, timeout: float = 3.0) -> discord.Message:
+    async def wait_message(self, content: str, timeout: float = 30.0) -> discord.Message:
         return await self.wait_event("message", lambda m: m.content == content, timeout)
 
 
 @asynccontextmanager
-async def running(*clients: tuple[discord.Client, str], timeout: float = 5.0) -> AsyncIterator[None]:
+async def running(*clients: tuple[discord.Client, str], timeout: float = 30.0) -> AsyncIterator[None]:
     """Start the clients with their tokens, wait for on_ready, close them afterwards."""
     tasks = [asyncio.create_task(client.start(token)) for client, token in clients]
     try:

@@ -116,7 +116,7 @@ def voice_channel(client: discord.Client, channel_id: int) -> discord.VoiceChann
 async def running(*clients: tuple[discord.Client, str]) -> AsyncIterator[None]:
     tasks = [asyncio.create_task(client.start(token)) for client, token in clients]
     try:
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(60):
             while not all(client.is_ready() for client, _ in clients):
                 for task in tasks:
                     if task.done():
@@ -129,7 +129,7 @@ async def running(*clients: tuple[discord.Client, str]) -> AsyncIterator[None]:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def until(check: Any, timeout: float = 3.0) -> Any:
+async def until(check: Any, timeout: float = 30.0) -> Any:
     async with asyncio.timeout(timeout):
         while not (result := check()):
             await asyncio.sleep(0.005)

@@ -13,12 +13,13 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from bot.character import load_character
 from bot.daemon import Daemon
+from bot.links import LinkState
 from bot.runtime import AgentRuntime
 from bot.settings import DaemonSettings
 from bot.types import RoomState
@@ -57,6 +58,9 @@ class Brain:
     targets: list[str] = field(default_factory=list)  # SEND_MESSAGE's target extraction answers
     troupe: list[str] = field(default_factory=list)  # the troupe's decisions: who answers, in order ("Brann, Ada")
     summaries: list[str] = field(default_factory=list)  # SUMMARIZE_CONVERSATION's and /summarize's summaries
+    #: Instead of ``decisions``, a character's small model as a function of the prompt: for tests
+    #: where the order in which it hears two messages is not fixed (one relayed, one polled).
+    deciders: dict[str, Callable[[str], str]] = field(default_factory=dict)
 
     def answer(self, body: dict[str, Any]) -> str:
         parts = [m.get("content") for m in body["messages"]]
@@ -75,13 +79,49 @@ class Brain:
                 queue = self.plans[name]
                 return queue.pop(0) if queue else plan(f"{name} here.")
             if f"Decide what {name} does" in prompt:
+                if name in self.deciders:
+                    return f"<response><action>{self.deciders[name](prompt)}</action></response>"
                 queue = self.decisions[name]
                 return f"<response><action>{queue.pop(0) if queue else 'IGNORE'}</action></response>"
         return "<response><thought>fine</thought><facts></facts><relationships></relationships></response>"
 
 
+class Characters:
+    """A scene's characters in its daemon, found by name."""
+
+    daemon: Daemon | None
+    #: The platform a character serves once it is up.
+    platform: ClassVar[str]
+
+    async def running(self, name: str, *, connected: bool = True, timeout: float = 60) -> AgentRuntime:
+        """``name``'s runtime once the daemon has started it and it serves the scene's platform
+        (not ``connected``: once its first try to connect is over, whatever came of it). The
+        daemon starts its characters one by one, after ``start`` returns."""
+
+        def up() -> AgentRuntime | None:
+            found = self._find(name)
+            if found is None:
+                return None
+            if connected:
+                return found if found.get_service(self.platform) else None
+            link = found.links.get(self.platform)
+            return found if link is not None and link.state is not LinkState.CONNECTING else None
+
+        return await until(up, timeout=timeout)
+
+    def runtime(self, name: str) -> AgentRuntime:
+        """``name``'s runtime, which must be running now (``await running(name)`` waits for it)."""
+        found = self._find(name)
+        assert found is not None, f"{name} is not running in the daemon: await scene.running({name!r}) first"
+        return found
+
+    def _find(self, name: str) -> AgentRuntime | None:
+        assert self.daemon is not None
+        return next((rt for rt in self.daemon.runtimes if rt.character.name == name), None)
+
+
 @dataclass
-class Scene:
+class Scene(Characters):
     """A fake Discord world (a guild owned by Sam, with #general and #lounge) and the daemon."""
 
     fake: FakeDiscord
@@ -97,6 +137,7 @@ class Scene:
     openai: FakeOpenAIServer | None = None
     daemon: Daemon | None = None
     task: asyncio.Task[int] | None = None
+    platform: ClassVar[str] = "discord"
 
     async def start(
         self,
@@ -110,16 +151,15 @@ class Scene:
         daemon, self.task = self.launch(ada_settings or {}, with_brann, brann_token, brann_settings or {})
         self.daemon = daemon
         if wait:
-            await until(lambda: daemon.runtimes and self.runtime("Ada").get_service("discord"), timeout=10)
+            # Every character started (a test looks at them at once); Brann may be made to fail.
+            await self.running("Ada")
+            if with_brann:
+                await self.running("Brann", connected=False)
 
     async def stop(self) -> int:
         assert self.daemon is not None and self.task is not None
         self.daemon.stop()
-        return await asyncio.wait_for(self.task, 10)
-
-    def runtime(self, name: str) -> AgentRuntime:
-        assert self.daemon is not None
-        return next(rt for rt in self.daemon.runtimes if rt.character.name == name)
+        return await asyncio.wait_for(self.task, 60)
 
     async def room_state(self, name: str, channel: FakeChannel) -> RoomState | None:
         rt = self.runtime(name)
@@ -127,12 +167,12 @@ class Scene:
 
     async def state_becomes(self, name: str, channel: FakeChannel, state: RoomState | None) -> None:
         """Actions run after the reply is sent: wait for the state to change."""
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(30):
             while await self.room_state(name, channel) is not state:
                 await asyncio.sleep(0.01)
 
 
-async def until(check: Callable[[], Any], timeout: float = 5.0) -> Any:
+async def until(check: Callable[[], Any], timeout: float = 30.0) -> Any:
     async with asyncio.timeout(timeout):
         while not (result := check()):
             await asyncio.sleep(0.01)
@@ -218,7 +258,7 @@ async def open_scene(tmp_path: Path, *, voice: FakeVoiceServer | None = None) ->
         for daemon, task in running:
             if not task.done():  # a test may have killed one already
                 daemon.stop()
-                await asyncio.wait_for(task, 10)
+                await asyncio.wait_for(task, 60)
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ async def test_a_message_left_unanswered_by_a_crash_is_answered_once_after_the_r
     s.openai.latency = 0.0
     s.brain.plans["Ada"].append(plan("Yes, back now."))
     await s.start(with_brann=False)
-    await until(lambda: answered(s)[asked.id] == 1, timeout=10)
+    await until(lambda: answered(s)[asked.id] == 1, timeout=60)
     await asyncio.sleep(0.3)  # room for a second answer that must not come
     assert answered(s) == Counter({done.id: 1, asked.id: 1})
     assert s.ada.sent[-1].content == "Yes, back now."

@@ -150,7 +150,7 @@ async def test_missing_message_content_intent_and_a_bad_token_stop_only_that_cha
     s.ada.message_content_intent = False
     with caplog.at_level(logging.ERROR):
         await s.start(brann_token="token-nobody", wait=False)
-        assert await asyncio.wait_for(s.task, 10) == 78  # nobody could connect: a configuration error
+        assert await asyncio.wait_for(s.task, 60) == 78  # nobody could connect: a configuration error
     assert (
         f"Ada: could not connect to discord: the Message Content intent is not enabled for the bot Ada; "
         f"enable it at https://discord.com/developers/applications/{s.ada.id}/bot"
@@ -174,7 +174,7 @@ async def test_two_characters_on_one_token_are_refused(scene, caplog) -> None:
     s = scene
     with caplog.at_level(logging.ERROR):
         await s.start(brann_token="token-ada", wait=False)
-        await until(lambda: "uses the same DISCORD_API_TOKEN as" in caplog.text, timeout=10)
+        await until(lambda: "uses the same DISCORD_API_TOKEN as" in caplog.text, timeout=60)
     assert (
         "Brann: could not connect to discord: uses the same DISCORD_API_TOKEN as Ada" in caplog.text
         or "Ada: could not connect to discord: uses the same DISCORD_API_TOKEN as Brann" in caplog.text

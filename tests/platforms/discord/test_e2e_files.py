@@ -88,7 +88,7 @@ async def test_a_file_over_the_servers_upload_limit_is_not_sent_and_the_text_say
     film = OutgoingFile.of_bytes(b"\x00" * (12 * MB), "film.mp4")
     notes = OutgoingFile.of_bytes(b"scene 1: a cat", "notes.txt")
     await rt.get_service("discord").send_to_room(room, {"text": "The film and my notes.", "files": [film, notes]})
-    (sent,) = await s.fake.wait_for_sent(s.ada, 1, timeout=15)
+    (sent,) = await s.fake.wait_for_sent(s.ada, 1, timeout=60)
     assert [a.filename for a in sent.attachments] == sent_files
     if tier == 0:
         assert sent.content == (

@@ -126,7 +126,7 @@ class World:
         return await self.fake.user_says(self.sam, self.channels[shard], f"{self.ada.mention} {text}")
 
     async def answered_once(self, *messages: FakeMessage) -> None:
-        await until(lambda: all(self.answers()[m.id] >= 1 for m in messages), timeout=10)
+        await until(lambda: all(self.answers()[m.id] >= 1 for m in messages), timeout=60)
         await asyncio.sleep(0.3)  # room for a second answer that must not come
         assert [self.answers()[m.id] for m in messages] == [1] * len(messages)
 
@@ -357,7 +357,7 @@ async def test_one_daemon_serves_every_shard_of_a_character_that_sets_a_shard_co
     await until(lambda: len(s.ada.identifies) == 3)
     assert [i["shard"] for i in s.ada.identifies] == [[0, 3], [1, 3], [2, 3]]
     asked = [await s.fake.user_says(s.sam, channel, f"{s.ada.mention} hi") for channel in (s.general, far_channel)]
-    await until(lambda: len(s.ada.sent) == 2, timeout=10)
+    await until(lambda: len(s.ada.sent) == 2, timeout=60)
     assert sorted(m.reference.id for m in s.ada.sent if m.reference) == sorted(m.id for m in asked)
 
 
@@ -375,7 +375,7 @@ async def failed(s: Scene) -> None:
         link = runtime.links.get("discord") if runtime else None
         return link.state if link else None
 
-    await until(lambda: state() is LinkState.FAILED, timeout=10)
+    await until(lambda: state() is LinkState.FAILED, timeout=60)
 
 
 async def test_a_bad_shard_count_fails_the_connection_with_what_to_write(scene) -> None:
@@ -417,7 +417,7 @@ async def test_discord_refusing_the_connection_later_fails_the_link_with_the_rea
     s.ada.shards = 2  # the bot outgrew one connection while running
     await s.fake.drop_gateway(s.ada, code=4011)
     runtime = s.runtime("Ada")
-    await until(lambda: runtime.links.get("discord").state is LinkState.FAILED, timeout=10)
+    await until(lambda: runtime.links.get("discord").state is LinkState.FAILED, timeout=60)
     assert runtime.links.get("discord").detail.startswith(
         "the bot is in too many Discord servers for one connection: set DISCORD_SHARD_COUNT to at least 2"
     )
@@ -430,7 +430,7 @@ async def test_an_invalid_shard_says_that_every_daemon_must_read_the_same_shard_
     await s.start(with_brann=False)
     await s.fake.drop_gateway(s.ada, code=4010)
     runtime = s.runtime("Ada")
-    await until(lambda: runtime.links.get("discord").state is LinkState.FAILED, timeout=10)
+    await until(lambda: runtime.links.get("discord").state is LinkState.FAILED, timeout=60)
     assert runtime.links.get("discord").detail == (
         "Discord refused the shard ids this daemon connected with (close code 4010, invalid shard); "
         "every daemon serving the character must read the same DISCORD_SHARD_COUNT"

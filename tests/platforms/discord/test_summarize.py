@@ -22,7 +22,7 @@ async def _chat(s, channel, lines: list[str]) -> None:
         said = {m.content.get("text") for m in await rt.store.get_memories(table="messages", room_id=room)}
         return set(lines) <= said
 
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(60):
         while not await heard():
             await asyncio.sleep(0.02)
 

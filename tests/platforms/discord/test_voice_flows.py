@@ -94,7 +94,7 @@ async def test_slash_join_follows_the_person_or_the_option_and_slash_leave_leave
     # Sam is in General: /join without an option joins him there.
     await s.fake.user_joins_voice(s.sam, voice_general)
     joined = await s.fake.invoke_command(s.sam, s.general, s.ada, "join")
-    first = await s.fake.voice.wait_connected(s.ada, voice_general, timeout=10)
+    first = await s.fake.voice.wait_connected(s.ada, voice_general, timeout=60)
     deferred, followup = await s.fake.wait_for_response(joined, 2)
     assert (deferred.kind, deferred.type) == ("callback", 5)  # "thinking…" while connecting
     assert followup.kind == "followup" and followup.payload["content"] == "Joined General."
@@ -104,7 +104,7 @@ async def test_slash_join_follows_the_person_or_the_option_and_slash_leave_leave
 
     # The option names another channel: Ada moves there (one voice connection per server).
     moved = await s.fake.invoke_command(s.sam, s.general, s.ada, "join", options={"channel": quiet})
-    second = await s.fake.voice.wait_connected(s.ada, quiet, timeout=10)
+    second = await s.fake.voice.wait_connected(s.ada, quiet, timeout=60)
     assert second is not first and first.ended
     assert (await s.fake.wait_for_response(moved, 2))[1].payload["content"] == "Joined Quiet room."
     assert s.fake.voice_state(s.ada, s.guild).channel is quiet
@@ -129,7 +129,7 @@ async def test_the_voice_channel_in_the_settings_is_joined_at_start(scene) -> No
     await s.start(
         {"DISCORD_VOICE_CHANNEL_ID": str(voice_general.id), "DISCORD_CA_FILE": s.fake.voice.ca_file}, with_brann=False
     )
-    session = await s.fake.voice.wait_connected(s.ada, voice_general, timeout=10)
+    session = await s.fake.voice.wait_connected(s.ada, voice_general, timeout=60)
     assert session.mode == "aead_xchacha20_poly1305_rtpsize"
     assert s.fake.voice_state(s.ada, s.guild).channel is voice_general
     # Nobody asked: no message anywhere, no model call.
@@ -159,7 +159,7 @@ async def started_a_long_reply(s: Scene, extra: dict[str, str]) -> tuple[Any, An
     """Ada in voice, asked aloud by Sam, speaking LONG_REPLY (three sentences of SENTENCE_S each)."""
     voice_general = s.fake.add_channel(s.guild, "General", "voice")
     await s.start(voice_settings(s, DISCORD_VOICE_CHANNEL_ID=str(voice_general.id), **extra), with_brann=False)
-    session = await s.fake.voice.wait_connected(s.ada, voice_general, timeout=10)
+    session = await s.fake.voice.wait_connected(s.ada, voice_general, timeout=60)
     await s.fake.user_joins_voice(s.sam, voice_general)
     # Cleo listens in: with Sam alone with Ada, all he says would be for her (test_voice_presence.py).
     await s.fake.user_joins_voice(s.cleo, voice_general)
@@ -167,7 +167,7 @@ async def started_a_long_reply(s: Scene, extra: dict[str, str]) -> tuple[Any, An
     assert s.openai is not None
     s.openai.script_speech(SENTENCE)
     await ask_aloud(s, s.sam, "Ada, what is the plan?")
-    await s.fake.voice.wait_for_packets(s.ada, 10, timeout=10)  # she is speaking
+    await s.fake.voice.wait_for_packets(s.ada, 10, timeout=60)  # she is speaking
     assert [r["input"] for r in speech_requests(s)] == [
         "First we gather the whole crew.",
         "Then we load the ship with food.",
@@ -200,7 +200,7 @@ async def test_talking_over_a_reply_as_it_starts_stops_it_and_the_character_stil
     await s.start(voice_settings(s), with_brann=False)
     await s.fake.user_joins_voice(s.sam, voice_general)
     joined = await s.fake.invoke_command(s.sam, s.general, s.ada, "join")
-    session = await s.fake.voice.wait_connected(s.ada, voice_general, timeout=10)
+    session = await s.fake.voice.wait_connected(s.ada, voice_general, timeout=60)
     await s.fake.wait_for_response(joined, 2)
     player = s.runtime("Ada").get_service("discord").voice.sessions[s.guild.id].player
     s.openai.script_speech(clip(1.0), clip(0.4))
@@ -225,7 +225,7 @@ async def test_talking_over_a_reply_as_it_starts_stops_it_and_the_character_stil
     s.brain.plans["Ada"].append(plan("Yes, at dawn."))
     await s.fake.user_says(s.sam, s.general, "Ada, when?")
     assert (await s.fake.wait_for_sent(s.ada, 2))[1].content == "Yes, at dawn."
-    frames = await s.fake.voice.wait_for_packets(s.ada, stopped_at + 20 - 2, timeout=5)
+    frames = await s.fake.voice.wait_for_packets(s.ada, stopped_at + 20 - 2, timeout=60)
     assert level_db(frames[stopped_at:]) > -40
     assert [r["input"] for r in speech_requests(s)] == ["We sail at dawn, all of us together.", "Yes, at dawn."]
 
@@ -236,7 +236,7 @@ async def test_speaking_over_the_character_more_quietly_than_voice_barge_in_db_d
     session, player = await started_a_long_reply(s, {"VOICE_BARGE_IN_DB": "-10"})
     await s.fake.voice.user_speaks(s.sam, spoken_packets(0.8), pace=0.02)
     assert len(voice_of(session.packets)) < FULL_REPLY_FRAMES - 10  # he spoke over her, all the time
-    await until(lambda: session.speaking[-1].get("speaking") == 0 and not player.speaking, timeout=10)
+    await until(lambda: session.speaking[-1].get("speaking") == 0 and not player.speaking, timeout=60)
     frames = voice_of(session.packets)
     assert len(frames) == FULL_REPLY_FRAMES  # the whole reply
     assert level_db(frames) > -40
@@ -252,7 +252,7 @@ async def test_replies_in_the_text_channel_linked_to_voice_are_also_spoken(scene
     await s.start(voice_settings(s), with_brann=False)
     await s.fake.user_joins_voice(s.sam, voice_general)
     joined = await s.fake.invoke_command(s.sam, s.general, s.ada, "join")  # from #general
-    session = await s.fake.voice.wait_connected(s.ada, voice_general, timeout=10)
+    session = await s.fake.voice.wait_connected(s.ada, voice_general, timeout=60)
     await s.fake.wait_for_response(joined, 2)
     s.openai.script_speech(clip(0.5))
 
@@ -265,7 +265,7 @@ async def test_replies_in_the_text_channel_linked_to_voice_are_also_spoken(scene
     await s.fake.user_says(s.sam, s.general, "Ada, tell me about the voyage")
     reply = (await s.fake.wait_for_sent(s.ada, 2))[1]
     assert reply.channel is s.general and reply.content == "We sail at dawn. The sea will be kind to us."
-    frames = await s.fake.voice.wait_for_packets(s.ada, 40, timeout=10)
+    frames = await s.fake.voice.wait_for_packets(s.ada, 40, timeout=60)
     assert level_db(frames) > -40  # the reply's audio, not silence
     assert [r["input"] for r in speech_requests(s)] == ["We sail at dawn.", "The sea will be kind to us."]
     assert session.speaking and any(p.get("speaking") for p in session.speaking)
@@ -279,16 +279,16 @@ async def test_two_characters_in_one_voice_channel_answer_aloud_each_in_its_own_
     voice_general = s.fake.add_channel(s.guild, "General", "voice")
     join = voice_settings(s, DISCORD_VOICE_CHANNEL_ID=str(voice_general.id))
     await s.start({**join, "OPENAI_TTS_VOICE": "shimmer"}, brann_settings={**join, "OPENAI_TTS_VOICE": "onyx"})
-    await s.fake.voice.wait_connected(s.ada, voice_general, timeout=10)
-    await s.fake.voice.wait_connected(s.brann, voice_general, timeout=10)
+    await s.fake.voice.wait_connected(s.ada, voice_general, timeout=60)
+    await s.fake.voice.wait_connected(s.brann, voice_general, timeout=60)
     await s.fake.user_joins_voice(s.sam, voice_general)
     s.brain.plans["Ada"].append(plan("Hello from Ada, the navigator."))
     s.brain.plans["Brann"].append(plan("Brann here, ready to sail."))
     s.openai.script_speech(clip(0.5, 330.0))
 
     await ask_aloud(s, s.sam, "Ada and Brann, say hello")
-    ada_frames = await s.fake.voice.wait_for_packets(s.ada, 20, timeout=10)
-    brann_frames = await s.fake.voice.wait_for_packets(s.brann, 20, timeout=10)
+    ada_frames = await s.fake.voice.wait_for_packets(s.ada, 20, timeout=60)
+    brann_frames = await s.fake.voice.wait_for_packets(s.brann, 20, timeout=60)
     assert level_db(ada_frames) > -40 and level_db(brann_frames) > -40
     assert sorted((r["input"], r["voice"]) for r in speech_requests(s)) == [
         ("Brann here, ready to sail.", "onyx"),
@@ -324,7 +324,7 @@ async def test_listening_and_answering_with_dave_end_to_end_encryption(dave_scen
     s = dave_scene
     voice_general = s.fake.add_channel(s.guild, "General", "voice")
     await s.start(voice_settings(s, DISCORD_VOICE_CHANNEL_ID=str(voice_general.id)), with_brann=False)
-    session = await s.fake.voice.wait_connected(s.ada, voice_general, timeout=10)
+    session = await s.fake.voice.wait_connected(s.ada, voice_general, timeout=60)
     assert session.identify["max_dave_protocol_version"] == 1 and session.dave_protocol_version == 1
     await s.fake.user_joins_voice(s.sam, voice_general)
     await s.fake.voice.wait_dave(s.ada)  # Ada and Sam in one MLS group, its transition executed
@@ -334,7 +334,7 @@ async def test_listening_and_answering_with_dave_end_to_end_encryption(dave_scen
     s.brain.plans["Ada"].append(plan("I hear you through the encryption."))
     s.openai.script_speech(clip(0.5))
     await ask_aloud(s, s.sam, "Ada, can you hear me?", seconds=1.2)
-    frames = await s.fake.voice.wait_for_packets(s.ada, 20, timeout=10)
+    frames = await s.fake.voice.wait_for_packets(s.ada, 20, timeout=60)
 
     # Heard: Sam's DAVE frames were decrypted into his speech, not fed to the decoder as they came.
     (transcription,) = s.openai.requests_for("transcriptions")

@@ -24,7 +24,7 @@ async def joined_later(s: Scene, channel: Any) -> Any:
     """Sam joins ``channel`` and has Ada (already running) join him there with /join."""
     await s.fake.user_joins_voice(s.sam, channel)
     await s.fake.invoke_command(s.sam, s.general, s.ada, "join")
-    await s.fake.voice.wait_connected(s.ada, channel, timeout=10)
+    await s.fake.voice.wait_connected(s.ada, channel, timeout=60)
     voice = s.runtime("Ada").get_service("discord").voice
     return await until(lambda: voice.sessions.get(s.guild.id))
 
@@ -36,7 +36,7 @@ async def stored_texts(s: Scene, channel: Any) -> list[str]:
 
 
 async def until_stored(s: Scene, channel: Any, text: str) -> None:
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(60):
         while text not in await stored_texts(s, channel):
             await asyncio.sleep(0.02)
 
@@ -60,7 +60,7 @@ async def test_a_character_left_alone_leaves_after_the_setting_and_stays_while_s
     # Alone: she leaves, by herself, once DISCORD_VOICE_ALONE_S has passed.
     await s.fake.user_leaves_voice(s.sam, s.guild)
     left_alone = asyncio.get_running_loop().time()
-    await until(lambda: s.fake.voice_state(s.ada, s.guild) is None, timeout=5)
+    await until(lambda: s.fake.voice_state(s.ada, s.guild) is None, timeout=60)
     assert asyncio.get_running_loop().time() - left_alone >= 0.6
     await until(lambda: s.guild.id not in voice.sessions)
     assert s.ada.voice_state_updates[-1]["channel_id"] is None  # she asked to leave (gateway op 4)
@@ -71,12 +71,12 @@ async def test_another_bot_is_no_company_but_the_channel_a_character_was_told_to
     voice_general = s.fake.add_channel(s.guild, "General", "voice")
     home = voice_settings(s, DISCORD_VOICE_CHANNEL_ID=str(voice_general.id), DISCORD_VOICE_ALONE_S="0.5")
     await s.start(voice_settings(s, DISCORD_VOICE_ALONE_S="0.5"), brann_settings=home)
-    await s.fake.voice.wait_connected(s.brann, voice_general, timeout=10)  # Brann sits there from the start
+    await s.fake.voice.wait_connected(s.brann, voice_general, timeout=60)  # Brann sits there from the start
     await joined_later(s, voice_general)  # Ada joins Sam there
 
     await s.fake.user_leaves_voice(s.sam, s.guild)
     # Only Brann, a bot, is left with Ada: she leaves; Brann waits in its own channel for people.
-    await until(lambda: s.fake.voice_state(s.ada, s.guild) is None, timeout=5)
+    await until(lambda: s.fake.voice_state(s.ada, s.guild) is None, timeout=60)
     await asyncio.sleep(0.8)
     assert s.fake.voice.is_connected(s.brann, voice_general)
 
@@ -110,7 +110,7 @@ async def test_moved_by_an_admin_the_character_follows_and_hears_in_the_new_chan
 
     await s.fake.user_joins_voice(s.sam, quiet)
     await s.fake.move_bot_voice(s.ada, quiet)
-    await s.fake.voice.wait_connected(s.ada, quiet, timeout=10)
+    await s.fake.voice.wait_connected(s.ada, quiet, timeout=60)
     await until(lambda: session.channel.id == quiet.id)
     assert session.room_id == discord_id(rt.agent_id, quiet.id)
     assert events == [("ended", "General"), ("started", "Quiet room")]

@@ -74,7 +74,7 @@ async def receive(connection: Connection, streams: list[list[bytes]], *, users: 
         for raw in batch:
             listener(raw)
         await asyncio.sleep(0.002)
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(60):
         while len(heard) < len(streams) and not failures:
             await asyncio.sleep(0.02)
     await receiver.close()

@@ -52,7 +52,7 @@ async def test_forum_topics_are_separate_conversations(scene) -> None:
     await s.fake.user_says(s.sam, forum, "Ada, and the lore?", topic=lore)
     sent = await s.fake.wait_for_sent(s.ada, 2)
     assert {(m["thread_id"], m["text"]) for m in sent} == {(plot, "About the plot."), (lore, "About the lore.")}
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(60):
         while await s.room_state("Ada", forum.id, plot) is not RoomState.FOLLOWED:
             await asyncio.sleep(0.01)
     assert await s.room_state("Ada", forum.id, lore) is None  # following one topic is not following another
@@ -105,7 +105,7 @@ async def test_a_429_is_waited_out(scene) -> None:
     s.fake.fail_next("sendMessage", status=429, retry_after=1, bot=s.ada)
     s.brain.plans["Ada"].append(plan("Eventually."))
     await s.fake.user_says(s.sam, s.fake.private(s.sam, s.ada), "hello?")
-    assert (await s.fake.wait_for_sent(s.ada, 1, timeout=8))[0]["text"] == "Eventually."
+    assert (await s.fake.wait_for_sent(s.ada, 1, timeout=60))[0]["text"] == "Eventually."
 
 
 async def test_two_characters_converse_through_the_relay_until_the_loop_guard(scene) -> None:
@@ -114,7 +114,7 @@ async def test_two_characters_converse_through_the_relay_until_the_loop_guard(sc
     s.brain.plans["Ada"] += [plan("@brann_bot, what do you think?"), plan("@brann_bot, really?"), plan("more")]
     s.brain.plans["Brann"] += [plan("@ada_bot I think it works."), plan("@ada_bot truly."), plan("more")]
     await s.fake.user_says(s.sam, s.group, "@ada_bot ask the captain about the ending")
-    await s.fake.wait_for_sent(s.ada, 2, timeout=8)
+    await s.fake.wait_for_sent(s.ada, 2, timeout=60)
     await asyncio.sleep(0.5)
     assert [m["text"] for m in s.ada.sent] == ["@brann_bot, what do you think?", "@brann_bot, really?"]
     assert [m["text"] for m in s.brann.sent] == ["@ada_bot I think it works."]
@@ -163,7 +163,7 @@ async def test_send_message_reaches_someone_met_only_in_a_group_and_is_remembere
     s = scene
     await s.start(with_brann=False)
     await s.fake.user_says(s.cleo, s.group, "morning all")  # Ada lets it pass; Cleo started Ada elsewhere
-    await until(lambda: any("Decide what Ada does" in p for p in s.brain.prompts), timeout=10)
+    await until(lambda: any("Decide what Ada does" in p for p in s.brain.prompts), timeout=60)
     cleo = s.fake.private(s.cleo, s.ada)
     s.brain.plans["Ada"].append(plan("Will do.", "REPLY,SEND_MESSAGE"))
     s.brain.targets = [
@@ -173,7 +173,7 @@ async def test_send_message_reaches_someone_met_only_in_a_group_and_is_remembere
         )
     ]
     await s.fake.user_says(s.sam, s.group, "@ada_bot tell Cleo the meeting moved to 3pm")
-    sent = await s.fake.wait_for_sent(s.ada, 3, timeout=10)
+    sent = await s.fake.wait_for_sent(s.ada, 3, timeout=60)
     assert [(m["chat_id"], m["text"]) for m in sent] == [
         (s.group.id, "Will do."),
         (cleo.id, "The meeting moved to 3pm."),
@@ -182,7 +182,7 @@ async def test_send_message_reaches_someone_met_only_in_a_group_and_is_remembere
     # The private chat troupe had never seen is now a room, with Cleo in it and the message stored.
     rt = s.runtime("Ada")
     room = room_id(rt.agent_id, cleo.id)
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(60):
         while not (stored := await rt.store.get_memories(table="messages", room_id=room, count=5)):
             await asyncio.sleep(0.02)
     assert [m.content["text"] for m in stored] == ["The meeting moved to 3pm."]
@@ -221,9 +221,9 @@ async def test_a_polling_outage_shows_as_retrying_until_telegram_answers_again(s
     links = s.runtime("Ada").links
     await until(lambda: links.get("telegram").state is LinkState.CONNECTED)
     s.fake.fail_next("getUpdates", status=502, description="Bad Gateway", bot=s.ada, times=2)
-    await until(lambda: links.get("telegram").state is LinkState.RETRYING, timeout=10)
+    await until(lambda: links.get("telegram").state is LinkState.RETRYING, timeout=60)
     assert "polling failed" in links.get("telegram").detail
-    await until(lambda: links.get("telegram").state is LinkState.CONNECTED, timeout=10)
+    await until(lambda: links.get("telegram").state is LinkState.CONNECTED, timeout=60)
     s.brain.plans["Ada"].append(plan("Back again."))
     await s.fake.user_says(s.sam, s.fake.private(s.sam, s.ada), "still there?")
     assert (await s.fake.wait_for_sent(s.ada, 1))[0]["text"] == "Back again."
@@ -258,7 +258,7 @@ async def test_another_process_polling_the_same_token_stops_telegram_for_that_ch
     with caplog.at_level(logging.ERROR):
         await intruder.updater.start_polling(timeout=1, poll_interval=0)
         try:
-            await until(lambda: "another process is polling Telegram with this bot's token" in caplog.text, timeout=20)
+            await until(lambda: "another process is polling Telegram with this bot's token" in caplog.text, timeout=60)
         finally:
             await intruder.updater.stop()
             await intruder.stop()
@@ -290,7 +290,7 @@ async def test_edits_reactions_and_people_joining_reach_memory(scene) -> None:
     async def texts() -> list[str]:
         return [m.content.get("text") for m in await rt.store.get_memories(table="messages", room_id=room)]
 
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(60):
         while not {"@ada_bot the ending", "*reacted 👍*"} <= set(await texts()):
             await asyncio.sleep(0.01)
     assert "@ada_bot teh ending" not in await texts() and len(s.ada.sent) == 1
@@ -321,7 +321,7 @@ async def test_a_chat_seen_again_after_a_restart_is_not_rewritten_and_keeps_role
     await s.fake.user_says(s.sam, s.group, "morning all")
     rt = s.runtime("Ada")
     group_world = world_id(rt.agent_id, s.group.id)
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(60):
         while (world := await rt.store.get_world(group_world)) is None:
             await asyncio.sleep(0.01)
     assert world.metadata["roles"] == {entity_id(rt.agent_id, s.sam.id): "OWNER"}  # the group's creator
@@ -329,7 +329,7 @@ async def test_a_chat_seen_again_after_a_restart_is_not_rewritten_and_keeps_role
     await rt.store.update_world(world)
     assert s.daemon is not None and s.task is not None
     s.daemon.stop()
-    await asyncio.wait_for(s.task, 10)
+    await asyncio.wait_for(s.task, 60)
 
     writes = count_world_writes(monkeypatch, rt.store)
     await s.start(with_brann=False)  # a new run sees the chat again, with the same people in charge
@@ -350,8 +350,8 @@ async def test_two_characters_in_a_group_decide_once_and_answer_in_turn(scene) -
     s.brain.plans["Brann"].append(plan("I'd start with the lighthouse."))
     s.brain.plans["Ada"].append(plan("And I'd end there."))
     await s.fake.user_says(s.sam, s.group, "anyone got a story for tonight?")
-    brann = await s.fake.wait_for_sent(s.brann, 1, timeout=8)
-    ada = await s.fake.wait_for_sent(s.ada, 1, timeout=8)
+    brann = await s.fake.wait_for_sent(s.brann, 1, timeout=60)
+    ada = await s.fake.wait_for_sent(s.ada, 1, timeout=60)
     assert brann[0]["text"] == "I'd start with the lighthouse." and ada[0]["text"] == "And I'd end there."
     decisions = [p for p in s.brain.prompts if "Which of these characters should answer" in p]
     alone = [p.rsplit("# Received Message", 1)[-1] for p in s.brain.prompts if "Decide what" in p]

@@ -72,7 +72,7 @@ async def test_a_picture_too_big_for_a_photo_goes_as_a_document(scene) -> None:
     s.openai.script_images(big)
     s.brain.plans["Ada"].append(drawing("A big one."))
     await s.fake.user_says(s.sam, s.fake.private(s.sam, s.ada), "draw me a big cat")
-    (sent,) = await s.fake.wait_for_sent(s.ada, 1, timeout=15)
+    (sent,) = await s.fake.wait_for_sent(s.ada, 1, timeout=60)
     assert sent["kind"] == "document" and sent["text"] == "A big one." and sent["size"] == len(big)
     assert [method for method, _ in s.ada.requests].count("sendPhoto") == 0  # checked before sending
 

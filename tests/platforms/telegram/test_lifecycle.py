@@ -22,7 +22,7 @@ async def texts_in(s: Scene, name: str, chat_id: int) -> list[str]:
 
 
 async def until_heard(s: Scene, name: str, chat_id: int, text: str) -> None:
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(60):
         while text not in await texts_in(s, name, chat_id):
             await asyncio.sleep(0.02)
 

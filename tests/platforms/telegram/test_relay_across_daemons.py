@@ -54,7 +54,10 @@ class Cluster:
         settings = DaemonSettings(
             data_dir=folder,
             database_url=self.db_url,
-            lease_s=1.5,
+            # Both daemons share this process's loop: on a loaded machine it can stall for
+            # seconds, and a lease that lapses moves a character mid-conversation (which these
+            # tests are not about). Placement rounds come every lease_s / 3.
+            lease_s=6,
             reconnect_base_s=0.05,
             reconnect_cap_s=0.2,
             stop_timeout_s=5,
@@ -95,7 +98,7 @@ class Cluster:
         task = next(t for d, t in self.running if d is daemon)
         self.running = [(d, t) for d, t in self.running if d is not daemon]
         daemon.stop()
-        assert await asyncio.wait_for(task, 15) == 0
+        assert await asyncio.wait_for(task, 60) == 0
 
 
 @pytest.fixture
@@ -124,7 +127,7 @@ async def test_characters_of_two_daemons_talk_through_the_relay_until_the_loop_g
     c.brain.plans["Ada"] += [plan("@brann_bot, what do you think?"), plan("@brann_bot, really?"), plan("more")]
     c.brain.plans["Brann"] += [plan("@ada_bot I think it works."), plan("@ada_bot truly."), plan("more")]
     await c.fake.user_says(c.sam, c.group, "@ada_bot ask the captain about the ending")
-    await c.fake.wait_for_sent(c.ada, 2, timeout=15)
+    await c.fake.wait_for_sent(c.ada, 2, timeout=60)
     await asyncio.sleep(1.5)  # a third bot turn, or a second answer, would come now
     # Ada, Brann, Ada: then Brann sees three bot turns in a row (MAX_BOT_TURNS=2) and stays quiet.
     assert [m["text"] for m in c.ada.sent] == ["@brann_bot, what do you think?", "@brann_bot, really?"]
@@ -153,7 +156,7 @@ async def test_a_character_that_starts_serving_hears_once_what_it_missed(cluster
     two = c.start()
     await c.let_go("Brann")
     await c.serving(two, "Brann")
-    assert [m["text"] for m in await c.fake.wait_for_sent(c.brann, 1, timeout=10)] == ["@ada_bot I am now."]
+    assert [m["text"] for m in await c.fake.wait_for_sent(c.brann, 1, timeout=60)] == ["@ada_bot I am now."]
     assert c.brann.sent[0]["reply_to"] == c.ada.sent[0]["message"]["message_id"]
     # Brann moves to the first daemon: what Ada said is caught up on again, and recognised as answered.
     await c.stop(two)
@@ -171,7 +174,7 @@ async def test_a_character_muted_on_one_daemon_stays_muted_on_the_daemon_it_move
     await c.fake.wait_for_sent(c.brann, 1)
     brann = next(rt for rt in two.runtimes if rt.character.name == "Brann")
     group_room = room_id(brann.agent_id, c.group.id)
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(60):
         while await brann.store.get_participant_state(group_room, brann.agent_id) is not RoomState.MUTED:
             await asyncio.sleep(0.02)
     # Brann moves to the first daemon (its daemon stops): the state was in the database, not in the daemon.
@@ -184,18 +187,23 @@ async def test_a_character_muted_on_one_daemon_stays_muted_on_the_daemon_it_move
     assert len(c.brann.sent) == 1
     assert c.brain.decisions["Brann"] == ["RESPOND", "RESPOND"]  # muted: its small model was not even asked
     await c.fake.user_says(c.sam, c.group, "Brann, what do you say?")
-    assert (await c.fake.wait_for_sent(c.brann, 2, timeout=10))[1]["text"] == "Back for you, Sam."
+    assert (await c.fake.wait_for_sent(c.brann, 2, timeout=60))[1]["text"] == "Back for you, Sam."
 
 
 async def test_the_relay_keeps_nothing_of_the_people_in_the_chat_and_still_says_who_answered_whom(cluster) -> None:
     c = cluster
     await c.placed_apart()
     c.brain.plans["Brann"] += [plan("Brann, at your service."), plan("Likewise, Ada.")]
-    c.brain.decisions["Ada"] += ["RESPOND"]
+    # Ada stays out of what Sam asks Brann, and answers Brann. She may hear Sam's message (polled)
+    # before or after Brann's answer (relayed), and decide on each: which one comes first depends
+    # on how fast Brann answers, so her small model answers by what it is asked about.
+    c.brain.deciders["Ada"] = lambda prompt: (
+        "RESPOND" if "# Received Message\nBrann: Brann, at your service." in prompt else "IGNORE"
+    )
     c.brain.plans["Ada"] += [plan("Nice to meet you.")]
     await c.fake.user_says(c.sam, c.group, "@brann_bot my turnip secret is the frost; who are you?")
     # Ada hears Brann's answer (to Sam) and answers it; Brann hears that Ada answered *it*.
-    said = await c.fake.wait_for_sent(c.brann, 2, timeout=15)
+    said = await c.fake.wait_for_sent(c.brann, 2, timeout=60)
     assert [m["text"] for m in said] == ["Brann, at your service.", "Likewise, Ada."]
     assert c.ada.sent[0]["reply_to"] == said[0]["message"]["message_id"]
     # What the bus holds (for minutes) has the characters' words, and nothing of Sam: `troupe

@@ -24,7 +24,7 @@ async def _chat(s, chat, lines: list[str], topic: int | None = None) -> None:
         said = {m.content.get("text") for m in await rt.store.get_memories(table="messages", room_id=room)}
         return set(lines) <= said
 
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(60):
         while not await heard():
             await asyncio.sleep(0.01)
 
@@ -100,6 +100,6 @@ async def test_a_long_summary_is_a_markdown_document_captioned_with_what_it_cove
         stored = await rt.store.get_memories(table="messages", room_id=room_id(rt.agent_id, s.group.id))
         return any(a.get("title") == name for m in stored for a in m.content.get("attachments") or [])
 
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(60):
         while not await stored_with_the_file():
             await asyncio.sleep(0.02)

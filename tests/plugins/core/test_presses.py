@@ -117,7 +117,7 @@ async def red_pressed_and_held(h: Harness) -> tuple[Task, list, asyncio.Event, a
     task, ran = await waiting_choice(h, hold=hold)
     red = choice_buttons(task)[0]
     pressed = asyncio.create_task(press(h, str(red.value), red.label))
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(60):
         while not ran:
             await asyncio.sleep(0.01)
     return task, ran, hold, pressed

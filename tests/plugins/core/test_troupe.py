@@ -108,7 +108,9 @@ async def test_those_chosen_answer_in_the_chosen_order_each_hearing_the_one_befo
     script(members, small_model("Cleo, Ada"))
     outcomes = await hear(members, "what should I plant this spring?")
     assert {n: o.status for n, o in outcomes.items()} == {"Ada": "replied", "Brann": "ignored", "Cleo": "replied"}
-    await asyncio.sleep(0.1)  # the relay of Ada's reply to the others
+    async with asyncio.timeout(60):  # the relay of Ada's reply to the others
+        while len(spoken) < 2:
+            await asyncio.sleep(0.01)
     assert spoken[:2] == ["Cleo: Cleo here.", "Ada: Ada here."]
     ada_plan = [p for p in members["Ada"].prompts if DECIDING not in p and "Write the next turn" in p]
     assert ada_plan and "Cleo here." in ada_plan[-1]  # Ada planned after hearing Cleo

@@ -25,12 +25,12 @@ SENTENCE = "Good evening, everyone. It is lovely to see you all here tonight."
 
 async def within(awaitable: Awaitable[object]) -> object:
     """Guard against a hang; never a timing assertion."""
-    return await asyncio.wait_for(awaitable, 10)
+    return await asyncio.wait_for(awaitable, 60)
 
 
 async def until(condition: Callable[[], bool]) -> None:
     """Wait for something the server does in its own time (guarded against hanging)."""
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(60):
         while not condition():
             await asyncio.sleep(0.005)
 

@@ -89,7 +89,7 @@ async def test_nothing_to_search_is_not_kept_while_a_sync_runs(agents: Agents, m
     assert service.state is SyncState.SYNCING
     assert not await service.has_knowledge()  # the sync has not stored anything yet
     listed.set()
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(60):
         while not await rt.store.has_knowledge():
             await asyncio.sleep(0.01)
     assert service.state is SyncState.SYNCING and await service.has_knowledge()

@@ -19,7 +19,7 @@ from .conftest import KEY
 
 async def until(condition: Callable[[], bool]) -> None:
     """Wait for something the server does in its own time (guarded against hanging)."""
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(60):
         while not condition():
             await asyncio.sleep(0.005)
 

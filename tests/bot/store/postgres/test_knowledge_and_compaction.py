@@ -63,6 +63,13 @@ async def test_compaction_with_a_summary_id_already_stored_deletes_nothing(pg: P
     assert [m.content["text"] for m in await store.get_memories(table="summaries")] == ["an older summary"]
 
 
+async def _until_blocked(pg: PostgresDatabase) -> None:
+    """A statement is waiting for the other transaction's row locks."""
+    async with asyncio.timeout(60):
+        while not await pg.fetchall("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"):
+            await asyncio.sleep(0.02)
+
+
 async def test_compaction_racing_a_forget_in_another_daemon_replaces_nothing(pg: PostgresDatabase) -> None:
     store: Store = await seed_agent(pg, A, users=(U,), rooms=(R,))
     ids = [await store.create_memory(make_memory(f"m{i}"), "messages", unique=False) for i in range(3)]
@@ -70,9 +77,9 @@ async def test_compaction_racing_a_forget_in_another_daemon_replaces_nothing(pg:
     async with pg.transaction() as other:  # another daemon deleting one of the batch, not committed yet
         await other.execute("DELETE FROM memories WHERE id = %s", (ids[1],))
         compaction = asyncio.create_task(store.compact_memories(summary, "summaries", ids))
-        await asyncio.sleep(0.5)
+        await _until_blocked(pg)
         assert not compaction.done()  # it waits for the other transaction's rows
-    assert await asyncio.wait_for(compaction, 10) == 0
+    assert await asyncio.wait_for(compaction, 60) == 0
     assert await store.get_memories(table="summaries") == []
     assert len(await store.get_memories(table="messages")) == 2
 
@@ -84,8 +91,8 @@ async def test_a_vector_for_a_fragment_another_daemon_is_deleting_is_skipped(pg:
     async with pg.transaction() as other:  # `troupe memory forget --knowledge` elsewhere, not committed yet
         await other.execute("DELETE FROM memories WHERE agent_id = %s", (A,))
         storing = asyncio.create_task(store.set_knowledge_vectors([(fragment_id("d1", 0), vec(0))]))
-        await asyncio.sleep(0.5)
-    assert await asyncio.wait_for(storing, 10) == 0
+        await _until_blocked(pg)
+    assert await asyncio.wait_for(storing, 60) == 0
 
 
 async def test_updating_a_memory_another_daemon_is_deleting_finds_none(pg: PostgresDatabase) -> None:
@@ -94,8 +101,8 @@ async def test_updating_a_memory_another_daemon_is_deleting_finds_none(pg: Postg
     async with pg.transaction() as other:
         await other.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
         updating = asyncio.create_task(store.update_memory(memory_id, embedding=vec(1)))
-        await asyncio.sleep(0.5)
-    assert await asyncio.wait_for(updating, 10) is False
+        await _until_blocked(pg)
+    assert await asyncio.wait_for(updating, 60) is False
 
 
 async def test_a_document_or_summary_carrying_u0000_is_stored_with_a_replacement_character(

@@ -33,7 +33,7 @@ async def test_a_session_that_fails_closes_its_connection_and_so_releases_its_se
             raise RuntimeError("stopped half-way")
     # Another connection gets the lock once the old one's server process has ended.
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as other:
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(60):
             while not (await (await other.execute("SELECT pg_try_advisory_lock(42)")).fetchone() or [False])[0]:
                 await asyncio.sleep(0.05)
     async with db.session() as conn:  # the pool carries on with a new connection
