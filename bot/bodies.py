@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-__all__ = ["MAX_AUDIO_BYTES", "BodyTooLarge", "read_limited"]
+__all__ = ["BodyTooLarge", "MAX_AUDIO_BYTES", "read_limited"]
 
 #: The most audio one spoken reply is read to, whole or streamed: minutes of speech are a few MB
 #: (an hour of 128 kbit/s MP3 is 58 MB); a voice server that never stops is cut off here.

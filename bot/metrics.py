@@ -385,7 +385,9 @@ class Metrics:
             "1 while the platform refuses the bot token (revoked: set a new one and reload), else 0.",
             ("agent", "platform"),
         )
-        self.agents = r.gauge("troupe_agents", "Agents running.")
+        self.agents = r.gauge(
+            "troupe_agents", "Agents started, with a platform up or not (troupe_platform_connected says which)."
+        )
         self.reloads = r.counter("troupe_reloads_total", "Character reloads, by outcome.", ("outcome",))
         self.store_writable = r.gauge("troupe_store_writable", "1 while the database can write, else 0.")
         self.store_state = r.gauge(

@@ -308,7 +308,9 @@ class MessagePipeline:
             decisions.labels(agent=rt.character.name, decision="respond").inc()
 
         order = (message.created_at or now_ms(), next(self._arrivals))
-        self._newest[message.room_id] = max(order, self._newest.get(message.room_id, order))
+        newest = self._newest.get(message.room_id)
+        if newest is None or order > newest:
+            self._newest[message.room_id] = order
         try:
             if verdict.decision is Decision.ASK_MODEL:
                 silence = await self._undecided(message, cue)
@@ -339,7 +341,8 @@ class MessagePipeline:
         plan = await self._plan(state, turn.channel.stream if turn.channel.streams else None)
         if isinstance(plan, Outcome):
             return plan
-        if self._newest.get(message.room_id, order) > order and not verdict.addressed:
+        # (Gone from the map: a newer message was answered meanwhile, and its answer stands.)
+        if self._newest.get(message.room_id) != order and not verdict.addressed:
             return Outcome(Status.SUPERSEDED, "a newer message arrived in the room")
 
         actions = plan.actions

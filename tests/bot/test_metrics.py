@@ -216,7 +216,7 @@ def test_troupe_metrics_render_as_valid_exposition_with_process_metrics() -> Non
     metrics.reloads.labels(outcome="error").inc()
     text = metrics.render()
     types = check_exposition(text)
-    assert list(types)[:12] == [
+    assert list(types)[:15] == [
         "troupe_messages_received_total",
         "troupe_messages_sent_total",
         "troupe_gate_decisions_total",
@@ -227,8 +227,11 @@ def test_troupe_metrics_render_as_valid_exposition_with_process_metrics() -> Non
         "troupe_messages_in_flight",
         "troupe_reconnects_total",
         "troupe_platform_connected",
+        "troupe_platform_token_refused",
         "troupe_agents",
         "troupe_reloads_total",
+        "troupe_store_writable",
+        "troupe_store_state",
     ]
     assert types["troupe_start_time_seconds"] == "gauge"
     assert types["process_cpu_seconds_total"] == "counter"
