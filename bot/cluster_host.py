@@ -190,7 +190,7 @@ class ClusterHost:
         """Launch a character this daemon holds units of, sending only while it holds them."""
         agent_id = result.raise_for_problems().agent_id
         home = None in self._units_held.get(agent_id, set())
-        return await self._daemon.launch(result, fence=_LeaseFence(self.placement, agent_id), home=home)
+        return await self._daemon.launch(result, fence=_LeaseFence(self.placement, agent_id, home=home), home=home)
 
     def shards_held(self, agent_id: str, count: int) -> Shards:
         """The Discord shards (of ``count``) of ``agent_id``'s bot this daemon serves."""
@@ -270,19 +270,27 @@ class _LeaseFence:
     daemon lost would send again once the daemon took the character back — the other daemon
     having answered its messages meanwhile."""
 
-    __slots__ = ("_agent_id", "_epochs", "_placement")
+    __slots__ = ("_agent_id", "_epochs", "_home", "_placement")
 
-    def __init__(self, placement: Placement, agent_id: str) -> None:
+    def __init__(self, placement: Placement, agent_id: str, *, home: bool) -> None:
         self._placement = placement
         self._agent_id = agent_id
+        self._home = home
         self._epochs: dict[str, int] = {}
         self.bind()
 
     def bind(self) -> None:
         """Bind to the epochs of the units held now: at launch, and after a move of shards (the
-        home's epoch stays the one the runtime started under: a new home is a new runtime)."""
+        home's epoch stays the one the runtime started under: a new home is a new runtime). A
+        runtime started without the home is not bound to it, even while the home is still being
+        handed over from here (``held_of`` counts it until it is released): bound to it, the
+        runtime was refused for good once it was gone."""
         homes = {unit: epoch for unit, epoch in self._epochs.items() if split_unit(unit)[1] is None}
-        self._epochs = {unit: lease.epoch for unit, lease in self._placement.held_of(self._agent_id).items()}
+        self._epochs = {
+            unit: lease.epoch
+            for unit, lease in self._placement.held_of(self._agent_id).items()
+            if self._home or split_unit(unit)[1] is not None
+        }
         self._epochs.update(homes)
 
     def allows(self) -> bool:

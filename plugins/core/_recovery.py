@@ -197,6 +197,11 @@ async def keep_recovering(
                     await news.wait()
             await next_round(0)
             news.clear()
+            if not runtime.may_send():
+                # Fenced (its lease lapsed or moved): what was given back is the holder's to take
+                # up. Taking it up here only to give it back again, news waking this loop each
+                # time, kept a loaded daemon busy doing nothing else (the loop 41 s behind).
+                continue
             try:
                 idle_before = await runtime.store.clock_ms() - int(_ORPHANED_AFTER_S * 1000)
                 result = await recover(runtime, pipeline, source, idle_before=idle_before, busy=busy)

@@ -486,6 +486,50 @@ async def test_a_message_given_back_is_answered_at_once_on_the_news_of_it(harnes
     assert not bus.handlers[_recovery.GIVEN_BACK]  # stopped looking: no longer subscribed
 
 
+async def test_a_fenced_runtime_leaves_what_was_given_back_to_the_holder(harness, monkeypatch) -> None:
+    """A runtime whose lease lapsed gives its message back and says so; its own look must not take
+    the message up again only to give it back again: under load that cycle (news waking the look
+    each time) kept two daemons busy doing nothing else until every lease lapsed."""
+    monkeypatch.setattr(_recovery, "_LOOK_EVERY_S", 0.05)  # many looks while fenced
+    bus = _TroupeBus()
+    daemon = Shared()
+    daemon.bus = bus
+    h = await harness(ChannelType.DM, shared=daemon)
+
+    class _CountingFence(_Fence):
+        asked = 0
+
+        def allows(self) -> bool:
+            self.asked += 1
+            return self.held
+
+    h.rt.fence = fence = _CountingFence()
+    h.rt.register_service("discord", _Platform())
+    looking = asyncio.create_task(keep_recovering(h.rt, MessagePipeline(h.rt), "discord"))
+    try:
+        while not bus.handlers.get(_recovery.GIVEN_BACK):
+            await asyncio.sleep(0.01)  # the first recovery is done: now it waits for news
+
+        async def refused(channel: Any, content: dict[str, Any]) -> list[Memory]:
+            fence.held = False  # paused after marking SENDING; resumed without the lease
+            return []
+
+        monkeypatch.setattr(harness_module._Channel, "send", refused)
+        message_id = str(uuid.uuid4())
+        h.large += [plan("Too late."), plan("Again, too late.")]
+        assert (await h.say("hi", id=message_id)).status == "send_failed"
+        asked = fence.asked
+        async with asyncio.timeout(60):
+            while fence.asked < asked + 20:  # the look has gone round many times since
+                await asyncio.sleep(0.01)
+        assert h.large_calls == 1
+        assert [p.topic for p in bus.posts] == [_recovery.GIVEN_BACK]
+        assert await _status(h, message_id) == "released:None"
+    finally:
+        looking.cancel()
+        await asyncio.gather(looking, return_exceptions=True)
+
+
 async def test_connecting_again_looks_once_more_but_keeps_one_loop(harness, monkeypatch) -> None:
     # Discord connects again when the shards a daemon holds change: each time, what was left is
     # taken up once more, and one loop (a query every few seconds) goes on, not one per connect.
@@ -709,7 +753,7 @@ async def test_a_reply_held_across_losing_and_regaining_the_lease_is_not_sent_by
     leases = LocalLeases()
     placement = Placement(leases, Host(), "d1", [old.rt.agent_id], ttl_s=60.0)
     await placement.step()
-    old.rt.fence = _LeaseFence(placement, old.rt.agent_id)  # started under epoch 1
+    old.rt.fence = _LeaseFence(placement, old.rt.agent_id, home=True)  # started under epoch 1
     release = asyncio.Event()
 
     async def held(params: dict) -> str:
