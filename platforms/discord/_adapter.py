@@ -49,10 +49,10 @@ from ._mapping import (
     memory_for_message,
     parent_id,
     room_for_channel,
-    sent_attachments,
+    sent_record,
     world_for_guild,
 )
-from ._outbound import describe, embeds_of, send_chunks, uploads_of
+from ._outbound import describe, embeds_of, send_chunks, uploads_of, what_is_sent
 from ._presses import components_of
 from ._refusal import token_refusal
 from ._voice import VoiceManager
@@ -435,22 +435,10 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         )
 
     def _record_of(self, message: discord.Message) -> SentMessage:
-        content: dict[str, Any] = {"url": message.jump_url}
-        if message.attachments:  # what Discord says the message carries
-            content["attachments"] = sent_attachments(message)
-        return SentMessage(
-            id=discord_id(self.runtime.agent_id, message.id),
-            text=message.content,
-            created_at=int(message.created_at.timestamp() * 1000),
-            content=content,
-            metadata={"discordMessageId": str(message.id)},
-        )
+        return sent_record(self.runtime.agent_id, message)
 
     def _what(self, target: Any, answering: Any) -> str:
-        where = f"#{target.name}" if getattr(target, "name", None) else "a DM"
-        if answering is not None:
-            return f"a reply in {where} (channel {target.id}) to message {answering.id}"
-        return f"a message in {where} (channel {target.id})"
+        return what_is_sent(target, answering)
 
     def _why(self, exc: Exception) -> str:
         return describe(exc)
