@@ -4,8 +4,8 @@ Inbound, a message becomes an incoming message for the runtime, with its reply c
 (:mod:`bot.messages`); a server becomes WORLD_CONNECTED/JOINED, and other gateway events become
 troupe events (``_events.py``), after the listening rules of the character's settings. Worlds,
 rooms, entities and participants are written once per run and remembered, not re-written for
-every message. When Discord could not resume a lost session, or shards were taken on, what was
-said meanwhile is read back and handled the same way (``_catchup.py``).
+every message. At every start, and when Discord could not resume a lost session or shards were
+taken on, what was said meanwhile is read back and handled the same way (``_catchup.py``).
 
 Outbound, the reply channel (``_answer.py``) answers the triggering message (split, safe
 mentions, uploads, retries: ``_outbound.py``; buttons as components, and their presses:
@@ -49,10 +49,10 @@ from ._mapping import (
     memory_for_message,
     parent_id,
     room_for_channel,
-    sent_attachments,
+    sent_record,
     world_for_guild,
 )
-from ._outbound import describe, embeds_of, send_chunks, uploads_of
+from ._outbound import describe, embeds_of, send_chunks, uploads_of, what_is_sent
 from ._presses import components_of
 from ._refusal import token_refusal
 from ._voice import VoiceManager
@@ -90,13 +90,11 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         self._resharding = False
         self._reshard_lock = asyncio.Lock()
         self.refusal = token_refusal(self, config.token.get_secret_value())
-        # A placed character (several daemons: runtime.fence) may just have been let go by another
-        # daemon too, unsharded or not: its one shard, 0, is taken on as well.
-        self._taken_on = (
-            frozenset(shards.ids) if shards is not None else frozenset({0} if runtime.fence is not None else ())
-        )
-        """Shards this connection took on and has not read back yet: another daemon may have just
-        let them go, and what was said in between is in no one's memory but Discord's."""
+        # Every start takes its shards on (unsharded: its one shard, 0), alone or placed.
+        self._taken_on = frozenset(shards.ids) if shards is not None else frozenset({0})
+        """Shards this connection took on and has not read back yet: no one listened on them (the
+        daemon was down, or another just let them go), and what was said in between is in no one's
+        memory but Discord's."""
         self._worlds: set[int] = set()
         self.voice = VoiceManager(self)
         self._admins_seen: set[tuple[int, int]] = set()
@@ -437,22 +435,10 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         )
 
     def _record_of(self, message: discord.Message) -> SentMessage:
-        content: dict[str, Any] = {"url": message.jump_url}
-        if message.attachments:  # what Discord says the message carries
-            content["attachments"] = sent_attachments(message)
-        return SentMessage(
-            id=discord_id(self.runtime.agent_id, message.id),
-            text=message.content,
-            created_at=int(message.created_at.timestamp() * 1000),
-            content=content,
-            metadata={"discordMessageId": str(message.id)},
-        )
+        return sent_record(self.runtime.agent_id, message)
 
     def _what(self, target: Any, answering: Any) -> str:
-        where = f"#{target.name}" if getattr(target, "name", None) else "a DM"
-        if answering is not None:
-            return f"a reply in {where} (channel {target.id}) to message {answering.id}"
-        return f"a message in {where} (channel {target.id})"
+        return what_is_sent(target, answering)
 
     def _why(self, exc: Exception) -> str:
         return describe(exc)

@@ -1,4 +1,4 @@
-"""Messages missed while the gateway session was lost for good, fetched after the bot identifies again.
+"""What was said while no one listened, fetched when a connection starts or identifies again.
 
 When Discord cannot resume a session (INVALID_SESSION, a session that timed out), discord.py
 identifies afresh and the events of the gap are never replayed. The adapter then reads
@@ -9,28 +9,35 @@ decides as for a live message.
 Which channels: those where the adapter saw a message (anyone's, its own included) during this
 run, the most recently active first, then those where it saw nothing but the guild cache of the
 new session shows a message since this run began listening (``last_message_id``: the first words
-said in a channel may be said during the gap); at most ``max_channels`` of them. The store is not
-asked, because on a fresh start there is no gap to fill. From where: after the newest message
-seen in that channel before the connection was lost (the quiet ones: since listening began), and
-never before ``window_s`` ago; at most ``max_messages`` per channel, oldest first.
+said in a channel may be said during the gap); at most ``max_channels`` of them. From where:
+after the newest message seen in that channel before the connection was lost (the quiet ones:
+since listening began), and never before ``window_s`` ago; at most ``max_messages`` per channel,
+oldest first.
 
 A sharded client loses and re-identifies each shard on its own: a shard's channels are read
 back from where they stood when that shard's session was lost.
 
-Shards taken on (a sharded connection's start, :meth:`DiscordAdapter.reshard` adding shards,
-or the start of any character placed among several daemons: another daemon may have just let
-them go) are not in this run's memory: for them the store says where to read
-(:func:`with_stored_gap`): the channels of their servers with stored messages within
-``window_s``, after the newest stored one. A channel where nothing was stored yet (the first
-words said there were said while no one listened) is found by its ``last_message_id`` in the
-guild cache: the connection that takes shards on notes in the store since when it listens on each
+Every start of a connection takes its shards on (a daemon alone too: its one shard, 0), as do
+:meth:`DiscordAdapter.reshard` adding shards and a character placed among several daemons: what
+was said while no one listened — the daemon was stopped or killed, or another daemon had just
+let the shards go — and what a stopped daemon held in memory while the store could not write
+are in no one's memory but Discord's. For shards taken on the store says where to read
+(:func:`with_stored_gap`): the channels of their servers with stored messages within the window,
+after the newest stored one. A channel where nothing was stored yet (the first words said there
+were said while no one listened) is found by its ``last_message_id`` in the guild cache: the
+connection that takes shards on notes in the store since when it listens on each
 (:func:`listening_key`); the next one to take them on reads every channel of their servers active
 since that mark, from the mark (a little earlier, for the daemons' clocks). Without a mark (the
-character never listened there) nothing is read.
+character never listened there) nothing is read. The window for shards taken on is the shorter
+of ``window_s`` and ``RECOVERY_WINDOW_S``, by the database's clock: as after a restart on
+Telegram (its inbox replay) and after a crash (``plugins/core/_recovery.py``), an older message
+is not taken up, however it was missed; a younger one is handled as a live one (the gate
+decides).
 
 Nothing is answered twice: every message handed over in this run is claimed by id (live and
 fetched alike, so a message that arrives live while the history is read is handled once), and a
-fetched message already in the store is skipped.
+fetched message already in the store is skipped (one stored but left unanswered by a crash is
+recovery's).
 """
 
 from __future__ import annotations
@@ -171,12 +178,14 @@ class MissedMessages:
         covers: Callable[[int | None], bool],
         now: datetime.datetime | None = None,
         active: Iterable[tuple[int, int]] = (),
+        window_s: float | None = None,
     ) -> list[tuple[int, int]]:
         """``plan`` and, for shards this connection has just taken on (their last holder's gap
         is not in this run's memory), the channels of servers ``covers`` accepts where ``stored``
         (the agent's recent messages, newest first) shows activity, read after the newest stored
         message there, and the channels ``active`` since the shards' listening marks
-        (:func:`active_since`); within the same bounds, the most recent first."""
+        (:func:`active_since`); within the same bounds (``window_s``: a shorter window), the most
+        recent first."""
         start: dict[int, int] = {}
         for memory in stored:
             meta = memory.metadata
@@ -187,14 +196,18 @@ class MissedMessages:
                 start.setdefault(int(channel), int(message))  # newest first: the first seen is the newest
         for channel_id, after in [*plan, *active]:
             start[channel_id] = min(after, start.get(channel_id, after))  # the earlier bound reads more
-        return self._bounded(sorted(start.items(), key=lambda item: item[1], reverse=True), now)
+        recent_first = sorted(start.items(), key=lambda item: item[1], reverse=True)
+        return self._bounded(recent_first, now, window_s)
 
-    def _bounded(self, recent_first: list[tuple[int, int]], now: datetime.datetime | None) -> list[tuple[int, int]]:
+    def _bounded(
+        self, recent_first: list[tuple[int, int]], now: datetime.datetime | None, window_s: float | None = None
+    ) -> list[tuple[int, int]]:
         """At most ``max_channels`` of ``(channel, after)``, none read from before the window."""
         if not self.limits.enabled:
             return []
         moment = now or datetime.datetime.now(datetime.UTC)
-        oldest = discord.utils.time_snowflake(moment - datetime.timedelta(seconds=self.limits.window_s))
+        window = self.limits.window_s if window_s is None else min(window_s, self.limits.window_s)
+        oldest = discord.utils.time_snowflake(moment - datetime.timedelta(seconds=window))
         return [(channel_id, max(last, oldest)) for channel_id, last in recent_first[: self.limits.max_channels]]
 
     async def fetch(self, client: discord.Client, channel_id: int, after: int) -> list[discord.Message]:
@@ -226,9 +239,9 @@ def taken_on(held: Shards | None, wanted: Shards) -> frozenset[int]:
 
 
 async def catch_up(adapter: DiscordAdapter, plan: list[tuple[int, int]]) -> None:
-    """The session was lost for good, or shards were taken on: hand over what was said
-    meanwhile as if it had just arrived (the gate decides), skipping what was already handed
-    over or stored."""
+    """The session was lost for good, or shards were taken on (at every start too): hand over
+    what was said meanwhile as if it had just arrived (the gate decides), skipping what was
+    already handed over or stored."""
     assert adapter.client is not None
     agent, read, handed = adapter.runtime.agent_id, 0, 0
     for channel_id, after in plan:
@@ -249,7 +262,7 @@ async def catch_up(adapter: DiscordAdapter, plan: list[tuple[int, int]]) -> None
             # Like the gateway: one task per message, in order, so a burst behaves like one.
             adapter.runtime.create_task(adapter.guarded("message", adapter.on_message(message)), "discord:message")
     _log.info(
-        "%s: reconnected to Discord; read back %d of %d channel(s), %d missed message(s) handed over",
+        "%s: caught up with Discord; read back %d of %d channel(s), %d missed message(s) handed over",
         adapter.name,
         read,
         len(plan),
@@ -260,17 +273,18 @@ async def catch_up(adapter: DiscordAdapter, plan: list[tuple[int, int]]) -> None
 async def with_stored_gap(
     adapter: DiscordAdapter, plan: list[tuple[int, int]], taken_on: frozenset[int]
 ) -> list[tuple[int, int]]:
-    """``plan``, and the recently active channels of the shards ``taken_on``, from the store."""
+    """``plan``, and the recently active channels of the shards ``taken_on``, from the store,
+    within the shorter of the catch-up window and ``RECOVERY_WINDOW_S``."""
     shards = adapter.shards or Shards.all(1)
-    if not adapter.missed.limits.enabled:
+    window_ms = min(int(adapter.missed.limits.window_s * 1000), adapter.runtime.recovery_window_ms)
+    if not adapter.missed.limits.enabled or window_ms <= 0:
         return plan
     store = adapter.runtime.store
     assert adapter.client is not None
     try:
         # The database's clock: the marks are another daemon's, whose clock may differ from this one's.
         now = await store.clock_ms()
-        since = now - int(adapter.missed.limits.window_s * 1000)
-        stored = await store.get_memories(table="messages", start=since, count=_STORED_SCAN)
+        stored = await store.get_memories(table="messages", start=now - window_ms, count=_STORED_SCAN)
         marks = {k: mark for k in taken_on if isinstance(mark := await store.get_cache(listening_key(k)), int)}
         for k in taken_on:  # read before written: the last holder's mark says where its listening began
             await store.set_cache(listening_key(k), now)
@@ -278,7 +292,10 @@ async def with_stored_gap(
         _log.warning("%s: cannot tell what was said on the shards just taken on: %s", adapter.name, exc)
         return plan
     active = active_since(adapter.client.guilds, marks, shards.shard_of)
-    return adapter.missed.with_stored(plan, stored, lambda guild: shards.shard_of(guild) in taken_on, active=active)
+    moment = datetime.datetime.fromtimestamp(now / 1000, datetime.UTC)
+    return adapter.missed.with_stored(
+        plan, stored, lambda guild: shards.shard_of(guild) in taken_on, moment, active, window_ms / 1000
+    )
 
 
 def listening_key(shard: int) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from bot.connections import SentMessage
 from bot.ids import unique_uuid
 from bot.text import repair_text
 from bot.types import ChannelType, Entity, Memory, Role, Room, World
@@ -26,6 +27,7 @@ __all__ = [
     "parent_id",
     "room_for_channel",
     "sent_attachments",
+    "sent_record",
     "user_names",
     "world_for_guild",
 ]
@@ -168,6 +170,20 @@ def sent_attachments(message: Any) -> list[dict[str, Any]]:
         {**found, "contentType": found["contentType"] or "application/octet-stream", "description": a.description or ""}
         for found, a in zip(_attachments(message), message.attachments, strict=True)
     ]
+
+
+def sent_record(agent_id: str, message: Any) -> SentMessage:
+    """What the store keeps of a message the bot sent: its text, link and attachments."""
+    content: dict[str, Any] = {"url": message.jump_url}
+    if message.attachments:  # what Discord says the message carries
+        content["attachments"] = sent_attachments(message)
+    return SentMessage(
+        id=discord_id(agent_id, message.id),
+        text=message.content,
+        created_at=int(message.created_at.timestamp() * 1000),
+        content=content,
+        metadata={"discordMessageId": str(message.id)},
+    )
 
 
 def _replied_author(message: Any) -> int | None:

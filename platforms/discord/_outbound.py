@@ -29,7 +29,16 @@ from bot.errors import PartlySent
 from bot.outgoing import SizeLimits, files_in, load, place
 from bot.text import repair_text
 
-__all__ = ["DEFAULT_DEADLINE_S", "SAFE_MENTIONS", "SendGaveUp", "describe", "embeds_of", "send_chunks", "uploads_of"]
+__all__ = [
+    "DEFAULT_DEADLINE_S",
+    "SAFE_MENTIONS",
+    "SendGaveUp",
+    "describe",
+    "embeds_of",
+    "send_chunks",
+    "uploads_of",
+    "what_is_sent",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -183,3 +192,11 @@ async def send_chunks(
                 raise
             raise PartlySent(f"only {len(sent)} of {len(chunks)} parts went out: {describe(exc)}", sent) from exc
     return sent
+
+
+def what_is_sent(target: Any, answering: Any) -> str:
+    """A message to ``target`` (a channel), answering ``answering`` if not None, as a log line names it."""
+    where = f"#{target.name}" if getattr(target, "name", None) else "a DM"
+    if answering is not None:
+        return f"a reply in {where} (channel {target.id}) to message {answering.id}"
+    return f"a message in {where} (channel {target.id})"
