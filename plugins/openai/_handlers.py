@@ -324,12 +324,13 @@ class OpenAIModels:
     # -- helpers --------------------------------------------------------------------------
 
     async def _text(self, runtime: ModelHost, params: TextParams, kind: ModelType, model: str, **extra: Any) -> str:
+        """The answer; with a ``schema``, asked in the first form this server takes (see ``_structured``)."""
         schema = params.get("schema")
         if schema is None or "response_format" in extra:  # OBJECT calls ask for JSON their own way
             return await self._ask(runtime, params, kind, model, extra)
         server = (self.config.chat.base_url, model)
         form = self._forms.first(server, self.config.structured_output)
-        refused: tuple[OutputForm, int] | None = None
+        refused: list[str] = []
         while True:
             try:
                 answer = await self._ask(runtime, params, kind, model, extra, schema, form)
@@ -338,19 +339,19 @@ class OpenAIModels:
                 if form is OutputForm.NONE or status not in REFUSING_STATUSES:
                     raise
                 # Asked again at once in the next form, so that this turn is not lost.
-                refused, form = (form, status), form.next()
+                refused.append(f"{form.value} (HTTP {status})")
+                form = form.next()
                 continue
             # Learned only once a later form was taken: a refusal for another reason (a prompt
             # too long) fails every form alike and teaches nothing.
-            if refused is not None and self._forms.accepted(server, form):
+            if refused and self._forms.accepted(server, form):
                 asked = f"JSON schemas as {form.value}" if form is not OutputForm.NONE else "no JSON schema"
                 _log.info(
-                    "%s: %s at %s refused response_format %s (HTTP %d); asking it for %s from now on",
+                    "%s: %s at %s refused response_format %s; asking it for %s from now on",
                     self.agent,
                     model,
                     display_url(self.config.chat.base_url),
-                    refused[0].value,
-                    refused[1],
+                    " and ".join(refused),
                     asked,
                 )
             return answer

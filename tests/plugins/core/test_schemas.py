@@ -6,19 +6,21 @@ from __future__ import annotations
 import functools
 import json
 import re
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
+from bot.messages import IncomingMessage
 from bot.models import ResponseSchema
-from bot.types import ChannelType
+from bot.types import ChannelType, Memory
 from plugins.core._parse import parse_response
 from plugins.core._plan import Plan
 from plugins.core._schemas import REFLECTION, SHOULD_RESPOND, plan_schema, troupe_decision_schema
 from plugins.core._troupe import parse_decision
 
-from .harness import HUMAN, plan
+from .harness import HUMAN, Harness, _Channel, plan
 from .test_troupe import DECIDING, hear, script, small_model, troupe
 
 
@@ -159,6 +161,37 @@ async def test_the_plan_and_the_decision_ask_for_their_schemas_and_their_answers
         ("plan", "unparsed"): 1,
         ("plan", "parsed"): 1,
     }
+
+
+class _Streaming(_Channel):
+    """A voice-like channel: it wants the reply while the model writes it."""
+
+    streams = True
+
+    def __init__(self, h: Harness) -> None:
+        super().__init__(h, h.room, None, None)
+        self.streamed: list[str] = []
+
+    def stream(self, text_so_far: str) -> None:
+        self.streamed.append(text_so_far)
+
+
+async def test_a_streamed_json_plan_is_spoken_as_it_arrives(harness) -> None:
+    h = await harness(ChannelType.DM)
+    answer = json.dumps({**PLAN_ANSWER, "actions": ["REPLY"], "text": "Hello there, Sam."})
+
+    def streaming(params: dict) -> str:
+        assert params["schema"].name == "plan"
+        for start in range(0, len(answer), 5):
+            params["on_delta"](answer[start : start + 5])
+        return answer
+
+    h.large.append(streaming)
+    channel = _Streaming(h)
+    message = Memory(id=str(uuid.uuid4()), entity_id=HUMAN, room_id=h.room, content={"text": "hi", "source": "discord"})
+    assert (await h.rt.receive(IncomingMessage(message, channel))).status == "replied"
+    assert channel.streamed[-1] == "Hello there, Sam." == h.sent[0]["text"]
+    assert all("Hello there, Sam.".startswith(shown) for shown in channel.streamed)
 
 
 async def test_a_character_with_its_own_template_gets_no_schema_for_it(harness) -> None:

@@ -128,12 +128,17 @@ async def test_what_a_server_takes_is_learned_for_the_daemons_other_characters(
 
 
 async def test_a_server_refusing_both_forms_gets_the_prompt_alone_and_answers_xml(
-    server: FakeOpenAIServer, make_runtime: MakeRuntime
+    server: FakeOpenAIServer, make_runtime: MakeRuntime, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="plugins.openai")
     runtime = await start(server, make_runtime)
     server.script_chat(taking("none"))
     assert (await planned(runtime)).text == "Hi!"
     assert asked(server) == ["json_schema", "json_object_schema", "none"]
+    assert [m for m in caplog.messages if "refused" in m] == [
+        f"Ada: gpt-4o at {server.url} refused response_format json_schema (HTTP 500) and "
+        "json_object_schema (HTTP 500); asking it for no JSON schema from now on"
+    ]
     await runtime.use(ModelType.TEXT_LARGE, PLAN)
     assert asked(server)[3:] == ["none"]
     # Without a schema, the prompt is as the caller wrote it.
