@@ -362,6 +362,12 @@ class Metrics:
         self.model_latency = r.histogram(
             "troupe_model_latency_seconds", "How long model calls took.", ("agent", "model_type")
         )
+        self.model_answers = r.counter(
+            "troupe_model_answers_total",
+            "Model answers by what they were for (plan, should_respond, troupe_decision, reflection) "
+            "and whether they parsed (parsed or unparsed).",
+            ("agent", "call", "outcome"),
+        )
         self.reply_latency = r.histogram(
             "troupe_reply_latency_seconds", "From a message received to the first reply sent.", ("agent", "platform")
         )

@@ -8,7 +8,8 @@ Handlers are ``async def handler(runtime, params) -> result``:
 ==================  ====================================  =======================================
 type                params                                result
 ==================  ====================================  =======================================
-TEXT_SMALL/LARGE    :class:`TextParams`                   ``str``
+TEXT_SMALL/LARGE    :class:`TextParams`                   ``str`` (with a ``schema`` in force,
+                                                          the JSON object as text)
 OBJECT_SMALL/LARGE  :class:`TextParams`                   ``dict`` (parsed JSON)
 TEXT_EMBEDDING      :class:`EmbeddingParams` or ``None``  ``list[float]``; ``None`` asks for the
                                                           dimension probe (a vector of the right
@@ -32,10 +33,10 @@ while the audio is being played.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Literal, NotRequired, Protocol, TypedDict, TypeVar
+from typing import Any, Literal, NotRequired, Protocol, TypedDict, TypeVar
 
 __all__ = [
     "EmbeddingBatchParams",
@@ -44,6 +45,7 @@ __all__ = [
     "ImageParams",
     "ModelHost",
     "ModelType",
+    "ResponseSchema",
     "SpeechParams",
     "SpeechStream",
     "TextParams",
@@ -91,6 +93,23 @@ def model_type(name: str | ModelType) -> ModelType:
         raise ValueError(f"unknown model type {name!r}; known: {known}") from None
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class ResponseSchema:
+    """The JSON schema a TEXT answer should follow, for servers that can hold a model to one
+    (grammar-constrained sampling on local servers, structured outputs at OpenAI)."""
+
+    name: str
+    """A short identifier (letters, digits, ``_`` and ``-``): the server names the schema with it."""
+    schema: Mapping[str, Any]
+    """A JSON schema of one object. Every property required and no others (``additionalProperties:
+    false``, nested objects too): OpenAI's strict mode takes nothing looser."""
+
+    def note(self) -> str:
+        """What a prompt that describes another format is told when the schema is in force."""
+        keys = ", ".join(self.schema.get("properties") or {})
+        return f"Write the answer as one JSON object with the keys {keys}, not as XML."
+
+
 class TextParams(TypedDict):
     prompt: str
     system: NotRequired[str | None]
@@ -101,6 +120,10 @@ class TextParams(TypedDict):
     on_delta: NotRequired[Callable[[str], None]]
     """Called with each new piece of the answer as the model writes it (handlers that cannot
     stream simply never call it); the handler still returns the whole answer."""
+    schema: NotRequired[ResponseSchema]
+    """Hold the answer to this schema where the server can: the answer is then the JSON object,
+    and the handler tells the prompt so (:meth:`ResponseSchema.note`). A handler or server that
+    cannot ignores it, and the answer comes in the format the prompt asks for: callers read both."""
 
 
 class EmbeddingParams(TypedDict):

@@ -126,6 +126,10 @@ def _value(name: str, inner: str, depth: int) -> Any:
     return value
 
 
+def _plural_of(name: str, child: str) -> bool:
+    return name in (child + "s", child + "es") or (child.endswith("y") and name == child[:-1] + "ies")
+
+
 def _group(name: str, children: list[tuple[str, str]], depth: int) -> Any:
     """Children as a dict (a repeated child → list), or a list when ``name`` is their plural."""
     grouped: dict[str, list[Any]] = {}
@@ -133,7 +137,7 @@ def _group(name: str, children: list[tuple[str, str]], depth: int) -> Any:
         grouped.setdefault(child, []).append(_value(child, inner, depth))
     if len(grouped) == 1:
         [(child, values)] = grouped.items()
-        if name in (child + "s", child + "es") or (child.endswith("y") and name == child[:-1] + "ies"):
+        if _plural_of(name, child):
             return values
     return {key: values[0] if len(values) == 1 else values for key, values in grouped.items()}
 
@@ -201,12 +205,26 @@ def _names(value: Any, depth: int = 0) -> list[str]:
     return [part.strip() for part in str(value).split(",") if part.strip()]
 
 
+def _collection(name: str, value: Any) -> list[Any]:
+    """``facts`` and the like as a list, as JSON writes them too: ``[…]`` as it is, one item
+    alone or wrapped in its singular (``{"fact": …}``, as XML would be) as a list, nothing as ``[]``."""
+    if isinstance(value, Mapping) and len(value) == 1:
+        [(child, inner)] = value.items()
+        if _plural_of(name, child):
+            value = inner
+    if isinstance(value, list):
+        return value
+    return [value] if value else []
+
+
 def _normalise(result: Mapping[str, Any]) -> dict[str, Any] | None:
     out = dict(result)
     if len(out) == 1 and isinstance(out.get("response"), Mapping):
         out = dict(out["response"])
     for key in _LIST_KEYS & out.keys():
         out[key] = _names(out[key])
+    for key in _COLLECTION_KEYS & out.keys():
+        out[key] = _collection(key, out[key])
     if "simple" in out and not isinstance(out["simple"], bool):
         simple = out["simple"]
         out["simple"] = simple.strip().lower() == "true" if isinstance(simple, str) else bool(simple)
@@ -220,10 +238,10 @@ def parse_response(text: str | Mapping[str, Any] | None) -> dict[str, Any] | Non
     elements of the whole text; prose, code fences and ``<think>`` sections around them are
     dropped, and XML entities unescaped. An element holding only elements becomes a dict (a
     repeated child → a list), or a list when its name is their plural (``<facts><fact>``);
-    ``facts``, ``relationships`` and ``assignments`` are always lists. ``text``, ``thought`` and
-    other free-text keys stay strings even if they hold markup. ``actions``, ``providers`` and
-    ``evaluators`` become lists of names; ``simple`` becomes a bool. Other leaves stay strings
-    (``tags``, ``in_bio`` included).
+    ``facts``, ``relationships`` and ``assignments`` are always lists, in JSON too. ``text``,
+    ``thought`` and other free-text keys stay strings even if they hold markup. ``actions``,
+    ``providers`` and ``evaluators`` become lists of names; ``simple`` becomes a bool. Other XML
+    leaves stay strings (``tags``, ``in_bio`` included); JSON keeps its own (a list of tags, a bool).
 
     A JSON object (bare or in a fence) is read too, and a dict — a test's mock model — comes back
     with the same normalising. Never raises: anything unreadable is ``None``.

@@ -41,9 +41,11 @@ from ._embedding import embeddings
 from ._gate import Decision, Rule, Verdict, decide
 from ._incoming import MESSAGES, store_incoming
 from ._parse import parse_response
+from ._parse_rate import AnswerKind, count_answer
 from ._plan import Plan
 from ._prompts import render, template
 from ._recovery import keep_recovering
+from ._schemas import SHOULD_RESPOND, plan_schema, text_params
 from ._streaming import ReplyWatcher
 from ._troupe import DEFAULT_WAIT_S, Cue, Part, Scene, Troupe, Voice, about, ask_model
 from .actions._room_state import set_state
@@ -448,32 +450,38 @@ class MessagePipeline:
         """RESPOND, IGNORE or STOP; an unreadable answer means IGNORE, no answer ``_UNREACHABLE``."""
         rt = self.runtime
         state = await rt.compose_state(message, _DECIDE_PROVIDERS, only_include=True)
-        prompt = render(template(rt.character.templates, "shouldRespondTemplate"), state.values, rng=rt.rng)
+        templates, name = rt.character.templates, "shouldRespondTemplate"
+        prompt = render(template(templates, name), state.values, rng=rt.rng)
+        params = text_params(templates, name, prompt, SHOULD_RESPOND)
         try:
-            raw = await rt.use_model(ModelType.TEXT_SMALL, {"prompt": prompt})
+            raw = await rt.use_model(ModelType.TEXT_SMALL, params)
         except ModelError as exc:
             _log.warning("%s: could not decide whether to respond: %s", rt.character.name, exc)
             return _UNREACHABLE
         parsed = parse_response(raw) or {}
         action = parsed.get("action")
         choice = str((action[-1] if isinstance(action, list) and action else action) or "").strip().upper()
+        count_answer(rt, AnswerKind.SHOULD_RESPOND, parsed=choice in ("RESPOND", "IGNORE", "STOP"))
         return choice if choice in ("RESPOND", "STOP") else "IGNORE"
 
     async def _plan(self, state: State, stream: Callable[[str], None] | None = None) -> Plan | Outcome:
         """Ask the large model what to do; up to three tries for a reply that parses. When there
         is no plan, the outcome that says why."""
         rt = self.runtime
-        prompt = render(template(rt.character.templates, "messageHandlerTemplate"), state.values, rng=rt.rng)
+        templates, name = rt.character.templates, "messageHandlerTemplate"
+        prompt = render(template(templates, name), state.values, rng=rt.rng)
+        asked = text_params(templates, name, prompt, plan_schema(_offered_actions(state)))
         for attempt in range(1, _PLAN_ATTEMPTS + 1):
-            params: dict[str, Any] = {"prompt": prompt}
+            params = dict(asked)
             if stream is not None and attempt == 1:
-                params["on_delta"] = ReplyWatcher(stream).feed
+                params["on_delta"] = ReplyWatcher(stream).feed  # reads the text of JSON and of XML
             try:
                 raw = await rt.use_model(ModelType.TEXT_LARGE, params)
             except ModelError as exc:
                 _log.warning("%s: no reply: %s", rt.character.name, exc)
                 return Outcome(Status.MODEL_UNREACHABLE, exc.reason_for(rt.character.name))
             plan = Plan.of(parse_response(raw))
+            count_answer(rt, AnswerKind.PLAN, parsed=plan is not None)
             if plan is not None:
                 return plan
             _log.info(
@@ -510,3 +518,10 @@ class MessagePipeline:
 
 
 _UNREACHABLE = "UNREACHABLE"  # the small model's "answer" when it gave none
+
+
+def _offered_actions(state: State) -> list[str]:
+    """The names of the actions offered in the plan's prompt (the ACTIONS provider's), if any."""
+    provided = state.providers.get("ACTIONS")
+    offered = provided.data.get("actionsData") if provided is not None else None
+    return [str(getattr(action, "name", "")) for action in offered or [] if getattr(action, "name", "")]

@@ -41,7 +41,9 @@ from bot.types import Memory
 
 from ._gate import Decision, Verdict
 from ._parse import parse_response
+from ._parse_rate import AnswerKind, count_answer
 from ._prompts import render, template
+from ._schemas import text_params, troupe_decision_schema
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -327,5 +329,10 @@ async def ask_model(asking: Voice, voices: Sequence[Voice]) -> str:
     state = await runtime.compose_state(message, _DECISION_PROVIDERS, only_include=True)
     members = "\n".join(f"- {v.name}: {v.about}" if v.about else f"- {v.name}" for v in voices)
     values = {**state.values, "troupeMembers": members, "troupeNames": ", ".join(v.name for v in voices)}
-    prompt = render(template(runtime.character.templates, "troupeDecisionTemplate"), values, rng=runtime.rng)
-    return str(await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt}) or "")
+    templates, name = runtime.character.templates, "troupeDecisionTemplate"
+    prompt = render(template(templates, name), values, rng=runtime.rng)
+    params = text_params(templates, name, prompt, troupe_decision_schema([v.name for v in voices]))
+    raw = str(await runtime.use_model(ModelType.TEXT_SMALL, params) or "")
+    parsed = parse_response(raw)
+    count_answer(runtime, AnswerKind.TROUPE_DECISION, parsed=parsed is not None and "answer" in parsed)
+    return raw

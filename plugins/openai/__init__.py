@@ -15,6 +15,11 @@ openrouter  50        text, objects, image description; embeddings only through 
                       (``OPENAI_API_KEY`` or ``OPENAI_EMBEDDING_URL``)
 ==========  ========  =====================================================================
 
+A TEXT call that brings a ``schema`` (bot/models.py) asks the server to hold the answer to it,
+in the form ``OPENAI_STRUCTURED_OUTPUT`` names (``json_schema``, the default; ``json_object_schema``
+for llama-cpp-python's server; ``none``); a form the server refuses falls back to the next, and
+the server (base URL and model) is asked in that one from then on (``_structured``).
+
 The clients close when the runtime does (``runtime.on_close``), the pools with the daemon's
 last character. Failures surface as :class:`bot.errors.ModelError` and its subclasses.
 """
@@ -77,6 +82,7 @@ async def setup(runtime: ModelHost) -> None:
     from ._batching import EmbeddingBatches
     from ._handlers import OpenAIModels
     from ._pools import HttpPools
+    from ._structured import OutputForms
     from ._vectors import SharedVectors
 
     agent = runtime.character.name
@@ -88,6 +94,7 @@ async def setup(runtime: ModelHost) -> None:
         vectors=shared.one(SharedVectors),
         pools=shared.one(HttpPools),
         batches=shared.one(EmbeddingBatches),
+        forms=shared.one(OutputForms),
     )
     runtime.on_close(models.aclose)
     models.register(runtime)

@@ -28,7 +28,7 @@ from ._config import Endpoint, ProviderConfig, display_url
 from ._pools import HttpPools
 from ._posting import MAX_REPLY_BYTES, HttpStatusError, get_bytes, post_json, retry_after, user_agent
 
-__all__ = ["Calls"]
+__all__ = ["Calls", "http_status"]
 
 # Named after the public package, like every troupe logger.
 _log = logging.getLogger("plugins.openai")
@@ -238,6 +238,17 @@ class Calls:
             getattr(usage, "prompt_tokens", None),
             getattr(usage, "completion_tokens", None),
         )
+
+
+def http_status(error: ModelError) -> int | None:
+    """The HTTP status of the reply ``error`` was made of (:meth:`Calls.translate_errors`), if
+    it was made of one."""
+    cause = error.__cause__
+    if isinstance(cause, HttpStatusError):
+        return cause.status
+    if isinstance(cause, openai.APIStatusError):
+        return cause.status_code
+    return None
 
 
 def _where(kind: ModelType, endpoint: Endpoint, model: str) -> str:

@@ -17,6 +17,8 @@ from bot.errors import ConfigError
 from bot.models import ModelType
 from bot.settings import SettingReader
 
+from ._structured import OutputForm
+
 __all__ = [
     "EMBEDDING_DIMENSIONS",
     "Endpoint",
@@ -103,6 +105,9 @@ class ProviderConfig:
     tts_instructions: str | None
     timeout_s: float
     max_retries: int
+    structured_output: OutputForm = OutputForm.JSON_SCHEMA
+    """The first form a schema is asked in (``OPENAI_STRUCTURED_OUTPUT``); a refused one falls
+    back to the next (``_structured``)."""
 
     def endpoints(self) -> list[Endpoint]:
         """Each distinct endpoint once (chat first)."""
@@ -193,6 +198,21 @@ class _Settings(SettingReader):
             **preset,
         )
 
+    def structured_output(self, default: OutputForm) -> OutputForm:
+        """``OPENAI_STRUCTURED_OUTPUT``: the form a schema is first asked in, or none."""
+        raw = self.optional("OPENAI_STRUCTURED_OUTPUT")
+        if raw is None:
+            return default
+        try:
+            return OutputForm(raw.strip().lower())
+        except ValueError:
+            forms = ", ".join(form.value for form in OutputForm)
+            raise ConfigError(
+                f"OPENAI_STRUCTURED_OUTPUT is {raw!r}; use one of {forms} (json_object_schema for "
+                f"llama-cpp-python's server, none for a server that takes no JSON schema)",
+                agent=self.agent,
+            ) from None
+
     def image_size(self) -> str:
         """``OPENAI_IMAGE_SIZE`` or ``IMAGE_SIZE``: ``<width>x<height>`` or ``auto``."""
         key = "OPENAI_IMAGE_SIZE" if self.optional("OPENAI_IMAGE_SIZE") else "IMAGE_SIZE"
@@ -241,6 +261,8 @@ def _openai(s: _Settings) -> ProviderConfig:
         embedding_model=embedding_model,
         embedding_dimensions=s.dimensions(embedding_model),
         image_model=s.get("OPENAI_IMAGE_DESCRIPTION_MODEL", "gpt-4o-mini"),
+        # OpenAI takes json_schema; another server (vLLM, llama.cpp) starts there and falls back.
+        structured_output=s.structured_output(OutputForm.JSON_SCHEMA),
     )
 
 
@@ -264,6 +286,7 @@ def _ollama(s: _Settings) -> ProviderConfig:
         embedding_model=embedding_model,
         embedding_dimensions=s.dimensions(embedding_model),
         image_model=small,
+        structured_output=s.structured_output(OutputForm.JSON_SCHEMA),  # Ollama takes it since 0.5
     )
 
 
@@ -295,4 +318,6 @@ def _openrouter(s: _Settings) -> ProviderConfig:
         embedding_model=embedding_model,
         embedding_dimensions=s.dimensions(embedding_model) if embedding else 0,
         image_model=s.get("OPENROUTER_IMAGE_MODEL", "anthropic/claude-3-5-sonnet"),
+        # Passed on to the models that take it; a model that does not refuses, and falls back.
+        structured_output=s.structured_output(OutputForm.JSON_SCHEMA),
     )

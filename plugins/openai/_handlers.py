@@ -24,6 +24,7 @@ from bot.models import (
     ImageParams,
     ModelHost,
     ModelType,
+    ResponseSchema,
     SpeechParams,
     SpeechStream,
     TextParams,
@@ -34,7 +35,7 @@ from bot.text import repair_text
 from bot.types import JSON
 
 from ._batching import EmbeddingBatches
-from ._calls import Calls
+from ._calls import Calls, http_status
 from ._config import Endpoint, ProviderConfig, display_url
 from ._parse import (
     ChatReply,
@@ -50,6 +51,7 @@ from ._parse import (
 from ._pools import HttpPools
 from ._posting import MAX_REPLY_BYTES
 from ._speech_stream import open_speech_stream, read_speech
+from ._structured import REFUSING_STATUSES, OutputForm, OutputForms, response_format
 from ._vectors import SharedVectors
 
 __all__ = ["OpenAIModels"]
@@ -82,12 +84,14 @@ class OpenAIModels:
         vectors: SharedVectors | None = None,
         pools: HttpPools | None = None,
         batches: EmbeddingBatches | None = None,
+        forms: OutputForms | None = None,
     ) -> None:
         self.config = config
         self.agent = agent
         self._calls = Calls(config, agent=agent, pools=pools)  # the daemon's pools, shared by its characters
         self._vectors = vectors or SharedVectors()  # the daemon's, so that its characters share requests
         self._batches = batches or EmbeddingBatches()  # the daemon's: texts asked for together share a request
+        self._forms = forms or OutputForms()  # the daemon's: a server's refused schema form is learned once
         # Embedding endpoints (base URLs) that refused base64: asked for floats from then on.
         self._floats_only: set[str] = set()
 
@@ -320,7 +324,55 @@ class OpenAIModels:
     # -- helpers --------------------------------------------------------------------------
 
     async def _text(self, runtime: ModelHost, params: TextParams, kind: ModelType, model: str, **extra: Any) -> str:
-        messages = self._messages(runtime, params, json_reply="response_format" in extra)
+        """The answer; with a ``schema``, asked in the first form this server takes (see ``_structured``)."""
+        schema = params.get("schema")
+        if schema is None or "response_format" in extra:  # OBJECT calls ask for JSON their own way
+            return await self._ask(runtime, params, kind, model, extra)
+        server = (self.config.chat.base_url, model)
+        form = self._forms.first(server, self.config.structured_output)
+        refused: list[str] = []
+        while True:
+            try:
+                answer = await self._ask(runtime, params, kind, model, extra, schema, form)
+            except ModelError as exc:
+                status = http_status(exc)
+                if form is OutputForm.NONE or status not in REFUSING_STATUSES:
+                    raise
+                # Asked again at once in the next form, so that this turn is not lost.
+                refused.append(f"{form.value} (HTTP {status})")
+                form = form.next()
+                continue
+            # Learned only once a later form was taken: a refusal for another reason (a prompt
+            # too long) fails every form alike and teaches nothing.
+            if refused and self._forms.accepted(server, form):
+                asked = f"JSON schemas as {form.value}" if form is not OutputForm.NONE else "no JSON schema"
+                _log.info(
+                    "%s: %s at %s refused response_format %s; asking it for %s from now on",
+                    self.agent,
+                    model,
+                    display_url(self.config.chat.base_url),
+                    " and ".join(refused),
+                    asked,
+                )
+            return answer
+
+    async def _ask(
+        self,
+        runtime: ModelHost,
+        params: TextParams,
+        kind: ModelType,
+        model: str,
+        extra: dict[str, Any],
+        schema: ResponseSchema | None = None,
+        form: OutputForm = OutputForm.NONE,
+    ) -> str:
+        """One chat completion (streamed when ``params`` has ``on_delta``), with ``schema`` in ``form``."""
+        extra = dict(extra)
+        constrained = response_format(form, schema) if schema is not None else None
+        if constrained is not None:
+            extra["response_format"] = constrained
+        note = schema.note() if constrained is not None and schema is not None else None
+        messages = self._messages(runtime, params, json_reply="response_format" in extra, note=note)
         for name in ("temperature", "max_tokens", "stop"):
             if params.get(name) is not None:
                 extra[name] = params[name]
@@ -374,10 +426,14 @@ class OpenAIModels:
         return parsed
 
     @staticmethod
-    def _messages(runtime: ModelHost, params: TextParams, *, json_reply: bool) -> list[ChatCompletionMessageParam]:
+    def _messages(
+        runtime: ModelHost, params: TextParams, *, json_reply: bool, note: str | None = None
+    ) -> list[ChatCompletionMessageParam]:
         # A lone surrogate (from a character file, say) would stop the request from being encoded.
         system = repair_text(params.get("system") or runtime.character.system or "") or None
         prompt = repair_text(params["prompt"])
+        if note:  # last, where it overrides the format the prompt itself describes
+            prompt = f"{prompt}\n\n{note}"
         # OpenAI rejects json_object replies unless a message mentions JSON.
         if json_reply and "json" not in f"{system or ''} {prompt}".lower():
             system = f"{system}\n\n{_JSON_INSTRUCTION}" if system else _JSON_INSTRUCTION

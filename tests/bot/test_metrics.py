@@ -216,12 +216,13 @@ def test_troupe_metrics_render_as_valid_exposition_with_process_metrics() -> Non
     metrics.reloads.labels(outcome="error").inc()
     text = metrics.render()
     types = check_exposition(text)
-    assert list(types)[:15] == [
+    assert list(types)[:16] == [
         "troupe_messages_received_total",
         "troupe_messages_sent_total",
         "troupe_gate_decisions_total",
         "troupe_model_calls_total",
         "troupe_model_latency_seconds",
+        "troupe_model_answers_total",
         "troupe_reply_latency_seconds",
         "troupe_messages_handled_total",
         "troupe_messages_in_flight",

@@ -36,7 +36,9 @@ from bot.store import JSONValue
 from bot.types import Entity, Memory, now_ms
 
 from .._parse import parse_response
+from .._parse_rate import AnswerKind, count_answer
 from .._prompts import render, template
+from .._schemas import REFLECTION, text_params
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -174,10 +176,12 @@ async def _handler(
         "senderName": (sender.names[0] if sender and sender.names else "someone"),
         "senderId": message.entity_id,
     }
-    prompt = render(template(runtime.character.templates, "reflectionTemplate"), values, rng=runtime.rng)
+    templates, name = runtime.character.templates, "reflectionTemplate"
+    prompt = render(template(templates, name), values, rng=runtime.rng)
+    params = text_params(templates, name, prompt, REFLECTION)
     key = _cache_key(message.room_id)
     try:
-        raw = await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt})
+        raw = await runtime.use_model(ModelType.TEXT_SMALL, params)
     except ModelError:  # model_calls logged why
         cadence = _Cadence.of(await store.get_cache(key)).after_outage(runtime.clock())
         await store.set_cache(key, cadence.to_json())
@@ -187,8 +191,10 @@ async def _handler(
             (cadence.retry_at - runtime.clock()) // 1000,
         )
         return
+    parsed = parse_response(raw)
+    count_answer(runtime, AnswerKind.REFLECTION, parsed=parsed is not None)
     try:
-        await _learn(runtime, message, parse_response(raw), known, entities)
+        await _learn(runtime, message, parsed, known, entities)
     finally:  # counts as a reflection even if storing what it found failed (see the module docstring)
         await store.set_cache(key, _Cadence(message.id).to_json())
 

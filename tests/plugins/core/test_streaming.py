@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import json
+
+import pytest
 
 from plugins.core._streaming import ReplyWatcher
 
@@ -29,3 +32,24 @@ def test_the_reply_grows_without_half_written_tags_or_entities() -> None:
 def test_nothing_is_handed_out_unless_the_plan_replies() -> None:
     raw = "<response><thought>no</thought><actions>IGNORE</actions><text>not to be said</text></response>"
     assert feed_in_pieces(raw) == []
+
+
+def json_plan(**fields: object) -> str:
+    return json.dumps({"thought": "hm", "actions": ["REPLY"], "providers": [], **fields, "imagePrompt": ""})
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7])
+def test_the_text_of_a_json_plan_grows_decoded_without_half_written_escapes(size: int) -> None:
+    text = 'Tom "&" Jerry\\ ran.\nThen <b>stopped</b> 😀 — ok'
+    raw = json_plan(thought='she said "text": "no"', text=text)  # ASCII-escaped, the pair as two \u
+    seen = feed_in_pieces(raw, size)
+    assert seen[-1] == text
+    # Each a beginning of the text: no escape shown undecoded, no half of the pair, nothing of
+    # the "text" inside the thought.
+    assert all(text.startswith(shown) for shown in seen)
+    assert 'Tom "&" Jerry\\ ran.\nThen <b>stopped</b> \ud83d' not in seen
+
+
+def test_nothing_is_handed_out_unless_the_json_plan_replies() -> None:
+    assert feed_in_pieces(json_plan(actions=["IGNORE"], text="not to be said"), 4) == []
+    assert feed_in_pieces("```json\n" + json_plan(text="fenced") + "\n```")[-1] == "fenced"
