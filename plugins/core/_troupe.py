@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from bot.answer_lengths import DECISION_TOKENS
 from bot.errors import ModelError
 from bot.messages import NativeRef
 from bot.models import ModelType
@@ -328,4 +329,5 @@ async def ask_model(asking: Voice, voices: Sequence[Voice]) -> str:
     members = "\n".join(f"- {v.name}: {v.about}" if v.about else f"- {v.name}" for v in voices)
     values = {**state.values, "troupeMembers": members, "troupeNames": ", ".join(v.name for v in voices)}
     prompt = render(template(runtime.character.templates, "troupeDecisionTemplate"), values, rng=runtime.rng)
-    return str(await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt}) or "")
+    params = {"prompt": prompt, "max_tokens": DECISION_TOKENS}
+    return str(await runtime.use_model(ModelType.TEXT_SMALL, params) or "")
