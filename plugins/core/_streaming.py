@@ -3,7 +3,9 @@
 The plan is ``<response><thought/><actions/><providers/><text/></response>``, in that order, so
 by the time ``<text>`` starts the actions are known. :class:`ReplyWatcher` takes the pieces the
 model streams and, once the actions include REPLY, hands out the text written so far — without
-a half-written closing tag or entity — so speech can start with the first sentence.
+a half-written closing tag or entity — so speech can start with the first sentence. A reply
+that may yet turn out to be the template's placeholder (``the message to send``) is held back
+until it is clear that it is not.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable
+
+from ._placeholders import Placeholders
 
 __all__ = ["ReplyWatcher"]
 
@@ -23,8 +27,9 @@ _CDATA = re.compile(r"<!\[CDATA\[|\]\]>")
 class ReplyWatcher:
     """Feed it the model's pieces; it calls ``on_text(reply_so_far)`` as the reply grows."""
 
-    def __init__(self, on_text: Callable[[str], None]) -> None:
+    def __init__(self, on_text: Callable[[str], None], placeholders: Placeholders | None = None) -> None:
         self.on_text = on_text
+        self.placeholders = placeholders or Placeholders(frozenset())
         self._raw = ""
         self._replying: bool | None = None
         self._shown = ""
@@ -53,6 +58,8 @@ class ReplyWatcher:
                 if cut >= 0 and (marker == "<" or ";" not in body[cut:]):
                     body = body[:cut]
         text = html.unescape(_CDATA.sub("", body))
+        if self.placeholders.copied(text) or (closed is None and self.placeholders.may_become(text)):
+            return
         if text != self._shown:
             self._shown = text
             self.on_text(text)

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bot.answer_lengths import REFLECTION_TOKENS
 from bot.components import Evaluator, HandlerCallback, State
 from bot.errors import ModelError
 from bot.ids import is_uuid
@@ -36,6 +37,7 @@ from bot.store import JSONValue
 from bot.types import Entity, Memory, now_ms
 
 from .._parse import parse_response
+from .._placeholders import Placeholders
 from .._prompts import render, template
 
 if TYPE_CHECKING:
@@ -174,10 +176,11 @@ async def _handler(
         "senderName": (sender.names[0] if sender and sender.names else "someone"),
         "senderId": message.entity_id,
     }
-    prompt = render(template(runtime.character.templates, "reflectionTemplate"), values, rng=runtime.rng)
+    reflection_template = template(runtime.character.templates, "reflectionTemplate")
+    prompt = render(reflection_template, values, rng=runtime.rng)
     key = _cache_key(message.room_id)
     try:
-        raw = await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt})
+        raw = await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt, "max_tokens": REFLECTION_TOKENS})
     except ModelError:  # model_calls logged why
         cadence = _Cadence.of(await store.get_cache(key)).after_outage(runtime.clock())
         await store.set_cache(key, cadence.to_json())
@@ -188,7 +191,9 @@ async def _handler(
         )
         return
     try:
-        await _learn(runtime, message, parse_response(raw), known, entities)
+        placeholders = Placeholders.of(reflection_template, values)
+        parsed = placeholders.without(parse_response(raw), agent=runtime.character.name, kind="reflection")
+        await _learn(runtime, message, parsed, known, entities)
     finally:  # counts as a reflection even if storing what it found failed (see the module docstring)
         await store.set_cache(key, _Cadence(message.id).to_json())
 
