@@ -13,12 +13,29 @@ import logging
 import threading
 from collections.abc import Iterator
 
-__all__ = ["REDACTED", "Redactor", "SecretFilter", "filtering", "install", "scrub_for", "uninstall"]
+__all__ = [
+    "MIN_SECRET_LENGTH",
+    "REDACTED",
+    "Redactor",
+    "SecretFilter",
+    "filtering",
+    "install",
+    "scrub_for",
+    "scrub_secret",
+    "uninstall",
+]
 
 REDACTED = "<redacted>"
-# Short values ("true", "0") are settings written as secrets, not keys; scrubbing them would
-# mangle ordinary words.
-_MIN_LENGTH = 6
+# Short values ("true", "0", the "x" a local server takes as its key) are not secrets worth the
+# name; scrubbing them would mangle ordinary words ("ma<redacted>imum").
+MIN_SECRET_LENGTH = 6
+
+
+def scrub_secret(text: str, secret: str) -> str:
+    """``text`` with ``secret`` replaced by ``<redacted>``, when it is long enough to be one."""
+    if len(secret) < MIN_SECRET_LENGTH:
+        return text
+    return text.replace(secret, REDACTED)
 
 
 class Redactor:
@@ -38,7 +55,7 @@ class Redactor:
 
     def add(self, value: str) -> None:
         """Scrub ``value`` from every log line from now on."""
-        if len(value) >= _MIN_LENGTH:
+        if len(value) >= MIN_SECRET_LENGTH:
             with self._lock:
                 self._secrets.add(value)
 
@@ -47,8 +64,7 @@ class Redactor:
         with self._lock:
             secrets = sorted(self._secrets, key=len, reverse=True)
         for secret in secrets:
-            if secret in text:
-                text = text.replace(secret, REDACTED)
+            text = scrub_secret(text, secret)
         return text
 
 

@@ -171,4 +171,10 @@ async def test_lines_from_a_pipe_are_answered(tmp_path: Path, chat_env: dict[str
     out, err = await asyncio.wait_for(proc.communicate(b"hello\nbye\n"), 60)
     assert proc.returncode == 0, err
     assert out.decode().count("Iris: Noted.") == 2
+    # No prompt to run into what is printed (or into log lines): nobody is typing.
+    assert out.decode().splitlines() == [
+        "Talking to Iris. Type /quit or press Ctrl-D to leave.",
+        "Iris: Noted.",
+        "Iris: Noted.",
+    ]
     assert err == b""

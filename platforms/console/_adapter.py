@@ -181,7 +181,8 @@ async def _readable_text(file: OutgoingFile) -> str | None:
 
 
 async def _stdin_line() -> str | None:
-    return await ask("> ")
+    # Lines from a pipe have nobody to prompt: the prompt would only run into the output.
+    return await ask("> " if sys.stdin.isatty() else "")
 
 
 class _Terminal(QuietChannel):

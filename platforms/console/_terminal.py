@@ -137,16 +137,21 @@ class TerminalPrompt(io.TextIOBase):
             try:
                 self._reading.set()
                 try:
-                    line: str | None = input(self.prompt)
+                    line: str | None = input(self._prompt_shown())
                 finally:
                     self._reading.clear()
             except EOFError:  # Ctrl-D: end the prompt's line, so what follows starts on its own
-                self.write("\n")
+                if self._prompt_shown():
+                    self.write("\n")
                 line = None
             except KeyboardInterrupt:
                 self._read_cancelled = request.cancel()
                 raise
             request.set_result(line)
+
+    def _prompt_shown(self) -> str:
+        # Lines from a pipe have nobody to prompt: the prompt would only run into the output.
+        return self.prompt if self._stdin.isatty() else ""
 
     def _wait_quietly(self, done: concurrent.futures.Future[int]) -> None:
         """Wait for the cancelled conversation to close; a second Ctrl-C stops waiting."""

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from bot.answer_lengths import SHORT_ANSWER_TOKENS
 from bot.components import Action, ActionResult, HandlerCallback, State
 from bot.errors import ModelError
 from bot.models import ModelType
@@ -57,7 +58,8 @@ async def _ask_model(runtime: AgentRuntime, request: str, channels: Sequence[Any
         "Which voice channel do they want joined? Answer with the channel's name exactly as listed, or none."
     )
     try:
-        answer = str(await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt}))
+        params = {"prompt": prompt, "max_tokens": SHORT_ANSWER_TOKENS}
+        answer = str(await runtime.use_model(ModelType.TEXT_SMALL, params))
     except ModelError as exc:
         _log.warning("%s: JOIN_VOICE: no answer from the model: %s", runtime.character.name, exc)
         return None

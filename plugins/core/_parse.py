@@ -14,11 +14,11 @@ from bisect import bisect_left
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["parse_response"]
+__all__ = ["LIST_KEYS", "parse_response"]
 
 _log = logging.getLogger(__name__)
 
-_LIST_KEYS = frozenset({"actions", "providers", "evaluators"})
+LIST_KEYS = frozenset({"actions", "providers", "evaluators"})
 # Free text: never read as nested elements, even when the model wrote markup inside it.
 _TEXT_KEYS = frozenset(
     {"text", "thought", "message", "reasoning", "post", "claim", "description", "summary", "imagePrompt"}
@@ -37,6 +37,7 @@ _THINK_CLOSE = re.compile(r"</think(?:ing)?\s*>", re.I)
 _CDATA = re.compile(r"<!\[CDATA\[(.*?)\]\]>", re.S)
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 _ENTITY = re.compile(r"&(lt|gt|amp|quot|apos|#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6});")
+_SENTENCE_END = re.compile(r"[.!?…](?=\s|$)")
 _NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
 
 
@@ -142,13 +143,35 @@ def _group(name: str, children: list[tuple[str, str]], depth: int) -> Any:
     return {key: values[0] if len(values) == 1 else values for key, values in grouped.items()}
 
 
+def _cut_off(text: str) -> tuple[str, str] | None:
+    """The free-text element an answer cut off at its token bound was still writing, after all
+    its finished ones: its name and what it holds so far."""
+    last_close = max((m.end() for m in _CLOSE.finditer(text)), default=0)
+    writing = None
+    for match in _OPEN.finditer(text, last_close):
+        if match.group(1) in _TEXT_KEYS and not match.group(2):
+            writing = match
+            break
+    if writing is None:
+        return None
+    # Not a half-written closing tag or entity ("…</te", "&am"), nor a half-written sentence.
+    so_far = re.sub(r"(?:<[^<>]*|&[#\w]*)$", "", text[writing.end() :])
+    sentences = list(_SENTENCE_END.finditer(so_far))
+    return writing.group(1), so_far[: sentences[-1].end()] if sentences else so_far
+
+
 def _from_xml(text: str) -> dict[str, Any] | None:
     opener = _RESPONSE_OPEN.search(text)
+    closed = False
     if opener:
         closer = _RESPONSE_CLOSE.search(text, opener.end())
+        closed = closer is not None
         # An answer cut off by the token limit still has its finished elements.
         text = text[opener.end() : closer.start() if closer else len(text)]
     children, _ = _elements(text)
+    cut = None if closed else _cut_off(text)
+    if cut is not None and cut[1].strip() and all(name != cut[0] for name, _ in children):
+        children.append(cut)  # the reply so far is still a reply
     if not children:
         return None
     result = _group("response", children, 0)
@@ -221,7 +244,7 @@ def _normalise(result: Mapping[str, Any]) -> dict[str, Any] | None:
     out = dict(result)
     if len(out) == 1 and isinstance(out.get("response"), Mapping):
         out = dict(out["response"])
-    for key in _LIST_KEYS & out.keys():
+    for key in LIST_KEYS & out.keys():
         out[key] = _names(out[key])
     for key in _COLLECTION_KEYS & out.keys():
         out[key] = _collection(key, out[key])

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from bot.answer_lengths import DECISION_TOKENS, PLAN_TOKENS
 from bot.buttons import Press
 from bot.components import PressHandler, State
 from bot.errors import ModelError, StoreError
@@ -33,7 +34,7 @@ from bot.messages import IncomingMessage, NativeRef, Outcome, ReplyChannel, Stat
 from bot.models import ModelType
 from bot.types import Claim, Memory, Room, RoomState, now_ms
 
-from ._acting import run_actions, run_evaluators
+from ._acting import find_action, run_actions, run_evaluators
 from ._attachments import process_attachments
 from ._claiming import claim_for, finish, refusal
 from ._delivery import Delivery, bound_text, max_reply_chars
@@ -42,6 +43,7 @@ from ._gate import Decision, Rule, Verdict, decide
 from ._incoming import MESSAGES, store_incoming
 from ._parse import parse_response
 from ._parse_rate import AnswerKind, count_answer
+from ._placeholders import Placeholders
 from ._plan import Plan
 from ._prompts import render, template
 from ._recovery import keep_recovering
@@ -451,14 +453,16 @@ class MessagePipeline:
         rt = self.runtime
         state = await rt.compose_state(message, _DECIDE_PROVIDERS, only_include=True)
         templates, name = rt.character.templates, "shouldRespondTemplate"
-        prompt = render(template(templates, name), state.values, rng=rt.rng)
-        params = text_params(templates, name, prompt, SHOULD_RESPOND)
+        decision_template = template(templates, name)
+        prompt = render(decision_template, state.values, rng=rt.rng)
+        params = text_params(templates, name, prompt, SHOULD_RESPOND) | {"max_tokens": DECISION_TOKENS}
         try:
             raw = await rt.use_model(ModelType.TEXT_SMALL, params)
         except ModelError as exc:
             _log.warning("%s: could not decide whether to respond: %s", rt.character.name, exc)
             return _UNREACHABLE
-        parsed = parse_response(raw) or {}
+        placeholders = Placeholders.of(decision_template, state.values)
+        parsed = placeholders.without(parse_response(raw), agent=rt.character.name, kind="should respond") or {}
         action = parsed.get("action")
         choice = str((action[-1] if isinstance(action, list) and action else action) or "").strip().upper()
         count_answer(rt, AnswerKind.SHOULD_RESPOND, parsed=choice in ("RESPOND", "IGNORE", "STOP"))
@@ -468,20 +472,25 @@ class MessagePipeline:
         """Ask the large model what to do; up to three tries for a reply that parses. When there
         is no plan, the outcome that says why."""
         rt = self.runtime
-        templates, name = rt.character.templates, "messageHandlerTemplate"
-        prompt = render(template(templates, name), state.values, rng=rt.rng)
-        asked = text_params(templates, name, prompt, plan_schema(_offered_actions(state)))
+        name = rt.character.name
+        templates = rt.character.templates
+        handler_template = template(templates, "messageHandlerTemplate")
+        prompt = render(handler_template, state.values, rng=rt.rng)
+        placeholders = Placeholders.of(handler_template, state.values)
+        asked = text_params(templates, "messageHandlerTemplate", prompt, plan_schema(_offered_actions(state)))
         for attempt in range(1, _PLAN_ATTEMPTS + 1):
-            params = dict(asked)
+            params = asked | {"max_tokens": self._plan_tokens()}
             if stream is not None and attempt == 1:
-                params["on_delta"] = ReplyWatcher(stream).feed  # reads the text of JSON and of XML
+                params["on_delta"] = ReplyWatcher(stream, placeholders).feed  # reads the text of JSON and of XML
             try:
                 raw = await rt.use_model(ModelType.TEXT_LARGE, params)
             except ModelError as exc:
-                _log.warning("%s: no reply: %s", rt.character.name, exc)
-                return Outcome(Status.MODEL_UNREACHABLE, exc.reason_for(rt.character.name))
-            plan = Plan.of(parse_response(raw))
+                _log.warning("%s: no reply: %s", name, exc)
+                return Outcome(Status.MODEL_UNREACHABLE, exc.reason_for(name))
+            plan = Plan.of(placeholders.without(parse_response(raw), agent=name, kind="plan"))
             count_answer(rt, AnswerKind.PLAN, parsed=plan is not None)
+            if plan is not None:
+                plan = self._known_actions(plan)
             if plan is not None:
                 return plan
             _log.info(
@@ -489,6 +498,27 @@ class MessagePipeline:
             )
         _log.warning("%s: staying silent: the model's reply never parsed", rt.character.name)
         return Outcome(Status.UNPARSED, "the model's reply never parsed")
+
+    def _plan_tokens(self) -> int:
+        """``PLAN_MAX_TOKENS``: how much the plan may write (at least 64 tokens)."""
+        return max(64, self.runtime.get_int("PLAN_MAX_TOKENS", PLAN_TOKENS))
+
+    def _known_actions(self, plan: Plan) -> Plan | None:
+        """``plan`` without the actions no plugin offers (a weak model invents them): its text
+        is still said. ``None`` when that leaves it nothing to do."""
+        rt = self.runtime
+        unknown = [a for a in plan.actions if find_action(rt.actions, a) is None]
+        if not unknown:
+            return plan
+        known = plan.without_actions(unknown)
+        _log.info(
+            "%s: the model asked for unknown action%s %s; %s",
+            rt.character.name,
+            "s" if len(unknown) > 1 else "",
+            ", ".join(repr(a) for a in unknown),
+            "nothing else to do" if known is None else f"doing {', '.join(known.actions)}",
+        )
+        return known
 
     async def _remember_silence(self, message: Memory, action: str, thought: str = "") -> None:
         """Store the decision not to speak, so the history (and the loop guard) sees it."""

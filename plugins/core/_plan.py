@@ -3,8 +3,8 @@ to see, the reply's text (and what to draw), read from its parsed answer."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = ["Plan"]
@@ -25,10 +25,13 @@ class Plan:
 
     @classmethod
     def of(cls, parsed: Mapping[str, Any] | None) -> Plan | None:
-        """The plan in a parsed answer; None when it plans nothing (no actions, no text)."""
+        """The plan in a parsed answer; None when it plans nothing (no actions, no text), or
+        only to reply and has nothing to say."""
         if not parsed or not (parsed.get("actions") or parsed.get("text")):
             return None
         text = str(parsed.get("text") or "")
+        if not text.strip() and all(str(a).strip().upper() == "REPLY" for a in parsed["actions"]):
+            return None
         return cls(
             thought=str(parsed.get("thought") or ""),
             actions=_settle_actions([str(a) for a in parsed.get("actions") or [] if a], text),
@@ -36,6 +39,16 @@ class Plan:
             text=text,
             image_prompt=str(parsed.get("imagePrompt") or "").strip(),
         )
+
+    def without_actions(self, dropped: Collection[str]) -> Plan | None:
+        """This plan without ``dropped``; REPLY with its text when no action is left, ``None``
+        when it has no text either."""
+        kept = [a for a in self.actions if a not in dropped]
+        if not kept:
+            if not self.text.strip():
+                return None
+            kept = ["REPLY"]
+        return replace(self, actions=kept)
 
 
 def _settle_actions(actions: list[str], text: str) -> list[str]:

@@ -5,7 +5,8 @@ schema in force ``{"thought", "actions", "providers", "text", …}``, in that or
 the text starts the actions are known. :class:`ReplyWatcher` takes the pieces the model streams,
 in either form (it tells them apart by the first character), and once the actions include REPLY
 hands out the text written so far — without a half-written closing tag, entity or escape — so
-speech can start with the first sentence.
+speech can start with the first sentence. A reply that may yet turn out to be the template's
+placeholder (``the message to send``) is held back until it is clear that it is not.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import html
 import json
 import re
 from collections.abc import Callable
+
+from ._placeholders import Placeholders
 
 __all__ = ["ReplyWatcher"]
 
@@ -31,8 +34,9 @@ _HIGH_SURROGATE = re.compile(r"[dD][89abAB][0-9a-fA-F]{2}")
 class ReplyWatcher:
     """Feed it the model's pieces; it calls ``on_text(reply_so_far)`` as the reply grows."""
 
-    def __init__(self, on_text: Callable[[str], None]) -> None:
+    def __init__(self, on_text: Callable[[str], None], placeholders: Placeholders | None = None) -> None:
         self.on_text = on_text
+        self.placeholders = placeholders or Placeholders(frozenset())
         self._raw = ""
         self._json: bool | None = None
         self._replying: bool | None = None
@@ -52,8 +56,13 @@ class ReplyWatcher:
             self._replying = "REPLY" in names
         if not self._replying:
             return
-        text = _json_text(self._raw) if self._json else _xml_text(self._raw)
-        if text is not None and text != self._shown:
+        found = _json_text(self._raw) if self._json else _xml_text(self._raw)
+        if found is None:
+            return
+        text, complete = found
+        if self.placeholders.copied(text) or (not complete and self.placeholders.may_become(text)):
+            return
+        if text != self._shown:
             self._shown = text
             self.on_text(text)
 
@@ -65,7 +74,8 @@ def _xml_actions(raw: str) -> set[str] | None:
     return {a.strip().upper() for a in re.split(r"[,\s]+", actions.group(1)) if a.strip()}
 
 
-def _xml_text(raw: str) -> str | None:
+def _xml_text(raw: str) -> tuple[str, bool] | None:
+    """The text written so far, and whether it is complete."""
     opened = _TEXT_OPEN.search(raw)
     if opened is None:
         return None
@@ -79,7 +89,7 @@ def _xml_text(raw: str) -> str | None:
             cut = body.rfind(marker)
             if cut >= 0 and (marker == "<" or ";" not in body[cut:]):
                 body = body[:cut]
-    return html.unescape(_CDATA.sub("", body))
+    return html.unescape(_CDATA.sub("", body)), closed is not None
 
 
 def _json_actions(raw: str) -> set[str] | None:
@@ -89,8 +99,9 @@ def _json_actions(raw: str) -> set[str] | None:
     return {name.strip().upper() for name in _JSON_STRING.findall(actions.group(1))}
 
 
-def _json_text(raw: str) -> str | None:
-    """The ``text`` string written so far, decoded; an escape not yet complete is held back."""
+def _json_text(raw: str) -> tuple[str, bool] | None:
+    """The ``text`` string written so far, decoded (an escape not yet complete is held back),
+    and whether its closing quote has come."""
     opened = _JSON_TEXT.search(raw)
     if opened is None:
         return None
@@ -111,4 +122,4 @@ def _json_text(raw: str) -> str | None:
         text: str = json.loads(f'"{body[:end]}"', strict=False)
     except ValueError:  # not JSON after all: nothing to show
         return None
-    return text
+    return text, end < len(body) and body[end] == '"'

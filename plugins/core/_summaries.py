@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from bot.answer_lengths import words_tokens
 from bot.components import ConversationSummary
 from bot.errors import ModelError
 from bot.models import ModelType
@@ -25,6 +26,7 @@ from bot.types import Memory
 
 from ._delivery import ONE_MESSAGE_CHARS
 from ._parse import parse_response
+from ._placeholders import Placeholders
 from ._prompts import render, template
 from ._summary_window import DEFAULT_MESSAGES, MAX_MESSAGES, Window
 from .providers._common import MESSAGES, UNKNOWN_USER, clock_time, entity_names, is_decision
@@ -61,13 +63,17 @@ class _NoSummary(Exception):
 async def ask_for_summary(runtime: AgentRuntime, template_name: str, values: Mapping[str, Any]) -> str:
     """The summary TEXT_SMALL writes for the filled template ``template_name``; "" when its
     answer holds none. Raises ModelError when the model fails."""
-    prompt = render(template(runtime.character.templates, template_name), values, rng=runtime.rng)
-    raw = await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt})
-    parsed = parse_response(raw) or {}
+    summary_template = template(runtime.character.templates, template_name)
+    prompt = render(summary_template, values, rng=runtime.rng)
+    max_words = str(values.get("maxWords") or "")
+    bound = words_tokens(int(max_words) if max_words.isdigit() else _FINAL_WORDS)
+    raw = await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt, "max_tokens": bound})
+    placeholders = Placeholders.of(summary_template, values)
+    parsed = placeholders.without(parse_response(raw), agent=runtime.character.name, kind=template_name) or {}
     summary = str(parsed.get("summary") or "").strip()
     if not summary and isinstance(raw, str) and "<" not in raw:
         summary = raw.strip()  # a model that answered with the summary alone
-    return summary
+    return "" if placeholders.copied(summary) else summary
 
 
 def _readable(memory: Memory) -> bool:

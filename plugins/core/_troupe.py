@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from bot.answer_lengths import DECISION_TOKENS
 from bot.errors import ModelError
 from bot.messages import NativeRef
 from bot.models import ModelType
@@ -331,7 +332,9 @@ async def ask_model(asking: Voice, voices: Sequence[Voice]) -> str:
     values = {**state.values, "troupeMembers": members, "troupeNames": ", ".join(v.name for v in voices)}
     templates, name = runtime.character.templates, "troupeDecisionTemplate"
     prompt = render(template(templates, name), values, rng=runtime.rng)
-    params = text_params(templates, name, prompt, troupe_decision_schema([v.name for v in voices]))
+    params = text_params(templates, name, prompt, troupe_decision_schema([v.name for v in voices])) | {
+        "max_tokens": DECISION_TOKENS
+    }
     raw = str(await runtime.use_model(ModelType.TEXT_SMALL, params) or "")
     parsed = parse_response(raw)
     count_answer(runtime, AnswerKind.TROUPE_DECISION, parsed=parsed is not None and "answer" in parsed)

@@ -26,6 +26,7 @@ from bot.backoff import ExponentialBackoff
 from bot.bodies import MAX_AUDIO_BYTES, BodyTooLarge
 from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelUnavailable
 from bot.models import ModelHost, ModelType, SpeechParams, SpeechStream
+from bot.redact import scrub_secret
 
 from ._config import ElevenLabsConfig
 
@@ -348,9 +349,7 @@ class ElevenLabsSpeech:
             else:
                 text = detail
         clean = " ".join(str(text or "no details").split())
-        key = self.config.api_key.get_secret_value()
-        if key:
-            clean = clean.replace(key, "<redacted>")
+        clean = scrub_secret(clean, self.config.api_key.get_secret_value())
         return code, clean if len(clean) <= _DETAIL_LIMIT else clean[: _DETAIL_LIMIT - 1] + "…"
 
 

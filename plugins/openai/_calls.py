@@ -23,6 +23,7 @@ import openai
 from bot.bodies import BodyTooLarge
 from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelRequestRejected, ModelUnavailable
 from bot.models import ModelType
+from bot.redact import scrub_secret
 
 from ._config import Endpoint, ProviderConfig, display_url
 from ._pools import HttpPools
@@ -279,9 +280,7 @@ def _detail(body: object, endpoint: Endpoint) -> str:
     else:
         text = body
     detail = " ".join(str(text or "no details").split())
-    key = endpoint.api_key.get_secret_value()
-    if key:
-        detail = detail.replace(key, "<redacted>")
+    detail = scrub_secret(detail, endpoint.api_key.get_secret_value())
     return detail if len(detail) <= _DETAIL_LIMIT else detail[: _DETAIL_LIMIT - 1] + "…"
 
 

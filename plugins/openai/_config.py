@@ -31,6 +31,9 @@ __all__ = [
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OLLAMA_BASE_URL = "http://localhost:11434/v1"
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
+# The bound on a text call whose caller gives none (troupe's own calls each give theirs): room
+# for a long answer, not for a weak model running on to the end of its context.
+_DEFAULT_MAX_TOKENS = 4096
 
 #: Vector lengths the store has a column for (``VECTOR_DIMS`` upstream).
 EMBEDDING_DIMENSIONS: tuple[int, ...] = (384, 512, 768, 1024, 1536, 3072)
@@ -96,6 +99,8 @@ class ProviderConfig:
     transcription_model: str
     image_model: str
     image_max_tokens: int
+    max_tokens: int
+    """What a text call may write when its caller gives no bound (``OPENAI_MAX_TOKENS``)."""
     drawing_model: str
     """The IMAGE model (``OPENAI_IMAGE_MODEL``, or ``IMAGE_MODEL``): pictures drawn through
     ``/images/generations``."""
@@ -186,6 +191,7 @@ class _Settings(SettingReader):
         return ProviderConfig(
             transcription_model=self.get("OPENAI_TRANSCRIPTION_MODEL", "whisper-1"),
             image_max_tokens=self.count("OPENAI_IMAGE_DESCRIPTION_MAX_TOKENS", 8192, minimum=1),
+            max_tokens=self.count("OPENAI_MAX_TOKENS", _DEFAULT_MAX_TOKENS, minimum=1),
             drawing_model=self.optional("OPENAI_IMAGE_MODEL") or self.get("IMAGE_MODEL", "dall-e-3"),
             image_size=self.image_size(),
             tts_model=self.get("OPENAI_TTS_MODEL", "gpt-4o-mini-tts"),

@@ -10,7 +10,7 @@ are timed and logged; streamed speech is in ``_speech_stream``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from openai.types.chat import ChatCompletionMessageParam
@@ -376,6 +376,7 @@ class OpenAIModels:
         for name in ("temperature", "max_tokens", "stop"):
             if params.get(name) is not None:
                 extra[name] = params[name]
+        extra.setdefault("max_tokens", self.config.max_tokens)  # a caller that gave none is bounded too
         on_delta = params.get("on_delta")
         if on_delta is not None:
             return await self._streamed_text(kind, model, messages, on_delta, extra)
@@ -399,8 +400,11 @@ class OpenAIModels:
         )
         pieces: list[str] = []
         read = 0
+        finish: str | None = None
         with self._calls.translate_errors(kind, endpoint, model):
             async for chunk in stream:
+                if chunk.choices and chunk.choices[0].finish_reason:
+                    finish = chunk.choices[0].finish_reason
                 delta = chunk.choices[0].delta.content if chunk.choices else None
                 if delta:
                     read += len(delta)
@@ -410,6 +414,7 @@ class OpenAIModels:
                     on_delta(repair_text(delta))
         if not pieces:
             raise self._error(f"{model} on {endpoint.provider} streamed no text ({kind.value})", kind, endpoint)
+        self._note_cut(kind, model, finish, extra)
         return repair_text("".join(pieces))  # halves of a pair split across pieces meet again
 
     async def _object(self, runtime: ModelHost, params: TextParams, kind: ModelType, model: str) -> JSON:
@@ -465,7 +470,20 @@ class OpenAIModels:
         if not reply.answered or (not reply.content and reply.refusal):
             reason = "refused the request" if reply.answered else "returned no choices"
             raise self._error(f"{reply.model or model} on {endpoint.provider} {reason} ({kind.value})", kind, endpoint)
+        self._note_cut(kind, model, reply.finish_reason, body)
         return repair_text(reply.content or "")
+
+    def _note_cut(self, kind: ModelType, model: str, finish_reason: str | None, body: Mapping[str, Any]) -> None:
+        """Say when an answer was cut at its bound: what it holds is still read, and a bound met
+        often is one to raise (or a model that runs on)."""
+        if finish_reason == "length":
+            _log.info(
+                "%s: %s stopped at its bound of %s tokens (%s); reading what it wrote",
+                self.agent,
+                model,
+                body.get("max_tokens", "?"),
+                kind.value,
+            )
 
     def _error(self, message: str, kind: ModelType, endpoint: Endpoint) -> ModelError:
         return ModelError(message, provider=endpoint.provider, model_type=kind, agent=self.agent)

@@ -49,6 +49,8 @@ class ChatReply:
     content: str | None = None
     refusal: str | None = None
     usage: Usage | None = None
+    finish_reason: str | None = None
+    """``length`` when the answer was cut at ``max_tokens``."""
 
 
 def parse_chat_completion(body: bytes) -> ChatReply | None:
@@ -77,7 +79,15 @@ def parse_chat_completion(body: bytes) -> ChatReply | None:
     content, refusal = message.get("content"), message.get("refusal")
     if not isinstance(content, str | None):
         return None
-    return ChatReply(model, True, content, refusal if isinstance(refusal, str) else None, counts)
+    finish = first.get("finish_reason") if first is not None else None
+    return ChatReply(
+        model,
+        True,
+        content,
+        refusal if isinstance(refusal, str) else None,
+        counts,
+        finish if isinstance(finish, str) else None,
+    )
 
 
 def probe_vector(dimensions: int) -> list[float]:

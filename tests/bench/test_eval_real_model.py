@@ -65,10 +65,10 @@ async def test_the_evaluation_reports_answers_placeholders_and_parse_rates(tmp_p
     assert figures["answered_with_real_text"] == sum(
         1 for line in figures["per_line"] if any(r and r != "the message to send" for r in line["replies"])
     )
-    assert placeholder_sent <= 1  # a placeholder plan is never sent once the pipeline knows them
+    assert placeholder_sent == 0  # the placeholder plan is asked again, not sent
     plans = figures["parse_rate"]["plan"]
-    assert plans["calls"] >= len(SCRIPT) - 1
-    assert plans["parsed"] == plans["calls"] - placeholder_sent
+    assert plans["calls"] >= len(SCRIPT)
+    assert plans["parsed"] == plans["calls"] - 1
     # The fake reports usage as a server does; every line's requests are counted.
     assert all(line["prompt_tokens"] > 0 for line in figures["per_line"] if line["requests"])
     assert sum(line["requests"] for line in figures["per_line"]) >= len(SCRIPT)

@@ -11,7 +11,7 @@ import pytest
 
 from bot.connections import TokenClaims
 from bot.errors import ConfigError
-from bot.redact import Redactor, SecretFilter, filtering
+from bot.redact import Redactor, SecretFilter, filtering, scrub_secret
 from bot.runtime import AgentRuntime
 from bot.shared import Shared
 from bot.store import Database
@@ -53,6 +53,14 @@ def test_short_values_are_settings_not_secrets_and_longest_secrets_go_first() ->
         secrets.add(value)
     assert "true" not in secrets
     assert secrets.scrub("true: sk-abcdef-longer, sk-abcdef") == "true: <redacted>, <redacted>"
+
+
+def test_one_minimum_decides_what_is_scrubbed_from_a_single_key() -> None:
+    # A local server's key "x" would otherwise turn "maximum" into "ma<redacted>imum".
+    refusal = "maximum context length exceeded"
+    assert scrub_secret(refusal, "x") == refusal
+    assert scrub_secret(refusal, "") == refusal
+    assert scrub_secret("key sk-abcdef refused", "sk-abcdef") == "key <redacted> refused"
 
 
 def test_secrets_are_filtered_only_while_their_owner_runs() -> None:

@@ -15,7 +15,8 @@ Endpoints (under ``/v1``), each with its name for scripting and its default repl
 - ``POST /chat/completions`` (``chat``): ``"echo: <last user text>"``, or with
   ``response_format`` json_object ``{"echo": "<last user text>"}``. ``stream: true`` sends SSE
   chunks (one word each) ending with ``data: [DONE]``; ``stream_options.include_usage`` adds a
-  usage chunk. Usage counts words.
+  usage chunk. Usage counts words, and so does ``max_tokens``: a longer reply is cut after that
+  many words, with ``finish_reason`` ``length``, as a server cuts a model that runs on.
 - ``POST /embeddings`` (``embeddings``): per input a unit vector derived from the text's SHA-256,
   of length ``dimensions`` from the request or else ``embedding_dimensions``; floats, or base64
   when ``encoding_format`` asks for it (the openai client's default). ``base64="refused"``
@@ -75,6 +76,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import struct
 import time
 import zlib
@@ -441,12 +443,12 @@ class FakeOpenAIServer(LocalServer):
             return await self._endless(request, reply)
         if (canned := _canned(reply)) is not None:
             return canned
-        text = reply if isinstance(reply, str) else _echo(body)
+        text, finish = _bounded(reply if isinstance(reply, str) else _echo(body), body.get("max_tokens"))
         model = body.get("model", "fake-model")
         completion_id = f"chatcmpl-fake-{len(self.requests)}"
         usage = _usage(body, text)
         if body.get("stream"):
-            return await self._stream(request, body, text, model, completion_id, usage)
+            return await self._stream(request, body, text, model, completion_id, usage, finish)
         return web.json_response(
             {
                 "id": completion_id,
@@ -457,7 +459,7 @@ class FakeOpenAIServer(LocalServer):
                     {
                         "index": 0,
                         "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
+                        "finish_reason": finish,
                         "logprobs": None,
                     }
                 ],
@@ -473,6 +475,7 @@ class FakeOpenAIServer(LocalServer):
         model: str,
         completion_id: str,
         usage: dict[str, int],
+        finish_reason: str = "stop",
     ) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(request)
@@ -493,7 +496,7 @@ class FakeOpenAIServer(LocalServer):
         await response.write(chunk({"role": "assistant", "content": ""}, None))
         for piece in _pieces(text):
             await response.write(chunk({"content": piece}, None))
-        await response.write(chunk({}, "stop"))
+        await response.write(chunk({}, finish_reason))
         if (body.get("stream_options") or {}).get("include_usage"):
             payload = {
                 "id": completion_id,
@@ -673,6 +676,15 @@ def _echo(body: dict[str, Any]) -> str:
     if (body.get("response_format") or {}).get("type") in ("json_object", "json_schema"):
         return json.dumps({"echo": text})
     return f"echo: {text}"
+
+
+def _bounded(text: str, max_tokens: object) -> tuple[str, str]:
+    """``text`` cut after ``max_tokens`` words (the fake's tokens), and the finish reason."""
+    if not isinstance(max_tokens, int) or len(text.split()) <= max_tokens:
+        return text, "stop"
+    words = re.finditer(r"\S+", text)
+    end = next(m.end() for i, m in enumerate(words, start=1) if i == max_tokens) if max_tokens > 0 else 0
+    return text[:end], "length"
 
 
 def _usage(body: dict[str, Any], reply: str) -> dict[str, int]:

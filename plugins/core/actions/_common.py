@@ -9,6 +9,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from bot.answer_lengths import EXTRACTION_TOKENS
 from bot.buttons import Button
 from bot.components import HandlerCallback, State
 from bot.errors import ModelError
@@ -16,6 +17,7 @@ from bot.models import ModelType
 from bot.types import Entity, Memory, Role, Room, World
 
 from .._parse import parse_response
+from .._placeholders import Placeholders
 from .._prompts import render, template
 
 if TYPE_CHECKING:
@@ -74,13 +76,15 @@ async def ask_small_model(
 ) -> dict[str, Any] | None:
     """Fill the template, ask TEXT_SMALL, parse the answer; ``None`` when the model failed or
     answered nothing readable (logged)."""
-    prompt = render(template(runtime.character.templates, template_name), values, rng=runtime.rng)
+    extraction_template = template(runtime.character.templates, template_name)
+    prompt = render(extraction_template, values, rng=runtime.rng)
     try:
-        raw = await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt})
+        raw = await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt, "max_tokens": EXTRACTION_TOKENS})
     except ModelError as exc:
         _log.warning("%s: %s: no answer from the model: %s", runtime.character.name, template_name, exc)
         return None
-    parsed = parse_response(raw)
+    placeholders = Placeholders.of(extraction_template, values)
+    parsed = placeholders.without(parse_response(raw), agent=runtime.character.name, kind=template_name)
     if not parsed:
         _log.info("%s: %s: the model's answer did not parse", runtime.character.name, template_name)
     return parsed

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from bot.answer_lengths import words_tokens
 from bot.components import Action, ActionResult, HandlerCallback, State
 from bot.errors import ModelError
 from bot.models import ModelType
@@ -88,7 +89,8 @@ async def _handler(
     }
     prompt = render(template(runtime.character.templates, "attachmentsTemplate"), values, rng=runtime.rng)
     try:
-        answer = str(await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt}) or "").strip()
+        params = {"prompt": prompt, "max_tokens": words_tokens(_MAX_WORDS)}
+        answer = str(await runtime.use_model(ModelType.TEXT_SMALL, params) or "").strip()
     except ModelError as exc:
         await notify(callback, "I couldn't read those just now; ask me again in a moment.", _NAME, message)
         return ActionResult(success=False, error=f"no answer from the model: {exc}")

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bot.answer_lengths import REFLECTION_TOKENS
 from bot.components import Evaluator, HandlerCallback, State
 from bot.errors import ModelError
 from bot.ids import is_uuid
@@ -37,6 +38,7 @@ from bot.types import Entity, Memory, now_ms
 
 from .._parse import parse_response
 from .._parse_rate import AnswerKind, count_answer
+from .._placeholders import Placeholders
 from .._prompts import render, template
 from .._schemas import REFLECTION, text_params
 
@@ -177,8 +179,9 @@ async def _handler(
         "senderId": message.entity_id,
     }
     templates, name = runtime.character.templates, "reflectionTemplate"
-    prompt = render(template(templates, name), values, rng=runtime.rng)
-    params = text_params(templates, name, prompt, REFLECTION)
+    reflection_template = template(templates, name)
+    prompt = render(reflection_template, values, rng=runtime.rng)
+    params = text_params(templates, name, prompt, REFLECTION) | {"max_tokens": REFLECTION_TOKENS}
     key = _cache_key(message.room_id)
     try:
         raw = await runtime.use_model(ModelType.TEXT_SMALL, params)
@@ -191,7 +194,8 @@ async def _handler(
             (cadence.retry_at - runtime.clock()) // 1000,
         )
         return
-    parsed = parse_response(raw)
+    placeholders = Placeholders.of(reflection_template, values)
+    parsed = placeholders.without(parse_response(raw), agent=runtime.character.name, kind="reflection")
     count_answer(runtime, AnswerKind.REFLECTION, parsed=parsed is not None)
     try:
         await _learn(runtime, message, parsed, known, entities)

@@ -248,3 +248,13 @@ def test_apply_updates_masks_credential_named_and_character_secret_values() -> N
         "I need a value for Note.",
     ]
     assert settings["LIMIT"] == {"value": "5"}
+
+
+async def test_a_copied_example_assignment_changes_nobody(harness) -> None:
+    h = await harness()
+    await server(h, {HUMAN: "OWNER"})
+    h.large.append(plan("", "UPDATE_ROLE"))
+    h.small.append(assignments(("id of the person", "ADMIN")))  # the template's example, copied
+    await h.say("Ada, make Cleo an admin")
+    assert (await world_of(h)).metadata["roles"] == {HUMAN: "OWNER"}
+    assert h.sent[-1]["text"] == "I don't know who that is in this channel."  # the stand-in is not repeated

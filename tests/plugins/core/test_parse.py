@@ -55,10 +55,24 @@ def test_first_response_block_wins() -> None:
     assert parse_response("<response><a>1</a></response><response><a>2</a></response>") == {"a": "1"}
 
 
-def test_unclosed_response_keeps_its_finished_elements() -> None:
-    assert parse_response("<response><thought>t</thought><actions>REPLY</actions><text>cut of") == {
+def test_unclosed_response_keeps_its_finished_elements_and_the_reply_so_far() -> None:
+    # Cut at its token bound: the finished elements, and the text it was writing, to its last
+    # whole sentence (no half-written tag or word).
+    cut = "<response><thought>t</thought><actions>REPLY</actions><text>Hello there. I am Iris &amp; I li"
+    assert parse_response(cut) == {"thought": "t", "actions": ["REPLY"], "text": "Hello there."}
+    assert parse_response("<response><thought>t</thought><actions>REPLY</actions><text>cut of</te") == {
         "thought": "t",
         "actions": ["REPLY"],
+        "text": "cut of",
+    }
+    assert parse_response("<response><thought>t</thought><actions>REPLY</actions><text>") == {
+        "thought": "t",
+        "actions": ["REPLY"],
+    }
+    # A tag named inside a finished element is not one being written.
+    assert parse_response("<response><thought>a <text> tag</thought><actions>IGNORE</actions>") == {
+        "thought": "a <text> tag",
+        "actions": ["IGNORE"],
     }
 
 

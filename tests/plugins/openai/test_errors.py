@@ -247,6 +247,19 @@ async def test_no_secret_in_errors_or_logs(
     assert all(r.auth_suffix == KEY[-4:] for r in server.requests)
 
 
+async def test_a_short_key_does_not_mangle_errors(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Local servers take any key, so people write "x": too short to be a secret worth scrubbing.
+    runtime = await at(server, make_runtime, OPENAI_API_KEY="x", OPENAI_MAX_RETRIES="0")
+    refusal = "This model's maximum context length is 4096 tokens, however you requested 4645 tokens"
+    server.script_chat(Fail(400, message=refusal))
+    with pytest.raises(ModelRequestRejected) as info:
+        await runtime.use(ModelType.TEXT_SMALL, HI)
+    assert refusal in str(info.value)
+    assert "<redacted>" not in str(info.value) and "<redacted>" not in caplog.text
+
+
 @pytest.mark.parametrize(
     ("fail", "expected", "wait"),
     [

@@ -36,7 +36,28 @@ async def test_text_small_sends_the_characters_system_and_the_prompt(
     assert request.json == {
         "model": "gpt-4o-mini",
         "messages": [{"role": "system", "content": "You are Ada."}, {"role": "user", "content": "Hello there"}],
+        "max_tokens": 4096,  # bounded even when the caller gives no bound
     }
+
+
+async def test_openai_max_tokens_bounds_calls_that_give_none_and_a_cut_answer_is_read(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="plugins.openai")
+    runtime = await make_runtime({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url, "OPENAI_MAX_TOKENS": "5"})
+    server.script_chat("a weak model that runs on and on to the end of its context")
+    assert await runtime.use(ModelType.TEXT_SMALL, HI) == "a weak model that runs"
+    assert await runtime.use(ModelType.TEXT_LARGE, {"prompt": "hi", "max_tokens": 3}) == "a weak model"
+    assert await runtime.use(ModelType.TEXT_LARGE, {"prompt": "hi", "max_tokens": 2, "on_delta": lambda _: None}) == (
+        "a weak"
+    )
+    assert [r.json["max_tokens"] for r in server.requests_for("chat")] == [5, 3, 2]
+    cut = [r.getMessage() for r in caplog.records if "stopped at its bound" in r.getMessage()]
+    assert cut == [
+        "Ada: gpt-4o-mini stopped at its bound of 5 tokens (TEXT_SMALL); reading what it wrote",
+        "Ada: gpt-4o stopped at its bound of 3 tokens (TEXT_LARGE); reading what it wrote",
+        "Ada: gpt-4o stopped at its bound of 2 tokens (TEXT_LARGE); reading what it wrote",
+    ]
 
 
 async def test_chat_and_embeddings_are_posted_as_json_with_the_key_and_no_sdk_client(
