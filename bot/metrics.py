@@ -372,6 +372,11 @@ class Metrics:
             ("agent", "outcome"),
         )
         self.in_flight = r.gauge("troupe_messages_in_flight", "Messages being handled (the queue depth).", ("agent",))
+        self.model_requests_waiting = r.gauge(
+            "troupe_model_requests_waiting",
+            "Model requests waiting for their turn at a server that answers so many at a time (OPENAI_SERVER=local).",
+            ("server",),
+        )
         self.reconnects = r.counter(
             "troupe_reconnects_total",
             "Times a platform connection was attempted again after failing.",
