@@ -84,6 +84,11 @@ class HttpPools:
             found.limit = limit
         return found
 
+    def waiting(self, base_url: str) -> int:
+        """How many requests wait their turn at ``base_url`` now."""
+        found = self._queues.get(base_url)
+        return found.waiting if found is not None else 0
+
     async def leave(self) -> None:
         """Count one user fewer; the last one out closes every pool (a later user opens new ones)."""
         self._users = max(0, self._users - 1)

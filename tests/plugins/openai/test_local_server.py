@@ -15,6 +15,7 @@ from bot.metrics import Metrics
 from bot.models import ModelType
 from bot.shared import Shared
 from bot.time_limits import time_limit
+from plugins.openai._pools import HttpPools
 from plugins.openai._posting import longest_call_s
 from tests.fakes.openai_server import Fail, FakeOpenAIServer, RecordedRequest
 
@@ -74,6 +75,29 @@ async def test_two_characters_on_a_local_server_take_turns(
     second.release()
     assert await bob_line == "to bob"
     assert [r.json["messages"][-1]["content"] for r in server.requests_for("chat")] == ["ada", "bob"]
+
+
+async def test_a_streamed_answer_keeps_its_turn_to_the_last_piece(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    ada, bob, metrics = await two_characters(server, make_runtime, OPENAI_SERVER="local")
+    server.script_chat("one two three four five six seven eight")
+    held = server.hold(chat)
+    waiting_while_streaming: list[int] = []
+
+    def piece(text: str) -> None:
+        # The line itself, not the gauge: the chunks may all be read before bob's task runs again.
+        waiting_while_streaming.append(ada.shared.one(HttpPools).waiting(server.url))
+
+    streamed = asyncio.create_task(ada.use(ModelType.TEXT_LARGE, {"prompt": "hi", "on_delta": piece}))
+    await held.reached.wait()
+    other = asyncio.create_task(bob.use(ModelType.TEXT_SMALL, HI))
+    await until(lambda: waiting(metrics, server) == 1)
+    held.release()
+    assert await streamed == "one two three four five six seven eight"
+    assert waiting_while_streaming == [1] * 8  # bob's request waited for the last piece
+    assert await other == "one two three four five six seven eight"
+    assert len(server.requests_for("chat")) == 2
 
 
 async def test_a_cloud_server_is_sent_every_request_at_once(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from plugins.openai._pools import HttpPools
 from plugins.openai._queue import ServerQueue
 
 
@@ -76,3 +77,14 @@ async def test_a_raised_limit_lets_the_waiting_in_at_once_and_none_lets_everyone
     done.set()
     await asyncio.gather(*tasks)
     assert queue.running == 0
+
+
+async def test_the_daemon_keeps_one_line_per_server_whose_limit_the_last_to_ask_sets() -> None:
+    pools = HttpPools()
+    pools.join()
+    line = pools.queue("http://127.0.0.1:8000/v1", 1)
+    assert pools.queue("http://127.0.0.1:8000/v1", 3) is line and line.limit == 3  # a reload that raised it
+    assert pools.queue("http://127.0.0.1:8080/v1", 1) is not line
+    assert (pools.waiting("http://127.0.0.1:8000/v1"), pools.waiting("http://elsewhere/v1")) == (0, 0)
+    await pools.leave()
+    assert pools.queue("http://127.0.0.1:8000/v1", 1) is not line  # the last one out closed them all
