@@ -6,8 +6,8 @@ nobody's fault, and counting it against a model call's limit (``MODEL_TIMEOUT_S`
 message's (``RUN_TIMEOUT_S``) would fail lines that were only waiting in line. So::
 
     async with time_limit(120):          # like asyncio.timeout(120) ...
-        async with not_counted():        # ... but this wait is left out of it
-            await queue.turn()
+        with not_counted():              # ... but this wait is left out of it
+            await my_turn.wait()
         await post(...)                  # the request itself counts
 
 Limits are found through a context variable: a wait inside ``not_counted`` pauses every
