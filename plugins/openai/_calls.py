@@ -126,25 +126,27 @@ class Calls:
         queue = self._queues.get(endpoint.base_url)
         if queue is None:
             queue = self._queues[endpoint.base_url] = self._pools.queue(endpoint.base_url, self.max_concurrency)
-        if not queue.busy:
-            async with queue.turn():
-                yield
-            return
-        url = display_url(endpoint.base_url)
-        _log.info(
-            "%s: %s waits its turn at %s (%d answering, %d waiting before it)",
-            self.agent,
-            kind.value,
-            url,
-            queue.running,
-            queue.waiting,
-        )
-        started = time.perf_counter()
-        async with queue.turn(self._waiting.labels(server=url) if self._waiting is not None else None):
+        if queue.busy:
+            url = display_url(endpoint.base_url)
+            _log.info(
+                "%s: %s waits its turn at %s (%d answering, %d waiting before it)",
+                self.agent,
+                kind.value,
+                url,
+                queue.running,
+                queue.waiting,
+            )
+            started = time.perf_counter()
+            await queue.acquire(self._waiting.labels(server=url) if self._waiting is not None else None)
             _log.debug(
                 "%s: %s has its turn at %s after %.1f s", self.agent, kind.value, url, time.perf_counter() - started
             )
+        else:
+            await queue.acquire()
+        try:
             yield
+        finally:
+            queue.release()
 
     async def post_json(
         self,

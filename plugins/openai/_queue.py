@@ -10,9 +10,7 @@ is left out of the runtime's time limits (:func:`bot.time_limits.not_counted`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import deque
-from collections.abc import AsyncIterator
 
 from bot.metrics import GaugeChild
 from bot.time_limits import not_counted
@@ -49,35 +47,31 @@ class ServerQueue:
         """Whether a request would have to wait now."""
         return self._limit > 0 and (self.running >= self._limit or self.waiting > 0)
 
-    @contextlib.asynccontextmanager
-    async def turn(self, waiting: GaugeChild | None = None) -> AsyncIterator[None]:
-        """Until this request's turn has come (counted in ``waiting`` meanwhile); the turn ends
-        with the ``async with``."""
-        if self.busy:
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiting.append(waiter)
-            if waiting is not None:
-                waiting.inc()
-            try:
-                with not_counted():
-                    await waiter
-            except BaseException:
-                if waiter.done() and not waiter.cancelled():
-                    self._leave()  # given the turn just as it was cancelled: pass it on
-                else:
-                    waiter.cancel()
-                raise
-            finally:
-                if waiting is not None:
-                    waiting.dec()
-        else:
+    async def acquire(self, waiting: GaugeChild | None = None) -> None:
+        """Until this request's turn has come (counted in ``waiting`` meanwhile); :meth:`release`
+        when it is done."""
+        if not self.busy:
             self.running += 1
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        if waiting is not None:
+            waiting.inc()
         try:
-            yield
+            with not_counted():
+                await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # given the turn just as it was cancelled: pass it on
+            else:
+                waiter.cancel()
+            raise
         finally:
-            self._leave()
+            if waiting is not None:
+                waiting.dec()
 
-    def _leave(self) -> None:
+    def release(self) -> None:
+        """End a turn :meth:`acquire` gave: the next request in line has its own."""
         self.running -= 1
         self._admit()
 

@@ -9,9 +9,12 @@ from plugins.openai._queue import ServerQueue
 
 
 async def queued(queue: ServerQueue, name: str, order: list[str], done: asyncio.Event) -> None:
-    async with queue.turn():
+    await queue.acquire()
+    try:
         order.append(name)
         await done.wait()
+    finally:
+        queue.release()
 
 
 async def until_waiting(queue: ServerQueue, count: int) -> None:
