@@ -215,3 +215,14 @@ async def test_a_server_nearby_not_said_to_be_local_gets_a_hint(
     caplog.clear()
     await make_runtime({"OPENAI_BASE_URL": server.url, "OPENAI_SERVER": "cloud"})
     assert hint not in caplog.text
+
+
+async def test_sdk_calls_to_a_local_server_are_tried_once(server: FakeOpenAIServer, make_runtime: MakeRuntime) -> None:
+    # The SDK would send a timed-out request again; it cannot be told to retry only the rest.
+    local = await make_runtime({"OPENAI_BASE_URL": server.url, "OPENAI_SERVER": "local"})
+    server.script_transcription(Fail(503, times=1), "heard")
+    audio = {"audio": b"RIFF-not-really-audio", "filename": "a.wav"}
+    with pytest.raises(ModelUnavailable, match=r"server error HTTP 503"):
+        await local.use(ModelType.TRANSCRIPTION, audio)
+    assert await local.use(ModelType.TRANSCRIPTION, audio) == "heard"
+    assert len(server.requests_for("transcriptions")) == 2
