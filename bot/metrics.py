@@ -372,11 +372,6 @@ class Metrics:
             ("agent", "outcome"),
         )
         self.in_flight = r.gauge("troupe_messages_in_flight", "Messages being handled (the queue depth).", ("agent",))
-        self.model_requests_waiting = r.gauge(
-            "troupe_model_requests_waiting",
-            "Model requests waiting for their turn at a server that answers so many at a time (OPENAI_SERVER=local).",
-            ("server",),
-        )
         self.reconnects = r.counter(
             "troupe_reconnects_total",
             "Times a platform connection was attempted again after failing.",
@@ -399,6 +394,11 @@ class Metrics:
             "troupe_store_state",
             "1 for the database's state now (ok, disk full, locked, corrupt, read-only, failing), 0 for the others.",
             ("cause",),
+        )
+        self.model_requests_waiting = r.gauge(
+            "troupe_model_requests_waiting",
+            "Model requests waiting for their turn at a server that answers so many at a time (OPENAI_SERVER=local).",
+            ("server",),
         )
         start_time = self.start_time
         r.computed("troupe_start_time_seconds", "Unix time the daemon started.", "gauge", lambda: start_time)
