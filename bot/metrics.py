@@ -401,6 +401,11 @@ class Metrics:
             "1 for the database's state now (ok, disk full, locked, corrupt, read-only, failing), 0 for the others.",
             ("cause",),
         )
+        self.model_requests_waiting = r.gauge(
+            "troupe_model_requests_waiting",
+            "Model requests waiting for their turn at a server that answers so many at a time (OPENAI_SERVER=local).",
+            ("server",),
+        )
         start_time = self.start_time
         r.computed("troupe_start_time_seconds", "Unix time the daemon started.", "gauge", lambda: start_time)
         r.computed("process_resident_memory_bytes", "Resident memory size in bytes.", "gauge", _resident_memory_bytes)

@@ -3,7 +3,6 @@ counted and logged, the next one tried when one fails."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from . import plugins as plugin_registry
 from .errors import ModelError
 from .models import ModelType
+from .time_limits import time_limit
 
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
@@ -32,6 +32,8 @@ class _Entry:
     provider: str
     priority: int
     order: int
+    timeout_s: float | None
+    """The longest the handler says it may take (its own timeouts and retries); ``None``: unsaid."""
 
 
 class ModelHandlers:
@@ -43,9 +45,11 @@ class ModelHandlers:
         self._entries: dict[ModelType, list[_Entry]] = {}
         self._registered = 0
 
-    def register(self, kind: ModelType, handler: ModelHandler, provider: str, priority: int) -> None:
+    def register(
+        self, kind: ModelType, handler: ModelHandler, provider: str, priority: int, timeout_s: float | None = None
+    ) -> None:
         entries = self._entries.setdefault(kind, [])
-        entries.append(_Entry(handler, provider, priority, self._registered))
+        entries.append(_Entry(handler, provider, priority, self._registered, timeout_s))
         self._registered += 1
         entries.sort(key=lambda e: (-e.priority, e.order))
 
@@ -67,12 +71,14 @@ class ModelHandlers:
                 model_type=kind.value,
                 agent=runtime.character.name,
             )
-        timeout = runtime.get_number("MODEL_TIMEOUT_S", _DEFAULT_MODEL_TIMEOUT_S)
         last: BaseException | None = None
         for entry in entries:
+            # Unset, the limit gives way to a handler that says it needs longer (a slow local
+            # server): cutting a call its own timeouts would still allow only fails it early.
+            timeout = runtime.get_number("MODEL_TIMEOUT_S", max(_DEFAULT_MODEL_TIMEOUT_S, entry.timeout_s or 0.0))
             started = time.perf_counter()
             try:
-                async with asyncio.timeout(timeout):
+                async with time_limit(timeout):
                     result = await entry.handler(runtime, params)
             except Exception as exc:
                 last = exc

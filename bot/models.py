@@ -36,7 +36,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal, NotRequired, Protocol, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, Protocol, TypedDict, TypeVar
+
+if TYPE_CHECKING:
+    from .metrics import Metrics
 
 __all__ = [
     "EmbeddingBatchParams",
@@ -229,6 +232,8 @@ class ModelHost(Protocol):
 
     agent_id: str
     model_preset: str | None
+    metrics: Metrics
+    """The daemon's metrics (a model plugin's own gauges among them)."""
 
     @property
     def character(self) -> _Character: ...
@@ -236,8 +241,17 @@ class ModelHost(Protocol):
     def get_setting(self, key: str) -> str | None: ...
 
     def register_model(
-        self, model_type: ModelType, handler: Callable[..., Awaitable[object]], provider: str, priority: int, /
-    ) -> None: ...
+        self,
+        model_type: ModelType,
+        handler: Callable[..., Awaitable[object]],
+        provider: str,
+        priority: int,
+        /,
+        *,
+        timeout_s: float | None = None,
+    ) -> None:
+        """``timeout_s``: the longest the handler may take by its own timeouts and retries."""
+        ...
 
     def on_close(self, callback: Callable[[], Awaitable[None]], /) -> None: ...
 

@@ -244,9 +244,21 @@ class AgentRuntime:
         :class:`~bot.components.ServiceKey`."""
         return self.services.get(str(name))
 
-    def register_model(self, type: ModelType | str, handler: ModelHandler, provider: str, priority: int = 0) -> None:
-        """Serve ``type`` with ``handler``; higher priority first, ties by registration order."""
-        self._models.register(model_type(type), handler, provider, priority)
+    def register_model(
+        self,
+        type: ModelType | str,
+        handler: ModelHandler,
+        provider: str,
+        priority: int = 0,
+        *,
+        timeout_s: float | None = None,
+    ) -> None:
+        """Serve ``type`` with ``handler``; higher priority first, ties by registration order.
+
+        ``timeout_s`` is the longest the handler may take by its own timeouts and retries: unless
+        ``MODEL_TIMEOUT_S`` is set, a call to it is given that long when it is above the default.
+        """
+        self._models.register(model_type(type), handler, provider, priority, timeout_s)
 
     def has_model(self, type: ModelType | str) -> bool:
         return self._models.serves(model_type(type))
@@ -447,7 +459,8 @@ class AgentRuntime:
     async def use_model(self, type: ModelType | str, params: Any, *, provider: str | None = None) -> Any:
         """Call the best handler for ``type``; on failure try the next one.
 
-        Every attempt has a timeout (``MODEL_TIMEOUT_S``, default 120 s), is logged to the logs
+        Every attempt has a timeout (``MODEL_TIMEOUT_S``, default 120 s or the handler's own
+        longer one; a wait for a busy server's turn not counted), is logged to the logs
         table (type, provider, duration; never params or results) and emits MODEL_USED or
         MODEL_FAILED.
 

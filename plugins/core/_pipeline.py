@@ -32,6 +32,7 @@ from bot.errors import ModelError, StoreError
 from bot.events import EventType
 from bot.messages import IncomingMessage, NativeRef, Outcome, ReplyChannel, Status
 from bot.models import ModelType
+from bot.time_limits import time_limit
 from bot.types import Claim, Memory, Room, RoomState, now_ms
 
 from ._acting import find_action, run_actions, run_evaluators
@@ -188,7 +189,8 @@ class MessagePipeline:
                     if isinstance(kept, Outcome):
                         outcome = kept
                     else:
-                        async with asyncio.timeout(timeout):
+                        # A wait for a busy model server's turn is not counted (bot.time_limits).
+                        async with time_limit(timeout):
                             outcome = await self._handle(turn, *kept)
                 finally:  # handled: whatever was held back for it may go now
                     embeddings(rt).start(turn.message.id)

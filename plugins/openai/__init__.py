@@ -20,6 +20,13 @@ in the form ``OPENAI_STRUCTURED_OUTPUT`` names (``json_schema``, the default; ``
 for llama-cpp-python's server; ``none``); a form the server refuses falls back to the next, and
 the server (base URL and model) is asked in that one from then on (``_structured``).
 
+``OPENAI_SERVER=local`` (the default of the ollama preset) is for a server that answers one
+request at a time (llama.cpp, llama-cpp-python, Ollama on a small machine): the daemon's
+characters take turns at it (``OPENAI_MAX_CONCURRENCY``, default 1), each try has 300 s
+(``OPENAI_TIMEOUT_S``) and a timed-out one is not sent again. The runtime gives a model call as
+long as the plugin's own timeouts allow (``register_model(timeout_s=…)``), and the wait for a
+turn counts against no time limit.
+
 The clients close when the runtime does (``runtime.on_close``), the pools with the daemon's
 last character. Failures surface as :class:`bot.errors.ModelError` and its subclasses.
 """
@@ -31,18 +38,35 @@ from typing import TYPE_CHECKING
 
 from bot.plugins import PluginMeta
 
-from ._config import EMBEDDING_DIMENSIONS, Endpoint, ProviderConfig, display_url, resolve_config
+from ._config import (
+    EMBEDDING_DIMENSIONS,
+    Endpoint,
+    ProviderConfig,
+    ServerKind,
+    display_url,
+    is_nearby,
+    resolve_config,
+)
 
 if TYPE_CHECKING:
     from bot.models import ModelHost
     from bot.settings import SettingsView
 
-__all__ = ["EMBEDDING_DIMENSIONS", "Endpoint", "ProviderConfig", "check", "meta", "resolve_config", "setup"]
+__all__ = [
+    "EMBEDDING_DIMENSIONS",
+    "Endpoint",
+    "ProviderConfig",
+    "ServerKind",
+    "check",
+    "meta",
+    "resolve_config",
+    "setup",
+]
 
 _log = logging.getLogger(__name__)
 
 # Tracebacks and reprs show the public path (as bot.store does).
-for _name in ("Endpoint", "ProviderConfig"):
+for _name in ("Endpoint", "ProviderConfig", "ServerKind"):
     globals()[_name].__module__ = __name__
 del _name
 
@@ -95,6 +119,7 @@ async def setup(runtime: ModelHost) -> None:
         pools=shared.one(HttpPools),
         batches=shared.one(EmbeddingBatches),
         forms=shared.one(OutputForms),
+        waiting=runtime.metrics.model_requests_waiting,
     )
     runtime.on_close(models.aclose)
     models.register(runtime)
@@ -104,11 +129,45 @@ async def setup(runtime: ModelHost) -> None:
         else "none"
     )
     _log.info(
-        "%s: models via %s at %s (small %s, large %s; embeddings %s)",
+        "%s: models via %s at %s (small %s, large %s; embeddings %s; a %s server: %s at a time, %g s a try)",
         agent,
         config.preset,
         display_url(config.chat.base_url),
         config.small_model,
         config.large_model,
         embeddings,
+        config.server.value,
+        config.max_concurrency or "any number",
+        config.timeout_s,
     )
+    _advise(runtime, config, models.longest_call_s)
+
+
+def _advise(runtime: ModelHost, config: ProviderConfig, longest_s: float) -> None:
+    """Say at start what would otherwise show up as lines failing on a slow local server."""
+    agent = runtime.character.name
+    if (
+        config.server is ServerKind.CLOUD
+        and runtime.get_setting("OPENAI_SERVER") is None
+        and is_nearby(config.chat.base_url)
+    ):
+        _log.info(
+            "%s: %s is on this machine or its network; if it answers one request at a time "
+            "(llama.cpp, Ollama on a CPU), set OPENAI_SERVER=local",
+            agent,
+            display_url(config.chat.base_url),
+        )
+    raw = runtime.get_setting("MODEL_TIMEOUT_S")
+    try:
+        model_timeout = float(raw) if raw is not None else None
+    except ValueError:
+        model_timeout = None  # the runtime says so when it reads it
+    if config.server is ServerKind.LOCAL and model_timeout is not None and model_timeout < longest_s:
+        _log.warning(
+            "%s: MODEL_TIMEOUT_S=%g ends a model call before OPENAI_TIMEOUT_S (%g s a try) and its retries "
+            "would (%g s); leave it unset, or raise it",
+            agent,
+            model_timeout,
+            config.timeout_s,
+            longest_s,
+        )

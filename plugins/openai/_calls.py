@@ -9,11 +9,11 @@ family, in one set of words (:meth:`Calls.status_error`, :meth:`Calls.connection
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -22,12 +22,14 @@ import openai
 
 from bot.bodies import BodyTooLarge
 from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelRequestRejected, ModelUnavailable
+from bot.metrics import Gauge
 from bot.models import ModelType
 from bot.redact import scrub_secret
 
 from ._config import Endpoint, ProviderConfig, display_url
 from ._pools import HttpPools
 from ._posting import MAX_REPLY_BYTES, HttpStatusError, get_bytes, post_json, retry_after, user_agent
+from ._queue import ServerQueue
 
 __all__ = ["Calls", "http_status"]
 
@@ -45,12 +47,17 @@ class Calls:
     pools (one per base URL, shared with its other characters); :meth:`aclose` at the end.
 
     The SDK's clients are made on the first SDK call for their endpoint: most characters only
-    chat and embed, which :meth:`post_json` does without them."""
+    chat and embed, which :meth:`post_json` does without them. Each request waits its
+    :meth:`turn` at its server when the daemon's characters may send it only so many at once."""
 
-    def __init__(self, config: ProviderConfig, *, agent: str, pools: HttpPools | None = None) -> None:
+    def __init__(
+        self, config: ProviderConfig, *, agent: str, pools: HttpPools | None = None, waiting: Gauge | None = None
+    ) -> None:
         self.agent = agent
         self.timeout_s = config.timeout_s
         self.max_retries = config.max_retries
+        self.retry_timeouts = config.retries_timeouts
+        self.max_concurrency = config.max_concurrency
         self._pools = pools if pools is not None else HttpPools()
         self._pools.join()
         self._joined = True
@@ -60,6 +67,10 @@ class Calls:
         self._headers: dict[tuple[str, str], dict[str, str]] = {}
         # Providers whose refused key was logged already: every call would fail the same way.
         self.auth_reported: set[str] = set()
+        # The daemon's line in front of each server (base URL) this agent has sent to.
+        self._queues: dict[str, ServerQueue] = {}
+        # The daemon's gauge of requests waiting their turn, by server.
+        self._waiting = waiting
 
     async def aclose(self) -> None:
         """Let go of the clients and of the pools (closed by their last user); safe to call again."""
@@ -68,6 +79,7 @@ class Calls:
             # Not client.close(): that would close the HTTP pool the daemon's other characters use.
             self.clients = {}
             self._headers = {}
+            self._queues = {}
             await self._pools.leave()
 
     def client(self, kind: ModelType, endpoint: Endpoint) -> openai.AsyncOpenAI:
@@ -81,21 +93,61 @@ class Calls:
                 api_key=endpoint.api_key.get_secret_value(),
                 base_url=endpoint.base_url,
                 timeout=self.timeout_s,
-                max_retries=self.max_retries,
+                # The SDK retries a timeout too, which a local server, still busy with the
+                # abandoned request, would only queue: there, its calls are tried once.
+                max_retries=self.max_retries if self.retry_timeouts else 0,
                 http_client=self._pools.client(endpoint.base_url),
             )
         return client
 
     async def call(
-        self, kind: ModelType, endpoint: Endpoint, model: str, request: Callable[[openai.AsyncOpenAI], Awaitable[_T]]
+        self,
+        kind: ModelType,
+        endpoint: Endpoint,
+        model: str,
+        request: Callable[[openai.AsyncOpenAI], Awaitable[_T]],
+        *,
+        take_turn: bool = True,
     ) -> _T:
-        """Make one request through the SDK (which retries it), translating errors and logging the timing."""
+        """Make one request through the SDK (which retries it), translating errors and logging the
+        timing; in its :meth:`turn` at the server unless the caller already has one (``take_turn``)."""
         client = self.client(kind, endpoint)
-        started = time.perf_counter()
-        with self.translate_errors(kind, endpoint, model):
-            result = await request(client)
+        async with self.turn(kind, endpoint) if take_turn else contextlib.nullcontext():
+            started = time.perf_counter()
+            with self.translate_errors(kind, endpoint, model):
+                result = await request(client)
         self._log_timing(kind, endpoint, model, started, result)
         return result
+
+    @contextlib.asynccontextmanager
+    async def turn(self, kind: ModelType, endpoint: Endpoint) -> AsyncIterator[None]:
+        """Until this request may be sent to the endpoint's server: at once, unless the daemon's
+        characters already send it as many as it takes (``OPENAI_MAX_CONCURRENCY``). The turn
+        lasts until the ``async with`` ends; the wait is logged, and counts against no time limit."""
+        queue = self._queues.get(endpoint.base_url)
+        if queue is None:
+            queue = self._queues[endpoint.base_url] = self._pools.queue(endpoint.base_url, self.max_concurrency)
+        if queue.busy:
+            url = display_url(endpoint.base_url)
+            _log.info(
+                "%s: %s waits its turn at %s (%d answering, %d waiting before it)",
+                self.agent,
+                kind.value,
+                url,
+                queue.running,
+                queue.waiting,
+            )
+            started = time.perf_counter()
+            await queue.acquire(self._waiting.labels(server=url) if self._waiting is not None else None)
+            _log.debug(
+                "%s: %s has its turn at %s after %.1f s", self.agent, kind.value, url, time.perf_counter() - started
+            )
+        else:
+            await queue.acquire()
+        try:
+            yield
+        finally:
+            queue.release()
 
     async def post_json(
         self,
@@ -119,17 +171,19 @@ class Calls:
                 "Accept": "application/json",
                 "User-Agent": user_agent(),
             }
-        started = time.perf_counter()
-        with self.translate_errors(kind, endpoint, model):
-            raw = await post_json(
-                self._pools.session(endpoint.base_url),
-                endpoint.base_url.rstrip("/") + path,
-                json.dumps(body).encode(),
-                headers,
-                timeout_s=self.timeout_s,
-                max_retries=self.max_retries,
-                limit=MAX_REPLY_BYTES,
-            )
+        async with self.turn(kind, endpoint):
+            started = time.perf_counter()
+            with self.translate_errors(kind, endpoint, model):
+                raw = await post_json(
+                    self._pools.session(endpoint.base_url),
+                    endpoint.base_url.rstrip("/") + path,
+                    json.dumps(body).encode(),
+                    headers,
+                    timeout_s=self.timeout_s,
+                    max_retries=self.max_retries,
+                    limit=MAX_REPLY_BYTES,
+                    retry_timeouts=self.retry_timeouts,
+                )
         result = read(raw)
         self._log_timing(kind, endpoint, model, started, result)
         return result
@@ -147,7 +201,7 @@ class Calls:
                 limit=limit,
             )
 
-    @contextmanager
+    @contextlib.contextmanager
     def translate_errors(
         self, kind: ModelType, endpoint: Endpoint, model: str, url: str | None = None
     ) -> Iterator[None]:
@@ -202,6 +256,8 @@ class Calls:
         url = display_url(endpoint.base_url)
         if _timed_out(exc):
             problem = f"no answer from {url} within {self.timeout_s:g} s"
+            if not self.retry_timeouts:
+                problem += " (a local server: not sent again while it may still be busy with it; OPENAI_TIMEOUT_S sets the wait)"
         elif isinstance(exc, aiohttp.ClientError) and not isinstance(exc, aiohttp.ClientConnectorError):
             # Such as a reply that is not HTTP: the class says which.
             problem = f"cannot connect to {url} ({type(exc).__name__})"

@@ -6,8 +6,10 @@ it imports no SDK and makes no network call.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
@@ -23,7 +25,9 @@ __all__ = [
     "EMBEDDING_DIMENSIONS",
     "Endpoint",
     "ProviderConfig",
+    "ServerKind",
     "display_url",
+    "is_nearby",
     "ollama_base_url",
     "resolve_config",
 ]
@@ -51,6 +55,11 @@ _KNOWN_DIMENSIONS = {
 # on some key, and sending the agent's real OpenAI key to another host would leak it.
 _NO_KEY = "no-key"
 
+# A server on a CPU takes minutes for a long answer, and one that is still busy with an abandoned
+# request would only queue a retry behind it: one try, long enough, and no second one.
+_LOCAL_TIMEOUT_S = 300.0
+_CLOUD_TIMEOUT_S = 30.0  # 3 tries + back-off stay inside MODEL_TIMEOUT_S (120 s)
+
 _ALL_TYPES = frozenset(ModelType)
 _CHAT_TYPES = frozenset({ModelType.TEXT_SMALL, ModelType.TEXT_LARGE, ModelType.OBJECT_SMALL, ModelType.OBJECT_LARGE})
 
@@ -63,6 +72,17 @@ class _Runtime(Protocol):
     def model_preset(self) -> str | None: ...
 
     def get_setting(self, key: str) -> str | None: ...
+
+
+class ServerKind(Enum):
+    """How the chat server serves requests (``OPENAI_SERVER``), which sets the defaults."""
+
+    CLOUD = "cloud"
+    """Many requests at once; a timed-out request is tried again (OpenAI, OpenRouter, vLLM)."""
+    LOCAL = "local"
+    """One request at a time, slowly, and on with a request whose client hung up (llama.cpp,
+    llama-cpp-python, Ollama on a small machine): requests wait their turn, each try has
+    minutes, and a timed-out one is not sent again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +129,21 @@ class ProviderConfig:
     tts_voice: str
     tts_instructions: str | None
     timeout_s: float
+    """Each try's limit (``OPENAI_TIMEOUT_S``)."""
     max_retries: int
+    """Tries after the first (``OPENAI_MAX_RETRIES``): for 408/409/429/5xx, a refused connection,
+    and on a cloud server a timeout."""
+    server: ServerKind
+    """``OPENAI_SERVER``; the preset's own kind when unset (local for ollama)."""
+    max_concurrency: int
+    """Requests a server (base URL) is sent at once by all the daemon's characters (``OPENAI_MAX_CONCURRENCY``);
+    0 for no limit. The others wait their turn, in order."""
+
+    @property
+    def retries_timeouts(self) -> bool:
+        """Whether a try that timed out is sent again: not to a local server, still busy with it."""
+        return self.server is ServerKind.CLOUD
+
     structured_output: OutputForm = OutputForm.JSON_SCHEMA
     """The first form a schema is asked in (``OPENAI_STRUCTURED_OUTPUT``); a refused one falls
     back to the next (``_structured``)."""
@@ -129,6 +163,18 @@ def display_url(url: str) -> str:
     if parts.port is not None:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def is_nearby(url: str) -> bool:
+    """Whether ``url`` names this machine or a private network's address (read, not resolved)."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private
 
 
 def ollama_base_url(endpoint: str) -> str:
@@ -186,8 +232,24 @@ class _Settings(SettingReader):
             raise ConfigError(f"OPENAI_EMBEDDING_DIMENSIONS is {raw!r}; use one of {allowed}", agent=self.agent)
         return value
 
-    def config(self, **preset: Any) -> ProviderConfig:
-        """A :class:`ProviderConfig` of the preset's fields plus the settings every preset shares."""
+    def server(self, default: ServerKind) -> ServerKind:
+        raw = self.optional("OPENAI_SERVER")
+        if raw is None:
+            return default
+        try:
+            return ServerKind(raw.lower())
+        except ValueError:
+            raise ConfigError(
+                f"OPENAI_SERVER must be local (a server that answers one request at a time, such as "
+                f"llama.cpp or Ollama on a CPU) or cloud, not {raw!r}",
+                agent=self.agent,
+            ) from None
+
+    def config(self, *, server: ServerKind = ServerKind.CLOUD, **preset: Any) -> ProviderConfig:
+        """A :class:`ProviderConfig` of the preset's fields plus the settings every preset shares;
+        ``server`` is the preset's kind of server unless ``OPENAI_SERVER`` says otherwise."""
+        kind = self.server(server)
+        local = kind is ServerKind.LOCAL
         return ProviderConfig(
             transcription_model=self.get("OPENAI_TRANSCRIPTION_MODEL", "whisper-1"),
             image_max_tokens=self.count("OPENAI_IMAGE_DESCRIPTION_MAX_TOKENS", 8192, minimum=1),
@@ -197,10 +259,10 @@ class _Settings(SettingReader):
             tts_model=self.get("OPENAI_TTS_MODEL", "gpt-4o-mini-tts"),
             tts_voice=self.get("OPENAI_TTS_VOICE", "nova"),
             tts_instructions=self.optional("OPENAI_TTS_INSTRUCTIONS"),
-            timeout_s=self.positive_float(
-                "OPENAI_TIMEOUT_S", 30.0
-            ),  # 3 tries + backoff stay inside MODEL_TIMEOUT_S (120 s)
+            timeout_s=self.positive_float("OPENAI_TIMEOUT_S", _LOCAL_TIMEOUT_S if local else _CLOUD_TIMEOUT_S),
             max_retries=self.count("OPENAI_MAX_RETRIES", 2),
+            server=kind,
+            max_concurrency=self.count("OPENAI_MAX_CONCURRENCY", 1 if local else 0),
             **preset,
         )
 
@@ -281,6 +343,7 @@ def _ollama(s: _Settings) -> ProviderConfig:
     embedding_model = s.get("OLLAMA_EMBEDDING_MODEL", "nomic-embed-text")
     small = s.get("OLLAMA_SMALL_MODEL", "llama3.2")
     return s.config(
+        server=ServerKind.LOCAL,  # Ollama on a small machine answers one request at a time
         preset="ollama",
         priority=10,
         chat=server,

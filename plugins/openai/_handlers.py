@@ -17,6 +17,7 @@ from openai.types.chat import ChatCompletionMessageParam
 
 from bot.bodies import BodyTooLarge
 from bot.errors import ModelError, ModelRequestRejected
+from bot.metrics import Gauge
 from bot.models import (
     EmbeddingBatchParams,
     EmbeddingParams,
@@ -49,7 +50,7 @@ from ._parse import (
     probe_vector,
 )
 from ._pools import HttpPools
-from ._posting import MAX_REPLY_BYTES
+from ._posting import MAX_REPLY_BYTES, longest_call_s
 from ._speech_stream import open_speech_stream, read_speech
 from ._structured import REFUSING_STATUSES, OutputForm, OutputForms, response_format
 from ._vectors import SharedVectors
@@ -85,10 +86,12 @@ class OpenAIModels:
         pools: HttpPools | None = None,
         batches: EmbeddingBatches | None = None,
         forms: OutputForms | None = None,
+        waiting: Gauge | None = None,
     ) -> None:
         self.config = config
         self.agent = agent
-        self._calls = Calls(config, agent=agent, pools=pools)  # the daemon's pools, shared by its characters
+        # The daemon's pools, shared by its characters; ``waiting`` counts requests waiting their turn.
+        self._calls = Calls(config, agent=agent, pools=pools, waiting=waiting)
         self._vectors = vectors or SharedVectors()  # the daemon's, so that its characters share requests
         self._batches = batches or EmbeddingBatches()  # the daemon's: texts asked for together share a request
         self._forms = forms or OutputForms()  # the daemon's: a server's refused schema form is learned once
@@ -97,6 +100,12 @@ class OpenAIModels:
 
     def __repr__(self) -> str:
         return f"<OpenAIModels {self.agent} {self.config.preset}>"
+
+    @property
+    def longest_call_s(self) -> float:
+        """How long one request may take by this plugin's own timeouts and retries (a wait for
+        the server's turn aside): what the runtime gives a model call unless MODEL_TIMEOUT_S says."""
+        return longest_call_s(self.config.timeout_s, self.config.max_retries)
 
     def register(self, runtime: ModelHost) -> None:
         """Register a handler for every type this preset serves."""
@@ -114,7 +123,9 @@ class OpenAIModels:
         for kind, handler in handlers.items():
             if kind not in self.config.types:
                 continue
-            runtime.register_model(kind, handler, self._endpoint(kind).provider, self.config.priority)
+            runtime.register_model(
+                kind, handler, self._endpoint(kind).provider, self.config.priority, timeout_s=self.longest_call_s
+            )
 
     async def aclose(self) -> None:
         """Close every client; safe to call again."""
@@ -392,26 +403,29 @@ class OpenAIModels:
     ) -> str:
         """The answer, streamed: ``on_delta`` sees each piece as it arrives (voice starts speaking early)."""
         endpoint = self.config.chat
-        stream = await self._calls.call(
-            kind,
-            endpoint,
-            model,
-            lambda c: c.chat.completions.create(model=model, messages=messages, stream=True, **extra),
-        )
         pieces: list[str] = []
         read = 0
         finish: str | None = None
-        with self._calls.translate_errors(kind, endpoint, model):
-            async for chunk in stream:
-                if chunk.choices and chunk.choices[0].finish_reason:
-                    finish = chunk.choices[0].finish_reason
-                delta = chunk.choices[0].delta.content if chunk.choices else None
-                if delta:
-                    read += len(delta)
-                    if read > MAX_REPLY_BYTES:  # a stream that never ends is cut off, as a body is
-                        raise BodyTooLarge(read, MAX_REPLY_BYTES)
-                    pieces.append(delta)
-                    on_delta(repair_text(delta))
+        # The server is busy until the last piece: the turn lasts as long.
+        async with self._calls.turn(kind, endpoint):
+            stream = await self._calls.call(
+                kind,
+                endpoint,
+                model,
+                lambda c: c.chat.completions.create(model=model, messages=messages, stream=True, **extra),
+                take_turn=False,
+            )
+            with self._calls.translate_errors(kind, endpoint, model):
+                async for chunk in stream:
+                    if chunk.choices and chunk.choices[0].finish_reason:
+                        finish = chunk.choices[0].finish_reason
+                    delta = chunk.choices[0].delta.content if chunk.choices else None
+                    if delta:
+                        read += len(delta)
+                        if read > MAX_REPLY_BYTES:  # a stream that never ends is cut off, as a body is
+                            raise BodyTooLarge(read, MAX_REPLY_BYTES)
+                        pieces.append(delta)
+                        on_delta(repair_text(delta))
         if not pieces:
             raise self._error(f"{model} on {endpoint.provider} streamed no text ({kind.value})", kind, endpoint)
         self._note_cut(kind, model, finish, extra)

@@ -8,7 +8,9 @@ it too, so that one pool of connections serves both. Each character keeps its ow
 ``openai.AsyncOpenAI`` (its key, timeout and retries, sent with every request) on top of it.
 The pools belong to the daemon (``runtime.shared.one(HttpPools)``) and close when the last
 character using them closes — when the daemon closes, or when a reload leaves none — never
-while another character still uses them.
+while another character still uses them. So do the lines in front of the servers
+(:class:`~plugins.openai._queue.ServerQueue`): the characters of a daemon take turns at a
+server that answers one request at a time.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import certifi
 import openai
 from openai._vendor.httpx_aiohttp.transport import AiohttpTransport
 
+from ._queue import ServerQueue
+
 __all__ = ["HttpPools"]
 
 
@@ -31,6 +35,7 @@ class HttpPools:
     def __init__(self) -> None:
         self._sessions: dict[str, aiohttp.ClientSession] = {}
         self._clients: dict[str, openai.DefaultAioHttpClient] = {}
+        self._queues: dict[str, ServerQueue] = {}
         self._users = 0
 
     @property
@@ -68,6 +73,22 @@ class HttpPools:
             found = self._clients[base_url] = openai.DefaultAioHttpClient(transport=transport)
         return found
 
+    def queue(self, base_url: str, limit: int) -> ServerQueue:
+        """The line in front of ``base_url``, shared by the daemon's characters: at most ``limit``
+        requests at once (0: no limit). The character that asked last sets the limit (a reload
+        that changes it applies at once)."""
+        found = self._queues.get(base_url)
+        if found is None:
+            found = self._queues[base_url] = ServerQueue(limit)
+        elif found.limit != limit:
+            found.limit = limit
+        return found
+
+    def waiting(self, base_url: str) -> int:
+        """How many requests wait their turn at ``base_url`` now."""
+        found = self._queues.get(base_url)
+        return found.waiting if found is not None else 0
+
     async def leave(self) -> None:
         """Count one user fewer; the last one out closes every pool (a later user opens new ones)."""
         self._users = max(0, self._users - 1)
@@ -75,6 +96,7 @@ class HttpPools:
             return
         clients, self._clients = list(self._clients.values()), {}
         sessions, self._sessions = list(self._sessions.values()), {}
+        self._queues = {}
         for client in clients:
             await client.aclose()  # closes its session too
         for session in sessions:

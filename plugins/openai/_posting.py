@@ -33,6 +33,7 @@ __all__ = [
     "BodyTooLarge",
     "HttpStatusError",
     "get_bytes",
+    "longest_call_s",
     "parse_body",
     "post_json",
     "retry_after",
@@ -86,18 +87,28 @@ async def post_json(
     timeout_s: float,
     max_retries: int,
     limit: int = MAX_REPLY_BYTES,
+    retry_timeouts: bool = True,
 ) -> bytes:
     """POST ``payload`` (JSON) to ``url``; the body of the first 2xx reply.
 
-    Each try has ``timeout_s`` in all; a connection error, a timeout, HTTP 408/409/429/5xx are
-    tried again up to ``max_retries`` times, unless the server says ``x-should-retry: false``
-    (or ``true`` for any other status) or asks for a wait above :data:`MAX_RETRY_AFTER_S`.
+    Each try has ``timeout_s`` in all; a connection error, a timeout (unless ``retry_timeouts``
+    is false), HTTP 408/409/429/5xx are tried again up to ``max_retries`` times, unless the
+    server says ``x-should-retry: false`` (or ``true`` for any other status) or asks for a wait
+    above :data:`MAX_RETRY_AFTER_S`.
 
     Raises:
         BodyTooLarge: a reply's body is longer than ``limit`` bytes (read no further, not retried).
     """
     return await _request(
-        session, "POST", url, payload, headers, timeout_s=timeout_s, max_retries=max_retries, limit=limit
+        session,
+        "POST",
+        url,
+        payload,
+        headers,
+        timeout_s=timeout_s,
+        max_retries=max_retries,
+        limit=limit,
+        retry_timeouts=retry_timeouts,
     )
 
 
@@ -123,6 +134,7 @@ async def _request(
     timeout_s: float,
     max_retries: int,
     limit: int,
+    retry_timeouts: bool = True,
 ) -> bytes:
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     backoff = ExponentialBackoff(_RETRY_BASE_S, _RETRY_CAP_S)
@@ -134,7 +146,7 @@ async def _request(
                 body = await read_limited(response.content.iter_any(), limit, declared=response.content_length)
                 status, reply_headers = response.status, response.headers
         except (aiohttp.ClientError, TimeoutError) as exc:
-            if retries >= max_retries:
+            if retries >= max_retries or (isinstance(exc, TimeoutError) and not retry_timeouts):
                 raise
             wait = backoff.delay()
             _log.debug("%s from %s; trying again in %.2f s", type(exc).__name__, display_url(url), wait)
@@ -148,6 +160,12 @@ async def _request(
             _log.debug("HTTP %d from %s; trying again in %.2f s", status, display_url(url), wait)
         retries += 1
         await asyncio.sleep(wait)
+
+
+def longest_call_s(timeout_s: float, max_retries: int) -> float:
+    """The longest :func:`post_json` takes when every try uses its whole ``timeout_s`` and each
+    back-off its longest (a server's ``Retry-After`` of up to :data:`MAX_RETRY_AFTER_S` aside)."""
+    return (max_retries + 1) * timeout_s + max_retries * _RETRY_CAP_S
 
 
 def _should_retry(status: int, headers: Mapping[str, str], seconds: float | None) -> bool:

@@ -22,6 +22,7 @@ from bot.plugins import load_order as _load_order
 from bot.redact import SecretFilter
 from bot.runtime import AgentRuntime, RuntimeState
 from bot.store import Database
+from bot.time_limits import time_left
 from bot.types import Memory, Task
 
 
@@ -154,6 +155,20 @@ async def test_use_model_times_out_and_reports_when_all_fail(runtime: AgentRunti
     with pytest.raises(ModelError, match="every TEXT_SMALL model failed") as info:
         await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": "x"})
     assert isinstance(info.value.__cause__, TimeoutError)
+
+
+async def test_a_handler_that_needs_longer_is_given_it_unless_model_timeout_s_says(runtime: AgentRuntime) -> None:
+    async def left(rt, params):
+        return time_left()
+
+    runtime.register_model(ModelType.TEXT_SMALL, left, "slow-server", timeout_s=900)
+    runtime.register_model(ModelType.TEXT_LARGE, left, "quick-server", timeout_s=10)
+    runtime.register_model(ModelType.OBJECT_SMALL, left, "unsaid")
+    assert 899 < await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": "x"}) <= 900
+    assert 119 < await runtime.use_model(ModelType.TEXT_LARGE, {"prompt": "x"}) <= 120  # never below the default
+    assert 119 < await runtime.use_model(ModelType.OBJECT_SMALL, {"prompt": "x"}) <= 120
+    runtime.set_setting("MODEL_TIMEOUT_S", "5")  # set, it is the limit
+    assert 4 < await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": "x"}) <= 5
 
 
 async def test_model_error_from_the_handler_is_kept(runtime: AgentRuntime) -> None:

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.metrics import Metrics
 from bot.models import ModelType
 from bot.shared import Shared
 
@@ -26,6 +27,7 @@ class Registration:
     handler: Callable[[Any, Any], Awaitable[Any]]
     provider: str
     priority: int
+    timeout_s: float | None = None
 
 
 @dataclass
@@ -39,12 +41,15 @@ class FakeRuntime:
     models: list[Registration] = field(default_factory=list)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     shared: Shared = field(default_factory=Shared)
+    metrics: Metrics = field(default_factory=Metrics)
 
     def get_setting(self, key: str) -> str | None:
         return self.settings.get(key)
 
-    def register_model(self, model_type: ModelType, handler: Any, provider: str, priority: int) -> None:
-        self.models.append(Registration(model_type, handler, provider, priority))
+    def register_model(
+        self, model_type: ModelType, handler: Any, provider: str, priority: int, *, timeout_s: float | None = None
+    ) -> None:
+        self.models.append(Registration(model_type, handler, provider, priority, timeout_s))
 
     def on_close(self, callback: Callable[[], Awaitable[None]]) -> None:
         self.closers.append(callback)

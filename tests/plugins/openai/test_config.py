@@ -10,8 +10,8 @@ import plugins.openai
 from bot.errors import ConfigError
 from bot.models import ModelType
 from bot.store import DIMENSION_MAP
-from plugins.openai import EMBEDDING_DIMENSIONS, ProviderConfig, resolve_config
-from plugins.openai._config import display_url, ollama_base_url
+from plugins.openai import EMBEDDING_DIMENSIONS, ProviderConfig, ServerKind, resolve_config
+from plugins.openai._config import display_url, is_nearby, ollama_base_url
 
 from ..fake_runtime import FakeRuntime
 from .conftest import KEY, OTHER_KEY
@@ -38,6 +38,58 @@ def test_openai_defaults_follow_the_reference() -> None:
     assert config.image_model == "gpt-4o-mini"
     assert (config.tts_model, config.tts_voice, config.tts_instructions) == ("gpt-4o-mini-tts", "nova", None)
     assert (config.timeout_s, config.max_retries) == (30.0, 2)
+    assert (config.server, config.max_concurrency, config.retries_timeouts) == (ServerKind.CLOUD, 0, True)
+
+
+@pytest.mark.parametrize(
+    ("settings", "preset"),
+    [
+        ({"OPENAI_BASE_URL": "http://127.0.0.1:8000/v1", "OPENAI_SERVER": "local"}, None),
+        ({"OPENAI_BASE_URL": "http://gpu-box:8000/v1", "OPENAI_SERVER": " LOCAL "}, None),
+        ({}, "ollama"),
+    ],
+)
+def test_a_local_server_takes_one_request_at_a_time_with_minutes_for_each(
+    settings: dict[str, str], preset: str | None
+) -> None:
+    config = resolve(settings, preset)
+    assert (config.server, config.max_concurrency, config.timeout_s, config.max_retries) == (
+        ServerKind.LOCAL,
+        1,
+        300.0,
+        2,
+    )
+    assert not config.retries_timeouts
+
+
+def test_a_local_servers_defaults_give_way_to_settings() -> None:
+    overrides = {"OPENAI_MAX_CONCURRENCY": "3", "OPENAI_TIMEOUT_S": "600", "OPENAI_MAX_RETRIES": "0"}
+    config = resolve({"OPENAI_SERVER": "local", **overrides}, "ollama")
+    assert (config.max_concurrency, config.timeout_s, config.max_retries) == (3, 600.0, 0)
+    assert resolve({"OPENAI_SERVER": "cloud"}, "ollama").server is ServerKind.CLOUD  # Ollama on a GPU, say
+    unlimited = resolve(
+        {"OPENAI_BASE_URL": "http://127.0.0.1:8000/v1", "OPENAI_SERVER": "local", "OPENAI_MAX_CONCURRENCY": "0"}
+    )
+    assert (unlimited.max_concurrency, unlimited.retries_timeouts) == (0, False)
+    cloud = resolve({"OPENAI_API_KEY": KEY, "OPENAI_MAX_CONCURRENCY": "8"})
+    assert (cloud.server, cloud.max_concurrency, cloud.timeout_s) == (ServerKind.CLOUD, 8, 30.0)
+
+
+@pytest.mark.parametrize(
+    ("url", "nearby"),
+    [
+        ("http://localhost:11434/v1", True),
+        ("http://127.0.0.1:8000/v1", True),
+        ("http://[::1]:8080/v1", True),
+        ("http://192.168.1.20:8080/v1", True),
+        ("http://10.0.0.5/v1", True),
+        ("https://api.openai.com/v1", False),
+        ("http://gpu-box:8000/v1", False),  # a name is not looked up
+        ("http://8.8.8.8/v1", False),
+    ],
+)
+def test_a_server_nearby_is_told_by_its_address(url: str, nearby: bool) -> None:
+    assert is_nearby(url) is nearby
 
 
 def test_openai_settings_override_every_default() -> None:
@@ -134,6 +186,8 @@ def test_an_unknown_embedding_model_needs_its_dimensions_set() -> None:
         ("OPENAI_TIMEOUT_S", "soon", "OPENAI_TIMEOUT_S must be a positive number"),
         ("OPENAI_MAX_RETRIES", "-1", "OPENAI_MAX_RETRIES must be a whole number, 0 or more, not '-1'"),
         ("OPENAI_MAX_RETRIES", "2.5", "OPENAI_MAX_RETRIES must be a whole number"),
+        ("OPENAI_MAX_CONCURRENCY", "-1", "OPENAI_MAX_CONCURRENCY must be a whole number, 0 or more, not '-1'"),
+        ("OPENAI_SERVER", "laptop", "OPENAI_SERVER must be local \\(a server that answers one request at a time"),
     ],
 )
 def test_bad_numbers_name_the_setting(key: str, value: str, message: str) -> None:
