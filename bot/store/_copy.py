@@ -21,7 +21,7 @@ from bot.store._connect import Connection
 from bot.store._database import Database
 from bot.store._rows import fold_names, loads
 from bot.store._scoped import new_id
-from bot.store._vectors import DIMENSION_MAP, decode_vector
+from bot.store._vectors import DIMENSION_MAP, OTHER_DIMENSIONS, decode_vector, dimension_key
 
 if TYPE_CHECKING:
     from bot.store.postgres import PostgresDatabase
@@ -111,6 +111,22 @@ async def copy_to_postgres(
                 if progress is not None:
                     progress(table, count)
             report.source[table] = count
+        # Each agent's embedding length: without it, one other than the default would be searched
+        # as the default and find none of the copied vectors.
+        prefix = dimension_key("")
+        lengths = await source.read(
+            lambda c: [
+                (str(key), str(value))
+                for key, value in c.execute(
+                    "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix)
+                )
+            ]
+        )
+        if lengths:
+            await conn.cursor().executemany(
+                "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                lengths,
+            )
         # New memories continue after the copied ones in write order.
         await conn.execute(
             "SELECT setval(pg_get_serial_sequence('memories', 'seq'), coalesce(max(seq), 0) + 1, false) FROM memories"
@@ -178,8 +194,8 @@ def _convert(table: str, rows: Sequence[dict[str, Any]], columns: dict[str, str]
 def _vectors(row: dict[str, Any]) -> list[dict[str, Any]]:
     """A memory's vectors, one SQLite column per dimension, as PostgreSQL's rows (one each)."""
     out: list[dict[str, Any]] = []
-    for _, column in sorted(DIMENSION_MAP.items()):
-        blob = row.get(column)
+    for column in [*(c for _, c in sorted(DIMENSION_MAP.items())), OTHER_DIMENSIONS]:
+        blob = row.get(column)  # a file before schema 9 has no OTHER_DIMENSIONS
         if blob is None:
             continue
         text = "[" + ",".join(repr(v) for v in decode_vector(blob)) + "]"
