@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING
 
 from bot.plugins import PluginMeta
 
-from ._config import EMBEDDING_DIMENSIONS, Endpoint, ProviderConfig, display_url, resolve_config
+from ._config import NO_EMBEDDINGS, Endpoint, ProviderConfig, display_url, resolve_config
 
 if TYPE_CHECKING:
     from bot.models import ModelHost
     from bot.settings import SettingsView
 
-__all__ = ["EMBEDDING_DIMENSIONS", "Endpoint", "ProviderConfig", "check", "meta", "resolve_config", "setup"]
+__all__ = ["check", "Endpoint", "meta", "NO_EMBEDDINGS", "ProviderConfig", "resolve_config", "setup"]
 
 _log = logging.getLogger(__name__)
 
@@ -57,19 +57,23 @@ meta = PluginMeta(
 )
 
 
-def check(settings: SettingsView) -> None:
+def check(settings: SettingsView) -> list[str]:
     """Raise :class:`~bot.errors.ConfigError` if the character's model settings cannot work (no
     key and no base URL, a value of the wrong form): ``troupe check``, and ``troupe start``
-    before it opens the database."""
-    resolve_config(settings, agent=settings.agent)
+    before it opens the database. Returns notes: embeddings turned off."""
+    config = resolve_config(settings, agent=settings.agent)
+    if config.embedding_model != NO_EMBEDDINGS:
+        return []
+    setting = "OLLAMA_EMBEDDING_MODEL" if config.preset == "ollama" else "OPENAI_EMBEDDING_MODEL"
+    return [f"embeddings are off ({setting} is {NO_EMBEDDINGS}): memory and knowledge are searched by keywords alone"]
 
 
 async def setup(runtime: ModelHost) -> None:
     """Register this agent's model handlers.
 
     Raises:
-        ConfigError: the settings cannot work (no key and no base URL, an unknown embedding
-            length, a bad number); the message names the agent and the setting to fix.
+        ConfigError: the settings cannot work (no key and no base URL, a bad number); the
+            message names the agent and the setting to fix.
 
     Makes no network call: a wrong key shows up at the first model call, as ModelAuthError.
     """
@@ -91,10 +95,11 @@ async def setup(runtime: ModelHost) -> None:
     )
     runtime.on_close(models.aclose)
     models.register(runtime)
+    length = config.embedding_dimensions or "length learned at start"
     embeddings = (
-        f"{config.embedding_model} ({config.embedding_dimensions}) via {display_url(config.embedding.base_url)}"
+        f"{config.embedding_model} ({length}) via {display_url(config.embedding.base_url)}"
         if config.embedding is not None
-        else "none"
+        else "off: memory and knowledge search by keywords"
     )
     _log.info(
         "%s: models via %s at %s (small %s, large %s; embeddings %s)",
