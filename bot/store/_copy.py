@@ -3,10 +3,11 @@
 Table by table in the order foreign keys need, every row of the SQLite file is written to the
 (empty) PostgreSQL database in one transaction: either everything arrives or nothing does.
 Values are converted by the target column's type (JSON text to jsonb, 0/1 to booleans); a
-memory's vectors, one SQLite column per dimension, become one row per dimension. Columns
-PostgreSQL computes itself (the keyword index) are left to it, and the identity that orders
-memories written in the same millisecond continues after the copied ones. Afterwards the rows of
-every table are counted on both sides.
+memory's vectors, one SQLite column per dimension (and one for every other length), become one
+row per dimension, and each agent's embedding length goes along. Columns PostgreSQL computes
+itself (the keyword index) are left to it, and the identity that orders memories written in the
+same millisecond continues after the copied ones. Afterwards the rows of every table are counted
+on both sides.
 """
 
 from __future__ import annotations
@@ -192,7 +193,8 @@ def _convert(table: str, rows: Sequence[dict[str, Any]], columns: dict[str, str]
 
 
 def _vectors(row: dict[str, Any]) -> list[dict[str, Any]]:
-    """A memory's vectors, one SQLite column per dimension, as PostgreSQL's rows (one each)."""
+    """A memory's vectors, one SQLite column per dimension (one for the other lengths), as
+    PostgreSQL's rows (one each)."""
     out: list[dict[str, Any]] = []
     for column in [*(c for _, c in sorted(DIMENSION_MAP.items())), OTHER_DIMENSIONS]:
         blob = row.get(column)  # a file before schema 9 has no OTHER_DIMENSIONS
