@@ -118,6 +118,8 @@ def _report(results: Sequence[LoadResult], out: TextIO | None = None, checks: Se
                 print(f"  {problem}", file=out)
         for warning in [*result.warnings, *(check.skipped if check else [])]:
             print(f"  warning: {warning}", file=out)
+        for note in check.notes if check else ():
+            print(f"  note: {note}", file=out)
 
 
 def _no_characters_folder(args: argparse.Namespace) -> bool:

@@ -66,6 +66,8 @@ class Preflight:
     plans: tuple[PlatformPlan, ...]
     problems: tuple[str, ...]
     """Settings its plugins or its platforms cannot work with, each saying what to do."""
+    notes: tuple[str, ...] = ()
+    """What it runs without on purpose, as its settings say (embeddings turned off)."""
 
     @property
     def runs(self) -> bool:
@@ -89,11 +91,13 @@ class Preflight:
 def preflight(result: LoadResult, environ: Mapping[str, str]) -> Preflight:
     """Check one valid character file as its agent would start: the settings each platform
     requires, then each plugin's and each ready platform's own ``check(settings)`` (a package
-    function raising :class:`~bot.errors.ConfigError`; the model key, a value of the wrong form)."""
+    function raising :class:`~bot.errors.ConfigError`; the model key, a value of the wrong form).
+    A ``check`` may return notes: what the character runs without on purpose."""
     character = result.raise_for_problems()
     plans = tuple(plans_for(result, environ))
     view = SettingsView(character, environ, result.model_preset)
     problems: list[str] = []
+    notes: list[str] = []
     try:
         names = plugin_registry.load_order(plugin_registry.with_model_plugin(result.plugins))
     except (PluginLoadError, LookupError) as exc:
@@ -103,10 +107,10 @@ def preflight(result: LoadResult, environ: Mapping[str, str]) -> Preflight:
         check = getattr(importlib.import_module(plugin_registry.module_path(name)), "check", None)
         try:
             if check is not None:
-                check(view)
+                notes.extend(check(view) or ())
         except ConfigError as exc:
             problems.append(exc.reason_for(character.name))
-    return Preflight(character.name, plans, tuple(problems))
+    return Preflight(character.name, plans, tuple(problems), tuple(notes))
 
 
 def refusal(checks: Sequence[Preflight]) -> str | None:

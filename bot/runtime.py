@@ -26,6 +26,7 @@ from . import plugins as plugin_registry
 from .background import BackgroundTasks
 from .character import Character
 from .components import Action, Evaluator, PressHandler, Provider, ServiceKey, State, TaskWorker
+from .embedding_length import learn_embedding_length
 from .errors import PluginLoadError
 from .events import EventType, event_name
 from .ids import unique_uuid
@@ -308,8 +309,7 @@ class AgentRuntime:
                 self.loaded_plugins.append(name)
             await self._ensure_self()
             if self.has_model(ModelType.TEXT_EMBEDDING):
-                probe = await self.use_model(ModelType.TEXT_EMBEDDING, None)
-                await self.store.ensure_embedding_dimension(len(probe))
+                await learn_embedding_length(self)
             if self.task_workers and self.home:
                 self.create_task(task_loop(self), "tasks")
         except BaseException:

@@ -57,6 +57,18 @@ def test_check_a_folder_and_warnings(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "  warning: $.clients[0]: no troupe platform 'twitter'" in capsys.readouterr().out
 
 
+def test_check_says_when_embeddings_are_off(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model_key: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_EMBEDDING_MODEL", "none")
+    good = write(tmp_path / "a.json", {"name": "A", "bio": "x", **RUNNABLE})
+    assert main(["check", str(good)]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "  note: embeddings are off (OPENAI_EMBEDDING_MODEL is none): memory and knowledge are searched by "
+        "keywords alone"
+    ]
+
+
 def test_check_with_nothing_to_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", str(tmp_path)]) == EXIT_CONFIG
     assert "no character files found" in capsys.readouterr().err

@@ -3,10 +3,11 @@
 Table by table in the order foreign keys need, every row of the SQLite file is written to the
 (empty) PostgreSQL database in one transaction: either everything arrives or nothing does.
 Values are converted by the target column's type (JSON text to jsonb, 0/1 to booleans); a
-memory's vectors, one SQLite column per dimension, become one row per dimension. Columns
-PostgreSQL computes itself (the keyword index) are left to it, and the identity that orders
-memories written in the same millisecond continues after the copied ones. Afterwards the rows of
-every table are counted on both sides.
+memory's vectors, one SQLite column per dimension (and one for every other length), become one
+row per dimension, and each agent's embedding length goes along. Columns PostgreSQL computes
+itself (the keyword index) are left to it, and the identity that orders memories written in the
+same millisecond continues after the copied ones. Afterwards the rows of every table are counted
+on both sides.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from bot.store._connect import Connection
 from bot.store._database import Database
 from bot.store._rows import fold_names, loads
 from bot.store._scoped import new_id
-from bot.store._vectors import DIMENSION_MAP, decode_vector
+from bot.store._vectors import DIMENSION_MAP, OTHER_DIMENSIONS, decode_vector, dimension_key
 
 if TYPE_CHECKING:
     from bot.store.postgres import PostgresDatabase
@@ -111,6 +112,22 @@ async def copy_to_postgres(
                 if progress is not None:
                     progress(table, count)
             report.source[table] = count
+        # Each agent's embedding length: without it, one other than the default would be searched
+        # as the default and find none of the copied vectors.
+        prefix = dimension_key("")
+        lengths = await source.read(
+            lambda c: [
+                (str(key), str(value))
+                for key, value in c.execute(
+                    "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix)
+                )
+            ]
+        )
+        if lengths:
+            await conn.cursor().executemany(
+                "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                lengths,
+            )
         # New memories continue after the copied ones in write order.
         await conn.execute(
             "SELECT setval(pg_get_serial_sequence('memories', 'seq'), coalesce(max(seq), 0) + 1, false) FROM memories"
@@ -176,10 +193,11 @@ def _convert(table: str, rows: Sequence[dict[str, Any]], columns: dict[str, str]
 
 
 def _vectors(row: dict[str, Any]) -> list[dict[str, Any]]:
-    """A memory's vectors, one SQLite column per dimension, as PostgreSQL's rows (one each)."""
+    """A memory's vectors, one SQLite column per dimension (one for the other lengths), as
+    PostgreSQL's rows (one each)."""
     out: list[dict[str, Any]] = []
-    for _, column in sorted(DIMENSION_MAP.items()):
-        blob = row.get(column)
+    for column in [*(c for _, c in sorted(DIMENSION_MAP.items())), OTHER_DIMENSIONS]:
+        blob = row.get(column)  # a file before schema 9 has no OTHER_DIMENSIONS
         if blob is None:
             continue
         text = "[" + ",".join(repr(v) for v in decode_vector(blob)) + "]"

@@ -45,7 +45,7 @@ from bot.store._rows import dumps, row_to_memory
 from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
 from bot.store._search import fts_query
 from bot.store._values import SHARED_KNOWLEDGE_ID, KnowledgeDocument, KnowledgeSourceRecord
-from bot.store._vectors import DIMENSION_MAP, check_dimension, encode_vector
+from bot.store._vectors import check_dimension, encode_vector
 from bot.types import JSON, Memory, now_ms
 
 __all__ = [
@@ -218,7 +218,7 @@ class KnowledgeMixin(KnowledgeScopes, AgentScoped):
         validate_count(limit, "limit")
         rows = await self._db.fetchall(
             f"SELECT m.id FROM memories m LEFT JOIN embeddings e ON e.memory_id = m.id "
-            f"WHERE m.agent_id = ? AND m.type = ? AND e.{column} IS NULL ORDER BY m.seq LIMIT ?",
+            f"WHERE m.agent_id = ? AND m.type = ? AND {column.absent()} ORDER BY m.seq LIMIT ?",
             (self._scope(shared), FRAGMENTS, -1 if limit is None else limit),
         )
         return [r[0] for r in rows]
@@ -239,17 +239,19 @@ class KnowledgeMixin(KnowledgeScopes, AgentScoped):
 
         Only fragments of this agent's scope or the shared one are touched; a fragment deleted
         meanwhile is skipped. Raises ValueError for a vector of an unsupported length.
+
+        Lengths without a column of their own share one: a fragment keeps one vector of those
+        lengths, the last stored (agents sharing knowledge with two such models take turns).
         """
         if not vectors:
             return 0
-        for _, vector in vectors:
-            check_dimension(len(vector))
+        columns = [check_dimension(len(vector)).name for _, vector in vectors]
         now = now_ms()
         # Packing 1536 floats takes ~35 µs: off the loop when there are many.
         packed = await asyncio.to_thread(_pack, vectors) if len(vectors) > ENCODE_INLINE else _pack(vectors)
         encoded: dict[str, list[tuple[str, str, bytes, int, str]]] = {}
-        for (memory_id, vector), blob in zip(vectors, packed, strict=True):
-            encoded.setdefault(DIMENSION_MAP[len(vector)], []).append((new_id(), memory_id, blob, now, memory_id))
+        for (memory_id, _), column, blob in zip(vectors, columns, packed, strict=True):
+            encoded.setdefault(column, []).append((new_id(), memory_id, blob, now, memory_id))
         scopes = self.knowledge_scopes
 
         def write(conn: Connection) -> int:
@@ -300,9 +302,9 @@ class KnowledgeMixin(KnowledgeScopes, AgentScoped):
         if count == 0:
             return []
         rows = await self._db.fetchall(
-            f"SELECT m.seq, 1 - vec_distance_cosine(e.{column}, ?) AS similarity "
+            f"SELECT m.seq, 1 - vec_distance_cosine(e.{column.name}, ?) AS similarity "
             "FROM memories m JOIN embeddings e ON e.memory_id = m.id "
-            f"WHERE m.agent_id IN (?, ?) AND m.type = ? AND e.{column} IS NOT NULL "
+            f"WHERE m.agent_id IN (?, ?) AND m.type = ? AND {column.present()} "
             "ORDER BY similarity DESC, m.seq LIMIT ?",
             (encode_vector(embedding, dim), *self.knowledge_scopes, FRAGMENTS, count),
         )

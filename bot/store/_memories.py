@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from bot.store._connect import Connection, Row, RowValues, SQLValue
 from bot.store._rows import dumps, row_to_memory
 from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
-from bot.store._vectors import DIMENSION_MAP, check_dimension, encode_vector
+from bot.store._vectors import VectorColumn, check_dimension, encode_vector
 from bot.types import Memory, now_ms
 
 __all__ = ["DEDUP_THRESHOLD", "ENCODE_IN_THREAD", "MEMORY_COLUMNS", "MemoriesMixin", "MemoryFilter", "nearest_hits"]
@@ -91,7 +91,7 @@ class MemoriesMixin(AgentScoped):
         """Make ``dim`` this agent's active embedding dimension, persisted in the file.
 
         Vectors stored under another dimension stay, but are invisible to search and reads until the
-        agent switches back. Raises ValueError for an unsupported dimension (see DIMENSION_MAP).
+        agent switches back. Raises ValueError for a length no store takes (see check_dimension).
         """
         check_dimension(dim)
         if await self._db.embedding_dimension(self._agent_id) != dim:
@@ -102,9 +102,9 @@ class MemoriesMixin(AgentScoped):
         """This agent's active embedding dimension (384 until ensure_embedding_dimension is called)."""
         return await self._db.embedding_dimension(self._agent_id)
 
-    async def _active_column(self) -> tuple[int, str]:
+    async def _active_column(self) -> tuple[int, VectorColumn]:
         dim = await self._db.embedding_dimension(self._agent_id)
-        return dim, DIMENSION_MAP[dim]
+        return dim, check_dimension(dim)
 
     # -- memories: writes --------------------------------------------------------------------------
 
@@ -175,7 +175,7 @@ class MemoriesMixin(AgentScoped):
                     )
                 if pending_vectors:
                     conn.executemany(
-                        f"INSERT INTO embeddings (id, memory_id, {column}, created_at) VALUES (?, ?, ?, ?)",
+                        f"INSERT INTO embeddings (id, memory_id, {column.name}, created_at) VALUES (?, ?, ?, ?)",
                         pending_vectors,
                     )
                 pending_rows.clear()
@@ -247,8 +247,8 @@ class MemoriesMixin(AgentScoped):
                 conn.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", (*params, memory_id))
             if blob is not None:
                 conn.execute(
-                    f"INSERT INTO embeddings (id, memory_id, {column}, created_at) VALUES (?, ?, ?, ?) "
-                    f"ON CONFLICT(memory_id) DO UPDATE SET {column} = excluded.{column}",
+                    f"INSERT INTO embeddings (id, memory_id, {column.name}, created_at) VALUES (?, ?, ?, ?) "
+                    f"ON CONFLICT(memory_id) DO UPDATE SET {column.name} = excluded.{column.name}",
                     (new_id(), memory_id, blob, now_ms()),
                 )
             return True
@@ -336,7 +336,7 @@ class MemoriesMixin(AgentScoped):
         )
         _, column = await self._active_column()
         rows = await self._db.fetchall(
-            f"SELECT {MEMORY_COLUMNS}, e.{column} AS embedding FROM memories m "
+            f"SELECT {MEMORY_COLUMNS}, {column.value()} AS embedding FROM memories m "
             f"LEFT JOIN embeddings e ON e.memory_id = m.id WHERE {where.where} "
             "ORDER BY m.created_at DESC, m.seq DESC LIMIT ? OFFSET ?",
             (*where.params, -1 if count is None else count, offset or 0),
@@ -355,7 +355,7 @@ class MemoriesMixin(AgentScoped):
         _, column = await self._active_column()
         clause, params = ("AND m.type = ?", [table]) if table else ("", [])
         rows = await self._db.fetchall(
-            f"SELECT {MEMORY_COLUMNS}, e.{column} AS embedding FROM memories m "
+            f"SELECT {MEMORY_COLUMNS}, {column.value()} AS embedding FROM memories m "
             "LEFT JOIN embeddings e ON e.memory_id = m.id "
             # "+" keeps the planner off the agent's indexes: without it SQLite may walk every memory
             # of the agent instead of looking the ids up in the unique index.
@@ -410,14 +410,15 @@ class MemoriesMixin(AgentScoped):
     # -- vector search: shared by dedup and search (_search) ----------------------------------------
 
     @staticmethod
-    def _nearest_sql(column: str, where: MemoryFilter, count: int) -> tuple[str, list[SQLValue]]:
+    def _nearest_sql(column: VectorColumn, where: MemoryFilter, count: int) -> tuple[str, list[SQLValue]]:
         # Exact search: cosine similarity of every pre-filtered row, best first. SQLite evaluates the
-        # select list only for rows passing WHERE, so the vector function never sees a NULL.
+        # select list only for rows passing WHERE, so the vector function never sees a NULL (nor,
+        # in the column of other lengths, a vector of another length).
         # Only (seq, similarity) go through the sorter; full rows are read for the winners only.
         sql = (
-            f"SELECT m.seq, 1 - vec_distance_cosine(e.{column}, ?) AS similarity "
+            f"SELECT m.seq, 1 - vec_distance_cosine(e.{column.name}, ?) AS similarity "
             f"FROM memories m JOIN embeddings e ON e.memory_id = m.id "
-            f"WHERE {where.where} AND e.{column} IS NOT NULL "
+            f"WHERE {where.where} AND {column.present()} "
             "ORDER BY similarity DESC, m.created_at DESC, m.seq DESC LIMIT ?"
         )
         return sql, [*where.params, count]

@@ -341,6 +341,13 @@ _V7 = _sql(
 # deposed daemon's delayed write cannot re-open an answered message. Claims from before: nobody's.
 _V8 = _sql("ALTER TABLE message_handling ADD COLUMN claimant TEXT NOT NULL DEFAULT ''")
 
+# Embedding models of any vector length (576, 2560 …): each length without a column of its own is
+# kept in one more column, searched exactly among the vectors of the query's length.
+_V9 = _sql(
+    "ALTER TABLE embeddings ADD COLUMN dim_other BLOB "
+    "CHECK (dim_other IS NULL OR (length(dim_other) > 0 AND length(dim_other) % 4 = 0))"
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _V1),
     Migration(2, "keyword index over memory text (FTS5)", _V2),
@@ -350,6 +357,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "a character asked to stay out of a room stays out (room state STOPPED)", _V6),
     Migration(7, "keyword search folds every accent, not only Latin ones", _V7),
     Migration(8, "the claimant of each message claim (conditional claim changes)", _V8),
+    Migration(9, "embeddings of any length (a column for the lengths without one)", _V9),
 )
 
 #: The schema version this troupe writes.

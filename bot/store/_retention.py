@@ -84,7 +84,7 @@ class RetentionMixin(MemoriesMixin):
             )
             if blob is not None:
                 conn.execute(
-                    f"INSERT INTO embeddings (id, memory_id, {column}, created_at) VALUES (?, ?, ?, ?)",
+                    f"INSERT INTO embeddings (id, memory_id, {column.name}, created_at) VALUES (?, ?, ?, ?)",
                     (new_id(), summary_id, blob, now_ms()),
                 )
             return int(

@@ -10,7 +10,7 @@ from bot.store._connect import search_text
 from bot.store._memories import MEMORY_COLUMNS, MemoriesMixin, MemoryFilter, nearest_hits
 from bot.store._rows import row_to_memory
 from bot.store._scoped import validate_count
-from bot.store._vectors import encode_vector
+from bot.store._vectors import VectorColumn, encode_vector
 from bot.types import Memory
 
 __all__ = ["SearchMixin", "fts_query", "fts_terms"]
@@ -53,7 +53,7 @@ class SearchMixin(MemoriesMixin):
         return MemoryFilter(self._agent_id, table).fields(room_id, world_id, entity_id).unique(unique)
 
     async def _nearest(
-        self, query: bytes, column: str, where: MemoryFilter, *, count: int, threshold: float | None = None
+        self, query: bytes, column: VectorColumn, where: MemoryFilter, *, count: int, threshold: float | None = None
     ) -> list[tuple[int, float]]:
         """(seq, similarity) of the best ``count`` rows, read on the reader."""
         sql, params = self._nearest_sql(column, where, count)
@@ -85,10 +85,10 @@ class SearchMixin(MemoriesMixin):
         hits = await self._nearest(query, column, where, count=count, threshold=match_threshold)
         return await self._memories_by_seq(hits, column)
 
-    async def _memories_by_seq(self, hits: list[tuple[int, float]], column: str | None) -> list[Memory]:
+    async def _memories_by_seq(self, hits: list[tuple[int, float]], column: VectorColumn | None) -> list[Memory]:
         if not hits:
             return []
-        vector = f", e.{column} AS embedding" if column else ", NULL AS embedding"
+        vector = f", {column.value()} AS embedding" if column else ", NULL AS embedding"
         rows = await self._db.fetchall(
             f"SELECT {MEMORY_COLUMNS}{vector} FROM memories m LEFT JOIN embeddings e ON e.memory_id = m.id "
             "WHERE m.seq IN (SELECT value FROM json_each(?))",

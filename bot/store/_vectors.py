@@ -1,4 +1,4 @@
-"""Embedding vectors: supported dimensions, hygiene, and the float32 BLOB format sqlite-vec reads."""
+"""Embedding vectors: where each length is stored, hygiene, and the float32 BLOB format sqlite-vec reads."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import struct
 import sys
 from array import array
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from bot.errors import EmbeddingDimensionError
 
@@ -14,6 +15,9 @@ __all__ = [
     "DEFAULT_EMBEDDING_DIMENSION",
     "DIMENSION_MAP",
     "FLOAT32_MAX",
+    "MAX_DIMENSION",
+    "OTHER_DIMENSIONS",
+    "VectorColumn",
     "check_dimension",
     "clean_vector",
     "decode_vector",
@@ -21,7 +25,7 @@ __all__ = [
     "encode_vector",
 ]
 
-#: Vector length -> the ``embeddings`` column that holds vectors of that length.
+#: Vector length -> the SQLite ``embeddings`` column that holds vectors of that length only.
 DIMENSION_MAP: dict[int, str] = {
     384: "dim_384",
     512: "dim_512",
@@ -30,6 +34,13 @@ DIMENSION_MAP: dict[int, str] = {
     1536: "dim_1536",
     3072: "dim_3072",
 }
+
+#: The SQLite ``embeddings`` column of a vector of any other length (schema version 9): searched
+#: exactly, among the vectors of the query's length (the BLOB's length tells it).
+OTHER_DIMENSIONS = "dim_other"
+
+#: The longest vector stored: pgvector's limit for a ``vector``, so both backends take the same.
+MAX_DIMENSION = 16000
 
 #: The active dimension of an agent that never called ``ensure_embedding_dimension``.
 DEFAULT_EMBEDDING_DIMENSION = 384
@@ -42,13 +53,44 @@ _BIG_ENDIAN = sys.byteorder == "big"
 _INFINITIES = (struct.pack("<f", math.inf), struct.pack("<f", -math.inf))
 
 
-def check_dimension(dim: int) -> str:
-    """The column for vectors of length ``dim``; raises ValueError for an unsupported length."""
-    try:
-        return DIMENSION_MAP[dim]
-    except (KeyError, TypeError):
-        supported = ", ".join(str(d) for d in DIMENSION_MAP)
-        raise ValueError(f"Unsupported embedding dimension {dim!r}: use one of {supported}") from None
+@dataclass(frozen=True, slots=True)
+class VectorColumn:
+    """Where SQLite keeps vectors of one length: a column of their own, or :data:`OTHER_DIMENSIONS`
+    shared by every other length (told apart by the BLOB's length)."""
+
+    dim: int
+    name: str
+    """The ``embeddings`` column a vector of this length is written to."""
+
+    @property
+    def shared(self) -> bool:
+        return self.name == OTHER_DIMENSIONS
+
+    def value(self, alias: str = "e") -> str:
+        """SQL: the vector of this length of row ``alias``, NULL when it has none."""
+        column = f"{alias}.{self.name}"
+        return f"(CASE WHEN length({column}) = {4 * self.dim:d} THEN {column} END)" if self.shared else column
+
+    def present(self, alias: str = "e") -> str:
+        """SQL: whether row ``alias`` holds a vector of this length."""
+        column = f"{alias}.{self.name}"
+        return f"length({column}) = {4 * self.dim:d}" if self.shared else f"{column} IS NOT NULL"
+
+    def absent(self, alias: str = "e") -> str:
+        """SQL: whether row ``alias`` (possibly none, through a LEFT JOIN) has no vector of this length."""
+        column = f"{alias}.{self.name}"
+        return f"({column} IS NULL OR length({column}) <> {4 * self.dim:d})" if self.shared else f"{column} IS NULL"
+
+
+def check_dimension(dim: int) -> VectorColumn:
+    """Where vectors of length ``dim`` are stored; raises ValueError for a length no store takes.
+
+    Any length from 1 to :data:`MAX_DIMENSION`: those of :data:`DIMENSION_MAP` have a column of
+    their own, the others share :data:`OTHER_DIMENSIONS`.
+    """
+    if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= MAX_DIMENSION:
+        raise ValueError(f"Unsupported embedding dimension {dim!r}: use a length from 1 to {MAX_DIMENSION}")
+    return VectorColumn(dim, DIMENSION_MAP.get(dim, OTHER_DIMENSIONS))
 
 
 def dimension_key(agent_id: str) -> str:

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeGuard
 
-from bot.errors import ModelError
+from bot.errors import ModelError, TroupeError
 from bot.ids import string_to_uuid
 from bot.models import ModelType
 from bot.store import KnowledgeDocument, KnowledgeSourceRecord
@@ -137,6 +137,19 @@ class Embedder:
                         )
                     self._batches = False
             return [await self.runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": t}) for t in texts]
+
+
+def _failure(result: Exception | list[list[float]], dim: int, agent: str) -> str:
+    """Why a group of chunks got no vectors: the error's class and message (the log filter
+    scrubs secrets from it), or the lengths that do not fit."""
+    if isinstance(result, TroupeError):
+        reason = f"{result.__class__.__name__}: {result.reason_for(agent)}"
+        original = result.original if isinstance(result, ModelError) else None
+        return f"{reason}: {original}" if original is not None and str(original) else reason
+    if isinstance(result, Exception):
+        return f"{result.__class__.__name__}: {result}" if str(result) else result.__class__.__name__
+    lengths = sorted({len(v) for v in result if len(v) != dim})
+    return f"vectors of length {', '.join(map(str, lengths))}, where the agent's are {dim} long"
 
 
 def _is_batch(value: object, count: int) -> TypeGuard[list[list[float]]]:
@@ -304,7 +317,7 @@ class _Pass:
                 if isinstance(result, BaseException) and not isinstance(result, Exception):
                     raise result  # cancelled
                 if isinstance(result, Exception) or any(len(v) != dim for v in result):
-                    reason = result.__class__.__name__ if isinstance(result, Exception) else "vectors of another length"
+                    reason = _failure(result, dim, self.agent)
                     _log.warning("%s: knowledge: could not embed %d chunks (%s)", self.agent, len(group), reason)
                     failed += len(group)
                     failures += 1

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from bot.plugins import PluginMeta
 
 from ._config import (
-    EMBEDDING_DIMENSIONS,
+    NO_EMBEDDINGS,
     Endpoint,
     ProviderConfig,
     ServerKind,
@@ -53,13 +53,13 @@ if TYPE_CHECKING:
     from bot.settings import SettingsView
 
 __all__ = [
-    "EMBEDDING_DIMENSIONS",
-    "Endpoint",
-    "ProviderConfig",
-    "ServerKind",
     "check",
+    "Endpoint",
     "meta",
+    "NO_EMBEDDINGS",
+    "ProviderConfig",
     "resolve_config",
+    "ServerKind",
     "setup",
 ]
 
@@ -86,19 +86,23 @@ meta = PluginMeta(
 )
 
 
-def check(settings: SettingsView) -> None:
+def check(settings: SettingsView) -> list[str]:
     """Raise :class:`~bot.errors.ConfigError` if the character's model settings cannot work (no
     key and no base URL, a value of the wrong form): ``troupe check``, and ``troupe start``
-    before it opens the database."""
-    resolve_config(settings, agent=settings.agent)
+    before it opens the database. Returns notes: embeddings turned off."""
+    config = resolve_config(settings, agent=settings.agent)
+    if config.embedding_model != NO_EMBEDDINGS:
+        return []
+    setting = "OLLAMA_EMBEDDING_MODEL" if config.preset == "ollama" else "OPENAI_EMBEDDING_MODEL"
+    return [f"embeddings are off ({setting} is {NO_EMBEDDINGS}): memory and knowledge are searched by keywords alone"]
 
 
 async def setup(runtime: ModelHost) -> None:
     """Register this agent's model handlers.
 
     Raises:
-        ConfigError: the settings cannot work (no key and no base URL, an unknown embedding
-            length, a bad number); the message names the agent and the setting to fix.
+        ConfigError: the settings cannot work (no key and no base URL, a bad number); the
+            message names the agent and the setting to fix.
 
     Makes no network call: a wrong key shows up at the first model call, as ModelAuthError.
     """
@@ -123,10 +127,11 @@ async def setup(runtime: ModelHost) -> None:
     )
     runtime.on_close(models.aclose)
     models.register(runtime)
+    length = config.embedding_dimensions or "length learned at start"
     embeddings = (
-        f"{config.embedding_model} ({config.embedding_dimensions}) via {display_url(config.embedding.base_url)}"
+        f"{config.embedding_model} ({length}) via {display_url(config.embedding.base_url)}"
         if config.embedding is not None
-        else "none"
+        else "off: memory and knowledge search by keywords"
     )
     _log.info(
         "%s: models via %s at %s (small %s, large %s; embeddings %s; a %s server: %s at a time, %g s a try)",

@@ -22,8 +22,8 @@ from bot.settings import SettingReader
 from ._structured import OutputForm
 
 __all__ = [
-    "EMBEDDING_DIMENSIONS",
     "Endpoint",
+    "NO_EMBEDDINGS",
     "ProviderConfig",
     "ServerKind",
     "display_url",
@@ -39,17 +39,11 @@ OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
 # for a long answer, not for a weak model running on to the end of its context.
 _DEFAULT_MAX_TOKENS = 4096
 
-#: Vector lengths the store has a column for (``VECTOR_DIMS`` upstream).
-EMBEDDING_DIMENSIONS: tuple[int, ...] = (384, 512, 768, 1024, 1536, 3072)
+#: The embedding model setting that turns embeddings off: memory and knowledge search by keywords.
+NO_EMBEDDINGS = "none"
 
-# Models whose vectors have one fixed length, so the dimension need not be configured.
-# text-embedding-3-* are absent on purpose: they return whatever length ``dimensions`` asks for.
-_KNOWN_DIMENSIONS = {
-    "text-embedding-ada-002": 1536,
-    "nomic-embed-text": 768,
-    "mxbai-embed-large": 1024,
-    "all-minilm": 384,
-}
+#: The longest vector ``OPENAI_EMBEDDING_DIMENSIONS`` may ask for (the store's limit).
+_MAX_DIMENSIONS = 16000
 
 # What a server that takes no key (Ollama, llama.cpp, vLLM) is sent: the openai client insists
 # on some key, and sending the agent's real OpenAI key to another host would leak it.
@@ -109,13 +103,16 @@ class ProviderConfig:
     priority: int
     chat: Endpoint
     embedding: Endpoint | None
-    """``None`` when this preset serves no embeddings (OpenRouter without an OpenAI key)."""
+    """``None`` when this preset serves no embeddings (the embedding model is ``none``, or
+    OpenRouter without an OpenAI key)."""
     types: frozenset[ModelType]
     """The model types to register."""
     small_model: str
     large_model: str
     embedding_model: str
-    embedding_dimensions: int
+    embedding_dimensions: int | None
+    """The vector length asked for (text-embedding-3) or checked; ``None``: the model's own,
+    learned from its first answer."""
     transcription_model: str
     image_model: str
     image_max_tokens: int
@@ -210,27 +207,28 @@ def resolve_config(runtime: _Runtime, *, agent: str) -> ProviderConfig:
 class _Settings(SettingReader):
     """Typed, validated reads of one agent's settings, plus the ones only this plugin has."""
 
-    def dimensions(self, model: str) -> int:
+    def dimensions(self, model: str) -> int | None:
+        """``OPENAI_EMBEDDING_DIMENSIONS``: the length text-embedding-3 models are asked for
+        (1536 by default), and checked for others; unset, any model's length is taken."""
         raw = self.optional("OPENAI_EMBEDDING_DIMENSIONS")
-        allowed = ", ".join(map(str, EMBEDDING_DIMENSIONS))
         if raw is None:
-            known = _KNOWN_DIMENSIONS.get(model.split(":", 1)[0])
-            if known is not None:
-                return known
-            if model.startswith("text-embedding-3"):
-                return 1536
-            raise ConfigError(
-                f"the length of {model!r} embeddings is unknown; "
-                f"set OPENAI_EMBEDDING_DIMENSIONS to it (one of {allowed})",
-                agent=self.agent,
-            )
+            return 1536 if model.startswith("text-embedding-3") else None
         try:
             value = int(raw)
         except ValueError:
             value = 0
-        if value not in EMBEDDING_DIMENSIONS:
-            raise ConfigError(f"OPENAI_EMBEDDING_DIMENSIONS is {raw!r}; use one of {allowed}", agent=self.agent)
+        if not 1 <= value <= _MAX_DIMENSIONS:
+            raise ConfigError(
+                f"OPENAI_EMBEDDING_DIMENSIONS is {raw!r}; use the embedding model's vector length "
+                f"(a whole number from 1 to {_MAX_DIMENSIONS}), or leave it unset to take the model's own",
+                agent=self.agent,
+            )
         return value
+
+    def embedding_model(self, key: str, default: str) -> str | None:
+        """The embedding model named by ``key``; None when it is ``none`` (embeddings off)."""
+        model = self.get(key, default)
+        return None if model.strip().lower() == NO_EMBEDDINGS else model
 
     def server(self, default: ServerKind) -> ServerKind:
         raw = self.optional("OPENAI_SERVER")
@@ -312,22 +310,23 @@ def _openai(s: _Settings) -> ProviderConfig:
             agent=s.agent,
         )
     chat = Endpoint("openai", base_url or OPENAI_BASE_URL, SecretStr(key or _NO_KEY), "OPENAI_API_KEY")
-    embedding_model = s.get("OPENAI_EMBEDDING_MODEL", "text-embedding-3-small")
+    embedding_model = s.embedding_model("OPENAI_EMBEDDING_MODEL", "text-embedding-3-small")
     # OpenAI draws; another server only when an image model is named for it (most local servers
     # have no /images/generations): without one, GENERATE_IMAGE says there is nothing to draw with.
     draws = chat.base_url.rstrip("/") == OPENAI_BASE_URL or bool(
         s.optional("OPENAI_IMAGE_MODEL") or s.optional("IMAGE_MODEL")
     )
+    types = _ALL_TYPES if draws else _ALL_TYPES - {ModelType.IMAGE}
     return s.config(
         preset="openai",
         priority=50,
         chat=chat,
-        embedding=s.openai_embedding(default_url=chat.base_url, fallback_key=key),
-        types=_ALL_TYPES if draws else _ALL_TYPES - {ModelType.IMAGE},
+        embedding=s.openai_embedding(default_url=chat.base_url, fallback_key=key) if embedding_model else None,
+        types=types if embedding_model else types - {ModelType.TEXT_EMBEDDING},
         small_model=s.get("OPENAI_SMALL_MODEL", "gpt-4o-mini"),
         large_model=s.get("OPENAI_LARGE_MODEL", "gpt-4o"),
-        embedding_model=embedding_model,
-        embedding_dimensions=s.dimensions(embedding_model),
+        embedding_model=embedding_model or NO_EMBEDDINGS,
+        embedding_dimensions=s.dimensions(embedding_model) if embedding_model else None,
         image_model=s.get("OPENAI_IMAGE_DESCRIPTION_MODEL", "gpt-4o-mini"),
         # OpenAI takes json_schema; another server (vLLM, llama.cpp) starts there and falls back.
         structured_output=s.structured_output(OutputForm.JSON_SCHEMA),
@@ -340,20 +339,20 @@ def _ollama(s: _Settings) -> ProviderConfig:
     endpoint = s.optional("OLLAMA_API_ENDPOINT")
     base_url = ollama_base_url(endpoint) if endpoint else OLLAMA_BASE_URL
     server = Endpoint("ollama", base_url, SecretStr("ollama"), "OLLAMA_API_ENDPOINT")
-    embedding_model = s.get("OLLAMA_EMBEDDING_MODEL", "nomic-embed-text")
+    embedding_model = s.embedding_model("OLLAMA_EMBEDDING_MODEL", "nomic-embed-text")
     small = s.get("OLLAMA_SMALL_MODEL", "llama3.2")
     return s.config(
         server=ServerKind.LOCAL,  # Ollama on a small machine answers one request at a time
         preset="ollama",
         priority=10,
         chat=server,
-        embedding=server,
+        embedding=server if embedding_model else None,
         # Ollama's OpenAI-compatible API has no audio endpoints; other plugins serve those.
-        types=_CHAT_TYPES | {ModelType.TEXT_EMBEDDING},
+        types=_CHAT_TYPES | {ModelType.TEXT_EMBEDDING} if embedding_model else _CHAT_TYPES,
         small_model=small,
         large_model=s.get("OLLAMA_LARGE_MODEL", "llama3.1:70b"),
-        embedding_model=embedding_model,
-        embedding_dimensions=s.dimensions(embedding_model),
+        embedding_model=embedding_model or NO_EMBEDDINGS,
+        embedding_dimensions=s.dimensions(embedding_model) if embedding_model else None,
         image_model=small,
         structured_output=s.structured_output(OutputForm.JSON_SCHEMA),  # Ollama takes it since 0.5
     )
@@ -372,9 +371,10 @@ def _openrouter(s: _Settings) -> ProviderConfig:
     # otherwise register none and let another plugin serve them.
     openai_key = s.optional("OPENAI_API_KEY")
     embedding: Endpoint | None = None
-    if openai_key or s.optional("OPENAI_EMBEDDING_URL") or s.optional("OPENAI_EMBEDDING_API_KEY"):
+    embedding_model = s.embedding_model("OPENAI_EMBEDDING_MODEL", "text-embedding-3-small")
+    wanted = openai_key or s.optional("OPENAI_EMBEDDING_URL") or s.optional("OPENAI_EMBEDDING_API_KEY")
+    if embedding_model and wanted:
         embedding = s.openai_embedding(default_url=OPENAI_BASE_URL, fallback_key=openai_key)
-    embedding_model = s.get("OPENAI_EMBEDDING_MODEL", "text-embedding-3-small")
     types = _CHAT_TYPES | {ModelType.IMAGE_DESCRIPTION}
     return s.config(
         preset="openrouter",
@@ -384,8 +384,8 @@ def _openrouter(s: _Settings) -> ProviderConfig:
         types=types | {ModelType.TEXT_EMBEDDING} if embedding else types,
         small_model=s.get("OPENROUTER_SMALL_MODEL", "google/gemini-2.0-flash-001"),
         large_model=s.get("OPENROUTER_LARGE_MODEL", "google/gemini-2.5-flash-preview-05-20"),
-        embedding_model=embedding_model,
-        embedding_dimensions=s.dimensions(embedding_model) if embedding else 0,
+        embedding_model=embedding_model or NO_EMBEDDINGS,
+        embedding_dimensions=s.dimensions(embedding_model) if embedding and embedding_model else None,
         image_model=s.get("OPENROUTER_IMAGE_MODEL", "anthropic/claude-3-5-sonnet"),
         # Passed on to the models that take it; a model that does not refuses, and falls back.
         structured_output=s.structured_output(OutputForm.JSON_SCHEMA),

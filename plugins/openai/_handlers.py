@@ -47,7 +47,7 @@ from ._parse import (
     parse_images,
     parse_json_object,
     parse_vectors,
-    probe_vector,
+    per_token_vectors,
 )
 from ._pools import HttpPools
 from ._posting import MAX_REPLY_BYTES, longest_call_s
@@ -62,6 +62,8 @@ _log = logging.getLogger("plugins.openai")
 
 _JSON_INSTRUCTION = "Reply with one JSON object and nothing else."
 _IMAGE_QUESTION = "Describe this image."
+# What is embedded to learn the model's vector length at start.
+_PROBE_TEXT = "What length are your vectors?"
 _MAX_IMAGE_BYTES = 25 * 1024 * 1024  # a drawn picture fetched from its URL; PNGs of 1792x1024 stay under 10 MB
 _IMAGE_FORMAT = (
     'Reply with a JSON object with two keys: "title", a short title of at most eight words, '
@@ -97,6 +99,8 @@ class OpenAIModels:
         self._forms = forms or OutputForms()  # the daemon's: a server's refused schema form is learned once
         # Embedding endpoints (base URLs) that refused base64: asked for floats from then on.
         self._floats_only: set[str] = set()
+        # The length of the embedding model's vectors: the setting's, else the first answer's.
+        self._length: int | None = config.embedding_dimensions
 
     def __repr__(self) -> str:
         return f"<OpenAIModels {self.agent} {self.config.preset}>"
@@ -149,11 +153,12 @@ class OpenAIModels:
         self, runtime: ModelHost, params: EmbeddingParams | EmbeddingBatchParams | str | None
     ) -> list[float] | list[list[float]]:
         """The text's vector, or with ``{"texts": [...]}`` one vector per text from a single request;
-        ``None`` asks for the dimension probe, answered without a request."""
+        ``None`` asks for the model's vector length: one request, whose vector says it (and is
+        checked against ``OPENAI_EMBEDDING_DIMENSIONS`` when that is set)."""
         dimensions = self.config.embedding_dimensions
         if params is None:
-            return probe_vector(dimensions)
-        if isinstance(params, str):
+            texts, batch = [_PROBE_TEXT], False
+        elif isinstance(params, str):
             texts, batch = [params], False
         elif "texts" in params:
             texts, batch = list(params["texts"]), True  # type: ignore[typeddict-item]
@@ -167,10 +172,10 @@ class OpenAIModels:
         # Only text-embedding-3 models take ``dimensions``; others reject or ignore it.
         if model.startswith("text-embedding-3"):
             extra["dimensions"] = dimensions
-        if batch:
-            return await self._embed(endpoint, model, texts, extra, batch=True)
+        if batch or params is None:
+            return await self._embed(endpoint, model, texts, extra, batch=batch)
         text = texts[0]
-        line = (endpoint.base_url, endpoint.api_key.get_secret_value(), model, dimensions)
+        line = (endpoint.base_url, endpoint.api_key.get_secret_value(), model, dimensions or 0)
 
         async def send(together: list[str]) -> list[list[float]]:
             if len(together) == 1:  # asked as one string, as a request of its own always was
@@ -179,14 +184,13 @@ class OpenAIModels:
             return vectors
 
         return await self._vectors.vector(
-            (endpoint.base_url, model, dimensions, text), lambda: self._batches.vector(line, text, send)
+            (endpoint.base_url, model, dimensions or 0, text), lambda: self._batches.vector(line, text, send)
         )
 
     async def _embed(
         self, endpoint: Endpoint, model: str, texts: list[str], extra: dict[str, Any], *, batch: bool
     ) -> Any:
         """One request for the vectors of ``texts`` (``batch``: a list of them, else the one), checked."""
-        dimensions = self.config.embedding_dimensions
         request: str | list[str] = texts if batch else texts[0]
         body = {"model": model, "input": request, "encoding_format": "base64", **extra}
         if endpoint.base_url in self._floats_only:
@@ -204,6 +208,14 @@ class OpenAIModels:
                 "%s: %s refused base64 embeddings; asking it for floats from now on", self.agent, endpoint.provider
             )
         vectors = parse_vectors(raw)
+        if vectors is None and per_token_vectors(raw):
+            raise self._error(
+                f"embedding model {model!r} on {endpoint.provider} answered one vector per token, not one per "
+                "text: the server does not pool them (start llama.cpp's server with --pooling mean, or serve "
+                f"an embedding model), or set {self._model_setting()} to none to search by keywords alone",
+                ModelType.TEXT_EMBEDDING,
+                endpoint,
+            )
         if vectors is None:
             raise self._error(
                 f"embedding model {model!r} on {endpoint.provider} answered something that is not a list of vectors",
@@ -218,15 +230,34 @@ class OpenAIModels:
                 endpoint,
             )
         for vector in vectors:
-            if len(vector) != dimensions:
-                raise self._error(
-                    f"embedding model {model!r} on {endpoint.provider} returned {len(vector)} "
-                    f"dimensions, but OPENAI_EMBEDDING_DIMENSIONS is {dimensions}; set it to the model's length "
-                    f"or choose a model that returns {dimensions}",
-                    ModelType.TEXT_EMBEDDING,
-                    endpoint,
-                )
+            self._check_length(endpoint, model, len(vector))
         return vectors if batch else vectors[0]
+
+    def _check_length(self, endpoint: Endpoint, model: str, length: int) -> None:
+        """Every vector has the length of the first (or of ``OPENAI_EMBEDDING_DIMENSIONS``)."""
+        expected = self._length
+        if expected is None and length > 0:
+            self._length = length  # the model's own length, learned from its first answer
+            return
+        if length == expected:
+            return
+        if length == 0:
+            reason = "an empty vector"
+        elif self.config.embedding_dimensions is not None:
+            reason = (
+                f"{length} dimensions, but OPENAI_EMBEDDING_DIMENSIONS is {expected}; set it to the model's length, "
+                f"leave it unset to take the model's own, or choose a model that returns {expected}"
+            )
+        else:
+            reason = (
+                f"{length} dimensions where it returned {expected} before; restart the character to take the new length"
+            )
+        raise self._error(
+            f"embedding model {model!r} on {endpoint.provider} returned {reason}", ModelType.TEXT_EMBEDDING, endpoint
+        )
+
+    def _model_setting(self) -> str:
+        return "OLLAMA_EMBEDDING_MODEL" if self.config.preset == "ollama" else "OPENAI_EMBEDDING_MODEL"
 
     async def _post_embeddings(self, endpoint: Endpoint, model: str, body: dict[str, Any]) -> bytes:
         # Base64 (little-endian float32) by default: a sixth of the bytes of floats as JSON text,

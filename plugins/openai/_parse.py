@@ -23,7 +23,7 @@ __all__ = [
     "parse_images",
     "parse_json_object",
     "parse_vectors",
-    "probe_vector",
+    "per_token_vectors",
 ]
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
@@ -90,9 +90,15 @@ def parse_chat_completion(body: bytes) -> ChatReply | None:
     )
 
 
-def probe_vector(dimensions: int) -> list[float]:
-    """The vector the ``None`` dimension probe returns: ``[0.1, 0, 0, …]`` (as upstream)."""
-    return [0.1] + [0.0] * (dimensions - 1)
+def per_token_vectors(body: bytes) -> bool:
+    """Whether an embeddings response body holds a list of vectors per input, one per token
+    (llama.cpp's server without pooling), instead of one vector."""
+    try:
+        items = json.loads(body).get("data")
+        embedding = items[0]["embedding"]
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError):
+        return False
+    return isinstance(embedding, list) and bool(embedding) and isinstance(embedding[0], list)
 
 
 def parse_json_object(text: str) -> dict[str, Any] | None:

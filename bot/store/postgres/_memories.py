@@ -109,7 +109,7 @@ class PgMemoriesMixin(PgScoped):
         """Make ``dim`` this agent's active embedding dimension, stored in the database.
 
         Vectors of other dimensions stay, invisible to search and reads until the agent switches
-        back. Raises ValueError for an unsupported dimension (see DIMENSION_MAP).
+        back. Raises ValueError for a length no store takes (see check_dimension).
         """
         check_dimension(dim)
         changed = await self._db.execute(

@@ -291,6 +291,19 @@ async def test_chunks_not_embedded_while_the_model_was_down_are_embedded_next_ti
     assert await vectors(rt) == 1 and agents.embedder.texts == ["Bees make honey."]
 
 
+async def test_chunks_that_could_not_be_embedded_are_logged_with_why(
+    agents: Agents, caplog: pytest.LogCaptureFixture
+) -> None:
+    agents.embedder.fail = True
+    caplog.set_level(logging.WARNING, logger="plugins.knowledge")
+    await agents.start(knowledge=["Bees make honey.", "Ants farm aphids."])
+    said = [r.getMessage() for r in caplog.records if "could not embed" in r.getMessage()]
+    assert said == [
+        "Ada: knowledge: could not embed 2 chunks (ModelError: every TEXT_EMBEDDING model failed (RuntimeError): "
+        "embedding service down)"
+    ]
+
+
 async def test_a_model_without_batches_is_sent_one_text_at_a_time(agents: Agents) -> None:
     agents.embedder.batches = False
     rt = await agents.start(knowledge=["One.", "Two.", "Three."])

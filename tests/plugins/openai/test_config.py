@@ -7,10 +7,11 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 import plugins.openai
+from bot.character import Character
 from bot.errors import ConfigError
 from bot.models import ModelType
-from bot.store import DIMENSION_MAP
-from plugins.openai import EMBEDDING_DIMENSIONS, ProviderConfig, ServerKind, resolve_config
+from bot.settings import SettingsView
+from plugins.openai import NO_EMBEDDINGS, ProviderConfig, ServerKind, resolve_config
 from plugins.openai._config import display_url, is_nearby, ollama_base_url
 
 from ..fake_runtime import FakeRuntime
@@ -144,39 +145,66 @@ async def test_setup_without_key_or_base_url_says_what_to_set() -> None:
     assert runtime.models == [] and runtime.closers == []
 
 
-def test_the_allowed_dimensions_are_the_stores() -> None:
-    assert tuple(DIMENSION_MAP) == EMBEDDING_DIMENSIONS
-
-
-@pytest.mark.parametrize("value", ["100", "1535", "lots", "-1"])
-def test_embedding_dimensions_outside_the_allowed_set_are_refused(value: str) -> None:
-    expected = rf"^Ada: OPENAI_EMBEDDING_DIMENSIONS is '{value}'; use one of 384, 512, 768, 1024, 1536, 3072$"
+@pytest.mark.parametrize("value", ["0", "16001", "lots", "-1"])
+def test_embedding_dimensions_no_store_takes_are_refused(value: str) -> None:
+    expected = (
+        rf"^Ada: OPENAI_EMBEDDING_DIMENSIONS is '{value}'; use the embedding model's vector length "
+        r"\(a whole number from 1 to 16000\), or leave it unset to take the model's own$"
+    )
     with pytest.raises(ConfigError, match=expected):
         resolve({"OPENAI_API_KEY": KEY, "OPENAI_EMBEDDING_DIMENSIONS": value})
 
 
+@pytest.mark.parametrize("model", ["nomic-embed-text", "bge-m3", "smollm2-embed"])
+def test_any_embedding_model_takes_its_own_length_or_the_one_set(model: str) -> None:
+    config = resolve({"OPENAI_API_KEY": KEY, "OPENAI_EMBEDDING_MODEL": model})
+    assert config.embedding_dimensions is None  # learned from the model's first answer
+    config = resolve({"OPENAI_API_KEY": KEY, "OPENAI_EMBEDDING_MODEL": model, "OPENAI_EMBEDDING_DIMENSIONS": "576"})
+    assert config.embedding_dimensions == 576
+
+
+def test_text_embedding_3_is_asked_for_1536_unless_set() -> None:
+    assert (
+        resolve({"OPENAI_API_KEY": KEY, "OPENAI_EMBEDDING_MODEL": "text-embedding-3-large"}).embedding_dimensions
+        == 1536
+    )
+
+
 @pytest.mark.parametrize(
-    ("model", "dimensions"),
+    ("preset", "settings", "setting"),
     [
-        ("text-embedding-3-small", 1536),
-        ("text-embedding-3-large", 1536),
-        ("text-embedding-ada-002", 1536),
-        ("nomic-embed-text", 768),
-        ("nomic-embed-text:latest", 768),
-        ("mxbai-embed-large", 1024),
-        ("all-minilm", 384),
+        (None, {"OPENAI_API_KEY": KEY, "OPENAI_EMBEDDING_MODEL": "none"}, "OPENAI_EMBEDDING_MODEL"),
+        (
+            None,
+            {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_EMBEDDING_MODEL": "None"},
+            "OPENAI_EMBEDDING_MODEL",
+        ),
+        ("ollama", {"OLLAMA_EMBEDDING_MODEL": "none"}, "OLLAMA_EMBEDDING_MODEL"),
+        (
+            "openrouter",
+            {"OPENROUTER_API_KEY": KEY, "OPENAI_API_KEY": KEY, "OPENAI_EMBEDDING_MODEL": "none"},
+            "OPENAI_EMBEDDING_MODEL",
+        ),
     ],
 )
-def test_known_embedding_models_need_no_dimension_setting(model: str, dimensions: int) -> None:
-    config = resolve({"OPENAI_API_KEY": KEY, "OPENAI_EMBEDDING_MODEL": model})
-    assert config.embedding_dimensions == dimensions
+def test_embedding_model_none_turns_embeddings_off_and_check_says_so(
+    preset: str | None, settings: dict[str, str], setting: str
+) -> None:
+    config = resolve(settings, preset=preset)
+    assert config.embedding is None and ModelType.TEXT_EMBEDDING not in config.types
+    assert (config.embedding_model, config.embedding_dimensions) == (NO_EMBEDDINGS, None)
+    assert config.types & CHAT == CHAT
+    ada = Character(name="Ada", bio=["A test character."])
+    assert plugins.openai.check(SettingsView(ada, settings, preset)) == [
+        f"embeddings are off ({setting} is none): memory and knowledge are searched by keywords alone"
+    ]
+    assert plugins.openai.check(SettingsView(ada, {"OPENAI_API_KEY": KEY})) == []
 
 
-def test_an_unknown_embedding_model_needs_its_dimensions_set() -> None:
-    with pytest.raises(ConfigError, match=r"length of 'bge-m3' embeddings is unknown; set OPENAI_EMBEDDING_DIMENSIONS"):
-        resolve({"OPENAI_API_KEY": KEY, "OPENAI_EMBEDDING_MODEL": "bge-m3"})
-    config = resolve({"OPENAI_API_KEY": KEY, "OPENAI_EMBEDDING_MODEL": "bge-m3", "OPENAI_EMBEDDING_DIMENSIONS": "1024"})
-    assert config.embedding_dimensions == 1024
+async def test_embedding_model_none_registers_no_embedding_handler(make_runtime: MakeRuntime) -> None:
+    runtime = await make_runtime({"OPENAI_API_KEY": KEY, "OPENAI_EMBEDDING_MODEL": "none"})
+    assert ModelType.TEXT_EMBEDDING not in {r.model_type for r in runtime.models}
+    assert ModelType.TEXT_SMALL in {r.model_type for r in runtime.models}
 
 
 @pytest.mark.parametrize(
@@ -227,7 +255,7 @@ def test_ollama_defaults() -> None:
     assert config.chat.api_key.get_secret_value() == "ollama"
     assert config.embedding == config.chat
     assert (config.small_model, config.large_model) == ("llama3.2", "llama3.1:70b")
-    assert (config.embedding_model, config.embedding_dimensions) == ("nomic-embed-text", 768)
+    assert (config.embedding_model, config.embedding_dimensions) == ("nomic-embed-text", None)
     assert config.types == CHAT | {ModelType.TEXT_EMBEDDING}
 
 
@@ -245,7 +273,7 @@ def test_ollama_uses_its_own_settings_not_the_daemons_openai_ones() -> None:
     assert config.chat.base_url == "http://localhost:11434/v1"
     assert config.chat.api_key.get_secret_value() == "ollama"
     assert (config.small_model, config.large_model) == ("qwen2.5", "qwen2.5:32b")
-    assert (config.embedding_model, config.embedding_dimensions) == ("mxbai-embed-large", 1024)
+    assert (config.embedding_model, config.embedding_dimensions) == ("mxbai-embed-large", None)
 
 
 def test_ollama_embedding_dimensions_can_be_set() -> None:
@@ -296,7 +324,7 @@ def test_openrouter_takes_embeddings_from_a_keyless_local_server() -> None:
     assert config.embedding is not None
     assert config.embedding.base_url == "http://localhost:11434/v1"
     assert config.embedding.api_key.get_secret_value() == "no-key"
-    assert config.embedding_dimensions == 768
+    assert config.embedding_dimensions is None
 
 
 # -- setup ------------------------------------------------------------------------------------

@@ -278,10 +278,39 @@ async def test_embedding_of_several_texts_refuses_an_empty_one_without_a_request
     assert server.requests == []
 
 
-async def test_embedding_probe_needs_no_request(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:
-    probe = await runtime.use(ModelType.TEXT_EMBEDDING, None)
-    assert probe == [0.1] + [0.0] * 1535
-    assert server.requests == []
+async def test_the_length_probe_asks_the_model_once(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:
+    assert len(await runtime.use(ModelType.TEXT_EMBEDDING, None)) == 1536
+    (request,) = server.requests_for("embeddings")
+    assert request.json["dimensions"] == 1536 and request.json["input"]
+
+
+async def test_a_model_of_any_length_is_learned_from_its_first_answer(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    server.embedding_dimensions = 576
+    runtime = await make_runtime({"OPENAI_BASE_URL": server.url, "OPENAI_EMBEDDING_MODEL": "smollm2"})
+    assert len(await runtime.use(ModelType.TEXT_EMBEDDING, None)) == 576
+    assert len(await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hi"})) == 576
+    server.embedding_dimensions = 640  # another model behind the same name
+    with pytest.raises(
+        ModelError, match=r"returned 640 dimensions where it returned 576 before; restart the character"
+    ):
+        await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hello again"})
+
+
+async def test_a_server_answering_a_vector_per_token_is_named_for_it(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    """llama.cpp's server without pooling: a list of vectors per input."""
+    per_token = {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [[0.1, 0.2], [0.3, 0.4]]}]}
+    server.script_embeddings(Body(json.dumps(per_token)))
+    runtime = await make_runtime({"OPENAI_BASE_URL": server.url, "OPENAI_EMBEDDING_MODEL": "smollm2"})
+    expected = (
+        r"answered one vector per token, not one per text: the server does not pool them \(start llama.cpp's "
+        r"server with --pooling mean, or serve an embedding model\), or set OPENAI_EMBEDDING_MODEL to none"
+    )
+    with pytest.raises(ModelError, match=expected):
+        await runtime.use(ModelType.TEXT_EMBEDDING, None)
 
 
 async def test_embedding_sends_no_dimensions_to_other_models(
@@ -292,6 +321,7 @@ async def test_embedding_sends_no_dimensions_to_other_models(
     assert len(await runtime.use(ModelType.TEXT_EMBEDDING, {"text": "hi"})) == 768
     assert "dimensions" not in server.requests_for("embeddings")[0].json
     assert len(await runtime.use(ModelType.TEXT_EMBEDDING, None)) == 768
+    assert "dimensions" not in server.requests_for("embeddings")[1].json
 
 
 async def test_embedding_of_the_wrong_length_names_both_lengths(

@@ -16,7 +16,7 @@ from plugins.openai._parse import (
     parse_image_description,
     parse_json_object,
     parse_vectors,
-    probe_vector,
+    per_token_vectors,
 )
 
 
@@ -81,9 +81,14 @@ def test_audio_filename_matches_the_format(audio: bytes, name: str) -> None:
     assert audio_filename(audio) == name
 
 
-def test_probe_vector_is_a_marked_zero_vector_of_the_length() -> None:
-    assert probe_vector(4) == [0.1, 0.0, 0.0, 0.0]
-    assert len(probe_vector(1536)) == 1536
+def test_per_token_vectors_are_told_from_one_vector_per_text() -> None:
+    per_token = {"data": [{"index": 0, "embedding": [[0.1, 0.2], [0.3, 0.4]]}]}
+    assert per_token_vectors(json.dumps(per_token).encode())
+    assert parse_vectors(json.dumps(per_token).encode()) is None
+    bodies: list[object] = [{"data": [{"index": 0, "embedding": [0.1, 0.2]}]}, {"data": []}, {"error": "x"}]
+    for body in bodies:
+        assert not per_token_vectors(json.dumps(body).encode())
+    assert not per_token_vectors(b"not json")
 
 
 def test_vectors_are_read_in_the_order_of_the_inputs_whatever_the_order_sent() -> None:

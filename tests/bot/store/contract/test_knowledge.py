@@ -91,6 +91,18 @@ async def test_vectors_go_in_the_column_of_their_length(store: Store) -> None:
     assert await store.get_embedding_dimension() == 384  # the agent's active dimension is untouched
 
 
+async def test_vectors_of_a_length_without_a_column_are_stored_and_searched(store: Store) -> None:
+    await store.put_knowledge_document(doc("d1", "one", "two"), src("text:x", "d1"))
+    first, second = fragment_id("d1", 0), fragment_id("d1", 1)
+    assert await store.set_knowledge_vectors([(first, vec(0, 576)), (second, mix(0, 1, 0.5, 576))]) == 2
+    assert await store.knowledge_fragments_without_vectors(576) == []
+    assert await store.knowledge_fragments_without_vectors(640) == [first, second]
+    hits = await store.search_knowledge(vec(0, 576), count=5)
+    assert [m.id for m in hits] == [first, second]
+    assert [round(m.similarity or 0, 3) for m in hits] == [1.0, 0.5]
+    assert await store.search_knowledge(vec(0, 640)) == []
+
+
 async def test_vector_search_ranks_and_applies_the_floor(store: Store) -> None:
     await store.put_knowledge_document(doc("d1", "near", "far", "middle"), src("text:x", "d1"))
     await store.set_knowledge_vectors(

@@ -106,10 +106,44 @@ async def test_wrong_length_vectors_raise_embedding_dimension_error(store: Store
     assert isinstance(EmbeddingDimensionError("x"), ValueError)
 
 
-async def test_unsupported_dimensions_raise_value_error(store: Store) -> None:
-    with pytest.raises(ValueError, match="Unsupported embedding dimension 100: use one of 384, 512, 768"):
-        await store.ensure_embedding_dimension(100)
+async def test_lengths_no_store_takes_raise_value_error(store: Store) -> None:
+    for dim in (0, -1, 16001):
+        with pytest.raises(ValueError, match=rf"Unsupported embedding dimension {dim}: use a length from 1 to 16000"):
+            await store.ensure_embedding_dimension(dim)
     assert sorted(DIMENSION_MAP) == [384, 512, 768, 1024, 1536, 3072]
+
+
+async def test_a_length_without_a_column_of_its_own_is_stored_and_searched_exactly(store: Store) -> None:
+    """A 576-length model (SmolLM2's): stored, read back, searched, deduplicated like any other."""
+    await store.ensure_embedding_dimension(576)
+    assert await store.get_embedding_dimension() == 576
+    e1 = await store.create_memory(make_memory("e1", embedding=vec(0, 576)), "facts")
+    e2 = await store.create_memory(make_memory("e2", embedding=mix(0, 1, 0.8, 576)), "facts")
+    e3 = await store.create_memory(make_memory("e3", embedding=vec(575, 576)), "facts")
+    found = await store.search_memories(vec(0, 576), "facts")
+    assert [m.id for m in found] == [e1, e2, e3]
+    assert [m.similarity for m in found] == pytest.approx([1.0, 0.8, 0.0], abs=1e-6)
+    assert found[0].embedding == vec(0, 576)
+    got = await store.get_memory(e3)
+    assert got is not None and got.embedding == vec(575, 576)
+    dup = await store.create_memory(make_memory("again", embedding=vec(0, 576)), "facts")
+    assert [m.id for m in await store.search_memories(vec(0, 576), "facts", unique=True)] == [e1, e2, e3]
+    assert await store.update_memory(dup, embedding=vec(1, 576))
+    assert [m.id for m in await store.search_memories(vec(1, 576), "facts", count=1)] == [dup]
+    with pytest.raises(EmbeddingDimensionError, match="has 384 dimensions but the active embedding dimension is 576"):
+        await store.create_memory(make_memory("x", embedding=vec(0)), "facts")
+
+
+async def test_two_lengths_without_a_column_hide_each_others_vectors(store: Store) -> None:
+    await store.ensure_embedding_dimension(576)
+    old = await store.create_memory(make_memory("old", embedding=vec(0, 576)), "facts")
+    await store.ensure_embedding_dimension(640)
+    new = await store.create_memory(make_memory("new", embedding=vec(0, 640)), "facts")
+    assert [m.id for m in await store.search_memories(vec(0, 640), "facts")] == [new]
+    listed = {m.id: m.embedding for m in await store.get_memories(table="facts")}
+    assert listed == {old: None, new: vec(0, 640)}
+    await store.ensure_embedding_dimension(576)
+    assert [m.id for m in await store.search_memories(vec(0, 576), "facts")] == [old]
 
 
 async def test_switching_dimension_hides_rows_of_the_other_dimension(store: Store) -> None:

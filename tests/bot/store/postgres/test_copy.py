@@ -86,6 +86,27 @@ async def test_a_copied_troupe_has_every_row_and_answers_as_it_did(tmp_path: Pat
         assert (await after.get_memories(table="messages", room_id=R, count=1))[0].id == fresh
 
 
+async def test_vectors_of_a_length_without_a_sqlite_column_of_its_own_are_copied(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    path = tmp_path / "troupe.db"
+    rng = random.Random(5)
+    vectors = [[rng.uniform(-1, 1) for _ in range(576)] for _ in range(4)]
+    async with Database(path) as db:
+        a = await seed_agent(db, A, users=(U,), rooms=(R,))
+        await a.ensure_embedding_dimension(576)
+        for n, v in enumerate(vectors):
+            await a.create_memory(make_memory(f"fact {n}", embedding=v), "facts")
+    report = await copy_store(path, postgres_url)
+    assert report.matches and report.target["embeddings"] == 4
+    async with Database(path) as sqlite, PostgresDatabase(postgres_url) as postgres:
+        before, after = sqlite.for_agent(A), postgres.for_agent(A)
+        assert await after.get_embedding_dimension() == 576
+        old = [(m.id, m.embedding) for m in await before.search_memories(vectors[2], "facts")]
+        new = [(m.id, m.embedding) for m in await after.search_memories(vectors[2], "facts")]
+        assert new == old and len(new) == 4
+
+
 def test_the_command_copies_once_and_refuses_a_database_that_holds_a_troupe(
     tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
