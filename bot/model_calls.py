@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import plugins as plugin_registry
 from .errors import ModelError
-from .models import ModelType
+from .models import ContextLength, ModelType
 
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
@@ -32,6 +32,7 @@ class _Entry:
     provider: str
     priority: int
     order: int
+    context_length: ContextLength | None = None
 
 
 class ModelHandlers:
@@ -43,14 +44,28 @@ class ModelHandlers:
         self._entries: dict[ModelType, list[_Entry]] = {}
         self._registered = 0
 
-    def register(self, kind: ModelType, handler: ModelHandler, provider: str, priority: int) -> None:
+    def register(
+        self,
+        kind: ModelType,
+        handler: ModelHandler,
+        provider: str,
+        priority: int,
+        context_length: ContextLength | None = None,
+    ) -> None:
         entries = self._entries.setdefault(kind, [])
-        entries.append(_Entry(handler, provider, priority, self._registered))
+        entries.append(_Entry(handler, provider, priority, self._registered, context_length))
         self._registered += 1
         entries.sort(key=lambda e: (-e.priority, e.order))
 
     def serves(self, kind: ModelType) -> bool:
         return bool(self._entries.get(kind))
+
+    def context_length(self, kind: ModelType) -> int | None:
+        """The context window of the model that answers ``kind`` first; None when it does not say."""
+        entries = self._entries.get(kind)
+        if not entries or entries[0].context_length is None:
+            return None
+        return entries[0].context_length()
 
     async def call(self, kind: ModelType, params: Any, provider: str | None) -> Any:
         """See :meth:`AgentRuntime.use_model <bot.runtime.AgentRuntime.use_model>`."""

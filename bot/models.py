@@ -25,6 +25,11 @@ IMAGE               :class:`ImageParams`                  ``list[OutgoingFile]``
                                                           drawn (bot/outgoing.py), at least one
 ==================  ====================================  =======================================
 
+A text handler may say how long a prompt its model takes: ``register_model(..., context_length=f)``
+with ``f()`` the model's context window in tokens (prompt and reply together), or ``None`` when
+unknown; asked afresh each time, so a plugin may learn it while running (from a server's
+refusal). ``runtime.context_length(type)`` gives the best handler's answer; prompts are built to it.
+
 A streaming TEXT_TO_SPEECH handler returns once the first audio has arrived, so a refused key or
 an unknown voice fails inside ``use_model`` (and the next handler is tried) rather than later
 while the audio is being played.
@@ -38,6 +43,7 @@ from enum import StrEnum
 from typing import Literal, NotRequired, Protocol, TypedDict, TypeVar
 
 __all__ = [
+    "ContextLength",
     "EmbeddingBatchParams",
     "EmbeddingParams",
     "ImageDescriptionParams",
@@ -194,6 +200,10 @@ class _Character(Protocol):
 
 _T = TypeVar("_T")
 
+#: How many tokens a handler's model takes in one request, prompt and reply together; ``None``
+#: when unknown (see the module docstring).
+ContextLength = Callable[[], int | None]
+
 
 class _Shared(Protocol):
     def one(self, kind: type[_T]) -> _T: ...
@@ -213,7 +223,14 @@ class ModelHost(Protocol):
     def get_setting(self, key: str) -> str | None: ...
 
     def register_model(
-        self, model_type: ModelType, handler: Callable[..., Awaitable[object]], provider: str, priority: int, /
+        self,
+        model_type: ModelType,
+        handler: Callable[..., Awaitable[object]],
+        provider: str,
+        priority: int,
+        /,
+        *,
+        context_length: ContextLength | None = None,
     ) -> None: ...
 
     def on_close(self, callback: Callable[[], Awaitable[None]], /) -> None: ...

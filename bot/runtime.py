@@ -34,7 +34,7 @@ from .links import Links
 from .messages import IncomingMessage, MessageHandler, Outcome, Status
 from .metrics import Metrics
 from .model_calls import ModelHandler, ModelHandlers
-from .models import ModelType, model_type
+from .models import ContextLength, ModelType, model_type
 from .settings import character_setting
 from .shared import Shared
 from .state import StateComposer
@@ -244,12 +244,26 @@ class AgentRuntime:
         :class:`~bot.components.ServiceKey`."""
         return self.services.get(str(name))
 
-    def register_model(self, type: ModelType | str, handler: ModelHandler, provider: str, priority: int = 0) -> None:
-        """Serve ``type`` with ``handler``; higher priority first, ties by registration order."""
-        self._models.register(model_type(type), handler, provider, priority)
+    def register_model(
+        self,
+        type: ModelType | str,
+        handler: ModelHandler,
+        provider: str,
+        priority: int = 0,
+        *,
+        context_length: ContextLength | None = None,
+    ) -> None:
+        """Serve ``type`` with ``handler``; higher priority first, ties by registration order.
+        ``context_length`` tells how long a prompt the handler's model takes (bot/models.py)."""
+        self._models.register(model_type(type), handler, provider, priority, context_length)
 
     def has_model(self, type: ModelType | str) -> bool:
         return self._models.serves(model_type(type))
+
+    def context_length(self, type: ModelType | str) -> int | None:
+        """The context window, in tokens, of the model that answers ``type`` first; None when
+        its plugin does not say (prompts are then not cut to fit)."""
+        return self._models.context_length(model_type(type))
 
     def register_event(self, name: str, handler: EventHandler) -> None:
         self._events.setdefault(event_name(name), []).append(handler)

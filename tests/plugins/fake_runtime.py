@@ -26,6 +26,7 @@ class Registration:
     handler: Callable[[Any, Any], Awaitable[Any]]
     provider: str
     priority: int
+    context_length: Callable[[], int | None] | None = None
 
 
 @dataclass
@@ -43,8 +44,16 @@ class FakeRuntime:
     def get_setting(self, key: str) -> str | None:
         return self.settings.get(key)
 
-    def register_model(self, model_type: ModelType, handler: Any, provider: str, priority: int) -> None:
-        self.models.append(Registration(model_type, handler, provider, priority))
+    def register_model(
+        self,
+        model_type: ModelType,
+        handler: Any,
+        provider: str,
+        priority: int,
+        *,
+        context_length: Callable[[], int | None] | None = None,
+    ) -> None:
+        self.models.append(Registration(model_type, handler, provider, priority, context_length))
 
     def on_close(self, callback: Callable[[], Awaitable[None]]) -> None:
         self.closers.append(callback)
