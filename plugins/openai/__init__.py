@@ -75,6 +75,7 @@ async def setup(runtime: ModelHost) -> None:
     """
     # The SDK is imported here, not at the top, so that discovering ``meta`` stays cheap.
     from ._batching import EmbeddingBatches
+    from ._context import LearnedContexts
     from ._handlers import OpenAIModels
     from ._pools import HttpPools
     from ._vectors import SharedVectors
@@ -88,6 +89,7 @@ async def setup(runtime: ModelHost) -> None:
         vectors=shared.one(SharedVectors),
         pools=shared.one(HttpPools),
         batches=shared.one(EmbeddingBatches),
+        contexts=shared.one(LearnedContexts),
     )
     runtime.on_close(models.aclose)
     models.register(runtime)

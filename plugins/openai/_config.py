@@ -46,6 +46,10 @@ _KNOWN_DIMENSIONS = {
 # on some key, and sending the agent's real OpenAI key to another host would leak it.
 _NO_KEY = "no-key"
 
+# A window smaller than this leaves no room for a prompt and a reply; larger than this is a typo.
+_MIN_CONTEXT = 512
+_MAX_CONTEXT = 10_000_000
+
 _ALL_TYPES = frozenset(ModelType)
 _CHAT_TYPES = frozenset({ModelType.TEXT_SMALL, ModelType.TEXT_LARGE, ModelType.OBJECT_SMALL, ModelType.OBJECT_LARGE})
 
@@ -103,6 +107,9 @@ class ProviderConfig:
     tts_instructions: str | None
     timeout_s: float
     max_retries: int
+    context_length: int | None = None
+    """``MODEL_CONTEXT_LENGTH``: the text models' context window in tokens; ``None`` when unset
+    (the preset's guess, or what the server's refusal says: ``_context``)."""
 
     def endpoints(self) -> list[Endpoint]:
         """Each distinct endpoint once (chat first)."""
@@ -190,8 +197,15 @@ class _Settings(SettingReader):
                 "OPENAI_TIMEOUT_S", 30.0
             ),  # 3 tries + backoff stay inside MODEL_TIMEOUT_S (120 s)
             max_retries=self.count("OPENAI_MAX_RETRIES", 2),
+            context_length=self.context_length(),
             **preset,
         )
+
+    def context_length(self) -> int | None:
+        """``MODEL_CONTEXT_LENGTH``, checked; ``None`` when unset."""
+        if self.optional("MODEL_CONTEXT_LENGTH") is None:
+            return None
+        return self.whole("MODEL_CONTEXT_LENGTH", _MIN_CONTEXT, _MIN_CONTEXT, _MAX_CONTEXT)
 
     def image_size(self) -> str:
         """``OPENAI_IMAGE_SIZE`` or ``IMAGE_SIZE``: ``<width>x<height>`` or ``auto``."""

@@ -16,7 +16,7 @@ from typing import Any
 from openai.types.chat import ChatCompletionMessageParam
 
 from bot.bodies import BodyTooLarge
-from bot.errors import ModelError, ModelRequestRejected
+from bot.errors import ModelContextExceeded, ModelError, ModelRequestRejected
 from bot.models import (
     EmbeddingBatchParams,
     EmbeddingParams,
@@ -36,6 +36,7 @@ from bot.types import JSON
 from ._batching import EmbeddingBatches
 from ._calls import Calls
 from ._config import Endpoint, ProviderConfig, display_url
+from ._context import LearnedContexts, preset_context_length
 from ._parse import (
     ChatReply,
     DrawnImage,
@@ -56,6 +57,9 @@ __all__ = ["OpenAIModels"]
 
 # Named after the public package, like every troupe logger.
 _log = logging.getLogger("plugins.openai")
+
+# The types whose prompts are built to the model's context window.
+_TEXT_MODELS = frozenset({ModelType.TEXT_SMALL, ModelType.TEXT_LARGE, ModelType.OBJECT_SMALL, ModelType.OBJECT_LARGE})
 
 _JSON_INSTRUCTION = "Reply with one JSON object and nothing else."
 _IMAGE_QUESTION = "Describe this image."
@@ -82,12 +86,14 @@ class OpenAIModels:
         vectors: SharedVectors | None = None,
         pools: HttpPools | None = None,
         batches: EmbeddingBatches | None = None,
+        contexts: LearnedContexts | None = None,
     ) -> None:
         self.config = config
         self.agent = agent
         self._calls = Calls(config, agent=agent, pools=pools)  # the daemon's pools, shared by its characters
         self._vectors = vectors or SharedVectors()  # the daemon's, so that its characters share requests
         self._batches = batches or EmbeddingBatches()  # the daemon's: texts asked for together share a request
+        self._contexts = contexts or LearnedContexts()  # the daemon's: windows servers named when refusing
         # Embedding endpoints (base URLs) that refused base64: asked for floats from then on.
         self._floats_only: set[str] = set()
 
@@ -110,7 +116,29 @@ class OpenAIModels:
         for kind, handler in handlers.items():
             if kind not in self.config.types:
                 continue
-            runtime.register_model(kind, handler, self._endpoint(kind).provider, self.config.priority)
+            window = self._context_length_of(kind) if kind in _TEXT_MODELS else None
+            runtime.register_model(
+                kind, handler, self._endpoint(kind).provider, self.config.priority, context_length=window
+            )
+
+    def context_length(self, kind: ModelType) -> int:
+        """The context window of ``kind``'s model: what its server said when it refused a longer
+        prompt, else ``MODEL_CONTEXT_LENGTH``, else the preset's guess."""
+        model = self._model_of(kind)
+        base_url = self.config.chat.base_url
+        learned = self._contexts.get(base_url, model)
+        if learned is not None:
+            return learned
+        if self.config.context_length is not None:
+            return self.config.context_length
+        return preset_context_length(self.config.preset, base_url, model)
+
+    def _context_length_of(self, kind: ModelType) -> Callable[[], int]:
+        return lambda: self.context_length(kind)
+
+    def _model_of(self, kind: ModelType) -> str:
+        small = kind in (ModelType.TEXT_SMALL, ModelType.OBJECT_SMALL)
+        return self.config.small_model if small else self.config.large_model
 
     async def aclose(self) -> None:
         """Close every client; safe to call again."""
@@ -325,9 +353,20 @@ class OpenAIModels:
             if params.get(name) is not None:
                 extra[name] = params[name]
         on_delta = params.get("on_delta")
-        if on_delta is not None:
-            return await self._streamed_text(kind, model, messages, on_delta, extra)
-        return await self._chat(kind, model, {"model": model, "messages": messages, **extra})
+        try:
+            if on_delta is not None:
+                return await self._streamed_text(kind, model, messages, on_delta, extra)
+            return await self._chat(kind, model, {"model": model, "messages": messages, **extra})
+        except ModelContextExceeded as exc:
+            if exc.limit is not None and self._contexts.learn(self.config.chat.base_url, model, exc.limit):
+                _log.info(
+                    "%s: %s at %s takes %d tokens at most; prompts are built to fit from now on",
+                    self.agent,
+                    model,
+                    display_url(self.config.chat.base_url),
+                    exc.limit,
+                )
+            raise
 
     async def _streamed_text(
         self,
