@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.buttons import Press
 from bot.components import PressHandler, State
-from bot.errors import ModelError, StoreError
+from bot.errors import ModelContextExceeded, ModelError, StoreError
 from bot.events import EventType
 from bot.messages import IncomingMessage, NativeRef, Outcome, ReplyChannel, Status
 from bot.models import ModelType
@@ -35,6 +35,7 @@ from bot.types import Claim, Memory, Room, RoomState, now_ms
 
 from ._acting import run_actions, run_evaluators
 from ._attachments import process_attachments
+from ._budget import DECISION_REPLY_TOKENS, PLAN_REPLY_TOKENS, prompt_for
 from ._claiming import claim_for, finish, refusal
 from ._delivery import Delivery, bound_text, max_reply_chars
 from ._embedding import embeddings
@@ -42,7 +43,6 @@ from ._gate import Decision, Rule, Verdict, decide
 from ._incoming import MESSAGES, store_incoming
 from ._parse import parse_response
 from ._plan import Plan
-from ._prompts import render, template
 from ._recovery import keep_recovering
 from ._streaming import ReplyWatcher
 from ._troupe import DEFAULT_WAIT_S, Cue, Part, Scene, Troupe, Voice, about, ask_model
@@ -448,9 +448,9 @@ class MessagePipeline:
         """RESPOND, IGNORE or STOP; an unreadable answer means IGNORE, no answer ``_UNREACHABLE``."""
         rt = self.runtime
         state = await rt.compose_state(message, _DECIDE_PROVIDERS, only_include=True)
-        prompt = render(template(rt.character.templates, "shouldRespondTemplate"), state.values, rng=rt.rng)
+        prompt = prompt_for(rt, state, "shouldRespondTemplate", ModelType.TEXT_SMALL, DECISION_REPLY_TOKENS)
         try:
-            raw = await rt.use_model(ModelType.TEXT_SMALL, {"prompt": prompt})
+            raw = await prompt.ask()
         except ModelError as exc:
             _log.warning("%s: could not decide whether to respond: %s", rt.character.name, exc)
             return _UNREACHABLE
@@ -463,13 +463,21 @@ class MessagePipeline:
         """Ask the large model what to do; up to three tries for a reply that parses. When there
         is no plan, the outcome that says why."""
         rt = self.runtime
-        prompt = render(template(rt.character.templates, "messageHandlerTemplate"), state.values, rng=rt.rng)
-        for attempt in range(1, _PLAN_ATTEMPTS + 1):
-            params: dict[str, Any] = {"prompt": prompt}
+        prompt = prompt_for(rt, state, "messageHandlerTemplate", ModelType.TEXT_LARGE, PLAN_REPLY_TOKENS)
+        attempt = 0
+        while attempt < _PLAN_ATTEMPTS:
+            attempt += 1
+            params: dict[str, Any] = {"prompt": prompt.prompt}
             if stream is not None and attempt == 1:
                 params["on_delta"] = ReplyWatcher(stream).feed
             try:
                 raw = await rt.use_model(ModelType.TEXT_LARGE, params)
+            except ModelContextExceeded as exc:
+                if prompt.shrink(exc):  # too long for the model: once more, smaller (not a parse attempt)
+                    attempt -= 1
+                    continue
+                _log.warning("%s: no reply: %s", rt.character.name, exc)
+                return Outcome(Status.MODEL_UNREACHABLE, exc.reason_for(rt.character.name))
             except ModelError as exc:
                 _log.warning("%s: no reply: %s", rt.character.name, exc)
                 return Outcome(Status.MODEL_UNREACHABLE, exc.reason_for(rt.character.name))

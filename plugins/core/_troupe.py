@@ -39,9 +39,9 @@ from bot.messages import NativeRef
 from bot.models import ModelType
 from bot.types import Memory
 
+from ._budget import DECISION_REPLY_TOKENS, prompt_for
 from ._gate import Decision, Verdict
 from ._parse import parse_response
-from ._prompts import render, template
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -326,6 +326,6 @@ async def ask_model(asking: Voice, voices: Sequence[Voice]) -> str:
     assert runtime is not None and message is not None  # every undecided voice carries both
     state = await runtime.compose_state(message, _DECISION_PROVIDERS, only_include=True)
     members = "\n".join(f"- {v.name}: {v.about}" if v.about else f"- {v.name}" for v in voices)
-    values = {**state.values, "troupeMembers": members, "troupeNames": ", ".join(v.name for v in voices)}
-    prompt = render(template(runtime.character.templates, "troupeDecisionTemplate"), values, rng=runtime.rng)
-    return str(await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt}) or "")
+    values = {"troupeMembers": members, "troupeNames": ", ".join(v.name for v in voices)}
+    prompt = prompt_for(runtime, state, "troupeDecisionTemplate", ModelType.TEXT_SMALL, DECISION_REPLY_TOKENS, values)
+    return str(await prompt.ask() or "")
