@@ -49,6 +49,7 @@ __all__ = [
     "REFLECTION_REPLY_TOKENS",
     "Section",
     "sections_of",
+    "SUMMARY_REPLY_TOKENS",
 ]
 
 _log = logging.getLogger(__name__)
@@ -58,6 +59,7 @@ _log = logging.getLogger(__name__)
 PLAN_REPLY_TOKENS = 1024
 DECISION_REPLY_TOKENS = 256
 REFLECTION_REPLY_TOKENS = 1024
+SUMMARY_REPLY_TOKENS = 512
 
 # What the chat format adds around the system prompt and the prompt (role markers, a template's
 # special tokens), and what the estimate may miss: kept free.
