@@ -116,11 +116,18 @@ class Section:
 
 
 def _join(sections: Sequence[Section]) -> str:
+    """The sections' texts, each after its separator; an empty one hands its separator on when it
+    is the shorter (a provider's first section, joined to the one before by a single line break)."""
     out = ""
+    pending: str | None = None
     for section in sections:
+        before = section.before if pending is None or len(section.before) < len(pending) else pending
         text = section.render()
-        if text:
-            out = f"{out}{section.before}{text}" if out else text
+        if not text:
+            pending = before
+            continue
+        out = f"{out}{before}{text}" if out else text
+        pending = None
     return out
 
 

@@ -9,12 +9,12 @@ from typing import Any
 from bot.errors import ModelContextExceeded
 from bot.messages import Status
 from bot.models import ModelType
-from bot.types import ChannelType
-from plugins.core._budget import Cut, Piece, Section, fit_prompt, reply_reserve
+from bot.types import ChannelType, Memory
+from plugins.core._budget import Cut, Piece, Section, fit_prompt, provider_sections, reply_reserve
 from plugins.core._prompts import render
 from plugins.core._tokens import estimate_tokens
 
-from .harness import plan
+from .harness import HUMAN, plan
 
 TEMPLATE = "<context>\n{{providers}}\n</context>\n<rules>Answer briefly.</rules>"
 EXAMPLES = [
@@ -78,6 +78,15 @@ def test_a_very_long_newest_message_is_shortened_with_a_note() -> None:
     assert "Sam: word0 word1" in prompt and "word2999" not in prompt
     assert re.search(r"\[… \d+ more characters of this message were cut to fit the model's context\]", prompt)
     assert "Sam: line" not in prompt  # the old lines went before the newest was shortened
+
+
+async def test_the_sections_of_a_state_join_as_its_providers_text(harness) -> None:
+    h = await harness(ChannelType.DM, messageExamples=EXAMPLES)
+    for text in ("hello", "", "and again"):  # the first: no conversation before it; then one without text
+        message = Memory(entity_id=HUMAN, room_id=h.room, content={"text": text, "source": "discord"})
+        await h.rt.store.create_memory(message, "messages")
+        state = await h.rt.compose_state(message, ["ACTIONS"])
+        assert fit_prompt(TEMPLATE, {}, {"providers": provider_sections(state)}, None) == render(TEMPLATE, state.values)
 
 
 async def test_the_plan_prompt_cuts_old_lines_before_the_example_conversations(harness) -> None:
