@@ -8,7 +8,8 @@ the budget (by :func:`~plugins.core._tokens.estimate_tokens`), pieces go in this
 1. older messages of the conversation, oldest first;
 2. example conversations and posts (the character's, the actions');
 3. other long sections (knowledge, facts, relationships …), longest first;
-4. the message being answered is shortened, with a note saying so; never dropped.
+4. the actions' descriptions (their names stay in the prompt);
+5. the message being answered is shortened, with a note saying so; never dropped.
 
 The character's core (bio, directions), the rules and the output format are never cut: a prompt
 that is still over the budget goes as it is, and the server's refusal says so
@@ -85,9 +86,10 @@ class Cut(IntEnum):
     OLD_MESSAGE = 1
     EXAMPLES = 2
     LONG_SECTION = 3
-    NEWEST_MESSAGE = 4
+    DESCRIPTIONS = 4
+    NEWEST_MESSAGE = 5
     """Shortened, never dropped."""
-    NEVER = 5
+    NEVER = 6
 
 
 @dataclass(slots=True)
@@ -209,7 +211,7 @@ def _cut(pieces: list[Piece], over: int, *, floor: int) -> bool:
     """Take ``over`` tokens out of ``pieces`` in the order of :class:`Cut`, the newest message
     kept to ``floor`` tokens at least; whether anything was cut."""
     cut_any = False
-    for kind in (Cut.OLD_MESSAGE, Cut.EXAMPLES, Cut.LONG_SECTION):
+    for kind in (Cut.OLD_MESSAGE, Cut.EXAMPLES, Cut.LONG_SECTION, Cut.DESCRIPTIONS):
         candidates = [p for p in pieces if p.cut is kind]
         if kind is not Cut.OLD_MESSAGE:  # the conversation goes oldest first, the rest longest first
             candidates.sort(key=lambda p: -len(p.text))

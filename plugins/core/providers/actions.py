@@ -99,8 +99,12 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
     return ProviderResult(
         text=text,
         values={"actionNames": names, "actionsWithDescriptions": described, "actionExamples": examples_text},
-        # The examples are what a prompt short of room gives up (_budget); the list never is.
-        data={"actionsData": offered, "sections": [Section.of(described), Section.of(examples_text, Cut.EXAMPLES)]},
+        # What a prompt short of room gives up (_budget): the examples, at last the descriptions;
+        # the names stay in the template's list of actions.
+        data={
+            "actionsData": offered,
+            "sections": [Section.of(described, Cut.DESCRIPTIONS), Section.of(examples_text, Cut.EXAMPLES)],
+        },
     )
 
 

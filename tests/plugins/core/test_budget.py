@@ -49,12 +49,13 @@ def test_without_a_budget_nothing_is_cut() -> None:
     )
 
 
-def test_old_messages_go_first_oldest_first_then_examples_then_long_sections() -> None:
+def test_old_messages_go_first_oldest_first_then_examples_long_sections_and_descriptions() -> None:
     core = Section.of("# About Ada\nAda designs analytical engines.")
     examples = Section.of("# Examples\n" + "Sam: tell me a long story about engines\n" * 20, Cut.EXAMPLES)
     knowledge = Section.of("# Knowledge\n" + "engines compute numbers\n" * 30, Cut.LONG_SECTION)
     received = Section([Piece("Sam: and now?", Cut.NEWEST_MESSAGE)], "# Received Message")
-    parts = slots(core, knowledge, examples, conversation(20), received)
+    described = Section.of("# Available Actions\nREPLY: say something back", Cut.DESCRIPTIONS)
+    parts = slots(described, core, knowledge, examples, conversation(20), received)
     full = estimate_tokens(fit_prompt(TEMPLATE, {}, parts, None))
 
     fewer_lines = fit_prompt(TEMPLATE, {}, parts, full - 30)
@@ -64,10 +65,13 @@ def test_old_messages_go_first_oldest_first_then_examples_then_long_sections() -
     no_examples = fit_prompt(TEMPLATE, {}, parts, full - 300)
     assert "Sam: line" not in no_examples and "# Examples" not in no_examples and "# Knowledge" in no_examples
 
+    no_knowledge = fit_prompt(TEMPLATE, {}, parts, full - 500)
+    assert "# Knowledge" not in no_knowledge and "# Available Actions" in no_knowledge
+
     bare = fit_prompt(TEMPLATE, {}, parts, 40)
-    assert "# Knowledge" not in bare
+    assert "# Available Actions" not in bare
     assert "Ada designs analytical engines." in bare and "Sam: and now?" in bare and "Answer briefly." in bare
-    assert parts["providers"][1].pieces[0].text.startswith("# Knowledge")  # the caller's sections are left as they were
+    assert parts["providers"][2].pieces[0].text.startswith("# Knowledge")  # the caller's sections are left as they were
 
 
 def test_a_very_long_newest_message_is_shortened_with_a_note() -> None:
