@@ -50,6 +50,7 @@ class SmallServer:
     wording: str
     requests: list[tuple[str, int, bool]] = field(default_factory=list)  # (model, tokens, refused)
     accepted: list[str] = field(default_factory=list)  # the prompts of the plans answered
+    bounds: list[int] = field(default_factory=list)  # their max_tokens
     replies: int = 0
 
     def __call__(self, body: dict[str, Any]) -> str | Fail:
@@ -64,6 +65,7 @@ class SmallServer:
             return REFLECTION
         self.replies += 1
         self.accepted.append(body["messages"][-1]["content"])
+        self.bounds.append(int(body.get("max_tokens") or 0))
         return reply(f"Answer {self.replies}.")
 
     def refusals(self, model: str = "gpt-4o") -> int:
@@ -99,6 +101,8 @@ async def test_a_refused_prompt_is_built_again_smaller_and_the_window_learned(tm
     assert len(plans) - len(refused_at) == len(said)  # one accepted plan per line
     if names_window:
         assert len(refused_at) == 1  # the window learned: prompts built to it from then on
+    # The reply's bound is counted as part of the request: a quarter of the small window, not 1,024.
+    assert small.bounds == [512] * len(said)
 
 
 async def test_a_very_long_line_is_cut_with_a_note_and_the_next_line_leaves_it_out(tmp_path: Path) -> None:

@@ -250,7 +250,9 @@ def _shorten(text: str, over: int, floor: int) -> str:
 @dataclass(slots=True)
 class FittedPrompt:
     """A prompt for one model call, built to the budget, and built again smaller, once, when the
-    server refuses it as too long for the context window."""
+    server refuses it as too long for the context window. The reply's bound goes with it
+    (:meth:`params`): on a small window the budget left the reply less than ``reply_tokens``, and
+    a server counts the bound as part of the request."""
 
     runtime: AgentRuntime
     kind: ModelType
@@ -258,18 +260,24 @@ class FittedPrompt:
     build: Callable[[int | None], str]
     """The prompt for a budget (None: no budget)."""
     prompt: str = field(init=False)
+    window: int | None = field(init=False)
+    """The context window the prompt was built to; None when unknown."""
     budget: int | None = field(init=False)
     _shrunk: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
-        self.budget = prompt_budget(self.runtime, self.kind, self.reply_tokens)
+        self.window = self.runtime.context_length(self.kind)
+        self.budget = None if self.window is None else _window_budget(self.runtime, self.reply_tokens, self.window)
         self.prompt = self.build(self.budget)
 
     @property
     def max_tokens(self) -> int:
         """The bound on the reply the budget left room for (``reply_tokens``, less on a small window)."""
-        window = self.runtime.context_length(self.kind)
-        return self.reply_tokens if window is None else reply_reserve(self.reply_tokens, window)
+        return self.reply_tokens if self.window is None else reply_reserve(self.reply_tokens, self.window)
+
+    def params(self, **extra: object) -> dict[str, Any]:
+        """What ``use_model`` is given: the prompt, the reply's bound, and ``extra``."""
+        return {**extra, "prompt": self.prompt, "max_tokens": self.max_tokens}
 
     def shrink(self, refusal: ModelContextExceeded) -> bool:
         """Build the prompt again to the window the server named, else to half the size of the
@@ -279,11 +287,13 @@ class FittedPrompt:
             return False
         self._shrunk = True
         size = estimate_tokens(self.prompt)
-        if refusal.limit is not None:
-            named = _window_budget(self.runtime, self.reply_tokens, refusal.limit)
-            smaller = named if named < size else size // 2  # named yet not smaller: the estimate was low
-        else:
-            smaller = min(size // 2, _window_budget(self.runtime, self.reply_tokens, _SMALLEST_WINDOW))
+        self.window = (
+            refusal.limit if refusal.limit is not None else min(self.window or _SMALLEST_WINDOW, _SMALLEST_WINDOW)
+        )
+        fits = _window_budget(self.runtime, self.reply_tokens, self.window)
+        # Half the size when the named window does not make it smaller (the estimate was low), and
+        # when the server did not say (at most what the smallest window takes).
+        smaller = fits if refusal.limit is not None and fits < size else min(size // 2, fits)
         _log.info(
             "%s: the model refused a prompt of about %d tokens as too long; building one of %d",
             self.runtime.character.name,
@@ -294,16 +304,15 @@ class FittedPrompt:
         self.prompt = self.build(smaller)
         return True
 
-    async def ask(self, params: Mapping[str, object] | None = None) -> Any:
-        """Call the model with the prompt (and ``params``); refused as too long, once more with a
-        smaller one. Raises what ``use_model`` raises."""
-        extra = dict(params or {})
+    async def ask(self) -> Any:
+        """Call the model with the prompt; refused as too long, once more with a smaller one.
+        Raises what ``use_model`` raises."""
         try:
-            return await self.runtime.use_model(self.kind, {**extra, "prompt": self.prompt})
+            return await self.runtime.use_model(self.kind, self.params())
         except ModelContextExceeded as exc:
             if not self.shrink(exc):
                 raise
-        return await self.runtime.use_model(self.kind, {**extra, "prompt": self.prompt})
+        return await self.runtime.use_model(self.kind, self.params())
 
 
 def prompt_for(

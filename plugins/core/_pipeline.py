@@ -467,7 +467,7 @@ class MessagePipeline:
         attempt = 0
         while attempt < _PLAN_ATTEMPTS:
             attempt += 1
-            params: dict[str, Any] = {"prompt": prompt.prompt}
+            params = prompt.params()
             if stream is not None and attempt == 1:
                 params["on_delta"] = ReplyWatcher(stream).feed
             try:
