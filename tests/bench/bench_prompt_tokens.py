@@ -1,6 +1,6 @@
 """What a turn's plan prompt costs, part by part, in estimated tokens.
 
-    .venv/bin/python tests/bench/bench_prompt_tokens.py [characters/iris.json] [--context 2048] [--lines 12]
+    .venv/bin/python tests/bench/bench_prompt_tokens.py [characters/iris.json] [--context 2048] [--lines 12] [--seed 0]
 
 Runs the pipeline for a character (its model plugins left out: scripted models answer) in a
 direct-message room: ``--lines`` short lines of conversation, then one more, and prints the
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import re
 import sys
 import tempfile
@@ -53,12 +54,13 @@ def parts_of(prompt: str) -> list[tuple[str, int]]:
     return parts
 
 
-async def main(character_file: Path, context: int | None, lines: int) -> None:
+async def main(character_file: Path, context: int | None, lines: int, seed: int) -> None:
     data: dict[str, Any] = json.loads(character_file.read_text())
     data.pop("plugins", None)  # scripted models instead of the character's model plugins
     with tempfile.TemporaryDirectory() as tmp:
         async with Database(Path(tmp) / "t.db") as db, harnesses(db, Path(tmp)) as make:
             h = await make(ChannelType.DM, **data)
+            h.rt.rng = random.Random(seed)  # the same sample of the character every run
             prompts: list[str] = []
 
             async def large(runtime: Any, params: dict[str, Any]) -> str:
@@ -92,5 +94,6 @@ if __name__ == "__main__":
     parser.add_argument("character", nargs="?", default="characters/iris.json", type=Path)
     parser.add_argument("--context", type=int, default=None, help="the model's context window, in tokens")
     parser.add_argument("--lines", type=int, default=12, help="lines of conversation before the measured one")
+    parser.add_argument("--seed", type=int, default=0, help="which sample of the character's bio and examples")
     args = parser.parse_args()
-    asyncio.run(main(args.character, args.context, args.lines))
+    asyncio.run(main(args.character, args.context, args.lines, args.seed))
