@@ -136,3 +136,21 @@ async def test_a_refusal_for_length_is_answered_once_with_a_smaller_prompt(harne
     before = h.large_calls
     outcome = await h.say("and another")
     assert outcome.status is Status.MODEL_UNREACHABLE and h.large_calls - before == 2  # once, not for ever
+
+
+async def test_the_decision_whether_to_answer_is_built_to_the_small_models_window(harness) -> None:
+    h = await harness(ChannelType.GROUP)
+    prompts: list[str] = []
+    bounds: set[int] = set()
+
+    async def small(runtime: Any, params: dict[str, Any]) -> str:
+        prompts.append(params["prompt"])
+        bounds.add(params["max_tokens"])
+        return "<response><action>IGNORE</action></response>"
+
+    h.rt.register_model(ModelType.TEXT_SMALL, small, "window", 100, context_length=lambda: 2048)
+    for n in range(40):
+        await h.say(f"line number {n}: " + "the weather is fine and the sea is calm today " * 5)
+    assert bounds == {256} and all(estimate_tokens(p) <= 2048 - 256 - 64 for p in prompts)
+    last = prompts[-1]
+    assert "line number 39:" in last and "line number 8:" not in last  # the oldest of the window went first
