@@ -45,9 +45,9 @@ __all__ = [
     "PLAN_REPLY_TOKENS",
     "prompt_budget",
     "prompt_for",
-    "reply_reserve",
     "provider_sections",
     "REFLECTION_REPLY_TOKENS",
+    "reply_reserve",
     "Section",
     "sections_of",
     "SUMMARY_REPLY_TOKENS",
@@ -94,6 +94,8 @@ class Cut(IntEnum):
 
 @dataclass(slots=True)
 class Piece:
+    """A part of a section that is cut as one (``text`` emptied, or shortened)."""
+
     text: str
     cut: Cut = Cut.NEVER
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["ContextRefusal", "LearnedContexts", "context_refusal", "preset_context_length"]
+__all__ = ["context_refusal", "ContextRefusal", "LearnedContexts", "preset_context_length"]
 
 # What a refusal for length says (any case); a 400 saying none of it is some other refusal.
 _WORDING = re.compile(
