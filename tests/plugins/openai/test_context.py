@@ -98,3 +98,16 @@ async def test_the_setting_gives_the_window(server: FakeOpenAIServer, make_runti
     assert window(runtime, ModelType.TEXT_LARGE) == 32_768
     with pytest.raises(ConfigError, match="MODEL_CONTEXT_LENGTH must be a whole number from 512"):
         await make_runtime({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url, "MODEL_CONTEXT_LENGTH": "lots"})
+
+
+async def test_a_streamed_answer_refused_for_length_is_read_the_same(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    runtime = await make_runtime({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url})
+    message = "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens."
+    server.script_chat(Fail(400, times=1, message=message), "ok")
+    pieces: list[str] = []
+    with pytest.raises(ModelContextExceeded) as refused:
+        await runtime.use(ModelType.TEXT_LARGE, {"prompt": "a long one", "on_delta": pieces.append})
+    assert refused.value.limit == 4096 and pieces == []
+    assert window(runtime, ModelType.TEXT_LARGE) == 4096
