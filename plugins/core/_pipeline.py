@@ -472,13 +472,10 @@ class MessagePipeline:
                 params["on_delta"] = ReplyWatcher(stream).feed
             try:
                 raw = await rt.use_model(ModelType.TEXT_LARGE, params)
-            except ModelContextExceeded as exc:
-                if prompt.shrink(exc):  # too long for the model: once more, smaller (not a parse attempt)
-                    attempt -= 1
-                    continue
-                _log.warning("%s: no reply: %s", rt.character.name, exc)
-                return Outcome(Status.MODEL_UNREACHABLE, exc.reason_for(rt.character.name))
             except ModelError as exc:
+                if isinstance(exc, ModelContextExceeded) and prompt.shrink(exc):
+                    attempt -= 1  # too long for the model: once more, smaller (not a parse attempt)
+                    continue
                 _log.warning("%s: no reply: %s", rt.character.name, exc)
                 return Outcome(Status.MODEL_UNREACHABLE, exc.reason_for(rt.character.name))
             plan = Plan.of(parse_response(raw))
