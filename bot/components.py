@@ -65,6 +65,8 @@ class State:
     values: JSON = field(default_factory=dict)
     providers: dict[str, ProviderResult] = field(default_factory=dict)
     data: JSON = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    """The providers whose texts make ``text`` (and ``values["providers"]``), in that order."""
 
 
 @dataclass(slots=True)

@@ -14,6 +14,8 @@
     └── ModelError                   a model call failed (provider, model_type)
         ├── ModelAuthError           the key was refused
         ├── ModelRateLimited         the provider asked us to slow down (retry_after)
+        ├── ModelRequestRejected     the request was refused as asked (HTTP 400/422)
+        │   └── ModelContextExceeded the prompt was longer than the model's context (limit)
         └── ModelUnavailable         timeout, connection failure or server error
     └── SendError                    a platform could not deliver a message the agent started
     └── PartlySent                   a message in pieces stopped part-way (sent)
@@ -39,6 +41,7 @@ __all__ = [
     "EXIT_TEMPFAIL",
     "EmbeddingDimensionError",
     "ModelAuthError",
+    "ModelContextExceeded",
     "ModelError",
     "ModelRateLimited",
     "ModelRequestRejected",
@@ -226,6 +229,17 @@ class ModelRequestRejected(ModelError):
     value it does not support, a prompt it will not take. Asking the same again fails again."""
 
     __slots__ = ()
+
+
+class ModelContextExceeded(ModelRequestRejected):
+    """The server refused the prompt as longer than the model's context window. ``limit`` is the
+    window in tokens when the server said it (``None`` otherwise): a shorter prompt may pass."""
+
+    __slots__ = ("limit",)
+
+    def __init__(self, message: str, *, limit: int | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.limit = limit
 
 
 class ModelUnavailable(ModelError):

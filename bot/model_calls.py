@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import plugins as plugin_registry
 from .errors import ModelError
-from .models import ModelType
+from .models import ContextLength, ModelType
 from .time_limits import time_limit
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ class _Entry:
     order: int
     timeout_s: float | None
     """The longest the handler says it may take (its own timeouts and retries); ``None``: unsaid."""
+    context_length: ContextLength | None = None
 
 
 class ModelHandlers:
@@ -46,15 +47,28 @@ class ModelHandlers:
         self._registered = 0
 
     def register(
-        self, kind: ModelType, handler: ModelHandler, provider: str, priority: int, timeout_s: float | None = None
+        self,
+        kind: ModelType,
+        handler: ModelHandler,
+        provider: str,
+        priority: int,
+        timeout_s: float | None = None,
+        context_length: ContextLength | None = None,
     ) -> None:
         entries = self._entries.setdefault(kind, [])
-        entries.append(_Entry(handler, provider, priority, self._registered, timeout_s))
+        entries.append(_Entry(handler, provider, priority, self._registered, timeout_s, context_length))
         self._registered += 1
         entries.sort(key=lambda e: (-e.priority, e.order))
 
     def serves(self, kind: ModelType) -> bool:
         return bool(self._entries.get(kind))
+
+    def context_length(self, kind: ModelType) -> int | None:
+        """The context window of the model that answers ``kind`` first; None when it does not say."""
+        entries = self._entries.get(kind)
+        if not entries or entries[0].context_length is None:
+            return None
+        return entries[0].context_length()
 
     async def call(self, kind: ModelType, params: Any, provider: str | None) -> Any:
         """See :meth:`AgentRuntime.use_model <bot.runtime.AgentRuntime.use_model>`."""

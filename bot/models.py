@@ -26,6 +26,11 @@ IMAGE               :class:`ImageParams`                  ``list[OutgoingFile]``
                                                           drawn (bot/outgoing.py), at least one
 ==================  ====================================  =======================================
 
+A text handler may say how long a prompt its model takes: ``register_model(..., context_length=f)``
+with ``f()`` the model's context window in tokens (prompt and reply together), or ``None`` when
+unknown; asked afresh each time, so a plugin may learn it while running (from a server's
+refusal). ``runtime.context_length(type)`` gives the best handler's answer; prompts are built to it.
+
 A streaming TEXT_TO_SPEECH handler returns once the first audio has arrived, so a refused key or
 an unknown voice fails inside ``use_model`` (and the next handler is tried) rather than later
 while the audio is being played.
@@ -42,6 +47,7 @@ if TYPE_CHECKING:
     from .metrics import Metrics
 
 __all__ = [
+    "ContextLength",
     "EmbeddingBatchParams",
     "EmbeddingParams",
     "ImageDescriptionParams",
@@ -220,6 +226,10 @@ class _Character(Protocol):
 
 _T = TypeVar("_T")
 
+#: How many tokens a handler's model takes in one request, prompt and reply together; ``None``
+#: when unknown (see the module docstring).
+ContextLength = Callable[[], int | None]
+
 
 class _Shared(Protocol):
     def one(self, kind: type[_T]) -> _T: ...
@@ -249,8 +259,10 @@ class ModelHost(Protocol):
         /,
         *,
         timeout_s: float | None = None,
+        context_length: ContextLength | None = None,
     ) -> None:
-        """``timeout_s``: the longest the handler may take by its own timeouts and retries."""
+        """``timeout_s``: the longest the handler may take by its own timeouts and retries;
+        ``context_length``: how long a prompt its model takes."""
         ...
 
     def on_close(self, callback: Callable[[], Awaitable[None]], /) -> None: ...

@@ -35,7 +35,7 @@ from .links import Links
 from .messages import IncomingMessage, MessageHandler, Outcome, Status
 from .metrics import Metrics
 from .model_calls import ModelHandler, ModelHandlers
-from .models import ModelType, model_type
+from .models import ContextLength, ModelType, model_type
 from .settings import character_setting
 from .shared import Shared
 from .state import StateComposer
@@ -253,16 +253,23 @@ class AgentRuntime:
         priority: int = 0,
         *,
         timeout_s: float | None = None,
+        context_length: ContextLength | None = None,
     ) -> None:
         """Serve ``type`` with ``handler``; higher priority first, ties by registration order.
 
         ``timeout_s`` is the longest the handler may take by its own timeouts and retries: unless
         ``MODEL_TIMEOUT_S`` is set, a call to it is given that long when it is above the default.
+        ``context_length`` tells how long a prompt the handler's model takes (bot/models.py).
         """
-        self._models.register(model_type(type), handler, provider, priority, timeout_s)
+        self._models.register(model_type(type), handler, provider, priority, timeout_s, context_length)
 
     def has_model(self, type: ModelType | str) -> bool:
         return self._models.serves(model_type(type))
+
+    def context_length(self, type: ModelType | str) -> int | None:
+        """The context window, in tokens, of the model that answers ``type`` first; None when
+        its plugin does not say (prompts are then not cut to fit)."""
+        return self._models.context_length(model_type(type))
 
     def register_event(self, name: str, handler: EventHandler) -> None:
         self._events.setdefault(event_name(name), []).append(handler)

@@ -50,7 +50,8 @@ class StateComposer:
         for result in results:
             values.update(result.values)
         values["providers"] = text
-        state = State(text=text, values=values, providers=by_name, data=dict(base.data))
+        order = [p.name for p, r in zip(selected, results, strict=True) if r.text]
+        state = State(text=text, values=values, providers=by_name, data=dict(base.data), order=order)
         if message.id is not None:
             self._cache[message.id] = state
             self._cache.move_to_end(message.id)

@@ -2,8 +2,12 @@
 
 Follows elizaOS plugin-bootstrap's ``providers/character.ts`` (character.md §6.2): a shuffled
 slice of the bio, one adjective, one topic plus up to five others, the style directions for chat
-or posts, a few example conversations (or posts), and the system prompt. All randomness comes
-from the ``rng`` passed in, so a seeded ``random.Random`` gives byte-identical output.
+or posts, and a few example conversations (or posts). All randomness comes from the ``rng``
+passed in, so a seeded ``random.Random`` gives byte-identical output.
+
+Unlike upstream, the text leaves out the system prompt: every model call sends it as the system
+message already (bot/models.py), and a second copy in the prompt only costs tokens. It stays in
+the values (``system``) for templates that name it.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ class CharacterContext:
 
     text: str
     """The sections that are not empty, joined with a blank line."""
+    sections: tuple[str, ...] = ()
+    """Those sections, in order (``examples`` among them: what a prompt short of room gives up)."""
     values: dict[str, str] = field(default_factory=dict)
     """Template values: ``agentName``, ``bio``, ``topic``, ``examples`` and the rest (§6.2), plus ``lore``."""
 
@@ -117,7 +123,6 @@ def character_context(character: Character, *, rng: random.Random, is_post: bool
         topics,
         directions,
         examples,
-        system,
     ]
     values = {
         "agentName": name,
@@ -134,4 +139,5 @@ def character_context(character: Character, *, rng: random.Random, is_post: bool
         "characterMessageExamples": message_examples,
         "lore": lore,
     }
-    return CharacterContext(text="\n\n".join(s for s in sections if s), values=values)
+    shown = tuple(s for s in sections if s)
+    return CharacterContext(text="\n\n".join(shown), sections=shown, values=values)

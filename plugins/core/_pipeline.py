@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from bot.answer_lengths import DECISION_TOKENS, PLAN_TOKENS
 from bot.buttons import Press
 from bot.components import PressHandler, State
-from bot.errors import ModelError, StoreError
+from bot.errors import ModelContextExceeded, ModelError, StoreError
 from bot.events import EventType
 from bot.messages import IncomingMessage, NativeRef, Outcome, ReplyChannel, Status
 from bot.models import ModelType
@@ -37,6 +37,7 @@ from bot.types import Claim, Memory, Room, RoomState, now_ms
 
 from ._acting import find_action, run_actions, run_evaluators
 from ._attachments import process_attachments
+from ._budget import prompt_for
 from ._claiming import claim_for, finish, refusal
 from ._delivery import Delivery, bound_text, max_reply_chars
 from ._embedding import embeddings
@@ -46,9 +47,9 @@ from ._parse import parse_response
 from ._parse_rate import AnswerKind, count_answer
 from ._placeholders import Placeholders
 from ._plan import Plan
-from ._prompts import render, template
+from ._prompts import template
 from ._recovery import keep_recovering
-from ._schemas import SHOULD_RESPOND, plan_schema, text_params
+from ._schemas import SHOULD_RESPOND, plan_schema
 from ._streaming import ReplyWatcher
 from ._troupe import DEFAULT_WAIT_S, Cue, Part, Scene, Troupe, Voice, about, ask_model
 from .actions._room_state import set_state
@@ -454,16 +455,14 @@ class MessagePipeline:
         """RESPOND, IGNORE or STOP; an unreadable answer means IGNORE, no answer ``_UNREACHABLE``."""
         rt = self.runtime
         state = await rt.compose_state(message, _DECIDE_PROVIDERS, only_include=True)
-        templates, name = rt.character.templates, "shouldRespondTemplate"
-        decision_template = template(templates, name)
-        prompt = render(decision_template, state.values, rng=rt.rng)
-        params = text_params(templates, name, prompt, SHOULD_RESPOND) | {"max_tokens": DECISION_TOKENS}
+        name = "shouldRespondTemplate"
+        prompt = prompt_for(rt, state, name, ModelType.TEXT_SMALL, DECISION_TOKENS, schema=SHOULD_RESPOND)
         try:
-            raw = await rt.use_model(ModelType.TEXT_SMALL, params)
+            raw = await prompt.ask()
         except ModelError as exc:
             _log.warning("%s: could not decide whether to respond: %s", rt.character.name, exc)
             return _UNREACHABLE
-        placeholders = Placeholders.of(decision_template, state.values)
+        placeholders = Placeholders.of(template(rt.character.templates, name), state.values)
         parsed = placeholders.without(parse_response(raw), agent=rt.character.name, kind="should respond") or {}
         action = parsed.get("action")
         choice = str((action[-1] if isinstance(action, list) and action else action) or "").strip().upper()
@@ -475,18 +474,22 @@ class MessagePipeline:
         is no plan, the outcome that says why."""
         rt = self.runtime
         name = rt.character.name
-        templates = rt.character.templates
-        handler_template = template(templates, "messageHandlerTemplate")
-        prompt = render(handler_template, state.values, rng=rt.rng)
-        placeholders = Placeholders.of(handler_template, state.values)
-        asked = text_params(templates, "messageHandlerTemplate", prompt, plan_schema(_offered_actions(state)))
-        for attempt in range(1, _PLAN_ATTEMPTS + 1):
-            params = asked | {"max_tokens": self._plan_tokens()}
+        handler = "messageHandlerTemplate"
+        placeholders = Placeholders.of(template(rt.character.templates, handler), state.values)
+        schema = plan_schema(_offered_actions(state))
+        prompt = prompt_for(rt, state, handler, ModelType.TEXT_LARGE, self._plan_tokens(), schema=schema)
+        attempt = 0
+        while attempt < _PLAN_ATTEMPTS:
+            attempt += 1
+            params = prompt.params()
             if stream is not None and attempt == 1:
                 params["on_delta"] = ReplyWatcher(stream, placeholders).feed  # reads the text of JSON and of XML
             try:
                 raw = await rt.use_model(ModelType.TEXT_LARGE, params)
             except ModelError as exc:
+                if isinstance(exc, ModelContextExceeded) and prompt.shrink(exc):
+                    attempt -= 1  # too long for the model: once more, smaller (not a parse attempt)
+                    continue
                 _log.warning("%s: no reply: %s", name, exc)
                 return Outcome(Status.MODEL_UNREACHABLE, exc.reason_for(name))
             plan = Plan.of(placeholders.without(parse_response(raw), agent=name, kind="plan"))

@@ -17,7 +17,7 @@ from bot.models import ResponseSchema
 
 from ._templates import DEFAULT_TEMPLATES
 
-__all__ = ["REFLECTION", "SHOULD_RESPOND", "plan_schema", "text_params", "troupe_decision_schema"]
+__all__ = ["REFLECTION", "SHOULD_RESPOND", "plan_schema", "schema_for", "troupe_decision_schema"]
 
 _TEXT: dict[str, Any] = {"type": "string"}
 
@@ -78,10 +78,10 @@ REFLECTION = ResponseSchema(
 )
 
 
-def text_params(templates: Mapping[str, str], name: str, prompt: str, schema: ResponseSchema) -> dict[str, Any]:
-    """The TEXT params of ``prompt``, made of template ``name``: with ``schema``, unless the
-    character replaced that template (its answer's fields are its own)."""
+def schema_for(templates: Mapping[str, str], name: str, schema: ResponseSchema) -> ResponseSchema | None:
+    """``schema`` for a prompt made of template ``name``; None when the character replaced that
+    template (its answer's fields are its own)."""
     override = templates.get(name)
     if isinstance(override, str) and override.strip() and override != DEFAULT_TEMPLATES.get(name):
-        return {"prompt": prompt}
-    return {"prompt": prompt, "schema": schema}
+        return None
+    return schema

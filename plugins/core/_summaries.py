@@ -3,7 +3,7 @@
 The window's messages are read from the store (its most recent :data:`MAX_MESSAGES` at most;
 the agent's decisions not to speak left out) and written one a line, ``HH:MM Name: text`` with
 the titles of attachments. The lines are cut into chunks of about ``SUMMARY_CHUNK_TOKENS``
-tokens (estimated as characters / 4; default 3000), each chunk is summarised by TEXT_SMALL
+tokens (estimated as characters / 4; default 3000, less on a small model's context window), each chunk is summarised by TEXT_SMALL
 (``conversationSummaryTemplate``, a few at once), and when there was more than one chunk the
 parts are combined by one more call (``summaryCombineTemplate``; in rounds, should the parts
 themselves overflow a chunk). A model failure is an answer that says so, never an exception.
@@ -17,13 +17,14 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bot.answer_lengths import words_tokens
+from bot.answer_lengths import SUMMARY_TOKENS, words_tokens
 from bot.components import ConversationSummary
 from bot.errors import ModelError
 from bot.models import ModelType
 from bot.outgoing import file_name_part
 from bot.types import Memory
 
+from ._budget import prompt_budget
 from ._delivery import ONE_MESSAGE_CHARS
 from ._parse import parse_response
 from ._placeholders import Placeholders
@@ -48,6 +49,8 @@ _log = logging.getLogger(__name__)
 DEFAULT_CHUNK_TOKENS = 3000
 _MIN_CHUNK_TOKENS = 250
 _CHARS_PER_TOKEN = 4  # the estimate: good enough for English, cautious for code
+_TEMPLATE_TOKENS = 400  # what the summary templates take around a chunk (their rules, the request)
+_WINDOW_CHARS_PER_TOKEN = 3  # as plugins/core/_tokens.py counts prose, erring high
 _LINE_CHARS = 2000  # one message's share of a chunk, at most
 _PAGE = 200  # rows read from the store at a time
 _MAX_ROWS = 4 * MAX_MESSAGES  # rows read at most for one window (decisions not to speak included)
@@ -230,8 +233,10 @@ async def summarize(
     if not memories:
         return ConversationSummary(f"Nothing to summarise: no messages {label}.")
     names = await entity_names(runtime, [m.entity_id for m in memories])
-    tokens = max(_MIN_CHUNK_TOKENS, runtime.get_int("SUMMARY_CHUNK_TOKENS", DEFAULT_CHUNK_TOKENS))
-    budget = tokens * _CHARS_PER_TOKEN
+    budget = max(_MIN_CHUNK_TOKENS, runtime.get_int("SUMMARY_CHUNK_TOKENS", DEFAULT_CHUNK_TOKENS)) * _CHARS_PER_TOKEN
+    fits = prompt_budget(runtime, ModelType.TEXT_SMALL, SUMMARY_TOKENS)
+    if fits is not None:  # a chunk and its template within the small model's window, as prompts count
+        budget = min(budget, max(_MIN_CHUNK_TOKENS, fits - _TEMPLATE_TOKENS) * _WINDOW_CHARS_PER_TOKEN)
     chunks = chunk_lines([_line(m, names) for m in memories], budget)
     room_name = await _room_name(runtime, room_id)
     values = {"agentName": name, "roomName": room_name, "request": request}

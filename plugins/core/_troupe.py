@@ -40,11 +40,11 @@ from bot.messages import NativeRef
 from bot.models import ModelType
 from bot.types import Memory
 
+from ._budget import prompt_for
 from ._gate import Decision, Verdict
 from ._parse import parse_response
 from ._parse_rate import AnswerKind, count_answer
-from ._prompts import render, template
-from ._schemas import text_params, troupe_decision_schema
+from ._schemas import troupe_decision_schema
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -329,13 +329,12 @@ async def ask_model(asking: Voice, voices: Sequence[Voice]) -> str:
     assert runtime is not None and message is not None  # every undecided voice carries both
     state = await runtime.compose_state(message, _DECISION_PROVIDERS, only_include=True)
     members = "\n".join(f"- {v.name}: {v.about}" if v.about else f"- {v.name}" for v in voices)
-    values = {**state.values, "troupeMembers": members, "troupeNames": ", ".join(v.name for v in voices)}
-    templates, name = runtime.character.templates, "troupeDecisionTemplate"
-    prompt = render(template(templates, name), values, rng=runtime.rng)
-    params = text_params(templates, name, prompt, troupe_decision_schema([v.name for v in voices])) | {
-        "max_tokens": DECISION_TOKENS
-    }
-    raw = str(await runtime.use_model(ModelType.TEXT_SMALL, params) or "")
+    values = {"troupeMembers": members, "troupeNames": ", ".join(v.name for v in voices)}
+    schema = troupe_decision_schema([v.name for v in voices])
+    prompt = prompt_for(
+        runtime, state, "troupeDecisionTemplate", ModelType.TEXT_SMALL, DECISION_TOKENS, values, schema=schema
+    )
+    raw = str(await prompt.ask() or "")
     parsed = parse_response(raw)
     count_answer(runtime, AnswerKind.TROUPE_DECISION, parsed=parsed is not None and "answer" in parsed)
     return raw

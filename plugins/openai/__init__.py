@@ -108,6 +108,7 @@ async def setup(runtime: ModelHost) -> None:
     """
     # The SDK is imported here, not at the top, so that discovering ``meta`` stays cheap.
     from ._batching import EmbeddingBatches
+    from ._context import LearnedContexts
     from ._handlers import OpenAIModels
     from ._pools import HttpPools
     from ._structured import OutputForms
@@ -124,6 +125,7 @@ async def setup(runtime: ModelHost) -> None:
         batches=shared.one(EmbeddingBatches),
         forms=shared.one(OutputForms),
         waiting=runtime.metrics.model_requests_waiting,
+        contexts=shared.one(LearnedContexts),
     )
     runtime.on_close(models.aclose)
     models.register(runtime)

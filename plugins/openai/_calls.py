@@ -21,12 +21,20 @@ import aiohttp
 import openai
 
 from bot.bodies import BodyTooLarge
-from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelRequestRejected, ModelUnavailable
+from bot.errors import (
+    ModelAuthError,
+    ModelContextExceeded,
+    ModelError,
+    ModelRateLimited,
+    ModelRequestRejected,
+    ModelUnavailable,
+)
 from bot.metrics import Gauge
 from bot.models import ModelType
 from bot.redact import scrub_secret
 
 from ._config import Endpoint, ProviderConfig, display_url
+from ._context import context_refusal
 from ._pools import HttpPools
 from ._posting import MAX_REPLY_BYTES, HttpStatusError, get_bytes, post_json, retry_after, user_agent
 from ._queue import ServerQueue
@@ -248,6 +256,16 @@ class Calls:
             )
         if status >= 500:
             return self._error(kind, endpoint, ModelUnavailable, f"{where}: server error HTTP {status}: {detail}")
+        refused = context_refusal(status, body)
+        if refused is not None:
+            window = f" of {refused.limit} tokens" if refused.limit else ""
+            return self._error(
+                kind,
+                endpoint,
+                ModelContextExceeded,
+                f"{where}: the prompt is longer than the model's context window{window} (HTTP {status}): {detail}",
+                limit=refused.limit,
+            )
         cls = ModelRequestRejected if status in (400, 422) else ModelError
         return self._error(kind, endpoint, cls, f"{where}: HTTP {status}: {detail}")
 

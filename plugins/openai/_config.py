@@ -53,6 +53,9 @@ _NO_KEY = "no-key"
 # request would only queue a retry behind it: one try, long enough, and no second one.
 _LOCAL_TIMEOUT_S = 300.0
 _CLOUD_TIMEOUT_S = 30.0  # 3 tries + back-off stay inside MODEL_TIMEOUT_S (120 s)
+# A window smaller than this leaves no room for a prompt and a reply; larger than this is a typo.
+_MIN_CONTEXT = 512
+_MAX_CONTEXT = 10_000_000
 
 _ALL_TYPES = frozenset(ModelType)
 _CHAT_TYPES = frozenset({ModelType.TEXT_SMALL, ModelType.TEXT_LARGE, ModelType.OBJECT_SMALL, ModelType.OBJECT_LARGE})
@@ -144,6 +147,9 @@ class ProviderConfig:
     structured_output: OutputForm = OutputForm.JSON_SCHEMA
     """The first form a schema is asked in (``OPENAI_STRUCTURED_OUTPUT``); a refused one falls
     back to the next (``_structured``)."""
+    context_length: int | None = None
+    """``MODEL_CONTEXT_LENGTH``: the text models' context window in tokens; ``None`` when unset
+    (the preset's guess, or what the server's refusal says: ``_context``)."""
 
     def endpoints(self) -> list[Endpoint]:
         """Each distinct endpoint once (chat first)."""
@@ -261,6 +267,7 @@ class _Settings(SettingReader):
             max_retries=self.count("OPENAI_MAX_RETRIES", 2),
             server=kind,
             max_concurrency=self.count("OPENAI_MAX_CONCURRENCY", 1 if local else 0),
+            context_length=self.context_length(),
             **preset,
         )
 
@@ -278,6 +285,12 @@ class _Settings(SettingReader):
                 f"llama-cpp-python's server, none for a server that takes no JSON schema)",
                 agent=self.agent,
             ) from None
+
+    def context_length(self) -> int | None:
+        """``MODEL_CONTEXT_LENGTH``, checked; ``None`` when unset."""
+        if self.optional("MODEL_CONTEXT_LENGTH") is None:
+            return None
+        return self.whole("MODEL_CONTEXT_LENGTH", _MIN_CONTEXT, _MIN_CONTEXT, _MAX_CONTEXT)
 
     def image_size(self) -> str:
         """``OPENAI_IMAGE_SIZE`` or ``IMAGE_SIZE``: ``<width>x<height>`` or ``auto``."""

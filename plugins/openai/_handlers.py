@@ -16,7 +16,7 @@ from typing import Any
 from openai.types.chat import ChatCompletionMessageParam
 
 from bot.bodies import BodyTooLarge
-from bot.errors import ModelError, ModelRequestRejected
+from bot.errors import ModelContextExceeded, ModelError, ModelRequestRejected
 from bot.metrics import Gauge
 from bot.models import (
     EmbeddingBatchParams,
@@ -38,6 +38,7 @@ from bot.types import JSON
 from ._batching import EmbeddingBatches
 from ._calls import Calls, http_status
 from ._config import Endpoint, ProviderConfig, display_url
+from ._context import LearnedContexts, preset_context_length
 from ._parse import (
     ChatReply,
     DrawnImage,
@@ -59,6 +60,9 @@ __all__ = ["OpenAIModels"]
 
 # Named after the public package, like every troupe logger.
 _log = logging.getLogger("plugins.openai")
+
+# The types whose prompts are built to the model's context window.
+_TEXT_MODELS = frozenset({ModelType.TEXT_SMALL, ModelType.TEXT_LARGE, ModelType.OBJECT_SMALL, ModelType.OBJECT_LARGE})
 
 _JSON_INSTRUCTION = "Reply with one JSON object and nothing else."
 _IMAGE_QUESTION = "Describe this image."
@@ -89,6 +93,7 @@ class OpenAIModels:
         batches: EmbeddingBatches | None = None,
         forms: OutputForms | None = None,
         waiting: Gauge | None = None,
+        contexts: LearnedContexts | None = None,
     ) -> None:
         self.config = config
         self.agent = agent
@@ -97,6 +102,7 @@ class OpenAIModels:
         self._vectors = vectors or SharedVectors()  # the daemon's, so that its characters share requests
         self._batches = batches or EmbeddingBatches()  # the daemon's: texts asked for together share a request
         self._forms = forms or OutputForms()  # the daemon's: a server's refused schema form is learned once
+        self._contexts = contexts or LearnedContexts()  # the daemon's: windows servers named when refusing
         # Embedding endpoints (base URLs) that refused base64: asked for floats from then on.
         self._floats_only: set[str] = set()
         # The length of the embedding model's vectors: the setting's, else the first answer's.
@@ -127,9 +133,34 @@ class OpenAIModels:
         for kind, handler in handlers.items():
             if kind not in self.config.types:
                 continue
+            window = self._context_length_of(kind) if kind in _TEXT_MODELS else None
             runtime.register_model(
-                kind, handler, self._endpoint(kind).provider, self.config.priority, timeout_s=self.longest_call_s
+                kind,
+                handler,
+                self._endpoint(kind).provider,
+                self.config.priority,
+                timeout_s=self.longest_call_s,
+                context_length=window,
             )
+
+    def context_length(self, kind: ModelType) -> int:
+        """The context window of ``kind``'s model: what its server said when it refused a longer
+        prompt, else ``MODEL_CONTEXT_LENGTH``, else the preset's guess."""
+        model = self._model_of(kind)
+        base_url = self.config.chat.base_url
+        learned = self._contexts.get(base_url, model)
+        if learned is not None:
+            return learned
+        if self.config.context_length is not None:
+            return self.config.context_length
+        return preset_context_length(self.config.preset, base_url, model)
+
+    def _context_length_of(self, kind: ModelType) -> Callable[[], int]:
+        return lambda: self.context_length(kind)
+
+    def _model_of(self, kind: ModelType) -> str:
+        small = kind in (ModelType.TEXT_SMALL, ModelType.OBJECT_SMALL)
+        return self.config.small_model if small else self.config.large_model
 
     async def aclose(self) -> None:
         """Close every client; safe to call again."""
@@ -378,7 +409,8 @@ class OpenAIModels:
                 answer = await self._ask(runtime, params, kind, model, extra, schema, form)
             except ModelError as exc:
                 status = http_status(exc)
-                if form is OutputForm.NONE or status not in REFUSING_STATUSES:
+                # A prompt too long for the model is refused in every form: no form to learn.
+                if form is OutputForm.NONE or status not in REFUSING_STATUSES or isinstance(exc, ModelContextExceeded):
                     raise
                 # Asked again at once in the next form, so that this turn is not lost.
                 refused.append(f"{form.value} (HTTP {status})")
@@ -420,9 +452,20 @@ class OpenAIModels:
                 extra[name] = params[name]
         extra.setdefault("max_tokens", self.config.max_tokens)  # a caller that gave none is bounded too
         on_delta = params.get("on_delta")
-        if on_delta is not None:
-            return await self._streamed_text(kind, model, messages, on_delta, extra)
-        return await self._chat(kind, model, {"model": model, "messages": messages, **extra})
+        try:
+            if on_delta is not None:
+                return await self._streamed_text(kind, model, messages, on_delta, extra)
+            return await self._chat(kind, model, {"model": model, "messages": messages, **extra})
+        except ModelContextExceeded as exc:
+            if exc.limit is not None and self._contexts.learn(self.config.chat.base_url, model, exc.limit):
+                _log.info(
+                    "%s: %s at %s takes %d tokens at most; prompts are built to fit from now on",
+                    self.agent,
+                    model,
+                    display_url(self.config.chat.base_url),
+                    exc.limit,
+                )
+            raise
 
     async def _streamed_text(
         self,

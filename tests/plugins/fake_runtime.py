@@ -28,6 +28,7 @@ class Registration:
     provider: str
     priority: int
     timeout_s: float | None = None
+    context_length: Callable[[], int | None] | None = None
 
 
 @dataclass
@@ -47,9 +48,16 @@ class FakeRuntime:
         return self.settings.get(key)
 
     def register_model(
-        self, model_type: ModelType, handler: Any, provider: str, priority: int, *, timeout_s: float | None = None
+        self,
+        model_type: ModelType,
+        handler: Any,
+        provider: str,
+        priority: int,
+        *,
+        timeout_s: float | None = None,
+        context_length: Callable[[], int | None] | None = None,
     ) -> None:
-        self.models.append(Registration(model_type, handler, provider, priority, timeout_s))
+        self.models.append(Registration(model_type, handler, provider, priority, timeout_s, context_length))
 
     def on_close(self, callback: Callable[[], Awaitable[None]]) -> None:
         self.closers.append(callback)

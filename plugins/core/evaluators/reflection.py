@@ -36,11 +36,12 @@ from bot.models import ModelType
 from bot.store import JSONValue
 from bot.types import Entity, Memory, now_ms
 
+from .._budget import Cut, FittedPrompt, Piece, Section, fit_prompt
 from .._parse import parse_response
 from .._parse_rate import AnswerKind, count_answer
 from .._placeholders import Placeholders
-from .._prompts import render, template
-from .._schemas import REFLECTION, text_params
+from .._prompts import template
+from .._schemas import REFLECTION, schema_for
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -167,24 +168,34 @@ async def _handler(
     values = {
         **recent.values,
         "agentName": runtime.character.name,
-        "knownFacts": "\n".join(str(f.content.get("text", "")) for f in known),
         "entitiesInRoom": json.dumps([{"id": e.id, "names": e.names} for e in entities], ensure_ascii=False),
-        "existingRelationships": json.dumps(
-            [
-                {"sourceEntityId": r.source_entity_id, "targetEntityId": r.target_entity_id, "tags": r.tags}
-                for r in relationships
-            ]
-        ),
         "senderName": (sender.names[0] if sender and sender.names else "someone"),
         "senderId": message.entity_id,
     }
+    relations = json.dumps(
+        [
+            {"sourceEntityId": r.source_entity_id, "targetEntityId": r.target_entity_id, "tags": r.tags}
+            for r in relationships
+        ]
+    )
+    # Short of room, the oldest lines go first, then the longest facts; the newest line stays.
+    slots = {
+        "recentMessages": _conversation(recent),
+        "knownFacts": [Section([Piece(str(f.content.get("text", "")), Cut.LONG_SECTION) for f in known])],
+        "existingRelationships": [Section.of(relations, Cut.LONG_SECTION)],
+    }
     templates, name = runtime.character.templates, "reflectionTemplate"
     reflection_template = template(templates, name)
-    prompt = render(reflection_template, values, rng=runtime.rng)
-    params = text_params(templates, name, prompt, REFLECTION) | {"max_tokens": REFLECTION_TOKENS}
+    prompt = FittedPrompt(
+        runtime,
+        ModelType.TEXT_SMALL,
+        REFLECTION_TOKENS,
+        lambda budget: fit_prompt(reflection_template, values, slots, budget, rng=runtime.rng),
+        schema_for(templates, name, REFLECTION),
+    )
     key = _cache_key(message.room_id)
     try:
-        raw = await runtime.use_model(ModelType.TEXT_SMALL, params)
+        raw = await prompt.ask()
     except ModelError:  # model_calls logged why
         cadence = _Cadence.of(await store.get_cache(key)).after_outage(runtime.clock())
         await store.set_cache(key, cadence.to_json())
@@ -201,6 +212,18 @@ async def _handler(
         await _learn(runtime, message, parsed, known, entities)
     finally:  # counts as a reflection even if storing what it found failed (see the module docstring)
         await store.set_cache(key, _Cadence(message.id).to_json())
+
+
+def _conversation(state: State) -> list[Section]:
+    """The conversation as RECENT_MESSAGES gave it (``recentMessages``), in lines that can be cut."""
+    result = state.providers.get("RECENT_MESSAGES")
+    lines = result.data.get("lines") if result is not None else None
+    if result is None or not isinstance(lines, list) or not lines:
+        return [Section.of(str(state.values.get("recentMessages") or ""))]
+    pieces = [Piece(str(line), Cut.OLD_MESSAGE) for line in lines[:-1]]
+    return [
+        Section([*pieces, Piece(str(lines[-1]), Cut.NEWEST_MESSAGE)], heading=str(result.data.get("heading") or ""))
+    ]
 
 
 async def _learn(

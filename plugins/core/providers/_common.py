@@ -35,6 +35,7 @@ __all__ = [
     "is_decision",
     "recent_attachments",
     "relative_age",
+    "said",
 ]
 
 _log = logging.getLogger(__name__)
@@ -165,20 +166,25 @@ def format_messages(memories: Sequence[Memory], names: Mapping[str, str], now_ms
     for memory in memories:
         content = memory.content or {}
         name = names.get(memory.entity_id, UNKNOWN_USER)
-        text = str(content.get("text") or "").strip()
-        press = Press.of(content)
-        if press is not None:  # what a press says is its button's label: show that it was one
-            text = f'pressed "{press.text}"'
         age = relative_age(now_ms - memory.created_at) if memory.created_at is not None else "unknown time"
-        line = f"{clock_time(memory.created_at)} ({age}) {name}:"
-        if text:
-            line += f" {text}"
-        line += _attachment_refs(content.get("attachments"))
-        lines.append(line)
+        lines.append(f"{clock_time(memory.created_at)} ({age}) {said(memory, names)}")
         actions = [str(a) for a in content.get("actions") or [] if a]
         if actions:
             lines.append(f"({name}'s actions: {', '.join(actions)})")
     return "\n".join(lines)
+
+
+def said(memory: Memory, names: Mapping[str, str]) -> str:
+    """``Name: text`` for one message, a press shown as one, its attachments referenced inline."""
+    content = memory.content or {}
+    text = str(content.get("text") or "").strip()
+    press = Press.of(content)
+    if press is not None:  # what a press says is its button's label: show that it was one
+        text = f'pressed "{press.text}"'
+    line = f"{names.get(memory.entity_id, UNKNOWN_USER)}:"
+    if text:
+        line += f" {text}"
+    return line + _attachment_refs(content.get("attachments"))
 
 
 async def recent_attachments(runtime: AgentRuntime, message: Memory) -> list[tuple[int | None, dict[str, Any]]]:

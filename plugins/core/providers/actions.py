@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from bot.components import Action, Provider, ProviderResult, State
 from bot.types import Memory
 
+from .._budget import Cut, Section
 from .._mustache import fill_placeholders
 from ._common import fork_rng
 
@@ -98,7 +99,12 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
     return ProviderResult(
         text=text,
         values={"actionNames": names, "actionsWithDescriptions": described, "actionExamples": examples_text},
-        data={"actionsData": offered},
+        # What a prompt short of room gives up (_budget): the examples, at last the descriptions;
+        # the names stay in the template's list of actions.
+        data={
+            "actionsData": offered,
+            "sections": [Section.of(described, Cut.DESCRIPTIONS), Section.of(examples_text, Cut.EXAMPLES)],
+        },
     )
 
 

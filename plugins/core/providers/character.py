@@ -1,4 +1,4 @@
-"""CHARACTER: who the agent is — bio, mood, interests, style directions, examples, system prompt.
+"""CHARACTER: who the agent is — bio, mood, interests, style directions, examples.
 
 Sampled afresh for every prompt, seeded from ``runtime.rng`` (character.md §6.2). A FEED room (a
 feed of posts, such as a Telegram channel) gets the post format: post examples and post directions
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from bot.components import Provider, ProviderResult, State
 from bot.types import Memory
 
+from .._budget import Cut, Section
 from .._character_text import character_context
 from ._common import POST_TYPES, find_room, fork_rng
 
@@ -30,6 +31,9 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
     context = character_context(runtime.character, rng=rng, is_post=is_post)
     data: dict[str, Any] = {key: context.values.get(key, "") for key in _DATA_KEYS}
     data.update(character=runtime.character.name, isPost=is_post)
+    # Examples are what a prompt short of room gives up first, after old messages (_budget).
+    examples = context.values.get("examples", "")
+    data["sections"] = [Section.of(s, Cut.EXAMPLES if s == examples else Cut.NEVER) for s in context.sections]
     return ProviderResult(text=context.text, values=dict(context.values), data=data)
 
 

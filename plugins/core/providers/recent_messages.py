@@ -4,6 +4,11 @@ Shows the room's last ``conversation_length`` messages (``CONVERSATION_LENGTH``,
 character's ``conversationLength``, else 32), oldest first, one ``HH:MM (age) Name: text`` line
 each. Stored decisions not to speak (no text, only IGNORE) are left out. Speaker names come from
 one batched entity lookup; the agent is always its character's name.
+
+The message being answered is shown once, as the received message, not also as the last line of
+the conversation. The ``recentMessages`` value (reflection's conversation) keeps it. Its sections
+let a prompt short of room drop the oldest lines first and shorten the received message last
+(``_budget``).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import TYPE_CHECKING
 from bot.components import Provider, ProviderResult, State
 from bot.types import Memory
 
+from .._budget import Cut, Piece, Section
 from ._common import (
     MESSAGES,
     POST_TYPES,
@@ -22,6 +28,7 @@ from ._common import (
     find_room,
     format_messages,
     is_decision,
+    said,
 )
 
 if TYPE_CHECKING:
@@ -47,29 +54,38 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
             text=_EMPTY, values={"recentMessages": "", "recentMessage": ""}, data={"recentMessages": []}
         )
 
-    lines = format_messages(dialogue, names, runtime.clock())
+    now = runtime.clock()
+    per_message = [format_messages([m], names, now) for m in dialogue]
+    lines = "\n".join(per_message)
     is_post = room is not None and room.type in POST_TYPES
     heading = "# Posts in This Thread" if is_post else "# Conversation Messages"
     history = f"{heading}\n{lines}" if lines else ""
+    # Shown below as the received message: not twice.
+    earlier = [line for m, line in zip(dialogue, per_message, strict=True) if not (text_now and m.id == message.id)]
 
     newest = dialogue[-1] if dialogue else message
     newest_text = str(newest.content.get("text") or "").strip()
     recent_message = f"{names.get(newest.entity_id, UNKNOWN_USER)}: {newest_text}" if newest_text else ""
 
-    sections = [history]
+    sections = [Section([Piece(line, Cut.OLD_MESSAGE) for line in earlier], heading=heading)]
     if text_now:
-        sections.append(f"# Received Message\n{sender}: {text_now}")
-        sections.append(
+        received = Section([Piece(said(message, names), Cut.NEWEST_MESSAGE)], heading="# Received Message")
+        focus = (
             f"# Focus\nYou are replying to the message above from **{sender}**. "
             "Use the earlier messages only as context."
         )
-    text = "\n\n".join(s for s in sections if s)
+        sections += [received, Section.of(focus)]
+    text = "\n\n".join(t for t in (s.render() for s in sections) if t)
     values = {
         "recentMessages": history,
         "recentPosts": history if is_post else "",
         "recentMessage": recent_message,
     }
-    return ProviderResult(text=text, values=values, data={"recentMessages": dialogue})
+    return ProviderResult(
+        text=text,
+        values=values,
+        data={"recentMessages": dialogue, "sections": sections, "lines": per_message, "heading": heading},
+    )
 
 
 provider = Provider(

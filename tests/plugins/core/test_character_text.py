@@ -140,9 +140,10 @@ def test_placeholders_become_names_consistent_within_a_conversation() -> None:
     assert len(set(first_names)) == 5  # fresh names for each conversation
 
 
-def test_system_is_passed_through_last() -> None:
+def test_system_is_a_value_not_part_of_the_text() -> None:
+    # Every model call sends it as the system message: a copy in the prompt would be sent twice.
     ctx = character_context(make(), rng=random.Random(1))
-    assert ctx.text.endswith("\n\nYou are Ada.") and ctx.values["system"] == "You are Ada."
+    assert "You are Ada." not in ctx.text and ctx.values["system"] == "You are Ada."
 
 
 def test_minimal_character_gives_only_the_bio() -> None:

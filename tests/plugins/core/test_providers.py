@@ -168,7 +168,8 @@ async def test_compose_state_runs_the_default_providers_in_position_order(provid
     assert state.values["agentName"] == "Ada"
     assert state.text.startswith("# Available Actions\nWAVE: does wave")  # ACTIONS, position -1
     assert state.values["actionNames"] == "Possible response actions: WAVE"
-    assert state.text.index("# About Ada") < state.text.index("# Conversation Messages")
+    assert state.text.index("# About Ada") < state.text.index("# Received Message")
+    assert state.order[0] == "ACTIONS" and state.order[-1] == "RECENT_MESSAGES"
     assert "Alice: Hi Ada, how are the engines?" in state.values["recentMessages"]
 
 
@@ -214,7 +215,8 @@ async def test_character_uses_chat_format_in_chat_rooms(provider_runtime) -> Non
     assert "# Example Conversations for Ada" in result.text
     assert "Ada: A machine that computes." in result.values["examples"]
     assert result.values["postDirections"] == ""
-    assert result.text.endswith("You are Ada.")
+    assert result.text.endswith("Ada: A machine that computes.\n")
+    assert "You are Ada." not in result.text  # the system message already says it
     assert result.data["isPost"] is False
 
 
@@ -286,6 +288,7 @@ async def test_recent_messages_are_chronological_with_names_times_and_actions(pr
     assert "IGNORE" not in result.text  # the stored decision not to speak is left out
     assert result.values["recentMessage"] == "Alice: Ada, what is 2+2?"
     assert "# Received Message\nAlice: Ada, what is 2+2?" in result.text
+    assert result.text.count("Ada, what is 2+2?") == 1  # received, not also the conversation's last line
     assert "replying to the message above from **Alice**" in result.text
     assert [m.content.get("text") for m in result.data["recentMessages"]] == [
         "First!",

@@ -10,6 +10,7 @@ import pytest
 
 from bot.components import CONVERSATION_SUMMARIES
 from bot.errors import ModelError
+from bot.models import ModelType
 from bot.types import Memory, now_ms
 from plugins.core._summaries import _file_name, chunk_lines
 from plugins.core._summary_window import MAX_MESSAGES, Window, parse_window
@@ -149,6 +150,24 @@ async def test_a_long_history_is_summarised_in_chunks_each_message_in_exactly_on
     assert order == sorted(order)
     assert "Ada, tl;dr" not in "".join(re.findall(r"<conversation>.*?</conversation>", "".join(chunk_prompts), re.S))
     assert h.sent[-1]["text"].endswith("(300 messages):\n\n- all")
+
+
+async def test_a_small_model_window_makes_the_chunks_smaller(harness) -> None:
+    h = await harness()
+    prompts: list[str] = []
+
+    async def small(runtime: object, params: dict) -> str:
+        prompts.append(params["prompt"])
+        return summary("- all" if COMBINE_PROMPT in params["prompt"] else "- part")
+
+    # 2,048 tokens: 512 for the reply, the system prompt, and about 1,400 for a chunk and its template.
+    h.rt.register_model(ModelType.TEXT_SMALL, small, "window", 100, context_length=lambda: 2048)
+    await _store_history(h, 120, start=now_ms() - 3_600_000, text="about the plot and the villain")
+    h.large.append(plan("", "SUMMARIZE_CONVERSATION"))
+    await h.say("Ada, tl;dr of the last 120 messages")
+    chunks = [p for p in prompts if CHUNK_PROMPT in p]
+    assert len(chunks) > 1  # the default of 3,000 tokens would have taken all 120 lines in one
+    assert all(len(p) // 4 + 512 <= 2048 for p in chunks)  # as a typical tokenizer counts them
 
 
 async def test_by_default_it_covers_what_was_said_since_the_asker_last_wrote(harness) -> None:

@@ -166,7 +166,9 @@ async def test_a_character_answers_from_its_knowledge_through_the_pipeline(harne
     assert outcome.status == "replied"
     assert [s["text"] for s in h.sent] == ["We open at nine and close at five, Monday to Saturday."]
     prompt = h.prompts[-1]
-    assert prompt.index("# Knowledge") < prompt.index("The Honey Pot opens at nine") < prompt.index("# Conversation")
+    assert (
+        prompt.index("# Knowledge") < prompt.index("The Honey Pot opens at nine") < prompt.index("# Received Message")
+    )
 
 
 async def test_a_character_is_told_to_say_it_does_not_know(harness) -> None:

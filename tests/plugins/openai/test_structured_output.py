@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bot.errors import ConfigError, ModelRequestRejected
+from bot.errors import ConfigError, ModelContextExceeded, ModelRequestRejected
 from bot.models import ModelType
 from bot.shared import Shared
 from plugins.core._parse import parse_response
@@ -149,13 +149,24 @@ async def test_a_refusal_of_every_form_is_the_callers_error_and_teaches_nothing(
     server: FakeOpenAIServer, make_runtime: MakeRuntime
 ) -> None:
     runtime = await start(server, make_runtime)
-    server.script_chat(Fail(400, times=3, message="maximum context length exceeded"), JSON_PLAN)
-    with pytest.raises(ModelRequestRejected, match="maximum context length"):
+    server.script_chat(Fail(400, times=3, message="the request is malformed"), JSON_PLAN)
+    with pytest.raises(ModelRequestRejected, match="the request is malformed"):
         await runtime.use(ModelType.TEXT_LARGE, PLAN)
     assert asked(server) == ["json_schema", "json_object_schema", "none"]
-    # The refusal was about the prompt, not the schema: the next request asks for it again.
+    # The refusal was about the request, not the schema: the next request asks for it again.
     assert await runtime.use(ModelType.TEXT_LARGE, PLAN) == JSON_PLAN
     assert asked(server)[3:] == ["json_schema"]
+
+
+async def test_a_prompt_too_long_is_refused_once_not_in_every_form(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    runtime = await start(server, make_runtime)
+    wording = "This model's maximum context length is 2048 tokens. However, you requested 3000 tokens."
+    server.script_chat(Fail(400, times=1, message=wording), JSON_PLAN)
+    with pytest.raises(ModelContextExceeded):
+        await runtime.use(ModelType.TEXT_LARGE, PLAN)
+    assert asked(server) == ["json_schema"]  # the caller builds a smaller prompt; no form is to blame
 
 
 async def test_other_failures_are_not_taken_for_a_refused_form(
