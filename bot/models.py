@@ -38,6 +38,7 @@ while the audio is being played.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -112,11 +113,23 @@ class ResponseSchema:
     schema: Mapping[str, Any]
     """A JSON schema of one object. Every property required and no others (``additionalProperties:
     false``, nested objects too): OpenAI's strict mode takes nothing looser."""
+    replaces: str = ""
+    """The name of the prompt's section (``<output>…</output>``) that shows the answer's format in
+    words, left out when the schema is in force: it would contradict the schema, and a weak model
+    copies the example's placeholder values into the fields."""
 
     def note(self) -> str:
         """What a prompt that describes another format is told when the schema is in force."""
         keys = ", ".join(self.schema.get("properties") or {})
         return f"Write the answer as one JSON object with the keys {keys}, not as XML."
+
+    def apply(self, prompt: str) -> str:
+        """``prompt`` as it is sent when the server holds the answer to the schema: without the
+        section it replaces (when there is one), ending with :meth:`note`."""
+        if self.replaces:
+            section = re.compile(rf"\n*<{re.escape(self.replaces)}>.*?</{re.escape(self.replaces)}>\n*", re.S)
+            prompt = section.sub("\n", prompt).rstrip()
+        return f"{prompt}\n\n{self.note()}"
 
 
 class TextParams(TypedDict):

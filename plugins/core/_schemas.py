@@ -20,6 +20,9 @@ from ._templates import DEFAULT_TEMPLATES
 __all__ = ["REFLECTION", "SHOULD_RESPOND", "plan_schema", "schema_for", "troupe_decision_schema"]
 
 _TEXT: dict[str, Any] = {"type": "string"}
+# The built-in templates show the answer's format in an <output> section: an XML example whose
+# values are placeholders, left out when a server holds the answer to the schema.
+_OUTPUT = "output"
 
 
 def _names(choices: Sequence[str] = ()) -> dict[str, Any]:
@@ -43,6 +46,7 @@ def plan_schema(actions: Sequence[str] = ()) -> ResponseSchema:
     return ResponseSchema(
         "plan",
         _object(thought=_TEXT, actions=_names(actions), providers=_names(), text=_TEXT, imagePrompt=_TEXT),
+        _OUTPUT,
     )
 
 
@@ -50,12 +54,15 @@ def plan_schema(actions: Sequence[str] = ()) -> ResponseSchema:
 SHOULD_RESPOND = ResponseSchema(
     "should_respond",
     _object(name=_TEXT, reasoning=_TEXT, action={"type": "string", "enum": ["RESPOND", "IGNORE", "STOP"]}),
+    _OUTPUT,
 )
 
 
 def troupe_decision_schema(names: Sequence[str]) -> ResponseSchema:
     """Who of ``names`` answers, in order, and who is asked to stay out (``troupeDecisionTemplate``)."""
-    return ResponseSchema("troupe_decision", _object(reasoning=_TEXT, answer=_names(names), stop=_names(names)))
+    return ResponseSchema(
+        "troupe_decision", _object(reasoning=_TEXT, answer=_names(names), stop=_names(names)), _OUTPUT
+    )
 
 
 _FACT = _object(
@@ -75,6 +82,7 @@ REFLECTION = ResponseSchema(
         facts={"type": "array", "items": _FACT},
         relationships={"type": "array", "items": _RELATIONSHIP},
     ),
+    _OUTPUT,
 )
 
 

@@ -445,8 +445,8 @@ class OpenAIModels:
         constrained = response_format(form, schema) if schema is not None else None
         if constrained is not None:
             extra["response_format"] = constrained
-        note = schema.note() if constrained is not None and schema is not None else None
-        messages = self._messages(runtime, params, json_reply="response_format" in extra, note=note)
+        held = schema if constrained is not None else None
+        messages = self._messages(runtime, params, json_reply="response_format" in extra, schema=held)
         for name in ("temperature", "max_tokens", "stop"):
             if params.get(name) is not None:
                 extra[name] = params[name]
@@ -520,13 +520,13 @@ class OpenAIModels:
 
     @staticmethod
     def _messages(
-        runtime: ModelHost, params: TextParams, *, json_reply: bool, note: str | None = None
+        runtime: ModelHost, params: TextParams, *, json_reply: bool, schema: ResponseSchema | None = None
     ) -> list[ChatCompletionMessageParam]:
         # A lone surrogate (from a character file, say) would stop the request from being encoded.
         system = repair_text(params.get("system") or runtime.character.system or "") or None
         prompt = repair_text(params["prompt"])
-        if note:  # last, where it overrides the format the prompt itself describes
-            prompt = f"{prompt}\n\n{note}"
+        if schema is not None:  # the answer is held to it: the format in words goes, a note says so
+            prompt = schema.apply(prompt)
         # OpenAI rejects json_object replies unless a message mentions JSON.
         if json_reply and "json" not in f"{system or ''} {prompt}".lower():
             system = f"{system}\n\n{_JSON_INSTRUCTION}" if system else _JSON_INSTRUCTION

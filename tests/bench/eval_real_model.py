@@ -349,6 +349,7 @@ def report(name: str, lines: list[Line], calls: list[Call], status: int) -> dict
                 "plan_prompt_tokens": max(plan) if plan else None,
                 "structured": sorted({c.structured for c in mine if c.path.endswith("/chat/completions")}),
                 "replies": ln.replies,
+                "answers": [f"{c.kind} {c.status} {c.structured}: {c.answer[:300]}" for c in mine],
                 "why_not": ln.warnings[-1] if ln.warnings and not ln.replies else None,
             }
         )

@@ -26,7 +26,7 @@ from .conftest import KEY
 MakeRuntime = Callable[..., Awaitable[FakeRuntime]]
 
 SCHEMA = plan_schema(["REPLY", "IGNORE"])
-PLAN = {"prompt": "<output>XML please</output>", "schema": SCHEMA}
+PLAN = {"prompt": "Plan the turn.\n\n<output>\n<text>the message to send</text>\n</output>\n", "schema": SCHEMA}
 JSON_PLAN = json.dumps({"thought": "hm", "actions": ["REPLY"], "providers": [], "text": "Hi!", "imagePrompt": ""})
 XML_PLAN = "<response><thought>hm</thought><actions>REPLY</actions><text>Hi!</text></response>"
 
@@ -85,10 +85,9 @@ async def test_a_server_that_takes_json_schema_gets_it_and_the_answer_parses(
         "type": "json_schema",
         "json_schema": {"name": "plan", "schema": SCHEMA.schema, "strict": True},
     }
-    # The prompt's XML format is overruled, in a line at the end.
+    # The prompt's XML format, with its placeholders, gives way to a line naming the keys.
     prompt = request.json["messages"][-1]["content"]
-    assert prompt.startswith(PLAN["prompt"])
-    assert prompt.endswith("\n\n" + SCHEMA.note())
+    assert prompt == "Plan the turn.\n\n" + SCHEMA.note()
     assert "thought, actions, providers, text, imagePrompt" in SCHEMA.note()
 
 
@@ -177,6 +176,15 @@ async def test_other_failures_are_not_taken_for_a_refused_form(
     with pytest.raises(Exception, match="HTTP 404"):
         await runtime.use(ModelType.TEXT_LARGE, PLAN)
     assert asked(server) == ["json_schema"]
+
+
+async def test_a_server_refusing_every_form_gets_the_prompts_own_format(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    runtime = await start(server, make_runtime)
+    server.script_chat(taking("none"))
+    assert await runtime.use(ModelType.TEXT_LARGE, PLAN) == XML_PLAN
+    assert server.requests_for("chat")[-1].json["messages"][-1]["content"] == PLAN["prompt"]
 
 
 async def test_setting_none_sends_no_schema(server: FakeOpenAIServer, make_runtime: MakeRuntime) -> None:
