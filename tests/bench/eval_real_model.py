@@ -229,6 +229,16 @@ class RecordingProxy:
             call.answer = json.dumps(reply.get("error") or reply)[:300]
 
 
+def _plan_texts(calls: list[Call]) -> list[str]:
+    """The ``text`` of each plan answered, normalised."""
+    texts = []
+    for call in calls:
+        answer = parse_response(call.answer) if call.status < 400 else None
+        if answer and answer.get("text"):
+            texts.append(_norm(str(answer["text"])))
+    return texts
+
+
 def parsed(call: Call, fake: frozenset[str]) -> bool:
     """Whether the answer reads as its template's fields, placeholders not counted."""
     fields = _FIELDS.get(call.kind)
@@ -326,7 +336,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def report(name: str, lines: list[Line], calls: list[Call], status: int) -> dict[str, Any]:
     fake = placeholders(name)
-    real = [ln for ln in lines if any(r and _norm(r) not in fake for r in ln.replies)]
+    # A real answer is the model's own text: an action's canned notice ("I can't draw pictures
+    # here") is a reply, but not an answer to the line.
+    written = {ln.number: _plan_texts([c for c in calls if c.line == ln.number and c.kind == "plan"]) for ln in lines}
+    replied = [ln for ln in lines if any(r and _norm(r) not in fake for r in ln.replies)]
+    real = [
+        ln
+        for ln in lines
+        if any(r and _norm(r) not in fake and any(_norm(r) in t for t in written[ln.number]) for r in ln.replies)
+    ]
     placeholder_replies = [r for ln in lines for r in ln.replies if _norm(r) in fake]
     kinds: dict[str, dict[str, int]] = {}
     for call in calls:
@@ -358,6 +376,7 @@ def report(name: str, lines: list[Line], calls: list[Call], status: int) -> dict
         "status": status,
         "lines": len(lines),
         "answered_with_real_text": len(real),
+        "lines_with_a_reply": len(replied),
         "placeholder_replies": len(placeholder_replies),
         "parse_rate": {k: v for k, v in sorted(kinds.items())},
         "model_requests_per_line": round(len(calls) / len(lines), 2),
@@ -368,8 +387,8 @@ def report(name: str, lines: list[Line], calls: list[Call], status: int) -> dict
 
 def print_report(result: dict[str, Any]) -> None:
     print(
-        f"answered with real text: {result['answered_with_real_text']} of {result['lines']} lines; "
-        f"placeholder replies: {result['placeholder_replies']}"
+        f"answered with the model's own text: {result['answered_with_real_text']} of {result['lines']} lines "
+        f"(with any reply: {result['lines_with_a_reply']}); placeholder replies: {result['placeholder_replies']}"
     )
     rates = ", ".join(
         f"{kind} {v['parsed']}/{v['calls']} ({100 * v['parsed'] / v['calls']:.0f}%)"

@@ -62,8 +62,10 @@ async def test_the_evaluation_reports_answers_placeholders_and_parse_rates(tmp_p
     replies = [r for line in figures["per_line"] for r in line["replies"]]
     placeholder_sent = replies.count("the message to send")
     assert figures["placeholder_replies"] == placeholder_sent
-    assert figures["answered_with_real_text"] == sum(
-        1 for line in figures["per_line"] if any(r and r != "the message to send" for r in line["replies"])
+    assert (
+        figures["answered_with_real_text"]
+        == figures["lines_with_a_reply"]
+        == sum(1 for line in figures["per_line"] if any(r and r != "the message to send" for r in line["replies"]))
     )
     assert placeholder_sent == 0  # the placeholder plan is asked again, not sent
     plans = figures["parse_rate"]["plan"]
@@ -72,4 +74,4 @@ async def test_the_evaluation_reports_answers_placeholders_and_parse_rates(tmp_p
     # The fake reports usage as a server does; every line's requests are counted.
     assert all(line["prompt_tokens"] > 0 for line in figures["per_line"] if line["requests"])
     assert sum(line["requests"] for line in figures["per_line"]) >= len(SCRIPT)
-    assert b"answered with real text" in stdout
+    assert b"answered with the model's own text" in stdout
