@@ -52,7 +52,8 @@ class Plan:
 
 
 def _settle_actions(actions: list[str], text: str) -> list[str]:
-    """IGNORE only makes sense alone: with text, drop it; without, keep only it."""
+    """IGNORE only makes sense alone: with text, drop it; without, keep only it. NONE means no
+    action beyond replying: with text and nothing else to do, the text is the reply."""
     text = text.strip()
     if not actions:
         return ["REPLY"] if text else ["IGNORE"]
@@ -60,4 +61,6 @@ def _settle_actions(actions: list[str], text: str) -> list[str]:
         if not text:
             return ["IGNORE"]
         actions = [a for a in actions if a.upper() != "IGNORE"] or ["REPLY"]
+    if text and all(a.upper() == "NONE" for a in actions):
+        return ["REPLY"]
     return actions

@@ -211,6 +211,16 @@ async def test_ignore_with_text_is_a_reply_and_ignore_alone_is_silence(harness) 
     assert (await h.say("two")).status == "replied" and h.sent[-1]["text"] == "Actually, hi."
 
 
+async def test_none_with_text_is_a_reply(harness) -> None:
+    """NONE is no action beyond replying: a weak model that writes text and NONE (or IGNORE and
+    NONE) still answers with its text."""
+    h = await harness(ChannelType.DM)
+    h.large += [plan("Hello there.", "NONE"), plan("Still here.", "IGNORE,NONE"), plan("", "NONE")]
+    assert (await h.say("one")).status == "replied" and h.sent[-1]["text"] == "Hello there."
+    assert (await h.say("two")).status == "replied" and h.sent[-1]["text"] == "Still here."
+    assert (await h.say("three")).status != "replied"
+
+
 async def test_actions_resolve_by_simile_and_spelling(harness) -> None:
     h = await harness()
     h.large.append(plan("Quiet now.", "reply,shut_up"))
