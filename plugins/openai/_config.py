@@ -28,6 +28,7 @@ __all__ = [
     "ServerKind",
     "display_url",
     "is_nearby",
+    "model_sets_length",
     "ollama_base_url",
     "resolve_config",
 ]
@@ -159,6 +160,12 @@ class ProviderConfig:
         return found
 
 
+def model_sets_length(model: str) -> bool:
+    """Whether the embedding ``model`` returns vectors of the length it is asked for
+    (``dimensions``): OpenAI's text-embedding-3 models."""
+    return model.startswith("text-embedding-3")
+
+
 def display_url(url: str) -> str:
     """``url`` without credentials or query, fit for logs and error messages."""
     parts = urlsplit(url)
@@ -218,7 +225,7 @@ class _Settings(SettingReader):
         (1536 by default), and checked for others; unset, any model's length is taken."""
         raw = self.optional("OPENAI_EMBEDDING_DIMENSIONS")
         if raw is None:
-            return 1536 if model.startswith("text-embedding-3") else None
+            return 1536 if model_sets_length(model) else None
         try:
             value = int(raw)
         except ValueError:

@@ -37,7 +37,7 @@ from bot.types import JSON
 
 from ._batching import EmbeddingBatches
 from ._calls import Calls, http_status
-from ._config import Endpoint, ProviderConfig, display_url
+from ._config import Endpoint, ProviderConfig, display_url, model_sets_length
 from ._context import LearnedContexts, preset_context_length
 from ._parse import (
     ChatReply,
@@ -187,6 +187,9 @@ class OpenAIModels:
         ``None`` asks for the model's vector length: one request, whose vector says it (and is
         checked against ``OPENAI_EMBEDDING_DIMENSIONS`` when that is set)."""
         dimensions = self.config.embedding_dimensions
+        if params is None and dimensions and model_sets_length(self.config.embedding_model):
+            # The server returns the length it is asked for: no request at every start.
+            return [0.0] * dimensions
         if params is None:
             texts, batch = [_PROBE_TEXT], False
         elif isinstance(params, str):
@@ -201,7 +204,7 @@ class OpenAIModels:
             raise self._error("cannot embed empty text", ModelType.TEXT_EMBEDDING, endpoint)
         extra: dict[str, Any] = {}
         # Only text-embedding-3 models take ``dimensions``; others reject or ignore it.
-        if model.startswith("text-embedding-3"):
+        if model_sets_length(model):
             extra["dimensions"] = dimensions
         if batch or params is None:
             return await self._embed(endpoint, model, texts, extra, batch=batch)

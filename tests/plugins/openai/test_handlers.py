@@ -278,10 +278,23 @@ async def test_embedding_of_several_texts_refuses_an_empty_one_without_a_request
     assert server.requests == []
 
 
-async def test_the_length_probe_asks_the_model_once(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:
+async def test_the_length_probe_of_a_model_told_its_length_asks_nothing(
+    runtime: FakeRuntime, server: FakeOpenAIServer
+) -> None:
+    # text-embedding-3 returns the length it is asked for: no request at every start.
     assert len(await runtime.use(ModelType.TEXT_EMBEDDING, None)) == 1536
+    assert server.requests_for("embeddings") == []
+
+
+async def test_the_length_probe_of_another_model_asks_it_once(
+    server: FakeOpenAIServer, make_runtime: MakeRuntime
+) -> None:
+    runtime = await make_runtime(
+        {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url, "OPENAI_EMBEDDING_MODEL": "nomic-embed-text"}
+    )
+    assert len(await runtime.use(ModelType.TEXT_EMBEDDING, None)) == server.embedding_dimensions
     (request,) = server.requests_for("embeddings")
-    assert request.json["dimensions"] == 1536 and request.json["input"]
+    assert "dimensions" not in request.json and request.json["input"]
 
 
 async def test_a_model_of_any_length_is_learned_from_its_first_answer(
