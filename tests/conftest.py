@@ -53,11 +53,39 @@ def _is_local(address: object) -> bool:
         return False
 
 
+# Names that never resolve (RFC 2606, RFC 6761): tests use them for addresses that do not exist.
+_RESERVED_TLDS = frozenset({"example", "invalid", "test"})
+
+
+def _is_local_name(host: object) -> bool:
+    if host is None or host in ("localhost", b"localhost", ""):
+        return True
+    name = host.decode() if isinstance(host, bytes) else str(host)
+    try:
+        return ipaddress.ip_address(name.split("%")[0]).is_loopback
+    except ValueError:
+        return name.endswith(".localhost")
+
+
 @pytest.fixture(autouse=True)
 def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Fail any test that tries to reach anything but this machine."""
+    """Fail any test that tries to reach anything but this machine: a connection, or the name
+    lookup before it (which an offline machine fails quietly, hiding the attempt)."""
     real_connect = socket.socket.connect
     real_connect_ex = socket.socket.connect_ex
+    real_getaddrinfo = socket.getaddrinfo
+    looked_up: list[str] = []
+
+    def getaddrinfo(host: object, *args: object, **kwargs: object) -> object:
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        if name.rstrip(".").rsplit(".", 1)[-1] in _RESERVED_TLDS:  # never exists: no need to ask anyone
+            raise socket.gaierror(socket.EAI_NONAME, f"{name} does not exist (a reserved name)")
+        if not _is_local_name(host):
+            # Often called in an executor thread, where a failure would only look like an
+            # offline machine: remembered, and the test failed at its end.
+            looked_up.append(str(host))
+            raise socket.gaierror(socket.EAI_NONAME, f"tests never touch the network (looked up {host!r})")
+        return real_getaddrinfo(host, *args, **kwargs)  # type: ignore[arg-type]
 
     def guard(address: object) -> None:
         if not _is_local(address):
@@ -73,7 +101,10 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     yield
+    if looked_up:
+        pytest.fail(f"Network access disallowed in tests: looked up {', '.join(sorted(set(looked_up)))}")
 
 
 @pytest.fixture(scope="session")
