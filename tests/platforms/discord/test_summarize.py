@@ -62,7 +62,7 @@ async def test_a_long_summary_is_a_line_and_a_markdown_file_and_a_model_failure_
     s = scene
     await s.start(with_brann=False)
     await _chat(s, s.general, ["one", "two", "three"])
-    bullets = "\n".join(f"- point {i}: " + "word " * 40 for i in range(20))  # about 4,300 characters
+    bullets = "\n".join(f"- point {i}: " + "lengthy " * 27 for i in range(20))  # about 4,600 characters, 580 words
     s.brain.summaries.append(bullets)
     interaction = await s.fake.invoke_command(s.sam, s.general, s.ada, "summarize")
     [followup] = [r for r in await s.fake.wait_for_response(interaction, count=2) if r.kind == "followup"]

@@ -78,7 +78,7 @@ async def test_a_long_summary_is_a_markdown_document_captioned_with_what_it_cove
     s = scene
     await s.start(with_brann=False)
     await _chat(s, s.group, ["one", "two", "three"])
-    bullets = "\n".join(f"- point {i}: " + "word " * 40 for i in range(20))  # about 4,300 characters
+    bullets = "\n".join(f"- point {i}: " + "lengthy " * 27 for i in range(20))  # about 4,600 characters, 580 words
     s.brain.summaries += [bullets, bullets]
     name = f"summary-writers-room-{time.strftime('%Y-%m-%d', time.gmtime())}.md"
     await s.fake.user_says(s.sam, s.group, "/summarize 3")
