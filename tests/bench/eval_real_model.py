@@ -12,7 +12,7 @@ recording proxy on loopback in front of ``--base-url``, so the figures are the s
   with the last warning logged during the line (why);
 - placeholder answers sent;
 - parse rate per call kind (should-respond, plan, reflection …): answers that read as the
-  template's fields, placeholders not counted;
+  template's fields, and how many of them copied a placeholder of the template's example;
 - prompt tokens per line, and of the plan request, from the server's ``usage``;
 - model requests per line, and seconds per line.
 
@@ -239,19 +239,25 @@ def _plan_texts(calls: list[Call]) -> list[str]:
     return texts
 
 
-def parsed(call: Call, fake: frozenset[str]) -> bool:
-    """Whether the answer reads as its template's fields, placeholders not counted."""
+def read_as(call: Call, fake: frozenset[str]) -> str:
+    """How the answer reads: ``parsed`` (the template's fields, with real values), ``placeholder``
+    (the fields, with a value copied from the template's example) or ``unparsed``."""
     fields = _FIELDS.get(call.kind)
     if call.status >= 400 or fields is None:
-        return False
+        return "unparsed"
     answer = parse_response(call.answer) or {}
     leaves = [leaf for f in fields for leaf in _leaves(answer.get(f))]
     real = [leaf for leaf in leaves if _norm(leaf) not in fake]
     if call.kind == "should_respond":
-        return any(_norm(v) in ("respond", "ignore", "stop") for v in real)
+        chosen = [_norm(v) for v in leaves if _norm(v) in ("respond", "ignore", "stop")]
+        return "parsed" if chosen else "placeholder" if leaves else "unparsed"
     if call.kind == "reflection":
-        return "thought" in answer and _norm(str(answer["thought"])) not in fake
-    return bool(real) and len(real) == len(leaves)  # one copied placeholder spoils the answer
+        if "thought" not in answer:
+            return "unparsed"
+        return "placeholder" if _norm(str(answer["thought"])) in fake else "parsed"
+    if not leaves:
+        return "unparsed"
+    return "parsed" if len(real) == len(leaves) else "placeholder"  # one copied value spoils it
 
 
 class _Warnings(logging.Handler):
@@ -349,9 +355,11 @@ def report(name: str, lines: list[Line], calls: list[Call], status: int) -> dict
     kinds: dict[str, dict[str, int]] = {}
     for call in calls:
         if call.kind in _FIELDS:
-            tally = kinds.setdefault(call.kind, {"parsed": 0, "calls": 0})
+            tally = kinds.setdefault(call.kind, {"parsed": 0, "placeholder": 0, "calls": 0})
             tally["calls"] += 1
-            tally["parsed"] += parsed(call, fake)
+            outcome = read_as(call, fake)
+            if outcome != "unparsed":
+                tally[outcome] += 1
     per_line = []
     for ln in lines:
         mine = [c for c in calls if c.line == ln.number]
@@ -391,7 +399,8 @@ def print_report(result: dict[str, Any]) -> None:
         f"(with any reply: {result['lines_with_a_reply']}); placeholder replies: {result['placeholder_replies']}"
     )
     rates = ", ".join(
-        f"{kind} {v['parsed']}/{v['calls']} ({100 * v['parsed'] / v['calls']:.0f}%)"
+        f"{kind} {v['parsed'] + v['placeholder']}/{v['calls']} "
+        f"({100 * (v['parsed'] + v['placeholder']) / v['calls']:.0f}%; {v['placeholder']} copying a placeholder)"
         for kind, v in result["parse_rate"].items()
     )
     print(f"parse rate: {rates or 'no structured calls'}")
