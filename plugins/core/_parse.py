@@ -199,6 +199,55 @@ def _json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
+def _cut_json(text: str) -> dict[str, Any] | None:
+    """A JSON object cut off where the token bound stopped it, closed there: the member being
+    written is kept when it can be (a string so far, to its last whole sentence when it is free
+    text), else dropped back to the last whole one. None when it does not read even so."""
+    stack: list[str] = []
+    in_string = escaped = False
+    commas: list[tuple[int, str]] = []  # where a member ended, and what closes the object there
+    for i, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            continue
+        if char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append("}" if char == "{" else "]")
+        elif char in "}]":
+            if not stack or stack.pop() != char or not stack:
+                return None  # not a cut: a whole object, or a broken one
+        elif char == ",":
+            commas.append((i, "".join(reversed(stack))))
+    if not stack:
+        return None
+    body = text.rstrip()
+    if in_string:
+        body = re.sub(r"\\(u[0-9a-fA-F]{0,3})?$", "", text) + '"'
+    candidates = [body + "".join(reversed(stack))] + [text[:i] + closers for i, closers in reversed(commas[-3:])]
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate, strict=False)
+        except ValueError:
+            continue
+        if not isinstance(value, dict) or not value:
+            continue
+        if in_string and candidate is candidates[0]:
+            # Cut inside a string: only free text is worth its part (a name cut short is not).
+            last = next(reversed(value))
+            if last not in _TEXT_KEYS or not isinstance(value[last], str):
+                continue
+            ends = list(_SENTENCE_END.finditer(value[last]))
+            value[last] = value[last][: ends[-1].end()] if ends else value[last]
+        return value
+    return None
+
+
 def _from_json(text: str, *, whole: bool) -> dict[str, Any] | None:
     """JSON the answer consists of (``whole``), or any JSON object found in it."""
     text = text.strip()
@@ -207,7 +256,7 @@ def _from_json(text: str, *, whole: bool) -> dict[str, Any] | None:
         # Only an answer that *is* JSON: a fence inside <text> is part of the message.
         if fences and fences[0].start() == 0:
             text = fences[0].group(2).strip()
-        return _json_object(text) if text.startswith("{") else None
+        return (_json_object(text) or _cut_json(text)) if text.startswith("{") else None
     for candidate in [*(m.group(2) for m in fences), text]:
         found = _json_object(candidate)
         if found:

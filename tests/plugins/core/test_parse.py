@@ -267,3 +267,37 @@ def test_pathological_input_is_handled_quickly() -> None:
     assert parse_response("".join(f"<a{i}>" for i in range(20000))) is None
     assert parse_response("<think>" * 20000) is None
     assert parse_response("```json\n" * 5000) is None
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        # Cut in the reply: kept to its last whole sentence.
+        (
+            '{"thought": "ok", "actions": ["REPLY"], "providers": [], "text": "Hello there. How are yo',
+            {"thought": "ok", "actions": ["REPLY"], "providers": [], "text": "Hello there."},
+        ),
+        # Cut after the reply, in what to draw: the reply is whole.
+        (
+            '{"thought": "ok", "actions": ["REPLY"], "text": "Hi!", "imagePrompt": "a cat on a',
+            {"thought": "ok", "actions": ["REPLY"], "text": "Hi!", "imagePrompt": "a cat on a"},
+        ),
+        # Cut in a name or a key: back to the last whole member.
+        ('{"thought": "ok", "actions": ["REPLY", "GENER', {"thought": "ok", "actions": ["REPLY"]}),
+        (
+            '{"thought": "ok", "actions": ["REPLY"], "text": "Hi", "imageProm',
+            {"thought": "ok", "actions": ["REPLY"], "text": "Hi"},
+        ),
+        ('{"thought": "an escape \\u00', {"thought": "an escape "}),
+    ],
+)
+def test_a_json_answer_cut_off_by_the_token_bound_is_read_as_far_as_it_got(
+    answer: str, expected: dict[str, object]
+) -> None:
+    assert parse_response(answer) == expected
+
+
+def test_a_json_answer_that_is_broken_not_cut_is_not_repaired() -> None:
+    assert parse_response('{"text": "hi"}} and more') == {"text": "hi"}
+    assert parse_response('{"text": "hi" "oops": 1}') is None
+    assert parse_response("{") is None
