@@ -11,8 +11,9 @@ recording proxy on loopback in front of ``--base-url``, so the figures are the s
 - lines answered with real text (not empty, not a template's placeholder), and which were not,
   with the last warning logged during the line (why);
 - placeholder answers sent;
-- parse rate per call kind (should-respond, plan, reflection …): answers that read as the
-  template's fields, and how many of them copied a placeholder of the template's example;
+- parse rate per call kind (should-respond, plan, reflection …): of the answers (refused
+  requests aside), those that read as the template's fields, and how many of them copied a
+  placeholder of the template's example;
 - prompt tokens per line, and of the plan request, from the server's ``usage``;
 - model requests per line, and seconds per line.
 
@@ -354,7 +355,9 @@ def report(name: str, lines: list[Line], calls: list[Call], status: int) -> dict
     placeholder_replies = [r for ln in lines for r in ln.replies if _norm(r) in fake]
     kinds: dict[str, dict[str, int]] = {}
     for call in calls:
-        if call.kind in _FIELDS:
+        # A refused request (a schema form the server does not take, a prompt too long) is no
+        # answer: it is counted with the failed requests, not against the parse rate.
+        if call.kind in _FIELDS and call.status < 400:
             tally = kinds.setdefault(call.kind, {"parsed": 0, "placeholder": 0, "calls": 0})
             tally["calls"] += 1
             outcome = read_as(call, fake)
