@@ -16,9 +16,10 @@ from bot.errors import ModelError
 from bot.models import ModelType
 from bot.types import Entity, Memory, Role, Room, World
 
+from .._budget import Cut, FittedPrompt, Piece, Section, fit_prompt
 from .._parse import parse_response
 from .._placeholders import Placeholders
-from .._prompts import render, template
+from .._prompts import template
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -77,9 +78,15 @@ async def ask_small_model(
     """Fill the template, ask TEXT_SMALL, parse the answer; ``None`` when the model failed or
     answered nothing readable (logged)."""
     extraction_template = template(runtime.character.templates, template_name)
-    prompt = render(extraction_template, values, rng=runtime.rng)
+    slots = _extraction_slots(values)
+    prompt = FittedPrompt(
+        runtime,
+        ModelType.TEXT_SMALL,
+        EXTRACTION_TOKENS,
+        lambda budget: fit_prompt(extraction_template, values, slots, budget, rng=runtime.rng),
+    )
     try:
-        raw = await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt, "max_tokens": EXTRACTION_TOKENS})
+        raw = await prompt.ask()
     except ModelError as exc:
         _log.warning("%s: %s: no answer from the model: %s", runtime.character.name, template_name, exc)
         return None
@@ -88,6 +95,28 @@ async def ask_small_model(
     if not parsed:
         _log.info("%s: %s: the model's answer did not parse", runtime.character.name, template_name)
     return parsed
+
+
+# What of an extraction prompt gives way when it is over the small model's budget: the
+# conversation, oldest line first, then the lists of people, channels, tasks and settings; the
+# request itself is shortened last.
+_CONVERSATION = "recentMessages"
+_LISTS = ("people", "rooms", "tasks", "settings")
+_REQUEST = "request"
+
+
+def _extraction_slots(values: Mapping[str, Any]) -> dict[str, list[Section]]:
+    slots: dict[str, list[Section]] = {}
+    conversation = values.get(_CONVERSATION)
+    if isinstance(conversation, str) and conversation:
+        lines = conversation.split("\n")
+        slots[_CONVERSATION] = [Section([Piece(line, Cut.OLD_MESSAGE) for line in lines])]
+    for key in _LISTS:
+        if isinstance(values.get(key), str) and values[key]:
+            slots[key] = [Section.of(values[key], Cut.LONG_SECTION)]
+    if isinstance(values.get(_REQUEST), str) and values[_REQUEST]:
+        slots[_REQUEST] = [Section.of(values[_REQUEST], Cut.NEWEST_MESSAGE)]
+    return slots
 
 
 def as_list(value: Any, item_key: str) -> list[Mapping[str, Any]]:

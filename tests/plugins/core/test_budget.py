@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bot.answer_lengths import DECISION_TOKENS
+from bot.answer_lengths import DECISION_TOKENS, EXTRACTION_TOKENS
 from bot.errors import ModelContextExceeded
 from bot.messages import Status
 from bot.models import ModelType
@@ -16,6 +16,7 @@ from plugins.core._prompts import render
 from plugins.core._tokens import estimate_tokens
 
 from .harness import HUMAN, plan
+from .test_data_actions import FakeMessenger, channels, target
 
 TEMPLATE = "<context>\n{{providers}}\n</context>\n<rules>Answer briefly.</rules>"
 EXAMPLES = [
@@ -155,3 +156,30 @@ async def test_the_decision_whether_to_answer_is_built_to_the_small_models_windo
     assert bounds == {DECISION_TOKENS} and all(estimate_tokens(p) <= 2048 - DECISION_TOKENS - 64 for p in prompts)
     last = prompts[-1]
     assert "line number 39:" in last and "line number 8:" not in last  # the oldest of the window went first
+
+
+async def test_an_extraction_is_built_to_the_small_models_window(harness) -> None:
+    """SEND_MESSAGE's target extraction carries the conversation: on a small window its oldest
+    lines give way and the request stays whole."""
+    h = await harness(ChannelType.DM)
+    h.rt.register_service("discord", FakeMessenger())
+    await channels(h)
+    for n in range(30):
+        h.large.append(plan(f"Noted {n}."))
+        await h.say(f"line number {n}: " + "the weather is fine and the sea is calm today " * 5)
+    extractions: list[str] = []
+
+    async def small(runtime: Any, params: dict[str, Any]) -> str:
+        if "send a message to a person or a channel" not in params["prompt"]:
+            return "<response><action>RESPOND</action></response>"
+        extractions.append(params["prompt"])
+        return target("room", "#announcements", "The meeting moved to 3pm.")
+
+    h.rt.register_model(ModelType.TEXT_SMALL, small, "window", 100, context_length=lambda: 2048)
+    h.large.append(plan("On it.", "REPLY,SEND_MESSAGE"))
+    await h.say("Ada, tell #announcements that the meeting moved to 3pm")
+    (prompt,) = extractions
+    assert estimate_tokens(prompt) <= 2048 - reply_reserve(EXTRACTION_TOKENS, 2048) - 64
+    assert "tell #announcements that the meeting moved to 3pm" in prompt
+    assert "line number 29:" in prompt and "line number 0:" not in prompt  # the oldest lines went first
+    assert h.sent[-1]["text"] == "Message sent to #announcements on discord."
