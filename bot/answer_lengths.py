@@ -14,7 +14,6 @@ __all__ = [
     "PLAN_TOKENS",
     "REFLECTION_TOKENS",
     "SHORT_ANSWER_TOKENS",
-    "SUMMARY_TOKENS",
     "words_tokens",
 ]
 
@@ -27,8 +26,6 @@ PLAN_TOKENS = 1024
 REFLECTION_TOKENS = 800
 #: What a request asks for, picked out of it: roles, settings, a contact, an option, a target.
 EXTRACTION_TOKENS = 400
-#: What a summary's stretch of conversation leaves room for when it is sized to the model's window.
-SUMMARY_TOKENS = 512
 #: A name or a word: which voice channel to join.
 SHORT_ANSWER_TOKENS = 50
 

@@ -17,14 +17,14 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bot.answer_lengths import SUMMARY_TOKENS, words_tokens
+from bot.answer_lengths import words_tokens
 from bot.components import ConversationSummary
 from bot.errors import ModelError
 from bot.models import ModelType
 from bot.outgoing import file_name_part
 from bot.types import Memory
 
-from ._budget import prompt_budget
+from ._budget import prompt_budget, reply_reserve
 from ._delivery import ONE_MESSAGE_CHARS
 from ._parse import parse_response
 from ._placeholders import Placeholders
@@ -70,6 +70,9 @@ async def ask_for_summary(runtime: AgentRuntime, template_name: str, values: Map
     prompt = render(summary_template, values, rng=runtime.rng)
     max_words = str(values.get("maxWords") or "")
     bound = words_tokens(int(max_words) if max_words.isdigit() else _FINAL_WORDS)
+    window = runtime.context_length(ModelType.TEXT_SMALL)
+    if window is not None:  # the share of the window the chunks left the answer
+        bound = reply_reserve(bound, window)
     raw = await runtime.use_model(ModelType.TEXT_SMALL, {"prompt": prompt, "max_tokens": bound})
     placeholders = Placeholders.of(summary_template, values)
     parsed = placeholders.without(parse_response(raw), agent=runtime.character.name, kind=template_name) or {}
@@ -234,7 +237,7 @@ async def summarize(
         return ConversationSummary(f"Nothing to summarise: no messages {label}.")
     names = await entity_names(runtime, [m.entity_id for m in memories])
     budget = max(_MIN_CHUNK_TOKENS, runtime.get_int("SUMMARY_CHUNK_TOKENS", DEFAULT_CHUNK_TOKENS)) * _CHARS_PER_TOKEN
-    fits = prompt_budget(runtime, ModelType.TEXT_SMALL, SUMMARY_TOKENS)
+    fits = prompt_budget(runtime, ModelType.TEXT_SMALL, words_tokens(_FINAL_WORDS))
     if fits is not None:  # a chunk and its template within the small model's window, as prompts count
         budget = min(budget, max(_MIN_CHUNK_TOKENS, fits - _TEMPLATE_TOKENS) * _WINDOW_CHARS_PER_TOKEN)
     chunks = chunk_lines([_line(m, names) for m in memories], budget)

@@ -155,9 +155,11 @@ async def test_a_long_history_is_summarised_in_chunks_each_message_in_exactly_on
 async def test_a_small_model_window_makes_the_chunks_smaller(harness) -> None:
     h = await harness()
     prompts: list[str] = []
+    bounds: set[int] = set()
 
     async def small(runtime: object, params: dict) -> str:
         prompts.append(params["prompt"])
+        bounds.add(params["max_tokens"])
         return summary("- all" if COMBINE_PROMPT in params["prompt"] else "- part")
 
     # 2,048 tokens: 512 for the reply, the system prompt, and about 1,400 for a chunk and its template.
@@ -168,6 +170,7 @@ async def test_a_small_model_window_makes_the_chunks_smaller(harness) -> None:
     chunks = [p for p in prompts if CHUNK_PROMPT in p]
     assert len(chunks) > 1  # the default of 3,000 tokens would have taken all 120 lines in one
     assert all(len(p) // 4 + 512 <= 2048 for p in chunks)  # as a typical tokenizer counts them
+    assert max(bounds) <= 512  # the answer asks no more than the room the chunks left it
 
 
 async def test_by_default_it_covers_what_was_said_since_the_asker_last_wrote(harness) -> None:
