@@ -145,7 +145,7 @@ class AgentRuntime:
     # -- settings -------------------------------------------------------------------------
 
     def get_setting(self, key: str) -> str | None:
-        """A setting as this character sees it (DESIGN.md order); ``None`` when unset."""
+        """A setting as this character sees it (in bot/settings.py's order); ``None`` when unset."""
         if key in self._overrides:
             return self._overrides[key]
         return character_setting(self.character, key, self.environ)
@@ -487,7 +487,7 @@ class AgentRuntime:
         only_include: bool = False,
         skip_cache: bool = False,
     ) -> State:
-        """Run providers and merge what they return (reference bootstrap.md §0.2).
+        """Run providers and merge what they return, as elizaOS's ``composeState`` does.
 
         Default providers are the non-dynamic, non-private ones; ``include`` adds names (or, with
         ``only_include``, is the whole set). Results accumulate per message in a bounded cache.

@@ -1,7 +1,7 @@
 """Daemon-wide settings, and how one character's setting is looked up.
 
 Daemon settings come from the process environment and ``.env`` (process wins). A character's
-setting is looked up, first hit wins (DESIGN.md): its ``secrets``, its ``settings.secrets``,
+setting is looked up, first hit wins: its ``secrets``, its ``settings.secrets``,
 its ``settings`` (scalars only), then the daemon's environment. An empty value counts as unset.
 """
 
@@ -200,7 +200,7 @@ def load_environ(env_file: str | Path = ".env", base: Mapping[str, str] | None =
 
 
 def character_setting(character: Character, key: str, environ: Mapping[str, str]) -> str | None:
-    """One setting as a character sees it, resolving in DESIGN.md's order; ``None`` if unset."""
+    """One setting as a character sees it, resolved in the module docstring's order; ``None`` if unset."""
     secret = character.secret(key)
     if secret is not None:
         return secret.get_secret_value()

@@ -158,7 +158,7 @@ def _strings(value: object) -> list[str]:
 def _resolve_secrets(
     sources: dict[str, dict[str, str]], base_dir: Path, environ: Mapping[str, str] | None, result: LoadResult
 ) -> dict[str, SecretStr]:
-    """Resolve every secret; later sources win (``secrets`` over ``settings.secrets``, DESIGN.md)."""
+    """Resolve every secret; later sources win (``secrets`` over ``settings.secrets``, as bot/settings.py says)."""
     resolved: dict[str, SecretStr] = {}
     for where, mapping in sources.items():
         for key, value in mapping.items():

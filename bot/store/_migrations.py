@@ -38,7 +38,7 @@ def _sql(*statements: str) -> tuple[str, ...]:
     return tuple(s.replace("NOW_MS", _NOW_MS) for s in statements)
 
 
-# Deviations from reference/data.md §1, all deliberate:
+# Deviations from elizaOS's SQL schema, all deliberate:
 # - memories has ``seq INTEGER PRIMARY KEY`` and ``id TEXT NOT NULL UNIQUE``: the FTS index keys on
 #   the rowid, and only an INTEGER PRIMARY KEY alias keeps rowids stable across VACUUM.
 # - idx_memories_agent_type_room (agent_id, type, room_id, created_at) replaces (type, room_id):

@@ -5,7 +5,7 @@ per process, that hands out one ``Store`` per agent. The SQLite :class:`~bot.sto
 :class:`~bot.store.AgentStore` implement them today; a PostgreSQL backend would too, and must
 pass tests/bot/store/contract unchanged. Nothing outside ``bot.store`` sees a connection or SQL.
 Every ``Store`` method is scoped to :attr:`Store.agent_id` (see the implementation's module
-docstring for the few deliberate cross-agent reads). Semantics follow reference/data.md §2–§3.
+docstring for the few deliberate cross-agent reads). Semantics follow elizaOS's database adapter.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The CHARACTER provider's text: who the character is, sampled afresh for every prompt.
 
-Follows elizaOS plugin-bootstrap's ``providers/character.ts`` (character.md §6.2): a shuffled
+Follows elizaOS plugin-bootstrap's ``providers/character.ts``: a shuffled
 slice of the bio, one adjective, one topic plus up to five others, the style directions for chat
 or posts, and a few example conversations (or posts). All randomness comes from the ``rng``
 passed in, so a seeded ``random.Random`` gives byte-identical output.
@@ -40,7 +40,7 @@ class CharacterContext:
     sections: tuple[str, ...] = ()
     """Those sections, in order (``examples`` among them: what a prompt short of room gives up)."""
     values: dict[str, str] = field(default_factory=dict)
-    """Template values: ``agentName``, ``bio``, ``topic``, ``examples`` and the rest (§6.2), plus ``lore``."""
+    """Template values: ``agentName``, ``bio``, ``topic``, ``examples`` and the rest, plus ``lore``."""
 
 
 def _header(title: str, body: str) -> str:

@@ -1,6 +1,6 @@
 """Should the agent answer this message? The cheap, deterministic part of the decision.
 
-Rules, in order (DESIGN.md):
+Rules, in order:
 
 1. The agent's own messages: never. Another bot: only while the room's run of consecutive bot
    messages (since a human last spoke) stays within the loop guard.

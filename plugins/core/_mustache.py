@@ -1,6 +1,6 @@
 """The small mustache renderer that fills prompt templates.
 
-The renderer covers what elizaOS templates use (bootstrap.md §0.3): ``{{name}}`` (unescaped;
+The renderer covers what elizaOS templates use: ``{{name}}`` (unescaped;
 ``{{{name}}}`` means the same), dotted paths, ``{{#if}}``/``{{#unless}}`` with ``{{else}}``,
 ``{{#each}}`` with ``{{this}}``/``{{@index}}``/``{{@key}}``, and ``{{! comments }}``. It never
 evaluates anything: a tag is a name to look up, nothing more.

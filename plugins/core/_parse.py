@@ -1,6 +1,6 @@
 """Reading what a model answered: the XML-ish ``<response>`` block, or JSON.
 
-Models are asked for ``<response><key>value</key>…</response>`` (bootstrap.md §0.4) and answer
+Models are asked for ``<response><key>value</key>…</response>`` (elizaOS's format) and answer
 with whatever they like around it: prose, code fences, ``<think>`` sections, a missing wrapper,
 entities, sometimes JSON instead. :func:`parse_response` reads all of those and never raises.
 """

@@ -1,4 +1,4 @@
-"""One agent's ElevenLabs settings (models.md §6, anchor_eliza.md §5), read and checked.
+"""One agent's ElevenLabs settings (as elizaOS's plugin-elevenlabs names them), read and checked.
 
 Pure: reads settings through ``runtime.get_setting`` and builds an :class:`ElevenLabsConfig`;
 it imports no SDK and makes no network call.

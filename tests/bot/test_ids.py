@@ -2,7 +2,7 @@ import pytest
 
 from bot.ids import is_uuid, string_to_uuid, unique_uuid
 
-# Vectors from reference/anchor_eliza.md §1, character.md §3.2 and data.md §0, computed with
+# Vectors published for elizaOS's ids (its character and data documents), computed with
 # Node's encodeURIComponent + SHA-1 as elizaOS does.
 VECTORS = {
     "Eliza": "b850bc30-45f8-0041-a00a-83df46d8555d",

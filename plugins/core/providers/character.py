@@ -1,6 +1,6 @@
 """CHARACTER: who the agent is — bio, mood, interests, style directions, examples.
 
-Sampled afresh for every prompt, seeded from ``runtime.rng`` (character.md §6.2). A FEED room (a
+Sampled afresh for every prompt, seeded from ``runtime.rng``. A FEED room (a
 feed of posts, such as a Telegram channel) gets the post format: post examples and post directions
 instead of chat ones. Threads, forum posts and topics are conversations and keep the chat format.
 """

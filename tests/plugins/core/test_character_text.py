@@ -1,4 +1,4 @@
-"""The CHARACTER provider text (character.md §6.2 and §8 items 32–33)."""
+"""The CHARACTER provider text: bio, lore, examples and styles, sampled as elizaOS samples them."""
 
 import random
 import re
