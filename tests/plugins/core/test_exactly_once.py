@@ -4,8 +4,10 @@ and crashes; what a crash left unanswered is taken up once; an outcome says what
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -448,6 +450,30 @@ class _TroupeBus:
         pass
 
 
+@contextlib.asynccontextmanager
+async def _recovering(rt: Any, bus: _TroupeBus) -> AsyncIterator[None]:
+    """``rt`` looking for work left behind, as a connected platform does; inside, its first
+    look is done and it waits for news of messages given back."""
+    looking = asyncio.create_task(keep_recovering(rt, MessagePipeline(rt), "discord"))
+    try:
+        while not bus.handlers.get(_recovery.GIVEN_BACK):
+            await asyncio.sleep(0.01)
+        yield
+    finally:
+        looking.cancel()
+        await asyncio.gather(looking, return_exceptions=True)
+
+
+def _lose_the_lease_while_sending(monkeypatch: pytest.MonkeyPatch, fence: _Fence) -> None:
+    """Every send is paused after its SENDING mark and resumed without the lease: refused."""
+
+    async def refused(channel: Any, content: dict[str, Any]) -> list[Memory]:
+        fence.held = False
+        return []
+
+    monkeypatch.setattr(harness_module._Channel, "send", refused)
+
+
 async def test_a_message_given_back_is_answered_at_once_on_the_news_of_it(harness, monkeypatch) -> None:
     """The daemon that gives a message back says so on the bus, and the holder answers it then,
     not at its next look (one every few seconds per character and platform, a query each)."""
@@ -462,16 +488,8 @@ async def test_a_message_given_back_is_answered_at_once_on_the_news_of_it(harnes
     platform = _Platform()
     holder.rt.register_service("discord", platform)
     holder.large.append(plan("Answered by the holder."))
-    looking = asyncio.create_task(keep_recovering(holder.rt, MessagePipeline(holder.rt), "discord"))
-    try:
-        while not bus.handlers.get(_recovery.GIVEN_BACK):
-            await asyncio.sleep(0.01)  # the first recovery is done: now it waits for news
-
-        async def refused(channel: Any, content: dict[str, Any]) -> list[Memory]:
-            fence.held = False  # paused after marking SENDING; resumed without the lease
-            return []
-
-        monkeypatch.setattr(harness_module._Channel, "send", refused)
+    async with _recovering(holder.rt, bus):
+        _lose_the_lease_while_sending(monkeypatch, fence)
         message_id = str(uuid.uuid4())
         old.large.append(plan("Too late."))
         assert (await old.say("hi", id=message_id)).status == "send_failed"
@@ -480,9 +498,6 @@ async def test_a_message_given_back_is_answered_at_once_on_the_news_of_it(harnes
             while await _status(holder, message_id) != "done:replied":
                 await asyncio.sleep(0.01)  # answered, and its claim closed just after
         assert platform.replies == [(message_id, "Answered by the holder.")]
-    finally:
-        looking.cancel()
-        await asyncio.gather(looking, return_exceptions=True)
     assert not bus.handlers[_recovery.GIVEN_BACK]  # stopped looking: no longer subscribed
 
 
@@ -505,16 +520,8 @@ async def test_a_fenced_runtime_leaves_what_was_given_back_to_the_holder(harness
 
     h.rt.fence = fence = _CountingFence()
     h.rt.register_service("discord", _Platform())
-    looking = asyncio.create_task(keep_recovering(h.rt, MessagePipeline(h.rt), "discord"))
-    try:
-        while not bus.handlers.get(_recovery.GIVEN_BACK):
-            await asyncio.sleep(0.01)  # the first recovery is done: now it waits for news
-
-        async def refused(channel: Any, content: dict[str, Any]) -> list[Memory]:
-            fence.held = False  # paused after marking SENDING; resumed without the lease
-            return []
-
-        monkeypatch.setattr(harness_module._Channel, "send", refused)
+    async with _recovering(h.rt, bus):
+        _lose_the_lease_while_sending(monkeypatch, fence)
         message_id = str(uuid.uuid4())
         h.large += [plan("Too late."), plan("Again, too late.")]
         assert (await h.say("hi", id=message_id)).status == "send_failed"
@@ -525,9 +532,6 @@ async def test_a_fenced_runtime_leaves_what_was_given_back_to_the_holder(harness
         assert h.large_calls == 1
         assert [p.topic for p in bus.posts] == [_recovery.GIVEN_BACK]
         assert await _status(h, message_id) == "released:None"
-    finally:
-        looking.cancel()
-        await asyncio.gather(looking, return_exceptions=True)
 
 
 async def test_connecting_again_looks_once_more_but_keeps_one_loop(harness, monkeypatch) -> None:
