@@ -95,7 +95,8 @@ async def _send(channel: Any, deadline: Deadline, **kwargs: Any) -> discord.Mess
         try:
             # discord.py sleeps out rate limits inside send: the deadline bounds that too.
             async with asyncio.timeout(min(_SEND_TIMEOUT_S, max(deadline.remaining(), 0.0))):
-                return await channel.send(**kwargs)
+                sent: discord.Message = await channel.send(**kwargs)
+                return sent
         except Exception as exc:
             if isinstance(exc, TimeoutError) and deadline.remaining() <= 0:
                 raise SendGaveUp(

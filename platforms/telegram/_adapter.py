@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from telegram import Chat, InlineKeyboardMarkup, MaybeInaccessibleMessage, Message, User
 from telegram.error import Forbidden, InvalidToken, TelegramError
-from telegram.ext import Application, ApplicationBuilder
+from telegram.ext import ApplicationBuilder
 
 from bot.adapters import PlatformAdapter, TypingIndicator
 from bot.buttons import buttons_in
@@ -41,7 +41,7 @@ from ._albums import Albums, translate_album
 from ._answer import Answer
 from ._config import TelegramConfig
 from ._files import send_with_files
-from ._handlers import UpdateHandlers
+from ._handlers import TelegramApp, UpdateHandlers
 from ._inbox import InboxQueue, replay
 from ._listening import listen
 from ._mapping import (
@@ -101,7 +101,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     def __init__(self, runtime: AgentRuntime, config: TelegramConfig) -> None:
         super().__init__(runtime, TelegramTokens, config.token.get_secret_value())
         self.config = config
-        self.app: Application | None = None
+        self.app: TelegramApp | None = None
         self._requests: tuple[AiohttpRequest, ...] = ()  # the app's HTTP sessions (its bot's and its poll's)
         self.bot_id = 0
         self.username = ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -72,7 +73,7 @@ def _voice_replies(agent: str, raw: str | None) -> str:
     return value
 
 
-def read_config(get_setting, agent: str) -> TelegramConfig:
+def read_config(get_setting: Callable[[str], str | None], agent: str) -> TelegramConfig:
     """The agent's Telegram configuration.
 
     Raises:

@@ -29,7 +29,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from telegram import Bot, BotCommand, Message, Update, User
 from telegram.error import TelegramError
@@ -41,6 +41,8 @@ from telegram.ext import (
     ChatMemberHandler,
     CommandHandler,
     ContextTypes,
+    ExtBot,
+    JobQueue,
     MessageHandler,
     MessageReactionHandler,
     TypeHandler,
@@ -71,7 +73,17 @@ from ._presses import take_press
 if TYPE_CHECKING:
     from ._adapter import TelegramAdapter
 
-__all__ = ["Command", "UpdateHandlers"]
+#: What ``ApplicationBuilder().build()`` makes: PTB's default bot, context and data types.
+TelegramApp: TypeAlias = Application[
+    ExtBot[None],
+    ContextTypes.DEFAULT_TYPE,
+    dict[Any, Any],
+    dict[Any, Any],
+    dict[Any, Any],
+    JobQueue[ContextTypes.DEFAULT_TYPE],
+]
+
+__all__ = ["Command", "TelegramApp", "UpdateHandlers"]
 
 _log = logging.getLogger(__name__)
 
@@ -125,7 +137,7 @@ class UpdateHandlers:
         except (TelegramError, TimeoutError) as exc:
             _log.warning("%s: could not set the Telegram command menu: %s", self.adapter.name, str(exc) or "timed out")
 
-    def install(self, app: Application) -> None:
+    def install(self, app: TelegramApp) -> None:
         new = filters.UpdateType.MESSAGE & _FromOthers(self.adapter)
         edited = filters.UpdateType.EDITED_MESSAGE & _FromOthers(self.adapter)
         joined_or_left = filters.StatusUpdate.NEW_CHAT_MEMBERS | filters.StatusUpdate.LEFT_CHAT_MEMBER

@@ -89,7 +89,8 @@ class MessageEmbeddings:
         if not text or not runtime.has_model(ModelType.TEXT_EMBEDDING):
             return None
         try:
-            return await runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": text})
+            vector: list[float] = await runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": text})
+            return vector
         except Exception as exc:
             _log.warning("%s: could not embed a message: %s", runtime.character.name, exc.__class__.__name__)
             return None
@@ -97,7 +98,7 @@ class MessageEmbeddings:
     async def _embed(self, memory_id: str, text: str) -> list[float] | None:
         runtime = self.runtime
         try:
-            vector = await runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": text})
+            vector: list[float] = await runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": text})
             await runtime.store.update_memory(memory_id, embedding=vector)
         except Exception as exc:
             _log.warning("%s: could not embed message %s: %s", runtime.character.name, memory_id, exc)

@@ -158,7 +158,7 @@ class ElevenLabsSpeech:
 
         def request() -> AsyncGenerator[bytes, None]:
             speak = self._client.text_to_speech.stream if streaming else self._client.text_to_speech.convert
-            return speak(  # both are async generator functions
+            chunks: AsyncGenerator[bytes, None] = speak(  # both are async generator functions
                 voice_id,
                 text=text,
                 model_id=self.config.model_id,
@@ -166,6 +166,7 @@ class ElevenLabsSpeech:
                 voice_settings=self._voice_settings,
                 optimize_streaming_latency=self.config.optimize_streaming_latency,
             )
+            return chunks
 
         started = time.perf_counter()
         chunks, first = await self._open(request, voice_id)

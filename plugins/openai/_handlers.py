@@ -207,7 +207,8 @@ class OpenAIModels:
         if model_sets_length(model):
             extra["dimensions"] = dimensions
         if batch or params is None:
-            return await self._embed(endpoint, model, texts, extra, batch=batch)
+            found: list[float] | list[list[float]] = await self._embed(endpoint, model, texts, extra, batch=batch)
+            return found
         text = texts[0]
         line = (endpoint.base_url, endpoint.api_key.get_secret_value(), model, dimensions or 0)
 

@@ -52,7 +52,7 @@ async def _validate(runtime: AgentRuntime, message: Memory, state: State) -> boo
 
 
 def _words(item: dict[str, Any]) -> str:
-    text = item["text"].strip()
+    text = str(item["text"]).strip()
     if text == SOUNDLESS:
         return ""
     return text.removeprefix(SOUND_PREFIX).strip()

@@ -36,8 +36,9 @@ def _name_for(entity: Entity, source: str | None, agent_id: str, agent_name: str
     if entity.id == agent_id:
         return agent_name
     platform = entity.metadata.get(source) if source else None
-    if isinstance(platform, Mapping) and isinstance(platform.get("name"), str) and platform["name"]:
-        return platform["name"]
+    name = platform.get("name") if isinstance(platform, Mapping) else None
+    if isinstance(name, str) and name:
+        return name
     return display_name(entity)
 
 

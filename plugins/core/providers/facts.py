@@ -15,6 +15,7 @@ minus a little for near-duplicates of another fact.
 from __future__ import annotations
 
 import logging
+import math
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -58,7 +59,7 @@ async def _query_text(runtime: AgentRuntime, message: Memory) -> str:
 def _score(memory: Memory, relevance: float, now: int) -> float:
     age_days = max(0, now - (memory.created_at or now)) / _DAY_MS
     half_life = _STATUS_HALF_LIFE_DAYS if memory.content.get("type") == "status" else _HALF_LIFE_DAYS
-    score = relevance + _RECENCY_WEIGHT * 0.5 ** (age_days / half_life)
+    score = relevance + _RECENCY_WEIGHT * math.pow(0.5, age_days / half_life)
     return score - _DUPLICATE_PENALTY if memory.unique is False else score
 
 

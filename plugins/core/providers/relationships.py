@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from typing import TYPE_CHECKING
 
@@ -36,7 +37,7 @@ def _weight(relationship: Relationship, now: int) -> float:
         age_days = max(0, now - int(last)) / _DAY_MS if last is not None else 0.0
     except (TypeError, ValueError):
         age_days = 0.0
-    return _interactions(relationship) * 0.5 ** (age_days / _HALF_LIFE_DAYS)
+    return _interactions(relationship) * math.pow(0.5, age_days / _HALF_LIFE_DAYS)
 
 
 def _named_in(text: str, name: str) -> bool:

@@ -3,6 +3,7 @@ topics, flood control and transient errors."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import Any
 
@@ -12,7 +13,6 @@ from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, Time
 
 from bot import backoff
 from bot.errors import PartlySent
-from platforms.telegram import _outbound
 from platforms.telegram._outbound import SendGaveUp, send_text, send_voice
 
 
@@ -44,7 +44,7 @@ def fast(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     async def sleep(seconds: float) -> None:
         slept.append(seconds)
 
-    monkeypatch.setattr(_outbound.asyncio, "sleep", sleep)
+    monkeypatch.setattr(asyncio, "sleep", sleep)
     monkeypatch.setattr(backoff, "_now", lambda: 1000.0 + sum(slept))
     return slept
 

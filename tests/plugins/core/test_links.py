@@ -10,7 +10,7 @@ import pytest
 
 from bot.errors import ConfigError
 from bot.types import ChannelType
-from plugins.core import _links
+from plugins.core import _html_text, _links
 from plugins.core._links import find_links
 from tests.fakes.web_site import FakeWebSite
 from tests.fakes.web_site import page as fake_page
@@ -121,7 +121,7 @@ async def test_an_empty_page_is_said_to_be_empty(harness) -> None:
 async def test_a_page_is_turned_into_text_off_the_event_loop(harness, page, monkeypatch) -> None:
     url, _ = page
     threads: list[int] = []
-    real = _links.html_to_text
+    real = _html_text.html_to_text
 
     def recording(html: str) -> tuple[str, str]:
         threads.append(threading.get_ident())

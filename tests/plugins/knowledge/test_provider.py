@@ -77,11 +77,11 @@ async def test_a_sync_longer_than_the_bound_answers_from_what_is_stored_and_says
 
 
 async def test_nothing_to_search_is_not_kept_while_a_sync_runs(agents: Agents, monkeypatch: pytest.MonkeyPatch) -> None:
-    from plugins.knowledge import _ingest
+    from plugins.knowledge import _files, _ingest
     from plugins.knowledge._service import SyncState
 
     listed = threading.Event()
-    real_scan = _ingest.scan
+    real_scan = _files.scan
     monkeypatch.setattr(_ingest, "scan", lambda roots: (listed.wait(10), real_scan(roots))[1])
     agents.embedder.batch_latency = 30.0  # stored at once, embedded never (in this test)
     rt = await agents.start(knowledge=["Bees make honey."], wait=False)
