@@ -13,8 +13,8 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator
 
-from bot import redact
 from bot.errors import reason_for
+from bot.redact import scrub_for
 
 __all__ = ["ConversationLog", "reason"]
 
@@ -48,7 +48,7 @@ class ConversationLog(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             # The secret filters on this handler: the error shown is more than the record's message.
-            line = reason(record, self.agent, lambda text: redact.scrub_for(self, text))
+            line = reason(record, self.agent, lambda text: scrub_for(self, text))
         except Exception:  # noqa: BLE001 -- logging must never break the conversation
             self.handleError(record)
             return
