@@ -1,7 +1,9 @@
 """Deterministic ids, bit for bit the same as elizaOS's ``stringToUuid``/``createUniqueUuid``.
 
-The same input gives the same id in both systems, so a database or a character's memories can
-be carried between them, and a character keeps its memories across restarts.
+The same input gives the same id in both systems (a character's agent id, derived from its name,
+is the same in both), and a character keeps its memories across restarts. The strings troupe
+hashes for rooms, people and messages (``discord:<snowflake>``) are its own, so those ids differ
+from elizaOS's.
 """
 
 from __future__ import annotations

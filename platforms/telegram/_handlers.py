@@ -376,7 +376,7 @@ class _FromOthers(filters.MessageFilter):
 
 class _Elsewhere(BaseHandler[Update, Context, None]):
     """Takes the updates of chats the character stays out of (``TELEGRAM_ALLOWED_CHATS``, private
-    chats when ``TELEGRAM_ALLOW_DIRECT_MESSAGES`` is off) and of no chat, so that no other handler
+    chats when the ``allowDirectMessages`` setting is off) and of no chat, so that no other handler
     of the group does: they are dealt with by being left alone."""
 
     def __init__(self, adapter: TelegramAdapter) -> None:
