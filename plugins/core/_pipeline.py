@@ -270,75 +270,26 @@ class MessagePipeline:
         return room, room_state
 
     async def _handle(self, turn: _Turn, room: Room | None, room_state: RoomState | None) -> Outcome:
-        rt, store, message = self.runtime, self.runtime.store, turn.message
-        press = Press.of(message.content)
-        handler = rt.press_handler_for(press.value) if press is not None else None
-        if press is not None and handler is not None:
-            return await self._pressed(turn, press, handler)
-        max_bot_turns = rt.get_int("MAX_BOT_TURNS", _DEFAULT_MAX_BOT_TURNS)
-        # The loop guard only looks at the trailing run of bot messages: read no more than that.
-        # It counts in the character's own history of the room, in the store: what it said and
-        # heard, the other characters' words included (through the relay, from any daemon), so it
-        # holds across daemons with no count of its own.
-        recent = []
-        if message.metadata.get("authorIsBot"):
-            recent = await store.get_memories(table=MESSAGES, room_id=message.room_id, count=max_bot_turns + 1)
-        verdict = decide(
-            message,
-            agent_id=rt.agent_id,
-            names=self._names(),
-            room_type=room.type if room else message.content.get("channelType"),
-            room_state=room_state,
-            recent=recent,
-            max_bot_turns=max_bot_turns,
-        )
-        if verdict.decision is Decision.ASK_MODEL:
-            embeddings(rt).start(message.id)  # it has the model's decision time to run in
-        if room_state is RoomState.STOPPED and verdict.decision is Decision.RESPOND:
-            await self._set_room_state(message, None, "named again after staying out")  # invited back
+        pressed = self._pressed_button(turn.message)
+        if pressed is not None:
+            return await self._pressed(turn, *pressed)
+        verdict = await self._gate(turn.message, room, room_state)
         scene, cue = await self._cue(turn, verdict)
-        decisions = rt.metrics.gate_decisions
-        if verdict.decision is Decision.IGNORE:
-            status = _SILENCED_BY.get(verdict.rule, Status.IGNORED)
-            decisions.labels(agent=rt.character.name, decision=status.value).inc()
-            return Outcome(status, verdict.reason)
-        if turn.recovered and verdict.decision is Decision.ASK_MODEL:
-            _log.info(
-                "%s: message %s in room %s, left unanswered by a crash, is not taken up: it was not "
-                "addressed to the character",
-                rt.character.name,
-                message.id,
-                message.room_id,
-            )
-            return Outcome(Status.NOT_TAKEN_UP, "not addressed")
-        if verdict.decision is Decision.RESPOND:
-            decisions.labels(agent=rt.character.name, decision="respond").inc()
-
-        order = (message.created_at or now_ms(), next(self._arrivals))
-        newest = self._newest.get(message.room_id)
-        if newest is None or order > newest:
-            self._newest[message.room_id] = order
+        ended = self._ended_by_rules(turn, verdict)
+        if ended is not None:
+            return ended
+        order = self._arrived(turn.message)
         try:
             if verdict.decision is Decision.ASK_MODEL:
-                silence = await self._undecided(message, cue)
-                if silence is not None:
-                    return silence
-                if scene is not None and cue is not None and cue.part is Part.RESPOND:
-                    # Picked by the troupe: never superseded, and in turn after those picked before.
-                    verdict = replace(verdict, reason=cue.reason, addressed=True)
-                    await scene.wait_turn(rt.agent_id, self._troupe)
-            try:
-                await turn.channel.typing()
-            except Exception:
-                _log.exception("%s: the platform could not show that an answer is coming", rt.character.name)
-            if await process_attachments(rt, message, turn.channel.fetch):
-                await store.update_memory(turn.message_id, content=message.content)
+                decided = await self._settle(turn.message, verdict, scene, cue)
+                if isinstance(decided, Outcome):
+                    return decided
+                verdict = decided
+            await self._show_typing(turn)
+            await self._read_attachments(turn)
             return await self._respond(turn, verdict, order)
         finally:
-            if self._newest.get(message.room_id) == order:
-                del self._newest[message.room_id]
-            if scene is not None:
-                self._troupe.done(scene, rt.agent_id)
+            self._left(turn.message.room_id, order, scene)
 
     async def _respond(self, turn: _Turn, verdict: Verdict, order: tuple[int, int]) -> Outcome:
         rt, message, delivery = self.runtime, turn.message, turn.delivery
@@ -397,6 +348,102 @@ class MessagePipeline:
             return Outcome(Status.SEND_FAILED, "the platform took none of the answer to a press")
         status = Status.REPLIED if turn.delivery.sent else Status.ACTED
         return Outcome(status, f"press of {press.value!r}: {result.error or 'done'}")
+
+    def _pressed_button(self, message: Memory) -> tuple[Press, PressHandler] | None:
+        """The button the message presses, when a plugin handles its presses."""
+        press = Press.of(message.content)
+        handler = self.runtime.press_handler_for(press.value) if press is not None else None
+        return (press, handler) if press is not None and handler is not None else None
+
+    async def _gate(self, message: Memory, room: Room | None, room_state: RoomState | None) -> Verdict:
+        """What the rules say about the message (``_gate.py``), the loop guard included."""
+        rt = self.runtime
+        max_bot_turns = rt.get_int("MAX_BOT_TURNS", _DEFAULT_MAX_BOT_TURNS)
+        # The loop guard only looks at the trailing run of bot messages: read no more than that.
+        # It counts in the character's own history of the room, in the store: what it said and
+        # heard, the other characters' words included (through the relay, from any daemon), so it
+        # holds across daemons with no count of its own.
+        recent = []
+        if message.metadata.get("authorIsBot"):
+            recent = await rt.store.get_memories(table=MESSAGES, room_id=message.room_id, count=max_bot_turns + 1)
+        verdict = decide(
+            message,
+            agent_id=rt.agent_id,
+            names=self._names(),
+            room_type=room.type if room else message.content.get("channelType"),
+            room_state=room_state,
+            recent=recent,
+            max_bot_turns=max_bot_turns,
+        )
+        if verdict.decision is Decision.ASK_MODEL:
+            embeddings(rt).start(message.id)  # it has the model's decision time to run in
+        if room_state is RoomState.STOPPED and verdict.decision is Decision.RESPOND:
+            await self._set_room_state(message, None, "named again after staying out")  # invited back
+        return verdict
+
+    def _ended_by_rules(self, turn: _Turn, verdict: Verdict) -> Outcome | None:
+        """How the message ends when the rules silence it, or when a crash left it unanswered
+        and it was not addressed to the character; None when it goes on (counted when answered)."""
+        rt, message = self.runtime, turn.message
+        decisions = rt.metrics.gate_decisions
+        if verdict.decision is Decision.IGNORE:
+            status = _SILENCED_BY.get(verdict.rule, Status.IGNORED)
+            decisions.labels(agent=rt.character.name, decision=status.value).inc()
+            return Outcome(status, verdict.reason)
+        if turn.recovered and verdict.decision is Decision.ASK_MODEL:
+            _log.info(
+                "%s: message %s in room %s, left unanswered by a crash, is not taken up: it was not "
+                "addressed to the character",
+                rt.character.name,
+                message.id,
+                message.room_id,
+            )
+            return Outcome(Status.NOT_TAKEN_UP, "not addressed")
+        if verdict.decision is Decision.RESPOND:
+            decisions.labels(agent=rt.character.name, decision="respond").inc()
+        return None
+
+    def _arrived(self, message: Memory) -> tuple[int, int]:
+        """The message's place among those answered in its room (see ``_newest``); the newest
+        so far takes the room."""
+        order = (message.created_at or now_ms(), next(self._arrivals))
+        newest = self._newest.get(message.room_id)
+        if newest is None or order > newest:
+            self._newest[message.room_id] = order
+        return order
+
+    def _left(self, room_id: str, order: tuple[int, int], scene: Scene | None) -> None:
+        """The message is done with: it no longer holds its room, nor its place in the troupe's turn."""
+        if self._newest.get(room_id) == order:
+            del self._newest[room_id]
+        if scene is not None:
+            self._troupe.done(scene, self.runtime.agent_id)
+
+    async def _settle(
+        self, message: Memory, verdict: Verdict, scene: Scene | None, cue: Cue | None
+    ) -> Verdict | Outcome:
+        """For a message the rules left undecided: the verdict to answer it by, once it is the
+        character's turn, or how it ended (see ``_undecided``)."""
+        silence = await self._undecided(message, cue)
+        if silence is not None:
+            return silence
+        if scene is not None and cue is not None and cue.part is Part.RESPOND:
+            # Picked by the troupe: never superseded, and in turn after those picked before.
+            verdict = replace(verdict, reason=cue.reason, addressed=True)
+            await scene.wait_turn(self.runtime.agent_id, self._troupe)
+        return verdict
+
+    async def _show_typing(self, turn: _Turn) -> None:
+        """Show "typing…": an answer is coming (a platform that cannot show it is no loss)."""
+        try:
+            await turn.channel.typing()
+        except Exception:
+            _log.exception("%s: the platform could not show that an answer is coming", self.runtime.character.name)
+
+    async def _read_attachments(self, turn: _Turn) -> None:
+        """Read what is attached to the message, and keep what was read with it."""
+        if await process_attachments(self.runtime, turn.message, turn.channel.fetch):
+            await self.runtime.store.update_memory(turn.message_id, content=turn.message.content)
 
     async def _cue(self, turn: _Turn, verdict: Verdict) -> tuple[Scene | None, Cue | None]:
         """Tell the troupe what the rules said; for an undecided message in a room shared with
