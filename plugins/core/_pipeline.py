@@ -50,6 +50,7 @@ from ._plan import Plan
 from ._prompts import template
 from ._recovery import keep_recovering
 from ._schemas import SHOULD_RESPOND, plan_schema
+from ._should_respond import ShouldRespond, read_choice
 from ._streaming import ReplyWatcher
 from ._troupe import DEFAULT_WAIT_S, Cue, Part, Scene, Troupe, Voice, about, ask_model
 from .actions._room_state import set_state
@@ -465,25 +466,26 @@ class MessagePipeline:
         decisions = rt.metrics.gate_decisions
         if cue is None or cue.part is Part.ALONE:
             choice = await self._ask_small_model(message)
-            decisions.labels(agent=rt.character.name, decision=f"model_{choice.lower()}").inc()
-            if choice == _UNREACHABLE:
+            if choice is None:
+                decisions.labels(agent=rt.character.name, decision="model_unreachable").inc()
                 return Outcome(Status.MODEL_UNREACHABLE, "the small model did not answer")
-            if choice != "RESPOND":
-                if choice == "STOP":
-                    await self._set_room_state(message, RoomState.STOPPED, "asked to stay out")
-                await self._remember_silence(message, "STOP" if choice == "STOP" else "IGNORE")
-                return Outcome(Status.STOPPED if choice == "STOP" else Status.IGNORED, f"small model: {choice}")
-            return None
+            decisions.labels(agent=rt.character.name, decision=f"model_{choice.lower()}").inc()
+            if choice is ShouldRespond.RESPOND:
+                return None
+            return await self._stay_silent(message, stop=choice is ShouldRespond.STOP, reason=f"small model: {choice}")
         decisions.labels(agent=rt.character.name, decision=f"troupe_{cue.part.value}").inc()
         if cue.part is Part.RESPOND:
             return None
         if cue.part is Part.UNREACHABLE:
             return Outcome(Status.MODEL_UNREACHABLE, cue.reason)
-        stop = cue.part is Part.STOP
+        return await self._stay_silent(message, stop=cue.part is Part.STOP, reason=f"troupe: {cue.reason}")
+
+    async def _stay_silent(self, message: Memory, *, stop: bool, reason: str) -> Outcome:
+        """Not answering, as decided; asked to stop, staying out of the room until named."""
         if stop:
             await self._set_room_state(message, RoomState.STOPPED, "asked to stay out")
-        await self._remember_silence(message, "STOP" if stop else "IGNORE")
-        return Outcome(Status.STOPPED if stop else Status.IGNORED, f"troupe: {cue.reason}")
+        await self._remember_silence(message, (ShouldRespond.STOP if stop else ShouldRespond.IGNORE).value)
+        return Outcome(Status.STOPPED if stop else Status.IGNORED, reason)
 
     async def _set_room_state(self, message: Memory, state: RoomState | None, why: str) -> None:
         """The character's state in the message's room, kept like a mute: STOPPED when asked to
@@ -498,8 +500,8 @@ class MessagePipeline:
             return
         _log.info("%s: %s in room %s", rt.character.name, why, message.room_id)
 
-    async def _ask_small_model(self, message: Memory) -> str:
-        """RESPOND, IGNORE or STOP; an unreadable answer means IGNORE, no answer ``_UNREACHABLE``."""
+    async def _ask_small_model(self, message: Memory) -> ShouldRespond | None:
+        """The small model's choice; an unreadable answer means IGNORE, no answer None."""
         rt = self.runtime
         state = await rt.compose_state(message, _DECIDE_PROVIDERS, only_include=True)
         name = "shouldRespondTemplate"
@@ -508,13 +510,12 @@ class MessagePipeline:
             raw = await prompt.ask()
         except ModelError as exc:
             _log.warning("%s: could not decide whether to respond: %s", rt.character.name, exc)
-            return _UNREACHABLE
+            return None
         placeholders = Placeholders.of(template(rt.character.templates, name), state.values)
         parsed = placeholders.without(parse_response(raw), agent=rt.character.name, kind="should respond") or {}
-        action = parsed.get("action")
-        choice = str((action[-1] if isinstance(action, list) and action else action) or "").strip().upper()
-        count_answer(rt, AnswerKind.SHOULD_RESPOND, parsed=choice in ("RESPOND", "IGNORE", "STOP"))
-        return choice if choice in ("RESPOND", "STOP") else "IGNORE"
+        choice = read_choice(parsed)
+        count_answer(rt, AnswerKind.SHOULD_RESPOND, parsed=choice is not None)
+        return choice or ShouldRespond.IGNORE
 
     async def _plan(self, state: State, stream: Callable[[str], None] | None = None) -> Plan | Outcome:
         """Ask the large model what to do; up to three tries for a reply that parses. When there
@@ -597,9 +598,6 @@ class MessagePipeline:
         if isinstance(aliases, list):
             names += [a for a in aliases if isinstance(a, str)]
         return [n for n in names if n]
-
-
-_UNREACHABLE = "UNREACHABLE"  # the small model's "answer" when it gave none
 
 
 def _offered_actions(state: State) -> list[str]:
