@@ -52,7 +52,7 @@ from ._recovery import keep_recovering
 from ._schemas import SHOULD_RESPOND, plan_schema
 from ._should_respond import ShouldRespond, read_choice
 from ._streaming import ReplyWatcher
-from ._troupe import DEFAULT_WAIT_S, Cue, Part, Scene, Troupe, Voice, about, ask_model
+from ._troupe import DEFAULT_WAIT_S, Candidate, SharedMessage, Troupe, TroupeChoice, TroupeDecision, about, ask_model
 from .actions._room_state import set_state
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ class MessagePipeline:
         self._newest: dict[str, tuple[int, int]] = {}
         self._arrivals = itertools.count()
         self._answering: set[str] = set()  # ids of the messages this process is handling right now
-        self._troupe = runtime.shared.one(Troupe)  # the daemon's characters that may share a room
+        self._troupe = runtime.shared.instance_of(Troupe)  # the daemon's characters that may share a room
         self._looking: dict[str, asyncio.Task[None]] = {}  # platform -> the loop that keeps recovering there
 
     def register(self) -> None:
@@ -275,14 +275,14 @@ class MessagePipeline:
         if pressed is not None:
             return await self._pressed(turn, *pressed)
         verdict = await self._gate(turn.message, room, room_state)
-        scene, cue = await self._cue(turn, verdict)
+        shared_message, troupe_decision = await self._ask_troupe(turn, verdict)
         ended = self._ended_by_rules(turn, verdict)
         if ended is not None:
             return ended
         order = self._arrived(turn.message)
         try:
             if verdict.decision is Decision.ASK_MODEL:
-                decided = await self._settle(turn.message, verdict, scene, cue)
+                decided = await self._settle(turn.message, verdict, shared_message, troupe_decision)
                 if isinstance(decided, Outcome):
                     return decided
                 verdict = decided
@@ -290,7 +290,7 @@ class MessagePipeline:
             await self._read_attachments(turn)
             return await self._respond(turn, verdict, order)
         finally:
-            self._left(turn.message.room_id, order, scene)
+            self._left(turn.message.room_id, order, shared_message)
 
     async def _respond(self, turn: _Turn, verdict: Verdict, order: tuple[int, int]) -> Outcome:
         rt, message, delivery = self.runtime, turn.message, turn.delivery
@@ -386,10 +386,10 @@ class MessagePipeline:
         """How the message ends when the rules silence it, or when a crash left it unanswered
         and it was not addressed to the character; None when it goes on (counted when answered)."""
         rt, message = self.runtime, turn.message
-        decisions = rt.metrics.gate_decisions
+        counted = rt.metrics.gate_decisions
         if verdict.decision is Decision.IGNORE:
             status = _SILENCED_BY.get(verdict.rule, Status.IGNORED)
-            decisions.labels(agent=rt.character.name, decision=status.value).inc()
+            counted.labels(agent=rt.character.name, decision=status.value).inc()
             return Outcome(status, verdict.reason)
         if turn.recovered and verdict.decision is Decision.ASK_MODEL:
             _log.info(
@@ -401,7 +401,7 @@ class MessagePipeline:
             )
             return Outcome(Status.NOT_TAKEN_UP, "not addressed")
         if verdict.decision is Decision.RESPOND:
-            decisions.labels(agent=rt.character.name, decision="respond").inc()
+            counted.labels(agent=rt.character.name, decision="respond").inc()
         return None
 
     def _arrived(self, message: Memory) -> tuple[int, int]:
@@ -413,25 +413,33 @@ class MessagePipeline:
             self._newest[message.room_id] = order
         return order
 
-    def _left(self, room_id: str, order: tuple[int, int], scene: Scene | None) -> None:
+    def _left(self, room_id: str, order: tuple[int, int], shared_message: SharedMessage | None) -> None:
         """The message is done with: it no longer holds its room, nor its place in the troupe's turn."""
         if self._newest.get(room_id) == order:
             del self._newest[room_id]
-        if scene is not None:
-            self._troupe.done(scene, self.runtime.agent_id)
+        if shared_message is not None:
+            self._troupe.done(shared_message, self.runtime.agent_id)
 
     async def _settle(
-        self, message: Memory, verdict: Verdict, scene: Scene | None, cue: Cue | None
+        self,
+        message: Memory,
+        verdict: Verdict,
+        shared_message: SharedMessage | None,
+        troupe_decision: TroupeDecision | None,
     ) -> Verdict | Outcome:
         """For a message the rules left undecided: the verdict to answer it by, once it is the
         character's turn, or how it ended (see ``_undecided``)."""
-        silence = await self._undecided(message, cue)
+        silence = await self._undecided(message, troupe_decision)
         if silence is not None:
             return silence
-        if scene is not None and cue is not None and cue.part is Part.RESPOND:
+        if (
+            shared_message is not None
+            and troupe_decision is not None
+            and troupe_decision.choice is TroupeChoice.RESPOND
+        ):
             # Picked by the troupe: never superseded, and in turn after those picked before.
-            verdict = replace(verdict, reason=cue.reason, addressed=True)
-            await scene.wait_turn(self.runtime.agent_id, self._troupe)
+            verdict = replace(verdict, reason=troupe_decision.reason, addressed=True)
+            await shared_message.wait_turn(self.runtime.agent_id, self._troupe)
         return verdict
 
     async def _show_typing(self, turn: _Turn) -> None:
@@ -446,7 +454,7 @@ class MessagePipeline:
         if await process_attachments(self.runtime, turn.message, turn.channel.fetch):
             await self.runtime.store.update_memory(turn.message_id, content=turn.message.content)
 
-    async def _cue(self, turn: _Turn, verdict: Verdict) -> tuple[Scene | None, Cue | None]:
+    async def _ask_troupe(self, turn: _Turn, verdict: Verdict) -> tuple[SharedMessage | None, TroupeDecision | None]:
         """Tell the troupe what the rules said; for an undecided message in a room shared with
         the daemon's other characters, what the troupe decided (see ``_troupe.py``)."""
         rt, native = self.runtime, turn.native
@@ -455,30 +463,34 @@ class MessagePipeline:
         character = rt.character
         undecided = verdict.decision is Decision.ASK_MODEL  # only the undecided are described to the model
         summary = about(character.bio, character.topics) if undecided else ""
-        voice = Voice(rt.agent_id, character.name, verdict, summary, rt, turn.message)
+        candidate = Candidate(rt.agent_id, character.name, verdict, summary, rt, turn.message)
         wait_s = rt.get_number("TROUPE_WAIT_S", DEFAULT_WAIT_S)
-        return await self._troupe.cue(native, voice, lambda voices: ask_model(voices[0], voices), wait_s=wait_s)
+        return await self._troupe.decide(
+            native, candidate, lambda candidates: ask_model(candidates[0], candidates), wait_s=wait_s
+        )
 
-    async def _undecided(self, message: Memory, cue: Cue | None) -> Outcome | None:
+    async def _undecided(self, message: Memory, troupe_decision: TroupeDecision | None) -> Outcome | None:
         """For a message the rules left undecided: None to answer it, else how it ended — by
         the troupe's decision, or (alone) by the character's own small model."""
         rt = self.runtime
-        decisions = rt.metrics.gate_decisions
-        if cue is None or cue.part is Part.ALONE:
+        counted = rt.metrics.gate_decisions
+        if troupe_decision is None or troupe_decision.choice is TroupeChoice.ALONE:
             choice = await self._ask_small_model(message)
             if choice is None:
-                decisions.labels(agent=rt.character.name, decision="model_unreachable").inc()
+                counted.labels(agent=rt.character.name, decision="model_unreachable").inc()
                 return Outcome(Status.MODEL_UNREACHABLE, "the small model did not answer")
-            decisions.labels(agent=rt.character.name, decision=f"model_{choice.lower()}").inc()
+            counted.labels(agent=rt.character.name, decision=f"model_{choice.lower()}").inc()
             if choice is ShouldRespond.RESPOND:
                 return None
             return await self._stay_silent(message, stop=choice is ShouldRespond.STOP, reason=f"small model: {choice}")
-        decisions.labels(agent=rt.character.name, decision=f"troupe_{cue.part.value}").inc()
-        if cue.part is Part.RESPOND:
+        counted.labels(agent=rt.character.name, decision=f"troupe_{troupe_decision.choice.value}").inc()
+        if troupe_decision.choice is TroupeChoice.RESPOND:
             return None
-        if cue.part is Part.UNREACHABLE:
-            return Outcome(Status.MODEL_UNREACHABLE, cue.reason)
-        return await self._stay_silent(message, stop=cue.part is Part.STOP, reason=f"troupe: {cue.reason}")
+        if troupe_decision.choice is TroupeChoice.UNREACHABLE:
+            return Outcome(Status.MODEL_UNREACHABLE, troupe_decision.reason)
+        return await self._stay_silent(
+            message, stop=troupe_decision.choice is TroupeChoice.STOP, reason=f"troupe: {troupe_decision.reason}"
+        )
 
     async def _stay_silent(self, message: Memory, *, stop: bool, reason: str) -> Outcome:
         """Not answering, as decided; asked to stop, staying out of the room until named."""
