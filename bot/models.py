@@ -245,7 +245,7 @@ ContextLength = Callable[[], int | None]
 
 
 class _Shared(Protocol):
-    def one(self, kind: type[_T]) -> _T: ...
+    def instance_of(self, kind: type[_T]) -> _T: ...
 
 
 class ModelHost(Protocol):

@@ -329,11 +329,7 @@ class Placement:
         """Take free characters up to this daemon's share: first those tied to what it holds
         (they share rooms), then whole groups, nearest by hash first. A free character more tied
         to another daemon that has room is left to that one, for a round or two."""
-        held_by: dict[str, set[str]] = {daemon: set() for daemon in alive}
-        for r in records:
-            unit = unit_of(r.name)
-            if unit is not None and r.expires_in > 0 and r.owner != self.daemon_id:
-                held_by.setdefault(r.owner, set()).add(unit)
+        held_by = self._held_by_others(records, alive)
         held_elsewhere = set().union(*held_by.values())
         free = [a for a in self.units if a not in self._held and a not in self._leaving and a not in held_elsewhere]
         self._free_rounds = {a: self._free_rounds.get(a, 0) + 1 for a in free}
@@ -342,6 +338,22 @@ class Placement:
             for daemon, held in held_by.items()
             if daemon != self.daemon_id and daemon in alive and len(held) < _share(len(self.units), alive, daemon)
         ]
+        await self._take_share(free, others_with_room, result)
+        await self._take_strays(free, result)
+
+    def _held_by_others(self, records: list[LeaseRecord], alive: list[str]) -> dict[str, set[str]]:
+        """The units each other daemon holds now (every daemon alive, holding some or none)."""
+        held_by: dict[str, set[str]] = {daemon: set() for daemon in alive}
+        for r in records:
+            unit = unit_of(r.name)
+            if unit is not None and r.expires_in > 0 and r.owner != self.daemon_id:
+                held_by.setdefault(r.owner, set()).add(unit)
+        return held_by
+
+    async def _take_share(self, free: list[str], others_with_room: list[set[str]], result: Round) -> None:
+        """Take from ``free`` (taken ones leave it) until this daemon holds its share: the most
+        tied to what it holds first, none more tied to another daemon with room (unless free
+        for long)."""
         mine = set(self._held)
         companions = self._companions
         while self._balanced() < result.share and free:
@@ -358,21 +370,25 @@ class Placement:
             taken = await self._leases.acquire(lease_name(unit), self.daemon_id, self.ttl_s)
             if taken is None:
                 continue  # another daemon was quicker
-            self._held[unit] = taken
             mine.add(unit)
-            result.changes[unit] = Change.TAKEN
-            self._then(unit, self._host.serve(unit, taken))
-        # Free for many rounds while every daemon is at its share: perhaps no other daemon has
-        # this character's file (shares are counted from each daemon's own files). Served here,
-        # beyond the share, rather than by nobody; never handed over for balance.
+            self._serve(unit, taken, result)
+
+    async def _take_strays(self, free: list[str], result: Round) -> None:
+        """Free for many rounds while every daemon is at its share: perhaps no other daemon has
+        this character's file (shares are counted from each daemon's own files). Served here,
+        beyond the share, rather than by nobody; never handed over for balance."""
         for unit in [a for a in free if self._free_rounds[a] >= _STRAY_ROUNDS]:
             taken = await self._leases.acquire(lease_name(unit), self.daemon_id, self.ttl_s)
             if taken is not None:
                 _log.warning("placement: serving %s beyond this daemon's share: no other daemon took it", unit)
-                self._held[unit] = taken
                 self._strays.add(unit)
-                result.changes[unit] = Change.TAKEN
-                self._then(unit, self._host.serve(unit, taken))
+                self._serve(unit, taken, result)
+
+    def _serve(self, unit: str, lease: Lease, result: Round) -> None:
+        """``unit`` is taken under ``lease``: the host starts serving it."""
+        self._held[unit] = lease
+        result.changes[unit] = Change.TAKEN
+        self._then(unit, self._host.serve(unit, lease))
 
     def _balanced(self) -> int:
         """How many units held here count towards the share (all but the strays)."""

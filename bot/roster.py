@@ -185,68 +185,108 @@ class Publisher:
 
 async def troupe_status(backend: StoreBackend, this: str | None = None) -> TroupeStatus:
     """The whole troupe as the database has it (``this``: the daemon asking, marked as such)."""
-    leases = await backend.leases.records()
+    leases = _Leases.of(await backend.leases.records())
     records = await backend.roster.records()
     connections = await backend.roster.connections()
-    alive = _alive(leases)
-    held = {
-        r.name.removeprefix(AGENT_PREFIX): r for r in leases if r.name.startswith(AGENT_PREFIX) and r.expires_in > 0
-    }
-    shards: dict[str, dict[str, str | None]] = {}  # agent id -> shard -> its daemon (sharded Discord bots)
-    for r in leases:
-        unit = unit_of(r.name) if r.name.startswith(SHARD_PREFIX) else None
-        if unit is not None:
-            agent_id, shard = split_unit(unit)
-            shards.setdefault(agent_id, {})[str(shard)] = r.owner if r.expires_in > 0 else None
     entries = {r.entry.id: r for r in records}
-    daemons: list[TroupeDaemon] = []
-    for daemon_id in sorted(alive | set(entries)):
-        record = entries.get(daemon_id)
-        entry = record.entry if record is not None else DaemonEntry(daemon_id, "?", 0, "?", 0)
-        daemons.append(
-            {
-                "id": daemon_id,
-                "host": entry.host,
-                "pid": entry.pid,
-                "version": entry.version,
-                "started_at": entry.started_at,
-                "heartbeat_s": round(record.seen_s, 1) if record is not None else None,
-                "alive": daemon_id in alive,
-                "this": daemon_id == this,
-                "connections": connections.get(application_name(daemon_id)) if connections else None,
-                "serves": sum(lease.owner == daemon_id for lease in held.values()),
-                "shards": sum(owner == daemon_id for held_shards in shards.values() for owner in held_shards.values()),
-            }
-        )
-    found = {d.agent_id: d for d in differences(records, alive, first=this)}
+    daemons = [
+        _daemon_row(daemon_id, entries.get(daemon_id), leases, this=this, connections=connections)
+        for daemon_id in sorted(leases.alive | set(entries))
+    ]
+    found = {d.agent_id: d for d in differences(records, leases.alive, first=this)}
+    known = _known_files(records, leases.alive, this)
+    characters = [
+        _character_row(agent_id, leases, entries, known, found) for agent_id in sorted(set(known) | set(leases.agents))
+    ]
+    characters.sort(key=lambda c: c["name"].casefold())
+    return {"daemons": daemons, "characters": characters, "warnings": [d.message() for d in found.values()]}
+
+
+@dataclass(frozen=True, slots=True)
+class _Leases:
+    """What the leases say of the troupe now."""
+
+    alive: set[str]
+    """The daemons holding their own lease."""
+    agents: dict[str, LeaseRecord]
+    """Agent id → the lease of the daemon serving it."""
+    shards: dict[str, dict[str, str | None]]
+    """Agent id → shard → the daemon serving it, or None (sharded Discord bots)."""
+
+    @classmethod
+    def of(cls, leases: Sequence[LeaseRecord]) -> _Leases:
+        agents = {
+            r.name.removeprefix(AGENT_PREFIX): r for r in leases if r.name.startswith(AGENT_PREFIX) and r.expires_in > 0
+        }
+        shards: dict[str, dict[str, str | None]] = {}
+        for r in leases:
+            unit = unit_of(r.name) if r.name.startswith(SHARD_PREFIX) else None
+            if unit is not None:
+                agent_id, shard = split_unit(unit)
+                shards.setdefault(agent_id, {})[str(shard)] = r.owner if r.expires_in > 0 else None
+        return cls(_alive(leases), agents, shards)
+
+
+def _daemon_row(
+    daemon_id: str,
+    record: DaemonRecord | None,
+    leases: _Leases,
+    *,
+    this: str | None,
+    connections: Mapping[str, int],
+) -> TroupeDaemon:
+    """One daemon as status shows it: its roster entry (if it published one) and what it holds."""
+    entry = record.entry if record is not None else DaemonEntry(daemon_id, "?", 0, "?", 0)
+    return {
+        "id": daemon_id,
+        "host": entry.host,
+        "pid": entry.pid,
+        "version": entry.version,
+        "started_at": entry.started_at,
+        "heartbeat_s": round(record.seen_s, 1) if record is not None else None,
+        "alive": daemon_id in leases.alive,
+        "this": daemon_id == this,
+        "connections": connections.get(application_name(daemon_id)) if connections else None,
+        "serves": sum(lease.owner == daemon_id for lease in leases.agents.values()),
+        "shards": sum(owner == daemon_id for held in leases.shards.values() for owner in held.values()),
+    }
+
+
+def _known_files(records: Sequence[DaemonRecord], alive: set[str], this: str | None) -> dict[str, CharacterFile]:
+    """Each character's file as the daemons know it: this daemon's copy first, then the living's."""
     known: dict[str, CharacterFile] = {}
     for record in sorted(records, key=lambda r: (r.entry.id != this, r.entry.id not in alive, r.entry.id)):
         for agent_id, copy in record.entry.characters.items():
             known.setdefault(agent_id, copy)
-    characters: list[TroupeCharacter] = []
-    for agent_id in sorted(set(known) | set(held)):
-        lease = held.get(agent_id)
-        owner = entries.get(lease.owner) if lease is not None else None
-        served = owner.entry.characters.get(agent_id) if owner is not None else None
-        file = served or known.get(agent_id)
-        # Its owner's word for it; a lease taken but not published yet is a start under way.
-        state = "waiting" if lease is None else (served.state if served else "") or str(AgentState.STARTING)
-        characters.append(
-            {
-                "id": agent_id,
-                "name": file.name if file is not None else agent_id,
-                "file": file.file if file is not None else "",
-                "state": state,
-                "daemon": lease.owner if lease is not None else None,
-                "epoch": lease.epoch if lease is not None else None,
-                "held_s": round(lease.held_for, 1) if lease is not None else None,
-                "expires_s": round(lease.expires_in, 1) if lease is not None else None,
-                "differs": found[agent_id].daemons if agent_id in found else [],
-                "shards": dict(sorted(shards.get(agent_id, {}).items(), key=lambda item: int(item[0]))),
-            }
-        )
-    characters.sort(key=lambda c: c["name"].casefold())
-    return {"daemons": daemons, "characters": characters, "warnings": [d.message() for d in found.values()]}
+    return known
+
+
+def _character_row(
+    agent_id: str,
+    leases: _Leases,
+    entries: Mapping[str, DaemonRecord],
+    known: Mapping[str, CharacterFile],
+    found: Mapping[str, Difference],
+) -> TroupeCharacter:
+    """One character as status shows it: who serves it, under which lease, in what state."""
+    lease = leases.agents.get(agent_id)
+    owner = entries.get(lease.owner) if lease is not None else None
+    served = owner.entry.characters.get(agent_id) if owner is not None else None
+    file = served or known.get(agent_id)
+    # Its owner's word for it; a lease taken but not published yet is a start under way.
+    state = "waiting" if lease is None else (served.state if served else "") or str(AgentState.STARTING)
+    return {
+        "id": agent_id,
+        "name": file.name if file is not None else agent_id,
+        "file": file.file if file is not None else "",
+        "state": state,
+        "daemon": lease.owner if lease is not None else None,
+        "epoch": lease.epoch if lease is not None else None,
+        "held_s": round(lease.held_for, 1) if lease is not None else None,
+        "expires_s": round(lease.expires_in, 1) if lease is not None else None,
+        "differs": found[agent_id].daemons if agent_id in found else [],
+        "shards": dict(sorted(leases.shards.get(agent_id, {}).items(), key=lambda item: int(item[0]))),
+    }
 
 
 async def read_troupe(backend: StoreBackend, this: str | None = None) -> TroupeStatus:

@@ -55,54 +55,71 @@ def resolve_secret(
     """
     if not is_reference(value):
         return SecretStr(value) if value else None
-    env = os.environ if environ is None else environ
     optional = value.endswith("?")
     ref = value[:-1] if optional else value
     scheme, _, target = ref.partition(":")
     if not target:
         raise SecretReferenceError(value, f"nothing after '{scheme}:'; write {scheme}:NAME")
+    env = os.environ if environ is None else environ
+    try:
+        if scheme == "env":
+            secret = _from_environment(value, target, env)
+        else:
+            path = _credential(target, env) if scheme == "credential" else _file(target, base_dir)
+            secret = _from_file(value, path)
+    except _Absent as exc:
+        if optional:
+            return None
+        raise SecretReferenceError(value, str(exc)) from None
+    return SecretStr(secret)
 
-    if scheme == "env":
-        secret = env.get(target)
-        if not secret:
-            if optional:
-                return None
-            raise SecretReferenceError(
-                value,
-                f"environment variable {target} is not set; export it, add it to .env or the "
-                f"systemd environment file, or write {value}? to make it optional",
-            )
-        return SecretStr(secret)
 
-    if scheme == "credential":
-        directory = env.get("CREDENTIALS_DIRECTORY")
-        if not directory:
-            if optional:
-                return None
-            raise SecretReferenceError(
-                value,
-                "$CREDENTIALS_DIRECTORY is not set: credentials exist only when troupe runs under "
-                "systemd; with systemd/troupe.service, a file /etc/troupe/credentials/NAME is the "
-                "credential troupe_NAME (or add LoadCredential=NAME:/path/to/secret to the unit)",
-            )
-        path = Path(directory) / target
-    else:  # file
-        path = expand_home(target)
-        if not path.is_absolute() and base_dir is not None:
-            path = base_dir / path
+class _Absent(Exception):
+    """A reference to nothing (unset, no such file, empty): no secret when the reference is
+    optional, else an error saying so."""
 
+
+def _from_environment(value: str, name: str, env: Mapping[str, str]) -> str:
+    secret = env.get(name)
+    if not secret:
+        raise _Absent(
+            f"environment variable {name} is not set; export it, add it to .env or the "
+            f"systemd environment file, or write {value}? to make it optional"
+        )
+    return secret
+
+
+def _credential(name: str, env: Mapping[str, str]) -> Path:
+    """Where systemd put the credential ``name``."""
+    directory = env.get("CREDENTIALS_DIRECTORY")
+    if not directory:
+        raise _Absent(
+            "$CREDENTIALS_DIRECTORY is not set: credentials exist only when troupe runs under "
+            "systemd; with systemd/troupe.service, a file /etc/troupe/credentials/NAME is the "
+            "credential troupe_NAME (or add LoadCredential=NAME:/path/to/secret to the unit)"
+        )
+    return Path(directory) / name
+
+
+def _file(target: str, base_dir: Path | None) -> Path:
+    """A file's path, a relative one taken from the character file's folder."""
+    path = expand_home(target)
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    return path
+
+
+def _from_file(value: str, path: Path) -> str:
+    """The file's text, trailing newline stripped. A file that is there but cannot be read is
+    an error even for an optional reference: it is meant to be read."""
     try:
         secret = read_config_file(path, _MAX_SECRET_BYTES).decode("utf-8").rstrip("\r\n")
     except FileNotFoundError:
-        if optional:
-            return None
-        raise SecretReferenceError(value, f"no such file: {shown(path)}") from None
+        raise _Absent(f"no such file: {shown(path)}") from None
     except UnreadableFile as exc:
         raise SecretReferenceError(value, f"{shown(path)} {exc}") from None
     except UnicodeDecodeError:
         raise SecretReferenceError(value, f"{shown(path)} is not UTF-8 text") from None
     if not secret:
-        if optional:
-            return None
-        raise SecretReferenceError(value, f"{shown(path)} is empty")
-    return SecretStr(secret)
+        raise _Absent(f"{shown(path)} is empty")
+    return secret

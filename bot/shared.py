@@ -21,7 +21,7 @@ T = TypeVar("T")
 
 class Shared:
     """One daemon's shared objects: the secrets its logs never show, and one instance of each
-    kind a platform keeps across its agents (:meth:`one`)."""
+    kind a platform keeps across its agents (:meth:`instance_of`)."""
 
     def __init__(self) -> None:
         self.secrets = Redactor()
@@ -29,7 +29,7 @@ class Shared:
         self.bus: Bus = LocalBus()
         self._objects: dict[type[object], object] = {}  # each kind to its instance
 
-    def one(self, kind: type[T]) -> T:
+    def instance_of(self, kind: type[T]) -> T:
         """This daemon's instance of ``kind`` (made with ``kind()`` on first use): how a platform
         keeps one object for all its agents (the Telegram relay, the bot tokens in use) while
         ``bot/`` knows nothing of the platform."""
@@ -37,3 +37,6 @@ class Shared:
         if found is None:
             found = self._objects[kind] = kind()
         return cast(T, found)  # stored under its own kind
+
+    # The former name, while the platforms and bot.adapters, which others are changing now, still call it.
+    one = instance_of

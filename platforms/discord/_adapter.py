@@ -386,7 +386,11 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         if message.author.bot and self.config.ignore_bot_messages:
             return
         memory = memory_for_message(self.runtime.agent_id, message, bot_user_id=self.bot_id)
-        direct = memory.metadata["isMention"] or memory.metadata["isReply"] or memory.content["channelType"] == "DM"
+        direct = (
+            memory.metadata["isMention"]
+            or memory.metadata["isReply"]
+            or memory.content["channelType"] == ChannelType.DM
+        )
         if self.config.respond_only_to_mentions and not direct:
             return
         # While the store cannot write (it said so, once), the message waits here, then goes on.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Coroutine
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from bot.events import EventType
@@ -26,6 +27,13 @@ _log = logging.getLogger(__name__)
 
 MESSAGES = "messages"
 Handler = Callable[["AgentRuntime", dict[str, Any]], Coroutine[Any, Any, None]]
+
+
+class Presence(StrEnum):
+    """Whether a person is in the world, kept in their entity's ``metadata["status"]``."""
+
+    ACTIVE = "ACTIVE"
+    INACTIVE = "INACTIVE"  # left
 
 
 def _message(runtime: AgentRuntime, payload: dict[str, Any], event: str) -> tuple[Memory, str] | None:
@@ -86,26 +94,26 @@ async def on_channel_cleared(runtime: AgentRuntime, payload: dict[str, Any]) -> 
     _log.info("%s: cleared %d messages of room %s", runtime.character.name, removed, room_id)
 
 
-async def _set_presence(runtime: AgentRuntime, payload: dict[str, Any], event: str, status: str) -> None:
+async def _set_presence(runtime: AgentRuntime, payload: dict[str, Any], event: str, status: Presence) -> None:
     entity_id = payload.get("entityId")
     entity = await runtime.store.get_entity(str(entity_id)) if entity_id else None
     if entity is None:
         if not entity_id:
             _log.error("%s: %s without an entityId; ignored", runtime.character.name, event)
         return  # the adapter creates entities it has not seen; nothing to mark yet
-    if entity.metadata.get("status", "ACTIVE") == status:
+    if entity.metadata.get("status", Presence.ACTIVE) == status:
         return
-    stamp = "leftAt" if status == "INACTIVE" else "joinedAt"
-    entity.metadata = {**entity.metadata, "status": status, stamp: now_ms()}
+    stamp = "leftAt" if status is Presence.INACTIVE else "joinedAt"
+    entity.metadata = {**entity.metadata, "status": status.value, stamp: now_ms()}
     await runtime.store.update_entity(entity)
 
 
 async def on_entity_joined(runtime: AgentRuntime, payload: dict[str, Any]) -> None:
-    await _set_presence(runtime, payload, EventType.ENTITY_JOINED, "ACTIVE")
+    await _set_presence(runtime, payload, EventType.ENTITY_JOINED, Presence.ACTIVE)
 
 
 async def on_entity_left(runtime: AgentRuntime, payload: dict[str, Any]) -> None:
-    await _set_presence(runtime, payload, EventType.ENTITY_LEFT, "INACTIVE")
+    await _set_presence(runtime, payload, EventType.ENTITY_LEFT, Presence.INACTIVE)
 
 
 _HANDLERS: dict[EventType, Handler] = {

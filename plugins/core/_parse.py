@@ -12,6 +12,7 @@ import logging
 import re
 from bisect import bisect_left
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["LIST_KEYS", "parse_response"]
@@ -199,13 +200,24 @@ def _json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
-def _cut_json(text: str) -> dict[str, Any] | None:
-    """A JSON object cut off where the token bound stopped it, closed there: the member being
-    written is kept when it can be (a string so far, to its last whole sentence when it is free
-    text), else dropped back to the last whole one. None when it does not read even so."""
+@dataclass(slots=True)
+class _Cut:
+    """Where a JSON text stops short: what it leaves open, and where its members ended."""
+
+    closers: str
+    """What closes everything still open at the end, innermost first (``"]}"``)."""
+    in_string: bool
+    """The text stops inside a string."""
+    commas: list[tuple[int, str]]
+    """Where a member ended, and what closes the object there."""
+
+
+def _cut_at(text: str) -> _Cut | None:
+    """Where ``text`` stops short of the end of its JSON; None when it does not (a whole object,
+    or a broken one)."""
     stack: list[str] = []
     in_string = escaped = False
-    commas: list[tuple[int, str]] = []  # where a member ended, and what closes the object there
+    commas: list[tuple[int, str]] = []
     for i, char in enumerate(text):
         if in_string:
             if escaped:
@@ -221,30 +233,52 @@ def _cut_json(text: str) -> dict[str, Any] | None:
             stack.append("}" if char == "{" else "]")
         elif char in "}]":
             if not stack or stack.pop() != char or not stack:
-                return None  # not a cut: a whole object, or a broken one
+                return None
         elif char == ",":
             commas.append((i, "".join(reversed(stack))))
-    if not stack:
+    return _Cut("".join(reversed(stack)), in_string, commas) if stack else None
+
+
+def _json_dict(text: str) -> dict[str, Any] | None:
+    """``text`` as a JSON object with something in it, else None."""
+    try:
+        value = json.loads(text, strict=False)
+    except ValueError:
         return None
-    body = text.rstrip()
-    if in_string:
-        body = re.sub(r"\\(u[0-9a-fA-F]{0,3})?$", "", text) + '"'
-    candidates = [body + "".join(reversed(stack))] + [text[:i] + closers for i, closers in reversed(commas[-3:])]
-    for candidate in candidates:
-        try:
-            value = json.loads(candidate, strict=False)
-        except ValueError:
-            continue
-        if not isinstance(value, dict) or not value:
-            continue
-        if in_string and candidate is candidates[0]:
-            # Cut inside a string: only free text is worth its part (a name cut short is not).
-            last = next(reversed(value))
-            if last not in _TEXT_KEYS or not isinstance(value[last], str):
-                continue
-            ends = list(_SENTENCE_END.finditer(value[last]))
-            value[last] = value[last][: ends[-1].end()] if ends else value[last]
-        return value
+    return value if isinstance(value, dict) and value else None
+
+
+def _free_text_so_far(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An object cut inside its last string, kept only when that string is free text (a name cut
+    short is not worth its part), and then to its last whole sentence."""
+    if value is None:
+        return None
+    last = next(reversed(value))
+    if last not in _TEXT_KEYS or not isinstance(value[last], str):
+        return None
+    ends = list(_SENTENCE_END.finditer(value[last]))
+    value[last] = value[last][: ends[-1].end()] if ends else value[last]
+    return value
+
+
+def _cut_json(text: str) -> dict[str, Any] | None:
+    """A JSON object cut off where the token bound stopped it, closed there: the member being
+    written is kept when it can be (a string so far, to its last whole sentence when it is free
+    text), else dropped back to the last whole one. None when it does not read even so."""
+    cut = _cut_at(text)
+    if cut is None:
+        return None
+    if cut.in_string:
+        so_far = re.sub(r"\\(u[0-9a-fA-F]{0,3})?$", "", text) + '"'
+        kept = _free_text_so_far(_json_dict(so_far + cut.closers))
+    else:
+        kept = _json_dict(text.rstrip() + cut.closers)
+    if kept is not None:
+        return kept
+    for i, closers in reversed(cut.commas[-3:]):
+        member_back = _json_dict(text[:i] + closers)
+        if member_back is not None:
+            return member_back
     return None
 
 

@@ -50,8 +50,9 @@ from ._plan import Plan
 from ._prompts import template
 from ._recovery import keep_recovering
 from ._schemas import SHOULD_RESPOND, plan_schema
+from ._should_respond import ShouldRespond, read_choice
 from ._streaming import ReplyWatcher
-from ._troupe import DEFAULT_WAIT_S, Cue, Part, Scene, Troupe, Voice, about, ask_model
+from ._troupe import DEFAULT_WAIT_S, Candidate, SharedMessage, Troupe, TroupeChoice, TroupeDecision, about, ask_model
 from .actions._room_state import set_state
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ class MessagePipeline:
         self._newest: dict[str, tuple[int, int]] = {}
         self._arrivals = itertools.count()
         self._answering: set[str] = set()  # ids of the messages this process is handling right now
-        self._troupe = runtime.shared.one(Troupe)  # the daemon's characters that may share a room
+        self._troupe = runtime.shared.instance_of(Troupe)  # the daemon's characters that may share a room
         self._looking: dict[str, asyncio.Task[None]] = {}  # platform -> the loop that keeps recovering there
 
     def register(self) -> None:
@@ -270,75 +271,26 @@ class MessagePipeline:
         return room, room_state
 
     async def _handle(self, turn: _Turn, room: Room | None, room_state: RoomState | None) -> Outcome:
-        rt, store, message = self.runtime, self.runtime.store, turn.message
-        press = Press.of(message.content)
-        handler = rt.press_handler_for(press.value) if press is not None else None
-        if press is not None and handler is not None:
-            return await self._pressed(turn, press, handler)
-        max_bot_turns = rt.get_int("MAX_BOT_TURNS", _DEFAULT_MAX_BOT_TURNS)
-        # The loop guard only looks at the trailing run of bot messages: read no more than that.
-        # It counts in the character's own history of the room, in the store: what it said and
-        # heard, the other characters' words included (through the relay, from any daemon), so it
-        # holds across daemons with no count of its own.
-        recent = []
-        if message.metadata.get("authorIsBot"):
-            recent = await store.get_memories(table=MESSAGES, room_id=message.room_id, count=max_bot_turns + 1)
-        verdict = decide(
-            message,
-            agent_id=rt.agent_id,
-            names=self._names(),
-            room_type=room.type if room else message.content.get("channelType"),
-            room_state=room_state,
-            recent=recent,
-            max_bot_turns=max_bot_turns,
-        )
-        if verdict.decision is Decision.ASK_MODEL:
-            embeddings(rt).start(message.id)  # it has the model's decision time to run in
-        if room_state is RoomState.STOPPED and verdict.decision is Decision.RESPOND:
-            await self._set_room_state(message, None, "named again after staying out")  # invited back
-        scene, cue = await self._cue(turn, verdict)
-        decisions = rt.metrics.gate_decisions
-        if verdict.decision is Decision.IGNORE:
-            status = _SILENCED_BY.get(verdict.rule, Status.IGNORED)
-            decisions.labels(agent=rt.character.name, decision=status.value).inc()
-            return Outcome(status, verdict.reason)
-        if turn.recovered and verdict.decision is Decision.ASK_MODEL:
-            _log.info(
-                "%s: message %s in room %s, left unanswered by a crash, is not taken up: it was not "
-                "addressed to the character",
-                rt.character.name,
-                message.id,
-                message.room_id,
-            )
-            return Outcome(Status.NOT_TAKEN_UP, "not addressed")
-        if verdict.decision is Decision.RESPOND:
-            decisions.labels(agent=rt.character.name, decision="respond").inc()
-
-        order = (message.created_at or now_ms(), next(self._arrivals))
-        newest = self._newest.get(message.room_id)
-        if newest is None or order > newest:
-            self._newest[message.room_id] = order
+        pressed = self._pressed_button(turn.message)
+        if pressed is not None:
+            return await self._pressed(turn, *pressed)
+        verdict = await self._gate(turn.message, room, room_state)
+        shared_message, troupe_decision = await self._ask_troupe(turn, verdict)
+        ended = self._ended_by_rules(turn, verdict)
+        if ended is not None:
+            return ended
+        order = self._arrived(turn.message)
         try:
             if verdict.decision is Decision.ASK_MODEL:
-                silence = await self._undecided(message, cue)
-                if silence is not None:
-                    return silence
-                if scene is not None and cue is not None and cue.part is Part.RESPOND:
-                    # Picked by the troupe: never superseded, and in turn after those picked before.
-                    verdict = replace(verdict, reason=cue.reason, addressed=True)
-                    await scene.wait_turn(rt.agent_id, self._troupe)
-            try:
-                await turn.channel.typing()
-            except Exception:
-                _log.exception("%s: the platform could not show that an answer is coming", rt.character.name)
-            if await process_attachments(rt, message, turn.channel.fetch):
-                await store.update_memory(turn.message_id, content=message.content)
+                decided = await self._settle(turn.message, verdict, shared_message, troupe_decision)
+                if isinstance(decided, Outcome):
+                    return decided
+                verdict = decided
+            await self._show_typing(turn)
+            await self._read_attachments(turn)
             return await self._respond(turn, verdict, order)
         finally:
-            if self._newest.get(message.room_id) == order:
-                del self._newest[message.room_id]
-            if scene is not None:
-                self._troupe.done(scene, rt.agent_id)
+            self._left(turn.message.room_id, order, shared_message)
 
     async def _respond(self, turn: _Turn, verdict: Verdict, order: tuple[int, int]) -> Outcome:
         rt, message, delivery = self.runtime, turn.message, turn.delivery
@@ -398,7 +350,111 @@ class MessagePipeline:
         status = Status.REPLIED if turn.delivery.sent else Status.ACTED
         return Outcome(status, f"press of {press.value!r}: {result.error or 'done'}")
 
-    async def _cue(self, turn: _Turn, verdict: Verdict) -> tuple[Scene | None, Cue | None]:
+    def _pressed_button(self, message: Memory) -> tuple[Press, PressHandler] | None:
+        """The button the message presses, when a plugin handles its presses."""
+        press = Press.of(message.content)
+        handler = self.runtime.press_handler_for(press.value) if press is not None else None
+        return (press, handler) if press is not None and handler is not None else None
+
+    async def _gate(self, message: Memory, room: Room | None, room_state: RoomState | None) -> Verdict:
+        """What the rules say about the message (``_gate.py``), the loop guard included."""
+        rt = self.runtime
+        max_bot_turns = rt.get_int("MAX_BOT_TURNS", _DEFAULT_MAX_BOT_TURNS)
+        # The loop guard only looks at the trailing run of bot messages: read no more than that.
+        # It counts in the character's own history of the room, in the store: what it said and
+        # heard, the other characters' words included (through the relay, from any daemon), so it
+        # holds across daemons with no count of its own.
+        recent = []
+        if message.metadata.get("authorIsBot"):
+            recent = await rt.store.get_memories(table=MESSAGES, room_id=message.room_id, count=max_bot_turns + 1)
+        verdict = decide(
+            message,
+            agent_id=rt.agent_id,
+            names=self._names(),
+            room_type=room.type if room else message.content.get("channelType"),
+            room_state=room_state,
+            recent=recent,
+            max_bot_turns=max_bot_turns,
+        )
+        if verdict.decision is Decision.ASK_MODEL:
+            embeddings(rt).start(message.id)  # it has the model's decision time to run in
+        if room_state is RoomState.STOPPED and verdict.decision is Decision.RESPOND:
+            await self._set_room_state(message, None, "named again after staying out")  # invited back
+        return verdict
+
+    def _ended_by_rules(self, turn: _Turn, verdict: Verdict) -> Outcome | None:
+        """How the message ends when the rules silence it, or when a crash left it unanswered
+        and it was not addressed to the character; None when it goes on (counted when answered)."""
+        rt, message = self.runtime, turn.message
+        counted = rt.metrics.gate_decisions
+        if verdict.decision is Decision.IGNORE:
+            status = _SILENCED_BY.get(verdict.rule, Status.IGNORED)
+            counted.labels(agent=rt.character.name, decision=status.value).inc()
+            return Outcome(status, verdict.reason)
+        if turn.recovered and verdict.decision is Decision.ASK_MODEL:
+            _log.info(
+                "%s: message %s in room %s, left unanswered by a crash, is not taken up: it was not "
+                "addressed to the character",
+                rt.character.name,
+                message.id,
+                message.room_id,
+            )
+            return Outcome(Status.NOT_TAKEN_UP, "not addressed")
+        if verdict.decision is Decision.RESPOND:
+            counted.labels(agent=rt.character.name, decision="respond").inc()
+        return None
+
+    def _arrived(self, message: Memory) -> tuple[int, int]:
+        """The message's place among those answered in its room (see ``_newest``); the newest
+        so far takes the room."""
+        order = (message.created_at or now_ms(), next(self._arrivals))
+        newest = self._newest.get(message.room_id)
+        if newest is None or order > newest:
+            self._newest[message.room_id] = order
+        return order
+
+    def _left(self, room_id: str, order: tuple[int, int], shared_message: SharedMessage | None) -> None:
+        """The message is done with: it no longer holds its room, nor its place in the troupe's turn."""
+        if self._newest.get(room_id) == order:
+            del self._newest[room_id]
+        if shared_message is not None:
+            self._troupe.done(shared_message, self.runtime.agent_id)
+
+    async def _settle(
+        self,
+        message: Memory,
+        verdict: Verdict,
+        shared_message: SharedMessage | None,
+        troupe_decision: TroupeDecision | None,
+    ) -> Verdict | Outcome:
+        """For a message the rules left undecided: the verdict to answer it by, once it is the
+        character's turn, or how it ended (see ``_undecided``)."""
+        silence = await self._undecided(message, troupe_decision)
+        if silence is not None:
+            return silence
+        if (
+            shared_message is not None
+            and troupe_decision is not None
+            and troupe_decision.choice is TroupeChoice.RESPOND
+        ):
+            # Picked by the troupe: never superseded, and in turn after those picked before.
+            verdict = replace(verdict, reason=troupe_decision.reason, addressed=True)
+            await shared_message.wait_turn(self.runtime.agent_id, self._troupe)
+        return verdict
+
+    async def _show_typing(self, turn: _Turn) -> None:
+        """Show "typing…": an answer is coming (a platform that cannot show it is no loss)."""
+        try:
+            await turn.channel.typing()
+        except Exception:
+            _log.exception("%s: the platform could not show that an answer is coming", self.runtime.character.name)
+
+    async def _read_attachments(self, turn: _Turn) -> None:
+        """Read what is attached to the message, and keep what was read with it."""
+        if await process_attachments(self.runtime, turn.message, turn.channel.fetch):
+            await self.runtime.store.update_memory(turn.message_id, content=turn.message.content)
+
+    async def _ask_troupe(self, turn: _Turn, verdict: Verdict) -> tuple[SharedMessage | None, TroupeDecision | None]:
         """Tell the troupe what the rules said; for an undecided message in a room shared with
         the daemon's other characters, what the troupe decided (see ``_troupe.py``)."""
         rt, native = self.runtime, turn.native
@@ -407,36 +463,41 @@ class MessagePipeline:
         character = rt.character
         undecided = verdict.decision is Decision.ASK_MODEL  # only the undecided are described to the model
         summary = about(character.bio, character.topics) if undecided else ""
-        voice = Voice(rt.agent_id, character.name, verdict, summary, rt, turn.message)
+        candidate = Candidate(rt.agent_id, character.name, verdict, summary, rt, turn.message)
         wait_s = rt.get_number("TROUPE_WAIT_S", DEFAULT_WAIT_S)
-        return await self._troupe.cue(native, voice, lambda voices: ask_model(voices[0], voices), wait_s=wait_s)
+        return await self._troupe.decide(
+            native, candidate, lambda candidates: ask_model(candidates[0], candidates), wait_s=wait_s
+        )
 
-    async def _undecided(self, message: Memory, cue: Cue | None) -> Outcome | None:
+    async def _undecided(self, message: Memory, troupe_decision: TroupeDecision | None) -> Outcome | None:
         """For a message the rules left undecided: None to answer it, else how it ended — by
         the troupe's decision, or (alone) by the character's own small model."""
         rt = self.runtime
-        decisions = rt.metrics.gate_decisions
-        if cue is None or cue.part is Part.ALONE:
+        counted = rt.metrics.gate_decisions
+        if troupe_decision is None or troupe_decision.choice is TroupeChoice.ALONE:
             choice = await self._ask_small_model(message)
-            decisions.labels(agent=rt.character.name, decision=f"model_{choice.lower()}").inc()
-            if choice == _UNREACHABLE:
+            if choice is None:
+                counted.labels(agent=rt.character.name, decision="model_unreachable").inc()
                 return Outcome(Status.MODEL_UNREACHABLE, "the small model did not answer")
-            if choice != "RESPOND":
-                if choice == "STOP":
-                    await self._set_room_state(message, RoomState.STOPPED, "asked to stay out")
-                await self._remember_silence(message, "STOP" if choice == "STOP" else "IGNORE")
-                return Outcome(Status.STOPPED if choice == "STOP" else Status.IGNORED, f"small model: {choice}")
+            counted.labels(agent=rt.character.name, decision=f"model_{choice.lower()}").inc()
+            if choice is ShouldRespond.RESPOND:
+                return None
+            return await self._stay_silent(message, stop=choice is ShouldRespond.STOP, reason=f"small model: {choice}")
+        counted.labels(agent=rt.character.name, decision=f"troupe_{troupe_decision.choice.value}").inc()
+        if troupe_decision.choice is TroupeChoice.RESPOND:
             return None
-        decisions.labels(agent=rt.character.name, decision=f"troupe_{cue.part.value}").inc()
-        if cue.part is Part.RESPOND:
-            return None
-        if cue.part is Part.UNREACHABLE:
-            return Outcome(Status.MODEL_UNREACHABLE, cue.reason)
-        stop = cue.part is Part.STOP
+        if troupe_decision.choice is TroupeChoice.UNREACHABLE:
+            return Outcome(Status.MODEL_UNREACHABLE, troupe_decision.reason)
+        return await self._stay_silent(
+            message, stop=troupe_decision.choice is TroupeChoice.STOP, reason=f"troupe: {troupe_decision.reason}"
+        )
+
+    async def _stay_silent(self, message: Memory, *, stop: bool, reason: str) -> Outcome:
+        """Not answering, as decided; asked to stop, staying out of the room until named."""
         if stop:
             await self._set_room_state(message, RoomState.STOPPED, "asked to stay out")
-        await self._remember_silence(message, "STOP" if stop else "IGNORE")
-        return Outcome(Status.STOPPED if stop else Status.IGNORED, f"troupe: {cue.reason}")
+        await self._remember_silence(message, (ShouldRespond.STOP if stop else ShouldRespond.IGNORE).value)
+        return Outcome(Status.STOPPED if stop else Status.IGNORED, reason)
 
     async def _set_room_state(self, message: Memory, state: RoomState | None, why: str) -> None:
         """The character's state in the message's room, kept like a mute: STOPPED when asked to
@@ -451,8 +512,8 @@ class MessagePipeline:
             return
         _log.info("%s: %s in room %s", rt.character.name, why, message.room_id)
 
-    async def _ask_small_model(self, message: Memory) -> str:
-        """RESPOND, IGNORE or STOP; an unreadable answer means IGNORE, no answer ``_UNREACHABLE``."""
+    async def _ask_small_model(self, message: Memory) -> ShouldRespond | None:
+        """The small model's choice; an unreadable answer means IGNORE, no answer None."""
         rt = self.runtime
         state = await rt.compose_state(message, _DECIDE_PROVIDERS, only_include=True)
         name = "shouldRespondTemplate"
@@ -461,13 +522,12 @@ class MessagePipeline:
             raw = await prompt.ask()
         except ModelError as exc:
             _log.warning("%s: could not decide whether to respond: %s", rt.character.name, exc)
-            return _UNREACHABLE
+            return None
         placeholders = Placeholders.of(template(rt.character.templates, name), state.values)
         parsed = placeholders.without(parse_response(raw), agent=rt.character.name, kind="should respond") or {}
-        action = parsed.get("action")
-        choice = str((action[-1] if isinstance(action, list) and action else action) or "").strip().upper()
-        count_answer(rt, AnswerKind.SHOULD_RESPOND, parsed=choice in ("RESPOND", "IGNORE", "STOP"))
-        return choice if choice in ("RESPOND", "STOP") else "IGNORE"
+        choice = read_choice(parsed)
+        count_answer(rt, AnswerKind.SHOULD_RESPOND, parsed=choice is not None)
+        return choice or ShouldRespond.IGNORE
 
     async def _plan(self, state: State, stream: Callable[[str], None] | None = None) -> Plan | Outcome:
         """Ask the large model what to do; up to three tries for a reply that parses. When there
@@ -550,9 +610,6 @@ class MessagePipeline:
         if isinstance(aliases, list):
             names += [a for a in aliases if isinstance(a, str)]
         return [n for n in names if n]
-
-
-_UNREACHABLE = "UNREACHABLE"  # the small model's "answer" when it gave none
 
 
 def _offered_actions(state: State) -> list[str]:

@@ -284,50 +284,13 @@ async def run_retention(runtime: AgentRuntime, settings: RetentionSettings | Non
     settings = settings or read_settings(runtime)
     store = runtime.store
     report = RetentionReport()
-    budget = _MAX_BATCHES_PER_RUN
-    before = runtime.clock() - settings.max_age_days * DAY_MS if settings.max_age_days else None
     # First, needing no model: what only a platform's redelivery or an operator looks at.
     report.claims = await store.prune_handled(runtime.clock() - KEEP_HANDLED_MS)
     if settings.log_days:
         report.logs = await store.prune_logs(runtime.clock() - settings.log_days * DAY_MS)
     try:
-        if settings.max_age_days or settings.room_cap:
-            counts = await store.retention_counts(MESSAGES, before=before)
-            due = {room: _due(total, old, settings) for room, (total, old) in counts.items()}
-            for room_id in sorted((r for r in due if due[r] > 0), key=lambda r: -due[r]):
-                left = due[room_id]
-                while left > 0 and budget > 0:
-                    batch = await store.get_oldest_memories(MESSAGES, room_id, min(left, _BATCH))
-                    if not batch:
-                        break
-                    budget -= 1
-                    try:
-                        removed, summarized = await _compact_messages(runtime, room_id, batch)
-                    except _NoSummary:
-                        # The model is up but would not summarise this batch: the room waits for
-                        # the next run; the other rooms are not held up by it.
-                        _no_summary(runtime, report)
-                        break
-                    if removed == 0:
-                        break  # the batch changed while it was summarized: the next run reads it again
-                    report.compacted += removed
-                    report.summaries += int(summarized)
-                    left -= removed
-        if settings.summary_cap:
-            for room_id, (total, _) in (await store.retention_counts(SUMMARIES)).items():
-                while total > settings.summary_cap and budget > 0:
-                    take = min(total, _MERGE, max(total - settings.summary_cap + 1, _MIN_MERGE))
-                    budget -= 1
-                    oldest = await store.get_oldest_memories(SUMMARIES, room_id, take)
-                    try:
-                        merged = await _merge_summaries(runtime, room_id, oldest)
-                    except _NoSummary:  # as above: this room waits, the others go on
-                        _no_summary(runtime, report)
-                        break
-                    if merged == 0:
-                        break
-                    report.merged += merged
-                    total -= merged - 1
+        budget = await _compact_old_messages(runtime, settings, report, _MAX_BATCHES_PER_RUN)
+        await _merge_old_summaries(runtime, settings, report, budget)
     except ModelError as exc:  # an outage ends the run: every other call would fail too
         report.failed = True
         _log.warning(
@@ -335,6 +298,69 @@ async def run_retention(runtime: AgentRuntime, settings: RetentionSettings | Non
             runtime.character.name,
             exc.__class__.__name__,
         )
+    _log_report(runtime, settings, report)
+    return report
+
+
+async def _compact_old_messages(
+    runtime: AgentRuntime, settings: RetentionSettings, report: RetentionReport, budget: int
+) -> int:
+    """Summarise each room's messages past retention, the rooms with most to do first, in at most
+    ``budget`` batches; the batches left."""
+    if not (settings.max_age_days or settings.room_cap):
+        return budget
+    store = runtime.store
+    before = runtime.clock() - settings.max_age_days * DAY_MS if settings.max_age_days else None
+    counts = await store.retention_counts(MESSAGES, before=before)
+    due = {room: _due(total, old, settings) for room, (total, old) in counts.items()}
+    for room_id in sorted((r for r in due if due[r] > 0), key=lambda r: -due[r]):
+        left = due[room_id]
+        while left > 0 and budget > 0:
+            batch = await store.get_oldest_memories(MESSAGES, room_id, min(left, _BATCH))
+            if not batch:
+                break
+            budget -= 1
+            try:
+                removed, summarized = await _compact_messages(runtime, room_id, batch)
+            except _NoSummary:
+                # The model is up but would not summarise this batch: the room waits for
+                # the next run; the other rooms are not held up by it.
+                _no_summary(runtime, report)
+                break
+            if removed == 0:
+                break  # the batch changed while it was summarized: the next run reads it again
+            report.compacted += removed
+            report.summaries += int(summarized)
+            left -= removed
+    return budget
+
+
+async def _merge_old_summaries(
+    runtime: AgentRuntime, settings: RetentionSettings, report: RetentionReport, budget: int
+) -> int:
+    """Merge the oldest summaries of each room holding more than its cap, in at most ``budget``
+    batches; the batches left."""
+    if not settings.summary_cap:
+        return budget
+    store = runtime.store
+    for room_id, (total, _) in (await store.retention_counts(SUMMARIES)).items():
+        while total > settings.summary_cap and budget > 0:
+            take = min(total, _MERGE, max(total - settings.summary_cap + 1, _MIN_MERGE))
+            budget -= 1
+            oldest = await store.get_oldest_memories(SUMMARIES, room_id, take)
+            try:
+                merged = await _merge_summaries(runtime, room_id, oldest)
+            except _NoSummary:  # as above: this room waits, the others go on
+                _no_summary(runtime, report)
+                break
+            if merged == 0:
+                break
+            report.merged += merged
+            total -= merged - 1
+    return budget
+
+
+def _log_report(runtime: AgentRuntime, settings: RetentionSettings, report: RetentionReport) -> None:
     if report.logs:
         _log.info(
             "%s: memory retention deleted %d log entries older than %d days",
@@ -350,7 +376,6 @@ async def run_retention(runtime: AgentRuntime, settings: RetentionSettings | Non
             report.summaries,
             report.merged,
         )
-    return report
 
 
 def _no_summary(runtime: AgentRuntime, report: RetentionReport) -> None:

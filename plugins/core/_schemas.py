@@ -15,6 +15,7 @@ from typing import Any
 
 from bot.models import ResponseSchema
 
+from ._should_respond import ShouldRespond
 from ._templates import DEFAULT_TEMPLATES
 
 __all__ = ["REFLECTION", "SHOULD_RESPOND", "plan_schema", "schema_for", "troupe_decision_schema"]
@@ -53,7 +54,7 @@ def plan_schema(actions: Sequence[str] = ()) -> ResponseSchema:
 #: Whether to answer (``shouldRespondTemplate``).
 SHOULD_RESPOND = ResponseSchema(
     "should_respond",
-    _object(name=_TEXT, reasoning=_TEXT, action={"type": "string", "enum": ["RESPOND", "IGNORE", "STOP"]}),
+    _object(name=_TEXT, reasoning=_TEXT, action={"type": "string", "enum": [choice.value for choice in ShouldRespond]}),
     _OUTPUT,
 )
 

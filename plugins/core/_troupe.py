@@ -2,7 +2,7 @@
 share decide together who answers it.
 
 Each character's pipeline applies its own rules first (``_gate.py``) and tells the troupe what
-they said (:meth:`Troupe.cue`). For one message in one room:
+they said (:meth:`Troupe.decide`). For one message in one room:
 
 - a character the rules decide for (addressed, followed, muted, the loop guard …) goes its way
   at once;
@@ -13,7 +13,7 @@ they said (:meth:`Troupe.cue`). For one message in one room:
   (``troupeDecisionTemplate``): which of them answer, in what order, and whom the message asked
   to stay out (STOP). A name that is not one of them is ignored.
 
-Those picked answer one after another in the chosen order (:meth:`Scene.wait_turn`), each once
+Those picked answer one after another in the chosen order (:meth:`SharedMessage.wait_turn`), each once
 the previous one is done and its reply has reached it, so each sees what the others said. A
 character already answering in the room is not picked again for a message that comes meanwhile.
 
@@ -49,20 +49,20 @@ from ._schemas import troupe_decision_schema
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
-__all__ = ["Cue", "Part", "Scene", "Troupe", "Voice"]
+__all__ = ["Candidate", "SharedMessage", "Troupe", "TroupeChoice", "TroupeDecision"]
 
 _log = logging.getLogger(__name__)
 
 DEFAULT_WAIT_S = 0.5  # how long the characters of a room are waited for: platforms deliver to each bot within ms
 _HEAR_WAIT_S = 3.0  # how long a turn waits for the previous one's reply to reach its character
-_SCENES_KEPT = 1024  # messages remembered per daemon (a late delivery finds its scene)
+_MESSAGES_KEPT = 1024  # messages remembered per daemon (a late delivery finds its shared message)
 _DECISION_PROVIDERS = ["RECENT_MESSAGES"]
 
 RoomKey = tuple[str, str]  # source, platform room
-Ask = Callable[[Sequence["Voice"]], Awaitable[str]]
+Ask = Callable[[Sequence["Candidate"]], Awaitable[str]]
 
 
-class Part(StrEnum):
+class TroupeChoice(StrEnum):
     """What the troupe decided for one undecided character."""
 
     RESPOND = "respond"  # picked: answer, in turn
@@ -73,17 +73,19 @@ class Part(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Cue:
-    part: Part
+class TroupeDecision:
+    """What the troupe decided for one undecided character, and why."""
+
+    choice: TroupeChoice
     reason: str
     turn: int = 0
     """Among those picked: 0 answers first."""
 
 
 @dataclass(frozen=True, slots=True)
-class Voice:
-    """One character as it reports on a message: what its rules said, and what the troupe
-    decision needs to know of it."""
+class Candidate:
+    """One character that heard a message, as a candidate to answer it: what its rules said,
+    and what the troupe's decision needs to know of it."""
 
     agent_id: str
     name: str
@@ -105,31 +107,32 @@ def about(character_bio: Sequence[str], topics: Sequence[str]) -> str:
 
 
 @dataclass(slots=True)
-class Scene:
-    """One message in one room, as the troupe hears it."""
+class SharedMessage:
+    """One message in one room, as the troupe's characters hear it: who reported on it, who was
+    picked to answer it, and in what order."""
 
     ref: NativeRef
     expected: set[str]
     """Agents waited for: those who heard the room's previous message (the author excepted)."""
     deadline: float
-    voices: dict[str, Voice] = field(default_factory=dict)
+    candidates: dict[str, Candidate] = field(default_factory=dict)
     listeners: dict[str, str] = field(default_factory=dict)
     """Agent id → its platform account."""
     order: list[str] = field(default_factory=list)
     """The agents picked, in the order they answer."""
     _all_in: asyncio.Event = field(default_factory=asyncio.Event)
     _settled: bool = False
-    _decision: asyncio.Future[dict[str, Cue]] | None = None
+    _decision: asyncio.Future[dict[str, TroupeDecision]] | None = None
     _finished: dict[str, asyncio.Event] = field(default_factory=dict)
     _heard_before: dict[tuple[str, str], int] = field(default_factory=dict)
     """(listener, author) → messages of the author it had heard when the decision was made."""
 
-    def add(self, voice: Voice, listener: str) -> None:
-        self.voices[voice.agent_id] = voice
-        self.listeners[voice.agent_id] = listener
+    def add(self, candidate: Candidate, listener: str) -> None:
+        self.candidates[candidate.agent_id] = candidate
+        self.listeners[candidate.agent_id] = listener
         # Someone addressed settles it for the undecided (they stay silent). Nobody expected: a
         # room this process has not heard yet, so wait the whole while.
-        if voice.verdict.addressed or (self.expected and self.expected <= self.voices.keys()):
+        if candidate.verdict.addressed or (self.expected and self.expected <= self.candidates.keys()):
             self._all_in.set()
 
     async def all_in(self) -> None:
@@ -161,12 +164,12 @@ class Scene:
 
 
 class Troupe:
-    """The characters of one daemon, deciding together (``runtime.shared.one(Troupe)``)."""
+    """The characters of one daemon, deciding together (``runtime.shared.instance_of(Troupe)``)."""
 
     def __init__(self) -> None:
         self._rooms: dict[RoomKey, dict[str, tuple[str, bool]]] = {}
         """Who is in each room: agent id → (its platform account, heard the latest message)."""
-        self._scenes: OrderedDict[tuple[str, str, str], Scene] = OrderedDict()
+        self._messages: OrderedDict[tuple[str, str, str], SharedMessage] = OrderedDict()
         self._answering: dict[RoomKey, set[str]] = {}
         """Agents picked in a room and not done yet."""
         self._heard: dict[tuple[str, str, str], dict[str, int]] = {}
@@ -205,99 +208,111 @@ class Troupe:
 
     # -- deciding -----------------------------------------------------------------------
 
-    def _scene(self, ref: NativeRef, wait_s: float) -> Scene:
+    def _shared_message(self, ref: NativeRef, wait_s: float) -> SharedMessage:
         key = (ref.source, ref.room, ref.message)
-        scene = self._scenes.get(key)
-        if scene is None:
+        shared = self._messages.get(key)
+        if shared is None:
             members = self._rooms.get((ref.source, ref.room), {})
             expected = {agent for agent, (account, present) in members.items() if present and account != ref.author}
-            scene = Scene(ref, expected, time.monotonic() + wait_s)
-            self._scenes[key] = scene
-            while len(self._scenes) > _SCENES_KEPT:
-                self._scenes.popitem(last=False)
-        return scene
+            shared = SharedMessage(ref, expected, time.monotonic() + wait_s)
+            self._messages[key] = shared
+            while len(self._messages) > _MESSAGES_KEPT:
+                self._messages.popitem(last=False)
+        return shared
 
-    async def cue(
-        self, ref: NativeRef, voice: Voice, ask: Ask, *, wait_s: float = DEFAULT_WAIT_S
-    ) -> tuple[Scene, Cue | None]:
-        """Report what ``voice``'s rules said about the message ``ref``; the message's scene and,
+    async def decide(
+        self, ref: NativeRef, candidate: Candidate, ask: Ask, *, wait_s: float = DEFAULT_WAIT_S
+    ) -> tuple[SharedMessage, TroupeDecision | None]:
+        """Report what ``candidate``'s rules said about the message ``ref``; the shared message and,
         for an undecided character, what the troupe decided for it (None: the rules decided)."""
         self._hear(ref)
-        scene = self._scene(ref, wait_s)
-        scene.add(voice, ref.listener)
-        self._rooms.setdefault((ref.source, ref.room), {})[voice.agent_id] = (ref.listener, True)
-        if voice.verdict.decision is not Decision.ASK_MODEL:
-            return scene, None
-        await scene.all_in()
-        self._note_presence(scene)
-        if scene._decision is None:  # one decision per scene, awaited by each of its characters
-            scene._decision = asyncio.ensure_future(self._decide(scene, ask))
+        shared = self._shared_message(ref, wait_s)
+        shared.add(candidate, ref.listener)
+        self._rooms.setdefault((ref.source, ref.room), {})[candidate.agent_id] = (ref.listener, True)
+        if candidate.verdict.decision is not Decision.ASK_MODEL:
+            return shared, None
+        await shared.all_in()
+        self._note_presence(shared)
+        if shared._decision is None:  # one decision per message, awaited by each of its characters
+            shared._decision = asyncio.ensure_future(self._choose(shared, ask))
         # Shielded: one character giving up (its run timed out) must not cancel the others' decision.
-        cues = await asyncio.shield(scene._decision)
-        return scene, cues.get(voice.agent_id) or self._late(scene)
+        decisions = await asyncio.shield(shared._decision)
+        return shared, decisions.get(candidate.agent_id) or self._late(shared)
 
-    def _note_presence(self, scene: Scene) -> None:
+    def _note_presence(self, shared: SharedMessage) -> None:
         """Those expected who did not hear the message are not waited for next time (they may
         have left the room, or not listen to such messages) until they are heard there again."""
-        if scene._settled:
+        if shared._settled:
             return
-        scene._settled = True
-        members = self._rooms.setdefault((scene.ref.source, scene.ref.room), {})
-        for agent in scene.expected - scene.voices.keys():
+        shared._settled = True
+        members = self._rooms.setdefault((shared.ref.source, shared.ref.room), {})
+        for agent in shared.expected - shared.candidates.keys():
             account, _ = members[agent]
             members[agent] = (account, False)
 
-    def _late(self, scene: Scene) -> Cue:
+    def _late(self, shared: SharedMessage) -> TroupeDecision:
         """For a character whose report came after the decision: it was not among those asked."""
-        if scene.order or any(v.verdict.addressed for v in scene.voices.values()):
-            return Cue(Part.IGNORE, "the troupe had already decided who answers")
-        return Cue(Part.ALONE, "heard after the troupe decided")
+        if shared.order or any(c.verdict.addressed for c in shared.candidates.values()):
+            return TroupeDecision(TroupeChoice.IGNORE, "the troupe had already decided who answers")
+        return TroupeDecision(TroupeChoice.ALONE, "heard after the troupe decided")
 
-    async def _decide(self, scene: Scene, ask: Ask) -> dict[str, Cue]:
-        room = (scene.ref.source, scene.ref.room)
-        voices = list(scene.voices.values())
-        undecided = [v for v in voices if v.verdict.decision is Decision.ASK_MODEL]
-        cues: dict[str, Cue] = {}
+    async def _choose(self, shared: SharedMessage, ask: Ask) -> dict[str, TroupeDecision]:
+        """The one decision for the message: what each undecided character does (see the module
+        docstring), by agent id."""
+        room = (shared.ref.source, shared.ref.room)
+        candidates = list(shared.candidates.values())
+        undecided = [c for c in candidates if c.verdict.decision is Decision.ASK_MODEL]
         busy = self._answering.get(room, set())
-        for voice in [v for v in undecided if v.agent_id in busy]:
-            cues[voice.agent_id] = Cue(Part.IGNORE, "already answering in this room")
-        undecided = [v for v in undecided if v.agent_id not in busy]
-        addressed = [v.name for v in voices if v.verdict.addressed]
+        answering = TroupeDecision(TroupeChoice.IGNORE, "already answering in this room")
+        decisions = {c.agent_id: answering for c in undecided if c.agent_id in busy}
+        undecided = [c for c in undecided if c.agent_id not in busy]
+        addressed = [c.name for c in candidates if c.verdict.addressed]
         if addressed:
-            for voice in undecided:
-                cues[voice.agent_id] = Cue(Part.IGNORE, f"meant for {', '.join(addressed)}")
-            return cues
+            meant_for = TroupeDecision(TroupeChoice.IGNORE, f"meant for {', '.join(addressed)}")
+            return decisions | {c.agent_id: meant_for for c in undecided}
         if len(undecided) <= 1:
-            for voice in undecided:
-                cues[voice.agent_id] = Cue(Part.ALONE, "the only one undecided")
-            return cues
+            alone = TroupeDecision(TroupeChoice.ALONE, "the only one undecided")
+            return decisions | {c.agent_id: alone for c in undecided}
         try:
             raw = await ask(undecided)
         except ModelError as exc:
-            _log.warning("the troupe could not decide who answers in %s: %s", scene.ref.room, exc)
-            return {**cues, **{v.agent_id: Cue(Part.UNREACHABLE, "the small model did not answer") for v in undecided}}
-        picked, stopped = parse_decision(raw, [v.name for v in undecided])
-        by_name = {v.name.casefold(): v for v in undecided}
-        scene.order = [by_name[name.casefold()].agent_id for name in picked]
-        for agent in scene.order:
-            scene._finished[agent] = asyncio.Event()
-            self._answering.setdefault(room, set()).add(agent)
-            for other in scene.order:
-                pair = (scene.listeners[agent], scene.listeners[other])
-                scene._heard_before[pair] = self.heard_count(scene.ref, *pair)
+            _log.warning("the troupe could not decide who answers in %s: %s", shared.ref.room, exc)
+            unreachable = TroupeDecision(TroupeChoice.UNREACHABLE, "the small model did not answer")
+            return decisions | {c.agent_id: unreachable for c in undecided}
+        picked, stopped = parse_decision(raw, [c.name for c in undecided])
+        by_name = {c.name.casefold(): c for c in undecided}
+        self._line_up(shared, [by_name[name.casefold()].agent_id for name in picked])
         for turn, name in enumerate(picked):
-            cues[by_name[name.casefold()].agent_id] = Cue(Part.RESPOND, f"the troupe chose {name}", turn)
-        for voice in undecided:
-            if voice.agent_id in cues:
-                continue
-            stop = voice.name.casefold() in {n.casefold() for n in stopped}
-            cues[voice.agent_id] = Cue(Part.STOP, "asked to stay out") if stop else Cue(Part.IGNORE, "not chosen")
-        return cues
+            decisions[by_name[name.casefold()].agent_id] = TroupeDecision(
+                TroupeChoice.RESPOND, f"the troupe chose {name}", turn
+            )
+        stopping = {n.casefold() for n in stopped}
+        for candidate in undecided:
+            if candidate.agent_id not in decisions:
+                stop = candidate.name.casefold() in stopping
+                decisions[candidate.agent_id] = (
+                    TroupeDecision(TroupeChoice.STOP, "asked to stay out")
+                    if stop
+                    else TroupeDecision(TroupeChoice.IGNORE, "not chosen")
+                )
+        return decisions
 
-    def done(self, scene: Scene, agent_id: str) -> None:
+    def _line_up(self, shared: SharedMessage, order: list[str]) -> None:
+        """The characters picked answer in ``order``, each after the replies of those before it
+        have reached it: note what each has heard of the others so far."""
+        room = (shared.ref.source, shared.ref.room)
+        shared.order = order
+        for agent in order:
+            shared._finished[agent] = asyncio.Event()
+            self._answering.setdefault(room, set()).add(agent)
+            for other in order:
+                pair = (shared.listeners[agent], shared.listeners[other])
+                shared._heard_before[pair] = self.heard_count(shared.ref, *pair)
+
+    def done(self, shared: SharedMessage, agent_id: str) -> None:
         """``agent_id`` is done answering (or gave up): the next in turn may go."""
-        scene.finish(agent_id)
-        busy = self._answering.get((scene.ref.source, scene.ref.room))
+        shared.finish(agent_id)
+        busy = self._answering.get((shared.ref.source, shared.ref.room))
         if busy is not None:
             busy.discard(agent_id)
 
@@ -322,15 +337,15 @@ def parse_decision(raw: object, names: Sequence[str]) -> tuple[list[str], list[s
     return answer, [n for n in listed("stop") if n not in answer]
 
 
-async def ask_model(asking: Voice, voices: Sequence[Voice]) -> str:
-    """One TEXT_SMALL call deciding for ``voices``, with ``asking``'s model and the conversation
+async def ask_model(asking: Candidate, candidates: Sequence[Candidate]) -> str:
+    """One TEXT_SMALL call deciding for ``candidates``, with ``asking``'s model and the conversation
     as its character hears it."""
     runtime, message = asking.runtime, asking.message
-    assert runtime is not None and message is not None  # every undecided voice carries both
+    assert runtime is not None and message is not None  # every undecided candidate carries both
     state = await runtime.compose_state(message, _DECISION_PROVIDERS, only_include=True)
-    members = "\n".join(f"- {v.name}: {v.about}" if v.about else f"- {v.name}" for v in voices)
-    values = {"troupeMembers": members, "troupeNames": ", ".join(v.name for v in voices)}
-    schema = troupe_decision_schema([v.name for v in voices])
+    members = "\n".join(f"- {c.name}: {c.about}" if c.about else f"- {c.name}" for c in candidates)
+    values = {"troupeMembers": members, "troupeNames": ", ".join(c.name for c in candidates)}
+    schema = troupe_decision_schema([c.name for c in candidates])
     prompt = prompt_for(
         runtime, state, "troupeDecisionTemplate", ModelType.TEXT_SMALL, DECISION_TOKENS, values, schema=schema
     )

@@ -120,12 +120,12 @@ async def setup(runtime: ModelHost) -> None:
     models = OpenAIModels(
         config,
         agent=agent,
-        vectors=shared.one(SharedVectors),
-        pools=shared.one(HttpPools),
-        batches=shared.one(EmbeddingBatches),
-        forms=shared.one(OutputForms),
+        vectors=shared.instance_of(SharedVectors),
+        pools=shared.instance_of(HttpPools),
+        batches=shared.instance_of(EmbeddingBatches),
+        forms=shared.instance_of(OutputForms),
         waiting=runtime.metrics.model_requests_waiting,
-        contexts=shared.one(LearnedContexts),
+        contexts=shared.instance_of(LearnedContexts),
     )
     runtime.on_close(models.aclose)
     models.register(runtime)

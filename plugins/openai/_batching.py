@@ -113,7 +113,7 @@ def _fail(wanted: _Wanted, exc: BaseException) -> None:
 
 class EmbeddingBatches:
     """One daemon's embedding requests in flight, by endpoint, key, model and dimensions
-    (``runtime.shared.one(EmbeddingBatches)``)."""
+    (``runtime.shared.instance_of(EmbeddingBatches)``)."""
 
     def __init__(self) -> None:
         self._lines: dict[BatchKey, _Line] = {}

@@ -105,7 +105,7 @@ def preset_context_length(preset: str, base_url: str, model: str) -> int:
 @dataclass(slots=True)
 class LearnedContexts:
     """The windows servers named when refusing a prompt, per base URL and model: the daemon's
-    one (``runtime.shared.one(LearnedContexts)``), so its characters learn once."""
+    one (``runtime.shared.instance_of(LearnedContexts)``), so its characters learn once."""
 
     _windows: dict[tuple[str, str], int] = field(default_factory=dict)
 

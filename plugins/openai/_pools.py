@@ -6,7 +6,7 @@ chat completions and embeddings are posted on it directly (``_posting``), and th
 for the other calls (``openai.DefaultAioHttpClient``, opened on the first of them) sends over
 it too, so that one pool of connections serves both. Each character keeps its own
 ``openai.AsyncOpenAI`` (its key, timeout and retries, sent with every request) on top of it.
-The pools belong to the daemon (``runtime.shared.one(HttpPools)``) and close when the last
+The pools belong to the daemon (``runtime.shared.instance_of(HttpPools)``) and close when the last
 character using them closes — when the daemon closes, or when a reload leaves none — never
 while another character still uses them. So do the lines in front of the servers
 (:class:`~plugins.openai._queue.ServerQueue`): the characters of a daemon take turns at a

@@ -56,7 +56,7 @@ def response_format(form: OutputForm, schema: ResponseSchema) -> dict[str, Any] 
 
 class OutputForms:
     """Per server, the form it was last seen to accept after refusing an earlier one; shared
-    by the daemon's agents (``runtime.shared.one(OutputForms)``)."""
+    by the daemon's agents (``runtime.shared.instance_of(OutputForms)``)."""
 
     def __init__(self) -> None:
         self._accepted: dict[Server, OutputForm] = {}

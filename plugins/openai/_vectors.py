@@ -20,7 +20,7 @@ Key = tuple[str, str, int, str]  # server, model, dimensions, text
 
 
 class SharedVectors:
-    """One daemon's recent embeddings (``runtime.shared.one(SharedVectors)``)."""
+    """One daemon's recent embeddings (``runtime.shared.instance_of(SharedVectors)``)."""
 
     def __init__(self) -> None:
         self._vectors: OrderedDict[Key, asyncio.Future[list[float]]] = OrderedDict()

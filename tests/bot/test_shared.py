@@ -26,16 +26,16 @@ class ChatTokens(TokenClaims):
 
 def test_each_daemon_has_one_object_of_each_kind() -> None:
     first, second = Shared(), Shared()
-    assert first.one(ChatTokens) is first.one(ChatTokens)
-    assert first.one(ChatTokens) is not second.one(ChatTokens)
+    assert first.instance_of(ChatTokens) is first.instance_of(ChatTokens)
+    assert first.instance_of(ChatTokens) is not second.instance_of(ChatTokens)
 
 
 def test_a_bot_token_is_claimed_once_per_daemon_not_once_per_process() -> None:
     first, second = Shared(), Shared()
-    first.one(ChatTokens).claim("t1", "Ada")
-    second.one(ChatTokens).claim("t1", "Brann")  # another daemon's claims are its own
+    first.instance_of(ChatTokens).claim("t1", "Ada")
+    second.instance_of(ChatTokens).claim("t1", "Brann")  # another daemon's claims are its own
     with pytest.raises(ConfigError, match="Brann: uses the same CHAT_TOKEN as Ada"):
-        first.one(ChatTokens).claim("t1", "Brann")
+        first.instance_of(ChatTokens).claim("t1", "Brann")
 
 
 async def test_a_runtime_adds_its_secrets_to_its_daemons_and_no_other(tmp_path: Path, db: Database) -> None:  # noqa: F811 - db is the fixture imported above

@@ -10,7 +10,9 @@ own server only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from bot.components import Action, ActionResult, HandlerCallback, Messenger, State
@@ -78,69 +80,131 @@ async def _handler(
     room, world = await room_and_world(runtime, message)
     rooms = [r for r in await runtime.store.get_rooms_by_world(world.id) if r.name] if world else []
     here_source = str(message.content.get("source") or (room.source if room else ""))
-    here = [e for e in await runtime.store.get_entities_for_room(message.room_id) if e.id != runtime.agent_id]
-    parsed = (
-        await ask_small_model(
-            runtime,
-            "targetExtractionTemplate",
-            {
-                "agentName": runtime.character.name,
-                "platforms": ", ".join(sorted(messengers)) or "none",
-                "currentPlatform": here_source,
-                "rooms": "\n".join(f"- {r.name} ({r.source})" for r in rooms) or "(no named channels)",
-                "people": names_of(here),
-                "recentMessages": recent_messages(state),
-                "request": sender_text(message),
-            },
-        )
-        or {}
+    parsed = await _ask_target(runtime, message, state, messengers, rooms, here_source)
+    try:
+        request = _Request.of(parsed, here_source)
+        messenger = messengers.get(request.source)
+        if messenger is None:
+            raise _Refused(
+                f"I can't send messages on {request.source or 'that platform'}.", f"no messenger for {request.source!r}"
+            )
+        label = await _send(runtime, message, messenger, request, rooms, _content(request, responses))
+    except _Refused as refused:
+        await notify(callback, refused.said, ERROR, message)
+        return ActionResult(success=False, error=refused.error)
+    text = f"Message sent to {label} on {request.source}."
+    await notify(callback, text, NAME, message)
+    return ActionResult(
+        text=text,
+        data={"actionName": NAME, "targetType": request.kind.value, "target": label, "source": request.source},
     )
 
-    kind = str(parsed.get("targetType") or "").strip().lower()
-    target = str(parsed.get("target") or "").strip()
-    body = str(parsed.get("message") or "").strip()[:_MAX_CHARS]
-    source = str(parsed.get("source") or "").strip().lower() or here_source
-    if kind not in ("user", "room") or not target:
-        await notify(callback, "I couldn't tell where to send that. Name the person or the channel.", ERROR, message)
-        return ActionResult(success=False, error="no target found in the request")
-    if not body:
-        await notify(callback, f"What should the message to {target} say?", ERROR, message)
-        return ActionResult(success=False, error="no message text found in the request")
-    messenger = messengers.get(source)
-    if messenger is None:
-        await notify(callback, f"I can't send messages on {source or 'that platform'}.", ERROR, message)
-        return ActionResult(success=False, error=f"no messenger for {source!r}")
 
-    content: dict[str, Any] = {"text": body, "source": source, "actions": [NAME]}
+class _Refused(Exception):
+    """The message cannot go: what to tell the requester, and the error to record."""
+
+    def __init__(self, said: str, error: str) -> None:
+        super().__init__(error)
+        self.said, self.error = said, error
+
+
+class _TargetType(StrEnum):
+    USER = "user"  # privately to a person
+    ROOM = "room"  # to a channel of this server
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """Where the requester asked the message to go, and what it says."""
+
+    kind: _TargetType
+    target: str
+    body: str
+    source: str
+    """The platform to send on."""
+
+    @classmethod
+    def of(cls, parsed: Mapping[str, Any], here_source: str) -> _Request:
+        """The request the small model read, or why it cannot be sent (:class:`_Refused`)."""
+        kind = str(parsed.get("targetType") or "").strip().lower()
+        target = str(parsed.get("target") or "").strip()
+        body = str(parsed.get("message") or "").strip()[:_MAX_CHARS]
+        source = str(parsed.get("source") or "").strip().lower() or here_source
+        if kind not in {t.value for t in _TargetType} or not target:
+            raise _Refused(
+                "I couldn't tell where to send that. Name the person or the channel.", "no target found in the request"
+            )
+        if not body:
+            raise _Refused(f"What should the message to {target} say?", "no message text found in the request")
+        return cls(_TargetType(kind), target, body, source)
+
+
+async def _ask_target(
+    runtime: AgentRuntime,
+    message: Memory,
+    state: State,
+    messengers: Mapping[str, Messenger],
+    rooms: list[Room],
+    here_source: str,
+) -> dict[str, Any]:
+    """The small model's reading of the request: target type, target, platform and message."""
+    here = [e for e in await runtime.store.get_entities_for_room(message.room_id) if e.id != runtime.agent_id]
+    parsed = await ask_small_model(
+        runtime,
+        "targetExtractionTemplate",
+        {
+            "agentName": runtime.character.name,
+            "platforms": ", ".join(sorted(messengers)) or "none",
+            "currentPlatform": here_source,
+            "rooms": "\n".join(f"- {r.name} ({r.source})" for r in rooms) or "(no named channels)",
+            "people": names_of(here),
+            "recentMessages": recent_messages(state),
+            "request": sender_text(message),
+        },
+    )
+    return parsed or {}
+
+
+def _content(request: _Request, responses: Sequence[Memory]) -> dict[str, Any]:
+    content: dict[str, Any] = {"text": request.body, "source": request.source, "actions": [NAME]}
     files = responses[0].content.get("files") if responses else None
     if files:  # what an earlier step of the plan attached goes with the message
         content["files"] = files
+    return content
+
+
+async def _send(
+    runtime: AgentRuntime,
+    message: Memory,
+    messenger: Messenger,
+    request: _Request,
+    rooms: list[Room],
+    content: dict[str, Any],
+) -> str:
+    """Send ``content`` to the room or person asked for; how the destination is called."""
+    target, source = request.target, request.source
     try:
-        if kind == "room":
+        if request.kind is _TargetType.ROOM:
             destination = find_room_named([r for r in rooms if r.source == source], target)
             if destination is None:
-                await notify(callback, f"I couldn't find a channel called {target} here.", ERROR, message)
-                return ActionResult(success=False, error=f"no room named {target!r}")
-            label = f"#{(destination.name or '').lstrip('#')}"
+                raise _Refused(f"I couldn't find a channel called {target} here.", f"no room named {target!r}")
             await messenger.send_to_room(destination, content)
-        else:
-            person = match_entity(target, await _people(runtime, message, target))
-            if person is None:
-                await notify(callback, f"I don't know anyone called {target}.", ERROR, message)
-                return ActionResult(success=False, error=f"no entity named {target!r}")
-            label = entity_label(person)
-            await messenger.send_to_entity(person, content)
+            return f"#{(destination.name or '').lstrip('#')}"
+        person = match_entity(target, await _people(runtime, message, target))
+        if person is None:
+            raise _Refused(f"I don't know anyone called {target}.", f"no entity named {target!r}")
+        await messenger.send_to_entity(person, content)
+        return entity_label(person)
+    except _Refused:
+        raise
     except SendError as exc:
-        await notify(callback, f"I couldn't send it: {exc}", ERROR, message)
-        return ActionResult(success=False, error=str(exc))
+        raise _Refused(f"I couldn't send it: {exc}", str(exc)) from exc
     except Exception as exc:
         _log.exception("%s: sending a message on %s failed", runtime.character.name, source)
-        await notify(callback, f"I couldn't send the message to {target}; please try again later.", ERROR, message)
-        return ActionResult(success=False, error=f"send failed: {exc.__class__.__name__}")
-
-    text = f"Message sent to {label} on {source}."
-    await notify(callback, text, NAME, message)
-    return ActionResult(text=text, data={"actionName": NAME, "targetType": kind, "target": label, "source": source})
+        raise _Refused(
+            f"I couldn't send the message to {target}; please try again later.",
+            f"send failed: {exc.__class__.__name__}",
+        ) from exc
 
 
 action = Action(

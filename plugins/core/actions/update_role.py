@@ -104,18 +104,7 @@ async def _handler(
         return ActionResult(success=False, error="the requester is neither owner nor admin")
 
     entities = [e for e in await store.get_entities_for_room(room.id) if e.id != runtime.agent_id]
-    sender = next((e for e in entities if e.id == message.entity_id), None)
-    parsed = await ask_small_model(
-        runtime,
-        "roleExtractionTemplate",
-        {
-            "agentName": runtime.character.name,
-            "senderName": entity_label(sender) if sender else "the sender",
-            "people": _people(entities, world),
-            "request": sender_text(message),
-        },
-    )
-    assignments = as_list((parsed or {}).get("assignments"), "assignment")
+    assignments = await _ask_assignments(runtime, message, entities, world)
     if not assignments:
         await notify(
             callback,
@@ -129,25 +118,11 @@ async def _handler(
     lines: list[str] = []
     changed: dict[str, str] = {}
     for item in assignments:
-        reference = str(item.get("entity") or item.get("entityId") or item.get("name") or "")
-        target = match_entity(reference, entities)
-        new = parse_role(item.get("role") or item.get("newRole"))
-        if target is None:
-            lines.append(f"I don't know who {reference.strip() or 'that'} is in this channel.")
-            continue
-        name = entity_label(target)
-        if new is None:
-            lines.append(f'"{item.get("role")}" is not a role; use owner, admin or member.')
-            continue
-        current = role_in(world, target.id)
-        if (reason := refusal(requester, message.entity_id, target.id, current, new, world)) is not None:
-            lines.append(f"I can't make {name} {_LABELS[new]}: {reason}.")
-        elif current is new:
-            lines.append(f"{name} is already {_LABELS[new]}.")
-        else:
-            roles[target.id] = new.value
-            changed[target.id] = new.value
-            lines.append(f"{name} is now {_LABELS[new]}.")
+        line, change = _assignment(item, entities, world, requester, message.entity_id)
+        lines.append(line)
+        if change is not None:
+            target_id, new = change
+            roles[target_id] = changed[target_id] = new.value
 
     if changed:
         world.metadata["roles"] = roles
@@ -160,6 +135,45 @@ async def _handler(
         data={"actionName": NAME, "changes": changed},
         error=None if changed else "no role was changed",
     )
+
+
+async def _ask_assignments(
+    runtime: AgentRuntime, message: Memory, entities: Sequence[Entity], world: World
+) -> list[Mapping[str, Any]]:
+    """The role changes the small model read in the request: who, and which role."""
+    sender = next((e for e in entities if e.id == message.entity_id), None)
+    parsed = await ask_small_model(
+        runtime,
+        "roleExtractionTemplate",
+        {
+            "agentName": runtime.character.name,
+            "senderName": entity_label(sender) if sender else "the sender",
+            "people": _people(entities, world),
+            "request": sender_text(message),
+        },
+    )
+    return as_list((parsed or {}).get("assignments"), "assignment")
+
+
+def _assignment(
+    item: Mapping[str, Any], entities: Sequence[Entity], world: World, requester: Role, requester_id: str
+) -> tuple[str, tuple[str, Role] | None]:
+    """What to say of one assignment asked for, and the change it makes (the person's id and
+    new role), if it is allowed and changes anything."""
+    reference = str(item.get("entity") or item.get("entityId") or item.get("name") or "")
+    target = match_entity(reference, entities)
+    new = parse_role(item.get("role") or item.get("newRole"))
+    if target is None:
+        return f"I don't know who {reference.strip() or 'that'} is in this channel.", None
+    name = entity_label(target)
+    if new is None:
+        return f'"{item.get("role")}" is not a role; use owner, admin or member.', None
+    current = role_in(world, target.id)
+    if (reason := refusal(requester, requester_id, target.id, current, new, world)) is not None:
+        return f"I can't make {name} {_LABELS[new]}: {reason}.", None
+    if current is new:
+        return f"{name} is already {_LABELS[new]}.", None
+    return f"{name} is now {_LABELS[new]}.", (target.id, new)
 
 
 action = Action(

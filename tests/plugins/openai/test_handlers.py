@@ -579,7 +579,7 @@ async def test_characters_of_one_daemon_share_one_connection_each_with_its_own_k
         await runtime.use(ModelType.TEXT_SMALL, HI)
     assert [r.auth_suffix for r in server.requests] == ["0001", "0002", "0001", "0002"]
     assert len({r.client_port for r in server.requests}) == 1  # one pool, its one connection reused
-    assert shared.one(HttpPools).opened == 1
+    assert shared.instance_of(HttpPools).opened == 1
 
 
 async def test_sdk_calls_and_direct_posts_share_one_connection(runtime: FakeRuntime, server: FakeOpenAIServer) -> None:
@@ -602,7 +602,7 @@ async def test_characters_of_different_daemons_or_servers_do_not_share_a_pool(
         )
         for runtime in (ada, elsewhere, bob):
             await runtime.use(ModelType.TEXT_SMALL, HI)
-        assert shared.one(HttpPools).opened == 2  # one per base URL
+        assert shared.instance_of(HttpPools).opened == 2  # one per base URL
         await bob.close()
     assert len({r.client_port for r in server.requests}) == 2
 
@@ -619,7 +619,7 @@ async def test_closing_one_character_leaves_the_pool_to_the_others(
     await ada.close()  # closing again does not count twice
     assert await bob.use(ModelType.TEXT_SMALL, HI) == "echo: hi"
     assert len({r.client_port for r in server.requests}) == 1
-    pools = shared.one(HttpPools)
+    pools = shared.instance_of(HttpPools)
     assert pools.opened == 1
     await bob.close()
     assert pools.opened == 0  # the last character out closed it

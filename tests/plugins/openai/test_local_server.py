@@ -87,7 +87,7 @@ async def test_a_streamed_answer_keeps_its_turn_to_the_last_piece(
 
     def piece(text: str) -> None:
         # The line itself, not the gauge: the chunks may all be read before bob's task runs again.
-        waiting_while_streaming.append(ada.shared.one(HttpPools).waiting(server.url))
+        waiting_while_streaming.append(ada.shared.instance_of(HttpPools).waiting(server.url))
 
     streamed = asyncio.create_task(ada.use(ModelType.TEXT_LARGE, {"prompt": "hi", "on_delta": piece}))
     await held.reached.wait()
