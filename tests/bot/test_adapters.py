@@ -40,7 +40,7 @@ class Posted:
     text: str
 
 
-class ChatAdapter(PlatformAdapter[str, Posted]):
+class ChatAdapter(PlatformAdapter[str, Posted, int]):
     """A platform whose rooms are names and whose sends are kept in a list, or fail as told."""
 
     source = "chat"
@@ -54,21 +54,23 @@ class ChatAdapter(PlatformAdapter[str, Posted]):
         self.fail: Exception | None = None  # raised by the next send
         self.disconnects = 0
 
-    async def _connect(self, token: str) -> None:
+    async def connect(self, token: str) -> None:
         if self.refuse_to_connect:
             raise ConfigError("the chat server refused the token", agent=self.name)
 
-    async def _disconnect(self) -> None:
+    async def disconnect(self) -> None:
         self.disconnects += 1
 
-    async def _send_native(self, target: str, text: str, content: Mapping[str, Any], answering: Any) -> list[Posted]:
+    async def send_native(
+        self, target: str, text: str, content: Mapping[str, Any], quoting: int | None
+    ) -> list[Posted]:
         if self.fail is not None:
             raise self.fail
         posted = Posted(len(self.posted) + 1, target, text)
         self.posted.append(posted)
         return [posted]
 
-    def _record_of(self, message: Posted) -> SentMessage:
+    def record_of_sent(self, message: Posted) -> SentMessage:
         return SentMessage(
             id=self.runtime.unique_id(f"chat:{message.id}"),
             text=message.text,
@@ -77,21 +79,21 @@ class ChatAdapter(PlatformAdapter[str, Posted]):
             metadata={"chatMessageId": message.id},
         )
 
-    def _what(self, target: str, answering: Any) -> str:
-        return f"a reply in {target} to {answering}" if answering is not None else f"a message in {target}"
+    def describe_send(self, target: str, quoting: int | None) -> str:
+        return f"a reply in {target} to {quoting}" if quoting is not None else f"a message in {target}"
 
-    def _refusal(self, exc: Exception) -> str | None:
+    def refusal_message(self, exc: Exception) -> str | None:
         return "Chat won't let me write there" if isinstance(exc, NotAllowed) else None
 
-    async def _room_target(self, room: Room) -> str:
+    async def room_target(self, room: Room) -> str:
         return str(room.channel_id)
 
-    async def _entity_target(self, entity: Entity, user_id: str) -> tuple[str, str, str | None]:
+    async def entity_target(self, entity: Entity, user_id: str) -> tuple[str, str, str | None]:
         dm = room(self.runtime, f"dm-{user_id}")
         await self.connections.ensure_rooms([dm])
         return f"dm-{user_id}", dm.id, None
 
-    async def _reply_target(self, message: Memory, text: str) -> tuple[str, Any] | None:
+    async def reply_target(self, message: Memory, text: str) -> tuple[str, int | None] | None:
         where = message.metadata.get("where")
         return (str(where), message.metadata.get("chatMessageId")) if where else None
 
@@ -327,10 +329,10 @@ async def test_a_reply_that_fails_is_logged_and_never_raised(runtime, caplog) ->
     rt = runtime
     adapter = ChatAdapter(rt)
     adapter.fail = PartlySent("refused", [Posted(3, "general", "Half")])
-    sent, whole = await adapter.send_reply("general", "Half and half", {}, 42)
+    sent, whole = await adapter.try_send("general", "Half and half", {}, 42)
     assert sent == [Posted(3, "general", "Half")] and not whole
     adapter.fail = TimeoutError()
-    assert await adapter.send_reply("general", "Again", {}, 42) == ([], False)
+    assert await adapter.try_send("general", "Again", {}, 42) == ([], False)
     assert 'could not send a reply in general to 42, "Again": TimeoutError' in caplog.text
 
 
@@ -382,9 +384,9 @@ async def test_nothing_is_sent_once_the_fence_refuses(runtime, caplog) -> None: 
     rt = runtime
     adapter = ChatAdapter(rt)
     rt.fence = fence = Fenced()
-    assert await adapter.send_reply("general", "Still mine", {}, 1) == ([Posted(1, "general", "Still mine")], True)
+    assert await adapter.try_send("general", "Still mine", {}, 1) == ([Posted(1, "general", "Still mine")], True)
     fence.held = False
-    assert await adapter.send_reply("general", "Too late", {}, 2) == ([], False)
+    assert await adapter.try_send("general", "Too late", {}, 2) == ([], False)
     with pytest.raises(SendError, match=r"^Chat is served by another daemon now; try again in a moment$"):
         await adapter.send_to_room(room(rt), {"text": "hello"})
     assert adapter.posted == [Posted(1, "general", "Still mine")]
