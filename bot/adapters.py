@@ -39,6 +39,7 @@ from .connections import Connections, SentMessage, TokenClaims, remember_sent
 from .errors import ConfigError, PartlySent, SendError
 from .lifecycle import AdapterState
 from .messages import QuietChannel
+from .shards import Reshardable
 from .text import first_words
 from .types import JSON, Entity, Memory, Room
 
@@ -47,10 +48,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Delivery",
+    "DISCORD_SERVICE",
     "platform_key",
     "PlatformAdapter",
     "PlatformReplyChannel",
     "PlatformService",
+    "ShardedPlatformService",
     "TYPING_CAP_S",
     "TypingIndicator",
 ]
@@ -73,10 +76,20 @@ class PlatformService(Messenger, Replier, Protocol):
     (:class:`~bot.components.Replier`)."""
 
 
+@runtime_checkable
+class ShardedPlatformService(PlatformService, Reshardable, Protocol):
+    """A platform service whose bot is served in shards, which the daemons of a troupe share and
+    move between them (Discord)."""
+
+
 def platform_key(source: str) -> ServiceKey[PlatformService]:
     """The key a platform's connection is offered under in its runtime: its source name
     (``discord``, ``telegram``)."""
     return ServiceKey(source)
+
+
+#: Discord's connection, which the daemon moves to the shards it holds (see :mod:`bot.cluster_host`).
+DISCORD_SERVICE: ServiceKey[ShardedPlatformService] = ServiceKey("discord")
 
 
 @dataclass(frozen=True, slots=True)
