@@ -486,9 +486,9 @@ class DiscordAdapter(
     async def fetch_attachment(
         self, quoting: discord.Message | discord.PartialMessage | None, attachment: Mapping[str, object]
     ) -> bytes:
-        for item in getattr(quoting, "attachments", ()):
+        for item in quoting.attachments if isinstance(quoting, discord.Message) else ():
             if str(item.id) == str(attachment.get("id")):
-                return cast(bytes, await item.read())
+                return await item.read()
         raise LookupError("no such attachment on the message")
 
     async def after_sent(
