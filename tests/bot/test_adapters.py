@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.adapters import PlatformAdapter, TypingIndicator
+from bot.adapters import Delivery, PlatformAdapter, PlatformReplyChannel, TypingIndicator
 from bot.connections import SentMessage, TokenClaims, merged_world
 from bot.errors import ConfigError, PartlySent, SendError
 from bot.lifecycle import AdapterState
@@ -53,6 +53,7 @@ class ChatAdapter(PlatformAdapter[str, Posted, int]):
         self.posted: list[Posted] = []
         self.fail: Exception | None = None  # raised by the next send
         self.disconnects = 0
+        self.after: list[Delivery[str, Posted, int]] = []  # what after_sent was told
 
     async def connect(self, token: str) -> None:
         if self.refuse_to_connect:
@@ -97,6 +98,9 @@ class ChatAdapter(PlatformAdapter[str, Posted, int]):
         where = message.metadata.get("where")
         return (str(where), message.metadata.get("chatMessageId")) if where else None
 
+    async def after_sent(self, delivery: Delivery[str, Posted, int]) -> None:
+        self.after.append(delivery)
+
 
 class TextOnly(ChatAdapter):
     sends_files = False
@@ -104,6 +108,17 @@ class TextOnly(ChatAdapter):
 
 def room(rt: AgentRuntime, name: str = "general", source: str = "chat") -> Room:
     return Room(rt.unique_id(f"chat:{name}"), source=source, type=ChannelType.GROUP, name=name, channel_id=name)
+
+
+def ping(rt: AgentRuntime) -> Memory:
+    """A message someone said in #general (stored), Chat's message 5."""
+    return Memory(
+        id=rt.unique_id("chat:said"),
+        entity_id=rt.unique_id("chat:user:9"),
+        room_id=room(rt).id,
+        content={"text": "ping"},
+        metadata={"where": "general", "chatMessageId": 5},
+    )
 
 
 # -- lifecycle ---------------------------------------------------------------------------
@@ -352,13 +367,7 @@ async def test_the_messenger_says_what_it_cannot_reach(runtime) -> None:  # noqa
 
 async def test_a_reply_to_a_stored_message_quotes_it_and_a_blank_one_sends_nothing(runtime) -> None:  # noqa: F811
     rt = runtime
-    stored = Memory(
-        id=rt.unique_id("chat:said"),
-        entity_id=rt.unique_id("chat:user:9"),
-        room_id=room(rt).id,
-        content={"text": "ping"},
-        metadata={"where": "general", "chatMessageId": 5},
-    )
+    stored = ping(rt)
     adapter = ChatAdapter(rt)
     await adapter.connections.ensure_rooms([room(rt)])
     [memory] = await adapter.reply_to(stored, {"text": "pong"})
@@ -391,3 +400,48 @@ async def test_nothing_is_sent_once_the_fence_refuses(runtime, caplog) -> None: 
         await adapter.send_to_room(room(rt), {"text": "hello"})
     assert adapter.posted == [Posted(1, "general", "Still mine")]
     assert "not sending a reply: another daemon may serve this character now" in caplog.text
+
+
+# -- the contract and the reply channel --------------------------------------------------
+
+
+def test_an_adapter_that_leaves_out_a_hook_cannot_be_made(runtime) -> None:  # noqa: F811
+    class Mute(PlatformAdapter[str, Posted, int]):
+        source, label, where = "mute", "Mute", "room"
+
+    with pytest.raises(TypeError) as refused:
+        Mute(runtime, ChatTokens, "t1")  # type: ignore[abstract]
+    hooks = ["connect", "describe_send", "disconnect", "entity_target", "record_of_sent", "reply_target"]
+    hooks += ["room_target", "send_native"]
+    assert all(hook in str(refused.value) for hook in hooks)
+
+
+async def test_a_live_reply_is_sent_stored_and_followed_up_but_a_late_one_is_not(runtime) -> None:  # noqa: F811
+    rt = runtime
+    adapter = ChatAdapter(rt)
+    await adapter.connections.ensure_rooms([room(rt)])
+    incoming = ping(rt)
+
+    async def show_once() -> None:
+        return None
+
+    typing = TypingIndicator(rt, show_once, every_s=0.01, job="chat:typing")
+    channel = PlatformReplyChannel(adapter, "general", 5, incoming, typing)
+    await channel.typing()
+    [memory] = await channel.send({"text": "pong"})
+    assert not typing.running  # the reply ends "typing…"
+    assert memory.content["inReplyTo"] == incoming.id and adapter.posted == [Posted(1, "general", "pong")]
+    [after] = adapter.after
+    assert (after.target, after.text, after.memories, after.in_reply_to, after.quoting) == (
+        "general",
+        "pong",
+        [memory],
+        incoming,
+        5,
+    )
+    await adapter.reply_to(incoming, {"text": "pong again"})  # taken up after a crash: no follow-up
+    adapter.fail = PartlySent("refused", [Posted(9, "general", "Half")])
+    await channel.send({"text": "Half and half"})  # not whole: no follow-up
+    assert len(adapter.after) == 1
+    with pytest.raises(LookupError):
+        await channel.fetch({"id": "1"})
