@@ -1,15 +1,22 @@
 """The skeleton every platform adapter shares: what a platform needs beyond translating.
 
-A platform subclasses :class:`PlatformAdapter` and fills in how it connects, how it sends one
-message and what a sent message looks like; the adapter then has, written once here:
+A platform subclasses :class:`PlatformAdapter` and fills in its abstract methods: how it
+connects, how it sends one message natively and what the store keeps of a sent message, where
+a room, a person and a stored message are on the platform. The adapter then has, written once
+here:
 
 - its lifecycle (:class:`~bot.lifecycle.AdapterState`): the bot token claimed for the run (one bot per
-  character), the connection made (or everything undone again), the adapter registered as the
-  runtime's Messenger for its source and withdrawn on close, the events being handled given
+  character), the connection made (or everything undone again), the adapter offered to the
+  runtime under :func:`platform_key` and withdrawn on close, the events being handled given
   time to finish before the runtime's database goes away;
-- the Messenger (SEND_MESSAGE, and replies to stored messages): the native target resolved,
-  the message sent, a failure logged and raised as a :class:`~bot.errors.SendError` that says
-  what went wrong, what went out remembered (:func:`~bot.connections.remember_sent`);
+- sending, in one flow for every platform. A live reply goes through
+  :class:`PlatformReplyChannel` (the :class:`~bot.messages.ReplyChannel` of every message a
+  platform hears): :meth:`PlatformAdapter.reply` sends it (:meth:`~PlatformAdapter.try_send`,
+  the platform's :meth:`~PlatformAdapter.send_native`), stores what went out
+  (:meth:`~PlatformAdapter.remember_sent`) and calls :meth:`~PlatformAdapter.after_sent` (a
+  voice says it too). A message the agent starts (the Messenger: SEND_MESSAGE) goes through
+  :meth:`~PlatformAdapter.send_message`, which raises a :class:`~bot.errors.SendError` that
+  says what went wrong;
 - :class:`TypingIndicator`, "typing…" while an answer is prepared, as a tracked task.
 
 Worlds, rooms and people are written through :class:`~bot.connections.Connections`, which
@@ -21,20 +28,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from .buttons import buttons_read
+from .components import Messenger, Replier, ServiceKey
 from .connections import Connections, SentMessage, TokenClaims, remember_sent
 from .errors import ConfigError, PartlySent, SendError
 from .lifecycle import AdapterState
+from .messages import QuietChannel
+from .shards import Reshardable
 from .text import first_words
 from .types import JSON, Entity, Memory, Room
 
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
 
-__all__ = ["PlatformAdapter", "TYPING_CAP_S", "TypingIndicator"]
+__all__ = [
+    "Delivery",
+    "DISCORD_SERVICE",
+    "platform_key",
+    "PlatformAdapter",
+    "PlatformReplyChannel",
+    "PlatformService",
+    "ShardedPlatformService",
+    "TYPING_CAP_S",
+    "TypingIndicator",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -44,6 +66,46 @@ _DRAIN_TIMEOUT_S = 10.0
 
 TargetT = TypeVar("TargetT")  # where a platform sends: a channel object, a chat id …
 SentT = TypeVar("SentT")  # what a platform returns for a message it sent
+QuotedT = TypeVar("QuotedT")  # what a reply quotes: a platform's message, its id …
+
+
+@runtime_checkable
+class PlatformService(Messenger, Replier, Protocol):
+    """What the runtime and its plugins use of a connected platform (a :class:`PlatformAdapter`):
+    messages the agent starts (:class:`~bot.components.Messenger`) and replies to stored messages
+    (:class:`~bot.components.Replier`)."""
+
+
+@runtime_checkable
+class ShardedPlatformService(PlatformService, Reshardable, Protocol):
+    """A platform service whose bot is served in shards, which the daemons of a troupe share and
+    move between them (Discord)."""
+
+
+def platform_key(source: str) -> ServiceKey[PlatformService]:
+    """The key a platform's connection is offered under in its runtime: its source name
+    (``discord``, ``telegram``)."""
+    return ServiceKey(source)
+
+
+#: Discord's connection, which the daemon moves to the shards it holds (see :mod:`bot.cluster_host`).
+DISCORD_SERVICE: ServiceKey[ShardedPlatformService] = ServiceKey("discord")
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery(Generic[TargetT, SentT, QuotedT]):
+    """A message that went out whole and is stored: what :meth:`PlatformAdapter.after_sent` is told."""
+
+    target: TargetT
+    text: str
+    """Its words, as they were sent."""
+    sent: list[SentT]
+    memories: list[Memory]
+    """What the store keeps of it, one memory per message the platform sent."""
+    in_reply_to: Memory | None = None
+    """The incoming message it answers; None for a message the agent starts."""
+    quoting: QuotedT | None = None
+    """The platform's own message it quotes."""
 
 
 class TypingIndicator:
@@ -94,86 +156,91 @@ class TypingIndicator:
                 await self._task
 
 
-class PlatformAdapter(Generic[TargetT, SentT]):
-    """Connects one runtime to one platform as its own bot; the runtime's Messenger for
-    ``source`` (:class:`~bot.components.Messenger`).
+class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
+    """Connects one runtime to one platform as its own bot; the runtime's
+    :class:`PlatformService` for ``source``.
 
-    A subclass sets :attr:`source`, :attr:`label` and :attr:`where`, and implements
-    :meth:`_connect` and :meth:`_disconnect` (lifecycle), :meth:`_send_native`,
-    :meth:`_record_of`, :meth:`_what` (sending), and :meth:`_room_target`,
-    :meth:`_entity_target`, :meth:`_reply_target` (the Messenger's targets).
+    Type parameters: where the platform sends (``TargetT``: a channel, a chat …), what it returns
+    for a message it sent (``SentT``), what a reply quotes (``QuotedT``: a message, its id …).
+
+    A subclass sets :attr:`source`, :attr:`label` and :attr:`where`, and implements the abstract
+    methods: :meth:`connect` and :meth:`disconnect` (lifecycle); :meth:`send_native`,
+    :meth:`record_of_sent` and :meth:`describe_send` (sending); :meth:`room_target`,
+    :meth:`entity_target` and :meth:`reply_target` (where the Messenger sends).
 
     Lifecycle: :meth:`start` once, then :meth:`close` once or more (``start`` registers it with
     the runtime's close).
     """
 
-    source: ClassVar[str]  # the platform's name: content["source"], the Messenger's service name
+    source: ClassVar[str]  # the platform's name: content["source"], the key it is offered under
     label: ClassVar[str]  # the platform's name in messages for people ("Discord")
     where: ClassVar[str]  # what a room is there, in messages for people ("channel", "chat")
     user_key: ClassVar[str] = "id"  # the key of a person's platform id in entity.metadata[source]
     sends_files: ClassVar[bool] = True  # False: only text goes out (stripped; nothing without it)
+    strips_replies: ClassVar[bool] = False  # True: a reply's text is stripped; nothing goes without text or files
 
     def __init__(self, runtime: AgentRuntime, tokens: type[TokenClaims], token: str) -> None:
         self.runtime = runtime
         self.name = runtime.character.name
         self.state = AdapterState.NEW
         self.connections = Connections(runtime, self.source)
-        self._tokens = runtime.shared.one(tokens)  # the bots of this daemon's other characters
-        self._token = token
+        self._tokens = runtime.shared.instance_of(tokens)  # the bots of this daemon's other characters
+        self.token = token
         self._handling: set[asyncio.Task[Any]] = set()  # events being handled: close waits for them
 
     # -- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Claim the bot token, connect, and offer the Messenger; on failure everything started
-        is stopped again before the error is raised.
+        """Claim the bot token, connect, and offer the adapter to the runtime; on failure
+        everything started is stopped again before the error is raised.
 
         Raises:
             ConfigError: another character of the daemon uses the token, or the platform
-                refused the configuration (from :meth:`_connect`).
+                refused the configuration (from :meth:`connect`).
         """
         self.state = AdapterState.STARTING
         try:
-            self._tokens.claim(self._token, self.name)
+            self._tokens.claim(self.token, self.name)
         except ConfigError:
             self.state = AdapterState.CLOSED  # nothing started, nothing to undo
             raise
         try:
-            await self._connect(self._token)
+            await self.connect(self.token)
         except BaseException:
             await self.close()
             raise
         self.state = AdapterState.RUNNING
         self.runtime.on_close(self.close)
-        if self.runtime.get_service(self.source) is None:
-            self.runtime.register_service(self.source, self)
-        await self._started()
+        key = platform_key(self.source)
+        if self.runtime.get_service(key) is None:
+            self.runtime.register_service(key, self)
+        await self.on_started()
 
     async def close(self) -> None:
-        """Withdraw the Messenger, release the token, disconnect (:meth:`_disconnect`); again is
+        """Withdraw the adapter, release the token, disconnect (:meth:`disconnect`); again is
         nothing."""
         if self.state is AdapterState.CLOSED:
             return
         self.state = AdapterState.CLOSED
-        self.runtime.unregister_service(self.source)
-        self._tokens.release(self._token, self.name)
-        await self._disconnect()
+        self.runtime.unregister_service(platform_key(self.source))
+        self._tokens.release(self.token, self.name)
+        await self.disconnect()
 
-    async def _connect(self, token: str) -> None:
+    @abstractmethod
+    async def connect(self, token: str) -> None:
         """Connect with ``token``; returns once the platform can be used."""
-        raise NotImplementedError
 
-    async def _started(self) -> None:
+    async def on_started(self) -> None:
         """After a successful start: what else the platform offers the runtime (actions …)."""
 
-    async def _disconnect(self) -> None:
-        """Disconnect, and let the events being handled finish (:meth:`_finish_handling`)."""
-        raise NotImplementedError
+    @abstractmethod
+    async def disconnect(self) -> None:
+        """Disconnect, and let the events being handled finish (:meth:`finish_handling`)."""
 
     @contextlib.contextmanager
     def handling(self) -> Iterator[None]:
         """Mark the current task as handling a platform event until the block ends: closing
-        waits for it (:meth:`_finish_handling`) rather than pulling the database from under a
+        waits for it (:meth:`finish_handling`) rather than pulling the database from under a
         reply. Platform SDKs run each event in a task of their own."""
         task = asyncio.current_task()
         if task is not None:
@@ -184,7 +251,13 @@ class PlatformAdapter(Generic[TargetT, SentT]):
             if task is not None:
                 self._handling.discard(task)
 
-    async def _finish_handling(self) -> None:
+    def track_handling(self, task: asyncio.Task[Any]) -> None:
+        """Count ``task`` as handling a platform event until it ends (see :meth:`handling`), for
+        an SDK that runs the steps of one event as separate callbacks in its task."""
+        self._handling.add(task)
+        task.add_done_callback(self._handling.discard)
+
+    async def finish_handling(self) -> None:
         """Give the events being handled a little time to finish (a reply going out), then stop
         them: the runtime's database goes away after this."""
         if not self._handling:
@@ -195,70 +268,136 @@ class PlatformAdapter(Generic[TargetT, SentT]):
         if late:
             _log.warning("%s: stopped %d %s events still being handled", self.name, len(late), self.label)
 
-    # -- sending --------------------------------------------------------------------------
+    # -- what a platform does natively ----------------------------------------------------
 
-    async def _send_native(self, target: TargetT, text: str, content: Mapping[str, Any], answering: Any) -> list[SentT]:
+    @abstractmethod
+    async def send_native(
+        self, target: TargetT, text: str, content: Mapping[str, Any], quoting: QuotedT | None
+    ) -> list[SentT]:
         """Send ``text`` (and what else of ``content`` the platform can send) to ``target``,
-        quoting ``answering`` (a platform message, or None). What went out, in order.
+        quoting ``quoting`` (or nothing). What went out, in order.
 
         Raises:
             PartlySent: only the first pieces went out (``sent``).
             Exception: the platform's error when nothing went out.
         """
-        raise NotImplementedError
 
-    def _record_of(self, message: SentT) -> SentMessage:
+    @abstractmethod
+    def record_of_sent(self, message: SentT) -> SentMessage:
         """What the store keeps of one message the agent sent."""
-        raise NotImplementedError
 
-    def _what(self, target: TargetT, answering: Any) -> str:
+    @abstractmethod
+    def describe_send(self, target: TargetT, quoting: QuotedT | None) -> str:
         """What could not be sent, for the log: ``a reply in #general (channel 1) to message 2``."""
-        raise NotImplementedError
 
-    def _why(self, exc: Exception) -> str:
+    def failure_reason(self, exc: Exception) -> str:
         """Why sending failed, for the log: never a secret (a URL with a token) nor a traceback."""
         return getattr(exc, "message", None) or exc.__class__.__name__
 
-    def _refusal(self, exc: Exception) -> str | None:
+    def refusal_message(self, exc: Exception) -> str | None:
         """The SendError message when ``exc`` means the platform does not allow sending there
         at all (not worth trying again); None for any other failure."""
         return None
 
-    def _log_send_failure(self, target: TargetT, text: str, exc: Exception, answering: Any = None) -> None:
+    async def fetch_attachment(self, quoting: QuotedT | None, attachment: Mapping[str, object]) -> bytes:
+        """The bytes of one attachment of the message ``quoting`` (see
+        :meth:`bot.messages.ReplyChannel.fetch`).
+
+        Raises:
+            LookupError: the platform has no such attachment, or no way to download it.
+        """
+        raise LookupError(f"{self.label} offers no attachments")
+
+    async def record_direct_chat(self, sent: list[SentT], room_id: str, person: Entity) -> None:
+        """After a direct message to ``person`` went out, before it is stored: write what it
+        needs (a private chat first seen through it)."""
+
+    async def after_sent(self, delivery: Delivery[TargetT, SentT, QuotedT]) -> None:
+        """After a whole live reply or message the agent started went out and was stored (a
+        voice says it too). Not for a reply to a stored message (:meth:`reply_to`)."""
+
+    @abstractmethod
+    async def room_target(self, room: Room) -> TargetT:
+        """Where to post in ``room`` (one of this platform's, with a channel id).
+
+        Raises:
+            SendError: the room cannot be reached, or the agent may not talk there.
+        """
+
+    @abstractmethod
+    async def entity_target(self, entity: Entity, user_id: str) -> tuple[TargetT, str, str | None]:
+        """Where a direct message to ``entity`` (``user_id`` on the platform) goes: the target,
+        its room id and world id.
+
+        Raises:
+            SendError: the person cannot be reached.
+        """
+
+    @abstractmethod
+    async def reply_target(self, message: Memory, text: str) -> tuple[TargetT, QuotedT | None] | None:
+        """Where a reply (``text``) to the stored ``message`` goes, and the platform's message it
+        quotes (or None). None when there is nowhere to send it: the message says nothing of
+        where it came from, or the place cannot be found (logged, with ``text``'s first words)."""
+
+    # -- sending --------------------------------------------------------------------------
+
+    def _log_send_failure(self, target: TargetT, text: str, exc: Exception, quoting: QuotedT | None = None) -> None:
         """What could not be sent: where, in answer to which message, what it began with, and why."""
         _log.error(
             '%s: could not send %s, "%s": %s',
             self.name,
-            self._what(target, answering),
+            self.describe_send(target, quoting),
             first_words(text),
-            self._why(exc),
+            self.failure_reason(exc),
         )
 
-    async def send_reply(
-        self, target: TargetT, text: str, content: Mapping[str, Any], answering: Any
+    def _reply_text(self, content: Mapping[str, Any]) -> str | None:
+        """A reply's words as they are sent; None when the platform can send nothing of it."""
+        text = str(content.get("text") or "")
+        if self.strips_replies or not self.sends_files:
+            text = text.strip()
+            if not text and not (self.sends_files and content.get("files")):
+                return None
+        return text
+
+    async def try_send(
+        self, target: TargetT, text: str, content: Mapping[str, Any], quoting: QuotedT | None
     ) -> tuple[list[SentT], bool]:
-        """Send a reply to ``answering``: what went out, and whether that is all of it. Never
-        raises: a reply not sent, or not all of it, is logged."""
+        """Send ``text`` and ``content`` (:meth:`send_native`), quoting ``quoting``: what went
+        out, and whether that is all of it. Never raises: what is not sent is logged. Nothing is
+        stored (see :meth:`reply`)."""
         if not self.runtime.may_send():
             _log.warning("%s: not sending a reply: another daemon may serve this character now", self.name)
             return [], False
         try:
-            return await self._send_native(target, text, content, answering), True
+            return await self.send_native(target, text, content, quoting), True
         except Exception as exc:  # noqa: BLE001 - a reply that fails is logged, the conversation goes on
-            self._log_send_failure(target, text, exc, answering)
+            self._log_send_failure(target, text, exc, quoting)
             # What did go out is part of the conversation.
             return (list(exc.sent), False) if isinstance(exc, PartlySent) else ([], False)
 
-    async def answer(
-        self, target: TargetT, text: str, content: Mapping[str, Any], answering: Any, message: Memory
-    ) -> tuple[list[Memory], bool]:
-        """Send ``content`` (``text`` its words) as a reply to ``answering``, the platform's own
-        message for the stored ``message``, and remember what went out: those memories, and
-        whether that is all of it. Never raises (see :meth:`send_reply`)."""
+    async def reply(
+        self,
+        target: TargetT,
+        content: Mapping[str, Any],
+        quoting: QuotedT | None,
+        incoming: Memory,
+        *,
+        live: bool = True,
+    ) -> list[Memory]:
+        """Send ``content`` to ``target`` in answer to the stored ``incoming`` (quoting
+        ``quoting``, its platform's message), store what went out, and (``live``: the person is
+        waiting for it, not a reply to a message taken up after a crash) after a whole reply,
+        :meth:`after_sent`. The memories of what went out; never raises (see :meth:`try_send`)."""
+        text = self._reply_text(content)
+        if text is None:
+            return []
         content = buttons_read(content)  # read once: what is sent is what is stored
-        sent, whole = await self.send_reply(target, text, content, answering)
-        memories = await self.remember_sent(sent, content, message.room_id, message.world_id, in_reply_to=message.id)
-        return memories, whole
+        sent, whole = await self.try_send(target, text, content, quoting)
+        memories = await self.remember_sent(sent, content, incoming.room_id, incoming.world_id, in_reply_to=incoming.id)
+        if whole and live:
+            await self.after_sent(Delivery(target, text, sent, memories, incoming, quoting))
+        return memories
 
     async def remember_sent(
         self,
@@ -270,20 +409,21 @@ class PlatformAdapter(Generic[TargetT, SentT]):
         in_reply_to: str | None = None,
     ) -> list[Memory]:
         """Store and announce what went out (:func:`~bot.connections.remember_sent`)."""
-        records = [self._record_of(message) for message in sent]
+        records = [self.record_of_sent(message) for message in sent]
         return await remember_sent(
             self.runtime, self.source, records, content, room_id, world_id, in_reply_to=in_reply_to
         )
 
-    async def deliver(
+    async def send_message(
         self, target: TargetT, content: JSON, room_id: str, world_id: str | None, *, person: Entity | None = None
     ) -> list[Memory]:
-        """Send a message the agent starts (not a reply) and remember what went out.
+        """Send a message the agent starts (not a reply), store what went out, and after a
+        whole message, :meth:`after_sent`.
 
-        ``person``: the one a direct message goes to (see :meth:`_delivered`).
+        ``person``: the one a direct message goes to (see :meth:`record_direct_chat`).
 
         Raises:
-            SendError: nothing went out, or only the beginning (which is remembered); the
+            SendError: nothing went out, or only the beginning (which is stored); the
                 message says why, for the person who asked.
         """
         if not self.runtime.may_send():
@@ -292,87 +432,83 @@ class PlatformAdapter(Generic[TargetT, SentT]):
         read = buttons_read(content)  # read once: what is sent is what is stored
         whole = True
         try:
-            sent = await self._send_native(target, text, read, None)
+            sent = await self.send_native(target, text, read, None)
         except PartlySent as exc:
             self._log_send_failure(target, text, exc)
             sent, whole = list(exc.sent), False
         except Exception as exc:  # noqa: BLE001 - every failure becomes a SendError the person can read
-            refusal = self._refusal(exc)
+            refusal = self.refusal_message(exc)
             if refusal is not None:
                 raise SendError(refusal) from None
             self._log_send_failure(target, text, exc)
             raise SendError(f"{self.label} did not take the message; try again later") from None
-        await self._delivered(target, sent, room_id, person)
+        if person is not None and sent:
+            await self.record_direct_chat(sent, room_id, person)
         memories = await self.remember_sent(sent, read, room_id, world_id)
         if not whole:
             raise SendError(
                 f"only the beginning of the message went out; {self.label} did not take the rest, try again later"
             )
-        await self._after_delivery(target, text, sent, memories)
+        await self.after_sent(Delivery(target, text, sent, memories))
         return memories
 
-    async def _delivered(self, target: TargetT, sent: list[SentT], room_id: str, person: Entity | None) -> None:
-        """After something went out, before it is remembered: write what it needs (a private
-        chat first seen through it)."""
-
-    async def _after_delivery(self, target: TargetT, text: str, sent: list[SentT], memories: list[Memory]) -> None:
-        """After a whole message went out and was remembered (a voice version of it)."""
-
-    # -- Messenger ------------------------------------------------------------------------
-
-    async def _room_target(self, room: Room) -> TargetT:
-        """Where to post in ``room`` (one of this platform's, with a channel id).
-
-        Raises:
-            SendError: the room cannot be reached, or the agent may not talk there.
-        """
-        raise NotImplementedError
-
-    async def _entity_target(self, entity: Entity, user_id: str) -> tuple[TargetT, str, str | None]:
-        """Where a direct message to ``entity`` (``user_id`` on the platform) goes: the target,
-        its room id and world id.
-
-        Raises:
-            SendError: the person cannot be reached.
-        """
-        raise NotImplementedError
-
-    async def _reply_target(self, message: Memory, text: str) -> tuple[TargetT, Any] | None:
-        """Where a reply (``text``) to the stored ``message`` goes, and the native message it
-        quotes (or None). None when there is nowhere to send it: the message says nothing of
-        where it came from, or the place cannot be found (logged, with ``text``'s first words)."""
-        raise NotImplementedError
+    # -- Messenger and Replier ------------------------------------------------------------
 
     async def send_to_room(self, room: Room, content: JSON) -> list[Memory]:
         """Messenger: post in a room of this platform the bot is in."""
         if room.source != self.source or not room.channel_id:
             raise SendError(f"that is not a {self.label} {self.where}")
-        target = await self._room_target(room)
-        return await self.deliver(target, content, room.id, room.world_id)
+        target = await self.room_target(room)
+        return await self.send_message(target, content, room.id, room.world_id)
 
     async def send_to_entity(self, entity: Entity, content: JSON) -> list[Memory]:
         """Messenger: a direct message to a person."""
         user_id = (entity.metadata.get(self.source) or {}).get(self.user_key)
         if not user_id:
             raise SendError(f"I don't know {entity.names[0] if entity.names else 'them'} on {self.label}")
-        target, room_id, world_id = await self._entity_target(entity, str(user_id))
-        return await self.deliver(target, content, room_id, world_id, person=entity)
+        target, room_id, world_id = await self.entity_target(entity, str(user_id))
+        return await self.send_message(target, content, room_id, world_id, person=entity)
 
     def serves(self, message: Memory) -> bool:
         """Replier: every message of the platform is this connection's (Discord's shards differ)."""
         return True
 
     async def reply_to(self, message: Memory, content: JSON) -> list[Memory]:
-        """Messenger: answer a stored message where it was said, quoting it (if it still exists).
+        """Replier: answer a stored message where it was said, quoting it (if it still exists).
         Nothing sent (logged) gives ``[]``, as for a live reply."""
-        text = str(content.get("text") or "")
-        if not self.sends_files:
-            text = text.strip()
-            if not text:
-                return []  # nothing this platform can send
-        found = await self._reply_target(message, text)
+        text = self._reply_text(content)
+        if text is None:
+            return []  # nothing this platform can send
+        found = await self.reply_target(message, text)
         if found is None:
             return []
-        target, answering = found
-        memories, _ = await self.answer(target, text, content, answering, message)
-        return memories
+        target, quoting = found
+        return await self.reply(target, content, quoting, message, live=False)
+
+
+class PlatformReplyChannel(QuietChannel, Generic[TargetT, SentT, QuotedT]):
+    """The reply channel (:class:`~bot.messages.ReplyChannel`) of one message a platform heard:
+    replies go to ``target`` quoting ``quoting`` (:meth:`PlatformAdapter.reply`), "typing…"
+    shows while one is prepared (``typing_indicator``, stopped by the first reply), and the
+    message's attachments come from the platform (:meth:`PlatformAdapter.fetch_attachment`)."""
+
+    def __init__(
+        self,
+        adapter: PlatformAdapter[TargetT, SentT, QuotedT],
+        target: TargetT,
+        quoting: QuotedT | None,
+        incoming: Memory,
+        typing_indicator: TypingIndicator,
+    ) -> None:
+        self.adapter, self.target, self.quoting, self.incoming = adapter, target, quoting, incoming
+        self.typing_indicator = typing_indicator
+
+    async def send(self, content: JSON) -> list[Memory]:
+        await self.typing_indicator.stop()
+        return await self.adapter.reply(self.target, content, self.quoting, self.incoming)
+
+    async def typing(self) -> None:
+        await self.typing_indicator.start()
+
+    async def fetch(self, attachment: Mapping[str, object]) -> bytes:
+        return await self.adapter.fetch_attachment(self.quoting, attachment)

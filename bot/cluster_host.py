@@ -29,6 +29,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
+from .adapters import DISCORD_SERVICE
 from .background import BackgroundTasks
 from .backoff import ExponentialBackoff
 from .character import LoadResult
@@ -203,7 +204,7 @@ class ClusterHost:
         runtime = agent.runtime
         if runtime is not None and isinstance(runtime.fence, _LeaseFence):
             runtime.fence.bind()
-        discord = runtime.get_service("discord") if runtime is not None else None
+        discord = runtime.get_service(DISCORD_SERVICE) if runtime is not None else None
         if runtime is None or not isinstance(discord, Reshardable):
             return  # not connected yet: its connection takes the shards held when it connects
         character = result.raise_for_problems()

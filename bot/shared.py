@@ -37,6 +37,3 @@ class Shared:
         if found is None:
             found = self._objects[kind] = kind()
         return cast(T, found)  # stored under its own kind
-
-    # The former name, while the platforms and bot.adapters, which others are changing now, still call it.
-    one = instance_of

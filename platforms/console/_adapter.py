@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from io import TextIOBase
 from typing import TYPE_CHECKING, TextIO
 
+from bot.components import ServiceKey
 from bot.errors import SendError
 from bot.events import EventType
 from bot.messages import IncomingMessage, Outcome, QuietChannel
@@ -31,7 +32,7 @@ from ._notices import ConversationLog
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
 
-__all__ = ["ConsoleAdapter"]
+__all__ = ["CONSOLE_ADAPTER", "ConsoleAdapter"]
 
 _log = logging.getLogger(__name__)
 SOURCE = "console"
@@ -85,8 +86,8 @@ class ConsoleAdapter:
             [Entity(self.entity_id, self.runtime.agent_id, names=[self.user], metadata={SOURCE: {"name": self.user}})]
         )
         await store.add_participants([self.entity_id, self.runtime.agent_id], self.room_id)
-        if self.runtime.get_service(SOURCE) is None:
-            self.runtime.register_service(SOURCE, self)
+        if self.runtime.get_service(CONSOLE_ADAPTER) is None:
+            self.runtime.register_service(CONSOLE_ADAPTER, self)
         self._connected = True
 
     async def send(self, text: str) -> Outcome:
@@ -193,3 +194,7 @@ class _Terminal(QuietChannel):
 
     async def send(self, content: JSON) -> list[Memory]:
         return await self.adapter.show(content)
+
+
+#: The key the console adapter is offered under in its runtime (a Messenger: SEND_MESSAGE reaches the terminal).
+CONSOLE_ADAPTER: ServiceKey[ConsoleAdapter] = ServiceKey(SOURCE)

@@ -7,11 +7,16 @@ rooms, entities and participants are written once per run and remembered, not re
 every message. At every start, and when Discord could not resume a lost session or shards were
 taken on, what was said meanwhile is read back and handled the same way (``_catchup.py``).
 
-Outbound, the reply channel (``_answer.py``) answers the triggering message (split, safe
-mentions, uploads, retries: ``_outbound.py``; buttons as components, and their presses:
-``_presses.py``), shows "typing…" while an answer is being prepared, and stores what was sent.
-The adapter is also the runtime's ``discord`` Messenger, for SEND_MESSAGE; its lifecycle and the Messenger's flow are :class:`bot.adapters.PlatformAdapter`'s,
-the discord.py client and the checks before connecting are in ``_client.py``.
+A message is translated in one call (:func:`._mapping.translate`), then its server, channel and
+author are stored (:meth:`DiscordAdapter.ensure_stored`) before it is handed over.
+
+Outbound, the reply channel (:class:`bot.adapters.PlatformReplyChannel`) answers the triggering
+message: this adapter sends natively (split, safe mentions, uploads, retries: ``_outbound.py``;
+buttons as components, and their presses: ``_presses.py``) and, in a voice session whose text
+side the channel is, says the reply aloud too (:meth:`DiscordAdapter.after_sent`). The adapter
+is also the runtime's ``discord`` service, for SEND_MESSAGE; its lifecycle and the flow of
+sending are :class:`bot.adapters.PlatformAdapter`'s, the discord.py client and the checks before
+connecting are in ``_client.py``.
 """
 
 from __future__ import annotations
@@ -20,11 +25,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import discord
 
-from bot.adapters import PlatformAdapter
+from bot.adapters import Delivery, PlatformAdapter, PlatformReplyChannel, TypingIndicator
 from bot.connections import SentMessage
 from bot.errors import ConfigError, SendError, StoreError, reason_for
 from bot.events import EventType
@@ -37,19 +42,19 @@ from bot.shards import Shards
 from bot.text import first_words
 from bot.types import ChannelType, Entity, Memory, Room, World, now_ms
 
-from ._answer import Answer
 from ._catchup import MissedMessages, active_since, catch_up, taken_on, with_stored_gap
 from ._client import LOGIN_TIMEOUT_S, Client, DiscordTokens, base_intents, check_application, make_client, run_client
 from ._config import DiscordConfig
 from ._mapping import (
     SOURCE,
+    Translated,
     channel_type,
     discord_id,
     entity_for_user,
-    memory_for_message,
     parent_id,
     room_for_channel,
     sent_record,
+    translate,
     world_for_guild,
 )
 from ._outbound import describe, embeds_of, send_chunks, uploads_of, what_is_sent
@@ -58,19 +63,25 @@ from ._refusal import token_refusal
 from ._voice import VoiceManager
 
 if TYPE_CHECKING:
+    from discord.abc import MessageableChannel, PartialMessageableChannel
+
     from bot.runtime import AgentRuntime
 
-__all__ = ["DiscordAdapter"]
+__all__ = ["DiscordAdapter", "TYPING_EVERY_S"]
 
 _log = logging.getLogger(__name__)
 
 _READY_TIMEOUT_S = 60.0
 _MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 _PERMISSIONS = 380141685824  # read/send messages and threads, reactions, files, history, voice
+TYPING_EVERY_S = 5.0  # Discord shows "typing…" for about 10 s; discord.py renews it every 5
 
 
-class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
-    """Connects one runtime to Discord as its own bot."""
+class DiscordAdapter(
+    PlatformAdapter["MessageableChannel", discord.Message, "discord.Message | discord.PartialMessage"]
+):
+    """Connects one runtime to Discord as its own bot: it sends to channels, and a reply quotes
+    a message (a partial one for a reply to a stored message)."""
 
     source = SOURCE
     label = "Discord"
@@ -102,7 +113,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    async def _started(self) -> None:
+    async def on_started(self) -> None:
         from ._providers import channel_state, voice_state
 
         self.runtime.register_provider(channel_state)
@@ -113,7 +124,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
                 self.runtime.register_action(action)
             self.runtime.register_provider(voice_state)
 
-    async def _connect(self, token: str) -> None:
+    async def connect(self, token: str) -> None:
         """Log in, check the bot's settings on Discord, connect; returns once ready.
 
         Raises:
@@ -158,11 +169,11 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
             _log.error("%s: Discord closed the connection: %s", self.name, reason)
             self.runtime.links.set(SOURCE, LinkState.FAILED, reason)
 
-    async def _disconnect(self) -> None:
+    async def disconnect(self) -> None:
         """Disconnect, then let messages being answered finish (up to a limit) before the
         runtime and its database go away."""
         await self._end_client()
-        await self._finish_handling()
+        await self.finish_handling()
 
     async def _end_client(self) -> None:
         """Close the client and wait for its connection task to end."""
@@ -174,7 +185,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
             with contextlib.suppress(BaseException):
                 await self._task
 
-    def hears(self, client: Client) -> bool:
+    def is_current_connection(self, client: Client) -> bool:
         """Whether events of ``client`` are handled: it is the current one, and not being replaced."""
         return client is self.client and not self._resharding
 
@@ -216,13 +227,13 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
             self.missed.connection_lost()
             self.runtime.links.set(SOURCE, LinkState.CONNECTING, f"reconnecting {how}")
             try:
-                await self._finish_handling()
+                await self.finish_handling()
                 await self._end_client()
             finally:
                 self._resharding = False
             self.shards = shards
             try:
-                await self._connect(self._token)
+                await self.connect(self.token)
             except BaseException as exc:
                 await self._end_client()
                 self.runtime.links.set(SOURCE, LinkState.FAILED, reason_for(exc, self.name) or exc.__class__.__name__)
@@ -240,7 +251,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         shards = self.shards or Shards.all(1)
         return active_since(self.client.guilds, dict.fromkeys(shard_ids, self._listening_since), shards.shard_of)
 
-    async def guarded(self, what: str, work: Awaitable[object]) -> None:
+    async def run_handler(self, what: str, work: Awaitable[object]) -> None:
         """Run an event handler, tracked (:meth:`handling`); a failure is logged with the agent,
         never raised into discord.py."""
         with self.handling():
@@ -284,7 +295,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
                 _PERMISSIONS,
             )
         for guild in self.client.guilds:
-            await self.guarded("server sync", self._announce(guild, EventType.WORLD_CONNECTED))
+            await self.run_handler("server sync", self._announce(guild, EventType.WORLD_CONNECTED))
         if self.runtime.home:  # once per character: every daemon serving shards of it would use up the rate limit
             try:
                 await self.client.tree.sync()
@@ -294,9 +305,9 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         self._was_online = True
         self.runtime.links.set(SOURCE, LinkState.CONNECTED)
         if missed:
-            self.runtime.create_task(self.guarded("catch-up", catch_up(self, missed)), "discord:catch-up")
+            self.runtime.create_task(self.run_handler("catch-up", catch_up(self, missed)), "discord:catch-up")
         if self.config.voice_enabled:
-            await self.guarded("voice auto-join", self.voice.auto_join(list(self.client.guilds)))
+            await self.run_handler("voice auto-join", self.voice.auto_join(list(self.client.guilds)))
 
     async def on_shard_ready(self, shard_id: int) -> None:
         """One shard identified afresh after its session was lost for good (the first READY of
@@ -309,7 +320,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         )
         self.runtime.links.set(SOURCE, LinkState.CONNECTED)
         if missed:
-            self.runtime.create_task(self.guarded("catch-up", catch_up(self, missed)), "discord:catch-up")
+            self.runtime.create_task(self.run_handler("catch-up", catch_up(self, missed)), "discord:catch-up")
 
     async def on_guild_join(self, guild: discord.Guild) -> None:
         # Back in a server it was removed from: its rooms are no longer marked as left.
@@ -339,21 +350,35 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         return world, rooms
 
     async def ensure_room(self, channel: Any, *, dm_with: Any = None) -> str:
+        """The channel's room (and its server's world) stored, once per run; its id."""
         room_id = discord_id(self.runtime.agent_id, channel.id)
         if not self.connections.knows_room(room_id):
-            guild = getattr(channel, "guild", None)
-            if guild is not None:
-                await self.ensure_world(guild)
-            room = room_for_channel(self.runtime.agent_id, channel, dm_with=dm_with)
-            if room is not None:
-                await self.connections.ensure_rooms([room])
+            await self._write_room(channel, room_for_channel(self.runtime.agent_id, channel, dm_with=dm_with))
         return room_id
+
+    async def _write_room(self, channel: Any, room: Room | None) -> None:
+        guild = getattr(channel, "guild", None)
+        if guild is not None:
+            await self.ensure_world(guild)
+        if room is not None:
+            await self.connections.ensure_rooms([room])
 
     async def ensure_entity(self, user: Any, room_id: str) -> str:
         """The user's entity, created (or its names refreshed) once per run, and in the room."""
-        entity_id = await self.connections.ensure_entity(entity_for_user(self.runtime.agent_id, user), room_id)
+        return await self._write_entity(user, entity_for_user(self.runtime.agent_id, user), room_id)
+
+    async def _write_entity(self, user: Any, entity: Entity, room_id: str) -> str:
+        entity_id = await self.connections.ensure_entity(entity, room_id)
         await self._note_admin(user)
         return entity_id
+
+    async def ensure_stored(self, message: discord.Message, seen: Translated) -> None:
+        """The server, channel and author of a message about to be handled stored (each once
+        per run), as :func:`._mapping.translate` made them."""
+        room_id = seen.memory.room_id
+        if not self.connections.knows_room(room_id):
+            await self._write_room(message.channel, seen.room)
+        await self._write_entity(message.author, seen.entity, room_id)
 
     async def _note_admin(self, member: Any) -> None:
         """A Discord administrator seen for the first time becomes ADMIN, unless a role is recorded."""
@@ -385,7 +410,8 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
             return
         if message.author.bot and self.config.ignore_bot_messages:
             return
-        memory = memory_for_message(self.runtime.agent_id, message, bot_user_id=self.bot_id)
+        seen = translate(self.runtime.agent_id, message, bot_user_id=self.bot_id)
+        memory = seen.memory
         direct = (
             memory.metadata["isMention"]
             or memory.metadata["isReply"]
@@ -397,10 +423,7 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         runtime = self.runtime
         health, going_on = runtime.store.health, lambda: runtime.accepting
         try:
-            room_id = await health.retry(
-                lambda: self.ensure_room(message.channel, dm_with=message.author), going_on=going_on
-            )
-            await health.retry(lambda: self.ensure_entity(message.author, room_id), going_on=going_on)
+            await health.retry(lambda: self.ensure_stored(message, seen), going_on=going_on)
         except StoreError as exc:
             if runtime.accepting:
                 raise
@@ -409,19 +432,26 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
             )
             _log.debug("%s: the store's last error: %s", self.name, exc)
             return
-        channel = Answer(self, message, memory)
+        await self.hand_over(message, seen.memory, seen.native)
+
+    async def hand_over(self, message: discord.Message, memory: Memory, native: NativeRef) -> None:
+        """Give the runtime ``memory`` (``message`` translated, or a press of one of its buttons)
+        with its reply channel: replies quote ``message``, "typing…" shows in its channel."""
+        typing = TypingIndicator(self.runtime, message.channel.typing, every_s=TYPING_EVERY_S, job="discord:typing")
+        channel = PlatformReplyChannel(self, message.channel, message, memory, typing)
         try:
-            native = NativeRef(
-                SOURCE, str(message.channel.id), str(message.id), str(message.author.id), str(self.bot_id)
-            )
             await self.runtime.receive(IncomingMessage(memory, channel, native=native))
         finally:
-            await channel.typing_indicator.stop()
+            await typing.stop()
 
-    # -- sending (the Messenger's flow is PlatformAdapter's) ------------------------------
+    # -- sending (the flow is PlatformAdapter's) ------------------------------------------
 
-    async def _send_native(
-        self, target: Any, text: str, content: Mapping[str, Any], answering: Any
+    async def send_native(
+        self,
+        target: MessageableChannel,
+        text: str,
+        content: Mapping[str, Any],
+        quoting: discord.Message | discord.PartialMessage | None,
     ) -> list[discord.Message]:
         guild = getattr(target, "guild", None)  # the server's limit where known (boosted servers take more)
         limit = guild.filesize_limit if guild is not None else discord.utils.DEFAULT_FILE_SIZE_LIMIT_BYTES
@@ -434,20 +464,22 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
             files=files,
             embeds=embeds_of(content),
             view=components_of(content),
-            reference=answering,
+            reference=quoting,
             deadline_s=self.config.send_deadline,
         )
 
-    def _record_of(self, message: discord.Message) -> SentMessage:
+    def record_of_sent(self, message: discord.Message) -> SentMessage:
         return sent_record(self.runtime.agent_id, message)
 
-    def _what(self, target: Any, answering: Any) -> str:
-        return what_is_sent(target, answering)
+    def describe_send(
+        self, target: MessageableChannel, quoting: discord.Message | discord.PartialMessage | None
+    ) -> str:
+        return what_is_sent(target, quoting)
 
-    def _why(self, exc: Exception) -> str:
+    def failure_reason(self, exc: Exception) -> str:
         return describe(exc)
 
-    def _refusal(self, exc: Exception) -> str | None:
+    def refusal_message(self, exc: Exception) -> str | None:
         if isinstance(exc, discord.Forbidden):
             return "Discord says I'm not allowed to send there (they may not accept direct messages)"
         if isinstance(exc, discord.HTTPException) and exc.status == 401:
@@ -455,7 +487,25 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
             return "Discord refused my bot token; my operator has to give me a new one"
         return None
 
-    async def _room_target(self, room: Room) -> Any:
+    async def fetch_attachment(
+        self, quoting: discord.Message | discord.PartialMessage | None, attachment: Mapping[str, object]
+    ) -> bytes:
+        for item in quoting.attachments if isinstance(quoting, discord.Message) else ():
+            if str(item.id) == str(attachment.get("id")):
+                return await item.read()
+        raise LookupError("no such attachment on the message")
+
+    async def after_sent(
+        self, delivery: Delivery[MessageableChannel, discord.Message, discord.Message | discord.PartialMessage]
+    ) -> None:
+        """A live reply in the text side of a voice session is said aloud too."""
+        if delivery.in_reply_to is None or not delivery.text.strip():
+            return
+        session = self.voice.session_for_text_channel(delivery.target.id)
+        if session is not None:
+            session.say(delivery.text)
+
+    async def room_target(self, room: Room) -> MessageableChannel:
         """A channel of a server this bot is in, and listens in."""
         assert self.client is not None and room.channel_id is not None
         channel = self.client.get_channel(int(room.channel_id))
@@ -466,9 +516,9 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
                 raise SendError(f"I can't see #{room.name} any more") from None
         if not self.listens_in(channel):
             raise SendError(f"I'm not allowed to talk in #{room.name}")
-        return channel
+        return cast("MessageableChannel", channel)  # a room with a channel id is one messages go to
 
-    async def _entity_target(self, entity: Entity, user_id: str) -> tuple[Any, str, str | None]:
+    async def entity_target(self, entity: Entity, user_id: str) -> tuple[MessageableChannel, str, str | None]:
         """The DM channel with the person, written to the store with them in it."""
         assert self.client is not None
         try:
@@ -480,7 +530,9 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
         await self.ensure_entity(user, room_id)
         return channel, room_id, None
 
-    async def _reply_target(self, message: Memory, text: str) -> tuple[Any, Any] | None:
+    async def reply_target(
+        self, message: Memory, text: str
+    ) -> tuple[MessageableChannel, discord.PartialMessage | None] | None:
         """The stored message's channel, and the message itself (if it still exists) to reply to."""
         assert self.client is not None
         channel_id, quoted = message.metadata.get("channelId"), message.metadata.get("discordMessageId")
@@ -498,5 +550,5 @@ class DiscordAdapter(PlatformAdapter[Any, discord.Message]):
                 describe(exc),
             )
             return None
-        reference = channel.get_partial_message(int(quoted)) if quoted else None  # type: ignore[union-attr]
-        return channel, reference
+        target = cast("PartialMessageableChannel", channel)  # a stored message's channel is one messages go to
+        return target, target.get_partial_message(int(quoted)) if quoted else None

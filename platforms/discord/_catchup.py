@@ -260,7 +260,7 @@ async def catch_up(adapter: DiscordAdapter, plan: list[tuple[int, int]]) -> None
                 continue
             handed += 1
             # Like the gateway: one task per message, in order, so a burst behaves like one.
-            adapter.runtime.create_task(adapter.guarded("message", adapter.on_message(message)), "discord:message")
+            adapter.runtime.create_task(adapter.run_handler("message", adapter.on_message(message)), "discord:message")
     _log.info(
         "%s: caught up with Discord; read back %d of %d channel(s), %d missed message(s) handed over",
         adapter.name,

@@ -52,7 +52,7 @@ PORTAL = "https://discord.com/developers/applications"
 
 
 class DiscordTokens(TokenClaims):
-    """The Discord bot tokens a daemon's characters use (``runtime.shared.one(DiscordTokens)``)."""
+    """The Discord bot tokens a daemon's characters use (``runtime.shared.instance_of(DiscordTokens)``)."""
 
     def __init__(self) -> None:
         super().__init__("DISCORD_API_TOKEN", "one application per character in the Developer Portal")
@@ -195,7 +195,7 @@ class Client(discord.Client):
     def dispatch(self, event: str, /, *args: Any, **kwargs: Any) -> None:
         # A connection being replaced (new shards) hands the adapter nothing more: its successor
         # reads back the messages it missed (_catchup.py).
-        if self.adapter.hears(self):
+        if self.adapter.is_current_connection(self):
             super().dispatch(event, *args, **kwargs)
 
     async def setup_hook(self) -> None:
@@ -205,37 +205,37 @@ class Client(discord.Client):
         await self.adapter.on_ready()
 
     async def on_guild_join(self, guild: discord.Guild) -> None:
-        await self.adapter.guarded("guild join", self.adapter.on_guild_join(guild))
+        await self.adapter.run_handler("guild join", self.adapter.on_guild_join(guild))
 
     async def on_guild_remove(self, guild: discord.Guild) -> None:
-        await self.adapter.guarded("guild leave", guild_left(self.adapter, guild))
+        await self.adapter.run_handler("guild leave", guild_left(self.adapter, guild))
 
     async def on_message(self, message: discord.Message) -> None:
-        await self.adapter.guarded("message", self.adapter.on_message(message))
+        await self.adapter.run_handler("message", self.adapter.on_message(message))
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:
         # Slash commands are the command tree's; other code's components are its views'.
-        await self.adapter.guarded("button press", take_press(self.adapter, interaction))
+        await self.adapter.run_handler("button press", take_press(self.adapter, interaction))
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        await self.adapter.guarded("edit", message_edited(self.adapter, payload))
+        await self.adapter.run_handler("edit", message_edited(self.adapter, payload))
 
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        await self.adapter.guarded("delete", message_deleted(self.adapter, payload))
+        await self.adapter.run_handler("delete", message_deleted(self.adapter, payload))
 
     async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
-        await self.adapter.guarded("reaction", reaction_added(self.adapter, payload))
+        await self.adapter.run_handler("reaction", reaction_added(self.adapter, payload))
 
     async def on_member_join(self, member: discord.Member) -> None:
-        await self.adapter.guarded("member join", member_changed(self.adapter, member, joined=True))
+        await self.adapter.run_handler("member join", member_changed(self.adapter, member, joined=True))
 
     async def on_member_remove(self, member: discord.Member) -> None:
-        await self.adapter.guarded("member leave", member_changed(self.adapter, member, joined=False))
+        await self.adapter.run_handler("member leave", member_changed(self.adapter, member, joined=False))
 
     async def on_voice_state_update(
         self, member: discord.Member, before: discord.VoiceState, after: discord.VoiceState
     ) -> None:
-        await self.adapter.guarded("voice state", voice_state_changed(self.adapter, member, before, after))
+        await self.adapter.run_handler("voice state", voice_state_changed(self.adapter, member, before, after))
 
     async def on_resumed(self) -> None:
         _log.info("%s: Discord connection resumed", self.adapter.name)

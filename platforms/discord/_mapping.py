@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from bot.connections import SentMessage
 from bot.ids import unique_uuid
+from bot.messages import NativeRef
 from bot.text import repair_text
 from bot.types import ChannelType, Entity, Memory, Role, Room, World
 
 __all__ = [
     "SOURCE",
+    "Translated",
     "channel_type",
     "discord_id",
     "entity_for_user",
@@ -28,6 +31,7 @@ __all__ = [
     "room_for_channel",
     "sent_attachments",
     "sent_record",
+    "translate",
     "user_names",
     "world_for_guild",
 ]
@@ -240,4 +244,29 @@ def memory_for_message(agent_id: str, message: Any, *, bot_user_id: int) -> Memo
             "serverId": str(guild.id) if guild is not None else None,
             "discordMessageId": str(message.id),
         },
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Translated:
+    """A Discord message as troupe takes it in: what the pipeline receives, and what the store
+    needs before (its room, its author)."""
+
+    memory: Memory
+    room: Room | None
+    """Its channel as a room; None for a channel that is no room (never, for a message)."""
+    entity: Entity
+    """Its author."""
+    native: NativeRef
+    """Where Discord heard it, for the characters of the daemon that hear it too."""
+
+
+def translate(agent_id: str, message: Any, *, bot_user_id: int) -> Translated:
+    """A Discord message heard by the bot ``bot_user_id``, translated once (nothing is stored)."""
+    channel, author = message.channel, message.author
+    return Translated(
+        memory=memory_for_message(agent_id, message, bot_user_id=bot_user_id),
+        room=room_for_channel(agent_id, channel, dm_with=author),
+        entity=entity_for_user(agent_id, author),
+        native=NativeRef(SOURCE, str(channel.id), str(message.id), str(author.id), str(bot_user_id)),
     )

@@ -159,7 +159,7 @@ async def send_chunks(
     files: Sequence[discord.File] = (),
     embeds: Sequence[discord.Embed] = (),
     view: discord.ui.View | None = None,
-    reference: discord.Message | None = None,
+    reference: discord.Message | discord.PartialMessage | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
 ) -> list[discord.Message]:
     """Send ``text`` (repaired, split under 2000 characters), ``files``, ``embeds`` and the

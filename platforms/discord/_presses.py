@@ -29,10 +29,9 @@ import discord
 
 from bot.buttons import PRESS_KEY, Button, Press, buttons_in, buttons_shown, rows
 from bot.ids import unique_uuid
-from bot.messages import IncomingMessage, NativeRef
+from bot.messages import NativeRef
 from bot.types import ChannelType, Memory, now_ms
 
-from ._answer import Answer
 from ._mapping import SOURCE, channel_type, discord_id, user_names
 
 if TYPE_CHECKING:
@@ -181,12 +180,8 @@ async def take_press(adapter: DiscordAdapter, interaction: discord.Interaction) 
     memory = translate_press(adapter.runtime.agent_id, interaction, message, value)
     room_id = await adapter.ensure_room(message.channel, dm_with=interaction.user)
     await adapter.ensure_entity(interaction.user, room_id)
-    channel = Answer(adapter, message, memory)
     # Only the bot whose button it is hears a press: it is a message of its own.
     native = NativeRef(
         SOURCE, str(message.channel.id), f"press:{interaction.id}", str(interaction.user.id), str(adapter.bot_id)
     )
-    try:
-        await adapter.runtime.receive(IncomingMessage(memory, channel, native=native))
-    finally:
-        await channel.typing_indicator.stop()
+    await adapter.hand_over(message, memory, native)

@@ -9,6 +9,7 @@ from bot.components import Provider, ProviderResult, State
 from bot.types import ChannelType, Memory
 
 from ._mapping import SOURCE
+from ._service import DISCORD_ADAPTER
 from ._voice_presence import company
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ __all__ = ["channel_state", "voice_state"]
 def _adapter(runtime: AgentRuntime, message: Memory) -> DiscordAdapter | None:
     if message.content.get("source") != SOURCE:
         return None
-    adapter: DiscordAdapter | None = runtime.get_service(SOURCE)
+    adapter = runtime.get_service(DISCORD_ADAPTER)
     return adapter if adapter is not None and adapter.client is not None else None
 
 

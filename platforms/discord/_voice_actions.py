@@ -19,6 +19,7 @@ from bot.models import ModelType
 from bot.types import Memory
 
 from ._mapping import SOURCE
+from ._service import DISCORD_ADAPTER
 from ._voice import VoiceError
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def _is_discord_guild_message(runtime: AgentRuntime, message: Memory) -> bool:
     return (
         message.content.get("source") == SOURCE
         and bool(message.metadata.get("serverId"))
-        and runtime.get_service(SOURCE) is not None
+        and runtime.get_service(DISCORD_ADAPTER) is not None
     )
 
 
@@ -74,7 +75,8 @@ async def _join(
     callback: HandlerCallback | None,
     responses: Sequence[Memory],
 ) -> ActionResult:
-    adapter = runtime.get_service(SOURCE)
+    adapter = runtime.get_service(DISCORD_ADAPTER)
+    assert adapter is not None and adapter.client is not None  # the validator checked it is connected
     guild = adapter.client.get_guild(int(message.metadata["serverId"]))
     if guild is None:
         return ActionResult(success=False, error="that server is not available")
@@ -117,7 +119,8 @@ async def _leave(
     callback: HandlerCallback | None,
     responses: Sequence[Memory],
 ) -> ActionResult:
-    adapter = runtime.get_service(SOURCE)
+    adapter = runtime.get_service(DISCORD_ADAPTER)
+    assert adapter is not None and adapter.client is not None  # the validator checked it is connected
     guild = adapter.client.get_guild(int(message.metadata["serverId"]))
     left = await adapter.voice.leave(guild) if guild is not None else None
     if left is None:
@@ -132,7 +135,8 @@ async def _validate_join(runtime: AgentRuntime, message: Memory, state: State) -
 async def _validate_leave(runtime: AgentRuntime, message: Memory, state: State) -> bool:
     if not _is_discord_guild_message(runtime, message):
         return False
-    return int(message.metadata["serverId"]) in runtime.get_service(SOURCE).voice.sessions
+    adapter = runtime.get_service(DISCORD_ADAPTER)
+    return adapter is not None and int(message.metadata["serverId"]) in adapter.voice.sessions
 
 
 join_voice = Action(

@@ -4,13 +4,13 @@ loop (initialize, start, long polling — never ``run_polling()``), sending and 
 Inbound, python-telegram-bot's handlers take each update (:mod:`._handlers`); a message is
 translated once (:func:`._mapping.translate`; an album's parts together, :mod:`._albums`), its
 voice note transcribed (:mod:`._listening`), and handed to the runtime as an incoming message
-with its reply channel (:mod:`bot.messages`).
-Chats, topics and people are written once per run and remembered.
+with its reply channel (:class:`bot.adapters.PlatformReplyChannel`).
+Chats, topics and people are written once per run and remembered (:meth:`TelegramAdapter.ensure_stored`).
 
 Outbound, replies quote the triggering message, are converted to MarkdownV2 (plain text if
 Telegram still refuses), split at 4096 characters (:mod:`._outbound`), stay in their forum
 topic, and show "typing…" while an answer is prepared; they may also be spoken
-(:mod:`._speaking`). What one character sends in a group is relayed to the troupe's other
+(:mod:`._speaking`, from :meth:`TelegramAdapter.after_sent`). What one character sends in a group is relayed to the troupe's other
 characters there, on this daemon or another (:mod:`._relay`). The adapter is also the runtime's
 ``telegram`` Messenger.
 """
@@ -27,7 +27,7 @@ from telegram import Chat, InlineKeyboardMarkup, MaybeInaccessibleMessage, Messa
 from telegram.error import Forbidden, InvalidToken, TelegramError
 from telegram.ext import ApplicationBuilder
 
-from bot.adapters import PlatformAdapter, TypingIndicator
+from bot.adapters import Delivery, PlatformAdapter, PlatformReplyChannel, TypingIndicator
 from bot.buttons import buttons_in
 from bot.connections import SentMessage, TokenClaims
 from bot.errors import ConfigError, PartlySent, SendError
@@ -38,12 +38,11 @@ from bot.outgoing import OutgoingFile, files_in
 from bot.types import ChannelType, Entity, Memory, Room
 
 from ._albums import Albums, translate_album
-from ._answer import Answer
 from ._config import TelegramConfig
 from ._files import send_with_files
 from ._handlers import TelegramApp, UpdateHandlers
 from ._inbox import InboxQueue, replay
-from ._listening import listen
+from ._listening import download, listen
 from ._mapping import (
     SOURCE,
     Translated,
@@ -85,18 +84,20 @@ _TYPING_EVERY_S = 4.5  # Telegram shows a chat action for 5 s
 
 
 class TelegramTokens(TokenClaims):
-    """The Telegram bot tokens a daemon's characters use (``runtime.shared.one(TelegramTokens)``)."""
+    """The Telegram bot tokens a daemon's characters use (``runtime.shared.instance_of(TelegramTokens)``)."""
 
     def __init__(self) -> None:
         super().__init__("TELEGRAM_BOT_TOKEN", "create one per character with @BotFather")
 
 
-class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
-    """Connects one runtime to Telegram as its own bot."""
+class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
+    """Connects one runtime to Telegram as its own bot: it sends to chats (and their topics),
+    and a reply quotes a message by its id."""
 
     source = SOURCE
     label = "Telegram"
     where = "chat"
+    strips_replies = True
 
     def __init__(self, runtime: AgentRuntime, config: TelegramConfig) -> None:
         super().__init__(runtime, TelegramTokens, config.token.get_secret_value())
@@ -107,14 +108,14 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         self.username = ""
         self._chats: set[int] = set()
         self._members: dict[int, bool] = {}  # chat id -> whether this bot is in it (for the relay)
-        self._relay = runtime.shared.one(Relay)  # the troupe's other Telegram characters
+        self._relay = runtime.shared.instance_of(Relay)  # the troupe's other Telegram characters
         self._handlers = UpdateHandlers(self)
         self._albums = Albums()
-        self._watch: PollingWatch | None = None  # made by _connect
+        self._watch: PollingWatch | None = None  # made by connect
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    async def _started(self) -> None:
+    async def on_started(self) -> None:
         # Stop fetching when the agent drains: an update fetched and then refused would be lost
         # (the next poll confirms it); one never fetched waits for the next start.
         self.runtime.on_drain(self.stop_polling)
@@ -123,7 +124,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
             self.runtime.create_task(self._handlers.publish_commands(self.app.bot), "telegram:commands")
         _log.info("%s: online on Telegram as @%s", self.name, self.username)
 
-    async def _connect(self, token: str) -> None:
+    async def connect(self, token: str) -> None:
         """Check the token, remove any webhook, start long polling.
 
         Raises:
@@ -173,7 +174,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
             error_callback=watch.on_error,
         )
 
-    async def _disconnect(self) -> None:
+    async def disconnect(self) -> None:
         """Stop polling, let messages being answered finish (up to a limit), shut down."""
         self._relay.leave(self)
         app = self.app
@@ -182,7 +183,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         with contextlib.suppress(Exception):
             if app.updater is not None and app.updater.running:
                 await app.updater.stop()
-        await self._finish_handling()
+        await self.finish_handling()
         with contextlib.suppress(Exception):
             if app.running:
                 await app.stop()
@@ -292,7 +293,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
     async def ensure_entity(self, user: User, room: str) -> str:
         return await self.connections.ensure_entity(entity_for_user(self.runtime.agent_id, user), room)
 
-    async def meet(self, message: Message, seen: Translated) -> str:
+    async def ensure_stored(self, message: Message, seen: Translated) -> str:
         """The chat, room and author of a message about to be handled stored; its room's id."""
         room = await self.ensure_room(message, seen.room)
         await self.connections.ensure_entity(seen.entity, room)
@@ -307,23 +308,23 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         if not self.allowed(chat) or (channel_type(chat) is ChannelType.FEED and not self.config.channel_posts):
             return
         # A picture's words are its caption.
-        await self.hear(messages[0], text="\n".join(m.text or m.caption or "" for m in messages), relayed=True)
+        await self.receive(messages[0], text="\n".join(m.text or m.caption or "" for m in messages), relayed=True)
 
-    async def hear(self, message: Message, *, text: str | None = None, relayed: bool = False) -> None:
+    async def receive(self, message: Message, *, text: str | None = None, relayed: bool = False) -> None:
         """A message for the pipeline, with its reply channel (``text`` replaces its words); the
-        parts of an album are gathered and heard as one (:mod:`._albums`)."""
+        parts of an album are gathered and received as one (:mod:`._albums`)."""
         if message.media_group_id is not None and not relayed:
-            await self._albums.gather(message, self._hear_album)
+            await self._albums.gather(message, self._receive_album)
             return
         seen = translate(self.runtime.agent_id, message, bot_id=self.bot_id, bot_username=self.username, text=text)
-        await self._hear(message, seen, relayed=relayed)
+        await self._receive_translated(message, seen, relayed=relayed)
 
-    async def _hear_album(self, parts: list[Message]) -> None:
+    async def _receive_album(self, parts: list[Message]) -> None:
         seen = translate_album(self.runtime.agent_id, parts, bot_id=self.bot_id, bot_username=self.username)
-        await self._hear(next(m for m in parts if m.message_id == seen.message_id), seen, relayed=False)
+        await self._receive_translated(next(m for m in parts if m.message_id == seen.message_id), seen, relayed=False)
 
-    async def _hear(self, message: Message, seen: Translated, *, relayed: bool) -> None:
-        await self.meet(message, seen)
+    async def _receive_translated(self, message: Message, seen: Translated, *, relayed: bool) -> None:
+        await self.ensure_stored(message, seen)
         if not relayed:
             # In this update's own task (the Application handles updates concurrently): polling
             # and other chats go on while the audio is fetched and transcribed.
@@ -333,20 +334,22 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
             return
         await self._hand_over(message, seen, self._native(message, seen))
 
-    async def hear_press(self, message: MaybeInaccessibleMessage, seen: Translated) -> None:
+    async def receive_press(self, message: MaybeInaccessibleMessage, seen: Translated) -> None:
         """A press of one of this bot's buttons under ``message``, translated (:mod:`._presses`),
-        for the pipeline. Only this bot hears it: no other character shares the moment."""
+        for the pipeline. Only this bot receives it: no other character shares the moment."""
         await self._write_chat(message.chat, None)
         await self.connections.ensure_rooms([seen.room])
         await self.connections.ensure_entity(seen.entity, seen.room.id)
         await self._hand_over(message, seen, None)
 
     async def _hand_over(self, message: MaybeInaccessibleMessage, seen: Translated, native: NativeRef | None) -> None:
-        channel = Answer(self, message, seen, _Typing(self, seen.chat_id, seen.thread_id))
+        typing = _Typing(self, seen.chat_id, seen.thread_id)
+        target = ChatTarget(message.chat.id, seen.thread_id, message.chat.title)
+        channel = PlatformReplyChannel(self, target, message.message_id, seen.memory, typing)
         try:
             await self.runtime.receive(IncomingMessage(seen.memory, channel, native=native))
         finally:
-            await channel.typing_indicator.stop()
+            await typing.stop()
 
     def _native(self, message: Message, seen: Translated) -> NativeRef:
         room = f"{seen.chat_id}:{seen.thread_id}" if seen.thread_id is not None else str(seen.chat_id)
@@ -386,17 +389,17 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         recording = _Typing(self, chat.id, thread, action="record_voice")
         await speak(self, recording, chat, text, memory, reply_to=reply_to, thread=thread, what=what)
 
-    # -- sending (the Messenger's flow is PlatformAdapter's) ------------------------------
+    # -- sending (the flow is PlatformAdapter's) ------------------------------------------
 
-    async def _send_native(
-        self, target: ChatTarget, text: str, content: Mapping[str, Any], answering: Any
+    async def send_native(
+        self, target: ChatTarget, text: str, content: Mapping[str, Any], quoting: int | None
     ) -> list[Message]:
         files, markup = files_in(content), keyboard(buttons_in(content))
         return await self._send(
-            target.chat_id, text, reply_to=answering, thread_id=target.thread_id, files=files, markup=markup
+            target.chat_id, text, reply_to=quoting, thread_id=target.thread_id, files=files, markup=markup
         )
 
-    def _record_of(self, message: Message) -> SentMessage:
+    def record_of_sent(self, message: Message) -> SentMessage:
         content: dict[str, Any] = {"channelType": channel_type(message.chat).value}
         carried = attachments(message)  # what Telegram says it carries, by file id
         if carried:
@@ -408,14 +411,14 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
             content=content,
         )
 
-    def _what(self, target: ChatTarget, answering: Any) -> str:
-        if answering is None:
+    def describe_send(self, target: ChatTarget, quoting: int | None) -> str:
+        if quoting is None:
             return f"to Telegram chat {target.chat_id}"
         # People's chat ids are positive, groups' negative.
         where = target.title or ("a private chat" if target.chat_id > 0 else "a group")
-        return f"a reply in {where} (chat {target.chat_id}) to message {answering}"
+        return f"a reply in {where} (chat {target.chat_id}) to message {quoting}"
 
-    def _refusal(self, exc: Exception) -> str | None:
+    def refusal_message(self, exc: Exception) -> str | None:
         if isinstance(exc, Forbidden):
             return "Telegram won't let me write there (they may not have started a chat with me)"
         if isinstance(exc, InvalidToken) and self._watch is not None:
@@ -423,7 +426,11 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
             return "Telegram refused my bot token; my operator has to give me a new one"
         return None
 
-    async def _room_target(self, room: Room) -> ChatTarget:
+    async def fetch_attachment(self, quoting: int | None, attachment: Mapping[str, object]) -> bytes:
+        assert self.app is not None
+        return await download(self.app.bot, attachment)
+
+    async def room_target(self, room: Room) -> ChatTarget:
         """A chat (or forum topic) this bot is in."""
         assert room.channel_id is not None
         if room.metadata.get("leftAt"):
@@ -431,12 +438,12 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         chat, _, topic = room.channel_id.partition(":")
         return ChatTarget(int(chat), int(topic) if topic else None)
 
-    async def _entity_target(self, entity: Entity, user_id: str) -> tuple[ChatTarget, str, str | None]:
+    async def entity_target(self, entity: Entity, user_id: str) -> tuple[ChatTarget, str, str | None]:
         """A private chat (the person must have started a chat with this bot)."""
         agent = self.runtime.agent_id
         return ChatTarget(int(user_id)), room_id(agent, user_id), world_id(agent, int(user_id))
 
-    async def _reply_target(self, message: Memory, text: str) -> tuple[ChatTarget, Any] | None:
+    async def reply_target(self, message: Memory, text: str) -> tuple[ChatTarget, int | None] | None:
         """The stored message's chat and topic, quoting it."""
         native = message.metadata.get(SOURCE) or {}
         if not native.get("chatId"):
@@ -444,18 +451,25 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message]):
         quoted, thread = native.get("messageId"), native.get("threadId")
         return ChatTarget(int(native["chatId"]), int(thread) if thread else None), int(quoted) if quoted else None
 
-    async def _delivered(self, target: ChatTarget, sent: list[Message], room_id: str, person: Entity | None) -> None:
+    async def record_direct_chat(self, sent: list[Message], room_id: str, person: Entity) -> None:
         """A private chat with ``person`` is written to the store (with them in it) if troupe has
         never seen it: they may have started the bot before troupe ran, or met it only in a group."""
-        if person is not None and sent:
-            await self._ensure_chat(sent[0])
-            await self.connections.ensure_entity(person, room_id)
+        await self._ensure_chat(sent[0])
+        await self.connections.ensure_entity(person, room_id)
 
-    async def _after_delivery(self, target: ChatTarget, text: str, sent: list[Message], memories: list[Memory]) -> None:
-        """With ``TELEGRAM_VOICE_REPLIES=always`` a message sent unasked is also said as a voice
-        note, after it (it answers no voice message, so ``auto`` does not speak)."""
-        if self.config.voice_replies == "always" and memories:
-            await self._speak(sent[-1].chat, text, memories[-1], reply_to=None, thread=target.thread_id, what="message")
+    async def after_sent(self, delivery: Delivery[ChatTarget, Message, int]) -> None:
+        """``TELEGRAM_VOICE_REPLIES``: ``always``, every reply and message sent unasked is also said
+        as a voice note, after it; ``auto``, a reply to a voice message is."""
+        mode, memories, text = self.config.voice_replies, delivery.memories, delivery.text
+        if not memories:
+            return
+        chat, thread = delivery.sent[-1].chat, delivery.target.thread_id
+        answering = delivery.in_reply_to
+        if answering is None:
+            if mode == "always":
+                await self._speak(chat, text, memories[-1], reply_to=None, thread=thread, what="message")
+        elif text and (mode == "always" or (mode == "auto" and bool(answering.content.get("isVoiceMessage")))):
+            await self._speak(chat, text, memories[-1], reply_to=delivery.quoting, thread=thread)
 
 
 class _Typing(TypingIndicator):

@@ -70,12 +70,12 @@ class Albums:
         self.longest_s = longest_s
         self._open: dict[tuple[int, str], _Album] = {}
 
-    async def gather(self, part: Message, hear: Callable[[list[Message]], Awaitable[None]]) -> None:
+    async def gather(self, part: Message, receive: Callable[[list[Message]], Awaitable[None]]) -> None:
         """Add ``part`` (a message with a ``media_group_id``) to its album; return once the album
-        has been heard (``hear`` with all its parts, called by the first part's task).
+        has been received (``receive`` with all its parts, called by the first part's task).
 
         Raises:
-            Exception: what ``hear`` raised, in every part's task, so that none of the parts
+            Exception: what ``receive`` raised, in every part's task, so that none of the parts
                 leaves the inbox (a restart hears the album again).
         """
         assert part.media_group_id is not None
@@ -93,7 +93,7 @@ class Albums:
             # on that id keeps it from being answered again.
             del self._open[key]
             _log.debug("album %s in chat %s: %d parts", part.media_group_id, part.chat.id, len(album.parts))
-            await hear(list(album.parts))
+            await receive(list(album.parts))
         except Exception as exc:
             album.heard.set_exception(exc)
             album.heard.exception()  # retrieved: an album of one part has no one else waiting

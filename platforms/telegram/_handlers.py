@@ -12,7 +12,7 @@ each update (in that update's own task: the Application handles updates concurre
   last N messages (a long one as a file);
   people joining and leaving become ENTITY_JOINED/LEFT, the bot itself added to or removed
   from a group WORLD_JOINED/LEFT; other messages go to the pipeline
-  (:meth:`TelegramAdapter.hear`), and so do channel posts when TELEGRAM_CHANNEL_POSTS is on;
+  (:meth:`TelegramAdapter.receive`), and so do channel posts when TELEGRAM_CHANNEL_POSTS is on;
   edits become MESSAGE_UPDATED, reactions REACTION_RECEIVED;
 - ``1``: the update is dealt with and leaves the inbox (:mod:`._inbox`). It stays there — to
   be handled again at the next start — when a handler failed, or when the agent was draining
@@ -165,8 +165,7 @@ class UpdateHandlers:
     async def begin(self, update: Update, context: Context) -> None:
         task = asyncio.current_task()
         if task is not None:
-            self.adapter._handling.add(task)
-            task.add_done_callback(self.adapter._handling.discard)
+            self.adapter.track_handling(task)
 
     async def done(self, update: Update, context: Context) -> None:
         # One refused because the agent is draining stays in the inbox for the next start.
@@ -208,7 +207,7 @@ class UpdateHandlers:
         )
 
     async def on_summarize(self, update: Update, context: Context) -> None:
-        seen = await self._meet(update)
+        seen = await self._translate_and_store(update)
         count = _summary_count(context.args or [])
         summaries = self.runtime.get_service(CONVERSATION_SUMMARIES)
         if count is None:
@@ -221,30 +220,30 @@ class UpdateHandlers:
 
     async def _answer(self, update: Update, text: str) -> None:
         """Answer a command with ``text``, without the model."""
-        await self._reply(await self._meet(update), text)
+        await self._reply(await self._translate_and_store(update), text)
 
-    async def _meet(self, update: Update) -> Translated:
+    async def _translate_and_store(self, update: Update) -> Translated:
         adapter, message = self.adapter, _message(update)
         seen = translate(self.runtime.agent_id, message, bot_id=adapter.bot_id, bot_username=adapter.username)
-        await adapter.meet(message, seen)
+        await adapter.ensure_stored(message, seen)
         return seen
 
     async def _reply(self, seen: Translated, text: str, content: JSON | None = None) -> None:
         target = ChatTarget(seen.chat_id, seen.thread_id, seen.title)
-        await self.adapter.send_reply(target, text, content or {}, seen.message_id)
+        await self.adapter.try_send(target, text, content or {}, seen.message_id)
 
     async def on_press(self, update: Update, context: Context) -> None:
         assert update.callback_query is not None  # the handler's kind
         await take_press(self.adapter, update.callback_query)
 
     async def on_message(self, update: Update, context: Context) -> None:
-        await self.adapter.hear(_message(update))
+        await self.adapter.receive(_message(update))
 
     async def on_edit(self, update: Update, context: Context) -> None:
         adapter, message = self.adapter, update.edited_message
         assert message is not None  # the handler's filter
         seen = translate(self.runtime.agent_id, message, bot_id=adapter.bot_id, bot_username=adapter.username)
-        await adapter.meet(message, seen)  # an edit of a message troupe never saw is stored as new
+        await adapter.ensure_stored(message, seen)  # an edit of a message troupe never saw is stored as new
         edit = seen.edit()
         edit.id = message_memory_id(self.runtime.agent_id, message)  # an album's caption: the album's message
         await self.runtime.emit(EventType.MESSAGE_UPDATED, {"message": edit, "source": SOURCE})
@@ -324,7 +323,7 @@ class UpdateHandlers:
         post = update.channel_post
         assert post is not None  # the handler's filter
         if self.adapter.config.channel_posts:
-            await self.adapter.hear(post)
+            await self.adapter.receive(post)
 
     async def _member_event(self, event: EventType, user: User, chat_id: int, room: str) -> None:
         agent = self.runtime.agent_id

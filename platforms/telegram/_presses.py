@@ -152,4 +152,4 @@ async def take_press(adapter: TelegramAdapter, query: CallbackQuery) -> None:
         return
     if not query.data or not adapter.allowed(message.chat):
         return  # a game's button, or a chat the character stays out of
-    await adapter.hear_press(message, translate_press(adapter.runtime.agent_id, query, message))
+    await adapter.receive_press(message, translate_press(adapter.runtime.agent_id, query, message))

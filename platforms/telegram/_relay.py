@@ -3,7 +3,7 @@
 Telegram never delivers one bot's group messages to another bot. When one character sends a
 message in a chat where other characters are members, the relay hands that message to each of
 them, as if Telegram had delivered it; from there it is an ordinary message from a bot, so the
-loop guard applies. Each daemon has one relay (``runtime.shared.one(Relay)``).
+loop guard applies. Each daemon has one relay (``runtime.shared.instance_of(Relay)``).
 
 The daemon's own characters get the message at once. When several daemons serve the troupe
 (PostgreSQL), it is also posted on the troupe's bus (:mod:`bot.bus`) — the messages as Telegram

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.adapters import PlatformAdapter, TypingIndicator
+from bot.adapters import Delivery, PlatformAdapter, PlatformReplyChannel, TypingIndicator
 from bot.connections import SentMessage, TokenClaims, merged_world
 from bot.errors import ConfigError, PartlySent, SendError
 from bot.lifecycle import AdapterState
@@ -40,7 +40,7 @@ class Posted:
     text: str
 
 
-class ChatAdapter(PlatformAdapter[str, Posted]):
+class ChatAdapter(PlatformAdapter[str, Posted, int]):
     """A platform whose rooms are names and whose sends are kept in a list, or fail as told."""
 
     source = "chat"
@@ -53,22 +53,25 @@ class ChatAdapter(PlatformAdapter[str, Posted]):
         self.posted: list[Posted] = []
         self.fail: Exception | None = None  # raised by the next send
         self.disconnects = 0
+        self.after: list[Delivery[str, Posted, int]] = []  # what after_sent was told
 
-    async def _connect(self, token: str) -> None:
+    async def connect(self, token: str) -> None:
         if self.refuse_to_connect:
             raise ConfigError("the chat server refused the token", agent=self.name)
 
-    async def _disconnect(self) -> None:
+    async def disconnect(self) -> None:
         self.disconnects += 1
 
-    async def _send_native(self, target: str, text: str, content: Mapping[str, Any], answering: Any) -> list[Posted]:
+    async def send_native(
+        self, target: str, text: str, content: Mapping[str, Any], quoting: int | None
+    ) -> list[Posted]:
         if self.fail is not None:
             raise self.fail
         posted = Posted(len(self.posted) + 1, target, text)
         self.posted.append(posted)
         return [posted]
 
-    def _record_of(self, message: Posted) -> SentMessage:
+    def record_of_sent(self, message: Posted) -> SentMessage:
         return SentMessage(
             id=self.runtime.unique_id(f"chat:{message.id}"),
             text=message.text,
@@ -77,23 +80,26 @@ class ChatAdapter(PlatformAdapter[str, Posted]):
             metadata={"chatMessageId": message.id},
         )
 
-    def _what(self, target: str, answering: Any) -> str:
-        return f"a reply in {target} to {answering}" if answering is not None else f"a message in {target}"
+    def describe_send(self, target: str, quoting: int | None) -> str:
+        return f"a reply in {target} to {quoting}" if quoting is not None else f"a message in {target}"
 
-    def _refusal(self, exc: Exception) -> str | None:
+    def refusal_message(self, exc: Exception) -> str | None:
         return "Chat won't let me write there" if isinstance(exc, NotAllowed) else None
 
-    async def _room_target(self, room: Room) -> str:
+    async def room_target(self, room: Room) -> str:
         return str(room.channel_id)
 
-    async def _entity_target(self, entity: Entity, user_id: str) -> tuple[str, str, str | None]:
+    async def entity_target(self, entity: Entity, user_id: str) -> tuple[str, str, str | None]:
         dm = room(self.runtime, f"dm-{user_id}")
         await self.connections.ensure_rooms([dm])
         return f"dm-{user_id}", dm.id, None
 
-    async def _reply_target(self, message: Memory, text: str) -> tuple[str, Any] | None:
+    async def reply_target(self, message: Memory, text: str) -> tuple[str, int | None] | None:
         where = message.metadata.get("where")
         return (str(where), message.metadata.get("chatMessageId")) if where else None
+
+    async def after_sent(self, delivery: Delivery[str, Posted, int]) -> None:
+        self.after.append(delivery)
 
 
 class TextOnly(ChatAdapter):
@@ -102,6 +108,17 @@ class TextOnly(ChatAdapter):
 
 def room(rt: AgentRuntime, name: str = "general", source: str = "chat") -> Room:
     return Room(rt.unique_id(f"chat:{name}"), source=source, type=ChannelType.GROUP, name=name, channel_id=name)
+
+
+def ping(rt: AgentRuntime) -> Memory:
+    """A message someone said in #general (stored), Chat's message 5."""
+    return Memory(
+        id=rt.unique_id("chat:said"),
+        entity_id=rt.unique_id("chat:user:9"),
+        room_id=room(rt).id,
+        content={"text": "ping"},
+        metadata={"where": "general", "chatMessageId": 5},
+    )
 
 
 # -- lifecycle ---------------------------------------------------------------------------
@@ -327,10 +344,10 @@ async def test_a_reply_that_fails_is_logged_and_never_raised(runtime, caplog) ->
     rt = runtime
     adapter = ChatAdapter(rt)
     adapter.fail = PartlySent("refused", [Posted(3, "general", "Half")])
-    sent, whole = await adapter.send_reply("general", "Half and half", {}, 42)
+    sent, whole = await adapter.try_send("general", "Half and half", {}, 42)
     assert sent == [Posted(3, "general", "Half")] and not whole
     adapter.fail = TimeoutError()
-    assert await adapter.send_reply("general", "Again", {}, 42) == ([], False)
+    assert await adapter.try_send("general", "Again", {}, 42) == ([], False)
     assert 'could not send a reply in general to 42, "Again": TimeoutError' in caplog.text
 
 
@@ -350,13 +367,7 @@ async def test_the_messenger_says_what_it_cannot_reach(runtime) -> None:  # noqa
 
 async def test_a_reply_to_a_stored_message_quotes_it_and_a_blank_one_sends_nothing(runtime) -> None:  # noqa: F811
     rt = runtime
-    stored = Memory(
-        id=rt.unique_id("chat:said"),
-        entity_id=rt.unique_id("chat:user:9"),
-        room_id=room(rt).id,
-        content={"text": "ping"},
-        metadata={"where": "general", "chatMessageId": 5},
-    )
+    stored = ping(rt)
     adapter = ChatAdapter(rt)
     await adapter.connections.ensure_rooms([room(rt)])
     [memory] = await adapter.reply_to(stored, {"text": "pong"})
@@ -382,10 +393,55 @@ async def test_nothing_is_sent_once_the_fence_refuses(runtime, caplog) -> None: 
     rt = runtime
     adapter = ChatAdapter(rt)
     rt.fence = fence = Fenced()
-    assert await adapter.send_reply("general", "Still mine", {}, 1) == ([Posted(1, "general", "Still mine")], True)
+    assert await adapter.try_send("general", "Still mine", {}, 1) == ([Posted(1, "general", "Still mine")], True)
     fence.held = False
-    assert await adapter.send_reply("general", "Too late", {}, 2) == ([], False)
+    assert await adapter.try_send("general", "Too late", {}, 2) == ([], False)
     with pytest.raises(SendError, match=r"^Chat is served by another daemon now; try again in a moment$"):
         await adapter.send_to_room(room(rt), {"text": "hello"})
     assert adapter.posted == [Posted(1, "general", "Still mine")]
     assert "not sending a reply: another daemon may serve this character now" in caplog.text
+
+
+# -- the contract and the reply channel --------------------------------------------------
+
+
+def test_an_adapter_that_leaves_out_a_hook_cannot_be_made(runtime) -> None:  # noqa: F811
+    class Mute(PlatformAdapter[str, Posted, int]):
+        source, label, where = "mute", "Mute", "room"
+
+    with pytest.raises(TypeError) as refused:
+        Mute(runtime, ChatTokens, "t1")  # type: ignore[abstract]
+    hooks = ["connect", "describe_send", "disconnect", "entity_target", "record_of_sent", "reply_target"]
+    hooks += ["room_target", "send_native"]
+    assert all(hook in str(refused.value) for hook in hooks)
+
+
+async def test_a_live_reply_is_sent_stored_and_followed_up_but_a_late_one_is_not(runtime) -> None:  # noqa: F811
+    rt = runtime
+    adapter = ChatAdapter(rt)
+    await adapter.connections.ensure_rooms([room(rt)])
+    incoming = ping(rt)
+
+    async def show_once() -> None:
+        return None
+
+    typing = TypingIndicator(rt, show_once, every_s=0.01, job="chat:typing")
+    channel = PlatformReplyChannel(adapter, "general", 5, incoming, typing)
+    await channel.typing()
+    [memory] = await channel.send({"text": "pong"})
+    assert not typing.running  # the reply ends "typing…"
+    assert memory.content["inReplyTo"] == incoming.id and adapter.posted == [Posted(1, "general", "pong")]
+    [after] = adapter.after
+    assert (after.target, after.text, after.memories, after.in_reply_to, after.quoting) == (
+        "general",
+        "pong",
+        [memory],
+        incoming,
+        5,
+    )
+    await adapter.reply_to(incoming, {"text": "pong again"})  # taken up after a crash: no follow-up
+    adapter.fail = PartlySent("refused", [Posted(9, "general", "Half")])
+    await channel.send({"text": "Half and half"})  # not whole: no follow-up
+    assert len(adapter.after) == 1
+    with pytest.raises(LookupError):
+        await channel.fetch({"id": "1"})
