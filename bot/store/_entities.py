@@ -42,7 +42,7 @@ class EntitiesMixin(AgentScoped):
                 self._agent_id,
                 e.created_at or now,
                 dumps(normalize_names(e.names)),
-                dumps(e.metadata or {}),
+                dumps(e.metadata.to_json()),
             )
             for e in entities
         ]
@@ -111,7 +111,7 @@ class EntitiesMixin(AgentScoped):
             raise ValueError("update_entity needs an entity id")
         changed = await self._write_statement(
             "UPDATE entities SET names = ?, metadata = ? WHERE id = ? AND agent_id = ?",
-            (dumps(normalize_names(entity.names)), dumps(entity.metadata or {}), entity.id, self._agent_id),
+            (dumps(normalize_names(entity.names)), dumps(entity.metadata.to_json()), entity.id, self._agent_id),
             tables=_ENTITIES,
         )
         return changed > 0

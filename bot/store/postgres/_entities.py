@@ -3,9 +3,10 @@ them, in PostgreSQL."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from bot.errors import StoreError
+from bot.record_metadata import RelationshipMetadata
 from bot.store._connect import casefold
 from bot.store._rows import (
     component_filter,
@@ -57,7 +58,7 @@ class PgEntitiesMixin(PgScoped):
             return True
         now = now_ms()
         rows = [
-            (e.id or new_id(), self._agent_id, e.created_at or now, *_names(e), dumps(e.metadata or {}))
+            (e.id or new_id(), self._agent_id, e.created_at or now, *_names(e), dumps(e.metadata.to_json()))
             for e in entities
         ]
         try:
@@ -109,7 +110,7 @@ class PgEntitiesMixin(PgScoped):
             raise ValueError("update_entity needs an entity id")
         changed = await self._db.execute(
             "UPDATE entities SET names = %s, folded_names = %s, metadata = %s WHERE id = %s AND agent_id = %s",
-            (*_names(entity), dumps(entity.metadata or {}), entity.id, self._agent_id),
+            (*_names(entity), dumps(entity.metadata.to_json()), entity.id, self._agent_id),
         )
         return changed > 0
 
@@ -228,7 +229,7 @@ class PgEntitiesMixin(PgScoped):
         target_entity_id: str,
         *,
         tags: Sequence[str] | None = None,
-        metadata: Mapping[str, object] | None = None,
+        metadata: RelationshipMetadata | None = None,
     ) -> bool:
         """Store a directed relationship for this agent; False on error, including when it exists."""
         try:
@@ -241,7 +242,7 @@ class PgEntitiesMixin(PgScoped):
                     target_entity_id,
                     self._agent_id,
                     dumps(list(tags or [])),
-                    dumps(dict(metadata or {})),
+                    dumps((metadata or RelationshipMetadata()).to_json()),
                     now_ms(),
                 ),
             )
@@ -253,7 +254,7 @@ class PgEntitiesMixin(PgScoped):
         """Overwrite tags and metadata of one of this agent's relationships by id; False if not found."""
         changed = await self._db.execute(
             "UPDATE relationships SET tags = %s, metadata = %s WHERE id = %s AND agent_id = %s",
-            (dumps(list(relationship.tags)), dumps(relationship.metadata or {}), relationship.id, self._agent_id),
+            (dumps(list(relationship.tags)), dumps(relationship.metadata.to_json()), relationship.id, self._agent_id),
         )
         return changed > 0
 

@@ -32,7 +32,7 @@ class PgRoomsMixin(PgScoped):
                 world_id,
                 self._agent_id,
                 world.name or "",
-                dumps(world.metadata or {}),
+                dumps(world.metadata.to_json()),
                 world.server_id or "default",
                 world.created_at or now_ms(),
             ),
@@ -72,7 +72,7 @@ class PgRoomsMixin(PgScoped):
             (
                 world.name or "",
                 world.server_id or "default",
-                dumps(world.metadata or {}),
+                dumps(world.metadata.to_json()),
                 world.id,
                 self._agent_id,
             ),

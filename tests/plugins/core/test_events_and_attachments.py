@@ -67,9 +67,9 @@ async def test_people_leaving_and_coming_back(harness) -> None:
     h = await harness()
     await h.rt.emit(EventType.ENTITY_LEFT, {"entityId": HUMAN})
     sam = await h.rt.store.get_entity(HUMAN)
-    assert sam.metadata["status"] == "INACTIVE" and isinstance(sam.metadata["leftAt"], int)
+    assert sam.metadata.status == "INACTIVE" and isinstance(sam.metadata.left_at, int)
     await h.rt.emit(EventType.ENTITY_JOINED, {"entityId": HUMAN})
-    assert (await h.rt.store.get_entity(HUMAN)).metadata["status"] == "ACTIVE"
+    assert (await h.rt.store.get_entity(HUMAN)).metadata.status == "ACTIVE"
     await h.rt.emit(EventType.ENTITY_LEFT, {"entityId": str(uuid.uuid4())})  # unknown: nothing to do
 
 
