@@ -148,6 +148,8 @@ class Setting(_Stored):
     depends_on: str | list[str] | None = field(default=None, metadata=_key("dependsOn", str, list))
     """The keys that must have a value first (one key, or a list)."""
     extra: JSONObject = field(default_factory=dict)
+    bare: bool = field(default=False, compare=False, repr=False)
+    """Stored as its value alone, not as an object: written back so until changed."""
 
     @property
     def is_set(self) -> bool:
@@ -163,13 +165,13 @@ def _read_settings(stored: object) -> dict[str, Setting] | None:
     if not isinstance(stored, Mapping):
         return None
     return {
-        str(key): Setting.from_json(spec) if isinstance(spec, Mapping) else Setting(value=spec)
+        str(key): Setting.from_json(spec) if isinstance(spec, Mapping) else Setting(value=spec, bare=True)
         for key, spec in stored.items()
     }
 
 
 def _write_settings(settings: Mapping[str, Setting]) -> dict[str, Any]:
-    return {key: setting.to_json() for key, setting in settings.items()}
+    return {key: setting.value if setting.bare else setting.to_json() for key, setting in settings.items()}
 
 
 def _read_ownership(stored: object) -> Ownership | None:

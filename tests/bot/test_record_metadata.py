@@ -30,6 +30,7 @@ STORED: list[tuple[type[Any], dict[str, Any]]] = [
         },
     ),
     (WorldMetadata, {"settings": None, "chatType": 7}),  # null and a foreign type survive
+    (WorldMetadata, {"settings": {"LIMIT": 3, "OFF": None}}),  # bare values stay bare
     (RoomMetadata, {"threadId": 50, "isForumTopic": True, "parentRoomId": "r", "leftAt": 5, "peer": "u"}),
     (
         EntityMetadata,
@@ -52,9 +53,9 @@ def test_fields_read_the_keys_troupe_uses() -> None:
     assert world.settings is not None and world.settings["GREETING"].dependencies == ["X"]
     assert world.role_of("u1") is Role.OWNER and world.role_of("nobody") is Role.NONE
     assert world.extra == {"elizaPluginKey": {"nested": [1, 2]}}
-    entity = EntityMetadata.from_json(STORED[3][1])
+    entity = EntityMetadata.from_json(STORED[4][1])
     assert entity.profile("discord") == PlatformProfile(user_id="1", username="sam", extra={"globalName": None, "x": 1})
-    assert TaskMetadata.from_json(STORED[5][1]).failures is None  # true is no count
+    assert TaskMetadata.from_json(STORED[6][1]).failures is None  # true is no count
 
 
 def test_a_role_in_another_case_or_unknown_is_read_as_such() -> None:
@@ -64,7 +65,7 @@ def test_a_role_in_another_case_or_unknown_is_read_as_such() -> None:
 
 def test_a_bare_setting_is_its_value() -> None:
     settings = WorldMetadata.from_json({"settings": {"LIMIT": 3}}).settings
-    assert settings == {"LIMIT": Setting(value=3)}
+    assert settings == {"LIMIT": Setting(value=3)} and settings["LIMIT"].is_set
 
 
 def test_merged_puts_the_newer_keys_over() -> None:

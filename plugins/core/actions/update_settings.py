@@ -82,7 +82,8 @@ def apply_updates(
         if len(value) > _MAX_VALUE_CHARS:
             lines.append(f"The value for {name} is too long (at most {_MAX_VALUE_CHARS} characters).")
             continue
-        settings[key] = setting = replace(setting, value=value.strip())
+        # A setting given a value is stored as an object from now on, whatever it was.
+        settings[key] = setting = replace(setting, value=value.strip(), bare=False)
         shown = MASK if is_secret_setting(key, setting, secrets) else setting.value
         updated.append(key)
         lines.append(f"{name} is now {shown}.")
