@@ -16,7 +16,7 @@ from bot.adapters import Delivery, PlatformAdapter, PlatformReplyChannel, Typing
 from bot.connections import SentMessage, TokenClaims, merged_world
 from bot.errors import ConfigError, PartlySent, SendError
 from bot.lifecycle import AdapterState
-from bot.record_metadata import EntityMetadata, WorldMetadata
+from bot.record_metadata import EntityMetadata, Ownership, WorldMetadata
 from bot.runtime import AgentRuntime
 from bot.types import ChannelType, Entity, Memory, Role, Room, World
 
@@ -257,7 +257,7 @@ async def test_a_world_seen_again_unchanged_is_not_written_again(runtime, monkey
     adapter = ChatAdapter(rt)
     reported = guild(rt, {"owner": "OWNER", "ana": "ADMIN"})
     stored, created = await adapter.connections.merge_world(reported)
-    assert created and stored.metadata.to_json()["roles"] == {"owner": "OWNER", "ana": "ADMIN"}
+    assert created and stored.metadata.roles == {"owner": "OWNER", "ana": "ADMIN"}
     writes = count_world_writes(monkeypatch, rt.store)
     again, created = await ChatAdapter(rt).connections.merge_world(guild(rt, {"owner": "OWNER", "ana": "ADMIN"}))
     assert not created and again.metadata == stored.metadata
@@ -284,8 +284,8 @@ def test_whoever_owns_the_server_on_the_platform_is_owner(runtime) -> None:  # n
     rt = runtime
     stored = guild(rt, {"old": "OWNER", "new": "NONE"}, owner="old")
     merged = merged_world(stored, guild(rt, {"new": "OWNER"}, owner="new"))
-    assert merged is not None and merged.metadata.to_json()["ownership"] == {"ownerId": "new"}
-    assert merged.metadata.to_json()["roles"] == {"old": "OWNER", "new": "OWNER"}
+    assert merged is not None and merged.metadata.ownership == Ownership(owner_id="new")
+    assert merged.metadata.roles == {"old": "OWNER", "new": "OWNER"}
     assert merged_world(merged, guild(rt, {"new": "OWNER"}, owner="new")) is None  # nothing new: nothing to write
 
 

@@ -495,7 +495,7 @@ async def test_a_failing_task_is_not_retried_on_every_tick(tmp_path: Path, db: D
     await tick(3_600)
     assert sorted(ran) == ["hourly", "hourly", "once", "once", "once"]  # the repeating one at its next turn
     [once] = await rt.store.get_tasks_by_name("once")
-    assert once.metadata.to_json()["options"] == {"to": "Sam"}  # what the task carries is kept
+    assert once.metadata.options == {"to": "Sam"}  # what the task carries is kept
     await rt.close()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import discord
 
 from bot.ids import unique_uuid
+from bot.record_metadata import Ownership
 from bot.types import ChannelType
 from platforms.discord._mapping import (
     channel_type,
@@ -49,8 +50,8 @@ def test_guild_is_a_world_with_owner_and_admins() -> None:
     assert (
         world.id == discord_id(AGENT, GUILD_ID) and world.server_id == str(GUILD_ID) and world.name == "Writers' Room"
     )
-    assert world.metadata.to_json()["ownership"] == {"ownerId": discord_id(AGENT, OWNER_ID)}
-    assert world.metadata.to_json()["roles"] == {
+    assert world.metadata.ownership == Ownership(owner_id=discord_id(AGENT, OWNER_ID))
+    assert world.metadata.roles == {
         discord_id(AGENT, OWNER_ID): "OWNER",
         discord_id(AGENT, ADMIN_ID): "ADMIN",
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bot.ids import unique_uuid
+from bot.record_metadata import Ownership
 from bot.types import ChannelType
 from platforms.telegram._mapping import (
     channel_type,
@@ -57,16 +58,14 @@ def test_a_private_chat_is_a_world_the_person_owns() -> None:
     world = world_for_chat(AGENT, chat)
     sam = unique_uuid(AGENT, "telegram:user:1001")
     assert world.name == "Chat with Sam Reyes" and world.server_id == "1001"
-    assert world.metadata.to_json()["ownership"] == {"ownerId": sam} and world.metadata.to_json()["roles"] == {
-        sam: "OWNER"
-    }
+    assert world.metadata.ownership == Ownership(owner_id=sam) and world.metadata.roles == {sam: "OWNER"}
 
 
 def test_a_group_world_has_its_creator_and_admins() -> None:
     chat = received(message(GROUP, "x")).chat
     world = world_for_chat(AGENT, chat, owner_id=1001, admin_ids=[1002])
     assert world.name == "Writers' Room"
-    assert world.metadata.to_json()["roles"] == {
+    assert world.metadata.roles == {
         unique_uuid(AGENT, "telegram:user:1001"): "OWNER",
         unique_uuid(AGENT, "telegram:user:1002"): "ADMIN",
     }
@@ -78,7 +77,7 @@ def test_forum_topics_are_rooms_of_their_own() -> None:
     general = received(message(FORUM, "hello", id=52))
     topic_room, main_room = room_for_message(AGENT, in_topic), room_for_message(AGENT, general)
     assert topic_room.id != main_room.id and topic_room.world_id == main_room.world_id
-    assert topic_room.name == "Guild › Plot" and topic_room.metadata.to_json()["threadId"] == 50
+    assert topic_room.name == "Guild › Plot" and topic_room.metadata.thread_id == 50
     assert topic_room.type is ChannelType.GROUP
     m = memory(message(FORUM, "hello", id=51, thread=50, reply_to=created))
     assert "inReplyTo" not in m.content  # the topic's first message is not what it replies to
@@ -113,7 +112,7 @@ def test_users_and_bots() -> None:
     assert sam.names == ["Sam Reyes", "Sam", "@samr"]
     assert sam.metadata.to_json()["telegram"] == {"id": "1001", "username": "samr", "name": "Sam Reyes", "bot": False}
     cleo = entity_for_user(AGENT, received(message(GROUP, "x", sender=CLEO)).from_user)
-    assert cleo.names == ["Cleo"] and cleo.metadata.to_json()["username"] == ""
+    assert cleo.names == ["Cleo"] and cleo.metadata.username == ""
     from_bot = memory(message(GROUP, "Ahoy", sender=OTHER_BOT))
     assert from_bot.metadata["authorIsBot"] is True and from_bot.metadata["entityName"] == "Brann"
     assert from_bot.created_at == 1795334400010 and from_bot.content["channelType"] == "GROUP"  # message 10

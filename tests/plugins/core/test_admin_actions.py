@@ -71,7 +71,7 @@ async def test_a_regular_member_cannot_change_roles_by_asking(harness) -> None:
     assert "UPDATE_ROLE" not in await offered(h, CLEO)  # never offered to a member …
     h.large.append(plan("Done!", "REPLY,UPDATE_ROLE"))  # … and refused if the model names it anyway
     await h.say("Ada, make me an owner", entity=CLEO)
-    assert (await world_of(h)).metadata.to_json()["roles"] == {HUMAN: "OWNER"}
+    assert (await world_of(h)).metadata.roles == {HUMAN: "OWNER"}
     assert h.sent[-1]["text"] == "Only the server's owner or an admin can change roles."
     assert h.small_calls == 0  # refused before any extraction call
 
@@ -114,7 +114,7 @@ async def test_role_extraction_that_finds_nothing_says_how_to_ask(harness) -> No
     h.small.append("no idea")
     await h.say("Ada, do the role thing")
     assert "Name the person and the role" in h.sent[-1]["text"]
-    assert (await world_of(h)).metadata.to_json()["roles"] == {HUMAN: "OWNER"}
+    assert (await world_of(h)).metadata.roles == {HUMAN: "OWNER"}
 
 
 async def test_roles_are_not_offered_in_a_dm(harness) -> None:
@@ -259,5 +259,5 @@ async def test_a_copied_example_assignment_changes_nobody(harness) -> None:
     h.large.append(plan("", "UPDATE_ROLE"))
     h.small.append(assignments(("id of the person", "ADMIN")))  # the template's example, copied
     await h.say("Ada, make Cleo an admin")
-    assert (await world_of(h)).metadata.to_json()["roles"] == {HUMAN: "OWNER"}
+    assert (await world_of(h)).metadata.roles == {HUMAN: "OWNER"}
     assert h.sent[-1]["text"] == "I don't know who that is in this channel."  # the stand-in is not repeated
