@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bot.components import Action, ActionResult, Evaluator, HandlerCallback, State
-from bot.events import EventType
+from bot.events import ActionCompleted, ActionStarted, EvaluatorCompleted, EvaluatorStarted
 from bot.types import Memory
 
 if TYPE_CHECKING:
@@ -53,10 +53,7 @@ async def run_actions(
             if action is None:
                 _log.info("%s: the model asked for unknown action %r; skipped", rt.character.name, name)
                 continue
-            await rt.emit(
-                EventType.ACTION_STARTED,
-                {"action": action.name, "roomId": message.room_id, "messageId": message.id},
-            )
+            await rt.emit(ActionStarted(action=action.name, room_id=message.room_id, message_id=message.id))
             try:
                 result = await action.handler(
                     rt, message, state, {"previousResults": list(results)}, callback, responses
@@ -71,13 +68,9 @@ async def run_actions(
             results.append(result)
             outcomes.append((action.name, result.success))
             await rt.emit(
-                EventType.ACTION_COMPLETED,
-                {
-                    "action": action.name,
-                    "roomId": message.room_id,
-                    "messageId": message.id,
-                    "success": result.success,
-                },
+                ActionCompleted(
+                    action=action.name, room_id=message.room_id, message_id=message.id, success=result.success
+                )
             )
     return outcomes
 
@@ -107,16 +100,13 @@ async def run_evaluators(
     chosen = [e for e in rt.evaluators.values() if await applies(e)]
 
     async def run(evaluator: Evaluator) -> None:
-        await rt.emit(EventType.EVALUATOR_STARTED, {"evaluatorName": evaluator.name, "messageId": message.id})
+        await rt.emit(EvaluatorStarted(evaluator=evaluator.name, message_id=message.id))
         error = None
         try:
             await evaluator.handler(rt, message, state, {}, callback, responses)
         except Exception as exc:
             error = exc.__class__.__name__
             _log.exception("%s: evaluator %s failed", rt.character.name, evaluator.name)
-        await rt.emit(
-            EventType.EVALUATOR_COMPLETED,
-            {"evaluatorName": evaluator.name, "messageId": message.id, "error": error},
-        )
+        await rt.emit(EvaluatorCompleted(evaluator=evaluator.name, message_id=message.id, error=error))
 
     await asyncio.gather(*(run(e) for e in chosen))
