@@ -376,7 +376,7 @@ class MessagePipeline:
         if plan.providers:
             state = await rt.compose_state(message, plan.providers)
         results = await run_actions(rt, message, [response], state, delivery)
-        await run_evaluators(rt, message, state, did_respond=True, callback=delivery, responses=[response])
+        await run_evaluators(rt, message, state, did_respond=True, reply=delivery, responses=[response])
         if delivery.failed:
             return Outcome(Status.SEND_FAILED, "the platform took none of the reply", tuple(actions))
         replied = any(name.upper() == "REPLY" and ok for name, ok in results)

@@ -10,10 +10,9 @@ own server only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from bot.components import Action, ActionResult, HandlerCallback, Messenger, State
+from bot.components import Action, ActionContext, ActionResult, Messenger, State
 from bot.errors import SendError
 from bot.types import Entity, Memory, Room
 
@@ -66,14 +65,8 @@ async def _people(runtime: AgentRuntime, message: Memory, reference: str) -> lis
     return list(people.values())
 
 
-async def _handler(
-    runtime: AgentRuntime,
-    message: Memory,
-    state: State,
-    options: dict[str, Any],
-    callback: HandlerCallback | None,
-    responses: Sequence[Memory],
-) -> ActionResult:
+async def _handler(context: ActionContext) -> ActionResult:
+    runtime, message, state, responses = context.runtime, context.message, context.state, context.responses
     messengers = _messengers(runtime)
     room, world = await room_and_world(runtime, message)
     rooms = [r for r in await runtime.store.get_rooms_by_world(world.id) if r.name] if world else []
@@ -101,14 +94,16 @@ async def _handler(
     body = str(parsed.get("message") or "").strip()[:_MAX_CHARS]
     source = str(parsed.get("source") or "").strip().lower() or here_source
     if kind not in ("user", "room") or not target:
-        await notify(callback, "I couldn't tell where to send that. Name the person or the channel.", ERROR, message)
+        await notify(
+            context.reply, "I couldn't tell where to send that. Name the person or the channel.", ERROR, message
+        )
         return ActionResult(success=False, error="no target found in the request")
     if not body:
-        await notify(callback, f"What should the message to {target} say?", ERROR, message)
+        await notify(context.reply, f"What should the message to {target} say?", ERROR, message)
         return ActionResult(success=False, error="no message text found in the request")
     messenger = messengers.get(source)
     if messenger is None:
-        await notify(callback, f"I can't send messages on {source or 'that platform'}.", ERROR, message)
+        await notify(context.reply, f"I can't send messages on {source or 'that platform'}.", ERROR, message)
         return ActionResult(success=False, error=f"no messenger for {source!r}")
 
     content: dict[str, Any] = {"text": body, "source": source, "actions": [NAME]}
@@ -119,27 +114,27 @@ async def _handler(
         if kind == "room":
             destination = find_room_named([r for r in rooms if r.source == source], target)
             if destination is None:
-                await notify(callback, f"I couldn't find a channel called {target} here.", ERROR, message)
+                await notify(context.reply, f"I couldn't find a channel called {target} here.", ERROR, message)
                 return ActionResult(success=False, error=f"no room named {target!r}")
             label = f"#{(destination.name or '').lstrip('#')}"
             await messenger.send_to_room(destination, content)
         else:
             person = match_entity(target, await _people(runtime, message, target))
             if person is None:
-                await notify(callback, f"I don't know anyone called {target}.", ERROR, message)
+                await notify(context.reply, f"I don't know anyone called {target}.", ERROR, message)
                 return ActionResult(success=False, error=f"no entity named {target!r}")
             label = entity_label(person)
             await messenger.send_to_entity(person, content)
     except SendError as exc:
-        await notify(callback, f"I couldn't send it: {exc}", ERROR, message)
+        await notify(context.reply, f"I couldn't send it: {exc}", ERROR, message)
         return ActionResult(success=False, error=str(exc))
     except Exception as exc:
         _log.exception("%s: sending a message on %s failed", runtime.character.name, source)
-        await notify(callback, f"I couldn't send the message to {target}; please try again later.", ERROR, message)
+        await notify(context.reply, f"I couldn't send the message to {target}; please try again later.", ERROR, message)
         return ActionResult(success=False, error=f"send failed: {exc.__class__.__name__}")
 
     text = f"Message sent to {label} on {source}."
-    await notify(callback, text, NAME, message)
+    await notify(context.reply, text, NAME, message)
     return ActionResult(text=text, data={"actionName": NAME, "targetType": kind, "target": label, "source": source})
 
 
