@@ -25,6 +25,7 @@ from bot.store._memories import MemoriesMixin
 from bot.store._records import RecordsMixin
 from bot.store._retention import RetentionMixin
 from bot.store._rooms import RoomsMixin
+from bot.store._scoped import AgentScoped
 from bot.store._search import SearchMixin
 
 __all__ = ["AgentStore"]
@@ -42,6 +43,7 @@ class AgentStore(
     RecordsMixin,
     KnowledgeMixin,
     HandlingMixin,
+    AgentScoped,
 ):
     """Everything one agent stores, in the shared :class:`~bot.store.Database`. Implements ``Store``.
 

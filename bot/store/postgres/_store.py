@@ -7,7 +7,8 @@ methods live in one module per group of tables, as for SQLite; this class puts t
 
 from __future__ import annotations
 
-from bot.store.postgres._agents import PgAgentsMixin
+from bot.store._agents import AgentsMixin
+from bot.store._rooms import RoomsMixin
 from bot.store.postgres._entities import PgEntitiesMixin
 from bot.store.postgres._forgetting import PgForgettingMixin
 from bot.store.postgres._handling import PgHandlingMixin
@@ -15,7 +16,6 @@ from bot.store.postgres._inspection import PgInspectionMixin
 from bot.store.postgres._knowledge import PgKnowledgeMixin
 from bot.store.postgres._records import PgRecordsMixin
 from bot.store.postgres._retention import PgRetentionMixin
-from bot.store.postgres._rooms import PgRoomsMixin
 from bot.store.postgres._scoped import PgScoped
 from bot.store.postgres._search import PgSearchMixin
 
@@ -23,9 +23,9 @@ __all__ = ["PgAgentStore"]
 
 
 class PgAgentStore(
-    PgAgentsMixin,
+    AgentsMixin,
     PgEntitiesMixin,
-    PgRoomsMixin,
+    RoomsMixin,
     PgRecordsMixin,
     PgHandlingMixin,
     PgKnowledgeMixin,

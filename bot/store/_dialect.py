@@ -1,0 +1,177 @@
+"""``Dialect`` and ``Statements``: the SQL of a table written once, run by either backend.
+
+The store's tables hold the same rows in SQLite and in PostgreSQL, and most of their SQL is the
+same but for a few words: the parameter mark (``?`` or ``%s``), the column that keeps insertion
+order (``rowid`` or ``seq``), how a list of ids is bound, how text sorts by code point. A shared
+mixin writes its SQL once as a template naming those words in braces (``{seq}``, ``{in_list}``,
+``{by_code_point}``, ``{json_set:metadata.settings}``) with ``?`` marks; :meth:`Dialect.render`
+turns a template into the backend's SQL once and keeps it, so a call costs one dictionary look-up.
+
+:class:`Statements` is the base of the shared mixins: how to read rows, run one statement, run
+one statement per row, and run a unit of several statements as one transaction (a generator of
+:class:`Step`, which SQLite drives on its writer's thread and PostgreSQL on the event loop).
+Each backend's base class (``AgentScoped``, ``PgScoped``) implements it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Collection, Generator, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, TypeVar
+
+__all__ = ["POSTGRES", "SQLITE", "Dialect", "Done", "Statements", "Step", "Unit"]
+
+if TYPE_CHECKING:  # _rows builds on _scoped, which builds on this module
+    from bot.store._rows import Row
+
+T = TypeVar("T")
+
+_WORD = re.compile(r"\{(\w+)(?::([\w.]+))?\}")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One statement of a unit: run once, or once per row of ``params`` with ``many``."""
+
+    sql: str
+    params: Sequence[object] = ()
+    many: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """What a step did: the rows it changed and the rows it returned (none for a write)."""
+
+    rowcount: int
+    rows: Sequence[Row]
+
+
+#: Several statements that commit together: yields each :class:`Step`, is sent its :class:`Done`.
+Unit = Generator[Step, Done, T]
+
+
+def _json_list(values: Iterable[str]) -> object:
+    # One JSON array bound as one parameter and read with json_each: no variable-count limits.
+    return json.dumps(list(values), ensure_ascii=False)
+
+
+def _list(values: Iterable[str]) -> object:
+    return list(values)
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """What differs between the backends in SQL the store writes once (see the module docstring)."""
+
+    name: str
+    mark: str
+    #: The words a template names in braces.
+    words: dict[str, str]
+    #: ``{json_set:column.key}``: the JSON object in ``column`` has ``key`` set (not null).
+    json_set: str
+    #: A list of ids as the one parameter ``{in_list}`` reads.
+    id_list: Callable[[Iterable[str]], object]
+    #: A boolean as a parameter.
+    boolean: Callable[[bool], object]
+    _rendered: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def render(self, template: str) -> str:
+        """The backend's SQL for ``template`` (built once, then kept)."""
+        sql = self._rendered.get(template)
+        if sql is None:
+            sql = _WORD.sub(self._word, template)
+            if self.mark != "?":
+                sql = sql.replace("%", "%%").replace("?", self.mark)
+            self._rendered[template] = sql
+        return sql
+
+    def _word(self, match: re.Match[str]) -> str:
+        word, argument = match.groups()
+        if argument is None:
+            return self.words[word]
+        column, key = argument.split(".", 1)
+        return self.json_set.format(column=column, key=key)
+
+
+SQLITE = Dialect(
+    name="sqlite",
+    mark="?",
+    words={
+        "seq": "rowid",
+        "in_list": "IN (SELECT value FROM json_each(?))",
+        "by_code_point": "",
+        "for_update": "",
+        # "+": look ids up in the primary key rather than scan all the agent's rows.
+        "scan_agent": "+",
+    },
+    json_set="json_extract({column}, '$.{key}') IS NOT NULL",
+    id_list=_json_list,
+    boolean=int,
+)
+
+POSTGRES = Dialect(
+    name="postgres",
+    mark="%s",
+    words={
+        "seq": "seq",
+        "in_list": "= ANY(?)",
+        # Text by code point, as SQLite orders it, whatever the database's locale.
+        "by_code_point": ' COLLATE "C"',
+        # Two daemons changing the same row take turns, losing neither's change.
+        "for_update": " FOR UPDATE",
+        "scan_agent": "",
+    },
+    # A JSON null is no value, as SQLite's json_extract(...) IS NOT NULL has it.
+    json_set="jsonb_typeof({column} -> '{key}') <> 'null'",
+    id_list=_list,
+    boolean=bool,
+)
+
+
+class Statements:
+    """The base of the mixins shared by both backends: what they ask of the database.
+
+    Every SQL string given to these methods is a template (see :meth:`Dialect.render`).
+    ``tables``: all a write may change, cascades included (None: anything), for SQLite's shared
+    reads (see ``Database.write``); PostgreSQL does not share reads and ignores it.
+    """
+
+    __slots__ = ()
+
+    dialect: ClassVar[Dialect]
+
+    if TYPE_CHECKING:
+        _agent_id: str
+
+        def _fail(self, what: str, exc: Exception) -> bool: ...
+
+    async def _rows(self, sql: str, params: Sequence[object] = ()) -> Sequence[Row]:
+        raise NotImplementedError
+
+    async def _row(self, sql: str, params: Sequence[object] = ()) -> Row | None:
+        rows = await self._rows(sql, params)
+        return rows[0] if rows else None
+
+    async def _shared_rows(self, sql: str, params: Sequence[object], *, tables: Collection[str]) -> Sequence[Row]:
+        """Like :meth:`_rows`, but shared inside a unit of work (``Store.shared_reads``)."""
+        raise NotImplementedError
+
+    async def _run(self, sql: str, params: Sequence[object], *, tables: Collection[str] | None) -> int:
+        """Run one statement as a write transaction of its own; returns its rowcount."""
+        raise NotImplementedError
+
+    async def _run_many(self, sql: str, rows: Sequence[Sequence[object]], *, tables: Collection[str]) -> None:
+        """Run ``sql`` once per row as one write transaction (all rows or none)."""
+        raise NotImplementedError
+
+    async def _write(self, unit: Callable[[], Unit[T]], *, tables: Collection[str] | None) -> T:
+        """Run the statements ``unit()`` yields as one write transaction; returns what it returns.
+
+        On SQLite the generator runs on the writer's thread: keep it to SQL and light Python.
+        """
+        raise NotImplementedError
+
+    def _after_agent_deleted(self) -> None:
+        """What the database forgets of an agent once its rows are gone."""
