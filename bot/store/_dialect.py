@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 __all__ = ["POSTGRES", "SQLITE", "Dialect", "Done", "Statements", "Step", "Unit"]
 
 if TYPE_CHECKING:  # _rows builds on _scoped, which builds on this module
-    from bot.store._rows import Row
+    from bot.store._rows import LogRow, Row
 
 T = TypeVar("T")
 
-_WORD = re.compile(r"\{(\w+)(?::([\w.]+))?\}")
+_WORD = re.compile(r"\{([a-z_]+)(?::([\w.]+))?\}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,38 +61,46 @@ def _list(values: Iterable[str]) -> object:
     return list(values)
 
 
+# A component row as JSON: ``data`` as its JSON text, as the converter reads it.
+_COMPONENT = (
+    "'id', c.id, 'entity_id', c.entity_id, 'agent_id', c.agent_id, 'room_id', c.room_id, 'world_id', c.world_id, "
+    "'source_entity_id', c.source_entity_id, 'type', c.type, 'created_at', c.created_at, 'data', c.data"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Dialect:
     """What differs between the backends in SQL the store writes once (see the module docstring)."""
 
     name: str
     mark: str
-    #: The words a template names in braces.
+    #: The words a template names in braces, in the backend's own SQL (its marks included). A word
+    #: with arguments (``{json_set:metadata.settings}``) gets them as ``{0}``, ``{1}``.
     words: dict[str, str]
-    #: ``{json_set:column.key}``: the JSON object in ``column`` has ``key`` set (not null).
-    json_set: str
-    #: A list of ids as the one parameter ``{in_list}`` reads.
+    #: A list of ids or strings as the one parameter ``{in_list}`` (and the like) reads.
     id_list: Callable[[Iterable[str]], object]
     #: A boolean as a parameter.
     boolean: Callable[[bool], object]
+    #: Whether text may hold NUL characters (PostgreSQL's cannot: no stored text has one).
+    text_holds_nul: bool
+    #: Whether each entity keeps its names casefolded in a column of their own: PostgreSQL's
+    #: SQL cannot casefold as Python does, where SQLite calls Python's (``casefold``).
+    folded_names: bool
     _rendered: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def render(self, template: str) -> str:
         """The backend's SQL for ``template`` (built once, then kept)."""
         sql = self._rendered.get(template)
         if sql is None:
-            sql = _WORD.sub(self._word, template)
-            if self.mark != "?":
-                sql = sql.replace("%", "%%").replace("?", self.mark)
+            sql = template if self.mark == "?" else template.replace("%", "%%").replace("?", self.mark)
+            sql = _WORD.sub(self._word, sql)
             self._rendered[template] = sql
         return sql
 
     def _word(self, match: re.Match[str]) -> str:
-        word, argument = match.groups()
-        if argument is None:
-            return self.words[word]
-        column, key = argument.split(".", 1)
-        return self.json_set.format(column=column, key=key)
+        word, arguments = match.groups()
+        text = self.words[word]
+        return text.format(*arguments.split(".")) if arguments else text
 
 
 SQLITE = Dialect(
@@ -105,10 +113,26 @@ SQLITE = Dialect(
         "for_update": "",
         # "+": look ids up in the primary key rather than scan all the agent's rows.
         "scan_agent": "+",
+        "json": "",
+        "json_set": "json_extract({0}, '$.{1}') IS NOT NULL",
+        # The JSON array in the column has any, or all, of the strings of one parameter.
+        "has_any": "EXISTS (SELECT 1 FROM json_each({0}) t WHERE t.value IN (SELECT value FROM json_each(?)))",
+        "has_all": "NOT EXISTS (SELECT 1 FROM json_each(?) w WHERE w.value NOT IN (SELECT value FROM json_each({0})))",
+        # The database's clock in ms: one machine, its own clock.
+        "clock": "CAST(unixepoch('subsec') * 1000 AS INTEGER)",
+        "entity_names": "names",
+        "entity_name_marks": "?",
+        "set_entity_names": "names = ?",
+        # An entity (as e) has a name containing the (casefolded) parameter.
+        "name_contains": "EXISTS (SELECT 1 FROM json_each(e.names) n WHERE instr(casefold(n.value), ?) > 0)",
+        # The components of an entity (as e), oldest first, as a JSON array of rows.
+        "components": "(SELECT json_group_array(json_object(" + _COMPONENT + ") ORDER BY c.created_at, c.rowid) "
+        "FROM components c WHERE c.agent_id = e.agent_id AND c.entity_id = e.id)",
     },
-    json_set="json_extract({column}, '$.{key}') IS NOT NULL",
     id_list=_json_list,
     boolean=int,
+    text_holds_nul=True,
+    folded_names=False,
 )
 
 POSTGRES = Dialect(
@@ -116,17 +140,31 @@ POSTGRES = Dialect(
     mark="%s",
     words={
         "seq": "seq",
-        "in_list": "= ANY(?)",
+        "in_list": "= ANY(%s)",
         # Text by code point, as SQLite orders it, whatever the database's locale.
         "by_code_point": ' COLLATE "C"',
         # Two daemons changing the same row take turns, losing neither's change.
         "for_update": " FOR UPDATE",
         "scan_agent": "",
+        "json": "::jsonb",
+        # A JSON null is no value, as SQLite's json_extract(...) IS NOT NULL has it.
+        "json_set": "jsonb_typeof({0} -> '{1}') <> 'null'",
+        "has_any": "{0} ?| %s",
+        "has_all": "{0} @> %s::jsonb",
+        # The database's clock, which every daemon sharing it reads times by.
+        "clock": "(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
+        "entity_names": "names, folded_names",
+        "entity_name_marks": "%s, %s",
+        "set_entity_names": "names = %s, folded_names = %s",
+        # strpos compares code points: the same match as SQLite's instr, whatever the locale.
+        "name_contains": "EXISTS (SELECT 1 FROM unnest(e.folded_names) n WHERE strpos(n, %s) > 0)",
+        "components": "(SELECT json_agg(json_build_object(" + _COMPONENT + "::text) ORDER BY c.created_at, c.seq) "
+        "FROM components c WHERE c.agent_id = e.agent_id AND c.entity_id = e.id)",
     },
-    # A JSON null is no value, as SQLite's json_extract(...) IS NOT NULL has it.
-    json_set="jsonb_typeof({column} -> '{key}') <> 'null'",
     id_list=_list,
     boolean=bool,
+    text_holds_nul=False,
+    folded_names=True,
 )
 
 
@@ -175,3 +213,11 @@ class Statements:
 
     def _after_agent_deleted(self) -> None:
         """What the database forgets of an agent once its rows are gone."""
+
+    def _queue_log(self, row: LogRow) -> None:
+        """Hand a log row to the database's background writer."""
+        raise NotImplementedError
+
+    async def _flush_logs(self) -> None:
+        """Return once every log row queued so far is written."""
+        raise NotImplementedError

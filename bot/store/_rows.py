@@ -163,14 +163,14 @@ def row_to_component(row: Row) -> Component:
 
 
 def component_filter(
-    agent_id: str, entity_id: str, world_id: str | None, source_entity_id: str | None, *, mark: str
+    agent_id: str, entity_id: str, world_id: str | None, source_entity_id: str | None
 ) -> tuple[str, list[str]]:
-    """The WHERE clause and parameters picking an entity's components (for a world, asserted by
-    someone, when given); ``mark`` is the driver's placeholder (``?`` or ``%s``)."""
-    clauses, params = [f"agent_id = {mark}", f"entity_id = {mark}"], [agent_id, entity_id]
+    """The WHERE clause (a template, see ``Dialect.render``) and parameters picking an entity's
+    components (for a world, asserted by someone, when given)."""
+    clauses, params = ["agent_id = ?", "entity_id = ?"], [agent_id, entity_id]
     for column, value in (("world_id", world_id), ("source_entity_id", source_entity_id)):
         if value is not None:
-            clauses.append(f"{column} = {mark}")
+            clauses.append(f"{column} = ?")
             params.append(value)
     return " AND ".join(clauses), params
 

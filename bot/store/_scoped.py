@@ -15,7 +15,7 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:  # Database builds AgentStore, which builds on this module
     from bot.store._database import Database  # noqa: F401  # named in the base class below, as a string
-    from bot.store._rows import Row
+    from bot.store._rows import LogRow, Row
 
 __all__ = ["AgentScoped", "json_list", "new_id", "validate_count"]
 
@@ -60,6 +60,12 @@ class AgentScoped(Scoped["Database"], Statements):
 
     def _after_agent_deleted(self) -> None:
         self._db.forget_agent(self._agent_id)
+
+    def _queue_log(self, row: LogRow) -> None:
+        self._db.queue_log(row)
+
+    async def _flush_logs(self) -> None:
+        await self._db.flush_logs()
 
     async def _write_statement(self, sql: str, params: Params, *, tables: Collection[str] | None) -> int:
         """Run one statement as a write transaction of its own, in one trip; returns its rowcount.

@@ -11,7 +11,7 @@ from bot.store._agent_scope import Scoped
 from bot.store._dialect import POSTGRES, Done, Statements, Unit
 
 if TYPE_CHECKING:  # PostgresDatabase builds PgAgentStore, which builds on this module
-    from bot.store._rows import Row
+    from bot.store._rows import LogRow, Row
     from bot.store.postgres._database import PostgresDatabase  # noqa: F401  # named in the base class below
 
 __all__ = ["PgScoped"]
@@ -43,6 +43,12 @@ class PgScoped(Scoped["PostgresDatabase"], Statements):
 
     async def _run_many(self, sql: str, rows: Sequence[Sequence[Any]], *, tables: Collection[str]) -> None:
         await self._write_rows(POSTGRES.render(sql), rows)
+
+    def _queue_log(self, row: LogRow) -> None:
+        self._db.log_queue.put(row)
+
+    async def _flush_logs(self) -> None:
+        await self._db.log_queue.flush()
 
     async def _write(self, unit: Callable[[], Unit[T]], *, tables: Collection[str] | None) -> T:
         async with self._db.transaction() as conn:

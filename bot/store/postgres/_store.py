@@ -8,13 +8,13 @@ methods live in one module per group of tables, as for SQLite; this class puts t
 from __future__ import annotations
 
 from bot.store._agents import AgentsMixin
+from bot.store._entities import EntitiesMixin
+from bot.store._records import RecordsMixin
 from bot.store._rooms import RoomsMixin
-from bot.store.postgres._entities import PgEntitiesMixin
 from bot.store.postgres._forgetting import PgForgettingMixin
 from bot.store.postgres._handling import PgHandlingMixin
 from bot.store.postgres._inspection import PgInspectionMixin
 from bot.store.postgres._knowledge import PgKnowledgeMixin
-from bot.store.postgres._records import PgRecordsMixin
 from bot.store.postgres._retention import PgRetentionMixin
 from bot.store.postgres._scoped import PgScoped
 from bot.store.postgres._search import PgSearchMixin
@@ -24,9 +24,9 @@ __all__ = ["PgAgentStore"]
 
 class PgAgentStore(
     AgentsMixin,
-    PgEntitiesMixin,
+    EntitiesMixin,
     RoomsMixin,
-    PgRecordsMixin,
+    RecordsMixin,
     PgHandlingMixin,
     PgKnowledgeMixin,
     PgRetentionMixin,
