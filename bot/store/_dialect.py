@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
-__all__ = ["POSTGRES", "SQLITE", "Dialect", "Done", "Statements", "Step", "Unit"]
+__all__ = ["POSTGRES", "SQLITE", "Dialect", "Done", "IdList", "Statements", "Step", "Unit"]
 
 if TYPE_CHECKING:  # _rows builds on _scoped, which builds on this module
     from bot.store._rows import LogRow, Row
@@ -47,6 +47,9 @@ class Done:
     rowcount: int
     rows: Sequence[Row]
 
+
+#: A list of ids or strings as the one parameter ``{in_list}`` reads (see ``Dialect.id_list``).
+IdList = Callable[[Iterable[str]], object]
 
 #: Several statements that commit together: yields each :class:`Step`, is sent its :class:`Done`.
 Unit = Generator[Step, Done, T]
@@ -75,14 +78,21 @@ class Dialect:
     name: str
     mark: str
     #: The words a template names in braces, in the backend's own SQL (its marks included). A word
-    #: with arguments (``{json_set:metadata.settings}``) gets them as ``{0}``, ``{1}``.
+    #: with arguments gets them as ``{0}``, ``{1}`` (``{json_set:metadata.settings}``: split at the
+    #: last dot) or whole as ``{0}`` (``{json_holds:m.content}``).
     words: dict[str, str]
     #: A list of ids or strings as the one parameter ``{in_list}`` (and the like) reads.
-    id_list: Callable[[Iterable[str]], object]
+    id_list: IdList
     #: A boolean as a parameter.
     boolean: Callable[[bool], object]
+    #: A LIMIT that keeps every row.
+    no_limit: int | None
     #: Whether text may hold NUL characters (PostgreSQL's cannot: no stored text has one).
     text_holds_nul: bool
+    #: Whether a forget zeroes the pages it frees (SQLite's ``secure_delete``), and the statements
+    #: that end it (SQLite rebuilds its keyword index: deleted words must not survive in old segments).
+    secure_delete: bool
+    after_forget: tuple[str, ...]
     #: Whether each entity keeps its names casefolded in a column of their own: PostgreSQL's
     #: SQL cannot casefold as Python does, where SQLite calls Python's (``casefold``).
     folded_names: bool
@@ -100,7 +110,9 @@ class Dialect:
     def _word(self, match: re.Match[str]) -> str:
         word, arguments = match.groups()
         text = self.words[word]
-        return text.format(*arguments.split(".")) if arguments else text
+        if not arguments:
+            return text
+        return text.format(*arguments.rsplit(".", 1)) if "{1}" in text else text.format(arguments)
 
 
 SQLITE = Dialect(
@@ -109,6 +121,12 @@ SQLITE = Dialect(
     words={
         "seq": "rowid",
         "in_list": "IN (SELECT value FROM json_each(?))",
+        "not_in_list": "NOT IN (SELECT value FROM json_each(?))",
+        # A JSON object's field as text; the JSON text holds the parameter.
+        "json_text": "json_extract({0}, '$.{1}')",
+        "json_holds": "instr({0}, ?) > 0",
+        # The memory m is about the entity bound: summaries and facts list who in metadata.entityIds.
+        "about": "EXISTS (SELECT 1 FROM json_each(m.metadata, '$.entityIds') a WHERE a.value = ?)",
         "by_code_point": "",
         "for_update": "",
         # "+": look ids up in the primary key rather than scan all the agent's rows.
@@ -131,7 +149,10 @@ SQLITE = Dialect(
     },
     id_list=_json_list,
     boolean=int,
+    no_limit=-1,
     text_holds_nul=True,
+    secure_delete=True,
+    after_forget=("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')",),
     folded_names=False,
 )
 
@@ -141,6 +162,10 @@ POSTGRES = Dialect(
     words={
         "seq": "seq",
         "in_list": "= ANY(%s)",
+        "not_in_list": "<> ALL(%s)",
+        "json_text": "{0}->>'{1}'",
+        "json_holds": "strpos({0}::text, %s) > 0",
+        "about": "m.metadata->'entityIds' @> jsonb_build_array(%s::text)",
         # Text by code point, as SQLite orders it, whatever the database's locale.
         "by_code_point": ' COLLATE "C"',
         # Two daemons changing the same row take turns, losing neither's change.
@@ -163,7 +188,10 @@ POSTGRES = Dialect(
     },
     id_list=_list,
     boolean=bool,
+    no_limit=None,
     text_holds_nul=False,
+    secure_delete=False,
+    after_forget=(),
     folded_names=True,
 )
 
@@ -202,6 +230,11 @@ class Statements:
 
     async def _run_many(self, sql: str, rows: Sequence[Sequence[object]], *, tables: Collection[str]) -> None:
         """Run ``sql`` once per row as one write transaction (all rows or none)."""
+        raise NotImplementedError
+
+    async def _snapshot(self, unit: Callable[[], Unit[T]]) -> T:
+        """Run the read-only statements ``unit()`` yields on one snapshot of the database (on
+        SQLite in one trip to the reader's thread, where the generator runs); returns what it returns."""
         raise NotImplementedError
 
     async def _write(self, unit: Callable[[], Unit[T]], *, tables: Collection[str] | None) -> T:

@@ -15,9 +15,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 from bot.store._connect import Connection, Params
+from bot.store._dialect import SQLITE
 from bot.store._knowledge import DOCUMENTS, FRAGMENTS
 from bot.store._rows import dumps, loads
-from bot.store._scoped import AgentScoped, json_list
+from bot.store._scoped import AgentScoped, drive, json_list
 from bot.store._selection import select_entity
 from bot.store._values import KNOWLEDGE_TABLES, SHARED_KNOWLEDGE_ID, Forgotten
 
@@ -241,7 +242,7 @@ class ForgettingMixin(AgentScoped):
             ).fetchone()
             if row is None:
                 raise LookupError(entity_id)
-            selection = select_entity(job.conn, agent, entity_id, loads(row[0], []))
+            selection = drive(job.conn, select_entity(agent, entity_id, loads(row[0], []), SQLITE.id_list))
             for room in selection.dm_rooms:
                 job.room(room)
             job.memories(selection.memories)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # Database builds AgentStore, which builds on this module
     from bot.store._database import Database  # noqa: F401  # named in the base class below, as a string
     from bot.store._rows import LogRow, Row
 
-__all__ = ["AgentScoped", "json_list", "new_id", "validate_count"]
+__all__ = ["AgentScoped", "drive", "json_list", "new_id", "validate_count"]
 
 
 def new_id() -> str:
@@ -55,8 +55,11 @@ class AgentScoped(Scoped["Database"], Statements):
     async def _run_many(self, sql: str, rows: Sequence[Sequence[Any]], *, tables: Collection[str]) -> None:
         await self._write_rows(SQLITE.render(sql), rows, tables=tables)
 
+    async def _snapshot(self, unit: Callable[[], Unit[T]]) -> T:
+        return await self._db.read(lambda conn: drive(conn, unit()))
+
     async def _write(self, unit: Callable[[], Unit[T]], *, tables: Collection[str] | None) -> T:
-        return await self._db.write(lambda conn: _drive(conn, unit()), tables=tables)
+        return await self._db.write(lambda conn: drive(conn, unit()), tables=tables)
 
     def _after_agent_deleted(self) -> None:
         self._db.forget_agent(self._agent_id)
@@ -83,7 +86,7 @@ def _execute_many(conn: Connection, sql: str, rows: Sequence[Params]) -> None:
     conn.executemany(sql, rows)
 
 
-def _drive(conn: Connection, unit: Unit[T]) -> T:
+def drive(conn: Connection, unit: Unit[T]) -> T:
     """Run a unit's statements on the writer's thread, inside its transaction."""
     try:
         step = next(unit)

@@ -7,6 +7,8 @@ import re
 from collections.abc import Sequence
 
 from bot.store._connect import search_text
+from bot.store._dialect import SQLITE
+from bot.store._inspection import listing_filter
 from bot.store._memories import MEMORY_COLUMNS, MemoriesMixin, MemoryFilter, nearest_hits
 from bot.store._rows import row_to_memory
 from bot.store._scoped import validate_count
@@ -133,3 +135,31 @@ class SearchMixin(MemoriesMixin):
             (match, *where.params, count),
         )
         return await self._memories_by_seq([(r[0], r[1]) for r in rows], None)
+
+    async def search_all_memories_by_text(
+        self,
+        query: str,
+        *,
+        tables: Sequence[str] | None = None,
+        room_id: str | None = None,
+        entity_id: str | None = None,
+        count: int = 10,
+    ) -> list[Memory]:
+        """Like :meth:`search_memories_by_text` across several memory tables (all when None).
+
+        ``entity_id`` keeps memories the entity wrote or that are about it. Best match first,
+        with the BM25 relevance in ``similarity``; a query without words returns [].
+        """
+        validate_count(count)
+        match = fts_query(query)
+        if match is None or count == 0:
+            return []
+        clauses, params = listing_filter(self._agent_id, SQLITE.id_list, tables, room_id, entity_id)
+        rows = await self._rows(
+            f"SELECT {MEMORY_COLUMNS}, -bm25(memories_fts) AS score FROM memories_fts "
+            "JOIN memories m ON m.seq = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND {' AND '.join(clauses)} "
+            "ORDER BY bm25(memories_fts), m.created_at DESC, m.seq DESC LIMIT ?",
+            (match, *params, count),
+        )
+        return [row_to_memory(r, similarity=r["score"]) for r in rows]

@@ -16,13 +16,14 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from bot.store._dialect import POSTGRES
 from bot.store._forgetting import DryRun, Tally, scrubbed
 from bot.store._knowledge import DOCUMENTS, FRAGMENTS
 from bot.store._rows import loads
+from bot.store._selection import select_entity
 from bot.store._values import KNOWLEDGE_TABLES, SHARED_KNOWLEDGE_ID, Forgotten
 from bot.store.postgres._knowledge import orphan_documents_sql
-from bot.store.postgres._scoped import PgScoped
-from bot.store.postgres._selection import select_entity
+from bot.store.postgres._scoped import PgScoped, drive
 
 __all__ = ["PgForgettingMixin"]
 
@@ -180,7 +181,9 @@ class PgForgettingMixin(PgScoped):
             row = await cur.fetchone()
             if row is None:
                 raise LookupError(entity_id)
-            selection = await select_entity(job.conn, agent, entity_id, loads(row["names"], []))
+            selection = await drive(
+                job.conn, select_entity(agent, entity_id, loads(row["names"], []), POSTGRES.id_list)
+            )
             for room in selection.dm_rooms:
                 await job.room(room)
             await job.memories(selection.memories)

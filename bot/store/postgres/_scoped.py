@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # PostgresDatabase builds PgAgentStore, which builds on this 
     from bot.store._rows import LogRow, Row
     from bot.store.postgres._database import PostgresDatabase  # noqa: F401  # named in the base class below
 
-__all__ = ["PgScoped"]
+__all__ = ["PgScoped", "drive"]
 
 T = TypeVar("T")
 
@@ -50,12 +50,18 @@ class PgScoped(Scoped["PostgresDatabase"], Statements):
     async def _flush_logs(self) -> None:
         await self._db.log_queue.flush()
 
+    async def _snapshot(self, unit: Callable[[], Unit[T]]) -> T:
+        async with self._db.transaction() as conn:
+            # One snapshot for every query: a read never mixes before and after a write.
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            return await drive(conn, unit())
+
     async def _write(self, unit: Callable[[], Unit[T]], *, tables: Collection[str] | None) -> T:
         async with self._db.transaction() as conn:
-            return await _drive(conn, unit())
+            return await drive(conn, unit())
 
 
-async def _drive(conn: psycopg.AsyncConnection[Row], unit: Unit[T]) -> T:
+async def drive(conn: psycopg.AsyncConnection[Row], unit: Unit[T]) -> T:
     """Run a unit's statements on ``conn``, inside its transaction."""
     try:
         step = next(unit)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from bot.store._agents import AgentsMixin
 from bot.store._entities import EntitiesMixin
+from bot.store._inspection import InspectionMixin
 from bot.store._records import RecordsMixin
 from bot.store._rooms import RoomsMixin
 from bot.store.postgres._forgetting import PgForgettingMixin
 from bot.store.postgres._handling import PgHandlingMixin
-from bot.store.postgres._inspection import PgInspectionMixin
 from bot.store.postgres._knowledge import PgKnowledgeMixin
 from bot.store.postgres._retention import PgRetentionMixin
 from bot.store.postgres._scoped import PgScoped
@@ -30,7 +30,7 @@ class PgAgentStore(
     PgHandlingMixin,
     PgKnowledgeMixin,
     PgRetentionMixin,
-    PgInspectionMixin,
+    InspectionMixin,
     PgForgettingMixin,
     PgSearchMixin,
     PgScoped,
