@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from bot.store._agents import AgentsMixin
 from bot.store._entities import EntitiesMixin
+from bot.store._forgetting import ForgettingMixin
 from bot.store._inspection import InspectionMixin
 from bot.store._records import RecordsMixin
 from bot.store._rooms import RoomsMixin
-from bot.store.postgres._forgetting import PgForgettingMixin
 from bot.store.postgres._handling import PgHandlingMixin
 from bot.store.postgres._knowledge import PgKnowledgeMixin
 from bot.store.postgres._retention import PgRetentionMixin
@@ -31,7 +31,7 @@ class PgAgentStore(
     PgKnowledgeMixin,
     PgRetentionMixin,
     InspectionMixin,
-    PgForgettingMixin,
+    ForgettingMixin,
     PgSearchMixin,
     PgScoped,
 ):
