@@ -25,14 +25,16 @@ from bot.types import (
 
 __all__ = [
     "AGENT_JSON_FIELDS",
-    "LogRow",
     "component_filter",
     "dumps",
     "entities_with_components",
     "fold_names",
+    "json_text",
     "loads",
     "log_row",
+    "LogRow",
     "normalize_names",
+    "room_values",
     "row_to_agent",
     "row_to_component",
     "row_to_entity",
@@ -42,7 +44,6 @@ __all__ = [
     "row_to_room",
     "row_to_task",
     "row_to_world",
-    "room_values",
     "sanitize_log_body",
     "task_row",
     "task_updates",
@@ -72,6 +73,25 @@ AGENT_JSON_FIELDS: dict[str, object] = {
 def dumps(value: object) -> str:
     """JSON text for a column; raises ValueError for NaN/inf, which SQLite's JSON functions reject."""
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+def json_text(value: object) -> str:
+    """JSON text for a jsonb column, as :func:`dumps` writes it for SQLite, with U+0000 (which
+    jsonb cannot hold, and a user's message can carry) as U+FFFD: the message is kept, that
+    character is not. ValueError for NaN or an infinity."""
+    text = dumps(value)
+    # dumps escapes U+0000 as \u0000; the same six characters may also be text that is not one.
+    return dumps(_without_nul(value)) if "\\u0000" in text else text
+
+
+def _without_nul(value: object) -> object:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_nul(v) for v in value]
+    return value
 
 
 # Rows are decoded by the dozen for every prompt (each memory's content and metadata): the

@@ -26,7 +26,7 @@ from bot.store._records import RecordsMixin
 from bot.store._retention import RetentionMixin
 from bot.store._rooms import RoomsMixin
 from bot.store._scoped import AgentScoped
-from bot.store._search import SearchMixin
+from bot.store._search import KnowledgeSearchMixin, SearchMixin
 
 __all__ = ["AgentStore"]
 
@@ -42,6 +42,7 @@ class AgentStore(
     MemoriesMixin,
     RecordsMixin,
     KnowledgeMixin,
+    KnowledgeSearchMixin,
     HandlingMixin,
     AgentScoped,
 ):
