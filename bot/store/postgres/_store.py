@@ -10,11 +10,11 @@ from __future__ import annotations
 from bot.store._agents import AgentsMixin
 from bot.store._entities import EntitiesMixin
 from bot.store._forgetting import ForgettingMixin
+from bot.store._handling import HandlingMixin
 from bot.store._inspection import InspectionMixin
 from bot.store._knowledge import KnowledgeMixin
 from bot.store._records import RecordsMixin
 from bot.store._rooms import RoomsMixin
-from bot.store.postgres._handling import PgHandlingMixin
 from bot.store.postgres._knowledge import PgKnowledgeSearchMixin
 from bot.store.postgres._retention import PgRetentionMixin
 from bot.store.postgres._scoped import PgScoped
@@ -28,7 +28,7 @@ class PgAgentStore(
     EntitiesMixin,
     RoomsMixin,
     RecordsMixin,
-    PgHandlingMixin,
+    HandlingMixin,
     KnowledgeMixin,
     PgKnowledgeSearchMixin,
     PgRetentionMixin,
