@@ -8,9 +8,11 @@ agent-specific (``unique_uuid``) and one character must never read or delete ano
 The knowledge methods also read (and write their own claims on) the shared-knowledge scope
 every agent sees (``_knowledge``).
 
-The methods live in one module per group of tables (``_agents``, ``_entities``, ``_rooms``,
-``_memories``, ``_search``, ``_records``, ``_knowledge``, ``_retention``, ``_inspection``, ``_forgetting``,
-``_handling``); this class only puts them together.
+The methods live in one module per group of tables; this class only puts them together. Most
+groups are written once for both backends, behind a dialect (``_dialect``): ``_agents``,
+``_entities``, ``_rooms``, ``_records``, ``_knowledge``, ``_inspection``, ``_forgetting``,
+``_handling``. Memories, their vectors and searches are SQLite's own (``_memories``,
+``_search``, ``_retention``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Scoping is SQLite's (see ``bot/store/_sqlite.py``): every write forces ``agent_id`` to the
 store's agent and every read is filtered by it, except the cross-agent reads named there. The
-methods live in one module per group of tables, as for SQLite; this class puts them together.
+methods live in one module per group of tables, most of them shared with SQLite (see there);
+memories, their vectors and searches are PostgreSQL's own. This class puts them together.
 """
 
 from __future__ import annotations
