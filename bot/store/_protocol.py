@@ -379,15 +379,6 @@ class Store(
     only (its memories, its claims) can ask for that role's protocol instead."""
 
 
-# Store's own namespace lists every member too, as when it was one protocol: what reads a
-# protocol's members from its class (``vars``, such as the conformance check) sees them all.
-for _role in Store.__mro__[1:]:
-    for _name, _member in vars(_role).items():
-        if not _name.startswith("_"):
-            setattr(Store, _name, _member)
-del _role, _name, _member
-
-
 @runtime_checkable
 class StoreBackend(Protocol):
     """The whole database, shared by every agent: open it once (``async with``), then
