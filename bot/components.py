@@ -1,7 +1,8 @@
 """What plugins register with a runtime: actions, providers, evaluators, task workers.
 
-Handlers take the runtime first; they are plain async functions so a plugin is a module of
-functions plus a ``setup(runtime)`` that registers them.
+Handlers are plain async functions, so a plugin is a module of functions plus a
+``setup(runtime)`` that registers them. Actions and evaluators take one :class:`ActionContext`;
+the others take the runtime first.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Action",
+    "ActionContext",
     "ActionHandler",
     "ActionResult",
     "CONVERSATION_SUMMARIES",
@@ -80,15 +82,28 @@ class ActionResult:
     error: str | None = None
 
 
-#: ``async (runtime, message, state, options, callback, responses) -> ActionResult | None``: an
-#: action's work; ``callback`` sends in the message's room, ``responses`` are the planned replies.
-ActionHandler = Callable[
-    ["AgentRuntime", Memory, State, JSON, HandlerCallback | None, Sequence[Memory]], Awaitable[ActionResult | None]
-]
-#: An evaluator's work, with the same arguments as an action's; what it returns is not used.
-EvaluatorHandler = Callable[
-    ["AgentRuntime", Memory, State, JSON, HandlerCallback | None, Sequence[Memory]], Awaitable[object]
-]
+@dataclass(frozen=True, slots=True)
+class ActionContext:
+    """What an action or an evaluator works with, for one message."""
+
+    runtime: AgentRuntime
+    message: Memory
+    """The message being answered, as stored."""
+    state: State
+    """What the providers composed for it; actions running in a chain share it."""
+    options: JSON
+    """``previousResults``: the :class:`ActionResult` of each action run before in the chain."""
+    reply: HandlerCallback
+    """Sends content in the message's room (bounded, counted and recorded by the pipeline);
+    returns the memories of what went out, ``[]`` when nothing could be sent."""
+    responses: Sequence[Memory] = ()
+    """The replies the model planned (their text, actions and attachments)."""
+
+
+#: ``async (context) -> ActionResult | None``: an action's work (None counts as a success).
+ActionHandler = Callable[[ActionContext], Awaitable[ActionResult | None]]
+#: An evaluator's work, with an action's context; what it returns is not used.
+EvaluatorHandler = Callable[[ActionContext], Awaitable[object]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 from .backoff import ExponentialBackoff
 from .errors import ConfigError, reason_for
-from .events import EventType
+from .events import PlatformConnected
 from .links import LinkState
 from .platform_plans import PlatformPlan
 from .runtime import AgentRuntime
@@ -80,7 +80,7 @@ async def _attempt(
     # Up, unless the adapter said how it is itself while connecting (ready, or still waiting).
     if runtime.links.get(plan.platform) is before:
         runtime.links.set(plan.platform, LinkState.CONNECTED)
-    await runtime.emit(EventType.PLATFORM_CONNECTED, {"source": plan.platform})
+    await runtime.emit(PlatformConnected(source=plan.platform))
     return None
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .buttons import buttons_in
 from .errors import ConfigError, StoreError
-from .events import EventType
+from .events import MessageSent, WorldLeft
 from .types import JSON, Entity, Memory, Role, Room, World, now_ms
 
 if TYPE_CHECKING:
@@ -98,10 +98,7 @@ class Connections:
         marked (:meth:`mark_world_rooms`), and WORLD_LEFT says so."""
         rooms = await self.mark_world_rooms(world_id, how)
         world = await self.runtime.store.get_world(world_id)
-        await self.runtime.emit(
-            EventType.WORLD_LEFT,
-            {"worldId": world_id, "world": world, "rooms": rooms, "status": how, "source": self.source},
-        )
+        await self.runtime.emit(WorldLeft(world_id=world_id, world=world, rooms=rooms, status=how, source=self.source))
 
     async def merge_world(self, reported: World) -> tuple[World, bool]:
         """Write the world as the platform reports it: created if new, else merged into the
@@ -176,7 +173,7 @@ async def record_sent(runtime: AgentRuntime, memories: list[Memory], source: str
         await store.health.retry(
             functools.partial(store.create_memory, memory, "messages", unique=False), going_on=lambda: runtime.accepting
         )
-        await runtime.emit(EventType.MESSAGE_SENT, {"message": memory, "source": source})
+        await runtime.emit(MessageSent(message=memory, source=source))
     return memories
 
 

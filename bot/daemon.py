@@ -48,7 +48,7 @@ from .cluster_host import ClusterHost, join_when_able
 from .connecting import connect_or_retry
 from .control import ControlServer, DaemonStatus, ReloadSummary
 from .errors import EXIT_CONFIG, EXIT_TEMPFAIL, ConfigError, ReloadError, ReloadFailed, StoreLocked, reason_for
-from .events import EventType
+from .events import AgentReloaded
 from .hosted import HostedAgent, fingerprint, platform_links, status_line
 from .lifecycle import AgentState, DaemonState
 from .links import Link, LinkState
@@ -473,7 +473,7 @@ class Daemon:
             agent.result = result  # same agent; the file may have moved
             if agent.runtime is not None:  # what it reads from disk (knowledge files) may have changed
                 with agent_context(agent.name):
-                    await agent.runtime.emit(EventType.AGENT_RELOADED, {})
+                    await agent.runtime.emit(AgentReloaded(runtime=agent.runtime))
         # Stop first: a restarted agent's new self needs the bot tokens its old self holds.
         await asyncio.gather(*(self._retire(a) for a in plan.stopping))
         for agent in plan.stopping:

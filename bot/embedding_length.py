@@ -19,7 +19,7 @@ from .backoff import ExponentialBackoff
 from .character import Character
 from .errors import ModelError
 from .models import ModelType
-from .store import Store
+from .store import MemoryStore
 
 __all__ = ["ASK_TIMEOUT_S", "EmbeddingLengthHost", "learn_embedding_length", "RETRIES", "RETRY_BASE_S"]
 
@@ -38,7 +38,7 @@ class EmbeddingLengthHost(Protocol):
     """What learning the length needs of a runtime."""
 
     @property
-    def store(self) -> Store: ...
+    def store(self) -> MemoryStore: ...
 
     @property
     def character(self) -> Character: ...

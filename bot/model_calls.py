@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import plugins as plugin_registry
 from .errors import ModelError
+from .events import ModelFailed, ModelUsed
 from .models import ContextLength, ModelType
 from .time_limits import time_limit
 
@@ -130,7 +131,8 @@ class ModelHandlers:
             agent=agent, model_type=kind.value, provider=provider, outcome="error" if error else "ok"
         ).inc()
         runtime.metrics.model_latency.labels(agent=agent, model_type=kind.value).observe(elapsed_ms / 1000)
-        body = {"modelType": kind.value, "provider": provider, "durationMs": round(elapsed_ms, 1), "ok": error is None}
+        duration_ms = round(elapsed_ms, 1)
+        body = {"modelType": kind.value, "provider": provider, "durationMs": duration_ms, "ok": error is None}
         if error is not None:
             body["error"] = type_name(error)
         try:
@@ -138,7 +140,12 @@ class ModelHandlers:
             runtime.store.queue_log(body, runtime.agent_id, runtime.agent_id, f"useModel:{kind.value}")
         except Exception as exc:  # logging must never break a model call
             _log.debug("%s: could not log model use: %s", runtime.character.name, exc)
-        await runtime.emit("MODEL_FAILED" if error else "MODEL_USED", {"type": kind.value, **body})
+        if error is None:
+            await runtime.emit(ModelUsed(model_type=kind.value, provider=provider, duration_ms=duration_ms))
+        else:
+            await runtime.emit(
+                ModelFailed(model_type=kind.value, provider=provider, duration_ms=duration_ms, error=type_name(error))
+            )
 
 
 def type_name(exc: BaseException | None) -> str:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from .backoff import ExponentialBackoff
 from .errors import ConfigError
-from .events import EventType
+from .events import PlatformConnected
 from .lifecycle import RuntimeState
 from .links import LinkState
 from .settings import SettingReader
@@ -102,7 +102,7 @@ class TokenRefusal:
         _log.info("%s takes %s's bot token again; %s is back", self.label, self.runtime.character.name, self.label)
         self.runtime.links.set(self.platform, LinkState.CONNECTED)
         # What could not be answered meanwhile is taken up, as after any reconnection.
-        await self.runtime.emit(EventType.PLATFORM_CONNECTED, {"source": self.platform})
+        await self.runtime.emit(PlatformConnected(source=self.platform))
 
 
 def _every(seconds: float) -> str:

@@ -28,7 +28,7 @@ from .character import Character
 from .components import Action, Evaluator, PressHandler, Provider, ServiceKey, State, TaskWorker
 from .embedding_length import learn_embedding_length
 from .errors import PluginLoadError
-from .events import EventType, event_name
+from .events import CustomEvent, Event, EventType, MessageReceived
 from .ids import unique_uuid
 from .lifecycle import RuntimeState
 from .links import Links
@@ -48,8 +48,10 @@ __all__ = ["AgentRuntime", "Fence", "RuntimeState"]
 _log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+E = TypeVar("E", bound=Event)
 
-EventHandler = Callable[[dict[str, Any]], Awaitable[None]]
+#: What handles one class of event: ``async def on_sent(event: MessageSent) -> None``.
+EventHandler = Callable[[E], Awaitable[None]]
 
 _DEFAULT_CONVERSATION_LENGTH = 32
 _DEFAULT_RECOVERY_WINDOW_S = 300.0
@@ -109,7 +111,8 @@ class AgentRuntime:
         self.loaded_plugins: list[str] = []
         self._overrides: dict[str, str] = {}
         self._models = ModelHandlers(self)
-        self._events: dict[str, list[EventHandler]] = {}
+        # By event name; the name fixes the class, so each handler gets only the events it takes.
+        self._events: dict[str, list[EventHandler[Any]]] = {}
         self._message_handler: MessageHandler | None = None
         self._on_close: list[Callable[[], Awaitable[None]]] = []
         self._tasks = BackgroundTasks(f"troupe:{character.name}", agent=character.name)
@@ -271,8 +274,25 @@ class AgentRuntime:
         its plugin does not say (prompts are then not cut to fit)."""
         return self._models.context_length(model_type(type))
 
-    def register_event(self, name: str, handler: EventHandler) -> None:
-        self._events.setdefault(event_name(name), []).append(handler)
+    @overload
+    def on(self, event: type[E], handler: EventHandler[E]) -> None: ...
+    @overload
+    def on(self, event: str, handler: EventHandler[CustomEvent]) -> None: ...
+    def on(self, event: type[Event] | str, handler: EventHandler[Any]) -> None:
+        """Run ``handler`` on every event of class ``event`` (``runtime.on(MessageSent, h)``), or,
+        given a name no class types (``"discord:voice:joined"``), on every such :class:`CustomEvent`.
+
+        Raises:
+            ValueError: ``event`` names a typed event: register its class, whose events it gets.
+            TypeError: ``event`` is CustomEvent itself, which has no one name.
+        """
+        if isinstance(event, str):
+            name = CustomEvent(event).name
+        elif event is CustomEvent:
+            raise TypeError("register a custom event's handler under its name: runtime.on(name, handler)")
+        else:
+            name = event.type.value
+        self._events.setdefault(name, []).append(handler)
 
     def handle_messages_with(self, handler: MessageHandler) -> None:
         """Answer incoming messages with ``handler`` (the core plugin's pipeline); one per runtime."""
@@ -426,14 +446,14 @@ class AgentRuntime:
 
     # -- events ---------------------------------------------------------------------------
 
-    async def emit(self, name: str, payload: dict[str, Any]) -> None:
-        """Run every handler of ``name`` concurrently; a failing handler is logged, never raised."""
-        key = event_name(name)
+    async def emit(self, event: Event) -> None:
+        """Run every handler of ``event``'s name concurrently; a failing handler is logged, never
+        raised. Handlers share the event, which is frozen."""
+        key = event.name
         handlers = self._events.get(key)
         if not handlers:
             return
-        payload.setdefault("runtime", self)
-        results = await asyncio.gather(*(h(payload) for h in handlers), return_exceptions=True)
+        results = await asyncio.gather(*(h(event) for h in handlers), return_exceptions=True)
         for handler, result in zip(handlers, results, strict=True):
             if isinstance(result, Exception):
                 _log.error(
@@ -457,7 +477,7 @@ class AgentRuntime:
             return await handler.handle(incoming)
         outcome, _ = await asyncio.gather(
             handler.handle(incoming),
-            self.emit(EventType.MESSAGE_RECEIVED, {"message": incoming.message, "source": incoming.source}),
+            self.emit(MessageReceived(message=incoming.message, source=incoming.source)),
         )
         return outcome
 

@@ -22,7 +22,22 @@ from bot.store._health import CORRUPT_RECOVERY, StoreHealth, StoreState, classif
 from bot.store._leases import Lease, LeaseRecord, Leases
 from bot.store._memories import DEDUP_THRESHOLD
 from bot.store._migrations import SCHEMA_VERSION
-from bot.store._protocol import JSONValue, Store, StoreBackend
+from bot.store._protocol import (
+    AgentRecords,
+    CacheStore,
+    ClaimStore,
+    EntityStore,
+    JSONValue,
+    KnowledgeStore,
+    LogStore,
+    MaintenanceStore,
+    MemoryStore,
+    RoomStore,
+    Store,
+    StoreBackend,
+    StoreScope,
+    TaskStore,
+)
 from bot.store._roster import CharacterFile, DaemonEntry, DaemonRecord, Roster, application_name
 from bot.store._search import fts_query
 from bot.store._sharing import RoomSharing
@@ -42,9 +57,12 @@ from bot.store._values import (
 from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, DIMENSION_MAP
 
 __all__ = [
+    "AgentRecords",
     "AgentStore",
     "CORRUPT_RECOVERY",
+    "CacheStore",
     "CharacterFile",
+    "ClaimStore",
     "CopyReport",
     "DEDUP_THRESHOLD",
     "DEFAULT_EMBEDDING_DIMENSION",
@@ -53,25 +71,33 @@ __all__ = [
     "DaemonEntry",
     "DaemonRecord",
     "Database",
+    "EntityStore",
     "Forgotten",
     "JSONValue",
     "KNOWLEDGE_TABLES",
     "KnowledgeDocument",
     "KnowledgeSourceRecord",
+    "KnowledgeStore",
     "Lease",
     "LeaseRecord",
     "Leases",
+    "LogStore",
+    "MaintenanceStore",
     "MemoryExport",
+    "MemoryStore",
     "MessageHandling",
     "Participation",
     "RoomSharing",
+    "RoomStore",
     "Roster",
     "SCHEMA_VERSION",
     "SHARED_KNOWLEDGE_ID",
     "Store",
     "StoreBackend",
     "StoreHealth",
+    "StoreScope",
     "StoreState",
+    "TaskStore",
     "application_name",
     "backend_for",
     "classify",

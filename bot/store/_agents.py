@@ -1,11 +1,9 @@
-"""Agents: the characters themselves, as stored (never their secrets)."""
+"""Agents: the characters themselves, as stored (never their secrets). Both backends."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-
-import aiosqlite
 
 from bot.store._agent_fields import (
     AGENT_UPDATABLE,
@@ -14,30 +12,32 @@ from bot.store._agent_fields import (
     check_updatable,
     require_own,
 )
-from bot.store._connect import SQLValue
+from bot.store._dialect import Statements, Step, Unit
 from bot.store._rows import AGENT_JSON_FIELDS, dumps, loads, row_to_agent
-from bot.store._scoped import AgentScoped
 from bot.types import AgentRecord, now_ms
 
 __all__ = ["AgentsMixin"]
 
+_INSERT = (
+    f"INSERT INTO agents (id, enabled, created_at, updated_at, name, username, system, {', '.join(AGENT_JSON_FIELDS)}) "
+    f"VALUES (?, ?, ?, ?, ?, ?, ?, {', '.join('?' for _ in AGENT_JSON_FIELDS)}) ON CONFLICT (id) DO NOTHING"
+)
+_TABLES = ("agents",)
 
-class AgentsMixin(AgentScoped):
+
+class AgentsMixin(Statements):
     """The ``agents`` table: create, read, update (settings deep-merged), delete with cascade."""
 
     __slots__ = ()
 
-    async def _insert_agent(self, conn: aiosqlite.Connection, agent: AgentRecord) -> bool:
+    def _insert_agent(self, agent: AgentRecord) -> Unit[bool]:
         now = now_ms()
         values = agent_json_values(agent)
-        columns = ", ".join(AGENT_JSON_FIELDS)
-        marks = ", ".join("?" for _ in AGENT_JSON_FIELDS)
-        cur = await conn.execute(
-            f"INSERT INTO agents (id, enabled, created_at, updated_at, name, username, system, {columns}) "
-            f"VALUES (?, ?, ?, ?, ?, ?, ?, {marks}) ON CONFLICT(id) DO NOTHING",
+        done = yield Step(
+            _INSERT,
             (
                 agent.id,
-                int(agent.enabled),
+                self.dialect.boolean(agent.enabled),
                 agent.created_at or now,
                 now,
                 agent.name,
@@ -46,20 +46,19 @@ class AgentsMixin(AgentScoped):
                 *(dumps(values[name]) for name in AGENT_JSON_FIELDS),
             ),
         )
-        return cur.rowcount == 1
+        return done.rowcount == 1
 
-    async def _update_agent(self, conn: aiosqlite.Connection, changes: Mapping[str, Any]) -> bool:
+    def _update_agent(self, changes: Mapping[str, Any]) -> Unit[bool]:
         check_updatable(changes)
-        async with conn.execute("SELECT settings FROM agents WHERE id = ?", (self._agent_id,)) as cur:
-            row = await cur.fetchone()
-        if row is None:
+        done = yield Step("SELECT settings FROM agents WHERE id = ?{for_update}", (self._agent_id,))
+        if not done.rows:
             return False
         sets: list[str] = ["updated_at = ?"]
-        params: list[SQLValue] = [now_ms()]
-        for name, value in agent_changes(changes, loads(row["settings"], {})).items():
+        params: list[object] = [now_ms()]
+        for name, value in agent_changes(changes, loads(done.rows[0]["settings"], {})).items():
             sets.append(f"{name} = ?")  # name is from the AGENT_UPDATABLE whitelist
             params.append(dumps(value) if name in AGENT_JSON_FIELDS else value)
-        await conn.execute(f"UPDATE agents SET {', '.join(sets)} WHERE id = ?", (*params, self._agent_id))
+        yield Step(f"UPDATE agents SET {', '.join(sets)} WHERE id = ?", (*params, self._agent_id))
         return True
 
     async def create_agent(self, agent: AgentRecord) -> bool:
@@ -68,8 +67,7 @@ class AgentsMixin(AgentScoped):
         Raises ValueError if ``agent.id`` is not this store's agent.
         """
         require_own(agent, self._agent_id, "create_agent")
-        async with self._db.transaction() as conn:
-            return await self._insert_agent(conn, agent)
+        return await self._write(lambda: self._insert_agent(agent), tables=_TABLES)
 
     async def upsert_agent(self, agent: AgentRecord) -> AgentRecord:
         """Create this store's agent, or update it from ``agent``; return the stored record.
@@ -79,22 +77,24 @@ class AgentsMixin(AgentScoped):
         Raises ValueError if ``agent.id`` is not this store's agent.
         """
         require_own(agent, self._agent_id, "upsert_agent")
-        async with self._db.transaction() as conn:
-            if not await self._insert_agent(conn, agent):
-                changes = {name: getattr(agent, name) for name in AGENT_UPDATABLE}
-                await self._update_agent(conn, changes)
+
+        def upsert() -> Unit[None]:
+            if not (yield from self._insert_agent(agent)):
+                yield from self._update_agent({name: getattr(agent, name) for name in AGENT_UPDATABLE})
+
+        await self._write(upsert, tables=_TABLES)
         stored = await self.get_agent()
         assert stored is not None  # written above; agents are only deleted by their own store
         return stored
 
     async def get_agent(self, agent_id: str | None = None) -> AgentRecord | None:
         """An agent by id (this store's agent by default), from any agent's view; None if unknown."""
-        row = await self._db.fetchone("SELECT * FROM agents WHERE id = ?", (agent_id or self._agent_id,))
+        row = await self._row("SELECT * FROM agents WHERE id = ?", (agent_id or self._agent_id,))
         return row_to_agent(row) if row else None
 
     async def get_agents(self) -> list[AgentRecord]:
         """Every agent in the database (cross-agent: the daemon's roster), by name."""
-        rows = await self._db.fetchall("SELECT * FROM agents ORDER BY name, id")
+        rows = await self._rows("SELECT * FROM agents ORDER BY name{by_code_point}, id{by_code_point}")
         return [row_to_agent(r) for r in rows]
 
     async def update_agent(self, changes: Mapping[str, Any]) -> bool:
@@ -105,14 +105,16 @@ class AgentsMixin(AgentScoped):
         else replaces. ``updated_at`` becomes now. Raises ValueError for unknown or read-only fields.
         """
         check_updatable(changes)  # before waiting for the write lock
-        async with self._db.transaction() as conn:
-            return await self._update_agent(conn, changes)
+        return await self._write(lambda: self._update_agent(changes), tables=_TABLES)
 
     async def delete_agent(self) -> bool:
         """Delete this store's agent and, by cascade, everything it owns; False if it did not exist."""
-        async with self._db.transaction() as conn:
-            cur = await conn.execute("DELETE FROM agents WHERE id = ?", (self._agent_id,))
-            await conn.execute("DELETE FROM meta WHERE key = ?", (f"embedding_dimension:{self._agent_id}",))
-            deleted = cur.rowcount > 0
-        self._db.forget_agent(self._agent_id)
+
+        def delete() -> Unit[bool]:
+            done = yield Step("DELETE FROM agents WHERE id = ?", (self._agent_id,))
+            yield Step("DELETE FROM meta WHERE key = ?", (f"embedding_dimension:{self._agent_id}",))
+            return done.rowcount > 0
+
+        deleted = await self._write(delete, tables=None)
+        self._after_agent_deleted()
         return deleted

@@ -1,20 +1,24 @@
-"""Entities (people and bots as one agent knows them) and their components."""
+"""Entities (people and bots as one agent knows them) and their components. Both backends."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from bot.errors import StoreError
-from bot.store._connect import Connection, Row, casefold
+from bot.store._connect import casefold
+from bot.store._dialect import Statements
 from bot.store._rows import (
+    Row,
     component_filter,
     dumps,
     entities_with_components,
+    fold_names,
     normalize_names,
     row_to_component,
     row_to_entity,
 )
-from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
+from bot.store._scoped import new_id, validate_count
 from bot.types import Component, Entity, now_ms
 
 __all__ = ["EntitiesMixin"]
@@ -24,7 +28,13 @@ _ENTITIES = ("entities",)
 _COMPONENTS = ("components",)
 
 
-class EntitiesMixin(AgentScoped):
+def _json_rows(value: object) -> list[Row]:
+    """Rows aggregated as JSON: SQLite's JSON text, or what PostgreSQL's driver read of it."""
+    rows: list[Row] | None = json.loads(value) if isinstance(value, str) else value  # type: ignore[assignment]
+    return rows or []
+
+
+class EntitiesMixin(Statements):
     """The ``entities`` and ``components`` tables."""
 
     __slots__ = ()
@@ -37,19 +47,13 @@ class EntitiesMixin(AgentScoped):
             return True
         now = now_ms()
         rows = [
-            (
-                e.id or new_id(),
-                self._agent_id,
-                e.created_at or now,
-                dumps(normalize_names(e.names)),
-                dumps(e.metadata.to_json()),
-            )
+            (e.id or new_id(), self._agent_id, e.created_at or now, *self._names(e), dumps(e.metadata.to_json()))
             for e in entities
         ]
         try:
-            await self._write_rows(
-                "INSERT INTO entities (id, agent_id, created_at, names, metadata) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT(id) DO NOTHING",
+            await self._run_many(
+                "INSERT INTO entities (id, agent_id, created_at, {entity_names}, metadata) "
+                "VALUES (?, ?, ?, {entity_name_marks}, ?) ON CONFLICT (id) DO NOTHING",
                 rows,
                 tables=_ENTITIES,
             )
@@ -57,17 +61,16 @@ class EntitiesMixin(AgentScoped):
             return self._fail("create_entities", exc)
         return True
 
-    def _with_components(self, conn: Connection, rows: list[Row]) -> list[Entity]:
-        """On the reader's thread: entities of ``rows`` with their components attached."""
-        components = (
-            conn.execute(
-                "SELECT * FROM components WHERE agent_id = ? AND entity_id IN (SELECT value FROM json_each(?)) "
-                "ORDER BY created_at, rowid",
-                (self._agent_id, json_list([r["id"] for r in rows])),
-            ).fetchall()
-            if rows
-            else []
-        )
+    def _names(self, entity: Entity) -> tuple[object, ...]:
+        """The ``{entity_names}`` columns of an entity: its names (and, where kept, casefolded)."""
+        names = normalize_names(entity.names)
+        return (dumps(names), fold_names(names)) if self.dialect.folded_names else (dumps(names),)
+
+    async def _with_components(self, where: str, params: Sequence[object]) -> list[Entity]:
+        """The entities ``where`` (a condition, and an ORDER BY if any) picks, components attached:
+        one query, each entity's components in a JSON array."""
+        rows = await self._rows(f"SELECT e.*, {{components}} AS components FROM entities e WHERE {where}", params)
+        components = (c for r in rows for c in _json_rows(r["components"]))
         return entities_with_components(rows, components)
 
     async def get_entities_by_ids(self, entity_ids: Sequence[str]) -> list[Entity]:
@@ -75,14 +78,10 @@ class EntitiesMixin(AgentScoped):
         if not entity_ids:
             return []
 
-        def read(conn: Connection) -> list[Entity]:  # both queries in one trip to the reader's thread
-            rows = conn.execute(
-                "SELECT * FROM entities WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?))",
-                (self._agent_id, json_list(entity_ids)),
-            ).fetchall()
-            return self._with_components(conn, rows)
-
-        by_id = {e.id: e for e in await self._db.read(read)}
+        found = await self._with_components(
+            "e.agent_id = ? AND e.id {in_list}", (self._agent_id, self.dialect.id_list(entity_ids))
+        )
+        by_id = {e.id: e for e in found}
         return [by_id[i] for i in dict.fromkeys(entity_ids) if i in by_id]
 
     async def get_entity(self, entity_id: str) -> Entity | None:
@@ -92,13 +91,13 @@ class EntitiesMixin(AgentScoped):
 
     async def get_entities_by_names(self, names: Sequence[str]) -> list[Entity]:
         """This agent's entities having any of ``names`` exactly (case-sensitive)."""
+        if not self.dialect.text_holds_nul:
+            names = [n for n in names if "\x00" not in n]  # no stored name holds one
         if not names:
             return []
-        rows = await self._db.fetchall(
-            "SELECT * FROM entities e WHERE agent_id = ? AND EXISTS ("
-            "  SELECT 1 FROM json_each(e.names) n WHERE n.value IN (SELECT value FROM json_each(?))) "
-            "ORDER BY created_at, rowid",
-            (self._agent_id, json_list(names)),
+        rows = await self._rows(
+            "SELECT * FROM entities WHERE agent_id = ? AND {has_any:names} ORDER BY created_at, {seq}",
+            (self._agent_id, self.dialect.id_list(names)),
         )
         return [row_to_entity(r) for r in rows]
 
@@ -109,9 +108,9 @@ class EntitiesMixin(AgentScoped):
         """
         if not entity.id:
             raise ValueError("update_entity needs an entity id")
-        changed = await self._write_statement(
-            "UPDATE entities SET names = ?, metadata = ? WHERE id = ? AND agent_id = ?",
-            (dumps(normalize_names(entity.names)), dumps(entity.metadata.to_json()), entity.id, self._agent_id),
+        changed = await self._run(
+            "UPDATE entities SET {set_entity_names}, metadata = ? WHERE id = ? AND agent_id = ?",
+            (*self._names(entity), dumps(entity.metadata.to_json()), entity.id, self._agent_id),
             tables=_ENTITIES,
         )
         return changed > 0
@@ -120,7 +119,7 @@ class EntitiesMixin(AgentScoped):
         """Delete one of this agent's entities; cascades to its components (also those it asserted),
         participations, memories, relationships and logs. False if not found."""
         # Cascades to many tables: tables=None tells shared reads that anything may have changed.
-        deleted = await self._write_statement(
+        deleted = await self._run(
             "DELETE FROM entities WHERE id = ? AND agent_id = ?", (entity_id, self._agent_id), tables=None
         )
         return deleted > 0
@@ -128,16 +127,14 @@ class EntitiesMixin(AgentScoped):
     async def get_entities_for_room(self, room_id: str, include_components: bool = False) -> list[Entity]:
         """This agent's entities taking part in ``room_id``."""
 
-        def read(conn: Connection) -> list[Entity]:  # both queries in one trip to the reader's thread
-            rows = conn.execute(
-                "SELECT e.* FROM entities e WHERE e.agent_id = ? AND e.id IN ("
-                "  SELECT entity_id FROM participants WHERE room_id = ? AND agent_id = ?) "
-                "ORDER BY e.created_at, e.rowid",
-                (self._agent_id, room_id, self._agent_id),
-            ).fetchall()
-            return self._with_components(conn, rows) if include_components else [row_to_entity(r) for r in rows]
-
-        return await self._db.read(read)
+        where = (
+            "e.agent_id = ? AND e.id IN (SELECT entity_id FROM participants WHERE room_id = ? AND agent_id = ?) "
+            "ORDER BY e.created_at, e.{seq}"
+        )
+        params = (self._agent_id, room_id, self._agent_id)
+        if include_components:
+            return await self._with_components(where, params)
+        return [row_to_entity(r) for r in await self._rows(f"SELECT e.* FROM entities e WHERE {where}", params)]
 
     async def search_entities_by_name(self, query: str, limit: int = 10) -> list[Entity]:
         """This agent's entities with a name containing ``query`` (Unicode case-insensitive).
@@ -146,10 +143,11 @@ class EntitiesMixin(AgentScoped):
         """
         validate_count(limit, "limit")
         needle = casefold(query.strip()) or ""
-        rows = await self._db.fetchall(
-            "SELECT * FROM entities e WHERE agent_id = ? AND (? = '' OR EXISTS ("
-            "  SELECT 1 FROM json_each(e.names) n WHERE instr(casefold(n.value), ?) > 0)) "
-            "ORDER BY created_at, rowid LIMIT ?",
+        if "\x00" in needle and not self.dialect.text_holds_nul:
+            return []  # no stored name holds one
+        rows = await self._rows(
+            "SELECT * FROM entities e WHERE agent_id = ? AND (? = '' OR {name_contains}) "
+            "ORDER BY created_at, {seq} LIMIT ?",
             (self._agent_id, needle, needle, limit),
         )
         return [row_to_entity(r) for r in rows]
@@ -159,7 +157,7 @@ class EntitiesMixin(AgentScoped):
     async def create_component(self, component: Component) -> bool:
         """Store a component for this agent (a new id if it has none); False on a database error."""
         try:
-            await self._write_statement(
+            await self._run(
                 "INSERT INTO components (id, entity_id, agent_id, room_id, world_id, source_entity_id, type, "
                 "data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -183,9 +181,9 @@ class EntitiesMixin(AgentScoped):
         self, entity_id: str, type: str, world_id: str | None = None, source_entity_id: str | None = None
     ) -> Component | None:
         """The oldest component of ``type`` on the entity (optionally for a world / asserted by someone), or None."""
-        where, params = component_filter(self._agent_id, entity_id, world_id, source_entity_id, mark="?")
-        row = await self._db.fetchone(
-            f"SELECT * FROM components WHERE {where} AND type = ? ORDER BY created_at, rowid LIMIT 1", (*params, type)
+        where, params = component_filter(self._agent_id, entity_id, world_id, source_entity_id)
+        row = await self._row(
+            f"SELECT * FROM components WHERE {where} AND type = ? ORDER BY created_at, {{seq}} LIMIT 1", (*params, type)
         )
         return row_to_component(row) if row else None
 
@@ -193,14 +191,14 @@ class EntitiesMixin(AgentScoped):
         self, entity_id: str, world_id: str | None = None, source_entity_id: str | None = None
     ) -> list[Component]:
         """All components of the entity (optionally for a world / asserted by someone), oldest first."""
-        where, params = component_filter(self._agent_id, entity_id, world_id, source_entity_id, mark="?")
-        rows = await self._db.fetchall(f"SELECT * FROM components WHERE {where} ORDER BY created_at, rowid", params)
+        where, params = component_filter(self._agent_id, entity_id, world_id, source_entity_id)
+        rows = await self._rows(f"SELECT * FROM components WHERE {where} ORDER BY created_at, {{seq}}", params)
         return [row_to_component(r) for r in rows]
 
     async def update_component(self, component: Component) -> bool:
         """Overwrite one of this agent's components by id; False if not found or on a database error."""
         try:
-            changed = await self._write_statement(
+            changed = await self._run(
                 "UPDATE components SET entity_id = ?, room_id = ?, world_id = ?, source_entity_id = ?, "
                 "type = ?, data = ? WHERE id = ? AND agent_id = ?",
                 (
@@ -221,7 +219,7 @@ class EntitiesMixin(AgentScoped):
 
     async def delete_component(self, component_id: str) -> bool:
         """Delete one of this agent's components; False if not found."""
-        deleted = await self._write_statement(
+        deleted = await self._run(
             "DELETE FROM components WHERE id = ? AND agent_id = ?", (component_id, self._agent_id), tables=_COMPONENTS
         )
         return deleted > 0

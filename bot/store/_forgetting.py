@@ -1,23 +1,21 @@
 """Forgetting (``troupe memory forget``): a room, a person, everything, or the knowledge.
 
 Each forget runs as one transaction that removes rows explicitly, table by table, so it can say
-what went; cascades and the keyword-index triggers then have nothing left to do. A forget turns on
-``secure_delete`` and rebuilds the keyword index, so deleted text does not linger in free pages or
-in old index segments; :meth:`~bot.store.Database.checkpoint` afterwards moves it out of the
-write-ahead log too. What a person's forget removes is in ``_selection``.
+what went; cascades and the keyword-index triggers then have nothing left to do. On SQLite a
+forget turns on ``secure_delete`` and rebuilds the keyword index, so deleted text does not linger
+in free pages or in old index segments; :meth:`~bot.store.Database.checkpoint` afterwards moves it
+out of the write-ahead log too. What a person's forget removes is in ``_selection``. Both backends.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
-from bot.store._connect import Connection, Params
+from bot.store._dialect import Dialect, Statements, Step, Unit
 from bot.store._knowledge import DOCUMENTS, FRAGMENTS
-from bot.store._rows import dumps, loads
-from bot.store._scoped import AgentScoped, json_list
+from bot.store._rows import Row, dumps, loads
 from bot.store._selection import select_entity
 from bot.store._values import KNOWLEDGE_TABLES, SHARED_KNOWLEDGE_ID, Forgotten
 
@@ -55,104 +53,106 @@ class Tally:
 
 
 class _Forget(Tally):
-    """One forget, on the writer's thread inside its transaction: deletes and counts."""
+    """One forget, inside its transaction: the statements that delete, and their counts."""
 
-    def __init__(self, conn: Connection, agent_id: str) -> None:
+    def __init__(self, agent_id: str, dialect: Dialect) -> None:
         super().__init__(agent_id)
-        self.conn = conn
+        self.ids = dialect.id_list
 
-    def delete(self, table: str, where: str, params: Params) -> int:
-        n: int = self.conn.execute(f"DELETE FROM {table} WHERE {where}", params).rowcount
+    def rows(self, sql: str, *params: object) -> Unit[Sequence[Row]]:
+        return (yield Step(sql, params)).rows
+
+    def delete(self, table: str, where: str, *params: object) -> Unit[int]:
+        n = (yield Step(f"DELETE FROM {table} WHERE {where}", params)).rowcount
         self._add(self.result.rows, table, n)
         return n
 
-    def memories(self, ids: Iterable[str], scope: str | None = None) -> None:
+    def memories(self, ids: Iterable[str], scope: str | None = None) -> Unit[None]:
         """Delete these memories of the agent (or of ``scope``: the shared knowledge) and their
         vectors, counted by memory table."""
-        wanted = json_list(sorted(set(ids)))
-        if wanted == "[]":
+        wanted = sorted(set(ids))
+        if not wanted:
             return
         owner = scope or self.agent
-        in_ids = "IN (SELECT value FROM json_each(?))"
-        rows = self.conn.execute(
-            f"SELECT id, type FROM memories WHERE +agent_id = ? AND id {in_ids}", (owner, wanted)
-        ).fetchall()
+        rows = yield from self.rows(
+            "SELECT id, type FROM memories WHERE {scan_agent}agent_id = ? AND id {in_list}", owner, self.ids(wanted)
+        )
         if not rows:
             return
-        for table, n in Counter(r[1] for r in rows).items():
+        for table, n in Counter(r["type"] for r in rows).items():
             self._add(self.result.memories, table, n)
-        found = json_list(r[0] for r in rows)
-        self.delete("embeddings", f"memory_id {in_ids}", (found,))
-        self.conn.execute(f"DELETE FROM memories WHERE +agent_id = ? AND id {in_ids}", (owner, found))
-        self.gone.update(r[0] for r in rows)
+        found = [r["id"] for r in rows]
+        yield from self.delete("embeddings", "memory_id {in_list}", self.ids(found))
+        yield Step("DELETE FROM memories WHERE {scan_agent}agent_id = ? AND id {in_list}", (owner, self.ids(found)))
+        self.gone.update(found)
 
-    def knowledge(self) -> None:
+    def knowledge(self) -> Unit[None]:
         """Delete the agent's knowledge: its sources and documents, and its claims on the shared
         scope with the shared documents no other agent claims (for the shared scope itself:
         all of it). Its next sync stores again whatever its character still lists."""
-        self.delete(
+        yield from self.delete(
             "knowledge_sources",
             "scope_id = ? OR (scope_id = ? AND owner_id = ?)",
-            (self.agent, SHARED_KNOWLEDGE_ID, self.agent),
+            self.agent,
+            SHARED_KNOWLEDGE_ID,
+            self.agent,
         )
         for scope in dict.fromkeys((self.agent, SHARED_KNOWLEDGE_ID)):
-            orphans = json_list(
-                r[0]
-                for r in self.conn.execute(
-                    "SELECT id FROM memories m WHERE m.agent_id = ? AND m.type = ? AND NOT EXISTS ("
-                    "  SELECT 1 FROM knowledge_sources s WHERE s.scope_id = m.agent_id AND s.document_id = m.id)",
-                    (scope, DOCUMENTS),
-                )
-            )
-            fragments = [
-                r[0]
-                for r in self.conn.execute(
-                    "SELECT id FROM memories WHERE agent_id = ? AND type = ? "
-                    "AND json_extract(metadata, '$.documentId') IN (SELECT value FROM json_each(?))",
-                    (scope, FRAGMENTS, orphans),
+            orphans = [
+                r["id"]
+                for r in (
+                    yield from self.rows(
+                        "SELECT m.id FROM memories m WHERE m.agent_id = ? AND m.type = ? AND NOT EXISTS ("
+                        "  SELECT 1 FROM knowledge_sources s WHERE s.scope_id = m.agent_id AND s.document_id = m.id)",
+                        scope,
+                        DOCUMENTS,
+                    )
                 )
             ]
-            self.memories([*json.loads(orphans), *fragments], scope)
-
-    def room(self, room_id: str) -> None:
-        """Delete one of the agent's rooms and everything in it."""
-        self.memories(
-            r[0]
-            for r in self.conn.execute(
-                "SELECT id FROM memories WHERE agent_id = ? AND room_id = ?", (self.agent, room_id)
+            fragments = yield from self.rows(
+                "SELECT id FROM memories WHERE agent_id = ? AND type = ? AND {json_text:metadata.documentId} {in_list}",
+                scope,
+                FRAGMENTS,
+                self.ids(orphans),
             )
-        )
-        self.delete("participants", "room_id = ?", (room_id,))
-        self.delete("components", "room_id = ? AND agent_id = ?", (room_id, self.agent))
-        self.delete("logs", "room_id = ?", (room_id,))
-        self.delete("message_handling", "agent_id = ? AND room_id = ?", (self.agent, room_id))
-        self.delete("tasks", "room_id = ? AND agent_id = ?", (room_id, self.agent))
-        self.delete("rooms", "id = ? AND agent_id = ?", (room_id, self.agent))
+            yield from self.memories([*orphans, *(r["id"] for r in fragments)], scope)
+
+    def room(self, room_id: str) -> Unit[None]:
+        """Delete one of the agent's rooms and everything in it."""
+        rows = yield from self.rows("SELECT id FROM memories WHERE agent_id = ? AND room_id = ?", self.agent, room_id)
+        yield from self.memories(r["id"] for r in rows)
+        yield from self.delete("participants", "room_id = ?", room_id)
+        yield from self.delete("components", "room_id = ? AND agent_id = ?", room_id, self.agent)
+        yield from self.delete("logs", "room_id = ?", room_id)
+        yield from self.delete("message_handling", "agent_id = ? AND room_id = ?", self.agent, room_id)
+        yield from self.delete("tasks", "room_id = ? AND agent_id = ?", room_id, self.agent)
+        yield from self.delete("rooms", "id = ? AND agent_id = ?", room_id, self.agent)
         self.gone.add(room_id)
 
     def scrub(
-        self, table: str, key: str, columns: Sequence[str], needle: str, where: str = "", params: Params = ()
-    ) -> None:
-        """Remove ``needle`` from the JSON ``columns`` of the agent's rows of ``table`` that mention it."""
-        mentions = " OR ".join(f"instr({c}, ?) > 0" for c in columns)
-        sql = f"SELECT {key}, {', '.join(columns)} FROM {table} WHERE agent_id = ? AND ({mentions}){where}"
-        edited = 0
-        for row in self.conn.execute(sql, (self.agent, *[needle] * len(columns), *params)).fetchall():
+        self, table: str, columns: Sequence[str], needle: str, where: str = "", params: Sequence[object] = ()
+    ) -> Unit[None]:
+        """Remove ``needle`` from the JSON ``columns`` of the agent's rows of ``table`` (keyed by
+        ``id``) that mention it."""
+        mentions = " OR ".join(f"{{json_holds:{c}}}" for c in columns)
+        rows = yield from self.rows(
+            f"SELECT id, {', '.join(columns)} FROM {table} WHERE agent_id = ? AND ({mentions}){where}",
+            self.agent,
+            *[needle] * len(columns),
+            *params,
+        )
+        sets = ", ".join(f"{c} = ?{{json}}" for c in columns)
+        for row in rows:
             values = [dumps(scrubbed(loads(row[c]), needle)) if row[c] is not None else None for c in columns]
-            sets = ", ".join(f"{c} = ?" for c in columns)
-            self.conn.execute(f"UPDATE {table} SET {sets} WHERE {key} = ?", (*values, row[0]))
-            edited += 1
-        self._add(self.result.edited, table, edited)
+            yield Step(f"UPDATE {table} SET {sets} WHERE id = ?", (*values, row["id"]))
+        self._add(self.result.edited, table, len(rows))
 
-    def cache(self, *extra: str) -> None:
+    def cache(self, *extra: str) -> Unit[None]:
         """Delete the agent's cache entries that name anything deleted (or ``extra`` ids)."""
-        entries = self.conn.execute("SELECT key, value FROM cache WHERE agent_id = ?", (self.agent,)).fetchall()
-        for key in self.stale(((r[0], r[1]) for r in entries), extra):
-            self.delete("cache", "key = ? AND agent_id = ?", (key, self.agent))
-
-    def finish(self) -> None:
-        """Rebuild the keyword index: deleted words must not survive in its old segments."""
-        self.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+        entries = yield from self.rows("SELECT key, value FROM cache WHERE agent_id = ?", self.agent)
+        stale = self.stale(((r["key"], r["value"]) for r in entries), extra)
+        if stale:
+            yield from self.delete("cache", "agent_id = ? AND key {in_list}", self.agent, self.ids(stale))
 
 
 def scrubbed(value: object, needle: str) -> object:
@@ -166,27 +166,32 @@ def scrubbed(value: object, needle: str) -> object:
     return value
 
 
-class ForgettingMixin(AgentScoped):
+class ForgettingMixin(Statements):
     """Forgetting what the agent stores: one room, one person, everything, or its knowledge."""
 
     __slots__ = ()
 
-    async def _forget(self, work: Callable[[_Forget], None], dry_run: bool) -> Forgotten:
-        def run(conn: Connection) -> Forgotten:
-            before = conn.execute("PRAGMA secure_delete").fetchone()[0]
-            conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed, not left readable
+    async def _forget(self, work: Callable[[_Forget], Unit[None]], dry_run: bool) -> Forgotten:
+        dialect = self.dialect
+
+        def run() -> Unit[Forgotten]:
+            if dialect.secure_delete:  # freed pages are zeroed, not left readable
+                before = (yield Step("PRAGMA secure_delete")).rows[0]["secure_delete"]
+                yield Step("PRAGMA secure_delete = ON")
             try:
-                job = _Forget(conn, self._agent_id)
-                work(job)
+                job = _Forget(self._agent_id, dialect)
+                yield from work(job)
                 if dry_run:
                     raise DryRun(job.result)  # rolls the transaction back
-                job.finish()
+                for sql in dialect.after_forget:
+                    yield Step(sql)
                 return job.result
             finally:
-                conn.execute(f"PRAGMA secure_delete = {int(before):d}")
+                if dialect.secure_delete:
+                    yield Step(f"PRAGMA secure_delete = {int(before):d}")
 
         try:
-            return await self._db.write(run)
+            return await self._write(run, tables=None)
         except DryRun as counted:
             return counted.result
 
@@ -198,7 +203,7 @@ class ForgettingMixin(AgentScoped):
         A running agent stores again what its character lists at its next sync (start, reload).
         ``dry_run`` counts without deleting.
         """
-        return await self._forget(lambda job: job.knowledge(), dry_run)
+        return await self._forget(_Forget.knowledge, dry_run)
 
     async def forget_room(self, room_id: str, *, dry_run: bool = False) -> Forgotten:
         """Delete one of this agent's rooms with everything in it: messages, summaries, facts learned
@@ -210,17 +215,12 @@ class ForgettingMixin(AgentScoped):
         if room_id == self._agent_id:
             raise ValueError("that is the agent's own room; use forget_all to clear everything")
 
-        def work(job: _Forget) -> None:
-            if (
-                job.conn.execute(
-                    "SELECT 1 FROM rooms WHERE id = ? AND agent_id = ?", (room_id, self._agent_id)
-                ).fetchone()
-                is None
-            ):
+        def work(job: _Forget) -> Unit[None]:
+            if not (yield from job.rows("SELECT id FROM rooms WHERE id = ? AND agent_id = ?", room_id, job.agent)):
                 raise LookupError(room_id)
-            job.room(room_id)
-            job.cache()
-            job.scrub("worlds", "id", ("metadata",), room_id)
+            yield from job.room(room_id)
+            yield from job.cache()
+            yield from job.scrub("worlds", ("metadata",), room_id)
 
         return await self._forget(work, dry_run)
 
@@ -235,47 +235,51 @@ class ForgettingMixin(AgentScoped):
             raise ValueError("that is the agent itself; use forget_all to clear everything")
         agent = self._agent_id
 
-        def work(job: _Forget) -> None:
-            row = job.conn.execute(
-                "SELECT names FROM entities WHERE id = ? AND agent_id = ?", (entity_id, agent)
-            ).fetchone()
-            if row is None:
+        def work(job: _Forget) -> Unit[None]:
+            rows = yield from job.rows("SELECT names FROM entities WHERE id = ? AND agent_id = ?", entity_id, agent)
+            if not rows:
                 raise LookupError(entity_id)
-            selection = select_entity(job.conn, agent, entity_id, loads(row[0], []))
+            selection = yield from select_entity(agent, entity_id, loads(rows[0]["names"], []), job.ids)
             for room in selection.dm_rooms:
-                job.room(room)
-            job.memories(selection.memories)
-            for memory_id in selection.mentions:
-                job.scrub("memories", "id", ("content", "metadata"), entity_id, " AND id = ?", (memory_id,))
-            job.delete(
-                "relationships",
-                "agent_id = ? AND (source_entity_id = ? OR target_entity_id = ?)",
-                (agent, entity_id, entity_id),
-            )
-            job.delete(
-                "components", "agent_id = ? AND (entity_id = ? OR source_entity_id = ?)", (agent, entity_id, entity_id)
-            )
-            job.delete("participants", "entity_id = ?", (entity_id,))
-            job.delete(
-                "logs",
-                "entity_id = ? OR (instr(body, ?) > 0 AND room_id IN (SELECT id FROM rooms WHERE agent_id = ?))",
-                (entity_id, entity_id, agent),
-            )
-            job.delete(
-                "tasks",
-                "agent_id = ? AND (entity_id = ? OR instr(metadata, ?) > 0 OR instr(tags, ?) > 0)",
-                (agent, entity_id, entity_id, entity_id),
-            )
-            job.cache(entity_id)
-            for table, key, columns in (
-                ("worlds", "id", ("metadata",)),
-                ("rooms", "id", ("metadata",)),
-                ("entities", "id", ("metadata",)),
-                ("components", "id", ("data",)),
-                ("relationships", "id", ("metadata",)),
+                yield from job.room(room)
+            yield from job.memories(selection.memories)
+            if selection.mentions:
+                yield from job.scrub(
+                    "memories", ("content", "metadata"), entity_id, " AND id {in_list}", (job.ids(selection.mentions),)
+                )
+            for table, first, second in (
+                ("relationships", "source_entity_id", "target_entity_id"),
+                ("components", "entity_id", "source_entity_id"),
             ):
-                job.scrub(table, key, columns, entity_id)
-            job.delete("entities", "id = ? AND agent_id = ?", (entity_id, agent))
+                yield from job.delete(
+                    table, f"agent_id = ? AND ({first} = ? OR {second} = ?)", agent, entity_id, entity_id
+                )
+            yield from job.delete("participants", "entity_id = ?", entity_id)
+            yield from job.delete(
+                "logs",
+                "entity_id = ? OR ({json_holds:body} AND room_id IN (SELECT id FROM rooms WHERE agent_id = ?))",
+                entity_id,
+                entity_id,
+                agent,
+            )
+            yield from job.delete(
+                "tasks",
+                "agent_id = ? AND (entity_id = ? OR {json_holds:metadata} OR {json_holds:tags})",
+                agent,
+                entity_id,
+                entity_id,
+                entity_id,
+            )
+            yield from job.cache(entity_id)
+            for table, columns in (
+                ("worlds", ("metadata",)),
+                ("rooms", ("metadata",)),
+                ("entities", ("metadata",)),
+                ("components", ("data",)),
+                ("relationships", ("metadata",)),
+            ):
+                yield from job.scrub(table, columns, entity_id)
+            yield from job.delete("entities", "id = ? AND agent_id = ?", entity_id, agent)
 
         return await self._forget(work, dry_run)
 
@@ -290,62 +294,61 @@ class ForgettingMixin(AgentScoped):
         """
         agent = self._agent_id
 
-        def work(job: _Forget) -> None:
+        def work(job: _Forget) -> Unit[None]:
             if knowledge:
-                job.knowledge()
-            kept = json_list(KNOWLEDGE_TABLES)
+                yield from job.knowledge()
+            kept = job.ids(KNOWLEDGE_TABLES)
             # Rooms and entities that knowledge lives in or comes from stay, or it would cascade away.
             keep_rooms = {
                 agent,
                 *(
-                    r[0]
-                    for r in job.conn.execute(
-                        "SELECT DISTINCT room_id FROM memories WHERE agent_id = ? AND room_id IS NOT NULL "
-                        "AND type IN (SELECT value FROM json_each(?))",
-                        (agent, kept),
+                    r["room_id"]
+                    for r in (
+                        yield from job.rows(
+                            "SELECT DISTINCT room_id FROM memories WHERE agent_id = ? AND room_id IS NOT NULL "
+                            "AND type {in_list}",
+                            agent,
+                            kept,
+                        )
                     )
                 ),
             }
             keep_entities = {
                 agent,
                 *(
-                    r[0]
-                    for r in job.conn.execute(
-                        "SELECT DISTINCT entity_id FROM memories WHERE agent_id = ? AND entity_id IS NOT NULL "
-                        "AND type IN (SELECT value FROM json_each(?))",
-                        (agent, kept),
+                    r["entity_id"]
+                    for r in (
+                        yield from job.rows(
+                            "SELECT DISTINCT entity_id FROM memories WHERE agent_id = ? AND entity_id IS NOT NULL "
+                            "AND type {in_list}",
+                            agent,
+                            kept,
+                        )
                     )
                 ),
             }
-            job.memories(
-                r[0]
-                for r in job.conn.execute(
-                    "SELECT id FROM memories WHERE agent_id = ? AND type NOT IN (SELECT value FROM json_each(?))",
-                    (agent, kept),
-                )
+            others = yield from job.rows(
+                "SELECT id FROM memories WHERE agent_id = ? AND type {not_in_list}", agent, kept
             )
-            rooms = [
-                r[0]
-                for r in job.conn.execute("SELECT id FROM rooms WHERE agent_id = ?", (agent,))
-                if r[0] not in keep_rooms
+            yield from job.memories(r["id"] for r in others)
+            for row in (yield from job.rows("SELECT id FROM rooms WHERE agent_id = ?", agent)):
+                if row["id"] not in keep_rooms:
+                    yield from job.room(row["id"])
+            entities = [
+                r["id"]
+                for r in (yield from job.rows("SELECT id FROM entities WHERE agent_id = ?", agent))
+                if r["id"] not in keep_entities
             ]
-            for room in rooms:
-                job.room(room)
-            entities = json_list(
-                r[0]
-                for r in job.conn.execute("SELECT id FROM entities WHERE agent_id = ?", (agent,))
-                if r[0] not in keep_entities
-            )
-            in_entities = "IN (SELECT value FROM json_each(?))"
-            job.delete("relationships", "agent_id = ?", (agent,))
-            job.delete("components", "agent_id = ?", (agent,))
-            job.delete("participants", f"agent_id = ? AND entity_id {in_entities}", (agent, entities))
-            job.delete("logs", f"entity_id {in_entities}", (entities,))
-            job.delete("tasks", f"agent_id = ? AND (entity_id {in_entities})", (agent, entities))
-            job.gone.update(json.loads(entities))
-            job.cache()
-            job.delete("worlds", "agent_id = ?", (agent,))
-            job.delete("inbox", "agent_id = ?", (agent,))
-            job.delete("entities", f"agent_id = ? AND id {in_entities}", (agent, entities))
+            in_entities = job.ids(entities)
+            yield from job.delete("relationships", "agent_id = ?", agent)
+            yield from job.delete("components", "agent_id = ?", agent)
+            yield from job.delete("participants", "agent_id = ? AND entity_id {in_list}", agent, in_entities)
+            yield from job.delete("logs", "entity_id {in_list}", in_entities)
+            yield from job.delete("tasks", "agent_id = ? AND entity_id {in_list}", agent, in_entities)
+            job.gone.update(entities)
+            yield from job.cache()
+            yield from job.delete("worlds", "agent_id = ?", agent)
+            yield from job.delete("inbox", "agent_id = ?", agent)
+            yield from job.delete("entities", "agent_id = ? AND id {in_list}", agent, in_entities)
 
         return await self._forget(work, dry_run)

@@ -32,21 +32,14 @@ in the store.)
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 from collections.abc import Collection, Sequence
-from contextlib import AbstractAsyncContextManager
 
 from bot.ids import string_to_uuid
-from bot.store._connect import Connection
-from bot.store._memories import MEMORY_COLUMNS
-from bot.store._rows import dumps, row_to_memory
-from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
-from bot.store._search import fts_query
+from bot.store._dialect import Statements, Step, Unit
+from bot.store._rows import dumps, json_text
 from bot.store._values import SHARED_KNOWLEDGE_ID, KnowledgeDocument, KnowledgeSourceRecord
-from bot.store._vectors import check_dimension, encode_vector
-from bot.types import JSON, Memory, now_ms
+from bot.types import JSON, now_ms
 
 __all__ = [
     "DOCUMENTS",
@@ -58,6 +51,7 @@ __all__ = [
     "KnowledgeScopes",
     "SHARED_NAME",
     "KnowledgeMixin",
+    "ORPHAN_DOCUMENTS",
     "document_rows",
     "fragment_id",
 ]
@@ -95,18 +89,10 @@ class KnowledgeScopes:
         return (scope, owner, source.source, source.document_id, source.content_hash, source.size, source.mtime_ns, now)
 
 
-class KnowledgeMixin(KnowledgeScopes, AgentScoped):
+class KnowledgeMixin(KnowledgeScopes, Statements):
     """Knowledge of this agent (and of the shared scope) in ``memories`` and ``knowledge_sources``."""
 
     __slots__ = ()
-
-    def lock_shared_knowledge(self) -> AbstractAsyncContextManager[None]:
-        """``async with store.lock_shared_knowledge():`` a turn at writing the shared scope.
-
-        Agents take turns there (plugins/knowledge), so a shared document is stored and embedded
-        once and not by two agents at the same time. Shared by every store of the database.
-        """
-        return self._db.shared_knowledge_lock
 
     # -- sources -------------------------------------------------------------------------------
 
@@ -116,17 +102,22 @@ class KnowledgeMixin(KnowledgeScopes, AgentScoped):
         A source whose document is no longer stored (deleted by other means) is left out, so it
         is ingested again rather than trusted.
         """
-        rows = await self._db.fetchall(
+        rows = await self._rows(
             "SELECT s.source, s.document_id, s.content_hash, s.size, s.mtime_ns FROM knowledge_sources s "
             "WHERE s.scope_id = ? AND s.owner_id = ? AND EXISTS ("
             "  SELECT 1 FROM memories m WHERE m.id = s.document_id AND m.agent_id = s.scope_id)",
             (self._scope(shared), self._agent_id),
         )
-        return {r[0]: KnowledgeSourceRecord(r[0], r[1], r[2], r[3], r[4]) for r in rows}
+        return {
+            r["source"]: KnowledgeSourceRecord(
+                r["source"], r["document_id"], r["content_hash"], r["size"], r["mtime_ns"]
+            )
+            for r in rows
+        }
 
     async def has_knowledge_document(self, document_id: str, *, shared: bool = False) -> bool:
         """Whether the document is stored in this agent's scope (or the shared one)."""
-        row = await self._db.fetchone(
+        row = await self._row(
             "SELECT 1 FROM memories WHERE id = ? AND agent_id = ? AND type = ?",
             (document_id, self._scope(shared), DOCUMENTS),
         )
@@ -144,28 +135,33 @@ class KnowledgeMixin(KnowledgeScopes, AgentScoped):
         """
         scope = self._scope(shared)
         now = now_ms()
+        boolean = self.dialect.boolean
+        # jsonb cannot hold U+0000: PostgreSQL stores it as U+FFFD (see json_text).
+        to_json = dumps if self.dialect.text_holds_nul else json_text
 
-        def write(conn: Connection) -> None:
+        def write() -> Unit[None]:
             if shared:
-                conn.execute(
-                    "INSERT INTO agents (id, name, enabled) VALUES (?, ?, 0) ON CONFLICT(id) DO NOTHING",
-                    (scope, SHARED_NAME),
+                yield Step(
+                    "INSERT INTO agents (id, name, enabled) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                    (scope, SHARED_NAME, boolean(False)),
                 )
             if document is not None:
                 # No entity or room: knowledge belongs to the scope alone (world_id names it too).
-                conn.executemany(
-                    f"INSERT INTO memories ({DOCUMENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 1, ?) ON CONFLICT(id) DO NOTHING",
+                yield Step(
+                    f"INSERT INTO memories ({DOCUMENT_COLUMNS}) VALUES (?, ?, ?, ?{{json}}, ?, ?, ?, ?{{json}}) "
+                    "ON CONFLICT (id) DO NOTHING",
                     [
-                        (id, kind, now, dumps(content), scope, scope, dumps(metadata))
+                        (id, kind, now, to_json(content), scope, scope, boolean(True), to_json(metadata))
                         for id, kind, content, metadata in document_rows(document, now)
                     ],
+                    many=True,
                 )
-            conn.execute(
+            yield Step(
                 f"INSERT INTO knowledge_sources ({SOURCE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) {SOURCE_UPSERT}",
                 self._source_row(scope, self._agent_id, source, now),
             )
 
-        await self._db.write(write, tables=_TABLES)
+        await self._write(write, tables=_TABLES)
 
     async def forget_knowledge_sources(self, sources: Collection[str], *, shared: bool = False) -> int:
         """Drop this agent's ``sources`` from its scope (or its claims on the shared one), and those
@@ -176,180 +172,72 @@ class KnowledgeMixin(KnowledgeScopes, AgentScoped):
         """
         scope = self._scope(shared)
 
-        def write(conn: Connection) -> int:
-            conn.execute(
+        ids = self.dialect.id_list
+
+        def write() -> Unit[int]:
+            yield Step(
                 "DELETE FROM knowledge_sources AS s WHERE s.scope_id = ? AND s.owner_id = ? "
-                "AND (s.source IN (SELECT value FROM json_each(?)) OR NOT EXISTS ("
+                "AND (s.source {in_list} OR NOT EXISTS ("
                 "  SELECT 1 FROM memories m WHERE m.id = s.document_id AND m.agent_id = s.scope_id))",
-                (scope, self._agent_id, json_list(sources)),
+                (scope, self._agent_id, ids(sources)),
             )
-            orphans = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT id FROM memories m WHERE m.agent_id = ? AND m.type = ? AND NOT EXISTS ("
-                    "  SELECT 1 FROM knowledge_sources s WHERE s.scope_id = m.agent_id AND s.document_id = m.id)",
-                    (scope, DOCUMENTS),
-                )
-            ]
+            orphans = [r["id"] for r in (yield Step(ORPHAN_DOCUMENTS, (scope, DOCUMENTS))).rows]
             if orphans:
-                ids = json_list(orphans)
                 # Vectors and keyword-index entries go with each row (ON DELETE CASCADE, triggers).
-                conn.execute(
-                    "DELETE FROM memories WHERE agent_id = ? AND type = ? "
-                    "AND json_extract(metadata, '$.documentId') IN (SELECT value FROM json_each(?))",
-                    (scope, FRAGMENTS, ids),
+                yield Step(
+                    "DELETE FROM memories WHERE agent_id = ? AND type = ? AND {json_text:metadata.documentId} {in_list}",
+                    (scope, FRAGMENTS, ids(orphans)),
                 )
-                conn.execute(
-                    "DELETE FROM memories WHERE +agent_id = ? AND id IN (SELECT value FROM json_each(?))", (scope, ids)
+                yield Step(
+                    "DELETE FROM memories WHERE {scan_agent}agent_id = ? AND id {in_list}", (scope, ids(orphans))
                 )
             return len(orphans)
 
-        return await self._db.write(write, tables=_TABLES)
-
-    # -- vectors -------------------------------------------------------------------------------
-
-    async def knowledge_fragments_without_vectors(
-        self, dim: int, *, shared: bool = False, limit: int | None = None
-    ) -> list[str]:
-        """Ids of the fragments of this agent's scope (or the shared one) with no vector of length
-        ``dim``, in the order they were stored (at most ``limit``). One pass over the scope's
-        fragments: fetch the texts with :meth:`get_knowledge_texts` a batch at a time."""
-        column = check_dimension(dim)
-        validate_count(limit, "limit")
-        rows = await self._db.fetchall(
-            f"SELECT m.id FROM memories m LEFT JOIN embeddings e ON e.memory_id = m.id "
-            f"WHERE m.agent_id = ? AND m.type = ? AND {column.absent()} ORDER BY m.seq LIMIT ?",
-            (self._scope(shared), FRAGMENTS, -1 if limit is None else limit),
-        )
-        return [r[0] for r in rows]
+        return await self._write(write, tables=_TABLES)
 
     async def get_knowledge_texts(self, fragment_ids: Sequence[str]) -> dict[str, str]:
         """The text of each of these fragments (own or shared) that still exists, by id."""
         if not fragment_ids:
             return {}
-        rows = await self._db.fetchall(
-            "SELECT m.id, json_extract(m.content, '$.text') FROM memories m "
-            "WHERE m.id IN (SELECT value FROM json_each(?)) AND +m.type = ? AND +m.agent_id IN (?, ?)",
-            (json_list(fragment_ids), FRAGMENTS, *self.knowledge_scopes),
+        rows = await self._rows(
+            "SELECT m.id, {json_text:m.content.text} AS text FROM memories m "
+            "WHERE m.id {in_list} AND {scan_agent}m.type = ? AND {scan_agent}m.agent_id IN (?, ?)",
+            (self.dialect.id_list(fragment_ids), FRAGMENTS, *self.knowledge_scopes),
         )
-        return {r[0]: r[1] or "" for r in rows}
-
-    async def set_knowledge_vectors(self, vectors: Sequence[tuple[str, Sequence[float]]]) -> int:
-        """Store each fragment's vector in the column of its length; returns how many were stored.
-
-        Only fragments of this agent's scope or the shared one are touched; a fragment deleted
-        meanwhile is skipped. Raises ValueError for a vector of an unsupported length.
-
-        Lengths without a column of their own share one: a fragment keeps one vector of those
-        lengths, the last stored (agents sharing knowledge with two such models take turns).
-        """
-        if not vectors:
-            return 0
-        columns = [check_dimension(len(vector)).name for _, vector in vectors]
-        now = now_ms()
-        # Packing 1536 floats takes ~35 µs: off the loop when there are many.
-        packed = await asyncio.to_thread(_pack, vectors) if len(vectors) > ENCODE_INLINE else _pack(vectors)
-        encoded: dict[str, list[tuple[str, str, bytes, int, str]]] = {}
-        for (memory_id, _), column, blob in zip(vectors, columns, packed, strict=True):
-            encoded.setdefault(column, []).append((new_id(), memory_id, blob, now, memory_id))
-        scopes = self.knowledge_scopes
-
-        def write(conn: Connection) -> int:
-            stored = 0
-            for column, rows in encoded.items():
-                before = conn.total_changes
-                conn.executemany(
-                    f"INSERT INTO embeddings (id, memory_id, {column}, created_at) SELECT ?, ?, ?, ? "
-                    "WHERE EXISTS (SELECT 1 FROM memories WHERE id = ? AND type = ? AND agent_id IN (?, ?)) "
-                    f"ON CONFLICT(memory_id) DO UPDATE SET {column} = excluded.{column}",
-                    [(*row, FRAGMENTS, *scopes) for row in rows],
-                )
-                stored += conn.total_changes - before
-            return stored
-
-        return await self._db.write(write, tables=("embeddings",))
+        return {r["id"]: r["text"] or "" for r in rows}
 
     # -- reads -----------------------------------------------------------------------------------
 
     async def count_knowledge(self) -> tuple[int, int]:
         """``(documents, fragments)`` this agent can search: its own and the shared ones."""
-        rows = await self._db.fetchall(
-            "SELECT type, count(*) FROM memories WHERE agent_id IN (?, ?) AND type IN (?, ?) GROUP BY type",
+        rows = await self._rows(
+            "SELECT type, count(*) AS n FROM memories WHERE agent_id IN (?, ?) AND type IN (?, ?) GROUP BY type",
             (*self.knowledge_scopes, DOCUMENTS, FRAGMENTS),
         )
-        counts = {r[0]: int(r[1]) for r in rows}
+        counts = {r["type"]: int(r["n"]) for r in rows}
         return counts.get(DOCUMENTS, 0), counts.get(FRAGMENTS, 0)
 
     async def has_knowledge(self) -> bool:
         """Whether this agent has any knowledge fragment to search (its own or shared)."""
-        row = await self._db.fetchone(
-            "SELECT EXISTS (SELECT 1 FROM memories WHERE agent_id IN (?, ?) AND type = ?)",
+        row = await self._row(
+            "SELECT EXISTS (SELECT 1 FROM memories WHERE agent_id IN (?, ?) AND type = ?) AS found",
             (*self.knowledge_scopes, FRAGMENTS),
         )
-        return bool(row and row[0])
-
-    async def search_knowledge(
-        self, embedding: Sequence[float], *, count: int = 20, match_threshold: float | None = None
-    ) -> list[Memory]:
-        """Fragments (own and shared) nearest to ``embedding``, best first, with ``similarity``
-        (cosine) set; those below ``match_threshold`` left out. Exact, like ``search_memories``.
-
-        Raises ValueError for a query of an unsupported length.
-        """
-        validate_count(count)
-        dim = len(embedding)
-        column = check_dimension(dim)
-        if count == 0:
-            return []
-        rows = await self._db.fetchall(
-            f"SELECT m.seq, 1 - vec_distance_cosine(e.{column.name}, ?) AS similarity "
-            "FROM memories m JOIN embeddings e ON e.memory_id = m.id "
-            f"WHERE m.agent_id IN (?, ?) AND m.type = ? AND {column.present()} "
-            "ORDER BY similarity DESC, m.seq LIMIT ?",
-            (encode_vector(embedding, dim), *self.knowledge_scopes, FRAGMENTS, count),
-        )
-        hits = [(r[0], r[1]) for r in rows if r[1] is not None and (not match_threshold or r[1] >= match_threshold)]
-        return await self._fragments_by_seq(hits)
-
-    async def search_knowledge_by_text(self, query: str, *, count: int = 20) -> list[Memory]:
-        """Fragments (own and shared) matching words of ``query``, best BM25 rank first, with
-        ``similarity`` set to the BM25 relevance (higher is better). User text is never FTS5 syntax."""
-        validate_count(count)
-        match = fts_query(query)
-        if match is None or count == 0:
-            return []
-        rows = await self._db.fetchall(
-            "SELECT m.seq, -bm25(memories_fts) AS score FROM memories_fts "
-            "JOIN memories m ON m.seq = memories_fts.rowid "
-            "WHERE memories_fts MATCH ? AND m.agent_id IN (?, ?) AND m.type = ? "
-            "ORDER BY bm25(memories_fts), m.seq LIMIT ?",
-            (match, *self.knowledge_scopes, FRAGMENTS, count),
-        )
-        return await self._fragments_by_seq([(r[0], r[1]) for r in rows])
-
-    async def _fragments_by_seq(self, hits: list[tuple[int, float]]) -> list[Memory]:
-        if not hits:
-            return []
-        rows = await self._db.fetchall(
-            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))",
-            (json.dumps([seq for seq, _ in hits]),),
-        )
-        by_seq = {r["seq"]: r for r in rows}
-        return [row_to_memory(by_seq[seq], similarity=score) for seq, score in hits if seq in by_seq]
+        return bool(row and row["found"])
 
 
-def _pack(vectors: Sequence[tuple[str, Sequence[float]]]) -> list[bytes]:
-    """Each vector as :func:`~bot.store._vectors.encode_vector` stores it, in the column of its length."""
-    return [encode_vector(vector, len(vector)) for _, vector in vectors]
-
-
+#: The documents of one scope (``?``, then the documents' table ``?``) no source refers to.
+ORPHAN_DOCUMENTS = (
+    "SELECT m.id FROM memories m WHERE m.agent_id = ? AND m.type = ? AND NOT EXISTS ("
+    "  SELECT 1 FROM knowledge_sources s WHERE s.scope_id = m.agent_id AND s.document_id = m.id)"
+)
 #: The columns a knowledge document's memories are written with (``is_unique`` is always true).
 DOCUMENT_COLUMNS = "id, type, created_at, content, agent_id, world_id, is_unique, metadata"
 #: The columns of a ``knowledge_sources`` row (see :meth:`KnowledgeScopes._source_row`), and
 #: how a row already there is updated (the same SQL on both backends).
 SOURCE_COLUMNS = "scope_id, owner_id, source, document_id, content_hash, size, mtime_ns, updated_at"
 SOURCE_UPSERT = (
-    "ON CONFLICT(scope_id, owner_id, source) DO UPDATE SET document_id = excluded.document_id, "
+    "ON CONFLICT (scope_id, owner_id, source) DO UPDATE SET document_id = excluded.document_id, "
     "content_hash = excluded.content_hash, size = excluded.size, mtime_ns = excluded.mtime_ns, "
     "updated_at = excluded.updated_at"
 )

@@ -1,7 +1,9 @@
 """``Store`` and ``StoreBackend``: all that code outside ``bot.store`` may ask of storage.
 
-``Store`` is storage as one agent sees it; ``StoreBackend`` is the whole database, opened once
-per process, that hands out one ``Store`` per agent. The SQLite :class:`~bot.store.Database` and
+``Store`` is storage as one agent sees it: the sum of its roles (``MemoryStore``, ``ClaimStore``,
+``KnowledgeStore``…), each a protocol that code needing only that role may ask for alone.
+``StoreBackend`` is the whole database, opened once per process, that hands out one ``Store``
+per agent. The SQLite :class:`~bot.store.Database` and
 :class:`~bot.store.AgentStore` implement them today; a PostgreSQL backend would too, and must
 pass tests/bot/store/contract unchanged. Nothing outside ``bot.store`` sees a connection or SQL.
 Every ``Store`` method is scoped to :attr:`Store.agent_id` (see the implementation's module
@@ -36,16 +38,31 @@ from bot.types import (
     World,
 )
 
-__all__ = ["JSONValue", "Store", "StoreBackend"]
+__all__ = [
+    "AgentRecords",
+    "CacheStore",
+    "ClaimStore",
+    "EntityStore",
+    "JSONValue",
+    "KnowledgeStore",
+    "LogStore",
+    "MaintenanceStore",
+    "MemoryStore",
+    "RoomStore",
+    "Store",
+    "StoreBackend",
+    "StoreScope",
+    "TaskStore",
+]
 
 #: A JSON value (what ``json.dumps`` writes and ``json.loads`` reads): what the cache stores.
 JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
 
 
 @runtime_checkable
-class Store(Protocol):
-    """Agent-scoped storage. Methods are coroutines but for ``queue_log`` and the two context
-    managers; see AgentStore for each one's contract."""
+class StoreScope(Protocol):
+    """What every role shares: the agent it is scoped to, the database's health, and
+    units of work whose identical reads share one query."""
 
     @property
     def agent_id(self) -> str: ...
@@ -55,6 +72,11 @@ class Store(Protocol):
     # one unit of work (one message): identical reads share one query until a write
     def shared_reads(self) -> AbstractContextManager[None]: ...
 
+
+@runtime_checkable
+class AgentRecords(StoreScope, Protocol):
+    """The ``agents`` table: the characters themselves (reads of others' are cross-agent)."""
+
     # agents
     async def create_agent(self, agent: AgentRecord) -> bool: ...
     async def upsert_agent(self, agent: AgentRecord) -> AgentRecord: ...
@@ -62,6 +84,11 @@ class Store(Protocol):
     async def get_agents(self) -> list[AgentRecord]: ...
     async def update_agent(self, changes: Mapping[str, Any]) -> bool: ...
     async def delete_agent(self) -> bool: ...
+
+
+@runtime_checkable
+class EntityStore(StoreScope, Protocol):
+    """Entities, their components and the relationships between them."""
 
     # entities
     async def create_entities(self, entities: Sequence[Entity]) -> bool: ...
@@ -83,6 +110,24 @@ class Store(Protocol):
     ) -> list[Component]: ...
     async def update_component(self, component: Component) -> bool: ...
     async def delete_component(self, component_id: str) -> bool: ...
+
+    # relationships
+    async def create_relationship(
+        self,
+        source_entity_id: str,
+        target_entity_id: str,
+        *,
+        tags: Sequence[str] | None = None,
+        metadata: RelationshipMetadata | None = None,
+    ) -> bool: ...
+    async def update_relationship(self, relationship: Relationship) -> bool: ...
+    async def get_relationship(self, source_entity_id: str, target_entity_id: str) -> Relationship | None: ...
+    async def get_relationships(self, entity_id: str, tags: Sequence[str] | None = None) -> list[Relationship]: ...
+
+
+@runtime_checkable
+class RoomStore(StoreScope, Protocol):
+    """Worlds, their rooms, and who takes part in each room."""
 
     # worlds
     async def create_world(self, world: World) -> str: ...
@@ -110,6 +155,11 @@ class Store(Protocol):
     async def is_room_participant(self, room_id: str, entity_id: str) -> bool: ...
     async def get_participant_state(self, room_id: str, entity_id: str) -> RoomState | None: ...
     async def set_participant_state(self, room_id: str, entity_id: str, state: RoomState | None) -> bool: ...
+
+
+@runtime_checkable
+class MemoryStore(StoreScope, Protocol):
+    """Memories and their embeddings: write, read, count, and search by vector or by text."""
 
     # embedding dimension
     async def ensure_embedding_dimension(self, dim: int) -> None: ...
@@ -177,23 +227,20 @@ class Store(Protocol):
         entity_id: str | None = None,
     ) -> list[Memory]: ...
 
-    # relationships
-    async def create_relationship(
-        self,
-        source_entity_id: str,
-        target_entity_id: str,
-        *,
-        tags: Sequence[str] | None = None,
-        metadata: RelationshipMetadata | None = None,
-    ) -> bool: ...
-    async def update_relationship(self, relationship: Relationship) -> bool: ...
-    async def get_relationship(self, source_entity_id: str, target_entity_id: str) -> Relationship | None: ...
-    async def get_relationships(self, entity_id: str, tags: Sequence[str] | None = None) -> list[Relationship]: ...
+
+@runtime_checkable
+class CacheStore(StoreScope, Protocol):
+    """The agent's key-value cache of JSON values."""
 
     # cache
     async def get_cache(self, key: str) -> JSONValue: ...
     async def set_cache(self, key: str, value: JSONValue, *, expires_at: int | None = None) -> bool: ...
     async def delete_cache(self, key: str) -> bool: ...
+
+
+@runtime_checkable
+class LogStore(StoreScope, Protocol):
+    """Log entries, written now or queued for the background writer."""
 
     # logs
     async def log(self, body: Mapping[str, object], entity_id: str, room_id: str, type: str) -> str: ...
@@ -210,6 +257,11 @@ class Store(Protocol):
     async def delete_log(self, log_id: str) -> bool: ...
     async def prune_logs(self, before: int) -> int: ...
 
+
+@runtime_checkable
+class TaskStore(StoreScope, Protocol):
+    """The agent's stored tasks."""
+
     # tasks
     async def create_task(self, task: Task) -> str: ...
     async def get_tasks(
@@ -223,6 +275,11 @@ class Store(Protocol):
     async def get_tasks_by_name(self, name: str) -> list[Task]: ...
     async def update_task(self, task_id: str, changes: Mapping[str, Any]) -> bool: ...
     async def delete_task(self, task_id: str) -> bool: ...
+
+
+@runtime_checkable
+class ClaimStore(StoreScope, Protocol):
+    """Exactly once: claims on each platform message's answer, and the inbox of received events."""
 
     # exactly once: where the answer to each platform message stands
     async def claim_message(
@@ -240,6 +297,11 @@ class Store(Protocol):
     async def inbox_put(self, source: str, event_id: str, payload: str) -> None: ...
     async def inbox_done(self, source: str, event_id: str) -> None: ...
     async def inbox_pending(self, source: str) -> list[tuple[str, str, int]]: ...
+
+
+@runtime_checkable
+class MaintenanceStore(StoreScope, Protocol):
+    """Retention (compaction), inspection and export, and forgetting."""
 
     # retention: compaction, inspection, forgetting
     async def retention_counts(self, table: str, *, before: int | None = None) -> dict[str, tuple[int, int]]: ...
@@ -271,6 +333,11 @@ class Store(Protocol):
     async def forget_all(self, *, dry_run: bool = False, knowledge: bool = False) -> Forgotten: ...
     async def forget_knowledge(self, *, dry_run: bool = False) -> Forgotten: ...
 
+
+@runtime_checkable
+class KnowledgeStore(StoreScope, Protocol):
+    """Knowledge documents and fragments, in the agent's own scope and the shared one."""
+
     # knowledge: the agent's own scope and the shared one
     @property
     def knowledge_scopes(self) -> tuple[str, str]: ...
@@ -292,6 +359,25 @@ class Store(Protocol):
         self, embedding: Sequence[float], *, count: int = 20, match_threshold: float | None = None
     ) -> list[Memory]: ...
     async def search_knowledge_by_text(self, query: str, *, count: int = 20) -> list[Memory]: ...
+
+
+@runtime_checkable
+class Store(
+    AgentRecords,
+    EntityStore,
+    RoomStore,
+    MemoryStore,
+    CacheStore,
+    LogStore,
+    TaskStore,
+    ClaimStore,
+    MaintenanceStore,
+    KnowledgeStore,
+    Protocol,
+):
+    """Agent-scoped storage: every role at once. Methods are coroutines but for ``queue_log`` and
+    the two context managers; see AgentStore for each one's contract. Code that needs one role
+    only (its memories, its claims) can ask for that role's protocol instead."""
 
 
 @runtime_checkable

@@ -1,12 +1,13 @@
-"""Worlds, rooms, participants and the agent's per-room FOLLOWED/MUTED/STOPPED state."""
+"""Worlds, rooms, participants and the agent's per-room FOLLOWED/MUTED/STOPPED state. Both backends."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from bot.errors import StoreError
+from bot.store._dialect import Statements
 from bot.store._rows import dumps, room_values, row_to_room, row_to_world
-from bot.store._scoped import AgentScoped, json_list, new_id
+from bot.store._scoped import new_id
 from bot.store._values import parse_room_state
 from bot.types import Room, RoomState, World, now_ms
 
@@ -18,7 +19,7 @@ _ROOMS = ("rooms",)
 _PARTICIPANTS = ("participants",)
 
 
-class RoomsMixin(AgentScoped):
+class RoomsMixin(Statements):
     """The ``worlds``, ``rooms`` and ``participants`` tables."""
 
     __slots__ = ()
@@ -28,9 +29,9 @@ class RoomsMixin(AgentScoped):
     async def create_world(self, world: World) -> str:
         """Store a world for this agent (left alone if the id exists) and return its id."""
         world_id = world.id or new_id()
-        await self._write_statement(
+        await self._run(
             "INSERT INTO worlds (id, agent_id, name, metadata, server_id, created_at) VALUES (?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT(id) DO NOTHING",
+            "ON CONFLICT (id) DO NOTHING",
             (
                 world_id,
                 self._agent_id,
@@ -45,14 +46,12 @@ class RoomsMixin(AgentScoped):
 
     async def get_world(self, world_id: str) -> World | None:
         """A world by id, whichever agent stored it (cross-agent, as upstream), or None."""
-        rows = await self._db.fetchall_shared("SELECT * FROM worlds WHERE id = ?", (world_id,), tables=("worlds",))
+        rows = await self._shared_rows("SELECT * FROM worlds WHERE id = ?", (world_id,), tables=("worlds",))
         return row_to_world(rows[0]) if rows else None
 
     async def get_all_worlds(self) -> list[World]:
         """This agent's worlds, oldest first."""
-        rows = await self._db.fetchall(
-            "SELECT * FROM worlds WHERE agent_id = ? ORDER BY created_at, rowid", (self._agent_id,)
-        )
+        rows = await self._rows("SELECT * FROM worlds WHERE agent_id = ? ORDER BY created_at, {seq}", (self._agent_id,))
         return [row_to_world(r) for r in rows]
 
     async def get_worlds_with_settings(self) -> list[World]:
@@ -61,9 +60,8 @@ class RoomsMixin(AgentScoped):
         What a direct message needs to find the servers its sender configures: reading every
         world instead grows with the number of chats the character is in, on every message.
         """
-        rows = await self._db.fetchall_shared(
-            "SELECT * FROM worlds WHERE agent_id = ? AND json_extract(metadata, '$.settings') IS NOT NULL "
-            "ORDER BY created_at, rowid",
+        rows = await self._shared_rows(
+            "SELECT * FROM worlds WHERE agent_id = ? AND {json_set:metadata.settings} ORDER BY created_at, {seq}",
             (self._agent_id,),
             tables=("worlds",),
         )
@@ -71,7 +69,7 @@ class RoomsMixin(AgentScoped):
 
     async def update_world(self, world: World) -> bool:
         """Overwrite name, server id and metadata of one of this agent's worlds; False if not found."""
-        changed = await self._write_statement(
+        changed = await self._run(
             "UPDATE worlds SET name = ?, server_id = ?, metadata = ? WHERE id = ? AND agent_id = ?",
             (world.name or "", world.server_id or "default", dumps(world.metadata.to_json()), world.id, self._agent_id),
             tables=_WORLDS,
@@ -80,7 +78,7 @@ class RoomsMixin(AgentScoped):
 
     async def remove_world(self, world_id: str) -> bool:
         """Delete one of this agent's worlds (its rooms stay: rooms have no FK to worlds); False if not found."""
-        deleted = await self._write_statement(
+        deleted = await self._run(
             "DELETE FROM worlds WHERE id = ? AND agent_id = ?", (world_id, self._agent_id), tables=_WORLDS
         )
         return deleted > 0
@@ -100,9 +98,9 @@ class RoomsMixin(AgentScoped):
             (*room_values(room, room_id, self._agent_id), room.created_at or now)
             for room, room_id in zip(rooms, ids, strict=True)
         ]
-        await self._write_rows(
+        await self._run_many(
             "INSERT INTO rooms (agent_id, source, type, server_id, world_id, name, metadata, channel_id, id, "
-            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
             rows,
             tables=_ROOMS,
         )
@@ -110,7 +108,7 @@ class RoomsMixin(AgentScoped):
 
     async def get_room(self, room_id: str) -> Room | None:
         """One of this agent's rooms, or None."""
-        rows = await self._db.fetchall_shared(
+        rows = await self._shared_rows(
             "SELECT * FROM rooms WHERE id = ? AND agent_id = ?", (room_id, self._agent_id), tables=("rooms",)
         )
         return row_to_room(rows[0]) if rows else None
@@ -119,18 +117,17 @@ class RoomsMixin(AgentScoped):
         """This agent's rooms with these ids, in the order asked."""
         if not room_ids:
             return []
-        rows = await self._db.fetchall(
-            # "+": look the ids up in the primary key rather than scan all the agent's rooms.
-            "SELECT * FROM rooms WHERE +agent_id = ? AND id IN (SELECT value FROM json_each(?))",
-            (self._agent_id, json_list(room_ids)),
+        rows = await self._rows(
+            "SELECT * FROM rooms WHERE {scan_agent}agent_id = ? AND id {in_list}",
+            (self._agent_id, self.dialect.id_list(room_ids)),
         )
         by_id = {r["id"]: row_to_room(r) for r in rows}
         return [by_id[i] for i in dict.fromkeys(room_ids) if i in by_id]
 
     async def get_rooms_by_world(self, world_id: str) -> list[Room]:
         """This agent's rooms in ``world_id`` (upstream does not scope this; troupe does), oldest first."""
-        rows = await self._db.fetchall(
-            "SELECT * FROM rooms WHERE agent_id = ? AND world_id = ? ORDER BY created_at, rowid",
+        rows = await self._rows(
+            "SELECT * FROM rooms WHERE agent_id = ? AND world_id = ? ORDER BY created_at, {seq}",
             (self._agent_id, world_id),
         )
         return [row_to_room(r) for r in rows]
@@ -139,7 +136,7 @@ class RoomsMixin(AgentScoped):
         """Overwrite one of this agent's rooms by id; False if not found. Raises ValueError for a bad type."""
         if not room.id:
             raise ValueError("update_room needs a room id")
-        changed = await self._write_statement(
+        changed = await self._run(
             "UPDATE rooms SET agent_id = ?, source = ?, type = ?, server_id = ?, world_id = ?, name = ?, "
             "metadata = ?, channel_id = ? WHERE id = ? AND agent_id = ?",
             (*room_values(room, room.id, self._agent_id), self._agent_id),
@@ -153,7 +150,7 @@ class RoomsMixin(AgentScoped):
         if not room_id:
             raise ValueError("delete_room needs a room id")
         # Cascades to many tables: tables=None tells shared reads that anything may have changed.
-        deleted = await self._write_statement(
+        deleted = await self._run(
             "DELETE FROM rooms WHERE id = ? AND agent_id = ?", (room_id, self._agent_id), tables=None
         )
         return deleted > 0
@@ -166,13 +163,12 @@ class RoomsMixin(AgentScoped):
         """Ids of this agent's rooms that any of ``entity_ids`` take part in (distinct)."""
         if not entity_ids:
             return []
-        rows = await self._db.fetchall(
-            "SELECT DISTINCT p.room_id FROM participants p JOIN rooms r ON r.id = p.room_id "
-            "WHERE r.agent_id = ? AND p.agent_id = ? AND p.entity_id IN (SELECT value FROM json_each(?)) "
-            "ORDER BY p.room_id",
-            (self._agent_id, self._agent_id, json_list(entity_ids)),
+        rows = await self._rows(
+            "SELECT DISTINCT p.room_id{by_code_point} AS room_id FROM participants p JOIN rooms r "
+            "ON r.id = p.room_id WHERE r.agent_id = ? AND p.agent_id = ? AND p.entity_id {in_list} ORDER BY 1",
+            (self._agent_id, self._agent_id, self.dialect.id_list(entity_ids)),
         )
-        return [r[0] for r in rows]
+        return [r["room_id"] for r in rows]
 
     # -- participants ------------------------------------------------------------------------------
 
@@ -187,9 +183,9 @@ class RoomsMixin(AgentScoped):
             return True
         now = now_ms()
         try:
-            await self._write_rows(
+            await self._run_many(
                 "INSERT INTO participants (id, entity_id, room_id, agent_id, created_at) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT(entity_id, room_id, agent_id) DO NOTHING",
+                "ON CONFLICT (entity_id, room_id, agent_id) DO NOTHING",
                 [(new_id(), e, room_id, self._agent_id, now) for e in entity_ids],
                 tables=_PARTICIPANTS,
             )
@@ -199,7 +195,7 @@ class RoomsMixin(AgentScoped):
 
     async def remove_participant(self, entity_id: str, room_id: str) -> bool:
         """Remove ``entity_id`` from ``room_id`` in this agent's view; True iff it was there."""
-        deleted = await self._write_statement(
+        deleted = await self._run(
             "DELETE FROM participants WHERE entity_id = ? AND room_id = ? AND agent_id = ?",
             (entity_id, room_id, self._agent_id),
             tables=_PARTICIPANTS,
@@ -208,15 +204,15 @@ class RoomsMixin(AgentScoped):
 
     async def get_participants_for_room(self, room_id: str) -> list[str]:
         """Entity ids taking part in ``room_id`` in this agent's view, in the order they joined."""
-        rows = await self._db.fetchall(
-            "SELECT entity_id FROM participants WHERE room_id = ? AND agent_id = ? ORDER BY created_at, rowid",
+        rows = await self._rows(
+            "SELECT entity_id FROM participants WHERE room_id = ? AND agent_id = ? ORDER BY created_at, {seq}",
             (room_id, self._agent_id),
         )
-        return [r[0] for r in rows]
+        return [r["entity_id"] for r in rows]
 
     async def is_room_participant(self, room_id: str, entity_id: str) -> bool:
         """True if ``entity_id`` takes part in ``room_id`` in this agent's view."""
-        row = await self._db.fetchone(
+        row = await self._row(
             "SELECT 1 FROM participants WHERE room_id = ? AND entity_id = ? AND agent_id = ?",
             (room_id, entity_id, self._agent_id),
         )
@@ -224,12 +220,12 @@ class RoomsMixin(AgentScoped):
 
     async def get_participant_state(self, room_id: str, entity_id: str) -> RoomState | None:
         """The FOLLOWED/MUTED/STOPPED state of a participant row of this agent; None if unset or no such row."""
-        rows = await self._db.fetchall_shared(
+        rows = await self._shared_rows(
             "SELECT room_state FROM participants WHERE room_id = ? AND entity_id = ? AND agent_id = ?",
             (room_id, entity_id, self._agent_id),
             tables=("participants",),
         )
-        return RoomState(rows[0][0]) if rows and rows[0][0] else None
+        return RoomState(rows[0]["room_state"]) if rows and rows[0]["room_state"] else None
 
     async def set_participant_state(self, room_id: str, entity_id: str, state: RoomState | None) -> bool:
         """Set (or with None clear) the state of an existing participant row; False if there is no row.
@@ -238,7 +234,7 @@ class RoomsMixin(AgentScoped):
         Raises ValueError for a state that is not a RoomState.
         """
         value = parse_room_state(state)
-        changed = await self._write_statement(
+        changed = await self._run(
             "UPDATE participants SET room_state = ? WHERE room_id = ? AND entity_id = ? AND agent_id = ?",
             (value.value if value else None, room_id, entity_id, self._agent_id),
             tables=_PARTICIPANTS,

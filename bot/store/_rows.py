@@ -26,14 +26,16 @@ from bot.types import (
 
 __all__ = [
     "AGENT_JSON_FIELDS",
-    "LogRow",
     "component_filter",
     "dumps",
     "entities_with_components",
     "fold_names",
+    "json_text",
     "loads",
     "log_row",
+    "LogRow",
     "normalize_names",
+    "room_values",
     "row_to_agent",
     "row_to_component",
     "row_to_entity",
@@ -43,7 +45,6 @@ __all__ = [
     "row_to_room",
     "row_to_task",
     "row_to_world",
-    "room_values",
     "sanitize_log_body",
     "task_row",
     "task_updates",
@@ -73,6 +74,25 @@ AGENT_JSON_FIELDS: dict[str, object] = {
 def dumps(value: object) -> str:
     """JSON text for a column; raises ValueError for NaN/inf, which SQLite's JSON functions reject."""
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+def json_text(value: object) -> str:
+    """JSON text for a jsonb column, as :func:`dumps` writes it for SQLite, with U+0000 (which
+    jsonb cannot hold, and a user's message can carry) as U+FFFD: the message is kept, that
+    character is not. ValueError for NaN or an infinity."""
+    text = dumps(value)
+    # dumps escapes U+0000 as \u0000; the same six characters may also be text that is not one.
+    return dumps(_without_nul(value)) if "\\u0000" in text else text
+
+
+def _without_nul(value: object) -> object:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_nul(v) for v in value]
+    return value
 
 
 # Rows are decoded by the dozen for every prompt (each memory's content and metadata): the
@@ -164,14 +184,14 @@ def row_to_component(row: Row) -> Component:
 
 
 def component_filter(
-    agent_id: str, entity_id: str, world_id: str | None, source_entity_id: str | None, *, mark: str
+    agent_id: str, entity_id: str, world_id: str | None, source_entity_id: str | None
 ) -> tuple[str, list[str]]:
-    """The WHERE clause and parameters picking an entity's components (for a world, asserted by
-    someone, when given); ``mark`` is the driver's placeholder (``?`` or ``%s``)."""
-    clauses, params = [f"agent_id = {mark}", f"entity_id = {mark}"], [agent_id, entity_id]
+    """The WHERE clause (a template, see ``Dialect.render``) and parameters picking an entity's
+    components (for a world, asserted by someone, when given)."""
+    clauses, params = ["agent_id = ?", "entity_id = ?"], [agent_id, entity_id]
     for column, value in (("world_id", world_id), ("source_entity_id", source_entity_id)):
         if value is not None:
-            clauses.append(f"{column} = {mark}")
+            clauses.append(f"{column} = ?")
             params.append(value)
     return " AND ".join(clauses), params
 

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Collection, Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bot.store._agent_scope import Scoped
 from bot.store._connect import Connection, Params
+from bot.store._dialect import SQLITE, Done, Statements, Unit
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:  # Database builds AgentStore, which builds on this module
     from bot.store._database import Database  # noqa: F401  # named in the base class below, as a string
+    from bot.store._rows import LogRow, Row
 
-__all__ = ["AgentScoped", "json_list", "new_id", "validate_count"]
+__all__ = ["AgentScoped", "drive", "json_list", "new_id", "validate_count"]
 
 
 def new_id() -> str:
@@ -32,10 +36,39 @@ def validate_count(count: int | None, name: str = "count") -> None:
         raise ValueError(f"{name} must be >= 0, not {count}")
 
 
-class AgentScoped(Scoped["Database"]):
-    """The SQLite store's base: :class:`Scoped` and the writer's helpers."""
+class AgentScoped(Scoped["Database"], Statements):
+    """The SQLite store's base: :class:`Scoped`, the writer's helpers, and :class:`Statements`."""
 
     __slots__ = ()
+
+    dialect = SQLITE
+
+    async def _rows(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Row]:
+        return await self._db.fetchall(SQLITE.render(sql), params)
+
+    async def _shared_rows(self, sql: str, params: Sequence[Any], *, tables: Collection[str]) -> Sequence[Row]:
+        return await self._db.fetchall_shared(SQLITE.render(sql), params, tables=tables)
+
+    async def _run(self, sql: str, params: Sequence[Any], *, tables: Collection[str] | None) -> int:
+        return await self._write_statement(SQLITE.render(sql), params, tables=tables)
+
+    async def _run_many(self, sql: str, rows: Sequence[Sequence[Any]], *, tables: Collection[str]) -> None:
+        await self._write_rows(SQLITE.render(sql), rows, tables=tables)
+
+    async def _snapshot(self, unit: Callable[[], Unit[T]]) -> T:
+        return await self._db.read(lambda conn: drive(conn, unit()))
+
+    async def _write(self, unit: Callable[[], Unit[T]], *, tables: Collection[str] | None) -> T:
+        return await self._db.write(lambda conn: drive(conn, unit()), tables=tables)
+
+    def _after_agent_deleted(self) -> None:
+        self._db.forget_agent(self._agent_id)
+
+    def _queue_log(self, row: LogRow) -> None:
+        self._db.queue_log(row)
+
+    async def _flush_logs(self) -> None:
+        await self._db.flush_logs()
 
     async def _write_statement(self, sql: str, params: Params, *, tables: Collection[str] | None) -> int:
         """Run one statement as a write transaction of its own, in one trip; returns its rowcount.
@@ -51,3 +84,16 @@ class AgentScoped(Scoped["Database"]):
 
 def _execute_many(conn: Connection, sql: str, rows: Sequence[Params]) -> None:
     conn.executemany(sql, rows)
+
+
+def drive(conn: Connection, unit: Unit[T]) -> T:
+    """Run a unit's statements on the writer's thread, inside its transaction."""
+    try:
+        step = next(unit)
+        while True:
+            sql = SQLITE.render(step.sql)
+            cur = conn.executemany(sql, step.params) if step.many else conn.execute(sql, step.params)  # type: ignore[arg-type]
+            step = unit.send(Done(cur.rowcount, cur.fetchall() if cur.description else []))
+    except StopIteration as stop:
+        result: T = stop.value
+        return result

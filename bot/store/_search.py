@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 
-from bot.store._connect import search_text
+from bot.store._connect import Connection, search_text
+from bot.store._dialect import SQLITE
+from bot.store._inspection import listing_filter
+from bot.store._knowledge import ENCODE_INLINE, FRAGMENTS, KnowledgeScopes
 from bot.store._memories import MEMORY_COLUMNS, MemoriesMixin, MemoryFilter, nearest_hits
 from bot.store._rows import row_to_memory
-from bot.store._scoped import validate_count
-from bot.store._vectors import VectorColumn, encode_vector
-from bot.types import Memory
+from bot.store._scoped import AgentScoped, new_id, validate_count
+from bot.store._vectors import VectorColumn, check_dimension, encode_vector
+from bot.types import Memory, now_ms
 
-__all__ = ["SearchMixin", "fts_query", "fts_terms"]
+__all__ = ["KnowledgeSearchMixin", "SearchMixin", "fts_query", "fts_terms"]
 
 #: Default number of search results.
 DEFAULT_SEARCH_COUNT = 10
@@ -133,3 +138,150 @@ class SearchMixin(MemoriesMixin):
             (match, *where.params, count),
         )
         return await self._memories_by_seq([(r[0], r[1]) for r in rows], None)
+
+    async def search_all_memories_by_text(
+        self,
+        query: str,
+        *,
+        tables: Sequence[str] | None = None,
+        room_id: str | None = None,
+        entity_id: str | None = None,
+        count: int = 10,
+    ) -> list[Memory]:
+        """Like :meth:`search_memories_by_text` across several memory tables (all when None).
+
+        ``entity_id`` keeps memories the entity wrote or that are about it. Best match first,
+        with the BM25 relevance in ``similarity``; a query without words returns [].
+        """
+        validate_count(count)
+        match = fts_query(query)
+        if match is None or count == 0:
+            return []
+        clauses, params = listing_filter(self._agent_id, SQLITE.id_list, tables, room_id, entity_id)
+        rows = await self._rows(
+            f"SELECT {MEMORY_COLUMNS}, -bm25(memories_fts) AS score FROM memories_fts "
+            "JOIN memories m ON m.seq = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND {' AND '.join(clauses)} "
+            "ORDER BY bm25(memories_fts), m.created_at DESC, m.seq DESC LIMIT ?",
+            (match, *params, count),
+        )
+        return [row_to_memory(r, similarity=r["score"]) for r in rows]
+
+
+class KnowledgeSearchMixin(KnowledgeScopes, AgentScoped):
+    """Knowledge fragments' vectors (one column per length) and their searches: by vector and by
+    keywords (see ``_knowledge`` for the rest of knowledge, shared by both backends)."""
+
+    __slots__ = ()
+
+    def lock_shared_knowledge(self) -> AbstractAsyncContextManager[None]:
+        """``async with store.lock_shared_knowledge():`` a turn at writing the shared scope.
+
+        Agents take turns there (plugins/knowledge), so a shared document is stored and embedded
+        once and not by two agents at the same time. Shared by every store of the database.
+        """
+        return self._db.shared_knowledge_lock
+
+    async def knowledge_fragments_without_vectors(
+        self, dim: int, *, shared: bool = False, limit: int | None = None
+    ) -> list[str]:
+        """Ids of the fragments of this agent's scope (or the shared one) with no vector of length
+        ``dim``, in the order they were stored (at most ``limit``). One pass over the scope's
+        fragments: fetch the texts with :meth:`get_knowledge_texts` a batch at a time."""
+        column = check_dimension(dim)
+        validate_count(limit, "limit")
+        rows = await self._db.fetchall(
+            f"SELECT m.id FROM memories m LEFT JOIN embeddings e ON e.memory_id = m.id "
+            f"WHERE m.agent_id = ? AND m.type = ? AND {column.absent()} ORDER BY m.seq LIMIT ?",
+            (self._scope(shared), FRAGMENTS, -1 if limit is None else limit),
+        )
+        return [r[0] for r in rows]
+
+    async def set_knowledge_vectors(self, vectors: Sequence[tuple[str, Sequence[float]]]) -> int:
+        """Store each fragment's vector in the column of its length; returns how many were stored.
+
+        Only fragments of this agent's scope or the shared one are touched; a fragment deleted
+        meanwhile is skipped. Raises ValueError for a vector of an unsupported length.
+
+        Lengths without a column of their own share one: a fragment keeps one vector of those
+        lengths, the last stored (agents sharing knowledge with two such models take turns).
+        """
+        if not vectors:
+            return 0
+        columns = [check_dimension(len(vector)).name for _, vector in vectors]
+        now = now_ms()
+        # Packing 1536 floats takes ~35 µs: off the loop when there are many.
+        packed = await asyncio.to_thread(_pack, vectors) if len(vectors) > ENCODE_INLINE else _pack(vectors)
+        encoded: dict[str, list[tuple[str, str, bytes, int, str]]] = {}
+        for (memory_id, _), column, blob in zip(vectors, columns, packed, strict=True):
+            encoded.setdefault(column, []).append((new_id(), memory_id, blob, now, memory_id))
+        scopes = self.knowledge_scopes
+
+        def write(conn: Connection) -> int:
+            stored = 0
+            for column, rows in encoded.items():
+                before = conn.total_changes
+                conn.executemany(
+                    f"INSERT INTO embeddings (id, memory_id, {column}, created_at) SELECT ?, ?, ?, ? "
+                    "WHERE EXISTS (SELECT 1 FROM memories WHERE id = ? AND type = ? AND agent_id IN (?, ?)) "
+                    f"ON CONFLICT(memory_id) DO UPDATE SET {column} = excluded.{column}",
+                    [(*row, FRAGMENTS, *scopes) for row in rows],
+                )
+                stored += conn.total_changes - before
+            return stored
+
+        return await self._db.write(write, tables=("embeddings",))
+
+    async def search_knowledge(
+        self, embedding: Sequence[float], *, count: int = 20, match_threshold: float | None = None
+    ) -> list[Memory]:
+        """Fragments (own and shared) nearest to ``embedding``, best first, with ``similarity``
+        (cosine) set; those below ``match_threshold`` left out. Exact, like ``search_memories``.
+
+        Raises ValueError for a query of an unsupported length.
+        """
+        validate_count(count)
+        dim = len(embedding)
+        column = check_dimension(dim)
+        if count == 0:
+            return []
+        rows = await self._db.fetchall(
+            f"SELECT m.seq, 1 - vec_distance_cosine(e.{column.name}, ?) AS similarity "
+            "FROM memories m JOIN embeddings e ON e.memory_id = m.id "
+            f"WHERE m.agent_id IN (?, ?) AND m.type = ? AND {column.present()} "
+            "ORDER BY similarity DESC, m.seq LIMIT ?",
+            (encode_vector(embedding, dim), *self.knowledge_scopes, FRAGMENTS, count),
+        )
+        hits = [(r[0], r[1]) for r in rows if r[1] is not None and (not match_threshold or r[1] >= match_threshold)]
+        return await self._fragments_by_seq(hits)
+
+    async def search_knowledge_by_text(self, query: str, *, count: int = 20) -> list[Memory]:
+        """Fragments (own and shared) matching words of ``query``, best BM25 rank first, with
+        ``similarity`` set to the BM25 relevance (higher is better). User text is never FTS5 syntax."""
+        validate_count(count)
+        match = fts_query(query)
+        if match is None or count == 0:
+            return []
+        rows = await self._db.fetchall(
+            "SELECT m.seq, -bm25(memories_fts) AS score FROM memories_fts "
+            "JOIN memories m ON m.seq = memories_fts.rowid "
+            "WHERE memories_fts MATCH ? AND m.agent_id IN (?, ?) AND m.type = ? "
+            "ORDER BY bm25(memories_fts), m.seq LIMIT ?",
+            (match, *self.knowledge_scopes, FRAGMENTS, count),
+        )
+        return await self._fragments_by_seq([(r[0], r[1]) for r in rows])
+
+    async def _fragments_by_seq(self, hits: list[tuple[int, float]]) -> list[Memory]:
+        if not hits:
+            return []
+        rows = await self._db.fetchall(
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))",
+            (json.dumps([seq for seq, _ in hits]),),
+        )
+        by_seq = {r["seq"]: r for r in rows}
+        return [row_to_memory(by_seq[seq], similarity=score) for seq, score in hits if seq in by_seq]
+
+
+def _pack(vectors: Sequence[tuple[str, Sequence[float]]]) -> list[bytes]:
+    """Each vector as :func:`~bot.store._vectors.encode_vector` stores it, in the column of its length."""
+    return [encode_vector(vector, len(vector)) for _, vector in vectors]

@@ -7,9 +7,8 @@ direct-message rooms with the agent (whole), facts and summaries that name them 
 ``metadata.entityIds`` or anywhere in the JSON, or by one of their names, 3 letters or more, as a
 whole word in the text), logs about them, cache entries and tasks mentioning them. Other people's
 messages that mention their id keep their text, with the id scrubbed out; so do worlds, rooms,
-other entities and relationships. :func:`select_entity` picks the memories and rooms; the rest
-is the forget's own (``_forgetting``). The PostgreSQL store selects alike
-(``postgres/_selection``) with the pure parts here.
+other entities and relationships. :func:`select_entity` picks the memories and rooms, in either
+backend's SQL; the rest is the forget's own (``_forgetting``).
 """
 
 from __future__ import annotations
@@ -18,20 +17,31 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from bot.store._connect import Connection
-from bot.store._rows import loads
-from bot.store._scoped import json_list
+from bot.store._dialect import IdList, Step, Unit
+from bot.store._rows import Row, loads
 from bot.store._values import DERIVED_TABLES, KNOWLEDGE_TABLES
 
-__all__ = ["ABOUT", "DM_TYPES", "MESSAGES", "Selection", "name_pattern", "naming", "select_entity", "selection"]
+__all__ = [
+    "ABOUT",
+    "DM_TYPES",
+    "MESSAGES",
+    "OUTSIDE",
+    "Selection",
+    "name_pattern",
+    "naming",
+    "select_entity",
+    "selection",
+]
 
 #: The memory table of messages, and the room types of direct messages.
 MESSAGES = "messages"
 DM_TYPES = ("DM", "VOICE_DM")
 _MIN_NAME = 3  # shorter names ("Al", "J") would match too much text
-#: SQL: the memory ``m`` is about the entity bound to ``?`` (summaries and facts list the ids
-#: they are about, besides their author, in ``metadata.entityIds``).
-ABOUT = "EXISTS (SELECT 1 FROM json_each(m.metadata, '$.entityIds') a WHERE a.value = ?)"
+#: SQL (a template): the memory ``m`` is about the entity bound to ``?`` (summaries and facts
+#: list the ids they are about, besides their author, in ``metadata.entityIds``).
+ABOUT = "{about}"
+#: SQL (a template): the memory ``m`` is outside the rooms bound to ``?`` (an id list).
+OUTSIDE = "(m.room_id IS NULL OR m.room_id {not_in_list})"
 
 
 def name_pattern(names: Iterable[str], exclude: Iterable[str]) -> re.Pattern[str] | None:
@@ -58,55 +68,62 @@ class Selection:
     """Messages outside those rooms (others') whose JSON mentions their id: kept, id scrubbed."""
 
 
-def select_entity(conn: Connection, agent: str, entity_id: str, names: Sequence[str]) -> Selection:
-    """On a database thread: the rows :meth:`~bot.store.Store.forget_entity` removes or edits."""
-    dm_rooms = [
-        r[0]
-        for r in conn.execute(
-            "SELECT r.id FROM rooms r WHERE r.agent_id = ? AND r.id != ? AND r.type IN (SELECT value FROM json_each(?)) "
-            "AND (EXISTS (SELECT 1 FROM participants p WHERE p.room_id = r.id AND p.entity_id = ?) "
-            "     OR EXISTS (SELECT 1 FROM memories m WHERE m.room_id = r.id AND m.entity_id = ?)) "
-            "AND NOT EXISTS (SELECT 1 FROM participants p WHERE p.room_id = r.id AND p.entity_id NOT IN (?, ?)) "
-            "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.room_id = r.id AND m.entity_id NOT IN (?, ?))",
-            (agent, agent, json_list(DM_TYPES), entity_id, entity_id, entity_id, agent, entity_id, agent),
-        )
-    ]
-    outside = "(m.room_id IS NULL OR m.room_id NOT IN (SELECT value FROM json_each(?)))"
-    rooms = json_list(dm_rooms)
-    theirs = [
-        r[0]
-        for r in conn.execute(
-            f"SELECT m.id FROM memories m WHERE m.agent_id = ? AND m.entity_id = ? AND {outside}",
-            (agent, entity_id, rooms),
-        )
-    ]
-    replies = [
-        r[0]
-        for r in conn.execute(
-            f"SELECT m.id FROM memories m WHERE m.agent_id = ? AND m.type = ? AND m.entity_id = ? AND {outside} "
-            "AND json_extract(m.content, '$.inReplyTo') IN (SELECT value FROM json_each(?))",
-            (agent, MESSAGES, agent, rooms, json_list(theirs)),
-        )
-    ]
+def select_entity(agent: str, entity_id: str, names: Sequence[str], id_list: IdList) -> Unit[Selection]:
+    """The rows :meth:`~bot.store.Store.forget_entity` removes or edits, read inside the caller's
+    transaction or snapshot; ``id_list`` is the dialect's (``Dialect.id_list``)."""
+    dm_rooms = _ids(
+        (
+            yield Step(
+                "SELECT r.id FROM rooms r WHERE r.agent_id = ? AND r.id != ? AND r.type {in_list} "
+                "AND (EXISTS (SELECT 1 FROM participants p WHERE p.room_id = r.id AND p.entity_id = ?) "
+                "     OR EXISTS (SELECT 1 FROM memories m WHERE m.room_id = r.id AND m.entity_id = ?)) "
+                "AND NOT EXISTS (SELECT 1 FROM participants p WHERE p.room_id = r.id AND p.entity_id NOT IN (?, ?)) "
+                "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.room_id = r.id AND m.entity_id NOT IN (?, ?))",
+                (agent, agent, id_list(DM_TYPES), entity_id, entity_id, entity_id, agent, entity_id, agent),
+            )
+        ).rows
+    )
+    rooms = id_list(dm_rooms)
+    theirs = _ids(
+        (
+            yield Step(
+                f"SELECT m.id FROM memories m WHERE m.agent_id = ? AND m.entity_id = ? AND {OUTSIDE}",
+                (agent, entity_id, rooms),
+            )
+        ).rows
+    )
+    replies = _ids(
+        (
+            yield Step(
+                f"SELECT m.id FROM memories m WHERE m.agent_id = ? AND m.type = ? AND m.entity_id = ? AND {OUTSIDE} "
+                "AND {json_text:m.content.inReplyTo} {in_list}",
+                (agent, MESSAGES, agent, rooms, id_list(theirs)),
+            )
+        ).rows
+    )
     # Mentions of the id anywhere in a memory's JSON (about them, or naming them in passing).
-    mentioning = conn.execute(
-        f"SELECT m.id, m.type FROM memories m WHERE m.agent_id = ? AND {outside} "
-        f"AND (instr(m.content, ?) > 0 OR instr(m.metadata, ?) > 0 OR {ABOUT})",
-        (agent, rooms, entity_id, entity_id, entity_id),
-    ).fetchall()
-    agent_names = [
-        n for r in conn.execute("SELECT names FROM entities WHERE id = ?", (agent,)) for n in loads(r[0], [])
-    ]
-    pattern = name_pattern(names, agent_names)
+    mentioning = (
+        yield Step(
+            f"SELECT m.id, m.type FROM memories m WHERE m.agent_id = ? AND {OUTSIDE} "
+            f"AND ({{json_holds:m.content}} OR {{json_holds:m.metadata}} OR {ABOUT})",
+            (agent, rooms, entity_id, entity_id, entity_id),
+        )
+    ).rows
+    agent_rows = (yield Step("SELECT names FROM entities WHERE id = ?", (agent,))).rows
+    pattern = name_pattern(names, [n for r in agent_rows for n in loads(r["names"], [])])
     named: list[str] = []
     if pattern is not None:
-        texts = conn.execute(
-            f"SELECT m.id, json_extract(m.content, '$.text') FROM memories m WHERE m.agent_id = ? AND {outside} "
-            "AND m.type IN (SELECT value FROM json_each(?))",
-            (agent, rooms, json_list(DERIVED_TABLES)),
+        texts = yield Step(
+            f"SELECT m.id, {{json_text:m.content.text}} AS text FROM memories m WHERE m.agent_id = ? AND {OUTSIDE} "
+            "AND m.type {in_list}",
+            (agent, rooms, id_list(DERIVED_TABLES)),
         )
-        named = naming(pattern, texts)
-    return selection(dm_rooms, [*theirs, *replies, *named], mentioning)
+        named = naming(pattern, ((r["id"], r["text"]) for r in texts.rows))
+    return selection(dm_rooms, [*theirs, *replies, *named], ((r["id"], r["type"]) for r in mentioning))
+
+
+def _ids(rows: Iterable[Row]) -> list[str]:
+    return [r["id"] for r in rows]
 
 
 def naming(pattern: re.Pattern[str], texts: Iterable[tuple[str, object]]) -> list[str]:

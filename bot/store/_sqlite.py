@@ -8,9 +8,11 @@ agent-specific (``unique_uuid``) and one character must never read or delete ano
 The knowledge methods also read (and write their own claims on) the shared-knowledge scope
 every agent sees (``_knowledge``).
 
-The methods live in one module per group of tables (``_agents``, ``_entities``, ``_rooms``,
-``_memories``, ``_search``, ``_records``, ``_knowledge``, ``_retention``, ``_inspection``, ``_forgetting``,
-``_handling``); this class only puts them together.
+The methods live in one module per group of tables; this class only puts them together. Most
+groups are written once for both backends, behind a dialect (``_dialect``): ``_agents``,
+``_entities``, ``_rooms``, ``_records``, ``_knowledge``, ``_inspection``, ``_forgetting``,
+``_handling``. Memories, their vectors and searches are SQLite's own (``_memories``,
+``_search``, ``_retention``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from bot.store._memories import MemoriesMixin
 from bot.store._records import RecordsMixin
 from bot.store._retention import RetentionMixin
 from bot.store._rooms import RoomsMixin
-from bot.store._search import SearchMixin
+from bot.store._scoped import AgentScoped
+from bot.store._search import KnowledgeSearchMixin, SearchMixin
 
 __all__ = ["AgentStore"]
 
@@ -41,7 +44,9 @@ class AgentStore(
     MemoriesMixin,
     RecordsMixin,
     KnowledgeMixin,
+    KnowledgeSearchMixin,
     HandlingMixin,
+    AgentScoped,
 ):
     """Everything one agent stores, in the shared :class:`~bot.store.Database`. Implements ``Store``.
 

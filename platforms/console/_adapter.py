@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from bot.components import ServiceKey
 from bot.errors import SendError
-from bot.events import EventType
+from bot.events import MessageSent
 from bot.messages import IncomingMessage, Outcome, QuietChannel
 from bot.outgoing import OutgoingFile, files_in
 from bot.prompt import ask
@@ -142,7 +142,7 @@ class ConsoleAdapter:
             created_at=now_ms(),
         )
         await self.runtime.store.create_memory(sent, "messages", unique=False)
-        await self.runtime.emit(EventType.MESSAGE_SENT, {"message": sent})
+        await self.runtime.emit(MessageSent(message=sent, source=SOURCE))
         return [sent]
 
     async def send_to_room(self, room: Room, content: JSON) -> list[Memory]:

@@ -32,7 +32,7 @@ import discord
 from bot.adapters import Delivery, PlatformAdapter, PlatformReplyChannel, TypingIndicator
 from bot.connections import SentMessage
 from bot.errors import ConfigError, SendError, StoreError, reason_for
-from bot.events import EventType
+from bot.events import EventType, PlatformConnected, WorldConnected, WorldJoined
 from bot.lifecycle import AdapterState
 from bot.links import LinkState
 from bot.messages import IncomingMessage, NativeRef
@@ -213,7 +213,7 @@ class DiscordAdapter(
             RuntimeError: the adapter is not running.
         """
         if await self.reconnect(shards, f"with {shards} (was {self.shards or 'unsharded'})"):
-            await self.runtime.emit(EventType.PLATFORM_CONNECTED, {"source": SOURCE})
+            await self.runtime.emit(PlatformConnected(source=SOURCE))
 
     async def reconnect(self, shards: Shards | None, how: str, *, again: bool = False) -> bool:
         """Connect anew with ``shards`` (or ``again`` with the same): the replies being written go
@@ -337,7 +337,8 @@ class DiscordAdapter(
     async def _announce(self, guild: discord.Guild, event: EventType) -> None:
         world, rooms = await self.ensure_world(guild)
         entities = [entity_for_user(self.runtime.agent_id, m) for m in guild.members if m.id != self.bot_id]
-        await self.runtime.emit(event, {"world": world, "rooms": rooms, "entities": entities, "source": SOURCE})
+        announced = WorldJoined if event is EventType.WORLD_JOINED else WorldConnected
+        await self.runtime.emit(announced(world=world, rooms=rooms, entities=entities, source=SOURCE))
 
     async def ensure_world(self, guild: discord.Guild) -> tuple[World, list[Room]]:
         """Write the guild's world and rooms (once per run); roles set by UPDATE_ROLE are kept."""

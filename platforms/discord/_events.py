@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import discord
 
-from bot.events import EventType
+from bot.events import EntityJoined, EntityLeft, MessageDeleted, MessageUpdated, ReactionReceived
 from bot.types import ChannelType, Memory, now_ms
 
 from ._mapping import SOURCE, channel_type, discord_id, entity_for_user, memory_for_message
@@ -27,19 +27,18 @@ async def message_edited(adapter: DiscordAdapter, payload: discord.RawMessageUpd
     if message.author.id == adapter.bot_id or not adapter.listens_in(message.channel):
         return
     memory = memory_for_message(adapter.runtime.agent_id, message, bot_user_id=adapter.bot_id)
-    await adapter.runtime.emit(EventType.MESSAGE_UPDATED, {"message": memory, "source": SOURCE})
+    await adapter.runtime.emit(MessageUpdated(message=memory, source=SOURCE))
 
 
 async def message_deleted(adapter: DiscordAdapter, payload: discord.RawMessageDeleteEvent) -> None:
     """MESSAGE_DELETED, with the ids the deleted message and its room have in the store."""
     agent = adapter.runtime.agent_id
     await adapter.runtime.emit(
-        EventType.MESSAGE_DELETED,
-        {
-            "messageId": discord_id(agent, payload.message_id),
-            "roomId": discord_id(agent, payload.channel_id),
-            "source": SOURCE,
-        },
+        MessageDeleted(
+            message_id=discord_id(agent, payload.message_id),
+            room_id=discord_id(agent, payload.channel_id),
+            source=SOURCE,
+        )
     )
 
 
@@ -76,7 +75,7 @@ async def reaction_added(adapter: DiscordAdapter, payload: discord.RawReactionAc
         metadata={"type": "reaction", "authorIsBot": bool(getattr(user, "bot", False)), "emoji": emoji},
         created_at=now_ms(),
     )
-    await adapter.runtime.emit(EventType.REACTION_RECEIVED, {"message": memory, "source": SOURCE})
+    await adapter.runtime.emit(ReactionReceived(message=memory, source=SOURCE))
 
 
 async def member_changed(adapter: DiscordAdapter, member: discord.Member, *, joined: bool) -> None:
@@ -89,18 +88,17 @@ async def member_changed(adapter: DiscordAdapter, member: discord.Member, *, joi
         await adapter.ensure_world(member.guild)
         await adapter.connections.ensure_entity(entity)
     await adapter.runtime.emit(
-        EventType.ENTITY_JOINED if joined else EventType.ENTITY_LEFT,
-        {
-            "entityId": entity.id,
-            "worldId": discord_id(agent, member.guild.id),
-            "source": SOURCE,
-            "metadata": {
+        (EntityJoined if joined else EntityLeft)(
+            entity_id=entity.id,
+            world_id=discord_id(agent, member.guild.id),
+            source=SOURCE,
+            metadata={
                 "originalId": str(member.id),
                 "username": member.name,
                 "displayName": member.display_name,
                 "roles": [r.name for r in member.roles if not r.is_default()],
             },
-        },
+        )
     )
 
 

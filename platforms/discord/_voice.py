@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import discord
 from discord.voice_state import VoiceConnectionState
@@ -23,7 +23,7 @@ from discord.voice_state import VoiceConnectionState
 from bot.audio import SPEECH_PCM, Utterance, resample, wav
 from bot.connections import record_sent
 from bot.errors import ModelError
-from bot.events import EventType
+from bot.events import VoiceEnded, VoiceStarted
 from bot.ids import unique_uuid
 from bot.messages import IncomingMessage, QuietChannel
 from bot.speech import transcribe
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 __all__ = ["VoiceError", "VoiceManager", "VoiceSession"]
 
 _log = logging.getLogger(__name__)
+
+V = TypeVar("V", VoiceStarted, VoiceEnded)
 
 _CONNECT_TIMEOUT_S = 20.0
 _DISCONNECT_TIMEOUT_S = 3.0
@@ -285,7 +287,7 @@ class VoiceManager:
             if self.adapter.config.voice_listen:
                 session.listen()
         _log.info("%s: joined voice channel %s in %s", self.name, channel.name, guild.name)
-        await self.runtime.emit(EventType.VOICE_STARTED, self._event(session))
+        await self.runtime.emit(self._event(session, VoiceStarted))
         self.consider_company(guild.id)
         return session
 
@@ -297,14 +299,14 @@ class VoiceManager:
             session = self.sessions.get(guild.id)
             if session is None or session.channel.id == channel.id:
                 return  # a join of ours, already done
-            left = self._event(session)
+            left = self._event(session, VoiceEnded)
             if session.text_channel is session.channel:
                 session.text_channel = channel  # it wrote in the voice channel's own chat: still does
             old, session.channel = session.channel, channel
             session.room_id = await self.adapter.ensure_room(channel)
         _log.info("%s: moved from voice channel %s to %s", self.name, old.name, channel.name)
-        await self.runtime.emit(EventType.VOICE_ENDED, left)
-        await self.runtime.emit(EventType.VOICE_STARTED, self._event(session))
+        await self.runtime.emit(left)
+        await self.runtime.emit(self._event(session, VoiceStarted))
 
     async def disconnected(self, guild_id: int) -> None:
         """Someone else disconnected the bot from voice: the session is over."""
@@ -351,18 +353,18 @@ class VoiceManager:
         except Exception as exc:  # already gone is fine: the goal is to be out
             _log.debug("%s: voice disconnect: %s", self.name, exc)
         _log.info("%s: left voice channel %s", self.name, session.channel.name)
-        await self.runtime.emit(EventType.VOICE_ENDED, self._event(session))
+        await self.runtime.emit(self._event(session, VoiceEnded))
         return str(session.channel.name)
 
-    def _event(self, session: VoiceSession) -> dict[str, Any]:
+    def _event(self, session: VoiceSession, kind: type[V]) -> V:
         agent = self.runtime.agent_id
-        return {
-            "roomId": session.room_id,
-            "worldId": discord_id(agent, session.channel.guild.id),
-            "channelId": str(session.channel.id),
-            "name": session.channel.name,
-            "source": SOURCE,
-        }
+        return kind(
+            room_id=session.room_id,
+            world_id=discord_id(agent, session.channel.guild.id),
+            channel_id=str(session.channel.id),
+            channel_name=session.channel.name,
+            source=SOURCE,
+        )
 
     async def auto_join(self, guilds: list[Any]) -> None:
         """Join DISCORD_VOICE_CHANNEL_ID in whichever server has it."""

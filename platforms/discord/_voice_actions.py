@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from bot.answer_lengths import SHORT_ANSWER_TOKENS
-from bot.components import Action, ActionResult, HandlerCallback, State
+from bot.components import Action, ActionContext, ActionResult, State
 from bot.errors import ModelError
 from bot.models import ModelType
 from bot.types import Memory
@@ -67,14 +67,8 @@ async def _ask_model(runtime: AgentRuntime, request: str, channels: Sequence[Any
     return find_voice_channel(channels, answer)
 
 
-async def _join(
-    runtime: AgentRuntime,
-    message: Memory,
-    state: State,
-    options: dict[str, Any],
-    callback: HandlerCallback | None,
-    responses: Sequence[Memory],
-) -> ActionResult:
+async def _join(context: ActionContext) -> ActionResult:
+    runtime, message, options, responses = context.runtime, context.message, context.options, context.responses
     adapter = runtime.get_service(DISCORD_ADAPTER)
     assert adapter is not None and adapter.client is not None  # the validator checked it is connected
     guild = adapter.client.get_guild(int(message.metadata["serverId"]))
@@ -94,31 +88,23 @@ async def _join(
         any(str(a).upper() == "REPLY" for a in (responses[0].content.get("actions") or ())) if responses else False
     )
     if channel is None:
-        if callback is not None:
-            await callback({"text": "I couldn't figure out which voice channel you meant.", "actions": ["JOIN_VOICE"]})
+        await context.reply({"text": "I couldn't figure out which voice channel you meant.", "actions": ["JOIN_VOICE"]})
         return ActionResult(success=False, error="no voice channel matched the request")
     text_channel = guild.get_channel_or_thread(int(message.metadata["channelId"]))
     try:
         await adapter.voice.join(channel, text_channel=text_channel)
     except VoiceError as exc:
-        if callback is not None:
-            await callback({"text": str(exc), "actions": ["JOIN_VOICE"]})
+        await context.reply({"text": str(exc), "actions": ["JOIN_VOICE"]})
         return ActionResult(success=False, error=str(exc))
-    if callback is not None and not replied:
-        await callback({"text": f"Joining {channel.name}.", "actions": ["JOIN_VOICE"]})
+    if not replied:
+        await context.reply({"text": f"Joining {channel.name}.", "actions": ["JOIN_VOICE"]})
     return ActionResult(
         text=f"joined the voice channel {channel.name}", data={"actionName": "JOIN_VOICE", "channelId": str(channel.id)}
     )
 
 
-async def _leave(
-    runtime: AgentRuntime,
-    message: Memory,
-    state: State,
-    options: dict[str, Any],
-    callback: HandlerCallback | None,
-    responses: Sequence[Memory],
-) -> ActionResult:
+async def _leave(context: ActionContext) -> ActionResult:
+    runtime, message = context.runtime, context.message
     adapter = runtime.get_service(DISCORD_ADAPTER)
     assert adapter is not None and adapter.client is not None  # the validator checked it is connected
     guild = adapter.client.get_guild(int(message.metadata["serverId"]))

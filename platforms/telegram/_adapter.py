@@ -31,7 +31,7 @@ from bot.adapters import Delivery, PlatformAdapter, PlatformReplyChannel, Typing
 from bot.buttons import buttons_in
 from bot.connections import SentMessage, TokenClaims
 from bot.errors import ConfigError, PartlySent, SendError
-from bot.events import EventType
+from bot.events import WorldJoined
 from bot.lifecycle import AdapterState
 from bot.messages import IncomingMessage, NativeRef
 from bot.outgoing import OutgoingFile, files_in
@@ -247,9 +247,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
         if created or joined:
             # The sender may be this bot, for a chat first seen through what it sent there.
             entities = [entity_for_user(agent, sender)] if sender and sender.id != self.bot_id else []
-            await self.runtime.emit(
-                EventType.WORLD_JOINED, {"world": world, "rooms": [main], "entities": entities, "source": SOURCE}
-            )
+            await self.runtime.emit(WorldJoined(world=world, rooms=[main], entities=entities, source=SOURCE))
 
     async def _administrators(self, chat: Any) -> tuple[int | None, list[int]]:
         if channel_type(chat) is ChannelType.DM or self.app is None:

@@ -50,7 +50,7 @@ from telegram.ext import (
 )
 
 from bot.components import CONVERSATION_SUMMARIES, SUMMARY_DEFAULT_COUNT, SUMMARY_MAX_COUNT
-from bot.events import EventType
+from bot.events import EntityJoined, EntityLeft, EventType, MessageUpdated, ReactionReceived
 from bot.store import StoreState, classify
 from bot.types import JSON, ChannelType, Memory, now_ms
 
@@ -246,7 +246,7 @@ class UpdateHandlers:
         await adapter.ensure_stored(message, seen)  # an edit of a message troupe never saw is stored as new
         edit = seen.edit()
         edit.id = message_memory_id(self.runtime.agent_id, message)  # an album's caption: the album's message
-        await self.runtime.emit(EventType.MESSAGE_UPDATED, {"message": edit, "source": SOURCE})
+        await self.runtime.emit(MessageUpdated(message=edit, source=SOURCE))
 
     async def on_reaction(self, update: Update, context: Context) -> None:
         reaction = update.message_reaction
@@ -276,7 +276,7 @@ class UpdateHandlers:
             metadata={"type": "reaction", "authorIsBot": bool(user.is_bot), "emoji": emoji},
             created_at=now_ms(),
         )
-        await self.runtime.emit(EventType.REACTION_RECEIVED, {"message": memory, "source": SOURCE})
+        await self.runtime.emit(ReactionReceived(message=memory, source=SOURCE))
 
     async def on_membership(self, update: Update, context: Context) -> None:
         adapter, message = self.adapter, _message(update)
@@ -328,14 +328,13 @@ class UpdateHandlers:
     async def _member_event(self, event: EventType, user: User, chat_id: int, room: str) -> None:
         agent = self.runtime.agent_id
         await self.runtime.emit(
-            event,
-            {
-                "entityId": entity_id(agent, user.id),
-                "worldId": world_id(agent, chat_id),
-                "roomId": room,
-                "source": SOURCE,
-                "metadata": {SOURCE: {"id": str(user.id), "username": user.username, "name": user.full_name}},
-            },
+            (EntityJoined if event is EventType.ENTITY_JOINED else EntityLeft)(
+                entity_id=entity_id(agent, user.id),
+                world_id=world_id(agent, chat_id),
+                room_id=room,
+                source=SOURCE,
+                metadata={SOURCE: {"id": str(user.id), "username": user.username, "name": user.full_name}},
+            )
         )
 
 

@@ -7,8 +7,8 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bot.components import Action, ActionResult, Evaluator, HandlerCallback, State
-from bot.events import EventType
+from bot.components import Action, ActionContext, ActionResult, Evaluator, HandlerCallback, State
+from bot.events import ActionCompleted, ActionStarted, EvaluatorCompleted, EvaluatorStarted
 from bot.types import Memory
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def find_action(actions: dict[str, Action], name: str) -> Action | None:
 
 
 async def run_actions(
-    rt: AgentRuntime, message: Memory, responses: Sequence[Memory], state: State, callback: HandlerCallback | None
+    rt: AgentRuntime, message: Memory, responses: Sequence[Memory], state: State, reply: HandlerCallback
 ) -> list[tuple[str, bool]]:
     """Run each response's actions in order; a failing action is logged and the chain goes on.
     Returns each action's name and whether it succeeded."""
@@ -53,14 +53,10 @@ async def run_actions(
             if action is None:
                 _log.info("%s: the model asked for unknown action %r; skipped", rt.character.name, name)
                 continue
-            await rt.emit(
-                EventType.ACTION_STARTED,
-                {"action": action.name, "roomId": message.room_id, "messageId": message.id},
-            )
+            await rt.emit(ActionStarted(action=action.name, room_id=message.room_id, message_id=message.id))
+            context = ActionContext(rt, message, state, {"previousResults": list(results)}, reply, responses)
             try:
-                result = await action.handler(
-                    rt, message, state, {"previousResults": list(results)}, callback, responses
-                )
+                result = await action.handler(context)
             except Exception as exc:
                 _log.exception("%s: action %s failed", rt.character.name, action.name)
                 result = ActionResult(success=False, error=exc.__class__.__name__)
@@ -71,13 +67,9 @@ async def run_actions(
             results.append(result)
             outcomes.append((action.name, result.success))
             await rt.emit(
-                EventType.ACTION_COMPLETED,
-                {
-                    "action": action.name,
-                    "roomId": message.room_id,
-                    "messageId": message.id,
-                    "success": result.success,
-                },
+                ActionCompleted(
+                    action=action.name, room_id=message.room_id, message_id=message.id, success=result.success
+                )
             )
     return outcomes
 
@@ -88,7 +80,7 @@ async def run_evaluators(
     state: State,
     *,
     did_respond: bool,
-    callback: HandlerCallback | None,
+    reply: HandlerCallback,
     responses: Sequence[Memory],
 ) -> None:
     """Run the evaluators that apply, concurrently; failures are logged."""
@@ -107,16 +99,13 @@ async def run_evaluators(
     chosen = [e for e in rt.evaluators.values() if await applies(e)]
 
     async def run(evaluator: Evaluator) -> None:
-        await rt.emit(EventType.EVALUATOR_STARTED, {"evaluatorName": evaluator.name, "messageId": message.id})
+        await rt.emit(EvaluatorStarted(evaluator=evaluator.name, message_id=message.id))
         error = None
         try:
-            await evaluator.handler(rt, message, state, {}, callback, responses)
+            await evaluator.handler(ActionContext(rt, message, state, {}, reply, responses))
         except Exception as exc:
             error = exc.__class__.__name__
             _log.exception("%s: evaluator %s failed", rt.character.name, evaluator.name)
-        await rt.emit(
-            EventType.EVALUATOR_COMPLETED,
-            {"evaluatorName": evaluator.name, "messageId": message.id, "error": error},
-        )
+        await rt.emit(EvaluatorCompleted(evaluator=evaluator.name, message_id=message.id, error=error))
 
     await asyncio.gather(*(run(e) for e in chosen))

@@ -1,5 +1,5 @@
-"""What the pipeline hands actions as their callback: the platform's reply callback, bounded,
-counted and recorded.
+"""What the pipeline hands actions as their reply channel (``ActionContext.reply``): the
+platform's reply callback, bounded, counted and recorded.
 
 Every message the agent sends in answer to a message goes through one :class:`Delivery`. It
 - cuts text to ``MAX_REPLY_CHARS`` (a model that writes 300,000 characters must not become 74
@@ -56,9 +56,9 @@ def max_reply_chars(runtime: AgentRuntime) -> int:
 
 
 class Delivery:
-    """The callback actions get for one incoming message (see the module docstring)."""
+    """The reply channel actions get for one incoming message (see the module docstring)."""
 
-    def __init__(self, runtime: AgentRuntime, message: Memory, callback: HandlerCallback | None) -> None:
+    def __init__(self, runtime: AgentRuntime, message: Memory, callback: HandlerCallback) -> None:
         self.runtime = runtime
         self.message = message
         self.callback = callback
@@ -81,8 +81,6 @@ class Delivery:
         return self.attempted > 0 and self.sent == 0
 
     async def __call__(self, content: dict[str, Any]) -> list[Memory]:
-        if self.callback is None:
-            return []
         text = str(content.get("text") or "")
         if text:
             bounded = bound_text(text, self.limit)

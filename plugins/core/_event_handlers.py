@@ -2,19 +2,27 @@
 people joining and leaving.
 
 Platforms emit these events; the handlers only touch the store. Each handler logs and returns
-on a payload it cannot use (never raises into the emitter), and is idempotent: platforms redeliver
+on an event it cannot use (never raises into the emitter), and is idempotent: platforms redeliver
 events after reconnects.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
-from bot.events import EventType
+from bot.events import (
+    ChannelCleared,
+    EntityJoined,
+    EntityLeft,
+    Event,
+    MessageDeleted,
+    MessageUpdated,
+    ReactionReceived,
+)
 from bot.types import Memory, now_ms
 
 from ._embedding import embeddings
@@ -27,7 +35,8 @@ __all__ = ["register"]
 _log = logging.getLogger(__name__)
 
 MESSAGES = "messages"
-Handler = Callable[["AgentRuntime", dict[str, Any]], Coroutine[Any, Any, None]]
+
+E = TypeVar("E", bound=Event)
 
 
 class Presence(StrEnum):
@@ -37,33 +46,32 @@ class Presence(StrEnum):
     INACTIVE = "INACTIVE"  # left
 
 
-def _message(runtime: AgentRuntime, payload: dict[str, Any], event: str) -> tuple[Memory, str] | None:
-    """The event's message and its id; None (logged) when it has none."""
-    message = payload.get("message")
-    if not isinstance(message, Memory) or not message.id:
+def _message(runtime: AgentRuntime, message: Memory, event: str) -> str | None:
+    """The event's message's id; None (logged) when it has none."""
+    if not message.id:
         _log.error("%s: %s without a message id; ignored", runtime.character.name, event)
         return None
-    return message, message.id
+    return message.id
 
 
-async def on_reaction(runtime: AgentRuntime, payload: dict[str, Any]) -> None:
+async def on_reaction(runtime: AgentRuntime, event: ReactionReceived) -> None:
     """Store the reaction as a message of its own, once."""
-    found = _message(runtime, payload, EventType.REACTION_RECEIVED)
-    if found is None:
+    reaction = event.message
+    reaction_id = _message(runtime, reaction, event.name)
+    if reaction_id is None:
         return
-    reaction, reaction_id = found
     if await runtime.store.get_memory(reaction_id) is not None:
         return
     reaction.agent_id = runtime.agent_id
     await runtime.store.create_memory(reaction, MESSAGES, unique=False)
 
 
-async def on_message_updated(runtime: AgentRuntime, payload: dict[str, Any]) -> None:
+async def on_message_updated(runtime: AgentRuntime, event: MessageUpdated) -> None:
     """An edited message replaces the stored text (its vector is recomputed); an unknown one is stored."""
-    found = _message(runtime, payload, EventType.MESSAGE_UPDATED)
-    if found is None:
+    edited = event.message
+    edited_id = _message(runtime, edited, event.name)
+    if edited_id is None:
         return
-    edited, edited_id = found
     stored = await runtime.store.get_memory(edited_id)
     if stored is None:
         edited.agent_id = runtime.agent_id
@@ -77,30 +85,27 @@ async def on_message_updated(runtime: AgentRuntime, payload: dict[str, Any]) -> 
         embeddings(runtime).embed_later(edited_id, text)
 
 
-async def on_message_deleted(runtime: AgentRuntime, payload: dict[str, Any]) -> None:
-    message = payload.get("message")
-    memory_id = message.id if isinstance(message, Memory) else payload.get("messageId")
-    if not memory_id:
+async def on_message_deleted(runtime: AgentRuntime, event: MessageDeleted) -> None:
+    if not event.message_id:
         _log.error("%s: MESSAGE_DELETED without a message id; ignored", runtime.character.name)
         return
-    await runtime.store.delete_memory(str(memory_id))
+    await runtime.store.delete_memory(event.message_id)
 
 
-async def on_channel_cleared(runtime: AgentRuntime, payload: dict[str, Any]) -> None:
-    room_id = payload.get("roomId")
-    if not room_id:
+async def on_channel_cleared(runtime: AgentRuntime, event: ChannelCleared) -> None:
+    if not event.room_id:
         _log.error("%s: CHANNEL_CLEARED without a roomId; ignored", runtime.character.name)
         return
-    removed = await runtime.store.delete_all_memories(str(room_id), MESSAGES)
-    _log.info("%s: cleared %d messages of room %s", runtime.character.name, removed, room_id)
+    removed = await runtime.store.delete_all_memories(event.room_id, MESSAGES)
+    _log.info("%s: cleared %d messages of room %s", runtime.character.name, removed, event.room_id)
 
 
-async def _set_presence(runtime: AgentRuntime, payload: dict[str, Any], event: str, status: Presence) -> None:
-    entity_id = payload.get("entityId")
-    entity = await runtime.store.get_entity(str(entity_id)) if entity_id else None
+async def _set_presence(runtime: AgentRuntime, event: EntityJoined | EntityLeft, status: Presence) -> None:
+    entity_id = event.entity_id
+    entity = await runtime.store.get_entity(entity_id) if entity_id else None
     if entity is None:
         if not entity_id:
-            _log.error("%s: %s without an entityId; ignored", runtime.character.name, event)
+            _log.error("%s: %s without an entityId; ignored", runtime.character.name, event.name)
         return  # the adapter creates entities it has not seen; nothing to mark yet
     if (entity.metadata.status or Presence.ACTIVE) == status:
         return
@@ -111,30 +116,31 @@ async def _set_presence(runtime: AgentRuntime, payload: dict[str, Any], event: s
     await runtime.store.update_entity(entity)
 
 
-async def on_entity_joined(runtime: AgentRuntime, payload: dict[str, Any]) -> None:
-    await _set_presence(runtime, payload, EventType.ENTITY_JOINED, Presence.ACTIVE)
+async def on_entity_joined(runtime: AgentRuntime, event: EntityJoined) -> None:
+    await _set_presence(runtime, event, Presence.ACTIVE)
 
 
-async def on_entity_left(runtime: AgentRuntime, payload: dict[str, Any]) -> None:
-    await _set_presence(runtime, payload, EventType.ENTITY_LEFT, Presence.INACTIVE)
+async def on_entity_left(runtime: AgentRuntime, event: EntityLeft) -> None:
+    await _set_presence(runtime, event, Presence.INACTIVE)
 
 
-_HANDLERS: dict[EventType, Handler] = {
-    EventType.REACTION_RECEIVED: on_reaction,
-    EventType.MESSAGE_UPDATED: on_message_updated,
-    EventType.MESSAGE_DELETED: on_message_deleted,
-    EventType.CHANNEL_CLEARED: on_channel_cleared,
-    EventType.ENTITY_JOINED: on_entity_joined,
-    EventType.ENTITY_LEFT: on_entity_left,
-}
+def _bound(
+    runtime: AgentRuntime, handler: Callable[[AgentRuntime, E], Awaitable[None]]
+) -> Callable[[E], Awaitable[None]]:
+    """``handler`` with ``runtime`` given, named as itself in the runtime's log of failures."""
+
+    async def run(event: E) -> None:
+        await handler(runtime, event)
+
+    run.__qualname__ = handler.__qualname__
+    return run
 
 
 def register(runtime: AgentRuntime) -> None:
     """Register every handler above with ``runtime``."""
-    for event, handler in _HANDLERS.items():
-
-        async def run(payload: dict[str, Any], handler: Handler = handler) -> None:
-            await handler(runtime, payload)
-
-        run.__qualname__ = handler.__qualname__
-        runtime.register_event(event, run)
+    runtime.on(ReactionReceived, _bound(runtime, on_reaction))
+    runtime.on(MessageUpdated, _bound(runtime, on_message_updated))
+    runtime.on(MessageDeleted, _bound(runtime, on_message_deleted))
+    runtime.on(ChannelCleared, _bound(runtime, on_channel_cleared))
+    runtime.on(EntityJoined, _bound(runtime, on_entity_joined))
+    runtime.on(EntityLeft, _bound(runtime, on_entity_left))

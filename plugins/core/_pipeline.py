@@ -23,13 +23,13 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bot.answer_lengths import DECISION_TOKENS, PLAN_TOKENS
 from bot.buttons import Press
 from bot.components import PressHandler, State
 from bot.errors import ModelContextExceeded, ModelError, StoreError
-from bot.events import EventType
+from bot.events import PlatformConnected, RunEnded, RunStarted, RunTimeout
 from bot.messages import IncomingMessage, NativeRef, Outcome, ReplyChannel, Status
 from bot.models import ModelType
 from bot.time_limits import time_limit
@@ -122,10 +122,10 @@ class MessagePipeline:
 
     def register(self) -> None:
         self.runtime.handle_messages_with(self)
-        self.runtime.register_event(EventType.PLATFORM_CONNECTED, self._on_connected)
+        self.runtime.on(PlatformConnected, self._on_connected)
 
-    async def _on_connected(self, payload: dict[str, Any]) -> None:
-        source = str(payload.get("source") or "")
+    async def _on_connected(self, event: PlatformConnected) -> None:
+        source = event.source
         if source:
             # Connected again (Discord moved shards): one more first pass, but one loop, not two.
             looping = self._looking.get(source)
@@ -169,14 +169,13 @@ class MessagePipeline:
         run_id = str(uuid.uuid4())
         started = now_ms()
         await rt.emit(
-            EventType.RUN_STARTED,
-            {
-                "runId": run_id,
-                "messageId": turn.message_id,
-                "roomId": message.room_id,
-                "entityId": message.entity_id,
-                "startTime": started,
-            },
+            RunStarted(
+                run_id=run_id,
+                message_id=turn.message_id,
+                room_id=message.room_id,
+                entity_id=message.entity_id,
+                start_time=started,
+            )
         )
         timeout = rt.get_number("RUN_TIMEOUT_S", _DEFAULT_RUN_TIMEOUT_S)
         store_failed = False
@@ -200,9 +199,7 @@ class MessagePipeline:
             _log.warning(
                 "%s: gave up on a message in room %s after %.0f s", rt.character.name, message.room_id, timeout
             )
-            await rt.emit(
-                EventType.RUN_TIMEOUT, {"runId": run_id, "messageId": turn.message_id, "roomId": message.room_id}
-            )
+            await rt.emit(RunTimeout(run_id=run_id, message_id=turn.message_id, room_id=message.room_id))
             outcome = Outcome(Status.TIMEOUT, f"no answer within {timeout:.0f} s")
         except StoreError as exc:
             # The database failed under this message (it crashed, the link broke): the statement
@@ -226,14 +223,13 @@ class MessagePipeline:
         rt.metrics.messages_handled.labels(agent=rt.character.name, outcome=outcome.status.value).inc()
         _log.debug("%s: message %s -> %s (%s)", rt.character.name, turn.message_id, outcome.status, outcome.reason)
         await rt.emit(
-            EventType.RUN_ENDED,
-            {
-                "runId": run_id,
-                "messageId": turn.message_id,
-                "roomId": message.room_id,
-                "status": outcome.status.value,
-                "duration": now_ms() - started,
-            },
+            RunEnded(
+                run_id=run_id,
+                message_id=turn.message_id,
+                room_id=message.room_id,
+                status=outcome.status.value,
+                duration=now_ms() - started,
+            )
         )
         return outcome
 
@@ -332,7 +328,7 @@ class MessagePipeline:
         if plan.providers:
             state = await rt.compose_state(message, plan.providers)
         results = await run_actions(rt, message, [response], state, delivery)
-        await run_evaluators(rt, message, state, did_respond=True, callback=delivery, responses=[response])
+        await run_evaluators(rt, message, state, did_respond=True, reply=delivery, responses=[response])
         if delivery.failed:
             return Outcome(Status.SEND_FAILED, "the platform took none of the reply", tuple(actions))
         replied = any(name.upper() == "REPLY" and ok for name, ok in results)

@@ -49,7 +49,7 @@ async def setup(runtime: AgentRuntime) -> None:
 
     Reads no file here: the sync runs in the background once the runtime has started.
     """
-    from bot.events import EventType
+    from bot.events import AgentReloaded
 
     from ._config import resolve_config
     from ._provider import provider
@@ -60,5 +60,5 @@ async def setup(runtime: AgentRuntime) -> None:
     runtime.register_service(KNOWLEDGE, service)
     runtime.register_provider(dataclasses.replace(provider, dynamic=True) if config.dynamic else provider)
     if runtime.home:  # away from home (a daemon serving only Discord shards) the home daemon syncs
-        runtime.register_event(EventType.AGENT_RELOADED, service.on_reload)
+        runtime.on(AgentReloaded, service.on_reload)
         service.request_sync()

@@ -16,11 +16,12 @@ import asyncio
 import enum
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bot.backoff import ExponentialBackoff
 from bot.components import ServiceKey
+from bot.events import AgentReloaded
 from bot.runtime import RuntimeState
 from bot.store import StoreState, classify
 
@@ -84,7 +85,7 @@ class KnowledgeService:
         else:
             self._idle.clear()
 
-    async def on_reload(self, payload: Mapping[str, object]) -> None:
+    async def on_reload(self, event: AgentReloaded) -> None:
         """``AGENT_RELOADED``: the files may have changed; look again."""
         self.request_sync()
 

@@ -15,6 +15,7 @@ import pytest
 from bot.adapters import Delivery, PlatformAdapter, PlatformReplyChannel, TypingIndicator
 from bot.connections import SentMessage, TokenClaims, merged_world
 from bot.errors import ConfigError, PartlySent, SendError
+from bot.events import MessageSent
 from bot.lifecycle import AdapterState
 from bot.record_metadata import EntityMetadata, Ownership, WorldMetadata
 from bot.runtime import AgentRuntime
@@ -298,10 +299,10 @@ async def test_a_delivered_message_is_remembered_and_announced(runtime) -> None:
     await adapter.start()
     heard: list[Memory] = []
 
-    async def on_sent(payload: dict[str, Any]) -> None:
-        heard.append(payload["message"])
+    async def on_sent(event: MessageSent) -> None:
+        heard.append(event.message)
 
-    rt.register_event("MESSAGE_SENT", on_sent)
+    rt.on(MessageSent, on_sent)
     general = room(rt)
     await adapter.connections.ensure_rooms([general])
     [memory] = await adapter.send_to_room(general, {"text": "hello all", "files": ["/tmp/x.png"], "action": "X"})

@@ -6,6 +6,7 @@ import pytest
 
 from bot.connections import Connections, TokenClaims, record_sent
 from bot.errors import ConfigError
+from bot.events import MessageSent
 from bot.record_metadata import EntityMetadata
 from bot.types import ChannelType, Entity, Memory, Room
 
@@ -50,10 +51,10 @@ async def test_sent_messages_are_stored_and_announced(runtime) -> None:  # noqa:
     rt = runtime
     seen: list[str] = []
 
-    async def on_sent(payload: dict) -> None:
-        seen.append(payload["message"].content["text"])
+    async def on_sent(event: MessageSent) -> None:
+        seen.append(event.message.content["text"])
 
-    rt.register_event("MESSAGE_SENT", on_sent)
+    rt.on(MessageSent, on_sent)
     sent = Memory(entity_id=rt.agent_id, room_id=rt.agent_id, content={"text": "hello"}, id=rt.unique_id("m1"))
     assert await record_sent(rt, [sent], "chat") == [sent]
     assert seen == ["hello"] and (await rt.store.get_memory(sent.id)).content["text"] == "hello"

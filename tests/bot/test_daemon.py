@@ -17,6 +17,7 @@ from bot.character import load_characters
 from bot.control import ReloadSummary, format_status
 from bot.daemon import Daemon
 from bot.errors import ConfigError
+from bot.events import AgentReloaded
 from bot.hosted import status_line
 from bot.lifecycle import DaemonState
 from bot.plugins import PluginMeta
@@ -184,10 +185,10 @@ async def test_reload_starts_stops_restarts_and_leaves_the_rest_alone(
     untouched = next(rt for rt in daemon.runtimes if rt.character.name == "C")
     reloaded: list[str] = []
 
-    async def on_reload(payload) -> None:
-        reloaded.append(payload["runtime"].character.name)
+    async def on_reload(event: AgentReloaded) -> None:
+        reloaded.append(event.runtime.character.name)
 
-    untouched.register_event("AGENT_RELOADED", on_reload)
+    untouched.on(AgentReloaded, on_reload)
     (chars / "B.json").unlink()
     write(chars, "D", ["fakechat"])
     write(chars, "A", ["fakechat"], token="t-rotated-654321")  # a new secret is a change

@@ -15,6 +15,7 @@ from bot import plugins as plugin_registry
 from bot.character import Character, load_character
 from bot.components import Action, Provider, ProviderResult, TaskWorker
 from bot.errors import ConfigError, ModelError, PluginLoadError
+from bot.events import CustomEvent, MessageReceived, ModelFailed, ModelUsed
 from bot.messages import IncomingMessage, Outcome, QuietChannel, Status
 from bot.models import ModelType
 from bot.plugins import PluginMeta
@@ -100,7 +101,7 @@ async def test_duplicate_names_are_errors(runtime: AgentRuntime) -> None:
 
 async def test_use_model_prefers_priority_and_falls_back_on_failure(runtime: AgentRuntime) -> None:
     calls: list[str] = []
-    events: list[dict] = []
+    events: list[ModelUsed | ModelFailed] = []
 
     async def failing(rt, params):
         calls.append("high")
@@ -114,17 +115,17 @@ async def test_use_model_prefers_priority_and_falls_back_on_failure(runtime: Age
         calls.append("tie")
         return "tie"
 
-    async def record(payload):
-        events.append(payload)
+    async def record(event: ModelUsed | ModelFailed) -> None:
+        events.append(event)
 
-    runtime.register_event("MODEL_USED", record)
-    runtime.register_event("MODEL_FAILED", record)
+    runtime.on(ModelUsed, record)
+    runtime.on(ModelFailed, record)
     runtime.register_model(ModelType.TEXT_LARGE, working, "low", priority=10)
     runtime.register_model("text:large", failing, "high", priority=50)
     runtime.register_model(ModelType.TEXT_LARGE, first_registered, "tie", priority=10)
     assert await runtime.use_model(ModelType.TEXT_LARGE, {"prompt": "p"}) == "ok:p"
     assert calls == ["high", "low"]
-    assert [(e["provider"], e["ok"]) for e in events] == [("high", False), ("low", True)]
+    assert [(e.provider, isinstance(e, ModelUsed)) for e in events] == [("high", False), ("low", True)]
     logs = await runtime.store.get_logs(type="useModel:TEXT_LARGE")
     assert {(log.body["provider"], log.body["ok"]) for log in logs} == {("high", False), ("low", True)}
     assert "prompt" not in str([log.body for log in logs])
@@ -187,22 +188,41 @@ async def test_model_error_from_the_handler_is_kept(runtime: AgentRuntime) -> No
 async def test_emit_runs_handlers_concurrently_and_survives_failures(runtime: AgentRuntime, caplog) -> None:
     seen: list[str] = []
 
-    async def bad(payload):
+    async def bad(event: MessageReceived) -> None:
         raise RuntimeError("handler broke")
 
-    async def slow(payload):
+    async def slow(event: MessageReceived) -> None:
         await asyncio.sleep(0.01)
         seen.append("slow")
 
-    async def good(payload):
-        seen.append(payload["message"])
+    async def good(event: MessageReceived) -> None:
+        seen.append(event.message.content["text"])
 
     for handler in (bad, slow, good):
-        runtime.register_event("message:received", handler)
-    await runtime.emit("MESSAGE_RECEIVED", {"message": "m"})
+        runtime.on(MessageReceived, handler)
+    message = Memory(entity_id="e", room_id="r", content={"text": "m"})
+    await runtime.emit(MessageReceived(message=message, source="test"))
     assert sorted(seen) == ["m", "slow"]
     assert "MESSAGE_RECEIVED handler" in caplog.text and "handler broke" in caplog.text
-    await runtime.emit("NOTHING_LISTENS", {})
+    await runtime.emit(CustomEvent("NOTHING_LISTENS"))
+
+
+async def test_custom_events_go_by_name_and_typed_names_by_class(runtime: AgentRuntime) -> None:
+    heard: list[CustomEvent] = []
+
+    async def joined(event: CustomEvent) -> None:
+        heard.append(event)
+
+    runtime.on("discord:voice:joined", joined)
+    await runtime.emit(CustomEvent("discord:voice:joined", {"channel": "General"}))
+    await runtime.emit(CustomEvent("discord:voice:left"))
+    assert heard == [CustomEvent("discord:voice:joined", {"channel": "General"})]
+    with pytest.raises(ValueError, match="MESSAGE_RECEIVED is a typed event"):
+        runtime.on("message:received", joined)
+    with pytest.raises(ValueError, match="MESSAGE_SENT is a typed event"):
+        CustomEvent("MESSAGE_SENT", {})
+    with pytest.raises(TypeError, match="under its name"):
+        runtime.on(CustomEvent, joined)
 
 
 # -- state -----------------------------------------------------------------------------
@@ -526,8 +546,8 @@ async def test_received_messages_reach_the_handler_and_the_listeners(bare: Agent
             handled.append(incoming)
             return Outcome(Status.IGNORED, "test")
 
-    async def listener(payload: dict) -> None:
-        heard.append((payload["message"], payload["source"]))
+    async def listener(event: MessageReceived) -> None:
+        heard.append((event.message, event.source))
 
     bare.handle_messages_with(Handler())
     with pytest.raises(ValueError, match="already handles"):
@@ -535,6 +555,6 @@ async def test_received_messages_reach_the_handler_and_the_listeners(bare: Agent
     message = Memory(entity_id="e", room_id="r", content={"text": "hi", "source": "test"})
     incoming = IncomingMessage(message, _Nowhere())
     assert await bare.receive(incoming) == Outcome(Status.IGNORED, "test")
-    bare.register_event("message:received", listener)
+    bare.on(MessageReceived, listener)
     assert (await bare.receive(incoming)).status is Status.IGNORED
     assert handled == [incoming, incoming] and heard == [(message, "test")]

@@ -23,7 +23,7 @@ import numpy as np
 import psycopg
 
 from bot.store._memories import DEDUP_THRESHOLD, ENCODE_IN_THREAD, MEMORY_COLUMNS, MemoryFilter, nearest_hits
-from bot.store._rows import dumps, row_to_memory
+from bot.store._rows import json_text, row_to_memory
 from bot.store._scoped import new_id, validate_count
 from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, check_dimension, dimension_key, encode_vector
 from bot.store.postgres._database import Row
@@ -64,25 +64,6 @@ def pg_vector(values: Sequence[float], dim: int) -> PgVector:
     Raises EmbeddingDimensionError for a wrong length.
     """
     return np.frombuffer(encode_vector(values, dim), dtype="<f4")
-
-
-def json_text(value: object) -> str:
-    """JSON text for a jsonb column, as :func:`dumps` writes it for SQLite, with U+0000 (which
-    jsonb cannot hold, and a user's message can carry) as U+FFFD: the message is kept, that
-    character is not. ValueError for NaN or an infinity."""
-    text = dumps(value)
-    # dumps escapes U+0000 as \u0000; the same six characters may also be text that is not one.
-    return dumps(_without_nul(value)) if "\\u0000" in text else text
-
-
-def _without_nul(value: object) -> object:
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
-    if isinstance(value, dict):
-        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_without_nul(v) for v in value]
-    return value
 
 
 def vector_list(value: Any) -> list[float] | None:

@@ -16,13 +16,16 @@ import psycopg
 
 from bot.errors import SchemaVersionError
 from bot.store.postgres._bus import SCHEMA as BUS
-from bot.store.postgres._handling import CLAIMANT
 from bot.store.postgres._leases import SCHEMA as LEASES
 from bot.store.postgres._roster import SCHEMA as ROSTER
 from bot.store.postgres._schema import TABLES
 from bot.store.postgres._vector_index import OWNER_COLUMNS
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
+
+#: Migration 7: who holds each claim (every change of a claim is conditional on it, see
+#: bot/store/_claims.py). Claims from before: nobody's.
+CLAIMANT = "ALTER TABLE message_handling ADD COLUMN claimant text NOT NULL DEFAULT '';"
 
 _log = logging.getLogger(__name__)
 

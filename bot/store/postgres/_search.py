@@ -42,6 +42,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from bot.store._dialect import POSTGRES
+from bot.store._inspection import listing_filter
 from bot.store._memories import MEMORY_COLUMNS, MemoryFilter
 from bot.store._rows import row_to_memory
 from bot.store._scoped import validate_count
@@ -202,3 +204,28 @@ class PgSearchMixin(PgMemoriesMixin):
             (terms, *where.params, count),
         )
         return [row_to_memory(r, similarity=r["score"]) for r in rows]
+
+    async def search_all_memories_by_text(
+        self,
+        query: str,
+        *,
+        tables: Sequence[str] | None = None,
+        room_id: str | None = None,
+        entity_id: str | None = None,
+        count: int = 10,
+    ) -> list[Memory]:
+        """As SQLite's, with ``ts_rank`` as the relevance in ``similarity``; no words, no results."""
+        validate_count(count)
+        terms = keyword_query(query)
+        if terms is None or count == 0:
+            return []
+        clauses, params = listing_filter(self._agent_id, POSTGRES.id_list, tables, room_id, entity_id)
+        # The query folded as the stored text is (KEYWORD_QUERY): "café" finds "cafe" and back.
+        rows = await self._rows(
+            f"SELECT {MEMORY_COLUMNS}, ts_rank(m.text_search, q.q) AS score "
+            f"FROM memories m, (SELECT {KEYWORD_QUERY.replace('%s', '?')} AS q) q "
+            f"WHERE m.text_search @@ q.q AND {' AND '.join(clauses)} "
+            "ORDER BY score DESC, m.created_at DESC, m.seq DESC LIMIT ?",
+            (terms, *params, count),
+        )
+        return [row_to_memory(r, similarity=float(r["score"])) for r in rows]

@@ -2,20 +2,22 @@
 
 Scoping is SQLite's (see ``bot/store/_sqlite.py``): every write forces ``agent_id`` to the
 store's agent and every read is filtered by it, except the cross-agent reads named there. The
-methods live in one module per group of tables, as for SQLite; this class puts them together.
+methods live in one module per group of tables, most of them shared with SQLite (see there);
+memories, their vectors and searches are PostgreSQL's own. This class puts them together.
 """
 
 from __future__ import annotations
 
-from bot.store.postgres._agents import PgAgentsMixin
-from bot.store.postgres._entities import PgEntitiesMixin
-from bot.store.postgres._forgetting import PgForgettingMixin
-from bot.store.postgres._handling import PgHandlingMixin
-from bot.store.postgres._inspection import PgInspectionMixin
-from bot.store.postgres._knowledge import PgKnowledgeMixin
-from bot.store.postgres._records import PgRecordsMixin
+from bot.store._agents import AgentsMixin
+from bot.store._entities import EntitiesMixin
+from bot.store._forgetting import ForgettingMixin
+from bot.store._handling import HandlingMixin
+from bot.store._inspection import InspectionMixin
+from bot.store._knowledge import KnowledgeMixin
+from bot.store._records import RecordsMixin
+from bot.store._rooms import RoomsMixin
+from bot.store.postgres._knowledge import PgKnowledgeSearchMixin
 from bot.store.postgres._retention import PgRetentionMixin
-from bot.store.postgres._rooms import PgRoomsMixin
 from bot.store.postgres._scoped import PgScoped
 from bot.store.postgres._search import PgSearchMixin
 
@@ -23,15 +25,16 @@ __all__ = ["PgAgentStore"]
 
 
 class PgAgentStore(
-    PgAgentsMixin,
-    PgEntitiesMixin,
-    PgRoomsMixin,
-    PgRecordsMixin,
-    PgHandlingMixin,
-    PgKnowledgeMixin,
+    AgentsMixin,
+    EntitiesMixin,
+    RoomsMixin,
+    RecordsMixin,
+    HandlingMixin,
+    KnowledgeMixin,
+    PgKnowledgeSearchMixin,
     PgRetentionMixin,
-    PgInspectionMixin,
-    PgForgettingMixin,
+    InspectionMixin,
+    ForgettingMixin,
     PgSearchMixin,
     PgScoped,
 ):

@@ -147,10 +147,10 @@ def match_entity(reference: str, candidates: Iterable[Entity]) -> Entity | None:
 
 
 async def notify(
-    callback: HandlerCallback | None, text: str, action: str, message: Memory, *, buttons: Sequence[Button] = ()
+    callback: HandlerCallback, text: str, action: str, message: Memory, *, buttons: Sequence[Button] = ()
 ) -> None:
     """Tell the person what the action did (or why it did not), with ``buttons`` under it."""
-    if callback is None or not text:
+    if not text:
         return
     content: dict[str, Any] = {
         "text": text,

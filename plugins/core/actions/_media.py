@@ -34,7 +34,7 @@ def named_in(text: str, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 async def send_answer(
-    callback: HandlerCallback | None,
+    callback: HandlerCallback,
     message: Memory,
     text: str,
     action: str,
@@ -47,8 +47,6 @@ async def send_answer(
     ``long``: ``(lead, file name, file text)`` to send instead when ``text`` is longer than one chat
     message (:data:`~plugins.core._delivery.ONE_MESSAGE_CHARS`): the lead, and the text as a file.
     """
-    if callback is None:
-        return ActionResult(success=False, error="no way to send: the message came without a callback")
     said = {"text": text}
     if long is not None:
         lead, filename, body = long

@@ -8,11 +8,10 @@ chose the action, and ``validate`` only offers it where it makes sense.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bot.components import Action, ActionResult, HandlerCallback, State
-from bot.types import JSON, Memory, RoomState
+from bot.components import Action, ActionContext, ActionResult, State
+from bot.types import Memory, RoomState
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -54,14 +53,8 @@ def room_state_action(
             return False
         return await current_state(runtime, message) in offered_when
 
-    async def handler(
-        runtime: AgentRuntime,
-        message: Memory,
-        state: State,
-        options: JSON,
-        callback: HandlerCallback | None,
-        responses: Sequence[Memory],
-    ) -> ActionResult:
+    async def handler(context: ActionContext) -> ActionResult:
+        runtime, message = context.runtime, context.message
         try:
             await set_state(runtime, message.room_id, new_state)
         except Exception as exc:

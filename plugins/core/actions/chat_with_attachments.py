@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from bot.answer_lengths import words_tokens
-from bot.components import Action, ActionResult, HandlerCallback, State
+from bot.components import Action, ActionContext, ActionResult, State
 from bot.errors import ModelError
 from bot.models import ModelType
 from bot.outgoing import file_name_part
@@ -65,17 +65,11 @@ def _block(items: Sequence[dict[str, Any]]) -> str:
     return "\n\n".join(parts)
 
 
-async def _handler(
-    runtime: AgentRuntime,
-    message: Memory,
-    state: State,
-    options: dict[str, Any],
-    callback: HandlerCallback | None,
-    responses: Sequence[Memory],
-) -> ActionResult:
+async def _handler(context: ActionContext) -> ActionResult:
+    runtime, message, state = context.runtime, context.message, context.state
     readable = await _readable(runtime, message)
     if not readable:
-        await notify(callback, "I don't see any files, links or media in this conversation.", _NAME, message)
+        await notify(context.reply, "I don't see any files, links or media in this conversation.", _NAME, message)
         return ActionResult(success=False, error="no attachment with text in the recent conversation")
     request = sender_text(message)
     chosen = named_in(request, readable) or readable[-_MAX_ITEMS:]
@@ -92,7 +86,7 @@ async def _handler(
         params = {"prompt": prompt, "max_tokens": words_tokens(_MAX_WORDS)}
         answer = str(await runtime.use_model(ModelType.TEXT_SMALL, params) or "").strip()
     except ModelError as exc:
-        await notify(callback, "I couldn't read those just now; ask me again in a moment.", _NAME, message)
+        await notify(context.reply, "I couldn't read those just now; ask me again in a moment.", _NAME, message)
         return ActionResult(success=False, error=f"no answer from the model: {exc}")
     if not answer:
         return ActionResult(success=False, error="the model wrote nothing about the attachments")
@@ -102,7 +96,9 @@ async def _handler(
     filename = f"about-{file_name_part(titles[0], 'attachments')}.md"
     about = titles[0] if len(titles) == 1 else f"{titles[0]} and {len(titles) - 1} more"
     lead = f"About {about}: my answer is long, so it is in {filename}."
-    return await send_answer(callback, message, answer, _NAME, {"attachmentIds": ids}, long=(lead, filename, answer))
+    return await send_answer(
+        context.reply, message, answer, _NAME, {"attachmentIds": ids}, long=(lead, filename, answer)
+    )
 
 
 action = Action(

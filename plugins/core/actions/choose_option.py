@@ -18,8 +18,7 @@ or an admin. Anyone else is not offered the action, and is refused if the model 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bot.buttons import Press
 from bot.choices import (
@@ -32,7 +31,7 @@ from bot.choices import (
     choices_buttons,
     options_of,
 )
-from bot.components import Action, ActionResult, HandlerCallback, PressHandler, ServiceKey, State
+from bot.components import Action, ActionContext, ActionResult, HandlerCallback, PressHandler, ServiceKey, State
 from bot.types import Memory, Task, World
 
 from .._retention import TASK_NAME as RETENTION_TASK
@@ -103,17 +102,11 @@ def _find_task(tasks: list[Task], reference: str) -> Task | None:
     return None
 
 
-async def _handler(
-    runtime: AgentRuntime,
-    message: Memory,
-    state: State,
-    options: dict[str, Any],
-    callback: HandlerCallback | None,
-    responses: Sequence[Memory],
-) -> ActionResult:
+async def _handler(context: ActionContext) -> ActionResult:
+    runtime, message = context.runtime, context.message
     tasks = await _choosable(runtime, message)
     if not tasks:
-        await notify(callback, "There is nothing waiting for a choice from you here.", NAME, message)
+        await notify(context.reply, "There is nothing waiting for a choice from you here.", NAME, message)
         return ActionResult(success=False, error="no task awaits a choice from this person")
 
     parsed = (
@@ -132,25 +125,25 @@ async def _handler(
     picked = str(parsed.get("selectedOption") or "").strip()
     if task is None or not picked:
         text = "Which one? Please pick one of these:\n" + _listing(tasks)
-        await notify(callback, text, "SELECT_OPTION_INVALID", message, buttons=choices_buttons(tasks))
+        await notify(context.reply, text, "SELECT_OPTION_INVALID", message, buttons=choices_buttons(tasks))
         return ActionResult(success=False, error="no task or option could be read from the request")
     if picked.upper() == ABORT:
-        return await _carry_out(runtime, task, ABORT, callback, message)
+        return await _carry_out(runtime, task, ABORT, context.reply, message)
     choice = next((name for name, _ in options_of(task) if name.casefold() == picked.casefold()), None)
     if choice is None:
         await notify(
-            callback,
+            context.reply,
             f'"{picked}" is not one of the options. Please pick one of these:\n' + _listing([task]),
             "SELECT_OPTION_INVALID",
             message,
             buttons=choice_buttons(task),
         )
         return ActionResult(success=False, error=f"{picked!r} is not an option of {task.name}")
-    return await _carry_out(runtime, task, choice, callback, message)
+    return await _carry_out(runtime, task, choice, context.reply, message)
 
 
 async def _choose(
-    runtime: AgentRuntime, task: Task, choice: str, callback: HandlerCallback | None, message: Memory
+    runtime: AgentRuntime, task: Task, choice: str, callback: HandlerCallback, message: Memory
 ) -> ActionResult:
     """Carry out ``choice`` (an option's name, or ABORT) for ``task`` and say so."""
     if choice == ABORT:
@@ -187,7 +180,7 @@ class Choosing:
         self._under_way: set[str] = set()
 
     async def choose(
-        self, runtime: AgentRuntime, task: Task, choice: str, callback: HandlerCallback | None, message: Memory
+        self, runtime: AgentRuntime, task: Task, choice: str, callback: HandlerCallback, message: Memory
     ) -> ActionResult:
         """Carry out ``choice`` (an option's name, or ABORT) for ``task`` unless its choice is
         being made or was made since the task was read; say what happened."""
@@ -237,7 +230,7 @@ def register(runtime: AgentRuntime) -> None:
 
 
 async def _carry_out(
-    runtime: AgentRuntime, task: Task, choice: str, callback: HandlerCallback | None, message: Memory
+    runtime: AgentRuntime, task: Task, choice: str, callback: HandlerCallback, message: Memory
 ) -> ActionResult:
     choosing = runtime.get_service(CHOOSING)
     if choosing is None:

@@ -10,19 +10,14 @@ fails is said to have failed. Neither is an error.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bot.components import Action, ActionResult, HandlerCallback, State
+from bot.components import Action, ActionContext, ActionResult
 from bot.errors import ModelError
 from bot.models import ModelType
 from bot.outgoing import OutgoingFile
-from bot.types import Memory
 
 from .._delivery import bound_text
-
-if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
 
 __all__ = ["NAME", "action"]
 
@@ -41,34 +36,26 @@ def _caption(content: dict[str, Any], prompt: str) -> str:
     return bound_text(prompt, _CAPTION_CHARS)
 
 
-async def _handler(
-    runtime: AgentRuntime,
-    message: Memory,
-    state: State,
-    options: dict[str, Any],
-    callback: HandlerCallback | None,
-    responses: Sequence[Memory],
-) -> ActionResult:
+async def _handler(context: ActionContext) -> ActionResult:
+    runtime, message, responses = context.runtime, context.message, context.responses
     content: dict[str, Any] = dict(responses[0].content) if responses else {}
-    if callback is None:
-        return ActionResult(success=False, error="no way to send: the message came without a callback")
     answer: dict[str, Any] = {"actions": [NAME], "inReplyTo": content.get("inReplyTo") or message.id}
     if not runtime.get_bool("IMAGE_GENERATION", True):
-        await callback({**answer, "text": _TURNED_OFF})
+        await context.reply({**answer, "text": _TURNED_OFF})
         return ActionResult(success=False, error="drawing is turned off (IMAGE_GENERATION=false)")
     if not runtime.has_model(ModelType.IMAGE):
-        await callback({**answer, "text": _NO_IMAGES})
+        await context.reply({**answer, "text": _NO_IMAGES})
         return ActionResult(success=False, error="no IMAGE model is registered")
     prompt = str(content.get("imagePrompt") or "").strip() or str(message.content.get("text") or "").strip()
     if not prompt:
-        await callback({**answer, "text": "What should I draw?"})
+        await context.reply({**answer, "text": "What should I draw?"})
         return ActionResult(success=False, error="nothing to draw: no prompt and no message text")
     try:
         pictures: list[OutgoingFile] = await runtime.use_model(ModelType.IMAGE, {"prompt": prompt})
     except ModelError as exc:  # logged with the action's result, which says why
-        await callback({**answer, "text": "I tried to draw that, but the image model failed. Try again later?"})
+        await context.reply({**answer, "text": "I tried to draw that, but the image model failed. Try again later?"})
         return ActionResult(success=False, error=f"the image model failed: {exc.reason_for(runtime.character.name)}")
-    sent = await callback(
+    sent = await context.reply(
         {
             **answer,
             "text": _caption(content, prompt),

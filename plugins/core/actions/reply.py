@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bot.components import Action, ActionResult, HandlerCallback, State
-from bot.types import Memory
-
-if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+from bot.components import Action, ActionContext, ActionResult
 
 __all__ = ["action"]
 
 
-async def _handler(
-    runtime: AgentRuntime,
-    message: Memory,
-    state: State,
-    options: dict[str, Any],
-    callback: HandlerCallback | None,
-    responses: Sequence[Memory],
-) -> ActionResult:
+async def _handler(context: ActionContext) -> ActionResult:
+    responses = context.responses
     # The planning call already wrote the reply; reusing it saves a second large-model call
     # per message (upstream generates it again).
     content = responses[0].content if responses else {}
@@ -29,8 +18,6 @@ async def _handler(
     files = content.get("files") or []  # attached by an earlier step of the plan
     if not text and not files:
         return ActionResult(success=False, error="the model chose REPLY but wrote no text")
-    if callback is None:
-        return ActionResult(success=False, error="no way to send: the message came without a callback")
     reply: dict[str, Any] = {
         "text": text,
         "thought": content.get("thought", ""),
@@ -39,7 +26,7 @@ async def _handler(
     }
     if files:
         reply["files"] = files
-    sent = await callback(reply)
+    sent = await context.reply(reply)
     if not sent:
         return ActionResult(success=False, error="send failed: the platform took none of the reply")
     return ActionResult(text=text, values={"responded": True}, data={"actionName": "REPLY"})

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from bot.components import Action, ActionResult, HandlerCallback, Messenger, State
+from bot.components import Action, ActionContext, ActionResult, Messenger, State
 from bot.errors import SendError
 from bot.types import Entity, Memory, Room
 
@@ -68,14 +68,8 @@ async def _people(runtime: AgentRuntime, message: Memory, reference: str) -> lis
     return list(people.values())
 
 
-async def _handler(
-    runtime: AgentRuntime,
-    message: Memory,
-    state: State,
-    options: dict[str, Any],
-    callback: HandlerCallback | None,
-    responses: Sequence[Memory],
-) -> ActionResult:
+async def _handler(context: ActionContext) -> ActionResult:
+    runtime, message, state, responses = context.runtime, context.message, context.state, context.responses
     messengers = _messengers(runtime)
     room, world = await room_and_world(runtime, message)
     rooms = [r for r in await runtime.store.get_rooms_by_world(world.id) if r.name] if world else []
@@ -90,10 +84,10 @@ async def _handler(
             )
         label = await _send(runtime, message, messenger, request, rooms, _content(request, responses))
     except _Refused as refused:
-        await notify(callback, refused.said, ERROR, message)
+        await notify(context.reply, refused.said, ERROR, message)
         return ActionResult(success=False, error=refused.error)
     text = f"Message sent to {label} on {request.source}."
-    await notify(callback, text, NAME, message)
+    await notify(context.reply, text, NAME, message)
     return ActionResult(
         text=text,
         data={"actionName": NAME, "targetType": request.kind.value, "target": label, "source": request.source},

@@ -13,10 +13,9 @@ window's start and end are not swapped, and no model call guesses the window.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from bot.components import Action, ActionResult, ConversationSummary, HandlerCallback, State
+from bot.components import Action, ActionContext, ActionResult, ConversationSummary, HandlerCallback, State
 from bot.types import Memory, now_ms
 
 from .._summaries import summarize
@@ -47,10 +46,8 @@ async def _validate(runtime: AgentRuntime, message: Memory, state: State) -> boo
     return asks_for_summary(sender_text(message))
 
 
-async def send_summary(callback: HandlerCallback | None, message: Memory, summary: ConversationSummary) -> ActionResult:
+async def send_summary(callback: HandlerCallback, message: Memory, summary: ConversationSummary) -> ActionResult:
     """Send ``summary`` in reply to ``message``: one message, or a lead and a file when it is long."""
-    if callback is None:
-        return ActionResult(success=False, error="no way to send: the message came without a callback")
     content = {
         **summary.content(),
         "actions": [RESPONSE],
@@ -65,14 +62,8 @@ async def send_summary(callback: HandlerCallback | None, message: Memory, summar
     return ActionResult(text=summary.text, data=data)
 
 
-async def _handler(
-    runtime: AgentRuntime,
-    message: Memory,
-    state: State,
-    options: dict[str, Any],
-    callback: HandlerCallback | None,
-    responses: Sequence[Memory],
-) -> ActionResult:
+async def _handler(context: ActionContext) -> ActionResult:
+    runtime, message, responses = context.runtime, context.message, context.responses
     request = sender_text(message)
     now = message.created_at or now_ms()
     planned = " ".join(str(r.content.get("text") or "") for r in responses)
@@ -86,7 +77,7 @@ async def _handler(
         skip_id=message.id,
         asker=message.entity_id,
     )
-    return await send_summary(callback, message, summary)
+    return await send_summary(context.reply, message, summary)
 
 
 action = Action(

@@ -8,10 +8,9 @@ after a line saying whose it is. No model call.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from bot.components import Action, ActionResult, HandlerCallback, State
+from bot.components import Action, ActionContext, ActionResult, State
 from bot.outgoing import file_name_part
 from bot.types import Memory
 
@@ -58,17 +57,11 @@ def _words(item: dict[str, Any]) -> str:
     return text.removeprefix(SOUND_PREFIX).strip()
 
 
-async def _handler(
-    runtime: AgentRuntime,
-    message: Memory,
-    state: State,
-    options: dict[str, Any],
-    callback: HandlerCallback | None,
-    responses: Sequence[Memory],
-) -> ActionResult:
+async def _handler(context: ActionContext) -> ActionResult:
+    runtime, message = context.runtime, context.message
     recordings = await _recordings(runtime, message)
     if not recordings:
-        await notify(callback, "I don't see a recording or a video in this conversation.", _NAME, message)
+        await notify(context.reply, "I don't see a recording or a video in this conversation.", _NAME, message)
         return ActionResult(success=False, error="no audio or video attachment in the recent conversation")
     item = (named_in(sender_text(message), recordings) or recordings[-1:])[-1]
     name = item["title"] or item["id"] or "the recording"
@@ -80,13 +73,13 @@ async def _handler(
             else f"I couldn't hear {name}: it came before I was listening, or could not be transcribed. "
             "Share it again and ask me."
         )
-        await notify(callback, said, _NAME, message)
+        await notify(context.reply, said, _NAME, message)
         return ActionResult(success=False, error=f"no transcript of {item['id'] or name}")
     text = f"Here is the transcript of {name}:\n```md\n{words}\n```"
     filename = f"transcript-{file_name_part(name, 'recording')}.md"
     lead = f"Here is the transcript of {name} ({len(words.split())} words): it is long, so it is in {filename}."
     long = (lead, filename, f"# Transcript of {name}\n\n{words}\n")
-    return await send_answer(callback, message, text, _NAME, {"attachmentId": item["id"]}, long=long)
+    return await send_answer(context.reply, message, text, _NAME, {"attachmentId": item["id"]}, long=long)
 
 
 action = Action(

@@ -13,10 +13,10 @@ import json
 import re
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bot.components import Action, ActionResult, HandlerCallback, State
-from bot.types import Component, Memory, now_ms
+from bot.components import Action, ActionContext, ActionResult
+from bot.types import Component, now_ms
 
 from ._common import (
     ask_small_model,
@@ -28,9 +28,6 @@ from ._common import (
     room_and_world,
     sender_text,
 )
-
-if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
 
 __all__ = ["action", "clean_details", "clean_kind"]
 
@@ -71,14 +68,8 @@ def clean_details(value: Any) -> dict[str, str]:
     return details
 
 
-async def _handler(
-    runtime: AgentRuntime,
-    message: Memory,
-    state: State,
-    options: dict[str, Any],
-    callback: HandlerCallback | None,
-    responses: Any,
-) -> ActionResult:
+async def _handler(context: ActionContext) -> ActionResult:
+    runtime, message, state = context.runtime, context.message, context.state
     store = runtime.store
     room, world = await room_and_world(runtime, message)
     people = [e for e in await store.get_entities_for_room(message.room_id) if e.id != runtime.agent_id]
@@ -105,14 +96,14 @@ async def _handler(
     )
     if target is None:
         await notify(
-            callback, "I'm not sure whose details those are. Tell me their name as it appears here.", NAME, message
+            context.reply, "I'm not sure whose details those are. Tell me their name as it appears here.", NAME, message
         )
         return ActionResult(success=False, error="no known person matched the request")
     kind = clean_kind(parsed.get("kind") or parsed.get("source") or parsed.get("type"))
     details = clean_details(parsed.get("details") if "details" in parsed else parsed.get("data"))
     if not kind or not details:
         await notify(
-            callback,
+            context.reply,
             'I couldn\'t tell which details to save. Say what they are, for example "my email is sam@example.com".',
             NAME,
             message,
@@ -141,7 +132,7 @@ async def _handler(
             )
         )
         text = f"I've saved the {kind} details for {name}."
-    await notify(callback, text, NAME, message)
+    await notify(context.reply, text, NAME, message)
     return ActionResult(
         text=text,
         values={"contactUpdated": True},

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from bot.components import Action, ActionResult, HandlerCallback, State
+from bot.components import Action, ActionContext, ActionResult, State
 from bot.types import Entity, Memory, Role, World
 
 from ..providers._common import GROUP_TYPES
@@ -85,29 +85,23 @@ def _people(entities: Sequence[Entity], world: World) -> str:
     return "\n".join(f"- {entity_label(e)} (id {e.id}): {role_in(world, e.id).value}" for e in entities)
 
 
-async def _handler(
-    runtime: AgentRuntime,
-    message: Memory,
-    state: State,
-    options: dict[str, Any],
-    callback: HandlerCallback | None,
-    responses: Sequence[Memory],
-) -> ActionResult:
+async def _handler(context: ActionContext) -> ActionResult:
+    runtime, message = context.runtime, context.message
     store = runtime.store
     room, world = await room_and_world(runtime, message)
     if room is None or world is None or room.type not in GROUP_TYPES:
-        await notify(callback, "Roles belong to a server; ask me in one of its channels.", NAME, message)
+        await notify(context.reply, "Roles belong to a server; ask me in one of its channels.", NAME, message)
         return ActionResult(success=False, error="not in a server room")
     requester = role_in(world, message.entity_id)
     if requester not in PRIVILEGED:
-        await notify(callback, "Only the server's owner or an admin can change roles.", NAME, message)
+        await notify(context.reply, "Only the server's owner or an admin can change roles.", NAME, message)
         return ActionResult(success=False, error="the requester is neither owner nor admin")
 
     entities = [e for e in await store.get_entities_for_room(room.id) if e.id != runtime.agent_id]
     assignments = await _ask_assignments(runtime, message, entities, world)
     if not assignments:
         await notify(
-            callback,
+            context.reply,
             "I couldn't tell whose role to change. Name the person and the role: owner, admin or member.",
             NAME,
             message,
@@ -128,7 +122,7 @@ async def _handler(
     if changed:
         world.metadata = replace(world.metadata, roles=roles)
         await store.update_world(world)
-    await notify(callback, "\n".join(lines), NAME, message)
+    await notify(context.reply, "\n".join(lines), NAME, message)
     return ActionResult(
         success=bool(changed),
         text="\n".join(lines),

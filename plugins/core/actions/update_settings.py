@@ -13,11 +13,11 @@ value. The answer is built from what happened, not by another model call.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from bot.components import Action, ActionResult, HandlerCallback, State
+from bot.components import Action, ActionContext, ActionResult, State
 from bot.record_metadata import Setting
 from bot.types import ChannelType, Memory, World
 
@@ -114,17 +114,11 @@ async def _validate(runtime: AgentRuntime, message: Memory, state: State) -> boo
     return bool(await configurable_worlds(runtime, message, state))
 
 
-async def _handler(
-    runtime: AgentRuntime,
-    message: Memory,
-    state: State,
-    options: dict[str, Any],
-    callback: HandlerCallback | None,
-    responses: Sequence[Memory],
-) -> ActionResult:
+async def _handler(context: ActionContext) -> ActionResult:
+    runtime, message = context.runtime, context.message
     worlds = await configurable_worlds(runtime, message)
     if not worlds:
-        await notify(callback, "Only a server's owner or an admin can change its settings.", NAME, message)
+        await notify(context.reply, "Only a server's owner or an admin can change its settings.", NAME, message)
         return ActionResult(success=False, error="the requester may not configure any server from here")
     # The server still waiting for required settings first: that is the one being set up.
     world = next((w for w in worlds if _still_required(_settings(w))), worlds[0])
@@ -148,7 +142,7 @@ async def _handler(
     updates = [(k, v) for k, v in updates if k]
     if not updates:
         await notify(
-            callback,
+            context.reply,
             "I couldn't tell which setting to change to what. Tell me the setting and its value.",
             NAME,
             message,
@@ -166,7 +160,7 @@ async def _handler(
             if remaining
             else f"Every required setting of {world.name or 'the server'} has a value now."
         )
-    await notify(callback, "\n".join(lines), NAME, message)
+    await notify(context.reply, "\n".join(lines), NAME, message)
     return ActionResult(
         success=bool(updated),
         text="\n".join(lines),

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from bot.answer_lengths import REFLECTION_TOKENS
-from bot.components import Evaluator, HandlerCallback, State
+from bot.components import ActionContext, Evaluator, State
 from bot.errors import ModelError
 from bot.ids import is_uuid
 from bot.models import ModelType
@@ -147,14 +147,8 @@ def _resolve(ref: Any, entities: Sequence[Entity], agent: Entity) -> str | None:
     return None
 
 
-async def _handler(
-    runtime: AgentRuntime,
-    message: Memory,
-    state: State,
-    options: dict[str, Any],
-    callback: HandlerCallback | None,
-    responses: Sequence[Memory],
-) -> None:
+async def _handler(context: ActionContext) -> None:
+    runtime, message = context.runtime, context.message
     store = runtime.store
     # Independent reads, run together rather than one trip to the database after another.
     known, entities, relationships, recent = await asyncio.gather(

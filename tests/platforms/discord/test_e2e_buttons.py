@@ -16,7 +16,7 @@ from typing import Any
 import discord
 
 from bot.buttons import PRESS_KEY
-from bot.components import Action, ActionResult
+from bot.components import Action, ActionContext, ActionResult
 from bot.outgoing import OutgoingFile
 from bot.runtime import AgentRuntime
 from bot.types import ChannelType, Memory
@@ -37,10 +37,8 @@ VOTE = [
 def offering(name: str, buttons: list[dict[str, Any]], text: str) -> Action:
     """An action ``name`` that answers ``text`` with ``buttons`` (what a plugin's action would do)."""
 
-    async def offer(
-        rt: AgentRuntime, message: Memory, state: Any, options: Any, callback: Any, *_: Any
-    ) -> ActionResult:
-        await callback({"text": text, "buttons": buttons})
+    async def offer(context: ActionContext) -> ActionResult:
+        await context.reply({"text": text, "buttons": buttons})
         return ActionResult()
 
     return Action(name, offer)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from bot.events import WorldJoined
 from bot.record_metadata import Ownership, Role
 from bot.types import ChannelType
 from platforms.discord._mapping import discord_id
@@ -197,10 +198,10 @@ async def test_world_events_when_connecting_and_when_invited_to_a_new_server(sce
     rt = s.runtime("Ada")
     seen: list[tuple[str, str]] = []
 
-    async def record(payload: dict) -> None:
-        seen.append((payload["world"].name, payload["source"]))
+    async def record(event: WorldJoined) -> None:
+        seen.append((event.world.name, event.source))
 
-    rt.register_event("WORLD_JOINED", record)
+    rt.on(WorldJoined, record)
     other = s.fake.add_guild("Second Stage", owner=s.cleo, members=[s.ada])
     s.fake.add_channel(other, "backstage")
     await until(lambda: seen)

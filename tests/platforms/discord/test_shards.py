@@ -20,7 +20,7 @@ import bot.adapters
 from bot.character import load_character
 from bot.chat import runtime_plugins
 from bot.errors import ConfigError
-from bot.events import EventType
+from bot.events import PlatformConnected, RunEnded
 from bot.links import LinkState
 from bot.runtime import AgentRuntime
 from bot.shards import Reshardable, Shards
@@ -161,14 +161,14 @@ async def sharded_world(tmp_path: Path) -> AsyncIterator[World]:
             )
             daemonlet = Daemonlet(runtime)
 
-            async def ended(payload: dict[str, Any]) -> None:
-                daemonlet.handled.append((payload["messageId"], payload["status"]))
+            async def ended(event: RunEnded) -> None:
+                daemonlet.handled.append((event.message_id, event.status))
 
-            runtime.register_event(EventType.RUN_ENDED, ended)
+            runtime.on(RunEnded, ended)
             await runtime.start()
             stack.push_async_callback(runtime.close)
             await connect(runtime, shards=shards)
-            await runtime.emit(EventType.PLATFORM_CONNECTED, {"source": "discord"})  # as the daemon does
+            await runtime.emit(PlatformConnected(source="discord"))  # as the daemon does
             return daemonlet
 
         yield World(fake, openai, ada, sam, guilds, channels, start)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from bot.events import VoiceEnded, VoiceStarted, WorldJoined, WorldLeft
 from platforms.discord._mapping import discord_id
 
 from .scene import Scene, plan, until
@@ -99,14 +100,14 @@ async def test_moved_by_an_admin_the_character_follows_and_hears_in_the_new_chan
     rt = s.runtime("Ada")
     events: list[tuple[str, str]] = []
 
-    async def started(payload: dict[str, Any]) -> None:
-        events.append(("started", payload["name"]))
+    async def started(event: VoiceStarted) -> None:
+        events.append(("started", event.channel_name))
 
-    async def ended(payload: dict[str, Any]) -> None:
-        events.append(("ended", payload["name"]))
+    async def ended(event: VoiceEnded) -> None:
+        events.append(("ended", event.channel_name))
 
-    rt.register_event("VOICE_STARTED", started)
-    rt.register_event("VOICE_ENDED", ended)
+    rt.on(VoiceStarted, started)
+    rt.on(VoiceEnded, ended)
 
     await s.fake.user_joins_voice(s.sam, quiet)
     await s.fake.move_bot_voice(s.ada, quiet)
@@ -187,31 +188,31 @@ async def test_removed_from_a_server_the_character_leaves_its_world_and_voice_an
     await joined(s, voice_general)
     rt = s.runtime("Ada")
     voice = rt.get_service("discord").voice
-    left: list[dict[str, Any]] = []
-    joined_again: list[dict[str, Any]] = []
+    left: list[WorldLeft] = []
+    joined_again: list[WorldJoined] = []
 
-    async def on_left(payload: dict[str, Any]) -> None:
-        left.append(payload)
+    async def on_left(event: WorldLeft) -> None:
+        left.append(event)
 
-    async def on_joined(payload: dict[str, Any]) -> None:
-        joined_again.append(payload)
+    async def on_joined(event: WorldJoined) -> None:
+        joined_again.append(event)
 
-    rt.register_event("WORLD_LEFT", on_left)
-    rt.register_event("WORLD_JOINED", on_joined)
+    rt.on(WorldLeft, on_left)
+    rt.on(WorldJoined, on_joined)
 
     await s.fake.member_leaves(s.guild, s.ada)  # kicked: GUILD_DELETE
     await until(lambda: left)
-    assert (left[0]["worldId"], left[0]["status"], left[0]["source"]) == (
+    assert (left[0].world_id, left[0].status, left[0].source) == (
         discord_id(rt.agent_id, s.guild.id),
         "removed",
         "discord",
     )
-    assert left[0]["world"].name == "Writers" and s.guild.id not in voice.sessions
+    assert left[0].world is not None and left[0].world.name == "Writers" and s.guild.id not in voice.sessions
     room = await rt.store.get_room(discord_id(rt.agent_id, s.general.id))
     assert room is not None and room.metadata.left_as == "removed"
 
     await s.fake.member_joins(s.guild, s.ada)  # invited back: GUILD_CREATE
     await until(lambda: joined_again)
-    assert joined_again[0]["world"].name == "Writers"
+    assert joined_again[0].world.name == "Writers"
     room = await rt.store.get_room(discord_id(rt.agent_id, s.general.id))
     assert room is not None and room.metadata.left_at is None

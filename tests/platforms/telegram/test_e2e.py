@@ -7,6 +7,7 @@ import asyncio
 import logging
 from dataclasses import replace
 
+from bot.events import EntityJoined
 from bot.links import LinkState
 from bot.types import Role, RoomState
 from platforms.telegram._mapping import entity_id, room_id, world_id
@@ -275,10 +276,10 @@ async def test_edits_reactions_and_people_joining_reach_memory(scene) -> None:
     rt = s.runtime("Ada")
     seen: list[str] = []
 
-    async def record(payload: dict) -> None:
-        seen.append(payload["entityId"])
+    async def record(event: EntityJoined) -> None:
+        seen.append(event.entity_id)
 
-    rt.register_event("ENTITY_JOINED", record)
+    rt.on(EntityJoined, record)
     s.brain.plans["Ada"].append(plan("Noted."))
     asked = await s.fake.user_says(s.sam, s.group, "@ada_bot teh ending")
     await s.fake.wait_for_sent(s.ada, 1)

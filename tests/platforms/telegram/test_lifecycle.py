@@ -5,11 +5,12 @@ stickers (heard as their emoji) — the daemon and python-telegram-bot against t
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TypeVar
 
 import pytest
 
 from bot.errors import SendError
+from bot.events import Event, WorldJoined, WorldLeft
 from platforms.telegram._mapping import room_id, world_id
 
 from .scene import Scene, plan, until
@@ -27,13 +28,16 @@ async def until_heard(s: Scene, name: str, chat_id: int, text: str) -> None:
             await asyncio.sleep(0.02)
 
 
-def recorder(s: Scene, name: str, event: str) -> list[dict[str, Any]]:
-    seen: list[dict[str, Any]] = []
+E = TypeVar("E", bound=Event)
 
-    async def record(payload: dict[str, Any]) -> None:
-        seen.append(payload)
 
-    s.runtime(name).register_event(event, record)
+def recorder(s: Scene, name: str, event: type[E]) -> list[E]:
+    seen: list[E] = []
+
+    async def record(happened: E) -> None:
+        seen.append(happened)
+
+    s.runtime(name).on(event, record)
     return seen
 
 
@@ -41,7 +45,7 @@ async def test_a_character_removed_from_a_group_leaves_it_and_hears_nothing_more
     s = scene
     await s.start()
     rt = s.runtime("Brann")
-    left, joined = recorder(s, "Brann", "WORLD_LEFT"), recorder(s, "Brann", "WORLD_JOINED")
+    left, joined = recorder(s, "Brann", WorldLeft), recorder(s, "Brann", WorldJoined)
     s.brain.plans["Ada"] += [plan("The tide turns at six."), plan("Low tide now."), plan("High tide again.")]
     await s.fake.user_says(s.sam, s.group, "@ada_bot when does the tide turn?")
     await s.fake.wait_for_sent(s.ada, 1)
@@ -49,8 +53,9 @@ async def test_a_character_removed_from_a_group_leaves_it_and_hears_nothing_more
 
     await s.fake.bot_removed(s.group, s.brann, by=s.sam)
     await until(lambda: left)
-    assert left[0]["worldId"] == world_id(rt.agent_id, s.group.id)
-    assert (left[0]["status"], left[0]["source"], left[0]["world"].name) == ("kicked", "telegram", "Writers' Room")
+    assert left[0].world_id == world_id(rt.agent_id, s.group.id)
+    assert left[0].world is not None
+    assert (left[0].status, left[0].source, left[0].world.name) == ("kicked", "telegram", "Writers' Room")
     room = await rt.store.get_room(room_id(rt.agent_id, s.group.id))
     assert room is not None and room.metadata.left_as == "kicked" and (room.metadata.left_at or 0) > 0
     with pytest.raises(SendError, match="I'm no longer in Writers' Room on Telegram"):
@@ -67,8 +72,8 @@ async def test_a_character_removed_from_a_group_leaves_it_and_hears_nothing_more
     before = len(joined)  # the first was when Brann first heard of the group
     await s.fake.bot_added(s.group, s.brann, by=s.sam, old="kicked")
     await until(lambda: len(joined) > before)
-    assert joined[-1]["world"].id == world_id(rt.agent_id, s.group.id) and joined[-1]["source"] == "telegram"
-    assert [e.names[0] for e in joined[-1]["entities"]] == ["Sam"]  # who added it
+    assert joined[-1].world.id == world_id(rt.agent_id, s.group.id) and joined[-1].source == "telegram"
+    assert [e.names[0] for e in joined[-1].entities] == ["Sam"]  # who added it
     room = await rt.store.get_room(room_id(rt.agent_id, s.group.id))
     assert room is not None and room.metadata.left_at is None
     await s.fake.user_says(s.sam, s.group, "@ada_bot and later?")

@@ -9,6 +9,7 @@ import json
 import logging
 from typing import Any
 
+from bot.events import EntityLeft
 from platforms.telegram._mapping import entity_id
 
 from .scene import plan, until
@@ -27,10 +28,10 @@ async def test_updates_nothing_answers_leave_the_inbox_and_a_member_leaving_is_a
     rt = s.runtime("Ada")
     left: list[str] = []
 
-    async def record(payload: dict[str, Any]) -> None:
-        left.append(payload["entityId"])
+    async def record(event: EntityLeft) -> None:
+        left.append(event.entity_id)
 
-    rt.register_event("ENTITY_LEFT", record)
+    rt.on(EntityLeft, record)
     await s.fake.user_says(s.sam, elsewhere, "/start")  # a chat Ada stays out of: not even commands
     await s.fake.member_status_changes(s.group, s.ada, "left", "member", by=s.sam, kind="my_chat_member")
     await s.fake.member_status_changes(s.group, s.cleo, "member", "left")

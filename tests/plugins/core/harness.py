@@ -150,8 +150,10 @@ async def harnesses(db: StoreBackend, tmp_path: Path) -> AsyncIterator[Callable[
         data = {"name": "Ada", "bio": "A test character.", **character}
         path = tmp_path / f"{str(data['name']).lower()}.json"
         path.write_text(json.dumps(data))
-        char = load_character(path, environ={}).raise_for_problems()
-        rt = AgentRuntime(char, db.for_agent(char.agent_id), environ={}, shared=shared)
+        loaded = load_character(path, environ={})
+        char = loaded.raise_for_problems()
+        # The plugins the file lists, as the daemon loads them (the models here are scripted).
+        rt = AgentRuntime(char, db.for_agent(char.agent_id), environ={}, plugins=loaded.plugins, shared=shared)
         h = Harness(rt, rt.unique_id("discord:room-1"), rt.unique_id("discord:guild-1"))
 
         async def small(runtime: AgentRuntime, params: dict) -> Any:

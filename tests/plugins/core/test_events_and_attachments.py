@@ -8,7 +8,15 @@ import logging
 import uuid
 from typing import Any, cast
 
-from bot.events import EventType
+from bot.events import (
+    ChannelCleared,
+    EntityJoined,
+    EntityLeft,
+    MessageDeleted,
+    MessageUpdated,
+    ReactionReceived,
+    RunTimeout,
+)
 from bot.models import ModelType
 from bot.types import ChannelType, Memory
 from plugins.core._attachments import attachment_kind
@@ -32,8 +40,8 @@ async def texts(h: Harness) -> list[str]:
 async def test_reactions_are_stored_once(harness) -> None:
     h = await harness()
     reaction = memory(h, "*reacted 👍*")
-    await h.rt.emit(EventType.REACTION_RECEIVED, {"message": reaction})
-    await h.rt.emit(EventType.REACTION_RECEIVED, {"message": reaction})  # redelivered after a reconnect
+    await h.rt.emit(ReactionReceived(message=reaction, source="discord"))
+    await h.rt.emit(ReactionReceived(message=reaction, source="discord"))  # redelivered after a reconnect
     assert await texts(h) == ["*reacted 👍*"]
 
 
@@ -41,11 +49,11 @@ async def test_edits_replace_the_text_and_unknown_edits_are_stored(harness) -> N
     h = await harness()
     original = memory(h, "teh cat")
     await h.rt.store.create_memory(original, "messages")
-    await h.rt.emit(EventType.MESSAGE_UPDATED, {"message": memory(h, "the cat", id=original.id)})
+    await h.rt.emit(MessageUpdated(message=memory(h, "the cat", id=original.id), source="discord"))
     stored = await h.rt.store.get_memory(original.id)
     assert stored.content["text"] == "the cat" and stored.content["source"] == "discord"
     assert isinstance(stored.metadata["editedAt"], int)
-    await h.rt.emit(EventType.MESSAGE_UPDATED, {"message": memory(h, "never seen before")})
+    await h.rt.emit(MessageUpdated(message=memory(h, "never seen before"), source="discord"))
     assert sorted(await texts(h)) == ["never seen before", "the cat"]
 
 
@@ -54,23 +62,23 @@ async def test_deletions_and_cleared_channels_remove_messages(harness, caplog) -
     first, second = memory(h, "one"), memory(h, "two")
     for m in (first, second):
         await h.rt.store.create_memory(m, "messages")
-    await h.rt.emit(EventType.MESSAGE_DELETED, {"message": first})
+    await h.rt.emit(MessageDeleted(message_id=str(first.id), room_id=h.room, source="discord"))
     assert await texts(h) == ["two"]
     with caplog.at_level(logging.ERROR):
-        await h.rt.emit(EventType.MESSAGE_DELETED, {})  # nothing to delete: logged, never raised
+        await h.rt.emit(MessageDeleted(message_id="", source="discord"))  # nothing to delete: logged, never raised
     assert "MESSAGE_DELETED without a message id" in caplog.text
-    await h.rt.emit(EventType.CHANNEL_CLEARED, {"roomId": h.room})
+    await h.rt.emit(ChannelCleared(room_id=h.room, source="discord"))
     assert await texts(h) == []
 
 
 async def test_people_leaving_and_coming_back(harness) -> None:
     h = await harness()
-    await h.rt.emit(EventType.ENTITY_LEFT, {"entityId": HUMAN})
+    await h.rt.emit(EntityLeft(entity_id=HUMAN, source="discord"))
     sam = await h.rt.store.get_entity(HUMAN)
     assert sam.metadata.status == "INACTIVE" and isinstance(sam.metadata.left_at, int)
-    await h.rt.emit(EventType.ENTITY_JOINED, {"entityId": HUMAN})
+    await h.rt.emit(EntityJoined(entity_id=HUMAN, source="discord"))
     assert (await h.rt.store.get_entity(HUMAN)).metadata.status == "ACTIVE"
-    await h.rt.emit(EventType.ENTITY_LEFT, {"entityId": str(uuid.uuid4())})  # unknown: nothing to do
+    await h.rt.emit(EntityLeft(entity_id=str(uuid.uuid4()), source="discord"))  # unknown: nothing to do
 
 
 # -- attachments -----------------------------------------------------------------------------
@@ -164,12 +172,12 @@ def test_attachment_kinds() -> None:
 async def test_a_run_that_takes_too_long_is_abandoned_with_run_timeout(harness) -> None:
     h = await harness(ChannelType.DM)
     h.rt.set_setting("RUN_TIMEOUT_S", "0.05")
-    seen: list[dict] = []
+    seen: list[RunTimeout] = []
 
-    async def record(payload: dict) -> None:
-        seen.append(payload)
+    async def record(event: RunTimeout) -> None:
+        seen.append(event)
 
-    h.rt.register_event(EventType.RUN_TIMEOUT, record)
+    h.rt.on(RunTimeout, record)
 
     async def slow(params: dict) -> str:
         await asyncio.sleep(5)

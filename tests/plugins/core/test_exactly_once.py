@@ -14,7 +14,7 @@ import pytest
 
 from bot.bus import Handler, Post
 from bot.errors import StoreError
-from bot.events import EventType
+from bot.events import PlatformConnected
 from bot.messages import IncomingMessage, QuietChannel
 from bot.shared import Shared
 from bot.types import ChannelType, Claim, Handling, Memory, Room, now_ms
@@ -257,7 +257,7 @@ async def test_recovery_starts_when_the_platform_connects(harness) -> None:
     second, message_id = await _crashed_run(harness, "still there?")
     platform = _Platform()
     second.rt.register_service("discord", platform)
-    await second.rt.emit("PLATFORM_CONNECTED", {"source": "discord"})
+    await second.rt.emit(PlatformConnected(source="discord"))
     async with asyncio.timeout(60):
         while await _status(second, message_id) != "done:replied":
             await asyncio.sleep(0.01)
@@ -552,7 +552,7 @@ async def test_connecting_again_looks_once_more_but_keeps_one_loop(harness, monk
 
     monkeypatch.setattr(type(h.rt.store), "prune_handled", counted)
     for _ in range(3):
-        await h.rt.emit(EventType.PLATFORM_CONNECTED, {"source": "discord"})
+        await h.rt.emit(PlatformConnected(source="discord"))
     async with asyncio.timeout(60):
         while len(first_passes) < 3 or not bus.handlers.get(_recovery.GIVEN_BACK):
             await asyncio.sleep(0.01)

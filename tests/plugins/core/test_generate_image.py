@@ -112,10 +112,10 @@ async def test_reply_passes_on_files_an_earlier_step_attached(harness) -> None:
     h = await harness(ChannelType.DM)
     attached = OutgoingFile.of_bytes(b"a,b\n1,2", "table.csv")
 
-    async def attach(runtime: Any, message: Any, state: Any, options: Any, callback: Any, responses: Any) -> None:
-        responses[0].content["files"] = [attached]
+    from bot.components import Action, ActionContext
 
-    from bot.components import Action
+    async def attach(context: ActionContext) -> None:
+        context.responses[0].content["files"] = [attached]
 
     h.rt.register_action(Action(name="ATTACH_TABLE", handler=attach, description="attach the table"))
     h.large.append(plan("", "ATTACH_TABLE,REPLY"))

@@ -9,6 +9,7 @@ from typing import Any
 
 from bot.components import Action, ActionResult
 from bot.errors import ModelError
+from bot.events import ActionCompleted, ActionStarted
 from bot.types import ChannelType, Memory, RoomState
 from plugins.core._embedding import embeddings
 
@@ -192,11 +193,11 @@ async def test_a_failing_action_does_not_stop_the_chain(harness, caplog) -> None
     h.rt.register_action(Action("EXPLODE", broken))
     events: list[str] = []
 
-    async def record(payload: dict) -> None:
-        events.append(f"{payload['action']}:{payload.get('success', 'start')}")
+    async def record(event: ActionStarted | ActionCompleted) -> None:
+        events.append(f"{event.action}:{event.success if isinstance(event, ActionCompleted) else 'start'}")
 
-    h.rt.register_event("ACTION_STARTED", record)
-    h.rt.register_event("ACTION_COMPLETED", record)
+    h.rt.on(ActionStarted, record)
+    h.rt.on(ActionCompleted, record)
     h.large.append(plan("Still here.", "EXPLODE,REPLY"))
     assert (await h.say("hi")).status == "replied"
     assert h.sent[-1]["text"] == "Still here."

@@ -15,7 +15,7 @@ from bot.components import ActionResult, PressHandler
 from bot.errors import SendError
 from bot.messages import Status
 from bot.record_metadata import TaskMetadata
-from bot.types import ChannelType, Memory, Room, Task
+from bot.types import JSON, ChannelType, Memory, Room, Task
 from plugins.core.actions.choose_option import CHOOSING
 from tests.choices import waiting_choice as stored_choice
 
@@ -157,7 +157,13 @@ async def test_a_choice_in_words_made_after_a_press_finds_the_task_gone(harness)
     assert choosing is not None
     red = choice_buttons(task)[0]
     await press(h, str(red.value), red.label)
-    result = await choosing.choose(h.rt, task, "blue", None, Memory(entity_id=HUMAN, room_id=h.room, content={}))
+    told: list[JSON] = []
+
+    async def reply(content: JSON) -> list[Memory]:
+        told.append(content)
+        return []
+
+    result = await choosing.choose(h.rt, task, "blue", reply, Memory(entity_id=HUMAN, room_id=h.room, content={}))
     assert not result.success and ran == [{"option": "red"}]
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.character import load_character
-from bot.events import EventType
+from bot.events import AgentReloaded
 from bot.models import ModelType
 from bot.runtime import AgentRuntime, RuntimeState
 from bot.store import SHARED_KNOWLEDGE_ID, Store
@@ -275,7 +275,7 @@ async def test_a_reload_that_keeps_the_agent_reads_its_files_again(agents: Agent
     path.write_text("First version.")
     rt = await agents.start(knowledge=[{"path": "live.md"}])
     path.write_text("Second version, edited while running.")
-    await rt.emit(EventType.AGENT_RELOADED, {})
+    await rt.emit(AgentReloaded(runtime=rt))
     await rt.get_service("knowledge").wait()
     assert await texts(rt) == ["[live.md]\nSecond version, edited while running."]
 

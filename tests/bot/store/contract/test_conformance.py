@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from typing import Generic, Protocol
 
 import pytest
 
@@ -23,11 +24,16 @@ def _as_protocols(db: Database) -> StoreBackend:
 
 
 def _members(protocol: type) -> list[str]:
+    """Every member the protocol declares, its roles' included (Store is made of role protocols)."""
+    roles = [c for c in protocol.__mro__ if c not in (object, Protocol, Generic)]
     return sorted(
-        name
-        for name, member in vars(protocol).items()
-        if (not name.startswith("_") or name in ("__aenter__", "__aexit__"))
-        and (inspect.isfunction(member) or isinstance(member, property))
+        {
+            name
+            for role in roles
+            for name, member in vars(role).items()
+            if (not name.startswith("_") or name in ("__aenter__", "__aexit__"))
+            and (inspect.isfunction(member) or isinstance(member, property))
+        }
     )
 
 
