@@ -8,6 +8,7 @@ import logging
 import re
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING
 
 from bot.store._connect import Connection, SQLValue, search_text
 from bot.store._dialect import SQLITE, Step
@@ -18,6 +19,9 @@ from bot.store._rows import Row, row_to_memory
 from bot.store._scoped import AgentScoped, new_id, validate_count
 from bot.store._vectors import VectorColumn, check_dimension, encode_vector
 from bot.types import Memory, now_ms
+
+if TYPE_CHECKING:  # Database builds AgentStore, which builds on this module
+    from bot.store._database import Database
 
 __all__ = ["KnowledgeSearchMixin", "SearchMixin", "fts_query", "fts_terms"]
 
@@ -148,24 +152,7 @@ class SearchMixin(MemoriesMixin, AgentScoped):
         query = encode_vector(embedding, dim)
         where = self._search_filter(table, unique, room_id, world_id, entity_id)
         hits = await self._nearest(query, column, where, count=count, threshold=match_threshold)
-        return await self._memories_by_seq(hits, column)
-
-    async def _memories_by_seq(self, hits: list[tuple[int, float]], column: VectorColumn | None) -> list[Memory]:
-        if not hits:
-            return []
-        vector = f", {column.value()} AS embedding" if column else ", NULL AS embedding"
-        rows = await self._db.fetchall(
-            f"SELECT {MEMORY_COLUMNS}{vector} FROM memories m LEFT JOIN embeddings e ON e.memory_id = m.id "
-            "WHERE m.seq IN (SELECT value FROM json_each(?))",
-            (json.dumps([seq for seq, _ in hits]),),
-        )
-        by_seq = {r["seq"]: r for r in rows}
-        # A row deleted between the two reads is simply left out.
-        return [
-            row_to_memory(by_seq[seq], embedding=by_seq[seq]["embedding"], similarity=score)
-            for seq, score in hits
-            if seq in by_seq
-        ]
+        return await _by_seq(self._db, hits, column)
 
     async def search_memories_by_text(
         self,
@@ -197,7 +184,7 @@ class SearchMixin(MemoriesMixin, AgentScoped):
             "ORDER BY bm25(memories_fts), m.created_at DESC, m.seq DESC LIMIT ?",
             (match, *where.params, count),
         )
-        return await self._memories_by_seq([(r[0], r[1]) for r in rows], None)
+        return await _by_seq(self._db, [(r[0], r[1]) for r in rows])
 
     async def search_all_memories_by_text(
         self,
@@ -312,8 +299,7 @@ class KnowledgeSearchMixin(KnowledgeScopes, AgentScoped):
             "ORDER BY similarity DESC, m.seq LIMIT ?",
             (encode_vector(embedding, dim), *self.knowledge_scopes, FRAGMENTS, count),
         )
-        hits = [(r[0], r[1]) for r in rows if r[1] is not None and (not match_threshold or r[1] >= match_threshold)]
-        return await self._fragments_by_seq(hits)
+        return await _by_seq(self._db, nearest_hits(rows, match_threshold))
 
     async def search_knowledge_by_text(self, query: str, *, count: int = 20) -> list[Memory]:
         """Fragments (own and shared) matching words of ``query``, best BM25 rank first, with
@@ -329,17 +315,27 @@ class KnowledgeSearchMixin(KnowledgeScopes, AgentScoped):
             "ORDER BY bm25(memories_fts), m.seq LIMIT ?",
             (match, *self.knowledge_scopes, FRAGMENTS, count),
         )
-        return await self._fragments_by_seq([(r[0], r[1]) for r in rows])
+        return await _by_seq(self._db, [(r[0], r[1]) for r in rows])
 
-    async def _fragments_by_seq(self, hits: list[tuple[int, float]]) -> list[Memory]:
-        if not hits:
-            return []
-        rows = await self._db.fetchall(
-            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))",
-            (json.dumps([seq for seq, _ in hits]),),
-        )
-        by_seq = {r["seq"]: r for r in rows}
-        return [row_to_memory(by_seq[seq], similarity=score) for seq, score in hits if seq in by_seq]
+
+async def _by_seq(db: Database, hits: list[tuple[int, float]], column: VectorColumn | None = None) -> list[Memory]:
+    """The memories of search ``hits`` (seq, score) in their order, with their vector of ``column``."""
+    if not hits:
+        return []
+    source = " FROM memories m"
+    if column:
+        source = f", {column.value()} AS embedding{source} LEFT JOIN embeddings e ON e.memory_id = m.id"
+    rows = await db.fetchall(
+        f"SELECT {MEMORY_COLUMNS}{source} WHERE m.seq IN (SELECT value FROM json_each(?))",
+        (json.dumps([seq for seq, _ in hits]),),
+    )
+    by_seq = {r["seq"]: r for r in rows}
+    # A row deleted between the two reads is simply left out.
+    return [
+        row_to_memory(by_seq[seq], embedding=by_seq[seq]["embedding"] if column else None, similarity=score)
+        for seq, score in hits
+        if seq in by_seq
+    ]
 
 
 def _pack(vectors: Sequence[tuple[str, Sequence[float]]]) -> list[bytes]:
