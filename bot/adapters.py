@@ -39,6 +39,7 @@ from .connections import Connections, SentMessage, TokenClaims, remember_sent
 from .errors import ConfigError, PartlySent, SendError
 from .lifecycle import AdapterState
 from .messages import QuietChannel
+from .outgoing import Reply
 from .shards import Reshardable
 from .text import first_words
 from .types import JSON, Entity, Memory, Room
@@ -503,9 +504,9 @@ class PlatformReplyChannel(QuietChannel, Generic[TargetT, SentT, QuotedT]):
         self.adapter, self.target, self.quoting, self.incoming = adapter, target, quoting, incoming
         self.typing_indicator = typing_indicator
 
-    async def send(self, content: JSON) -> list[Memory]:
+    async def send(self, reply: Reply) -> list[Memory]:
         await self.typing_indicator.stop()
-        return await self.adapter.reply(self.target, content, self.quoting, self.incoming)
+        return await self.adapter.reply(self.target, reply.to_json(), self.quoting, self.incoming)
 
     async def typing(self) -> None:
         await self.typing_indicator.start()

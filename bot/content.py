@@ -1,6 +1,6 @@
 """Typed payloads: what a memory says (:class:`Content`), what is known about it
-(:class:`MemoryMetadata`), the files it carried (:class:`Attachment`) and what an action sends
-in answer (:class:`Reply`).
+(:class:`MemoryMetadata`) and the files it carried (:class:`Attachment`). What an action sends
+in answer is a :class:`~bot.outgoing.Reply`.
 
 The store keeps content and metadata as JSON objects whose keys are camelCase, as elizaOS
 writes them; ``to_json``/``from_json`` here are the one place that maps those keys to fields.
@@ -18,10 +18,9 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from .buttons import Button
-from .outgoing import OutgoingFile
 from .types import ChannelType, MemoryType
 
-__all__ = ["Attachment", "Content", "MemoryMetadata", "Reply"]
+__all__ = ["Attachment", "Content", "MemoryMetadata"]
 
 _NOTHING: Final[Mapping[str, object]] = MappingProxyType({})
 
@@ -208,38 +207,6 @@ class MemoryMetadata:
     def to_json(self) -> dict[str, Any]:
         """The JSON object the store keeps: the same keys and values it was read from."""
         return _join(_METADATA_FIELDS, self, self.extra)
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """What an action sends in answer: text, files and buttons, and what it answers."""
-
-    text: str = ""
-    files: tuple[OutgoingFile, ...] = ()
-    buttons: tuple[Button, ...] = ()
-    in_reply_to: str | None = None
-    actions: tuple[str, ...] = ()
-    thought: str = ""
-    source: str | None = None
-    extra: Mapping[str, object] = field(default_factory=lambda: _NOTHING)
-    """Anything else a plugin sends along (``embeds`` for Discord …)."""
-
-    def to_json(self) -> dict[str, Any]:
-        """The reply as the content a reply channel took before it was typed."""
-        out: dict[str, Any] = dict(self.extra)
-        out["text"] = self.text
-        out["actions"] = list(self.actions)
-        if self.thought:
-            out["thought"] = self.thought
-        if self.source is not None:
-            out["source"] = self.source
-        if self.in_reply_to is not None:
-            out["inReplyTo"] = self.in_reply_to
-        if self.files:
-            out["files"] = list(self.files)
-        if self.buttons:
-            out["buttons"] = list(self.buttons)
-        return out
 
 
 def _by_key(*fields: _Field) -> Mapping[str, _Field]:

@@ -51,6 +51,7 @@ from telegram.ext import (
 
 from bot.components import CONVERSATION_SUMMARIES, SUMMARY_DEFAULT_COUNT, SUMMARY_MAX_COUNT
 from bot.events import EntityJoined, EntityLeft, EventType, MessageUpdated, ReactionReceived
+from bot.outgoing import Reply
 from bot.store import StoreState, classify
 from bot.types import JSON, ChannelType, Memory, now_ms
 
@@ -211,12 +212,12 @@ class UpdateHandlers:
         count = _summary_count(context.args or [])
         summaries = self.runtime.get_service(CONVERSATION_SUMMARIES)
         if count is None:
-            content: JSON = {"text": _SUMMARIZE_USAGE}
+            reply = Reply(text=_SUMMARIZE_USAGE)
         elif summaries is None:
-            content = {"text": f"{self.runtime.character.name} can't summarise conversations."}
+            reply = Reply(text=f"{self.runtime.character.name} can't summarise conversations.")
         else:
-            content = (await summaries.summarize_room(seen.room.id, count)).content()  # a long one as a file
-        await self._reply(seen, content["text"], content)
+            reply = (await summaries.summarize_room(seen.room.id, count)).reply()  # a long one as a file
+        await self._reply(seen, reply.text, reply.to_json())
 
     async def _answer(self, update: Update, text: str) -> None:
         """Answer a command with ``text``, without the model."""

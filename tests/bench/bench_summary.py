@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bot.character import load_character
 from bot.messages import IncomingMessage, QuietChannel
 from bot.models import ModelType
+from bot.outgoing import Reply
 from bot.runtime import AgentRuntime
 from bot.store import Database
 from bot.types import ChannelType, Entity, Memory, Room, World, now_ms
@@ -90,9 +91,9 @@ class _Channel(QuietChannel):
         self.room = room
         self.sent: list[str] = []
 
-    async def send(self, content: dict[str, Any]) -> list[Memory]:
-        self.sent.append(str(content.get("text") or ""))
-        return [Memory(id=str(uuid.uuid4()), entity_id="agent", room_id=self.room, content=dict(content))]
+    async def send(self, reply: Reply) -> list[Memory]:
+        self.sent.append(reply.text)
+        return [Memory(id=str(uuid.uuid4()), entity_id="agent", room_id=self.room, content=reply.to_json())]
 
 
 async def main(args: argparse.Namespace) -> None:

@@ -17,6 +17,7 @@ from bot.connections import SentMessage, TokenClaims, merged_world
 from bot.errors import ConfigError, PartlySent, SendError
 from bot.events import MessageSent
 from bot.lifecycle import AdapterState
+from bot.outgoing import Reply
 from bot.runtime import AgentRuntime
 from bot.types import ChannelType, Entity, Memory, Room, World
 
@@ -429,7 +430,7 @@ async def test_a_live_reply_is_sent_stored_and_followed_up_but_a_late_one_is_not
     typing = TypingIndicator(rt, show_once, every_s=0.01, job="chat:typing")
     channel = PlatformReplyChannel(adapter, "general", 5, incoming, typing)
     await channel.typing()
-    [memory] = await channel.send({"text": "pong"})
+    [memory] = await channel.send(Reply(text="pong"))
     assert not typing.running  # the reply ends "typing…"
     assert memory.content["inReplyTo"] == incoming.id and adapter.posted == [Posted(1, "general", "pong")]
     [after] = adapter.after
@@ -442,7 +443,7 @@ async def test_a_live_reply_is_sent_stored_and_followed_up_but_a_late_one_is_not
     )
     await adapter.reply_to(incoming, {"text": "pong again"})  # taken up after a crash: no follow-up
     adapter.fail = PartlySent("refused", [Posted(9, "general", "Half")])
-    await channel.send({"text": "Half and half"})  # not whole: no follow-up
+    await channel.send(Reply(text="Half and half"))  # not whole: no follow-up
     assert len(adapter.after) == 1
     with pytest.raises(LookupError):
         await channel.fetch({"id": "1"})

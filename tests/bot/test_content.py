@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from bot.buttons import Button
-from bot.content import Attachment, Content, MemoryMetadata, Reply
-from bot.outgoing import OutgoingFile
+from bot.content import Attachment, Content, MemoryMetadata
 from bot.types import ChannelType, MemoryType
 
 STORED_CONTENT: list[dict[str, Any]] = [
@@ -115,28 +114,3 @@ def test_typed_payloads_are_frozen() -> None:
         Content(text="a").text = "b"  # type: ignore[misc]
     with pytest.raises(AttributeError):
         MemoryMetadata().is_mention = True  # type: ignore[misc]
-
-
-def test_a_reply_as_the_content_a_channel_took() -> None:
-    file = OutgoingFile.of_bytes(b"x", "a.txt")
-    reply = Reply(
-        text="hi",
-        files=(file,),
-        buttons=(Button("Yes", value="y"),),
-        in_reply_to="m1",
-        actions=("REPLY",),
-        thought="t",
-        source="discord",
-        extra={"embeds": [{"title": "e"}]},
-    )
-    assert reply.to_json() == {
-        "text": "hi",
-        "actions": ["REPLY"],
-        "thought": "t",
-        "source": "discord",
-        "inReplyTo": "m1",
-        "files": [file],
-        "buttons": [Button("Yes", value="y")],
-        "embeds": [{"title": "e"}],
-    }
-    assert Reply().to_json() == {"text": "", "actions": []}

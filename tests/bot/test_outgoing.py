@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.buttons import Button
 from bot.outgoing import (
     FileKind,
     OutgoingFile,
+    Reply,
     SizeLimits,
     file_name_part,
     files_in,
@@ -148,13 +150,38 @@ def test_sizes_and_notes_read_well() -> None:
 
 
 def test_text_that_fits_a_message_stays_text_and_longer_text_is_a_lead_and_a_markdown_file() -> None:
-    assert text_or_file("short", limit=10, lead="see the file", filename="x.md") == {"text": "short"}
+    assert text_or_file("short", limit=10, lead="see the file", filename="x.md") == Reply(text="short")
     long = text_or_file("é" * 11, limit=10, lead="see the file", filename="notes.md")
-    [file] = long["files"]
-    assert long["text"] == "see the file"
+    [file] = long.files
+    assert long.text == "see the file"
     assert (file.filename, file.content_type, file.data) == ("notes.md", "text/markdown", "é".encode() * 11)
     body = text_or_file("x" * 11, limit=10, lead="", filename="n.md", body="# Notes\n")
-    assert body["files"][0].data == b"# Notes\n"
+    assert body.files[0].data == b"# Notes\n"
+
+
+def test_a_reply_as_content_leaves_out_what_it_does_not_say() -> None:
+    file = OutgoingFile.of_bytes(b"x", "a.txt")
+    reply = Reply(
+        text="hi",
+        files=(file,),
+        buttons=(Button("Yes", value="y"),),
+        in_reply_to="m1",
+        actions=("REPLY",),
+        thought="",
+        source="discord",
+        extra={"embeds": [{"title": "e"}]},
+    )
+    assert reply.to_json() == {
+        "text": "hi",
+        "actions": ["REPLY"],
+        "thought": "",
+        "source": "discord",
+        "inReplyTo": "m1",
+        "files": [file],
+        "buttons": [Button("Yes", value="y")],
+        "embeds": [{"title": "e"}],
+    }
+    assert Reply().to_json() == {"text": ""}
 
 
 def test_file_name_parts_are_lower_case_ascii_words_joined_by_dashes() -> None:

@@ -15,9 +15,9 @@ from typing import Any
 
 import discord
 
-from bot.buttons import PRESS_KEY
+from bot.buttons import PRESS_KEY, Button
 from bot.components import Action, ActionContext, ActionResult
-from bot.outgoing import OutgoingFile
+from bot.outgoing import OutgoingFile, Reply
 from bot.runtime import AgentRuntime
 from bot.types import ChannelType, Memory
 from platforms.discord._mapping import discord_id
@@ -38,7 +38,7 @@ def offering(name: str, buttons: list[dict[str, Any]], text: str) -> Action:
     """An action ``name`` that answers ``text`` with ``buttons`` (what a plugin's action would do)."""
 
     async def offer(context: ActionContext) -> ActionResult:
-        await context.reply({"text": text, "buttons": buttons})
+        await context.reply(Reply(text=text, buttons=tuple(Button.parse(b) for b in buttons)))
         return ActionResult()
 
     return Action(name, offer)
