@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from telegram import Bot, BotCommand, Message, Update, User
@@ -245,8 +245,8 @@ class UpdateHandlers:
         assert message is not None  # the handler's filter
         seen = translate(self.runtime.agent_id, message, bot_id=adapter.bot_id, bot_username=adapter.username)
         await adapter.ensure_stored(message, seen)  # an edit of a message troupe never saw is stored as new
-        edit = seen.edit()
-        edit.id = message_memory_id(self.runtime.agent_id, message)  # an album's caption: the album's message
+        # An album's caption: the album's message.
+        edit = replace(seen.edit(), id=message_memory_id(self.runtime.agent_id, message))
         await self.runtime.emit(MessageUpdated(message=edit, source=SOURCE))
 
     async def on_reaction(self, update: Update, context: Context) -> None:

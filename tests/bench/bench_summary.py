@@ -123,12 +123,20 @@ async def main(args: argparse.Namespace) -> None:
         for entity in [*people, asker, rt.agent_id]:
             await rt.store.add_participant(entity, room)
         start = now_ms() - (args.messages + 10) * 20_000
-        said = [Memory(entity_id=asker, agent_id=rt.agent_id, room_id=room, content={"text": "bye for now"})]
-        said[0].created_at = start
+        said = [
+            Memory(
+                entity_id=asker, agent_id=rt.agent_id, room_id=room, content={"text": "bye for now"}, created_at=start
+            )
+        ]
         for i in range(args.messages):
             words = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(4, 30)))
-            memory = Memory(entity_id=rng.choice(people), agent_id=rt.agent_id, room_id=room, content={"text": words})
-            memory.created_at = start + (i + 1) * 20_000
+            memory = Memory(
+                entity_id=rng.choice(people),
+                agent_id=rt.agent_id,
+                room_id=room,
+                content={"text": words},
+                created_at=start + (i + 1) * 20_000,
+            )
             said.append(memory)
         await rt.store.create_memories(said, "messages")
         chars = sum(len(m.content["text"]) for m in said[1:])
