@@ -273,7 +273,7 @@ class Replier(Protocol):
     crash left unanswered, taken up after the restart. A platform's messenger offers it too when
     the platform can (Discord, Telegram)."""
 
-    async def reply_to(self, message: Memory, content: JSON) -> list[Memory]:
+    async def reply_to(self, message: Memory, reply: Reply) -> list[Memory]:
         """Answer ``message`` (stored, from this platform) in its room, quoting it where the
         platform can. Returns ``[]`` when nothing could be sent (logged), like a reply callback."""
         ...

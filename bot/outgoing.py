@@ -19,13 +19,13 @@ import mimetypes
 import re
 import stat
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .buttons import Button
+from .buttons import Button, buttons_checked, buttons_in
 from .types import JSON
 
 __all__ = [
@@ -163,6 +163,40 @@ class Reply:
     extra: Mapping[str, object] = field(default_factory=lambda: _NOTHING)
     """Anything else a plugin sends along (``embeds`` for Discord …), under its own key."""
 
+    @classmethod
+    def of_content(cls, content: Mapping[str, object]) -> Reply:
+        """A reply from content as plugins and the SEND_MESSAGE path still hand it: its files
+        (:func:`files_in`) and buttons (:func:`~bot.buttons.buttons_in`) read, with their
+        warnings; a key with a value of another type than its field's kept in ``extra``."""
+        extra = {k: v for k, v in content.items() if k not in _REPLY_KEYS}
+        text, actions, thought = content.get("text"), content.get("actions"), content.get("thought")
+        in_reply_to, source = content.get("inReplyTo"), content.get("source")
+        for key, value, fits in (
+            ("actions", actions, isinstance(actions, list) and all(isinstance(a, str) for a in actions)),
+            ("inReplyTo", in_reply_to, isinstance(in_reply_to, str)),
+            ("source", source, isinstance(source, str)),
+            ("thought", thought, isinstance(thought, str)),
+        ):
+            if key in content and not fits:
+                extra[key] = value
+        return cls(
+            text=str(text or ""),
+            actions=tuple(str(a) for a in actions) if isinstance(actions, list) and "actions" not in extra else (),
+            in_reply_to=in_reply_to if isinstance(in_reply_to, str) else None,
+            source=source if isinstance(source, str) else None,
+            thought=thought if isinstance(thought, str) else None,
+            files=tuple(files_in(content)),
+            buttons=tuple(buttons_in(content)),
+            extra=MappingProxyType(extra) if extra else _NOTHING,
+        )
+
+    def checked(self) -> Reply:
+        """The reply with its buttons as a platform shows them (:func:`~bot.buttons.buttons_checked`:
+        too many, or two with one value, are left out with a warning), read once so that what is
+        sent is what is stored."""
+        buttons = tuple(buttons_checked(self.buttons))
+        return self if buttons == self.buttons else replace(self, buttons=buttons)
+
     def to_json(self) -> dict[str, Any]:
         """The reply as content: camelCase keys, as it is stored once sent."""
         out: dict[str, Any] = dict(self.extra)
@@ -180,6 +214,9 @@ class Reply:
         if self.buttons:
             out["buttons"] = list(self.buttons)
         return out
+
+
+_REPLY_KEYS = frozenset({"text", "actions", "inReplyTo", "source", "thought", "files", "buttons"})
 
 
 def _guess(filename: str) -> str:

@@ -53,7 +53,7 @@ from bot.components import CONVERSATION_SUMMARIES, SUMMARY_DEFAULT_COUNT, SUMMAR
 from bot.events import EntityJoined, EntityLeft, EventType, MessageUpdated, ReactionReceived
 from bot.outgoing import Reply
 from bot.store import StoreState, classify
-from bot.types import JSON, ChannelType, Memory, now_ms
+from bot.types import ChannelType, Memory, now_ms
 
 from ._inbox import InboxQueue
 from ._mapping import (
@@ -217,7 +217,7 @@ class UpdateHandlers:
             reply = Reply(text=f"{self.runtime.character.name} can't summarise conversations.")
         else:
             reply = (await summaries.summarize_room(seen.room.id, count)).reply()  # a long one as a file
-        await self._reply(seen, reply.text, reply.to_json())
+        await self._reply(seen, reply.text, reply)
 
     async def _answer(self, update: Update, text: str) -> None:
         """Answer a command with ``text``, without the model."""
@@ -229,9 +229,9 @@ class UpdateHandlers:
         await adapter.ensure_stored(message, seen)
         return seen
 
-    async def _reply(self, seen: Translated, text: str, content: JSON | None = None) -> None:
+    async def _reply(self, seen: Translated, text: str, reply: Reply | None = None) -> None:
         target = ChatTarget(seen.chat_id, seen.thread_id, seen.title)
-        await self.adapter.try_send(target, text, content or {}, seen.message_id)
+        await self.adapter.try_send(target, text, reply or Reply(text=text), seen.message_id)
 
     async def on_press(self, update: Update, context: Context) -> None:
         assert update.callback_query is not None  # the handler's kind

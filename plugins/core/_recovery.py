@@ -256,7 +256,7 @@ class _ReplyLater(QuietChannel):
         self.messenger, self.message = messenger, message
 
     async def send(self, reply: Reply) -> list[Memory]:
-        return await self.messenger.reply_to(self.message, reply.to_json())
+        return await self.messenger.reply_to(self.message, reply)
 
 
 async def wait_for_link(runtime: AgentRuntime, source: str, timeout: float = _LINK_WAIT_S) -> bool:

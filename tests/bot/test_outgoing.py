@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -189,3 +190,27 @@ def test_file_name_parts_are_lower_case_ascii_words_joined_by_dashes() -> None:
     assert file_name_part("Board Meeting.ogg") == "board-meeting-ogg"
     assert file_name_part("日本", "recording") == "recording"
     assert file_name_part("word " * 20) == "word-word-word-word-word-word-word-word"
+
+
+def test_a_reply_from_content_reads_its_buttons_and_files_once_and_keeps_the_rest() -> None:
+    content: dict[str, Any] = {
+        "text": "Pick",
+        "buttons": [{"label": "One", "value": "1"}, {"label": ""}, {"label": "Two", "value": "2"}],
+        "files": [{"data": b"x", "name": "a.txt"}],
+        "actions": ["PICK"],
+        "inReplyTo": "m1",
+        "source": 7,
+        "embeds": [{"title": "e"}],
+    }
+    reply = Reply.of_content(content)
+    assert reply.buttons == (Button("One", value="1"), Button("Two", value="2"))
+    assert [f.filename for f in reply.files] == ["a.txt"]
+    assert (reply.text, reply.actions, reply.in_reply_to, reply.source) == ("Pick", ("PICK",), "m1", None)
+    assert dict(reply.extra) == {"source": 7, "embeds": [{"title": "e"}]}
+    assert len(content["buttons"]) == 3  # the content itself is left as it was
+    assert reply.checked() is reply
+
+
+def test_a_checked_reply_keeps_the_first_of_two_buttons_with_one_value() -> None:
+    twice = Reply(buttons=(Button("A", value="1"), Button("B", value="1")))
+    assert twice.checked().buttons == (Button("A", value="1"),)

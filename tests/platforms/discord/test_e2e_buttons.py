@@ -15,7 +15,7 @@ from typing import Any
 
 import discord
 
-from bot.buttons import PRESS_KEY, Button
+from bot.buttons import PRESS_KEY, Button, buttons_in
 from bot.components import Action, ActionContext, ActionResult
 from bot.outgoing import OutgoingFile, Reply
 from bot.runtime import AgentRuntime
@@ -228,7 +228,7 @@ async def test_a_press_in_a_channel_outside_channel_ids_is_ignored(scene) -> Non
     rt = s.runtime("Ada")
     # Ada does not post there (SEND_MESSAGE refuses): a message left from before CHANNEL_IDS.
     client = rt.get_service("discord").client
-    await client.get_channel(s.lounge.id).send("Old vote", view=components_of({"buttons": VOTE}))
+    await client.get_channel(s.lounge.id).send("Old vote", view=components_of(buttons_in({"buttons": VOTE})))
     (old,) = await s.fake.wait_for_sent(s.ada, 1)
     before = len(s.brain.prompts)
     await s.fake.user_clicks(s.sam, old, "troupe:vote:1")

@@ -160,10 +160,15 @@ class _Platform:
     async def send_to_entity(self, entity: Any, content: dict) -> list[Memory]:
         raise AssertionError("not used")
 
-    async def reply_to(self, message: Memory, content: dict) -> list[Memory]:
-        self.replies.append((message.id, content["text"]))
+    async def reply_to(self, message: Memory, reply: Reply) -> list[Memory]:
+        self.replies.append((message.id, reply.text))
         return [
-            Memory(id=str(uuid.uuid4()), entity_id=message.agent_id or "", room_id=message.room_id, content=content)
+            Memory(
+                id=str(uuid.uuid4()),
+                entity_id=message.agent_id or "",
+                room_id=message.room_id,
+                content=reply.to_json(),
+            )
         ]
 
 
