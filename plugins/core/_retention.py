@@ -22,7 +22,7 @@ Setting all four limits to 0 turns retention off (no task is scheduled).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -232,7 +232,7 @@ async def _compact_messages(runtime: AgentRuntime, room_id: str, batch: list[Mem
             "level": 1,
         },
     )
-    summary.embedding = await _embed(runtime, text)
+    summary = replace(summary, embedding=await _embed(runtime, text))
     removed = await store.compact_memories(summary, SUMMARIES, [m.id for m in batch if m.id])
     return removed, removed > 0
 
@@ -271,7 +271,7 @@ async def _merge_summaries(runtime: AgentRuntime, room_id: str, batch: list[Memo
             "level": max(number(m, "level", 1) for m in batch) + 1,
         },
     )
-    summary.embedding = await _embed(runtime, text)
+    summary = replace(summary, embedding=await _embed(runtime, text))
     return await runtime.store.compact_memories(summary, SUMMARIES, [m.id for m in batch if m.id])
 
 

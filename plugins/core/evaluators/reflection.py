@@ -25,7 +25,7 @@ import json
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from bot.answer_lengths import REFLECTION_TOKENS
@@ -256,7 +256,7 @@ async def _learn(
         )
         if runtime.has_model(ModelType.TEXT_EMBEDDING):
             try:
-                memory.embedding = await runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": claim})
+                memory = replace(memory, embedding=await runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": claim}))
             except Exception as exc:  # a fact without a vector is still a fact
                 _log.debug("%s: could not embed a fact: %s", runtime.character.name, exc)
         await store.create_memory(memory, FACTS)
