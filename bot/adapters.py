@@ -33,12 +33,12 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
-from .buttons import buttons_read
 from .components import Messenger, Replier, ServiceKey
 from .connections import Connections, SentMessage, TokenClaims, remember_sent
 from .errors import ConfigError, PartlySent, SendError
 from .lifecycle import AdapterState
 from .messages import QuietChannel
+from .outgoing import Reply
 from .record_metadata import PlatformProfile
 from .shards import Reshardable
 from .text import first_words
@@ -271,10 +271,8 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
     # -- what a platform does natively ----------------------------------------------------
 
     @abstractmethod
-    async def send_native(
-        self, target: TargetT, text: str, content: Mapping[str, Any], quoting: QuotedT | None
-    ) -> list[SentT]:
-        """Send ``text`` (and what else of ``content`` the platform can send) to ``target``,
+    async def send_native(self, target: TargetT, text: str, reply: Reply, quoting: QuotedT | None) -> list[SentT]:
+        """Send ``text`` (and what else of ``reply`` the platform can send) to ``target``,
         quoting ``quoting`` (or nothing). What went out, in order.
 
         Raises:
@@ -351,26 +349,26 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
             self.failure_reason(exc),
         )
 
-    def _reply_text(self, content: Mapping[str, Any]) -> str | None:
+    def _reply_text(self, reply: Reply) -> str | None:
         """A reply's words as they are sent; None when the platform can send nothing of it."""
-        text = str(content.get("text") or "")
+        text = reply.text
         if self.strips_replies or not self.sends_files:
             text = text.strip()
-            if not text and not (self.sends_files and content.get("files")):
+            if not text and not (self.sends_files and reply.files):
                 return None
         return text
 
     async def try_send(
-        self, target: TargetT, text: str, content: Mapping[str, Any], quoting: QuotedT | None
+        self, target: TargetT, text: str, reply: Reply, quoting: QuotedT | None
     ) -> tuple[list[SentT], bool]:
-        """Send ``text`` and ``content`` (:meth:`send_native`), quoting ``quoting``: what went
+        """Send ``text`` and ``reply`` (:meth:`send_native`), quoting ``quoting``: what went
         out, and whether that is all of it. Never raises: what is not sent is logged. Nothing is
         stored (see :meth:`reply`)."""
         if not self.runtime.may_send():
             _log.warning("%s: not sending a reply: another daemon may serve this character now", self.name)
             return [], False
         try:
-            return await self.send_native(target, text, content, quoting), True
+            return await self.send_native(target, text, reply, quoting), True
         except Exception as exc:  # noqa: BLE001 - a reply that fails is logged, the conversation goes on
             self._log_send_failure(target, text, exc, quoting)
             # What did go out is part of the conversation.
@@ -379,22 +377,22 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
     async def reply(
         self,
         target: TargetT,
-        content: Mapping[str, Any],
+        reply: Reply,
         quoting: QuotedT | None,
         incoming: Memory,
         *,
         live: bool = True,
     ) -> list[Memory]:
-        """Send ``content`` to ``target`` in answer to the stored ``incoming`` (quoting
+        """Send ``reply`` to ``target`` in answer to the stored ``incoming`` (quoting
         ``quoting``, its platform's message), store what went out, and (``live``: the person is
         waiting for it, not a reply to a message taken up after a crash) after a whole reply,
         :meth:`after_sent`. The memories of what went out; never raises (see :meth:`try_send`)."""
-        text = self._reply_text(content)
+        text = self._reply_text(reply)
         if text is None:
             return []
-        content = buttons_read(content)  # read once: what is sent is what is stored
-        sent, whole = await self.try_send(target, text, content, quoting)
-        memories = await self.remember_sent(sent, content, incoming.room_id, incoming.world_id, in_reply_to=incoming.id)
+        reply = reply.checked()  # read once: what is sent is what is stored
+        sent, whole = await self.try_send(target, text, reply, quoting)
+        memories = await self.remember_sent(sent, reply, incoming.room_id, incoming.world_id, in_reply_to=incoming.id)
         if whole and live:
             await self.after_sent(Delivery(target, text, sent, memories, incoming, quoting))
         return memories
@@ -402,7 +400,7 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
     async def remember_sent(
         self,
         sent: list[SentT],
-        content: Mapping[str, Any],
+        reply: Reply,
         room_id: str,
         world_id: str | None,
         *,
@@ -411,7 +409,7 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
         """Store and announce what went out (:func:`~bot.connections.remember_sent`)."""
         records = [self.record_of_sent(message) for message in sent]
         return await remember_sent(
-            self.runtime, self.source, records, content, room_id, world_id, in_reply_to=in_reply_to
+            self.runtime, self.source, records, reply.to_json(), room_id, world_id, in_reply_to=in_reply_to
         )
 
     async def send_message(
@@ -428,8 +426,8 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
         """
         if not self.runtime.may_send():
             raise SendError(f"{self.label} is served by another daemon now; try again in a moment")
-        text = str(content.get("text") or "")
-        read = buttons_read(content)  # read once: what is sent is what is stored
+        read = Reply.of_content(content)  # read once: what is sent is what is stored
+        text = read.text
         whole = True
         try:
             sent = await self.send_native(target, text, read, None)
@@ -478,17 +476,17 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
         """Replier: every message of the platform is this connection's (Discord's shards differ)."""
         return True
 
-    async def reply_to(self, message: Memory, content: JSON) -> list[Memory]:
+    async def reply_to(self, message: Memory, reply: Reply) -> list[Memory]:
         """Replier: answer a stored message where it was said, quoting it (if it still exists).
         Nothing sent (logged) gives ``[]``, as for a live reply."""
-        text = self._reply_text(content)
+        text = self._reply_text(reply)
         if text is None:
             return []  # nothing this platform can send
         found = await self.reply_target(message, text)
         if found is None:
             return []
         target, quoting = found
-        return await self.reply(target, content, quoting, message, live=False)
+        return await self.reply(target, reply, quoting, message, live=False)
 
 
 class PlatformReplyChannel(QuietChannel, Generic[TargetT, SentT, QuotedT]):
@@ -508,9 +506,9 @@ class PlatformReplyChannel(QuietChannel, Generic[TargetT, SentT, QuotedT]):
         self.adapter, self.target, self.quoting, self.incoming = adapter, target, quoting, incoming
         self.typing_indicator = typing_indicator
 
-    async def send(self, content: JSON) -> list[Memory]:
+    async def send(self, reply: Reply) -> list[Memory]:
         await self.typing_indicator.stop()
-        return await self.adapter.reply(self.target, content, self.quoting, self.incoming)
+        return await self.adapter.reply(self.target, reply, self.quoting, self.incoming)
 
     async def typing(self) -> None:
         await self.typing_indicator.start()

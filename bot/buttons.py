@@ -20,15 +20,14 @@ import contextlib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 from .types import JSON
 
 __all__ = [
     "Button",
+    "buttons_checked",
     "buttons_in",
-    "buttons_read",
     "buttons_shown",
     "MAX_BUTTONS",
     "MAX_LABEL_CHARS",
@@ -116,7 +115,11 @@ def buttons_in(content: Mapping[str, object]) -> list[Button]:
     :data:`MAX_BUTTONS`; one that is not a button, or one too many, is left out with a warning
     that says why. Two buttons with the same value keep the first (a press could not tell them apart)."""
     raw = content.get("buttons")
-    items: Iterable[object] = raw if isinstance(raw, (list, tuple)) else ()
+    return buttons_checked(raw if isinstance(raw, (list, tuple)) else ())
+
+
+def buttons_checked(items: Iterable[object]) -> list[Button]:
+    """``items`` as buttons, left out as :func:`buttons_in` leaves them out, with its warnings."""
     found: list[Button] = []
     values: set[str] = set()
     for item in items:
@@ -135,15 +138,6 @@ def buttons_in(content: Mapping[str, object]) -> list[Button]:
             values.add(button.value)
         found.append(button)
     return found
-
-
-def buttons_read(content: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``content`` with its buttons read once (:func:`buttons_in`: what is not a button is left out,
-    with its warning) and kept as records, so that what sends it and what stores it read the
-    same buttons without warning again. ``content`` itself is left as it is."""
-    if "buttons" not in content:
-        return content
-    return {**content, "buttons": [b.record() for b in buttons_in(content)]}
 
 
 def buttons_shown(shown: Iterable[tuple[str, str]]) -> list[Button]:

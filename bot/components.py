@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from .buttons import Press
-from .outgoing import markdown_file
+from .outgoing import Reply, markdown_file
 from .types import JSON, Entity, Memory, Room, Task
 
 if TYPE_CHECKING:
@@ -46,8 +46,8 @@ __all__ = [
 
 T = TypeVar("T")
 
-#: Sends content to the room the message came from; returns the memories of what was sent.
-HandlerCallback = Callable[[JSON], Awaitable[list[Memory]]]
+#: Sends a reply to the room the message came from; returns the memories of what was sent.
+HandlerCallback = Callable[[Reply], Awaitable[list[Memory]]]
 
 
 @dataclass(slots=True)
@@ -246,11 +246,11 @@ class ConversationSummary:
     """What is said inline when it is long: what the summary covers, and that the file holds it."""
     filename: str = "summary.md"
 
-    def content(self) -> JSON:
+    def reply(self) -> Reply:
         """What to send: the text, or (long) the lead with the text as a Markdown file."""
         if not self.long:
-            return {"text": self.text}
-        return {"text": self.lead, "files": [markdown_file(f"{self.text}\n", self.filename)]}
+            return Reply(text=self.text)
+        return Reply(text=self.lead, files=(markdown_file(f"{self.text}\n", self.filename),))
 
 
 @runtime_checkable
@@ -273,7 +273,7 @@ class Replier(Protocol):
     crash left unanswered, taken up after the restart. A platform's messenger offers it too when
     the platform can (Discord, Telegram)."""
 
-    async def reply_to(self, message: Memory, content: JSON) -> list[Memory]:
+    async def reply_to(self, message: Memory, reply: Reply) -> list[Memory]:
         """Answer ``message`` (stored, from this platform) in its room, quoting it where the
         platform can. Returns ``[]`` when nothing could be sent (logged), like a reply callback."""
         ...

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from .types import JSON, Memory
+from .outgoing import Reply
+from .types import Memory
 
 __all__ = ["IncomingMessage", "MessageHandler", "NativeRef", "Outcome", "QuietChannel", "ReplyChannel", "Status"]
 
@@ -64,9 +65,9 @@ class ReplyChannel(Protocol):
         the model to stream costs a little; only voice needs it)."""
         ...
 
-    async def send(self, content: JSON) -> list[Memory]:
-        """Send ``content`` (``text``, ``files`` of :class:`~bot.outgoing.OutgoingFile` …) in
-        answer; the messages that went out, as recorded. Never raises: what could not be sent is
+    async def send(self, reply: Reply) -> list[Memory]:
+        """Send ``reply`` (its text, files, buttons …) in answer; the messages that went out,
+        as recorded. Never raises: what could not be sent is
         logged and missing from the result (a file too big for the platform is named in the text)."""
         ...
 
@@ -95,7 +96,7 @@ class QuietChannel:
 
     streams: bool = False
 
-    async def send(self, content: JSON) -> list[Memory]:
+    async def send(self, reply: Reply) -> list[Memory]:
         return []
 
     async def typing(self) -> None:

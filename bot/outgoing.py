@@ -19,16 +19,20 @@ import mimetypes
 import re
 import stat
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
+from .buttons import Button, buttons_checked, buttons_in
 from .types import JSON
 
 __all__ = [
     "FileKind",
     "OutgoingFile",
     "Placed",
+    "Reply",
     "SizeLimits",
     "file_name_part",
     "files_in",
@@ -43,6 +47,7 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+_NOTHING: Mapping[str, object] = MappingProxyType({})
 
 #: Image types a chat shows inline as a picture (a GIF animates: it goes as a file).
 _PICTURE_TYPES = frozenset({"image/jpeg", "image/png", "image/webp"})
@@ -137,6 +142,81 @@ class OutgoingFile:
         if self.description:
             found["description"] = self.description
         return found
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What an action sends in answer: text, files and buttons, and what it answers.
+
+    ``to_json`` gives the content the reply channel's platform code and the store work with:
+    a field left at its default is left out, as the dicts actions built before left it out.
+    """
+
+    text: str = ""
+    actions: tuple[str, ...] = ()
+    in_reply_to: str | None = None
+    """The id of the memory it answers."""
+    source: str | None = None
+    thought: str | None = None
+    files: tuple[OutgoingFile, ...] = ()
+    buttons: tuple[Button, ...] = ()
+    extra: Mapping[str, object] = field(default_factory=lambda: _NOTHING)
+    """Anything else a plugin sends along (``embeds`` for Discord …), under its own key."""
+
+    @classmethod
+    def of_content(cls, content: Mapping[str, object]) -> Reply:
+        """A reply from content as plugins and the SEND_MESSAGE path still hand it: its files
+        (:func:`files_in`) and buttons (:func:`~bot.buttons.buttons_in`) read, with their
+        warnings; a key with a value of another type than its field's kept in ``extra``."""
+        extra = {k: v for k, v in content.items() if k not in _REPLY_KEYS}
+        text, actions, thought = content.get("text"), content.get("actions"), content.get("thought")
+        in_reply_to, source = content.get("inReplyTo"), content.get("source")
+        for key, value, fits in (
+            ("actions", actions, isinstance(actions, list) and all(isinstance(a, str) for a in actions)),
+            ("inReplyTo", in_reply_to, isinstance(in_reply_to, str)),
+            ("source", source, isinstance(source, str)),
+            ("thought", thought, isinstance(thought, str)),
+        ):
+            if key in content and not fits:
+                extra[key] = value
+        return cls(
+            text=str(text or ""),
+            actions=tuple(str(a) for a in actions) if isinstance(actions, list) and "actions" not in extra else (),
+            in_reply_to=in_reply_to if isinstance(in_reply_to, str) else None,
+            source=source if isinstance(source, str) else None,
+            thought=thought if isinstance(thought, str) else None,
+            files=tuple(files_in(content)),
+            buttons=tuple(buttons_in(content)),
+            extra=MappingProxyType(extra) if extra else _NOTHING,
+        )
+
+    def checked(self) -> Reply:
+        """The reply with its buttons as a platform shows them (:func:`~bot.buttons.buttons_checked`:
+        too many, or two with one value, are left out with a warning), read once so that what is
+        sent is what is stored."""
+        buttons = tuple(buttons_checked(self.buttons))
+        return self if buttons == self.buttons else replace(self, buttons=buttons)
+
+    def to_json(self) -> dict[str, Any]:
+        """The reply as content: camelCase keys, as it is stored once sent."""
+        out: dict[str, Any] = dict(self.extra)
+        out["text"] = self.text
+        if self.actions:
+            out["actions"] = list(self.actions)
+        if self.in_reply_to is not None:
+            out["inReplyTo"] = self.in_reply_to
+        if self.source is not None:
+            out["source"] = self.source
+        if self.thought is not None:
+            out["thought"] = self.thought
+        if self.files:
+            out["files"] = list(self.files)
+        if self.buttons:
+            out["buttons"] = list(self.buttons)
+        return out
+
+
+_REPLY_KEYS = frozenset({"text", "actions", "inReplyTo", "source", "thought", "files", "buttons"})
 
 
 def _guess(filename: str) -> str:
@@ -287,10 +367,10 @@ def markdown_file(text: str, filename: str) -> OutgoingFile:
     return OutgoingFile.of_bytes(text.encode(), filename, "text/markdown")
 
 
-def text_or_file(text: str, *, limit: int, lead: str, filename: str, body: str | None = None) -> JSON:
-    """The content of a message saying ``text``: the text itself when it holds at most ``limit``
-    characters; else ``lead`` (a line or two on what the file holds) with ``body`` (``text``
-    unless given) as a Markdown file named ``filename``."""
+def text_or_file(text: str, *, limit: int, lead: str, filename: str, body: str | None = None) -> Reply:
+    """A message saying ``text``: the text itself when it holds at most ``limit`` characters;
+    else ``lead`` (a line or two on what the file holds) with ``body`` (``text`` unless given)
+    as a Markdown file named ``filename``."""
     if len(text) <= limit:
-        return {"text": text}
-    return {"text": lead, "files": [markdown_file(body if body is not None else text, filename)]}
+        return Reply(text=text)
+    return Reply(text=lead, files=(markdown_file(body if body is not None else text, filename),))

@@ -103,9 +103,12 @@ class MemoryType(StrEnum):
     CUSTOM = "custom"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Memory:
-    """A stored item: a message, a fact, a document fragment, …"""
+    """A stored item: a message, a fact, a document fragment, …
+
+    Frozen: what changes (an id, a vector) makes a new one with :func:`dataclasses.replace`.
+    ``content`` and ``metadata`` are still plain dicts (JSON as stored)."""
 
     entity_id: str
     """Who said or wrote it."""

@@ -132,6 +132,10 @@ SQLITE = Dialect(
         # "+": look ids up in the primary key rather than scan all the agent's rows.
         "scan_agent": "+",
         "json": "",
+        # A new memory's id is never stored already: the writer checked, and is the only one.
+        "keep_stored": "",
+        "lock_memory": "",
+        "is": "IS",
         "json_set": "json_extract({0}, '$.{1}') IS NOT NULL",
         # The JSON array in the column has any, or all, of the strings of one parameter.
         "has_any": "EXISTS (SELECT 1 FROM json_each({0}) t WHERE t.value IN (SELECT value FROM json_each(?)))",
@@ -172,6 +176,11 @@ POSTGRES = Dialect(
         "for_update": " FOR UPDATE",
         "scan_agent": "",
         "json": "::jsonb",
+        # A memory another daemon wrote first (the same message id) keeps its row and vector.
+        "keep_stored": " ON CONFLICT (id) DO NOTHING",
+        # Held until the commit: a memory another daemon is deleting is waited for.
+        "lock_memory": " FOR NO KEY UPDATE",
+        "is": "IS NOT DISTINCT FROM",
         # A JSON null is no value, as SQLite's json_extract(...) IS NOT NULL has it.
         "json_set": "jsonb_typeof({0} -> '{1}') <> 'null'",
         "has_any": "{0} ?| %s",

@@ -1,20 +1,36 @@
-"""Memories: writes (with dedup) and reads; the SQL pieces their search (``_search``) shares."""
+"""Memories, both backends: writes (with the near-duplicate check) and reads.
+
+Where vectors live differs: SQLite keeps one column per vector length in ``embeddings``,
+PostgreSQL one row per memory and length (``dim``). Each backend's vector search module
+(``_search``, ``postgres/_memories``) implements the few hooks of :class:`MemoriesMixin` that
+touch them; an agent that changes embedding model keeps its old vectors on both, invisible
+until it switches back. Reads show the vector of the agent's active dimension only.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import ClassVar
 
-from bot.store._connect import Connection, Row, RowValues, SQLValue
-from bot.store._rows import dumps, row_to_memory
-from bot.store._scoped import AgentScoped, json_list, new_id, validate_count
-from bot.store._vectors import VectorColumn, check_dimension, encode_vector
+from bot.store._connect import Row as SQLiteRow
+from bot.store._connect import SQLValue
+from bot.store._dialect import Statements, Step, Unit
+from bot.store._rows import Row, dumps, json_text, row_to_memory
+from bot.store._scoped import new_id, validate_count
 from bot.types import Memory, now_ms
 
-__all__ = ["DEDUP_THRESHOLD", "ENCODE_IN_THREAD", "MEMORY_COLUMNS", "MemoriesMixin", "MemoryFilter", "nearest_hits"]
-
-_log = logging.getLogger(__name__)
+__all__ = [
+    "DEDUP_THRESHOLD",
+    "ENCODE_IN_THREAD",
+    "INSERT_MEMORY",
+    "MEMORY_COLUMNS",
+    "MEMORY_TABLES",
+    "MemoriesMixin",
+    "MemoryFilter",
+    "memory_json",
+    "nearest_hits",
+]
 
 #: A new memory at least this similar to one from the same author, room and table is not unique.
 DEDUP_THRESHOLD = 0.95
@@ -25,12 +41,19 @@ MEMORY_COLUMNS = (
     "m.seq, m.id, m.type, m.created_at, m.content, m.entity_id, m.agent_id, m.room_id, m.world_id, "
     "m.is_unique, m.metadata"
 )
-# What writing memories changes (the keyword index through triggers): see Database.write.
-_MEMORY_TABLES = ("memories", "embeddings", "memories_fts")
+#: What writing memories changes (SQLite's keyword index through triggers): see Database.write.
+MEMORY_TABLES = ("memories", "embeddings", "memories_fts")
+#: A memory row (parameters: :meth:`MemoriesMixin._memory_row`); on PostgreSQL an id another
+#: daemon stored first is left alone.
+INSERT_MEMORY = (
+    "INSERT INTO memories (id, type, created_at, content, entity_id, agent_id, room_id, world_id, is_unique, "
+    "metadata) VALUES (?, ?, ?, ?{json}, ?, ?, ?, ?, ?, ?{json}){keep_stored}"
+)
+_NO_TABLE = "a memory table name is required (e.g. 'messages', 'facts')"
 
 
 def nearest_hits(
-    rows: Sequence[Row | tuple[int, float | None]], threshold: float | None = None
+    rows: Sequence[SQLiteRow | tuple[int, float | None]], threshold: float | None = None
 ) -> list[tuple[int, float]]:
     """(seq, similarity) pairs of nearest-neighbour rows, without those below ``threshold``.
 
@@ -40,18 +63,23 @@ def nearest_hits(
     return [(r[0], r[1]) for r in rows if r[1] is not None and (not threshold or r[1] >= threshold)]
 
 
+def memory_json(memory: Memory, to_json: Callable[[object], str]) -> tuple[str, str]:
+    """A memory's content and metadata as the JSON text of their columns."""
+    return to_json(memory.content or {}), to_json(memory.metadata or {})
+
+
 class MemoryFilter:
     """The SQL pre-filter shared by listing, vector and keyword search of memories."""
 
     __slots__ = ("clauses", "params")
 
-    #: The driver's parameter placeholder, and the clause that keeps unique memories only.
+    #: The parameter placeholder, and the clause that keeps unique memories only.
     MARK = "?"
     UNIQUE = "m.is_unique = 1"
 
     def __init__(self, agent_id: str, table: str) -> None:
         if not table:
-            raise ValueError("a memory table name is required (e.g. 'messages', 'facts')")
+            raise ValueError(_NO_TABLE)
         self.clauses = [f"m.agent_id = {self.MARK}", f"m.type = {self.MARK}"]
         self.params: list[SQLValue] = [agent_id, table]
 
@@ -80,46 +108,76 @@ class MemoryFilter:
         return " AND ".join(self.clauses)
 
 
-class MemoriesMixin(AgentScoped):
-    """The ``memories`` and ``embeddings`` tables and the ``memories_fts`` keyword index."""
+class MemoriesMixin(Statements):
+    """The ``memories`` and ``embeddings`` tables; the hooks are where each backend keeps vectors."""
 
     __slots__ = ()
 
-    # -- embedding dimension -----------------------------------------------------------------------
+    #: The filter of the store's SQL templates (``?`` marks, the backend's boolean).
+    memory_filter: ClassVar[type[MemoryFilter]] = MemoryFilter
+
+    # -- hooks: where the vectors live -------------------------------------------------------------
 
     async def ensure_embedding_dimension(self, dim: int) -> None:
-        """Make ``dim`` this agent's active embedding dimension, persisted in the file.
+        """Make ``dim`` this agent's active embedding dimension, stored in the database.
 
-        Vectors stored under another dimension stay, but are invisible to search and reads until the
-        agent switches back. Raises ValueError for a length no store takes (see check_dimension).
+        Vectors of other dimensions stay, invisible to search and reads until the agent switches
+        back. Raises ValueError for a length no store takes (see check_dimension).
         """
-        check_dimension(dim)
-        if await self._db.embedding_dimension(self._agent_id) != dim:
-            await self._db.set_embedding_dimension(self._agent_id, dim)
-            _log.info("agent %s: embedding dimension is now %d", self._agent_id, dim)
+        raise NotImplementedError
 
     async def get_embedding_dimension(self) -> int:
         """This agent's active embedding dimension (384 until ensure_embedding_dimension is called)."""
-        return await self._db.embedding_dimension(self._agent_id)
+        raise NotImplementedError
 
-    async def _active_column(self) -> tuple[int, VectorColumn]:
-        dim = await self._db.embedding_dimension(self._agent_id)
-        return dim, check_dimension(dim)
+    def _vector(self, values: Sequence[float], dim: int) -> object:
+        """``values`` as the backend stores a vector of ``dim``; EmbeddingDimensionError if not that long."""
+        raise NotImplementedError
+
+    def _store_vector(self, dim: int, *, replace: bool) -> str:
+        """The statement storing a memory's vector of ``dim`` (parameters: id, memory id, vector,
+        created_at); ``replace``: over the one it has."""
+        raise NotImplementedError
+
+    async def _vector_join(self) -> tuple[str, Sequence[object]]:
+        """``embedding`` (the active dimension's vector or NULL) selected from ``memories m``: the
+        SQL from ``, <value> AS embedding FROM`` up to WHERE, and its parameters."""
+        raise NotImplementedError
+
+    def _read_vector(self, value: object) -> bytes | list[float] | None:
+        """A vector as read back, as :func:`row_to_memory` takes it."""
+        raise NotImplementedError
+
+    def _nearest_step(self, vector: object, dim: int, where: MemoryFilter) -> Step:
+        """Exact search for the one nearest vector passing ``where``; its rows go to :meth:`_hits`."""
+        raise NotImplementedError
+
+    def _hits(self, rows: Sequence[Row]) -> list[tuple[int, float]]:
+        """(seq, similarity) of :meth:`_nearest_step`'s rows."""
+        raise NotImplementedError
 
     # -- memories: writes --------------------------------------------------------------------------
 
-    def _memory_row(self, memory: Memory, table: str, memory_id: str, is_unique: bool, now: int) -> RowValues:
+    def _to_json(self, value: object) -> str:
+        # jsonb cannot hold U+0000: PostgreSQL stores it as U+FFFD (see json_text).
+        return dumps(value) if self.dialect.text_holds_nul else json_text(value)
+
+    def _memory_row(
+        self, memory: Memory, table: str, memory_id: str, is_unique: bool, now: int, json: tuple[str, str]
+    ) -> tuple[object, ...]:
+        """The parameters of :data:`INSERT_MEMORY` (``json``: from :func:`memory_json`)."""
+        content, metadata = json
         return (
             memory_id,
             table,
             memory.created_at or now,
-            dumps(memory.content or {}),
+            content,
             memory.entity_id,
             self._agent_id,
             memory.room_id,
             memory.world_id,
-            int(is_unique),
-            dumps(memory.metadata or {}),
+            self.dialect.boolean(is_unique),
+            metadata,
         )
 
     async def create_memory(self, memory: Memory, table: str, unique: bool | None = None) -> str:
@@ -142,71 +200,56 @@ class MemoriesMixin(AgentScoped):
         statement per batch. Returns the ids in input order.
         """
         if not table:
-            raise ValueError("a memory table name is required (e.g. 'messages', 'facts')")
+            raise ValueError(_NO_TABLE)
         if not memories:
             return []
-        dim, column = await self._active_column()
+        dim = await self.get_embedding_dimension()
 
-        def encode_all() -> list[bytes | None]:
-            return [encode_vector(m.embedding, dim) if m.embedding is not None else None for m in memories]
+        def encode_all() -> list[object | None]:
+            return [self._vector(m.embedding, dim) if m.embedding is not None else None for m in memories]
 
         n_vectors = sum(m.embedding is not None for m in memories)
         # Packing a 1536-dim vector costs ~35 µs; big batches would stall the loop.
-        blobs = await asyncio.to_thread(encode_all) if n_vectors > ENCODE_IN_THREAD else encode_all()
+        vectors = await asyncio.to_thread(encode_all) if n_vectors > ENCODE_IN_THREAD else encode_all()
         ids = [m.id or new_id() for m in memories]
+        # JSON first: a value JSON cannot hold (NaN) is a ValueError before anything is written.
+        documents = [memory_json(m, self._to_json) for m in memories]
         now = now_ms()
+        store_vector = self._store_vector(dim, replace=False)
 
-        def write(conn: Connection) -> None:  # on the writer's thread, inside the transaction
-            seen = {
-                r[0]
-                for r in conn.execute(
-                    "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?))", (json_list(ids),)
-                )
-            }
-            pending_rows: list[RowValues] = []
-            pending_vectors: list[tuple[str, str, bytes, int]] = []
+        def write() -> Unit[None]:  # SQLite: on the writer's thread, one trip for the whole batch
+            done = yield Step("SELECT id FROM memories WHERE id {in_list}", (self.dialect.id_list(ids),))
+            seen = {r["id"] for r in done.rows}
+            rows: list[tuple[object, ...]] = []
+            vector_rows: list[tuple[object, ...]] = []
 
-            def flush() -> None:
-                if pending_rows:
-                    conn.executemany(
-                        "INSERT INTO memories (id, type, created_at, content, entity_id, agent_id, room_id, "
-                        "world_id, is_unique, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        pending_rows,
-                    )
-                if pending_vectors:
-                    conn.executemany(
-                        f"INSERT INTO embeddings (id, memory_id, {column.name}, created_at) VALUES (?, ?, ?, ?)",
-                        pending_vectors,
-                    )
-                pending_rows.clear()
-                pending_vectors.clear()
+            def flush() -> Unit[None]:
+                if rows:
+                    yield Step(INSERT_MEMORY, list(rows), many=True)
+                if vector_rows:
+                    yield Step(store_vector, list(vector_rows), many=True)
+                rows.clear()
+                vector_rows.clear()
 
-            for memory, memory_id, blob in zip(memories, ids, blobs, strict=True):
+            for memory, memory_id, vector, json in zip(memories, ids, vectors, documents, strict=True):
                 if memory_id in seen:  # already stored (or twice in this batch): keep the first
                     continue
                 seen.add(memory_id)
                 is_unique = unique if unique is not None else memory.unique
                 if is_unique is None:
                     is_unique = True
-                    if blob is not None:
-                        # The check must see every earlier row of this batch, so write those first.
-                        flush()
-                        sql, params = self._nearest_sql(
-                            column,
-                            MemoryFilter(self._agent_id, table).fields(
-                                memory.room_id, memory.world_id, memory.entity_id
-                            ),
-                            count=1,
-                        )
-                        hits = nearest_hits(conn.execute(sql, [blob, *params]).fetchall())
+                    if vector is not None:
+                        yield from flush()  # the check must see every earlier row of this batch
+                        where = self.memory_filter(self._agent_id, table)
+                        where.fields(memory.room_id, memory.world_id, memory.entity_id)
+                        hits = self._hits((yield self._nearest_step(vector, dim, where)).rows)
                         is_unique = not (hits and hits[0][1] >= DEDUP_THRESHOLD)
-                pending_rows.append(self._memory_row(memory, table, memory_id, is_unique, now))
-                if blob is not None:
-                    pending_vectors.append((new_id(), memory_id, blob, now))
-            flush()
+                rows.append(self._memory_row(memory, table, memory_id, is_unique, now, json))
+                if vector is not None:
+                    vector_rows.append((new_id(), memory_id, vector, now))
+            yield from flush()
 
-        # One trip to the writer's thread for the whole batch, however many statements it takes.
-        await self._db.write(write, tables=_MEMORY_TABLES)
+        await self._write(write, tables=MEMORY_TABLES)
         return ids
 
     async def update_memory(
@@ -217,43 +260,39 @@ class MemoriesMixin(AgentScoped):
         metadata: Mapping[str, object] | None = None,
         embedding: Sequence[float] | None = None,
     ) -> bool:
-        """Replace the content and/or metadata of one of this agent's memories and/or upsert its
-        embedding in the active column; False if there is no such memory.
+        """Replace the content and/or metadata of one of this agent's memories and/or set its
+        vector of the active dimension (its vectors of other dimensions stay); False if there is
+        no such memory.
 
         Raises EmbeddingDimensionError for a vector of the wrong length, StoreError if the database
         rejects the change.
         """
-        blob = None
+        vector, store_vector = None, ""
         if embedding is not None:
-            dim, column = await self._active_column()
-            blob = encode_vector(embedding, dim)
+            dim = await self.get_embedding_dimension()
+            vector, store_vector = self._vector(embedding, dim), self._store_vector(dim, replace=True)
         sets, params = [], []
         if content is not None:
-            sets.append("content = ?")
-            params.append(dumps(dict(content)))
+            sets.append("content = ?{json}")
+            params.append(self._to_json(dict(content)))
         if metadata is not None:
-            sets.append("metadata = ?")
-            params.append(dumps(dict(metadata)))
+            sets.append("metadata = ?{json}")
+            params.append(self._to_json(dict(metadata)))
 
-        def write(conn: Connection) -> bool:  # on the writer's thread: one trip for the whole update
-            if (
-                conn.execute(
-                    "SELECT 1 FROM memories WHERE id = ? AND agent_id = ?", (memory_id, self._agent_id)
-                ).fetchone()
-                is None
-            ):
+        def write() -> Unit[bool]:  # SQLite: on the writer's thread, one trip for the whole update
+            # Locked until the commit: a memory another daemon is deleting is waited for, then not found.
+            found = yield Step(
+                "SELECT 1 FROM memories WHERE id = ? AND agent_id = ?{lock_memory}", (memory_id, self._agent_id)
+            )
+            if not found.rows:
                 return False
             if sets:
-                conn.execute(f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", (*params, memory_id))
-            if blob is not None:
-                conn.execute(
-                    f"INSERT INTO embeddings (id, memory_id, {column.name}, created_at) VALUES (?, ?, ?, ?) "
-                    f"ON CONFLICT(memory_id) DO UPDATE SET {column.name} = excluded.{column.name}",
-                    (new_id(), memory_id, blob, now_ms()),
-                )
+                yield Step(f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", (*params, memory_id))
+            if vector is not None:
+                yield Step(store_vector, (new_id(), memory_id, vector, now_ms()))
             return True
 
-        return await self._db.write(write, tables=_MEMORY_TABLES)
+        return await self._write(write, tables=MEMORY_TABLES)
 
     async def delete_memory(self, memory_id: str) -> bool:
         """Delete one of this agent's memories, the fragments of it (``metadata.documentId``) and all
@@ -265,42 +304,42 @@ class MemoriesMixin(AgentScoped):
         returns how many of ``memory_ids`` existed."""
         if not memory_ids:
             return 0
-        ids = json_list(memory_ids)
+        ids = self.dialect.id_list(memory_ids)
 
-        def write(conn: Connection) -> int:
-            # Embeddings and keyword-index entries go with each row (ON DELETE CASCADE, triggers).
-            conn.execute(
+        def write() -> Unit[int]:
+            # Vectors and SQLite's keyword-index entries go with each row (ON DELETE CASCADE, triggers).
+            yield Step(
                 "DELETE FROM memories WHERE agent_id = ? "
-                "AND json_extract(metadata, '$.documentId') IN (SELECT value FROM json_each(?)) "
-                "AND id NOT IN (SELECT value FROM json_each(?))",
+                "AND {json_text:metadata.documentId} {in_list} AND id {not_in_list}",
                 (self._agent_id, ids, ids),
             )
-            return conn.execute(  # "+": look ids up by the unique index (see get_memories_by_ids)
-                "DELETE FROM memories WHERE +agent_id = ? AND id IN (SELECT value FROM json_each(?))",
-                (self._agent_id, ids),
-            ).rowcount
+            done = yield Step(  # "+": look ids up by the unique index (see get_memories_by_ids)
+                "DELETE FROM memories WHERE {scan_agent}agent_id = ? AND id {in_list}", (self._agent_id, ids)
+            )
+            return done.rowcount
 
-        return await self._db.write(write, tables=_MEMORY_TABLES)
+        return await self._write(write, tables=MEMORY_TABLES)
 
     async def delete_all_memories(self, room_id: str, table: str) -> int:
         """Delete this agent's memories of ``table`` in ``room_id`` with their fragments and
         embeddings; returns how many memories of the room went."""
         if not table:
-            raise ValueError("a memory table name is required (e.g. 'messages', 'facts')")
+            raise ValueError(_NO_TABLE)
+        agent = self._agent_id
 
-        def write(conn: Connection) -> int:
-            conn.execute(
-                "DELETE FROM memories WHERE agent_id = ? AND json_extract(metadata, '$.documentId') IN ("
+        def write() -> Unit[int]:
+            yield Step(
+                "DELETE FROM memories WHERE agent_id = ? AND {json_text:metadata.documentId} IN ("
                 "  SELECT id FROM memories WHERE agent_id = ? AND room_id = ? AND type = ?) "
-                "AND NOT (room_id IS ? AND type = ?)",
-                (self._agent_id, self._agent_id, room_id, table, room_id, table),
+                "AND NOT (room_id {is} ? AND type = ?)",
+                (agent, agent, room_id, table, room_id, table),
             )
-            return conn.execute(
-                "DELETE FROM memories WHERE agent_id = ? AND room_id = ? AND type = ?",
-                (self._agent_id, room_id, table),
-            ).rowcount
+            done = yield Step(
+                "DELETE FROM memories WHERE agent_id = ? AND room_id = ? AND type = ?", (agent, room_id, table)
+            )
+            return done.rowcount
 
-        return await self._db.write(write, tables=_MEMORY_TABLES)
+        return await self._write(write, tables=MEMORY_TABLES)
 
     # -- memories: reads ---------------------------------------------------------------------------
 
@@ -326,7 +365,7 @@ class MemoriesMixin(AgentScoped):
         validate_count(count)
         validate_count(offset, "offset")
         where = (
-            MemoryFilter(self._agent_id, table)
+            self.memory_filter(self._agent_id, table)
             .add("m.room_id = ?", room_id)
             .add("m.entity_id = ?", entity_id)
             .add("m.world_id = ?", world_id)
@@ -334,14 +373,13 @@ class MemoriesMixin(AgentScoped):
             .add("m.created_at <= ?", end)
             .unique(unique)
         )
-        _, column = await self._active_column()
-        rows = await self._db.fetchall(
-            f"SELECT {MEMORY_COLUMNS}, {column.value()} AS embedding FROM memories m "
-            f"LEFT JOIN embeddings e ON e.memory_id = m.id WHERE {where.where} "
+        join, join_params = await self._vector_join()
+        rows = await self._rows(
+            f"SELECT {MEMORY_COLUMNS}{join} WHERE {where.where} "
             "ORDER BY m.created_at DESC, m.seq DESC LIMIT ? OFFSET ?",
-            (*where.params, -1 if count is None else count, offset or 0),
+            (*join_params, *where.params, self.dialect.no_limit if count is None else count, offset or 0),
         )
-        return [row_to_memory(r, embedding=r["embedding"]) for r in rows]
+        return [row_to_memory(r, embedding=self._read_vector(r["embedding"])) for r in rows]
 
     async def get_memory(self, memory_id: str) -> Memory | None:
         """One of this agent's memories with its embedding, or None."""
@@ -352,18 +390,16 @@ class MemoriesMixin(AgentScoped):
         """This agent's memories with these ids (optionally only of ``table``), newest first, with embeddings."""
         if not memory_ids:
             return []
-        _, column = await self._active_column()
+        join, join_params = await self._vector_join()
         clause, params = ("AND m.type = ?", [table]) if table else ("", [])
-        rows = await self._db.fetchall(
-            f"SELECT {MEMORY_COLUMNS}, {column.value()} AS embedding FROM memories m "
-            "LEFT JOIN embeddings e ON e.memory_id = m.id "
-            # "+" keeps the planner off the agent's indexes: without it SQLite may walk every memory
-            # of the agent instead of looking the ids up in the unique index.
-            f"WHERE +m.agent_id = ? AND m.id IN (SELECT value FROM json_each(?)) {clause} "
+        rows = await self._rows(
+            # "+" keeps SQLite's planner off the agent's indexes: without it SQLite may walk every
+            # memory of the agent instead of looking the ids up in the unique index.
+            f"SELECT {MEMORY_COLUMNS}{join} WHERE {{scan_agent}}m.agent_id = ? AND m.id {{in_list}} {clause} "
             "ORDER BY m.created_at DESC, m.seq DESC",
-            (self._agent_id, json_list(memory_ids), *params),
+            (*join_params, self._agent_id, self.dialect.id_list(memory_ids), *params),
         )
-        return [row_to_memory(r, embedding=r["embedding"]) for r in rows]
+        return [row_to_memory(r, embedding=self._read_vector(r["embedding"])) for r in rows]
 
     async def get_memories_by_room_ids(
         self, *, table: str, room_ids: Sequence[str], limit: int | None = None
@@ -373,17 +409,18 @@ class MemoriesMixin(AgentScoped):
         if not room_ids:
             return []
         rooms = list(dict.fromkeys(room_ids))
-        where = MemoryFilter(self._agent_id, table)
-        if len(rooms) == 1:
-            # With "=" SQLite walks the room's index from the newest row and stops at the limit;
-            # with IN it would scan the agent's whole history of ``table``.
-            where.add("m.room_id = ?", rooms[0])
-        else:
-            where.add("m.room_id IN (SELECT value FROM json_each(?))", json_list(rooms))
-        rows = await self._db.fetchall(
+        where = self.memory_filter(self._agent_id, table)
+        # With "=" the room's index is read from the newest row and stops at the limit; with a
+        # list SQLite would scan the agent's whole history of ``table``.
+        one = len(rooms) == 1
+        rows = await self._rows(
             f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {where.where} "
-            "ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
-            (*where.params, -1 if limit is None else limit),
+            f"AND m.room_id {'= ?' if one else '{in_list}'} ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
+            (
+                *where.params,
+                rooms[0] if one else self.dialect.id_list(rooms),
+                self.dialect.no_limit if limit is None else limit,
+            ),
         )
         return [row_to_memory(r) for r in rows]
 
@@ -394,31 +431,15 @@ class MemoriesMixin(AgentScoped):
         every reply): no row is decoded.
         """
         validate_count(limit, "limit")
-        where = MemoryFilter(self._agent_id, table).add("m.room_id = ?", room_id)
-        rows = await self._db.fetchall(
+        where = self.memory_filter(self._agent_id, table).add("m.room_id = ?", room_id)
+        rows = await self._rows(
             f"SELECT m.id FROM memories m WHERE {where.where} ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
             (*where.params, limit),
         )
-        return [str(r[0]) for r in rows]
+        return [str(r["id"]) for r in rows]
 
     async def count_memories(self, room_id: str, table: str, unique: bool = True) -> int:
         """How many of this agent's memories of ``table`` are in ``room_id`` (unique ones only by default)."""
-        where = MemoryFilter(self._agent_id, table).add("m.room_id = ?", room_id).unique(unique)
-        row = await self._db.fetchone(f"SELECT count(*) FROM memories m WHERE {where.where}", where.params)
-        return int(row[0]) if row else 0
-
-    # -- vector search: shared by dedup and search (_search) ----------------------------------------
-
-    @staticmethod
-    def _nearest_sql(column: VectorColumn, where: MemoryFilter, count: int) -> tuple[str, list[SQLValue]]:
-        # Exact search: cosine similarity of every pre-filtered row, best first. SQLite evaluates the
-        # select list only for rows passing WHERE, so the vector function never sees a NULL (nor,
-        # in the column of other lengths, a vector of another length).
-        # Only (seq, similarity) go through the sorter; full rows are read for the winners only.
-        sql = (
-            f"SELECT m.seq, 1 - vec_distance_cosine(e.{column.name}, ?) AS similarity "
-            f"FROM memories m JOIN embeddings e ON e.memory_id = m.id "
-            f"WHERE {where.where} AND {column.present()} "
-            "ORDER BY similarity DESC, m.created_at DESC, m.seq DESC LIMIT ?"
-        )
-        return sql, [*where.params, count]
+        where = self.memory_filter(self._agent_id, table).add("m.room_id = ?", room_id).unique(unique)
+        row = await self._row(f"SELECT count(*) AS n FROM memories m WHERE {where.where}", where.params)
+        return int(row["n"]) if row else 0

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.store._connect import Connection
-from bot.store._memories import MEMORY_COLUMNS, MemoriesMixin
+from bot.errors import StoreError
+from bot.store._dialect import Step, Unit
+from bot.store._memories import INSERT_MEMORY, MEMORY_COLUMNS, MEMORY_TABLES, MemoriesMixin, memory_json
 from bot.store._rows import row_to_memory
-from bot.store._scoped import json_list, new_id, validate_count
-from bot.store._vectors import encode_vector
+from bot.store._scoped import new_id, validate_count
 from bot.types import Memory, now_ms
 
 __all__ = ["RetentionMixin"]
@@ -34,17 +34,17 @@ class RetentionMixin(MemoriesMixin):
         """
         if not table:
             raise ValueError("a memory table name is required (e.g. 'messages')")
-        rows = await self._db.fetchall(
-            "SELECT room_id, count(*), coalesce(sum(created_at < ?), 0) FROM memories "
+        rows = await self._rows(
+            "SELECT room_id, count(*) AS n, count(*) FILTER (WHERE created_at < ?) AS old FROM memories "
             "WHERE agent_id = ? AND type = ? AND room_id IS NOT NULL GROUP BY room_id",
             (-1 if before is None else before, self._agent_id, table),
         )
-        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+        return {r["room_id"]: (int(r["n"]), int(r["old"])) for r in rows}
 
     async def get_oldest_memories(self, table: str, room_id: str, count: int) -> list[Memory]:
         """The oldest ``count`` memories of ``table`` in ``room_id``, oldest first, without embeddings."""
         validate_count(count)
-        rows = await self._db.fetchall(
+        rows = await self._rows(
             f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.agent_id = ? AND m.type = ? AND m.room_id = ? "
             "ORDER BY m.created_at, m.seq LIMIT ?",
             (self._agent_id, table, room_id, count),
@@ -57,41 +57,38 @@ class RetentionMixin(MemoriesMixin):
         Only if every one of ``replaced_ids`` is still one of this agent's memories: otherwise
         nothing is written and 0 is returned (read the batch again). Returns how many memories
         were deleted. ``summary`` is stored as unique, with its embedding if it has one. Raises
-        EmbeddingDimensionError for a vector of the wrong length, ValueError without ids.
+        EmbeddingDimensionError for a vector of the wrong length, StoreError if the summary's id
+        is stored already, ValueError without ids.
         """
         if not table:
             raise ValueError("a memory table name is required (e.g. 'summaries')")
         ids = list(dict.fromkeys(replaced_ids))
         if not ids:
             raise ValueError("compact_memories needs the ids of the memories the summary replaces")
-        dim, column = await self._active_column()
-        blob = encode_vector(summary.embedding, dim) if summary.embedding is not None else None
+        dim = await self.get_embedding_dimension()
+        vector = self._vector(summary.embedding, dim) if summary.embedding is not None else None
         summary_id = summary.id or new_id()
-        row = self._memory_row(summary, table, summary_id, True, now_ms())
-        wanted = json_list(ids)
+        now = now_ms()
+        row = self._memory_row(summary, table, summary_id, True, now, memory_json(summary, self._to_json))
+        wanted = self.dialect.id_list(ids)
 
-        def work(conn: Connection) -> int:
-            present = conn.execute(
-                "SELECT count(*) FROM memories WHERE +agent_id = ? AND id IN (SELECT value FROM json_each(?))",
+        def work() -> Unit[int]:
+            # Locked until the commit on PostgreSQL: a forget or an edit by another daemon either
+            # finished before (and the batch is found changed) or waits for this one.
+            present = yield Step(
+                "SELECT id FROM memories WHERE {scan_agent}agent_id = ? AND id {in_list}{for_update}",
                 (self._agent_id, wanted),
-            ).fetchone()[0]
-            if present != len(ids):
+            )
+            if len(present.rows) != len(ids):
                 return 0
-            conn.execute(
-                "INSERT INTO memories (id, type, created_at, content, entity_id, agent_id, room_id, world_id, "
-                "is_unique, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                row,
+            if (yield Step(INSERT_MEMORY, row)).rowcount != 1:
+                # As SQLite's plain INSERT: the batch stays if the summary cannot be written.
+                raise StoreError(f"UNIQUE constraint failed: memories.id ({summary_id} is stored already)")
+            if vector is not None:
+                yield Step(self._store_vector(dim, replace=False), (new_id(), summary_id, vector, now))
+            done = yield Step(
+                "DELETE FROM memories WHERE {scan_agent}agent_id = ? AND id {in_list}", (self._agent_id, wanted)
             )
-            if blob is not None:
-                conn.execute(
-                    f"INSERT INTO embeddings (id, memory_id, {column.name}, created_at) VALUES (?, ?, ?, ?)",
-                    (new_id(), summary_id, blob, now_ms()),
-                )
-            return int(
-                conn.execute(
-                    "DELETE FROM memories WHERE +agent_id = ? AND id IN (SELECT value FROM json_each(?))",
-                    (self._agent_id, wanted),
-                ).rowcount
-            )
+            return done.rowcount
 
-        return await self._db.write(work, tables=("memories", "embeddings", "memories_fts"))
+        return await self._write(work, tables=MEMORY_TABLES)

@@ -4,21 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING
 
-from bot.store._connect import Connection, search_text
-from bot.store._dialect import SQLITE
+from bot.store._connect import Connection, SQLValue, search_text
+from bot.store._dialect import SQLITE, Step
 from bot.store._inspection import listing_filter
 from bot.store._knowledge import ENCODE_INLINE, FRAGMENTS, KnowledgeScopes
 from bot.store._memories import MEMORY_COLUMNS, MemoriesMixin, MemoryFilter, nearest_hits
-from bot.store._rows import row_to_memory
+from bot.store._rows import Row, row_to_memory
 from bot.store._scoped import AgentScoped, new_id, validate_count
 from bot.store._vectors import VectorColumn, check_dimension, encode_vector
 from bot.types import Memory, now_ms
 
+if TYPE_CHECKING:  # Database builds AgentStore, which builds on this module
+    from bot.store._database import Database
+
 __all__ = ["KnowledgeSearchMixin", "SearchMixin", "fts_query", "fts_terms"]
+
+_log = logging.getLogger(__name__)
 
 #: Default number of search results.
 DEFAULT_SEARCH_COUNT = 10
@@ -47,10 +54,67 @@ def fts_query(text: str) -> str | None:
     return " OR ".join(f'"{t}"' for t in terms)
 
 
-class SearchMixin(MemoriesMixin):
-    """Vector and keyword search over this agent's memories of one table."""
+class SearchMixin(MemoriesMixin, AgentScoped):
+    """Vector and keyword search over this agent's memories of one table; where SQLite keeps
+    vectors (the hooks of :class:`MemoriesMixin`): one ``embeddings`` column per length."""
 
     __slots__ = ()
+
+    # -- the hooks of MemoriesMixin ------------------------------------------------------------------
+
+    async def ensure_embedding_dimension(self, dim: int) -> None:
+        """Make ``dim`` this agent's active embedding dimension, persisted in the file (see
+        :meth:`MemoriesMixin.ensure_embedding_dimension`)."""
+        check_dimension(dim)
+        if await self._db.embedding_dimension(self._agent_id) != dim:
+            await self._db.set_embedding_dimension(self._agent_id, dim)
+            _log.info("agent %s: embedding dimension is now %d", self._agent_id, dim)
+
+    async def get_embedding_dimension(self) -> int:
+        """This agent's active embedding dimension (384 until ensure_embedding_dimension is called)."""
+        return await self._db.embedding_dimension(self._agent_id)
+
+    async def _active_column(self) -> tuple[int, VectorColumn]:
+        dim = await self._db.embedding_dimension(self._agent_id)
+        return dim, check_dimension(dim)
+
+    def _vector(self, values: Sequence[float], dim: int) -> bytes:
+        return encode_vector(values, dim)
+
+    def _store_vector(self, dim: int, *, replace: bool) -> str:
+        name = check_dimension(dim).name
+        sql = f"INSERT INTO embeddings (id, memory_id, {name}, created_at) VALUES (?, ?, ?, ?)"
+        return f"{sql} ON CONFLICT(memory_id) DO UPDATE SET {name} = excluded.{name}" if replace else sql
+
+    async def _vector_join(self) -> tuple[str, Sequence[object]]:
+        _, column = await self._active_column()
+        return f", {column.value()} AS embedding FROM memories m LEFT JOIN embeddings e ON e.memory_id = m.id", ()
+
+    def _read_vector(self, value: object) -> bytes | None:
+        return value if isinstance(value, bytes) else None
+
+    def _nearest_step(self, vector: object, dim: int, where: MemoryFilter) -> Step:
+        sql, params = self._nearest_sql(check_dimension(dim), where, 1)
+        return Step(sql, [vector, *params])
+
+    def _hits(self, rows: Sequence[Row]) -> list[tuple[int, float]]:
+        return nearest_hits([(r["seq"], r["similarity"]) for r in rows])
+
+    @staticmethod
+    def _nearest_sql(column: VectorColumn, where: MemoryFilter, count: int) -> tuple[str, list[SQLValue]]:
+        # Exact search: cosine similarity of every pre-filtered row, best first. SQLite evaluates the
+        # select list only for rows passing WHERE, so the vector function never sees a NULL (nor,
+        # in the column of other lengths, a vector of another length).
+        # Only (seq, similarity) go through the sorter; full rows are read for the winners only.
+        sql = (
+            f"SELECT m.seq, 1 - vec_distance_cosine(e.{column.name}, ?) AS similarity "
+            f"FROM memories m JOIN embeddings e ON e.memory_id = m.id "
+            f"WHERE {where.where} AND {column.present()} "
+            "ORDER BY similarity DESC, m.created_at DESC, m.seq DESC LIMIT ?"
+        )
+        return sql, [*where.params, count]
+
+    # -- search ------------------------------------------------------------------------------------
 
     def _search_filter(
         self, table: str, unique: bool | None, room_id: str | None, world_id: str | None, entity_id: str | None
@@ -88,24 +152,7 @@ class SearchMixin(MemoriesMixin):
         query = encode_vector(embedding, dim)
         where = self._search_filter(table, unique, room_id, world_id, entity_id)
         hits = await self._nearest(query, column, where, count=count, threshold=match_threshold)
-        return await self._memories_by_seq(hits, column)
-
-    async def _memories_by_seq(self, hits: list[tuple[int, float]], column: VectorColumn | None) -> list[Memory]:
-        if not hits:
-            return []
-        vector = f", {column.value()} AS embedding" if column else ", NULL AS embedding"
-        rows = await self._db.fetchall(
-            f"SELECT {MEMORY_COLUMNS}{vector} FROM memories m LEFT JOIN embeddings e ON e.memory_id = m.id "
-            "WHERE m.seq IN (SELECT value FROM json_each(?))",
-            (json.dumps([seq for seq, _ in hits]),),
-        )
-        by_seq = {r["seq"]: r for r in rows}
-        # A row deleted between the two reads is simply left out.
-        return [
-            row_to_memory(by_seq[seq], embedding=by_seq[seq]["embedding"], similarity=score)
-            for seq, score in hits
-            if seq in by_seq
-        ]
+        return await _by_seq(self._db, hits, column)
 
     async def search_memories_by_text(
         self,
@@ -137,7 +184,7 @@ class SearchMixin(MemoriesMixin):
             "ORDER BY bm25(memories_fts), m.created_at DESC, m.seq DESC LIMIT ?",
             (match, *where.params, count),
         )
-        return await self._memories_by_seq([(r[0], r[1]) for r in rows], None)
+        return await _by_seq(self._db, [(r[0], r[1]) for r in rows])
 
     async def search_all_memories_by_text(
         self,
@@ -252,8 +299,7 @@ class KnowledgeSearchMixin(KnowledgeScopes, AgentScoped):
             "ORDER BY similarity DESC, m.seq LIMIT ?",
             (encode_vector(embedding, dim), *self.knowledge_scopes, FRAGMENTS, count),
         )
-        hits = [(r[0], r[1]) for r in rows if r[1] is not None and (not match_threshold or r[1] >= match_threshold)]
-        return await self._fragments_by_seq(hits)
+        return await _by_seq(self._db, nearest_hits(rows, match_threshold))
 
     async def search_knowledge_by_text(self, query: str, *, count: int = 20) -> list[Memory]:
         """Fragments (own and shared) matching words of ``query``, best BM25 rank first, with
@@ -269,17 +315,27 @@ class KnowledgeSearchMixin(KnowledgeScopes, AgentScoped):
             "ORDER BY bm25(memories_fts), m.seq LIMIT ?",
             (match, *self.knowledge_scopes, FRAGMENTS, count),
         )
-        return await self._fragments_by_seq([(r[0], r[1]) for r in rows])
+        return await _by_seq(self._db, [(r[0], r[1]) for r in rows])
 
-    async def _fragments_by_seq(self, hits: list[tuple[int, float]]) -> list[Memory]:
-        if not hits:
-            return []
-        rows = await self._db.fetchall(
-            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))",
-            (json.dumps([seq for seq, _ in hits]),),
-        )
-        by_seq = {r["seq"]: r for r in rows}
-        return [row_to_memory(by_seq[seq], similarity=score) for seq, score in hits if seq in by_seq]
+
+async def _by_seq(db: Database, hits: list[tuple[int, float]], column: VectorColumn | None = None) -> list[Memory]:
+    """The memories of search ``hits`` (seq, score) in their order, with their vector of ``column``."""
+    if not hits:
+        return []
+    source = " FROM memories m"
+    if column:
+        source = f", {column.value()} AS embedding{source} LEFT JOIN embeddings e ON e.memory_id = m.id"
+    rows = await db.fetchall(
+        f"SELECT {MEMORY_COLUMNS}{source} WHERE m.seq IN (SELECT value FROM json_each(?))",
+        (json.dumps([seq for seq, _ in hits]),),
+    )
+    by_seq = {r["seq"]: r for r in rows}
+    # A row deleted between the two reads is simply left out.
+    return [
+        row_to_memory(by_seq[seq], embedding=by_seq[seq]["embedding"] if column else None, similarity=score)
+        for seq, score in hits
+        if seq in by_seq
+    ]
 
 
 def _pack(vectors: Sequence[tuple[str, Sequence[float]]]) -> list[bytes]:

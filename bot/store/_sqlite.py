@@ -11,8 +11,8 @@ every agent sees (``_knowledge``).
 The methods live in one module per group of tables; this class only puts them together. Most
 groups are written once for both backends, behind a dialect (``_dialect``): ``_agents``,
 ``_entities``, ``_rooms``, ``_records``, ``_knowledge``, ``_inspection``, ``_forgetting``,
-``_handling``. Memories, their vectors and searches are SQLite's own (``_memories``,
-``_search``, ``_retention``).
+``_handling``, ``_memories``, ``_retention``. Where vectors live and the searches are
+SQLite's own (``_search``).
 """
 
 from __future__ import annotations

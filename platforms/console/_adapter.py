@@ -22,7 +22,7 @@ from bot.components import ServiceKey
 from bot.errors import SendError
 from bot.events import MessageSent
 from bot.messages import IncomingMessage, Outcome, QuietChannel
-from bot.outgoing import OutgoingFile, files_in
+from bot.outgoing import OutgoingFile, Reply, files_in
 from bot.prompt import ask
 from bot.record_metadata import EntityMetadata, PlatformProfile
 from bot.text import repair_text
@@ -200,8 +200,8 @@ class _Terminal(QuietChannel):
     def __init__(self, adapter: ConsoleAdapter) -> None:
         self.adapter = adapter
 
-    async def send(self, content: JSON) -> list[Memory]:
-        return await self.adapter.show(content)
+    async def send(self, reply: Reply) -> list[Memory]:
+        return await self.adapter.show(reply.to_json())
 
 
 #: The key the console adapter is offered under in its runtime (a Messenger: SEND_MESSAGE reaches the terminal).

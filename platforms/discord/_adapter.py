@@ -36,7 +36,7 @@ from bot.events import EventType, PlatformConnected, WorldConnected, WorldJoined
 from bot.lifecycle import AdapterState
 from bot.links import LinkState
 from bot.messages import IncomingMessage, NativeRef
-from bot.outgoing import with_note
+from bot.outgoing import Reply, with_note
 from bot.record_metadata import PlatformProfile
 from bot.refusals import TokenRefused
 from bot.shards import Shards
@@ -454,20 +454,20 @@ class DiscordAdapter(
         self,
         target: MessageableChannel,
         text: str,
-        content: Mapping[str, Any],
+        reply: Reply,
         quoting: discord.Message | discord.PartialMessage | None,
     ) -> list[discord.Message]:
         guild = getattr(target, "guild", None)  # the server's limit where known (boosted servers take more)
         limit = guild.filesize_limit if guild is not None else discord.utils.DEFAULT_FILE_SIZE_LIMIT_BYTES
-        files, note = await uploads_of(content, limit)
+        files, note = await uploads_of(reply.files, limit)
         if note:
             text = with_note(text, note)
         return await send_chunks(
             target,
             text,
             files=files,
-            embeds=embeds_of(content),
-            view=components_of(content),
+            embeds=embeds_of(reply.extra.get("embeds")),  # Discord's own: a plugin's, kept in extra
+            view=components_of(reply.buttons),
             reference=quoting,
             deadline_s=self.config.send_deadline,
         )

@@ -21,7 +21,7 @@ import discord
 from discord import app_commands
 
 from bot.components import CONVERSATION_SUMMARIES, SUMMARY_DEFAULT_COUNT, SUMMARY_MAX_COUNT
-from bot.outgoing import files_in
+from bot.outgoing import Reply
 from bot.types import ChannelType, Role, RoomState
 
 from ._mapping import channel_type, discord_id
@@ -99,15 +99,15 @@ async def summarize_channel(adapter: DiscordAdapter, interaction: discord.Intera
     await interaction.response.defer(thinking=True)
     try:
         room_id = await adapter.ensure_room(channel, dm_with=interaction.user)
-        content = (await summaries.summarize_room(room_id, count)).content()
+        reply = (await summaries.summarize_room(room_id, count)).reply()
     except Exception:  # noqa: BLE001 - the person gets an answer; the cause goes to the log
         _log.exception("%s: /summarize failed", adapter.name)
-        content = {"text": "I couldn't summarise this channel: something went wrong on my side."}
-    files = [discord.File(io.BytesIO(await f.read()), filename=f.filename) for f in files_in(content)]
+        reply = Reply(text="I couldn't summarise this channel: something went wrong on my side.")
+    files = [discord.File(io.BytesIO(await f.read()), filename=f.filename) for f in reply.files]
     if files:
-        await interaction.followup.send(str(content["text"]), files=files)
+        await interaction.followup.send(reply.text, files=files)
     else:
-        await interaction.followup.send(str(content["text"]))
+        await interaction.followup.send(reply.text)
 
 
 def register_commands(adapter: DiscordAdapter, tree: app_commands.CommandTree) -> None:

@@ -17,7 +17,7 @@ import asyncio
 import io
 import logging
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -26,7 +26,7 @@ import discord
 from bot.backoff import Deadline, ExponentialBackoff
 from bot.chunking import split_message
 from bot.errors import PartlySent
-from bot.outgoing import SizeLimits, files_in, load, place
+from bot.outgoing import OutgoingFile, SizeLimits, load, place
 from bot.text import repair_text
 
 __all__ = [
@@ -128,23 +128,24 @@ async def _send(channel: Any, deadline: Deadline, **kwargs: Any) -> discord.Mess
             await asyncio.sleep(delay)
 
 
-async def uploads_of(content: Mapping[str, Any], limit: int) -> tuple[list[discord.File], str]:
-    """The files ``content`` carries (:func:`bot.outgoing.files_in`) as uploads: those of at most
-    ``limit`` bytes, ten at most (Discord's limits); and the note on those that do not go."""
+async def uploads_of(files: Iterable[OutgoingFile], limit: int) -> tuple[list[discord.File], str]:
+    """``files`` as uploads: those of at most ``limit`` bytes, ten at most (Discord's limits);
+    and the note on those that do not go."""
     limits = SizeLimits("Discord", file=limit, per_message=_MAX_FILES)
-    loaded, note = await load(place(files_in(content), limits))
-    files = [
+    loaded, note = await load(place(files, limits))
+    uploads = [
         discord.File(io.BytesIO(data), filename=placed.file.filename, description=placed.file.description or None)
         for placed, data in loaded
     ]
-    return files, note
+    return uploads, note
 
 
-def embeds_of(content: Mapping[str, Any]) -> list[discord.Embed]:
-    """``content["embeds"]``: dicts in Discord's embed shape (title, description, image …), ten
+def embeds_of(embeds: object) -> list[discord.Embed]:
+    """A reply's ``embeds``: dicts in Discord's embed shape (title, description, image …), ten
     at most; anything else is skipped with a warning."""
     found: list[discord.Embed] = []
-    for item in list(content.get("embeds") or ())[:_MAX_EMBEDS]:
+    items = list(embeds) if isinstance(embeds, (list, tuple)) else []
+    for item in items[:_MAX_EMBEDS]:
         if isinstance(item, Mapping):
             found.append(discord.Embed.from_dict(dict(item)))
         else:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from bot.buttons import PRESS_KEY, Button, Press, buttons_in, buttons_shown, rows
+from bot.buttons import PRESS_KEY, Button, Press, buttons_shown, rows
 from bot.ids import unique_uuid
 from bot.messages import NativeRef
 from bot.types import ChannelType, Memory, now_ms
@@ -35,8 +35,6 @@ from bot.types import ChannelType, Memory, now_ms
 from ._mapping import SOURCE, channel_type, discord_id, user_names
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from ._adapter import DiscordAdapter
 
 __all__ = [
@@ -67,11 +65,9 @@ def _laid_out(buttons: Sequence[Button]) -> list[list[Button]]:
     return laid if len(laid) <= _MAX_ROWS else rows(buttons, _PER_ROW, row_chars=10**6)
 
 
-def components_of(content: Mapping[str, Any]) -> discord.ui.View | None:
-    """``content["buttons"]`` (:func:`bot.buttons.buttons_in`) as a view to send with a message,
-    or None for none. The view is stopped: discord.py keeps nothing of it (see the module
-    docstring)."""
-    buttons = buttons_in(content)
+def components_of(buttons: Sequence[Button]) -> discord.ui.View | None:
+    """``buttons`` as a view to send with a message, or None for none. The view is stopped:
+    discord.py keeps nothing of it (see the module docstring)."""
     if not buttons:
         return None
     view = discord.ui.View(timeout=None)

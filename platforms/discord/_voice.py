@@ -26,9 +26,10 @@ from bot.errors import ModelError
 from bot.events import VoiceEnded, VoiceStarted
 from bot.ids import unique_uuid
 from bot.messages import IncomingMessage, QuietChannel
+from bot.outgoing import Reply
 from bot.speech import transcribe
 from bot.spoken import SentenceStream
-from bot.types import JSON, ChannelType, Memory, now_ms
+from bot.types import ChannelType, Memory, now_ms
 
 from ._mapping import SOURCE, discord_id, user_names
 from ._voice_player import SpeechPlayer
@@ -212,8 +213,8 @@ class _Spoken(QuietChannel):
         for sentence in self._sentences.feed(text_so_far):
             self.session.player.say(sentence)
 
-    async def send(self, content: JSON) -> list[Memory]:
-        text = str(content.get("text") or "").strip()
+    async def send(self, reply: Reply) -> list[Memory]:
+        text = reply.text.strip()
         if not text:
             return []
         for sentence in self._sentences.finish(text):
@@ -228,7 +229,7 @@ class _Spoken(QuietChannel):
             world_id=self.heard.world_id,
             created_at=now_ms(),
             content={
-                **content,
+                **reply.to_json(),
                 "text": text,
                 "source": SOURCE,
                 "inReplyTo": self.heard.id,

@@ -16,6 +16,7 @@ from bot.answer_lengths import SHORT_ANSWER_TOKENS
 from bot.components import Action, ActionContext, ActionResult, State
 from bot.errors import ModelError
 from bot.models import ModelType
+from bot.outgoing import Reply
 from bot.types import Memory
 
 from ._mapping import SOURCE
@@ -88,16 +89,16 @@ async def _join(context: ActionContext) -> ActionResult:
         any(str(a).upper() == "REPLY" for a in (responses[0].content.get("actions") or ())) if responses else False
     )
     if channel is None:
-        await context.reply({"text": "I couldn't figure out which voice channel you meant.", "actions": ["JOIN_VOICE"]})
+        await context.reply(Reply(text="I couldn't figure out which voice channel you meant.", actions=("JOIN_VOICE",)))
         return ActionResult(success=False, error="no voice channel matched the request")
     text_channel = guild.get_channel_or_thread(int(message.metadata["channelId"]))
     try:
         await adapter.voice.join(channel, text_channel=text_channel)
     except VoiceError as exc:
-        await context.reply({"text": str(exc), "actions": ["JOIN_VOICE"]})
+        await context.reply(Reply(text=str(exc), actions=("JOIN_VOICE",)))
         return ActionResult(success=False, error=str(exc))
     if not replied:
-        await context.reply({"text": f"Joining {channel.name}.", "actions": ["JOIN_VOICE"]})
+        await context.reply(Reply(text=f"Joining {channel.name}.", actions=("JOIN_VOICE",)))
     return ActionResult(
         text=f"joined the voice channel {channel.name}", data={"actionName": "JOIN_VOICE", "channelId": str(channel.id)}
     )

@@ -28,13 +28,12 @@ from telegram.error import Forbidden, InvalidToken, TelegramError
 from telegram.ext import ApplicationBuilder
 
 from bot.adapters import Delivery, PlatformAdapter, PlatformReplyChannel, TypingIndicator
-from bot.buttons import buttons_in
 from bot.connections import SentMessage, TokenClaims
 from bot.errors import ConfigError, PartlySent, SendError
 from bot.events import WorldJoined
 from bot.lifecycle import AdapterState
 from bot.messages import IncomingMessage, NativeRef
-from bot.outgoing import OutgoingFile, files_in
+from bot.outgoing import OutgoingFile, Reply
 from bot.types import ChannelType, Entity, Memory, Room
 
 from ._albums import Albums, translate_album
@@ -389,10 +388,8 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
 
     # -- sending (the flow is PlatformAdapter's) ------------------------------------------
 
-    async def send_native(
-        self, target: ChatTarget, text: str, content: Mapping[str, Any], quoting: int | None
-    ) -> list[Message]:
-        files, markup = files_in(content), keyboard(buttons_in(content))
+    async def send_native(self, target: ChatTarget, text: str, reply: Reply, quoting: int | None) -> list[Message]:
+        files, markup = list(reply.files), keyboard(reply.buttons)
         return await self._send(
             target.chat_id, text, reply_to=quoting, thread_id=target.thread_id, files=files, markup=markup
         )

@@ -42,9 +42,8 @@ def translate_album(agent_id: str, parts: Sequence[Message], *, bot_id: int, bot
     ordered = sorted(parts, key=lambda m: m.message_id)
     speaking = next((m for m in ordered if m.caption), ordered[0])
     seen = translate(agent_id, speaking, bot_id=bot_id, bot_username=bot_username)
-    memory = seen.memory
     assert speaking.media_group_id is not None  # an album's part
-    memory.id = album_memory_id(agent_id, seen.chat_id, speaking.media_group_id)
+    memory = replace(seen.memory, id=album_memory_id(agent_id, seen.chat_id, speaking.media_group_id))
     files = [item for part in ordered for item in attachments(part)]
     if files:
         memory.content["attachments"] = files

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from telegram import Bot, BotCommand, Message, Update, User
@@ -51,8 +51,9 @@ from telegram.ext import (
 
 from bot.components import CONVERSATION_SUMMARIES, SUMMARY_DEFAULT_COUNT, SUMMARY_MAX_COUNT
 from bot.events import EntityJoined, EntityLeft, EventType, MessageUpdated, ReactionReceived
+from bot.outgoing import Reply
 from bot.store import StoreState, classify
-from bot.types import JSON, ChannelType, Memory, now_ms
+from bot.types import ChannelType, Memory, now_ms
 
 from ._inbox import InboxQueue
 from ._mapping import (
@@ -211,12 +212,12 @@ class UpdateHandlers:
         count = _summary_count(context.args or [])
         summaries = self.runtime.get_service(CONVERSATION_SUMMARIES)
         if count is None:
-            content: JSON = {"text": _SUMMARIZE_USAGE}
+            reply = Reply(text=_SUMMARIZE_USAGE)
         elif summaries is None:
-            content = {"text": f"{self.runtime.character.name} can't summarise conversations."}
+            reply = Reply(text=f"{self.runtime.character.name} can't summarise conversations.")
         else:
-            content = (await summaries.summarize_room(seen.room.id, count)).content()  # a long one as a file
-        await self._reply(seen, content["text"], content)
+            reply = (await summaries.summarize_room(seen.room.id, count)).reply()  # a long one as a file
+        await self._reply(seen, reply.text, reply)
 
     async def _answer(self, update: Update, text: str) -> None:
         """Answer a command with ``text``, without the model."""
@@ -228,9 +229,9 @@ class UpdateHandlers:
         await adapter.ensure_stored(message, seen)
         return seen
 
-    async def _reply(self, seen: Translated, text: str, content: JSON | None = None) -> None:
+    async def _reply(self, seen: Translated, text: str, reply: Reply | None = None) -> None:
         target = ChatTarget(seen.chat_id, seen.thread_id, seen.title)
-        await self.adapter.try_send(target, text, content or {}, seen.message_id)
+        await self.adapter.try_send(target, text, reply or Reply(text=text), seen.message_id)
 
     async def on_press(self, update: Update, context: Context) -> None:
         assert update.callback_query is not None  # the handler's kind
@@ -244,8 +245,8 @@ class UpdateHandlers:
         assert message is not None  # the handler's filter
         seen = translate(self.runtime.agent_id, message, bot_id=adapter.bot_id, bot_username=adapter.username)
         await adapter.ensure_stored(message, seen)  # an edit of a message troupe never saw is stored as new
-        edit = seen.edit()
-        edit.id = message_memory_id(self.runtime.agent_id, message)  # an album's caption: the album's message
+        # An album's caption: the album's message.
+        edit = replace(seen.edit(), id=message_memory_id(self.runtime.agent_id, message))
         await self.runtime.emit(MessageUpdated(message=edit, source=SOURCE))
 
     async def on_reaction(self, update: Update, context: Context) -> None:

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from bot.components import HandlerCallback
 from bot.errors import StoreError
+from bot.outgoing import Reply
 from bot.types import Handling, Memory
 
 from ._recovery import say_given_back
@@ -80,8 +82,8 @@ class Delivery:
         """Something was to be sent and nothing went out."""
         return self.attempted > 0 and self.sent == 0
 
-    async def __call__(self, content: dict[str, Any]) -> list[Memory]:
-        text = str(content.get("text") or "")
+    async def __call__(self, reply: Reply) -> list[Memory]:
+        text = reply.text
         if text:
             bounded = bound_text(text, self.limit)
             if bounded != text:
@@ -91,8 +93,8 @@ class Delivery:
                     len(text),
                     len(bounded),
                 )
-                content = {**content, "text": bounded}
-        if text or content.get("files"):
+                reply = replace(reply, text=bounded)
+        if text or reply.files:
             self.attempted += 1
         if self.given_back or self.not_ours:
             return []
@@ -121,7 +123,7 @@ class Delivery:
                     message_id,
                 )
                 return []
-        sent = await self.callback(content)
+        sent = await self.callback(reply)
         if not (sent or self.sent) and self.runtime.fenced_since(asked):
             # The fence refused the send (the lease lapsed while it was being marked or sent, even
             # if a late renewal restored it since): nothing went out, so give the message back.

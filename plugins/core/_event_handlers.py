@@ -62,8 +62,7 @@ async def on_reaction(runtime: AgentRuntime, event: ReactionReceived) -> None:
         return
     if await runtime.store.get_memory(reaction_id) is not None:
         return
-    reaction.agent_id = runtime.agent_id
-    await runtime.store.create_memory(reaction, MESSAGES, unique=False)
+    await runtime.store.create_memory(replace(reaction, agent_id=runtime.agent_id), MESSAGES, unique=False)
 
 
 async def on_message_updated(runtime: AgentRuntime, event: MessageUpdated) -> None:
@@ -74,8 +73,7 @@ async def on_message_updated(runtime: AgentRuntime, event: MessageUpdated) -> No
         return
     stored = await runtime.store.get_memory(edited_id)
     if stored is None:
-        edited.agent_id = runtime.agent_id
-        await runtime.store.create_memory(edited, MESSAGES, unique=False)
+        await runtime.store.create_memory(replace(edited, agent_id=runtime.agent_id), MESSAGES, unique=False)
         return
     content = {**stored.content, **edited.content}
     metadata = {**stored.metadata, "editedAt": now_ms()}

@@ -23,16 +23,16 @@ MESSAGES = "messages"
 async def store_incoming(rt: AgentRuntime, message: Memory, *, stored_before: bool) -> None:
     """Store ``message``; ``stored_before``: a crashed process may have stored it already."""
     store = rt.store
-    assert message.id is not None  # the pipeline gives every message an id
-    message.agent_id = rt.agent_id
+    # The pipeline's own copy has its id and the agent's: the store keeps that id.
+    assert message.id is not None and message.agent_id == rt.agent_id
     if stored_before and await store.get_memory(message.id) is not None:
         return
     try:
-        message.id = await store.create_memory(message, MESSAGES)
+        await store.create_memory(message, MESSAGES)
     except StoreError:
         if not await _restore_references(rt, message):
             raise
-        message.id = await store.create_memory(message, MESSAGES)
+        await store.create_memory(message, MESSAGES)
     if message.embedding is None:
         embeddings(rt).hold(message.id, str(message.content.get("text") or ""))
 

@@ -36,7 +36,8 @@ from bot.components import Replier
 from bot.errors import StoreError
 from bot.links import LinkState
 from bot.messages import IncomingMessage, MessageHandler, Outcome, QuietChannel
-from bot.types import JSON, Memory
+from bot.outgoing import Reply
+from bot.types import Memory
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -254,8 +255,8 @@ class _ReplyLater(QuietChannel):
     def __init__(self, messenger: Replier, message: Memory) -> None:
         self.messenger, self.message = messenger, message
 
-    async def send(self, content: JSON) -> list[Memory]:
-        return await self.messenger.reply_to(self.message, content)
+    async def send(self, reply: Reply) -> list[Memory]:
+        return await self.messenger.reply_to(self.message, reply)
 
 
 async def wait_for_link(runtime: AgentRuntime, source: str, timeout: float = _LINK_WAIT_S) -> bool:

@@ -233,7 +233,7 @@ async def _compact_messages(runtime: AgentRuntime, room_id: str, batch: list[Mem
             "level": 1,
         },
     )
-    summary.embedding = await _embed(runtime, text)
+    summary = replace(summary, embedding=await _embed(runtime, text))
     removed = await store.compact_memories(summary, SUMMARIES, [m.id for m in batch if m.id])
     return removed, removed > 0
 
@@ -272,7 +272,7 @@ async def _merge_summaries(runtime: AgentRuntime, room_id: str, batch: list[Memo
             "level": max(number(m, "level", 1) for m in batch) + 1,
         },
     )
-    summary.embedding = await _embed(runtime, text)
+    summary = replace(summary, embedding=await _embed(runtime, text))
     return await runtime.store.compact_memories(summary, SUMMARIES, [m.id for m in batch if m.id])
 
 

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import discord
 
+from bot.buttons import buttons_in
 from bot.character import load_character
 from bot.daemon import Daemon
 from bot.settings import DaemonSettings
@@ -52,7 +53,7 @@ async def _post_buttons(channel_id: int) -> None:
         await poster.login(_TOKEN)
         channel = await poster.fetch_channel(channel_id)
         assert isinstance(channel, discord.TextChannel)
-        view = components_of({"buttons": _BUTTONS})
+        view = components_of(buttons_in({"buttons": _BUTTONS}))
         assert view is not None
         await channel.send("Which one?", view=view)
     finally:

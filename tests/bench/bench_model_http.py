@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bot.character import load_character
 from bot.chat import runtime_plugins
 from bot.messages import IncomingMessage, QuietChannel
+from bot.outgoing import Reply
 from bot.runtime import AgentRuntime
 from bot.shared import Shared
 from bot.store import Database
@@ -89,9 +90,9 @@ class Stored(QuietChannel):
         self.rt, self.room_id = rt, room_id
         self.sent_at: float | None = None
 
-    async def send(self, content: dict) -> list[Memory]:
+    async def send(self, reply: Reply) -> list[Memory]:
         self.sent_at = self.sent_at or time.perf_counter()
-        sent = Memory(entity_id=self.rt.agent_id, room_id=self.room_id, content=content)
+        sent = Memory(entity_id=self.rt.agent_id, room_id=self.room_id, content=reply.to_json())
         await self.rt.store.create_memory(sent, "messages", unique=False)
         return [sent]
 

@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bot.character import load_character
 from bot.messages import IncomingMessage, QuietChannel
 from bot.models import ModelType
+from bot.outgoing import Reply
 from bot.runtime import AgentRuntime
 from bot.store import Database
 from bot.types import ChannelType, Entity, Memory, Room, RoomState, World
@@ -88,8 +89,8 @@ class Stored(QuietChannel):
     def __init__(self, rt: AgentRuntime, room_id: str) -> None:
         self.rt, self.room_id = rt, room_id
 
-    async def send(self, content: dict) -> list[Memory]:
-        sent = Memory(entity_id=self.rt.agent_id, room_id=self.room_id, content=content)
+    async def send(self, reply: Reply) -> list[Memory]:
+        sent = Memory(entity_id=self.rt.agent_id, room_id=self.room_id, content=reply.to_json())
         await self.rt.store.create_memory(sent, "messages", unique=False)
         return [sent]
 

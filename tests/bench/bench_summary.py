@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bot.character import load_character
 from bot.messages import IncomingMessage, QuietChannel
 from bot.models import ModelType
+from bot.outgoing import Reply
 from bot.runtime import AgentRuntime
 from bot.store import Database
 from bot.types import ChannelType, Entity, Memory, Room, World, now_ms
@@ -90,9 +91,9 @@ class _Channel(QuietChannel):
         self.room = room
         self.sent: list[str] = []
 
-    async def send(self, content: dict[str, Any]) -> list[Memory]:
-        self.sent.append(str(content.get("text") or ""))
-        return [Memory(id=str(uuid.uuid4()), entity_id="agent", room_id=self.room, content=dict(content))]
+    async def send(self, reply: Reply) -> list[Memory]:
+        self.sent.append(reply.text)
+        return [Memory(id=str(uuid.uuid4()), entity_id="agent", room_id=self.room, content=reply.to_json())]
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -122,12 +123,20 @@ async def main(args: argparse.Namespace) -> None:
         for entity in [*people, asker, rt.agent_id]:
             await rt.store.add_participant(entity, room)
         start = now_ms() - (args.messages + 10) * 20_000
-        said = [Memory(entity_id=asker, agent_id=rt.agent_id, room_id=room, content={"text": "bye for now"})]
-        said[0].created_at = start
+        said = [
+            Memory(
+                entity_id=asker, agent_id=rt.agent_id, room_id=room, content={"text": "bye for now"}, created_at=start
+            )
+        ]
         for i in range(args.messages):
             words = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(4, 30)))
-            memory = Memory(entity_id=rng.choice(people), agent_id=rt.agent_id, room_id=room, content={"text": words})
-            memory.created_at = start + (i + 1) * 20_000
+            memory = Memory(
+                entity_id=rng.choice(people),
+                agent_id=rt.agent_id,
+                room_id=room,
+                content={"text": words},
+                created_at=start + (i + 1) * 20_000,
+            )
             said.append(memory)
         await rt.store.create_memories(said, "messages")
         chars = sum(len(m.content["text"]) for m in said[1:])

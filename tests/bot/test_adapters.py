@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -17,6 +16,7 @@ from bot.connections import SentMessage, TokenClaims, merged_world
 from bot.errors import ConfigError, PartlySent, SendError
 from bot.events import MessageSent
 from bot.lifecycle import AdapterState
+from bot.outgoing import Reply
 from bot.record_metadata import EntityMetadata, Ownership, WorldMetadata
 from bot.runtime import AgentRuntime
 from bot.types import ChannelType, Entity, Memory, Role, Room, World
@@ -64,9 +64,7 @@ class ChatAdapter(PlatformAdapter[str, Posted, int]):
     async def disconnect(self) -> None:
         self.disconnects += 1
 
-    async def send_native(
-        self, target: str, text: str, content: Mapping[str, Any], quoting: int | None
-    ) -> list[Posted]:
+    async def send_native(self, target: str, text: str, reply: Reply, quoting: int | None) -> list[Posted]:
         if self.fail is not None:
             raise self.fail
         posted = Posted(len(self.posted) + 1, target, text)
@@ -349,10 +347,10 @@ async def test_a_reply_that_fails_is_logged_and_never_raised(runtime, caplog) ->
     rt = runtime
     adapter = ChatAdapter(rt)
     adapter.fail = PartlySent("refused", [Posted(3, "general", "Half")])
-    sent, whole = await adapter.try_send("general", "Half and half", {}, 42)
+    sent, whole = await adapter.try_send("general", "Half and half", Reply(), 42)
     assert sent == [Posted(3, "general", "Half")] and not whole
     adapter.fail = TimeoutError()
-    assert await adapter.try_send("general", "Again", {}, 42) == ([], False)
+    assert await adapter.try_send("general", "Again", Reply(), 42) == ([], False)
     assert 'could not send a reply in general to 42, "Again": TimeoutError' in caplog.text
 
 
@@ -375,13 +373,13 @@ async def test_a_reply_to_a_stored_message_quotes_it_and_a_blank_one_sends_nothi
     stored = ping(rt)
     adapter = ChatAdapter(rt)
     await adapter.connections.ensure_rooms([room(rt)])
-    [memory] = await adapter.reply_to(stored, {"text": "pong"})
+    [memory] = await adapter.reply_to(stored, Reply(text="pong"))
     assert memory.content["inReplyTo"] == stored.id and memory.room_id == stored.room_id
     text_only = TextOnly(rt, "t2")
-    assert await text_only.reply_to(stored, {"text": "  ", "files": ["/tmp/x.png"]}) == []
+    assert await text_only.reply_to(stored, Reply.of_content({"text": "  ", "files": ["/tmp/x.png"]})) == []
     assert text_only.posted == []
     nowhere = Memory(id=rt.unique_id("chat:lost"), entity_id="e", room_id="r", content={"text": "?"})
-    assert await adapter.reply_to(nowhere, {"text": "pong"}) == []
+    assert await adapter.reply_to(nowhere, Reply(text="pong")) == []
 
 
 class Fenced:
@@ -398,9 +396,9 @@ async def test_nothing_is_sent_once_the_fence_refuses(runtime, caplog) -> None: 
     rt = runtime
     adapter = ChatAdapter(rt)
     rt.fence = fence = Fenced()
-    assert await adapter.try_send("general", "Still mine", {}, 1) == ([Posted(1, "general", "Still mine")], True)
+    assert await adapter.try_send("general", "Still mine", Reply(), 1) == ([Posted(1, "general", "Still mine")], True)
     fence.held = False
-    assert await adapter.try_send("general", "Too late", {}, 2) == ([], False)
+    assert await adapter.try_send("general", "Too late", Reply(), 2) == ([], False)
     with pytest.raises(SendError, match=r"^Chat is served by another daemon now; try again in a moment$"):
         await adapter.send_to_room(room(rt), {"text": "hello"})
     assert adapter.posted == [Posted(1, "general", "Still mine")]
@@ -433,7 +431,7 @@ async def test_a_live_reply_is_sent_stored_and_followed_up_but_a_late_one_is_not
     typing = TypingIndicator(rt, show_once, every_s=0.01, job="chat:typing")
     channel = PlatformReplyChannel(adapter, "general", 5, incoming, typing)
     await channel.typing()
-    [memory] = await channel.send({"text": "pong"})
+    [memory] = await channel.send(Reply(text="pong"))
     assert not typing.running  # the reply ends "typing…"
     assert memory.content["inReplyTo"] == incoming.id and adapter.posted == [Posted(1, "general", "pong")]
     [after] = adapter.after
@@ -444,9 +442,9 @@ async def test_a_live_reply_is_sent_stored_and_followed_up_but_a_late_one_is_not
         incoming,
         5,
     )
-    await adapter.reply_to(incoming, {"text": "pong again"})  # taken up after a crash: no follow-up
+    await adapter.reply_to(incoming, Reply(text="pong again"))  # taken up after a crash: no follow-up
     adapter.fail = PartlySent("refused", [Posted(9, "general", "Half")])
-    await channel.send({"text": "Half and half"})  # not whole: no follow-up
+    await channel.send(Reply(text="Half and half"))  # not whole: no follow-up
     assert len(adapter.after) == 1
     with pytest.raises(LookupError):
         await channel.fetch({"id": "1"})

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from bot.buttons import MAX_BUTTONS, Button, Press, buttons_in, buttons_read, buttons_shown, rows
+from bot.buttons import MAX_BUTTONS, Button, Press, buttons_in, buttons_shown, rows
 
 
 def test_a_button_has_a_value_or_a_link() -> None:
@@ -85,15 +85,3 @@ def test_a_press_round_trips_through_a_message_content_and_knows_its_label() -> 
 def test_buttons_shown_by_a_platform_leave_out_what_troupe_could_not_have_sent() -> None:
     shown = [("Yes", "y"), ("x" * 81, "long label"), ("", "no label"), ("Big", "v" * 65), ("No", "n")]
     assert buttons_shown(shown) == [Button("Yes", value="y"), Button("No", value="n")]
-
-
-def test_buttons_read_once_keeps_the_buttons_as_records_and_leaves_the_content_as_it_was() -> None:
-    content = {
-        "text": "Pick",
-        "buttons": [{"label": "One", "value": "1"}, {"label": ""}, {"label": "Two", "value": "2"}],
-    }
-    read = buttons_read(content)
-    assert read["buttons"] == [{"label": "One", "value": "1"}, {"label": "Two", "value": "2"}]
-    assert buttons_in(read) == buttons_in(content) and len(content["buttons"]) == 3
-    plain = {"text": "no buttons"}
-    assert buttons_read(plain) is plain

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from bot.buttons import Button
 from bot.outgoing import (
     FileKind,
     OutgoingFile,
+    Reply,
     SizeLimits,
     file_name_part,
     files_in,
@@ -148,13 +151,38 @@ def test_sizes_and_notes_read_well() -> None:
 
 
 def test_text_that_fits_a_message_stays_text_and_longer_text_is_a_lead_and_a_markdown_file() -> None:
-    assert text_or_file("short", limit=10, lead="see the file", filename="x.md") == {"text": "short"}
+    assert text_or_file("short", limit=10, lead="see the file", filename="x.md") == Reply(text="short")
     long = text_or_file("é" * 11, limit=10, lead="see the file", filename="notes.md")
-    [file] = long["files"]
-    assert long["text"] == "see the file"
+    [file] = long.files
+    assert long.text == "see the file"
     assert (file.filename, file.content_type, file.data) == ("notes.md", "text/markdown", "é".encode() * 11)
     body = text_or_file("x" * 11, limit=10, lead="", filename="n.md", body="# Notes\n")
-    assert body["files"][0].data == b"# Notes\n"
+    assert body.files[0].data == b"# Notes\n"
+
+
+def test_a_reply_as_content_leaves_out_what_it_does_not_say() -> None:
+    file = OutgoingFile.of_bytes(b"x", "a.txt")
+    reply = Reply(
+        text="hi",
+        files=(file,),
+        buttons=(Button("Yes", value="y"),),
+        in_reply_to="m1",
+        actions=("REPLY",),
+        thought="",
+        source="discord",
+        extra={"embeds": [{"title": "e"}]},
+    )
+    assert reply.to_json() == {
+        "text": "hi",
+        "actions": ["REPLY"],
+        "thought": "",
+        "source": "discord",
+        "inReplyTo": "m1",
+        "files": [file],
+        "buttons": [Button("Yes", value="y")],
+        "embeds": [{"title": "e"}],
+    }
+    assert Reply().to_json() == {"text": ""}
 
 
 def test_file_name_parts_are_lower_case_ascii_words_joined_by_dashes() -> None:
@@ -162,3 +190,27 @@ def test_file_name_parts_are_lower_case_ascii_words_joined_by_dashes() -> None:
     assert file_name_part("Board Meeting.ogg") == "board-meeting-ogg"
     assert file_name_part("日本", "recording") == "recording"
     assert file_name_part("word " * 20) == "word-word-word-word-word-word-word-word"
+
+
+def test_a_reply_from_content_reads_its_buttons_and_files_once_and_keeps_the_rest() -> None:
+    content: dict[str, Any] = {
+        "text": "Pick",
+        "buttons": [{"label": "One", "value": "1"}, {"label": ""}, {"label": "Two", "value": "2"}],
+        "files": [{"data": b"x", "name": "a.txt"}],
+        "actions": ["PICK"],
+        "inReplyTo": "m1",
+        "source": 7,
+        "embeds": [{"title": "e"}],
+    }
+    reply = Reply.of_content(content)
+    assert reply.buttons == (Button("One", value="1"), Button("Two", value="2"))
+    assert [f.filename for f in reply.files] == ["a.txt"]
+    assert (reply.text, reply.actions, reply.in_reply_to, reply.source) == ("Pick", ("PICK",), "m1", None)
+    assert dict(reply.extra) == {"source": 7, "embeds": [{"title": "e"}]}
+    assert len(content["buttons"]) == 3  # the content itself is left as it was
+    assert reply.checked() is reply
+
+
+def test_a_checked_reply_keeps_the_first_of_two_buttons_with_one_value() -> None:
+    twice = Reply(buttons=(Button("A", value="1"), Button("B", value="1")))
+    assert twice.checked().buttons == (Button("A", value="1"),)

@@ -3,7 +3,7 @@
 Scoping is SQLite's (see ``bot/store/_sqlite.py``): every write forces ``agent_id`` to the
 store's agent and every read is filtered by it, except the cross-agent reads named there. The
 methods live in one module per group of tables, most of them shared with SQLite (see there);
-memories, their vectors and searches are PostgreSQL's own. This class puts them together.
+where vectors live and searches are PostgreSQL's own. This class puts them together.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from bot.store._handling import HandlingMixin
 from bot.store._inspection import InspectionMixin
 from bot.store._knowledge import KnowledgeMixin
 from bot.store._records import RecordsMixin
+from bot.store._retention import RetentionMixin
 from bot.store._rooms import RoomsMixin
 from bot.store.postgres._knowledge import PgKnowledgeSearchMixin
-from bot.store.postgres._retention import PgRetentionMixin
 from bot.store.postgres._scoped import PgScoped
 from bot.store.postgres._search import PgSearchMixin
 
@@ -32,7 +32,7 @@ class PgAgentStore(
     HandlingMixin,
     KnowledgeMixin,
     PgKnowledgeSearchMixin,
-    PgRetentionMixin,
+    RetentionMixin,
     InspectionMixin,
     ForgettingMixin,
     PgSearchMixin,

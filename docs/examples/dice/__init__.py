@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from bot.components import Action, ActionContext, ActionResult, Provider, ProviderResult, ServiceKey, State
 from bot.events import ActionCompleted
+from bot.outgoing import Reply
 from bot.plugins import PluginMeta
 from bot.types import Memory
 
@@ -91,10 +92,10 @@ async def _roll(context: ActionContext) -> ActionResult:
     try:
         count, sides = parse_dice(asked)
     except ValueError as exc:
-        await context.reply({"text": str(exc), "actions": [NAME], "inReplyTo": message.id})
+        await context.reply(Reply(text=str(exc), actions=(NAME,), in_reply_to=message.id))
         return ActionResult(success=False, error=str(exc))
     roll = Roll(count, sides, tuple(context.runtime.rng.randint(1, sides) for _ in range(count)))
-    sent = await context.reply({"text": f"🎲 {roll}", "actions": [NAME], "inReplyTo": message.id})
+    sent = await context.reply(Reply(text=f"🎲 {roll}", actions=(NAME,), in_reply_to=message.id))
     if not sent:
         return ActionResult(success=False, error="send failed: the platform took none of the roll")
     if dice is not None:

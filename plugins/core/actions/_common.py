@@ -14,6 +14,7 @@ from bot.buttons import Button
 from bot.components import HandlerCallback, State
 from bot.errors import ModelError
 from bot.models import ModelType
+from bot.outgoing import Reply
 from bot.types import Entity, Memory, Role, Room, World
 
 from .._budget import Cut, FittedPrompt, Piece, Section, fit_prompt
@@ -152,15 +153,15 @@ async def notify(
     """Tell the person what the action did (or why it did not), with ``buttons`` under it."""
     if not text:
         return
-    content: dict[str, Any] = {
-        "text": text,
-        "actions": [action],
-        "inReplyTo": message.id,
-        "source": message.content.get("source"),
-    }
-    if buttons:
-        content["buttons"] = list(buttons)
-    await callback(content)
+    await callback(
+        Reply(text=text, actions=(action,), in_reply_to=message.id, source=source_of(message), buttons=tuple(buttons))
+    )
+
+
+def source_of(message: Memory) -> str | None:
+    """The platform ``message`` came from, for the reply to name."""
+    source = message.content.get("source")
+    return source if isinstance(source, str) else None
 
 
 def sender_text(message: Memory) -> str:

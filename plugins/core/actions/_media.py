@@ -6,13 +6,15 @@ Not an action itself (the leading underscore keeps it out of discovery).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from bot.components import ActionResult, HandlerCallback
-from bot.outgoing import text_or_file
+from bot.outgoing import Reply, text_or_file
 from bot.types import Memory
 
 from .._delivery import ONE_MESSAGE_CHARS
+from ._common import source_of
 
 __all__ = ["named_in", "send_answer"]
 
@@ -47,17 +49,12 @@ async def send_answer(
     ``long``: ``(lead, file name, file text)`` to send instead when ``text`` is longer than one chat
     message (:data:`~plugins.core._delivery.ONE_MESSAGE_CHARS`): the lead, and the text as a file.
     """
-    said = {"text": text}
+    said = Reply(text=text)
     if long is not None:
         lead, filename, body = long
         said = text_or_file(text, limit=ONE_MESSAGE_CHARS, lead=lead, filename=filename, body=body)
     sent = await callback(
-        {
-            **said,
-            "actions": [f"{action}_RESPONSE"],
-            "inReplyTo": message.id,
-            "source": message.content.get("source"),
-        }
+        replace(said, actions=(f"{action}_RESPONSE",), in_reply_to=message.id, source=source_of(message))
     )
     if not sent:
         return ActionResult(success=False, error=f"send failed: the platform took none of the {action} answer")

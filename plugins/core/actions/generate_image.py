@@ -10,12 +10,13 @@ fails is said to have failed. Neither is an error.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from bot.components import Action, ActionContext, ActionResult
 from bot.errors import ModelError
 from bot.models import ModelType
-from bot.outgoing import OutgoingFile
+from bot.outgoing import OutgoingFile, Reply
 
 from .._delivery import bound_text
 
@@ -39,29 +40,30 @@ def _caption(content: dict[str, Any], prompt: str) -> str:
 async def _handler(context: ActionContext) -> ActionResult:
     runtime, message, responses = context.runtime, context.message, context.responses
     content: dict[str, Any] = dict(responses[0].content) if responses else {}
-    answer: dict[str, Any] = {"actions": [NAME], "inReplyTo": content.get("inReplyTo") or message.id}
+    answered = content.get("inReplyTo") or message.id
+    answer = Reply(actions=(NAME,), in_reply_to=None if answered is None else str(answered))
     if not runtime.get_bool("IMAGE_GENERATION", True):
-        await context.reply({**answer, "text": _TURNED_OFF})
+        await context.reply(replace(answer, text=_TURNED_OFF))
         return ActionResult(success=False, error="drawing is turned off (IMAGE_GENERATION=false)")
     if not runtime.has_model(ModelType.IMAGE):
-        await context.reply({**answer, "text": _NO_IMAGES})
+        await context.reply(replace(answer, text=_NO_IMAGES))
         return ActionResult(success=False, error="no IMAGE model is registered")
     prompt = str(content.get("imagePrompt") or "").strip() or str(message.content.get("text") or "").strip()
     if not prompt:
-        await context.reply({**answer, "text": "What should I draw?"})
+        await context.reply(replace(answer, text="What should I draw?"))
         return ActionResult(success=False, error="nothing to draw: no prompt and no message text")
     try:
         pictures: list[OutgoingFile] = await runtime.use_model(ModelType.IMAGE, {"prompt": prompt})
     except ModelError as exc:  # logged with the action's result, which says why
-        await context.reply({**answer, "text": "I tried to draw that, but the image model failed. Try again later?"})
+        await context.reply(replace(answer, text="I tried to draw that, but the image model failed. Try again later?"))
         return ActionResult(success=False, error=f"the image model failed: {exc.reason_for(runtime.character.name)}")
     sent = await context.reply(
-        {
-            **answer,
-            "text": _caption(content, prompt),
-            "thought": f'Drew a picture of "{bound_text(prompt, _CAPTION_CHARS)}"',
-            "files": pictures[:1],
-        }
+        replace(
+            answer,
+            text=_caption(content, prompt),
+            thought=f'Drew a picture of "{bound_text(prompt, _CAPTION_CHARS)}"',
+            files=tuple(pictures[:1]),
+        )
     )
     if not sent:
         return ActionResult(success=False, error="send failed: the platform took none of the picture")

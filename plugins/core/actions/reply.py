@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from bot.components import Action, ActionContext, ActionResult
+from bot.outgoing import Reply, files_in
 
 __all__ = ["action"]
 
@@ -15,17 +14,17 @@ async def _handler(context: ActionContext) -> ActionResult:
     # per message (upstream generates it again).
     content = responses[0].content if responses else {}
     text = str(content.get("text") or "").strip()
-    files = content.get("files") or []  # attached by an earlier step of the plan
+    files = files_in(content)  # attached by an earlier step of the plan
     if not text and not files:
         return ActionResult(success=False, error="the model chose REPLY but wrote no text")
-    reply: dict[str, Any] = {
-        "text": text,
-        "thought": content.get("thought", ""),
-        "actions": ["REPLY"],
-        "inReplyTo": content.get("inReplyTo"),
-    }
-    if files:
-        reply["files"] = files
+    in_reply_to = content.get("inReplyTo")
+    reply = Reply(
+        text=text,
+        thought=thought if isinstance(thought := content.get("thought", ""), str) else None,
+        actions=("REPLY",),
+        in_reply_to=None if in_reply_to is None else str(in_reply_to),
+        files=tuple(files),
+    )
     sent = await context.reply(reply)
     if not sent:
         return ActionResult(success=False, error="send failed: the platform took none of the reply")

@@ -13,6 +13,7 @@ window's start and end are not swapped, and no model call guesses the window.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bot.components import Action, ActionContext, ActionResult, ConversationSummary, HandlerCallback, State
@@ -20,7 +21,7 @@ from bot.types import Memory, now_ms
 
 from .._summaries import summarize
 from .._summary_window import Window, parse_window
-from ._common import sender_text
+from ._common import sender_text, source_of
 
 if TYPE_CHECKING:
     from bot.runtime import AgentRuntime
@@ -48,13 +49,8 @@ async def _validate(runtime: AgentRuntime, message: Memory, state: State) -> boo
 
 async def send_summary(callback: HandlerCallback, message: Memory, summary: ConversationSummary) -> ActionResult:
     """Send ``summary`` in reply to ``message``: one message, or a lead and a file when it is long."""
-    content = {
-        **summary.content(),
-        "actions": [RESPONSE],
-        "inReplyTo": message.id,
-        "source": message.content.get("source"),
-    }
-    if not await callback(content):
+    reply = replace(summary.reply(), actions=(RESPONSE,), in_reply_to=message.id, source=source_of(message))
+    if not await callback(reply):
         return ActionResult(success=False, error="send failed: the platform took none of the summary")
     data = {"actionName": NAME, "messages": summary.messages, "long": summary.long}
     if summary.failed:

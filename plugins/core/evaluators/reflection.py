@@ -257,7 +257,7 @@ async def _learn(
         )
         if runtime.has_model(ModelType.TEXT_EMBEDDING):
             try:
-                memory.embedding = await runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": claim})
+                memory = replace(memory, embedding=await runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": claim}))
             except Exception as exc:  # a fact without a vector is still a fact
                 _log.debug("%s: could not embed a fact: %s", runtime.character.name, exc)
         await store.create_memory(memory, FACTS)

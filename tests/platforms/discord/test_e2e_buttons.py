@@ -15,9 +15,9 @@ from typing import Any
 
 import discord
 
-from bot.buttons import PRESS_KEY
+from bot.buttons import PRESS_KEY, Button, buttons_in
 from bot.components import Action, ActionContext, ActionResult
-from bot.outgoing import OutgoingFile
+from bot.outgoing import OutgoingFile, Reply
 from bot.runtime import AgentRuntime
 from bot.types import ChannelType, Memory
 from platforms.discord._mapping import discord_id
@@ -38,7 +38,7 @@ def offering(name: str, buttons: list[dict[str, Any]], text: str) -> Action:
     """An action ``name`` that answers ``text`` with ``buttons`` (what a plugin's action would do)."""
 
     async def offer(context: ActionContext) -> ActionResult:
-        await context.reply({"text": text, "buttons": buttons})
+        await context.reply(Reply(text=text, buttons=tuple(Button.parse(b) for b in buttons)))
         return ActionResult()
 
     return Action(name, offer)
@@ -228,7 +228,7 @@ async def test_a_press_in_a_channel_outside_channel_ids_is_ignored(scene) -> Non
     rt = s.runtime("Ada")
     # Ada does not post there (SEND_MESSAGE refuses): a message left from before CHANNEL_IDS.
     client = rt.get_service("discord").client
-    await client.get_channel(s.lounge.id).send("Old vote", view=components_of({"buttons": VOTE}))
+    await client.get_channel(s.lounge.id).send("Old vote", view=components_of(buttons_in({"buttons": VOTE})))
     (old,) = await s.fake.wait_for_sent(s.ada, 1)
     before = len(s.brain.prompts)
     await s.fake.user_clicks(s.sam, old, "troupe:vote:1")

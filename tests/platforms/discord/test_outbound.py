@@ -11,6 +11,7 @@ import discord
 import pytest
 
 from bot.errors import PartlySent
+from bot.outgoing import files_in
 from platforms.discord import _outbound
 from platforms.discord._outbound import SAFE_MENTIONS, SendGaveUp, embeds_of, send_chunks, uploads_of
 
@@ -53,7 +54,7 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 async def test_long_reply_is_chunked_first_chunk_replies_files_ride_on_the_last() -> None:
     channel = Channel()
-    files, _ = await uploads_of({"files": [{"data": b"hello", "name": "a.txt"}]}, 1024)
+    files, _ = await uploads_of(files_in({"files": [{"data": b"hello", "name": "a.txt"}]}), 1024)
     reference = Reference()  # a stand-in for the discord.Message replied to
     sent = await send_chunks(channel, "x " * 1500, files=files, reference=reference)  # type: ignore[arg-type]
     assert sent == ["sent 1", "sent 2"]
@@ -70,7 +71,7 @@ def test_replies_never_ping_everyone_here_or_roles() -> None:
 
 async def test_a_file_alone_is_one_message_and_nothing_sends_nothing() -> None:
     channel = Channel()
-    files, _ = await uploads_of({"files": [{"data": b"x", "name": "x.bin"}]}, 1024)
+    files, _ = await uploads_of(files_in({"files": [{"data": b"x", "name": "x.bin"}]}), 1024)
     await send_chunks(channel, "", files=files)
     assert len(channel.calls) == 1 and channel.calls[0]["content"] is None
     assert await send_chunks(Channel(), "   ") == []
@@ -153,16 +154,18 @@ async def test_uploads_read_paths_and_bytes_and_name_what_cannot_go(tmp_path) ->
     path = tmp_path / "notes.md"
     path.write_text("# notes")
     files, note = await uploads_of(
-        {
-            "files": [
-                str(path),
-                {"path": str(path), "name": "renamed.md", "description": "my notes"},
-                {"data": b"1", "name": "one"},
-                str(tmp_path / "missing.txt"),
-                {"data": b"x" * 2048, "name": "big.bin"},
-                {"nothing": True},
-            ]
-        },
+        files_in(
+            {
+                "files": [
+                    str(path),
+                    {"path": str(path), "name": "renamed.md", "description": "my notes"},
+                    {"data": b"1", "name": "one"},
+                    str(tmp_path / "missing.txt"),
+                    {"data": b"x" * 2048, "name": "big.bin"},
+                    {"nothing": True},
+                ]
+            }
+        ),
         1024,
     )
     assert [f.filename for f in files] == ["notes.md", "renamed.md", "one"]
@@ -174,7 +177,7 @@ async def test_uploads_read_paths_and_bytes_and_name_what_cannot_go(tmp_path) ->
 
 
 async def test_more_than_ten_files_send_the_first_ten_and_say_so() -> None:
-    files, note = await uploads_of({"files": [{"data": b"x", "name": f"{n}.txt"} for n in range(12)]}, 1024)
+    files, note = await uploads_of(files_in({"files": [{"data": b"x", "name": f"{n}.txt"} for n in range(12)]}), 1024)
     assert len(files) == 10
     assert note.splitlines() == [
         "(I couldn't send 10.txt: Discord takes at most 10 files in one message.)",
@@ -184,7 +187,7 @@ async def test_more_than_ten_files_send_the_first_ten_and_say_so() -> None:
 
 async def test_embeds_ride_on_the_last_message() -> None:
     channel = Channel()
-    embeds = embeds_of({"embeds": [{"title": "A cat", "image": {"url": "attachment://cat.png"}}, "nonsense"]})
+    embeds = embeds_of([{"title": "A cat", "image": {"url": "attachment://cat.png"}}, "nonsense"])
     await send_chunks(channel, "x " * 1500, embeds=embeds)
     first, last = channel.calls
     assert "embeds" not in first and [e.title for e in last["embeds"]] == ["A cat"]

@@ -23,6 +23,7 @@ import pytest
 from bot.character import load_character
 from bot.messages import IncomingMessage, NativeRef, Outcome, QuietChannel
 from bot.models import ModelType
+from bot.outgoing import Reply
 from bot.runtime import AgentRuntime
 from bot.shared import Shared
 from bot.store import Database, StoreBackend
@@ -100,13 +101,14 @@ class _Channel(QuietChannel):
         self.harness, self.room = harness, room
         self._fetch, self._on_responding = fetch, on_responding
 
-    async def send(self, content: dict[str, Any]) -> list[Memory]:
+    async def send(self, reply: Reply) -> list[Memory]:
         h = self.harness
+        content = reply.to_json()  # as a platform's channel takes it: what the tests read
         h.sent.append(content)
         if h.platform_down:
             return []
         if h.on_sent is not None:
-            h.rt.create_task(h.on_sent(str(content.get("text") or "")), "test:relay")
+            h.rt.create_task(h.on_sent(reply.text), "test:relay")
         return [Memory(id=str(uuid.uuid4()), entity_id=h.rt.agent_id, room_id=self.room, content=dict(content))]
 
     async def typing(self) -> None:

@@ -16,6 +16,7 @@ from bot.bus import Handler, Post
 from bot.errors import StoreError
 from bot.events import PlatformConnected
 from bot.messages import IncomingMessage, QuietChannel
+from bot.outgoing import Reply
 from bot.shared import Shared
 from bot.types import ChannelType, Claim, Handling, Memory, Room, now_ms
 from plugins.core import _recovery
@@ -126,7 +127,7 @@ async def test_a_crash_while_the_reply_was_going_out_never_sends_it_again(harnes
     sending = asyncio.Event()
 
     class Stuck(QuietChannel):
-        async def send(self, content: dict) -> list[Memory]:
+        async def send(self, reply: Reply) -> list[Memory]:
             sending.set()
             await asyncio.Event().wait()
             return []
@@ -159,10 +160,15 @@ class _Platform:
     async def send_to_entity(self, entity: Any, content: dict) -> list[Memory]:
         raise AssertionError("not used")
 
-    async def reply_to(self, message: Memory, content: dict) -> list[Memory]:
-        self.replies.append((message.id, content["text"]))
+    async def reply_to(self, message: Memory, reply: Reply) -> list[Memory]:
+        self.replies.append((message.id, reply.text))
         return [
-            Memory(id=str(uuid.uuid4()), entity_id=message.agent_id or "", room_id=message.room_id, content=content)
+            Memory(
+                id=str(uuid.uuid4()),
+                entity_id=message.agent_id or "",
+                room_id=message.room_id,
+                content=reply.to_json(),
+            )
         ]
 
 

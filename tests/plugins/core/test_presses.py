@@ -14,6 +14,7 @@ from bot.choices import Choice, choice_buttons, choices_buttons, offer_options
 from bot.components import ActionResult, PressHandler
 from bot.errors import SendError
 from bot.messages import Status
+from bot.outgoing import Reply
 from bot.record_metadata import TaskMetadata
 from bot.types import JSON, ChannelType, Memory, Room, Task
 from plugins.core.actions.choose_option import CHOOSING
@@ -43,7 +44,7 @@ async def test_a_press_a_plugin_claims_is_handled_without_a_model_and_stored_lik
 
     async def on_vote(runtime: Any, message: Memory, pressed: Press, callback: Any) -> ActionResult:
         seen.append((pressed.value, pressed.label))
-        await callback({"text": f"Counted your vote for {pressed.text}."})
+        await callback(Reply(text=f"Counted your vote for {pressed.text}."))
         return ActionResult()
 
     h.rt.register_press_handler(PressHandler("vote:", on_vote))

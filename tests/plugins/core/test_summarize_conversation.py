@@ -178,9 +178,12 @@ async def test_by_default_it_covers_what_was_said_since_the_asker_last_wrote(har
     start = now_ms() - 600_000
     await _store_history(h, 4, start=start)  # <m0000> and <m0002> are Sam's
     brann = Memory(
-        entity_id=OTHER_BOT, agent_id=h.rt.agent_id, room_id=h.room, content={"text": "<late> one more thing"}
+        entity_id=OTHER_BOT,
+        agent_id=h.rt.agent_id,
+        room_id=h.room,
+        content={"text": "<late> one more thing"},
+        created_at=start + 10_000,
     )
-    brann.created_at = start + 10_000
     await h.rt.store.create_memory(brann, "messages")
     h.large.append(plan("", "SUMMARIZE_CONVERSATION"))
     h.small.append(summary("- Brann added two things."))
@@ -264,8 +267,13 @@ async def test_the_service_summarises_the_last_n_messages_of_a_room(harness) -> 
 async def test_since_the_asker_last_wrote_long_ago_is_the_last_500_not_the_default_50(harness) -> None:
     h = await harness()
     start = now_ms() - 3_600_000
-    said = Memory(entity_id=HUMAN, agent_id=h.rt.agent_id, room_id=h.room, content={"text": "<gone> back later"})
-    said.created_at = start - 1000
+    said = Memory(
+        entity_id=HUMAN,
+        agent_id=h.rt.agent_id,
+        room_id=h.room,
+        content={"text": "<gone> back later"},
+        created_at=start - 1000,
+    )
     await h.rt.store.create_memory(said, "messages")
     markers = await _store_history(h, 1040, start=start)
     await h.rt.store.delete_many_memories(
