@@ -39,6 +39,7 @@ from .errors import ConfigError, PartlySent, SendError
 from .lifecycle import AdapterState
 from .messages import QuietChannel
 from .outgoing import Reply
+from .record_metadata import PlatformProfile
 from .shards import Reshardable
 from .text import first_words
 from .types import JSON, Entity, Memory, Room
@@ -175,7 +176,6 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
     source: ClassVar[str]  # the platform's name: content["source"], the key it is offered under
     label: ClassVar[str]  # the platform's name in messages for people ("Discord")
     where: ClassVar[str]  # what a room is there, in messages for people ("channel", "chat")
-    user_key: ClassVar[str] = "id"  # the key of a person's platform id in entity.metadata[source]
     sends_files: ClassVar[bool] = True  # False: only text goes out (stripped; nothing without it)
     strips_replies: ClassVar[bool] = False  # True: a reply's text is stripped; nothing goes without text or files
 
@@ -461,11 +461,16 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
 
     async def send_to_entity(self, entity: Entity, content: JSON) -> list[Memory]:
         """Messenger: a direct message to a person."""
-        user_id = (entity.metadata.get(self.source) or {}).get(self.user_key)
+        profile = entity.metadata.profile(self.source)
+        user_id = self.user_id_in(profile) if profile is not None else None
         if not user_id:
             raise SendError(f"I don't know {entity.names[0] if entity.names else 'them'} on {self.label}")
         target, room_id, world_id = await self.entity_target(entity, str(user_id))
         return await self.send_message(target, content, room_id, world_id, person=entity)
+
+    def user_id_in(self, profile: PlatformProfile) -> str | None:
+        """A person's platform id in their profile from this platform."""
+        return profile.id
 
     def serves(self, message: Memory) -> bool:
         """Replier: every message of the platform is this connection's (Discord's shards differ)."""

@@ -1,7 +1,7 @@
 """Tasks waiting for a person's choice, and the buttons that offer their options.
 
 A plugin that needs a human decision stores a task tagged :data:`AWAITING_CHOICE` in the room,
-with ``metadata["options"]`` (strings or ``{name, description}``) and a task worker of the same
+with ``metadata.options`` (strings or ``{name, description}``) and a task worker of the same
 name, then calls :func:`offer_options` to show the options as buttons (one per option, and
 Cancel). The core plugin's CHOOSE_OPTION runs the worker with the option pressed, without a
 model; a person can also answer in words.
@@ -46,7 +46,7 @@ _ABORT_VALUE = "abort"
 
 def options_of(task: Task) -> list[tuple[str, str]]:
     """The task's options as ``(name, description)``; malformed entries are skipped."""
-    raw = task.metadata.get("options")
+    raw = task.metadata.options
     found = []
     for item in raw if isinstance(raw, list) else []:
         if isinstance(item, str) and item.strip():

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .buttons import buttons_in
@@ -59,11 +59,11 @@ class Connections:
             existing = await store.get_entity(entity.id)
             if existing is None:
                 self._written(await store.create_entities([entity]))
-            elif existing.names != entity.names or existing.metadata.get(self.source) != entity.metadata.get(
+            elif existing.names != entity.names or existing.metadata.profile(self.source) != entity.metadata.profile(
                 self.source
             ):
                 existing.names = list(dict.fromkeys([*entity.names, *existing.names]))
-                existing.metadata = {**existing.metadata, **entity.metadata}
+                existing.metadata = existing.metadata.merged(entity.metadata)
                 self._written(await store.update_entity(existing))
             self._entities.add(entity.id)
         if room_id is not None and (entity.id, room_id) not in self._participants:
@@ -79,14 +79,15 @@ class Connections:
             raise StoreError(health.reason())
 
     async def mark_world_rooms(self, world_id: str, left: str | None) -> list[Room]:
-        """The world's stored rooms, marked as left (``metadata.leftAt``, and ``leftAs``: how,
+        """The world's stored rooms, marked as left (``metadata.left_at``, and ``left_as``: how,
         such as ``kicked``), or with ``left=None`` no longer marked (the agent is back)."""
         store = self.runtime.store
         rooms = await store.get_rooms_by_world(world_id)
         for room in rooms:
-            marked = {k: v for k, v in room.metadata.items() if k not in ("leftAt", "leftAs")}
-            if left is not None:
-                marked.update(leftAt=now_ms(), leftAs=left)
+            if left is None:
+                marked = replace(room.metadata, left_at=None, left_as=None)
+            else:
+                marked = replace(room.metadata, left_at=now_ms(), left_as=left)
             if marked != room.metadata:
                 room.metadata = marked
                 await store.update_room(room)
@@ -122,11 +123,11 @@ def merged_world(stored: World, reported: World) -> World | None:
     roles the platform gives (OWNER, ADMIN) added to the stored roles. A role given through
     UPDATE_ROLE is kept over the platform's — except the owner's: whoever owns the server or chat
     on the platform is OWNER. ``None`` when nothing changes (nothing to write)."""
-    roles: dict[str, str] = {**(reported.metadata.get("roles") or {}), **(stored.metadata.get("roles") or {})}
-    owner = (reported.metadata.get("ownership") or {}).get("ownerId")
+    roles = {**(reported.metadata.roles or {}), **(stored.metadata.roles or {})}
+    owner = reported.metadata.owner_id
     if owner:
-        roles[owner] = Role.OWNER.value
-    metadata = {**stored.metadata, **{k: v for k, v in reported.metadata.items() if k != "roles"}, "roles": roles}
+        roles[owner] = Role.OWNER
+    metadata = replace(stored.metadata.merged(reported.metadata), roles=roles)
     name = reported.name
     if metadata == stored.metadata and name == stored.name:
         return None

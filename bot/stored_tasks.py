@@ -4,6 +4,8 @@ runtime's task workers execute when their time comes."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .background import next_round
@@ -37,22 +39,24 @@ async def run_due_tasks(runtime: AgentRuntime) -> int:
         now = runtime.clock()
         repeat = "repeat" in task.tags
         if repeat:
-            interval = int(task.metadata.get("updateInterval") or 0)
-            last = task.metadata.get("updatedAt")
-            if last is not None and now - int(last) < interval:
+            interval = task.metadata.update_interval or 0
+            last = task.metadata.updated_at
+            if last is not None and now - last < interval:
                 continue
-        elif now < int(task.metadata.get("retryAt") or 0):
+        elif now < (task.metadata.retry_at or 0):
             continue
         if worker.validate is not None and not await worker.validate(runtime, task):
             continue
         try:
-            await worker.execute(runtime, dict(task.metadata.get("options") or {}), task)
+            await worker.execute(
+                runtime, dict(options) if isinstance(options := task.metadata.options, Mapping) else {}, task
+            )
         except Exception:
             await _failed(runtime, task, now, repeat)
             continue
         ran += 1
         if repeat:
-            await runtime.store.update_task(task.id, {"metadata": {**task.metadata, "updatedAt": now}})
+            await runtime.store.update_task(task.id, {"metadata": replace(task.metadata, updated_at=now)})
         else:
             await runtime.store.delete_task(task.id)
     return ran
@@ -62,12 +66,12 @@ async def _failed(runtime: AgentRuntime, task: Task, now: int, repeat: bool) -> 
     """Log a failed run of ``task`` and record when to try it again (see :func:`run_due_tasks`)."""
     assert task.id is not None
     if repeat:
-        wait_ms = int(task.metadata.get("updateInterval") or 0)
-        metadata = {**task.metadata, "updatedAt": now}
+        wait_ms = task.metadata.update_interval or 0
+        metadata = replace(task.metadata, updated_at=now)
     else:
-        failures = int(task.metadata.get("failures") or 0) + 1
+        failures = (task.metadata.failures or 0) + 1
         wait_ms = min(_RETRY_CAP_MS, _RETRY_BASE_MS * 2 ** min(failures - 1, 32))
-        metadata = {**task.metadata, "failures": failures, "retryAt": now + wait_ms}
+        metadata = replace(task.metadata, failures=failures, retry_at=now + wait_ms)
     _log.exception("%s: task %s failed; will retry in %d s", runtime.character.name, task.name, wait_ms // 1000)
     await runtime.store.update_task(task.id, {"metadata": metadata})
 

@@ -1,7 +1,8 @@
 """The core records: what the store keeps and what adapters and plugins pass around.
 
-Plain dataclasses. Attribute names are snake_case; keys *inside* ``content`` and ``metadata``
-stay camelCase (``inReplyTo``, ``channelType``) so payloads match elizaOS's.
+Plain dataclasses. Attribute names are snake_case; keys *inside* ``content`` and a memory's
+``metadata`` stay camelCase (``inReplyTo``, ``channelType``) so payloads match elizaOS's. The
+other records' metadata is typed (:mod:`bot.record_metadata`) and stored with the same keys.
 Ids are lowercase UUID strings; times are milliseconds since the epoch.
 """
 
@@ -11,6 +12,15 @@ import time
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from bot.record_metadata import (
+    EntityMetadata,
+    RelationshipMetadata,
+    Role,
+    RoomMetadata,
+    TaskMetadata,
+    WorldMetadata,
+)
 
 __all__ = [
     "AgentRecord",
@@ -83,14 +93,6 @@ class RoomState(StrEnum):
     STOPPED = "STOPPED"  # asked to stay out (a STOP decision): quiet until named or invited back
 
 
-class Role(StrEnum):
-    """A person's role in a world (``World.metadata["roles"]``)."""
-
-    OWNER = "OWNER"
-    ADMIN = "ADMIN"
-    NONE = "NONE"
-
-
 class MemoryType(StrEnum):
     """``Memory.metadata["type"]``; the *table* a memory lives in is a separate name."""
 
@@ -134,7 +136,7 @@ class Entity:
     id: str
     agent_id: str
     names: list[str] = field(default_factory=list)
-    metadata: JSON = field(default_factory=dict)
+    metadata: EntityMetadata = field(default_factory=EntityMetadata)
     created_at: int | None = None
     components: list[Component] = field(default_factory=list)
 
@@ -162,7 +164,7 @@ class World:
     agent_id: str
     name: str = ""
     server_id: str = "default"
-    metadata: JSON = field(default_factory=dict)
+    metadata: WorldMetadata = field(default_factory=WorldMetadata)
     created_at: int | None = None
 
 
@@ -178,7 +180,7 @@ class Room:
     world_id: str | None = None
     server_id: str | None = None
     channel_id: str | None = None
-    metadata: JSON = field(default_factory=dict)
+    metadata: RoomMetadata = field(default_factory=RoomMetadata)
     created_at: int | None = None
 
 
@@ -191,7 +193,7 @@ class Relationship:
     target_entity_id: str
     agent_id: str
     tags: list[str] = field(default_factory=list)
-    metadata: JSON = field(default_factory=dict)
+    metadata: RelationshipMetadata = field(default_factory=RelationshipMetadata)
     created_at: int | None = None
 
 
@@ -207,7 +209,7 @@ class Task:
     world_id: str | None = None
     entity_id: str | None = None
     tags: list[str] = field(default_factory=list)
-    metadata: JSON = field(default_factory=dict)
+    metadata: TaskMetadata = field(default_factory=TaskMetadata)
     created_at: int | None = None
     updated_at: int | None = None
 

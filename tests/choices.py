@@ -8,6 +8,7 @@ from typing import Any
 
 from bot.choices import AWAITING_CHOICE
 from bot.components import TaskWorker
+from bot.record_metadata import TaskMetadata
 from bot.runtime import AgentRuntime
 from bot.types import Task
 
@@ -42,7 +43,7 @@ async def waiting_choice(
         room_id=room_id,
         entity_id=entity_id,
         tags=[AWAITING_CHOICE],
-        metadata={"options": options if options is not None else ["red", "blue"]},
+        metadata=TaskMetadata.from_json({"options": options if options is not None else ["red", "blue"]}),
     )
     await rt.store.create_task(task)
     return task, ran

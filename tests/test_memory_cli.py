@@ -15,6 +15,7 @@ import pytest
 
 from bot.cli import main
 from bot.errors import EXIT_CONFIG
+from bot.record_metadata import RelationshipMetadata, WorldMetadata
 from bot.store import Database
 from bot.types import AgentRecord, ChannelType, Component, Entity, Memory, Room, World
 
@@ -51,12 +52,14 @@ async def _seed(path: Path) -> None:
                 ADA,
                 name="Shire",
                 server_id="g1",
-                metadata={
-                    "settings": {
-                        "WEBHOOK_TOKEN": {"value": "hook-secret-123", "secret": False},
-                        "GREETING": {"value": "hello", "secret": False},
+                metadata=WorldMetadata.from_json(
+                    {
+                        "settings": {
+                            "WEBHOOK_TOKEN": {"value": "hook-secret-123", "secret": False},
+                            "GREETING": {"value": "hello", "secret": False},
+                        }
                     }
-                },
+                ),
             )
         )
         await ada.create_rooms(
@@ -90,7 +93,7 @@ async def _seed(path: Path) -> None:
             "facts",
         )
         await ada.create_component(Component("c1", SAM, ADA, GENERAL, "contact", {"phone": "555-0100"}))
-        await ada.create_relationship(SAM, TOM, tags=["neighbours"], metadata={"interactions": 2})
+        await ada.create_relationship(SAM, TOM, tags=["neighbours"], metadata=RelationshipMetadata(interactions=2))
         bea = db.for_agent(BEA)
         await bea.create_agent(AgentRecord(id=BEA, name="Bea"))
 

@@ -8,10 +8,12 @@ import json
 import os
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import EXIT_CONFIG
+from ..record_metadata import WorldMetadata
 from ._finding import find_entity, find_room
 from ._stop import Stop
 
@@ -39,17 +41,15 @@ def memory_json(m: Memory) -> JSON:
     }
 
 
-def _masked_world_metadata(metadata: JSON) -> JSON:
+def _masked_world_metadata(metadata: WorldMetadata) -> JSON:
     """World metadata with the values of secret settings masked (a server's configured keys)."""
-    settings = metadata.get("settings")
-    if not isinstance(settings, dict):
-        return metadata
-    masked = {}
-    for key, spec in settings.items():
-        if isinstance(spec, dict) and (spec.get("secret") or _CREDENTIAL.search(str(key))) and spec.get("value"):
-            spec = {**spec, "value": _MASK}
-        masked[key] = spec
-    return {**metadata, "settings": masked}
+    if metadata.settings is None:
+        return metadata.to_json()
+    masked = {
+        key: replace(setting, value=_MASK) if (setting.secret or _CREDENTIAL.search(key)) and setting.value else setting
+        for key, setting in metadata.settings.items()
+    }
+    return replace(metadata, settings=masked).to_json()
 
 
 def _export_json(agent_id: str, agent_name: str, data: MemoryExport, scope: dict[str, str | None]) -> JSON:
@@ -81,7 +81,7 @@ def _export_json(agent_id: str, agent_name: str, data: MemoryExport, scope: dict
                 "serverId": r.server_id,
                 "channelId": r.channel_id,
                 "createdAt": r.created_at,
-                "metadata": r.metadata,
+                "metadata": r.metadata.to_json(),
             }
             for r in data.rooms
         ],
@@ -90,7 +90,7 @@ def _export_json(agent_id: str, agent_name: str, data: MemoryExport, scope: dict
                 "id": e.id,
                 "names": e.names,
                 "createdAt": e.created_at,
-                "metadata": e.metadata,
+                "metadata": e.metadata.to_json(),
                 "components": [
                     {
                         "id": c.id,
@@ -117,7 +117,7 @@ def _export_json(agent_id: str, agent_name: str, data: MemoryExport, scope: dict
                 "sourceEntityId": r.source_entity_id,
                 "targetEntityId": r.target_entity_id,
                 "tags": r.tags,
-                "metadata": r.metadata,
+                "metadata": r.metadata.to_json(),
                 "createdAt": r.created_at,
             }
             for r in data.relationships

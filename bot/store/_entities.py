@@ -47,7 +47,7 @@ class EntitiesMixin(Statements):
             return True
         now = now_ms()
         rows = [
-            (e.id or new_id(), self._agent_id, e.created_at or now, *self._names(e), dumps(e.metadata or {}))
+            (e.id or new_id(), self._agent_id, e.created_at or now, *self._names(e), dumps(e.metadata.to_json()))
             for e in entities
         ]
         try:
@@ -110,7 +110,7 @@ class EntitiesMixin(Statements):
             raise ValueError("update_entity needs an entity id")
         changed = await self._run(
             "UPDATE entities SET {set_entity_names}, metadata = ? WHERE id = ? AND agent_id = ?",
-            (*self._names(entity), dumps(entity.metadata or {}), entity.id, self._agent_id),
+            (*self._names(entity), dumps(entity.metadata.to_json()), entity.id, self._agent_id),
             tables=_ENTITIES,
         )
         return changed > 0

@@ -17,6 +17,7 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, Protocol, Self, runtime_checkable
 
 from bot.bus import Bus
+from bot.record_metadata import RelationshipMetadata
 from bot.store._health import StoreHealth
 from bot.store._leases import Leases
 from bot.store._roster import Roster
@@ -117,7 +118,7 @@ class EntityStore(StoreScope, Protocol):
         target_entity_id: str,
         *,
         tags: Sequence[str] | None = None,
-        metadata: Mapping[str, object] | None = None,
+        metadata: RelationshipMetadata | None = None,
     ) -> bool: ...
     async def update_relationship(self, relationship: Relationship) -> bool: ...
     async def get_relationship(self, source_entity_id: str, target_entity_id: str) -> Relationship | None: ...

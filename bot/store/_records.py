@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot.errors import StoreError
+from bot.record_metadata import RelationshipMetadata
 from bot.store._dialect import Statements
 from bot.store._protocol import JSONValue
 from bot.store._rows import (
@@ -44,7 +45,7 @@ class RecordsMixin(Statements):
         target_entity_id: str,
         *,
         tags: Sequence[str] | None = None,
-        metadata: Mapping[str, object] | None = None,
+        metadata: RelationshipMetadata | None = None,
     ) -> bool:
         """Store a directed relationship for this agent; False on error, including when it exists."""
         try:
@@ -57,7 +58,7 @@ class RecordsMixin(Statements):
                     target_entity_id,
                     self._agent_id,
                     dumps(list(tags or [])),
-                    dumps(dict(metadata or {})),
+                    dumps((metadata or RelationshipMetadata()).to_json()),
                     now_ms(),
                 ),
                 tables=_RELATIONSHIPS,
@@ -70,7 +71,7 @@ class RecordsMixin(Statements):
         """Overwrite tags and metadata of one of this agent's relationships by id; False if not found."""
         changed = await self._run(
             "UPDATE relationships SET tags = ?, metadata = ? WHERE id = ? AND agent_id = ?",
-            (dumps(list(relationship.tags)), dumps(relationship.metadata or {}), relationship.id, self._agent_id),
+            (dumps(list(relationship.tags)), dumps(relationship.metadata.to_json()), relationship.id, self._agent_id),
             tables=_RELATIONSHIPS,
         )
         return changed > 0
@@ -265,8 +266,8 @@ class RecordsMixin(Statements):
     async def update_task(self, task_id: str, changes: Mapping[str, Any]) -> bool:
         """Update the given fields of one of this agent's tasks; False if not found.
 
-        ``changes`` may hold name, description, room_id, world_id, entity_id, tags and metadata;
-        metadata is replaced whole, not merged. updated_at becomes now. Raises ValueError for other keys.
+        ``changes`` may hold name, description, room_id, world_id, entity_id, tags and metadata
+        (a TaskMetadata); metadata is replaced whole, not merged. updated_at becomes now. Raises ValueError for other keys.
         """
         updates = task_updates(changes)
         # The column names are task_updates' whitelist; tags and metadata come as JSON text.

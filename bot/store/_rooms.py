@@ -36,7 +36,7 @@ class RoomsMixin(Statements):
                 world_id,
                 self._agent_id,
                 world.name or "",
-                dumps(world.metadata or {}),
+                dumps(world.metadata.to_json()),
                 world.server_id or "default",
                 world.created_at or now_ms(),
             ),
@@ -71,7 +71,7 @@ class RoomsMixin(Statements):
         """Overwrite name, server id and metadata of one of this agent's worlds; False if not found."""
         changed = await self._run(
             "UPDATE worlds SET name = ?, server_id = ?, metadata = ? WHERE id = ? AND agent_id = ?",
-            (world.name or "", world.server_id or "default", dumps(world.metadata or {}), world.id, self._agent_id),
+            (world.name or "", world.server_id or "default", dumps(world.metadata.to_json()), world.id, self._agent_id),
             tables=_WORLDS,
         )
         return changed > 0

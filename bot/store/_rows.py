@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from bot.record_metadata import EntityMetadata, RelationshipMetadata, RoomMetadata, TaskMetadata, WorldMetadata
 from bot.store._connect import casefold
 from bot.store._scoped import new_id
 from bot.store._vectors import decode_vector
@@ -154,7 +155,7 @@ def row_to_entity(row: Row, components: list[Component] | None = None) -> Entity
         id=row["id"],
         agent_id=row["agent_id"],
         names=loads(row["names"], []),
-        metadata=loads(row["metadata"], {}),
+        metadata=EntityMetadata.from_json(loads(row["metadata"], {})),
         created_at=row["created_at"],
         components=components if components is not None else [],
     )
@@ -201,7 +202,7 @@ def row_to_world(row: Row) -> World:
         agent_id=row["agent_id"],
         name=row["name"],
         server_id=row["server_id"],
-        metadata=loads(row["metadata"], {}) or {},
+        metadata=WorldMetadata.from_json(loads(row["metadata"], {})),
         created_at=row["created_at"],
     )
 
@@ -216,7 +217,7 @@ def row_to_room(row: Row) -> Room:
         world_id=row["world_id"],
         server_id=row["server_id"],
         channel_id=row["channel_id"],
-        metadata=loads(row["metadata"], {}) or {},
+        metadata=RoomMetadata.from_json(loads(row["metadata"], {})),
         created_at=row["created_at"],
     )
 
@@ -231,7 +232,7 @@ def room_values(room: Room, room_id: str, agent_id: str) -> tuple[str | None, ..
         room.server_id,
         room.world_id,
         room.name,
-        dumps(room.metadata or {}),
+        dumps(room.metadata.to_json()),
         room.channel_id,
         room_id,
     )
@@ -262,7 +263,7 @@ def row_to_relationship(row: Row) -> Relationship:
         target_entity_id=row["target_entity_id"],
         agent_id=row["agent_id"],
         tags=loads(row["tags"], []),
-        metadata=loads(row["metadata"], {}),
+        metadata=RelationshipMetadata.from_json(loads(row["metadata"], {})),
         created_at=row["created_at"],
     )
 
@@ -288,7 +289,7 @@ def row_to_task(row: Row) -> Task:
         world_id=row["world_id"],
         entity_id=row["entity_id"],
         tags=loads(row["tags"], []),
-        metadata=loads(row["metadata"], {}),
+        metadata=TaskMetadata.from_json(loads(row["metadata"], {})),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
@@ -306,7 +307,7 @@ def task_row(task: Task, task_id: str, agent_id: str, now: int) -> tuple[str | i
         task.entity_id,
         agent_id,
         dumps(list(task.tags)),
-        dumps(task.metadata or {}),
+        dumps(task.metadata.to_json()),
         now,
         now,
     )
@@ -326,7 +327,7 @@ def task_updates(changes: Mapping[str, Any]) -> dict[str, str | None]:
         if name == "tags":
             value = dumps(list(value or []))
         elif name == "metadata":
-            value = dumps(dict(value or {}))
+            value = dumps(TaskMetadata().to_json() if value is None else value.to_json())
         elif name == "description":
             value = value or ""
         updates[name] = value

@@ -24,6 +24,7 @@ from bot.events import MessageSent
 from bot.messages import IncomingMessage, Outcome, QuietChannel
 from bot.outgoing import OutgoingFile, Reply, files_in
 from bot.prompt import ask
+from bot.record_metadata import EntityMetadata, PlatformProfile
 from bot.text import repair_text
 from bot.types import JSON, ChannelType, Entity, Memory, Room, World, now_ms
 
@@ -83,7 +84,14 @@ class ConsoleAdapter:
             ]
         )
         await store.create_entities(
-            [Entity(self.entity_id, self.runtime.agent_id, names=[self.user], metadata={SOURCE: {"name": self.user}})]
+            [
+                Entity(
+                    self.entity_id,
+                    self.runtime.agent_id,
+                    names=[self.user],
+                    metadata=EntityMetadata(platforms={SOURCE: PlatformProfile(name=self.user)}),
+                )
+            ]
         )
         await store.add_participants([self.entity_id, self.runtime.agent_id], self.room_id)
         if self.runtime.get_service(CONSOLE_ADAPTER) is None:

@@ -37,6 +37,7 @@ from bot.lifecycle import AdapterState
 from bot.links import LinkState
 from bot.messages import IncomingMessage, NativeRef
 from bot.outgoing import Reply, with_note
+from bot.record_metadata import PlatformProfile
 from bot.refusals import TokenRefused
 from bot.shards import Shards
 from bot.text import first_words
@@ -86,7 +87,6 @@ class DiscordAdapter(
     source = SOURCE
     label = "Discord"
     where = "channel"
-    user_key = "userId"
 
     def __init__(self, runtime: AgentRuntime, config: DiscordConfig, shards: Shards | None = None) -> None:
         super().__init__(runtime, DiscordTokens, config.token.get_secret_value())
@@ -192,6 +192,9 @@ class DiscordAdapter(
     def covers(self, guild_id: int | None) -> bool:
         """Whether this connection hears the server ``guild_id`` (``None``: direct messages)."""
         return self.shards is None or self.shards.covers(guild_id)
+
+    def user_id_in(self, profile: PlatformProfile) -> str | None:
+        return profile.user_id  # Discord's profile keeps the person's id as userId
 
     def serves(self, message: Memory) -> bool:
         """Whether a stored message from Discord is this connection's to answer after a crash: one

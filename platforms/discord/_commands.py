@@ -59,8 +59,8 @@ async def _may_change(adapter: DiscordAdapter, interaction: discord.Interaction)
         return False
     agent = adapter.runtime.agent_id
     world = await adapter.runtime.store.get_world(discord_id(agent, interaction.guild.id))
-    roles = (world.metadata.get("roles") or {}) if world is not None else {}
-    return roles.get(discord_id(agent, user.id)) in (Role.OWNER.value, Role.ADMIN.value)
+    roles = (world.metadata.roles or {}) if world is not None else {}
+    return roles.get(discord_id(agent, user.id)) in (Role.OWNER, Role.ADMIN)
 
 
 async def run_command(adapter: DiscordAdapter, interaction: discord.Interaction, action: str | None) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from bot.connections import SentMessage
 from bot.ids import unique_uuid
 from bot.messages import NativeRef
+from bot.record_metadata import EntityMetadata, Ownership, PlatformProfile, RoomMetadata, WorldMetadata
 from bot.text import repair_text
 from bot.types import ChannelType, Entity, Memory, Role, Room, World
 
@@ -84,26 +85,34 @@ def user_names(user: Any) -> list[str]:
 
 def entity_for_user(agent_id: str, user: Any) -> Entity:
     names = user_names(user)
-    info = {
-        "userId": str(user.id),
-        "username": getattr(user, "name", "") or "",
-        "name": names[0] if names else "",
-        "globalName": getattr(user, "global_name", None),
-        "bot": bool(getattr(user, "bot", False)),
-    }
+    username = getattr(user, "name", "") or ""
+    global_name = getattr(user, "global_name", None)
+    profile = PlatformProfile(
+        user_id=str(user.id),
+        username=username,
+        name=names[0] if names else "",
+        global_name=global_name,
+        bot=bool(getattr(user, "bot", False)),
+        # stored as null when the person has none, as before
+        extra={} if global_name is not None else {"globalName": None},
+    )
     return Entity(
-        discord_id(agent_id, user.id), agent_id, names=names, metadata={SOURCE: info, "username": info["username"]}
+        discord_id(agent_id, user.id),
+        agent_id,
+        names=names,
+        metadata=EntityMetadata(platforms={SOURCE: profile}, username=username),
     )
 
 
 def world_for_guild(agent_id: str, guild: Any, admins: Iterable[Any] = ()) -> World:
     """A guild as a world: its owner is OWNER, ``admins`` (members with Administrator) ADMIN."""
-    roles: dict[str, str] = {discord_id(agent_id, m.id): Role.ADMIN.value for m in admins}
-    metadata: dict[str, Any] = {"roles": roles}
+    roles = {discord_id(agent_id, m.id): Role.ADMIN for m in admins}
+    ownership = None
     if getattr(guild, "owner_id", None):
         owner = discord_id(agent_id, guild.owner_id)
-        metadata["ownership"] = {"ownerId": owner}
-        roles[owner] = Role.OWNER.value
+        ownership = Ownership(owner_id=owner)
+        roles[owner] = Role.OWNER
+    metadata = WorldMetadata(roles=roles, ownership=ownership)
     return World(
         discord_id(agent_id, guild.id),
         agent_id,
@@ -119,11 +128,10 @@ def room_for_channel(agent_id: str, channel: Any, *, dm_with: Any = None) -> Roo
     if kind is None:
         return None
     guild = getattr(channel, "guild", None)
-    metadata: dict[str, Any] = {}
+    metadata = RoomMetadata()
     parent = parent_id(channel)
     if parent is not None:
-        metadata["parentChannelId"] = str(parent)
-        metadata["parentRoomId"] = discord_id(agent_id, parent)
+        metadata = RoomMetadata(parent_channel_id=str(parent), parent_room_id=discord_id(agent_id, parent))
     if kind is ChannelType.DM:
         person = user_names(dm_with)[0] if dm_with is not None and user_names(dm_with) else "someone"
         name = f"DM with {person}"

@@ -271,7 +271,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
     async def left_chat(self, chat: Chat, status: str) -> None:
         """The bot left, or was removed or banned from, ``chat`` (``status``: ``left`` or
         ``kicked``): the relay stops handing it what is said there, its rooms are marked
-        (``metadata.leftAt``, ``leftAs``: SEND_MESSAGE refuses them), WORLD_LEFT."""
+        (``metadata.left_at``, ``left_as``: SEND_MESSAGE refuses them), WORLD_LEFT."""
         _log.info("%s: no longer in Telegram chat %s (%s): %s", self.name, chat.id, chat.title or chat.type, status)
         self._chats.discard(chat.id)
         self._members[chat.id] = False
@@ -428,7 +428,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
     async def room_target(self, room: Room) -> ChatTarget:
         """A chat (or forum topic) this bot is in."""
         assert room.channel_id is not None
-        if room.metadata.get("leftAt"):
+        if room.metadata.left_at:
             raise SendError(f"I'm no longer in {room.name or 'that chat'} on Telegram")
         chat, _, topic = room.channel_id.partition(":")
         return ChatTarget(int(chat), int(topic) if topic else None)

@@ -17,6 +17,7 @@ from typing import Any
 from telegram import Chat, Message, User
 
 from bot.ids import unique_uuid
+from bot.record_metadata import EntityMetadata, Ownership, PlatformProfile, RoomMetadata, WorldMetadata
 from bot.text import repair_text
 from bot.types import ChannelType, Entity, Memory, Role, Room, World
 
@@ -122,14 +123,15 @@ def user_names(user: Any) -> list[str]:
 
 def entity_for_user(agent_id: str, user: Any) -> Entity:
     names = user_names(user)
-    info = {
-        "id": str(user.id),
-        "username": getattr(user, "username", None) or "",
-        "name": names[0],
-        "bot": bool(getattr(user, "is_bot", False)),
-    }
+    username = getattr(user, "username", None) or ""
+    profile = PlatformProfile(
+        id=str(user.id), username=username, name=names[0], bot=bool(getattr(user, "is_bot", False))
+    )
     return Entity(
-        entity_id(agent_id, user.id), agent_id, names=names, metadata={SOURCE: info, "username": info["username"]}
+        entity_id(agent_id, user.id),
+        agent_id,
+        names=names,
+        metadata=EntityMetadata(platforms={SOURCE: profile}, username=username),
     )
 
 
@@ -142,14 +144,15 @@ def _chat_name(chat: Any) -> str:
 
 def world_for_chat(agent_id: str, chat: Any, *, owner_id: int | None = None, admin_ids: Sequence[int] = ()) -> World:
     """A chat as a world: the creator is OWNER, administrators ADMIN (in a DM, the person is OWNER)."""
-    roles = {entity_id(agent_id, a): Role.ADMIN.value for a in admin_ids}
-    metadata: dict[str, Any] = {"roles": roles, "chatType": str(chat.type)}
+    roles = {entity_id(agent_id, a): Role.ADMIN for a in admin_ids}
+    ownership = None
     if owner_id is None and channel_type(chat) is ChannelType.DM:
         owner_id = chat.id  # a private chat's id is the person's id
     if owner_id is not None:
         owner = entity_id(agent_id, owner_id)
-        roles[owner] = Role.OWNER.value
-        metadata["ownership"] = {"ownerId": owner}
+        roles[owner] = Role.OWNER
+        ownership = Ownership(owner_id=owner)
+    metadata = WorldMetadata(roles=roles, ownership=ownership, chat_type=str(chat.type))
     return World(
         world_id(agent_id, chat.id), agent_id, name=_chat_name(chat), server_id=str(chat.id), metadata=metadata
     )
@@ -201,7 +204,7 @@ def _room(agent_id: str, message: Message, topic: int | None) -> Room:
         world_id=world_id(agent_id, chat.id),
         server_id=str(chat.id),
         channel_id=f"{chat.id}:{topic}",
-        metadata={"threadId": topic, "isForumTopic": True, "parentRoomId": room_id(agent_id, chat.id)},
+        metadata=RoomMetadata(thread_id=topic, is_forum_topic=True, parent_room_id=room_id(agent_id, chat.id)),
     )
 
 

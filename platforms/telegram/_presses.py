@@ -85,7 +85,7 @@ def translate_press(agent_id: str, query: CallbackQuery, message: MaybeInaccessi
     chat, presser = message.chat, query.from_user
     # An InaccessibleMessage says nothing of its forum topic: the chat's main room it is.
     room = room_for_message(agent_id, message) if isinstance(message, Message) else chat_room(agent_id, chat)
-    topic = room.metadata.get("threadId")
+    topic = room.metadata.thread_id
     press = Press.find(str(query.data), shown_buttons(message))
     memory = Memory(
         id=message_id(agent_id, chat.id, f"press-{query.id}"),

@@ -40,7 +40,7 @@ E = TypeVar("E", bound=Event)
 
 
 class Presence(StrEnum):
-    """Whether a person is in the world, kept in their entity's ``metadata["status"]``."""
+    """Whether a person is in the world, kept in their entity's ``metadata.status``."""
 
     ACTIVE = "ACTIVE"
     INACTIVE = "INACTIVE"  # left
@@ -105,10 +105,12 @@ async def _set_presence(runtime: AgentRuntime, event: EntityJoined | EntityLeft,
         if not entity_id:
             _log.error("%s: %s without an entityId; ignored", runtime.character.name, event.name)
         return  # the adapter creates entities it has not seen; nothing to mark yet
-    if entity.metadata.get("status", Presence.ACTIVE) == status:
+    if (entity.metadata.status or Presence.ACTIVE) == status:
         return
-    stamp = "leftAt" if status is Presence.INACTIVE else "joinedAt"
-    entity.metadata = {**entity.metadata, "status": status.value, stamp: now_ms()}
+    if status is Presence.INACTIVE:
+        entity.metadata = replace(entity.metadata, status=status.value, left_at=now_ms())
+    else:
+        entity.metadata = replace(entity.metadata, status=status.value, joined_at=now_ms())
     await runtime.store.update_entity(entity)
 
 

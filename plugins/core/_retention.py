@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from bot.components import TaskWorker
 from bot.errors import ModelError
 from bot.models import ModelType
+from bot.record_metadata import TaskMetadata
 from bot.settings import SettingReader
 from bot.types import ChannelType, Memory, Task
 
@@ -413,8 +414,8 @@ async def schedule(runtime: AgentRuntime, settings: RetentionSettings) -> None:
         for task in extra:
             if task.id:
                 await store.delete_task(task.id)
-        if first.id and first.metadata.get("updateInterval") != interval:
-            await store.update_task(first.id, {"metadata": {**first.metadata, "updateInterval": interval}})
+        if first.id and first.metadata.update_interval != interval:
+            await store.update_task(first.id, {"metadata": replace(first.metadata, update_interval=interval)})
         return
     await store.create_agent(runtime.character.to_record())  # no-op when it exists
     await store.create_task(
@@ -422,6 +423,6 @@ async def schedule(runtime: AgentRuntime, settings: RetentionSettings) -> None:
             TASK_NAME,
             description="Compact old conversation into summaries (memory retention)",
             tags=["queue", "repeat"],
-            metadata={"updateInterval": interval, "updatedAt": runtime.clock()},
+            metadata=TaskMetadata(update_interval=interval, updated_at=runtime.clock()),
         )
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -17,8 +17,9 @@ from bot.errors import ConfigError, PartlySent, SendError
 from bot.events import MessageSent
 from bot.lifecycle import AdapterState
 from bot.outgoing import Reply
+from bot.record_metadata import EntityMetadata, Ownership, WorldMetadata
 from bot.runtime import AgentRuntime
-from bot.types import ChannelType, Entity, Memory, Room, World
+from bot.types import ChannelType, Entity, Memory, Role, Room, World
 
 from .test_runtime import db, runtime  # noqa: F401  (fixtures)
 
@@ -245,7 +246,9 @@ def guild(rt: AgentRuntime, roles: dict[str, str], owner: str | None = "owner", 
     metadata: dict[str, Any] = {"roles": dict(roles)}
     if owner:
         metadata["ownership"] = {"ownerId": owner}
-    return World(rt.unique_id("chat:guild"), rt.agent_id, name=name, server_id="1", metadata=metadata)
+    return World(
+        rt.unique_id("chat:guild"), rt.agent_id, name=name, server_id="1", metadata=WorldMetadata.from_json(metadata)
+    )
 
 
 async def test_a_world_seen_again_unchanged_is_not_written_again(runtime, monkeypatch) -> None:  # noqa: F811
@@ -253,7 +256,7 @@ async def test_a_world_seen_again_unchanged_is_not_written_again(runtime, monkey
     adapter = ChatAdapter(rt)
     reported = guild(rt, {"owner": "OWNER", "ana": "ADMIN"})
     stored, created = await adapter.connections.merge_world(reported)
-    assert created and stored.metadata["roles"] == {"owner": "OWNER", "ana": "ADMIN"}
+    assert created and stored.metadata.roles == {"owner": "OWNER", "ana": "ADMIN"}
     writes = count_world_writes(monkeypatch, rt.store)
     again, created = await ChatAdapter(rt).connections.merge_world(guild(rt, {"owner": "OWNER", "ana": "ADMIN"}))
     assert not created and again.metadata == stored.metadata
@@ -266,21 +269,22 @@ async def test_roles_given_through_update_role_are_kept_and_new_admins_added(run
     await connections.merge_world(guild(rt, {"owner": "OWNER", "ana": "ADMIN"}))
     world = await rt.store.get_world(guild(rt, {}).id)
     assert world is not None
-    world.metadata["roles"] |= {"ana": "NONE", "bo": "ADMIN"}  # as UPDATE_ROLE writes them
+    roles = {**(world.metadata.roles or {}), "ana": Role.NONE, "bo": Role.ADMIN}
+    world.metadata = replace(world.metadata, roles=roles)  # as UPDATE_ROLE writes them
     await rt.store.update_world(world)
     merged, _ = await connections.merge_world(guild(rt, {"owner": "OWNER", "ana": "ADMIN", "cy": "ADMIN"}, name="New"))
     stored = await rt.store.get_world(world.id)
     assert stored is not None and stored == merged
     assert stored.name == "New"
-    assert stored.metadata["roles"] == {"owner": "OWNER", "ana": "NONE", "bo": "ADMIN", "cy": "ADMIN"}
+    assert stored.metadata.roles == {"owner": "OWNER", "ana": "NONE", "bo": "ADMIN", "cy": "ADMIN"}
 
 
 def test_whoever_owns_the_server_on_the_platform_is_owner(runtime) -> None:  # noqa: F811
     rt = runtime
     stored = guild(rt, {"old": "OWNER", "new": "NONE"}, owner="old")
     merged = merged_world(stored, guild(rt, {"new": "OWNER"}, owner="new"))
-    assert merged is not None and merged.metadata["ownership"] == {"ownerId": "new"}
-    assert merged.metadata["roles"] == {"old": "OWNER", "new": "OWNER"}
+    assert merged is not None and merged.metadata.ownership == Ownership(owner_id="new")
+    assert merged.metadata.roles == {"old": "OWNER", "new": "OWNER"}
     assert merged_world(merged, guild(rt, {"new": "OWNER"}, owner="new")) is None  # nothing new: nothing to write
 
 
@@ -355,10 +359,10 @@ async def test_the_messenger_says_what_it_cannot_reach(runtime) -> None:  # noqa
     adapter = ChatAdapter(rt)
     with pytest.raises(SendError, match=r"^that is not a Chat room$"):
         await adapter.send_to_room(room(rt, source="elsewhere"), {"text": "hi"})
-    stranger = Entity(rt.unique_id("chat:user:9"), rt.agent_id, names=["Sam"], metadata={})
+    stranger = Entity(rt.unique_id("chat:user:9"), rt.agent_id, names=["Sam"], metadata=EntityMetadata.from_json({}))
     with pytest.raises(SendError, match=r"^I don't know Sam on Chat$"):
         await adapter.send_to_entity(stranger, {"text": "hi"})
-    known = Entity(stranger.id, rt.agent_id, names=["Sam"], metadata={"chat": {"id": "9"}})
+    known = Entity(stranger.id, rt.agent_id, names=["Sam"], metadata=EntityMetadata.from_json({"chat": {"id": "9"}}))
     [memory] = await adapter.send_to_entity(known, {"text": "hi Sam"})
     assert memory.room_id == room(rt, "dm-9").id
     assert adapter.posted == [Posted(1, "dm-9", "hi Sam")]

@@ -7,6 +7,7 @@ import pytest
 from bot.connections import Connections, TokenClaims, record_sent
 from bot.errors import ConfigError
 from bot.events import MessageSent
+from bot.record_metadata import EntityMetadata
 from bot.types import ChannelType, Entity, Memory, Room
 
 from .test_runtime import db, runtime  # noqa: F401  (fixtures)
@@ -27,13 +28,23 @@ async def test_rooms_and_entities_are_written_once_and_names_kept_current(runtim
     await connections.ensure_rooms([room])
     assert writes == []
 
-    person = Entity(rt.unique_id("chat:user:1"), rt.agent_id, names=["Sam"], metadata={"chat": {"id": "1"}})
+    person = Entity(
+        rt.unique_id("chat:user:1"),
+        rt.agent_id,
+        names=["Sam"],
+        metadata=EntityMetadata.from_json({"chat": {"id": "1"}}),
+    )
     await connections.ensure_entity(person, room.id)
     assert await rt.store.is_room_participant(room.id, person.id)
-    renamed = Entity(person.id, rt.agent_id, names=["Samantha"], metadata={"chat": {"id": "1", "nick": "S"}})
+    renamed = Entity(
+        person.id,
+        rt.agent_id,
+        names=["Samantha"],
+        metadata=EntityMetadata.from_json({"chat": {"id": "1", "nick": "S"}}),
+    )
     await Connections(rt, "chat").ensure_entity(renamed)  # a new run sees the new name
     stored = await rt.store.get_entity(person.id)
-    assert stored.names == ["Samantha", "Sam"] and stored.metadata["chat"] == {"id": "1", "nick": "S"}
+    assert stored.names == ["Samantha", "Sam"] and stored.metadata.to_json()["chat"] == {"id": "1", "nick": "S"}
 
 
 async def test_sent_messages_are_stored_and_announced(runtime) -> None:  # noqa: F811

@@ -20,6 +20,7 @@ from bot.messages import IncomingMessage, Outcome, QuietChannel, Status
 from bot.models import ModelType
 from bot.plugins import PluginMeta
 from bot.plugins import load_order as _load_order
+from bot.record_metadata import TaskMetadata
 from bot.redact import SecretFilter
 from bot.runtime import AgentRuntime, RuntimeState
 from bot.store import Database
@@ -390,7 +391,7 @@ async def test_task_loop_runs_stored_tasks_in_the_background(tmp_path: Path, db:
 
     rt.register_task_worker(TaskWorker("ping", execute))
     await rt.start()
-    await rt.store.create_task(Task("ping", tags=["queue"], metadata={"options": {"n": 1}}))
+    await rt.store.create_task(Task("ping", tags=["queue"], metadata=TaskMetadata.from_json({"options": {"n": 1}})))
     await asyncio.wait_for(done.wait(), 5)
     await rt.close()
 
@@ -461,7 +462,9 @@ async def test_one_shot_and_repeating_tasks(tmp_path: Path, db: Database) -> Non
     store = rt.store
     await store.create_task(Task("once", tags=["queue"]))
     await store.create_task(Task("flaky", tags=["queue"]))
-    await store.create_task(Task("every", tags=["queue", "repeat"], metadata={"updateInterval": 60_000}))
+    await store.create_task(
+        Task("every", tags=["queue", "repeat"], metadata=TaskMetadata.from_json({"updateInterval": 60_000}))
+    )
     await store.create_task(Task("skipped", tags=["queue"]))
     await store.create_task(Task("unqueued", tags=[]))
     await store.create_task(Task("no-worker", tags=["queue"]))
@@ -489,8 +492,12 @@ async def test_a_failing_task_is_not_retried_on_every_tick(tmp_path: Path, db: D
     await rt.start()
     for name in ("hourly", "once"):
         rt.register_task_worker(TaskWorker(name, failing))
-    await rt.store.create_task(Task("hourly", tags=["queue", "repeat"], metadata={"updateInterval": 3_600_000}))
-    await rt.store.create_task(Task("once", tags=["queue"], metadata={"options": {"to": "Sam"}}))
+    await rt.store.create_task(
+        Task("hourly", tags=["queue", "repeat"], metadata=TaskMetadata.from_json({"updateInterval": 3_600_000}))
+    )
+    await rt.store.create_task(
+        Task("once", tags=["queue"], metadata=TaskMetadata.from_json({"options": {"to": "Sam"}}))
+    )
 
     async def tick(seconds: float) -> None:
         now[0] += int(seconds * 1000)
@@ -508,7 +515,7 @@ async def test_a_failing_task_is_not_retried_on_every_tick(tmp_path: Path, db: D
     await tick(3_600)
     assert sorted(ran) == ["hourly", "hourly", "once", "once", "once"]  # the repeating one at its next turn
     [once] = await rt.store.get_tasks_by_name("once")
-    assert once.metadata["options"] == {"to": "Sam"}  # what the task carries is kept
+    assert once.metadata.options == {"to": "Sam"}  # what the task carries is kept
     await rt.close()
 
 

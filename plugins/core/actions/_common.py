@@ -46,17 +46,7 @@ PRIVILEGED = frozenset({Role.OWNER, Role.ADMIN})
 
 def role_in(world: World | None, entity_id: str) -> Role:
     """``entity_id``'s role in ``world``: the recorded role, OWNER for the recorded owner, else NONE."""
-    if world is None:
-        return Role.NONE
-    ownership = world.metadata.get("ownership")
-    if isinstance(ownership, Mapping) and ownership.get("ownerId") == entity_id:
-        return Role.OWNER
-    roles = world.metadata.get("roles")
-    raw = roles.get(entity_id) if isinstance(roles, Mapping) else None
-    try:
-        return Role(str(raw).upper()) if raw else Role.NONE
-    except ValueError:
-        return Role.NONE
+    return world.metadata.role_of(entity_id) if world is not None else Role.NONE
 
 
 async def room_and_world(

@@ -1,7 +1,7 @@
 """CHOOSE_OPTION: pick one of the options a pending task is waiting for, or cancel the task.
 
 A plugin that needs a human decision stores a task tagged ``AWAITING_CHOICE`` in the room,
-with ``metadata["options"]`` (strings or ``{name, description}``) and a task worker of the same
+with ``metadata.options`` (strings or ``{name, description}``) and a task worker of the same
 name (see :mod:`bot.choices`, whose ``offer_options`` shows the options as buttons). When the
 person answers, this action works out which task and option they meant, runs the worker with
 ``{"option": <name>}`` and removes the task (a task tagged ``repeat`` stays). ``ABORT`` cancels

@@ -1,6 +1,6 @@
 """UPDATE_ROLE: a server's owner or admins give people roles, by asking the agent.
 
-Roles live in ``world.metadata["roles"]`` (entity id → OWNER / ADMIN / NONE) of the room's
+Roles live in ``world.metadata.roles`` (entity id → OWNER / ADMIN / NONE) of the room's
 world. The rules are ours: upstream compares the *target's* role with the requester's (so no
 admin can ever change another admin) and reads the world from a setting rather than the room.
 
@@ -15,6 +15,7 @@ admin can ever change another admin) and reads the world from a setting rather t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bot.components import Action, ActionContext, ActionResult, State
@@ -63,8 +64,7 @@ def refusal(requester: Role, requester_id: str, target_id: str, current: Role, n
         return "only the server's owner or an admin can change roles"
     if target_id == requester_id:
         return "nobody can change their own role"
-    ownership = world.metadata.get("ownership")
-    if isinstance(ownership, Mapping) and ownership.get("ownerId") == target_id and new is not Role.OWNER:
+    if world.metadata.owner_id == target_id and new is not Role.OWNER:
         return "the server's owner always stays an owner"
     if requester is Role.ADMIN:
         if new is Role.OWNER:
@@ -108,7 +108,7 @@ async def _handler(context: ActionContext) -> ActionResult:
         )
         return ActionResult(success=False, error="no role assignment found in the request")
 
-    roles = dict(world.metadata.get("roles") or {})
+    roles = dict(world.metadata.roles or {})
     lines: list[str] = []
     changed: dict[str, str] = {}
     for item in assignments:
@@ -116,10 +116,11 @@ async def _handler(context: ActionContext) -> ActionResult:
         lines.append(line)
         if change is not None:
             target_id, new = change
-            roles[target_id] = changed[target_id] = new.value
+            roles[target_id] = new
+            changed[target_id] = new.value
 
     if changed:
-        world.metadata["roles"] = roles
+        world.metadata = replace(world.metadata, roles=roles)
         await store.update_world(world)
     await notify(context.reply, "\n".join(lines), NAME, message)
     return ActionResult(

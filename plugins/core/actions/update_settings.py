@@ -1,8 +1,8 @@
 """UPDATE_SETTINGS: a server's owner or admins configure it by telling the agent the values.
 
-A server's settings live in ``world.metadata["settings"]``, keyed by setting key; each is
-``{name, description, value, required, secret, dependsOn: [keys]}`` (a bare value is read as
-``{"value": …}``). In a DM the agent helps with the servers the sender owns or administers (the
+A server's settings live in ``world.metadata.settings``, keyed by setting key; each a
+:class:`~bot.record_metadata.Setting` (name, description, value, required, secret, the keys it
+depends on). In a DM the agent helps with the servers the sender owns or administers (the
 onboarding conversation the SETTINGS provider starts); in a server room, with that server.
 
 Only an OWNER or ADMIN may change settings; anyone else is told so and nothing changes. Only
@@ -14,9 +14,11 @@ value. The answer is built from what happened, not by another model call.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from bot.components import Action, ActionContext, ActionResult, State
+from bot.record_metadata import Setting
 from bot.types import ChannelType, Memory, World
 
 from ..providers.settings import MASK, character_secrets, is_secret_setting
@@ -40,17 +42,8 @@ _DM_TYPES = frozenset({ChannelType.DM, ChannelType.VOICE_DM})
 _MAX_VALUE_CHARS = 2000
 
 
-def _settings(world: World) -> dict[str, Any]:
-    raw = world.metadata.get("settings")
-    return dict(raw) if isinstance(raw, Mapping) else {}
-
-
-def _spec(raw: Any) -> dict[str, Any]:
-    return dict(raw) if isinstance(raw, Mapping) else {"value": raw}
-
-
-def _is_set(spec: Mapping[str, Any]) -> bool:
-    return spec.get("value") not in (None, "")
+def _settings(world: World) -> dict[str, Setting]:
+    return dict(world.metadata.settings or {})
 
 
 async def configurable_worlds(runtime: AgentRuntime, message: Memory, state: State | None = None) -> list[World]:
@@ -64,7 +57,7 @@ async def configurable_worlds(runtime: AgentRuntime, message: Memory, state: Sta
 
 
 def apply_updates(
-    settings: dict[str, Any], updates: list[tuple[str, str]], secrets: list[str]
+    settings: dict[str, Setting], updates: list[tuple[str, str]], secrets: list[str]
 ) -> tuple[list[str], list[str]]:
     """Set each ``(key, value)`` in ``settings`` in order.
 
@@ -77,12 +70,9 @@ def apply_updates(
         if key.startswith("_") or key not in settings:
             lines.append(f"There is no setting called {key}.")
             continue
-        spec = _spec(settings[key])
-        name = str(spec.get("name") or key)
-        depends = spec.get("dependsOn") or []
-        missing = [
-            d for d in ([depends] if isinstance(depends, str) else depends) if not _is_set(_spec(settings.get(d)))
-        ]
+        setting = settings[key]
+        name = setting.name or key
+        missing = [d for d in setting.dependencies if d not in settings or not settings[d].is_set]
         if missing:
             lines.append(f"{name} needs {', '.join(str(m) for m in missing)} set first.")
             continue
@@ -92,34 +82,31 @@ def apply_updates(
         if len(value) > _MAX_VALUE_CHARS:
             lines.append(f"The value for {name} is too long (at most {_MAX_VALUE_CHARS} characters).")
             continue
-        spec["value"] = value.strip()
-        settings[key] = spec
-        shown = MASK if is_secret_setting(key, spec, secrets) else spec["value"]
+        # A setting given a value is stored as an object from now on, whatever it was.
+        settings[key] = setting = replace(setting, value=value.strip(), bare=False)
+        shown = MASK if is_secret_setting(key, setting, secrets) else setting.value
         updated.append(key)
         lines.append(f"{name} is now {shown}.")
     return updated, lines
 
 
-def _prompt_lines(settings: Mapping[str, Any], secrets: list[str]) -> str:
+def _prompt_lines(settings: Mapping[str, Setting], secrets: list[str]) -> str:
     lines = []
-    for key, raw in settings.items():
-        if str(key).startswith("_"):
+    for key, setting in settings.items():
+        if key.startswith("_"):
             continue
-        spec = _spec(raw)
-        shown = (
-            (MASK if is_secret_setting(str(key), spec, secrets) else spec.get("value")) if _is_set(spec) else "not set"
-        )
-        need = "required" if spec.get("required") else "optional"
-        description = spec.get("usageDescription") or spec.get("description") or ""
-        lines.append(f"- {key} ({spec.get('name') or key}; {need}; now: {shown}): {description}".rstrip(": "))
+        shown = (MASK if is_secret_setting(key, setting, secrets) else setting.value) if setting.is_set else "not set"
+        need = "required" if setting.required else "optional"
+        description = setting.usage_description or setting.description or ""
+        lines.append(f"- {key} ({setting.name or key}; {need}; now: {shown}): {description}".rstrip(": "))
     return "\n".join(lines)
 
 
-def _still_required(settings: Mapping[str, Any]) -> list[str]:
+def _still_required(settings: Mapping[str, Setting]) -> list[str]:
     return [
-        str(_spec(v).get("name") or k)
-        for k, v in settings.items()
-        if not str(k).startswith("_") and _spec(v).get("required") and not _is_set(_spec(v))
+        setting.name or key
+        for key, setting in settings.items()
+        if not key.startswith("_") and setting.required and not setting.is_set
     ]
 
 
@@ -164,7 +151,7 @@ async def _handler(context: ActionContext) -> ActionResult:
 
     updated, lines = apply_updates(settings, updates, secrets)
     if updated:
-        world.metadata["settings"] = settings
+        world.metadata = replace(world.metadata, settings=settings)
         await runtime.store.update_world(world)
     remaining = _still_required(settings)
     if updated:

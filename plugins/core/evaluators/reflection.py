@@ -33,6 +33,7 @@ from bot.components import ActionContext, Evaluator, State
 from bot.errors import ModelError
 from bot.ids import is_uuid
 from bot.models import ModelType
+from bot.record_metadata import RelationshipMetadata
 from bot.store import JSONValue
 from bot.types import Entity, Memory, now_ms
 
@@ -275,15 +276,13 @@ async def _learn(
         now = runtime.clock()
         if existing is None:
             await store.create_relationship(
-                source, target, tags=tags, metadata={"interactions": 1, "lastInteractionAt": now}
+                source, target, tags=tags, metadata=RelationshipMetadata(interactions=1, last_interaction_at=now)
             )
         else:
             existing.tags = sorted(set(existing.tags) | set(tags))
-            existing.metadata = {
-                **existing.metadata,
-                "interactions": int(existing.metadata.get("interactions", 0)) + 1,
-                "lastInteractionAt": now,
-            }
+            existing.metadata = replace(
+                existing.metadata, interactions=(existing.metadata.interactions or 0) + 1, last_interaction_at=now
+            )
             await store.update_relationship(existing)
 
     _log.debug("%s: reflection stored %d new facts", runtime.character.name, stored)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from bot.components import Provider, ProviderResult, State
+from bot.record_metadata import EntityMetadata, PlatformProfile
 from bot.types import Entity, Memory
 
 from ._common import UNKNOWN_USER, display_name, find_room
@@ -15,19 +16,23 @@ if TYPE_CHECKING:
 
 __all__ = ["provider"]
 
-# Profile fields worth showing from metadata (top level or under the platform's key).
-_PROFILE_KEYS = ("username", "userName", "displayName", "handle")
-
 
 def _profile(entity: Entity, source: str | None) -> dict[str, str]:
+    """Profile fields worth showing: the platform's first, then the entity's own."""
     found: dict[str, str] = {}
-    places: list[Mapping[str, Any]] = [entity.metadata]
-    if source and isinstance(entity.metadata.get(source), Mapping):
-        places.insert(0, entity.metadata[source])
+    places: list[PlatformProfile | EntityMetadata] = [entity.metadata]
+    platform = entity.metadata.profile(source)
+    if platform is not None:
+        places.insert(0, platform)
     for place in places:
-        for key in _PROFILE_KEYS:
-            value = place.get(key)
-            if isinstance(value, str) and value and key not in found:
+        shown = {
+            "username": place.username,
+            "userName": place.user_name,
+            "displayName": place.display_name,
+            "handle": place.handle,
+        }
+        for key, value in shown.items():
+            if value and key not in found:
                 found[key] = value
     return found
 
@@ -35,10 +40,9 @@ def _profile(entity: Entity, source: str | None) -> dict[str, str]:
 def _name_for(entity: Entity, source: str | None, agent_id: str, agent_name: str) -> str:
     if entity.id == agent_id:
         return agent_name
-    platform = entity.metadata.get(source) if source else None
-    name = platform.get("name") if isinstance(platform, Mapping) else None
-    if isinstance(name, str) and name:
-        return name
+    platform = entity.metadata.profile(source)
+    if platform is not None and platform.name:
+        return platform.name
     return display_name(entity)
 
 
@@ -62,7 +66,7 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
     people = await runtime.store.get_entities_for_room(message.room_id, include_components=True)
     entries = []
     for entity in people:
-        merged = dict(entity.metadata)
+        merged = entity.metadata.to_json()
         for component in entity.components:
             merged.update(component.data)
         entries.append(

@@ -2,7 +2,7 @@
 
 A CSV of ``name,interactions,tags`` (tags joined with ``;``), at most 30 rows, names resolved
 in one store call. People the message names come first; then the rest by interactions, which
-count for less the longer ago the last one was (``metadata.lastInteractionAt``, written by the
+count for less the longer ago the last one was (``metadata.last_interaction_at``, written by the
 reflection evaluator; a relationship without it counts in full).
 """
 
@@ -32,11 +32,8 @@ _NONE = "No relationships found."
 
 def _weight(relationship: Relationship, now: int) -> float:
     """Interactions, halved for every ``_HALF_LIFE_DAYS`` since the last one."""
-    last = relationship.metadata.get("lastInteractionAt")
-    try:
-        age_days = max(0, now - int(last)) / _DAY_MS if last is not None else 0.0
-    except (TypeError, ValueError):
-        age_days = 0.0
+    last = relationship.metadata.last_interaction_at
+    age_days = max(0, now - last) / _DAY_MS if last is not None else 0.0
     return _interactions(relationship) * math.pow(0.5, age_days / _HALF_LIFE_DAYS)
 
 
@@ -45,10 +42,7 @@ def _named_in(text: str, name: str) -> bool:
 
 
 def _interactions(relationship: Relationship) -> int:
-    try:
-        return int(relationship.metadata.get("interactions") or 0)
-    except (TypeError, ValueError):
-        return 0
+    return relationship.metadata.interactions or 0
 
 
 async def _get(runtime: AgentRuntime, message: Memory, state: State) -> ProviderResult:

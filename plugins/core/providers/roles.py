@@ -1,11 +1,10 @@
-"""ROLES: who owns and administers the server, from ``world.metadata["roles"]``.
+"""ROLES: who owns and administers the server, from ``world.metadata.roles``.
 
 Only shown in group rooms: in a DM, roles of a server are nobody's business.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from bot.components import Provider, ProviderResult, State
@@ -25,13 +24,6 @@ def _result(text: str, roles: list[dict[str, str]] | None = None) -> ProviderRes
     return ProviderResult(text=text, values={"roles": text}, data={"roles": roles or []})
 
 
-def _role(value: object) -> Role:
-    try:
-        return Role(str(value).upper())
-    except ValueError:
-        return Role.NONE
-
-
 async def _get(runtime: AgentRuntime, message: Memory, state: State) -> ProviderResult:
     room = await find_room(runtime, message)
     if room is None:
@@ -39,14 +31,12 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
     if room.type not in GROUP_TYPES:
         return _result("# Roles\nRoles are only shown in group conversations.")
     world = await runtime.store.get_world(room.world_id) if room.world_id else None
-    raw = world.metadata.get("roles") if world is not None else None
-    if not isinstance(raw, Mapping) or not raw:
+    raw = world.metadata.roles if world is not None else None
+    if not raw:
         return _result("# Roles\nNo role information is available for this server.")
 
-    names = await entity_names(runtime, [str(k) for k in raw])
-    roles = [
-        {"entityId": str(k), "name": names.get(str(k), UNKNOWN_USER), "role": _role(v).value} for k, v in raw.items()
-    ]
+    names = await entity_names(runtime, list(raw))
+    roles = [{"entityId": k, "name": names.get(k, UNKNOWN_USER), "role": v.value} for k, v in raw.items()]
     lines = [f"# Roles in {world.name or 'this server'}" if world is not None else "# Roles"]
     for role, title in _SECTIONS:
         members = [r for r in roles if r["role"] == role.value]

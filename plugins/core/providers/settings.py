@@ -1,4 +1,4 @@
-"""SETTINGS: the server's configuration (``world.metadata["settings"]``), never its secrets.
+"""SETTINGS: the server's configuration (``world.metadata.settings``), never its secrets.
 
 In a group room it shows the current configuration of the room's world. In a DM it shows the
 worlds the sender owns, with the required settings still missing, so the agent can help its
@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from bot.components import Provider, ProviderResult, State
+from bot.record_metadata import Setting
 from bot.types import ChannelType, Memory, World
 
 from ._common import UNKNOWN_USER, entity_names, find_room
@@ -43,31 +44,27 @@ def character_secrets(runtime: AgentRuntime) -> list[str]:
     return values
 
 
-def is_secret_setting(key: str, spec: Mapping[str, Any], secrets: list[str]) -> bool:
+def is_secret_setting(key: str, setting: Setting, secrets: list[str]) -> bool:
     """Whether a setting's value must be masked: marked secret, named like a credential, or
     holding one of the character's secrets."""
-    text = "" if spec.get("value") is None else str(spec.get("value"))
-    return bool(spec.get("secret")) or bool(_CREDENTIAL.search(key)) or any(s in text for s in secrets if len(s) >= 4)
+    text = "" if setting.value is None else str(setting.value)
+    return bool(setting.secret) or bool(_CREDENTIAL.search(key)) or any(s in text for s in secrets if len(s) >= 4)
 
 
 def _entries(world: World, secrets: list[str]) -> list[dict[str, Any]]:
     """The world's settings, normalised and with every secret value already masked."""
-    raw = world.metadata.get("settings")
-    if not isinstance(raw, Mapping):
-        return []
     entries = []
-    for key, setting in raw.items():
-        spec = setting if isinstance(setting, Mapping) else {"value": setting}
-        value = spec.get("value")
-        is_set = value not in (None, "")
+    for key, setting in (world.metadata.settings or {}).items():
+        value = setting.value
+        is_set = setting.is_set
         text = "" if value is None else str(value)
-        hidden = is_secret_setting(str(key), spec, secrets)
+        hidden = is_secret_setting(key, setting, secrets)
         entries.append(
             {
-                "key": str(key),
-                "name": str(spec.get("name") or key),
-                "description": str(spec.get("usageDescription") or spec.get("description") or ""),
-                "required": bool(spec.get("required")),
+                "key": key,
+                "name": setting.name or key,
+                "description": setting.usage_description or setting.description or "",
+                "required": bool(setting.required),
                 "secret": hidden,
                 "set": is_set,
                 "value": (MASK if is_set else "") if hidden else text,
@@ -89,8 +86,7 @@ def _line(entry: Mapping[str, Any]) -> str:
 async def _owned_worlds(runtime: AgentRuntime, owner_id: str) -> list[World]:
     owned = []
     for world in await runtime.store.get_worlds_with_settings():
-        ownership = world.metadata.get("ownership")
-        if isinstance(ownership, Mapping) and ownership.get("ownerId") == owner_id:
+        if world.metadata.owner_id == owner_id:
             owned.append(world)
     return owned
 
@@ -102,7 +98,7 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
     secrets = character_secrets(runtime)
 
     if room.type in _DM_TYPES:
-        worlds = [w for w in await _owned_worlds(runtime, message.entity_id) if w.metadata.get("settings")]
+        worlds = [w for w in await _owned_worlds(runtime, message.entity_id) if w.metadata.settings]
         if not worlds:
             return _result("# Settings\nNo server settings to show in this conversation.")
         names = await entity_names(runtime, [message.entity_id])

@@ -59,7 +59,7 @@ async def forget_entity_leaves_nothing(backend: StoreBackend, store: Store, stor
     assert [(r.source_entity_id, r.target_entity_id) for r in await store.get_relationships(V)] == [(V, A)]
     assert [c.id for c in await store.get_components(V)] == ["c-v"]
     world = await store.get_world(W)
-    assert world is not None and world.metadata == {"ownership": {}, "roles": {V: "NONE"}}
+    assert world is not None and world.metadata.to_json() == {"ownership": {}, "roles": {V: "NONE"}}
     assert await store.get_cache("unrelated") == {"ok": True}
     assert [t.name for t in await store.get_tasks()] == ["KEEP"]
     assert await store.get_participant_state(R, A) == RoomState.FOLLOWED

@@ -7,6 +7,7 @@ import asyncio
 import logging
 
 from bot.events import WorldJoined
+from bot.record_metadata import Ownership, Role
 from bot.types import ChannelType
 from platforms.discord._mapping import discord_id
 
@@ -28,9 +29,10 @@ async def test_the_server_becomes_a_world_with_rooms_and_roles(scene) -> None:
     rt = s.runtime("Ada")
     world = await rt.store.get_world(discord_id(rt.agent_id, s.guild.id))
     assert world.name == "Writers" and world.server_id == str(s.guild.id)
-    assert world.metadata["ownership"] == {"ownerId": discord_id(rt.agent_id, s.sam.id)}
-    assert world.metadata["roles"][discord_id(rt.agent_id, s.sam.id)] == "OWNER"
-    assert world.metadata["roles"][discord_id(rt.agent_id, dee.id)] == "ADMIN"
+    assert world.metadata.ownership == Ownership(owner_id=discord_id(rt.agent_id, s.sam.id))
+    roles = world.metadata.roles or {}
+    assert roles[discord_id(rt.agent_id, s.sam.id)] is Role.OWNER
+    assert roles[discord_id(rt.agent_id, dee.id)] is Role.ADMIN
     rooms = {r.name: r.type for r in await rt.store.get_rooms_by_world(world.id)}
     assert rooms["general"] is ChannelType.GROUP and rooms["lounge"] is ChannelType.GROUP
 
@@ -48,7 +50,7 @@ async def test_people_joining_and_leaving(scene) -> None:
     assert entity.names == ["nia"]
     await s.fake.member_leaves(s.guild, newcomer)
     async with asyncio.timeout(60):
-        while (await rt.store.get_entity(entity_id)).metadata.get("status") != "INACTIVE":
+        while (await rt.store.get_entity(entity_id)).metadata.status != "INACTIVE":
             await asyncio.sleep(0.01)
 
 
@@ -108,7 +110,7 @@ async def test_threads_follow_their_parent_in_channel_ids(scene) -> None:
     assert sent[0].channel is thread
     rt = s.runtime("Ada")
     room = await rt.store.get_room(discord_id(rt.agent_id, thread.id))
-    assert room.type is ChannelType.THREAD and room.metadata["parentChannelId"] == str(s.lounge.id)
+    assert room.type is ChannelType.THREAD and room.metadata.parent_channel_id == str(s.lounge.id)
 
 
 def assert_chat_format(prompt: str) -> None:
@@ -205,4 +207,4 @@ async def test_world_events_when_connecting_and_when_invited_to_a_new_server(sce
     await until(lambda: seen)
     assert seen == [("Second Stage", "discord")]
     world = await rt.store.get_world(discord_id(rt.agent_id, other.id))
-    assert world.metadata["roles"] == {discord_id(rt.agent_id, s.cleo.id): "OWNER"}
+    assert world.metadata.roles == {discord_id(rt.agent_id, s.cleo.id): Role.OWNER}

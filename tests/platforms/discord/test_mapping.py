@@ -5,6 +5,7 @@ from __future__ import annotations
 import discord
 
 from bot.ids import unique_uuid
+from bot.record_metadata import Ownership
 from bot.types import ChannelType
 from platforms.discord._mapping import (
     channel_type,
@@ -49,8 +50,11 @@ def test_guild_is_a_world_with_owner_and_admins() -> None:
     assert (
         world.id == discord_id(AGENT, GUILD_ID) and world.server_id == str(GUILD_ID) and world.name == "Writers' Room"
     )
-    assert world.metadata["ownership"] == {"ownerId": discord_id(AGENT, OWNER_ID)}
-    assert world.metadata["roles"] == {discord_id(AGENT, OWNER_ID): "OWNER", discord_id(AGENT, ADMIN_ID): "ADMIN"}
+    assert world.metadata.ownership == Ownership(owner_id=discord_id(AGENT, OWNER_ID))
+    assert world.metadata.roles == {
+        discord_id(AGENT, OWNER_ID): "OWNER",
+        discord_id(AGENT, ADMIN_ID): "ADMIN",
+    }
 
 
 def test_channel_types() -> None:
@@ -79,7 +83,7 @@ def test_rooms_know_their_world_and_threads_their_parent() -> None:
     thread = room_for_channel(AGENT, o.channel(THREAD_ID))
     assert thread is not None
     assert thread.type is ChannelType.THREAD and thread.name == "plot holes"
-    assert thread.metadata == {"parentChannelId": str(GENERAL_ID), "parentRoomId": general.id}
+    assert thread.metadata.to_json() == {"parentChannelId": str(GENERAL_ID), "parentRoomId": general.id}
     dm = room_for_channel(AGENT, o.channel(DM_ID), dm_with=o.channel(DM_ID).recipient)
     assert dm is not None
     assert dm.type is ChannelType.DM and dm.world_id is None and dm.name == "DM with Sam" and dm.server_id is None
@@ -89,7 +93,7 @@ def test_users_are_entities_with_their_names() -> None:
     o = objects()
     cleo = entity_for_user(AGENT, o.guild.get_member(MEMBER_ID))
     assert cleo.id == discord_id(AGENT, MEMBER_ID) and cleo.names == ["cleo_c"]
-    assert cleo.metadata["discord"] == {
+    assert cleo.metadata.to_json()["discord"] == {
         "userId": str(MEMBER_ID),
         "username": "cleo_c",
         "name": "cleo_c",

@@ -209,10 +209,10 @@ async def test_removed_from_a_server_the_character_leaves_its_world_and_voice_an
     )
     assert left[0].world is not None and left[0].world.name == "Writers" and s.guild.id not in voice.sessions
     room = await rt.store.get_room(discord_id(rt.agent_id, s.general.id))
-    assert room is not None and room.metadata["leftAs"] == "removed"
+    assert room is not None and room.metadata.left_as == "removed"
 
     await s.fake.member_joins(s.guild, s.ada)  # invited back: GUILD_CREATE
     await until(lambda: joined_again)
     assert joined_again[0].world.name == "Writers"
     room = await rt.store.get_room(discord_id(rt.agent_id, s.general.id))
-    assert room is not None and "leftAt" not in room.metadata
+    assert room is not None and room.metadata.left_at is None

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 
 from bot.events import EntityJoined
 from bot.links import LinkState
-from bot.types import RoomState
+from bot.types import Role, RoomState
 from platforms.telegram._mapping import entity_id, room_id, world_id
 
 from ...bot.test_adapters import count_world_writes
@@ -325,8 +326,9 @@ async def test_a_chat_seen_again_after_a_restart_is_not_rewritten_and_keeps_role
     async with asyncio.timeout(60):
         while (world := await rt.store.get_world(group_world)) is None:
             await asyncio.sleep(0.01)
-    assert world.metadata["roles"] == {entity_id(rt.agent_id, s.sam.id): "OWNER"}  # the group's creator
-    world.metadata["roles"][entity_id(rt.agent_id, s.cleo.id)] = "ADMIN"  # as UPDATE_ROLE writes it
+    assert world.metadata.roles == {entity_id(rt.agent_id, s.sam.id): Role.OWNER}  # the group's creator
+    roles = {**(world.metadata.roles or {}), entity_id(rt.agent_id, s.cleo.id): Role.ADMIN}
+    world.metadata = replace(world.metadata, roles=roles)  # as UPDATE_ROLE writes it
     await rt.store.update_world(world)
     assert s.daemon is not None and s.task is not None
     s.daemon.stop()
@@ -337,7 +339,7 @@ async def test_a_chat_seen_again_after_a_restart_is_not_rewritten_and_keeps_role
     await s.fake.user_says(s.sam, s.group, "anyone seen my keys?")
     await until(lambda: sum("Decide what Ada does" in p for p in s.brain.prompts) == 2)
     again = await s.runtime("Ada").store.get_world(group_world)
-    assert again is not None and again.metadata["roles"] == {
+    assert again is not None and again.metadata.roles == {
         entity_id(rt.agent_id, s.sam.id): "OWNER",
         entity_id(rt.agent_id, s.cleo.id): "ADMIN",
     }

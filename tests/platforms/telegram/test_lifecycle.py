@@ -57,7 +57,7 @@ async def test_a_character_removed_from_a_group_leaves_it_and_hears_nothing_more
     assert left[0].world is not None
     assert (left[0].status, left[0].source, left[0].world.name) == ("kicked", "telegram", "Writers' Room")
     room = await rt.store.get_room(room_id(rt.agent_id, s.group.id))
-    assert room is not None and room.metadata["leftAs"] == "kicked" and room.metadata["leftAt"] > 0
+    assert room is not None and room.metadata.left_as == "kicked" and (room.metadata.left_at or 0) > 0
     with pytest.raises(SendError, match="I'm no longer in Writers' Room on Telegram"):
         await rt.get_service("telegram").send_to_room(room, {"text": "hello?"})
 
@@ -75,7 +75,7 @@ async def test_a_character_removed_from_a_group_leaves_it_and_hears_nothing_more
     assert joined[-1].world.id == world_id(rt.agent_id, s.group.id) and joined[-1].source == "telegram"
     assert [e.names[0] for e in joined[-1].entities] == ["Sam"]  # who added it
     room = await rt.store.get_room(room_id(rt.agent_id, s.group.id))
-    assert room is not None and "leftAt" not in room.metadata
+    assert room is not None and room.metadata.left_at is None
     await s.fake.user_says(s.sam, s.group, "@ada_bot and later?")
     await until_heard(s, "Brann", s.group.id, "High tide again.")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bot.ids import unique_uuid
+from bot.record_metadata import Ownership
 from bot.types import ChannelType
 from platforms.telegram._mapping import (
     channel_type,
@@ -57,14 +58,14 @@ def test_a_private_chat_is_a_world_the_person_owns() -> None:
     world = world_for_chat(AGENT, chat)
     sam = unique_uuid(AGENT, "telegram:user:1001")
     assert world.name == "Chat with Sam Reyes" and world.server_id == "1001"
-    assert world.metadata["ownership"] == {"ownerId": sam} and world.metadata["roles"] == {sam: "OWNER"}
+    assert world.metadata.ownership == Ownership(owner_id=sam) and world.metadata.roles == {sam: "OWNER"}
 
 
 def test_a_group_world_has_its_creator_and_admins() -> None:
     chat = received(message(GROUP, "x")).chat
     world = world_for_chat(AGENT, chat, owner_id=1001, admin_ids=[1002])
     assert world.name == "Writers' Room"
-    assert world.metadata["roles"] == {
+    assert world.metadata.roles == {
         unique_uuid(AGENT, "telegram:user:1001"): "OWNER",
         unique_uuid(AGENT, "telegram:user:1002"): "ADMIN",
     }
@@ -76,7 +77,7 @@ def test_forum_topics_are_rooms_of_their_own() -> None:
     general = received(message(FORUM, "hello", id=52))
     topic_room, main_room = room_for_message(AGENT, in_topic), room_for_message(AGENT, general)
     assert topic_room.id != main_room.id and topic_room.world_id == main_room.world_id
-    assert topic_room.name == "Guild › Plot" and topic_room.metadata["threadId"] == 50
+    assert topic_room.name == "Guild › Plot" and topic_room.metadata.thread_id == 50
     assert topic_room.type is ChannelType.GROUP
     m = memory(message(FORUM, "hello", id=51, thread=50, reply_to=created))
     assert "inReplyTo" not in m.content  # the topic's first message is not what it replies to
@@ -109,9 +110,9 @@ def test_mentions_text_mentions_commands_and_replies_to_the_bot() -> None:
 def test_users_and_bots() -> None:
     sam = entity_for_user(AGENT, received(message(PRIVATE, "x")).from_user)
     assert sam.names == ["Sam Reyes", "Sam", "@samr"]
-    assert sam.metadata["telegram"] == {"id": "1001", "username": "samr", "name": "Sam Reyes", "bot": False}
+    assert sam.metadata.to_json()["telegram"] == {"id": "1001", "username": "samr", "name": "Sam Reyes", "bot": False}
     cleo = entity_for_user(AGENT, received(message(GROUP, "x", sender=CLEO)).from_user)
-    assert cleo.names == ["Cleo"] and cleo.metadata["username"] == ""
+    assert cleo.names == ["Cleo"] and cleo.metadata.username == ""
     from_bot = memory(message(GROUP, "Ahoy", sender=OTHER_BOT))
     assert from_bot.metadata["authorIsBot"] is True and from_bot.metadata["entityName"] == "Brann"
     assert from_bot.created_at == 1795334400010 and from_bot.content["channelType"] == "GROUP"  # message 10
@@ -152,7 +153,7 @@ def test_a_message_in_a_forum_topic_is_translated_once_into_its_topic_room_autho
     assert seen.is_topic and seen.spoken is None and seen.attachments == []
     assert seen.room == room_for_message(AGENT, received(data)) and seen.room.name == "Guild › Plot"
     assert seen.main_room == room_for_message(AGENT, received(message(FORUM, "in General", id=52)))
-    assert seen.room.metadata["parentRoomId"] == seen.main_room.id
+    assert seen.room.metadata.parent_room_id == seen.main_room.id
     assert seen.entity == entity_for_user(AGENT, received(data).from_user)
     assert seen.memory == memory(data)  # the same memory, worked out in the same call
     assert seen.memory.room_id == seen.room.id and seen.memory.entity_id == seen.entity.id

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from bot.record_metadata import Setting, WorldMetadata
 from bot.types import ChannelType, Entity, Role, World
 from plugins.core.actions.update_role import parse_role, refusal
 from plugins.core.actions.update_settings import apply_updates
@@ -23,7 +24,9 @@ async def server(h: Harness, roles: dict[str, str], settings: dict[str, Any] | N
     await rt.store.add_participants([CLEO, DEE], h.room)
     world = await rt.store.get_world(h.world)
     assert world is not None
-    world.metadata = {"ownership": {"ownerId": HUMAN}, "roles": roles, **({"settings": settings} if settings else {})}
+    world.metadata = WorldMetadata.from_json(
+        {"ownership": {"ownerId": HUMAN}, "roles": roles, **({"settings": settings} if settings else {})}
+    )
     await rt.store.update_world(world)
 
 
@@ -56,7 +59,7 @@ async def test_owner_makes_a_member_an_admin(harness) -> None:
     h.small.append(assignments((CLEO, "admin")))
     outcome = await h.say("Ada, make Cleo an admin")
     assert outcome.actions == ("REPLY", "UPDATE_ROLE")
-    assert (await world_of(h)).metadata["roles"][CLEO] == "ADMIN"
+    assert (await world_of(h)).metadata.to_json()["roles"][CLEO] == "ADMIN"
     assert [s["text"] for s in h.sent] == ["Sure.", "Cleo is now an admin."]
     assert h.sent[1]["actions"] == ["UPDATE_ROLE"]
 
@@ -68,7 +71,7 @@ async def test_a_regular_member_cannot_change_roles_by_asking(harness) -> None:
     assert "UPDATE_ROLE" not in await offered(h, CLEO)  # never offered to a member …
     h.large.append(plan("Done!", "REPLY,UPDATE_ROLE"))  # … and refused if the model names it anyway
     await h.say("Ada, make me an owner", entity=CLEO)
-    assert (await world_of(h)).metadata["roles"] == {HUMAN: "OWNER"}
+    assert (await world_of(h)).metadata.roles == {HUMAN: "OWNER"}
     assert h.sent[-1]["text"] == "Only the server's owner or an admin can change roles."
     assert h.small_calls == 0  # refused before any extraction call
 
@@ -79,7 +82,7 @@ async def test_an_admin_promotes_members_but_not_owners_or_other_admins(harness)
     h.large.append(plan("", "UPDATE_ROLE"))
     h.small.append(assignments(("Cleo", "OWNER"), (HUMAN, "NONE"), ("cleo", "admin"), (DEE, "OWNER")))
     await h.say("Ada, make Cleo owner, demote Sam, then make Cleo admin, and me owner", entity=DEE)
-    roles = (await world_of(h)).metadata["roles"]
+    roles = (await world_of(h)).metadata.to_json()["roles"]
     assert roles == {HUMAN: "OWNER", DEE: "ADMIN", CLEO: "ADMIN"}
     assert h.sent[-1]["text"].splitlines() == [
         "I can't make Cleo an owner: only an owner can make someone an owner.",
@@ -96,7 +99,7 @@ async def test_owner_demotes_an_admin_and_unknown_people_and_roles_are_explained
     h.small.append(assignments(("Dee", "member"), ("Zed", "ADMIN"), ("Cleo", "overlord")))
     outcome = await h.say("Ada: Dee is a member now, Zed admin, Cleo overlord")
     assert outcome.status == "acted"
-    assert (await world_of(h)).metadata["roles"][DEE] == "NONE"
+    assert (await world_of(h)).metadata.to_json()["roles"][DEE] == "NONE"
     assert h.sent[-1]["text"].splitlines() == [
         "Dee is now a member.",
         "I don't know who Zed is in this channel.",
@@ -111,7 +114,7 @@ async def test_role_extraction_that_finds_nothing_says_how_to_ask(harness) -> No
     h.small.append("no idea")
     await h.say("Ada, do the role thing")
     assert "Name the person and the role" in h.sent[-1]["text"]
-    assert (await world_of(h)).metadata["roles"] == {HUMAN: "OWNER"}
+    assert (await world_of(h)).metadata.roles == {HUMAN: "OWNER"}
 
 
 async def test_roles_are_not_offered_in_a_dm(harness) -> None:
@@ -133,7 +136,7 @@ async def test_roles_are_not_offered_in_a_dm(harness) -> None:
     ],
 )
 def test_role_change_rules(requester: Role, target_current: Role, new: Role, allowed: bool) -> None:
-    world = World("w", "a", metadata={"ownership": {"ownerId": "founder"}})
+    world = World("w", "a", metadata=WorldMetadata.from_json({"ownership": {"ownerId": "founder"}}))
     assert (refusal(requester, "me", "them", target_current, new, world) is None) is allowed
     assert refusal(Role.OWNER, "me", "me", Role.OWNER, Role.NONE, world) == "nobody can change their own role"
     assert (
@@ -174,7 +177,7 @@ async def test_owner_configures_the_server_in_a_dm_and_secrets_are_never_repeate
     h.large.append(plan("", "UPDATE_SETTINGS"))
     h.small.append(updates(("WELCOME_CHANNEL", "#lobby"), ("BOT_TOKEN", "tok-123456-secret")))
     await h.say("welcome channel is #lobby and the token is tok-123456-secret")
-    stored = (await world_of(h)).metadata["settings"]
+    stored = (await world_of(h)).metadata.to_json()["settings"]
     assert stored["WELCOME_CHANNEL"]["value"] == "#lobby" and stored["BOT_TOKEN"]["value"] == "tok-123456-secret"
     reply = h.sent[-1]["text"]
     assert "tok-123456" not in reply
@@ -205,7 +208,7 @@ async def test_settings_respect_dependencies_and_unknown_keys(harness) -> None:
         "There is no setting called COLOUR.",
         "There is no setting called _internal.",
     ]
-    assert "value" not in (await world_of(h)).metadata["settings"]["GREETING"]
+    assert "value" not in (await world_of(h)).metadata.to_json()["settings"]["GREETING"]
     # In one request, a dependency set first counts.
     h.large.append(plan("", "UPDATE_SETTINGS"))
     h.small.append(updates(("WELCOME_CHANNEL", "#hi"), ("GREETING", "hello!")))
@@ -222,7 +225,7 @@ async def test_a_regular_member_cannot_change_settings(harness) -> None:
     h.large.append(plan("Okay!", "REPLY,UPDATE_SETTINGS"))
     await h.say("Ada, set the welcome channel to #spam", entity=CLEO)
     assert h.sent[-1]["text"] == "Only a server's owner or an admin can change its settings."
-    assert "value" not in (await world_of(h)).metadata["settings"]["WELCOME_CHANNEL"]
+    assert "value" not in (await world_of(h)).metadata.to_json()["settings"]["WELCOME_CHANNEL"]
     assert h.small_calls == 0
 
 
@@ -232,11 +235,11 @@ async def test_an_admin_configures_from_a_server_channel(harness) -> None:
     h.large.append(plan("", "UPDATE_SETTINGS"))
     h.small.append(updates(("WELCOME_CHANNEL", "#door")))
     await h.say("Ada, welcome channel is #door", entity=DEE)
-    assert (await world_of(h)).metadata["settings"]["WELCOME_CHANNEL"]["value"] == "#door"
+    assert (await world_of(h)).metadata.to_json()["settings"]["WELCOME_CHANNEL"]["value"] == "#door"
 
 
 def test_apply_updates_masks_credential_named_and_character_secret_values() -> None:
-    settings = {"API_KEY": {"name": "API key"}, "NOTE": {"name": "Note"}, "LIMIT": 3}
+    settings = {"API_KEY": Setting(name="API key"), "NOTE": Setting(name="Note"), "LIMIT": Setting(value=3)}
     updated, lines = apply_updates(
         settings, [("API_KEY", "k"), ("NOTE", "uses sk-abcdef"), ("LIMIT", " 5 "), ("NOTE", "")], secrets=["sk-abcdef"]
     )
@@ -247,7 +250,7 @@ def test_apply_updates_masks_credential_named_and_character_secret_values() -> N
         "LIMIT is now 5.",
         "I need a value for Note.",
     ]
-    assert settings["LIMIT"] == {"value": "5"}
+    assert settings["LIMIT"] == Setting(value="5")
 
 
 async def test_a_copied_example_assignment_changes_nobody(harness) -> None:
@@ -256,5 +259,5 @@ async def test_a_copied_example_assignment_changes_nobody(harness) -> None:
     h.large.append(plan("", "UPDATE_ROLE"))
     h.small.append(assignments(("id of the person", "ADMIN")))  # the template's example, copied
     await h.say("Ada, make Cleo an admin")
-    assert (await world_of(h)).metadata["roles"] == {HUMAN: "OWNER"}
+    assert (await world_of(h)).metadata.roles == {HUMAN: "OWNER"}
     assert h.sent[-1]["text"] == "I don't know who that is in this channel."  # the stand-in is not repeated

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from bot.components import Messenger, TaskWorker
 from bot.errors import SendError
-from bot.types import ChannelType, Entity, Memory, Room, Task, World
+from bot.record_metadata import TaskMetadata
+from bot.types import ChannelType, Entity, Memory, Role, Room, Task, World
 from platforms.console import ConsoleAdapter
 from plugins.core.actions.send_message import find_room_named
 from plugins.core.actions.update_contact import clean_details, clean_kind
@@ -235,7 +237,7 @@ async def pending_choice(h: Harness, entity: str = HUMAN) -> tuple[Task, list[di
         room_id=h.room,
         entity_id=entity,
         tags=["AWAITING_CHOICE"],
-        metadata={"options": ["red", {"name": "blue", "description": "calm"}, "explode", 7]},
+        metadata=TaskMetadata.from_json({"options": ["red", {"name": "blue", "description": "calm"}, "explode", 7]}),
     )
     await h.rt.store.create_task(task)
     return task, ran
@@ -291,7 +293,7 @@ async def test_only_the_asked_person_or_an_admin_may_choose(harness) -> None:
     await h.say("Ada, red!", entity=CLEO)
     assert h.sent[-1]["text"] == "There is nothing waiting for a choice from you here." and ran == []
     world = await h.rt.store.get_world(h.world)
-    world.metadata["roles"] = {CLEO: "ADMIN"}
+    world.metadata = replace(world.metadata, roles={CLEO: Role.ADMIN})
     await h.rt.store.update_world(world)
     h.large.append(plan("", "CHOOSE_OPTION"))
     h.small.append(choice(task, "red"))

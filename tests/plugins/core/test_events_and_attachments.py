@@ -75,9 +75,9 @@ async def test_people_leaving_and_coming_back(harness) -> None:
     h = await harness()
     await h.rt.emit(EntityLeft(entity_id=HUMAN, source="discord"))
     sam = await h.rt.store.get_entity(HUMAN)
-    assert sam.metadata["status"] == "INACTIVE" and isinstance(sam.metadata["leftAt"], int)
+    assert sam.metadata.status == "INACTIVE" and isinstance(sam.metadata.left_at, int)
     await h.rt.emit(EntityJoined(entity_id=HUMAN, source="discord"))
-    assert (await h.rt.store.get_entity(HUMAN)).metadata["status"] == "ACTIVE"
+    assert (await h.rt.store.get_entity(HUMAN)).metadata.status == "ACTIVE"
     await h.rt.emit(EntityLeft(entity_id=str(uuid.uuid4()), source="discord"))  # unknown: nothing to do
 
 

@@ -15,6 +15,7 @@ from bot.components import ActionResult, PressHandler
 from bot.errors import SendError
 from bot.messages import Status
 from bot.outgoing import Reply
+from bot.record_metadata import TaskMetadata
 from bot.types import JSON, ChannelType, Memory, Room, Task
 from plugins.core.actions.choose_option import CHOOSING
 from tests.choices import waiting_choice as stored_choice
@@ -89,7 +90,9 @@ async def waiting_choice(h: Harness, *, entity: str = HUMAN, hold: asyncio.Event
 
 
 def test_a_task_offers_one_button_per_option_and_cancel_each_small_enough_for_telegram() -> None:
-    task = Task(name="T", id="0123456789abcdef-" + "f" * 19, metadata={"options": ["x" * 200, "b"]})
+    task = Task(
+        name="T", id="0123456789abcdef-" + "f" * 19, metadata=TaskMetadata.from_json({"options": ["x" * 200, "b"]})
+    )
     buttons = choice_buttons(task)
     assert [b.label for b in buttons] == ["x" * 80, "b", "Cancel"]
     assert [b.value for b in buttons] == ["choose:01234567:0", "choose:01234567:1", "choose:01234567:abort"]
@@ -217,7 +220,10 @@ async def test_when_several_tasks_wait_the_buttons_offer_each_named_by_its_task(
 
 
 def test_the_buttons_of_many_waiting_tasks_stop_at_whole_tasks_within_a_message() -> None:
-    tasks = [Task(name=f"T{n}", id=f"{n:08d}-task", metadata={"options": ["a", "b", "c", "d"]}) for n in range(6)]
+    tasks = [
+        Task(name=f"T{n}", id=f"{n:08d}-task", metadata=TaskMetadata.from_json({"options": ["a", "b", "c", "d"]}))
+        for n in range(6)
+    ]
     buttons = choices_buttons(tasks)
     assert len(buttons) == 25 and buttons[-1].label == "Cancel T4"  # five tasks of five buttons
     assert choices_buttons(tasks[:1]) == choice_buttons(tasks[0])
@@ -249,4 +255,6 @@ async def test_a_plugin_offers_a_tasks_options_as_buttons_in_its_room(harness) -
         await offer_options(h.rt, Task(name="EMPTY", id="x", room_id=h.room))
     await h.rt.store.create_rooms([Room("r-2", source="telegram", type=ChannelType.GROUP, channel_id="1")])
     with pytest.raises(SendError, match="telegram of task 'PICK_COLOUR' is not connected"):
-        await offer_options(h.rt, Task(name="PICK_COLOUR", id="y", room_id="r-2", metadata={"options": ["a"]}))
+        await offer_options(
+            h.rt, Task(name="PICK_COLOUR", id="y", room_id="r-2", metadata=TaskMetadata.from_json({"options": ["a"]}))
+        )

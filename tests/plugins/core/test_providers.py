@@ -18,6 +18,7 @@ import plugins.core as core
 from bot.character import load_character
 from bot.components import MESSAGE_VECTORS, Action, ActionResult, ProviderResult, State
 from bot.models import ModelType
+from bot.record_metadata import EntityMetadata, RelationshipMetadata, WorldMetadata
 from bot.runtime import AgentRuntime
 from bot.store import AgentStore, Database
 from bot.types import ChannelType, Entity, Memory, Room, World
@@ -112,7 +113,9 @@ async def add_room(
 
 
 async def add_world(rt: AgentRuntime, metadata: dict[str, Any] | None = None, name: str = "Analytical Society") -> None:
-    await rt.store.create_world(World(WORLD_ID, rt.agent_id, name=name, server_id="srv", metadata=metadata or {}))
+    await rt.store.create_world(
+        World(WORLD_ID, rt.agent_id, name=name, server_id="srv", metadata=WorldMetadata.from_json(metadata))
+    )
 
 
 async def add_people(rt: AgentRuntime, room_id: str = ROOM, people: dict[str, list[str]] | None = None) -> None:
@@ -519,7 +522,12 @@ async def test_entities_lists_the_people_in_the_room(provider_runtime) -> None:
     await add_room(rt)
     await add_people(rt)
     await rt.store.update_entity(
-        Entity(BOB, rt.agent_id, names=["Bob", "Bobby"], metadata={"discord": {"username": "bob_the_builder"}})
+        Entity(
+            BOB,
+            rt.agent_id,
+            names=["Bob", "Bobby"],
+            metadata=EntityMetadata.from_json({"discord": {"username": "bob_the_builder"}}),
+        )
     )
     result = await run(rt, "ENTITIES", message(entity=BOB))
     assert result.values["senderName"] == "Bob"
@@ -753,13 +761,17 @@ async def test_relationships_put_the_people_the_message_names_first(provider_run
     await add_room(rt)
     await add_people(rt, people={ALICE: ["Alice"], BOB: ["Bob"], CAROL: ["Carol"]})
     week = 7 * 86_400_000
-    await rt.store.create_relationship(ALICE, BOB, metadata={"interactions": 10, "lastInteractionAt": NOW - 52 * week})
-    await rt.store.create_relationship(ALICE, CAROL, metadata={"interactions": 4, "lastInteractionAt": NOW - week})
+    await rt.store.create_relationship(
+        ALICE, BOB, metadata=RelationshipMetadata.from_json({"interactions": 10, "lastInteractionAt": NOW - 52 * week})
+    )
+    await rt.store.create_relationship(
+        ALICE, CAROL, metadata=RelationshipMetadata.from_json({"interactions": 4, "lastInteractionAt": NOW - week})
+    )
     result = await run(rt, "RELATIONSHIPS", message("how is Carol?"))
     assert [r["name"] for r in result.data["relationships"]] == ["Carol", "Bob"]
     result = await run(rt, "RELATIONSHIPS", message("hi"))
     assert [r["name"] for r in result.data["relationships"]] == ["Carol", "Bob"]  # Bob's were a year ago
-    await rt.store.create_relationship(ALICE, rt.agent_id, metadata={"interactions": 9})
+    await rt.store.create_relationship(ALICE, rt.agent_id, metadata=RelationshipMetadata.from_json({"interactions": 9}))
     result = await run(rt, "RELATIONSHIPS", message("tell Bob hi"))
     assert [r["name"] for r in result.data["relationships"]] == ["Bob", "Ada", "Carol"]
 
@@ -768,8 +780,12 @@ async def test_relationships_are_ranked_by_interactions_with_names(provider_runt
     rt = await provider_runtime()
     await add_room(rt)
     await add_people(rt, people={ALICE: ["Alice"], BOB: ["Bob, Jr."], CAROL: ["Carol"]})
-    await rt.store.create_relationship(ALICE, BOB, tags=["friend", "colleague"], metadata={"interactions": 3})
-    await rt.store.create_relationship(CAROL, ALICE, tags=["acquaintance"], metadata={"interactions": 12})
+    await rt.store.create_relationship(
+        ALICE, BOB, tags=["friend", "colleague"], metadata=RelationshipMetadata.from_json({"interactions": 3})
+    )
+    await rt.store.create_relationship(
+        CAROL, ALICE, tags=["acquaintance"], metadata=RelationshipMetadata.from_json({"interactions": 12})
+    )
     result = await run(rt, "RELATIONSHIPS", message())
     assert result.text == (
         '# Alice\'s Connections (2)\nname,interactions,tags\nCarol,12,acquaintance\n"Bob, Jr.",3,friend;colleague'
@@ -783,7 +799,7 @@ async def test_relationships_keep_the_top_30(provider_runtime) -> None:
     others = {f"00000000-0000-0000-0000-0000000001{i:02d}": [f"P{i}"] for i in range(35)}
     await add_people(rt, people={ALICE: ["Alice"], **others})
     for i, other in enumerate(others):
-        await rt.store.create_relationship(ALICE, other, metadata={"interactions": i})
+        await rt.store.create_relationship(ALICE, other, metadata=RelationshipMetadata.from_json({"interactions": i}))
     result = await run(rt, "RELATIONSHIPS", message())
     rows = result.data["relationships"]
     assert len(rows) == 30

@@ -39,7 +39,7 @@ async def test_reflection_waits_for_enough_new_messages_then_learns(harness) -> 
     facts = await h.rt.store.get_memories(table="facts")
     assert [f.content["text"] for f in facts] == ["Sam likes coffee"]
     rels = await h.rt.store.get_relationships(HUMAN)
-    assert [(r.target_entity_id, sorted(r.tags), r.metadata["interactions"]) for r in rels] == [
+    assert [(r.target_entity_id, sorted(r.tags), r.metadata.interactions) for r in rels] == [
         (OTHER_BOT, ["dm_interaction", "friends"], 1)
     ]
 
@@ -88,7 +88,7 @@ async def test_facts_are_stored_under_who_they_are_about_and_whose_message_taugh
     assert facts["Brann fixes engines"].metadata == {"entityIds": [OTHER_BOT], "sourceEntityId": HUMAN}
     assert facts["The fair opens Friday"].entity_id == HUMAN  # about no one in particular: the sender's
     [rel] = await h.rt.store.get_relationships(HUMAN)
-    assert rel.metadata["interactions"] == 1 and isinstance(rel.metadata["lastInteractionAt"], int)
+    assert rel.metadata.interactions == 1 and isinstance(rel.metadata.last_interaction_at, int)
 
 
 @pytest.mark.parametrize("answer", [reflection(), "I would rather not say."], ids=["parsed", "unparsable"])

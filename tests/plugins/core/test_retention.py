@@ -17,6 +17,7 @@ import pytest
 from bot.character import load_character
 from bot.errors import ModelUnavailable, PluginLoadError
 from bot.models import ModelType
+from bot.record_metadata import RelationshipMetadata, TaskMetadata
 from bot.runtime import AgentRuntime
 from bot.store import Database
 from bot.types import ChannelType, Claim, Entity, Handling, Memory, Room, now_ms
@@ -112,12 +113,12 @@ async def test_every_agent_gets_one_hourly_retention_task(agent, tmp_path: Path)
     a = await agent()
     [task] = await a.rt.store.get_tasks_by_name(TASK_NAME)
     assert task.tags == ["queue", "repeat"]
-    assert task.metadata == {"updateInterval": HOUR, "updatedAt": START}  # first run one hour from now
+    assert task.metadata == TaskMetadata(update_interval=HOUR, updated_at=START)  # first run one hour from now
     assert TASK_NAME in a.rt.task_workers
     await a.rt.close()
     again = await agent(MEMORY_RETENTION_INTERVAL_MINUTES=15)  # the same agent, started again
     [task] = await again.rt.store.get_tasks_by_name(TASK_NAME)
-    assert task.metadata["updateInterval"] == 15 * 60_000
+    assert task.metadata.update_interval == 15 * 60_000
 
 
 async def test_the_task_runs_when_due_and_compacts(agent) -> None:
@@ -253,7 +254,7 @@ async def test_facts_and_relationships_are_never_compacted(agent) -> None:
     a = await agent(MEMORY_MAX_AGE_DAYS=1)
     store = a.rt.store
     await store.create_memory(Memory(SAM, ROOM, {"text": "Sam likes tea"}, created_at=START - 400 * DAY), "facts")
-    await store.create_relationship(SAM, a.rt.agent_id, metadata={"interactions": 3})
+    await store.create_relationship(SAM, a.rt.agent_id, metadata=RelationshipMetadata(interactions=3))
     await a.post("an old message", at=START - 2 * DAY)
     assert (await run_retention(a.rt)).compacted == 1
     assert [f.content["text"] for f in await store.get_memories(table="facts")] == ["Sam likes tea"]

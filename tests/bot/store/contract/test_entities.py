@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from bot.record_metadata import EntityMetadata
 from bot.store import Store, StoreBackend
 from bot.types import Component, Entity
 
@@ -16,11 +17,12 @@ from ..conftest import BU, R2, A, B, R, U, V, W
 
 async def test_create_entities_normalises_names_and_ignores_existing_ids(store: Store) -> None:
     new = "e-new"
-    assert await store.create_entities([Entity(id=new, agent_id="ignored", names="Solo", metadata={"k": 1})])  # type: ignore[arg-type]
+    solo = Entity(id=new, agent_id="ignored", names="Solo", metadata=EntityMetadata.from_json({"k": 1}))  # type: ignore[arg-type]
+    assert await store.create_entities([solo])
     assert await store.create_entities([Entity(id=new, agent_id=A, names=["Other"])])
     got = await store.get_entity(new)
     assert got is not None
-    assert (got.names, got.metadata, got.agent_id) == (["Solo"], {"k": 1}, A)
+    assert (got.names, got.metadata.to_json(), got.agent_id) == (["Solo"], {"k": 1}, A)
     assert isinstance(got.created_at, int)
 
 
@@ -48,9 +50,11 @@ async def test_entities_are_scoped_to_their_agent(store: Store, store_b: Store) 
 
 
 async def test_update_entity_overwrites_names_and_metadata(store: Store) -> None:
-    assert await store.update_entity(Entity(id=U, agent_id=A, names=["Bob", "bob"], metadata={"discord": {"id": "1"}}))
+    assert await store.update_entity(
+        Entity(id=U, agent_id=A, names=["Bob", "bob"], metadata=EntityMetadata.from_json({"discord": {"id": "1"}}))
+    )
     got = await store.get_entity(U)
-    assert got is not None and (got.names, got.metadata) == (["Bob", "bob"], {"discord": {"id": "1"}})
+    assert got is not None and (got.names, got.metadata.to_json()) == (["Bob", "bob"], {"discord": {"id": "1"}})
     with pytest.raises(ValueError, match="needs an entity id"):
         await store.update_entity(Entity(id="", agent_id=A))
 

@@ -9,6 +9,7 @@ import asyncio
 import pytest
 
 from bot.errors import StoreError
+from bot.record_metadata import RelationshipMetadata, TaskMetadata
 from bot.store import Store, StoreBackend
 from bot.types import Relationship, Task, now_ms
 
@@ -16,11 +17,16 @@ from ..conftest import BR, R2, A, B, R, U, V
 
 
 async def test_create_relationship_is_directional_and_unique(store: Store) -> None:
-    assert await store.create_relationship(U, V, tags=["dm_interaction"], metadata={"interactions": 1}) is True
+    assert (
+        await store.create_relationship(
+            U, V, tags=["dm_interaction"], metadata=RelationshipMetadata.from_json({"interactions": 1})
+        )
+        is True
+    )
     assert await store.create_relationship(U, V, tags=["dm_interaction"]) is False
     rel = await store.get_relationship(U, V)
     assert rel is not None
-    assert (rel.source_entity_id, rel.target_entity_id, rel.agent_id, rel.tags, rel.metadata) == (
+    assert (rel.source_entity_id, rel.target_entity_id, rel.agent_id, rel.tags, rel.metadata.to_json()) == (
         U, V, A, ["dm_interaction"], {"interactions": 1},
     )  # fmt: skip
     assert isinstance(rel.created_at, int)
@@ -42,11 +48,18 @@ async def test_relationships_are_scoped_and_updatable(store: Store, store_b: Sto
     assert rel is not None
     assert await store_b.get_relationship(U, V) is None
     assert await store_b.get_relationships(U) == []
-    changed = Relationship(id=rel.id, source_entity_id=U, target_entity_id=V, agent_id=A, tags=["t"], metadata={"n": 2})
+    changed = Relationship(
+        id=rel.id,
+        source_entity_id=U,
+        target_entity_id=V,
+        agent_id=A,
+        tags=["t"],
+        metadata=RelationshipMetadata.from_json({"n": 2}),
+    )
     assert await store_b.update_relationship(changed) is False
     assert await store.update_relationship(changed) is True
     again = await store.get_relationship(U, V)
-    assert again is not None and (again.tags, again.metadata) == (["t"], {"n": 2})
+    assert again is not None and (again.tags, again.metadata.to_json()) == (["t"], {"n": 2})
 
 
 async def test_create_relationship_with_an_unknown_entity_returns_false(store: Store) -> None:
@@ -132,7 +145,12 @@ async def test_queued_logs_are_batched_and_visible_to_the_next_read(store: Store
 
 async def test_create_task_without_a_world_and_find_it_by_tags_and_name(store: Store) -> None:
     task_id = await store.create_task(
-        Task(name="T", agent_id="ignored", tags=["queue", "repeat"], metadata={"updateInterval": 60000})
+        Task(
+            name="T",
+            agent_id="ignored",
+            tags=["queue", "repeat"],
+            metadata=TaskMetadata.from_json({"updateInterval": 60000}),
+        )
     )
     task = await store.get_task(task_id)
     assert task is not None
@@ -162,10 +180,17 @@ async def test_get_tasks_filters_by_room_and_entity_and_is_scoped(store: Store, 
 
 
 async def test_update_task_replaces_given_fields_and_metadata_whole(store: Store) -> None:
-    task_id = await store.create_task(Task(name="T", tags=["queue"], metadata={"keep": 1, "options": []}))
-    assert await store.update_task(task_id, {"metadata": {"a": 1}, "description": "now with words"}) is True
+    task_id = await store.create_task(
+        Task(name="T", tags=["queue"], metadata=TaskMetadata.from_json({"keep": 1, "options": []}))
+    )
+    assert (
+        await store.update_task(
+            task_id, {"metadata": TaskMetadata.from_json({"a": 1}), "description": "now with words"}
+        )
+        is True
+    )
     task = await store.get_task(task_id)
-    assert task is not None and task.metadata == {"a": 1} and task.description == "now with words"
+    assert task is not None and task.metadata.to_json() == {"a": 1} and task.description == "now with words"
     assert task.tags == ["queue"] and task.updated_at is not None and task.updated_at >= (task.created_at or 0)
     with pytest.raises(ValueError, match="cannot update agent_id"):
         await store.update_task(task_id, {"agent_id": "x"})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.record_metadata import EntityMetadata, RoomMetadata, WorldMetadata
 from bot.store import Forgotten, Store, StoreBackend
 from bot.types import ChannelType, Component, Entity, Memory, Room, RoomState, Task, World
 
@@ -20,14 +21,28 @@ NAME = "Samwise"
 
 async def _rich_world(backend: StoreBackend, store: Store) -> dict[str, str]:
     """Agent A knows U (called Samwise) and V in group room R, and talks with U alone in DM."""
-    await store.update_entity(Entity(U, A, names=[NAME, "sam_w"], metadata={"discord": {"id": "42"}}))
+    await store.update_entity(
+        Entity(U, A, names=[NAME, "sam_w"], metadata=EntityMetadata.from_json({"discord": {"id": "42"}}))
+    )
     await store.update_world(
         World(
-            W, A, name="Guild", server_id="g1", metadata={"ownership": {"ownerId": U}, "roles": {U: "ADMIN", V: "NONE"}}
+            W,
+            A,
+            name="Guild",
+            server_id="g1",
+            metadata=WorldMetadata.from_json({"ownership": {"ownerId": U}, "roles": {U: "ADMIN", V: "NONE"}}),
         )
     )
     await store.create_rooms(
-        [Room(DM, source="discord", type=ChannelType.DM, name="DM with Samwise", metadata={"peer": U})]
+        [
+            Room(
+                DM,
+                source="discord",
+                type=ChannelType.DM,
+                name="DM with Samwise",
+                metadata=RoomMetadata.from_json({"peer": U}),
+            )
+        ]
     )
     await store.add_participants([A, U], DM)
     ids: dict[str, str] = {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bot.ids import string_to_uuid, unique_uuid
+from bot.record_metadata import RoomMetadata, WorldMetadata
 from bot.store import RoomSharing, Store, StoreBackend
 from bot.types import ChannelType, Room, RoomState, World
 
@@ -34,20 +35,31 @@ async def test_get_worlds_with_settings_returns_only_this_agents_worlds_that_hav
     store: Store, store_b: Store
 ) -> None:
     assert await store.get_worlds_with_settings() == []  # the fixture's world has no settings
-    configured = World(id="", agent_id=A, name="Configured", metadata={"settings": {"GREETING": {"value": "hi"}}})
+    configured = World(
+        id="",
+        agent_id=A,
+        name="Configured",
+        metadata=WorldMetadata.from_json({"settings": {"GREETING": {"value": "hi"}}}),
+    )
     configured_id = await store.create_world(configured)
-    await store.create_world(World(id="", agent_id=A, name="Plain", metadata={"roles": {U: "OWNER"}}))
-    await store_b.create_world(World(id="", agent_id=B, name="Theirs", metadata={"settings": {}}))
+    await store.create_world(
+        World(id="", agent_id=A, name="Plain", metadata=WorldMetadata.from_json({"roles": {U: "OWNER"}}))
+    )
+    await store_b.create_world(
+        World(id="", agent_id=B, name="Theirs", metadata=WorldMetadata.from_json({"settings": {}}))
+    )
     assert [w.id for w in await store.get_worlds_with_settings()] == [configured_id]
     assert [w.name for w in await store_b.get_worlds_with_settings()] == ["Theirs"]
 
 
 async def test_update_and_remove_world(store: Store, store_b: Store) -> None:
-    changed = World(id=W, agent_id=A, name="New name", server_id="g2", metadata={"roles": {U: "OWNER"}})
+    changed = World(
+        id=W, agent_id=A, name="New name", server_id="g2", metadata=WorldMetadata.from_json({"roles": {U: "OWNER"}})
+    )
     assert await store_b.update_world(changed) is False
     assert await store.update_world(changed) is True
     world = await store.get_world(W)
-    assert world is not None and (world.name, world.server_id, world.metadata) == (
+    assert world is not None and (world.name, world.server_id, world.metadata.to_json()) == (
         "New name",
         "g2",
         {"roles": {U: "OWNER"}},
@@ -61,14 +73,21 @@ async def test_update_and_remove_world(store: Store, store_b: Store) -> None:
 async def test_create_rooms_forces_the_agent_and_fills_missing_ids(store: Store) -> None:
     ids = await store.create_rooms(
         [
-            Room(id="", source="telegram", type=ChannelType.DM, agent_id=B, channel_id="42", metadata={"x": 1}),
+            Room(
+                id="",
+                source="telegram",
+                type=ChannelType.DM,
+                agent_id=B,
+                channel_id="42",
+                metadata=RoomMetadata.from_json({"x": 1}),
+            ),
             Room(id=R, source="discord", type=ChannelType.FORUM, name="ignored: exists"),
         ]
     )
     assert ids[1] == R and len(ids[0]) == 36
     dm = await store.get_room(ids[0])
     assert dm is not None
-    assert (dm.agent_id, dm.type, dm.source, dm.channel_id, dm.metadata) == (
+    assert (dm.agent_id, dm.type, dm.source, dm.channel_id, dm.metadata.to_json()) == (
         A,
         ChannelType.DM,
         "telegram",

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from bot.record_metadata import WorldMetadata
 from bot.store import Database, backend_for, copy_to_postgres
 from bot.store.postgres import PostgresDatabase
 from bot.types import AgentRecord, Component, Entity, World
@@ -44,8 +45,12 @@ async def test_search_by_name_folds_case_as_python_does(postgres_url: str) -> No
 async def test_worlds_whose_settings_are_json_null_have_no_settings(postgres_url: str) -> None:
     async with backend_for(postgres_url) as db:
         store = await seed_agent(db, A, users=(U,), rooms=(R,))
-        await store.create_world(World(id="null", agent_id=A, name="Null", metadata={"settings": None}))
-        await store.create_world(World(id="empty", agent_id=A, name="Empty", metadata={"settings": {}}))
+        await store.create_world(
+            World(id="null", agent_id=A, name="Null", metadata=WorldMetadata.from_json({"settings": None}))
+        )
+        await store.create_world(
+            World(id="empty", agent_id=A, name="Empty", metadata=WorldMetadata.from_json({"settings": {}}))
+        )
         assert [w.id for w in await store.get_worlds_with_settings()] == ["empty"]
 
 
