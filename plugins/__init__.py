@@ -1,2 +1,2 @@
 """Capabilities a character opts into. Each subpackage declares itself with ``meta``
-(see :mod:`bot.plugins`)."""
+(see :mod:`bot.config.plugins`)."""

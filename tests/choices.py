@@ -6,11 +6,11 @@ import asyncio
 import uuid
 from typing import Any
 
-from bot.choices import AWAITING_CHOICE
-from bot.components import TaskWorker
-from bot.record_metadata import TaskMetadata
-from bot.runtime import AgentRuntime
-from bot.types import Task
+from bot.kernel.record_metadata import TaskMetadata
+from bot.kernel.types import Task
+from bot.runtime.agent import AgentRuntime
+from bot.runtime.choices import AWAITING_CHOICE
+from bot.runtime.components import TaskWorker
 
 __all__ = ["waiting_choice"]
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from bot.daemon import Daemon
-from bot.hosted import status_line
-from bot.links import Links, LinkState
+from bot.daemon.daemon import Daemon
+from bot.daemon.hosted import status_line
+from bot.kernel.links import Links, LinkState
 
 __all__ = ["assert_back", "assert_refused", "assert_said_once", "started", "state"]
 

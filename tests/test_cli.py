@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
-from bot.errors import EXIT_CONFIG
+from bot.cli.main import main
+from bot.kernel.errors import EXIT_CONFIG
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -191,7 +191,11 @@ def test_console_script_runs_without_a_traceback(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{ nope")
     proc = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "check", str(bad)], capture_output=True, text=True, cwd=tmp_path, timeout=60
+        [sys.executable, "-m", "bot.cli.main", "check", str(bad)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
     )
     assert proc.returncode == EXIT_CONFIG
     assert "invalid JSON at line 1, column 3" in proc.stdout
@@ -230,7 +234,7 @@ def _with_reader_gone(argv: list[str], cwd: Path, env: dict[str, str] | None = N
     os.close(read)
     try:
         return subprocess.run(
-            [sys.executable, "-m", "bot.cli", *argv],
+            [sys.executable, "-m", "bot.cli.main", *argv],
             stdout=write,
             stderr=subprocess.PIPE,
             text=True,

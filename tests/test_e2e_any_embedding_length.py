@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.character import load_character
-from bot.chat import runtime_plugins
-from bot.models import ModelType
-from bot.runtime import AgentRuntime
+from bot.config.character import load_character
+from bot.daemon.chat import runtime_plugins
+from bot.kernel.models import ModelType
+from bot.kernel.types import Memory
+from bot.runtime.agent import AgentRuntime
 from bot.store import backend_for
-from bot.types import Memory
 from platforms.console import ConsoleAdapter  # noqa: F401  (registers the console platform)
 
 from .fakes.openai_server import FakeOpenAIServer

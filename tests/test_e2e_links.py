@@ -6,9 +6,9 @@ import io
 import shutil
 from pathlib import Path
 
-from bot.character import load_character
-from bot.chat import chat
-from bot.settings import DaemonSettings
+from bot.config.character import load_character
+from bot.config.settings import DaemonSettings
+from bot.daemon.chat import chat
 from platforms.console import ConsoleAdapter  # noqa: F401  (the adapter chat() drives)
 
 from .fakes.openai_server import FakeOpenAIServer

@@ -8,13 +8,13 @@ import json
 import uuid
 from pathlib import Path
 
-from bot.character import load_character
-from bot.chat import chat, runtime_plugins
-from bot.models import ModelType
-from bot.runtime import AgentRuntime
-from bot.settings import DaemonSettings
+from bot.config.character import load_character
+from bot.config.settings import DaemonSettings
+from bot.daemon.chat import chat, runtime_plugins
+from bot.kernel.models import ModelType
+from bot.kernel.types import Memory
+from bot.runtime.agent import AgentRuntime
 from bot.store import Database
-from bot.types import Memory
 from platforms.console import ConsoleAdapter  # noqa: F401  (the adapter chat() drives)
 
 from .fakes.openai_server import FakeOpenAIServer

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
+from bot.cli.main import main
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / ".env.example"

@@ -8,7 +8,15 @@ import sys
 import pytest
 
 # Loaded as the daemon loads them before it knows what the characters need.
-_CORE = ["bot.cli", "bot.daemon", "bot.runtime", "bot.speech", "plugins.core", "plugins.knowledge", "plugins.openai"]
+_CORE = [
+    "bot.cli.main",
+    "bot.daemon.daemon",
+    "bot.runtime.agent",
+    "bot.runtime.speech",
+    "plugins.core",
+    "plugins.knowledge",
+    "plugins.openai",
+]
 _PLATFORMS = ["platforms.discord", "platforms.telegram"]
 # What a character's start loads: every module of the plugins (a plugin's setup imports its parts).
 _PLUGIN_PARTS = ["plugins.core.*", "plugins.knowledge.*", "plugins.openai.*"]

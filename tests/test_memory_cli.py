@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from bot.cli import main
-from bot.errors import EXIT_CONFIG
-from bot.record_metadata import RelationshipMetadata, WorldMetadata
+from bot.cli.main import main
+from bot.kernel.errors import EXIT_CONFIG
+from bot.kernel.record_metadata import RelationshipMetadata, WorldMetadata
+from bot.kernel.types import AgentRecord, ChannelType, Component, Entity, Memory, Room, World
 from bot.store import Database
-from bot.types import AgentRecord, ChannelType, Component, Entity, Memory, Room, World
 
 ADA = "00000000-0000-0000-0000-00000000000a"
 BEA = "00000000-0000-0000-0000-00000000000b"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
-from bot.errors import EXIT_CONFIG
+from bot.cli.main import main
+from bot.kernel.errors import EXIT_CONFIG
 
 
 def test_copy_needs_a_postgres_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

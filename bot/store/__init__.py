@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from bot.errors import StoreError
+from bot.kernel.errors import StoreError
 from bot.store._copy import CopyReport, copy_store, copy_to_postgres
 from bot.store._database import Database
 from bot.store._health import CORRUPT_RECOVERY, StoreHealth, StoreState, classify

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from bot.errors import StoreError
+from bot.kernel.errors import StoreError
 from bot.store import _shared
 from bot.store._batch import BATCH_LIMIT, Batch, BeginFailed, Failed, Queued, TransactionLost, transact
 from bot.store._connect import (

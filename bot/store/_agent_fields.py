@@ -7,8 +7,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from bot.kernel.types import JSON, AgentRecord
 from bot.store._rows import AGENT_JSON_FIELDS
-from bot.types import JSON, AgentRecord
 
 __all__ = ["AGENT_UPDATABLE", "agent_changes", "agent_json_values", "check_updatable", "deep_merge", "require_own"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bot.kernel.types import AgentRecord, now_ms
 from bot.store._agent_fields import (
     AGENT_UPDATABLE,
     agent_changes,
@@ -14,7 +15,6 @@ from bot.store._agent_fields import (
 )
 from bot.store._dialect import Statements, Step, Unit
 from bot.store._rows import AGENT_JSON_FIELDS, dumps, loads, row_to_agent
-from bot.types import AgentRecord, now_ms
 
 __all__ = ["AgentsMixin"]
 

@@ -8,7 +8,7 @@ by a cut link — then finds the claim taken over or finished, and changes nothi
 
 from __future__ import annotations
 
-from bot.types import Claim, Handling
+from bot.kernel.types import Claim, Handling
 
 __all__ = [
     "ANONYMOUS",

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import aiosqlite
 
-from bot.errors import VectorExtensionError
+from bot.kernel.errors import VectorExtensionError
 
 __all__ = [
     "Connection",

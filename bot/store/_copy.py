@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bot.errors import StoreError
+from bot.kernel.errors import StoreError
 from bot.store._connect import Connection
 from bot.store._database import Database
 from bot.store._rows import fold_names, loads

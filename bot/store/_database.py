@@ -12,8 +12,8 @@ import logging
 import os
 from contextvars import Context
 
-from bot.bus import LocalBus
-from bot.errors import StoreError, StoreLocked
+from bot.kernel.bus import LocalBus
+from bot.kernel.errors import StoreError, StoreLocked
 from bot.store._access import State
 from bot.store._connect import MEMORY_PATH, VECTOR_BACKEND, open_connection, sqlean
 from bot.store._health import CORRUPT_RECOVERY, StoreState, classify

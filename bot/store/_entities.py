@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from bot.errors import StoreError
+from bot.kernel.errors import StoreError
+from bot.kernel.types import Component, Entity, now_ms
 from bot.store._connect import casefold
 from bot.store._dialect import Statements
 from bot.store._rows import (
@@ -19,7 +20,6 @@ from bot.store._rows import (
     row_to_entity,
 )
 from bot.store._scoped import new_id, validate_count
-from bot.types import Component, Entity, now_ms
 
 __all__ = ["EntitiesMixin"]
 

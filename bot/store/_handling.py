@@ -23,10 +23,10 @@ Both backends.
 
 from __future__ import annotations
 
+from bot.kernel.types import Claim, Handling
 from bot.store._claims import ANONYMOUS, CLOSED_AS, EXPIRABLE, RELEASABLE, marks, orphaned, same_claimant
 from bot.store._dialect import Statements, Step, Unit
 from bot.store._values import MessageHandling
-from bot.types import Claim, Handling
 
 __all__ = ["HandlingMixin"]
 

@@ -20,8 +20,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from bot.backoff import ExponentialBackoff
-from bot.errors import StoreError
+from bot.kernel.backoff import ExponentialBackoff
+from bot.kernel.errors import StoreError
 from bot.store._connect import sqlean
 
 __all__ = ["CORRUPT_RECOVERY", "StoreHealth", "StoreState", "classify"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from bot.kernel.types import Memory, Room, RoomState
 from bot.store._dialect import IdList, Statements, Step, Unit
 from bot.store._memories import MEMORY_COLUMNS
 from bot.store._rows import (
@@ -22,7 +23,6 @@ from bot.store._rows import (
 from bot.store._scoped import validate_count
 from bot.store._selection import ABOUT, select_entity
 from bot.store._values import MemoryExport, Participation
-from bot.types import Memory, Room, RoomState
 
 __all__ = ["InspectionMixin", "listing_filter"]
 

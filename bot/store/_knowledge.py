@@ -35,11 +35,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Sequence
 
-from bot.ids import string_to_uuid
+from bot.kernel.ids import string_to_uuid
+from bot.kernel.types import JSON, now_ms
 from bot.store._dialect import Statements, Step, Unit
 from bot.store._rows import dumps, json_text
 from bot.store._values import SHARED_KNOWLEDGE_ID, KnowledgeDocument, KnowledgeSourceRecord
-from bot.types import JSON, now_ms
 
 __all__ = [
     "DOCUMENTS",

@@ -13,12 +13,12 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
+from bot.kernel.types import Memory, now_ms
 from bot.store._connect import Row as SQLiteRow
 from bot.store._connect import SQLValue
 from bot.store._dialect import Statements, Step, Unit
 from bot.store._rows import Row, dumps, json_text, row_to_memory
 from bot.store._scoped import new_id, validate_count
-from bot.types import Memory, now_ms
 
 __all__ = [
     "DEDUP_THRESHOLD",

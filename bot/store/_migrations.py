@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import aiosqlite
 
-from bot.errors import SchemaVersionError
+from bot.kernel.errors import SchemaVersionError
 from bot.store._connect import begin_immediate
 from bot.store._values import SHARED_KNOWLEDGE_ID
 

@@ -16,14 +16,9 @@ from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, Protocol, Self, runtime_checkable
 
-from bot.bus import Bus
-from bot.record_metadata import RelationshipMetadata
-from bot.store._health import StoreHealth
-from bot.store._leases import Leases
-from bot.store._roster import Roster
-from bot.store._sharing import RoomSharing
-from bot.store._values import Forgotten, KnowledgeDocument, KnowledgeSourceRecord, MemoryExport, MessageHandling
-from bot.types import (
+from bot.kernel.bus import Bus
+from bot.kernel.record_metadata import RelationshipMetadata
+from bot.kernel.types import (
     AgentRecord,
     Claim,
     Component,
@@ -37,6 +32,11 @@ from bot.types import (
     Task,
     World,
 )
+from bot.store._health import StoreHealth
+from bot.store._leases import Leases
+from bot.store._roster import Roster
+from bot.store._sharing import RoomSharing
+from bot.store._values import Forgotten, KnowledgeDocument, KnowledgeSourceRecord, MemoryExport, MessageHandling
 
 __all__ = [
     "AgentRecords",

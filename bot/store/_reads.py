@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from bot.errors import StoreError
+from bot.kernel.errors import StoreError
 from bot.store._connect import Connection, run_on_thread, sqlean
 
 __all__ = ["READ_LIMIT", "ReadBatches"]

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot.errors import StoreError
-from bot.record_metadata import RelationshipMetadata
+from bot.kernel.errors import StoreError
+from bot.kernel.record_metadata import RelationshipMetadata
+from bot.kernel.types import LogEntry, Relationship, Task, now_ms
 from bot.store._dialect import Statements
 from bot.store._protocol import JSONValue
 from bot.store._rows import (
@@ -20,7 +21,6 @@ from bot.store._rows import (
     task_updates,
 )
 from bot.store._scoped import json_list, new_id, validate_count
-from bot.types import LogEntry, Relationship, Task, now_ms
 
 __all__ = ["RecordsMixin"]
 

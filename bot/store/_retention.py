@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.errors import StoreError
+from bot.kernel.errors import StoreError
+from bot.kernel.types import Memory, now_ms
 from bot.store._dialect import Step, Unit
 from bot.store._memories import INSERT_MEMORY, MEMORY_COLUMNS, MEMORY_TABLES, MemoriesMixin, memory_json
 from bot.store._rows import row_to_memory
 from bot.store._scoped import new_id, validate_count
-from bot.types import Memory, now_ms
 
 __all__ = ["RetentionMixin"]
 

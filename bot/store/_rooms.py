@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.errors import StoreError
+from bot.kernel.errors import StoreError
+from bot.kernel.types import Room, RoomState, World, now_ms
 from bot.store._dialect import Statements
 from bot.store._rows import dumps, room_values, row_to_room, row_to_world
 from bot.store._scoped import new_id
 from bot.store._values import parse_room_state
-from bot.types import Room, RoomState, World, now_ms
 
 __all__ = ["RoomsMixin"]
 

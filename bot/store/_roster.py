@@ -8,7 +8,7 @@ its entry when it starts, on every reload and at every placement round (which re
 ``seen_s``, its heartbeat); comparing the fingerprints shows a file that differs between
 machines. Rows of daemons gone for long are pruned.
 
-A fingerprint leaves secrets out (see ``bot/roster.py``): nothing derived from a secret is
+A fingerprint leaves secrets out (see ``bot/cluster/roster.py``): nothing derived from a secret is
 written to the database.
 
 ``LocalRoster`` serves a single process (SQLite); the PostgreSQL backend's roster is shared by

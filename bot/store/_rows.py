@@ -1,4 +1,4 @@
-"""Conversions between database rows and the dataclasses of :mod:`bot.types`, and JSON columns."""
+"""Conversions between database rows and the dataclasses of :mod:`bot.kernel.types`, and JSON columns."""
 
 from __future__ import annotations
 
@@ -6,11 +6,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from bot.record_metadata import EntityMetadata, RelationshipMetadata, RoomMetadata, TaskMetadata, WorldMetadata
-from bot.store._connect import casefold
-from bot.store._scoped import new_id
-from bot.store._vectors import decode_vector
-from bot.types import (
+from bot.kernel.record_metadata import EntityMetadata, RelationshipMetadata, RoomMetadata, TaskMetadata, WorldMetadata
+from bot.kernel.types import (
     AgentRecord,
     ChannelType,
     Component,
@@ -23,6 +20,9 @@ from bot.types import (
     World,
     now_ms,
 )
+from bot.store._connect import casefold
+from bot.store._scoped import new_id
+from bot.store._vectors import decode_vector
 
 __all__ = [
     "AGENT_JSON_FIELDS",

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
+from bot.kernel.types import Memory, now_ms
 from bot.store._connect import Connection, SQLValue, search_text
 from bot.store._dialect import SQLITE, Step
 from bot.store._inspection import listing_filter
@@ -18,7 +19,6 @@ from bot.store._memories import MEMORY_COLUMNS, MemoriesMixin, MemoryFilter, nea
 from bot.store._rows import Row, row_to_memory
 from bot.store._scoped import AgentScoped, new_id, validate_count
 from bot.store._vectors import VectorColumn, check_dimension, encode_vector
-from bot.types import Memory, now_ms
 
 if TYPE_CHECKING:  # Database builds AgentStore, which builds on this module
     from bot.store._database import Database

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.types import ChannelType
+from bot.kernel.types import ChannelType
 
 __all__ = ["ROOM_SHARING_SQL", "RoomSharing"]
 

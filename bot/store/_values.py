@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.ids import string_to_uuid
-from bot.types import Entity, Handling, Memory, Relationship, Room, RoomState, World
+from bot.kernel.ids import string_to_uuid
+from bot.kernel.types import Entity, Handling, Memory, Relationship, Room, RoomState, World
 
 __all__ = [
     "DERIVED_TABLES",

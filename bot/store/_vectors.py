@@ -9,7 +9,7 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.errors import EmbeddingDimensionError
+from bot.kernel.errors import EmbeddingDimensionError
 
 __all__ = [
     "DEFAULT_EMBEDDING_DIMENSION",

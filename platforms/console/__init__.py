@@ -1,6 +1,6 @@
 """A terminal conversation with one character, for trying characters locally and for tests."""
 
-from bot.plugins import PluginMeta
+from bot.sdk import PluginMeta
 
 from ._adapter import ConsoleAdapter
 from ._notices import ConversationLog

@@ -2,7 +2,7 @@
 
 The terminal is a world with one DM room; the person is an entity. Lines typed reach the
 runtime as incoming messages like any platform's, and replies come back through the same reply
-channel contract (:mod:`bot.messages`): the adapter shows them and stores what it "sent".
+channel contract (:mod:`bot.kernel.messages`): the adapter shows them and stores what it "sent".
 
 A terminal shows no pictures: a file sent is named. A text file (a long summary or transcript,
 which Discord and Telegram get as a document) is printed below its name, like ``cat``: actions
@@ -18,20 +18,33 @@ from collections.abc import Awaitable, Callable
 from io import TextIOBase
 from typing import TYPE_CHECKING, TextIO
 
-from bot.components import ServiceKey
-from bot.errors import SendError
-from bot.events import MessageSent
-from bot.messages import IncomingMessage, Outcome, QuietChannel
-from bot.outgoing import OutgoingFile, Reply, files_in
-from bot.prompt import ask
-from bot.record_metadata import EntityMetadata, PlatformProfile
-from bot.text import repair_text
-from bot.types import JSON, ChannelType, Entity, Memory, Room, World, now_ms
+from bot.sdk import (
+    JSON,
+    ChannelType,
+    Entity,
+    EntityMetadata,
+    IncomingMessage,
+    Memory,
+    MessageSent,
+    Outcome,
+    OutgoingFile,
+    PlatformProfile,
+    QuietChannel,
+    Reply,
+    Room,
+    SendError,
+    ServiceKey,
+    World,
+    ask,
+    files_in,
+    now_ms,
+    repair_text,
+)
 
 from ._notices import ConversationLog
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["CONSOLE_ADAPTER", "ConsoleAdapter"]
 
@@ -43,7 +56,7 @@ _SHOWN_TEXT_BYTES = 256 * 1024  # a text file larger than this is named only: a 
 class ConsoleAdapter:
     """Connects one runtime to a terminal (or any line source, for tests).
 
-    It is also the runtime's ``console`` :class:`~bot.components.Messenger`: SEND_MESSAGE can
+    It is also the runtime's ``console`` :class:`~bot.runtime.components.Messenger`: SEND_MESSAGE can
     reach the one person and the one room a terminal has.
     """
 

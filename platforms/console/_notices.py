@@ -13,8 +13,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator
 
-from bot.errors import reason_for
-from bot.redact import scrub_for
+from bot.sdk import reason_for, scrub_for
 
 __all__ = ["ConversationLog", "reason"]
 

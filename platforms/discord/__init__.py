@@ -3,19 +3,17 @@
 ``connect(runtime, shards=None)`` is how the daemon brings a character online: it reads the
 character's Discord settings, checks the token and the bot's intents, and connects a discord.py
 client in the daemon's event loop (an ``AutoShardedClient`` with the given shard ids when the bot
-is sharded: ``DISCORD_SHARD_COUNT``, :mod:`bot.shards`). See ``_adapter.py`` for what happens to messages both ways.
+is sharded: ``DISCORD_SHARD_COUNT``, :mod:`bot.config.shards`). See ``_adapter.py`` for what happens to messages both ways.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.plugins import PluginMeta
+from bot.sdk import PluginMeta
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
-    from bot.settings import SettingsView
-    from bot.shards import Shards
+    from bot.sdk import AgentRuntime, SettingsView, Shards
 
 __all__ = ["check", "connect", "meta"]
 
@@ -30,7 +28,7 @@ meta = PluginMeta(
 
 
 def check(settings: SettingsView) -> None:
-    """Raise :class:`~bot.errors.ConfigError` if the character's Discord settings cannot work
+    """Raise :class:`~bot.kernel.errors.ConfigError` if the character's Discord settings cannot work
     (``troupe check``, and ``troupe start`` before it opens the database)."""
     from ._config import read_config
 

@@ -1,7 +1,7 @@
 """One character's Discord bot: a discord.py client in the daemon's loop, translating both ways.
 
 Inbound, a message becomes an incoming message for the runtime, with its reply channel
-(:mod:`bot.messages`); a server becomes WORLD_CONNECTED/JOINED, and other gateway events become
+(:mod:`bot.kernel.messages`); a server becomes WORLD_CONNECTED/JOINED, and other gateway events become
 troupe events (``_events.py``), after the listening rules of the character's settings. Worlds,
 rooms, entities and participants are written once per run and remembered, not re-written for
 every message. At every start, and when Discord could not resume a lost session or shards were
@@ -10,12 +10,12 @@ taken on, what was said meanwhile is read back and handled the same way (``_catc
 A message is translated in one call (:func:`._mapping.translate`), then its server, channel and
 author are stored (:meth:`DiscordAdapter.ensure_stored`) before it is handed over.
 
-Outbound, the reply channel (:class:`bot.adapters.PlatformReplyChannel`) answers the triggering
+Outbound, the reply channel (:class:`bot.runtime.adapters.PlatformReplyChannel`) answers the triggering
 message: this adapter sends natively (split, safe mentions, uploads, retries: ``_outbound.py``;
 buttons as components, and their presses: ``_presses.py``) and, in a voice session whose text
 side the channel is, says the reply aloud too (:meth:`DiscordAdapter.after_sent`). The adapter
 is also the runtime's ``discord`` service, for SEND_MESSAGE; its lifecycle and the flow of
-sending are :class:`bot.adapters.PlatformAdapter`'s, the discord.py client and the checks before
+sending are :class:`bot.runtime.adapters.PlatformAdapter`'s, the discord.py client and the checks before
 connecting are in ``_client.py``.
 """
 
@@ -29,19 +29,37 @@ from typing import TYPE_CHECKING, Any, cast
 
 import discord
 
-from bot.adapters import Delivery, PlatformAdapter, PlatformReplyChannel, TypingIndicator
-from bot.connections import SentMessage
-from bot.errors import ConfigError, SendError, StoreError, reason_for
-from bot.events import EventType, PlatformConnected, WorldConnected, WorldJoined
-from bot.lifecycle import AdapterState
-from bot.links import LinkState
-from bot.messages import IncomingMessage, NativeRef
-from bot.outgoing import Reply, with_note
-from bot.record_metadata import PlatformProfile
-from bot.refusals import TokenRefused
-from bot.shards import Shards
-from bot.text import first_words
-from bot.types import ChannelType, Entity, Memory, Room, World, now_ms
+from bot.sdk import (
+    AdapterState,
+    ChannelType,
+    ConfigError,
+    Delivery,
+    Entity,
+    EventType,
+    IncomingMessage,
+    LinkState,
+    Memory,
+    NativeRef,
+    PlatformAdapter,
+    PlatformConnected,
+    PlatformProfile,
+    PlatformReplyChannel,
+    Reply,
+    Room,
+    SendError,
+    SentMessage,
+    Shards,
+    StoreError,
+    TokenRefused,
+    TypingIndicator,
+    World,
+    WorldConnected,
+    WorldJoined,
+    first_words,
+    now_ms,
+    reason_for,
+    with_note,
+)
 
 from ._catchup import MissedMessages, active_since, catch_up, taken_on, with_stored_gap
 from ._client import LOGIN_TIMEOUT_S, Client, DiscordTokens, base_intents, check_application, make_client, run_client
@@ -66,7 +84,7 @@ from ._voice import VoiceManager
 if TYPE_CHECKING:
     from discord.abc import MessageableChannel, PartialMessageableChannel
 
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["DiscordAdapter", "TYPING_EVERY_S"]
 

@@ -52,9 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from bot.errors import StoreError
-from bot.shards import Shards
-from bot.types import Memory
+from bot.sdk import Memory, Shards, StoreError
 
 from ._mapping import SOURCE, discord_id
 

@@ -14,11 +14,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import discord
 
-from bot.connections import TokenClaims
-from bot.errors import ConfigError
-from bot.links import LinkState
-from bot.refusals import TokenRefused
-from bot.shards import SHARD_COUNT_KEY, Shards
+from bot.sdk import SHARD_COUNT_KEY, ConfigError, LinkState, Shards, TokenClaims, TokenRefused
 
 from ._events import guild_left, member_changed, message_deleted, message_edited, reaction_added
 from ._mapping import SOURCE

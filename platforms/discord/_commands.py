@@ -20,9 +20,15 @@ from typing import TYPE_CHECKING
 import discord
 from discord import app_commands
 
-from bot.components import CONVERSATION_SUMMARIES, SUMMARY_DEFAULT_COUNT, SUMMARY_MAX_COUNT
-from bot.outgoing import Reply
-from bot.types import ChannelType, Role, RoomState
+from bot.sdk import (
+    CONVERSATION_SUMMARIES,
+    SUMMARY_DEFAULT_COUNT,
+    SUMMARY_MAX_COUNT,
+    ChannelType,
+    Reply,
+    Role,
+    RoomState,
+)
 
 from ._mapping import channel_type, discord_id
 

@@ -15,9 +15,8 @@ from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
-from bot.audio import VadConfig
-from bot.errors import ConfigError
-from bot.settings import SettingReader
+from bot.sdk import ConfigError, SettingReader
+from bot.sdk.media import VadConfig
 
 from ._catchup import CatchUpLimits
 from ._outbound import DEFAULT_DEADLINE_S

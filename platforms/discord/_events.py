@@ -10,8 +10,16 @@ from typing import TYPE_CHECKING
 
 import discord
 
-from bot.events import EntityJoined, EntityLeft, MessageDeleted, MessageUpdated, ReactionReceived
-from bot.types import ChannelType, Memory, now_ms
+from bot.sdk import (
+    ChannelType,
+    EntityJoined,
+    EntityLeft,
+    Memory,
+    MessageDeleted,
+    MessageUpdated,
+    ReactionReceived,
+    now_ms,
+)
 
 from ._mapping import SOURCE, channel_type, discord_id, entity_for_user, memory_for_message
 

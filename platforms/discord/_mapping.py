@@ -14,12 +14,23 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bot.connections import SentMessage
-from bot.ids import unique_uuid
-from bot.messages import NativeRef
-from bot.record_metadata import EntityMetadata, Ownership, PlatformProfile, RoomMetadata, WorldMetadata
-from bot.text import repair_text
-from bot.types import ChannelType, Entity, Memory, Role, Room, World
+from bot.sdk import (
+    ChannelType,
+    Entity,
+    EntityMetadata,
+    Memory,
+    NativeRef,
+    Ownership,
+    PlatformProfile,
+    Role,
+    Room,
+    RoomMetadata,
+    SentMessage,
+    World,
+    WorldMetadata,
+    repair_text,
+    unique_uuid,
+)
 
 __all__ = [
     "SOURCE",
@@ -156,7 +167,7 @@ def _ms(moment: datetime | None) -> int | None:
 
 def _text(message: Any) -> str:
     """The message text with user mentions written as ``@name``, so names read naturally;
-    repaired (see :func:`bot.text.repair_text`), NUL characters removed (they break storage and prompts)."""
+    repaired (see :func:`bot.kernel.text.repair_text`), NUL characters removed (they break storage and prompts)."""
     names = {m.id: (user_names(m) or [str(m.id)])[0] for m in getattr(message, "mentions", ()) or ()}
     text = repair_text(message.content or "").replace("\x00", "")
     return _USER_MENTION.sub(lambda match: f"@{names.get(int(match.group(1)), match.group(1))}", text)

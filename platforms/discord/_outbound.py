@@ -23,11 +23,17 @@ from typing import Any
 import aiohttp
 import discord
 
-from bot.backoff import Deadline, ExponentialBackoff
-from bot.chunking import split_message
-from bot.errors import PartlySent
-from bot.outgoing import OutgoingFile, SizeLimits, load, place
-from bot.text import repair_text
+from bot.sdk import (
+    Deadline,
+    ExponentialBackoff,
+    OutgoingFile,
+    PartlySent,
+    SizeLimits,
+    load,
+    place,
+    repair_text,
+    split_message,
+)
 
 __all__ = [
     "DEFAULT_DEADLINE_S",

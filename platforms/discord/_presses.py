@@ -2,7 +2,7 @@
 interaction) as a message from the person who pressed it.
 
 A button with a value is a component whose ``custom_id`` is ``troupe:<value>``; a link is a
-link-style button. They go in action rows of at most five (:func:`bot.buttons.rows`). discord.py
+link-style button. They go in action rows of at most five (:func:`bot.kernel.buttons.rows`). discord.py
 keeps no callback for them (the view is stopped before it is sent): a press is recognised in the
 client's interaction event by its ``custom_id`` alone, so buttons sent before a restart still
 work, and components of other code (a ``discord.ui.View`` with callbacks) are left to it.
@@ -27,10 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from bot.buttons import PRESS_KEY, Button, Press, buttons_shown, rows
-from bot.ids import unique_uuid
-from bot.messages import NativeRef
-from bot.types import ChannelType, Memory, now_ms
+from bot.sdk import PRESS_KEY, Button, ChannelType, Memory, NativeRef, Press, buttons_shown, now_ms, rows, unique_uuid
 
 from ._mapping import SOURCE, channel_type, discord_id, user_names
 

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bot.components import Provider, ProviderResult, State
-from bot.types import ChannelType, Memory
+from bot.sdk import ChannelType, Memory, Provider, ProviderResult, State
 
 from ._mapping import SOURCE
 from ._service import DISCORD_ADAPTER
 from ._voice_presence import company
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
     from ._adapter import DiscordAdapter
 

@@ -1,4 +1,4 @@
-"""A Discord bot token reset while the bot runs (:mod:`bot.refusals`)."""
+"""A Discord bot token reset while the bot runs (:mod:`bot.runtime.refusals`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import discord
 
-from bot.refusals import TokenRefusal
+from bot.sdk import TokenRefusal
 
 from ._client import rest_only
 from ._mapping import SOURCE

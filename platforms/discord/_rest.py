@@ -15,7 +15,7 @@ import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
-from bot.errors import ConfigError
+from bot.sdk import ConfigError
 
 __all__ = ["point_gateway", "reset_api_base", "use_api_base"]
 

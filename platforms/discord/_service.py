@@ -1,12 +1,12 @@
 """The key the Discord adapter is offered under in its runtime, typed as the adapter itself for
 this package's actions and providers (the daemon knows it as a
-:class:`bot.adapters.ShardedPlatformService`, under :data:`bot.adapters.DISCORD_SERVICE`)."""
+:class:`bot.runtime.adapters.ShardedPlatformService`, under :data:`bot.runtime.adapters.DISCORD_SERVICE`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.components import ServiceKey
+from bot.sdk import ServiceKey
 
 from ._mapping import SOURCE
 

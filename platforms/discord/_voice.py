@@ -20,16 +20,22 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import discord
 from discord.voice_state import VoiceConnectionState
 
-from bot.audio import SPEECH_PCM, Utterance, resample, wav
-from bot.connections import record_sent
-from bot.errors import ModelError
-from bot.events import VoiceEnded, VoiceStarted
-from bot.ids import unique_uuid
-from bot.messages import IncomingMessage, QuietChannel
-from bot.outgoing import Reply
-from bot.speech import transcribe
-from bot.spoken import SentenceStream
-from bot.types import ChannelType, Memory, now_ms
+from bot.sdk import (
+    ChannelType,
+    IncomingMessage,
+    Memory,
+    ModelError,
+    QuietChannel,
+    Reply,
+    SentenceStream,
+    VoiceEnded,
+    VoiceStarted,
+    now_ms,
+    record_sent,
+    transcribe,
+    unique_uuid,
+)
+from bot.sdk.media import SPEECH_PCM, Utterance, resample, wav
 
 from ._mapping import SOURCE, discord_id, user_names
 from ._voice_player import SpeechPlayer

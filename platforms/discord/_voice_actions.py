@@ -12,19 +12,24 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from bot.answer_lengths import SHORT_ANSWER_TOKENS
-from bot.components import Action, ActionContext, ActionResult, State
-from bot.errors import ModelError
-from bot.models import ModelType
-from bot.outgoing import Reply
-from bot.types import Memory
+from bot.sdk import (
+    SHORT_ANSWER_TOKENS,
+    Action,
+    ActionContext,
+    ActionResult,
+    Memory,
+    ModelError,
+    ModelType,
+    Reply,
+    State,
+)
 
 from ._mapping import SOURCE
 from ._service import DISCORD_ADAPTER
 from ._voice import VoiceError
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["find_voice_channel", "join_voice", "leave_voice"]
 

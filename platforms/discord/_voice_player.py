@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from bot.audio import DISCORD_PCM, AudioError, OpusEncoder, StreamDecoder
-from bot.errors import ModelError
-from bot.speech import speech
+from bot.sdk import AudioError, ModelError, speech
+from bot.sdk.media import DISCORD_PCM, OpusEncoder, StreamDecoder
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["SpeechPlayer"]
 

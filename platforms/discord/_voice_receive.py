@@ -11,7 +11,7 @@ discord.py sends voice but does not receive it, so troupe reads the voice UDP so
    sender's key through discord.py's own ``davey`` session, which knows the sender by user id —
    learned from the SPEAKING (op 5) messages that map each SSRC to a user.
 4. Opus → 48 kHz stereo PCM, per speaker (each SSRC has its own decoder state).
-5. Voice activity per speaker (``bot.audio.Segmenter``): an utterance ends after a configurable
+5. Voice activity per speaker (``bot.media.audio.Segmenter``): an utterance ends after a configurable
    silence; Discord stops sending when someone stops talking, so silence is often no packets
    at all and a timer ends it.
 
@@ -33,8 +33,8 @@ import davey
 import nacl.bindings
 import nacl.exceptions
 
-from bot.audio import DISCORD_PCM, AudioError, OpusDecoder, Segmenter, Utterance, VadConfig, frame_level_db
-from bot.background import BackgroundTasks
+from bot.sdk import AudioError, BackgroundTasks
+from bot.sdk.media import DISCORD_PCM, OpusDecoder, Segmenter, Utterance, VadConfig, frame_level_db
 
 __all__ = ["RtpPacket", "VoiceReceiver", "decrypt_rtpsize", "parse_rtp"]
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from bot.plugins import PluginMeta
+from bot.sdk import PluginMeta
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
-    from bot.settings import SettingsView
+    from bot.sdk import AgentRuntime, SettingsView
 
 __all__ = ["check", "connect", "meta"]
 
@@ -33,7 +32,7 @@ meta = PluginMeta(
 
 
 def check(settings: SettingsView) -> None:
-    """Raise :class:`~bot.errors.ConfigError` if the character's Telegram settings cannot work
+    """Raise :class:`~bot.kernel.errors.ConfigError` if the character's Telegram settings cannot work
     (``troupe check``, and ``troupe start`` before it opens the database)."""
     from ._config import read_config
 

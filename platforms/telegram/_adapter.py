@@ -4,7 +4,7 @@ loop (initialize, start, long polling — never ``run_polling()``), sending and 
 Inbound, python-telegram-bot's handlers take each update (:mod:`._handlers`); a message is
 translated once (:func:`._mapping.translate`; an album's parts together, :mod:`._albums`), its
 voice note transcribed (:mod:`._listening`), and handed to the runtime as an incoming message
-with its reply channel (:class:`bot.adapters.PlatformReplyChannel`).
+with its reply channel (:class:`bot.runtime.adapters.PlatformReplyChannel`).
 Chats, topics and people are written once per run and remembered (:meth:`TelegramAdapter.ensure_stored`).
 
 Outbound, replies quote the triggering message, are converted to MarkdownV2 (plain text if
@@ -27,14 +27,27 @@ from telegram import Chat, InlineKeyboardMarkup, MaybeInaccessibleMessage, Messa
 from telegram.error import Forbidden, InvalidToken, TelegramError
 from telegram.ext import ApplicationBuilder
 
-from bot.adapters import Delivery, PlatformAdapter, PlatformReplyChannel, TypingIndicator
-from bot.connections import SentMessage, TokenClaims
-from bot.errors import ConfigError, PartlySent, SendError
-from bot.events import WorldJoined
-from bot.lifecycle import AdapterState
-from bot.messages import IncomingMessage, NativeRef
-from bot.outgoing import OutgoingFile, Reply
-from bot.types import ChannelType, Entity, Memory, Room
+from bot.sdk import (
+    AdapterState,
+    ChannelType,
+    ConfigError,
+    Delivery,
+    Entity,
+    IncomingMessage,
+    Memory,
+    NativeRef,
+    OutgoingFile,
+    PartlySent,
+    PlatformAdapter,
+    PlatformReplyChannel,
+    Reply,
+    Room,
+    SendError,
+    SentMessage,
+    TokenClaims,
+    TypingIndicator,
+    WorldJoined,
+)
 
 from ._albums import Albums, translate_album
 from ._config import TelegramConfig
@@ -64,7 +77,7 @@ from ._request import AiohttpRequest, UpdatesRequest
 from ._speaking import speak
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["TelegramAdapter"]
 

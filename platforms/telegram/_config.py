@@ -8,8 +8,7 @@ from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
-from bot.errors import ConfigError
-from bot.settings import SettingReader
+from bot.sdk import ConfigError, SettingReader
 
 from ._outbound import DEFAULT_DEADLINE_S
 

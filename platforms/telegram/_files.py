@@ -8,7 +8,7 @@ go together as an album (``sendMediaGroup``, 2 to 10 a message: one message to s
 one per picture), the caption under the album; should Telegram refuse the album, they go one by
 one. The reply's buttons go on its last message; an album cannot carry them, so a reply with
 buttons sends its last picture on its own, with them. A picture over 10 MB (or one Telegram will not take as a photo) goes as a document; a file
-over 50 MB is not sent, and the text says so (:func:`bot.outgoing.refusal_note`). Flood control
+over 50 MB is not sent, and the text says so (:func:`bot.kernel.outgoing.refusal_note`). Flood control
 and network errors are retried as for text (:mod:`._outbound`), within the same send deadline.
 """
 
@@ -22,10 +22,19 @@ from telegram import Bot, InlineKeyboardMarkup, InputMediaPhoto, Message, ReplyP
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, TelegramError
 
-from bot.backoff import Deadline
-from bot.errors import PartlySent
-from bot.outgoing import FileKind, OutgoingFile, Placed, SizeLimits, load, place, with_note
-from bot.text import repair_text, utf16_len
+from bot.sdk import (
+    Deadline,
+    FileKind,
+    OutgoingFile,
+    PartlySent,
+    Placed,
+    SizeLimits,
+    load,
+    place,
+    repair_text,
+    utf16_len,
+    with_note,
+)
 
 from ._markdown import split_for_telegram
 from ._outbound import send_text, too_long, unparseable, with_retries

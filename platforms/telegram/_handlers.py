@@ -49,11 +49,22 @@ from telegram.ext import (
     filters,
 )
 
-from bot.components import CONVERSATION_SUMMARIES, SUMMARY_DEFAULT_COUNT, SUMMARY_MAX_COUNT
-from bot.events import EntityJoined, EntityLeft, EventType, MessageUpdated, ReactionReceived
-from bot.outgoing import Reply
-from bot.store import StoreState, classify
-from bot.types import ChannelType, Memory, now_ms
+from bot.sdk import (
+    CONVERSATION_SUMMARIES,
+    SUMMARY_DEFAULT_COUNT,
+    SUMMARY_MAX_COUNT,
+    ChannelType,
+    EntityJoined,
+    EntityLeft,
+    EventType,
+    Memory,
+    MessageUpdated,
+    ReactionReceived,
+    Reply,
+    StoreState,
+    classify,
+    now_ms,
+)
 
 from ._inbox import InboxQueue
 from ._mapping import (

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from telegram import Bot, Update
 
-from bot.backoff import ExponentialBackoff
+from bot.sdk import ExponentialBackoff
 
 from ._mapping import SOURCE
 from ._request import UpdatesRequest
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["InboxQueue", "replay"]
 

@@ -14,12 +14,10 @@ from typing import TYPE_CHECKING
 from telegram import Bot
 from telegram.error import BadRequest
 
-from bot.errors import ModelError, reason_for
-from bot.speech import transcribe
-from bot.types import Memory
+from bot.sdk import Memory, ModelError, reason_for, transcribe
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
     from ._mapping import Translated
 

@@ -16,10 +16,21 @@ from typing import Any
 
 from telegram import Chat, Message, User
 
-from bot.ids import unique_uuid
-from bot.record_metadata import EntityMetadata, Ownership, PlatformProfile, RoomMetadata, WorldMetadata
-from bot.text import repair_text
-from bot.types import ChannelType, Entity, Memory, Role, Room, World
+from bot.sdk import (
+    ChannelType,
+    Entity,
+    EntityMetadata,
+    Memory,
+    Ownership,
+    PlatformProfile,
+    Role,
+    Room,
+    RoomMetadata,
+    World,
+    WorldMetadata,
+    repair_text,
+    unique_uuid,
+)
 
 from ._voice import Spoken, spoken_media
 
@@ -209,7 +220,7 @@ def _room(agent_id: str, message: Message, topic: int | None) -> Room:
 
 
 def message_text(message: Any) -> str:
-    """Text or caption, repaired (see :func:`bot.text.repair_text`), NUL characters removed (they
+    """Text or caption, repaired (see :func:`bot.kernel.text.repair_text`), NUL characters removed (they
     break storage and prompts); a sticker (still, animated or video) is its emoji: ``[sticker 😀]``."""
     text = getattr(message, "text", None) or getattr(message, "caption", None)
     sticker = getattr(message, "sticker", None)

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import re
 
-from bot.chunking import Units, split_message
-from bot.text import utf16_len
+from bot.sdk import Units, split_message, utf16_len
 
 __all__ = ["TELEGRAM_LIMIT", "escape", "split_for_telegram", "to_markdown_v2"]
 

@@ -27,9 +27,7 @@ from telegram import Bot, InlineKeyboardMarkup, Message, ReplyParameters
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError, TimedOut
 
-from bot.backoff import Deadline, ExponentialBackoff
-from bot.errors import PartlySent
-from bot.text import repair_text, utf16_len
+from bot.sdk import Deadline, ExponentialBackoff, PartlySent, repair_text, utf16_len
 
 from ._markdown import split_for_telegram
 
@@ -138,7 +136,7 @@ async def send_text(
     deadline_s: float = DEFAULT_DEADLINE_S,
     markup: InlineKeyboardMarkup | None = None,
 ) -> list[Message]:
-    """Send ``text`` (repaired, see :func:`bot.text.repair_text`) as one or more messages; the
+    """Send ``text`` (repaired, see :func:`bot.kernel.text.repair_text`) as one or more messages; the
     first quotes ``reply_to`` (if it still exists), the last carries ``markup`` (the reply's
     buttons). All of them are sent within ``deadline_s``.
 

@@ -1,7 +1,7 @@
 """What polling errors mean for the link: python-telegram-bot retries a failed ``getUpdates`` by
 itself and says nothing when it works again, a 409 Conflict may be a restarted process's
 previous poll still open or another process using the same token, and a 401 means the token was
-revoked (:class:`~bot.refusals.TokenRefusal`: polls are held until Telegram takes it again)."""
+revoked (:class:`~bot.runtime.refusals.TokenRefusal`: polls are held until Telegram takes it again)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ from typing import TYPE_CHECKING
 
 from telegram.error import Conflict, InvalidToken, TelegramError
 
-from bot.backoff import ExponentialBackoff
-from bot.links import LinkState
-from bot.refusals import TokenRefusal
+from bot.sdk import ExponentialBackoff, LinkState, TokenRefusal
 
 from ._mapping import SOURCE
 

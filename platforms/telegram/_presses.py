@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING
 from telegram import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, MaybeInaccessibleMessage, Message
 from telegram.error import BadRequest, TelegramError
 
-from bot.buttons import PRESS_KEY, Button, Press, buttons_shown, rows
-from bot.types import Memory, now_ms
+from bot.sdk import PRESS_KEY, Button, Memory, Press, buttons_shown, now_ms, rows
 
 from ._mapping import (
     SOURCE,
@@ -52,7 +51,7 @@ _PER_ROW = 3
 
 
 def keyboard(buttons: Sequence[Button]) -> InlineKeyboardMarkup | None:
-    """The inline keyboard that shows ``buttons`` (laid out by :func:`bot.buttons.rows`; links
+    """The inline keyboard that shows ``buttons`` (laid out by :func:`bot.kernel.buttons.rows`; links
     as url buttons), or None for none."""
     if not buttons:
         return None

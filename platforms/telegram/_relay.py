@@ -6,7 +6,7 @@ them, as if Telegram had delivered it; from there it is an ordinary message from
 loop guard applies. Each daemon has one relay (``runtime.shared.instance_of(Relay)``).
 
 The daemon's own characters get the message at once. When several daemons serve the troupe
-(PostgreSQL), it is also posted on the troupe's bus (:mod:`bot.bus`) — the messages as Telegram
+(PostgreSQL), it is also posted on the troupe's bus (:mod:`bot.kernel.bus`) — the messages as Telegram
 returned them, less anything about the people in the chat — and each other daemon's relay hands
 it to its characters. A
 character that starts serving on a daemon (it moved there, or its daemon restarted) is handed
@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from telegram import Message
 
-from bot.bus import Bus, Post
-from bot.errors import StoreError
+from bot.sdk import Bus, Post, StoreError
 
 if TYPE_CHECKING:
     from ._adapter import TelegramAdapter

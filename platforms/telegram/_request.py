@@ -32,7 +32,7 @@ from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
 from yarl import URL
 
-from bot.bodies import BodyTooLarge, read_limited
+from bot.sdk import BodyTooLarge, read_limited
 
 if TYPE_CHECKING:
     from telegram._utils.types import ODVInput  # BaseRequest.do_request's own annotation

@@ -10,9 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from telegram import Chat
 
-from bot.errors import ModelError, reason_for
-from bot.speech import synthesize
-from bot.types import Memory
+from bot.sdk import Memory, ModelError, reason_for, synthesize
 
 from ._mapping import SOURCE
 from ._outbound import send_voice

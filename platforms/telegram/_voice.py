@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bot.audio import AudioError, PcmFormat, decode_audio, ogg_opus, wav
-from bot.spoken import spoken_text
+from bot.sdk import AudioError, spoken_text
+from bot.sdk.media import PcmFormat, decode_audio, ogg_opus, wav
 
 __all__ = ["MAX_SPOKEN_CHARS", "Spoken", "VoiceNote", "speakable", "spoken_media", "voice_note"]
 

@@ -12,10 +12,10 @@ import importlib
 import pkgutil
 from typing import TYPE_CHECKING
 
-from bot.plugins import PluginMeta
+from bot.sdk import PluginMeta
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["meta", "setup"]
 
@@ -44,7 +44,7 @@ async def setup(runtime: AgentRuntime) -> None:
     messages' vectors (the ``MESSAGE_VECTORS`` service) and room summaries (``CONVERSATION_SUMMARIES``),
     handle presses of choice buttons, and schedule memory retention (raises ConfigError for a bad
     retention setting or TROUPE_FETCH_ALLOW_PRIVATE)."""
-    from bot.components import CONVERSATION_SUMMARIES, MESSAGE_VECTORS
+    from bot.sdk import CONVERSATION_SUMMARIES, MESSAGE_VECTORS
 
     from . import _event_handlers, _links, _retention
     from ._embedding import MessageEmbeddings

@@ -7,12 +7,22 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bot.components import Action, ActionContext, ActionResult, Evaluator, HandlerCallback, State
-from bot.events import ActionCompleted, ActionStarted, EvaluatorCompleted, EvaluatorStarted
-from bot.types import Memory
+from bot.sdk import (
+    Action,
+    ActionCompleted,
+    ActionContext,
+    ActionResult,
+    ActionStarted,
+    Evaluator,
+    EvaluatorCompleted,
+    EvaluatorStarted,
+    HandlerCallback,
+    Memory,
+    State,
+)
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["find_action", "run_actions", "run_evaluators"]
 

@@ -12,9 +12,9 @@ message is answered regardless. Audio a platform already transcribed (``transcri
 Telegram marks voice notes it turned into the message's text) is left alone, even when nothing
 was heard in it.
 
-A PDF's text is read in a thread (:mod:`bot.pdf`); one that cannot be read (encrypted, damaged,
+A PDF's text is read in a thread (:mod:`bot.media.pdf`); one that cannot be read (encrypted, damaged,
 scanned) is described as such. A video up to :data:`MAX_VIDEO_S` seconds has its sound transcribed
-and its middle frame described (:mod:`bot.video`, decoded in a thread); a longer or larger one is
+and its middle frame described (:mod:`bot.media.video`, decoded in a thread); a longer or larger one is
 described by its size and length only. Links in the message's text become ``link`` attachments
 (:mod:`._links`).
 """
@@ -27,16 +27,12 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from bot.errors import AudioError, ModelError
-from bot.models import ModelType
-from bot.pdf import UnreadablePdf, pdf_text
-from bot.speech import transcribe
-from bot.types import Memory
+from bot.sdk import AudioError, Memory, ModelError, ModelType, UnreadablePdf, pdf_text, transcribe
 
 from ._links import read_links
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["AttachmentFetcher", "MAX_VIDEO_S", "SOUNDLESS", "SOUND_PREFIX", "attachment_kind", "process_attachments"]
 
@@ -213,7 +209,7 @@ async def _watch(runtime: AgentRuntime, item: dict[str, Any], fetch: AttachmentF
         return True
     if data is None:
         return False
-    from bot.video import probe_video, video_parts  # PyAV takes 16 MB: only once someone shares a video
+    from bot.sdk.media import probe_video, video_parts  # PyAV takes 16 MB: only once someone shares a video
 
     try:
         probe = await asyncio.to_thread(probe_video, data)

@@ -13,7 +13,7 @@ the budget (by :func:`~plugins.core._tokens.estimate_tokens`), pieces go in this
 
 The character's core (bio, directions), the rules and the output format are never cut: a prompt
 that is still over the budget goes as it is, and the server's refusal says so
-(:class:`~bot.errors.ModelContextExceeded`). :class:`FittedPrompt` answers such a refusal by
+(:class:`~bot.kernel.errors.ModelContextExceeded`). :class:`FittedPrompt` answers such a refusal by
 building the prompt again, smaller, once.
 """
 
@@ -26,16 +26,14 @@ from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
-from bot.components import State
-from bot.errors import ModelContextExceeded
-from bot.models import ModelType, ResponseSchema
+from bot.sdk import ModelContextExceeded, ModelType, ResponseSchema, State
 
 from ._prompts import render, template
 from ._schemas import schema_for
 from ._tokens import estimate_tokens
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = [
     "Cut",
@@ -253,7 +251,7 @@ class FittedPrompt:
     build: Callable[[int | None], str]
     """The prompt for a budget (None: no budget)."""
     schema: ResponseSchema | None = None
-    """The JSON schema the answer is asked to follow (bot/models.py), if any."""
+    """The JSON schema the answer is asked to follow (bot/kernel/models.py), if any."""
     prompt: str = field(init=False)
     window: int | None = field(init=False)
     """The context window the prompt was built to; None when unknown."""

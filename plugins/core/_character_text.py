@@ -6,7 +6,7 @@ or posts, and a few example conversations (or posts). All randomness comes from 
 passed in, so a seeded ``random.Random`` gives byte-identical output.
 
 Unlike upstream, the text leaves out the system prompt: every model call sends it as the system
-message already (bot/models.py), and a second copy in the prompt only costs tokens. It stays in
+message already (bot/kernel/models.py), and a second copy in the prompt only costs tokens. It stays in
 the values (``system``) for templates that name it.
 """
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from ._mustache import fill_placeholders
 
 if TYPE_CHECKING:
-    from bot.character import Character
+    from bot.sdk import Character
 
 __all__ = ["CharacterContext", "character_context"]
 

@@ -13,15 +13,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from bot.backoff import ExponentialBackoff
-from bot.errors import StoreError
-from bot.messages import Outcome, Status
-from bot.types import Claim, Handling, Memory, now_ms
+from bot.sdk import Claim, ExponentialBackoff, Handling, Memory, Outcome, Status, StoreError, now_ms
 
 from ._delivery import Delivery
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["RETRIES", "claim_for", "finish", "refusal"]
 

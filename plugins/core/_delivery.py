@@ -21,15 +21,12 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from bot.components import HandlerCallback
-from bot.errors import StoreError
-from bot.outgoing import Reply
-from bot.types import Handling, Memory
+from bot.sdk import HandlerCallback, Handling, Memory, Reply, StoreError
 
 from ._recovery import say_given_back
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["DEFAULT_MAX_REPLY_CHARS", "ONE_MESSAGE_CHARS", "Delivery", "bound_text"]
 
@@ -37,7 +34,7 @@ _log = logging.getLogger(__name__)
 
 DEFAULT_MAX_REPLY_CHARS = 6000
 #: An answer longer than this (a summary, a transcript) is "long": more than one chat message
-#: (Discord takes 2,000), so it goes as a file after a short lead (:func:`bot.outgoing.text_or_file`).
+#: (Discord takes 2,000), so it goes as a file after a short lead (:func:`bot.kernel.outgoing.text_or_file`).
 ONE_MESSAGE_CHARS = 1800
 _ELLIPSIS = " …"
 

@@ -9,7 +9,7 @@ can use); otherwise it starts once the message has been handled, so that a reply
 the vector for does not wait behind the embedding request's work.
 
 Each runtime has its own :class:`MessageEmbeddings`, offered to every plugin as the
-:data:`~bot.components.MESSAGE_VECTORS` service.
+:data:`~bot.runtime.components.MESSAGE_VECTORS` service.
 """
 
 from __future__ import annotations
@@ -19,12 +19,10 @@ import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from bot.components import MESSAGE_VECTORS
-from bot.models import ModelType
+from bot.sdk import MESSAGE_VECTORS, ModelType
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
-    from bot.types import Memory
+    from bot.sdk import AgentRuntime, Memory
 
 __all__ = ["MessageEmbeddings", "embeddings"]
 
@@ -35,7 +33,7 @@ _KEPT = 64  # recent messages whose vector (or its computation) is kept for prov
 
 class MessageEmbeddings:
     """One agent's message vectors: computed in the background, the recent ones kept for the
-    providers that search with them (a :class:`~bot.components.MessageVectors`)."""
+    providers that search with them (a :class:`~bot.runtime.components.MessageVectors`)."""
 
     def __init__(self, runtime: AgentRuntime) -> None:
         self.runtime = runtime

@@ -14,21 +14,22 @@ from dataclasses import replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, TypeVar
 
-from bot.events import (
+from bot.sdk import (
     ChannelCleared,
     EntityJoined,
     EntityLeft,
     Event,
+    Memory,
     MessageDeleted,
     MessageUpdated,
     ReactionReceived,
+    now_ms,
 )
-from bot.types import Memory, now_ms
 
 from ._embedding import embeddings
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["register"]
 

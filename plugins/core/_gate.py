@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum, StrEnum
 
-from bot.types import ChannelType, Memory, RoomState
+from bot.sdk import ChannelType, Memory, RoomState
 
 __all__ = ["Decision", "Rule", "Verdict", "addressed_by_name", "bot_run_length", "decide"]
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from bot.errors import StoreError
-from bot.types import ChannelType, Entity, Memory, Room
+from bot.sdk import ChannelType, Entity, Memory, Room, StoreError
 
 from ._embedding import embeddings
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["MESSAGES", "store_incoming"]
 

@@ -19,16 +19,14 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from yarl import URL
 
-from bot.errors import ConfigError
-from bot.settings import SettingReader
-from bot.types import now_ms
+from bot.sdk import ConfigError, SettingReader, now_ms
 
 from ._delivery import bound_text
 from ._fetch import FetchLimits, FetchRefused, Page, fetch_page, readable
 from ._html_text import html_to_text
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["ALLOW_PRIVATE", "CACHE_MS", "MAX_GIST_CHARS", "MAX_LINKS", "allow_private", "find_links", "read_links"]
 

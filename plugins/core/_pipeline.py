@@ -25,15 +25,32 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from bot.answer_lengths import DECISION_TOKENS, PLAN_TOKENS
-from bot.buttons import Press
-from bot.components import PressHandler, State
-from bot.errors import ModelContextExceeded, ModelError, StoreError
-from bot.events import PlatformConnected, RunEnded, RunStarted, RunTimeout
-from bot.messages import IncomingMessage, NativeRef, Outcome, ReplyChannel, Status
-from bot.models import ModelType
-from bot.time_limits import time_limit
-from bot.types import Claim, Memory, Room, RoomState, now_ms
+from bot.sdk import (
+    DECISION_TOKENS,
+    PLAN_TOKENS,
+    Claim,
+    IncomingMessage,
+    Memory,
+    ModelContextExceeded,
+    ModelError,
+    ModelType,
+    NativeRef,
+    Outcome,
+    PlatformConnected,
+    Press,
+    PressHandler,
+    ReplyChannel,
+    Room,
+    RoomState,
+    RunEnded,
+    RunStarted,
+    RunTimeout,
+    State,
+    Status,
+    StoreError,
+    now_ms,
+    time_limit,
+)
 
 from ._acting import find_action, run_actions, run_evaluators
 from ._attachments import process_attachments
@@ -56,7 +73,7 @@ from ._troupe import DEFAULT_WAIT_S, Candidate, SharedMessage, Troupe, TroupeCho
 from .actions._room_state import set_state
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["MessagePipeline"]
 
@@ -190,7 +207,7 @@ class MessagePipeline:
                     if isinstance(kept, Outcome):
                         outcome = kept
                     else:
-                        # A wait for a busy model server's turn is not counted (bot.time_limits).
+                        # A wait for a busy model server's turn is not counted (bot.kernel.time_limits).
                         async with time_limit(timeout):
                             outcome = await self._handle(turn, *kept)
                 finally:  # handled: whatever was held back for it may go now

@@ -30,17 +30,22 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bot.background import next_round
-from bot.bus import Post
-from bot.components import Replier
-from bot.errors import StoreError
-from bot.links import LinkState
-from bot.messages import IncomingMessage, MessageHandler, Outcome, QuietChannel
-from bot.outgoing import Reply
-from bot.types import Memory
+from bot.sdk import (
+    IncomingMessage,
+    LinkState,
+    Memory,
+    MessageHandler,
+    Outcome,
+    Post,
+    QuietChannel,
+    Replier,
+    Reply,
+    StoreError,
+    next_round,
+)
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["KEEP_HANDLED_MS", "Recovery", "keep_recovering", "recover", "say_given_back", "wait_for_link"]
 

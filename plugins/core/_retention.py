@@ -26,19 +26,14 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from bot.components import TaskWorker
-from bot.errors import ModelError
-from bot.models import ModelType
-from bot.record_metadata import TaskMetadata
-from bot.settings import SettingReader
-from bot.types import ChannelType, Memory, Task
+from bot.sdk import ChannelType, Memory, ModelError, ModelType, SettingReader, Task, TaskMetadata, TaskWorker
 
 from ._recovery import KEEP_HANDLED_MS
 from ._summaries import ask_for_summary
 from .providers._common import UNKNOWN_USER, entity_names
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = [
     "RetentionReport",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot.models import ResponseSchema
+from bot.sdk import ResponseSchema
 
 from ._should_respond import ShouldRespond
 from ._templates import DEFAULT_TEMPLATES

@@ -17,12 +17,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bot.answer_lengths import words_tokens
-from bot.components import ConversationSummary
-from bot.errors import ModelError
-from bot.models import ModelType
-from bot.outgoing import file_name_part
-from bot.types import Memory
+from bot.sdk import ConversationSummary, Memory, ModelError, ModelType, file_name_part, words_tokens
 
 from ._budget import prompt_budget, reply_reserve
 from ._delivery import ONE_MESSAGE_CHARS
@@ -33,7 +28,7 @@ from ._summary_window import DEFAULT_MESSAGES, MAX_MESSAGES, Window
 from .providers._common import MESSAGES, UNKNOWN_USER, clock_time, entity_names, is_decision
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = [
     "DEFAULT_CHUNK_TOKENS",
@@ -268,7 +263,7 @@ async def summarize(
 
 
 class RoomSummaries:
-    """The :class:`~bot.components.ConversationSummaries` service: ``/summarize [N]``."""
+    """The :class:`~bot.runtime.components.ConversationSummaries` service: ``/summarize [N]``."""
 
     def __init__(self, runtime: AgentRuntime) -> None:
         self.runtime = runtime

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bot.components import SUMMARY_DEFAULT_COUNT, SUMMARY_MAX_COUNT
+from bot.sdk import SUMMARY_DEFAULT_COUNT, SUMMARY_MAX_COUNT
 
 __all__ = ["DEFAULT_MESSAGES", "MAX_MESSAGES", "Window", "parse_window"]
 

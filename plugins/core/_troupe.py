@@ -34,11 +34,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from bot.answer_lengths import DECISION_TOKENS
-from bot.errors import ModelError
-from bot.messages import NativeRef
-from bot.models import ModelType
-from bot.types import Memory
+from bot.sdk import DECISION_TOKENS, Memory, ModelError, ModelType, NativeRef
 
 from ._budget import prompt_for
 from ._gate import Decision, Verdict
@@ -47,7 +43,7 @@ from ._parse_rate import AnswerKind, count_answer
 from ._schemas import troupe_decision_schema
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["Candidate", "SharedMessage", "Troupe", "TroupeChoice", "TroupeDecision"]
 

@@ -14,13 +14,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from bot.plugins import PluginMeta
+from bot.sdk import PluginMeta
 
 from ._config import DEFAULT_MODEL_ID, DEFAULT_VOICE_ID, OUTPUT_FORMATS, ElevenLabsConfig, resolve_config
 
 if TYPE_CHECKING:
-    from bot.models import ModelHost
-    from bot.settings import SettingsView
+    from bot.sdk import ModelHost, SettingsView
 
 __all__ = [
     "DEFAULT_MODEL_ID",
@@ -46,7 +45,7 @@ meta = PluginMeta(
 
 
 def check(settings: SettingsView) -> None:
-    """Raise :class:`~bot.errors.ConfigError` if a setting is out of range or not a number."""
+    """Raise :class:`~bot.kernel.errors.ConfigError` if a setting is out of range or not a number."""
     resolve_config(settings, agent=settings.agent)
 
 

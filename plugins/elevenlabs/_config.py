@@ -12,8 +12,7 @@ from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
-from bot.errors import ConfigError
-from bot.settings import SettingReader
+from bot.sdk import ConfigError, SettingReader
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -35,7 +34,7 @@ DEFAULT_VOICE_ID = "EXAVITQu4vr4xnSDxMaL"
 DEFAULT_MODEL_ID = "eleven_flash_v2_5"
 
 #: The output formats this plugin can hand on: MP3, Ogg/Opus and raw 16-bit mono PCM (what
-#: bot.models.SpeechStream can describe). μ-law and A-law exist upstream for telephony only.
+#: bot.kernel.models.SpeechStream can describe). μ-law and A-law exist upstream for telephony only.
 OUTPUT_FORMATS: tuple[str, ...] = (
     "mp3_22050_32",
     "mp3_24000_48",
@@ -94,7 +93,7 @@ class ElevenLabsConfig:
 def resolve_config(runtime: _Runtime, *, agent: str) -> ElevenLabsConfig | None:
     """This agent's ElevenLabs settings; ``None`` when it has no ``ELEVENLABS_API_KEY``.
 
-    ``agent`` is the name messages use. Raises :class:`~bot.errors.ConfigError` naming the
+    ``agent`` is the name messages use. Raises :class:`~bot.kernel.errors.ConfigError` naming the
     agent, the setting and what it may be; the message never includes the key.
     """
     s = _Settings(runtime.get_setting, agent)

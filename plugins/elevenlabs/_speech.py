@@ -2,7 +2,7 @@
 
 :class:`ElevenLabsSpeech` owns one client per agent. Every request goes through
 :meth:`ElevenLabsSpeech._open`, the one seam where the SDK's and httpx's exceptions become
-troupe's :class:`~bot.errors.ModelError` family, where retries happen (only before any audio
+troupe's :class:`~bot.kernel.errors.ModelError` family, where retries happen (only before any audio
 has arrived) and where failures are logged.
 """
 
@@ -22,11 +22,20 @@ import httpx
 from elevenlabs import AsyncElevenLabs, VoiceSettings
 from elevenlabs.core.api_error import ApiError
 
-from bot.backoff import ExponentialBackoff
-from bot.bodies import MAX_AUDIO_BYTES, BodyTooLarge
-from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelUnavailable
-from bot.models import ModelHost, ModelType, SpeechParams, SpeechStream
-from bot.redact import scrub_secret
+from bot.sdk import (
+    MAX_AUDIO_BYTES,
+    BodyTooLarge,
+    ExponentialBackoff,
+    ModelAuthError,
+    ModelError,
+    ModelHost,
+    ModelRateLimited,
+    ModelType,
+    ModelUnavailable,
+    SpeechParams,
+    SpeechStream,
+    scrub_secret,
+)
 
 from ._config import ElevenLabsConfig
 
@@ -60,7 +69,7 @@ class _Target:
     output_format: str
     """ElevenLabs' ``output_format``."""
     format: str
-    """What the returned bytes are (bot.models.SpeechStream): ``mp3``, ``opus``, ``pcm_<rate>``, ``wav``."""
+    """What the returned bytes are (bot.kernel.models.SpeechStream): ``mp3``, ``opus``, ``pcm_<rate>``, ``wav``."""
 
     @property
     def wav(self) -> bool:
@@ -84,7 +93,7 @@ class ElevenLabsSpeech:
     """One agent's TEXT_TO_SPEECH handler and client. Create, :meth:`register`, :meth:`aclose`.
 
     The handler returns ``bytes`` or, when ``params["stream"]``, a
-    :class:`~bot.models.SpeechStream` once the first audio has arrived: a refused key, an unknown
+    :class:`~bot.kernel.models.SpeechStream` once the first audio has arrived: a refused key, an unknown
     voice or an exhausted quota raise from the handler, where the runtime falls back to the next
     TEXT_TO_SPEECH provider, never later in the middle of playback.
     """
@@ -238,7 +247,7 @@ class ElevenLabsSpeech:
 
     async def _rest(self, chunks: AsyncGenerator[bytes, None], voice_id: str, read: int) -> AsyncGenerator[bytes, None]:
         """The audio after the first chunk (``read`` bytes); the response is closed however the
-        consumer stops, and cut off past :data:`~bot.bodies.MAX_AUDIO_BYTES` in all.
+        consumer stops, and cut off past :data:`~bot.kernel.bodies.MAX_AUDIO_BYTES` in all.
 
         Yields ``b""`` first: the caller takes it at once, so that the ``finally`` is armed. An
         async generator closed before it has started never runs its body, ``finally`` included.

@@ -25,10 +25,10 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from bot.plugins import PluginMeta
+from bot.sdk import PluginMeta
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["meta", "setup"]
 
@@ -49,7 +49,7 @@ async def setup(runtime: AgentRuntime) -> None:
 
     Reads no file here: the sync runs in the background once the runtime has started.
     """
-    from bot.events import AgentReloaded
+    from bot.sdk import AgentReloaded
 
     from ._config import resolve_config
     from ._provider import provider

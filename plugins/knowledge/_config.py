@@ -45,13 +45,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bot.files import expand_home
-from bot.settings import SettingReader
+from bot.sdk import SettingReader, expand_home
 
 from ._files import Root
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["KnowledgeConfig", "resolve_config", "roots"]
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.pdf import UnreadablePdf, pdf_text
+from bot.sdk import UnreadablePdf, pdf_text
 
 __all__ = ["FoundFile", "Root", "Scan", "Unreadable", "content_type", "extract_text", "scan"]
 

@@ -33,18 +33,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeGuard
 
-from bot.errors import ModelError, TroupeError
-from bot.ids import string_to_uuid
-from bot.models import ModelType
-from bot.store import KnowledgeDocument, KnowledgeSourceRecord
+from bot.sdk import KnowledgeDocument, KnowledgeSourceRecord, ModelError, ModelType, TroupeError, string_to_uuid
 
 from ._config import KnowledgeConfig, roots
 from ._files import FoundFile, Scan, Unreadable, content_type, extract_text, scan
 from ._text import chunk_text, estimate_tokens
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
-    from bot.store import Store
+    from bot.sdk import AgentRuntime, Store
 
 __all__ = ["Embedder", "SyncReport", "document_id", "sync"]
 

@@ -20,15 +20,13 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from bot.components import MESSAGE_VECTORS, Provider, ProviderResult, State
-from bot.models import ModelType
-from bot.types import Memory
+from bot.sdk import MESSAGE_VECTORS, Memory, ModelType, Provider, ProviderResult, State
 
 from ._search import Hit
 from ._service import KNOWLEDGE
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["HEADING", "provider"]
 

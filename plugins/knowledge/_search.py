@@ -29,13 +29,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bot.types import Memory
+from bot.sdk import Memory
 
 from ._config import KnowledgeConfig
 from ._text import estimate_tokens, query_terms, stem
 
 if TYPE_CHECKING:
-    from bot.store import Store
+    from bot.sdk import Store
 
 __all__ = ["Hit", "rank", "search"]
 

@@ -19,18 +19,14 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bot.backoff import ExponentialBackoff
-from bot.components import ServiceKey
-from bot.events import AgentReloaded
-from bot.runtime import RuntimeState
-from bot.store import StoreState, classify
+from bot.sdk import AgentReloaded, ExponentialBackoff, RuntimeState, ServiceKey, StoreState, classify
 
 from ._config import KnowledgeConfig
 from ._ingest import SyncReport, sync
 from ._search import Hit, search
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["KNOWLEDGE", "KnowledgeService", "SyncState"]
 

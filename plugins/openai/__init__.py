@@ -3,7 +3,7 @@
 ``setup(runtime)`` reads the agent's settings for its preset (none, ``ollama`` or ``openrouter``,
 chosen by the plugin name in the character file), opens one ``openai.AsyncOpenAI`` client per
 endpoint, over the HTTP pool its daemon keeps for that base URL (``_pools``), and registers a
-handler per model type it serves (see bot/models.py):
+handler per model type it serves (see bot/kernel/models.py):
 
 ==========  ========  =====================================================================
 preset      priority  serves
@@ -15,7 +15,7 @@ openrouter  50        text, objects, image description; embeddings only through 
                       (``OPENAI_API_KEY`` or ``OPENAI_EMBEDDING_URL``)
 ==========  ========  =====================================================================
 
-A TEXT call that brings a ``schema`` (bot/models.py) asks the server to hold the answer to it,
+A TEXT call that brings a ``schema`` (bot/kernel/models.py) asks the server to hold the answer to it,
 in the form ``OPENAI_STRUCTURED_OUTPUT`` names (``json_schema``, the default; ``json_object_schema``
 for llama-cpp-python's server; ``none``); a form the server refuses falls back to the next, and
 the server (base URL and model) is asked in that one from then on (``_structured``).
@@ -28,7 +28,7 @@ long as the plugin's own timeouts allow (``register_model(timeout_s=…)``), and
 turn counts against no time limit.
 
 The clients close when the runtime does (``runtime.on_close``), the pools with the daemon's
-last character. Failures surface as :class:`bot.errors.ModelError` and its subclasses.
+last character. Failures surface as :class:`bot.kernel.errors.ModelError` and its subclasses.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from bot.plugins import PluginMeta
+from bot.sdk import PluginMeta
 
 from ._config import (
     NO_EMBEDDINGS,
@@ -49,8 +49,7 @@ from ._config import (
 )
 
 if TYPE_CHECKING:
-    from bot.models import ModelHost
-    from bot.settings import SettingsView
+    from bot.sdk import ModelHost, SettingsView
 
 __all__ = [
     "check",
@@ -87,7 +86,7 @@ meta = PluginMeta(
 
 
 def check(settings: SettingsView) -> list[str]:
-    """Raise :class:`~bot.errors.ConfigError` if the character's model settings cannot work (no
+    """Raise :class:`~bot.kernel.errors.ConfigError` if the character's model settings cannot work (no
     key and no base URL, a value of the wrong form): ``troupe check``, and ``troupe start``
     before it opens the database. Returns notes: embeddings turned off."""
     config = resolve_config(settings, agent=settings.agent)

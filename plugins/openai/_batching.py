@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.errors import ModelRequestRejected
+from bot.sdk import ModelRequestRejected
 
 __all__ = ["BATCH_LIMIT", "EmbeddingBatches", "Send"]
 

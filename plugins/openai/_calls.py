@@ -3,7 +3,7 @@
 Every request of :class:`~plugins.openai._handlers.OpenAIModels` goes through :meth:`Calls.post_json`
 (chat completions and embeddings, straight over aiohttp: see ``_posting``), :meth:`Calls.call`
 (the SDK's other calls) or, for a streamed body, :meth:`Calls.translate_errors`: this is where
-a server's refusals and ``openai``'s exceptions become troupe's :class:`~bot.errors.ModelError`
+a server's refusals and ``openai``'s exceptions become troupe's :class:`~bot.kernel.errors.ModelError`
 family, in one set of words (:meth:`Calls.status_error`, :meth:`Calls.connection_error`).
 """
 
@@ -20,18 +20,18 @@ from urllib.parse import urlsplit
 import aiohttp
 import openai
 
-from bot.bodies import BodyTooLarge
-from bot.errors import (
+from bot.sdk import (
+    BodyTooLarge,
+    Gauge,
     ModelAuthError,
     ModelContextExceeded,
     ModelError,
     ModelRateLimited,
     ModelRequestRejected,
+    ModelType,
     ModelUnavailable,
+    scrub_secret,
 )
-from bot.metrics import Gauge
-from bot.models import ModelType
-from bot.redact import scrub_secret
 
 from ._config import Endpoint, ProviderConfig, display_url
 from ._context import context_refusal

@@ -15,9 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import SecretStr
 
-from bot.errors import ConfigError
-from bot.models import ModelType
-from bot.settings import SettingReader
+from bot.sdk import ConfigError, ModelType, SettingReader
 
 from ._structured import OutputForm
 
@@ -203,7 +201,7 @@ def ollama_base_url(endpoint: str) -> str:
 def resolve_config(runtime: _Runtime, *, agent: str) -> ProviderConfig:
     """Read this agent's settings for its preset (``runtime.model_preset``).
 
-    ``agent`` is the name messages use. Raises :class:`~bot.errors.ConfigError` naming the agent
+    ``agent`` is the name messages use. Raises :class:`~bot.kernel.errors.ConfigError` naming the agent
     and the setting to fix; never includes a secret.
     """
     settings = _Settings(runtime.get_setting, agent)

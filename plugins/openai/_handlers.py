@@ -2,8 +2,8 @@
 rest over ``openai.AsyncOpenAI``.
 
 :class:`OpenAIModels` turns each model type's params into a request and the answer into what
-bot/models.py promises. Every request goes through :class:`~plugins.openai._calls.Calls`, the
-one seam where failures become troupe's :class:`~bot.errors.ModelError` family and where calls
+bot/kernel/models.py promises. Every request goes through :class:`~plugins.openai._calls.Calls`, the
+one seam where failures become troupe's :class:`~bot.kernel.errors.ModelError` family and where calls
 are timed and logged; streamed speech is in ``_speech_stream``.
 """
 
@@ -15,25 +15,28 @@ from typing import Any
 
 from openai.types.chat import ChatCompletionMessageParam
 
-from bot.bodies import BodyTooLarge
-from bot.errors import ModelContextExceeded, ModelError, ModelRequestRejected
-from bot.metrics import Gauge
-from bot.models import (
+from bot.sdk import (
+    JSON,
+    BodyTooLarge,
     EmbeddingBatchParams,
     EmbeddingParams,
+    Gauge,
     ImageDescriptionParams,
     ImageParams,
+    ModelContextExceeded,
+    ModelError,
     ModelHost,
+    ModelRequestRejected,
     ModelType,
+    OutgoingFile,
     ResponseSchema,
     SpeechParams,
     SpeechStream,
     TextParams,
     TranscriptionParams,
+    repair_text,
+    sniff_image_type,
 )
-from bot.outgoing import OutgoingFile, sniff_image_type
-from bot.text import repair_text
-from bot.types import JSON
 
 from ._batching import EmbeddingBatches
 from ._calls import Calls, http_status
@@ -78,8 +81,8 @@ _IMAGE_FORMAT = (
 class OpenAIModels:
     """One agent's handlers and clients. Create, :meth:`register`, and :meth:`aclose` at the end.
 
-    Handlers take ``(runtime, params)`` as bot/models.py describes. They raise
-    :class:`~bot.errors.ModelError` (or a subclass) for anything the server or the model got
+    Handlers take ``(runtime, params)`` as bot/kernel/models.py describes. They raise
+    :class:`~bot.kernel.errors.ModelError` (or a subclass) for anything the server or the model got
     wrong; 408/409/429/5xx and timeouts were already retried ``max_retries`` times.
     """
 
@@ -380,7 +383,7 @@ class OpenAIModels:
     async def text_to_speech(self, runtime: ModelHost, params: SpeechParams) -> bytes | SpeechStream:
         """Audio bytes in ``params["format"]`` (mp3 by default); with ``stream``, a SpeechStream.
 
-        A stream is returned once its first audio has arrived (bot/models.py), so a refused key
+        A stream is returned once its first audio has arrived (bot/kernel/models.py), so a refused key
         raises here and the runtime can try another provider. Its response stays open until the
         stream is read to the end or its ``chunks`` are closed.
         """

@@ -22,8 +22,7 @@ from importlib import metadata
 
 import aiohttp
 
-from bot.backoff import ExponentialBackoff
-from bot.bodies import BodyTooLarge, read_limited
+from bot.sdk import BodyTooLarge, ExponentialBackoff, read_limited
 
 from ._config import display_url
 

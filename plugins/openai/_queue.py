@@ -4,7 +4,7 @@ A server on a CPU (llama.cpp, llama-cpp-python, Ollama on a small machine) answe
 at a time. Sent together, requests only queue inside the server, their timeouts running while
 they wait; one that gives up leaves the server generating for nobody. So the daemon's
 characters take turns here instead, and each request's time starts when it is sent. The wait
-is left out of the runtime's time limits (:func:`bot.time_limits.not_counted`).
+is left out of the runtime's time limits (:func:`bot.kernel.time_limits.not_counted`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 
-from bot.metrics import GaugeChild
-from bot.time_limits import not_counted
+from bot.sdk import GaugeChild, not_counted
 
 __all__ = ["ServerQueue"]
 

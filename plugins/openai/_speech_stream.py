@@ -10,9 +10,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AsyncExitStack
 from typing import Any
 
-from bot.bodies import MAX_AUDIO_BYTES, BodyTooLarge
-from bot.errors import ModelError, ModelUnavailable
-from bot.models import ModelType, SpeechStream
+from bot.sdk import MAX_AUDIO_BYTES, BodyTooLarge, ModelError, ModelType, ModelUnavailable, SpeechStream
 
 from ._calls import Calls
 from ._config import Endpoint, display_url
@@ -22,7 +20,7 @@ __all__ = ["open_speech_stream", "read_speech"]
 # Named after the public package, like every troupe logger.
 _log = logging.getLogger("plugins.openai")
 
-# response_format → bot.models.SpeechStream format: OpenAI's raw PCM is 24 kHz mono s16le.
+# response_format → bot.kernel.models.SpeechStream format: OpenAI's raw PCM is 24 kHz mono s16le.
 _SPEECH_FORMATS = {"pcm": "pcm_24000"}
 
 
@@ -84,7 +82,7 @@ async def open_speech_stream(
 async def read_speech(
     calls: Calls, endpoint: Endpoint, model: str, audio_format: str, request: dict[str, Any]
 ) -> bytes:
-    """The whole audio of a speech request, read as it arrives, up to :data:`~bot.bodies.MAX_AUDIO_BYTES`
+    """The whole audio of a speech request, read as it arrives, up to :data:`~bot.kernel.bodies.MAX_AUDIO_BYTES`
     (the SDK's ``audio.speech.create`` would read any length)."""
     stream = await open_speech_stream(calls, endpoint, model, audio_format, request)
     return b"".join([chunk async for chunk in stream])

@@ -15,7 +15,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from bot.models import ResponseSchema
+from bot.sdk import ResponseSchema
 
 __all__ = ["REFUSING_STATUSES", "OutputForm", "OutputForms", "Server", "response_format"]
 

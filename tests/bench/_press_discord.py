@@ -23,10 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import discord
 
-from bot.buttons import buttons_in
-from bot.character import load_character
-from bot.daemon import Daemon
-from bot.settings import DaemonSettings
+from bot.config.character import load_character
+from bot.config.settings import DaemonSettings
+from bot.daemon.daemon import Daemon
+from bot.kernel.buttons import buttons_in
 from platforms.discord._presses import components_of
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import FakeOpenAIServer

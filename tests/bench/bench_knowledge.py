@@ -37,9 +37,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bot.character import load_character
-from bot.models import ModelType
-from bot.runtime import AgentRuntime
+from bot.config.character import load_character
+from bot.kernel.models import ModelType
+from bot.runtime.agent import AgentRuntime
 from bot.store import Database
 from plugins.knowledge._search import rank
 

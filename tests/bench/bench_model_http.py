@@ -37,14 +37,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bot.character import load_character
-from bot.chat import runtime_plugins
-from bot.messages import IncomingMessage, QuietChannel
-from bot.outgoing import Reply
-from bot.runtime import AgentRuntime
-from bot.shared import Shared
+from bot.config.character import load_character
+from bot.daemon.chat import runtime_plugins
+from bot.kernel.messages import IncomingMessage, QuietChannel
+from bot.kernel.outgoing import Reply
+from bot.kernel.types import ChannelType, Entity, Memory, Room, World
+from bot.runtime.agent import AgentRuntime
+from bot.runtime.shared import Shared
 from bot.store import Database
-from bot.types import ChannelType, Entity, Memory, Room, World
 from tests.bench._common import ModelServer, Tally, p50_p95
 
 

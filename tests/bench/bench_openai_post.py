@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import aiohttp
 import openai
 
-from bot.models import ModelType
+from bot.kernel.models import ModelType
 from plugins.openai._calls import Calls
 from plugins.openai._config import resolve_config
 from tests.bench._common import ModelServer

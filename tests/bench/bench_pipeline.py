@@ -24,13 +24,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bot.character import load_character
-from bot.messages import IncomingMessage, QuietChannel
-from bot.models import ModelType
-from bot.outgoing import Reply
-from bot.runtime import AgentRuntime
+from bot.config.character import load_character
+from bot.kernel.messages import IncomingMessage, QuietChannel
+from bot.kernel.models import ModelType
+from bot.kernel.outgoing import Reply
+from bot.kernel.types import ChannelType, Entity, Memory, Room, RoomState, World
+from bot.runtime.agent import AgentRuntime
 from bot.store import Database
-from bot.types import ChannelType, Entity, Memory, Room, RoomState, World
 
 PLAN = "<response><thought>ok</thought><actions>REPLY</actions><text>Noted, thanks.</text></response>"
 

@@ -24,9 +24,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bot.models import ModelType
+from bot.kernel.models import ModelType
+from bot.kernel.types import ChannelType
 from bot.store import Database
-from bot.types import ChannelType
 from plugins.core._tokens import estimate_tokens
 from tests.plugins.core.harness import harnesses, plan
 

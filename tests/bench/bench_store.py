@@ -27,9 +27,9 @@ from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bot.ids import string_to_uuid
+from bot.kernel.ids import string_to_uuid
+from bot.kernel.types import AgentRecord, ChannelType, Entity, Memory, Room
 from bot.store import AgentStore, Database
-from bot.types import AgentRecord, ChannelType, Entity, Memory, Room
 
 T = TypeVar("T")
 

@@ -60,10 +60,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import numpy as np
 
+from bot.kernel.types import AgentRecord, ChannelType, Entity, Memory, Room
 from bot.store import Database, Store
 from bot.store.postgres import PostgresDatabase
 from bot.store.postgres._vector_index import IndexKey
-from bot.types import AgentRecord, ChannelType, Entity, Memory, Room
 from tests.bench._common import percentile
 from tests.bench._postgres import drop_database, fresh_database, named_database, postgres_server
 

@@ -34,10 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from aiohttp import web
 
-from bot.audio import DISCORD_PCM, OpusEncoder, frame_level_db
-from bot.character import load_character
-from bot.daemon import Daemon
-from bot.settings import DaemonSettings
+from bot.config.character import load_character
+from bot.config.settings import DaemonSettings
+from bot.daemon.daemon import Daemon
+from bot.media.audio import DISCORD_PCM, OpusEncoder, frame_level_db
 from platforms.discord._voice import VoiceSession
 from tests.bot.audio._signals import encode_file, speech, tone
 from tests.fakes.discord_server import FakeDiscord

@@ -289,10 +289,10 @@ class _Said:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    from bot import logs
-    from bot.character import load_characters
-    from bot.chat import chat
-    from bot.settings import DaemonSettings
+    from bot.config.character import load_characters
+    from bot.config.settings import DaemonSettings
+    from bot.daemon.chat import chat
+    from bot.kernel import logs
 
     lines = [Line(n, text, purpose) for n, (text, purpose) in enumerate(SCRIPT, start=1)]
     async with RecordingProxy(args.base_url, args.timeout) as proxy:

@@ -10,10 +10,10 @@ import signal
 import sys
 from pathlib import Path
 
-from bot import logs
-from bot.control import ControlServer
-from bot.metrics import Metrics
-from bot.settings import DaemonSettings
+from bot.config.settings import DaemonSettings
+from bot.daemon.control import ControlServer
+from bot.kernel import logs
+from bot.kernel.metrics import Metrics
 
 
 class _View:

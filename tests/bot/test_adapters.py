@@ -1,5 +1,5 @@
-"""The platform adapter skeleton (bot/adapters.py) and the world merge every platform uses
-(bot/connections.py): lifecycle and token claims, the typing indicator, the Messenger's flow
+"""The platform adapter skeleton (bot/runtime/adapters.py) and the world merge every platform uses
+(bot/runtime/connections.py): lifecycle and token claims, the typing indicator, the Messenger's flow
 and its failures, and roles merged without losing those given through UPDATE_ROLE."""
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from bot.adapters import Delivery, PlatformAdapter, PlatformReplyChannel, TypingIndicator
-from bot.connections import SentMessage, TokenClaims, merged_world
-from bot.errors import ConfigError, PartlySent, SendError
-from bot.events import MessageSent
-from bot.lifecycle import AdapterState
-from bot.outgoing import Reply
-from bot.record_metadata import EntityMetadata, Ownership, WorldMetadata
-from bot.runtime import AgentRuntime
-from bot.types import ChannelType, Entity, Memory, Role, Room, World
+from bot.kernel.errors import ConfigError, PartlySent, SendError
+from bot.kernel.lifecycle import AdapterState
+from bot.kernel.outgoing import Reply
+from bot.kernel.record_metadata import EntityMetadata, Ownership, WorldMetadata
+from bot.kernel.types import ChannelType, Entity, Memory, Role, Room, World
+from bot.runtime.adapters import Delivery, PlatformAdapter, PlatformReplyChannel, TypingIndicator
+from bot.runtime.agent import AgentRuntime
+from bot.runtime.connections import SentMessage, TokenClaims, merged_world
+from bot.runtime.events import MessageSent
 
 from .test_runtime import db, runtime  # noqa: F401  (fixtures)
 
@@ -202,7 +202,7 @@ async def test_typing_ends_by_itself_at_the_cap_and_when_showing_it_fails(runtim
         raise ConnectionError("the platform is away")
 
     failing = TypingIndicator(rt, refused, every_s=0.01, job="chat:typing")
-    with caplog.at_level(logging.DEBUG, logger="bot.adapters"):
+    with caplog.at_level(logging.DEBUG, logger="bot.runtime.adapters"):
         await failing.start()
         async with asyncio.timeout(60):
             while failing.running:

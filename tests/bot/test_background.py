@@ -10,9 +10,9 @@ import logging
 
 import pytest
 
-from bot import background
-from bot.background import BackgroundTasks, next_round
-from bot.logs import current_agent
+from bot.kernel import background
+from bot.kernel.background import BackgroundTasks, next_round
+from bot.kernel.logs import current_agent
 
 
 async def test_a_task_is_named_after_its_owner_and_job_and_tracked_until_it_ends() -> None:

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from bot.backoff import Deadline, ExponentialBackoff
+from bot.kernel.backoff import Deadline, ExponentialBackoff
 
 
 def test_delays_double_up_to_the_cap_with_jitter_in_the_upper_half() -> None:

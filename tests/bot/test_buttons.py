@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from bot.buttons import MAX_BUTTONS, Button, Press, buttons_in, buttons_shown, rows
+from bot.kernel.buttons import MAX_BUTTONS, Button, Press, buttons_in, buttons_shown, rows
 
 
 def test_a_button_has_a_value_or_a_link() -> None:

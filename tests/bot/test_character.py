@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bot.character import (
+from bot.config.character import (
     Character,
     LoadResult,
     find_character,
@@ -18,8 +18,8 @@ from bot.character import (
     load_characters,
     scan_character_files,
 )
-from bot.errors import CharacterError
-from bot.ids import string_to_uuid
+from bot.kernel.errors import CharacterError
+from bot.kernel.ids import string_to_uuid
 
 
 @pytest.fixture

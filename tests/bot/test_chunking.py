@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from bot.chunking import Units, split_message
+from bot.kernel.chunking import Units, split_message
 
 FENCE = re.compile(r"^\s*(```|~~~)", re.M)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any, cast
 
-from bot.cluster_host import _LeaseFence
-from bot.placement import Placement, shard_unit
+from bot.cluster.host import _LeaseFence
+from bot.cluster.placement import Placement, shard_unit
 from bot.store import Lease
 from bot.store._leases import LocalLeases
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.companions import Companions
+from bot.cluster.companions import Companions
 from bot.store import RoomSharing
 
 

@@ -22,11 +22,11 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from bot.character import ELIZAOS_FIELDS, Character, load_character, load_characters
-from bot.cli import _report
-from bot.daemon import fingerprint
-from bot.errors import CharacterError, ConfigError
-from bot.settings import DaemonSettings, load_environ
+from bot.cli.main import _report
+from bot.config.character import ELIZAOS_FIELDS, Character, load_character, load_characters
+from bot.config.settings import DaemonSettings, load_environ
+from bot.daemon.daemon import fingerprint
+from bot.kernel.errors import CharacterError, ConfigError
 from bot.store._rows import dumps
 from plugins.core._character_text import character_context
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from bot.connections import Connections, TokenClaims, record_sent
-from bot.errors import ConfigError
-from bot.events import MessageSent
-from bot.record_metadata import EntityMetadata
-from bot.types import ChannelType, Entity, Memory, Room
+from bot.kernel.errors import ConfigError
+from bot.kernel.record_metadata import EntityMetadata
+from bot.kernel.types import ChannelType, Entity, Memory, Room
+from bot.runtime.connections import Connections, TokenClaims, record_sent
+from bot.runtime.events import MessageSent
 
 from .test_runtime import db, runtime  # noqa: F401  (fixtures)
 

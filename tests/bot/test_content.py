@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from bot.buttons import Button
-from bot.content import Attachment, Content, MemoryMetadata
-from bot.types import ChannelType, MemoryType
+from bot.kernel.buttons import Button
+from bot.kernel.content import Attachment, Content, MemoryMetadata
+from bot.kernel.types import ChannelType, MemoryType
 
 STORED_CONTENT: list[dict[str, Any]] = [
     {},

@@ -16,7 +16,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.control import (
+from bot.config.settings import DaemonSettings
+from bot.daemon.control import (
     ControlServer,
     DaemonNotAnswering,
     DaemonNotRunning,
@@ -24,10 +25,9 @@ from bot.control import (
     format_reload,
     format_status,
 )
-from bot.control._guards import is_loopback
-from bot.errors import ConfigError
-from bot.metrics import Metrics
-from bot.settings import DaemonSettings
+from bot.daemon.control._guards import is_loopback
+from bot.kernel.errors import ConfigError
+from bot.kernel.metrics import Metrics
 
 STATUS: dict[str, Any] = {
     "state": "running",

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.control import ControlServer, call
-from bot.control import _limits as limits
-from bot.settings import DaemonSettings
+from bot.config.settings import DaemonSettings
+from bot.daemon.control import ControlServer, call
+from bot.daemon.control import _limits as limits
 
 from .test_control import FakeDaemon
 

@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from bot import plugins as plugin_registry
-from bot.character import load_characters
-from bot.control import ReloadSummary, format_status
-from bot.daemon import Daemon
-from bot.errors import ConfigError
-from bot.events import AgentReloaded
-from bot.hosted import status_line
-from bot.lifecycle import DaemonState
-from bot.plugins import PluginMeta
-from bot.settings import DaemonSettings
+from bot.config import plugins as plugin_registry
+from bot.config.character import load_characters
+from bot.config.plugins import PluginMeta
+from bot.config.settings import DaemonSettings
+from bot.daemon.control import ReloadSummary, format_status
+from bot.daemon.daemon import Daemon
+from bot.daemon.hosted import status_line
+from bot.kernel.errors import ConfigError
+from bot.kernel.lifecycle import DaemonState
+from bot.runtime.events import AgentReloaded
 
 
 @pytest.fixture
@@ -437,10 +437,10 @@ async def test_a_database_failing_the_first_placement_round_is_waited_for_and_sa
     """PostgreSQL answered the open, then refused the pool's connections (a failover, "too many
     clients"): the first round of placement fails. The daemon waits with back-off and says so —
     one warning, systemd's status — instead of exiting 78, which would leave the unit down."""
-    from bot import cluster_host
-    from bot.backoff import ExponentialBackoff
-    from bot.errors import StoreError
-    from bot.systemd import Notifier
+    from bot.cluster import host as cluster_host
+    from bot.daemon.systemd import Notifier
+    from bot.kernel.backoff import ExponentialBackoff
+    from bot.kernel.errors import StoreError
 
     sent: list[tuple[str, ...]] = []
 
@@ -460,7 +460,7 @@ async def test_a_database_failing_the_first_placement_round_is_waited_for_and_sa
     monkeypatch.setattr(cluster_host, "ExponentialBackoff", lambda first, cap: ExponentialBackoff(0.01, 0.02))
     daemon = Daemon(DaemonSettings(db_path=tmp_path / "t.db"), [], {}, notifier=Recording({"NOTIFY_SOCKET": "@x"}))
     cluster = Troupe()
-    with caplog.at_level(logging.INFO, logger="bot.daemon"):
+    with caplog.at_level(logging.INFO, logger="bot.daemon.daemon"):
         assert await daemon._join(cluster) is True  # type: ignore[arg-type]
     assert cluster.joins == 4
     said = [r.getMessage() for r in caplog.records]

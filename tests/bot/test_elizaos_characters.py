@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.character import find_character, load_characters, scan_character_files
-from bot.cli import main
+from bot.cli.main import main
+from bot.config.character import find_character, load_characters, scan_character_files
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "elizaos"
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from bot import embedding_length
-from bot.character import Character, load_character
-from bot.errors import ModelError
-from bot.lifecycle import RuntimeState
-from bot.models import ModelType
-from bot.runtime import AgentRuntime
+from bot.config.character import Character, load_character
+from bot.kernel.errors import ModelError
+from bot.kernel.lifecycle import RuntimeState
+from bot.kernel.models import ModelType
+from bot.runtime import embedding_length
+from bot.runtime.agent import AgentRuntime
 from bot.store import Database
 
 
@@ -74,13 +74,13 @@ async def test_a_model_down_at_start_keeps_the_last_length_and_is_asked_again(
     model = Model(640, failures=2)
     rt = runtime_with(tmp_path, db, model)
     await rt.store.ensure_embedding_dimension(576)  # the length of the last start
-    with caplog.at_level(logging.INFO, logger="bot.embedding_length"):
+    with caplog.at_level(logging.INFO, logger="bot.runtime.embedding_length"):
         await rt.start()
         assert rt.state is RuntimeState.RUNNING  # the character starts all the same
         assert await rt.store.get_embedding_dimension() == 576
         await length_task()
     assert await rt.store.get_embedding_dimension() == 640 and model.asked == 3
-    said = [r.getMessage() for r in caplog.records if r.name == "bot.embedding_length"]
+    said = [r.getMessage() for r in caplog.records if r.name == "bot.runtime.embedding_length"]
     assert said[0] == (
         "Ada: the embedding model did not say its vector length at start (connection refused by 127.0.0.1:8080); "
         "vectors keep the last known length (576) and it is asked again in the background"
@@ -95,12 +95,12 @@ async def test_asking_again_gives_up_after_a_bounded_number_of_tries(
     monkeypatch.setattr(embedding_length, "RETRY_BASE_S", 0.001)
     model = Model(640, failures=1000)
     rt = runtime_with(tmp_path, db, model)
-    with caplog.at_level(logging.WARNING, logger="bot.embedding_length"):
+    with caplog.at_level(logging.WARNING, logger="bot.runtime.embedding_length"):
         await rt.start()
         await length_task()
     assert model.asked == 1 + embedding_length.RETRIES
     assert await rt.store.get_embedding_dimension() == 384  # the default: no length was ever known
-    assert [r.getMessage() for r in caplog.records if r.name == "bot.embedding_length"][-1] == (
+    assert [r.getMessage() for r in caplog.records if r.name == "bot.runtime.embedding_length"][-1] == (
         f"Ada: the embedding model did not say its vector length in {embedding_length.RETRIES} tries "
         "(connection refused by 127.0.0.1:8080); restart the character to ask again"
     )

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bot.errors import (
+from bot.kernel.errors import (
     ConfigError,
     ModelAuthError,
     ModelRateLimited,

@@ -1,6 +1,6 @@
 import pytest
 
-from bot.ids import is_uuid, string_to_uuid, unique_uuid
+from bot.kernel.ids import is_uuid, string_to_uuid, unique_uuid
 
 # Vectors published for elizaOS's ids (its character and data documents), computed with
 # Node's encodeURIComponent + SHA-1 as elizaOS does.

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot import logs
-from bot.errors import ConfigError
-from bot.redact import Redactor, filtering
+from bot.kernel import logs
+from bot.kernel.errors import ConfigError
+from bot.kernel.redact import Redactor, filtering
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def test_journal_lines_carry_the_priority_on_every_line(restore_logging) -> None
     with tempfile.TemporaryFile("w+") as stream:
         stat = os.fstat(stream.fileno())
         logs.configure("DEBUG", stream=stream, environ={"JOURNAL_STREAM": f"{stat.st_dev}:{stat.st_ino}"})
-        log = logging.getLogger("bot.daemon")
+        log = logging.getLogger("bot.daemon.daemon")
         with logs.agent_context("Ada"):
             log.debug("d")
             log.info("i")
@@ -61,13 +61,13 @@ def test_journal_lines_carry_the_priority_on_every_line(restore_logging) -> None
         stream.seek(0)
         lines = stream.read().splitlines()
     assert lines[:5] == [
-        "<7>[Ada] bot.daemon: d",
-        "<6>[Ada] bot.daemon: i",
-        "<4>[Ada] bot.daemon: w",
-        "<3>[Ada] bot.daemon: e",
-        "<2>[Ada] bot.daemon: c",
+        "<7>[Ada] bot.daemon.daemon: d",
+        "<6>[Ada] bot.daemon.daemon: i",
+        "<4>[Ada] bot.daemon.daemon: w",
+        "<3>[Ada] bot.daemon.daemon: e",
+        "<2>[Ada] bot.daemon.daemon: c",
     ]
-    assert lines[5] == "<3>[Ada] bot.daemon: failed"
+    assert lines[5] == "<3>[Ada] bot.daemon.daemon: failed"
     assert all(line.startswith("<3>") for line in lines[6:]) and "ValueError: boom" in lines[-1]
 
 
@@ -154,7 +154,7 @@ def test_a_library_can_be_asked_for_its_debug_lines(restore_logging, restore_lev
     out = io.StringIO()
     logs.configure("info,discord=debug", stream=out, environ={})
     logging.getLogger("discord.gateway").debug("a library's debug line")
-    logging.getLogger("bot.daemon").debug("troupe's debug line")
+    logging.getLogger("bot.daemon.daemon").debug("troupe's debug line")
     logging.getLogger("aiosqlite").debug("another library's debug line")
     text = out.getvalue()
     assert "a library's debug line" in text
@@ -175,8 +175,8 @@ def test_a_line_repeated_in_a_loop_is_cut_to_a_few_then_one_summary(restore_logg
     log = logging.getLogger("asyncio")
     for attempt in range(5000):
         log.error("socket.accept() out of system resource (attempt %d)", attempt)
-    logging.getLogger("bot.daemon").warning("something else: %s", "shown")
-    logging.getLogger("bot.daemon").info("an event, one line each")
+    logging.getLogger("bot.daemon.daemon").warning("something else: %s", "shown")
+    logging.getLogger("bot.daemon.daemon").info("an event, one line each")
     logs.flush_repeats()
     lines = out.getvalue().splitlines()
     accepts = [line for line in lines if "out of system resource" in line and "suppressed" not in line]

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from bot.metrics import Counter, Gauge, Histogram, Metrics, Registry
+from bot.kernel.metrics import Counter, Gauge, Histogram, Metrics, Registry
 
 # One sample line of text format 0.0.4: name, optional {labels}, value (no timestamps from us).
 _LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
@@ -246,7 +246,7 @@ def test_troupe_metrics_render_as_valid_exposition_with_process_metrics() -> Non
 
 
 def test_resident_memory_is_reported_where_proc_exists_and_skipped_elsewhere(monkeypatch) -> None:
-    import bot.metrics as module
+    import bot.kernel.metrics as module
 
     text = Metrics().render()
     if module._resident_memory_bytes() is not None:

@@ -9,13 +9,13 @@ import sys
 
 import pytest
 
-from bot.open_files import raise_open_file_limit
+from bot.daemon.open_files import raise_open_file_limit
 
 
 def test_the_soft_limit_is_raised_to_the_hard_one_in_a_real_process() -> None:
     script = (
         "import resource\n"
-        "from bot.open_files import raise_open_file_limit\n"
+        "from bot.daemon.open_files import raise_open_file_limit\n"
         "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))\n"
         "print(raise_open_file_limit(), resource.getrlimit(resource.RLIMIT_NOFILE)[0], hard)\n"
@@ -29,7 +29,7 @@ def test_the_soft_limit_is_raised_to_the_hard_one_in_a_real_process() -> None:
 
 
 def test_a_refusal_leaves_the_limit_as_it_was_and_says_so_quietly(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="bot.open_files")
+    caplog.set_level(logging.DEBUG, logger="bot.daemon.open_files")
 
     def refuse(kind: int, limits: tuple[int, int]) -> None:
         raise PermissionError(1, "Operation not permitted")  # setrlimit under SystemCallFilter=~@resources

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from bot.buttons import Button
-from bot.outgoing import (
+from bot.kernel.buttons import Button
+from bot.kernel.outgoing import (
     FileKind,
     OutgoingFile,
     Reply,

@@ -9,12 +9,12 @@ import random
 
 import pytest
 
-from bot.ids import string_to_uuid
-from bot.placement import Change, Placement, Round, lease_name, shard_unit, split_unit, unit_of
+from bot.cluster.placement import Change, Placement, Round, lease_name, shard_unit, split_unit, unit_of
+from bot.kernel.ids import string_to_uuid
+from bot.kernel.types import AgentRecord, ChannelType, Room
 from bot.store import Lease, RoomSharing
 from bot.store._leases import LocalLeases
 from bot.store.postgres import PostgresDatabase
-from bot.types import AgentRecord, ChannelType, Room
 
 TTL = 10.0
 AGENTS = [f"agent-{n}" for n in range(5)]

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from bot import plugins as plugin_registry
-from bot.character import load_character
-from bot.chat import runtime_plugins
-from bot.plugins import PluginMeta
+from bot.config import plugins as plugin_registry
+from bot.config.character import load_character
+from bot.config.plugins import PluginMeta
+from bot.daemon.chat import runtime_plugins
 
 
 def test_the_model_plugin_is_the_one_that_says_it_serves_models() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bot.record_metadata import (
+from bot.kernel.record_metadata import (
     EntityMetadata,
     Ownership,
     PlatformProfile,

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from bot.character import load_character
-from bot.cli import main
-from bot.control import format_status, format_troupe
-from bot.errors import StoreError
-from bot.roster import Difference, Publisher, public_fingerprint, read_troupe, troupe_status
+from bot.cli.main import main
+from bot.cluster.roster import Difference, Publisher, public_fingerprint, read_troupe, troupe_status
+from bot.config.character import load_character
+from bot.daemon.control import format_status, format_troupe
+from bot.kernel.errors import StoreError
 from bot.store import CharacterFile, DaemonEntry, application_name, backend_for
 from bot.store.postgres import PostgresDatabase
 
@@ -65,7 +65,7 @@ async def test_a_file_that_differs_is_logged_once_naming_it_and_the_daemons(
         first = Publisher(a1b2, lambda: daemon("a1b2", **{ADA: ada("1" * 64, "running")}), 1.0)
         entry = daemon("c3d4", **{ADA: ada("2" * 64)})
         second = Publisher(c3d4, lambda: entry, 1.0)
-        with caplog.at_level(logging.WARNING, logger="bot.roster"):
+        with caplog.at_level(logging.WARNING, logger="bot.cluster.roster"):
             assert await first.compare() == []  # alone so far: nothing to compare with
             (found,) = await second.compare()
             await second.compare()  # a reload that changes nothing: not said again

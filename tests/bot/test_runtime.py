@@ -11,21 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from bot import plugins as plugin_registry
-from bot.character import Character, load_character
-from bot.components import Action, Provider, ProviderResult, TaskWorker
-from bot.errors import ConfigError, ModelError, PluginLoadError
-from bot.events import CustomEvent, MessageReceived, ModelFailed, ModelUsed
-from bot.messages import IncomingMessage, Outcome, QuietChannel, Status
-from bot.models import ModelType
-from bot.plugins import PluginMeta
-from bot.plugins import load_order as _load_order
-from bot.record_metadata import TaskMetadata
-from bot.redact import SecretFilter
-from bot.runtime import AgentRuntime, RuntimeState
+from bot.config import plugins as plugin_registry
+from bot.config.character import Character, load_character
+from bot.config.plugins import PluginMeta
+from bot.config.plugins import load_order as _load_order
+from bot.kernel.errors import ConfigError, ModelError, PluginLoadError
+from bot.kernel.messages import IncomingMessage, Outcome, QuietChannel, Status
+from bot.kernel.models import ModelType
+from bot.kernel.record_metadata import TaskMetadata
+from bot.kernel.redact import SecretFilter
+from bot.kernel.time_limits import time_left
+from bot.kernel.types import Memory, Task
+from bot.runtime.agent import AgentRuntime, RuntimeState
+from bot.runtime.components import Action, Provider, ProviderResult, TaskWorker
+from bot.runtime.events import CustomEvent, MessageReceived, ModelFailed, ModelUsed
 from bot.store import Database
-from bot.time_limits import time_left
-from bot.types import Memory, Task
 
 
 def character(tmp_path: Path, **data) -> Character:

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import SecretReferenceError
-from bot.secrets import is_reference, resolve_secret
+from bot.config.secrets import is_reference, resolve_secret
+from bot.kernel.errors import SecretReferenceError
 
 
 def value(ref: str, **kw) -> str | None:

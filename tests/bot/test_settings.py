@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.character import load_character
-from bot.errors import ConfigError
-from bot.settings import DaemonSettings, character_setting, load_environ
+from bot.config.character import load_character
+from bot.config.settings import DaemonSettings, character_setting, load_environ
+from bot.kernel.errors import ConfigError
 
 
 def make(tmp_path: Path, **data):
@@ -65,8 +65,8 @@ def test_daemon_settings_defaults_and_env(monkeypatch) -> None:
 
 
 def test_setting_reader_reads_flags_numbers_and_id_lists() -> None:
-    from bot.errors import ConfigError
-    from bot.settings import SettingReader
+    from bot.config.settings import SettingReader
+    from bot.kernel.errors import ConfigError
 
     values = {
         "ON": " yes ",

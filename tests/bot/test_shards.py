@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from bot.character import Character, load_character
-from bot.errors import ConfigError
-from bot.shards import MAX_SHARDS, Shards, shard_count
+from bot.config.character import Character, load_character
+from bot.config.shards import MAX_SHARDS, Shards, shard_count
+from bot.kernel.errors import ConfigError
 
 
 def character(**settings: Any) -> Character:

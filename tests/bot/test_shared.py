@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.connections import TokenClaims
-from bot.errors import ConfigError
-from bot.redact import Redactor, SecretFilter, filtering, scrub_secret
-from bot.runtime import AgentRuntime
-from bot.shared import Shared
+from bot.kernel.errors import ConfigError
+from bot.kernel.redact import Redactor, SecretFilter, filtering, scrub_secret
+from bot.runtime.agent import AgentRuntime
+from bot.runtime.connections import TokenClaims
+from bot.runtime.shared import Shared
 from bot.store import Database
 
 from .test_runtime import character, db  # noqa: F401 -- db: the fixture

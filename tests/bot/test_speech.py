@@ -1,4 +1,4 @@
-"""bot.speech: transcription and speech asked of the runtime, whatever shape the model plugin returns."""
+"""bot.runtime.speech: transcription and speech asked of the runtime, whatever shape the model plugin returns."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from bot.audio import AudioError
-from bot.character import load_character
-from bot.errors import ModelError
-from bot.models import ModelType, SpeechStream
-from bot.runtime import AgentRuntime
-from bot.speech import speech, synthesize, transcribe
+from bot.config.character import load_character
+from bot.kernel.errors import ModelError
+from bot.kernel.models import ModelType, SpeechStream
+from bot.media.audio import AudioError
+from bot.runtime.agent import AgentRuntime
+from bot.runtime.speech import speech, synthesize, transcribe
 from bot.store import Database
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.spoken import SentenceStream, spoken_text
+from bot.media.spoken import SentenceStream, spoken_text
 
 
 def test_markdown_is_made_readable_aloud() -> None:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.character import load_characters
-from bot.cli import main
-from bot.daemon import Daemon
-from bot.errors import EXIT_CONFIG, EXIT_TEMPFAIL
-from bot.settings import DaemonSettings
+from bot.cli.main import main
+from bot.config.character import load_characters
+from bot.config.settings import DaemonSettings
+from bot.daemon.daemon import Daemon
+from bot.kernel.errors import EXIT_CONFIG, EXIT_TEMPFAIL
 from bot.store import Database
 from bot.store._connect import sqlean
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.character import load_characters
-from bot.control import format_status
-from bot.daemon import Daemon
-from bot.errors import StoreError
-from bot.settings import DaemonSettings
-from bot.systemd import Notifier
+from bot.config.character import load_characters
+from bot.config.settings import DaemonSettings
+from bot.daemon.control import format_status
+from bot.daemon.daemon import Daemon
+from bot.daemon.systemd import Notifier
+from bot.kernel.errors import StoreError
 
 from ..store_faults import DISK_FULL, StoreFault
 from .test_daemon import fake_platform, write

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.systemd import Notifier
+from bot.daemon.systemd import Notifier
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.text import first_words, repair_text, utf16_fit, utf16_len
+from bot.kernel.text import first_words, repair_text, utf16_fit, utf16_len
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from bot.time_limits import not_counted, time_left, time_limit
+from bot.kernel.time_limits import not_counted, time_left, time_limit
 
 
 async def test_a_limit_runs_out_as_asyncio_timeout_does() -> None:

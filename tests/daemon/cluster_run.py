@@ -32,7 +32,7 @@ from typing import Any
 
 import psycopg
 
-from bot.character import load_character
+from bot.config.character import load_character
 
 from ..fakes.openai_server import FakeOpenAIServer
 from ..fakes.tcp_proxy import TcpProxy
@@ -208,7 +208,7 @@ class Cluster:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "bot.cli",
+            "bot.cli.main",
             *args,
             cwd=self.workdir,
             env=self.env(n),

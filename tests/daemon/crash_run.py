@@ -53,7 +53,7 @@ async def spawn_start(workdir: Path, env: dict[str, str], log: Path) -> asyncio.
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bot.cli",
+        "bot.cli.main",
         "start",
         str(workdir / "characters"),
         cwd=workdir,

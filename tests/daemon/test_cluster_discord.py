@@ -11,7 +11,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from bot.character import load_character
+from bot.config.character import load_character
 
 from ..fakes.discord_server import FakeDiscord, FakeMessage
 from ..fakes.openai_server import FakeOpenAIServer

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from bot.character import load_character
+from bot.config.character import load_character
 from bot.store.postgres import PostgresDatabase
 
 from ..fakes.openai_server import FakeOpenAIServer

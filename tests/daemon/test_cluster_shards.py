@@ -10,11 +10,11 @@ import asyncio
 from collections import Counter
 from pathlib import Path
 
-from bot.character import load_character
-from bot.daemon import Daemon
-from bot.links import LinkState
-from bot.placement import split_unit
-from bot.settings import DaemonSettings
+from bot.cluster.placement import split_unit
+from bot.config.character import load_character
+from bot.config.settings import DaemonSettings
+from bot.daemon.daemon import Daemon
+from bot.kernel.links import LinkState
 
 from ..fakes.discord_server import FakeDiscord
 from ..fakes.openai_server import FakeOpenAIServer

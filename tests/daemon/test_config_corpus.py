@@ -45,7 +45,7 @@ def troupe(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[in
     """Run the real command; its exit status and everything it printed."""
     base = {"PATH": os.environ.get("PATH", ""), "HOME": str(cwd), "LANG": "C.UTF-8"}
     proc = subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args],
+        [sys.executable, "-m", "bot.cli.main", *args],
         cwd=cwd,
         env=base | (env or {}),
         capture_output=True,

@@ -101,7 +101,7 @@ class Service:
         self.process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "bot.cli",
+            "bot.cli.main",
             "start",
             str(self.dir / "characters"),
             *args,
@@ -123,7 +123,7 @@ class Service:
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "bot.cli",
+            "bot.cli.main",
             *args,
             cwd=self.dir,
             env=self.env,

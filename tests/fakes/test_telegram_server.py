@@ -75,7 +75,7 @@ async def test_updates_reach_member_bots_only_and_never_from_other_bots() -> Non
 
 
 async def test_voice_notes_both_ways_through_ptb() -> None:
-    from bot.audio import PcmFormat, ogg_opus
+    from bot.media.audio import PcmFormat, ogg_opus
 
     note = ogg_opus(b"\x00\x10" * 48000, PcmFormat(48000, 1))
     async with FakeTelegram() as fake:

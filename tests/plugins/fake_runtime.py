@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.metrics import Metrics
-from bot.models import ModelType
-from bot.shared import Shared
+from bot.kernel.metrics import Metrics
+from bot.kernel.models import ModelType
+from bot.runtime.shared import Shared
 
 __all__ = ["FakeCharacter", "FakeRuntime", "Registration", "runtime_maker"]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import plugins as plugin_packages
-from bot import plugins as plugin_registry
-from bot.messages import Status
-from bot.types import ChannelType
+from bot.config import plugins as plugin_registry
+from bot.kernel.messages import Status
+from bot.kernel.types import ChannelType
 
 from .core.harness import harness, plan
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.secrets import resolve_secret
-from bot.settings import DaemonSettings
+from bot.config.secrets import resolve_secret
+from bot.config.settings import DaemonSettings
 
 REPO = Path(__file__).resolve().parents[2]
 UNIT = REPO / "systemd" / "troupe.service"

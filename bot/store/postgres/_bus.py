@@ -1,4 +1,4 @@
-"""The bus between the daemons of a troupe, in PostgreSQL: a table and LISTEN/NOTIFY (``bot/bus.py``).
+"""The bus between the daemons of a troupe, in PostgreSQL: a table and LISTEN/NOTIFY (``bot/kernel/bus.py``).
 
 A post is a row of ``bus_posts``; posting also NOTIFYs the channel ``troupe_bus`` with the row's
 id (never the payload: a notification holds 8000 bytes at most), in the same statement, so the
@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import psycopg
 
-from bot.backoff import ExponentialBackoff
-from bot.bus import Handler, Post
-from bot.errors import StoreError
+from bot.kernel.backoff import ExponentialBackoff
+from bot.kernel.bus import Handler, Post
+from bot.kernel.errors import StoreError
 
 if TYPE_CHECKING:
     from bot.store.postgres._database import PostgresDatabase

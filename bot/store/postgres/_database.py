@@ -26,7 +26,7 @@ from psycopg.rows import dict_row
 from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from bot.errors import StoreError, StoreUnavailable
+from bot.kernel.errors import StoreError, StoreUnavailable
 from bot.store._health import StoreHealth
 from bot.store._sharing import ROOM_SHARING_SQL, RoomSharing
 from bot.store._urls import is_postgres_url, redacted_url

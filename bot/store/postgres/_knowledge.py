@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
+from bot.kernel.types import Memory, now_ms
 from bot.store._knowledge import (
     ENCODE_INLINE,
     FRAGMENTS,
@@ -26,7 +27,6 @@ from bot.store._vectors import check_dimension
 from bot.store.postgres._memories import PgVector, pg_vector, similarity_hits
 from bot.store.postgres._scoped import PgScoped
 from bot.store.postgres._search import KEYWORD_QUERY, keyword_query
-from bot.types import Memory, now_ms
 
 __all__ = ["PgKnowledgeSearchMixin"]
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
-from bot.errors import StoreError
+from bot.kernel.errors import StoreError
 from bot.store._rows import LogRow
 
 if TYPE_CHECKING:  # the database holds the queue

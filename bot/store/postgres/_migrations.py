@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from bot.errors import SchemaVersionError
+from bot.kernel.errors import SchemaVersionError
 from bot.store.postgres._bus import SCHEMA as BUS
 from bot.store.postgres._leases import SCHEMA as LEASES
 from bot.store.postgres._roster import SCHEMA as ROSTER

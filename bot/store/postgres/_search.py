@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from bot.kernel.types import Memory
 from bot.store._dialect import POSTGRES
 from bot.store._inspection import listing_filter
 from bot.store._memories import MEMORY_COLUMNS, MemoryFilter
@@ -58,7 +59,6 @@ from bot.store.postgres._memories import (
     vector_list,
 )
 from bot.store.postgres._vector_index import IndexKey
-from bot.types import Memory
 
 __all__ = ["KEYWORD_QUERY", "MAX_EF_SEARCH", "PgSearchMixin", "ef_search", "keyword_query"]
 

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 
 from psycopg import sql
 
-from bot.background import BackgroundTasks
-from bot.errors import StoreError
+from bot.kernel.background import BackgroundTasks
+from bot.kernel.errors import StoreError
 
 if TYPE_CHECKING:  # the database holds its indexes
     from bot.store.postgres._database import PostgresDatabase

@@ -6,7 +6,7 @@ this folder to ``plugins/dice/`` and list ``"dice"`` in a character's ``plugins`
 - the action ROLL_DICE, offered to the model only for a message that asks for a roll, which
   rolls with the runtime's randomness and answers in the message's room;
 - the provider DICE, which tells the model how the dice went in this room so far;
-- a handler of the typed event :class:`~bot.events.ActionCompleted`, which counts the rolls that
+- a handler of the typed event :class:`~bot.runtime.events.ActionCompleted`, which counts the rolls that
   went out.
 """
 
@@ -17,14 +17,22 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from bot.components import Action, ActionContext, ActionResult, Provider, ProviderResult, ServiceKey, State
-from bot.events import ActionCompleted
-from bot.outgoing import Reply
-from bot.plugins import PluginMeta
-from bot.types import Memory
+from bot.sdk import (
+    Action,
+    ActionCompleted,
+    ActionContext,
+    ActionResult,
+    Memory,
+    PluginMeta,
+    Provider,
+    ProviderResult,
+    Reply,
+    ServiceKey,
+    State,
+)
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["DICE", "Dice", "Roll", "meta", "parse_dice", "setup"]
 

@@ -9,13 +9,20 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bot.answer_lengths import EXTRACTION_TOKENS
-from bot.buttons import Button
-from bot.components import HandlerCallback, State
-from bot.errors import ModelError
-from bot.models import ModelType
-from bot.outgoing import Reply
-from bot.types import Entity, Memory, Role, Room, World
+from bot.sdk import (
+    EXTRACTION_TOKENS,
+    Button,
+    Entity,
+    HandlerCallback,
+    Memory,
+    ModelError,
+    ModelType,
+    Reply,
+    Role,
+    Room,
+    State,
+    World,
+)
 
 from .._budget import Cut, FittedPrompt, Piece, Section, fit_prompt
 from .._parse import parse_response
@@ -23,7 +30,7 @@ from .._placeholders import Placeholders
 from .._prompts import template
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = [
     "PRIVILEGED",

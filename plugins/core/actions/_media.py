@@ -9,9 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from bot.components import ActionResult, HandlerCallback
-from bot.outgoing import Reply, text_or_file
-from bot.types import Memory
+from bot.sdk import ActionResult, HandlerCallback, Memory, Reply, text_or_file
 
 from .._delivery import ONE_MESSAGE_CHARS
 from ._common import source_of

@@ -10,11 +10,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from bot.components import Action, ActionContext, ActionResult, State
-from bot.types import Memory, RoomState
+from bot.sdk import Action, ActionContext, ActionResult, Memory, RoomState, State
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["room_state_action"]
 

@@ -12,12 +12,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from bot.answer_lengths import words_tokens
-from bot.components import Action, ActionContext, ActionResult, State
-from bot.errors import ModelError
-from bot.models import ModelType
-from bot.outgoing import file_name_part
-from bot.types import Memory
+from bot.sdk import (
+    Action,
+    ActionContext,
+    ActionResult,
+    Memory,
+    ModelError,
+    ModelType,
+    State,
+    file_name_part,
+    words_tokens,
+)
 
 from .._delivery import bound_text
 from .._prompts import render, template
@@ -26,7 +31,7 @@ from ._common import notify, sender_text
 from ._media import named_in, send_answer
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["action"]
 

@@ -2,7 +2,7 @@
 
 A plugin that needs a human decision stores a task tagged ``AWAITING_CHOICE`` in the room,
 with ``metadata.options`` (strings or ``{name, description}``) and a task worker of the same
-name (see :mod:`bot.choices`, whose ``offer_options`` shows the options as buttons). When the
+name (see :mod:`bot.runtime.choices`, whose ``offer_options`` shows the options as buttons). When the
 person answers, this action works out which task and option they meant, runs the worker with
 ``{"option": <name>}`` and removes the task (a task tagged ``repeat`` stays). ``ABORT`` cancels
 the task. When it cannot tell, it asks again with the options as buttons.
@@ -20,19 +20,27 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from bot.buttons import Press
-from bot.choices import (
+from bot.sdk import (
     ABORT,
     AWAITING_CHOICE,
     CHOICE_PREFIX,
     SHORT_ID,
+    Action,
+    ActionContext,
+    ActionResult,
     Choice,
+    HandlerCallback,
+    Memory,
+    Press,
+    PressHandler,
+    ServiceKey,
+    State,
+    Task,
+    World,
     choice_buttons,
     choices_buttons,
     options_of,
 )
-from bot.components import Action, ActionContext, ActionResult, HandlerCallback, PressHandler, ServiceKey, State
-from bot.types import Memory, Task, World
 
 from .._retention import TASK_NAME as RETENTION_TASK
 from ._common import (
@@ -45,7 +53,7 @@ from ._common import (
 )
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["AWAITING_CHOICE", "CHOOSING", "Choosing", "action", "options_of", "register"]
 
@@ -201,7 +209,7 @@ class Choosing:
     async def on_press(
         self, runtime: AgentRuntime, message: Memory, press: Press, callback: HandlerCallback
     ) -> ActionResult:
-        """A press of a choice button (:class:`~bot.choices.Choice`): that option, without a model."""
+        """A press of a choice button (:class:`~bot.runtime.choices.Choice`): that option, without a model."""
         choice = Choice.parse(press.value)
         tasks = await runtime.store.get_tasks(room_id=message.room_id, tags=[AWAITING_CHOICE])
         task = next((t for t in tasks if choice is not None and str(t.id).startswith(choice.task)), None)
@@ -223,7 +231,7 @@ CHOOSING: ServiceKey[Choosing] = ServiceKey("core.choosing")
 
 def register(runtime: AgentRuntime) -> None:
     """Give ``runtime`` its :class:`Choosing` and the handler of choice-button presses (the
-    buttons :func:`bot.choices.offer_options` and CHOOSE_OPTION show), without a model."""
+    buttons :func:`bot.runtime.choices.offer_options` and CHOOSE_OPTION show), without a model."""
     choosing = Choosing()
     runtime.register_service(CHOOSING, choosing)
     runtime.register_press_handler(PressHandler(CHOICE_PREFIX, choosing.on_press))

@@ -1,6 +1,6 @@
 """FOLLOW_ROOM: take part in this room without being addressed."""
 
-from bot.types import RoomState
+from bot.sdk import RoomState
 
 from ._room_state import room_state_action
 

@@ -13,10 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from bot.components import Action, ActionContext, ActionResult
-from bot.errors import ModelError
-from bot.models import ModelType
-from bot.outgoing import OutgoingFile, Reply
+from bot.sdk import Action, ActionContext, ActionResult, ModelError, ModelType, OutgoingFile, Reply
 
 from .._delivery import bound_text
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.components import Action, ActionResult
+from bot.sdk import Action, ActionResult
 
 __all__ = ["action"]
 

@@ -1,6 +1,6 @@
 """MUTE_ROOM: stay silent in this room until addressed and asked to unmute."""
 
-from bot.types import RoomState
+from bot.sdk import RoomState
 
 from ._room_state import room_state_action
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from bot.components import Action, ActionContext, ActionResult
-from bot.outgoing import Reply, files_in
+from bot.sdk import Action, ActionContext, ActionResult, Reply, files_in
 
 __all__ = ["action"]
 

@@ -1,7 +1,7 @@
 """SEND_MESSAGE: send a message to another channel of this server, or privately to someone.
 
 The small model reads the request and names the target (a person or a channel), the platform
-and the message itself; the platform's :class:`~bot.components.Messenger` (registered as a
+and the message itself; the platform's :class:`~bot.runtime.components.Messenger` (registered as a
 service under its source name) delivers it. Unlike upstream, the message sent is the body the
 model extracted, not the requester's whole text, and channels are looked up in the requester's
 own server only.
@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from bot.components import Action, ActionContext, ActionResult, Messenger, State
-from bot.errors import SendError
-from bot.types import Entity, Memory, Room
+from bot.sdk import Action, ActionContext, ActionResult, Entity, Memory, Messenger, Room, SendError, State
 
 from ._common import (
     ask_small_model,
@@ -31,7 +29,7 @@ from ._common import (
 )
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["action", "find_room_named"]
 

@@ -16,15 +16,14 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from bot.components import Action, ActionContext, ActionResult, ConversationSummary, HandlerCallback, State
-from bot.types import Memory, now_ms
+from bot.sdk import Action, ActionContext, ActionResult, ConversationSummary, HandlerCallback, Memory, State, now_ms
 
 from .._summaries import summarize
 from .._summary_window import Window, parse_window
 from ._common import sender_text, source_of
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["action", "asks_for_summary", "send_summary"]
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bot.components import Action, ActionContext, ActionResult, State
-from bot.outgoing import file_name_part
-from bot.types import Memory
+from bot.sdk import Action, ActionContext, ActionResult, Memory, State, file_name_part
 
 from .._attachments import SOUND_PREFIX, SOUNDLESS, attachment_kind
 from ..providers._common import recent_attachments
@@ -20,7 +18,7 @@ from ._common import notify, sender_text
 from ._media import named_in, send_answer
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["action"]
 

@@ -1,6 +1,6 @@
 """UNFOLLOW_ROOM: stop answering in this room unless addressed."""
 
-from bot.types import RoomState
+from bot.sdk import RoomState
 
 from ._room_state import room_state_action
 

@@ -1,6 +1,6 @@
 """UNMUTE_ROOM: speak in this room again."""
 
-from bot.types import RoomState
+from bot.sdk import RoomState
 
 from ._room_state import room_state_action
 

@@ -15,8 +15,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from bot.components import Action, ActionContext, ActionResult
-from bot.types import Component, now_ms
+from bot.sdk import Action, ActionContext, ActionResult, Component, now_ms
 
 from ._common import (
     ask_small_model,

@@ -18,8 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from bot.components import Action, ActionContext, ActionResult, State
-from bot.types import Entity, Memory, Role, World
+from bot.sdk import Action, ActionContext, ActionResult, Entity, Memory, Role, State, World
 
 from ..providers._common import GROUP_TYPES
 from ._common import (
@@ -35,7 +34,7 @@ from ._common import (
 )
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["action", "parse_role", "refusal"]
 

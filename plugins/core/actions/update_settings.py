@@ -1,7 +1,7 @@
 """UPDATE_SETTINGS: a server's owner or admins configure it by telling the agent the values.
 
 A server's settings live in ``world.metadata.settings``, keyed by setting key; each a
-:class:`~bot.record_metadata.Setting` (name, description, value, required, secret, the keys it
+:class:`~bot.kernel.record_metadata.Setting` (name, description, value, required, secret, the keys it
 depends on). In a DM the agent helps with the servers the sender owns or administers (the
 onboarding conversation the SETTINGS provider starts); in a server room, with that server.
 
@@ -17,9 +17,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from bot.components import Action, ActionContext, ActionResult, State
-from bot.record_metadata import Setting
-from bot.types import ChannelType, Memory, World
+from bot.sdk import Action, ActionContext, ActionResult, ChannelType, Memory, Setting, State, World
 
 from ..providers.settings import MASK, character_secrets, is_secret_setting
 from ._common import (
@@ -33,7 +31,7 @@ from ._common import (
 )
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["action", "apply_updates", "configurable_worlds"]
 

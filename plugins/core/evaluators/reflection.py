@@ -28,14 +28,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from bot.answer_lengths import REFLECTION_TOKENS
-from bot.components import ActionContext, Evaluator, State
-from bot.errors import ModelError
-from bot.ids import is_uuid
-from bot.models import ModelType
-from bot.record_metadata import RelationshipMetadata
-from bot.store import JSONValue
-from bot.types import Entity, Memory, now_ms
+from bot.sdk import (
+    REFLECTION_TOKENS,
+    ActionContext,
+    Entity,
+    Evaluator,
+    JSONValue,
+    Memory,
+    ModelError,
+    ModelType,
+    RelationshipMetadata,
+    State,
+    is_uuid,
+    now_ms,
+)
 
 from .._budget import Cut, FittedPrompt, Piece, Section, fit_prompt
 from .._parse import parse_response
@@ -45,7 +51,7 @@ from .._prompts import template
 from .._schemas import REFLECTION, schema_for
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["evaluator"]
 

@@ -10,11 +10,10 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bot.buttons import Press
-from bot.types import ChannelType, Entity, Memory, Room
+from bot.sdk import ChannelType, Entity, Memory, Press, Room
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = [
     "DEFAULT_CONVERSATION_LENGTH",

@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bot.components import ActionResult, Provider, ProviderResult, State
-from bot.types import Memory
+from bot.sdk import ActionResult, Memory, Provider, ProviderResult, State
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["provider"]
 

@@ -14,15 +14,14 @@ import random
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bot.components import Action, Provider, ProviderResult, State
-from bot.types import Memory
+from bot.sdk import Action, Memory, Provider, ProviderResult, State
 
 from .._budget import Cut, Section
 from .._mustache import fill_placeholders
 from ._common import fork_rng
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["provider"]
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.components import Provider, ProviderResult, State
-from bot.types import ChannelType, Memory
+from bot.sdk import ChannelType, Memory, Provider, ProviderResult, State
 
 from ._common import GROUP_TYPES, VOICE_TYPES, channel_type, find_room, fork_rng
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["provider"]
 

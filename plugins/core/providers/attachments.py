@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bot.components import Provider, ProviderResult, State
-from bot.types import Memory
+from bot.sdk import Memory, Provider, ProviderResult, State
 
 from ._common import recent_attachments
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["provider"]
 

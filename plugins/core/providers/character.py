@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bot.components import Provider, ProviderResult, State
-from bot.types import Memory
+from bot.sdk import Memory, Provider, ProviderResult, State
 
 from .._budget import Cut, Section
 from .._character_text import character_context
 from ._common import POST_TYPES, find_room, fork_rng
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["provider"]
 

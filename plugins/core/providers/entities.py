@@ -5,14 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bot.components import Provider, ProviderResult, State
-from bot.record_metadata import EntityMetadata, PlatformProfile
-from bot.types import Entity, Memory
+from bot.sdk import Entity, EntityMetadata, Memory, PlatformProfile, Provider, ProviderResult, State
 
 from ._common import UNKNOWN_USER, display_name, find_room
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["provider"]
 

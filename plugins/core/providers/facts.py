@@ -19,14 +19,13 @@ import math
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from bot.components import Provider, ProviderResult, State
-from bot.types import Memory
+from bot.sdk import Memory, Provider, ProviderResult, State
 
 from .._embedding import embeddings
 from ._common import MESSAGES
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["provider"]
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.components import Provider, ProviderResult, State
-from bot.types import Memory
+from bot.sdk import Memory, Provider, ProviderResult, State
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["provider"]
 

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.components import Provider, ProviderResult, State
-from bot.types import Memory
+from bot.sdk import Memory, Provider, ProviderResult, State
 
 from .._budget import Cut, Piece, Section
 from ._common import (
@@ -32,7 +31,7 @@ from ._common import (
 )
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["provider"]
 

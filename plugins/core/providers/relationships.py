@@ -14,13 +14,12 @@ import math
 import re
 from typing import TYPE_CHECKING
 
-from bot.components import Provider, ProviderResult, State
-from bot.types import Memory, Relationship
+from bot.sdk import Memory, Provider, ProviderResult, Relationship, State
 
 from ._common import UNKNOWN_USER, entity_names
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["provider"]
 

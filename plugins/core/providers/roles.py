@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.components import Provider, ProviderResult, State
-from bot.types import Memory, Role
+from bot.sdk import Memory, Provider, ProviderResult, Role, State
 
 from ._common import GROUP_TYPES, UNKNOWN_USER, entity_names, find_room
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["provider"]
 

@@ -13,14 +13,12 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bot.components import Provider, ProviderResult, State
-from bot.record_metadata import Setting
-from bot.types import ChannelType, Memory, World
+from bot.sdk import ChannelType, Memory, Provider, ProviderResult, Setting, State, World
 
 from ._common import UNKNOWN_USER, entity_names, find_room
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["MASK", "character_secrets", "is_secret_setting", "provider"]
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bot.components import Provider, ProviderResult, State
-from bot.types import ChannelType, Memory, Room
+from bot.sdk import ChannelType, Memory, Provider, ProviderResult, Room, State
 
 from ._common import find_room
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.sdk import AgentRuntime
 
 __all__ = ["provider"]
 

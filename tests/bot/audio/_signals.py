@@ -7,7 +7,7 @@ import io
 import av
 import numpy as np
 
-from bot.audio import PcmFormat
+from bot.media.audio import PcmFormat
 
 _FULL_SCALE = 32767
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import av
 import pytest
 
-from bot.audio._avframes import layout_name
+from bot.media.audio._avframes import layout_name
 
 
 @pytest.mark.parametrize("channels", [1, 2, 3, 6])

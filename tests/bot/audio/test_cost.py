@@ -7,7 +7,7 @@ work is proportional to the input.
 
 import itertools
 
-from bot.audio import (
+from bot.media.audio import (
     DISCORD_PCM,
     SPEECH_PCM,
     OpusDecoder,

@@ -3,7 +3,8 @@ import wave
 
 import pytest
 
-from bot.audio import (
+from bot.kernel.errors import TroupeError
+from bot.media.audio import (
     DISCORD_PCM,
     SPEECH_PCM,
     AudioError,
@@ -13,7 +14,6 @@ from bot.audio import (
     ogg_opus,
     wav,
 )
-from bot.errors import TroupeError
 from tests.bot.audio._signals import dominant_hz, encode_file, tone, tone_snr_db
 
 

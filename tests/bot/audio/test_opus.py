@@ -1,6 +1,6 @@
 import pytest
 
-from bot.audio import (
+from bot.media.audio import (
     DISCORD_PCM,
     FRAME_MS,
     FRAME_SAMPLES,

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from bot.audio import DISCORD_PCM, SPEECH_PCM, PcmFormat, Resampler, resample
+from bot.media.audio import DISCORD_PCM, SPEECH_PCM, PcmFormat, Resampler, resample
 from tests.bot.audio._signals import dominant_hz, from_pcm, tone, tone_snr_db
 
 

@@ -2,7 +2,7 @@ import av
 import numpy as np
 import pytest
 
-from bot.audio import (
+from bot.media.audio import (
     DISCORD_PCM,
     SPEECH_PCM,
     AudioError,
@@ -13,7 +13,7 @@ from bot.audio import (
     resample,
     wav,
 )
-from bot.audio._stream import _lame_delay
+from bot.media.audio._stream import _lame_delay
 from tests.bot.audio._signals import dominant_hz, encode_file, from_pcm, speech, tone
 
 MP3_SOURCE = PcmFormat(44100, 1)

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from bot.audio import (
+from bot.media.audio import (
     DISCORD_PCM,
     SILENCE_DB,
     SPEECH_PCM,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from bot.kernel.types import RoomState
 from bot.store import Forgotten, Store, StoreBackend
-from bot.types import RoomState
 
 from .conftest import BR, BU, R2, A, R, U, V, W, make_memory
 from .contract.test_retention import DM, NAME, SECRET_WORD, _rich_world, before_forget_all, before_forget_room

@@ -11,8 +11,8 @@ import asyncio
 import random
 import sys
 
+from bot.kernel.types import AgentRecord, ChannelType, Entity, Memory, Room
 from bot.store import Database
-from bot.types import AgentRecord, ChannelType, Entity, Memory, Room
 
 
 async def main(path: str, agent_id: str, room_id: str, entity_id: str, count: int) -> None:

@@ -12,9 +12,9 @@ from typing import Any
 import aiosqlite
 import pytest
 
-from bot.ids import string_to_uuid, unique_uuid
+from bot.kernel.ids import string_to_uuid, unique_uuid
+from bot.kernel.types import AgentRecord, ChannelType, Entity, Memory, Room, World
 from bot.store import AgentStore, Database, Store, StoreBackend
-from bot.types import AgentRecord, ChannelType, Entity, Memory, Room, World
 
 A = string_to_uuid("agent-a")
 B = string_to_uuid("agent-b")

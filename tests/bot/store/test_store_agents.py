@@ -4,8 +4,8 @@ What only the SQLite backend shows (tables, SQL, files); the rest is in contract
 
 from __future__ import annotations
 
+from bot.kernel.types import AgentRecord, Task
 from bot.store import Database
-from bot.types import AgentRecord, Task
 
 from .conftest import A, B, R, U, make_memory, seed_agent, vec
 

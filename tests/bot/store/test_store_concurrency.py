@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.ids import string_to_uuid
+from bot.kernel.ids import string_to_uuid
 from bot.store import Database, Store
 from bot.store._connect import search_text, sqlean
 

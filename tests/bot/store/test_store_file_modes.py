@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import StoreError
+from bot.kernel.errors import StoreError
 from bot.store import Database
 
 from .conftest import A, R, U, make_memory, seed_agent

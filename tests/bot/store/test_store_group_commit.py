@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bot.errors import StoreError
+from bot.kernel.errors import StoreError
 from bot.store import AgentStore, Database
 from bot.store._batch import BATCH_LIMIT
 from bot.store._connect import Connection, sqlean

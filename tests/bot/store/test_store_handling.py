@@ -4,8 +4,8 @@ What the protocol shows of them (and the inbox) is in contract/test_handling.py.
 
 from __future__ import annotations
 
+from bot.kernel.types import Claim, Handling
 from bot.store import AgentStore
-from bot.types import Claim, Handling
 
 from .conftest import R, make_memory
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import StoreError
+from bot.kernel.errors import StoreError
+from bot.kernel.types import AgentRecord
 from bot.store import Database, StoreHealth, StoreState, classify
 from bot.store._connect import sqlean
-from bot.types import AgentRecord
 
 
 def _sqlite_error(sql: str, *setup: str) -> sqlean.Error:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import sqlite_vec
 
-from bot.errors import StoreError, VectorExtensionError
+from bot.kernel.errors import StoreError, VectorExtensionError
+from bot.kernel.types import AgentRecord
 from bot.store import SCHEMA_VERSION, Database
 from bot.store._connect import begin_immediate, sqlean
-from bot.types import AgentRecord
 
 from .conftest import A, R, U, make_memory, seed_agent
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.errors import EmbeddingDimensionError, StoreError
+from bot.kernel.errors import EmbeddingDimensionError, StoreError
 from bot.store import AgentStore, Database
 
 from .conftest import R, make_memory, vec

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import SchemaVersionError, StoreError
+from bot.kernel.errors import SchemaVersionError, StoreError
+from bot.kernel.types import RoomState
 from bot.store import SCHEMA_VERSION, SHARED_KNOWLEDGE_ID, Database, _migrations
 from bot.store._connect import open_connection, sqlean
 from bot.store._migrations import Migration, migrate
-from bot.types import RoomState
 
 from .conftest import A, R, U, make_memory
 

@@ -7,7 +7,7 @@ import contextlib
 
 import pytest
 
-from bot.errors import StoreError
+from bot.kernel.errors import StoreError
 from bot.store import AgentStore, Database
 from bot.store._reads import READ_LIMIT
 

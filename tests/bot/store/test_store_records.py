@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import StoreError
+from bot.kernel.errors import StoreError
+from bot.kernel.types import now_ms
 from bot.store import AgentStore, Database
 from bot.store._connect import Connection, sqlean
 from bot.store._log_queue import LOG_DELAY
-from bot.types import now_ms
 
 from .conftest import A, R, U, seed_agent, writer_busy
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bot.kernel.types import Memory
 from bot.store import AgentStore, Database
-from bot.types import Memory
 
 from ._forgetting import forget_all_leaves_nothing, forget_entity_leaves_nothing, forget_room_leaves_nothing
 from .conftest import A, R, U, make_memory, vec

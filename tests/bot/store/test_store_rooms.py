@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bot.kernel.types import RoomState
 from bot.store import Database
-from bot.types import RoomState
 
 from .conftest import R2, A, R, U, seed_agent
 

@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from bot.errors import EmbeddingDimensionError
+from bot.kernel.errors import EmbeddingDimensionError
 from bot.store._vectors import FLOAT32_MAX, clean_vector, decode_vector, encode_vector
 
 from .contract.test_vector_search import float32

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from bot.errors import StoreError
+from bot.kernel.errors import StoreError
+from bot.kernel.types import ChannelType, Room, RoomState
 from bot.store import Database
-from bot.types import ChannelType, Room, RoomState
 
 from .conftest import A, R, U, make_memory, seed_agent
 

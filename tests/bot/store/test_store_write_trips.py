@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from bot.kernel.types import ChannelType, Component, Entity, Relationship, Room, RoomState, Task, World
 from bot.store import AgentStore, Database
-from bot.types import ChannelType, Component, Entity, Relationship, Room, RoomState, Task, World
 
 from .conftest import R, U, V, W, make_memory, vec
 

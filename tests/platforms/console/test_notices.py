@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from bot.redact import Redactor, filtering
+from bot.kernel.redact import Redactor, filtering
 from platforms.console import ConversationLog
 
 

@@ -17,12 +17,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from bot.character import load_character
-from bot.daemon import Daemon
-from bot.links import LinkState
-from bot.runtime import AgentRuntime
-from bot.settings import DaemonSettings
-from bot.types import RoomState
+from bot.config.character import load_character
+from bot.config.settings import DaemonSettings
+from bot.daemon.daemon import Daemon
+from bot.kernel.links import LinkState
+from bot.kernel.types import RoomState
+from bot.runtime.agent import AgentRuntime
 from platforms.discord._mapping import discord_id
 
 from ...fakes.discord_server import (

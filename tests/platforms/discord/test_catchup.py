@@ -13,7 +13,7 @@ from typing import Any
 import discord
 import pytest
 
-from bot.types import Memory, now_ms
+from bot.kernel.types import Memory, now_ms
 from platforms.discord._catchup import CatchUpLimits, MissedMessages
 from platforms.discord._client import Client
 from platforms.discord._mapping import discord_id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.errors import ConfigError
+from bot.kernel.errors import ConfigError
 from platforms.discord._config import read_config
 from platforms.discord._rest import reset_api_base, use_api_base
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from bot.links import LinkState
-from bot.types import RoomState
+from bot.kernel.links import LinkState
+from bot.kernel.types import RoomState
 from platforms.discord._mapping import discord_id
 
 from .scene import plan, until

@@ -15,11 +15,11 @@ from typing import Any
 
 import discord
 
-from bot.buttons import PRESS_KEY, Button, buttons_in
-from bot.components import Action, ActionContext, ActionResult
-from bot.outgoing import OutgoingFile, Reply
-from bot.runtime import AgentRuntime
-from bot.types import ChannelType, Memory
+from bot.kernel.buttons import PRESS_KEY, Button, buttons_in
+from bot.kernel.outgoing import OutgoingFile, Reply
+from bot.kernel.types import ChannelType, Memory
+from bot.runtime.agent import AgentRuntime
+from bot.runtime.components import Action, ActionContext, ActionResult
 from platforms.discord._mapping import discord_id
 from platforms.discord._presses import components_of
 

@@ -1,9 +1,9 @@
-"""End to end on Discord: CHOOSE_OPTION's buttons (bot.choices) run the option pressed, once,
+"""End to end on Discord: CHOOSE_OPTION's buttons (bot.runtime.choices) run the option pressed, once,
 without a model call, as on Telegram."""
 
 from __future__ import annotations
 
-from bot.choices import offer_options
+from bot.runtime.choices import offer_options
 from platforms.discord._mapping import discord_id
 from tests.choices import waiting_choice
 

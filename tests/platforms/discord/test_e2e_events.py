@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from bot.events import WorldJoined
-from bot.record_metadata import Ownership, Role
-from bot.types import ChannelType
+from bot.kernel.record_metadata import Ownership, Role
+from bot.kernel.types import ChannelType
+from bot.runtime.events import WorldJoined
 from platforms.discord._mapping import discord_id
 
 from .scene import CHAT_EXAMPLE, CHAT_STYLE, POST_EXAMPLE, POST_STYLE, Scene, plan, until

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.outgoing import OutgoingFile
-from bot.runtime import AgentRuntime
-from bot.types import ChannelType, Room
+from bot.kernel.outgoing import OutgoingFile
+from bot.kernel.types import ChannelType, Room
+from bot.runtime.agent import AgentRuntime
 from platforms.discord._mapping import discord_id
 
 from ...fakes.openai_server import make_png

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import discord
 
-from bot.ids import unique_uuid
-from bot.record_metadata import Ownership
-from bot.types import ChannelType
+from bot.kernel.ids import unique_uuid
+from bot.kernel.record_metadata import Ownership
+from bot.kernel.types import ChannelType
 from platforms.discord._mapping import (
     channel_type,
     discord_id,

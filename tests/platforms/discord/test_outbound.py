@@ -10,8 +10,8 @@ import aiohttp
 import discord
 import pytest
 
-from bot.errors import PartlySent
-from bot.outgoing import files_in
+from bot.kernel.errors import PartlySent
+from bot.kernel.outgoing import files_in
 from platforms.discord import _outbound
 from platforms.discord._outbound import SAFE_MENTIONS, SendGaveUp, embeds_of, send_chunks, uploads_of
 

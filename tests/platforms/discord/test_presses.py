@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.buttons import buttons_in
+from bot.kernel.buttons import buttons_in
 from platforms.discord._presses import components_of
 
 

@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 
-import bot.adapters
-from bot.character import load_character
-from bot.chat import runtime_plugins
-from bot.errors import ConfigError
-from bot.events import PlatformConnected, RunEnded
-from bot.links import LinkState
-from bot.runtime import AgentRuntime
-from bot.shards import Reshardable, Shards
-from bot.shared import Shared
+import bot.runtime.adapters
+from bot.config.character import load_character
+from bot.config.shards import Reshardable, Shards
+from bot.daemon.chat import runtime_plugins
+from bot.kernel.errors import ConfigError
+from bot.kernel.links import LinkState
+from bot.runtime.agent import AgentRuntime
+from bot.runtime.events import PlatformConnected, RunEnded
+from bot.runtime.shared import Shared
 from bot.store import StoreBackend, backend_for
 from platforms.discord import connect
 from platforms.discord._adapter import DiscordAdapter
@@ -275,7 +275,7 @@ async def test_a_reply_being_written_when_its_shard_moves_away_still_goes_out_on
 async def test_a_reply_cut_short_by_the_move_is_answered_once_by_the_new_holder_of_the_shard(
     tmp_path, identify_gate, monkeypatch
 ) -> None:
-    monkeypatch.setattr(bot.adapters, "_DRAIN_TIMEOUT_S", 0.2)  # how long a move waits for replies
+    monkeypatch.setattr(bot.runtime.adapters, "_DRAIN_TIMEOUT_S", 0.2)  # how long a move waits for replies
     async with sharded_world(tmp_path) as w:
         a, b = await w.two_daemons()
         w.openai.latency = 30.0

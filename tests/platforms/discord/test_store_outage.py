@@ -9,8 +9,8 @@ import asyncio
 import logging
 from typing import Any
 
+from bot.kernel.types import Handling
 from bot.store import StoreState
-from bot.types import Handling
 from platforms.discord._mapping import discord_id
 
 from ...store_faults import DISK_FULL, StoreFault

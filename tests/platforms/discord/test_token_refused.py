@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from bot.links import LinkState
+from bot.kernel.links import LinkState
 
 from ...refusals import assert_back, assert_refused, assert_said_once, started, state
 from .scene import Scene, plan, until

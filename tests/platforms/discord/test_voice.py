@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-from bot.audio import DISCORD_PCM, OpusDecoder, OpusEncoder, frame_level_db
+from bot.media.audio import DISCORD_PCM, OpusDecoder, OpusEncoder, frame_level_db
 from platforms.discord._mapping import discord_id
 from platforms.discord._voice_actions import find_voice_channel
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bot.audio import DISCORD_PCM, OpusDecoder, OpusEncoder, StreamDecoder, frame_level_db
+from bot.media.audio import DISCORD_PCM, OpusDecoder, OpusEncoder, StreamDecoder, frame_level_db
 from platforms.discord._mapping import discord_id
 
 from ...bot.audio._signals import encode_file, silence, speech, tone

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from bot.events import VoiceEnded, VoiceStarted, WorldJoined, WorldLeft
+from bot.runtime.events import VoiceEnded, VoiceStarted, WorldJoined, WorldLeft
 from platforms.discord._mapping import discord_id
 
 from .scene import Scene, plan, until

@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from bot.audio import DISCORD_PCM, OpusEncoder, VadConfig
+from bot.media.audio import DISCORD_PCM, OpusEncoder, VadConfig
 from platforms.discord._voice_receive import VoiceReceiver, decrypt_rtpsize, parse_rtp
 
 from ...bot.audio._signals import speech

@@ -16,10 +16,10 @@ from typing import Any, ClassVar
 
 import pytest
 
-from bot.character import load_character
-from bot.daemon import Daemon
-from bot.settings import DaemonSettings
-from bot.types import RoomState
+from bot.config.character import load_character
+from bot.config.settings import DaemonSettings
+from bot.daemon.daemon import Daemon
+from bot.kernel.types import RoomState
 from platforms.telegram._mapping import room_id
 
 from ...fakes.openai_server import FakeOpenAIServer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.errors import ConfigError
+from bot.kernel.errors import ConfigError
 from platforms.telegram._config import read_config
 
 

@@ -7,9 +7,9 @@ import asyncio
 import logging
 from dataclasses import replace
 
-from bot.events import EntityJoined
-from bot.links import LinkState
-from bot.types import Role, RoomState
+from bot.kernel.links import LinkState
+from bot.kernel.types import Role, RoomState
+from bot.runtime.events import EntityJoined
 from platforms.telegram._mapping import entity_id, room_id, world_id
 
 from ...bot.test_adapters import count_world_writes

@@ -11,11 +11,11 @@ import asyncio
 import logging
 from typing import Any
 
-from bot.buttons import Button
-from bot.choices import offer_options
-from bot.outgoing import OutgoingFile
-from bot.runtime import AgentRuntime
-from bot.types import Memory, Room
+from bot.kernel.buttons import Button
+from bot.kernel.outgoing import OutgoingFile
+from bot.kernel.types import Memory, Room
+from bot.runtime.agent import AgentRuntime
+from bot.runtime.choices import offer_options
 from platforms.telegram._mapping import entity_id, room_id
 from tests.choices import waiting_choice
 

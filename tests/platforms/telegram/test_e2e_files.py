@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bot.outgoing import OutgoingFile
-from bot.runtime import AgentRuntime
-from bot.types import ChannelType, Room
+from bot.kernel.outgoing import OutgoingFile
+from bot.kernel.types import ChannelType, Room
+from bot.runtime.agent import AgentRuntime
 from platforms.telegram._mapping import room_id
 
 from ...fakes.openai_server import make_png

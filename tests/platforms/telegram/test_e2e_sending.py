@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
-from bot.errors import SendError
-from bot.types import ChannelType, Room
+from bot.kernel.errors import SendError
+from bot.kernel.types import ChannelType, Room
 from platforms.telegram._mapping import room_id
 
 from .scene import plan, until

@@ -9,8 +9,8 @@ from typing import TypeVar
 
 import pytest
 
-from bot.errors import SendError
-from bot.events import Event, WorldJoined, WorldLeft
+from bot.kernel.errors import SendError
+from bot.runtime.events import Event, WorldJoined, WorldLeft
 from platforms.telegram._mapping import room_id, world_id
 
 from .scene import Scene, plan, until

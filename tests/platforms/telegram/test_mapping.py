@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bot.ids import unique_uuid
-from bot.record_metadata import Ownership
-from bot.types import ChannelType
+from bot.kernel.ids import unique_uuid
+from bot.kernel.record_metadata import Ownership
+from bot.kernel.types import ChannelType
 from platforms.telegram._mapping import (
     channel_type,
     entity_for_user,

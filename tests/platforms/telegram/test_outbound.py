@@ -11,8 +11,8 @@ import pytest
 import telegram
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TimedOut
 
-from bot import backoff
-from bot.errors import PartlySent
+from bot.kernel import backoff
+from bot.kernel.errors import PartlySent
 from platforms.telegram._outbound import SendGaveUp, send_text, send_voice
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.buttons import Button
+from bot.kernel.buttons import Button
 from platforms.telegram._mapping import chat_room, entity_id, message_id, room_id
 from platforms.telegram._presses import keyboard, shown_buttons, translate_press
 

@@ -17,8 +17,8 @@ from pydantic import SecretStr
 from telegram import Bot, InputFile
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TimedOut
 
-from bot.character import load_character
-from bot.runtime import AgentRuntime
+from bot.config.character import load_character
+from bot.runtime.agent import AgentRuntime
 from bot.store import Database
 from platforms.telegram._adapter import TelegramAdapter
 from platforms.telegram._config import TelegramConfig

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.character import load_character
-from bot.daemon import Daemon
-from bot.redact import SecretFilter
-from bot.runtime import AgentRuntime
-from bot.settings import DaemonSettings
+from bot.config.character import load_character
+from bot.config.settings import DaemonSettings
+from bot.daemon.daemon import Daemon
+from bot.kernel.redact import SecretFilter
+from bot.runtime.agent import AgentRuntime
 
 from ...fakes.openai_server import FakeOpenAIServer
 from ...fakes.telegram_server import FakeBot, FakeTelegram

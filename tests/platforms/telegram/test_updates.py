@@ -9,7 +9,7 @@ import json
 import logging
 from typing import Any
 
-from bot.events import EntityLeft
+from bot.runtime.events import EntityLeft
 from platforms.telegram._mapping import entity_id
 
 from .scene import plan, until

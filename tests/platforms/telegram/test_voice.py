@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from bot.audio import PcmFormat, decode_audio, ogg_opus
-from bot.types import Memory, RoomState
+from bot.kernel.types import Memory, RoomState
+from bot.media.audio import PcmFormat, decode_audio, ogg_opus
 from platforms.telegram._mapping import room_id
 
 from ...fakes.openai_server import Fail

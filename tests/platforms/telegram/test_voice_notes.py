@@ -11,7 +11,7 @@ import av
 import numpy as np
 import pytest
 
-from bot.audio import AudioError, PcmFormat, decode_audio, wav
+from bot.media.audio import AudioError, PcmFormat, decode_audio, wav
 from platforms.telegram._voice import MAX_SPOKEN_CHARS, speakable, voice_note
 
 MONO_48K = PcmFormat(48000, 1)

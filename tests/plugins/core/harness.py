@@ -20,14 +20,14 @@ from typing import Any
 
 import pytest
 
-from bot.character import load_character
-from bot.messages import IncomingMessage, NativeRef, Outcome, QuietChannel
-from bot.models import ModelType
-from bot.outgoing import Reply
-from bot.runtime import AgentRuntime
-from bot.shared import Shared
+from bot.config.character import load_character
+from bot.kernel.messages import IncomingMessage, NativeRef, Outcome, QuietChannel
+from bot.kernel.models import ModelType
+from bot.kernel.outgoing import Reply
+from bot.kernel.types import ChannelType, Entity, Memory, Room, RoomState, World
+from bot.runtime.agent import AgentRuntime
+from bot.runtime.shared import Shared
 from bot.store import Database, StoreBackend
-from bot.types import ChannelType, Entity, Memory, Room, RoomState, World
 
 HUMAN = "00000000-0000-0000-0000-0000000000b1"
 OTHER_BOT = "00000000-0000-0000-0000-0000000000b2"

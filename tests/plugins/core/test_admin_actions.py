@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from bot.record_metadata import Setting, WorldMetadata
-from bot.types import ChannelType, Entity, Role, World
+from bot.kernel.record_metadata import Setting, WorldMetadata
+from bot.kernel.types import ChannelType, Entity, Role, World
 from plugins.core.actions.update_role import parse_role, refusal
 from plugins.core.actions.update_settings import apply_updates
 
@@ -42,7 +42,7 @@ def assignments(*pairs: tuple[str, str]) -> str:
 
 
 async def offered(h: Harness, entity: str, room: str | None = None) -> list[str]:
-    from bot.types import Memory
+    from bot.kernel.types import Memory
 
     message = Memory(id=None, entity_id=entity, room_id=room or h.room, content={"text": "hi Ada", "source": "discord"})
     state = await h.rt.compose_state(message, ["ACTIONS"], only_include=True)

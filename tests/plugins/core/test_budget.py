@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bot.answer_lengths import DECISION_TOKENS, EXTRACTION_TOKENS
-from bot.errors import ModelContextExceeded
-from bot.messages import Status
-from bot.models import ModelType
-from bot.types import ChannelType, Memory
+from bot.kernel.answer_lengths import DECISION_TOKENS, EXTRACTION_TOKENS
+from bot.kernel.errors import ModelContextExceeded
+from bot.kernel.messages import Status
+from bot.kernel.models import ModelType
+from bot.kernel.types import ChannelType, Memory
 from plugins.core._budget import Cut, Piece, Section, fit_prompt, provider_sections, reply_reserve
 from plugins.core._prompts import render
 from plugins.core._tokens import estimate_tokens

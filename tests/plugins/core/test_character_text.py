@@ -4,7 +4,7 @@ import random
 import re
 from typing import Any
 
-from bot.character import Character
+from bot.config.character import Character
 from plugins.core._character_text import character_context
 
 BIO = [f"Bio line {i:02d}." for i in range(15)]

@@ -7,10 +7,10 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from bot.components import Messenger, TaskWorker
-from bot.errors import SendError
-from bot.record_metadata import TaskMetadata
-from bot.types import ChannelType, Entity, Memory, Role, Room, Task, World
+from bot.kernel.errors import SendError
+from bot.kernel.record_metadata import TaskMetadata
+from bot.kernel.types import ChannelType, Entity, Memory, Role, Room, Task, World
+from bot.runtime.components import Messenger, TaskWorker
 from platforms.console import ConsoleAdapter
 from plugins.core.actions.send_message import find_room_named
 from plugins.core.actions.update_contact import clean_details, clean_kind

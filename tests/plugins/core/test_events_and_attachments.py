@@ -8,7 +8,9 @@ import logging
 import uuid
 from typing import Any, cast
 
-from bot.events import (
+from bot.kernel.models import ModelType
+from bot.kernel.types import ChannelType, Memory
+from bot.runtime.events import (
     ChannelCleared,
     EntityJoined,
     EntityLeft,
@@ -17,8 +19,6 @@ from bot.events import (
     ReactionReceived,
     RunTimeout,
 )
-from bot.models import ModelType
-from bot.types import ChannelType, Memory
 from plugins.core._attachments import attachment_kind
 
 from .harness import HUMAN, Harness, plan

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from bot.bus import Handler, Post
-from bot.errors import StoreError
-from bot.events import PlatformConnected
-from bot.messages import IncomingMessage, QuietChannel
-from bot.outgoing import Reply
-from bot.shared import Shared
-from bot.types import ChannelType, Claim, Handling, Memory, Room, now_ms
+from bot.kernel.bus import Handler, Post
+from bot.kernel.errors import StoreError
+from bot.kernel.messages import IncomingMessage, QuietChannel
+from bot.kernel.outgoing import Reply
+from bot.kernel.types import ChannelType, Claim, Handling, Memory, Room, now_ms
+from bot.runtime.events import PlatformConnected
+from bot.runtime.shared import Shared
 from plugins.core import _recovery
 from plugins.core._pipeline import MessagePipeline
 from plugins.core._recovery import keep_recovering, recover
@@ -748,8 +748,8 @@ async def test_a_reply_held_across_losing_and_regaining_the_lease_is_not_sent_by
     """Paused with a model answer under way, the daemon lost the character, then got it back at
     a later epoch before the answer arrived: the runtime started under the old epoch sends
     nothing (the other daemon answered meanwhile); it gives the message back instead."""
-    from bot.cluster_host import _LeaseFence
-    from bot.placement import Placement
+    from bot.cluster.host import _LeaseFence
+    from bot.cluster.placement import Placement
     from bot.store._leases import LocalLeases
 
     class Host:

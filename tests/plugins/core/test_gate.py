@@ -2,7 +2,7 @@
 
 import pytest
 
-from bot.types import ChannelType, Memory, RoomState
+from bot.kernel.types import ChannelType, Memory, RoomState
 from plugins.core._gate import Decision, Rule, addressed_by_name, bot_run_length, decide
 
 AGENT = "00000000-0000-0000-0000-00000000000a"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.errors import ModelUnavailable
-from bot.messages import Status
-from bot.models import ModelType
-from bot.outgoing import OutgoingFile
-from bot.types import ChannelType
+from bot.kernel.errors import ModelUnavailable
+from bot.kernel.messages import Status
+from bot.kernel.models import ModelType
+from bot.kernel.outgoing import OutgoingFile
+from bot.kernel.types import ChannelType
 from tests.fakes.openai_server import make_png
 
 from .harness import Harness, plan
@@ -112,7 +112,7 @@ async def test_reply_passes_on_files_an_earlier_step_attached(harness) -> None:
     h = await harness(ChannelType.DM)
     attached = OutgoingFile.of_bytes(b"a,b\n1,2", "table.csv")
 
-    from bot.components import Action, ActionContext
+    from bot.runtime.components import Action, ActionContext
 
     async def attach(context: ActionContext) -> None:
         context.responses[0].content["files"] = [attached]

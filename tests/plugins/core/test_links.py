@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from bot.errors import ConfigError
-from bot.types import ChannelType
+from bot.kernel.errors import ConfigError
+from bot.kernel.types import ChannelType
 from plugins.core import _html_text, _links
 from plugins.core._links import find_links
 from tests.fakes.web_site import FakeWebSite

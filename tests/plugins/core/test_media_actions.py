@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from bot.components import State
-from bot.errors import ModelError
-from bot.types import ChannelType, Memory
+from bot.kernel.errors import ModelError
+from bot.kernel.types import ChannelType, Memory
+from bot.runtime.components import State
 
 from .harness import HUMAN, Harness, plan
 from .test_events_and_attachments import media_models

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import plugins.openai
-from bot.types import ChannelType
+from bot.kernel.types import ChannelType
 from plugins.core import _attachments
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.media_files import encrypted_pdf, make_pdf, make_video

@@ -7,10 +7,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bot.components import Action, ActionResult
-from bot.errors import ModelError
-from bot.events import ActionCompleted, ActionStarted
-from bot.types import ChannelType, Memory, RoomState
+from bot.kernel.errors import ModelError
+from bot.kernel.types import ChannelType, Memory, RoomState
+from bot.runtime.components import Action, ActionResult
+from bot.runtime.events import ActionCompleted, ActionStarted
 from plugins.core._embedding import embeddings
 
 from .harness import HUMAN, OTHER_BOT, plan

@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from bot.messages import Status
-from bot.types import ChannelType
+from bot.kernel.messages import Status
+from bot.kernel.types import ChannelType
 from plugins.core._placeholders import Placeholders
 from plugins.core._streaming import ReplyWatcher
 from plugins.core._templates import DEFAULT_TEMPLATES

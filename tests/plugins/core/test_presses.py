@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from bot.buttons import PRESS_KEY, Button, Press
-from bot.choices import Choice, choice_buttons, choices_buttons, offer_options
-from bot.components import ActionResult, PressHandler
-from bot.errors import SendError
-from bot.messages import Status
-from bot.outgoing import Reply
-from bot.record_metadata import TaskMetadata
-from bot.types import JSON, ChannelType, Memory, Room, Task
+from bot.kernel.buttons import PRESS_KEY, Button, Press
+from bot.kernel.errors import SendError
+from bot.kernel.messages import Status
+from bot.kernel.outgoing import Reply
+from bot.kernel.record_metadata import TaskMetadata
+from bot.kernel.types import JSON, ChannelType, Memory, Room, Task
+from bot.runtime.choices import Choice, choice_buttons, choices_buttons, offer_options
+from bot.runtime.components import ActionResult, PressHandler
 from plugins.core.actions.choose_option import CHOOSING
 from tests.choices import waiting_choice as stored_choice
 

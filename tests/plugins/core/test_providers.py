@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 import plugins.core as core
-from bot.character import load_character
-from bot.components import MESSAGE_VECTORS, Action, ActionResult, ProviderResult, State
-from bot.models import ModelType
-from bot.record_metadata import EntityMetadata, RelationshipMetadata, WorldMetadata
-from bot.runtime import AgentRuntime
+from bot.config.character import load_character
+from bot.kernel.models import ModelType
+from bot.kernel.record_metadata import EntityMetadata, RelationshipMetadata, WorldMetadata
+from bot.kernel.types import ChannelType, Entity, Memory, Room, World
+from bot.runtime.agent import AgentRuntime
+from bot.runtime.components import MESSAGE_VECTORS, Action, ActionResult, ProviderResult, State
 from bot.store import AgentStore, Database
-from bot.types import ChannelType, Entity, Memory, Room, World
 from plugins.core._embedding import MessageEmbeddings
 from plugins.core.providers import anxiety
 from plugins.core.providers._common import format_messages

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.components import Provider, ProviderResult
-from bot.errors import ModelError, StoreError
-from bot.types import ChannelType
+from bot.kernel.errors import ModelError, StoreError
+from bot.kernel.types import ChannelType
+from bot.runtime.components import Provider, ProviderResult
 
 from .harness import HUMAN, OTHER_BOT, plan
 

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from bot.character import load_character
-from bot.errors import ModelUnavailable, PluginLoadError
-from bot.models import ModelType
-from bot.record_metadata import RelationshipMetadata, TaskMetadata
-from bot.runtime import AgentRuntime
+from bot.config.character import load_character
+from bot.kernel.errors import ModelUnavailable, PluginLoadError
+from bot.kernel.models import ModelType
+from bot.kernel.record_metadata import RelationshipMetadata, TaskMetadata
+from bot.kernel.types import ChannelType, Claim, Entity, Handling, Memory, Room, now_ms
+from bot.runtime.agent import AgentRuntime
 from bot.store import Database
-from bot.types import ChannelType, Claim, Entity, Handling, Memory, Room, now_ms
 from plugins.core._retention import SUMMARIES, TASK_NAME, RetentionSettings, run_retention
 
 from .harness import HUMAN

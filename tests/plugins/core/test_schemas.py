@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from bot.messages import IncomingMessage
-from bot.models import ResponseSchema
-from bot.types import ChannelType, Memory
+from bot.kernel.messages import IncomingMessage
+from bot.kernel.models import ResponseSchema
+from bot.kernel.types import ChannelType, Memory
 from plugins.core._parse import parse_response
 from plugins.core._plan import Plan
 from plugins.core._schemas import REFLECTION, SHOULD_RESPOND, plan_schema, troupe_decision_schema

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from bot.components import CONVERSATION_SUMMARIES
-from bot.errors import ModelError
-from bot.models import ModelType
-from bot.types import Memory, now_ms
+from bot.kernel.errors import ModelError
+from bot.kernel.models import ModelType
+from bot.kernel.types import Memory, now_ms
+from bot.runtime.components import CONVERSATION_SUMMARIES
 from plugins.core._summaries import _file_name, chunk_lines
 from plugins.core._summary_window import MAX_MESSAGES, Window, parse_window
 from plugins.core.actions.summarize_conversation import asks_for_summary

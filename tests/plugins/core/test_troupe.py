@@ -7,9 +7,9 @@ import asyncio
 import uuid
 from typing import Any
 
-from bot.messages import NativeRef, Outcome
-from bot.shared import Shared
-from bot.types import RoomState
+from bot.kernel.messages import NativeRef, Outcome
+from bot.kernel.types import RoomState
+from bot.runtime.shared import Shared
 from plugins.core._troupe import parse_decision
 
 from .harness import Harness, plan
@@ -170,7 +170,7 @@ async def test_a_single_undecided_character_decides_alone_as_before(harness) -> 
 
 
 async def test_a_decision_that_gets_no_answer_leaves_everyone_silent_and_says_why(harness) -> None:
-    from bot.errors import ModelUnavailable
+    from bot.kernel.errors import ModelUnavailable
 
     members = await troupe(harness, "Ada", "Brann")
     for h in members.values():

@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 import plugins.elevenlabs
-from bot.errors import ConfigError
-from bot.models import ModelType
+from bot.kernel.errors import ConfigError
+from bot.kernel.models import ModelType
 from plugins.elevenlabs import DEFAULT_MODEL_ID, DEFAULT_VOICE_ID, ElevenLabsConfig, resolve_config
 
 from ..fake_runtime import FakeRuntime

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from bot.character import load_character
-from bot.errors import ModelAuthError, PluginLoadError
-from bot.models import ModelType, SpeechStream
-from bot.runtime import AgentRuntime, RuntimeState
+from bot.config.character import load_character
+from bot.kernel.errors import ModelAuthError, PluginLoadError
+from bot.kernel.models import ModelType, SpeechStream
+from bot.runtime.agent import AgentRuntime, RuntimeState
 from bot.store import Database
 from tests.fakes.elevenlabs_server import Fail, FakeElevenLabsServer
 from tests.fakes.openai_server import Fail as OpenAIFail

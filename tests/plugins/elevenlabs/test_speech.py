@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Callable
 import av
 import pytest
 
-from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelUnavailable
-from bot.models import SpeechStream
+from bot.kernel.errors import ModelAuthError, ModelError, ModelRateLimited, ModelUnavailable
+from bot.kernel.models import SpeechStream
 from plugins.elevenlabs import _speech
 from tests.fakes.elevenlabs_server import DEFAULT_VOICE, Fail, FakeElevenLabsServer
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from bot.character import load_character
-from bot.models import ModelType
-from bot.runtime import AgentRuntime
+from bot.config.character import load_character
+from bot.kernel.models import ModelType
+from bot.runtime.agent import AgentRuntime
 from bot.store import Database
 
 DIMS = 384

@@ -8,10 +8,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from bot.character import load_character
-from bot.chat import chat
-from bot.cli import main
-from bot.settings import DaemonSettings
+from bot.cli.main import main
+from bot.config.character import load_character
+from bot.config.settings import DaemonSettings
+from bot.daemon.chat import chat
 from bot.store import SHARED_KNOWLEDGE_ID, Database
 from tests.fakes.openai_server import FakeOpenAIServer
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.character import load_character
-from bot.events import AgentReloaded
-from bot.models import ModelType
-from bot.runtime import AgentRuntime, RuntimeState
+from bot.config.character import load_character
+from bot.kernel.models import ModelType
+from bot.kernel.types import Memory
+from bot.runtime.agent import AgentRuntime, RuntimeState
+from bot.runtime.events import AgentReloaded
 from bot.store import SHARED_KNOWLEDGE_ID, Store
-from bot.types import Memory
 
 from .conftest import Agents, embed, make_pdf
 

@@ -10,12 +10,12 @@ import uuid
 
 import pytest
 
-from bot.character import load_character
-from bot.components import MESSAGE_VECTORS
-from bot.errors import PluginLoadError
-from bot.models import ModelType
-from bot.runtime import AgentRuntime
-from bot.types import ChannelType, Memory
+from bot.config.character import load_character
+from bot.kernel.errors import PluginLoadError
+from bot.kernel.models import ModelType
+from bot.kernel.types import ChannelType, Memory
+from bot.runtime.agent import AgentRuntime
+from bot.runtime.components import MESSAGE_VECTORS
 from plugins.core._embedding import MessageEmbeddings
 from tests.plugins.core.harness import harness, plan
 
@@ -223,7 +223,7 @@ async def test_without_cores_vectors_the_search_is_by_keywords(agents: Agents) -
 
 
 def test_knowledge_loads_after_the_core_plugin_whose_vectors_it_uses() -> None:
-    from bot.plugins import load_order as _load_order
+    from bot.config.plugins import load_order as _load_order
 
     order = _load_order(["knowledge"])
     assert order.index("core") < order.index("knowledge")

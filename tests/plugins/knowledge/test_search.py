@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.types import Memory
+from bot.kernel.types import Memory
 from plugins.knowledge._config import KnowledgeConfig
 from plugins.knowledge._search import Hit, rank
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from bot.errors import ModelRequestRejected
-from bot.models import ModelType
-from bot.shared import Shared
+from bot.kernel.errors import ModelRequestRejected
+from bot.kernel.models import ModelType
+from bot.runtime.shared import Shared
 from tests.fakes.openai_server import Fail, FakeOpenAIServer
 
 from ..fake_runtime import FakeCharacter, FakeRuntime

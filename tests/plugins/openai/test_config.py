@@ -7,10 +7,10 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 import plugins.openai
-from bot.character import Character
-from bot.errors import ConfigError
-from bot.models import ModelType
-from bot.settings import SettingsView
+from bot.config.character import Character
+from bot.config.settings import SettingsView
+from bot.kernel.errors import ConfigError
+from bot.kernel.models import ModelType
 from plugins.openai import NO_EMBEDDINGS, ProviderConfig, ServerKind, resolve_config
 from plugins.openai._config import display_url, is_nearby, ollama_base_url
 

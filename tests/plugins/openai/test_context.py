@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from bot.errors import ConfigError, ModelContextExceeded, ModelRequestRejected
-from bot.models import ModelType
+from bot.kernel.errors import ConfigError, ModelContextExceeded, ModelRequestRejected
+from bot.kernel.models import ModelType
 from plugins.openai._context import LearnedContexts, context_refusal, preset_context_length
 from tests.fakes.openai_server import Fail, FakeOpenAIServer
 

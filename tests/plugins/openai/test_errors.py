@@ -14,8 +14,8 @@ import aiohttp
 import openai
 import pytest
 
-from bot.errors import ModelAuthError, ModelError, ModelRateLimited, ModelRequestRejected, ModelUnavailable
-from bot.models import ModelType
+from bot.kernel.errors import ModelAuthError, ModelError, ModelRateLimited, ModelRequestRejected, ModelUnavailable
+from bot.kernel.models import ModelType
 from plugins.openai._posting import HttpStatusError, retry_after
 from tests.fakes.openai_server import Body, Fail, FakeOpenAIServer
 

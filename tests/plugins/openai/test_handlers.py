@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from bot.errors import ModelError, ModelRequestRejected
-from bot.models import ModelType
-from bot.outgoing import OutgoingFile
-from bot.shared import Shared
+from bot.kernel.errors import ModelError, ModelRequestRejected
+from bot.kernel.models import ModelType
+from bot.kernel.outgoing import OutgoingFile
+from bot.runtime.shared import Shared
 from plugins.openai._pools import HttpPools
 from tests.fakes.openai_server import Body, Fail, FakeOpenAIServer, Served, UploadedFile, make_png
 

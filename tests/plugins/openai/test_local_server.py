@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from bot.errors import ModelUnavailable
-from bot.metrics import Metrics
-from bot.models import ModelType
-from bot.shared import Shared
-from bot.time_limits import time_limit
+from bot.kernel.errors import ModelUnavailable
+from bot.kernel.metrics import Metrics
+from bot.kernel.models import ModelType
+from bot.kernel.time_limits import time_limit
+from bot.runtime.shared import Shared
 from plugins.openai._pools import HttpPools
 from plugins.openai._posting import longest_call_s
 from tests.fakes.openai_server import Fail, FakeOpenAIServer, RecordedRequest

@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from bot.errors import ModelError
-from bot.models import ModelType
+from bot.kernel.errors import ModelError
+from bot.kernel.models import ModelType
 from plugins.openai._posting import MAX_REPLY_BYTES
 from tests.fakes.openai_server import Endless, FakeOpenAIServer, Served, make_png
 

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from bot.errors import ModelAuthError, ModelError, ModelUnavailable
-from bot.models import ModelType, SpeechStream
+from bot.kernel.errors import ModelAuthError, ModelError, ModelUnavailable
+from bot.kernel.models import ModelType, SpeechStream
 from plugins.openai import _handlers, _speech_stream
 from tests.fakes.openai_server import CUT, Fail, FakeOpenAIServer
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from bot.errors import ConfigError, ModelContextExceeded, ModelRequestRejected
-from bot.models import ModelType
-from bot.shared import Shared
+from bot.kernel.errors import ConfigError, ModelContextExceeded, ModelRequestRejected
+from bot.kernel.models import ModelType
+from bot.runtime.shared import Shared
 from plugins.core._parse import parse_response
 from plugins.core._plan import Plan
 from plugins.core._schemas import plan_schema

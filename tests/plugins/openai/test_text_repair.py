@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.models import ModelType
+from bot.kernel.models import ModelType
 from tests.fakes.openai_server import FakeOpenAIServer
 
 from ..fake_runtime import FakeRuntime

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from bot.kernel.types import AgentRecord, Task
 from bot.store import DEFAULT_EMBEDDING_DIMENSION, StoreBackend
-from bot.types import AgentRecord, Task
 
 from ..conftest import BR, A, B, R, U, make_memory, seed_agent, vec
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
+from bot.kernel.types import Memory, RoomState
 from bot.store import StoreBackend
-from bot.types import Memory, RoomState
 
 from ..conftest import A, R, U, make_memory, seed_agent
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from bot.record_metadata import EntityMetadata
+from bot.kernel.record_metadata import EntityMetadata
+from bot.kernel.types import Component, Entity
 from bot.store import Store, StoreBackend
-from bot.types import Component, Entity
 
 from ..conftest import BU, R2, A, B, R, U, V, W
 

@@ -4,8 +4,8 @@ Behaviour every backend must show (the contract); the rows behind it are in ../t
 
 from __future__ import annotations
 
+from bot.kernel.types import Claim, Handling, now_ms
 from bot.store import MessageHandling, Store
-from bot.types import Claim, Handling, now_ms
 
 from ..conftest import R, make_memory
 

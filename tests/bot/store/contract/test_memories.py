@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.errors import StoreError
+from bot.kernel.errors import StoreError
+from bot.kernel.types import Memory
 from bot.store import Store
-from bot.types import Memory
 
 from ..conftest import R2, A, B, R, U, V, W, make_memory, mix, vec
 

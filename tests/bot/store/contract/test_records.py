@@ -8,10 +8,10 @@ import asyncio
 
 import pytest
 
-from bot.errors import StoreError
-from bot.record_metadata import RelationshipMetadata, TaskMetadata
+from bot.kernel.errors import StoreError
+from bot.kernel.record_metadata import RelationshipMetadata, TaskMetadata
+from bot.kernel.types import Relationship, Task, now_ms
 from bot.store import Store, StoreBackend
-from bot.types import Relationship, Task, now_ms
 
 from ..conftest import BR, R2, A, B, R, U, V
 

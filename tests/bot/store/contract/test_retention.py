@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.record_metadata import EntityMetadata, RoomMetadata, WorldMetadata
+from bot.kernel.record_metadata import EntityMetadata, RoomMetadata, WorldMetadata
+from bot.kernel.types import ChannelType, Component, Entity, Memory, Room, RoomState, Task, World
 from bot.store import Forgotten, Store, StoreBackend
-from bot.types import ChannelType, Component, Entity, Memory, Room, RoomState, Task, World
 
 from ..conftest import BR, BU, R2, A, B, R, U, V, W, make_memory, seed_agent, vec
 

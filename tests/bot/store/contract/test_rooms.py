@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from bot.ids import string_to_uuid, unique_uuid
-from bot.record_metadata import RoomMetadata, WorldMetadata
+from bot.kernel.ids import string_to_uuid, unique_uuid
+from bot.kernel.record_metadata import RoomMetadata, WorldMetadata
+from bot.kernel.types import ChannelType, Room, RoomState, World
 from bot.store import RoomSharing, Store, StoreBackend
-from bot.types import ChannelType, Room, RoomState, World
 
 from ..conftest import BR, R2, A, B, R, U, V, W, make_memory, seed_agent
 

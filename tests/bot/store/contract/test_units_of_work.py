@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
+from bot.kernel.types import Room, RoomState
 from bot.store import Store, StoreBackend
-from bot.types import Room, RoomState
 
 from ..conftest import B, R, U, seed_agent
 

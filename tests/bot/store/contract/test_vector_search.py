@@ -10,7 +10,7 @@ import struct
 
 import pytest
 
-from bot.errors import EmbeddingDimensionError
+from bot.kernel.errors import EmbeddingDimensionError
 from bot.store import DIMENSION_MAP, Store
 
 from ..conftest import BR, BU, R2, V, W, make_memory, mix, vec

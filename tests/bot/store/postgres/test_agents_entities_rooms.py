@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from bot.record_metadata import WorldMetadata
+from bot.kernel.record_metadata import WorldMetadata
+from bot.kernel.types import AgentRecord, Component, Entity, World
 from bot.store import Database, backend_for, copy_to_postgres
 from bot.store.postgres import PostgresDatabase
-from bot.types import AgentRecord, Component, Entity, World
 
 from ..conftest import A, R, U, seed_agent
 

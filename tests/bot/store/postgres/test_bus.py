@@ -12,8 +12,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from bot.bus import Bus, Post
-from bot.errors import StoreError
+from bot.kernel.bus import Bus, Post
+from bot.kernel.errors import StoreError
 from bot.store.postgres import PostgresDatabase, _bus
 from bot.store.postgres._bus import KEEP_S, PgBus
 

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
+from bot.kernel.types import now_ms
 from bot.store.postgres import PostgresDatabase
-from bot.types import now_ms
 
 from ..conftest import A, R, seed_agent
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
-from bot.errors import EXIT_CONFIG
+from bot.cli.main import main
+from bot.kernel.errors import EXIT_CONFIG
+from bot.kernel.types import Relationship, RoomState, Task
 from bot.store import Database, copy_store
 from bot.store.postgres import PostgresDatabase
-from bot.types import Relationship, RoomState, Task
 
 from ..conftest import BR, BU, R2, A, B, R, U, V, W, make_memory, seed_agent
 

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 
-from bot.errors import StoreError
+from bot.kernel.errors import StoreError
 from bot.store import backend_for, redacted_url
 from bot.store.postgres import PostgresDatabase
 from bot.store.postgres._migrations import MIGRATIONS, SCHEMA_VERSION

@@ -9,9 +9,9 @@ import asyncio
 from collections import Counter
 from typing import cast
 
+from bot.kernel.types import Claim, Handling
 from bot.store import Store, StoreBackend
 from bot.store.postgres import PostgresDatabase
-from bot.types import Claim, Handling
 
 from ..conftest import A, R, seed_agent
 

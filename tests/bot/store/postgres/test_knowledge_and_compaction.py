@@ -12,11 +12,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.errors import StoreError
+from bot.kernel.errors import StoreError
+from bot.kernel.types import Memory
 from bot.store import KnowledgeDocument, KnowledgeSourceRecord, Store
 from bot.store._knowledge import fragment_id
 from bot.store.postgres import PostgresDatabase
-from bot.types import Memory
 
 from ..conftest import A, B, R, U, make_memory, seed_agent, vec
 

@@ -9,10 +9,10 @@ from typing import cast
 import psycopg
 import pytest
 
+from bot.kernel.types import now_ms
 from bot.store import StoreBackend
 from bot.store.postgres import PostgresDatabase
 from bot.store.postgres._log_queue import LOG_DELAY
-from bot.types import now_ms
 
 from ..conftest import R2, A, R, U, seed_agent
 

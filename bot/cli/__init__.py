@@ -1,0 +1,3 @@
+"""The ``troupe`` command and its subcommands."""
+
+__all__: list[str] = []

@@ -1,0 +1,164 @@
+"""Which platforms each character is to run on, which settings it still lacks for each, whether
+its plugins' and platforms' settings can work (:func:`preflight`), and the start-up report of
+what cannot run. ``troupe check`` and ``troupe start`` make the same checks, through here, before
+anything is opened or connected."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from bot.config import plugins as plugin_registry
+from bot.config.character import Character, LoadResult
+from bot.config.secrets import is_reference
+from bot.config.settings import SettingsView, character_setting
+from bot.kernel.errors import ConfigError, PluginLoadError
+from bot.kernel.logs import agent_context
+
+__all__ = ["PlatformPlan", "Preflight", "plans_for", "preflight", "refusal", "report_gaps"]
+
+# The daemon's start-up report: its lines read as they did when this was part of bot/daemon/daemon.py.
+_log = logging.getLogger("bot.daemon.daemon")
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformPlan:
+    """One character on one platform, and what it still lacks."""
+
+    agent: str
+    platform: str
+    missing: tuple[str, ...]
+
+    @property
+    def ready(self) -> bool:
+        return not self.missing
+
+    @property
+    def gap(self) -> str:
+        """Why it does not run: ``telegram skipped, TELEGRAM_BOT_TOKEN not set``."""
+        return f"{self.platform} skipped, {' and '.join(self.missing)} not set"
+
+
+def plans_for(result: LoadResult, environ: Mapping[str, str]) -> list[PlatformPlan]:
+    """A plan per platform the character file asks for; interactive ones (the console) are left out."""
+    known = plugin_registry.available()
+    character = result.raise_for_problems()
+    plans: list[PlatformPlan] = []
+    for name in result.platforms:
+        meta = known[name]
+        if meta.interactive:
+            continue
+        missing = tuple(
+            _describe_missing(character, k) for k in meta.requires if not character_setting(character, k, environ)
+        )
+        plans.append(PlatformPlan(character.name, name, missing))
+    return plans
+
+
+@dataclass(frozen=True, slots=True)
+class Preflight:
+    """What one valid character file needs before it can run, found without opening or
+    connecting anything."""
+
+    agent: str
+    plans: tuple[PlatformPlan, ...]
+    problems: tuple[str, ...]
+    """Settings its plugins or its platforms cannot work with, each saying what to do."""
+    notes: tuple[str, ...] = ()
+    """What it runs without on purpose, as its settings say (embeddings turned off)."""
+
+    @property
+    def runs(self) -> bool:
+        """It can start and run on at least one platform."""
+        return not self.problems and any(p.ready for p in self.plans)
+
+    @property
+    def findings(self) -> list[str]:
+        """What keeps it from running at all: its problems, and the settings of its platforms
+        when it lacks them for every one."""
+        if any(p.ready for p in self.plans):
+            return list(self.problems)
+        return [*self.problems, *(f"{p.platform}: {' and '.join(p.missing)} not set" for p in self.plans)]
+
+    @property
+    def skipped(self) -> list[str]:
+        """Platforms it runs without (another of its platforms is ready)."""
+        return [p.gap for p in self.plans if not p.ready] if any(p.ready for p in self.plans) else []
+
+
+def preflight(result: LoadResult, environ: Mapping[str, str]) -> Preflight:
+    """Check one valid character file as its agent would start: the settings each platform
+    requires, then each plugin's and each ready platform's own ``check(settings)`` (a package
+    function raising :class:`~bot.kernel.errors.ConfigError`; the model key, a value of the wrong form).
+    A ``check`` may return notes: what the character runs without on purpose."""
+    character = result.raise_for_problems()
+    plans = tuple(plans_for(result, environ))
+    view = SettingsView(character, environ, result.model_preset)
+    problems: list[str] = []
+    notes: list[str] = []
+    try:
+        names = plugin_registry.load_order(plugin_registry.with_model_plugin(result.plugins))
+    except (PluginLoadError, LookupError) as exc:
+        problems.append(str(exc))
+        names = []
+    for name in [*names, *(p.platform for p in plans if p.ready)]:
+        check = getattr(importlib.import_module(plugin_registry.module_path(name)), "check", None)
+        try:
+            if check is not None:
+                notes.extend(check(view) or ())
+        except ConfigError as exc:
+            problems.append(exc.reason_for(character.name))
+    return Preflight(character.name, plans, tuple(problems), tuple(notes))
+
+
+def refusal(checks: Sequence[Preflight]) -> str | None:
+    """Why ``troupe start`` cannot run these characters at all, in one message naming every
+    setting to fix; ``None`` when at least one can run."""
+    if any(c.runs for c in checks):
+        return None
+    found = [f"{c.agent}: {finding}" for c in checks for finding in c.findings]
+    platformless = [c.agent for c in checks if not c.plans]
+    if platformless:
+        found.append(
+            f"{', '.join(platformless)} {'lists' if len(platformless) == 1 else 'list'} no platform: add "
+            '"@elizaos/plugin-discord" or "@elizaos/plugin-telegram" to the plugins'
+        )
+    return (
+        f"no character can run, so troupe does not start. {'; '.join(found)}. Set what is missing in the "
+        "character's settings.secrets or in the environment (.env, or the systemd environment file)"
+    )
+
+
+def _describe_missing(character: Character, key: str) -> str:
+    """``KEY``, or ``KEY (env:NAME? resolves to nothing)`` when the file points it at a reference."""
+    written = character.secrets.get(key) or character.settings_secrets.get(key)
+    return f"{key} ({written} resolves to nothing)" if written and is_reference(written) else key
+
+
+def report_gaps(characters: Sequence[LoadResult], checks: Sequence[Preflight]) -> str | None:
+    """Log what keeps characters off their platforms (plugins troupe lacks, settings not set or
+    that cannot work); when none can run, say only that, in one message, and return it."""
+    refused = refusal(checks)
+    if refused is not None:
+        _log.error("%s", refused)
+        return refused
+    for result in characters:
+        if result.missing_plugins:
+            character = result.raise_for_problems()
+            with agent_context(character.name):
+                job = "" if any(c.agent == character.name and c.plans for c in checks) else "; it runs on no platform"
+                _log.warning(
+                    "%s starts without %s, which troupe does not have%s",
+                    character.name,
+                    ", ".join(result.missing_plugins),
+                    job,
+                )
+    # A character whose settings cannot work says so as it fails to start or connect.
+    for check in checks:
+        with agent_context(check.agent):
+            for plan in check.plans:
+                if not plan.ready:
+                    _log.warning("%s: %s", check.agent, plan.gap)
+    return None

@@ -1,0 +1,3 @@
+"""Media helpers: audio for voice, the frames and sound of a video, the text of a PDF, text for the ear."""
+
+__all__: list[str] = []
