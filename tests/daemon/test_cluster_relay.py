@@ -69,7 +69,7 @@ class Cluster:
         await spawned.notify.wait("READY", timeout=60)
         return spawned
 
-    async def served_by(self, name: str, daemon: Spawned, timeout: float = 20) -> None:
+    async def served_by(self, name: str, daemon: Spawned, timeout: float = 60) -> None:
         lease, pid = self.lease(name), daemon.process.pid
         deadline = time.monotonic() + timeout
         # A daemon's id is host:pid:random.
@@ -88,7 +88,7 @@ class Cluster:
         assert await self.db.leases.release(held)
         await self.served_by("Brann", second)
         # A start can hold a loaded machine's loop past a renewal: wait for placement to settle.
-        deadline, stable_since = time.monotonic() + 30, time.monotonic()
+        deadline, stable_since = time.monotonic() + 60, time.monotonic()
         owners: dict[str, str] = {}
         while time.monotonic() - stable_since < LEASE_S:
             now = await asyncio.to_thread(lease_owners, self.url)
