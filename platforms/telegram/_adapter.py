@@ -339,7 +339,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
             # In this update's own task (the Application handles updates concurrently): polling
             # and other chats go on while the audio is fetched and transcribed.
             assert self.app is not None
-            await listen(self.runtime, self.app.bot, seen)
+            seen = await listen(self.runtime, self.app.bot, seen)
         if not seen.memory.content["text"] and not seen.attachments:
             return
         await self._hand_over(message, seen, self._native(message, seen))

@@ -365,7 +365,7 @@ class Translated:
 
     @property
     def attachments(self) -> list[dict[str, Any]]:
-        """The files on the message (the memory's own list: marking one marks the memory's)."""
+        """The files on the message."""
         return list(self.memory.content.get("attachments") or ())
 
     def edit(self) -> Memory:
