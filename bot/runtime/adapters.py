@@ -40,7 +40,7 @@ from bot.kernel.messages import QuietChannel
 from bot.kernel.outgoing import Reply
 from bot.kernel.record_metadata import PlatformProfile
 from bot.kernel.text import first_words
-from bot.kernel.types import JSON, Entity, Memory, Room
+from bot.kernel.types import Entity, Memory, Room
 from bot.runtime.components import Messenger, Replier, ServiceKey
 from bot.runtime.connections import Connections, SentMessage, TokenClaims, remember_sent
 
@@ -413,7 +413,7 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
         )
 
     async def send_message(
-        self, target: TargetT, content: JSON, room_id: str, world_id: str | None, *, person: Entity | None = None
+        self, target: TargetT, reply: Reply, room_id: str, world_id: str | None, *, person: Entity | None = None
     ) -> list[Memory]:
         """Send a message the agent starts (not a reply), store what went out, and after a
         whole message, :meth:`after_sent`.
@@ -426,7 +426,7 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
         """
         if not self.runtime.may_send():
             raise SendError(f"{self.label} is served by another daemon now; try again in a moment")
-        read = Reply.of_content(content)  # read once: what is sent is what is stored
+        read = reply  # what is sent is what is stored
         text = read.text
         whole = True
         try:
@@ -452,21 +452,21 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
 
     # -- Messenger and Replier ------------------------------------------------------------
 
-    async def send_to_room(self, room: Room, content: JSON) -> list[Memory]:
+    async def send_to_room(self, room: Room, reply: Reply) -> list[Memory]:
         """Messenger: post in a room of this platform the bot is in."""
         if room.source != self.source or not room.channel_id:
             raise SendError(f"that is not a {self.label} {self.where}")
         target = await self.room_target(room)
-        return await self.send_message(target, content, room.id, room.world_id)
+        return await self.send_message(target, reply, room.id, room.world_id)
 
-    async def send_to_entity(self, entity: Entity, content: JSON) -> list[Memory]:
+    async def send_to_entity(self, entity: Entity, reply: Reply) -> list[Memory]:
         """Messenger: a direct message to a person."""
         profile = entity.metadata.profile(self.source)
         user_id = self.user_id_in(profile) if profile is not None else None
         if not user_id:
             raise SendError(f"I don't know {entity.names[0] if entity.names else 'them'} on {self.label}")
         target, room_id, world_id = await self.entity_target(entity, str(user_id))
-        return await self.send_message(target, content, room_id, world_id, person=entity)
+        return await self.send_message(target, reply, room_id, world_id, person=entity)
 
     def user_id_in(self, profile: PlatformProfile) -> str | None:
         """A person's platform id in their profile from this platform."""

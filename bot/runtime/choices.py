@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from bot.kernel.buttons import MAX_BUTTONS, MAX_LABEL_CHARS, Button
 from bot.kernel.errors import SendError
-from bot.kernel.types import JSON, Memory, Task
+from bot.kernel.outgoing import Reply
+from bot.kernel.types import Memory, Task
 from bot.runtime.components import Messenger
 
 if TYPE_CHECKING:
@@ -124,5 +125,4 @@ async def offer_options(runtime: AgentRuntime, task: Task, text: str | None = No
         raise SendError(f"{room.source or 'the platform'} of task {task.name!r} is not connected")
     if text is None:
         text = f"{task.name}: {task.description}" if task.description else f"Please choose for {task.name}:"
-    content: JSON = {"text": text, "buttons": choice_buttons(task), "source": room.source}
-    return await messenger.send_to_room(room, content)
+    return await messenger.send_to_room(room, Reply(text=text, source=room.source, buttons=tuple(choice_buttons(task))))

@@ -158,15 +158,15 @@ class ConsoleAdapter:
         await self.runtime.emit(MessageSent(message=sent, source=SOURCE))
         return [sent]
 
-    async def send_to_room(self, room: Room, content: JSON) -> list[Memory]:
+    async def send_to_room(self, room: Room, reply: Reply) -> list[Memory]:
         if room.id != self.room_id:
             raise SendError("the console has only this conversation")
-        return await self.show(content)
+        return await self.show(reply.to_json())
 
-    async def send_to_entity(self, entity: Entity, content: JSON) -> list[Memory]:
+    async def send_to_entity(self, entity: Entity, reply: Reply) -> list[Memory]:
         if entity.id != self.entity_id:
             raise SendError(f"on the console I can only write to {self.user}")
-        return await self.show(content)
+        return await self.show(reply.to_json())
 
     async def run(self, read_line: Callable[[], Awaitable[str | None]] | None = None) -> None:
         """Read lines until end of input or ``/quit``; each line is answered before the next."""

@@ -339,7 +339,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
             # In this update's own task (the Application handles updates concurrently): polling
             # and other chats go on while the audio is fetched and transcribed.
             assert self.app is not None
-            await listen(self.runtime, self.app.bot, seen)
+            seen = await listen(self.runtime, self.app.bot, seen)
         if not seen.memory.content["text"] and not seen.attachments:
             return
         await self._hand_over(message, seen, self._native(message, seen))
@@ -394,10 +394,11 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
 
     async def _speak(
         self, chat: Chat, text: str, memory: Memory, *, reply_to: int | None, thread: int | None, what: str = "reply"
-    ) -> None:
-        """Say ``text`` as a voice note after the text message ``memory`` stores (see :mod:`._speaking`)."""
+    ) -> Memory | None:
+        """Say ``text`` as a voice note after the text message ``memory`` stores (see :mod:`._speaking`);
+        ``memory`` with the voice note, or None when none went out."""
         recording = _Typing(self, chat.id, thread, action="record_voice")
-        await speak(self, recording, chat, text, memory, reply_to=reply_to, thread=thread, what=what)
+        return await speak(self, recording, chat, text, memory, reply_to=reply_to, thread=thread, what=what)
 
     # -- sending (the flow is PlatformAdapter's) ------------------------------------------
 
@@ -472,12 +473,15 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
         if not memories:
             return
         chat, thread = delivery.sent[-1].chat, delivery.target.thread_id
-        answering = delivery.in_reply_to
+        answering, said = delivery.in_reply_to, None
         if answering is None:
             if mode == "always":
-                await self._speak(chat, text, memories[-1], reply_to=None, thread=thread, what="message")
+                said = await self._speak(chat, text, memories[-1], reply_to=None, thread=thread, what="message")
         elif text and (mode == "always" or (mode == "auto" and bool(answering.content.get("isVoiceMessage")))):
-            await self._speak(chat, text, memories[-1], reply_to=delivery.quoting, thread=thread)
+            said = await self._speak(chat, text, memories[-1], reply_to=delivery.quoting, thread=thread)
+        if said is not None:
+            # The list the send returns: its caller gets the message with its voice note.
+            memories[-1] = said
 
 
 class _Typing(TypingIndicator):

@@ -43,14 +43,15 @@ def translate_album(agent_id: str, parts: Sequence[Message], *, bot_id: int, bot
     speaking = next((m for m in ordered if m.caption), ordered[0])
     seen = translate(agent_id, speaking, bot_id=bot_id, bot_username=bot_username)
     assert speaking.media_group_id is not None  # an album's part
-    memory = replace(seen.memory, id=album_memory_id(agent_id, seen.chat_id, speaking.media_group_id))
+    content, metadata = dict(seen.memory.content), dict(seen.memory.metadata)
     files = [item for part in ordered for item in attachments(part)]
     if files:
-        memory.content["attachments"] = files
-    native = dict(memory.metadata.get(SOURCE) or {})
+        content["attachments"] = files
+    native = dict(metadata.get(SOURCE) or {})
     native.update(mediaGroupId=speaking.media_group_id, albumMessageIds=[m.message_id for m in ordered])
-    memory.metadata[SOURCE] = native
-    return replace(seen, memory=memory)
+    metadata[SOURCE] = native
+    album_id = album_memory_id(agent_id, seen.chat_id, speaking.media_group_id)
+    return replace(seen, memory=replace(seen.memory, id=album_id, content=content, metadata=metadata))
 
 
 @dataclass(eq=False)

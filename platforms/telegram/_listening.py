@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from telegram import Bot
 from telegram.error import BadRequest
 
-from bot.sdk import Memory, ModelError, reason_for, transcribe
+from bot.sdk import JSON, ModelError, reason_for, transcribe
 
 if TYPE_CHECKING:
     from bot.sdk import AgentRuntime
@@ -51,7 +52,7 @@ async def download(bot: Bot, item: Mapping[str, object]) -> bytes:
     return bytes(await file.download_as_bytearray())
 
 
-async def listen(runtime: AgentRuntime, bot: Bot, seen: Translated) -> None:
+async def listen(runtime: AgentRuntime, bot: Bot, seen: Translated) -> Translated:
     """Transcribe the message's voice note, audio file or round video into its text (after the
     caption, if any); its attachment keeps the transcript and is marked ``transcribed``, so the
     core does not transcribe it again.
@@ -61,12 +62,15 @@ async def listen(runtime: AgentRuntime, bot: Bot, seen: Translated) -> None:
     update's size, else by what ``getFile`` says) is not downloaded: its attachment is marked
     ``transcribed`` with no words and a description saying it was too large, so the character
     knows why it cannot hear it and the core does not try again.
+
+    Returns ``seen`` with its memory so changed (new ones: ``seen`` is left as it is).
     """
-    spoken, memory, name = seen.spoken, seen.memory, runtime.character.name
+    spoken, name = seen.spoken, runtime.character.name
     if spoken is None:
-        return
+        return seen
+    content = dict(seen.memory.content)
     if spoken.said:
-        memory.content["isVoiceMessage"] = True
+        content["isVoiceMessage"] = True
     where = seen.title or "a private chat"
     try:
         if spoken.size and spoken.size > _MAX_DOWNLOAD:
@@ -84,12 +88,12 @@ async def listen(runtime: AgentRuntime, bot: Bot, seen: Translated) -> None:
             _TOO_LARGE,
         )
         _mark_heard(
-            memory,
+            content,
             spoken.file_id,
             "",
             f"A {spoken.label} too large to listen to: it is {_TOO_LARGE}, so it was not transcribed",
         )
-        return
+        return _with(seen, content)
     except Exception as exc:
         # A download error may quote the file URL, which carries the token: name only its kind.
         reason = reason_for(exc, name) if isinstance(exc, (ModelError, ValueError)) else type(exc).__name__
@@ -101,22 +105,31 @@ async def listen(runtime: AgentRuntime, bot: Bot, seen: Translated) -> None:
             seen.chat_id,
             reason,
         )
-        return
+        return _with(seen, content)
     _mark_heard(
-        memory,
+        content,
         spoken.file_id,
         transcript,
         f"Transcript of a {spoken.label}" if transcript else f"A {spoken.label} with no words in it",
     )
     if transcript:
-        caption = memory.content.get("text")
-        memory.content["text"] = f"{caption}\n{transcript}" if caption else transcript
+        caption = content.get("text")
+        content["text"] = f"{caption}\n{transcript}" if caption else transcript
+    return _with(seen, content)
 
 
-def _mark_heard(memory: Memory, file_id: str, transcript: str, description: str) -> None:
-    """The attachment ``file_id`` of ``memory`` is dealt with (``transcribed``): the core leaves it."""
-    for item in memory.content.get("attachments") or ():
-        if item.get("id") == file_id:
-            item["transcribed"] = True
-            item["text"] = transcript
-            item["description"] = description
+def _with(seen: Translated, content: JSON) -> Translated:
+    return replace(seen, memory=replace(seen.memory, content=content))
+
+
+def _mark_heard(content: JSON, file_id: str, transcript: str, description: str) -> None:
+    """The attachment ``file_id`` in ``content`` (a copy of a memory's) is dealt with
+    (``transcribed``): the core leaves it."""
+    items = content.get("attachments")
+    if items:
+        content["attachments"] = [
+            {**item, "transcribed": True, "text": transcript, "description": description}
+            if item.get("id") == file_id
+            else item
+            for item in items
+        ]

@@ -365,7 +365,7 @@ class Translated:
 
     @property
     def attachments(self) -> list[dict[str, Any]]:
-        """The files on the message (the memory's own list: marking one marks the memory's)."""
+        """The files on the message."""
         return list(self.memory.content.get("attachments") or ())
 
     def edit(self) -> Memory:
@@ -383,12 +383,15 @@ def translate(
     ``@bot_username`` in it counts."""
     chat, topic = message.chat, _thread(message)
     memory = _memory(agent_id, message, topic, bot_id=bot_id, bot_username=bot_username)
+    # A new memory rather than its dicts patched: a memory is a value, and (typed) will be frozen.
+    content, metadata = dict(memory.content), dict(memory.metadata)
     if text is not None:
-        memory.content["text"] = text
-        memory.metadata["isMention"] = memory.metadata["isMention"] or f"@{bot_username}".casefold() in text.casefold()
+        content["text"] = text
+        metadata["isMention"] = metadata["isMention"] or f"@{bot_username}".casefold() in text.casefold()
     files = attachments(message)
     if files:
-        memory.content["attachments"] = files
+        content["attachments"] = files
+    memory = replace(memory, content=content, metadata=metadata)
     return Translated(
         chat_id=int(chat.id),
         message_id=int(message.message_id),

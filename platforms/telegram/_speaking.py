@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from telegram import Chat
@@ -42,16 +43,18 @@ async def speak(
     reply_to: int | None,
     thread: int | None,
     what: str,
-) -> None:
+) -> Memory | None:
     """Say ``text`` in ``chat`` as a voice note (quoting ``reply_to``, if given), after the text
     message ``memory`` stores, showing ``recording`` meanwhile. ``what`` names the text in the
     log: ``reply``, or ``message`` for one sent unasked.
 
-    Never raises: without a voice the text stands, and a warning says why.
+    Returns ``memory`` with the voice note among its attachments (a new memory, also stored),
+    or None when no voice note went out. Never raises: without a voice the text stands, and a
+    warning says why.
     """
     words = speakable(text)
     if not words:
-        return
+        return None
     assert adapter.app is not None
     name = adapter.name
     await recording.start()
@@ -81,7 +84,7 @@ async def speak(
             chat.id,
             reason,
         )
-        return
+        return None
     finally:
         await recording.stop()
     voice = sent.voice
@@ -98,6 +101,9 @@ async def speak(
         "duration": note.duration,
         "messageId": sent.message_id,
     }
-    memory.content["attachments"] = [*(memory.content.get("attachments") or ()), attachment]
-    assert memory.id is not None  # a Telegram message's memory is named after its chat and id
-    await adapter.runtime.store.update_memory(memory.id, content=memory.content)
+    said = replace(
+        memory, content={**memory.content, "attachments": [*(memory.content.get("attachments") or ()), attachment]}
+    )
+    assert said.id is not None  # a Telegram message's memory is named after its chat and id
+    await adapter.runtime.store.update_memory(said.id, content=said.content)
+    return said

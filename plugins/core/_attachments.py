@@ -25,6 +25,7 @@ import asyncio
 import base64
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bot.sdk import AudioError, Memory, ModelError, ModelType, UnreadablePdf, pdf_text, transcribe
@@ -238,15 +239,18 @@ async def _watch(runtime: AgentRuntime, item: dict[str, Any], fetch: AttachmentF
 _WORK = {"image": _describe, "audio": _transcribe, "text": _read, "pdf": _read_pdf, "video": _watch}
 
 
-async def process_attachments(runtime: AgentRuntime, message: Memory, fetch: AttachmentFetcher | None = None) -> bool:
+async def process_attachments(
+    runtime: AgentRuntime, message: Memory, fetch: AttachmentFetcher | None = None
+) -> Memory | None:
     """Fill in ``description``/``text`` of the message's attachments, concurrently, and add
     the links in its text.
 
-    Returns whether anything changed; ``message.content["attachments"]`` is updated in place.
+    Returns the message with what was read in its attachments (a new memory: ``message`` is
+    left as it is), or None when nothing was read.
     """
-    attachments = message.content.get("attachments")
-    if not isinstance(attachments, list):
-        attachments = []
+    given = message.content.get("attachments")
+    # Copies, filled in by the work below.
+    attachments = [dict(a) if isinstance(a, dict) else a for a in given] if isinstance(given, list) else []
     known = [str(a.get("url") or "") for a in attachments if isinstance(a, Mapping)]
     todo: list[tuple[dict[str, Any], str]] = []
     for item in attachments[:_MAX_ATTACHMENTS]:
@@ -273,6 +277,6 @@ async def process_attachments(runtime: AgentRuntime, message: Memory, fetch: Att
         read_links(runtime, str(message.content.get("text") or ""), known),
         *(work(item, kind) for item, kind in todo),
     )
-    if links:
-        message.content["attachments"] = [*attachments, *links]
-    return any(results) or bool(links)
+    if not any(results) and not links:
+        return None
+    return replace(message, content={**message.content, "attachments": [*attachments, *links]})

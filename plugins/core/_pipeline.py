@@ -464,8 +464,10 @@ class MessagePipeline:
 
     async def _read_attachments(self, turn: _Turn) -> None:
         """Read what is attached to the message, and keep what was read with it."""
-        if await process_attachments(self.runtime, turn.message, turn.channel.fetch):
-            await self.runtime.store.update_memory(turn.message_id, content=turn.message.content)
+        read = await process_attachments(self.runtime, turn.message, turn.channel.fetch)
+        if read is not None:
+            turn.message = read
+            await self.runtime.store.update_memory(turn.message_id, content=read.content)
 
     async def _ask_troupe(self, turn: _Turn, verdict: Verdict) -> tuple[SharedMessage | None, TroupeDecision | None]:
         """Tell the troupe what the rules said; for an undecided message in a room shared with

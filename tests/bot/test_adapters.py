@@ -303,7 +303,9 @@ async def test_a_delivered_message_is_remembered_and_announced(runtime) -> None:
     rt.on(MessageSent, on_sent)
     general = room(rt)
     await adapter.connections.ensure_rooms([general])
-    [memory] = await adapter.send_to_room(general, {"text": "hello all", "files": ["/tmp/x.png"], "action": "X"})
+    [memory] = await adapter.send_to_room(
+        general, Reply.of_content({"text": "hello all", "files": ["/tmp/x.png"], "action": "X"})
+    )
     assert adapter.posted == [Posted(1, "general", "hello all")]
     assert heard == [memory] and memory.entity_id == rt.agent_id and memory.room_id == general.id
     assert memory.content == {"text": "hello all", "source": "chat", "action": "X", "url": "chat://general/1"}
@@ -317,7 +319,7 @@ async def test_a_platform_that_refuses_raises_its_own_reason_and_nothing_is_stor
     adapter = ChatAdapter(rt)
     adapter.fail = NotAllowed()
     with pytest.raises(SendError, match=r"^Chat won't let me write there$"):
-        await adapter.send_to_room(room(rt), {"text": "hello"})
+        await adapter.send_to_room(room(rt), Reply(text="hello"))
     assert await rt.store.get_memory(rt.unique_id("chat:1")) is None
 
 
@@ -326,7 +328,7 @@ async def test_a_send_that_fails_is_logged_and_raised_as_try_again_later(runtime
     adapter = ChatAdapter(rt)
     adapter.fail = ConnectionResetError("the line dropped")
     with pytest.raises(SendError, match=r"^Chat did not take the message; try again later$"):
-        await adapter.send_to_room(room(rt), {"text": "hello there, everyone"})
+        await adapter.send_to_room(room(rt), Reply(text="hello there, everyone"))
     assert f'{rt.character.name}: could not send a message in general, "hello there, everyone": ' in caplog.text
     assert "ConnectionResetError" in caplog.text and "the line dropped" not in caplog.text  # the kind, never the text
 
@@ -337,7 +339,7 @@ async def test_a_message_sent_in_part_keeps_what_went_out_and_says_the_rest_did_
     adapter.fail = PartlySent("the second piece was refused", [Posted(7, "general", "first piece")])
     await adapter.connections.ensure_rooms([room(rt)])
     with pytest.raises(SendError, match=r"^only the beginning of the message went out; Chat did not take the rest"):
-        await adapter.send_to_room(room(rt), {"text": "first piece second piece"})
+        await adapter.send_to_room(room(rt), Reply(text="first piece second piece"))
     kept = await rt.store.get_memory(rt.unique_id("chat:7"))
     assert kept is not None and kept.content["text"] == "first piece"
     assert "the second piece was refused" in caplog.text
@@ -358,12 +360,12 @@ async def test_the_messenger_says_what_it_cannot_reach(runtime) -> None:  # noqa
     rt = runtime
     adapter = ChatAdapter(rt)
     with pytest.raises(SendError, match=r"^that is not a Chat room$"):
-        await adapter.send_to_room(room(rt, source="elsewhere"), {"text": "hi"})
+        await adapter.send_to_room(room(rt, source="elsewhere"), Reply(text="hi"))
     stranger = Entity(rt.unique_id("chat:user:9"), rt.agent_id, names=["Sam"], metadata=EntityMetadata.from_json({}))
     with pytest.raises(SendError, match=r"^I don't know Sam on Chat$"):
-        await adapter.send_to_entity(stranger, {"text": "hi"})
+        await adapter.send_to_entity(stranger, Reply(text="hi"))
     known = Entity(stranger.id, rt.agent_id, names=["Sam"], metadata=EntityMetadata.from_json({"chat": {"id": "9"}}))
-    [memory] = await adapter.send_to_entity(known, {"text": "hi Sam"})
+    [memory] = await adapter.send_to_entity(known, Reply(text="hi Sam"))
     assert memory.room_id == room(rt, "dm-9").id
     assert adapter.posted == [Posted(1, "dm-9", "hi Sam")]
 
@@ -400,7 +402,7 @@ async def test_nothing_is_sent_once_the_fence_refuses(runtime, caplog) -> None: 
     fence.held = False
     assert await adapter.try_send("general", "Too late", Reply(), 2) == ([], False)
     with pytest.raises(SendError, match=r"^Chat is served by another daemon now; try again in a moment$"):
-        await adapter.send_to_room(room(rt), {"text": "hello"})
+        await adapter.send_to_room(room(rt), Reply(text="hello"))
     assert adapter.posted == [Posted(1, "general", "Still mine")]
     assert "not sending a reply: another daemon may serve this character now" in caplog.text
 

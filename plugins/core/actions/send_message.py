@@ -15,7 +15,19 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from bot.sdk import Action, ActionContext, ActionResult, Entity, Memory, Messenger, Room, SendError, State
+from bot.sdk import (
+    Action,
+    ActionContext,
+    ActionResult,
+    Entity,
+    Memory,
+    Messenger,
+    Reply,
+    Room,
+    SendError,
+    State,
+    files_in,
+)
 
 from ._common import (
     ask_small_model,
@@ -80,7 +92,7 @@ async def _handler(context: ActionContext) -> ActionResult:
             raise _Refused(
                 f"I can't send messages on {request.source or 'that platform'}.", f"no messenger for {request.source!r}"
             )
-        label = await _send(runtime, message, messenger, request, rooms, _content(request, responses))
+        label = await _send(runtime, message, messenger, request, rooms, _reply(request, responses))
     except _Refused as refused:
         await notify(context.reply, refused.said, ERROR, message)
         return ActionResult(success=False, error=refused.error)
@@ -157,12 +169,10 @@ async def _ask_target(
     return parsed or {}
 
 
-def _content(request: _Request, responses: Sequence[Memory]) -> dict[str, Any]:
-    content: dict[str, Any] = {"text": request.body, "source": request.source, "actions": [NAME]}
-    files = responses[0].content.get("files") if responses else None
-    if files:  # what an earlier step of the plan attached goes with the message
-        content["files"] = files
-    return content
+def _reply(request: _Request, responses: Sequence[Memory]) -> Reply:
+    # What an earlier step of the plan attached goes with the message.
+    files = tuple(files_in(responses[0].content)) if responses else ()
+    return Reply(text=request.body, actions=(NAME,), source=request.source, files=files)
 
 
 async def _send(
@@ -171,21 +181,21 @@ async def _send(
     messenger: Messenger,
     request: _Request,
     rooms: list[Room],
-    content: dict[str, Any],
+    reply: Reply,
 ) -> str:
-    """Send ``content`` to the room or person asked for; how the destination is called."""
+    """Send ``reply`` to the room or person asked for; how the destination is called."""
     target, source = request.target, request.source
     try:
         if request.kind is _TargetType.ROOM:
             destination = find_room_named([r for r in rooms if r.source == source], target)
             if destination is None:
                 raise _Refused(f"I couldn't find a channel called {target} here.", f"no room named {target!r}")
-            await messenger.send_to_room(destination, content)
+            await messenger.send_to_room(destination, reply)
             return f"#{(destination.name or '').lstrip('#')}"
         person = match_entity(target, await _people(runtime, message, target))
         if person is None:
             raise _Refused(f"I don't know anyone called {target}.", f"no entity named {target!r}")
-        await messenger.send_to_entity(person, content)
+        await messenger.send_to_entity(person, reply)
         return entity_label(person)
     except _Refused:
         raise

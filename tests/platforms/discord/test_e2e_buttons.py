@@ -261,7 +261,7 @@ async def test_a_message_the_character_starts_with_a_picture_carries_the_buttons
     before = len(s.ada.sent)
     picture = OutgoingFile.of_bytes(make_png(2, 2), "cat.png")
     await rt.get_service("discord").send_to_room(
-        room, {"text": "The cat. Like it?", "files": [picture], "buttons": VOTE}
+        room, Reply.of_content({"text": "The cat. Like it?", "files": [picture], "buttons": VOTE})
     )
     (sent,) = s.ada.sent[before:]
     assert sent.content == "The cat. Like it?" and [a.filename for a in sent.attachments] == ["cat.png"]

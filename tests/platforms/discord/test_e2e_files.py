@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.kernel.outgoing import OutgoingFile
+from bot.kernel.outgoing import OutgoingFile, Reply
 from bot.kernel.types import ChannelType, Room
 from bot.runtime.agent import AgentRuntime
 from platforms.discord._mapping import discord_id
@@ -87,7 +87,9 @@ async def test_a_file_over_the_servers_upload_limit_is_not_sent_and_the_text_say
     rt, room = await in_general(s, tmp_path)
     film = OutgoingFile.of_bytes(b"\x00" * (12 * MB), "film.mp4")
     notes = OutgoingFile.of_bytes(b"scene 1: a cat", "notes.txt")
-    await rt.get_service("discord").send_to_room(room, {"text": "The film and my notes.", "files": [film, notes]})
+    await rt.get_service("discord").send_to_room(
+        room, Reply.of_content({"text": "The film and my notes.", "files": [film, notes]})
+    )
     (sent,) = await s.fake.wait_for_sent(s.ada, 1, timeout=60)
     assert [a.filename for a in sent.attachments] == sent_files
     if tier == 0:
@@ -107,7 +109,7 @@ async def test_embeds_an_action_gives_go_with_the_message(scene, tmp_path: Path)
         "files": [OutgoingFile.of_bytes(PICTURE, "menu.png", description="the menu")],
         "embeds": [{"title": "Menu", "image": {"url": "attachment://menu.png"}}],
     }
-    await rt.get_service("discord").send_to_room(room, content)
+    await rt.get_service("discord").send_to_room(room, Reply.of_content(content))
     (sent,) = await s.fake.wait_for_sent(s.ada, 1)
     assert [e["title"] for e in sent.embeds] == ["Menu"] and sent.embeds[0]["image"]["url"] == "attachment://menu.png"
     assert [(a.filename, a.description) for a in sent.attachments] == [("menu.png", "the menu")]

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from bot.kernel.buttons import Button
-from bot.kernel.outgoing import OutgoingFile
+from bot.kernel.outgoing import OutgoingFile, Reply
 from bot.kernel.types import Memory, Room
 from bot.runtime.agent import AgentRuntime
 from bot.runtime.choices import offer_options
@@ -43,7 +43,7 @@ async def ada_posts(s: Scene, chat: Any, text: str, buttons: list[Any], topic: i
     rt = s.runtime("Ada")
     room = await room_of(rt, chat.id, topic)
     before = len(s.ada.sent)
-    await rt.get_service("telegram").send_to_room(room, {"text": text, "buttons": buttons})
+    await rt.get_service("telegram").send_to_room(room, Reply.of_content({"text": text, "buttons": buttons}))
     return s.ada.sent[before:][-1]
 
 
@@ -195,7 +195,7 @@ async def test_a_reply_with_a_picture_carries_its_keyboard_on_the_picture(scene)
     room = await room_of(rt, s.group.id)
     before = len(s.ada.sent)
     await rt.get_service("telegram").send_to_room(
-        room, {"text": "Here is the cat. Like it?", "files": [picture], "buttons": VOTE}
+        room, Reply.of_content({"text": "Here is the cat. Like it?", "files": [picture], "buttons": VOTE})
     )
     (photo,) = s.ada.sent[before:]
     assert photo["kind"] == "photo" and photo["text"] == "Here is the cat. Like it?"
@@ -213,7 +213,7 @@ async def test_a_reply_with_several_pictures_and_buttons_sends_the_last_picture_
     room = await room_of(rt, s.group.id)
     before = len(s.ada.sent)
     await rt.get_service("telegram").send_to_room(
-        room, {"text": "The cats. Which one?", "files": pictures, "buttons": VOTE}
+        room, Reply.of_content({"text": "The cats. Which one?", "files": pictures, "buttons": VOTE})
     )
     first, second, last = s.ada.sent[before:]
     assert first.get("album") is not None and first.get("album") == second.get("album") and "album" not in last

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bot.kernel.outgoing import OutgoingFile
+from bot.kernel.outgoing import OutgoingFile, Reply
 from bot.kernel.types import ChannelType, Room
 from bot.runtime.agent import AgentRuntime
 from platforms.telegram._mapping import room_id
@@ -140,7 +140,7 @@ async def test_a_picture_telegram_refuses_as_a_photo_goes_again_as_a_document(sc
     await s.start(with_brann=False)
     rt, room = await in_the_group(s)
     odd = OutgoingFile.of_bytes(b"not really a png", "odd.png", "image/png")
-    await rt.get_service("telegram").send_to_room(room, {"text": "An odd one.", "files": [odd]})
+    await rt.get_service("telegram").send_to_room(room, Reply.of_content({"text": "An odd one.", "files": [odd]}))
     (sent,) = await s.fake.wait_for_sent(s.ada, 1)
     assert sent["kind"] == "document" and sent["filename"] == "odd.png" and sent["text"] == "An odd one."
     uploads = [method for method, _ in s.ada.requests if method in ("sendMessage", "sendPhoto", "sendDocument")]
@@ -156,7 +156,7 @@ async def test_a_file_too_big_for_telegram_is_not_sent_and_the_text_says_so(scen
     notes = OutgoingFile.of_bytes(b"scene 1: a cat", "notes.txt")
     rt, room = await in_the_group(s)
     content = {"text": "The film and my notes.", "files": [OutgoingFile.of_path(film), notes]}
-    await rt.get_service("telegram").send_to_room(room, content)
+    await rt.get_service("telegram").send_to_room(room, Reply.of_content(content))
     (sent,) = await s.fake.wait_for_sent(s.ada, 1)
     assert sent["kind"] == "document" and sent["filename"] == "notes.txt" and sent["document"] == b"scene 1: a cat"
     assert sent["text"] == (
@@ -185,7 +185,9 @@ async def test_several_pictures_go_as_one_album_with_the_text_as_its_caption(sce
     rt, room = await in_the_group(s)
     pictures = [OutgoingFile.of_bytes(make_png(4 + i, 4), f"cat-{i}.png", description=f"cat {i}") for i in range(3)]
     notes = OutgoingFile.of_bytes(b"three cats", "notes.txt")
-    await rt.get_service("telegram").send_to_room(room, {"text": "Three *cats*.", "files": [*pictures, notes]})
+    await rt.get_service("telegram").send_to_room(
+        room, Reply.of_content({"text": "Three *cats*.", "files": [*pictures, notes]})
+    )
     sent = await s.fake.wait_for_sent(s.ada, 4)
     assert [m["kind"] for m in sent] == ["photo", "photo", "photo", "document"]
     assert len({m["album"] for m in sent[:3]}) == 1  # one sendMediaGroup
@@ -205,7 +207,7 @@ async def test_more_than_ten_pictures_go_as_albums_of_ten_and_one_alone_as_a_pho
     await s.start(with_brann=False)
     rt, room = await in_the_group(s)
     pictures = [OutgoingFile.of_bytes(make_png(4, 4 + i), f"p{i}.png") for i in range(11)]
-    await rt.get_service("telegram").send_to_room(room, {"text": "Eleven.", "files": pictures})
+    await rt.get_service("telegram").send_to_room(room, Reply.of_content({"text": "Eleven.", "files": pictures}))
     sent = await s.fake.wait_for_sent(s.ada, 11)
     assert [m.get("album") is not None for m in sent] == [True] * 10 + [False]
     assert sent[0]["text"] == "Eleven." and [m["filename"] for m in sent] == [f"p{i}.png" for i in range(11)]
@@ -218,7 +220,7 @@ async def two_pictures_after_a_refused_album(s, refusal: str, text: str) -> list
     rt, room = await in_the_group(s)
     s.fake.fail_next("sendMediaGroup", status=400, description=refusal, bot=s.ada)
     pictures = [OutgoingFile.of_bytes(make_png(4, 4), f"p{i}.png") for i in range(2)]
-    await rt.get_service("telegram").send_to_room(room, {"text": text, "files": pictures})
+    await rt.get_service("telegram").send_to_room(room, Reply.of_content({"text": text, "files": pictures}))
     return await s.fake.wait_for_sent(s.ada, 2)
 
 

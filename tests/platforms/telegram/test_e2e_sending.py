@@ -9,6 +9,7 @@ import logging
 import pytest
 
 from bot.kernel.errors import SendError
+from bot.kernel.outgoing import Reply
 from bot.kernel.types import ChannelType, Room
 from platforms.telegram._mapping import room_id
 
@@ -119,7 +120,7 @@ async def test_a_message_sent_unasked_and_stopped_part_way_is_an_error_that_keep
     s.fake.fail_next("sendMessage", status=429, retry_after=5, bot=s.ada, after=1)
     long = "\n".join(f"Point {i}: keep going." for i in range(230))
     with pytest.raises(SendError, match="only the beginning of the message went out; Telegram did not take the rest"):
-        await rt.get_service("telegram").send_to_room(room, {"text": long})
+        await rt.get_service("telegram").send_to_room(room, Reply(text=long))
     stored = await rt.store.get_memories(table="messages", room_id=room.id)
     said = [m.content["text"] for m in stored if m.entity_id == rt.agent_id and m.content.get("text")]
     assert said == [s.ada.sent[0]["text"]]

@@ -10,6 +10,7 @@ from typing import TypeVar
 import pytest
 
 from bot.kernel.errors import SendError
+from bot.kernel.outgoing import Reply
 from bot.runtime.events import Event, WorldJoined, WorldLeft
 from platforms.telegram._mapping import room_id, world_id
 
@@ -59,7 +60,7 @@ async def test_a_character_removed_from_a_group_leaves_it_and_hears_nothing_more
     room = await rt.store.get_room(room_id(rt.agent_id, s.group.id))
     assert room is not None and room.metadata.left_as == "kicked" and (room.metadata.left_at or 0) > 0
     with pytest.raises(SendError, match="I'm no longer in Writers' Room on Telegram"):
-        await rt.get_service("telegram").send_to_room(room, {"text": "hello?"})
+        await rt.get_service("telegram").send_to_room(room, Reply(text="hello?"))
 
     # Ada still talks there; Brann, gone, is handed none of it.
     await s.fake.user_says(s.sam, s.group, "@ada_bot and now?")

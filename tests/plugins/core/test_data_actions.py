@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from bot.kernel.errors import SendError
+from bot.kernel.outgoing import Reply
 from bot.kernel.record_metadata import TaskMetadata
 from bot.kernel.types import ChannelType, Entity, Memory, Role, Room, Task, World
 from bot.runtime.components import Messenger, TaskWorker
@@ -27,16 +28,16 @@ class FakeMessenger:
         self.sent: list[tuple[str, str, dict[str, Any]]] = []
         self.fail = fail
 
-    async def send_to_room(self, room: Room, content: dict[str, Any]) -> list[Memory]:
+    async def send_to_room(self, room: Room, reply: Reply) -> list[Memory]:
         if self.fail:
             raise SendError(self.fail)
-        self.sent.append(("room", room.id, content))
+        self.sent.append(("room", room.id, reply.to_json()))
         return []
 
-    async def send_to_entity(self, entity: Entity, content: dict[str, Any]) -> list[Memory]:
+    async def send_to_entity(self, entity: Entity, reply: Reply) -> list[Memory]:
         if self.fail:
             raise SendError(self.fail)
-        self.sent.append(("user", entity.id, content))
+        self.sent.append(("user", entity.id, reply.to_json()))
         return []
 
 
@@ -158,11 +159,11 @@ async def test_console_adapter_is_a_messenger_for_its_one_conversation(harness) 
     await console.connect()
     assert isinstance(h.rt.get_service("console"), Messenger)
     room = await h.rt.store.get_room(console.room_id)
-    sent = await console.send_to_room(room, {"text": "psst"})
+    sent = await console.send_to_room(room, Reply(text="psst"))
     assert out.getvalue() == "Ada: psst\n" and sent[0].room_id == console.room_id
     other = await h.rt.store.get_room(h.room)
     try:
-        await console.send_to_room(other, {"text": "x"})
+        await console.send_to_room(other, Reply(text="x"))
     except SendError as exc:
         assert "only this conversation" in str(exc)
     else:

@@ -154,10 +154,10 @@ class _Platform:
     def serves(self, message: Memory) -> bool:
         return self.serving
 
-    async def send_to_room(self, room: Any, content: dict) -> list[Memory]:
+    async def send_to_room(self, room: Any, reply: Reply) -> list[Memory]:
         raise AssertionError("not used")
 
-    async def send_to_entity(self, entity: Any, content: dict) -> list[Memory]:
+    async def send_to_entity(self, entity: Any, reply: Reply) -> list[Memory]:
         raise AssertionError("not used")
 
     async def reply_to(self, message: Memory, reply: Reply) -> list[Memory]:

@@ -233,11 +233,12 @@ class RecordingMessenger:
     def __init__(self) -> None:
         self.sent: list[tuple[Room, dict]] = []
 
-    async def send_to_room(self, room: Room, content: dict[str, Any]) -> list[Memory]:
+    async def send_to_room(self, room: Room, reply: Reply) -> list[Memory]:
+        content = reply.to_json()
         self.sent.append((room, content))
         return [Memory(id=str(uuid.uuid4()), entity_id="agent", room_id=room.id, content=content)]
 
-    async def send_to_entity(self, entity: Any, content: dict[str, Any]) -> list[Memory]:
+    async def send_to_entity(self, entity: Any, reply: Reply) -> list[Memory]:
         raise SendError("not in this test")
 
 
