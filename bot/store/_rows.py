@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.record_metadata import EntityMetadata, RelationshipMetadata, RoomMetadata, TaskMetadata, WorldMetadata
 from bot.kernel.types import (
     AgentRecord,
@@ -246,11 +247,11 @@ def row_to_memory(row: Row, *, embedding: bytes | list[float] | None = None, sim
         agent_id=row["agent_id"],
         room_id=row["room_id"],
         world_id=row["world_id"],
-        content=loads(row["content"], {}),
+        content=Content.from_json(loads(row["content"], {})),
         embedding=decode_vector(embedding) if isinstance(embedding, bytes) else embedding,
         created_at=row["created_at"],
         unique=bool(row["is_unique"]),
-        metadata=loads(row["metadata"], {}),
+        metadata=MemoryMetadata.from_json(loads(row["metadata"], {})),
         similarity=similarity,
         table=row["type"],
     )
