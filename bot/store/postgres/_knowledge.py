@@ -15,18 +15,13 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from bot.kernel.types import Memory, now_ms
-from bot.store._knowledge import (
-    ENCODE_INLINE,
-    FRAGMENTS,
-    KnowledgeScopes,
-)
+from bot.store._knowledge import ENCODE_INLINE, FRAGMENTS, KnowledgeScopes
 from bot.store._memories import MEMORY_COLUMNS
 from bot.store._rows import row_to_memory
-from bot.store._scoped import new_id, validate_count
+from bot.store._scoped import new_id
 from bot.store._vectors import check_dimension
 from bot.store.postgres._memories import PgVector, pg_vector, similarity_hits
 from bot.store.postgres._scoped import PgScoped
-from bot.store.postgres._search import KEYWORD_QUERY, keyword_query
 
 __all__ = ["PgKnowledgeSearchMixin"]
 
@@ -35,8 +30,8 @@ SHARED_KNOWLEDGE_LOCK = int.from_bytes(b"troupeSK", "big", signed=True)
 
 
 class PgKnowledgeSearchMixin(KnowledgeScopes, PgScoped):
-    """Knowledge fragments' vectors (a row per length) and their searches, by vector and by keywords,
-    and the troupe-wide turn at writing the shared scope."""
+    """Knowledge fragments' vectors (a row per length), and the troupe-wide turn at writing the
+    shared scope: the hooks of :class:`~bot.store._search.SearchMixin` for knowledge."""
 
     __slots__ = ()
 
@@ -62,20 +57,8 @@ class PgKnowledgeSearchMixin(KnowledgeScopes, PgScoped):
 
     # -- vectors -------------------------------------------------------------------------------
 
-    async def knowledge_fragments_without_vectors(
-        self, dim: int, *, shared: bool = False, limit: int | None = None
-    ) -> list[str]:
-        """Ids of the fragments of this agent's scope (or the shared one) with no vector of length
-        ``dim``, in the order they were stored (at most ``limit``)."""
-        check_dimension(dim)
-        validate_count(limit, "limit")
-        rows = await self._db.fetchall(
-            "SELECT m.id FROM memories m LEFT JOIN embeddings e "
-            "  ON e.memory_id = m.id AND e.dim = %s "
-            "WHERE m.agent_id = %s AND m.type = %s AND e.memory_id IS NULL ORDER BY m.seq LIMIT %s",
-            (dim, self._scope(shared), FRAGMENTS, limit),
-        )
-        return [r["id"] for r in rows]
+    def _without_vector(self, dim: int) -> tuple[str, str, Sequence[object]]:
+        return " AND e.dim = ?", "e.memory_id IS NULL", (dim,)
 
     async def set_knowledge_vectors(self, vectors: Sequence[tuple[str, Sequence[float]]]) -> int:
         """Store each fragment's vector, beside its vectors of other lengths; how many were stored.
@@ -103,17 +86,9 @@ class PgKnowledgeSearchMixin(KnowledgeScopes, PgScoped):
             )
             return max(cur.rowcount, 0)
 
-    async def search_knowledge(
-        self, embedding: Sequence[float], *, count: int = 20, match_threshold: float | None = None
+    async def _nearest_fragments(
+        self, embedding: Sequence[float], dim: int, count: int, threshold: float | None
     ) -> list[Memory]:
-        """Fragments (own and shared) nearest to ``embedding``, best first, with ``similarity``
-        (cosine) set; those below ``match_threshold`` left out. Exact, among vectors of the query's
-        length. Raises ValueError for a query of an unsupported length."""
-        validate_count(count)
-        dim = len(embedding)
-        check_dimension(dim)
-        if count == 0:
-            return []
         # The winners' rows come with the ranking: a top-N sort keeps only ``count`` of them.
         rows = await self._db.fetchall(
             f"SELECT {MEMORY_COLUMNS}, e.embedding <=> %s AS distance FROM memories m "
@@ -121,22 +96,8 @@ class PgKnowledgeSearchMixin(KnowledgeScopes, PgScoped):
             "WHERE m.agent_id = ANY(%s) AND m.type = %s AND e.dim = %s ORDER BY distance, m.seq LIMIT %s",
             (pg_vector(embedding, dim), list(self.knowledge_scopes), FRAGMENTS, dim, count),
         )
-        hits = dict(similarity_hits(rows, match_threshold))
+        hits = dict(similarity_hits(rows, threshold))
         return [row_to_memory(r, similarity=hits[r["seq"]]) for r in rows if r["seq"] in hits]
-
-    async def search_knowledge_by_text(self, query: str, *, count: int = 20) -> list[Memory]:
-        """Fragments (own and shared) matching words of ``query``, best rank first, with
-        ``similarity`` set to the relevance (higher is better). User text is never query syntax."""
-        validate_count(count)
-        terms = keyword_query(query)
-        if terms is None or count == 0:
-            return []
-        rows = await self._db.fetchall(
-            f"SELECT {MEMORY_COLUMNS}, ts_rank(m.text_search, q) AS score FROM memories m, {KEYWORD_QUERY} q "
-            "WHERE m.text_search @@ q AND m.agent_id = ANY(%s) AND m.type = %s ORDER BY score DESC, m.seq LIMIT %s",
-            (terms, list(self.knowledge_scopes), FRAGMENTS, count),
-        )
-        return [row_to_memory(r, similarity=r["score"]) for r in rows]
 
 
 def _clean(vectors: Sequence[tuple[str, Sequence[float]]]) -> list[tuple[str, PgVector]]:

@@ -23,7 +23,7 @@ from bot.store._rows import Row
 from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, check_dimension, dimension_key, encode_vector
 from bot.store.postgres._scoped import PgScoped
 
-__all__ = ["PgMemoriesMixin", "PgMemoryFilter", "pg_vector", "similarity_hits", "vector_list"]
+__all__ = ["PgMemoriesMixin", "pg_vector", "similarity_hits", "vector_list"]
 
 _log = logging.getLogger(__name__)
 
@@ -55,14 +55,6 @@ def similarity_hits(rows: Sequence[Row], threshold: float | None = None) -> list
     """(seq, similarity) of nearest-neighbour rows (``seq``, ``distance``), as :func:`nearest_hits`."""
     pairs = [(r["seq"], None if math.isnan(r["distance"]) else 1.0 - r["distance"]) for r in rows]
     return nearest_hits(pairs, threshold)
-
-
-class PgMemoryFilter(MemoryFilter):
-    """:class:`MemoryFilter` with psycopg's placeholders, for SQL not written as a template."""
-
-    __slots__ = ()
-    MARK = "%s"
-    UNIQUE = "m.is_unique"
 
 
 class _TemplateFilter(MemoryFilter):
@@ -111,22 +103,22 @@ class PgMemoriesMixin(MemoriesMixin, PgScoped):
         return vector_list(value)
 
     def _nearest_step(self, vector: object, dim: int, where: MemoryFilter) -> Step:
-        return Step(self._nearest_sql(where, mark="?"), (vector, *where.params, dim, 1))
+        return Step(self._nearest_sql(where), (vector, *where.params, dim, 1))
 
     def _hits(self, rows: Sequence[Row]) -> list[tuple[int, float]]:
         return similarity_hits(rows)
 
     @staticmethod
-    def _nearest_sql(where: MemoryFilter, columns: str = "m.seq", mark: str = "%s") -> str:
-        """Exact search: ``columns`` and the cosine ``distance`` of every pre-filtered vector of the
-        dimension, best first (parameters: the query, the filter's, the dimension, the count).
+    def _nearest_sql(where: MemoryFilter, columns: str = "m.seq") -> str:
+        """Exact search (a template): ``columns`` and the cosine ``distance`` of every pre-filtered
+        vector of the dimension, best first (parameters: the query, the filter's, the dimension, the count).
 
         The distance is on the column itself, not on a cast to one dimension as an HNSW index
         would be, so the planner never answers it from an index (see ``_search``). A zero
         vector's distance is NaN, which sorts after every number, as SQLite's NULL similarity does.
         """
         return (
-            f"SELECT {columns}, e.embedding <=> {mark} AS distance FROM memories m "
-            f"JOIN embeddings e ON e.memory_id = m.id WHERE {where.where} AND e.dim = {mark} "
-            f"ORDER BY distance, m.created_at DESC, m.seq DESC LIMIT {mark}"
+            f"SELECT {columns}, e.embedding <=> ? AS distance FROM memories m "
+            f"JOIN embeddings e ON e.memory_id = m.id WHERE {where.where} AND e.dim = ? "
+            "ORDER BY distance, m.created_at DESC, m.seq DESC LIMIT ?"
         )

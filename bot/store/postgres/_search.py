@@ -29,38 +29,27 @@ before its first vector, the agent in every key of the table, and indexes on age
 handful of vectors; partial indexes cost nothing until an agent's table is big enough to need
 one. pgvector 0.6 indexes at most 2,000 dimensions: 3072-dim vectors are always searched exactly.
 
-**Keywords.** ``memories.text_search`` is a stored ``tsvector`` of ``content.text`` (English
-stems, no stop words, diacritics folded, ASCII punctuation as spaces: see the schema) with a GIN
-index. A query keeps only the words of the user's text (:func:`~bot.store._search.fts_terms`,
-as SQLite), each quoted as one tsquery operand and ORed, so quotes, operators and parentheses
-cannot form tsquery syntax and nothing raises. Ranking is ``ts_rank``: texts with more of the
+**Keywords** (the SQL is the dialect's). ``memories.text_search`` is a stored ``tsvector`` of
+``content.text`` (English stems, no stop words, diacritics folded, ASCII punctuation as spaces:
+see the schema) with a GIN index. A query keeps only the words of the user's text
+(:func:`~bot.store._search.fts_terms`, as SQLite), each quoted as one tsquery operand and ORed,
+so quotes, operators and parentheses cannot form tsquery syntax and nothing raises. Ranking is ``ts_rank``: texts with more of the
 query's words (and more occurrences) rank first, as with BM25, but a word's rarity in the
 table does not count, where BM25 weighs it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from bot.kernel.types import Memory
 from bot.store._dialect import POSTGRES
-from bot.store._inspection import listing_filter
 from bot.store._memories import MEMORY_COLUMNS, MemoryFilter
 from bot.store._rows import row_to_memory
-from bot.store._scoped import validate_count
-from bot.store._search import DEFAULT_SEARCH_COUNT, fts_terms
+from bot.store._search import SearchMixin
 from bot.store.postgres._database import Row
-from bot.store.postgres._memories import (
-    PgMemoriesMixin,
-    PgMemoryFilter,
-    PgVector,
-    pg_vector,
-    similarity_hits,
-    vector_list,
-)
+from bot.store.postgres._memories import PgMemoriesMixin, similarity_hits, vector_list
 from bot.store.postgres._vector_index import IndexKey
 
-__all__ = ["KEYWORD_QUERY", "MAX_EF_SEARCH", "PgSearchMixin", "ef_search", "keyword_query"]
+__all__ = ["MAX_EF_SEARCH", "PgSearchMixin", "ef_search"]
 
 #: pgvector's largest ``hnsw.ef_search``: an index scan yields at most this many vectors, so a
 #: search for more is exact.
@@ -76,50 +65,14 @@ def ef_search(count: int) -> int:
     return min(MAX_EF_SEARCH, max(100, 10 * count))
 
 
-#: SQL: the tsquery for a :func:`keyword_query` parameter: each word folded as the stored text
-#: is (``troupe_search_text``), quoted as one operand, ORed. The words are runs of word characters,
-#: so no quote ends early; a word that folds to nothing ("_") matches nothing.
-KEYWORD_QUERY = (
-    "to_tsquery('troupe_text', "
-    "(SELECT string_agg(quote_literal(troupe_search_text(w)), ' | ') FROM unnest(%s::text[]) w))"
-)
-
-
-def keyword_query(text: str) -> list[str] | None:
-    """The words of user text a keyword search looks for (the parameter of :data:`KEYWORD_QUERY`),
-    as SQLite's (:func:`~bot.store._search.fts_terms`); None if it has none."""
-    return fts_terms(text) or None
-
-
-class PgSearchMixin(PgMemoriesMixin):
-    """Vector and keyword search over this agent's memories of one table."""
+class PgSearchMixin(SearchMixin, PgMemoriesMixin):
+    """Vector search over this agent's memories of one table: by its HNSW index, else exact."""
 
     __slots__ = ()
 
-    async def search_memories(
-        self,
-        embedding: Sequence[float],
-        table: str,
-        *,
-        match_threshold: float | None = None,
-        count: int = DEFAULT_SEARCH_COUNT,
-        unique: bool | None = None,
-        room_id: str | None = None,
-        world_id: str | None = None,
-        entity_id: str | None = None,
+    async def _vector_search(
+        self, table: str, query: object, dim: int, where: MemoryFilter, count: int, threshold: float | None
     ) -> list[Memory]:
-        """This agent's memories of ``table`` most similar to ``embedding``, best first, with
-        ``similarity`` (cosine, -1..1) and ``embedding`` set: from the agent's HNSW index for the
-        table when it has one, else exact (see the module); ``count`` of them when ``count`` pass
-        the filters either way.
-
-        ``match_threshold`` of 0 or None means none. Memories without a vector in the active
-        dimension are never returned. Raises EmbeddingDimensionError for a wrong-length query.
-        """
-        validate_count(count)
-        where = PgMemoryFilter(self._agent_id, table).fields(room_id, world_id, entity_id).unique(unique)
-        dim = await self.get_embedding_dimension()
-        query = pg_vector(embedding, dim)
         key = IndexKey(self._agent_id, table, dim)
         indexes = self._db.vector_indexes
         rows: list[Row] | None = None
@@ -131,21 +84,23 @@ class PgSearchMixin(PgMemoriesMixin):
             # The winners' rows come with the ranking: a top-N sort keeps only ``count`` of them.
             async with self._db.session() as conn:
                 cur = await conn.execute(
-                    self._nearest_sql(where, f"{MEMORY_COLUMNS}, e.embedding, count(*) OVER () AS compared"),
+                    POSTGRES.render(
+                        self._nearest_sql(where, f"{MEMORY_COLUMNS}, e.embedding, count(*) OVER () AS compared")
+                    ),
                     (query, *where.params, dim, count),
                     binary=True,  # vectors as floats, not text
                 )
                 rows = await cur.fetchall()
             if rows:
                 indexes.want(key, int(rows[0]["compared"]))
-        hits = dict(similarity_hits(rows, match_threshold))
+        hits = dict(similarity_hits(rows, threshold))
         return [
             row_to_memory(r, embedding=vector_list(r["embedding"]), similarity=hits[r["seq"]])
             for r in rows
             if r["seq"] in hits
         ]
 
-    async def _indexed(self, key: IndexKey, query: PgVector, where: MemoryFilter, count: int) -> list[Row]:
+    async def _indexed(self, key: IndexKey, query: object, where: MemoryFilter, count: int) -> list[Row]:
         """The best ``count`` rows passing ``where`` among the ``ef_search`` nearest vectors of
         ``key``'s index (fewer if the filters leave fewer)."""
         ef = ef_search(count)
@@ -162,70 +117,19 @@ class PgSearchMixin(PgMemoriesMixin):
                 # becoming a scan of all the agent's memories); only the winners' vectors are
                 # read, to return them and their exact distance, as floats, not text.
                 cur = await conn.execute(
-                    "WITH c AS MATERIALIZED ("
-                    "  SELECT n.id AS embedding_id, n.memory_id, row_number() OVER () AS rank FROM ("
-                    f"    SELECT e.id, e.memory_id FROM embeddings e WHERE e.agent_id = %s AND e.type = %s"
-                    f"    AND e.dim = {key.dim} ORDER BY {cast} <=> %s LIMIT %s) n), "
-                    f"w AS (SELECT {MEMORY_COLUMNS}, c.embedding_id, c.rank FROM c "
-                    "  CROSS JOIN LATERAL (SELECT * FROM memories WHERE id = c.memory_id OFFSET 0) m "
-                    f"  WHERE {where.where} ORDER BY c.rank LIMIT %s) "
-                    "SELECT w.*, e.embedding, e.embedding <=> %s AS distance FROM w "
-                    "JOIN embeddings e ON e.id = w.embedding_id ORDER BY distance, w.created_at DESC, w.seq DESC",
+                    POSTGRES.render(
+                        "WITH c AS MATERIALIZED ("
+                        "  SELECT n.id AS embedding_id, n.memory_id, row_number() OVER () AS rank FROM ("
+                        f"    SELECT e.id, e.memory_id FROM embeddings e WHERE e.agent_id = ? AND e.type = ?"
+                        f"    AND e.dim = {key.dim} ORDER BY {cast} <=> ? LIMIT ?) n), "
+                        f"w AS (SELECT {MEMORY_COLUMNS}, c.embedding_id, c.rank FROM c "
+                        "  CROSS JOIN LATERAL (SELECT * FROM memories WHERE id = c.memory_id OFFSET 0) m "
+                        f"  WHERE {where.where} ORDER BY c.rank LIMIT ?) "
+                        "SELECT w.*, e.embedding, e.embedding <=> ? AS distance FROM w "
+                        "JOIN embeddings e ON e.id = w.embedding_id ORDER BY distance, w.created_at DESC, w.seq DESC"
+                    ),
                     (key.agent_id, key.table, query, ef, *where.params, count, query),
                     prepare=False,
                     binary=True,
                 )
             return await cur.fetchall()
-
-    async def search_memories_by_text(
-        self,
-        query: str,
-        table: str,
-        *,
-        count: int = DEFAULT_SEARCH_COUNT,
-        unique: bool | None = None,
-        room_id: str | None = None,
-        world_id: str | None = None,
-        entity_id: str | None = None,
-    ) -> list[Memory]:
-        """This agent's memories of ``table`` whose ``content.text`` has words of ``query`` (any
-        word matches), best ``ts_rank`` first; ``similarity`` carries that rank (higher is better,
-        not a cosine), embeddings are not loaded. User text never forms tsquery syntax, so it
-        cannot raise; a query without words returns []."""
-        validate_count(count)
-        terms = keyword_query(query)
-        if terms is None or count == 0:
-            return []
-        where = PgMemoryFilter(self._agent_id, table).fields(room_id, world_id, entity_id).unique(unique)
-        rows = await self._db.fetchall(
-            f"SELECT {MEMORY_COLUMNS}, ts_rank(m.text_search, q) AS score FROM memories m, {KEYWORD_QUERY} q "
-            f"WHERE m.text_search @@ q AND {where.where} "
-            "ORDER BY score DESC, m.created_at DESC, m.seq DESC LIMIT %s",
-            (terms, *where.params, count),
-        )
-        return [row_to_memory(r, similarity=r["score"]) for r in rows]
-
-    async def search_all_memories_by_text(
-        self,
-        query: str,
-        *,
-        tables: Sequence[str] | None = None,
-        room_id: str | None = None,
-        entity_id: str | None = None,
-        count: int = 10,
-    ) -> list[Memory]:
-        """As SQLite's, with ``ts_rank`` as the relevance in ``similarity``; no words, no results."""
-        validate_count(count)
-        terms = keyword_query(query)
-        if terms is None or count == 0:
-            return []
-        clauses, params = listing_filter(self._agent_id, POSTGRES.id_list, tables, room_id, entity_id)
-        # The query folded as the stored text is (KEYWORD_QUERY): "café" finds "cafe" and back.
-        rows = await self._rows(
-            f"SELECT {MEMORY_COLUMNS}, ts_rank(m.text_search, q.q) AS score "
-            f"FROM memories m, (SELECT {KEYWORD_QUERY.replace('%s', '?')} AS q) q "
-            f"WHERE m.text_search @@ q.q AND {' AND '.join(clauses)} "
-            "ORDER BY score DESC, m.created_at DESC, m.seq DESC LIMIT ?",
-            (terms, *params, count),
-        )
-        return [row_to_memory(r, similarity=float(r["score"])) for r in rows]
