@@ -2,7 +2,7 @@
 
 Keyword search is written once behind the dialect (FTS5 and BM25 on SQLite, a ``tsvector`` and
 ``ts_rank`` on PostgreSQL); where vectors live and how the nearest are found is each backend's
-(``_sqlite_search``, ``postgres/_search``, ``postgres/_knowledge``), behind the hooks below.
+(``_sqlite_search``, ``postgres/_search``), behind the hooks below.
 """
 
 from __future__ import annotations
