@@ -167,11 +167,9 @@ class SearchMixin(KnowledgeScopes, MemoriesMixin):
         if not terms or count == 0:
             return []
         clauses, params = listing_filter(self._agent_id, self.dialect.id_list, tables, room_id, entity_id)
-        rows = await self._rows(
-            keyword_sql(MEMORY_COLUMNS, " AND ".join(clauses), "m.created_at DESC, m.seq DESC"),
-            (self.dialect.keywords(terms), *params, count),
-        )
-        return [row_to_memory(r, similarity=float(r["score"])) for r in rows]
+        # One query on both backends, whatever a backend does for one table's search.
+        where = " AND ".join(clauses)
+        return await SearchMixin._keyword_search(self, terms, where, params, "m.created_at DESC, m.seq DESC", count)
 
     # -- knowledge ---------------------------------------------------------------------------------
 
