@@ -27,7 +27,6 @@ __all__ = [
     "MEMORY_PATH",
     "Params",
     "Row",
-    "RowValues",
     "SQLValue",
     "VECTOR_BACKEND",
     "begin_immediate",
@@ -63,8 +62,6 @@ else:
 SQLValue = str | int | float | bytes | None
 #: The parameters of one statement, in order.
 Params = Sequence[SQLValue]
-#: One row to insert (or update), in its statement's column order.
-RowValues = tuple[SQLValue, ...]
 
 T = TypeVar("T")
 

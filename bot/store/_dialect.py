@@ -64,6 +64,11 @@ def _list(values: Iterable[str]) -> object:
     return list(values)
 
 
+def _fts_match(terms: Sequence[str]) -> object:
+    # Each word quoted, ORed: quotes, -, *, AND/NOT, NEAR and parentheses never form FTS5 syntax.
+    return " OR ".join(f'"{t}"' for t in terms)
+
+
 # A component row as JSON: ``data`` as its JSON text, as the converter reads it.
 _COMPONENT = (
     "'id', c.id, 'entity_id', c.entity_id, 'agent_id', c.agent_id, 'room_id', c.room_id, 'world_id', c.world_id, "
@@ -85,6 +90,8 @@ class Dialect:
     id_list: IdList
     #: A boolean as a parameter.
     boolean: Callable[[bool], object]
+    #: The words of a keyword search (``fts_terms``) as its one parameter (``{keyword_from}``, ``{keyword_match}``).
+    keywords: Callable[[Sequence[str]], object]
     #: A LIMIT that keeps every row.
     no_limit: int | None
     #: Whether text may hold NUL characters (PostgreSQL's cannot: no stored text has one).
@@ -150,9 +157,15 @@ SQLITE = Dialect(
         # The components of an entity (as e), oldest first, as a JSON array of rows.
         "components": "(SELECT json_group_array(json_object(" + _COMPONENT + ") ORDER BY c.created_at, c.rowid) "
         "FROM components c WHERE c.agent_id = e.agent_id AND c.entity_id = e.id)",
+        # Keyword search: FTS5 and its BM25 relevance (higher is better as ``score``).
+        "keyword_from": "memories_fts JOIN memories m ON m.seq = memories_fts.rowid",
+        "keyword_match": "memories_fts MATCH ?",
+        "keyword_score": "-bm25(memories_fts)",
+        "keyword_order": "bm25(memories_fts)",
     },
     id_list=_json_list,
     boolean=int,
+    keywords=_fts_match,
     no_limit=-1,
     text_holds_nul=True,
     secure_delete=True,
@@ -194,9 +207,17 @@ POSTGRES = Dialect(
         "name_contains": "EXISTS (SELECT 1 FROM unnest(e.folded_names) n WHERE strpos(n, %s) > 0)",
         "components": "(SELECT json_agg(json_build_object(" + _COMPONENT + "::text) ORDER BY c.created_at, c.seq) "
         "FROM components c WHERE c.agent_id = e.agent_id AND c.entity_id = e.id)",
+        # Keyword search: the words folded as the stored text is (``troupe_search_text``), each
+        # one quoted tsquery operand, ORed ("_" folds to nothing and matches nothing); ts_rank.
+        "keyword_from": "memories m, (SELECT to_tsquery('troupe_text', (SELECT string_agg("
+        "quote_literal(troupe_search_text(w)), ' | ') FROM unnest(%s::text[]) w)) AS q) q",
+        "keyword_match": "m.text_search @@ q.q",
+        "keyword_score": "ts_rank(m.text_search, q.q)",
+        "keyword_order": "score DESC",
     },
     id_list=_list,
     boolean=bool,
+    keywords=list,
     no_limit=None,
     text_holds_nul=False,
     secure_delete=False,

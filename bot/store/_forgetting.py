@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 from bot.store._dialect import Dialect, Statements, Step, Unit
-from bot.store._knowledge import DOCUMENTS, FRAGMENTS
+from bot.store._knowledge import DOCUMENTS, FRAGMENTS, ORPHAN_DOCUMENTS
 from bot.store._rows import Row, dumps, loads
 from bot.store._selection import select_entity
 from bot.store._values import KNOWLEDGE_TABLES, SHARED_KNOWLEDGE_ID, Forgotten
@@ -98,17 +98,7 @@ class _Forget(Tally):
             self.agent,
         )
         for scope in dict.fromkeys((self.agent, SHARED_KNOWLEDGE_ID)):
-            orphans = [
-                r["id"]
-                for r in (
-                    yield from self.rows(
-                        "SELECT m.id FROM memories m WHERE m.agent_id = ? AND m.type = ? AND NOT EXISTS ("
-                        "  SELECT 1 FROM knowledge_sources s WHERE s.scope_id = m.agent_id AND s.document_id = m.id)",
-                        scope,
-                        DOCUMENTS,
-                    )
-                )
-            ]
+            orphans = [r["id"] for r in (yield from self.rows(ORPHAN_DOCUMENTS, scope, DOCUMENTS))]
             fragments = yield from self.rows(
                 "SELECT id FROM memories WHERE agent_id = ? AND type = ? AND {json_text:metadata.documentId} {in_list}",
                 scope,

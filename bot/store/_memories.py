@@ -2,7 +2,7 @@
 
 Where vectors live differs: SQLite keeps one column per vector length in ``embeddings``,
 PostgreSQL one row per memory and length (``dim``). Each backend's vector search module
-(``_search``, ``postgres/_memories``) implements the few hooks of :class:`MemoriesMixin` that
+(``_sqlite_search``, ``postgres/_search``) implements the few hooks of :class:`MemoriesMixin` that
 touch them; an agent that changes embedding model keeps its old vectors on both, invisible
 until it switches back. Reads show the vector of the agent's active dimension only.
 """

@@ -20,7 +20,7 @@ from bot.store._rows import (
     task_row,
     task_updates,
 )
-from bot.store._scoped import json_list, new_id, validate_count
+from bot.store._scoped import new_id, validate_count
 
 __all__ = ["RecordsMixin"]
 
@@ -245,7 +245,7 @@ class RecordsMixin(Statements):
                 params.append(value)
         if tags:
             clauses.append("{has_all:tags}")  # the task's tags hold every one asked for
-            params.append(json_list(sorted(set(tags))))
+            params.append(dumps(sorted(set(tags))))
         rows = await self._rows(
             f"SELECT * FROM tasks WHERE {' AND '.join(clauses)} ORDER BY created_at, {{seq}}", params
         )

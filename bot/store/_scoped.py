@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bot.store._agent_scope import Scoped
@@ -17,17 +16,12 @@ if TYPE_CHECKING:  # Database builds AgentStore, which builds on this module
     from bot.store._database import Database  # noqa: F401  # named in the base class below, as a string
     from bot.store._rows import LogRow, Row
 
-__all__ = ["AgentScoped", "drive", "json_list", "new_id", "validate_count"]
+__all__ = ["AgentScoped", "drive", "new_id", "validate_count"]
 
 
 def new_id() -> str:
     """A fresh random UUID string, for rows the caller gave no id."""
     return str(uuid.uuid4())
-
-
-def json_list(values: Iterable[str]) -> str:
-    """A JSON array bound as one parameter and read with ``json_each``: no variable-count limits."""
-    return json.dumps(list(values), ensure_ascii=False)
 
 
 def validate_count(count: int | None, name: str = "count") -> None:
@@ -50,10 +44,12 @@ class AgentScoped(Scoped["Database"], Statements):
         return await self._db.fetchall_shared(SQLITE.render(sql), params, tables=tables)
 
     async def _run(self, sql: str, params: Sequence[Any], *, tables: Collection[str] | None) -> int:
-        return await self._write_statement(SQLITE.render(sql), params, tables=tables)
+        rendered = SQLITE.render(sql)
+        return await self._db.write(lambda conn: conn.execute(rendered, params).rowcount, tables=tables)
 
     async def _run_many(self, sql: str, rows: Sequence[Sequence[Any]], *, tables: Collection[str]) -> None:
-        await self._write_rows(SQLITE.render(sql), rows, tables=tables)
+        rendered = SQLITE.render(sql)
+        await self._db.write(lambda conn: _execute_many(conn, rendered, rows), tables=tables)
 
     async def _snapshot(self, unit: Callable[[], Unit[T]]) -> T:
         return await self._db.read(lambda conn: drive(conn, unit()))
@@ -69,17 +65,6 @@ class AgentScoped(Scoped["Database"], Statements):
 
     async def _flush_logs(self) -> None:
         await self._db.flush_logs()
-
-    async def _write_statement(self, sql: str, params: Params, *, tables: Collection[str] | None) -> int:
-        """Run one statement as a write transaction of its own, in one trip; returns its rowcount.
-
-        ``tables``: all it may change, cascades included (None: anything); see ``Database.write``.
-        """
-        return await self._db.write(lambda conn: conn.execute(sql, params).rowcount, tables=tables)
-
-    async def _write_rows(self, sql: str, rows: Sequence[Params], *, tables: Collection[str]) -> None:
-        """Run ``sql`` once per row (``executemany``) as one write transaction, in one trip."""
-        await self._db.write(lambda conn: _execute_many(conn, sql, rows), tables=tables)
 
 
 def _execute_many(conn: Connection, sql: str, rows: Sequence[Params]) -> None:

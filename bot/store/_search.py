@@ -1,31 +1,26 @@
-"""Searching memories: exact vector search (sqlite-vec) and keyword search (FTS5, BM25)."""
+"""Searching memories and knowledge, both backends: by vector and by keywords.
+
+Keyword search is written once behind the dialect (FTS5 and BM25 on SQLite, a ``tsvector`` and
+``ts_rank`` on PostgreSQL); where vectors live and how the nearest are found is each backend's
+(``_sqlite_search``, ``postgres/_search``), behind the hooks below.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import logging
 import re
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING
 
-from bot.kernel.types import Memory, now_ms
-from bot.store._connect import Connection, SQLValue, search_text
-from bot.store._dialect import SQLITE, Step
+from bot.kernel.types import Memory
+from bot.store._connect import search_text
+from bot.store._dialect import SQLITE
 from bot.store._inspection import listing_filter
-from bot.store._knowledge import ENCODE_INLINE, FRAGMENTS, KnowledgeScopes
-from bot.store._memories import MEMORY_COLUMNS, MemoriesMixin, MemoryFilter, nearest_hits
-from bot.store._rows import Row, row_to_memory
-from bot.store._scoped import AgentScoped, new_id, validate_count
-from bot.store._vectors import VectorColumn, check_dimension, encode_vector
+from bot.store._knowledge import FRAGMENTS, KnowledgeScopes
+from bot.store._memories import MEMORY_COLUMNS, MemoriesMixin, MemoryFilter
+from bot.store._rows import row_to_memory
+from bot.store._scoped import validate_count
+from bot.store._vectors import check_dimension
 
-if TYPE_CHECKING:  # Database builds AgentStore, which builds on this module
-    from bot.store._database import Database
-
-__all__ = ["KnowledgeSearchMixin", "SearchMixin", "fts_query", "fts_terms"]
-
-_log = logging.getLogger(__name__)
+__all__ = ["DEFAULT_SEARCH_COUNT", "SearchMixin", "fts_query", "fts_terms", "keyword_sql"]
 
 #: Default number of search results.
 DEFAULT_SEARCH_COUNT = 10
@@ -49,84 +44,59 @@ def fts_query(text: str) -> str | None:
     in user text can never form FTS5 syntax. None if no words.
     """
     terms = fts_terms(text)
-    if not terms:
-        return None
-    return " OR ".join(f'"{t}"' for t in terms)
+    return str(SQLITE.keywords(terms)) if terms else None
 
 
-class SearchMixin(MemoriesMixin, AgentScoped):
-    """Vector and keyword search over this agent's memories of one table; where SQLite keeps
-    vectors (the hooks of :class:`MemoriesMixin`): one ``embeddings`` column per length."""
+def keyword_sql(columns: str, where: str, order: str) -> str:
+    """A keyword search's template: ``columns`` and ``score`` of the best rows passing ``where``."""
+    # The keyword parameter comes first (FROM on PostgreSQL, WHERE on SQLite), the count last.
+    return (
+        f"SELECT {columns}, {{keyword_score}} AS score FROM {{keyword_from}} "
+        f"WHERE {{keyword_match}} AND {where} ORDER BY {{keyword_order}}, {order} LIMIT ?"
+    )
+
+
+class SearchMixin(KnowledgeScopes, MemoriesMixin):
+    """Vector and keyword search over this agent's memories and knowledge fragments."""
 
     __slots__ = ()
 
-    # -- the hooks of MemoriesMixin ------------------------------------------------------------------
+    # -- hooks: where the vectors live -------------------------------------------------------------
 
-    async def ensure_embedding_dimension(self, dim: int) -> None:
-        """Make ``dim`` this agent's active embedding dimension, persisted in the file (see
-        :meth:`MemoriesMixin.ensure_embedding_dimension`)."""
-        check_dimension(dim)
-        if await self._db.embedding_dimension(self._agent_id) != dim:
-            await self._db.set_embedding_dimension(self._agent_id, dim)
-            _log.info("agent %s: embedding dimension is now %d", self._agent_id, dim)
+    async def _vector_search(
+        self, table: str, query: object, dim: int, where: MemoryFilter, count: int, threshold: float | None
+    ) -> list[Memory]:
+        """The best ``count`` memories passing ``where`` nearest to ``query`` (as :meth:`_vector`
+        made it), with ``similarity`` and ``embedding`` set, those below ``threshold`` left out."""
+        raise NotImplementedError
 
-    async def get_embedding_dimension(self) -> int:
-        """This agent's active embedding dimension (384 until ensure_embedding_dimension is called)."""
-        return await self._db.embedding_dimension(self._agent_id)
+    async def _nearest_fragments(
+        self, embedding: Sequence[float], dim: int, count: int, threshold: float | None
+    ) -> list[Memory]:
+        """The best ``count`` knowledge fragments (own and shared) by their vector of ``dim``."""
+        raise NotImplementedError
 
-    async def _active_column(self) -> tuple[int, VectorColumn]:
-        dim = await self._db.embedding_dimension(self._agent_id)
-        return dim, check_dimension(dim)
+    def _without_vector(self, dim: int) -> tuple[str, str, Sequence[object]]:
+        """For ``memories m LEFT JOIN embeddings e ON e.memory_id = m.id``: what more the join
+        needs, the condition that ``m`` has no vector of ``dim``, and the join's parameters."""
+        raise NotImplementedError
 
-    def _vector(self, values: Sequence[float], dim: int) -> bytes:
-        return encode_vector(values, dim)
-
-    def _store_vector(self, dim: int, *, replace: bool) -> str:
-        name = check_dimension(dim).name
-        sql = f"INSERT INTO embeddings (id, memory_id, {name}, created_at) VALUES (?, ?, ?, ?)"
-        return f"{sql} ON CONFLICT(memory_id) DO UPDATE SET {name} = excluded.{name}" if replace else sql
-
-    async def _vector_join(self) -> tuple[str, Sequence[object]]:
-        _, column = await self._active_column()
-        return f", {column.value()} AS embedding FROM memories m LEFT JOIN embeddings e ON e.memory_id = m.id", ()
-
-    def _read_vector(self, value: object) -> bytes | None:
-        return value if isinstance(value, bytes) else None
-
-    def _nearest_step(self, vector: object, dim: int, where: MemoryFilter) -> Step:
-        sql, params = self._nearest_sql(check_dimension(dim), where, 1)
-        return Step(sql, [vector, *params])
-
-    def _hits(self, rows: Sequence[Row]) -> list[tuple[int, float]]:
-        return nearest_hits([(r["seq"], r["similarity"]) for r in rows])
-
-    @staticmethod
-    def _nearest_sql(column: VectorColumn, where: MemoryFilter, count: int) -> tuple[str, list[SQLValue]]:
-        # Exact search: cosine similarity of every pre-filtered row, best first. SQLite evaluates the
-        # select list only for rows passing WHERE, so the vector function never sees a NULL (nor,
-        # in the column of other lengths, a vector of another length).
-        # Only (seq, similarity) go through the sorter; full rows are read for the winners only.
-        sql = (
-            f"SELECT m.seq, 1 - vec_distance_cosine(e.{column.name}, ?) AS similarity "
-            f"FROM memories m JOIN embeddings e ON e.memory_id = m.id "
-            f"WHERE {where.where} AND {column.present()} "
-            "ORDER BY similarity DESC, m.created_at DESC, m.seq DESC LIMIT ?"
+    async def _keyword_search(
+        self, terms: Sequence[str], where: str, params: Sequence[object], order: str, count: int
+    ) -> list[Memory]:
+        """The best ``count`` memories passing ``where`` matching ``terms``, best rank first, then
+        by ``order``, with the relevance in ``similarity`` and no embedding."""
+        rows = await self._rows(
+            keyword_sql(MEMORY_COLUMNS, where, order), (self.dialect.keywords(terms), *params, count)
         )
-        return sql, [*where.params, count]
+        return [row_to_memory(r, similarity=float(r["score"])) for r in rows]
 
-    # -- search ------------------------------------------------------------------------------------
+    # -- memories ----------------------------------------------------------------------------------
 
     def _search_filter(
         self, table: str, unique: bool | None, room_id: str | None, world_id: str | None, entity_id: str | None
     ) -> MemoryFilter:
-        return MemoryFilter(self._agent_id, table).fields(room_id, world_id, entity_id).unique(unique)
-
-    async def _nearest(
-        self, query: bytes, column: VectorColumn, where: MemoryFilter, *, count: int, threshold: float | None = None
-    ) -> list[tuple[int, float]]:
-        """(seq, similarity) of the best ``count`` rows, read on the reader."""
-        sql, params = self._nearest_sql(column, where, count)
-        return nearest_hits(await self._db.fetchall(sql, [query, *params]), threshold)
+        return self.memory_filter(self._agent_id, table).fields(room_id, world_id, entity_id).unique(unique)
 
     async def search_memories(
         self,
@@ -141,18 +111,17 @@ class SearchMixin(MemoriesMixin, AgentScoped):
         entity_id: str | None = None,
     ) -> list[Memory]:
         """This agent's memories of ``table`` most similar to ``embedding``, best first, with
-        ``similarity`` (cosine, -1..1) and ``embedding`` set.
+        ``similarity`` (cosine, -1..1) and ``embedding`` set; ``count`` of them when ``count`` pass
+        the filters. Exact on SQLite; on PostgreSQL from the agent's HNSW index for the table when
+        it has one (see ``postgres/_search``).
 
-        Exact: every row passing the filters is compared (sqlite-vec's ``vec_distance_cosine``).
         ``match_threshold`` of 0 or None means none. Memories without a vector in the active
         dimension are never returned. Raises EmbeddingDimensionError for a wrong-length query.
         """
         validate_count(count)
-        dim, column = await self._active_column()
-        query = encode_vector(embedding, dim)
         where = self._search_filter(table, unique, room_id, world_id, entity_id)
-        hits = await self._nearest(query, column, where, count=count, threshold=match_threshold)
-        return await _by_seq(self._db, hits, column)
+        dim = await self.get_embedding_dimension()
+        return await self._vector_search(table, self._vector(embedding, dim), dim, where, count, match_threshold)
 
     async def search_memories_by_text(
         self,
@@ -166,25 +135,18 @@ class SearchMixin(MemoriesMixin, AgentScoped):
         entity_id: str | None = None,
     ) -> list[Memory]:
         """This agent's memories of ``table`` whose ``content.text`` matches words of ``query``,
-        best BM25 rank first (any word matches; more and rarer words rank higher).
+        best rank first (any word matches; more words rank higher, and on SQLite's BM25 rarer ones).
 
-        ``similarity`` carries the BM25 relevance (higher is better, not a cosine); embeddings are
-        not loaded. User text is never parsed as FTS5 syntax, so it cannot raise; a query without
+        ``similarity`` carries the relevance (higher is better, not a cosine); embeddings are not
+        loaded. User text is never parsed as query syntax, so it cannot raise; a query without
         words returns [].
         """
         validate_count(count)
-        match = fts_query(query)
-        if match is None or count == 0:
+        terms = fts_terms(query)
+        if not terms or count == 0:
             return []
         where = self._search_filter(table, unique, room_id, world_id, entity_id)
-        rows = await self._db.fetchall(
-            "SELECT m.seq, -bm25(memories_fts) AS score FROM memories_fts "
-            "JOIN memories m ON m.seq = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {where.where} "
-            "ORDER BY bm25(memories_fts), m.created_at DESC, m.seq DESC LIMIT ?",
-            (match, *where.params, count),
-        )
-        return await _by_seq(self._db, [(r[0], r[1]) for r in rows])
+        return await self._keyword_search(terms, where.where, where.params, "m.created_at DESC, m.seq DESC", count)
 
     async def search_all_memories_by_text(
         self,
@@ -198,36 +160,18 @@ class SearchMixin(MemoriesMixin, AgentScoped):
         """Like :meth:`search_memories_by_text` across several memory tables (all when None).
 
         ``entity_id`` keeps memories the entity wrote or that are about it. Best match first,
-        with the BM25 relevance in ``similarity``; a query without words returns [].
+        with the relevance in ``similarity``; a query without words returns [].
         """
         validate_count(count)
-        match = fts_query(query)
-        if match is None or count == 0:
+        terms = fts_terms(query)
+        if not terms or count == 0:
             return []
-        clauses, params = listing_filter(self._agent_id, SQLITE.id_list, tables, room_id, entity_id)
-        rows = await self._rows(
-            f"SELECT {MEMORY_COLUMNS}, -bm25(memories_fts) AS score FROM memories_fts "
-            "JOIN memories m ON m.seq = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {' AND '.join(clauses)} "
-            "ORDER BY bm25(memories_fts), m.created_at DESC, m.seq DESC LIMIT ?",
-            (match, *params, count),
-        )
-        return [row_to_memory(r, similarity=r["score"]) for r in rows]
+        clauses, params = listing_filter(self._agent_id, self.dialect.id_list, tables, room_id, entity_id)
+        # One query on both backends, whatever a backend does for one table's search.
+        where = " AND ".join(clauses)
+        return await SearchMixin._keyword_search(self, terms, where, params, "m.created_at DESC, m.seq DESC", count)
 
-
-class KnowledgeSearchMixin(KnowledgeScopes, AgentScoped):
-    """Knowledge fragments' vectors (one column per length) and their searches: by vector and by
-    keywords (see ``_knowledge`` for the rest of knowledge, shared by both backends)."""
-
-    __slots__ = ()
-
-    def lock_shared_knowledge(self) -> AbstractAsyncContextManager[None]:
-        """``async with store.lock_shared_knowledge():`` a turn at writing the shared scope.
-
-        Agents take turns there (plugins/knowledge), so a shared document is stored and embedded
-        once and not by two agents at the same time. Shared by every store of the database.
-        """
-        return self._db.shared_knowledge_lock
+    # -- knowledge ---------------------------------------------------------------------------------
 
     async def knowledge_fragments_without_vectors(
         self, dim: int, *, shared: bool = False, limit: int | None = None
@@ -235,109 +179,37 @@ class KnowledgeSearchMixin(KnowledgeScopes, AgentScoped):
         """Ids of the fragments of this agent's scope (or the shared one) with no vector of length
         ``dim``, in the order they were stored (at most ``limit``). One pass over the scope's
         fragments: fetch the texts with :meth:`get_knowledge_texts` a batch at a time."""
-        column = check_dimension(dim)
+        check_dimension(dim)
         validate_count(limit, "limit")
-        rows = await self._db.fetchall(
-            f"SELECT m.id FROM memories m LEFT JOIN embeddings e ON e.memory_id = m.id "
-            f"WHERE m.agent_id = ? AND m.type = ? AND {column.absent()} ORDER BY m.seq LIMIT ?",
-            (self._scope(shared), FRAGMENTS, -1 if limit is None else limit),
+        on, absent, params = self._without_vector(dim)
+        rows = await self._rows(
+            f"SELECT m.id FROM memories m LEFT JOIN embeddings e ON e.memory_id = m.id{on} "
+            f"WHERE m.agent_id = ? AND m.type = ? AND {absent} ORDER BY m.seq LIMIT ?",
+            (*params, self._scope(shared), FRAGMENTS, self.dialect.no_limit if limit is None else limit),
         )
-        return [r[0] for r in rows]
-
-    async def set_knowledge_vectors(self, vectors: Sequence[tuple[str, Sequence[float]]]) -> int:
-        """Store each fragment's vector in the column of its length; returns how many were stored.
-
-        Only fragments of this agent's scope or the shared one are touched; a fragment deleted
-        meanwhile is skipped. Raises ValueError for a vector of an unsupported length.
-
-        Lengths without a column of their own share one: a fragment keeps one vector of those
-        lengths, the last stored (agents sharing knowledge with two such models take turns).
-        """
-        if not vectors:
-            return 0
-        columns = [check_dimension(len(vector)).name for _, vector in vectors]
-        now = now_ms()
-        # Packing 1536 floats takes ~35 µs: off the loop when there are many.
-        packed = await asyncio.to_thread(_pack, vectors) if len(vectors) > ENCODE_INLINE else _pack(vectors)
-        encoded: dict[str, list[tuple[str, str, bytes, int, str]]] = {}
-        for (memory_id, _), column, blob in zip(vectors, columns, packed, strict=True):
-            encoded.setdefault(column, []).append((new_id(), memory_id, blob, now, memory_id))
-        scopes = self.knowledge_scopes
-
-        def write(conn: Connection) -> int:
-            stored = 0
-            for column, rows in encoded.items():
-                before = conn.total_changes
-                conn.executemany(
-                    f"INSERT INTO embeddings (id, memory_id, {column}, created_at) SELECT ?, ?, ?, ? "
-                    "WHERE EXISTS (SELECT 1 FROM memories WHERE id = ? AND type = ? AND agent_id IN (?, ?)) "
-                    f"ON CONFLICT(memory_id) DO UPDATE SET {column} = excluded.{column}",
-                    [(*row, FRAGMENTS, *scopes) for row in rows],
-                )
-                stored += conn.total_changes - before
-            return stored
-
-        return await self._db.write(write, tables=("embeddings",))
+        return [r["id"] for r in rows]
 
     async def search_knowledge(
         self, embedding: Sequence[float], *, count: int = 20, match_threshold: float | None = None
     ) -> list[Memory]:
         """Fragments (own and shared) nearest to ``embedding``, best first, with ``similarity``
-        (cosine) set; those below ``match_threshold`` left out. Exact, like ``search_memories``.
-
-        Raises ValueError for a query of an unsupported length.
+        (cosine) set; those below ``match_threshold`` left out. Exact, among the vectors of the
+        query's length. Raises ValueError for a query of an unsupported length.
         """
         validate_count(count)
         dim = len(embedding)
-        column = check_dimension(dim)
+        check_dimension(dim)
         if count == 0:
             return []
-        rows = await self._db.fetchall(
-            f"SELECT m.seq, 1 - vec_distance_cosine(e.{column.name}, ?) AS similarity "
-            "FROM memories m JOIN embeddings e ON e.memory_id = m.id "
-            f"WHERE m.agent_id IN (?, ?) AND m.type = ? AND {column.present()} "
-            "ORDER BY similarity DESC, m.seq LIMIT ?",
-            (encode_vector(embedding, dim), *self.knowledge_scopes, FRAGMENTS, count),
-        )
-        return await _by_seq(self._db, nearest_hits(rows, match_threshold))
+        return await self._nearest_fragments(embedding, dim, count, match_threshold)
 
     async def search_knowledge_by_text(self, query: str, *, count: int = 20) -> list[Memory]:
-        """Fragments (own and shared) matching words of ``query``, best BM25 rank first, with
-        ``similarity`` set to the BM25 relevance (higher is better). User text is never FTS5 syntax."""
+        """Fragments (own and shared) matching words of ``query``, best rank first, with
+        ``similarity`` set to the relevance (higher is better). User text is never query syntax."""
         validate_count(count)
-        match = fts_query(query)
-        if match is None or count == 0:
+        terms = fts_terms(query)
+        if not terms or count == 0:
             return []
-        rows = await self._db.fetchall(
-            "SELECT m.seq, -bm25(memories_fts) AS score FROM memories_fts "
-            "JOIN memories m ON m.seq = memories_fts.rowid "
-            "WHERE memories_fts MATCH ? AND m.agent_id IN (?, ?) AND m.type = ? "
-            "ORDER BY bm25(memories_fts), m.seq LIMIT ?",
-            (match, *self.knowledge_scopes, FRAGMENTS, count),
+        return await self._keyword_search(
+            terms, "m.agent_id IN (?, ?) AND m.type = ?", (*self.knowledge_scopes, FRAGMENTS), "m.seq", count
         )
-        return await _by_seq(self._db, [(r[0], r[1]) for r in rows])
-
-
-async def _by_seq(db: Database, hits: list[tuple[int, float]], column: VectorColumn | None = None) -> list[Memory]:
-    """The memories of search ``hits`` (seq, score) in their order, with their vector of ``column``."""
-    if not hits:
-        return []
-    source = " FROM memories m"
-    if column:
-        source = f", {column.value()} AS embedding{source} LEFT JOIN embeddings e ON e.memory_id = m.id"
-    rows = await db.fetchall(
-        f"SELECT {MEMORY_COLUMNS}{source} WHERE m.seq IN (SELECT value FROM json_each(?))",
-        (json.dumps([seq for seq, _ in hits]),),
-    )
-    by_seq = {r["seq"]: r for r in rows}
-    # A row deleted between the two reads is simply left out.
-    return [
-        row_to_memory(by_seq[seq], embedding=by_seq[seq]["embedding"] if column else None, similarity=score)
-        for seq, score in hits
-        if seq in by_seq
-    ]
-
-
-def _pack(vectors: Sequence[tuple[str, Sequence[float]]]) -> list[bytes]:
-    """Each vector as :func:`~bot.store._vectors.encode_vector` stores it, in the column of its length."""
-    return [encode_vector(vector, len(vector)) for _, vector in vectors]

@@ -11,8 +11,8 @@ every agent sees (``_knowledge``).
 The methods live in one module per group of tables; this class only puts them together. Most
 groups are written once for both backends, behind a dialect (``_dialect``): ``_agents``,
 ``_entities``, ``_rooms``, ``_records``, ``_knowledge``, ``_inspection``, ``_forgetting``,
-``_handling``, ``_memories``, ``_retention``. Where vectors live and the searches are
-SQLite's own (``_search``).
+``_handling``, ``_memories``, ``_retention``, ``_search``. Where vectors live and how the
+nearest are found is SQLite's own (``_sqlite_search``).
 """
 
 from __future__ import annotations
@@ -23,12 +23,11 @@ from bot.store._forgetting import ForgettingMixin
 from bot.store._handling import HandlingMixin
 from bot.store._inspection import InspectionMixin
 from bot.store._knowledge import KnowledgeMixin
-from bot.store._memories import MemoriesMixin
 from bot.store._records import RecordsMixin
 from bot.store._retention import RetentionMixin
 from bot.store._rooms import RoomsMixin
 from bot.store._scoped import AgentScoped
-from bot.store._search import KnowledgeSearchMixin, SearchMixin
+from bot.store._sqlite_search import SqliteSearchMixin
 
 __all__ = ["AgentStore"]
 
@@ -38,13 +37,11 @@ class AgentStore(
     EntitiesMixin,
     RoomsMixin,
     RetentionMixin,
-    SearchMixin,
+    SqliteSearchMixin,
     InspectionMixin,
     ForgettingMixin,
-    MemoriesMixin,
     RecordsMixin,
     KnowledgeMixin,
-    KnowledgeSearchMixin,
     HandlingMixin,
     AgentScoped,
 ):

@@ -27,11 +27,6 @@ class PgScoped(Scoped["PostgresDatabase"], Statements):
 
     dialect = POSTGRES
 
-    async def _write_rows(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
-        """Run ``sql`` once per row as one transaction (all rows or none), pipelined in one trip."""
-        async with self._db.transaction() as conn, conn.cursor() as cur:
-            await cur.executemany(sql, rows)
-
     async def _rows(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Row]:
         return await self._db.fetchall(POSTGRES.render(sql), params)
 
@@ -42,7 +37,9 @@ class PgScoped(Scoped["PostgresDatabase"], Statements):
         return await self._db.execute(POSTGRES.render(sql), params)
 
     async def _run_many(self, sql: str, rows: Sequence[Sequence[Any]], *, tables: Collection[str]) -> None:
-        await self._write_rows(POSTGRES.render(sql), rows)
+        # One transaction (all rows or none), pipelined in one trip.
+        async with self._db.transaction() as conn, conn.cursor() as cur:
+            await cur.executemany(POSTGRES.render(sql), rows)
 
     def _queue_log(self, row: LogRow) -> None:
         self._db.log_queue.put(row)

@@ -17,7 +17,6 @@ from bot.store._knowledge import KnowledgeMixin
 from bot.store._records import RecordsMixin
 from bot.store._retention import RetentionMixin
 from bot.store._rooms import RoomsMixin
-from bot.store.postgres._knowledge import PgKnowledgeSearchMixin
 from bot.store.postgres._scoped import PgScoped
 from bot.store.postgres._search import PgSearchMixin
 
@@ -31,7 +30,6 @@ class PgAgentStore(
     RecordsMixin,
     HandlingMixin,
     KnowledgeMixin,
-    PgKnowledgeSearchMixin,
     RetentionMixin,
     InspectionMixin,
     ForgettingMixin,
