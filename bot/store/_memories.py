@@ -380,7 +380,7 @@ class MemoriesMixin(Statements):
             "ORDER BY m.created_at DESC, m.seq DESC LIMIT ? OFFSET ?",
             (*join_params, *where.params, self.dialect.no_limit if count is None else count, offset or 0),
         )
-        return [row_to_memory(r, embedding=self._read_vector(r["embedding"])) for r in rows]
+        return [row_to_memory(r, self._payloads, embedding=self._read_vector(r["embedding"])) for r in rows]
 
     async def get_memory(self, memory_id: str) -> Memory | None:
         """One of this agent's memories with its embedding, or None."""
@@ -400,7 +400,7 @@ class MemoriesMixin(Statements):
             "ORDER BY m.created_at DESC, m.seq DESC",
             (*join_params, self._agent_id, self.dialect.id_list(memory_ids), *params),
         )
-        return [row_to_memory(r, embedding=self._read_vector(r["embedding"])) for r in rows]
+        return [row_to_memory(r, self._payloads, embedding=self._read_vector(r["embedding"])) for r in rows]
 
     async def get_memories_by_room_ids(
         self, *, table: str, room_ids: Sequence[str], limit: int | None = None
@@ -423,7 +423,7 @@ class MemoriesMixin(Statements):
                 self.dialect.no_limit if limit is None else limit,
             ),
         )
-        return [row_to_memory(r) for r in rows]
+        return [row_to_memory(r, self._payloads) for r in rows]
 
     async def get_recent_memory_ids(self, *, table: str, room_id: str, limit: int) -> list[str]:
         """The ids of this agent's newest ``limit`` memories of ``table`` in ``room_id``, newest first.
