@@ -12,6 +12,7 @@ import pytest
 
 from bot.config.character import load_character
 from bot.daemon.chat import runtime_plugins
+from bot.kernel.content import Content
 from bot.kernel.models import ModelType
 from bot.kernel.types import Memory
 from bot.runtime.agent import AgentRuntime
@@ -50,11 +51,11 @@ async def test_a_576_length_model_is_learned_stored_and_searched(tmp_path: Path,
             for text, vector in zip(texts, vectors, strict=True):
                 assert len(vector) == 576
                 memory = Memory(
-                    entity_id=runtime.agent_id, room_id=runtime.agent_id, content={"text": text}, embedding=vector
+                    entity_id=runtime.agent_id, room_id=runtime.agent_id, content=Content(text=text), embedding=vector
                 )
                 await runtime.store.create_memory(memory, "facts")
             found = await runtime.store.search_memories(vectors[1], "facts", count=2)
-            assert found[0].content["text"] == "tortoises like lettuce"
+            assert found[0].content.text == "tortoises like lettuce"
             assert found[0].similarity == pytest.approx(1.0, abs=1e-5) and found[0].embedding is not None
             assert len(found[0].embedding) == 576
         finally:

@@ -120,9 +120,9 @@ async def test_two_characters_follow_mute_unmute_and_restart(tmp_path: Path) -> 
         room = (await store.get_rooms_by_world((await store.get_all_worlds())[0].id))[0]
         assert await store.get_participant_state(room.id, store.agent_id) is None
         said = [
-            m.content.get("text")
+            m.content.text
             for m in reversed(await store.get_memories(table="messages", room_id=room.id))
-            if m.content.get("text")
+            if m.content.text
         ]
         assert said == [
             "Hi Iris",
@@ -139,10 +139,11 @@ async def test_two_characters_follow_mute_unmute_and_restart(tmp_path: Path) -> 
             "Glad to help.",
         ]
         facts = await store.get_memories(table="facts")
-        assert [f.content["text"] for f in facts] == ["Sam asked Iris to be quiet once"]
+        assert [f.content.text for f in facts] == ["Sam asked Iris to be quiet once"]
         assert facts[0].embedding is not None and len(facts[0].embedding) == 1536
         assert wren.character is not None
         wren_store = db.for_agent(wren.character.agent_id)
-        assert [
-            m.content.get("text") for m in await wren_store.get_memories(table="messages") if m.content.get("text")
-        ] == ["Oh, a visitor! Look up tonight!", "Hello Wren"]
+        assert [m.content.text for m in await wren_store.get_memories(table="messages") if m.content.text] == [
+            "Oh, a visitor! Look up tonight!",
+            "Hello Wren",
+        ]

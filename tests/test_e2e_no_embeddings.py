@@ -11,6 +11,7 @@ from pathlib import Path
 from bot.config.character import load_character
 from bot.config.settings import DaemonSettings
 from bot.daemon.chat import chat, runtime_plugins
+from bot.kernel.content import Content
 from bot.kernel.models import ModelType
 from bot.kernel.types import Memory
 from bot.runtime.agent import AgentRuntime
@@ -67,11 +68,11 @@ async def test_without_embeddings_facts_and_knowledge_are_found_by_keywords(tmp_
             try:
                 assert runtime.has_model(ModelType.TEXT_LARGE) and not runtime.has_model(ModelType.TEXT_EMBEDDING)
                 (fact,) = await runtime.store.get_memories(table="facts")
-                assert fact.content["text"] == FACT and fact.embedding is None
+                assert fact.content.text == FACT and fact.embedding is None
                 asked = Memory(
                     entity_id=fact.entity_id,
                     room_id=fact.room_id,
-                    content={"text": "Do you remember my tortoise?"},
+                    content=Content(text="Do you remember my tortoise?"),
                     id=str(uuid.uuid4()),
                 )
                 state = await runtime.compose_state(asked, ["FACTS"])

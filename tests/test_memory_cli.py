@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from bot.cli.main import main
+from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.errors import EXIT_CONFIG
 from bot.kernel.record_metadata import RelationshipMetadata, WorldMetadata
 from bot.kernel.types import AgentRecord, ChannelType, Component, Entity, Memory, Room, World
@@ -78,7 +79,7 @@ async def _seed(path: Path) -> None:
         ]
         for i, (who, room, text) in enumerate(messages):
             await ada.create_memory(
-                Memory(who, room, {"text": text}, created_at=T0 + i * MINUTE, embedding=[1.0] + [0.0] * 383),
+                Memory(who, room, Content(text=text), created_at=T0 + i * MINUTE, embedding=[1.0] + [0.0] * 383),
                 "messages",
                 unique=False,
             )
@@ -86,9 +87,9 @@ async def _seed(path: Path) -> None:
             Memory(
                 SAM,
                 GENERAL,
-                {"text": "Sam grows potatoes"},
+                Content(text="Sam grows potatoes"),
                 created_at=T0 + 10 * MINUTE,
-                metadata={"entityIds": [SAM], "sourceEntityId": SAM},
+                metadata=MemoryMetadata(entity_ids=(SAM,), source_entity_id=SAM),
             ),
             "facts",
         )
@@ -108,7 +109,7 @@ def db_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 async def _texts(path: Path, agent: str = ADA) -> list[str]:
     async with Database(path) as db:
-        return [m.content["text"] for m in await db.for_agent(agent).list_memories()]
+        return [m.content.text or "" for m in await db.for_agent(agent).list_memories()]
 
 
 class _Terminal(io.StringIO):
@@ -276,7 +277,7 @@ async def _seed_knowledge(path: Path) -> None:
 
 async def _knowledge(path: Path, agent: str = ADA) -> list[str]:
     async with Database(path) as db:
-        return sorted(h.content["text"] for h in await db.for_agent(agent).list_memories(tables=["knowledge"]))
+        return sorted(h.content.text or "" for h in await db.for_agent(agent).list_memories(tables=["knowledge"]))
 
 
 def test_forget_all_removes_the_agents_knowledge_and_its_claims_on_shared_knowledge(

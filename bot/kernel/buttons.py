@@ -1,11 +1,11 @@
 """Buttons a reply carries, and the press that comes back.
 
-An action (or the plan) puts :class:`Button` values in ``content["buttons"]``; each platform shows
+An action (or the plan) puts :class:`Button` values in a reply's ``buttons``; each platform shows
 them under the reply's last message (Telegram: an inline keyboard; Discord: message components),
 laid out by :func:`rows`. A button either opens a link (``url``) or carries a ``value``: pressing
 it comes back to the character as a message from the person who pressed it, in the room (and
 topic) of the message the button was under. That message's text is the button's label and its
-content holds the :class:`Press` (``content["button"]``), so a handler can act on the value
+content holds the :class:`Press` (``content.button``), so a handler can act on the value
 without asking a model. The platform acknowledges the press as soon as it arrives (Telegram's
 answerCallbackQuery, a deferred Discord interaction), before the character thinks about it.
 
@@ -20,9 +20,11 @@ import contextlib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
-from bot.kernel.types import JSON
+JSON = dict[str, Any]
+
 
 __all__ = [
     "Button",
@@ -33,7 +35,6 @@ __all__ = [
     "MAX_LABEL_CHARS",
     "MAX_VALUE_BYTES",
     "Press",
-    "PRESS_KEY",
     "rows",
 ]
 
@@ -42,8 +43,6 @@ _log = logging.getLogger(__name__)
 MAX_VALUE_BYTES = 64
 MAX_LABEL_CHARS = 80
 MAX_BUTTONS = 25
-#: Where a press lives in the content of the message it becomes.
-PRESS_KEY = "button"
 _LINK_SCHEMES = frozenset({"http", "https", "tg"})
 
 
@@ -181,17 +180,16 @@ class Press:
         return self.label or self.value
 
     def record(self) -> JSON:
-        """The press as the content of the message it becomes holds it (under :data:`PRESS_KEY`)."""
+        """The press as the content of the message it becomes holds it (``content.button``)."""
         return {"value": self.value, "label": self.label}
 
     @classmethod
-    def of(cls, content: Mapping[str, object]) -> Press | None:
-        """The press a message's content holds; None for a message that is no press."""
-        raw = content.get(PRESS_KEY)
-        if not isinstance(raw, Mapping) or not isinstance(raw.get("value"), str) or not raw["value"]:
+    def of(cls, record: object) -> Press | None:
+        """The press a stored record (:meth:`record`) holds; None for anything else."""
+        if not isinstance(record, Mapping) or not isinstance(record.get("value"), str) or not record["value"]:
             return None
-        label = raw.get("label")
-        return cls(str(raw["value"]), label if isinstance(label, str) and label else None)
+        label = record.get("label")
+        return cls(str(record["value"]), label if isinstance(label, str) and label else None)
 
     @classmethod
     def find(cls, value: str, buttons: Iterable[Button]) -> Press:

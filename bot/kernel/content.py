@@ -14,15 +14,44 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
-from bot.kernel.buttons import Button
-from bot.kernel.types import ChannelType, MemoryType
+from bot.kernel.buttons import Button, Press
+from bot.kernel.frozen_map import NOTHING, FrozenMap
 
-__all__ = ["Attachment", "Content", "MemoryMetadata"]
+__all__ = ["Attachment", "ChannelType", "Content", "MemoryMetadata", "MemoryType"]
 
-_NOTHING: Final[Mapping[str, object]] = MappingProxyType({})
+
+class ChannelType(StrEnum):
+    """What kind of room a room is. Values equal names, as upstream."""
+
+    SELF = "SELF"
+    DM = "DM"
+    GROUP = "GROUP"
+    VOICE_DM = "VOICE_DM"
+    VOICE_GROUP = "VOICE_GROUP"
+    FEED = "FEED"
+    THREAD = "THREAD"
+    WORLD = "WORLD"
+    FORUM = "FORUM"
+    API = "API"
+
+
+class MemoryType(StrEnum):
+    """What kind of memory one is (``metadata.type``); the *table* it lives in is a separate name."""
+
+    DOCUMENT = "document"
+    FRAGMENT = "fragment"
+    MESSAGE = "message"
+    DESCRIPTION = "description"
+    CUSTOM = "custom"
+    REACTION = "reaction"
+    DECISION = "decision"  # a turn the character let pass, kept so a redelivery is not answered
+
+
+_NOTHING: Final[Mapping[str, object]] = NOTHING
 
 # A field's JSON key, its attribute, and how a stored value becomes the field's value: the
 # converter returns the value, or raises ValueError/TypeError for a value kept in ``extra``.
@@ -83,7 +112,7 @@ def _plain(value: object) -> object:
         return [_plain(item) for item in value]
     if isinstance(value, Attachment):
         return value.to_json()
-    if isinstance(value, Button):
+    if isinstance(value, (Button, Press)):
         return value.record()
     return value
 
@@ -95,6 +124,28 @@ def _join(fields: Mapping[str, _Field], record: object, extra: Mapping[str, obje
         if value is not None:
             out[key] = _plain(value)
     return out
+
+
+def _merge(fields: Mapping[str, _Field], under: _Record, over: _Record) -> dict[str, object]:
+    """The constructor arguments of ``under`` updated by ``over``, as ``{**under_json,
+    **over_json}`` would update them: what ``over`` holds, in a field or in ``extra``, wins."""
+    values: dict[str, object] = {}
+    extra = dict(under.extra)
+    for key, attribute, _convert in fields.values():
+        value = getattr(over, attribute)
+        if value is not None:
+            extra.pop(key, None)
+        elif key not in over.extra:
+            value = getattr(under, attribute)
+        values[attribute] = value
+    extra.update(over.extra)
+    values["extra"] = FrozenMap(extra) if extra else _NOTHING
+    return values
+
+
+class _Record(Protocol):
+    @property
+    def extra(self) -> Mapping[str, object]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,15 +162,26 @@ class Attachment:
     """What troupe read in it (a transcript, a page's text)."""
     content_type: str | None = None
     size: int | None = None
+    transcribed: bool | None = None
+    """Its sound was turned into ``text`` (or could not be, and never will): not again."""
+    private: bool | None = None
+    """Its ``url`` names the file without reaching it (a Telegram file id): only its platform fetches it."""
     extra: Mapping[str, object] = field(default_factory=lambda: _NOTHING)
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> Attachment:
         values, extra = _split(data, _ATTACHMENT_FIELDS)
-        return cls(**values, extra=MappingProxyType(extra) if extra else _NOTHING)  # type: ignore[arg-type]
+        return cls(**values, extra=FrozenMap(extra) if extra else _NOTHING)  # type: ignore[arg-type]
 
     def to_json(self) -> dict[str, Any]:
         return _join(_ATTACHMENT_FIELDS, self, self.extra)
+
+
+def _press(value: object) -> Press:
+    press = Press.of(value)
+    if press is not None and press.record() == value:  # only a record that reads back as it was
+        return press
+    raise TypeError
 
 
 def _attachments(value: object) -> tuple[Attachment, ...]:
@@ -158,17 +220,27 @@ class Content:
     type: str | None = None
     """What kind of fact it is (``"status"`` …), for facts."""
     image_prompt: str | None = None
+    providers: tuple[str, ...] | None = None
+    """The providers the plan asked for, kept with what it said."""
+    button: Press | None = None
+    """The button pressed, for a message that is a press."""
+    action: str | None = None
+    """The one action of an elizaOS v0 message (newer ones list ``actions``)."""
     extra: Mapping[str, object] = field(default_factory=lambda: _NOTHING)
     """Every other key, as stored."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> Content:
         values, extra = _split(data, _CONTENT_FIELDS)
-        return cls(**values, extra=MappingProxyType(extra) if extra else _NOTHING)  # type: ignore[arg-type]
+        return cls(**values, extra=FrozenMap(extra) if extra else _NOTHING)  # type: ignore[arg-type]
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object the store keeps: the same keys and values it was read from."""
         return _join(_CONTENT_FIELDS, self, self.extra)
+
+    def merged(self, over: Content) -> Content:
+        """This, updated by what ``over`` holds (as a dict update of their JSON would)."""
+        return Content(**_merge(_CONTENT_FIELDS, self, over))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,17 +268,36 @@ class MemoryMetadata:
     position: int | None = None
     """A fragment's place in its document."""
     timestamp: int | None = None
+    entity_ids: tuple[str, ...] | None = None
+    """Whom a summary or a fact is about (besides its author)."""
+    source_entity_id: str | None = None
+    """Who a fact was learnt from."""
+    start: int | None = None
+    """When the first message a summary covers was said."""
+    end: int | None = None
+    """When the last message a summary covers was said."""
+    edited_at: int | None = None
+    emoji: str | None = None
+    """The emoji of a reaction."""
+    one_to_one: bool | None = None
+    """Said in a voice channel where only the speaker and the agent were."""
+    interaction_id: str | None = None
+    """The platform's id of the button press (Discord)."""
     extra: Mapping[str, object] = field(default_factory=lambda: _NOTHING)
     """Every other key, as stored: the platform's own block (``metadata["telegram"]``) among them."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> MemoryMetadata:
         values, extra = _split(data, _METADATA_FIELDS)
-        return cls(**values, extra=MappingProxyType(extra) if extra else _NOTHING)  # type: ignore[arg-type]
+        return cls(**values, extra=FrozenMap(extra) if extra else _NOTHING)  # type: ignore[arg-type]
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object the store keeps: the same keys and values it was read from."""
         return _join(_METADATA_FIELDS, self, self.extra)
+
+    def merged(self, over: MemoryMetadata) -> MemoryMetadata:
+        """This, updated by what ``over`` holds (as a dict update of their JSON would)."""
+        return MemoryMetadata(**_merge(_METADATA_FIELDS, self, over))  # type: ignore[arg-type]
 
 
 def _by_key(*fields: _Field) -> Mapping[str, _Field]:
@@ -222,6 +313,8 @@ _ATTACHMENT_FIELDS: Final[Mapping[str, _Field]] = _by_key(
     ("text", "text", _text),
     ("contentType", "content_type", _text),
     ("size", "size", _whole),
+    ("transcribed", "transcribed", _flag),
+    ("private", "private", _flag),
 )
 _CONTENT_FIELDS: Final[Mapping[str, _Field]] = _by_key(
     ("text", "text", _text),
@@ -236,6 +329,9 @@ _CONTENT_FIELDS: Final[Mapping[str, _Field]] = _by_key(
     ("buttons", "buttons", _buttons),
     ("type", "type", _text),
     ("imagePrompt", "image_prompt", _text),
+    ("providers", "providers", _texts),
+    ("button", "button", _press),
+    ("action", "action", _text),
 )
 _METADATA_FIELDS: Final[Mapping[str, _Field]] = _by_key(
     ("type", "type", _memory_type),
@@ -253,4 +349,12 @@ _METADATA_FIELDS: Final[Mapping[str, _Field]] = _by_key(
     ("documentId", "document_id", _text),
     ("position", "position", _whole),
     ("timestamp", "timestamp", _whole),
+    ("entityIds", "entity_ids", _texts),
+    ("sourceEntityId", "source_entity_id", _text),
+    ("start", "start", _whole),
+    ("end", "end", _whole),
+    ("editedAt", "edited_at", _whole),
+    ("emoji", "emoji", _text),
+    ("oneToOne", "one_to_one", _flag),
+    ("interactionId", "interaction_id", _text),
 )

@@ -140,8 +140,8 @@ class IncomingMessage:
 
     @property
     def source(self) -> str:
-        """The platform it came from (``content["source"]``), or ``"unknown"``."""
-        return str(self.message.content.get("source") or "unknown")
+        """The platform it came from (``content.source``), or ``"unknown"``."""
+        return self.message.content.source or "unknown"
 
 
 class MessageHandler(Protocol):

@@ -1,6 +1,6 @@
 """Files and images the agent sends, and the size rules every platform applies before sending.
 
-An action (or the plan) puts :class:`OutgoingFile` values in ``content["files"]``; the reply
+An action (or the plan) puts :class:`OutgoingFile` values in a :class:`Reply`'s ``files``; the reply
 channel and the Messenger send them natively (Telegram: a photo or a document; Discord: an
 attachment). Before anything goes out, :func:`place` decides how each file goes with the
 platform's :class:`SizeLimits`: an image too big for a photo goes as a document, a file too big
@@ -22,10 +22,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from bot.kernel.buttons import Button, buttons_checked, buttons_in
+from bot.kernel.frozen_map import NOTHING, FrozenMap
 from bot.kernel.types import JSON
 
 __all__ = [
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
-_NOTHING: Mapping[str, object] = MappingProxyType({})
+_NOTHING: Mapping[str, object] = NOTHING
 
 #: Image types a chat shows inline as a picture (a GIF animates: it goes as a file).
 _PICTURE_TYPES = frozenset({"image/jpeg", "image/png", "image/webp"})
@@ -187,7 +187,7 @@ class Reply:
             thought=thought if isinstance(thought, str) else None,
             files=tuple(files_in(content)),
             buttons=tuple(buttons_in(content)),
-            extra=MappingProxyType(extra) if extra else _NOTHING,
+            extra=FrozenMap(extra) if extra else _NOTHING,
         )
 
     def checked(self) -> Reply:

@@ -1,8 +1,8 @@
 """The core records: what the store keeps and what adapters and plugins pass around.
 
-Plain dataclasses. Attribute names are snake_case; keys *inside* ``content`` and a memory's
-``metadata`` stay camelCase (``inReplyTo``, ``channelType``) so payloads match elizaOS's. The
-other records' metadata is typed (:mod:`bot.kernel.record_metadata`) and stored with the same keys.
+Plain dataclasses. A memory's content and metadata are typed (:mod:`bot.kernel.content`), as
+are the other records' metadata (:mod:`bot.kernel.record_metadata`); all are stored as JSON with
+elizaOS's camelCase keys (``inReplyTo``, ``channelType``).
 Ids are lowercase UUID strings; times are milliseconds since the epoch.
 """
 
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from bot.kernel.content import ChannelType, Content, MemoryMetadata, MemoryType
 from bot.kernel.record_metadata import (
     EntityMetadata,
     RelationshipMetadata,
@@ -49,21 +50,6 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class ChannelType(StrEnum):
-    """What kind of room a room is. Values equal names, as upstream."""
-
-    SELF = "SELF"
-    DM = "DM"
-    GROUP = "GROUP"
-    VOICE_DM = "VOICE_DM"
-    VOICE_GROUP = "VOICE_GROUP"
-    FEED = "FEED"
-    THREAD = "THREAD"
-    WORLD = "WORLD"
-    FORUM = "FORUM"
-    API = "API"
-
-
 class Handling(StrEnum):
     """Where the answer to one platform message stands; stored, so it survives a crash."""
 
@@ -93,28 +79,17 @@ class RoomState(StrEnum):
     STOPPED = "STOPPED"  # asked to stay out (a STOP decision): quiet until named or invited back
 
 
-class MemoryType(StrEnum):
-    """``Memory.metadata["type"]``; the *table* a memory lives in is a separate name."""
-
-    DOCUMENT = "document"
-    FRAGMENT = "fragment"
-    MESSAGE = "message"
-    DESCRIPTION = "description"
-    CUSTOM = "custom"
-
-
 @dataclass(frozen=True, slots=True)
 class Memory:
     """A stored item: a message, a fact, a document fragment, …
 
-    Frozen: what changes (an id, a vector) makes a new one with :func:`dataclasses.replace`.
-    ``content`` and ``metadata`` are still plain dicts (JSON as stored)."""
+    Frozen: what changes (an id, a vector) makes a new one with :func:`dataclasses.replace`."""
 
     entity_id: str
     """Who said or wrote it."""
     room_id: str
-    content: JSON
-    """``{"text": ..., "actions": [...], "source": ..., "inReplyTo": ..., ...}``"""
+    content: Content
+    """What it says: its text, the platform it came from, what it answers, its files …"""
     id: str | None = None
     agent_id: str | None = None
     world_id: str | None = None
@@ -122,7 +97,7 @@ class Memory:
     created_at: int | None = None
     unique: bool | None = None
     """``None`` lets the store decide (not unique when a ≥0.95-similar memory exists)."""
-    metadata: JSON = field(default_factory=dict)
+    metadata: MemoryMetadata = field(default_factory=MemoryMetadata)
     similarity: float | None = None
     """Set on search results only."""
     table: str | None = None

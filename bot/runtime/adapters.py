@@ -173,7 +173,7 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
     the runtime's close).
     """
 
-    source: ClassVar[str]  # the platform's name: content["source"], the key it is offered under
+    source: ClassVar[str]  # the platform's name: content.source, the key it is offered under
     label: ClassVar[str]  # the platform's name in messages for people ("Discord")
     where: ClassVar[str]  # what a room is there, in messages for people ("channel", "chat")
     sends_files: ClassVar[bool] = True  # False: only text goes out (stripped; nothing without it)
@@ -409,7 +409,7 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
         """Store and announce what went out (:func:`~bot.runtime.connections.remember_sent`)."""
         records = [self.record_of_sent(message) for message in sent]
         return await remember_sent(
-            self.runtime, self.source, records, reply.to_json(), room_id, world_id, in_reply_to=in_reply_to
+            self.runtime, self.source, records, reply, room_id, world_id, in_reply_to=in_reply_to
         )
 
     async def send_message(

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from bot.kernel.buttons import Press
-from bot.kernel.outgoing import Reply, markdown_file
+from bot.kernel.outgoing import OutgoingFile, Reply, markdown_file
 from bot.kernel.types import JSON, Entity, Memory, Room, Task
 
 if TYPE_CHECKING:
@@ -97,7 +97,10 @@ class ActionContext:
     """Sends content in the message's room (bounded, counted and recorded by the pipeline);
     returns the memories of what went out, ``[]`` when nothing could be sent."""
     responses: Sequence[Memory] = ()
-    """The replies the model planned (their text, actions and attachments)."""
+    """The replies the model planned (their text and actions)."""
+    attached: list[OutgoingFile] = field(default_factory=list)
+    """Files an action of the chain attached for a later one to send: REPLY and SEND_MESSAGE
+    send them with what they say. The actions of one chain share this list."""
 
 
 #: ``async (context) -> ActionResult | None``: an action's work (None counts as a success).

@@ -13,13 +13,15 @@ characters of one daemon from connecting with the same bot token (they would ans
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from bot.kernel.buttons import buttons_in
+from bot.kernel.buttons import buttons_checked
+from bot.kernel.content import Content, MemoryMetadata, MemoryType
 from bot.kernel.errors import ConfigError, StoreError
-from bot.kernel.types import JSON, Entity, Memory, Role, Room, World, now_ms
+from bot.kernel.outgoing import Reply
+from bot.kernel.types import Entity, Memory, Role, Room, World, now_ms
 from bot.runtime.events import MessageSent, WorldLeft
 
 if TYPE_CHECKING:
@@ -177,6 +179,20 @@ async def record_sent(runtime: AgentRuntime, memories: list[Memory], source: str
     return memories
 
 
+def _said(reply: Reply, source: str) -> Content:
+    """What every message of ``reply`` stored says besides its own text: what the reply carried
+    along (``extra``, as stored), the fields it set, and the platform."""
+    kept = {k: v for k, v in reply.extra.items() if k not in ("files", "attachments", "buttons")}
+    said = Content.from_json(kept)  # keys a plugin sent along, kept as it gave them
+    return replace(
+        said,
+        actions=reply.actions or said.actions,
+        in_reply_to=reply.in_reply_to if reply.in_reply_to is not None else said.in_reply_to,
+        thought=reply.thought if reply.thought is not None else said.thought,
+        source=source,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class SentMessage:
     """What a platform says about one message the agent sent, for :func:`remember_sent`."""
@@ -184,34 +200,33 @@ class SentMessage:
     id: str  # the memory's id, from the platform's message id
     text: str  # as it went out (one piece of a long reply)
     created_at: int  # ms, as the platform stamped it
-    content: JSON = field(default_factory=dict)  # platform fields for the content (a URL, the channel type)
-    metadata: JSON = field(default_factory=dict)  # platform fields for the metadata (the native id)
+    content: Content = field(default_factory=Content)  # platform fields for the content (a URL, the channel type)
+    metadata: MemoryMetadata = field(default_factory=MemoryMetadata)  # platform fields (the native id)
 
 
 async def remember_sent(
     runtime: AgentRuntime,
     source: str,
     sent: Iterable[SentMessage],
-    content: Mapping[str, Any],
+    reply: Reply,
     room_id: str,
     world_id: str | None,
     *,
     in_reply_to: str | None = None,
 ) -> list[Memory]:
-    """Store what went out of ``content`` (one memory per message the platform sent) and
-    announce it (:func:`record_sent`). The files to upload are not part of what was said: each
-    message's own ``content["attachments"]`` (from the platform) says what files it carried. The
-    last message keeps the buttons (``content["buttons"]``, as :meth:`~bot.kernel.buttons.Button.record`)."""
+    """Store what went out of ``reply`` (one memory per message the platform sent) and announce
+    it (:func:`record_sent`). The files to upload are not part of what was said: each message's
+    own ``content.attachments`` (from the platform) says what files it carried. The last message
+    keeps the buttons, as they were shown."""
     agent, memories, messages = runtime.agent_id, [], list(sent)
-    # Buttons go under the last message of a reply: that one keeps them, as they were shown.
-    buttons = [b.record() for b in buttons_in(content)]
+    said = _said(reply, source)
+    buttons = tuple(buttons_checked(reply.buttons))
     for index, message in enumerate(messages):
-        body: JSON = {k: v for k, v in content.items() if k not in ("files", "attachments", "buttons")}
-        if buttons and index == len(messages) - 1:
-            body["buttons"] = buttons
-        body.update({"text": message.text, "source": source, **message.content})
+        # Buttons go under the last message of a reply: that one keeps them, as they were shown.
+        shown = buttons if buttons and index == len(messages) - 1 else None
+        content = replace(said, text=message.text, buttons=shown).merged(message.content)
         if in_reply_to is not None:
-            body["inReplyTo"] = in_reply_to
+            content = replace(content, in_reply_to=in_reply_to)
         memories.append(
             Memory(
                 id=message.id,
@@ -219,9 +234,9 @@ async def remember_sent(
                 agent_id=agent,
                 room_id=room_id,
                 world_id=world_id,
-                content=body,
+                content=content,
                 created_at=message.created_at,
-                metadata={"type": "message", **message.metadata},
+                metadata=MemoryMetadata(type=MemoryType.MESSAGE).merged(message.metadata),
             )
         )
     return await record_sent(runtime, memories, source)

@@ -24,8 +24,9 @@ from bot.kernel.background import BackgroundTasks, next_round
 from bot.kernel.backoff import Deadline, ExponentialBackoff
 from bot.kernel.bodies import MAX_AUDIO_BYTES, BodyTooLarge, read_limited
 from bot.kernel.bus import Bus, Post
-from bot.kernel.buttons import PRESS_KEY, Button, Press, buttons_shown, rows
+from bot.kernel.buttons import Button, Press, buttons_shown, rows
 from bot.kernel.chunking import Units, split_message
+from bot.kernel.content import Attachment, Content, MemoryMetadata, MemoryType
 from bot.kernel.errors import (
     AudioError,
     ConfigError,
@@ -42,6 +43,7 @@ from bot.kernel.errors import (
     reason_for,
 )
 from bot.kernel.files import expand_home
+from bot.kernel.frozen_map import FrozenMap
 from bot.kernel.ids import is_uuid, string_to_uuid, unique_uuid
 from bot.kernel.lifecycle import AdapterState
 from bot.kernel.links import LinkState
@@ -178,6 +180,7 @@ __all__ = [
     "AgentReloaded",
     "AgentRuntime",
     "ask",
+    "Attachment",
     "AudioError",
     "AWAITING_CHOICE",
     "BackgroundTasks",
@@ -196,6 +199,7 @@ __all__ = [
     "classify",
     "Component",
     "ConfigError",
+    "Content",
     "CONVERSATION_SUMMARIES",
     "ConversationSummary",
     "Deadline",
@@ -219,6 +223,7 @@ __all__ = [
     "FileKind",
     "files_in",
     "first_words",
+    "FrozenMap",
     "Gauge",
     "GaugeChild",
     "HandlerCallback",
@@ -235,6 +240,8 @@ __all__ = [
     "load",
     "MAX_AUDIO_BYTES",
     "Memory",
+    "MemoryMetadata",
+    "MemoryType",
     "MESSAGE_VECTORS",
     "MessageDeleted",
     "MessageHandler",
@@ -269,7 +276,6 @@ __all__ = [
     "PluginMeta",
     "Post",
     "Press",
-    "PRESS_KEY",
     "PressHandler",
     "Provider",
     "ProviderResult",

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import logging
 from contextlib import AbstractContextManager
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from bot.store._health import StoreHealth
+
+if TYPE_CHECKING:  # _rows builds on _scoped, which builds on this module
+    from bot.store._rows import Payloads
 
 __all__ = ["Scoped"]
 
@@ -22,6 +25,9 @@ class _Database(Protocol):
     def health(self) -> StoreHealth: ...
 
     def shared_reads(self) -> AbstractContextManager[None]: ...
+
+    @property
+    def payloads(self) -> Payloads: ...
 
 
 DB = TypeVar("DB", bound=_Database)
@@ -48,6 +54,10 @@ class Scoped(Generic[DB]):
     def health(self) -> StoreHealth:
         """Whether the database writes now, and why not: shared by every agent's store."""
         return self._db.health
+
+    @property
+    def _payloads(self) -> Payloads:
+        return self._db.payloads
 
     @property
     def database(self) -> DB:

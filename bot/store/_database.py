@@ -22,6 +22,7 @@ from bot.store._log_queue import QueuedLogs
 from bot.store._migrations import migrate
 from bot.store._reads import ReadBatches
 from bot.store._roster import LocalRoster
+from bot.store._rows import Payloads
 from bot.store._sharing import ROOM_SHARING_SQL, RoomSharing
 from bot.store._sqlite import AgentStore
 from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, dimension_key
@@ -55,6 +56,8 @@ class Database(QueuedLogs):
         # agent id -> active embedding dimension; written through by ensure_embedding_dimension.
         self._dimensions: dict[str, int] = {}
         self._leases = LocalLeases()
+        #: Decoded memory payloads, shared by every agent's store.
+        self.payloads = Payloads()
         self._roster = LocalRoster()
         #: Agents of this process take turns at the shared knowledge scope (plugins/knowledge), so a
         #: shared document is stored and embedded once.

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 __all__ = ["POSTGRES", "SQLITE", "Dialect", "Done", "IdList", "Statements", "Step", "Unit"]
 
 if TYPE_CHECKING:  # _rows builds on _scoped, which builds on this module
-    from bot.store._rows import LogRow, Row
+    from bot.store._rows import LogRow, Payloads, Row
 
 T = TypeVar("T")
 
@@ -240,6 +240,9 @@ class Statements:
 
     if TYPE_CHECKING:
         _agent_id: str
+
+        @property
+        def _payloads(self) -> Payloads: ...
 
         def _fail(self, what: str, exc: Exception) -> bool: ...
 

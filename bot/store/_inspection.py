@@ -89,7 +89,7 @@ class InspectionMixin(Statements):
             "ORDER BY m.created_at DESC, m.seq DESC LIMIT ? OFFSET ?",
             (*params, self.dialect.no_limit if count is None else count, offset or 0),
         )
-        return [row_to_memory(r) for r in rows]
+        return [row_to_memory(r, self._payloads) for r in rows]
 
     async def export_memories(self, *, room_id: str | None = None, entity_id: str | None = None) -> MemoryExport:
         """Everything this agent stores (or only one room's, or one entity's), without vectors,
@@ -188,6 +188,6 @@ class InspectionMixin(Statements):
                 Participation(p["entity_id"], p["room_id"], RoomState(p["room_state"]) if p["room_state"] else None)
                 for p in participants
             ],
-            memories=[row_to_memory(r) for r in memories],
+            memories=[row_to_memory(r, self._payloads) for r in memories],
             relationships=[row_to_relationship(r) for r in relationships],
         )

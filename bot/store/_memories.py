@@ -10,9 +10,10 @@ until it switches back. Reads show the vector of the agent's active dimension on
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
+from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.types import Memory, now_ms
 from bot.store._connect import Row as SQLiteRow
 from bot.store._connect import SQLValue
@@ -65,7 +66,7 @@ def nearest_hits(
 
 def memory_json(memory: Memory, to_json: Callable[[object], str]) -> tuple[str, str]:
     """A memory's content and metadata as the JSON text of their columns."""
-    return to_json(memory.content or {}), to_json(memory.metadata or {})
+    return to_json(memory.content.to_json()), to_json(memory.metadata.to_json())
 
 
 class MemoryFilter:
@@ -256,8 +257,8 @@ class MemoriesMixin(Statements):
         self,
         memory_id: str,
         *,
-        content: Mapping[str, object] | None = None,
-        metadata: Mapping[str, object] | None = None,
+        content: Content | None = None,
+        metadata: MemoryMetadata | None = None,
         embedding: Sequence[float] | None = None,
     ) -> bool:
         """Replace the content and/or metadata of one of this agent's memories and/or set its
@@ -274,10 +275,10 @@ class MemoriesMixin(Statements):
         sets, params = [], []
         if content is not None:
             sets.append("content = ?{json}")
-            params.append(self._to_json(dict(content)))
+            params.append(self._to_json(content.to_json()))
         if metadata is not None:
             sets.append("metadata = ?{json}")
-            params.append(self._to_json(dict(metadata)))
+            params.append(self._to_json(metadata.to_json()))
 
         def write() -> Unit[bool]:  # SQLite: on the writer's thread, one trip for the whole update
             # Locked until the commit: a memory another daemon is deleting is waited for, then not found.
@@ -379,7 +380,7 @@ class MemoriesMixin(Statements):
             "ORDER BY m.created_at DESC, m.seq DESC LIMIT ? OFFSET ?",
             (*join_params, *where.params, self.dialect.no_limit if count is None else count, offset or 0),
         )
-        return [row_to_memory(r, embedding=self._read_vector(r["embedding"])) for r in rows]
+        return [row_to_memory(r, self._payloads, embedding=self._read_vector(r["embedding"])) for r in rows]
 
     async def get_memory(self, memory_id: str) -> Memory | None:
         """One of this agent's memories with its embedding, or None."""
@@ -399,7 +400,7 @@ class MemoriesMixin(Statements):
             "ORDER BY m.created_at DESC, m.seq DESC",
             (*join_params, self._agent_id, self.dialect.id_list(memory_ids), *params),
         )
-        return [row_to_memory(r, embedding=self._read_vector(r["embedding"])) for r in rows]
+        return [row_to_memory(r, self._payloads, embedding=self._read_vector(r["embedding"])) for r in rows]
 
     async def get_memories_by_room_ids(
         self, *, table: str, room_ids: Sequence[str], limit: int | None = None
@@ -422,7 +423,7 @@ class MemoriesMixin(Statements):
                 self.dialect.no_limit if limit is None else limit,
             ),
         )
-        return [row_to_memory(r) for r in rows]
+        return [row_to_memory(r, self._payloads) for r in rows]
 
     async def get_recent_memory_ids(self, *, table: str, room_id: str, limit: int) -> list[str]:
         """The ids of this agent's newest ``limit`` memories of ``table`` in ``room_id``, newest first.

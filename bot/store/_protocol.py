@@ -17,6 +17,7 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, Protocol, Self, runtime_checkable
 
 from bot.kernel.bus import Bus
+from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.record_metadata import RelationshipMetadata
 from bot.kernel.types import (
     AgentRecord,
@@ -174,8 +175,8 @@ class MemoryStore(StoreScope, Protocol):
         self,
         memory_id: str,
         *,
-        content: Mapping[str, object] | None = None,
-        metadata: Mapping[str, object] | None = None,
+        content: Content | None = None,
+        metadata: MemoryMetadata | None = None,
         embedding: Sequence[float] | None = None,
     ) -> bool: ...
     async def delete_memory(self, memory_id: str) -> bool: ...

@@ -49,7 +49,7 @@ class RetentionMixin(MemoriesMixin):
             "ORDER BY m.created_at, m.seq LIMIT ?",
             (self._agent_id, table, room_id, count),
         )
-        return [row_to_memory(r) for r in rows]
+        return [row_to_memory(r, self._payloads) for r in rows]
 
     async def compact_memories(self, summary: Memory, table: str, replaced_ids: Sequence[str]) -> int:
         """Store ``summary`` in ``table`` and delete the memories it replaces, in one transaction.

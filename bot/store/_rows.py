@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.record_metadata import EntityMetadata, RelationshipMetadata, RoomMetadata, TaskMetadata, WorldMetadata
 from bot.kernel.types import (
     AgentRecord,
@@ -40,6 +42,7 @@ __all__ = [
     "row_to_component",
     "row_to_entity",
     "row_to_log",
+    "Payloads",
     "row_to_memory",
     "row_to_relationship",
     "row_to_room",
@@ -238,7 +241,52 @@ def room_values(room: Room, room_id: str, agent_id: str) -> tuple[str | None, ..
     )
 
 
-def row_to_memory(row: Row, *, embedding: bytes | list[float] | None = None, similarity: float | None = None) -> Memory:
+_P = TypeVar("_P")
+
+
+class Payloads:
+    """Memories' content and metadata already decoded, by their JSON text.
+
+    Every prompt reads the same recent messages again, and decoding a row (its JSON, then its
+    typed fields) is most of what reading it costs; the payloads are frozen, so one decoded
+    value serves every read of the same text. Bounded: the oldest entries go first. Rows are
+    decoded on reader threads too, hence the lock.
+    """
+
+    __slots__ = ("_content", "_lock", "_metadata", "_size")
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._content: dict[str, Content] = {}
+        self._metadata: dict[str, MemoryMetadata] = {}
+        self._lock = threading.Lock()
+
+    def content(self, text: str | None) -> Content:
+        found = self._content.get(text) if text is not None else None
+        if found is None:
+            found = Content.from_json(loads(text, {}))
+            self._keep(self._content, text, found)
+        return found
+
+    def metadata(self, text: str | None) -> MemoryMetadata:
+        found = self._metadata.get(text) if text is not None else None
+        if found is None:
+            found = MemoryMetadata.from_json(loads(text, {}))
+            self._keep(self._metadata, text, found)
+        return found
+
+    def _keep(self, decoded: dict[str, _P], text: str | None, value: _P) -> None:
+        if text is None:
+            return
+        with self._lock:
+            if len(decoded) >= self._size:
+                del decoded[next(iter(decoded))]
+            decoded[text] = value
+
+
+def row_to_memory(
+    row: Row, payloads: Payloads, *, embedding: bytes | list[float] | None = None, similarity: float | None = None
+) -> Memory:
     """A memory from its row; ``embedding`` as SQLite's float32 BLOB or as floats already decoded."""
     return Memory(
         id=row["id"],
@@ -246,11 +294,11 @@ def row_to_memory(row: Row, *, embedding: bytes | list[float] | None = None, sim
         agent_id=row["agent_id"],
         room_id=row["room_id"],
         world_id=row["world_id"],
-        content=loads(row["content"], {}),
+        content=payloads.content(row["content"]),
         embedding=decode_vector(embedding) if isinstance(embedding, bytes) else embedding,
         created_at=row["created_at"],
         unique=bool(row["is_unique"]),
-        metadata=loads(row["metadata"], {}),
+        metadata=payloads.metadata(row["metadata"]),
         similarity=similarity,
         table=row["type"],
     )

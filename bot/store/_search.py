@@ -89,7 +89,7 @@ class SearchMixin(KnowledgeScopes, MemoriesMixin):
         rows = await self._rows(
             keyword_sql(MEMORY_COLUMNS, where, order), (self.dialect.keywords(terms), *params, count)
         )
-        return [row_to_memory(r, similarity=float(r["score"])) for r in rows]
+        return [row_to_memory(r, self._payloads, similarity=float(r["score"])) for r in rows]
 
     # -- memories ----------------------------------------------------------------------------------
 

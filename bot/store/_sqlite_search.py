@@ -175,7 +175,9 @@ async def _by_seq(db: Database, hits: list[tuple[int, float]], column: VectorCol
     by_seq = {r["seq"]: r for r in rows}
     # A row deleted between the two reads is simply left out.
     return [
-        row_to_memory(by_seq[seq], embedding=by_seq[seq]["embedding"] if column else None, similarity=score)
+        row_to_memory(
+            by_seq[seq], db.payloads, embedding=by_seq[seq]["embedding"] if column else None, similarity=score
+        )
         for seq, score in hits
         if seq in by_seq
     ]

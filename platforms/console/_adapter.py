@@ -15,16 +15,19 @@ import logging
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from io import TextIOBase
 from typing import TYPE_CHECKING, TextIO
 
 from bot.sdk import (
-    JSON,
+    Attachment,
     ChannelType,
+    Content,
     Entity,
     EntityMetadata,
     IncomingMessage,
     Memory,
+    MemoryMetadata,
     MessageSent,
     Outcome,
     OutgoingFile,
@@ -36,7 +39,6 @@ from bot.sdk import (
     ServiceKey,
     World,
     ask,
-    files_in,
     now_ms,
     repair_text,
 )
@@ -121,16 +123,16 @@ class ConsoleAdapter:
             entity_id=self.entity_id,
             room_id=self.room_id,
             world_id=self.world_id,
-            content={"text": repair_text(text), "source": SOURCE, "channelType": ChannelType.DM.value},
-            metadata={"entityName": self.user},
+            content=Content(text=repair_text(text), source=SOURCE, channel_type=ChannelType.DM),
+            metadata=MemoryMetadata(entity_name=self.user),
             created_at=now_ms(),
         )
         return await self.runtime.receive(IncomingMessage(message, _Terminal(self)))
 
-    async def show(self, content: JSON) -> list[Memory]:
+    async def show(self, reply: Reply) -> list[Memory]:
         """Print a reply and store it as what the character said."""
-        text = repair_text(str(content.get("text") or "")).strip()  # a terminal may not print a lone surrogate
-        files = files_in(content)
+        text = repair_text(reply.text).strip()  # a terminal may not print a lone surrogate
+        files = reply.files
         if not text and not files:
             return []
         # A terminal shows no pictures: each file is named (text files printed), and stored as what was sent.
@@ -143,15 +145,24 @@ class ConsoleAdapter:
                 printed += [f"--- {file.filename} ---", body.rstrip(), f"--- end of {file.filename} ---"]
         print("\n".join(printed), file=self.output, flush=True)
         self._said += 1
-        said: JSON = {k: v for k, v in content.items() if k != "files"}
-        if files:
-            said["attachments"] = [{**f.record(), "source": SOURCE} for f in files]
+        # What a plugin sent along, as it gave it, and the fields the reply set; a terminal shows no buttons.
+        said = Content.from_json(reply.extra)
         sent = Memory(
             id=str(uuid.uuid4()),
             entity_id=self.runtime.agent_id,
             room_id=self.room_id,
             world_id=self.world_id,
-            content={**said, "text": text, "source": SOURCE},
+            content=replace(
+                said,
+                text=text,
+                actions=reply.actions or said.actions,
+                in_reply_to=reply.in_reply_to if reply.in_reply_to is not None else said.in_reply_to,
+                thought=reply.thought if reply.thought is not None else said.thought,
+                source=SOURCE,
+                attachments=tuple(Attachment.from_json({**f.record(), "source": SOURCE}) for f in files)
+                if files
+                else said.attachments,
+            ),
             created_at=now_ms(),
         )
         await self.runtime.store.create_memory(sent, "messages", unique=False)
@@ -161,12 +172,12 @@ class ConsoleAdapter:
     async def send_to_room(self, room: Room, reply: Reply) -> list[Memory]:
         if room.id != self.room_id:
             raise SendError("the console has only this conversation")
-        return await self.show(reply.to_json())
+        return await self.show(reply)
 
     async def send_to_entity(self, entity: Entity, reply: Reply) -> list[Memory]:
         if entity.id != self.entity_id:
             raise SendError(f"on the console I can only write to {self.user}")
-        return await self.show(reply.to_json())
+        return await self.show(reply)
 
     async def run(self, read_line: Callable[[], Awaitable[str | None]] | None = None) -> None:
         """Read lines until end of input or ``/quit``; each line is answered before the next."""
@@ -214,7 +225,7 @@ class _Terminal(QuietChannel):
         self.adapter = adapter
 
     async def send(self, reply: Reply) -> list[Memory]:
-        return await self.adapter.show(reply.to_json())
+        return await self.adapter.show(reply)
 
 
 #: The key the console adapter is offered under in its runtime (a Messenger: SEND_MESSAGE reaches the terminal).

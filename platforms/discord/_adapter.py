@@ -217,7 +217,7 @@ class DiscordAdapter(
     def serves(self, message: Memory) -> bool:
         """Whether a stored message from Discord is this connection's to answer after a crash: one
         from a server on a shard it holds (another daemon may be answering the others)."""
-        server = message.metadata.get("serverId")
+        server = message.metadata.server_id
         return self.covers(int(server) if server else None)
 
     async def reshard(self, shards: Shards) -> None:
@@ -434,11 +434,7 @@ class DiscordAdapter(
             return
         seen = translate(self.runtime.agent_id, message, bot_user_id=self.bot_id)
         memory = seen.memory
-        direct = (
-            memory.metadata["isMention"]
-            or memory.metadata["isReply"]
-            or memory.content["channelType"] == ChannelType.DM
-        )
+        direct = memory.metadata.is_mention or memory.metadata.is_reply or memory.content.channel_type == ChannelType.DM
         if self.config.respond_only_to_mentions and not direct:
             return
         # While the store cannot write (it said so, once), the message waits here, then goes on.
@@ -557,7 +553,7 @@ class DiscordAdapter(
     ) -> tuple[MessageableChannel, discord.PartialMessage | None] | None:
         """The stored message's channel, and the message itself (if it still exists) to reply to."""
         assert self.client is not None
-        channel_id, quoted = message.metadata.get("channelId"), message.metadata.get("discordMessageId")
+        channel_id, quoted = message.metadata.channel_id, message.metadata.discord_message_id
         if not channel_id:
             return None
         try:

@@ -187,8 +187,8 @@ class MissedMessages:
         start: dict[int, int] = {}
         for memory in stored:
             meta = memory.metadata
-            channel, message, server = meta.get("channelId"), meta.get("discordMessageId"), meta.get("serverId")
-            if memory.content.get("source") != SOURCE or not channel or not message:
+            channel, message, server = meta.channel_id, meta.discord_message_id, meta.server_id
+            if memory.content.source != SOURCE or not channel or not message:
                 continue
             if covers(int(server) if server else None):
                 start.setdefault(int(channel), int(message))  # newest first: the first seen is the newest

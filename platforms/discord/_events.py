@@ -12,9 +12,12 @@ import discord
 
 from bot.sdk import (
     ChannelType,
+    Content,
     EntityJoined,
     EntityLeft,
     Memory,
+    MemoryMetadata,
+    MemoryType,
     MessageDeleted,
     MessageUpdated,
     ReactionReceived,
@@ -74,13 +77,13 @@ async def reaction_added(adapter: DiscordAdapter, payload: discord.RawReactionAc
         agent_id=agent,
         room_id=room_id,
         world_id=discord_id(agent, payload.guild_id) if payload.guild_id else None,
-        content={
-            "text": text,
-            "source": SOURCE,
-            "inReplyTo": discord_id(agent, payload.message_id),
-            "channelType": (channel_type(channel) or ChannelType.GROUP).value,
-        },
-        metadata={"type": "reaction", "authorIsBot": bool(getattr(user, "bot", False)), "emoji": emoji},
+        content=Content(
+            text=text,
+            source=SOURCE,
+            in_reply_to=discord_id(agent, payload.message_id),
+            channel_type=channel_type(channel) or ChannelType.GROUP,
+        ),
+        metadata=MemoryMetadata(type=MemoryType.REACTION, author_is_bot=bool(getattr(user, "bot", False)), emoji=emoji),
         created_at=now_ms(),
     )
     await adapter.runtime.emit(ReactionReceived(message=memory, source=SOURCE))

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from bot.sdk import (
+    Attachment,
     ChannelType,
+    Content,
     Entity,
     EntityMetadata,
     Memory,
+    MemoryMetadata,
+    MemoryType,
     NativeRef,
     Ownership,
     PlatformProfile,
@@ -173,39 +177,41 @@ def _text(message: Any) -> str:
     return _USER_MENTION.sub(lambda match: f"@{names.get(int(match.group(1)), match.group(1))}", text)
 
 
-def _attachments(message: Any) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": str(a.id),
-            "url": a.url,
-            "title": a.filename,
-            "contentType": getattr(a, "content_type", None) or "",
-            "source": SOURCE,
-            "size": getattr(a, "size", None),
-        }
+def _attachments(message: Any) -> tuple[Attachment, ...]:
+    return tuple(
+        Attachment(
+            id=str(a.id),
+            url=a.url,
+            title=a.filename,
+            content_type=getattr(a, "content_type", None) or "",
+            source=SOURCE,
+            size=getattr(a, "size", None),
+        )
         for a in getattr(message, "attachments", ()) or ()
-    ]
+    )
+
+
+def _sent_attachments(message: Any) -> tuple[Attachment, ...]:
+    return tuple(
+        replace(found, content_type=found.content_type or "application/octet-stream", description=a.description or "")
+        for found, a in zip(_attachments(message), message.attachments, strict=True)
+    )
 
 
 def sent_attachments(message: Any) -> list[dict[str, Any]]:
     """What Discord says a message the bot sent carries: its attachments, with their alt text."""
-    return [
-        {**found, "contentType": found["contentType"] or "application/octet-stream", "description": a.description or ""}
-        for found, a in zip(_attachments(message), message.attachments, strict=True)
-    ]
+    return [found.to_json() for found in _sent_attachments(message)]
 
 
 def sent_record(agent_id: str, message: Any) -> SentMessage:
     """What the store keeps of a message the bot sent: its text, link and attachments."""
-    content: dict[str, Any] = {"url": message.jump_url}
-    if message.attachments:  # what Discord says the message carries
-        content["attachments"] = sent_attachments(message)
     return SentMessage(
         id=discord_id(agent_id, message.id),
         text=message.content,
         created_at=int(message.created_at.timestamp() * 1000),
-        content=content,
-        metadata={"discordMessageId": str(message.id)},
+        # What Discord says the message carries.
+        content=Content(url=message.jump_url, attachments=_sent_attachments(message) or None),
+        metadata=MemoryMetadata(discord_message_id=str(message.id)),
     )
 
 
@@ -232,17 +238,6 @@ def memory_for_message(agent_id: str, message: Any, *, bot_user_id: int) -> Memo
         mentioned = any(r.id in own_roles for r in getattr(message, "role_mentions", ()) or () if r.id != guild.id)
     reference = getattr(message, "reference", None)
     reply_to = getattr(reference, "message_id", None) if reference is not None else None
-    content: dict[str, Any] = {
-        "text": _text(message),
-        "source": SOURCE,
-        "channelType": kind.value,
-        "url": getattr(message, "jump_url", None),
-    }
-    if reply_to is not None:
-        content["inReplyTo"] = discord_id(agent_id, reply_to)
-    attachments = _attachments(message)
-    if attachments:
-        content["attachments"] = attachments
     author = message.author
     return Memory(
         id=discord_id(agent_id, message.id),
@@ -250,19 +245,26 @@ def memory_for_message(agent_id: str, message: Any, *, bot_user_id: int) -> Memo
         agent_id=agent_id,
         room_id=discord_id(agent_id, channel.id),
         world_id=discord_id(agent_id, guild.id) if guild is not None else None,
-        content=content,
+        content=Content(
+            text=_text(message),
+            source=SOURCE,
+            channel_type=kind,
+            url=getattr(message, "jump_url", None),
+            in_reply_to=discord_id(agent_id, reply_to) if reply_to is not None else None,
+            attachments=_attachments(message) or None,
+        ),
         created_at=_ms(getattr(message, "created_at", None)),
-        metadata={
-            "type": "message",
-            "entityName": (user_names(author) or [str(author.id)])[0],
-            "authorIsBot": bool(getattr(author, "bot", False)),
-            "isMention": mentioned,
-            "isReply": _replied_author(message) == bot_user_id,
-            "authorId": str(author.id),
-            "channelId": str(channel.id),
-            "serverId": str(guild.id) if guild is not None else None,
-            "discordMessageId": str(message.id),
-        },
+        metadata=MemoryMetadata(
+            type=MemoryType.MESSAGE,
+            entity_name=(user_names(author) or [str(author.id)])[0],
+            author_is_bot=bool(getattr(author, "bot", False)),
+            is_mention=mentioned,
+            is_reply=_replied_author(message) == bot_user_id,
+            author_id=str(author.id),
+            channel_id=str(channel.id),
+            server_id=str(guild.id) if guild is not None else None,
+            discord_message_id=str(message.id),
+        ),
     )
 
 

@@ -27,7 +27,20 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from bot.sdk import PRESS_KEY, Button, ChannelType, Memory, NativeRef, Press, buttons_shown, now_ms, rows, unique_uuid
+from bot.sdk import (
+    Button,
+    ChannelType,
+    Content,
+    Memory,
+    MemoryMetadata,
+    MemoryType,
+    NativeRef,
+    Press,
+    buttons_shown,
+    now_ms,
+    rows,
+    unique_uuid,
+)
 
 from ._mapping import SOURCE, channel_type, discord_id, user_names
 
@@ -121,27 +134,27 @@ def translate_press(agent_id: str, interaction: discord.Interaction, message: di
         agent_id=agent_id,
         room_id=discord_id(agent_id, channel.id),
         world_id=discord_id(agent_id, guild.id) if guild is not None else None,
-        content={
-            "text": press.text,
-            PRESS_KEY: press.record(),
-            "inReplyTo": discord_id(agent_id, message.id),
-            "source": SOURCE,
-            "channelType": kind.value,
-            "url": message.jump_url,
-        },
+        content=Content(
+            text=press.text,
+            button=press,
+            in_reply_to=discord_id(agent_id, message.id),
+            source=SOURCE,
+            channel_type=kind,
+            url=message.jump_url,
+        ),
         created_at=now_ms(),
-        metadata={
-            "type": "message",
-            "entityName": (user_names(presser) or [str(presser.id)])[0],
-            "authorIsBot": bool(presser.bot),
-            "isMention": False,
-            "isReply": True,  # a button under the bot's own message: the press is addressed to it
-            "authorId": str(presser.id),
-            "channelId": str(channel.id),
-            "serverId": str(guild.id) if guild is not None else None,
-            "discordMessageId": str(message.id),  # what a reply (also after a crash) quotes
-            "interactionId": str(interaction.id),
-        },
+        metadata=MemoryMetadata(
+            type=MemoryType.MESSAGE,
+            entity_name=(user_names(presser) or [str(presser.id)])[0],
+            author_is_bot=bool(presser.bot),
+            is_mention=False,
+            is_reply=True,  # a button under the bot's own message: the press is addressed to it
+            author_id=str(presser.id),
+            channel_id=str(channel.id),
+            server_id=str(guild.id) if guild is not None else None,
+            discord_message_id=str(message.id),  # what a reply (also after a crash) quotes
+            interaction_id=str(interaction.id),
+        ),
     )
 
 

@@ -20,7 +20,7 @@ __all__ = ["channel_state", "voice_state"]
 
 
 def _adapter(runtime: AgentRuntime, message: Memory) -> DiscordAdapter | None:
-    if message.content.get("source") != SOURCE:
+    if message.content.source != SOURCE:
         return None
     adapter = runtime.get_service(DISCORD_ADAPTER)
     return adapter if adapter is not None and adapter.client is not None else None
@@ -36,18 +36,18 @@ async def _channel_state(runtime: AgentRuntime, message: Memory, state: State) -
         return ProviderResult()
     assert adapter.client is not None
     me = runtime.character.name
-    kind = str(message.content.get("channelType") or "")
+    kind = str(message.content.channel_type or "")
     if kind == ChannelType.DM.value:
-        sender = str(message.metadata.get("entityName") or "someone")
+        sender = message.metadata.entity_name or "someone"
         text = (
             f"{me} is in a direct message conversation with {sender} on Discord: everything said here is said to {me}."
         )
         return ProviderResult(text=text, values={"channelType": kind}, data={"channelType": kind})
-    channel_id = str(message.metadata.get("channelId") or "")
+    channel_id = message.metadata.channel_id or ""
     channel = adapter.client.get_channel(int(channel_id)) if channel_id.isdigit() else None
     guild = getattr(channel, "guild", None)
     channel_name = str(getattr(channel, "name", "") or channel_id)
-    server_name = str(getattr(guild, "name", "") or message.metadata.get("serverId") or "")
+    server_name = str(getattr(guild, "name", "") or message.metadata.server_id or "")
     if kind == ChannelType.VOICE_GROUP.value:
         where = f"{me} is talking aloud in the voice channel {channel_name} on the Discord server {server_name}."
     else:
@@ -57,13 +57,13 @@ async def _channel_state(runtime: AgentRuntime, message: Memory, state: State) -
         "conversation concerns them."
     )
     values = {"channelType": kind, "channelName": channel_name, "serverName": server_name, "channelId": channel_id}
-    data: dict[str, Any] = {**values, "serverId": str(message.metadata.get("serverId") or "")}
+    data: dict[str, Any] = {**values, "serverId": message.metadata.server_id or ""}
     return ProviderResult(text=text, values=values, data=data)
 
 
 async def _voice_state(runtime: AgentRuntime, message: Memory, state: State) -> ProviderResult:
     adapter = _adapter(runtime, message)
-    server = str(message.metadata.get("serverId") or "")
+    server = message.metadata.server_id or ""
     if adapter is None or not server.isdigit():
         return ProviderResult(values={"isInVoiceChannel": False}, data={"isInVoiceChannel": False})
     me = runtime.character.name

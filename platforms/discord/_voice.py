@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import discord
@@ -22,8 +23,11 @@ from discord.voice_state import VoiceConnectionState
 
 from bot.sdk import (
     ChannelType,
+    Content,
     IncomingMessage,
     Memory,
+    MemoryMetadata,
+    MemoryType,
     ModelError,
     QuietChannel,
     Reply,
@@ -182,25 +186,19 @@ class VoiceSession:
             agent_id=agent,
             room_id=self.room_id,
             world_id=discord_id(agent, self.channel.guild.id),
-            content={
-                "text": text,
-                "source": SOURCE,
-                "channelType": ChannelType.VOICE_GROUP.value,
-                "isVoiceMessage": True,
-            },
+            content=Content(text=text, source=SOURCE, channel_type=ChannelType.VOICE_GROUP, is_voice_message=True),
             created_at=now_ms(),
-            metadata={
-                "type": "message",
-                "entityName": (user_names(member) or [str(user_id)])[0],
-                "authorIsBot": False,
-                "isMention": False,
-                "isReply": False,
-                "oneToOne": one_to_one,
-                "authorId": str(user_id),
-                "channelId": str(self.channel.id),
-                "serverId": str(self.channel.guild.id),
-                "heardAt": utterance.ended,
-            },
+            metadata=MemoryMetadata(
+                type=MemoryType.MESSAGE,
+                entity_name=(user_names(member) or [str(user_id)])[0],
+                author_is_bot=False,
+                is_mention=False,
+                is_reply=False,
+                one_to_one=one_to_one,
+                author_id=str(user_id),
+                channel_id=str(self.channel.id),
+                server_id=str(self.channel.guild.id),
+            ),
         )
         await runtime.receive(IncomingMessage(memory, _Spoken(self, memory)))
 
@@ -234,15 +232,18 @@ class _Spoken(QuietChannel):
             room_id=self.session.room_id,
             world_id=self.heard.world_id,
             created_at=now_ms(),
-            content={
-                **reply.to_json(),
-                "text": text,
-                "source": SOURCE,
-                "inReplyTo": self.heard.id,
-                "isVoiceMessage": True,
-                "channelType": ChannelType.VOICE_GROUP.value,
-            },
-            metadata={"type": "message"},
+            # What a plugin sent along, as it gave it; spoken, no file or button goes out.
+            content=replace(
+                Content.from_json(reply.extra),
+                text=text,
+                actions=reply.actions or None,
+                thought=reply.thought,
+                source=SOURCE,
+                in_reply_to=self.heard.id,
+                is_voice_message=True,
+                channel_type=ChannelType.VOICE_GROUP,
+            ),
+            metadata=MemoryMetadata(type=MemoryType.MESSAGE),
         )
         return await record_sent(runtime, [spoken], SOURCE)
 

@@ -52,10 +52,16 @@ def find_voice_channel(channels: Sequence[Any], request: str, requester_channel:
 
 def _is_discord_guild_message(runtime: AgentRuntime, message: Memory) -> bool:
     return (
-        message.content.get("source") == SOURCE
-        and bool(message.metadata.get("serverId"))
+        message.content.source == SOURCE
+        and bool(message.metadata.server_id)
         and runtime.get_service(DISCORD_ADAPTER) is not None
     )
+
+
+def _native_id(value: str | None) -> int:
+    """A Discord id a guild message's metadata always holds (the validators checked it is one)."""
+    assert value is not None
+    return int(value)
 
 
 async def _ask_model(runtime: AgentRuntime, request: str, channels: Sequence[Any]) -> Any:
@@ -77,26 +83,24 @@ async def _join(context: ActionContext) -> ActionResult:
     runtime, message, options, responses = context.runtime, context.message, context.options, context.responses
     adapter = runtime.get_service(DISCORD_ADAPTER)
     assert adapter is not None and adapter.client is not None  # the validator checked it is connected
-    guild = adapter.client.get_guild(int(message.metadata["serverId"]))
+    guild = adapter.client.get_guild(_native_id(message.metadata.server_id))
     if guild is None:
         return ActionResult(success=False, error="that server is not available")
     channels = [*guild.voice_channels, *guild.stage_channels]
-    author = guild.get_member(int(message.metadata.get("authorId") or 0))
+    author = guild.get_member(int(message.metadata.author_id or 0))
     here = author.voice.channel if author is not None and author.voice is not None else None
-    request = str(message.content.get("text") or "")
+    request = message.content.text or ""
     channel = None
     if options.get("channelId"):
         channel = guild.get_channel(int(options["channelId"]))
     channel = channel or find_voice_channel(channels, request, here)
     if channel is None and channels:
         channel = await _ask_model(runtime, request, channels)
-    replied = (
-        any(str(a).upper() == "REPLY" for a in (responses[0].content.get("actions") or ())) if responses else False
-    )
+    replied = any(a.upper() == "REPLY" for a in (responses[0].content.actions or ())) if responses else False
     if channel is None:
         await context.reply(Reply(text="I couldn't figure out which voice channel you meant.", actions=("JOIN_VOICE",)))
         return ActionResult(success=False, error="no voice channel matched the request")
-    text_channel = guild.get_channel_or_thread(int(message.metadata["channelId"]))
+    text_channel = guild.get_channel_or_thread(_native_id(message.metadata.channel_id))
     try:
         await adapter.voice.join(channel, text_channel=text_channel)
     except VoiceError as exc:
@@ -113,7 +117,7 @@ async def _leave(context: ActionContext) -> ActionResult:
     runtime, message = context.runtime, context.message
     adapter = runtime.get_service(DISCORD_ADAPTER)
     assert adapter is not None and adapter.client is not None  # the validator checked it is connected
-    guild = adapter.client.get_guild(int(message.metadata["serverId"]))
+    guild = adapter.client.get_guild(_native_id(message.metadata.server_id))
     left = await adapter.voice.leave(guild) if guild is not None else None
     if left is None:
         return ActionResult(success=False, error="not in a voice channel in this server")
@@ -128,7 +132,7 @@ async def _validate_leave(runtime: AgentRuntime, message: Memory, state: State) 
     if not _is_discord_guild_message(runtime, message):
         return False
     adapter = runtime.get_service(DISCORD_ADAPTER)
-    return adapter is not None and int(message.metadata["serverId"]) in adapter.voice.sessions
+    return adapter is not None and _native_id(message.metadata.server_id) in adapter.voice.sessions
 
 
 join_voice = Action(

@@ -31,6 +31,7 @@ from bot.sdk import (
     AdapterState,
     ChannelType,
     ConfigError,
+    Content,
     Delivery,
     Entity,
     IncomingMessage,
@@ -69,6 +70,7 @@ from ._mapping import (
     world_for_chat,
     world_id,
 )
+from ._message_ref import TelegramMessageRef
 from ._outbound import ChatTarget, send_text
 from ._polling import PollingWatch
 from ._presses import keyboard
@@ -340,7 +342,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
             # and other chats go on while the audio is fetched and transcribed.
             assert self.app is not None
             seen = await listen(self.runtime, self.app.bot, seen)
-        if not seen.memory.content["text"] and not seen.attachments:
+        if not seen.memory.content.text and not seen.attachments:
             return
         await self._hand_over(message, seen, self._native(message, seen))
 
@@ -409,15 +411,15 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
         )
 
     def record_of_sent(self, message: Message) -> SentMessage:
-        content: dict[str, Any] = {"channelType": channel_type(message.chat).value}
-        carried = attachments(message)  # what Telegram says it carries, by file id
-        if carried:
-            content["attachments"] = carried
         return SentMessage(
             id=message_id(self.runtime.agent_id, message.chat.id, message.message_id),
             text=message.text or message.caption or "",
             created_at=said_at(message),
-            content=content,
+            content=Content(
+                channel_type=channel_type(message.chat),
+                # What Telegram says it carries, by file id.
+                attachments=attachments(message) or None,
+            ),
         )
 
     def describe_send(self, target: ChatTarget, quoting: int | None) -> str:
@@ -454,11 +456,10 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
 
     async def reply_target(self, message: Memory, text: str) -> tuple[ChatTarget, int | None] | None:
         """The stored message's chat and topic, quoting it."""
-        native = message.metadata.get(SOURCE) or {}
-        if not native.get("chatId"):
+        where = TelegramMessageRef.of(message)
+        if where is None:
             return None
-        quoted, thread = native.get("messageId"), native.get("threadId")
-        return ChatTarget(int(native["chatId"]), int(thread) if thread else None), int(quoted) if quoted else None
+        return ChatTarget(int(where.chat_id), where.thread_id), where.message_id
 
     async def record_direct_chat(self, sent: list[Message], room_id: str, person: Entity) -> None:
         """A private chat with ``person`` is written to the store (with them in it) if troupe has
@@ -477,7 +478,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
         if answering is None:
             if mode == "always":
                 said = await self._speak(chat, text, memories[-1], reply_to=None, thread=thread, what="message")
-        elif text and (mode == "always" or (mode == "auto" and bool(answering.content.get("isVoiceMessage")))):
+        elif text and (mode == "always" or (mode == "auto" and bool(answering.content.is_voice_message))):
             said = await self._speak(chat, text, memories[-1], reply_to=delivery.quoting, thread=thread)
         if said is not None:
             # The list the send returns: its caller gets the message with its voice note.

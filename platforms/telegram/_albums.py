@@ -23,7 +23,8 @@ from dataclasses import dataclass, field, replace
 
 from telegram import Message
 
-from ._mapping import SOURCE, Translated, album_memory_id, attachments, translate
+from ._mapping import Translated, album_memory_id, attachments, translate
+from ._message_ref import TelegramMessageRef
 
 __all__ = ["Albums", "translate_album"]
 
@@ -43,14 +44,17 @@ def translate_album(agent_id: str, parts: Sequence[Message], *, bot_id: int, bot
     speaking = next((m for m in ordered if m.caption), ordered[0])
     seen = translate(agent_id, speaking, bot_id=bot_id, bot_username=bot_username)
     assert speaking.media_group_id is not None  # an album's part
-    content, metadata = dict(seen.memory.content), dict(seen.memory.metadata)
-    files = [item for part in ordered for item in attachments(part)]
+    content = seen.memory.content
+    files = tuple(item for part in ordered for item in attachments(part))
     if files:
-        content["attachments"] = files
-    native = dict(metadata.get(SOURCE) or {})
-    native.update(mediaGroupId=speaking.media_group_id, albumMessageIds=[m.message_id for m in ordered])
-    metadata[SOURCE] = native
+        content = replace(content, attachments=files)
+    where = TelegramMessageRef.of(seen.memory)
+    assert where is not None  # every translated message has one
+    album = replace(
+        where, media_group_id=speaking.media_group_id, album_message_ids=tuple(m.message_id for m in ordered)
+    )
     album_id = album_memory_id(agent_id, seen.chat_id, speaking.media_group_id)
+    metadata = album.kept_in(seen.memory.metadata)
     return replace(seen, memory=replace(seen.memory, id=album_id, content=content, metadata=metadata))
 
 

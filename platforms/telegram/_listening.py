@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from telegram import Bot
 from telegram.error import BadRequest
 
-from bot.sdk import JSON, ModelError, reason_for, transcribe
+from bot.sdk import Content, ModelError, reason_for, transcribe
 
 if TYPE_CHECKING:
     from bot.sdk import AgentRuntime
@@ -57,7 +57,7 @@ async def listen(runtime: AgentRuntime, bot: Bot, seen: Translated) -> Translate
     caption, if any); its attachment keeps the transcript and is marked ``transcribed``, so the
     core does not transcribe it again.
 
-    Spoken notes set ``content.isVoiceMessage``. A failure is logged and leaves the attachment
+    Spoken notes set ``content.is_voice_message``. A failure is logged and leaves the attachment
     untranscribed: the core tries again if the character answers. Audio over 20 MB (by the
     update's size, else by what ``getFile`` says) is not downloaded: its attachment is marked
     ``transcribed`` with no words and a description saying it was too large, so the character
@@ -68,9 +68,9 @@ async def listen(runtime: AgentRuntime, bot: Bot, seen: Translated) -> Translate
     spoken, name = seen.spoken, runtime.character.name
     if spoken is None:
         return seen
-    content = dict(seen.memory.content)
+    content = seen.memory.content
     if spoken.said:
-        content["isVoiceMessage"] = True
+        content = replace(content, is_voice_message=True)
     where = seen.title or "a private chat"
     try:
         if spoken.size and spoken.size > _MAX_DOWNLOAD:
@@ -87,13 +87,13 @@ async def listen(runtime: AgentRuntime, bot: Bot, seen: Translated) -> Translate
             seen.chat_id,
             _TOO_LARGE,
         )
-        _mark_heard(
+        heard = _mark_heard(
             content,
             spoken.file_id,
             "",
             f"A {spoken.label} too large to listen to: it is {_TOO_LARGE}, so it was not transcribed",
         )
-        return _with(seen, content)
+        return _with(seen, heard)
     except Exception as exc:
         # A download error may quote the file URL, which carries the token: name only its kind.
         reason = reason_for(exc, name) if isinstance(exc, (ModelError, ValueError)) else type(exc).__name__
@@ -106,30 +106,31 @@ async def listen(runtime: AgentRuntime, bot: Bot, seen: Translated) -> Translate
             reason,
         )
         return _with(seen, content)
-    _mark_heard(
+    content = _mark_heard(
         content,
         spoken.file_id,
         transcript,
         f"Transcript of a {spoken.label}" if transcript else f"A {spoken.label} with no words in it",
     )
     if transcript:
-        caption = content.get("text")
-        content["text"] = f"{caption}\n{transcript}" if caption else transcript
+        caption = content.text
+        content = replace(content, text=f"{caption}\n{transcript}" if caption else transcript)
     return _with(seen, content)
 
 
-def _with(seen: Translated, content: JSON) -> Translated:
+def _with(seen: Translated, content: Content) -> Translated:
     return replace(seen, memory=replace(seen.memory, content=content))
 
 
-def _mark_heard(content: JSON, file_id: str, transcript: str, description: str) -> None:
-    """The attachment ``file_id`` in ``content`` (a copy of a memory's) is dealt with
-    (``transcribed``): the core leaves it."""
-    items = content.get("attachments")
-    if items:
-        content["attachments"] = [
-            {**item, "transcribed": True, "text": transcript, "description": description}
-            if item.get("id") == file_id
-            else item
+def _mark_heard(content: Content, file_id: str, transcript: str, description: str) -> Content:
+    """``content`` with the attachment ``file_id`` dealt with (``transcribed``): the core leaves it."""
+    items = content.attachments
+    if not items:
+        return content
+    return replace(
+        content,
+        attachments=tuple(
+            replace(item, transcribed=True, text=transcript, description=description) if item.id == file_id else item
             for item in items
-        ]
+        ),
+    )

@@ -17,10 +17,14 @@ from typing import Any
 from telegram import Chat, Message, User
 
 from bot.sdk import (
+    Attachment,
     ChannelType,
+    Content,
     Entity,
     EntityMetadata,
     Memory,
+    MemoryMetadata,
+    MemoryType,
     Ownership,
     PlatformProfile,
     Role,
@@ -32,6 +36,7 @@ from bot.sdk import (
     unique_uuid,
 )
 
+from ._message_ref import TelegramMessageRef
 from ._voice import Spoken, spoken_media
 
 __all__ = [
@@ -47,6 +52,7 @@ __all__ = [
     "memory_for_message",
     "message_id",
     "message_memory_id",
+    "message_metadata",
     "message_text",
     "room_for_message",
     "room_id",
@@ -258,32 +264,40 @@ def _memory(agent_id: str, message: Message, topic: int | None, *, bot_id: int, 
     reply = getattr(message, "reply_to_message", None)
     # In a forum, every message "replies" to the topic's first message: that is not a reply.
     quoted = None if reply is None or (topic is not None and reply.message_id == topic) else reply
-    content: dict[str, Any] = {"text": message_text(message), "source": SOURCE, "channelType": channel_type(chat).value}
-    if quoted is not None:
-        content["inReplyTo"] = message_memory_id(agent_id, quoted)
+    where = TelegramMessageRef.heard(chat, message.message_id, sender, topic)
     return Memory(
         id=message_id(agent_id, chat.id, message.message_id),
         entity_id=entity_id(agent_id, sender.id),
         agent_id=agent_id,
         room_id=room_id(agent_id, chat.id, topic),
         world_id=world_id(agent_id, chat.id),
-        content=content,
+        content=Content(
+            text=message_text(message),
+            source=SOURCE,
+            channel_type=channel_type(chat),
+            in_reply_to=message_memory_id(agent_id, quoted) if quoted is not None else None,
+        ),
         created_at=said_at(message),
-        metadata={
-            "type": "message",
-            "entityName": user_names(sender)[0],
-            "entityUserName": sender.username,
-            "authorIsBot": bool(sender.is_bot),
-            "isMention": _mentions_bot(message, bot_id, bot_username),
-            "isReply": quoted is not None and quoted.from_user is not None and quoted.from_user.id == bot_id,
-            SOURCE: {
-                "chatId": str(chat.id),
-                "chatType": str(chat.type),
-                "messageId": message.message_id,
-                "userId": str(sender.id),
-                "threadId": topic,
-            },
-        },
+        metadata=where.kept_in(
+            message_metadata(
+                sender,
+                is_mention=_mentions_bot(message, bot_id, bot_username),
+                is_reply=quoted is not None and quoted.from_user is not None and quoted.from_user.id == bot_id,
+            )
+        ),
+    )
+
+
+def message_metadata(sender: User, *, is_mention: bool, is_reply: bool) -> MemoryMetadata:
+    """What the gate needs of a message from ``sender``: who wrote it, and whether it is
+    addressed to the bot (a mention, or a reply to one of its messages)."""
+    return MemoryMetadata(
+        type=MemoryType.MESSAGE,
+        entity_name=user_names(sender)[0],
+        entity_user_name=sender.username,
+        author_is_bot=bool(sender.is_bot),
+        is_mention=is_mention,
+        is_reply=is_reply,
     )
 
 
@@ -298,20 +312,21 @@ def _sender(message: Message) -> User:
     return User(chat.id, _chat_name(chat), False, username=chat.username)
 
 
-def attachments(message: Message) -> list[dict[str, Any]]:
+def attachments(message: Message) -> tuple[Attachment, ...]:
     """Files on the message, by file id: their URLs carry the bot token and are never stored."""
-    found: list[dict[str, Any]] = []
+    found: list[Attachment] = []
     if message.photo:
         photo = message.photo[-1]  # the largest size
         found.append(
-            {
-                "id": photo.file_id,
-                "title": "photo.jpg",
-                "contentType": "image/jpeg",
-                "private": True,
-                "url": f"telegram:file:{photo.file_unique_id}",
-                "size": photo.file_size,
-            }
+            Attachment(
+                id=photo.file_id,
+                title="photo.jpg",
+                content_type="image/jpeg",
+                private=True,
+                url=f"telegram:file:{photo.file_unique_id}",
+                size=photo.file_size,
+                source=SOURCE,
+            )
         )
     for kind, default_type, default_name in (
         ("document", "application/octet-stream", "document"),
@@ -323,18 +338,17 @@ def attachments(message: Message) -> list[dict[str, Any]]:
         item = getattr(message, kind, None)
         if item is not None:
             found.append(
-                {
-                    "id": item.file_id,
-                    "title": getattr(item, "file_name", None) or default_name,
-                    "contentType": getattr(item, "mime_type", None) or default_type,
-                    "private": True,
-                    "url": f"telegram:file:{item.file_unique_id}",
-                    "size": item.file_size,
-                }
+                Attachment(
+                    id=item.file_id,
+                    title=getattr(item, "file_name", None) or default_name,
+                    content_type=getattr(item, "mime_type", None) or default_type,
+                    private=True,
+                    url=f"telegram:file:{item.file_unique_id}",
+                    size=item.file_size,
+                    source=SOURCE,
+                )
             )
-    for item in found:
-        item["source"] = SOURCE
-    return found
+    return tuple(found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,15 +378,14 @@ class Translated:
         return self.thread_id is not None
 
     @property
-    def attachments(self) -> list[dict[str, Any]]:
+    def attachments(self) -> tuple[Attachment, ...]:
         """The files on the message."""
-        return list(self.memory.content.get("attachments") or ())
+        return self.memory.content.attachments or ()
 
     def edit(self) -> Memory:
         """The message as an edit of one already stored: its words, not its files (the stored
         message's files, with their transcripts and descriptions, stay as they are)."""
-        content = {k: v for k, v in self.memory.content.items() if k != "attachments"}
-        return replace(self.memory, content=content, metadata=dict(self.memory.metadata))
+        return replace(self.memory, content=replace(self.memory.content, attachments=None))
 
 
 def translate(
@@ -383,15 +396,12 @@ def translate(
     ``@bot_username`` in it counts."""
     chat, topic = message.chat, _thread(message)
     memory = _memory(agent_id, message, topic, bot_id=bot_id, bot_username=bot_username)
-    # A new memory rather than its dicts patched: a memory is a value, and (typed) will be frozen.
-    content, metadata = dict(memory.content), dict(memory.metadata)
+    content, metadata = memory.content, memory.metadata
     if text is not None:
-        content["text"] = text
-        metadata["isMention"] = metadata["isMention"] or f"@{bot_username}".casefold() in text.casefold()
-    files = attachments(message)
-    if files:
-        content["attachments"] = files
-    memory = replace(memory, content=content, metadata=metadata)
+        content = replace(content, text=text)
+        mentioned = f"@{bot_username}".casefold() in text.casefold()
+        metadata = replace(metadata, is_mention=metadata.is_mention or mentioned)
+    memory = replace(memory, content=replace(content, attachments=attachments(message) or None), metadata=metadata)
     return Translated(
         chat_id=int(chat.id),
         message_id=int(message.message_id),

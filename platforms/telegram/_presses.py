@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from telegram import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, MaybeInaccessibleMessage, Message
 from telegram.error import BadRequest, TelegramError
 
-from bot.sdk import PRESS_KEY, Button, Memory, Press, buttons_shown, now_ms, rows
+from bot.sdk import Button, Content, Memory, Press, buttons_shown, now_ms, rows
 
 from ._mapping import (
     SOURCE,
@@ -34,9 +34,10 @@ from ._mapping import (
     chat_room,
     entity_for_user,
     message_id,
+    message_metadata,
     room_for_message,
-    user_names,
 )
+from ._message_ref import TelegramMessageRef
 
 if TYPE_CHECKING:
     from ._adapter import TelegramAdapter
@@ -86,36 +87,23 @@ def translate_press(agent_id: str, query: CallbackQuery, message: MaybeInaccessi
     room = room_for_message(agent_id, message) if isinstance(message, Message) else chat_room(agent_id, chat)
     topic = room.metadata.thread_id
     press = Press.find(str(query.data), shown_buttons(message))
+    where = TelegramMessageRef.heard(chat, message.message_id, presser, topic, callback_query_id=query.id)
     memory = Memory(
         id=message_id(agent_id, chat.id, f"press-{query.id}"),
         entity_id=entity_for_user(agent_id, presser).id,
         agent_id=agent_id,
         room_id=room.id,
         world_id=room.world_id,
-        content={
-            "text": press.text,
-            PRESS_KEY: press.record(),
-            "inReplyTo": message_id(agent_id, chat.id, message.message_id),
-            "source": SOURCE,
-            "channelType": channel_type(chat).value,
-        },
+        content=Content(
+            text=press.text,
+            button=press,
+            in_reply_to=message_id(agent_id, chat.id, message.message_id),
+            source=SOURCE,
+            channel_type=channel_type(chat),
+        ),
         created_at=now_ms(),
-        metadata={
-            "type": "message",
-            "entityName": user_names(presser)[0],
-            "entityUserName": presser.username,
-            "authorIsBot": bool(presser.is_bot),
-            "isMention": False,
-            "isReply": True,  # a button under the bot's own message: the press is addressed to it
-            SOURCE: {
-                "chatId": str(chat.id),
-                "chatType": str(chat.type),
-                "messageId": message.message_id,
-                "userId": str(presser.id),
-                "threadId": topic,
-                "callbackQueryId": query.id,
-            },
-        },
+        # A button under the bot's own message: the press is addressed to it.
+        metadata=where.kept_in(message_metadata(presser, is_mention=False, is_reply=True)),
     )
     return Translated(
         chat_id=int(chat.id),

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from telegram import Chat
 
-from bot.sdk import Memory, ModelError, reason_for, synthesize
+from bot.sdk import Attachment, FrozenMap, Memory, ModelError, reason_for, synthesize
 
 from ._mapping import SOURCE
 from ._outbound import send_voice
@@ -88,22 +88,21 @@ async def speak(
     finally:
         await recording.stop()
     voice = sent.voice
-    attachment = {
-        "id": voice.file_id if voice else "",
-        "title": "voice.ogg",
-        "contentType": "audio/ogg",
-        "source": SOURCE,
-        "private": True,
-        "transcribed": True,
-        "text": words,
-        "description": f"Voice note of this {what}",
-        "url": f"telegram:file:{voice.file_unique_id}" if voice else "",
-        "duration": note.duration,
-        "messageId": sent.message_id,
-    }
-    said = replace(
-        memory, content={**memory.content, "attachments": [*(memory.content.get("attachments") or ()), attachment]}
+    attachment = Attachment(
+        id=voice.file_id if voice else "",
+        title="voice.ogg",
+        content_type="audio/ogg",
+        source=SOURCE,
+        private=True,
+        transcribed=True,
+        text=words,
+        description=f"Voice note of this {what}",
+        url=f"telegram:file:{voice.file_unique_id}" if voice else "",
+        # Telegram's own: how long it plays, and the message that carries it.
+        extra=FrozenMap({"duration": note.duration, "messageId": sent.message_id}),
     )
+    carried = (*(memory.content.attachments or ()), attachment)
+    said = replace(memory, content=replace(memory.content, attachments=carried))
     assert said.id is not None  # a Telegram message's memory is named after its chat and id
     await adapter.runtime.store.update_memory(said.id, content=said.content)
     return said

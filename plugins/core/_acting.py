@@ -18,6 +18,7 @@ from bot.sdk import (
     EvaluatorStarted,
     HandlerCallback,
     Memory,
+    OutgoingFile,
     State,
 )
 
@@ -57,14 +58,15 @@ async def run_actions(
     Returns each action's name and whether it succeeded."""
     outcomes: list[tuple[str, bool]] = []
     results: list[ActionResult] = state.data.setdefault("actionResults", [])
+    attached: list[OutgoingFile] = []  # shared by the chain: an action attaches, REPLY sends
     for response in responses:
-        for name in response.content.get("actions") or []:
+        for name in response.content.actions or []:
             action = find_action(rt.actions, name)
             if action is None:
                 _log.info("%s: the model asked for unknown action %r; skipped", rt.character.name, name)
                 continue
             await rt.emit(ActionStarted(action=action.name, room_id=message.room_id, message_id=message.id))
-            context = ActionContext(rt, message, state, {"previousResults": list(results)}, reply, responses)
+            context = ActionContext(rt, message, state, {"previousResults": list(results)}, reply, responses, attached)
             try:
                 result = await action.handler(context)
             except Exception as exc:

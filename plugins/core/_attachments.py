@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from bot.sdk import AudioError, Memory, ModelError, ModelType, UnreadablePdf, pdf_text, transcribe
+from bot.sdk import Attachment, AudioError, Memory, ModelError, ModelType, UnreadablePdf, pdf_text, transcribe
 
 from ._links import read_links
 
@@ -248,13 +248,12 @@ async def process_attachments(
     Returns the message with what was read in its attachments (a new memory: ``message`` is
     left as it is), or None when nothing was read.
     """
-    given = message.content.get("attachments")
-    # Copies, filled in by the work below.
-    attachments = [dict(a) if isinstance(a, dict) else a for a in given] if isinstance(given, list) else []
-    known = [str(a.get("url") or "") for a in attachments if isinstance(a, Mapping)]
+    # Each as its platform described it (what ``fetch`` reads), filled in by the work below.
+    attachments = [a.to_json() for a in message.content.attachments or ()]
+    known = [a.url or "" for a in message.content.attachments or ()]
     todo: list[tuple[dict[str, Any], str]] = []
     for item in attachments[:_MAX_ATTACHMENTS]:
-        if isinstance(item, dict) and (kind := attachment_kind(item)) is not None and _needs_work(item, kind):
+        if (kind := attachment_kind(item)) is not None and _needs_work(item, kind):
             todo.append((item, kind))
 
     async def work(item: dict[str, Any], kind: str) -> bool:
@@ -274,9 +273,10 @@ async def process_attachments(
 
     # Links are read while the attachments are: the answer waits for the slowest of them.
     links, *results = await asyncio.gather(
-        read_links(runtime, str(message.content.get("text") or ""), known),
+        read_links(runtime, message.content.text or "", known),
         *(work(item, kind) for item, kind in todo),
     )
     if not any(results) and not links:
         return None
-    return replace(message, content={**message.content, "attachments": [*attachments, *links]})
+    read = tuple(Attachment.from_json(a) for a in [*attachments, *links])
+    return replace(message, content=replace(message.content, attachments=read))

@@ -62,7 +62,7 @@ class Delivery:
         self.message = message
         self.callback = callback
         self.limit = max_reply_chars(runtime)
-        self.platform = str(message.content.get("source") or "unknown")
+        self.platform = message.content.source or "unknown"
         self.attempted = 0
         """Sends tried (content with text or files)."""
         self.sent = 0

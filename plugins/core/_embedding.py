@@ -83,7 +83,7 @@ class MessageEmbeddings:
             # shield: a provider giving up (its timeout) must not cancel the embedding being stored.
             return await asyncio.shield(task)
         runtime = self.runtime
-        text = str(memory.content.get("text") or "")
+        text = memory.content.text or ""
         if not text or not runtime.has_model(ModelType.TEXT_EMBEDDING):
             return None
         try:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import fields, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, TypeVar
 
 from bot.sdk import (
     ChannelCleared,
+    Content,
     EntityJoined,
     EntityLeft,
     Event,
@@ -76,12 +77,20 @@ async def on_message_updated(runtime: AgentRuntime, event: MessageUpdated) -> No
     if stored is None:
         await runtime.store.create_memory(replace(edited, agent_id=runtime.agent_id), MESSAGES, unique=False)
         return
-    content = {**stored.content, **edited.content}
-    metadata = {**stored.metadata, "editedAt": now_ms()}
+    content = _edited(stored.content, edited.content)
+    metadata = replace(stored.metadata, edited_at=now_ms())
     await runtime.store.update_memory(edited_id, content=content, metadata=metadata)
-    text = str(content.get("text") or "")
-    if text != stored.content.get("text"):
+    text = content.text or ""
+    if text != stored.content.text:
         embeddings(runtime).embed_later(edited_id, text)
+
+
+def _edited(stored: Content, edited: Content) -> Content:
+    """``stored`` with what the edit says: each part the edit has replaces the stored one."""
+    changed = {
+        f.name: value for f in fields(Content) if f.name != "extra" and (value := getattr(edited, f.name)) is not None
+    }
+    return replace(stored, **changed, extra={**stored.extra, **edited.extra})
 
 
 async def on_message_deleted(runtime: AgentRuntime, event: MessageDeleted) -> None:

@@ -14,10 +14,10 @@ Rules, in order:
 4. FOLLOWED room: respond.
 5. Otherwise: undecided — the small model decides (RESPOND / IGNORE / STOP).
 
-Adapters describe each message in ``Memory.metadata``: ``authorIsBot`` (the sender is a bot),
-``isMention`` (this agent's bot was @-mentioned), ``isReply`` (a reply to this agent's
-message), ``oneToOne`` (the sender and the agent are alone together: a voice channel with no one
-else in it). The gate never sees platform objects.
+Adapters describe each message in ``Memory.metadata``: ``author_is_bot`` (the sender is a bot),
+``is_mention`` (this agent's bot was @-mentioned), ``is_reply`` (a reply to this agent's
+message), ``one_to_one`` (the sender and the agent are alone together: a voice channel with no
+one else in it). The gate never sees platform objects.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def bot_run_length(recent: Sequence[Memory], agent_id: str) -> int:
     last human one. The agent's own messages count as bot messages."""
     run = 0
     for memory in recent:
-        if memory.entity_id == agent_id or memory.metadata.get("authorIsBot"):
+        if memory.entity_id == agent_id or memory.metadata.author_is_bot:
             run += 1
         else:
             break
@@ -109,10 +109,10 @@ def decide(
         return Verdict(Decision.IGNORE, Rule.OWN, "own message")
 
     meta = message.metadata
-    text = str(message.content.get("text") or "")
-    addressed = bool(meta.get("isMention") or meta.get("isReply")) or addressed_by_name(text, names)
+    text = message.content.text or ""
+    addressed = bool(meta.is_mention or meta.is_reply) or addressed_by_name(text, names)
 
-    if meta.get("authorIsBot"):
+    if meta.author_is_bot:
         run = max(bot_run_length(recent, agent_id), 1)
         if run > max_bot_turns:
             return Verdict(Decision.IGNORE, Rule.LOOP_GUARD, f"loop guard: {run} bot messages in a row", addressed)
@@ -124,16 +124,16 @@ def decide(
     if room_state is RoomState.STOPPED and not addressed:
         return Verdict(Decision.IGNORE, Rule.STOPPED, "asked to stay out until named or invited back")
 
-    source = str(message.content.get("source") or "")
+    source = message.content.source or ""
     if room_type is not None and str(room_type).upper() in _ALWAYS_TYPES:
         return Verdict(Decision.RESPOND, Rule.ROOM_TYPE, f"{str(room_type).upper()} room", addressed)
-    if meta.get("oneToOne"):
+    if meta.one_to_one:
         return Verdict(Decision.RESPOND, Rule.ONE_TO_ONE, "alone with the speaker", True)
     if source in set(always_sources):
         return Verdict(Decision.RESPOND, Rule.SOURCE, f"{source} source", addressed)
-    if meta.get("isMention"):
+    if meta.is_mention:
         return Verdict(Decision.RESPOND, Rule.MENTIONED, "mentioned", True)
-    if meta.get("isReply"):
+    if meta.is_reply:
         return Verdict(Decision.RESPOND, Rule.REPLY, "reply to the agent", True)
     if addressed:
         return Verdict(Decision.RESPOND, Rule.NAMED, "named", True)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from bot.sdk import ChannelType, Entity, Memory, Room, StoreError
 
 from ._embedding import embeddings
+from .providers._common import channel_type
 
 if TYPE_CHECKING:
     from bot.sdk import AgentRuntime
@@ -33,7 +34,7 @@ async def store_incoming(rt: AgentRuntime, message: Memory, *, stored_before: bo
             raise
         await store.create_memory(message, MESSAGES)
     if message.embedding is None:
-        embeddings(rt).hold(message.id, str(message.content.get("text") or ""))
+        embeddings(rt).hold(message.id, message.content.text or "")
 
 
 async def _restore_references(rt: AgentRuntime, message: Memory) -> bool:
@@ -48,13 +49,12 @@ async def _restore_references(rt: AgentRuntime, message: Memory) -> bool:
     store = rt.store
     restored = False
     if await store.get_room(message.room_id) is None:
-        raw_type = str(message.content.get("channelType") or "").upper()
-        kind = ChannelType(raw_type) if raw_type in ChannelType.__members__ else ChannelType.GROUP
+        kind = channel_type(None, message) or ChannelType.GROUP
         await store.create_rooms(
             [
                 Room(
                     message.room_id,
-                    source=str(message.content.get("source") or "unknown"),
+                    source=message.content.source or "unknown",
                     type=kind,
                     world_id=message.world_id,
                 )
@@ -63,7 +63,7 @@ async def _restore_references(rt: AgentRuntime, message: Memory) -> bool:
         await store.add_participant(rt.agent_id, message.room_id)
         restored = True
     if await store.get_entity(message.entity_id) is None:
-        names = [str(n) for n in (message.metadata.get("entityName"), message.metadata.get("entityUserName")) if n]
+        names = [n for n in (message.metadata.entity_name, message.metadata.entity_user_name) if n]
         await store.create_entities([Entity(message.entity_id, rt.agent_id, names=list(dict.fromkeys(names)))])
         restored = True
     if restored:

@@ -21,7 +21,7 @@ import asyncio
 import itertools
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -29,8 +29,11 @@ from bot.sdk import (
     DECISION_TOKENS,
     PLAN_TOKENS,
     Claim,
+    Content,
     IncomingMessage,
     Memory,
+    MemoryMetadata,
+    MemoryType,
     ModelContextExceeded,
     ModelError,
     ModelType,
@@ -71,6 +74,7 @@ from ._should_respond import ShouldRespond, read_choice
 from ._streaming import ReplyWatcher
 from ._troupe import DEFAULT_WAIT_S, Candidate, SharedMessage, Troupe, TroupeChoice, TroupeDecision, about, ask_model
 from .actions._room_state import set_state
+from .providers._common import channel_type
 
 if TYPE_CHECKING:
     from bot.sdk import AgentRuntime
@@ -109,15 +113,9 @@ class _Turn:
     @classmethod
     def of(cls, incoming: IncomingMessage, runtime: AgentRuntime) -> _Turn:
         original = incoming.message
-        content = dict(original.content)
-        attachments = content.get("attachments")
-        if isinstance(attachments, list):  # read attachments are filled in: copy each one
-            content["attachments"] = [dict(a) if isinstance(a, Mapping) else a for a in attachments]
         # A message without a platform id is new by definition.
         message_id = original.id or str(uuid.uuid4())
-        message = replace(
-            original, id=message_id, agent_id=runtime.agent_id, content=content, metadata=dict(original.metadata)
-        )
+        message = replace(original, id=message_id, agent_id=runtime.agent_id)
         delivery = Delivery(runtime, message, incoming.channel.send)
         return cls(message, message_id, incoming.channel, delivery, incoming.recovered, incoming.native)
 
@@ -308,7 +306,7 @@ class MessagePipeline:
     async def _respond(self, turn: _Turn, verdict: Verdict, order: tuple[int, int]) -> Outcome:
         rt, message, delivery = self.runtime, turn.message, turn.delivery
         # What was attached to this message is part of what it says: show it when planning.
-        extra = ["ACTIONS", "ATTACHMENTS"] if message.content.get("attachments") else ["ACTIONS"]
+        extra = ["ACTIONS", "ATTACHMENTS"] if message.content.attachments else ["ACTIONS"]
         state = await rt.compose_state(message, extra)
         plan = await self._plan(state, turn.channel.stream if turn.channel.streams else None)
         if isinstance(plan, Outcome):
@@ -320,16 +318,15 @@ class MessagePipeline:
         actions = plan.actions
         # Bounded here, not only when sent: what is stored as said is what was sent.
         text = bound_text(plan.text, max_reply_chars(rt))
-        content = {
-            "thought": plan.thought,
-            "actions": actions,
-            "providers": plan.providers,
-            "text": text,
-            "inReplyTo": message.id,
-            "source": message.content.get("source"),
-        }
-        if plan.image_prompt:
-            content["imagePrompt"] = plan.image_prompt
+        content = Content(
+            thought=plan.thought,
+            actions=tuple(actions),
+            providers=tuple(plan.providers),
+            text=text,
+            in_reply_to=message.id,
+            source=message.content.source,
+            image_prompt=plan.image_prompt or None,
+        )
         response = Memory(
             id=str(uuid.uuid4()),
             entity_id=rt.agent_id,
@@ -365,7 +362,7 @@ class MessagePipeline:
 
     def _pressed_button(self, message: Memory) -> tuple[Press, PressHandler] | None:
         """The button the message presses, when a plugin handles its presses."""
-        press = Press.of(message.content)
+        press = message.content.button
         handler = self.runtime.press_handler_for(press.value) if press is not None else None
         return (press, handler) if press is not None and handler is not None else None
 
@@ -378,13 +375,13 @@ class MessagePipeline:
         # heard, the other characters' words included (through the relay, from any daemon), so it
         # holds across daemons with no count of its own.
         recent = []
-        if message.metadata.get("authorIsBot"):
+        if message.metadata.author_is_bot:
             recent = await rt.store.get_memories(table=MESSAGES, room_id=message.room_id, count=max_bot_turns + 1)
         verdict = decide(
             message,
             agent_id=rt.agent_id,
             names=self._names(),
-            room_type=room.type if room else message.content.get("channelType"),
+            room_type=channel_type(room, message),
             room_state=room_state,
             recent=recent,
             max_bot_turns=max_bot_turns,
@@ -603,7 +600,7 @@ class MessagePipeline:
     async def _remember_silence(self, message: Memory, action: str, thought: str = "") -> None:
         """Store the decision not to speak, so the history (and the loop guard) sees it."""
         rt = self.runtime
-        content = {"thought": thought or "Decided not to respond.", "actions": [action], "inReplyTo": message.id}
+        content = Content(thought=thought or "Decided not to respond.", actions=(action,), in_reply_to=message.id)
         await rt.store.create_memory(
             Memory(
                 entity_id=rt.agent_id,
@@ -611,7 +608,7 @@ class MessagePipeline:
                 room_id=message.room_id,
                 world_id=message.world_id,
                 content=content,
-                metadata={"type": "decision"},
+                metadata=MemoryMetadata(type=MemoryType.DECISION),
                 created_at=now_ms(),
             ),
             MESSAGES,

@@ -113,7 +113,7 @@ async def recover(
             # Claimed, then the process died before storing it: nothing is left to answer with.
             # A redelivery by the platform still gets it answered (the claim is retried once).
             continue
-        if message.content.get("source") != source:
+        if message.content.source != source:
             continue
         if isinstance(messenger, Replier) and not messenger.serves(message):
             continue  # another daemon serves it (a Discord shard held elsewhere) and may be answering it now

@@ -5,7 +5,7 @@ runtime's task loop. A run looks at every room and compacts the messages past re
 than ``MEMORY_MAX_AGE_DAYS``, or beyond ``MEMORY_ROOM_CAP`` (a room over its cap goes down to 90%
 of it, so each summary covers a useful stretch) — oldest first, a batch at a time: TEXT_SMALL
 writes a summary, which is stored in the ``summaries`` table (room, world, time span, the people
-who spoke in ``metadata.entityIds``, an embedding when a model serves TEXT_EMBEDDING), and the
+who spoke in ``metadata.entity_ids``, an embedding when a model serves TEXT_EMBEDDING), and the
 batch's messages are deleted in the same transaction. When a room holds more than
 ``MEMORY_SUMMARY_CAP`` summaries, its oldest ones are merged the same way, so nothing grows
 without bound. The FACTS provider retrieves summaries next to facts. The log of model calls
@@ -21,12 +21,25 @@ Setting all four limits to 0 turns retention off (no task is scheduled).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from bot.sdk import ChannelType, Memory, ModelError, ModelType, SettingReader, Task, TaskMetadata, TaskWorker
+from bot.sdk import (
+    ChannelType,
+    Content,
+    Memory,
+    MemoryMetadata,
+    MemoryType,
+    ModelError,
+    ModelType,
+    SettingReader,
+    Task,
+    TaskMetadata,
+    TaskWorker,
+)
 
 from ._recovery import KEEP_HANDLED_MS
 from ._summaries import ask_for_summary
@@ -134,7 +147,7 @@ def _when(ms: int | None) -> str:
 
 
 def _text(memory: Memory) -> str:
-    return " ".join(str(memory.content.get("text") or "").split())
+    return " ".join((memory.content.text or "").split())
 
 
 def _fit(lines: list[tuple[Memory, str]]) -> list[tuple[Memory, str]]:
@@ -182,8 +195,41 @@ async def _room_name(runtime: AgentRuntime, room_id: str) -> str:
     return f"the room {room.name!r}" if room.name else "a group conversation"
 
 
+@dataclass(frozen=True, slots=True)
+class _Compacted:
+    """What a summary's metadata says of the messages it replaced, besides their span and
+    speakers: kept among the metadata's other keys, under this plugin's names."""
+
+    messages: int
+    """How many messages it covers, those of the summaries it merged included."""
+    level: int
+    """1 for a summary of messages, one more than the highest merged for a merged one."""
+
+    @classmethod
+    def of(cls, summary: Memory) -> _Compacted:
+        extra = summary.metadata.extra
+        return cls(_number(extra.get("messageCount"), 0), _number(extra.get("level"), 1))
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": "conversation_summary", "messageCount": self.messages, "level": self.level}
+
+
+def _number(value: object, default: int) -> int:
+    """A stored count as a number (a row may hold it as text); ``default`` when there is none."""
+    if isinstance(value, (int, float, str)):
+        with contextlib.suppress(ValueError, OverflowError):
+            return int(value)
+    return default
+
+
 def _summary_memory(
-    runtime: AgentRuntime, room_id: str, parts: list[Memory], text: str, metadata: dict[str, Any]
+    runtime: AgentRuntime,
+    room_id: str,
+    parts: list[Memory],
+    text: str,
+    span: tuple[int, int],
+    entity_ids: list[str],
+    compacted: _Compacted,
 ) -> Memory:
     end = max(m.created_at or 0 for m in parts)
     world = next((m.world_id for m in parts if m.world_id), None)
@@ -192,10 +238,24 @@ def _summary_memory(
         agent_id=runtime.agent_id,
         room_id=room_id,
         world_id=world,
-        content={"text": text, "source": "retention"},
+        content=Content(text=text, source="retention"),
         created_at=end,
-        metadata={"type": "custom", **metadata},
+        metadata=MemoryMetadata(
+            type=MemoryType.CUSTOM,
+            start=span[0],
+            end=span[1],
+            entity_ids=tuple(entity_ids),
+            extra=compacted.to_json(),
+        ),
     )
+
+
+def _start(summary: Memory) -> int:
+    return summary.metadata.start if summary.metadata.start is not None else summary.created_at or 0
+
+
+def _end(summary: Memory) -> int:
+    return summary.metadata.end if summary.metadata.end is not None else summary.created_at or 0
 
 
 async def _compact_messages(runtime: AgentRuntime, room_id: str, batch: list[Memory]) -> tuple[int, bool]:
@@ -204,7 +264,7 @@ async def _compact_messages(runtime: AgentRuntime, room_id: str, batch: list[Mem
     names = await entity_names(runtime, [m.entity_id for m in batch])
     lines = []
     for memory in batch:
-        name = names.get(memory.entity_id) or str(memory.metadata.get("entityName") or UNKNOWN_USER)
+        name = names.get(memory.entity_id) or memory.metadata.entity_name or UNKNOWN_USER
         line = f"{_when(memory.created_at)} {name}: {_text(memory)[:_LINE_CHARS]}"
         lines.append((memory, line))
     lines = _fit(lines)
@@ -219,14 +279,9 @@ async def _compact_messages(runtime: AgentRuntime, room_id: str, batch: list[Mem
         room_id,
         batch,
         text,
-        {
-            "kind": "conversation_summary",
-            "start": min(m.created_at or 0 for m in batch),
-            "end": max(m.created_at or 0 for m in batch),
-            "messageCount": len(batch),
-            "entityIds": sorted({m.entity_id for m in batch}),
-            "level": 1,
-        },
+        (min(m.created_at or 0 for m in batch), max(m.created_at or 0 for m in batch)),
+        sorted({m.entity_id for m in batch}),
+        _Compacted(messages=len(batch), level=1),
     )
     summary = replace(summary, embedding=await _embed(runtime, text))
     removed = await store.compact_memories(summary, SUMMARIES, [m.id for m in batch if m.id])
@@ -235,9 +290,7 @@ async def _compact_messages(runtime: AgentRuntime, room_id: str, batch: list[Mem
 
 async def _merge_summaries(runtime: AgentRuntime, room_id: str, batch: list[Memory]) -> int:
     """Replace several summaries (oldest first) with one; returns how many were replaced."""
-    lines = _fit(
-        [(m, f"From {_when(m.metadata.get('start'))} to {_when(m.metadata.get('end'))}: {_text(m)}") for m in batch]
-    )
+    lines = _fit([(m, f"From {_when(m.metadata.start)} to {_when(m.metadata.end)}: {_text(m)}") for m in batch])
     batch = [m for m, _ in lines]
     if len(batch) < 2:
         return 0
@@ -245,27 +298,19 @@ async def _merge_summaries(runtime: AgentRuntime, room_id: str, batch: list[Memo
     text = await _summarize(runtime, await _room_name(runtime, room_id), conversation, _MERGED_WORDS)
     entity_ids: set[str] = set()
     for part in batch:
-        entity_ids.update(str(e) for e in part.metadata.get("entityIds") or [])
-
-    def number(memory: Memory, key: str, default: int) -> int:
-        try:
-            return int(memory.metadata.get(key, default))
-        except (TypeError, ValueError):
-            return default
+        entity_ids.update(part.metadata.entity_ids or ())
 
     summary = _summary_memory(
         runtime,
         room_id,
         batch,
         text,
-        {
-            "kind": "conversation_summary",
-            "start": min(number(m, "start", m.created_at or 0) for m in batch),
-            "end": max(number(m, "end", m.created_at or 0) for m in batch),
-            "messageCount": sum(number(m, "messageCount", 0) for m in batch),
-            "entityIds": sorted(entity_ids),
-            "level": max(number(m, "level", 1) for m in batch) + 1,
-        },
+        (min(_start(m) for m in batch), max(_end(m) for m in batch)),
+        sorted(entity_ids),
+        _Compacted(
+            messages=sum(_Compacted.of(m).messages for m in batch),
+            level=max(_Compacted.of(m).level for m in batch) + 1,
+        ),
     )
     summary = replace(summary, embedding=await _embed(runtime, text))
     return await runtime.store.compact_memories(summary, SUMMARIES, [m.id for m in batch if m.id])

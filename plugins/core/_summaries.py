@@ -78,8 +78,8 @@ async def ask_for_summary(runtime: AgentRuntime, template_name: str, values: Map
 
 
 def _readable(memory: Memory) -> bool:
-    content = memory.content or {}
-    return not is_decision(memory) and bool(str(content.get("text") or "").strip() or content.get("attachments"))
+    content = memory.content
+    return not is_decision(memory) and bool((content.text or "").strip() or content.attachments)
 
 
 async def _recent(
@@ -131,15 +131,9 @@ async def read_window(
 
 
 def _line(memory: Memory, names: Mapping[str, str]) -> str:
-    content = memory.content or {}
-    name = names.get(memory.entity_id) or str(memory.metadata.get("entityName") or UNKNOWN_USER)
-    text = " ".join(str(content.get("text") or "").split())
-    attachments = content.get("attachments")
-    titles = [
-        str(a.get("title") or a.get("contentType") or "file")
-        for a in (attachments if isinstance(attachments, list) else [])
-        if isinstance(a, Mapping)
-    ]
+    name = names.get(memory.entity_id) or memory.metadata.entity_name or UNKNOWN_USER
+    text = " ".join((memory.content.text or "").split())
+    titles = [a.title or a.content_type or "file" for a in memory.content.attachments or ()]
     if titles:
         text += f" [attached: {', '.join(titles)}]"
     return f"{clock_time(memory.created_at)} {name}: {text.strip()}"[:_LINE_CHARS]

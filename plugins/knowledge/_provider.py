@@ -59,13 +59,14 @@ def _bullet(text: str) -> str:
 
 
 def _data(hit: Hit) -> dict[str, object]:
+    """A hit as elizaOS's knowledge provider gives it (JSON, read by key in templates and plugins)."""
     memory = hit.memory
     return {
         "id": memory.id,
         "content": {"text": hit.text},
         "similarity": hit.similarity,
         "score": hit.score,
-        "metadata": memory.metadata,
+        "metadata": memory.metadata.to_json(),
     }
 
 
@@ -90,7 +91,7 @@ async def _vector(runtime: AgentRuntime, message: Memory) -> list[float] | None:
 
 async def _get(runtime: AgentRuntime, message: Memory, state: State) -> ProviderResult:
     service = runtime.get_service(KNOWLEDGE)
-    text = str(message.content.get("text") or "").strip()
+    text = (message.content.text or "").strip()
     if service is None or not text:
         return ProviderResult()  # nothing to ask: no section at all
     await service.settle()  # a sync under way (the first start's): its knowledge, not none

@@ -64,7 +64,7 @@ class Hit:
 
     @property
     def text(self) -> str:
-        return str(self.memory.content.get("text") or "")
+        return self.memory.content.text or ""
 
 
 def _words(text: str) -> set[str]:
@@ -77,12 +77,12 @@ def rank(
     """Fuse two ranked lists of fragments, rerank them and keep what fits (module docstring)."""
     hits: dict[str, Hit] = {}
     for position, memory in enumerate(vector_hits, start=1):
-        key = memory.id or str(memory.content.get("text"))
+        key = memory.id or memory.content.text or ""
         hit = hits.setdefault(key, Hit(memory, 0.0))
         hit.vector_rank, hit.similarity = position, memory.similarity
         hit.score += 1 / (_RRF_K + position)
     for position, memory in enumerate(keyword_hits, start=1):
-        key = memory.id or str(memory.content.get("text"))
+        key = memory.id or memory.content.text or ""
         hit = hits.setdefault(key, Hit(memory, 0.0))
         hit.keyword_rank = position
         hit.score += 1 / (_RRF_K + position)
@@ -95,9 +95,9 @@ def rank(
         if total:
             hit.coverage = sum(weights[t] for t in stems if t in words[key]) / total
         hit.score += _COVERAGE_WEIGHT * hit.coverage / (_RRF_K + 1)
-        if stems and hit.memory.metadata.get("source") == "file":
+        if stems and hit.memory.metadata.source == "file":
             # A document named for what is asked about is about it, more than a passing mention.
-            title = _words(str(hit.memory.metadata.get("title") or ""))
+            title = _words(hit.memory.metadata.title or "")
             hit.score += len(stems & title) / len(stems) / (_RRF_K + 1)
     chosen: list[Hit] = []
     seen: set[str] = set()

@@ -206,7 +206,7 @@ async def main(args: argparse.Namespace) -> None:
                 vector, count=config.candidates, match_threshold=config.min_similarity
             )
             for name, hits in (("hybrid", hybrid), ("keywords", keywords), ("vectors", rank(nearest, [], [], config))):
-                results[name].append([Path(h.memory.metadata["title"]).name for h in hits])
+                results[name].append([Path(h.memory.metadata.title or "").name for h in hits])
         for name, samples in timings.items():
             print(
                 f"  {name + ' search':<16} p50 {percentile(samples, 0.5):7.1f} ms   "

@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bot.config.character import load_character
 from bot.daemon.chat import runtime_plugins
+from bot.kernel.content import Content
 from bot.kernel.messages import IncomingMessage, QuietChannel
 from bot.kernel.outgoing import Reply
 from bot.kernel.types import ChannelType, Entity, Memory, Room, World
@@ -92,7 +93,7 @@ class Stored(QuietChannel):
 
     async def send(self, reply: Reply) -> list[Memory]:
         self.sent_at = self.sent_at or time.perf_counter()
-        sent = Memory(entity_id=self.rt.agent_id, room_id=self.room_id, content=reply.to_json())
+        sent = Memory(entity_id=self.rt.agent_id, room_id=self.room_id, content=Content.from_json(reply.to_json()))
         await self.rt.store.create_memory(sent, "messages", unique=False)
         return [sent]
 
@@ -131,7 +132,7 @@ async def say(agent: Agent, index: int, text: str, *, measure: bool = True) -> N
         id=str(uuid.uuid4()),
         entity_id=agent.people[room],
         room_id=agent.rooms[room],
-        content={"text": text, "source": "bench"},
+        content=Content(text=text, source="bench"),
     )
     channel = Stored(agent.rt, agent.rooms[room])
     started = time.perf_counter()

@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bot.config.character import load_character
+from bot.kernel.content import Content
 from bot.kernel.messages import IncomingMessage, QuietChannel
 from bot.kernel.models import ModelType
 from bot.kernel.outgoing import Reply
@@ -90,13 +91,13 @@ class Stored(QuietChannel):
         self.rt, self.room_id = rt, room_id
 
     async def send(self, reply: Reply) -> list[Memory]:
-        sent = Memory(entity_id=self.rt.agent_id, room_id=self.room_id, content=reply.to_json())
+        sent = Memory(entity_id=self.rt.agent_id, room_id=self.room_id, content=Content.from_json(reply.to_json()))
         await self.rt.store.create_memory(sent, "messages", unique=False)
         return [sent]
 
 
 async def send(rt: AgentRuntime, room_id: str, human: str, text: str) -> float:
-    message = Memory(id=str(uuid.uuid4()), entity_id=human, room_id=room_id, content={"text": text, "source": "bench"})
+    message = Memory(id=str(uuid.uuid4()), entity_id=human, room_id=room_id, content=Content(text=text, source="bench"))
     started = time.perf_counter()
     await rt.receive(IncomingMessage(message, Stored(rt, room_id)))
     return (time.perf_counter() - started) * 1000

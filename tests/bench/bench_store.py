@@ -27,6 +27,7 @@ from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from bot.kernel.content import Content, MemoryMetadata, MemoryType
 from bot.kernel.ids import string_to_uuid
 from bot.kernel.types import AgentRecord, ChannelType, Entity, Memory, Room
 from bot.store import AgentStore, Database
@@ -111,10 +112,10 @@ async def main(args: argparse.Namespace) -> None:
                     Memory(
                         entity_id=rng.choice(users[a]),
                         room_id=room_id,
-                        content={"text": random_text(rng), "source": "bench"},
+                        content=Content(text=random_text(rng), source="bench"),
                         embedding=random_vector(args.dims, rng),
                         created_at=base_ms + written + k,
-                        metadata={"type": "message"},
+                        metadata=MemoryMetadata(type=MemoryType.MESSAGE),
                     )
                 )
             t0 = time.perf_counter()
@@ -165,9 +166,9 @@ async def measure(
         memory = Memory(
             entity_id=rng.choice(users[a]),
             room_id=room_id,
-            content={"text": random_text(rng)},
+            content=Content(text=random_text(rng)),
             embedding=random_vector(args.dims, rng),
-            metadata={"type": "message"},
+            metadata=MemoryMetadata(type=MemoryType.MESSAGE),
         )
         await timed(single, stores[a].create_memory(memory, "messages"))
     room_search: list[float] = []

@@ -34,6 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bot.config.character import load_character
+from bot.kernel.content import Content
 from bot.kernel.messages import IncomingMessage, QuietChannel
 from bot.kernel.models import ModelType
 from bot.kernel.outgoing import Reply
@@ -93,7 +94,11 @@ class _Channel(QuietChannel):
 
     async def send(self, reply: Reply) -> list[Memory]:
         self.sent.append(reply.text)
-        return [Memory(id=str(uuid.uuid4()), entity_id="agent", room_id=self.room, content=reply.to_json())]
+        return [
+            Memory(
+                id=str(uuid.uuid4()), entity_id="agent", room_id=self.room, content=Content.from_json(reply.to_json())
+            )
+        ]
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -125,7 +130,11 @@ async def main(args: argparse.Namespace) -> None:
         start = now_ms() - (args.messages + 10) * 20_000
         said = [
             Memory(
-                entity_id=asker, agent_id=rt.agent_id, room_id=room, content={"text": "bye for now"}, created_at=start
+                entity_id=asker,
+                agent_id=rt.agent_id,
+                room_id=room,
+                content=Content(text="bye for now"),
+                created_at=start,
             )
         ]
         for i in range(args.messages):
@@ -134,19 +143,19 @@ async def main(args: argparse.Namespace) -> None:
                 entity_id=rng.choice(people),
                 agent_id=rt.agent_id,
                 room_id=room,
-                content={"text": words},
+                content=Content(text=words),
                 created_at=start + (i + 1) * 20_000,
             )
             said.append(memory)
         await rt.store.create_memories(said, "messages")
-        chars = sum(len(m.content["text"]) for m in said[1:])
+        chars = sum(len(m.content.text or "") for m in said[1:])
 
         channel = _Channel(room)
         request = Memory(
             id=str(uuid.uuid4()),
             entity_id=asker,
             room_id=room,
-            content={"text": "Ada, catch me up", "source": "discord"},
+            content=Content(text="Ada, catch me up", source="discord"),
         )
         t0 = time.perf_counter()
         outcome = await rt.receive(IncomingMessage(request, channel))

@@ -60,6 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import numpy as np
 
+from bot.kernel.content import Content
 from bot.kernel.types import AgentRecord, ChannelType, Entity, Memory, Room
 from bot.store import Database, Store
 from bot.store.postgres import PostgresDatabase
@@ -277,7 +278,7 @@ async def insert_rate(store: Store, agent: Agent, mixture: Mixture, n: int, labe
             id=f"{agent.id}-{label}-{i}",
             entity_id=agent.user,
             room_id=agent.rooms[0],
-            content={"text": f"new {i}"},
+            content=Content(text=f"new {i}"),
             embedding=vectors[i].tolist(),
         )
         for i in range(n)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.errors import ConfigError, PartlySent, SendError
 from bot.kernel.lifecycle import AdapterState
 from bot.kernel.outgoing import Reply
@@ -76,8 +77,8 @@ class ChatAdapter(PlatformAdapter[str, Posted, int]):
             id=self.runtime.unique_id(f"chat:{message.id}"),
             text=message.text,
             created_at=1_700_000_000_000 + message.id,
-            content={"url": f"chat://{message.where}/{message.id}"},
-            metadata={"chatMessageId": message.id},
+            content=Content(url=f"chat://{message.where}/{message.id}"),
+            metadata=MemoryMetadata.from_json({"chatMessageId": message.id}),
         )
 
     def describe_send(self, target: str, quoting: int | None) -> str:
@@ -95,8 +96,8 @@ class ChatAdapter(PlatformAdapter[str, Posted, int]):
         return f"dm-{user_id}", dm.id, None
 
     async def reply_target(self, message: Memory, text: str) -> tuple[str, int | None] | None:
-        where = message.metadata.get("where")
-        return (str(where), message.metadata.get("chatMessageId")) if where else None
+        where, native = message.metadata.extra.get("where"), message.metadata.extra.get("chatMessageId")
+        return (str(where), native if isinstance(native, int) else None) if where else None
 
     async def after_sent(self, delivery: Delivery[str, Posted, int]) -> None:
         self.after.append(delivery)
@@ -116,8 +117,8 @@ def ping(rt: AgentRuntime) -> Memory:
         id=rt.unique_id("chat:said"),
         entity_id=rt.unique_id("chat:user:9"),
         room_id=room(rt).id,
-        content={"text": "ping"},
-        metadata={"where": "general", "chatMessageId": 5},
+        content=Content(text="ping"),
+        metadata=MemoryMetadata.from_json({"where": "general", "chatMessageId": 5}),
     )
 
 
@@ -308,10 +309,10 @@ async def test_a_delivered_message_is_remembered_and_announced(runtime) -> None:
     )
     assert adapter.posted == [Posted(1, "general", "hello all")]
     assert heard == [memory] and memory.entity_id == rt.agent_id and memory.room_id == general.id
-    assert memory.content == {"text": "hello all", "source": "chat", "action": "X", "url": "chat://general/1"}
-    assert memory.metadata == {"type": "message", "chatMessageId": 1}
+    assert memory.content.to_json() == {"text": "hello all", "source": "chat", "action": "X", "url": "chat://general/1"}
+    assert memory.metadata.to_json() == {"type": "message", "chatMessageId": 1}
     stored = await rt.store.get_memory(memory.id)
-    assert stored is not None and stored.content["text"] == "hello all"
+    assert stored is not None and stored.content.text == "hello all"
 
 
 async def test_a_platform_that_refuses_raises_its_own_reason_and_nothing_is_stored(runtime, caplog) -> None:  # noqa: F811
@@ -341,7 +342,7 @@ async def test_a_message_sent_in_part_keeps_what_went_out_and_says_the_rest_did_
     with pytest.raises(SendError, match=r"^only the beginning of the message went out; Chat did not take the rest"):
         await adapter.send_to_room(room(rt), Reply(text="first piece second piece"))
     kept = await rt.store.get_memory(rt.unique_id("chat:7"))
-    assert kept is not None and kept.content["text"] == "first piece"
+    assert kept is not None and kept.content.text == "first piece"
     assert "the second piece was refused" in caplog.text
 
 
@@ -376,11 +377,11 @@ async def test_a_reply_to_a_stored_message_quotes_it_and_a_blank_one_sends_nothi
     adapter = ChatAdapter(rt)
     await adapter.connections.ensure_rooms([room(rt)])
     [memory] = await adapter.reply_to(stored, Reply(text="pong"))
-    assert memory.content["inReplyTo"] == stored.id and memory.room_id == stored.room_id
+    assert memory.content.in_reply_to == stored.id and memory.room_id == stored.room_id
     text_only = TextOnly(rt, "t2")
     assert await text_only.reply_to(stored, Reply.of_content({"text": "  ", "files": ["/tmp/x.png"]})) == []
     assert text_only.posted == []
-    nowhere = Memory(id=rt.unique_id("chat:lost"), entity_id="e", room_id="r", content={"text": "?"})
+    nowhere = Memory(id=rt.unique_id("chat:lost"), entity_id="e", room_id="r", content=Content(text="?"))
     assert await adapter.reply_to(nowhere, Reply(text="pong")) == []
 
 
@@ -435,7 +436,7 @@ async def test_a_live_reply_is_sent_stored_and_followed_up_but_a_late_one_is_not
     await channel.typing()
     [memory] = await channel.send(Reply(text="pong"))
     assert not typing.running  # the reply ends "typing…"
-    assert memory.content["inReplyTo"] == incoming.id and adapter.posted == [Posted(1, "general", "pong")]
+    assert memory.content.in_reply_to == incoming.id and adapter.posted == [Posted(1, "general", "pong")]
     [after] = adapter.after
     assert (after.target, after.text, after.memories, after.in_reply_to, after.quoting) == (
         "general",

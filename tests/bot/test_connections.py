@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.kernel.content import Content
 from bot.kernel.errors import ConfigError
 from bot.kernel.record_metadata import EntityMetadata
 from bot.kernel.types import ChannelType, Entity, Memory, Room
@@ -52,12 +53,12 @@ async def test_sent_messages_are_stored_and_announced(runtime) -> None:  # noqa:
     seen: list[str] = []
 
     async def on_sent(event: MessageSent) -> None:
-        seen.append(event.message.content["text"])
+        seen.append(event.message.content.text or "")
 
     rt.on(MessageSent, on_sent)
-    sent = Memory(entity_id=rt.agent_id, room_id=rt.agent_id, content={"text": "hello"}, id=rt.unique_id("m1"))
+    sent = Memory(entity_id=rt.agent_id, room_id=rt.agent_id, content=Content(text="hello"), id=rt.unique_id("m1"))
     assert await record_sent(rt, [sent], "chat") == [sent]
-    assert seen == ["hello"] and (await rt.store.get_memory(sent.id)).content["text"] == "hello"
+    assert seen == ["hello"] and (await rt.store.get_memory(sent.id)).content.text == "hello"
 
 
 def test_one_bot_token_per_character() -> None:

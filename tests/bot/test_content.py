@@ -80,7 +80,8 @@ def test_content_fields_hold_what_troupe_reads() -> None:
     assert content.is_voice_message is True
     assert content.attachments == (Attachment(id="1", title="a.png", content_type="image/png", size=3),)
     assert content.buttons == (Button("Yes", value="y"),)
-    assert dict(content.extra) == {"providers": ["FACTS"]}
+    assert content.providers == ("FACTS",)
+    assert dict(content.extra) == {}
 
 
 def test_a_value_not_of_its_fields_type_stays_in_extra() -> None:
@@ -114,3 +115,39 @@ def test_typed_payloads_are_frozen() -> None:
         Content(text="a").text = "b"  # type: ignore[misc]
     with pytest.raises(AttributeError):
         MemoryMetadata().is_mention = True  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("under", "over"),
+    [
+        ({"text": "a", "source": "discord", "emojis": 1}, {"text": "b", "url": "u"}),
+        ({"text": "a", "inReplyTo": "m1"}, {"inReplyTo": None}),  # a null kept in extra wins too
+        ({"text": "a", "note": "kept"}, {"note": "new", "channelType": "DM"}),
+        ({}, {"text": "only"}),
+    ],
+)
+def test_merged_is_a_dict_update_of_the_json(under: dict[str, Any], over: dict[str, Any]) -> None:
+    merged = Content.from_json(under).merged(Content.from_json(over))
+    assert merged.to_json() == {**under, **over}
+    assert merged == Content.from_json({**under, **over})
+
+
+def test_metadata_merged_is_a_dict_update_of_the_json() -> None:
+    under = {"type": "message", "entityName": "Ann", "telegram": {"chatId": "1"}}
+    over = {"editedAt": 5, "entityName": "Anna"}
+    merged = MemoryMetadata.from_json(under).merged(MemoryMetadata.from_json(over))
+    assert merged.to_json() == {**under, **over}
+    assert merged.edited_at == 5
+
+
+def test_payloads_deep_copy_and_pickle() -> None:
+    import copy
+    import pickle
+
+    content = Content.from_json({"text": "x", "note": ["a"], "attachments": [{"id": "1", "width": 3}]})
+    copied = copy.deepcopy(content)
+    assert copied == content
+    assert copied.extra["note"] is not content.extra["note"]  # a snapshot, not the same list
+    assert pickle.loads(pickle.dumps(content)) == content
+    metadata = MemoryMetadata.from_json({"type": "message", "telegram": {"chatId": "1"}})
+    assert pickle.loads(pickle.dumps(copy.deepcopy(metadata))) == metadata

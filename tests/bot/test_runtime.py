@@ -15,6 +15,7 @@ from bot.config import plugins as plugin_registry
 from bot.config.character import Character, load_character
 from bot.config.plugins import PluginMeta
 from bot.config.plugins import load_order as _load_order
+from bot.kernel.content import Content
 from bot.kernel.errors import ConfigError, ModelError, PluginLoadError
 from bot.kernel.messages import IncomingMessage, Outcome, QuietChannel, Status
 from bot.kernel.models import ModelType
@@ -53,7 +54,7 @@ async def runtime(tmp_path: Path, db: Database) -> AsyncIterator[AgentRuntime]:
 
 
 def message(rt: AgentRuntime, text: str = "hi", id: str | None = "00000000-0000-0000-0000-0000000000aa") -> Memory:
-    return Memory(entity_id=rt.agent_id, room_id=rt.agent_id, content={"text": text}, id=id)
+    return Memory(entity_id=rt.agent_id, room_id=rt.agent_id, content=Content(text=text), id=id)
 
 
 # -- settings --------------------------------------------------------------------------
@@ -196,11 +197,11 @@ async def test_emit_runs_handlers_concurrently_and_survives_failures(runtime: Ag
         seen.append("slow")
 
     async def good(event: MessageReceived) -> None:
-        seen.append(event.message.content["text"])
+        seen.append(event.message.content.text or "")
 
     for handler in (bad, slow, good):
         runtime.on(MessageReceived, handler)
-    message = Memory(entity_id="e", room_id="r", content={"text": "m"})
+    message = Memory(entity_id="e", room_id="r", content=Content(text="m"))
     await runtime.emit(MessageReceived(message=message, source="test"))
     assert sorted(seen) == ["m", "slow"]
     assert "MESSAGE_RECEIVED handler" in caplog.text and "handler broke" in caplog.text
@@ -531,7 +532,7 @@ async def bare(tmp_path: Path, db: Database) -> AgentRuntime:
 
 
 async def test_a_message_without_a_handler_is_unhandled_and_says_what_to_add(bare: AgentRuntime, caplog) -> None:
-    message = Memory(entity_id="e", room_id="r", content={"text": "hi", "source": "test"})
+    message = Memory(entity_id="e", room_id="r", content=Content(text="hi", source="test"))
     outcome = await bare.receive(IncomingMessage(message, _Nowhere()))
     assert outcome.status is Status.UNHANDLED
     assert 'no plugin handles messages (add "core")' in caplog.text
@@ -552,7 +553,7 @@ async def test_received_messages_reach_the_handler_and_the_listeners(bare: Agent
     bare.handle_messages_with(Handler())
     with pytest.raises(ValueError, match="already handles"):
         bare.handle_messages_with(Handler())
-    message = Memory(entity_id="e", room_id="r", content={"text": "hi", "source": "test"})
+    message = Memory(entity_id="e", room_id="r", content=Content(text="hi", source="test"))
     incoming = IncomingMessage(message, _Nowhere())
     assert await bare.receive(incoming) == Outcome(Status.IGNORED, "test")
     bare.on(MessageReceived, listener)

@@ -22,6 +22,7 @@ import pytest
 
 from bot.config.character import load_character
 from bot.store.postgres import PostgresDatabase
+from platforms.telegram._message_ref import TelegramMessageRef
 
 from ..fakes.openai_server import FakeOpenAIServer
 from ..fakes.telegram_server import FakeBot, FakeChat, FakeTelegram, FakeUser
@@ -121,7 +122,9 @@ class Cluster:
         listener = "Brann" if last["from"]["first_name"] == "Ada" else "Ada"
         store = self.db.for_agent(self.lease(listener).removeprefix("agent:"))
         heard = await store.get_memories(table="messages", count=50)
-        assert any(m.metadata.get("telegram", {}).get("messageId") == last["message_id"] for m in heard), self.story()
+        assert any((ref := TelegramMessageRef.of(m)) and ref.message_id == last["message_id"] for m in heard), (
+            self.story()
+        )
 
     def story(self) -> str:
         """Who said what in answer to what, and the logs: a failure's post-mortem."""

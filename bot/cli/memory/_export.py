@@ -36,8 +36,8 @@ def memory_json(m: Memory) -> JSON:
         "worldId": m.world_id,
         "entityId": m.entity_id,
         "unique": m.unique,
-        "content": m.content,
-        "metadata": m.metadata,
+        "content": m.content.to_json(),
+        "metadata": m.metadata.to_json(),
     }
 
 

@@ -53,7 +53,7 @@ async def _print_memories(store: Store, memories: Sequence[Memory], as_json: boo
         room = rooms.get(m.room_id or "", (m.room_id or "-")[:8])
         print(
             f"{_when(m.created_at)}  {m.table or '?':<10} {one_line(room, 20):<20}  {who}: "
-            f"{one_line(str(m.content.get('text') or ''))}"
+            f"{one_line(m.content.text or '')}"
         )
 
 

@@ -28,6 +28,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.kernel.errors import StoreError, StoreUnavailable
 from bot.store._health import StoreHealth
+from bot.store._rows import Payloads
 from bot.store._sharing import ROOM_SHARING_SQL, RoomSharing
 from bot.store._urls import is_postgres_url, redacted_url
 from bot.store.postgres._bus import PgBus
@@ -93,6 +94,8 @@ class PostgresDatabase:
         self._state = State.UNOPENED
         self._schema_version = 0
         self._leases = PgLeases(self)
+        #: Decoded memory payloads, shared by every agent's store.
+        self.payloads = Payloads()
         self._roster = PgRoster(self)
         self._health = StoreHealth(self.path, watched=False)
         #: Agents of this process take turns at the shared knowledge scope (as with SQLite).

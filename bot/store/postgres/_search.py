@@ -217,7 +217,7 @@ class PgSearchMixin(SearchMixin, PgScoped):
                 indexes.want(key, int(rows[0]["compared"]))
         hits = dict(similarity_hits(rows, threshold))
         return [
-            row_to_memory(r, embedding=vector_list(r["embedding"]), similarity=hits[r["seq"]])
+            row_to_memory(r, self._payloads, embedding=vector_list(r["embedding"]), similarity=hits[r["seq"]])
             for r in rows
             if r["seq"] in hits
         ]
@@ -320,7 +320,7 @@ class PgSearchMixin(SearchMixin, PgScoped):
             (pg_vector(embedding, dim), list(self.knowledge_scopes), FRAGMENTS, dim, count),
         )
         hits = dict(similarity_hits(rows, threshold))
-        return [row_to_memory(r, similarity=hits[r["seq"]]) for r in rows if r["seq"] in hits]
+        return [row_to_memory(r, self._payloads, similarity=hits[r["seq"]]) for r in rows if r["seq"] in hits]
 
 
 def _clean(vectors: Sequence[tuple[str, Sequence[float]]]) -> list[tuple[str, PgVector]]:

@@ -90,13 +90,13 @@ def parse_dice(text: str) -> tuple[int, int]:
 
 
 async def _asks_for_a_roll(runtime: AgentRuntime, message: Memory, state: State) -> bool:
-    return bool(_ASKS.search(str(message.content.get("text") or "")))
+    return bool(_ASKS.search(message.content.text or ""))
 
 
 async def _roll(context: ActionContext) -> ActionResult:
     message = context.message
     dice = context.runtime.get_service(DICE)
-    asked = str(message.content.get("text") or "")
+    asked = message.content.text or ""
     try:
         count, sides = parse_dice(asked)
     except ValueError as exc:

@@ -167,12 +167,12 @@ async def notify(
 
 def source_of(message: Memory) -> str | None:
     """The platform ``message`` came from, for the reply to name."""
-    source = message.content.get("source")
+    source = message.content.source
     return source if isinstance(source, str) else None
 
 
 def sender_text(message: Memory) -> str:
-    return str(message.content.get("text") or "").strip()
+    return (message.content.text or "").strip()
 
 
 def recent_messages(state: State) -> str:

@@ -48,7 +48,7 @@ def room_state_action(
     pattern = re.compile(rf"\b({'|'.join(map(re.escape, keywords))})", re.IGNORECASE) if keywords else None
 
     async def validate(runtime: AgentRuntime, message: Memory, state: State) -> bool:
-        if pattern is not None and not pattern.search(str(message.content.get("text") or "")):
+        if pattern is not None and not pattern.search(message.content.text or ""):
             return False
         return await current_state(runtime, message) in offered_when
 

@@ -1,6 +1,6 @@
 """GENERATE_IMAGE: draw a picture with the IMAGE model and send it as an image attachment.
 
-The plan asks for it and says what to draw (``imagePrompt``; the person's own words when it
+The plan asks for it and says what to draw (``content.image_prompt``; the person's own words when it
 says nothing), so a picture costs one image call and no second large-model call (upstream asks
 TEXT_LARGE for the prompt first). The picture goes through the reply channel with a short
 caption: the plan's text when REPLY does not send it already. Without an IMAGE model, or with
@@ -11,9 +11,8 @@ fails is said to have failed. Neither is an error.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
-from bot.sdk import Action, ActionContext, ActionResult, ModelError, ModelType, OutgoingFile, Reply
+from bot.sdk import Action, ActionContext, ActionResult, Content, ModelError, ModelType, OutgoingFile, Reply
 
 from .._delivery import bound_text
 
@@ -25,10 +24,10 @@ _NO_IMAGES = "I can't draw pictures here: no image model is set up for me."
 _TURNED_OFF = "I don't draw pictures here."
 
 
-def _caption(content: dict[str, Any], prompt: str) -> str:
+def _caption(content: Content, prompt: str) -> str:
     """The plan's text, unless REPLY sends it; then the prompt, short."""
-    actions = [str(a).upper() for a in content.get("actions") or []]
-    text = str(content.get("text") or "").strip()
+    actions = [a.upper() for a in content.actions or ()]
+    text = (content.text or "").strip()
     if text and "REPLY" not in actions:
         return text
     return bound_text(prompt, _CAPTION_CHARS)
@@ -36,16 +35,15 @@ def _caption(content: dict[str, Any], prompt: str) -> str:
 
 async def _handler(context: ActionContext) -> ActionResult:
     runtime, message, responses = context.runtime, context.message, context.responses
-    content: dict[str, Any] = dict(responses[0].content) if responses else {}
-    answered = content.get("inReplyTo") or message.id
-    answer = Reply(actions=(NAME,), in_reply_to=None if answered is None else str(answered))
+    content = responses[0].content if responses else Content()
+    answer = Reply(actions=(NAME,), in_reply_to=content.in_reply_to or message.id)
     if not runtime.get_bool("IMAGE_GENERATION", True):
         await context.reply(replace(answer, text=_TURNED_OFF))
         return ActionResult(success=False, error="drawing is turned off (IMAGE_GENERATION=false)")
     if not runtime.has_model(ModelType.IMAGE):
         await context.reply(replace(answer, text=_NO_IMAGES))
         return ActionResult(success=False, error="no IMAGE model is registered")
-    prompt = str(content.get("imagePrompt") or "").strip() or str(message.content.get("text") or "").strip()
+    prompt = (content.image_prompt or "").strip() or (message.content.text or "").strip()
     if not prompt:
         await context.reply(replace(answer, text="What should I draw?"))
         return ActionResult(success=False, error="nothing to draw: no prompt and no message text")

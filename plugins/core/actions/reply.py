@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.sdk import Action, ActionContext, ActionResult, Reply, files_in
+from bot.sdk import Action, ActionContext, ActionResult, Content, Reply
 
 __all__ = ["action"]
 
@@ -11,18 +11,17 @@ async def _handler(context: ActionContext) -> ActionResult:
     responses = context.responses
     # The planning call already wrote the reply; reusing it saves a second large-model call
     # per message (upstream generates it again).
-    content = responses[0].content if responses else {}
-    text = str(content.get("text") or "").strip()
-    files = files_in(content)  # attached by an earlier step of the plan
+    content = responses[0].content if responses else Content()
+    text = (content.text or "").strip()
+    files = tuple(context.attached)  # attached by an earlier step of the plan
     if not text and not files:
         return ActionResult(success=False, error="the model chose REPLY but wrote no text")
-    in_reply_to = content.get("inReplyTo")
     reply = Reply(
         text=text,
-        thought=thought if isinstance(thought := content.get("thought", ""), str) else None,
+        thought=content.thought or "",
         actions=("REPLY",),
-        in_reply_to=None if in_reply_to is None else str(in_reply_to),
-        files=tuple(files),
+        in_reply_to=content.in_reply_to,
+        files=files,
     )
     sent = await context.reply(reply)
     if not sent:

@@ -22,11 +22,11 @@ from bot.sdk import (
     Entity,
     Memory,
     Messenger,
+    OutgoingFile,
     Reply,
     Room,
     SendError,
     State,
-    files_in,
 )
 
 from ._common import (
@@ -79,11 +79,11 @@ async def _people(runtime: AgentRuntime, message: Memory, reference: str) -> lis
 
 
 async def _handler(context: ActionContext) -> ActionResult:
-    runtime, message, state, responses = context.runtime, context.message, context.state, context.responses
+    runtime, message, state = context.runtime, context.message, context.state
     messengers = _messengers(runtime)
     room, world = await room_and_world(runtime, message)
     rooms = [r for r in await runtime.store.get_rooms_by_world(world.id) if r.name] if world else []
-    here_source = str(message.content.get("source") or (room.source if room else ""))
+    here_source = message.content.source or (room.source if room else "")
     parsed = await _ask_target(runtime, message, state, messengers, rooms, here_source)
     try:
         request = _Request.of(parsed, here_source)
@@ -92,7 +92,7 @@ async def _handler(context: ActionContext) -> ActionResult:
             raise _Refused(
                 f"I can't send messages on {request.source or 'that platform'}.", f"no messenger for {request.source!r}"
             )
-        label = await _send(runtime, message, messenger, request, rooms, _reply(request, responses))
+        label = await _send(runtime, message, messenger, request, rooms, _reply(request, context.attached))
     except _Refused as refused:
         await notify(context.reply, refused.said, ERROR, message)
         return ActionResult(success=False, error=refused.error)
@@ -169,10 +169,9 @@ async def _ask_target(
     return parsed or {}
 
 
-def _reply(request: _Request, responses: Sequence[Memory]) -> Reply:
+def _reply(request: _Request, attached: Sequence[OutgoingFile]) -> Reply:
     # What an earlier step of the plan attached goes with the message.
-    files = tuple(files_in(responses[0].content)) if responses else ()
-    return Reply(text=request.body, actions=(NAME,), source=request.source, files=files)
+    return Reply(text=request.body, actions=(NAME,), source=request.source, files=tuple(attached))
 
 
 async def _send(

@@ -61,7 +61,7 @@ async def _handler(context: ActionContext) -> ActionResult:
     runtime, message, responses = context.runtime, context.message, context.responses
     request = sender_text(message)
     now = message.created_at or now_ms()
-    planned = " ".join(str(r.content.get("text") or "") for r in responses)
+    planned = " ".join(r.content.text or "" for r in responses)
     window = parse_window(request, now) or parse_window(planned, now) or Window()
     summary = await summarize(
         runtime,

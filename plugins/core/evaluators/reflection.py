@@ -31,10 +31,12 @@ from typing import TYPE_CHECKING, Any
 from bot.sdk import (
     REFLECTION_TOKENS,
     ActionContext,
+    Content,
     Entity,
     Evaluator,
     JSONValue,
     Memory,
+    MemoryMetadata,
     ModelError,
     ModelType,
     RelationshipMetadata,
@@ -182,7 +184,7 @@ async def _handler(context: ActionContext) -> None:
     # Short of room, the oldest lines go first, then the longest facts; the newest line stays.
     slots = {
         "recentMessages": _conversation(recent),
-        "knownFacts": [Section([Piece(str(f.content.get("text", "")), Cut.LONG_SECTION) for f in known])],
+        "knownFacts": [Section([Piece(f.content.text or "", Cut.LONG_SECTION) for f in known])],
         "existingRelationships": [Section.of(relations, Cut.LONG_SECTION)],
     }
     templates, name = runtime.character.templates, "reflectionTemplate"
@@ -240,7 +242,7 @@ async def _learn(
         return
     store = runtime.store
     agent = Entity(runtime.agent_id, runtime.agent_id, names=[runtime.character.name])
-    known_texts = {str(f.content.get("text", "")).strip().lower() for f in known}
+    known_texts = {(f.content.text or "").strip().lower() for f in known}
     stored = 0
     for fact in _as_list(parsed.get("facts")):
         if not isinstance(fact, dict):
@@ -257,9 +259,9 @@ async def _learn(
             agent_id=runtime.agent_id,
             room_id=message.room_id,
             world_id=message.world_id,
-            content={"text": claim, "type": str(fact.get("type") or "fact")},
+            content=Content(text=claim, type=str(fact.get("type") or "fact")),
             created_at=now_ms(),
-            metadata={"entityIds": [about], "sourceEntityId": message.entity_id},
+            metadata=MemoryMetadata(entity_ids=(about,), source_entity_id=message.entity_id),
         )
         if runtime.has_model(ModelType.TEXT_EMBEDDING):
             try:

@@ -10,7 +10,7 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bot.sdk import ChannelType, Entity, Memory, Press, Room
+from bot.sdk import Attachment, ChannelType, Entity, Memory, Room
 
 if TYPE_CHECKING:
     from bot.sdk import AgentRuntime
@@ -73,10 +73,14 @@ async def find_room(runtime: AgentRuntime, message: Memory) -> Room | None:
 
 
 def channel_type(room: Room | None, message: Memory) -> ChannelType | None:
-    """The room's type, else the ``channelType`` the adapter put on the message, else None."""
+    """The room's type, else the channel type the adapter put on the message, else None."""
     if room is not None:
         return ChannelType(room.type)
-    raw = message.content.get("channelType")
+    if message.content.channel_type is not None:
+        return message.content.channel_type
+    # Spellings elizaOS-style clients write ("dm", "TEXT") are not a ChannelType: the content
+    # keeps them as stored, among its other keys.
+    raw = message.content.extra.get("channelType")
     if isinstance(raw, str):
         key = raw.strip().upper()
         if key == "TEXT":  # an alias some elizaOS docs use; it behaves as a group
@@ -96,11 +100,10 @@ def conversation_length(runtime: AgentRuntime) -> int:
 
 def is_decision(memory: Memory) -> bool:
     """A stored decision not to speak: no text, and IGNORE as its only action."""
-    content = memory.content or {}
-    if str(content.get("text") or "").strip():
+    content = memory.content
+    if (content.text or "").strip():
         return False
-    actions = [str(a).upper() for a in content.get("actions") or []]
-    return actions == ["IGNORE"]
+    return [a.upper() for a in content.actions or ()] == ["IGNORE"]
 
 
 async def entity_names(runtime: AgentRuntime, entity_ids: Iterable[str]) -> dict[str, str]:
@@ -141,17 +144,13 @@ def clock_time(created_at: int | None) -> str:
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
 
 
-def _attachment_refs(attachments: Any) -> str:
-    if not isinstance(attachments, list) or not attachments:
-        return ""
+def _attachment_refs(attachments: Sequence[Attachment] | None) -> str:
     refs = []
-    for item in attachments:
-        if not isinstance(item, Mapping):
-            continue
-        url = str(item.get("url") or "")
+    for item in attachments or ():
+        url = item.url or ""
         if url.startswith(_DATA_URL_PREFIX):
             url = "embedded"
-        refs.append(f"[{item.get('id') or '?'} - {item.get('title') or 'untitled'} ({url})]")
+        refs.append(f"[{item.id or '?'} - {item.title or 'untitled'} ({url})]")
     return f" (Attachments: {', '.join(refs)})" if refs else ""
 
 
@@ -163,11 +162,10 @@ def format_messages(memories: Sequence[Memory], names: Mapping[str, str], now_ms
     """
     lines = []
     for memory in memories:
-        content = memory.content or {}
         name = names.get(memory.entity_id, UNKNOWN_USER)
         age = relative_age(now_ms - memory.created_at) if memory.created_at is not None else "unknown time"
         lines.append(f"{clock_time(memory.created_at)} ({age}) {said(memory, names)}")
-        actions = [str(a) for a in content.get("actions") or [] if a]
+        actions = [a for a in memory.content.actions or () if a]
         if actions:
             lines.append(f"({name}'s actions: {', '.join(actions)})")
     return "\n".join(lines)
@@ -175,15 +173,15 @@ def format_messages(memories: Sequence[Memory], names: Mapping[str, str], now_ms
 
 def said(memory: Memory, names: Mapping[str, str]) -> str:
     """``Name: text`` for one message, a press shown as one, its attachments referenced inline."""
-    content = memory.content or {}
-    text = str(content.get("text") or "").strip()
-    press = Press.of(content)
+    content = memory.content
+    text = (content.text or "").strip()
+    press = content.button
     if press is not None:  # what a press says is its button's label: show that it was one
         text = f'pressed "{press.text}"'
     line = f"{names.get(memory.entity_id, UNKNOWN_USER)}:"
     if text:
         line += f" {text}"
-    return line + _attachment_refs(content.get("attachments"))
+    return line + _attachment_refs(content.attachments)
 
 
 async def recent_attachments(runtime: AgentRuntime, message: Memory) -> list[tuple[int | None, dict[str, Any]]]:
@@ -196,11 +194,8 @@ async def recent_attachments(runtime: AgentRuntime, message: Memory) -> list[tup
     seen: set[str] = set()
     found: list[tuple[int | None, dict[str, Any]]] = []
     for memory in [*reversed(recent), message]:  # oldest first; the current message last
-        items = (memory.content or {}).get("attachments")
-        for raw in items if isinstance(items, list) else []:
-            if not isinstance(raw, Mapping):
-                continue
-            item = describe_media(raw)
+        for attachment in memory.content.attachments or ():
+            item = describe_media(attachment)
             key = item["id"] or item["url"]
             if key not in seen:
                 seen.add(key)
@@ -208,19 +203,19 @@ async def recent_attachments(runtime: AgentRuntime, message: Memory) -> list[tup
     return found
 
 
-def describe_media(item: Mapping[str, Any]) -> dict[str, Any]:
+def describe_media(item: Attachment) -> dict[str, Any]:
     """An attachment as a prompt may show it: embedded data URLs summarised by type and size."""
-    url = str(item.get("url") or "")
+    url = item.url or ""
     if url.startswith(_DATA_URL_PREFIX):
         mime = url[len(_DATA_URL_PREFIX) :].split(";", 1)[0].split(",", 1)[0] or "data"
         kilobytes = max(1, round(len(url.split(",", 1)[-1]) * 3 / 4 / 1024))
         url = f"[Embedded {mime} ~{kilobytes}KB]"
     return {
-        "id": str(item.get("id") or ""),
-        "title": str(item.get("title") or ""),
+        "id": item.id or "",
+        "title": item.title or "",
         "url": url,
-        "contentType": str(item.get("contentType") or ""),
-        "source": str(item.get("source") or ""),
-        "description": str(item.get("description") or ""),
-        "text": str(item.get("text") or ""),
+        "contentType": item.content_type or "",
+        "source": item.source or "",
+        "description": item.description or "",
+        "text": item.text or "",
     }

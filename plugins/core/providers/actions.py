@@ -14,7 +14,7 @@ import random
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bot.sdk import Action, Memory, Provider, ProviderResult, State
+from bot.sdk import Action, Content, Memory, Provider, ProviderResult, State
 
 from .._budget import Cut, Section
 from .._mustache import fill_placeholders
@@ -46,16 +46,27 @@ def _example_line(item: Any) -> str:
     if isinstance(item, str):
         return item
     if isinstance(item, Mapping):
-        name, content = item.get("name") or item.get("user") or "{{name1}}", item.get("content") or {}
+        name, content = item.get("name") or item.get("user") or "{{name1}}", _example_content(item.get("content"))
     else:  # a pydantic ExampleMessage or similar
-        name, content = getattr(item, "name", "{{name1}}"), getattr(item, "content", None) or {}
-    if not isinstance(content, Mapping):
-        content = {"text": getattr(content, "text", None), "actions": getattr(content, "actions", None)}
-    line = f"{name}: {content.get('text') or ''}".rstrip()
-    actions = content.get("actions") or ([content["action"]] if content.get("action") else [])
+        name, content = getattr(item, "name", "{{name1}}"), _example_content(getattr(item, "content", None))
+    line = f"{name}: {content.text or ''}".rstrip()
+    actions = content.actions or ((content.action,) if content.action else ())
     if actions:
-        line += f" (actions: {', '.join(str(a) for a in actions)})"
+        line += f" (actions: {', '.join(actions)})"
     return line
+
+
+def _example_content(given: object) -> Content:
+    """What an example message says: elizaOS's JSON, or an object with ``text`` and ``actions``."""
+    if isinstance(given, Content):
+        return given
+    if isinstance(given, Mapping):
+        return Content.from_json(given)
+    actions = getattr(given, "actions", None)
+    return Content(
+        text=text if isinstance(text := getattr(given, "text", None), str) else None,
+        actions=tuple(str(a) for a in actions) if isinstance(actions, (list, tuple)) else None,
+    )
 
 
 def _examples(actions: list[Action], rng: random.Random) -> str:

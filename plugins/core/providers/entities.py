@@ -60,7 +60,7 @@ def _line(entry: Mapping[str, Any]) -> str:
 
 async def _get(runtime: AgentRuntime, message: Memory, state: State) -> ProviderResult:
     room = await find_room(runtime, message)
-    source = room.source if room else message.content.get("source")
+    source = room.source if room else message.content.source
     people = await runtime.store.get_entities_for_room(message.room_id, include_components=True)
     entries = []
     for entity in people:

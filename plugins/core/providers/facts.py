@@ -48,8 +48,8 @@ _NONE = "No facts available."
 
 async def _query_text(runtime: AgentRuntime, message: Memory) -> str:
     recent = await runtime.store.get_memories_by_room_ids(table=MESSAGES, room_ids=[message.room_id], limit=_RECENT)
-    texts = [str(m.content.get("text") or "").strip() for m in reversed(recent[:_QUERY_MESSAGES])]
-    current = str(message.content.get("text") or "").strip()
+    texts = [(m.content.text or "").strip() for m in reversed(recent[:_QUERY_MESSAGES])]
+    current = (message.content.text or "").strip()
     if current and current not in texts:
         texts.append(current)
     return "\n".join(t for t in texts if t)
@@ -57,7 +57,7 @@ async def _query_text(runtime: AgentRuntime, message: Memory) -> str:
 
 def _score(memory: Memory, relevance: float, now: int) -> float:
     age_days = max(0, now - (memory.created_at or now)) / _DAY_MS
-    half_life = _STATUS_HALF_LIFE_DAYS if memory.content.get("type") == "status" else _HALF_LIFE_DAYS
+    half_life = _STATUS_HALF_LIFE_DAYS if memory.content.type == "status" else _HALF_LIFE_DAYS
     score = relevance + _RECENCY_WEIGHT * math.pow(0.5, age_days / half_life)
     return score - _DUPLICATE_PENALTY if memory.unique is False else score
 
@@ -108,7 +108,7 @@ def _best(found: list[tuple[Memory, float]], now: int, limit: int) -> list[Memor
     kept: list[Memory] = []
     seen: set[str] = set()
     for memory, _ in ranked:
-        text = str(memory.content.get("text") or "").strip()
+        text = (memory.content.text or "").strip()
         keys = {memory.id or text, text.casefold()}
         if text and not keys & seen:
             seen |= keys
@@ -117,16 +117,17 @@ def _best(found: list[tuple[Memory, float]], now: int, limit: int) -> list[Memor
 
 
 def _span(summary: Memory) -> str:
-    def day(key: str) -> str:
-        value = summary.metadata.get(key, summary.created_at)
+    def day(value: int | None) -> str:
+        if value is None:
+            value = summary.created_at
         if value is None:
             return "?"
         try:
-            return datetime.fromtimestamp(int(value) / 1000, UTC).strftime("%Y-%m-%d")
-        except (TypeError, ValueError, OverflowError, OSError):
+            return datetime.fromtimestamp(value / 1000, UTC).strftime("%Y-%m-%d")
+        except (ValueError, OverflowError, OSError):
             return "?"
 
-    start, end = day("start"), day("end")
+    start, end = day(summary.metadata.start), day(summary.metadata.end)
     return start if start == end else f"{start} to {end}"
 
 
@@ -136,9 +137,9 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
     facts = _best(found_facts, now, _SHOWN_FACTS)
     summaries = _best(found_summaries, now, _SHOWN_SUMMARIES)
     heading = f"# What {runtime.character.name} Knows"
-    texts = [str(f.content["text"]).strip() for f in facts]
+    texts = [(f.content.text or "").strip() for f in facts]
     text = f"{heading}\n" + ("\n".join(f"- {t}" for t in texts) if texts else _NONE)
-    earlier = [f"({_span(s)}) {str(s.content['text']).strip()}" for s in summaries]
+    earlier = [f"({_span(s)}) {(s.content.text or '').strip()}" for s in summaries]
     if earlier:
         text += "\n\n# Earlier Conversation Here\n" + "\n".join(f"- {line}" for line in earlier)
     return ProviderResult(

@@ -47,7 +47,7 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
 
     names = await entity_names(runtime, [*(m.entity_id for m in dialogue), message.entity_id])
     sender = names.get(message.entity_id, UNKNOWN_USER)
-    text_now = str(message.content.get("text") or "").strip()
+    text_now = (message.content.text or "").strip()
     if not dialogue and not text_now:
         return ProviderResult(
             text=_EMPTY, values={"recentMessages": "", "recentMessage": ""}, data={"recentMessages": []}
@@ -63,7 +63,7 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
     earlier = [line for m, line in zip(dialogue, per_message, strict=True) if not (text_now and m.id == message.id)]
 
     newest = dialogue[-1] if dialogue else message
-    newest_text = str(newest.content.get("text") or "").strip()
+    newest_text = (newest.content.text or "").strip()
     recent_message = f"{names.get(newest.entity_id, UNKNOWN_USER)}: {newest_text}" if newest_text else ""
 
     sections = [Section([Piece(line, Cut.OLD_MESSAGE) for line in earlier], heading=heading)]

@@ -51,7 +51,7 @@ async def _get(runtime: AgentRuntime, message: Memory, state: State) -> Provider
         r.id: r.target_entity_id if r.source_entity_id == sender_id else r.source_entity_id for r in relationships
     }
     names = await entity_names(runtime, [sender_id, *other_of.values()])
-    said = str(message.content.get("text") or "")
+    said = message.content.text or ""
     now = runtime.clock()
     top = sorted(
         relationships, key=lambda r: (_named_in(said, names.get(other_of[r.id], "")), _weight(r, now)), reverse=True

@@ -51,11 +51,11 @@ async def forget_entity_leaves_nothing(backend: StoreBackend, store: Store, stor
     assert await store.search_all_memories_by_text(SECRET_WORD) == []
 
     # What was not about them stays.
-    left = {m.content["text"] for m in await store.list_memories()}
+    left = {m.content.text for m in await store.list_memories()}
     assert left == {"V greets everyone", "V plays the lute", "V sang a song"}
     [greeting] = await store.get_memories_by_ids([ids["v_group"]])
-    assert greeting.content == {"text": "V greets everyone", "mentions": []}
-    assert greeting.metadata == {"type": "message"}
+    assert greeting.content.to_json() == {"text": "V greets everyone", "mentions": []}
+    assert greeting.metadata.to_json() == {"type": "message"}
     assert [(r.source_entity_id, r.target_entity_id) for r in await store.get_relationships(V)] == [(V, A)]
     assert [c.id for c in await store.get_components(V)] == ["c-v"]
     world = await store.get_world(W)

@@ -11,6 +11,7 @@ import asyncio
 import random
 import sys
 
+from bot.kernel.content import Content
 from bot.kernel.types import AgentRecord, ChannelType, Entity, Memory, Room
 from bot.store import Database
 
@@ -27,12 +28,15 @@ async def main(path: str, agent_id: str, room_id: str, entity_id: str, count: in
             vector = [rng.gauss(0, 1) for _ in range(384)]
             memory_id = await store.create_memory(
                 Memory(
-                    entity_id=entity_id, room_id=room_id, content={"text": f"line {n} word{n % 7}"}, embedding=vector
+                    entity_id=entity_id,
+                    room_id=room_id,
+                    content=Content(text=f"line {n} word{n % 7}"),
+                    embedding=vector,
                 ),
                 "messages",
             )
             if n % 5 == 1:
-                await store.update_memory(memory_id, content={"text": f"edited {n}"}, embedding=vector[::-1])
+                await store.update_memory(memory_id, content=Content(text=f"edited {n}"), embedding=vector[::-1])
             if n % 7 == 3:
                 await store.delete_memory(memory_id)
             n += 1

@@ -12,6 +12,7 @@ from typing import Any
 import aiosqlite
 import pytest
 
+from bot.kernel.content import Content, MemoryMetadata, MemoryType
 from bot.kernel.ids import string_to_uuid, unique_uuid
 from bot.kernel.types import AgentRecord, ChannelType, Entity, Memory, Room, World
 from bot.store import AgentStore, Database, Store, StoreBackend
@@ -45,8 +46,8 @@ def mix(i: int, j: int, cos: float, dim: int = 384) -> list[float]:
 
 def make_memory(text: str = "hello", *, room: str = R, entity: str = U, **fields: Any) -> Memory:
     """A message memory with realistic defaults."""
-    fields.setdefault("metadata", {"type": "message"})
-    return Memory(entity_id=entity, room_id=room, content={"text": text, "source": "discord"}, **fields)
+    fields.setdefault("metadata", MemoryMetadata(type=MemoryType.MESSAGE))
+    return Memory(entity_id=entity, room_id=room, content=Content(text=text, source="discord"), **fields)
 
 
 async def seed_agent(

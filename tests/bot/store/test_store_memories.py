@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.kernel.content import MemoryMetadata, MemoryType
 from bot.kernel.errors import EmbeddingDimensionError, StoreError
 from bot.store import AgentStore, Database
 
@@ -25,7 +26,7 @@ async def test_create_memory_twice_with_one_id_keeps_one_row_and_one_embedding(d
     assert first == second == "dup"
     assert await _count(db, "memories") == 1 and await _count(db, "embeddings") == 1
     got = await store.get_memory("dup")
-    assert got is not None and got.content["text"] == "one"
+    assert got is not None and got.content.text == "one"
 
 
 async def test_update_memory_upserts_the_embedding(db: Database, store: AgentStore) -> None:
@@ -41,7 +42,8 @@ async def test_update_memory_upserts_the_embedding(db: Database, store: AgentSto
 
 async def test_delete_memory_removes_its_fragments_and_their_embeddings(db: Database, store: AgentStore) -> None:
     doc = await store.create_memory(
-        make_memory("doc", id="D", embedding=vec(0), metadata={"type": "document", "timestamp": 1}), "documents"
+        make_memory("doc", id="D", embedding=vec(0), metadata=MemoryMetadata(type=MemoryType.DOCUMENT, timestamp=1)),
+        "documents",
     )
     for n in (1, 2):
         await store.create_memory(
@@ -49,7 +51,7 @@ async def test_delete_memory_removes_its_fragments_and_their_embeddings(db: Data
                 f"part {n}",
                 id=f"F{n}",
                 embedding=vec(n),
-                metadata={"type": "fragment", "documentId": "D", "position": n},
+                metadata=MemoryMetadata(type=MemoryType.FRAGMENT, document_id="D", position=n),
             ),
             "fragments",
         )
@@ -70,7 +72,7 @@ async def test_create_memories_writes_one_embedding_row_per_new_memory_with_a_ve
 
 async def test_create_memories_in_bulk_writes_all_or_nothing(db: Database, store: AgentStore) -> None:
     batch = [make_memory(f"m{n}", embedding=vec(n)) for n in range(100)]
-    batch.append(make_memory("bad", metadata={"type": "fragment"}))  # violates a CHECK
+    batch.append(make_memory("bad", metadata=MemoryMetadata(type=MemoryType.FRAGMENT)))  # violates a CHECK
     with pytest.raises(StoreError, match="CHECK constraint failed"):
         await store.create_memories(batch, "messages", unique=True)
     assert await _count(db, "memories") == 0 and await _count(db, "embeddings") == 0
@@ -79,11 +81,14 @@ async def test_create_memories_in_bulk_writes_all_or_nothing(db: Database, store
 
 
 async def test_memories_read_back_with_their_own_empty_metadata_and_content(store: AgentStore) -> None:
-    await store.create_memory(make_memory("one", id="m1", metadata={}, created_at=1), "messages")
-    await store.create_memory(make_memory("two", id="m2", metadata={"entityName": "Sam"}, created_at=2), "messages")
+    await store.create_memory(make_memory("one", id="m1", metadata=MemoryMetadata(), created_at=1), "messages")
+    await store.create_memory(
+        make_memory("two", id="m2", metadata=MemoryMetadata(entity_name="Sam"), created_at=2), "messages"
+    )
     first, second = await store.get_memories_by_room_ids(table="messages", room_ids=[R])
-    assert (first.metadata, second.metadata) == ({"entityName": "Sam"}, {})
-    assert first.content == {"text": "two", "source": "discord"}
-    second.metadata["changed"] = True  # each memory has a dict of its own
+    assert (first.metadata.to_json(), second.metadata.to_json()) == ({"entityName": "Sam"}, {})
+    assert first.content.to_json() == {"text": "two", "source": "discord"}
+    with pytest.raises(TypeError):  # no memory can change what another one shares with it
+        second.metadata.extra["changed"] = True  # type: ignore[index]
     again = await store.get_memory("m1")
-    assert again is not None and again.metadata == {} and again.content["text"] == "one"
+    assert again is not None and again.metadata.to_json() == {} and again.content.text == "one"

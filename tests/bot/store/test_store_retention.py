@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.types import Memory
 from bot.store import AgentStore, Database
 
@@ -43,16 +44,16 @@ async def test_compact_memories_swaps_the_batch_for_a_summary_in_one_go(db: Data
     summary = Memory(
         entity_id=A,
         room_id=R,
-        content={"text": "They talked about walruses."},
+        content=Content(text="They talked about walruses."),
         created_at=1002,
         embedding=vec(9),
-        metadata={"entityIds": [U]},
+        metadata=MemoryMetadata(entity_ids=(U,)),
     )
     assert await store.compact_memories(summary, "summaries", ids[:3]) == 3
     left = await store.get_memories(table="messages")
-    assert [m.content["text"] for m in left] == ["m3"]
+    assert [m.content.text for m in left] == ["m3"]
     [stored] = await store.get_memories(table="summaries")
-    assert stored.content["text"] == "They talked about walruses." and stored.unique is True
+    assert stored.content.text == "They talked about walruses." and stored.unique is True
     assert (await store.search_memories(vec(9), "summaries"))[0].id == stored.id
     assert (await store.search_memories_by_text("walruses", "summaries"))[0].id == stored.id
     assert await _count(db, "SELECT count(*) FROM embeddings") == 2  # m3's and the summary's

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.types import ChannelType, Component, Entity, Relationship, Room, RoomState, Task, World
 from bot.store import AgentStore, Database
 
@@ -30,9 +31,11 @@ WRITES: dict[str, tuple[Call | None, Callable[[AgentStore, Any], Awaitable[Any]]
     # name: (setup returning an argument, the write under test)
     "update_memory": (
         _memory_id,
-        lambda s, mid: s.update_memory(mid, content={"text": "edited"}, metadata={"k": 1}, embedding=vec(1)),
+        lambda s, mid: s.update_memory(
+            mid, content=Content(text="edited"), metadata=MemoryMetadata.from_json({"k": 1}), embedding=vec(1)
+        ),
     ),
-    "update_memory of a missing memory": (None, lambda s, _: s.update_memory("missing", content={"text": "x"})),
+    "update_memory of a missing memory": (None, lambda s, _: s.update_memory("missing", content=Content(text="x"))),
     "delete_many_memories": (_memory_id, lambda s, mid: s.delete_many_memories([mid])),
     "delete_all_memories": (_memory_id, lambda s, _: s.delete_all_memories(R, "messages")),
     "create_entities": (None, lambda s, _: s.create_entities([Entity(id="e-new", agent_id=s.agent_id, names=["n"])])),
@@ -74,15 +77,17 @@ async def test_a_store_write_is_one_trip_to_the_writer(
 
 async def test_update_memory_changes_content_metadata_and_embedding_together(store: AgentStore) -> None:
     memory_id = await _memory_id(store)
-    assert await store.update_memory(memory_id, content={"text": "edited"}, metadata={"k": 1}, embedding=vec(1))
+    assert await store.update_memory(
+        memory_id, content=Content(text="edited"), metadata=MemoryMetadata.from_json({"k": 1}), embedding=vec(1)
+    )
     [memory] = await store.get_memories_by_ids([memory_id])
-    assert memory.content == {"text": "edited"}
-    assert memory.metadata == {"k": 1}
+    assert memory.content.to_json() == {"text": "edited"}
+    assert memory.metadata.to_json() == {"k": 1}
     assert [m.id for m in await store.search_memories(vec(1), "messages", count=1)] == [memory_id]
 
 
 async def test_update_memory_of_another_agent_s_memory_changes_nothing(store: AgentStore, store_b: AgentStore) -> None:
     memory_id = await _memory_id(store)
-    assert not await store_b.update_memory(memory_id, content={"text": "hijacked"})
+    assert not await store_b.update_memory(memory_id, content=Content(text="hijacked"))
     [memory] = await store.get_memories_by_ids([memory_id])
-    assert memory.content["text"] == "hello"
+    assert memory.content.text == "hello"

@@ -38,7 +38,7 @@ async def test_a_line_with_undecodable_bytes_is_answered_and_stored_repaired(tmp
     assert iris.character is not None
     async with Database(settings.database) as db:
         store = db.for_agent(iris.character.agent_id)
-        said = [m.content.get("text") for m in await store.get_memories(table="messages") if m.content.get("text")]
+        said = [m.content.text for m in await store.get_memories(table="messages") if m.content.text]
     assert "caf\ufffd au lait" in said
 
 

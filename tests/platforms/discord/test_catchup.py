@@ -13,6 +13,7 @@ from typing import Any
 import discord
 import pytest
 
+from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.types import Memory, now_ms
 from platforms.discord._catchup import CatchUpLimits, MissedMessages
 from platforms.discord._client import Client
@@ -171,7 +172,7 @@ async def test_a_missed_message_already_in_the_store_is_not_handed_over_again(sc
             entity_id=discord_id(rt.agent_id, s.sam.id),
             agent_id=rt.agent_id,
             room_id=discord_id(rt.agent_id, s.general.id),
-            content={"text": "@Ada two", "source": "discord"},
+            content=Content(text="@Ada two", source="discord"),
             created_at=now_ms(),
         ),
         "messages",
@@ -262,12 +263,12 @@ def test_the_plan_reads_only_the_channels_of_the_servers_the_connection_still_he
 
 
 def stored(channel_id: int, message_id: int, guild_id: int | None, source: str = "discord") -> Memory:
-    meta = {
-        "channelId": str(channel_id),
-        "discordMessageId": str(message_id),
-        "serverId": str(guild_id) if guild_id else None,
-    }
-    return Memory(entity_id="e", room_id="r", content={"source": source}, metadata=meta)
+    meta = MemoryMetadata(
+        channel_id=str(channel_id),
+        discord_message_id=str(message_id),
+        server_id=str(guild_id) if guild_id else None,
+    )
+    return Memory(entity_id="e", room_id="r", content=Content(source=source), metadata=meta)
 
 
 def test_for_shards_taken_on_the_store_says_where_to_read_and_the_earlier_bound_wins() -> None:

@@ -27,7 +27,7 @@ async def test_answers_a_mention_with_a_reply_and_a_dm(scene) -> None:
     # Both conversations are remembered, with the bot's own replies.
     rt = s.runtime("Ada")
     general = await rt.store.get_memories(table="messages", room_id=discord_id(rt.agent_id, s.general.id))
-    assert [m.content["text"] for m in reversed(general)] == ["@Ada hello?", "Hello Sam!"]
+    assert [m.content.text for m in reversed(general)] == ["@Ada hello?", "Hello Sam!"]
 
 
 async def test_unaddressed_chatter_is_left_alone_when_the_model_says_ignore(scene) -> None:

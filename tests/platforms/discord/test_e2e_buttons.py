@@ -15,7 +15,7 @@ from typing import Any
 
 import discord
 
-from bot.kernel.buttons import PRESS_KEY, Button, buttons_in
+from bot.kernel.buttons import Button, Press, buttons_in
 from bot.kernel.outgoing import OutgoingFile, Reply
 from bot.kernel.types import ChannelType, Memory
 from bot.runtime.agent import AgentRuntime
@@ -71,7 +71,7 @@ async def stored(rt: AgentRuntime, room_id: str, check: Any) -> Memory:
 
 
 def press_of(m: Memory) -> bool:
-    return PRESS_KEY in m.content
+    return m.content.button is not None
 
 
 async def presses_in(rt: AgentRuntime, channel: FakeChannel) -> list[Memory]:
@@ -94,9 +94,11 @@ async def test_a_long_replys_buttons_are_components_on_its_last_part_with_links_
     assert first.reference is not None and third.reference is None  # the reply quotes Sam once
     rt = s.runtime("Ada")
     kept = await stored(rt, discord_id(rt.agent_id, s.general.id), lambda m: m.id == discord_id(rt.agent_id, last.id))
-    assert kept.content["buttons"] == VOTE  # the last part is stored with the buttons it showed
+    assert [
+        b.record() for b in kept.content.buttons or ()
+    ] == VOTE  # the last part is stored with the buttons it showed
     said = await stored(rt, discord_id(rt.agent_id, s.general.id), lambda m: m.id == discord_id(rt.agent_id, first.id))
-    assert "buttons" not in said.content
+    assert said.content.buttons is None
 
 
 async def test_many_buttons_go_in_rows_of_at_most_five(scene) -> None:
@@ -121,10 +123,10 @@ async def test_a_press_reaches_the_character_from_the_presser_and_is_answered_un
     assert click.followups == []  # a normal message, not an interaction followup
     rt = s.runtime("Ada")
     press = await stored(rt, discord_id(rt.agent_id, s.general.id), press_of)
-    assert press.content["text"] == "Two" and press.content[PRESS_KEY] == {"value": "vote:2", "label": "Two"}
+    assert press.content.text == "Two" and press.content.button == Press("vote:2", "Two")
     assert press.entity_id == discord_id(rt.agent_id, s.cleo.id)
-    assert press.content["inReplyTo"] == discord_id(rt.agent_id, offer.id)
-    assert press.metadata["isReply"] is True and press.content["source"] == "discord"
+    assert press.content.in_reply_to == discord_id(rt.agent_id, offer.id)
+    assert press.metadata.is_reply is True and press.content.source == "discord"
     turn = [p for p in s.brain.prompts if "Write the next turn of Ada" in p][-1]
     assert "Two" in turn
 
@@ -140,7 +142,7 @@ async def test_a_press_in_a_thread_and_in_a_dm_stays_there(scene) -> None:
     assert answer.channel is thread and answer.content == "In the thread."
     rt = s.runtime("Ada")
     press = await stored(rt, discord_id(rt.agent_id, thread.id), press_of)
-    assert press.content["channelType"] == ChannelType.THREAD.value
+    assert press.content.channel_type == ChannelType.THREAD.value
     dm = s.fake.dm_channel(s.sam, s.ada)
     offer = await ada_offers(s, dm)
     s.brain.plans["Ada"].append(plan("In private."))

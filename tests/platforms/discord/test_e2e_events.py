@@ -17,7 +17,7 @@ from .scene import CHAT_EXAMPLE, CHAT_STYLE, POST_EXAMPLE, POST_STYLE, Scene, pl
 async def messages(s: Scene, name: str, channel) -> list[str]:
     rt = s.runtime(name)
     stored = await rt.store.get_memories(table="messages", room_id=discord_id(rt.agent_id, channel.id))
-    return [str(m.content.get("text")) for m in reversed(stored)]
+    return [str(m.content.text) for m in reversed(stored)]
 
 
 async def test_the_server_becomes_a_world_with_rooms_and_roles(scene) -> None:
@@ -94,10 +94,10 @@ async def test_attachments_are_read_before_the_answer(scene) -> None:
     planning = next(p for p in s.brain.prompts if "Write the next turn of Ada" in p)
     for seen in ("A ginger cat asleep on a keyboard.", "Chapter 3 needs a twist.", "transcript of memo.ogg"):
         assert seen in planning  # the model can talk about what was attached
-    by_title = {a["title"]: a for a in stored.content["attachments"]}
-    assert by_title["cat.png"]["description"] == "A ginger cat asleep on a keyboard."
-    assert by_title["notes.txt"]["text"] == "Chapter 3 needs a twist."
-    assert by_title["memo.ogg"]["text"] == "transcript of memo.ogg (10 bytes)"
+    by_title = {a.title: a for a in stored.content.attachments or ()}
+    assert by_title["cat.png"].description == "A ginger cat asleep on a keyboard."
+    assert by_title["notes.txt"].text == "Chapter 3 needs a twist."
+    assert by_title["memo.ogg"].text == "transcript of memo.ogg (10 bytes)"
 
 
 async def test_threads_follow_their_parent_in_channel_ids(scene) -> None:

@@ -45,9 +45,10 @@ async def test_draw_me_a_cat_brings_one_attachment_with_its_caption_remembered_w
         if said is not None:
             break
         await asyncio.sleep(0.02)
-    assert said is not None and said.content["text"] == "Here's your cat!" and "files" not in said.content
-    (carried,) = said.content["attachments"]
-    assert carried["title"] == "image-1.png" and carried["size"] == len(PICTURE) and carried["id"] == str(attachment.id)
+    assert said is not None and said.content.text == "Here's your cat!" and "files" not in said.content.to_json()
+    assert said.content.attachments is not None
+    (carried,) = said.content.attachments
+    assert carried.title == "image-1.png" and carried.size == len(PICTURE) and carried.id == str(attachment.id)
     await asyncio.sleep(0.2)
     assert len(s.ada.sent) == 1
 

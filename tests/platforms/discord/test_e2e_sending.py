@@ -45,11 +45,11 @@ async def test_a_reply_with_a_lone_surrogate_arrives_with_a_replacement_characte
     room = discord_id(rt.agent_id, s.general.id)
     for _ in range(100):  # the reply is remembered once Discord has taken it
         stored = await rt.store.get_memories(table="messages", room_id=room)
-        if "Broken \ufffd but here." in [m.content["text"] for m in stored]:
+        if "Broken \ufffd but here." in [m.content.text for m in stored]:
             break
         await asyncio.sleep(0.02)
     else:
-        raise AssertionError(f"the reply was not remembered: {[m.content['text'] for m in stored]}")
+        raise AssertionError(f"the reply was not remembered: {[m.content.text for m in stored]}")
 
 
 async def test_a_long_reply_stopped_part_way_keeps_what_went_out_and_logs_the_rest_lost(scene, caplog) -> None:
@@ -69,9 +69,9 @@ async def test_a_long_reply_stopped_part_way_keeps_what_went_out_and_logs_the_re
 
     async def remembered() -> list[str]:
         return [
-            m.content["text"]
+            m.content.text
             for m in await rt.store.get_memories(table="messages", room_id=room)
-            if m.entity_id == rt.agent_id and m.content.get("text")
+            if m.entity_id == rt.agent_id and m.content.text
         ]
 
     async with asyncio.timeout(60):

@@ -108,15 +108,15 @@ def test_a_mention_is_recognised_and_written_as_a_name() -> None:
     o = objects()
     message = o.message(message_create("hey <@900> and <@!3>, look", mentions=["ada", "cleo"]))
     memory = memory_for_message(AGENT, message, bot_user_id=BOT_ID)
-    assert memory.content["text"] == "hey @Ada and @cleo_c, look"
-    assert memory.metadata["isMention"] is True and memory.metadata["isReply"] is False
-    assert memory.metadata["authorIsBot"] is False and memory.metadata["entityName"] == "Sam"
+    assert memory.content.text == "hey @Ada and @cleo_c, look"
+    assert memory.metadata.is_mention is True and memory.metadata.is_reply is False
+    assert memory.metadata.author_is_bot is False and memory.metadata.entity_name == "Sam"
     assert memory.id == discord_id(AGENT, 500) and memory.room_id == discord_id(AGENT, GENERAL_ID)
     assert memory.world_id == discord_id(AGENT, GUILD_ID) and memory.entity_id == discord_id(AGENT, 1)
-    assert memory.content["source"] == "discord" and memory.content["channelType"] == "GROUP"
-    assert memory.content["url"] == f"https://discord.com/channels/{GUILD_ID}/{GENERAL_ID}/500"
+    assert memory.content.source == "discord" and memory.content.channel_type == "GROUP"
+    assert memory.content.url == f"https://discord.com/channels/{GUILD_ID}/{GENERAL_ID}/500"
     assert memory.created_at == int(discord.utils.snowflake_time(500).timestamp() * 1000)  # ids carry the time
-    assert memory.metadata["channelId"] == str(GENERAL_ID) and memory.metadata["serverId"] == str(GUILD_ID)
+    assert memory.metadata.channel_id == str(GENERAL_ID) and memory.metadata.server_id == str(GUILD_ID)
 
 
 def test_a_mention_of_the_bots_role_counts_and_of_another_bot_does_not() -> None:
@@ -124,24 +124,24 @@ def test_a_mention_of_the_bots_role_counts_and_of_another_bot_does_not() -> None
     by_role = memory_for_message(
         AGENT, o.message(message_create("<@&111> thoughts?", mention_roles=[BOT_ROLE_ID])), bot_user_id=BOT_ID
     )
-    assert by_role.metadata["isMention"] is True
+    assert by_role.metadata.is_mention is True
     other = memory_for_message(AGENT, o.message(message_create("<@901> hi", mentions=["brann"])), bot_user_id=BOT_ID)
-    assert other.metadata["isMention"] is False and other.content["text"] == "@Captain Brann hi"
+    assert other.metadata.is_mention is False and other.content.text == "@Captain Brann hi"
 
 
 def test_a_reply_to_the_bot_and_a_bot_author() -> None:
     o = objects()
     original = message_create("I am Ada.", author="ada", id=499)
     reply = memory_for_message(AGENT, o.message(message_create("really?", reply_to=original)), bot_user_id=BOT_ID)
-    assert reply.metadata["isReply"] is True and reply.content["inReplyTo"] == discord_id(AGENT, 499)
+    assert reply.metadata.is_reply is True and reply.content.in_reply_to == discord_id(AGENT, 499)
     from_bot = memory_for_message(AGENT, o.message(message_create("Ahoy", author="brann")), bot_user_id=BOT_ID)
-    assert from_bot.metadata["authorIsBot"] is True
+    assert from_bot.metadata.author_is_bot is True
     not_to_us = memory_for_message(
         AGENT,
         o.message(message_create("aye", reply_to=message_create("x", author="brann", id=498))),
         bot_user_id=BOT_ID,
     )
-    assert not_to_us.metadata["isReply"] is False
+    assert not_to_us.metadata.is_reply is False
 
 
 def test_dm_and_attachments() -> None:
@@ -159,8 +159,8 @@ def test_dm_and_attachments() -> None:
         o.message(message_create("look", channel=DM_ID, guild=False, attachments=[attachment])),
         bot_user_id=BOT_ID,
     )
-    assert memory.world_id is None and memory.content["channelType"] == "DM" and memory.metadata["serverId"] is None
-    assert memory.content["attachments"] == [
+    assert memory.world_id is None and memory.content.channel_type == "DM" and memory.metadata.server_id is None
+    assert [a.to_json() for a in memory.content.attachments or ()] == [
         {
             "id": "700",
             "url": attachment["url"],
@@ -222,8 +222,8 @@ def test_text_and_names_no_encoder_takes_are_repaired_and_nul_removed() -> None:
     message.guild.name = "Writers\udc00"
     message.channel.name = "gen\ud800eral"
     memory = memory_for_message(AGENT, message, bot_user_id=BOT_ID)
-    assert memory.content["text"] == "odd \ufffd text, a \U0001f600 smile @cleo_c"
-    assert memory.metadata["entityName"] == "Sam \ufffd"
+    assert memory.content.text == "odd \ufffd text, a \U0001f600 smile @cleo_c"
+    assert memory.metadata.entity_name == "Sam \ufffd"
     assert entity_for_user(AGENT, message.author).names[0] == "Sam \ufffd"
     assert world_for_guild(AGENT, message.guild).name == "Writers\ufffd"
     room = room_for_channel(AGENT, message.channel)

@@ -19,7 +19,7 @@ async def _chat(s, channel, lines: list[str]) -> None:
         await s.fake.user_says(s.sam if i % 2 == 0 else s.cleo, channel, text)
 
     async def heard() -> bool:
-        said = {m.content.get("text") for m in await rt.store.get_memories(table="messages", room_id=room)}
+        said = {m.content.text for m in await rt.store.get_memories(table="messages", room_id=room)}
         return set(lines) <= said
 
     async with asyncio.timeout(60):

@@ -64,7 +64,7 @@ async def test_join_listen_answer_aloud_and_leave(scene) -> None:
     room = discord_id(rt.agent_id, voice_general.id)
     async with asyncio.timeout(60):
         while True:
-            texts = [m.content.get("text") for m in await rt.store.get_memories(table="messages", room_id=room)]
+            texts = [m.content.text for m in await rt.store.get_memories(table="messages", room_id=room)]
             if "Ada, what is the plan?" in texts and "The plan is simple. We sail at dawn, all of us." in texts:
                 break
             await asyncio.sleep(0.02)

@@ -33,7 +33,7 @@ async def joined_later(s: Scene, channel: Any) -> Any:
 async def stored_texts(s: Scene, channel: Any) -> list[str]:
     rt = s.runtime("Ada")
     room = discord_id(rt.agent_id, channel.id)
-    return [str(m.content.get("text")) for m in await rt.store.get_memories(table="messages", room_id=room)]
+    return [str(m.content.text) for m in await rt.store.get_memories(table="messages", room_id=room)]
 
 
 async def until_stored(s: Scene, channel: Any, text: str) -> None:

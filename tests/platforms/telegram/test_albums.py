@@ -49,8 +49,8 @@ async def test_an_album_of_three_photos_is_one_message_with_all_of_them_answered
     rt = s.runtime("Ada")
     [heard] = [m for m in await _stored(s, chat.id) if m.entity_id != rt.agent_id]
     assert heard.id == album_memory_id(rt.agent_id, chat.id, parts[0]["media_group_id"])
-    assert heard.content["text"] == "which is best?"
-    assert [a["id"] for a in heard.content["attachments"]] == [p["photo"][-1]["file_id"] for p in parts]
+    assert heard.content.text == "which is best?"
+    assert [a.id for a in heard.content.attachments or ()] == [p["photo"][-1]["file_id"] for p in parts]
 
 
 async def test_a_mixed_album_in_a_group_is_heard_once_with_the_caption_of_whichever_part_has_it(scene) -> None:
@@ -97,7 +97,7 @@ async def test_a_restart_while_an_album_is_gathered_hears_it_once_after_the_rest
     assert len(s.ada.sent) == 1
     rt = s.runtime("Ada")
     [heard] = [m for m in await _stored(s, chat.id) if m.entity_id != rt.agent_id]
-    assert len(heard.content["attachments"]) == 3 and heard.content["text"] == "a trip"
+    assert len(heard.content.attachments or ()) == 3 and heard.content.text == "a trip"
     assert not await rt.store.inbox_pending("telegram")
 
 
@@ -150,10 +150,10 @@ async def test_an_album_s_edited_caption_changes_the_album_s_message_not_a_new_o
         return [m for m in await _stored(s, chat.id) if m.entity_id != rt.agent_id]
 
     async with asyncio.timeout(60):
-        while [m.content["text"] for m in await theirs()] != ["two dogs, in fact"]:
+        while [m.content.text for m in await theirs()] != ["two dogs, in fact"]:
             await asyncio.sleep(0.02)
     [album] = await theirs()
-    assert len(album.content["attachments"]) == 2 and album.metadata.get("editedAt")
+    assert len(album.content.attachments or ()) == 2 and album.metadata.edited_at
 
 
 async def test_a_reply_to_any_photo_of_an_album_replies_to_the_album_s_message(scene) -> None:
@@ -164,5 +164,5 @@ async def test_a_reply_to_any_photo_of_an_album_replies_to_the_album_s_message(s
     await s.fake.user_says(s.sam, chat, "this one?", reply_to=second)
     await s.fake.wait_for_sent(s.ada, 2)
     rt = s.runtime("Ada")
-    [asked] = [m for m in await _stored(s, chat.id) if m.content.get("text") == "this one?"]
-    assert asked.content["inReplyTo"] == album_memory_id(rt.agent_id, chat.id, second["media_group_id"])
+    [asked] = [m for m in await _stored(s, chat.id) if m.content.text == "this one?"]
+    assert asked.content.in_reply_to == album_memory_id(rt.agent_id, chat.id, second["media_group_id"])

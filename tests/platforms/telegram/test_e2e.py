@@ -187,7 +187,7 @@ async def test_send_message_reaches_someone_met_only_in_a_group_and_is_remembere
     async with asyncio.timeout(60):
         while not (stored := await rt.store.get_memories(table="messages", room_id=room, count=5)):
             await asyncio.sleep(0.02)
-    assert [m.content["text"] for m in stored] == ["The meeting moved to 3pm."]
+    assert [m.content.text for m in stored] == ["The meeting moved to 3pm."]
     assert entity_id(rt.agent_id, s.cleo.id) in await rt.store.get_participants_for_room(room)
 
 
@@ -290,7 +290,7 @@ async def test_edits_reactions_and_people_joining_reach_memory(scene) -> None:
     room = room_id(rt.agent_id, s.group.id)
 
     async def texts() -> list[str]:
-        return [m.content.get("text") for m in await rt.store.get_memories(table="messages", room_id=room)]
+        return [m.content.text for m in await rt.store.get_memories(table="messages", room_id=room)]
 
     async with asyncio.timeout(60):
         while not {"@ada_bot the ending", "*reacted 👍*"} <= set(await texts()):

@@ -11,7 +11,7 @@ import asyncio
 import logging
 from typing import Any
 
-from bot.kernel.buttons import Button
+from bot.kernel.buttons import Button, Press
 from bot.kernel.outgoing import OutgoingFile, Reply
 from bot.kernel.types import Memory, Room
 from bot.runtime.agent import AgentRuntime
@@ -72,8 +72,10 @@ async def test_a_long_replys_keyboard_is_on_its_last_part_with_links_as_url_butt
         ]
     }
     rt = s.runtime("Ada")
-    said = await stored(rt, room_id(rt.agent_id, s.group.id), lambda m: m.content.get("buttons"))
-    assert said.content["buttons"][0] == {"label": "One", "value": "vote:1"}  # kept with the last part
+    said = await stored(rt, room_id(rt.agent_id, s.group.id), lambda m: m.content.buttons)
+    assert said.content.buttons is not None and said.content.buttons[0] == Button(
+        "One", value="vote:1"
+    )  # kept with the last part
 
 
 async def test_buttons_over_the_limits_are_left_out_with_a_warning(scene, caplog) -> None:
@@ -114,9 +116,9 @@ async def test_a_press_reaches_the_character_from_the_presser_in_its_topic_ackno
     assert reply["text"] == "Two it is." and reply["thread_id"] == topic and reply["chat_id"] == forum.id
     assert reply["reply_to"] == asked["message"]["message_id"]
     rt = s.runtime("Ada")
-    press = await stored(rt, room_id(rt.agent_id, forum.id, topic), lambda m: m.content.get("button"))
-    assert press.entity_id == entity_id(rt.agent_id, s.cleo.id) and press.content["text"] == "Two"
-    assert press.content["button"] == {"value": "vote:2", "label": "Two"}
+    press = await stored(rt, room_id(rt.agent_id, forum.id, topic), lambda m: m.content.button)
+    assert press.entity_id == entity_id(rt.agent_id, s.cleo.id) and press.content.text == "Two"
+    assert press.content.button == Press("vote:2", "Two")
     assert gated() == gated_before  # addressed: no small-model gate
 
 
@@ -131,8 +133,8 @@ async def test_a_press_on_a_message_too_old_to_read_or_acknowledged_too_late_is_
     await s.fake.wait_for_sent(s.ada, sent + 1)
     assert s.fake.answered(old) and s.ada.sent[-1]["text"] == "You pressed something old."
     rt = s.runtime("Ada")
-    press = await stored(rt, room_id(rt.agent_id, chat.id), lambda m: m.content.get("button"))
-    assert press.content["text"] == "vote:1" and press.content["button"] == {"value": "vote:1", "label": None}
+    press = await stored(rt, room_id(rt.agent_id, chat.id), lambda m: m.content.button)
+    assert press.content.text == "vote:1" and press.content.button == Press("vote:1")
     s.fake.callback_expiry = 0.0  # every acknowledgement now comes too late
     late = await s.fake.user_presses(s.sam, asked["message"], "vote:2")
     await s.fake.wait_for_sent(s.ada, sent + 2)
@@ -172,7 +174,11 @@ async def test_choose_option_buttons_run_the_option_pressed_once_without_a_model
     shown = s.ada.sent[-1]
     assert shown["text"] == "PICK_COLOUR: which colour for the banner?"
     labels = [b["text"] for row in shown["reply_markup"]["inline_keyboard"] for b in row]
-    assert labels == ["red", "blue", "Cancel"] and offer.content["buttons"][2]["label"] == "Cancel"
+    assert (
+        labels == ["red", "blue", "Cancel"]
+        and offer.content.buttons is not None
+        and offer.content.buttons[2].label == "Cancel"
+    )
     blue = shown["reply_markup"]["inline_keyboard"][0][1]["callback_data"]
     prompts, sent = len(s.brain.prompts), len(s.ada.sent)
     first = await s.fake.user_presses(s.sam, shown["message"], blue)

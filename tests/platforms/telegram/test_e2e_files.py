@@ -45,10 +45,11 @@ async def test_draw_me_a_cat_brings_one_photo_with_its_caption_remembered_with_w
             break
         await asyncio.sleep(0.02)
     (said,) = await stored()
-    assert said.content["text"] == "Here's your cat!" and "files" not in said.content
-    (carried,) = said.content["attachments"]
-    assert carried["contentType"] == "image/jpeg" and carried["size"] == len(PICTURE)
-    assert carried["id"] == photo["message"]["photo"][0]["file_id"]
+    assert said.content.text == "Here's your cat!" and "files" not in said.content.to_json()
+    assert said.content.attachments is not None
+    (carried,) = said.content.attachments
+    assert carried.content_type == "image/jpeg" and carried.size == len(PICTURE)
+    assert carried.id == photo["message"]["photo"][0]["file_id"]
     await asyncio.sleep(0.2)
     assert len(s.ada.sent) == 1  # the picture once, and no separate text
 
@@ -163,8 +164,8 @@ async def test_a_file_too_big_for_telegram_is_not_sent_and_the_text_says_so(scen
         "The film and my notes.\n\n(I couldn't send film.mp4: it is 60 MB, more than the 50 MB Telegram takes.)"
     )
     memories = await rt.store.get_memories(table="messages", room_id=room.id)
-    (said,) = [m for m in memories if m.entity_id == rt.agent_id and m.content.get("text")]
-    assert said.content["attachments"][0]["title"] == "notes.txt"
+    (said,) = [m for m in memories if m.entity_id == rt.agent_id and m.content.text]
+    assert said.content.attachments is not None and said.content.attachments[0].title == "notes.txt"
 
 
 async def test_the_other_characters_in_a_group_hear_a_pictures_caption(scene) -> None:
@@ -198,7 +199,7 @@ async def test_several_pictures_go_as_one_album_with_the_text_as_its_caption(sce
     assert uploads == ["sendMediaGroup", "sendDocument"]
     memories = await rt.store.get_memories(table="messages", room_id=room.id)
     said = [m for m in memories if m.entity_id == rt.agent_id]
-    carried = sorted(a["title"] for m in said for a in m.content.get("attachments") or [])
+    carried = sorted(a.title or "" for m in said for a in m.content.attachments or ())
     assert carried == ["notes.txt", "photo.jpg", "photo.jpg", "photo.jpg"]  # each message as Telegram shows it
 
 

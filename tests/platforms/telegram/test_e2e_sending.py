@@ -61,7 +61,7 @@ async def test_a_message_with_a_lone_surrogate_is_answered_and_stored_repaired(s
     assert (await s.fake.wait_for_sent(s.ada, 1))[0]["text"] == "Got it."
     rt = s.runtime("Ada")
     stored = await rt.store.get_memories(table="messages", room_id=room_id(rt.agent_id, chat.id))
-    assert "odd \ufffd text" in [m.content["text"] for m in stored]
+    assert "odd \ufffd text" in [m.content.text for m in stored]
     assert any("odd \ufffd text" in p for p in s.brain.prompts)
 
 
@@ -94,9 +94,9 @@ async def test_a_long_reply_stopped_part_way_keeps_what_went_out_and_logs_the_re
 
     async def remembered() -> list[str]:
         return [
-            m.content["text"]
+            m.content.text
             for m in await rt.store.get_memories(table="messages", room_id=room)
-            if m.entity_id == rt.agent_id and m.content.get("text")
+            if m.entity_id == rt.agent_id and m.content.text
         ]
 
     async with asyncio.timeout(60):
@@ -122,7 +122,7 @@ async def test_a_message_sent_unasked_and_stopped_part_way_is_an_error_that_keep
     with pytest.raises(SendError, match="only the beginning of the message went out; Telegram did not take the rest"):
         await rt.get_service("telegram").send_to_room(room, Reply(text=long))
     stored = await rt.store.get_memories(table="messages", room_id=room.id)
-    said = [m.content["text"] for m in stored if m.entity_id == rt.agent_id and m.content.get("text")]
+    said = [m.content.text for m in stored if m.entity_id == rt.agent_id and m.content.text]
     assert said == [s.ada.sent[0]["text"]]
     assert len(s.ada.sent) == 1
 

@@ -20,7 +20,7 @@ from .scene import Scene, plan, until
 async def texts_in(s: Scene, name: str, chat_id: int) -> list[str]:
     rt = s.runtime(name)
     memories = await rt.store.get_memories(table="messages", room_id=room_id(rt.agent_id, chat_id))
-    return [str(m.content.get("text")) for m in memories]
+    return [str(m.content.text) for m in memories]
 
 
 async def until_heard(s: Scene, name: str, chat_id: int, text: str) -> None:
@@ -109,9 +109,9 @@ async def test_a_channel_post_is_answered_in_the_channel_when_telegram_channel_p
     stored = next(
         m
         for m in await rt.store.get_memories(table="messages", room_id=room_id(rt.agent_id, news.id))
-        if m.content.get("text") == "Ada, the harbour opens at dawn."
+        if m.content.text == "Ada, the harbour opens at dawn."
     )
-    assert stored.metadata["entityName"] == "Harbour News" and stored.content["channelType"] == "FEED"
+    assert stored.metadata.entity_name == "Harbour News" and stored.content.channel_type == "FEED"
 
 
 @pytest.mark.parametrize("brann_posts", ["false", "true"])

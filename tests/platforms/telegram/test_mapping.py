@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
+
+import pytest
+
 from bot.kernel.ids import unique_uuid
 from bot.kernel.record_metadata import Ownership
 from bot.kernel.types import ChannelType
@@ -15,6 +19,7 @@ from platforms.telegram._mapping import (
     translate,
     world_for_chat,
 )
+from platforms.telegram._message_ref import TelegramMessageRef
 
 from .recorded import (
     BOT,
@@ -80,8 +85,8 @@ def test_forum_topics_are_rooms_of_their_own() -> None:
     assert topic_room.name == "Guild › Plot" and topic_room.metadata.thread_id == 50
     assert topic_room.type is ChannelType.GROUP
     m = memory(message(FORUM, "hello", id=51, thread=50, reply_to=created))
-    assert "inReplyTo" not in m.content  # the topic's first message is not what it replies to
-    assert m.metadata["telegram"]["threadId"] == 50
+    assert "inReplyTo" not in m.content.to_json()  # the topic's first message is not what it replies to
+    assert (ref := TelegramMessageRef.of(m)) is not None and ref.thread_id == 50
 
 
 def test_reply_threads_in_an_ordinary_supergroup_are_not_topics() -> None:
@@ -94,17 +99,17 @@ def test_mentions_text_mentions_commands_and_replies_to_the_bot() -> None:
     text = "🎭 hey @ada_bot look"
     offset = len("🎭 hey ".encode("utf-16-le")) // 2  # Telegram counts UTF-16 code units
     m = memory(message(GROUP, text, entities=[{"type": "mention", "offset": offset, "length": 8}]))
-    assert m.metadata["isMention"] is True and m.metadata["isReply"] is False
+    assert m.metadata.is_mention is True and m.metadata.is_reply is False
     other = memory(message(GROUP, "@brann_bot hi", entities=[{"type": "mention", "offset": 0, "length": 10}]))
-    assert other.metadata["isMention"] is False
+    assert other.metadata.is_mention is False
     text_mention = memory(
         message(GROUP, "Ada, hi", entities=[{"type": "text_mention", "offset": 0, "length": 3, "user": BOT}])
     )
-    assert text_mention.metadata["isMention"] is True
+    assert text_mention.metadata.is_mention is True
     command = memory(message(GROUP, "/help@ada_bot", entities=[{"type": "bot_command", "offset": 0, "length": 13}]))
-    assert command.metadata["isMention"] is True
+    assert command.metadata.is_mention is True
     reply = memory(message(GROUP, "really?", id=71, reply_to=message(GROUP, "I am Ada", id=70, sender=BOT)))
-    assert reply.metadata["isReply"] is True and reply.content["inReplyTo"] == message_id(AGENT, GROUP["id"], 70)
+    assert reply.metadata.is_reply is True and reply.content.in_reply_to == message_id(AGENT, GROUP["id"], 70)
 
 
 def test_users_and_bots() -> None:
@@ -114,8 +119,8 @@ def test_users_and_bots() -> None:
     cleo = entity_for_user(AGENT, received(message(GROUP, "x", sender=CLEO)).from_user)
     assert cleo.names == ["Cleo"] and cleo.metadata.username == ""
     from_bot = memory(message(GROUP, "Ahoy", sender=OTHER_BOT))
-    assert from_bot.metadata["authorIsBot"] is True and from_bot.metadata["entityName"] == "Brann"
-    assert from_bot.created_at == 1795334400010 and from_bot.content["channelType"] == "GROUP"  # message 10
+    assert from_bot.metadata.author_is_bot is True and from_bot.metadata.entity_name == "Brann"
+    assert from_bot.created_at == 1795334400010 and from_bot.content.channel_type == "GROUP"  # message 10
 
 
 def test_messages_of_one_second_are_dated_in_the_order_the_chat_numbered_them() -> None:
@@ -129,13 +134,13 @@ def test_messages_of_one_second_are_dated_in_the_order_the_chat_numbered_them() 
 def test_text_and_names_no_encoder_takes_are_repaired() -> None:
     broken_sam = {**CLEO, "first_name": "Cl\ud800eo"}
     m = memory(message({**GROUP, "title": "Writers\udc00"}, "odd \ud83d text, a \ud83d\ude00 smile", sender=broken_sam))
-    assert m.content["text"] == "odd \ufffd text, a \U0001f600 smile"
-    assert m.metadata["entityName"] == "Cl\ufffdeo"
+    assert m.content.text == "odd \ufffd text, a \U0001f600 smile"
+    assert m.metadata.entity_name == "Cl\ufffdeo"
     chat = received(message({**GROUP, "title": "Writers\udc00"}, "x")).chat
     assert world_for_chat(AGENT, chat).name == "Writers\ufffd"
     assert entity_for_user(AGENT, received(message(GROUP, "x", sender=broken_sam)).from_user).names == ["Cl\ufffdeo"]
     captioned = memory(message(GROUP, caption="photo \udfff", photo=[]))
-    assert captioned.content["text"] == "photo \ufffd"
+    assert captioned.content.text == "photo \ufffd"
 
 
 # -- translate: one call, everything the core needs ----------------------------------------
@@ -150,7 +155,7 @@ def test_a_message_in_a_forum_topic_is_translated_once_into_its_topic_room_autho
     data = message(FORUM, "hello", id=51, thread=50, reply_to=created)
     seen = translated(data)
     assert (seen.chat_id, seen.message_id, seen.thread_id, seen.title) == (FORUM["id"], 51, 50, "Guild")
-    assert seen.is_topic and seen.spoken is None and seen.attachments == []
+    assert seen.is_topic and seen.spoken is None and seen.attachments == ()
     assert seen.room == room_for_message(AGENT, received(data)) and seen.room.name == "Guild › Plot"
     assert seen.main_room == room_for_message(AGENT, received(message(FORUM, "in General", id=52)))
     assert seen.room.metadata.parent_room_id == seen.main_room.id
@@ -162,7 +167,11 @@ def test_a_message_in_a_forum_topic_is_translated_once_into_its_topic_room_autho
 def test_outside_forum_topics_a_message_has_no_thread_and_its_room_is_the_main_room() -> None:
     seen = translated(message(GROUP, "second", id=61, reply_to=message(GROUP, "first", id=60), message_thread_id=60))
     assert seen.thread_id is None and not seen.is_topic
-    assert seen.room == seen.main_room and seen.memory.metadata["telegram"]["threadId"] is None
+    assert (
+        seen.room == seen.main_room
+        and (ref := TelegramMessageRef.of(seen.memory)) is not None
+        and ref.thread_id is None
+    )
     private = translated(message(PRIVATE, "hi"))
     assert private.title is None and private.main_room.type is ChannelType.DM
 
@@ -174,33 +183,30 @@ def test_files_are_attachments_by_file_id_and_spoken_media_is_named_for_transcri
         {"file_id": "LARGE", "file_unique_id": "u-large", "width": 800, "height": 800, "file_size": 5000},
     ]
     heard = translated(message(PRIVATE, caption="listen", voice=voice))
-    assert (
-        heard.memory.content["attachments"]
-        == heard.attachments
-        == [
-            {
-                "id": "VOICE-1",
-                "title": "voice.ogg",
-                "contentType": "audio/ogg",
-                "private": True,
-                "url": "telegram:file:u-voice",
-                "size": 9,
-                "source": "telegram",
-            }
-        ]
-    )
+    assert heard.memory.content.attachments == heard.attachments
+    assert [a.to_json() for a in heard.attachments] == [
+        {
+            "id": "VOICE-1",
+            "title": "voice.ogg",
+            "contentType": "audio/ogg",
+            "private": True,
+            "url": "telegram:file:u-voice",
+            "size": 9,
+            "source": "telegram",
+        }
+    ]
     assert heard.spoken is not None and (heard.spoken.file_id, heard.spoken.filename) == ("VOICE-1", "voice.ogg")
-    assert heard.spoken.said and heard.memory.content["text"] == "listen"
+    assert heard.spoken.said and heard.memory.content.text == "listen"
     pictured = translated(message(GROUP, caption="look", photo=photo))
-    assert [a["id"] for a in pictured.attachments] == ["LARGE"] and pictured.spoken is None
+    assert [a.id for a in pictured.attachments] == ["LARGE"] and pictured.spoken is None
     assert "token" not in str(pictured.attachments)  # file URLs carry the bot token: never kept
-    assert "attachments" not in translated(message(GROUP, "words only")).memory.content
+    assert "attachments" not in translated(message(GROUP, "words only")).memory.content.to_json()
 
 
 def test_a_video_is_an_attachment_the_core_can_watch() -> None:
     video = {"file_id": "VID", "file_unique_id": "u-vid", "duration": 4, "width": 64, "height": 48, "file_size": 7}
     seen = translated(message(PRIVATE, caption="our dog", video=video))
-    assert seen.attachments == [
+    assert [a.to_json() for a in seen.attachments] == [
         {
             "id": "VID",
             "title": "video.mp4",
@@ -218,25 +224,27 @@ def test_an_edit_carries_the_words_and_never_the_files() -> None:
     document = {"file_id": "DOC", "file_unique_id": "u-doc", "file_name": "notes.txt", "mime_type": "text/plain"}
     seen = translated(message(GROUP, caption="notes, fixed", document=document))
     edit = seen.edit()
-    assert "attachments" not in edit.content and edit.content["text"] == "notes, fixed"
-    assert edit.id == seen.memory.id and seen.memory.content["attachments"][0]["id"] == "DOC"
-    edit.metadata["editedAt"] = 1
-    assert "editedAt" not in seen.memory.metadata  # a copy: the translation is left as it was
+    assert "attachments" not in edit.content.to_json() and edit.content.text == "notes, fixed"
+    assert edit.id == seen.memory.id and [a.id for a in seen.memory.content.attachments or ()] == ["DOC"]
+    with pytest.raises(FrozenInstanceError):  # the translation is left as it was: nothing can change it
+        edit.metadata.edited_at = 1
+    assert seen.memory.metadata.edited_at is None
 
 
 def test_a_relayed_text_replaces_the_words_and_a_mention_in_it_counts() -> None:
     data = message(GROUP, "first part", sender=OTHER_BOT)
-    assert translated(data).memory.metadata["isMention"] is False
+    assert translated(data).memory.metadata.is_mention is False
     relayed = translated(data, text="first part\nand @Ada_Bot, over to you")
-    assert relayed.memory.content["text"] == "first part\nand @Ada_Bot, over to you"
-    assert relayed.memory.metadata["isMention"] is True and relayed.memory.metadata["authorIsBot"] is True
+    assert relayed.memory.content.text == "first part\nand @Ada_Bot, over to you"
+    assert relayed.memory.metadata.is_mention is True and relayed.memory.metadata.author_is_bot is True
 
 
 def test_translating_leaves_the_native_message_as_it_was() -> None:
     native = received(message(PRIVATE, "hi", voice={"file_id": "V", "file_unique_id": "u", "duration": 1}))
     before = native.to_dict()
     seen = translate(AGENT, native, bot_id=BOT["id"], bot_username=BOT["username"])
-    seen.memory.content["text"] = "changed by the pipeline's listener"
+    with pytest.raises(FrozenInstanceError):  # nothing the pipeline does to it can reach the native message
+        seen.memory.content.text = "changed by the pipeline's listener"  # type: ignore[misc]
     assert native.to_dict() == before
 
 
@@ -245,15 +253,15 @@ def test_a_sticker_is_its_emoji_and_a_sticker_without_one_still_says_what_it_is(
     animated = {**sticker, "is_animated": True, "is_video": False, "emoji": "🔥"}
     video = {**sticker, "is_animated": False, "is_video": True, "emoji": "🎉"}
     plain = {**sticker, "is_animated": False, "is_video": False}
-    assert memory(message(GROUP, sticker=animated)).content["text"] == "[sticker 🔥]"
-    assert memory(message(GROUP, sticker=video)).content["text"] == "[sticker 🎉]"
-    assert memory(message(GROUP, sticker=plain)).content["text"] == "[sticker]"
+    assert memory(message(GROUP, sticker=animated)).content.text == "[sticker 🔥]"
+    assert memory(message(GROUP, sticker=video)).content.text == "[sticker 🎉]"
+    assert memory(message(GROUP, sticker=plain)).content.text == "[sticker]"
 
 
 def test_a_channel_post_is_signed_by_the_channel() -> None:
     post = message(CHANNEL, "Harbour opens at dawn, @ada_bot", id=70, sender_chat=CHANNEL)
     del post["from"]
     seen = translated(post)
-    assert seen.entity.names == ["News", "@newsy"] and seen.memory.content["channelType"] == "FEED"
-    assert seen.memory.metadata["entityName"] == "News" and seen.memory.metadata["isMention"]
+    assert seen.entity.names == ["News", "@newsy"] and seen.memory.content.channel_type == "FEED"
+    assert seen.memory.metadata.entity_name == "News" and seen.memory.metadata.is_mention
     assert seen.memory.entity_id == unique_uuid(AGENT, f"telegram:user:{CHANNEL['id']}")

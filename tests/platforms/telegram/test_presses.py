@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.kernel.buttons import Button
+from bot.kernel.buttons import Button, Press
 from platforms.telegram._mapping import chat_room, entity_id, message_id, room_id
 from platforms.telegram._presses import keyboard, shown_buttons, translate_press
 
@@ -51,9 +51,9 @@ def test_a_press_in_a_forum_topic_is_a_message_from_the_presser_there_labelled_a
     memory = seen.memory
     assert memory.id == message_id(AGENT, FORUM["id"], "press-4242")
     assert memory.entity_id == entity_id(AGENT, CLEO["id"]) and memory.room_id == room_id(AGENT, FORUM["id"], 5)
-    assert memory.content["text"] == "No" and memory.content["button"] == {"value": "n", "label": "No"}
-    assert memory.content["inReplyTo"] == message_id(AGENT, FORUM["id"], 77)
-    assert memory.metadata["isReply"] and not memory.metadata["authorIsBot"]
+    assert memory.content.text == "No" and memory.content.button == Press("n", "No")
+    assert memory.content.in_reply_to == message_id(AGENT, FORUM["id"], 77)
+    assert memory.metadata.is_reply and not memory.metadata.author_is_bot
     assert (seen.chat_id, seen.message_id, seen.thread_id) == (FORUM["id"], 77, 5)
 
 
@@ -61,7 +61,7 @@ def test_a_press_on_a_message_the_bot_can_no_longer_read_goes_to_the_chats_main_
     query = pressed({"chat": GROUP, "message_id": 12, "date": 0}, data="y")
     seen = translate_press(AGENT, query, query.message)
     assert seen.room == chat_room(AGENT, query.message.chat) and seen.thread_id is None
-    assert seen.memory.content["text"] == "y" and seen.memory.content["button"] == {"value": "y", "label": None}
+    assert seen.memory.content.text == "y" and seen.memory.content.button == Press("y")
     assert shown_buttons(query.message) == []
 
 
@@ -72,4 +72,4 @@ def test_a_press_under_a_keyboard_troupe_could_not_have_sent_is_still_heard_with
     query = pressed(asked, data="far")
     assert [b.label for b in shown_buttons(query.message)] == ["Yes"]
     seen = translate_press(AGENT, query, query.message)
-    assert seen.memory.content["button"] == {"value": "far", "label": None}
+    assert seen.memory.content.button == Press("far")

@@ -134,7 +134,7 @@ async def test_characters_of_two_daemons_talk_through_the_relay_until_the_loop_g
     assert [m["text"] for m in c.brann.sent] == ["@ada_bot I think it works."]
     assert c.brann.sent[0]["reply_to"] == c.ada.sent[0]["message"]["message_id"]  # it answered what Ada said
     brann = next(rt for rt in two.runtimes if rt.character.name == "Brann")
-    heard = [m.content.get("text") for m in await brann.store.get_memories(table="messages", count=10)]
+    heard = [m.content.text for m in await brann.store.get_memories(table="messages", count=10)]
     assert "@brann_bot, really?" in heard  # heard, and silenced by the loop guard
 
 

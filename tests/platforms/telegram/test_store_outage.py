@@ -91,7 +91,7 @@ async def test_a_reply_ready_while_the_disk_fills_waits_for_it_then_goes_out_onc
         while (claim := await rt.store.get_message_handling(memory_id)) is None or claim.outcome != "replied":
             await asyncio.sleep(0.02)
     said = await rt.store.get_memories(table="messages", room_id=room_id(rt.agent_id, chat.id))
-    assert [m.content["text"] for m in reversed(said)] == ["Ada, are you there?", "Here I am."]  # her reply is kept
+    assert [m.content.text for m in reversed(said)] == ["Ada, are you there?", "Here I am."]  # her reply is kept
     assert len(s.ada.sent) == 1
 
 

@@ -21,7 +21,7 @@ async def _chat(s, chat, lines: list[str], topic: int | None = None) -> None:
         await s.fake.user_says(s.sam if i % 2 == 0 else s.cleo, chat, text, topic=topic)
 
     async def heard() -> bool:
-        said = {m.content.get("text") for m in await rt.store.get_memories(table="messages", room_id=room)}
+        said = {m.content.text for m in await rt.store.get_memories(table="messages", room_id=room)}
         return set(lines) <= said
 
     async with asyncio.timeout(60):
@@ -98,7 +98,7 @@ async def test_a_long_summary_is_a_markdown_document_captioned_with_what_it_cove
 
     async def stored_with_the_file() -> bool:  # the action's answer is remembered (the command's is not)
         stored = await rt.store.get_memories(table="messages", room_id=room_id(rt.agent_id, s.group.id))
-        return any(a.get("title") == name for m in stored for a in m.content.get("attachments") or [])
+        return any(a.title == name for m in stored for a in m.content.attachments or ())
 
     async with asyncio.timeout(60):
         while not await stored_with_the_file():

@@ -97,8 +97,8 @@ async def test_each_daemon_answers_its_own_messages_from_its_own_database(troupe
     # Same character, same agent id, two databases: each holds only what its own daemon heard.
     first, second = one.runtime("Ada"), two.runtime("Ada")
     assert first.agent_id == second.agent_id
-    said_to_first = {m.content.get("text") for m in await first.store.get_memories(table="messages", count=10)}
-    said_to_second = {m.content.get("text") for m in await second.store.get_memories(table="messages", count=10)}
+    said_to_first = {m.content.text for m in await first.store.get_memories(table="messages", count=10)}
+    said_to_second = {m.content.text for m in await second.store.get_memories(table="messages", count=10)}
     assert "hello first" in said_to_first and "hello second" not in said_to_first
     assert "hello second" in said_to_second and "hello first" not in said_to_second
 
@@ -117,7 +117,7 @@ async def test_a_daemons_relay_hands_messages_to_its_own_characters_only(troupes
     await asyncio.sleep(0.5)
     # …and the second daemon's Brann, addressed by name too, never heard it at all.
     assert two.brann.sent == [] and not any(question in prompt for prompt in two.brain.prompts)
-    heard = {m.content.get("text") for m in await two.runtime("Brann").store.get_memories(table="messages", count=20)}
+    heard = {m.content.text for m in await two.runtime("Brann").store.get_memories(table="messages", count=20)}
     assert question not in heard
 
 

@@ -83,18 +83,18 @@ async def test_a_voice_note_is_heard_and_answered_in_text_and_as_a_voice_note(sc
     async def stored() -> list[Memory]:
         memories = await messages_in(s, chat.id)
         reply = memories[-1] if memories else None
-        return memories if reply is not None and reply.content.get("attachments") else []
+        return memories if reply is not None and reply.content.attachments else []
 
     async with asyncio.timeout(60):
         while not (memories := await stored()):
             await asyncio.sleep(0.02)
     incoming, reply = memories[0], memories[-1]
-    assert incoming.content["text"] == "What's the weather like today?" and incoming.content["isVoiceMessage"]
-    [heard_item] = incoming.content["attachments"]
-    assert heard_item["transcribed"] and heard_item["text"] == "What's the weather like today?"
-    [spoken] = reply.content["attachments"]
-    assert spoken["id"] == voice["message"]["voice"]["file_id"] and spoken["text"] == "It's sunny today."
-    assert "token" not in str(spoken) and spoken["url"].startswith("telegram:file:")
+    assert incoming.content.text == "What's the weather like today?" and incoming.content.is_voice_message
+    [heard_item] = incoming.content.attachments or ()
+    assert heard_item.transcribed and heard_item.text == "What's the weather like today?"
+    [spoken] = reply.content.attachments or ()
+    assert spoken.id == voice["message"]["voice"]["file_id"] and spoken.text == "It's sunny today."
+    assert "token" not in str(spoken) and (spoken.url or "").startswith("telegram:file:")
 
 
 async def test_a_name_said_aloud_in_a_group_addresses_the_character(scene) -> None:
@@ -245,7 +245,7 @@ async def test_nothing_heard_is_a_message_without_words(scene) -> None:
     await s.fake.wait_for_sent(s.ada, 1, timeout=60)
     assert len(s.openai.requests_for("transcriptions")) == 1  # not transcribed a second time
     incoming = (await messages_in(s, chat.id))[0]
-    assert incoming.content["text"] == "" and incoming.content["attachments"][0]["transcribed"]
+    assert incoming.content.text == "" and (incoming.content.attachments or ())[0].transcribed
 
 
 async def test_a_voice_note_outside_the_allowed_chats_is_not_even_transcribed(scene) -> None:
@@ -303,16 +303,16 @@ async def test_voice_replies_always_speaks_what_send_message_delivers_after_its_
 
     async def stored() -> list[Memory]:
         found = await messages_in(s, cleo.id)
-        return found if found and found[-1].content.get("attachments") else []
+        return found if found and found[-1].content.attachments else []
 
     async with asyncio.timeout(60):
         while not (memories := await stored()):
             await asyncio.sleep(0.02)
     [sent] = memories
-    [spoken] = sent.content["attachments"]
-    assert sent.content["text"] == "The meeting moved to 3pm." and sent.content["actions"] == ["SEND_MESSAGE"]
-    assert spoken["id"] == to_cleo[1]["message"]["voice"]["file_id"]
-    assert spoken["description"] == "Voice note of this message" and spoken["text"] == "The meeting moved to 3pm."
+    [spoken] = sent.content.attachments or ()
+    assert sent.content.text == "The meeting moved to 3pm." and sent.content.actions == ("SEND_MESSAGE",)
+    assert spoken.id == to_cleo[1]["message"]["voice"]["file_id"]
+    assert spoken.description == "Voice note of this message" and spoken.text == "The meeting moved to 3pm."
 
 
 async def test_voice_replies_auto_speaks_replies_to_a_voice_message_but_not_what_send_message_delivers(scene) -> None:
@@ -414,9 +414,9 @@ async def test_audio_over_20_mb_is_never_downloaded_and_the_character_is_told(
     [prompt] = [p for p in s.brain.prompts if "Write the next turn of Ada" in p]
     assert f"A {label} too large to listen to: it is larger than the 20 MB the Telegram Bot API" in prompt
     incoming = await _heard(s, chat)
-    [item] = incoming.content["attachments"]
-    assert item["transcribed"] and item["text"] == "" and "20 MB" in item["description"]
-    assert bool(incoming.content.get("isVoiceMessage")) is (kind == "voice")
+    [item] = incoming.content.attachments or ()
+    assert item.transcribed and item.text == "" and "20 MB" in (item.description or "")
+    assert bool(incoming.content.is_voice_message) is (kind == "voice")
     assert caplog.text.count(f"Ada: a {label} in a private chat (chat {chat.id}) is larger than the 20 MB") == 1
     assert "could not read audio attachment" not in caplog.text  # the core did not try again
 
@@ -450,7 +450,7 @@ async def test_audio_whose_update_has_no_size_is_not_downloaded_when_get_file_sa
     assert not s.openai.requests_for("transcriptions")
     [prompt] = [p for p in s.brain.prompts if "Write the next turn of Ada" in p]
     assert "A voice message too large to listen to" in prompt
-    [item] = (await _heard(s, chat)).content["attachments"]
-    assert item["transcribed"] and "20 MB" in item["description"]
+    [item] = (await _heard(s, chat)).content.attachments or ()
+    assert item.transcribed and "20 MB" in (item.description or "")
     assert caplog.text.count(f"Ada: a voice message in a private chat (chat {chat.id}) is larger than the 20 MB") == 1
     assert "could not transcribe" not in caplog.text

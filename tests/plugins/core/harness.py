@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from bot.config.character import load_character
+from bot.kernel.content import Attachment, Content, MemoryMetadata
 from bot.kernel.messages import IncomingMessage, NativeRef, Outcome, QuietChannel
 from bot.kernel.models import ModelType
 from bot.kernel.outgoing import Reply
@@ -58,17 +59,21 @@ class Harness:
         entity: str = HUMAN,
         room: str | None = None,
         id: str | None = None,
-        attachments: list[dict] | None = None,
+        attachments: Sequence[Attachment] | None = None,
         fetch: Callable[[Mapping[str, Any]], Awaitable[bytes]] | None = None,
         on_responding: Callable[[], Awaitable[None]] | None = None,
         native: NativeRef | None = None,
-        **meta,
+        metadata: MemoryMetadata | None = None,
     ) -> Outcome:
-        content: dict[str, Any] = {"text": text, "source": "discord"}
-        if attachments is not None:
-            content["attachments"] = attachments
+        content = Content(
+            text=text, source="discord", attachments=tuple(attachments) if attachments is not None else None
+        )
         message = Memory(
-            id=id or str(uuid.uuid4()), entity_id=entity, room_id=room or self.room, content=content, metadata=meta
+            id=id or str(uuid.uuid4()),
+            entity_id=entity,
+            room_id=room or self.room,
+            content=content,
+            metadata=metadata or MemoryMetadata(),
         )
         return await self.deliver(message, fetch=fetch, on_responding=on_responding, native=native)
 
@@ -109,7 +114,9 @@ class _Channel(QuietChannel):
             return []
         if h.on_sent is not None:
             h.rt.create_task(h.on_sent(reply.text), "test:relay")
-        return [Memory(id=str(uuid.uuid4()), entity_id=h.rt.agent_id, room_id=self.room, content=dict(content))]
+        return [
+            Memory(id=str(uuid.uuid4()), entity_id=h.rt.agent_id, room_id=self.room, content=Content.from_json(content))
+        ]
 
     async def typing(self) -> None:
         if self._on_responding is not None:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from bot.kernel.content import Content
 from bot.kernel.record_metadata import Setting, WorldMetadata
 from bot.kernel.types import ChannelType, Entity, Role, World
 from plugins.core.actions.update_role import parse_role, refusal
@@ -44,7 +45,9 @@ def assignments(*pairs: tuple[str, str]) -> str:
 async def offered(h: Harness, entity: str, room: str | None = None) -> list[str]:
     from bot.kernel.types import Memory
 
-    message = Memory(id=None, entity_id=entity, room_id=room or h.room, content={"text": "hi Ada", "source": "discord"})
+    message = Memory(
+        id=None, entity_id=entity, room_id=room or h.room, content=Content(text="hi Ada", source="discord")
+    )
     state = await h.rt.compose_state(message, ["ACTIONS"], only_include=True)
     return [a.name for a in state.providers["ACTIONS"].data["actionsData"]]
 

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from bot.kernel.answer_lengths import DECISION_TOKENS, EXTRACTION_TOKENS
+from bot.kernel.content import Content
 from bot.kernel.errors import ModelContextExceeded
 from bot.kernel.messages import Status
 from bot.kernel.models import ModelType
@@ -89,7 +90,7 @@ def test_a_very_long_newest_message_is_shortened_with_a_note() -> None:
 async def test_the_sections_of_a_state_join_as_its_providers_text(harness) -> None:
     h = await harness(ChannelType.DM, messageExamples=EXAMPLES)
     for text in ("hello", "", "and again"):  # the first: no conversation before it; then one without text
-        message = Memory(entity_id=HUMAN, room_id=h.room, content={"text": text, "source": "discord"})
+        message = Memory(entity_id=HUMAN, room_id=h.room, content=Content(text=text, source="discord"))
         await h.rt.store.create_memory(message, "messages")
         state = await h.rt.compose_state(message, ["ACTIONS"])
         assert fit_prompt(TEMPLATE, {}, {"providers": provider_sections(state)}, None) == render(TEMPLATE, state.values)

@@ -8,6 +8,7 @@ import logging
 import uuid
 from typing import Any, cast
 
+from bot.kernel.content import Attachment, Content
 from bot.kernel.models import ModelType
 from bot.kernel.types import ChannelType, Memory
 from bot.runtime.events import (
@@ -26,12 +27,12 @@ from .harness import HUMAN, Harness, plan
 
 def memory(h: Harness, text: str, id: str | None = None) -> Memory:
     return Memory(
-        id=id or str(uuid.uuid4()), entity_id=HUMAN, room_id=h.room, content={"text": text, "source": "discord"}
+        id=id or str(uuid.uuid4()), entity_id=HUMAN, room_id=h.room, content=Content(text=text, source="discord")
     )
 
 
 async def texts(h: Harness) -> list[str]:
-    return [cast(str, m.content.get("text")) for m in await h.rt.store.get_memories(table="messages", room_id=h.room)]
+    return [cast(str, m.content.text) for m in await h.rt.store.get_memories(table="messages", room_id=h.room)]
 
 
 # -- bookkeeping events ----------------------------------------------------------------------
@@ -51,8 +52,8 @@ async def test_edits_replace_the_text_and_unknown_edits_are_stored(harness) -> N
     await h.rt.store.create_memory(original, "messages")
     await h.rt.emit(MessageUpdated(message=memory(h, "the cat", id=original.id), source="discord"))
     stored = await h.rt.store.get_memory(original.id)
-    assert stored.content["text"] == "the cat" and stored.content["source"] == "discord"
-    assert isinstance(stored.metadata["editedAt"], int)
+    assert stored.content.text == "the cat" and stored.content.source == "discord"
+    assert isinstance(stored.metadata.edited_at, int)
     await h.rt.emit(MessageUpdated(message=memory(h, "never seen before"), source="discord"))
     assert sorted(await texts(h)) == ["never seen before", "the cat"]
 
@@ -111,23 +112,23 @@ async def test_attachments_are_described_transcribed_and_read_before_answering(h
         return files[item["id"]]
 
     attachments = [
-        {"id": "a1", "url": "https://cdn.example/cat.png", "contentType": "image/png"},
-        {"id": "a2", "url": "tg://voice", "title": "voice.ogg"},
-        {"id": "a3", "url": "https://cdn.example/notes.txt", "title": "notes.txt", "contentType": "text/plain"},
-        {"id": "a4", "url": "https://cdn.example/secret.png", "contentType": "image/png", "private": True},
-        {"id": "a5", "url": "https://cdn.example/archive.zip", "contentType": "application/zip"},
+        Attachment(id="a1", url="https://cdn.example/cat.png", content_type="image/png"),
+        Attachment(id="a2", url="tg://voice", title="voice.ogg"),
+        Attachment(id="a3", url="https://cdn.example/notes.txt", title="notes.txt", content_type="text/plain"),
+        Attachment(id="a4", url="https://cdn.example/secret.png", content_type="image/png", private=True),
+        Attachment(id="a5", url="https://cdn.example/archive.zip", content_type="application/zip"),
     ]
     h.large.append(plan("Cute cat!"))
     await h.say("look", attachments=attachments, fetch=fetch)
     assert sorted(fetched) == ["a2", "a3", "a4"]  # public images go to the model by URL
     assert ("image", "https://cdn.example/cat.png") in calls and ("audio", b"RIFF-voice") in calls
     assert ("image", "data:image/png;base64,iVBORy4uLg==") in calls
-    stored = (await h.rt.store.get_memories(table="messages", room_id=h.room))[-1].content["attachments"]
-    by_id = {a["id"]: a for a in stored}
-    assert by_id["a1"]["description"] == "A ginger cat asleep on a keyboard." and by_id["a1"]["title"] == "A cat"
-    assert by_id["a2"]["text"] == "see you at noon"
-    assert by_id["a3"]["text"] == "line one\nline two\n" and by_id["a3"]["title"] == "notes.txt"
-    assert "description" not in by_id["a5"]
+    stored = (await h.rt.store.get_memories(table="messages", room_id=h.room))[-1].content.attachments
+    by_id = {a.id: a for a in stored or ()}
+    assert by_id["a1"].description == "A ginger cat asleep on a keyboard." and by_id["a1"].title == "A cat"
+    assert by_id["a2"].text == "see you at noon"
+    assert by_id["a3"].text == "line one\nline two\n" and by_id["a3"].title == "notes.txt"
+    assert "description" not in by_id["a5"].to_json()
     # The planning prompt heard about them.
     assert "[a1 - A cat (https://cdn.example/cat.png)]" in h.prompts[-1]
 
@@ -141,7 +142,10 @@ async def test_attachment_failures_leave_the_attachment_and_the_reply_goes_out(h
             return b"x" * (2 * 1024 * 1024)
         raise ConnectionError("https://api.telegram.org/file/bot123:SECRET/voice.ogg unreachable")
 
-    attachments = [{"id": "v", "url": "x", "contentType": "audio/ogg"}, {"id": "big", "url": "y", "title": "big.txt"}]
+    attachments = [
+        Attachment(id="v", url="x", content_type="audio/ogg"),
+        Attachment(id="big", url="y", title="big.txt"),
+    ]
     h.large.append(plan("Sorry, I couldn't open those."))
     with caplog.at_level(logging.WARNING):
         outcome = await h.say("here", attachments=attachments, fetch=fetch)
@@ -154,7 +158,7 @@ async def test_ignored_messages_cost_no_attachment_work(harness) -> None:
     h = await harness()
     calls = media_models(h)
     h.small.append("<response><action>IGNORE</action></response>")
-    await h.say("pic for the others", attachments=[{"id": "a", "url": "https://x/y.png", "contentType": "image/png"}])
+    await h.say("pic for the others", attachments=[Attachment(id="a", url="https://x/y.png", content_type="image/png")])
     assert calls == []
 
 
@@ -195,13 +199,15 @@ async def test_the_pipeline_changes_nothing_the_platform_passed_in(harness) -> N
     async def fetch(item: dict) -> bytes:
         return b"line one\n"
 
-    attachments = [{"id": "t", "url": "x", "title": "notes.txt", "contentType": "text/plain"}]
+    attachments = (Attachment(id="t", url="x", title="notes.txt", content_type="text/plain"),)
     message = Memory(
-        entity_id=HUMAN, room_id=h.room, content={"text": "read this", "source": "discord", "attachments": attachments}
+        entity_id=HUMAN, room_id=h.room, content=Content(text="read this", source="discord", attachments=attachments)
     )
     before = copy.deepcopy(message)
     h.large.append(plan("Read it."))
     assert (await h.deliver(message, fetch=fetch)).status == "replied"
     assert message == before  # no id, no agent, no text filled into its attachment
     (heard,) = [m for m in await h.rt.store.get_memories(table="messages", room_id=h.room) if m.entity_id == HUMAN]
-    assert heard.content["attachments"][0]["text"] == "line one\n"  # the pipeline's own copy was read
+    assert (
+        heard.content.attachments is not None and heard.content.attachments[0].text == "line one\n"
+    )  # the pipeline's own copy was read

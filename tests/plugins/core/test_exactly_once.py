@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from bot.kernel.bus import Handler, Post
+from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.errors import StoreError
 from bot.kernel.messages import IncomingMessage, QuietChannel
 from bot.kernel.outgoing import Reply
@@ -97,7 +98,7 @@ async def test_a_redelivery_after_a_restart_is_not_answered_again(harness) -> No
 async def test_a_message_stored_before_claims_existed_is_a_duplicate(harness) -> None:
     h = await harness(ChannelType.DM)
     message = Memory(
-        id=str(uuid.uuid4()), entity_id=HUMAN, room_id=h.room, content={"text": "old", "source": "discord"}
+        id=str(uuid.uuid4()), entity_id=HUMAN, room_id=h.room, content=Content(text="old", source="discord")
     )
     await h.rt.store.create_memory(message, "messages")
     assert (await h.say("old", id=message.id)).status == "duplicate" and h.sent == []
@@ -132,7 +133,7 @@ async def test_a_crash_while_the_reply_was_going_out_never_sends_it_again(harnes
             await asyncio.Event().wait()
             return []
 
-    message = Memory(id=message_id, entity_id=HUMAN, room_id=first.room, content={"text": "hi", "source": "discord"})
+    message = Memory(id=message_id, entity_id=HUMAN, room_id=first.room, content=Content(text="hi", source="discord"))
     task = asyncio.create_task(first.rt.receive(IncomingMessage(message, Stuck())))
     await asyncio.wait_for(sending.wait(), 5)
     task.cancel()
@@ -167,7 +168,7 @@ class _Platform:
                 id=str(uuid.uuid4()),
                 entity_id=message.agent_id or "",
                 room_id=message.room_id,
-                content=reply.to_json(),
+                content=Content.from_json(reply.to_json()),
             )
         ]
 
@@ -189,8 +190,8 @@ async def test_after_a_crash_addressed_recent_messages_are_answered_and_the_rest
             id=old,
             entity_id=HUMAN,
             room_id=first.room,
-            content={"text": "Ada?", "source": "discord"},
-            metadata={"isMention": True},
+            content=Content(text="Ada?", source="discord"),
+            metadata=MemoryMetadata(is_mention=True),
             created_at=left_at,
         ),
         "messages",
@@ -285,7 +286,7 @@ async def test_a_huge_model_reply_is_cut_before_it_is_sent(harness) -> None:
     assert (await h.say("write a lot")).status == "replied"
     assert len(h.sent) == 1 and len(h.sent[0]["text"]) <= 6000 and h.sent[0]["text"].endswith("…")
     stored = await h.rt.store.get_memories(table="messages", room_id=h.room, count=1)
-    assert len(stored[0].content["text"]) <= 6000  # what is remembered as said is what was sent
+    assert len(stored[0].content.text) <= 6000  # what is remembered as said is what was sent
 
 
 async def test_the_reply_bound_is_a_setting(harness) -> None:

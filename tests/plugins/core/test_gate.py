@@ -2,6 +2,7 @@
 
 import pytest
 
+from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.types import ChannelType, Memory, RoomState
 from plugins.core._gate import Decision, Rule, addressed_by_name, bot_run_length, decide
 
@@ -11,10 +12,20 @@ OTHER_BOT = "00000000-0000-0000-0000-00000000000c"
 NAMES = ("Captain Brann", "captain_brann")
 
 
-def msg(text: str = "hello there", entity: str = HUMAN, **meta) -> Memory:
-    return Memory(
-        entity_id=entity, room_id="r", content={"text": text, "source": meta.pop("source", "discord")}, metadata=meta
+def msg(
+    text: str = "hello there",
+    entity: str = HUMAN,
+    *,
+    source: str = "discord",
+    one_to_one: bool | None = None,
+    is_mention: bool | None = None,
+    is_reply: bool | None = None,
+    author_is_bot: bool | None = None,
+) -> Memory:
+    metadata = MemoryMetadata(
+        one_to_one=one_to_one, is_mention=is_mention, is_reply=is_reply, author_is_bot=author_is_bot
     )
+    return Memory(entity_id=entity, room_id="r", content=Content(text=text, source=source), metadata=metadata)
 
 
 def verdict(message: Memory, room_type=ChannelType.GROUP, state=None, recent=(), **kw):
@@ -31,12 +42,12 @@ def test_direct_rooms_always_respond(room_type) -> None:
 
 
 def test_speech_from_the_only_other_member_of_a_voice_channel_is_addressed_to_the_agent() -> None:
-    alone = verdict(msg("so what now?", oneToOne=True), room_type=ChannelType.VOICE_GROUP)
+    alone = verdict(msg("so what now?", one_to_one=True), room_type=ChannelType.VOICE_GROUP)
     assert (alone.decision, alone.rule, alone.addressed) == (Decision.RESPOND, Rule.ONE_TO_ONE, True)
-    company = verdict(msg("so what now?", oneToOne=False), room_type=ChannelType.VOICE_GROUP)
+    company = verdict(msg("so what now?", one_to_one=False), room_type=ChannelType.VOICE_GROUP)
     assert company.decision is Decision.ASK_MODEL
     # Like a DM, a muted voice room stays muted.
-    muted = verdict(msg("so what now?", oneToOne=True), room_type=ChannelType.VOICE_GROUP, state=RoomState.MUTED)
+    muted = verdict(msg("so what now?", one_to_one=True), room_type=ChannelType.VOICE_GROUP, state=RoomState.MUTED)
     assert muted.decision is Decision.IGNORE
 
 
@@ -47,8 +58,8 @@ def test_console_source_always_responds() -> None:
 @pytest.mark.parametrize(
     ("message", "reason"),
     [
-        (msg(isMention=True), "mentioned"),
-        (msg(isReply=True), "reply to the agent"),
+        (msg(is_mention=True), "mentioned"),
+        (msg(is_reply=True), "reply to the agent"),
         (msg("Captain Brann, what's a knot?"), "named"),
         (msg("hey CAPTAIN_BRANN"), "named"),
     ],
@@ -74,7 +85,7 @@ def test_undecided_goes_to_the_small_model() -> None:
 def test_muted_room_stays_silent_even_in_dms_unless_addressed() -> None:
     assert verdict(msg(), state=RoomState.MUTED).decision is Decision.IGNORE
     assert verdict(msg(), state=RoomState.MUTED, room_type=ChannelType.DM).decision is Decision.IGNORE
-    for addressed in (msg(isMention=True), msg(isReply=True), msg("Captain Brann, unmute")):
+    for addressed in (msg(is_mention=True), msg(is_reply=True), msg("Captain Brann, unmute")):
         result = verdict(addressed, state=RoomState.MUTED)
         assert result.decision is Decision.RESPOND and result.addressed
 
@@ -82,13 +93,13 @@ def test_muted_room_stays_silent_even_in_dms_unless_addressed() -> None:
 def test_a_room_it_was_asked_to_stay_out_of_is_silent_without_a_model_until_it_is_addressed() -> None:
     stopped = verdict(msg(), state=RoomState.STOPPED)
     assert stopped.decision is Decision.IGNORE and stopped.rule is Rule.STOPPED
-    for addressed in (msg(isMention=True), msg(isReply=True), msg("Captain Brann, come back")):
+    for addressed in (msg(is_mention=True), msg(is_reply=True), msg("Captain Brann, come back")):
         result = verdict(addressed, state=RoomState.STOPPED)
         assert result.decision is Decision.RESPOND and result.addressed
 
 
 def test_loop_guard_bounds_bot_conversations_and_resets_on_a_human() -> None:
-    bot = msg("Captain Brann, look up!", entity=OTHER_BOT, authorIsBot=True)
+    bot = msg("Captain Brann, look up!", entity=OTHER_BOT, author_is_bot=True)
     mine = msg("No.", entity=AGENT)
     human = msg("carry on")
     assert verdict(bot, recent=[bot, human]).decision is Decision.RESPOND
@@ -100,5 +111,5 @@ def test_loop_guard_bounds_bot_conversations_and_resets_on_a_human() -> None:
 
 
 def test_humans_are_never_loop_guarded() -> None:
-    bot = msg("x", entity=OTHER_BOT, authorIsBot=True)
+    bot = msg("x", entity=OTHER_BOT, author_is_bot=True)
     assert verdict(msg("Captain Brann?"), recent=[msg(), bot, bot, bot, bot]).decision is Decision.RESPOND

@@ -115,7 +115,7 @@ async def test_reply_passes_on_files_an_earlier_step_attached(harness) -> None:
     from bot.runtime.components import Action, ActionContext
 
     async def attach(context: ActionContext) -> None:
-        context.responses[0].content["files"] = [attached]
+        context.attached.append(attached)  # shared by the actions of the chain
 
     h.rt.register_action(Action(name="ATTACH_TABLE", handler=attach, description="attach the table"))
     h.large.append(plan("", "ATTACH_TABLE,REPLY"))

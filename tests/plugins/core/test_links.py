@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from bot.kernel.content import Attachment
 from bot.kernel.errors import ConfigError
 from bot.kernel.types import ChannelType
 from plugins.core import _html_text, _links
@@ -42,9 +43,9 @@ async def page() -> AsyncIterator[tuple[str, FakeWebSite]]:
         yield site.url("/otters"), site
 
 
-async def stored_links(h: Any) -> list[dict]:
+async def stored_links(h: Any) -> list[Attachment]:
     messages = await h.rt.store.get_memories(table="messages", room_id=h.room)
-    return [a for m in messages for a in m.content.get("attachments") or [] if a.get("contentType") == "link"]
+    return [a for m in messages for a in m.content.attachments or () if a.content_type == "link"]
 
 
 async def test_the_gist_of_a_linked_page_reaches_the_prompt_when_private_addresses_are_allowed(harness, page) -> None:
@@ -55,7 +56,7 @@ async def test_the_gist_of_a_linked_page_reaches_the_prompt_when_private_address
     assert "Otters hold hands while they sleep." in h.prompts[-1] and "Otter facts" in h.prompts[-1]
     assert "track()" not in h.prompts[-1] and "Home" not in h.prompts[-1]
     (link,) = await stored_links(h)
-    assert link["url"] == url and link["title"] == "Otter facts" and link["source"] == "Web"
+    assert link.url == url and link.title == "Otter facts" and link.source == "Web"
     # Pasted again: read from the cache, not fetched again.
     h.large.append(plan("Yes, that one."))
     await h.say(f"again {url}")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
+from bot.kernel.content import Attachment, Content
 from bot.kernel.errors import ModelError
 from bot.kernel.types import ChannelType, Memory
 from bot.runtime.components import State
@@ -13,19 +13,19 @@ from .harness import HUMAN, Harness, plan
 from .test_events_and_attachments import media_models
 
 
-async def shared_earlier(h: Harness, *attachments: dict[str, Any]) -> None:
+async def shared_earlier(h: Harness, *attachments: Attachment) -> None:
     """A message with ``attachments`` (already read) stored in the room before the request."""
     memory = Memory(
         id=str(uuid.uuid4()),
         entity_id=HUMAN,
         room_id=h.room,
-        content={"text": "here", "source": "discord", "attachments": list(attachments)},
+        content=Content(text="here", source="discord", attachments=attachments),
     )
     await h.rt.store.create_memory(memory, "messages")
 
 
 def request(h: Harness, text: str) -> Memory:
-    return Memory(id=str(uuid.uuid4()), entity_id=HUMAN, room_id=h.room, content={"text": text})
+    return Memory(id=str(uuid.uuid4()), entity_id=HUMAN, room_id=h.room, content=Content(text=text))
 
 
 def sent_texts(h: Harness) -> list[str]:
@@ -40,7 +40,7 @@ async def test_transcribe_media_sends_the_transcript_of_the_voice_message_just_s
         return b"RIFF-voice"
 
     h.large.append(plan("Sure.", "REPLY,TRANSCRIBE_MEDIA"))
-    attachments = [{"id": "v1", "url": "tg://voice", "title": "voice.ogg"}]
+    attachments = [Attachment(id="v1", url="tg://voice", title="voice.ogg")]
     await h.say("transcribe this please", attachments=attachments, fetch=fetch)
     assert sent_texts(h) == ["Sure.", "Here is the transcript of voice.ogg:\n```md\nsee you at noon\n```"]
     assert h.sent[1]["actions"] == ["TRANSCRIBE_MEDIA_RESPONSE"]
@@ -50,14 +50,14 @@ async def test_transcribe_media_picks_the_recording_named_and_reads_a_video_s_wo
     h = await harness(ChannelType.DM)
     await shared_earlier(
         h,
-        {
-            "id": "clip-1",
-            "url": "x",
-            "title": "standup.mp4",
-            "contentType": "video/mp4",
-            "text": "Transcript of its sound: ship on Friday",
-        },
-        {"id": "memo-2", "url": "y", "title": "memo.ogg", "contentType": "audio/ogg", "text": "buy milk"},
+        Attachment(
+            id="clip-1",
+            url="x",
+            title="standup.mp4",
+            content_type="video/mp4",
+            text="Transcript of its sound: ship on Friday",
+        ),
+        Attachment(id="memo-2", url="y", title="memo.ogg", content_type="audio/ogg", text="buy milk"),
     )
     h.large.append(plan("", "TRANSCRIBE_MEDIA"))
     await h.say("what was said in standup.mp4? transcript please")
@@ -69,7 +69,7 @@ async def test_transcribe_media_picks_the_recording_named_and_reads_a_video_s_wo
 
 async def test_transcribe_media_says_when_a_recording_was_never_heard(harness) -> None:
     h = await harness(ChannelType.DM)
-    await shared_earlier(h, {"id": "old", "url": "x", "title": "old.ogg", "contentType": "audio/ogg"})
+    await shared_earlier(h, Attachment(id="old", url="x", title="old.ogg", content_type="audio/ogg"))
     h.large.append(plan("", "TRANSCRIBE_MEDIA"))
     await h.say("transcribe old.ogg")
     assert sent_texts(h) == [
@@ -83,28 +83,22 @@ async def test_media_actions_are_offered_only_for_their_requests_and_only_with_a
     assert transcribe.validate and chat.validate
     assert not await transcribe.validate(h.rt, request(h, "transcribe this"), State())
     assert not await chat.validate(h.rt, request(h, "summarize the file"), State())
-    await shared_earlier(h, {"id": "a", "url": "x", "title": "a.ogg", "contentType": "audio/ogg", "text": "hi"})
+    await shared_earlier(h, Attachment(id="a", url="x", title="a.ogg", content_type="audio/ogg", text="hi"))
     assert await transcribe.validate(h.rt, request(h, "transcribe this"), State())
     assert not await transcribe.validate(h.rt, request(h, "hello"), State())
     assert await chat.validate(h.rt, request(h, "summarize the file"), State())
     assert not await chat.validate(h.rt, request(h, "hello"), State())
 
 
-REPORT = {
-    "id": "pdf-1",
-    "url": "https://cdn.example/report.pdf",
-    "title": "report.pdf",
-    "contentType": "application/pdf",
-    "description": "PDF document",
-    "text": "Revenue rose 12 percent. " * 4000,  # ~100,000 characters
-}
-PAGE = {
-    "id": "link-ab",
-    "url": "https://news.example/a",
-    "title": "Otters",
-    "contentType": "link",
-    "text": "Otters nap.",
-}
+REPORT = Attachment(
+    id="pdf-1",
+    url="https://cdn.example/report.pdf",
+    title="report.pdf",
+    content_type="application/pdf",
+    description="PDF document",
+    text="Revenue rose 12 percent. " * 4000,  # ~100,000 characters
+)
+PAGE = Attachment(id="link-ab", url="https://news.example/a", title="Otters", content_type="link", text="Otters nap.")
 
 
 async def test_chat_with_attachments_answers_from_their_text_in_one_bounded_call(harness) -> None:
@@ -144,7 +138,7 @@ async def test_a_long_transcript_is_a_line_and_a_markdown_file_of_its_words(harn
     h = await harness(ChannelType.DM)
     words = " ".join(f"word{i}" for i in range(400))  # about 3,300 characters
     await shared_earlier(
-        h, {"id": "m-1", "url": "x", "title": "Board Meeting.ogg", "contentType": "audio/ogg", "text": words}
+        h, Attachment(id="m-1", url="x", title="Board Meeting.ogg", content_type="audio/ogg", text=words)
     )
     h.large.append(plan("", "TRANSCRIBE_MEDIA"))
     await h.say("transcribe the meeting")

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 import plugins.openai
+from bot.kernel.content import Attachment
 from bot.kernel.types import ChannelType
 from plugins.core import _attachments
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -33,18 +34,18 @@ def counting_fetcher() -> tuple[Any, list[str]]:
     return fetch, fetched
 
 
-async def stored(h: Harness) -> dict[str, dict]:
+async def stored(h: Harness) -> dict[str | None, Attachment]:
     messages = await h.rt.store.get_memories(table="messages", room_id=h.room)
-    return {a["id"]: a for m in messages for a in m.content.get("attachments") or []}
+    return {a.id: a for m in messages for a in m.content.attachments or ()}
 
 
 async def test_a_pdf_in_chat_is_read_into_the_prompt(harness) -> None:
     h = await harness(ChannelType.DM)
     h.large.append(plan("A short report."))
-    attachments = [{"id": "p", "url": "https://cdn.example/report.pdf", "title": "report.pdf"}]
+    attachments = [Attachment(id="p", url="https://cdn.example/report.pdf", title="report.pdf")]
     await h.say("summary?", attachments=attachments, fetch=fetcher({"p": make_pdf("Sales rose by 12 percent")}))
     assert "Sales rose by 12 percent" in h.prompts[-1]
-    assert (await stored(h))["p"]["description"] == "PDF document"
+    assert (await stored(h))["p"].description == "PDF document"
 
 
 async def test_encrypted_and_broken_pdfs_are_described_and_the_reply_goes_out(harness) -> None:
@@ -52,16 +53,16 @@ async def test_encrypted_and_broken_pdfs_are_described_and_the_reply_goes_out(ha
     h.large.append(plan("I cannot open those."))
     files = {"locked": encrypted_pdf(), "broken": b"%PDF-1.4\nnot really a pdf"}
     attachments = [
-        {"id": "locked", "url": "x", "contentType": "application/pdf"},
-        {"id": "broken", "url": "y", "title": "broken.pdf"},
+        Attachment(id="locked", url="x", content_type="application/pdf"),
+        Attachment(id="broken", url="y", title="broken.pdf"),
     ]
     outcome = await h.say("read these", attachments=attachments, fetch=fetcher(files))
     assert outcome.status == "replied"
     by_id = await stored(h)
-    assert by_id["locked"]["description"] == (
+    assert by_id["locked"].description == (
         "PDF not read: an encrypted PDF that needs a password; save an unencrypted copy"
     )
-    assert by_id["broken"]["description"].startswith("PDF not read: not a readable PDF")
+    assert (by_id["broken"].description or "").startswith("PDF not read: not a readable PDF")
     assert "PDF not read: an encrypted PDF" in h.prompts[-1]
 
 
@@ -96,7 +97,7 @@ async def test_a_short_video_is_heard_and_looked_at_through_the_model_server(ope
     server.script_chat(
         *[answers('{"title": "Orange", "description": "An orange rectangle fills the frame."}', "Nice tone.")] * 3
     )
-    attachments = [{"id": "v", "url": "https://cdn.example/clip.mp4", "contentType": "video/mp4"}]
+    attachments = [Attachment(id="v", url="https://cdn.example/clip.mp4", content_type="video/mp4")]
     await h.say("what's in this?", attachments=attachments, fetch=fetcher({"v": make_video(1.0)}))
 
     (upload,) = server.requests_for("transcriptions")
@@ -106,8 +107,8 @@ async def test_a_short_video_is_heard_and_looked_at_through_the_model_server(ope
     image = next(p for p in look.json["messages"][-1]["content"] if p.get("type") == "image_url")
     assert image["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
     video = (await stored(h))["v"]
-    assert video["description"] == "Video (1 s). A frame from its middle: An orange rectangle fills the frame."
-    assert video["text"].startswith("Transcript of its sound: transcript of video-sound.wav (")
+    assert video.description == "Video (1 s). A frame from its middle: An orange rectangle fills the frame."
+    assert (video.text or "").startswith("Transcript of its sound: transcript of video-sound.wav (")
     assert "An orange rectangle fills the frame." in prompts(server)
 
 
@@ -117,16 +118,16 @@ async def test_videos_over_the_limits_are_described_by_size_and_length_only(open
     server.script_chat(*[answers("", "Too long for me.")] * 3)
     files = {"long": make_video(2.0), "huge": b"\0" * (25 * 1024 * 1024 + 1)}
     attachments = [
-        {"id": "long", "url": "x", "title": "long.mp4"},
-        {"id": "huge", "url": "y", "contentType": "video/quicktime"},
+        Attachment(id="long", url="x", title="long.mp4"),
+        Attachment(id="huge", url="y", content_type="video/quicktime"),
     ]
     outcome = await h.say("watch", attachments=attachments, fetch=fetcher(files))
     assert outcome.status == "replied"
     assert server.requests_for("transcriptions") == []
     assert not any(looks_at_images(r.json) for r in server.requests_for("chat"))
     by_id = await stored(h)
-    assert by_id["long"]["description"].endswith("2 s long: too long to watch (the limit is 1 s)")
-    assert by_id["huge"]["description"] == "Video, 25.0 MB: too large to watch (the limit is 25.0 MB)"
+    assert (by_id["long"].description or "").endswith("2 s long: too long to watch (the limit is 1 s)")
+    assert by_id["huge"].description == "Video, 25.0 MB: too large to watch (the limit is 25.0 MB)"
 
 
 async def test_a_silent_video_and_a_broken_one_do_not_crash(openai_media) -> None:
@@ -134,23 +135,23 @@ async def test_a_silent_video_and_a_broken_one_do_not_crash(openai_media) -> Non
     server.script_chat(*[answers('{"title": "Orange", "description": "Orange."}', "Seen.")] * 3)
     files = {"mute": make_video(1.0, sound=False), "bad": b"\x00\x00\x00\x18ftypmp42 broken"}
     attachments = [
-        {"id": "mute", "url": "x", "contentType": "video/mp4"},
-        {"id": "bad", "url": "y", "contentType": "video/mp4"},
+        Attachment(id="mute", url="x", content_type="video/mp4"),
+        Attachment(id="bad", url="y", content_type="video/mp4"),
     ]
     assert (await h.say("clips", attachments=attachments, fetch=fetcher(files))).status == "replied"
     by_id = await stored(h)
-    assert by_id["mute"]["text"] == "Nothing was heard in it." and server.requests_for("transcriptions") == []
-    assert by_id["bad"]["description"].startswith("Video not read: cannot open the video")
+    assert by_id["mute"].text == "Nothing was heard in it." and server.requests_for("transcriptions") == []
+    assert (by_id["bad"].description or "").startswith("Video not read: cannot open the video")
 
 
 async def test_a_video_declared_too_large_is_described_without_downloading_it(harness) -> None:
     h = await harness(ChannelType.DM)
     fetch, fetched = counting_fetcher()
     h.large.append(plan("Too big."))
-    attachments = [{"id": "big", "url": "x", "contentType": "video/mp4", "size": 300 * 1024 * 1024}]
+    attachments = [Attachment(id="big", url="x", content_type="video/mp4", size=300 * 1024 * 1024)]
     await h.say("look", attachments=attachments, fetch=fetch)
     assert fetched == []
-    assert (await stored(h))["big"]["description"] == "Video, 300.0 MB: too large to watch (the limit is 25.0 MB)"
+    assert (await stored(h))["big"].description == "Video, 300.0 MB: too large to watch (the limit is 25.0 MB)"
 
 
 async def test_no_attachment_declared_over_its_limit_is_downloaded(harness, caplog) -> None:
@@ -158,8 +159,8 @@ async def test_no_attachment_declared_over_its_limit_is_downloaded(harness, capl
     fetch, fetched = counting_fetcher()
     h.large.append(plan("Too big."))
     attachments = [
-        {"id": "pdf", "url": "x", "contentType": "application/pdf", "size": 21 * 1024 * 1024},
-        {"id": "img", "url": "y", "contentType": "image/png", "size": 11 * 1024 * 1024, "private": True},
+        Attachment(id="pdf", url="x", content_type="application/pdf", size=21 * 1024 * 1024),
+        Attachment(id="img", url="y", content_type="image/png", size=11 * 1024 * 1024, private=True),
     ]
     assert (await h.say("look", attachments=attachments, fetch=fetch)).status == "replied"
     assert fetched == []

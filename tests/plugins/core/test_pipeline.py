@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.errors import ModelError
 from bot.kernel.types import ChannelType, Memory, RoomState
 from bot.runtime.components import Action, ActionResult
@@ -23,7 +24,7 @@ async def test_direct_message_gets_a_reply_without_the_small_model(harness) -> N
     assert outcome.status == "replied"
     assert [s["text"] for s in h.sent] == ["Hello, Sam."] and h.small_calls == 0
     stored = await h.rt.store.get_memories(table="messages", room_id=h.room)
-    assert [m.content["text"] for m in stored] == ["hi"]  # the adapter's callback stores what it sends
+    assert [m.content.text for m in stored] == ["hi"]  # the adapter's callback stores what it sends
 
 
 async def test_undecided_group_message_asks_the_small_model(harness) -> None:
@@ -41,7 +42,7 @@ async def test_undecided_group_message_asks_the_small_model(harness) -> None:
     decisions = [
         m for m in await h.rt.store.get_memories(table="messages", room_id=h.room) if m.entity_id == h.rt.agent_id
     ]
-    assert sorted(d.content["actions"][0] for d in decisions) == ["IGNORE", "STOP"]
+    assert sorted(d.content.actions[0] for d in decisions) == ["IGNORE", "STOP"]
 
 
 async def test_asked_to_stay_out_it_stays_out_without_a_model_until_named(harness) -> None:
@@ -144,14 +145,14 @@ async def test_a_message_heard_late_does_not_supersede_the_answer_to_one_said_af
         id=str(uuid.uuid4()),
         entity_id=OTHER_BOT,
         room_id=h.room,
-        content={"text": "said second", "source": "discord"},
+        content=Content(text="said second", source="discord"),
         created_at=said + 1000,
     )
     older = Memory(
         id=str(uuid.uuid4()),
         entity_id=HUMAN,
         room_id=h.room,
-        content={"text": "said first", "source": "discord"},
+        content=Content(text="said first", source="discord"),
         created_at=said,
     )
     answering = asyncio.create_task(h.deliver(newest))
@@ -247,10 +248,12 @@ async def test_bot_conversations_stop_at_the_loop_guard(harness) -> None:
     statuses = []
     for i in range(3):
         h.large.append(plan(f"reply {i}"))
-        statuses.append((await h.say(f"bot says {i}", entity=OTHER_BOT, authorIsBot=True)).status)
+        statuses.append(
+            (await h.say(f"bot says {i}", entity=OTHER_BOT, metadata=MemoryMetadata(author_is_bot=True))).status
+        )
         # what the adapter would store for the agent's own sent reply
         await h.rt.store.create_memory(
-            Memory(entity_id=h.rt.agent_id, room_id=h.room, content={"text": f"reply {i}"}), "messages"
+            Memory(entity_id=h.rt.agent_id, room_id=h.room, content=Content(text=f"reply {i}")), "messages"
         )
     assert statuses == ["replied", "loop_guard", "loop_guard"]
     h.large.append(plan("hello human"))

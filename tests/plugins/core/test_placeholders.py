@@ -165,5 +165,5 @@ async def test_a_copied_fact_is_never_stored(harness) -> None:
         await h.say(f"message {i}")
     assert h.small_calls == 1
     facts = await h.rt.store.get_memories(table="facts")
-    assert [(f.content["text"], f.content["type"], f.entity_id) for f in facts] == [("Sam keeps bees", "fact", HUMAN)]
+    assert [(f.content.text, f.content.type, f.entity_id) for f in facts] == [("Sam keeps bees", "fact", HUMAN)]
     assert await h.rt.store.get_relationships(HUMAN) == []

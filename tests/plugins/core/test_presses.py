@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from bot.kernel.buttons import PRESS_KEY, Button, Press
+from bot.kernel.buttons import Button, Press
+from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.errors import SendError
 from bot.kernel.messages import Status
 from bot.kernel.outgoing import Reply
@@ -27,15 +28,15 @@ CLEO = "00000000-0000-0000-0000-0000000000c1"
 
 async def press(h: Harness, value: str, label: str | None = None, *, entity: str = HUMAN) -> Any:
     """The person presses a button under one of the agent's messages, as a platform delivers it."""
-    content = {"text": Press(value, label).text, PRESS_KEY: Press(value, label).record(), "source": "discord"}
+    content = Content(text=Press(value, label).text, button=Press(value, label), source="discord")
     message = Memory(
-        id=str(uuid.uuid4()), entity_id=entity, room_id=h.room, content=content, metadata={"isReply": True}
+        id=str(uuid.uuid4()), entity_id=entity, room_id=h.room, content=content, metadata=MemoryMetadata(is_reply=True)
     )
     return await h.deliver(message)
 
 
 async def stored_texts(h: Harness) -> list[str]:
-    return [str(m.content.get("text")) for m in await h.rt.store.get_memories(table="messages", room_id=h.room)]
+    return [str(m.content.text) for m in await h.rt.store.get_memories(table="messages", room_id=h.room)]
 
 
 async def test_a_press_a_plugin_claims_is_handled_without_a_model_and_stored_like_a_message(harness) -> None:
@@ -164,7 +165,9 @@ async def test_a_choice_in_words_made_after_a_press_finds_the_task_gone(harness)
         told.append(content)
         return []
 
-    result = await choosing.choose(h.rt, task, "blue", reply, Memory(entity_id=HUMAN, room_id=h.room, content={}))
+    result = await choosing.choose(
+        h.rt, task, "blue", reply, Memory(entity_id=HUMAN, room_id=h.room, content=Content())
+    )
     assert not result.success and ran == [{"option": "red"}]
 
 
@@ -231,12 +234,15 @@ def test_the_buttons_of_many_waiting_tasks_stop_at_whole_tasks_within_a_message(
 
 class RecordingMessenger:
     def __init__(self) -> None:
-        self.sent: list[tuple[Room, dict]] = []
+        self.sent: list[tuple[Room, Reply]] = []
+        self.returned: list[Memory] = []
 
     async def send_to_room(self, room: Room, reply: Reply) -> list[Memory]:
-        content = reply.to_json()
-        self.sent.append((room, content))
-        return [Memory(id=str(uuid.uuid4()), entity_id="agent", room_id=room.id, content=content)]
+        self.sent.append((room, reply))
+        content = Content(text=reply.text, buttons=reply.buttons or None)  # as a platform stores what it sent
+        memory = Memory(id=str(uuid.uuid4()), entity_id="agent", room_id=room.id, content=content)
+        self.returned.append(memory)
+        return [memory]
 
     async def send_to_entity(self, entity: Any, reply: Reply) -> list[Memory]:
         raise SendError("not in this test")
@@ -248,10 +254,10 @@ async def test_a_plugin_offers_a_tasks_options_as_buttons_in_its_room(harness) -
     messenger = RecordingMessenger()
     h.rt.register_service("discord", messenger)
     (sent,) = await offer_options(h.rt, task)
-    ((room, content),) = messenger.sent
-    assert sent.content is content
-    assert room.id == h.room and content["text"] == "PICK_COLOUR: colour of the banner"
-    assert content["buttons"] == choice_buttons(task) and all(isinstance(b, Button) for b in content["buttons"])
+    ((room, reply),) = messenger.sent
+    assert sent is messenger.returned[0]  # what the messenger returned, as it returned it
+    assert room.id == h.room and reply.text == "PICK_COLOUR: colour of the banner"
+    assert list(reply.buttons) == choice_buttons(task) and all(isinstance(b, Button) for b in reply.buttons)
     with pytest.raises(ValueError, match="needs an id, a room and options"):
         await offer_options(h.rt, Task(name="EMPTY", id="x", room_id=h.room))
     await h.rt.store.create_rooms([Room("r-2", source="telegram", type=ChannelType.GROUP, channel_id="1")])

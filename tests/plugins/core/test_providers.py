@@ -16,6 +16,7 @@ import pytest
 
 import plugins.core as core
 from bot.config.character import load_character
+from bot.kernel.content import Attachment, Content, MemoryMetadata
 from bot.kernel.models import ModelType
 from bot.kernel.record_metadata import EntityMetadata, RelationshipMetadata, WorldMetadata
 from bot.kernel.types import ChannelType, Entity, Memory, Room, World
@@ -125,18 +126,19 @@ async def add_people(rt: AgentRuntime, room_id: str = ROOM, people: dict[str, li
 
 
 async def post(
-    rt: AgentRuntime, text: str | None, *, entity: str = ALICE, room: str = ROOM, at: int = NOW, **content: Any
+    rt: AgentRuntime, text: str | None, *, entity: str = ALICE, room: str = ROOM, at: int = NOW, **fields: Any
 ) -> Memory:
-    body = {"text": text, **content} if text is not None else dict(content)
-    memory = Memory(id=str(uuid.uuid4()), entity_id=entity, room_id=room, content=body, created_at=at)
+    """A message stored in ``room``; ``fields`` are more of its :class:`Content`."""
+    content = Content(text=text, **fields)
+    memory = Memory(id=str(uuid.uuid4()), entity_id=entity, room_id=room, content=content, created_at=at)
     await rt.store.create_memory(memory, "messages", unique=False)
     return memory
 
 
-def message(text: str = "hello", *, entity: str = ALICE, room: str = ROOM, **content: Any) -> Memory:
-    return Memory(
-        id=str(uuid.uuid4()), entity_id=entity, room_id=room, content={"text": text, **content}, created_at=NOW
-    )
+def message(text: str = "hello", *, entity: str = ALICE, room: str = ROOM, **fields: Any) -> Memory:
+    """The message being answered; ``fields`` are more of its :class:`Content`."""
+    content = Content(text=text, **fields)
+    return Memory(id=str(uuid.uuid4()), entity_id=entity, room_id=room, content=content, created_at=NOW)
 
 
 async def run(rt: AgentRuntime, name: str, msg: Memory, state: State | None = None) -> ProviderResult:
@@ -264,7 +266,7 @@ async def test_character_is_identical_for_the_same_seed(provider_runtime) -> Non
     [(0, "00:00"), (86_399_999, "23:59"), (86_400_000 * 20_000 + 61_000, "00:01"), (-1, "23:59")],
 )
 def test_message_lines_show_the_utc_clock_time_even_across_midnight(at: int, clock: str) -> None:
-    line = format_messages([Memory(ALICE, "room", {"text": "hi"}, created_at=at)], {ALICE: "Alice"}, at)
+    line = format_messages([Memory(ALICE, "room", Content(text="hi"), created_at=at)], {ALICE: "Alice"}, at)
     assert line == f"{clock} (just now) Alice: hi"
 
 
@@ -273,8 +275,8 @@ async def test_recent_messages_are_chronological_with_names_times_and_actions(pr
     await add_room(rt)
     await add_people(rt, people={ALICE: ["Alice"], NAMELESS: []})
     await post(rt, "First!", at=NOW - 90 * MINUTE)
-    await post(rt, "Welcome, Alice.", entity=rt.agent_id, at=NOW - 2 * MINUTE, actions=["REPLY"])
-    await post(rt, None, entity=rt.agent_id, at=NOW - MINUTE, actions=["IGNORE"], thought="not for me")
+    await post(rt, "Welcome, Alice.", entity=rt.agent_id, at=NOW - 2 * MINUTE, actions=("REPLY",))
+    await post(rt, None, entity=rt.agent_id, at=NOW - MINUTE, actions=("IGNORE",), thought="not for me")
     await post(rt, "who am I?", entity=NAMELESS, at=NOW - 30_000)
     current = await post(rt, "Ada, what is 2+2?", at=NOW)
 
@@ -293,7 +295,7 @@ async def test_recent_messages_are_chronological_with_names_times_and_actions(pr
     assert "# Received Message\nAlice: Ada, what is 2+2?" in result.text
     assert result.text.count("Ada, what is 2+2?") == 1  # received, not also the conversation's last line
     assert "replying to the message above from **Alice**" in result.text
-    assert [m.content.get("text") for m in result.data["recentMessages"]] == [
+    assert [m.content.text for m in result.data["recentMessages"]] == [
         "First!",
         "Welcome, Alice.",
         "who am I?",
@@ -335,7 +337,7 @@ async def test_recent_messages_show_the_configured_conversation_length(provider_
     for i in range(15):
         await post(rt, f"line {i:02d}", at=NOW - (15 - i) * MINUTE)
     result = await run(rt, "RECENT_MESSAGES", message("x"))
-    texts = [m.content["text"] for m in result.data["recentMessages"]]
+    texts = [m.content.text for m in result.data["recentMessages"]]
     assert texts == [f"line {i:02d}" for i in range(5, 15)]
 
 
@@ -345,7 +347,7 @@ async def test_recent_messages_default_to_32(provider_runtime) -> None:
     await add_people(rt)
     await rt.store.create_memories(
         [
-            Memory(entity_id=ALICE, room_id=ROOM, content={"text": f"m{i}"}, created_at=NOW - (40 - i) * MINUTE)
+            Memory(entity_id=ALICE, room_id=ROOM, content=Content(text=f"m{i}"), created_at=NOW - (40 - i) * MINUTE)
             for i in range(40)
         ],
         "messages",
@@ -353,13 +355,13 @@ async def test_recent_messages_default_to_32(provider_runtime) -> None:
     )
     result = await run(rt, "RECENT_MESSAGES", message("x"))
     assert len(result.data["recentMessages"]) == 32
-    assert result.data["recentMessages"][-1].content["text"] == "m39"
+    assert result.data["recentMessages"][-1].content.text == "m39"
 
 
 async def test_recent_messages_in_an_empty_room_say_so(provider_runtime) -> None:
     rt = await provider_runtime()
     await add_room(rt)
-    result = await run(rt, "RECENT_MESSAGES", Memory(entity_id=ALICE, room_id=ROOM, content={}))
+    result = await run(rt, "RECENT_MESSAGES", Memory(entity_id=ALICE, room_id=ROOM, content=Content()))
     assert result.text == "No recent messages available."
 
 
@@ -462,7 +464,7 @@ async def test_anxiety_picks_guidance_for_the_room_type(provider_runtime, room_t
 
 async def test_anxiety_falls_back_to_the_message_channel_type(provider_runtime) -> None:
     rt = await provider_runtime()
-    result = await run(rt, "ANXIETY", message(room=UNKNOWN_ROOM, channelType="dm"))
+    result = await run(rt, "ANXIETY", message(room=UNKNOWN_ROOM, extra={"channelType": "dm"}))  # not a ChannelType
     assert set(result.data["anxiety"]) <= set(anxiety._DM)
 
 
@@ -638,7 +640,7 @@ def _embed(text: str) -> list[float]:
 
 async def _store_fact(rt: AgentRuntime, text: str, *, entity: str, room: str) -> str:
     return await rt.store.create_memory(
-        Memory(entity_id=entity, room_id=room, content={"text": text}, embedding=_embed(text), created_at=NOW),
+        Memory(entity_id=entity, room_id=room, content=Content(text=text), embedding=_embed(text), created_at=NOW),
         "facts",
         unique=True,
     )
@@ -664,7 +666,7 @@ async def test_facts_search_by_embedding_in_the_room_and_about_the_sender(provid
 
     result = await run(rt, "FACTS", message("Do you remember what tea I like?"))
     assert asked and asked[0] == {"text": "Do you remember what tea I like?"}
-    texts = [f.content["text"] for f in result.data["facts"]]
+    texts = [f.content.text for f in result.data["facts"]]
     assert texts[0] == "Alice drinks green tea every morning"
     assert sorted(texts) == ["Alice drinks green tea every morning", "Alice lives in Lisbon"]  # deduplicated
     assert result.text.startswith("# What Ada Knows\n- Alice drinks green tea every morning")
@@ -678,7 +680,7 @@ async def test_facts_fall_back_to_keywords_without_an_embedding_model(provider_r
     await _store_fact(rt, "Alice drinks green tea every morning", entity=ALICE, room=ROOM)
     await _store_fact(rt, "Bob collects stamps", entity=BOB, room=ROOM)
     result = await run(rt, "FACTS", message("any tea recommendations?"))
-    assert [f.content["text"] for f in result.data["facts"]] == ["Alice drinks green tea every morning"]
+    assert [f.content.text for f in result.data["facts"]] == ["Alice drinks green tea every morning"]
 
 
 async def test_facts_when_nothing_is_known(provider_runtime) -> None:
@@ -707,7 +709,7 @@ async def test_facts_rank_relevance_first_then_recency_and_fade_a_stale_status(p
             Memory(
                 entity_id=ALICE,
                 room_id=ROOM,
-                content={"text": text, "type": kind},
+                content=Content(text=text, type=kind),
                 embedding=same,
                 created_at=NOW - int(age_days * day),
             ),
@@ -721,7 +723,7 @@ async def test_facts_rank_relevance_first_then_recency_and_fade_a_stale_status(p
     await fact("Alice keeps the flu jab record", 2, unique=False)
     result = await run(rt, "FACTS", message("flu"))
     # A fresh status first; a stale status fades below an older lasting fact; a near-repeat last.
-    assert [f.content["text"] for f in result.data["facts"]] == [
+    assert [f.content.text for f in result.data["facts"]] == [
         "Alice has the flu again",
         "Alice once had the flu in Lisbon",
         "Alice is ill with the flu",
@@ -742,9 +744,9 @@ async def test_facts_show_summaries_of_this_room_only(provider_runtime) -> None:
             Memory(
                 entity_id=rt.agent_id,
                 room_id=room,
-                content={"text": text},
+                content=Content(text=text),
                 created_at=NOW - 40 * 86_400_000,
-                metadata={"start": NOW - 41 * 86_400_000, "end": NOW - 40 * 86_400_000},
+                metadata=MemoryMetadata(start=NOW - 41 * 86_400_000, end=NOW - 40 * 86_400_000),
             ),
             "summaries",
         )
@@ -817,23 +819,23 @@ async def test_attachments_of_the_message_and_the_recent_conversation(provider_r
         rt,
         "old scan",
         at=NOW - 3 * 60 * MINUTE,
-        attachments=[
-            {"id": "a1", "url": "https://x.test/a.pdf", "title": "Notes", "contentType": "document", "text": "G-note"}
-        ],
+        attachments=(
+            Attachment(id="a1", url="https://x.test/a.pdf", title="Notes", content_type="document", text="G-note"),
+        ),
     )
     await post(rt, "plain text")
     current = message(
         "look",
-        attachments=[
-            {
-                "id": "a2",
-                "url": "data:image/png;base64," + "A" * 4096,
-                "title": "Sketch",
-                "contentType": "image",
-                "description": "A drawing of an engine",
-                "text": "engine",
-            }
-        ],
+        attachments=(
+            Attachment(
+                id="a2",
+                url="data:image/png;base64," + "A" * 4096,
+                title="Sketch",
+                content_type="image",
+                description="A drawing of an engine",
+                text="engine",
+            ),
+        ),
     )
     result = await run(rt, "ATTACHMENTS", current)
     items = {i["id"]: i for i in result.data["attachments"]}

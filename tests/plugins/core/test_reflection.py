@@ -37,7 +37,7 @@ async def test_reflection_waits_for_enough_new_messages_then_learns(harness) -> 
     await h.say("every morning")
     assert h.small_calls == 1
     facts = await h.rt.store.get_memories(table="facts")
-    assert [f.content["text"] for f in facts] == ["Sam likes coffee"]
+    assert [f.content.text for f in facts] == ["Sam likes coffee"]
     rels = await h.rt.store.get_relationships(HUMAN)
     assert [(r.target_entity_id, sorted(r.tags), r.metadata.interactions) for r in rels] == [
         (OTHER_BOT, ["dm_interaction", "friends"], 1)
@@ -55,7 +55,7 @@ async def test_reflection_skips_known_facts_and_made_up_ids(harness) -> None:
         h.large.append(plan("ok"))
         await h.say(f"message {i}")
     assert h.small_calls == 2
-    assert [f.content["text"] for f in await h.rt.store.get_memories(table="facts")] == ["Sam likes tea"]
+    assert [f.content.text for f in await h.rt.store.get_memories(table="facts")] == ["Sam likes tea"]
     assert await h.rt.store.get_relationships(HUMAN) == []
 
 
@@ -83,9 +83,9 @@ async def test_facts_are_stored_under_who_they_are_about_and_whose_message_taugh
     for i in range(2):
         h.large.append(plan("ok"))
         await h.say(f"news {i}")
-    facts = {f.content["text"]: f for f in await h.rt.store.get_memories(table="facts")}
+    facts = {f.content.text: f for f in await h.rt.store.get_memories(table="facts")}
     assert facts["Brann fixes engines"].entity_id == OTHER_BOT
-    assert facts["Brann fixes engines"].metadata == {"entityIds": [OTHER_BOT], "sourceEntityId": HUMAN}
+    assert facts["Brann fixes engines"].metadata.to_json() == {"entityIds": [OTHER_BOT], "sourceEntityId": HUMAN}
     assert facts["The fair opens Friday"].entity_id == HUMAN  # about no one in particular: the sender's
     [rel] = await h.rt.store.get_relationships(HUMAN)
     assert rel.metadata.interactions == 1 and isinstance(rel.metadata.last_interaction_at, int)
@@ -125,7 +125,7 @@ async def test_a_model_outage_defers_reflection_with_a_growing_back_off_not_on_e
     now[0] += 60_000
     await say(1)
     assert h.small_calls == 3  # back: the reflection learns what was said meanwhile
-    assert [f.content["text"] for f in await h.rt.store.get_memories(table="facts")] == ["Sam likes tea"]
+    assert [f.content.text for f in await h.rt.store.get_memories(table="facts")] == ["Sam likes tea"]
     await say(2)
     assert h.small_calls == 3  # and the usual cadence resumes
     await say(1)
@@ -156,7 +156,7 @@ async def test_a_reflection_reads_the_conversation_again_but_not_every_other_pro
     runs: list[str] = []
 
     async def counted(runtime, message, state) -> ProviderResult:
-        runs.append(message.content["text"])
+        runs.append(message.content.text)
         return ProviderResult(text="# Weather\nsunny")
 
     h.rt.register_provider(Provider(name="WEATHER", get=counted))

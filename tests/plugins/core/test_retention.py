@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from bot.config.character import load_character
+from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.errors import ModelUnavailable, PluginLoadError
 from bot.kernel.models import ModelType
 from bot.kernel.record_metadata import RelationshipMetadata, TaskMetadata
@@ -50,11 +51,13 @@ class Agent:
     prompts: list[str] = field(default_factory=list)
 
     async def post(self, text: str, *, at: int, entity: str = SAM, room: str = ROOM) -> str:
-        memory = Memory(id=str(uuid.uuid4()), entity_id=entity, room_id=room, content={"text": text}, created_at=at)
+        memory = Memory(id=str(uuid.uuid4()), entity_id=entity, room_id=room, content=Content(text=text), created_at=at)
         return await self.rt.store.create_memory(memory, "messages", unique=False)
 
     async def texts(self, room: str = ROOM) -> list[str]:
-        return [m.content["text"] for m in reversed(await self.rt.store.get_memories(table="messages", room_id=room))]
+        return [
+            m.content.text or "" for m in reversed(await self.rt.store.get_memories(table="messages", room_id=room))
+        ]
 
 
 @pytest.fixture
@@ -191,10 +194,10 @@ async def test_a_room_over_its_cap_keeps_its_newest_messages_and_a_summary_of_th
     assert "message 16" not in prompt and "the room 'general'" in prompt
 
     [summary] = await a.rt.store.get_memories(table=SUMMARIES)
-    assert summary.content["text"] == "Sam talked about the weather and a trip to Lisbon."
+    assert summary.content.text == "Sam talked about the weather and a trip to Lisbon."
     assert summary.room_id == ROOM and summary.entity_id == a.rt.agent_id
     assert summary.created_at == START - HOUR + 15
-    assert summary.metadata == {
+    assert summary.metadata.to_json() == {
         "type": "custom",
         "kind": "conversation_summary",
         "start": START - HOUR,
@@ -217,7 +220,7 @@ async def test_old_messages_go_by_age_in_batches(agent) -> None:
     assert await a.texts() == ["recent"]
     assert await a.texts(QUIET) == []
     summaries = await a.rt.store.get_memories(table=SUMMARIES)
-    assert sorted(s.metadata["messageCount"] for s in summaries) == [1, 10, 50]
+    assert sorted(s.metadata.extra["messageCount"] for s in summaries) == [1, 10, 50]
     assert "a private conversation" in a.prompts[-1] or "a private conversation" in a.prompts[0]
 
 
@@ -253,17 +256,17 @@ async def test_a_batch_the_model_gives_no_summary_for_does_not_hold_up_the_other
 async def test_facts_and_relationships_are_never_compacted(agent) -> None:
     a = await agent(MEMORY_MAX_AGE_DAYS=1)
     store = a.rt.store
-    await store.create_memory(Memory(SAM, ROOM, {"text": "Sam likes tea"}, created_at=START - 400 * DAY), "facts")
+    await store.create_memory(Memory(SAM, ROOM, Content(text="Sam likes tea"), created_at=START - 400 * DAY), "facts")
     await store.create_relationship(SAM, a.rt.agent_id, metadata=RelationshipMetadata(interactions=3))
     await a.post("an old message", at=START - 2 * DAY)
     assert (await run_retention(a.rt)).compacted == 1
-    assert [f.content["text"] for f in await store.get_memories(table="facts")] == ["Sam likes tea"]
+    assert [f.content.text for f in await store.get_memories(table="facts")] == ["Sam likes tea"]
     assert len(await store.get_relationships(SAM)) == 1
 
 
 async def test_messages_without_text_go_without_a_summary(agent) -> None:
     a = await agent(MEMORY_MAX_AGE_DAYS=1)
-    silence = Memory(a.rt.agent_id, ROOM, {"actions": ["IGNORE"]}, created_at=START - 2 * DAY)
+    silence = Memory(a.rt.agent_id, ROOM, Content(actions=("IGNORE",)), created_at=START - 2 * DAY)
     await a.rt.store.create_memory(silence, "messages", unique=False)
     report = await run_retention(a.rt)
     assert (report.compacted, report.summaries, a.prompts) == (1, 0, [])
@@ -277,26 +280,28 @@ async def test_summaries_over_their_cap_are_merged(agent) -> None:
             Memory(
                 a.rt.agent_id,
                 ROOM,
-                {"text": f"summary {i}"},
+                Content(text=f"summary {i}"),
                 created_at=START - DAY + i,
-                metadata={
-                    "start": START - DAY + i,
-                    "end": START - DAY + i,
-                    "messageCount": 10,
-                    "entityIds": [f"e{i}"],
-                    "level": 1,
-                },
+                metadata=MemoryMetadata.from_json(
+                    {
+                        "start": START - DAY + i,
+                        "end": START - DAY + i,
+                        "messageCount": 10,
+                        "entityIds": [f"e{i}"],
+                        "level": 1,
+                    }
+                ),
             ),
             SUMMARIES,
         )
     a.summaries.append("<response><summary>Months of talk, merged.</summary></response>")
     report = await run_retention(a.rt, RetentionSettings(max_age_days=0, room_cap=0, summary_cap=2))
     assert report.merged == 5
-    texts = [s.content["text"] for s in await store.get_memories(table=SUMMARIES)]
+    texts = [s.content.text for s in await store.get_memories(table=SUMMARIES)]
     assert texts == ["summary 5", "Months of talk, merged."]
     merged = (await store.get_memories(table=SUMMARIES))[1]
-    assert merged.metadata["messageCount"] == 50 and merged.metadata["level"] == 2
-    assert merged.metadata["entityIds"] == ["e0", "e1", "e2", "e3", "e4"]
+    assert merged.metadata.extra["messageCount"] == 50 and merged.metadata.extra["level"] == 2
+    assert merged.metadata.entity_ids == ("e0", "e1", "e2", "e3", "e4")
     assert "summary 0" in a.prompts[0] and "summary 5" not in a.prompts[0]
 
 
@@ -312,7 +317,7 @@ async def test_a_summary_is_found_by_facts_later(agent) -> None:
         entity_id=SAM,
         room_id=ROOM,
         created_at=START,
-        content={"text": "remember my trip to Lisbon?"},
+        content=Content(text="remember my trip to Lisbon?"),
     )
     state = await a.rt.compose_state(question, ["FACTS"], only_include=True)
     assert "# Earlier Conversation Here" in state.text
@@ -329,12 +334,12 @@ async def test_someone_forgotten_while_the_agent_runs_is_remembered_afresh(harne
     await h.rt.store.forget_entity(HUMAN)
     assert await h.rt.store.get_entity(HUMAN) is None
     # The platform wrote this person once this run and will not again: the pipeline does.
-    outcome = await h.say("it's me again", entityName="Sam", entityUserName="sam42")
+    outcome = await h.say("it's me again", metadata=MemoryMetadata(entity_name="Sam", entity_user_name="sam42"))
     assert outcome.status == "replied"
     entity = await h.rt.store.get_entity(HUMAN)
     assert entity is not None and entity.names == ["Sam", "sam42"]
     assert await h.rt.store.is_room_participant(h.room, HUMAN)
-    assert [m.content["text"] for m in await h.rt.store.get_memories(table="messages", entity_id=HUMAN)] == [
+    assert [m.content.text for m in await h.rt.store.get_memories(table="messages", entity_id=HUMAN)] == [
         "it's me again"
     ]
 
@@ -343,4 +348,4 @@ async def test_someone_forgotten_while_the_agent_runs_is_remembered_afresh(harne
     room = await h.rt.store.get_room(h.room)
     assert room is not None and room.source == "discord"
     assert await h.rt.store.is_room_participant(h.room, h.rt.agent_id)
-    assert "and again" in [m.content.get("text") for m in await h.rt.store.get_memories(table="messages")]
+    assert "and again" in [m.content.text for m in await h.rt.store.get_memories(table="messages")]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from bot.kernel.content import Content
 from bot.kernel.messages import IncomingMessage
 from bot.kernel.models import ResponseSchema
 from bot.kernel.types import ChannelType, Memory
@@ -188,7 +189,9 @@ async def test_a_streamed_json_plan_is_spoken_as_it_arrives(harness) -> None:
 
     h.large.append(streaming)
     channel = _Streaming(h)
-    message = Memory(id=str(uuid.uuid4()), entity_id=HUMAN, room_id=h.room, content={"text": "hi", "source": "discord"})
+    message = Memory(
+        id=str(uuid.uuid4()), entity_id=HUMAN, room_id=h.room, content=Content(text="hi", source="discord")
+    )
     assert (await h.rt.receive(IncomingMessage(message, channel))).status == "replied"
     assert channel.streamed[-1] == "Hello there, Sam." == h.sent[0]["text"]
     assert all("Hello there, Sam.".startswith(shown) for shown in channel.streamed)
@@ -212,7 +215,7 @@ async def test_the_reflection_asks_for_its_schema_and_learns_from_json(harness) 
         await h.say(text)
     assert seen[0]["schema"] is REFLECTION
     facts = await h.rt.store.get_memories(table="facts")
-    assert [f.content["text"] for f in facts] == ["Sam likes tea"]
+    assert [f.content.text for f in facts] == ["Sam likes tea"]
     assert answers(h)[("reflection", "parsed")] == 1
 
 

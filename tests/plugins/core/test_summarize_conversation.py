@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from bot.kernel.content import Content
 from bot.kernel.errors import ModelError
 from bot.kernel.models import ModelType
 from bot.kernel.types import Memory, now_ms
@@ -105,7 +106,7 @@ async def _store_history(h, count: int, *, start: int, step_ms: int = 1000, text
             entity_id=HUMAN if i % 2 == 0 else OTHER_BOT,
             agent_id=h.rt.agent_id,
             room_id=h.room,
-            content={"text": f"{markers[i]} {text} number {i}", "source": "discord"},
+            content=Content(text=f"{markers[i]} {text} number {i}", source="discord"),
             created_at=start + i * step_ms,
         )
         for i in range(count)
@@ -181,7 +182,7 @@ async def test_by_default_it_covers_what_was_said_since_the_asker_last_wrote(har
         entity_id=OTHER_BOT,
         agent_id=h.rt.agent_id,
         room_id=h.room,
-        content={"text": "<late> one more thing"},
+        content=Content(text="<late> one more thing"),
         created_at=start + 10_000,
     )
     await h.rt.store.create_memory(brann, "messages")
@@ -271,7 +272,7 @@ async def test_since_the_asker_last_wrote_long_ago_is_the_last_500_not_the_defau
         entity_id=HUMAN,
         agent_id=h.rt.agent_id,
         room_id=h.room,
-        content={"text": "<gone> back later"},
+        content=Content(text="<gone> back later"),
         created_at=start - 1000,
     )
     await h.rt.store.create_memory(said, "messages")

@@ -7,6 +7,7 @@ import asyncio
 import uuid
 from typing import Any
 
+from bot.kernel.content import MemoryMetadata
 from bot.kernel.messages import NativeRef, Outcome
 from bot.kernel.types import RoomState
 from bot.runtime.shared import Shared
@@ -52,7 +53,7 @@ async def hear(
 
     async def one(name: str, h: Harness) -> Outcome:
         native = NativeRef("discord", "room-1", message, author, f"bot-{name}")
-        return await h.say(text, native=native, authorIsBot=is_bot)
+        return await h.say(text, native=native, metadata=MemoryMetadata(author_is_bot=is_bot))
 
     listeners = {n: h for n, h in members.items() if f"bot-{n}" != author}
     outcomes = await asyncio.gather(*(one(n, h) for n, h in listeners.items()))

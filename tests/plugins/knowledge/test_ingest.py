@@ -22,7 +22,7 @@ from .conftest import Agents, embed, make_pdf
 
 async def _in_order(store: Store) -> list[Memory]:
     found = await store.get_memories(table="knowledge")
-    return sorted(found, key=lambda m: (m.metadata["documentId"], m.metadata["position"]))
+    return sorted(found, key=lambda m: (m.metadata.document_id, m.metadata.position))
 
 
 async def fragments(rt: AgentRuntime) -> list[Memory]:
@@ -30,13 +30,13 @@ async def fragments(rt: AgentRuntime) -> list[Memory]:
 
 
 async def texts(rt: AgentRuntime) -> list[str]:
-    return [m.content["text"] for m in await fragments(rt)]
+    return [m.content.text or "" for m in await fragments(rt)]
 
 
 async def shared_texts(agents: Agents) -> list[str]:
     """The shared scope's fragments, read through the store the backend gives that scope (as
     ``troupe memory shared`` does)."""
-    return [m.content["text"] for m in await _in_order(agents.db.for_agent(SHARED_KNOWLEDGE_ID))]
+    return [m.content.text or "" for m in await _in_order(agents.db.for_agent(SHARED_KNOWLEDGE_ID))]
 
 
 async def vectors(rt: AgentRuntime) -> int:
@@ -51,7 +51,7 @@ async def test_facts_become_one_fragment_each_with_a_vector(agents: Agents) -> N
     assert sorted(await texts(rt)) == ["Ada keeps bees.", "Ada's hives are on the roof."]
     assert await vectors(rt) == 2
     documents = await rt.store.get_memories(table="documents")
-    assert {d.metadata["source"] for d in documents} == {"text"}
+    assert {d.metadata.source for d in documents} == {"text"}
     report = rt.get_service("knowledge").last
     assert (report.facts, report.new, report.fragments, report.embedded) == (2, 2, 2, 2)
 
@@ -64,9 +64,9 @@ async def test_markdown_and_text_files_are_read_with_their_title(agents: Agents)
         "[notes.md]\n# Bees\n\nThe queen lays up to 2,000 eggs a day.",
         "[plain.txt]\nHoney never spoils.",
     ]
-    (document,) = [d for d in await rt.store.get_memories(table="documents") if d.metadata["title"] == "notes.md"]
-    assert document.metadata["contentType"] == "text/markdown" and document.metadata["fileExt"] == "md"
-    assert document.metadata["type"] == "document" and document.metadata["path"] == str(agents.dir / "notes.md")
+    (document,) = [d for d in await rt.store.get_memories(table="documents") if d.metadata.title == "notes.md"]
+    assert document.metadata.extra["contentType"] == "text/markdown" and document.metadata.extra["fileExt"] == "md"
+    assert document.metadata.type == "document" and document.metadata.extra["path"] == str(agents.dir / "notes.md")
 
 
 async def test_json_is_pretty_printed_before_chunking(agents: Agents) -> None:
@@ -83,7 +83,7 @@ async def test_pdf_text_is_extracted_page_by_page(agents: Agents) -> None:
     assert text.startswith("[guide.pdf]\nHives need shade at noon.")
     assert text.endswith("Smoke calms the bees.")
     (document,) = await rt.store.get_memories(table="documents")
-    assert document.metadata["contentType"] == "application/pdf"
+    assert document.metadata.extra["contentType"] == "application/pdf"
 
 
 async def test_a_pdf_encrypted_with_an_owner_password_only_opens(agents: Agents) -> None:
@@ -122,9 +122,9 @@ async def test_long_documents_are_chunked_with_the_configured_sizes(agents: Agen
     )
     found = await fragments(rt)
     assert len(found) > 10
-    assert [m.metadata["position"] for m in found] == list(range(len(found)))
-    assert all(m.content["text"].startswith("[long.md]\n") for m in found)
-    assert all(len(m.content["text"]) <= 120 * 3.5 for m in found)
+    assert [m.metadata.position for m in found] == list(range(len(found)))
+    assert all((m.content.text or "").startswith("[long.md]\n") for m in found)
+    assert all(len(m.content.text or "") <= 120 * 3.5 for m in found)
     assert await vectors(rt) == len(found)
 
 

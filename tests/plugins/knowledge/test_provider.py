@@ -11,6 +11,7 @@ import uuid
 import pytest
 
 from bot.config.character import load_character
+from bot.kernel.content import Content
 from bot.kernel.errors import PluginLoadError
 from bot.kernel.models import ModelType
 from bot.kernel.types import ChannelType, Memory
@@ -25,7 +26,7 @@ __all__ = ["harness"]  # the fixture, used below
 
 
 def message(rt: AgentRuntime, text: str) -> Memory:
-    return Memory(id=str(uuid.uuid4()), entity_id=rt.agent_id, room_id=rt.agent_id, content={"text": text})
+    return Memory(id=str(uuid.uuid4()), entity_id=rt.agent_id, room_id=rt.agent_id, content=Content(text=text))
 
 
 async def knowledge_of(rt: AgentRuntime, text: str) -> str:
@@ -208,7 +209,7 @@ async def test_the_search_uses_the_vector_core_offers_for_the_message(agents: Ag
     await rt.store.create_memory(msg, "messages")
     agents.embedder.reset()
     assert msg.id is not None
-    vectors.embed_later(msg.id, msg.content["text"])  # as the pipeline does when it stores a message
+    vectors.embed_later(msg.id, msg.content.text or "")  # as the pipeline does when it stores a message
     state = await rt.compose_state(msg)
     assert "Ada's shop sells honey." in state.providers["KNOWLEDGE"].text
     assert agents.embedder.texts == ["What does the shop sell?"]  # embedded once, for storing and searching

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.types import Memory
 from plugins.knowledge._config import KnowledgeConfig
 from plugins.knowledge._search import Hit, rank
@@ -26,7 +27,7 @@ QUESTIONS = json.loads((HERE / "questions.json").read_text())
 
 
 def _source(hit: Hit) -> str:
-    return Path(hit.memory.metadata["title"]).name
+    return Path(hit.memory.metadata.title or "").name
 
 
 def _hit_rate(results: list[list[Hit]], k: int) -> float:
@@ -75,7 +76,12 @@ async def test_nothing_is_found_for_a_question_the_corpus_does_not_touch(agents:
 
 def _memory(id: str, text: str, similarity: float | None = None) -> Memory:
     return Memory(
-        entity_id="e", room_id="r", id=id, content={"text": text}, similarity=similarity, metadata={"title": f"{id}.md"}
+        entity_id="e",
+        room_id="r",
+        id=id,
+        content=Content(text=text),
+        similarity=similarity,
+        metadata=MemoryMetadata(title=f"{id}.md"),
     )
 
 

@@ -105,5 +105,5 @@ async def test_delete_agent_removes_everything_it_owns_and_nothing_else(backend:
     assert await store.get_cache("k") is None and await store.get_tasks() == []
     assert await store.get_logs() == []
     assert await store.get_embedding_dimension() == DEFAULT_EMBEDDING_DIMENSION
-    assert [m.content["text"] for m in await other.get_memories(table="messages")] == ["stay"]
+    assert [m.content.text for m in await other.get_memories(table="messages")] == ["stay"]
     assert await store.delete_agent() is False

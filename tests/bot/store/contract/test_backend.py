@@ -51,7 +51,7 @@ async def test_what_was_written_outlives_closing_and_reopening(make_backend: Cal
     async with make_backend() as backend:
         store = backend.for_agent(A)
         found = await store.get_memory(memory_id)
-        assert isinstance(found, Memory) and found.content["text"] == "remember me"
+        assert isinstance(found, Memory) and found.content.text == "remember me"
         assert await store.get_participant_state(R, A) is RoomState.FOLLOWED
         assert await store.get_embedding_dimension() == 768
         assert [e.body for e in await store.get_logs()] == [{"n": 1}]

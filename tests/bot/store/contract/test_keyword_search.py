@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.kernel.content import Content
 from bot.store import Store, fts_query
 
 from ..conftest import BR, BU, R2, V, W, make_memory
@@ -54,7 +55,7 @@ async def test_keyword_search_filters_by_table_room_entity_world_unique_and_agen
 
 async def test_keyword_search_follows_updates_and_deletes(store: Store) -> None:
     memory_id = await store.create_memory(make_memory("pizza night"), "messages")
-    await store.update_memory(memory_id, content={"text": "sushi night"})
+    await store.update_memory(memory_id, content=Content(text="sushi night"))
     assert await store.search_memories_by_text("pizza", "messages") == []
     assert [m.id for m in await store.search_memories_by_text("sushi", "messages")] == [memory_id]
     await store.delete_memory(memory_id)

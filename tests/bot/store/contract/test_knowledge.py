@@ -21,14 +21,14 @@ def src(key: str, document_id: str, digest: str = "h") -> KnowledgeSourceRecord:
 async def test_a_document_is_stored_with_its_fragments_and_its_source(store: Store) -> None:
     await store.put_knowledge_document(doc("d1", "first part", "second part"), src("file:/a.md", "d1"))
     fragments = await store.get_memories(table="knowledge")
-    assert sorted((f.metadata["position"], f.content["text"]) for f in fragments) == [
+    assert sorted((f.metadata.position, f.content.text) for f in fragments) == [
         (0, "first part"),
         (1, "second part"),
     ]
-    assert {f.metadata["documentId"] for f in fragments} == {"d1"}
+    assert {f.metadata.document_id for f in fragments} == {"d1"}
     assert {f.id for f in fragments} == {fragment_id("d1", 0), fragment_id("d1", 1)}
     (document,) = await store.get_memories(table="documents")
-    assert document.metadata["type"] == "document" and document.content == {"text": "doc.md"}
+    assert document.metadata.type == "document" and document.content.to_json() == {"text": "doc.md"}
     assert await store.get_knowledge_sources() == {"file:/a.md": src("file:/a.md", "d1")}
     assert await store.has_knowledge_document("d1") and not await store.has_knowledge_document("d1", shared=True)
     assert await store.count_knowledge() == (1, 2) and await store.has_knowledge()
@@ -60,7 +60,7 @@ async def test_shared_documents_have_their_own_scope_and_owners(
     shared = await backend.for_agent(SHARED_KNOWLEDGE_ID).get_agent()
     assert shared is not None and shared.name == "Shared knowledge" and shared.enabled is False
     for s in (store, store_b):
-        assert [m.content["text"] for m in await s.search_knowledge_by_text("rules")] == ["house rules"]
+        assert [m.content.text for m in await s.search_knowledge_by_text("rules")] == ["house rules"]
         assert await s.count_knowledge() == (1, 1)
     assert await store.get_knowledge_sources() == {}  # shared claims are apart from own sources
     assert list(await store.get_knowledge_sources(shared=True)) == ["file:/rules.md"]
@@ -113,9 +113,9 @@ async def test_vector_search_ranks_and_applies_the_floor(store: Store) -> None:
         ]
     )
     hits = await store.search_knowledge(vec(0), count=5, match_threshold=0.3)
-    assert [m.content["text"] for m in hits] == ["near", "middle"]
+    assert [m.content.text for m in hits] == ["near", "middle"]
     assert [round(m.similarity or 0, 3) for m in hits] == [0.9, 0.5]
-    assert [m.content["text"] for m in await store.search_knowledge(vec(0), count=1)] == ["near"]
+    assert [m.content.text for m in await store.search_knowledge(vec(0), count=1)] == ["near"]
 
 
 async def test_a_vector_for_a_fragment_deleted_meanwhile_is_skipped(store: Store) -> None:
@@ -150,8 +150,8 @@ async def test_forgetting_an_agents_knowledge_takes_its_own_and_its_shared_claim
 
     assert (await store.forget_knowledge()).memories == {"documents": 2, "knowledge": 2}
     assert await store.count_knowledge() == (1, 1)  # "both": B still lists it
-    assert [m.content["text"] for m in await store.search_knowledge_by_text("text")] == ["both text"]
-    assert sorted(m.content["text"] for m in await store_b.search_knowledge_by_text("text")) == [
+    assert [m.content.text for m in await store.search_knowledge_by_text("text")] == ["both text"]
+    assert sorted(m.content.text or "" for m in await store_b.search_knowledge_by_text("text")) == [
         "b's text",
         "both text",
     ]

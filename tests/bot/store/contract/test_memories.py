@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.kernel.content import Content, MemoryMetadata, MemoryType
 from bot.kernel.errors import StoreError
 from bot.kernel.types import Memory
 from bot.store import Store
@@ -20,10 +21,10 @@ async def test_create_memory_round_trips_every_field(store: Store) -> None:
         agent_id=B,  # forced to the store's agent
         room_id=R,
         world_id=W,
-        content={"text": "héllo ✓", "inReplyTo": "x", "actions": ["REPLY"]},
+        content=Content(text="héllo ✓", in_reply_to="x", actions=("REPLY",)),
         embedding=vec(3),
         created_at=1234,
-        metadata={"type": "message", "entityName": "Bob"},
+        metadata=MemoryMetadata(type=MemoryType.MESSAGE, entity_name="Bob"),
     )
     assert await store.create_memory(memory, "messages") == "m-1"
     got = await store.get_memory("m-1")
@@ -82,7 +83,7 @@ async def test_memories_of_one_agent_are_invisible_to_another(store: Store, stor
     assert await store_b.get_memories(table="messages", room_id=R) == []
     assert await store_b.get_memories_by_ids([memory_id]) == []
     assert await store_b.delete_memory(memory_id) is False
-    assert await store_b.update_memory(memory_id, content={"text": "x"}) is False
+    assert await store_b.update_memory(memory_id, content=Content(text="x")) is False
     assert await store_b.delete_all_memories(R, "messages") == 0
     assert await store.get_memory(memory_id) is not None
 
@@ -129,24 +130,34 @@ async def test_count_memories_counts_one_room_and_table(store: Store) -> None:
 
 async def test_update_memory_replaces_content_and_keeps_metadata(store: Store) -> None:
     memory_id = await store.create_memory(
-        make_memory("the old words", metadata={"type": "message", "k": 1}), "messages"
+        make_memory("the old words", metadata=MemoryMetadata.from_json({"type": "message", "k": 1})), "messages"
     )
-    assert await store.update_memory(memory_id, content={"text": "fresh words"}) is True
+    assert await store.update_memory(memory_id, content=Content(text="fresh words")) is True
     got = await store.get_memory(memory_id)
-    assert got is not None and got.content == {"text": "fresh words"} and got.metadata == {"type": "message", "k": 1}
+    assert (
+        got is not None
+        and got.content.to_json() == {"text": "fresh words"}
+        and got.metadata.to_json() == {"type": "message", "k": 1}
+    )
     assert await store.search_memories_by_text("old", "messages") == []
     assert [m.id for m in await store.search_memories_by_text("fresh", "messages")] == [memory_id]
-    assert await store.update_memory(memory_id, metadata={"type": "message"}) is True
+    assert await store.update_memory(memory_id, metadata=MemoryMetadata(type=MemoryType.MESSAGE)) is True
     got = await store.get_memory(memory_id)
-    assert got is not None and got.metadata == {"type": "message"} and got.content == {"text": "fresh words"}
-    assert await store.update_memory("missing", content={"text": "x"}) is False
+    assert (
+        got is not None
+        and got.metadata.to_json() == {"type": "message"}
+        and got.content.to_json() == {"text": "fresh words"}
+    )
+    assert await store.update_memory("missing", content=Content(text="x")) is False
 
 
 async def test_a_fragment_without_a_position_is_rejected(store: Store) -> None:
     with pytest.raises(StoreError, match="CHECK constraint failed"):
-        await store.create_memory(make_memory("bad", metadata={"type": "fragment", "documentId": "D"}), "fragments")
+        await store.create_memory(
+            make_memory("bad", metadata=MemoryMetadata(type=MemoryType.FRAGMENT, document_id="D")), "fragments"
+        )
     with pytest.raises(StoreError, match="CHECK constraint failed"):
-        await store.create_memory(make_memory("bad", metadata={"type": "document"}), "documents")
+        await store.create_memory(make_memory("bad", metadata=MemoryMetadata(type=MemoryType.DOCUMENT)), "documents")
 
 
 async def test_delete_all_memories_empties_one_table_of_one_room(store: Store) -> None:
@@ -194,7 +205,9 @@ async def test_recent_memory_ids_are_the_newest_of_one_room_and_table(store: Sto
 
 async def test_memory_contents_must_be_json(store: Store) -> None:
     with pytest.raises(ValueError):
-        await store.create_memory(make_memory("x", metadata={"type": "message", "score": float("nan")}), "messages")
+        await store.create_memory(
+            make_memory("x", metadata=MemoryMetadata.from_json({"type": "message", "score": float("nan")})), "messages"
+        )
     with pytest.raises(ValueError, match="table name is required"):
         await store.create_memory(make_memory("x"), "")
 
@@ -222,7 +235,7 @@ async def test_create_memories_writes_a_batch_in_order_and_dedups_within_it(stor
 
 async def test_create_memories_writes_all_or_nothing(store: Store) -> None:
     batch = [make_memory(f"m{n}", embedding=vec(n)) for n in range(100)]
-    batch.append(make_memory("bad", metadata={"type": "fragment"}))  # a fragment needs its document
+    batch.append(make_memory("bad", metadata=MemoryMetadata(type=MemoryType.FRAGMENT)))  # a fragment needs its document
     with pytest.raises(StoreError):
         await store.create_memories(batch, "messages", unique=True)
     assert await store.get_memories(table="messages") == []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.kernel.content import Content, MemoryMetadata, MemoryType
 from bot.kernel.record_metadata import EntityMetadata, RoomMetadata, WorldMetadata
 from bot.kernel.types import ChannelType, Component, Entity, Memory, Room, RoomState, Task, World
 from bot.store import Forgotten, Store, StoreBackend
@@ -50,16 +51,17 @@ async def _rich_world(backend: StoreBackend, store: Store) -> dict[str, str]:
         make_memory(f"my {SECRET_WORD} recipe is secret", entity=U, embedding=vec(1), created_at=10), "messages"
     )
     ids["reply"] = await store.create_memory(
-        Memory(A, R, {"text": "tell me more", "inReplyTo": ids["u_group"]}, embedding=vec(2), created_at=11), "messages"
+        Memory(A, R, Content(text="tell me more", in_reply_to=ids["u_group"]), embedding=vec(2), created_at=11),
+        "messages",
     )
     ids["v_group"] = await store.create_memory(
         Memory(
             V,
             R,
-            {"text": "V greets everyone", "mentions": [U]},
+            Content.from_json({"text": "V greets everyone", "mentions": [U]}),
             embedding=vec(3),
             created_at=12,
-            metadata={"type": "message", "repliedTo": U},
+            metadata=MemoryMetadata.from_json({"type": "message", "repliedTo": U}),
         ),
         "messages",
     )
@@ -71,24 +73,42 @@ async def _rich_world(backend: StoreBackend, store: Store) -> dict[str, str]:
     )
     fact = {"unique": True}
     ids["about_u"] = await store.create_memory(
-        Memory(U, R, {"text": "likes second breakfast"}, embedding=vec(5), metadata={"entityIds": [U]}), "facts", **fact
+        Memory(
+            U, R, Content(text="likes second breakfast"), embedding=vec(5), metadata=MemoryMetadata(entity_ids=(U,))
+        ),
+        "facts",
+        **fact,
     )
     ids["told_by_u"] = await store.create_memory(
-        Memory(V, R, {"text": "V moved to Bree"}, metadata={"entityIds": [V], "sourceEntityId": U}), "facts", **fact
+        Memory(V, R, Content(text="V moved to Bree"), metadata=MemoryMetadata(entity_ids=(V,), source_entity_id=U)),
+        "facts",
+        **fact,
     )
-    ids["named"] = await store.create_memory(Memory(A, R, {"text": f"{NAME} gardens"}), "facts", **fact)
+    ids["named"] = await store.create_memory(Memory(A, R, Content(text=f"{NAME} gardens")), "facts", **fact)
     ids["v_fact"] = await store.create_memory(
-        Memory(V, R, {"text": "V plays the lute"}, embedding=vec(6), metadata={"entityIds": [V], "sourceEntityId": V}),
+        Memory(
+            V,
+            R,
+            Content(text="V plays the lute"),
+            embedding=vec(6),
+            metadata=MemoryMetadata(entity_ids=(V,), source_entity_id=V),
+        ),
         "facts",
         **fact,
     )
     ids["summary_u"] = await store.create_memory(
-        Memory(A, R, {"text": "a long talk about potatoes"}, embedding=vec(7), metadata={"entityIds": [U, V, A]}),
+        Memory(
+            A,
+            R,
+            Content(text="a long talk about potatoes"),
+            embedding=vec(7),
+            metadata=MemoryMetadata(entity_ids=(U, V, A)),
+        ),
         "summaries",
         **fact,
     )
     ids["summary_v"] = await store.create_memory(
-        Memory(A, R, {"text": "V sang a song"}, metadata={"entityIds": [V, A]}), "summaries", **fact
+        Memory(A, R, Content(text="V sang a song"), metadata=MemoryMetadata(entity_ids=(V, A))), "summaries", **fact
     )
     assert await store.create_relationship(U, V, tags=["friends"])
     assert await store.create_relationship(V, U)
@@ -115,14 +135,14 @@ async def test_retention_counts_and_oldest_memories(store: Store) -> None:
     assert await store.retention_counts("messages", before=1002) == {R: (5, 2), R2: (1, 1)}
     assert await store.retention_counts("messages") == {R: (5, 0), R2: (1, 0)}
     oldest = await store.get_oldest_memories("messages", R, 2)
-    assert [m.content["text"] for m in oldest] == ["m0", "m1"]
+    assert [m.content.text for m in oldest] == ["m0", "m1"]
     assert all(m.embedding is None for m in oldest)
 
 
 async def test_compact_memories_does_nothing_when_the_batch_changed(store: Store) -> None:
     ids = [await store.create_memory(make_memory(f"m{i}"), "messages", unique=False) for i in range(3)]
     await store.delete_memory(ids[1])
-    summary = Memory(entity_id=A, room_id=R, content={"text": "stale"})
+    summary = Memory(entity_id=A, room_id=R, content=Content(text="stale"))
     assert await store.compact_memories(summary, "summaries", ids) == 0
     assert len(await store.get_memories(table="messages")) == 2
     assert await store.get_memories(table="summaries") == []
@@ -134,13 +154,13 @@ async def test_list_and_search_across_tables_with_an_entity_filter(store: Store)
     await store.create_memory(make_memory("U says hi", entity=U, created_at=1), "messages")
     await store.create_memory(make_memory("V says hi", entity=V, created_at=2), "messages")
     await store.create_memory(
-        Memory(A, R, {"text": "U likes hiking"}, created_at=3, metadata={"entityIds": [U]}), "facts"
+        Memory(A, R, Content(text="U likes hiking"), created_at=3, metadata=MemoryMetadata(entity_ids=(U,))), "facts"
     )
-    assert [m.content["text"] for m in await store.list_memories()] == ["U likes hiking", "V says hi", "U says hi"]
+    assert [m.content.text for m in await store.list_memories()] == ["U likes hiking", "V says hi", "U says hi"]
     assert [m.table for m in await store.list_memories(entity_id=U)] == ["facts", "messages"]
-    assert [m.content["text"] for m in await store.list_memories(tables=["messages"], count=1)] == ["V says hi"]
+    assert [m.content.text for m in await store.list_memories(tables=["messages"], count=1)] == ["V says hi"]
     found = await store.search_all_memories_by_text("hiking says", entity_id=U)
-    assert {m.content["text"] for m in found} == {"U likes hiking", "U says hi"}
+    assert {m.content.text for m in found} == {"U likes hiking", "U says hi"}
     assert all(m.similarity and m.similarity > 0 for m in found)
     assert await store.count_memories_by_table() == {"facts": 1, "messages": 2}
     rooms = await store.get_rooms_with_counts()
@@ -188,7 +208,7 @@ async def test_seeded_fixtures_still_work(backend: StoreBackend) -> None:
 async def before_forget_room(store: Store) -> None:
     """Two memories, a cache entry, a task and a log in room R, and a message in R2."""
     in_r = await store.create_memory(make_memory("said in the first room", embedding=vec(1)), "messages")
-    await store.create_memory(Memory(U, R, {"text": "learned in the first room"}), "facts")
+    await store.create_memory(Memory(U, R, Content(text="learned in the first room")), "facts")
     await store.create_memory(make_memory("said elsewhere", room=R2), "messages")
     await store.set_cache(f"{R}-reflection-last-processed", in_r)
     await store.create_task(Task("T", room_id=R))
@@ -202,7 +222,7 @@ async def test_forget_room_deletes_the_room_and_everything_in_it(store: Store) -
     done = await store.forget_room(R)
     assert done.memories == {"facts": 1, "messages": 1} and done.total > 2
     assert await store.get_room(R) is None
-    assert [m.content["text"] for m in await store.list_memories()] == ["said elsewhere"]
+    assert [m.content.text for m in await store.list_memories()] == ["said elsewhere"]
     assert await store.search_all_memories_by_text("first room") == []
     assert await store.get_cache(f"{R}-reflection-last-processed") is None
     assert await store.get_tasks(room_id=R) == [] and await store.get_logs(room_id=R) == []
@@ -220,10 +240,16 @@ async def before_forget_all(backend: StoreBackend, store: Store, other: Store) -
     await store.add_participant(A, A)
     await _rich_world(backend, store)
     doc = await store.create_memory(
-        Memory(A, A, {"text": "the manual"}, metadata={"type": "document", "timestamp": 1}), "documents"
+        Memory(A, A, Content(text="the manual"), metadata=MemoryMetadata(type=MemoryType.DOCUMENT, timestamp=1)),
+        "documents",
     )
     await store.create_memory(
-        Memory(A, A, {"text": "chapter one"}, metadata={"type": "fragment", "documentId": doc, "position": 0}),
+        Memory(
+            A,
+            A,
+            Content(text="chapter one"),
+            metadata=MemoryMetadata(type=MemoryType.FRAGMENT, document_id=doc, position=0),
+        ),
         "knowledge",
     )
     await other.create_memory(make_memory("B keeps this", room=BR, entity=BU), "messages")

@@ -65,7 +65,7 @@ async def test_a_copied_troupe_has_every_row_and_answers_as_it_did(tmp_path: Pat
             new = [m.id for m in await after.search_memories(probe, "messages", count=5)]
             assert new == old
         hits = await after.search_memories_by_text("lighthouses", "messages")
-        assert [m.content["text"] for m in hits] == ["message number 17 about lighthouses"]
+        assert [m.content.text for m in hits] == ["message number 17 about lighthouses"]
         assert [m.id for m in await after.get_memories(table="messages", room_id=R, count=10)] == [
             m.id for m in await before.get_memories(table="messages", room_id=R, count=10)
         ]
@@ -78,7 +78,7 @@ async def test_a_copied_troupe_has_every_row_and_answers_as_it_did(tmp_path: Pat
         assert [t.name for t in await after.get_tasks(tags=["queue"])] == ["remind"]
         assert [(e, p) for e, p, _ in await after.inbox_pending("telegram")] == [("42", '{"update_id": 42}')]
         assert [m for m, _, _ in await after.unfinished_messages()] == ["m-claimed"]
-        assert [m.content["text"] for m in await postgres.for_agent(B).get_memories(table="messages", room_id=BR)] == [
+        assert [m.content.text for m in await postgres.for_agent(B).get_memories(table="messages", room_id=BR)] == [
             "hello from b"
         ]
         # New memories go after the copied ones.

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.errors import StoreError
 from bot.kernel.types import Memory
 from bot.store import KnowledgeDocument, KnowledgeSourceRecord, Store
@@ -55,12 +56,12 @@ async def test_a_zero_query_vector_finds_no_knowledge_rather_than_everything(pg:
 async def test_compaction_with_a_summary_id_already_stored_deletes_nothing(pg: PostgresDatabase) -> None:
     store: Store = await seed_agent(pg, A, users=(U,), rooms=(R,))
     ids = [await store.create_memory(make_memory(f"m{i}"), "messages", unique=False) for i in range(2)]
-    taken = await store.create_memory(Memory(A, R, {"text": "an older summary"}), "summaries")
-    summary = Memory(A, R, {"text": "new summary"}, id=taken)
+    taken = await store.create_memory(Memory(A, R, Content(text="an older summary")), "summaries")
+    summary = Memory(A, R, Content(text="new summary"), id=taken)
     with pytest.raises(StoreError, match="UNIQUE constraint failed"):
         await store.compact_memories(summary, "summaries", ids)
     assert len(await store.get_memories(table="messages")) == 2
-    assert [m.content["text"] for m in await store.get_memories(table="summaries")] == ["an older summary"]
+    assert [m.content.text for m in await store.get_memories(table="summaries")] == ["an older summary"]
 
 
 async def _until_blocked(pg: PostgresDatabase) -> None:
@@ -73,7 +74,7 @@ async def _until_blocked(pg: PostgresDatabase) -> None:
 async def test_compaction_racing_a_forget_in_another_daemon_replaces_nothing(pg: PostgresDatabase) -> None:
     store: Store = await seed_agent(pg, A, users=(U,), rooms=(R,))
     ids = [await store.create_memory(make_memory(f"m{i}"), "messages", unique=False) for i in range(3)]
-    summary = Memory(A, R, {"text": "summary of m0..m2"})
+    summary = Memory(A, R, Content(text="summary of m0..m2"))
     async with pg.transaction() as other:  # another daemon deleting one of the batch, not committed yet
         await other.execute("DELETE FROM memories WHERE id = %s", (ids[1],))
         compaction = asyncio.create_task(store.compact_memories(summary, "summaries", ids))
@@ -113,7 +114,7 @@ async def test_a_document_or_summary_carrying_u0000_is_stored_with_a_replacement
     await store.put_knowledge_document(document, KnowledgeSourceRecord("file:/bin.md", "d1", "h"))
     assert await store.get_knowledge_texts([fragment_id("d1", 0)]) == {fragment_id("d1", 0): "before\ufffdafter"}
     ids = [await store.create_memory(make_memory("m"), "messages", unique=False)]
-    summary = Memory(A, R, {"text": "sum\x00mary"}, metadata={"note": "\x00"})
+    summary = Memory(A, R, Content(text="sum\x00mary"), metadata=MemoryMetadata.from_json({"note": "\x00"}))
     assert await store.compact_memories(summary, "summaries", ids) == 1
     [stored] = await store.get_memories(table="summaries")
-    assert stored.content["text"] == "sum\ufffdmary" and stored.metadata == {"note": "\ufffd"}
+    assert stored.content.text == "sum\ufffdmary" and stored.metadata.to_json() == {"note": "\ufffd"}

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from bot.kernel.content import Content, MemoryMetadata, MemoryType
 from bot.store.postgres import PostgresDatabase
 from bot.store.postgres._store import PgAgentStore
 
@@ -138,22 +139,34 @@ async def test_a_text_too_long_for_one_tsvector_is_stored_and_found_by_its_words
     # ~3.5 MB of distinct words: as positions and lexemes, more than a tsvector's 1 MB.
     words = " ".join(f"{rng.getrandbits(128):032x}" for _ in range(100_000))
     memory_id = await store.create_memory(
-        make_memory(f"zebra {words}", room=room(A), entity=user(A), metadata={"type": "document", "timestamp": 1}),
+        make_memory(
+            f"zebra {words}",
+            room=room(A),
+            entity=user(A),
+            metadata=MemoryMetadata(type=MemoryType.DOCUMENT, timestamp=1),
+        ),
         "documents",
     )
     assert [m.id for m in await store.search_memories_by_text("zebra", "documents")] == [memory_id]
     got = await store.get_memory(memory_id)
-    assert got is not None and got.content["text"].endswith(words[-32:])
+    assert got is not None and (got.content.text or "").endswith(words[-32:])
 
 
 async def test_a_nul_character_in_a_memory_is_stored_as_the_replacement_character(db: PostgresDatabase) -> None:
     # PostgreSQL's text and jsonb cannot hold U+0000, which a user's message can carry; refusing the
     # whole message would lose it, so the character alone becomes U+FFFD, in keys and values.
     store = await seeded(db, A)
-    memory = make_memory("a\x00b", room=room(A), entity=user(A), metadata={"type": "message", "k\x00": ["\x00"]})
+    memory = make_memory(
+        "a\x00b",
+        room=room(A),
+        entity=user(A),
+        metadata=MemoryMetadata.from_json({"type": "message", "k\x00": ["\x00"]}),
+    )
     memory_id = await store.create_memory(memory, "messages")
     got = await store.get_memory(memory_id)
-    assert got is not None and got.content["text"] == "a\ufffdb" and got.metadata["k\ufffd"] == ["\ufffd"]
-    assert await store.update_memory(memory_id, content={"text": "c\x00d \\u0000"}) is True
+    assert got is not None and got.content.text == "a\ufffdb" and got.metadata.extra["k�"] == ["\ufffd"]
+    assert await store.update_memory(memory_id, content=Content(text="c\x00d \\u0000")) is True
     got = await store.get_memory(memory_id)
-    assert got is not None and got.content == {"text": "c\ufffdd \\u0000"}  # an escaped "\u0000" in text stays
+    assert got is not None and got.content.to_json() == {
+        "text": "c\ufffdd \\u0000"
+    }  # an escaped "\u0000" in text stays
