@@ -54,6 +54,10 @@ def room_state_action(
 
     async def handler(context: ActionContext) -> ActionResult:
         runtime, message = context.runtime, context.message
+        # A small model names actions it was not offered (it saw them in examples): a room muted
+        # or followed that nobody asked for would stay so, so the handler checks again.
+        if not await validate(runtime, message, context.state):
+            return ActionResult(success=False, error=f"{name} was not asked for in this message")
         try:
             await set_state(runtime, message.room_id, new_state)
         except Exception as exc:

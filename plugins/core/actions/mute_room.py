@@ -23,4 +23,23 @@ action = room_state_action(
         "STOP_TALKING",
         "SILENCE",
     ),
+    # Only when asked: a small model otherwise mutes a room (a DM even) on a whim, and a muted
+    # room stays silent until someone unmutes it.
+    keywords=(
+        "mute",
+        "quiet",
+        "shut up",
+        "silen",
+        "hush",
+        "pipe down",
+        "stop talking",
+        "stop responding",
+        "stop replying",
+        "stop answering",
+        "go away",
+        "leave us",
+        "leave me",
+        "leave the",
+        "alone",
+    ),
 )

@@ -87,6 +87,18 @@ async def test_mute_silences_until_addressed_and_unmuted(harness) -> None:
     assert [s["text"] for s in h.sent] == ["Going quiet.", "I'm back."]
 
 
+async def test_a_mute_nobody_asked_for_is_not_done(harness) -> None:
+    # A small model names MUTE_ROOM on a message that asks nothing of the kind: not offered, and
+    # refused if named anyway, so the room keeps answering.
+    h = await harness()
+    h.large.append(plan("Noted, blue it is.", "REPLY,MUTE_ROOM"))
+    assert (await h.say("Ada, please remember this: my favourite colour is blue")).status == "replied"
+    assert await h.room_state() is None
+    h.large.append(plan("Blue.", "REPLY"))
+    assert (await h.say("Ada, what is my favourite colour?")).status == "replied"
+    assert [s["text"] for s in h.sent] == ["Noted, blue it is.", "Blue."]
+
+
 async def test_malformed_model_output_is_retried_then_silence(harness) -> None:
     h = await harness(ChannelType.DM)
     h.large += ["I think I should reply", "```\nnothing useful\n```", "still prose"]
