@@ -31,6 +31,8 @@ action = room_state_action(
         "shut up",
         "silen",
         "hush",
+        "shush",
+        "shh",
         "pipe down",
         "stop talking",
         "stop responding",
