@@ -52,10 +52,10 @@ class StoreState(enum.Enum):
         return self.value
 
 
-#: What to do about a corrupt SQLite file (README: "When the database is corrupt").
+#: What to do about a corrupt SQLite file (docs/operations.md: "When the database cannot write").
 CORRUPT_RECOVERY = (
     "stop troupe and keep a copy of the file; then restore your last backup, or rebuild it with "
-    "sqlite3 FILE '.recover' | sqlite3 FILE.new and move FILE.new into its place (README: the database is corrupt)"
+    "sqlite3 FILE '.recover' | sqlite3 FILE.new and move FILE.new into its place (docs/operations.md: when the database is corrupt)"
 )
 
 _WHAT_TO_DO = {

@@ -1,4 +1,4 @@
-"""Which endpoints, keys and models one agent's openai plugin uses (the settings README.md lists).
+"""Which endpoints, keys and models one agent's openai plugin uses (the settings docs/models.md lists).
 
 Pure: reads settings through ``runtime.get_setting`` and builds a :class:`ProviderConfig`;
 it imports no SDK and makes no network call.

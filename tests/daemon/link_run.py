@@ -9,7 +9,7 @@ heal and change nothing.
 :func:`pause_regain_run`: a daemon paused with an answer under way gets the character back at a
 later epoch before the answer arrives; it must not send it.
 
-Used by ``test_cluster_links.py``; the figures are in the README.
+Used by ``test_cluster_links.py``; the figures are in docs/several-daemons.md.
 """
 
 from __future__ import annotations

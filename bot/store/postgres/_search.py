@@ -14,7 +14,7 @@ Exact search is the other path: the agent's memories of the table pass the filte
 btree indexes of ``memories``, and the cosine distance of each of their vectors is computed and
 sorted (on the uncast column, which no index answers). An agent without an index is searched so;
 when such a search compared ``threshold`` vectors or more, the index is built in the background
-(the search does not wait). Measured with 1536 dims (tests/bench/bench_vector_search.py, README):
+(the search does not wait). Measured with 1536 dims (tests/bench/bench_vector_search.py, docs/performance.md):
 exact search grows with the agent's table (p50 11 ms at 1,000 vectors, 25 ms at 2,000, 124 ms
 at 10,000, 1.5 s at 100,000 on two busy cores), the index far less (6, 7, 21 and 14 ms, recall@10
 0.98 to 1.0); an index makes writes slower (~7 times here), so tables under the threshold
