@@ -20,6 +20,7 @@ import pytest
 from bot.config.settings import DaemonSettings
 from bot.daemon.console import AUDIT_FILE, TOKEN_FILE, ConsoleServer
 from bot.daemon.console._sessions import Sessions
+from bot.daemon.console._token import ConsoleToken
 from bot.kernel.errors import ConfigError
 from bot.kernel.metrics import Metrics
 
@@ -349,3 +350,22 @@ async def test_the_link_with_the_token_is_printed_once_on_a_terminal_only(
         assert f"Open the troupe console: http://127.0.0.1:{server.port}/login?token={TOKEN}" in printed
     else:
         assert printed == ""
+
+
+def test_a_bind_beyond_loopback_is_logged_as_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # What start() says once bound (binding beyond loopback here would open a port to the network).
+    server = ConsoleServer(FakeDaemon(), settings(tmp_path, console_host="0.0.0.0"))
+    server.port = 8420
+    server._announce(ConsoleToken(TOKEN, "TROUPE_CONSOLE_TOKEN"))
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        "the console listens on 0.0.0.0, beyond this machine (TROUPE_CONSOLE_HOST): serve it behind "
+        "HTTPS (see docs/console.md)"
+    ]
+    assert not any(TOKEN in r.getMessage() for r in caplog.records)
+
+    caplog.clear()
+    local = ConsoleServer(FakeDaemon(), settings(tmp_path, console_host="localhost"))
+    local.port = 8420
+    local._announce(ConsoleToken(TOKEN, "TROUPE_CONSOLE_TOKEN"))
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

@@ -9,14 +9,13 @@ from aiohttp.typedefs import Handler
 
 from bot.daemon.console._context import console_of, current_session, is_htmx
 
-__all__ = ["PUBLIC_PREFIXES", "check_csrf", "require_login"]
+__all__ = ["check_csrf", "require_login"]
 
-#: What is served without a login: the login page itself and the static files.
-PUBLIC_PREFIXES = ("/login", "/static/")
 _SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
 def _is_public(path: str) -> bool:
+    """What is served without a login: the login page itself and the static files."""
     return path == "/login" or path.startswith("/static/")
 
 
