@@ -38,6 +38,9 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
     for key in list(os.environ):
         if key.startswith(_PREFIXES):
             monkeypatch.delenv(key)
+    # Daemons started in tests leave the console off (its default port would be contended by
+    # tests running in parallel); the console's own tests turn it on, on a free port.
+    monkeypatch.setenv("TROUPE_CONSOLE_PORT", "0")
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
 
 

@@ -110,7 +110,22 @@ class DaemonSettings(BaseSettings):
         default=None, description="when set, HTTP requests need `Authorization: Bearer <token>`"
     )
 
-    @field_validator("data_dir", "db_path", "control_socket", "health_host", mode="before")
+    console_port: int = Field(
+        default=8420,
+        ge=0,
+        le=65535,
+        description="serve the web console on this port (0: off)",
+    )
+    console_host: str = Field(
+        default="127.0.0.1",
+        description="the address the console binds; anything but loopback is logged as a warning",
+    )
+    console_token: SecretStr | None = Field(
+        default=None,
+        description="the console's login token; unset: one generated at first start in <data_dir>/console-token",
+    )
+
+    @field_validator("data_dir", "db_path", "control_socket", "health_host", "console_host", mode="before")
     @classmethod
     def _no_nul(cls, value: Any) -> Any:
         # The environment cannot hold one, but .env can; the OS refuses such a path with ValueError.

@@ -47,6 +47,7 @@ from bot.config.settings import DaemonSettings
 from bot.config.shards import Shards, shard_count
 from bot.daemon.chat import runtime_plugins
 from bot.daemon.connecting import connect_or_retry
+from bot.daemon.console import ConsoleServer
 from bot.daemon.control import ControlServer, DaemonStatus, ReloadSummary
 from bot.daemon.hosted import HostedAgent, fingerprint, platform_links, status_line
 from bot.daemon.open_files import raise_open_file_limit
@@ -201,6 +202,15 @@ class Daemon:
         except ConfigError as exc:
             _log.error("%s", exc)
             return EXIT_CONFIG
+        console = ConsoleServer(self, self.settings) if self.settings.console_port else None
+        try:
+            if console is not None:
+                await console.start()
+                self.shared.secrets.add(console.token)  # the console's token never reaches a log
+        except ConfigError as exc:
+            _log.error("%s", exc)
+            await control.close()
+            return EXIT_CONFIG
         installed = install_signal_handlers(
             {
                 signal.SIGTERM: self._on_stop_signal,
@@ -227,6 +237,8 @@ class Daemon:
         finally:
             await self._background.close()  # the watchdog, when the database was never opened
             remove_signal_handlers(installed)
+            if console is not None:
+                await console.close()
             await control.close()
             self.notifier.close()
 

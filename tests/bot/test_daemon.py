@@ -6,10 +6,12 @@ import asyncio
 import json
 import logging
 import os
+import socket
 import sys
 import types
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from bot.config import plugins as plugin_registry
@@ -476,3 +478,53 @@ async def test_a_database_failing_the_first_placement_round_is_waited_for_and_sa
     stopping = Daemon(DaemonSettings(db_path=tmp_path / "u.db"), [], {})
     stopping.stop()  # stopped while waiting: it ends, with no exit status of its own
     assert await stopping._join(Down()) is False  # type: ignore[arg-type]
+
+
+async def test_a_console_port_in_use_exits_78_with_one_line_naming_it(tmp_path: Path, fake_platform, caplog) -> None:
+    connected, _ = fake_platform
+    environ = {"OPENAI_API_KEY": "sk-test-key"}
+    results = load_characters([write(tmp_path, "A", ["fakechat"])], environ=environ)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        settings = DaemonSettings(db_path=tmp_path / "d.db", console_port=port, console_token="t" * 32)
+        code = await Daemon(settings, results, environ).run()
+    assert code == 78
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [
+        f"cannot serve the console on 127.0.0.1:{port}: the port is in use; stop what uses it, choose another "
+        "TROUPE_CONSOLE_PORT, or set TROUPE_CONSOLE_PORT=0 to turn the console off"
+    ]
+    assert connected == [] and not (tmp_path / "d.db").exists()  # nothing started, nothing created
+
+
+async def test_the_console_serves_while_the_daemon_runs_and_its_token_never_reaches_the_log(
+    tmp_path: Path, fake_platform, caplog
+) -> None:
+    connected, _ = fake_platform
+    caplog.set_level(logging.INFO)
+    environ = {"OPENAI_API_KEY": "sk-test-key"}
+    results = load_characters([write(tmp_path, "A", ["fakechat"])], environ=environ)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    daemon = Daemon(DaemonSettings(db_path=tmp_path / "d.db", data_dir=tmp_path, console_port=port), results, environ)
+    task = asyncio.create_task(daemon.run())
+    async with asyncio.timeout(60):
+        while daemon.state is not DaemonState.RUNNING:
+            await asyncio.sleep(0.01)
+    token = (tmp_path / "console-token").read_text().strip()
+    logging.getLogger("bot.daemon").warning("a line that quotes the token: %s", token)
+    async with (
+        aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http,
+        http.get(f"http://127.0.0.1:{port}/login?token={token}") as response,
+    ):
+        assert response.status == 200 and response.url.path == "/"
+        page = await response.text()
+    assert 'data-agent="A"' in page and "fakechat" in page and token not in page
+    daemon.stop()
+    assert await asyncio.wait_for(task, 60) == 0
+    assert connected == ["A"]
+    assert f"console at http://127.0.0.1:{port}/ (login token in {tmp_path / 'console-token'})" in caplog.text
+    assert token not in caplog.text

@@ -116,6 +116,7 @@ def daemon_env(
         "TROUPE_DATA_DIR": str(workdir / f"data-{n}"),
         "TROUPE_CONTROL_SOCKET": str(short / f"control-{n}.sock"),
         "TROUPE_DATABASE_URL": database_url,
+        "TROUPE_CONSOLE_PORT": "0",  # the console has its own tests; several daemons, one port
         "TROUPE_LEASE_S": str(lease_s),
         "TROUPE_STOP_TIMEOUT_S": "5",
         "TROUPE_LOG_LEVEL": os.environ.get("CLUSTER_LOG_LEVEL", "INFO"),

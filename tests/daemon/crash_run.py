@@ -126,6 +126,7 @@ async def crash_run(
                 "TROUPE_DATA_DIR": str(workdir / "data"),
                 "TROUPE_CONTROL_SOCKET": str(short / "control.sock"),
                 "TROUPE_STOP_TIMEOUT_S": "10",
+                "TROUPE_CONSOLE_PORT": "0",  # the console has its own tests
                 "OPENAI_API_KEY": "sk-crash-test",
                 "OPENAI_BASE_URL": openai.url,
             }

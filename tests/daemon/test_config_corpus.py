@@ -43,7 +43,8 @@ BROKEN_SETTINGS = {
 
 def troupe(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str]:
     """Run the real command; its exit status and everything it printed."""
-    base = {"PATH": os.environ.get("PATH", ""), "HOME": str(cwd), "LANG": "C.UTF-8"}
+    # The console has its own tests; here it would only contend for its port.
+    base = {"PATH": os.environ.get("PATH", ""), "HOME": str(cwd), "LANG": "C.UTF-8", "TROUPE_CONSOLE_PORT": "0"}
     proc = subprocess.run(
         [sys.executable, "-m", "bot.cli.main", *args],
         cwd=cwd,

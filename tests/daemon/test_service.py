@@ -197,6 +197,7 @@ async def service(tmp_path: Path) -> AsyncIterator[Service]:
             "TROUPE_HEALTH_PORT": str(port),
             "TROUPE_HEALTH_TOKEN": HEALTH_TOKEN,
             "TROUPE_STOP_TIMEOUT_S": "10",
+            "TROUPE_CONSOLE_PORT": "0",  # on where a test asks for it (tests/daemon/test_console_browser.py)
             "OPENAI_API_KEY": OPENAI_KEY,
             "OPENAI_BASE_URL": openai.url,
         }

@@ -1,0 +1,48 @@
+"""The console's audit log: every change made through it, one JSON line each, in the data directory."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+
+from bot.daemon.console._files import PRIVATE_FILE, private_dir
+
+__all__ = ["AUDIT_FILE", "AuditLog", "Change"]
+
+AUDIT_FILE = "console-audit.log"
+
+
+class Change(StrEnum):
+    """What was done through the console."""
+
+    LOGIN = "login"
+    FAILED_LOGIN = "failed login"
+    LOGOUT = "logout"
+
+
+class AuditLog:
+    """Appends to ``path`` (created 0600): when, which session (a prefix of its id), from where, what."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    async def record(self, what: Change, *, session: str, remote: str | None) -> None:
+        line = json.dumps(
+            {
+                "when": datetime.now(UTC).isoformat(timespec="milliseconds"),
+                "session": session,
+                "remote": remote,
+                "what": str(what),
+            }
+        )
+        await asyncio.to_thread(self._append, line + "\n")
+
+    def _append(self, line: str) -> None:
+        private_dir(self.path.parent)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE)
+        with os.fdopen(fd, "a", encoding="utf-8") as file:
+            file.write(line)

@@ -1,0 +1,21 @@
+"""The one place the console's pages are registered: a new page is a module in ``pages`` and a line here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiohttp import web
+
+from bot.daemon.console._context import NavItem
+from bot.daemon.console.pages import login, status
+
+__all__ = ["NAV", "STATIC", "add_routes"]
+
+STATIC = Path(__file__).parent / "static"
+#: The nav bar, in order.
+NAV: list[NavItem] = [status.NAV]
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_routes([*login.routes(), *status.routes()])
+    app.router.add_static("/static/", STATIC, append_version=False)
