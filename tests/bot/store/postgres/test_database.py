@@ -63,8 +63,18 @@ async def test_the_pool_holds_at_most_its_bound(postgres_url: str) -> None:
     async with PostgresDatabase(postgres_url, max_connections=2) as db:
         await asyncio.gather(*(db.fetchall("SELECT pg_sleep(0.05)") for _ in range(8)))
         name = urlsplit(postgres_url).path.lstrip("/")
-        row = await db.fetchone("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = %s", (name,))
-        assert row is not None and row["n"] <= 2
+        # A backend whose connection was just closed (the database's creation, say) stays in
+        # pg_stat_activity until its process exits: on a busy machine, a while. What the pool
+        # holds settles at its bound.
+        counts = []
+        for _ in range(200):
+            row = await db.fetchone("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = %s", (name,))
+            assert row is not None
+            counts.append(row["n"])
+            if row["n"] <= 2:
+                break
+            await asyncio.sleep(0.05)
+        assert counts[-1] <= 2, counts
 
 
 async def test_a_failed_statement_is_a_store_error_and_a_transaction_is_all_or_none(postgres_url: str) -> None:
