@@ -13,7 +13,9 @@ from bot.config import plugins as plugin_registry
 from bot.kernel.errors import ModelError
 from bot.kernel.models import ContextLength, ModelType
 from bot.kernel.time_limits import time_limit
+from bot.kernel.traces import ModelCall
 from bot.runtime.events import ModelFailed, ModelUsed
+from bot.runtime.tracing import current_tracer
 
 if TYPE_CHECKING:
     from bot.runtime.agent import AgentRuntime
@@ -132,6 +134,10 @@ class ModelHandlers:
         ).inc()
         runtime.metrics.model_latency.labels(agent=agent, model_type=kind.value).observe(elapsed_ms / 1000)
         duration_ms = round(elapsed_ms, 1)
+        tracer = current_tracer()
+        if tracer is not None:
+            failed = type_name(error) if error is not None else ""
+            tracer.model_calls.append(ModelCall(kind.value, provider, duration_ms, error is None, failed))
         body = {"modelType": kind.value, "provider": provider, "durationMs": duration_ms, "ok": error is None}
         if error is not None:
             body["error"] = type_name(error)
