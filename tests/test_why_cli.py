@@ -36,7 +36,7 @@ async def _seed(path: Path) -> None:
         await ada.record_trace(
             MessageTrace(
                 "m-1", ADA, GENERAL, SAM, Status.REPLIED, "named", agent_name="Ada", said_at=T0, ended_at=T0 + 1234,
-                rule="named", model_calls=(ModelCall("TEXT_LARGE", "openai", 1180.4),),
+                rule="named", model_calls=(ModelCall("TEXT_LARGE", "openai", 1180.4, model="gpt-4o", prompt_tokens=812, completion_tokens=23),),
                 actions=(ActionRun("REPLY", True),), reply_ids=("r-1",), **common,  # type: ignore[arg-type]
             )
         )  # fmt: skip
@@ -73,7 +73,7 @@ def test_a_message_prints_its_whole_trace(db_file: Path, capsys: pytest.CaptureF
         "  when      said 2024-01-02 03:04:00 UTC, handled in 1234 ms",
         "  outcome   replied: named",
         "  gate      named",
-        "  model     TEXT_LARGE via openai, 1180 ms",
+        "  model     TEXT_LARGE via openai (gpt-4o), 1180 ms, tokens 812 in, 23 out",
         "  actions   REPLY ok",
         f"  reply     r-1 (in room {GENERAL})",
     ]
@@ -101,7 +101,16 @@ def test_a_room_prints_its_last_messages_one_line_each(db_file: Path, capsys: py
 def test_json_of_a_message(db_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["why", "m-1", "--json"]) == 0
     (trace,) = json.loads(capsys.readouterr().out)
-    assert trace["modelCalls"] == [{"type": "TEXT_LARGE", "provider": "openai", "ms": 1180.4}]
+    assert trace["modelCalls"] == [
+        {
+            "type": "TEXT_LARGE",
+            "provider": "openai",
+            "ms": 1180.4,
+            "model": "gpt-4o",
+            "promptTokens": 812,
+            "completionTokens": 23,
+        }
+    ]
     assert (trace["status"], trace["roomId"], trace["replyIds"]) == ("replied", GENERAL, ["r-1"])
 
 

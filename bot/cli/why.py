@@ -111,6 +111,10 @@ def _when(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _count(tokens: int | None) -> str:
+    return "?" if tokens is None else str(tokens)
+
+
 def _outcome(trace: MessageTrace) -> str:
     return f"{trace.status.value}: {trace.reason}" if trace.reason else trace.status.value
 
@@ -135,7 +139,13 @@ def describe(trace: MessageTrace) -> str:
         rows.append(f"  gate      {trace.rule}" + (f"; decided by {trace.decision}" if trace.decision else ""))
     for call in trace.model_calls:
         state = "" if call.ok else f", failed ({call.error})"
-        rows.append(f"  model     {call.model_type} via {call.provider}, {call.duration_ms:.0f} ms{state}")
+        model = f" ({call.model})" if call.model else ""
+        tokens = ""
+        if call.prompt_tokens is not None or call.completion_tokens is not None:
+            tokens = f", tokens {_count(call.prompt_tokens)} in, {_count(call.completion_tokens)} out"
+        rows.append(
+            f"  model     {call.model_type} via {call.provider}{model}, {call.duration_ms:.0f} ms{tokens}{state}"
+        )
     if trace.actions:
         rows.append("  actions   " + ", ".join(f"{a.name} {'ok' if a.ok else 'failed'}" for a in trace.actions))
     if trace.reply_ids:

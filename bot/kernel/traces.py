@@ -28,9 +28,20 @@ class ModelCall:
     ok: bool = True
     error: str = ""
     """The exception's name when it failed."""
+    model: str = ""
+    """The model's name, when the plugin said it."""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    """The tokens the server counted, when it said them."""
 
     def to_json(self) -> dict[str, object]:
         body: dict[str, object] = {"type": self.model_type, "provider": self.provider, "ms": self.duration_ms}
+        if self.model:
+            body["model"] = self.model
+        if self.prompt_tokens is not None:
+            body["promptTokens"] = self.prompt_tokens
+        if self.completion_tokens is not None:
+            body["completionTokens"] = self.completion_tokens
         if not self.ok:
             body["ok"] = False
             body["error"] = self.error
@@ -38,13 +49,16 @@ class ModelCall:
 
     @classmethod
     def from_json(cls, body: Mapping[str, object]) -> ModelCall:
-        ms = body.get("ms")
+        ms, prompt, completion = body.get("ms"), body.get("promptTokens"), body.get("completionTokens")
         return cls(
             model_type=str(body.get("type", "")),
             provider=str(body.get("provider", "")),
             duration_ms=float(ms) if isinstance(ms, int | float) else 0.0,
             ok=body.get("ok", True) is not False,
             error=str(body.get("error", "")),
+            model=str(body.get("model", "")),
+            prompt_tokens=prompt if isinstance(prompt, int) else None,
+            completion_tokens=completion if isinstance(completion, int) else None,
         )
 
 

@@ -168,7 +168,7 @@ from bot.runtime.events import (
 )
 from bot.runtime.refusals import TokenRefusal, TokenRefused
 from bot.runtime.speech import speech, synthesize, transcribe
-from bot.runtime.tracing import MessageTracer, tracing
+from bot.runtime.tracing import MessageTracer, note_model_call, tracing
 from bot.store import JSONValue, KnowledgeDocument, KnowledgeSourceRecord, Store, StoreState, classify
 
 __all__ = [
@@ -265,6 +265,7 @@ __all__ = [
     "NativeRef",
     "next_round",
     "not_counted",
+    "note_model_call",
     "now_ms",
     "options_of",
     "Outcome",

@@ -9,6 +9,7 @@ import pytest
 from bot.kernel.errors import ModelError
 from bot.kernel.messages import Status
 from bot.kernel.types import ChannelType
+from bot.runtime.tracing import note_model_call
 
 from .harness import HUMAN, plan
 
@@ -63,6 +64,21 @@ async def test_a_muted_room_and_a_failed_model_are_traced(harness) -> None:
     failed = await h.rt.store.get_trace("m-5")
     assert failed is not None and failed.status is Status.MODEL_UNREACHABLE
     assert [(c.model_type, c.ok, c.error) for c in failed.model_calls] == [("TEXT_LARGE", False, "ModelError")]
+
+
+async def test_the_model_and_tokens_a_plugin_names_are_traced(harness) -> None:
+    h = await harness(ChannelType.DM)
+
+    def answered(params: dict[str, object]) -> str:
+        note_model_call("big-1", 120, 7)  # as a model plugin says what served the call
+        return plan("Hi.")
+
+    h.large.append(answered)
+    assert (await h.say("hello", id="m-7")).status == "replied"
+    trace = await h.rt.store.get_trace("m-7")
+    assert trace is not None
+    (call,) = trace.model_calls
+    assert (call.model_type, call.model, call.prompt_tokens, call.completion_tokens) == ("TEXT_LARGE", "big-1", 120, 7)
 
 
 async def test_a_duplicate_keeps_the_first_trace(harness) -> None:

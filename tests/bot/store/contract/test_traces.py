@@ -39,7 +39,10 @@ async def test_a_trace_is_kept_whole(store: Store) -> None:
         duration_ms=10,
         rule="named",
         decision="troupe: respond (picked Ada)",
-        model_calls=(ModelCall("TEXT_LARGE", "openai", 8.5), ModelCall("TEXT_SMALL", "openai", 1.0, False, "Timeout")),
+        model_calls=(
+            ModelCall("TEXT_LARGE", "openai", 8.5, model="gpt-4o", prompt_tokens=900, completion_tokens=40),
+            ModelCall("TEXT_SMALL", "openai", 1.0, False, "Timeout"),
+        ),
         actions=(ActionRun("REPLY", True), ActionRun("MUTE_ROOM", False)),
         reply_ids=("r1", "r2"),
     )
