@@ -9,6 +9,7 @@
 ``troupe chat FILE``       talk to one character in the terminal.
 ``troupe memory …``        inspect, export and forget what an agent remembers (bot/cli/memory/).
 ``troupe store copy``      move a SQLite troupe into PostgreSQL (bot/cli/store.py).
+``troupe why ID``          how a message ended and why, or a room's last messages (bot/cli/why.py).
 ``troupe --version``       the installed version.
 """
 
@@ -28,6 +29,7 @@ from typing import TextIO
 from bot import installed_version
 from bot.cli import memory as memory_cli
 from bot.cli import store as store_cli
+from bot.cli import why as why_cli
 from bot.config.character import LoadResult, find_character, load_characters, scan_character_files
 from bot.config.settings import DaemonSettings, load_environ
 from bot.daemon.platform_plans import Preflight, preflight, refusal
@@ -81,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     _log_level_option(chat, "WARNING")
     memory_cli.add_parser(sub)
     store_cli.add_parser(sub)
+    why_cli.add_parser(sub)
     return parser
 
 
@@ -287,6 +290,8 @@ def _run(args: argparse.Namespace) -> int:
         return memory_cli.run(args)
     if args.command == "store":
         return store_cli.run(args)
+    if args.command == "why":
+        return why_cli.run(args)
     if args.command in ("status", "reload"):
         return _status(args) if args.command == "status" else _reload(args)
     return _start(args)

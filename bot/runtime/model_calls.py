@@ -13,7 +13,9 @@ from bot.config import plugins as plugin_registry
 from bot.kernel.errors import ModelError
 from bot.kernel.models import ContextLength, ModelType
 from bot.kernel.time_limits import time_limit
+from bot.kernel.traces import ModelCall
 from bot.runtime.events import ModelFailed, ModelUsed
+from bot.runtime.tracing import CallDetails, current_tracer, model_call
 
 if TYPE_CHECKING:
     from bot.runtime.agent import AgentRuntime
@@ -87,6 +89,8 @@ class ModelHandlers:
                 agent=runtime.character.name,
             )
         last: BaseException | None = None
+        tracer = current_tracer()
+        details: CallDetails | None = None
         for entry in entries:
             # Unset, the limit gives way to a handler that says it needs longer (a slow local
             # server): cutting a call its own timeouts would still allow only fails it early.
@@ -94,7 +98,11 @@ class ModelHandlers:
             started = time.perf_counter()
             try:
                 async with time_limit(timeout):
-                    result = await entry.handler(runtime, params)
+                    if tracer is None:
+                        result = await entry.handler(runtime, params)
+                    else:  # the plugin may say which model served it, and its tokens
+                        with model_call(tracer) as details:
+                            result = await entry.handler(runtime, params)
             except Exception as exc:
                 last = exc
                 elapsed = (time.perf_counter() - started) * 1000
@@ -106,11 +114,11 @@ class ModelHandlers:
                     elapsed,
                     exc.__class__.__name__,
                 )
-                await self._record(kind, entry.provider, elapsed, error=exc)
+                await self._record(kind, entry.provider, elapsed, error=exc, details=details)
                 continue
             elapsed = (time.perf_counter() - started) * 1000
             _log.debug("%s: %s via %s in %.0f ms", runtime.character.name, kind.value, entry.provider, elapsed)
-            await self._record(kind, entry.provider, elapsed)
+            await self._record(kind, entry.provider, elapsed, details=details)
             return result
         if isinstance(last, ModelError):
             raise last
@@ -123,7 +131,12 @@ class ModelHandlers:
         ) from last
 
     async def _record(
-        self, kind: ModelType, provider: str, elapsed_ms: float, error: BaseException | None = None
+        self,
+        kind: ModelType,
+        provider: str,
+        elapsed_ms: float,
+        error: BaseException | None = None,
+        details: CallDetails | None = None,
     ) -> None:
         runtime = self.runtime
         agent = runtime.character.name
@@ -132,6 +145,22 @@ class ModelHandlers:
         ).inc()
         runtime.metrics.model_latency.labels(agent=agent, model_type=kind.value).observe(elapsed_ms / 1000)
         duration_ms = round(elapsed_ms, 1)
+        tracer = current_tracer()
+        if tracer is not None:
+            failed = type_name(error) if error is not None else ""
+            said = details or CallDetails()
+            tracer.model_calls.append(
+                ModelCall(
+                    kind.value,
+                    provider,
+                    duration_ms,
+                    error is None,
+                    failed,
+                    said.model,
+                    said.prompt_tokens,
+                    said.completion_tokens,
+                )
+            )
         body = {"modelType": kind.value, "provider": provider, "durationMs": duration_ms, "ok": error is None}
         if error is not None:
             body["error"] = type_name(error)

@@ -90,6 +90,7 @@ from bot.kernel.redact import scrub_for, scrub_secret
 from bot.kernel.terminal import ask
 from bot.kernel.text import first_words, repair_text, utf16_len
 from bot.kernel.time_limits import not_counted, time_limit
+from bot.kernel.traces import ActionRun, MessageTrace, ModelCall
 from bot.kernel.types import (
     JSON,
     ChannelType,
@@ -167,6 +168,7 @@ from bot.runtime.events import (
 )
 from bot.runtime.refusals import TokenRefusal, TokenRefused
 from bot.runtime.speech import speech, synthesize, transcribe
+from bot.runtime.tracing import MessageTracer, note_model_call, tracing
 from bot.store import JSONValue, KnowledgeDocument, KnowledgeSourceRecord, Store, StoreState, classify
 
 __all__ = [
@@ -175,6 +177,7 @@ __all__ = [
     "ActionCompleted",
     "ActionContext",
     "ActionResult",
+    "ActionRun",
     "ActionStarted",
     "AdapterState",
     "AgentReloaded",
@@ -246,9 +249,12 @@ __all__ = [
     "MessageDeleted",
     "MessageHandler",
     "MessageSent",
+    "MessageTrace",
+    "MessageTracer",
     "MessageUpdated",
     "Messenger",
     "ModelAuthError",
+    "ModelCall",
     "ModelContextExceeded",
     "ModelError",
     "ModelHost",
@@ -259,6 +265,7 @@ __all__ = [
     "NativeRef",
     "next_round",
     "not_counted",
+    "note_model_call",
     "now_ms",
     "options_of",
     "Outcome",
@@ -339,6 +346,7 @@ __all__ = [
     "TokenClaims",
     "TokenRefusal",
     "TokenRefused",
+    "tracing",
     "transcribe",
     "TranscriptionParams",
     "TroupeError",

@@ -37,6 +37,7 @@ from bot.store._protocol import (
     StoreBackend,
     StoreScope,
     TaskStore,
+    TraceStore,
 )
 from bot.store._roster import CharacterFile, DaemonEntry, DaemonRecord, Roster, application_name
 from bot.store._search import fts_query
@@ -98,6 +99,7 @@ __all__ = [
     "StoreScope",
     "StoreState",
     "TaskStore",
+    "TraceStore",
     "application_name",
     "backend_for",
     "classify",

@@ -46,6 +46,7 @@ TABLES = (
     "knowledge_sources",
     "message_handling",
     "inbox",
+    "message_traces",
 )
 
 _CHUNK = 2000  # rows read from SQLite at a time

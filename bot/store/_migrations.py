@@ -348,6 +348,24 @@ _V9 = _sql(
     "CHECK (dim_other IS NULL OR (length(dim_other) > 0 AND length(dim_other) % 4 = 0))"
 )
 
+# How each message a character heard ended (``troupe why``): one row per (agent, message), pruned
+# by retention. Its room and person cascade, as the logs' do.
+_V10 = _sql(
+    """CREATE TABLE message_traces (
+        agent_id   TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+        message_id TEXT NOT NULL,
+        room_id    TEXT NOT NULL REFERENCES rooms(id) ON DELETE CASCADE,
+        entity_id  TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+        status     TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        body       TEXT NOT NULL,
+        PRIMARY KEY (agent_id, message_id)
+    )""",
+    "CREATE INDEX idx_message_traces_agent_created ON message_traces(agent_id, created_at)",
+    "CREATE INDEX idx_message_traces_room_created ON message_traces(room_id, created_at)",
+    "CREATE INDEX idx_message_traces_entity_created ON message_traces(entity_id, created_at)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _V1),
     Migration(2, "keyword index over memory text (FTS5)", _V2),
@@ -358,6 +376,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "keyword search folds every accent, not only Latin ones", _V7),
     Migration(8, "the claimant of each message claim (conditional claim changes)", _V8),
     Migration(9, "embeddings of any length (a column for the lengths without one)", _V9),
+    Migration(10, "message traces: how each message ended, and why", _V10),
 )
 
 #: The schema version this troupe writes.

@@ -18,7 +18,9 @@ from typing import Any, Protocol, Self, runtime_checkable
 
 from bot.kernel.bus import Bus
 from bot.kernel.content import Content, MemoryMetadata
+from bot.kernel.messages import Status
 from bot.kernel.record_metadata import RelationshipMetadata
+from bot.kernel.traces import MessageTrace
 from bot.kernel.types import (
     AgentRecord,
     Claim,
@@ -54,6 +56,7 @@ __all__ = [
     "StoreBackend",
     "StoreScope",
     "TaskStore",
+    "TraceStore",
 ]
 
 #: A JSON value (what ``json.dumps`` writes and ``json.loads`` reads): what the cache stores.
@@ -260,6 +263,24 @@ class LogStore(StoreScope, Protocol):
 
 
 @runtime_checkable
+class TraceStore(StoreScope, Protocol):
+    """How each message the agent heard ended, and why (``troupe why``): one trace per message."""
+
+    # message traces
+    async def record_trace(self, trace: MessageTrace) -> bool: ...
+    async def get_trace(self, message_id: str) -> MessageTrace | None: ...
+    async def get_traces(
+        self,
+        *,
+        room_id: str | None = None,
+        entity_id: str | None = None,
+        status: Status | None = None,
+        limit: int = 20,
+    ) -> list[MessageTrace]: ...
+    async def prune_traces(self, before: int) -> int: ...
+
+
+@runtime_checkable
 class TaskStore(StoreScope, Protocol):
     """The agent's stored tasks."""
 
@@ -370,6 +391,7 @@ class Store(
     MemoryStore,
     CacheStore,
     LogStore,
+    TraceStore,
     TaskStore,
     ClaimStore,
     MaintenanceStore,

@@ -28,6 +28,7 @@ from bot.store._retention import RetentionMixin
 from bot.store._rooms import RoomsMixin
 from bot.store._scoped import AgentScoped
 from bot.store._sqlite_search import SqliteSearchMixin
+from bot.store._traces import TracesMixin
 
 __all__ = ["AgentStore"]
 
@@ -43,6 +44,7 @@ class AgentStore(
     RecordsMixin,
     KnowledgeMixin,
     HandlingMixin,
+    TracesMixin,
     AgentScoped,
 ):
     """Everything one agent stores, in the shared :class:`~bot.store.Database`. Implements ``Store``.

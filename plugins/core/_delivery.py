@@ -67,6 +67,8 @@ class Delivery:
         """Sends tried (content with text or files)."""
         self.sent = 0
         """Platform messages that went out."""
+        self.sent_ids: list[str] = []
+        """The ids of those messages, as stored (for the message's trace)."""
         self._received = time.perf_counter()
         self._marked = False
         #: The message was given back (its send refused by the fence): its claim is not to be closed.
@@ -131,6 +133,7 @@ class Delivery:
                 time.perf_counter() - self._received
             )
         self.sent += len(sent)
+        self.sent_ids.extend(m.id for m in sent if m.id is not None)
         return sent
 
     async def give_back(self) -> bool:

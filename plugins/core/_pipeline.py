@@ -28,12 +28,15 @@ from typing import TYPE_CHECKING
 from bot.sdk import (
     DECISION_TOKENS,
     PLAN_TOKENS,
+    ActionRun,
     Claim,
     Content,
     IncomingMessage,
     Memory,
     MemoryMetadata,
     MemoryType,
+    MessageTrace,
+    MessageTracer,
     ModelContextExceeded,
     ModelError,
     ModelType,
@@ -53,6 +56,7 @@ from bot.sdk import (
     StoreError,
     now_ms,
     time_limit,
+    tracing,
 )
 
 from ._acting import find_action, run_actions, run_evaluators
@@ -97,6 +101,13 @@ _SILENCED_BY = {Rule.LOOP_GUARD: Status.LOOP_GUARD, Rule.MUTED: Status.MUTED, Ru
 # Outcomes of deliveries that were never claimed, or whose claim says they are not ours to finish.
 _UNCLAIMED = frozenset({Status.OWN, Status.CLOSING, Status.DUPLICATE})
 
+# Outcomes with no trace: the agent's own words, and messages refused while it closes (they stay
+# with the platform, and may not even be stored).
+_UNTRACED = frozenset({Status.OWN, Status.CLOSING})
+
+# Outcomes that are not a message left unanswered: logged at debug, the others at info.
+_ANSWERED = frozenset({Status.REPLIED, Status.ACTED, Status.OWN, Status.CLOSING, Status.DUPLICATE})
+
 
 @dataclass(slots=True)
 class _Turn:
@@ -109,6 +120,12 @@ class _Turn:
     delivery: Delivery
     recovered: bool
     native: NativeRef | None
+    rule: str = ""
+    """The gate's rule that decided, for the trace."""
+    decision: str = ""
+    """Who decided when the rules did not (the troupe, the small model), for the trace."""
+    actions: tuple[tuple[str, bool], ...] = ()
+    """The actions run, and whether each succeeded, for the trace."""
 
     @classmethod
     def of(cls, incoming: IncomingMessage, runtime: AgentRuntime) -> _Turn:
@@ -173,12 +190,12 @@ class MessagePipeline:
             return Outcome(Status.DUPLICATE, "delivered again while being answered")
         self._answering.add(message_id)
         try:
-            with rt.handling():
-                return await self._run(turn)
+            with rt.handling(), tracing() as tracer:
+                return await self._run(turn, tracer)
         finally:
             self._answering.discard(message_id)
 
-    async def _run(self, turn: _Turn) -> Outcome:
+    async def _run(self, turn: _Turn, tracer: MessageTracer) -> Outcome:
         rt, message = self.runtime, turn.message
         rt.metrics.messages_received.labels(agent=rt.character.name, platform=turn.delivery.platform).inc()
         run_id = str(uuid.uuid4())
@@ -194,6 +211,7 @@ class MessagePipeline:
         )
         timeout = rt.get_number("RUN_TIMEOUT_S", _DEFAULT_RUN_TIMEOUT_S)
         store_failed = False
+        error = ""
         try:
             # The gate, the providers and the action validators read the same room, world and
             # room state: within this message, identical reads share one query until a write.
@@ -228,25 +246,47 @@ class MessagePipeline:
             )
             outcome = Outcome(Status.ERROR, f"the store failed: {exc}")
             store_failed = True
-        except Exception:
+            error = type(exc).__name__
+        except Exception as exc:
             _log.exception("%s: failed to handle a message in room %s", rt.character.name, message.room_id)
             outcome = Outcome(Status.ERROR)
+            error = type(exc).__name__
         if outcome.status is Status.REPLIED and turn.delivery.failed:
             outcome = Outcome(Status.SEND_FAILED, "the platform took none of the reply", outcome.actions)
         if outcome.status not in _UNCLAIMED and not turn.delivery.given_back:
             await finish(rt, turn.delivery, turn.message_id, outcome, store_failed=store_failed)
         rt.metrics.messages_handled.labels(agent=rt.character.name, outcome=outcome.status.value).inc()
-        _log.debug("%s: message %s -> %s (%s)", rt.character.name, turn.message_id, outcome.status, outcome.reason)
+        if outcome.status in _ANSWERED:
+            _log.debug("%s: message %s -> %s (%s)", rt.character.name, turn.message_id, outcome.status, outcome.reason)
+        else:  # the question people ask most is why a character did not answer: say where to look
+            _log.info(
+                "%s: message %s not answered: %s (%s); see: troupe why %s",
+                rt.character.name,
+                turn.message_id,
+                outcome.status,
+                outcome.reason,
+                turn.message_id,
+            )
+        ended = now_ms()
+        if outcome.status not in _UNTRACED:
+            await self._record_trace(_trace_of(turn, rt, outcome, tracer, started, ended, error))
         await rt.emit(
             RunEnded(
                 run_id=run_id,
                 message_id=turn.message_id,
                 room_id=message.room_id,
                 status=outcome.status.value,
-                duration=now_ms() - started,
+                duration=ended - started,
             )
         )
         return outcome
+
+    async def _record_trace(self, trace: MessageTrace) -> None:
+        """Keep how the message ended (``troupe why``); a trace is never worth failing a message for."""
+        try:
+            await self.runtime.store.record_trace(trace)
+        except Exception as exc:
+            _log.debug("%s: no trace kept of message %s: %s", self.runtime.character.name, trace.message_id, exc)
 
     async def _keep(self, turn: _Turn) -> tuple[Room | None, RoomState | None] | Outcome:
         """Claim the message and store it, waiting while the store cannot write (the store says
@@ -286,6 +326,7 @@ class MessagePipeline:
         if pressed is not None:
             return await self._pressed(turn, *pressed)
         verdict = await self._gate(turn.message, room, room_state)
+        turn.rule = verdict.rule.value
         shared_message, troupe_decision = await self._ask_troupe(turn, verdict)
         ended = self._ended_by_rules(turn, verdict)
         if ended is not None:
@@ -293,6 +334,7 @@ class MessagePipeline:
         order = self._arrived(turn.message)
         try:
             if verdict.decision is Decision.ASK_MODEL:
+                turn.decision = _who_decided(troupe_decision)
                 decided = await self._settle(turn.message, verdict, shared_message, troupe_decision)
                 if isinstance(decided, Outcome):
                     return decided
@@ -342,6 +384,7 @@ class MessagePipeline:
         if plan.providers:
             state = await rt.compose_state(message, plan.providers)
         results = await run_actions(rt, message, [response], state, delivery)
+        turn.actions = tuple(results)
         await run_evaluators(rt, message, state, did_respond=True, reply=delivery, responses=[response])
         if delivery.failed:
             return Outcome(Status.SEND_FAILED, "the platform took none of the reply", tuple(actions))
@@ -629,3 +672,38 @@ def _offered_actions(state: State) -> list[str]:
     provided = state.providers.get("ACTIONS")
     offered = provided.data.get("actionsData") if provided is not None else None
     return [str(getattr(action, "name", "")) for action in offered or [] if getattr(action, "name", "")]
+
+
+def _who_decided(troupe_decision: TroupeDecision | None) -> str:
+    """Who decides a message the rules left undecided: the troupe, or the character's small model."""
+    if troupe_decision is None or troupe_decision.choice is TroupeChoice.ALONE:
+        return "small model"
+    return f"troupe: {troupe_decision.choice.value} ({troupe_decision.reason})"
+
+
+def _trace_of(
+    turn: _Turn, rt: AgentRuntime, outcome: Outcome, tracer: MessageTracer, started: int, ended: int, error: str
+) -> MessageTrace:
+    """How the message ended, as its trace: what the pipeline and the tracer noted."""
+    message = turn.message
+    return MessageTrace(
+        message_id=turn.message_id,
+        agent_id=rt.agent_id,
+        room_id=message.room_id,
+        entity_id=message.entity_id,
+        status=outcome.status,
+        reason=outcome.reason,
+        agent_name=rt.character.name,
+        entity_name=message.metadata.entity_name or "",
+        platform=turn.delivery.platform,
+        world_id=message.world_id,
+        said_at=message.created_at or started,  # undated: when it was heard
+        ended_at=ended,
+        duration_ms=ended - started,
+        rule=turn.rule,
+        decision=turn.decision,
+        model_calls=tuple(tracer.model_calls),
+        actions=tuple(ActionRun(name, ok) for name, ok in turn.actions),
+        reply_ids=tuple(turn.delivery.sent_ids),
+        error=error,
+    )

@@ -9,7 +9,8 @@ who spoke in ``metadata.entity_ids``, an embedding when a model serves TEXT_EMBE
 batch's messages are deleted in the same transaction. When a room holds more than
 ``MEMORY_SUMMARY_CAP`` summaries, its oldest ones are merged the same way, so nothing grows
 without bound. The FACTS provider retrieves summaries next to facts. The log of model calls
-(``Store.queue_log``: one entry per call) is kept ``MEMORY_LOG_DAYS``, and the claims that make a
+(``Store.queue_log``: one entry per call) and the message traces (``troupe why``) are kept
+``MEMORY_LOG_DAYS``, and the claims that make a
 redelivered message a duplicate two days (:data:`._recovery.KEEP_HANDLED_MS`).
 
 Nothing is lost to a failure: when the model fails the run stops, every message stays, and the
@@ -91,7 +92,8 @@ class RetentionSettings:
     interval_minutes: int = 60
     """How often the retention task runs."""
     log_days: int = 14
-    """Log entries (one per model call) older than this many days are deleted."""
+    """Log entries (one per model call) and message traces (``troupe why``) older than this many
+    days are deleted."""
 
     @property
     def enabled(self) -> bool:
@@ -126,6 +128,8 @@ class RetentionReport:
     """The model failed: the run stopped early, and what it did not reach stays for the next run."""
     logs: int = 0
     """Log entries deleted for their age."""
+    traces: int = 0
+    """Message traces deleted for their age."""
     claims: int = 0
     """Claims of messages answered longer ago than a platform redelivers, deleted."""
 
@@ -329,6 +333,7 @@ async def run_retention(runtime: AgentRuntime, settings: RetentionSettings | Non
     report.claims = await store.prune_handled(runtime.clock() - KEEP_HANDLED_MS)
     if settings.log_days:
         report.logs = await store.prune_logs(runtime.clock() - settings.log_days * DAY_MS)
+        report.traces = await store.prune_traces(runtime.clock() - settings.log_days * DAY_MS)
     try:
         budget = await _compact_old_messages(runtime, settings, report, _MAX_BATCHES_PER_RUN)
         await _merge_old_summaries(runtime, settings, report, budget)
@@ -402,11 +407,12 @@ async def _merge_old_summaries(
 
 
 def _log_report(runtime: AgentRuntime, settings: RetentionSettings, report: RetentionReport) -> None:
-    if report.logs:
+    if report.logs or report.traces:
         _log.info(
-            "%s: memory retention deleted %d log entries older than %d days",
+            "%s: memory retention deleted %d log entries and %d message traces older than %d days",
             runtime.character.name,
             report.logs,
+            report.traces,
             settings.log_days,
         )
     if report.compacted or report.merged:

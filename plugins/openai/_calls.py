@@ -30,6 +30,7 @@ from bot.sdk import (
     ModelRequestRejected,
     ModelType,
     ModelUnavailable,
+    note_model_call,
     scrub_secret,
 )
 
@@ -303,6 +304,8 @@ class Calls:
 
     def _log_timing(self, kind: ModelType, endpoint: Endpoint, model: str, started: float, result: object) -> None:
         usage = getattr(result, "usage", None)
+        # For the message's trace (troupe why): which model, and what the server counted.
+        note_model_call(model, getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))
         _log.debug(
             "%s: %s %s via %s in %.0f ms (tokens: prompt %s, completion %s)",
             self.agent,

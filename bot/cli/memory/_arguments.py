@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bot.cli.databases import add_database_argument
+
 __all__ = ["add_parser"]
 
 
@@ -18,12 +20,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         epilog="exit status: 0 done; 1 the agent, room or person does not exist, or nothing was "
         "deleted; 2 a malformed command line; 78 a usage or configuration problem",
     )
-    memory.add_argument(
-        "--db",
-        metavar="FILE|URL",
-        help="the database: a SQLite file or a postgresql:// URL (default: TROUPE_DATABASE_URL, else "
-        "TROUPE_DB_PATH, else TROUPE_DATA_DIR/troupe.db)",
-    )
+    add_database_argument(memory)
     commands = memory.add_subparsers(dest="memory_command", required=True, metavar="SUBCOMMAND")
 
     listing = commands.add_parser("list", help="the newest memories of an agent (without AGENT: the agents)")

@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from pathlib import Path
 
+from bot.cli.databases import database_location
 from bot.cli.memory._export import export
 from bot.cli.memory._finding import find_agent
 from bot.cli.memory._forget import forget
 from bot.cli.memory._reading import list_agents, list_memories, search, show
 from bot.cli.memory._stop import PROG, Stop
-from bot.config.settings import DaemonSettings
 from bot.kernel import logs
 from bot.kernel.errors import EXIT_CONFIG, TroupeError
 
@@ -33,15 +32,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _main(args: argparse.Namespace) -> int:
-    from bot.store import backend_for, is_postgres_url
+    from bot.store import backend_for
 
-    location = str(args.db) if args.db is not None else DaemonSettings().store_location
-    if not is_postgres_url(location) and not await asyncio.to_thread(Path(location).is_file):
-        raise Stop(
-            EXIT_CONFIG,
-            f"no database at {location}: point TROUPE_DB_PATH or TROUPE_DATA_DIR (or --db) at the daemon's "
-            "database, or set TROUPE_DATABASE_URL to its PostgreSQL database",
-        )
+    try:
+        location = await database_location(args.db)
+    except FileNotFoundError as exc:
+        raise Stop(EXIT_CONFIG, str(exc)) from None
     async with backend_for(location) as db:
         command = args.memory_command
         if command == "list" and args.agent is None:

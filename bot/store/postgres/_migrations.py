@@ -49,6 +49,25 @@ ALTER TABLE participants ADD CONSTRAINT participants_room_state_check
 """
 
 
+# How each message a character heard ended (``troupe why``): one row per (agent, message), pruned
+# by retention. Its room and person cascade, as the logs' do.
+_TRACES = """
+CREATE TABLE message_traces (
+    agent_id   text NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    message_id text NOT NULL,
+    room_id    text NOT NULL REFERENCES rooms(id) ON DELETE CASCADE,
+    entity_id  text NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    status     text NOT NULL,
+    created_at bigint NOT NULL,
+    body       jsonb NOT NULL,
+    PRIMARY KEY (agent_id, message_id)
+);
+CREATE INDEX idx_message_traces_agent_created ON message_traces(agent_id, created_at);
+CREATE INDEX idx_message_traces_room_created ON message_traces(room_id, created_at);
+CREATE INDEX idx_message_traces_entity_created ON message_traces(entity_id, created_at);
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     version: int
@@ -65,6 +84,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "each vector's agent and memory table, for per-agent HNSW indexes", OWNER_COLUMNS),
     Migration(7, "a character asked to stay out of a room stays out (room state STOPPED)", _STOPPED),
     Migration(8, "the claimant of each message claim (conditional claim changes)", CLAIMANT),
+    Migration(9, "message traces: how each message ended, and why", _TRACES),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -17,6 +17,7 @@ from bot.store._knowledge import KnowledgeMixin
 from bot.store._records import RecordsMixin
 from bot.store._retention import RetentionMixin
 from bot.store._rooms import RoomsMixin
+from bot.store._traces import TracesMixin
 from bot.store.postgres._scoped import PgScoped
 from bot.store.postgres._search import PgSearchMixin
 
@@ -29,6 +30,7 @@ class PgAgentStore(
     RoomsMixin,
     RecordsMixin,
     HandlingMixin,
+    TracesMixin,
     KnowledgeMixin,
     RetentionMixin,
     InspectionMixin,

@@ -17,8 +17,10 @@ import pytest
 from bot.config.character import load_character
 from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.errors import ModelUnavailable, PluginLoadError
+from bot.kernel.messages import Status
 from bot.kernel.models import ModelType
 from bot.kernel.record_metadata import RelationshipMetadata, TaskMetadata
+from bot.kernel.traces import MessageTrace
 from bot.kernel.types import ChannelType, Claim, Entity, Handling, Memory, Room, now_ms
 from bot.runtime.agent import AgentRuntime
 from bot.store import Database
@@ -154,6 +156,20 @@ async def test_the_log_of_model_calls_is_kept_memory_log_days(agent) -> None:
     a.now[0] = now_ms() + 3 * DAY
     assert (await run_retention(a.rt)).logs == 1
     assert await a.rt.store.get_logs() == []
+
+
+async def test_message_traces_are_kept_memory_log_days(agent) -> None:
+    a = await agent(MEMORY_LOG_DAYS=2)
+    me = a.rt.agent_id
+    trace = MessageTrace(
+        message_id="m1", agent_id=me, room_id=me, entity_id=me, status=Status.IGNORED, ended_at=now_ms()
+    )
+    assert await a.rt.store.record_trace(trace) is True
+    a.now[0] = now_ms() + DAY
+    assert (await run_retention(a.rt)).traces == 0
+    a.now[0] = now_ms() + 3 * DAY
+    assert (await run_retention(a.rt)).traces == 1
+    assert await a.rt.store.get_trace("m1") is None
 
 
 async def test_log_days_alone_keeps_retention_on_and_zero_keeps_logs(agent) -> None:

@@ -14,6 +14,7 @@ from bot.kernel.errors import ModelError, ModelRequestRejected
 from bot.kernel.models import ModelType
 from bot.kernel.outgoing import OutgoingFile
 from bot.runtime.shared import Shared
+from bot.runtime.tracing import model_call, tracing
 from plugins.openai._pools import HttpPools
 from tests.fakes.openai_server import Body, Fail, FakeOpenAIServer, Served, UploadedFile, make_png
 
@@ -705,3 +706,14 @@ async def test_a_failed_embedding_is_not_shared_each_asks_again(server: FakeOpen
         await ada.use(ModelType.TEXT_EMBEDDING, {"text": "hello"})
     assert len(await brann.use(ModelType.TEXT_EMBEDDING, {"text": "hello"})) == 1536
     assert len(server.requests_for("embeddings")) == 2
+
+
+# -- the message's trace ----------------------------------------------------------------------
+
+
+async def test_a_call_says_its_model_and_tokens_for_the_messages_trace(runtime: FakeRuntime) -> None:
+    with tracing() as tracer, model_call(tracer) as details:
+        assert await runtime.use(ModelType.TEXT_SMALL, {"prompt": "Hello there"}) == "echo: Hello there"
+    assert (details.model, details.prompt_tokens, details.completion_tokens) == ("gpt-4o-mini", 5, 3)
+    # Outside a traced message nothing is noted, and nothing fails.
+    assert await runtime.use(ModelType.TEXT_SMALL, {"prompt": "again"}) == "echo: again"

@@ -34,6 +34,7 @@ POSTGRES_READY: set[str] = {
     "test_retention",
     "test_roster",
     "test_rooms",
+    "test_traces",
     "test_units_of_work",
     "test_vector_search",
 }

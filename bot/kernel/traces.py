@@ -1,0 +1,188 @@
+"""``MessageTrace``: how the handling of one message a character heard ended, and why.
+
+One record per (character, message): who said it where and when, the outcome and its reason
+(the gate's rule, the troupe's decision), the model calls made for it, the actions run, and the
+reply's ids. What happened, never what was asked: no prompt text and no secret is kept.
+``troupe why`` prints these; the store keeps them for a bounded number of days.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from bot.kernel.messages import Status
+
+__all__ = ["ActionRun", "MessageTrace", "ModelCall"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One model call made for the message (a failed attempt is one too)."""
+
+    model_type: str
+    """``ModelType``'s value (``TEXT_LARGE``)."""
+    provider: str
+    """The plugin that served it (``openai``)."""
+    duration_ms: float
+    ok: bool = True
+    error: str = ""
+    """The exception's name when it failed."""
+    model: str = ""
+    """The model's name, when the plugin said it."""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    """The tokens the server counted, when it said them."""
+
+    def to_json(self) -> dict[str, object]:
+        body: dict[str, object] = {"type": self.model_type, "provider": self.provider, "ms": self.duration_ms}
+        if self.model:
+            body["model"] = self.model
+        if self.prompt_tokens is not None:
+            body["promptTokens"] = self.prompt_tokens
+        if self.completion_tokens is not None:
+            body["completionTokens"] = self.completion_tokens
+        if not self.ok:
+            body["ok"] = False
+            body["error"] = self.error
+        return body
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, object]) -> ModelCall:
+        ms, prompt, completion = body.get("ms"), body.get("promptTokens"), body.get("completionTokens")
+        return cls(
+            model_type=str(body.get("type", "")),
+            provider=str(body.get("provider", "")),
+            duration_ms=float(ms) if isinstance(ms, int | float) else 0.0,
+            ok=body.get("ok", True) is not False,
+            error=str(body.get("error", "")),
+            model=str(body.get("model", "")),
+            prompt_tokens=prompt if isinstance(prompt, int) else None,
+            completion_tokens=completion if isinstance(completion, int) else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRun:
+    """One action run for the message, and whether it succeeded."""
+
+    name: str
+    ok: bool
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "ok": self.ok}
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, object]) -> ActionRun:
+        return cls(name=str(body.get("name", "")), ok=body.get("ok") is True)
+
+
+@dataclass(frozen=True, slots=True)
+class MessageTrace:
+    """How one character's handling of one message ended (times in ms since the epoch)."""
+
+    message_id: str
+    agent_id: str
+    room_id: str
+    entity_id: str
+    status: Status
+    reason: str = ""
+    agent_name: str = ""
+    entity_name: str = ""
+    platform: str = ""
+    world_id: str | None = None
+    said_at: int = 0
+    """When the message was said (as the platform dated it)."""
+    ended_at: int = 0
+    """When its handling ended: what listings sort by and retention counts from."""
+    duration_ms: int = 0
+    rule: str = ""
+    """The gate's rule that decided (``named``, ``muted``, ``undecided`` …)."""
+    decision: str = ""
+    """Who decided when the rules did not (``troupe: …``, ``small model``), and what it picked."""
+    model_calls: tuple[ModelCall, ...] = ()
+    actions: tuple[ActionRun, ...] = ()
+    reply_ids: tuple[str, ...] = ()
+    """The ids of the reply's messages, as stored (in the same room)."""
+    error: str = ""
+    """What failed (the exception's name), when the outcome is an error."""
+
+    def body(self) -> dict[str, object]:
+        """What the store keeps besides the columns it filters on, as JSON."""
+        return {
+            "agentName": self.agent_name,
+            "entityName": self.entity_name,
+            "platform": self.platform,
+            "worldId": self.world_id,
+            "saidAt": self.said_at,
+            "durationMs": self.duration_ms,
+            "reason": self.reason,
+            "rule": self.rule,
+            "decision": self.decision,
+            "modelCalls": [c.to_json() for c in self.model_calls],
+            "actions": [a.to_json() for a in self.actions],
+            "replyIds": list(self.reply_ids),
+            "error": self.error,
+        }
+
+    @classmethod
+    def of_row(
+        cls,
+        *,
+        message_id: str,
+        agent_id: str,
+        room_id: str,
+        entity_id: str,
+        status: str,
+        ended_at: int,
+        body: Mapping[str, object],
+    ) -> MessageTrace:
+        """A trace as the store read it (``body`` as :meth:`body` wrote it)."""
+
+        def text(key: str) -> str:
+            value = body.get(key)
+            return value if isinstance(value, str) else ""
+
+        def number(key: str) -> int:
+            value = body.get(key)
+            return int(value) if isinstance(value, int | float) else 0
+
+        def items(key: str) -> list[Mapping[str, object]]:
+            value = body.get(key)
+            return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+
+        replies = body.get("replyIds")
+        world = body.get("worldId")
+        return cls(
+            message_id=message_id,
+            agent_id=agent_id,
+            room_id=room_id,
+            entity_id=entity_id,
+            status=Status(status),
+            reason=text("reason"),
+            agent_name=text("agentName"),
+            entity_name=text("entityName"),
+            platform=text("platform"),
+            world_id=world if isinstance(world, str) else None,
+            said_at=number("saidAt"),
+            ended_at=ended_at,
+            duration_ms=number("durationMs"),
+            rule=text("rule"),
+            decision=text("decision"),
+            model_calls=tuple(ModelCall.from_json(c) for c in items("modelCalls")),
+            actions=tuple(ActionRun.from_json(a) for a in items("actions")),
+            reply_ids=tuple(r for r in replies if isinstance(r, str)) if isinstance(replies, list) else (),
+            error=text("error"),
+        )
+
+    def to_json(self) -> dict[str, object]:
+        """The whole trace as JSON (``troupe why --json``)."""
+        return {
+            "messageId": self.message_id,
+            "agentId": self.agent_id,
+            "roomId": self.room_id,
+            "entityId": self.entity_id,
+            "status": self.status.value,
+            "endedAt": self.ended_at,
+            **self.body(),
+        }
