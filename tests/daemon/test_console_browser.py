@@ -7,6 +7,7 @@ package when there is none) and is skipped, saying so, without one.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,7 +19,9 @@ from .test_service import HEALTH_TOKEN, OPENAI_KEY, TOKENS, Service, _free_port,
 
 __all__ = ["service"]  # the fixture, imported to be used here
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "images"
+#: Where the screenshots go: the test's own folder, or with TROUPE_TEST_SCREENSHOTS=docs/images
+#: the repository's pictures (the README's), refreshed from a run.
+SCREENSHOTS_SETTING = "TROUPE_TEST_SCREENSHOTS"
 #: Without these, Chromium's background connections (updates, sync, QUIC probes) fail loudly on a
 #: machine with no network, and it needs a sandbox it cannot have as root in a container.
 CHROMIUM_ARGS = [
@@ -44,7 +47,7 @@ async def browser() -> AsyncIterator[Browser]:
         await browser.close()
 
 
-async def test_log_in_with_the_link_and_see_the_characters(service: Service, browser: Browser) -> None:
+async def test_log_in_with_the_link_and_see_the_characters(service: Service, browser: Browser, tmp_path: Path) -> None:
     s = service
     port = _free_port()
     s.env["TROUPE_CONSOLE_PORT"] = str(port)
@@ -81,8 +84,10 @@ async def test_log_in_with_the_link_and_see_the_characters(service: Service, bro
         "() => new Promise(done => document.body.addEventListener('htmx:afterSwap', done, {once: true}))"
     )
     await expect(page.locator('tr[data-agent="Ada"]')).to_contain_text("telegram: connected")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    await page.screenshot(path=str(SCREENSHOTS / "console-status.png"), full_page=True)
+    screenshots = Path(os.environ.get(SCREENSHOTS_SETTING) or tmp_path)
+    screenshots.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(screenshots / "console-status.png"), full_page=True)
+    assert (screenshots / "console-status.png").stat().st_size > 0
 
     body = await page.content()
     for secret in [*TOKENS.values(), OPENAI_KEY, HEALTH_TOKEN, token]:
