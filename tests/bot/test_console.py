@@ -56,10 +56,11 @@ STATUS: dict[str, Any] = {
 
 
 class FakeDaemon:
-    """A DaemonView with a fixed status."""
+    """A ConsoleView with a fixed status and no agents."""
 
     def __init__(self) -> None:
         self.metrics = Metrics()
+        self.agents: dict[str, Any] = {}
 
     def status(self) -> dict[str, Any]:
         return STATUS

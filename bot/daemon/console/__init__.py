@@ -2,7 +2,7 @@
 
 ::
 
-    console = ConsoleServer(view, settings)     # view: the daemon, as a DaemonView
+    console = ConsoleServer(view, settings)     # view: the daemon, as a ConsoleView
     await console.start()                       # TROUPE_CONSOLE_HOST:TROUPE_CONSOLE_PORT
     ...
     await console.close()
@@ -23,5 +23,6 @@ from __future__ import annotations
 from bot.daemon.console._audit import AUDIT_FILE, Change
 from bot.daemon.console._server import ConsoleServer
 from bot.daemon.console._token import TOKEN_FILE
+from bot.daemon.console._view import ConsoleView
 
-__all__ = ["AUDIT_FILE", "Change", "ConsoleServer", "TOKEN_FILE"]
+__all__ = ["AUDIT_FILE", "Change", "ConsoleServer", "ConsoleView", "TOKEN_FILE"]

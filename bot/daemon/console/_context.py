@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 import jinja2
 from aiohttp import web
 
+from bot.config.settings import DaemonSettings
 from bot.daemon.console._audit import AuditLog
 from bot.daemon.console._sessions import Session, Sessions
 from bot.daemon.console._token import ConsoleToken
-from bot.daemon.control import DaemonView
+from bot.daemon.console._view import ConsoleView
 
 __all__ = ["COOKIE", "CONSOLE", "Console", "NavItem", "console_of", "current_session", "is_htmx", "session_of"]
 
@@ -31,7 +32,8 @@ class NavItem:
 class Console:
     """The console's state, shared by its pages."""
 
-    view: DaemonView
+    view: ConsoleView
+    settings: DaemonSettings
     token: ConsoleToken
     sessions: Sessions
     audit: AuditLog

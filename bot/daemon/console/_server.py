@@ -20,7 +20,7 @@ from bot.daemon.console._guards import check_csrf, require_login
 from bot.daemon.console._routes import NAV, add_routes
 from bot.daemon.console._sessions import Sessions
 from bot.daemon.console._token import ConsoleToken, load_token
-from bot.daemon.control import DaemonView
+from bot.daemon.console._view import ConsoleView
 from bot.daemon.control._guards import is_loopback, same_origin_only
 from bot.daemon.control._limits import LimitedSite, handler_options, track_busy
 from bot.kernel.errors import ConfigError
@@ -42,7 +42,7 @@ class ConsoleServer:
     the token file cannot be made). ``close()`` may be called more than once.
     """
 
-    def __init__(self, view: DaemonView, settings: DaemonSettings) -> None:
+    def __init__(self, view: ConsoleView, settings: DaemonSettings) -> None:
         self.view = view
         self.settings = settings
         self.host = settings.console_host
@@ -73,6 +73,7 @@ class ConsoleServer:
         token = await asyncio.to_thread(load_token, self.settings)
         self.console = Console(
             view=self.view,
+            settings=self.settings,
             token=token,
             sessions=Sessions(),
             audit=AuditLog(self.settings.data_dir / AUDIT_FILE),
