@@ -370,3 +370,14 @@ def test_a_bind_beyond_loopback_is_logged_as_a_warning(tmp_path: Path, caplog: p
     local.port = 8420
     local._announce(ConsoleToken(TOKEN, "TROUPE_CONSOLE_TOKEN"))
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+async def test_an_audit_entry_names_what_was_changed(tmp_path: Path) -> None:
+    from bot.daemon.console import Change
+    from bot.daemon.console._audit import AuditLog
+
+    log = AuditLog(tmp_path / "data" / AUDIT_FILE)
+    await log.record(Change.CHARACTER_SAVED, session="ab12", remote="127.0.0.1", detail="Ada")
+    await log.record(Change.LOGOUT, session="ab12", remote="127.0.0.1")
+    entries = audit(tmp_path)
+    assert [(e["what"], e.get("detail")) for e in entries] == [("character saved", "Ada"), ("logout", None)]

@@ -22,23 +22,31 @@ class Change(StrEnum):
     LOGIN = "login"
     FAILED_LOGIN = "failed login"
     LOGOUT = "logout"
+    SETUP_SAVED = "setup saved"
+    CHARACTER_SAVED = "character saved"
+    RELOAD = "reload"
+    MEMORY_FORGOTTEN = "memory forgotten"
+    KNOWLEDGE_UPLOADED = "knowledge uploaded"
+    KNOWLEDGE_RESYNCED = "knowledge resynced"
 
 
 class AuditLog:
-    """Appends to ``path`` (created 0600): when, which session (a prefix of its id), from where, what."""
+    """Appends to ``path`` (created 0600): when, which session (a prefix of its id), from where,
+    what, and to what (``detail``: the character, the person, the file; never a secret)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    async def record(self, what: Change, *, session: str, remote: str | None) -> None:
-        line = json.dumps(
-            {
-                "when": datetime.now(UTC).isoformat(timespec="milliseconds"),
-                "session": session,
-                "remote": remote,
-                "what": str(what),
-            }
-        )
+    async def record(self, what: Change, *, session: str, remote: str | None, detail: str = "") -> None:
+        entry: dict[str, object] = {
+            "when": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "session": session,
+            "remote": remote,
+            "what": str(what),
+        }
+        if detail:
+            entry["detail"] = detail
+        line = json.dumps(entry)
         await asyncio.to_thread(self._append, line + "\n")
 
     def _append(self, line: str) -> None:

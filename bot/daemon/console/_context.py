@@ -9,12 +9,22 @@ import jinja2
 from aiohttp import web
 
 from bot.config.settings import DaemonSettings
-from bot.daemon.console._audit import AuditLog
+from bot.daemon.console._audit import AuditLog, Change
 from bot.daemon.console._sessions import Session, Sessions
 from bot.daemon.console._token import ConsoleToken
 from bot.daemon.console._view import ConsoleView
 
-__all__ = ["COOKIE", "CONSOLE", "Console", "NavItem", "console_of", "current_session", "is_htmx", "session_of"]
+__all__ = [
+    "COOKIE",
+    "CONSOLE",
+    "Console",
+    "NavItem",
+    "console_of",
+    "current_session",
+    "is_htmx",
+    "record_change",
+    "session_of",
+]
 
 #: The session cookie's name.
 COOKIE = "troupe_console"
@@ -76,6 +86,13 @@ def session_of(request: web.Request) -> Session:
     if session is None:
         raise web.HTTPSeeOther("/login")  # ended between the guard and here (a logout meanwhile)
     return session
+
+
+async def record_change(request: web.Request, what: Change, detail: str = "") -> None:
+    """Write a change made through the console to the audit log: who (the session), from where, what."""
+    await console_of(request).audit.record(
+        what, session=session_of(request).label, remote=request.remote, detail=detail
+    )
 
 
 def is_htmx(request: web.Request) -> bool:
