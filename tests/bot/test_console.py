@@ -22,57 +22,13 @@ from bot.daemon.console import AUDIT_FILE, TOKEN_FILE, ConsoleServer
 from bot.daemon.console._sessions import Sessions
 from bot.daemon.console._token import ConsoleToken
 from bot.kernel.errors import ConfigError
-from bot.kernel.metrics import Metrics
+
+from .daemon_views import STATUS, FakeDaemon
+
+__all__ = ["STATUS", "FakeDaemon"]  # shared with the tests of the console's pages
 
 TOKEN = "console-token-for-tests-0123456789"
 HEALTH_TOKEN = "health-token-never-shown-0123456789"
-STATUS: dict[str, Any] = {
-    "state": "running",
-    "pid": 4242,
-    "uptime_s": 93.5,
-    "version": "0.1.0",
-    "agents": [
-        {
-            "name": "Ada",
-            "id": "a1",
-            "state": "running",
-            "error": "",
-            "skipped": "",
-            "in_flight": 0,
-            "platforms": {"discord": {"state": "connected", "detail": ""}},
-        },
-        {
-            "name": "Brann",
-            "id": "b2",
-            "state": "running",
-            "error": "",
-            "skipped": "",
-            "in_flight": 1,
-            "platforms": {"telegram": {"state": "retrying", "detail": "502 Bad Gateway; next try in 8 s"}},
-        },
-    ],
-    "store": {"state": "ok", "detail": ""},
-}
-
-
-class FakeDaemon:
-    """A ConsoleView with a fixed status and no agents."""
-
-    def __init__(self) -> None:
-        self.metrics = Metrics()
-        self.agents: dict[str, Any] = {}
-
-    def status(self) -> dict[str, Any]:
-        return STATUS
-
-    async def troupe(self) -> dict[str, Any] | None:
-        return None
-
-    def readiness(self) -> tuple[bool, list[str]]:
-        return True, []
-
-    async def reload(self) -> dict[str, Any]:
-        raise AssertionError("the console does not reload yet")
 
 
 def settings(tmp_path: Path, **values: Any) -> DaemonSettings:
@@ -197,8 +153,9 @@ async def test_the_status_page_shows_each_character_its_platforms_and_the_store(
         brann = re.search(r'data-agent="Brann".*?</tr>', text, re.S)
         assert ada is not None and brann is not None
         assert re.search(r"discord:\s*<span[^>]*>connected", ada.group(0))
-        assert re.search(r"telegram:\s*<span[^>]*>retrying", brann.group(0))
-        assert "502 Bad Gateway; next try in 8 s" in brann.group(0)
+        assert re.search(r"telegram:\s*<span[^>]*>retrying", ada.group(0))
+        assert "502 Bad Gateway; next try in 8 s" in ada.group(0)
+        assert re.search(r"telegram:\s*<span[^>]*>connected", brann.group(0))
         assert re.search(r"Store:\s*<span[^>]*>ok", text) and "pid 4242" in text
 
 

@@ -27,65 +27,8 @@ from bot.daemon.control import (
 )
 from bot.daemon.control._guards import is_loopback
 from bot.kernel.errors import ConfigError
-from bot.kernel.metrics import Metrics
 
-STATUS: dict[str, Any] = {
-    "state": "running",
-    "pid": 4242,
-    "uptime_s": 93.5,
-    "version": "0.1.0",
-    "agents": [
-        {
-            "name": "Ada",
-            "id": "a1",
-            "state": "running",
-            "in_flight": 0,
-            "platforms": {
-                "discord": {"state": "connected", "detail": ""},
-                "telegram": {"state": "retrying", "detail": "502 Bad Gateway; next try in 8 s"},
-            },
-        },
-        {
-            "name": "Brann",
-            "id": "b2",
-            "state": "running",
-            "in_flight": 0,
-            "platforms": {
-                "discord": {"state": "connected", "detail": ""},
-                "telegram": {"state": "connected", "detail": ""},
-            },
-        },
-    ],
-}
-
-
-class FakeDaemon:
-    """A DaemonView whose answers the tests set."""
-
-    def __init__(self) -> None:
-        self.metrics = Metrics()
-        self.ready: tuple[bool, list[str]] = (True, [])
-        self.reload_gate: asyncio.Event | None = None
-        self.reload_error: Exception | None = None
-        self.reloads = 0
-        self.whole_troupe: dict[str, Any] | None = None
-
-    def status(self) -> dict[str, Any]:
-        return STATUS
-
-    async def troupe(self) -> dict[str, Any] | None:
-        return self.whole_troupe
-
-    def readiness(self) -> tuple[bool, list[str]]:
-        return self.ready
-
-    async def reload(self) -> dict[str, Any]:
-        self.reloads += 1
-        if self.reload_gate is not None:
-            await self.reload_gate.wait()
-        if self.reload_error is not None:
-            raise self.reload_error
-        return {"started": ["Cleo"], "stopped": [], "restarted": [], "unchanged": ["Ada"], "kept": [], "failed": []}
+from .daemon_views import STATUS, FakeDaemon
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
 import sys
 from pathlib import Path
@@ -22,8 +21,7 @@ from bot.daemon.console._sessions import Sessions
 from bot.daemon.console._token import ConsoleToken, load_token
 from bot.daemon.console._view import ConsoleView
 from bot.daemon.control._guards import is_loopback, same_origin_only
-from bot.daemon.control._limits import LimitedSite, handler_options, track_busy
-from bot.kernel.errors import ConfigError
+from bot.daemon.control._limits import LimitedSite, cannot_listen, handler_options, track_busy
 
 __all__ = ["ConsoleServer"]
 
@@ -95,16 +93,9 @@ class ConsoleServer:
             await LimitedSite(runner, _WHERE, busy, address=(self.host, self.settings.console_port)).start()
         except OSError as exc:
             await self.close()
-            where = f"{self.host}:{self.settings.console_port}"
-            if exc.errno == errno.EADDRINUSE:
-                raise ConfigError(
-                    f"cannot serve the console on {where}: the port is in use; stop what uses it, choose "
-                    "another TROUPE_CONSOLE_PORT, or set TROUPE_CONSOLE_PORT=0 to turn the console off"
-                ) from None
-            raise ConfigError(
-                f"cannot serve the console on {where}: {exc.strerror or exc}; check TROUPE_CONSOLE_HOST "
-                "and TROUPE_CONSOLE_PORT"
-            ) from None
+            off = "set TROUPE_CONSOLE_PORT=0 to turn the console off"
+            port = self.settings.console_port
+            raise cannot_listen(exc, "the console", self.host, port, "TROUPE_CONSOLE", off=off) from None
         ports = [address[1] for address in runner.addresses if isinstance(address, tuple)]
         self.port = ports[0] if ports else self.settings.console_port
         self._announce(token)

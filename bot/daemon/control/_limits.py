@@ -11,6 +11,7 @@ connections open therefore cannot keep a health check out.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import socket
 import sys
@@ -21,7 +22,16 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 
-__all__ = ["MAX_CONNECTIONS", "IDLE_TIMEOUT_S", "LimitedSite", "OneLineRequestErrors", "track_busy"]
+from bot.kernel.errors import ConfigError
+
+__all__ = [
+    "MAX_CONNECTIONS",
+    "IDLE_TIMEOUT_S",
+    "LimitedSite",
+    "OneLineRequestErrors",
+    "cannot_listen",
+    "track_busy",
+]
 
 # Named after the public module, as before it was split: log lines read the same.
 _log = logging.getLogger("bot.daemon.control")
@@ -37,6 +47,20 @@ LINGER_S = 2.0
 _QUOTE = 160
 
 _REFUSAL = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+def cannot_listen(exc: OSError, serving: str, host: str, port: int, setting: str, *, off: str = "") -> ConfigError:
+    """The error for a port that could not be bound: what to change, named by its ``setting``
+    prefix (``TROUPE_HEALTH``), and ``off``, how to do without it, when there is a way."""
+    where = f"{host}:{port}"
+    if exc.errno == errno.EADDRINUSE:
+        return ConfigError(
+            f"cannot serve {serving} on {where}: the port is in use; stop what uses it"
+            f"{',' if off else ' or'} choose another {setting}_PORT{f', or {off}' if off else ''}"
+        )
+    return ConfigError(
+        f"cannot serve {serving} on {where}: {exc.strerror or exc}; check {setting}_HOST and {setting}_PORT"
+    )
 
 
 def handler_options(where: str) -> dict[str, Any]:

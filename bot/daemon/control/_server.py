@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 from collections.abc import Mapping
@@ -16,7 +15,7 @@ from aiohttp.web_protocol import RequestHandler
 
 from bot.config.settings import DaemonSettings
 from bot.daemon.control._guards import authorise, is_loopback, json_errors, same_origin_only
-from bot.daemon.control._limits import LimitedSite, handler_options, track_busy
+from bot.daemon.control._limits import LimitedSite, cannot_listen, handler_options, track_busy
 from bot.daemon.control._socket import bind_unix_socket
 from bot.kernel.errors import ConfigError
 from bot.kernel.metrics import Metrics
@@ -131,16 +130,7 @@ class ControlServer:
         try:
             await LimitedSite(runner, _PORT, busy, address=(self.health_host, self.health_port)).start()
         except OSError as exc:
-            where = f"{self.health_host}:{self.health_port}"
-            if exc.errno == errno.EADDRINUSE:
-                raise ConfigError(
-                    f"cannot serve health on {where}: the port is in use; stop what uses it or "
-                    "choose another TROUPE_HEALTH_PORT"
-                ) from None
-            raise ConfigError(
-                f"cannot serve health on {where}: {exc.strerror or exc}; check TROUPE_HEALTH_HOST "
-                "and TROUPE_HEALTH_PORT"
-            ) from None
+            raise cannot_listen(exc, "health", self.health_host, self.health_port, "TROUPE_HEALTH") from None
         ports = [address[1] for address in runner.addresses if isinstance(address, tuple)]
         self.tcp_port = ports[0] if ports else None
         _log.info(
