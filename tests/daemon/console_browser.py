@@ -46,6 +46,10 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+#: Read as the tests are collected: each test runs with the TROUPE_ variables stripped and in a
+#: directory of its own, so a relative folder is taken from where pytest was started.
+_SCREENSHOTS = os.environ.get(SCREENSHOTS_SETTING)
+_SCREENSHOTS_DIR = Path(_SCREENSHOTS).resolve() if _SCREENSHOTS else None
 
 
 @pytest.fixture
@@ -90,7 +94,7 @@ async def log_in(page: Page, site: ConsoleSite) -> None:
 
 async def screenshot(page: Page, name: str, tmp_path: Path) -> Path:
     """Save a full-page screenshot as ``name`` (``console-chat.png``), where SCREENSHOTS_SETTING says."""
-    folder = Path(os.environ.get(SCREENSHOTS_SETTING) or tmp_path)
+    folder = _SCREENSHOTS_DIR or tmp_path
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     await page.screenshot(path=str(path), full_page=True)
