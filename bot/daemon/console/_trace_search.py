@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -116,7 +116,7 @@ class TraceRow:
     first_words: str
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Found:
     """One page of traces, and how to get the next one."""
 
@@ -124,7 +124,6 @@ class Found:
     looked_for: str = ""
     """What a message search looked for (``Discord message 123``), to say when nothing was found."""
     next_before: str | None = None
-    problems: list[str] = field(default_factory=list)
 
 
 def running_stores(agents: Mapping[str, HostedAgent], character: str = "") -> list[Store]:
