@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 
 import pytest
@@ -57,12 +58,19 @@ async def _seed(path: Path) -> None:
         )  # fmt: skip
 
 
-@pytest.fixture
-def db_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def seeded_database(
+    seed: Callable[[Path], Coroutine[object, object, None]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A database made by ``seed``, as the daemon's (``TROUPE_DB_PATH``)."""
     path = tmp_path / "data" / "troupe.db"
-    asyncio.run(_seed(path))
+    asyncio.run(seed(path))
     monkeypatch.setenv("TROUPE_DB_PATH", str(path))
     return path
+
+
+@pytest.fixture
+def db_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return seeded_database(_seed, tmp_path, monkeypatch)
 
 
 def test_a_message_prints_its_whole_trace(db_file: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -207,6 +207,7 @@ class Daemon:
             if console is not None:
                 await console.start()
                 self.shared.secrets.add(console.token)  # the console's token never reaches a log
+                self.shared.console_url = console.url  # the log line of an unanswered message links to it
         except ConfigError as exc:
             _log.error("%s", exc)
             await control.close()

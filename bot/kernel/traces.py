@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from bot.kernel.messages import Status
 
-__all__ = ["ActionRun", "MessageTrace", "ModelCall"]
+__all__ = ["ActionRun", "MessageTrace", "ModelCall", "TraceQuery"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,3 +186,22 @@ class MessageTrace:
             "endedAt": self.ended_at,
             **self.body(),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class TraceQuery:
+    """Which traces a listing wants (``Store.find_traces``): each field None for any, else one of
+    its values (an empty tuple matches nothing); all of them together."""
+
+    message_ids: tuple[str, ...] | None = None
+    room_ids: tuple[str, ...] | None = None
+    entity_ids: tuple[str, ...] | None = None
+    statuses: tuple[Status, ...] | None = None
+    before: tuple[int, str] | None = None
+    """Only traces listed after this one, as ``(ended_at, message_id)``: the next page of a
+    listing that ended there (listings run newest first, by ``ended_at`` then ``message_id``)."""
+
+    def matches_nothing(self) -> bool:
+        """Whether a field is an empty choice, so no trace can match."""
+        chosen = (self.message_ids, self.room_ids, self.entity_ids, self.statuses)
+        return any(values is not None and not values for values in chosen)

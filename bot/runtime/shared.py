@@ -10,6 +10,7 @@ made alone gets one of its own. Its :attr:`Shared.bus` reaches the other daemons
 from __future__ import annotations
 
 from typing import TypeVar, cast
+from urllib.parse import quote
 
 from bot.kernel.bus import Bus, LocalBus
 from bot.kernel.redact import Redactor
@@ -27,7 +28,16 @@ class Shared:
         self.secrets = Redactor()
         #: Posts to and from the troupe's other daemons (nobody else: a LocalBus).
         self.bus: Bus = LocalBus()
+        #: Where the daemon's console answers (``http://127.0.0.1:8420/``), once it has started;
+        #: None without one.
+        self.console_url: str | None = None
         self._objects: dict[type[object], object] = {}  # each kind to its instance
+
+    def why_url(self, message_id: str) -> str | None:
+        """The console's page of how message ``message_id`` ended; None without a console."""
+        if self.console_url is None:
+            return None
+        return f"{self.console_url}why/{quote(message_id, safe='')}"
 
     def instance_of(self, kind: type[T]) -> T:
         """This daemon's instance of ``kind`` (made with ``kind()`` on first use): how a platform

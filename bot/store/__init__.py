@@ -43,6 +43,7 @@ from bot.store._roster import CharacterFile, DaemonEntry, DaemonRecord, Roster, 
 from bot.store._search import fts_query
 from bot.store._sharing import RoomSharing
 from bot.store._sqlite import AgentStore
+from bot.store._trace_lookup import TraceLookup, look_up_traces, newest_first
 from bot.store._urls import is_postgres_url, redacted_url
 from bot.store._values import (
     DERIVED_TABLES,
@@ -99,6 +100,7 @@ __all__ = [
     "StoreScope",
     "StoreState",
     "TaskStore",
+    "TraceLookup",
     "TraceStore",
     "application_name",
     "backend_for",
@@ -107,6 +109,8 @@ __all__ = [
     "copy_to_postgres",
     "fts_query",
     "is_postgres_url",
+    "look_up_traces",
+    "newest_first",
     "redacted_url",
 ]
 

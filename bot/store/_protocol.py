@@ -20,7 +20,7 @@ from bot.kernel.bus import Bus
 from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.messages import Status
 from bot.kernel.record_metadata import RelationshipMetadata
-from bot.kernel.traces import MessageTrace
+from bot.kernel.traces import MessageTrace, TraceQuery
 from bot.kernel.types import (
     AgentRecord,
     Claim,
@@ -277,6 +277,7 @@ class TraceStore(StoreScope, Protocol):
         status: Status | None = None,
         limit: int = 20,
     ) -> list[MessageTrace]: ...
+    async def find_traces(self, query: TraceQuery, *, limit: int = 20) -> list[MessageTrace]: ...
     async def prune_traces(self, before: int) -> int: ...
 
 

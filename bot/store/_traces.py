@@ -2,14 +2,14 @@
 
 One row per (agent, message), written once when the message's handling ends; a later delivery
 of the same message (a duplicate) keeps the first trace, a retry that ran again replaces it.
-Listed newest first by room, person or outcome, and bounded by retention (``prune_traces``).
+Listed newest first by message, room, person or outcome (a page at a time), and bounded by retention (``prune_traces``).
 """
 
 from __future__ import annotations
 
 from bot.kernel.errors import StoreError
 from bot.kernel.messages import Status
-from bot.kernel.traces import MessageTrace
+from bot.kernel.traces import MessageTrace, TraceQuery
 from bot.store._dialect import Statements
 from bot.store._rows import Row, dumps, loads
 from bot.store._scoped import validate_count
@@ -72,19 +72,37 @@ class TracesMixin(Statements):
         limit: int = 20,
     ) -> list[MessageTrace]:
         """This agent's traces, newest first, optionally of one room, one person or one outcome."""
+        query = TraceQuery(
+            room_ids=None if room_id is None else (room_id,),
+            entity_ids=None if entity_id is None else (entity_id,),
+            statuses=None if status is None else (status,),
+        )
+        return await self.find_traces(query, limit=limit)
+
+    async def find_traces(self, query: TraceQuery, *, limit: int = 20) -> list[MessageTrace]:
+        """This agent's traces that ``query`` wants, newest first (by when their handling ended)."""
         validate_count(limit, "limit")
+        if query.matches_nothing():
+            return []
         clauses = ["agent_id = ?"]
         params: list[object] = [self._agent_id]
-        for column, value in (("room_id", room_id), ("entity_id", entity_id)):
-            if value is not None:
-                clauses.append(f"{column} = ?")  # column is one of the two above
-                params.append(value)
-        if status is not None:
-            clauses.append("status = ?")
-            params.append(status.value)
+        for column, values in (
+            ("message_id", query.message_ids),
+            ("room_id", query.room_ids),
+            ("entity_id", query.entity_ids),
+            ("status", None if query.statuses is None else tuple(s.value for s in query.statuses)),
+        ):
+            if values is not None:
+                clauses.append(f"{column} {{in_list}}")  # column is one of the four above
+                params.append(self.dialect.id_list(values))
+        if query.before is not None:
+            ended_at, message_id = query.before
+            # By code point, as the listing is ordered (and as Python compares): pages never overlap.
+            clauses.append("(created_at < ? OR (created_at = ? AND message_id{by_code_point} < ?))")
+            params += [ended_at, ended_at, message_id]
         rows = await self._rows(
             f"SELECT * FROM message_traces WHERE {' AND '.join(clauses)} "
-            "ORDER BY created_at DESC, message_id DESC LIMIT ?",
+            "ORDER BY created_at DESC, message_id{by_code_point} DESC LIMIT ?",
             (*params, limit),
         )
         return [_trace(r) for r in rows]

@@ -259,13 +259,15 @@ class MessagePipeline:
         if outcome.status in _ANSWERED:
             _log.debug("%s: message %s -> %s (%s)", rt.character.name, turn.message_id, outcome.status, outcome.reason)
         else:  # the question people ask most is why a character did not answer: say where to look
+            link = rt.shared.why_url(turn.message_id)
             _log.info(
-                "%s: message %s not answered: %s (%s); see: troupe why %s",
+                "%s: message %s not answered: %s (%s); see: troupe why %s%s",
                 rt.character.name,
                 turn.message_id,
                 outcome.status,
                 outcome.reason,
                 turn.message_id,
+                f" or {link}" if link else "",
             )
         ended = now_ms()
         if outcome.status not in _UNTRACED:

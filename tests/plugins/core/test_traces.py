@@ -48,6 +48,21 @@ async def test_an_ignored_message_says_who_decided_and_the_log_names_it(
     assert lines == ["Ada: message m-2 not answered: ignored (small model: IGNORE); see: troupe why m-2"]
 
 
+async def test_with_the_console_on_the_log_line_also_links_to_its_why_page(
+    harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = await harness()
+    h.rt.shared.console_url = "http://127.0.0.1:8420/"  # as the daemon sets it once its console started
+    h.small.append("<response><action>IGNORE</action></response>")
+    with caplog.at_level(logging.INFO, logger="plugins.core._pipeline"):
+        assert (await h.say("anyone around?", id="m 6")).status == "ignored"
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO and "m 6" in r.getMessage()]
+    assert lines == [
+        "Ada: message m 6 not answered: ignored (small model: IGNORE); "
+        "see: troupe why m 6 or http://127.0.0.1:8420/why/m%206"
+    ]
+
+
 async def test_a_muted_room_and_a_failed_model_are_traced(harness) -> None:
     h = await harness()
     h.large.append(plan("Going quiet.", "REPLY,MUTE_ROOM"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bot.kernel.messages import Status
-from bot.kernel.traces import ActionRun, MessageTrace, ModelCall
+from bot.kernel.traces import ActionRun, MessageTrace, ModelCall, TraceQuery
 from bot.store import Store
 
 from ..conftest import BR, BU, R2, A, B, R, U, V
@@ -62,6 +62,30 @@ async def test_traces_are_listed_newest_first_filtered_and_limited(store: Store)
     assert [t.message_id for t in await store.get_traces(status=Status.REPLIED)] == ["m2"]
     with pytest.raises(ValueError, match="limit"):
         await store.get_traces(limit=-1)
+
+
+async def test_find_traces_filters_by_any_of_several_and_pages_newest_first(store: Store) -> None:
+    await store.record_trace(_trace("m1", 1_000))
+    await store.record_trace(_trace("m2", 3_000, room_id=R2, status=Status.REPLIED))
+    await store.record_trace(_trace("m3", 2_000, entity_id=V, status=Status.MUTED))
+    await store.record_trace(_trace("m4", 2_000, status=Status.ERROR, error="RuntimeError"))
+
+    async def ids(query: TraceQuery, limit: int = 20) -> list[str]:
+        return [t.message_id for t in await store.find_traces(query, limit=limit)]
+
+    assert await ids(TraceQuery()) == ["m2", "m4", "m3", "m1"]  # the same ms: by message id, descending
+    assert await ids(TraceQuery(message_ids=("m1", "m3", "nope"))) == ["m3", "m1"]
+    assert await ids(TraceQuery(room_ids=(R, R2), entity_ids=(U,))) == ["m2", "m4", "m1"]
+    assert await ids(TraceQuery(statuses=(Status.MUTED, Status.ERROR))) == ["m4", "m3"]
+    assert await ids(TraceQuery(entity_ids=(V,), statuses=(Status.REPLIED,))) == []
+    assert await ids(TraceQuery(room_ids=())) == []  # an empty choice matches nothing
+    # Pages: each starts after the last trace of the one before, by (ended_at, message_id).
+    assert await ids(TraceQuery(), limit=2) == ["m2", "m4"]
+    assert await ids(TraceQuery(before=(2_000, "m4")), limit=2) == ["m3", "m1"]
+    assert await ids(TraceQuery(before=(2_000, "m3"))) == ["m1"]
+    assert await ids(TraceQuery(before=(1_000, "m1"))) == []
+    with pytest.raises(ValueError, match="limit"):
+        await store.find_traces(TraceQuery(), limit=-1)
 
 
 async def test_a_duplicate_keeps_the_first_trace_and_a_retry_replaces_it(store: Store) -> None:
