@@ -25,6 +25,7 @@ from bot.daemon.console._character_secrets import PLACEHOLDER
 from bot.daemon.console._json_lines import line_of, path_lines
 from bot.daemon.hosted import HostedAgent, fingerprint
 from bot.daemon.reloading import plan_reload, read_characters
+from bot.kernel.errors import ReloadError
 from bot.kernel.lifecycle import AgentState
 
 from .test_console import HEALTH_TOKEN, TOKEN, FakeDaemon, audit, http, log_in, settings
@@ -159,6 +160,7 @@ async def test_the_list_and_the_editor_show_each_secret_as_set_or_not_and_where_
     async with http.get(f"{console.url}characters") as response:
         listing = await response.text()
     assert 'href="/characters"' in listing  # in the nav
+    _no_secret(listing)
     for name, file in (("Ada", "ada.json"), ("Brann", "brann.json")):
         assert f'href="/characters/{_id(view, name)}">{name}</a>' in listing
         assert str(folder / file) in listing
@@ -369,3 +371,18 @@ def test_each_json_path_is_placed_at_the_line_its_value_starts_on() -> None:
     assert line_of("$.messageExamples[0][0].content.actions", lines) == 7  # missing: its object's line
     assert line_of("$.name", {}) is None and line_of("$", lines) is None
     assert path_lines('{"a": [1,') == {"$": 1, "$.a": 1, "$.a[0]": 1}  # a broken text: as far as it goes
+
+
+async def test_a_save_the_daemon_cannot_reload_now_says_so(
+    console: ConsoleServer, http: aiohttp.ClientSession, view: CharacterView, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def busy() -> dict[str, Any]:
+        raise ReloadError("a reload is already running")
+
+    monkeypatch.setattr(view, "reload", busy)
+    brann_id, form, _ = await _edit(http, console, view, "Brann")
+    status, page = await _save(http, console, brann_id, {**form, "text": form["text"].replace("gruff", "kind")})
+    assert status == 200
+    assert "Saved Brann." in page
+    assert "The daemon did not reload: a reload is already running; run <code>troupe reload</code>" in page
+    assert json.loads((view.folder / "brann.json").read_text())["bio"] == "Brann is kind."
