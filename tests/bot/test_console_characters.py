@@ -114,7 +114,7 @@ def _id(view: CharacterView, name: str) -> str:
 def _textarea(page: str) -> str:
     found = re.search(r"<textarea[^>]*>(.*?)</textarea>", page, re.S)
     assert found is not None, page
-    return html.unescape(found.group(1))
+    return html.unescape(found.group(1)).removeprefix("\n")  # as a browser reads it
 
 
 def _field(page: str, name: str) -> str:
@@ -137,9 +137,11 @@ async def _open(http: aiohttp.ClientSession, console: ConsoleServer, agent_id: s
 
 
 async def _save(
-    http: aiohttp.ClientSession, console: ConsoleServer, agent_id: str, form: dict[str, str]
+    http: aiohttp.ClientSession, console: ConsoleServer, agent_id: str, form: dict[str, str], *, multipart: bool = False
 ) -> tuple[int, str]:
-    async with http.post(f"{console.url}characters/{agent_id}", data=form) as response:
+    """Post the editor's form: form-encoded, or as multipart (as the page's form is sent)."""
+    data = aiohttp.FormData(form, default_to_multipart=True) if multipart else form
+    async with http.post(f"{console.url}characters/{agent_id}", data=data) as response:
         return response.status, await response.text()
 
 
@@ -199,7 +201,7 @@ async def test_a_save_is_written_atomically_with_its_secrets_audited_and_restart
     form["text"] = form["text"].replace("Ada is a test character.", "Ada collects antique clocks.")
     form["text"] = form["text"].replace("\n", "\r\n")  # as a browser sends a textarea
 
-    status, page = await _save(http, console, ada_id, form)
+    status, page = await _save(http, console, ada_id, form, multipart=True)
     assert status == 200, page
     assert "Saved Ada." in page and "Restarted: Ada" in page and "Unchanged: Brann" in page
     _no_secret(page)
@@ -386,3 +388,17 @@ async def test_a_save_the_daemon_cannot_reload_now_says_so(
     assert "Saved Brann." in page
     assert "The daemon did not reload: a reload is already running; run <code>troupe reload</code>" in page
     assert json.loads((view.folder / "brann.json").read_text())["bio"] == "Brann is kind."
+
+
+async def test_a_file_too_large_to_save_from_a_page_is_shown_to_read_only(
+    console: ConsoleServer, http: aiohttp.ClientSession, view: CharacterView, folder: Path
+) -> None:
+    huge = {"name": "Brann", "bio": ["Brann is gruff."], "lore": ["a long tale " * 100] * 900}
+    (folder / "brann.json").write_text(json.dumps(huge))
+    await log_in(http, console)
+    async with http.get(f"{console.url}characters/{_id(view, 'Brann')}") as response:
+        page = await response.text()
+    assert "KiB, more than the console saves from one page (1000 KiB)" in page and 'role="alert"' in page
+    assert re.search(r"<textarea[^>]* readonly>", page)
+    assert "Save and restart this character" not in page
+    assert json.loads(_textarea(page)) == huge

@@ -31,10 +31,21 @@ from bot.daemon.console._json_lines import line_of, path_lines
 from bot.kernel.errors import ConfigError, Problem
 from bot.kernel.files import UnreadableFile, read_config_file
 
-__all__ = ["FileChanged", "OpenedFile", "SavedFile", "ShownProblem", "open_character", "save_character"]
+__all__ = [
+    "EDITABLE_BYTES",
+    "FileChanged",
+    "OpenedFile",
+    "SavedFile",
+    "ShownProblem",
+    "open_character",
+    "save_character",
+]
 
 #: The longest line of the file shown under a problem.
 _EXCERPT_CHARS = 160
+#: The largest text the editor offers to save: a form must stay under the console's 1 MiB body
+#: limit, with room for the other fields and the CRLF a browser sends for each newline.
+EDITABLE_BYTES = 1000 * 1024
 
 
 class FileChanged(Exception):
@@ -63,8 +74,12 @@ class OpenedFile:
     #: The file's version, as read: a save is refused if the file on disk is no longer this one.
     version: str
     secrets: list[SecretStatus]
-    #: Why the file cannot be shown, if it cannot ("" when it can).
+    #: Why the file cannot be shown or saved here, if it cannot ("" when it can).
     problem: str = ""
+
+    @property
+    def editable(self) -> bool:
+        return bool(self.version) and not self.problem
 
 
 @dataclass
@@ -114,8 +129,16 @@ def open_character(result: LoadResult, key: bytes) -> OpenedFile:
         raw = _read(path)
     except UnreadableFile as exc:
         return OpenedFile(path, "", "", statuses, problem=f"{path} {exc}")
-    text = raw.decode("utf-8-sig", errors="replace")
-    return OpenedFile(path, hide_secrets(text, _written(text, character)), _version(raw, key), statuses)
+    decoded = raw.decode("utf-8-sig", errors="replace")
+    text = hide_secrets(decoded, _written(decoded, character))
+    size = len(text.encode()) + text.count("\n")
+    if size > EDITABLE_BYTES:
+        problem = (
+            f"{path} is {size // 1024} KiB, more than the console saves from one page ({EDITABLE_BYTES // 1024} KiB): "
+            "it is shown here to read; edit it in a text editor, then run troupe reload"
+        )
+        return OpenedFile(path, text, "", statuses, problem)
+    return OpenedFile(path, text, _version(raw, key), statuses)
 
 
 def _shown(problems: Sequence[Problem], text: str) -> list[ShownProblem]:

@@ -110,6 +110,13 @@ def _others(agents: Mapping[str, HostedAgent], agent_id: str) -> dict[str, tuple
     return {other: (a.name, a.result.source) for other, a in agents.items() if other != agent_id}
 
 
+_CHANGED_ON_DISK = (
+    "The file changed on disk since this page opened it (saved by someone else, or edited by hand), so it "
+    "was not overwritten. Your text is kept below: copy what you changed, open the page again to see the "
+    "file as it is now, and make your change there."
+)
+
+
 async def save(request: web.Request) -> web.StreamResponse:
     console = console_of(request)
     agent_id = request.match_info["agent_id"]
@@ -119,35 +126,30 @@ async def save(request: web.Request) -> web.StreamResponse:
     if not isinstance(typed, str) or not isinstance(version, str):
         raise web.HTTPBadRequest(text="The form lacks the character's text or its version: reload the page.")
     key = _key(request)
-    opened = await asyncio.to_thread(open_character, agent.result, key)
+    refused = ""
     try:
         outcome = await asyncio.to_thread(
             save_character, agent.result, typed, version, key, _others(console.view.agents, agent_id)
         )
     except FileChanged:
-        return _page(
-            request,
-            agent_id,
-            opened,
-            text=typed,
-            version=version,  # still the old one: saving again is refused again until a reload
-            refused="The file changed on disk since this page opened it (saved by someone else, or edited by "
-            "hand), so it was not overwritten. Your text is kept below: copy what you changed, open the page "
-            "again to see the file as it is now, and make your change there.",
-            status=409,
-        )
+        outcome, refused = SavedFile(), _CHANGED_ON_DISK
     except UnreadableFile as exc:
-        return _page(
-            request,
-            agent_id,
-            opened,
-            text=typed,
-            refused=f"{agent.result.source} {exc}; nothing was written.",
-            status=409,
-        )
-    if outcome.character is None:
-        return _page(request, agent_id, opened, text=typed, version=version, problems=outcome.problems, status=422)
-    return await _saved(request, agent, outcome)
+        outcome, refused = SavedFile(), f"{agent.result.source} {exc}; nothing was written."
+    if outcome.character is not None:
+        return await _saved(request, agent, outcome)
+    # Not saved: the text as typed, with the version it was opened at (a file changed on disk
+    # meanwhile stays refused until the page is opened again).
+    opened = await asyncio.to_thread(open_character, agent.result, key)
+    return _page(
+        request,
+        agent_id,
+        opened,
+        text=typed,
+        version=version,
+        problems=outcome.problems,
+        refused=refused,
+        status=409 if refused else 422,
+    )
 
 
 async def _saved(request: web.Request, agent: HostedAgent, outcome: SavedFile) -> web.StreamResponse:
