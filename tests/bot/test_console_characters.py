@@ -20,7 +20,7 @@ import aiohttp
 import pytest
 
 from bot.config.character import load_characters
-from bot.daemon.console import ConsoleServer
+from bot.daemon.console import ConsoleServer, _character_file
 from bot.daemon.console._character_secrets import PLACEHOLDER
 from bot.daemon.console._json_lines import line_of, path_lines
 from bot.daemon.hosted import HostedAgent, fingerprint
@@ -402,3 +402,33 @@ async def test_a_file_too_large_to_save_from_a_page_is_shown_to_read_only(
     assert re.search(r"<textarea[^>]* readonly>", page)
     assert "Save and restart this character" not in page
     assert json.loads(_textarea(page)) == huge
+
+
+async def test_a_folder_the_daemon_cannot_write_is_said_before_and_at_a_save(
+    console: ConsoleServer,
+    http: aiohttp.ClientSession,
+    view: CharacterView,
+    folder: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    brann_id, form, before = await _edit(http, console, view, "Brann")
+
+    # The rename fails (a read-only file system, a folder of another owner): said, nothing written.
+    def refuse(source: object, target: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "replace", refuse)
+        status, page = await _save(http, console, brann_id, {**form, "text": form["text"].replace("gruff", "kind")})
+        assert status == 409
+        assert f"cannot write {folder / 'brann.json'}: Permission denied; nothing was written." in page
+        assert _textarea(page) == form["text"].replace("gruff", "kind")
+        assert (folder / "brann.json").read_bytes() == before and view.reloads == 0
+        assert sorted(p.name for p in folder.iterdir()) == ["ada.json", "brann.json"]
+
+    # Known before: the editor is shown to read, and says what to do instead.
+    monkeypatch.setattr(_character_file, "_writable", lambda folder: False)
+    async with http.get(f"{console.url}characters/{brann_id}") as response:
+        page = await response.text()
+    assert f"this daemon cannot write to {folder}" in page and "then run troupe reload" in page
+    assert re.search(r"<textarea[^>]* readonly>", page) and "Save and restart this character" not in page

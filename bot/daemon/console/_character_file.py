@@ -33,6 +33,7 @@ from bot.kernel.files import UnreadableFile, read_config_file
 
 __all__ = [
     "EDITABLE_BYTES",
+    "CannotSave",
     "FileChanged",
     "OpenedFile",
     "SavedFile",
@@ -50,6 +51,10 @@ EDITABLE_BYTES = 1000 * 1024
 
 class FileChanged(Exception):
     """The file on disk is not the one the editor opened: someone saved it meanwhile."""
+
+
+class CannotSave(Exception):
+    """The file cannot be read or written now; the message says why, and nothing was written."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,18 @@ def _read(path: Path) -> bytes:
         raise UnreadableFile("no longer exists") from None
 
 
+def _writable(folder: Path) -> bool:
+    """Whether this process may put a new file in ``folder`` (a save is a new file and a rename)."""
+    return os.access(folder, os.W_OK)
+
+
+def _read_only(path: Path) -> str:
+    return (
+        f"this daemon cannot write to {path.parent} (under the systemd unit, /etc/troupe is read-only to "
+        "it), so the file is shown to read; edit it as its owner, then run troupe reload"
+    )
+
+
 def _written(text: str, running: Character) -> dict[Location, object]:
     """The secrets written in the file: from its text, or from the running character's when the
     text on disk does not parse (a hand edit gone wrong) so they stay hidden even then."""
@@ -132,6 +149,8 @@ def open_character(result: LoadResult, key: bytes) -> OpenedFile:
     decoded = raw.decode("utf-8-sig", errors="replace")
     text = hide_secrets(decoded, _written(decoded, character))
     size = len(text.encode()) + text.count("\n")
+    if not _writable(Path(os.path.realpath(path)).parent):
+        return OpenedFile(path, text, "", statuses, _read_only(path))
     if size > EDITABLE_BYTES:
         problem = (
             f"{path} is {size // 1024} KiB, more than the console saves from one page ({EDITABLE_BYTES // 1024} KiB): "
@@ -179,9 +198,9 @@ def _clashes(character: Character, others: Mapping[str, tuple[str, Path]]) -> li
     return []
 
 
-def _checked(content: str, target: Path, temp: Path) -> LoadResult:
-    """``content`` loaded by the loader, from a file beside ``target`` (so relative knowledge and
-    ``file:`` paths mean what they will)."""
+def _checked(content: str, temp: Path) -> LoadResult:
+    """``content`` loaded by the loader from ``temp``, beside the character's file (so relative
+    knowledge and ``file:`` paths mean what they will)."""
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as file:
         file.write(content)
@@ -206,10 +225,23 @@ def save_character(
 
     Raises:
         FileChanged: the file on disk changed since the editor opened it (``version``).
-        UnreadableFile: the file cannot be read now.
+        CannotSave: the file cannot be read, or its folder written, now.
     """
-    running = agent.raise_for_problems()
     target = Path(os.path.realpath(agent.source))  # a linked file is written where it is
+    try:
+        return _save(agent, target, typed, version, key, others)
+    except UnreadableFile as exc:
+        raise CannotSave(f"{agent.source} {exc}; nothing was written") from None
+    except OSError as exc:
+        raise CannotSave(
+            f"cannot write {agent.source}: {exc.strerror or exc.__class__.__name__}; nothing was written"
+        ) from None
+
+
+def _save(
+    agent: LoadResult, target: Path, typed: str, version: str, key: bytes, others: Mapping[str, tuple[str, Path]]
+) -> SavedFile:
+    running = agent.raise_for_problems()
     before = _read(target)
     if not hmac.compare_digest(_version(before, key), version):
         raise FileChanged(str(agent.source))
@@ -230,7 +262,7 @@ def save_character(
             content = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     temp = target.with_name(f".{target.name}.console-{secrets.token_hex(4)}.tmp")  # not .json: no folder scan reads it
     try:
-        result = _checked(content, target, temp)
+        result = _checked(content, temp)
         if parse_error is not None:
             return SavedFile([_parse_problem(parse_error, result.problems, text)])
         character = result.character

@@ -19,6 +19,7 @@ from aiohttp import web
 
 from bot.daemon.console._audit import Change
 from bot.daemon.console._character_file import (
+    CannotSave,
     FileChanged,
     OpenedFile,
     SavedFile,
@@ -30,7 +31,6 @@ from bot.daemon.console._character_secrets import PLACEHOLDER
 from bot.daemon.console._context import NavItem, console_of, record_change, session_of
 from bot.daemon.hosted import HostedAgent
 from bot.kernel.errors import ReloadError
-from bot.kernel.files import UnreadableFile
 
 __all__ = ["NAV", "routes"]
 
@@ -133,8 +133,8 @@ async def save(request: web.Request) -> web.StreamResponse:
         )
     except FileChanged:
         outcome, refused = SavedFile(), _CHANGED_ON_DISK
-    except UnreadableFile as exc:
-        outcome, refused = SavedFile(), f"{agent.result.source} {exc}; nothing was written."
+    except CannotSave as exc:
+        outcome, refused = SavedFile(), f"{exc}."
     if outcome.character is not None:
         return await _saved(request, agent, outcome)
     # Not saved: the text as typed, with the version it was opened at (a file changed on disk
