@@ -25,6 +25,9 @@ async def _open_ada(page: Page, site: ConsoleSite) -> None:
     await expect(page.get_by_role("heading", name="Characters")).to_be_visible()
     await page.get_by_role("link", name="Ada", exact=True).click()
     await expect(page.get_by_role("heading", name="Edit ada.json")).to_be_visible()
+    await expect(page.get_by_role("link", name="Characters", exact=True).first).to_have_attribute(
+        "aria-current", "page"
+    )
 
 
 async def _forged_forms_are_refused(page: Page, site: ConsoleSite, ada_file: Path) -> None:
@@ -107,4 +110,7 @@ async def test_a_character_edited_in_the_browser_answers_with_the_change_and_alo
     logs = s.logs()
     for secret in [*TOKENS.values(), OPENAI_KEY, site.token]:
         assert secret not in logs
-    assert (s.dir / "data" / "console-audit.log").read_text().count('"what": "character saved"') == 1
+    audit = (s.dir / "data" / "console-audit.log").read_text()
+    assert audit.count('"what": "character saved", "detail": "Ada"') == 1
+    for secret in [*TOKENS.values(), OPENAI_KEY, site.token]:
+        assert secret not in audit
