@@ -86,6 +86,7 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)  # no .env of the checkout's
     monkeypatch.setenv("ADA_OPENAI_KEY", OPENAI_KEY)
     monkeypatch.delenv("DISCORD_API_TOKEN", raising=False)
+    (tmp_path / ".env").write_text(f"ELEVENLABS_XI_API_KEY={ELEVEN_KEY}\n")
     chars = tmp_path / "characters"
     chars.mkdir()
     (chars / "ada.json").write_text(json.dumps(_ada()))
@@ -174,7 +175,14 @@ async def test_the_list_and_the_editor_show_each_secret_as_set_or_not_and_where_
     assert shown["settings"]["ELEVENLABS_API_KEY"] == PLACEHOLDER
     assert shown["settings"]["TELEGRAM_POLL_TIMEOUT_S"] == "1" and shown["bio"] == ["Ada is a test character."]
     rows = dict(re.findall(r'<tr data-secret="(\w+)">(.*?)</tr>', page, re.S))
-    assert set(rows) == {"DISCORD_API_TOKEN", "ELEVENLABS_API_KEY", "OPENAI_API_KEY", "TELEGRAM_BOT_TOKEN"}
+    assert set(rows) == {
+        "DISCORD_API_TOKEN",
+        "ELEVENLABS_API_KEY",
+        "ELEVENLABS_XI_API_KEY",
+        "OPENAI_API_KEY",
+        "TELEGRAM_BOT_TOKEN",
+    }
+    assert "set</span>" in rows["ELEVENLABS_XI_API_KEY"] and "<td>.env</td>" in rows["ELEVENLABS_XI_API_KEY"]
     assert "set</span>" in rows["TELEGRAM_BOT_TOKEN"] and "in the file (settings.secrets)" in rows["TELEGRAM_BOT_TOKEN"]
     assert "settings.secrets: env:ADA_OPENAI_KEY, from the daemon&#39;s environment" in rows["OPENAI_API_KEY"]
     assert "in the file (settings)" in rows["ELEVENLABS_API_KEY"]

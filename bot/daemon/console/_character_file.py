@@ -32,14 +32,14 @@ from bot.kernel.errors import ConfigError, Problem
 from bot.kernel.files import UnreadableFile, read_config_file
 
 __all__ = [
-    "EDITABLE_BYTES",
     "CannotSave",
+    "EDITABLE_BYTES",
     "FileChanged",
+    "open_character",
     "OpenedFile",
+    "save_character",
     "SavedFile",
     "ShownProblem",
-    "open_character",
-    "save_character",
 ]
 
 #: The longest line of the file shown under a problem.

@@ -20,14 +20,14 @@ from bot.config.secrets import is_reference, resolve_secret
 from bot.kernel.errors import Problem, SecretReferenceError
 
 __all__ = [
-    "PLACEHOLDER",
-    "WELL_KNOWN_SECRETS",
-    "SecretStatus",
     "hide_secrets",
     "json_path",
+    "PLACEHOLDER",
     "put_back_secrets",
     "secret_statuses",
     "secrets_written_in",
+    "SecretStatus",
+    "WELL_KNOWN_SECRETS",
 ]
 
 #: What the editor shows instead of a secret written in the file.
@@ -188,4 +188,6 @@ def secret_statuses(
     """
     keys = {*WELL_KNOWN_SECRETS, *character.secrets, *character.settings_secrets}
     keys.update(key for key in character.settings if key != "secrets" and _SECRET_NAME.search(key))
+    # ElevenLabs has had two key names (ELEVENLABS_XI_API_KEY for plugin-elevenlabs 0.x): show the one set.
+    keys.update(key for key in environ if key.startswith("ELEVENLABS_") and _SECRET_NAME.search(key))
     return [_status(key, character, base_dir, process_env, environ) for key in sorted(keys)]
