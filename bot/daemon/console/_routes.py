@@ -7,15 +7,15 @@ from pathlib import Path
 from aiohttp import web
 
 from bot.daemon.console._context import NavItem
-from bot.daemon.console.pages import login, status, why
+from bot.daemon.console.pages import characters, login, status, why
 
 __all__ = ["NAV", "STATIC", "add_routes"]
 
 STATIC = Path(__file__).parent / "static"
 #: The nav bar, in order.
-NAV: list[NavItem] = [status.NAV, why.NAV]
+NAV: list[NavItem] = [status.NAV, why.NAV, characters.NAV]
 
 
 def add_routes(app: web.Application) -> None:
-    app.router.add_routes([*login.routes(), *status.routes(), *why.routes()])
+    app.router.add_routes([*login.routes(), *status.routes(), *why.routes(), *characters.routes()])
     app.router.add_static("/static/", STATIC, append_version=False)
