@@ -22,6 +22,18 @@ from bot.store._health import CORRUPT_RECOVERY, StoreHealth, StoreState, classif
 from bot.store._leases import Lease, LeaseRecord, Leases
 from bot.store._memories import DEDUP_THRESHOLD
 from bot.store._migrations import SCHEMA_VERSION
+from bot.store._people import (
+    AmbiguousPerson,
+    NoSuchPerson,
+    PersonMemory,
+    find_person,
+    forgotten_lines,
+    known_people,
+    person_label,
+    person_name,
+    recall_person,
+    speaker_names,
+)
 from bot.store._protocol import (
     AgentRecords,
     CacheStore,
@@ -60,6 +72,7 @@ from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, DIMENSION_MAP
 __all__ = [
     "AgentRecords",
     "AgentStore",
+    "AmbiguousPerson",
     "CORRUPT_RECOVERY",
     "CacheStore",
     "CharacterFile",
@@ -87,7 +100,9 @@ __all__ = [
     "MemoryExport",
     "MemoryStore",
     "MessageHandling",
+    "NoSuchPerson",
     "Participation",
+    "PersonMemory",
     "RoomSharing",
     "RoomStore",
     "Roster",
@@ -105,9 +120,16 @@ __all__ = [
     "classify",
     "copy_store",
     "copy_to_postgres",
+    "find_person",
+    "forgotten_lines",
     "fts_query",
     "is_postgres_url",
+    "known_people",
+    "person_label",
+    "person_name",
+    "recall_person",
     "redacted_url",
+    "speaker_names",
 ]
 
 
