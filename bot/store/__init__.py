@@ -66,6 +66,7 @@ from bot.store._values import (
     MemoryExport,
     MessageHandling,
     Participation,
+    StoredKnowledgeSource,
 )
 from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, DIMENSION_MAP
 
@@ -113,6 +114,7 @@ __all__ = [
     "StoreHealth",
     "StoreScope",
     "StoreState",
+    "StoredKnowledgeSource",
     "TaskStore",
     "TraceStore",
     "application_name",
