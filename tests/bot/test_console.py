@@ -74,6 +74,9 @@ class FakeDaemon:
     async def reload(self) -> dict[str, Any]:
         raise AssertionError("the console does not reload yet")
 
+    async def checkpoint(self) -> bool:
+        return True
+
 
 def settings(tmp_path: Path, **values: Any) -> DaemonSettings:
     return DaemonSettings(
