@@ -240,7 +240,7 @@ async def test_knowledge_lists_its_sources_and_tries_a_search(site: Site, http: 
     ada = site.ada.agent_id
     page = await get(http, site.url(f"/knowledge/{ada}"))
     words = text_of(page)
-    assert re.search(r"Last sync: \d{4}-\d\d-\d\d \d\d:\d\d UTC: 1 files and 1 facts, 2 fragments", words)
+    assert re.search(r"Last sync: \d{4}-\d\d-\d\d \d\d:\d\d UTC: 1 file and 1 fact, 2 fragments", words)
     row = re.search(r'data-source="ada-knowledge/bees.md".*?</tr>', page, re.S)
     assert row is not None and str(site.folder / "bees.md") in row.group(0)
     assert re.search(r"ada-knowledge/bees.md .* file 1 \d+ B", text_of(row.group(0)))
@@ -250,7 +250,7 @@ async def test_knowledge_lists_its_sources_and_tries_a_search(site: Site, http: 
     page = await get(http, site.url(f"/knowledge/{ada}?q=Where+are+the+hives%3F"))
     found = text_of(page.split('class="found"')[1].split("</table>")[0])
     assert re.search(
-        r"Score Fragment Similarity Keyword Vector 0\.\d{4} ada-knowledge/bees.md .*old mill\. — #1 —", found
+        r"Score Fragment Similarity Keyword Vector 0\.\d{4} ada-knowledge/bees.md # Bees .*old mill\. — #1 —", found
     )
     words = text_of(await get(http, site.url(f"/knowledge/{ada}?q=submarines")))
     assert "Nothing in Ada's knowledge matches “submarines”: it would say it does not know" in words
@@ -277,7 +277,7 @@ async def test_an_uploaded_file_is_saved_synced_searchable_and_audited(
     assert 'data-source="ada-knowledge/ferry.md"' in page
 
     found = text_of(await get(http, site.url(f"/knowledge/{ada}?q=When+does+the+ferry+to+Tarrow+leave")))
-    assert "ada-knowledge/ferry.md [ada-knowledge/ferry.md] The ferry to Tarrow leaves at 7:40 from pier nine." in found
+    assert "ada-knowledge/ferry.md The ferry to Tarrow leaves at 7:40 from pier nine." in found
 
     async with http.post(site.url(f"/knowledge/{ada}/resync"), data={"csrf": csrf}) as response:
         assert response.status == 200

@@ -63,9 +63,18 @@ def _sync_line(sync: KnowledgeSync | None) -> str:
     if sync.skipped:
         parts.append(f"{sync.skipped} skipped (the log says why)")
     return (
-        f"{when(sync.finished_at)}: {sync.files} files and {sync.facts} facts, {sync.fragments} fragments "
-        f"({', '.join(parts)}) in {sync.seconds:.1f} s"
+        f"{when(sync.finished_at)}: {_count(sync.files, 'file')} and {_count(sync.facts, 'fact')}, "
+        f"{_count(sync.fragments, 'fragment')} ({', '.join(parts)}) in {sync.seconds:.1f} s"
     )
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}" if n == 1 else f"{n} {thing}s"
+
+
+def _body(title: str, text: str) -> str:
+    """A fragment's text without the title line every fragment of a file starts with."""
+    return text.removeprefix(f"[{title}]\n")
 
 
 async def _render(
@@ -85,7 +94,7 @@ async def _render(
         found = [
             {
                 "title": m.title or "—",
-                "text": m.text,
+                "text": _body(m.title, m.text),
                 "score": f"{m.score:.4f}",
                 "similarity": "—" if m.similarity is None else f"{m.similarity:.2f}",
                 "keyword": "—" if m.keyword_rank is None else f"#{m.keyword_rank}",
