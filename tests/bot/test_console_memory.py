@@ -184,6 +184,17 @@ async def test_memory_shows_the_people_a_person_and_a_search(site: Site, http: a
     assert "search with at most 500" in text_of(page)
 
 
+async def test_a_long_list_of_people_is_cut_saying_how_to_reach_the_rest(
+    site: Site, http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bot.daemon.console.pages import memory
+
+    monkeypatch.setattr(memory, "_PEOPLE_SHOWN", 1)
+    await log_in(http, site.console)
+    page = await get(http, site.url(f"/memory/{site.ada.agent_id}"))
+    assert page.count("data-person=") == 1 and "… and 1 more: troupe memory show lists everyone" in text_of(page)
+
+
 async def test_a_character_that_is_not_running_or_unknown_gets_a_page_saying_so(
     site: Site, http: aiohttp.ClientSession
 ) -> None:

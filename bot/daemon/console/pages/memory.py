@@ -33,6 +33,8 @@ NAV = NavItem("Memory", "/memory")
 _SEARCH_LIMIT = 30
 #: Longest search the page takes (a question, not a document).
 _QUERY_LIMIT = 500
+#: Most people the list shows; the rest are reached by name (the search, or the CLI).
+_PEOPLE_SHOWN = 500
 
 
 def routes() -> list[web.RouteDef]:
@@ -95,9 +97,10 @@ async def people(request: web.Request) -> web.StreamResponse:
         error = f"That search is {len(query)} characters long; search with at most {_QUERY_LIMIT}."
     elif query:
         found = await _lines(store, await store.search_all_memories_by_text(query, count=_SEARCH_LIMIT))
+    everyone = await known_people(store)
     known = [
         {"id": e.id, "name": person_name(e), "names": ", ".join(dict.fromkeys(n for n in e.names if n)) or "—"}
-        for e in await known_people(store)
+        for e in everyone[:_PEOPLE_SHOWN]
     ]
     return console_of(request).render(
         request,
@@ -106,6 +109,7 @@ async def people(request: web.Request) -> web.StreamResponse:
             "characters": choices(request),
             "chosen": chosen,
             "people": known,
+            "more": len(everyone) - len(known),
             "query": query,
             "found": found,
             "error": error,
