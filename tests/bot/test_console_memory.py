@@ -180,6 +180,8 @@ async def test_memory_shows_the_people_a_person_and_a_search(site: Site, http: a
     found = text_of(page.split('class="memories found"')[1].split("</table>")[0])
     assert "I grow potatoes" in found and "my potatoes are secret" in found and "Sundays" not in found
     assert "No memory of Ada holds “beetroot”" in text_of(await get(http, site.url(f"/memory/{ada}?q=beetroot")))
+    # Words are words: quotes and search operators find nothing special, and break nothing.
+    assert "I grow potatoes" in text_of(await get(http, site.url(f"/memory/{ada}?q=%22grow%22+AND+*+NEAR(")))
     page = await get(http, site.url(f"/memory/{ada}?q={'x' * 501}"), status=400)
     assert "search with at most 500" in text_of(page)
 
