@@ -299,6 +299,13 @@ class Daemon:
         """The agents this daemon runs (or tried to), by agent id, in start order (``Agents``)."""
         return self._agents
 
+    async def checkpoint(self) -> bool:
+        """Empty the database's write-ahead log after a forget (``ConsoleView``): True when it was
+        emptied, False when a reader held it (a later checkpoint finishes the job)."""
+        if self._db is None:
+            return False
+        return await self._db.checkpoint()
+
     async def troupe(self) -> Mapping[str, object] | None:
         """The whole troupe, read from the shared database now (``DaemonView``); None on SQLite."""
         if self.cluster is None or self._db is None:  # the database is closed: the daemon is stopping

@@ -166,10 +166,19 @@ from bot.runtime.events import (
     WorldConnected,
     WorldJoined,
 )
+from bot.runtime.knowledge_base import KNOWLEDGE_BASE, KnowledgeBase, KnowledgeMatch, KnowledgeSync, UploadRefused
 from bot.runtime.refusals import TokenRefusal, TokenRefused
 from bot.runtime.speech import speech, synthesize, transcribe
 from bot.runtime.tracing import MessageTracer, note_model_call, tracing
-from bot.store import JSONValue, KnowledgeDocument, KnowledgeSourceRecord, Store, StoreState, classify
+from bot.store import (
+    JSONValue,
+    KnowledgeDocument,
+    KnowledgeSourceRecord,
+    Store,
+    StoredKnowledgeSource,
+    StoreState,
+    classify,
+)
 
 __all__ = [
     "ABORT",
@@ -237,8 +246,12 @@ __all__ = [
     "is_uuid",
     "JSON",
     "JSONValue",
+    "KNOWLEDGE_BASE",
+    "KnowledgeBase",
     "KnowledgeDocument",
+    "KnowledgeMatch",
     "KnowledgeSourceRecord",
+    "KnowledgeSync",
     "LinkState",
     "load",
     "MAX_AUDIO_BYTES",
@@ -331,6 +344,7 @@ __all__ = [
     "State",
     "Status",
     "Store",
+    "StoredKnowledgeSource",
     "StoreError",
     "StoreState",
     "string_to_uuid",
@@ -354,6 +368,7 @@ __all__ = [
     "unique_uuid",
     "Units",
     "UnreadablePdf",
+    "UploadRefused",
     "utf16_len",
     "VoiceEnded",
     "VoiceStarted",

@@ -22,6 +22,18 @@ from bot.store._health import CORRUPT_RECOVERY, StoreHealth, StoreState, classif
 from bot.store._leases import Lease, LeaseRecord, Leases
 from bot.store._memories import DEDUP_THRESHOLD
 from bot.store._migrations import SCHEMA_VERSION
+from bot.store._people import (
+    AmbiguousPerson,
+    NoSuchPerson,
+    PersonMemory,
+    find_person,
+    forgotten_lines,
+    known_people,
+    person_label,
+    person_name,
+    recall_person,
+    speaker_names,
+)
 from bot.store._protocol import (
     AgentRecords,
     CacheStore,
@@ -55,12 +67,14 @@ from bot.store._values import (
     MemoryExport,
     MessageHandling,
     Participation,
+    StoredKnowledgeSource,
 )
 from bot.store._vectors import DEFAULT_EMBEDDING_DIMENSION, DIMENSION_MAP
 
 __all__ = [
     "AgentRecords",
     "AgentStore",
+    "AmbiguousPerson",
     "CORRUPT_RECOVERY",
     "CacheStore",
     "CharacterFile",
@@ -88,7 +102,9 @@ __all__ = [
     "MemoryExport",
     "MemoryStore",
     "MessageHandling",
+    "NoSuchPerson",
     "Participation",
+    "PersonMemory",
     "RoomSharing",
     "RoomStore",
     "Roster",
@@ -99,6 +115,7 @@ __all__ = [
     "StoreHealth",
     "StoreScope",
     "StoreState",
+    "StoredKnowledgeSource",
     "TaskStore",
     "TraceLookup",
     "TraceStore",
@@ -107,11 +124,18 @@ __all__ = [
     "classify",
     "copy_store",
     "copy_to_postgres",
+    "find_person",
+    "forgotten_lines",
     "fts_query",
     "is_postgres_url",
+    "known_people",
     "look_up_traces",
     "newest_first",
+    "person_label",
+    "person_name",
+    "recall_person",
     "redacted_url",
+    "speaker_names",
 ]
 
 

@@ -39,7 +39,7 @@ from bot.kernel.ids import string_to_uuid
 from bot.kernel.types import JSON, now_ms
 from bot.store._dialect import Statements, Step, Unit
 from bot.store._rows import dumps, json_text
-from bot.store._values import SHARED_KNOWLEDGE_ID, KnowledgeDocument, KnowledgeSourceRecord
+from bot.store._values import SHARED_KNOWLEDGE_ID, KnowledgeDocument, KnowledgeSourceRecord, StoredKnowledgeSource
 
 __all__ = [
     "DOCUMENTS",
@@ -216,6 +216,29 @@ class KnowledgeMixin(KnowledgeScopes, Statements):
         )
         counts = {r["type"]: int(r["n"]) for r in rows}
         return counts.get(DOCUMENTS, 0), counts.get(FRAGMENTS, 0)
+
+    async def list_knowledge_sources(self) -> list[StoredKnowledgeSource]:
+        """This agent's sources, own and its claims on shared ones, each with its document's title
+        and fragment count, by source key."""
+        rows = await self._rows(
+            "SELECT s.scope_id, s.source, s.size, s.updated_at, {json_text:d.content.text} AS title, "
+            "  (SELECT count(*) FROM memories f WHERE f.agent_id = s.scope_id AND f.type = ? "
+            "   AND {json_text:f.metadata.documentId} = s.document_id) AS fragments "
+            "FROM knowledge_sources s JOIN memories d ON d.id = s.document_id AND d.agent_id = s.scope_id "
+            "WHERE s.owner_id = ? AND s.scope_id IN (?, ?) ORDER BY s.source{by_code_point}",
+            (FRAGMENTS, self._agent_id, *self.knowledge_scopes),
+        )
+        return [
+            StoredKnowledgeSource(
+                r["source"],
+                r["title"] or "",
+                r["scope_id"] == SHARED_KNOWLEDGE_ID,
+                int(r["fragments"]),
+                r["size"],
+                int(r["updated_at"]),
+            )
+            for r in rows
+        ]
 
     async def has_knowledge(self) -> bool:
         """Whether this agent has any knowledge fragment to search (its own or shared)."""

@@ -39,7 +39,14 @@ from bot.store._health import StoreHealth
 from bot.store._leases import Leases
 from bot.store._roster import Roster
 from bot.store._sharing import RoomSharing
-from bot.store._values import Forgotten, KnowledgeDocument, KnowledgeSourceRecord, MemoryExport, MessageHandling
+from bot.store._values import (
+    Forgotten,
+    KnowledgeDocument,
+    KnowledgeSourceRecord,
+    MemoryExport,
+    MessageHandling,
+    StoredKnowledgeSource,
+)
 
 __all__ = [
     "AgentRecords",
@@ -378,6 +385,7 @@ class KnowledgeStore(StoreScope, Protocol):
     async def set_knowledge_vectors(self, vectors: Sequence[tuple[str, Sequence[float]]]) -> int: ...
     async def count_knowledge(self) -> tuple[int, int]: ...
     async def has_knowledge(self) -> bool: ...
+    async def list_knowledge_sources(self) -> list[StoredKnowledgeSource]: ...
     async def search_knowledge(
         self, embedding: Sequence[float], *, count: int = 20, match_threshold: float | None = None
     ) -> list[Memory]: ...

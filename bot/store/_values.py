@@ -19,6 +19,7 @@ __all__ = [
     "MessageHandling",
     "Participation",
     "SHARED_KNOWLEDGE_ID",
+    "StoredKnowledgeSource",
     "parse_room_state",
 ]
 
@@ -54,6 +55,25 @@ class KnowledgeSourceRecord:
     content_hash: str
     size: int | None = None
     mtime_ns: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredKnowledgeSource:
+    """One source of an agent's knowledge as stored: what it is, its document and how many
+    fragments it gives the searches."""
+
+    source: str
+    """``file:<absolute path>`` or ``text:<sha256>``."""
+    title: str
+    """The document's title: the file's name (with its folders below the listed folder), or the
+    start of a fact."""
+    shared: bool
+    """In the shared scope (a claim of this agent's on it), rather than the agent's own."""
+    fragments: int
+    size: int | None
+    """The file's size in bytes when it was last read (None for a fact)."""
+    updated_at: int
+    """When it was last stored or found unchanged with a new mtime (ms)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,16 +17,30 @@ import enum
 import logging
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.sdk import AgentReloaded, ExponentialBackoff, RuntimeState, ServiceKey, StoreState, classify
+from bot.sdk import (
+    AgentReloaded,
+    ExponentialBackoff,
+    KnowledgeMatch,
+    KnowledgeSync,
+    ModelType,
+    RuntimeState,
+    ServiceKey,
+    StoreState,
+    UploadRefused,
+    classify,
+    now_ms,
+)
 
-from ._config import KnowledgeConfig
+from ._config import KnowledgeConfig, roots
 from ._ingest import SyncReport, sync
 from ._search import Hit, search
+from ._upload import check_name, save_upload
 
 if TYPE_CHECKING:
-    from bot.sdk import AgentRuntime
+    from bot.sdk import AgentRuntime, StoredKnowledgeSource
 
 __all__ = ["KNOWLEDGE", "KnowledgeService", "SyncState"]
 
@@ -57,6 +71,7 @@ class KnowledgeService:
         self.config = config
         self.last: SyncReport | None = None
         """What the last finished sync did."""
+        self._last_sync: KnowledgeSync | None = None
         self.state = SyncState.IDLE
         self._idle = asyncio.Event()  # set exactly while state is IDLE
         self._idle.set()
@@ -139,6 +154,7 @@ class KnowledgeService:
                 continue
             backoff.reset()
             self.last = report
+            self._last_sync = _summary(report)
             self._known = None  # ask the store again
             if report.files or report.facts or report.removed or report.fragments:
                 _log.info("%s", report.line(name))
@@ -160,6 +176,90 @@ class KnowledgeService:
     async def search(self, query: str, vector: Sequence[float] | None = None) -> list[Hit]:
         """The fragments (own and shared) that best answer ``query``; see plugins/knowledge/_search.py."""
         return await search(self.runtime.store, self.config, query, vector, agent=self.runtime.character.name)
+
+    # -- the KnowledgeBase the console manages it through ------------------------------------------
+
+    @property
+    def max_file_bytes(self) -> int:
+        return self.config.max_file_bytes
+
+    @property
+    def syncing(self) -> bool:
+        return self.state is SyncState.SYNCING
+
+    @property
+    def last_sync(self) -> KnowledgeSync | None:
+        return self._last_sync
+
+    async def sources(self) -> list[StoredKnowledgeSource]:
+        return await self.runtime.store.list_knowledge_sources()
+
+    async def upload_folder(self) -> Path | None:
+        """The first folder of the character's own (not shared) knowledge: a ``directory`` item
+        or KNOWLEDGE_PATH naming a folder."""
+        own = [root.path for root in roots(self.runtime) if not root.shared]
+        return next((p for p in await asyncio.to_thread(lambda: [p for p in own if p.is_dir()])), None)
+
+    async def add_file(self, filename: str, data: bytes) -> Path:
+        name = check_name(filename)
+        if len(data) > self.config.max_file_bytes:
+            raise UploadRefused(
+                f"{name} is {len(data) / 1024 / 1024:.1f} MB, over the {self.config.max_file_mb:g} MB knowledge "
+                "reads (KNOWLEDGE_MAX_FILE_MB); split it or raise the setting"
+            )
+        folder = await self.upload_folder()
+        if folder is None:
+            raise UploadRefused(
+                f"{self.runtime.character.name} has no knowledge folder to save it in: add "
+                '{"directory": "knowledge"} (a folder next to its character file) to the knowledge of its '
+                "character file, or set KNOWLEDGE_PATH to a folder, then reload"
+            )
+        path = await asyncio.to_thread(save_upload, folder, name, data)
+        _log.info("%s: knowledge: %s added", self.runtime.character.name, path)
+        return path
+
+    async def resync(self) -> KnowledgeSync | None:
+        self.request_sync()
+        await self.wait()
+        return self._last_sync
+
+    async def try_search(self, query: str) -> list[KnowledgeMatch]:
+        """As the KNOWLEDGE provider searches: the question's vector (when there is an embedding
+        model and it answers) and its words."""
+        vector: list[float] | None = None
+        if self.runtime.has_model(ModelType.TEXT_EMBEDDING) and query.strip():
+            try:
+                vector = await self.runtime.use_model(ModelType.TEXT_EMBEDDING, {"text": query})
+            except Exception as exc:  # noqa: BLE001 - a failed embedding leaves the keyword search
+                _log.info("%s: knowledge: trial search by keywords only (%s)", self.runtime.character.name, exc)
+        shared_scope = self.runtime.store.knowledge_scopes[1]
+        return [
+            KnowledgeMatch(
+                title=hit.memory.metadata.title or "",
+                text=hit.text,
+                score=hit.score,
+                similarity=hit.similarity,
+                keyword_rank=hit.keyword_rank,
+                vector_rank=hit.vector_rank,
+                shared=hit.memory.agent_id == shared_scope,
+            )
+            for hit in await self.search(query, vector)
+        ]
+
+
+def _summary(report: SyncReport) -> KnowledgeSync:
+    return KnowledgeSync(
+        finished_at=now_ms(),
+        seconds=report.seconds,
+        files=report.files,
+        facts=report.facts,
+        fragments=report.fragments,
+        new=report.new,
+        changed=report.changed,
+        removed=report.removed,
+        skipped=report.skipped,
+        problems=tuple(report.problems),
+    )
 
 
 #: The service under which the knowledge plugin offers a character's knowledge.

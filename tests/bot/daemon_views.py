@@ -73,3 +73,6 @@ class FakeDaemon:
         if self.reload_error is not None:
             raise self.reload_error
         return {"started": ["Cleo"], "stopped": [], "restarted": [], "unchanged": ["Ada"], "kept": [], "failed": []}
+
+    async def checkpoint(self) -> bool:
+        return True

@@ -50,25 +50,25 @@ async def find_room(store: Store, room_id: str | None) -> str | None:
 
 
 def label(entity: Entity) -> str:
-    names = ", ".join(dict.fromkeys(n for n in entity.names if n)) or "no name"
-    return f"{names} ({entity.id})"
+    from bot.store import person_label
+
+    return person_label(entity)
 
 
 async def find_entity(store: Store, wanted: str | None) -> Entity | None:
+    from bot.store import AmbiguousPerson, NoSuchPerson, find_person
+
     if wanted is None:
         return None
-    text = wanted.strip()
-    found = await store.get_entity(text.lower())
-    if found is not None:
-        return found
-    similar = await store.search_entities_by_name(text, limit=1000)
-    exact = [e for e in similar if any(n.casefold() == text.casefold() for n in e.names)]
-    if len(exact) == 1:
-        return exact[0]
-    if exact:
-        listed = "\n".join(f"  {label(e)}" for e in exact)
-        raise Stop(EXIT_CONFIG, f"{len(exact)} people are called {wanted!r}; give one of their ids:\n{listed}")
-    hint = ""
-    if similar:
-        hint = "; did you mean: " + "; ".join(label(e) for e in similar[:10])
-    raise Stop(EXIT_NOT_FOUND, f"no one called {wanted!r} for this agent{hint}")
+    try:
+        return await find_person(store, wanted)
+    except AmbiguousPerson as exc:
+        listed = "\n".join(f"  {label(e)}" for e in exc.candidates)
+        raise Stop(
+            EXIT_CONFIG, f"{len(exc.candidates)} people are called {wanted!r}; give one of their ids:\n{listed}"
+        ) from None
+    except NoSuchPerson as exc:
+        hint = ""
+        if exc.similar:
+            hint = "; did you mean: " + "; ".join(label(e) for e in exc.similar[:10])
+        raise Stop(EXIT_NOT_FOUND, f"no one called {wanted!r} for this agent{hint}") from None

@@ -18,17 +18,6 @@ if TYPE_CHECKING:
 __all__ = ["forget"]
 
 
-def _describe(result: Forgotten) -> list[str]:
-    lines = []
-    if result.memories:
-        lines.append("memories: " + ", ".join(f"{t} {n}" for t, n in sorted(result.memories.items())))
-    if result.rows:
-        lines.append("other rows: " + ", ".join(f"{t} {n}" for t, n in sorted(result.rows.items())))
-    if result.edited:
-        lines.append("kept, with the id removed: " + ", ".join(f"{t} {n}" for t, n in sorted(result.edited.items())))
-    return lines
-
-
 async def _confirm(question: str) -> bool:
     answer = await ask(question)
     if answer is None:  # Ctrl-D: no
@@ -42,6 +31,8 @@ Remove = Callable[[bool], Awaitable["Forgotten"]]
 
 
 async def forget(db: StoreBackend, store: Store, args: argparse.Namespace) -> int:
+    from bot.store import forgotten_lines
+
     agent = await store.get_agent()
     agent_name = agent.name if agent else store.agent_id
     what, remove = await _chosen(store, args, agent_name)
@@ -50,7 +41,7 @@ async def forget(db: StoreBackend, store: Store, args: argparse.Namespace) -> in
         print(f"nothing to forget: {agent_name} stores nothing about {what}")
         return EXIT_NOT_FOUND
     print(f"Forgetting {what} deletes from {agent_name}'s memory in {db.path}:")
-    for line in _describe(planned):
+    for line in forgotten_lines(planned):
         print(f"  {line}")
     if args.dry_run:
         print("dry run: nothing was deleted")
@@ -116,10 +107,10 @@ async def _allowed(args: argparse.Namespace) -> bool:
 
 def _report(what: str, done: Forgotten, *, knowledge: bool, emptied: bool) -> None:
     """What went, and where copies of it may still be."""
-    from bot.store import KNOWLEDGE_TABLES
+    from bot.store import KNOWLEDGE_TABLES, forgotten_lines
 
     print(f"Forgot {what}:")
-    for line in _describe(done):
+    for line in forgotten_lines(done):
         print(f"  {line}")
     if knowledge and set(done.memories) & set(KNOWLEDGE_TABLES):
         print(

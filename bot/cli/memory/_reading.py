@@ -32,20 +32,13 @@ def one_line(text: str, width: int = _TEXT_WIDTH) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-async def _names(store: Store, memories: Sequence[Memory]) -> dict[str, str]:
-    ids = list(dict.fromkeys(m.entity_id for m in memories if m.entity_id))
-    agent = await store.get_agent()
-    names = {store.agent_id: agent.name if agent else "agent"}
-    for entity in await store.get_entities_by_ids([i for i in ids if i != store.agent_id]):
-        names[entity.id] = next((n for n in entity.names if n), entity.id)
-    return names
-
-
 async def _print_memories(store: Store, memories: Sequence[Memory], as_json: bool) -> None:
     if as_json:
         print(json.dumps([memory_json(m) for m in memories], ensure_ascii=False, indent=2))
         return
-    names = await _names(store, memories)
+    from bot.store import speaker_names
+
+    names = await speaker_names(store, memories)
     room_ids = list(dict.fromkeys(m.room_id for m in memories if m.room_id))
     rooms = {room.id: room.name or room.id[:8] for room in await store.get_rooms_by_ids(room_ids)}
     for m in memories:
@@ -87,6 +80,8 @@ async def list_memories(store: Store, args: argparse.Namespace) -> int:
 
 
 async def show(store: Store) -> int:
+    from bot.store import known_people
+
     agent = await store.get_agent()
     counts = await store.count_memories_by_table()
     print(f"{agent.name if agent else store.agent_id} ({store.agent_id})")
@@ -95,9 +90,8 @@ async def show(store: Store) -> int:
     for room, n in await store.get_rooms_with_counts():
         print(f"  {room.id}  {room.type.value:<11} {one_line(room.name or '-', 40):<40} {n} memories")
     print("people:")
-    for entity in await store.search_entities_by_name("", limit=100_000):
-        if entity.id != store.agent_id:
-            print(f"  {entity.id}  {', '.join(n for n in entity.names if n) or '-'}")
+    for entity in await known_people(store):
+        print(f"  {entity.id}  {', '.join(n for n in entity.names if n) or '-'}")
     return 0
 
 

@@ -7,15 +7,16 @@ from pathlib import Path
 from aiohttp import web
 
 from bot.daemon.console._context import NavItem
-from bot.daemon.console.pages import characters, login, status, why
+from bot.daemon.console.pages import characters, knowledge, login, memory, status, why
 
 __all__ = ["NAV", "STATIC", "add_routes"]
 
 STATIC = Path(__file__).parent / "static"
 #: The nav bar, in order.
-NAV: list[NavItem] = [status.NAV, why.NAV, characters.NAV]
+NAV: list[NavItem] = [status.NAV, why.NAV, characters.NAV, memory.NAV, knowledge.NAV]
 
 
 def add_routes(app: web.Application) -> None:
-    app.router.add_routes([*login.routes(), *status.routes(), *why.routes(), *characters.routes()])
+    pages = (login, status, why, characters, memory, knowledge)
+    app.router.add_routes([route for page in pages for route in page.routes()])
     app.router.add_static("/static/", STATIC, append_version=False)

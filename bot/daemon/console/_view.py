@@ -19,3 +19,8 @@ class ConsoleView(DaemonView, Protocol):
         """The agents this daemon runs (or tried to), by agent id, in start order: each with its
         runtime (its store, its character) while it runs."""
         ...
+
+    async def checkpoint(self) -> bool:
+        """Empty the database's write-ahead log, so that what was forgotten leaves no copy there:
+        True when emptied, False when another reader held it (a later checkpoint finishes)."""
+        ...

@@ -161,3 +161,26 @@ async def test_forgetting_an_agents_knowledge_takes_its_own_and_its_shared_claim
     assert (await shared.forget_knowledge()).memories == {"documents": 1, "knowledge": 1}
     assert await store_b.count_knowledge() == (1, 1)  # B's own stays
     assert await store_b.get_knowledge_sources(shared=True) == {}
+
+
+async def test_sources_are_listed_with_their_title_scope_and_fragment_count(store: Store, store_b: Store) -> None:
+    await store.put_knowledge_document(doc("d1", "one", "two", "three", title="guide.md"), src("file:/guide.md", "d1"))
+    await store.put_knowledge_document(None, src("file:/copy.md", "d1"))  # the same content elsewhere
+    await store.put_knowledge_document(doc("s1", "rules", title="rules.md"), src("file:/rules.md", "s1"), shared=True)
+    await store_b.put_knowledge_document(doc("b1", "hers", title="hers.md"), src("file:/hers.md", "b1"))
+    listed = await store.list_knowledge_sources()
+    assert [(s.source, s.title, s.shared, s.fragments, s.size) for s in listed] == [
+        ("file:/copy.md", "guide.md", False, 3, 10),
+        ("file:/guide.md", "guide.md", False, 3, 10),
+        ("file:/rules.md", "rules.md", True, 1, 10),
+    ]
+    assert all(s.updated_at > 0 for s in listed)
+    # Another agent's claim on the shared document is its own, not listed here.
+    await store_b.put_knowledge_document(None, src("file:/rules-b.md", "s1"), shared=True)
+    assert [s.source for s in await store.list_knowledge_sources()] == [
+        "file:/copy.md",
+        "file:/guide.md",
+        "file:/rules.md",
+    ]
+    assert await store.forget_knowledge_sources(["file:/guide.md", "file:/copy.md"]) == 1
+    assert [s.source for s in await store.list_knowledge_sources()] == ["file:/rules.md"]
