@@ -137,7 +137,13 @@ class Daemon:
         return [a.runtime for a in self._agents.values() if a.runtime is not None and a.state is AgentState.RUNNING]
 
     def _plans_for(self, result: LoadResult) -> list[PlatformPlan]:
-        return plans_for(result, self.environ)
+        return plans_for(result, self.environ, console=self.console_on)
+
+    @property
+    def console_on(self) -> bool:
+        """The console is served (``TROUPE_CONSOLE_PORT`` not 0): every character also runs on
+        the web platform, its Chat page."""
+        return bool(self.settings.console_port)
 
     def plan(self) -> list[PlatformPlan]:
         """Every (character, platform) pair the character files ask for, with missing settings."""
@@ -192,7 +198,8 @@ class Daemon:
 
     async def _run(self) -> int:
         # Checked before the database is opened: configuration that cannot work creates nothing.
-        if report_gaps(self.characters, [preflight(r, self.environ) for r in self.characters]) is not None:
+        checks = [preflight(r, self.environ, console=self.console_on) for r in self.characters]
+        if report_gaps(self.characters, checks) is not None:
             return EXIT_CONFIG
 
         raise_open_file_limit()  # before anything opens a file: systemd's default soft limit is 1,024
@@ -229,7 +236,7 @@ class Daemon:
                 return 0  # stopped while waiting for it
             self.store_watch.watch(self._db.health)
             try:
-                return await self._serve()
+                return await self._serve(console)
             finally:
                 await self._close_all()
                 await self._db.close()
@@ -253,7 +260,7 @@ class Daemon:
         False if the daemon was stopped first."""
         return await join_when_able(cluster, self._background, self.notifier, self._stopped, DATABASE_RETRY_CAP_S)
 
-    async def _serve(self) -> int:
+    async def _serve(self, console: ConsoleServer | None = None) -> int:
         # The troupe's other daemons, if any, hear this one's news (the Telegram relay) on the bus.
         bus = self.shared.bus = self._database().bus(self.daemon_id)
         if bus.spans_daemons:
@@ -273,6 +280,8 @@ class Daemon:
         self.state = DaemonState.RUNNING
         status = self._status_line()
         _log.info("troupe running: %s", status)
+        if console is not None:
+            self._point_to_console(console)
         self.notifier.ready(status)
         await self._stopped.wait()
         self.state = DaemonState.STOPPING
@@ -285,6 +294,26 @@ class Daemon:
             await self._background.close()  # no placement round after this point
             await self.cluster.leave()
         return 0
+
+    def _point_to_console(self, console: ConsoleServer) -> None:
+        """The start-up's last line when some characters run only in the console: where to talk
+        to them, and how to take them live."""
+        provided = {name for name, meta in plugin_registry.available().items() if meta.with_console}
+        web_only = [
+            agent.name
+            for agent in self._agents.values()
+            if agent.runtime is not None and {name for name, _ in agent.runtime.links.items()} <= provided
+        ]
+        if web_only:
+            _log.info(
+                "%s %s only in the console: talk to %s at %schat; to go live on Discord or Telegram, "
+                "give %s a bot token (see docs/discord.md and docs/telegram.md)",
+                ", ".join(web_only),
+                "runs" if len(web_only) == 1 else "run",
+                "it" if len(web_only) == 1 else "them",
+                console.url,
+                "it" if len(web_only) == 1 else "each",
+            )
 
     # -- placement (several daemons, one troupe: bot/cluster/host.py) -------------------------
 
