@@ -185,8 +185,21 @@ class WebAdapter(PlatformAdapter[Conversation, Line, str]):
             files=tuple(files),
             buttons=tuple(reply.buttons),
         )
-        self.listeners.publish(target.room_id, Said(line))
-        return [line]
+        return [line]  # shown once stored (remember_sent): a press on it then finds it
+
+    async def remember_sent(
+        self,
+        sent: list[Line],
+        reply: Reply,
+        room_id: str,
+        world_id: str | None,
+        *,
+        in_reply_to: str | None = None,
+    ) -> list[Memory]:
+        memories = await super().remember_sent(sent, reply, room_id, world_id, in_reply_to=in_reply_to)
+        for line in sent:
+            self.listeners.publish(room_id, Said(line))
+        return memories
 
     def record_of_sent(self, message: Line) -> SentMessage:
         attachments = tuple(file_attachment(f) for f in message.files)
