@@ -51,7 +51,7 @@ from bot.daemon.console import ConsoleServer
 from bot.daemon.control import ControlServer, DaemonStatus, ReloadSummary
 from bot.daemon.hosted import HostedAgent, fingerprint, platform_links, status_line
 from bot.daemon.open_files import raise_open_file_limit
-from bot.daemon.platform_plans import PlatformPlan, plans_for, preflight, report_gaps
+from bot.daemon.platform_plans import PlatformPlan, plans_for, preflight, report_gaps, setup_needs
 from bot.daemon.reloading import plan_reload, read_characters, record_failures, summary_line
 from bot.daemon.signals import install_signal_handlers, remove_signal_handlers
 from bot.daemon.store_watch import DATABASE_RETRY_CAP_S, StoreWatch, open_store
@@ -128,6 +128,9 @@ class Daemon:
         self.cluster: ClusterHost | None = None
         self.daemon_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         self._started_ms = now_ms()
+        #: Nothing is configured yet (no model key): the daemon serves only the console, whose
+        #: setup page asks for these (for each, any one of the settings would do), then reloads.
+        self.setup_needs: tuple[tuple[str, ...], ...] = ()
 
     # -- what runs ------------------------------------------------------------------------
 
@@ -199,7 +202,10 @@ class Daemon:
     async def _run(self) -> int:
         # Checked before the database is opened: configuration that cannot work creates nothing.
         checks = [preflight(r, self.environ, console=self.console_on) for r in self.characters]
-        if report_gaps(self.characters, checks) is not None:
+        # Nothing configured yet, with the console on (and one daemon): it asks for what is missing.
+        alone = self.settings.database_url is None
+        self.setup_needs = setup_needs(checks) if self.console_on and alone else ()
+        if not self.setup_needs and report_gaps(self.characters, checks) is not None:
             return EXIT_CONFIG
 
         raise_open_file_limit()  # before anything opens a file: systemd's default soft limit is 1,024
@@ -271,7 +277,7 @@ class Daemon:
             self.cluster = ClusterHost(self, self._database(), self.daemon_id, self.settings, self._started_ms)
             if not await self._join(self.cluster):
                 return 0  # stopped while waiting for the database
-        else:
+        elif not self.setup_needs:
             await asyncio.gather(*(self.launch(r) for r in self.characters))
             links = list(platform_links(self._agents.values()))
             if not any(link.state is not LinkState.FAILED for link in links):
@@ -280,7 +286,14 @@ class Daemon:
         self.state = DaemonState.RUNNING
         status = self._status_line()
         _log.info("troupe running: %s", status)
-        if console is not None:
+        if console is not None and self.setup_needs:
+            _log.warning(
+                "nothing is configured yet, so no character runs: open the console at %ssetup to set %s "
+                "(or set it in .env and restart)",
+                console.url,
+                " and ".join(" or ".join(group) for group in self.setup_needs),
+            )
+        elif console is not None:
             self._point_to_console(console)
         self.notifier.ready(status)
         await self._stopped.wait()
@@ -536,6 +549,9 @@ class Daemon:
             await self.cluster.compare_files()
         else:
             self.characters = [a.result for a in self._agents.values()]
+        if self.setup_needs:  # set up through the console: is anything still missing?
+            ok = [r for r in loaded if r.ok]
+            self.setup_needs = setup_needs([preflight(r, self.environ, console=True) for r in ok])
         return plan.summary
 
     # -- signals --------------------------------------------------------------------------

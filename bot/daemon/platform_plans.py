@@ -14,10 +14,19 @@ from bot.config import plugins as plugin_registry
 from bot.config.character import Character, LoadResult
 from bot.config.secrets import is_reference
 from bot.config.settings import SettingsView, character_setting
-from bot.kernel.errors import ConfigError, PluginLoadError
+from bot.kernel.errors import ConfigError, PluginLoadError, SettingUnset
 from bot.kernel.logs import agent_context
 
-__all__ = ["CONSOLE_OFF", "PlatformPlan", "Preflight", "plans_for", "preflight", "refusal", "report_gaps"]
+__all__ = [
+    "CONSOLE_OFF",
+    "PlatformPlan",
+    "Preflight",
+    "plans_for",
+    "preflight",
+    "refusal",
+    "report_gaps",
+    "setup_needs",
+]
 
 # The daemon's start-up report: its lines read as they did when this was part of bot/daemon/daemon.py.
 _log = logging.getLogger("bot.daemon.daemon")
@@ -84,6 +93,9 @@ class Preflight:
     """Settings its plugins or its platforms cannot work with, each saying what to do."""
     notes: tuple[str, ...] = ()
     """What it runs without on purpose, as its settings say (embeddings turned off)."""
+    unset: tuple[tuple[str, ...], ...] = ()
+    """Of its problems, those that are only a setting not set: for each, the settings any one of
+    which would do (:class:`~bot.kernel.errors.SettingUnset`: the model key)."""
 
     @property
     def runs(self) -> bool:
@@ -115,6 +127,7 @@ def preflight(result: LoadResult, environ: Mapping[str, str], *, console: bool =
     view = SettingsView(character, environ, result.model_preset)
     problems: list[str] = []
     notes: list[str] = []
+    unset: list[tuple[str, ...]] = []
     try:
         names = plugin_registry.load_order(plugin_registry.with_model_plugin(result.plugins))
     except (PluginLoadError, LookupError) as exc:
@@ -127,7 +140,21 @@ def preflight(result: LoadResult, environ: Mapping[str, str], *, console: bool =
                 notes.extend(check(view) or ())
         except ConfigError as exc:
             problems.append(exc.reason_for(character.name))
-    return Preflight(character.name, plans, tuple(problems), tuple(notes))
+            if isinstance(exc, SettingUnset):
+                unset.append(exc.settings)
+    return Preflight(character.name, plans, tuple(problems), tuple(notes), tuple(unset))
+
+
+def setup_needs(checks: Sequence[Preflight]) -> tuple[tuple[str, ...], ...]:
+    """What to set so that characters can run, when nothing is configured yet: no character can
+    run, and every problem of every one is only a setting not set (the model key). For each, the
+    settings any one of which would do, each group once. Empty when anything else is wrong (that
+    is invalid configuration) or a character can run."""
+    if not checks or any(c.runs for c in checks):
+        return ()
+    if any(not c.problems or len(c.unset) != len(c.problems) for c in checks):
+        return ()
+    return tuple(dict.fromkeys(group for c in checks for group in c.unset))
 
 
 def refusal(checks: Sequence[Preflight]) -> str | None:

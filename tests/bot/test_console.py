@@ -61,6 +61,7 @@ class FakeDaemon:
     def __init__(self) -> None:
         self.metrics = Metrics()
         self.agents: dict[str, Any] = {}
+        self.setup_needs: tuple[tuple[str, ...], ...] = ()
 
     def status(self) -> dict[str, Any]:
         return STATUS

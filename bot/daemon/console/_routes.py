@@ -7,7 +7,7 @@ from pathlib import Path
 from aiohttp import web
 
 from bot.daemon.console._context import NavItem
-from bot.daemon.console.pages import chat, login, status
+from bot.daemon.console.pages import chat, login, setup, status
 
 __all__ = ["NAV", "STATIC", "add_routes"]
 
@@ -17,5 +17,5 @@ NAV: list[NavItem] = [status.NAV, chat.NAV]
 
 
 def add_routes(app: web.Application) -> None:
-    app.router.add_routes([*login.routes(), *status.routes(), *chat.routes()])
+    app.router.add_routes([*login.routes(), *status.routes(), *chat.routes(), *setup.routes()])
     app.router.add_static("/static/", STATIC, append_version=False)

@@ -19,3 +19,9 @@ class ConsoleView(DaemonView, Protocol):
         """The agents this daemon runs (or tried to), by agent id, in start order: each with its
         runtime (its store, its character) while it runs."""
         ...
+
+    @property
+    def setup_needs(self) -> tuple[tuple[str, ...], ...]:
+        """What is not configured yet, when nothing runs for want of it (the model key): for each
+        need, the settings any one of which would do. Empty once configured."""
+        ...
