@@ -12,12 +12,13 @@ from __future__ import annotations
 from bot.sdk import AgentRuntime, PluginMeta
 
 from ._adapter import WEB_ADAPTER, Conversation, Upload, WebAdapter
-from ._events import ChatEvent, Partial, Said, TooManyListeners, Typing
+from ._events import ChatEvent, Closing, Partial, Said, TooManyListeners, Typing
 from ._lines import FileRef, Line
 from ._mapping import person_name
 
 __all__ = [
     "ChatEvent",
+    "Closing",
     "connect",
     "Conversation",
     "FileRef",

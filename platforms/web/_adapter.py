@@ -101,6 +101,7 @@ class WebAdapter(PlatformAdapter[Conversation, Line, str]):
 
     async def disconnect(self) -> None:
         await self.finish_handling()
+        self.listeners.close()
 
     # -- what the console asks --------------------------------------------------------------
 

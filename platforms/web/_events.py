@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ._lines import Line
 
-__all__ = ["ChatEvent", "Listeners", "Partial", "QUEUE_SIZE", "Said", "TooManyListeners", "Typing"]
+__all__ = ["ChatEvent", "Closing", "Listeners", "Partial", "QUEUE_SIZE", "Said", "TooManyListeners", "Typing"]
 
 #: Events a page may have unread before partial texts are dropped.
 QUEUE_SIZE = 64
@@ -42,7 +42,13 @@ class Said:
     line: Line
 
 
-ChatEvent = Typing | Partial | Said
+@dataclass(frozen=True, slots=True)
+class Closing:
+    """The character stops running here (the daemon stops, the character reloads): the page's
+    stream ends, and the browser connects again to whatever runs next."""
+
+
+ChatEvent = Typing | Partial | Said | Closing
 
 
 class TooManyListeners(Exception):
@@ -78,11 +84,16 @@ class Listeners:
             if not queues:
                 self._rooms.pop(room_id, None)
 
+    def close(self) -> None:
+        """Tell every page that the conversation ends here (:class:`Closing`)."""
+        for room_id in list(self._rooms):
+            self.publish(room_id, Closing())
+
     def publish(self, room_id: str, event: ChatEvent) -> None:
         """Tell every page watching the room (never waits)."""
         for queue in self._rooms.get(room_id, ()):
             if queue.full():
-                if not isinstance(event, Said):
+                if not isinstance(event, (Said, Closing)):
                     continue  # a page behind gets the next partial text, which holds this one
                 with contextlib.suppress(asyncio.QueueEmpty):
                     queue.get_nowait()

@@ -166,6 +166,18 @@ async def test_a_message_is_answered_on_the_event_stream_as_it_is_written(site: 
         assert KEY not in body and TOKEN not in body
 
 
+async def test_the_event_stream_ends_when_the_character_stops_running_on_the_web(site: Site) -> None:
+    http, _ = await _logged_in(site)
+    async with http, http.get(f"{site.url}chat/{site.agent}/events") as stream:
+        assert await stream.content.readline() == b": listening\n"
+        adapter = web_adapter(site.runtime)
+        assert adapter is not None
+        await adapter.close()  # as when the daemon stops or the character reloads
+        async with asyncio.timeout(30):
+            # The blank line after the comment, then the end: the browser connects again to what runs next.
+            assert await stream.content.read() == b"\n"
+
+
 async def test_an_upload_too_large_is_refused_with_a_clear_413_and_nothing_is_heard(site: Site) -> None:
     http, csrf = await _logged_in(site)
     async with http:

@@ -10,7 +10,7 @@ import pytest
 from bot.kernel.buttons import Button, Press
 from bot.kernel.content import Content
 from bot.kernel.types import ChannelType, Memory
-from platforms.web._events import Listeners, Partial, Said, TooManyListeners, Typing
+from platforms.web._events import Closing, Listeners, Partial, Said, TooManyListeners, Typing
 from platforms.web._lines import FileRef, Line, file_attachment, file_id_of, line_of
 from platforms.web._mapping import (
     entity_for,
@@ -114,6 +114,10 @@ async def test_listeners_are_bounded_and_a_whole_message_always_gets_through() -
     assert listeners.count("r1") == 0
     with listeners.listen("r1") as again:  # the seat is free again
         assert isinstance(again, asyncio.Queue)
+        for text in ("a", "b"):
+            listeners.publish("r1", Partial(text))
+        listeners.close()  # the character stops here: every page is told, however far behind
+        assert [again.get_nowait(), again.get_nowait()] == [Partial("b"), Closing()]
 
 
 def test_the_shelf_keeps_the_newest_files_within_its_capacity() -> None:

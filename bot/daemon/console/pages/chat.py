@@ -23,6 +23,7 @@ from bot.daemon.hosted import HostedAgent
 from bot.kernel.lifecycle import AgentState
 from platforms.web import (
     ChatEvent,
+    Closing,
     Conversation,
     Line,
     Partial,
@@ -268,14 +269,20 @@ async def events(request: web.Request) -> web.StreamResponse:
             )
             await response.prepare(request)
             await response.write(b": listening\n\n")
-            while True:  # until the page goes away (the write fails) or the console closes
-                try:
-                    event: ChatEvent | None = await asyncio.wait_for(queue.get(), _KEEP_ALIVE_S)
-                except TimeoutError:
-                    event = None  # a keep-alive is due
+            # Until the page goes away (the write fails) or the character stops running here.
+            while not isinstance(event := await _next(queue), Closing):
                 await response.write(_encode(request, talker, event))
     except TooManyListeners as exc:
         return _refused(429, f"{exc}.")
+    return response
+
+
+async def _next(queue: asyncio.Queue[ChatEvent]) -> ChatEvent | None:
+    """The next event; None after a quiet while (a keep-alive is due)."""
+    try:
+        return await asyncio.wait_for(queue.get(), _KEEP_ALIVE_S)
+    except TimeoutError:
+        return None
 
 
 def _encode(request: web.Request, talker: _Talker, event: ChatEvent | None) -> bytes:
