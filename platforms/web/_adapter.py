@@ -115,9 +115,10 @@ class WebAdapter(PlatformAdapter[Conversation, Line, str]):
         conversation = Conversation(name, room_id(self.runtime.agent_id, name))
         if name not in self._known:
             agent, store = self.runtime.agent_id, self.runtime.store
+            entity = entity_for(agent, name)
             await store.create_rooms([room_for(agent, name, self.name)])
-            await store.create_entities([entity_for(agent, name)])
-            await store.add_participants([entity_for(agent, name).id, agent], conversation.room_id)
+            await store.create_entities([entity])
+            await store.add_participants([entity.id, agent], conversation.room_id)
             self._known.add(name)
         return conversation
 
@@ -157,11 +158,21 @@ class WebAdapter(PlatformAdapter[Conversation, Line, str]):
         return self._receive(conversation, message)
 
     def _receive(self, conversation: Conversation, message: Memory) -> Line:
+        """Hand ``message`` to the runtime in a task of its own; its line, shown to the pages.
+
+        Raises:
+            SendError: the character is stopping (or stopped) here: nothing was heard.
+        """
+        channel = _PageChannel(self, conversation, message)
+        handling = self.runtime.receive(IncomingMessage(message, channel))
+        try:
+            task = self.runtime.create_task(handling, "web:message")
+        except RuntimeError:  # the runtime is closing
+            handling.close()
+            raise SendError(f"{self.name} is stopping here; try again in a moment") from None
+        self.track_handling(task)
         line = line_of(message, self.runtime.agent_id, self.name, conversation.person)
         self.listeners.publish(conversation.room_id, Said(line))
-        channel = _PageChannel(self, conversation, message)
-        task = self.runtime.create_task(self.runtime.receive(IncomingMessage(message, channel)), "web:message")
-        self.track_handling(task)
         return line
 
     # -- sending ----------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from bot.config.settings import DaemonSettings
 from bot.daemon.console.pages.chat import MAX_UPLOAD_BYTES
 from bot.daemon.daemon import Daemon
 from bot.daemon.platform_plans import CONSOLE_OFF, plans_for, preflight, refusal
+from bot.kernel.errors import SendError
 from bot.kernel.lifecycle import DaemonState
 from bot.kernel.types import Memory
 from bot.runtime.agent import AgentRuntime
@@ -176,6 +177,15 @@ async def test_the_event_stream_ends_when_the_character_stops_running_on_the_web
         async with asyncio.timeout(30):
             # The blank line after the comment, then the end: the browser connects again to what runs next.
             assert await stream.content.read() == b"\n"
+
+
+async def test_a_message_to_a_character_that_is_stopping_says_so(site: Site) -> None:
+    adapter = web_adapter(site.runtime)
+    assert adapter is not None
+    conversation = await adapter.open("Sam")
+    await site.runtime.close()
+    with pytest.raises(SendError, match="^Ada is stopping here; try again in a moment$"):
+        await adapter.hear(conversation, "hello")
 
 
 async def test_an_upload_too_large_is_refused_with_a_clear_413_and_nothing_is_heard(site: Site) -> None:

@@ -20,6 +20,7 @@ from aiohttp import BodyPartReader, web
 
 from bot.daemon.console._context import NavItem, console_of
 from bot.daemon.hosted import HostedAgent
+from bot.kernel.errors import SendError
 from bot.kernel.lifecycle import AgentState
 from platforms.web import (
     ChatEvent,
@@ -178,6 +179,7 @@ async def file(request: web.Request) -> web.StreamResponse:
         headers={
             "Content-Disposition": f"{disposition}; filename*=UTF-8''{quote(ref.name, safe='')}",
             "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": "sandbox",  # opened on its own, a file runs nothing
             "Cache-Control": "private, max-age=3600",
         },
     )
@@ -198,7 +200,10 @@ async def send(request: web.Request) -> web.StreamResponse:
         return problem
     if not text.strip() and not uploads:
         return _refused(400, "Write something or attach a file.")
-    line = await talker.adapter.hear(conversation, text, uploads)
+    try:
+        line = await talker.adapter.hear(conversation, text, uploads)
+    except SendError as exc:
+        return _refused(503, f"{exc}.")
     return _fragment(request, talker, line)
 
 
@@ -236,7 +241,10 @@ async def press(request: web.Request) -> web.StreamResponse:
     under, value = form.get("message"), form.get("value")
     if not isinstance(under, str) or not isinstance(value, str):
         return _refused(400, "A press names the message and the button's value.")
-    line = await talker.adapter.press(conversation, under, value)
+    try:
+        line = await talker.adapter.press(conversation, under, value)
+    except SendError as exc:
+        return _refused(503, f"{exc}.")
     if line is None:
         return _refused(404, "That button is not under a message of this conversation.")
     return _fragment(request, talker, line)
@@ -295,5 +303,6 @@ def _encode(request: web.Request, talker: _Talker, event: ChatEvent | None) -> b
     else:
         assert isinstance(event, Said)
         html = _line_html(request, talker, event.line)
-        name, data = "message", json.dumps({"id": event.line.id, "html": html})
+        line = event.line
+        name, data = "message", json.dumps({"id": line.id, "character": line.from_character, "html": html})
     return f"event: {name}\ndata: {data}\n\n".encode()

@@ -41,7 +41,7 @@
   events.addEventListener("partial", (e) => showPartial(JSON.parse(e.data).text));
   events.addEventListener("message", (e) => {
     const said = JSON.parse(e.data);
-    if (partial && said.html.includes("from-character")) { partial.remove(); partial = null; typing.hidden = true; }
+    if (partial && said.character) { partial.remove(); partial = null; typing.hidden = true; }
     add(said.id, said.html);
   });
 
