@@ -20,6 +20,12 @@ leaves its agent running as it was while the rest of the reload goes ahead. SIGT
 (``TROUPE_STOP_TIMEOUT_S``), close every agent and the database, and exit 0; a second signal
 exits at once. When nothing can run the daemon exits with status 78 and says what to configure.
 
+With the console on (``TROUPE_CONSOLE_PORT`` not 0) every character also runs on the web platform,
+the console's Chat page, so a character with a model key and no platform token runs; the last
+start-up line then says where to talk to it and how to go live. When nothing is configured yet
+(no character can run, and every problem is only a setting not set: the model key) the daemon
+serves only the console, whose setup page writes what is missing to ``.env`` and reloads.
+
 With a database several daemons share (``TROUPE_DATABASE_URL``), the daemon serves only the
 characters (and Discord shards) whose leases it holds, and keeps taking its share as daemons come
 and go: :mod:`bot.cluster.placement` decides, :mod:`bot.cluster.host` starts and stops its agents.
