@@ -195,3 +195,34 @@ async def test_a_reply_streams_a_picture_and_buttons_show_and_a_press_is_answere
         finally:
             daemon.stop()
             assert await asyncio.wait_for(running, 60) == 0
+
+
+async def test_with_nothing_configured_the_console_sets_up_the_model_and_the_character_answers(
+    service: Service, browser: Browser, tmp_path: Path
+) -> None:
+    s = service
+    del s.env["OPENAI_API_KEY"], s.env["OPENAI_BASE_URL"]  # nothing configured at all
+    write_model_only(s, "Ada")
+    site = await open_console(s)
+    assert "nothing is configured yet, so no character runs" in s.logs()
+
+    page = await browser.new_page(viewport={"width": 1000, "height": 640})
+    await page.goto(f"{site.url}login?token={site.token}")
+    await expect(page.get_by_role("heading", name="Set up troupe")).to_be_visible()  # it opens on setup
+    await expect(page.locator("main")).to_contain_text("OPENAI_API_KEY or OPENAI_BASE_URL")
+    await page.get_by_label("OPENAI_API_KEY").fill(OPENAI_KEY)
+    await page.get_by_label("OPENAI_BASE_URL").fill(s.openai.url)
+    await screenshot(page, "console-setup.png", tmp_path)
+    await page.get_by_role("button", name="Save and start").click()
+
+    await expect(page.get_by_role("heading", name="Chat")).to_be_visible()
+    await page.get_by_label("Your name").fill("Sam")
+    await page.get_by_role("button", name="Start talking").click()
+    await expect(page.locator("#conversation[data-live=yes]")).to_be_attached()
+    await page.get_by_label("Message").fill("hello Ada")
+    await page.get_by_label("Message").press("Enter")
+    await expect(page.locator(".line.from-character").last).to_contain_text("Ada here.", timeout=30_000)
+    await no_secret_in(page, site)
+    env = s.dir / ".env"
+    assert env.stat().st_mode & 0o777 == 0o600 and f'OPENAI_API_KEY="{OPENAI_KEY}"' in env.read_text()
+    assert OPENAI_KEY not in s.logs()
