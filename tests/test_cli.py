@@ -266,3 +266,18 @@ def test_check_piped_into_head_ends_quietly(tmp_path: Path) -> None:
         timeout=60,
     )
     assert proc.stdout == "" and proc.stderr == ""
+
+
+def test_check_with_the_console_on_passes_a_character_with_no_platform_token(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model_key: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As troupe start: with the console on, the character runs on its Chat page (the web platform)."""
+    data = {"name": "A", "bio": "x", "plugins": ["@elizaos/plugin-telegram"]}
+    c = write(tmp_path / "a.json", data)
+    monkeypatch.setenv("TROUPE_CONSOLE_PORT", "8420")
+    assert main(["check", str(c)]) == 0
+    out = capsys.readouterr().out
+    assert re.match(rf"{re.escape(str(c))}: OK  A \([0-9a-f-]+; telegram, web\)$", out.splitlines()[0]), out
+    monkeypatch.setenv("TROUPE_CONSOLE_PORT", "0")
+    assert main(["check", str(c)]) == EXIT_CONFIG
+    assert "telegram: TELEGRAM_BOT_TOKEN not set" in capsys.readouterr().out

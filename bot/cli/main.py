@@ -115,7 +115,8 @@ def _report(results: Sequence[LoadResult], out: TextIO | None = None, checks: Se
         problems = [str(p) for p in result.problems] + (check.findings if check else [])
         if not problems:
             assert result.character is not None
-            runs_on = ", ".join(result.platforms) or "no platform"
+            planned = [p.platform for p in check.plans] if check else []
+            runs_on = ", ".join(dict.fromkeys([*result.platforms, *planned])) or "no platform"
             print(f"{result.source}: OK  {result.character.name} ({result.character.agent_id}; {runs_on})", file=out)
         else:
             count = len(problems)
@@ -159,7 +160,9 @@ def _check(args: argparse.Namespace) -> int:
     environ = load_environ()
     results = load_characters(paths, environ=environ)
     # The checks troupe start makes before it opens anything: a file start would refuse is not OK.
-    checks = [preflight(r, environ) for r in results if r.ok]
+    # With the console on, every character also runs on the web platform (its Chat page).
+    console = bool(DaemonSettings().console_port)
+    checks = [preflight(r, environ, console=console) for r in results if r.ok]
     _report(results, checks=checks)
     refused = refusal(checks) if checks else None
     if refused is not None:

@@ -59,6 +59,9 @@ class PluginMeta:
     """Settings without which it cannot start for a character (a platform's bot token)."""
     interactive: bool = False
     """A platform that talks to the terminal (``troupe chat``), never started by the daemon."""
+    with_console: bool = False
+    """A platform the console provides (the browser's Chat page): it needs no setting, and every
+    character runs on it whenever the console is on (``TROUPE_CONSOLE_PORT`` not 0)."""
     shardable: bool = False
     """A platform whose ``connect`` takes ``shards=`` (:class:`bot.config.shards.Shards`): a bot in many
     servers is split into shards, each leased on its own when several daemons share the troupe."""

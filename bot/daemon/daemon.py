@@ -20,6 +20,12 @@ leaves its agent running as it was while the rest of the reload goes ahead. SIGT
 (``TROUPE_STOP_TIMEOUT_S``), close every agent and the database, and exit 0; a second signal
 exits at once. When nothing can run the daemon exits with status 78 and says what to configure.
 
+With the console on (``TROUPE_CONSOLE_PORT`` not 0) every character also runs on the web platform,
+the console's Chat page, so a character with a model key and no platform token runs; the last
+start-up line then says where to talk to it and how to go live. When nothing is configured yet
+(no character can run, and every problem is only a setting not set: the model key) the daemon
+serves only the console, whose setup page writes what is missing to ``.env`` and reloads.
+
 With a database several daemons share (``TROUPE_DATABASE_URL``), the daemon serves only the
 characters (and Discord shards) whose leases it holds, and keeps taking its share as daemons come
 and go: :mod:`bot.cluster.placement` decides, :mod:`bot.cluster.host` starts and stops its agents.
@@ -51,7 +57,7 @@ from bot.daemon.console import ConsoleServer
 from bot.daemon.control import ControlServer, DaemonStatus, ReloadSummary
 from bot.daemon.hosted import HostedAgent, fingerprint, platform_links, status_line
 from bot.daemon.open_files import raise_open_file_limit
-from bot.daemon.platform_plans import PlatformPlan, plans_for, preflight, report_gaps
+from bot.daemon.platform_plans import PlatformPlan, plans_for, preflight, report_gaps, setup_needs
 from bot.daemon.reloading import plan_reload, read_characters, record_failures, summary_line
 from bot.daemon.signals import install_signal_handlers, remove_signal_handlers
 from bot.daemon.store_watch import DATABASE_RETRY_CAP_S, StoreWatch, open_store
@@ -128,6 +134,9 @@ class Daemon:
         self.cluster: ClusterHost | None = None
         self.daemon_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         self._started_ms = now_ms()
+        #: Nothing is configured yet (no model key): the daemon serves only the console, whose
+        #: setup page asks for these (for each, any one of the settings would do), then reloads.
+        self.setup_needs: tuple[tuple[str, ...], ...] = ()
 
     # -- what runs ------------------------------------------------------------------------
 
@@ -137,7 +146,13 @@ class Daemon:
         return [a.runtime for a in self._agents.values() if a.runtime is not None and a.state is AgentState.RUNNING]
 
     def _plans_for(self, result: LoadResult) -> list[PlatformPlan]:
-        return plans_for(result, self.environ)
+        return plans_for(result, self.environ, console=self.console_on)
+
+    @property
+    def console_on(self) -> bool:
+        """The console is served (``TROUPE_CONSOLE_PORT`` not 0): every character also runs on
+        the web platform, its Chat page."""
+        return bool(self.settings.console_port)
 
     def plan(self) -> list[PlatformPlan]:
         """Every (character, platform) pair the character files ask for, with missing settings."""
@@ -192,7 +207,11 @@ class Daemon:
 
     async def _run(self) -> int:
         # Checked before the database is opened: configuration that cannot work creates nothing.
-        if report_gaps(self.characters, [preflight(r, self.environ) for r in self.characters]) is not None:
+        checks = [preflight(r, self.environ, console=self.console_on) for r in self.characters]
+        # Nothing configured yet, with the console on (and one daemon): it asks for what is missing.
+        alone = self.settings.database_url is None
+        self.setup_needs = setup_needs(checks) if self.console_on and alone else ()
+        if not self.setup_needs and report_gaps(self.characters, checks) is not None:
             return EXIT_CONFIG
 
         raise_open_file_limit()  # before anything opens a file: systemd's default soft limit is 1,024
@@ -230,7 +249,7 @@ class Daemon:
                 return 0  # stopped while waiting for it
             self.store_watch.watch(self._db.health)
             try:
-                return await self._serve()
+                return await self._serve(console)
             finally:
                 await self._close_all()
                 await self._db.close()
@@ -254,7 +273,7 @@ class Daemon:
         False if the daemon was stopped first."""
         return await join_when_able(cluster, self._background, self.notifier, self._stopped, DATABASE_RETRY_CAP_S)
 
-    async def _serve(self) -> int:
+    async def _serve(self, console: ConsoleServer | None = None) -> int:
         # The troupe's other daemons, if any, hear this one's news (the Telegram relay) on the bus.
         bus = self.shared.bus = self._database().bus(self.daemon_id)
         if bus.spans_daemons:
@@ -265,7 +284,7 @@ class Daemon:
             self.cluster = ClusterHost(self, self._database(), self.daemon_id, self.settings, self._started_ms)
             if not await self._join(self.cluster):
                 return 0  # stopped while waiting for the database
-        else:
+        elif not self.setup_needs:
             await asyncio.gather(*(self.launch(r) for r in self.characters))
             links = list(platform_links(self._agents.values()))
             if not any(link.state is not LinkState.FAILED for link in links):
@@ -274,6 +293,15 @@ class Daemon:
         self.state = DaemonState.RUNNING
         status = self._status_line()
         _log.info("troupe running: %s", status)
+        if console is not None and self.setup_needs:
+            _log.warning(
+                "nothing is configured yet, so no character runs: open the console at %ssetup to set %s "
+                "(or set it in .env and restart)",
+                console.url,
+                " and ".join(" or ".join(group) for group in self.setup_needs),
+            )
+        elif console is not None:
+            self._point_to_console(console)
         self.notifier.ready(status)
         await self._stopped.wait()
         self.state = DaemonState.STOPPING
@@ -286,6 +314,26 @@ class Daemon:
             await self._background.close()  # no placement round after this point
             await self.cluster.leave()
         return 0
+
+    def _point_to_console(self, console: ConsoleServer) -> None:
+        """The start-up's last line when some characters run only in the console: where to talk
+        to them, and how to take them live."""
+        provided = {name for name, meta in plugin_registry.available().items() if meta.with_console}
+        web_only = [
+            agent.name
+            for agent in self._agents.values()
+            if agent.runtime is not None and {name for name, _ in agent.runtime.links.items()} <= provided
+        ]
+        if web_only:
+            _log.info(
+                "%s %s only in the console: talk to %s at %schat; to go live on Discord or Telegram, "
+                "give %s a bot token (see docs/discord.md and docs/telegram.md)",
+                ", ".join(web_only),
+                "runs" if len(web_only) == 1 else "run",
+                "it" if len(web_only) == 1 else "them",
+                console.url,
+                "it" if len(web_only) == 1 else "each",
+            )
 
     # -- placement (several daemons, one troupe: bot/cluster/host.py) -------------------------
 
@@ -515,6 +563,9 @@ class Daemon:
             await self.cluster.compare_files()
         else:
             self.characters = [a.result for a in self._agents.values()]
+        if self.setup_needs:  # set up through the console: is anything still missing?
+            ok = [r for r in loaded if r.ok]
+            self.setup_needs = setup_needs([preflight(r, self.environ, console=True) for r in ok])
         return plan.summary
 
     # -- signals --------------------------------------------------------------------------

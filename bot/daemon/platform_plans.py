@@ -14,10 +14,19 @@ from bot.config import plugins as plugin_registry
 from bot.config.character import Character, LoadResult
 from bot.config.secrets import is_reference
 from bot.config.settings import SettingsView, character_setting
-from bot.kernel.errors import ConfigError, PluginLoadError
+from bot.kernel.errors import ConfigError, PluginLoadError, SettingUnset
 from bot.kernel.logs import agent_context
 
-__all__ = ["PlatformPlan", "Preflight", "plans_for", "preflight", "refusal", "report_gaps"]
+__all__ = [
+    "CONSOLE_OFF",
+    "PlatformPlan",
+    "Preflight",
+    "plans_for",
+    "preflight",
+    "refusal",
+    "report_gaps",
+    "setup_needs",
+]
 
 # The daemon's start-up report: its lines read as they did when this was part of bot/daemon/daemon.py.
 _log = logging.getLogger("bot.daemon.daemon")
@@ -41,14 +50,30 @@ class PlatformPlan:
         return f"{self.platform} skipped, {' and '.join(self.missing)} not set"
 
 
-def plans_for(result: LoadResult, environ: Mapping[str, str]) -> list[PlatformPlan]:
-    """A plan per platform the character file asks for; interactive ones (the console) are left out."""
+#: What a platform the console provides lacks while the console is off.
+CONSOLE_OFF = "TROUPE_CONSOLE_PORT (the console is off)"
+
+
+def plans_for(result: LoadResult, environ: Mapping[str, str], *, console: bool = False) -> list[PlatformPlan]:
+    """A plan per platform the character file asks for; interactive ones (the terminal's) are left out.
+
+    With the ``console`` on, every character also runs on the platforms the console provides
+    (``with_console``: the browser's Chat page), listed in its file or not: a character with a
+    model key and no platform token can still be talked to. With it off, such a platform the
+    file lists lacks the console (:data:`CONSOLE_OFF`).
+    """
     known = plugin_registry.available()
     character = result.raise_for_problems()
     plans: list[PlatformPlan] = []
-    for name in result.platforms:
+    names = list(result.platforms)
+    if console:
+        names += [name for name, meta in known.items() if meta.with_console and name not in names]
+    for name in names:
         meta = known[name]
         if meta.interactive:
+            continue
+        if meta.with_console:
+            plans.append(PlatformPlan(character.name, name, () if console else (CONSOLE_OFF,)))
             continue
         missing = tuple(
             _describe_missing(character, k) for k in meta.requires if not character_setting(character, k, environ)
@@ -68,6 +93,9 @@ class Preflight:
     """Settings its plugins or its platforms cannot work with, each saying what to do."""
     notes: tuple[str, ...] = ()
     """What it runs without on purpose, as its settings say (embeddings turned off)."""
+    unset: tuple[tuple[str, ...], ...] = ()
+    """Of its problems, those that are only a setting not set: for each, the settings any one of
+    which would do (:class:`~bot.kernel.errors.SettingUnset`: the model key)."""
 
     @property
     def runs(self) -> bool:
@@ -88,16 +116,18 @@ class Preflight:
         return [p.gap for p in self.plans if not p.ready] if any(p.ready for p in self.plans) else []
 
 
-def preflight(result: LoadResult, environ: Mapping[str, str]) -> Preflight:
+def preflight(result: LoadResult, environ: Mapping[str, str], *, console: bool = False) -> Preflight:
     """Check one valid character file as its agent would start: the settings each platform
     requires, then each plugin's and each ready platform's own ``check(settings)`` (a package
     function raising :class:`~bot.kernel.errors.ConfigError`; the model key, a value of the wrong form).
-    A ``check`` may return notes: what the character runs without on purpose."""
+    A ``check`` may return notes: what the character runs without on purpose. ``console``: the
+    console is on (see :func:`plans_for`)."""
     character = result.raise_for_problems()
-    plans = tuple(plans_for(result, environ))
+    plans = tuple(plans_for(result, environ, console=console))
     view = SettingsView(character, environ, result.model_preset)
     problems: list[str] = []
     notes: list[str] = []
+    unset: list[tuple[str, ...]] = []
     try:
         names = plugin_registry.load_order(plugin_registry.with_model_plugin(result.plugins))
     except (PluginLoadError, LookupError) as exc:
@@ -110,7 +140,21 @@ def preflight(result: LoadResult, environ: Mapping[str, str]) -> Preflight:
                 notes.extend(check(view) or ())
         except ConfigError as exc:
             problems.append(exc.reason_for(character.name))
-    return Preflight(character.name, plans, tuple(problems), tuple(notes))
+            if isinstance(exc, SettingUnset):
+                unset.append(exc.settings)
+    return Preflight(character.name, plans, tuple(problems), tuple(notes), tuple(unset))
+
+
+def setup_needs(checks: Sequence[Preflight]) -> tuple[tuple[str, ...], ...]:
+    """What to set so that characters can run, when nothing is configured yet: no character can
+    run, and every problem of every one is only a setting not set (the model key). For each, the
+    settings any one of which would do, each group once. Empty when anything else is wrong (that
+    is invalid configuration) or a character can run."""
+    if not checks or any(c.runs for c in checks):
+        return ()
+    if any(not c.problems or len(c.unset) != len(c.problems) for c in checks):
+        return ()
+    return tuple(dict.fromkeys(group for c in checks for group in c.unset))
 
 
 def refusal(checks: Sequence[Preflight]) -> str | None:

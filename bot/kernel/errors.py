@@ -54,6 +54,7 @@ __all__ = [
     "SchemaVersionError",
     "SecretReferenceError",
     "SendError",
+    "SettingUnset",
     "StoreError",
     "StoreLocked",
     "StoreUnavailable",
@@ -134,6 +135,17 @@ class SecretReferenceError(ConfigError):
     def __init__(self, reference: str, reason: str) -> None:
         self.reference = reference
         super().__init__(f"cannot resolve secret reference {reference!r}: {reason}")
+
+
+class SettingUnset(ConfigError):
+    """Nothing is configured where a setting is needed: any one of ``settings`` would do (the model
+    key, or a local server's address). The console's setup page can write it to ``.env``."""
+
+    __slots__ = ("settings",)
+
+    def __init__(self, message: str, *, settings: tuple[str, ...], agent: str | None = None) -> None:
+        super().__init__(message, agent=agent)
+        self.settings = settings
 
 
 class StoreError(TroupeError):

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import SecretStr
 
-from bot.sdk import ConfigError, ModelType, SettingReader
+from bot.sdk import ConfigError, ModelType, SettingReader, SettingUnset
 
 from ._structured import OutputForm
 
@@ -322,9 +322,10 @@ def _openai(s: _Settings) -> ProviderConfig:
     key = s.optional("OPENAI_API_KEY")
     base_url = s.optional("OPENAI_BASE_URL")
     if key is None and base_url is None:
-        raise ConfigError(
+        raise SettingUnset(
             f"no OpenAI-compatible endpoint is configured for plugin openai; set OPENAI_API_KEY, "
             f"or OPENAI_BASE_URL for a local server such as Ollama ({OLLAMA_BASE_URL})",
+            settings=("OPENAI_API_KEY", "OPENAI_BASE_URL"),
             agent=s.agent,
         )
     chat = Endpoint("openai", base_url or OPENAI_BASE_URL, SecretStr(key or _NO_KEY), "OPENAI_API_KEY")

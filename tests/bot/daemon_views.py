@@ -51,6 +51,7 @@ class FakeDaemon:
     def __init__(self) -> None:
         self.metrics = Metrics()
         self.agents: dict[str, Any] = {}
+        self.setup_needs: tuple[tuple[str, ...], ...] = ()
         self.ready: tuple[bool, list[str]] = (True, [])
         self.reload_gate: asyncio.Event | None = None
         self.reload_error: Exception | None = None

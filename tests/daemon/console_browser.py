@@ -34,6 +34,9 @@ __all__ = [
 #: Where the screenshots go: the test's own folder, or with TROUPE_TEST_SCREENSHOTS=docs/images
 #: the repository's pictures (the README's and docs/console.md's), refreshed from a run.
 SCREENSHOTS_SETTING = "TROUPE_TEST_SCREENSHOTS"
+# Read as the tests are collected, in the directory pytest started in: every test then runs with
+# the TROUPE_ settings stripped, in a directory of its own (tests/conftest.py).
+_SCREENSHOTS = Path(os.environ[SCREENSHOTS_SETTING]).resolve() if os.environ.get(SCREENSHOTS_SETTING) else None
 #: Without these, Chromium's background connections (updates, sync, QUIC probes) fail loudly on a
 #: machine with no network, and it needs a sandbox it cannot have as root in a container.
 CHROMIUM_ARGS = [
@@ -46,10 +49,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-#: Read as the tests are collected: each test runs with the TROUPE_ variables stripped and in a
-#: directory of its own, so a relative folder is taken from where pytest was started.
-_SCREENSHOTS = os.environ.get(SCREENSHOTS_SETTING)
-_SCREENSHOTS_DIR = Path(_SCREENSHOTS).resolve() if _SCREENSHOTS else None
 
 
 @pytest.fixture
@@ -94,7 +93,7 @@ async def log_in(page: Page, site: ConsoleSite) -> None:
 
 async def screenshot(page: Page, name: str, tmp_path: Path) -> Path:
     """Save a full-page screenshot as ``name`` (``console-chat.png``), where SCREENSHOTS_SETTING says."""
-    folder = _SCREENSHOTS_DIR or tmp_path
+    folder = _SCREENSHOTS or tmp_path
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     await page.screenshot(path=str(path), full_page=True)

@@ -14,7 +14,7 @@ Endpoints (under ``/v1``), each with its name for scripting and its default repl
 
 - ``POST /chat/completions`` (``chat``): ``"echo: <last user text>"``, or with
   ``response_format`` json_object ``{"echo": "<last user text>"}``. ``stream: true`` sends SSE
-  chunks (one word each) ending with ``data: [DONE]``; ``stream_options.include_usage`` adds a
+  chunks (one word each) ending with ``data: [DONE]`` (``hold_stream`` stops one halfway); ``stream_options.include_usage`` adds a
   usage chunk. Usage counts words, and so does ``max_tokens``: a longer reply is cut after that
   many words, with ``finish_reason`` ``length``, as a server cuts a model that runs on.
 - ``POST /embeddings`` (``embeddings``): per input a unit vector derived from the text's SHA-256,
@@ -293,6 +293,7 @@ class FakeOpenAIServer(LocalServer):
         self.image_files: list[bytes] = []
         """The pictures answered as URLs, served at ``/v1/files/images/<index>``."""
         self._holds: list[Hold] = []
+        self._stream_holds: list[Hold] = []
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -344,6 +345,14 @@ class FakeOpenAIServer(LocalServer):
         """Keep the next request ``match`` accepts (any endpoint) waiting until released."""
         held = Hold(match)
         self._holds.append(held)
+        return held
+
+    def hold_stream(self, match: Callable[[dict[str, Any]], bool]) -> Hold:
+        """Keep the next streamed chat reply whose request body ``match`` accepts waiting halfway:
+        its first half of pieces sent, the rest once released (``reached`` is set at the halfway
+        point). A reply of one piece is not held."""
+        held = Hold(lambda recorded: match(recorded.json if isinstance(recorded.json, dict) else {}))
+        self._stream_holds.append(held)
         return held
 
     def requests_for(self, endpoint: str) -> list[RecordedRequest]:
@@ -494,7 +503,13 @@ class FakeOpenAIServer(LocalServer):
             return f"data: {json.dumps(payload)}\n\n".encode()
 
         await response.write(chunk({"role": "assistant", "content": ""}, None))
-        for piece in _pieces(text):
+        pieces = list(_pieces(text))
+        held = next((h for h in self._stream_holds if h.match(RecordedRequest("chat", "POST", "", body))), None)
+        for index, piece in enumerate(pieces):
+            if held is not None and index == len(pieces) // 2 and index > 0:
+                self._stream_holds.remove(held)
+                held.reached.set()
+                await held.released.wait()
             await response.write(chunk({"content": piece}, None))
         await response.write(chunk({}, finish_reason))
         if (body.get("stream_options") or {}).get("include_usage"):

@@ -24,3 +24,9 @@ class ConsoleView(DaemonView, Protocol):
         """Empty the database's write-ahead log, so that what was forgotten leaves no copy there:
         True when emptied, False when another reader held it (a later checkpoint finishes)."""
         ...
+
+    @property
+    def setup_needs(self) -> tuple[tuple[str, ...], ...]:
+        """What is not configured yet, when nothing runs for want of it (the model key): for each
+        need, the settings any one of which would do. Empty once configured."""
+        ...

@@ -23,6 +23,8 @@ async def _values(request: web.Request) -> dict[str, object]:
 
 
 async def page(request: web.Request) -> web.StreamResponse:
+    if console_of(request).view.setup_needs:  # nothing configured yet: the console opens on its setup
+        raise web.HTTPSeeOther("/setup")
     return console_of(request).render(request, "status.html", await _values(request))
 
 
