@@ -298,6 +298,11 @@ class Daemon:
         """The agents this daemon runs (or tried to), by agent id, in start order (``Agents``)."""
         return self._agents
 
+    @property
+    def redactor(self) -> redact.Redactor:
+        """The secrets no log line shows (``ConsoleView``: the console's log page scrubs them too)."""
+        return self.shared.secrets
+
     async def troupe(self) -> Mapping[str, object] | None:
         """The whole troupe, read from the shared database now (``DaemonView``); None on SQLite."""
         if self.cluster is None or self._db is None:  # the database is closed: the daemon is stopping

@@ -23,6 +23,7 @@ from bot.daemon.console._sessions import Sessions
 from bot.daemon.console._token import ConsoleToken
 from bot.kernel.errors import ConfigError
 from bot.kernel.metrics import Metrics
+from bot.kernel.redact import Redactor
 
 TOKEN = "console-token-for-tests-0123456789"
 HEALTH_TOKEN = "health-token-never-shown-0123456789"
@@ -61,6 +62,7 @@ class FakeDaemon:
     def __init__(self) -> None:
         self.metrics = Metrics()
         self.agents: dict[str, Any] = {}
+        self.redactor = Redactor()
 
     def status(self) -> dict[str, Any]:
         return STATUS

@@ -7,15 +7,15 @@ from pathlib import Path
 from aiohttp import web
 
 from bot.daemon.console._context import NavItem
-from bot.daemon.console.pages import login, status
+from bot.daemon.console.pages import login, logs, status
 
 __all__ = ["NAV", "STATIC", "add_routes"]
 
 STATIC = Path(__file__).parent / "static"
 #: The nav bar, in order.
-NAV: list[NavItem] = [status.NAV]
+NAV: list[NavItem] = [status.NAV, logs.NAV]
 
 
 def add_routes(app: web.Application) -> None:
-    app.router.add_routes([*login.routes(), *status.routes()])
+    app.router.add_routes([*login.routes(), *status.routes(), *logs.routes()])
     app.router.add_static("/static/", STATIC, append_version=False)

@@ -18,6 +18,7 @@ from bot.daemon.console._audit import AUDIT_FILE, AuditLog
 from bot.daemon.console._context import CONSOLE, Console
 from bot.daemon.console._guards import check_csrf, require_login
 from bot.daemon.console._history import MetricHistory
+from bot.daemon.console._log_ring import LogRing
 from bot.daemon.console._routes import NAV, add_routes
 from bot.daemon.console._sessions import Sessions
 from bot.daemon.console._token import ConsoleToken, load_token
@@ -85,9 +86,11 @@ class ConsoleServer:
                 loader=jinja2.FileSystemLoader(_TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined
             ),
             history=MetricHistory(self.view.metrics),
+            logs=LogRing(self.view.redactor),
             nav=list(NAV),
         )
-        # For the console's lifetime: a sample of the metrics every minute.
+        # For the console's lifetime: its log lines and a sample of the metrics every minute.
+        self.console.logs.install()
         self.console.history.sample()
         self._background.start(self.console.history.run(), "metric history")
         busy: set[RequestHandler] = set()
@@ -118,6 +121,8 @@ class ConsoleServer:
         self._announce(token)
 
     async def close(self) -> None:
+        if self.console is not None:
+            self.console.logs.close()  # first: the live log streams end, and do not hold the shutdown
         await self._background.close()
         runner, self._runner = self._runner, None
         if runner is not None:

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from bot.daemon.control import DaemonView
 from bot.daemon.hosted import HostedAgent
+from bot.kernel.redact import Redactor
 
 __all__ = ["ConsoleView"]
 
@@ -18,4 +19,9 @@ class ConsoleView(DaemonView, Protocol):
     def agents(self) -> Mapping[str, HostedAgent]:
         """The agents this daemon runs (or tried to), by agent id, in start order: each with its
         runtime (its store, its character) while it runs."""
+        ...
+
+    @property
+    def redactor(self) -> Redactor:
+        """The daemon's secrets, scrubbed from every log line: from the Logs page's too."""
         ...
