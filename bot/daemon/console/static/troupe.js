@@ -21,6 +21,10 @@
     return value < 10 ? value.toFixed(2) + " s" : value.toFixed(1) + " s";
   }
 
+  function clock(unix) {
+    return new Date(unix * 1000).toTimeString().slice(0, 5);
+  }
+
   function summary(totals) {
     const outcomes = Object.entries(totals.by_outcome).map(([name, n]) => n + " " + name.replace(/_/g, " "));
     const parts = [totals.messages + (totals.messages === 1 ? " message" : " messages") + " in the last hour: " + outcomes.join(", ")];
@@ -29,12 +33,13 @@
     return parts.join(" · ");
   }
 
-  function draw(id, series, data) {
+  function draw(id, series, data, span) {
     const box = document.getElementById(id);
     const key = series.map((s) => s.label).join("|");
     const width = Math.max(240, box.clientWidth);
     const chart = charts[id];
     if (chart && chart.key === key) {
+      chart.span = span;
       chart.plot.setData(data);
       if (chart.plot.width !== width) chart.plot.setSize({ width: width, height: 180 });
       return;
@@ -43,16 +48,20 @@
     const options = {
       width: width,
       height: 180,
-      legend: { show: true },
+      legend: { show: true, live: false },
       scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(max || 0, 1) * 1.1] } },
-      axes: [{}, { size: 48 }],
+      axes: [{ space: 60, values: (u, splits) => splits.map(clock) }, { size: 44 }],
       series: [{}].concat(series),
     };
-    charts[id] = { key: key, plot: new uPlot(options, data, box) };
+    const entry = { key: key, span: span };
+    // The whole hour on the x axis, so that a quiet stretch shows as one.
+    options.scales.x.range = () => entry.span;
+    entry.plot = new uPlot(options, data, box);
+    charts[id] = entry;
   }
 
   function line(label, stroke) {
-    return { label: label, stroke: stroke, width: 2, points: { show: true, size: 5, fill: stroke }, spanGaps: false };
+    return { label: label, stroke: stroke, width: 2, points: { show: true, size: 7, fill: stroke }, spanGaps: false };
   }
 
   function render(body) {
@@ -71,11 +80,13 @@
     note.classList.remove("empty");
     grid.hidden = false;
     const times = body.times;
+    const end = times[times.length - 1];
+    const span = [end - body.window_s, end];
     const names = Object.keys(body.outcomes);
     draw("plot-outcomes", names.map((name, i) => line(name.replace(/_/g, " "), colour(name, i))),
-      [times].concat(names.map((name) => body.outcomes[name])));
-    draw("plot-latency", [line("p50", "#0969da"), line("p95", "#cf222e")], [times, body.p50_s, body.p95_s]);
-    draw("plot-model", [line("requests per message", "#8250df")], [times, body.model_per_message]);
+      [times].concat(names.map((name) => body.outcomes[name])), span);
+    draw("plot-latency", [line("p50", "#0969da"), line("p95", "#cf222e")], [times, body.p50_s, body.p95_s], span);
+    draw("plot-model", [line("requests per message", "#8250df")], [times, body.model_per_message], span);
     section.dataset.drawn = String(Date.now());
   }
 
