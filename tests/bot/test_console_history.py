@@ -124,14 +124,19 @@ def test_only_the_last_hour_counts_and_only_sixty_samples_are_kept() -> None:
 def test_a_counter_that_went_down_was_reset_and_counts_from_zero() -> None:
     metrics, clock = Metrics(), Clock()
     history = MetricHistory(metrics, clock=clock)
+    history.sample()
+    clock.advance(60)
     replies(metrics, 0.5, 0.5, 0.5)
     history.sample()
     clock.advance(60)
     metrics.forget_agent("Ada")  # reloaded: its series start again
     replies(metrics, 0.5)
     series = history.series()
-    assert series.outcomes == {"replied": [1]}
-    assert series.p50_s[0] is not None
+    assert series.outcomes == {"replied": [3, 1]}
+    assert series.p50_s[1] is not None
+    # The hour as a whole is the sum of its minutes, the reset included (not 1 - 3).
+    assert series.totals.messages == 4 and series.totals.by_outcome == {"replied": 4}
+    assert series.totals.p50_s == pytest.approx(0.25 + 0.25 * 2 / 4)
 
 
 def test_model_health_says_how_the_last_call_went_and_how_many_failed_this_hour() -> None:

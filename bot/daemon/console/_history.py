@@ -156,6 +156,23 @@ class _Interval:
     def messages(self) -> int:
         return sum(self.outcomes.values())
 
+    @classmethod
+    def summed(cls, intervals: Sequence[_Interval], end: float) -> _Interval:
+        """The intervals as one: summed minute by minute, so that a counter reset between two
+        samples counts as it does in the plots."""
+        whole = cls(end)
+        for i in intervals:
+            for name, n in i.outcomes.items():
+                whole.outcomes[name] = whole.outcomes.get(name, 0) + n
+            if i.buckets is not None:
+                whole.buckets = (
+                    list(i.buckets)
+                    if whole.buckets is None
+                    else [a + b for a, b in zip(whole.buckets, i.buckets, strict=True)]
+                )
+            whole.model_calls += i.model_calls
+        return whole
+
 
 class MetricHistory:
     """Samples ``metrics`` every ``interval_s`` (:meth:`run`), keeps the last ``kept``, and makes
@@ -224,7 +241,7 @@ class MetricHistory:
         """Each minute of the window (the last one so far), and the window as a whole."""
         window = self._window()
         intervals = [self._interval(before, after) for before, after in itertools.pairwise(window)]
-        whole = self._interval(window[0], window[-1]) if len(window) > 1 else _Interval(window[-1].at)
+        whole = _Interval.summed(intervals, window[-1].at)
         names = sorted({name for i in intervals for name in i.outcomes})
         bounds = self.metrics.reply_latency.bounds
         return Series(
