@@ -354,6 +354,11 @@ class Daemon:
             return False
         return await self._db.checkpoint()
 
+    @property
+    def redactor(self) -> redact.Redactor:
+        """The secrets no log line shows (``ConsoleView``: the console's log page scrubs them too)."""
+        return self.shared.secrets
+
     async def troupe(self) -> Mapping[str, object] | None:
         """The whole troupe, read from the shared database now (``DaemonView``); None on SQLite."""
         if self.cluster is None or self._db is None:  # the database is closed: the daemon is stopping

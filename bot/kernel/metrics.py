@@ -166,6 +166,10 @@ class _Family(Generic[Child]):
             child = self._children[key] = self._new_child()
         return child
 
+    def items(self) -> list[tuple[tuple[str, ...], Child]]:
+        """Every series: its label values (in the order of ``labelnames``) and its child."""
+        return list(self._children.items())
+
     def forget(self, **match: str) -> int:
         """Remove every series whose labels include all of ``match``; returns how many went."""
         unknown = set(match) - set(self.labelnames)
@@ -405,6 +409,12 @@ class Metrics:
             "troupe_model_requests_waiting",
             "Model requests waiting for their turn at a server that answers so many at a time (OPENAI_SERVER=local).",
             ("server",),
+        )
+        self.model_last_call = r.gauge(
+            "troupe_model_last_call_timestamp_seconds",
+            "Unix time of the last model call, by provider and outcome (ok or error): how long ago a model "
+            "last answered, or last failed.",
+            ("agent", "provider", "outcome"),
         )
         start_time = self.start_time
         r.computed("troupe_start_time_seconds", "Unix time the daemon started.", "gauge", lambda: start_time)

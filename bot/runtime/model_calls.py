@@ -140,10 +140,11 @@ class ModelHandlers:
     ) -> None:
         runtime = self.runtime
         agent = runtime.character.name
-        runtime.metrics.model_calls.labels(
-            agent=agent, model_type=kind.value, provider=provider, outcome="error" if error else "ok"
-        ).inc()
+        outcome = "error" if error else "ok"
+        runtime.metrics.model_calls.labels(agent=agent, model_type=kind.value, provider=provider, outcome=outcome).inc()
         runtime.metrics.model_latency.labels(agent=agent, model_type=kind.value).observe(elapsed_ms / 1000)
+        # When, not only how many: the console says how long ago a model last answered or failed.
+        runtime.metrics.model_last_call.labels(agent=agent, provider=provider, outcome=outcome).set(time.time())
         duration_ms = round(elapsed_ms, 1)
         tracer = current_tracer()
         if tracer is not None:

@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 from bot.kernel.metrics import Metrics
+from bot.kernel.redact import Redactor
 
 __all__ = ["FakeDaemon", "STATUS"]
 
@@ -52,6 +53,7 @@ class FakeDaemon:
         self.metrics = Metrics()
         self.agents: dict[str, Any] = {}
         self.setup_needs: tuple[tuple[str, ...], ...] = ()
+        self.redactor = Redactor()
         self.ready: tuple[bool, list[str]] = (True, [])
         self.reload_gate: asyncio.Event | None = None
         self.reload_error: Exception | None = None

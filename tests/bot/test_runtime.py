@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import time
 import types
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -127,6 +128,10 @@ async def test_use_model_prefers_priority_and_falls_back_on_failure(runtime: Age
     assert await runtime.use_model(ModelType.TEXT_LARGE, {"prompt": "p"}) == "ok:p"
     assert calls == ["high", "low"]
     assert [(e.provider, isinstance(e, ModelUsed)) for e in events] == [("high", False), ("low", True)]
+    # When each provider last answered or failed, for the console's model health.
+    last = {key: child.value for key, child in runtime.metrics.model_last_call.items()}
+    assert set(last) == {(runtime.character.name, "high", "error"), (runtime.character.name, "low", "ok")}
+    assert all(abs(at - time.time()) < 600 for at in last.values())
     logs = await runtime.store.get_logs(type="useModel:TEXT_LARGE")
     assert {(log.body["provider"], log.body["ok"]) for log in logs} == {("high", False), ("low", True)}
     assert "prompt" not in str([log.body for log in logs])

@@ -10,6 +10,8 @@ from aiohttp import web
 
 from bot.config.settings import DaemonSettings
 from bot.daemon.console._audit import AuditLog, Change
+from bot.daemon.console._history import MetricHistory
+from bot.daemon.console._log_ring import LogRing
 from bot.daemon.console._sessions import Session, Sessions
 from bot.daemon.console._token import ConsoleToken
 from bot.daemon.console._view import ConsoleView
@@ -48,6 +50,10 @@ class Console:
     sessions: Sessions
     audit: AuditLog
     templates: jinja2.Environment
+    #: The last hour of the metrics, a sample a minute (the Troupe page's plots).
+    history: MetricHistory
+    #: The recent log lines (the Logs page).
+    logs: LogRing
     nav: list[NavItem] = field(default_factory=list)
     #: How long a wrong token waits before its answer: guessing is slow.
     failed_login_delay_s: float = 1.0

@@ -16,12 +16,15 @@ from bot.config.settings import DaemonSettings
 from bot.daemon.console._audit import AUDIT_FILE, AuditLog
 from bot.daemon.console._context import CONSOLE, Console
 from bot.daemon.console._guards import check_csrf, require_login
+from bot.daemon.console._history import MetricHistory
+from bot.daemon.console._log_ring import LogRing
 from bot.daemon.console._routes import NAV, add_routes
 from bot.daemon.console._sessions import Sessions
 from bot.daemon.console._token import ConsoleToken, load_token
 from bot.daemon.console._view import ConsoleView
 from bot.daemon.control._guards import is_loopback, same_origin_only
 from bot.daemon.control._limits import LimitedSite, cannot_listen, handler_options, track_busy
+from bot.kernel.background import BackgroundTasks
 
 __all__ = ["ConsoleServer"]
 
@@ -47,6 +50,7 @@ class ConsoleServer:
         self.port: int | None = None
         self.console: Console | None = None
         self._runner: web.AppRunner | None = None
+        self._background = BackgroundTasks("troupe:console")
 
     @property
     def url(self) -> str:
@@ -69,6 +73,7 @@ class ConsoleServer:
         if self._runner is not None:
             raise RuntimeError("the console is already started")
         token = await asyncio.to_thread(load_token, self.settings)
+        self._background = BackgroundTasks("troupe:console")
         self.console = Console(
             view=self.view,
             settings=self.settings,
@@ -78,8 +83,14 @@ class ConsoleServer:
             templates=jinja2.Environment(
                 loader=jinja2.FileSystemLoader(_TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined
             ),
+            history=MetricHistory(self.view.metrics),
+            logs=LogRing(self.view.redactor),
             nav=list(NAV),
         )
+        # For the console's lifetime: its log lines and a sample of the metrics every minute.
+        self.console.logs.install()
+        self.console.history.sample()
+        self._background.start(self.console.history.run(), "metric history")
         busy: set[RequestHandler] = set()
         runner = web.AppRunner(
             self._app(self.console, busy),
@@ -101,6 +112,9 @@ class ConsoleServer:
         self._announce(token)
 
     async def close(self) -> None:
+        if self.console is not None:
+            self.console.logs.close()  # first: the live log streams end, and do not hold the shutdown
+        await self._background.close()
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()

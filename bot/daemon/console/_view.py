@@ -7,6 +7,7 @@ from typing import Protocol
 
 from bot.daemon.control import DaemonView
 from bot.daemon.hosted import HostedAgent
+from bot.kernel.redact import Redactor
 
 __all__ = ["ConsoleView"]
 
@@ -29,4 +30,9 @@ class ConsoleView(DaemonView, Protocol):
     def setup_needs(self) -> tuple[tuple[str, ...], ...]:
         """What is not configured yet, when nothing runs for want of it (the model key): for each
         need, the settings any one of which would do. Empty once configured."""
+        ...
+
+    @property
+    def redactor(self) -> Redactor:
+        """The daemon's secrets, scrubbed from every log line: from the Logs page's too."""
         ...
