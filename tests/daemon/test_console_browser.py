@@ -7,17 +7,15 @@ package when there is none) and is skipped, saying so, without one.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from playwright.async_api import Browser, expect
 
-from .console_browser import browser, no_secret_in, open_console, screenshot, service
+from .console_browser import browser, no_secret_in, open_console, service
 from .test_service import Service
 
 __all__ = ["browser", "service"]  # the fixtures, imported to be used here
 
 
-async def test_log_in_with_the_link_and_see_the_characters(service: Service, browser: Browser, tmp_path: Path) -> None:
+async def test_log_in_with_the_link_and_see_the_characters(service: Service, browser: Browser) -> None:
     s = service
     site = await open_console(s, "Ada", "Brann")
     token, token_file, console = site.token, site.token_file, site.url
@@ -47,7 +45,6 @@ async def test_log_in_with_the_link_and_see_the_characters(service: Service, bro
         "() => new Promise(done => document.body.addEventListener('htmx:afterSwap', done, {once: true}))"
     )
     await expect(page.locator('tr[data-agent="Ada"]')).to_contain_text("telegram: connected")
-    await screenshot(page, "console-status.png", tmp_path)
     await no_secret_in(page, site)
 
     # The link the daemon prints logs a new browser context in at once.

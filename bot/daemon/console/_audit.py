@@ -24,7 +24,6 @@ class Change(StrEnum):
     LOGOUT = "logout"
     SETUP_SAVED = "setup saved"
     CHARACTER_SAVED = "character saved"
-    RELOAD = "reload"
     MEMORY_FORGOTTEN = "memory forgotten"
     KNOWLEDGE_UPLOADED = "knowledge uploaded"
     KNOWLEDGE_RESYNCED = "knowledge resynced"
