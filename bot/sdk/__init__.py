@@ -91,6 +91,16 @@ from bot.kernel.redact import scrub_for, scrub_secret
 from bot.kernel.terminal import ask
 from bot.kernel.text import first_words, repair_text, utf16_len
 from bot.kernel.time_limits import not_counted, time_limit
+from bot.kernel.tools import (
+    ToolAccess,
+    Toolbox,
+    ToolCall,
+    ToolResult,
+    ToolRound,
+    ToolSpec,
+    ToolTurn,
+    ToolTurnParams,
+)
 from bot.kernel.traces import ActionRun, MessageTrace, ModelCall
 from bot.kernel.types import (
     JSON,
@@ -362,6 +372,14 @@ __all__ = [
     "TokenClaims",
     "TokenRefusal",
     "TokenRefused",
+    "ToolAccess",
+    "Toolbox",
+    "ToolCall",
+    "ToolResult",
+    "ToolRound",
+    "ToolSpec",
+    "ToolTurn",
+    "ToolTurnParams",
     "tracing",
     "transcribe",
     "TranscriptionParams",

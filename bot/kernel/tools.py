@@ -1,0 +1,126 @@
+"""Tools a character can use: what one is, a call the model asks for, and what the call gave.
+
+Tools come from MCP servers a character file lists (``settings.mcp.servers``) and from troupe's
+own abilities; a :class:`Toolbox` (a runtime service) offers the ones a character may use and
+runs a call. The model chooses: a server that can call tools answers a ``TEXT_TOOLS`` request
+(:class:`ToolTurnParams`) with a :class:`ToolTurn` — the calls it wants, or its final text — and
+the turn loops, bounded, until the text comes. What a tool returns is untrusted input: it reaches a
+prompt only marked as such, cut to a bound (:class:`ToolResult` says when it was cut).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, NotRequired, Protocol, TypedDict
+
+__all__ = [
+    "ToolAccess",
+    "Toolbox",
+    "ToolCall",
+    "ToolResult",
+    "ToolRound",
+    "ToolSpec",
+    "ToolTurn",
+    "ToolTurnParams",
+]
+
+
+class ToolAccess(StrEnum):
+    """Who may make the character use a tool."""
+
+    ANYONE = "anyone"
+    ADMINS = "admins"
+    """The owner or an admin of the world (troupe's roles)."""
+    OWNER = "owner"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One tool, as the model is offered it."""
+
+    name: str
+    """Unique among the character's tools (``weather__forecast``: a server's tools carry its name)."""
+    description: str
+    parameters: Mapping[str, Any]
+    """The JSON schema of its arguments (an object schema)."""
+    source: str
+    """Where it comes from: the MCP server's name in the character file, or ``troupe``."""
+    changes_things: bool = False
+    """It changes something outside the conversation (the server does not mark it read-only):
+    the character asks the person to confirm, with buttons, before it runs."""
+    access: ToolAccess = ToolAccess.ANYONE
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A call the model asked for."""
+
+    id: str
+    """The model's id for the call (results are matched to calls by it)."""
+    name: str
+    arguments: Mapping[str, Any]
+    """Decoded from the model's JSON; arguments that did not decode are an error result, not this."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What one call gave, ready for a prompt (and for the message's trace)."""
+
+    call: ToolCall
+    text: str
+    """The result as text, cut to the prompt's bound."""
+    ok: bool = True
+    """False when the call failed (no such tool, bad arguments, the server's error, a timeout):
+    ``text`` then says what went wrong, for the model and for the person."""
+    duration_ms: float = 0.0
+    truncated: bool = False
+    """``text`` was cut; it ends with a note saying so."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRound:
+    """One round of a turn: the calls the model asked for, and their results, in the same order."""
+
+    calls: tuple[ToolCall, ...]
+    results: tuple[ToolResult, ...]
+    text: str = ""
+    """What the model wrote alongside its calls, if anything."""
+
+
+class ToolTurnParams(TypedDict):
+    """A ``TEXT_TOOLS`` request: the prompt, the tools on offer, and the rounds so far."""
+
+    prompt: str
+    tools: Sequence[ToolSpec]
+    rounds: NotRequired[Sequence[ToolRound]]
+    """The calls made so far in this turn and what they gave, oldest first."""
+    system: NotRequired[str | None]
+    temperature: NotRequired[float]
+    max_tokens: NotRequired[int]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolTurn:
+    """A ``TEXT_TOOLS`` answer: the calls the model wants made, or (with none) its final text."""
+
+    text: str = ""
+    calls: tuple[ToolCall, ...] = field(default=())
+
+    @property
+    def done(self) -> bool:
+        return not self.calls
+
+
+class Toolbox(Protocol):
+    """The tools of one character (a runtime service)."""
+
+    def tools(self) -> Sequence[ToolSpec]:
+        """Every tool the character may use now (servers that are down offer none)."""
+        ...
+
+    async def call(self, call: ToolCall, *, timeout: float) -> ToolResult:
+        """Run ``call``; never raises for the tool's failure (the result says it), only for
+        cancellation."""
+        ...
