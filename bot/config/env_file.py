@@ -33,7 +33,8 @@ def set_env_values(path: Path, values: Mapping[str, str]) -> None:
     already or else at its end; every other line is kept. The file is 0600 afterwards.
 
     Raises:
-        ValueError: a name that is not a setting's, or a value with a line break or NUL.
+        ValueError: a name that is not a setting's, or a value with a line break, a NUL, or
+            ``${`` (which .env expands).
         OSError: the file or its folder cannot be written.
     """
     for name, value in values.items():
@@ -41,6 +42,11 @@ def set_env_values(path: Path, values: Mapping[str, str]) -> None:
             raise ValueError(f"{name!r} is not a setting's name")
         if any(c in value for c in "\r\n\0"):
             raise ValueError(f"the value of {name} holds a line break; give it on one line")
+        if "${" in value:
+            # python-dotenv (and so pydantic-settings) expands ${NAME} in every value, quoted or not.
+            raise ValueError(
+                f"the value of {name} holds '${{', which .env would expand; set it in the environment instead"
+            )
     try:
         old = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:

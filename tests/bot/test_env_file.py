@@ -37,4 +37,7 @@ def test_a_new_file_is_made_0600_and_bad_input_says_what_is_wrong(tmp_path: Path
         set_env_values(path, {"OPENAI_API_KEY": "sk-1\nEVIL=1"})
     with pytest.raises(ValueError, match="is not a setting's name"):
         set_env_values(path, {"A B": "x"})
+    # .env expands ${NAME} in any value, quoted or not: such a value would not read back as given.
+    with pytest.raises(ValueError, match="which .env would expand; set it in the environment"):
+        set_env_values(path, {"OPENAI_API_KEY": "sk-${HOME}"})
     assert path.read_text() == 'OPENAI_API_KEY="sk-1"\n'  # unchanged
