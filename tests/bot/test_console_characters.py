@@ -286,8 +286,13 @@ async def test_problems_are_shown_at_their_field_and_line_with_the_text_kept_and
     typed = '{\n  "name": "Brann",\n  "bio": ["gruff"],\n}\n'
     status, page = await _save(http, console, brann_id, {**form, "text": typed})
     assert status == 422
-    assert '<span class="where">line 4, column 1</span>' in page
-    assert "invalid JSON at line 4, column 1" in page and "trailing comma" in page
+    # Where the reader stops differs by Python: 3.13 points at the comma, earlier ones after it.
+    with pytest.raises(json.JSONDecodeError) as stopped:
+        json.loads(typed)
+    where = f"line {stopped.value.lineno}, column {stopped.value.colno}"
+    assert where in ("line 4, column 1", "line 3, column 19")
+    assert f'<span class="where">{where}</span>' in page
+    assert f"invalid JSON at {where}" in page and "trailing comma" in page
     assert _textarea(page) == typed
 
     # A name another character has: the reload would refuse it, so the save does.
