@@ -10,7 +10,7 @@ without touching them.
 
 from bot.config.character import Character
 from bot.config.plugins import PluginMeta
-from bot.config.secrets import resolve_secret
+from bot.config.secrets import is_reference, resolve_secret
 from bot.config.settings import SettingReader, SettingsView
 from bot.config.shards import SHARD_COUNT_KEY, Shards
 from bot.kernel.answer_lengths import (
@@ -256,6 +256,7 @@ __all__ = [
     "ImageDescriptionParams",
     "ImageParams",
     "IncomingMessage",
+    "is_reference",
     "is_uuid",
     "JSON",
     "JSONValue",

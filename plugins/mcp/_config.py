@@ -21,6 +21,7 @@ and the fix. Values of ``env`` and ``headers`` may be secret references (``env:`
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -32,7 +33,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from bot.sdk import ConfigError, ToolAccess, resolve_secret
+from bot.sdk import ConfigError, ToolAccess, is_reference, resolve_secret
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -147,9 +148,14 @@ class ServerConfig:
         """Where the server is, for logs: the command or the URL (never an env value or header)."""
         return self.command if self.transport is Transport.STDIO else self.url
 
+    referenced: frozenset[str] = field(default=frozenset(), repr=False)
+    """The values that came from secret references (``env:`` …): scrubbed from every log."""
+
     @property
     def secrets(self) -> tuple[str, ...]:
-        return (*self.env.values(), *self.headers.values())
+        """The values to keep out of logs: those from references, and every header's (a key
+        written inline in ``Authorization`` is still a key)."""
+        return (*sorted(self.referenced), *self.headers.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,13 +234,16 @@ def resolve_config(raw: object, *, agent: str, environ: Mapping[str, str], base_
     policies: dict[str, ServerPolicy] = {}
     for name, entry in settings.servers.items():
         where = f"settings.mcp.servers.{name}"
+        referenced: set[str] = set()
         if isinstance(entry, _Stdio):
             server = ServerConfig(
                 name=name,
                 transport=Transport.STDIO,
                 command=entry.command,
                 args=tuple(entry.args),
-                env=_resolved(entry.env, f"{where}.env", agent=agent, environ=environ, base_dir=base_dir),
+                env=_resolved(
+                    entry.env, f"{where}.env", agent=agent, environ=environ, base_dir=base_dir, referenced=referenced
+                ),
                 cwd=entry.cwd,
                 timeout=entry.timeout,
             )
@@ -243,9 +252,17 @@ def resolve_config(raw: object, *, agent: str, environ: Mapping[str, str], base_
                 name=name,
                 transport=Transport.SSE if isinstance(entry, _Sse) else Transport.HTTP,
                 url=entry.url,
-                headers=_resolved(entry.headers, f"{where}.headers", agent=agent, environ=environ, base_dir=base_dir),
+                headers=_resolved(
+                    entry.headers,
+                    f"{where}.headers",
+                    agent=agent,
+                    environ=environ,
+                    base_dir=base_dir,
+                    referenced=referenced,
+                ),
                 timeout=entry.timeout,
             )
+        server = dataclasses.replace(server, referenced=frozenset(referenced))
         servers.append(server)
         access = {tool: ToolAccess.ADMINS for tool in entry.admins}
         access.update({tool: ToolAccess.OWNER for tool in entry.owner})
@@ -259,8 +276,15 @@ def resolve_config(raw: object, *, agent: str, environ: Mapping[str, str], base_
 
 
 def _resolved(
-    values: Mapping[str, str], where: str, *, agent: str, environ: Mapping[str, str], base_dir: Path | None
+    values: Mapping[str, str],
+    where: str,
+    *,
+    agent: str,
+    environ: Mapping[str, str],
+    base_dir: Path | None,
+    referenced: set[str],
 ) -> dict[str, str]:
+    """``values`` with their secret references resolved (the secrets added to ``referenced``)."""
     resolved: dict[str, str] = {}
     for key, value in values.items():
         try:
@@ -269,4 +293,6 @@ def _resolved(
             raise ConfigError(f"{agent}: {where}.{key}: {exc}") from None
         if secret is not None:
             resolved[key] = secret.get_secret_value()
+            if is_reference(value):
+                referenced.add(resolved[key])
     return resolved

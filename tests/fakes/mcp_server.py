@@ -4,7 +4,7 @@ Run over stdio as a subprocess (``python -m tests.fakes.mcp_server``, or with ``
 list N extra tools), or served over streamable HTTP or SSE on loopback by :func:`app`.
 
 Tools: ``weather(city)`` (read-only), ``slow()`` (never answers), ``huge(size)``, ``fail()`` (an
-error result), ``crash()`` (the process exits mid-call), ``pid()``, ``env(name)`` (a variable of the
+error result), ``crash()`` (the process exits mid-call), ``pid()``, ``header(name)``, ``env(name)`` (a variable of the
 server's environment, or ``<unset>``), ``picture()`` (an image and a text), ``delete(path)``
 (destructive), ``grow()`` (adds the tool ``late`` and says the list changed).
 """
@@ -54,6 +54,11 @@ def build(extra_tools: int = 0) -> MCPServer[Any]:
     def env(name: str) -> str:
         """A variable of the server's environment."""
         return os.environ.get(name, "<unset>")
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def header(name: str, ctx: Context) -> str:
+        """A header of the HTTP request that called it (over HTTP and SSE)."""
+        return (ctx.headers or {}).get(name.lower(), "<unset>")
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def pid() -> str:

@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 import uvicorn
 
+from bot.sdk import ToolCall
 from plugins.mcp._config import ServerConfig, Transport
+from plugins.mcp._pool import ServerPool
 from tests.fakes.mcp_server import build
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -75,14 +77,12 @@ async def serve(kind: str, sock: socket.socket | None = None) -> Served:
 
 
 @pytest.fixture
-async def http_server() -> AsyncIterator[Served]:
-    served = await serve("http")
-    yield served
-    await served.stop()
+async def pool() -> AsyncIterator[ServerPool]:
+    """A daemon's sessions, all stopped at the end."""
+    made = ServerPool()
+    yield made
+    await made.aclose()
 
 
-@pytest.fixture
-async def sse_server() -> AsyncIterator[Served]:
-    served = await serve("sse")
-    yield served
-    await served.stop()
+def call(tool: str, /, **arguments: object) -> ToolCall:
+    return ToolCall(id="c1", name=tool, arguments=arguments)

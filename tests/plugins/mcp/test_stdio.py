@@ -5,27 +5,19 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.sdk import ToolAccess, ToolCall
+from bot.sdk import ToolAccess
 from plugins.mcp._config import McpConfig, ServerConfig, ServerPolicy, Transport
 from plugins.mcp._connection import MAX_TOOLS, ServerState
 from plugins.mcp._pool import ServerPool
 from plugins.mcp._results import MAX_RESULT_CHARS
 from plugins.mcp._toolbox import McpToolbox, offered_name
 
-from .conftest import stdio_config, until
+from .conftest import call, stdio_config, until
 
 pytestmark = pytest.mark.xdist_group("mcp")
-
-
-@pytest.fixture
-async def pool() -> AsyncIterator[ServerPool]:
-    made = ServerPool()
-    yield made
-    await made.aclose()
 
 
 async def toolbox_for(
@@ -39,10 +31,6 @@ async def toolbox_for(
 
 def state(box: McpToolbox) -> ServerState:
     return box.connections[0].state
-
-
-def call(tool: str, /, **arguments: object) -> ToolCall:
-    return ToolCall(id="c1", name=tool, arguments=arguments)
 
 
 async def test_lists_the_servers_tools_and_calls_one(pool: ServerPool) -> None:
