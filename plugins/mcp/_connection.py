@@ -20,13 +20,14 @@ from typing import Any, Self
 
 import anyio
 import mcp.types as types
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.session import IncomingMessage
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared._stream_protocols import ReadStream
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from bot.sdk import ExponentialBackoff
 
@@ -155,6 +156,7 @@ class ServerConnection:
             ServerDown: the server is not up.
             TimeoutError: no answer within ``timeout`` seconds.
             mcp.MCPError: the server's error (a closed connection is one too).
+            pydantic.ValidationError: the answer is not a tool's result.
             Exception: the transport failed, or the answer was garbage; the connection is dialled
                 again.
         """
@@ -166,12 +168,16 @@ class ServerConnection:
                 return await session.call_tool(tool, dict(arguments))
         except TimeoutError:
             raise
-        except Exception as exc:
-            from mcp import MCPError
-
-            if not isinstance(exc, MCPError) or exc.code == types.CONNECTION_CLOSED:
+        except ValidationError:
+            raise  # garbage in one answer: the session itself is fine
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
                 self._broken = True
                 self._wake.set()
+            raise
+        except Exception:
+            self._broken = True  # the transport failed: dial again
+            self._wake.set()
             raise
 
     # -- the session's task -------------------------------------------------------------------

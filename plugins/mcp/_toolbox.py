@@ -21,6 +21,7 @@ import mcp.types as types
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError
 from mcp import MCPError
+from pydantic import ValidationError
 
 from bot.sdk import ToolAccess, ToolCall, ToolResult, ToolSpec
 
@@ -124,7 +125,16 @@ class McpToolbox:
             if exc.code == types.CONNECTION_CLOSED:
                 return f"the MCP server {server} went away during the call; try again later", False, False
             return f"the MCP server {server} refused the call: {_short(exc.message)}", False, False
-        except Exception as exc:  # garbage, a broken transport: the result says it, never a raise
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            return (
+                f"the MCP server {server} answered {call.name} with something that is not a tool's result "
+                f"({where}: {_short(first['msg'], 120)})",
+                False,
+                False,
+            )
+        except Exception as exc:  # a broken transport: the result says it, never a raise
             _log.info("%s: mcp call %s failed: %s: %s", self.agent, call.name, type(exc).__name__, _short(str(exc)))
             return f"the call to {call.name} failed: {type(exc).__name__}: {_short(str(exc))}", False, False
         text, truncated = cut(result_text(result), self._max_result_chars)

@@ -4,7 +4,7 @@ Run over stdio as a subprocess (``python -m tests.fakes.mcp_server``, or with ``
 list N extra tools), or served over streamable HTTP or SSE on loopback by :func:`app`.
 
 Tools: ``weather(city)`` (read-only), ``slow()`` (never answers), ``huge(size)``, ``fail()`` (an
-error result), ``crash()`` (the process exits mid-call), ``pid()``, ``header(name)``, ``env(name)`` (a variable of the
+error result), ``garbage()`` (non-MCP lines on stdout first), ``crash()`` (the process exits mid-call), ``pid()``, ``header(name)``, ``env(name)`` (a variable of the
 server's environment, or ``<unset>``), ``picture()`` (an image and a text), ``delete(path)``
 (destructive), ``grow()`` (adds the tool ``late`` and says the list changed).
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sys
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -44,6 +45,13 @@ def build(extra_tools: int = 0) -> MCPServer[Any]:
     def fail() -> str:
         """Always fails."""
         raise ToolError("the weather station is on fire")
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def garbage() -> str:
+        """Writes lines that are not MCP to stdout (over stdio), then answers."""
+        sys.stdout.buffer.write(b'this is not JSON\n{"jsonrpc": "2.0", "id": 987654, "result": 5}\n')
+        sys.stdout.buffer.flush()
+        return "said garbage"
 
     @server.tool()
     def crash() -> str:

@@ -3,6 +3,7 @@ one session, the server's environment, restarts, and every way a call can go wro
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 
@@ -103,6 +104,25 @@ async def test_what_goes_wrong_is_a_result_never_a_raise(pool: ServerPool) -> No
     assert not wrong.ok and "city: 3 is not of type 'string'" in wrong.text
     # The session is still fine after all that.
     assert (await box.call(call("weather__weather", city="Oslo"), timeout=10)).ok
+
+
+async def test_garbage_is_a_failed_call_never_a_raise(pool: ServerPool) -> None:
+    box = await toolbox_for(pool, stdio_config())
+    # Lines that are not MCP between the answers are passed over.
+    noise = await box.call(call("weather__garbage"), timeout=10)
+    assert noise.ok and noise.text == "said garbage"
+    assert (await box.call(call("weather__weather", city="Oslo"), timeout=10)).ok
+    # A result that is not a tool's result is a failed call.
+    server = dataclasses.replace(stdio_config("garbage"), args=("-m", "tests.fakes.mcp_garbage"))
+    garbage = await toolbox_for(pool, server)
+    result = await garbage.call(call("garbage__echo"), timeout=10)
+    assert not result.ok and result.text == (
+        "the MCP server garbage answered garbage__echo with something that is not a tool's result"
+        " (content: Input should be a valid list)"
+    )
+    version = garbage.connections[0].version
+    assert (await garbage.call(call("garbage__echo"), timeout=10)).ok is False
+    assert garbage.connections[0].version == version  # the session stays: no restart for one bad answer
 
 
 async def test_a_huge_result_is_cut_with_a_note(pool: ServerPool) -> None:
