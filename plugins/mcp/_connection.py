@@ -13,14 +13,16 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable, Mapping
-from contextlib import AsyncExitStack
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from enum import StrEnum
 from types import TracebackType
 from typing import Any, Self
 
 import anyio
+import httpx2
 import mcp.types as types
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp.client._transport import TransportStreams
 from mcp.client.session import IncomingMessage
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
@@ -253,9 +255,7 @@ class ServerConnection:
             finally:
                 self._session = None
 
-    def _transport(
-        self, stack: AsyncExitStack
-    ) -> Any:  # the SDK's transports are async context managers of (read, write)
+    def _transport(self, stack: AsyncExitStack) -> AbstractAsyncContextManager[TransportStreams]:
         config = self.config
         if config.transport is Transport.STDIO:
             # Only the server's own environment (the SDK adds PATH, HOME, USER and the like),
@@ -307,7 +307,10 @@ class ServerConnection:
             _log.debug("mcp server %s: %s", self.name, _describe(message))
 
 
-def _with_client(stack: AsyncExitStack, client: Any, url: str) -> Any:
+def _with_client(
+    stack: AsyncExitStack, client: httpx2.AsyncClient, url: str
+) -> AbstractAsyncContextManager[TransportStreams]:
+    """Streamable HTTP over ``client`` (which carries the headers), closed with the session."""
     stack.push_async_callback(client.aclose)
     return streamable_http_client(url, http_client=client)
 
