@@ -29,7 +29,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared._stream_protocols import ReadStream
 from mcp.shared.message import SessionMessage
-from pydantic import ValidationError
 
 from bot.sdk import ExponentialBackoff
 
@@ -159,8 +158,8 @@ class ServerConnection:
             TimeoutError: no answer within ``timeout`` seconds.
             mcp.MCPError: the server's error (a closed connection is one too).
             pydantic.ValidationError: the answer is not a tool's result.
-            Exception: the transport failed, or the answer was garbage; the connection is dialled
-                again.
+            Exception: the transport failed (the connection is dialled again), or the SDK refused
+                the answer (RuntimeError: structured content that fails the output schema).
         """
         session = self._session
         if session is None or self.state is not ServerState.UP:
@@ -168,18 +167,12 @@ class ServerConnection:
         try:
             async with asyncio.timeout(timeout):
                 return await session.call_tool(tool, dict(arguments))
-        except TimeoutError:
-            raise
-        except ValidationError:
-            raise  # garbage in one answer: the session itself is fine
-        except MCPError as exc:
-            if exc.code == types.CONNECTION_CLOSED:
+        except Exception as exc:
+            # A broken transport is dialled again; a bad answer (garbage, structured content that
+            # fails the tool's output schema) leaves the session as it is.
+            if _broken_transport(exc):
                 self._broken = True
                 self._wake.set()
-            raise
-        except Exception:
-            self._broken = True  # the transport failed: dial again
-            self._wake.set()
             raise
 
     # -- the session's task -------------------------------------------------------------------
@@ -313,6 +306,15 @@ def _with_client(
     """Streamable HTTP over ``client`` (which carries the headers), closed with the session."""
     stack.push_async_callback(client.aclose)
     return streamable_http_client(url, http_client=client)
+
+
+def _broken_transport(exc: Exception) -> bool:
+    """``exc`` from a call says the connection is broken (not that one answer was bad)."""
+    if isinstance(exc, MCPError):
+        return exc.code == types.CONNECTION_CLOSED
+    if isinstance(exc, TimeoutError):  # an OSError, but only this call's time ran out
+        return False
+    return isinstance(exc, OSError | httpx2.HTTPError | anyio.BrokenResourceError | anyio.ClosedResourceError)
 
 
 def _describe(exc: BaseException) -> str:

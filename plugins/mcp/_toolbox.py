@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from bot.sdk import ToolAccess, ToolCall, ToolResult, ToolSpec
 
 from ._config import McpConfig, ServerPolicy
-from ._connection import ServerConnection, ServerDown
+from ._connection import MAX_TOOLS, ServerConnection, ServerDown
 from ._results import MAX_RESULT_CHARS, cut, result_text
 
 __all__ = ["McpToolbox", "offered_name"]
@@ -76,6 +76,7 @@ class McpToolbox:
         self._max_result_chars = max_result_chars
         self._offered: dict[str, _Offered] = {}
         self._versions: tuple[int, ...] = ()
+        self._warned = False  # about more tools than are offered
 
     def __repr__(self) -> str:
         return f"<McpToolbox {self.agent}: {len(self.tools())} tools>"
@@ -142,6 +143,11 @@ class McpToolbox:
             return (text or f"{call.name} failed and said nothing more"), False, truncated
         return text, True, truncated
 
+    def _too_many(self) -> None:
+        if not self._warned:
+            self._warned = True
+            _log.warning("%s", _too_many_note(self.agent))
+
     def _unknown(self, name: str) -> str:
         names = sorted(self._current())
         listed = ", ".join(names[:20]) + (" …" if len(names) > 20 else "")
@@ -165,6 +171,9 @@ class McpToolbox:
             for tool in connection.tools:
                 if not policy.allows(tool.name):
                     continue
+                if len(offered) >= MAX_TOOLS:
+                    self._too_many()
+                    return offered
                 name = offered_name(connection.name, tool.name, set(offered))
                 if allowed is not None and name not in allowed and f"{connection.name}__{tool.name}" not in allowed:
                     continue
@@ -182,6 +191,13 @@ class McpToolbox:
                     validator=_validator(tool.input_schema),
                 )
         return offered
+
+
+def _too_many_note(agent: str) -> str:
+    return (
+        f"{agent}: its MCP servers offer more than {MAX_TOOLS} tools; only the first {MAX_TOOLS} are "
+        'offered (name the ones wanted in each server\'s "tools" or in settings.mcp.allowedTools)'
+    )
 
 
 def _changes_things(tool: types.Tool) -> bool:

@@ -1,7 +1,8 @@
 """An MCP server over stdio that answers ``tools/call`` with garbage, for the MCP plugin's tests.
 
-It initialises like any server and lists one tool, ``echo``; a call of it gets a result that is
-not a tool's result (``content`` is a string, not a list). Run: ``python -m tests.fakes.mcp_garbage``.
+It initialises like any server and lists two tools: a call of ``echo`` gets a result that is not
+a tool's result (``content`` is a string, not a list); one of ``count`` gets structured content
+that fails the tool's own output schema. Run: ``python -m tests.fakes.mcp_garbage``.
 Written by hand (not with the SDK) because the SDK's server never sends such a thing.
 """
 
@@ -11,7 +12,15 @@ import json
 import sys
 from typing import Any
 
-TOOL = {"name": "echo", "description": "Echoes (badly).", "inputSchema": {"type": "object", "properties": {}}}
+TOOLS = [
+    {"name": "echo", "description": "Echoes (badly).", "inputSchema": {"type": "object", "properties": {}}},
+    {
+        "name": "count",
+        "description": "Counts (badly).",
+        "inputSchema": {"type": "object", "properties": {}},
+        "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+    },
+]
 
 
 def answer(request: dict[str, Any]) -> dict[str, Any] | None:
@@ -25,7 +34,9 @@ def answer(request: dict[str, Any]) -> dict[str, Any] | None:
             "serverInfo": {"name": "garbage", "version": "0"},
         }
     elif method == "tools/list":
-        result = {"tools": [TOOL]}
+        result = {"tools": TOOLS}
+    elif method == "tools/call" and request["params"]["name"] == "count":
+        result = {"content": [{"type": "text", "text": "many"}], "structuredContent": {"n": "many"}}
     elif method == "tools/call":
         result = {"content": "this is not a list of content blocks", "isError": "perhaps"}
     else:

@@ -92,6 +92,7 @@ async def test_a_server_that_dies_is_restarted(pool: ServerPool) -> None:
 
 async def test_what_goes_wrong_is_a_result_never_a_raise(pool: ServerPool) -> None:
     box = await toolbox_for(pool, stdio_config())
+    version = box.connections[0].version
     hang = await box.call(call("weather__slow"), timeout=0.5)
     assert not hang.ok and "did not answer within 0.5 s" in hang.text
     failed = await box.call(call("weather__fail"), timeout=10)
@@ -102,8 +103,9 @@ async def test_what_goes_wrong_is_a_result_never_a_raise(pool: ServerPool) -> No
     assert not missing.ok and "'city' is a required property" in missing.text
     wrong = await box.call(call("weather__weather", city=3), timeout=10)
     assert not wrong.ok and "city: 3 is not of type 'string'" in wrong.text
-    # The session is still fine after all that.
+    # The session is still fine after all that, and was never started again.
     assert (await box.call(call("weather__weather", city="Oslo"), timeout=10)).ok
+    assert box.connections[0].version == version
 
 
 async def test_garbage_is_a_failed_call_never_a_raise(pool: ServerPool) -> None:
@@ -122,7 +124,9 @@ async def test_garbage_is_a_failed_call_never_a_raise(pool: ServerPool) -> None:
     )
     version = garbage.connections[0].version
     assert (await garbage.call(call("garbage__echo"), timeout=10)).ok is False
-    assert garbage.connections[0].version == version  # the session stays: no restart for one bad answer
+    shaped = await garbage.call(call("garbage__count"), timeout=10)
+    assert not shaped.ok and "Invalid structured content returned by tool count" in shaped.text, shaped.text
+    assert garbage.connections[0].version == version  # the session stays: no restart for a bad answer
 
 
 async def test_a_huge_result_is_cut_with_a_note(pool: ServerPool) -> None:
@@ -171,6 +175,13 @@ async def test_a_thousand_tools_are_cut(pool: ServerPool, caplog: pytest.LogCapt
         box = await toolbox_for(pool, stdio_config(tools=1000))
     assert len(box.tools()) == MAX_TOOLS
     assert any("lists more than 128 tools; only the first 128 are offered" in r.getMessage() for r in caplog.records)
+    # Two servers together offer no more than one could.
+    second = stdio_config("second", tools=100)
+    both = McpToolbox("Ada", McpConfig(servers=(second,)), [box.connections[0], pool.acquire(second)])
+    with caplog.at_level(logging.WARNING, logger="plugins.mcp"):
+        await until(lambda: bool(both.connections[1].tools))
+        assert len(both.tools()) == MAX_TOOLS
+    assert any("Ada: its MCP servers offer more than 128 tools" in r.getMessage() for r in caplog.records)
 
 
 async def test_a_server_that_cannot_start_is_one_warning(pool: ServerPool, caplog: pytest.LogCaptureFixture) -> None:
