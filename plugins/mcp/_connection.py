@@ -42,6 +42,9 @@ _log = logging.getLogger(__name__)
 MAX_TOOLS = 128
 #: Most pages of ``tools/list`` read (a server paging forever is cut).
 _MAX_PAGES = 50
+#: How long a session must have been up for its end to count as a new outage (the back-off
+#: starts again, and a warning says it); a server that dies sooner is crash-looping.
+_STABLE_S = 30.0
 #: Longest a stopping session may take to shut its server down.
 _CLOSE_TIMEOUT_S = 10.0
 
@@ -117,6 +120,7 @@ class ServerConnection:
         self._relist = False  # the server said its tools changed
         self._broken = False  # a call failed in the transport: dial again
         self._warned = False  # one warning per outage
+        self._up_at: float | None = None  # when the session last came up (the loop's clock)
         self._up = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -179,6 +183,7 @@ class ServerConnection:
 
     async def _run(self) -> None:
         while not self._stopping:
+            self._up_at = None
             try:
                 await self._session_once()
             except Exception as exc:  # any failure to start, connect or list: retry
@@ -200,6 +205,11 @@ class ServerConnection:
         self.state = ServerState.STOPPED
 
     def _down(self, reason: str) -> None:
+        if self._up_at is not None and asyncio.get_running_loop().time() - self._up_at >= _STABLE_S:
+            # It was up a good while: a new outage (a warning again, retries from the start).
+            # One that dies soon after it starts keeps backing off, and warns once.
+            self._warned = False
+            self._backoff.reset()
         self.state = ServerState.DOWN
         self.reason = reason
         self.tools = ()
@@ -230,8 +240,7 @@ class ServerConnection:
             self._set_tools(tools)
             self.state = ServerState.UP
             self.reason = ""
-            self._warned = False
-            self._backoff.reset()
+            self._up_at = asyncio.get_running_loop().time()
             self._up.set()
             _log.info("mcp server %s (%s) is up: %d tools", self.name, self.config.where, len(self.tools))
             try:

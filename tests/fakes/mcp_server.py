@@ -1,7 +1,7 @@
 """A real MCP server (the official SDK's MCPServer, formerly FastMCP) for the MCP plugin's tests.
 
 Run over stdio as a subprocess (``python -m tests.fakes.mcp_server``, or with ``--tools N`` to
-list N extra tools), or served over streamable HTTP or SSE on loopback by :func:`app`.
+list N extra tools, ``--die-after S`` to exit S seconds after starting), or served over streamable HTTP or SSE on loopback by :func:`app`.
 
 Tools: ``weather(city)`` (read-only), ``slow()`` (never answers), ``huge(size)``, ``fail()`` (an
 error result), ``garbage()`` (non-MCP lines on stdout first), ``crash()`` (the process exits mid-call), ``pid()``, ``header(name)``, ``env(name)`` (a variable of the
@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import os
 import sys
+import threading
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -107,7 +108,10 @@ def build(extra_tools: int = 0) -> MCPServer[Any]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tools", type=int, default=0, help="extra tools to list")
+    parser.add_argument("--die-after", type=float, default=0.0, help="exit this many seconds after starting")
     args = parser.parse_args()
+    if args.die_after:
+        threading.Timer(args.die_after, os._exit, (4,)).start()
     build(args.tools).run("stdio")
 
 

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from bot.sdk import ToolAccess
+from bot.sdk import ExponentialBackoff, ToolAccess
 from plugins.mcp._config import McpConfig, ServerConfig, ServerPolicy, Transport
-from plugins.mcp._connection import MAX_TOOLS, ServerState
+from plugins.mcp._connection import MAX_TOOLS, ServerConnection, ServerState
 from plugins.mcp._pool import ServerPool
 from plugins.mcp._results import MAX_RESULT_CHARS
 from plugins.mcp._toolbox import McpToolbox, offered_name
@@ -198,6 +198,26 @@ async def test_a_server_that_cannot_start_is_one_warning(pool: ServerPool, caplo
     assert box.tools() == []
     result = await box.call(call("ghost__x"), timeout=5)
     assert not result.ok and "no tool named ghost__x: no tool is available now" in result.text
+
+
+async def test_a_crash_looping_server_backs_off_and_warns_once(caplog: pytest.LogCaptureFixture) -> None:
+    server = dataclasses.replace(stdio_config(), args=(*stdio_config().args, "--die-after", "0.3"))
+    backoff = ExponentialBackoff(0.05, 60.0)
+    connection = ServerConnection(server, backoff=backoff)
+    with caplog.at_level(logging.INFO, logger="plugins.mcp"):
+        connection.start()
+        try:
+            await until(lambda: sum("is up" in r.getMessage() for r in caplog.records) >= 3, timeout=60)
+        finally:
+            await connection.close()
+    # Each start that dies soon keeps backing off (the delays are not reset by coming up) …
+    assert backoff.attempts >= 2
+    # … and the outage is one warning, not one per start.
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == [
+        f"mcp server weather ({sys.executable}) is down: the server closed the connection; "
+        "its tools are missing until it answers (retrying)"
+    ]
 
 
 def test_offered_names_are_sanitised_bounded_and_unique() -> None:
