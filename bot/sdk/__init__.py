@@ -10,6 +10,7 @@ without touching them.
 
 from bot.config.character import Character
 from bot.config.plugins import PluginMeta
+from bot.config.secrets import is_reference, resolve_secret
 from bot.config.settings import SettingReader, SettingsView
 from bot.config.shards import SHARD_COUNT_KEY, Shards
 from bot.kernel.answer_lengths import (
@@ -180,6 +181,7 @@ from bot.runtime.events import (
 from bot.runtime.knowledge_base import KNOWLEDGE_BASE, KnowledgeBase, KnowledgeMatch, KnowledgeSync, UploadRefused
 from bot.runtime.refusals import TokenRefusal, TokenRefused
 from bot.runtime.speech import speech, synthesize, transcribe
+from bot.runtime.toolbox import TOOLBOX
 from bot.runtime.tracing import MessageTracer, note_model_call, tracing
 from bot.store import (
     JSONValue,
@@ -254,6 +256,7 @@ __all__ = [
     "ImageDescriptionParams",
     "ImageParams",
     "IncomingMessage",
+    "is_reference",
     "is_uuid",
     "JSON",
     "JSONValue",
@@ -322,6 +325,7 @@ __all__ = [
     "Replier",
     "Reply",
     "ReplyChannel",
+    "resolve_secret",
     "ResponseSchema",
     "Role",
     "Room",
@@ -373,6 +377,7 @@ __all__ = [
     "TokenRefusal",
     "TokenRefused",
     "ToolAccess",
+    "TOOLBOX",
     "Toolbox",
     "ToolCall",
     "ToolResult",

@@ -291,7 +291,7 @@ def test_a_bad_message_example_does_not_hide_a_missing_knowledge_folder(write, t
 @pytest.mark.parametrize(
     ("plugin", "instead"),
     [
-        ("@elizaos/plugin-solana", "troupe's plugins are core, elevenlabs, knowledge, openai"),
+        ("@elizaos/plugin-solana", "troupe's plugins are core, elevenlabs, knowledge, mcp, openai"),
         ("@elizaos/plugin-anthropic", "the openai plugin serves any OpenAI-compatible endpoint"),
         ("@elizaos/plugin-twitter", "troupe runs on discord, telegram"),
         ("@elizaos/plugin-telegarm", "did you mean '@elizaos/plugin-telegram'?"),

@@ -1,0 +1,81 @@
+"""The MCP plugin against a real MCP server over streamable HTTP and SSE on loopback: listing,
+calling with the configured headers, and dialling again after the server went away."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from plugins.mcp._config import McpConfig, ServerConfig, Transport
+from plugins.mcp._connection import ServerState
+from plugins.mcp._pool import ServerPool
+from plugins.mcp._toolbox import McpToolbox
+
+from .conftest import Served, call, serve, until
+
+pytestmark = pytest.mark.xdist_group("mcp")
+
+
+def remote(kind: Transport, url: str) -> ServerConfig:
+    return ServerConfig(name="remote", transport=kind, url=url, headers={"X-Api-Key": "header-secret"}, timeout=10)
+
+
+async def toolbox_for(pool: ServerPool, server: ServerConfig) -> McpToolbox:
+    box = McpToolbox("Ada", McpConfig(servers=(server,)), [pool.acquire(server)])
+    await until(lambda: bool(box.tools()))
+    return box
+
+
+@pytest.mark.parametrize("kind", [Transport.HTTP, Transport.SSE])
+async def test_lists_and_calls_over_http_and_sse(pool: ServerPool, kind: Transport) -> None:
+    served = await serve(kind.value)
+    try:
+        box = await toolbox_for(pool, remote(kind, served.url))
+        assert {"remote__weather", "remote__slow", "remote__huge"} <= {spec.name for spec in box.tools()}
+        result = await box.call(call("remote__weather", city="Tromsø"), timeout=10)
+        assert result.ok and result.text == "sunny in Tromsø, 21 °C"
+        header = await box.call(call("remote__header", name="X-Api-Key"), timeout=10)
+        assert header.ok and header.text == "header-secret"
+        hang = await box.call(call("remote__slow"), timeout=0.5)
+        assert not hang.ok and "did not answer within 0.5 s" in hang.text
+        bad = await box.call(call("remote__weather", town="Oslo"), timeout=10)
+        assert not bad.ok and "'city' is a required property" in bad.text
+        assert (await box.call(call("remote__grow"), timeout=10)).ok
+        await until(lambda: "remote__late" in {spec.name for spec in box.tools()})
+    finally:
+        await served.stop()
+
+
+async def test_an_http_server_that_goes_away_is_dialled_again(pool: ServerPool) -> None:
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    served: Served = await serve("http", sock)
+    box = await toolbox_for(pool, remote(Transport.HTTP, served.url))
+    connection = box.connections[0]
+    await served.stop()
+    gone = await box.call(call("remote__weather", city="Oslo"), timeout=5)
+    assert not gone.ok
+    await until(lambda: connection.state is ServerState.DOWN)
+    again = socket.socket()
+    again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    again.bind(("127.0.0.1", port))
+    served = await serve("http", again)
+    try:
+        await until(lambda: connection.state is ServerState.UP, timeout=60)
+        result = await box.call(call("remote__weather", city="Oslo"), timeout=10)
+        assert result.ok and result.text == "sunny in Oslo, 21 °C"
+    finally:
+        await served.stop()
+
+
+async def test_a_server_that_is_not_there_is_down_not_an_error(pool: ServerPool) -> None:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    sock.close()  # nothing listens there
+    connection = pool.acquire(remote(Transport.HTTP, url))
+    await until(lambda: connection.state is ServerState.DOWN)
+    assert connection.tools == () and connection.reason
