@@ -40,6 +40,7 @@ from bot.kernel.errors import (
     SendError,
     SettingUnset,
     StoreError,
+    ToolsRefused,
     TroupeError,
     reason_for,
 )
@@ -378,6 +379,7 @@ __all__ = [
     "ToolResult",
     "ToolRound",
     "ToolSpec",
+    "ToolsRefused",
     "ToolTurn",
     "ToolTurnParams",
     "tracing",
