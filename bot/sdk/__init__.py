@@ -102,7 +102,7 @@ from bot.kernel.tools import (
     ToolTurn,
     ToolTurnParams,
 )
-from bot.kernel.traces import ActionRun, MessageTrace, ModelCall
+from bot.kernel.traces import ActionRun, MessageTrace, ModelCall, ToolCallRun
 from bot.kernel.types import (
     JSON,
     ChannelType,
@@ -138,6 +138,7 @@ from bot.runtime.components import (
     MESSAGE_VECTORS,
     SUMMARY_DEFAULT_COUNT,
     SUMMARY_MAX_COUNT,
+    TOOLBOX,
     Action,
     ActionContext,
     ActionResult,
@@ -374,8 +375,10 @@ __all__ = [
     "TokenRefusal",
     "TokenRefused",
     "ToolAccess",
+    "TOOLBOX",
     "Toolbox",
     "ToolCall",
+    "ToolCallRun",
     "ToolResult",
     "ToolRound",
     "ToolSpec",

@@ -333,9 +333,10 @@ class OpenAIModels:
         body: dict[str, Any] = {
             "model": model,
             "messages": messages,
-            "tools": [tool_schema(spec) for spec in params["tools"]],
             "max_tokens": params.get("max_tokens") or self.config.max_tokens,
         }
+        if params["tools"]:  # none on offer (the turn's last word): OpenAI refuses an empty list
+            body["tools"] = [tool_schema(spec) for spec in params["tools"]]
         if params.get("temperature") is not None:
             body["temperature"] = params["temperature"]
 
