@@ -182,7 +182,7 @@ from bot.runtime.events import (
 from bot.runtime.knowledge_base import KNOWLEDGE_BASE, KnowledgeBase, KnowledgeMatch, KnowledgeSync, UploadRefused
 from bot.runtime.refusals import TokenRefusal, TokenRefused
 from bot.runtime.speech import speech, synthesize, transcribe
-from bot.runtime.tracing import MessageTracer, note_model_call, tracing
+from bot.runtime.tracing import MessageTracer, note_model_call, note_tool_calls, tracing
 from bot.store import (
     JSONValue,
     KnowledgeDocument,
@@ -292,6 +292,7 @@ __all__ = [
     "next_round",
     "not_counted",
     "note_model_call",
+    "note_tool_calls",
     "now_ms",
     "options_of",
     "Outcome",

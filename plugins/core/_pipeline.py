@@ -82,9 +82,9 @@ from ._recovery import keep_recovering
 from ._schemas import SHOULD_RESPOND, plan_schema
 from ._should_respond import ShouldRespond, read_choice
 from ._streaming import ReplyWatcher
-from ._tool_confirm import Confirmations
-from ._tool_loop import ToolBounds, ToolLoop, trace_runs
-from ._tool_rules import CallRules, ToolRateLimit
+from ._tool_kit import TOOL_KIT, ToolKit
+from ._tool_loop import ToolLoop, trace_runs
+from ._tool_rules import CallRules
 from ._troupe import DEFAULT_WAIT_S, Candidate, SharedMessage, Troupe, TroupeChoice, TroupeDecision, about, ask_model
 from .actions._common import notify, room_and_world
 from .actions._room_state import set_state
@@ -165,14 +165,13 @@ class MessagePipeline:
         self._answering: set[str] = set()  # ids of the messages this process is handling right now
         self._troupe = runtime.shared.instance_of(Troupe)  # the daemon's characters that may share a room
         self._looking: dict[str, asyncio.Task[None]] = {}  # platform -> the loop that keeps recovering there
-        self._tool_bounds = ToolBounds.of(runtime)
-        # Tool calls per person per minute, and the calls that wait for a person's yes.
-        self._tool_limit = ToolRateLimit(max(1, runtime.get_int("TOOL_CALLS_PER_MINUTE", 10)))
-        self._confirmations = Confirmations(runtime, self._tool_bounds.call_timeout_s)
+        # Tool bounds, calls per person per minute, and the calls that wait for a person's yes.
+        self._tools = ToolKit.of(runtime)
 
     def register(self) -> None:
         self.runtime.handle_messages_with(self)
-        self._confirmations.register()
+        self.runtime.register_service(TOOL_KIT, self._tools)
+        self._tools.confirmations.register()
         self.runtime.on(PlatformConnected, self._on_connected)
 
     async def _on_connected(self, event: PlatformConnected) -> None:
@@ -631,9 +630,9 @@ class MessagePipeline:
         ``None`` when the model takes no tools (the turn is planned as without them)."""
         rt, message = self.runtime, turn.message
         name = rt.character.name
-        bounds = self._tool_bounds
+        bounds = self._tools.bounds
         _, world = await room_and_world(rt, message)
-        rules = CallRules(toolbox, tools, message, world, self._tool_limit)
+        rules = CallRules(toolbox, tools, message, world, self._tools.limit)
         # Room for the results in the window, as well as for the reply.
         room = self._plan_tokens() + bounds.result_chars // 4
         prompt = prompt_for(rt, state, "toolUseTemplate", ModelType.TEXT_TOOLS, room)
@@ -648,7 +647,7 @@ class MessagePipeline:
             return Outcome(Status.MODEL_UNREACHABLE, exc.reason_for(name))
         turn.tool_calls = trace_runs(result.rounds)
         if rules.waiting:
-            turn.confirm = self._confirmations.ask(rules.waiting, message)
+            turn.confirm = self._tools.confirmations.ask(rules.waiting, message)
         if not result.text:
             return Outcome(Status.UNPARSED, "the model wrote no reply after its tool calls")
         used = ", ".join(dict.fromkeys(run.name for run in turn.tool_calls)) or "none"
@@ -777,5 +776,5 @@ def _trace_of(
         actions=tuple(ActionRun(name, ok) for name, ok in turn.actions),
         reply_ids=tuple(turn.delivery.sent_ids),
         error=error,
-        tool_calls=turn.tool_calls,
+        tool_calls=turn.tool_calls + tuple(tracer.tool_calls),
     )

@@ -260,3 +260,58 @@ async def test_a_server_that_refuses_tools_is_planned_as_without_them(harness) -
     h.large.append(plan("Hello without tools."))
     assert (await h.say("hi")).status is Status.REPLIED
     assert h.sent[0]["text"] == "Hello without tools." and h.large_calls == 1 and not box.calls
+
+
+# -- without a model that calls tools: CALL_TOOL in the plan ----------------------------------
+
+
+def toolbox_only(h: Harness) -> MemoryToolbox:
+    box = MemoryToolbox()
+
+    async def forecast(args: Mapping[str, Any]) -> str:
+        return f"sunny, 21 C in {args.get('city')}"
+
+    box.add(spec("weather__forecast", "The forecast for a city."), forecast)
+    h.rt.register_service(TOOLBOX, box)
+    return box
+
+
+async def test_without_tool_calling_the_plan_picks_call_tool_and_a_second_prompt_answers(harness) -> None:
+    h = await harness(ChannelType.DM)
+    box = toolbox_only(h)
+    h.large += [
+        plan("Let me check.", actions="REPLY,CALL_TOOL"),
+        '<response><tool>weather__forecast</tool><arguments>{"city": "Oslo"}</arguments></response>',
+        "It's sunny in Oslo, 21 C.",
+    ]
+    outcome = await h.say("weather in Oslo?", id="m-plan")
+    assert outcome.status is Status.REPLIED and outcome.actions == ("REPLY", "CALL_TOOL")
+    assert "CALL_TOOL" in h.prompts[0]  # offered in the plan
+    assert "weather__forecast" in h.prompts[1]  # the tools listed for the choice
+    assert 'untrusted="true"' in h.prompts[2] and "sunny, 21 C in Oslo" in h.prompts[2]
+    assert [s["text"] for s in h.sent] == ["Let me check.", "It's sunny in Oslo, 21 C."]
+    assert [c.arguments for c in box.calls] == [{"city": "Oslo"}]
+    trace = await h.rt.store.get_trace("m-plan")
+    assert trace is not None and [(t.name, t.ok) for t in trace.tool_calls] == [("weather__forecast", True)]
+
+
+async def test_call_tool_with_arguments_that_are_not_json_runs_nothing_and_says_so(harness) -> None:
+    h = await harness(ChannelType.DM)
+    box = toolbox_only(h)
+    h.large += [
+        plan("", actions="CALL_TOOL"),
+        "<response><tool>weather__forecast</tool><arguments>{city: Oslo</arguments></response>",
+        "",
+    ]
+    await h.say("weather in Oslo?")
+    assert not box.calls
+    assert "not a JSON object" in h.prompts[2]
+    assert h.sent[-1]["text"].startswith("I couldn't use weather__forecast")
+
+
+async def test_call_tool_is_not_offered_for_a_bots_message(harness) -> None:
+    h = await harness(ChannelType.DM)
+    toolbox_only(h)
+    h.large.append(plan("Hi Brann."))
+    await h.say("Ada?", entity=OTHER_BOT, metadata=MemoryMetadata(author_is_bot=True, is_mention=True))
+    assert "CALL_TOOL" not in h.prompts[0]
