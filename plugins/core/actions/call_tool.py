@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 from bot.sdk import (
@@ -48,6 +49,7 @@ __all__ = ["action"]
 NAME = "CALL_TOOL"
 _log = logging.getLogger(__name__)
 _TOOLS_SHOWN = 40
+_CLOSING = re.compile(r"</\s*tool_result", re.IGNORECASE)
 
 
 async def _validate(runtime: AgentRuntime, message: Memory, state: State) -> bool:
@@ -105,7 +107,8 @@ async def _handler(context: ActionContext) -> ActionResult:
     values = {
         "toolName": call.name,
         "toolStatus": "ok" if result.ok else "error",
-        "toolResult": result.text[: kit.bounds.result_chars],
+        # Unable to close its section early and pass what follows as the character's words.
+        "toolResult": _CLOSING.sub("&lt;/tool_result", result.text[: kit.bounds.result_chars]),
     }
     answering = prompt_for(runtime, state, "toolAnswerTemplate", ModelType.TEXT_LARGE, PLAN_TOKENS, values)
     try:
