@@ -424,9 +424,6 @@ class MessagePipeline:
         rt = self.runtime
         _log.debug("%s: press of %r handled by %r", rt.character.name, press.value, handler.prefix)
         result = await handler.handle(rt, turn.message, press, turn.delivery)
-        runs = result.data.get("toolCalls") if isinstance(result.data, dict) else None
-        if isinstance(runs, list):  # a confirmed tool call ran
-            turn.tool_calls = tuple(ToolCallRun.from_json(r) for r in runs if isinstance(r, dict))
         if turn.delivery.failed:
             return Outcome(Status.SEND_FAILED, "the platform took none of the answer to a press")
         status = Status.REPLIED if turn.delivery.sent else Status.ACTED

@@ -33,6 +33,7 @@ from bot.sdk import (
     ToolRound,
     ToolTurn,
     ToolTurnParams,
+    note_tool_calls,
 )
 
 from ._tool_loop import trace_runs
@@ -114,11 +115,11 @@ class Confirmations:
         result = await self._run(waiting.call)
         text = await self._words(waiting, result)
         await _say(callback, text, message)
-        runs = [run.to_json() for run in trace_runs([ToolRound((waiting.call,), (result,))])]
+        note_tool_calls(trace_runs([ToolRound((waiting.call,), (result,))]))  # the press's trace
         return ActionResult(
             success=result.ok,
             text=text,
-            data={"actionName": _NAME, "confirmed": True, "toolCalls": runs},
+            data={"actionName": _NAME, "confirmed": True},
             error=None if result.ok else f"{name} failed",
         )
 

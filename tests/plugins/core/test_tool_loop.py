@@ -9,13 +9,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bot.kernel.content import MemoryMetadata
+from bot.kernel.buttons import Press
+from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.errors import ToolsRefused
 from bot.kernel.messages import Status
 from bot.kernel.models import ModelType
 from bot.kernel.tools import ToolAccess, ToolCall, ToolTurn
 from bot.kernel.trace_text import describe
-from bot.kernel.types import ChannelType
+from bot.kernel.types import ChannelType, Memory
 from bot.runtime.components import TOOLBOX
 from bot.sdk import Role
 from tests.fakes.toolbox import MemoryToolbox, spec
@@ -194,9 +195,14 @@ async def test_a_tool_that_changes_things_asks_with_buttons_and_runs_on_yes(harn
     yes, no = question["buttons"]
     assert yes.label == "Yes: notes__write" and no.label == "No: notes__write"
 
-    outcome = await press(h, yes.value, yes.label)
+    pressed = Content(text=yes.label, button=Press(yes.value, yes.label), source="discord")
+    outcome = await h.deliver(Memory(id="m-yes", entity_id=HUMAN, room_id=h.room, content=pressed))
     assert outcome.status is Status.REPLIED
     assert [c.arguments for c in box.calls] == [{"text": "buy milk"}]
+    trace = await h.rt.store.get_trace("m-yes")  # the press's trace has the call
+    assert trace is not None and [(t.name, t.arguments, t.ok) for t in trace.tool_calls] == [
+        ("notes__write", '{"text": "buy milk"}', True)
+    ]
     assert h.sent[-1]["text"] == "Saved your note."  # the model's words on what came of it
     (confirming,) = [p for p in model.asked if not p["tools"]]
     assert results_of(confirming) == [("notes__write", True, "wrote 'buy milk'")]
