@@ -15,7 +15,8 @@
         ├── ModelAuthError           the key was refused
         ├── ModelRateLimited         the provider asked us to slow down (retry_after)
         ├── ModelRequestRejected     the request was refused as asked (HTTP 400/422)
-        │   └── ModelContextExceeded the prompt was longer than the model's context (limit)
+        │   ├── ModelContextExceeded the prompt was longer than the model's context (limit)
+        │   └── ToolsRefused         the server takes no tools: offer them another way
         └── ModelUnavailable         timeout, connection failure or server error
     └── SendError                    a platform could not deliver a message the agent started
     └── PartlySent                   a message in pieces stopped part-way (sent)
@@ -58,6 +59,7 @@ __all__ = [
     "StoreError",
     "StoreLocked",
     "StoreUnavailable",
+    "ToolsRefused",
     "TroupeError",
     "VectorExtensionError",
     "reason_for",
@@ -252,6 +254,13 @@ class ModelContextExceeded(ModelRequestRejected):
     def __init__(self, message: str, *, limit: int | None = None, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         self.limit = limit
+
+
+class ToolsRefused(ModelRequestRejected):
+    """The server refused a request because it carried ``tools`` (it, or its model, cannot call
+    tools): the caller offers the tools another way (troupe's planning format) instead."""
+
+    __slots__ = ()
 
 
 class ModelUnavailable(ModelError):

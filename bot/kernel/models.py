@@ -24,6 +24,10 @@ TEXT_TO_SPEECH      :class:`SpeechParams`                 ``bytes`` (audio in ``
                                                           :class:`SpeechStream` when ``stream``
 IMAGE               :class:`ImageParams`                  ``list[OutgoingFile]``: the pictures
                                                           drawn (bot/kernel/outgoing.py), at least one
+TEXT_TOOLS          :class:`~bot.kernel.tools.ToolTurnParams`  :class:`~bot.kernel.tools.ToolTurn`: the
+                                                          calls the model wants, or its final text;
+                                                          a server that takes no tools raises
+                                                          ``ToolsRefused`` (the caller falls back)
 ==================  ====================================  =======================================
 
 A text handler may say how long a prompt its model takes: ``register_model(..., context_length=f)``
@@ -76,6 +80,8 @@ class ModelType(StrEnum):
     IMAGE_DESCRIPTION = "IMAGE_DESCRIPTION"
     TEXT_TO_SPEECH = "TEXT_TO_SPEECH"
     IMAGE = "IMAGE"
+    TEXT_TOOLS = "TEXT_TOOLS"
+    """A chat turn that may call tools (bot/kernel/tools.py): the server is told the tools."""
 
 
 # Names elizaOS's documents use for the same types.

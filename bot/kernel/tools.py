@@ -62,6 +62,9 @@ class ToolCall:
     name: str
     arguments: Mapping[str, Any]
     """Decoded from the model's JSON; arguments that did not decode are an error result, not this."""
+    problem: str = ""
+    """Why the call cannot run as asked (its arguments were not a JSON object): the turn answers
+    it with this as an error result, without running it, so the model can try again."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 the console's "Why" page shows them (one wording for both).
 
 A trace is told as a heading (``message m-1, heard by Ada``) and labelled lines (``from``,
-``when``, ``outcome``, ``gate``, one ``model`` per call, ``actions``, ``reply``, ``error``); a
+``when``, ``outcome``, ``gate``, one ``model`` per call, one ``tool`` per tool call, ``actions``,
+``reply``, ``error``); a
 listing tells each trace on one line.
 """
 
@@ -11,9 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bot.kernel.traces import MessageTrace, ModelCall
+from bot.kernel.traces import MessageTrace, ModelCall, ToolCallRun
 
-__all__ = ["TraceLine", "describe", "heading", "model_call", "outcome", "summary", "trace_lines", "when"]
+__all__ = [
+    "TraceLine",
+    "describe",
+    "heading",
+    "model_call",
+    "outcome",
+    "summary",
+    "tool_call",
+    "trace_lines",
+    "when",
+]
 
 #: The width of a line's label in a terminal (``  outcome   replied``).
 _LABEL_WIDTH = 10
@@ -51,6 +62,12 @@ def model_call(call: ModelCall) -> str:
     return f"{call.model_type} via {call.provider}{model}, {call.duration_ms:.0f} ms{tokens}{state}"
 
 
+def tool_call(call: ToolCallRun) -> str:
+    """One tool call: name and arguments, duration, whether it failed, the start of its result."""
+    state = "ok" if call.ok else "failed"
+    return f"{call.name} {call.arguments}, {call.duration_ms:.0f} ms, {state}: {call.result}"
+
+
 def heading(trace: MessageTrace) -> str:
     return f"message {trace.message_id}, heard by {trace.agent_name or trace.agent_id}"
 
@@ -71,6 +88,7 @@ def trace_lines(trace: MessageTrace, *, room_name: str = "") -> list[TraceLine]:
     if trace.rule:
         lines.append(TraceLine("gate", trace.rule + (f"; decided by {trace.decision}" if trace.decision else "")))
     lines += [TraceLine("model", model_call(call)) for call in trace.model_calls]
+    lines += [TraceLine("tool", tool_call(call)) for call in trace.tool_calls]
     if trace.actions:
         lines.append(TraceLine("actions", ", ".join(f"{a.name} {'ok' if a.ok else 'failed'}" for a in trace.actions)))
     if trace.reply_ids:

@@ -1,8 +1,8 @@
 """``MessageTrace``: how the handling of one message a character heard ended, and why.
 
 One record per (character, message): who said it where and when, the outcome and its reason
-(the gate's rule, the troupe's decision), the model calls made for it, the actions run, and the
-reply's ids. What happened, never what was asked: no prompt text and no secret is kept.
+(the gate's rule, the troupe's decision), the model calls made for it, the tools called (with
+their arguments and a short cut of what they returned), the actions run, and the reply's ids. What happened, never what was asked: no prompt text and no secret is kept.
 ``troupe why`` prints these; the store keeps them for a bounded number of days.
 """
 
@@ -13,7 +13,11 @@ from dataclasses import dataclass
 
 from bot.kernel.messages import Status
 
-__all__ = ["ActionRun", "MessageTrace", "ModelCall", "TraceQuery"]
+__all__ = ["ActionRun", "MessageTrace", "ModelCall", "ToolCallRun", "TraceQuery"]
+
+# What a trace keeps of a tool call's arguments and result: enough to see what happened.
+TOOL_ARGUMENTS_CHARS = 300
+TOOL_RESULT_CHARS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +67,49 @@ class ModelCall:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallRun:
+    """One tool call made for the message: what was asked, how long it took, what it gave."""
+
+    name: str
+    arguments: str
+    """The arguments as JSON, cut to :data:`TOOL_ARGUMENTS_CHARS`."""
+    duration_ms: float
+    ok: bool
+    result: str
+    """The start of the result (or of the error), cut to :data:`TOOL_RESULT_CHARS`."""
+
+    @classmethod
+    def of(cls, name: str, arguments: str, duration_ms: float, ok: bool, result: str) -> ToolCallRun:
+        """A run with ``arguments`` and ``result`` cut to what a trace keeps."""
+        return cls(name, _cut(arguments, TOOL_ARGUMENTS_CHARS), duration_ms, ok, _cut(result, TOOL_RESULT_CHARS))
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "arguments": self.arguments,
+            "ms": self.duration_ms,
+            "ok": self.ok,
+            "result": self.result,
+        }
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, object]) -> ToolCallRun:
+        ms = body.get("ms")
+        return cls(
+            name=str(body.get("name", "")),
+            arguments=str(body.get("arguments", "")),
+            duration_ms=float(ms) if isinstance(ms, int | float) else 0.0,
+            ok=body.get("ok") is True,
+            result=str(body.get("result", "")),
+        )
+
+
+def _cut(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
 class ActionRun:
     """One action run for the message, and whether it succeeded."""
 
@@ -106,9 +153,17 @@ class MessageTrace:
     """The ids of the reply's messages, as stored (in the same room)."""
     error: str = ""
     """What failed (the exception's name), when the outcome is an error."""
+    tool_calls: tuple[ToolCallRun, ...] = ()
+    """The tools the model called for the message, in the order they were asked."""
 
     def body(self) -> dict[str, object]:
         """What the store keeps besides the columns it filters on, as JSON."""
+        body = self._columns()
+        if self.tool_calls:  # absent when none: traces written before tools read the same
+            body["toolCalls"] = [c.to_json() for c in self.tool_calls]
+        return body
+
+    def _columns(self) -> dict[str, object]:
         return {
             "agentName": self.agent_name,
             "entityName": self.entity_name,
@@ -173,6 +228,7 @@ class MessageTrace:
             actions=tuple(ActionRun.from_json(a) for a in items("actions")),
             reply_ids=tuple(r for r in replies if isinstance(r, str)) if isinstance(replies, list) else (),
             error=text("error"),
+            tool_calls=tuple(ToolCallRun.from_json(c) for c in items("toolCalls")),
         )
 
     def to_json(self) -> dict[str, object]:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_check
 
 from bot.kernel.buttons import Press
 from bot.kernel.outgoing import OutgoingFile, Reply, markdown_file
+from bot.kernel.tools import Toolbox
 from bot.kernel.types import JSON, Entity, Memory, Room, Task
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ __all__ = [
     "SUMMARY_DEFAULT_COUNT",
     "SUMMARY_MAX_COUNT",
     "TaskWorker",
+    "TOOLBOX",
 ]
 
 T = TypeVar("T")
@@ -226,6 +228,10 @@ class MessageVectors(Protocol):
 
 #: The service under which the conversation pipeline (plugins/core) offers :class:`MessageVectors`.
 MESSAGE_VECTORS: ServiceKey[MessageVectors] = ServiceKey("message_vectors")
+
+#: The service under which a plugin (plugins/mcp) offers a character's :class:`~bot.kernel.tools.Toolbox`;
+#: the conversation pipeline lets the model use its tools when there is one.
+TOOLBOX: ServiceKey[Toolbox] = ServiceKey("toolbox")
 
 
 #: ``/summarize`` without a number covers this many messages; no summary covers more than the maximum.

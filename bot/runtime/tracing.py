@@ -10,14 +10,22 @@ plugin says which model served a call and the tokens the server counted
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from bot.kernel.traces import ModelCall
+from bot.kernel.traces import ModelCall, ToolCallRun
 
-__all__ = ["CallDetails", "MessageTracer", "current_tracer", "model_call", "note_model_call", "tracing"]
+__all__ = [
+    "CallDetails",
+    "MessageTracer",
+    "current_tracer",
+    "model_call",
+    "note_model_call",
+    "note_tool_calls",
+    "tracing",
+]
 
 # The tracer of the message being handled in this context (a task and the tasks it starts).
 _CURRENT: ContextVar[MessageTracer | None] = ContextVar("troupe_message_tracer", default=None)
@@ -27,9 +35,10 @@ _CALL: ContextVar[CallDetails | None] = ContextVar("troupe_model_call", default=
 
 @dataclass(slots=True)
 class MessageTracer:
-    """The model calls made for one message so far."""
+    """The model calls (and tool calls) made for one message so far."""
 
     model_calls: list[ModelCall] = field(default_factory=list)
+    tool_calls: list[ToolCallRun] = field(default_factory=list)
 
 
 @contextmanager
@@ -76,3 +85,11 @@ def note_model_call(model: str, prompt_tokens: object = None, completion_tokens:
         details.model = model
         details.prompt_tokens = prompt_tokens if type(prompt_tokens) is int else None
         details.completion_tokens = completion_tokens if type(completion_tokens) is int else None
+
+
+def note_tool_calls(runs: Iterable[ToolCallRun]) -> None:
+    """For whatever runs tools for a message: the calls, for its trace. Nothing happens outside a
+    traced message."""
+    tracer = _CURRENT.get()
+    if tracer is not None:
+        tracer.tool_calls.extend(runs)

@@ -41,6 +41,7 @@ from bot.kernel.errors import (
     SendError,
     SettingUnset,
     StoreError,
+    ToolsRefused,
     TroupeError,
     reason_for,
 )
@@ -102,7 +103,7 @@ from bot.kernel.tools import (
     ToolTurn,
     ToolTurnParams,
 )
-from bot.kernel.traces import ActionRun, MessageTrace, ModelCall
+from bot.kernel.traces import ActionRun, MessageTrace, ModelCall, ToolCallRun
 from bot.kernel.types import (
     JSON,
     ChannelType,
@@ -138,6 +139,7 @@ from bot.runtime.components import (
     MESSAGE_VECTORS,
     SUMMARY_DEFAULT_COUNT,
     SUMMARY_MAX_COUNT,
+    TOOLBOX,
     Action,
     ActionContext,
     ActionResult,
@@ -181,8 +183,7 @@ from bot.runtime.events import (
 from bot.runtime.knowledge_base import KNOWLEDGE_BASE, KnowledgeBase, KnowledgeMatch, KnowledgeSync, UploadRefused
 from bot.runtime.refusals import TokenRefusal, TokenRefused
 from bot.runtime.speech import speech, synthesize, transcribe
-from bot.runtime.toolbox import TOOLBOX
-from bot.runtime.tracing import MessageTracer, note_model_call, tracing
+from bot.runtime.tracing import MessageTracer, note_model_call, note_tool_calls, tracing
 from bot.store import (
     JSONValue,
     KnowledgeDocument,
@@ -293,6 +294,7 @@ __all__ = [
     "next_round",
     "not_counted",
     "note_model_call",
+    "note_tool_calls",
     "now_ms",
     "options_of",
     "Outcome",
@@ -380,9 +382,11 @@ __all__ = [
     "TOOLBOX",
     "Toolbox",
     "ToolCall",
+    "ToolCallRun",
     "ToolResult",
     "ToolRound",
     "ToolSpec",
+    "ToolsRefused",
     "ToolTurn",
     "ToolTurnParams",
     "tracing",

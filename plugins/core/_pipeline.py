@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING
 from bot.sdk import (
     DECISION_TOKENS,
     PLAN_TOKENS,
+    TOOLBOX,
     ActionRun,
+    Button,
     Claim,
     Content,
     IncomingMessage,
@@ -54,6 +56,10 @@ from bot.sdk import (
     State,
     Status,
     StoreError,
+    Toolbox,
+    ToolCallRun,
+    ToolSpec,
+    ToolsRefused,
     now_ms,
     time_limit,
     tracing,
@@ -76,7 +82,11 @@ from ._recovery import keep_recovering
 from ._schemas import SHOULD_RESPOND, plan_schema
 from ._should_respond import ShouldRespond, read_choice
 from ._streaming import ReplyWatcher
+from ._tool_kit import TOOL_KIT, ToolKit
+from ._tool_loop import ToolLoop, trace_runs
+from ._tool_rules import CallRules
 from ._troupe import DEFAULT_WAIT_S, Candidate, SharedMessage, Troupe, TroupeChoice, TroupeDecision, about, ask_model
+from .actions._common import notify, room_and_world
 from .actions._room_state import set_state
 from .providers._common import channel_type
 
@@ -126,6 +136,10 @@ class _Turn:
     """Who decided when the rules did not (the troupe, the small model), for the trace."""
     actions: tuple[tuple[str, bool], ...] = ()
     """The actions run, and whether each succeeded, for the trace."""
+    tool_calls: tuple[ToolCallRun, ...] = ()
+    """The tools called for the message, for the trace."""
+    confirm: tuple[str, list[Button]] | None = None
+    """The question (and its buttons) for the calls that wait for the person's yes."""
 
     @classmethod
     def of(cls, incoming: IncomingMessage, runtime: AgentRuntime) -> _Turn:
@@ -151,9 +165,13 @@ class MessagePipeline:
         self._answering: set[str] = set()  # ids of the messages this process is handling right now
         self._troupe = runtime.shared.instance_of(Troupe)  # the daemon's characters that may share a room
         self._looking: dict[str, asyncio.Task[None]] = {}  # platform -> the loop that keeps recovering there
+        # Tool bounds, calls per person per minute, and the calls that wait for a person's yes.
+        self._tools = ToolKit.of(runtime)
 
     def register(self) -> None:
         self.runtime.handle_messages_with(self)
+        self.runtime.register_service(TOOL_KIT, self._tools)
+        self._tools.confirmations.register()
         self.runtime.on(PlatformConnected, self._on_connected)
 
     async def _on_connected(self, event: PlatformConnected) -> None:
@@ -352,7 +370,10 @@ class MessagePipeline:
         # What was attached to this message is part of what it says: show it when planning.
         extra = ["ACTIONS", "ATTACHMENTS"] if message.content.attachments else ["ACTIONS"]
         state = await rt.compose_state(message, extra)
-        plan = await self._plan(state, turn.channel.stream if turn.channel.streams else None)
+        tooling = self._tools_for(message)
+        plan = await self._tool_turn(turn, state, *tooling) if tooling is not None else None
+        if plan is None:  # no tools, or a model that takes none
+            plan = await self._plan(state, turn.channel.stream if turn.channel.streams else None)
         if isinstance(plan, Outcome):
             return plan
         # (Gone from the map: a newer message was answered meanwhile, and its answer stands.)
@@ -387,6 +408,9 @@ class MessagePipeline:
             state = await rt.compose_state(message, plan.providers)
         results = await run_actions(rt, message, [response], state, delivery)
         turn.actions = tuple(results)
+        if turn.confirm is not None:  # after the reply that tells them why
+            question, buttons = turn.confirm
+            await notify(delivery, question, "RUN_TOOL", message, buttons=buttons)
         await run_evaluators(rt, message, state, did_respond=True, reply=delivery, responses=[response])
         if delivery.failed:
             return Outcome(Status.SEND_FAILED, "the platform took none of the reply", tuple(actions))
@@ -586,6 +610,47 @@ class MessagePipeline:
         count_answer(rt, AnswerKind.SHOULD_RESPOND, parsed=choice is not None)
         return choice or ShouldRespond.IGNORE
 
+    def _tools_for(self, message: Memory) -> tuple[Toolbox, list[ToolSpec]] | None:
+        """The character's toolbox and tools when this message may use them: there are tools, a
+        model that calls them, and the message is from a person (never for another bot's)."""
+        rt = self.runtime
+        toolbox = rt.get_service(TOOLBOX)
+        if toolbox is None or message.metadata.author_is_bot or not rt.has_model(ModelType.TEXT_TOOLS):
+            return None
+        tools = list(toolbox.tools())
+        return (toolbox, tools) if tools else None
+
+    async def _tool_turn(
+        self, turn: _Turn, state: State, toolbox: Toolbox, tools: list[ToolSpec]
+    ) -> Plan | Outcome | None:
+        """The reply written by a loop of tool calls (``_tool_loop``), as a plan to REPLY with it;
+        ``None`` when the model takes no tools (the turn is planned as without them)."""
+        rt, message = self.runtime, turn.message
+        name = rt.character.name
+        bounds = self._tools.bounds
+        _, world = await room_and_world(rt, message)
+        rules = CallRules(toolbox, tools, message, world, self._tools.limit)
+        # Room for the results in the window, as well as for the reply.
+        room = self._plan_tokens() + bounds.result_chars // 4
+        prompt = prompt_for(rt, state, "toolUseTemplate", ModelType.TEXT_TOOLS, room)
+        loop = ToolLoop(rt, tools, rules.run, bounds, system=None)
+        try:
+            result = await loop.run(prompt.prompt)
+        except ToolsRefused as exc:
+            _log.info("%s: %s; planning without tools", name, exc.reason_for(name))
+            return None
+        except ModelError as exc:
+            _log.warning("%s: no reply: %s", name, exc)
+            return Outcome(Status.MODEL_UNREACHABLE, exc.reason_for(name))
+        turn.tool_calls = trace_runs(result.rounds)
+        if rules.waiting:
+            turn.confirm = self._tools.confirmations.ask(rules.waiting, message)
+        if not result.text:
+            return Outcome(Status.UNPARSED, "the model wrote no reply after its tool calls")
+        used = ", ".join(dict.fromkeys(run.name for run in turn.tool_calls)) or "none"
+        thought = f"Answered with tools (used: {used}; {result.model_requests} model requests, {result.stop.value})."
+        return Plan(thought=thought, actions=["REPLY"], providers=[], text=result.text)
+
     async def _plan(self, state: State, stream: Callable[[str], None] | None = None) -> Plan | Outcome:
         """Ask the large model what to do; up to three tries for a reply that parses. When there
         is no plan, the outcome that says why."""
@@ -708,4 +773,5 @@ def _trace_of(
         actions=tuple(ActionRun(name, ok) for name, ok in turn.actions),
         reply_ids=tuple(turn.delivery.sent_ids),
         error=error,
+        tool_calls=turn.tool_calls + tuple(tracer.tool_calls),
     )

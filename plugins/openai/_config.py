@@ -57,7 +57,9 @@ _MIN_CONTEXT = 512
 _MAX_CONTEXT = 10_000_000
 
 _ALL_TYPES = frozenset(ModelType)
-_CHAT_TYPES = frozenset({ModelType.TEXT_SMALL, ModelType.TEXT_LARGE, ModelType.OBJECT_SMALL, ModelType.OBJECT_LARGE})
+_CHAT_TYPES = frozenset(
+    {ModelType.TEXT_SMALL, ModelType.TEXT_LARGE, ModelType.OBJECT_SMALL, ModelType.OBJECT_LARGE, ModelType.TEXT_TOOLS}
+)
 
 
 class _Runtime(Protocol):
@@ -259,6 +261,8 @@ class _Settings(SettingReader):
         ``server`` is the preset's kind of server unless ``OPENAI_SERVER`` says otherwise."""
         kind = self.server(server)
         local = kind is ServerKind.LOCAL
+        if not self.flag("OPENAI_TOOLS", True):  # a server that cannot call tools: offered another way
+            preset["types"] = preset["types"] - {ModelType.TEXT_TOOLS}
         return ProviderConfig(
             transcription_model=self.get("OPENAI_TRANSCRIPTION_MODEL", "whisper-1"),
             image_max_tokens=self.count("OPENAI_IMAGE_DESCRIPTION_MAX_TOKENS", 8192, minimum=1),

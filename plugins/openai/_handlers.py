@@ -33,6 +33,9 @@ from bot.sdk import (
     SpeechParams,
     SpeechStream,
     TextParams,
+    ToolsRefused,
+    ToolTurn,
+    ToolTurnParams,
     TranscriptionParams,
     repair_text,
     sniff_image_type,
@@ -57,6 +60,7 @@ from ._pools import HttpPools
 from ._posting import MAX_REPLY_BYTES, longest_call_s
 from ._speech_stream import open_speech_stream, read_speech
 from ._structured import REFUSING_STATUSES, OutputForm, OutputForms, response_format
+from ._tools import UNTRUSTED_NOTE, parse_tool_turn, refuses_tools, tool_messages, tool_schema
 from ._vectors import SharedVectors
 
 __all__ = ["OpenAIModels"]
@@ -65,7 +69,9 @@ __all__ = ["OpenAIModels"]
 _log = logging.getLogger("plugins.openai")
 
 # The types whose prompts are built to the model's context window.
-_TEXT_MODELS = frozenset({ModelType.TEXT_SMALL, ModelType.TEXT_LARGE, ModelType.OBJECT_SMALL, ModelType.OBJECT_LARGE})
+_TEXT_MODELS = frozenset(
+    {ModelType.TEXT_SMALL, ModelType.TEXT_LARGE, ModelType.OBJECT_SMALL, ModelType.OBJECT_LARGE, ModelType.TEXT_TOOLS}
+)
 
 _JSON_INSTRUCTION = "Reply with one JSON object and nothing else."
 _IMAGE_QUESTION = "Describe this image."
@@ -106,6 +112,8 @@ class OpenAIModels:
         self._batches = batches or EmbeddingBatches()  # the daemon's: texts asked for together share a request
         self._forms = forms or OutputForms()  # the daemon's: a server's refused schema form is learned once
         self._contexts = contexts or LearnedContexts()  # the daemon's: windows servers named when refusing
+        # Servers (base URL, model) that refused ``tools``: refused at once from then on.
+        self._no_tools: set[tuple[str, str]] = set()
         # Embedding endpoints (base URLs) that refused base64: asked for floats from then on.
         self._floats_only: set[str] = set()
         # The length of the embedding model's vectors: the setting's, else the first answer's.
@@ -132,6 +140,7 @@ class OpenAIModels:
             ModelType.IMAGE_DESCRIPTION: self.image_description,
             ModelType.TEXT_TO_SPEECH: self.text_to_speech,
             ModelType.IMAGE: self.image,
+            ModelType.TEXT_TOOLS: self.text_tools,
         }
         for kind, handler in handlers.items():
             if kind not in self.config.types:
@@ -303,6 +312,68 @@ class OpenAIModels:
         # The raw body, read by hand: the SDK builds a typed object per float (≈1,500 per vector);
         # and plain JSON posted straight over aiohttp, skipping the SDK's request machinery.
         return await self._calls.post_json(ModelType.TEXT_EMBEDDING, endpoint, model, "/embeddings", body, bytes)
+
+    async def text_tools(self, runtime: ModelHost, params: ToolTurnParams) -> ToolTurn:
+        """One round of a turn that may call tools, on the large model: the tools as OpenAI
+        function tools, the prompt, and the rounds so far; the calls the model wants, or its text.
+
+        Raises :class:`~bot.kernel.errors.ToolsRefused` when the server takes no tools (learned:
+        asked no more), so that the caller offers them in its own format."""
+        kind, endpoint, model = ModelType.TEXT_TOOLS, self.config.chat, self.config.large_model
+        server = (endpoint.base_url, model)
+        if server in self._no_tools:
+            raise self._refused(model, "it refused them before")
+        system = repair_text(params.get("system") or runtime.character.system or "")
+        system = f"{system}\n\n{UNTRUSTED_NOTE}" if system else UNTRUSTED_NOTE
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": repair_text(params["prompt"])},
+            *tool_messages(params.get("rounds") or ()),
+        ]
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "max_tokens": params.get("max_tokens") or self.config.max_tokens,
+        }
+        if params["tools"]:  # none on offer (the turn's last word): OpenAI refuses an empty list
+            body["tools"] = [tool_schema(spec) for spec in params["tools"]]
+        if params.get("temperature") is not None:
+            body["temperature"] = params["temperature"]
+
+        def read(raw: bytes) -> ToolTurn:
+            turn = parse_tool_turn(raw)
+            if turn is None:
+                raise self._error(
+                    f"{model} on {endpoint.provider} answered something that is not a chat completion "
+                    f"({kind.value}); is {display_url(endpoint.base_url)} an OpenAI-compatible API?",
+                    kind,
+                    endpoint,
+                )
+            return turn
+
+        try:
+            turn = await self._calls.post_json(kind, endpoint, model, "/chat/completions", body, read)
+        except ModelRequestRejected as exc:
+            if isinstance(exc, ModelContextExceeded) or not refuses_tools(str(exc)):
+                raise
+            self._no_tools.add(server)
+            _log.info(
+                "%s: %s at %s takes no tools; they are offered in troupe's own format from now on",
+                self.agent,
+                model,
+                display_url(endpoint.base_url),
+            )
+            raise self._refused(model, f"HTTP {http_status(exc)}") from exc
+        return ToolTurn(text=repair_text(turn.text), calls=turn.calls)
+
+    def _refused(self, model: str, why: str) -> ToolsRefused:
+        endpoint = self.config.chat
+        return ToolsRefused(
+            f"{model} on {endpoint.provider} takes no tools ({why}); set OPENAI_TOOLS=false to stop asking",
+            provider=endpoint.provider,
+            model_type=ModelType.TEXT_TOOLS,
+            agent=self.agent,
+        )
 
     async def transcription(self, runtime: ModelHost, params: TranscriptionParams) -> str:
         audio = bytes(params["audio"])

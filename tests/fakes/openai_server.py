@@ -37,7 +37,9 @@ Scripting, per endpoint: ``script_chat(*replies)``, ``script_embeddings(*replies
 replace that endpoint's queue. Each request takes the head of the queue; the last reply repeats,
 and an empty queue means the default reply. A reply is:
 
-- chat: a ``str``, or ``callable(request_json) -> str``;
+- chat: a ``str``, or ``callable(request_json) -> str``; or a :class:`ToolCalls` (or a callable
+  returning one): the assistant's message then carries ``tool_calls`` (``finish_reason``
+  ``tool_calls``), as a model that calls tools answers a request with ``tools``;
 - embeddings: a vector (``list[float]``, used for every input) or ``callable(text) -> list[float]``;
 - transcriptions: a ``str`` or ``callable(fields) -> str``;
 - images: the picture's ``bytes``, a :class:`Served` (the bytes, always answered as a URL), or
@@ -142,6 +144,32 @@ class Fail:
     def __post_init__(self) -> None:
         if self.times is not None and self.times < 1:
             raise ValueError("Fail.times is a count of 1 or more, or None for always")
+
+
+@dataclass(frozen=True)
+class ToolCalls:
+    """A chat reply that calls tools: each call a ``(name, arguments)`` pair, the arguments a dict
+    (sent as JSON text, as OpenAI does) or a ``str`` sent as it is (to send arguments that are
+    not JSON). Ids are ``call_<n>`` in order unless ``ids`` names them."""
+
+    calls: tuple[tuple[str, dict[str, Any] | str], ...]
+    text: str = ""
+    ids: tuple[str, ...] = ()
+
+    def message(self) -> dict[str, Any]:
+        ids = self.ids or tuple(f"call_{n}" for n in range(len(self.calls)))
+        return {
+            "role": "assistant",
+            "content": self.text or None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)},
+                }
+                for call_id, (name, args) in zip(ids, self.calls, strict=True)
+            ],
+        }
 
 
 @dataclass(frozen=True)
@@ -324,7 +352,7 @@ class FakeOpenAIServer(LocalServer):
         """Replace ``endpoint``'s queue of replies (see the module docstring)."""
         self._queues[endpoint].set(replies)
 
-    def script_chat(self, *replies: str | Callable[[dict[str, Any]], Any] | Body | Endless | Fail) -> None:
+    def script_chat(self, *replies: str | ToolCalls | Callable[[dict[str, Any]], Any] | Body | Endless | Fail) -> None:
         self.script("chat", *replies)
 
     def script_embeddings(self, *replies: list[float] | Callable[[str], Any] | Body | Endless | Fail) -> None:
@@ -452,8 +480,19 @@ class FakeOpenAIServer(LocalServer):
             return await self._endless(request, reply)
         if (canned := _canned(reply)) is not None:
             return canned
-        text, finish = _bounded(reply if isinstance(reply, str) else _echo(body), body.get("max_tokens"))
         model = body.get("model", "fake-model")
+        if isinstance(reply, ToolCalls):
+            return web.json_response(
+                {
+                    "id": f"chatcmpl-fake-{len(self.requests)}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": model,
+                    "choices": [{"index": 0, "message": reply.message(), "finish_reason": "tool_calls"}],
+                    "usage": _usage(body, reply.text),
+                }
+            )
+        text, finish = _bounded(reply if isinstance(reply, str) else _echo(body), body.get("max_tokens"))
         completion_id = f"chatcmpl-fake-{len(self.requests)}"
         usage = _usage(body, text)
         if body.get("stream"):

@@ -21,6 +21,8 @@ _MEANING = {
     ModelType.TRANSCRIPTION: "understand voice messages and audio",
     ModelType.IMAGE_DESCRIPTION: "see and describe images",
     ModelType.TEXT_TO_SPEECH: "speak aloud",
+    ModelType.IMAGE: "draw pictures",
+    ModelType.TEXT_TOOLS: "call tools",
 }
 
 

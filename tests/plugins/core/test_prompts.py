@@ -168,6 +168,9 @@ def test_default_templates_exist_under_upstream_names_with_their_inputs() -> Non
         "conversationSummaryTemplate",  # troupe's: SUMMARIZE_CONVERSATION, a chunk (_summaries.py)
         "summaryCombineTemplate",  # troupe's: SUMMARIZE_CONVERSATION, the chunks' summaries combined
         "attachmentsTemplate",  # troupe's: CHAT_WITH_ATTACHMENTS (upstream's is inline in plugin-discord)
+        "toolUseTemplate",  # troupe's: a turn that may call tools (_tool_loop.py)
+        "toolChoiceTemplate",  # troupe's: CALL_TOOL, the tool and its arguments
+        "toolAnswerTemplate",  # troupe's: CALL_TOOL, the reply made of the result
     }
     troupe = DEFAULT_TEMPLATES["troupeDecisionTemplate"]
     for needle in ("{{providers}}", "{{troupeMembers}}", "{{troupeNames}}", "<answer>", "<stop>"):

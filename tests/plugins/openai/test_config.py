@@ -18,7 +18,13 @@ from ..fake_runtime import FakeRuntime
 from .conftest import KEY, OTHER_KEY
 
 MakeRuntime = Callable[..., Awaitable[FakeRuntime]]
-CHAT = {ModelType.TEXT_SMALL, ModelType.TEXT_LARGE, ModelType.OBJECT_SMALL, ModelType.OBJECT_LARGE}
+CHAT = {
+    ModelType.TEXT_SMALL,
+    ModelType.TEXT_LARGE,
+    ModelType.OBJECT_SMALL,
+    ModelType.OBJECT_LARGE,
+    ModelType.TEXT_TOOLS,
+}
 
 
 def resolve(settings: dict[str, str], preset: str | None = None) -> ProviderConfig:
