@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING
 from bot.config.character import Character, LoadResult
 from bot.kernel.lifecycle import AgentState
 from bot.kernel.links import Link, LinkState
+from bot.kernel.tools import ToolServers
 from bot.runtime.agent import AgentRuntime
+from bot.runtime.components import TOOLBOX
 
 if TYPE_CHECKING:
-    from bot.daemon.control import AgentStatus, PlatformStatus
+    from bot.daemon.control import AgentStatus, PlatformStatus, ToolsStatus
 
 __all__ = ["HostedAgent", "fingerprint", "platform_links", "status_line"]
 
@@ -57,7 +59,7 @@ class HostedAgent:
             name: {"state": link.state.value, "detail": link.detail}
             for name, link in (runtime.links.items() if runtime is not None else ())
         }
-        return {
+        status: AgentStatus = {
             "name": self.name,
             "id": self.character.agent_id,
             "state": self.state,
@@ -66,6 +68,10 @@ class HostedAgent:
             "in_flight": runtime.in_flight if runtime is not None else 0,
             "platforms": platforms,
         }
+        tools = _tools(runtime)
+        if tools is not None:
+            status["tools"] = tools
+        return status
 
     @property
     def on_a_platform(self) -> bool:
@@ -85,6 +91,22 @@ class HostedAgent:
             for name, link in self.runtime.links.items()
             if link.state is not LinkState.CONNECTED
         ]
+
+
+def _tools(runtime: AgentRuntime | None) -> ToolsStatus | None:
+    """The character's tools and their servers; None when it has neither (no ``tools`` key, so
+    the status of a character without tools reads as it always did)."""
+    box = runtime.get_service(TOOLBOX) if runtime is not None else None
+    if box is None:
+        return None
+    names = [spec.name for spec in box.tools()]
+    servers = box.servers() if isinstance(box, ToolServers) else ()
+    if not names and not servers:
+        return None
+    return {
+        "names": names,
+        "servers": {server.name: {"up": server.up, "detail": server.detail} for server in servers},
+    }
 
 
 def platform_links(agents: Iterable[HostedAgent]) -> Iterator[Link]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, NotRequired, Protocol, TypedDict
+from typing import Any, NotRequired, Protocol, TypedDict, runtime_checkable
 
 __all__ = [
     "ToolAccess",
@@ -21,6 +21,8 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "ToolRound",
+    "ToolServer",
+    "ToolServers",
     "ToolSpec",
     "ToolTurn",
     "ToolTurnParams",
@@ -127,3 +129,22 @@ class Toolbox(Protocol):
         """Run ``call``; never raises for the tool's failure (the result says it), only for
         cancellation."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolServer:
+    """One server a character's tools come from, as ``troupe status`` shows it."""
+
+    name: str
+    """Its name in the character file."""
+    up: bool
+    detail: str = ""
+    """Why it is not up (starting, or the reason it is down); empty when up."""
+
+
+@runtime_checkable
+class ToolServers(Protocol):
+    """A :class:`Toolbox` that can tell its servers and whether each is up (optional: a
+    toolbox without servers need not offer it)."""
+
+    def servers(self) -> Sequence[ToolServer]: ...

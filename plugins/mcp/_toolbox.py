@@ -23,10 +23,10 @@ from jsonschema.exceptions import SchemaError
 from mcp import MCPError
 from pydantic import ValidationError
 
-from bot.sdk import ToolAccess, ToolCall, ToolResult, ToolSpec
+from bot.sdk import ToolAccess, ToolCall, ToolResult, ToolServer, ToolSpec
 
 from ._config import McpConfig, ServerPolicy
-from ._connection import MAX_TOOLS, ServerConnection, ServerDown
+from ._connection import MAX_TOOLS, ServerConnection, ServerDown, ServerState
 from ._results import MAX_RESULT_CHARS, cut, result_text
 
 __all__ = ["McpToolbox", "offered_name"]
@@ -87,6 +87,10 @@ class McpToolbox:
 
     def tools(self) -> Sequence[ToolSpec]:
         return [offered.spec for offered in self._current().values()]
+
+    def servers(self) -> Sequence[ToolServer]:
+        """Each of the character's servers and whether it is up (for ``troupe status``)."""
+        return [_server(connection) for connection in self._connections]
 
     async def call(self, call: ToolCall, *, timeout: float) -> ToolResult:
         started = time.perf_counter()
@@ -191,6 +195,13 @@ class McpToolbox:
                     validator=_validator(tool.input_schema),
                 )
         return offered
+
+
+def _server(connection: ServerConnection) -> ToolServer:
+    if connection.state is ServerState.UP:
+        return ToolServer(connection.name, up=True)
+    detail = connection.reason if connection.state is ServerState.DOWN and connection.reason else connection.state.value
+    return ToolServer(connection.name, up=False, detail=detail)
 
 
 def _too_many_note(agent: str) -> str:

@@ -59,9 +59,11 @@ class FakeDaemon:
         self.reload_error: Exception | None = None
         self.reloads = 0
         self.whole_troupe: dict[str, Any] | None = None
+        self.answer: dict[str, Any] | None = None
+        """The status to answer instead of STATUS (a test's own)."""
 
     def status(self) -> dict[str, Any]:
-        return STATUS
+        return STATUS if self.answer is None else self.answer
 
     async def troupe(self) -> dict[str, Any] | None:
         return self.whole_troupe

@@ -159,6 +159,39 @@ async def test_the_status_page_shows_each_character_its_platforms_and_the_store(
         assert re.search(r"Store:\s*<span[^>]*>ok", text) and "pid 4242" in text
 
 
+async def test_the_status_page_shows_a_characters_tools_and_their_servers_only_when_it_has_any(
+    tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    daemon = FakeDaemon()
+    ada = {
+        **STATUS["agents"][0],
+        "tools": {
+            "names": ["weather__forecast", "files__read"],
+            "servers": {
+                "weather": {"up": True, "detail": ""},
+                "files": {"up": False, "detail": "connection refused"},
+            },
+        },
+    }
+    daemon.answer = {**STATUS, "agents": [ada, STATUS["agents"][1]]}
+    server = ConsoleServer(daemon, settings(tmp_path, console_token=TOKEN))
+    await server.start()
+    try:
+        await log_in(http, server)
+        async with http.get(f"{server.url}parts/status", headers={"HX-Request": "true"}) as response:
+            part = await response.text()
+    finally:
+        await server.close()
+    ada_row = re.search(r'data-agent="Ada".*?</tr>', part, re.S)
+    brann_row = re.search(r'data-agent="Brann".*?</tr>', part, re.S)
+    assert ada_row is not None and brann_row is not None
+    assert re.search(r"<summary>2 tools</summary>", ada_row.group(0))
+    assert "weather__forecast, files__read" in ada_row.group(0)
+    assert re.search(r"weather:\s*<span[^>]*>up", ada_row.group(0))
+    assert re.search(r"files:\s*<span[^>]*>down</span>\s*<span class=\"note\">connection refused", ada_row.group(0))
+    assert "tool" not in brann_row.group(0)  # no tools: no line for them
+
+
 async def test_a_post_without_or_with_a_wrong_csrf_token_is_refused(
     console: ConsoleServer, http: aiohttp.ClientSession, tmp_path: Path
 ) -> None:

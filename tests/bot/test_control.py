@@ -313,6 +313,65 @@ def test_format_status_agents_not_running_and_messages_in_flight() -> None:
     )
 
 
+def test_format_status_tools_names_and_servers() -> None:
+    names = ["weather__weather", "weather__slow", *(f"files__t{i}" for i in range(10))]
+    status = {
+        "state": "running",
+        "pid": 7,
+        "uptime_s": 5,
+        "agents": [
+            {
+                "name": "Ada",
+                "state": "running",
+                "in_flight": 0,
+                "platforms": {"discord": {"state": "connected", "detail": ""}},
+                "tools": {
+                    "names": names,
+                    "servers": {
+                        "weather": {"up": True, "detail": ""},
+                        "files": {"up": False, "detail": "connection refused\nretrying"},
+                    },
+                },
+            },
+            {"name": "Eve", "state": "running", "in_flight": 0, "platforms": {}, "skipped": "discord: no token"},
+            {
+                "name": "Mo",
+                "state": "running",
+                "in_flight": 0,
+                "platforms": {"discord": {"state": "connected", "detail": ""}},
+                "tools": {"names": [], "servers": {"maps": {"up": False, "detail": "starting"}}},
+            },
+        ],
+    }
+    assert format_status(status) == (
+        "troupe running (pid 7, up 5s): 3 agents (1 on no working platform), 2 of 2 platform connections up\n"
+        "  Ada  discord  connected\n"
+        "  Ada  tools    weather__weather, weather__slow (+10 more)  "
+        "servers: weather up, files down (connection refused; retrying)\n"
+        "  Eve  -        no platform                                 discord: no token\n"
+        "  Mo   discord  connected\n"
+        "  Mo   tools    none                                        servers: maps down (starting)"
+    )
+
+
+def test_format_status_tools_without_servers_lists_them_all_when_few() -> None:
+    status = {
+        "state": "running",
+        "pid": 7,
+        "uptime_s": 5,
+        "agents": [
+            {"name": "Eve", "state": "failed", "in_flight": 0, "platforms": {}, "error": "boom"},
+            {"name": "Ada", "state": "running", "in_flight": 0, "platforms": {}, "tools": {"names": ["a", "b"]}},
+        ],
+    }
+    assert format_status(status) == (
+        "troupe running (pid 7, up 5s): 2 agents (1 on no working platform), 0 of 0 platform connections up\n"
+        "  Eve  -      failed       boom\n"
+        "  Ada  -      no platform  its file names no platform\n"
+        "  Ada  tools  a, b"
+    )
+
+
 def test_format_reload() -> None:
     summary = {
         "started": ["Cleo"],

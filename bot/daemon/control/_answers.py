@@ -20,6 +20,8 @@ __all__ = [
     "StoreStatus",
     "TroupeCharacter",
     "TroupeDaemon",
+    "ToolServerStatus",
+    "ToolsStatus",
     "TroupeStatus",
 ]
 
@@ -29,6 +31,20 @@ class PlatformStatus(TypedDict):
 
     state: str
     detail: str
+
+
+class ToolServerStatus(TypedDict):
+    """One server a character's tools come from: up or not, and why not."""
+
+    up: bool
+    detail: str
+
+
+class ToolsStatus(TypedDict):
+    """A character's tools: the names it is offered now, and its servers by name."""
+
+    names: list[str]
+    servers: dict[str, ToolServerStatus]
 
 
 class AgentStatus(TypedDict):
@@ -42,6 +58,8 @@ class AgentStatus(TypedDict):
     skipped: str
     in_flight: int
     platforms: dict[str, PlatformStatus]
+    #: Only for a character with tools or tool servers.
+    tools: NotRequired[ToolsStatus]
 
 
 class StoreStatus(TypedDict):

@@ -42,6 +42,31 @@ def _columns(rows: list[list[str]], indent: str = "  ") -> list[str]:
     return [(indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))).rstrip() for row in rows]
 
 
+#: Tool names ``troupe status`` lists before ``(+N more)``.
+_TOOLS_LISTED = 2
+
+
+def _tools_rows(label: str, tools: object) -> list[list[str]]:
+    """A ``tools`` row for an agent with tools or tool servers: a few names, then each server
+    that is not up and why (none for an agent without tools: its rows read as before)."""
+    if not isinstance(tools, dict):
+        return []
+    names = [str(name) for name in tools.get("names") or []]
+    servers: dict[str, Any] = tools.get("servers") or {}
+    if not names and not servers:
+        return []
+    listed = ", ".join(names[:_TOOLS_LISTED]) if names else "none"
+    if len(names) > _TOOLS_LISTED:
+        listed += f" (+{len(names) - _TOOLS_LISTED} more)"
+    states = [
+        f"{server} up"
+        if s.get("up")
+        else f"{server} down" + (f" ({_one_line(s.get('detail', ''))})" if s.get("detail") else "")
+        for server, s in servers.items()
+    ]
+    return [[label, "tools", listed, "servers: " + ", ".join(states) if states else ""]]
+
+
 def format_status(status: dict[str, Any]) -> str:
     """``troupe status`` output: a summary line, then agent / platform / state / detail columns.
 
@@ -54,7 +79,8 @@ def format_status(status: dict[str, Any]) -> str:
     An agent that is not running shows its state next to its name; one without platforms gets a
     single row with ``-`` for the platform: ``failed`` and why, or ``no platform`` and which
     platforms were skipped. A running agent with no connection up is counted apart in the
-    summary: it answers nobody.
+    summary: it answers nobody. An agent with tools gets a ``tools`` row: a few of their names,
+    and whether each of its tool servers is up (and why not).
     """
     agents = status.get("agents") or []
     rows: list[list[str]] = []
@@ -69,11 +95,13 @@ def format_status(status: dict[str, Any]) -> str:
             running = state == AgentState.RUNNING
             why = (agent.get("skipped") or "its file names no platform") if running else agent.get("error")
             rows.append([name, "-", "no platform" if running else state, _one_line(why or "")])
+            rows += _tools_rows(name, agent.get("tools"))
             continue
         label = name if state == AgentState.RUNNING else f"{name} ({state})"
         up, total = up + connected, total + len(platforms)
         for platform, connection in platforms.items():
             rows.append([label, platform, str(connection.get("state", "?")), _one_line(connection.get("detail", ""))])
+        rows += _tools_rows(label, agent.get("tools"))
     agents_part = _plural(len(agents), "agent") + (f" ({idle} on no working platform)" if idle else "")
     summary = [agents_part, f"{up} of {_plural(total, 'platform connection')} up"]
     if in_flight:

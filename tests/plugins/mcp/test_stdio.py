@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from bot.sdk import ExponentialBackoff, ToolAccess
+from bot.sdk import ExponentialBackoff, ToolAccess, ToolServer, ToolServers
 from plugins.mcp._config import McpConfig, ServerConfig, ServerPolicy, Transport
 from plugins.mcp._connection import MAX_TOOLS, ServerConnection, ServerState
 from plugins.mcp._pool import ServerPool
@@ -198,6 +198,18 @@ async def test_a_server_that_cannot_start_is_one_warning(pool: ServerPool, caplo
     assert box.tools() == []
     result = await box.call(call("ghost__x"), timeout=5)
     assert not result.ok and "no tool named ghost__x: no tool is available now" in result.text
+
+
+async def test_the_toolbox_tells_each_server_up_or_down(pool: ServerPool) -> None:
+    weather = stdio_config()
+    ghost = ServerConfig(name="ghost", transport=Transport.STDIO, command="/nonexistent/mcp-ghost", timeout=5)
+    box = McpToolbox("Ada", McpConfig(servers=(weather, ghost)), [pool.acquire(weather), pool.acquire(ghost)])
+    assert isinstance(box, ToolServers)
+    await until(lambda: bool(box.tools()) and box.connections[1].state is ServerState.DOWN)
+    up, down = box.servers()
+    assert up == ToolServer("weather", up=True)
+    assert down.name == "ghost" and not down.up
+    assert down.detail == box.connections[1].reason and down.detail
 
 
 async def test_a_crash_looping_server_backs_off_and_warns_once(caplog: pytest.LogCaptureFixture) -> None:
