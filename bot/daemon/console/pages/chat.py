@@ -19,6 +19,8 @@ from urllib.parse import quote, unquote
 from aiohttp import BodyPartReader, web
 
 from bot.daemon.console._context import NavItem, console_of
+from bot.daemon.console._events import KEEP_ALIVE, KEEP_ALIVE_S, open_stream
+from bot.daemon.console._events import event as sse_event
 from bot.daemon.hosted import HostedAgent
 from bot.kernel.errors import SendError
 from bot.kernel.lifecycle import AgentState
@@ -48,8 +50,6 @@ MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 MAX_TEXT_CHARS = 8000
 #: The cookie that keeps the name a person gave.
 PERSON_COOKIE = "troupe_chat_person"
-#: A comment line on a quiet event stream, so proxies and the browser keep it open.
-_KEEP_ALIVE_S = 15.0
 
 
 def routes() -> list[web.RouteDef]:
@@ -272,10 +272,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     conversation = await _conversation(request, talker)
     try:
         with talker.adapter.listen(conversation) as queue:
-            response = web.StreamResponse(
-                headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-            )
-            await response.prepare(request)
+            response = await open_stream(request)
             await response.write(b": listening\n\n")
             # Until the page goes away (the write fails) or the character stops running here.
             while not isinstance(event := await _next(queue), Closing):
@@ -288,14 +285,14 @@ async def events(request: web.Request) -> web.StreamResponse:
 async def _next(queue: asyncio.Queue[ChatEvent]) -> ChatEvent | None:
     """The next event; None after a quiet while (a keep-alive is due)."""
     try:
-        return await asyncio.wait_for(queue.get(), _KEEP_ALIVE_S)
+        return await asyncio.wait_for(queue.get(), KEEP_ALIVE_S)
     except TimeoutError:
         return None
 
 
 def _encode(request: web.Request, talker: _Talker, event: ChatEvent | None) -> bytes:
     if event is None:
-        return b": still here\n\n"
+        return KEEP_ALIVE
     if isinstance(event, Typing):
         name, data = "typing", ""
     elif isinstance(event, Partial):
@@ -305,4 +302,4 @@ def _encode(request: web.Request, talker: _Talker, event: ChatEvent | None) -> b
         html = _line_html(request, talker, event.line)
         line = event.line
         name, data = "message", json.dumps({"id": line.id, "character": line.from_character, "html": html})
-    return f"event: {name}\ndata: {data}\n\n".encode()
+    return sse_event(data, name=name)

@@ -14,15 +14,14 @@ import logging
 from aiohttp import web
 
 from bot.daemon.console._context import NavItem, console_of
+from bot.daemon.console._events import KEEP_ALIVE, KEEP_ALIVE_S, event, open_stream
 from bot.daemon.console._log_ring import NO_AGENT, LogFilter, LogLine, Pending
 from bot.kernel.logs import LEVELS
 
-__all__ = ["KEEP_ALIVE_S", "NAV", "routes"]
+__all__ = ["NAV", "routes"]
 
 NAV = NavItem("Logs", "/logs")
 
-#: A comment this often on a quiet stream: proxies keep it open, and a browser gone is noticed.
-KEEP_ALIVE_S = 15.0
 #: How long a browser waits before reconnecting to a stream that ended (milliseconds).
 _RETRY_MS = 3000
 
@@ -56,11 +55,11 @@ async def page(request: web.Request) -> web.StreamResponse:
 
 
 def _event(line: LogLine) -> bytes:
-    return f"id: {line.seq}\ndata: {json.dumps(line.to_json())}\n\n".encode()
+    return event(json.dumps(line.to_json()), id=str(line.seq))
 
 
 def _dropped(count: int) -> bytes:
-    return f"event: dropped\ndata: {json.dumps({'dropped': count})}\n\n".encode()
+    return event(json.dumps({"dropped": count}), name="dropped")
 
 
 async def stream(request: web.Request) -> web.StreamResponse:
@@ -72,14 +71,7 @@ async def stream(request: web.Request) -> web.StreamResponse:
     except ValueError as exc:
         return web.json_response({"error": str(exc)}, status=400)
     after = request.headers.get("Last-Event-ID", "")
-    response = web.StreamResponse(
-        headers={
-            "Content-Type": "text/event-stream",
-            "Cache-Control": "no-cache",
-            "X-Accel-Buffering": "no",  # nginx: pass each line on at once
-        }
-    )
-    await response.prepare(request)
+    response = await open_stream(request)
     with (
         console.logs.subscribe(wanted, after=int(after) if after.isdigit() else None) as reader,
         contextlib.suppress(ConnectionError),  # the browser went away
@@ -88,7 +80,7 @@ async def stream(request: web.Request) -> web.StreamResponse:
         for line in reader.backlog:
             await response.write(_event(line))
         while (pending := await reader.next(KEEP_ALIVE_S)) is not None:
-            await response.write(_chunk(pending) if pending else b": still here\n\n")
+            await response.write(_chunk(pending) if pending else KEEP_ALIVE)
     return response
 
 
