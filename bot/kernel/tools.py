@@ -13,12 +13,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, NotRequired, Protocol, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict, runtime_checkable
+
+if TYPE_CHECKING:
+    from bot.kernel.types import Memory
 
 __all__ = [
+    "cut_result",
+    "MAX_RESULT_CHARS",
     "ToolAccess",
     "Toolbox",
     "ToolCall",
+    "ToolContext",
+    "ToolFailed",
     "ToolResult",
     "ToolRound",
     "ToolServer",
@@ -27,6 +34,10 @@ __all__ = [
     "ToolTurn",
     "ToolTurnParams",
 ]
+
+
+#: The longest text of one tool's result that goes into a prompt.
+MAX_RESULT_CHARS = 8_000
 
 
 class ToolAccess(StrEnum):
@@ -67,6 +78,19 @@ class ToolCall:
     problem: str = ""
     """Why the call cannot run as asked (its arguments were not a JSON object): the turn answers
     it with this as an error result, without running it, so the model can try again."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a call is made for: the message whose answer asked for it (its person, room and
+    attachments). A call from outside a conversation (an MCP client of ``troupe mcp``) has none."""
+
+    message: Memory
+
+
+class ToolFailed(Exception):
+    """Raised by one of troupe's own tools that cannot do what was asked: the message (what went
+    wrong, and what to do) is the call's error result, for the model and the person."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +149,9 @@ class Toolbox(Protocol):
         """Every tool the character may use now (servers that are down offer none)."""
         ...
 
-    async def call(self, call: ToolCall, *, timeout: float) -> ToolResult:
-        """Run ``call``; never raises for the tool's failure (the result says it), only for
-        cancellation."""
+    async def call(self, call: ToolCall, *, timeout: float, context: ToolContext | None = None) -> ToolResult:
+        """Run ``call`` within ``timeout`` seconds, for the message in ``context``; never raises for
+        the tool's failure (the result says it), only for cancellation."""
         ...
 
 
@@ -148,3 +172,11 @@ class ToolServers(Protocol):
     toolbox without servers need not offer it)."""
 
     def servers(self) -> Sequence[ToolServer]: ...
+
+
+def cut_result(text: str, limit: int = MAX_RESULT_CHARS) -> tuple[str, bool]:
+    """``text`` at most ``limit`` characters (a note included); True when it was cut."""
+    if len(text) <= limit:
+        return text, False
+    note = f"\n[cut: the result was {len(text):,} characters; only the first part is shown]"
+    return text[: max(0, limit - len(note))] + note, True

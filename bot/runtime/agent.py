@@ -33,14 +33,16 @@ from bot.kernel.links import Links
 from bot.kernel.messages import IncomingMessage, MessageHandler, Outcome, Status
 from bot.kernel.metrics import Metrics
 from bot.kernel.models import ContextLength, ModelType, model_type
+from bot.kernel.tools import Toolbox
 from bot.kernel.types import ChannelType, Entity, Memory, Room, Task, now_ms
-from bot.runtime.components import Action, Evaluator, PressHandler, Provider, ServiceKey, State, TaskWorker
+from bot.runtime.components import TOOLBOX, Action, Evaluator, PressHandler, Provider, ServiceKey, State, TaskWorker
 from bot.runtime.embedding_length import learn_embedding_length
 from bot.runtime.events import CustomEvent, Event, EventType, MessageReceived
 from bot.runtime.model_calls import ModelHandler, ModelHandlers
 from bot.runtime.shared import Shared
 from bot.runtime.state import StateComposer
 from bot.runtime.stored_tasks import run_due_tasks, task_loop
+from bot.runtime.toolboxes import OwnTool, OwnToolChoice, Toolboxes
 from bot.store import Store
 
 __all__ = ["AgentRuntime", "Fence", "RuntimeState"]
@@ -137,6 +139,8 @@ class AgentRuntime:
         self._idle = asyncio.Event()
         self._idle.set()
         self._on_drain: list[Callable[[], Awaitable[None]]] = []
+        self._tool_choice: OwnToolChoice | None = None  # TROUPE_TOOLS, read at the first own tool
+        self._own_tools_seen: list[str] = []
         for key in character.secret_keys():
             secret = character.secret(key)
             if secret is not None:
@@ -222,6 +226,48 @@ class AgentRuntime:
         """The handler of a press of ``value``: the one with the longest prefix it starts with."""
         claiming = [h for h in self.press_handlers.values() if h.claims(value)]
         return max(claiming, key=lambda h: len(h.prefix), default=None)
+
+    def add_toolbox(self, toolbox: Toolbox) -> None:
+        """Offer a toolbox's tools to the character (the MCP plugin's servers), beside its other
+        tools: the ``TOOLBOX`` service offers them all."""
+        self._toolboxes().add(toolbox)
+
+    def register_tool(self, tool: OwnTool) -> None:
+        """Offer one of troupe's own abilities as a tool, when the character's ``TROUPE_TOOLS``
+        lets it (bot/runtime/toolboxes.py says which by default).
+
+        Raises:
+            ConfigError: ``TROUPE_TOOLS`` is not a list of tool names.
+        """
+        self._own_tools_seen.append(tool.spec.name)
+        if self._own_tool_choice().allows(tool.spec.name):
+            self._toolboxes().add_tool(tool)
+
+    def _toolboxes(self) -> Toolboxes:
+        box = self.services.get(str(TOOLBOX))
+        if not isinstance(box, Toolboxes):
+            box = Toolboxes(self.character.name)
+            self.register_service(TOOLBOX, box)
+        return box
+
+    def _own_tool_choice(self) -> OwnToolChoice:
+        if self._tool_choice is None:
+            self._tool_choice = OwnToolChoice.parse(
+                self.get_setting("TROUPE_TOOLS"), uses_tools="mcp" in self.plugin_names, agent=self.character.name
+            )
+        return self._tool_choice
+
+    def _check_tool_choice(self) -> None:
+        """Warn of names in ``TROUPE_TOOLS`` that no plugin of the character offers (a typo)."""
+        named = self._own_tool_choice().names or frozenset()
+        unknown = sorted(named - {name.lower() for name in self._own_tools_seen})
+        if unknown:
+            _log.warning(
+                "%s: TROUPE_TOOLS names %s, which no plugin of this character offers (its own tools: %s)",
+                self.character.name,
+                ", ".join(unknown),
+                ", ".join(self._own_tools_seen) or "none",
+            )
 
     @overload
     def register_service(self, name: ServiceKey[T], service: T) -> None: ...
@@ -334,6 +380,7 @@ class AgentRuntime:
                 except Exception as exc:
                     raise PluginLoadError(name, self.character.name, exc) from exc
                 self.loaded_plugins.append(name)
+            self._check_tool_choice()
             await self._ensure_self()
             if self.has_model(ModelType.TEXT_EMBEDDING):
                 await learn_embedding_length(self)

@@ -229,8 +229,8 @@ class MessageVectors(Protocol):
 #: The service under which the conversation pipeline (plugins/core) offers :class:`MessageVectors`.
 MESSAGE_VECTORS: ServiceKey[MessageVectors] = ServiceKey("message_vectors")
 
-#: The service under which a plugin (plugins/mcp) offers a character's :class:`~bot.kernel.tools.Toolbox`;
-#: the conversation pipeline lets the model use its tools when there is one.
+#: A character's :class:`~bot.kernel.tools.Toolbox`: every tool its plugins offer (``runtime.add_toolbox``,
+#: ``runtime.register_tool``); the conversation pipeline lets the model use them when there is one.
 TOOLBOX: ServiceKey[Toolbox] = ServiceKey("toolbox")
 
 

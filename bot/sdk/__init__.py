@@ -94,9 +94,12 @@ from bot.kernel.terminal import ask
 from bot.kernel.text import first_words, repair_text, utf16_len
 from bot.kernel.time_limits import not_counted, time_limit
 from bot.kernel.tools import (
+    MAX_RESULT_CHARS,
     ToolAccess,
     Toolbox,
     ToolCall,
+    ToolContext,
+    ToolFailed,
     ToolResult,
     ToolRound,
     ToolServer,
@@ -104,6 +107,7 @@ from bot.kernel.tools import (
     ToolSpec,
     ToolTurn,
     ToolTurnParams,
+    cut_result,
 )
 from bot.kernel.traces import ActionRun, MessageTrace, ModelCall, ToolCallRun
 from bot.kernel.types import (
@@ -185,6 +189,7 @@ from bot.runtime.events import (
 from bot.runtime.knowledge_base import KNOWLEDGE_BASE, KnowledgeBase, KnowledgeMatch, KnowledgeSync, UploadRefused
 from bot.runtime.refusals import TokenRefusal, TokenRefused
 from bot.runtime.speech import speech, synthesize, transcribe
+from bot.runtime.toolboxes import ArgumentCheck, OwnTool
 from bot.runtime.tracing import MessageTracer, note_model_call, note_tool_calls, tracing
 from bot.store import (
     JSONValue,
@@ -207,6 +212,7 @@ __all__ = [
     "AdapterState",
     "AgentReloaded",
     "AgentRuntime",
+    "ArgumentCheck",
     "ask",
     "Attachment",
     "AudioError",
@@ -230,6 +236,7 @@ __all__ = [
     "Content",
     "CONVERSATION_SUMMARIES",
     "ConversationSummary",
+    "cut_result",
     "Deadline",
     "DECISION_TOKENS",
     "Delivery",
@@ -272,6 +279,7 @@ __all__ = [
     "LinkState",
     "load",
     "MAX_AUDIO_BYTES",
+    "MAX_RESULT_CHARS",
     "Memory",
     "MemoryMetadata",
     "MemoryType",
@@ -302,6 +310,7 @@ __all__ = [
     "Outcome",
     "OutgoingFile",
     "Ownership",
+    "OwnTool",
     "PartlySent",
     "pdf_text",
     "place",
@@ -385,6 +394,8 @@ __all__ = [
     "Toolbox",
     "ToolCall",
     "ToolCallRun",
+    "ToolContext",
+    "ToolFailed",
     "ToolResult",
     "ToolRound",
     "ToolServer",

@@ -29,6 +29,7 @@ from bot.sdk import (
     PressHandler,
     Reply,
     ToolCall,
+    ToolContext,
     ToolResult,
     ToolRound,
     ToolTurn,
@@ -57,6 +58,8 @@ class Waiting:
     """A call that waits for its yes."""
 
     call: ToolCall
+    message: Memory
+    """The message it was made for."""
     entity_id: str
     room_id: str
     asked: str
@@ -82,7 +85,7 @@ class Confirmations:
         for call in calls[:4]:  # a message holds a few buttons; more in one turn wait for another turn
             key = uuid.uuid4().hex[:12]
             self._waiting[key] = Waiting(
-                call, message.entity_id, message.room_id, (message.content.text or "")[:500], time.monotonic()
+                call, message, message.entity_id, message.room_id, (message.content.text or "")[:500], time.monotonic()
             )
             label = call.name if len(call.name) <= 20 else call.name[:19] + "…"
             buttons += [Button(f"Yes: {label}", f"{PREFIX}{key}:yes"), Button(f"No: {label}", f"{PREFIX}{key}:no")]
@@ -112,7 +115,7 @@ class Confirmations:
         if answer != "yes":
             await _say(callback, f"OK, I won't run {name}.", message)
             return ActionResult(text=f"{name} not run", data={"actionName": _NAME, "confirmed": False})
-        result = await self._run(waiting.call)
+        result = await self._run(waiting)
         text = await self._words(waiting, result)
         await _say(callback, text, message)
         note_tool_calls(trace_runs([ToolRound((waiting.call,), (result,))]))  # the press's trace
@@ -123,12 +126,13 @@ class Confirmations:
             error=None if result.ok else f"{name} failed",
         )
 
-    async def _run(self, call: ToolCall) -> ToolResult:
+    async def _run(self, waiting: Waiting) -> ToolResult:
+        call = waiting.call
         toolbox = self.runtime.get_service(TOOLBOX)
         if toolbox is None:
             return ToolResult(call, f"{call.name} cannot run: the character has no tools now", ok=False)
         try:
-            return await toolbox.call(call, timeout=self.call_timeout_s)
+            return await toolbox.call(call, timeout=self.call_timeout_s, context=ToolContext(waiting.message))
         except Exception as exc:  # a Toolbox's bug is the call's failure
             return ToolResult(call, f"{call.name} failed ({type(exc).__name__})", ok=False)
 

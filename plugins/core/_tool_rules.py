@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from bot.sdk import Role, ToolAccess, Toolbox, ToolCall, ToolResult, ToolSpec, World
+from bot.sdk import Role, ToolAccess, Toolbox, ToolCall, ToolContext, ToolResult, ToolSpec, World
 
 from .actions._common import PRIVILEGED, role_in
 
@@ -63,6 +63,7 @@ class CallRules:
     toolbox: Toolbox
     tools: Sequence[ToolSpec]
     message: Memory
+    """The message the calls answer (with its attachments read)."""
     world: World | None
     limit: ToolRateLimit
     waiting: list[ToolCall] = field(default_factory=list)
@@ -93,7 +94,7 @@ class CallRules:
                 "buttons under your reply, and it runs when they press yes. Tell them that.",
                 ok=False,
             )
-        return await self.toolbox.call(call, timeout=timeout)
+        return await self.toolbox.call(call, timeout=timeout, context=ToolContext(self.message))
 
     def _refusal(self, spec: ToolSpec) -> str:
         if spec.access is ToolAccess.ANYONE:

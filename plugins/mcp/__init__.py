@@ -8,8 +8,8 @@ page docs/tools.md). The daemon keeps one session per server, shared by the char
 it the same way; a server that cannot start or connect is one warning, and the character runs
 without its tools until it answers.
 
-The character's tools are offered through the ``toolbox`` runtime service (``TOOLBOX``); the
-tool loop of the core plugin asks the model which to call.
+The character's tools join its others (``runtime.add_toolbox``: the ``TOOLBOX`` runtime service);
+the tool loop of the core plugin asks the model which to call.
 """
 
 from __future__ import annotations
@@ -53,15 +53,13 @@ def check(settings: SettingsView) -> list[str]:
 
 
 async def setup(runtime: AgentRuntime) -> None:
-    """Start (or join) the sessions of the character's servers and register its ``toolbox``.
+    """Start (or join) the sessions of the character's servers and add their toolbox.
 
     Raises:
         ConfigError: ``settings.mcp`` is wrong, or a secret reference in it does not resolve.
 
     Waits for no server: each connects in the background, its tools offered once it is up.
     """
-    from bot.sdk import TOOLBOX
-
     from ._config import resolve_config
     from ._pool import ServerPool
     from ._toolbox import McpToolbox
@@ -84,6 +82,6 @@ async def setup(runtime: AgentRuntime) -> None:
             await pool.release(server)
 
     runtime.on_close(release)
-    runtime.register_service(TOOLBOX, McpToolbox(agent, config, connections))
+    runtime.add_toolbox(McpToolbox(agent, config, connections))
     if config.servers:
         _log.info("%s: MCP servers %s", agent, ", ".join(server.name for server in config.servers))

@@ -1,5 +1,5 @@
 """A tool's answer as text for a prompt: text parts joined, pictures and resources named (never
-inlined), cut to a bound with a note."""
+inlined)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,7 @@ import json
 
 import mcp.types as types
 
-__all__ = ["MAX_RESULT_CHARS", "cut", "result_text"]
-
-#: Longest result text that goes into a prompt.
-MAX_RESULT_CHARS = 8_000
+__all__ = ["result_text"]
 
 
 def result_text(result: types.CallToolResult) -> str:
@@ -30,11 +27,3 @@ def result_text(result: types.CallToolResult) -> str:
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False, default=str))
     return "\n".join(parts)
-
-
-def cut(text: str, limit: int = MAX_RESULT_CHARS) -> tuple[str, bool]:
-    """``text`` at most ``limit`` characters (a note included); True when it was cut."""
-    if len(text) <= limit:
-        return text, False
-    note = f"\n[cut: the result was {len(text):,} characters; only the first part is shown]"
-    return text[: max(0, limit - len(note))] + note, True

@@ -15,19 +15,26 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import mcp.types as types
-from jsonschema import validators
-from jsonschema.exceptions import SchemaError
 from mcp import MCPError
 from pydantic import ValidationError
 
-from bot.sdk import ToolAccess, ToolCall, ToolResult, ToolServer, ToolSpec
+from bot.sdk import (
+    MAX_RESULT_CHARS,
+    ArgumentCheck,
+    ToolAccess,
+    ToolCall,
+    ToolContext,
+    ToolResult,
+    ToolServer,
+    ToolSpec,
+    cut_result,
+)
 
 from ._config import McpConfig, ServerPolicy
 from ._connection import MAX_TOOLS, ServerConnection, ServerDown, ServerState
-from ._results import MAX_RESULT_CHARS, cut, result_text
+from ._results import result_text
 
 __all__ = ["McpToolbox", "offered_name"]
 
@@ -56,7 +63,7 @@ class _Offered:
     connection: ServerConnection
     tool: str
     """The tool's own name on its server."""
-    validator: Any  # a jsonschema validator, or None when the tool's schema is not one
+    arguments: ArgumentCheck
 
 
 class McpToolbox:
@@ -92,7 +99,7 @@ class McpToolbox:
         """Each of the character's servers and whether it is up (for ``troupe status``)."""
         return [_server(connection) for connection in self._connections]
 
-    async def call(self, call: ToolCall, *, timeout: float) -> ToolResult:
+    async def call(self, call: ToolCall, *, timeout: float, context: ToolContext | None = None) -> ToolResult:
         started = time.perf_counter()
         text, ok, truncated = await self._call(call, timeout)
         return ToolResult(
@@ -109,7 +116,7 @@ class McpToolbox:
             return self._unknown(call.name), False, False
         if not isinstance(call.arguments, Mapping):
             return f"the arguments of {call.name} must be a JSON object", False, False
-        problem = _schema_problem(offered.validator, call.arguments)
+        problem = offered.arguments.problem(call.arguments)
         if problem is not None:
             return (
                 f"the arguments do not fit {call.name}: {problem}; call it again with arguments that do",
@@ -142,7 +149,7 @@ class McpToolbox:
         except Exception as exc:  # a broken transport: the result says it, never a raise
             _log.info("%s: mcp call %s failed: %s: %s", self.agent, call.name, type(exc).__name__, _short(str(exc)))
             return f"the call to {call.name} failed: {type(exc).__name__}: {_short(str(exc))}", False, False
-        text, truncated = cut(result_text(result), self._max_result_chars)
+        text, truncated = cut_result(result_text(result), self._max_result_chars)
         if result.is_error:
             return (text or f"{call.name} failed and said nothing more"), False, truncated
         return text, True, truncated
@@ -192,7 +199,7 @@ class McpToolbox:
                     ),
                     connection=connection,
                     tool=tool.name,
-                    validator=_validator(tool.input_schema),
+                    arguments=ArgumentCheck(tool.input_schema),
                 )
         return offered
 
@@ -217,26 +224,6 @@ def _changes_things(tool: types.Tool) -> bool:
     if hints is None:
         return True
     return not hints.read_only_hint or bool(hints.destructive_hint)
-
-
-def _validator(schema: Mapping[str, Any]) -> Any:
-    try:
-        cls = validators.validator_for(schema)
-        cls.check_schema(schema)
-    except (SchemaError, TypeError):
-        return None  # not a schema: the server judges the arguments
-    return cls(schema)
-
-
-def _schema_problem(validator: Any, arguments: Mapping[str, Any]) -> str | None:
-    if validator is None:
-        return None
-    errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
-    if not errors:
-        return None
-    first = errors[0]
-    where = ".".join(str(part) for part in first.path)
-    return _short(f"{where}: {first.message}" if where else str(first.message))
 
 
 def _short(text: str, limit: int = 300) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.kernel.tools import ToolCall, ToolResult, ToolSpec
+from bot.kernel.tools import ToolCall, ToolContext, ToolResult, ToolSpec
 
 __all__ = ["MemoryToolbox", "spec"]
 
@@ -35,6 +35,8 @@ class MemoryToolbox:
     handlers: dict[str, Tool] = field(default_factory=dict)
     calls: list[ToolCall] = field(default_factory=list)
     """Every call run, in the order it started."""
+    contexts: list[ToolContext | None] = field(default_factory=list)
+    """The context of each call in :attr:`calls`."""
 
     def add(self, tool: ToolSpec, handler: Tool) -> None:
         self.specs[tool.name] = tool
@@ -43,8 +45,9 @@ class MemoryToolbox:
     def tools(self) -> Sequence[ToolSpec]:
         return list(self.specs.values())
 
-    async def call(self, call: ToolCall, *, timeout: float) -> ToolResult:
+    async def call(self, call: ToolCall, *, timeout: float, context: ToolContext | None = None) -> ToolResult:
         self.calls.append(call)
+        self.contexts.append(context)
         started = time.monotonic()
         handler = self.handlers.get(call.name)
         if handler is None:

@@ -15,7 +15,7 @@ import pytest
 import plugins.mcp
 from bot.config.character import load_character
 from bot.runtime.shared import Shared
-from bot.sdk import TOOLBOX, Character, ConfigError, SettingsView, ToolAccess, ToolCall
+from bot.sdk import Character, ConfigError, SettingsView, ToolAccess, ToolCall
 from plugins.mcp._config import Transport, resolve_config
 from plugins.mcp._connection import ServerState
 from plugins.mcp._pool import ServerPool
@@ -152,11 +152,11 @@ class SetupRuntime:
     character: Character
     environ: dict[str, str]
     shared: Shared
-    services: dict[str, object] = field(default_factory=dict)
+    toolboxes: list[object] = field(default_factory=list)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
-    def register_service(self, key: object, service: object) -> None:
-        self.services[str(key)] = service
+    def add_toolbox(self, toolbox: object) -> None:
+        self.toolboxes.append(toolbox)
 
     def on_close(self, callback: Callable[[], Awaitable[None]]) -> None:
         self.closers.append(callback)
@@ -173,8 +173,8 @@ async def test_characters_of_one_daemon_share_the_session_until_the_last_stops(t
     bob = SetupRuntime(character(tmp_path, "Bob", {"servers": {"weather": WEATHER}}), environ, shared)
     await plugins.mcp.setup(ada)  # type: ignore[arg-type]  # the part of a runtime setup uses
     await plugins.mcp.setup(bob)  # type: ignore[arg-type]
-    box = ada.services[str(TOOLBOX)]
-    assert isinstance(box, McpToolbox) and isinstance(bob.services[str(TOOLBOX)], McpToolbox)
+    [box], [bobs] = ada.toolboxes, bob.toolboxes
+    assert isinstance(box, McpToolbox) and isinstance(bobs, McpToolbox)
     assert len(shared.instance_of(ServerPool)) == 1
     assert "weather-secret" in shared.secrets and str(ROOT) not in shared.secrets  # a path is no secret
     await until(lambda: bool(box.tools()))

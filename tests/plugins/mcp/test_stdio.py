@@ -9,11 +9,10 @@ import sys
 
 import pytest
 
-from bot.sdk import ExponentialBackoff, ToolAccess, ToolServer, ToolServers
+from bot.sdk import MAX_RESULT_CHARS, ExponentialBackoff, ToolAccess, ToolServer, ToolServers
 from plugins.mcp._config import McpConfig, ServerConfig, ServerPolicy, Transport
 from plugins.mcp._connection import MAX_TOOLS, ServerConnection, ServerState
 from plugins.mcp._pool import ServerPool
-from plugins.mcp._results import MAX_RESULT_CHARS
 from plugins.mcp._toolbox import McpToolbox, offered_name
 
 from .conftest import call, stdio_config, until
