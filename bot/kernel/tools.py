@@ -10,7 +10,7 @@ prompt only marked as such, cut to a bound (:class:`ToolResult` says when it was
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict, runtime_checkable
@@ -86,6 +86,9 @@ class ToolContext:
     attachments). A call from outside a conversation (an MCP client of ``troupe mcp``) has none."""
 
     message: Memory
+    fetch: Callable[[Mapping[str, object]], Awaitable[bytes]] | None = None
+    """Downloads one of the message's attachments the platform's own way (its reply channel's
+    ``fetch``), when the call is made while the message is answered."""
 
 
 class ToolFailed(Exception):

@@ -246,7 +246,7 @@ class AgentRuntime:
     def _toolboxes(self) -> Toolboxes:
         box = self.services.get(str(TOOLBOX))
         if not isinstance(box, Toolboxes):
-            box = Toolboxes(self.character.name)
+            box = Toolboxes(self)
             self.register_service(TOOLBOX, box)
         return box
 

@@ -30,9 +30,13 @@ __all__ = [
     "Evaluator",
     "EvaluatorHandler",
     "HandlerCallback",
+    "LINK_READER",
+    "LinkNotRead",
+    "LinkReader",
     "MESSAGE_VECTORS",
     "MessageVectors",
     "Messenger",
+    "PageText",
     "PressHandler",
     "PressHandling",
     "Provider",
@@ -228,6 +232,48 @@ class MessageVectors(Protocol):
 
 #: The service under which the conversation pipeline (plugins/core) offers :class:`MessageVectors`.
 MESSAGE_VECTORS: ServiceKey[MessageVectors] = ServiceKey("message_vectors")
+
+
+@dataclass(frozen=True, slots=True)
+class PageText:
+    """A web page, read as text."""
+
+    url: str
+    """Where it was read from, after redirects."""
+    title: str
+    text: str
+    """Its readable text (an HTML page's without its markup), cut to the length asked for."""
+    truncated: bool = False
+    """The page was longer than what was read; ``text`` ends with a note saying so."""
+
+
+class LinkNotRead(Exception):
+    """A link that could not be read; the message says why ("private address", "no answer within
+    10 s", "a video/mp4 file, not read")."""
+
+    def __init__(self, reason: str, *, lasting: bool = True) -> None:
+        super().__init__(reason)
+        self.lasting = lasting
+        """Reading it again soon gives the same (a refusal, a kind of file that is not read); a
+        timeout or a network failure may pass."""
+
+
+@runtime_checkable
+class LinkReader(Protocol):
+    """Reads the pages links lead to, as the character's links reader does (bounded, refusing
+    private addresses unless allowed); the core plugin offers it (``LINK_READER``)."""
+
+    async def read(self, url: str, *, max_chars: int) -> PageText:
+        """The text of the page at ``url``, at most ``max_chars`` characters.
+
+        Raises:
+            LinkNotRead: not a web link, refused, unreachable, or not a page of text.
+        """
+        ...
+
+
+#: The service under which the conversation pipeline (plugins/core) offers its :class:`LinkReader`.
+LINK_READER: ServiceKey[LinkReader] = ServiceKey("links")
 
 #: A character's :class:`~bot.kernel.tools.Toolbox`: every tool its plugins offer (``runtime.add_toolbox``,
 #: ``runtime.register_tool``); the conversation pipeline lets the model use them when there is one.

@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError
@@ -35,6 +35,9 @@ from bot.kernel.tools import (
     cut_result,
 )
 
+if TYPE_CHECKING:
+    from bot.runtime.agent import AgentRuntime
+
 __all__ = ["ArgumentCheck", "MAX_TOOLS", "OwnTool", "OwnToolChoice", "Toolboxes"]
 
 _log = logging.getLogger(__name__)
@@ -42,9 +45,9 @@ _log = logging.getLogger(__name__)
 #: The most tools a character is offered, from all its toolboxes together.
 MAX_TOOLS = 128
 
-#: Runs one of troupe's own tools with its (checked) arguments; returns the result's text or
-#: raises :class:`ToolFailed` saying what went wrong.
-OwnToolRun = Callable[[Mapping[str, Any], ToolContext | None], Awaitable[str]]
+#: Runs one of troupe's own tools for a character with its (checked) arguments; returns the
+#: result's text or raises :class:`ToolFailed` saying what went wrong.
+OwnToolRun = Callable[["AgentRuntime", Mapping[str, Any], ToolContext | None], Awaitable[str]]
 
 
 class ArgumentCheck:
@@ -124,8 +127,9 @@ class Toolboxes:
     service): a call goes to the one that offers its name; troupe's own tools first, then each
     toolbox in the order added; at most :data:`MAX_TOOLS` in all."""
 
-    def __init__(self, agent: str, *, max_result_chars: int = MAX_RESULT_CHARS) -> None:
-        self.agent = agent
+    def __init__(self, runtime: AgentRuntime, *, max_result_chars: int = MAX_RESULT_CHARS) -> None:
+        self.runtime = runtime
+        self.agent = runtime.character.name
         self._boxes: list[Toolbox] = []
         self._own: dict[str, tuple[OwnTool, ArgumentCheck]] = {}
         self._max_result_chars = max_result_chars
@@ -171,7 +175,7 @@ class Toolboxes:
             return f"the arguments do not fit {call.name}: {problem}; call it again with arguments that do", False
         try:
             async with asyncio.timeout(timeout):
-                return await tool.run(call.arguments, context), True
+                return await tool.run(self.runtime, call.arguments, context), True
         except ToolFailed as exc:
             return str(exc), False
         except TimeoutError:

@@ -3,7 +3,8 @@ evaluators (elizaOS's plugin-bootstrap).
 
 Each action lives in ``actions/<name>.py`` and exposes ``action``; each provider in
 ``providers/<name>.py`` exposes ``provider``; each evaluator in ``evaluators/<name>.py`` exposes
-``evaluator``. Adding a file is all it takes to register one.
+``evaluator``; each of troupe's own tools in ``tools/<name>.py`` exposes ``tool``. Adding a file is
+all it takes to register one.
 """
 
 from __future__ import annotations
@@ -40,11 +41,12 @@ def _components(package: str, attribute: str) -> list[object]:
 
 
 async def setup(runtime: AgentRuntime) -> None:
-    """Register the pipeline's event handlers, actions, providers and evaluators, offer the
-    messages' vectors (the ``MESSAGE_VECTORS`` service) and room summaries (``CONVERSATION_SUMMARIES``),
+    """Register the pipeline's event handlers, actions, providers, evaluators and tools, offer the
+    messages' vectors (the ``MESSAGE_VECTORS`` service), room summaries (``CONVERSATION_SUMMARIES``)
+    and the links reader (``LINK_READER``),
     handle presses of choice buttons, and schedule memory retention (raises ConfigError for a bad
     retention setting or TROUPE_FETCH_ALLOW_PRIVATE)."""
-    from bot.sdk import CONVERSATION_SUMMARIES, MESSAGE_VECTORS
+    from bot.sdk import CONVERSATION_SUMMARIES, LINK_READER, MESSAGE_VECTORS
 
     from . import _event_handlers, _links, _retention
     from ._embedding import MessageEmbeddings
@@ -56,6 +58,7 @@ async def setup(runtime: AgentRuntime) -> None:
     _links.allow_private(runtime)  # a bad value is an error now, not a warning at every link
     runtime.register_service(MESSAGE_VECTORS, MessageEmbeddings(runtime))
     runtime.register_service(CONVERSATION_SUMMARIES, RoomSummaries(runtime))
+    runtime.register_service(LINK_READER, _links.LinkPages(runtime))
 
     for action in _components("actions", "action"):
         runtime.register_action(action)  # type: ignore[arg-type]
@@ -63,6 +66,8 @@ async def setup(runtime: AgentRuntime) -> None:
         runtime.register_provider(provider)  # type: ignore[arg-type]
     for evaluator in _components("evaluators", "evaluator"):
         runtime.register_evaluator(evaluator)  # type: ignore[arg-type]
+    for tool in _components("tools", "tool"):
+        runtime.register_tool(tool)  # type: ignore[arg-type]
     choose_option.register(runtime)  # choice buttons, without a model
     MessagePipeline(runtime).register()
     _event_handlers.register(runtime)

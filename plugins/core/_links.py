@@ -5,6 +5,9 @@ private addresses unless ``TROUPE_FETCH_ALLOW_PRIVATE`` is true for the characte
 A link that cannot be read is still an attachment, whose description says why ("link not read:
 private address"), so the model knows and nothing fails. What was read is kept in the store's
 cache for :data:`CACHE_MS`, so a link pasted again costs no fetch.
+
+:class:`LinkPages` reads one page on demand the same way (the ``LINK_READER`` service): for the
+``read_link`` tool, and for the knowledge plugin learning a page.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from yarl import URL
 
-from bot.sdk import ConfigError, SettingReader, now_ms
+from bot.sdk import ConfigError, LinkNotRead, PageText, SettingReader, now_ms
 
 from ._delivery import bound_text
 from ._fetch import FetchLimits, FetchRefused, Page, fetch_page, readable
@@ -28,7 +31,16 @@ from ._html_text import html_to_text
 if TYPE_CHECKING:
     from bot.sdk import AgentRuntime
 
-__all__ = ["ALLOW_PRIVATE", "CACHE_MS", "MAX_GIST_CHARS", "MAX_LINKS", "allow_private", "find_links", "read_links"]
+__all__ = [
+    "ALLOW_PRIVATE",
+    "CACHE_MS",
+    "LinkPages",
+    "MAX_GIST_CHARS",
+    "MAX_LINKS",
+    "allow_private",
+    "find_links",
+    "read_links",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -73,8 +85,8 @@ def _limits(runtime: AgentRuntime) -> FetchLimits:
     return FetchLimits(allow_private=allow)
 
 
-def _gist(page: Page) -> tuple[str, str]:
-    """``(title, text)`` of a page that was read."""
+def _gist(page: Page, max_chars: int) -> tuple[str, str]:
+    """``(title, text)`` of a page that was read, the text at most ``max_chars`` characters."""
     try:
         decoded = page.body.decode(page.charset or "utf-8", errors="replace")
     except LookupError:  # a charset Python does not know
@@ -82,7 +94,7 @@ def _gist(page: Page) -> tuple[str, str]:
     title, text = html_to_text(decoded) if "html" in page.content_type else ("", decoded.strip())
     if page.truncated:
         text += "\n[… the page is longer; only its start was read]"
-    return title, bound_text(text, MAX_GIST_CHARS)
+    return title, bound_text(text, max_chars)
 
 
 def _size(size: int | None) -> str:
@@ -99,6 +111,26 @@ def _host(url: str) -> str:
         return "?"
 
 
+async def _fetched(url: str, limits: FetchLimits) -> Page:
+    """The page at ``url``, read within ``limits``.
+
+    Raises:
+        LinkNotRead: refused, no answer in time, unreachable, or something else went wrong.
+    """
+    try:
+        return await fetch_page(url, limits)
+    except FetchRefused as exc:
+        raise LinkNotRead(str(exc)) from None
+    except TimeoutError:
+        raise LinkNotRead(f"no answer within {limits.timeout_s:g} s", lasting=False) from None
+    except (aiohttp.ClientError, OSError, ValueError) as exc:
+        _log.info("link to %s not read: %s", _host(url), exc.__class__.__name__)
+        raise LinkNotRead("the site could not be reached", lasting=False) from None
+    except Exception as exc:  # noqa: BLE001 - a link never stops the answer
+        _log.warning("link to %s not read: %s", _host(url), exc.__class__.__name__, exc_info=True)
+        raise LinkNotRead("something went wrong", lasting=False) from None
+
+
 async def _read(url: str, limits: FetchLimits) -> tuple[dict[str, Any], bool]:
     """The attachment for ``url`` (the page's gist, a description of a file, or why it was not
     read) and whether to keep it: a failure that may pass (timeout, network) is tried again next time."""
@@ -110,28 +142,17 @@ async def _read(url: str, limits: FetchLimits) -> tuple[dict[str, Any], bool]:
         "contentType": "link",
     }
     try:
-        page = await fetch_page(url, limits)
-    except FetchRefused as exc:
+        page = await _fetched(url, limits)
+    except LinkNotRead as exc:
         item["description"] = f"link not read: {exc}"
-        return item, True
-    except TimeoutError:
-        item["description"] = f"link not read: no answer within {limits.timeout_s:g} s"
-        return item, False
-    except (aiohttp.ClientError, OSError, ValueError) as exc:
-        _log.info("link to %s not read: %s", _host(url), exc.__class__.__name__)
-        item["description"] = "link not read: the site could not be reached"
-        return item, False
-    except Exception as exc:  # noqa: BLE001 - a link never stops the answer
-        _log.warning("link to %s not read: %s", _host(url), exc.__class__.__name__, exc_info=True)
-        item["description"] = "link not read: something went wrong"
-        return item, False
+        return item, exc.lasting
     if not page.body and readable(page.content_type):
         item["description"] = "an empty page"
         return item, True
     if not page.body:
         item["description"] = f"a {page.content_type} file ({_size(page.size)}), not read"
         return item, True
-    title, text = await asyncio.to_thread(_gist, page)  # parsing 2 MB of HTML takes a second or more
+    title, text = await asyncio.to_thread(_gist, page, MAX_GIST_CHARS)  # parsing 2 MB of HTML takes a second or more
     item["title"] = title or url
     item["description"] = f"Web page: {title}" if title else "Web page"
     item["text"] = text
@@ -157,3 +178,27 @@ async def read_links(runtime: AgentRuntime, text: str, known: Sequence[str] = ()
         return []
     limits = _limits(runtime)
     return list(await asyncio.gather(*(_cached_or_read(runtime, url, limits) for url in urls)))
+
+
+class LinkPages:
+    """The character's :class:`~bot.sdk.LinkReader` (the ``LINK_READER`` service): a page read on
+    demand, as links in messages are (the same limits and refusals), for a tool or for learning."""
+
+    def __init__(self, runtime: AgentRuntime) -> None:
+        self.runtime = runtime
+
+    async def read(self, url: str, *, max_chars: int) -> PageText:
+        try:
+            parsed = URL(url.strip())
+        except ValueError:
+            parsed = URL()
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            raise LinkNotRead("it is not a web link (one starting with http:// or https://)")
+        page = await _fetched(str(parsed), _limits(self.runtime))
+        if not page.body:
+            kind = (
+                "an empty page" if readable(page.content_type) else f"a {page.content_type} file ({_size(page.size)})"
+            )
+            raise LinkNotRead(f"it is {kind}, with no text to read")
+        title, text = await asyncio.to_thread(_gist, page, max_chars)
+        return PageText(url=page.url, title=title, text=text, truncated=page.truncated or len(text) >= max_chars)

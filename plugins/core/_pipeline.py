@@ -629,7 +629,7 @@ class MessagePipeline:
         name = rt.character.name
         bounds = self._tools.bounds
         _, world = await room_and_world(rt, message)
-        rules = CallRules(toolbox, tools, message, world, self._tools.limit)
+        rules = CallRules(toolbox, tools, message, world, self._tools.limit, turn.channel.fetch)
         # Room for the results in the window, as well as for the reply.
         room = self._plan_tokens() + bounds.result_chars // 4
         prompt = prompt_for(rt, state, "toolUseTemplate", ModelType.TEXT_TOOLS, room)

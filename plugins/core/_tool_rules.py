@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -66,6 +66,8 @@ class CallRules:
     """The message the calls answer (with its attachments read)."""
     world: World | None
     limit: ToolRateLimit
+    fetch: Callable[[Mapping[str, object]], Awaitable[bytes]] | None = None
+    """Downloads one of the message's attachments (for a tool that takes one)."""
     waiting: list[ToolCall] = field(default_factory=list)
     """Calls that wait for the person's yes (the pipeline offers the buttons after the reply)."""
 
@@ -94,7 +96,7 @@ class CallRules:
                 "buttons under your reply, and it runs when they press yes. Tell them that.",
                 ok=False,
             )
-        return await self.toolbox.call(call, timeout=timeout, context=ToolContext(self.message))
+        return await self.toolbox.call(call, timeout=timeout, context=ToolContext(self.message, self.fetch))
 
     def _refusal(self, spec: ToolSpec) -> str:
         if spec.access is ToolAccess.ANYONE:

@@ -16,6 +16,9 @@ embedding model) — or says that nothing is known about it, so the character sa
 know. A message that arrives while a sync runs (the first start's) waits for it, at most
 KNOWLEDGE_SYNC_WAIT_S. Settings: plugins/knowledge/_config.py.
 
+As tools (``_tools``), the model can search the knowledge itself and an admin can have a document,
+a link or a text learned ("learn this").
+
 Loaded for every character (``always``): one with no knowledge of its own still sees shared
 knowledge, and one with knowledge needs no plugin entry for it.
 """
@@ -42,7 +45,9 @@ meta = PluginMeta(
 
 
 async def setup(runtime: AgentRuntime) -> None:
-    """Register the ``knowledge`` service and the KNOWLEDGE provider, and start the first sync.
+    """Register the ``knowledge`` service, the KNOWLEDGE provider and the knowledge's tools
+    (search_knowledge, process_knowledge: offered as ``TROUPE_TOOLS`` says), and start the first
+    sync.
 
     Raises:
         ConfigError: a KNOWLEDGE_* setting is out of range.
@@ -54,11 +59,14 @@ async def setup(runtime: AgentRuntime) -> None:
     from ._config import resolve_config
     from ._provider import provider
     from ._service import KNOWLEDGE, KnowledgeService
+    from ._tools import PROCESS_KNOWLEDGE, SEARCH_KNOWLEDGE
 
     config = resolve_config(runtime)
     service = KnowledgeService(runtime, config)
     runtime.register_service(KNOWLEDGE, service)
     runtime.register_provider(dataclasses.replace(provider, dynamic=True) if config.dynamic else provider)
+    runtime.register_tool(SEARCH_KNOWLEDGE)
+    runtime.register_tool(PROCESS_KNOWLEDGE)
     if runtime.home:  # away from home (a daemon serving only Discord shards) the home daemon syncs
         runtime.on(AgentReloaded, service.on_reload)
         service.request_sync()

@@ -9,7 +9,8 @@ import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
@@ -28,10 +29,15 @@ CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required"
 
 
 def own(name: str, run: Any = None, parameters: Mapping[str, Any] = CITY) -> OwnTool:
-    async def echo(arguments: Mapping[str, Any], context: ToolContext | None) -> str:
+    async def echo(runtime: AgentRuntime, arguments: Mapping[str, Any], context: ToolContext | None) -> str:
         return f"{name}: {dict(arguments)}"
 
     return OwnTool(ToolSpec(name, f"The {name} tool.", parameters, "troupe"), run or echo)
+
+
+def toolboxes(**options: Any) -> Toolboxes:
+    """Toolboxes of a runtime that is only a name (its tools here need no more)."""
+    return Toolboxes(cast(AgentRuntime, SimpleNamespace(character=SimpleNamespace(name="Ada"))), **options)
 
 
 def call(name: str, **arguments: Any) -> ToolCall:
@@ -46,7 +52,7 @@ async def test_own_tools_come_first_and_a_call_reaches_the_toolbox_that_offers_i
 
     box.add(spec("weather"), from_box)
     box.add(spec("search_knowledge"), from_box)  # the same name as an own tool: the own one is offered
-    tools = Toolboxes("Ada")
+    tools = toolboxes()
     tools.add(box)
     tools.add_tool(own("search_knowledge"))
     assert [t.name for t in tools.tools()] == ["search_knowledge", "weather"]
@@ -62,20 +68,20 @@ async def test_own_tools_come_first_and_a_call_reaches_the_toolbox_that_offers_i
 
 
 async def test_an_own_tools_call_ends_in_a_result_whatever_the_tool_does(caplog: pytest.LogCaptureFixture) -> None:
-    async def refuses(arguments: Mapping[str, Any], context: ToolContext | None) -> str:
+    async def refuses(runtime: AgentRuntime, arguments: Mapping[str, Any], context: ToolContext | None) -> str:
         raise ToolFailed("nothing to learn: give text, a link or an attachment")
 
-    async def breaks(arguments: Mapping[str, Any], context: ToolContext | None) -> str:
+    async def breaks(runtime: AgentRuntime, arguments: Mapping[str, Any], context: ToolContext | None) -> str:
         raise KeyError("bug")
 
-    async def hangs(arguments: Mapping[str, Any], context: ToolContext | None) -> str:
+    async def hangs(runtime: AgentRuntime, arguments: Mapping[str, Any], context: ToolContext | None) -> str:
         await asyncio.Event().wait()
         return ""
 
-    async def talks(arguments: Mapping[str, Any], context: ToolContext | None) -> str:
+    async def talks(runtime: AgentRuntime, arguments: Mapping[str, Any], context: ToolContext | None) -> str:
         return "x" * 50_000
 
-    tools = Toolboxes("Ada", max_result_chars=1000)
+    tools = toolboxes(max_result_chars=1000)
     for name, run in [("refuses", refuses), ("breaks", breaks), ("hangs", hangs), ("talks", talks)]:
         tools.add_tool(own(name, run, {"type": "object"}))
     tools.add_tool(own("strict"))
@@ -101,7 +107,7 @@ async def test_a_character_is_offered_at_most_max_tools(caplog: pytest.LogCaptur
 
     for n in range(MAX_TOOLS + 10):
         box.add(spec(f"t{n}"), nothing)
-    tools = Toolboxes("Ada")
+    tools = toolboxes()
     tools.add_tool(own("search_knowledge"))
     tools.add(box)
     with caplog.at_level(logging.WARNING):
@@ -144,18 +150,18 @@ async def test_a_runtime_offers_the_own_tools_its_settings_name(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with Database(tmp_path / "t.db") as db:
-        c = character(tmp_path, settings={"TROUPE_TOOLS": "read_link, serch_knowledge"})
+        c = character(tmp_path, settings={"TROUPE_TOOLS": "tides, serch_knowledge"})
         rt = AgentRuntime(c, db.for_agent(c.agent_id), environ={})
-        rt.register_tool(own("read_link"))
-        rt.register_tool(own("search_knowledge"))
+        rt.register_tool(own("tides"))
+        rt.register_tool(own("stars"))
         with caplog.at_level(logging.WARNING):
-            await rt.start()
+            await rt.start()  # core and knowledge offer theirs: read_link, search_knowledge …
         try:
             box = rt.get_service(TOOLBOX)
-            assert box is not None and [t.name for t in box.tools()] == ["read_link"]
+            assert box is not None and [t.name for t in box.tools()] == ["tides"]
             assert "Ada: TROUPE_TOOLS names serch_knowledge, which no plugin of this character offers" in caplog.text
         finally:
             await rt.close()
         plain = AgentRuntime(c.model_copy(update={"settings": {}}), db.for_agent(c.agent_id), environ={})
-        plain.register_tool(own("read_link"))
+        plain.register_tool(own("tides"))
         assert plain.get_service(TOOLBOX) is None  # no tools: it plans its replies with its actions

@@ -75,6 +75,8 @@ async def test_one_tool_call_then_an_answer_that_used_its_result(harness) -> Non
     (sent,) = h.sent  # one reply, through REPLY
     assert sent["text"] == "Here you go: sunny, 21 C in Oslo"
     assert [c.arguments for c in box.calls] == [{"city": "Oslo"}]
+    (context,) = box.contexts  # the call knows the message it answers, and can fetch its files
+    assert context is not None and context.message.id == "m-1" and context.fetch is not None
     assert len(model.asked) == 2 and h.large_calls == 0  # two requests for the turn, no plan
     first = model.asked[0]
     assert [t.name for t in first["tools"]] == ["weather__forecast"]
