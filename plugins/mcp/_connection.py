@@ -30,7 +30,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared._stream_protocols import ReadStream
 from mcp.shared.message import SessionMessage
 
-from bot.sdk import ExponentialBackoff
+from bot.sdk import ExponentialBackoff, scrub_secret
 
 from ._config import ServerConfig, Transport
 
@@ -211,7 +211,7 @@ class ServerConnection:
             self._warned = False
             self._backoff.reset()
         self.state = ServerState.DOWN
-        self.reason = reason
+        self.reason = self.clean(reason)
         self.tools = ()
         self.version += 1
         self._up.clear()
@@ -221,7 +221,7 @@ class ServerConnection:
                 "mcp server %s (%s) is down: %s; its tools are missing until it answers (retrying)",
                 self.name,
                 self.config.where,
-                reason,
+                self.reason,
             )
 
     async def _session_once(self) -> None:
@@ -256,6 +256,15 @@ class ServerConnection:
                     await self._wake.wait()
             finally:
                 self._session = None
+
+    def clean(self, text: str) -> str:
+        """``text`` fit to show: the URL as :attr:`ServerConfig.where` shows it, the server's
+        secrets scrubbed (an HTTP error may quote the URL, a server its key)."""
+        if self.config.url:
+            text = text.replace(self.config.url, self.config.where)
+        for secret in self.config.secrets:
+            text = scrub_secret(text, secret)
+        return text
 
     def _transport(self, stack: AsyncExitStack) -> AbstractAsyncContextManager[TransportStreams]:
         config = self.config

@@ -3,6 +3,8 @@ calling with the configured headers, and dialling again after the server went aw
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import socket
 
 import pytest
@@ -79,3 +81,28 @@ async def test_a_server_that_is_not_there_is_down_not_an_error(pool: ServerPool)
     connection = pool.acquire(remote(Transport.HTTP, url))
     await until(lambda: connection.state is ServerState.DOWN)
     assert connection.tools == () and connection.reason
+
+
+async def test_a_key_in_the_url_is_never_shown(pool: ServerPool, caplog: pytest.LogCaptureFixture) -> None:
+    served = await serve("http")
+    try:
+        server = dataclasses.replace(remote(Transport.HTTP, f"{served.url}?key=url-secret-1"), name="keyed")
+        with caplog.at_level(logging.INFO, logger="plugins.mcp"):
+            box = await toolbox_for(pool, server)
+        assert f"mcp server keyed ({served.url}?key=…) is up" in caplog.text
+    finally:
+        await served.stop()
+    # Down: the warning, the reason, the status and a failed call say where without the key.
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    url = f"http://user:pass-secret-2@127.0.0.1:{port}/mcp?key=url-secret-3"
+    sock.close()
+    ghost = dataclasses.replace(remote(Transport.HTTP, url), name="ghost")
+    with caplog.at_level(logging.INFO, logger="plugins.mcp"):
+        connection = pool.acquire(ghost)
+        await until(lambda: connection.state is ServerState.DOWN)
+    down = McpToolbox("Ada", McpConfig(servers=(ghost,)), [connection]).servers()[0]
+    assert f"mcp server ghost (http://user:…@127.0.0.1:{port}/mcp?key=…) is down" in caplog.text
+    shown = [caplog.text, connection.reason, down.detail, repr(box.connections[0].config)]
+    assert not any(secret in text for secret in ("url-secret", "pass-secret") for text in shown)
