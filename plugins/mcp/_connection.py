@@ -61,6 +61,10 @@ class ServerDown(Exception):
     """A call reached a server that is not up (the message says why)."""
 
 
+class _NotStarted(Exception):
+    """The server did not start in its time (the message says so)."""
+
+
 class _Watched:
     """The transport's read stream, telling when it ends: the server died or hung up."""
 
@@ -226,16 +230,25 @@ class ServerConnection:
 
     async def _session_once(self) -> None:
         self._ended = self._broken = self._relist = False
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.timeout  # to start: connect, initialise, list
         async with AsyncExitStack() as stack:
-            # The transport and the session are entered outside the time limit: their task
-            # groups must be left in the order they were entered, after the limit's scope.
-            read, write = await stack.enter_async_context(self._transport(stack))
-            session = await stack.enter_async_context(
-                ClientSession(_Watched(read, self._on_end), write, message_handler=self._on_message)
-            )
-            with anyio.fail_after(self.config.timeout):
-                await session.initialize()
-                tools = await self._list(session)
+            # The transport and the session are entered outside anyio's time limit: their task
+            # groups must be left in the order they were entered, after the limit's scope. An
+            # SSE transport waits in its entry for the server's endpoint event, so asyncio's
+            # limit covers that wait (it cancels the task, which unwinds the entry, and leaves
+            # nothing behind once the entry returned).
+            try:
+                async with asyncio.timeout_at(deadline if self.config.transport is Transport.SSE else None):
+                    read, write = await stack.enter_async_context(self._transport(stack))
+                session = await stack.enter_async_context(
+                    ClientSession(_Watched(read, self._on_end), write, message_handler=self._on_message)
+                )
+                with anyio.fail_after(max(deadline - loop.time(), 0.0)):
+                    await session.initialize()
+                    tools = await self._list(session)
+            except TimeoutError:
+                raise _NotStarted(f"it did not start within {self.config.timeout:g} s") from None
             self._session = session
             self._set_tools(tools)
             self.state = ServerState.UP
@@ -339,6 +352,8 @@ def _describe(exc: BaseException) -> str:
     """Why a server failed, in a line (an ExceptionGroup's first leaf)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    if isinstance(exc, _NotStarted):
+        return str(exc)
     if isinstance(exc, TimeoutError):
         return "it did not answer in time"
     if isinstance(exc, FileNotFoundError):
