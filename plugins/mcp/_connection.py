@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-from collections.abc import Callable, Mapping
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from enum import StrEnum
 from types import TracebackType
 from typing import Any, Self
@@ -33,6 +32,7 @@ from mcp.shared.message import SessionMessage
 from bot.sdk import ExponentialBackoff, scrub_secret
 
 from ._config import ServerConfig, Transport
+from ._stderr import ErrorOutput
 
 __all__ = ["MAX_TOOLS", "ServerConnection", "ServerDown", "ServerState"]
 
@@ -127,6 +127,8 @@ class ServerConnection:
         self._up_at: float | None = None  # when the session last came up (the loop's clock)
         self._up = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        #: What a stdio server last wrote to its stderr (since it last started).
+        self._errors = ErrorOutput(config.name, self.clean)
 
     def __repr__(self) -> str:
         return f"<ServerConnection {self.config.name} {self.state.value}>"
@@ -214,8 +216,9 @@ class ServerConnection:
             # One that dies soon after it starts keeps backing off, and warns once.
             self._warned = False
             self._backoff.reset()
+        said = self._errors.tail()  # why a stdio server would not start, or died: its last words
         self.state = ServerState.DOWN
-        self.reason = self.clean(reason)
+        self.reason = self.clean(f"{reason}; stderr: {said}" if said else reason)
         self.tools = ()
         self.version += 1
         self._up.clear()
@@ -287,8 +290,7 @@ class ServerConnection:
             params = StdioServerParameters(
                 command=config.command, args=list(config.args), env=dict(config.env), cwd=config.cwd
             )
-            errlog = stack.enter_context(open(os.devnull, "w"))  # noqa: SIM115 - closed by the stack
-            return stdio_client(params, errlog=errlog)
+            return _stdio(params, self._errors)
         if config.transport is Transport.SSE:
             return sse_client(config.url, headers=dict(config.headers), timeout=config.timeout)
         client = create_mcp_http_client(headers=dict(config.headers))
@@ -329,6 +331,15 @@ class ServerConnection:
             self._wake.set()
         elif isinstance(message, Exception):
             _log.debug("mcp server %s: %s", self.name, _describe(message))
+
+
+@asynccontextmanager
+async def _stdio(params: StdioServerParameters, errors: ErrorOutput) -> AsyncIterator[TransportStreams]:
+    """The stdio transport, the server's stderr going to ``errors`` (whose pipe is left after the
+    process stopped, to read the last of it)."""
+    async with errors.pipe() as errlog, stdio_client(params, errlog=errlog) as streams:
+        errors.spawned()
+        yield streams
 
 
 def _with_client(
