@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
@@ -44,6 +45,7 @@ __all__ = [
     "Transport",
     "parse_settings",
     "resolve_config",
+    "shown_url",
 ]
 
 #: Longest a server may take to start (initialise and list its tools) and a call may take.
@@ -123,7 +125,7 @@ class ServerConfig:
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     cwd: str | None = None
-    url: str = ""
+    url: str = field(default="", repr=False)  # may hold a key (?key=…): shown through :attr:`where`
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     timeout: float = DEFAULT_TIMEOUT_S
 
@@ -145,8 +147,9 @@ class ServerConfig:
 
     @property
     def where(self) -> str:
-        """Where the server is, for logs: the command or the URL (never an env value or header)."""
-        return self.command if self.transport is Transport.STDIO else self.url
+        """Where the server is, for logs, notes and status: the command, or the URL as
+        :func:`shown_url` shows it (never an env value, a header or a key in the URL)."""
+        return self.command if self.transport is Transport.STDIO else shown_url(self.url)
 
     referenced: frozenset[str] = field(default=frozenset(), repr=False)
     """The values that came from secret references (``env:`` …): scrubbed from every log."""
@@ -155,7 +158,33 @@ class ServerConfig:
     def secrets(self) -> tuple[str, ...]:
         """The values to keep out of logs: those from references, and every header's (a key
         written inline in ``Authorization`` is still a key)."""
-        return (*sorted(self.referenced), *self.headers.values())
+        return (*sorted(self.referenced), *self.headers.values(), *_url_secrets(self.url))
+
+
+def shown_url(url: str) -> str:
+    """``url`` as troupe shows it: each query value, the password (or a lone user name, often a
+    token) and the fragment replaced by ``…`` — a key is often passed as ``?key=…``."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        user, has_password, _ = userinfo.partition(":")
+        netloc = f"{user}:…@{host}" if has_password else f"…@{host}"
+    query = "&".join(f"{part.partition('=')[0]}=…" if "=" in part else "…" for part in parts.query.split("&") if part)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, "…" if parts.fragment else ""))
+
+
+def _url_secrets(url: str) -> tuple[str, ...]:
+    """What :func:`shown_url` hides of ``url``, as written and decoded: kept out of logs too (an
+    HTTP error can quote the whole URL)."""
+    parts = urlsplit(url)
+    hidden = [part.partition("=")[2] or part for part in parts.query.split("&") if part]
+    if "@" in parts.netloc:
+        userinfo = parts.netloc.rsplit("@", 1)[0]
+        hidden.append(userinfo.partition(":")[2] or userinfo)
+    if parts.fragment:
+        hidden.append(parts.fragment)
+    return tuple(dict.fromkeys(form for value in hidden for form in (value, unquote(value)) if form))
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-from collections.abc import Callable, Mapping
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from enum import StrEnum
 from types import TracebackType
 from typing import Any, Self
@@ -30,9 +29,10 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared._stream_protocols import ReadStream
 from mcp.shared.message import SessionMessage
 
-from bot.sdk import ExponentialBackoff
+from bot.sdk import ExponentialBackoff, scrub_secret
 
 from ._config import ServerConfig, Transport
+from ._stderr import ErrorOutput
 
 __all__ = ["MAX_TOOLS", "ServerConnection", "ServerDown", "ServerState"]
 
@@ -59,6 +59,10 @@ class ServerState(StrEnum):
 
 class ServerDown(Exception):
     """A call reached a server that is not up (the message says why)."""
+
+
+class _NotStarted(Exception):
+    """The server did not start in its time (the message says so)."""
 
 
 class _Watched:
@@ -123,6 +127,8 @@ class ServerConnection:
         self._up_at: float | None = None  # when the session last came up (the loop's clock)
         self._up = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        #: What a stdio server last wrote to its stderr (since it last started).
+        self._errors = ErrorOutput(config.name, self.clean)
 
     def __repr__(self) -> str:
         return f"<ServerConnection {self.config.name} {self.state.value}>"
@@ -210,8 +216,9 @@ class ServerConnection:
             # One that dies soon after it starts keeps backing off, and warns once.
             self._warned = False
             self._backoff.reset()
+        said = self._errors.tail()  # why a stdio server would not start, or died: its last words
         self.state = ServerState.DOWN
-        self.reason = reason
+        self.reason = self.clean(f"{reason}; stderr: {said}" if said else reason)
         self.tools = ()
         self.version += 1
         self._up.clear()
@@ -221,21 +228,30 @@ class ServerConnection:
                 "mcp server %s (%s) is down: %s; its tools are missing until it answers (retrying)",
                 self.name,
                 self.config.where,
-                reason,
+                self.reason,
             )
 
     async def _session_once(self) -> None:
         self._ended = self._broken = self._relist = False
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.timeout  # to start: connect, initialise, list
         async with AsyncExitStack() as stack:
-            # The transport and the session are entered outside the time limit: their task
-            # groups must be left in the order they were entered, after the limit's scope.
-            read, write = await stack.enter_async_context(self._transport(stack))
-            session = await stack.enter_async_context(
-                ClientSession(_Watched(read, self._on_end), write, message_handler=self._on_message)
-            )
-            with anyio.fail_after(self.config.timeout):
-                await session.initialize()
-                tools = await self._list(session)
+            # The transport and the session are entered outside anyio's time limit: their task
+            # groups must be left in the order they were entered, after the limit's scope. An
+            # SSE transport waits in its entry for the server's endpoint event, so asyncio's
+            # limit covers that wait (it cancels the task, which unwinds the entry, and leaves
+            # nothing behind once the entry returned).
+            try:
+                async with asyncio.timeout_at(deadline if self.config.transport is Transport.SSE else None):
+                    read, write = await stack.enter_async_context(self._transport(stack))
+                session = await stack.enter_async_context(
+                    ClientSession(_Watched(read, self._on_end), write, message_handler=self._on_message)
+                )
+                with anyio.fail_after(max(deadline - loop.time(), 0.0)):
+                    await session.initialize()
+                    tools = await self._list(session)
+            except TimeoutError:
+                raise _NotStarted(f"it did not start within {self.config.timeout:g} s") from None
             self._session = session
             self._set_tools(tools)
             self.state = ServerState.UP
@@ -257,6 +273,15 @@ class ServerConnection:
             finally:
                 self._session = None
 
+    def clean(self, text: str) -> str:
+        """``text`` fit to show: the URL as :attr:`ServerConfig.where` shows it, the server's
+        secrets scrubbed (an HTTP error may quote the URL, a server its key)."""
+        if self.config.url:
+            text = text.replace(self.config.url, self.config.where)
+        for secret in self.config.secrets:
+            text = scrub_secret(text, secret)
+        return text
+
     def _transport(self, stack: AsyncExitStack) -> AbstractAsyncContextManager[TransportStreams]:
         config = self.config
         if config.transport is Transport.STDIO:
@@ -265,8 +290,7 @@ class ServerConnection:
             params = StdioServerParameters(
                 command=config.command, args=list(config.args), env=dict(config.env), cwd=config.cwd
             )
-            errlog = stack.enter_context(open(os.devnull, "w"))  # noqa: SIM115 - closed by the stack
-            return stdio_client(params, errlog=errlog)
+            return _stdio(params, self._errors)
         if config.transport is Transport.SSE:
             return sse_client(config.url, headers=dict(config.headers), timeout=config.timeout)
         client = create_mcp_http_client(headers=dict(config.headers))
@@ -309,6 +333,15 @@ class ServerConnection:
             _log.debug("mcp server %s: %s", self.name, _describe(message))
 
 
+@asynccontextmanager
+async def _stdio(params: StdioServerParameters, errors: ErrorOutput) -> AsyncIterator[TransportStreams]:
+    """The stdio transport, the server's stderr going to ``errors`` (whose pipe is left after the
+    process stopped, to read the last of it)."""
+    async with errors.pipe() as errlog, stdio_client(params, errlog=errlog) as streams:
+        errors.spawned()
+        yield streams
+
+
 def _with_client(
     stack: AsyncExitStack, client: httpx2.AsyncClient, url: str
 ) -> AbstractAsyncContextManager[TransportStreams]:
@@ -330,6 +363,8 @@ def _describe(exc: BaseException) -> str:
     """Why a server failed, in a line (an ExceptionGroup's first leaf)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    if isinstance(exc, _NotStarted):
+        return str(exc)
     if isinstance(exc, TimeoutError):
         return "it did not answer in time"
     if isinstance(exc, FileNotFoundError):

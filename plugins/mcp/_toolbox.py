@@ -136,7 +136,11 @@ class McpToolbox:
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 return f"the MCP server {server} went away during the call; try again later", False, False
-            return f"the MCP server {server} refused the call: {_short(exc.message)}", False, False
+            return (
+                f"the MCP server {server} refused the call: {_short(offered.connection.clean(exc.message))}",
+                False,
+                False,
+            )
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"])
@@ -147,8 +151,9 @@ class McpToolbox:
                 False,
             )
         except Exception as exc:  # a broken transport: the result says it, never a raise
-            _log.info("%s: mcp call %s failed: %s: %s", self.agent, call.name, type(exc).__name__, _short(str(exc)))
-            return f"the call to {call.name} failed: {type(exc).__name__}: {_short(str(exc))}", False, False
+            why = _short(offered.connection.clean(str(exc)))  # an HTTP error may quote the URL
+            _log.info("%s: mcp call %s failed: %s: %s", self.agent, call.name, type(exc).__name__, why)
+            return f"the call to {call.name} failed: {type(exc).__name__}: {why}", False, False
         text, truncated = cut_result(result_text(result), self._max_result_chars)
         if result.is_error:
             return (text or f"{call.name} failed and said nothing more"), False, truncated

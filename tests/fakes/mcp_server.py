@@ -1,7 +1,9 @@
 """A real MCP server (the official SDK's MCPServer, formerly FastMCP) for the MCP plugin's tests.
 
 Run over stdio as a subprocess (``python -m tests.fakes.mcp_server``, or with ``--tools N`` to
-list N extra tools, ``--die-after S`` to exit S seconds after starting), or served over streamable HTTP or SSE on loopback by :func:`app`.
+list N extra tools, ``--die-after S`` to exit S seconds after starting, ``--stderr TEXT`` to write
+TEXT to its stderr first and ``--noise N`` to write N long lines there after it), or served over
+streamable HTTP or SSE on loopback (:func:`build` makes it).
 
 Tools: ``weather(city)`` (read-only), ``slow()`` (never answers), ``huge(size)``, ``fail()`` (an
 error result), ``garbage()`` (non-MCP lines on stdout first), ``crash()`` (the process exits mid-call), ``pid()``, ``header(name)``, ``env(name)`` (a variable of the
@@ -109,7 +111,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tools", type=int, default=0, help="extra tools to list")
     parser.add_argument("--die-after", type=float, default=0.0, help="exit this many seconds after starting")
+    parser.add_argument("--stderr", default="", help="write this to stderr first (\\n between lines)")
+    parser.add_argument("--noise", type=int, default=0, help="then this many numbered 2,000-character lines")
     args = parser.parse_args()
+    if args.stderr:
+        sys.stderr.write(args.stderr.replace("\\n", "\n") + "\n")
+    for n in range(args.noise):
+        sys.stderr.write(f"noise {n} " + "~" * 2_000 + "\n")
+    sys.stderr.flush()
     if args.die_after:
         threading.Timer(args.die_after, os._exit, (4,)).start()
     build(args.tools).run("stdio")

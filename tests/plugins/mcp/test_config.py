@@ -16,7 +16,7 @@ import plugins.mcp
 from bot.config.character import load_character
 from bot.runtime.shared import Shared
 from bot.sdk import Character, ConfigError, SettingsView, ToolAccess, ToolCall
-from plugins.mcp._config import Transport, resolve_config
+from plugins.mcp._config import Transport, resolve_config, shown_url
 from plugins.mcp._connection import ServerState
 from plugins.mcp._pool import ServerPool
 from plugins.mcp._toolbox import McpToolbox
@@ -186,3 +186,30 @@ async def test_characters_of_one_daemon_share_the_session_until_the_last_stops(t
     await bob.close()
     states.append(connection.state)
     assert states == [ServerState.UP, ServerState.STOPPED] and len(shared.instance_of(ServerPool)) == 0
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://x.example/mcp", "https://x.example/mcp"),
+        ("https://x.example/mcp?key=SECRET", "https://x.example/mcp?key=…"),
+        ("https://x.example/mcp?key=SECRET&region=eu&flag", "https://x.example/mcp?key=…&region=…&…"),
+        ("https://ada:hunter22@x.example:8443/mcp", "https://ada:…@x.example:8443/mcp"),
+        ("https://tok3n-value@x.example/mcp", "https://…@x.example/mcp"),
+        ("http://127.0.0.1:9000/sse#SECRET", "http://127.0.0.1:9000/sse#…"),
+    ],
+)
+def test_a_url_is_shown_without_its_keys(url: str, shown: str) -> None:
+    assert shown_url(url) == shown
+
+
+def test_the_keys_in_a_url_are_secrets_and_never_shown(tmp_path: Path) -> None:
+    url = "https://ada:pass-word1@search.example/mcp?key=url-secret%2F1&region=eu"
+    config = resolve({"servers": {"search": {"type": "http", "url": url}}})
+    server = config.servers[0]
+    assert server.where == "https://ada:…@search.example/mcp?key=…&region=…"
+    assert {"pass-word1", "url-secret%2F1", "url-secret/1"} <= set(server.secrets)
+    assert server.url == url  # dialled as written
+    ada = character(tmp_path, "Ada", {"servers": {"search": {"type": "http", "url": url}}})
+    notes = plugins.mcp.check(SettingsView(ada, {}))
+    assert notes == ["MCP servers: search (http: https://ada:…@search.example/mcp?key=…&region=…)"]

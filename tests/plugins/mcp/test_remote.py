@@ -3,14 +3,20 @@ calling with the configured headers, and dialling again after the server went aw
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import logging
 import socket
 
 import pytest
+from aiohttp import web
 
+from bot.sdk import ExponentialBackoff
 from plugins.mcp._config import McpConfig, ServerConfig, Transport
-from plugins.mcp._connection import ServerState
+from plugins.mcp._connection import ServerConnection, ServerState
 from plugins.mcp._pool import ServerPool
 from plugins.mcp._toolbox import McpToolbox
+from tests.fakes._local import LocalServer
 
 from .conftest import Served, call, serve, until
 
@@ -79,3 +85,82 @@ async def test_a_server_that_is_not_there_is_down_not_an_error(pool: ServerPool)
     connection = pool.acquire(remote(Transport.HTTP, url))
     await until(lambda: connection.state is ServerState.DOWN)
     assert connection.tools == () and connection.reason
+
+
+async def test_a_key_in_the_url_is_never_shown(pool: ServerPool, caplog: pytest.LogCaptureFixture) -> None:
+    served = await serve("http")
+    try:
+        server = dataclasses.replace(remote(Transport.HTTP, f"{served.url}?key=url-secret-1"), name="keyed")
+        with caplog.at_level(logging.INFO, logger="plugins.mcp"):
+            box = await toolbox_for(pool, server)
+        assert f"mcp server keyed ({served.url}?key=…) is up" in caplog.text
+    finally:
+        await served.stop()
+    # Down: the warning, the reason, the status and a failed call say where without the key.
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    url = f"http://user:pass-secret-2@127.0.0.1:{port}/mcp?key=url-secret-3"
+    sock.close()
+    ghost = dataclasses.replace(remote(Transport.HTTP, url), name="ghost")
+    with caplog.at_level(logging.INFO, logger="plugins.mcp"):
+        connection = pool.acquire(ghost)
+        await until(lambda: connection.state is ServerState.DOWN)
+    down = McpToolbox("Ada", McpConfig(servers=(ghost,)), [connection]).servers()[0]
+    assert f"mcp server ghost (http://user:…@127.0.0.1:{port}/mcp?key=…) is down" in caplog.text
+    shown = [caplog.text, connection.reason, down.detail, repr(box.connections[0].config)]
+    assert not any(secret in text for secret in ("url-secret", "pass-secret") for text in shown)
+
+
+class MuteSse(LocalServer):
+    """An SSE endpoint that accepts the connection and never sends the ``endpoint`` event."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.accepted = 0
+        self.open = 0
+
+    def _make_app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/sse", self._sse)
+        return app
+
+    async def _sse(self, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(b": hello\n\n")  # a comment: the stream is open, and says nothing
+        self.accepted += 1
+        self.open += 1
+        self._changed()
+        try:
+            await self._closed.wait()
+        finally:
+            self.open -= 1
+            self._changed()
+        return response
+
+
+async def test_an_sse_server_that_never_sends_its_endpoint_is_down_in_time(caplog: pytest.LogCaptureFixture) -> None:
+    async with MuteSse() as mute:
+        server = dataclasses.replace(remote(Transport.SSE, f"http://127.0.0.1:{mute.port}/sse"), timeout=0.5)
+        backoff = ExponentialBackoff(0.05, 60.0)
+        connection = ServerConnection(server, backoff=backoff)
+        with caplog.at_level(logging.WARNING, logger="plugins.mcp"):
+            connection.start()
+            try:
+                await mute.wait_for(lambda: mute.accepted >= 3, timeout=60, description="three attempts")
+                assert connection.state is not ServerState.UP
+                await until(lambda: connection.state is ServerState.DOWN)
+                assert connection.reason == "it did not start within 0.5 s"
+                # Each attempt's stream is closed before the next (none is left open).
+                await mute.wait_for(lambda: mute.open == 0 or mute.accepted > 3, description="streams closed")
+                assert mute.open <= 1
+            finally:
+                await asyncio.wait_for(connection.close(), 30)
+        assert backoff.attempts >= 2 and connection.state is ServerState.STOPPED
+        await mute.wait_for(lambda: mute.open == 0, description="the last stream closed")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("plugins")]
+    assert warnings == [
+        f"mcp server remote (http://127.0.0.1:{mute.port}/sse) is down: it did not start within 0.5 s; "
+        "its tools are missing until it answers (retrying)"
+    ]

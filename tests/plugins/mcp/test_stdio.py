@@ -3,8 +3,10 @@ one session, the server's environment, restarts, and every way a call can go wro
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
+import os
 import sys
 
 import pytest
@@ -13,6 +15,7 @@ from bot.sdk import MAX_RESULT_CHARS, ExponentialBackoff, ToolAccess, ToolServer
 from plugins.mcp._config import McpConfig, ServerConfig, ServerPolicy, Transport
 from plugins.mcp._connection import MAX_TOOLS, ServerConnection, ServerState
 from plugins.mcp._pool import ServerPool
+from plugins.mcp._stderr import KEPT_LINES, LINE_CHARS
 from plugins.mcp._toolbox import McpToolbox, offered_name
 
 from .conftest import call, stdio_config, until
@@ -244,3 +247,65 @@ def test_offered_names_are_sanitised_bounded_and_unique() -> None:
 
 def test_python_is_the_test_servers_interpreter() -> None:
     assert stdio_config().command == sys.executable
+
+
+async def test_a_server_that_cannot_start_says_why_from_its_stderr(
+    pool: ServerPool, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = dataclasses.replace(stdio_config("broken"), args=("-c", "import no_such_module_for_troupe"))
+    with caplog.at_level(logging.DEBUG, logger="plugins.mcp"):
+        box = McpToolbox("Ada", McpConfig(servers=(server,)), [pool.acquire(server)])
+        await until(lambda: box.connections[0].state is ServerState.DOWN)
+    said = "ModuleNotFoundError: No module named 'no_such_module_for_troupe'"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and f"mcp server broken ({sys.executable}) is down: " in warnings[0]
+    # The last three lines: a traceback's end.
+    assert warnings[0].endswith(
+        f'; stderr: Traceback (most recent call last): | File "<string>", line 1, in <module> | {said}; '
+        "its tools are missing until it answers (retrying)"
+    ), warnings[0]
+    assert box.servers()[0].detail.endswith(said)
+    # Every line is logged at DEBUG, with the server's name.
+    assert f"mcp server broken: {said}" in [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+
+
+async def test_stderr_is_kept_short_and_scrubbed(caplog: pytest.LogCaptureFixture) -> None:
+    secret = "stderr-secret-1234"
+    extra = ("--stderr", f"starting with key {secret}\\nready", "--noise", "60", "--die-after", "0.5")
+    server = dataclasses.replace(
+        stdio_config(env={"WEATHER_KEY": secret}), args=(*stdio_config().args, *extra), referenced=frozenset({secret})
+    )
+    connection = ServerConnection(server, backoff=ExponentialBackoff(30.0, 60.0))
+    with caplog.at_level(logging.DEBUG, logger="plugins.mcp"):
+        connection.start()
+        try:
+            await until(lambda: connection.state is ServerState.DOWN, timeout=60)
+        finally:
+            await connection.close()
+    logged = [r.getMessage() for r in caplog.records if r.name == "plugins.mcp._stderr"]
+    assert logged[:2] == ["mcp server weather: starting with key <redacted>", "mcp server weather: ready"]
+    assert len(logged) == 62 and all(len(line) <= len("mcp server weather: ") + LINE_CHARS for line in logged)
+    kept = list(connection._errors.lines)
+    assert len(kept) == KEPT_LINES and kept[-1].startswith("noise 59 ~~~") and len(kept[-1]) == LINE_CHARS
+    assert connection.reason.startswith("the server closed the connection; stderr: …")
+    assert connection.reason.endswith("~~~") and len(connection.reason) < 400
+    assert secret not in caplog.text
+
+
+async def test_a_server_that_dies_again_and_again_leaks_no_pipe_or_task(caplog: pytest.LogCaptureFixture) -> None:
+    server = dataclasses.replace(
+        stdio_config(), args=(*stdio_config().args, "--stderr", "dying soon", "--die-after", "0.2")
+    )
+    fds = set(os.listdir("/proc/self/fd"))
+    tasks = len(asyncio.all_tasks())
+    connection = ServerConnection(server, backoff=ExponentialBackoff(0.05, 0.2))
+    with caplog.at_level(logging.DEBUG, logger="plugins.mcp"):
+        connection.start()
+        try:
+            await until(lambda: sum("dying soon" in r.getMessage() for r in caplog.records) >= 5, timeout=90)
+            await until(lambda: connection.state is ServerState.DOWN)
+            assert connection.reason.endswith("; stderr: dying soon")
+        finally:
+            await connection.close()
+    await until(lambda: len(asyncio.all_tasks()) == tasks)
+    assert set(os.listdir("/proc/self/fd")) <= fds
