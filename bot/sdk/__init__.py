@@ -105,7 +105,7 @@ from bot.kernel.tools import (
     ToolTurn,
     ToolTurnParams,
 )
-from bot.kernel.traces import ActionRun, MessageTrace, ModelCall, ToolCallRun
+from bot.kernel.traces import ActionRun, MessageTrace, ModelCall, ToolCallRun, ToolRunState
 from bot.kernel.types import (
     JSON,
     ChannelType,
@@ -387,6 +387,7 @@ __all__ = [
     "ToolCallRun",
     "ToolResult",
     "ToolRound",
+    "ToolRunState",
     "ToolServer",
     "ToolServers",
     "ToolSpec",

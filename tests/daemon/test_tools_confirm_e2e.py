@@ -62,12 +62,17 @@ async def test_on_telegram_yes_runs_a_tool_that_changes_things_once_and_no_runs_
     sam = s.telegram.add_user("Sam", username="sam")
     chat = s.telegram.private(sam, ada)
 
-    await s.telegram.user_says(sam, chat, "please delete /srv/notes/old.md")
+    said = await s.telegram.user_says(sam, chat, "please delete /srv/notes/old.md")
     reply, question = await s.telegram.wait_for_sent(ada, 2, timeout=60)
     _asks_to_confirm(reply["text"], question["text"], "/srv/notes/old.md")
     yes, no = _keys(question)
     assert [yes["text"], no["text"]] == ["Yes: weather__delete", "No: weather__delete"]
     assert _ran(journal) == []  # not before the yes
+    # Its trace says the call waits for the yes, not that it failed.
+    code, out, err = await s.cli("why", str(said["message_id"]))
+    assert code == 0, err
+    waits = 'weather__delete {"path": "/srv/notes/old.md"}, not run: waiting for the person to press yes'
+    assert [line.split(None, 1)[1] for line in out.splitlines() if line.strip().startswith("tool")] == [waits], out
 
     # Yes, pressed twice at once: the call runs once, and the second press is told it is done with.
     presses = [await s.telegram.user_presses(sam, question["message"], yes["callback_data"]) for _ in range(2)]
