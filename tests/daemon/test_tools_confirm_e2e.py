@@ -80,6 +80,14 @@ async def test_on_telegram_yes_runs_a_tool_that_changes_things_once_and_no_runs_
     assert sorted(answers) == sorted(["Here is what I found: deleted /srv/notes/old.md", _GONE]), answers
     assert _ran(journal) == ["/srv/notes/old.md"]
     assert all(s.telegram.answered(query) for query in presses)
+    # The press that ran it has the call in its trace (troupe why lists the room's messages).
+    room = re.search(r" room (\S+),", out)
+    assert room, out
+    code, listed, err = await s.cli("why", room.group(1))
+    assert code == 0, err
+    (ran,) = re.findall(r"press of 'tool:\w+:yes': done  \[(\S+)\]", listed)
+    code, out, err = await s.cli("why", ran)
+    assert 'tool      weather__delete {"path": "/srv/notes/old.md"}, ' in out and " ms, ok: deleted" in out, out
 
     # No: nothing runs.
     await s.telegram.user_says(sam, chat, "please delete /srv/notes/new.md")
