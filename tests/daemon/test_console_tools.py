@@ -35,6 +35,7 @@ async def test_chat_answers_with_a_tools_result_and_why_shows_the_call(
     await expect(conversation.locator(".line.from-character").last).to_contain_text(
         "sunny in Oslo, 21 °C", timeout=60_000
     )
+    await expect(page.locator("#chat-typing")).to_be_hidden()  # written: no longer "Ada is writing…"
     asked = conversation.locator(".line.from-person").last
     await expect(asked).to_contain_text("what's the weather in Oslo?")
 
