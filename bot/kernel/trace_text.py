@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bot.kernel.traces import MessageTrace, ModelCall, ToolCallRun
+from bot.kernel.traces import MessageTrace, ModelCall, ToolCallRun, ToolRunState
 
 __all__ = [
     "TraceLine",
@@ -63,9 +63,11 @@ def model_call(call: ModelCall) -> str:
 
 
 def tool_call(call: ToolCallRun) -> str:
-    """One tool call: name and arguments, duration, whether it failed, the start of its result."""
-    state = "ok" if call.ok else "failed"
-    return f"{call.name} {call.arguments}, {call.duration_ms:.0f} ms, {state}: {call.result}"
+    """One tool call: name and arguments, duration, whether it failed, the start of its result;
+    or that it waits for the person's yes."""
+    if call.state is ToolRunState.WAITING:
+        return f"{call.name} {call.arguments}, not run: waiting for the person to press yes"
+    return f"{call.name} {call.arguments}, {call.duration_ms:.0f} ms, {call.state.value}: {call.result}"
 
 
 def heading(trace: MessageTrace) -> str:

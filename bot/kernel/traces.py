@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 
 from bot.kernel.messages import Status
 
-__all__ = ["ActionRun", "MessageTrace", "ModelCall", "ToolCallRun", "TraceQuery"]
+__all__ = ["ActionRun", "MessageTrace", "ModelCall", "ToolCallRun", "ToolRunState", "TraceQuery"]
 
 # What a trace keeps of a tool call's arguments and result: enough to see what happened.
 TOOL_ARGUMENTS_CHARS = 300
@@ -66,6 +67,15 @@ class ModelCall:
         )
 
 
+class ToolRunState(StrEnum):
+    """How a tool call made for a message ended."""
+
+    OK = "ok"
+    FAILED = "failed"
+    WAITING = "waiting"
+    """Not run: it changes things, and runs only once the person presses yes under the reply."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCallRun:
     """One tool call made for the message: what was asked, how long it took, what it gave."""
@@ -74,21 +84,27 @@ class ToolCallRun:
     arguments: str
     """The arguments as JSON, cut to :data:`TOOL_ARGUMENTS_CHARS`."""
     duration_ms: float
-    ok: bool
+    state: ToolRunState
     result: str
-    """The start of the result (or of the error), cut to :data:`TOOL_RESULT_CHARS`."""
+    """The start of the result (or of the error), cut to :data:`TOOL_RESULT_CHARS`; empty for a
+    call that waits."""
+
+    @property
+    def ok(self) -> bool:
+        return self.state is ToolRunState.OK
 
     @classmethod
-    def of(cls, name: str, arguments: str, duration_ms: float, ok: bool, result: str) -> ToolCallRun:
+    def of(cls, name: str, arguments: str, duration_ms: float, state: ToolRunState, result: str) -> ToolCallRun:
         """A run with ``arguments`` and ``result`` cut to what a trace keeps."""
-        return cls(name, _cut(arguments, TOOL_ARGUMENTS_CHARS), duration_ms, ok, _cut(result, TOOL_RESULT_CHARS))
+        return cls(name, _cut(arguments, TOOL_ARGUMENTS_CHARS), duration_ms, state, _cut(result, TOOL_RESULT_CHARS))
 
     def to_json(self) -> dict[str, object]:
         return {
             "name": self.name,
             "arguments": self.arguments,
             "ms": self.duration_ms,
-            "ok": self.ok,
+            "ok": self.ok,  # what traces written before ``state`` had (and a daemon rolled back reads)
+            "state": self.state.value,
             "result": self.result,
         }
 
@@ -99,9 +115,17 @@ class ToolCallRun:
             name=str(body.get("name", "")),
             arguments=str(body.get("arguments", "")),
             duration_ms=float(ms) if isinstance(ms, int | float) else 0.0,
-            ok=body.get("ok") is True,
+            state=_run_state(body),
             result=str(body.get("result", "")),
         )
+
+
+def _run_state(body: Mapping[str, object]) -> ToolRunState:
+    """A stored run's state; a trace written before there were states says only ``ok``."""
+    state = body.get("state")
+    if isinstance(state, str) and state in {s.value for s in ToolRunState}:
+        return ToolRunState(state)
+    return ToolRunState.OK if body.get("ok") is True else ToolRunState.FAILED
 
 
 def _cut(text: str, limit: int) -> str:

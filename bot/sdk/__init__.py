@@ -109,7 +109,7 @@ from bot.kernel.tools import (
     ToolTurnParams,
     cut_result,
 )
-from bot.kernel.traces import ActionRun, MessageTrace, ModelCall, ToolCallRun
+from bot.kernel.traces import ActionRun, MessageTrace, ModelCall, ToolCallRun, ToolRunState
 from bot.kernel.types import (
     JSON,
     ChannelType,
@@ -406,6 +406,7 @@ __all__ = [
     "ToolFailed",
     "ToolResult",
     "ToolRound",
+    "ToolRunState",
     "ToolServer",
     "ToolServers",
     "ToolSpec",

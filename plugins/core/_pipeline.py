@@ -642,7 +642,7 @@ class MessagePipeline:
         except ModelError as exc:
             _log.warning("%s: no reply: %s", name, exc)
             return Outcome(Status.MODEL_UNREACHABLE, exc.reason_for(name))
-        turn.tool_calls = trace_runs(result.rounds)
+        turn.tool_calls = trace_runs(result.rounds, rules.waiting)
         if rules.waiting:
             turn.confirm = self._tools.confirmations.ask(rules.waiting, message)
         if not result.text:

@@ -17,12 +17,22 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from bot.sdk import ModelType, ToolCall, ToolCallRun, ToolResult, ToolRound, ToolSpec, ToolTurn, ToolTurnParams
+from bot.sdk import (
+    ModelType,
+    ToolCall,
+    ToolCallRun,
+    ToolResult,
+    ToolRound,
+    ToolRunState,
+    ToolSpec,
+    ToolTurn,
+    ToolTurnParams,
+)
 
 if TYPE_CHECKING:
     from bot.sdk import AgentRuntime
@@ -192,16 +202,23 @@ def _could_not(rounds: Sequence[ToolRound], why: str) -> str:
     return f"Sorry, I couldn't finish that: {why}{tried}. Could you ask for less at once?"
 
 
-def trace_runs(rounds: Sequence[ToolRound]) -> tuple[ToolCallRun, ...]:
-    """Every call of ``rounds`` as the message's trace keeps it."""
+def trace_runs(rounds: Sequence[ToolRound], waiting: Collection[ToolCall] = ()) -> tuple[ToolCallRun, ...]:
+    """Every call of ``rounds`` as the message's trace keeps it; those in ``waiting`` were not run
+    but wait for the person's yes (their result is only what the model was told of that)."""
     return tuple(
         ToolCallRun.of(
             result.call.name,
             json.dumps(dict(result.call.arguments), ensure_ascii=False, default=str),
             result.duration_ms,
-            result.ok,
-            result.text,
+            _state(result, waiting),
+            "" if result.call in waiting else result.text,
         )
         for done in rounds
         for result in done.results
     )
+
+
+def _state(result: ToolResult, waiting: Collection[ToolCall]) -> ToolRunState:
+    if result.call in waiting:
+        return ToolRunState.WAITING
+    return ToolRunState.OK if result.ok else ToolRunState.FAILED

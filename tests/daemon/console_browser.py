@@ -21,6 +21,7 @@ from .test_service import HEALTH_TOKEN, OPENAI_KEY, TOKENS, Service, _free_port,
 
 __all__ = [
     "browser",
+    "chat_with",
     "CHROMIUM_ARGS",
     "ConsoleSite",
     "log_in",
@@ -106,3 +107,12 @@ async def no_secret_in(page: Page, site: ConsoleSite) -> None:
     body = await page.content()
     for secret in [*TOKENS.values(), OPENAI_KEY, HEALTH_TOKEN, site.token]:
         assert secret not in body, f"a secret reached the page: {secret[:6]}…"
+
+
+async def chat_with(page: Page, name: str, person: str) -> None:
+    """From any console page: Chat, give a name, land in the conversation with ``name``."""
+    await page.get_by_role("link", name="Chat").click()
+    await page.get_by_label("Your name").fill(person)
+    await page.get_by_role("button", name="Start talking").click()
+    await expect(page.get_by_role("heading", name=f"Chat with {name}")).to_be_visible()
+    await expect(page.locator("#conversation[data-live=yes]")).to_be_attached()  # the event stream is open

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from playwright.async_api import Browser, FilePayload, Page, expect
+from playwright.async_api import Browser, FilePayload, expect
 
 from bot.config.character import load_characters
 from bot.config.settings import DaemonSettings
@@ -21,7 +21,7 @@ from platforms.web import web_adapter
 
 from ..fakes.openai_server import FakeOpenAIServer, make_png
 from ..platforms.discord.scene import plan
-from .console_browser import browser, no_secret_in, open_console, screenshot, service
+from .console_browser import browser, chat_with, no_secret_in, open_console, screenshot, service
 from .test_service import OPENAI_KEY, Service, _free_port
 
 __all__ = ["browser", "service"]  # the fixtures, imported to be used here
@@ -46,15 +46,6 @@ def write_model_only(s: Service, name: str) -> Path:
     path = s.dir / "characters" / f"{name.lower()}.json"
     path.write_text(json.dumps({"name": name, "bio": [f"{name} is a test character."], "plugins": []}))
     return path
-
-
-async def chat_with(page: Page, name: str, person: str) -> None:
-    """From any console page: Chat, give a name, land in the conversation with ``name``."""
-    await page.get_by_role("link", name="Chat").click()
-    await page.get_by_label("Your name").fill(person)
-    await page.get_by_role("button", name="Start talking").click()
-    await expect(page.get_by_role("heading", name=f"Chat with {name}")).to_be_visible()
-    await expect(page.locator("#conversation[data-live=yes]")).to_be_attached()  # the event stream is open
 
 
 async def test_first_run_a_model_key_only_character_answers_in_the_browser(

@@ -2,13 +2,16 @@
 
 Run over stdio as a subprocess (``python -m tests.fakes.mcp_server``, or with ``--tools N`` to
 list N extra tools, ``--die-after S`` to exit S seconds after starting, ``--stderr TEXT`` to write
-TEXT to its stderr first and ``--noise N`` to write N long lines there after it), or served over
-streamable HTTP or SSE on loopback (:func:`build` makes it).
+TEXT to its stderr first, ``--noise N`` to write N long lines there after it, ``--journal FILE`` to
+write in FILE each path ``delete`` is called with), or served over streamable HTTP or SSE on
+loopback (:func:`build` makes it).
 
 Tools: ``weather(city)`` (read-only), ``slow()`` (never answers), ``huge(size)``, ``fail()`` (an
-error result), ``garbage()`` (non-MCP lines on stdout first), ``crash()`` (the process exits mid-call), ``pid()``, ``header(name)``, ``env(name)`` (a variable of the
-server's environment, or ``<unset>``), ``picture()`` (an image and a text), ``delete(path)``
-(destructive), ``grow()`` (adds the tool ``late`` and says the list changed).
+error result), ``garbage()`` (non-MCP lines on stdout first), ``crash()`` (the process exits
+mid-call), ``pid()``, ``header(name)``, ``env(name)`` (a variable of the server's environment, or
+``<unset>``), ``picture()`` (an image and a text), ``delete(path)`` (destructive: it deletes
+nothing, but writes ``path`` in the journal when there is one), ``grow()`` (adds the tool ``late``
+and says the list changed).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ImageContent, TextContent, ToolAnnotations
 
 
-def build(extra_tools: int = 0) -> MCPServer[Any]:
+def build(extra_tools: int = 0, journal: str = "") -> MCPServer[Any]:
     server: MCPServer[Any] = MCPServer("fake")
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
@@ -84,6 +87,9 @@ def build(extra_tools: int = 0) -> MCPServer[Any]:
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
     def delete(path: str) -> str:
         """Deletes a file (it does not)."""
+        if journal:  # what a test sees of the call having run, from outside the server
+            with open(journal, "a", encoding="utf-8") as written:
+                written.write(path + "\n")
         return f"deleted {path}"
 
     @server.tool()
@@ -113,6 +119,7 @@ def main() -> None:
     parser.add_argument("--die-after", type=float, default=0.0, help="exit this many seconds after starting")
     parser.add_argument("--stderr", default="", help="write this to stderr first (\\n between lines)")
     parser.add_argument("--noise", type=int, default=0, help="then this many numbered 2,000-character lines")
+    parser.add_argument("--journal", default="", help="a file delete() writes each path it is given in")
     args = parser.parse_args()
     if args.stderr:
         sys.stderr.write(args.stderr.replace("\\n", "\n") + "\n")
@@ -121,7 +128,7 @@ def main() -> None:
     sys.stderr.flush()
     if args.die_after:
         threading.Timer(args.die_after, os._exit, (4,)).start()
-    build(args.tools).run("stdio")
+    build(args.tools, args.journal).run("stdio")
 
 
 if __name__ == "__main__":

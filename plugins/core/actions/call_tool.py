@@ -103,7 +103,7 @@ async def _handler(context: ActionContext) -> ActionResult:
     _, world = await room_and_world(runtime, message)
     rules = CallRules(toolbox, tools, message, world, kit.limit)
     result = await _run(rules, call, kit.bounds.call_timeout_s)
-    note_tool_calls(trace_runs([ToolRound((call,), (result,))]))
+    note_tool_calls(trace_runs([ToolRound((call,), (result,))], rules.waiting))
     values = {
         "toolName": call.name,
         "toolStatus": "ok" if result.ok else "error",

@@ -16,6 +16,7 @@ from bot.kernel.messages import Status
 from bot.kernel.models import ModelType
 from bot.kernel.tools import ToolAccess, ToolCall, ToolTurn
 from bot.kernel.trace_text import describe
+from bot.kernel.traces import ToolRunState
 from bot.kernel.types import ChannelType, Memory
 from bot.runtime.components import TOOLBOX
 from bot.sdk import Role
@@ -189,10 +190,15 @@ async def test_a_tool_that_changes_things_asks_with_buttons_and_runs_on_yes(harn
         return f"wrote {args['text']!r}"
 
     box.add(spec("notes__write", changes_things=True), write)
-    assert (await h.say("note: buy milk")).status is Status.REPLIED
+    assert (await h.say("note: buy milk", id="m-ask")).status is Status.REPLIED
     assert not box.calls  # not before the yes
     reply, question = h.sent
     assert "asked to confirm" in reply["text"]
+    asked = await h.rt.store.get_trace("m-ask")  # the call waits: neither run nor failed
+    assert asked is not None and [(t.name, t.state, t.result) for t in asked.tool_calls] == [
+        ("notes__write", ToolRunState.WAITING, "")
+    ]
+    assert 'notes__write {"text": "buy milk"}, not run: waiting for the person to press yes' in describe(asked)
     assert "notes__write" in question["text"] and "buy milk" in question["text"]
     yes, no = question["buttons"]
     assert yes.label == "Yes: notes__write" and no.label == "No: notes__write"

@@ -41,7 +41,8 @@
   events.addEventListener("partial", (e) => showPartial(JSON.parse(e.data).text));
   events.addEventListener("message", (e) => {
     const said = JSON.parse(e.data);
-    if (partial && said.character) { partial.remove(); partial = null; typing.hidden = true; }
+    // A reply ends the writing, streamed or not (one made with tools comes whole).
+    if (said.character) { if (partial) { partial.remove(); partial = null; } typing.hidden = true; }
     add(said.id, said.html);
   });
 

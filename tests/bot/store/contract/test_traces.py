@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bot.kernel.messages import Status
-from bot.kernel.traces import ActionRun, MessageTrace, ModelCall, TraceQuery
+from bot.kernel.traces import ActionRun, MessageTrace, ModelCall, ToolCallRun, ToolRunState, TraceQuery
 from bot.store import Store
 
 from ..conftest import BR, BU, R2, A, B, R, U, V
@@ -42,6 +42,11 @@ async def test_a_trace_is_kept_whole(store: Store) -> None:
         model_calls=(
             ModelCall("TEXT_LARGE", "openai", 8.5, model="gpt-4o", prompt_tokens=900, completion_tokens=40),
             ModelCall("TEXT_SMALL", "openai", 1.0, False, "Timeout"),
+        ),
+        tool_calls=(
+            ToolCallRun("w__weather", '{"city": "Oslo"}', 3.5, ToolRunState.OK, "sunny"),
+            ToolCallRun("w__fail", "{}", 1.0, ToolRunState.FAILED, "on fire"),
+            ToolCallRun("w__delete", '{"path": "/a"}', 0.0, ToolRunState.WAITING, ""),
         ),
         actions=(ActionRun("REPLY", True), ActionRun("MUTE_ROOM", False)),
         reply_ids=("r1", "r2"),
@@ -131,3 +136,10 @@ async def test_forgetting_a_person_or_a_room_forgets_their_traces(store: Store) 
     assert [t.message_id for t in await store.get_traces()] == ["m2"]
     await store.forget_room(R2)
     assert await store.get_traces() == []
+
+
+def test_a_tool_call_kept_before_there_were_states_reads_as_ok_or_failed() -> None:
+    old = {"name": "w__weather", "arguments": "{}", "ms": 2, "result": "sunny"}
+    assert ToolCallRun.from_json({**old, "ok": True}).state is ToolRunState.OK
+    assert ToolCallRun.from_json({**old, "ok": False}).state is ToolRunState.FAILED
+    assert ToolCallRun.from_json({**old, "ok": True, "state": "someday"}).state is ToolRunState.OK
