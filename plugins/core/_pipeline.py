@@ -633,9 +633,9 @@ class MessagePipeline:
         # Room for the results in the window, as well as for the reply.
         room = self._plan_tokens() + bounds.result_chars // 4
         prompt = prompt_for(rt, state, "toolUseTemplate", ModelType.TEXT_TOOLS, room)
-        loop = ToolLoop(rt, tools, rules.run, bounds, system=None)
+        loop = ToolLoop(rt, prompt, tools, rules.run, bounds, system=None)
         try:
-            result = await loop.run(prompt.prompt)
+            result = await loop.run()
         except ToolsRefused as exc:
             _log.info("%s: %s; planning without tools", name, exc.reason_for(name))
             return None

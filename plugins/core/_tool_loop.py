@@ -23,6 +23,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from bot.sdk import (
+    ModelContextExceeded,
     ModelType,
     ToolCall,
     ToolCallRun,
@@ -36,6 +37,8 @@ from bot.sdk import (
 
 if TYPE_CHECKING:
     from bot.sdk import AgentRuntime
+
+    from ._budget import FittedPrompt
 
 __all__ = ["RunCall", "ToolBounds", "ToolLoop", "ToolStop", "ToolTurnResult", "trace_runs"]
 
@@ -95,9 +98,17 @@ class ToolLoop:
     """One turn's loop: :meth:`run` it once."""
 
     def __init__(
-        self, runtime: AgentRuntime, tools: Sequence[ToolSpec], run: RunCall, bounds: ToolBounds, *, system: str | None
+        self,
+        runtime: AgentRuntime,
+        prompt: FittedPrompt,
+        tools: Sequence[ToolSpec],
+        run: RunCall,
+        bounds: ToolBounds,
+        *,
+        system: str | None,
     ) -> None:
         self.runtime = runtime
+        self._prompt = prompt
         self.tools = tuple(tools)
         self._run = run
         self.bounds = bounds
@@ -105,9 +116,10 @@ class ToolLoop:
         self._room = bounds.result_chars  # characters of results the prompt still takes
         self._requests = 0
 
-    async def run(self, prompt: str) -> ToolTurnResult:
-        """The reply for ``prompt``. Raises ModelError when the model cannot be asked (the caller
-        falls back, or says so); a tool's failure is a result, never an exception."""
+    async def run(self) -> ToolTurnResult:
+        """The reply to the prompt. Raises ModelError when the model cannot be asked (the caller
+        falls back, or says so); a tool's failure is a result, never an exception. A prompt the
+        model refuses as too long is built again smaller, once (:meth:`FittedPrompt.shrink`)."""
         rounds: list[ToolRound] = []
         deadline = time.monotonic() + self.bounds.turn_timeout_s
         stop = ToolStop.ROUNDS
@@ -118,7 +130,7 @@ class ToolLoop:
                 break
             try:
                 async with asyncio.timeout(left):
-                    turn = await self._ask(prompt, self.tools, rounds)
+                    turn = await self._ask("", self.tools, rounds)
             except TimeoutError:
                 stop = ToolStop.TIME
                 break
@@ -130,9 +142,18 @@ class ToolLoop:
             if time.monotonic() >= deadline:
                 stop = ToolStop.TIME
                 break
-        return await self._last_word(prompt, rounds, stop)
+        return await self._last_word(rounds, stop)
 
-    async def _ask(self, prompt: str, tools: Sequence[ToolSpec], rounds: Sequence[ToolRound]) -> ToolTurn:
+    async def _ask(self, extra: str, tools: Sequence[ToolSpec], rounds: Sequence[ToolRound]) -> ToolTurn:
+        """The model's answer to the prompt (plus ``extra``) with ``tools`` and the ``rounds`` so far."""
+        try:
+            return await self._ask_once(self._prompt.prompt + extra, tools, rounds)
+        except ModelContextExceeded as exc:
+            if not self._prompt.shrink(exc):
+                raise
+        return await self._ask_once(self._prompt.prompt + extra, tools, rounds)
+
+    async def _ask_once(self, prompt: str, tools: Sequence[ToolSpec], rounds: Sequence[ToolRound]) -> ToolTurn:
         params = ToolTurnParams(prompt=prompt, tools=list(tools), rounds=list(rounds))
         if self.system:
             params["system"] = self.system
@@ -175,7 +196,7 @@ class ToolLoop:
         self._room = 0
         return replace(result, text=kept + _CUT_NOTE.format(limit=limit), truncated=True)
 
-    async def _last_word(self, prompt: str, rounds: list[ToolRound], stop: ToolStop) -> ToolTurnResult:
+    async def _last_word(self, rounds: list[ToolRound], stop: ToolStop) -> ToolTurnResult:
         """The bound was met: one more request, with no tools, for a reply made of what there is."""
         why = (
             f"the {self.bounds.rounds} rounds of tool calls a message may have are used up"
@@ -186,7 +207,7 @@ class ToolLoop:
         left = max(5.0, self.bounds.call_timeout_s)
         try:
             async with asyncio.timeout(left):
-                turn = await self._ask(prompt + _LAST_WORD.format(why=why), (), rounds)
+                turn = await self._ask(_LAST_WORD.format(why=why), (), rounds)
             text = turn.text.strip() if turn.done else ""
         except TimeoutError:
             text = ""

@@ -11,7 +11,7 @@ from typing import Any
 
 from bot.kernel.buttons import Press
 from bot.kernel.content import Content, MemoryMetadata
-from bot.kernel.errors import ToolsRefused
+from bot.kernel.errors import ModelContextExceeded, ToolsRefused
 from bot.kernel.messages import Status
 from bot.kernel.models import ModelType
 from bot.kernel.tools import ToolAccess, ToolCall, ToolTurn
@@ -42,7 +42,7 @@ class ToolModel:
         return answer(params) if callable(answer) else answer
 
 
-async def with_tools(h: Harness, *answers: Any) -> tuple[MemoryToolbox, ToolModel]:
+async def with_tools(h: Harness, *answers: Any, context_length: int | None = None) -> tuple[MemoryToolbox, ToolModel]:
     box = MemoryToolbox()
 
     async def forecast(args: Mapping[str, Any]) -> str:
@@ -51,7 +51,8 @@ async def with_tools(h: Harness, *answers: Any) -> tuple[MemoryToolbox, ToolMode
     box.add(spec("weather__forecast", "The forecast for a city."), forecast)
     h.rt.register_service(TOOLBOX, box)
     model = ToolModel(list(answers))
-    h.rt.register_model(ModelType.TEXT_TOOLS, model, "script")
+    window = None if context_length is None else (lambda: context_length)
+    h.rt.register_model(ModelType.TEXT_TOOLS, model, "script", context_length=window)
     return box, model
 
 
@@ -98,6 +99,25 @@ async def test_a_message_without_a_tool_call_takes_one_request(harness) -> None:
     box, model = await with_tools(h, ToolTurn(text="Hi Sam!"))
     assert (await h.say("hi")).status is Status.REPLIED
     assert h.sent[0]["text"] == "Hi Sam!" and len(model.asked) == 1 and not box.calls and h.large_calls == 0
+
+
+async def test_a_prompt_refused_as_too_long_is_asked_again_smaller_once(harness) -> None:
+    h = await harness(ChannelType.DM)
+    too_long = ModelContextExceeded("prompt too long", limit=1024)
+    _, model = await with_tools(h, ToolTurn(text="Mm."), context_length=16_000)
+    for n in range(30):  # a long conversation: a prompt that can be cut
+        await h.say(f"line {n}: " + "the bees of the meadow are humming along " * 10, id=f"old-{n}")
+    model.asked.clear()
+    model.answers[:] = [too_long, calls(("weather__forecast", {"city": "Oslo"})), answer_with_results]
+    outcome = await h.say("what's the weather in Oslo?")
+    assert outcome.status is Status.REPLIED and h.sent[-1]["text"] == "Here you go: sunny, 21 C in Oslo"
+    first, second, third = (asked["prompt"] for asked in model.asked)
+    assert len(second) < len(first) and third == second  # built again smaller, and kept so for the turn
+
+    model.asked.clear()
+    model.answers[:] = [too_long]
+    refused = await h.say("and in Bergen?")
+    assert refused.status is Status.MODEL_UNREACHABLE and len(model.asked) == 2  # smaller once, then it stands
 
 
 async def test_two_calls_in_one_round_run_at_the_same_time(harness) -> None:
