@@ -27,7 +27,7 @@ from typing import Any, Self
 ROOT = Path(__file__).resolve().parents[2]
 
 #: The kinds of chat request, in the order they are printed.
-CHAT_KINDS = ("should_respond", "troupe_decision", "plan", "reflection", "other")
+CHAT_KINDS = ("should_respond", "troupe_decision", "plan", "tool_turn", "reflection", "other")
 
 # A phrase of each template that no other template has. The troupe decision comes first: its
 # prompt may quote parts of the others.
@@ -35,6 +35,7 @@ _MARKERS = (
     ("troupe_decision", "Which of these characters should answer"),
     ("should_respond", "does with the newest message in this conversation"),  # shouldRespondTemplate
     ("plan", "Write the next turn of "),  # messageHandlerTemplate
+    ("tool_turn", "Write the next message of "),  # toolUseTemplate
     ("reflection", "Look back over the conversation as "),  # reflectionTemplate
 )
 

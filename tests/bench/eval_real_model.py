@@ -17,6 +17,11 @@ recording proxy on loopback in front of ``--base-url``, so the figures are the s
 - prompt tokens per line, and of the plan request, from the server's ``usage``;
 - model requests per line, and seconds per line.
 
+``--tools`` runs a shorter script whose lines a tool answers, with the character given the MCP
+plugin, the fake weather server of tests/fakes/mcp_server.py (over stdio) and troupe's own tools
+(``TROUPE_TOOLS=all``); the report adds the tool calls the model made, per line. The server must
+call tools (llama-cpp-python: ``--chat_format chatml-function-calling``).
+
 It needs no key for a local server; ``--set`` passes any character setting through the
 environment (``--set OPENAI_STRUCTURED_OUTPUT=none`` to compare the prose format, say). See
 docs/local-models.md for running SmolLM2-135M under llama-cpp-python. Not part of the test
@@ -74,6 +79,15 @@ SCRIPT: tuple[tuple[str, str], ...] = (
     ("Thanks, bye!", "goodbye"),
 )
 
+#: The script with ``--tools``: lines a tool answers.
+TOOL_SCRIPT: tuple[tuple[str, str], ...] = (
+    ("Hi Iris!", "greeting (the tools connect meanwhile)"),
+    ("What's the weather in Oslo right now?", "a tool: the weather"),
+    ("Can you check the weather in Bergen for me?", "a tool again"),
+    ("How many characters can a Telegram message hold? Search your knowledge.", "search_knowledge"),
+    ("Thanks, bye!", "goodbye"),
+)
+
 # What each kind's answer must carry to count as parsed.
 _FIELDS = {
     "plan": ("text", "actions"),
@@ -127,6 +141,8 @@ class Call:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     answer: str = ""
+    tool_calls: list[str] = field(default_factory=list)
+    """The calls the model asked for (``name(arguments)``)."""
 
 
 @dataclass
@@ -225,7 +241,11 @@ class RecordingProxy:
         call.completion_tokens = usage.get("completion_tokens")
         choices = reply.get("choices") or []
         if choices and isinstance(choices[0], dict):
-            call.answer = str((choices[0].get("message") or {}).get("content") or "")
+            message = choices[0].get("message") or {}
+            call.answer = str(message.get("content") or "")
+            for asked in message.get("tool_calls") or []:
+                function = asked.get("function") or {}
+                call.tool_calls.append(f"{function.get('name')}({function.get('arguments')})")
         elif call.status >= 400:
             call.answer = json.dumps(reply.get("error") or reply)[:300]
 
@@ -294,9 +314,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     from bot.daemon.chat import chat
     from bot.kernel import logs
 
-    lines = [Line(n, text, purpose) for n, (text, purpose) in enumerate(SCRIPT, start=1)]
+    script_lines = TOOL_SCRIPT if args.tools else SCRIPT
+    lines = [Line(n, text, purpose) for n, (text, purpose) in enumerate(script_lines, start=1)]
     async with RecordingProxy(args.base_url, args.timeout) as proxy:
         with tempfile.TemporaryDirectory() as data:
+            character_file = _with_tools(Path(args.character), Path(data)) if args.tools else Path(args.character)
             environ = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "OLLAMA_", "OPENROUTER_"))}
             environ |= {
                 "OPENAI_BASE_URL": proxy.url,
@@ -304,12 +326,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "OPENAI_SMALL_MODEL": args.model,
                 "OPENAI_LARGE_MODEL": args.model,
             }
+            if args.tools:
+                environ["TROUPE_TOOLS"] = "all"
             environ |= dict(kv.split("=", 1) for kv in args.set)
             settings = DaemonSettings(data_dir=Path(data), database_url=None)
             logs.configure("WARNING")
             warnings = _Warnings()
             logging.getLogger().addHandler(warnings)
-            results = load_characters([Path(args.character)], environ=environ)
+            results = load_characters([character_file], environ=environ)
             if not results[0].ok:
                 raise SystemExit(f"eval: {args.character}: {results[0].problems}")
             name = results[0].character.name if results[0].character else "?"
@@ -341,11 +365,27 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return report(name, lines, proxy.calls, status)
 
 
+def _with_tools(path: Path, folder: Path) -> Path:
+    """A copy of the character file in ``folder`` with the MCP plugin and the fake weather server
+    (its knowledge must be facts: a copy elsewhere reads no relative path)."""
+    data = json.loads(path.read_text())
+    data["plugins"] = [*data.get("plugins", []), "@elizaos/plugin-mcp"]
+    server = {"type": "stdio", "command": sys.executable, "args": ["-m", "tests.fakes.mcp_server"], "cwd": str(ROOT)}
+    data.setdefault("settings", {})["mcp"] = {"servers": {"weather": server}}
+    copy = folder / path.name
+    copy.write_text(json.dumps(data))
+    return copy
+
+
 def report(name: str, lines: list[Line], calls: list[Call], status: int) -> dict[str, Any]:
     fake = placeholders(name)
     # A real answer is the model's own text: an action's canned notice ("I can't draw pictures
     # here") is a reply, but not an answer to the line.
-    written = {ln.number: _plan_texts([c for c in calls if c.line == ln.number and c.kind == "plan"]) for ln in lines}
+    written = {
+        ln.number: _plan_texts([c for c in calls if c.line == ln.number and c.kind == "plan"])
+        + [_norm(c.answer) for c in calls if c.line == ln.number and c.kind == "tool_turn" and c.answer.strip()]
+        for ln in lines
+    }
     replied = [ln for ln in lines if any(r and _norm(r) not in fake for r in ln.replies)]
     real = [
         ln
@@ -377,6 +417,7 @@ def report(name: str, lines: list[Line], calls: list[Call], status: int) -> dict
                 "prompt_tokens": sum(c.prompt_tokens or 0 for c in mine),
                 "plan_prompt_tokens": max(plan) if plan else None,
                 "structured": sorted({c.structured for c in mine if c.path.endswith("/chat/completions")}),
+                "tool_calls": [t for c in mine for t in c.tool_calls],
                 "replies": ln.replies,
                 "answers": [f"{c.kind} {c.status} {c.structured}: {c.answer[:300]}" for c in mine],
                 "why_not": ln.warnings[-1] if ln.warnings and not ln.replies else None,
@@ -391,6 +432,7 @@ def report(name: str, lines: list[Line], calls: list[Call], status: int) -> dict
         "placeholder_replies": len(placeholder_replies),
         "parse_rate": {k: v for k, v in sorted(kinds.items())},
         "model_requests_per_line": round(len(calls) / len(lines), 2),
+        "lines_with_a_tool_call": sum(any(c.tool_calls for c in calls if c.line == ln.number) for ln in lines),
         "seconds_per_line": {"p50": round(statistics.median(seconds), 1), "max": round(max(seconds), 1)},
         "per_line": per_line,
     }
@@ -407,6 +449,7 @@ def print_report(result: dict[str, Any]) -> None:
         for kind, v in result["parse_rate"].items()
     )
     print(f"parse rate: {rates or 'no structured calls'}")
+    print(f"lines with a tool call: {result['lines_with_a_tool_call']}")
     print(
         f"model requests per line: {result['model_requests_per_line']}; seconds per line: "
         f"p50 {result['seconds_per_line']['p50']}, max {result['seconds_per_line']['max']}"
@@ -418,6 +461,8 @@ def print_report(result: dict[str, Any]) -> None:
             f"{row['line']:>4} {row['seconds']:>6} {row['requests']:>4} {row['failed_requests']:>4} "
             f"{row['prompt_tokens']:>10} {row['plan_prompt_tokens'] or '-':>8}  {row['purpose']}: {reply[:100]}"
         )
+        if row["tool_calls"]:
+            print(f"{'':>38}tools: {', '.join(row['tool_calls'])[:160]}")
 
 
 def main() -> None:
@@ -429,6 +474,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting, repeatable")
     parser.add_argument("--timeout", type=float, default=900.0, help="the proxy's bound on one request, seconds")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--tools", action="store_true", help="the tool script, with an MCP server and own tools")
     args = parser.parse_args()
     if any("=" not in kv for kv in args.set):
         parser.error("--set takes KEY=VALUE")
