@@ -644,7 +644,7 @@ class MessagePipeline:
             return Outcome(Status.MODEL_UNREACHABLE, exc.reason_for(name))
         turn.tool_calls = trace_runs(result.rounds, rules.waiting)
         if rules.waiting:
-            turn.confirm = self._tools.confirmations.ask(rules.waiting, message)
+            turn.confirm = await self._tools.confirmations.ask(rules.waiting, message)
         if not result.text:
             return Outcome(Status.UNPARSED, "the model wrote no reply after its tool calls")
         used = ", ".join(dict.fromkeys(run.name for run in turn.tool_calls)) or "none"

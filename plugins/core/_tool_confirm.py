@@ -2,22 +2,24 @@
 buttons under the reply, and the press that runs the call (without asking the model again
 whether to).
 
-The calls waiting are kept in memory per runtime, a bounded number for a bounded time
-(``_MAX_WAITING``, ``_WAIT_S``): a press after a restart, or after that, is told the question is
-no longer open. Only the person who asked, or the world's owner or an admin, may answer.
+The calls waiting are kept in the store's cache for a bounded time (``_WAIT_S``), so a question
+asked before a restart (or a handover to another daemon) can still be answered after it; a press
+after that is told the question is no longer open. A call is taken from the store before it runs,
+one press at a time per runtime, so pressing yes twice runs it once. Only the person who asked, or
+the world's owner or an admin, may answer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bot.sdk import (
+    JSON,
     TOOLBOX,
     ActionResult,
     Button,
@@ -35,6 +37,7 @@ from bot.sdk import (
     ToolTurn,
     ToolTurnParams,
     note_tool_calls,
+    now_ms,
 )
 
 from ._tool_loop import trace_runs
@@ -47,7 +50,7 @@ __all__ = ["PREFIX", "Confirmations", "Waiting"]
 
 #: Button values: ``tool:<id>:yes`` / ``tool:<id>:no``.
 PREFIX = "tool:"
-_MAX_WAITING = 200
+_KEY = "tool-confirm:"
 _WAIT_S = 15 * 60
 _NAME = "RUN_TOOL"
 _RESULT_CHARS = 1500
@@ -58,13 +61,39 @@ class Waiting:
     """A call that waits for its yes."""
 
     call: ToolCall
-    message: Memory
+    message_id: str
     """The message it was made for."""
     entity_id: str
     room_id: str
     asked: str
     """What the person had asked (for the model's words once the call has run)."""
-    since: float
+
+    def to_json(self) -> JSON:
+        call = {"id": self.call.id, "name": self.call.name, "arguments": dict(self.call.arguments)}
+        return {
+            "call": call,
+            "message": self.message_id,
+            "entity": self.entity_id,
+            "room": self.room_id,
+            "asked": self.asked,
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> Waiting | None:
+        """What :meth:`to_json` wrote; None for anything else (a row of an older shape)."""
+        if not isinstance(data, dict) or not isinstance(call := data.get("call"), dict):
+            return None
+        arguments = call.get("arguments")
+        try:
+            return cls(
+                ToolCall(str(call["id"]), str(call["name"]), arguments if isinstance(arguments, dict) else {}),
+                str(data["message"]),
+                str(data["entity"]),
+                str(data["room"]),
+                str(data.get("asked") or ""),
+            )
+        except KeyError:
+            return None
 
 
 class Confirmations:
@@ -73,44 +102,40 @@ class Confirmations:
     def __init__(self, runtime: AgentRuntime, call_timeout_s: float) -> None:
         self.runtime = runtime
         self.call_timeout_s = call_timeout_s
-        self._waiting: OrderedDict[str, Waiting] = OrderedDict()
+        self._taking = asyncio.Lock()  # one press at a time takes its call from the store
 
     def register(self) -> None:
         self.runtime.register_press_handler(PressHandler(PREFIX, self.on_press))
 
-    def ask(self, calls: Sequence[ToolCall], message: Memory) -> tuple[str, list[Button]]:
-        """The question for ``calls`` (made for ``message``) and its buttons; the calls wait."""
+    async def ask(self, calls: Sequence[ToolCall], message: Memory) -> tuple[str, list[Button]]:
+        """The question for ``calls`` (made for ``message``) and its buttons; the calls wait, in
+        the store (a call the store could not keep gets no buttons, and is said not to wait)."""
         buttons: list[Button] = []
         lines: list[str] = []
         for call in calls[:4]:  # a message holds a few buttons; more in one turn wait for another turn
             key = uuid.uuid4().hex[:12]
-            self._waiting[key] = Waiting(
-                call, message, message.entity_id, message.room_id, (message.content.text or "")[:500], time.monotonic()
+            waiting = Waiting(
+                call, message.id or "", message.entity_id, message.room_id, (message.content.text or "")[:500]
             )
+            kept = await self.runtime.store.set_cache(
+                _KEY + key, waiting.to_json(), expires_at=now_ms() + _WAIT_S * 1000
+            )
+            if not kept:
+                lines.append(f"- {call.name}: could not be kept for your answer; ask me again later")
+                continue
             label = call.name if len(call.name) <= 20 else call.name[:19] + "…"
             buttons += [Button(f"Yes: {label}", f"{PREFIX}{key}:yes"), Button(f"No: {label}", f"{PREFIX}{key}:no")]
             lines.append(f"- {call.name} {json.dumps(dict(call.arguments), ensure_ascii=False, default=str)[:200]}")
-        while len(self._waiting) > _MAX_WAITING:
-            self._waiting.popitem(last=False)
         return "Shall I go ahead with this?\n" + "\n".join(lines), buttons
 
     async def on_press(
         self, runtime: AgentRuntime, message: Memory, press: Press, callback: HandlerCallback
     ) -> ActionResult:
         key, _, answer = press.value.removeprefix(PREFIX).partition(":")
-        waiting = self._waiting.get(key)
-        if waiting is not None and time.monotonic() - waiting.since > _WAIT_S:
-            self._waiting.pop(key, None)
-            waiting = None
-        if waiting is None or waiting.room_id != message.room_id:
-            await _say(callback, "That question is no longer open; ask me again.", message)
-            return ActionResult(success=False, error=f"no call waiting for {press.value!r}")
-        if message.entity_id != waiting.entity_id:
-            _, world = await room_and_world(runtime, message)
-            if role_in(world, message.entity_id) not in PRIVILEGED:
-                await _say(callback, "That's not yours to confirm.", message)
-                return ActionResult(success=False, error="only the person who asked, or an admin, may confirm")
-        self._waiting.pop(key, None)  # answered once, however often it is pressed
+        waiting, refusal = await self._take(key, message)
+        if waiting is None:
+            await _say(callback, refusal, message)
+            return ActionResult(success=False, error=refusal)
         name = waiting.call.name
         if answer != "yes":
             await _say(callback, f"OK, I won't run {name}.", message)
@@ -126,13 +151,31 @@ class Confirmations:
             error=None if result.ok else f"{name} failed",
         )
 
+    async def _take(self, key: str, message: Memory) -> tuple[Waiting | None, str]:
+        """The call waiting under ``key`` for the press ``message``, taken from the store (so that
+        no other press runs it); or None and what to tell the one who pressed."""
+        store = self.runtime.store
+        async with self._taking:
+            waiting = Waiting.from_json(await store.get_cache(_KEY + key)) if key.isalnum() else None
+            if waiting is None or waiting.room_id != message.room_id:
+                return None, "That question is no longer open; ask me again."
+            if message.entity_id != waiting.entity_id:
+                _, world = await room_and_world(self.runtime, message)
+                if role_in(world, message.entity_id) not in PRIVILEGED:
+                    return None, "That's not yours to confirm."
+            await store.delete_cache(_KEY + key)
+            return waiting, ""
+
     async def _run(self, waiting: Waiting) -> ToolResult:
         call = waiting.call
+        asked = await self.runtime.store.get_memory(waiting.message_id)
         toolbox = self.runtime.get_service(TOOLBOX)
         if toolbox is None:
             return ToolResult(call, f"{call.name} cannot run: the character has no tools now", ok=False)
         try:
-            return await toolbox.call(call, timeout=self.call_timeout_s, context=ToolContext(waiting.message))
+            return await toolbox.call(
+                call, timeout=self.call_timeout_s, context=ToolContext(asked) if asked is not None else None
+            )
         except Exception as exc:  # a Toolbox's bug is the call's failure
             return ToolResult(call, f"{call.name} failed ({type(exc).__name__})", ok=False)
 

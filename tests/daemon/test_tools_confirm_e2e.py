@@ -14,6 +14,7 @@ from typing import Any
 
 from ..fakes.discord_server import FakeDiscord
 from ..fakes.openai_server import ToolCalls
+from ..platforms.discord.scene import until
 from .test_service import Service, service
 from .tools_run import on_discord, on_telegram, tool_results, tools_offered
 
@@ -96,6 +97,33 @@ async def test_on_telegram_yes_runs_a_tool_that_changes_things_once_and_no_runs_
     _, no = _keys(question)
     await s.telegram.user_presses(sam, question["message"], no["callback_data"])
     assert (await s.telegram.wait_for_sent(ada, 7, timeout=60))[-1]["text"] == "OK, I won't run weather__delete."
+    assert _ran(journal) == ["/srv/notes/old.md"]
+
+
+async def test_a_question_asked_before_a_kill_9_is_answered_after_the_restart(service: Service) -> None:
+    s = service
+    s.openai.script_chat(_model)
+    journal = s.dir / "journal"
+    on_telegram(s, "Ada", "--journal", str(journal))
+    await s.start()
+    await s.notify.wait("READY", timeout=60)
+    await tools_offered(s)
+    ada = s.bots["Ada"]
+    sam = s.telegram.add_user("Sam", username="sam")
+    chat = s.telegram.private(sam, ada)
+    await s.telegram.user_says(sam, chat, "please delete /srv/notes/old.md")
+    _, question = await s.telegram.wait_for_sent(ada, 2, timeout=60)
+    yes, _ = _keys(question)
+
+    s.signal(signal.SIGKILL)
+    await s.exit_code(60)
+    await s.start()
+    await s.notify.wait("READY", count=2, timeout=60)
+    ups = lambda: [line for line in s.logs().splitlines() if "mcp server weather " in line and " is up: " in line]  # noqa: E731
+    await until(lambda: len(ups()) >= 2, 60)  # the second daemon's session
+    await s.telegram.user_presses(sam, question["message"], yes["callback_data"])
+    (answer,) = (await s.telegram.wait_for_sent(ada, 3, timeout=60))[2:]
+    assert answer["text"] == "Here is what I found: deleted /srv/notes/old.md"
     assert _ran(journal) == ["/srv/notes/old.md"]
 
 

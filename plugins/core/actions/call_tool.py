@@ -120,7 +120,7 @@ async def _handler(context: ActionContext) -> ActionResult:
         text = f"{call.name}: {result.text[:1500]}" if result.ok else f"I couldn't use {call.name}: {result.text}"
     await notify(context.reply, text, NAME, message)
     if rules.waiting:
-        question, buttons = kit.confirmations.ask(rules.waiting, message)
+        question, buttons = await kit.confirmations.ask(rules.waiting, message)
         await notify(context.reply, question, NAME, message, buttons=buttons)
     return ActionResult(
         success=result.ok,
