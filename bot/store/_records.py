@@ -144,6 +144,13 @@ class RecordsMixin(Statements):
             return self._fail("delete_cache", exc)
         return True
 
+    async def prune_cache(self) -> int:
+        """Forget this agent's cached values whose time is up; how many went. (A value is also
+        forgotten when it is read after its time: this takes those no one reads again.)"""
+        return await self._run(
+            "DELETE FROM cache WHERE agent_id = ? AND expires_at <= {clock}", (self._agent_id,), tables=_CACHE
+        )
+
     # -- logs --------------------------------------------------------------------------------------
 
     async def log(self, body: Mapping[str, object], entity_id: str, room_id: str, type: str) -> str:

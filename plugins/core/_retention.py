@@ -10,8 +10,8 @@ batch's messages are deleted in the same transaction. When a room holds more tha
 ``MEMORY_SUMMARY_CAP`` summaries, its oldest ones are merged the same way, so nothing grows
 without bound. The FACTS provider retrieves summaries next to facts. The log of model calls
 (``Store.queue_log``: one entry per call) and the message traces (``troupe why``) are kept
-``MEMORY_LOG_DAYS``, and the claims that make a
-redelivered message a duplicate two days (:data:`._recovery.KEEP_HANDLED_MS`).
+``MEMORY_LOG_DAYS``, the claims that make a redelivered message a duplicate two days
+(:data:`._recovery.KEEP_HANDLED_MS`), and cached values until their time is up.
 
 Nothing is lost to a failure: when the model fails the run stops, every message stays, and the
 next run tries again; a batch it answers with no summary stays the same way, but only its room
@@ -132,6 +132,8 @@ class RetentionReport:
     """Message traces deleted for their age."""
     claims: int = 0
     """Claims of messages answered longer ago than a platform redelivers, deleted."""
+    cache: int = 0
+    """Cached values past their time (links read, questions no one answered), deleted."""
 
 
 class _NoSummary(Exception):
@@ -331,6 +333,7 @@ async def run_retention(runtime: AgentRuntime, settings: RetentionSettings | Non
     report = RetentionReport()
     # First, needing no model: what only a platform's redelivery or an operator looks at.
     report.claims = await store.prune_handled(runtime.clock() - KEEP_HANDLED_MS)
+    report.cache = await store.prune_cache()
     if settings.log_days:
         report.logs = await store.prune_logs(runtime.clock() - settings.log_days * DAY_MS)
         report.traces = await store.prune_traces(runtime.clock() - settings.log_days * DAY_MS)

@@ -192,6 +192,17 @@ async def test_claims_of_messages_answered_past_keeping_go_with_the_hourly_run_n
     assert await store.get_message_handling("recent") is not None  # a redelivery is still a duplicate
 
 
+async def test_cached_values_past_their_time_go_with_the_hourly_run(agent) -> None:
+    a = await agent(MEMORY_MAX_AGE_DAYS=0, MEMORY_ROOM_CAP=0, MEMORY_SUMMARY_CAP=0, MEMORY_LOG_DAYS=0)
+    store = a.rt.store
+    assert await store.set_cache("link:gone", {"text": "old page"}, expires_at=now_ms() - 1000)
+    assert await store.set_cache("link:fresh", {"text": "new page"}, expires_at=now_ms() + HOUR)
+    assert await store.set_cache("cadence", {"kept": True})  # no time limit
+    assert (await run_retention(a.rt)).cache == 1
+    assert await store.get_cache("link:fresh") == {"text": "new page"} and await store.get_cache("cadence")
+    assert (await run_retention(a.rt)).cache == 0
+
+
 # -- compaction ------------------------------------------------------------------------------------
 
 

@@ -83,6 +83,16 @@ async def test_cache_overwrites_deletes_and_is_per_agent(store: Store, store_b: 
     assert await store.delete_cache("k") is True
 
 
+async def test_prune_cache_forgets_only_this_agents_values_past_their_time(store: Store, store_b: Store) -> None:
+    for scope in (store, store_b):
+        assert await scope.set_cache("gone", 1, expires_at=now_ms() - 1000)
+        assert await scope.set_cache("fresh", 2, expires_at=now_ms() + 60_000)
+        assert await scope.set_cache("always", 3)
+    assert await store.prune_cache() == 1
+    assert [await store.get_cache(k) for k in ("fresh", "always")] == [2, 3]
+    assert await store_b.prune_cache() == 1  # B's was left for B
+
+
 async def test_set_cache_returns_false_for_values_json_cannot_hold(store: Store) -> None:
     assert await store.set_cache("k", {1, 2}) is False  # type: ignore[arg-type]
     assert await store.set_cache("k", float("nan")) is False
