@@ -10,14 +10,16 @@ platform id: :mod:`bot.kernel.message_refs`). Safe while the daemon runs. The wo
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
+from typing import TYPE_CHECKING
 
-from bot.cli.databases import add_database_argument, database_location
-from bot.kernel import logs
-from bot.kernel.errors import EXIT_CONFIG, TroupeError
+from bot.cli.databases import add_database_argument, run_on_database
+from bot.kernel.errors import EXIT_CONFIG
 from bot.kernel.trace_text import describe, summary
+
+if TYPE_CHECKING:
+    from bot.store import StoreBackend
 
 __all__ = ["add_parser", "run"]
 
@@ -60,28 +62,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     """Run a parsed ``troupe why``; returns the exit status."""
-    logs.configure("WARNING")  # the output is the answer
     if args.limit < 1:
         print(f"{PROG}: --limit must be at least 1, not {args.limit}", file=sys.stderr)
         return EXIT_CONFIG
-    try:
-        return asyncio.run(_main(args))
-    except TroupeError as exc:  # the database cannot be used (a newer schema, a broken file, …)
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+    return run_on_database(PROG, args.db, lambda db: _main(db, args))
 
 
-async def _main(args: argparse.Namespace) -> int:
-    from bot.store import backend_for, look_up_traces
+async def _main(db: StoreBackend, args: argparse.Namespace) -> int:
+    from bot.store import look_up_traces
 
-    try:
-        location = await database_location(args.db)
-    except FileNotFoundError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    async with backend_for(location) as db:
-        agents = await db.for_agent("troupe:why").get_agents()
-        found = await look_up_traces([db.for_agent(a.id) for a in agents], args.target, limit=args.limit)
+    agents = await db.for_agent("troupe:why").get_agents()
+    found = await look_up_traces([db.for_agent(a.id) for a in agents], args.target, limit=args.limit)
     traces = found.traces
     if not traces:
         print(
