@@ -30,6 +30,7 @@ from bot import installed_version
 from bot.cli import memory as memory_cli
 from bot.cli import store as store_cli
 from bot.cli import why as why_cli
+from bot.cli.log_levels import add_log_level_option
 from bot.config.character import LoadResult, find_character, load_characters, scan_character_files
 from bot.config.settings import DaemonSettings, load_environ
 from bot.daemon.platform_plans import Preflight, preflight, refusal
@@ -69,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="character files, folders of them, or names (default: characters/)",
     )
-    _log_level_option(start, "TROUPE_LOG_LEVEL, else INFO")
+    add_log_level_option(start, "TROUPE_LOG_LEVEL, else INFO")
 
     status = sub.add_parser(
         "status", help="show the running daemon's agents and platforms (and the whole troupe on PostgreSQL)"
@@ -80,29 +81,11 @@ def _parser() -> argparse.ArgumentParser:
     chat = sub.add_parser("chat", help="talk to one character in the terminal")
     chat.add_argument("character", metavar="FILE", help="a character file or name")
     chat.add_argument("--as", dest="user", default="you", help="your name in the conversation (default: you)")
-    _log_level_option(chat, "WARNING")
+    add_log_level_option(chat, "WARNING")
     memory_cli.add_parser(sub)
     store_cli.add_parser(sub)
     why_cli.add_parser(sub)
     return parser
-
-
-def _log_level(spec: str) -> str:
-    try:
-        logs.parse_level(spec)
-    except TroupeError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return spec
-
-
-def _log_level_option(parser: argparse.ArgumentParser, default: str) -> None:
-    parser.add_argument(
-        "--log-level",
-        type=_log_level,
-        metavar="LEVEL",
-        help=f"DEBUG, INFO, WARNING, ERROR or CRITICAL for troupe's own lines (default: {default}); "
-        "other libraries log from INFO up unless named, as in DEBUG,discord=DEBUG",
-    )
 
 
 def _report(results: Sequence[LoadResult], out: TextIO | None = None, checks: Sequence[Preflight] = ()) -> None:
