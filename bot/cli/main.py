@@ -7,6 +7,7 @@
                            no daemon runs here).
 ``troupe reload``          make the running daemon read its character files again (like SIGHUP).
 ``troupe chat FILE``       talk to one character in the terminal.
+``troupe mcp FILE``        serve one character's own tools (its knowledge) over MCP on stdio (bot/cli/mcp/).
 ``troupe memory …``        inspect, export and forget what an agent remembers (bot/cli/memory/).
 ``troupe store copy``      move a SQLite troupe into PostgreSQL (bot/cli/store.py).
 ``troupe why ID``          how a message ended and why, or a room's last messages (bot/cli/why.py).
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bot import installed_version
+from bot.cli import mcp as mcp_cli
 from bot.cli import memory as memory_cli
 from bot.cli import store as store_cli
 from bot.cli import why as why_cli
@@ -82,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("character", metavar="FILE", help="a character file or name")
     chat.add_argument("--as", dest="user", default="you", help="your name in the conversation (default: you)")
     add_log_level_option(chat, "WARNING")
+    mcp_cli.add_parser(sub)
     memory_cli.add_parser(sub)
     store_cli.add_parser(sub)
     why_cli.add_parser(sub)
@@ -272,6 +275,8 @@ def _run(args: argparse.Namespace) -> int:
         return _check(args)
     if args.command == "chat":
         return _chat(args)
+    if args.command == "mcp":
+        return mcp_cli.run(args)
     if args.command == "memory":
         return memory_cli.run(args)
     if args.command == "store":
