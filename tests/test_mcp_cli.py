@@ -260,3 +260,21 @@ async def test_a_troupe_character_uses_another_as_its_mcp_server(tmp_path: Path,
         assert not failed.ok and "give the words to search" in failed.text
     finally:
         await pool.aclose()
+
+
+def test_a_tool_that_changes_things_is_destructive_and_secrets_leave_results() -> None:
+    from bot.cli.mcp._serving import as_result, as_tool
+    from bot.kernel.redact import Redactor
+    from bot.kernel.tools import ToolCall, ToolResult, ToolSpec
+
+    schema = {"type": "object", "properties": {}}
+    notes = as_tool(ToolSpec("write_note", "Write a note.", schema, source="troupe", changes_things=True))
+    assert notes.annotations is not None
+    assert notes.annotations.read_only_hint is False and notes.annotations.destructive_hint is True
+    secrets = Redactor()
+    secrets.add(SECRET_KEY)
+    call = ToolCall("c1", "read_link", {})
+    failed = as_result(ToolResult(call, f"the server refused key {SECRET_KEY}", ok=False), secrets)
+    shown = text_of(failed)
+    assert failed.is_error and SECRET_KEY not in shown and "the server refused key" in shown
+    assert not as_result(ToolResult(call, "fine")).is_error
