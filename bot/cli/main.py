@@ -7,6 +7,7 @@
                            no daemon runs here).
 ``troupe reload``          make the running daemon read its character files again (like SIGHUP).
 ``troupe chat FILE``       talk to one character in the terminal.
+``troupe mcp FILE``        serve one character's own tools (its knowledge) over MCP on stdio (bot/cli/mcp/).
 ``troupe memory …``        inspect, export and forget what an agent remembers (bot/cli/memory/).
 ``troupe store copy``      move a SQLite troupe into PostgreSQL (bot/cli/store.py).
 ``troupe why ID``          how a message ended and why, or a room's last messages (bot/cli/why.py).
@@ -27,9 +28,11 @@ from pathlib import Path
 from typing import TextIO
 
 from bot import installed_version
+from bot.cli import mcp as mcp_cli
 from bot.cli import memory as memory_cli
 from bot.cli import store as store_cli
 from bot.cli import why as why_cli
+from bot.cli.log_levels import add_log_level_option
 from bot.config.character import LoadResult, find_character, load_characters, scan_character_files
 from bot.config.settings import DaemonSettings, load_environ
 from bot.daemon.platform_plans import Preflight, preflight, refusal
@@ -69,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="character files, folders of them, or names (default: characters/)",
     )
-    _log_level_option(start, "TROUPE_LOG_LEVEL, else INFO")
+    add_log_level_option(start, "TROUPE_LOG_LEVEL, else INFO")
 
     status = sub.add_parser(
         "status", help="show the running daemon's agents and platforms (and the whole troupe on PostgreSQL)"
@@ -80,29 +83,12 @@ def _parser() -> argparse.ArgumentParser:
     chat = sub.add_parser("chat", help="talk to one character in the terminal")
     chat.add_argument("character", metavar="FILE", help="a character file or name")
     chat.add_argument("--as", dest="user", default="you", help="your name in the conversation (default: you)")
-    _log_level_option(chat, "WARNING")
+    add_log_level_option(chat, "WARNING")
+    mcp_cli.add_parser(sub)
     memory_cli.add_parser(sub)
     store_cli.add_parser(sub)
     why_cli.add_parser(sub)
     return parser
-
-
-def _log_level(spec: str) -> str:
-    try:
-        logs.parse_level(spec)
-    except TroupeError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return spec
-
-
-def _log_level_option(parser: argparse.ArgumentParser, default: str) -> None:
-    parser.add_argument(
-        "--log-level",
-        type=_log_level,
-        metavar="LEVEL",
-        help=f"DEBUG, INFO, WARNING, ERROR or CRITICAL for troupe's own lines (default: {default}); "
-        "other libraries log from INFO up unless named, as in DEBUG,discord=DEBUG",
-    )
 
 
 def _report(results: Sequence[LoadResult], out: TextIO | None = None, checks: Sequence[Preflight] = ()) -> None:
@@ -289,6 +275,8 @@ def _run(args: argparse.Namespace) -> int:
         return _check(args)
     if args.command == "chat":
         return _chat(args)
+    if args.command == "mcp":
+        return mcp_cli.run(args)
     if args.command == "memory":
         return memory_cli.run(args)
     if args.command == "store":
