@@ -161,10 +161,12 @@ def _served(runtime: AgentRuntime, wanted: str | None) -> list[str]:
 
 async def _check_knowledge(runtime: AgentRuntime, served: Sequence[str]) -> None:
     """Refuse to serve the knowledge of a character that has none: no knowledge items in its
-    file, no KNOWLEDGE_PATH, and nothing stored for it (not even shared knowledge)."""
+    file, no folder (a ``directory`` item or KNOWLEDGE_PATH), and nothing stored for it (not even
+    shared knowledge)."""
     if _KNOWLEDGE_TOOLS.isdisjoint(served) or runtime.character.knowledge:
         return
-    if runtime.get_setting("KNOWLEDGE_PATH") or runtime.get_bool("LOAD_DOCS_ON_STARTUP"):
+    base = runtime.get_service(KNOWLEDGE_BASE)
+    if base is not None and await base.upload_folder() is not None:
         return
     if await runtime.store.has_knowledge():
         return
