@@ -73,6 +73,9 @@ class PluginMeta:
     models_hint: str = ""
     """Which models it serves and how to reach them ("any OpenAI-compatible endpoint: set …"),
     for a file that asks for a model plugin troupe lacks."""
+    tools: tuple[str, ...] = ()
+    """The names of troupe's own tools it offers (``runtime.register_tool``), which ``troupe
+    check`` lists for a character that is offered them."""
 
 
 @cache

@@ -16,6 +16,7 @@ from bot.config.secrets import is_reference
 from bot.config.settings import SettingsView, character_setting
 from bot.kernel.errors import ConfigError, PluginLoadError, SettingUnset
 from bot.kernel.logs import agent_context
+from bot.runtime.toolboxes import OwnToolChoice
 
 __all__ = [
     "CONSOLE_OFF",
@@ -142,7 +143,26 @@ def preflight(result: LoadResult, environ: Mapping[str, str], *, console: bool =
             problems.append(exc.reason_for(character.name))
             if isinstance(exc, SettingUnset):
                 unset.append(exc.settings)
+    try:
+        notes.extend(_own_tools(view, names))
+    except ConfigError as exc:
+        problems.append(exc.reason_for(character.name))
     return Preflight(character.name, plans, tuple(problems), tuple(notes), tuple(unset))
+
+
+def _own_tools(view: SettingsView, plugins: Sequence[str]) -> list[str]:
+    """Notes naming troupe's own tools the character is offered (``TROUPE_TOOLS``), and the names
+    it gives that none of its plugins offers. Raises ConfigError for a value that is no list."""
+    own = [tool for name in plugins for tool in plugin_registry.available()[name].tools]
+    choice = OwnToolChoice.parse(view.get_setting("TROUPE_TOOLS"), uses_tools="mcp" in plugins, agent=view.agent)
+    offered = [tool for tool in own if choice.allows(tool)]
+    unknown = sorted((choice.names or frozenset()) - set(own))
+    notes = [f"troupe's own tools: {', '.join(offered)}"] if offered else []
+    if unknown:
+        notes.append(
+            f"TROUPE_TOOLS names {', '.join(unknown)}, which none of its plugins offers (they offer: {', '.join(own)})"
+        )
+    return notes
 
 
 def setup_needs(checks: Sequence[Preflight]) -> tuple[tuple[str, ...], ...]:

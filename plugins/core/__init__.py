@@ -25,6 +25,7 @@ meta = PluginMeta(
     description="conversation pipeline: deciding to respond, replying, actions, memory (built in)",
     aliases=("@elizaos/plugin-bootstrap", "bootstrap"),
     always=True,
+    tools=("read_link",),
 )
 
 

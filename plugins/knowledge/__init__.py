@@ -41,6 +41,7 @@ meta = PluginMeta(
     aliases=("@elizaos/plugin-knowledge",),
     always=True,
     depends=("core",),  # searches with the message's vector that core offers (MESSAGE_VECTORS)
+    tools=("search_knowledge", "process_knowledge"),
 )
 
 

@@ -14,7 +14,9 @@ from typing import Any, cast
 
 import pytest
 
+from bot.config import plugins as plugin_registry
 from bot.config.character import Character, load_character
+from bot.daemon.platform_plans import preflight
 from bot.kernel.content import Content
 from bot.kernel.errors import ConfigError
 from bot.kernel.tools import ToolCall, ToolContext, ToolFailed, ToolSpec
@@ -165,3 +167,56 @@ async def test_a_runtime_offers_the_own_tools_its_settings_name(
         plain = AgentRuntime(c.model_copy(update={"settings": {}}), db.for_agent(c.agent_id), environ={})
         plain.register_tool(own("tides"))
         assert plain.get_service(TOOLBOX) is None  # no tools: it plans its replies with its actions
+
+
+async def test_each_plugin_declares_the_own_tools_it_registers(tmp_path: Path) -> None:
+    async with Database(tmp_path / "t.db") as db:
+        c = character(tmp_path, settings={"TROUPE_TOOLS": "all"})
+        rt = AgentRuntime(c, db.for_agent(c.agent_id), environ={})
+        await rt.start()
+        try:
+            box = rt.get_service(TOOLBOX)
+            assert isinstance(box, Toolboxes)
+            declared = [tool for name in rt.loaded_plugins for tool in plugin_registry.available()[name].tools]
+            assert sorted(box.own_names) == sorted(declared) and declared  # troupe check lists what is offered
+        finally:
+            await rt.close()
+
+
+@pytest.mark.parametrize(
+    ("plugins", "setting", "notes"),
+    [
+        (["@elizaos/plugin-mcp"], None, ["troupe's own tools: read_link, search_knowledge, process_knowledge"]),
+        ([], None, []),
+        ([], "search_knowledge", ["troupe's own tools: search_knowledge"]),
+        (
+            [],
+            "read_link, serch",
+            [
+                "troupe's own tools: read_link",
+                "TROUPE_TOOLS names serch, which none of its plugins offers (they offer: read_link, "
+                "search_knowledge, process_knowledge)",
+            ],
+        ),
+    ],
+)
+def test_troupe_check_names_the_own_tools_a_character_is_offered(
+    tmp_path: Path, plugins: list[str], setting: str | None, notes: list[str]
+) -> None:
+    settings: dict[str, Any] = {"secrets": {"OPENAI_API_KEY": "sk-test-1234567"}}
+    if setting is not None:
+        settings["TROUPE_TOOLS"] = setting
+    if plugins:
+        settings["mcp"] = {"servers": {"weather": {"command": "true"}}}
+    path = tmp_path / "ada.json"
+    path.write_text(json.dumps({"name": "Ada", "bio": "x", "plugins": plugins, "settings": settings}))
+    checked = preflight(load_character(path, environ={}), {})
+    assert not checked.problems and [n for n in checked.notes if "tools" in n or "TOOLS" in n] == notes
+
+
+def test_troupe_check_says_what_is_wrong_with_troupe_tools(tmp_path: Path) -> None:
+    path = tmp_path / "ada.json"
+    body = {"name": "Ada", "bio": "x", "settings": {"TROUPE_TOOLS": "read link!", "OPENAI_API_KEY": "sk-test-1234567"}}
+    path.write_text(json.dumps(body))
+    (problem,) = preflight(load_character(path, environ={}), {}).problems
+    assert "TROUPE_TOOLS has 'read link!', which is not a tool's name" in problem
