@@ -178,3 +178,21 @@ async def test_lines_from_a_pipe_are_answered(tmp_path: Path, chat_env: dict[str
         "Iris: Noted.",
     ]
     assert err == b""
+
+
+async def test_a_question_a_tool_answers_is_answered_with_it_from_the_first_line(
+    tmp_path: Path, chat_env: dict[str, str], server: FakeOpenAIServer
+) -> None:
+    from .daemon.tools_run import asks_the_weather, weather_server
+
+    server.script_chat(asks_the_weather)
+    character = tmp_path / "wren.json"
+    body = {"name": "Wren", "bio": "Wren knows the weather.", "plugins": ["openai", "mcp"]}
+    character.write_text(json.dumps({**body, "settings": {"mcp": weather_server()}}))
+    proc = await asyncio.create_subprocess_exec(
+        TROUPE, "chat", str(character), stdin=PIPE, stdout=PIPE, stderr=PIPE, env=chat_env, cwd=tmp_path
+    )
+    # Piped at once: the first line comes before a slow server would be up, unless chat waits for it.
+    out, err = await asyncio.wait_for(proc.communicate(b"what's the weather in Oslo?\n"), 90)
+    assert proc.returncode == 0, err
+    assert "Wren: Here is what I found: sunny in Oslo, 21 °C" in out.decode(), (out, err)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from io import TextIOBase
@@ -13,7 +15,9 @@ from bot.config.settings import DaemonSettings
 from bot.kernel import logs, redact
 from bot.kernel.errors import EXIT_CONFIG, PluginLoadError
 from bot.kernel.models import ModelType
+from bot.kernel.tools import ToolServers
 from bot.runtime.agent import AgentRuntime
+from bot.runtime.components import TOOLBOX
 from bot.runtime.shared import Shared
 from bot.store import backend_for
 
@@ -98,8 +102,20 @@ async def chat(
                         file=sys.stderr,
                     )
                     return EXIT_CONFIG
+                await _tools_started(runtime)
                 print(f"Talking to {character.name}. Type /quit or press Ctrl-D to leave.", file=out, flush=True)
                 await ConsoleAdapter(runtime, user=user, output=out, notices=notices).run(read_line)
             finally:
                 await runtime.close()
     return 0
+
+
+async def _tools_started(runtime: AgentRuntime, timeout: float = 30.0) -> None:
+    """Until each of the character's tool servers has come up or failed (at most ``timeout``
+    seconds), so that the first line typed can use its tools. (The daemon does not wait: it is
+    ready while they connect, as its platforms do.)"""
+    box = runtime.get_service(TOOLBOX)
+    if isinstance(box, ToolServers):
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await box.settled()

@@ -176,6 +176,11 @@ class ToolServers(Protocol):
 
     def servers(self) -> Sequence[ToolServer]: ...
 
+    async def settled(self) -> None:
+        """Until each server has come up, or failed to, once: what it offers is known (``troupe
+        chat`` waits for it before the first line; the daemon does not)."""
+        ...
+
 
 def cut_result(text: str, limit: int = MAX_RESULT_CHARS) -> tuple[str, bool]:
     """``text`` at most ``limit`` characters (a note included); True when it was cut."""

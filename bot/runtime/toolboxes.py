@@ -156,6 +156,9 @@ class Toolboxes:
     def servers(self) -> Sequence[ToolServer]:
         return [server for box in self._boxes if isinstance(box, ToolServers) for server in box.servers()]
 
+    async def settled(self) -> None:
+        await asyncio.gather(*(box.settled() for box in self._boxes if isinstance(box, ToolServers)))
+
     async def call(self, call: ToolCall, *, timeout: float, context: ToolContext | None = None) -> ToolResult:
         owner = next((box for spec, box in self._offered() if spec.name == call.name), None)
         if owner is None:

@@ -126,6 +126,7 @@ class ServerConnection:
         self._warned = False  # one warning per outage
         self._up_at: float | None = None  # when the session last came up (the loop's clock)
         self._up = asyncio.Event()
+        self._tried = asyncio.Event()  # it came up, or failed, at least once
         self._task: asyncio.Task[None] | None = None
         #: What a stdio server last wrote to its stderr (since it last started).
         self._errors = ErrorOutput(config.name, self.clean)
@@ -145,6 +146,10 @@ class ServerConnection:
         """Until the server is up (tests, and callers that can wait)."""
         await self._up.wait()
 
+    async def tried(self) -> None:
+        """Until the server has come up, or failed to, once (or is stopped)."""
+        await self._tried.wait()
+
     async def close(self) -> None:
         """Stop the session (and a stdio server's process); idempotent."""
         self._stopping = True
@@ -159,6 +164,7 @@ class ServerConnection:
         self.state = ServerState.STOPPED
         self.tools = ()
         self.version += 1
+        self._tried.set()
 
     async def call(self, tool: str, arguments: Mapping[str, Any], *, timeout: float) -> types.CallToolResult:
         """Call ``tool``.
@@ -222,6 +228,7 @@ class ServerConnection:
         self.tools = ()
         self.version += 1
         self._up.clear()
+        self._tried.set()
         if not self._warned:
             self._warned = True
             _log.warning(
@@ -258,6 +265,7 @@ class ServerConnection:
             self.reason = ""
             self._up_at = asyncio.get_running_loop().time()
             self._up.set()
+            self._tried.set()
             _log.info("mcp server %s (%s) is up: %d tools", self.name, self.config.where, len(self.tools))
             try:
                 while True:

@@ -99,6 +99,9 @@ class McpToolbox:
         """Each of the character's servers and whether it is up (for ``troupe status``)."""
         return [_server(connection) for connection in self._connections]
 
+    async def settled(self) -> None:
+        await asyncio.gather(*(connection.tried() for connection in self._connections))
+
     async def call(self, call: ToolCall, *, timeout: float, context: ToolContext | None = None) -> ToolResult:
         started = time.perf_counter()
         text, ok, truncated = await self._call(call, timeout)

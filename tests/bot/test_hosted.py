@@ -33,6 +33,9 @@ class ServersToolbox(MemoryToolbox):
     def servers(self) -> Sequence[ToolServer]:
         return self.known
 
+    async def settled(self) -> None:
+        return None
+
 
 @pytest.fixture
 async def hosted(tmp_path: Path) -> AsyncIterator[HostedAgent]:
