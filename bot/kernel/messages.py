@@ -86,7 +86,9 @@ class ReplyChannel(Protocol):
 
     def stream(self, text_so_far: str) -> None:
         """The reply written so far, once the plan says REPLY; the whole reply still arrives
-        through :meth:`send`."""
+        through :meth:`send`. The text may start again, shorter or empty, when what was written
+        turned out not to be the reply (a tool turn's text before its calls): the new text
+        takes the old one's place (what was already spoken stays said)."""
         ...
 
 

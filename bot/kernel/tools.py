@@ -131,6 +131,11 @@ class ToolTurnParams(TypedDict):
     system: NotRequired[str | None]
     temperature: NotRequired[float]
     max_tokens: NotRequired[int]
+    on_delta: NotRequired[Callable[[str], None]]
+    """Called with each new piece of the answer's text as the model writes it, as the text
+    params' ``on_delta`` (handlers that cannot stream never call it); the calls come whole, in
+    the :class:`ToolTurn`. Text written before calls is streamed too: it is the reply only when
+    the answer has no calls."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,12 +44,17 @@ class SentenceStream:
 
     ``feed(text_so_far)`` returns the sentences completed since the last call;
     ``finish(final_text)`` returns what is left. Sentences are already :func:`spoken_text`.
+    A text that does not go on from what was handed out (the model's text was taken back, as a
+    tool turn's before its calls) starts afresh: what was handed out stays said.
     """
 
     def __init__(self) -> None:
         self._said = 0  # characters of the raw text already handed out
+        self._handed = ""  # those characters
 
     def feed(self, text: str) -> list[str]:
+        if not text.startswith(self._handed):
+            self._said, self._handed = 0, ""
         sentences: list[str] = []
         start = self._said
         for match in _END.finditer(text, start):
@@ -61,13 +66,13 @@ class SentenceStream:
             if spoken:
                 sentences.append(spoken)
             start = end
-        self._said = start
+        self._said, self._handed = start, text[:start]
         return sentences
 
     def finish(self, text: str) -> list[str]:
         """The rest of ``text`` after what was handed out (all of it if it no longer matches)."""
         rest = spoken_text(text[self._said :])
-        self._said = len(text)
+        self._said, self._handed = len(text), text
         return [rest] if rest else []
 
     @staticmethod

@@ -633,7 +633,8 @@ class MessagePipeline:
         # Room for the results in the window, as well as for the reply.
         room = self._plan_tokens() + bounds.result_chars // 4
         prompt = prompt_for(rt, state, "toolUseTemplate", ModelType.TEXT_TOOLS, room)
-        loop = ToolLoop(rt, prompt, tools, rules.run, bounds, system=None)
+        stream = turn.channel.stream if turn.channel.streams else None
+        loop = ToolLoop(rt, prompt, tools, rules.run, bounds, system=None, stream=stream)
         try:
             result = await loop.run()
         except ToolsRefused as exc:

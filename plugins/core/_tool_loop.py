@@ -10,6 +10,16 @@ do; if it still does not write, the reply says so in troupe's own words.
 
 Who may run what (access, rate limits, confirmation) is the ``run`` callable's business
 (``_tool_rules``): a refused call comes back as an error result, which the model tells the person.
+
+Given a reply channel's ``stream``, each request's text is shown as the model writes it. Text
+written before calls is not the reply: once the calls come (or the request fails), it is
+withdrawn — the channel is given an empty text, and the next request's text starts afresh. Every
+channel that streams takes such a restart (``ReplyChannel.stream``): the console's Chat shows the
+latest text in place of the last, voice starts its sentences again (what it already said stays
+said: a model's "let me look that up" before its calls). Holding each request's text back until
+its end would be the alternative, but a model may write its reply and then call a tool after
+all: nothing short of the end of the answer tells, and the reply would no longer stream. The
+reply is sent whole at the end, as any other.
 """
 
 from __future__ import annotations
@@ -106,6 +116,7 @@ class ToolLoop:
         bounds: ToolBounds,
         *,
         system: str | None,
+        stream: Callable[[str], None] | None = None,
     ) -> None:
         self.runtime = runtime
         self._prompt = prompt
@@ -113,6 +124,7 @@ class ToolLoop:
         self._run = run
         self.bounds = bounds
         self.system = system
+        self._stream = stream  # the reply channel's, when it shows the reply as it is written
         self._room = bounds.result_chars  # characters of results the prompt still takes
         self._requests = 0
 
@@ -157,10 +169,20 @@ class ToolLoop:
         params = ToolTurnParams(prompt=prompt, tools=list(tools), rounds=list(rounds))
         if self.system:
             params["system"] = self.system
+        shown = _Shown(self._stream) if self._stream is not None else None
+        if shown is not None:
+            params["on_delta"] = shown.feed
         self._requests += 1
-        turn = await self.runtime.use_model(ModelType.TEXT_TOOLS, params)
+        try:
+            turn = await self.runtime.use_model(ModelType.TEXT_TOOLS, params)
+        except BaseException:  # cancelled by the turn's bound too
+            if shown is not None:
+                shown.withdraw()
+            raise
         if not isinstance(turn, ToolTurn):  # a plugin's handler that breaks the contract
             raise TypeError(f"a TEXT_TOOLS handler returned {type(turn).__name__}, not a ToolTurn")
+        if shown is not None and not turn.done:
+            shown.withdraw()  # written before calls: not the reply
         return turn
 
     async def _run_all(self, calls: Sequence[ToolCall], left: float) -> tuple[ToolResult, ...]:
@@ -214,6 +236,28 @@ class ToolLoop:
         if not text:
             text = _could_not(rounds, why)
         return ToolTurnResult(text, tuple(rounds), stop, self._requests)
+
+
+class _Shown:
+    """One request's text, shown on the reply channel as it grows (leading space aside)."""
+
+    def __init__(self, stream: Callable[[str], None]) -> None:
+        self.stream = stream
+        self._text = ""
+        self._shown = False
+
+    def feed(self, piece: str) -> None:
+        self._text += piece
+        text = self._text.lstrip()
+        if text:
+            self._shown = True
+            self.stream(text)
+
+    def withdraw(self) -> None:
+        """Take back what was shown: it was not the reply."""
+        if self._shown:
+            self._shown = False
+            self.stream("")
 
 
 def _could_not(rounds: Sequence[ToolRound], why: str) -> str:

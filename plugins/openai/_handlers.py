@@ -23,9 +23,11 @@ from bot.sdk import (
     Gauge,
     ImageDescriptionParams,
     ImageParams,
+    ModelAuthError,
     ModelContextExceeded,
     ModelError,
     ModelHost,
+    ModelRateLimited,
     ModelRequestRejected,
     ModelType,
     OutgoingFile,
@@ -60,7 +62,7 @@ from ._pools import HttpPools
 from ._posting import MAX_REPLY_BYTES, longest_call_s
 from ._speech_stream import open_speech_stream, read_speech
 from ._structured import REFUSING_STATUSES, OutputForm, OutputForms, response_format
-from ._tools import UNTRUSTED_NOTE, parse_tool_turn, refuses_tools, tool_messages, tool_schema
+from ._tools import UNTRUSTED_NOTE, ToolStream, parse_tool_turn, refuses_tools, tool_messages, tool_schema
 from ._vectors import SharedVectors
 
 __all__ = ["OpenAIModels"]
@@ -114,6 +116,8 @@ class OpenAIModels:
         self._contexts = contexts or LearnedContexts()  # the daemon's: windows servers named when refusing
         # Servers (base URL, model) that refused ``tools``: refused at once from then on.
         self._no_tools: set[tuple[str, str]] = set()
+        # Servers (base URL, model) that refused ``tools`` streamed: asked unstreamed from then on.
+        self._unstreamed_tools: set[tuple[str, str]] = set()
         # Embedding endpoints (base URLs) that refused base64: asked for floats from then on.
         self._floats_only: set[str] = set()
         # The length of the embedding model's vectors: the setting's, else the first answer's.
@@ -319,7 +323,7 @@ class OpenAIModels:
 
         Raises :class:`~bot.kernel.errors.ToolsRefused` when the server takes no tools (learned:
         asked no more), so that the caller offers them in its own format."""
-        kind, endpoint, model = ModelType.TEXT_TOOLS, self.config.chat, self.config.large_model
+        endpoint, model = self.config.chat, self.config.large_model
         server = (endpoint.base_url, model)
         if server in self._no_tools:
             raise self._refused(model, "it refused them before")
@@ -340,19 +344,8 @@ class OpenAIModels:
         if params.get("temperature") is not None:
             body["temperature"] = params["temperature"]
 
-        def read(raw: bytes) -> ToolTurn:
-            turn = parse_tool_turn(raw)
-            if turn is None:
-                raise self._error(
-                    f"{model} on {endpoint.provider} answered something that is not a chat completion "
-                    f"({kind.value}); is {display_url(endpoint.base_url)} an OpenAI-compatible API?",
-                    kind,
-                    endpoint,
-                )
-            return turn
-
         try:
-            turn = await self._calls.post_json(kind, endpoint, model, "/chat/completions", body, read)
+            turn = await self._tool_answer(body, params.get("on_delta"))
         except ModelRequestRejected as exc:
             if isinstance(exc, ModelContextExceeded) or not refuses_tools(str(exc)):
                 raise
@@ -365,6 +358,50 @@ class OpenAIModels:
             )
             raise self._refused(model, f"HTTP {http_status(exc)}") from exc
         return ToolTurn(text=repair_text(turn.text), calls=turn.calls)
+
+    async def _tool_answer(self, body: dict[str, Any], on_delta: Callable[[str], None] | None) -> ToolTurn:
+        """The answer to a ``TEXT_TOOLS`` request: streamed when asked for with ``on_delta``, unless
+        this server refused that before. A server that refuses streamed tools (an older llama.cpp:
+        "Cannot use tools with stream"), or answers with no stream, is asked again at once
+        unstreamed, and not streamed to again once that works; its other errors are the
+        unstreamed request's."""
+        kind, endpoint, model = ModelType.TEXT_TOOLS, self.config.chat, self.config.large_model
+        server = (endpoint.base_url, model)
+        if on_delta is None or server in self._unstreamed_tools:
+            return await self._calls.post_json(kind, endpoint, model, "/chat/completions", body, self._read_tool_turn)
+        answer = ToolStream(on_delta, MAX_REPLY_BYTES)
+        try:
+            await self._read_stream(kind, model, body, answer.take)
+        except ModelError as exc:
+            if answer.answered or not _refuses_streaming(exc):
+                raise
+            why = str(exc)
+        else:
+            if answer.answered:
+                return answer.turn()
+            why = "it answered with no stream"
+        turn = await self._calls.post_json(kind, endpoint, model, "/chat/completions", body, self._read_tool_turn)
+        self._unstreamed_tools.add(server)
+        _log.info(
+            "%s: %s at %s does not stream answers with tools (%s); they are asked for whole from now on",
+            self.agent,
+            model,
+            display_url(endpoint.base_url),
+            why,
+        )
+        return turn
+
+    def _read_tool_turn(self, raw: bytes) -> ToolTurn:
+        turn = parse_tool_turn(raw)
+        if turn is None:
+            kind, endpoint = ModelType.TEXT_TOOLS, self.config.chat
+            raise self._error(
+                f"{self.config.large_model} on {endpoint.provider} answered something that is not a chat "
+                f"completion ({kind.value}); is {display_url(endpoint.base_url)} an OpenAI-compatible API?",
+                kind,
+                endpoint,
+            )
+        return turn
 
     def _refused(self, model: str, why: str) -> ToolsRefused:
         endpoint = self.config.chat
@@ -558,30 +595,43 @@ class OpenAIModels:
         pieces: list[str] = []
         read = 0
         finish: str | None = None
+
+        def take(chunk: Any) -> None:
+            nonlocal read, finish
+            if chunk.choices and chunk.choices[0].finish_reason:
+                finish = chunk.choices[0].finish_reason
+            delta = chunk.choices[0].delta.content if chunk.choices else None
+            if delta:
+                read += len(delta)
+                if read > MAX_REPLY_BYTES:  # a stream that never ends is cut off, as a body is
+                    raise BodyTooLarge(read, MAX_REPLY_BYTES)
+                pieces.append(delta)
+                on_delta(repair_text(delta))
+
+        await self._read_stream(kind, model, {"model": model, "messages": messages, **extra}, take)
+        if not pieces:
+            raise self._error(f"{model} on {endpoint.provider} streamed no text ({kind.value})", kind, endpoint)
+        self._note_cut(kind, model, finish, extra)
+        return repair_text("".join(pieces))  # halves of a pair split across pieces meet again
+
+    async def _read_stream(
+        self, kind: ModelType, model: str, request: Mapping[str, Any], take: Callable[[Any], None]
+    ) -> None:
+        """Ask for the chat completion ``request`` streamed, and hand ``take`` each chunk; errors
+        (``take``'s :class:`BodyTooLarge` too) as troupe's."""
+        endpoint = self.config.chat
         # The server is busy until the last piece: the turn lasts as long.
         async with self._calls.turn(kind, endpoint):
             stream = await self._calls.call(
                 kind,
                 endpoint,
                 model,
-                lambda c: c.chat.completions.create(model=model, messages=messages, stream=True, **extra),
+                lambda c: c.chat.completions.create(**request, stream=True),
                 take_turn=False,
             )
             with self._calls.translate_errors(kind, endpoint, model):
                 async for chunk in stream:
-                    if chunk.choices and chunk.choices[0].finish_reason:
-                        finish = chunk.choices[0].finish_reason
-                    delta = chunk.choices[0].delta.content if chunk.choices else None
-                    if delta:
-                        read += len(delta)
-                        if read > MAX_REPLY_BYTES:  # a stream that never ends is cut off, as a body is
-                            raise BodyTooLarge(read, MAX_REPLY_BYTES)
-                        pieces.append(delta)
-                        on_delta(repair_text(delta))
-        if not pieces:
-            raise self._error(f"{model} on {endpoint.provider} streamed no text ({kind.value})", kind, endpoint)
-        self._note_cut(kind, model, finish, extra)
-        return repair_text("".join(pieces))  # halves of a pair split across pieces meet again
+                    take(chunk)
 
     async def _object(self, runtime: ModelHost, params: TextParams, kind: ModelType, model: str) -> JSON:
         text = await self._text(runtime, params, kind, model, response_format={"type": "json_object"})
@@ -659,3 +709,14 @@ class OpenAIModels:
         if endpoint is None:  # register() never registers a handler without its endpoint
             raise ModelError(f"no endpoint serves {kind.value}", model_type=kind, agent=self.agent)
         return endpoint
+
+
+def _refuses_streaming(error: ModelError) -> bool:
+    """Whether a streamed request with tools failed as a server that cannot stream them fails:
+    refused outright (400, 422; or an error that names streaming, as llama.cpp's 500 does). A
+    refused key, a rate limit, a prompt too long, a refusal of tools, or a server down fails
+    unstreamed alike: asking again would only double the wait."""
+    if isinstance(error, ModelAuthError | ModelRateLimited | ModelContextExceeded) or refuses_tools(str(error)):
+        return False
+    status = http_status(error)
+    return status is not None and (status in (400, 422) or "stream" in str(error).lower())

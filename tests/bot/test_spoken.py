@@ -32,3 +32,12 @@ def test_a_line_break_ends_a_sentence_and_finish_gives_the_rest_once() -> None:
     assert stream.feed("A list of things to do\nthen") == ["A list of things to do"]
     assert stream.finish("A list of things to do\nthen more") == ["then more"]
     assert stream.finish("A list of things to do\nthen more") == []
+
+
+def test_a_text_taken_back_starts_the_sentences_afresh() -> None:
+    """A tool turn's text before its calls is taken back (an empty text), and the reply follows."""
+    stream = SentenceStream()
+    assert stream.feed("Let me look that up for you. And") == ["Let me look that up for you."]
+    assert stream.feed("") == []  # taken back: " And" is never said
+    assert stream.feed("It is sunny in Oslo today. It") == ["It is sunny in Oslo today."]
+    assert stream.finish("It is sunny in Oslo today. It is 21 degrees.") == ["It is 21 degrees."]

@@ -39,7 +39,8 @@ and an empty queue means the default reply. A reply is:
 
 - chat: a ``str``, or ``callable(request_json) -> str``; or a :class:`ToolCalls` (or a callable
   returning one): the assistant's message then carries ``tool_calls`` (``finish_reason``
-  ``tool_calls``), as a model that calls tools answers a request with ``tools``;
+  ``tool_calls``), as a model that calls tools answers a request with ``tools``; streamed in
+  OpenAI's fragments when asked with ``stream: true``;
 - embeddings: a vector (``list[float]``, used for every input) or ``callable(text) -> list[float]``;
 - transcriptions: a ``str`` or ``callable(fields) -> str``;
 - images: the picture's ``bytes``, a :class:`Served` (the bytes, always answered as a URL), or
@@ -150,26 +151,54 @@ class Fail:
 class ToolCalls:
     """A chat reply that calls tools: each call a ``(name, arguments)`` pair, the arguments a dict
     (sent as JSON text, as OpenAI does) or a ``str`` sent as it is (to send arguments that are
-    not JSON). Ids are ``call_<n>`` in order unless ``ids`` names them."""
+    not JSON). Ids are ``call_<n>`` in order unless ``ids`` names them.
+
+    Asked with ``stream: true``, it is streamed as OpenAI streams calls: ``text`` word by word,
+    then per call a first delta with its ``index``, ``id``, ``type`` and ``function.name`` and
+    empty arguments, then its arguments in fragments of ``fragment`` characters, each under the
+    call's index; the last chunk's ``finish_reason`` is ``tool_calls``. With ``cut``, the
+    connection drops halfway through the calls' deltas."""
 
     calls: tuple[tuple[str, dict[str, Any] | str], ...]
     text: str = ""
     ids: tuple[str, ...] = ()
+    fragment: int = 5
+    cut: bool = False
+
+    def _calls(self) -> list[tuple[str, str, str]]:
+        ids = self.ids or tuple(f"call_{n}" for n in range(len(self.calls)))
+        return [
+            (call_id, name, args if isinstance(args, str) else json.dumps(args))
+            for call_id, (name, args) in zip(ids, self.calls, strict=True)
+        ]
 
     def message(self) -> dict[str, Any]:
-        ids = self.ids or tuple(f"call_{n}" for n in range(len(self.calls)))
         return {
             "role": "assistant",
             "content": self.text or None,
             "tool_calls": [
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)},
-                }
-                for call_id, (name, args) in zip(ids, self.calls, strict=True)
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+                for call_id, name, args in self._calls()
             ],
         }
+
+    def cut_at(self) -> int | None:
+        """With ``cut``, the index of the delta the connection drops before: halfway through the calls'."""
+        if not self.cut:
+            return None
+        text = len(_pieces(self.text))
+        return text + (len(self.deltas()) - text) // 2
+
+    def deltas(self) -> list[dict[str, Any]]:
+        """The deltas of the reply streamed, after the first (the role's)."""
+        deltas: list[dict[str, Any]] = [{"content": piece} for piece in _pieces(self.text)]
+        for index, (call_id, name, args) in enumerate(self._calls()):
+            first = {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+            deltas.append({"tool_calls": [first]})
+            for start in range(0, len(args), self.fragment):
+                piece = args[start : start + self.fragment]
+                deltas.append({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+        return deltas
 
 
 @dataclass(frozen=True)
@@ -481,6 +510,11 @@ class FakeOpenAIServer(LocalServer):
         if (canned := _canned(reply)) is not None:
             return canned
         model = body.get("model", "fake-model")
+        if isinstance(reply, ToolCalls) and body.get("stream"):
+            completion_id, usage = f"chatcmpl-fake-{len(self.requests)}", _usage(body, reply.text)
+            return await self._stream(
+                request, body, reply.deltas(), model, completion_id, usage, "tool_calls", reply.cut_at()
+            )
         if isinstance(reply, ToolCalls):
             return web.json_response(
                 {
@@ -496,7 +530,8 @@ class FakeOpenAIServer(LocalServer):
         completion_id = f"chatcmpl-fake-{len(self.requests)}"
         usage = _usage(body, text)
         if body.get("stream"):
-            return await self._stream(request, body, text, model, completion_id, usage, finish)
+            deltas = [{"content": piece} for piece in _pieces(text)]
+            return await self._stream(request, body, deltas, model, completion_id, usage, finish)
         return web.json_response(
             {
                 "id": completion_id,
@@ -519,12 +554,14 @@ class FakeOpenAIServer(LocalServer):
         self,
         request: web.Request,
         body: dict[str, Any],
-        text: str,
+        deltas: list[dict[str, Any]],
         model: str,
         completion_id: str,
         usage: dict[str, int],
         finish_reason: str = "stop",
+        cut_at: int | None = None,
     ) -> web.StreamResponse:
+        """``deltas`` as server-sent chunks; with ``cut_at``, the connection drops before that one."""
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(request)
         created = int(time.time())
@@ -542,14 +579,17 @@ class FakeOpenAIServer(LocalServer):
             return f"data: {json.dumps(payload)}\n\n".encode()
 
         await response.write(chunk({"role": "assistant", "content": ""}, None))
-        pieces = list(_pieces(text))
         held = next((h for h in self._stream_holds if h.match(RecordedRequest("chat", "POST", "", body))), None)
-        for index, piece in enumerate(pieces):
-            if held is not None and index == len(pieces) // 2 and index > 0:
+        for index, delta in enumerate(deltas):
+            if held is not None and index == len(deltas) // 2 and index > 0:
                 self._stream_holds.remove(held)
                 held.reached.set()
                 await held.released.wait()
-            await response.write(chunk({"content": piece}, None))
+            if index == cut_at:
+                assert request.transport is not None
+                request.transport.close()
+                return response
+            await response.write(chunk(delta, None))
         await response.write(chunk({}, finish_reason))
         if (body.get("stream_options") or {}).get("include_usage"):
             payload = {

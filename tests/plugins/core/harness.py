@@ -77,6 +77,15 @@ class Harness:
         )
         return await self.deliver(message, fetch=fetch, on_responding=on_responding, native=native)
 
+    async def say_streamed(self, text: str, *, id: str | None = None) -> tuple[Outcome, StreamingChannel]:
+        """Sam says ``text`` on a channel that shows the reply as it is written: the outcome,
+        and the channel, whose ``streamed`` holds every text it was shown."""
+        message = Memory(
+            id=id or str(uuid.uuid4()), entity_id=HUMAN, room_id=self.room, content=Content(text=text, source="discord")
+        )
+        channel = StreamingChannel(self, self.room, None, None)
+        return await self.rt.receive(IncomingMessage(message, channel)), channel
+
     async def deliver(
         self,
         message: Memory,
@@ -126,6 +135,19 @@ class _Channel(QuietChannel):
         if self._fetch is None:
             raise LookupError("no attachments in this test")
         return await self._fetch(attachment)
+
+
+class StreamingChannel(_Channel):
+    """A channel that shows the reply as it is written (as voice and the console's Chat do)."""
+
+    streams = True
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.streamed: list[str] = []
+
+    def stream(self, text_so_far: str) -> None:
+        self.streamed.append(text_so_far)
 
 
 async def _answer(script: list[Any], params: dict) -> Any:

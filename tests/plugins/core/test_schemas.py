@@ -6,22 +6,19 @@ from __future__ import annotations
 import functools
 import json
 import re
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
-from bot.kernel.content import Content
-from bot.kernel.messages import IncomingMessage
 from bot.kernel.models import ResponseSchema
-from bot.kernel.types import ChannelType, Memory
+from bot.kernel.types import ChannelType
 from plugins.core._parse import parse_response
 from plugins.core._plan import Plan
 from plugins.core._schemas import REFLECTION, SHOULD_RESPOND, plan_schema, troupe_decision_schema
 from plugins.core._troupe import parse_decision
 
-from .harness import HUMAN, Harness, _Channel, plan
+from .harness import HUMAN, plan
 from .test_troupe import DECIDING, hear, script, small_model, troupe
 
 
@@ -164,19 +161,6 @@ async def test_the_plan_and_the_decision_ask_for_their_schemas_and_their_answers
     }
 
 
-class _Streaming(_Channel):
-    """A voice-like channel: it wants the reply while the model writes it."""
-
-    streams = True
-
-    def __init__(self, h: Harness) -> None:
-        super().__init__(h, h.room, None, None)
-        self.streamed: list[str] = []
-
-    def stream(self, text_so_far: str) -> None:
-        self.streamed.append(text_so_far)
-
-
 async def test_a_streamed_json_plan_is_spoken_as_it_arrives(harness) -> None:
     h = await harness(ChannelType.DM)
     answer = json.dumps({**PLAN_ANSWER, "actions": ["REPLY"], "text": "Hello there, Sam."})
@@ -188,11 +172,8 @@ async def test_a_streamed_json_plan_is_spoken_as_it_arrives(harness) -> None:
         return answer
 
     h.large.append(streaming)
-    channel = _Streaming(h)
-    message = Memory(
-        id=str(uuid.uuid4()), entity_id=HUMAN, room_id=h.room, content=Content(text="hi", source="discord")
-    )
-    assert (await h.rt.receive(IncomingMessage(message, channel))).status == "replied"
+    outcome, channel = await h.say_streamed("hi")
+    assert outcome.status == "replied"
     assert channel.streamed[-1] == "Hello there, Sam." == h.sent[0]["text"]
     assert all("Hello there, Sam.".startswith(shown) for shown in channel.streamed)
 

@@ -1,6 +1,7 @@
 """The tool loop end to end over the real openai plugin: the pipeline asks TEXT_TOOLS of a fake
 OpenAI-compatible server that answers with ``tool_calls``, runs the tools of an in-memory
-Toolbox, sends the results back as ``tool`` messages, and replies with the model's last text."""
+Toolbox, sends the results back as ``tool`` messages, and replies with the model's last text
+(streamed, on a channel that shows the reply as it is written)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from bot.kernel.types import ChannelType
 from bot.runtime.components import TOOLBOX
 from tests.fakes.openai_server import Fail, FakeOpenAIServer, ToolCalls
 from tests.fakes.toolbox import MemoryToolbox, spec
+
+from .harness import Harness
 
 KEY = "sk-test-tools-0001"
 
@@ -33,7 +36,8 @@ def _has_tool_messages(body: dict[str, Any]) -> bool:
     return any(m.get("role") == "tool" for m in body.get("messages", []))
 
 
-async def test_a_tool_call_over_the_openai_plugin_answers_with_its_result(harness, server: FakeOpenAIServer) -> None:
+async def with_weather(harness, server: FakeOpenAIServer) -> tuple[Harness, MemoryToolbox]:
+    """Ada over the openai plugin and ``server``, with a weather tool in her Toolbox."""
     settings = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.url, "OPENAI_MAX_RETRIES": "0"}
     h = await harness(ChannelType.DM, plugins=["openai"], settings=settings)
     box = MemoryToolbox()
@@ -43,6 +47,11 @@ async def test_a_tool_call_over_the_openai_plugin_answers_with_its_result(harnes
 
     box.add(spec("weather__forecast", "The forecast for a city."), forecast)
     h.rt.register_service(TOOLBOX, box)
+    return h, box
+
+
+async def test_a_tool_call_over_the_openai_plugin_answers_with_its_result(harness, server: FakeOpenAIServer) -> None:
+    h, box = await with_weather(harness, server)
 
     def model(body: dict[str, Any]) -> Any:
         tool_messages = [m for m in body["messages"] if m["role"] == "tool"]
@@ -96,3 +105,36 @@ async def test_a_server_that_refuses_tools_gets_a_plan_instead(harness, server: 
     await h.say("and now?")
     later = server.requests_for("chat")[before:]
     assert not any("tools" in r.json for r in later)
+
+
+async def test_a_tool_turn_streams_its_reply_and_takes_back_the_text_before_its_calls(
+    harness, server: FakeOpenAIServer
+) -> None:
+    h, box = await with_weather(harness, server)
+    reply = "It is sunny in Oslo today, 21 C."
+
+    def model(body: dict[str, Any]) -> Any:
+        if any(m["role"] == "tool" for m in body["messages"]):
+            return reply
+        return ToolCalls((("weather__forecast", {"city": "Oslo"}),), text="Let me look that up. ")
+
+    server.script_chat(model)
+    outcome, channel = await h.say_streamed("weather in Oslo?")
+    assert outcome.status is Status.REPLIED
+    assert [sent["text"] for sent in h.sent] == [reply]  # sent once, whole
+    # The text written before the call shown, then taken back; the reply shown as it grew.
+    taken_back = channel.streamed.index("")
+    before, after = channel.streamed[:taken_back], channel.streamed[taken_back + 1 :]
+    assert before[-1] == "Let me look that up. " and all("Let me look that up. ".startswith(t) for t in before)
+    assert after[-1] == reply and len(after) > 1 and all(reply.startswith(t) for t in after)
+    asked = tool_requests(server)
+    assert len(asked) == 2 and all(body["stream"] is True for body in asked)
+    assert [c.arguments for c in box.calls] == [{"city": "Oslo"}]
+
+
+async def test_text_streamed_before_a_failure_is_taken_back(harness, server: FakeOpenAIServer) -> None:
+    h, box = await with_weather(harness, server)
+    server.script_chat(ToolCalls((("weather__forecast", {"city": "Oslo"}),), text="Let me look. ", cut=True))
+    outcome, channel = await h.say_streamed("weather?")
+    assert outcome.status is Status.MODEL_UNREACHABLE and not h.sent and not box.calls  # it broke off
+    assert channel.streamed[0] == "Let " and channel.streamed[-1] == ""

@@ -23,6 +23,11 @@
   }
 
   function showPartial(text) {
+    if (!text) {  // taken back (a tool turn's text before its calls): still writing
+      if (partial) { partial.remove(); partial = null; }
+      typing.hidden = false;
+      return;
+    }
     if (!partial) {
       partial = document.createElement("article");
       partial.className = "line from-character partial";
@@ -41,7 +46,7 @@
   events.addEventListener("partial", (e) => showPartial(JSON.parse(e.data).text));
   events.addEventListener("message", (e) => {
     const said = JSON.parse(e.data);
-    // A reply ends the writing, streamed or not (one made with tools comes whole).
+    // A reply ends the writing, streamed or not: what it says replaces what was streamed.
     if (said.character) { if (partial) { partial.remove(); partial = null; } typing.hidden = true; }
     add(said.id, said.html);
   });
