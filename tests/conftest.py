@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 import socket
 from collections.abc import Iterator
@@ -30,6 +31,25 @@ def one_discord_server_per_test() -> Iterator[None]:
     from platforms.discord._rest import reset_api_base
 
     reset_api_base()
+
+
+@pytest.fixture(autouse=True)
+def restore_logging() -> Iterator[None]:
+    """Logging as the test found it: a test that configures it as a command does (``logs.configure``
+    puts a handler on the stderr of the moment, pytest's capture) would otherwise leave a handler on
+    a stream closed after the test, and every later line, of any test or thread, fails to print."""
+    root = logging.getLogger()
+    handlers, level = set(root.handlers), root.level
+    loggers = logging.Logger.manager.loggerDict
+    levels = {name: logger.level for name, logger in loggers.items() if isinstance(logger, logging.Logger)}
+    yield
+    for handler in list(root.handlers):
+        if handler not in handlers and not type(handler).__module__.startswith("_pytest"):
+            root.removeHandler(handler)
+    root.setLevel(level)
+    for name, logger in list(loggers.items()):
+        if isinstance(logger, logging.Logger):
+            logger.setLevel(levels.get(name, logging.NOTSET))
 
 
 @pytest.fixture(autouse=True)
