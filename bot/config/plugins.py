@@ -27,6 +27,7 @@ __all__ = [
     "load_order",
     "model_plugin",
     "module_path",
+    "platform_names",
     "resolve",
     "with_model_plugin",
 ]
@@ -144,6 +145,11 @@ def for_model_provider(value: str) -> tuple[PluginMeta, str | None] | None:
         if wanted in meta.model_providers:
             return meta, meta.model_providers[wanted]
     return None
+
+
+def platform_names() -> list[str]:
+    """Every platform's troupe name, which is also the ``source`` of the messages heard on it."""
+    return [name for name, meta in available().items() if meta.kind == "platform"]
 
 
 def module_path(name: str) -> str:

@@ -9,7 +9,7 @@ without touching them.
 """
 
 from bot.config.character import Character
-from bot.config.plugins import PluginMeta
+from bot.config.plugins import PluginMeta, platform_names
 from bot.config.secrets import is_reference, resolve_secret
 from bot.config.settings import SettingReader, SettingsView
 from bot.config.shards import SHARD_COUNT_KEY, Shards
@@ -324,6 +324,7 @@ __all__ = [
     "place",
     "Placed",
     "PLAN_TOKENS",
+    "platform_names",
     "PlatformAdapter",
     "PlatformConnected",
     "PlatformProfile",

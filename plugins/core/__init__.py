@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 from bot.sdk import PluginMeta
 
 if TYPE_CHECKING:
-    from bot.sdk import AgentRuntime
+    from bot.sdk import AgentRuntime, SettingsView
 
-__all__ = ["meta", "setup"]
+__all__ = ["check", "meta", "setup"]
 
 meta = PluginMeta(
     name="core",
@@ -41,12 +41,23 @@ def _components(package: str, attribute: str) -> list[object]:
     return found
 
 
+def check(settings: SettingsView) -> None:
+    """Raise :class:`~bot.sdk.ConfigError` for a room type or platform that
+    ``SHOULD_RESPOND_BYPASS_TYPES`` / ``SHOULD_RESPOND_BYPASS_SOURCES`` name and that does not
+    exist: ``troupe check``, and ``troupe start`` before it opens the database."""
+    from bot.sdk import platform_names
+
+    from ._bypass import read_bypass
+
+    read_bypass(settings.get_setting, settings.character, platform_names())
+
+
 async def setup(runtime: AgentRuntime) -> None:
     """Register the pipeline's event handlers, actions, providers, evaluators and tools, offer the
     messages' vectors (the ``MESSAGE_VECTORS`` service), room summaries (``CONVERSATION_SUMMARIES``)
     and the links reader (``LINK_READER``),
     handle presses of choice buttons, and schedule memory retention (raises ConfigError for a bad
-    retention setting or TROUPE_FETCH_ALLOW_PRIVATE)."""
+    retention setting, TROUPE_FETCH_ALLOW_PRIVATE or a SHOULD_RESPOND_BYPASS_* name)."""
     from bot.sdk import CONVERSATION_SUMMARIES, LINK_READER, MESSAGE_VECTORS
 
     from . import _event_handlers, _links, _retention

@@ -10,7 +10,9 @@ Rules, in order:
    addressed; being addressed invites it back (the pipeline clears the state) and the rules
    below apply.
 3. DM, voice DM, self room, console: respond; so does being alone with the speaker (a voice
-   channel with just the two of them). Mentioned, replied to, or named: respond.
+   channel with just the two of them). So do the room types and sources the character's
+   ``SHOULD_RESPOND_BYPASS_TYPES`` / ``SHOULD_RESPOND_BYPASS_SOURCES`` add (``_bypass.py``), each
+   its own rule. Mentioned, replied to, or named: respond.
 4. FOLLOWED room: respond.
 5. Otherwise: undecided — the small model decides (RESPOND / IGNORE / STOP).
 
@@ -23,7 +25,7 @@ one else in it). The gate never sees platform objects.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum, StrEnum
 
@@ -51,6 +53,10 @@ class Rule(StrEnum):
     ROOM_TYPE = "room_type"
     ONE_TO_ONE = "one_to_one"
     SOURCE = "source"
+    BYPASS_TYPE = "bypass_type"
+    """A room type the character's SHOULD_RESPOND_BYPASS_TYPES adds."""
+    BYPASS_SOURCE = "bypass_source"
+    """A platform the character's SHOULD_RESPOND_BYPASS_SOURCES adds."""
     MENTIONED = "mentioned"
     REPLY = "reply"
     NAMED = "named"
@@ -99,11 +105,14 @@ def decide(
     recent: Sequence[Memory] = (),
     max_bot_turns: int = 3,
     always_sources: Iterable[str] = ("console",),
+    bypass_types: Collection[ChannelType] = (),
+    bypass_sources: Collection[str] = (),
 ) -> Verdict:
     """Apply the deterministic rules to ``message``.
 
     ``recent`` is the room's latest messages, newest first, *including* ``message`` itself once
-    stored; it is only read for the bot loop guard.
+    stored; it is only read for the bot loop guard. ``bypass_types`` and ``bypass_sources``
+    (lowercase) are the character's own additions to the rooms and sources always answered.
     """
     if message.entity_id == agent_id:
         return Verdict(Decision.IGNORE, Rule.OWN, "own message")
@@ -131,6 +140,10 @@ def decide(
         return Verdict(Decision.RESPOND, Rule.ONE_TO_ONE, "alone with the speaker", True)
     if source in set(always_sources):
         return Verdict(Decision.RESPOND, Rule.SOURCE, f"{source} source", addressed)
+    bypassed = _bypassed(room_type, source, bypass_types, bypass_sources)
+    if bypassed is not None:
+        rule, reason = bypassed
+        return Verdict(Decision.RESPOND, rule, reason, addressed)
     if meta.is_mention:
         return Verdict(Decision.RESPOND, Rule.MENTIONED, "mentioned", True)
     if meta.is_reply:
@@ -140,3 +153,14 @@ def decide(
     if room_state is RoomState.FOLLOWED:
         return Verdict(Decision.RESPOND, Rule.FOLLOWED, "following the room")
     return Verdict(Decision.ASK_MODEL, Rule.UNDECIDED, "undecided")
+
+
+def _bypassed(
+    room_type: ChannelType | str | None, source: str, types: Collection[ChannelType], sources: Collection[str]
+) -> tuple[Rule, str] | None:
+    """The bypass rule (and its reason) that answers a message in ``room_type`` from ``source``, if any."""
+    if room_type is not None and str(room_type).upper() in {t.value for t in types}:
+        return Rule.BYPASS_TYPE, f"{str(room_type).upper()} room (SHOULD_RESPOND_BYPASS_TYPES)"
+    if source and source.lower() in sources:
+        return Rule.BYPASS_SOURCE, f"{source} source (SHOULD_RESPOND_BYPASS_SOURCES)"
+    return None

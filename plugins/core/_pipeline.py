@@ -61,6 +61,7 @@ from bot.sdk import (
     ToolSpec,
     ToolsRefused,
     now_ms,
+    platform_names,
     time_limit,
     tracing,
 )
@@ -68,6 +69,7 @@ from bot.sdk import (
 from ._acting import find_action, run_actions, run_evaluators
 from ._attachments import process_attachments
 from ._budget import prompt_for
+from ._bypass import read_bypass
 from ._claiming import claim_for, finish, refusal
 from ._delivery import Delivery, bound_text, max_reply_chars
 from ._embedding import embeddings
@@ -167,6 +169,8 @@ class MessagePipeline:
         self._looking: dict[str, asyncio.Task[None]] = {}  # platform -> the loop that keeps recovering there
         # Tool bounds, calls per person per minute, and the calls that wait for a person's yes.
         self._tools = ToolKit.of(runtime)
+        # Read once, at set-up: a name that is wrong stops the character there, not at a message.
+        self._bypass = read_bypass(runtime.get_setting, runtime.character, platform_names())
 
     def register(self) -> None:
         self.runtime.handle_messages_with(self)
@@ -454,6 +458,8 @@ class MessagePipeline:
             room_state=room_state,
             recent=recent,
             max_bot_turns=max_bot_turns,
+            bypass_types=self._bypass.types,
+            bypass_sources=self._bypass.sources,
         )
         if verdict.decision is Decision.ASK_MODEL:
             embeddings(rt).start(message.id)  # it has the model's decision time to run in

@@ -42,7 +42,7 @@ from bot.sdk import (
     options_of,
 )
 
-from .._retention import TASK_NAME as RETENTION_TASK
+from .._open_choices import describe_choices, open_choices
 from ._common import (
     PRIVILEGED,
     ask_small_model,
@@ -68,12 +68,7 @@ def _may_choose(task: Task, world: World | None, entity_id: str) -> bool:
 
 
 async def _choosable(runtime: AgentRuntime, message: Memory, state: State | None = None) -> list[Task]:
-    # Nothing could carry out a choice: no need to look for tasks on every message. Memory
-    # retention, the core plugin's own worker, never waits for one.
-    if all(name == RETENTION_TASK for name in runtime.task_workers):
-        return []
-    tasks = await runtime.store.get_tasks(room_id=message.room_id, tags=[AWAITING_CHOICE])
-    tasks = [t for t in tasks if options_of(t)]
+    tasks = await open_choices(runtime, message.room_id)
     if not tasks:
         return []
     _, world = await room_and_world(runtime, message, state)
@@ -82,22 +77,6 @@ async def _choosable(runtime: AgentRuntime, message: Memory, state: State | None
 
 async def _validate(runtime: AgentRuntime, message: Memory, state: State) -> bool:
     return bool(await _choosable(runtime, message, state))
-
-
-def _listing(tasks: list[Task]) -> str:
-    blocks = []
-    for task in tasks:
-        options = [
-            f"  - {name}" + (f": {description}" if description else "") for name, description in options_of(task)
-        ]
-        options.append(f"  - {ABORT}: cancel this task")
-        blocks.append(
-            f'- task {str(task.id)[:SHORT_ID]} "{task.name}"'
-            + (f": {task.description}" if task.description else "")
-            + "\n"
-            + "\n".join(options)
-        )
-    return "\n".join(blocks)
 
 
 def _find_task(tasks: list[Task], reference: str) -> Task | None:
@@ -123,7 +102,7 @@ async def _handler(context: ActionContext) -> ActionResult:
             "optionExtractionTemplate",
             {
                 "agentName": runtime.character.name,
-                "tasks": _listing(tasks),
+                "tasks": describe_choices(tasks),
                 "request": sender_text(message),
             },
         )
@@ -132,7 +111,7 @@ async def _handler(context: ActionContext) -> ActionResult:
     task = _find_task(tasks, str(parsed.get("taskId") or ""))
     picked = str(parsed.get("selectedOption") or "").strip()
     if task is None or not picked:
-        text = "Which one? Please pick one of these:\n" + _listing(tasks)
+        text = "Which one? Please pick one of these:\n" + describe_choices(tasks)
         await notify(context.reply, text, "SELECT_OPTION_INVALID", message, buttons=choices_buttons(tasks))
         return ActionResult(success=False, error="no task or option could be read from the request")
     if picked.upper() == ABORT:
@@ -141,7 +120,7 @@ async def _handler(context: ActionContext) -> ActionResult:
     if choice is None:
         await notify(
             context.reply,
-            f'"{picked}" is not one of the options. Please pick one of these:\n' + _listing([task]),
+            f'"{picked}" is not one of the options. Please pick one of these:\n' + describe_choices([task]),
             "SELECT_OPTION_INVALID",
             message,
             buttons=choice_buttons(task),
@@ -251,5 +230,6 @@ action = Action(
     handler=_handler,
     validate=_validate,
     description="Pick one of the options a pending task is waiting for (or cancel it) when the person answers.",
-    similes=("SELECT_OPTION", "SELECT", "PICK", "CHOOSE"),
+    # CHOICE: the name elizaOS's documents give the action (its code gives it to the provider).
+    similes=("CHOICE", "SELECT_OPTION", "SELECT", "PICK", "CHOOSE"),
 )

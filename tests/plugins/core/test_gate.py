@@ -113,3 +113,38 @@ def test_loop_guard_bounds_bot_conversations_and_resets_on_a_human() -> None:
 def test_humans_are_never_loop_guarded() -> None:
     bot = msg("x", entity=OTHER_BOT, author_is_bot=True)
     assert verdict(msg("Captain Brann?"), recent=[msg(), bot, bot, bot, bot]).decision is Decision.RESPOND
+
+
+# -- SHOULD_RESPOND_BYPASS_TYPES / _SOURCES ------------------------------------------------------
+
+
+def test_a_bypassed_room_type_or_source_responds_by_its_own_rule() -> None:
+    by_type = verdict(msg(), bypass_types={ChannelType.GROUP})
+    assert (by_type.decision, by_type.rule, by_type.addressed) == (Decision.RESPOND, Rule.BYPASS_TYPE, False)
+    assert by_type.reason == "GROUP room (SHOULD_RESPOND_BYPASS_TYPES)"
+    by_source = verdict(msg(source="discord"), bypass_sources={"discord"})
+    assert (by_source.decision, by_source.rule) == (Decision.RESPOND, Rule.BYPASS_SOURCE)
+    assert verdict(msg("Captain Brann?"), bypass_types={ChannelType.GROUP}).addressed  # still known as addressed
+    # Only what is listed: another room type, another platform, still asks the model.
+    assert verdict(msg(), room_type=ChannelType.THREAD, bypass_types={ChannelType.GROUP}).rule is Rule.UNDECIDED
+    assert verdict(msg(source="telegram"), bypass_sources={"discord"}).rule is Rule.UNDECIDED
+
+
+@pytest.mark.parametrize(
+    ("message", "state", "rule"),
+    [
+        (msg(entity=AGENT), None, Rule.OWN),
+        (msg(), RoomState.MUTED, Rule.MUTED),
+        (msg(), RoomState.STOPPED, Rule.STOPPED),
+        (msg("x", entity=OTHER_BOT, author_is_bot=True), None, Rule.LOOP_GUARD),
+    ],
+)
+def test_a_bypass_never_opens_a_muted_or_stopped_room_nor_the_loop_guard(message, state, rule) -> None:
+    bot = msg("x", entity=OTHER_BOT, author_is_bot=True)
+    result = verdict(
+        message, state=state, recent=[bot] * 5, bypass_types={ChannelType.GROUP}, bypass_sources={"discord"}
+    )
+    assert (result.decision, result.rule) == (Decision.IGNORE, rule)
+    # A muted room still answers a direct address, by the muted rule, not the bypass.
+    named = verdict(msg("Captain Brann, unmute"), state=RoomState.MUTED, bypass_types={ChannelType.GROUP})
+    assert (named.decision, named.rule) == (Decision.RESPOND, Rule.MUTED_BUT_ADDRESSED)

@@ -7,8 +7,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bot.kernel.content import Content, MemoryMetadata
-from bot.kernel.errors import ModelError
+from bot.kernel.errors import ConfigError, ModelError
 from bot.kernel.types import ChannelType, Memory, RoomState
 from bot.runtime.components import Action, ActionResult
 from bot.runtime.events import ActionCompleted, ActionStarted
@@ -366,3 +368,22 @@ async def test_a_held_back_embedding_is_never_dropped_by_newer_ones(harness) -> 
     await asyncio.sleep(0.05)
     assert order == [f"embed text {i}" for i in range(6)]  # the oldest, pushed out, went on their way
     assert vectors.start("memory-69") is not None  # the rest wait until asked for
+
+
+async def test_a_bypassed_room_type_is_answered_without_the_small_model_but_a_mute_holds(harness) -> None:
+    h = await harness(settings={"SHOULD_RESPOND_BYPASS_TYPES": "group"})
+    h.large.append(plan("Happy to help."))
+    assert (await h.say("anyone know a good book?", id="b-1")).status == "replied"
+    assert h.small_calls == 0 and [s["text"] for s in h.sent] == ["Happy to help."]
+    trace = await h.rt.store.get_trace("b-1")
+    assert trace is not None and (trace.rule, trace.reason) == (
+        "bypass_type",
+        "GROUP room (SHOULD_RESPOND_BYPASS_TYPES)",
+    )
+    await h.rt.store.set_participant_state(h.room, h.rt.agent_id, RoomState.MUTED)
+    assert (await h.say("and another?")).status == "muted" and (h.small_calls, h.large_calls) == (0, 1)
+
+
+async def test_a_bypass_naming_no_platform_stops_the_character_at_set_up(harness) -> None:
+    with pytest.raises(ConfigError, match=r"SHOULD_RESPOND_BYPASS_SOURCES names 'slack'"):
+        await harness(settings={"SHOULD_RESPOND_BYPASS_SOURCES": "discord, slack"})

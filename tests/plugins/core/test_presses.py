@@ -265,3 +265,28 @@ async def test_a_plugin_offers_a_tasks_options_as_buttons_in_its_room(harness) -
         await offer_options(
             h.rt, Task(name="PICK_COLOUR", id="y", room_id="r-2", metadata=TaskMetadata.from_json({"options": ["a"]}))
         )
+
+
+async def test_a_choice_answered_in_words_is_seen_when_planning_and_carried_out_as_choice(harness) -> None:
+    h = await harness()
+    task, ran = await waiting_choice(h)
+    short = str(task.id)[:8]
+
+    def planned(params: dict) -> str:
+        # The CHOICE provider showed the open choice to the model planning the turn.
+        prompt = params["prompt"]
+        assert "# Pending Choices" in prompt
+        assert f'- task {short} "PICK_COLOUR": colour of the banner (waiting for Sam)' in prompt
+        assert "  - blue: calm" in prompt
+        return plan("", "CHOICE")  # elizaOS's documents' name for CHOOSE_OPTION
+
+    h.large.append(planned)
+    h.small.append(f"<response><taskId>{short}</taskId><selectedOption>blue</selectedOption></response>")
+    outcome = await h.say("Ada, let's go with the calm one")
+    assert outcome.status is Status.ACTED and outcome.actions == ("CHOICE",)
+    assert ran == [{"option": "blue"}] and h.sent[-1]["text"] == 'Chose blue for "PICK_COLOUR".'
+    assert await h.rt.store.get_task(str(task.id)) is None
+    # Chosen: the next plan is told of no open choice.
+    h.large.append(plan("Done already."))
+    await h.say("Ada, did that work?")
+    assert "# Pending Choices" not in h.prompts[-1]

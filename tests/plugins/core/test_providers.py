@@ -18,14 +18,16 @@ import plugins.core as core
 from bot.config.character import load_character
 from bot.kernel.content import Attachment, Content, MemoryMetadata
 from bot.kernel.models import ModelType
-from bot.kernel.record_metadata import EntityMetadata, RelationshipMetadata, WorldMetadata
-from bot.kernel.types import ChannelType, Entity, Memory, Room, World
+from bot.kernel.record_metadata import EntityMetadata, RelationshipMetadata, TaskMetadata, WorldMetadata
+from bot.kernel.types import ChannelType, Entity, Memory, Room, Task, World
 from bot.runtime.agent import AgentRuntime
+from bot.runtime.choices import AWAITING_CHOICE
 from bot.runtime.components import MESSAGE_VECTORS, Action, ActionResult, ProviderResult, State
 from bot.store import AgentStore, Database
 from plugins.core._embedding import MessageEmbeddings
 from plugins.core.providers import anxiety
 from plugins.core.providers._common import format_messages
+from tests.choices import waiting_choice
 
 NOW = 1_700_000_000_000  # Tuesday, November 14, 2023 10:13:20 PM UTC
 MINUTE = 60_000
@@ -53,6 +55,7 @@ DEFAULT = {
     "ACTION_STATE",
     "ANXIETY",
     "CHARACTER",
+    "CHOICE",
     "PROVIDERS",
     "RECENT_MESSAGES",
     "ROLES",
@@ -582,6 +585,47 @@ async def test_roles_without_role_data(provider_runtime) -> None:
     await add_world(rt)
     await add_room(rt)
     assert "No role information" in (await run(rt, "ROLES", message())).text
+
+
+async def test_choice_shows_the_newest_open_choices_whom_they_wait_for_and_their_options(provider_runtime) -> None:
+    rt = await provider_runtime()
+    await add_room(rt)
+    await add_room(rt, OTHER_ROOM)
+    await add_people(rt)
+    assert (await run(rt, "CHOICE", message())).values["tasks"] == "No pending choices for the moment."
+    colour, _ = await waiting_choice(
+        rt, room_id=ROOM, entity_id=ALICE, options=["red", {"name": "blue", "description": "calm"}]
+    )
+    result = await run(rt, "CHOICE", message())
+    assert result.text == (
+        "# Pending Choices\nQuestions in this conversation still waiting for an answer, newest first:\n"
+        f'- task {str(colour.id)[:8]} "PICK_COLOUR": colour of the banner (waiting for Alice)\n'
+        "  - red\n  - blue: calm\n  - ABORT: cancel this task\n"
+        "When the person answers one of these in words, use the CHOOSE_OPTION action: it carries the answer out."
+    )
+    assert result.values["tasks"] == result.text and [t.id for t in result.data["tasks"]] == [colour.id]
+    # Another room's choices are not this room's; a room with many shows the newest few.
+    assert (await run(rt, "CHOICE", message(room=OTHER_ROOM))).text == ""
+    for n in range(6):
+        await waiting_choice(rt, room_id=ROOM, entity_id=BOB, name=f"STEP_{n}", description="", options=["go"])
+    many = await run(rt, "CHOICE", message())
+    assert [t.name for t in many.data["tasks"]] == ["STEP_5", "STEP_4", "STEP_3", "STEP_2", "STEP_1"]
+    assert '"STEP_5" (waiting for Bob)' in many.text and "PICK_COLOUR" not in many.text
+    assert "(and 2 older ones not shown)" in many.text
+
+
+async def test_choice_shows_nothing_while_no_plugin_could_carry_a_choice_out(provider_runtime) -> None:
+    rt = await provider_runtime()
+    await add_room(rt)
+    stored = Task(
+        name="ORPHAN",
+        room_id=ROOM,
+        tags=[AWAITING_CHOICE],
+        metadata=TaskMetadata.from_json({"options": ["yes", "no"]}),
+    )
+    await rt.store.create_task(stored)  # left by a plugin this character no longer runs
+    result = await run(rt, "CHOICE", message())
+    assert result.text == "" and result.values["tasks"] == "No pending choices for the moment."
 
 
 def _world_settings() -> dict[str, Any]:
