@@ -6,6 +6,7 @@ option off, are answered as ever."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from platforms.telegram._mapping import room_id
@@ -85,10 +86,12 @@ async def test_added_to_a_group_off_the_list_it_says_why_once_and_leaves_even_wh
 
 
 async def test_a_group_it_is_already_in_is_answered_until_the_option_is_on_then_left_at_its_next_message(
-    scene,
+    scene, caplog
 ) -> None:
     s = scene
-    await s.start({"allowedGroupIds": ["-100999"]}, with_brann=False)  # the option off: every group
+    with caplog.at_level(logging.INFO):  # the option off: every group
+        await s.start({"allowedGroupIds": ["-100999"], "messageTrackingLimit": 50}, with_brann=False)
+    assert "Ada: messageTrackingLimit is not used: CONVERSATION_LENGTH is how many" in caplog.text
     s.brain.plans["Ada"].append(plan("Morning!"))
     await s.fake.user_says(s.sam, s.group, "@ada_bot good morning")
     assert (await s.fake.wait_for_sent(s.ada, 1, chat=s.group))[0]["text"] == "Morning!"
