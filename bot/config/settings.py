@@ -2,7 +2,8 @@
 
 Daemon settings come from the process environment and ``.env`` (process wins). A character's
 setting is looked up, first hit wins: its ``secrets``, its ``settings.secrets``,
-its ``settings`` (scalars only), then the daemon's environment. An empty value counts as unset.
+its ``settings`` (scalars, and lists of them as a JSON array), then the daemon's environment. An
+empty value counts as unset.
 """
 
 from __future__ import annotations
@@ -224,7 +225,15 @@ def character_setting(character: Character, key: str, environ: Mapping[str, str]
         return "true" if value else "false"
     if isinstance(value, (str, int, float)) and value != "":
         return str(value)
+    if isinstance(value, list) and value and all(_is_scalar(item) for item in value):
+        # As elizaOS character files write id lists (allowedGroupIds: ["-100…"]); every list
+        # reader (SettingReader.id_list) takes a JSON array.
+        return json.dumps(value)
     return environ.get(key) or None
+
+
+def _is_scalar(value: object) -> bool:
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ one group hear each other.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import TYPE_CHECKING
 
@@ -49,4 +50,11 @@ async def connect(runtime: AgentRuntime) -> None:
     from ._adapter import TelegramAdapter
     from ._config import read_config
 
+    if runtime.get_setting("messageTrackingLimit") is not None:
+        # elizaOS's bound on the messages it held per chat; troupe holds none (docs/telegram.md).
+        logging.getLogger(__name__).info(
+            "%s: messageTrackingLimit is not used: CONVERSATION_LENGTH is how many recent messages of a "
+            "chat or topic the character sees, MEMORY_ROOM_CAP how many are kept",
+            runtime.character.name,
+        )
     await TelegramAdapter(runtime, read_config(runtime.get_setting, runtime.character.name)).start()

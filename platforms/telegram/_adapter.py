@@ -53,6 +53,7 @@ from bot.sdk import (
 from ._albums import Albums, translate_album
 from ._config import TelegramConfig
 from ._files import send_with_files
+from ._groups import GroupGate
 from ._handlers import TelegramApp, UpdateHandlers
 from ._inbox import InboxQueue, replay
 from ._listening import download, listen
@@ -124,6 +125,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
         self._members: dict[int, bool] = {}  # chat id -> whether this bot is in it (for the relay)
         self._relay = runtime.shared.instance_of(Relay)  # the troupe's other Telegram characters
         self._handlers = UpdateHandlers(self)
+        self.groups = GroupGate(self)  # groups the bot may not stay in (shouldOnlyJoinInAllowedGroups)
         self._albums = Albums()
         self._watch: PollingWatch | None = None  # made by connect
 
@@ -220,6 +222,8 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
 
     def allowed(self, chat: Any) -> bool:
         if channel_type(chat) is ChannelType.DM and not self.config.allow_direct_messages:
+            return False
+        if self.groups.refuses(chat):
             return False
         allowed = self.config.allowed_chats
         if allowed is None:

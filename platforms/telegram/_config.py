@@ -38,6 +38,9 @@ class TelegramConfig:
     send_deadline: float = DEFAULT_DEADLINE_S
     """``TELEGRAM_SEND_DEADLINE_S``: how long one message may wait for flood control and network
     retries before it is given up (and the loss logged)."""
+    allowed_groups: frozenset[str] | None = None
+    """``shouldOnlyJoinInAllowedGroups`` on: the group ids (``allowedGroupIds``) the bot may stay
+    in; it says why and leaves any other group. ``None``: every group."""
 
     @property
     def base_url(self) -> str:
@@ -72,6 +75,21 @@ def _voice_replies(agent: str, raw: str | None) -> str:
     return value
 
 
+def _allowed_groups(read: SettingReader) -> frozenset[str] | None:
+    """``allowedGroupIds`` when ``shouldOnlyJoinInAllowedGroups`` is on (an empty set: no group),
+    else ``None``; the ids are checked either way, so a mistake shows before the option is on."""
+    ids = read.id_list("allowedGroupIds") or []
+    people = [i for i in ids if not i.startswith("-")]
+    if people:
+        raise ConfigError(
+            f"allowedGroupIds has ids that are not groups' ({', '.join(map(repr, people))}): a Telegram "
+            "group's id is negative, such as -1001234567890 for a supergroup; the bot sees it in "
+            "what it logs when added to the group",
+            agent=read.agent,
+        )
+    return frozenset(ids) if read.flag("shouldOnlyJoinInAllowedGroups") else None
+
+
 def read_config(get_setting: Callable[[str], str | None], agent: str) -> TelegramConfig:
     """The agent's Telegram configuration.
 
@@ -101,4 +119,5 @@ def read_config(get_setting: Callable[[str], str | None], agent: str) -> Telegra
         voice_replies=_voice_replies(agent, read.optional("TELEGRAM_VOICE_REPLIES")),
         channel_posts=read.flag("TELEGRAM_CHANNEL_POSTS"),
         send_deadline=read.number("TELEGRAM_SEND_DEADLINE_S", DEFAULT_DEADLINE_S, 1, 3600),
+        allowed_groups=_allowed_groups(read),
     )

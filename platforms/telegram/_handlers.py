@@ -6,10 +6,12 @@ each update (in that update's own task: the Application handles updates concurre
 
 - ``-1``: the update is counted as being handled, so closing waits for it;
 - ``0``: at most one handler takes it — a button press is acknowledged at once, then (from
-  a chat the character is in) handed to the pipeline (:mod:`._presses`); other updates from
-  chats the character stays out of go nowhere; ``/start`` and ``/help`` (also ``/help@thisbot``)
-  are answered without the model, ``/summarize [N]`` with a summary of the room's (the topic's)
-  last N messages (a long one as a file);
+  a chat the character is in) handed to the pipeline (:mod:`._presses`); in a group the bot may
+  not stay in (``shouldOnlyJoinInAllowedGroups``) any update makes it say why and leave
+  (:mod:`._groups`); other updates from chats the character stays out of go nowhere;
+  ``/start`` and ``/help`` (also ``/help@thisbot``) are answered without the model,
+  ``/summarize [N]`` with a summary of the room's (the topic's) last N messages (a long one as
+  a file);
   people joining and leaving become ENTITY_JOINED/LEFT, the bot itself added to or removed
   from a group WORLD_JOINED/LEFT; other messages go to the pipeline
   (:meth:`TelegramAdapter.receive`), and so do channel posts when TELEGRAM_CHANNEL_POSTS is on;
@@ -69,6 +71,7 @@ from bot.sdk import (
     now_ms,
 )
 
+from ._groups import IN_CHAT
 from ._inbox import InboxQueue
 from ._mapping import (
     SOURCE,
@@ -104,7 +107,6 @@ _log = logging.getLogger(__name__)
 
 Context = ContextTypes.DEFAULT_TYPE
 
-_IN_CHAT = ("member", "administrator", "creator", "restricted")
 _MENU_TIMEOUT_S = 15.0
 
 
@@ -160,6 +162,7 @@ class UpdateHandlers:
         app.add_handlers(
             [
                 CallbackQueryHandler(self.on_press),  # first: a press is acknowledged wherever it comes from
+                _NotAllowedGroup(self.adapter),
                 _Elsewhere(self.adapter),
                 *(CommandHandler(c.names, c.answer, filters=new) for c in self.commands()),
                 MessageHandler(new & joined_or_left, self.on_membership),
@@ -310,7 +313,7 @@ class UpdateHandlers:
         user = change.new_chat_member.user
         if user.id == self.adapter.bot_id:
             return
-        joined, was_in = change.new_chat_member.status in _IN_CHAT, change.old_chat_member.status in _IN_CHAT
+        joined, was_in = change.new_chat_member.status in IN_CHAT, change.old_chat_member.status in IN_CHAT
         if joined == was_in:
             return
         room = room_id(self.runtime.agent_id, change.chat.id)
@@ -325,7 +328,7 @@ class UpdateHandlers:
         from one (WORLD_LEFT: the relay stops handing it what is said there)."""
         change = update.my_chat_member
         assert change is not None  # the handler's kind
-        joined, was_in = change.new_chat_member.status in _IN_CHAT, change.old_chat_member.status in _IN_CHAT
+        joined, was_in = change.new_chat_member.status in IN_CHAT, change.old_chat_member.status in IN_CHAT
         if joined == was_in or channel_type(change.chat) is ChannelType.DM:
             return  # promoted or restricted; a person blocking the bot is not a world it leaves
         if joined:
@@ -385,6 +388,33 @@ class _FromOthers(filters.MessageFilter):
     def filter(self, message: Message) -> bool:
         sender = message.from_user
         return sender is not None and sender.id != self.adapter.bot_id
+
+
+class _NotAllowedGroup(BaseHandler[Update, Context, None]):
+    """Takes the updates of groups the bot may not stay in (``shouldOnlyJoinInAllowedGroups``,
+    ``allowedGroupIds``): the first says why and leaves (:class:`._groups.GroupGate`), none
+    reaches the character."""
+
+    def __init__(self, adapter: TelegramAdapter) -> None:
+        super().__init__(self._refuse)
+        self.adapter = adapter
+
+    def check_update(self, update: object) -> bool:
+        if not isinstance(update, Update):
+            return False
+        chat = update.effective_chat
+        return chat is not None and self.adapter.groups.refuses(chat)
+
+    async def _refuse(self, update: Update, context: Context) -> None:
+        gate, chat, change = self.adapter.groups, update.effective_chat, update.my_chat_member
+        assert chat is not None  # check_update
+        if change is None or change.old_chat_member.status in IN_CHAT:
+            if change is None or change.new_chat_member.status in IN_CHAT:
+                await gate.seen(chat)  # said there, or the bot's rights changed: it is still in
+            else:
+                gate.gone(chat)
+        elif change.new_chat_member.status in IN_CHAT:
+            await gate.added(chat)
 
 
 class _Elsewhere(BaseHandler[Update, Context, None]):

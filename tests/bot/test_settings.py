@@ -41,6 +41,13 @@ def test_scalar_settings_become_strings_and_objects_are_skipped(tmp_path: Path) 
     assert character_setting(c, "voice", {}) is None
 
 
+def test_a_list_of_scalars_in_settings_reads_as_a_json_array_and_others_fall_through(tmp_path: Path) -> None:
+    c = make(tmp_path, settings={"ids": ["-100123", -100456], "empty": [], "mixed": ["a", {"b": 1}], "flags": [True]})
+    assert json.loads(character_setting(c, "ids", {}) or "") == ["-100123", -100456]
+    assert character_setting(c, "empty", {"empty": "env"}) == "env"
+    assert character_setting(c, "mixed", {}) is None and character_setting(c, "flags", {}) is None
+
+
 def test_two_characters_get_their_own_tokens(tmp_path: Path) -> None:
     env = {"DISCORD_API_TOKEN": "shared"}
     a = make(tmp_path, settings={"secrets": {"DISCORD_API_TOKEN": "a-token"}})

@@ -32,7 +32,8 @@ test can send a "25 MB" voice note of a few bytes; ``file_size_in_message=False`
 the message (it is optional there; getFile still reports it). ``user_edits(message, text)``,
 ``user_reacts(user, message, emoji)``, ``member_joins(chat, user)``, ``member_status_changes(chat,
 user, old, new, by=None, kind="chat_member")``; ``bot_removed(chat, bot, by=, status="kicked")`` and
-``bot_added(chat, bot, by=)`` (the bot's own ``my_chat_member``, and its membership);
+``bot_added(chat, bot, by=, announce=False)`` (the bot's own ``my_chat_member``, and its membership;
+``announce``: then the group's ``new_chat_members`` service message);
 ``add_channel(title, members=)`` and ``channel_posts(channel, text)`` (a ``channel_post``).
 ``media_group_id=`` makes a message part of an album; ``user_sends_album(user, chat, items,
 caption)`` sends one (one update per photo or document, the caption on the first). A
@@ -58,7 +59,9 @@ each with a caption of at most 1024 characters (UTF-16 code units; else 400), se
 recorded in ``sent`` as a photo with the album's id as ``album``), sendChatAction, getFile (a file
 over ``max_download`` bytes, 20 MB by default, is 400 "file is too big" as on api.telegram.org;
 ``max_download = None`` serves any size, as a local Bot API server does), getChatAdministrators,
-getChatMember, setMyCommands (names checked as Telegram does; the menu kept as the bot's
+getChatMember, leaveChat (403 when not a member; the bot gets its own ``my_chat_member``, member
+→ left, the others in a group the ``left_chat_member`` service message; recorded in its ``left``),
+setMyCommands (names checked as Telegram does; the menu kept as the bot's
 ``commands``), deleteMyCommands, close, answerCallbackQuery (recorded per bot in ``answers`` as
 ``(query id, monotonic time, text)``; an unknown query, one already answered or one older than
 ``callback_expiry`` seconds, 15 by default, is 400 "query is too old…"). Anything else is 404,
@@ -147,6 +150,7 @@ class FakeBot(FakeUser):
     commands: list[dict[str, Any]] | None = None  # the menu set with setMyCommands (default scope)
     revoked: bool = False  # every call answers 401 (FakeTelegram.revoke)
     refused: int = 0  # calls answered 401 while revoked
+    left: list[int] = field(default_factory=list)  # chats it left with leaveChat
 
 
 @dataclass(eq=False)
@@ -658,21 +662,22 @@ class FakeTelegram(LocalServer):
         by: FakeUser | None = None,
         kind: str = "chat_member",
     ) -> None:
-        """A ``chat_member`` update (or, with ``kind="my_chat_member"``, the bot's own): ``user``'s
-        status in ``chat`` went from ``old`` to ``new`` (``member``, ``left``, ``kicked``; other statuses need fields this does not send),
-        changed by ``by`` (themselves if not given)."""
+        """A ``chat_member`` update (or, with ``kind="my_chat_member"``, the bot's own, for that
+        bot alone): ``user``'s status in ``chat`` went from ``old`` to ``new`` (``member``,
+        ``left``, ``kicked``; other statuses need fields this does not send), changed by ``by``
+        (themselves if not given)."""
         now = int(time.time())
-        self._deliver(
-            chat,
-            kind,
-            {
-                "chat": chat.payload(),
-                "from": (by or user).payload(),
-                "date": now,
-                "old_chat_member": _chat_member(old, user),
-                "new_chat_member": _chat_member(new, user),
-            },
-        )
+        change = {
+            "chat": chat.payload(),
+            "from": (by or user).payload(),
+            "date": now,
+            "old_chat_member": _chat_member(old, user),
+            "new_chat_member": _chat_member(new, user),
+        }
+        if kind != "my_chat_member":
+            self._deliver(chat, kind, change)
+        elif isinstance(user, FakeBot) and (user.allowed_updates is None or kind in user.allowed_updates):
+            self._queue(user, kind, change)
 
     async def channel_posts(self, channel: FakeChat, text: str) -> dict[str, Any]:
         """The channel posts ``text`` (signed by the channel: ``sender_chat``, no ``from``): a
@@ -696,11 +701,25 @@ class FakeTelegram(LocalServer):
         await self.member_status_changes(chat, bot, "member", status, by=by, kind="my_chat_member")
         chat.members = [m for m in chat.members if m is not bot]
 
-    async def bot_added(self, chat: FakeChat, bot: FakeBot, *, by: FakeUser, old: str = "left") -> None:
-        """``by`` adds ``bot`` to ``chat`` (back from ``old``): a member again, and its ``my_chat_member`` update."""
+    async def bot_added(
+        self, chat: FakeChat, bot: FakeBot, *, by: FakeUser, old: str = "left", announce: bool = False
+    ) -> None:
+        """``by`` adds ``bot`` to ``chat`` (back from ``old``): a member again, and its ``my_chat_member``
+        update; ``announce``: then, as Telegram does in a group, the service message saying so
+        (``new_chat_members``, from ``by``), for every bot there, the added one too."""
         if not any(m is bot for m in chat.members):
             chat.members.append(bot)
         await self.member_status_changes(chat, bot, old, "member", by=by, kind="my_chat_member")
+        if announce:
+            message: dict[str, Any] = {
+                "message_id": self._next_message_id(chat.id),
+                "date": int(time.time()),
+                "chat": chat.payload(),
+                "from": by.payload(),
+                "new_chat_members": [bot.payload()],
+            }
+            self.messages[(chat.id, message["message_id"])] = message
+            self._deliver(chat, "message", message)
 
     def _entities(self, text: str) -> list[dict[str, Any]]:
         import re
@@ -727,9 +746,13 @@ class FakeTelegram(LocalServer):
             sender = payload.get("from") or payload.get("user") or {}
             if sender.get("id") == bot.id:
                 continue
-            update = {"update_id": next(self._update_ids), kind: payload}
-            bot.updates.append(update)
-            bot.delivered.append(update)
+            self._queue(bot, kind, payload)
+        self._activity.set()
+
+    def _queue(self, bot: FakeBot, kind: str, payload: dict[str, Any]) -> None:
+        update = {"update_id": next(self._update_ids), kind: payload}
+        bot.updates.append(update)
+        bot.delivered.append(update)
         self._activity.set()
 
     def redeliver(self, bot: FakeBot, update_id: int) -> None:
@@ -1195,6 +1218,40 @@ class FakeTelegram(LocalServer):
         status = "member" if member is not None else "left"
         user = member.payload() if member is not None else {"id": user_id, "is_bot": False, "first_name": "?"}
         return self._ok({"status": status, "user": user})
+
+    async def _api_leavechat(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        """The bot leaves a group or channel: no longer a member, its own ``my_chat_member``
+        (member → left, by itself), and in a group the service message for the bots still there."""
+        chat = self.chats.get(int(params["chat_id"]))
+        if chat is None:
+            return self._error(400, "Bad Request: chat not found")
+        if chat.type == "private":
+            return self._error(400, "Bad Request: chat member status can't be changed in private chats")
+        if not any(m is bot for m in chat.members):
+            return self._error(403, f"Forbidden: bot is not a member of the {chat.type} chat")
+        chat.members = [m for m in chat.members if m is not bot]
+        bot.left.append(chat.id)
+        now = int(time.time())
+        change = {
+            "chat": chat.payload(),
+            "from": bot.payload(),
+            "date": now,
+            "old_chat_member": _chat_member("member", bot),
+            "new_chat_member": _chat_member("left", bot),
+        }
+        if bot.allowed_updates is None or "my_chat_member" in bot.allowed_updates:
+            self._queue(bot, "my_chat_member", change)
+        if chat.type != "channel":
+            message: dict[str, Any] = {
+                "message_id": self._next_message_id(chat.id),
+                "date": now,
+                "chat": chat.payload(),
+                "from": bot.payload(),
+                "left_chat_member": bot.payload(),
+            }
+            self.messages[(chat.id, message["message_id"])] = message
+            self._deliver(chat, "message", message)
+        return self._ok(True)
 
     async def _api_answercallbackquery(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
         query_id = str(params.get("callback_query_id") or "")

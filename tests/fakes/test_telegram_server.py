@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 from telegram import Bot, BotCommand, InlineKeyboardButton, InlineKeyboardMarkup, InputMediaPhoto, Message
-from telegram.error import BadRequest, InvalidToken, RetryAfter
+from telegram.error import BadRequest, Forbidden, InvalidToken, RetryAfter
 from telegram.helpers import escape_markdown
 
 import platforms.telegram  # noqa: F401  (opts in to PTB's timedelta durations, as troupe does)
@@ -72,6 +72,30 @@ async def test_updates_reach_member_bots_only_and_never_from_other_bots() -> Non
         async with Bot("7001:a", base_url=f"{fake.url}/bot") as bot:
             await bot.send_message(group.id, "hello Brann")
         assert len(brann.updates) == 1  # Telegram never shows one bot's messages to another
+
+
+async def test_a_bot_added_with_its_announcement_and_leaving_through_ptb() -> None:
+    async with FakeTelegram() as fake:
+        ada = fake.add_bot("7001:a", username="ada_bot", first_name="Ada")
+        brann = fake.add_bot("7002:b", username="brann_bot", first_name="Brann")
+        sam = fake.add_user("Sam")
+        group = fake.add_group("G", members=[sam, brann])
+        await fake.bot_added(group, ada, by=sam, announce=True)
+        change, announced = ada.updates
+        assert change["my_chat_member"]["new_chat_member"]["status"] == "member"
+        assert announced["message"]["new_chat_members"][0]["id"] == ada.id
+        assert announced["message"]["from"]["id"] == sam.id and len(brann.updates) == 1
+        async with Bot("7001:a", base_url=f"{fake.url}/bot") as bot:
+            assert await bot.leave_chat(group.id) is True
+            assert (await bot.get_chat_member(group.id, ada.id)).status == "left"
+            with pytest.raises(Forbidden, match="bot is not a member of the supergroup chat"):
+                await bot.leave_chat(group.id)
+            with pytest.raises(BadRequest, match="can't be changed in private chats"):
+                await bot.leave_chat(fake.private(sam, ada).id)
+        assert ada.left == [group.id] and ada not in group.members
+        left = ada.updates[-1]["my_chat_member"]
+        assert (left["old_chat_member"]["status"], left["new_chat_member"]["status"]) == ("member", "left")
+        assert brann.updates[-1]["message"]["left_chat_member"]["id"] == ada.id
 
 
 async def test_voice_notes_both_ways_through_ptb() -> None:

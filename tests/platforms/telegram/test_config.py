@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from bot.config.character import Character, load_character
+from bot.config.settings import SettingsView
 from bot.kernel.errors import ConfigError
+from platforms import telegram
 from platforms.telegram._config import read_config
 
 
@@ -74,3 +80,42 @@ def test_channel_posts_are_off_unless_switched_on() -> None:
     assert config(TELEGRAM_CHANNEL_POSTS="true").channel_posts is True
     with pytest.raises(ConfigError, match="TELEGRAM_CHANNEL_POSTS must be true or false, not .sometimes."):
         config(TELEGRAM_CHANNEL_POSTS="sometimes")
+
+
+def test_allowed_groups_only_with_the_option_on_ids_as_numbers_or_strings() -> None:
+    assert config(allowedGroupIds='["-1001234567890"]').allowed_groups is None  # the option is off
+    on = config(shouldOnlyJoinInAllowedGroups="true", allowedGroupIds='["-1001234567890", -987654321]')
+    assert on.allowed_groups == {"-1001234567890", "-987654321"}
+    assert config(shouldOnlyJoinInAllowedGroups="true", allowedGroupIds="-100111, -222").allowed_groups == {
+        "-100111",
+        "-222",
+    }
+    assert config(shouldOnlyJoinInAllowedGroups="true").allowed_groups == frozenset()  # no group at all
+
+
+def test_a_bad_allowed_group_is_named_even_with_the_option_off() -> None:
+    with pytest.raises(ConfigError, match="Ada: allowedGroupIds has entries that are not ids: 'writers'"):
+        config(allowedGroupIds='["-100123", "writers"]')
+    with pytest.raises(ConfigError, match=r"allowedGroupIds has ids that are not groups' \('123456'\)"):
+        config(shouldOnlyJoinInAllowedGroups="true", allowedGroupIds="[123456]")
+    with pytest.raises(ConfigError, match="allowedGroupIds is not a valid JSON array"):
+        config(allowedGroupIds='["-100123"')
+    with pytest.raises(ConfigError, match="shouldOnlyJoinInAllowedGroups must be true or false, not 'only'"):
+        config(shouldOnlyJoinInAllowedGroups="only")
+
+
+def test_troupe_check_reads_the_groups_as_a_character_file_writes_them(tmp_path: Path) -> None:
+    def character(settings: dict[str, object]) -> Character:
+        path = tmp_path / "ada.json"
+        secrets = {"secrets": {"TELEGRAM_BOT_TOKEN": "123:secret-value"}}
+        path.write_text(json.dumps({"name": "Ada", "bio": "A test character.", "settings": {**settings, **secrets}}))
+        return load_character(path, environ={}).raise_for_problems()
+
+    good = character({"shouldOnlyJoinInAllowedGroups": True, "allowedGroupIds": ["-1001234567890", -100987]})
+    telegram.check(SettingsView(good, {}))
+    assert read_config(SettingsView(good, {}).get_setting, "Ada").allowed_groups == frozenset(
+        {"-1001234567890", "-100987"}
+    )
+    bad = character({"shouldOnlyJoinInAllowedGroups": True, "allowedGroupIds": [-100123, "@writers"]})
+    with pytest.raises(ConfigError, match="Ada: allowedGroupIds has entries that are not ids: '@writers'"):
+        telegram.check(SettingsView(bad, {}))
