@@ -170,6 +170,7 @@ class _Pass:
 
     def _skip(self, where: str, reason: str) -> None:
         self.report.skipped += 1
+        self.report.problems.append(f"{where} skipped: {reason}")  # the console shows them
         _log.warning("%s: knowledge: %s skipped: %s", self.agent, where, reason)
 
     async def run(self, files: Sequence[FoundFile], facts: Sequence[str], unreadable: Sequence[str]) -> None:

@@ -315,7 +315,13 @@ async def test_an_upload_too_large_or_unreadable_is_refused_with_a_message_and_n
             "notes.docx",
             b"PK\x03\x04 not text",
             400,
-            "Not uploaded: notes.docx cannot be used as knowledge: a word-processor document: save it as PDF or text; troupe reads text, Markdown, JSON and PDF.",
+            "Not uploaded: notes.docx cannot be used as knowledge: not a Word document (.docx files are zip archives, this is not one).",
+        ),
+        (
+            "notes.odt",
+            b"PK\x03\x04 not text",
+            400,
+            "notes.odt cannot be used as knowledge: a word-processor document: save it as .docx, PDF or text; troupe reads text, Markdown, JSON, PDF and Word (.docx).",
         ),
         ("raw.txt", b"\x00\x01\x02", 400, "a binary file, not text"),
     ]

@@ -61,7 +61,7 @@ def _sync_line(sync: KnowledgeSync | None) -> str:
         return "not synced yet"
     parts = [f"{sync.new} new", f"{sync.changed} changed", f"{sync.removed} removed"]
     if sync.skipped:
-        parts.append(f"{sync.skipped} skipped (the log says why)")
+        parts.append(f"{sync.skipped} skipped (listed below)")
     return (
         f"{when(sync.finished_at)}: {_count(sync.files, 'file')} and {_count(sync.facts, 'fact')}, "
         f"{_count(sync.fragments, 'fragment')} ({', '.join(parts)}) in {sync.seconds:.1f} s"
@@ -124,6 +124,7 @@ async def _render(
             "chosen": chosen,
             "sources": sources,
             "last_sync": _sync_line(knowledge.last_sync),
+            "problems": knowledge.last_sync.problems if knowledge.last_sync else (),
             "syncing": knowledge.syncing,
             "folder": str(folder) if folder else "",
             "max_size": size(knowledge.max_file_bytes),
