@@ -1,4 +1,5 @@
-"""Small media files made in the tests: a PDF with a text layer, an encrypted PDF, a short MP4."""
+"""Small media files made in the tests: a PDF with a text layer, an encrypted PDF, a Word document,
+a short MP4."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import av
 import numpy as np
 from pypdf import PdfWriter
 
-__all__ = ["encrypted_pdf", "make_pdf", "make_video"]
+__all__ = ["encrypted_pdf", "make_docx", "make_pdf", "make_video", "protected_docx"]
 
 
 def make_pdf(text: str) -> bytes:
@@ -33,6 +34,36 @@ def make_pdf(text: str) -> bytes:
     out.write(b"".join(b"%010d 00000 n \n" % o for o in offsets))
     out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
     return out.getvalue()
+
+
+def make_docx(*blocks: str | list[list[str]]) -> bytes:
+    """A Word document, written by python-docx: a string is a paragraph (``"# Title"`` a level-1
+    heading, ``"- item"`` a bulleted item), a list of rows a table."""
+    import docx
+
+    document = docx.Document()
+    for block in blocks:
+        if isinstance(block, list):
+            table = document.add_table(rows=len(block), cols=len(block[0]))
+            for r, row in enumerate(block):
+                for c, text in enumerate(row):
+                    table.cell(r, c).text = text
+        elif block.startswith("#"):
+            level = len(block) - len(block.lstrip("#"))
+            document.add_heading(block.lstrip("# "), level)
+        elif block.startswith("- "):
+            document.add_paragraph(block[2:], style="List Bullet")
+        else:
+            document.add_paragraph(block)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def protected_docx() -> bytes:
+    """The start of what Word writes for a .docx with a password: an OLE compound file holding an
+    ``EncryptionInfo`` stream (enough for a reader to tell it from an old .doc)."""
+    return b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504) + "EncryptionInfo".encode("utf-16-le") + bytes(64)
 
 
 def encrypted_pdf() -> bytes:

@@ -1,3 +1,4 @@
-"""Media helpers: audio for voice, the frames and sound of a video, the text of a PDF, text for the ear."""
+"""Media helpers: audio for voice, the frames and sound of a video, the text of a PDF or a Word
+document, text for the ear."""
 
 __all__: list[str] = []

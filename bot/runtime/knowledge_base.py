@@ -36,6 +36,9 @@ class KnowledgeSync:
     removed: int
     skipped: int
     problems: tuple[str, ...] = ()
+    """What could not be read (a file skipped, a page not read), one line each."""
+    pages: int = 0
+    """Web pages listed (``{"url": …}``), read this time or not."""
 
 
 @dataclass(frozen=True, slots=True)

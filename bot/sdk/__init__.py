@@ -128,6 +128,7 @@ from bot.kernel.types import (
 )
 from bot.media.pdf import UnreadablePdf, pdf_text
 from bot.media.spoken import SentenceStream, spoken_text
+from bot.media.word import UnreadableDocx, docx_text
 from bot.runtime.adapters import Delivery, PlatformAdapter, PlatformReplyChannel, TypingIndicator
 from bot.runtime.agent import AgentRuntime, RuntimeState
 from bot.runtime.choices import (
@@ -244,6 +245,7 @@ __all__ = [
     "Deadline",
     "DECISION_TOKENS",
     "Delivery",
+    "docx_text",
     "EmbeddingBatchParams",
     "EmbeddingParams",
     "Entity",
@@ -421,6 +423,7 @@ __all__ = [
     "TypingIndicator",
     "unique_uuid",
     "Units",
+    "UnreadableDocx",
     "UnreadablePdf",
     "UploadRefused",
     "utf16_len",

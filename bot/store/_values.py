@@ -47,14 +47,15 @@ def parse_room_state(state: RoomState | str | None) -> RoomState | None:
 
 @dataclass(frozen=True, slots=True)
 class KnowledgeSourceRecord:
-    """Where one document came from: a file or an inline fact, as last ingested."""
+    """Where one document came from: a file, an inline fact or a web page, as last ingested."""
 
     source: str
-    """``file:<absolute path>`` or ``text:<sha256>``."""
+    """``file:<absolute path>``, ``text:<sha256>`` or ``url:<link as listed>``."""
     document_id: str
     content_hash: str
     size: int | None = None
     mtime_ns: int | None = None
+    """A file's modification time; for a web page, when it was last read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,15 +64,15 @@ class StoredKnowledgeSource:
     fragments it gives the searches."""
 
     source: str
-    """``file:<absolute path>`` or ``text:<sha256>``."""
+    """``file:<absolute path>``, ``text:<sha256>`` or ``url:<link as listed>``."""
     title: str
-    """The document's title: the file's name (with its folders below the listed folder), or the
-    start of a fact."""
+    """The document's title: the file's name (with its folders below the listed folder), the
+    start of a fact, or a web page's title."""
     shared: bool
     """In the shared scope (a claim of this agent's on it), rather than the agent's own."""
     fragments: int
     size: int | None
-    """The file's size in bytes when it was last read (None for a fact)."""
+    """The file's (or page's text's) size in bytes when it was last read (None for a fact)."""
     updated_at: int
     """When it was last stored or found unchanged with a new mtime (ms)."""
 

@@ -1,5 +1,5 @@
 """Making attachments something the model can read: images described, audio transcribed,
-text files and PDFs read, short videos heard and looked at, links in the text read.
+text files, PDFs and Word documents read, short videos heard and looked at, links in the text read.
 
 Runs only once the agent has decided to respond, so ignored messages cost no model calls. The
 bytes come from the platform: the message's reply channel fetches them (``ReplyChannel.fetch``),
@@ -12,8 +12,8 @@ message is answered regardless. Audio a platform already transcribed (``transcri
 Telegram marks voice notes it turned into the message's text) is left alone, even when nothing
 was heard in it.
 
-A PDF's text is read in a thread (:mod:`bot.media.pdf`); one that cannot be read (encrypted, damaged,
-scanned) is described as such. A video up to :data:`MAX_VIDEO_S` seconds has its sound transcribed
+A PDF's text is read in a thread (:mod:`bot.media.pdf`), a Word document's (``.docx``) too
+(:mod:`bot.media.word`); one that cannot be read (encrypted, damaged, scanned) is described as such. A video up to :data:`MAX_VIDEO_S` seconds has its sound transcribed
 and its middle frame described (:mod:`bot.media.video`, decoded in a thread); a longer or larger one is
 described by its size and length only. Links in the message's text become ``link`` attachments
 (:mod:`._links`).
@@ -28,7 +28,18 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from bot.sdk import Attachment, AudioError, Memory, ModelError, ModelType, UnreadablePdf, pdf_text, transcribe
+from bot.sdk import (
+    Attachment,
+    AudioError,
+    Memory,
+    ModelError,
+    ModelType,
+    UnreadableDocx,
+    UnreadablePdf,
+    docx_text,
+    pdf_text,
+    transcribe,
+)
 
 from ._links import read_links
 
@@ -45,7 +56,8 @@ AttachmentFetcher = Callable[[Mapping[str, Any]], Awaitable[bytes]]
 _MAX_ATTACHMENTS = 8
 _FETCH_TIMEOUT_S = 30.0
 _MB = 1024 * 1024
-_MAX_BYTES = {"image": 10 * _MB, "audio": 25 * _MB, "text": _MB, "pdf": 20 * _MB, "video": 25 * _MB}
+_MAX_BYTES = {"image": 10 * _MB, "audio": 25 * _MB, "text": _MB, "pdf": 20 * _MB, "word": 20 * _MB, "video": 25 * _MB}
+_DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 _MAX_TEXT_CHARS = 20_000
 _MAX_PDF_PAGES = 50
 MAX_VIDEO_S = 120
@@ -56,6 +68,7 @@ _EXTENSIONS = {
     "image": (".png", ".jpg", ".jpeg", ".gif", ".webp"),
     "audio": (".mp3", ".ogg", ".oga", ".opus", ".wav", ".m4a", ".flac", ".webm"),
     "pdf": (".pdf",),
+    "word": (".docx",),
     "video": (".mp4", ".mov", ".mkv", ".avi", ".m4v"),
     "text": (".txt", ".md", ".csv", ".json", ".log", ".py", ".js", ".ts", ".yaml", ".yml", ".toml", ".xml", ".html"),
 }
@@ -69,13 +82,15 @@ class _TooLarge(Exception):
 
 
 def attachment_kind(item: Mapping[str, Any]) -> str | None:
-    """``image``, ``audio``, ``video``, ``pdf``, ``text`` or None, from the content type, else
+    """``image``, ``audio``, ``video``, ``pdf``, ``word`` (.docx), ``text`` or None, from the content type, else
     the file name. A ``link`` (a page read from the message's text) is none of them."""
     content_type = str(item.get("contentType") or "").lower()
     if content_type == "link":
         return None
     if content_type == "application/pdf":
         return "pdf"
+    if content_type == _DOCX:
+        return "word"
     if content_type.startswith("video/"):
         return "video"
     if content_type.startswith("image/"):
@@ -96,7 +111,7 @@ def _needs_work(item: Mapping[str, Any], kind: str | None) -> bool:
         return not item.get("description")
     if kind == "audio":
         return not item.get("text") and not item.get("transcribed")
-    if kind in ("text", "pdf", "video"):
+    if kind in ("text", "pdf", "word", "video"):
         return not item.get("text") and not item.get("description")
     return False
 
@@ -168,18 +183,34 @@ def _bounded(text: str) -> str:
     return text[:_MAX_TEXT_CHARS] + "\n[… truncated]" if len(text) > _MAX_TEXT_CHARS else text
 
 
-async def _read_pdf(runtime: AgentRuntime, item: dict[str, Any], fetch: AttachmentFetcher | None) -> bool:
-    data = await _fetch(item, "pdf", fetch)
+async def _read_document(
+    item: dict[str, Any],
+    fetch: AttachmentFetcher | None,
+    kind: str,
+    name: str,
+    short: str,
+    read: Callable[[bytes], str],
+) -> bool:
+    """A PDF or Word document: its text read in a thread; one that cannot be read described as such."""
+    data = await _fetch(item, kind, fetch)
     if data is None:
         return False
-    item["title"] = item.get("title") or "PDF document"
+    item["title"] = item.get("title") or name
     try:
-        item["text"] = _bounded(await asyncio.to_thread(pdf_text, data, _MAX_PDF_PAGES))
-    except UnreadablePdf as exc:
-        item["description"] = f"PDF not read: {exc}"
+        item["text"] = _bounded(await asyncio.to_thread(read, data))
+    except (UnreadablePdf, UnreadableDocx) as exc:
+        item["description"] = f"{short} not read: {exc}"
         return True
-    item["description"] = item.get("description") or "PDF document"
+    item["description"] = item.get("description") or name
     return True
+
+
+async def _read_pdf(runtime: AgentRuntime, item: dict[str, Any], fetch: AttachmentFetcher | None) -> bool:
+    return await _read_document(item, fetch, "pdf", "PDF document", "PDF", lambda data: pdf_text(data, _MAX_PDF_PAGES))
+
+
+async def _read_word(runtime: AgentRuntime, item: dict[str, Any], fetch: AttachmentFetcher | None) -> bool:
+    return await _read_document(item, fetch, "word", "Word document", "Word document", docx_text)
 
 
 def _megabytes(size: int) -> str:
@@ -236,7 +267,7 @@ async def _watch(runtime: AgentRuntime, item: dict[str, Any], fetch: AttachmentF
     return True
 
 
-_WORK = {"image": _describe, "audio": _transcribe, "text": _read, "pdf": _read_pdf, "video": _watch}
+_WORK = {"image": _describe, "audio": _transcribe, "text": _read, "pdf": _read_pdf, "word": _read_word, "video": _watch}
 
 
 async def process_attachments(

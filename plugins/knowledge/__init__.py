@@ -1,7 +1,8 @@
 """Knowledge: the character answers from its facts, files and folders (elizaOS's plugin-knowledge).
 
-Sources are the character's ``knowledge`` items — facts, files (.md, .txt, .json, .pdf, any
-other UTF-8 text) and folders, relative to the character file — and ``KNOWLEDGE_PATH``. They
+Sources are the character's ``knowledge`` items — facts, files (.md, .txt, .json, .pdf, .docx,
+any other UTF-8 text) and folders, relative to the character file, and web pages
+(``{"url": …}``, read through the core plugin's links reader) — and ``KNOWLEDGE_PATH``. They
 are chunked (about 500 tokens with 100 of overlap), deduplicated by content hash, stored as
 ``documents`` and ``knowledge`` memories, and embedded when the agent has an embedding model.
 Ingestion runs in the background when the agent starts and when a reload leaves it running,

@@ -24,6 +24,8 @@ setting                                default    meaning
 ``KNOWLEDGE_SYNC_WAIT_S``              10         longest a message waits for a sync under way
                                                   (the first start's, a reload's) before the
                                                   provider answers from what is stored so far
+``KNOWLEDGE_URL_REFRESH_H``            24         hours before a sync reads a ``{"url": …}``
+                                                  page again; 0: at every sync
 =====================================  =========  =============================================
 
 KNOWLEDGE_MAX_TOKENS defaults to 2000, half of upstream's 4000: the text goes into every
@@ -72,6 +74,11 @@ class KnowledgeConfig:
     max_file_mb: float = 20.0
     dynamic: bool = False
     sync_wait_s: float = 10.0
+    url_refresh_h: float = 24.0
+
+    @property
+    def url_refresh_ns(self) -> int:
+        return int(self.url_refresh_h * 3600 * 1_000_000_000)
 
     @property
     def max_file_bytes(self) -> int:
@@ -114,6 +121,7 @@ def resolve_config(runtime: AgentRuntime) -> KnowledgeConfig:
         max_file_mb=read.number("KNOWLEDGE_MAX_FILE_MB", 20.0, 0.001, 10_000),
         dynamic=read.flag("KNOWLEDGE_PROVIDER_DYNAMIC"),
         sync_wait_s=read.number("KNOWLEDGE_SYNC_WAIT_S", 10.0, 0.0, 600.0),
+        url_refresh_h=read.number("KNOWLEDGE_URL_REFRESH_H", 24.0, 0.0, 24 * 365),
     )
 
 
@@ -128,7 +136,7 @@ def roots(runtime: AgentRuntime) -> list[Root]:
     character = runtime.character
     found: list[Root] = []
     for i, item in enumerate(character.knowledge):
-        if item.kind != "text":
+        if item.kind in ("path", "directory"):
             found.append(
                 Root(character.resolve_path(item.path or item.directory or ""), item.shared, f"knowledge[{i}]")
             )

@@ -2,8 +2,8 @@
 
 :func:`scan` walks the character's files and folders (and ``KNOWLEDGE_PATH``) into
 :class:`FoundFile` entries with their size and mtime, so unchanged files need no further I/O;
-:func:`extract_text` turns a file's bytes into text (PDF through pypdf, JSON pretty-printed,
-anything else as UTF-8 text) or raises :class:`Unreadable` with a reason fit for a log line.
+:func:`extract_text` turns a file's bytes into text (PDF through pypdf, Word's .docx through
+python-docx, JSON pretty-printed, anything else as UTF-8 text) or raises :class:`Unreadable` with a reason fit for a log line.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.sdk import UnreadablePdf, pdf_text
+from bot.sdk import UnreadableDocx, UnreadablePdf, docx_text, pdf_text
 
 __all__ = ["FoundFile", "Root", "Scan", "Unreadable", "content_type", "extract_text", "scan"]
 
@@ -26,7 +26,7 @@ _SKIP_DIRS = frozenset({"node_modules", "__pycache__", "dist", "build", "venv"})
 
 # Kinds troupe cannot read, and what to do instead. Anything else is tried as UTF-8 text.
 _UNSUPPORTED = {
-    **dict.fromkeys((".doc", ".docx", ".odt", ".rtf", ".pages"), "a word-processor document: save it as PDF or text"),
+    **dict.fromkeys((".doc", ".odt", ".rtf", ".pages"), "a word-processor document: save it as .docx, PDF or text"),
     **dict.fromkeys((".xls", ".xlsx", ".ods", ".numbers"), "a spreadsheet: export it as CSV"),
     **dict.fromkeys((".ppt", ".pptx", ".odp", ".key"), "a presentation: save it as PDF"),
     **dict.fromkeys(
@@ -64,6 +64,7 @@ _CONTENT_TYPES = {
     ".txt": "text/plain",
     ".json": "application/json",
     ".pdf": "application/pdf",
+    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
     ".csv": "text/csv",
     ".html": "text/html",
     ".htm": "text/html",
@@ -72,6 +73,7 @@ _CONTENT_TYPES = {
     ".yml": "application/yaml",
 }
 
+_READS = "text, Markdown, JSON, PDF and Word (.docx)"
 # How much of a file is checked for NUL bytes, the mark of a binary file.
 _SNIFF = 8192
 
@@ -181,16 +183,21 @@ def extract_text(path: Path, data: bytes) -> str:
 
     Raises:
         Unreadable: an unsupported kind (Word, images …), a binary file, text that is not UTF-8,
-            a PDF that is encrypted, damaged or has no text layer, or no text at all.
+            a PDF or Word document that is encrypted, damaged or has no text, or no text at all.
     """
     suffix = path.suffix.lower()
     if suffix in _UNSUPPORTED:
-        raise Unreadable(f"{_UNSUPPORTED[suffix]}; troupe reads text, Markdown, JSON and PDF")
+        raise Unreadable(f"{_UNSUPPORTED[suffix]}; troupe reads {_READS}")
     if suffix == ".pdf" or data.startswith(b"%PDF-"):
         text = _pdf_text(data)
+    elif suffix == ".docx":
+        try:
+            text = docx_text(data)
+        except UnreadableDocx as exc:
+            raise Unreadable(str(exc)) from None
     else:
         if b"\x00" in data[:_SNIFF]:
-            raise Unreadable("a binary file, not text; troupe reads text, Markdown, JSON and PDF")
+            raise Unreadable(f"a binary file, not text; troupe reads {_READS}")
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:

@@ -2,13 +2,19 @@
 
 One pass (:func:`sync`) per scope, own and shared; both store (steps 1–3) before either embeds:
 
-1. Sources are listed: the character's facts, and the files found under its paths, folders and
-   ``KNOWLEDGE_PATH`` (with size and mtime; one walk in a worker thread).
+1. Sources are listed: the character's facts and web pages (``{"url": …}``), and the files found
+   under its paths, folders and ``KNOWLEDGE_PATH`` (with size and mtime; one walk in a worker
+   thread).
 2. A file whose size, mtime and chunk settings match what was stored is left alone without
    being read. Otherwise it is read and hashed (SHA-256): the same bytes as before only update
    the record; content already stored (the same file elsewhere, the same fact twice) is only
    linked to; new content is extracted, chunked and stored at once, without vectors — keyword
    search finds it immediately.
+   A web page is read again only when it is due: KNOWLEDGE_URL_REFRESH_H (24 h) after it was
+   last read, or at once when newly listed. Syncs run at every start and reload, so reading each
+   page every time would fetch it on every restart; a page read again with the same text costs
+   no chunking or embedding (its hash decides, as for files). A page that cannot be read keeps
+   what was stored from it and is reported.
 3. Sources that are gone are forgotten, and documents no source refers to any more go with
    their fragments. A file or folder that exists but cannot be read keeps what was stored.
 4. Fragments with no vector of this agent's length are embedded in batches and given one. That
@@ -37,6 +43,7 @@ from bot.sdk import KnowledgeDocument, KnowledgeSourceRecord, ModelError, ModelT
 
 from ._config import KnowledgeConfig, roots
 from ._files import FoundFile, Scan, Unreadable, content_type, extract_text, scan
+from ._pages import PageRead, read_pages, shown
 from ._text import chunk_text, estimate_tokens
 
 if TYPE_CHECKING:
@@ -71,6 +78,8 @@ class SyncReport:
 
     files: int = 0
     facts: int = 0
+    pages: int = 0
+    """Web pages listed (read this time or not)."""
     fragments: int = 0
     """Fragments the agent can search afterwards (its own and shared)."""
     new: int = 0
@@ -86,9 +95,12 @@ class SyncReport:
         parts = [f"{self.new} new", f"{self.changed} changed", f"{self.removed} removed"]
         if self.skipped:
             parts.append(f"{self.skipped} skipped")
-        sources = f"{self.files} file{'s' if self.files != 1 else ''}"
+        listed = [f"{self.files} file{'s' if self.files != 1 else ''}"]
         if self.facts:
-            sources += f" and {self.facts} fact{'s' if self.facts != 1 else ''}"
+            listed.append(f"{self.facts} fact{'s' if self.facts != 1 else ''}")
+        if self.pages:
+            listed.append(f"{self.pages} web page{'s' if self.pages != 1 else ''}")
+        sources = " and ".join([", ".join(listed[:-1]), listed[-1]]) if len(listed) > 1 else listed[0]
         embedded = f"; {self.embedded} chunks embedded" if self.embedded else ""
         if self.not_embedded:
             embedded += f", {self.not_embedded} not (found by keywords until the next start)"
@@ -170,9 +182,12 @@ class _Pass:
 
     def _skip(self, where: str, reason: str) -> None:
         self.report.skipped += 1
+        self.report.problems.append(f"{where} skipped: {reason}")  # the console shows them
         _log.warning("%s: knowledge: %s skipped: %s", self.agent, where, reason)
 
-    async def run(self, files: Sequence[FoundFile], facts: Sequence[str], unreadable: Sequence[str]) -> None:
+    async def run(
+        self, files: Sequence[FoundFile], facts: Sequence[str], urls: Sequence[str], unreadable: Sequence[str]
+    ) -> None:
         existing = await self.store.get_knowledge_sources(shared=self.shared)
         keep: set[str] = set()
         for found in files:
@@ -184,6 +199,15 @@ class _Pass:
             if key not in keep:
                 await self._fact(text, key, existing.get(key))
                 keep.add(key)
+        due: list[str] = []
+        for url in dict.fromkeys(urls):  # each once, in order
+            if self._fresh(existing.get(f"url:{url}")):
+                keep.add(f"url:{url}")
+            else:
+                due.append(url)
+        for read in await read_pages(self.runtime, due):
+            if await self._page(read, f"url:{read.url}", existing.get(f"url:{read.url}")):
+                keep.add(f"url:{read.url}")
         # What sat under a folder or file that could not be read is kept, not forgotten.
         keep |= {k for k in existing if any(k == f"file:{p}" or k.startswith(f"file:{p}{os.sep}") for p in unreadable)}
         gone = [k for k in existing if k not in keep]
@@ -239,18 +263,69 @@ class _Pass:
             }
             document = KnowledgeDocument(doc_id, found.title, fragments, metadata)
             await self.store.put_knowledge_document(document, record, shared=self.shared)
+        self._stored(old)
+        return True
+
+    def _stored(self, old: KnowledgeSourceRecord | None) -> None:
+        """Count a source whose document was stored: new, or changed since ``old``."""
         if old is None:
             self.report.new += 1
         else:
             self.report.changed += 1
-        return True
 
     def _prepare_file(self, found: FoundFile, data: bytes) -> list[str]:
         """In a worker thread: the file's fragments, each headed by the file's title."""
-        text = extract_text(found.path, data)
-        header = f"[{found.title}]\n"
+        return self._headed_chunks(found.title, extract_text(found.path, data))
+
+    def _headed_chunks(self, title: str, text: str) -> list[str]:
+        """``text``'s fragments, each headed by ``title`` (CPU-bound for a long text)."""
+        header = f"[{title}]\n"
         budget = max(self.config.chunk_tokens - estimate_tokens(header), self.config.chunk_tokens // 2)
         return [header + chunk for chunk in chunk_text(text, budget, self.config.overlap_tokens)]
+
+    def _fresh(self, old: KnowledgeSourceRecord | None) -> bool:
+        """Whether a page was read recently enough not to be read again (``mtime_ns`` of a page's
+        record is when it was last read), under the chunk settings in force."""
+        return (
+            old is not None
+            and old.mtime_ns is not None
+            and self.config.url_refresh_ns > 0
+            and time.time_ns() - old.mtime_ns < self.config.url_refresh_ns
+            and old.document_id == document_id(self.scope, old.content_hash, self.config)
+        )
+
+    async def _page(self, read: PageRead, key: str, old: KnowledgeSourceRecord | None) -> bool:
+        """Bring one web page up to date; False when there is nothing of it to keep."""
+        if read.page is None:
+            kept = "what was stored from it is kept" if old is not None else "nothing is stored from it yet"
+            self._skip(shown(read.url), f"{read.problem}; {kept}")
+            return old is not None
+        page = read.page
+        text = f"Source: {shown(page.url)}\n\n{page.text}"  # a query may hold a key: not for prompts
+        data = text.encode("utf-8")
+        digest = await asyncio.to_thread(_sha256, data) if len(data) > _CHUNK_INLINE else _sha256(data)
+        doc_id = document_id(self.scope, digest, self.config)
+        record = KnowledgeSourceRecord(key, doc_id, digest, len(data), time.time_ns())
+        if old is not None and old.document_id == doc_id:  # read again, unchanged: only when it was read
+            await self.store.put_knowledge_document(None, record, shared=self.shared)
+            return True
+        document = None
+        if not await self.store.has_knowledge_document(doc_id, shared=self.shared):
+            title = " ".join(page.title.split())[:200] or shown(page.url)
+            fragments = await asyncio.to_thread(self._headed_chunks, title, text)
+            metadata = {
+                "source": "url",
+                "title": title,
+                "url": shown(read.url),
+                "contentType": "text/plain",
+                "fileSize": len(data),
+                "contentHash": digest,
+                "shared": self.shared,
+            }
+            document = KnowledgeDocument(doc_id, title, fragments, metadata)
+        await self.store.put_knowledge_document(document, record, shared=self.shared)
+        self._stored(old)
+        return True
 
     async def _fact(self, text: str, key: str, old: KnowledgeSourceRecord | None) -> None:
         digest = key.removeprefix("text:")
@@ -281,10 +356,7 @@ class _Pass:
         await self.store.put_knowledge_document(
             document, KnowledgeSourceRecord(key, doc_id, digest), shared=self.shared
         )
-        if old is None:
-            self.report.new += 1
-        else:
-            self.report.changed += 1  # chunked again under new chunk settings
+        self._stored(old)  # changed: chunked again under new chunk settings
 
     async def embed_missing(self, embedder: Embedder | None) -> None:
         """Give every fragment of this scope lacking one a vector of the agent's length."""
@@ -339,19 +411,23 @@ async def sync(runtime: AgentRuntime, config: KnowledgeConfig) -> SyncReport:
         _log.warning("%s: knowledge: %s", agent, problem)
     unreadable = [str(p) for p in found.unreadable]
     facts: dict[bool, list[str]] = {True: [], False: []}
+    urls: dict[bool, list[str]] = {True: [], False: []}
     for item in runtime.character.knowledge:
         if item.text is not None and item.text.strip():
             facts[item.shared].append(item.text.strip())
+        elif item.url is not None:
+            urls[item.shared].append(item.url)
     report.files = len(found.files)
     report.facts = len(facts[True]) + len(facts[False])
+    report.pages = len(set(urls[True])) + len(set(urls[False]))
     embedder = Embedder(runtime, config) if runtime.has_model(ModelType.TEXT_EMBEDDING) else None
 
     # Everything is stored (and found by keywords) before anything is embedded, the slow part.
     own = _Pass(runtime, config, report, shared=False)
     shared = _Pass(runtime, config, report, shared=True)
-    await own.run([f for f in found.files if not f.shared], facts[False], unreadable)
+    await own.run([f for f in found.files if not f.shared], facts[False], urls[False], unreadable)
     async with runtime.store.lock_shared_knowledge():
-        await shared.run([f for f in found.files if f.shared], facts[True], unreadable)
+        await shared.run([f for f in found.files if f.shared], facts[True], urls[True], unreadable)
     await own.embed_missing(embedder)
     async with runtime.store.lock_shared_knowledge():
         await shared.embed_missing(embedder)

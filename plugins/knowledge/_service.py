@@ -156,7 +156,7 @@ class KnowledgeService:
             self.last = report
             self._last_sync = _summary(report)
             self._known = None  # ask the store again
-            if report.files or report.facts or report.removed or report.fragments:
+            if report.files or report.facts or report.pages or report.removed or report.fragments:
                 _log.info("%s", report.line(name))
             else:
                 _log.debug("%s", report.line(name))
@@ -259,6 +259,7 @@ def _summary(report: SyncReport) -> KnowledgeSync:
         removed=report.removed,
         skipped=report.skipped,
         problems=tuple(report.problems),
+        pages=report.pages,
     )
 
 

@@ -92,7 +92,14 @@ def test_full_schema_loads(write, tmp_path: Path) -> None:
         "templates": {"messageHandlerTemplate": "{{agentName}} says"},
         "adjectives": ["calm"],
         "topics": ["tea"],
-        "knowledge": ["A fact.", {"path": "notes.md", "shared": True}, {"directory": "docs"}, {"path": "docs"}],
+        "knowledge": [
+            "A fact.",
+            {"path": "notes.md", "shared": True},
+            {"directory": "docs"},
+            {"path": "docs"},
+            {"url": "https://example.org/faq"},
+            "https://example.org/a-link-as-a-fact",
+        ],
         "messageExamples": [
             [
                 {"name": "{{user1}}", "content": {"text": "hi"}},
@@ -115,7 +122,8 @@ def test_full_schema_loads(write, tmp_path: Path) -> None:
     result = load_character(write(data))
     assert result.ok, result.problems
     c = character_of(result)
-    assert [k.kind for k in c.knowledge] == ["text", "path", "directory", "path"]
+    assert [k.kind for k in c.knowledge] == ["text", "path", "directory", "path", "url", "text"]
+    assert c.knowledge[4].to_json() == {"url": "https://example.org/faq", "shared": False}
     assert c.knowledge[1].shared is True and c.knowledge[2].shared is False
     assert c.message_examples[0][1].content.actions == ["REPLY"]
     assert result.platforms == ["discord", "telegram"]
@@ -244,9 +252,13 @@ def test_missing_bio(write) -> None:
         ({"name": "A", "bio": "x", "knowledge": [5]}, "$.knowledge[0]: each knowledge item is a fact (text)"),
         (
             {"name": "A", "bio": "x", "knowledge": [{"path": "a", "directory": "b"}]},
-            '$.knowledge[0]: give exactly one of "path" or "directory"',
+            '$.knowledge[0]: give exactly one of "path", "directory" or "url"',
         ),
-        ({"name": "A", "bio": "x", "knowledge": [{"url": "x"}]}, "$.knowledge[0].url: unknown key here"),
+        (
+            {"name": "A", "bio": "x", "knowledge": [{"url": "file:///etc/passwd"}]},
+            "$.knowledge[0].url: 'file:///etc/passwd' is not a web link; give one starting with https://",
+        ),
+        ({"name": "A", "bio": "x", "knowledge": [{"link": "x"}]}, "$.knowledge[0].link: unknown key here"),
         (
             {"name": "A", "bio": "x", "knowledge": [{"path": "a", "shared": "maybe"}]},
             "$.knowledge[0].shared: must be true or false",

@@ -15,6 +15,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from bot.config.character import load_character
 from bot.daemon.console import ConsoleServer
@@ -88,7 +89,24 @@ async def _seed(rt: AgentRuntime) -> None:
 
 
 @pytest.fixture
-async def site(tmp_path: Path) -> AsyncIterator[Site]:
+async def pages() -> AsyncIterator[str]:
+    """Web pages on loopback for Ada's knowledge: ``/hours`` reads, ``/gone`` answers 404."""
+
+    async def hours(request: web.Request) -> web.Response:
+        body = "<html><head><title>Opening hours</title></head><body><p>The mill shop opens at nine.</p></body></html>"
+        return web.Response(text=body, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/hours", hours)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    await runner.cleanup()
+
+
+@pytest.fixture
+async def site(tmp_path: Path, pages: str) -> AsyncIterator[Site]:
     folder = tmp_path / "characters" / "ada-knowledge"
     folder.mkdir(parents=True)
     (folder / "bees.md").write_text("# Bees\n\nAda's hives stand on the roof of the old mill.\n")
@@ -98,8 +116,17 @@ async def site(tmp_path: Path) -> AsyncIterator[Site]:
             {
                 "name": "Ada",
                 "bio": "Ada is a test character.",
-                "knowledge": ["Ada keeps bees.", {"directory": "ada-knowledge"}],
-                "settings": {"KNOWLEDGE_MAX_FILE_MB": "0.01", "secrets": {"SOME_API_KEY": SECRET}},
+                "knowledge": [
+                    "Ada keeps bees.",
+                    {"directory": "ada-knowledge"},
+                    {"url": f"{pages}/hours"},
+                    {"url": f"{pages}/gone"},
+                ],
+                "settings": {
+                    "KNOWLEDGE_MAX_FILE_MB": "0.01",
+                    "TROUPE_FETCH_ALLOW_PRIVATE": "true",
+                    "secrets": {"SOME_API_KEY": SECRET},
+                },
             }
         )
     )
@@ -248,12 +275,26 @@ async def test_forgetting_a_person_asks_first_says_what_goes_and_is_audited(
 # -- Knowledge -------------------------------------------------------------------------------------
 
 
-async def test_knowledge_lists_its_sources_and_tries_a_search(site: Site, http: aiohttp.ClientSession) -> None:
+async def test_knowledge_lists_its_sources_and_tries_a_search(
+    site: Site, http: aiohttp.ClientSession, pages: str
+) -> None:
     await log_in(http, site.console)
     ada = site.ada.agent_id
     page = await get(http, site.url(f"/knowledge/{ada}"))
     words = text_of(page)
-    assert re.search(r"Last sync: \d{4}-\d\d-\d\d \d\d:\d\d UTC: 1 file and 1 fact, 2 fragments", words)
+    assert re.search(
+        r"Last sync: \d{4}-\d\d-\d\d \d\d:\d\d UTC: 1 file, 1 fact and 2 web pages, 3 fragments "
+        r"\(3 new, 0 changed, 0 removed, 1 skipped \(listed below\)\)",
+        words,
+    )
+    problems = re.search(r'<ul class="problems".*?</ul>', page, re.S)
+    assert problems is not None
+    assert text_of(problems.group(0)) == (
+        f"{pages}/gone skipped: not read: the site answered 404 Not Found; nothing is stored from it yet"
+    )
+    row = re.search(r'data-source="Opening hours".*?</tr>', page, re.S)
+    assert row is not None
+    assert re.search(rf"Opening hours {re.escape(pages)}/hours web page 1 \d+ B", text_of(row.group(0)))
     row = re.search(r'data-source="ada-knowledge/bees.md".*?</tr>', page, re.S)
     assert row is not None and str(site.folder / "bees.md") in row.group(0)
     assert re.search(r"ada-knowledge/bees.md .* file 1 \d+ B", text_of(row.group(0)))
@@ -315,7 +356,13 @@ async def test_an_upload_too_large_or_unreadable_is_refused_with_a_message_and_n
             "notes.docx",
             b"PK\x03\x04 not text",
             400,
-            "Not uploaded: notes.docx cannot be used as knowledge: a word-processor document: save it as PDF or text; troupe reads text, Markdown, JSON and PDF.",
+            "Not uploaded: notes.docx cannot be used as knowledge: not a Word document (.docx files are zip archives, this is not one).",
+        ),
+        (
+            "notes.odt",
+            b"PK\x03\x04 not text",
+            400,
+            "notes.odt cannot be used as knowledge: a word-processor document: save it as .docx, PDF or text; troupe reads text, Markdown, JSON, PDF and Word (.docx).",
         ),
         ("raw.txt", b"\x00\x01\x02", 400, "a binary file, not text"),
     ]

@@ -174,7 +174,7 @@ def _resolve_secrets(
 
 def _check_knowledge(knowledge: list[KnowledgeSource], base_dir: Path, result: LoadResult) -> None:
     for i, item in enumerate(knowledge):
-        if item.kind == "text":
+        if item.kind in ("text", "url"):
             continue
         target = expand_home(item.path or item.directory or "")
         full = target if target.is_absolute() else base_dir / target

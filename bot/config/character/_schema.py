@@ -27,6 +27,8 @@ __all__ = [
 ]
 
 _CAMEL = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+# A web page a knowledge item names: http(s), a host, no spaces.
+_WEB_LINK = re.compile(r"https?://[^\s/?#]+[^\s]*", re.IGNORECASE)
 
 #: Top-level fields of elizaOS characters (v0 and v1) that troupe reads but does not use.
 #: They load without a word: they are real fields, not typos.
@@ -135,13 +137,16 @@ class ExampleMessage(BaseModel):
 
 
 class KnowledgeSource(BaseModel):
-    """A knowledge item: a fact given inline, a file, or a directory of files."""
+    """A knowledge item: a fact given inline, a file, a directory of files, or a web page."""
 
     model_config = ConfigDict(extra="forbid")
 
     text: str | None = None
     path: str | None = None
     directory: str | None = None
+    url: str | None = None
+    """A web page read through the links reader (``{"url": "https://…"}``): a plain string is a
+    fact even when it is a link, as in elizaOS."""
     shared: bool = False
     """Visible to every agent, not only this one."""
 
@@ -153,31 +158,48 @@ class KnowledgeSource(BaseModel):
         if not isinstance(data, dict):
             raise PydanticCustomError(
                 "knowledge_item",
-                'each knowledge item is a fact (text), {"path": "file.md"} or {"directory": "docs/"}, not {got}',
+                'each knowledge item is a fact (text), {"path": "file.md"}, {"directory": "docs/"} or '
+                '{"url": "https://…"}, not {got}',
                 {"got": json_type(data)},
             )
         return data
 
+    @field_validator("url")
+    @classmethod
+    def _web_link(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        url = value.strip()
+        if not _WEB_LINK.fullmatch(url):
+            raise PydanticCustomError(
+                "knowledge_url",
+                "{got} is not a web link; give one starting with https:// or http://",
+                {"got": repr(value)},
+            )
+        return url
+
     @model_validator(mode="after")
     def _exactly_one(self) -> KnowledgeSource:
-        given = [k for k in ("text", "path", "directory") if getattr(self, k) is not None]
+        given = [k for k in ("text", "path", "directory", "url") if getattr(self, k) is not None]
         if len(given) != 1:
             raise PydanticCustomError(
-                "knowledge_item", 'give exactly one of "path" or "directory" in a knowledge object'
+                "knowledge_item", 'give exactly one of "path", "directory" or "url" in a knowledge object'
             )
         return self
 
     @property
-    def kind(self) -> Literal["text", "path", "directory"]:
+    def kind(self) -> Literal["text", "path", "directory", "url"]:
         if self.text is not None:
             return "text"
+        if self.url is not None:
+            return "url"
         return "path" if self.path is not None else "directory"
 
     def to_json(self) -> str | dict[str, str | bool]:
         """The form this item takes in a character file."""
         if self.text is not None:
             return self.text
-        key = "path" if self.path is not None else "directory"
+        key = self.kind
         return {key: getattr(self, key), "shared": self.shared}
 
 

@@ -11,7 +11,7 @@ from bot.kernel.content import Attachment
 from bot.kernel.types import ChannelType
 from plugins.core import _attachments
 from tests.fakes.openai_server import FakeOpenAIServer
-from tests.media_files import encrypted_pdf, make_pdf, make_video
+from tests.media_files import encrypted_pdf, make_docx, make_pdf, make_video, protected_docx
 
 from .harness import Harness, plan
 
@@ -64,6 +64,36 @@ async def test_encrypted_and_broken_pdfs_are_described_and_the_reply_goes_out(ha
     )
     assert (by_id["broken"].description or "").startswith("PDF not read: not a readable PDF")
     assert "PDF not read: an encrypted PDF" in h.prompts[-1]
+
+
+async def test_a_word_document_in_chat_is_read_into_the_prompt_and_a_bad_one_described(harness) -> None:
+    h = await harness(ChannelType.DM)
+    h.large.append(plan("A short plan."))
+    files = {
+        "w": make_docx("# Plan", "Sales rose by 12 percent.", [["Quarter", "Sales"], ["Q3", "140"]]),
+        "locked": protected_docx(),
+        "broken": b"PK\x03\x04 not really a docx",
+    }
+    attachments = [
+        Attachment(id="w", url="https://cdn.example/plan.docx", title="plan.docx"),
+        Attachment(
+            id="locked",
+            url="x",
+            content_type="application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        ),
+        Attachment(id="broken", url="y", title="broken.docx"),
+    ]
+    outcome = await h.say("summary?", attachments=attachments, fetch=fetcher(files))
+    assert outcome.status == "replied"
+    assert "# Plan\n\nSales rose by 12 percent.\n\n| Quarter | Sales |\n| --- | --- |\n| Q3 | 140 |" in h.prompts[-1]
+    by_id = await stored(h)
+    assert by_id["w"].description == "Word document"
+    assert by_id["locked"].description == (
+        "Word document not read: a Word document protected by a password; save an unprotected copy"
+    )
+    assert by_id["broken"].description == (
+        "Word document not read: not a Word document (.docx files are zip archives, this is not one)"
+    )
 
 
 def looks_at_images(body: dict) -> bool:

@@ -16,6 +16,7 @@ from bot.kernel.types import Memory
 from bot.runtime.agent import AgentRuntime, RuntimeState
 from bot.runtime.events import AgentReloaded
 from bot.store import SHARED_KNOWLEDGE_ID, Store
+from tests.media_files import make_docx, protected_docx
 
 from .conftest import Agents, embed, make_pdf
 
@@ -90,6 +91,32 @@ async def test_a_pdf_encrypted_with_an_owner_password_only_opens(agents: Agents)
     (agents.dir / "open.pdf").write_bytes(make_pdf("Readable anyway.", password=""))
     rt = await agents.start(knowledge=[{"path": "open.pdf"}])
     assert await texts(rt) == ["[open.pdf]\nReadable anyway."]
+
+
+async def test_a_word_document_is_read_in_order_with_its_headings_lists_and_tables(agents: Agents) -> None:
+    (agents.dir / "hives.docx").write_bytes(
+        make_docx(
+            "# Hive care",
+            "Check each hive weekly.",
+            [["Hive", "Honey"], ["Rose", "12 kg"], ["Clover", "9 kg"]],
+            "## Tools",
+            "- smoker",
+            "- hive tool",
+            "Wash the tools after use.",
+        )
+    )
+    rt = await agents.start(knowledge=[{"path": "hives.docx"}])
+    assert await texts(rt) == [
+        "[hives.docx]\n# Hive care\n\nCheck each hive weekly.\n\n"
+        "| Hive | Honey |\n| --- | --- |\n| Rose | 12 kg |\n| Clover | 9 kg |\n\n"
+        "## Tools\n\n- smoker\n- hive tool\n\nWash the tools after use."
+    ]
+    (document,) = await rt.store.get_memories(table="documents")
+    assert document.metadata.extra["fileExt"] == "docx"
+    assert document.metadata.extra["contentType"] == (
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    )
+    assert await vectors(rt) == 1
 
 
 async def test_directories_are_walked_recursively_skipping_dotfiles(agents: Agents) -> None:
@@ -332,6 +359,9 @@ async def test_bad_files_are_skipped_with_a_line_naming_the_agent_and_the_file(
     (docs / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
     (docs / "scan.pdf").write_bytes(make_pdf(""))
     (docs / "report.docx").write_bytes(b"PK\x03\x04 zipped word")
+    (docs / "locked.docx").write_bytes(protected_docx())
+    (docs / "pictures.docx").write_bytes(make_docx())
+    (docs / "old.doc").write_bytes(b"\xd0\xcf\x11\xe0 an old Word file")
     caplog.set_level(logging.WARNING, logger="plugins.knowledge")
     rt = await agents.start(knowledge=[{"directory": "docs"}])
     assert await texts(rt) == ["[docs/good.md]\nGood file."]
@@ -343,11 +373,18 @@ async def test_bad_files_are_skipped_with_a_line_naming_the_agent_and_the_file(
         "locked.pdf": "an encrypted PDF that needs a password; save an unencrypted copy",
         "broken.pdf": "not a readable PDF",
         "scan.pdf": "a PDF without a text layer",
-        "report.docx": "a word-processor document: save it as PDF or text",
+        "report.docx": "not a Word document (.docx files are zip archives, this is not one)",
+        "locked.docx": "a Word document protected by a password; save an unprotected copy",
+        "pictures.docx": "a Word document without text",
+        "old.doc": "a word-processor document: save it as .docx, PDF or text",
     }
     for name, reason in expected.items():
         assert any(line.startswith(f"Ada: knowledge: {docs / name} skipped: {reason}") for line in lines), name
-    assert rt.get_service("knowledge").last.skipped == 7
+    report = rt.get_service("knowledge").last
+    assert report.skipped == 10
+    # Each is a problem of the sync's report too (the console lists them), one line per file.
+    for name, reason in expected.items():
+        assert sum(p.startswith(f"{docs / name} skipped: {reason}") for p in report.problems) == 1, name
     assert "hunter2" not in caplog.text and "Top secret" not in caplog.text
 
 

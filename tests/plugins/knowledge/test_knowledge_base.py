@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.sdk import KNOWLEDGE_BASE, KnowledgeBase, UploadRefused
+from tests.media_files import make_docx
 
 from .conftest import Agents, big_document
 
@@ -69,6 +70,19 @@ async def test_a_file_added_is_saved_in_the_folder_and_found_after_a_resync(agen
     assert "pier two" in match.text
 
 
+async def test_a_word_document_added_is_saved_and_found_after_a_resync(agents: Agents) -> None:
+    (agents.dir / "docs").mkdir()
+    rt = await agents.start(knowledge=[{"directory": "docs"}])
+    knowledge = base(rt)
+    data = make_docx("# Ferries", [["Ferry", "Leaves"], ["Lighthouse", "7:40 from pier nine"]])
+    path = await knowledge.add_file("ferries.docx", data)
+    assert path.read_bytes() == data
+    sync = await knowledge.resync()
+    assert sync is not None and (sync.new, sync.skipped) == (1, 0)
+    (match,) = await knowledge.try_search("When does the lighthouse ferry leave?")
+    assert match.title == "docs/ferries.docx" and "| Lighthouse | 7:40 from pier nine |" in match.text
+
+
 async def test_knowledge_path_is_the_upload_folder_when_it_is_a_folder(agents: Agents) -> None:
     (agents.dir / "notes").mkdir()
     rt = await agents.start(knowledge=[], settings={"KNOWLEDGE_PATH": "notes"})
@@ -78,7 +92,8 @@ async def test_knowledge_path_is_the_upload_folder_when_it_is_a_folder(agents: A
 @pytest.mark.parametrize(
     ("name", "data", "says"),
     [
-        ("report.docx", b"PK\x03\x04", "a word-processor document: save it as PDF or text"),
+        ("report.docx", b"PK\x03\x04", "not a Word document"),
+        ("report.odt", b"PK\x03\x04", "a word-processor document: save it as .docx, PDF or text"),
         ("blob.txt", b"\x00\x01\x02binary", "a binary file, not text"),
         ("latin.txt", "café".encode("latin-1"), "not UTF-8 text"),
         ("empty.md", b"  \n", "empty: it holds no text"),

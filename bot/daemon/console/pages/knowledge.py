@@ -61,11 +61,21 @@ def _sync_line(sync: KnowledgeSync | None) -> str:
         return "not synced yet"
     parts = [f"{sync.new} new", f"{sync.changed} changed", f"{sync.removed} removed"]
     if sync.skipped:
-        parts.append(f"{sync.skipped} skipped (the log says why)")
+        parts.append(f"{sync.skipped} skipped (listed below)")
+    listed = f"{_count(sync.files, 'file')} and {_count(sync.facts, 'fact')}"
+    if sync.pages:
+        listed = f"{_count(sync.files, 'file')}, {_count(sync.facts, 'fact')} and {_count(sync.pages, 'web page')}"
     return (
-        f"{when(sync.finished_at)}: {_count(sync.files, 'file')} and {_count(sync.facts, 'fact')}, "
+        f"{when(sync.finished_at)}: {listed}, "
         f"{_count(sync.fragments, 'fragment')} ({', '.join(parts)}) in {sync.seconds:.1f} s"
     )
+
+
+def _kind(source: str) -> str:
+    """What a source key names: a ``file:``, a ``url:`` (a web page) or a fact."""
+    if source.startswith("file:"):
+        return "file"
+    return "web page" if source.startswith("url:") else "fact"
 
 
 def _count(n: int, thing: str) -> str:
@@ -106,8 +116,8 @@ async def _render(
     sources = [
         {
             "title": s.title or s.source,
-            "kind": "file" if s.source.startswith("file:") else "fact",
-            "path": s.source.removeprefix("file:") if s.source.startswith("file:") else "",
+            "kind": _kind(s.source),
+            "path": s.source.partition(":")[2] if s.source.startswith(("file:", "url:")) else "",
             "shared": s.shared,
             "fragments": s.fragments,
             "size": size(s.size),
@@ -124,6 +134,7 @@ async def _render(
             "chosen": chosen,
             "sources": sources,
             "last_sync": _sync_line(knowledge.last_sync),
+            "problems": knowledge.last_sync.problems if knowledge.last_sync else (),
             "syncing": knowledge.syncing,
             "folder": str(folder) if folder else "",
             "max_size": size(knowledge.max_file_bytes),

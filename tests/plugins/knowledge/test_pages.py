@@ -1,0 +1,129 @@
+"""Web pages a character's knowledge lists (``{"url": …}``): read through the links reader at a
+sync, read again only when due, unchanged text not embedded again, a page that cannot be read
+kept and reported, private addresses refused unless allowed."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+from aiohttp import web
+
+from bot.sdk import KNOWLEDGE_BASE
+
+from .conftest import Agents
+from .test_ingest import texts
+
+ALLOW = {"TROUPE_FETCH_ALLOW_PRIVATE": "true"}
+EVERY_SYNC = {**ALLOW, "KNOWLEDGE_URL_REFRESH_H": "0"}
+PAGE = """<html><head><title>Hive notes</title></head><body><nav>menu</nav>
+<p>The bees of the north meadow swarm in June, led by the queen {queen}.</p></body></html>"""
+
+
+@dataclass
+class Site:
+    """A page on loopback whose text (or failure) the test sets, counting the times it is read."""
+
+    url: str = ""
+    queen: str = "Clementine"
+    status: int = 200
+    reads: list[str] = field(default_factory=list)
+
+    @property
+    def hives(self) -> str:
+        return f"{self.url}/hives?key=s3cret"
+
+
+@pytest.fixture
+async def site() -> AsyncIterator[Site]:
+    made = Site()
+
+    async def page(request: web.Request) -> web.Response:
+        made.reads.append(request.path)
+        if made.status != 200:
+            return web.Response(status=made.status, text="gone")
+        return web.Response(text=PAGE.format(queen=made.queen), content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/hives", page)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    server = web.TCPSite(runner, "127.0.0.1", 0)
+    await server.start()
+    made.url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    yield made
+    await runner.cleanup()
+
+
+async def test_a_listed_page_is_read_chunked_embedded_and_listed_as_a_web_page(agents: Agents, site: Site) -> None:
+    rt = await agents.start(knowledge=[{"url": site.hives}, "Ada keeps bees."], settings=ALLOW)
+    fact, page_text = sorted(await texts(rt))
+    assert fact == "Ada keeps bees."
+    assert page_text.startswith(f"[Hive notes]\nSource: {site.url}/hives\n\n")  # not its query: it may hold a key
+    assert page_text.endswith("The bees of the north meadow swarm in June, led by the queen Clementine.")
+    report = rt.get_service("knowledge").last
+    assert (report.pages, report.facts, report.new, report.embedded, report.problems) == (1, 1, 2, 2, [])
+    assert "1 file" not in report.line("Ada") and "1 fact and 1 web page" in report.line("Ada")
+    knowledge = rt.get_service(KNOWLEDGE_BASE)
+    assert knowledge is not None
+    (page,) = [s for s in await knowledge.sources() if s.source.startswith("url:")]
+    assert page.source == f"url:{site.hives}" and page.title == "Hive notes" and page.fragments == 1
+    assert knowledge.last_sync is not None and knowledge.last_sync.pages == 1
+    (match,) = await knowledge.try_search("Who leads the swarm of the north meadow?")
+    assert match.title == "Hive notes" and "Clementine" in match.text
+
+
+async def test_a_page_is_read_again_only_when_due_and_the_same_text_is_not_embedded_again(
+    agents: Agents, site: Site
+) -> None:
+    rt = await agents.start(knowledge=[{"url": site.hives}], settings=ALLOW)
+    assert site.reads == ["/hives"]
+    rt = await agents.restart(rt)  # within KNOWLEDGE_URL_REFRESH_H (24 h): not read
+    assert site.reads == ["/hives"] and any("Clementine" in t for t in await texts(rt))
+
+    await rt.close()
+    agents.embedder.reset()
+    rt = await agents.start(knowledge=[{"url": site.hives}], settings=EVERY_SYNC)
+    report = rt.get_service("knowledge").last
+    assert site.reads == ["/hives"] * 2
+    assert (report.new, report.changed, report.embedded, agents.embedder.texts) == (0, 0, 0, [])
+
+    site.queen = "Marigold"  # the page changed: its new text replaces the old
+    rt = await agents.restart(rt)
+    report = rt.get_service("knowledge").last
+    assert site.reads == ["/hives"] * 3 and (report.changed, report.embedded) == (1, 1)
+    (text,) = await texts(rt)
+    assert "queen Marigold" in text and "Clementine" not in text
+
+    await rt.close()
+    rt = await agents.start(knowledge=["Ada keeps bees."], settings=EVERY_SYNC)  # no longer listed: forgotten
+    assert await texts(rt) == ["Ada keeps bees."] and rt.get_service("knowledge").last.removed == 1
+
+
+async def test_a_page_that_cannot_be_read_keeps_what_was_stored_and_is_reported(
+    agents: Agents, site: Site, caplog: pytest.LogCaptureFixture
+) -> None:
+    rt = await agents.start(knowledge=[{"url": site.hives}], settings=EVERY_SYNC)
+    site.status = 503
+    rt = await agents.restart(rt)
+    assert any("queen Clementine" in t for t in await texts(rt))
+    report = rt.get_service("knowledge").last
+    assert report.skipped == 1
+    (problem,) = report.problems
+    assert problem == (
+        f"{site.url}/hives skipped: not read: the site answered 503 Service Unavailable; "
+        "what was stored from it is kept"
+    )
+    assert "s3cret" not in caplog.text and "s3cret" not in problem  # a link's query may hold a key
+
+
+async def test_a_page_at_a_private_address_is_refused_unless_allowed(agents: Agents, site: Site) -> None:
+    rt = await agents.start(knowledge=[{"url": site.hives}, "Ada keeps bees."])
+    assert await texts(rt) == ["Ada keeps bees."] and site.reads == []
+    report = rt.get_service("knowledge").last
+    (problem,) = report.problems
+    assert problem.startswith(f"{site.url}/hives skipped: not read: ") and "address" in problem
+    assert problem.endswith("; nothing is stored from it yet")
+    rt = await agents.restart(rt, environ=ALLOW)  # allowed now: read at the next sync
+    assert site.reads == ["/hives"] and any("Clementine" in t for t in await texts(rt))
