@@ -42,6 +42,8 @@ async def test_a_thank_you_gets_a_thumbs_up_on_it_once_however_often_it_comes(sc
     assert await handled(s.runtime("Ada"), asked.id) == "acted"
     assert s.ada.reactions == [(asked, "👍")] and asked.reactions == {"👍": [s.ada.id]}
     assert s.ada.sent == []  # the reaction was the whole answer
+    planning = next(p for p in s.brain.prompts if "Write the next turn of Ada" in p)
+    assert "REACT: Put an emoji reaction on the message you answer" in planning  # offered, with its use
 
     # The gateway delivers it again; the next message is answered after it was passed over.
     await s.fake.redeliver_message(asked)

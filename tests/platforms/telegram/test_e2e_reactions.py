@@ -22,6 +22,8 @@ async def test_a_thank_you_gets_a_thumbs_up_once_however_often_telegram_sends_it
     asked = await s.fake.user_says(s.sam, chat, "thanks!")
     await until(lambda: s.ada.reactions)
     assert s.ada.reactions == [{"chat_id": chat.id, "message_id": asked["message_id"], "emoji": ["👍"]}]
+    planning = next(p for p in s.brain.prompts if "Write the next turn of Ada" in p)
+    assert "REACT: Put an emoji reaction on the message you answer" in planning  # offered, with its use
     first = s.ada.delivered[-1]["update_id"]
     s.fake.redeliver(s.ada, first)  # its confirmation never reached Telegram
     await until(lambda: not s.ada.updates and s.ada.polls >= 3)
