@@ -3,7 +3,8 @@
 The plan names the emoji (``content.emoji``: ``<emoji>👍</emoji>``); a plan that names none gets
 👍, or the text when that is a lone emoji (a weak model's way of writing it). The reaction goes
 through the reply channel (:attr:`ActionContext.react`), recorded like a reply, so a message
-delivered again never gets a second one. A platform that refuses it (no permission, the message
+delivered again never gets a second one; it is kept in the conversation as people's reactions
+are (``*reacted 👍*``). A platform that refuses it (no permission, the message
 deleted, an emoji Telegram does not let bots use) has logged why; the rest of the plan still
 runs, and a REACT planned alone says the emoji in a message instead, so the person still gets an
 answer.
@@ -11,14 +12,32 @@ answer.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
-from bot.sdk import Action, ActionContext, ActionResult, Content, Memory, Reacted, Reply, State
+from bot.sdk import (
+    Action,
+    ActionContext,
+    ActionResult,
+    Content,
+    Memory,
+    MemoryMetadata,
+    MemoryType,
+    Reacted,
+    Reply,
+    State,
+    StoreError,
+    now_ms,
+)
+
+from .._incoming import MESSAGES
 
 if TYPE_CHECKING:
     from bot.sdk import AgentRuntime
 
 __all__ = ["NAME", "action"]
+
+_log = logging.getLogger(__name__)
 
 NAME = "REACT"
 DEFAULT_EMOJI = "👍"
@@ -49,6 +68,7 @@ async def _handler(context: ActionContext) -> ActionResult:
     emoji = emoji_of(content)
     reacted = await context.react(emoji) if context.react is not None else Reacted.UNSUPPORTED
     if reacted is Reacted.DONE:
+        await _remember(context.runtime, message, emoji)
         return ActionResult(
             text=f"Reacted with {emoji}", values={"reacted": True}, data={"actionName": NAME, "emoji": emoji}
         )
@@ -62,6 +82,27 @@ async def _handler(context: ActionContext) -> ActionResult:
         Reacted.NOT_SENT: "the answer is not this runtime's to give",
     }[reacted]
     return ActionResult(success=False, error=f"no reaction {emoji}: {why}", data={"actionName": NAME, "emoji": emoji})
+
+
+async def _remember(runtime: AgentRuntime, message: Memory, emoji: str) -> None:
+    """Keep the reaction in the conversation, as a person's is kept (``*reacted 👍*``), so the
+    next turn knows the message was answered; once, whatever runs it again."""
+    reaction = Memory(
+        id=runtime.unique_id(f"{message.id}:reaction:{emoji}"),
+        entity_id=runtime.agent_id,
+        agent_id=runtime.agent_id,
+        room_id=message.room_id,
+        world_id=message.world_id,
+        content=Content(
+            text=f"*reacted {emoji}*", actions=(NAME,), in_reply_to=message.id, source=message.content.source
+        ),
+        metadata=MemoryMetadata(type=MemoryType.REACTION, emoji=emoji),
+        created_at=now_ms(),
+    )
+    try:
+        await runtime.store.create_memory(reaction, MESSAGES, unique=False)
+    except StoreError as exc:  # the reaction is on the message; only the history misses it
+        _log.warning("%s: could not remember reacting with %s: %s", runtime.character.name, emoji, exc)
 
 
 action = Action(

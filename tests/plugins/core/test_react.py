@@ -34,6 +34,22 @@ async def test_a_thank_you_gets_a_thumbs_up_and_no_message(harness) -> None:
     assert h.reactions == ["👍"] and h.sent == []
 
 
+async def test_the_reaction_is_kept_in_the_conversation(harness) -> None:
+    h = await harness(ChannelType.DM)
+    h.large.append(reacting("👍"))
+    message_id = str(uuid.uuid4())
+    await h.say("thanks!", id=message_id)
+    kept = await h.rt.store.get_memories(table="messages", room_id=h.room)
+    reactions = [m for m in kept if m.entity_id == h.rt.agent_id]
+    assert [(m.content.text, m.content.in_reply_to, m.metadata.emoji) for m in reactions] == [
+        ("*reacted 👍*", message_id, "👍")
+    ]
+    h.large.append(plan("Anything else?"))
+    await h.say("one more thing")
+    planning = [p for p in h.prompts if "Write the next turn of Ada" in p][-1]
+    assert "*reacted 👍*" in planning  # the next turn knows the thank-you was answered
+
+
 async def test_a_reaction_and_a_reply_both_go(harness) -> None:
     h = await harness(ChannelType.DM)
     h.large.append(reacting("🎉", text="Congratulations!", actions="REPLY,REACT"))
