@@ -19,6 +19,7 @@ from bot.sdk import (
     Action,
     ActionContext,
     ActionResult,
+    ChannelType,
     Content,
     Memory,
     MemoryMetadata,
@@ -44,10 +45,17 @@ DEFAULT_EMOJI = "👍"
 _MAX_EMOJI_CHARS = 64  # a custom Discord emoji, <a:name:id>, is the longest there is
 
 
+# Words said in a voice channel are no message anyone could put a reaction on.
+_SPOKEN = frozenset({ChannelType.VOICE_DM, ChannelType.VOICE_GROUP})
+
+
 async def _validate(runtime: AgentRuntime, message: Memory, state: State) -> bool:
-    """Offered where the message's platform can react (its connection says so)."""
+    """Offered where the message's platform can react (its connection says so), for a message
+    written there (not words said in a voice channel)."""
     source = message.content.source
-    return bool(source) and bool(getattr(runtime.services.get(str(source)), "reacts", False))
+    if not source or message.content.channel_type in _SPOKEN:
+        return False
+    return bool(getattr(runtime.services.get(str(source)), "reacts", False))
 
 
 def emoji_of(content: Content) -> str:

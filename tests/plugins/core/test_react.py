@@ -142,6 +142,9 @@ async def test_react_is_offered_only_where_the_platform_can_react(harness) -> No
     assert await react_action.validate(h.rt, message, None)  # type: ignore[arg-type]
     elsewhere = Memory(entity_id=HUMAN, room_id=h.room, content=Content(text="thanks", source="console"))
     assert not await react_action.validate(h.rt, elsewhere, None)  # type: ignore[arg-type]
+    spoken = Content(text="thanks", source="discord", channel_type=ChannelType.VOICE_GROUP)
+    said = Memory(entity_id=HUMAN, room_id=h.room, content=spoken)  # in a voice channel: nothing to react on
+    assert not await react_action.validate(h.rt, said, None)  # type: ignore[arg-type]
     assert {"ADD_REACTION", "EMOJI_REACTION"} <= set(react_action.similes)
 
 
