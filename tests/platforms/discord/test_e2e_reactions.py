@@ -81,3 +81,15 @@ async def test_a_reaction_discord_refuses_is_logged_and_the_reply_still_goes(sce
     assert f"could not react with 👍 in #general (channel {s.general.id}) to message {asked.id}" in line
     assert "403" in line and "Missing Permissions" in line
     assert "Traceback" not in caplog.text
+
+
+async def test_a_reaction_waits_out_rate_limits_as_a_send_does(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    s.fake.fail_next("PUT", r"/reactions/[^/]+/@me$", status=429, retry_after=0.05, times=7, bot=s.ada)
+    s.brain.plans["Ada"].append(reacting("🎉"))
+    asked = await s.fake.user_says(s.sam, s.general, f"{s.ada.mention} we shipped it")
+    assert await handled(s.runtime("Ada"), asked.id) == "acted"
+    assert s.ada.reactions == [(asked, "🎉")] and s.ada.sent == []
+    tries = [r for r in s.ada.requests if r.method == "PUT" and "/reactions/" in r.path]
+    assert len(tries) == 8  # seven refused (discord.py's own five tries, then ours), the eighth taken
