@@ -226,6 +226,8 @@ class Content:
     """The button pressed, for a message that is a press."""
     action: str | None = None
     """The one action of an elizaOS v0 message (newer ones list ``actions``)."""
+    emoji: str | None = None
+    """The reaction the plan put on the message it answers (REACT)."""
     extra: Mapping[str, object] = field(default_factory=lambda: _NOTHING)
     """Every other key, as stored."""
 
@@ -332,6 +334,7 @@ _CONTENT_FIELDS: Final[Mapping[str, _Field]] = _by_key(
     ("providers", "providers", _texts),
     ("button", "button", _press),
     ("action", "action", _text),
+    ("emoji", "emoji", _text),
 )
 _METADATA_FIELDS: Final[Mapping[str, _Field]] = _by_key(
     ("type", "type", _memory_type),

@@ -19,7 +19,16 @@ from typing import Protocol
 from bot.kernel.outgoing import Reply
 from bot.kernel.types import Memory
 
-__all__ = ["IncomingMessage", "MessageHandler", "NativeRef", "Outcome", "QuietChannel", "ReplyChannel", "Status"]
+__all__ = [
+    "IncomingMessage",
+    "MessageHandler",
+    "NativeRef",
+    "Outcome",
+    "QuietChannel",
+    "Reacted",
+    "ReplyChannel",
+    "Status",
+]
 
 
 class Status(StrEnum):
@@ -44,6 +53,15 @@ class Status(StrEnum):
     ABANDONED = "abandoned"  # troupe died while answering it, twice: given up (see Claim.ABANDONED)
     NOT_TAKEN_UP = "not_taken_up"  # left by a crash, but not addressed to the agent: not worth answering late
     UNHANDLED = "unhandled"  # no plugin of the agent handles messages
+
+
+class Reacted(StrEnum):
+    """How putting an emoji reaction on the message being answered ended."""
+
+    DONE = "done"  # the reaction is on the message
+    REFUSED = "refused"  # the platform would not take it (no permission, message gone, emoji not allowed): logged
+    UNSUPPORTED = "unsupported"  # this channel cannot react at all
+    NOT_SENT = "not_sent"  # nothing went out: the answer is not this runtime's to give (already given, or elsewhere)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +109,12 @@ class ReplyChannel(Protocol):
         takes the old one's place (what was already spoken stays said)."""
         ...
 
+    async def react(self, emoji: str) -> Reacted:
+        """Put ``emoji`` (a unicode emoji, or a platform's own such as Discord's ``<:name:id>``)
+        on the message being answered, as a person would. Never raises: a refusal is logged
+        and said in the result."""
+        ...
+
 
 class QuietChannel:
     """A reply channel's defaults: no typing, no attachments, no streaming, and sends go nowhere.
@@ -109,6 +133,9 @@ class QuietChannel:
 
     def stream(self, text_so_far: str) -> None:
         return None
+
+    async def react(self, emoji: str) -> Reacted:
+        return Reacted.UNSUPPORTED
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, run
 from bot.config.shards import Reshardable
 from bot.kernel.errors import ConfigError, PartlySent, SendError
 from bot.kernel.lifecycle import AdapterState
-from bot.kernel.messages import QuietChannel
+from bot.kernel.messages import QuietChannel, Reacted
 from bot.kernel.outgoing import Reply
 from bot.kernel.record_metadata import PlatformProfile
 from bot.kernel.text import first_words
@@ -178,6 +178,7 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
     where: ClassVar[str]  # what a room is there, in messages for people ("channel", "chat")
     sends_files: ClassVar[bool] = True  # False: only text goes out (stripped; nothing without it)
     strips_replies: ClassVar[bool] = False  # True: a reply's text is stripped; nothing goes without text or files
+    reacts: ClassVar[bool] = False  # True: the bot can put an emoji on a message (react_native)
 
     def __init__(self, runtime: AgentRuntime, tokens: type[TokenClaims], token: str) -> None:
         self.runtime = runtime
@@ -306,6 +307,16 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
         """
         raise LookupError(f"{self.label} offers no attachments")
 
+    async def react_native(self, target: TargetT, quoting: QuotedT, emoji: str) -> None:
+        """Put ``emoji`` on the platform's message ``quoting`` in ``target``, as the bot.
+
+        Raises:
+            NotImplementedError: the platform has no reactions (the default).
+            Exception: the platform refused it (no permission, the message deleted, an emoji it
+                does not take); :meth:`failure_reason` says why, for the log.
+        """
+        raise NotImplementedError
+
     async def record_direct_chat(self, sent: list[SentT], room_id: str, person: Entity) -> None:
         """After a direct message to ``person`` went out, before it is stored: write what it
         needs (a private chat first seen through it)."""
@@ -373,6 +384,26 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
             self._log_send_failure(target, text, exc, quoting)
             # What did go out is part of the conversation.
             return (list(exc.sent), False) if isinstance(exc, PartlySent) else ([], False)
+
+    async def react(self, target: TargetT, quoting: QuotedT | None, emoji: str) -> Reacted:
+        """Put ``emoji`` on the message ``quoting`` (:meth:`react_native`); never raises: a
+        refusal is logged, with the emoji, where, and why."""
+        emoji = emoji.strip()
+        if quoting is None or not emoji:
+            return Reacted.UNSUPPORTED
+        if not self.runtime.may_send():
+            _log.warning("%s: not reacting: another daemon may serve this character now", self.name)
+            return Reacted.NOT_SENT
+        where = self.describe_send(target, quoting).replace("a reply in", "in", 1)
+        try:
+            await self.react_native(target, quoting, emoji)
+        except NotImplementedError:
+            return Reacted.UNSUPPORTED
+        except Exception as exc:  # noqa: BLE001 - a reaction refused is logged, the answer goes on
+            _log.warning("%s: could not react with %s %s: %s", self.name, emoji, where, self.failure_reason(exc))
+            return Reacted.REFUSED
+        _log.debug("%s: reacted with %s %s", self.name, emoji, where)
+        return Reacted.DONE
 
     async def reply(
         self,
@@ -515,3 +546,6 @@ class PlatformReplyChannel(QuietChannel, Generic[TargetT, SentT, QuotedT]):
 
     async def fetch(self, attachment: Mapping[str, object]) -> bytes:
         return await self.adapter.fetch_attachment(self.quoting, attachment)
+
+    async def react(self, emoji: str) -> Reacted:
+        return await self.adapter.react(self.target, self.quoting, emoji)

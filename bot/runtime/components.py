@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from bot.kernel.buttons import Press
+from bot.kernel.messages import Reacted
 from bot.kernel.outgoing import OutgoingFile, Reply, markdown_file
 from bot.kernel.tools import Toolbox
 from bot.kernel.types import JSON, Entity, Memory, Room, Task
@@ -41,6 +42,7 @@ __all__ = [
     "PressHandling",
     "Provider",
     "ProviderResult",
+    "ReactCallback",
     "Replier",
     "ServiceKey",
     "State",
@@ -54,6 +56,8 @@ T = TypeVar("T")
 
 #: Sends a reply to the room the message came from; returns the memories of what was sent.
 HandlerCallback = Callable[[Reply], Awaitable[list[Memory]]]
+#: Puts an emoji reaction on the message being answered; says how that ended (never raises).
+ReactCallback = Callable[[str], Awaitable[Reacted]]
 
 
 @dataclass(slots=True)
@@ -107,6 +111,9 @@ class ActionContext:
     attached: list[OutgoingFile] = field(default_factory=list)
     """Files an action of the chain attached for a later one to send: REPLY and SEND_MESSAGE
     send them with what they say. The actions of one chain share this list."""
+    react: ReactCallback | None = None
+    """Puts an emoji on the message being answered, as part of the answer (at most once, like a
+    reply); None where there is no live message to react on."""
 
 
 #: ``async (context) -> ActionResult | None``: an action's work (None counts as a success).

@@ -50,7 +50,16 @@ from bot.kernel.frozen_map import FrozenMap
 from bot.kernel.ids import is_uuid, string_to_uuid, unique_uuid
 from bot.kernel.lifecycle import AdapterState
 from bot.kernel.links import LinkState
-from bot.kernel.messages import IncomingMessage, MessageHandler, NativeRef, Outcome, QuietChannel, ReplyChannel, Status
+from bot.kernel.messages import (
+    IncomingMessage,
+    MessageHandler,
+    NativeRef,
+    Outcome,
+    QuietChannel,
+    Reacted,
+    ReplyChannel,
+    Status,
+)
 from bot.kernel.metrics import Gauge, GaugeChild
 from bot.kernel.models import (
     EmbeddingBatchParams,
@@ -161,6 +170,7 @@ from bot.runtime.components import (
     PressHandler,
     Provider,
     ProviderResult,
+    ReactCallback,
     Replier,
     ServiceKey,
     State,
@@ -338,6 +348,8 @@ __all__ = [
     "Provider",
     "ProviderResult",
     "QuietChannel",
+    "ReactCallback",
+    "Reacted",
     "ReactionReceived",
     "read_limited",
     "reason_for",

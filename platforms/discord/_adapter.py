@@ -76,7 +76,7 @@ from ._mapping import (
     translate,
     world_for_guild,
 )
-from ._outbound import describe, embeds_of, send_chunks, uploads_of, what_is_sent
+from ._outbound import add_reaction, describe, embeds_of, send_chunks, uploads_of, what_is_sent
 from ._presses import components_of
 from ._refusal import token_refusal
 from ._voice import VoiceManager
@@ -105,6 +105,7 @@ class DiscordAdapter(
     source = SOURCE
     label = "Discord"
     where = "channel"
+    reacts = True
 
     def __init__(self, runtime: AgentRuntime, config: DiscordConfig, shards: Shards | None = None) -> None:
         super().__init__(runtime, DiscordTokens, config.token.get_secret_value())
@@ -504,6 +505,13 @@ class DiscordAdapter(
             self.refusal.refused_now()  # the gateway may not have said so yet
             return "Discord refused my bot token; my operator has to give me a new one"
         return None
+
+    async def react_native(
+        self, target: MessageableChannel, quoting: discord.Message | discord.PartialMessage, emoji: str
+    ) -> None:
+        """A unicode emoji, or a server's own as ``<:name:id>`` (``<a:name:id>`` animated)."""
+        # discord.py would send "<:name:id>" as ":name:id"; Discord's route wants "name:id".
+        await add_reaction(quoting, discord.PartialEmoji.from_str(emoji), deadline_s=self.config.send_deadline)
 
     async def fetch_attachment(
         self, quoting: discord.Message | discord.PartialMessage | None, attachment: Mapping[str, object]

@@ -17,8 +17,8 @@ import asyncio
 import io
 import logging
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import aiohttp
 import discord
@@ -39,6 +39,7 @@ __all__ = [
     "DEFAULT_DEADLINE_S",
     "SAFE_MENTIONS",
     "SendGaveUp",
+    "add_reaction",
     "describe",
     "embeds_of",
     "send_chunks",
@@ -47,6 +48,8 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 #: People may be pinged by a reply (it answers them); the whole server or a role never.
 SAFE_MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=True, replied_user=False)
@@ -92,17 +95,46 @@ def _rate_limited(exc: BaseException) -> float | None:
 async def _send(channel: Any, deadline: Deadline, **kwargs: Any) -> discord.Message:
     """``channel.send(**kwargs)`` until it works, within ``deadline``; see the module docstring."""
     kwargs["nonce"] = secrets.token_hex(12)  # Discord takes up to 25 characters
-    backoff = ExponentialBackoff(_BACKOFF_S, _BACKOFF_CAP_S)
-    failures = 0
-    channel_id = getattr(channel, "id", "?")
-    while True:
+
+    async def send() -> discord.Message:
         for file in kwargs.get("files") or ():  # a retried upload must start from the beginning of each file
             file.reset()
+        sent: discord.Message = await channel.send(**kwargs)
+        return sent
+
+    return await _with_retries(send, deadline, getattr(channel, "id", "?"), "sending")
+
+
+async def add_reaction(
+    message: discord.Message | discord.PartialMessage,
+    emoji: str | discord.PartialEmoji,
+    *,
+    deadline_s: float = DEFAULT_DEADLINE_S,
+) -> None:
+    """Put ``emoji`` (unicode, or a server's own) on ``message`` as the bot, retried as
+    a send is (the same reaction twice is still one: Discord's PUT is idempotent).
+
+    Raises:
+        SendGaveUp: Discord did not take it within the deadline.
+        discord.HTTPException: what Discord refused (no permission, unknown message or emoji).
+    """
+
+    async def react() -> None:
+        await message.add_reaction(emoji)
+
+    await _with_retries(react, Deadline.after(deadline_s), message.channel.id, "reacting")
+
+
+async def _with_retries(call: Callable[[], Awaitable[_T]], deadline: Deadline, channel_id: object, doing: str) -> _T:
+    """``call()`` until it works, waiting out rate limits and retrying transient failures within
+    ``deadline`` (see the module docstring)."""
+    backoff = ExponentialBackoff(_BACKOFF_S, _BACKOFF_CAP_S)
+    failures = 0
+    while True:
         try:
-            # discord.py sleeps out rate limits inside send: the deadline bounds that too.
+            # discord.py sleeps out rate limits inside the call: the deadline bounds that too.
             async with asyncio.timeout(min(_SEND_TIMEOUT_S, max(deadline.remaining(), 0.0))):
-                sent: discord.Message = await channel.send(**kwargs)
-                return sent
+                return await call()
         except Exception as exc:
             if isinstance(exc, TimeoutError) and deadline.remaining() <= 0:
                 raise SendGaveUp(
@@ -126,10 +158,10 @@ async def _send(channel: Any, deadline: Deadline, **kwargs: Any) -> discord.Mess
             if failures == _NETWORK_ATTEMPTS or not deadline.allows(delay):
                 last = f"HTTP {exc.status}" if isinstance(exc, discord.HTTPException) else exc.__class__.__name__
                 raise SendGaveUp(
-                    f"sending failed {failures} time(s) within the {deadline.seconds:g} s send deadline (last: {last})"
+                    f"{doing} failed {failures} time(s) within the {deadline.seconds:g} s send deadline (last: {last})"
                 ) from exc
             _log.info(
-                "sending to channel %s failed (%s); retrying in %.1f s", channel_id, exc.__class__.__name__, delay
+                "%s in channel %s failed (%s); retrying in %.1f s", doing, channel_id, exc.__class__.__name__, delay
             )
             await asyncio.sleep(delay)
 

@@ -75,6 +75,7 @@ from ._message_ref import TelegramMessageRef
 from ._outbound import ChatTarget, send_text
 from ._polling import PollingWatch
 from ._presses import keyboard
+from ._reactions import react
 from ._relay import Relay
 from ._request import AiohttpRequest, UpdatesRequest
 from ._speaking import speak
@@ -113,6 +114,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
     label = "Telegram"
     where = "chat"
     strips_replies = True
+    reacts = True
 
     def __init__(self, runtime: AgentRuntime, config: TelegramConfig) -> None:
         super().__init__(runtime, TelegramTokens, config.token.get_secret_value())
@@ -440,6 +442,11 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
             self._watch.refusal.refused_now()  # polls may not have met it yet: say so now
             return "Telegram refused my bot token; my operator has to give me a new one"
         return None
+
+    async def react_native(self, target: ChatTarget, quoting: int, emoji: str) -> None:
+        """Only the emoji Telegram lets bots react with (:mod:`._reactions`)."""
+        assert self.app is not None
+        await react(self.app.bot, target.chat_id, quoting, emoji, deadline_s=self.config.send_deadline)
 
     async def fetch_attachment(self, quoting: int | None, attachment: Mapping[str, object]) -> bytes:
         assert self.app is not None

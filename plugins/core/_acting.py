@@ -19,6 +19,7 @@ from bot.sdk import (
     HandlerCallback,
     Memory,
     OutgoingFile,
+    ReactCallback,
     State,
 )
 
@@ -52,9 +53,16 @@ def find_action(actions: dict[str, Action], name: str) -> Action | None:
 
 
 async def run_actions(
-    rt: AgentRuntime, message: Memory, responses: Sequence[Memory], state: State, reply: HandlerCallback
+    rt: AgentRuntime,
+    message: Memory,
+    responses: Sequence[Memory],
+    state: State,
+    reply: HandlerCallback,
+    *,
+    react: ReactCallback | None = None,
 ) -> list[tuple[str, bool]]:
     """Run each response's actions in order; a failing action is logged and the chain goes on.
+    ``react`` puts an emoji on ``message`` (REACT), where the platform can.
     Returns each action's name and whether it succeeded."""
     outcomes: list[tuple[str, bool]] = []
     results: list[ActionResult] = state.data.setdefault("actionResults", [])
@@ -66,7 +74,8 @@ async def run_actions(
                 _log.info("%s: the model asked for unknown action %r; skipped", rt.character.name, name)
                 continue
             await rt.emit(ActionStarted(action=action.name, room_id=message.room_id, message_id=message.id))
-            context = ActionContext(rt, message, state, {"previousResults": list(results)}, reply, responses, attached)
+            options = {"previousResults": list(results)}
+            context = ActionContext(rt, message, state, options, reply, responses, attached, react)
             try:
                 result = await action.handler(context)
             except Exception as exc:

@@ -21,7 +21,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from bot.sdk import HandlerCallback, Handling, Memory, Reply, StoreError
+from bot.sdk import HandlerCallback, Handling, Memory, ReactCallback, Reacted, Reply, StoreError
 
 from ._recovery import say_given_back
 
@@ -57,16 +57,24 @@ def max_reply_chars(runtime: AgentRuntime) -> int:
 class Delivery:
     """The reply channel actions get for one incoming message (see the module docstring)."""
 
-    def __init__(self, runtime: AgentRuntime, message: Memory, callback: HandlerCallback) -> None:
+    def __init__(
+        self,
+        runtime: AgentRuntime,
+        message: Memory,
+        callback: HandlerCallback,
+        react_with: ReactCallback | None = None,
+    ) -> None:
         self.runtime = runtime
         self.message = message
         self.callback = callback
+        self.react_with = react_with
+        """The platform's way to react on the message (its channel's ``react``), if any."""
         self.limit = max_reply_chars(runtime)
         self.platform = message.content.source or "unknown"
         self.attempted = 0
-        """Sends tried (content with text or files)."""
+        """Sends tried (content with text or files, reactions)."""
         self.sent = 0
-        """Platform messages that went out."""
+        """Platform messages (and reactions) that went out."""
         self.sent_ids: list[str] = []
         """The ids of those messages, as stored (for the message's trace)."""
         self._received = time.perf_counter()
@@ -95,15 +103,54 @@ class Delivery:
                 reply = replace(reply, text=bounded)
         if text or reply.files:
             self.attempted += 1
-        if self.given_back or self.not_ours:
-            return []
         asked = time.monotonic()
+        if not await self._may_go():
+            return []
+        sent = await self.callback(reply)
+        if not (sent or self.sent) and self.runtime.fenced_since(asked):
+            # The fence refused the send (the lease lapsed while it was being marked or sent, even
+            # if a late renewal restored it since): nothing went out, so give the message back.
+            await self.give_back()
+        if sent and not self.sent:
+            metrics, agent = self.runtime.metrics, self.runtime.character.name
+            metrics.reply_latency.labels(agent=agent, platform=self.platform).observe(
+                time.perf_counter() - self._received
+            )
+        self.sent += len(sent)
+        self.sent_ids.extend(m.id for m in sent if m.id is not None)
+        return sent
+
+    async def react(self, emoji: str) -> Reacted:
+        """Put ``emoji`` on the message being answered through the platform's channel: part of
+        the answer, so recorded as ``SENDING`` first like a reply (a redelivery never reacts
+        again), counted as something that went out when the platform took it."""
+        if self.react_with is None:
+            return Reacted.UNSUPPORTED
+        asked = time.monotonic()
+        if not await self._may_go():
+            self.attempted += 1
+            return Reacted.NOT_SENT
+        reacted = await self.react_with(emoji)
+        if reacted is not Reacted.UNSUPPORTED:  # a channel that cannot react tried nothing
+            self.attempted += 1
+        if reacted is Reacted.DONE:
+            self.sent += 1
+        elif not self.sent and self.runtime.fenced_since(asked):
+            await self.give_back()  # refused by the fence, as a send can be: answered elsewhere
+        return reacted
+
+    async def _may_go(self) -> bool:
+        """Whether anything may go out now: the character's lease is held, and the message is
+        recorded as ``SENDING`` (once, before the first thing goes) and still this runtime's.
+        A lease lost gives the message back; a claim taken over or answered stops every send."""
+        if self.given_back or self.not_ours:
+            return False
         if not self.runtime.may_send():
             _log.warning(
                 "%s: not sending a reply: another daemon may serve this character now", self.runtime.character.name
             )
             await self.give_back()
-            return []
+            return False
         if not self._marked and self.message.id is not None:
             self._marked = True
             store, message_id, runtime = self.runtime.store, self.message.id, self.runtime
@@ -121,20 +168,8 @@ class Delivery:
                     runtime.character.name,
                     message_id,
                 )
-                return []
-        sent = await self.callback(reply)
-        if not (sent or self.sent) and self.runtime.fenced_since(asked):
-            # The fence refused the send (the lease lapsed while it was being marked or sent, even
-            # if a late renewal restored it since): nothing went out, so give the message back.
-            await self.give_back()
-        if sent and not self.sent:
-            metrics, agent = self.runtime.metrics, self.runtime.character.name
-            metrics.reply_latency.labels(agent=agent, platform=self.platform).observe(
-                time.perf_counter() - self._received
-            )
-        self.sent += len(sent)
-        self.sent_ids.extend(m.id for m in sent if m.id is not None)
-        return sent
+                return False
+        return True
 
     async def give_back(self) -> bool:
         """Give the message back unanswered (``Store.release_message``), once, when nothing of its

@@ -22,7 +22,7 @@ _log = logging.getLogger(__name__)
 LIST_KEYS = frozenset({"actions", "providers", "evaluators"})
 # Free text: never read as nested elements, even when the model wrote markup inside it.
 _TEXT_KEYS = frozenset(
-    {"text", "thought", "message", "reasoning", "post", "claim", "description", "summary", "imagePrompt"}
+    {"text", "thought", "message", "reasoning", "post", "claim", "description", "summary", "imagePrompt", "emoji"}
 )
 # Always lists, so a single <fact> and an empty <facts/> have the same shape as many.
 _COLLECTION_KEYS = frozenset({"facts", "relationships", "assignments"})

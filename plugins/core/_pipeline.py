@@ -149,7 +149,7 @@ class _Turn:
         # A message without a platform id is new by definition.
         message_id = original.id or str(uuid.uuid4())
         message = replace(original, id=message_id, agent_id=runtime.agent_id)
-        delivery = Delivery(runtime, message, incoming.channel.send)
+        delivery = Delivery(runtime, message, incoming.channel.send, incoming.channel.react)
         return cls(message, message_id, incoming.channel, delivery, incoming.recovered, incoming.native)
 
 
@@ -395,6 +395,7 @@ class MessagePipeline:
             in_reply_to=message.id,
             source=message.content.source,
             image_prompt=plan.image_prompt or None,
+            emoji=plan.emoji or None,
         )
         response = Memory(
             id=str(uuid.uuid4()),
@@ -410,7 +411,7 @@ class MessagePipeline:
             return Outcome(Status.IGNORED, "the model chose IGNORE", ("IGNORE",))
         if plan.providers:
             state = await rt.compose_state(message, plan.providers)
-        results = await run_actions(rt, message, [response], state, delivery)
+        results = await run_actions(rt, message, [response], state, delivery, react=delivery.react)
         turn.actions = tuple(results)
         if turn.confirm is not None:  # after the reply that tells them why
             question, buttons = turn.confirm

@@ -1,5 +1,5 @@
 """What the large model planned for a message: its thought, the actions, the providers it asked
-to see, the reply's text (and what to draw), read from its parsed answer."""
+to see, the reply's text (what to draw, the emoji to react with), read from its parsed answer."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ class Plan:
     text: str
     image_prompt: str = ""
     """What to draw, when the actions include GENERATE_IMAGE."""
+    emoji: str = ""
+    """The reaction to put on the message, when the actions include REACT."""
 
     @classmethod
     def of(cls, parsed: Mapping[str, Any] | None) -> Plan | None:
@@ -38,6 +40,7 @@ class Plan:
             providers=[str(p) for p in parsed.get("providers") or []],
             text=text,
             image_prompt=str(parsed.get("imagePrompt") or "").strip(),
+            emoji=str(parsed.get("emoji") or "").strip(),
         )
 
     def without_actions(self, dropped: Collection[str]) -> Plan | None:

@@ -42,11 +42,11 @@ def _object(**properties: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def plan_schema(actions: Sequence[str] = ()) -> ResponseSchema:
-    """The plan (``messageHandlerTemplate``): thought, actions, providers, text, imagePrompt.
+    """The plan (``messageHandlerTemplate``): thought, actions, providers, text, imagePrompt, emoji.
     With ``actions`` (the names offered), no other action can be written."""
     return ResponseSchema(
         "plan",
-        _object(thought=_TEXT, actions=_names(actions), providers=_names(), text=_TEXT, imagePrompt=_TEXT),
+        _object(thought=_TEXT, actions=_names(actions), providers=_names(), text=_TEXT, imagePrompt=_TEXT, emoji=_TEXT),
         _OUTPUT,
     )
 

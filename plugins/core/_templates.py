@@ -84,8 +84,9 @@ _MESSAGE_HANDLER = f"""\
 - actions: the actions to take, comma-separated, in the order they should run, using only names listed in <available_actions>.
   When {{{{agentName}}}} answers with a message, REPLY comes first. To stay silent, use IGNORE on its own, with no other action.
 - providers: extra context {{{{agentName}}}} needs before answering, comma-separated, and only when it is needed: ATTACHMENTS for images or files mentioned as "(Attachments:", ENTITIES or RELATIONSHIPS for questions about people, FACTS for things learned or talked about earlier, WORLD for the server or group. Leave it empty when the context above is enough. Action names such as IGNORE never go here.
-- text: the message {{{{agentName}}}} sends, in their own voice. Leave it empty when the action is IGNORE.
+- text: the message {{{{agentName}}}} sends, in their own voice. Leave it empty when the action is IGNORE, or REACT alone.
 - imagePrompt: only with GENERATE_IMAGE: what the picture shows, in detail, written for an image model (<imagePrompt>…</imagePrompt> after <text>).
+- emoji: only with REACT: the one emoji {{{{agentName}}}} puts on the message as a reaction, such as 👍 (<emoji>…</emoji> after <text>). REACT may come alone, with no text, where a reaction says enough (a thank-you, an agreement).
 - Code, and only code, goes inside ``` fences within the text, with the language named after the opening fence.
 </rules>
 

@@ -92,6 +92,7 @@ Acting as users (each returns once the events are written to every socket)
   DMs get no CHANNEL_CREATE (Discord stopped sending it to bots in v8; discord.py drops it anyway).
 - ``user_reacts`` / ``user_unreacts`` (MESSAGE_REACTION_ADD/REMOVE), ``user_edits``
   (MESSAGE_UPDATE), ``user_deletes`` (MESSAGE_DELETE), ``user_types`` (TYPING_START),
+  ``redeliver_message`` (the same MESSAGE_CREATE again),
   ``member_joins`` / ``member_leaves`` (GUILD_MEMBER_ADD/REMOVE; the bot itself gets
   GUILD_CREATE/GUILD_DELETE).
 - ``invoke_command(user, channel, bot, "troupe sub", options={...} or [raw options])``:
@@ -1703,6 +1704,12 @@ class FakeDiscord(LocalServer):
         self._dispatch_message("MESSAGE_UPDATE", message)
         await self._flush()
         return message
+
+    async def redeliver_message(self, message: FakeMessage) -> None:
+        """MESSAGE_CREATE of ``message`` once more (a gateway event delivered again, as a resumed
+        session may replay one the client had already handled)."""
+        self._dispatch_message("MESSAGE_CREATE", message)
+        await self._flush()
 
     async def user_deletes(self, message: FakeMessage) -> None:
         """The author (or a moderator) deletes ``message``: MESSAGE_DELETE."""

@@ -61,8 +61,9 @@ over ``max_download`` bytes, 20 MB by default, is 400 "file is too big" as on ap
 ``max_download = None`` serves any size, as a local Bot API server does), getChatAdministrators,
 getChatMember, leaveChat (403 when not a member; the bot gets its own ``my_chat_member``, member
 → left, the others in a group the ``left_chat_member`` service message; recorded in its ``left``),
-setMyCommands (names checked as Telegram does; the menu kept as the bot's
-``commands``), deleteMyCommands, close, answerCallbackQuery (recorded per bot in ``answers`` as
+setMessageReaction (one emoji of the Bot API's set on a message the chat has, else 400 as Telegram
+says it; recorded per bot in ``reactions``), setMyCommands (names checked as Telegram does; the
+menu kept as the bot's ``commands``), deleteMyCommands, close, answerCallbackQuery (recorded per bot in ``answers`` as
 ``(query id, monotonic time, text)``; an unknown query, one already answered or one older than
 ``callback_expiry`` seconds, 15 by default, is 400 "query is too old…"). Anything else is 404,
 recorded. ``reply_markup`` (an inline keyboard, checked as Telegram does: one of
@@ -95,6 +96,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from aiohttp import web
+from telegram.constants import ReactionEmoji
 
 from ._local import LocalServer
 
@@ -112,6 +114,7 @@ MAX_UPLOAD = 50 * 1024 * 1024
 _PICTURE_MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"RIFF")
 _RESERVED = set("_*[]()~`>#+-=|{}.!")
 MAX_CALLBACK_DATA = 64
+_REACTION_EMOJI = frozenset(e.value for e in ReactionEmoji)  # the Bot API's ReactionTypeEmoji set
 CALLBACK_EXPIRY_S = 15.0  # a callback query unanswered for longer is "too old" (Telegram: some 15 s)
 _TOO_OLD = "Bad Request: query is too old and response timeout expired or query ID is invalid"
 
@@ -151,6 +154,7 @@ class FakeBot(FakeUser):
     revoked: bool = False  # every call answers 401 (FakeTelegram.revoke)
     refused: int = 0  # calls answered 401 while revoked
     left: list[int] = field(default_factory=list)  # chats it left with leaveChat
+    reactions: list[dict[str, Any]] = field(default_factory=list)  # setMessageReaction: chat_id, message_id, emoji
 
 
 @dataclass(eq=False)
@@ -1150,6 +1154,25 @@ class FakeTelegram(LocalServer):
             )
         album = str(next(self._ids) * 104729)
         return self._ok([self._bot_posts(bot, chat, item, album=album) for item in items])
+
+    async def _api_setmessagereaction(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        chat = self.chats.get(int(params["chat_id"]))
+        if chat is None:
+            return self._error(400, "Bad Request: chat not found")
+        message_id = int(params["message_id"])
+        if (chat.id, message_id) not in self.messages:
+            return self._error(400, "Bad Request: message to react not found")
+        reaction = params.get("reaction") or []
+        if not isinstance(reaction, list) or any(not isinstance(r, dict) for r in reaction):
+            return self._error(400, "Bad Request: can't parse reaction types")
+        if len(reaction) > 1:  # bots, like people without Premium, set one
+            return self._error(400, "Bad Request: REACTIONS_TOO_MANY")
+        emoji = [str(r.get("emoji")) for r in reaction if r.get("type") == "emoji"]
+        if len(emoji) != len(reaction) or any(e not in _REACTION_EMOJI for e in emoji):
+            return self._error(400, "Bad Request: REACTION_INVALID")
+        bot.reactions.append({"chat_id": chat.id, "message_id": message_id, "emoji": emoji})
+        self._activity.set()
+        return self._ok(True)
 
     async def _api_sendchataction(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
         bot.actions.append((int(params["chat_id"]), str(params.get("action"))))

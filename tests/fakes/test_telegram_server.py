@@ -211,3 +211,21 @@ async def test_albums_both_ways_and_the_command_menu_through_ptb() -> None:
             assert ada.commands == [{"command": "start", "description": "Say hello"}]
             with pytest.raises(BadRequest, match="(?i)bot_command_invalid"):
                 await bot.set_my_commands([BotCommand("Not A Command", "x")])
+
+
+async def test_reactions_are_one_emoji_of_the_bot_api_set_on_a_message_the_chat_has() -> None:
+    async with FakeTelegram() as fake:
+        ada = fake.add_bot("7001:token-ada", username="ada_bot", first_name="Ada")
+        sam = fake.add_user("Sam")
+        chat = fake.private(sam, ada)
+        said = await fake.user_says(sam, chat, "thanks!")
+        bot = Bot("7001:token-ada", base_url=f"{fake.url}/bot")
+        async with bot:
+            assert await bot.set_message_reaction(chat.id, said["message_id"], "👍")
+            with pytest.raises(BadRequest, match="(?i)REACTION_INVALID"):
+                await bot.set_message_reaction(chat.id, said["message_id"], "✅")
+            with pytest.raises(BadRequest, match="(?i)REACTIONS_TOO_MANY"):
+                await bot.set_message_reaction(chat.id, said["message_id"], ["👍", "🔥"])
+            with pytest.raises(BadRequest, match="(?i)message to react not found"):
+                await bot.set_message_reaction(chat.id, 999, "👍")
+        assert ada.reactions == [{"chat_id": chat.id, "message_id": said["message_id"], "emoji": ["👍"]}]

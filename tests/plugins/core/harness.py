@@ -2,7 +2,8 @@
 
 ``harness(room_type, **character)`` makes an agent "Ada" with a world (guild), one room
 ("general") and two known entities: Sam (a person) and Brann (another bot). ``h.say(text)``
-delivers a message and returns the pipeline's outcome; what the agent sent is in ``h.sent``.
+delivers a message and returns the pipeline's outcome; what the agent sent is in ``h.sent``, the
+emoji it reacted with in ``h.reactions``.
 Model answers are scripted by appending to ``h.small`` / ``h.large`` (strings, exceptions, or
 callables of the params).
 """
@@ -22,7 +23,7 @@ import pytest
 
 from bot.config.character import load_character
 from bot.kernel.content import Attachment, Content, MemoryMetadata
-from bot.kernel.messages import IncomingMessage, NativeRef, Outcome, QuietChannel
+from bot.kernel.messages import IncomingMessage, NativeRef, Outcome, QuietChannel, Reacted
 from bot.kernel.models import ModelType
 from bot.kernel.outgoing import Reply
 from bot.kernel.types import ChannelType, Entity, Memory, Room, RoomState, World
@@ -50,6 +51,8 @@ class Harness:
     sent: list[dict] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)  # every prompt either model was given
     platform_down: bool = False  # the platform takes nothing: sends return no messages
+    reactions: list[str] = field(default_factory=list)  # every emoji the agent put on a message, in order
+    reactions_refused: bool = False  # the platform refuses reactions (no permission, the message deleted)
     on_sent: Callable[[str], Coroutine[Any, Any, None]] | None = None  # told each text sent (a relay to the others)
 
     async def say(
@@ -130,6 +133,13 @@ class _Channel(QuietChannel):
     async def typing(self) -> None:
         if self._on_responding is not None:
             await self._on_responding()
+
+    async def react(self, emoji: str) -> Reacted:
+        h = self.harness
+        if h.reactions_refused:
+            return Reacted.REFUSED
+        h.reactions.append(emoji)
+        return Reacted.DONE
 
     async def fetch(self, attachment: Mapping[str, Any]) -> bytes:
         if self._fetch is None:

@@ -60,6 +60,7 @@ PLAN_ANSWER = {
     "providers": ["FACTS"],
     "text": "Here is <b>a cat</b> & more",
     "imagePrompt": "a cat on a mat",
+    "emoji": "",
 }
 REFLECTION_ANSWER = {
     "thought": "Going well.",

@@ -27,7 +27,9 @@ MakeRuntime = Callable[..., Awaitable[FakeRuntime]]
 
 SCHEMA = plan_schema(["REPLY", "IGNORE"])
 PLAN = {"prompt": "Plan the turn.\n\n<output>\n<text>the message to send</text>\n</output>\n", "schema": SCHEMA}
-JSON_PLAN = json.dumps({"thought": "hm", "actions": ["REPLY"], "providers": [], "text": "Hi!", "imagePrompt": ""})
+JSON_PLAN = json.dumps(
+    {"thought": "hm", "actions": ["REPLY"], "providers": [], "text": "Hi!", "imagePrompt": "", "emoji": ""}
+)
 XML_PLAN = "<response><thought>hm</thought><actions>REPLY</actions><text>Hi!</text></response>"
 
 
@@ -88,7 +90,7 @@ async def test_a_server_that_takes_json_schema_gets_it_and_the_answer_parses(
     # The prompt's XML format, with its placeholders, gives way to a line naming the keys.
     prompt = request.json["messages"][-1]["content"]
     assert prompt == "Plan the turn.\n\n" + SCHEMA.note()
-    assert "thought, actions, providers, text, imagePrompt" in SCHEMA.note()
+    assert "thought, actions, providers, text, imagePrompt, emoji" in SCHEMA.note()
 
 
 async def test_a_server_refusing_json_schema_gets_json_object_from_then_on(
