@@ -12,7 +12,8 @@ author are stored (:meth:`DiscordAdapter.ensure_stored`) before it is handed ove
 
 Outbound, the reply channel (:class:`bot.runtime.adapters.PlatformReplyChannel`) answers the triggering
 message: this adapter sends natively (split, safe mentions, uploads, retries: ``_outbound.py``;
-buttons as components, and their presses: ``_presses.py``) and, in a voice session whose text
+buttons as components, and their presses: ``_presses.py``; a ``/chat`` or ``/ask`` is answered
+as the interaction's follow-ups: ``_chat.py``) and, in a voice session whose text
 side the channel is, says the reply aloud too (:meth:`DiscordAdapter.after_sent`). The adapter
 is also the runtime's ``discord`` service, for SEND_MESSAGE; its lifecycle and the flow of
 sending are :class:`bot.runtime.adapters.PlatformAdapter`'s, the discord.py client and the checks before
@@ -86,6 +87,8 @@ if TYPE_CHECKING:
 
     from bot.sdk import AgentRuntime
 
+    from ._chat import Followups
+
 __all__ = ["DiscordAdapter", "TYPING_EVERY_S"]
 
 _log = logging.getLogger(__name__)
@@ -97,10 +100,11 @@ TYPING_EVERY_S = 5.0  # Discord shows "typing…" for about 10 s; discord.py ren
 
 
 class DiscordAdapter(
-    PlatformAdapter["MessageableChannel", discord.Message, "discord.Message | discord.PartialMessage"]
+    PlatformAdapter["MessageableChannel | Followups", discord.Message, "discord.Message | discord.PartialMessage"]
 ):
-    """Connects one runtime to Discord as its own bot: it sends to channels, and a reply quotes
-    a message (a partial one for a reply to a stored message)."""
+    """Connects one runtime to Discord as its own bot: it sends to channels (or as a slash
+    command's follow-ups), and a reply quotes a message (a partial one for a reply to a stored
+    message)."""
 
     source = SOURCE
     label = "Discord"
@@ -467,7 +471,7 @@ class DiscordAdapter(
 
     async def send_native(
         self,
-        target: MessageableChannel,
+        target: MessageableChannel | Followups,
         text: str,
         reply: Reply,
         quoting: discord.Message | discord.PartialMessage | None,
@@ -491,7 +495,7 @@ class DiscordAdapter(
         return sent_record(self.runtime.agent_id, message)
 
     def describe_send(
-        self, target: MessageableChannel, quoting: discord.Message | discord.PartialMessage | None
+        self, target: MessageableChannel | Followups, quoting: discord.Message | discord.PartialMessage | None
     ) -> str:
         return what_is_sent(target, quoting)
 
@@ -507,7 +511,7 @@ class DiscordAdapter(
         return None
 
     async def react_native(
-        self, target: MessageableChannel, quoting: discord.Message | discord.PartialMessage, emoji: str
+        self, target: MessageableChannel | Followups, quoting: discord.Message | discord.PartialMessage, emoji: str
     ) -> None:
         """A unicode emoji, or a server's own as ``<:name:id>`` (``<a:name:id>`` animated)."""
         # discord.py would send "<:name:id>" as ":name:id"; Discord's route wants "name:id".
@@ -522,7 +526,8 @@ class DiscordAdapter(
         raise LookupError("no such attachment on the message")
 
     async def after_sent(
-        self, delivery: Delivery[MessageableChannel, discord.Message, discord.Message | discord.PartialMessage]
+        self,
+        delivery: Delivery[MessageableChannel | Followups, discord.Message, discord.Message | discord.PartialMessage],
     ) -> None:
         """A live reply in the text side of a voice session is said aloud too."""
         if delivery.in_reply_to is None or not delivery.text.strip():

@@ -9,7 +9,7 @@ import logging
 async def test_the_slash_commands_are_registered_at_start(scene) -> None:
     s = scene
     await s.start(with_brann=False)
-    assert [c["name"] for c in s.ada.commands[None]] == ["troupe", "summarize"]
+    assert [c["name"] for c in s.ada.commands[None]] == ["troupe", "summarize", "chat", "ask"]
 
 
 async def test_a_refused_registration_is_logged_and_the_character_still_answers(scene, caplog) -> None:
