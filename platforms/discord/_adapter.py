@@ -121,6 +121,7 @@ class DiscordAdapter(
         self._ready = asyncio.Event()  # the current client's first READY
         self._was_online = False  # an earlier client of this run was ready: a new one may have a gap to fill
         self._listening_since = 0  # ms: this run's first READY
+        self._commands_synced = False  # this run registered its slash commands with Discord
         self._resharding = False
         self._reshard_lock = asyncio.Lock()
         self.refusal = token_refusal(self, config.token.get_secret_value())
@@ -322,9 +323,12 @@ class DiscordAdapter(
             )
         for guild in self.client.guilds:
             await self.run_handler("server sync", self._announce(guild, EventType.WORLD_CONNECTED))
-        if self.runtime.home:  # once per character: every daemon serving shards of it would use up the rate limit
+        # Once per character (every daemon serving shards of it would use up the rate limit), and
+        # once per run: a later READY (a session lost for good, new shards) has the same commands.
+        if self.runtime.home and not self._commands_synced:
             try:
                 await self.client.tree.sync()
+                self._commands_synced = True
             except discord.HTTPException as exc:
                 _log.warning("%s: could not register the slash commands: %s", self.name, exc)
         self._ready.set()
