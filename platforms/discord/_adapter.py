@@ -12,7 +12,8 @@ author are stored (:meth:`DiscordAdapter.ensure_stored`) before it is handed ove
 
 Outbound, the reply channel (:class:`bot.runtime.adapters.PlatformReplyChannel`) answers the triggering
 message: this adapter sends natively (split, safe mentions, uploads, retries: ``_outbound.py``;
-buttons as components, and their presses: ``_presses.py``) and, in a voice session whose text
+buttons as components, and their presses: ``_presses.py``; a ``/chat`` or ``/ask`` is answered
+as the interaction's follow-ups: ``_chat.py``) and, in a voice session whose text
 side the channel is, says the reply aloud too (:meth:`DiscordAdapter.after_sent`). The adapter
 is also the runtime's ``discord`` service, for SEND_MESSAGE; its lifecycle and the flow of
 sending are :class:`bot.runtime.adapters.PlatformAdapter`'s, the discord.py client and the checks before
@@ -86,6 +87,8 @@ if TYPE_CHECKING:
 
     from bot.sdk import AgentRuntime
 
+    from ._chat import Followups
+
 __all__ = ["DiscordAdapter", "TYPING_EVERY_S"]
 
 _log = logging.getLogger(__name__)
@@ -97,10 +100,11 @@ TYPING_EVERY_S = 5.0  # Discord shows "typing…" for about 10 s; discord.py ren
 
 
 class DiscordAdapter(
-    PlatformAdapter["MessageableChannel", discord.Message, "discord.Message | discord.PartialMessage"]
+    PlatformAdapter["MessageableChannel | Followups", discord.Message, "discord.Message | discord.PartialMessage"]
 ):
-    """Connects one runtime to Discord as its own bot: it sends to channels, and a reply quotes
-    a message (a partial one for a reply to a stored message)."""
+    """Connects one runtime to Discord as its own bot: it sends to channels (or as a slash
+    command's follow-ups), and a reply quotes a message (a partial one for a reply to a stored
+    message)."""
 
     source = SOURCE
     label = "Discord"
@@ -117,6 +121,7 @@ class DiscordAdapter(
         self._ready = asyncio.Event()  # the current client's first READY
         self._was_online = False  # an earlier client of this run was ready: a new one may have a gap to fill
         self._listening_since = 0  # ms: this run's first READY
+        self._commands_synced = False  # this run registered its slash commands with Discord
         self._resharding = False
         self._reshard_lock = asyncio.Lock()
         self.refusal = token_refusal(self, config.token.get_secret_value())
@@ -318,9 +323,12 @@ class DiscordAdapter(
             )
         for guild in self.client.guilds:
             await self.run_handler("server sync", self._announce(guild, EventType.WORLD_CONNECTED))
-        if self.runtime.home:  # once per character: every daemon serving shards of it would use up the rate limit
+        # Once per character (every daemon serving shards of it would use up the rate limit), and
+        # once per run: a later READY (a session lost for good, new shards) has the same commands.
+        if self.runtime.home and not self._commands_synced:
             try:
                 await self.client.tree.sync()
+                self._commands_synced = True
             except discord.HTTPException as exc:
                 _log.warning("%s: could not register the slash commands: %s", self.name, exc)
         self._ready.set()
@@ -467,7 +475,7 @@ class DiscordAdapter(
 
     async def send_native(
         self,
-        target: MessageableChannel,
+        target: MessageableChannel | Followups,
         text: str,
         reply: Reply,
         quoting: discord.Message | discord.PartialMessage | None,
@@ -491,7 +499,7 @@ class DiscordAdapter(
         return sent_record(self.runtime.agent_id, message)
 
     def describe_send(
-        self, target: MessageableChannel, quoting: discord.Message | discord.PartialMessage | None
+        self, target: MessageableChannel | Followups, quoting: discord.Message | discord.PartialMessage | None
     ) -> str:
         return what_is_sent(target, quoting)
 
@@ -507,7 +515,7 @@ class DiscordAdapter(
         return None
 
     async def react_native(
-        self, target: MessageableChannel, quoting: discord.Message | discord.PartialMessage, emoji: str
+        self, target: MessageableChannel | Followups, quoting: discord.Message | discord.PartialMessage, emoji: str
     ) -> None:
         """A unicode emoji, or a server's own as ``<:name:id>`` (``<a:name:id>`` animated)."""
         # discord.py would send "<:name:id>" as ":name:id"; Discord's route wants "name:id".
@@ -522,7 +530,8 @@ class DiscordAdapter(
         raise LookupError("no such attachment on the message")
 
     async def after_sent(
-        self, delivery: Delivery[MessageableChannel, discord.Message, discord.Message | discord.PartialMessage]
+        self,
+        delivery: Delivery[MessageableChannel | Followups, discord.Message, discord.Message | discord.PartialMessage],
     ) -> None:
         """A live reply in the text side of a voice session is said aloud too."""
         if delivery.in_reply_to is None or not delivery.text.strip():

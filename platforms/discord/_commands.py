@@ -1,5 +1,6 @@
 """``/troupe``: see and set what the character does in this channel, without asking the model;
-``/summarize [messages]``: a summary of the channel's last messages.
+``/summarize [messages]``: a summary of the channel's last messages; ``/chat message:<text>`` and
+``/ask question:<text>``: talk to the character (``_chat.py``).
 
 ``/troupe`` shows whether the character follows the channel, is muted in it, or neither;
 ``/troupe action:follow|unfollow|mute|unmute`` changes it. Changing it is for the server's
@@ -30,6 +31,7 @@ from bot.sdk import (
     RoomState,
 )
 
+from ._chat import answer_command
 from ._mapping import channel_type, discord_id
 
 if TYPE_CHECKING:
@@ -38,6 +40,9 @@ if TYPE_CHECKING:
 __all__ = ["register_commands"]
 
 _log = logging.getLogger(__name__)
+
+#: The longest text /chat and /ask take (Discord's own limit for an option is 6000): a long message.
+COMMAND_TEXT_MAX = 4000
 
 _CHANGES: dict[str, RoomState | None] = {
     "follow": RoomState.FOLLOWED,
@@ -134,8 +139,20 @@ def register_commands(adapter: DiscordAdapter, tree: app_commands.CommandTree) -
     ) -> None:
         await summarize_channel(adapter, interaction, messages)
 
+    @app_commands.command(name="chat", description=f"Chat with {adapter.name}")
+    @app_commands.describe(message=f"what you say to {adapter.name}")
+    async def chat(interaction: discord.Interaction, message: app_commands.Range[str, 1, COMMAND_TEXT_MAX]) -> None:
+        await answer_command(adapter, interaction, "chat", "message", message)
+
+    @app_commands.command(name="ask", description=f"Ask {adapter.name} a question")
+    @app_commands.describe(question="your question")
+    async def ask(interaction: discord.Interaction, question: app_commands.Range[str, 1, COMMAND_TEXT_MAX]) -> None:
+        await answer_command(adapter, interaction, "ask", "question", question)
+
     tree.add_command(troupe)
     tree.add_command(summarize)
+    tree.add_command(chat)
+    tree.add_command(ask)
     if adapter.config.voice_enabled:
         _register_voice_commands(adapter, tree)
 

@@ -158,19 +158,27 @@ def translate_press(agent_id: str, interaction: discord.Interaction, message: di
     )
 
 
-async def acknowledge(interaction: discord.Interaction, agent: str) -> None:
-    """Defer the press (a deferred update: nothing visible changes), at once and bounded; never
-    raises. An interaction Discord no longer knows or has already seen answered is logged at debug."""
+async def acknowledge(interaction: discord.Interaction, agent: str, *, thinking: bool = False) -> bool:
+    """Defer the interaction at once, bounded; never raises. A press gets a deferred update
+    (nothing visible changes); ``thinking``: "<bot> is thinking…", replaced by the first
+    follow-up (a slash command). Whether Discord holds it acknowledged: deferred now, or
+    already (40060: redelivered); False when it no longer knows it (10062: too late) or the
+    deferral failed. Those refusals are logged at debug."""
     try:
         async with asyncio.timeout(ACK_TIMEOUT_S):
-            await interaction.response.defer()
+            await interaction.response.defer(thinking=thinking)
     except discord.HTTPException as exc:
         if exc.code in (_UNKNOWN_INTERACTION, _ALREADY_ACKNOWLEDGED):
-            _log.debug("%s: Discord refused to defer press %s: %s %s", agent, interaction.id, exc.code, exc.text)
+            _log.debug("%s: Discord refused to defer interaction %s: %s %s", agent, interaction.id, exc.code, exc.text)
         else:
-            _log.info("%s: could not defer a press on Discord (%s %s)", agent, exc.status, exc.text)
-    except (discord.DiscordException, OSError, TimeoutError) as exc:  # InteractionResponded among them
-        _log.info("%s: could not defer a press on Discord (%s)", agent, exc.__class__.__name__)
+            _log.info("%s: could not defer an interaction on Discord (%s %s)", agent, exc.status, exc.text)
+        return exc.code == _ALREADY_ACKNOWLEDGED
+    except discord.InteractionResponded:  # this very object answered already
+        return True
+    except (discord.DiscordException, OSError, TimeoutError) as exc:
+        _log.info("%s: could not defer an interaction on Discord (%s)", agent, exc.__class__.__name__)
+        return False
+    return True
 
 
 async def take_press(adapter: DiscordAdapter, interaction: discord.Interaction) -> None:
