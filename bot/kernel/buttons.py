@@ -15,7 +15,7 @@ characters (Discord's), at most 25 buttons (Discord's five rows of five).
 
 A press handler may answer on the message the button was under rather than below it: a reply
 that :class:`Settled` the press (``Reply.settles``) edits that message where the platform can
-(Telegram: editMessageText; Discord: the interaction's original message), showing a note such
+(Telegram: editMessageText; Discord: an edit of the bot's own message), showing a note such
 as "✓ chosen: red" under its text and removing its buttons, so that the question cannot be
 answered twice by mistake; where it cannot be edited the reply's own text goes as usual.
 

@@ -160,6 +160,8 @@ async def test_on_discord_yes_runs_a_tool_that_changes_things_once(service: Serv
         assert sorted(answers) == sorted(["Here is what I found: deleted /srv/notes/old.md", _GONE]), answers
         assert _ran(journal) == ["/srv/notes/old.md"]
         assert all(click.responses for click in clicks)  # each press acknowledged
+        await until(lambda: ada.edits)  # the question shows the answer, its buttons gone
+        assert question.content.endswith("\n\n✓ chosen: Yes (weather__delete)") and not question.components
         # Stopped while the fake Discord still answers, so the daemon leaves cleanly.
         s.signal(signal.SIGTERM)
         assert await s.exit_code(60) == 0
