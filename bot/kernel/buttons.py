@@ -12,6 +12,16 @@ answerCallbackQuery, a deferred Discord interaction), before the character think
 The limits are the stricter of the two platforms': a value of at most 64 bytes (Telegram's
 ``callback_data``; Discord's ``custom_id`` takes 100 characters) and a label of at most 80
 characters (Discord's), at most 25 buttons (Discord's five rows of five).
+
+A press handler may answer on the message the button was under rather than below it: a reply
+that :class:`Settled` the press (``Reply.settles``) edits that message where the platform can
+(Telegram: editMessageText; Discord: an edit of the bot's own message), showing a note such
+as "✓ chosen: red" under its text and removing its buttons, so that the question cannot be
+answered twice by mistake; where it cannot be edited the reply's own text goes as usual.
+
+A :class:`ReplyKeyboard` (``Reply.keyboard``) offers fixed answers in place of the phone's
+keyboard (Telegram's ReplyKeyboardMarkup); a tap sends the answer's words as an ordinary message
+from the person. Platforms without one (Discord) show the question's text alone.
 """
 
 from __future__ import annotations
@@ -32,10 +42,13 @@ __all__ = [
     "buttons_in",
     "buttons_shown",
     "MAX_BUTTONS",
+    "MAX_KEYBOARD_ANSWERS",
     "MAX_LABEL_CHARS",
     "MAX_VALUE_BYTES",
     "Press",
+    "ReplyKeyboard",
     "rows",
+    "Settled",
 ]
 
 _log = logging.getLogger(__name__)
@@ -43,6 +56,8 @@ _log = logging.getLogger(__name__)
 MAX_VALUE_BYTES = 64
 MAX_LABEL_CHARS = 80
 MAX_BUTTONS = 25
+#: Answers one reply keyboard offers; a phone shows a dozen at most without scrolling.
+MAX_KEYBOARD_ANSWERS = 12
 _LINK_SCHEMES = frozenset({"http", "https", "tg"})
 
 
@@ -196,3 +211,58 @@ class Press:
         """The press of ``value``, labelled as the button among ``buttons`` that carries it."""
         label = next((b.label for b in buttons if b.value == value), None)
         return cls(value, label)
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What a reply to a press does to the message the button was under: ``note`` shown under its
+    text ("✓ chosen: red"), its buttons removed, instead of a new message (see the module docstring).
+
+    Raises:
+        ValueError: an empty note.
+    """
+
+    note: str
+
+    def __post_init__(self) -> None:
+        if not self.note.strip():
+            raise ValueError("a settled press needs a note to show on its message")
+
+    def shown_under(self, text: str) -> str:
+        """``text`` with the note under it (a blank line between); the note alone for no text."""
+        return f"{text.rstrip()}\n\n{self.note}" if text.strip() else self.note
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyKeyboard:
+    """Fixed answers shown in place of the phone's keyboard (Telegram's ReplyKeyboardMarkup);
+    a tap sends the answer as the person's own message. ``one_time``: the keyboard hides once
+    tapped; ``resize``: as tall as its answers, not the phone keyboard's height. No answers at
+    all (:meth:`removed`) takes away a keyboard an earlier reply showed.
+
+    Raises:
+        ValueError: an empty answer or one over 80 characters, two alike, or more than
+            :data:`MAX_KEYBOARD_ANSWERS`.
+    """
+
+    answers: tuple[str, ...]
+    one_time: bool = True
+    resize: bool = True
+
+    def __post_init__(self) -> None:
+        if len(self.answers) > MAX_KEYBOARD_ANSWERS:
+            raise ValueError(f"a reply keyboard offers at most {MAX_KEYBOARD_ANSWERS} answers, not {len(self.answers)}")
+        for answer in self.answers:
+            if not answer.strip() or len(answer) > MAX_LABEL_CHARS:
+                raise ValueError(f"a reply keyboard's answer is 1 to {MAX_LABEL_CHARS} characters, not {answer!r}")
+        if len({a.casefold() for a in self.answers}) != len(self.answers):
+            raise ValueError("a reply keyboard's answers must differ (a tap could not be told apart)")
+
+    @classmethod
+    def removed(cls) -> ReplyKeyboard:
+        """The keyboard taken away (Telegram's ReplyKeyboardRemove)."""
+        return cls(())
+
+    @property
+    def removes(self) -> bool:
+        return not self.answers

@@ -24,7 +24,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from bot.kernel.buttons import Button, buttons_checked, buttons_in
+from bot.kernel.buttons import Button, ReplyKeyboard, Settled, buttons_checked, buttons_in
 from bot.kernel.frozen_map import NOTHING, FrozenMap
 from bot.kernel.types import JSON
 
@@ -160,6 +160,12 @@ class Reply:
     thought: str | None = None
     files: tuple[OutgoingFile, ...] = ()
     buttons: tuple[Button, ...] = ()
+    settles: Settled | None = None
+    """For a reply to a press: edit the message the button was under instead of sending a new
+    one, where the platform can (see :mod:`bot.kernel.buttons`); ``text`` goes where it cannot."""
+    keyboard: ReplyKeyboard | None = None
+    """Fixed answers in place of the phone's keyboard (Telegram); other platforms leave it out.
+    A reply with buttons shows its buttons instead (a message carries one or the other)."""
     extra: Mapping[str, object] = field(default_factory=lambda: _NOTHING)
     """Anything else a plugin sends along (``embeds`` for Discord …), under its own key."""
 

@@ -14,9 +14,11 @@ here:
   platform hears): :meth:`PlatformAdapter.reply` sends it (:meth:`~PlatformAdapter.try_send`,
   the platform's :meth:`~PlatformAdapter.send_native`), stores what went out
   (:meth:`~PlatformAdapter.remember_sent`) and calls :meth:`~PlatformAdapter.after_sent` (a
-  voice says it too). A message the agent starts (the Messenger: SEND_MESSAGE) goes through
-  :meth:`~PlatformAdapter.send_message`, which raises a :class:`~bot.kernel.errors.SendError` that
-  says what went wrong;
+  voice says it too). A reply that settles a press (``Reply.settles``) edits the message the
+  button was under instead (:meth:`~PlatformAdapter.settle_native`), and the stored message with
+  it; where the platform cannot, it is sent as any reply. A message the agent starts (the
+  Messenger: SEND_MESSAGE) goes through :meth:`~PlatformAdapter.send_message`, which raises a
+  :class:`~bot.kernel.errors.SendError` that says what went wrong;
 - :class:`TypingIndicator`, "typing…" while an answer is prepared, as a tracked task.
 
 Worlds, rooms and people are written through :class:`~bot.runtime.connections.Connections`, which
@@ -30,10 +32,11 @@ import contextlib
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from bot.config.shards import Reshardable
+from bot.kernel.buttons import Settled
 from bot.kernel.errors import ConfigError, PartlySent, SendError
 from bot.kernel.lifecycle import AdapterState
 from bot.kernel.messages import QuietChannel, Reacted
@@ -317,6 +320,16 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
         """
         raise NotImplementedError
 
+    async def settle_native(self, target: TargetT, under: SentT, settled: Settled) -> SentT | None:
+        """Edit ``under`` (the platform's message a pressed button was under, in ``target``) to
+        show ``settled``'s note under its text, without its buttons. The message as edited; None
+        when the platform cannot edit it (the default).
+
+        Raises:
+            Exception: the platform refused the edit; :meth:`failure_reason` says why, for the log.
+        """
+        return None
+
     async def record_direct_chat(self, sent: list[SentT], room_id: str, person: Entity) -> None:
         """After a direct message to ``person`` went out, before it is stored: write what it
         needs (a private chat first seen through it)."""
@@ -413,11 +426,23 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
         incoming: Memory,
         *,
         live: bool = True,
+        under: SentT | None = None,
     ) -> list[Memory]:
         """Send ``reply`` to ``target`` in answer to the stored ``incoming`` (quoting
         ``quoting``, its platform's message), store what went out, and (``live``: the person is
         waiting for it, not a reply to a message taken up after a crash) after a whole reply,
-        :meth:`after_sent`. The memories of what went out; never raises (see :meth:`try_send`)."""
+        :meth:`after_sent`. The memories of what went out; never raises (see :meth:`try_send`).
+
+        ``under``: for a press, the platform's message its button was under, which a reply that
+        settles the press edits (:meth:`settle`) instead of sending anything new."""
+        if reply.settles is not None:
+            if under is not None and live:
+                settled = await self.settle(target, under, reply.settles, incoming)
+                if settled is not None:
+                    return settled
+            if not reply.text.strip() and not reply.files:
+                return []  # only the edit was meant: nothing to say instead
+            reply = replace(reply, settles=None)
         text = self._reply_text(reply)
         if text is None:
             return []
@@ -427,6 +452,34 @@ class PlatformAdapter(ABC, Generic[TargetT, SentT, QuotedT]):
         if whole and live:
             await self.after_sent(Delivery(target, text, sent, memories, incoming, quoting))
         return memories
+
+    async def settle(self, target: TargetT, under: SentT, settled: Settled, incoming: Memory) -> list[Memory] | None:
+        """Edit ``under`` as ``settled`` says (:meth:`settle_native`) and the stored message with
+        it: its text as shown now, its buttons gone. Its memory; ``[]`` when nothing may go out
+        now; None when the platform did not edit it (logged), for the reply to go as any other."""
+        if not self.runtime.may_send():
+            _log.warning("%s: not answering a press: another daemon may serve this character now", self.name)
+            return []
+        try:
+            edited = await self.settle_native(target, under, settled)
+        except Exception as exc:  # noqa: BLE001 - an edit refused becomes a new message
+            _log.warning(
+                "%s: could not show %r on the message pressed (%s); saying it in a new message",
+                self.name,
+                settled.note,
+                self.failure_reason(exc),
+            )
+            return None
+        if edited is None:
+            return None
+        record = self.record_of_sent(edited)
+        stored = await self.runtime.store.get_memory(record.id)
+        if stored is None:  # sent before troupe kept what it sent: kept now, as it reads
+            said = Reply(text=record.text, source=self.source)
+            return await self.remember_sent([edited], said, incoming.room_id, incoming.world_id)
+        content = replace(stored.content, text=record.text, buttons=None)
+        await self.runtime.store.update_memory(record.id, content=content)
+        return [replace(stored, content=content)]
 
     async def remember_sent(
         self,
@@ -533,13 +586,17 @@ class PlatformReplyChannel(QuietChannel, Generic[TargetT, SentT, QuotedT]):
         quoting: QuotedT | None,
         incoming: Memory,
         typing_indicator: TypingIndicator,
+        *,
+        under: SentT | None = None,
     ) -> None:
         self.adapter, self.target, self.quoting, self.incoming = adapter, target, quoting, incoming
         self.typing_indicator = typing_indicator
+        self.under = under
+        """For a press: the platform's message its button was under (a reply may settle it)."""
 
     async def send(self, reply: Reply) -> list[Memory]:
         await self.typing_indicator.stop()
-        return await self.adapter.reply(self.target, reply, self.quoting, self.incoming)
+        return await self.adapter.reply(self.target, reply, self.quoting, self.incoming, under=self.under)
 
     async def typing(self) -> None:
         await self.typing_indicator.start()

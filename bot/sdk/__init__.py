@@ -25,7 +25,7 @@ from bot.kernel.background import BackgroundTasks, next_round
 from bot.kernel.backoff import Deadline, ExponentialBackoff
 from bot.kernel.bodies import MAX_AUDIO_BYTES, BodyTooLarge, read_limited
 from bot.kernel.bus import Bus, Post
-from bot.kernel.buttons import Button, Press, buttons_shown, rows
+from bot.kernel.buttons import Button, Press, ReplyKeyboard, Settled, buttons_shown, rows
 from bot.kernel.chunking import Units, split_message
 from bot.kernel.content import Attachment, Content, MemoryMetadata, MemoryType
 from bot.kernel.errors import (
@@ -361,6 +361,7 @@ __all__ = [
     "Replier",
     "Reply",
     "ReplyChannel",
+    "ReplyKeyboard",
     "resolve_secret",
     "ResponseSchema",
     "Role",
@@ -382,6 +383,7 @@ __all__ = [
     "SettingReader",
     "SettingsView",
     "SettingUnset",
+    "Settled",
     "SHARD_COUNT_KEY",
     "Shards",
     "SHORT_ANSWER_TOKENS",

@@ -49,6 +49,7 @@ from bot.sdk import (
     Room,
     SendError,
     SentMessage,
+    Settled,
     Shards,
     StoreError,
     TokenRefused,
@@ -465,7 +466,9 @@ class DiscordAdapter(
         """Give the runtime ``memory`` (``message`` translated, or a press of one of its buttons)
         with its reply channel: replies quote ``message``, "typing…" shows in its channel."""
         typing = TypingIndicator(self.runtime, message.channel.typing, every_s=TYPING_EVERY_S, job="discord:typing")
-        channel = PlatformReplyChannel(self, message.channel, message, memory, typing)
+        # A press's answer may edit the message its button was under (the bot's own).
+        under = message if memory.content.button is not None else None
+        channel = PlatformReplyChannel(self, message.channel, message, memory, typing, under=under)
         try:
             await self.runtime.receive(IncomingMessage(memory, channel, native=native))
         finally:
@@ -494,6 +497,14 @@ class DiscordAdapter(
             reference=quoting,
             deadline_s=self.config.send_deadline,
         )
+
+    async def settle_native(
+        self, target: MessageableChannel | Followups, under: discord.Message, settled: Settled
+    ) -> discord.Message:
+        """The bot's own message edited (its content with the note under it, no components),
+        bounded by the send deadline."""
+        async with asyncio.timeout(self.config.send_deadline):
+            return await under.edit(content=settled.shown_under(under.content), view=None)
 
     def record_of_sent(self, message: discord.Message) -> SentMessage:
         return sent_record(self.runtime.agent_id, message)

@@ -15,7 +15,8 @@ the button was under, from the person who pressed it, its text the button's labe
 that message: the bot's own, so the press addresses the character. Its id comes from the
 interaction's id: a redelivered INTERACTION_CREATE is claimed once by the pipeline. The answer
 goes to the channel as a normal message replying to that message, not as an interaction
-followup.
+followup; an answer that settles the press edits that message instead (the adapter's
+``settle_native``: a PATCH of the bot's own message, which outlives the interaction's token).
 """
 
 from __future__ import annotations

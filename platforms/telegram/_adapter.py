@@ -23,7 +23,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from telegram import Chat, InlineKeyboardMarkup, MaybeInaccessibleMessage, Message, User
+from telegram import Chat, MaybeInaccessibleMessage, Message, User
 from telegram.error import Forbidden, InvalidToken, TelegramError
 from telegram.ext import ApplicationBuilder
 
@@ -45,6 +45,7 @@ from bot.sdk import (
     Room,
     SendError,
     SentMessage,
+    Settled,
     TokenClaims,
     TypingIndicator,
     WorldJoined,
@@ -72,9 +73,9 @@ from ._mapping import (
     world_id,
 )
 from ._message_ref import TelegramMessageRef
-from ._outbound import ChatTarget, send_text
+from ._outbound import ChatTarget, ReplyMarkup, send_text
 from ._polling import PollingWatch
-from ._presses import keyboard
+from ._presses import markup_of, settle
 from ._reactions import react
 from ._relay import Relay
 from ._request import AiohttpRequest, UpdatesRequest
@@ -363,7 +364,9 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
     async def _hand_over(self, message: MaybeInaccessibleMessage, seen: Translated, native: NativeRef | None) -> None:
         typing = _Typing(self, seen.chat_id, seen.thread_id)
         target = ChatTarget(message.chat.id, seen.thread_id, message.chat.title)
-        channel = PlatformReplyChannel(self, target, message.message_id, seen.memory, typing)
+        # A press's answer may edit the message its button was under (one the bot can still read).
+        under = message if seen.memory.content.button is not None and isinstance(message, Message) else None
+        channel = PlatformReplyChannel(self, target, message.message_id, seen.memory, typing, under=under)
         try:
             await self.runtime.receive(IncomingMessage(seen.memory, channel, native=native))
         finally:
@@ -384,7 +387,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
         reply_to: int | None = None,
         thread_id: int | None = None,
         files: Sequence[OutgoingFile] = (),
-        markup: InlineKeyboardMarkup | None = None,
+        markup: ReplyMarkup | None = None,
     ) -> list[Message]:
         assert self.app is not None
         bot, deadline = self.app.bot, self.config.send_deadline
@@ -411,10 +414,15 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
     # -- sending (the flow is PlatformAdapter's) ------------------------------------------
 
     async def send_native(self, target: ChatTarget, text: str, reply: Reply, quoting: int | None) -> list[Message]:
-        files, markup = list(reply.files), keyboard(reply.buttons)
+        files, markup = list(reply.files), markup_of(reply, replying=quoting is not None)
         return await self._send(
             target.chat_id, text, reply_to=quoting, thread_id=target.thread_id, files=files, markup=markup
         )
+
+    async def settle_native(self, target: ChatTarget, under: Message, settled: Settled) -> Message:
+        """editMessageText (a picture's caption: editMessageCaption), its keyboard removed (:func:`._presses.settle`)."""
+        assert self.app is not None
+        return await settle(self.app.bot, under, settled, self.config.send_deadline)
 
     def record_of_sent(self, message: Message) -> SentMessage:
         return SentMessage(

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from telegram import Bot, InlineKeyboardMarkup, InputMediaPhoto, Message, ReplyParameters
+from telegram import Bot, InputMediaPhoto, Message, ReplyParameters
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, TelegramError
 
@@ -37,7 +37,7 @@ from bot.sdk import (
 )
 
 from ._markdown import split_for_telegram
-from ._outbound import send_text, too_long, unparseable, with_retries
+from ._outbound import ReplyMarkup, send_text, too_long, unparseable, with_retries
 
 __all__ = ["MAX_ALBUM", "MAX_CAPTION", "TELEGRAM_LIMITS", "caption_for", "send_with_files"]
 
@@ -69,7 +69,7 @@ async def send_with_files(
     reply_to: int | None = None,
     thread_id: int | None = None,
     deadline_s: float,
-    markup: InlineKeyboardMarkup | None = None,
+    markup: ReplyMarkup | None = None,
 ) -> list[Message]:
     """Send ``text`` and ``files`` (see the module docstring); the first message quotes ``reply_to``,
     the last carries ``markup`` (the reply's buttons).
@@ -133,7 +133,7 @@ async def _send_run(
     reply_to: int | None,
     thread_id: int | None,
     deadline: Deadline,
-    markup: InlineKeyboardMarkup | None,
+    markup: ReplyMarkup | None,
 ) -> list[Message]:
     """One run of :func:`_runs`: pictures as an album (one by one should Telegram refuse it), or
     one file; the first quotes ``reply_to``, the last carries ``markup``."""
@@ -222,7 +222,7 @@ async def _send_file(
     reply_to: int | None,
     thread_id: int | None,
     deadline: Deadline,
-    markup: InlineKeyboardMarkup | None = None,
+    markup: ReplyMarkup | None = None,
 ) -> Message:
     """One file, as a photo or a document; a photo Telegram refuses goes again as a document."""
     common: dict[str, Any] = {

@@ -21,9 +21,9 @@ import logging
 import warnings
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeAlias, TypeVar
 
-from telegram import Bot, InlineKeyboardMarkup, Message, ReplyParameters
+from telegram import Bot, InlineKeyboardMarkup, Message, ReplyKeyboardMarkup, ReplyKeyboardRemove, ReplyParameters
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError, TimedOut
 
@@ -34,6 +34,7 @@ from ._markdown import split_for_telegram
 __all__ = [
     "DEFAULT_DEADLINE_S",
     "ChatTarget",
+    "ReplyMarkup",
     "SendGaveUp",
     "send_text",
     "send_voice",
@@ -50,6 +51,9 @@ _NETWORK_ATTEMPTS = 4
 _BACKOFF_S = 1.0
 _BACKOFF_CAP_S = 8.0
 _SEND_TIMEOUT_S = 60.0
+
+#: What a message carries under it: buttons (inline), a reply keyboard, or the keyboard taken away.
+ReplyMarkup: TypeAlias = InlineKeyboardMarkup | ReplyKeyboardMarkup | ReplyKeyboardRemove
 
 
 class ChatTarget(NamedTuple):
@@ -134,7 +138,7 @@ async def send_text(
     reply_to: int | None = None,
     thread_id: int | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
-    markup: InlineKeyboardMarkup | None = None,
+    markup: ReplyMarkup | None = None,
 ) -> list[Message]:
     """Send ``text`` (repaired, see :func:`bot.kernel.text.repair_text`) as one or more messages; the
     first quotes ``reply_to`` (if it still exists), the last carries ``markup`` (the reply's
@@ -167,7 +171,7 @@ class _Where(NamedTuple):
     chat_id: int
     thread_id: int | None
     reply_to: int | None
-    markup: InlineKeyboardMarkup | None
+    markup: ReplyMarkup | None
 
     def common(self) -> dict[str, Any]:
         common: dict[str, Any] = {"chat_id": self.chat_id, "message_thread_id": self.thread_id}

@@ -1,5 +1,6 @@
-"""Buttons on Telegram: a reply's buttons as an inline keyboard, and a press of one (a callback
-query) as a message from the person who pressed it.
+"""Buttons on Telegram: a reply's buttons as an inline keyboard (its fixed answers as a reply
+keyboard, :func:`reply_keyboard`), a press of one (a callback query) as a message from the person
+who pressed it, and the question a press answered edited to say so (:func:`settle`).
 
 A press is acknowledged first (answerCallbackQuery, bounded by a short timeout: the person's
 client shows a spinner until then), before the character thinks about it. Then it becomes a
@@ -22,10 +23,20 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from telegram import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, MaybeInaccessibleMessage, Message
+from telegram import (
+    Bot,
+    CallbackQuery,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    KeyboardButton,
+    MaybeInaccessibleMessage,
+    Message,
+    ReplyKeyboardMarkup,
+    ReplyKeyboardRemove,
+)
 from telegram.error import BadRequest, TelegramError
 
-from bot.sdk import Button, Content, Memory, Press, buttons_shown, now_ms, rows
+from bot.sdk import Button, Content, Deadline, Memory, Press, Reply, ReplyKeyboard, Settled, buttons_shown, now_ms, rows
 
 from ._mapping import (
     SOURCE,
@@ -38,11 +49,22 @@ from ._mapping import (
     room_for_message,
 )
 from ._message_ref import TelegramMessageRef
+from ._outbound import ReplyMarkup, with_retries
 
 if TYPE_CHECKING:
     from ._adapter import TelegramAdapter
 
-__all__ = ["ACK_TIMEOUT_S", "acknowledge", "keyboard", "shown_buttons", "take_press", "translate_press"]
+__all__ = [
+    "ACK_TIMEOUT_S",
+    "acknowledge",
+    "keyboard",
+    "markup_of",
+    "reply_keyboard",
+    "settle",
+    "shown_buttons",
+    "take_press",
+    "translate_press",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -67,6 +89,62 @@ def keyboard(buttons: Sequence[Button]) -> InlineKeyboardMarkup | None:
             for row in rows(buttons, _PER_ROW)
         ]
     )
+
+
+def reply_keyboard(wanted: ReplyKeyboard, *, selective: bool) -> ReplyKeyboardMarkup | ReplyKeyboardRemove:
+    """The reply keyboard that offers ``wanted``'s answers (laid out as buttons are), or its
+    removal. ``selective``: shown only to the person the message replies to (in a group, the
+    others keep their own keyboard)."""
+    if wanted.removes:
+        return ReplyKeyboardRemove(selective=selective or None)
+    laid = rows([Button(a, value=str(i)) for i, a in enumerate(wanted.answers)], _PER_ROW)
+    return ReplyKeyboardMarkup(
+        [[KeyboardButton(b.label) for b in row] for row in laid],
+        resize_keyboard=wanted.resize,
+        one_time_keyboard=wanted.one_time,
+        selective=selective or None,
+    )
+
+
+def markup_of(reply: Reply, *, replying: bool) -> ReplyMarkup | None:
+    """What ``reply`` carries under its last message: its buttons, else its reply keyboard (a
+    message holds one or the other: the buttons win, the keyboard is left out with a warning)."""
+    if reply.buttons:
+        if reply.keyboard is not None:
+            _log.warning("a reply keyboard left out: the reply has buttons, and a message carries one or the other")
+        return keyboard(reply.buttons)
+    return reply_keyboard(reply.keyboard, selective=replying) if reply.keyboard is not None else None
+
+
+async def settle(bot: Bot, message: Message, settled: Settled, deadline_s: float) -> Message:
+    """Edit ``message`` (one of the bot's, a button of which was pressed) to show ``settled``'s
+    note under its text or caption, its formatting kept, its keyboard removed (an edit that
+    names none removes it). A message already showing exactly that (a second press meanwhile)
+    is left as it is.
+
+    Raises:
+        TelegramError: Telegram refused the edit (the message gone, or too long with the note).
+    """
+    chat, number = message.chat_id, message.message_id
+
+    async def edit() -> Message | bool:
+        if message.caption is not None:
+            shown = settled.shown_under(message.caption)
+            return await bot.edit_message_caption(
+                chat, number, caption=shown, caption_entities=message.caption_entities
+            )
+        if message.text is not None:
+            shown = settled.shown_under(message.text)
+            return await bot.edit_message_text(shown, chat, number, entities=message.entities)
+        return await bot.edit_message_reply_markup(chat, number)
+
+    try:
+        edited = await with_retries(edit, Deadline.after(deadline_s))
+    except BadRequest as exc:
+        if "not modified" not in exc.message.lower():
+            raise
+        return message
+    return edited if isinstance(edited, Message) else message
 
 
 def shown_buttons(message: MaybeInaccessibleMessage) -> list[Button]:

@@ -6,7 +6,9 @@ The calls waiting are kept in the store's cache for a bounded time (``_WAIT_S``)
 asked before a restart (or a handover to another daemon) can still be answered after it; a press
 after that is told the question is no longer open. A call is taken from the store before it runs,
 one press at a time per runtime, so pressing yes twice runs it once. Only the person who asked, or
-the world's owner or an admin, may answer.
+the world's owner or an admin, may answer. A question about one call shows the answer ("✓ chosen:
+Yes") in place of its buttons where the platform edits messages; what came of the call is a new
+message.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from bot.sdk import (
     Press,
     PressHandler,
     Reply,
+    Settled,
     ToolCall,
     ToolContext,
     ToolResult,
@@ -137,9 +140,13 @@ class Confirmations:
             await _say(callback, refusal, message)
             return ActionResult(success=False, error=refusal)
         name = waiting.call.name
+        alone = await self._asks_alone(message, key)
         if answer != "yes":
-            await _say(callback, f"OK, I won't run {name}.", message)
+            settled = Settled(f"✓ chosen: No ({name} not run)") if alone else None
+            await _say(callback, f"OK, I won't run {name}.", message, settles=settled)
             return ActionResult(text=f"{name} not run", data={"actionName": _NAME, "confirmed": False})
+        if alone:  # the question shows the answer at once; what came of it is a new message
+            await _say(callback, "", message, settles=Settled(f"✓ chosen: Yes ({name})"))
         result = await self._run(waiting)
         text = await self._words(waiting, result)
         await _say(callback, text, message)
@@ -150,6 +157,13 @@ class Confirmations:
             data={"actionName": _NAME, "confirmed": True},
             error=None if result.ok else f"{name} failed",
         )
+
+    async def _asks_alone(self, press: Memory, key: str) -> bool:
+        """Whether the question pressed asks about this call alone: then answering it may take its
+        buttons away (a question about several calls keeps the others' buttons)."""
+        asked = await self.runtime.store.get_memory(press.content.in_reply_to) if press.content.in_reply_to else None
+        shown = asked.content.buttons if asked is not None else None
+        return bool(shown) and all((b.value or "").startswith(f"{PREFIX}{key}:") for b in shown or ())
 
     async def _take(self, key: str, message: Memory) -> tuple[Waiting | None, str]:
         """The call waiting under ``key`` for the press ``message``, taken from the store (so that
@@ -197,5 +211,8 @@ class Confirmations:
         return turn.text.strip() if isinstance(turn, ToolTurn) and turn.done and turn.text.strip() else plain
 
 
-async def _say(callback: HandlerCallback, text: str, message: Memory) -> None:
-    await callback(Reply(text=text, actions=(_NAME,), in_reply_to=message.id, source=source_of(message)))
+async def _say(callback: HandlerCallback, text: str, message: Memory, *, settles: Settled | None = None) -> None:
+    """``text`` in answer; ``settles``: shown on the question pressed instead, where the platform
+    edits messages (an empty ``text``: nothing is said where it does not)."""
+    reply = Reply(text=text, actions=(_NAME,), in_reply_to=message.id, source=source_of(message), settles=settles)
+    await callback(reply)

@@ -6,7 +6,17 @@ import logging
 
 import pytest
 
-from bot.kernel.buttons import MAX_BUTTONS, Button, Press, buttons_in, buttons_shown, rows
+from bot.kernel.buttons import (
+    MAX_BUTTONS,
+    MAX_KEYBOARD_ANSWERS,
+    Button,
+    Press,
+    ReplyKeyboard,
+    Settled,
+    buttons_in,
+    buttons_shown,
+    rows,
+)
 
 
 def test_a_button_has_a_value_or_a_link() -> None:
@@ -85,3 +95,22 @@ def test_a_press_round_trips_through_a_message_content_and_knows_its_label() -> 
 def test_buttons_shown_by_a_platform_leave_out_what_troupe_could_not_have_sent() -> None:
     shown = [("Yes", "y"), ("x" * 81, "long label"), ("", "no label"), ("Big", "v" * 65), ("No", "n")]
     assert buttons_shown(shown) == [Button("Yes", value="y"), Button("No", value="n")]
+
+
+def test_a_settled_press_shows_its_note_under_the_question() -> None:
+    settled = Settled("✓ chosen: red")
+    assert settled.shown_under("Which colour?  ") == "Which colour?\n\n✓ chosen: red"
+    assert settled.shown_under("") == "✓ chosen: red"
+    with pytest.raises(ValueError, match="needs a note"):
+        Settled(" ")
+
+
+def test_a_reply_keyboard_offers_a_few_distinct_answers_or_none_to_take_it_away() -> None:
+    assert ReplyKeyboard(("Tea", "Coffee")).one_time and not ReplyKeyboard(("Tea",)).removes
+    assert ReplyKeyboard.removed().removes
+    with pytest.raises(ValueError, match="answers must differ"):
+        ReplyKeyboard(("Tea", "tea"))
+    with pytest.raises(ValueError, match="1 to 80 characters"):
+        ReplyKeyboard(("Tea", " "))
+    with pytest.raises(ValueError, match=f"at most {MAX_KEYBOARD_ANSWERS} answers"):
+        ReplyKeyboard(tuple(str(n) for n in range(MAX_KEYBOARD_ANSWERS + 1)))

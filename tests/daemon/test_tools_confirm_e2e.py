@@ -2,8 +2,9 @@
 fake Discord, the weather MCP server of tests/fakes (over stdio) whose ``delete`` tool writes in a
 journal each time it runs, and the fake OpenAI-compatible API calling it. The reply says the call
 waits for a yes and the question under it carries Yes and No buttons; Yes pressed runs the call on
-the server once, however often it is pressed, and the person is told what came of it; No runs
-nothing."""
+the server once, however often it is pressed, the question shows "✓ chosen: Yes" in place of its
+buttons and the person is told what came of it in a new message; No runs nothing, and the question
+says so."""
 
 from __future__ import annotations
 
@@ -81,6 +82,10 @@ async def test_on_telegram_yes_runs_a_tool_that_changes_things_once_and_no_runs_
     assert sorted(answers) == sorted(["Here is what I found: deleted /srv/notes/old.md", _GONE]), answers
     assert _ran(journal) == ["/srv/notes/old.md"]
     assert all(s.telegram.answered(query) for query in presses)
+    # The question shows the answer in place of its buttons; the result is a new message.
+    (edit,) = ada.edits
+    assert edit["message_id"] == question["message"]["message_id"] and "reply_markup" not in edit["message"]
+    assert edit["text"] == question["text"] + "\n\n✓ chosen: Yes (weather__delete)"
     # The press that ran it has the call in its trace (troupe why lists the room's messages).
     room = re.search(r" room (\S+),", out)
     assert room, out
@@ -96,8 +101,9 @@ async def test_on_telegram_yes_runs_a_tool_that_changes_things_once_and_no_runs_
     _asks_to_confirm(reply["text"], question["text"], "/srv/notes/new.md")
     _, no = _keys(question)
     await s.telegram.user_presses(sam, question["message"], no["callback_data"])
-    assert (await s.telegram.wait_for_sent(ada, 7, timeout=60))[-1]["text"] == "OK, I won't run weather__delete."
-    assert _ran(journal) == ["/srv/notes/old.md"]
+    await s.telegram.wait_for(lambda: len(ada.edits) == 2, 60, "the question answered no")
+    assert ada.edits[-1]["text"] == question["text"] + "\n\n✓ chosen: No (weather__delete not run)"
+    assert len(ada.sent) == 6 and _ran(journal) == ["/srv/notes/old.md"]  # said on the question alone
 
 
 async def test_a_question_asked_before_a_kill_9_is_answered_after_the_restart(service: Service) -> None:
@@ -154,6 +160,8 @@ async def test_on_discord_yes_runs_a_tool_that_changes_things_once(service: Serv
         assert sorted(answers) == sorted(["Here is what I found: deleted /srv/notes/old.md", _GONE]), answers
         assert _ran(journal) == ["/srv/notes/old.md"]
         assert all(click.responses for click in clicks)  # each press acknowledged
+        await until(lambda: ada.edits)  # the question shows the answer, its buttons gone
+        assert question.content.endswith("\n\n✓ chosen: Yes (weather__delete)") and not question.components
         # Stopped while the fake Discord still answers, so the daemon leaves cleanly.
         s.signal(signal.SIGTERM)
         assert await s.exit_code(60) == 0

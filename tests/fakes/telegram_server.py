@@ -39,6 +39,8 @@ user, old, new, by=None, kind="chat_member")``; ``bot_removed(chat, bot, by=, st
 caption)`` sends one (one update per photo or document, the caption on the first). A
 ``sticker`` is ``(emoji or None, "static" | "animated" | "video")``. Updates go to the bots that are
 members of the chat (in a private chat, to its bot) whose ``allowed_updates`` take them.
+``user_taps(user, chat, answer)`` taps an answer of the reply keyboard a bot shows in the chat
+(``chat.keyboard``; a ValueError when none offers it), which sends it as the person's message.
 ``user_presses(user, message, data, inaccessible=False, inline=False)`` presses a button under a
 message a bot sent: a ``callback_query`` for that bot only (``inaccessible``: the message as an
 InaccessibleMessage, date 0; ``inline``: an ``inline_message_id`` and no message); it returns the
@@ -67,7 +69,14 @@ menu kept as the bot's ``commands``), deleteMyCommands, close, answerCallbackQue
 ``(query id, monotonic time, text)``; an unknown query, one already answered or one older than
 ``callback_expiry`` seconds, 15 by default, is 400 "query is too old…"). Anything else is 404,
 recorded. ``reply_markup`` (an inline keyboard, checked as Telegram does: one of
-``callback_data`` of 1-64 bytes or ``url`` per button) is kept on the sent message and recorded.
+``callback_data`` of 1-64 bytes or ``url`` per button) is kept on the sent message and recorded; a
+reply keyboard (``keyboard`` rows, ``one_time_keyboard``, ``resize_keyboard``) or its removal
+(``remove_keyboard``) is recorded and kept as the chat's ``keyboard``, never on the message, as
+Telegram returns it. editMessageText, editMessageCaption and editMessageReplyMarkup change a bot's
+own message (400 for another's, for one not found, for a reply keyboard, and "message is not
+modified" for an edit that changes nothing); an edit naming no ``reply_markup`` removes the inline
+keyboard, as Telegram does; each is recorded in the bot's ``edits`` (``kind`` ``text``, ``caption``
+or ``markup``, ``chat_id``, ``message_id``, ``text`` as shown, ``reply_markup``, ``message``).
 
 ``fail_next(method, status=429, retry_after=1, description=None, bot=None, times=1, after=0)`` makes
 the next ``times`` matching calls (once ``after`` more have gone through: the second part of a long
@@ -155,6 +164,7 @@ class FakeBot(FakeUser):
     refused: int = 0  # calls answered 401 while revoked
     left: list[int] = field(default_factory=list)  # chats it left with leaveChat
     reactions: list[dict[str, Any]] = field(default_factory=list)  # setMessageReaction: chat_id, message_id, emoji
+    edits: list[dict[str, Any]] = field(default_factory=list)  # editMessage*: kind, chat_id, message_id, text …
 
 
 @dataclass(eq=False)
@@ -169,6 +179,7 @@ class FakeChat:
     private_with: FakeUser | None = None  # a private chat: the person
     topics: dict[int, str] = field(default_factory=dict)
     username: str | None = None  # a public channel's @name
+    keyboard: dict[str, Any] | None = None  # the reply keyboard a bot shows in place of the phone's
 
     def payload(self) -> dict[str, Any]:
         if self.type == "private":
@@ -225,8 +236,31 @@ class _Press:
     answered: bool = False
 
 
+def _markup_problem(markup: Any) -> str | None:
+    """What Telegram would refuse in a ``reply_markup``: an inline keyboard, a reply keyboard
+    (rows of buttons with a text) or its removal (``remove_keyboard: true``); None when it takes it."""
+    if isinstance(markup, dict) and "keyboard" in markup:
+        rows = markup["keyboard"]
+        if not isinstance(rows, list) or not rows or not all(isinstance(r, list) and r for r in rows):
+            return "Bad Request: can't parse reply keyboard markup JSON object"
+        for button in (b for row in rows for b in row):
+            text = button if isinstance(button, str) else button.get("text") if isinstance(button, dict) else None
+            if not isinstance(text, str) or not text.strip():
+                return "Bad Request: keyboard button text is empty"
+        return None
+    if isinstance(markup, dict) and "remove_keyboard" in markup:
+        return (
+            None if markup["remove_keyboard"] is True else "Bad Request: can't parse reply keyboard markup JSON object"
+        )
+    return _keyboard_problem(markup)
+
+
+def _inline(markup: Any) -> bool:
+    return isinstance(markup, dict) and "inline_keyboard" in markup
+
+
 def _keyboard_problem(markup: Any) -> str | None:
-    """What Telegram would refuse in a ``reply_markup`` (an inline keyboard), or None."""
+    """What Telegram would refuse in an inline keyboard, or None."""
     rows = markup.get("inline_keyboard") if isinstance(markup, dict) else None
     if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
         return "Bad Request: can't parse reply keyboard markup JSON object"
@@ -580,6 +614,18 @@ class FakeTelegram(LocalServer):
             bot.delivered.append(update)
         self._activity.set()
         return query_id
+
+    async def user_taps(self, user: FakeUser, chat: FakeChat, answer: str) -> dict[str, Any]:
+        """``user`` taps ``answer`` on the reply keyboard a bot shows in ``chat``: its text sent as
+        their own message (a one-time keyboard hides then). Raises ValueError when no keyboard
+        shown there offers it."""
+        rows = (chat.keyboard or {}).get("keyboard") or []
+        offered = [b if isinstance(b, str) else b.get("text") for row in rows for b in row]
+        if answer not in offered:
+            raise ValueError(f"no reply keyboard in chat {chat.id} offers {answer!r} (it offers {offered})")
+        if (chat.keyboard or {}).get("one_time_keyboard"):
+            chat.keyboard = None
+        return await self.user_says(user, chat, answer)
 
     def answered(self, query_id: str) -> list[tuple[str, float, str | None]]:
         """The answerCallbackQuery calls Telegram took for the query (at most one)."""
@@ -948,7 +994,7 @@ class FakeTelegram(LocalServer):
             return self._error(400, "Bad Request: message text is empty")
         if _utf16_len(shown) > MAX_TEXT:
             return self._error(400, "Bad Request: message is too long")
-        if params.get("reply_markup") is not None and (problem := _keyboard_problem(params["reply_markup"])):
+        if params.get("reply_markup") is not None and (problem := _markup_problem(params["reply_markup"])):
             return self._error(400, problem)
         reply = params.get("reply_parameters") or {}
         reply_to = reply.get("message_id") if isinstance(reply, dict) else None
@@ -967,8 +1013,7 @@ class FakeTelegram(LocalServer):
         if reply_to is not None and (chat.id, int(reply_to)) in self.messages:
             message["reply_to_message"] = self.messages[(chat.id, int(reply_to))]
         markup = params.get("reply_markup")
-        if markup is not None:
-            message["reply_markup"] = markup
+        self._show_markup(chat, message, markup)
         self.messages[(chat.id, message["message_id"])] = message
         bot.sent.append(
             {
@@ -979,6 +1024,87 @@ class FakeTelegram(LocalServer):
                 "parse_mode": parse_mode,
                 "reply_to": reply_to,
                 "thread_id": thread,
+                "reply_markup": markup,
+                "message": message,
+            }
+        )
+        self._activity.set()
+        return self._ok(message)
+
+    @staticmethod
+    def _show_markup(chat: FakeChat, message: dict[str, Any], markup: Any) -> None:
+        """An inline keyboard goes on the message (Telegram returns it with the message); a reply
+        keyboard replaces the phone's keyboard in the chat, its removal takes it away (neither is
+        part of the message Telegram returns)."""
+        if markup is None:
+            return
+        if _inline(markup):
+            message["reply_markup"] = markup
+        elif "keyboard" in markup:
+            chat.keyboard = markup
+        else:
+            chat.keyboard = None
+
+    async def _api_editmessagetext(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        return self._edit(bot, params, "text")
+
+    async def _api_editmessagecaption(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        return self._edit(bot, params, "caption")
+
+    async def _api_editmessagereplymarkup(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        return self._edit(bot, params, "markup")
+
+    def _edit(self, bot: FakeBot, params: dict[str, Any], kind: str) -> web.Response:
+        """editMessageText / editMessageCaption / editMessageReplyMarkup as Telegram answers them:
+        only a bot's own message, an inline keyboard only (none given: the keyboard goes), and
+        an edit that changes nothing is 400 "message is not modified". Recorded in ``edits``."""
+        if params.get("inline_message_id") is not None:
+            return self._error(400, "Bad Request: troupe's fake keeps no inline-mode messages")
+        message = self.messages.get((int(params.get("chat_id") or 0), int(params.get("message_id") or 0)))
+        if message is None:
+            return self._error(400, "Bad Request: message to edit not found")
+        if message["from"]["id"] != bot.id:
+            return self._error(400, "Bad Request: message can't be edited")
+        markup = params.get("reply_markup")
+        if markup is not None and not _inline(markup):
+            return self._error(400, "Bad Request: inline keyboard expected")
+        if markup is not None and (problem := _keyboard_problem(markup)):
+            return self._error(400, problem)
+        field_name = {"text": "text", "caption": "caption"}.get(kind)
+        shown: str | None = None
+        if field_name is not None:
+            if field_name not in message:
+                return self._error(400, f"Bad Request: there is no {field_name} in the message to edit")
+            raw, parse_mode = str(params.get(field_name) or ""), params.get("parse_mode")
+            try:
+                shown = markdown_v2_plain(raw) if parse_mode == "MarkdownV2" else raw
+            except ValueError as exc:
+                return self._error(400, f"Bad Request: can't parse entities: {exc}")
+            if not shown.strip() and field_name == "text":
+                return self._error(400, "Bad Request: message text is empty")
+            if _utf16_len(shown) > (MAX_TEXT if field_name == "text" else MAX_CAPTION):
+                return self._error(400, f"Bad Request: message {'' if field_name == 'text' else 'caption '}is too long")
+        if (shown is None or shown == message.get(field_name or "")) and markup == message.get("reply_markup"):
+            return self._error(
+                400,
+                "Bad Request: message is not modified: specified new message content and reply markup are exactly "
+                "the same as a current content and reply markup of the message",
+            )
+        if shown is not None and field_name is not None:
+            message[field_name] = shown
+            entities = params.get("entities" if field_name == "text" else "caption_entities")
+            message[f"{'entities' if field_name == 'text' else 'caption_entities'}"] = entities or []
+        if markup is None:
+            message.pop("reply_markup", None)
+        else:
+            message["reply_markup"] = markup
+        message["edit_date"] = int(time.time())
+        bot.edits.append(
+            {
+                "kind": kind,
+                "chat_id": message["chat"]["id"],
+                "message_id": message["message_id"],
+                "text": shown,
                 "reply_markup": markup,
                 "message": message,
             }
@@ -1048,7 +1174,7 @@ class FakeTelegram(LocalServer):
         if isinstance(caption, web.Response):
             return caption
         markup = params.get("reply_markup")
-        if markup is not None and (problem := _keyboard_problem(markup)):
+        if markup is not None and (problem := _markup_problem(markup)):
             return self._error(400, problem)
         reply = params.get("reply_parameters") or {}
         reply_to = reply.get("message_id") if isinstance(reply, dict) else None
@@ -1093,8 +1219,7 @@ class FakeTelegram(LocalServer):
             message["is_topic_message"] = chat.forum
         if reply_to is not None and (chat.id, int(reply_to)) in self.messages:
             message["reply_to_message"] = self.messages[(chat.id, int(reply_to))]
-        if markup is not None:
-            message["reply_markup"] = markup
+        self._show_markup(chat, message, markup)
         self.messages[(chat.id, message["message_id"])] = message
         record: dict[str, Any] = {
             "reply_markup": markup,

@@ -5,14 +5,23 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from telegram import Bot, BotCommand, InlineKeyboardButton, InlineKeyboardMarkup, InputMediaPhoto, Message
+from telegram import (
+    Bot,
+    BotCommand,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    InputMediaPhoto,
+    Message,
+    ReplyKeyboardMarkup,
+    ReplyKeyboardRemove,
+)
 from telegram.error import BadRequest, Forbidden, InvalidToken, RetryAfter
 from telegram.helpers import escape_markdown
 
 import platforms.telegram  # noqa: F401  (opts in to PTB's timedelta durations, as troupe does)
 
 from .openai_server import make_png
-from .telegram_server import FakeTelegram, markdown_v2_plain
+from .telegram_server import FakeBot, FakeChat, FakeTelegram, FakeUser, markdown_v2_plain
 
 
 def test_markdown_v2_is_checked_like_telegram() -> None:
@@ -32,12 +41,17 @@ def test_markdown_v2_is_checked_like_telegram() -> None:
         markdown_v2_plain("*open")
 
 
+def ada_and_sam(fake: FakeTelegram) -> tuple[FakeBot, FakeUser, FakeChat, Bot]:
+    """Ada's bot, Sam, their private chat, and a PTB Bot of Ada's token against the fake."""
+    ada = fake.add_bot("7001:token-ada", username="ada_bot", first_name="Ada")
+    sam = fake.add_user("Sam")
+    bot = Bot("7001:token-ada", base_url=f"{fake.url}/bot", base_file_url=f"{fake.url}/file/bot")
+    return ada, sam, fake.private(sam, ada), bot
+
+
 async def test_bot_methods_and_errors_through_ptb() -> None:
     async with FakeTelegram() as fake:
-        ada = fake.add_bot("7001:token-ada", username="ada_bot", first_name="Ada")
-        sam = fake.add_user("Sam")
-        chat = fake.private(sam, ada)
-        bot = Bot("7001:token-ada", base_url=f"{fake.url}/bot", base_file_url=f"{fake.url}/file/bot")
+        ada, sam, chat, bot = ada_and_sam(fake)
         async with bot:
             assert bot.username == "ada_bot"
             message = await bot.send_message(chat.id, "Hi\\!", parse_mode="MarkdownV2")
@@ -229,3 +243,37 @@ async def test_reactions_are_one_emoji_of_the_bot_api_set_on_a_message_the_chat_
             with pytest.raises(BadRequest, match="(?i)message to react not found"):
                 await bot.set_message_reaction(chat.id, 999, "👍")
         assert ada.reactions == [{"chat_id": chat.id, "message_id": said["message_id"], "emoji": ["👍"]}]
+
+
+async def test_edits_and_reply_keyboards_are_taken_and_refused_as_telegram_does() -> None:
+    async with FakeTelegram() as fake:
+        ada, sam, chat, bot = ada_and_sam(fake)
+        async with bot:
+            keys = InlineKeyboardMarkup([[InlineKeyboardButton("Yes", callback_data="y")]])
+            asked = await bot.send_message(chat.id, "Go?", reply_markup=keys)
+            edited = await bot.edit_message_text("Go?\n\n✓ chosen: Yes", chat.id, asked.message_id)
+            assert isinstance(edited, Message) and edited.text == "Go?\n\n✓ chosen: Yes"
+            assert edited.reply_markup is None  # an edit naming no keyboard removes it
+            assert [(e["kind"], e["text"]) for e in ada.edits] == [("text", "Go?\n\n✓ chosen: Yes")]
+            with pytest.raises(BadRequest, match="(?i)message is not modified"):
+                await bot.edit_message_text("Go?\n\n✓ chosen: Yes", chat.id, asked.message_id)
+            with pytest.raises(BadRequest, match="(?i)message to edit not found"):
+                await bot.edit_message_reply_markup(chat.id, 999)
+            mine = await fake.user_says(sam, chat, "mine")
+            with pytest.raises(BadRequest, match="(?i)message can't be edited"):
+                await bot.edit_message_text("theirs", chat.id, mine["message_id"])
+            with pytest.raises(BadRequest, match="(?i)no caption"):
+                await bot.edit_message_caption(chat.id, asked.message_id, caption="x")
+
+            offered = ReplyKeyboardMarkup([["Tea", "Coffee"]], one_time_keyboard=True, resize_keyboard=True)
+            tea = await bot.send_message(chat.id, "Tea or coffee?", reply_markup=offered)
+            assert tea.reply_markup is None and chat.keyboard is not None  # the chat's, not the message's
+            with pytest.raises(ValueError, match="offers 'Milk'"):
+                await fake.user_taps(sam, chat, "Milk")
+            tapped = await fake.user_taps(sam, chat, "Coffee")
+            assert tapped["text"] == "Coffee" and chat.keyboard is None  # one time
+            await bot.send_message(chat.id, "Again?", reply_markup=ReplyKeyboardMarkup([["A"]]))
+            await bot.send_message(chat.id, "Never mind.", reply_markup=ReplyKeyboardRemove())
+            assert chat.keyboard is None
+            with pytest.raises(BadRequest, match="(?i)inline keyboard expected"):
+                await bot.edit_message_reply_markup(chat.id, tea.message_id, reply_markup=offered)

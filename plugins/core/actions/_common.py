@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bot.sdk import (
@@ -20,6 +21,7 @@ from bot.sdk import (
     Reply,
     Role,
     Room,
+    Settled,
     State,
     World,
 )
@@ -155,14 +157,20 @@ def match_entity(reference: str, candidates: Iterable[Entity]) -> Entity | None:
 
 
 async def notify(
-    callback: HandlerCallback, text: str, action: str, message: Memory, *, buttons: Sequence[Button] = ()
+    callback: HandlerCallback,
+    text: str,
+    action: str,
+    message: Memory,
+    *,
+    buttons: Sequence[Button] = (),
+    settles: Settled | None = None,
 ) -> None:
-    """Tell the person what the action did (or why it did not), with ``buttons`` under it."""
+    """Tell the person what the action did (or why it did not), with ``buttons`` under it;
+    ``settles``: for a press, shown on the message pressed instead where the platform can."""
     if not text:
         return
-    await callback(
-        Reply(text=text, actions=(action,), in_reply_to=message.id, source=source_of(message), buttons=tuple(buttons))
-    )
+    reply = Reply(text=text, actions=(action,), in_reply_to=message.id, source=source_of(message))
+    await callback(replace(reply, buttons=tuple(buttons), settles=settles))
 
 
 def source_of(message: Memory) -> str | None:

@@ -8,7 +8,9 @@ person answers, this action works out which task and option they meant, runs the
 the task. When it cannot tell, it asks again with the options as buttons.
 
 A press of one of those buttons (``choose:<task>:<option>``) is handled without a model
-(:func:`press_handler`): the option runs at once, once, however often it is pressed.
+(:func:`press_handler`): the option runs at once, once, however often it is pressed, and the
+question shows "✓ chosen: <option>" without its buttons where the platform edits messages
+(elsewhere the answer is a new message, as for a choice in words).
 
 Who may choose: the person the task is waiting on (``task.entity_id``), or the server's owner
 or an admin. Anyone else is not offered the action, and is refused if the model names it anyway
@@ -34,6 +36,7 @@ from bot.sdk import (
     Press,
     PressHandler,
     ServiceKey,
+    Settled,
     State,
     Task,
     World,
@@ -136,7 +139,7 @@ async def _choose(
     if choice == ABORT:
         await runtime.store.delete_task(str(task.id))
         text = f'Cancelled "{task.name}".'
-        await notify(callback, text, "CHOOSE_OPTION_CANCELLED", message)
+        await notify(callback, text, "CHOOSE_OPTION_CANCELLED", message, settles=_settled(message, "✗ cancelled"))
         return ActionResult(text=text, data={"actionName": NAME, "taskId": task.id, "option": ABORT})
     worker = runtime.task_workers.get(task.name)
     if worker is None:
@@ -153,8 +156,14 @@ async def _choose(
     if "repeat" not in task.tags:
         await runtime.store.delete_task(str(task.id))
     text = f'Chose {choice} for "{task.name}".'
-    await notify(callback, text, NAME, message)
+    await notify(callback, text, NAME, message, settles=_settled(message, f"✓ chosen: {choice}"))
     return ActionResult(text=text, data={"actionName": NAME, "taskId": task.id, "option": choice})
+
+
+def _settled(message: Memory, note: str) -> Settled | None:
+    """For a press, the question it answered showing ``note``, without its buttons (a choice made
+    in words leaves the question as it is: the answer is a new message)."""
+    return Settled(note) if message.content.button is not None else None
 
 
 class Choosing:

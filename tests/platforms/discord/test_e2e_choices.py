@@ -1,16 +1,24 @@
 """End to end on Discord: CHOOSE_OPTION's buttons (bot.runtime.choices) run the option pressed, once,
-without a model call, as on Telegram."""
+without a model call, as on Telegram; the question then shows the choice in place of its buttons
+(the bot's own message edited), so it cannot be pressed again."""
 
 from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
 
 from bot.runtime.choices import offer_options
 from platforms.discord._mapping import discord_id
 from tests.choices import waiting_choice
 
+from .scene import until
 
-async def test_choice_buttons_on_discord_run_the_option_pressed_once_without_a_model_call(scene) -> None:
-    s = scene
-    await s.start(with_brann=False)
+
+async def offered(s: Any, hold: asyncio.Event | None = None) -> tuple[Any, list[Any], Any, list[dict[str, Any]]]:
+    """PICK_COLOUR waiting on Sam in #general, its options shown as buttons: the task, its
+    worker's runs, the question as the fake keeps it and its buttons."""
     await s.fake.user_says(s.sam, s.general, f"{s.ada.mention} set up the banner")  # answered by the default plan
     await s.fake.wait_for_sent(s.ada, 1)
     rt = s.runtime("Ada")
@@ -19,23 +27,51 @@ async def test_choice_buttons_on_discord_run_the_option_pressed_once_without_a_m
         room_id=discord_id(rt.agent_id, s.general.id),
         entity_id=discord_id(rt.agent_id, s.sam.id),
         description="which colour for the banner?",
+        hold=hold,
     )
     (offer,) = await offer_options(rt, task)
+    assert offer.content.buttons is not None and offer.content.buttons[2].label == "Cancel"
     shown = s.ada.sent[-1]
+    return task, ran, shown, [c for row in shown.components for c in row["components"]]
+
+
+async def test_choice_buttons_on_discord_run_the_option_pressed_once_without_a_model_call(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    task, ran, shown, buttons = await offered(s)
     assert shown.content == "PICK_COLOUR: which colour for the banner?"
-    buttons = [c for row in shown.components for c in row["components"]]
-    assert (
-        [b["label"] for b in buttons] == ["red", "blue", "Cancel"]
-        and offer.content.buttons is not None
-        and offer.content.buttons[2].label == "Cancel"
-    )
+    assert [b["label"] for b in buttons] == ["red", "blue", "Cancel"]
+    rt = s.runtime("Ada")
     prompts, sent = len(s.brain.prompts), len(s.ada.sent)
     first = await s.fake.user_clicks(s.sam, shown, buttons[1]["custom_id"])
-    await s.fake.wait_for_sent(s.ada, sent + 1)
-    assert s.ada.sent[-1].content == 'Chose blue for "PICK_COLOUR".' and ran == [{"option": "blue"}]
-    second = await s.fake.user_clicks(s.sam, shown, buttons[1]["custom_id"])
-    await s.fake.wait_for_sent(s.ada, sent + 2)
-    assert s.ada.sent[-1].content == "That choice is no longer open." and ran == [{"option": "blue"}]
-    assert [r.type for r in (*first.responses, *second.responses)] == [6, 6]  # both deferred
-    assert len(s.brain.prompts) == prompts  # no model call for either press
+    await until(lambda: s.ada.edits)
+    ((edited, body),) = s.ada.edits
+    assert edited is shown and body["components"] == [] and ran == [{"option": "blue"}]
+    assert shown.content == "PICK_COLOUR: which colour for the banner?\n\n✓ chosen: blue" and not shown.components
+    assert len(s.ada.sent) == sent  # said on the question, not below it
+    with pytest.raises(LookupError):  # no button left to press again
+        await s.fake.user_clicks(s.sam, shown, buttons[1]["custom_id"])
+    assert [r.type for r in first.responses] == [6]  # deferred
+    assert len(s.brain.prompts) == prompts  # no model call
     assert await rt.store.get_task(str(task.id)) is None
+    question = await rt.store.get_memory(discord_id(rt.agent_id, shown.id))
+    assert question is not None and question.content.buttons is None and "✓ chosen: blue" in question.content.text
+
+
+async def test_a_double_click_on_discord_runs_the_option_once_and_edits_the_question_once(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    hold = asyncio.Event()
+    _, ran, shown, buttons = await offered(s, hold)
+    sent = len(s.ada.sent)
+    await s.fake.user_clicks(s.sam, shown, buttons[0]["custom_id"])
+    await until(lambda: ran)  # the first click's option is running; the buttons still show
+    await s.fake.user_clicks(s.sam, shown, buttons[0]["custom_id"])
+    await s.fake.wait_for_sent(s.ada, sent + 1)
+    assert s.ada.sent[-1].content == 'The choice for "PICK_COLOUR" is already being made.'
+    hold.set()
+    await until(lambda: s.ada.edits)
+    assert [body["content"] for _, body in s.ada.edits] == [
+        "PICK_COLOUR: which colour for the banner?\n\n✓ chosen: red"
+    ]
+    assert ran == [{"option": "red"}]

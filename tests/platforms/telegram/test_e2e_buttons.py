@@ -3,7 +3,9 @@
 at once, before the (slow) model answers, and reaches the character as a message from the person
 who pressed, in the chat and topic of the message it was under; a press on a message too old to
 read, a press acknowledged too late and a redelivered press are handled once; CHOOSE_OPTION's
-buttons run the option chosen, once, without a model call."""
+buttons run the option chosen, once, without a model call, and the question shows the choice in
+place of its keyboard (a new message where it cannot be edited); a reply keyboard offers fixed
+answers, and a tap is heard as the person's text."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import asyncio
 import logging
 from typing import Any
 
-from bot.kernel.buttons import Button, Press
+from bot.kernel.buttons import Button, Press, ReplyKeyboard
 from bot.kernel.outgoing import OutgoingFile, Reply
 from bot.kernel.types import Memory, Room
 from bot.runtime.agent import AgentRuntime
@@ -159,37 +161,125 @@ async def test_a_redelivered_press_is_answered_once_and_an_inline_one_only_ackno
     assert await s.runtime("Ada").store.inbox_pending("telegram") == []
 
 
-async def test_choose_option_buttons_run_the_option_pressed_once_without_a_model_call(scene) -> None:
-    s = scene
-    await s.start(with_brann=False)
+async def offered_choice(s: Scene, *, hold: asyncio.Event | None = None) -> tuple[Any, list[Any], dict[str, Any]]:
+    """PICK_COLOUR waiting on Sam in his private chat with Ada, its options shown as buttons:
+    the task, the worker's runs, and the question as Telegram keeps it."""
     chat = s.fake.private(s.sam, s.ada)
     await s.fake.user_says(s.sam, chat, "set up the banner")  # answered by the default plan
     await s.fake.wait_for_sent(s.ada, 1)
     rt = s.runtime("Ada")
     room = await room_of(rt, chat.id)
     task, ran = await waiting_choice(
-        rt, room_id=room.id, entity_id=entity_id(rt.agent_id, s.sam.id), description="which colour for the banner?"
+        rt,
+        room_id=room.id,
+        entity_id=entity_id(rt.agent_id, s.sam.id),
+        description="which colour for the banner?",
+        hold=hold,
     )
     (offer,) = await offer_options(rt, task)
     shown = s.ada.sent[-1]
+    assert offer.content.buttons is not None and offer.content.buttons[2].label == "Cancel"
+    return task, ran, shown
+
+
+def callback_data(shown: dict[str, Any], label: str) -> str:
+    return next(
+        b["callback_data"] for row in shown["reply_markup"]["inline_keyboard"] for b in row if b["text"] == label
+    )
+
+
+async def test_choose_option_buttons_run_the_option_pressed_once_without_a_model_call(scene) -> None:
+    # The question itself shows the choice, its keyboard gone: no new message says it.
+    s = scene
+    await s.start(with_brann=False)
+    task, ran, shown = await offered_choice(s)
     assert shown["text"] == "PICK_COLOUR: which colour for the banner?"
     labels = [b["text"] for row in shown["reply_markup"]["inline_keyboard"] for b in row]
-    assert (
-        labels == ["red", "blue", "Cancel"]
-        and offer.content.buttons is not None
-        and offer.content.buttons[2].label == "Cancel"
-    )
-    blue = shown["reply_markup"]["inline_keyboard"][0][1]["callback_data"]
+    assert labels == ["red", "blue", "Cancel"]
+    blue = callback_data(shown, "blue")
+    rt = s.runtime("Ada")
     prompts, sent = len(s.brain.prompts), len(s.ada.sent)
     first = await s.fake.user_presses(s.sam, shown["message"], blue)
+    await until(lambda: s.ada.edits)
+    (edit,) = s.ada.edits
+    assert edit["kind"] == "text" and edit["message_id"] == shown["message"]["message_id"]
+    assert edit["text"] == "PICK_COLOUR: which colour for the banner?\n\n✓ chosen: blue"
+    assert "reply_markup" not in edit["message"] and ran == [{"option": "blue"}]
+    question = await stored(rt, room_id(rt.agent_id, s.sam.id), lambda m: "✓ chosen: blue" in (m.content.text or ""))
+    assert question.content.buttons is None  # stored as it reads now
+    # A second press (a client that still showed the keyboard): told, and nothing runs again.
+    second = await s.fake.user_presses(s.sam, edit["message"], blue)
     await s.fake.wait_for_sent(s.ada, sent + 1)
-    assert s.ada.sent[-1]["text"] == 'Chose blue for "PICK_COLOUR".' and ran == [{"option": "blue"}]
-    second = await s.fake.user_presses(s.sam, shown["message"], blue)
-    await s.fake.wait_for_sent(s.ada, sent + 2)
     assert s.ada.sent[-1]["text"] == "That choice is no longer open." and ran == [{"option": "blue"}]
-    assert s.fake.answered(first) and s.fake.answered(second)
+    assert len(s.ada.edits) == 1 and s.fake.answered(first) and s.fake.answered(second)
     assert len(s.brain.prompts) == prompts  # no model call for either press
     assert await rt.store.get_task(str(task.id)) is None
+
+
+async def test_a_double_press_edits_the_question_once_and_runs_the_option_once(scene) -> None:
+    # Both presses reach the bot before the first is answered: one runs and edits, the other is told.
+    s = scene
+    await s.start(with_brann=False)
+    hold = asyncio.Event()
+    _, ran, shown = await offered_choice(s, hold=hold)
+    sent = len(s.ada.sent)
+    red = callback_data(shown, "red")
+    await s.fake.user_presses(s.sam, shown["message"], red)
+    await until(lambda: ran)  # the first press's option is running
+    await s.fake.user_presses(s.sam, shown["message"], red)
+    await s.fake.wait_for_sent(s.ada, sent + 1)
+    assert s.ada.sent[-1]["text"] == 'The choice for "PICK_COLOUR" is already being made.'
+    hold.set()
+    await until(lambda: s.ada.edits)
+    assert [e["text"] for e in s.ada.edits] == ["PICK_COLOUR: which colour for the banner?\n\n✓ chosen: red"]
+    assert ran == [{"option": "red"}] and len(s.ada.sent) == sent + 1
+
+
+async def test_a_question_that_can_no_longer_be_edited_is_answered_in_a_new_message(scene, caplog) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    _, ran, shown = await offered_choice(s)
+    sent = len(s.ada.sent)
+    s.fake.fail_next("editMessageText", status=400, description="Bad Request: message can't be edited")
+    with caplog.at_level(logging.WARNING):
+        await s.fake.user_presses(s.sam, shown["message"], callback_data(shown, "Cancel"))
+        await s.fake.wait_for_sent(s.ada, sent + 1)
+    assert s.ada.sent[-1]["text"] == 'Cancelled "PICK_COLOUR".' and ran == [] and not s.ada.edits
+    assert "could not show '✗ cancelled' on the message pressed" in caplog.text
+
+
+async def test_a_reply_keyboard_offers_fixed_answers_and_a_tap_is_heard_as_text(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    chat = s.fake.private(s.sam, s.ada)
+    rt = s.runtime("Ada")
+    offered = ReplyKeyboard(("Tea", "Coffee", "Neither"))
+    s.brain.plans["Ada"] += [plan("Which one, then?"), plan("Tea it is.")]
+    await s.fake.user_says(s.sam, chat, "what should I drink?")
+    await s.fake.wait_for_sent(s.ada, 1)
+    room = await room_of(rt, chat.id)
+    await rt.get_service("telegram").send_to_room(room, Reply(text="Tea or coffee?", keyboard=offered))
+    asked = s.ada.sent[-1]
+    assert asked["reply_markup"] == {
+        "keyboard": [[{"text": "Tea"}, {"text": "Coffee"}, {"text": "Neither"}]],
+        "resize_keyboard": True,
+        "one_time_keyboard": True,
+    }
+    assert "reply_markup" not in asked["message"]  # not part of the message, as Telegram returns it
+    assert chat.keyboard == asked["reply_markup"]
+    await s.fake.user_taps(s.sam, chat, "Tea")
+    assert chat.keyboard is None  # one time: hidden once tapped
+    await s.fake.wait_for_sent(s.ada, 3)
+    assert s.ada.sent[-1]["text"] == "Tea it is."
+    heard = await stored(rt, room.id, lambda m: m.content.text == "Tea")
+    assert heard.content.button is None  # an ordinary message
+    # Taken away again, and a reply with buttons shows its buttons, not a keyboard.
+    await rt.get_service("telegram").send_to_room(room, Reply(text="Noted.", keyboard=ReplyKeyboard.removed()))
+    assert s.ada.sent[-1]["reply_markup"] == {"remove_keyboard": True}
+    await rt.get_service("telegram").send_to_room(
+        room, Reply(text="Vote?", buttons=tuple(VOTE[:2]), keyboard=ReplyKeyboard(("Yes", "No")))
+    )
+    assert "inline_keyboard" in s.ada.sent[-1]["reply_markup"]
 
 
 async def test_a_reply_with_a_picture_carries_its_keyboard_on_the_picture(scene) -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.kernel.buttons import Button, Press
+from bot.kernel.buttons import Button, Press, ReplyKeyboard
+from bot.kernel.outgoing import Reply
 from platforms.telegram._mapping import chat_room, entity_id, message_id, room_id
-from platforms.telegram._presses import keyboard, shown_buttons, translate_press
+from platforms.telegram._presses import keyboard, markup_of, shown_buttons, translate_press
 
 from .recorded import BOT, CLEO, FORUM, GROUP, message, update
 
@@ -73,3 +74,17 @@ def test_a_press_under_a_keyboard_troupe_could_not_have_sent_is_still_heard_with
     assert [b.label for b in shown_buttons(query.message)] == ["Yes"]
     seen = translate_press(AGENT, query, query.message)
     assert seen.memory.content.button == Press("far")
+
+
+def test_a_reply_keyboard_is_laid_out_as_buttons_are_and_selective_only_when_it_replies() -> None:
+    offered = ReplyKeyboard(("Tea", "Coffee", "Neither", "Both"), one_time=False)
+    shown = markup_of(Reply(text="Which?", keyboard=offered), replying=True)
+    assert shown is not None and shown.to_dict() == {
+        "keyboard": [[{"text": "Tea"}, {"text": "Coffee"}, {"text": "Neither"}], [{"text": "Both"}]],
+        "resize_keyboard": True,
+        "one_time_keyboard": False,
+        "selective": True,
+    }
+    removed = markup_of(Reply(text="Noted.", keyboard=ReplyKeyboard.removed()), replying=False)
+    assert removed is not None and removed.to_dict() == {"remove_keyboard": True}
+    assert markup_of(Reply(text="Plain"), replying=False) is None
