@@ -45,7 +45,7 @@ from bot.kernel.errors import (
     TroupeError,
     reason_for,
 )
-from bot.kernel.files import expand_home
+from bot.kernel.files import expand_home, write_atomically
 from bot.kernel.frozen_map import FrozenMap
 from bot.kernel.ids import is_uuid, string_to_uuid, unique_uuid
 from bot.kernel.lifecycle import AdapterState
@@ -447,4 +447,5 @@ __all__ = [
     "WorldConnected",
     "WorldJoined",
     "WorldMetadata",
+    "write_atomically",
 ]
