@@ -1,0 +1,34 @@
+"""End to end on Telegram: "save that picture" keeps a photo shared earlier in the chat in Ada's
+folder of the daemon's data directory, downloaded through the real python-telegram-bot from the fake."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+
+import pytest
+
+from .scene import plan
+
+PHOTO = b"\xff\xd8\xff" + b"a cat on a keyboard " * 100
+
+
+async def test_a_photo_shared_earlier_is_saved_where_the_reply_says(
+    scene, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    data_dir = tmp_path / "data"
+    monkeypatch.setenv("TROUPE_DATA_DIR", str(data_dir))
+    s = scene
+    await s.start(with_brann=False)
+    s.brain.plans["Ada"] += [plan("A cat!"), plan("", "DOWNLOAD_MEDIA")]
+    chat = s.fake.private(s.sam, s.ada)
+    await s.fake.user_says(s.sam, chat, "look", photo=("cat.jpg", PHOTO, "image/jpeg"))
+    await s.fake.wait_for_sent(s.ada, 1)
+    with caplog.at_level(logging.DEBUG):
+        await s.fake.user_says(s.sam, chat, "save that picture please")
+        sent = await s.fake.wait_for_sent(s.ada, 2)
+    name = f"photo-{hashlib.sha256(PHOTO).hexdigest()[:12]}.jpg"
+    assert sent[1]["text"] == f"Saved photo.jpg as media/ada/{name} (2 KB)."
+    assert (data_dir / "media" / "ada" / name).read_bytes() == PHOTO
+    assert "token-ada" not in caplog.text  # the file's URL carries the bot token
