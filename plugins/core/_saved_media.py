@@ -12,11 +12,13 @@ Bounds, per character (settings): ``MEDIA_MAX_FILE_MB`` (default 25) a file, and
 a bound is refused with a message saying which and what to do; nothing already kept is removed
 to make room (what a person asked to keep is never lost silently): the operator clears the
 folder. A file is written atomically, to a hidden temporary file in the folder, flushed to disk
-and renamed, in a thread.
+and renamed, in a thread; one character's saves take turns (:class:`SavingTurns`), so two at
+once cannot both pass a bound.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import mimetypes
 import re
@@ -29,7 +31,7 @@ from bot.sdk import file_name_part, write_atomically
 if TYPE_CHECKING:
     from bot.sdk import AgentRuntime
 
-__all__ = ["MB", "MediaLimits", "NoRoom", "Saved", "media_folder", "save_media"]
+__all__ = ["MB", "MediaLimits", "NoRoom", "Saved", "SavingTurns", "media_folder", "save_media"]
 
 MB = 1024 * 1024
 _DIGEST_CHARS = 12
@@ -67,6 +69,17 @@ class Saved:
     path: str
     size: int
     already: bool = False
+
+
+class SavingTurns:
+    """A lock per character, held while one of its files is checked against the bounds and
+    written; the daemon's one instance is ``runtime.shared.instance_of(SavingTurns)``."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def of(self, agent_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(agent_id, asyncio.Lock())
 
 
 def media_folder(runtime: AgentRuntime) -> Path:

@@ -31,7 +31,7 @@ from bot.sdk import (
 )
 
 from .._attachments import attachment_kind
-from .._saved_media import MB, MediaLimits, NoRoom, Saved, media_folder, save_media
+from .._saved_media import MB, MediaLimits, NoRoom, Saved, SavingTurns, media_folder, save_media
 from ..providers._common import describe_media, recent_attachment_records
 from ._common import notify, sender_text
 from ._media import named_in, send_answer
@@ -108,16 +108,17 @@ async def _keep(runtime: AgentRuntime, data_dir: Path, attachment: Attachment, f
     data = await _download(attachment, fetch, limits)
     kind = attachment_kind(attachment.to_json()) or "file"
     try:
-        return await asyncio.to_thread(
-            save_media,
-            data_dir,
-            media_folder(runtime),
-            data,
-            title=attachment.title or "",
-            content_type=attachment.content_type or "",
-            kind=kind,
-            limits=limits,
-        )
+        async with runtime.shared.instance_of(SavingTurns).of(runtime.agent_id):
+            return await asyncio.to_thread(
+                save_media,
+                data_dir,
+                media_folder(runtime),
+                data,
+                title=attachment.title or "",
+                content_type=attachment.content_type or "",
+                kind=kind,
+                limits=limits,
+            )
     except NoRoom as exc:
         raise _NotKept(f"I didn't keep {_name(attachment)}: {exc}.") from None
     except OSError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -9,13 +10,14 @@ from typing import Any
 
 import pytest
 
-from bot.kernel.content import Attachment
-from bot.kernel.types import ChannelType
-from bot.runtime.components import State
+from bot.kernel.content import Attachment, Content
+from bot.kernel.outgoing import Reply
+from bot.kernel.types import ChannelType, Memory
+from bot.runtime.components import ActionContext, State
 from bot.runtime.shared import Shared
 from plugins.core._saved_media import MB, MediaLimits, NoRoom, save_media
 
-from .harness import Harness, plan
+from .harness import HUMAN, Harness, plan
 from .test_events_and_attachments import media_models
 from .test_media_actions import request, sent_texts, shared_earlier
 
@@ -162,3 +164,25 @@ def test_the_total_bound_refuses_and_nothing_half_written_is_left(tmp_path) -> N
     assert sorted(p.name for p in (tmp_path / folder).iterdir()) == sorted(
         [Path(kept_one.path).name, Path(weird.path).name]
     )  # no temporary file left beside them
+
+
+async def test_two_saves_at_once_keep_within_the_bound(harness, tmp_path) -> None:
+    h, data_dir = await keeper(harness, tmp_path, MEDIA_MAX_FILES="1")
+    files = Files(a=PICTURE, b=VIDEO)
+    said: list[str] = []
+
+    async def reply(answer: Reply) -> list[Memory]:
+        said.append(answer.text)
+        return [request(h, answer.text)]
+
+    def asking(attachment: Attachment) -> ActionContext:
+        message = Memory(entity_id=HUMAN, room_id=h.room, content=Content(text="save this", attachments=(attachment,)))
+        return ActionContext(h.rt, message, State(), {}, reply, fetch=files)
+
+    a = Attachment(id="a", url="tg://a", title="a.png", content_type="image/png")
+    b = Attachment(id="b", url="tg://b", title="b.mp4", content_type="video/mp4")
+    handler = h.rt.actions["DOWNLOAD_MEDIA"].handler
+    results = await asyncio.gather(handler(asking(a)), handler(asking(b)))
+    assert len(kept(data_dir)) == 1
+    assert sorted(r is not None and r.success for r in results) == [False, True]
+    assert sum("my limit" in text for text in said) == 1
