@@ -3,7 +3,7 @@
 Which: the files of the message itself, else those the request names (by id, file name or
 link), else the newest shared in the recent conversation (links are pages, not files: not
 kept). Each is downloaded the platform's way (:attr:`ActionContext.fetch`: Telegram reaches any
-file of the chat; Discord the files of the message being answered) and kept in the
+file of the chat; Discord an earlier message's from its CDN address, while it lasts) and kept in the
 character's folder under the daemon's data directory (:mod:`plugins.core._saved_media`: safe,
 content-addressed names, bounds on size and count, atomic writes). The reply names each file
 by its path relative to the data directory and its size; a file it could not keep is named with

@@ -15,10 +15,8 @@ PHOTO = b"\xff\xd8\xff" + b"a cat on a keyboard " * 100
 
 
 async def test_a_photo_shared_earlier_is_saved_where_the_reply_says(
-    scene, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    scene, data_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    data_dir = tmp_path / "data"
-    monkeypatch.setenv("TROUPE_DATA_DIR", str(data_dir))
     s = scene
     await s.start(with_brann=False)
     s.brain.plans["Ada"] += [plan("A cat!"), plan("", "DOWNLOAD_MEDIA")]
