@@ -28,6 +28,7 @@ from bot.sdk import (
     FetchCallback,
     Memory,
     State,
+    TooLargeToFetch,
 )
 
 from .._attachments import attachment_kind
@@ -95,6 +96,8 @@ async def _download(attachment: Attachment, fetch: FetchCallback | None, limits:
             return await fetch(attachment.to_json())
     except LookupError:
         raise _NotKept(f"I can no longer download {name}: send it again with your request.") from None
+    except TooLargeToFetch as exc:
+        raise _NotKept(f"I can't download {name}: it is {exc}.") from None
     except TimeoutError:
         raise _NotKept(f"Downloading {name} took too long; try again in a moment.") from None
     except Exception as exc:
