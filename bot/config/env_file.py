@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+
+from bot.kernel.files import write_atomically
 
 __all__ = ["ENV_NAME", "set_env_values"]
 
@@ -62,14 +63,5 @@ def set_env_values(path: Path, values: Mapping[str, str]) -> None:
             continue
         lines.append(line)
     lines += [_line(name, value) for name, value in values.items() if name not in written]
-    fd, temporary = tempfile.mkstemp(prefix=".env.", dir=path.parent)  # mkstemp makes it 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write("\n".join(lines) + "\n")
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomically(path, ("\n".join(lines) + "\n").encode("utf-8"), prefix=".env.")  # made 0600
     os.chmod(path, 0o600)

@@ -78,6 +78,7 @@ async def chat(
 
     character = result.raise_for_problems()
     shared = Shared()  # this conversation's secrets, kept out of its log lines
+    shared.data_dir = settings.data_dir
     out = output or sys.stdout
     with redact.filtering(shared.secrets):
         async with backend_for(settings.store_location) as db:

@@ -122,6 +122,7 @@ class Daemon:
         #: The database's health, wherever the operator looks (readiness, status, systemd, metrics).
         self.store_watch = StoreWatch(self.metrics, self._show_status)
         self.shared = Shared()  # this daemon's secrets, Telegram relay, bot tokens in use
+        self.shared.data_dir = settings.data_dir
         self.state = DaemonState.STARTING
         self._agents: dict[str, HostedAgent] = {}  # by agent id, in start order
         self._db: StoreBackend | None = None

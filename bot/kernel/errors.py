@@ -59,6 +59,7 @@ __all__ = [
     "StoreError",
     "StoreLocked",
     "StoreUnavailable",
+    "TooLargeToFetch",
     "ToolsRefused",
     "TroupeError",
     "VectorExtensionError",
@@ -273,6 +274,17 @@ class SendError(TroupeError):
     """A platform could not deliver a message the agent started (SEND_MESSAGE).
 
     The message is shown to the person who asked, so it says what went wrong in plain words.
+    """
+
+    __slots__ = ()
+
+
+class TooLargeToFetch(TroupeError):
+    """An attachment larger than its platform lets a bot download
+    (:meth:`~bot.kernel.messages.ReplyChannel.fetch`).
+
+    The message says so to follow "it is", for a person: "larger than the 20 MB the Telegram Bot
+    API lets bots download".
     """
 
     __slots__ = ()

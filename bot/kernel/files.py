@@ -3,15 +3,26 @@
 A named pipe, socket or device given where a file is expected would block a plain ``open()``
 forever (or never end), hanging ``troupe check`` and ``troupe start``; a huge file would fill
 memory. :func:`read_config_file` refuses both with a message that says what the path is.
+Files are written whole or not at all (:func:`write_atomically`).
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from pathlib import Path
 
-__all__ = ["UnreadableFile", "describe_kind", "expand_home", "file_key", "mode_of", "read_config_file", "shown"]
+__all__ = [
+    "UnreadableFile",
+    "describe_kind",
+    "expand_home",
+    "file_key",
+    "mode_of",
+    "read_config_file",
+    "shown",
+    "write_atomically",
+]
 
 
 class UnreadableFile(Exception):
@@ -98,3 +109,28 @@ def read_config_file(path: Path, limit: int) -> bytes:
     if len(data) > limit:
         raise UnreadableFile(f"is larger than {limit // 1024} KiB, the most troupe reads from such a file")
     return data
+
+
+def write_atomically(path: Path, data: bytes, *, prefix: str) -> None:
+    """``data`` at ``path`` whole or not at all, even through a crash: written to a temporary file
+    beside it (named ``prefix…``, mode 0600), flushed to disk, renamed over ``path``, and the
+    folder's entry flushed too. Blocking: run it in a thread from async code.
+
+    Raises:
+        OSError: the folder cannot be written (nothing is left behind).
+    """
+    fd, temporary = tempfile.mkstemp(prefix=prefix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)

@@ -99,6 +99,7 @@ class ReplyChannel(Protocol):
 
         Raises:
             LookupError: the platform has no such attachment, or no way to download it.
+            TooLargeToFetch: the platform does not let bots download one this large.
         """
         ...
 

@@ -7,7 +7,7 @@ the others take the runtime first.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -30,6 +30,7 @@ __all__ = [
     "ConversationSummary",
     "Evaluator",
     "EvaluatorHandler",
+    "FetchCallback",
     "HandlerCallback",
     "LINK_READER",
     "LinkNotRead",
@@ -58,6 +59,9 @@ T = TypeVar("T")
 HandlerCallback = Callable[[Reply], Awaitable[list[Memory]]]
 #: Puts an emoji reaction on the message being answered; says how that ended (never raises).
 ReactCallback = Callable[[str], Awaitable[Reacted]]
+#: The bytes of one attachment (an Attachment's JSON), downloaded the platform's way; raises
+#: LookupError when the platform has no such attachment or no way to download it.
+FetchCallback = Callable[[Mapping[str, object]], Awaitable[bytes]]
 
 
 @dataclass(slots=True)
@@ -114,6 +118,10 @@ class ActionContext:
     react: ReactCallback | None = None
     """Puts an emoji on the message being answered, as part of the answer (at most once, like a
     reply); None where there is no live message to react on."""
+    fetch: FetchCallback | None = None
+    """Downloads an attachment the platform's way (:meth:`~bot.kernel.messages.ReplyChannel.fetch`):
+    one of the message's, or of a recent message in the room where the platform can (Telegram);
+    None where there is no platform to ask."""
 
 
 #: ``async (context) -> ActionResult | None``: an action's work (None counts as a success).

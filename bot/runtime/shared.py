@@ -9,6 +9,7 @@ made alone gets one of its own. Its :attr:`Shared.bus` reaches the other daemons
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TypeVar, cast
 from urllib.parse import quote
 
@@ -31,6 +32,9 @@ class Shared:
         #: Where the daemon's console answers (``http://127.0.0.1:8420/``), once it has started;
         #: None without one.
         self.console_url: str | None = None
+        #: The daemon's data directory (``TROUPE_DATA_DIR``), where characters keep files
+        #: (DOWNLOAD_MEDIA); None when no daemon runs them, and nothing is kept.
+        self.data_dir: Path | None = None
         self._objects: dict[type[object], object] = {}  # each kind to its instance
 
     def why_url(self, message_id: str) -> str | None:

@@ -41,11 +41,12 @@ from bot.kernel.errors import (
     SendError,
     SettingUnset,
     StoreError,
+    TooLargeToFetch,
     ToolsRefused,
     TroupeError,
     reason_for,
 )
-from bot.kernel.files import expand_home
+from bot.kernel.files import expand_home, write_atomically
 from bot.kernel.frozen_map import FrozenMap
 from bot.kernel.ids import is_uuid, string_to_uuid, unique_uuid
 from bot.kernel.lifecycle import AdapterState
@@ -162,6 +163,7 @@ from bot.runtime.components import (
     ActionResult,
     ConversationSummary,
     Evaluator,
+    FetchCallback,
     HandlerCallback,
     LinkNotRead,
     LinkReader,
@@ -270,6 +272,7 @@ __all__ = [
     "expand_home",
     "ExponentialBackoff",
     "EXTRACTION_TOKENS",
+    "FetchCallback",
     "file_name_part",
     "FileKind",
     "files_in",
@@ -415,6 +418,7 @@ __all__ = [
     "TokenRefusal",
     "TokenRefused",
     "ToolAccess",
+    "TooLargeToFetch",
     "Toolbox",
     "TOOLBOX",
     "ToolCall",
@@ -449,4 +453,5 @@ __all__ = [
     "WorldConnected",
     "WorldJoined",
     "WorldMetadata",
+    "write_atomically",
 ]

@@ -72,6 +72,7 @@ from ._mapping import (
     channel_type,
     discord_id,
     entity_for_user,
+    on_cdn,
     parent_id,
     room_for_channel,
     sent_record,
@@ -535,10 +536,22 @@ class DiscordAdapter(
     async def fetch_attachment(
         self, quoting: discord.Message | discord.PartialMessage | None, attachment: Mapping[str, object]
     ) -> bytes:
+        """One of the message's attachments; else one of an earlier message, from its URL on
+        Discord's CDN (which Discord stops serving after about a day: then LookupError)."""
         for item in quoting.attachments if isinstance(quoting, discord.Message) else ():
             if str(item.id) == str(attachment.get("id")):
                 return await item.read()
-        raise LookupError("no such attachment on the message")
+        url = attachment.get("url")
+        if (
+            self.client is None
+            or not isinstance(url, str)
+            or not on_cdn(url, attachment.get("id"), self.config.api_base)
+        ):
+            raise LookupError("no such attachment on the message")
+        try:
+            return await self.client.http.get_from_cdn(url)
+        except (discord.NotFound, discord.Forbidden):
+            raise LookupError("Discord no longer serves that attachment") from None
 
     async def after_sent(
         self,

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from bot.sdk import (
     Attachment,
@@ -43,6 +44,7 @@ __all__ = [
     "discord_id",
     "entity_for_user",
     "memory_for_message",
+    "on_cdn",
     "parent_id",
     "room_for_channel",
     "sent_attachments",
@@ -53,6 +55,8 @@ __all__ = [
 ]
 
 SOURCE = "discord"
+
+_CDN_HOSTS = frozenset({"cdn.discordapp.com", "media.discordapp.net"})
 
 # discord.ChannelType member names → the room type. Categories are not rooms.
 _CHANNEL_TYPES = {
@@ -290,4 +294,20 @@ def translate(agent_id: str, message: Any, *, bot_user_id: int) -> Translated:
         room=room_for_channel(agent_id, channel, dm_with=author),
         entity=entity_for_user(agent_id, author),
         native=NativeRef(SOURCE, str(channel.id), str(message.id), str(author.id), str(bot_user_id)),
+    )
+
+
+def on_cdn(url: str, attachment_id: object, api_base: str | None) -> bool:
+    """Whether ``url`` is Discord's address of the attachment ``attachment_id``
+    (``/attachments/<channel>/<id>/<name>`` on its CDN, or on the host of ``DISCORD_API_BASE``):
+    the only URLs downloaded for an earlier message's attachment, so a stored URL cannot send the
+    bot anywhere else."""
+    parts = urlsplit(url)
+    hosts = _CDN_HOSTS | ({urlsplit(api_base).netloc} if api_base else set())
+    segments = parts.path.split("/")
+    return (
+        parts.scheme in ("http", "https")
+        and parts.netloc in hosts
+        and segments[1:2] == ["attachments"]
+        and segments[3:4] == [str(attachment_id)]
     )

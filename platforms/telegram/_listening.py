@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from telegram import Bot
 from telegram.error import BadRequest
 
-from bot.sdk import Content, ModelError, reason_for, transcribe
+from bot.sdk import Content, ModelError, TooLargeToFetch, reason_for, transcribe
 
 if TYPE_CHECKING:
     from bot.sdk import AgentRuntime
@@ -31,7 +31,7 @@ _TOO_LARGE = "larger than the 20 MB the Telegram Bot API lets bots download"
 _DOWNLOAD_TIMEOUT_S = 60.0
 
 
-class FileTooLarge(ValueError):
+class FileTooLarge(TooLargeToFetch, ValueError):
     """A file over the 20 MB the Bot API lets bots download."""
 
 

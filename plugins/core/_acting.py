@@ -16,6 +16,7 @@ from bot.sdk import (
     Evaluator,
     EvaluatorCompleted,
     EvaluatorStarted,
+    FetchCallback,
     HandlerCallback,
     Memory,
     OutgoingFile,
@@ -60,9 +61,11 @@ async def run_actions(
     reply: HandlerCallback,
     *,
     react: ReactCallback | None = None,
+    fetch: FetchCallback | None = None,
 ) -> list[tuple[str, bool]]:
     """Run each response's actions in order; a failing action is logged and the chain goes on.
-    ``react`` puts an emoji on ``message`` (REACT), where the platform can.
+    ``react`` puts an emoji on ``message`` (REACT), where the platform can; ``fetch`` downloads
+    an attachment (DOWNLOAD_MEDIA).
     Returns each action's name and whether it succeeded."""
     outcomes: list[tuple[str, bool]] = []
     results: list[ActionResult] = state.data.setdefault("actionResults", [])
@@ -75,7 +78,7 @@ async def run_actions(
                 continue
             await rt.emit(ActionStarted(action=action.name, room_id=message.room_id, message_id=message.id))
             options = {"previousResults": list(results)}
-            context = ActionContext(rt, message, state, options, reply, responses, attached, react)
+            context = ActionContext(rt, message, state, options, reply, responses, attached, react, fetch)
             try:
                 result = await action.handler(context)
             except Exception as exc:

@@ -411,7 +411,9 @@ class MessagePipeline:
             return Outcome(Status.IGNORED, "the model chose IGNORE", ("IGNORE",))
         if plan.providers:
             state = await rt.compose_state(message, plan.providers)
-        results = await run_actions(rt, message, [response], state, delivery, react=delivery.react)
+        results = await run_actions(
+            rt, message, [response], state, delivery, react=delivery.react, fetch=turn.channel.fetch
+        )
         turn.actions = tuple(results)
         if turn.confirm is not None:  # after the reply that tells them why
             question, buttons = turn.confirm

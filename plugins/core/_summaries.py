@@ -24,7 +24,7 @@ from ._delivery import ONE_MESSAGE_CHARS
 from ._parse import parse_response
 from ._placeholders import Placeholders
 from ._prompts import render, template
-from ._summary_window import DEFAULT_MESSAGES, MAX_MESSAGES, Window
+from ._summary_window import DEFAULT_MESSAGES, MAX_MESSAGES, OUR_CONVERSATION, PAUSE_MS, Window
 from .providers._common import MESSAGES, UNKNOWN_USER, clock_time, entity_names, is_decision
 
 if TYPE_CHECKING:
@@ -110,12 +110,18 @@ async def read_window(
 ) -> tuple[list[Memory], str]:
     """The window's messages, oldest first, and how to name what they cover.
 
-    The default window is what was said since ``asker`` last wrote in the room (its most recent
+    The default window depends on who is talking (see :mod:`._summary_window`): in a
+    conversation between ``asker`` and the agent alone, the conversation itself
+    (:func:`_conversation`); elsewhere, what was said since ``asker`` last wrote in the room (its most recent
     :data:`MAX_MESSAGES` at most), or the last :data:`DEFAULT_MESSAGES` messages when the asker
     never wrote there or nothing came after. ``end`` and ``skip_id`` leave out the request itself.
     """
     limit = window.count or MAX_MESSAGES
     if window.is_default and asker is not None:
+        latest = await _recent(runtime, room_id, since=None, end=end, limit=DEFAULT_MESSAGES, skip_id=skip_id)
+        if latest and all(m.entity_id in (asker, runtime.agent_id) for m in latest):
+            found = await _conversation(runtime, room_id, latest, skip_id=skip_id)
+            return found, OUR_CONVERSATION
         own = await runtime.store.get_memories(table=MESSAGES, room_id=room_id, entity_id=asker, end=end, count=2)
         last = next((m for m in own if m.id != skip_id and m.created_at is not None), None)
         if last is not None:
@@ -128,6 +134,25 @@ async def read_window(
     if not window.is_default:
         return found, window.label
     return found[-DEFAULT_MESSAGES:], f"over the last {DEFAULT_MESSAGES} messages"
+
+
+async def _conversation(
+    runtime: AgentRuntime, room_id: str, latest: list[Memory], *, skip_id: str | None
+) -> list[Memory]:
+    """``latest`` (the last :data:`DEFAULT_MESSAGES`), and before them the rest of the session they
+    end: older messages back to the first pause longer than :data:`PAUSE_MS`, :data:`MAX_MESSAGES` in all."""
+    if len(latest) < DEFAULT_MESSAGES or latest[0].created_at is None:
+        return latest  # the whole history of the room, or messages with no time to find a pause by
+    older = await _recent(runtime, room_id, since=None, end=latest[0].created_at, limit=MAX_MESSAGES, skip_id=skip_id)
+    known = {m.id for m in latest}
+    session: list[Memory] = []
+    after = latest[0].created_at
+    for memory in reversed([m for m in older if m.id not in known]):  # newest first
+        if memory.created_at is None or after - memory.created_at > PAUSE_MS:
+            break
+        session.append(memory)
+        after = memory.created_at
+    return [*reversed(session), *latest][-MAX_MESSAGES:]
 
 
 def _line(memory: Memory, names: Mapping[str, str]) -> str:

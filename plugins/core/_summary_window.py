@@ -2,9 +2,18 @@
 
 "the last 20 messages" is a count; "the last 2 hours", "past half an hour", "since this morning",
 "today", "yesterday", "since 9am" are a time window (days and clock times in UTC, like the TIME
-provider's); anything else ("tl;dr", "catch me up") is the default: what was said since the asker
-last wrote in the room, else the last :data:`DEFAULT_MESSAGES`. Every window is bounded by
-:data:`MAX_MESSAGES`, its most recent messages.
+provider's); anything else ("tl;dr", "catch me up") is the default, which depends on who is talking:
+
+- In a group, where others talk too, what was said since the asker last wrote in the room (what
+  they missed), else the last :data:`DEFAULT_MESSAGES`.
+- In a conversation between the asker and the character alone (a private chat, or a room where
+  nobody else wrote among its last :data:`DEFAULT_MESSAGES` messages), "since you last wrote"
+  means nothing: the asker wrote the last message, often every one. "tl;dr of our chat" there means
+  the conversation itself: its last :data:`DEFAULT_MESSAGES` messages, and before them the rest of
+  the session they end, back to the first pause longer than :data:`PAUSE_MS` (a conversation
+  picked up after lunch is the same one; yesterday's is not).
+
+Every window is bounded by :data:`MAX_MESSAGES`, its most recent messages.
 """
 
 from __future__ import annotations
@@ -14,10 +23,14 @@ from dataclasses import dataclass
 
 from bot.sdk import SUMMARY_DEFAULT_COUNT, SUMMARY_MAX_COUNT
 
-__all__ = ["DEFAULT_MESSAGES", "MAX_MESSAGES", "Window", "parse_window"]
+__all__ = ["DEFAULT_MESSAGES", "MAX_MESSAGES", "OUR_CONVERSATION", "PAUSE_MS", "Window", "parse_window"]
 
 DEFAULT_MESSAGES = SUMMARY_DEFAULT_COUNT
 MAX_MESSAGES = SUMMARY_MAX_COUNT
+#: A pause this long ends a private conversation, for the default window.
+PAUSE_MS = 3 * 3_600_000
+#: How the default window of a private conversation is named ("the conversation between us").
+OUR_CONVERSATION = "between us"
 
 _DAY_MS = 86_400_000
 _UNIT_MS = {"second": 1_000, "minute": 60_000, "hour": 3_600_000, "day": _DAY_MS, "week": 7 * _DAY_MS}
@@ -89,7 +102,7 @@ _SINCE_CLOCK = re.compile(r"\bsince\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm)?\b")
 @dataclass(frozen=True, slots=True)
 class Window:
     """A stretch of conversation: the last ``count`` messages, the messages since ``since_ms``,
-    or neither (the default: since the asker last wrote)."""
+    or neither (the default, which depends on who is talking: see the module docstring)."""
 
     count: int | None = None
     since_ms: int | None = None

@@ -6,13 +6,10 @@ skips dotfiles, so a sync never reads half a file) and renamed over the final na
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 import unicodedata
 from pathlib import Path
 
-from bot.sdk import UploadRefused
+from bot.sdk import UploadRefused, write_atomically
 
 from ._files import Unreadable, extract_text
 
@@ -56,29 +53,9 @@ def save_upload(folder: Path, name: str, data: bytes) -> Path:
         raise UploadRefused(f"{name} cannot be used as knowledge: {exc}") from None
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(prefix=".upload-", suffix=".part", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(data)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
-        _sync_folder(folder)
+        write_atomically(target, data, prefix=".upload-")
     except OSError as exc:
         raise UploadRefused(
             f"cannot save {name} in {folder}: {exc.strerror or exc}; check that the daemon's user may write there"
         ) from None
     return target
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make the rename durable: the folder's entry is written, not just the file."""
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -3,8 +3,9 @@
 Offered when the message asks for a summary (keywords, as upstream; on every platform). The
 window is read from the request without a model call ("the last 20 messages", "the last 2
 hours", "since this morning": :mod:`plugins.core._summary_window`), else from the plan's own
-text; with none, it is what was said since the asker last wrote in the room, else the last 50
-messages. The summary itself is :func:`plugins.core._summaries.summarize`. A short summary is
+text; with none, in a group it is what was said since the asker last wrote in the room, else the
+last 50 messages, and in a private conversation (the asker and the character alone) the
+conversation itself, back to its last long pause. The summary itself is :func:`plugins.core._summaries.summarize`. A short summary is
 one message; a long one (over :data:`~plugins.core._delivery.ONE_MESSAGE_CHARS`) is a line
 saying what it covers, with the summary as a Markdown file. Unlike upstream, the
 window's start and end are not swapped, and no model call guesses the window.

@@ -32,6 +32,7 @@ __all__ = [
     "fork_rng",
     "format_messages",
     "is_decision",
+    "recent_attachment_records",
     "recent_attachments",
     "relative_age",
     "said",
@@ -188,18 +189,23 @@ async def recent_attachments(runtime: AgentRuntime, message: Memory) -> list[tup
     """The attachments of the room's recent messages and of ``message`` (the ATTACHMENTS
     provider's window), oldest first, each once (by id, else URL), as :func:`describe_media`
     shows them, with the time of the message that carried it."""
+    return [(memory.created_at, describe_media(a)) for memory, a in await recent_attachment_records(runtime, message)]
+
+
+async def recent_attachment_records(runtime: AgentRuntime, message: Memory) -> list[tuple[Memory, Attachment]]:
+    """What :func:`recent_attachments` lists, as stored: each attachment (as its platform
+    described it, what a download needs) with the message that carried it."""
     recent = await runtime.store.get_memories_by_room_ids(
         table=MESSAGES, room_ids=[message.room_id], limit=conversation_length(runtime)
     )
     seen: set[str] = set()
-    found: list[tuple[int | None, dict[str, Any]]] = []
+    found: list[tuple[Memory, Attachment]] = []
     for memory in [*reversed(recent), message]:  # oldest first; the current message last
         for attachment in memory.content.attachments or ():
-            item = describe_media(attachment)
-            key = item["id"] or item["url"]
+            key = attachment.id or describe_media(attachment)["url"]
             if key not in seen:
                 seen.add(key)
-                found.append((memory.created_at, item))
+                found.append((memory, attachment))
     return found
 
 

@@ -73,7 +73,7 @@ async def test_a_long_summary_is_printed_whole_below_the_name_of_its_file(tmp_pa
         output = io.StringIO()
         assert await chat(settings, iris, environ, user="sam", output=output, read_line=read) == 0
     name = f"summary-console-with-sam-{time.strftime('%Y-%m-%d', time.gmtime())}.md"
-    covers = "Summary of the conversation since you last wrote here (1 message)"
+    covers = "Summary of the conversation between us (4 messages)"  # a private chat: all of it
     assert output.getvalue().splitlines()[3:] == [
         f"Iris: {covers}: it is long, so here it is as a file, {name}. [file: {name}, text/markdown]",
         f"--- {name} ---",

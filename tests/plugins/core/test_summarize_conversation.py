@@ -11,7 +11,7 @@ import pytest
 from bot.kernel.content import Content
 from bot.kernel.errors import ModelError
 from bot.kernel.models import ModelType
-from bot.kernel.types import Memory, now_ms
+from bot.kernel.types import ChannelType, Memory, now_ms
 from bot.runtime.components import CONVERSATION_SUMMARIES
 from plugins.core._summaries import _file_name, chunk_lines
 from plugins.core._summary_window import MAX_MESSAGES, Window, parse_window
@@ -98,12 +98,22 @@ def test_chunks_keep_every_line_once_and_in_order_within_the_budget() -> None:
     assert all(len(group) >= 2 for group in chunk_lines(["y" * 600] * 5, 500, at_least=2))
 
 
-async def _store_history(h, count: int, *, start: int, step_ms: int = 1000, text: str = "chatter") -> list[str]:
-    """``count`` messages in the harness room, alternating Sam and Brann, each with a marker."""
-    markers = [f"<m{i:04d}>" for i in range(count)]
+async def _store_history(
+    h,
+    count: int,
+    *,
+    start: int,
+    step_ms: int = 1000,
+    text: str = "chatter",
+    people: tuple[str, ...] = (HUMAN, OTHER_BOT),
+    tag: str = "m",
+) -> list[str]:
+    """``count`` messages in the harness room, ``people`` taking turns (Sam and Brann), each with a
+    marker (``<m0000>``)."""
+    markers = [f"<{tag}{i:04d}>" for i in range(count)]
     memories = [
         Memory(
-            entity_id=HUMAN if i % 2 == 0 else OTHER_BOT,
+            entity_id=people[i % len(people)],
             agent_id=h.rt.agent_id,
             room_id=h.room,
             content=Content(text=f"{markers[i]} {text} number {i}", source="discord"),
@@ -287,3 +297,40 @@ async def test_since_the_asker_last_wrote_long_ago_is_the_last_500_not_the_defau
     assert "<gone>" not in conversation
     assert [m in conversation for m in markers[1::2]] == [False] * 20 + [True] * 500
     assert h.sent[-1]["text"].startswith("Summary of the conversation since you last wrote here (500 messages)")
+
+
+async def test_in_a_private_chat_where_the_asker_wrote_every_message_it_covers_the_whole_chat(harness) -> None:
+    h = await harness(ChannelType.DM)
+    markers = await _store_history(h, 40, start=now_ms() - 3_600_000, step_ms=60_000, people=(HUMAN,), tag="n")
+    h.large.append(plan("", "SUMMARIZE_CONVERSATION"))
+    h.small.append(summary("- Sam noted forty things."))
+    await h.say("Ada, tl;dr of our chat")
+    conversation = "".join(p for p in h.prompts if CHUNK_PROMPT in p)
+    assert [m in conversation for m in markers] == [True] * 40
+    assert h.sent[-1]["text"] == "Summary of the conversation between us (40 messages):\n\n- Sam noted forty things."
+
+
+async def test_a_private_conversation_goes_back_to_its_last_long_pause_not_before(harness) -> None:
+    h = await harness(ChannelType.DM)
+    start = now_ms() - 10 * 3_600_000
+    yesterday = await _store_history(h, 10, start=start, people=(HUMAN,), tag="y")
+    # Four hours later, a session of 140 messages, Sam and Ada taking turns: more than the default 50.
+    later = start + 4 * 3_600_000
+    session = await _store_history(h, 140, start=later, step_ms=60_000, people=(HUMAN, h.rt.agent_id), tag="s")
+    h.large.append(plan("", "SUMMARIZE_CONVERSATION"))
+    h.small.extend([lambda params: summary("- a long session.")] * 10)
+    await h.say("Ada, catch me up")
+    conversation = "".join(p for p in h.prompts if CHUNK_PROMPT in p)
+    assert all(m in conversation for m in session) and not any(m in conversation for m in yesterday)
+    assert h.sent[-1]["text"].startswith("Summary of the conversation between us (140 messages)")
+
+
+async def test_a_room_where_only_the_asker_and_the_agent_talk_is_a_private_conversation_too(harness) -> None:
+    h = await harness()  # a group room, but nobody else wrote lately
+    markers = await _store_history(h, 30, start=now_ms() - 3_600_000, people=(HUMAN,), tag="n")
+    h.large.append(plan("", "SUMMARIZE_CONVERSATION"))
+    h.small.append(summary("- notes."))
+    await h.say("Ada, tl;dr")
+    conversation = "".join(p for p in h.prompts if CHUNK_PROMPT in p)
+    assert all(m in conversation for m in markers)
+    assert h.sent[-1]["text"].startswith("Summary of the conversation between us (30 messages)")
