@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ActionCompleted",
+    "ActionFailed",
     "ActionStarted",
     "AgentReloaded",
     "ChannelCleared",
@@ -27,8 +28,10 @@ __all__ = [
     "EntityJoined",
     "EntityLeft",
     "EvaluatorCompleted",
+    "EvaluatorFailed",
     "EvaluatorStarted",
     "Event",
+    "event_name",
     "EventType",
     "MessageDeleted",
     "MessageReceived",
@@ -38,7 +41,9 @@ __all__ = [
     "ModelUsed",
     "PlatformConnected",
     "ReactionReceived",
+    "RunCompleted",
     "RunEnded",
+    "RunFailed",
     "RunStarted",
     "RunTimeout",
     "TYPED_EVENTS",
@@ -47,7 +52,6 @@ __all__ = [
     "WorldConnected",
     "WorldJoined",
     "WorldLeft",
-    "event_name",
 ]
 
 
@@ -82,6 +86,10 @@ class EventType(StrEnum):
     ACTION_COMPLETED = "ACTION_COMPLETED"
     EVALUATOR_STARTED = "EVALUATOR_STARTED"
     EVALUATOR_COMPLETED = "EVALUATOR_COMPLETED"
+    RUN_COMPLETED = "RUN_COMPLETED"
+    RUN_FAILED = "RUN_FAILED"
+    ACTION_FAILED = "ACTION_FAILED"
+    EVALUATOR_FAILED = "EVALUATOR_FAILED"
     MODEL_USED = "MODEL_USED"
     MODEL_FAILED = "MODEL_FAILED"
     # troupe's own: a reload re-read the character files and left this agent running unchanged;
@@ -275,12 +283,34 @@ class RunStarted(_RunEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunEnded(_RunEvent):
-    """The pipeline is done with a message: ``status`` is its outcome's, ``duration`` in ms."""
+class _RunEndEvent(_RunEvent):
+    status: str
+    """The outcome's status (``replied``, ``ignored``, ``error``: ``bot.kernel.messages.Status``)."""
+    duration: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunEnded(_RunEndEvent):
+    """The pipeline is done with a message: ``status`` is its outcome's, ``duration`` in ms.
+    Every run ends with this, then with one of :class:`RunCompleted` or :class:`RunFailed`."""
 
     type: ClassVar[EventType] = EventType.RUN_ENDED
-    status: str
-    duration: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunCompleted(_RunEndEvent):
+    """The run ended as meant: answered, or left unanswered by choice (ignored, muted, stopped)."""
+
+    type: ClassVar[EventType] = EventType.RUN_COMPLETED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunFailed(_RunEndEvent):
+    """The run broke: a bug, no model answered, nothing could be sent, time ran out. ``error``
+    says why in a few words."""
+
+    type: ClassVar[EventType] = EventType.RUN_FAILED
+    error: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -304,8 +334,19 @@ class ActionStarted(_ActionEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ActionCompleted(_ActionEvent):
+    """The action is done, whether it succeeded or not (``success``)."""
+
     type: ClassVar[EventType] = EventType.ACTION_COMPLETED
     success: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActionFailed(_ActionEvent):
+    """The action raised or returned no success; sent after its ACTION_COMPLETED. ``error`` is
+    the exception's name or the action's own ``ActionResult.error``."""
+
+    type: ClassVar[EventType] = EventType.ACTION_FAILED
+    error: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -325,6 +366,14 @@ class EvaluatorCompleted(_EvaluatorEvent):
 
     type: ClassVar[EventType] = EventType.EVALUATOR_COMPLETED
     error: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvaluatorFailed(_EvaluatorEvent):
+    """The evaluator raised (``error`` names the exception); sent after its EVALUATOR_COMPLETED."""
+
+    type: ClassVar[EventType] = EventType.EVALUATOR_FAILED
+    error: str
 
 
 # -- models -----------------------------------------------------------------------------------
@@ -375,12 +424,14 @@ class PlatformConnected(Event):
 #: Every typed event class; their names are not open to :class:`CustomEvent`.
 TYPED_EVENTS: tuple[type[Event], ...] = (
     ActionCompleted,
+    ActionFailed,
     ActionStarted,
     AgentReloaded,
     ChannelCleared,
     EntityJoined,
     EntityLeft,
     EvaluatorCompleted,
+    EvaluatorFailed,
     EvaluatorStarted,
     MessageDeleted,
     MessageReceived,
@@ -390,7 +441,9 @@ TYPED_EVENTS: tuple[type[Event], ...] = (
     ModelUsed,
     PlatformConnected,
     ReactionReceived,
+    RunCompleted,
     RunEnded,
+    RunFailed,
     RunStarted,
     RunTimeout,
     VoiceEnded,
