@@ -21,8 +21,9 @@ from bot.kernel.buttons import buttons_checked
 from bot.kernel.content import Content, MemoryMetadata, MemoryType
 from bot.kernel.errors import ConfigError, StoreError
 from bot.kernel.outgoing import Reply
+from bot.kernel.record_metadata import RoomMetadata
 from bot.kernel.types import Entity, Memory, Role, Room, World, now_ms
-from bot.runtime.events import MessageSent, WorldLeft
+from bot.runtime.events import EntityUpdated, MessageSent, RoomJoined, RoomLeft, RoomUpdated, WorldLeft
 
 if TYPE_CHECKING:
     from bot.runtime.agent import AgentRuntime
@@ -44,14 +45,30 @@ class Connections:
         return room_id in self._rooms
 
     async def ensure_rooms(self, rooms: list[Room]) -> None:
-        """Write rooms not written yet this run, with the agent as a participant."""
+        """Write rooms not written yet this run, with the agent as a participant. A room never
+        stored before is announced (ROOM_JOINED); one stored under another name is renamed
+        (ROOM_UPDATED)."""
         new = [r for r in rooms if r.id not in self._rooms]
         if not new:
             return
-        await self.runtime.store.create_rooms(new)
+        store = self.runtime.store
+        stored = {r.id: r for r in await store.get_rooms_by_ids([r.id for r in new])}
+        await store.create_rooms([r for r in new if r.id not in stored])
         for room in new:
-            self._written(await self.runtime.store.add_participant(self.runtime.agent_id, room.id))
+            self._written(await store.add_participant(self.runtime.agent_id, room.id))
             self._rooms.add(room.id)
+        for room in new:
+            before = stored.get(room.id)
+            if before is None:
+                await self.runtime.emit(RoomJoined(room=room, source=self.source))
+            elif room.name and room.name != before.name:
+                await self.rename_room(before, room.name)
+
+    async def rename_room(self, room: Room, name: str) -> None:
+        """Keep the platform's new name of a stored room, and say so (ROOM_UPDATED)."""
+        previous, room.name = room.name, name
+        self._written(await self.runtime.store.update_room(room))
+        await self.runtime.emit(RoomUpdated(room=room, previous_name=previous, source=self.source))
 
     async def ensure_entity(self, entity: Entity, room_id: str | None = None) -> str:
         """Write the entity (or merge in new names and platform details) once per run, and make
@@ -67,6 +84,15 @@ class Connections:
                 existing.names = list(dict.fromkeys([*entity.names, *existing.names]))
                 existing.metadata = existing.metadata.merged(entity.metadata)
                 self._written(await store.update_entity(existing))
+                await self.runtime.emit(
+                    EntityUpdated(
+                        entity_id=entity.id,
+                        room_id=room_id,
+                        source=self.source,
+                        names=tuple(existing.names),
+                        metadata=existing.metadata.to_json(),
+                    )
+                )
             self._entities.add(entity.id)
         if room_id is not None and (entity.id, room_id) not in self._participants:
             self._written(await store.add_participant(entity.id, room_id))
@@ -82,18 +108,26 @@ class Connections:
 
     async def mark_world_rooms(self, world_id: str, left: str | None) -> list[Room]:
         """The world's stored rooms, marked as left (``metadata.left_at``, and ``left_as``: how,
-        such as ``kicked``), or with ``left=None`` no longer marked (the agent is back)."""
-        store = self.runtime.store
-        rooms = await store.get_rooms_by_world(world_id)
+        such as ``kicked``; each newly marked one announced, ROOM_LEFT), or with ``left=None`` no
+        longer marked (the agent is back)."""
+        rooms = await self.runtime.store.get_rooms_by_world(world_id)
         for room in rooms:
             if left is None:
-                marked = replace(room.metadata, left_at=None, left_as=None)
-            else:
-                marked = replace(room.metadata, left_at=now_ms(), left_as=left)
-            if marked != room.metadata:
-                room.metadata = marked
-                await store.update_room(room)
+                await self._mark(room, replace(room.metadata, left_at=None, left_as=None))
+            elif room.metadata.left_at is None:
+                await self.left_room(room, left)
         return rooms
+
+    async def left_room(self, room: Room, how: str) -> None:
+        """The agent is no longer in ``room`` (``how``: ``deleted``, ``kicked``): marked as left,
+        and ROOM_LEFT says so."""
+        await self._mark(room, replace(room.metadata, left_at=now_ms(), left_as=how))
+        await self.runtime.emit(RoomLeft(room=room, status=how, source=self.source))
+
+    async def _mark(self, room: Room, marked: RoomMetadata) -> None:
+        if marked != room.metadata:
+            room.metadata = marked
+            await self.runtime.store.update_room(room)
 
     async def left_world(self, world_id: str, how: str) -> None:
         """The agent left, or was removed from, a server or group (``how``): its rooms are

@@ -27,6 +27,7 @@ __all__ = [
     "CustomEvent",
     "EntityJoined",
     "EntityLeft",
+    "EntityUpdated",
     "EvaluatorCompleted",
     "EvaluatorFailed",
     "EvaluatorStarted",
@@ -41,6 +42,9 @@ __all__ = [
     "ModelUsed",
     "PlatformConnected",
     "ReactionReceived",
+    "RoomJoined",
+    "RoomLeft",
+    "RoomUpdated",
     "RunCompleted",
     "RunEnded",
     "RunFailed",
@@ -67,6 +71,7 @@ class EventType(StrEnum):
     ENTITY_UPDATED = "ENTITY_UPDATED"
     ROOM_JOINED = "ROOM_JOINED"
     ROOM_LEFT = "ROOM_LEFT"
+    ROOM_UPDATED = "ROOM_UPDATED"
     MESSAGE_RECEIVED = "MESSAGE_RECEIVED"
     MESSAGE_SENT = "MESSAGE_SENT"
     MESSAGE_UPDATED = "MESSAGE_UPDATED"
@@ -234,6 +239,50 @@ class EntityLeft(_PresenceEvent):
     """Someone left a server or group."""
 
     type: ClassVar[EventType] = EventType.ENTITY_LEFT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntityUpdated(_PresenceEvent):
+    """Someone's names or platform details changed (seen on their first message or event of a
+    run, or when the platform says so): ``names`` are every name kept for them, newest first, and
+    ``metadata`` the entity's metadata as now stored."""
+
+    type: ClassVar[EventType] = EventType.ENTITY_UPDATED
+    names: Sequence[str] = ()
+
+
+# -- rooms ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _RoomEvent(Event):
+    room: Room
+    source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoomJoined(_RoomEvent):
+    """The agent is in a room it was never in before: a channel, thread, group or DM it just
+    heard from or was given (the room is stored before the event)."""
+
+    type: ClassVar[EventType] = EventType.ROOM_JOINED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoomUpdated(_RoomEvent):
+    """A room was renamed on the platform: ``room`` as now stored, ``previous_name`` as it was."""
+
+    type: ClassVar[EventType] = EventType.ROOM_UPDATED
+    previous_name: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoomLeft(_RoomEvent):
+    """The agent is no longer in a room: ``status`` says how (``removed``, ``kicked``, ``left``,
+    ``deleted``); the room stays stored, marked as left."""
+
+    type: ClassVar[EventType] = EventType.ROOM_LEFT
+    status: str
 
 
 # -- voice ------------------------------------------------------------------------------------
@@ -430,6 +479,7 @@ TYPED_EVENTS: tuple[type[Event], ...] = (
     ChannelCleared,
     EntityJoined,
     EntityLeft,
+    EntityUpdated,
     EvaluatorCompleted,
     EvaluatorFailed,
     EvaluatorStarted,
@@ -441,6 +491,9 @@ TYPED_EVENTS: tuple[type[Event], ...] = (
     ModelUsed,
     PlatformConnected,
     ReactionReceived,
+    RoomJoined,
+    RoomLeft,
+    RoomUpdated,
     RunCompleted,
     RunEnded,
     RunFailed,
