@@ -64,6 +64,16 @@ class Connections:
             elif room.name and room.name != before.name:
                 await self.rename_room(before, room.name)
 
+    async def renamed(self, room_id: str, name: str) -> bool:
+        """The platform renamed a room: the stored room takes the name (ROOM_UPDATED when it is
+        new to it). False when the room is not stored yet: the caller stores it, named anew."""
+        room = await self.runtime.store.get_room(room_id)
+        if room is None:
+            return False
+        if room.name != name:
+            await self.rename_room(room, name)
+        return True
+
     async def rename_room(self, room: Room, name: str) -> None:
         """Keep the platform's new name of a stored room, and say so (ROOM_UPDATED)."""
         previous, room.name = room.name, name

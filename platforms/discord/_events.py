@@ -145,11 +145,8 @@ async def channel_renamed(
     """A channel or thread renamed: its room keeps the new name (ROOM_UPDATED)."""
     if before.name == after.name:  # permissions, topic, position: nothing a room keeps
         return
-    room = await adapter.runtime.store.get_room(discord_id(adapter.runtime.agent_id, after.id))
-    if room is None:
+    if not await adapter.connections.renamed(discord_id(adapter.runtime.agent_id, after.id), after.name):
         await adapter.ensure_room(after)
-    elif room.name != after.name:
-        await adapter.connections.rename_room(room, after.name)
 
 
 async def channel_deleted(adapter: DiscordAdapter, channel: discord.abc.GuildChannel) -> None:
