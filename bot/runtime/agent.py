@@ -37,7 +37,7 @@ from bot.kernel.tools import Toolbox
 from bot.kernel.types import ChannelType, Entity, Memory, Room, Task, now_ms
 from bot.runtime.components import TOOLBOX, Action, Evaluator, PressHandler, Provider, ServiceKey, State, TaskWorker
 from bot.runtime.embedding_length import learn_embedding_length
-from bot.runtime.events import CustomEvent, Event, EventType, MessageReceived
+from bot.runtime.events import CustomEvent, Event, EventType, MessageReceived, ServiceStarted, ServiceStopped
 from bot.runtime.model_calls import ModelHandler, ModelHandlers
 from bot.runtime.shared import Shared
 from bot.runtime.state import StateComposer
@@ -280,10 +280,20 @@ class AgentRuntime:
         if key in self.services:
             raise ValueError(f"Service {key} already registered")
         self.services[key] = service
+        self._announce(ServiceStarted(service=key))
 
     def unregister_service(self, name: str | ServiceKey[Any]) -> None:
         """Withdraw a service (a platform that disconnected); unknown names are ignored."""
-        self.services.pop(str(name), None)
+        key = str(name)
+        if key in self.services:
+            del self.services[key]
+            self._announce(ServiceStopped(service=key))
+
+    def _announce(self, event: Event) -> None:
+        """Emit ``event`` from code that cannot wait for its handlers: in the background, only
+        when someone listens and the runtime is open (a service withdrawn as it closes is not)."""
+        if event.name in self._events and not self._tasks.closed:
+            self.create_task(self.emit(event), f"event:{event.name}")
 
     @overload
     def get_service(self, name: ServiceKey[T]) -> T | None: ...

@@ -50,6 +50,8 @@ __all__ = [
     "RunFailed",
     "RunStarted",
     "RunTimeout",
+    "ServiceStarted",
+    "ServiceStopped",
     "TYPED_EVENTS",
     "VoiceEnded",
     "VoiceStarted",
@@ -97,6 +99,8 @@ class EventType(StrEnum):
     EVALUATOR_FAILED = "EVALUATOR_FAILED"
     MODEL_USED = "MODEL_USED"
     MODEL_FAILED = "MODEL_FAILED"
+    SERVICE_STARTED = "SERVICE_STARTED"
+    SERVICE_STOPPED = "SERVICE_STOPPED"
     # troupe's own: a reload re-read the character files and left this agent running unchanged;
     # plugins that load from disk (knowledge) look again.
     AGENT_RELOADED = "AGENT_RELOADED"
@@ -451,6 +455,29 @@ class ModelFailed(_ModelEvent):
     error: str
 
 
+# -- services ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _ServiceEvent(Event):
+    service: str
+    """The name it is offered under (``runtime.get_service(service)``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServiceStarted(_ServiceEvent):
+    """A service was registered (``runtime.register_service``): a platform connected, a plugin set up."""
+
+    type: ClassVar[EventType] = EventType.SERVICE_STARTED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServiceStopped(_ServiceEvent):
+    """A service was withdrawn (``runtime.unregister_service``): a platform disconnected."""
+
+    type: ClassVar[EventType] = EventType.SERVICE_STOPPED
+
+
 # -- troupe's own -----------------------------------------------------------------------------
 
 
@@ -499,6 +526,8 @@ TYPED_EVENTS: tuple[type[Event], ...] = (
     RunFailed,
     RunStarted,
     RunTimeout,
+    ServiceStarted,
+    ServiceStopped,
     VoiceEnded,
     VoiceStarted,
     WorldConnected,
