@@ -37,7 +37,14 @@ from bot.kernel.tools import Toolbox
 from bot.kernel.types import ChannelType, Entity, Memory, Room, Task, now_ms
 from bot.runtime.components import TOOLBOX, Action, Evaluator, PressHandler, Provider, ServiceKey, State, TaskWorker
 from bot.runtime.embedding_length import learn_embedding_length
-from bot.runtime.events import CustomEvent, Event, EventType, MessageReceived, ServiceStarted, ServiceStopped
+from bot.runtime.events import (
+    CustomEvent,
+    Event,
+    MessageReceived,
+    ServiceStarted,
+    ServiceStopped,
+    VoiceMessageReceived,
+)
 from bot.runtime.model_calls import ModelHandler, ModelHandlers
 from bot.runtime.shared import Shared
 from bot.runtime.state import StateComposer
@@ -530,13 +537,24 @@ class AgentRuntime:
         if handler is None:
             _log.warning('%s: a message arrived, but no plugin handles messages (add "core")', self.character.name)
             return Outcome(Status.UNHANDLED, "no plugin handles messages")
-        if EventType.MESSAGE_RECEIVED not in self._events:  # the common case: nobody else listens
+        heard = [e for e in self._heard(incoming) if e.name in self._events]
+        if not heard:  # the common case: nobody else listens
             return await handler.handle(incoming)
-        outcome, _ = await asyncio.gather(
-            handler.handle(incoming),
-            self.emit(MessageReceived(message=incoming.message, source=incoming.source)),
-        )
+        outcome, _ = await asyncio.gather(handler.handle(incoming), self._emit_in_order(heard))
         return outcome
+
+    @staticmethod
+    def _heard(incoming: IncomingMessage) -> list[Event]:
+        """MESSAGE_RECEIVED for every message; VOICE_MESSAGE_RECEIVED after it for a spoken one."""
+        message, source = incoming.message, incoming.source
+        heard: list[Event] = [MessageReceived(message=message, source=source)]
+        if message.content.is_voice_message:
+            heard.append(VoiceMessageReceived(message=message, source=source))
+        return heard
+
+    async def _emit_in_order(self, events: list[Event]) -> None:
+        for event in events:
+            await self.emit(event)
 
     # -- models ---------------------------------------------------------------------------
 

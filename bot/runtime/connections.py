@@ -23,7 +23,15 @@ from bot.kernel.errors import ConfigError, StoreError
 from bot.kernel.outgoing import Reply
 from bot.kernel.record_metadata import RoomMetadata
 from bot.kernel.types import Entity, Memory, Role, Room, World, now_ms
-from bot.runtime.events import EntityUpdated, MessageSent, RoomJoined, RoomLeft, RoomUpdated, WorldLeft
+from bot.runtime.events import (
+    EntityUpdated,
+    MessageSent,
+    RoomJoined,
+    RoomLeft,
+    RoomUpdated,
+    VoiceMessageSent,
+    WorldLeft,
+)
 
 if TYPE_CHECKING:
     from bot.runtime.agent import AgentRuntime
@@ -211,7 +219,8 @@ class TokenClaims:
 
 
 async def record_sent(runtime: AgentRuntime, memories: list[Memory], source: str) -> list[Memory]:
-    """Store the memories of messages the agent just sent, and emit MESSAGE_SENT for each."""
+    """Store the memories of messages the agent just sent, and emit MESSAGE_SENT for each (and
+    VOICE_MESSAGE_SENT after it for one it said aloud)."""
     runtime.metrics.messages_sent.labels(agent=runtime.character.name, platform=source).inc(len(memories))
     store = runtime.store
     for memory in memories:
@@ -220,6 +229,8 @@ async def record_sent(runtime: AgentRuntime, memories: list[Memory], source: str
             functools.partial(store.create_memory, memory, "messages", unique=False), going_on=lambda: runtime.accepting
         )
         await runtime.emit(MessageSent(message=memory, source=source))
+        if memory.content.is_voice_message:
+            await runtime.emit(VoiceMessageSent(message=memory, source=source))
     return memories
 
 

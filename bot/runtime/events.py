@@ -54,6 +54,8 @@ __all__ = [
     "ServiceStopped",
     "TYPED_EVENTS",
     "VoiceEnded",
+    "VoiceMessageReceived",
+    "VoiceMessageSent",
     "VoiceStarted",
     "WorldConnected",
     "WorldJoined",
@@ -149,6 +151,23 @@ class MessageSent(_MessageEvent):
     """The agent sent a message (stored as ``message``)."""
 
     type: ClassVar[EventType] = EventType.MESSAGE_SENT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VoiceMessageReceived(_MessageEvent):
+    """A platform heard a spoken message (a Telegram voice note or round video, words said in a
+    Discord voice channel), after its MESSAGE_RECEIVED: ``message.content.text`` is the transcript
+    (empty when it could not be transcribed)."""
+
+    type: ClassVar[EventType] = EventType.VOICE_MESSAGE_RECEIVED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VoiceMessageSent(_MessageEvent):
+    """The agent spoke (a Telegram voice note, a reply said in a Discord voice channel):
+    ``message`` is what it said, as stored; on Telegram the voice note is among its attachments."""
+
+    type: ClassVar[EventType] = EventType.VOICE_MESSAGE_SENT
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -529,6 +548,8 @@ TYPED_EVENTS: tuple[type[Event], ...] = (
     ServiceStarted,
     ServiceStopped,
     VoiceEnded,
+    VoiceMessageReceived,
+    VoiceMessageSent,
     VoiceStarted,
     WorldConnected,
     WorldJoined,
