@@ -40,6 +40,7 @@ from bot.runtime.embedding_length import learn_embedding_length
 from bot.runtime.events import (
     CustomEvent,
     Event,
+    InteractionReceived,
     MessageReceived,
     ServiceStarted,
     ServiceStopped,
@@ -545,11 +546,14 @@ class AgentRuntime:
 
     @staticmethod
     def _heard(incoming: IncomingMessage) -> list[Event]:
-        """MESSAGE_RECEIVED for every message; VOICE_MESSAGE_RECEIVED after it for a spoken one."""
+        """MESSAGE_RECEIVED for every message; after it, VOICE_MESSAGE_RECEIVED for a spoken one
+        and INTERACTION_RECEIVED for a button press."""
         message, source = incoming.message, incoming.source
         heard: list[Event] = [MessageReceived(message=message, source=source)]
         if message.content.is_voice_message:
             heard.append(VoiceMessageReceived(message=message, source=source))
+        if message.content.button is not None:
+            heard.append(InteractionReceived(message=message, source=source, press=message.content.button))
         return heard
 
     async def _emit_in_order(self, events: list[Event]) -> None:

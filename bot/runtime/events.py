@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, ClassVar
 
+from bot.kernel.buttons import Press
 from bot.kernel.types import JSON, Entity, Memory, Room, World
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ __all__ = [
     "Event",
     "event_name",
     "EventType",
+    "InteractionReceived",
     "MessageDeleted",
     "MessageReceived",
     "MessageSent",
@@ -160,6 +162,15 @@ class VoiceMessageReceived(_MessageEvent):
     (empty when it could not be transcribed)."""
 
     type: ClassVar[EventType] = EventType.VOICE_MESSAGE_RECEIVED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InteractionReceived(_MessageEvent):
+    """Someone pressed a button under one of the agent's messages, after its MESSAGE_RECEIVED
+    (the press is a message of its own): ``press`` holds the button's value and label."""
+
+    type: ClassVar[EventType] = EventType.INTERACTION_RECEIVED
+    press: Press
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -529,6 +540,7 @@ TYPED_EVENTS: tuple[type[Event], ...] = (
     EvaluatorCompleted,
     EvaluatorFailed,
     EvaluatorStarted,
+    InteractionReceived,
     MessageDeleted,
     MessageReceived,
     MessageSent,
