@@ -96,11 +96,7 @@ class Connections:
             existing = await store.get_entity(entity.id)
             if existing is None:
                 self._written(await store.create_entities([entity]))
-            elif existing.names != entity.names or existing.metadata.profile(self.source) != entity.metadata.profile(
-                self.source
-            ):
-                existing.names = list(dict.fromkeys([*entity.names, *existing.names]))
-                existing.metadata = existing.metadata.merged(entity.metadata)
+            elif self._refreshed(existing, entity):
                 self._written(await store.update_entity(existing))
                 await self.runtime.emit(
                     EntityUpdated(
@@ -116,6 +112,17 @@ class Connections:
             self._written(await store.add_participant(entity.id, room_id))
             self._participants.add((entity.id, room_id))
         return entity.id
+
+    @staticmethod
+    def _refreshed(stored: Entity, reported: Entity) -> bool:
+        """Merge the platform's names and details for the person into ``stored`` (the name it
+        reports first: theirs now); whether that changed it."""
+        names = list(dict.fromkeys([*reported.names, *stored.names]))
+        metadata = stored.metadata.merged(reported.metadata)
+        if names == stored.names and metadata.to_json() == stored.metadata.to_json():
+            return False
+        stored.names, stored.metadata = names, metadata
+        return True
 
     def _written(self, ok: bool) -> None:
         """A write that reports failure as False: while the store cannot write, raise, so that

@@ -133,3 +133,7 @@ async def test_a_renamed_person_is_announced_as_entity_updated(runtime) -> None:
     renamed = Entity(person.id, rt.agent_id, names=["Samantha"])
     await Connections(rt, "chat").ensure_entity(renamed)
     assert [(e.entity_id, list(e.names), e.source) for e in updated] == [(person.id, ["Samantha", "Sam"], "chat")]
+    await Connections(rt, "chat").ensure_entity(renamed)  # the next run: known by that name already
+    assert len(updated) == 1
+    await Connections(rt, "chat").ensure_entity(person)  # back to the old name: a change again
+    assert [list(e.names) for e in updated] == [["Samantha", "Sam"], ["Sam", "Samantha"]]
