@@ -53,9 +53,10 @@ class Connections:
         return room_id in self._rooms
 
     async def ensure_rooms(self, rooms: list[Room]) -> None:
-        """Write rooms not written yet this run, with the agent as a participant. A room never
-        stored before is announced (ROOM_JOINED); one stored under another name is renamed
-        (ROOM_UPDATED)."""
+        """Write rooms not written yet this run, with the agent as a participant; a room never
+        stored before is announced (ROOM_JOINED). A stored room keeps its name: what a platform
+        reports with a message may be a stand-in (a forum topic's number, not its name); only a
+        rename the platform announces changes it (:meth:`renamed`)."""
         new = [r for r in rooms if r.id not in self._rooms]
         if not new:
             return
@@ -66,27 +67,20 @@ class Connections:
             self._written(await store.add_participant(self.runtime.agent_id, room.id))
             self._rooms.add(room.id)
         for room in new:
-            before = stored.get(room.id)
-            if before is None:
+            if room.id not in stored:
                 await self.runtime.emit(RoomJoined(room=room, source=self.source))
-            elif room.name and room.name != before.name:
-                await self.rename_room(before, room.name)
 
     async def renamed(self, room_id: str, name: str) -> bool:
-        """The platform renamed a room: the stored room takes the name (ROOM_UPDATED when it is
-        new to it). False when the room is not stored yet: the caller stores it, named anew."""
+        """The platform renamed a room: the stored room takes the name, and ROOM_UPDATED says so
+        when it is new to it. False when the room is not stored yet: the caller stores it."""
         room = await self.runtime.store.get_room(room_id)
         if room is None:
             return False
         if room.name != name:
-            await self.rename_room(room, name)
+            previous, room.name = room.name, name
+            self._written(await self.runtime.store.update_room(room))
+            await self.runtime.emit(RoomUpdated(room=room, previous_name=previous, source=self.source))
         return True
-
-    async def rename_room(self, room: Room, name: str) -> None:
-        """Keep the platform's new name of a stored room, and say so (ROOM_UPDATED)."""
-        previous, room.name = room.name, name
-        self._written(await self.runtime.store.update_room(room))
-        await self.runtime.emit(RoomUpdated(room=room, previous_name=previous, source=self.source))
 
     async def ensure_entity(self, entity: Entity, room_id: str | None = None) -> str:
         """Write the entity (or merge in new names and platform details) once per run, and make

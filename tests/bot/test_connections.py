@@ -91,8 +91,12 @@ async def test_a_new_room_is_joined_once_and_a_renamed_one_updated(runtime) -> N
     room = Room(rt.unique_id("chat:room"), source="chat", type=ChannelType.GROUP, name="general")
     await Connections(rt, "chat").ensure_rooms([room])
     await Connections(rt, "chat").ensure_rooms([room])  # a new run: known, not joined again
-    renamed = Room(room.id, source="chat", type=ChannelType.GROUP, name="lobby")
-    await Connections(rt, "chat").ensure_rooms([renamed])
+    # A name that came with a message is not a rename (it may be a stand-in): the room keeps its own.
+    await Connections(rt, "chat").ensure_rooms([Room(room.id, source="chat", type=ChannelType.GROUP, name="#42")])
+    connections = Connections(rt, "chat")
+    assert await connections.renamed(room.id, "lobby")  # the platform announced a rename
+    assert await connections.renamed(room.id, "lobby")  # announced again: nothing new
+    assert not await connections.renamed(rt.unique_id("chat:elsewhere"), "x")  # not stored: the caller stores it
     assert heard == ["joined:general", "updated:general->lobby"]
     assert (await rt.store.get_room(room.id)).name == "lobby"
 
