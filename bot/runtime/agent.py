@@ -37,7 +37,15 @@ from bot.kernel.tools import Toolbox
 from bot.kernel.types import ChannelType, Entity, Memory, Room, Task, now_ms
 from bot.runtime.components import TOOLBOX, Action, Evaluator, PressHandler, Provider, ServiceKey, State, TaskWorker
 from bot.runtime.embedding_length import learn_embedding_length
-from bot.runtime.events import CustomEvent, Event, EventType, MessageReceived
+from bot.runtime.events import (
+    CustomEvent,
+    Event,
+    InteractionReceived,
+    MessageReceived,
+    ServiceStarted,
+    ServiceStopped,
+    VoiceMessageReceived,
+)
 from bot.runtime.model_calls import ModelHandler, ModelHandlers
 from bot.runtime.shared import Shared
 from bot.runtime.state import StateComposer
@@ -280,10 +288,20 @@ class AgentRuntime:
         if key in self.services:
             raise ValueError(f"Service {key} already registered")
         self.services[key] = service
+        self._announce(ServiceStarted(service=key))
 
     def unregister_service(self, name: str | ServiceKey[Any]) -> None:
         """Withdraw a service (a platform that disconnected); unknown names are ignored."""
-        self.services.pop(str(name), None)
+        key = str(name)
+        if key in self.services:
+            del self.services[key]
+            self._announce(ServiceStopped(service=key))
+
+    def _announce(self, event: Event) -> None:
+        """Emit ``event`` from code that cannot wait for its handlers: in the background, only
+        when someone listens and the runtime is open (a service withdrawn as it closes is not)."""
+        if event.name in self._events and not self._tasks.closed:
+            self.create_task(self.emit(event), f"event:{event.name}")
 
     @overload
     def get_service(self, name: ServiceKey[T]) -> T | None: ...
@@ -520,13 +538,27 @@ class AgentRuntime:
         if handler is None:
             _log.warning('%s: a message arrived, but no plugin handles messages (add "core")', self.character.name)
             return Outcome(Status.UNHANDLED, "no plugin handles messages")
-        if EventType.MESSAGE_RECEIVED not in self._events:  # the common case: nobody else listens
+        heard = [e for e in self._heard(incoming) if e.name in self._events]
+        if not heard:  # the common case: nobody else listens
             return await handler.handle(incoming)
-        outcome, _ = await asyncio.gather(
-            handler.handle(incoming),
-            self.emit(MessageReceived(message=incoming.message, source=incoming.source)),
-        )
+        outcome, _ = await asyncio.gather(handler.handle(incoming), self._emit_in_order(heard))
         return outcome
+
+    @staticmethod
+    def _heard(incoming: IncomingMessage) -> list[Event]:
+        """MESSAGE_RECEIVED for every message; after it, VOICE_MESSAGE_RECEIVED for a spoken one
+        and INTERACTION_RECEIVED for a button press."""
+        message, source = incoming.message, incoming.source
+        heard: list[Event] = [MessageReceived(message=message, source=source)]
+        if message.content.is_voice_message:
+            heard.append(VoiceMessageReceived(message=message, source=source))
+        if message.content.button is not None:
+            heard.append(InteractionReceived(message=message, source=source, press=message.content.button))
+        return heard
+
+    async def _emit_in_order(self, events: list[Event]) -> None:
+        for event in events:
+            await self.emit(event)
 
     # -- models ---------------------------------------------------------------------------
 

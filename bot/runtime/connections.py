@@ -21,8 +21,17 @@ from bot.kernel.buttons import buttons_checked
 from bot.kernel.content import Content, MemoryMetadata, MemoryType
 from bot.kernel.errors import ConfigError, StoreError
 from bot.kernel.outgoing import Reply
+from bot.kernel.record_metadata import RoomMetadata
 from bot.kernel.types import Entity, Memory, Role, Room, World, now_ms
-from bot.runtime.events import MessageSent, WorldLeft
+from bot.runtime.events import (
+    EntityUpdated,
+    MessageSent,
+    RoomJoined,
+    RoomLeft,
+    RoomUpdated,
+    VoiceMessageSent,
+    WorldLeft,
+)
 
 if TYPE_CHECKING:
     from bot.runtime.agent import AgentRuntime
@@ -44,14 +53,34 @@ class Connections:
         return room_id in self._rooms
 
     async def ensure_rooms(self, rooms: list[Room]) -> None:
-        """Write rooms not written yet this run, with the agent as a participant."""
+        """Write rooms not written yet this run, with the agent as a participant; a room never
+        stored before is announced (ROOM_JOINED). A stored room keeps its name: what a platform
+        reports with a message may be a stand-in (a forum topic's number, not its name); only a
+        rename the platform announces changes it (:meth:`renamed`)."""
         new = [r for r in rooms if r.id not in self._rooms]
         if not new:
             return
-        await self.runtime.store.create_rooms(new)
+        store = self.runtime.store
+        stored = {r.id: r for r in await store.get_rooms_by_ids([r.id for r in new])}
+        await store.create_rooms([r for r in new if r.id not in stored])
         for room in new:
-            self._written(await self.runtime.store.add_participant(self.runtime.agent_id, room.id))
+            self._written(await store.add_participant(self.runtime.agent_id, room.id))
             self._rooms.add(room.id)
+        for room in new:
+            if room.id not in stored:
+                await self.runtime.emit(RoomJoined(room=room, source=self.source))
+
+    async def renamed(self, room_id: str, name: str) -> bool:
+        """The platform renamed a room: the stored room takes the name, and ROOM_UPDATED says so
+        when it is new to it. False when the room is not stored yet: the caller stores it."""
+        room = await self.runtime.store.get_room(room_id)
+        if room is None:
+            return False
+        if room.name != name:
+            previous, room.name = room.name, name
+            self._written(await self.runtime.store.update_room(room))
+            await self.runtime.emit(RoomUpdated(room=room, previous_name=previous, source=self.source))
+        return True
 
     async def ensure_entity(self, entity: Entity, room_id: str | None = None) -> str:
         """Write the entity (or merge in new names and platform details) once per run, and make
@@ -61,17 +90,33 @@ class Connections:
             existing = await store.get_entity(entity.id)
             if existing is None:
                 self._written(await store.create_entities([entity]))
-            elif existing.names != entity.names or existing.metadata.profile(self.source) != entity.metadata.profile(
-                self.source
-            ):
-                existing.names = list(dict.fromkeys([*entity.names, *existing.names]))
-                existing.metadata = existing.metadata.merged(entity.metadata)
+            elif self._refreshed(existing, entity):
                 self._written(await store.update_entity(existing))
+                await self.runtime.emit(
+                    EntityUpdated(
+                        entity_id=entity.id,
+                        room_id=room_id,
+                        source=self.source,
+                        names=tuple(existing.names),
+                        metadata=existing.metadata.to_json(),
+                    )
+                )
             self._entities.add(entity.id)
         if room_id is not None and (entity.id, room_id) not in self._participants:
             self._written(await store.add_participant(entity.id, room_id))
             self._participants.add((entity.id, room_id))
         return entity.id
+
+    @staticmethod
+    def _refreshed(stored: Entity, reported: Entity) -> bool:
+        """Merge the platform's names and details for the person into ``stored`` (the name it
+        reports first: theirs now); whether that changed it."""
+        names = list(dict.fromkeys([*reported.names, *stored.names]))
+        metadata = stored.metadata.merged(reported.metadata)
+        if names == stored.names and metadata.to_json() == stored.metadata.to_json():
+            return False
+        stored.names, stored.metadata = names, metadata
+        return True
 
     def _written(self, ok: bool) -> None:
         """A write that reports failure as False: while the store cannot write, raise, so that
@@ -82,18 +127,26 @@ class Connections:
 
     async def mark_world_rooms(self, world_id: str, left: str | None) -> list[Room]:
         """The world's stored rooms, marked as left (``metadata.left_at``, and ``left_as``: how,
-        such as ``kicked``), or with ``left=None`` no longer marked (the agent is back)."""
-        store = self.runtime.store
-        rooms = await store.get_rooms_by_world(world_id)
+        such as ``kicked``; each newly marked one announced, ROOM_LEFT), or with ``left=None`` no
+        longer marked (the agent is back)."""
+        rooms = await self.runtime.store.get_rooms_by_world(world_id)
         for room in rooms:
             if left is None:
-                marked = replace(room.metadata, left_at=None, left_as=None)
-            else:
-                marked = replace(room.metadata, left_at=now_ms(), left_as=left)
-            if marked != room.metadata:
-                room.metadata = marked
-                await store.update_room(room)
+                await self._mark(room, replace(room.metadata, left_at=None, left_as=None))
+            elif room.metadata.left_at is None:
+                await self.left_room(room, left)
         return rooms
+
+    async def left_room(self, room: Room, how: str) -> None:
+        """The agent is no longer in ``room`` (``how``: ``deleted``, ``kicked``): marked as left,
+        and ROOM_LEFT says so."""
+        await self._mark(room, replace(room.metadata, left_at=now_ms(), left_as=how))
+        await self.runtime.emit(RoomLeft(room=room, status=how, source=self.source))
+
+    async def _mark(self, room: Room, marked: RoomMetadata) -> None:
+        if marked != room.metadata:
+            room.metadata = marked
+            await self.runtime.store.update_room(room)
 
     async def left_world(self, world_id: str, how: str) -> None:
         """The agent left, or was removed from, a server or group (``how``): its rooms are
@@ -167,7 +220,8 @@ class TokenClaims:
 
 
 async def record_sent(runtime: AgentRuntime, memories: list[Memory], source: str) -> list[Memory]:
-    """Store the memories of messages the agent just sent, and emit MESSAGE_SENT for each."""
+    """Store the memories of messages the agent just sent, and emit MESSAGE_SENT for each (and
+    VOICE_MESSAGE_SENT after it for one it said aloud)."""
     runtime.metrics.messages_sent.labels(agent=runtime.character.name, platform=source).inc(len(memories))
     store = runtime.store
     for memory in memories:
@@ -176,6 +230,8 @@ async def record_sent(runtime: AgentRuntime, memories: list[Memory], source: str
             functools.partial(store.create_memory, memory, "messages", unique=False), going_on=lambda: runtime.accepting
         )
         await runtime.emit(MessageSent(message=memory, source=source))
+        if memory.content.is_voice_message:
+            await runtime.emit(VoiceMessageSent(message=memory, source=source))
     return memories
 
 

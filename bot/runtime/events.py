@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, ClassVar
 
+from bot.kernel.buttons import Press
 from bot.kernel.types import JSON, Entity, Memory, Room, World
 
 if TYPE_CHECKING:
@@ -20,16 +21,21 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ActionCompleted",
+    "ActionFailed",
     "ActionStarted",
     "AgentReloaded",
     "ChannelCleared",
     "CustomEvent",
     "EntityJoined",
     "EntityLeft",
+    "EntityUpdated",
     "EvaluatorCompleted",
+    "EvaluatorFailed",
     "EvaluatorStarted",
     "Event",
+    "event_name",
     "EventType",
+    "InteractionReceived",
     "MessageDeleted",
     "MessageReceived",
     "MessageSent",
@@ -38,16 +44,24 @@ __all__ = [
     "ModelUsed",
     "PlatformConnected",
     "ReactionReceived",
+    "RoomJoined",
+    "RoomLeft",
+    "RoomUpdated",
+    "RunCompleted",
     "RunEnded",
+    "RunFailed",
     "RunStarted",
     "RunTimeout",
+    "ServiceStarted",
+    "ServiceStopped",
     "TYPED_EVENTS",
     "VoiceEnded",
+    "VoiceMessageReceived",
+    "VoiceMessageSent",
     "VoiceStarted",
     "WorldConnected",
     "WorldJoined",
     "WorldLeft",
-    "event_name",
 ]
 
 
@@ -63,6 +77,7 @@ class EventType(StrEnum):
     ENTITY_UPDATED = "ENTITY_UPDATED"
     ROOM_JOINED = "ROOM_JOINED"
     ROOM_LEFT = "ROOM_LEFT"
+    ROOM_UPDATED = "ROOM_UPDATED"
     MESSAGE_RECEIVED = "MESSAGE_RECEIVED"
     MESSAGE_SENT = "MESSAGE_SENT"
     MESSAGE_UPDATED = "MESSAGE_UPDATED"
@@ -82,8 +97,14 @@ class EventType(StrEnum):
     ACTION_COMPLETED = "ACTION_COMPLETED"
     EVALUATOR_STARTED = "EVALUATOR_STARTED"
     EVALUATOR_COMPLETED = "EVALUATOR_COMPLETED"
+    RUN_COMPLETED = "RUN_COMPLETED"
+    RUN_FAILED = "RUN_FAILED"
+    ACTION_FAILED = "ACTION_FAILED"
+    EVALUATOR_FAILED = "EVALUATOR_FAILED"
     MODEL_USED = "MODEL_USED"
     MODEL_FAILED = "MODEL_FAILED"
+    SERVICE_STARTED = "SERVICE_STARTED"
+    SERVICE_STOPPED = "SERVICE_STOPPED"
     # troupe's own: a reload re-read the character files and left this agent running unchanged;
     # plugins that load from disk (knowledge) look again.
     AGENT_RELOADED = "AGENT_RELOADED"
@@ -132,6 +153,32 @@ class MessageSent(_MessageEvent):
     """The agent sent a message (stored as ``message``)."""
 
     type: ClassVar[EventType] = EventType.MESSAGE_SENT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VoiceMessageReceived(_MessageEvent):
+    """A platform heard a spoken message (a Telegram voice note or round video, words said in a
+    Discord voice channel), after its MESSAGE_RECEIVED: ``message.content.text`` is the transcript
+    (empty when it could not be transcribed)."""
+
+    type: ClassVar[EventType] = EventType.VOICE_MESSAGE_RECEIVED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InteractionReceived(_MessageEvent):
+    """Someone pressed a button under one of the agent's messages, after its MESSAGE_RECEIVED
+    (the press is a message of its own): ``press`` holds the button's value and label."""
+
+    type: ClassVar[EventType] = EventType.INTERACTION_RECEIVED
+    press: Press
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VoiceMessageSent(_MessageEvent):
+    """The agent spoke (a Telegram voice note, a reply said in a Discord voice channel):
+    ``message`` is what it said, as stored; on Telegram the voice note is among its attachments."""
+
+    type: ClassVar[EventType] = EventType.VOICE_MESSAGE_SENT
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -228,6 +275,50 @@ class EntityLeft(_PresenceEvent):
     type: ClassVar[EventType] = EventType.ENTITY_LEFT
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntityUpdated(_PresenceEvent):
+    """Someone's names or platform details changed (seen on their first message or event of a
+    run, or when the platform says so): ``names`` are every name kept for them, newest first, and
+    ``metadata`` the entity's metadata as now stored."""
+
+    type: ClassVar[EventType] = EventType.ENTITY_UPDATED
+    names: Sequence[str] = ()
+
+
+# -- rooms ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _RoomEvent(Event):
+    room: Room
+    source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoomJoined(_RoomEvent):
+    """The agent is in a room it was never in before: a channel, thread, group or DM it just
+    heard from or was given (the room is stored before the event)."""
+
+    type: ClassVar[EventType] = EventType.ROOM_JOINED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoomUpdated(_RoomEvent):
+    """A room was renamed on the platform: ``room`` as now stored, ``previous_name`` as it was."""
+
+    type: ClassVar[EventType] = EventType.ROOM_UPDATED
+    previous_name: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoomLeft(_RoomEvent):
+    """The agent is no longer in a room: ``status`` says how (``removed``, ``kicked``, ``left``,
+    ``deleted``); the room stays stored, marked as left."""
+
+    type: ClassVar[EventType] = EventType.ROOM_LEFT
+    status: str
+
+
 # -- voice ------------------------------------------------------------------------------------
 
 
@@ -275,12 +366,34 @@ class RunStarted(_RunEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunEnded(_RunEvent):
-    """The pipeline is done with a message: ``status`` is its outcome's, ``duration`` in ms."""
+class _RunEndEvent(_RunEvent):
+    status: str
+    """The outcome's status (``replied``, ``ignored``, ``error``: ``bot.kernel.messages.Status``)."""
+    duration: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunEnded(_RunEndEvent):
+    """The pipeline is done with a message: ``status`` is its outcome's, ``duration`` in ms.
+    Every run ends with this, then with one of :class:`RunCompleted` or :class:`RunFailed`."""
 
     type: ClassVar[EventType] = EventType.RUN_ENDED
-    status: str
-    duration: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunCompleted(_RunEndEvent):
+    """The run ended as meant: answered, or left unanswered by choice (ignored, muted, stopped)."""
+
+    type: ClassVar[EventType] = EventType.RUN_COMPLETED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunFailed(_RunEndEvent):
+    """The run broke: a bug, no model answered, nothing could be sent, time ran out. ``error``
+    says why in a few words."""
+
+    type: ClassVar[EventType] = EventType.RUN_FAILED
+    error: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -304,8 +417,19 @@ class ActionStarted(_ActionEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ActionCompleted(_ActionEvent):
+    """The action is done, whether it succeeded or not (``success``)."""
+
     type: ClassVar[EventType] = EventType.ACTION_COMPLETED
     success: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActionFailed(_ActionEvent):
+    """The action raised or returned no success; sent after its ACTION_COMPLETED. ``error`` is
+    the exception's name or the action's own ``ActionResult.error``."""
+
+    type: ClassVar[EventType] = EventType.ACTION_FAILED
+    error: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -325,6 +449,14 @@ class EvaluatorCompleted(_EvaluatorEvent):
 
     type: ClassVar[EventType] = EventType.EVALUATOR_COMPLETED
     error: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvaluatorFailed(_EvaluatorEvent):
+    """The evaluator raised (``error`` names the exception); sent after its EVALUATOR_COMPLETED."""
+
+    type: ClassVar[EventType] = EventType.EVALUATOR_FAILED
+    error: str
 
 
 # -- models -----------------------------------------------------------------------------------
@@ -353,6 +485,29 @@ class ModelFailed(_ModelEvent):
     error: str
 
 
+# -- services ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _ServiceEvent(Event):
+    service: str
+    """The name it is offered under (``runtime.get_service(service)``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServiceStarted(_ServiceEvent):
+    """A service was registered (``runtime.register_service``): a platform connected, a plugin set up."""
+
+    type: ClassVar[EventType] = EventType.SERVICE_STARTED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServiceStopped(_ServiceEvent):
+    """A service was withdrawn (``runtime.unregister_service``): a platform disconnected."""
+
+    type: ClassVar[EventType] = EventType.SERVICE_STOPPED
+
+
 # -- troupe's own -----------------------------------------------------------------------------
 
 
@@ -375,13 +530,17 @@ class PlatformConnected(Event):
 #: Every typed event class; their names are not open to :class:`CustomEvent`.
 TYPED_EVENTS: tuple[type[Event], ...] = (
     ActionCompleted,
+    ActionFailed,
     ActionStarted,
     AgentReloaded,
     ChannelCleared,
     EntityJoined,
     EntityLeft,
+    EntityUpdated,
     EvaluatorCompleted,
+    EvaluatorFailed,
     EvaluatorStarted,
+    InteractionReceived,
     MessageDeleted,
     MessageReceived,
     MessageSent,
@@ -390,10 +549,19 @@ TYPED_EVENTS: tuple[type[Event], ...] = (
     ModelUsed,
     PlatformConnected,
     ReactionReceived,
+    RoomJoined,
+    RoomLeft,
+    RoomUpdated,
+    RunCompleted,
     RunEnded,
+    RunFailed,
     RunStarted,
     RunTimeout,
+    ServiceStarted,
+    ServiceStopped,
     VoiceEnded,
+    VoiceMessageReceived,
+    VoiceMessageSent,
     VoiceStarted,
     WorldConnected,
     WorldJoined,

@@ -16,7 +16,16 @@ import discord
 
 from bot.sdk import SHARD_COUNT_KEY, ConfigError, LinkState, Shards, TokenClaims, TokenRefused
 
-from ._events import guild_left, member_changed, message_deleted, message_edited, reaction_added
+from ._events import (
+    channel_created,
+    channel_deleted,
+    channel_renamed,
+    guild_left,
+    member_changed,
+    message_deleted,
+    message_edited,
+    reaction_added,
+)
 from ._mapping import SOURCE
 from ._presses import take_press
 from ._rest import point_gateway
@@ -227,6 +236,24 @@ class Client(discord.Client):
 
     async def on_member_remove(self, member: discord.Member) -> None:
         await self.adapter.run_handler("member leave", member_changed(self.adapter, member, joined=False))
+
+    async def on_guild_channel_create(self, channel: discord.abc.GuildChannel) -> None:
+        await self.adapter.run_handler("channel create", channel_created(self.adapter, channel))
+
+    async def on_thread_create(self, thread: discord.Thread) -> None:
+        await self.adapter.run_handler("thread create", channel_created(self.adapter, thread))
+
+    async def on_thread_join(self, thread: discord.Thread) -> None:
+        await self.adapter.run_handler("thread join", channel_created(self.adapter, thread))
+
+    async def on_guild_channel_update(self, before: discord.abc.GuildChannel, after: discord.abc.GuildChannel) -> None:
+        await self.adapter.run_handler("channel update", channel_renamed(self.adapter, before, after))
+
+    async def on_thread_update(self, before: discord.Thread, after: discord.Thread) -> None:
+        await self.adapter.run_handler("thread update", channel_renamed(self.adapter, before, after))
+
+    async def on_guild_channel_delete(self, channel: discord.abc.GuildChannel) -> None:
+        await self.adapter.run_handler("channel delete", channel_deleted(self.adapter, channel))
 
     async def on_voice_state_update(
         self, member: discord.Member, before: discord.VoiceState, after: discord.VoiceState

@@ -1,7 +1,9 @@
 """Discord's other gateway events, as troupe events: an edit (MESSAGE_UPDATED), a deletion
 (MESSAGE_DELETED), a reaction (REACTION_RECEIVED) and a member joining or leaving a server
 (ENTITY_JOINED / ENTITY_LEFT), the bot itself removed from a server (WORLD_LEFT), after the listening rules of the character's settings. Messages
-themselves are the adapter's (:meth:`DiscordAdapter.on_message`).
+themselves are the adapter's (:meth:`DiscordAdapter.on_message`). Channels and threads created,
+renamed or deleted keep their rooms current; the shared layer (``bot.runtime.connections``) says
+so (ROOM_JOINED, ROOM_UPDATED, ROOM_LEFT).
 """
 
 from __future__ import annotations
@@ -29,7 +31,16 @@ from ._mapping import SOURCE, channel_type, discord_id, entity_for_user, memory_
 if TYPE_CHECKING:
     from ._adapter import DiscordAdapter
 
-__all__ = ["guild_left", "member_changed", "message_deleted", "message_edited", "reaction_added"]
+__all__ = [
+    "channel_created",
+    "channel_deleted",
+    "channel_renamed",
+    "guild_left",
+    "member_changed",
+    "message_deleted",
+    "message_edited",
+    "reaction_added",
+]
 
 
 async def message_edited(adapter: DiscordAdapter, payload: discord.RawMessageUpdateEvent) -> None:
@@ -119,3 +130,27 @@ async def guild_left(adapter: DiscordAdapter, guild: discord.Guild) -> None:
     adapter.forget_world(guild.id)
     await adapter.voice.disconnected(guild.id)
     await adapter.connections.left_world(discord_id(adapter.runtime.agent_id, guild.id), "removed")
+
+
+async def channel_created(adapter: DiscordAdapter, channel: discord.abc.GuildChannel | discord.Thread) -> None:
+    """A channel or thread the bot now sees: its room stored (ROOM_JOINED when it is new)."""
+    await adapter.ensure_room(channel)
+
+
+async def channel_renamed(
+    adapter: DiscordAdapter,
+    before: discord.abc.GuildChannel | discord.Thread,
+    after: discord.abc.GuildChannel | discord.Thread,
+) -> None:
+    """A channel or thread renamed: its room keeps the new name (ROOM_UPDATED)."""
+    if before.name == after.name:  # permissions, topic, position: nothing a room keeps
+        return
+    if not await adapter.connections.renamed(discord_id(adapter.runtime.agent_id, after.id), after.name):
+        await adapter.ensure_room(after)
+
+
+async def channel_deleted(adapter: DiscordAdapter, channel: discord.abc.GuildChannel) -> None:
+    """A channel deleted: its room is marked as left (ROOM_LEFT); its messages stay remembered."""
+    room = await adapter.runtime.store.get_room(discord_id(adapter.runtime.agent_id, channel.id))
+    if room is not None and room.metadata.left_at is None:
+        await adapter.connections.left_room(room, "deleted")

@@ -77,6 +77,7 @@ from ._mapping import (
     SOURCE,
     Translated,
     channel_type,
+    chat_room,
     entity_id,
     message_id,
     message_memory_id,
@@ -166,6 +167,7 @@ class UpdateHandlers:
                 _Elsewhere(self.adapter),
                 *(CommandHandler(c.names, c.answer, filters=new) for c in self.commands()),
                 MessageHandler(new & joined_or_left, self.on_membership),
+                MessageHandler(new & filters.StatusUpdate.NEW_CHAT_TITLE, self.on_title),
                 MessageHandler(new, self.on_message),
                 MessageHandler(edited, self.on_edit),
                 MessageReactionHandler(
@@ -306,6 +308,13 @@ class UpdateHandlers:
         left = message.left_chat_member
         if left is not None and left.id != adapter.bot_id:
             await self._member_event(EventType.ENTITY_LEFT, left, message.chat.id, room)
+
+    async def on_title(self, update: Update, context: Context) -> None:
+        """The group was renamed: its room takes the new title (ROOM_UPDATED)."""
+        adapter, message = self.adapter, _message(update)
+        room = chat_room(self.runtime.agent_id, message.chat)
+        if room.name and not await adapter.connections.renamed(room.id, room.name):
+            await adapter.ensure_room(message, room)
 
     async def on_chat_member(self, update: Update, context: Context) -> None:
         change = update.chat_member

@@ -1,6 +1,6 @@
 """Voice replies: a reply (or, by ``TELEGRAM_VOICE_REPLIES=always``, every reply and every
 message SEND_MESSAGE delivers) also said as a voice note, after its text; the voice note is
-added to the stored message as an attachment, by file id."""
+added to the stored message as an attachment, by file id, and VOICE_MESSAGE_SENT says so."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from telegram import Chat
 
-from bot.sdk import Attachment, FrozenMap, Memory, ModelError, reason_for, synthesize
+from bot.sdk import Attachment, FrozenMap, Memory, ModelError, VoiceMessageSent, reason_for, synthesize
 
 from ._mapping import SOURCE
 from ._outbound import send_voice
@@ -105,4 +105,5 @@ async def speak(
     said = replace(memory, content=replace(memory.content, attachments=carried))
     assert said.id is not None  # a Telegram message's memory is named after its chat and id
     await adapter.runtime.store.update_memory(said.id, content=said.content)
+    await adapter.runtime.emit(VoiceMessageSent(message=said, source=SOURCE))
     return said

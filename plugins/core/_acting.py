@@ -11,10 +11,12 @@ from bot.sdk import (
     Action,
     ActionCompleted,
     ActionContext,
+    ActionFailed,
     ActionResult,
     ActionStarted,
     Evaluator,
     EvaluatorCompleted,
+    EvaluatorFailed,
     EvaluatorStarted,
     FetchCallback,
     HandlerCallback,
@@ -95,6 +97,11 @@ async def run_actions(
                     action=action.name, room_id=message.room_id, message_id=message.id, success=result.success
                 )
             )
+            if not result.success:
+                error = result.error or "no success"
+                await rt.emit(
+                    ActionFailed(action=action.name, room_id=message.room_id, message_id=message.id, error=error)
+                )
     return outcomes
 
 
@@ -131,5 +138,7 @@ async def run_evaluators(
             error = exc.__class__.__name__
             _log.exception("%s: evaluator %s failed", rt.character.name, evaluator.name)
         await rt.emit(EvaluatorCompleted(evaluator=evaluator.name, message_id=message.id, error=error))
+        if error is not None:
+            await rt.emit(EvaluatorFailed(evaluator=evaluator.name, message_id=message.id, error=error))
 
     await asyncio.gather(*(run(e) for e in chosen))

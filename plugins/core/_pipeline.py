@@ -50,7 +50,9 @@ from bot.sdk import (
     ReplyChannel,
     Room,
     RoomState,
+    RunCompleted,
     RunEnded,
+    RunFailed,
     RunStarted,
     RunTimeout,
     State,
@@ -119,6 +121,11 @@ _UNTRACED = frozenset({Status.OWN, Status.CLOSING})
 
 # Outcomes that are not a message left unanswered: logged at debug, the others at info.
 _ANSWERED = frozenset({Status.REPLIED, Status.ACTED, Status.OWN, Status.CLOSING, Status.DUPLICATE})
+
+# Outcomes of a run that broke (RUN_FAILED); every other ending is one the pipeline chose (RUN_COMPLETED).
+_FAILED = frozenset(
+    {Status.SEND_FAILED, Status.UNPARSED, Status.MODEL_UNREACHABLE, Status.TIMEOUT, Status.ERROR, Status.ABANDONED}
+)
 
 
 @dataclass(slots=True)
@@ -294,16 +301,20 @@ class MessagePipeline:
         ended = now_ms()
         if outcome.status not in _UNTRACED:
             await self._record_trace(_trace_of(turn, rt, outcome, tracer, started, ended, error))
-        await rt.emit(
-            RunEnded(
-                run_id=run_id,
-                message_id=turn.message_id,
-                room_id=message.room_id,
-                status=outcome.status.value,
-                duration=ended - started,
-            )
-        )
+        await self._announce_end(run_id, turn, outcome, ended - started)
         return outcome
+
+    async def _announce_end(self, run_id: str, turn: _Turn, outcome: Outcome, duration: int) -> None:
+        """RUN_ENDED, then RUN_COMPLETED or RUN_FAILED, all from the same outcome."""
+        rt, status = self.runtime, outcome.status
+        ids = {"run_id": run_id, "message_id": turn.message_id, "room_id": turn.message.room_id}
+        await rt.emit(RunEnded(**ids, status=status.value, duration=duration))
+        if status in _FAILED:
+            await rt.emit(
+                RunFailed(**ids, status=status.value, duration=duration, error=outcome.reason or status.value)
+            )
+        else:
+            await rt.emit(RunCompleted(**ids, status=status.value, duration=duration))
 
     async def _record_trace(self, trace: MessageTrace) -> None:
         """Keep how the message ended (``troupe why``); a trace is never worth failing a message for."""

@@ -77,7 +77,8 @@ presence_intent=True)`` (a bot user and its application, ``application_id == bot
 ``add_channel(guild, name, type="text"|"voice"|"category"|"news"|"forum"|"stage", parent=,
 overwrites=[Overwrite(role_or_user, allow=, deny=)])``, ``add_thread(channel, name, private=,
 message=, content=)``, ``dm_channel(user, bot)``. Anything added while bots are connected is
-dispatched (GUILD_CREATE, CHANNEL_CREATE, THREAD_CREATE, GUILD_MEMBER_ADD). Snowflakes are real
+dispatched (GUILD_CREATE, CHANNEL_CREATE, THREAD_CREATE, GUILD_MEMBER_ADD); ``rename_channel``
+(CHANNEL_UPDATE, THREAD_UPDATE) and ``delete_channel`` (CHANNEL_DELETE) change what was added. Snowflakes are real
 (timestamp-based) and strictly increasing.
 
 Acting as users (each returns once the events are written to every socket)
@@ -1098,6 +1099,27 @@ class FakeDiscord(LocalServer):
             starter = self._create_message(thread, owner, content=content, message_id=thread.id)
             self._dispatch_message("MESSAGE_CREATE", starter)
         return thread
+
+    async def rename_channel(self, channel: FakeChannel, name: str) -> None:
+        """Rename a guild channel or thread: CHANNEL_UPDATE (THREAD_UPDATE) to bots with GUILDS."""
+        if channel.guild is None:
+            raise ValueError(f"{channel!r} is not in a server")
+        channel.name = name
+        event = "THREAD_UPDATE" if channel.is_thread else "CHANNEL_UPDATE"
+        self._dispatch_guild(channel.guild, Intents.GUILDS, event, self._channel_payload(channel))
+        self._changed()
+        await self._flush()
+
+    async def delete_channel(self, channel: FakeChannel) -> None:
+        """Delete a guild channel (not a thread): CHANNEL_DELETE to bots with GUILDS."""
+        guild = channel.guild
+        if guild is None or channel.is_thread:
+            raise ValueError(f"cannot delete {channel!r}: only a server's channels")
+        payload = self._channel_payload(channel)
+        del guild.channels[channel.id], self.channels[channel.id]
+        self._dispatch_guild(guild, Intents.GUILDS, "CHANNEL_DELETE", payload)
+        self._changed()
+        await self._flush()
 
     def dm_channel(self, user: FakeUser, other: FakeUser) -> FakeChannel:
         """The DM channel between two users, created on first use."""

@@ -30,7 +30,8 @@ bytes[, mime])`` tuples served by ``getFile`` and the file URL, except ``voice``
 reports for the message's file (default: its real length), in the message and from getFile, so a
 test can send a "25 MB" voice note of a few bytes; ``file_size_in_message=False`` leaves it out of
 the message (it is optional there; getFile still reports it). ``user_edits(message, text)``,
-``user_reacts(user, message, emoji)``, ``member_joins(chat, user)``, ``member_status_changes(chat,
+``user_reacts(user, message, emoji)``, ``member_joins(chat, user)``, ``group_renamed(chat, title,
+by=)``, ``member_status_changes(chat,
 user, old, new, by=None, kind="chat_member")``; ``bot_removed(chat, bot, by=, status="kicked")`` and
 ``bot_added(chat, bot, by=, announce=False)`` (the bot's own ``my_chat_member``, and its membership;
 ``announce``: then the group's ``new_chat_members`` service message);
@@ -698,6 +699,19 @@ class FakeTelegram(LocalServer):
             "chat": chat.payload(),
             "from": user.payload(),
             "new_chat_members": [user.payload()],
+        }
+        self._deliver(chat, "message", message)
+        return message
+
+    async def group_renamed(self, chat: FakeChat, title: str, *, by: FakeUser) -> dict[str, Any]:
+        """``by`` renames the group: its title, and the ``new_chat_title`` service message."""
+        chat.title = title
+        message = {
+            "message_id": self._next_message_id(chat.id),
+            "date": int(time.time()),
+            "chat": chat.payload(),
+            "from": by.payload(),
+            "new_chat_title": title,
         }
         self._deliver(chat, "message", message)
         return message

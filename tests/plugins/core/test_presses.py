@@ -18,6 +18,7 @@ from bot.kernel.record_metadata import TaskMetadata
 from bot.kernel.types import JSON, ChannelType, Memory, Room, Task
 from bot.runtime.choices import Choice, choice_buttons, choices_buttons, offer_options
 from bot.runtime.components import ActionResult, PressHandler
+from bot.runtime.events import InteractionReceived
 from plugins.core.actions.choose_option import CHOOSING
 from tests.choices import waiting_choice as stored_choice
 
@@ -290,3 +291,20 @@ async def test_a_choice_answered_in_words_is_seen_when_planning_and_carried_out_
     h.large.append(plan("Done already."))
     await h.say("Ada, did that work?")
     assert "# Pending Choices" not in h.prompts[-1]
+
+
+async def test_a_press_is_heard_as_interaction_received(harness) -> None:
+    """A plugin that follows presses (analytics, a game) without claiming them; copy it."""
+    h = await harness()
+    heard: list[tuple[str, str | None, str]] = []
+
+    async def on_press(event: InteractionReceived) -> None:
+        heard.append((event.press.value, event.press.label, event.source))
+
+    h.rt.on(InteractionReceived, on_press)
+    h.small.append("<response><action>IGNORE</action></response>")
+    await press(h, "color:blue", "Blue")
+    assert heard == [("color:blue", "Blue", "discord")]
+    h.small.append("<response><action>IGNORE</action></response>")
+    await h.say("blue")  # typed, not pressed
+    assert len(heard) == 1
