@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import signal
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +53,18 @@ def _asks_to_confirm(reply: str, question: str, path: str) -> None:
     assert question == f'{_QUESTION}\n- weather__delete {{"path": "{path}"}}', question
 
 
-async def test_on_telegram_yes_runs_a_tool_that_changes_things_once_and_no_runs_nothing(service: Service) -> None:
-    s = service
+@dataclass
+class _OnTelegram:
+    """Ada on the fake Telegram with the weather server (``delete`` writing in ``journal``), and
+    Sam in a private chat with her."""
+
+    journal: Path
+    ada: Any
+    sam: Any
+    chat: Any
+
+
+async def _on_telegram(s: Service) -> _OnTelegram:
     s.openai.script_chat(_model)
     journal = s.dir / "journal"
     on_telegram(s, "Ada", "--journal", str(journal))
@@ -62,7 +73,13 @@ async def test_on_telegram_yes_runs_a_tool_that_changes_things_once_and_no_runs_
     await tools_offered(s)
     ada = s.bots["Ada"]
     sam = s.telegram.add_user("Sam", username="sam")
-    chat = s.telegram.private(sam, ada)
+    return _OnTelegram(journal, ada, sam, s.telegram.private(sam, ada))
+
+
+async def test_on_telegram_yes_runs_a_tool_that_changes_things_once_and_no_runs_nothing(service: Service) -> None:
+    s = service
+    t = await _on_telegram(s)
+    journal, ada, sam, chat = t.journal, t.ada, t.sam, t.chat
 
     said = await s.telegram.user_says(sam, chat, "please delete /srv/notes/old.md")
     reply, question = await s.telegram.wait_for_sent(ada, 2, timeout=60)
@@ -108,15 +125,8 @@ async def test_on_telegram_yes_runs_a_tool_that_changes_things_once_and_no_runs_
 
 async def test_a_question_asked_before_a_kill_9_is_answered_after_the_restart(service: Service) -> None:
     s = service
-    s.openai.script_chat(_model)
-    journal = s.dir / "journal"
-    on_telegram(s, "Ada", "--journal", str(journal))
-    await s.start()
-    await s.notify.wait("READY", timeout=60)
-    await tools_offered(s)
-    ada = s.bots["Ada"]
-    sam = s.telegram.add_user("Sam", username="sam")
-    chat = s.telegram.private(sam, ada)
+    t = await _on_telegram(s)
+    journal, ada, sam, chat = t.journal, t.ada, t.sam, t.chat
     await s.telegram.user_says(sam, chat, "please delete /srv/notes/old.md")
     _, question = await s.telegram.wait_for_sent(ada, 2, timeout=60)
     yes, _ = _keys(question)
