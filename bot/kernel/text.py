@@ -8,7 +8,7 @@ troupe reads it and where it builds what it sends.
 
 from __future__ import annotations
 
-__all__ = ["first_words", "repair_text", "utf16_fit", "utf16_len"]
+__all__ = ["first_words", "one_line", "repair_text", "utf16_fit", "utf16_len"]
 
 _WORDS = 6
 _WORDS_MAX_CHARS = 40
@@ -53,3 +53,10 @@ def first_words(text: str) -> str:
     if len(shown) > _WORDS_MAX_CHARS:
         return shown[:_WORDS_MAX_CHARS] + "…"
     return shown + ("…" if len(words) > _WORDS else "")
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` on one line (its whitespace runs made single spaces), at most ``limit`` characters
+    (cut with an ellipsis): an error's or a tool's words in a message of troupe's own."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

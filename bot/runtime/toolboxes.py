@@ -22,6 +22,7 @@ from jsonschema import validators
 from jsonschema.exceptions import SchemaError
 
 from bot.kernel.errors import ConfigError
+from bot.kernel.text import one_line
 from bot.kernel.tools import (
     MAX_RESULT_CHARS,
     Toolbox,
@@ -71,13 +72,7 @@ class ArgumentCheck:
             return None
         first = errors[0]
         where = ".".join(str(part) for part in first.path)
-        return _short(f"{where}: {first.message}" if where else str(first.message))
-
-
-def _short(text: str, limit: int = 300) -> str:
-    """``text`` on one line, at most ``limit`` characters."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+        return one_line(f"{where}: {first.message}" if where else str(first.message))
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +158,7 @@ class Toolboxes:
         owner = next((box for spec, box in self._offered() if spec.name == call.name), None)
         if owner is None:
             names = ", ".join(spec.name for spec, _ in self._offered()) or "none now"
-            return ToolResult(call, f"there is no tool named {call.name!r}; the tools are: {_short(names)}", ok=False)
+            return ToolResult(call, f"there is no tool named {call.name!r}; the tools are: {one_line(names)}", ok=False)
         if owner is not self:
             return await owner.call(call, timeout=timeout, context=context)
         started = time.perf_counter()

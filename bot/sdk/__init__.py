@@ -101,7 +101,7 @@ from bot.kernel.record_metadata import (
 )
 from bot.kernel.redact import scrub_for, scrub_secret
 from bot.kernel.terminal import ask
-from bot.kernel.text import first_words, repair_text, utf16_len
+from bot.kernel.text import first_words, one_line, repair_text, utf16_len
 from bot.kernel.time_limits import not_counted, time_limit
 from bot.kernel.tools import (
     MAX_RESULT_CHARS,
@@ -345,6 +345,7 @@ __all__ = [
     "note_model_call",
     "note_tool_calls",
     "now_ms",
+    "one_line",
     "options_of",
     "Outcome",
     "OutgoingFile",

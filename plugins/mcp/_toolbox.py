@@ -30,6 +30,7 @@ from bot.sdk import (
     ToolServer,
     ToolSpec,
     cut_result,
+    one_line,
 )
 
 from ._config import McpConfig, ServerPolicy
@@ -140,7 +141,7 @@ class McpToolbox:
             if exc.code == types.CONNECTION_CLOSED:
                 return f"the MCP server {server} went away during the call; try again later", False, False
             return (
-                f"the MCP server {server} refused the call: {_short(offered.connection.clean(exc.message))}",
+                f"the MCP server {server} refused the call: {one_line(offered.connection.clean(exc.message))}",
                 False,
                 False,
             )
@@ -149,12 +150,12 @@ class McpToolbox:
             where = ".".join(str(part) for part in first["loc"])
             return (
                 f"the MCP server {server} answered {call.name} with something that is not a tool's result "
-                f"({where}: {_short(first['msg'], 120)})",
+                f"({where}: {one_line(first['msg'], 120)})",
                 False,
                 False,
             )
         except Exception as exc:  # a broken transport: the result says it, never a raise
-            why = _short(offered.connection.clean(str(exc)))  # an HTTP error may quote the URL
+            why = one_line(offered.connection.clean(str(exc)))  # an HTTP error may quote the URL
             _log.info("%s: mcp call %s failed: %s: %s", self.agent, call.name, type(exc).__name__, why)
             return f"the call to {call.name} failed: {type(exc).__name__}: {why}", False, False
         text, truncated = cut_result(result_text(result), self._max_result_chars)
@@ -199,7 +200,7 @@ class McpToolbox:
                 offered[name] = _Offered(
                     spec=ToolSpec(
                         name=name,
-                        description=_short(tool.description or tool.title or tool.name, _MAX_DESCRIPTION),
+                        description=one_line(tool.description or tool.title or tool.name, _MAX_DESCRIPTION),
                         parameters=tool.input_schema,
                         source=connection.name,
                         changes_things=tool.name in policy.confirm or _changes_things(tool),
@@ -232,8 +233,3 @@ def _changes_things(tool: types.Tool) -> bool:
     if hints is None:
         return True
     return not hints.read_only_hint or bool(hints.destructive_hint)
-
-
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
