@@ -230,10 +230,17 @@ async def test_talking_over_a_reply_as_it_starts_stops_it_and_the_character_stil
     assert [r["input"] for r in speech_requests(s)] == ["We sail at dawn, all of us together.", "Yes, at dawn."]
 
 
-async def test_speaking_over_the_character_more_quietly_than_voice_barge_in_db_does_not_stop_it(scene) -> None:
+@pytest.mark.parametrize(
+    "threshold",
+    [{"VOICE_BARGE_IN_DB": "-10"}, {"VOICE_ACTIVITY_THRESHOLD": "0.3"}],  # 0.3 of full scale: -10.5 dBFS
+    ids=["dBFS", "elizaOS amplitude"],
+)
+async def test_speaking_over_the_character_more_quietly_than_the_barge_in_threshold_does_not_stop_it(
+    scene, threshold: dict[str, str]
+) -> None:
     s = scene
     # Sam's voice peaks about -18 dBFS: below a -10 dBFS threshold it never interrupts.
-    session, player = await started_a_long_reply(s, {"VOICE_BARGE_IN_DB": "-10"})
+    session, player = await started_a_long_reply(s, threshold)
     await s.fake.voice.user_speaks(s.sam, spoken_packets(0.8), pace=0.02)
     assert len(voice_of(session.packets)) < FULL_REPLY_FRAMES - 10  # he spoke over her, all the time
     await until(lambda: session.speaking[-1].get("speaking") == 0 and not player.speaking, timeout=60)
