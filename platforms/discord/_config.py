@@ -48,14 +48,21 @@ class DiscordConfig:
     guild_ready_timeout: float = 2.0
     """How long discord.py waits for more servers before it calls the bot ready."""
     voice_enabled: bool = False
-    """Joining voice channels (by action, ``/join`` or DISCORD_VOICE_CHANNEL_ID)."""
+    """Joining voice channels (by action, ``/join``, DISCORD_VOICE_CHANNEL_ID or
+    DISCORD_VOICE_AUTO_JOIN)."""
     voice_channel_id: str | None = None
-    """A voice channel to join at start."""
+    """The character's own voice channel: joined when a person enters it (or is there at start)."""
+    voice_stay: bool = False
+    """``DISCORD_VOICE_STAY``: join the DISCORD_VOICE_CHANNEL_ID channel at start and wait there,
+    people or not."""
+    voice_auto_join: bool = False
+    """``DISCORD_VOICE_AUTO_JOIN``: go, unasked, into whichever voice channel of its servers a
+    person enters (while it is in none there)."""
     voice_listen: bool = True
     """Listen to people in voice channels (off: speak replies to text only)."""
     voice_alone_s: float = DEFAULT_VOICE_ALONE_S
     """``DISCORD_VOICE_ALONE_S``: leave a voice channel with no people in it (bots do not count)
-    after this long; 0 never leaves. The DISCORD_VOICE_CHANNEL_ID channel is stayed in."""
+    after this long; 0 never leaves. With DISCORD_VOICE_STAY, its own channel is stayed in."""
     vad: VadConfig = field(default_factory=VadConfig)
     barge_in_db: float = DEFAULT_BARGE_IN_DB
     """How loud (dBFS) someone must speak over the character, for 200 ms, to stop it
@@ -173,7 +180,15 @@ def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> Di
             f"channel → Copy Channel ID), not {voice_channel!r}",
             agent=agent,
         )
-    voice_enabled = read.flag("DISCORD_VOICE_ENABLED") or voice_channel is not None
+    voice_stay = read.flag("DISCORD_VOICE_STAY")
+    if voice_stay and voice_channel is None:
+        raise ConfigError(
+            "DISCORD_VOICE_STAY is set but DISCORD_VOICE_CHANNEL_ID is not; give the id of the voice "
+            "channel to wait in",
+            agent=agent,
+        )
+    voice_auto_join = read.flag("DISCORD_VOICE_AUTO_JOIN")
+    voice_enabled = read.flag("DISCORD_VOICE_ENABLED") or voice_channel is not None or voice_auto_join
     vad = VadConfig(
         silence_s=read.positive_float("VOICE_SILENCE_S", VadConfig.silence_s),
         min_speech_s=read.positive_float("VOICE_MIN_SPEECH_S", VadConfig.min_speech_s),
@@ -192,6 +207,8 @@ def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> Di
     return DiscordConfig(
         voice_enabled=voice_enabled,
         voice_channel_id=voice_channel.strip() if voice_channel else None,
+        voice_stay=voice_stay,
+        voice_auto_join=voice_auto_join,
         voice_listen=read.flag("DISCORD_VOICE_LISTEN", True),
         voice_alone_s=read.number("DISCORD_VOICE_ALONE_S", DEFAULT_VOICE_ALONE_S, 0, 86_400),
         vad=vad,

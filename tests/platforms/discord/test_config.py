@@ -111,6 +111,18 @@ def test_leaving_an_empty_voice_channel_takes_a_minute_by_default_zero_never_and
         config(DISCORD_VOICE_ALONE_S="soon")
 
 
+def test_joining_by_itself_needs_its_channel_for_stay_and_either_setting_switches_voice_on() -> None:
+    c = config(DISCORD_VOICE_CHANNEL_ID="123")
+    assert (c.voice_enabled, c.voice_channel_id, c.voice_stay, c.voice_auto_join) == (True, "123", False, False)
+    assert config(DISCORD_VOICE_CHANNEL_ID="123", DISCORD_VOICE_STAY="true").voice_stay is True
+    c = config(DISCORD_VOICE_AUTO_JOIN="yes")
+    assert (c.voice_enabled, c.voice_auto_join) == (True, True)
+    with pytest.raises(ConfigError, match="Ada: DISCORD_VOICE_STAY is set but DISCORD_VOICE_CHANNEL_ID is not"):
+        config(DISCORD_VOICE_STAY="true")
+    with pytest.raises(ConfigError, match="DISCORD_VOICE_AUTO_JOIN must be true or false, not 'always'"):
+        config(DISCORD_VOICE_AUTO_JOIN="always")
+
+
 def test_the_barge_in_threshold_is_voice_barge_in_db_or_voice_activity_threshold_as_an_amplitude() -> None:
     assert config().barge_in_db == -40.0
     assert config(VOICE_BARGE_IN_DB="-30").barge_in_db == -30.0
