@@ -175,20 +175,28 @@ async def test_a_channel_the_character_was_asked_into_comes_first_until_it_leave
     await sam_leaves_and_she_goes_to_cleo(s, quiet, voice_general)  # in her own channel
 
 
-async def test_with_discord_voice_auto_join_a_character_follows_people_into_any_voice_channel(scene) -> None:
+async def test_with_discord_voice_auto_join_a_character_follows_people_into_any_voice_channel(scene, caplog) -> None:
     s = scene
     voice_general = s.fake.add_channel(s.guild, "General", "voice")
     quiet = s.fake.add_channel(s.guild, "Quiet room", "voice")
+    private = s.fake.add_channel(s.guild, "Private", "voice", overwrites=[Overwrite(s.ada, deny=Permissions.CONNECT)])
     # DISCORD_VOICE_AUTO_JOIN alone switches voice on.
-    await s.start(
-        {"DISCORD_VOICE_AUTO_JOIN": "true", "DISCORD_VOICE_ALONE_S": "0.5", "DISCORD_CA_FILE": s.fake.voice.ca_file},
-        with_brann=False,
-    )
-    await s.fake.user_joins_voice(s.sam, quiet)
-    await s.fake.voice.wait_connected(s.ada, quiet, timeout=60)
-    await s.fake.user_joins_voice(s.cleo, voice_general)  # elsewhere: she stays where she is
+    with caplog.at_level(logging.WARNING, logger="platforms.discord"):
+        await s.start(
+            {
+                "DISCORD_VOICE_AUTO_JOIN": "true",
+                "DISCORD_VOICE_ALONE_S": "0.5",
+                "DISCORD_CA_FILE": s.fake.voice.ca_file,
+            },
+            with_brann=False,
+        )
+        await s.fake.user_joins_voice(s.cleo, private)  # a channel she may not join: passed over quietly
+        await s.fake.user_joins_voice(s.sam, quiet)
+        await s.fake.voice.wait_connected(s.ada, quiet, timeout=60)
+        await s.fake.user_joins_voice(s.cleo, voice_general)  # elsewhere: she stays where she is
 
-    await sam_leaves_and_she_goes_to_cleo(s, quiet, voice_general)  # where people are
+        await sam_leaves_and_she_goes_to_cleo(s, quiet, voice_general)  # where people are
+    assert "could not join" not in caplog.text
 
 
 async def test_with_discord_voice_alone_s_zero_a_character_stays_in_an_empty_channel(scene) -> None:
