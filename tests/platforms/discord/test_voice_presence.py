@@ -15,7 +15,10 @@ from platforms.discord._mapping import discord_id
 
 from ...fakes.discord_server import Overwrite, Permissions
 from .scene import Scene, plan, until
+from .test_catchup import identify_gate
 from .test_voice_flows import ask_aloud, voice_settings
+
+__all__ = ["identify_gate"]  # the fixture, used here by name
 
 
 async def joined(s: Scene, channel: Any, **settings: str) -> Any:
@@ -140,6 +143,22 @@ async def test_a_character_joins_its_channel_when_a_person_enters_and_leaves_aft
     await s.fake.user_joins_voice(s.cleo, voice_general)
     await s.fake.voice.wait_connected(s.ada, voice_general, timeout=60)
     assert s.fake.voice.is_connected(s.brann, voice_general)
+
+
+async def test_back_after_losing_its_session_a_character_joins_people_who_entered_meanwhile(
+    scene, identify_gate: asyncio.Event, caplog
+) -> None:
+    s = scene
+    voice_general = s.fake.add_channel(s.guild, "General", "voice")
+    with caplog.at_level(logging.INFO, logger="platforms.discord"):
+        await s.start(voice_settings(s, DISCORD_VOICE_CHANNEL_ID=str(voice_general.id)), with_brann=False)
+        await until(lambda: "Ada: will join voice channel General when someone enters it" in caplog.text, 60)
+    await s.fake.invalidate_session(s.ada)  # not resumable: the events until it identifies again are lost
+    await s.fake.user_joins_voice(s.sam, voice_general)
+    identify_gate.set()
+    # Identified again, Ada finds Sam in her channel (GUILD_CREATE's voice states) and joins him.
+    await s.fake.voice.wait_connected(s.ada, voice_general, timeout=60)
+    assert len(s.ada.identifies) == 2 and joins_asked(s.ada) == [voice_general.id]
 
 
 async def test_a_channel_the_character_may_not_join_is_logged_and_tried_again_only_when_someone_enters(
