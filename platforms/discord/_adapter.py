@@ -358,6 +358,8 @@ class DiscordAdapter(
         # Back in a server it was removed from: its rooms are no longer marked as left.
         await self.connections.mark_world_rooms(discord_id(self.runtime.agent_id, guild.id), None)
         await self._announce(guild, EventType.WORLD_JOINED)
+        if self.config.voice_enabled:  # people may be in voice there already
+            await self.voice.join_by_itself(guild)
 
     def forget_world(self, guild_id: int) -> None:
         """The bot is no longer in the server: written again if it comes back."""

@@ -6,6 +6,7 @@ Behaviour flags come from the character's ``settings.discord`` object first (eli
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ _FLAGS = {
 }
 
 DEFAULT_VOICE_ALONE_S = 60.0
+DEFAULT_BARGE_IN_DB = -40.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,17 +48,25 @@ class DiscordConfig:
     guild_ready_timeout: float = 2.0
     """How long discord.py waits for more servers before it calls the bot ready."""
     voice_enabled: bool = False
-    """Joining voice channels (by action, ``/join`` or DISCORD_VOICE_CHANNEL_ID)."""
+    """Joining voice channels (by action, ``/join``, DISCORD_VOICE_CHANNEL_ID or
+    DISCORD_VOICE_AUTO_JOIN)."""
     voice_channel_id: str | None = None
-    """A voice channel to join at start."""
+    """The character's own voice channel: joined when a person enters it (or is there at start)."""
+    voice_stay: bool = False
+    """``DISCORD_VOICE_STAY``: join the DISCORD_VOICE_CHANNEL_ID channel at start and wait there,
+    people or not."""
+    voice_auto_join: bool = False
+    """``DISCORD_VOICE_AUTO_JOIN``: go, unasked, into whichever voice channel of its servers a
+    person enters (while it is in none there)."""
     voice_listen: bool = True
     """Listen to people in voice channels (off: speak replies to text only)."""
     voice_alone_s: float = DEFAULT_VOICE_ALONE_S
     """``DISCORD_VOICE_ALONE_S``: leave a voice channel with no people in it (bots do not count)
-    after this long; 0 never leaves. The DISCORD_VOICE_CHANNEL_ID channel is stayed in."""
+    after this long; 0 never leaves. With DISCORD_VOICE_STAY, its own channel is stayed in."""
     vad: VadConfig = field(default_factory=VadConfig)
-    barge_in_db: float = -40.0
-    """How loud (dBFS) someone must speak over the character, for 200 ms, to stop it."""
+    barge_in_db: float = DEFAULT_BARGE_IN_DB
+    """How loud (dBFS) someone must speak over the character, for 200 ms, to stop it
+    (``VOICE_BARGE_IN_DB``, or ``VOICE_ACTIVITY_THRESHOLD`` as an amplitude)."""
     ca_file: str | None = None
     """Extra CA certificates to trust (a self-hosted Discord-compatible server with its own CA)."""
     catchup: CatchUpLimits = field(default_factory=CatchUpLimits)
@@ -90,6 +100,33 @@ def _api_base(agent: str, raw: str | None) -> str | None:
         )
     base = raw.rstrip("/")
     return base if re.search(r"/v\d+$", base) else f"{base}/v10"
+
+
+def _barge_in_db(agent: str, read: SettingReader) -> float:
+    """VOICE_BARGE_IN_DB (dBFS), or elizaOS's VOICE_ACTIVITY_THRESHOLD: the same threshold as an
+    amplitude from 0 to 1 (full scale), in dB ``20·log10(x)``. Both set is an error rather than a
+    silent choice: they say the same thing and could disagree."""
+    threshold = read.optional("VOICE_ACTIVITY_THRESHOLD")
+    if threshold is None:
+        return read.number("VOICE_BARGE_IN_DB", DEFAULT_BARGE_IN_DB, -90.0, 0.0)
+    if read.optional("VOICE_BARGE_IN_DB") is not None:
+        raise ConfigError(
+            "VOICE_BARGE_IN_DB and VOICE_ACTIVITY_THRESHOLD are both set; they are the same threshold "
+            "(how loud someone must talk over the character to stop it), in dBFS and as an amplitude: "
+            "keep one",
+            agent=agent,
+        )
+    try:
+        amplitude = float(threshold)
+    except ValueError:
+        amplitude = math.nan
+    if not 0 < amplitude <= 1:  # NaN fails too
+        raise ConfigError(
+            f"VOICE_ACTIVITY_THRESHOLD must be a number above 0 and at most 1 (an amplitude, "
+            f"such as 0.05; 1 is full scale), not {threshold!r}",
+            agent=agent,
+        )
+    return 20 * math.log10(amplitude)
 
 
 def _check_voice_libraries(agent: str) -> None:
@@ -143,7 +180,15 @@ def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> Di
             f"channel → Copy Channel ID), not {voice_channel!r}",
             agent=agent,
         )
-    voice_enabled = read.flag("DISCORD_VOICE_ENABLED") or voice_channel is not None
+    voice_stay = read.flag("DISCORD_VOICE_STAY")
+    if voice_stay and voice_channel is None:
+        raise ConfigError(
+            "DISCORD_VOICE_STAY is set but DISCORD_VOICE_CHANNEL_ID is not; give the id of the voice "
+            "channel to wait in",
+            agent=agent,
+        )
+    voice_auto_join = read.flag("DISCORD_VOICE_AUTO_JOIN")
+    voice_enabled = read.flag("DISCORD_VOICE_ENABLED") or voice_channel is not None or voice_auto_join
     vad = VadConfig(
         silence_s=read.positive_float("VOICE_SILENCE_S", VadConfig.silence_s),
         min_speech_s=read.positive_float("VOICE_MIN_SPEECH_S", VadConfig.min_speech_s),
@@ -162,10 +207,12 @@ def read_config(get_setting: Any, agent: str, discord_section: Any = None) -> Di
     return DiscordConfig(
         voice_enabled=voice_enabled,
         voice_channel_id=voice_channel.strip() if voice_channel else None,
+        voice_stay=voice_stay,
+        voice_auto_join=voice_auto_join,
         voice_listen=read.flag("DISCORD_VOICE_LISTEN", True),
         voice_alone_s=read.number("DISCORD_VOICE_ALONE_S", DEFAULT_VOICE_ALONE_S, 0, 86_400),
         vad=vad,
-        barge_in_db=read.number("VOICE_BARGE_IN_DB", -40.0, -90.0, 0.0),
+        barge_in_db=_barge_in_db(agent, read),
         ca_file=ca_file,
         token=SecretStr(token),
         application_id=read.optional("DISCORD_APPLICATION_ID"),

@@ -43,7 +43,7 @@ from bot.sdk.media import SPEECH_PCM, Utterance, resample, wav
 
 from ._mapping import SOURCE, discord_id, user_names
 from ._voice_player import SpeechPlayer
-from ._voice_presence import AloneTimer, alone_with, company
+from ._voice_presence import AloneTimer, alone_with, channel_to_join, company
 from ._voice_receive import VoiceReceiver
 
 if TYPE_CHECKING:
@@ -267,37 +267,69 @@ class VoiceManager:
         Raises:
             VoiceError: voice is off for this character, or it may not join that channel.
         """
+        self._check_joinable(channel)
+        async with self._locks.setdefault(channel.guild.id, asyncio.Lock()):
+            current = self.sessions.get(channel.guild.id)
+            if current is not None and current.channel.id == channel.id:
+                return current
+            if current is not None:
+                await self._end(channel.guild.id)
+            session = await self._connect(channel, text_channel)
+        await self._joined(session)
+        return session
+
+    async def join_by_itself(self, guild: Any, entered: Any = None) -> None:
+        """Go, unasked, into the voice channel :func:`channel_to_join` picks (``entered``: the one a
+        person just entered), unless the character is in one of ``guild`` already. A failure is
+        logged, once: it is tried again only when a person next enters, never in a loop."""
+        channel = channel_to_join(guild, self.adapter.config, self.adapter.bot_id, entered)
+        if channel is None or guild.id in self.sessions:
+            return
+        try:
+            self._check_joinable(channel)
+            async with self._locks.setdefault(guild.id, asyncio.Lock()):
+                if guild.id in self.sessions:  # joined meanwhile, asked or not: that one stays
+                    return
+                session = await self._connect(channel, None)
+        except VoiceError as exc:
+            _log.error(
+                "%s: could not join voice channel %s by itself: %s (tried again when someone next enters it)",
+                self.name,
+                channel.name,
+                exc,
+            )
+            return
+        await self._joined(session)
+
+    def _check_joinable(self, channel: Any) -> None:
         if not self.adapter.config.voice_enabled:
             raise VoiceError(f"Voice is switched off for {self.name} (DISCORD_VOICE_ENABLED).")
-        guild = channel.guild
-        me = guild.me
-        permissions = channel.permissions_for(me)
+        permissions = channel.permissions_for(channel.guild.me)
         if not (permissions.connect and permissions.speak):
             raise VoiceError(f"I'm not allowed to connect and speak in {channel.name}.")
         if channel.user_limit and len(channel.members) >= channel.user_limit and not permissions.move_members:
             raise VoiceError(f"{channel.name} is full.")
-        async with self._locks.setdefault(guild.id, asyncio.Lock()):
-            current = self.sessions.get(guild.id)
-            if current is not None and current.channel.id == channel.id:
-                return current
-            if current is not None:
-                await self._end(guild.id)
-            try:
-                client = await channel.connect(
-                    cls=_VoiceClient, timeout=_CONNECT_TIMEOUT_S, self_deaf=False, reconnect=True
-                )
-            except (TimeoutError, discord.ClientException, discord.HTTPException, OSError) as exc:
-                _log.warning("%s: could not join voice channel %s: %s", self.name, channel.name, exc.__class__.__name__)
-                raise VoiceError(f"I couldn't connect to {channel.name}; try again in a moment.") from exc
-            room_id = await self.adapter.ensure_room(channel)
-            session = VoiceSession(self, client, channel, text_channel or channel, room_id)
-            self.sessions[guild.id] = session
-            if self.adapter.config.voice_listen:
-                session.listen()
-        _log.info("%s: joined voice channel %s in %s", self.name, channel.name, guild.name)
-        await self.runtime.emit(self._event(session, VoiceStarted))
-        self.consider_company(guild.id)
+
+    async def _connect(self, channel: Any, text_channel: Any) -> VoiceSession:
+        """Connect to ``channel`` and start its session; the server's lock is held."""
+        try:
+            client = await channel.connect(
+                cls=_VoiceClient, timeout=_CONNECT_TIMEOUT_S, self_deaf=False, reconnect=True
+            )
+        except (TimeoutError, discord.ClientException, discord.HTTPException, OSError) as exc:
+            _log.warning("%s: could not join voice channel %s: %s", self.name, channel.name, exc.__class__.__name__)
+            raise VoiceError(f"I couldn't connect to {channel.name}; try again in a moment.") from exc
+        room_id = await self.adapter.ensure_room(channel)
+        session = VoiceSession(self, client, channel, text_channel or channel, room_id)
+        self.sessions[channel.guild.id] = session
+        if self.adapter.config.voice_listen:
+            session.listen()
         return session
+
+    async def _joined(self, session: VoiceSession) -> None:
+        _log.info("%s: joined voice channel %s in %s", self.name, session.channel.name, session.channel.guild.name)
+        await self.runtime.emit(self._event(session, VoiceStarted))
+        self.consider_company(session.channel.guild.id)
 
     async def follow(self, channel: Any) -> None:
         """The bot was moved to ``channel`` (by someone else): the session, and the room it hears
@@ -327,8 +359,9 @@ class VoiceManager:
         session = self.sessions.get(guild_id)
         if session is None:
             return
-        wait = self.adapter.config.voice_alone_s
-        home = self.adapter.config.voice_channel_id == str(session.channel.id)
+        config = self.adapter.config
+        wait = config.voice_alone_s
+        home = config.voice_stay and config.voice_channel_id == str(session.channel.id)
         if not wait or home or company(session.channel, self.adapter.bot_id).people:
             session.alone.cancel()
         elif not session.alone.running:
@@ -342,6 +375,8 @@ class VoiceManager:
                 return
             _log.info("%s: nobody in voice channel %s for %g s; leaving", self.name, session.channel.name, wait)
             await self._end(guild_id)
+        # People in its own channel meanwhile (or elsewhere, with DISCORD_VOICE_AUTO_JOIN): go to them.
+        await self.join_by_itself(session.channel.guild)
 
     async def leave(self, guild: Any) -> str | None:
         """Leave the server's voice channel; its name, or ``None`` if not in one."""
@@ -375,25 +410,20 @@ class VoiceManager:
         )
 
     async def auto_join(self, guilds: list[Any]) -> None:
-        """Join DISCORD_VOICE_CHANNEL_ID in whichever server has it."""
-        wanted = self.adapter.config.voice_channel_id
-        if wanted is None:
-            return
+        """At start (each READY): go where people already are (:meth:`join_by_itself`) in each
+        server, and say once if DISCORD_VOICE_CHANNEL_ID cannot be the character's channel."""
+        config = self.adapter.config
+        wanted = config.voice_channel_id
+        if wanted is not None:
+            found = next((c for g in guilds if (c := g.get_channel(int(wanted))) is not None), None)
+            if found is None:
+                _log.warning("%s: DISCORD_VOICE_CHANNEL_ID %s is in none of the bot's servers", self.name, wanted)
+            elif not isinstance(found, discord.VoiceChannel | discord.StageChannel):
+                _log.error("%s: DISCORD_VOICE_CHANNEL_ID %s is #%s, not a voice channel", self.name, wanted, found.name)
+            elif not config.voice_stay and not company(found, self.adapter.bot_id).people:
+                _log.info("%s: will join voice channel %s when someone enters it", self.name, found.name)
         for guild in guilds:
-            channel = guild.get_channel(int(wanted))
-            if channel is None:
-                continue
-            if not isinstance(channel, discord.VoiceChannel | discord.StageChannel):
-                _log.error(
-                    "%s: DISCORD_VOICE_CHANNEL_ID %s is #%s, not a voice channel", self.name, wanted, channel.name
-                )
-                return
-            try:
-                await self.join(channel)
-            except VoiceError as exc:
-                _log.error("%s: could not join voice channel %s at start: %s", self.name, channel.name, exc)
-            return
-        _log.warning("%s: DISCORD_VOICE_CHANNEL_ID %s is in none of the bot's servers", self.name, wanted)
+            await self.join_by_itself(guild)
 
     async def close(self) -> None:
         # Shutting down: the runtime has already stopped the gateway's reader, so Discord's

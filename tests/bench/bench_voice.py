@@ -3,7 +3,7 @@
     .venv/bin/python tests/bench/bench_voice.py [--rounds 10] [--silence 0.5]
 
 The real daemon runs one character (Ada) with DISCORD_VOICE_CHANNEL_ID set, so it joins the voice
-channel at start; the real discord.py and openai clients talk to local fakes (FakeDiscord with its
+channel when the person enters it; the real discord.py and openai clients talk to local fakes (FakeDiscord with its
 voice server, FakeOpenAIServer). A simulated person speaks speech-like audio as encrypted Opus RTP
 at real-time pace; Ada hears it, waits out VOICE_SILENCE_S, transcribes, plans with the large
 model (streamed), synthesises the first sentence and plays it as 20 ms Opus frames. Every round
@@ -147,8 +147,8 @@ async def run(rounds: int, silence_s: float) -> list[dict[str, float]]:
             daemon = Daemon(DaemonSettings(db_path=tmp / "troupe.db"), [load_character(path, environ=environ)], environ)
             task = asyncio.create_task(daemon.run())
             try:
+                await fake.user_joins_voice(sam, voice)  # Ada joins him there
                 session = await fake.voice.wait_connected(ada, voice, timeout=15)
-                await fake.user_joins_voice(sam, voice)
                 await asyncio.sleep(0.5)  # let the join settle
                 missed = 0
                 spoken = lambda: [p for p in session.packets if not p.silence]  # noqa: E731

@@ -109,3 +109,35 @@ def test_leaving_an_empty_voice_channel_takes_a_minute_by_default_zero_never_and
         ConfigError, match=r"DISCORD_VOICE_ALONE_S must be a number from 0 to 86400 \(such as 60\), not 'soon'"
     ):
         config(DISCORD_VOICE_ALONE_S="soon")
+
+
+def test_joining_by_itself_needs_its_channel_for_stay_and_either_setting_switches_voice_on() -> None:
+    c = config(DISCORD_VOICE_CHANNEL_ID="123")
+    assert (c.voice_enabled, c.voice_channel_id, c.voice_stay, c.voice_auto_join) == (True, "123", False, False)
+    assert config(DISCORD_VOICE_CHANNEL_ID="123", DISCORD_VOICE_STAY="true").voice_stay is True
+    c = config(DISCORD_VOICE_AUTO_JOIN="yes")
+    assert (c.voice_enabled, c.voice_auto_join) == (True, True)
+    with pytest.raises(ConfigError, match="Ada: DISCORD_VOICE_STAY is set but DISCORD_VOICE_CHANNEL_ID is not"):
+        config(DISCORD_VOICE_STAY="true")
+    with pytest.raises(ConfigError, match="DISCORD_VOICE_AUTO_JOIN must be true or false, not 'always'"):
+        config(DISCORD_VOICE_AUTO_JOIN="always")
+
+
+def test_the_barge_in_threshold_is_voice_barge_in_db_or_voice_activity_threshold_as_an_amplitude() -> None:
+    assert config().barge_in_db == -40.0
+    assert config(VOICE_BARGE_IN_DB="-30").barge_in_db == -30.0
+    assert config(VOICE_ACTIVITY_THRESHOLD="0.1").barge_in_db == pytest.approx(-20.0)
+    assert config(VOICE_ACTIVITY_THRESHOLD="0.01").barge_in_db == pytest.approx(-40.0)
+    assert config(VOICE_ACTIVITY_THRESHOLD="1").barge_in_db == 0.0
+    for bad in ("loud", "0", "-0.2", "1.5", "nan", "inf"):
+        with pytest.raises(
+            ConfigError,
+            match=rf"Ada: VOICE_ACTIVITY_THRESHOLD must be a number above 0 and at most 1 .*, not '{bad}'",
+        ):
+            config(VOICE_ACTIVITY_THRESHOLD=bad)
+    with pytest.raises(
+        ConfigError, match="Ada: VOICE_BARGE_IN_DB and VOICE_ACTIVITY_THRESHOLD are both set; .* keep one"
+    ):
+        config(VOICE_BARGE_IN_DB="-30", VOICE_ACTIVITY_THRESHOLD="0.05")
+    with pytest.raises(ConfigError, match=r"VOICE_BARGE_IN_DB must be a number from -90 to 0 \(such as -40\)"):
+        config(VOICE_BARGE_IN_DB="5")

@@ -122,9 +122,10 @@ async def test_slash_join_follows_the_person_or_the_option_and_slash_leave_leave
 # -- joining at start -------------------------------------------------------------------------
 
 
-async def test_the_voice_channel_in_the_settings_is_joined_at_start(scene) -> None:
+async def test_the_voice_channel_in_the_settings_is_joined_at_start_when_someone_is_there(scene) -> None:
     s = scene
     voice_general = s.fake.add_channel(s.guild, "General", "voice")
+    await s.fake.user_joins_voice(s.sam, voice_general)  # before the character starts
     # DISCORD_VOICE_CHANNEL_ID alone switches voice on: no DISCORD_VOICE_ENABLED.
     await s.start(
         {"DISCORD_VOICE_CHANNEL_ID": str(voice_general.id), "DISCORD_CA_FILE": s.fake.voice.ca_file}, with_brann=False
@@ -159,8 +160,8 @@ async def started_a_long_reply(s: Scene, extra: dict[str, str]) -> tuple[Any, An
     """Ada in voice, asked aloud by Sam, speaking LONG_REPLY (three sentences of SENTENCE_S each)."""
     voice_general = s.fake.add_channel(s.guild, "General", "voice")
     await s.start(voice_settings(s, DISCORD_VOICE_CHANNEL_ID=str(voice_general.id), **extra), with_brann=False)
+    await s.fake.user_joins_voice(s.sam, voice_general)  # she joins him there
     session = await s.fake.voice.wait_connected(s.ada, voice_general, timeout=60)
-    await s.fake.user_joins_voice(s.sam, voice_general)
     # Cleo listens in: with Sam alone with Ada, all he says would be for her (test_voice_presence.py).
     await s.fake.user_joins_voice(s.cleo, voice_general)
     s.brain.plans["Ada"].append(plan(LONG_REPLY))
@@ -230,10 +231,17 @@ async def test_talking_over_a_reply_as_it_starts_stops_it_and_the_character_stil
     assert [r["input"] for r in speech_requests(s)] == ["We sail at dawn, all of us together.", "Yes, at dawn."]
 
 
-async def test_speaking_over_the_character_more_quietly_than_voice_barge_in_db_does_not_stop_it(scene) -> None:
+@pytest.mark.parametrize(
+    "threshold",
+    [{"VOICE_BARGE_IN_DB": "-10"}, {"VOICE_ACTIVITY_THRESHOLD": "0.3"}],  # 0.3 of full scale: -10.5 dBFS
+    ids=["dBFS", "elizaOS amplitude"],
+)
+async def test_speaking_over_the_character_more_quietly_than_the_barge_in_threshold_does_not_stop_it(
+    scene, threshold: dict[str, str]
+) -> None:
     s = scene
     # Sam's voice peaks about -18 dBFS: below a -10 dBFS threshold it never interrupts.
-    session, player = await started_a_long_reply(s, {"VOICE_BARGE_IN_DB": "-10"})
+    session, player = await started_a_long_reply(s, threshold)
     await s.fake.voice.user_speaks(s.sam, spoken_packets(0.8), pace=0.02)
     assert len(voice_of(session.packets)) < FULL_REPLY_FRAMES - 10  # he spoke over her, all the time
     await until(lambda: session.speaking[-1].get("speaking") == 0 and not player.speaking, timeout=60)
@@ -279,9 +287,9 @@ async def test_two_characters_in_one_voice_channel_answer_aloud_each_in_its_own_
     voice_general = s.fake.add_channel(s.guild, "General", "voice")
     join = voice_settings(s, DISCORD_VOICE_CHANNEL_ID=str(voice_general.id))
     await s.start({**join, "OPENAI_TTS_VOICE": "shimmer"}, brann_settings={**join, "OPENAI_TTS_VOICE": "onyx"})
+    await s.fake.user_joins_voice(s.sam, voice_general)  # both join him: it is each one's channel
     await s.fake.voice.wait_connected(s.ada, voice_general, timeout=60)
     await s.fake.voice.wait_connected(s.brann, voice_general, timeout=60)
-    await s.fake.user_joins_voice(s.sam, voice_general)
     s.brain.plans["Ada"].append(plan("Hello from Ada, the navigator."))
     s.brain.plans["Brann"].append(plan("Brann here, ready to sail."))
     s.openai.script_speech(clip(0.5, 330.0))
@@ -324,9 +332,9 @@ async def test_listening_and_answering_with_dave_end_to_end_encryption(dave_scen
     s = dave_scene
     voice_general = s.fake.add_channel(s.guild, "General", "voice")
     await s.start(voice_settings(s, DISCORD_VOICE_CHANNEL_ID=str(voice_general.id)), with_brann=False)
+    await s.fake.user_joins_voice(s.sam, voice_general)
     session = await s.fake.voice.wait_connected(s.ada, voice_general, timeout=60)
     assert session.identify["max_dave_protocol_version"] == 1 and session.dave_protocol_version == 1
-    await s.fake.user_joins_voice(s.sam, voice_general)
     await s.fake.voice.wait_dave(s.ada)  # Ada and Sam in one MLS group, its transition executed
     assert sorted(s.fake.voice.dave_members(s.guild, voice_general)) == sorted([s.ada.id, s.sam.id])
     assert s.fake.voice.participant_dave(s.sam).ready  # so Sam's frames go out end-to-end encrypted
