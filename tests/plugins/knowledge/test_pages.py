@@ -132,15 +132,13 @@ async def test_a_page_at_a_private_address_is_refused_unless_allowed(agents: Age
     assert site.reads == ["/hives"] and any("Clementine" in t for t in await texts(rt))
 
 
-@dataclass
 class Lines(logging.Handler):
     """Sets ``seen`` when a log line holding ``text`` is written (on the event loop's thread)."""
 
-    text: str
-    seen: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def __post_init__(self) -> None:
-        logging.Handler.__init__(self)
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+        self.seen = asyncio.Event()
 
     def emit(self, record: logging.LogRecord) -> None:
         if self.text in record.getMessage():
@@ -149,8 +147,6 @@ class Lines(logging.Handler):
     async def wait(self) -> None:
         async with asyncio.timeout(30):
             await self.seen.wait()
-
-    __hash__ = logging.Handler.__hash__
 
 
 @pytest.fixture
