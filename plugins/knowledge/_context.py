@@ -56,6 +56,8 @@ _PROMPT_VERSION = "1"
 _CACHE_MS = 90 * 24 * 3600 * 1000
 _MAX_FAILURES = 5
 _GAP = "\n\n[…]\n\n"
+# Documents longer than this (characters) are made again from their fragments in a worker thread.
+_BUILD_INLINE = 50_000
 
 
 def contextual_text(context: str, fragment: str) -> str:
@@ -172,7 +174,11 @@ class Contextualizer:
         by_document: dict[str, list[KnowledgeFragment]] = {}
         for fragment in documents:
             by_document.setdefault(fragment.document_id, []).append(fragment)
-        made = {d: _Document.of([f.text for f in fragments]) for d, fragments in by_document.items()}
+        made = {}
+        for document_id, fragments in by_document.items():
+            texts = [f.text for f in fragments]
+            long = sum(map(len, texts)) > _BUILD_INLINE  # CPU-bound: not on the event loop
+            made[document_id] = await asyncio.to_thread(_Document.of, texts) if long else _Document.of(texts)
         found = {f.id: f for f in documents}
         asked = [found[i] for i in wanted if i in found]
         contexts = await asyncio.gather(*(self._context(f, made[f.document_id]) for f in asked))

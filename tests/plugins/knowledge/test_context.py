@@ -15,8 +15,9 @@ from bot.kernel.errors import ConfigError
 from bot.kernel.models import ModelType
 from bot.runtime.agent import AgentRuntime
 from plugins.knowledge._context import context_prompt, contextual_text, document_excerpt
+from plugins.knowledge._text import estimate_tokens
 
-from .conftest import Agents
+from .conftest import Agents, big_document
 from .test_ingest import texts
 
 CTX = {"CTX_KNOWLEDGE_ENABLED": "true"}
@@ -87,6 +88,18 @@ async def test_each_chunk_is_embedded_with_its_context_and_stored_and_searched_a
     await rt.close()
     rt = await agents.start(knowledge=[{"path": "hives.md"}])  # turned off: embedded again, alone
     assert sorted(agents.embedder.texts) == sorted(await texts(rt)) and writer.prompts == []
+
+
+async def test_a_long_document_is_shown_cut_to_its_start_and_the_part_before_each_chunk(agents: Agents) -> None:
+    (agents.dir / "hives.md").write_text(big_document())  # about 14,000 tokens
+    writer = Writer()
+    rt = await start(agents, writer, CTX)
+    report = rt.get_service("knowledge").last
+    assert report.contexts == report.embedded == len(await texts(rt)) > 20
+    shown = [p.split("</document>")[0] for p in writer.prompts]
+    assert all(p.startswith("<document>\n[hives.md]\nHive 0 stands") for p in shown)  # the same prefix
+    assert all(estimate_tokens(p) < 4500 for p in shown)
+    assert sum("\n\n[…]\n\n" in p for p in shown) > len(shown) // 2
 
 
 async def test_a_failed_context_leaves_its_chunk_embedded_alone_logged_once_for_the_document(
