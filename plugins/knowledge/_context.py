@@ -201,7 +201,8 @@ class Contextualizer:
                 answer = await self.runtime.use_model(
                     ModelType.TEXT_SMALL, {"prompt": prompt, "max_tokens": CONTEXT_TOKENS}
                 )
-                context = " ".join(str(answer or "").split())
+                # One line, and no longer than asked even from a model that ignores max_tokens.
+                context = " ".join(str(answer or "").split())[: CONTEXT_TOKENS * 6]
                 if not context:
                     raise ValueError("the model's answer was empty")
             except Exception as exc:  # noqa: BLE001 - any failure leaves the fragment alone, as without the setting
