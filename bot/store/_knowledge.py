@@ -39,7 +39,13 @@ from bot.kernel.ids import string_to_uuid
 from bot.kernel.types import JSON, now_ms
 from bot.store._dialect import Statements, Step, Unit
 from bot.store._rows import dumps, json_text
-from bot.store._values import SHARED_KNOWLEDGE_ID, KnowledgeDocument, KnowledgeSourceRecord, StoredKnowledgeSource
+from bot.store._values import (
+    SHARED_KNOWLEDGE_ID,
+    KnowledgeDocument,
+    KnowledgeFragment,
+    KnowledgeSourceRecord,
+    StoredKnowledgeSource,
+)
 
 __all__ = [
     "DOCUMENTS",
@@ -205,6 +211,22 @@ class KnowledgeMixin(KnowledgeScopes, Statements):
             (self.dialect.id_list(fragment_ids), FRAGMENTS, *self.knowledge_scopes),
         )
         return {r["id"]: r["text"] or "" for r in rows}
+
+    async def get_knowledge_documents_of(self, fragment_ids: Sequence[str]) -> list[KnowledgeFragment]:
+        """Every fragment (own or shared) of the documents these fragments belong to, by document
+        and position: what contextual embeddings show the model of a fragment's document."""
+        if not fragment_ids:
+            return []
+        rows = await self._rows(
+            "SELECT f.id, {json_text:f.metadata.documentId} AS document_id, "
+            "  {json_text:f.metadata.position} AS position, {json_text:f.content.text} AS text "
+            "FROM memories f WHERE f.type = ? AND f.agent_id IN (?, ?) AND {json_text:f.metadata.documentId} IN ("
+            "  SELECT {json_text:m.metadata.documentId} FROM memories m "
+            "  WHERE m.id {in_list} AND {scan_agent}m.type = ? AND {scan_agent}m.agent_id IN (?, ?))",
+            (FRAGMENTS, *self.knowledge_scopes, self.dialect.id_list(fragment_ids), FRAGMENTS, *self.knowledge_scopes),
+        )
+        found = [KnowledgeFragment(r["id"], r["document_id"], int(r["position"]), r["text"] or "") for r in rows]
+        return sorted(found, key=lambda f: (f.document_id, f.position))
 
     # -- reads -----------------------------------------------------------------------------------
 

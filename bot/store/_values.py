@@ -87,6 +87,17 @@ class KnowledgeDocument:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class KnowledgeFragment:
+    """A stored fragment of a knowledge document: its id, its document's, where it sits in that
+    document, and its text."""
+
+    id: str
+    document_id: str
+    position: int
+    text: str
+
+
 @dataclass(slots=True)
 class Forgotten:
     """What a forget removed (or, on a dry run, would remove)."""

@@ -5,8 +5,8 @@ any other UTF-8 text) and folders, relative to the character file, and web pages
 (``{"url": …}``, read through the core plugin's links reader) — and ``KNOWLEDGE_PATH``. They
 are chunked (about 500 tokens with 100 of overlap), deduplicated by content hash, stored as
 ``documents`` and ``knowledge`` memories, and embedded when the agent has an embedding model.
-Ingestion runs in the background when the agent starts and when a reload leaves it running,
-and is incremental: only new or changed files are read and embedded, removed ones forgotten.
+Ingestion runs in the background when the agent starts and when a reload leaves it running
+(and when a web page comes due, KNOWLEDGE_URL_REFRESH_H after it was read), and is incremental: only new or changed files are read and embedded, removed ones forgotten.
 Knowledge belongs to the agent whose settings name it — KNOWLEDGE_PATH too, even from the
 environment. Only items a character file marks ``shared`` are stored once, in a scope every
 agent reads (bot/store/_knowledge.py says why).
@@ -49,7 +49,7 @@ meta = PluginMeta(
 async def setup(runtime: AgentRuntime) -> None:
     """Register the ``knowledge`` service, the KNOWLEDGE provider and the knowledge's tools
     (search_knowledge, process_knowledge: offered as ``TROUPE_TOOLS`` says), and start the first
-    sync.
+    sync and the timer of web pages.
 
     Raises:
         ConfigError: a KNOWLEDGE_* setting is out of range.
@@ -72,3 +72,4 @@ async def setup(runtime: AgentRuntime) -> None:
     if runtime.home:  # away from home (a daemon serving only Discord shards) the home daemon syncs
         runtime.on(AgentReloaded, service.on_reload)
         service.request_sync()
+        service.start_page_timer()

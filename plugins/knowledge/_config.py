@@ -24,8 +24,14 @@ setting                                default    meaning
 ``KNOWLEDGE_SYNC_WAIT_S``              10         longest a message waits for a sync under way
                                                   (the first start's, a reload's) before the
                                                   provider answers from what is stored so far
-``KNOWLEDGE_URL_REFRESH_H``            24         hours before a sync reads a ``{"url": …}``
-                                                  page again; 0: at every sync
+``KNOWLEDGE_URL_REFRESH_H``            24         hours before a ``{"url": …}`` page is read
+                                                  again (fractions too: 0.5 is 30 minutes); a
+                                                  timer reads it when due while the agent runs;
+                                                  0: at every sync (start, reload) only
+``CTX_KNOWLEDGE_ENABLED``              false      ``true``: each fragment is embedded with a
+                                                  short context the small model writes of it in
+                                                  its document (contextual embeddings)
+``CTX_KNOWLEDGE_CONCURRENCY``          4          those model calls at once
 =====================================  =========  =============================================
 
 KNOWLEDGE_MAX_TOKENS defaults to 2000, half of upstream's 4000: the text goes into every
@@ -75,6 +81,8 @@ class KnowledgeConfig:
     dynamic: bool = False
     sync_wait_s: float = 10.0
     url_refresh_h: float = 24.0
+    contextual: bool = False
+    context_concurrency: int = 4
 
     @property
     def url_refresh_ns(self) -> int:
@@ -87,8 +95,10 @@ class KnowledgeConfig:
     @property
     def chunking(self) -> str:
         """What a document's fragments depend on besides its bytes: part of its id, so changing
-        the chunk settings re-chunks every document."""
-        return f"{self.chunk_tokens}/{self.overlap_tokens}"
+        the chunk settings re-chunks every document (and turning contextual embeddings on or off
+        embeds every one again, the other way)."""
+        plain = f"{self.chunk_tokens}/{self.overlap_tokens}"
+        return f"{plain}/ctx" if self.contextual else plain
 
 
 def _first(read: SettingReader, *keys: str) -> tuple[str, str | None]:
@@ -122,6 +132,8 @@ def resolve_config(runtime: AgentRuntime) -> KnowledgeConfig:
         dynamic=read.flag("KNOWLEDGE_PROVIDER_DYNAMIC"),
         sync_wait_s=read.number("KNOWLEDGE_SYNC_WAIT_S", 10.0, 0.0, 600.0),
         url_refresh_h=read.number("KNOWLEDGE_URL_REFRESH_H", 24.0, 0.0, 24 * 365),
+        contextual=read.flag("CTX_KNOWLEDGE_ENABLED"),
+        context_concurrency=read.whole("CTX_KNOWLEDGE_CONCURRENCY", 4, 1, 32),
     )
 
 

@@ -19,7 +19,9 @@ One pass (:func:`sync`) per scope, own and shared; both store (steps 1–3) befo
    their fragments. A file or folder that exists but cannot be read keeps what was stored.
 4. Fragments with no vector of this agent's length are embedded in batches and given one. That
    one step serves new documents, an interrupted earlier run, a changed embedding length, and
-   shared documents another agent with another model stored.
+   shared documents another agent with another model stored. With CTX_KNOWLEDGE_ENABLED, what
+   is embedded is each fragment with a context the small model writes of it in its document
+   (plugins/knowledge/_context.py).
 
 Nothing is embedded twice: unchanged knowledge costs no embedding call. Shared-scope passes of
 different agents of one process run one at a time (``Store.lock_shared_knowledge``), so a
@@ -42,6 +44,7 @@ from typing import TYPE_CHECKING, TypeGuard
 from bot.sdk import KnowledgeDocument, KnowledgeSourceRecord, ModelError, ModelType, TroupeError, string_to_uuid
 
 from ._config import KnowledgeConfig, roots
+from ._context import Contextualizer
 from ._files import FoundFile, Scan, Unreadable, content_type, extract_text, scan
 from ._pages import PageRead, read_pages, shown
 from ._text import chunk_text, estimate_tokens
@@ -88,6 +91,8 @@ class SyncReport:
     skipped: int = 0
     embedded: int = 0
     not_embedded: int = 0
+    contexts: int = 0
+    """Contexts the model was asked for (CTX_KNOWLEDGE_ENABLED)."""
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
 
@@ -102,6 +107,8 @@ class SyncReport:
             listed.append(f"{self.pages} web page{'s' if self.pages != 1 else ''}")
         sources = " and ".join([", ".join(listed[:-1]), listed[-1]]) if len(listed) > 1 else listed[0]
         embedded = f"; {self.embedded} chunks embedded" if self.embedded else ""
+        if self.contexts:
+            embedded += f" ({self.contexts} contexts written)"
         if self.not_embedded:
             embedded += f", {self.not_embedded} not (found by keywords until the next start)"
         return (
@@ -358,8 +365,9 @@ class _Pass:
         )
         self._stored(old)  # changed: chunked again under new chunk settings
 
-    async def embed_missing(self, embedder: Embedder | None) -> None:
-        """Give every fragment of this scope lacking one a vector of the agent's length."""
+    async def embed_missing(self, embedder: Embedder | None, contexts: Contextualizer | None = None) -> None:
+        """Give every fragment of this scope lacking one a vector of the agent's length: of its
+        text, or of its text with its context (``contexts``: CTX_KNOWLEDGE_ENABLED)."""
         if embedder is None:
             return
         dim = await self.store.get_embedding_dimension()
@@ -372,10 +380,13 @@ class _Pass:
             if failures >= _MAX_FAILURES:
                 failed += len(missing) - start
                 break
-            texts = await self.store.get_knowledge_texts(missing[start : start + window])
-            items = [
-                (memory_id, texts[memory_id]) for memory_id in missing[start : start + window] if texts.get(memory_id)
-            ]  # deleted meanwhile: nothing to embed
+            ids = missing[start : start + window]
+            if contexts is None:
+                texts = await self.store.get_knowledge_texts(ids)
+            else:
+                texts = await contexts.texts(ids, await self.store.get_knowledge_documents_of(ids))
+            items = [(memory_id, texts[memory_id]) for memory_id in ids if texts.get(memory_id)]
+            # (deleted meanwhile: nothing to embed)
             groups = [items[i : i + batch] for i in range(0, len(items), batch)]
             results = await asyncio.gather(
                 *(embedder.embed([text for _, text in group]) for group in groups), return_exceptions=True
@@ -421,6 +432,7 @@ async def sync(runtime: AgentRuntime, config: KnowledgeConfig) -> SyncReport:
     report.facts = len(facts[True]) + len(facts[False])
     report.pages = len(set(urls[True])) + len(set(urls[False]))
     embedder = Embedder(runtime, config) if runtime.has_model(ModelType.TEXT_EMBEDDING) else None
+    contexts = Contextualizer(runtime, config.context_concurrency) if config.contextual else None
 
     # Everything is stored (and found by keywords) before anything is embedded, the slow part.
     own = _Pass(runtime, config, report, shared=False)
@@ -428,9 +440,10 @@ async def sync(runtime: AgentRuntime, config: KnowledgeConfig) -> SyncReport:
     await own.run([f for f in found.files if not f.shared], facts[False], urls[False], unreadable)
     async with runtime.store.lock_shared_knowledge():
         await shared.run([f for f in found.files if f.shared], facts[True], urls[True], unreadable)
-    await own.embed_missing(embedder)
+    await own.embed_missing(embedder, contexts)
     async with runtime.store.lock_shared_knowledge():
-        await shared.embed_missing(embedder)
+        await shared.embed_missing(embedder, contexts)
+    report.contexts = contexts.calls if contexts is not None else 0
     report.fragments = (await runtime.store.count_knowledge())[1]
     report.seconds = time.monotonic() - started
     return report

@@ -8,6 +8,13 @@ by keywords, meanwhile — and again whenever a reload leaves the agent running
 While a sync is requested or running (:class:`SyncState`), a message waits for it, at most
 KNOWLEDGE_SYNC_WAIT_S (:meth:`KnowledgeService.settle`), so the first message after a first
 start is answered with the knowledge being loaded rather than without it.
+
+Web pages (``{"url": …}``) come due KNOWLEDGE_URL_REFRESH_H after they were read. A sync reads
+those that are due, but syncs run only at a start or a reload, so a timer
+(:meth:`KnowledgeService.start_page_timer`) sleeps until the next page is due and then syncs:
+the due pages are read again, only changed text is chunked and embedded (files, unchanged, are
+not read). A page that could not be read is tried again after at most :data:`_PAGE_RETRY_S`.
+Like the sync, the timer runs only at home (in a cluster, the daemon that serves the agent).
 """
 
 from __future__ import annotations
@@ -52,6 +59,12 @@ _RECHECK_NONE_S = 5.0
 # Loading again while the store cannot write: soon at first, then at most this far apart.
 _STORE_RETRY_FIRST_S = 1.0
 _STORE_RETRY_CAP_S = 60.0
+# The page timer looks again at least this often (a clock that jumped, a page listed by a
+# reload without a sync), and tries a page it could not read again this long after.
+_PAGE_LOOK_S = 3600.0
+_PAGE_RETRY_S = 300.0
+# Woken this long after a page's due time, so the sync finds it due.
+_PAGE_SLACK_S = 0.05
 
 
 class SyncState(enum.Enum):
@@ -78,6 +91,7 @@ class KnowledgeService:
         self._wanted = False
         self._worker: asyncio.Task[None] | None = None
         self._known: tuple[bool, float] | None = None  # (has knowledge, when asked)
+        self._synced = asyncio.Event()  # set when a sync finishes, for the page timer
 
     def __repr__(self) -> str:
         return f"<KnowledgeService {self.runtime.character.name}>"
@@ -153,6 +167,7 @@ class KnowledgeService:
                 await self.runtime.store.health.pause(backoff.delay())
                 continue
             backoff.reset()
+            self._synced.set()
             self.last = report
             self._last_sync = _summary(report)
             self._known = None  # ask the store again
@@ -160,6 +175,54 @@ class KnowledgeService:
                 _log.info("%s", report.line(name))
             else:
                 _log.debug("%s", report.line(name))
+
+    def start_page_timer(self) -> None:
+        """Read web pages again as they come due, while the agent runs (see the module
+        docstring); nothing when KNOWLEDGE_URL_REFRESH_H is 0 (pages are read at every sync)."""
+        if self.config.url_refresh_ns > 0:
+            self.runtime.create_task(self._page_timer(), "knowledge:pages")
+
+    async def _page_timer(self) -> None:
+        name = self.runtime.character.name
+        while True:
+            await self._idle.wait()
+            self._synced.clear()
+            try:
+                due = await self._pages_due()
+            except Exception as exc:  # noqa: BLE001 - the store said what is wrong; look again later
+                _log.info("%s: knowledge: cannot see when web pages are due (%s)", name, exc)
+                due = (_PAGE_RETRY_S, 0)
+            wait = _PAGE_LOOK_S if due is None else min(due[0], _PAGE_LOOK_S)
+            try:
+                async with asyncio.timeout(wait):
+                    await self._synced.wait()
+                continue  # a sync ran meanwhile (a reload may list other pages): look again
+            except TimeoutError:
+                pass
+            if due is None or due[0] > wait or not due[1]:
+                continue
+            _log.info("%s: knowledge: %d web page%s due; reading again", name, due[1], "s" if due[1] != 1 else "")
+            self.request_sync()
+            await self.wait()
+
+    async def _pages_due(self) -> tuple[float, int] | None:
+        """Seconds until the next listed web page is due, and how many are due then; None when
+        the character lists no page. A page overdue (it could not be read at the last sync, or
+        was listed since) is due after :data:`_PAGE_RETRY_S` at most."""
+        listed = {(item.url, item.shared) for item in self.runtime.character.knowledge if item.url is not None}
+        if not listed:
+            return None
+        store = self.runtime.store
+        records = {False: await store.get_knowledge_sources(), True: await store.get_knowledge_sources(shared=True)}
+        now, refresh = time.time_ns(), self.config.url_refresh_ns
+        retry = min(_PAGE_RETRY_S, refresh / 1e9)
+        waits = []
+        for url, shared in listed:
+            record = records[shared].get(f"url:{url}")
+            left = (record.mtime_ns + refresh - now) / 1e9 if record is not None and record.mtime_ns else 0.0
+            waits.append(left + _PAGE_SLACK_S if left > 0 else retry)
+        soonest = min(waits)
+        return soonest, sum(1 for w in waits if w <= soonest + _PAGE_SLACK_S)
 
     async def has_knowledge(self) -> bool:
         """Whether there is anything to search, own or shared; asked on every message, so the

@@ -22,7 +22,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
+
+if TYPE_CHECKING:
+    from bot.config.character import LoadResult
+    from bot.runtime.agent import AgentRuntime
+    from bot.runtime.shared import Shared
+    from bot.store import Database
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -216,3 +222,20 @@ def p50_p95(values: Sequence[float]) -> str:
     if not values:
         return "p50 -  p95 - (none)"
     return f"p50 {statistics.median(values) * 1000:7.1f} ms  p95 {percentile(values, 0.95) * 1000:7.1f} ms"
+
+
+def runtime_of(db: Database, result: LoadResult, environ: dict[str, str], shared: Shared | None = None) -> AgentRuntime:
+    """The runtime the daemon would make of a loaded character file (its plugins, plus a model
+    plugin if it names none), not started."""
+    from bot.daemon.chat import runtime_plugins
+    from bot.runtime.agent import AgentRuntime
+
+    character = result.raise_for_problems()
+    return AgentRuntime(
+        character,
+        db.for_agent(character.agent_id),
+        environ=environ,
+        plugins=runtime_plugins(result),
+        model_preset=result.model_preset,
+        shared=shared,  # what the daemon gives its characters: connection pools, vectors, batches
+    )

@@ -38,7 +38,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bot.config.character import load_character
-from bot.daemon.chat import runtime_plugins
 from bot.kernel.content import Content
 from bot.kernel.messages import IncomingMessage, QuietChannel
 from bot.kernel.outgoing import Reply
@@ -46,7 +45,7 @@ from bot.kernel.types import ChannelType, Entity, Memory, Room, World
 from bot.runtime.agent import AgentRuntime
 from bot.runtime.shared import Shared
 from bot.store import Database
-from tests.bench._common import ModelServer, Tally, p50_p95
+from tests.bench._common import ModelServer, Tally, p50_p95, runtime_of
 
 
 def character_file(tmp: Path, name: str) -> Path:
@@ -99,16 +98,7 @@ class Stored(QuietChannel):
 
 
 async def make_agent(db: Database, tmp: Path, name: str, rooms: int, environ: dict[str, str], shared: Shared) -> Agent:
-    result = load_character(character_file(tmp, name), environ=environ)
-    character = result.raise_for_problems()
-    rt = AgentRuntime(
-        character,
-        db.for_agent(character.agent_id),
-        environ=environ,
-        plugins=runtime_plugins(result),
-        model_preset=result.model_preset,
-        shared=shared,  # what the daemon gives its characters: connection pools, vectors, batches
-    )
+    rt = runtime_of(db, load_character(character_file(tmp, name), environ=environ), environ, shared)
     await rt.start()
     world = rt.unique_id("bench:world")
     await rt.store.create_world(World(world, rt.agent_id, name="bench"))

@@ -2,8 +2,9 @@
 
 ``agents.start(name, knowledge=[...], settings={...})`` writes a character file into the test's
 folder (knowledge paths are relative to it), starts its runtime with the fake embedding model
-(``embedding=False``: none) and waits for the first knowledge sync (``wait=False``: does not). ``agents.restart(rt)`` closes
-it and starts it again from the same file. ``agents.embedder`` counts the texts it embedded.
+(``embedding=False``: none) and waits for the first knowledge sync (``wait=False``: does not;
+``home=False``: started as a daemon serving only some of its platform is, with no sync).
+``agents.restart(rt)`` closes it and starts it again from the same file. ``agents.embedder`` counts the texts it embedded.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ class Agents:
         environ: dict[str, str] | None = None,
         embedding: bool = True,
         wait: bool = True,
+        home: bool = True,
     ) -> AgentRuntime:
         path = self.dir / f"{name.lower()}.json"
         if knowledge is not None or not path.exists():
@@ -108,6 +110,7 @@ class Agents:
             path.write_text(json.dumps(body))
         character = load_character(path, environ=environ or {}).raise_for_problems()
         rt = AgentRuntime(character, self.db.for_agent(character.agent_id), environ=environ or {})
+        rt.home = home
         if embedding:
             rt.register_model(ModelType.TEXT_EMBEDDING, self.embedder, "fake")
         await rt.start()

@@ -4,7 +4,9 @@ kept and reported, private addresses refused unless allowed."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 
 import pytest
@@ -17,6 +19,7 @@ from .test_ingest import texts
 
 ALLOW = {"TROUPE_FETCH_ALLOW_PRIVATE": "true"}
 EVERY_SYNC = {**ALLOW, "KNOWLEDGE_URL_REFRESH_H": "0"}
+DUE_SOON = {**ALLOW, "KNOWLEDGE_URL_REFRESH_H": "0.0003"}  # about a second
 PAGE = """<html><head><title>Hive notes</title></head><body><nav>menu</nav>
 <p>The bees of the north meadow swarm in June, led by the queen {queen}.</p></body></html>"""
 
@@ -127,3 +130,85 @@ async def test_a_page_at_a_private_address_is_refused_unless_allowed(agents: Age
     assert problem.endswith("; nothing is stored from it yet")
     rt = await agents.restart(rt, environ=ALLOW)  # allowed now: read at the next sync
     assert site.reads == ["/hives"] and any("Clementine" in t for t in await texts(rt))
+
+
+class Lines(logging.Handler):
+    """Sets ``seen`` when a log line holding ``text`` is written (on the event loop's thread)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+        self.seen = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.seen.set()
+
+    async def wait(self) -> None:
+        async with asyncio.timeout(30):
+            await self.seen.wait()
+
+
+@pytest.fixture
+def knowledge_log() -> Iterator[Callable[[str], Lines]]:
+    logger = logging.getLogger("plugins.knowledge")
+    made: list[Lines] = []
+    level = logger.level
+    logger.setLevel(logging.INFO)
+
+    def watch(text: str) -> Lines:
+        made.append(Lines(text))
+        logger.addHandler(made[-1])
+        return made[-1]
+
+    yield watch
+    for handler in made:
+        logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
+def page_timers() -> list[str]:
+    return [t.get_name() for t in asyncio.all_tasks() if t.get_name().endswith(":knowledge:pages")]
+
+
+async def test_a_page_that_comes_due_is_read_again_while_the_agent_runs_and_retried_if_unreadable(
+    agents: Agents, site: Site, knowledge_log: Callable[[str], Lines]
+) -> None:
+    changed = knowledge_log("1 changed")
+    due = knowledge_log("1 web page due; reading again")
+    rt = await agents.start(knowledge=[{"url": site.hives}], settings=DUE_SOON)
+    assert site.reads == ["/hives"]  # read at the start; due again about 1 s later
+    site.queen = "Marigold"
+    await changed.wait()
+    assert due.seen.is_set() and site.reads == ["/hives"] * 2
+    (text,) = await texts(rt)
+    assert "queen Marigold" in text and "Clementine" not in text
+    service = rt.get_service("knowledge")
+    (match,) = await service.try_search("Who leads the swarm of the north meadow?")
+    assert "Marigold" in match.text and service.last.embedded == 1  # only the changed page
+
+    failed = knowledge_log("/hives skipped: not read: the site answered 503")
+    changed = knowledge_log("1 changed")
+    site.status, site.queen = 503, "Dahlia"
+    await failed.wait()
+    assert any("Marigold" in t for t in await texts(rt))  # kept meanwhile
+    site.status = 200
+    await changed.wait()  # tried again, without a restart
+    assert any("queen Dahlia" in t for t in await texts(rt))
+
+    await rt.close()  # the timer stops with the agent
+    assert page_timers() == []
+
+
+async def test_no_timer_runs_when_pages_are_read_at_every_sync_or_the_agent_is_away_from_home(
+    agents: Agents, site: Site
+) -> None:
+    rt = await agents.start(knowledge=[{"url": site.hives}], settings=EVERY_SYNC)
+    assert page_timers() == []
+    await rt.close()
+    rt = await agents.start(knowledge=[{"url": site.hives}], settings=ALLOW, home=False, wait=False)
+    assert page_timers() == []
+    await rt.close()
+    rt = await agents.start(knowledge=[{"url": site.hives}], settings=ALLOW)
+    assert page_timers() == ["troupe:Ada:knowledge:pages"]
+    assert site.reads == ["/hives"]  # read once, by the home daemon's sync

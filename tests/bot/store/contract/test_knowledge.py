@@ -4,7 +4,14 @@ Behaviour every backend must show (the contract)."""
 
 from __future__ import annotations
 
-from bot.store import SHARED_KNOWLEDGE_ID, KnowledgeDocument, KnowledgeSourceRecord, Store, StoreBackend
+from bot.store import (
+    SHARED_KNOWLEDGE_ID,
+    KnowledgeDocument,
+    KnowledgeFragment,
+    KnowledgeSourceRecord,
+    Store,
+    StoreBackend,
+)
 from bot.store._knowledge import fragment_id
 
 from ..conftest import A, mix, vec
@@ -89,6 +96,20 @@ async def test_vectors_go_in_the_column_of_their_length(store: Store) -> None:
     assert await store.knowledge_fragments_without_vectors(768) == [first]
     assert [m.id for m in await store.search_knowledge(vec(0, 768))] == [second]
     assert await store.get_embedding_dimension() == 384  # the agent's active dimension is untouched
+
+
+async def test_the_documents_of_fragments_are_read_whole_in_order(store: Store, store_b: Store) -> None:
+    await store.put_knowledge_document(doc("d1", "one", "two", "three"), src("text:x", "d1"))
+    await store.put_knowledge_document(doc("d2", "alone"), src("text:y", "d2"), shared=True)
+    await store.put_knowledge_document(doc("d3", "elsewhere"), src("text:z", "d3"))
+    asked = [fragment_id("d1", 2), fragment_id("d2", 0), "gone"]
+    assert await store.get_knowledge_documents_of(asked) == [
+        KnowledgeFragment(fragment_id("d1", i), "d1", i, text) for i, text in enumerate(("one", "two", "three"))
+    ] + [KnowledgeFragment(fragment_id("d2", 0), "d2", 0, "alone")]
+    assert await store_b.get_knowledge_documents_of(asked) == [
+        KnowledgeFragment(fragment_id("d2", 0), "d2", 0, "alone")
+    ]
+    assert await store.get_knowledge_documents_of([]) == []
 
 
 async def test_vectors_of_a_length_without_a_column_are_stored_and_searched(store: Store) -> None:
