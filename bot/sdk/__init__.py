@@ -41,6 +41,7 @@ from bot.kernel.errors import (
     SendError,
     SettingUnset,
     StoreError,
+    TableDeclarationError,
     TooLargeToFetch,
     ToolsRefused,
     TroupeError,
@@ -100,6 +101,7 @@ from bot.kernel.record_metadata import (
     WorldMetadata,
 )
 from bot.kernel.redact import scrub_for, scrub_secret
+from bot.kernel.tables import Column, ColumnType, Index, Table, TableRow, TableValue
 from bot.kernel.terminal import ask
 from bot.kernel.text import first_words, one_line, repair_text, utf16_len
 from bot.kernel.time_limits import not_counted, time_limit
@@ -225,6 +227,7 @@ from bot.store import (
     JSONValue,
     KnowledgeDocument,
     KnowledgeSourceRecord,
+    PluginTable,
     Store,
     StoredKnowledgeSource,
     StoreState,
@@ -262,6 +265,8 @@ __all__ = [
     "choices_buttons",
     "Claim",
     "classify",
+    "Column",
+    "ColumnType",
     "Component",
     "ConfigError",
     "Content",
@@ -301,6 +306,7 @@ __all__ = [
     "ImageDescriptionParams",
     "ImageParams",
     "IncomingMessage",
+    "Index",
     "InteractionReceived",
     "is_reference",
     "is_uuid",
@@ -363,6 +369,7 @@ __all__ = [
     "PlatformProfile",
     "PlatformReplyChannel",
     "PluginMeta",
+    "PluginTable",
     "Post",
     "Press",
     "PressHandler",
@@ -433,6 +440,10 @@ __all__ = [
     "SUMMARY_DEFAULT_COUNT",
     "SUMMARY_MAX_COUNT",
     "synthesize",
+    "Table",
+    "TableDeclarationError",
+    "TableRow",
+    "TableValue",
     "Task",
     "TaskMetadata",
     "TaskWorker",
@@ -444,8 +455,8 @@ __all__ = [
     "TokenRefused",
     "ToolAccess",
     "TooLargeToFetch",
-    "Toolbox",
     "TOOLBOX",
+    "Toolbox",
     "ToolCall",
     "ToolCallRun",
     "ToolContext",
