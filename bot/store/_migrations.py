@@ -366,14 +366,16 @@ _V10 = _sql(
     "CREATE INDEX idx_message_traces_entity_created ON message_traces(entity_id, created_at)",
 )
 
-# The tables plugins declare (bot/store/_plugin_tables.py): which plugin each belongs to, and the
-# type each of its columns was made with (SQLite's own types do not tell JSON from text).
+# The tables plugins declare (bot/store/_plugin_tables.py): which plugin each belongs to, the
+# type each of its columns was made with (SQLite's own types do not tell JSON from text), and its
+# last declaration (``troupe store copy`` makes the table again in PostgreSQL).
 _V11 = _sql(
     """CREATE TABLE plugin_tables (
-        name       TEXT PRIMARY KEY,
-        plugin     TEXT NOT NULL,
-        columns    TEXT NOT NULL,
-        updated_at INTEGER NOT NULL
+        name        TEXT PRIMARY KEY,
+        plugin      TEXT NOT NULL,
+        columns     TEXT NOT NULL,
+        declaration TEXT NOT NULL,
+        updated_at  INTEGER NOT NULL
     )""",
 )
 

@@ -48,7 +48,7 @@ from bot.store._scoped import validate_count
 if TYPE_CHECKING:
     from bot.store._rows import Row
 
-__all__ = ["PluginTable", "PluginTablesMixin", "TablesReport"]
+__all__ = ["PluginTable", "PluginTablesMixin", "TablesReport", "migration", "recorded_table"]
 
 _log = logging.getLogger(__name__)
 
@@ -155,7 +155,40 @@ def _index_sql(name: str, table: Table, index: Index) -> str:
     )
 
 
-def _migrate(dialect: Dialect, plugin: str, tables: Sequence[Table]) -> Unit[TablesReport]:
+def _declaration(table: Table) -> str:
+    """``table`` as JSON, kept with its record: ``troupe store copy`` makes it again elsewhere."""
+    return dumps(
+        {
+            "name": table.name,
+            "shared": table.shared,
+            "columns": [
+                {"name": c.name, "type": c.type.value, "primary_key": c.primary_key, "required": c.required}
+                | ({"default": c.default} if c.default is not None else {})
+                for c in table.columns
+            ],
+            "indexes": [{"columns": list(i.columns), "unique": i.unique} for i in table.indexes],
+        }
+    )
+
+
+def recorded_table(declaration: str, columns: str) -> Table:
+    """The table a record describes as the database holds it: its last declaration, each column
+    with the type it was made with, and the columns no longer declared (optional, as they are kept)."""
+    spec, types = loads(declaration), loads(columns, {})
+    made = []
+    for c in spec["columns"]:
+        kind = ColumnType(types.get(c["name"], c["type"]))
+        default = c.get("default") if kind.value == c["type"] else None  # a default of the declared type
+        made.append(Column(c["name"], kind, c["primary_key"], c["required"], default))
+    declared = {c.name for c in made}
+    made += [Column(n, ColumnType(t)) for n, t in types.items() if n not in declared]
+    indexes = tuple(Index(tuple(i["columns"]), i["unique"]) for i in spec["indexes"])
+    return Table(spec["name"], tuple(made), indexes, spec["shared"])
+
+
+def migration(dialect: Dialect, plugin: str, tables: Sequence[Table]) -> Unit[TablesReport]:
+    """The statements that make what is missing of ``plugin``'s ``tables`` (checked by the
+    caller), as one unit of work; what they did."""
     if dialect.name == "postgres":
         yield Step("SELECT pg_advisory_xact_lock(?)", (_PG_LOCK,))
     created: list[str] = []
@@ -202,9 +235,10 @@ def _migrate(dialect: Dialect, plugin: str, tables: Sequence[Table]) -> Unit[Tab
         kept = {c.name: types.get(c.name, c.type.value) for c in table.columns}
         kept.update({n: t for n, t in types.items() if n not in kept})  # a column no longer declared is still there
         yield Step(
-            "INSERT INTO plugin_tables (name, plugin, columns, updated_at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (name) DO UPDATE SET columns = excluded.columns, updated_at = excluded.updated_at",
-            (name, plugin, dumps(kept), now_ms()),
+            "INSERT INTO plugin_tables (name, plugin, columns, declaration, updated_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET columns = excluded.columns, declaration = excluded.declaration, "
+            "updated_at = excluded.updated_at",
+            (name, plugin, dumps(kept), _declaration(table), now_ms()),
         )
     return TablesReport(plugin, tuple(created), tuple(added), tuple(warnings))
 
@@ -245,7 +279,7 @@ class PluginTablesMixin(Statements):
             StoreError: the database failed.
         """
         check_tables(plugin, tables)
-        report = await self._write(lambda: _migrate(self.dialect, plugin, tables), tables=None)
+        report = await self._write(lambda: migration(self.dialect, plugin, tables), tables=None)
         if report.created or report.added:
             _log.info(
                 "plugin %s: made tables %s, added columns %s",

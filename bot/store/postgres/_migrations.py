@@ -68,14 +68,15 @@ CREATE INDEX idx_message_traces_entity_created ON message_traces(entity_id, crea
 """
 
 
-# The tables plugins declare (bot/store/_plugin_tables.py): which plugin each belongs to, and the
-# type each of its columns was made with.
+# The tables plugins declare (bot/store/_plugin_tables.py): which plugin each belongs to, the
+# type each of its columns was made with, and its last declaration.
 _PLUGIN_TABLES = """
 CREATE TABLE plugin_tables (
-    name       text PRIMARY KEY,
-    plugin     text NOT NULL,
-    columns    text NOT NULL,
-    updated_at bigint NOT NULL
+    name        text PRIMARY KEY,
+    plugin      text NOT NULL,
+    columns     text NOT NULL,
+    declaration text NOT NULL,
+    updated_at  bigint NOT NULL
 );
 """
 
