@@ -5,6 +5,7 @@ SQLite and on PostgreSQL. Copy this to test a plugin of yours that keeps rows.""
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -13,6 +14,8 @@ from typing import Any
 import pytest
 
 from bot.config import plugins as plugin_registry
+from bot.config.character import load_character
+from bot.daemon.platform_plans import preflight
 from bot.kernel.errors import PluginLoadError
 from bot.kernel.messages import Status
 from bot.kernel.tables import Column, ColumnType, Table
@@ -69,3 +72,18 @@ async def test_a_plugin_whose_table_cannot_be_made_fails_to_load_naming_it(
     monkeypatch.setattr(plugin_registry, "available", lambda: known)
     with pytest.raises(PluginLoadError, match="plugin notes for Ada failed to load: .*'notes' has no primary key"):
         await harness(ChannelType.DM, plugins=["notes"])
+
+
+def test_troupe_check_names_a_table_declaration_that_cannot_be_made(
+    monkeypatch: pytest.MonkeyPatch, installed: None, tmp_path: Path
+) -> None:
+    path = tmp_path / "ada.json"
+    body = {"name": "Ada", "bio": "x", "plugins": ["notes"], "settings": {"OPENAI_API_KEY": "sk-test-1234567"}}
+    path.write_text(json.dumps(body))
+    assert not preflight(load_character(path, environ={}), {}).problems
+    known = dict(plugin_registry.available())
+    broken = Table("notes", columns=(Column("id", ColumnType.TEXT, primary_key=True), Column("ID", ColumnType.TEXT)))
+    known["notes"] = dataclasses.replace(known["notes"], tables=(broken,))
+    monkeypatch.setattr(plugin_registry, "available", lambda: known)
+    (problem,) = preflight(load_character(path, environ={}), {}).problems
+    assert problem.startswith("plugin notes declares tables troupe cannot make: table 'notes': the column name 'ID'")
