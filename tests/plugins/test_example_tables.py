@@ -56,6 +56,8 @@ async def test_the_notes_plugin_keeps_a_note_and_shows_it_later(installed: None,
     assert [(r["text"], r["room_id"]) for r in rows] == [("the gate code is 4711", h.room)]
     other = db.for_agent("another-agent").plugin_table("notes", notes_module.NOTES)
     assert await other.count() == 0
+    with pytest.raises(LookupError, match="no plugin of Ada declares the table 'notes'"):
+        h.rt.table(dataclasses.replace(notes_module.NOTES))  # an equal Table, not the one declared
 
     h.large.append(plan("It is 4711.", "REPLY"))
     assert (await h.say("what was the gate code?")).status is Status.REPLIED

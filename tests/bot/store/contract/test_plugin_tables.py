@@ -232,3 +232,12 @@ async def test_daemons_migrating_at_once_make_each_table_once(
     finally:
         for other in others:
             await other.close()
+
+
+async def test_an_agents_rows_go_with_the_agent(store: Store, store_b: Store) -> None:
+    for agent in (store, store_b):
+        await agent.ensure_plugin_tables(PLUGIN, [USERS])
+        await agent.plugin_table(PLUGIN, USERS).insert({"id": "u1", "name": "Ada"})
+    assert await store.delete_agent()
+    assert await store.plugin_table(PLUGIN, USERS).count() == 0
+    assert await store_b.plugin_table(PLUGIN, USERS).count() == 1
