@@ -18,6 +18,7 @@ from functools import cache
 from typing import Literal
 
 from bot.kernel.errors import PluginLoadError
+from bot.kernel.tables import Table
 
 __all__ = [
     "BUILTIN",
@@ -77,6 +78,10 @@ class PluginMeta:
     tools: tuple[str, ...] = ()
     """The names of troupe's own tools it offers (``runtime.register_tool``), which ``troupe
     check`` lists for a character that is offered them."""
+    tables: tuple[Table, ...] = ()
+    """The tables of its own it keeps in the store (``bot.kernel.tables``): made, and given the
+    columns a newer declaration adds, when an agent loading it starts; ``runtime.table(t)``
+    reads and writes them."""
 
 
 @cache

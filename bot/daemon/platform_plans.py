@@ -16,6 +16,7 @@ from bot.config.secrets import is_reference
 from bot.config.settings import SettingsView, character_setting
 from bot.kernel.errors import ConfigError, PluginLoadError, SettingUnset
 from bot.kernel.logs import agent_context
+from bot.kernel.tables import check_tables
 from bot.runtime.toolboxes import OwnToolChoice
 
 __all__ = [
@@ -120,7 +121,8 @@ class Preflight:
 def preflight(result: LoadResult, environ: Mapping[str, str], *, console: bool = False) -> Preflight:
     """Check one valid character file as its agent would start: the settings each platform
     requires, then each plugin's and each ready platform's own ``check(settings)`` (a package
-    function raising :class:`~bot.kernel.errors.ConfigError`; the model key, a value of the wrong form).
+    function raising :class:`~bot.kernel.errors.ConfigError`; the model key, a value of the wrong form)
+    and the tables it declares.
     A ``check`` may return notes: what the character runs without on purpose. ``console``: the
     console is on (see :func:`plans_for`)."""
     character = result.raise_for_problems()
@@ -135,6 +137,10 @@ def preflight(result: LoadResult, environ: Mapping[str, str], *, console: bool =
         problems.append(str(exc))
         names = []
     for name in [*names, *(p.platform for p in plans if p.ready)]:
+        try:  # what the store could not make (a name another plugin has shows only at start)
+            check_tables(name, plugin_registry.available()[name].tables)
+        except ConfigError as exc:
+            problems.append(str(exc))
         check = getattr(importlib.import_module(plugin_registry.module_path(name)), "check", None)
         try:
             if check is not None:

@@ -6,7 +6,8 @@
     ├── ConfigError                  bad configuration; the daemon exits with status 78
     │   ├── CharacterError           one character file is wrong (file, problems)
     │   ├── SecretReferenceError     an ``env:``/``file:``/``credential:`` reference cannot be resolved
-    │   └── PluginLoadError          a plugin's setup failed for an agent (plugin, agent, original)
+    │   ├── PluginLoadError          a plugin's setup failed for an agent (plugin, agent, original)
+    │   └── TableDeclarationError    a plugin's declared tables cannot be made (plugin)
     └── StoreError                   the database cannot be used
         ├── SchemaVersionError       the file was written by a newer troupe
         ├── VectorExtensionError     sqlite-vec could not be loaded
@@ -59,6 +60,7 @@ __all__ = [
     "StoreError",
     "StoreLocked",
     "StoreUnavailable",
+    "TableDeclarationError",
     "TooLargeToFetch",
     "ToolsRefused",
     "TroupeError",
@@ -202,6 +204,17 @@ class PluginLoadError(ConfigError):
 
     def __str__(self) -> str:  # the message names the agent already
         return self.message
+
+
+class TableDeclarationError(ConfigError):
+    """A plugin's declared tables (``PluginMeta.tables``) cannot be made or migrated: the message
+    names the plugin, the table and what to change. Only that plugin is affected."""
+
+    __slots__ = ("plugin",)
+
+    def __init__(self, plugin: str, problem: str) -> None:
+        self.plugin = plugin
+        super().__init__(f"plugin {plugin} declares tables troupe cannot make: {problem}")
 
 
 class ModelError(TroupeError):

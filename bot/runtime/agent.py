@@ -33,6 +33,7 @@ from bot.kernel.links import Links
 from bot.kernel.messages import IncomingMessage, MessageHandler, Outcome, Status
 from bot.kernel.metrics import Metrics
 from bot.kernel.models import ContextLength, ModelType, model_type
+from bot.kernel.tables import Table
 from bot.kernel.tools import Toolbox
 from bot.kernel.types import ChannelType, Entity, Memory, Room, Task, now_ms
 from bot.runtime.components import TOOLBOX, Action, Evaluator, PressHandler, Provider, ServiceKey, State, TaskWorker
@@ -51,7 +52,7 @@ from bot.runtime.shared import Shared
 from bot.runtime.state import StateComposer
 from bot.runtime.stored_tasks import run_due_tasks, task_loop
 from bot.runtime.toolboxes import OwnTool, OwnToolChoice, Toolboxes
-from bot.store import Store
+from bot.store import PluginTable, Store
 
 __all__ = ["AgentRuntime", "Fence", "RuntimeState"]
 
@@ -149,6 +150,8 @@ class AgentRuntime:
         self._on_drain: list[Callable[[], Awaitable[None]]] = []
         self._tool_choice: OwnToolChoice | None = None  # TROUPE_TOOLS, read at the first own tool
         self._own_tools_seen: list[str] = []
+        # The tables of the plugins loaded (PluginMeta.tables), made before each one's setup.
+        self._tables: list[PluginTable] = []
         for key in character.secret_keys():
             secret = character.secret(key)
             if secret is not None:
@@ -312,6 +315,21 @@ class AgentRuntime:
         :class:`~bot.runtime.components.ServiceKey`."""
         return self.services.get(str(name))
 
+    def table(self, table: Table) -> PluginTable:
+        """The agent's rows of ``table``: the :class:`Table` a loaded plugin's meta declares
+        (``PluginMeta.tables``), made by the time the plugin's ``setup`` runs.
+
+        Raises:
+            LookupError: no plugin loaded so far declares that table.
+        """
+        for handle in self._tables:
+            if handle.table is table:
+                return handle
+        raise LookupError(
+            f"no plugin of {self.character.name} declares the table {table.name!r}: list the Table object "
+            "itself in the plugin's PluginMeta(tables=...)"
+        )
+
     def register_model(
         self,
         type: ModelType | str,
@@ -389,6 +407,7 @@ class AgentRuntime:
         try:
             for name in plugin_registry.load_order(self.plugin_names):
                 module = importlib.import_module(plugin_registry.module_path(name))
+                await self._make_tables(plugin_registry.available()[name])
                 setup = getattr(module, "setup", None)
                 if setup is None:
                     continue
@@ -411,6 +430,16 @@ class AgentRuntime:
         _log.info(
             "%s started (agent %s; plugins: %s)", self.character.name, self.agent_id, ", ".join(self.loaded_plugins)
         )
+
+    async def _make_tables(self, meta: plugin_registry.PluginMeta) -> None:
+        """Make what is missing of the tables a plugin declares (``meta.tables``), before its setup."""
+        if not meta.tables:
+            return
+        try:
+            await self.store.ensure_plugin_tables(meta.name, meta.tables)
+        except Exception as exc:  # a bad declaration, or the database: this plugin fails to load
+            raise PluginLoadError(meta.name, self.character.name, exc) from exc
+        self._tables += [self.store.plugin_table(meta.name, table) for table in meta.tables]
 
     async def _ensure_self(self) -> None:
         await self.store.upsert_agent(self.character.to_record())

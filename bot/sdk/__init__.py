@@ -41,6 +41,7 @@ from bot.kernel.errors import (
     SendError,
     SettingUnset,
     StoreError,
+    TableDeclarationError,
     TooLargeToFetch,
     ToolsRefused,
     TroupeError,
@@ -100,6 +101,7 @@ from bot.kernel.record_metadata import (
     WorldMetadata,
 )
 from bot.kernel.redact import scrub_for, scrub_secret
+from bot.kernel.tables import Column, ColumnType, Index, Table, TableRow, TableValue
 from bot.kernel.terminal import ask
 from bot.kernel.text import first_words, one_line, repair_text, utf16_len
 from bot.kernel.time_limits import not_counted, time_limit
@@ -226,6 +228,7 @@ from bot.store import (
     KnowledgeDocument,
     KnowledgeFragment,
     KnowledgeSourceRecord,
+    PluginTable,
     Store,
     StoredKnowledgeSource,
     StoreState,
@@ -263,6 +266,8 @@ __all__ = [
     "choices_buttons",
     "Claim",
     "classify",
+    "Column",
+    "ColumnType",
     "Component",
     "ConfigError",
     "Content",
@@ -302,6 +307,7 @@ __all__ = [
     "ImageDescriptionParams",
     "ImageParams",
     "IncomingMessage",
+    "Index",
     "InteractionReceived",
     "is_reference",
     "is_uuid",
@@ -365,6 +371,7 @@ __all__ = [
     "PlatformProfile",
     "PlatformReplyChannel",
     "PluginMeta",
+    "PluginTable",
     "Post",
     "Press",
     "PressHandler",
@@ -435,6 +442,10 @@ __all__ = [
     "SUMMARY_DEFAULT_COUNT",
     "SUMMARY_MAX_COUNT",
     "synthesize",
+    "Table",
+    "TableDeclarationError",
+    "TableRow",
+    "TableValue",
     "Task",
     "TaskMetadata",
     "TaskWorker",
@@ -446,8 +457,8 @@ __all__ = [
     "TokenRefused",
     "ToolAccess",
     "TooLargeToFetch",
-    "Toolbox",
     "TOOLBOX",
+    "Toolbox",
     "ToolCall",
     "ToolCallRun",
     "ToolContext",

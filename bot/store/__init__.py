@@ -34,6 +34,7 @@ from bot.store._people import (
     recall_person,
     speaker_names,
 )
+from bot.store._plugin_tables import PluginTable, TablesReport
 from bot.store._protocol import (
     AgentRecords,
     CacheStore,
@@ -44,6 +45,7 @@ from bot.store._protocol import (
     LogStore,
     MaintenanceStore,
     MemoryStore,
+    PluginTableStore,
     RoomStore,
     Store,
     StoreBackend,
@@ -107,6 +109,8 @@ __all__ = [
     "NoSuchPerson",
     "Participation",
     "PersonMemory",
+    "PluginTable",
+    "PluginTableStore",
     "RoomSharing",
     "RoomStore",
     "Roster",
@@ -118,6 +122,7 @@ __all__ = [
     "StoreScope",
     "StoreState",
     "StoredKnowledgeSource",
+    "TablesReport",
     "TaskStore",
     "TraceLookup",
     "TraceStore",

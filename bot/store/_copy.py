@@ -25,6 +25,8 @@ from bot.store._scoped import new_id
 from bot.store._vectors import DIMENSION_MAP, OTHER_DIMENSIONS, decode_vector, dimension_key
 
 if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
     from bot.store.postgres import PostgresDatabase
 
 __all__ = ["CopyReport", "TABLES", "copy_store", "copy_to_postgres"]
@@ -82,7 +84,8 @@ async def copy_store(source: str | os.PathLike[str], target: str) -> CopyReport:
 async def copy_to_postgres(
     source: Database, target: PostgresDatabase, *, progress: Callable[[str, int], None] | None = None
 ) -> CopyReport:
-    """Copy every row of ``source`` into ``target`` (both open; ``target`` must hold no troupe).
+    """Copy every row of ``source`` into ``target`` (both open; ``target`` must hold no troupe),
+    plugins' tables included.
 
     Raises StoreError when the target already has agents, or when a row cannot be written
     (nothing is then copied).
@@ -91,28 +94,12 @@ async def copy_to_postgres(
     if existing is not None and existing["n"]:
         raise StoreError(f"{target.path} already holds a troupe ({existing['n']} agents): copy into an empty database")
     report = CopyReport()
-    columns = {table: await _target_columns(target, table) for table in TABLES}
     async with target.transaction() as conn:
         for table in TABLES:
-            count = 0
-            after = None
-            while True:
-                rows, after = await source.read(_reader(table, after))
-                if not rows:
-                    break
-                converted = _convert(table, rows, columns[table])
-                if converted:
-                    names = list(converted[0])
-                    overriding = " OVERRIDING SYSTEM VALUE" if table == "memories" else ""
-                    placeholders = ", ".join(_placeholder(columns[table][n]) for n in names)
-                    await conn.cursor().executemany(
-                        f"INSERT INTO {table} ({', '.join(names)}){overriding} VALUES ({placeholders})",
-                        [tuple(row[n] for n in names) for row in converted],
-                    )
-                count += len(converted)
-                if progress is not None:
-                    progress(table, count)
-            report.source[table] = count
+            report.source[table] = await _copy_rows(source, conn, table, progress)
+        # Plugins' tables, made again from their records, once the agents their rows belong to are in.
+        for name in await _plugin_tables(source, conn):
+            report.source[name] = await _copy_rows(source, conn, name, progress)
         # Each agent's embedding length: without it, one other than the default would be searched
         # as the default and find none of the copied vectors.
         prefix = dimension_key("")
@@ -133,20 +120,60 @@ async def copy_to_postgres(
         await conn.execute(
             "SELECT setval(pg_get_serial_sequence('memories', 'seq'), coalesce(max(seq), 0) + 1, false) FROM memories"
         )
-    for table in TABLES:
-        row = await target.fetchone(f"SELECT count(*) AS n FROM {table}")
+    for table in report.source:
+        row = await target.fetchone(f'SELECT count(*) AS n FROM "{table}"')
         report.target[table] = int(row["n"]) if row else 0
     return report
 
 
-async def _target_columns(target: PostgresDatabase, table: str) -> dict[str, str]:
+async def _copy_rows(
+    source: Database, conn: AsyncConnection[Any], table: str, progress: Callable[[str, int], None] | None
+) -> int:
+    """Every row of ``table`` into the same table of ``conn``'s database; how many."""
+    columns = await _target_columns(conn, table)
+    count = 0
+    after = None
+    while True:
+        rows, after = await source.read(_reader(table, after))
+        if not rows:
+            return count
+        converted = _convert(table, rows, columns)
+        if converted:
+            names = list(converted[0])
+            overriding = " OVERRIDING SYSTEM VALUE" if table == "memories" else ""
+            placeholders = ", ".join(_placeholder(columns[n]) for n in names)
+            quoted = ", ".join(f'"{n}"' for n in names)  # a plugin's column may be one of SQL's words
+            await conn.cursor().executemany(
+                f'INSERT INTO "{table}" ({quoted}){overriding} VALUES ({placeholders})',
+                [tuple(row[n] for n in names) for row in converted],
+            )
+        count += len(converted)
+        if progress is not None:
+            progress(table, count)
+
+
+async def _plugin_tables(source: Database, conn: AsyncConnection[Any]) -> list[str]:
+    """Make the tables plugins declared in ``source`` (as its records describe them) in ``conn``'s
+    database; their names."""
+    from bot.store._dialect import POSTGRES
+    from bot.store._plugin_tables import migration, recorded_table
+    from bot.store.postgres._scoped import drive
+
+    records = await source.fetchall("SELECT name, plugin, columns, declaration FROM plugin_tables ORDER BY name")
+    for _name, plugin, columns, declaration in records:
+        await drive(conn, migration(POSTGRES, str(plugin), [recorded_table(str(declaration), str(columns))]))
+    return [str(r[0]) for r in records]
+
+
+async def _target_columns(conn: AsyncConnection[Any], table: str) -> dict[str, str]:
     """The columns PostgreSQL takes values for (not the ones it computes), with their types."""
-    rows = await target.fetchall(
+    cur = await conn.execute(
         "SELECT column_name, udt_name FROM information_schema.columns "
         "WHERE table_schema = current_schema() AND table_name = %s AND is_generated = 'NEVER' "
         "ORDER BY ordinal_position",
         (table,),
     )
+    rows = await cur.fetchall()
     if not rows:
         raise StoreError(f"the PostgreSQL database has no table {table}: is its schema troupe's?")
     return {str(r["column_name"]): str(r["udt_name"]) for r in rows}

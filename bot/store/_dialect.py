@@ -33,11 +33,16 @@ _WORD = re.compile(r"\{([a-z_]+)(?::([\w.]+))?\}")
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One statement of a unit: run once, or once per row of ``params`` with ``many``."""
+    """One statement of a unit: run once, or once per row of ``params`` with ``many``.
+
+    ``raw``: ``sql`` is the backend's own SQL, run as it is with no parameters (DDL whose
+    literals may hold ``?``, ``%`` or braces), not a template.
+    """
 
     sql: str
     params: Sequence[object] = ()
     many: bool = False
+    raw: bool = False
 
 
 @dataclass(frozen=True, slots=True)

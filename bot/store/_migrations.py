@@ -366,6 +366,19 @@ _V10 = _sql(
     "CREATE INDEX idx_message_traces_entity_created ON message_traces(entity_id, created_at)",
 )
 
+# The tables plugins declare (bot/store/_plugin_tables.py): which plugin each belongs to, the
+# type each of its columns was made with (SQLite's own types do not tell JSON from text), and its
+# last declaration (``troupe store copy`` makes the table again in PostgreSQL).
+_V11 = _sql(
+    """CREATE TABLE plugin_tables (
+        name        TEXT PRIMARY KEY,
+        plugin      TEXT NOT NULL,
+        columns     TEXT NOT NULL,
+        declaration TEXT NOT NULL,
+        updated_at  INTEGER NOT NULL
+    )""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables", _V1),
     Migration(2, "keyword index over memory text (FTS5)", _V2),
@@ -377,6 +390,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "the claimant of each message claim (conditional claim changes)", _V8),
     Migration(9, "embeddings of any length (a column for the lengths without one)", _V9),
     Migration(10, "message traces: how each message ended, and why", _V10),
+    Migration(11, "the tables plugins declare: whose each is, and its columns' types", _V11),
 )
 
 #: The schema version this troupe writes.

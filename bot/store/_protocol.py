@@ -20,6 +20,7 @@ from bot.kernel.bus import Bus
 from bot.kernel.content import Content, MemoryMetadata
 from bot.kernel.messages import Status
 from bot.kernel.record_metadata import RelationshipMetadata
+from bot.kernel.tables import Table
 from bot.kernel.traces import MessageTrace, TraceQuery
 from bot.kernel.types import (
     AgentRecord,
@@ -37,6 +38,7 @@ from bot.kernel.types import (
 )
 from bot.store._health import StoreHealth
 from bot.store._leases import Leases
+from bot.store._plugin_tables import PluginTable, TablesReport
 from bot.store._roster import Roster
 from bot.store._sharing import RoomSharing
 from bot.store._values import (
@@ -59,6 +61,7 @@ __all__ = [
     "LogStore",
     "MaintenanceStore",
     "MemoryStore",
+    "PluginTableStore",
     "RoomStore",
     "Store",
     "StoreBackend",
@@ -396,6 +399,15 @@ class KnowledgeStore(StoreScope, Protocol):
 
 
 @runtime_checkable
+class PluginTableStore(StoreScope, Protocol):
+    """The tables plugins declare (``PluginMeta.tables``): made and migrated, then each one's rows."""
+
+    # plugins' own tables
+    async def ensure_plugin_tables(self, plugin: str, tables: Sequence[Table]) -> TablesReport: ...
+    def plugin_table(self, plugin: str, table: Table) -> PluginTable: ...
+
+
+@runtime_checkable
 class Store(
     AgentRecords,
     EntityStore,
@@ -408,6 +420,7 @@ class Store(
     ClaimStore,
     MaintenanceStore,
     KnowledgeStore,
+    PluginTableStore,
     Protocol,
 ):
     """Agent-scoped storage: every role at once. Methods are coroutines but for ``queue_log`` and

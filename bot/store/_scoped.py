@@ -76,8 +76,11 @@ def drive(conn: Connection, unit: Unit[T]) -> T:
     try:
         step = next(unit)
         while True:
-            sql = SQLITE.render(step.sql)
-            cur = conn.executemany(sql, step.params) if step.many else conn.execute(sql, step.params)  # type: ignore[arg-type]
+            if step.raw:
+                cur = conn.execute(step.sql)
+            else:
+                sql = SQLITE.render(step.sql)
+                cur = conn.executemany(sql, step.params) if step.many else conn.execute(sql, step.params)  # type: ignore[arg-type]
             step = unit.send(Done(cur.rowcount, cur.fetchall() if cur.description else []))
     except StopIteration as stop:
         result: T = stop.value

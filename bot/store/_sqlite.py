@@ -23,6 +23,7 @@ from bot.store._forgetting import ForgettingMixin
 from bot.store._handling import HandlingMixin
 from bot.store._inspection import InspectionMixin
 from bot.store._knowledge import KnowledgeMixin
+from bot.store._plugin_tables import PluginTablesMixin
 from bot.store._records import RecordsMixin
 from bot.store._retention import RetentionMixin
 from bot.store._rooms import RoomsMixin
@@ -45,6 +46,7 @@ class AgentStore(
     KnowledgeMixin,
     HandlingMixin,
     TracesMixin,
+    PluginTablesMixin,
     AgentScoped,
 ):
     """Everything one agent stores, in the shared :class:`~bot.store.Database`. Implements ``Store``.

@@ -4,38 +4,14 @@ answers a message through the pipeline: its action, provider and event handler t
 from __future__ import annotations
 
 import re
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-
-import plugins as plugin_packages
-from bot.config import plugins as plugin_registry
 from bot.kernel.messages import Status
 from bot.kernel.types import ChannelType
 
 from .core.harness import harness, plan
+from .examples import installed
 
-__all__ = ["harness"]
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
-
-
-def _rescan() -> None:
-    plugin_registry.available.cache_clear()
-    plugin_registry._by_alias.cache_clear()
-
-
-@pytest.fixture
-def installed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """docs/examples/ as if its plugins had been copied into plugins/: all installing one takes."""
-    monkeypatch.setattr(plugin_packages, "__path__", [*plugin_packages.__path__, str(EXAMPLES)])
-    _rescan()
-    yield
-    sys.modules.pop("plugins.dice", None)
-    monkeypatch.undo()
-    _rescan()
+__all__ = ["harness", "installed"]
 
 
 async def test_the_dice_plugin_rolls_when_asked_and_remembers_the_rolls(installed: None, harness) -> None:

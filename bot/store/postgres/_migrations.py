@@ -68,6 +68,19 @@ CREATE INDEX idx_message_traces_entity_created ON message_traces(entity_id, crea
 """
 
 
+# The tables plugins declare (bot/store/_plugin_tables.py): which plugin each belongs to, the
+# type each of its columns was made with, and its last declaration.
+_PLUGIN_TABLES = """
+CREATE TABLE plugin_tables (
+    name        text PRIMARY KEY,
+    plugin      text NOT NULL,
+    columns     text NOT NULL,
+    declaration text NOT NULL,
+    updated_at  bigint NOT NULL
+);
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     version: int
@@ -85,6 +98,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "a character asked to stay out of a room stays out (room state STOPPED)", _STOPPED),
     Migration(8, "the claimant of each message claim (conditional claim changes)", CLAIMANT),
     Migration(9, "message traces: how each message ended, and why", _TRACES),
+    Migration(10, "the tables plugins declare: whose each is, and its columns' types", _PLUGIN_TABLES),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -63,9 +63,11 @@ async def drive(conn: psycopg.AsyncConnection[Row], unit: Unit[T]) -> T:
     try:
         step = next(unit)
         while True:
-            sql = POSTGRES.render(step.sql)
+            sql = POSTGRES.render(step.sql) if not step.raw else step.sql
             async with conn.cursor() as cur:
-                if step.many:
+                if step.raw:
+                    await cur.execute(sql.encode())  # no parameters: % is itself
+                elif step.many:
                     await cur.executemany(sql, step.params)  # type: ignore[arg-type]
                 else:
                     await cur.execute(sql, step.params)

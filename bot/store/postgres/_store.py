@@ -14,6 +14,7 @@ from bot.store._forgetting import ForgettingMixin
 from bot.store._handling import HandlingMixin
 from bot.store._inspection import InspectionMixin
 from bot.store._knowledge import KnowledgeMixin
+from bot.store._plugin_tables import PluginTablesMixin
 from bot.store._records import RecordsMixin
 from bot.store._retention import RetentionMixin
 from bot.store._rooms import RoomsMixin
@@ -31,6 +32,7 @@ class PgAgentStore(
     RecordsMixin,
     HandlingMixin,
     TracesMixin,
+    PluginTablesMixin,
     KnowledgeMixin,
     RetentionMixin,
     InspectionMixin,

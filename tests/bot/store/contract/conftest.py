@@ -30,6 +30,7 @@ POSTGRES_READY: set[str] = {
     "test_knowledge",
     "test_leases",
     "test_memories",
+    "test_plugin_tables",
     "test_records",
     "test_retention",
     "test_roster",

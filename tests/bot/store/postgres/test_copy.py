@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli.main import main
-from bot.kernel.errors import EXIT_CONFIG
+from bot.kernel.errors import EXIT_CONFIG, StoreError
+from bot.kernel.tables import Column, ColumnType, Index, Table, TableValue
 from bot.kernel.types import Relationship, RoomState, Task
 from bot.store import Database, copy_store
 from bot.store.postgres import PostgresDatabase
@@ -117,3 +118,38 @@ def test_the_command_copies_once_and_refuses_a_database_that_holds_a_troupe(
     assert main(["store", "copy", "--from", str(path), "--to", postgres_url]) == EXIT_CONFIG
     error = capsys.readouterr().err
     assert "nothing was copied" in error and "already holds a troupe (2 agents): copy into an empty database" in error
+
+
+async def test_plugins_tables_are_made_again_and_copied_with_their_rows(tmp_path: Path, postgres_url: str) -> None:
+    notes = Table(
+        "notes",
+        columns=(
+            Column("id", ColumnType.INTEGER, primary_key=True),
+            Column("order", ColumnType.TEXT, required=True, default="none"),
+            Column("data", ColumnType.JSON),
+            Column("pinned", ColumnType.BOOLEAN),
+            Column("raw", ColumnType.BYTES),
+            Column("old", ColumnType.TEXT),
+        ),
+        indexes=(Index(("order",), unique=True),),
+    )
+    later = Table("notes", columns=notes.columns[:5], indexes=notes.indexes)  # "old" no longer declared
+    path = tmp_path / "troupe.db"
+    async with Database(path) as db:
+        a = await seed_agent(db, A, users=(U,), rooms=(R,))
+        await a.ensure_plugin_tables("@company/notes", [notes])
+        rows: list[dict[str, TableValue]] = [
+            {"id": 1, "order": "a", "data": {"k": [1, None]}, "pinned": True, "raw": b"\x00\x01", "old": "kept"},
+            {"id": 2, "order": "b", "data": None, "pinned": False, "raw": None, "old": None},
+        ]
+        for row in rows:
+            await a.plugin_table("@company/notes", notes).insert(row)
+        assert (await a.ensure_plugin_tables("@company/notes", [later])).warnings  # "old" stays, named
+    report = await copy_store(path, postgres_url)
+    assert report.matches and report.source["company_notes__notes"] == 2
+    async with PostgresDatabase(postgres_url) as postgres:
+        after = postgres.for_agent(A)
+        assert not (await after.ensure_plugin_tables("@company/notes", [notes])).created
+        assert await after.plugin_table("@company/notes", notes).select(order_by=("id",)) == rows
+        with pytest.raises(StoreError):  # the unique index came along, per agent
+            await after.plugin_table("@company/notes", notes).insert({"id": 3, "order": "a"})
