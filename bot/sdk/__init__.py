@@ -25,7 +25,7 @@ from bot.kernel.background import BackgroundTasks, next_round
 from bot.kernel.backoff import Deadline, ExponentialBackoff
 from bot.kernel.bodies import MAX_AUDIO_BYTES, BodyTooLarge, read_limited
 from bot.kernel.bus import Bus, Post
-from bot.kernel.buttons import Button, Press, ReplyKeyboard, Settled, buttons_shown, rows
+from bot.kernel.buttons import Button, Menu, Press, ReplyKeyboard, Settled, TextPrompt, buttons_shown, rows
 from bot.kernel.chunking import Units, split_message
 from bot.kernel.content import Attachment, Content, MemoryMetadata, MemoryType
 from bot.kernel.errors import (
@@ -100,6 +100,7 @@ from bot.kernel.record_metadata import (
     WorldMetadata,
 )
 from bot.kernel.redact import scrub_for, scrub_secret
+from bot.kernel.slash_commands import SlashCommand
 from bot.kernel.terminal import ask
 from bot.kernel.text import first_words, one_line, repair_text, utf16_len
 from bot.kernel.time_limits import not_counted, time_limit
@@ -322,6 +323,7 @@ __all__ = [
     "Memory",
     "MemoryMetadata",
     "MemoryType",
+    "Menu",
     "MESSAGE_VECTORS",
     "MessageDeleted",
     "MessageHandler",
@@ -417,6 +419,7 @@ __all__ = [
     "SHORT_ANSWER_TOKENS",
     "SHORT_ID",
     "SizeLimits",
+    "SlashCommand",
     "sniff_image_type",
     "speech",
     "SpeechParams",
@@ -438,6 +441,7 @@ __all__ = [
     "TaskWorker",
     "text_or_file",
     "TextParams",
+    "TextPrompt",
     "time_limit",
     "TokenClaims",
     "TokenRefusal",
