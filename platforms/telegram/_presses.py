@@ -12,7 +12,11 @@ twice, which is logged at debug).
 
 A press on a message too old for the bot to read (an InaccessibleMessage, date 0) still counts:
 its chat is known but not its forum topic nor the button's label, so it goes to the chat's main
-room with the button's value as its text. A press on a message sent in inline mode (no message,
+room with the button's value as its text. A press of a button that asks for text asks it first
+(:mod:`._prompts`): the answer is the press.
+
+A reply's menu (Telegram has none) is shown as buttons, its options first, each in the keyboard
+as a button of its own: a tap chooses that one option. A press on a message sent in inline mode (no message,
 an ``inline_message_id``) is acknowledged and ignored: troupe sends none.
 """
 
@@ -49,7 +53,8 @@ from ._mapping import (
     room_for_message,
 )
 from ._message_ref import TelegramMessageRef
-from ._outbound import ReplyMarkup, with_retries
+from ._outbound import ReplyMarkup, SendGaveUp, with_retries
+from ._prompts import ask, prompt_of
 
 if TYPE_CHECKING:
     from ._adapter import TelegramAdapter
@@ -107,12 +112,14 @@ def reply_keyboard(wanted: ReplyKeyboard, *, selective: bool) -> ReplyKeyboardMa
 
 
 def markup_of(reply: Reply, *, replying: bool) -> ReplyMarkup | None:
-    """What ``reply`` carries under its last message: its buttons, else its reply keyboard (a
-    message holds one or the other: the buttons win, the keyboard is left out with a warning)."""
-    if reply.buttons:
+    """What ``reply`` carries under its last message: its menu's options and its buttons, else
+    its reply keyboard (a message holds one or the other: the buttons win, the keyboard is left
+    out with a warning)."""
+    shown = [*(reply.menu.options if reply.menu is not None else ()), *reply.buttons]
+    if shown:
         if reply.keyboard is not None:
             _log.warning("a reply keyboard left out: the reply has buttons, and a message carries one or the other")
-        return keyboard(reply.buttons)
+        return keyboard(shown)
     return reply_keyboard(reply.keyboard, selective=replying) if reply.keyboard is not None else None
 
 
@@ -217,4 +224,12 @@ async def take_press(adapter: TelegramAdapter, query: CallbackQuery) -> None:
         return
     if not query.data or not adapter.allowed(message.chat):
         return  # a game's button, or a chat the character stays out of
+    prompt = await prompt_of(adapter, message, query.data) if isinstance(message, Message) else None
+    if prompt is not None and isinstance(message, Message):
+        press, person = Press.find(query.data, shown_buttons(message)), query.from_user
+        try:
+            await ask(adapter, message, press, prompt, person.id, person.first_name)
+        except (TelegramError, SendGaveUp) as exc:
+            _log.warning("%s: could not ask %r on Telegram (%s)", adapter.name, prompt.label, exc.__class__.__name__)
+        return
     await adapter.receive_press(message, translate_press(adapter.runtime.agent_id, query, message))
