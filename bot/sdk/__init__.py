@@ -149,6 +149,7 @@ from bot.runtime.choices import (
     SHORT_ID,
     Choice,
     choice_buttons,
+    choice_controls,
     choices_buttons,
     options_of,
 )
@@ -259,6 +260,7 @@ __all__ = [
     "Character",
     "Choice",
     "choice_buttons",
+    "choice_controls",
     "CHOICE_PREFIX",
     "choices_buttons",
     "Claim",

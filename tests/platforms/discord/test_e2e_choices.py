@@ -16,9 +16,11 @@ from tests.choices import waiting_choice
 from .scene import until
 
 
-async def offered(s: Any, hold: asyncio.Event | None = None) -> tuple[Any, list[Any], Any, list[dict[str, Any]]]:
-    """PICK_COLOUR waiting on Sam in #general, its options shown as buttons: the task, its
-    worker's runs, the question as the fake keeps it and its buttons."""
+async def offered(
+    s: Any, hold: asyncio.Event | None = None, options: list[str] | None = None
+) -> tuple[Any, list[Any], Any, list[dict[str, Any]]]:
+    """PICK_COLOUR waiting on Sam in #general (red and blue unless ``options``), its options
+    shown: the task, its worker's runs, the question as the fake keeps it and its components."""
     await s.fake.user_says(s.sam, s.general, f"{s.ada.mention} set up the banner")  # answered by the default plan
     await s.fake.wait_for_sent(s.ada, 1)
     rt = s.runtime("Ada")
@@ -27,10 +29,11 @@ async def offered(s: Any, hold: asyncio.Event | None = None) -> tuple[Any, list[
         room_id=discord_id(rt.agent_id, s.general.id),
         entity_id=discord_id(rt.agent_id, s.sam.id),
         description="which colour for the banner?",
+        options=options,
         hold=hold,
     )
     (offer,) = await offer_options(rt, task)
-    assert offer.content.buttons is not None and offer.content.buttons[2].label == "Cancel"
+    assert offer.content.buttons is not None and offer.content.buttons[-1].label == "Cancel"
     shown = s.ada.sent[-1]
     return task, ran, shown, [c for row in shown.components for c in row["components"]]
 
@@ -75,3 +78,22 @@ async def test_a_double_click_on_discord_runs_the_option_once_and_edits_the_ques
         "PICK_COLOUR: which colour for the banner?\n\n✓ chosen: red"
     ]
     assert ran == [{"option": "red"}]
+
+
+async def test_many_options_are_offered_in_a_menu_and_a_choice_runs_once_and_settles_it(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    names = ["red", "green", "blue", "gold", "grey", "teal", "plum"]
+    _, ran, shown, (select, cancel) = await offered(s, options=names)
+    assert [o["label"] for o in select["options"]] == names and select["placeholder"] == "Choose for PICK_COLOUR"
+    assert cancel["label"] == "Cancel"
+    prompts, sent = len(s.brain.prompts), len(s.ada.sent)
+    choice = await s.fake.user_selects(s.sam, shown, [select["options"][5]["value"]])
+    await until(lambda: s.ada.edits)
+    assert ran == [{"option": "teal"}] and [r.type for r in choice.responses] == [6]
+    assert shown.content == "PICK_COLOUR: which colour for the banner?\n\n✓ chosen: teal" and not shown.components
+    assert len(s.ada.sent) == sent and len(s.brain.prompts) == prompts  # on the question; no model call
+    await s.fake.redeliver(choice)
+    await until(lambda: len([r for r in s.fake.requests if r.path.startswith(f"/interactions/{choice.id}/")]) == 2)
+    await asyncio.sleep(0.5)
+    assert ran == [{"option": "teal"}] and len(s.ada.edits) == 1
