@@ -112,3 +112,44 @@ async def test_a_reply_to_the_question_by_someone_else_is_an_ordinary_message(sc
     await s.fake.user_says(s.sam, s.group, "teal", reply_to=question["message"])
     heard = await stored(rt, room_id(rt.agent_id, s.group.id), lambda m: m.content.text == "teal")
     assert heard.content.button is None  # Sam was not asked
+
+
+def keyboard_of(message: dict[str, Any]) -> list[list[str]]:
+    return [[b["text"] for b in row] for row in message["reply_markup"]["inline_keyboard"]]
+
+
+async def test_a_menu_of_several_options_ticks_them_and_done_sends_them_in_one_press_once(scene) -> None:
+    s = scene
+    await s.start(with_brann=False)
+    rt = s.runtime("Ada")
+    chat = s.fake.private(s.sam, s.ada)
+    menu = Menu.of(COLOURS, max_values=2)
+    asked = await ada_posts(s, chat, Reply(text="Which colours?", menu=menu, buttons=(Button("Cancel", value="no"),)))
+    question = asked["message"]
+    assert keyboard_of(question) == [["Red", "Green", "Blue"], ["Done"], ["Cancel"]]
+    done = question["reply_markup"]["inline_keyboard"][1][0]["callback_data"]
+    prompts = len(s.brain.prompts)
+    refused = await s.fake.user_presses(s.sam, question, done)  # nothing ticked yet
+    await until(lambda: s.fake.answered(refused))
+    assert s.fake.answered(refused)[0][2] == "Choose at least 1."
+    for edits, value in enumerate(("colour:red", "colour:blue", "colour:red", "colour:green"), start=1):
+        tap = await s.fake.user_presses(s.sam, question, value)
+        await until(lambda: len(s.ada.edits) == edits)  # noqa: B023 - awaited in this very turn
+        assert s.fake.answered(tap)
+    assert keyboard_of(question) == [["Red", "✓ Green", "✓ Blue"], ["Done"], ["Cancel"]]
+    too_many = await s.fake.user_presses(s.sam, question, "colour:red")
+    await until(lambda: s.fake.answered(too_many))
+    assert s.fake.answered(too_many)[0][2] == "Choose at most 2." and len(s.ada.edits) == 4
+    assert len(s.brain.prompts) == prompts  # ticking says nothing to the character
+    s.brain.plans["Ada"].append(plan("Green and blue, then."))
+    sent = len(s.ada.sent)
+    query = await s.fake.user_presses(s.sam, question, done)
+    await s.fake.wait_for_sent(s.ada, sent + 1)
+    assert s.ada.sent[-1]["text"] == "Green and blue, then."
+    s.fake.redeliver(s.ada, s.fake.presses[query].update_id)  # its confirmation never reached Telegram
+    await asyncio.sleep(0.5)
+    assert len(s.ada.sent) == sent + 1
+    memories = await rt.store.get_memories(table="messages", room_id=room_id(rt.agent_id, chat.id))
+    (press,) = [m for m in memories if m.content.button]
+    assert press.content.button == Press("colour:green", "Green", also=(Press("colour:blue", "Blue"),))
+    assert press.content.text == "Green, Blue"
