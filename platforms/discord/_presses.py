@@ -295,6 +295,7 @@ async def _ask(adapter: DiscordAdapter, interaction: discord.Interaction, value:
     A press Discord no longer knows, or answered already (redelivered), is logged at debug."""
     message = interaction.message
     if message is None or not adapter.listens_in(message.channel):
+        await acknowledge(interaction, adapter.name)  # CHANNEL_IDS: nothing asked, as a press there does nothing
         return
     prompt = await prompt_of(adapter, message, value)
     label = next((b.label for b in shown_buttons(message) if b.value == value), prompt.label)

@@ -201,3 +201,24 @@ async def test_a_modal_is_still_opened_for_a_message_the_store_does_not_know(sce
     assert callback.type == 9 and opened.modal is not None
     (field,) = [c for row in opened.modal["components"] for c in row["components"]]
     assert field["label"] == "Tell me"  # the button's label is the question
+
+
+async def test_outside_channel_ids_a_choice_is_ignored_and_no_modal_opens(scene) -> None:
+    s = scene
+    await s.start({"CHANNEL_IDS": str(s.general.id)}, with_brann=False)
+    rt = s.runtime("Ada")
+    client: Any = rt.get_service("discord").client
+    from platforms.discord._presses import components_of
+
+    # A message left from before CHANNEL_IDS (Ada does not post there now).
+    view = components_of([Button("Tell me", value="tell", asks=TextPrompt("What?"))], Menu.of(COLOURS))
+    await client.get_channel(s.lounge.id).send("Old question", view=view)
+    (old,) = await s.fake.wait_for_sent(s.ada, 1)
+    prompts = len(s.brain.prompts)
+    opened = await s.fake.user_clicks(s.sam, old, "troupe-ask:tell")
+    chosen = await s.fake.user_selects(s.sam, old, ["colour:red"])
+    assert [r.type for r in await s.fake.wait_for_response(opened)] == [6]  # deferred: no modal
+    assert [r.type for r in await s.fake.wait_for_response(chosen)] == [6]
+    await asyncio.sleep(0.5)
+    assert len(s.ada.sent) == 1 and len(s.brain.prompts) == prompts
+    assert await presses_in(rt, s.lounge) == []
