@@ -3,7 +3,7 @@
 reply to that question comes back as the press, with the text as its ``answer``.
 
 What the button asks is read from the stored message it was under (``content.buttons`` keeps a
-button's prompt). The question sent is remembered in the store's cache (a day, then forgotten)
+button's prompt). The question sent is stored as the character's message, and remembered in the store's cache (a day, then forgotten)
 with the press it answers, the person who pressed, and the message the button was under: a
 reply to it, by that person, on any daemon serving the character and also after a restart, is
 the answer. It replies to the bot's own message, so it addresses the character; its id is the
@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 from telegram import ForceReply, Message
 from telegram.constants import ParseMode
 
-from bot.sdk import Deadline, JSONValue, Press, TextPrompt, now_ms
+from bot.sdk import Deadline, JSONValue, Press, Reply, TextPrompt, now_ms
 
-from ._mapping import Translated, message_id
+from ._mapping import SOURCE, Translated, message_id, room_for_message
 from ._markdown import escape
 from ._outbound import with_retries
 
@@ -59,7 +59,8 @@ async def ask(
     adapter: TelegramAdapter, message: Message, press: Press, prompt: TextPrompt, person: int, name: str
 ) -> None:
     """Send ``prompt`` as a ForceReply in the chat (and topic) of ``message``, naming ``person``
-    in a group (a selective ForceReply opens only for those it names), and remember it.
+    in a group (a selective ForceReply opens only for those it names), store it as said (the
+    conversation shows the question), and remember what it asks.
 
     Raises:
         TelegramError: Telegram refused the question.
@@ -82,6 +83,8 @@ async def ask(
         )
 
     question = await with_retries(send, Deadline.after(adapter.config.send_deadline))
+    room = room_for_message(adapter.runtime.agent_id, message)
+    await adapter.remember_sent([question], Reply(text=question.text or "", source=SOURCE), room.id, room.world_id)
     kept: JSONValue = {"press": press.record(), "person": person, "under": message.to_dict()}
     await adapter.runtime.store.set_cache(
         _key(chat.id, question.message_id), kept, expires_at=now_ms() + PROMPT_KEPT_S * 1000

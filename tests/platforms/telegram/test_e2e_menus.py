@@ -81,6 +81,8 @@ async def test_a_button_that_asks_sends_a_force_reply_and_the_answer_is_the_pres
     assert markup["force_reply"] is True and markup["selective"] is True
     assert markup["input_field_placeholder"] == "mauve"
     assert question["text"] == "Cleo, Which colour, then?"  # names the asker: only their app opens a reply
+    said = await stored(rt, room_id(rt.agent_id, s.group.id), lambda m: m.content.text == question["text"])
+    assert said.entity_id == rt.agent_id  # the conversation shows the question
     await asyncio.sleep(0.3)
     assert len(s.brain.prompts) == prompts  # nothing for the character yet
     s.brain.plans["Ada"].append(plan("", "SETTLE"))
