@@ -57,19 +57,33 @@ async def test_choice_buttons_on_discord_run_the_option_pressed_once_without_a_m
     assert [r.type for r in first.responses] == [6]  # deferred
     assert len(s.brain.prompts) == prompts  # no model call
     assert await rt.store.get_task(str(task.id)) is None
-    question = await rt.store.get_memory(discord_id(rt.agent_id, shown.id))
-    assert question is not None and question.content.buttons is None and "✓ chosen: blue" in question.content.text
+    async with asyncio.timeout(30):  # the stored question follows the edit once Discord answered it
+        while (question := await rt.store.get_memory(discord_id(rt.agent_id, shown.id))) is None or (
+            question.content.buttons is not None
+        ):
+            await asyncio.sleep(0.01)
+    assert "✓ chosen: blue" in str(question.content.text)
 
 
-async def test_a_double_click_on_discord_runs_the_option_once_and_edits_the_question_once(scene) -> None:
+@pytest.mark.parametrize("in_a_menu", [False, True])
+async def test_a_double_click_on_discord_runs_the_option_once_and_edits_the_question_once(scene, in_a_menu) -> None:
     s = scene
     await s.start(with_brann=False)
     hold = asyncio.Event()
-    _, ran, shown, buttons = await offered(s, hold)
+    # Six options are offered in a menu; two as buttons.
+    options = ["red", "green", "blue", "gold", "grey", "teal"] if in_a_menu else None
+    _, ran, shown, components = await offered(s, hold, options=options)
+
+    async def choose_red() -> None:
+        if in_a_menu:
+            await s.fake.user_selects(s.sam, shown, [components[0]["options"][0]["value"]])
+        else:
+            await s.fake.user_clicks(s.sam, shown, components[0]["custom_id"])
+
     sent = len(s.ada.sent)
-    await s.fake.user_clicks(s.sam, shown, buttons[0]["custom_id"])
+    await choose_red()
     await until(lambda: ran)  # the first click's option is running; the buttons still show
-    await s.fake.user_clicks(s.sam, shown, buttons[0]["custom_id"])
+    await choose_red()
     await s.fake.wait_for_sent(s.ada, sent + 1)
     assert s.ada.sent[-1].content == 'The choice for "PICK_COLOUR" is already being made.'
     hold.set()
