@@ -22,6 +22,15 @@ answered twice by mistake; where it cannot be edited the reply's own text goes a
 A :class:`ReplyKeyboard` (``Reply.keyboard``) offers fixed answers in place of the phone's
 keyboard (Telegram's ReplyKeyboardMarkup); a tap sends the answer's words as an ordinary message
 from the person. Platforms without one (Discord) show the question's text alone.
+
+A :class:`Menu` (``Reply.menu``) offers up to 25 options in one select menu (Discord's string
+select), beside the buttons; a choice comes back as a press does, one message however many
+options were chosen (``Press.also`` holds the others). Telegram has no menus: its options are
+shown as buttons, each tap a choice of one.
+
+A button that ``asks`` a :class:`TextPrompt` wants words, not a click: pressed, it asks the
+person for a line of text (a Discord modal; on Telegram a question the person answers by
+replying), and the answer comes back as a press whose ``answer`` holds the text.
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -44,11 +53,14 @@ __all__ = [
     "MAX_BUTTONS",
     "MAX_KEYBOARD_ANSWERS",
     "MAX_LABEL_CHARS",
+    "MAX_MENU_OPTIONS",
     "MAX_VALUE_BYTES",
+    "Menu",
     "Press",
     "ReplyKeyboard",
     "rows",
     "Settled",
+    "TextPrompt",
 ]
 
 _log = logging.getLogger(__name__)
@@ -59,20 +71,70 @@ MAX_BUTTONS = 25
 #: Answers one reply keyboard offers; a phone shows a dozen at most without scrolling.
 MAX_KEYBOARD_ANSWERS = 12
 _LINK_SCHEMES = frozenset({"http", "https", "tg"})
+#: Options one menu offers, and the longest placeholder (Discord's limits).
+MAX_MENU_OPTIONS = 25
+_MAX_PLACEHOLDER = 100
+#: Discord's limits on a modal's text field: its label, and the text it takes.
+_MAX_PROMPT_LABEL = 45
+_MAX_ANSWER_CHARS = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class TextPrompt:
+    """What a button that asks for words shows: the field's ``label`` (the question),
+    ``placeholder`` (greyed in the empty field) and the longest answer taken.
+
+    Raises:
+        ValueError: an empty label or one over 45 characters, a placeholder over 100, or a
+            ``max_length`` outside 1 to 4000.
+    """
+
+    label: str
+    placeholder: str = ""
+    max_length: int = 1000
+
+    def __post_init__(self) -> None:
+        if not self.label.strip() or len(self.label) > _MAX_PROMPT_LABEL:
+            raise ValueError(f"a text prompt's label is 1 to {_MAX_PROMPT_LABEL} characters, not {len(self.label)}")
+        if len(self.placeholder) > _MAX_PLACEHOLDER:
+            raise ValueError(f"a text prompt's placeholder is at most {_MAX_PLACEHOLDER} characters")
+        if not 1 <= self.max_length <= _MAX_ANSWER_CHARS:
+            raise ValueError(f"a text prompt's max_length is 1 to {_MAX_ANSWER_CHARS}, not {self.max_length}")
+
+    def record(self) -> JSON:
+        return {"label": self.label, "placeholder": self.placeholder, "maxLength": self.max_length}
+
+    @classmethod
+    def parse(cls, item: object) -> TextPrompt:
+        """A TextPrompt from itself or its :meth:`record` (``max_length`` also taken).
+
+        Raises:
+            ValueError: what is wrong with it (see the class).
+        """
+        if isinstance(item, TextPrompt):
+            return item
+        if not isinstance(item, Mapping):
+            raise ValueError(f"a text prompt is a TextPrompt or a mapping, not {type(item).__name__}")
+        length = item.get("maxLength", item.get("max_length", 1000))
+        if not isinstance(length, int) or isinstance(length, bool):
+            raise ValueError(f"a text prompt's max_length is a number, not {length!r}")
+        return cls(str(item.get("label") or ""), str(item.get("placeholder") or ""), length)
 
 
 @dataclass(frozen=True, slots=True)
 class Button:
     """One button: a label and either a value that comes back when pressed, or a link to open.
+    ``asks``: pressed, it asks for a line of text first (see the module docstring).
 
     Raises:
         ValueError: no label, a label too long, neither or both of value and url, a value empty
-            or over 64 bytes, or a url that is not http(s) or tg.
+            or over 64 bytes, a url that is not http(s) or tg, or a link that asks.
     """
 
     label: str
     value: str | None = None
     url: str | None = None
+    asks: TextPrompt | None = None
 
     def __post_init__(self) -> None:
         if not self.label.strip():
@@ -89,6 +151,8 @@ class Button:
             )
         if self.url is not None and (urlsplit(self.url).scheme not in _LINK_SCHEMES or not urlsplit(self.url).netloc):
             raise ValueError(f"button {self.label!r}: its url must be an http(s) or tg link")
+        if self.asks is not None and self.url is not None:
+            raise ValueError(f"button {self.label!r}: a link opens its url, it cannot ask for text")
 
     @property
     def is_link(self) -> bool:
@@ -108,20 +172,22 @@ class Button:
             raise ValueError(f"a button is a Button or a mapping, not {type(item).__name__}")
         label = item.get("label", item.get("text"))
         value = next((item[k] for k in ("value", "callback_data", "data") if item.get(k) is not None), None)
-        url = item.get("url")
+        url, asks = item.get("url"), item.get("asks")
         return cls(
             label=str(label or ""),
             value=None if value is None else str(value),
             url=None if url is None else str(url),
+            asks=None if asks is None else TextPrompt.parse(asks),
         )
 
     def record(self) -> JSON:
         """What a stored message keeps of it."""
-        return (
-            {"label": self.label, "url": self.url}
-            if self.url is not None
-            else {"label": self.label, "value": self.value}
-        )
+        if self.url is not None:
+            return {"label": self.label, "url": self.url}
+        found: JSON = {"label": self.label, "value": self.value}
+        if self.asks is not None:
+            found["asks"] = self.asks.record()
+        return found
 
 
 def buttons_in(content: Mapping[str, object]) -> list[Button]:
@@ -183,28 +249,63 @@ def rows(buttons: Sequence[Button], per_row: int, *, row_chars: int = 30) -> lis
 
 @dataclass(frozen=True, slots=True)
 class Press:
-    """A button pressed: the value it carried, and its label when the platform still knows it
-    (a Telegram press on a message the bot can no longer read comes with the value only)."""
+    """A button pressed (or a menu's option chosen): the value it carried, and its label when
+    the platform still knows it (a Telegram press on a message the bot can no longer read comes
+    with the value only). ``also``: the other options chosen in the same menu at once, in the
+    menu's order; ``answer``: the text written for a button that asks for it."""
 
     value: str
     label: str | None = None
+    also: tuple[Press, ...] = ()
+    answer: str | None = None
 
     @property
     def text(self) -> str:
-        """What the person 'said' by pressing: the label, else the value."""
-        return self.label or self.value
+        """What the person 'said': the answer written, else the labels (else values) chosen."""
+        if self.answer is not None:
+            return self.answer
+        return ", ".join(p.label or p.value for p in self.chosen)
+
+    @property
+    def chosen(self) -> tuple[Press, ...]:
+        """Every option chosen: this one, then :attr:`also`."""
+        return (Press(self.value, self.label), *self.also)
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        """The values of every option chosen."""
+        return tuple(p.value for p in self.chosen)
 
     def record(self) -> JSON:
         """The press as the content of the message it becomes holds it (``content.button``)."""
-        return {"value": self.value, "label": self.label}
+        found: JSON = {"value": self.value, "label": self.label}
+        if self.also:
+            found["also"] = [p.record() for p in self.also]
+        if self.answer is not None:
+            found["answer"] = self.answer
+        return found
 
     @classmethod
     def of(cls, record: object) -> Press | None:
         """The press a stored record (:meth:`record`) holds; None for anything else."""
         if not isinstance(record, Mapping) or not isinstance(record.get("value"), str) or not record["value"]:
             return None
-        label = record.get("label")
-        return cls(str(record["value"]), label if isinstance(label, str) and label else None)
+        label, answer, also = record.get("label"), record.get("answer"), record.get("also")
+        others = [cls.of(item) for item in also] if isinstance(also, list) else []
+        return cls(
+            str(record["value"]),
+            label if isinstance(label, str) and label else None,
+            tuple(p for p in others if p is not None),
+            answer if isinstance(answer, str) else None,
+        )
+
+    @classmethod
+    def of_menu(cls, values: Sequence[str], options: Iterable[Button]) -> Press | None:
+        """The choice of ``values`` in a menu of ``options`` (each labelled as its option);
+        None for no value."""
+        offered = list(options)
+        found = [cls.find(value, offered) for value in values if value]
+        return replace(found[0], also=tuple(found[1:])) if found else None
 
     @classmethod
     def find(cls, value: str, buttons: Iterable[Button]) -> Press:
@@ -266,3 +367,44 @@ class ReplyKeyboard:
     @property
     def removes(self) -> bool:
         return not self.answers
+
+
+@dataclass(frozen=True, slots=True)
+class Menu:
+    """A select menu: up to :data:`MAX_MENU_OPTIONS` ``options`` (buttons with a value: their
+    labels shown, their values what a choice carries), the ``placeholder`` shown before a
+    choice, and how many options one choice takes (``min_values`` to ``max_values``).
+
+    Raises:
+        ValueError: no option or too many, a link or a button that asks among them, two with one
+            value, a placeholder over 100 characters, or counts that do not fit the options.
+    """
+
+    options: tuple[Button, ...]
+    placeholder: str = ""
+    min_values: int = 1
+    max_values: int = 1
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.options) <= MAX_MENU_OPTIONS:
+            raise ValueError(f"a menu offers 1 to {MAX_MENU_OPTIONS} options, not {len(self.options)}")
+        if any(o.value is None or o.asks is not None for o in self.options):
+            raise ValueError("a menu's options are buttons with a value (no links, none that asks for text)")
+        if len({o.value for o in self.options}) != len(self.options):
+            raise ValueError("a menu's options must carry different values (a choice could not be told apart)")
+        if len(self.placeholder) > _MAX_PLACEHOLDER:
+            raise ValueError(f"a menu's placeholder is at most {_MAX_PLACEHOLDER} characters")
+        if not 1 <= self.min_values <= self.max_values <= len(self.options):
+            raise ValueError(
+                f"a menu takes min_values to max_values options, 1 <= min <= max <= {len(self.options)}; "
+                f"not {self.min_values} to {self.max_values}"
+            )
+
+    @classmethod
+    def of(cls, options: Iterable[Button], placeholder: str = "", *, max_values: int = 1) -> Menu:
+        """A menu of ``options`` choosing one (or up to ``max_values``).
+
+        Raises:
+            ValueError: see the class.
+        """
+        return cls(tuple(options), placeholder, 1, max_values)

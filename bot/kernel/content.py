@@ -216,7 +216,7 @@ class Content:
     url: str | None = None
     """Where the platform shows the message."""
     buttons: tuple[Button, ...] | None = None
-    """The buttons it was sent with (as :meth:`Button.record` keeps them)."""
+    """The buttons it was sent with (as :meth:`Button.record` keeps them), a menu's options first."""
     type: str | None = None
     """What kind of fact it is (``"status"`` …), for facts."""
     image_prompt: str | None = None

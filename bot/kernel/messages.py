@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from bot.kernel.outgoing import Reply
+from bot.kernel.slash_commands import SlashCommand
 from bot.kernel.types import Memory
 
 __all__ = [
@@ -167,6 +168,8 @@ class IncomingMessage:
     native: NativeRef | None = None
     """Where the platform heard it; None where the character is alone (a terminal, a voice
     session, a message taken up after a crash)."""
+    command: SlashCommand | None = None
+    """The slash command it came by (Discord's ``/chat``), announced with it (INTERACTION_RECEIVED)."""
 
     @property
     def source(self) -> str:

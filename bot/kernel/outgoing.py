@@ -24,7 +24,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from bot.kernel.buttons import Button, ReplyKeyboard, Settled, buttons_checked, buttons_in
+from bot.kernel.buttons import Button, Menu, ReplyKeyboard, Settled, buttons_checked, buttons_in
 from bot.kernel.frozen_map import NOTHING, FrozenMap
 from bot.kernel.types import JSON
 
@@ -166,6 +166,8 @@ class Reply:
     keyboard: ReplyKeyboard | None = None
     """Fixed answers in place of the phone's keyboard (Telegram); other platforms leave it out.
     A reply with buttons shows its buttons instead (a message carries one or the other)."""
+    menu: Menu | None = None
+    """A select menu beside the buttons (Discord); Telegram shows its options as buttons."""
     extra: Mapping[str, object] = field(default_factory=lambda: _NOTHING)
     """Anything else a plugin sends along (``embeds`` for Discord …), under its own key."""
 

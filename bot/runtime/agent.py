@@ -576,13 +576,16 @@ class AgentRuntime:
     @staticmethod
     def _heard(incoming: IncomingMessage) -> list[Event]:
         """MESSAGE_RECEIVED for every message; after it, VOICE_MESSAGE_RECEIVED for a spoken one
-        and INTERACTION_RECEIVED for a button press."""
+        and INTERACTION_RECEIVED for a button press (a menu's choice, a prompt's answer) or a
+        slash command."""
         message, source = incoming.message, incoming.source
         heard: list[Event] = [MessageReceived(message=message, source=source)]
         if message.content.is_voice_message:
             heard.append(VoiceMessageReceived(message=message, source=source))
         if message.content.button is not None:
             heard.append(InteractionReceived(message=message, source=source, press=message.content.button))
+        elif incoming.command is not None:
+            heard.append(InteractionReceived(message=message, source=source, command=incoming.command))
         return heard
 
     async def _emit_in_order(self, events: list[Event]) -> None:

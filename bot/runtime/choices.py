@@ -3,7 +3,8 @@
 A plugin that needs a human decision stores a task tagged :data:`AWAITING_CHOICE` in the room,
 with ``metadata.options`` (strings or ``{name, description}``) and a task worker of the same
 name, then calls :func:`offer_options` to show the options as buttons (one per option, and
-Cancel). The core plugin's CHOOSE_OPTION runs the worker with the option pressed, without a
+Cancel; more than five options go in a menu, Cancel a button beside it: :func:`choice_controls`).
+The core plugin's CHOOSE_OPTION runs the worker with the option pressed or chosen, without a
 model; a person can also answer in words.
 
 A button's value is ``choose:<first 8 characters of the task id>:<option index | abort>``:
@@ -16,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bot.kernel.buttons import MAX_BUTTONS, MAX_LABEL_CHARS, Button
+from bot.kernel.buttons import MAX_BUTTONS, MAX_LABEL_CHARS, MAX_MENU_OPTIONS, Button, Menu
 from bot.kernel.errors import SendError
 from bot.kernel.outgoing import Reply
 from bot.kernel.types import Memory, Task
@@ -30,8 +31,10 @@ __all__ = [
     "AWAITING_CHOICE",
     "Choice",
     "choice_buttons",
+    "choice_controls",
     "CHOICE_PREFIX",
     "choices_buttons",
+    "MENU_FROM",
     "offer_options",
     "options_of",
     "SHORT_ID",
@@ -43,6 +46,8 @@ ABORT = "ABORT"
 SHORT_ID = 8
 CHOICE_PREFIX = "choose:"
 _ABORT_VALUE = "abort"
+#: From this many options on, they are offered in a menu: more than a row of buttons (Discord's five).
+MENU_FROM = 6
 
 
 def options_of(task: Task) -> list[tuple[str, str]]:
@@ -91,6 +96,17 @@ def choice_buttons(task: Task) -> list[Button]:
     return [*buttons, Button("Cancel", value=Choice(short, None).value)]
 
 
+def choice_controls(task: Task) -> tuple[tuple[Button, ...], Menu | None]:
+    """The buttons and the menu that offer ``task``'s options: a button each and Cancel (no
+    menu); from :data:`MENU_FROM` options on, a menu of them (the first
+    :data:`~bot.kernel.buttons.MAX_MENU_OPTIONS`) with Cancel a button beside it."""
+    *options, cancel = choice_buttons(task)
+    if len(options) < MENU_FROM:
+        return (*options, cancel), None
+    placeholder = f"Choose for {task.name}"[:100]
+    return (cancel,), Menu.of(options[:MAX_MENU_OPTIONS], placeholder)
+
+
 def choices_buttons(tasks: Sequence[Task]) -> list[Button]:
     """The buttons of several waiting tasks in one message: one task's as :func:`choice_buttons`;
     of more, each label names its task ("PICK_COLOUR: red", "Cancel PICK_COLOUR"), as many whole
@@ -108,8 +124,8 @@ def choices_buttons(tasks: Sequence[Task]) -> list[Button]:
 
 
 async def offer_options(runtime: AgentRuntime, task: Task, text: str | None = None) -> list[Memory]:
-    """Show ``task``'s options as buttons in its room, under ``text`` (by default the task's
-    name and description). Returns the memories of what was sent.
+    """Show ``task``'s options as buttons (or a menu: :func:`choice_controls`) in its room, under
+    ``text`` (by default the task's name and description). Returns the memories of what was sent.
 
     Raises:
         ValueError: the task has no id, no room or no options.
@@ -125,4 +141,5 @@ async def offer_options(runtime: AgentRuntime, task: Task, text: str | None = No
         raise SendError(f"{room.source or 'the platform'} of task {task.name!r} is not connected")
     if text is None:
         text = f"{task.name}: {task.description}" if task.description else f"Please choose for {task.name}:"
-    return await messenger.send_to_room(room, Reply(text=text, source=room.source, buttons=tuple(choice_buttons(task))))
+    buttons, menu = choice_controls(task)
+    return await messenger.send_to_room(room, Reply(text=text, source=room.source, buttons=buttons, menu=menu))

@@ -273,10 +273,10 @@ async def remember_sent(
     """Store what went out of ``reply`` (one memory per message the platform sent) and announce
     it (:func:`record_sent`). The files to upload are not part of what was said: each message's
     own ``content.attachments`` (from the platform) says what files it carried. The last message
-    keeps the buttons, as they were shown."""
+    keeps the buttons, as they were shown (a menu's options first)."""
     agent, memories, messages = runtime.agent_id, [], list(sent)
     said = _said(reply, source)
-    buttons = tuple(buttons_checked(reply.buttons))
+    buttons = (*(reply.menu.options if reply.menu is not None else ()), *buttons_checked(reply.buttons))
     for index, message in enumerate(messages):
         # Buttons go under the last message of a reply: that one keeps them, as they were shown.
         shown = buttons if buttons and index == len(messages) - 1 else None

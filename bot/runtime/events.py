@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, ClassVar
 
 from bot.kernel.buttons import Press
+from bot.kernel.slash_commands import SlashCommand
 from bot.kernel.types import JSON, Entity, Memory, Room, World
 
 if TYPE_CHECKING:
@@ -165,12 +166,20 @@ class VoiceMessageReceived(_MessageEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class InteractionReceived(_MessageEvent):
-    """Someone pressed a button under one of the agent's messages, after its MESSAGE_RECEIVED
-    (the press is a message of its own): ``press`` holds the button's value and label."""
+class InteractionReceived(Event):
+    """Someone used the platform's own controls with the agent. Either ``press``: a button
+    pressed, a menu's options chosen or a text prompt answered under one of the agent's
+    messages, after the MESSAGE_RECEIVED of the ``message`` it became (its value, label, the
+    other options chosen, the text written). Or ``command``: a slash command used (its name,
+    options, who and where); ``message`` is what the pipeline received for one that talks to
+    the agent (Discord's ``/chat`` and ``/ask``, after its MESSAGE_RECEIVED), None for one
+    answered without it (``/troupe``, ``/summarize`` …)."""
 
     type: ClassVar[EventType] = EventType.INTERACTION_RECEIVED
-    press: Press
+    source: str
+    message: Memory | None = None
+    press: Press | None = None
+    command: SlashCommand | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

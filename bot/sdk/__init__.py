@@ -25,7 +25,7 @@ from bot.kernel.background import BackgroundTasks, next_round
 from bot.kernel.backoff import Deadline, ExponentialBackoff
 from bot.kernel.bodies import MAX_AUDIO_BYTES, BodyTooLarge, read_limited
 from bot.kernel.bus import Bus, Post
-from bot.kernel.buttons import Button, Press, ReplyKeyboard, Settled, buttons_shown, rows
+from bot.kernel.buttons import Button, Menu, Press, ReplyKeyboard, Settled, TextPrompt, buttons_shown, rows
 from bot.kernel.chunking import Units, split_message
 from bot.kernel.content import Attachment, Content, MemoryMetadata, MemoryType
 from bot.kernel.errors import (
@@ -101,6 +101,7 @@ from bot.kernel.record_metadata import (
     WorldMetadata,
 )
 from bot.kernel.redact import scrub_for, scrub_secret
+from bot.kernel.slash_commands import SlashCommand
 from bot.kernel.tables import Column, ColumnType, Index, Table, TableRow, TableValue
 from bot.kernel.terminal import ask
 from bot.kernel.text import first_words, one_line, repair_text, utf16_len
@@ -150,6 +151,7 @@ from bot.runtime.choices import (
     SHORT_ID,
     Choice,
     choice_buttons,
+    choice_controls,
     choices_buttons,
     options_of,
 )
@@ -262,6 +264,7 @@ __all__ = [
     "Character",
     "Choice",
     "choice_buttons",
+    "choice_controls",
     "CHOICE_PREFIX",
     "choices_buttons",
     "Claim",
@@ -330,6 +333,7 @@ __all__ = [
     "Memory",
     "MemoryMetadata",
     "MemoryType",
+    "Menu",
     "MESSAGE_VECTORS",
     "MessageDeleted",
     "MessageHandler",
@@ -426,6 +430,7 @@ __all__ = [
     "SHORT_ANSWER_TOKENS",
     "SHORT_ID",
     "SizeLimits",
+    "SlashCommand",
     "sniff_image_type",
     "speech",
     "SpeechParams",
@@ -451,6 +456,7 @@ __all__ = [
     "TaskWorker",
     "text_or_file",
     "TextParams",
+    "TextPrompt",
     "time_limit",
     "TokenClaims",
     "TokenRefusal",

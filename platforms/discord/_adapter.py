@@ -496,7 +496,7 @@ class DiscordAdapter(
             text,
             files=files,
             embeds=embeds_of(reply.extra.get("embeds")),  # Discord's own: a plugin's, kept in extra
-            view=components_of(reply.buttons),
+            view=components_of(reply.buttons, reply.menu),
             reference=quoting,
             deadline_s=self.config.send_deadline,
         )

@@ -13,7 +13,8 @@ under 2000 characters as every reply is (:func:`._outbound.send_chunks`). When n
 spinning until Discord gives up. An interaction Discord no longer knows (10062: deferred too
 late) is still answered, as a plain message in the channel.
 
-The message's id comes from the interaction's id: a redelivered INTERACTION_CREATE (its second
+INTERACTION_RECEIVED follows the message's MESSAGE_RECEIVED, with the command (its name, its
+text as an option, who and where) beside the message. The message's id comes from the interaction's id: a redelivered INTERACTION_CREATE (its second
 deferral refused with 40060) is claimed once by the pipeline and answered once. After a crash, an
 unanswered one is taken up like any stored message (:meth:`DiscordAdapter.reply_to`): a plain
 message in the channel, since the interaction's token (valid 15 minutes, a credential) is never
@@ -32,6 +33,7 @@ from bot.sdk import (
     ChannelType,
     Content,
     IncomingMessage,
+    InteractionReceived,
     Memory,
     MemoryMetadata,
     MemoryType,
@@ -45,6 +47,7 @@ from bot.sdk import (
 )
 
 from ._adapter import TYPING_EVERY_S
+from ._interactions import slash_command
 from ._mapping import SOURCE, channel_type, discord_id, user_names
 from ._outbound import describe
 from ._presses import acknowledge
@@ -168,12 +171,14 @@ async def answer_command(
     if channel is None or not adapter.listens_in(channel):
         await interaction.response.send_message(f"{adapter.name} doesn't listen in this channel.", ephemeral=True)
         return
+    used = slash_command(adapter.runtime.agent_id, interaction)
     text = command_text(given)
     if not text:
         await interaction.response.send_message(
             f"Nothing to answer: write something after /{command}, as in `/{command} {option}:hello`.",
             ephemeral=True,
         )
+        await adapter.runtime.emit(InteractionReceived(source=SOURCE, command=used))  # no message to announce it with
         return
     deferred = await acknowledge(interaction, adapter.name, thinking=True)
     memory = translate_command(adapter.runtime.agent_id, interaction, channel, text)
@@ -187,7 +192,7 @@ async def answer_command(
         SOURCE, str(channel.id), f"command:{interaction.id}", str(interaction.user.id), str(adapter.bot_id)
     )
     try:
-        outcome = await adapter.runtime.receive(IncomingMessage(memory, replies, native=native))
+        outcome = await adapter.runtime.receive(IncomingMessage(memory, replies, native=native, command=used))
     finally:
         await typing.stop()
     note = nothing_said(adapter.name, outcome.status) if deferred and not replies.answered else None

@@ -26,8 +26,8 @@ from ._events import (
     message_edited,
     reaction_added,
 )
+from ._interactions import interaction_used
 from ._mapping import SOURCE
-from ._presses import take_press
 from ._rest import point_gateway
 from ._voice_presence import voice_state_changed
 
@@ -219,8 +219,8 @@ class Client(discord.Client):
         await self.adapter.run_handler("message", self.adapter.on_message(message))
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:
-        # Slash commands are the command tree's; other code's components are its views'.
-        await self.adapter.run_handler("button press", take_press(self.adapter, interaction))
+        # Slash commands are the command tree's (announced here); other code's components are its views'.
+        await self.adapter.run_handler("interaction", interaction_used(self.adapter, interaction))
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         await self.adapter.run_handler("edit", message_edited(self.adapter, payload))

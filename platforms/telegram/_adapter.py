@@ -76,6 +76,7 @@ from ._message_ref import TelegramMessageRef
 from ._outbound import ChatTarget, ReplyMarkup, send_text
 from ._polling import PollingWatch
 from ._presses import markup_of, settle
+from ._prompts import answer_to
 from ._reactions import react
 from ._relay import Relay
 from ._request import AiohttpRequest, UpdatesRequest
@@ -336,13 +337,18 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
             await self._albums.gather(message, self._receive_album)
             return
         seen = translate(self.runtime.agent_id, message, bot_id=self.bot_id, bot_username=self.username, text=text)
-        await self._receive_translated(message, seen, relayed=relayed)
+        under = None
+        if not relayed:  # the answer to a question a button asked (:mod:`._prompts`)?
+            seen, under = await answer_to(self, message, seen)
+        await self._receive_translated(message, seen, relayed=relayed, under=under)
 
     async def _receive_album(self, parts: list[Message]) -> None:
         seen = translate_album(self.runtime.agent_id, parts, bot_id=self.bot_id, bot_username=self.username)
         await self._receive_translated(next(m for m in parts if m.message_id == seen.message_id), seen, relayed=False)
 
-    async def _receive_translated(self, message: Message, seen: Translated, *, relayed: bool) -> None:
+    async def _receive_translated(
+        self, message: Message, seen: Translated, *, relayed: bool, under: Message | None = None
+    ) -> None:
         await self.ensure_stored(message, seen)
         if not relayed:
             # In this update's own task (the Application handles updates concurrently): polling
@@ -351,7 +357,7 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
             seen = await listen(self.runtime, self.app.bot, seen)
         if not seen.memory.content.text and not seen.attachments:
             return
-        await self._hand_over(message, seen, self._native(message, seen))
+        await self._hand_over(message, seen, self._native(message, seen), under)
 
     async def receive_press(self, message: MaybeInaccessibleMessage, seen: Translated) -> None:
         """A press of one of this bot's buttons under ``message``, translated (:mod:`._presses`),
@@ -359,13 +365,16 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
         await self._write_chat(message.chat, None)
         await self.connections.ensure_rooms([seen.room])
         await self.connections.ensure_entity(seen.entity, seen.room.id)
-        await self._hand_over(message, seen, None)
+        # A press's answer may edit the message its button was under (one the bot can still read).
+        await self._hand_over(message, seen, None, message if isinstance(message, Message) else None)
 
-    async def _hand_over(self, message: MaybeInaccessibleMessage, seen: Translated, native: NativeRef | None) -> None:
+    async def _hand_over(
+        self, message: MaybeInaccessibleMessage, seen: Translated, native: NativeRef | None, under: Message | None
+    ) -> None:
+        """``seen`` to the pipeline; ``under``: for a press (or a prompt's answer), the message
+        its button was under, which the answer may settle."""
         typing = _Typing(self, seen.chat_id, seen.thread_id)
         target = ChatTarget(message.chat.id, seen.thread_id, message.chat.title)
-        # A press's answer may edit the message its button was under (one the bot can still read).
-        under = message if seen.memory.content.button is not None and isinstance(message, Message) else None
         channel = PlatformReplyChannel(self, target, message.message_id, seen.memory, typing, under=under)
         try:
             await self.runtime.receive(IncomingMessage(seen.memory, channel, native=native))

@@ -12,7 +12,12 @@ twice, which is logged at debug).
 
 A press on a message too old for the bot to read (an InaccessibleMessage, date 0) still counts:
 its chat is known but not its forum topic nor the button's label, so it goes to the chat's main
-room with the button's value as its text. A press on a message sent in inline mode (no message,
+room with the button's value as its text. A press of a button that asks for text asks it first
+(:mod:`._prompts`): the answer is the press.
+
+A reply's menu (Telegram has none) is shown as buttons, its options first: for a menu choosing
+one option, a tap chooses it; for one taking several, taps tick options and Done chooses those
+ticked (:mod:`._menus`). A press on a message sent in inline mode (no message,
 an ``inline_message_id``) is acknowledged and ignored: troupe sends none.
 """
 
@@ -48,8 +53,10 @@ from ._mapping import (
     message_metadata,
     room_for_message,
 )
+from ._menus import TICK, MenuTap, menu_rows, take_menu_tap
 from ._message_ref import TelegramMessageRef
-from ._outbound import ReplyMarkup, with_retries
+from ._outbound import ReplyMarkup, SendGaveUp, with_retries
+from ._prompts import ask, prompt_of
 
 if TYPE_CHECKING:
     from ._adapter import TelegramAdapter
@@ -107,12 +114,17 @@ def reply_keyboard(wanted: ReplyKeyboard, *, selective: bool) -> ReplyKeyboardMa
 
 
 def markup_of(reply: Reply, *, replying: bool) -> ReplyMarkup | None:
-    """What ``reply`` carries under its last message: its buttons, else its reply keyboard (a
-    message holds one or the other: the buttons win, the keyboard is left out with a warning)."""
-    if reply.buttons:
+    """What ``reply`` carries under its last message: its menu's options and its buttons, else
+    its reply keyboard (a message holds one or the other: the buttons win, the keyboard is left
+    out with a warning)."""
+    menu = reply.menu
+    if menu is not None or reply.buttons:
         if reply.keyboard is not None:
             _log.warning("a reply keyboard left out: the reply has buttons, and a message carries one or the other")
-        return keyboard(reply.buttons)
+        if menu is not None and menu.max_values > 1:  # ticked, then Done (:mod:`._menus`)
+            after = keyboard(reply.buttons)
+            return InlineKeyboardMarkup([*menu_rows(menu), *(after.inline_keyboard if after is not None else ())])
+        return keyboard([*(menu.options if menu is not None else ()), *reply.buttons])
     return reply_keyboard(reply.keyboard, selective=replying) if reply.keyboard is not None else None
 
 
@@ -154,17 +166,23 @@ def shown_buttons(message: MaybeInaccessibleMessage) -> list[Button]:
     if markup is None:
         return []
     return buttons_shown(
-        (b.text, b.callback_data) for row in markup.inline_keyboard for b in row if isinstance(b.callback_data, str)
+        (b.text.removeprefix(TICK), b.callback_data)
+        for row in markup.inline_keyboard
+        for b in row
+        if isinstance(b.callback_data, str)
     )
 
 
-def translate_press(agent_id: str, query: CallbackQuery, message: MaybeInaccessibleMessage) -> Translated:
-    """A press of a button under ``message`` as the message the pipeline receives (pure)."""
+def translate_press(
+    agent_id: str, query: CallbackQuery, message: MaybeInaccessibleMessage, press: Press | None = None
+) -> Translated:
+    """A press of a button under ``message`` (``press``: the options ticked in a menu, when it
+    is Done) as the message the pipeline receives (pure)."""
     chat, presser = message.chat, query.from_user
     # An InaccessibleMessage says nothing of its forum topic: the chat's main room it is.
     room = room_for_message(agent_id, message) if isinstance(message, Message) else chat_room(agent_id, chat)
     topic = room.metadata.thread_id
-    press = Press.find(str(query.data), shown_buttons(message))
+    press = press or Press.find(str(query.data), shown_buttons(message))
     where = TelegramMessageRef.heard(chat, message.message_id, presser, topic, callback_query_id=query.id)
     memory = Memory(
         id=message_id(agent_id, chat.id, f"press-{query.id}"),
@@ -209,12 +227,27 @@ async def acknowledge(query: CallbackQuery, agent: str) -> None:
 
 
 async def take_press(adapter: TelegramAdapter, query: CallbackQuery) -> None:
-    """Acknowledge a press, then hand it to the pipeline (see the module docstring)."""
-    await acknowledge(query, adapter.name)
+    """Acknowledge a press, then hand it to the pipeline (see the module docstring); a tap in a
+    menu of several options is :mod:`._menus`'s."""
     message = query.message
+    if message is not None and query.data and adapter.allowed(message.chat):
+        tapped = await take_menu_tap(adapter, query)
+        if isinstance(tapped, Press):
+            await adapter.receive_press(message, translate_press(adapter.runtime.agent_id, query, message, tapped))
+        if tapped is not MenuTap.ELSEWHERE:
+            return
+    await acknowledge(query, adapter.name)
     if message is None:
         _log.debug("%s: a press on an inline-mode message (%s) is ignored", adapter.name, query.inline_message_id)
         return
     if not query.data or not adapter.allowed(message.chat):
         return  # a game's button, or a chat the character stays out of
+    prompt = await prompt_of(adapter, message, query.data) if isinstance(message, Message) else None
+    if prompt is not None and isinstance(message, Message):
+        press, person = Press.find(query.data, shown_buttons(message)), query.from_user
+        try:
+            await ask(adapter, message, press, prompt, person.id, person.first_name)
+        except (TelegramError, SendGaveUp) as exc:
+            _log.warning("%s: could not ask %r on Telegram (%s)", adapter.name, prompt.label, exc.__class__.__name__)
+        return
     await adapter.receive_press(message, translate_press(adapter.runtime.agent_id, query, message))

@@ -195,7 +195,8 @@ class WebAdapter(PlatformAdapter[Conversation, Line, str]):
             text=text,
             created_at=now_ms(),
             files=tuple(files),
-            buttons=tuple(reply.buttons),
+            # No menus on the page: a menu's options are buttons, each a choice of one.
+            buttons=(*(reply.menu.options if reply.menu is not None else ()), *reply.buttons),
         )
         return [line]  # shown once stored (remember_sent): a press on it then finds it
 

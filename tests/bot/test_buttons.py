@@ -10,9 +10,11 @@ from bot.kernel.buttons import (
     MAX_BUTTONS,
     MAX_KEYBOARD_ANSWERS,
     Button,
+    Menu,
     Press,
     ReplyKeyboard,
     Settled,
+    TextPrompt,
     buttons_in,
     buttons_shown,
     rows,
@@ -41,7 +43,7 @@ def test_a_button_has_a_value_or_a_link() -> None:
 )
 def test_a_bad_button_says_what_is_wrong(button: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        Button(**button)
+        Button.parse(button)
 
 
 def test_buttons_in_content_take_the_common_spellings_and_leave_out_what_is_wrong(
@@ -114,3 +116,51 @@ def test_a_reply_keyboard_offers_a_few_distinct_answers_or_none_to_take_it_away(
         ReplyKeyboard(("Tea", " "))
     with pytest.raises(ValueError, match=f"at most {MAX_KEYBOARD_ANSWERS} answers"):
         ReplyKeyboard(tuple(str(n) for n in range(MAX_KEYBOARD_ANSWERS + 1)))
+
+
+OPTIONS = tuple(Button(name, value=name.lower()) for name in ("Red", "Green", "Blue"))
+
+
+def test_a_menu_checks_its_options_and_counts() -> None:
+    assert Menu.of(OPTIONS, "Pick", max_values=2) == Menu(OPTIONS, "Pick", 1, 2)
+    for options, low, high, message in [
+        ((), 1, 1, "1 to 25 options, not 0"),
+        (tuple(Button(f"B{i}", value=str(i)) for i in range(26)), 1, 1, "1 to 25 options, not 26"),
+        ((Button("Docs", url="https://example.com"),), 1, 1, "no links"),
+        ((Button("A", value="x"), Button("B", value="x")), 1, 1, "different values"),
+        (OPTIONS, 2, 1, "not 2 to 1"),
+        (OPTIONS, 1, 4, "not 1 to 4"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            Menu(options, "", low, high)
+    with pytest.raises(ValueError, match="placeholder is at most 100"):
+        Menu(OPTIONS, "x" * 101)
+
+
+def test_a_choice_of_several_options_is_one_press_that_reads_back_from_its_record() -> None:
+    press = Press.of_menu(["blue", "red"], OPTIONS)
+    assert press == Press("blue", "Blue", also=(Press("red", "Red"),))
+    assert press.text == "Blue, Red" and press.values == ("blue", "red")
+    assert Press.of(press.record()) == press
+    assert Press.of_menu([], OPTIONS) is None
+    assert Press("x", "X").record() == {"value": "x", "label": "X"}  # a plain press keeps its old record
+
+
+def test_a_button_that_asks_for_text_keeps_its_prompt_and_its_answer_is_the_press_text() -> None:
+    other = Button("Other…", value="other", asks=TextPrompt("Which one?", "mauve", 40))
+    assert Button.parse(other.record()) == other
+    assert Button.parse({"label": "Other", "value": "o", "asks": {"label": "Which?", "max_length": 5}}).asks == (
+        TextPrompt("Which?", "", 5)
+    )
+    answered = Press("other", "Other…", answer="mauve")
+    assert answered.text == "mauve" and Press.of(answered.record()) == answered
+    with pytest.raises(ValueError, match="cannot ask for text"):
+        Button("Docs", url="https://example.com", asks=TextPrompt("Why?"))
+    for bad, message in [
+        (dict(label=""), "1 to 45 characters"),
+        (dict(label="x" * 46), "1 to 45 characters"),
+        (dict(label="ok", placeholder="x" * 101), "at most 100"),
+        (dict(label="ok", max_length=0), "1 to 4000"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            TextPrompt(**bad)  # type: ignore[arg-type]

@@ -23,8 +23,10 @@ from bot.config.settings import DaemonSettings
 from bot.daemon.console.pages.chat import MAX_UPLOAD_BYTES
 from bot.daemon.daemon import Daemon
 from bot.daemon.platform_plans import CONSOLE_OFF, plans_for, preflight, refusal
+from bot.kernel.buttons import Button, Menu, Press
 from bot.kernel.errors import SendError
 from bot.kernel.lifecycle import DaemonState
+from bot.kernel.outgoing import Reply
 from bot.kernel.types import Memory
 from bot.runtime.agent import AgentRuntime
 from platforms.web import web_adapter
@@ -297,3 +299,20 @@ async def test_with_the_console_off_a_character_with_no_platform_token_still_exi
     code = await Daemon(settings, load_characters([_ada(tmp_path)], environ=environ), environ).run()
     assert code == 78
     assert "no character can run, so troupe does not start" in caplog.text
+
+
+async def test_a_menu_on_the_page_is_its_options_as_buttons_each_a_choice(site: Site) -> None:
+    adapter = web_adapter(site.runtime)
+    assert adapter is not None
+    conversation = await adapter.open("Sam")
+    room = await site.runtime.store.get_room(conversation.room_id)
+    assert room is not None
+    options = (Button("Tea", value="tea"), Button("Coffee", value="coffee"))
+    (offer,) = await adapter.send_to_room(room, Reply(text="Tea or coffee?", menu=Menu.of(options)))
+    assert offer.content.buttons == options  # stored as shown: the page has no menus
+    line = await adapter.press(conversation, str(offer.id), "coffee")
+    assert line is not None
+    async with asyncio.timeout(30):
+        while not (pressed := [m for m in await _stored(site.runtime, room.id) if m.content.button]):
+            await asyncio.sleep(0.02)
+    assert pressed[0].content.button == Press("coffee", "Coffee")

@@ -105,7 +105,12 @@ Acting as users (each returns once the events are written to every socket)
 - ``user_clicks(user, message, custom_id)``: the user presses a button under a bot's message:
   INTERACTION_CREATE of a message component (type 3, ``data.custom_id``/``component_type``) to
   that bot, with the message and its components; a button the message does not show cannot be
-  pressed (LookupError). ``redeliver(interaction)`` sends the same INTERACTION_CREATE again.
+  pressed (LookupError). ``user_selects(user, message, values)``: the user chooses ``values`` in
+  a string select under it (``component_type`` 3, ``data.values``; values it does not offer, or
+  too many or few, LookupError). ``user_submits(user, opened, {input_id: text})``: the user
+  submits the modal the bot answered ``opened`` with (a callback of type 9, checked as Discord
+  checks a modal): INTERACTION_CREATE of type 5 with the modal's ``custom_id`` and its text
+  inputs' values. ``redeliver(interaction)`` sends the same INTERACTION_CREATE again.
   An interaction's ``dispatched`` holds when it went out and each response its ``at``
   (``time.monotonic()``). Its callback is refused like Discord does: 40060 once already answered,
   10062 (unknown interaction) later than ``fake.interaction_window`` (3 s) after the dispatch.
@@ -127,8 +132,8 @@ POST (JSON, or multipart with ``payload_json`` and ``files[n]``), message GET/PA
 ``messages/@original``. Errors look like Discord's: ``{"message", "code"}`` with Discord's codes
 (50001 Missing Access, 50013 Missing Permissions, 50006 empty message, 50035 over 2000 characters,
 10008 Unknown Message, 40060 already acknowledged, 10062 unknown interaction, ...). Message
-components (buttons in action rows) are checked as Discord does (rows, custom_ids, links,
-labels: 50035 naming the field) and kept on the message. Successful answers carry X-RateLimit
+components (buttons and string selects in action rows) are checked as Discord does (rows,
+custom_ids, links, labels, options: 50035 naming the field) and kept on the message. Successful answers carry X-RateLimit
 headers that never run out. Unknown routes: 404, recorded.
 
 Scripting failures
@@ -236,9 +241,44 @@ MAX_CONTENT = 2000
 #: Upload limits per file by boost tier, as Discord has them since 2024.
 #: Discord forgets an interaction whose first answer (the callback) comes later than this.
 INTERACTION_WINDOW_S = 3.0
-_COMPONENT_ROW, _COMPONENT_BUTTON, _LINK_STYLE = 1, 2, 5
+_COMPONENT_ROW, _COMPONENT_BUTTON, _COMPONENT_SELECT, _COMPONENT_TEXT_INPUT, _LINK_STYLE = 1, 2, 3, 4, 5
+_MAX_SELECT_OPTIONS, _MAX_OPTION_TEXT, _MAX_PLACEHOLDER = 25, 100, 150
+_MAX_MODAL_TITLE, _MAX_INPUT_LABEL, _MAX_INPUT_TEXT = 45, 45, 4000
 _MAX_ROWS, _MAX_ROW_BUTTONS, _MAX_CUSTOM_ID, _MAX_BUTTON_LABEL = 5, 5, 100, 80
 UPLOAD_LIMITS = {0: 10 * 1024 * 1024, 1: 10 * 1024 * 1024, 2: 50 * 1024 * 1024, 3: 100 * 1024 * 1024}
+
+
+def _invalid_form(where: str, message: str, code: str) -> _HTTPError:
+    """Discord's 50035 naming the field ``where`` and what is wrong with it."""
+    return _HTTPError(400, 50035, "Invalid Form Body", {where: {"_errors": [{"code": code, "message": message}]}})
+
+
+def _invalid_component(where: str, message: str) -> _HTTPError:
+    return _invalid_form(where, message, "COMPONENT_INVALID")
+
+
+def _validate_select(item: dict[str, Any], where: str) -> None:
+    """A string select as Discord takes it (see :meth:`FakeDiscord._validate_components`)."""
+    custom_id, options = item.get("custom_id"), item.get("options")
+    if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= _MAX_CUSTOM_ID:
+        raise _invalid_component(f"{where}.custom_id", f"Must be between 1 and {_MAX_CUSTOM_ID} in length.")
+    if not isinstance(options, list) or not 1 <= len(options) <= _MAX_SELECT_OPTIONS:
+        raise _invalid_component(f"{where}.options", f"Must be between 1 and {_MAX_SELECT_OPTIONS} in length.")
+    values = [o.get("value") if isinstance(o, dict) else None for o in options]
+    for o, option in enumerate(options):
+        for key in ("label", "value"):
+            text = option.get(key) if isinstance(option, dict) else None
+            if not isinstance(text, str) or not 1 <= len(text) <= _MAX_OPTION_TEXT:
+                raise _invalid_component(
+                    f"{where}.options.{o}.{key}", f"Must be between 1 and {_MAX_OPTION_TEXT} in length."
+                )
+    if len(set(values)) != len(values):
+        raise _invalid_component(f"{where}.options", "Select option values must be unique.")
+    if len(str(item.get("placeholder") or "")) > _MAX_PLACEHOLDER:
+        raise _invalid_component(f"{where}.placeholder", f"Must be {_MAX_PLACEHOLDER} or fewer in length.")
+    low, high = item.get("min_values", 1), item.get("max_values", 1)
+    if not (isinstance(low, int) and isinstance(high, int) and 0 <= low <= high and 1 <= high <= len(options)):
+        raise _invalid_component(f"{where}.max_values", "min_values and max_values do not fit the options.")
 
 
 class Intents:
@@ -644,9 +684,11 @@ class FakeInteraction:
     followups: list[FakeMessage] = field(default_factory=list)
     responses: list[InteractionResponse] = field(default_factory=list)
     type: int = 2
-    """2 an application command, 3 a message component."""
+    """2 an application command, 3 a message component, 5 a modal submitted."""
     message: FakeMessage | None = None
-    """The message whose component was used (component interactions)."""
+    """The message whose component was used (component interactions, and a modal opened from one)."""
+    modal: dict[str, Any] | None = None
+    """The modal the bot answered it with (a callback of type 9), which the user may submit."""
     payload: dict[str, Any] = field(default_factory=dict)
     """The INTERACTION_CREATE as dispatched (what :meth:`FakeDiscord.redeliver` sends again)."""
     dispatched: list[float] = field(default_factory=list)
@@ -2100,6 +2142,87 @@ class FakeDiscord(LocalServer):
             shown = [b.get("custom_id") or b.get("url") for b in buttons]
             raise LookupError(f"{message!r} has no button {custom_id!r} to press (it has {shown})")
         data = {"custom_id": custom_id, "component_type": _COMPONENT_BUTTON}
+        return await self._component_interaction(bot, user, message, data)
+
+    async def user_selects(
+        self, user: FakeUser, message: FakeMessage, values: Sequence[str], custom_id: str | None = None
+    ) -> FakeInteraction:
+        """``user`` chooses ``values`` in the string select ``custom_id`` (the message's only one
+        if None) under ``message`` (a bot's): INTERACTION_CREATE of a message component (type 3,
+        ``component_type`` 3, ``values``) to that bot, as :meth:`user_clicks`.
+
+        Raises:
+            LookupError: no such select, a value it does not offer, or a count outside its
+                min_values to max_values.
+        """
+        bot = message.author
+        if not isinstance(bot, FakeBot):
+            raise LookupError(f"{message!r} is no bot's: only an application's messages have selects")
+        selects = [
+            c
+            for row in message.components
+            for c in row.get("components") or ()
+            if c.get("type") == _COMPONENT_SELECT and custom_id in (None, c.get("custom_id")) and not c.get("disabled")
+        ]
+        if len(selects) != 1:
+            raise LookupError(f"{message!r} has no one select {custom_id or ''!r} to choose in")
+        (select,) = selects
+        offered = [o["value"] for o in select["options"]]
+        if any(v not in offered for v in values) or len(set(values)) != len(values):
+            raise LookupError(f"the select offers {offered}, not {list(values)}")
+        if not select.get("min_values", 1) <= len(values) <= select.get("max_values", 1):
+            raise LookupError(f"the select takes {select.get('min_values', 1)} to {select.get('max_values', 1)} values")
+        data = {"custom_id": select["custom_id"], "component_type": _COMPONENT_SELECT, "values": list(values)}
+        return await self._component_interaction(bot, user, message, data)
+
+    async def user_submits(self, user: FakeUser, opened: FakeInteraction, answers: dict[str, str]) -> FakeInteraction:
+        """``user`` submits the modal the bot answered ``opened`` with, its text inputs filled
+        with ``answers`` (``{custom_id: text}``): INTERACTION_CREATE of a modal submit (type 5,
+        ``data.custom_id`` the modal's, ``data.components`` its rows of text inputs with their
+        ``value``), with the message ``opened`` came from.
+
+        Raises:
+            LookupError: ``opened`` was answered with no modal, an answer to no input of it, a
+                required input left empty, or an answer longer than its input takes.
+        """
+        modal = opened.modal
+        if modal is None:
+            raise LookupError(f"interaction {opened.id} was answered with no modal to submit")
+        inputs = [c for row in modal.get("components") or () for c in row.get("components") or ()]
+        known = {c["custom_id"] for c in inputs}
+        if set(answers) - known:
+            raise LookupError(f"the modal has inputs {sorted(known)}, not {sorted(set(answers) - known)}")
+        rows: list[dict[str, Any]] = []
+        for c in inputs:
+            text = answers.get(c["custom_id"], "")
+            if c.get("required", True) and not text:
+                raise LookupError(f"the modal's input {c['custom_id']!r} is required")
+            if len(text) > c.get("max_length", _MAX_INPUT_TEXT):
+                raise LookupError(f"the modal's input {c['custom_id']!r} takes {c.get('max_length')} characters")
+            rows.append(
+                {
+                    "type": _COMPONENT_ROW,
+                    "components": [{"type": _COMPONENT_TEXT_INPUT, "custom_id": c["custom_id"], "value": text}],
+                }
+            )
+        data = {"custom_id": modal["custom_id"], "components": rows}
+        interaction = FakeInteraction(
+            self.new_id(),
+            "itoken-" + secrets.token_urlsafe(24),
+            opened.bot,
+            user,
+            opened.channel,
+            {},
+            data,
+            type=5,
+            message=opened.message,
+        )
+        await self._create_interaction(interaction)
+        return interaction
+
+    async def _component_interaction(
+        self, bot: FakeBot, user: FakeUser, message: FakeMessage, data: dict[str, Any]
+    ) -> FakeInteraction:
         interaction = FakeInteraction(
             self.new_id(),
             "itoken-" + secrets.token_urlsafe(24),
@@ -2876,20 +2999,14 @@ class FakeDiscord(LocalServer):
 
     @staticmethod
     def _validate_components(rows: Any) -> None:
-        """Action rows of buttons as Discord takes them: 5 rows of 1 to 5 buttons at most, a link
-        (style 5) with a url and no custom_id, any other with a unique custom_id of 1 to 100
-        characters and no url, labels of 80 characters at most; else 50035 naming the field."""
-
-        def invalid(where: str, message: str) -> _HTTPError:
-            return _HTTPError(
-                400,
-                50035,
-                "Invalid Form Body",
-                {where: {"_errors": [{"code": "COMPONENT_INVALID", "message": message}]}},
-            )
-
+        """Action rows as Discord takes them: 5 rows at most, each of 1 to 5 buttons or one string
+        select; a link button (style 5) with a url and no custom_id, any other with a unique
+        custom_id of 1 to 100 characters and no url, labels of 80 characters at most; a select
+        with a unique custom_id, 1 to 25 options of distinct values (labels and values of 100
+        characters at most), a placeholder of 150 at most, 0 <= min_values <= max_values <= its
+        options (max at least 1); else 50035 naming the field."""
         if not isinstance(rows, list) or len(rows) > _MAX_ROWS:
-            raise invalid("components", f"Must be {_MAX_ROWS} or fewer in length.")
+            raise _invalid_component("components", f"Must be {_MAX_ROWS} or fewer in length.")
         seen: set[str] = set()
         for r, row in enumerate(rows):
             items = row.get("components") if isinstance(row, dict) else None
@@ -2898,23 +3015,37 @@ class FakeDiscord(LocalServer):
                 or not isinstance(items, list)
                 or not 1 <= len(items) <= _MAX_ROW_BUTTONS
             ):
-                raise invalid(f"components.{r}", f"An action row holds 1 to {_MAX_ROW_BUTTONS} components.")
+                raise _invalid_component(f"components.{r}", f"An action row holds 1 to {_MAX_ROW_BUTTONS} components.")
+            if any(isinstance(i, dict) and i.get("type") == _COMPONENT_SELECT for i in items) and len(items) != 1:
+                raise _invalid_component(f"components.{r}", "A select menu takes a whole action row.")
             for b, item in enumerate(items):
                 where = f"components.{r}.components.{b}"
-                if not isinstance(item, dict) or item.get("type") != _COMPONENT_BUTTON:
-                    raise invalid(where, "Only buttons are supported here.")
-                if len(str(item.get("label") or "")) > _MAX_BUTTON_LABEL:
-                    raise invalid(f"{where}.label", f"Must be {_MAX_BUTTON_LABEL} or fewer in length.")
-                custom_id, url = item.get("custom_id"), item.get("url")
-                if item.get("style") == _LINK_STYLE:
-                    if not url or custom_id is not None:
-                        raise invalid(where, "A link button has a url and no custom_id.")
+                if isinstance(item, dict) and item.get("type") == _COMPONENT_SELECT:
+                    _validate_select(item, where)
+                    custom_id = item["custom_id"]
+                else:
+                    custom_id = FakeDiscord._validate_button(item, where)
+                if custom_id is None:
                     continue
-                if url is not None or not isinstance(custom_id, str) or not 1 <= len(custom_id) <= _MAX_CUSTOM_ID:
-                    raise invalid(f"{where}.custom_id", f"Must be between 1 and {_MAX_CUSTOM_ID} in length.")
                 if custom_id in seen:
-                    raise invalid(f"{where}.custom_id", "Component custom id cannot be duplicated")
+                    raise _invalid_component(f"{where}.custom_id", "Component custom id cannot be duplicated")
                 seen.add(custom_id)
+
+    @staticmethod
+    def _validate_button(item: Any, where: str) -> str | None:
+        """A button as Discord takes it (see :meth:`_validate_components`); its custom_id (None: a link)."""
+        if not isinstance(item, dict) or item.get("type") != _COMPONENT_BUTTON:
+            raise _invalid_component(where, "Only buttons and string selects are supported here.")
+        if len(str(item.get("label") or "")) > _MAX_BUTTON_LABEL:
+            raise _invalid_component(f"{where}.label", f"Must be {_MAX_BUTTON_LABEL} or fewer in length.")
+        custom_id, url = item.get("custom_id"), item.get("url")
+        if item.get("style") == _LINK_STYLE:
+            if not url or custom_id is not None:
+                raise _invalid_component(where, "A link button has a url and no custom_id.")
+            return None
+        if url is not None or not isinstance(custom_id, str) or not 1 <= len(custom_id) <= _MAX_CUSTOM_ID:
+            raise _invalid_component(f"{where}.custom_id", f"Must be between 1 and {_MAX_CUSTOM_ID} in length.")
+        return custom_id
 
     async def _post_message(self, rec: RecordedRequest, channel_id: str) -> Any:
         bot = rec.bot
@@ -3332,6 +3463,40 @@ class FakeDiscord(LocalServer):
         self._dispatch_message("MESSAGE_CREATE", message)
         return message
 
+    @staticmethod
+    def _checked_modal(interaction: FakeInteraction, data: dict[str, Any]) -> dict[str, Any]:
+        """A modal as Discord takes it in a callback of type 9: not in answer to a modal's own
+        submission; a custom_id of 1 to 100 characters, a title of 1 to 45, 1 to 5 action rows of
+        one text input each (a unique custom_id, a label of 1 to 45, style 1 or 2, a max_length
+        of 1 to 4000); else 50035 naming the field."""
+        if interaction.type == 5:
+            raise _invalid_form("type", "A modal cannot answer a modal.", "INTERACTION_RESPONSE_TYPE_INVALID")
+        custom_id, title, rows = data.get("custom_id"), data.get("title"), data.get("components")
+        if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= _MAX_CUSTOM_ID:
+            raise _invalid_component("data.custom_id", f"Must be between 1 and {_MAX_CUSTOM_ID} in length.")
+        if not isinstance(title, str) or not 1 <= len(title) <= _MAX_MODAL_TITLE:
+            raise _invalid_component("data.title", f"Must be between 1 and {_MAX_MODAL_TITLE} in length.")
+        if not isinstance(rows, list) or not 1 <= len(rows) <= _MAX_ROWS:
+            raise _invalid_component("data.components", f"Must be between 1 and {_MAX_ROWS} in length.")
+        seen: set[str] = set()
+        for r, row in enumerate(rows):
+            items = row.get("components") if isinstance(row, dict) else None
+            if not isinstance(items, list) or len(items) != 1 or items[0].get("type") != _COMPONENT_TEXT_INPUT:
+                raise _invalid_component(f"data.components.{r}", "A modal's action row holds one text input.")
+            item = items[0]
+            if not isinstance(item.get("custom_id"), str) or item["custom_id"] in seen:
+                raise _invalid_component(f"data.components.{r}.components.0.custom_id", "Must be unique.")
+            seen.add(item["custom_id"])
+            if not isinstance(item.get("label"), str) or not 1 <= len(item["label"]) <= _MAX_INPUT_LABEL:
+                raise _invalid_component(
+                    f"data.components.{r}.components.0.label", f"Must be between 1 and {_MAX_INPUT_LABEL} in length."
+                )
+            if item.get("style") not in (1, 2) or not 1 <= item.get("max_length", _MAX_INPUT_TEXT) <= _MAX_INPUT_TEXT:
+                raise _invalid_component(
+                    f"data.components.{r}.components.0", "A text input's style or max_length is invalid."
+                )
+        return data
+
     async def _interaction_callback(self, rec: RecordedRequest, interaction_id: str, token: str) -> Any:
         interaction = self._interaction(interaction_id, token)
         body = rec.json if isinstance(rec.json, dict) else {}
@@ -3342,20 +3507,11 @@ class FakeDiscord(LocalServer):
         if interaction.acknowledged:
             raise _HTTPError(400, 40060, "Interaction has already been acknowledged.")
         if kind not in (4, 5, 6, 7, 8, 9, 12):
-            raise _HTTPError(
-                400,
-                50035,
-                "Invalid Form Body",
-                {
-                    "type": {
-                        "_errors": [
-                            {"code": "BASE_TYPE_CHOICES", "message": "Value must be one of {4, 5, 6, 7, 8, 9, 12}."}
-                        ]
-                    }
-                },
-            )
+            raise _invalid_form("type", "Value must be one of {4, 5, 6, 7, 8, 9, 12}.", "BASE_TYPE_CHOICES")
         message = None
-        if kind == 4:
+        if kind == 9:
+            interaction.modal = self._checked_modal(interaction, data)
+        elif kind == 4:
             message = self._interaction_message(interaction, data, rec.files)
         elif kind == 5:
             message = self._interaction_message(interaction, data, rec.files, loading=True)

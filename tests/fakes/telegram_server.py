@@ -73,7 +73,8 @@ recorded. ``reply_markup`` (an inline keyboard, checked as Telegram does: one of
 ``callback_data`` of 1-64 bytes or ``url`` per button) is kept on the sent message and recorded; a
 reply keyboard (``keyboard`` rows, ``one_time_keyboard``, ``resize_keyboard``) or its removal
 (``remove_keyboard``) is recorded and kept as the chat's ``keyboard``, never on the message, as
-Telegram returns it. editMessageText, editMessageCaption and editMessageReplyMarkup change a bot's
+Telegram returns it; a ForceReply (``force_reply: true``, a placeholder of 1 to 64 characters) is
+recorded only (a user answers it with ``user_says(..., reply_to=message)``). editMessageText, editMessageCaption and editMessageReplyMarkup change a bot's
 own message (400 for another's, for one not found, for a reply keyboard, and "message is not
 modified" for an edit that changes nothing); an edit naming no ``reply_markup`` removes the inline
 keyboard, as Telegram does; each is recorded in the bot's ``edits`` (``kind`` ``text``, ``caption``
@@ -248,6 +249,11 @@ def _markup_problem(markup: Any) -> str | None:
             text = button if isinstance(button, str) else button.get("text") if isinstance(button, dict) else None
             if not isinstance(text, str) or not text.strip():
                 return "Bad Request: keyboard button text is empty"
+        return None
+    if isinstance(markup, dict) and "force_reply" in markup:
+        placeholder = markup.get("input_field_placeholder")
+        if markup["force_reply"] is not True or (placeholder is not None and not 1 <= len(str(placeholder)) <= 64):
+            return "Bad Request: can't parse reply keyboard markup JSON object"
         return None
     if isinstance(markup, dict) and "remove_keyboard" in markup:
         return (
@@ -1050,7 +1056,7 @@ class FakeTelegram(LocalServer):
         """An inline keyboard goes on the message (Telegram returns it with the message); a reply
         keyboard replaces the phone's keyboard in the chat, its removal takes it away (neither is
         part of the message Telegram returns)."""
-        if markup is None:
+        if markup is None or "force_reply" in markup:  # a ForceReply opens a reply in the app: nothing stays
             return
         if _inline(markup):
             message["reply_markup"] = markup

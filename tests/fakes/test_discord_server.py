@@ -711,18 +711,25 @@ async def test_buttons_are_kept_on_messages_and_a_click_reaches_the_bot_with_the
             await fake.user_clicks(sam, message, "https://example.com/docs")
 
 
+async def one_click(
+    fake: FakeDiscord, client: Probe, world: dict[str, Any], custom_id: str
+) -> tuple[Any, Any, discord.Interaction]:
+    """Ada posts a message with one button in #general and Sam clicks it: the message, the click
+    (as the fake keeps them) and the interaction Ada's client got."""
+    button = discord.ui.Button[discord.ui.View](label=custom_id.title(), custom_id=custom_id)
+    await client.text_channel(world["general"].id).send(custom_id, view=buttons_view(button))
+    (message,) = await fake.wait_for_sent(world["ada"])
+    click = await fake.user_clicks(world["sam"], message, custom_id)
+    return message, click, await client.wait_event("interaction")
+
+
 async def test_a_click_answered_twice_or_too_late_is_refused_as_discord_does(
     fake: FakeDiscord, world: dict[str, Any]
 ) -> None:
-    ada, sam, general = world["ada"], world["sam"], world["general"]
+    sam = world["sam"]
     client = Probe()
     async with running((client, "token-ada")):
-        await client.text_channel(general.id).send(
-            "press", view=buttons_view(discord.ui.Button(label="Go", custom_id="go"))
-        )
-        (message,) = await fake.wait_for_sent(ada)
-        click = await fake.user_clicks(sam, message, "go")
-        interaction = await client.wait_event("interaction")
+        message, click, interaction = await one_click(fake, client, world, "go")
         await interaction.response.defer()
         await fake.redeliver(click)  # the same INTERACTION_CREATE again: a fresh object, answered again
         again = await client.wait_event("interaction", lambda i: i is not interaction)
@@ -764,3 +771,73 @@ async def test_buttons_discord_would_refuse_are_refused(
             await client.http.request(route, json={"content": "hi", "components": rows})
         assert field in str(refused.value.text) or field in str(refused.value)
         assert world["ada"].sent == []
+
+
+async def test_a_select_is_kept_and_a_choice_reaches_the_bot_with_its_values(
+    fake: FakeDiscord, world: dict[str, Any]
+) -> None:
+    ada, sam, general = world["ada"], world["sam"], world["general"]
+    client = Probe()
+    chosen: list[list[str]] = []
+
+    class Pick(discord.ui.View):
+        @discord.ui.select(
+            custom_id="pick", max_values=2, options=[discord.SelectOption(label=n, value=n) for n in "abc"]
+        )
+        async def pick(self, interaction: discord.Interaction, select: discord.ui.Select[Pick]) -> None:
+            chosen.append(list(select.values))
+            await interaction.response.defer()
+
+    async with running((client, "token-ada")):
+        await client.text_channel(general.id).send("pick?", view=Pick(timeout=None))
+        (message,) = await fake.wait_for_sent(ada)
+        choice = await fake.user_selects(sam, message, ["c", "a"])
+        (callback,) = await fake.wait_for_response(choice)
+        assert callback.type == 6 and chosen == [["c", "a"]]
+        assert choice.type == 3 and choice.data == {"custom_id": "pick", "component_type": 3, "values": ["c", "a"]}
+        for values in (["d"], ["a", "b", "c"], [], ["a", "a"]):
+            with pytest.raises(LookupError):
+                await fake.user_selects(sam, message, values)
+
+
+async def test_a_modal_answers_a_click_and_its_submission_reaches_the_bot_once(
+    fake: FakeDiscord, world: dict[str, Any]
+) -> None:
+    sam = world["sam"]
+    client = Probe()
+    async with running((client, "token-ada")):
+        _, click, pressed = await one_click(fake, client, world, "tell")
+        with pytest.raises(LookupError, match="no modal"):
+            await fake.user_submits(sam, click, {"what": "x"})
+        modal = discord.ui.Modal(title="Tell", custom_id="told", timeout=None)
+        modal.add_item(discord.ui.TextInput(label="What?", custom_id="what", max_length=5))
+        modal.stop()
+        await pressed.response.send_modal(modal)
+        (callback,) = await fake.wait_for_response(click)
+        assert callback.type == 9 and click.modal is not None and click.modal["custom_id"] == "told"
+        with pytest.raises(LookupError, match="takes 5"):
+            await fake.user_submits(sam, click, {"what": "too long"})
+        with pytest.raises(LookupError, match="required"):
+            await fake.user_submits(sam, click, {})
+        submitted = await fake.user_submits(sam, click, {"what": "hi"})
+        answer = await client.wait_event("interaction", lambda i: i.id == submitted.id)
+        assert answer.type is discord.InteractionType.modal_submit and answer.message is not None
+        assert answer.data is not None and answer.data.get("custom_id") == "told"
+        await answer.response.defer()
+        assert [r.type for r in await fake.wait_for_response(submitted)] == [6]
+        await fake.redeliver(submitted)
+        again = await client.wait_event("interaction", lambda i: i.id == submitted.id and i is not answer)
+        with pytest.raises(discord.HTTPException, match="40060"):
+            await again.response.defer()
+
+
+async def test_a_modal_discord_would_refuse_is_refused(fake: FakeDiscord, world: dict[str, Any]) -> None:
+    client = Probe()
+    async with running((client, "token-ada")):
+        _, click, pressed = await one_click(fake, client, world, "go")
+        modal = discord.ui.Modal(title="t" * 46, custom_id="m", timeout=None)
+        modal.add_item(discord.ui.TextInput(label="What?", custom_id="what"))
+        modal.stop()
+        with pytest.raises(discord.HTTPException, match="50035"):
+            await pressed.response.send_modal(modal)
+        assert click.modal is None and click.responses == []

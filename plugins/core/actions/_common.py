@@ -16,6 +16,7 @@ from bot.sdk import (
     Entity,
     HandlerCallback,
     Memory,
+    Menu,
     ModelError,
     ModelType,
     Reply,
@@ -163,14 +164,15 @@ async def notify(
     message: Memory,
     *,
     buttons: Sequence[Button] = (),
+    menu: Menu | None = None,
     settles: Settled | None = None,
 ) -> None:
-    """Tell the person what the action did (or why it did not), with ``buttons`` under it;
-    ``settles``: for a press, shown on the message pressed instead where the platform can."""
+    """Tell the person what the action did (or why it did not), with ``buttons`` (and ``menu``)
+    under it; ``settles``: for a press, shown on the message pressed instead where the platform can."""
     if not text:
         return
     reply = Reply(text=text, actions=(action,), in_reply_to=message.id, source=source_of(message))
-    await callback(replace(reply, buttons=tuple(buttons), settles=settles))
+    await callback(replace(reply, buttons=tuple(buttons), menu=menu, settles=settles))
 
 
 def source_of(message: Memory) -> str | None:

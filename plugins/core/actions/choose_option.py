@@ -40,7 +40,7 @@ from bot.sdk import (
     State,
     Task,
     World,
-    choice_buttons,
+    choice_controls,
     choices_buttons,
     options_of,
 )
@@ -121,12 +121,14 @@ async def _handler(context: ActionContext) -> ActionResult:
         return await _carry_out(runtime, task, ABORT, context.reply, message)
     choice = next((name for name, _ in options_of(task) if name.casefold() == picked.casefold()), None)
     if choice is None:
+        buttons, menu = choice_controls(task)
         await notify(
             context.reply,
             f'"{picked}" is not one of the options. Please pick one of these:\n' + describe_choices([task]),
             "SELECT_OPTION_INVALID",
             message,
-            buttons=choice_buttons(task),
+            buttons=buttons,
+            menu=menu,
         )
         return ActionResult(success=False, error=f"{picked!r} is not an option of {task.name}")
     return await _carry_out(runtime, task, choice, context.reply, message)

@@ -299,7 +299,8 @@ async def test_a_press_is_heard_as_interaction_received(harness) -> None:
     heard: list[tuple[str, str | None, str]] = []
 
     async def on_press(event: InteractionReceived) -> None:
-        heard.append((event.press.value, event.press.label, event.source))
+        if event.press is not None:  # a slash command carries ``command`` instead
+            heard.append((event.press.value, event.press.label, event.source))
 
     h.rt.on(InteractionReceived, on_press)
     h.small.append("<response><action>IGNORE</action></response>")
