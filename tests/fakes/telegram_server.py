@@ -1021,7 +1021,9 @@ class FakeTelegram(LocalServer):
         self._posting = self._posting or aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
         posts: set[asyncio.Task[None]] = set()
         try:
-            while True:
+            # Not only cancelled: Python 3.11's wait_for can swallow a cancellation that meets a
+            # wake-up, and this loop is woken all the time.
+            while bot.webhook is hook:
                 waiting = [u for u in bot.updates if u["update_id"] not in hook.sending]
                 for update in waiting[: max(0, hook.max_connections - len(hook.sending))]:
                     hook.sending.add(update["update_id"])
