@@ -81,11 +81,14 @@ from bot.kernel.logs import agent_context
 from bot.kernel.metrics import Metrics
 from bot.kernel.types import now_ms
 from bot.runtime.agent import AgentRuntime, Fence
-from bot.runtime.events import AgentReloaded
+from bot.runtime.events import AgentReloaded, ServiceError
 from bot.runtime.shared import Shared
 from bot.store import Store, StoreBackend, application_name, backend_for
 
 __all__ = ["Daemon", "PlatformPlan", "fingerprint"]
+
+#: The links' states that are a service's error (SERVICE_ERROR).
+_LINK_FAILURES = frozenset({LinkState.RETRYING, LinkState.FAILED, LinkState.REFUSED})
 
 _log = logging.getLogger(__name__)
 
@@ -183,7 +186,16 @@ class Daemon:
             reasons += agent.not_ready()
         return not reasons, reasons
 
-    def _link_changed(self, agent: str, platform: str, link: Link, old: Link | None) -> None:
+    def _link_changed(self, runtime: AgentRuntime, platform: str, link: Link, old: Link | None) -> None:
+        agent = runtime.character.name
+        if link.state in _LINK_FAILURES:  # SERVICE_ERROR for plugins, once per change
+            retrying = link.state is not LinkState.FAILED
+            error = ServiceError(service=platform, error=link.detail or link.state.value, retrying=retrying)
+            telling = runtime.emit(error)
+            try:
+                runtime.create_task(telling, f"{platform}:service-error")
+            except RuntimeError:  # the runtime is closing: nobody to tell
+                telling.close()
         self.metrics.platform_connected.labels(agent=agent, platform=platform).set(link.state is LinkState.CONNECTED)
         self.metrics.token_refused.labels(agent=agent, platform=platform).set(link.state is LinkState.REFUSED)
         if link.state is LinkState.RETRYING and (old is None or old.state is not LinkState.RETRYING):
@@ -417,9 +429,7 @@ class Daemon:
             )
             runtime.fence = fence
             runtime.home = home
-            runtime.links.on_change = lambda platform, link, old: self._link_changed(
-                character.name, platform, link, old
-            )
+            runtime.links.on_change = lambda platform, link, old: self._link_changed(runtime, platform, link, old)
             try:
                 await runtime.start()
             except Exception as exc:
