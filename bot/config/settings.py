@@ -126,7 +126,21 @@ class DaemonSettings(BaseSettings):
         description="the console's login token; unset: one generated at first start in <data_dir>/console-token",
     )
 
-    @field_validator("data_dir", "db_path", "control_socket", "health_host", "console_host", mode="before")
+    webhook_port: int = Field(
+        default=8443,
+        ge=0,
+        le=65535,
+        description="where platforms push updates (TELEGRAM_WEBHOOK_URL), behind your reverse proxy; "
+        "bound only when a character takes its updates by webhook",
+    )
+    webhook_host: str = Field(
+        default="127.0.0.1",
+        description="the address the webhook port binds (your reverse proxy forwards to it)",
+    )
+
+    @field_validator(
+        "data_dir", "db_path", "control_socket", "health_host", "console_host", "webhook_host", mode="before"
+    )
     @classmethod
     def _no_nul(cls, value: Any) -> Any:
         # The environment cannot hold one, but .env can; the OS refuses such a path with ValueError.

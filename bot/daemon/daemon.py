@@ -62,6 +62,7 @@ from bot.daemon.reloading import plan_reload, read_characters, record_failures, 
 from bot.daemon.signals import install_signal_handlers, remove_signal_handlers
 from bot.daemon.store_watch import DATABASE_RETRY_CAP_S, StoreWatch, open_store
 from bot.daemon.systemd import Notifier
+from bot.daemon.webhooks import WebhookServer, webhook_routes
 from bot.kernel import redact
 from bot.kernel.background import BackgroundTasks
 from bot.kernel.backoff import ExponentialBackoff
@@ -80,11 +81,14 @@ from bot.kernel.logs import agent_context
 from bot.kernel.metrics import Metrics
 from bot.kernel.types import now_ms
 from bot.runtime.agent import AgentRuntime, Fence
-from bot.runtime.events import AgentReloaded
+from bot.runtime.events import AgentReloaded, ServiceError
 from bot.runtime.shared import Shared
-from bot.store import StoreBackend, application_name, backend_for
+from bot.store import Store, StoreBackend, application_name, backend_for
 
 __all__ = ["Daemon", "PlatformPlan", "fingerprint"]
+
+#: The links' states that are a service's error (SERVICE_ERROR).
+_LINK_FAILURES = frozenset({LinkState.RETRYING, LinkState.FAILED, LinkState.REFUSED})
 
 _log = logging.getLogger(__name__)
 
@@ -131,6 +135,8 @@ class Daemon:
         self._reload_lock = asyncio.Lock()
         self._reload_again = False
         self._background = BackgroundTasks("troupe")  # the daemon's own: they outlive any agent
+        #: Where platforms push updates (TELEGRAM_WEBHOOK_URL), for every character of the troupe.
+        self.webhooks = WebhookServer(settings)
         #: With a database shared by several daemons: serves the characters whose leases it holds.
         self.cluster: ClusterHost | None = None
         self.daemon_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
@@ -180,7 +186,16 @@ class Daemon:
             reasons += agent.not_ready()
         return not reasons, reasons
 
-    def _link_changed(self, agent: str, platform: str, link: Link, old: Link | None) -> None:
+    def _link_changed(self, runtime: AgentRuntime, platform: str, link: Link, old: Link | None) -> None:
+        agent = runtime.character.name
+        if link.state in _LINK_FAILURES:  # SERVICE_ERROR for plugins, once per change
+            retrying = link.state is not LinkState.FAILED
+            error = ServiceError(service=platform, error=link.detail or link.state.value, retrying=retrying)
+            telling = runtime.emit(error)
+            try:
+                runtime.create_task(telling, f"{platform}:service-error")
+            except RuntimeError:  # the runtime is closing: nobody to tell
+                telling.close()
         self.metrics.platform_connected.labels(agent=agent, platform=platform).set(link.state is LinkState.CONNECTED)
         self.metrics.token_refused.labels(agent=agent, platform=platform).set(link.state is LinkState.REFUSED)
         if link.state is LinkState.RETRYING and (old is None or old.state is not LinkState.RETRYING):
@@ -253,6 +268,7 @@ class Daemon:
                 return await self._serve(console)
             finally:
                 await self._close_all()
+                await self.webhooks.close()  # before the database: a request in progress ends first
                 await self._db.close()
                 self._db = None
         finally:
@@ -279,6 +295,11 @@ class Daemon:
         bus = self.shared.bus = self._database().bus(self.daemon_id)
         if bus.spans_daemons:
             self._background.start(bus.run(), "bus")
+        try:
+            await self._serve_webhooks()
+        except ConfigError as exc:
+            _log.error("%s", exc)
+            return EXIT_CONFIG
         if self.settings.database_url is not None:
             # Several daemons may share this troupe: serve the characters whose leases this one
             # holds, and keep taking its share as daemons come and go.
@@ -315,6 +336,15 @@ class Daemon:
             await self._background.close()  # no placement round after this point
             await self.cluster.leave()
         return 0
+
+    async def _serve_webhooks(self) -> None:
+        """Serve the webhooks of every character of the troupe, served here or not (a reverse
+        proxy may send to any daemon); on a reload, those of the files read again."""
+        await self.webhooks.update(webhook_routes(self.characters, self.environ, self))
+
+    def store_for(self, agent_id: str) -> Store:
+        """One character's store (``WebhookHost``: a webhook keeps what it is given there)."""
+        return self._database().for_agent(agent_id)
 
     def _point_to_console(self, console: ConsoleServer) -> None:
         """The start-up's last line when some characters run only in the console: where to talk
@@ -399,9 +429,7 @@ class Daemon:
             )
             runtime.fence = fence
             runtime.home = home
-            runtime.links.on_change = lambda platform, link, old: self._link_changed(
-                character.name, platform, link, old
-            )
+            runtime.links.on_change = lambda platform, link, old: self._link_changed(runtime, platform, link, old)
             try:
                 await runtime.start()
             except Exception as exc:
@@ -569,6 +597,10 @@ class Daemon:
             await self.cluster.compare_files()
         else:
             self.characters = [a.result for a in self._agents.values()]
+        try:
+            await self._serve_webhooks()
+        except ConfigError as exc:  # the port was bound before: only a new webhook could fail so
+            _log.error("%s", exc)
         if self.setup_needs:  # set up through the console: is anything still missing?
             ok = [r for r in loaded if r.ok]
             self.setup_needs = setup_needs([preflight(r, self.environ, console=True) for r in ok])

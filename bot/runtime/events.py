@@ -53,6 +53,7 @@ __all__ = [
     "RunFailed",
     "RunStarted",
     "RunTimeout",
+    "ServiceError",
     "ServiceStarted",
     "ServiceStopped",
     "TYPED_EVENTS",
@@ -106,6 +107,7 @@ class EventType(StrEnum):
     MODEL_FAILED = "MODEL_FAILED"
     SERVICE_STARTED = "SERVICE_STARTED"
     SERVICE_STOPPED = "SERVICE_STOPPED"
+    SERVICE_ERROR = "SERVICE_ERROR"
     # troupe's own: a reload re-read the character files and left this agent running unchanged;
     # plugins that load from disk (knowledge) look again.
     AGENT_RELOADED = "AGENT_RELOADED"
@@ -517,6 +519,18 @@ class ServiceStopped(_ServiceEvent):
     type: ClassVar[EventType] = EventType.SERVICE_STOPPED
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServiceError(_ServiceEvent):
+    """A platform's link failed: it could not connect, lost its connection (and retries), or
+    had its token refused. ``service`` is the platform's name; ``error`` says what went wrong,
+    without secrets; ``retrying`` whether troupe keeps trying by itself (else the configuration
+    must change)."""
+
+    type: ClassVar[EventType] = EventType.SERVICE_ERROR
+    error: str
+    retrying: bool
+
+
 # -- troupe's own -----------------------------------------------------------------------------
 
 
@@ -566,6 +580,7 @@ TYPED_EVENTS: tuple[type[Event], ...] = (
     RunFailed,
     RunStarted,
     RunTimeout,
+    ServiceError,
     ServiceStarted,
     ServiceStopped,
     VoiceEnded,

@@ -211,6 +211,7 @@ from bot.runtime.events import (
     RunFailed,
     RunStarted,
     RunTimeout,
+    ServiceError,
     ServiceStarted,
     ServiceStopped,
     VoiceEnded,
@@ -225,6 +226,7 @@ from bot.runtime.refusals import TokenRefusal, TokenRefused
 from bot.runtime.speech import speech, synthesize, transcribe
 from bot.runtime.toolboxes import ArgumentCheck, OwnTool
 from bot.runtime.tracing import MessageTracer, note_model_call, note_tool_calls, tracing
+from bot.runtime.webhooks import WebhookAnswer, WebhookHost, WebhookRequest, WebhookRoute
 from bot.store import (
     JSONValue,
     KnowledgeDocument,
@@ -417,6 +419,7 @@ __all__ = [
     "SendError",
     "SentenceStream",
     "SentMessage",
+    "ServiceError",
     "ServiceKey",
     "ServiceStarted",
     "ServiceStopped",
@@ -493,6 +496,10 @@ __all__ = [
     "VoiceMessageReceived",
     "VoiceMessageSent",
     "VoiceStarted",
+    "WebhookAnswer",
+    "WebhookHost",
+    "WebhookRequest",
+    "WebhookRoute",
     "with_note",
     "words_tokens",
     "World",

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from bot.sdk import PluginMeta
 
 if TYPE_CHECKING:
-    from bot.sdk import AgentRuntime, SettingsView
+    from bot.sdk import AgentRuntime, SettingsView, WebhookHost, WebhookRoute
 
-__all__ = ["check", "connect", "meta"]
+__all__ = ["check", "connect", "meta", "webhooks"]
 
 # Durations (a 429's retry_after) as timedelta: the type python-telegram-bot moves to in its next
 # major version; opting in now also silences its deprecation warning on every 429.
@@ -38,6 +38,20 @@ def check(settings: SettingsView) -> None:
     from ._config import read_config
 
     read_config(settings.get_setting, settings.agent)
+
+
+def webhooks(settings: SettingsView, host: WebhookHost) -> list[WebhookRoute]:
+    """The character's webhook route when it takes updates by webhook (``TELEGRAM_WEBHOOK_URL``):
+    every daemon of the troupe serves it, whichever serves the character.
+
+    Raises:
+        ConfigError: its Telegram settings cannot work (``check`` says so at start).
+    """
+    from ._config import read_config
+    from ._webhook import TelegramWebhook
+
+    webhook = read_config(settings.get_setting, settings.agent).webhook
+    return [TelegramWebhook(settings.agent, settings.agent_id, webhook, host)] if webhook is not None else []
 
 
 async def connect(runtime: AgentRuntime) -> None:

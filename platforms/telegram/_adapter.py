@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from telegram import Chat, MaybeInaccessibleMessage, Message, User
+from telegram import Chat, MaybeInaccessibleMessage, Message, Update, User
 from telegram.error import Forbidden, InvalidToken, TelegramError
 from telegram.ext import ApplicationBuilder
 
@@ -81,6 +82,7 @@ from ._reactions import react
 from ._relay import Relay
 from ._request import AiohttpRequest, UpdatesRequest
 from ._speaking import speak
+from ._webhook import WebhookDesk, WebhookWatch
 
 if TYPE_CHECKING:
     from bot.sdk import AgentRuntime
@@ -132,6 +134,8 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
         self.groups = GroupGate(self)  # groups the bot may not stay in (shouldOnlyJoinInAllowedGroups)
         self._albums = Albums()
         self._watch: PollingWatch | None = None  # made by connect
+        self._webhook: WebhookWatch | None = None  # made by connect, with TELEGRAM_WEBHOOK_URL
+        self._desk = runtime.shared.instance_of(WebhookDesk)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -145,39 +149,45 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
         _log.info("%s: online on Telegram as @%s", self.name, self.username)
 
     async def connect(self, token: str) -> None:
-        """Check the token, remove any webhook, start long polling.
+        """Check the token, then take updates: by webhook when ``TELEGRAM_WEBHOOK_URL`` is set
+        (:mod:`._webhook`), else by long polling (any webhook removed).
 
         Raises:
             ConfigError: Telegram refused the token.
         """
+        webhook = self.config.webhook
         timeout = self.config.poll_timeout
         self._watch = watch = PollingWatch(self)
-        self._requests = calls, polls = (
-            AiohttpRequest(connect_timeout=10, read_timeout=30, write_timeout=30, pool_timeout=10),
-            # One long poll at a time; Bot.get_updates adds the poll's own wait to this read timeout.
-            UpdatesRequest(
-                connection_pool_size=1,
-                read_timeout=timeout + 10,
-                may_poll=watch.may_poll,
-                on_refused=watch.refusal.refused_now,
-            ),
-        )
-        self.app = app = (
+        calls = AiohttpRequest(connect_timeout=10, read_timeout=30, write_timeout=30, pool_timeout=10)
+        builder = (
             ApplicationBuilder()
             .token(token)
             .base_url(self.config.base_url)
             .base_file_url(self.config.base_file_url)
             .request(calls)
-            .get_updates_request(polls)
             .concurrent_updates(64)
-            .update_queue(InboxQueue(self.runtime, polls))
-            .build()
         )
+        if webhook is None:
+            # One long poll at a time; Bot.get_updates adds the poll's own wait to this read timeout.
+            polls = UpdatesRequest(
+                connection_pool_size=1,
+                read_timeout=timeout + 10,
+                may_poll=watch.may_poll,
+                on_refused=watch.refusal.refused_now,
+            )
+            self._requests = (calls, polls)
+            builder = builder.get_updates_request(polls).update_queue(InboxQueue(self.runtime, polls))
+        else:
+            self._requests = (calls,)
+            builder = builder.updater(None).update_queue(InboxQueue(self.runtime))
+        self.app = app = builder.build()
         self._handlers.install(app)
+        allowed = [*_ALLOWED_UPDATES, *(["channel_post"] if self.config.channel_posts else [])]
         try:
             async with asyncio.timeout(_START_TIMEOUT_S):
                 await app.initialize()
-                await app.bot.delete_webhook(drop_pending_updates=False)  # polling and a webhook exclude each other
+                if webhook is None:
+                    await app.bot.delete_webhook(drop_pending_updates=False)  # polling and a webhook exclude each other
         except InvalidToken:
             raise ConfigError(
                 "Telegram refused the bot token in TELEGRAM_BOT_TOKEN; copy it again from "
@@ -186,20 +196,46 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
             ) from None
         self.bot_id, self.username = app.bot.id, app.bot.username
         await app.start()
-        await replay(self.runtime, app.bot, app.update_queue)
+        if webhook is not None:
+            self._desk.join(self)  # first: what the webhook is given from now on comes here
+        await replay(self.runtime, app.bot, self.inbox)
+        if webhook is not None:
+            self._webhook = WebhookWatch(self, webhook, allowed)
+            await self._webhook.set()
+            self.runtime.create_task(self._webhook.run(), "telegram:webhook")
+            return
         assert app.updater is not None  # ApplicationBuilder makes one unless told not to
-        await app.updater.start_polling(
-            timeout=int(timeout),
-            allowed_updates=[*_ALLOWED_UPDATES, *(["channel_post"] if self.config.channel_posts else [])],
-            error_callback=watch.on_error,
-        )
+        await app.updater.start_polling(timeout=int(timeout), allowed_updates=allowed, error_callback=watch.on_error)
+
+    @property
+    def inbox(self) -> InboxQueue:
+        """The Application's update queue (the adapter builds it with an :class:`InboxQueue`)."""
+        assert self.app is not None
+        queue = self.app.update_queue
+        assert isinstance(queue, InboxQueue)
+        return queue
+
+    async def take_kept(self, update: str) -> None:
+        """Handle an update the webhook kept in the inbox (JSON as Telegram sent it), unless it is
+        already being handled or this adapter no longer takes any."""
+        if self.app is None or self.closed or not self.runtime.accepting:
+            return  # it stays in the inbox: the next start handles it
+        await self.inbox.put_kept(Update.de_json(json.loads(update), self.app.bot))
 
     async def disconnect(self) -> None:
-        """Stop polling, let messages being answered finish (up to a limit), shut down."""
+        """Stop taking updates, let messages being answered finish (up to a limit), shut down."""
         self._relay.leave(self)
         app = self.app
         if app is None:
             return
+        self._desk.leave(self)
+        if self._webhook is not None and not self.runtime.shared.bus.spans_daemons:
+            # Alone, the webhook goes with the daemon: Telegram keeps what comes meanwhile, and
+            # the next start (by webhook or polling) gets it. In a troupe the other daemons keep
+            # taking updates into the inbox, for whoever serves the character next.
+            with contextlib.suppress(TelegramError, TimeoutError):
+                async with asyncio.timeout(_START_TIMEOUT_S):
+                    await app.bot.delete_webhook(drop_pending_updates=False)
         with contextlib.suppress(Exception):
             if app.updater is not None and app.updater.running:
                 await app.updater.stop()
@@ -219,6 +255,9 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
         return self.state is AdapterState.CLOSED
 
     async def stop_polling(self) -> None:
+        """Take no more updates: stop polling, or leave the webhook desk (what the webhook keeps
+        from now on waits in the inbox for the next start)."""
+        self._desk.leave(self)
         if self.app is not None and self.app.updater is not None and self.app.updater.running:
             await self.app.updater.stop()
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bot.sdk import (
+    ChannelCleared,
     ChannelType,
     Content,
     Entity,
@@ -156,6 +157,12 @@ class WebAdapter(PlatformAdapter[Conversation, Line, str]):
             return None
         message = pressed(self.runtime.agent_id, conversation.person, Press.find(value, buttons), under)
         return self._receive(conversation, message)
+
+    async def clear(self, conversation: Conversation) -> None:
+        """The person asked to start over: CHANNEL_CLEARED for their conversation (the core
+        plugin deletes its messages, as elizaOS's web client's "clear" does); what the character
+        learnt about them (facts, relationships) stays."""
+        await self.runtime.emit(ChannelCleared(room_id=conversation.room_id, source=SOURCE))
 
     def _receive(self, conversation: Conversation, message: Memory) -> Line:
         """Hand ``message`` to the runtime in a task of its own; its line, shown to the pages.

@@ -81,7 +81,7 @@ from ._parse import parse_response
 from ._parse_rate import AnswerKind, count_answer
 from ._placeholders import Placeholders
 from ._plan import Plan
-from ._prompts import template
+from ._prompts import for_source, template
 from ._recovery import keep_recovering
 from ._schemas import SHOULD_RESPOND, plan_schema
 from ._should_respond import ShouldRespond, read_choice
@@ -388,7 +388,8 @@ class MessagePipeline:
         tooling = self._tools_for(message)
         plan = await self._tool_turn(turn, state, *tooling) if tooling is not None else None
         if plan is None:  # no tools, or a model that takes none
-            plan = await self._plan(state, turn.channel.stream if turn.channel.streams else None)
+            stream = turn.channel.stream if turn.channel.streams else None
+            plan = await self._plan(state, message.content.source, stream)
         if isinstance(plan, Outcome):
             return plan
         # (Gone from the map: a newer message was answered meanwhile, and its answer stands.)
@@ -617,7 +618,7 @@ class MessagePipeline:
         """The small model's choice; an unreadable answer means IGNORE, no answer None."""
         rt = self.runtime
         state = await rt.compose_state(message, _DECIDE_PROVIDERS, only_include=True)
-        name = "shouldRespondTemplate"
+        name = for_source(rt.character.templates, "shouldRespondTemplate", message.content.source)
         prompt = prompt_for(rt, state, name, ModelType.TEXT_SMALL, DECISION_TOKENS, schema=SHOULD_RESPOND)
         try:
             raw = await prompt.ask()
@@ -672,12 +673,14 @@ class MessagePipeline:
         thought = f"Answered with tools (used: {used}; {result.model_requests} model requests, {result.stop.value})."
         return Plan(thought=thought, actions=["REPLY"], providers=[], text=result.text)
 
-    async def _plan(self, state: State, stream: Callable[[str], None] | None = None) -> Plan | Outcome:
+    async def _plan(
+        self, state: State, source: str | None, stream: Callable[[str], None] | None = None
+    ) -> Plan | Outcome:
         """Ask the large model what to do; up to three tries for a reply that parses. When there
         is no plan, the outcome that says why."""
         rt = self.runtime
         name = rt.character.name
-        handler = "messageHandlerTemplate"
+        handler = for_source(rt.character.templates, "messageHandlerTemplate", source)
         placeholders = Placeholders.of(template(rt.character.templates, handler), state.values)
         schema = plan_schema(_offered_actions(state))
         prompt = prompt_for(rt, state, handler, ModelType.TEXT_LARGE, self._plan_tokens(), schema=schema)

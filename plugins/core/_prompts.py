@@ -7,6 +7,6 @@ a character's own are in ``_templates``.
 from __future__ import annotations
 
 from ._mustache import render
-from ._templates import DEFAULT_TEMPLATES, template
+from ._templates import DEFAULT_TEMPLATES, for_source, template
 
-__all__ = ["DEFAULT_TEMPLATES", "render", "template"]
+__all__ = ["DEFAULT_TEMPLATES", "for_source", "render", "template"]

@@ -472,6 +472,18 @@ DEFAULT_TEMPLATES: dict[str, str] = {
 }
 
 
+def for_source(character_templates: Mapping[str, str], name: str, source: str | None) -> str:
+    """The name of the template to use for a message from ``source``: the character's
+    platform variant when it has one (``telegramMessageHandlerTemplate`` for
+    ``messageHandlerTemplate`` on Telegram, as elizaOS's Telegram guides name them), else ``name``."""
+    if source:
+        variant = f"{source}{name[:1].upper()}{name[1:]}"
+        override = character_templates.get(variant)
+        if isinstance(override, str) and override.strip():
+            return variant
+    return name
+
+
 def template(character_templates: Mapping[str, str], name: str) -> str:
     """The character's template ``name`` if it has a non-blank one, else the built-in one.
 

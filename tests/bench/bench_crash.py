@@ -3,9 +3,10 @@
 The real ``troupe start`` serves one character on the fake Telegram Bot API with the fake
 OpenAI-compatible API answering after ``--latency`` seconds; people write ``--messages`` messages
 (each naming the character) one every ``--interval`` seconds while the daemon is killed with
-SIGKILL ``--kills`` times and started again. Prints what happened to every message.
+SIGKILL ``--kills`` times and started again. Prints what happened to every message. With
+``--webhook`` the character takes its updates by webhook (TELEGRAM_WEBHOOK_URL) instead of polling.
 
-    .venv/bin/python tests/bench/bench_crash.py --messages 300 --kills 5
+    .venv/bin/python tests/bench/bench_crash.py --messages 300 --kills 5 [--webhook]
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ async def main() -> int:
     parser.add_argument(
         "--min-uptime", type=float, default=2.0, help="seconds the daemon runs after each start before the next kill"
     )
+    parser.add_argument("--webhook", action="store_true", help="updates by webhook, not long polling")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
         report = await crash_run(
@@ -40,6 +42,7 @@ async def main() -> int:
             interval=args.interval,
             min_uptime=args.min_uptime,
             settle=120,
+            webhook=args.webhook,
         )
     print(report.summary())
     print(f"lost {report.lost}, duplicated {report.duplicated} (target 0 and 0)")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..fakes.openai_server import FakeOpenAIServer
 from ..fakes.telegram_server import FakeTelegram
+from ..platforms.telegram.scene import free_port
 from .test_service import NotifySocket, answer
 
 __all__ = ["CrashReport", "crash_run", "spawn_start", "write_telegram_character"]
@@ -94,6 +95,7 @@ async def crash_run(
     interval: float = 0.02,
     settle: float = 60.0,
     min_uptime: float = 2.0,
+    webhook: bool = False,
 ) -> CrashReport:
     """Send ``messages`` (each naming the character, spread over ``people`` private chats, one every
     ``interval`` s, whether the daemon is up or not) while killing the daemon ``kills`` times, spread
@@ -103,6 +105,10 @@ async def crash_run(
     A kill comes at least ``min_uptime`` s after the daemon said it was ready: a message taken up
     again after a crash is taken up once only, so a daemon killed again before it could answer
     would lose it on purpose (that rule stops a message that crashes troupe from crashing it forever).
+
+    With ``webhook``, the character takes its updates by webhook (TELEGRAM_WEBHOOK_URL on the
+    daemon's webhook port): while the daemon is down the fake Bot API keeps posting, in vain, as
+    Telegram does, until it is back.
     """
     short = Path(tempfile.mkdtemp(prefix="troupe-crash-", dir="/tmp"))  # AF_UNIX paths must be short
     notify = NotifySocket()
@@ -117,7 +123,9 @@ async def crash_run(
             openai.script_chat(answer)
             openai.latency = latency
             bot = telegram.add_bot(TOKEN, username="dora_bot", first_name="Dora")
-            write_telegram_character(workdir / "characters" / "dora.json", "Dora", TOKEN, telegram.url)
+            port = free_port()
+            hook = {"TELEGRAM_WEBHOOK_URL": f"http://127.0.0.1:{port}/telegram/dora"} if webhook else {}
+            write_telegram_character(workdir / "characters" / "dora.json", "Dora", TOKEN, telegram.url, **hook)
             env = {
                 "PATH": os.environ.get("PATH", ""),
                 "HOME": str(workdir),
@@ -127,6 +135,7 @@ async def crash_run(
                 "TROUPE_CONTROL_SOCKET": str(short / "control.sock"),
                 "TROUPE_STOP_TIMEOUT_S": "10",
                 "TROUPE_CONSOLE_PORT": "0",  # the console has its own tests
+                "TROUPE_WEBHOOK_PORT": str(port),
                 "OPENAI_API_KEY": "sk-crash-test",
                 "OPENAI_BASE_URL": openai.url,
             }

@@ -1,6 +1,6 @@
 """The console's Chat page in a real browser (Debian's Chromium, driven by Playwright): the first
 run, a character with a model key and no platform token answering in the browser; a reply
-streamed as it is written; a button pressed and the press answered."""
+streamed as it is written; a button pressed and the press answered; the conversation started over."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from bot.daemon.daemon import Daemon
 from bot.kernel.buttons import Button
 from bot.kernel.lifecycle import DaemonState
 from bot.kernel.outgoing import OutgoingFile, Reply
+from bot.runtime.events import ChannelCleared
 from platforms.web import web_adapter
 
 from ..fakes.openai_server import FakeOpenAIServer, make_png
@@ -183,6 +184,19 @@ async def test_a_reply_streams_a_picture_and_buttons_show_and_a_press_is_answere
             ]
             assert "transcript of note.ogg" in heard[-1]  # the model heard what the note said
             await screenshot(page, "console-chat.png", tmp_path)
+
+            # Start over: CHANNEL_CLEARED, as a plugin hears it; the conversation's messages go.
+            cleared: list[ChannelCleared] = []
+
+            async def heard_cleared(event: ChannelCleared) -> None:
+                cleared.append(event)
+
+            runtime.on(ChannelCleared, heard_cleared)
+            await page.get_by_role("button", name="Start over").click()
+            await expect(conversation.locator(".line")).to_have_count(0)
+            await expect(conversation).to_contain_text("Say hello to Ada.")
+            assert [(e.room_id, e.source) for e in cleared] == [(room.id, "web")]
+            assert await runtime.store.get_memories(table="messages", room_id=room.id) == []
         finally:
             daemon.stop()
             assert await asyncio.wait_for(running, 60) == 0

@@ -106,12 +106,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import aiohttp
 from aiohttp import web
 from telegram.constants import ReactionEmoji
 
 from ._local import LocalServer
 
-__all__ = ["FakeBot", "FakeChat", "FakeTelegram", "FakeUser", "markdown_v2_plain"]
+__all__ = ["FakeBot", "FakeChat", "FakeTelegram", "FakeUser", "Webhook", "markdown_v2_plain"]
 
 T = TypeVar("T")
 MAX_TEXT = 4096
@@ -126,6 +127,7 @@ _PICTURE_MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"RIFF")
 _RESERVED = set("_*[]()~`>#+-=|{}.!")
 MAX_CALLBACK_DATA = 64
 _REACTION_EMOJI = frozenset(e.value for e in ReactionEmoji)  # the Bot API's ReactionTypeEmoji set
+WEBHOOK_RETRY_S = 0.1  # a webhook post that failed is tried again after this long (Telegram: longer)
 CALLBACK_EXPIRY_S = 15.0  # a callback query unanswered for longer is "too old" (Telegram: some 15 s)
 _TOO_OLD = "Bad Request: query is too old and response timeout expired or query ID is invalid"
 
@@ -167,6 +169,8 @@ class FakeBot(FakeUser):
     left: list[int] = field(default_factory=list)  # chats it left with leaveChat
     reactions: list[dict[str, Any]] = field(default_factory=list)  # setMessageReaction: chat_id, message_id, emoji
     edits: list[dict[str, Any]] = field(default_factory=list)  # editMessage*: kind, chat_id, message_id, text …
+    webhook: Webhook | None = None  # set with setWebhook: updates are posted there, not polled
+    webhook_posts: list[tuple[int, int]] = field(default_factory=list)  # (update id, HTTP status or 0)
 
 
 @dataclass(eq=False)
@@ -214,6 +218,19 @@ class _Posted:
     thread: Any
     markup: Any = None
     """The inline keyboard it carries (``reply_markup``), if any."""
+
+
+@dataclass
+class Webhook:
+    """A bot's webhook (setWebhook): where and how the fake posts its updates."""
+
+    url: str
+    secret: str | None
+    max_connections: int = 40
+    last_error_date: int | None = None
+    last_error_message: str | None = None
+    sending: set[int] = field(default_factory=set)  # update ids being posted now
+    task: asyncio.Task[None] | None = None
 
 
 @dataclass
@@ -390,6 +407,8 @@ class FakeTelegram(LocalServer):
         # Not LocalServer's _changed()/_change: this fake's waits also poll (every 50 ms), which
         # checks on state outside the fake rely on.
         self._activity = asyncio.Event()
+        self.webhook_retry_s = WEBHOOK_RETRY_S
+        self._posting: aiohttp.ClientSession | None = None  # posts to webhooks
         super().__init__()
 
     # -- server ---------------------------------------------------------------------------
@@ -404,6 +423,9 @@ class FakeTelegram(LocalServer):
         for bot in self.bots.values():  # end long polls now
             if bot.poller is not None and not bot.poller.done():
                 bot.poller.set_result(None)
+            await self._stop_webhook(bot)
+        if self._posting is not None:
+            await self._posting.close()
 
     @property
     def url(self) -> str:
@@ -958,9 +980,103 @@ class FakeTelegram(LocalServer):
 
     async def _api_deletewebhook(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
         bot.webhook_deletions += 1
+        await self._stop_webhook(bot)
+        if params.get("drop_pending_updates"):
+            bot.updates.clear()
         return self._ok(True)
 
+    async def _api_setwebhook(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        url = str(params.get("url") or "")
+        if not url:  # Telegram: an empty URL removes the webhook
+            return await self._api_deletewebhook(bot, params)
+        if not url.startswith(("http://", "https://")):
+            return self._error(400, "Bad Request: bad webhook: An HTTPS URL must be provided for webhook")
+        secret = params.get("secret_token")
+        if secret is not None and not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", str(secret)):
+            return self._error(400, "Bad Request: secret token contains unallowed characters")
+        await self._stop_webhook(bot)
+        if params.get("drop_pending_updates"):
+            bot.updates.clear()
+        bot.allowed_updates = params.get("allowed_updates") or bot.allowed_updates
+        bot.webhook = Webhook(url, secret, int(params.get("max_connections") or 40))
+        bot.webhook.task = asyncio.create_task(self._post_updates(bot, bot.webhook))
+        self._activity.set()
+        return self._ok(True)
+
+    async def _api_getwebhookinfo(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        hook = bot.webhook
+        info: dict[str, Any] = {"url": hook.url if hook else "", "has_custom_certificate": False}
+        info["pending_update_count"] = len(bot.updates)
+        if hook is not None:
+            info["max_connections"] = hook.max_connections
+            if hook.last_error_date is not None:
+                info["last_error_date"] = hook.last_error_date
+                info["last_error_message"] = hook.last_error_message
+        return self._ok(info)
+
+    async def _stop_webhook(self, bot: FakeBot) -> None:
+        hook, bot.webhook = bot.webhook, None
+        if hook is not None and hook.task is not None:
+            hook.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await hook.task
+
+    async def _post_updates(self, bot: FakeBot, hook: Webhook) -> None:
+        """Post each pending update to the webhook, up to ``max_connections`` at once, until one
+        is answered 200 (then it is confirmed); a failure is retried after ``webhook_retry_s``."""
+        self._posting = self._posting or aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
+        posts: set[asyncio.Task[None]] = set()
+        try:
+            # Not only cancelled: Python 3.11's wait_for can swallow a cancellation that meets a
+            # wake-up, and this loop is woken all the time.
+            while bot.webhook is hook:
+                waiting = [u for u in bot.updates if u["update_id"] not in hook.sending]
+                for update in waiting[: max(0, hook.max_connections - len(hook.sending))]:
+                    hook.sending.add(update["update_id"])
+                    post = asyncio.create_task(self._post_update(bot, hook, update))
+                    posts.add(post)
+                    post.add_done_callback(posts.discard)
+                self._activity.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._activity.wait(), 0.05)
+        finally:
+            for post in list(posts):
+                post.cancel()
+
+    async def _post_update(self, bot: FakeBot, hook: Webhook, update: dict[str, Any]) -> None:
+        assert self._posting is not None
+        headers = {"X-Telegram-Bot-Api-Secret-Token": hook.secret} if hook.secret else {}
+        status, error = 0, ""
+        try:
+            async with self._posting.post(hook.url, json=update, headers=headers) as response:
+                status = response.status
+                error = f"Wrong response from the webhook: {response.status} {response.reason}"
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            error = f"Connection refused ({exc.__class__.__name__})"
+        bot.webhook_posts.append((update["update_id"], status))
+        if status == 200:
+            with contextlib.suppress(ValueError):
+                bot.updates.remove(update)
+            self._mark_delivered([update])
+        else:
+            hook.last_error_date, hook.last_error_message = int(time.time()), error
+            await asyncio.sleep(self.webhook_retry_s)
+        hook.sending.discard(update["update_id"])
+        self._activity.set()
+
+    def _mark_delivered(self, updates: list[dict[str, Any]]) -> None:
+        now = time.monotonic()
+        for update in updates:
+            press = self.presses.get(str((update.get("callback_query") or {}).get("id")))
+            if press is not None and press.delivered_at is None:
+                press.delivered_at = now
+
     async def _api_getupdates(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:
+        if bot.webhook is not None:
+            return self._error(
+                409,
+                "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+            )
         if bot.poller is not None and not bot.poller.done():
             bot.poller.set_exception(_Conflict())  # Telegram ends the older poll
         bot.polls += 1
@@ -991,11 +1107,7 @@ class FakeTelegram(LocalServer):
                 poller.set_result(None)
         limit = int(params.get("limit") or 100)
         handed = bot.updates[:limit]
-        now = time.monotonic()
-        for update in handed:
-            press = self.presses.get(str((update.get("callback_query") or {}).get("id")))
-            if press is not None and press.delivered_at is None:
-                press.delivered_at = now
+        self._mark_delivered(handed)
         return self._ok(handed)
 
     async def _api_sendmessage(self, bot: FakeBot, params: dict[str, Any]) -> web.Response:

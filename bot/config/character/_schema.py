@@ -312,6 +312,12 @@ class Character(BaseModel):
     def _defaults(self) -> Character:
         if self.username is None:
             self.username = re.sub(r"\s+", "_", self.name.lower())
+        # elizaOS's guides put templates in settings.templates too (its examples at the top):
+        # both are read, the top level winning.
+        nested = self.settings.get("templates")
+        if isinstance(nested, dict):
+            found = {k: v for k, v in nested.items() if isinstance(v, str)}
+            self.templates = {**found, **self.templates}
         return self
 
     # -- derived values ------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,7 +64,13 @@ class Scene(Characters):
     daemon: Daemon | None = None
     task: asyncio.Task[int] | None = None
     openai: FakeOpenAIServer | None = None
+    webhook_port: int = 0
+    """The daemons' TROUPE_WEBHOOK_PORT (bound only for a character with TELEGRAM_WEBHOOK_URL)."""
     platform: ClassVar[str] = "telegram"
+
+    def webhook_url(self, name: str) -> str:
+        """A TELEGRAM_WEBHOOK_URL for character ``name`` on the scene's daemon (no proxy between)."""
+        return f"http://127.0.0.1:{self.webhook_port}/telegram/{name.lower()}"
 
     async def start(
         self,
@@ -94,6 +101,12 @@ class Scene(Characters):
                 await asyncio.sleep(0.01)
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 @pytest.fixture
 async def scene(tmp_path: Path) -> AsyncIterator[Scene]:
     async with FakeTelegram() as fake, FakeOpenAIServer() as openai:
@@ -101,6 +114,7 @@ async def scene(tmp_path: Path) -> AsyncIterator[Scene]:
         openai.script_chat(brain.answer)
         environ = {"OPENAI_API_KEY": "sk-e2e-0000", "OPENAI_BASE_URL": openai.url}
         running: list[tuple[Daemon, asyncio.Task[int]]] = []
+        webhook_port = free_port()
 
         def launch(
             ada_settings: dict[str, Any], with_brann: bool, brann_token: str, brann_settings: dict[str, Any]
@@ -109,7 +123,9 @@ async def scene(tmp_path: Path) -> AsyncIterator[Scene]:
             if with_brann:
                 paths.append(character(tmp_path, "Brann", brann_token, fake.url, **brann_settings))
             results = [load_character(p, environ=environ) for p in paths]
-            settings = DaemonSettings(db_path=tmp_path / "troupe.db", reconnect_base_s=0.05, reconnect_cap_s=0.2)
+            settings = DaemonSettings(
+                db_path=tmp_path / "troupe.db", reconnect_base_s=0.05, reconnect_cap_s=0.2, webhook_port=webhook_port
+            )
             daemon = Daemon(settings, results, environ)
             running.append((daemon, asyncio.create_task(daemon.run())))
             return running[-1]
@@ -118,7 +134,7 @@ async def scene(tmp_path: Path) -> AsyncIterator[Scene]:
         brann = fake.add_bot("7002:token-brann", username="brann_bot", first_name="Brann")
         sam, cleo = fake.add_user("Sam", username="samr"), fake.add_user("Cleo")
         group = fake.add_group("Writers' Room", members=[sam, cleo, ada, brann], supergroup=True)
-        yield Scene(fake, brain, ada, brann, sam, cleo, group, launch, openai=openai)
+        yield Scene(fake, brain, ada, brann, sam, cleo, group, launch, openai=openai, webhook_port=webhook_port)
         for daemon, task in running:
             daemon.stop()
             await asyncio.wait_for(task, 60)

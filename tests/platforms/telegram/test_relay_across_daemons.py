@@ -11,6 +11,7 @@ import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,9 +47,9 @@ class Cluster:
     running: list[tuple[Daemon, asyncio.Task[int]]] = field(default_factory=list)
     held: dict[str, Lease] = field(default_factory=dict)
 
-    def start(self) -> Daemon:
-        """One more daemon. Each has both characters, as in production; which serves which is
-        forced through the leases (:meth:`hold`)."""
+    def start(self, **more: Any) -> Daemon:
+        """One more daemon (``more``: more of its DaemonSettings). Each has both characters,
+        as in production; which serves which is forced through the leases (:meth:`hold`)."""
         folder = self.workdir / f"daemon-{len(self.running)}-{secrets.token_hex(3)}"
         folder.mkdir()
         settings = DaemonSettings(
@@ -61,6 +62,7 @@ class Cluster:
             reconnect_base_s=0.05,
             reconnect_cap_s=0.2,
             stop_timeout_s=5,
+            **more,
         )
         daemon = Daemon(settings, [load_character(p, environ=self.environ) for p in self.paths], self.environ)
         self.running.append((daemon, asyncio.create_task(daemon.run())))

@@ -4,7 +4,8 @@ The page shows a person's conversation with one character (its stored messages),
 type and upload (a multipart POST, at most :data:`MAX_UPLOAD_BYTES`), and receives the reply as it
 is written over server-sent events (``/chat/<agent>/events``: ``partial`` with the text so far,
 ``message`` with a whole message as an HTML fragment, ``typing``). Buttons under a reply are
-pressed with a POST the character hears as Telegram's and Discord's presses. Who the person is: the
+pressed with a POST the character hears as Telegram's and Discord's presses; "Start over" forgets
+the conversation's messages (CHANNEL_CLEARED). Who the person is: the
 name they give once, kept in a cookie (one conversation per name and character).
 """
 
@@ -60,6 +61,7 @@ def routes() -> list[web.RouteDef]:
         web.get("/chat/{agent}/events", events),
         web.post("/chat/{agent}/send", send),
         web.post("/chat/{agent}/press", press),
+        web.post("/chat/{agent}/clear", clear),
         web.get("/chat/{agent}/files/{file}", file),
     ]
 
@@ -248,6 +250,14 @@ async def press(request: web.Request) -> web.StreamResponse:
     if line is None:
         return _refused(404, "That button is not under a message of this conversation.")
     return _fragment(request, talker, line)
+
+
+async def clear(request: web.Request) -> web.StreamResponse:
+    """Start over: the conversation's messages forgotten (CHANNEL_CLEARED), back to the page."""
+    talker = _talker(request)
+    conversation = await _conversation(request, talker)
+    await talker.adapter.clear(conversation)
+    raise web.HTTPSeeOther(f"/chat/{talker.agent_id}")
 
 
 def _refused(status: int, message: str) -> web.Response:
