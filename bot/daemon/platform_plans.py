@@ -162,7 +162,7 @@ def _own_tools(view: SettingsView, plugins: Sequence[str]) -> list[str]:
     own = [tool for name in plugins for tool in plugin_registry.available()[name].tools]
     choice = OwnToolChoice.parse(view.get_setting("TROUPE_TOOLS"), uses_tools="mcp" in plugins, agent=view.agent)
     offered = [tool for tool in own if choice.allows(tool)]
-    unknown = sorted((choice.names or frozenset()) - set(own))
+    unknown = choice.unknown(own)
     notes = [f"troupe's own tools: {', '.join(offered)}"] if offered else []
     if unknown:
         notes.append(

@@ -270,8 +270,7 @@ class AgentRuntime:
 
     def _check_tool_choice(self) -> None:
         """Warn of names in ``TROUPE_TOOLS`` that no plugin of the character offers (a typo)."""
-        named = self._own_tool_choice().names or frozenset()
-        unknown = sorted(named - {name.lower() for name in self._own_tools_seen})
+        unknown = self._own_tool_choice().unknown(self._own_tools_seen)
         if unknown:
             _log.warning(
                 "%s: TROUPE_TOOLS names %s, which no plugin of this character offers (its own tools: %s)",

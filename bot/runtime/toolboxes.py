@@ -116,6 +116,10 @@ class OwnToolChoice:
     def allows(self, name: str) -> bool:
         return self.names is None or name.lower() in self.names
 
+    def unknown(self, offered: Iterable[str]) -> list[str]:
+        """The names given that none of ``offered`` has (a typo, or a plugin not listed), sorted."""
+        return sorted((self.names or frozenset()) - {name.lower() for name in offered})
+
 
 class Toolboxes:
     """Every tool of one character, from its toolboxes and its own tools (the ``TOOLBOX``

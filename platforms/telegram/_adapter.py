@@ -294,8 +294,9 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
 
     async def _write_chat(self, chat: Chat, sender: User | None, *, joined: bool = False) -> None:
         """What :meth:`_ensure_chat` says; ``joined``: the bot was just added to the chat, so
-        WORLD_JOINED even if troupe has seen it before (it had left)."""
-        if chat.id in self._chats:
+        WORLD_JOINED even if troupe has seen it before (it had left) — and even if a message
+        from the chat, handled meanwhile, has just written it."""
+        if chat.id in self._chats and not joined:
             return
         agent = self.runtime.agent_id
         owner, admins = await self._administrators(chat)

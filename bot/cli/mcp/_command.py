@@ -16,6 +16,7 @@ from mcp.server import Server
 from bot.cli.databases import add_database_argument, database_location
 from bot.cli.log_levels import add_log_level_option
 from bot.cli.mcp._serving import serve_stdio, tool_server
+from bot.config import plugins as plugin_registry
 from bot.config.character import LoadResult, find_character, load_characters
 from bot.config.settings import DaemonSettings, load_environ
 from bot.daemon.chat import runtime_plugins
@@ -35,8 +36,8 @@ _log = logging.getLogger(__name__)
 
 PROG = "troupe mcp"
 _DEFAULT_TIMEOUT_S = 120.0
-#: The tools that answer from the character's knowledge: serving one needs some.
-_KNOWLEDGE_TOOLS = frozenset({"search_knowledge", "process_knowledge"})
+#: The plugin whose tools answer from the character's knowledge: serving one needs some.
+_KNOWLEDGE_PLUGIN = "knowledge"
 #: Not loaded here: the character's own MCP servers are not served (troupe mcp is no proxy).
 _NOT_LOADED = frozenset({"mcp"})
 
@@ -163,7 +164,8 @@ async def _check_knowledge(runtime: AgentRuntime, served: Sequence[str]) -> None
     """Refuse to serve the knowledge of a character that has none: no knowledge items in its
     file, no folder (a ``directory`` item or KNOWLEDGE_PATH), and nothing stored for it (not even
     shared knowledge)."""
-    if _KNOWLEDGE_TOOLS.isdisjoint(served) or runtime.character.knowledge:
+    knowledge_tools = plugin_registry.available()[_KNOWLEDGE_PLUGIN].tools
+    if set(knowledge_tools).isdisjoint(served) or runtime.character.knowledge:
         return
     base = runtime.get_service(KNOWLEDGE_BASE)
     if base is not None and await base.upload_folder() is not None:

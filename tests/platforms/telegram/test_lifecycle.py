@@ -80,6 +80,15 @@ async def test_a_character_removed_from_a_group_leaves_it_and_hears_nothing_more
     await s.fake.user_says(s.sam, s.group, "@ada_bot and later?")
     await until_heard(s, "Brann", s.group.id, "High tide again.")
 
+    # Removed and added again, with Telegram's "Sam added Brann" and a message from the group
+    # handled alongside: whichever writes the group first, WORLD_JOINED comes.
+    await s.fake.bot_removed(s.group, s.brann, by=s.sam)
+    await until(lambda: len(left) == 2)
+    before = len(joined)
+    await s.fake.bot_added(s.group, s.brann, by=s.sam, old="kicked", announce=True)
+    await s.fake.user_says(s.sam, s.group, "welcome back, Brann")
+    await until(lambda: len(joined) > before)
+
 
 async def test_a_channel_post_is_ignored_by_default(scene) -> None:
     s = scene
