@@ -16,7 +16,7 @@ from typing import Any
 from bot.sdk import ResponseSchema
 
 from ._should_respond import ShouldRespond
-from ._templates import DEFAULT_TEMPLATES
+from ._templates import DEFAULT_TEMPLATES, own_template
 
 __all__ = ["REFLECTION", "SHOULD_RESPOND", "plan_schema", "schema_for", "troupe_decision_schema"]
 
@@ -90,7 +90,5 @@ REFLECTION = ResponseSchema(
 def schema_for(templates: Mapping[str, str], name: str, schema: ResponseSchema) -> ResponseSchema | None:
     """``schema`` for a prompt made of template ``name``; None when the character replaced that
     template (its answer's fields are its own)."""
-    override = templates.get(name)
-    if isinstance(override, str) and override.strip() and override != DEFAULT_TEMPLATES.get(name):
-        return None
-    return schema
+    override = own_template(templates, name)
+    return None if override is not None and override != DEFAULT_TEMPLATES.get(name) else schema

@@ -472,16 +472,18 @@ DEFAULT_TEMPLATES: dict[str, str] = {
 }
 
 
+def own_template(character_templates: Mapping[str, str], name: str) -> str | None:
+    """The character's own template ``name``; None when it has none, or a blank one."""
+    override = character_templates.get(name)
+    return override if isinstance(override, str) and override.strip() else None
+
+
 def for_source(character_templates: Mapping[str, str], name: str, source: str | None) -> str:
     """The name of the template to use for a message from ``source``: the character's
     platform variant when it has one (``telegramMessageHandlerTemplate`` for
     ``messageHandlerTemplate`` on Telegram, as elizaOS's Telegram guides name them), else ``name``."""
-    if source:
-        variant = f"{source}{name[:1].upper()}{name[1:]}"
-        override = character_templates.get(variant)
-        if isinstance(override, str) and override.strip():
-            return variant
-    return name
+    variant = f"{source}{name[:1].upper()}{name[1:]}" if source else None
+    return variant if variant and own_template(character_templates, variant) is not None else name
 
 
 def template(character_templates: Mapping[str, str], name: str) -> str:
@@ -489,8 +491,8 @@ def template(character_templates: Mapping[str, str], name: str) -> str:
 
     Raises ``KeyError`` naming the known templates when neither exists.
     """
-    override = character_templates.get(name)
-    if isinstance(override, str) and override.strip():
+    override = own_template(character_templates, name)
+    if override is not None:
         return override
     try:
         return DEFAULT_TEMPLATES[name]
