@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -215,12 +214,12 @@ class TelegramAdapter(PlatformAdapter[ChatTarget, Message, int]):
         assert isinstance(queue, InboxQueue)
         return queue
 
-    async def take_kept(self, update: str) -> None:
-        """Handle an update the webhook kept in the inbox (JSON as Telegram sent it), unless it is
-        already being handled or this adapter no longer takes any."""
+    async def take_kept(self, update: dict[str, Any]) -> None:
+        """Handle an update the webhook kept in the inbox (as Telegram sent it, read), unless it
+        is already being handled or this adapter no longer takes any."""
         if self.app is None or self.closed or not self.runtime.accepting:
             return  # it stays in the inbox: the next start handles it
-        await self.inbox.put_kept(Update.de_json(json.loads(update), self.app.bot))
+        await self.inbox.put_kept(Update.de_json(update, self.app.bot))
 
     async def disconnect(self) -> None:
         """Stop taking updates, let messages being answered finish (up to a limit), shut down."""

@@ -18,7 +18,7 @@ import hmac
 import json
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from telegram.error import BadRequest, TelegramError
 
@@ -67,7 +67,8 @@ class TelegramWebhook:
             return WebhookAnswer(403, "wrong secret token")
         try:
             text = request.body.decode()
-            update_id = json.loads(text)["update_id"]
+            update = json.loads(text)
+            update_id = update["update_id"]
             if not isinstance(update_id, int):
                 raise TypeError("update_id is not a number")
         except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
@@ -83,7 +84,7 @@ class TelegramWebhook:
             _log.warning("%s: could not keep Telegram update %s: %s", self.agent, update_id, exc)
             return WebhookAnswer(500, "cannot keep it; send it again later")
         shared = self._host.shared
-        await shared.instance_of(WebhookDesk).deliver(self.agent_id, text, shared.bus)
+        await shared.instance_of(WebhookDesk).deliver(self.agent_id, update, shared.bus)
         return WebhookAnswer(200)
 
     def _log_refusal(self) -> None:
@@ -118,8 +119,9 @@ class WebhookDesk:
         if self._adapters.get(adapter.runtime.agent_id) is adapter:
             del self._adapters[adapter.runtime.agent_id]
 
-    async def deliver(self, agent_id: str, update: str, bus: Bus) -> None:
-        """Hand a kept update to the adapter serving ``agent_id``: here, or on another daemon."""
+    async def deliver(self, agent_id: str, update: dict[str, Any], bus: Bus) -> None:
+        """Hand a kept update (as Telegram sent it, read) to the adapter serving ``agent_id``:
+        here, or on another daemon."""
         adapter = self._adapters.get(agent_id)
         if adapter is not None:
             await adapter.take_kept(update)
