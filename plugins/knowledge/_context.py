@@ -60,6 +60,10 @@ _GAP = "\n\n[…]\n\n"
 _BUILD_INLINE = 50_000
 
 
+#: What only a copy of the prompt holds (a weak model echoing it back instead of answering).
+_ECHOES = ("<document>", "</document>", "<chunk>", "</chunk>", "```")
+
+
 def contextual_text(context: str, fragment: str) -> str:
     """What is embedded for ``fragment`` given its ``context`` (none: the fragment alone)."""
     return f"{context}\n\n{fragment}" if context else fragment
@@ -205,6 +209,10 @@ class Contextualizer:
                 context = " ".join(str(answer or "").split())[: CONTEXT_TOKENS * 6]
                 if not context:
                     raise ValueError("the model's answer was empty")
+                if any(mark in context for mark in _ECHOES):
+                    # A small model copying the prompt back: that is no context, and it would
+                    # add the document's start to the chunk's vector.
+                    raise ValueError("the model's answer repeated the prompt")
             except Exception as exc:  # noqa: BLE001 - any failure leaves the fragment alone, as without the setting
                 self._failed(fragment.document_id, document.heading.strip()[1:-1] or "a fact", exc)
                 return ""

@@ -36,12 +36,16 @@ class Writer:
 
     prompts: list[str] = field(default_factory=list)
     fail: tuple[str, ...] = ()
+    echo: tuple[str, ...] = ()
+    """Chunks whose prompt comes back as the answer (as a small model may do)."""
 
     async def __call__(self, runtime: Any, params: dict[str, Any]) -> str:
         self.prompts.append(params["prompt"])
         chunk = params["prompt"].split("<chunk>\n", 1)[1]
         if any(f in chunk for f in self.fail):
             raise RuntimeError("the small model is overloaded")
+        if any(e in chunk for e in self.echo):
+            return params["prompt"][:300]
         return f"  From the keeper's hive records, about hive {first_hive(chunk)}\n"
 
 
@@ -119,6 +123,20 @@ async def test_a_failed_context_leaves_its_chunk_embedded_alone_logged_once_for_
         "Ada: knowledge: no context for a chunk of 'hives.md' (every TEXT_SMALL model failed (RuntimeError)); "
         "its chunks without one are embedded alone"
     ]
+
+
+async def test_an_answer_that_repeats_the_prompt_is_no_context(
+    agents: Agents, caplog: pytest.LogCaptureFixture
+) -> None:
+    (agents.dir / "hives.md").write_text(HIVES)
+    writer = Writer(echo=("Hive 5 ",))  # the first of three chunks
+    with caplog.at_level(logging.WARNING, "plugins.knowledge"):
+        rt = await start(agents, writer, {**CTX, "CTX_KNOWLEDGE_CONCURRENCY": "1"})
+    stored = await texts(rt)
+    assert not any("<document>" in t for t in agents.embedder.texts)
+    alone = [t for t in agents.embedder.texts if not t.startswith("From the keeper")]
+    assert len(alone) == 1 and alone[0] in stored
+    assert "the model's answer repeated the prompt" in caplog.text
 
 
 async def test_a_context_written_is_not_asked_for_again_when_the_chunk_is_embedded_later(agents: Agents) -> None:
